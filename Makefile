@@ -1,0 +1,51 @@
+# gpustate: build, test and demo. Every target installs or builds what it needs.
+
+GO      ?= go
+PKGS    ?= ./...
+FUZZTIME ?= 30s
+
+.PHONY: all build test vet fuzz demo bench gpu-check vet-bench clean
+
+all: build
+
+build:
+	$(GO) build $(PKGS)
+	CGO_ENABLED=0 $(GO) build $(PKGS)
+	$(GO) build -o bin/statevet ./cmd/statevet
+	$(GO) build -o bin/stategen ./cmd/stategen
+
+# Every test, under the race detector where cgo works; fuzz seed corpora run as plain tests.
+test: build
+	@if $(GO) env CGO_ENABLED | grep -q 1 && command -v gcc >/dev/null; then \
+		echo "go test -race $(PKGS)"; $(GO) test -race -count=1 $(PKGS); \
+	else \
+		echo "go test $(PKGS) (no cgo: race detector unavailable)"; $(GO) test -count=1 $(PKGS); \
+	fi
+	$(MAKE) vet
+
+# go vet plus statevet on the repository itself.
+vet: build
+	$(GO) vet $(PKGS)
+	@test -z "$$(gofmt -l $$(git ls-files '*.go' | grep -v /testdata/))" || { echo "not gofmt'd:"; gofmt -l $$(git ls-files '*.go' | grep -v /testdata/); exit 1; }
+	./bin/statevet $(PKGS)
+
+# A short fuzz run of every fuzz target, and the state store's model test run long.
+fuzz:
+	bash scripts/fuzz.sh $(FUZZTIME)
+
+demo: build
+	bash scripts/demo.sh
+
+bench:
+	$(GO) test -run='^$$' -bench=. -benchmem $(PKGS)
+
+# statevet's cost against the vet driver's floor, on golang.org/x/tools.
+vet-bench: build
+	bash scripts/vetbench.sh
+
+# On a machine with an NVIDIA GPU: the CUDA backend's tests and benchmarks.
+gpu-check:
+	bash scripts/gpu-check.sh
+
+clean:
+	rm -rf bin

@@ -1,0 +1,51 @@
+// Package device is the layer through which the state store touches device
+// memory. A Backend allocates, copies and sets bytes; the host backend keeps
+// them in memory mapped outside the Go heap, the CUDA backend in GPU memory
+// through the CUDA driver API.
+//
+// Open picks a backend: CUDA where libcuda.so.1 loads and a device exists,
+// else the host backend. GPUSTATE_BACKEND=host or GPUSTATE_BACKEND=cuda forces
+// one; cuda with no usable GPU is an error, never a silent fallback.
+package device
+
+import "errors"
+
+// Ptr is an address in a backend's memory. A Ptr returned by Alloc plus an
+// offset inside that allocation is also a valid Ptr.
+type Ptr uint64
+
+// Span locates Rows consecutive rows of one column that live in one block,
+// starting at Ptr.
+type Span struct {
+	Ptr  Ptr
+	Rows int
+}
+
+// Backend is the extension point for device memory: the state store touches
+// memory only through it, and users may plug in their own allocator.
+type Backend interface {
+	// Name names the backend ("host", "cuda").
+	Name() string
+	// Alloc returns bytes bytes of device memory. Out of memory is an error
+	// for which errors.Is(err, ErrOutOfMemory) holds.
+	Alloc(bytes int) (Ptr, error)
+	// Free gives back memory that Alloc returned.
+	Free(p Ptr) error
+	// CopyHtoD copies src from the host to dst.
+	CopyHtoD(dst Ptr, src []byte) error
+	// CopyDtoH copies len(dst) bytes from src to the host.
+	CopyDtoH(dst []byte, src Ptr) error
+	// CopyDtoD copies bytes bytes from src to dst, both device memory.
+	CopyDtoD(dst, src Ptr, bytes int) error
+	// Memset sets bytes bytes at dst to value.
+	Memset(dst Ptr, value byte, bytes int) error
+	// Sync waits until every operation issued so far has completed.
+	Sync() error
+	// MemInfo reports the device's free and total memory in bytes.
+	MemInfo() (free, total uint64, err error)
+	// Close releases the backend; later calls fail.
+	Close() error
+}
+
+// ErrOutOfMemory is returned, wrapped, when a backend cannot allocate.
+var ErrOutOfMemory = errors.New("device: out of memory")
