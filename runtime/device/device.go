@@ -49,3 +49,15 @@ type Backend interface {
 
 // ErrOutOfMemory is returned, wrapped, when a backend cannot allocate.
 var ErrOutOfMemory = errors.New("device: out of memory")
+
+// Errors the backends in this package return, wrapped with context.
+var (
+	// ErrInvalidPtr: a Ptr that is not inside a live allocation of the
+	// backend, a range that runs past the end of its allocation, or a Free of
+	// a Ptr that is not the start of a live allocation.
+	ErrInvalidPtr = errors.New("device: invalid pointer")
+	// ErrInvalidSize: a negative length, or an Alloc of zero or fewer bytes.
+	ErrInvalidSize = errors.New("device: invalid size")
+	// ErrClosed: a call on a backend after its Close.
+	ErrClosed = errors.New("device: backend closed")
+)

@@ -1,0 +1,107 @@
+package device
+
+import (
+	"errors"
+	"sync"
+	"testing"
+)
+
+func TestHost(t *testing.T) {
+	testBackend(t, func(t *testing.T) Backend { return Host() })
+}
+
+func TestHostName(t *testing.T) {
+	if got := Host().Name(); got != "host" {
+		t.Fatalf("Name() = %q, want host", got)
+	}
+}
+
+func TestHostIndependent(t *testing.T) {
+	a, b := Host(), Host()
+	p := mustAlloc(t, a, 64)
+	q := mustAlloc(t, b, 64)
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.CopyHtoD(q, []byte{1}); err != nil {
+		t.Fatalf("closing one host backend broke another: %v", err)
+	}
+	if err := b.CopyHtoD(p, []byte{1}); !errors.Is(err, ErrInvalidPtr) {
+		t.Fatalf("another host backend's Ptr: got %v, want ErrInvalidPtr", err)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestHostMaxBytes(t *testing.T) {
+	b := NewHost(HostOptions{MaxBytes: 10000})
+	defer b.Close()
+	p := mustAlloc(t, b, 6000)
+	if _, err := b.Alloc(5000); !errors.Is(err, ErrOutOfMemory) {
+		t.Fatalf("Alloc past MaxBytes: got %v, want ErrOutOfMemory", err)
+	}
+	free, total, err := b.MemInfo()
+	if err != nil || free != 4000 || total != 10000 {
+		t.Fatalf("MemInfo = %d, %d, %v; want 4000, 10000, nil", free, total, err)
+	}
+	if err := b.Free(p); err != nil {
+		t.Fatal(err)
+	}
+	mustAlloc(t, b, 10000)
+}
+
+func TestHostHugeAlloc(t *testing.T) {
+	b := Host()
+	defer b.Close()
+	// More than any machine has: the system refuses it, as out of memory.
+	if _, err := b.Alloc(1 << 62); !errors.Is(err, ErrOutOfMemory) {
+		t.Fatalf("Alloc(1<<62): got %v, want ErrOutOfMemory", err)
+	}
+	if _, err := b.Alloc(int(^uint(0) >> 1)); !errors.Is(err, ErrOutOfMemory) {
+		t.Fatalf("Alloc(MaxInt): got %v, want ErrOutOfMemory", err)
+	}
+	// A large allocation is cheap until touched.
+	p := mustAlloc(t, b, 1<<30)
+	if err := b.Memset(p+(1<<30)-4096, 7, 4096); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Free(p); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestHostFreeWaitsForCopies(t *testing.T) {
+	b := Host()
+	defer b.Close()
+	const n = 1 << 20
+	var wg sync.WaitGroup
+	for range 20 {
+		p := mustAlloc(t, b, n)
+		wg.Go(func() {
+			buf := make([]byte, n)
+			// Either the copy finishes before Free or it reports ErrInvalidPtr.
+			for range 4 {
+				if err := b.CopyDtoH(buf, p); err != nil && !errors.Is(err, ErrInvalidPtr) {
+					t.Error(err)
+				}
+			}
+		})
+		if err := b.Free(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wg.Wait()
+}
+
+func TestFill(t *testing.T) {
+	for _, n := range []int{0, 1, 2, 3, 7, 64, 1000} {
+		b := make([]byte, n)
+		fill(b, 9)
+		for i, v := range b {
+			if v != 9 {
+				t.Fatalf("fill(%d): byte %d is %d", n, i, v)
+			}
+		}
+	}
+}

@@ -1,0 +1,90 @@
+package device
+
+import (
+	"fmt"
+	"slices"
+)
+
+// region is one live allocation: size bytes starting at base. For the host
+// backend mem is the whole mapping (size rounded up to pages); device
+// backends leave it nil.
+type region struct {
+	base Ptr
+	size uint64
+	mem  []byte
+}
+
+// table tracks a backend's live allocations, sorted by base address, so that
+// every Ptr and length handed to the backend is checked before it is used.
+// It is not safe for concurrent use; the backends guard it with their lock.
+type table struct {
+	regions []region
+	bytes   uint64 // sum of sizes of live allocations
+}
+
+// insert records r. Bases are distinct because live allocations never overlap.
+func (t *table) insert(r region) {
+	i, _ := slices.BinarySearchFunc(t.regions, r.base, cmpBase)
+	t.regions = slices.Insert(t.regions, i, r)
+	t.bytes += r.size
+}
+
+// remove forgets the allocation that starts exactly at p and returns it.
+func (t *table) remove(p Ptr) (region, error) {
+	i, ok := slices.BinarySearchFunc(t.regions, p, cmpBase)
+	if !ok {
+		if _, _, err := t.find(p, 0); err == nil {
+			return region{}, fmt.Errorf("%w: %#x is inside an allocation, not its start", ErrInvalidPtr, uint64(p))
+		}
+		return region{}, fmt.Errorf("%w: %#x was not returned by Alloc or is already freed", ErrInvalidPtr, uint64(p))
+	}
+	r := t.regions[i]
+	t.regions = slices.Delete(t.regions, i, i+1)
+	t.bytes -= r.size
+	return r, nil
+}
+
+// find returns the allocation holding the n bytes starting at p, and p's
+// offset in it. The range must lie inside one live allocation; a zero-length
+// range may start at the allocation's end.
+func (t *table) find(p Ptr, n int) (region, uint64, error) {
+	if n < 0 {
+		return region{}, 0, fmt.Errorf("%w: negative length %d", ErrInvalidSize, n)
+	}
+	// The last allocation whose base is <= p.
+	i, ok := slices.BinarySearchFunc(t.regions, p, cmpBase)
+	if !ok {
+		i--
+	}
+	if i < 0 {
+		return region{}, 0, fmt.Errorf("%w: %#x is not in a live allocation", ErrInvalidPtr, uint64(p))
+	}
+	r := t.regions[i]
+	off := uint64(p - r.base)
+	if off > r.size || (off == r.size && n > 0) {
+		return region{}, 0, fmt.Errorf("%w: %#x is not in a live allocation", ErrInvalidPtr, uint64(p))
+	}
+	if uint64(n) > r.size-off {
+		return region{}, 0, fmt.Errorf("%w: %d bytes at %#x run past the end of its %d-byte allocation at %#x",
+			ErrInvalidPtr, n, uint64(p), r.size, uint64(r.base))
+	}
+	return r, off, nil
+}
+
+// clear forgets every allocation and returns them.
+func (t *table) clear() []region {
+	rs := t.regions
+	t.regions = nil
+	t.bytes = 0
+	return rs
+}
+
+func cmpBase(r region, p Ptr) int {
+	switch {
+	case r.base < p:
+		return -1
+	case r.base > p:
+		return 1
+	}
+	return 0
+}
