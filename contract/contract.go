@@ -1,0 +1,219 @@
+package contract
+
+import (
+	"go/token"
+	"go/types"
+)
+
+// Package is the parse of one package's //state: directives.
+type Package struct {
+	Contracts   []*Contract     // state types, in source order
+	Snapshots   []*SnapshotType // types whose doc holds //state:snapshot
+	Funcs       []*Func         // funcs and methods with function directives
+	Diagnostics []Diagnostic    // every problem, in position order
+}
+
+// Diagnostic is one problem found in the directives of a package.
+type Diagnostic struct {
+	Pos, End token.Pos
+	Analyzer string // "stcontract" or "stgrowth": which analyzer reports it
+	Type     string // the state type it concerns ("" when none)
+	Message  string // lowercase, no trailing period, names the type and the remedy
+	Fixes    []Fix  // mechanical fixes (SuggestedFix)
+}
+
+// Fix is a mechanical change that resolves a Diagnostic.
+type Fix struct {
+	Message string
+	Edits   []Edit
+}
+
+// Edit replaces the source text in [Pos, End) with NewText.
+type Edit struct {
+	Pos, End token.Pos
+	NewText  string
+}
+
+// Contract is the parsed contract of one state type. It is gob-encodable
+// (exported fields, no maps) so that analyzers can carry it across packages
+// as an analysis fact; the type object it was parsed from is not encoded.
+type Contract struct {
+	Type            string       // the named type
+	Pos             token.Pos    // the //state:contract line
+	Purpose         string       // the purpose="..." of the contract line
+	Growth          Growth       // GrowthAppend | GrowthMutable (GrowthUnset only on an invalid contract)
+	Bound           int64        // rows; 0 with Unbounded
+	Unbounded       bool         // bound=unbounded
+	UnboundedReason string       // the reason="..." of an unbounded growth line
+	Owner           string       // the owner kind
+	Retention       Retention    // RetentionMandatory (default) | RetentionOptional | RetentionReconstructable
+	Snapshot        SnapshotMode // SnapshotImmutable (default) | SnapshotNone
+	Branch          BranchMode   // BranchNone (default) | BranchIsolated
+	Merge           MergeMode    // MergeUnset | MergeUnsupported | MergeFastforward
+	Rollback        bool         // a //state:rollback line is present
+	Descendants     Descendants  // DescendantsInvalidate | DescendantsKeep
+	Checkpoint      *Checkpoint  // nil when absent
+	Cleanup         string       // the on=EVENT value
+	Fields          []Field      // the struct's fields, in declaration order
+	Valid           bool         // no stcontract diagnostics (stgrowth ones allowed)
+
+	obj *types.TypeName
+}
+
+// Object returns the type the contract was parsed from, or nil when the
+// contract was decoded from a fact or parsed without type information.
+func (c *Contract) Object() *types.TypeName { return c.obj }
+
+// Checkpoint is the policy of a //state:checkpoint line.
+type Checkpoint struct {
+	Every  int   // a checkpoint every Every versions
+	Keep   int   // checkpoints retained; 0 when the line has no keep (a stgrowth finding)
+	Budget int64 // bytes the checkpoints may hold; 0 when unset
+}
+
+// Field is one field of a state type: a slice of fixed-size elements, Width
+// elements to a row.
+type Field struct {
+	Name     string
+	Elem     string // element type as written, types.TypeString relative to the package ("float32", "[8]uint16", "Token")
+	ElemSize int64  // bytes of one element (gc compiler, amd64)
+	Width    int    // elements per row (tag state:"width=W"), default 1
+	RowBytes int64  // ElemSize * Width
+}
+
+// Func is a func or method with function directives.
+type Func struct {
+	Name                                     string    // "F" or "(*T).M" / "T.M"
+	Pos                                      token.Pos // the first //state: line of its doc comment
+	Acquire, Release, Mutates, Appends, View bool      // Appends implies Mutates: both are set
+	Takes                                    []string  // parameter names
+	Writes                                   []string  // parameter names
+
+	obj *types.Func
+}
+
+// Object returns the function the directives were parsed from, or nil when
+// the record was decoded from a fact or parsed without type information.
+func (f *Func) Object() *types.Func { return f.obj }
+
+// SnapshotType is a type whose doc comment holds a bare //state:snapshot: its
+// values are immutable.
+type SnapshotType struct {
+	Type string
+	Pos  token.Pos // the //state:snapshot line
+
+	obj *types.TypeName
+}
+
+// Object returns the snapshot type, or nil when the record was decoded from a
+// fact or parsed without type information.
+func (s *SnapshotType) Object() *types.TypeName { return s.obj }
+
+// Growth is the growth law of a state type.
+type Growth int
+
+// Growth laws.
+const (
+	GrowthUnset   Growth = iota // no valid growth line: only on an invalid contract
+	GrowthAppend                // rows are only appended, up to Bound
+	GrowthMutable               // exactly Bound rows, written in place
+)
+
+func (g Growth) String() string {
+	switch g {
+	case GrowthAppend:
+		return "append"
+	case GrowthMutable:
+		return "mutable"
+	}
+	return "unset"
+}
+
+// Retention says whether a state may be evicted.
+type Retention int
+
+// Retention policies.
+const (
+	RetentionMandatory       Retention = iota // never evicted (default)
+	RetentionOptional                         // may be dropped
+	RetentionReconstructable                  // may be rebuilt from checkpoints
+)
+
+func (r Retention) String() string {
+	switch r {
+	case RetentionOptional:
+		return "optional"
+	case RetentionReconstructable:
+		return "reconstructable"
+	}
+	return "mandatory"
+}
+
+// SnapshotMode says whether Snapshot is generated.
+type SnapshotMode int
+
+// Snapshot modes.
+const (
+	SnapshotImmutable SnapshotMode = iota // snapshots are generated (default)
+	SnapshotNone                          // no snapshots
+)
+
+func (s SnapshotMode) String() string {
+	if s == SnapshotNone {
+		return "none"
+	}
+	return "immutable"
+}
+
+// BranchMode says whether Branch is generated.
+type BranchMode int
+
+// Branch modes.
+const (
+	BranchNone     BranchMode = iota // no branches (default)
+	BranchIsolated                   // isolated copy-on-write branches
+)
+
+func (b BranchMode) String() string {
+	if b == BranchIsolated {
+		return "isolated"
+	}
+	return "none"
+}
+
+// MergeMode is the merge decision of an isolated branch.
+type MergeMode int
+
+// Merge decisions.
+const (
+	MergeUnset       MergeMode = iota // no decision written (an error with BranchIsolated)
+	MergeUnsupported                  // branches are never merged
+	MergeFastforward                  // a child merges into an unchanged parent
+)
+
+func (m MergeMode) String() string {
+	switch m {
+	case MergeUnsupported:
+		return "unsupported"
+	case MergeFastforward:
+		return "fastforward"
+	}
+	return "unset"
+}
+
+// Descendants says what a rollback does to snapshots and branches taken after
+// its target.
+type Descendants int
+
+// Rollback policies.
+const (
+	DescendantsInvalidate Descendants = iota // they answer ErrInvalidated
+	DescendantsKeep                          // they stay readable
+)
+
+func (d Descendants) String() string {
+	if d == DescendantsKeep {
+		return "keep"
+	}
+	return "invalidate"
+}
