@@ -1,0 +1,36 @@
+package state
+
+import "errors"
+
+// The sentinel errors. Every error the package returns wraps at most one of
+// them (plus, for ErrNoMemory, the backend's own error when there is one),
+// with context naming the state type and the call.
+var (
+	// ErrBound: an append past the layout's bound, or an append to a
+	// mutable state (which has exactly Bound rows). Nothing is appended.
+	ErrBound = errors.New("state: bound exceeded")
+	// ErrShape: a batch whose columns hold different numbers of rows, a
+	// column whose length is no multiple of its row size, the wrong number
+	// of columns, or an invalid Layout.
+	ErrShape = errors.New("state: batch does not match the layout")
+	// ErrRange: rows outside the state, or a write to an append-only state.
+	ErrRange = errors.New("state: rows out of range")
+	// ErrReleased: a call on a released handle or a closed pool.
+	ErrReleased = errors.New("state: handle released")
+	// ErrNotAncestor: a rollback target that is not an ancestor version of
+	// the head (another lineage, or a version off the head's line).
+	ErrNotAncestor = errors.New("state: not an ancestor version")
+	// ErrOwner: a snapshot or branch of another owner.
+	ErrOwner = errors.New("state: another owner's state")
+	// ErrDiverged: a fastforward merge whose parent changed since the
+	// branch point (or a child of another lineage).
+	ErrDiverged = errors.New("state: diverged since the branch point")
+	// ErrInvalidated: a snapshot or branch taken from a line that a
+	// rollback with Invalidate abandoned.
+	ErrInvalidated = errors.New("state: invalidated by a rollback")
+	// ErrNotRetained: a version that no retained checkpoint and deltas can
+	// reconstruct, or At/Plan on a layout without a checkpoint policy.
+	ErrNotRetained = errors.New("state: version not retained")
+	// ErrNoMemory: the pool's MaxBytes or the device is exhausted.
+	ErrNoMemory = errors.New("state: out of memory")
+)

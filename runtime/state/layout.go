@@ -1,0 +1,147 @@
+package state
+
+import "fmt"
+
+// Owner names the owner of a state (a session, a request, a step...). One
+// owner has the mutation and cleanup authority over its states; physical
+// blocks are never shared across owners, and a block that held one owner's
+// rows is zeroed before another owner gets it.
+type Owner string
+
+// Version identifies a version of a state. Every successful write makes a
+// new version, larger than every version its lineage (the head it was
+// created as, with all its branches) has seen.
+type Version uint64
+
+// Growth says how a state's rows change.
+type Growth int
+
+const (
+	// Append states only grow, up to Bound rows; written rows never change.
+	Append Growth = iota
+	// Mutable states have exactly Bound rows, zero at creation, written in
+	// place by Write and WriteDevice.
+	Mutable
+)
+
+func (g Growth) String() string {
+	switch g {
+	case Append:
+		return "append"
+	case Mutable:
+		return "mutable"
+	}
+	return fmt.Sprintf("Growth(%d)", int(g))
+}
+
+// Descendants says what a rollback does to the snapshots and branches taken
+// after its target on the line it abandons.
+type Descendants int
+
+const (
+	// Invalidate makes them answer ErrInvalidated.
+	Invalidate Descendants = iota
+	// Keep leaves them readable and writable.
+	Keep
+)
+
+func (d Descendants) String() string {
+	switch d {
+	case Invalidate:
+		return "invalidate"
+	case Keep:
+		return "keep"
+	}
+	return fmt.Sprintf("Descendants(%d)", int(d))
+}
+
+// Column describes one field of a state: Width elements of ElemSize bytes
+// per row.
+type Column struct {
+	Name     string
+	ElemSize int
+	Width    int
+}
+
+// RowBytes returns the bytes of one row of the column.
+func (c Column) RowBytes() int { return c.ElemSize * c.Width }
+
+// CheckpointPolicy keeps past versions of a head reconstructable by At:
+// a checkpoint every Every versions (or, with Budget, whenever the deltas
+// since the last checkpoint exceed Budget bytes), at most Keep checkpoints.
+type CheckpointPolicy struct {
+	Every  int
+	Keep   int
+	Budget int64
+}
+
+// Layout is the shape and contract of a state type, as generated code
+// declares it once per type.
+type Layout struct {
+	// Type is the state type's name, for errors and Pool.Close.
+	Type string
+	// Columns are the fields, in order; every batch has one []byte per
+	// column.
+	Columns []Column
+	// Growth is Append or Mutable.
+	Growth Growth
+	// Bound is the number of rows: the most an append state may hold, the
+	// exact number a mutable state has. Bound <= 0 means unbounded, for
+	// append states only.
+	Bound int
+	// Descendants is the rollback policy.
+	Descendants Descendants
+	// Checkpoint, when not nil, keeps past versions for At and Plan.
+	Checkpoint *CheckpointPolicy
+}
+
+// check validates l for a pool with blocks of blockBytes bytes.
+func (l *Layout) check(blockBytes int) error {
+	if l == nil {
+		return fmt.Errorf("state: nil layout: %w", ErrShape)
+	}
+	if len(l.Columns) == 0 {
+		return fmt.Errorf("state: layout of %s has no columns: %w", l.Type, ErrShape)
+	}
+	for _, c := range l.Columns {
+		if c.ElemSize <= 0 || c.Width <= 0 {
+			return fmt.Errorf("state: column %s.%s has element size %d and width %d, both must be positive: %w",
+				l.Type, c.Name, c.ElemSize, c.Width, ErrShape)
+		}
+		if c.ElemSize > blockBytes/c.Width {
+			return fmt.Errorf("state: a row of %s.%s (%d×%d bytes) does not fit a block of %d bytes: %w",
+				l.Type, c.Name, c.Width, c.ElemSize, blockBytes, ErrShape)
+		}
+	}
+	switch l.Growth {
+	case Append:
+	case Mutable:
+		if l.Bound <= 0 {
+			return fmt.Errorf("state: mutable layout of %s needs a positive bound, has %d: %w", l.Type, l.Bound, ErrShape)
+		}
+	default:
+		return fmt.Errorf("state: layout of %s has unknown growth %v: %w", l.Type, l.Growth, ErrShape)
+	}
+	if l.Descendants != Invalidate && l.Descendants != Keep {
+		return fmt.Errorf("state: layout of %s has unknown descendants policy %v: %w", l.Type, l.Descendants, ErrShape)
+	}
+	if cp := l.Checkpoint; cp != nil {
+		if cp.Every < 0 || cp.Keep < 0 || cp.Budget < 0 || (cp.Every == 0 && cp.Budget == 0) || cp.Keep == 0 {
+			return fmt.Errorf("state: layout of %s has checkpoint policy every=%d keep=%d budget=%d; it needs every or budget, and keep, positive: %w",
+				l.Type, cp.Every, cp.Keep, cp.Budget, ErrShape)
+		}
+	}
+	return nil
+}
+
+// clone returns a deep copy of l, so that a caller changing its Layout
+// later changes no state.
+func (l *Layout) clone() *Layout {
+	c := *l
+	c.Columns = append([]Column(nil), l.Columns...)
+	if l.Checkpoint != nil {
+		cp := *l.Checkpoint
+		c.Checkpoint = &cp
+	}
+	return &c
+}

@@ -1,0 +1,408 @@
+package state
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/gpustate/gpustate/runtime/device"
+)
+
+// Default pool geometry.
+const (
+	// DefaultBlockBytes is the block size of a pool made with BlockBytes 0.
+	DefaultBlockBytes = 64 << 10
+	// blockAlign aligns block sizes, so that every row of every element
+	// type starts at an address aligned for it when rows pack a block.
+	blockAlign = 256
+	// slabBlocks is how many blocks a slab holds, MaxBytes permitting.
+	slabBlocks = 256
+	// maxSlabBytes caps the size of one slab for large blocks.
+	maxSlabBytes = 64 << 20
+)
+
+// PoolOptions configures a Pool; zero fields take defaults.
+type PoolOptions struct {
+	// BlockBytes is the size of one block, rounded up to a multiple of 256;
+	// zero means DefaultBlockBytes. A row of every column must fit a block.
+	BlockBytes int
+	// MaxBytes caps the device memory the pool takes (its reserved bytes);
+	// zero means no cap beyond the device's.
+	MaxBytes int64
+}
+
+// PoolStats describes a pool's memory. LogicalBytes and PhysicalBytes are
+// kept by the store as it runs, never derived from one another.
+type PoolStats struct {
+	// LogicalBytes sums the sizes of the live heads and snapshots: what
+	// they would take with no sharing.
+	LogicalBytes int64
+	// PhysicalBytes is the bytes of the blocks in use: shared blocks count
+	// once.
+	PhysicalBytes int64
+	// ReservedBytes is the device memory the pool holds, in use or free.
+	ReservedBytes int64
+	// Live counts the live heads and snapshots.
+	Live int
+	// BlockBytes is the pool's block size.
+	BlockBytes int
+	// Blocks and FreeBlocks count the blocks in use and the blocks carved
+	// from slabs and free.
+	Blocks, FreeBlocks int64
+	// Slabs counts the backend allocations the pool holds.
+	Slabs int
+	// Device holds the backend's own figures; nil when it cannot give them.
+	Device *DeviceStats
+}
+
+// DeviceStats are the backend's own figures, as evidence beside the pool's.
+type DeviceStats struct {
+	Backend     string
+	Free, Total uint64
+}
+
+// block is one fixed-size block of device memory. Its reference count
+// counts the tree leaves that hold it; owner is the owner whose rows it
+// holds (or last held, when free).
+type block struct {
+	ptr   device.Ptr
+	rc    atomic.Int32
+	owner Owner
+}
+
+// Pool hands out fixed-size blocks of device memory carved from slabs. It
+// is safe for concurrent use.
+type Pool struct {
+	b          device.Backend
+	blockBytes int
+	maxBytes   int64
+
+	// closeMu is read-held by every handle call and write-held by Close,
+	// so that Close never frees memory a call is using.
+	closeMu sync.RWMutex
+	closed  bool // written under closeMu and mu
+
+	mu       sync.Mutex
+	slabs    []device.Ptr
+	reserved int64
+	clean    []*block           // zeroed blocks
+	dirty    map[Owner][]*block // free blocks, by the owner whose rows they held
+	nfree    int64
+	inUse    int64
+	live     map[handle]struct{}
+	nextID   uint64
+
+	logical atomic.Int64
+}
+
+// handle is what the pool knows of a live head or snapshot.
+type handle interface {
+	describe() string
+	logicalBytes() int64
+}
+
+// NewPool returns a pool over b. It takes no device memory until the first
+// block is needed.
+//
+//state:acquire
+func NewPool(b device.Backend, opt PoolOptions) (*Pool, error) {
+	if b == nil {
+		return nil, errors.New("state: NewPool with a nil backend")
+	}
+	if opt.BlockBytes < 0 || opt.MaxBytes < 0 {
+		return nil, fmt.Errorf("state: NewPool with block bytes %d and max bytes %d: neither may be negative", opt.BlockBytes, opt.MaxBytes)
+	}
+	bb := opt.BlockBytes
+	if bb == 0 {
+		bb = DefaultBlockBytes
+	}
+	if bb > 1<<30 {
+		return nil, fmt.Errorf("state: NewPool with block bytes %d: at most 1 GiB", bb)
+	}
+	bb = (bb + blockAlign - 1) &^ (blockAlign - 1)
+	if opt.MaxBytes != 0 && opt.MaxBytes < int64(bb) {
+		return nil, fmt.Errorf("state: NewPool with max bytes %d below one block of %d bytes", opt.MaxBytes, bb)
+	}
+	return &Pool{
+		b:          b,
+		blockBytes: bb,
+		maxBytes:   opt.MaxBytes,
+		dirty:      make(map[Owner][]*block),
+		live:       make(map[handle]struct{}),
+	}, nil
+}
+
+// Backend returns the pool's backend.
+func (p *Pool) Backend() device.Backend { return p.b }
+
+// BlockBytes returns the size of one block.
+func (p *Pool) BlockBytes() int { return p.blockBytes }
+
+// Stats returns the pool's memory figures.
+func (p *Pool) Stats() PoolStats {
+	p.mu.Lock()
+	st := PoolStats{
+		LogicalBytes:  p.logical.Load(),
+		PhysicalBytes: p.inUse * int64(p.blockBytes),
+		ReservedBytes: p.reserved,
+		Live:          len(p.live),
+		BlockBytes:    p.blockBytes,
+		Blocks:        p.inUse,
+		FreeBlocks:    p.nfree,
+		Slabs:         len(p.slabs),
+	}
+	closed := p.closed
+	p.mu.Unlock()
+	if !closed {
+		if free, total, err := p.b.MemInfo(); err == nil {
+			st.Device = &DeviceStats{Backend: p.b.Name(), Free: free, Total: total}
+		}
+	}
+	return st
+}
+
+// Close gives every slab back to the backend (the backend itself stays
+// open: it is the caller's). Handles still live are released with it: their
+// later calls answer ErrReleased, and the error returned names each of them
+// by type and owner. Closing a closed pool does nothing.
+//
+//state:release
+func (p *Pool) Close() error {
+	p.closeMu.Lock()
+	defer p.closeMu.Unlock()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return nil
+	}
+	p.closed = true
+	var errs []error
+	if len(p.live) > 0 {
+		names := make([]string, 0, len(p.live))
+		for h := range p.live {
+			names = append(names, h.describe())
+		}
+		sort.Strings(names)
+		errs = append(errs, fmt.Errorf("state: pool closed with %d live handles: %s", len(names), strings.Join(names, "; ")))
+	}
+	for _, s := range p.slabs {
+		if err := p.b.Free(s); err != nil {
+			errs = append(errs, fmt.Errorf("state: pool close: %w", err))
+		}
+	}
+	p.slabs, p.clean, p.dirty, p.live = nil, nil, nil, nil
+	p.reserved, p.nfree, p.inUse = 0, 0, 0
+	p.logical.Store(0)
+	return errors.Join(errs...)
+}
+
+// enter starts a handle call: it read-holds closeMu until the returned
+// function runs, and fails when the pool is closed.
+func (p *Pool) enter() (func(), error) {
+	p.closeMu.RLock()
+	if p.closed {
+		p.closeMu.RUnlock()
+		return nil, fmt.Errorf("state: pool closed: %w", ErrReleased)
+	}
+	return p.closeMu.RUnlock, nil
+}
+
+// register adds h to the live handles.
+func (p *Pool) register(h handle) uint64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.nextID++
+	p.live[h] = struct{}{}
+	p.logical.Add(h.logicalBytes())
+	return p.nextID
+}
+
+// unregister removes h from the live handles.
+func (p *Pool) unregister(h handle, logical int64) {
+	p.mu.Lock()
+	delete(p.live, h)
+	p.mu.Unlock()
+	p.logical.Add(-logical)
+}
+
+// alloc returns n blocks for owner, each with reference count 1. With zero
+// they read as zeros; without, a block may hold rows the same owner wrote
+// before. Blocks that held another owner's rows are always zeroed first. It
+// takes all n or none: on failure every block taken goes back.
+//
+// Free blocks are used in this order: the owner's own (unless zero is
+// asked), zeroed ones, the owner's own zeroed now, other owners' zeroed now;
+// only then does the pool take a new slab from the backend.
+func (p *Pool) alloc(owner Owner, n int, zero bool) ([]*block, error) {
+	if n <= 0 {
+		return nil, nil
+	}
+	out := make([]*block, 0, n)
+	var wipe []*block // taken from a dirty list: to zero before use
+	p.mu.Lock()
+	if !zero {
+		out = takeFree(&out, p.dirty, owner, n)
+	}
+	if len(out) < n {
+		k := min(len(p.clean), n-len(out))
+		out = append(out, p.clean[len(p.clean)-k:]...)
+		clear(p.clean[len(p.clean)-k:])
+		p.clean = p.clean[:len(p.clean)-k]
+	}
+	if len(out) < n {
+		before := len(out)
+		out = takeFree(&out, p.dirty, owner, n)
+		for o := range p.dirty {
+			if len(out) == n {
+				break
+			}
+			out = takeFree(&out, p.dirty, o, n)
+		}
+		wipe = out[before:]
+	}
+	var growErr error
+	if len(out) < n {
+		if growErr = p.growLocked(n - len(out)); growErr == nil {
+			k := n - len(out)
+			out = append(out, p.clean[len(p.clean)-k:]...)
+			clear(p.clean[len(p.clean)-k:])
+			p.clean = p.clean[:len(p.clean)-k]
+		}
+	}
+	if len(out) < n {
+		p.putLocked(out)
+		free, reserved := p.nfree, p.reserved
+		p.mu.Unlock()
+		if growErr != nil && !errors.Is(growErr, ErrNoMemory) {
+			return nil, growErr
+		}
+		return nil, fmt.Errorf("state: %d blocks of %d bytes wanted, %d free, %d bytes reserved (%s): %w",
+			n, p.blockBytes, free, reserved, p.capString(), growErr)
+	}
+	p.nfree -= int64(n)
+	p.inUse += int64(n)
+	p.mu.Unlock()
+	for i, b := range wipe {
+		if err := p.b.Memset(b.ptr, 0, p.blockBytes); err != nil {
+			for _, w := range wipe[:i] {
+				w.owner = "" // zeroed: nobody's rows
+			}
+			p.mu.Lock()
+			p.inUse -= int64(n)
+			p.nfree += int64(n)
+			p.putLocked(out)
+			p.mu.Unlock()
+			return nil, fmt.Errorf("state: zeroing a reused block: %w", err)
+		}
+	}
+	for _, b := range out {
+		b.owner = owner
+		b.rc.Store(1)
+	}
+	return out, nil
+}
+
+// takeFree moves free blocks of owner o from dirty to out, up to n in all.
+func takeFree(out *[]*block, dirty map[Owner][]*block, o Owner, n int) []*block {
+	list := dirty[o]
+	k := min(len(list), n-len(*out))
+	if k <= 0 {
+		return *out
+	}
+	*out = append(*out, list[len(list)-k:]...)
+	clear(list[len(list)-k:])
+	if len(list) == k {
+		delete(dirty, o)
+	} else {
+		dirty[o] = list[:len(list)-k]
+	}
+	return *out
+}
+
+func (p *Pool) capString() string {
+	if p.maxBytes == 0 {
+		return "no cap"
+	}
+	return fmt.Sprintf("max %d", p.maxBytes)
+}
+
+// putLocked returns blocks that alloc took but did not hand out. A block
+// keeps the owner whose rows it holds ("" when zeroed).
+func (p *Pool) putLocked(list []*block) {
+	for _, b := range list {
+		if b.owner == "" {
+			p.clean = append(p.clean, b)
+		} else {
+			p.dirty[b.owner] = append(p.dirty[b.owner], b)
+		}
+	}
+}
+
+// growLocked takes a new slab from the backend for at least want blocks
+// (up to a slab's worth, MaxBytes permitting), zeroes it and puts its
+// blocks on the clean list. Its error wraps ErrNoMemory when the cap or the
+// device is exhausted.
+func (p *Pool) growLocked(want int) error {
+	bb := int64(p.blockBytes)
+	nb := max(int64(want), int64(slabBlocks))
+	if nb*bb > maxSlabBytes {
+		nb = max(int64(want), maxSlabBytes/bb)
+	}
+	if p.maxBytes > 0 {
+		left := (p.maxBytes - p.reserved) / bb
+		if left < int64(want) {
+			return ErrNoMemory
+		}
+		nb = min(nb, left)
+	}
+	if nb*bb > int64(maxInt) {
+		return ErrNoMemory
+	}
+	ptr, err := p.b.Alloc(int(nb * bb))
+	if err != nil && nb > int64(want) && errors.Is(err, device.ErrOutOfMemory) {
+		nb = int64(want) // the device may have room for less
+		ptr, err = p.b.Alloc(int(nb * bb))
+	}
+	if err != nil {
+		if errors.Is(err, device.ErrOutOfMemory) {
+			return fmt.Errorf("%w: %w", ErrNoMemory, err)
+		}
+		return fmt.Errorf("state: taking a slab of %d bytes: %w", nb*bb, err)
+	}
+	if err := p.b.Memset(ptr, 0, int(nb*bb)); err != nil {
+		if ferr := p.b.Free(ptr); ferr != nil {
+			err = errors.Join(err, ferr)
+		}
+		return fmt.Errorf("state: zeroing a new slab: %w", err)
+	}
+	p.slabs = append(p.slabs, ptr)
+	p.reserved += nb * bb
+	for i := nb - 1; i >= 0; i-- {
+		p.clean = append(p.clean, &block{ptr: ptr + device.Ptr(i*bb)})
+	}
+	p.nfree += nb
+	return nil
+}
+
+const maxInt = int(^uint(0) >> 1)
+
+// free gives blocks whose reference count reached zero back to the free
+// lists.
+func (p *Pool) free(list []*block) {
+	if len(list) == 0 {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return
+	}
+	for _, b := range list {
+		p.dirty[b.owner] = append(p.dirty[b.owner], b)
+	}
+	p.nfree += int64(len(list))
+	p.inUse -= int64(len(list))
+}
