@@ -1,0 +1,248 @@
+// Command stategen generates typed handles for state types.
+//
+// For each type whose doc comment holds //state:contract, stategen writes the
+// file t_state.go (the type's name in lower case) next to it, with the API
+// its contract allows: see package gen. Run it from go generate,
+//
+//	//go:generate go run github.com/gpustate/gpustate/cmd/stategen
+//
+// which runs it on the package of the file ($GOFILE, $GOPACKAGE); one such
+// line per package is enough, as every state type of the package is
+// generated. Or run it on package patterns:
+//
+//	stategen ./...
+//
+// stategen replaces files atomically, writes only files whose content
+// changes, and removes the files it generated for types that no longer
+// exist. When a contract has errors it prints them as statevet does
+// (file:line:col: message), writes nothing and exits 1.
+//
+// Flags:
+//
+//	-check        write nothing; exit 1 when a generated file is missing,
+//	              out of date or left over (for CI)
+//	-report FILE  also write the contract of every state type as Markdown
+package main
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/gpustate/gpustate/contract"
+	"github.com/gpustate/gpustate/gen"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stderr))
+}
+
+// A change is one file stategen writes or removes.
+type change struct {
+	path    string
+	content []byte // nil: remove the file
+	why     string // for -check: "missing", "out of date", "left over"
+}
+
+// run is the command, with exit code 0 (done), 1 (contract errors, stale
+// files under -check, or failure) or 2 (bad usage).
+func run(args []string, stderr io.Writer) int {
+	flags := flag.NewFlagSet("stategen", flag.ContinueOnError)
+	flags.SetOutput(stderr)
+	check := flags.Bool("check", false, "write nothing; exit 1 when a generated file is missing, out of date or left over")
+	report := flags.String("report", "", "write the contract of every state type as Markdown to `file`")
+	flags.Usage = func() {
+		fmt.Fprintf(stderr, "usage: stategen [-check] [-report file] [packages]\n\n")
+		fmt.Fprintf(stderr, "With no packages, stategen generates the package in the current directory\n(as go generate runs it). Flags:\n")
+		flags.PrintDefaults()
+	}
+	if err := flags.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if *check && *report != "" {
+		fmt.Fprintln(stderr, "stategen: -check writes nothing, so it takes no -report")
+		return 2
+	}
+	patterns := flags.Args()
+	if len(patterns) == 0 {
+		if pkg := os.Getenv("GOPACKAGE"); strings.HasSuffix(pkg, "_test") {
+			fmt.Fprintf(stderr, "stategen: %s: run from an external test package; state types and their handles belong in package %s\n",
+				os.Getenv("GOFILE"), strings.TrimSuffix(pkg, "_test"))
+			return 1
+		}
+		patterns = []string{"."}
+	}
+
+	pkgs, err := gen.Load("", patterns...)
+	if err != nil {
+		fmt.Fprintf(stderr, "stategen: %v\n", err)
+		return 1
+	}
+	if len(pkgs) == 0 {
+		fmt.Fprintf(stderr, "stategen: no packages match %s\n", strings.Join(patterns, " "))
+		return 1
+	}
+	if printDiagnostics(stderr, pkgs) {
+		return 1
+	}
+	changes, err := plan(pkgs)
+	if err != nil {
+		fmt.Fprintf(stderr, "stategen: %v\n", err)
+		return 1
+	}
+
+	if *check {
+		for _, c := range changes {
+			fmt.Fprintf(stderr, "%s: %s\n", relPath(c.path), c.why)
+		}
+		if len(changes) > 0 {
+			fmt.Fprintf(stderr, "stategen: %d generated files are not up to date; run go generate\n", len(changes))
+			return 1
+		}
+		return 0
+	}
+
+	var rep bytes.Buffer
+	if *report != "" {
+		if err := gen.Report(&rep, pkgs); err != nil {
+			fmt.Fprintf(stderr, "stategen: %v\n", err)
+			return 1
+		}
+	}
+	for _, c := range changes {
+		var err error
+		if c.content == nil {
+			err = os.Remove(c.path)
+		} else {
+			err = writeFile(c.path, c.content)
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "stategen: %v\n", err)
+			return 1
+		}
+	}
+	if *report != "" {
+		if err := writeFile(*report, rep.Bytes()); err != nil {
+			fmt.Fprintf(stderr, "stategen: %v\n", err)
+			return 1
+		}
+	}
+	return 0
+}
+
+// printDiagnostics prints the contract diagnostics of pkgs and reports
+// whether there were any.
+func printDiagnostics(w io.Writer, pkgs []*gen.Package) bool {
+	any := false
+	for _, p := range pkgs {
+		for _, d := range p.Contracts.Diagnostics {
+			fmt.Fprintf(w, "%s: %s\n", posString(p, d), d.Message)
+			any = true
+		}
+	}
+	return any
+}
+
+func posString(p *gen.Package, d contract.Diagnostic) string {
+	pos := p.Fset.Position(d.Pos)
+	pos.Filename = relPath(pos.Filename)
+	return pos.String()
+}
+
+// plan returns the files to write and to remove so that every package holds
+// exactly the files generated from its contracts.
+func plan(pkgs []*gen.Package) ([]change, error) {
+	var changes []change
+	for _, p := range pkgs {
+		files, err := p.Generate()
+		if err != nil {
+			return nil, err
+		}
+		old, err := p.Generated()
+		if err != nil {
+			return nil, err
+		}
+		want := make(map[string]bool)
+		for _, f := range files {
+			want[f.Name] = true
+			path := filepath.Join(p.Dir, f.Name)
+			cur, err := os.ReadFile(path)
+			switch {
+			case errors.Is(err, fs.ErrNotExist):
+				changes = append(changes, change{path: path, content: f.Content, why: "missing"})
+				continue
+			case err != nil:
+				return nil, err
+			}
+			if bytes.Equal(cur, f.Content) {
+				continue
+			}
+			if !bytes.HasPrefix(cur, []byte(gen.Header+"\n")) {
+				return nil, fmt.Errorf("%s exists and was not generated by stategen; rename it or the type %s", relPath(path), f.Type)
+			}
+			changes = append(changes, change{path: path, content: f.Content, why: "out of date"})
+		}
+		for _, name := range old {
+			if !want[name] {
+				changes = append(changes, change{path: filepath.Join(p.Dir, name), why: "left over: its state type no longer exists"})
+			}
+		}
+	}
+	return changes, nil
+}
+
+// writeFile replaces the file at path with data atomically: readers see the
+// old content or the new, never a part.
+func writeFile(path string, data []byte) (err error) {
+	mode := fs.FileMode(0o644)
+	if info, err := os.Stat(path); err == nil {
+		mode = info.Mode().Perm()
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			os.Remove(tmp.Name())
+		}
+	}()
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Chmod(tmp.Name(), mode); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+// relPath returns path relative to the working directory when it lies
+// below it, as the go command prints paths.
+func relPath(path string) string {
+	wd, err := os.Getwd()
+	if err != nil {
+		return path
+	}
+	rel, err := filepath.Rel(wd, path)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return path
+	}
+	return rel
+}

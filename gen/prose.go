@@ -1,0 +1,246 @@
+package gen
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/gpustate/gpustate/contract"
+)
+
+// The sentences below state a contract in words. Doc comments of generated
+// code and the Markdown report share them, so the two never disagree.
+
+// rowBytes returns the bytes of one row: the sum over fields.
+func rowBytes(c *contract.Contract) int64 {
+	var n int64
+	for _, f := range c.Fields {
+		n += f.RowBytes
+	}
+	return n
+}
+
+// purpose ends the head type's first sentence with the contract's purpose.
+func (m *model) purpose() string {
+	p := strings.TrimSuffix(strings.TrimSpace(m.c.Purpose), ".")
+	if p == "" {
+		return "."
+	}
+	return ": " + p + "."
+}
+
+// lawShort states the growth law in a phrase.
+func (m *model) lawShort() string { return lawShort(m.c) }
+
+func lawShort(c *contract.Contract) string {
+	switch {
+	case c.Growth == contract.GrowthMutable:
+		return fmt.Sprintf("exactly %d rows written in place", c.Bound)
+	case c.Unbounded:
+		return "rows appended without a bound"
+	default:
+		return fmt.Sprintf("rows appended up to %d", c.Bound)
+	}
+}
+
+// checkpointShort states the checkpoint policy in a phrase.
+func (m *model) checkpointShort() string { return checkpointShort(m.c.Checkpoint) }
+
+func checkpointShort(cp *contract.Checkpoint) string {
+	s := fmt.Sprintf("a checkpoint every %d versions", cp.Every)
+	if cp.Keep > 0 {
+		s += fmt.Sprintf(", the last %d kept", cp.Keep)
+	}
+	if cp.Budget > 0 {
+		s += fmt.Sprintf(", within %s", bytesText(cp.Budget))
+	}
+	return s
+}
+
+// growthLaw states the growth law and the bound in a sentence.
+func growthLaw(c *contract.Contract) string {
+	switch {
+	case c.Growth == contract.GrowthMutable:
+		return fmt.Sprintf("It holds exactly %d rows, zero at creation and written in place.", c.Bound)
+	case c.Unbounded:
+		s := "Rows are only appended, without a bound"
+		if c.UnboundedReason != "" {
+			s += fmt.Sprintf(" (%s)", strings.TrimSuffix(c.UnboundedReason, "."))
+		}
+		return s + "; a written row never changes."
+	default:
+		return fmt.Sprintf("Rows are only appended, up to %d rows; a written row never changes.", c.Bound)
+	}
+}
+
+// maxBytes states the most logical bytes one owner's state holds.
+func maxBytes(c *contract.Contract) string {
+	rb := rowBytes(c)
+	if c.Unbounded || c.Bound <= 0 {
+		return fmt.Sprintf("%s per row, with no bound on the rows", bytesText(rb))
+	}
+	return fmt.Sprintf("%d rows x %s = %s", c.Bound, bytesText(rb), bytesText(c.Bound*rb))
+}
+
+// ownership states owner and isolation.
+func ownership(c *contract.Contract) string {
+	return fmt.Sprintf("One %s owns each state: it alone writes and releases it, and blocks that held its rows are zeroed before another owner gets them.", c.Owner)
+}
+
+// retention states the retention rule.
+func retention(c *contract.Contract) string {
+	switch c.Retention {
+	case contract.RetentionOptional:
+		return "Retention is optional: the state may be evicted."
+	case contract.RetentionReconstructable:
+		return "Retention is reconstructable: past versions may be dropped and rebuilt from checkpoints."
+	default:
+		return "Retention is mandatory: the state is never evicted."
+	}
+}
+
+// snapshotRule states the snapshot rule.
+func snapshotRule(c *contract.Contract) string {
+	if c.Snapshot == contract.SnapshotNone {
+		return "No snapshots are taken (snapshot none)."
+	}
+	return "Snapshots are immutable and cost O(1): no rows are copied, and a snapshot stays readable after its state is released."
+}
+
+// branchRule states the branch and merge rules.
+func branchRule(c *contract.Contract) string {
+	if c.Branch != contract.BranchIsolated {
+		return "The state is never branched (branch none)."
+	}
+	s := "Branches are isolated: a branch shares the rows it was branched with, stored once, and a sibling never sees another's writes."
+	if c.Merge == contract.MergeFastforward {
+		return s + " A branch merges back only as a fast-forward, when its parent has not changed since the branch point."
+	}
+	return s + " Branches are never merged back (merge=unsupported)."
+}
+
+// rollbackRule states the rollback rule.
+func rollbackRule(c *contract.Contract) string {
+	if !c.Rollback || c.Snapshot == contract.SnapshotNone {
+		return "The state is never rolled back."
+	}
+	if c.Descendants == contract.DescendantsKeep {
+		return "Rollback returns to an ancestor snapshot of the same owner; snapshots and branches of the abandoned line stay readable (descendants=keep)."
+	}
+	return "Rollback returns to an ancestor snapshot of the same owner; snapshots and branches of the abandoned line are invalidated (descendants=invalidate)."
+}
+
+// historyRule states the checkpoint rule and how versions are reconstructed.
+func historyRule(c *contract.Contract) string {
+	if c.Checkpoint == nil || c.Snapshot == contract.SnapshotNone {
+		return "No history is kept: past versions live only as long as snapshots of them."
+	}
+	return fmt.Sprintf("History is kept with %s; a past version is reconstructed from the cheapest compatible checkpoint plus the writes after it. Checkpoints live in device memory and do not survive the process.", checkpointShort(c.Checkpoint))
+}
+
+// cleanupRule states the cleanup event.
+func cleanupRule(c *contract.Contract) string {
+	if c.Cleanup == "" {
+		return fmt.Sprintf("The %s releases the state when done with it; no cleanup event is named.", c.Owner)
+	}
+	return fmt.Sprintf("The %s releases the state on %s.", c.Owner, c.Cleanup)
+}
+
+// contractProse states the whole contract, for the head type's doc comment.
+func (m *model) contractProse() []string {
+	c := m.c
+	return []string{
+		growthLaw(c) + " " + fmt.Sprintf("One owner's rows take at most %s.", maxBytesShort(c)),
+		ownership(c) + " " + cleanupRule(c),
+		snapshotRule(c) + " " + branchRule(c) + " " + rollbackRule(c) + " " + historyRule(c) + " " + retention(c),
+	}
+}
+
+func maxBytesShort(c *contract.Contract) string {
+	if c.Unbounded || c.Bound <= 0 {
+		return "no bounded size: " + bytesText(rowBytes(c)) + " per row"
+	}
+	return bytesText(c.Bound * rowBytes(c))
+}
+
+// releaseDuty states who releases what the method returns.
+func (m *model) releaseDuty(what string) string {
+	return fmt.Sprintf("The caller must Release the %s on every path (statevet's stcleanup checks it).", what)
+}
+
+// rowsOf describes how many rows a batch holds.
+func (m *model) rowsOf() string {
+	f := m.fields[0]
+	if f.Width == 1 {
+		return fmt.Sprintf("len(rows.%s) rows", f.Name)
+	}
+	return fmt.Sprintf("len(rows.%s)/%d rows", f.Name, f.Width)
+}
+
+func (m *model) appendDoc() []string {
+	p := "Append appends the rows of a batch: " + m.rowsOf() + ", and every field must hold the same number of whole rows, else state.ErrShape."
+	if m.bounded() {
+		p += fmt.Sprintf(" Append returns state.ErrBound once the state holds %d rows, and appends nothing when the batch would pass that bound.", m.c.Bound)
+	}
+	p += " A failed Append changes nothing."
+	return []string{p}
+}
+
+func (m *model) writeDoc() []string {
+	return []string{fmt.Sprintf("Write replaces rows [at, at+n) with the n rows of a batch: %s, the same number in every field, else state.ErrShape. It returns state.ErrRange unless 0 <= at and at+n <= %d. Snapshots and branches never see the write. A failed Write changes nothing.", strings.Replace(m.rowsOf(), " rows", "", 1), m.c.Bound)}
+}
+
+// bytesText formats a byte count exactly, with a binary unit where one fits.
+func bytesText(n int64) string {
+	units := []string{"KiB", "MiB", "GiB", "TiB"}
+	s := fmt.Sprintf("%d bytes", n)
+	if n == 1 {
+		s = "1 byte"
+	}
+	v, u := float64(n), ""
+	for _, unit := range units {
+		if v < 1024 {
+			break
+		}
+		v /= 1024
+		u = unit
+	}
+	if u == "" {
+		return s
+	}
+	if v == float64(int64(v)) {
+		return fmt.Sprintf("%s (%d %s)", s, int64(v), u)
+	}
+	return fmt.Sprintf("%s (%.1f %s)", s, v, u)
+}
+
+// sentence capitalizes s and ends it with a period.
+func sentence(s string) string {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return s
+	}
+	if !strings.HasSuffix(s, ".") {
+		s += "."
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+// wrap breaks text into lines of at most width bytes, at spaces.
+func wrap(text string, width int) []string {
+	var lines []string
+	var line strings.Builder
+	for _, w := range strings.Fields(text) {
+		if line.Len() > 0 && line.Len()+1+len(w) > width {
+			lines = append(lines, line.String())
+			line.Reset()
+		}
+		if line.Len() > 0 {
+			line.WriteByte(' ')
+		}
+		line.WriteString(w)
+	}
+	if line.Len() > 0 {
+		lines = append(lines, line.String())
+	}
+	return lines
+}
