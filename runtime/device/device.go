@@ -3,9 +3,50 @@
 // them in memory mapped outside the Go heap, the CUDA backend in GPU memory
 // through the CUDA driver API.
 //
-// Open picks a backend: CUDA where libcuda.so.1 loads and a device exists,
-// else the host backend. GPUSTATE_BACKEND=host or GPUSTATE_BACKEND=cuda forces
+// Open picks a backend: CUDA where libcuda.so.1 loads and a device exists, else
+// the host backend. GPUSTATE_BACKEND=host or GPUSTATE_BACKEND=cuda forces
 // one; cuda with no usable GPU is an error, never a silent fallback.
+//
+// # Backends
+//
+// Host (and NewHost, which can cap the bytes handed out) maps memory with
+// mmap; it never fails to open and works wherever the package builds.
+//
+// OpenCUDA (Linux only) loads the CUDA driver library at run time through
+// github.com/ebitengine/purego: no cgo, no CUDA toolkit and no headers are
+// needed to build it, and a CGO_ENABLED=0 build keeps it. It uses the
+// device's primary context, made current on the calling OS thread for every
+// call, and the _v2 entry points of the driver API. An out-of-memory answer
+// from the driver is an error for which errors.Is(err, ErrOutOfMemory) holds;
+// other driver failures are *CUDAError values naming the entry point and the
+// CUresult.
+//
+// Both backends track their live allocations: a Ptr outside them, or a
+// length that runs past the end of one, is an error wrapping ErrInvalidPtr,
+// never a fault, and nothing reaches the driver unchecked. Both return
+// zeroed memory from Alloc (a Backend in general need not). Both are safe
+// for concurrent use.
+//
+// # Environment
+//
+//	GPUSTATE_BACKEND  host, cuda, or auto (the default): Open's choice
+//	GPUSTATE_LIBCUDA  path of the driver library to load instead of
+//	                  libcuda.so.1 and libcuda.so (tests point it at a fake)
+//
+// Open falls back to the host backend only when the CUDA backend fails with
+// ErrNoDevice: no driver library found under the default names, the driver
+// reports no device, or the library is the toolkit's stub. A library that
+// loads but lacks an entry point, or a GPUSTATE_LIBCUDA path that does not
+// load, is an error: a broken setup is not mistaken for a machine without
+// a GPU.
+//
+// # Telemetry
+//
+// The device's own memory figures (total, used, free, and this process's
+// share) come from NVML in package
+// github.com/gpustate/gpustate/runtime/device/nvml, kept apart because it
+// needs cgo; without cgo, or off Linux, that package reports NVML as
+// unavailable. This package never links NVML.
 package device
 
 import "errors"

@@ -1,0 +1,524 @@
+//go:build linux
+
+package device
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"sync"
+	"unsafe"
+
+	"github.com/ebitengine/purego"
+)
+
+// CUDAOptions configures OpenCUDA.
+type CUDAOptions struct {
+	// Library is the path of the CUDA driver library to load. Empty means
+	// the path in $GPUSTATE_LIBCUDA when that is set, else libcuda.so.1 and
+	// then libcuda.so as the dynamic loader finds them.
+	Library string
+	// Device is the ordinal of the device to use, as the driver numbers the
+	// devices it shows (after CUDA_VISIBLE_DEVICES).
+	Device int
+}
+
+// CUDA is the backend over the CUDA driver API. It is loaded at run time
+// with purego, so building it needs neither cgo nor the CUDA toolkit. Every
+// call makes the device's primary context current on the calling OS thread
+// first, so a CUDA backend may be used from any goroutine. Allocations are
+// tracked on the host side: a Ptr or length outside them is an error
+// wrapping ErrInvalidPtr and never reaches the driver. Alloc returns zeroed
+// memory. Copies from and to the host return once the host buffer may be
+// reused; CopyDtoD and Memset may still run on the device when they return,
+// until Sync.
+type CUDA struct {
+	d       *driver
+	ord     int32 // the device's ordinal
+	dev     int32 // the driver's handle for it
+	ctx     uintptr
+	name    string
+	library string
+
+	mu     sync.RWMutex // write-held to change allocs, read-held to use them
+	allocs table
+	closed bool
+}
+
+// OpenCUDA loads the CUDA driver and opens a device. When no driver library
+// loads (from the default names), the driver reports no device or is a stub
+// library, or there are fewer devices than opt.Device+1, the error wraps
+// ErrNoDevice. A library that loads but lacks a required symbol, an explicit
+// library path that does not load, or any other driver failure is an error
+// that does not.
+func OpenCUDA(opt CUDAOptions) (*CUDA, error) {
+	d, err := loadDriver(opt.Library)
+	if err != nil {
+		return nil, err
+	}
+	if r := d.cuInit(0); r != cuSuccess {
+		return nil, d.error("cuInit", r)
+	}
+	var n int32
+	if r := d.cuDeviceGetCount(&n); r != cuSuccess {
+		return nil, d.error("cuDeviceGetCount", r)
+	}
+	if opt.Device < 0 || opt.Device >= int(n) {
+		return nil, fmt.Errorf("device: cuda: device %d requested, %d present (%s): %w", opt.Device, n, d.path, ErrNoDevice)
+	}
+	c := &CUDA{d: d, ord: int32(opt.Device), library: d.path}
+	if r := d.cuDeviceGet(&c.dev, c.ord); r != cuSuccess {
+		return nil, d.error("cuDeviceGet", r)
+	}
+	var name [256]byte
+	if r := d.cuDeviceGetName(&name[0], int32(len(name)), c.dev); r != cuSuccess {
+		return nil, d.error("cuDeviceGetName", r)
+	}
+	c.name = cString(name[:])
+	if r := d.cuDevicePrimaryCtxRetain(&c.ctx, c.dev); r != cuSuccess {
+		return nil, d.error("cuDevicePrimaryCtxRetain", r)
+	}
+	return c, nil
+}
+
+// Name returns "cuda".
+func (c *CUDA) Name() string { return "cuda" }
+
+// DeviceName is the device's name as the driver reports it.
+func (c *CUDA) DeviceName() string { return c.name }
+
+// Library is the path or name of the driver library the backend loaded.
+func (c *CUDA) Library() string { return c.library }
+
+// UUID returns the device's UUID in the form NVML and nvidia-smi print
+// ("GPU-" and 32 hex digits in groups). The driver entry point is optional:
+// where the library lacks it, the error wraps errors.ErrUnsupported.
+func (c *CUDA) UUID() (string, error) {
+	if c.d.cuDeviceGetUuid == nil {
+		return "", fmt.Errorf("device: cuda: %s has neither cuDeviceGetUuid_v2 nor cuDeviceGetUuid: %w", c.d.path, errors.ErrUnsupported)
+	}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.closed {
+		return "", ErrClosed
+	}
+	var u [16]byte
+	if r := c.d.cuDeviceGetUuid(&u, c.dev); r != cuSuccess {
+		return "", c.d.error(c.d.uuidName, r)
+	}
+	return fmt.Sprintf("GPU-%x-%x-%x-%x-%x", u[0:4], u[4:6], u[6:8], u[8:10], u[10:16]), nil
+}
+
+// enter locks the goroutine to its OS thread and makes the primary context
+// current there; exit undoes the lock. Every driver call that needs a
+// context runs between them.
+func (c *CUDA) enter() error {
+	runtime.LockOSThread()
+	if r := c.d.cuCtxSetCurrent(c.ctx); r != cuSuccess {
+		runtime.UnlockOSThread()
+		return c.d.error("cuCtxSetCurrent", r)
+	}
+	return nil
+}
+
+func (c *CUDA) exit() { runtime.UnlockOSThread() }
+
+// Alloc allocates bytes bytes of device memory and zeroes them.
+func (c *CUDA) Alloc(bytes int) (Ptr, error) {
+	if bytes <= 0 {
+		return 0, fmt.Errorf("device: cuda alloc of %d bytes: %w", bytes, ErrInvalidSize)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return 0, ErrClosed
+	}
+	if err := c.enter(); err != nil {
+		return 0, err
+	}
+	defer c.exit()
+	var p uint64
+	if r := c.d.cuMemAlloc(&p, uint64(bytes)); r != cuSuccess {
+		return 0, fmt.Errorf("device: cuda alloc of %d bytes: %w", bytes, c.d.error("cuMemAlloc_v2", r))
+	}
+	if r := c.d.cuMemsetD8(p, 0, uint64(bytes)); r != cuSuccess {
+		err := fmt.Errorf("device: cuda alloc of %d bytes: zeroing: %w", bytes, c.d.error("cuMemsetD8_v2", r))
+		if r := c.d.cuMemFree(p); r != cuSuccess {
+			err = errors.Join(err, c.d.error("cuMemFree_v2", r))
+		}
+		return 0, err
+	}
+	c.allocs.insert(region{base: Ptr(p), size: uint64(bytes)})
+	return Ptr(p), nil
+}
+
+// Free frees memory that Alloc returned. When the driver refuses, the
+// allocation stays live.
+func (c *CUDA) Free(p Ptr) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return ErrClosed
+	}
+	r, err := c.allocs.remove(p)
+	if err != nil {
+		return fmt.Errorf("device: cuda free: %w", err)
+	}
+	if err := c.enter(); err != nil {
+		c.allocs.insert(r)
+		return err
+	}
+	defer c.exit()
+	if res := c.d.cuMemFree(uint64(p)); res != cuSuccess {
+		c.allocs.insert(r)
+		return fmt.Errorf("device: cuda free %#x: %w", uint64(p), c.d.error("cuMemFree_v2", res))
+	}
+	return nil
+}
+
+// check verifies that the n bytes at p lie in a live allocation. The caller
+// holds c.mu for reading.
+func (c *CUDA) check(p Ptr, n int) error {
+	if c.closed {
+		return ErrClosed
+	}
+	_, _, err := c.allocs.find(p, n)
+	return err
+}
+
+// CopyHtoD copies src to device memory at dst.
+func (c *CUDA) CopyHtoD(dst Ptr, src []byte) error {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if err := c.check(dst, len(src)); err != nil {
+		return fmt.Errorf("device: cuda copy to device: %w", err)
+	}
+	if len(src) == 0 {
+		return nil
+	}
+	if err := c.enter(); err != nil {
+		return err
+	}
+	defer c.exit()
+	if r := c.d.cuMemcpyHtoD(uint64(dst), unsafe.Pointer(unsafe.SliceData(src)), uint64(len(src))); r != cuSuccess {
+		return fmt.Errorf("device: cuda copy of %d bytes to %#x: %w", len(src), uint64(dst), c.d.error("cuMemcpyHtoD_v2", r))
+	}
+	return nil
+}
+
+// CopyDtoH copies len(dst) bytes of device memory at src to dst.
+func (c *CUDA) CopyDtoH(dst []byte, src Ptr) error {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if err := c.check(src, len(dst)); err != nil {
+		return fmt.Errorf("device: cuda copy to host: %w", err)
+	}
+	if len(dst) == 0 {
+		return nil
+	}
+	if err := c.enter(); err != nil {
+		return err
+	}
+	defer c.exit()
+	if r := c.d.cuMemcpyDtoH(unsafe.Pointer(unsafe.SliceData(dst)), uint64(src), uint64(len(dst))); r != cuSuccess {
+		return fmt.Errorf("device: cuda copy of %d bytes from %#x: %w", len(dst), uint64(src), c.d.error("cuMemcpyDtoH_v2", r))
+	}
+	return nil
+}
+
+// CopyDtoD copies bytes bytes between device allocations.
+func (c *CUDA) CopyDtoD(dst, src Ptr, bytes int) error {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if err := c.check(src, bytes); err != nil {
+		return fmt.Errorf("device: cuda copy from %#x: %w", uint64(src), err)
+	}
+	if err := c.check(dst, bytes); err != nil {
+		return fmt.Errorf("device: cuda copy to %#x: %w", uint64(dst), err)
+	}
+	if bytes == 0 {
+		return nil
+	}
+	if err := c.enter(); err != nil {
+		return err
+	}
+	defer c.exit()
+	if r := c.d.cuMemcpyDtoD(uint64(dst), uint64(src), uint64(bytes)); r != cuSuccess {
+		return fmt.Errorf("device: cuda copy of %d bytes from %#x to %#x: %w", bytes, uint64(src), uint64(dst), c.d.error("cuMemcpyDtoD_v2", r))
+	}
+	return nil
+}
+
+// Memset sets bytes bytes of device memory at dst to value.
+func (c *CUDA) Memset(dst Ptr, value byte, bytes int) error {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if err := c.check(dst, bytes); err != nil {
+		return fmt.Errorf("device: cuda memset: %w", err)
+	}
+	if bytes == 0 {
+		return nil
+	}
+	if err := c.enter(); err != nil {
+		return err
+	}
+	defer c.exit()
+	if r := c.d.cuMemsetD8(uint64(dst), value, uint64(bytes)); r != cuSuccess {
+		return fmt.Errorf("device: cuda memset of %d bytes at %#x: %w", bytes, uint64(dst), c.d.error("cuMemsetD8_v2", r))
+	}
+	return nil
+}
+
+// Sync waits for the device to finish all work issued in the context.
+func (c *CUDA) Sync() error {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.closed {
+		return ErrClosed
+	}
+	if err := c.enter(); err != nil {
+		return err
+	}
+	defer c.exit()
+	if r := c.d.cuCtxSynchronize(); r != cuSuccess {
+		return c.d.error("cuCtxSynchronize", r)
+	}
+	return nil
+}
+
+// MemInfo reports the device's free and total memory as the driver sees
+// them (all processes together).
+func (c *CUDA) MemInfo() (free, total uint64, err error) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.closed {
+		return 0, 0, ErrClosed
+	}
+	if err := c.enter(); err != nil {
+		return 0, 0, err
+	}
+	defer c.exit()
+	if r := c.d.cuMemGetInfo(&free, &total); r != cuSuccess {
+		return 0, 0, c.d.error("cuMemGetInfo_v2", r)
+	}
+	return free, total, nil
+}
+
+// Close frees every allocation still live and releases the primary
+// context. Every later call, Close included, fails with ErrClosed. The
+// driver library stays loaded: it is shared by every CUDA backend of the
+// process and is never unloaded.
+func (c *CUDA) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return ErrClosed
+	}
+	c.closed = true
+	if err := c.enter(); err != nil {
+		return err
+	}
+	defer c.exit()
+	var errs []error
+	for _, r := range c.allocs.clear() {
+		if res := c.d.cuMemFree(uint64(r.base)); res != cuSuccess {
+			errs = append(errs, fmt.Errorf("device: cuda close: free %#x: %w", uint64(r.base), c.d.error("cuMemFree_v2", res)))
+		}
+	}
+	if r := c.d.cuCtxSetCurrent(0); r != cuSuccess {
+		errs = append(errs, c.d.error("cuCtxSetCurrent", r))
+	}
+	if r := c.d.cuDevicePrimaryCtxRelease(c.dev); r != cuSuccess {
+		errs = append(errs, c.d.error("cuDevicePrimaryCtxRelease_v2", r))
+	}
+	return errors.Join(errs...)
+}
+
+// driver holds the entry points of one loaded driver library. The fields are
+// set once by loadDriver; optional entry points are nil when the library
+// lacks them.
+type driver struct {
+	path     string
+	uuidName string // the symbol cuDeviceGetUuid was bound to
+
+	cuInit                    func(flags uint32) cuResult
+	cuGetErrorName            func(r cuResult, name **byte) cuResult // optional
+	cuDeviceGetCount          func(n *int32) cuResult
+	cuDeviceGet               func(dev *int32, ordinal int32) cuResult
+	cuDeviceGetName           func(name *byte, n int32, dev int32) cuResult
+	cuDeviceGetUuid           func(uuid *[16]byte, dev int32) cuResult // optional
+	cuDevicePrimaryCtxRetain  func(ctx *uintptr, dev int32) cuResult
+	cuDevicePrimaryCtxRelease func(dev int32) cuResult
+	cuCtxSetCurrent           func(ctx uintptr) cuResult
+	cuCtxSynchronize          func() cuResult
+	cuMemAlloc                func(p *uint64, n uint64) cuResult
+	cuMemFree                 func(p uint64) cuResult
+	cuMemcpyHtoD              func(dst uint64, src unsafe.Pointer, n uint64) cuResult
+	cuMemcpyDtoH              func(dst unsafe.Pointer, src uint64, n uint64) cuResult
+	cuMemcpyDtoD              func(dst, src uint64, n uint64) cuResult
+	cuMemsetD8                func(dst uint64, value uint8, n uint64) cuResult
+	cuMemGetInfo              func(free, total *uint64) cuResult
+}
+
+var (
+	driversMu sync.Mutex
+	drivers   = map[string]*driver{} // loaded libraries by the name asked for
+)
+
+// loadDriver loads the driver library named by library, $GPUSTATE_LIBCUDA,
+// or the default names, and binds its entry points. A library is loaded once
+// per process and never unloaded.
+func loadDriver(library string) (*driver, error) {
+	names := []string{library}
+	explicit := true
+	if library == "" {
+		if env := os.Getenv(EnvLibCUDA); env != "" {
+			names = []string{env}
+		} else {
+			names = []string{"libcuda.so.1", "libcuda.so"}
+			explicit = false
+		}
+	}
+	driversMu.Lock()
+	defer driversMu.Unlock()
+	var errs []error
+	for _, name := range names {
+		if d := drivers[name]; d != nil {
+			return d, nil
+		}
+		h, err := dlopen(name)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		d, err := bind(h, name)
+		if err != nil {
+			return nil, err
+		}
+		drivers[name] = d
+		return d, nil
+	}
+	err := fmt.Errorf("device: cuda: no driver library: %w", errors.Join(errs...))
+	if !explicit {
+		err = fmt.Errorf("%w (%w)", err, ErrNoDevice)
+	}
+	return nil, err
+}
+
+// dlopen loads a library. The goroutine stays on one OS thread from dlopen
+// to dlerror, since the error message is per thread; the handle, not the
+// message, says whether the load failed.
+func dlopen(name string) (uintptr, error) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	h, err := purego.Dlopen(name, purego.RTLD_LAZY|purego.RTLD_LOCAL)
+	if h == 0 {
+		if err == nil {
+			err = errors.New("not loaded")
+		}
+		return 0, fmt.Errorf("%s: %v", name, err)
+	}
+	return h, nil
+}
+
+// dlsym returns the address of symbol name, or 0 when the library has none.
+func dlsym(h uintptr, name string) uintptr {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	p, _ := purego.Dlsym(h, name)
+	return p
+}
+
+// bind resolves the driver's entry points in the library with handle h.
+// A missing required symbol is an error naming it; purego.RegisterFunc only
+// ever sees addresses that exist.
+func bind(h uintptr, path string) (*driver, error) {
+	d := &driver{path: path}
+	required := []struct {
+		name string
+		fn   any
+	}{
+		{"cuInit", &d.cuInit},
+		{"cuDeviceGetCount", &d.cuDeviceGetCount},
+		{"cuDeviceGet", &d.cuDeviceGet},
+		{"cuDeviceGetName", &d.cuDeviceGetName},
+		{"cuDevicePrimaryCtxRetain", &d.cuDevicePrimaryCtxRetain},
+		{"cuDevicePrimaryCtxRelease_v2", &d.cuDevicePrimaryCtxRelease},
+		{"cuCtxSetCurrent", &d.cuCtxSetCurrent},
+		{"cuCtxSynchronize", &d.cuCtxSynchronize},
+		{"cuMemAlloc_v2", &d.cuMemAlloc},
+		{"cuMemFree_v2", &d.cuMemFree},
+		{"cuMemcpyHtoD_v2", &d.cuMemcpyHtoD},
+		{"cuMemcpyDtoH_v2", &d.cuMemcpyDtoH},
+		{"cuMemcpyDtoD_v2", &d.cuMemcpyDtoD},
+		{"cuMemsetD8_v2", &d.cuMemsetD8},
+		{"cuMemGetInfo_v2", &d.cuMemGetInfo},
+	}
+	var missing []string
+	for _, s := range required {
+		p := dlsym(h, s.name)
+		if p == 0 {
+			missing = append(missing, s.name)
+			continue
+		}
+		purego.RegisterFunc(s.fn, p)
+	}
+	if missing != nil {
+		return nil, fmt.Errorf("device: cuda: %s lacks required symbols %v", path, missing)
+	}
+	if p := dlsym(h, "cuGetErrorName"); p != 0 {
+		purego.RegisterFunc(&d.cuGetErrorName, p)
+	}
+	for _, name := range []string{"cuDeviceGetUuid_v2", "cuDeviceGetUuid"} {
+		if p := dlsym(h, name); p != 0 {
+			purego.RegisterFunc(&d.cuDeviceGetUuid, p)
+			d.uuidName = name
+			break
+		}
+	}
+	return d, nil
+}
+
+// error turns a driver result into a *CUDAError for the call fn.
+func (d *driver) error(fn string, r cuResult) error {
+	name := errorNames[r]
+	if name == "" && d.cuGetErrorName != nil {
+		var s *byte
+		if d.cuGetErrorName(r, &s) == cuSuccess && s != nil {
+			name = goString(s)
+		}
+	}
+	if name == "" {
+		name = "CUDA_ERROR_UNKNOWN_CODE"
+	}
+	return &CUDAError{Func: fn, Code: int(r), Name: name, Library: d.path}
+}
+
+// goString copies the NUL-terminated C string at s.
+func goString(s *byte) string {
+	n := 0
+	for n < 256 && *(*byte)(unsafe.Add(unsafe.Pointer(s), n)) != 0 {
+		n++
+	}
+	return string(unsafe.Slice(s, n))
+}
+
+// cString returns the text of b up to its first NUL.
+func cString(b []byte) string {
+	for i, c := range b {
+		if c == 0 {
+			return string(b[:i])
+		}
+	}
+	return string(b)
+}
+
+// openCUDA opens the CUDA backend with the default options, for Open.
+func openCUDA() (Backend, error) {
+	c, err := OpenCUDA(CUDAOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
