@@ -57,14 +57,23 @@ func Load(dir string, patterns ...string) ([]*Package, error) {
 	var errs []error
 	var out []*Package
 	for _, p := range pkgs {
-		bad := false
+		if len(p.GoFiles) == 0 && len(p.Errors) == 0 {
+			continue // only test files: no state types
+		}
+		// Type errors, and the go command's failure to compile the package
+		// that they cause, leave the contracts readable; a missing package
+		// or a syntax error does not.
+		bad := len(p.Syntax) == 0 || p.Types == nil || p.TypesInfo == nil
 		for _, e := range p.Errors {
-			if e.Kind != packages.TypeError {
+			if e.Kind == packages.ParseError || (bad && e.Kind != packages.TypeError) {
 				errs = append(errs, errors.New(e.Error()))
 				bad = true
 			}
 		}
-		if bad || p.Types == nil || p.TypesInfo == nil {
+		if bad {
+			if len(p.Errors) == 0 {
+				errs = append(errs, fmt.Errorf("%s: no Go files", p.PkgPath))
+			}
 			continue
 		}
 		dir := p.Dir
@@ -72,9 +81,6 @@ func Load(dir string, patterns ...string) ([]*Package, error) {
 			dir = filepath.Dir(p.GoFiles[0])
 		}
 		files := p.Syntax
-		if len(p.CompiledGoFiles) == 0 && len(files) == 0 {
-			continue
-		}
 		out = append(out, &Package{
 			Path:      p.PkgPath,
 			Name:      p.Name,
