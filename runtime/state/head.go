@@ -1,0 +1,712 @@
+package state
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/gpustate/gpustate/runtime/device"
+)
+
+// Head is a mutable state: the head of a line of versions of one layout and
+// one owner. Its methods are safe for concurrent use; one head serializes
+// its writers.
+type Head struct {
+	shape
+	id      uint64 // orders the locks of two heads
+	lin     *lineage
+	invalid atomic.Bool // set by a rollback that abandoned this head's line
+
+	mu       sync.Mutex
+	r        *root
+	pos      position // written with lin.mu held too
+	owned    bool     // pos is the tip of a segment only this head writes
+	released bool
+	logical  int64    // this head's share of the pool's LogicalBytes
+	hist     *history // checkpoints and deltas, with a checkpoint policy
+}
+
+var headIDs atomic.Uint64
+
+// NewHead returns a new head of layout l for owner, at version 0: an
+// append state with no rows, or a mutable state of l.Bound rows that read
+// as zeros. l is copied; later changes to it change nothing.
+//
+//state:acquire
+func (p *Pool) NewHead(l *Layout, owner Owner) (*Head, error) {
+	if err := l.check(p.blockBytes); err != nil {
+		return nil, err
+	}
+	leave, err := p.enter()
+	if err != nil {
+		return nil, fmt.Errorf("state: NewHead of %s: %w", l.Type, err)
+	}
+	defer leave()
+	l = l.clone()
+	h := &Head{shape: newShape(p, l, owner), id: headIDs.Add(1), lin: newLineage(owner), owned: true}
+	h.pos = position{seg: &segment{}}
+	r := newRoot(len(l.Columns))
+	if l.Growth == Mutable {
+		var nb int
+		for _, per := range h.perBlock {
+			nb += (l.Bound + per - 1) / per
+		}
+		blks, err := p.alloc(owner, nb, true)
+		if err != nil {
+			return nil, h.errorf("NewHead", "%d rows: %w", l.Bound, err)
+		}
+		var freed []*block
+		for i, per := range h.perBlock {
+			for bi := 0; bi < (l.Bound+per-1)/per; bi++ {
+				r.cols[i].set(bi, blks[0], &freed)
+				blks = blks[1:]
+			}
+		}
+		r.rows = l.Bound
+	}
+	h.r = r
+	h.logical = int64(r.rows) * h.rowSum
+	if l.Checkpoint != nil {
+		h.hist = newHistory(l.Checkpoint)
+	}
+	h.lin.heads[h] = struct{}{}
+	p.register(h)
+	return h, nil
+}
+
+func (h *Head) describe() string {
+	return fmt.Sprintf("%s head of owner %q at version %d", h.l.Type, h.owner, h.pos.v)
+}
+
+func (h *Head) logicalBytes() int64 { return h.logical }
+
+// lock starts a call: it holds the pool open and h's lock, and fails when
+// h is released or invalidated.
+func (h *Head) lock(op string) (func(), error) {
+	leave, err := h.pool.enter()
+	if err != nil {
+		return nil, h.errorf(op, "%w", err)
+	}
+	h.mu.Lock()
+	if h.released {
+		h.mu.Unlock()
+		leave()
+		return nil, h.errorf(op, "%w", ErrReleased)
+	}
+	if h.invalid.Load() {
+		h.mu.Unlock()
+		leave()
+		return nil, h.errorf(op, "%w", ErrInvalidated)
+	}
+	return func() { h.mu.Unlock(); leave() }, nil
+}
+
+// A write is planned as block operations, done in an order that keeps the
+// head as it was until the commit, which cannot fail.
+type blockOp struct {
+	col, idx int
+	old      *block // the block at idx; nil past the column's last block
+	nb       *block // the new block that replaces old; nil writes old in place
+	keep     int    // bytes of old to copy into nb first
+	off      int    // byte offset in the block where src goes
+	src      []byte // host rows to write; nil for none
+	visible  bool   // an in-place write over rows a reader may see
+}
+
+type writeKind int
+
+const (
+	hostAppend writeKind = iota
+	hostWrite
+	deviceAppend
+	deviceWrite
+)
+
+// plan returns the block operations for rows [from, to) of every column.
+// Rows of an in-place write a reader may see are marked visible.
+func (h *Head) plan(kind writeKind, from, to int, cols [][]byte) []blockOp {
+	var ops []blockOp
+	rootUnique := h.r.unique()
+	bb := h.pool.blockBytes
+	for c := range h.rowBytes {
+		rb, per := h.rowBytes[c], h.perBlock[c]
+		t := &h.r.cols[c]
+		for row := from; row < to; {
+			bi := row / per
+			start, end := bi*per, min(to, (bi+1)*per)
+			op := blockOp{col: c, idx: bi, off: (row - start) * rb}
+			if cols != nil {
+				op.src = cols[c][(row-from)*rb : (end-from)*rb]
+			}
+			if bi < t.n {
+				op.old = t.get(bi)
+			}
+			used := min(h.r.rows, (bi+1)*per) - start // rows of the block in the version
+			switch {
+			case op.old == nil:
+				// A new block past the column's end.
+			case rootUnique && t.uniquePath(bi):
+				if kind == hostWrite && row == start && end == start+used {
+					op.keep = -1 // covers the block: a new one, if memory allows
+				}
+				op.visible = kind == hostWrite
+			default:
+				if kind == hostWrite && row == start && end == start+used {
+					op.keep = 0
+				} else {
+					op.keep = used * rb
+				}
+				op.keep = min(op.keep, bb)
+				op.nb = &block{} // marks a copy; filled by alloc
+			}
+			ops = append(ops, op)
+			row = end
+		}
+	}
+	return ops
+}
+
+// apply plans and performs a write of rows [from, to) and commits it as a
+// new version with newRows rows. On failure it changes nothing and gives
+// back the blocks it took.
+func (h *Head) apply(op string, kind writeKind, from, to, newRows int, cols [][]byte) ([][]device.Span, error) {
+	ops := h.plan(kind, from, to, cols)
+	need := 0
+	for i := range ops {
+		if ops[i].old == nil || ops[i].nb != nil || ops[i].keep < 0 {
+			need++
+		}
+	}
+	blks, err := h.pool.alloc(h.owner, need, false)
+	if err != nil && errors.Is(err, ErrNoMemory) {
+		// Write whole unshared blocks in place rather than fail.
+		need = 0
+		for i := range ops {
+			if ops[i].keep < 0 {
+				ops[i].keep = 0
+			} else if ops[i].old == nil || ops[i].nb != nil {
+				need++
+			}
+		}
+		blks, err = h.pool.alloc(h.owner, need, false)
+	}
+	if err != nil {
+		return nil, h.errorf(op, "%w", err)
+	}
+	taken := blks
+	for i := range ops {
+		o := &ops[i]
+		switch {
+		case o.old == nil || o.nb != nil:
+			o.nb, blks = blks[0], blks[1:]
+		case o.keep < 0:
+			o.nb, blks = blks[0], blks[1:]
+			o.keep, o.visible = 0, false
+		}
+	}
+	fail := func(err error) ([][]device.Span, error) {
+		var back []*block
+		for _, b := range taken {
+			releaseBlock(b, &back)
+		}
+		h.pool.free(back)
+		return nil, h.errorf(op, "%w", err)
+	}
+	b := h.pool.b
+	// New blocks first: nothing a reader sees changes.
+	for i := range ops {
+		o := &ops[i]
+		if o.nb == nil {
+			continue
+		}
+		if o.keep > 0 {
+			if err := b.CopyDtoD(o.nb.ptr, o.old.ptr, o.keep); err != nil {
+				return fail(err)
+			}
+		}
+		if o.src != nil {
+			if err := b.CopyHtoD(o.nb.ptr+device.Ptr(o.off), o.src); err != nil {
+				return fail(err)
+			}
+		}
+	}
+	// In place past the version's rows: nothing a reader sees changes.
+	for i := range ops {
+		o := &ops[i]
+		if o.nb == nil && !o.visible && o.src != nil {
+			if err := b.CopyHtoD(o.old.ptr+device.Ptr(o.off), o.src); err != nil {
+				return fail(err)
+			}
+		}
+	}
+	// In place over visible rows: keep what each write replaces, but the
+	// last, so that a failure can put it back.
+	var visible []int
+	for i := range ops {
+		if ops[i].visible && ops[i].src != nil {
+			visible = append(visible, i)
+		}
+	}
+	saved := make([][]byte, len(visible))
+	for k, i := range visible {
+		o := &ops[i]
+		dst := o.old.ptr + device.Ptr(o.off)
+		if k < len(visible)-1 {
+			saved[k] = make([]byte, len(o.src))
+			if err := b.CopyDtoH(saved[k], dst); err != nil {
+				return fail(errors.Join(err, h.restore(ops, visible[:k], saved)))
+			}
+		}
+		if err := b.CopyHtoD(dst, o.src); err != nil {
+			return fail(errors.Join(err, h.restore(ops, visible[:k], saved)))
+		}
+	}
+	// Commit.
+	var freed []*block
+	r := h.r.own(&freed)
+	for i := range ops {
+		if o := &ops[i]; o.nb != nil {
+			r.cols[o.col].set(o.idx, o.nb, &freed)
+		}
+	}
+	r.rows = newRows
+	h.r = r
+	h.commitVersion()
+	h.pool.free(freed)
+	var spans [][]device.Span
+	if kind == deviceAppend || kind == deviceWrite {
+		spans, _ = h.spans(op, r, from, to) // in range by construction
+	}
+	return spans, nil
+}
+
+// restore puts back the rows saved before in-place writes ops[idx[k]].
+func (h *Head) restore(ops []blockOp, idx []int, saved [][]byte) error {
+	var errs []error
+	for k, i := range idx {
+		o := &ops[i]
+		if err := h.pool.b.CopyHtoD(o.old.ptr+device.Ptr(o.off), saved[k]); err != nil {
+			errs = append(errs, fmt.Errorf("restoring rows after a failed write: %w", err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// commitVersion moves h to a new version of its lineage, starting a new
+// segment when h does not write at the tip of its own.
+func (h *Head) commitVersion() {
+	h.lin.mu.Lock()
+	if !h.owned {
+		h.pos.seg = &segment{parent: h.pos.seg, fork: h.pos.v, depth: h.pos.seg.depth + 1}
+		h.owned = true
+	}
+	h.pos.v = h.lin.next()
+	h.lin.mu.Unlock()
+	h.setLogical()
+}
+
+// setLogical brings the pool's LogicalBytes up to date with h's rows.
+func (h *Head) setLogical() {
+	l := int64(h.r.rows) * h.rowSum
+	h.pool.logical.Add(l - h.logical)
+	h.logical = l
+}
+
+// Append appends the rows of a batch (one []byte per column, the same
+// number of rows in each) as a new version. Past the bound it returns
+// ErrBound and appends nothing; a mutable state has no room to append.
+//
+//state:appends
+func (h *Head) Append(cols [][]byte) error {
+	unlock, err := h.lock("Append")
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	n, err := h.batchRows("Append", cols)
+	if err != nil {
+		return err
+	}
+	if err := h.checkAppend("Append", n); err != nil {
+		return err
+	}
+	from := h.r.rows
+	if _, err := h.apply("Append", hostAppend, from, from+n, from+n, cols); err != nil {
+		return err
+	}
+	h.record(from, from+n)
+	return nil
+}
+
+func (h *Head) checkAppend(op string, n int) error {
+	if h.l.Growth == Mutable {
+		return h.errorf(op, "a mutable state has exactly its bound of %d rows: %w", h.l.Bound, ErrBound)
+	}
+	if n < 0 {
+		return h.errorf(op, "%d rows: %w", n, ErrRange)
+	}
+	if h.l.Bound > 0 && n > h.l.Bound-h.r.rows {
+		return h.errorf(op, "%d rows after %d exceed the bound of %d: %w", n, h.r.rows, h.l.Bound, ErrBound)
+	}
+	if h.l.Bound <= 0 && n > maxInt/2-h.r.rows {
+		return h.errorf(op, "%d rows after %d: %w", n, h.r.rows, ErrBound)
+	}
+	return nil
+}
+
+// Write writes the rows of a batch over rows [at, at+n) of a mutable
+// state, as a new version. It needs 0 <= at and at+n <= Bound, else
+// ErrRange. Blocks shared with snapshots or branches are copied first;
+// blocks the write covers whole are replaced by new ones.
+//
+//state:mutates
+func (h *Head) Write(at int, cols [][]byte) error {
+	unlock, err := h.lock("Write")
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	n, err := h.batchRows("Write", cols)
+	if err != nil {
+		return err
+	}
+	if err := h.checkWrite("Write", at, at+n); err != nil {
+		return err
+	}
+	if _, err := h.apply("Write", hostWrite, at, at+n, h.r.rows, cols); err != nil {
+		return err
+	}
+	h.record(at, at+n)
+	return nil
+}
+
+func (h *Head) checkWrite(op string, from, to int) error {
+	if h.l.Growth != Mutable {
+		return h.errorf(op, "an append state's rows never change once written: %w", ErrRange)
+	}
+	if from < 0 || to < from || to > h.r.rows {
+		return h.errorf(op, "rows [%d, %d) outside [0, %d): %w", from, to, h.r.rows, ErrRange)
+	}
+	return nil
+}
+
+// AppendDevice reserves n rows past the end as a new version and returns,
+// per column, the spans where they lie, for a kernel to fill. The spans are
+// the caller's to write until the next call on h. Past the bound it returns
+// ErrBound and reserves nothing.
+//
+//state:appends
+func (h *Head) AppendDevice(n int) ([][]device.Span, error) {
+	unlock, err := h.lock("AppendDevice")
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	if err := h.checkAppend("AppendDevice", n); err != nil {
+		return nil, err
+	}
+	from := h.r.rows
+	spans, err := h.apply("AppendDevice", deviceAppend, from, from+n, from+n, nil)
+	if err != nil {
+		return nil, err
+	}
+	h.record(from, from+n)
+	return spans, nil
+}
+
+// WriteDevice makes rows [from, to) of a mutable state writable as a new
+// version (copying the blocks it shares with snapshots and branches) and
+// returns, per column, the spans where they lie, for a kernel to write. The
+// spans are the caller's to write until the next call on h.
+//
+//state:mutates
+func (h *Head) WriteDevice(from, to int) ([][]device.Span, error) {
+	unlock, err := h.lock("WriteDevice")
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	if err := h.checkWrite("WriteDevice", from, to); err != nil {
+		return nil, err
+	}
+	spans, err := h.apply("WriteDevice", deviceWrite, from, to, h.r.rows, nil)
+	if err != nil {
+		return nil, err
+	}
+	h.record(from, to)
+	return spans, nil
+}
+
+// Read copies rows [from, to) into dst: per column, (to-from) rows' bytes.
+func (h *Head) Read(from, to int, dst [][]byte) error {
+	unlock, err := h.lock("Read")
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	return h.read("Read", h.r, from, to, dst)
+}
+
+// Spans locates rows [from, to) in device memory: per column, one span per
+// block. They are for reading: the blocks may be shared with snapshots and
+// branches, so kernels that write use WriteDevice.
+//
+//state:view
+func (h *Head) Spans(from, to int) ([][]device.Span, error) {
+	unlock, err := h.lock("Spans")
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	return h.spans("Spans", h.r, from, to)
+}
+
+// Len returns the number of rows (0 once released).
+func (h *Head) Len() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.r == nil {
+		return 0
+	}
+	return h.r.rows
+}
+
+// Bound returns the layout's bound (<= 0: unbounded).
+func (h *Head) Bound() int { return h.l.Bound }
+
+// Version returns the head's version.
+func (h *Head) Version() Version {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.pos.v
+}
+
+// Owner returns the head's owner.
+func (h *Head) Owner() Owner { return h.owner }
+
+// Layout returns a copy of the head's layout.
+func (h *Head) Layout() *Layout { return h.l.clone() }
+
+// Stats returns the head's version, rows, logical and physical bytes.
+func (h *Head) Stats() Stats {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.stats(h.r, h.pos.v)
+}
+
+// Snapshot returns an immutable snapshot of the head's version, in O(1):
+// it shares the version's blocks, and later writes to the head copy the
+// blocks they write.
+//
+//state:acquire
+func (h *Head) Snapshot() (*Snap, error) {
+	unlock, err := h.lock("Snapshot")
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	return h.snapshotLocked()
+}
+
+func (h *Head) snapshotLocked() (*Snap, error) {
+	h.lin.mu.Lock()
+	defer h.lin.mu.Unlock()
+	if h.invalid.Load() {
+		return nil, h.errorf("Snapshot", "%w", ErrInvalidated)
+	}
+	s := &Snap{shape: h.shape, lin: h.lin, r: h.r.retain(), pos: h.pos}
+	s.logical = int64(s.r.rows) * h.rowSum
+	h.lin.snaps[s] = struct{}{}
+	h.pool.register(s)
+	return s, nil
+}
+
+// Branch returns a new head at the head's version and content, sharing its
+// blocks; writes to one are invisible to the other.
+//
+//state:acquire
+func (h *Head) Branch() (*Head, error) {
+	unlock, err := h.lock("Branch")
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	h.lin.mu.Lock()
+	defer h.lin.mu.Unlock()
+	if h.invalid.Load() {
+		return nil, h.errorf("Branch", "%w", ErrInvalidated)
+	}
+	c := &Head{shape: h.shape, id: headIDs.Add(1), lin: h.lin, r: h.r.retain(), pos: h.pos}
+	c.logical = int64(c.r.rows) * h.rowSum
+	if h.hist != nil {
+		c.hist = h.hist.clone()
+	}
+	h.lin.heads[c] = struct{}{}
+	h.pool.register(c)
+	return c, nil
+}
+
+// Merge fastforwards h to child, a branch of h's lineage: h takes the
+// child's content and version. It needs h unchanged since the child's line
+// left it (h's version an ancestor of the child's), else ErrDiverged and
+// nothing changes. The child stays live and unchanged.
+//
+//state:mutates
+func (h *Head) Merge(child *Head) error {
+	if child == nil {
+		return h.errorf("Merge", "nil child: %w", ErrDiverged)
+	}
+	if child.owner != h.owner {
+		return h.errorf("Merge", "child of owner %q, head of owner %q: %w", child.owner, h.owner, ErrOwner)
+	}
+	if child.pool != h.pool || child.lin != h.lin {
+		return h.errorf("Merge", "the child is no branch of this head's lineage: %w", ErrDiverged)
+	}
+	if child == h {
+		unlock, err := h.lock("Merge")
+		if err != nil {
+			return err
+		}
+		unlock()
+		return nil
+	}
+	leave, err := h.pool.enter()
+	if err != nil {
+		return h.errorf("Merge", "%w", err)
+	}
+	defer leave()
+	first, second := h, child
+	if child.id < h.id {
+		first, second = child, h
+	}
+	first.mu.Lock()
+	defer first.mu.Unlock()
+	second.mu.Lock()
+	defer second.mu.Unlock()
+	for _, x := range []*Head{h, child} {
+		if x.released {
+			return h.errorf("Merge", "%w", ErrReleased)
+		}
+	}
+	h.lin.mu.Lock()
+	if h.invalid.Load() || child.invalid.Load() {
+		h.lin.mu.Unlock()
+		return h.errorf("Merge", "%w", ErrInvalidated)
+	}
+	if !isAncestor(h.pos, child.pos) {
+		h.lin.mu.Unlock()
+		return h.errorf("Merge", "head at version %d changed since the child at version %d left it: %w",
+			h.pos.v, child.pos.v, ErrDiverged)
+	}
+	var freed []*block
+	h.r.release(&freed)
+	h.r = child.r.retain()
+	h.pos, h.owned = child.pos, false
+	if h.hist != nil && child.hist != nil {
+		h.hist.release(&freed)
+		h.hist = child.hist.clone()
+	}
+	h.lin.mu.Unlock()
+	h.setLogical()
+	h.pool.free(freed)
+	return nil
+}
+
+// Rollback moves h back to the version of to, which must be of h's owner
+// (else ErrOwner) and an ancestor of h's version (else ErrNotAncestor).
+// Afterwards h reads as to and has its version. With the Invalidate policy,
+// every snapshot and branch taken from the line h leaves answers
+// ErrInvalidated from then on; with Keep they stay usable.
+//
+//state:mutates
+func (h *Head) Rollback(to *Snap) error {
+	if to == nil {
+		return h.errorf("Rollback", "nil snapshot: %w", ErrNotAncestor)
+	}
+	if to.owner != h.owner {
+		return h.errorf("Rollback", "snapshot of owner %q, head of owner %q: %w", to.owner, h.owner, ErrOwner)
+	}
+	unlock, err := h.lock("Rollback")
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	to.mu.RLock()
+	defer to.mu.RUnlock()
+	if to.released {
+		return h.errorf("Rollback", "snapshot: %w", ErrReleased)
+	}
+	if to.invalid.Load() {
+		return h.errorf("Rollback", "snapshot: %w", ErrInvalidated)
+	}
+	if to.lin != h.lin {
+		return h.errorf("Rollback", "snapshot of another lineage: %w", ErrNotAncestor)
+	}
+	h.lin.mu.Lock()
+	if h.invalid.Load() {
+		h.lin.mu.Unlock()
+		return h.errorf("Rollback", "%w", ErrInvalidated)
+	}
+	if !isAncestor(to.pos, h.pos) {
+		h.lin.mu.Unlock()
+		return h.errorf("Rollback", "version %d is not an ancestor of the head's version %d: %w", to.pos.v, h.pos.v, ErrNotAncestor)
+	}
+	if h.l.Descendants == Invalidate {
+		gone := abandonedBetween(h.pos, to.pos)
+		if len(gone) > 0 {
+			for x := range h.lin.heads {
+				if x != h && gone.meets(x.pos) {
+					x.invalid.Store(true)
+				}
+			}
+			for s := range h.lin.snaps {
+				if gone.meets(s.pos) {
+					s.invalid.Store(true)
+				}
+			}
+		}
+	}
+	var freed []*block
+	h.r.release(&freed)
+	h.r = to.r.retain()
+	h.pos, h.owned = to.pos, false
+	if h.hist != nil {
+		h.hist.rollback(to.pos, &freed)
+	}
+	h.lin.mu.Unlock()
+	h.setLogical()
+	h.pool.free(freed)
+	return nil
+}
+
+// Release gives up h and the blocks only it holds. Releasing twice does
+// nothing; every other call on a released head returns ErrReleased.
+//
+//state:release
+func (h *Head) Release() error {
+	h.pool.closeMu.RLock()
+	defer h.pool.closeMu.RUnlock()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.released {
+		return nil
+	}
+	h.released = true
+	if h.pool.closed {
+		return nil
+	}
+	h.lin.mu.Lock()
+	delete(h.lin.heads, h)
+	h.lin.mu.Unlock()
+	var freed []*block
+	h.r.release(&freed)
+	if h.hist != nil {
+		h.hist.release(&freed)
+	}
+	h.r = nil
+	h.pool.free(freed)
+	h.pool.unregister(h, h.logical)
+	h.logical = 0
+	return nil
+}

@@ -1,0 +1,143 @@
+package state
+
+import (
+	"fmt"
+)
+
+// checkInvariants walks every live handle of p and checks the structure:
+// every reference count equals the references actually held, every tree
+// holds exactly the blocks its rows need, the blocks in use are the pool's
+// count, and no block is both free and in use. It returns the first
+// violation.
+func checkInvariants(p *Pool) error {
+	p.closeMu.Lock()
+	defer p.closeMu.Unlock()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return nil
+	}
+	rootRefs := map[*root]int{}
+	var shapes = map[*root]shape{}
+	for h := range p.live {
+		switch x := h.(type) {
+		case *Head:
+			x.mu.Lock()
+			if x.r != nil {
+				rootRefs[x.r]++
+				shapes[x.r] = x.shape
+			}
+			if x.hist != nil {
+				for _, r := range x.hist.roots() {
+					rootRefs[r]++
+					shapes[r] = x.shape
+				}
+			}
+			x.mu.Unlock()
+		case *Snap:
+			if x.r != nil {
+				rootRefs[x.r]++
+				shapes[x.r] = x.shape
+			}
+		}
+	}
+	nodeRefs := map[*node]int{}
+	blockRefs := map[*block]int{}
+	var walk func(n *node, seen map[*node]bool)
+	seen := map[*node]bool{}
+	walk = func(n *node, seen map[*node]bool) {
+		if seen[n] {
+			return
+		}
+		seen[n] = true
+		for _, k := range n.kids {
+			if k != nil {
+				nodeRefs[k]++
+				walk(k, seen)
+			}
+		}
+		for _, b := range n.blks {
+			if b != nil {
+				blockRefs[b]++
+			}
+		}
+	}
+	for r, refs := range rootRefs {
+		if got := int(r.rc.Load()); got != refs {
+			return fmt.Errorf("root with %d rows has count %d, %d references", r.rows, got, refs)
+		}
+		sh := shapes[r]
+		for c, t := range r.cols {
+			per := sh.perBlock[c]
+			if want := (r.rows + per - 1) / per; t.n != want {
+				return fmt.Errorf("column %d of a root with %d rows holds %d blocks, want %d", c, r.rows, t.n, want)
+			}
+			if t.root == nil {
+				continue
+			}
+			if t.n > capacity(t.height) {
+				return fmt.Errorf("column %d holds %d blocks in a tree of height %d", c, t.n, t.height)
+			}
+			for i := 0; i < t.n; i++ {
+				if t.get(i) == nil {
+					return fmt.Errorf("column %d misses block %d of %d", c, i, t.n)
+				}
+			}
+			nodeRefs[t.root]++
+			walk(t.root, seen)
+		}
+	}
+	for n, refs := range nodeRefs {
+		if got := int(n.rc.Load()); got != refs {
+			return fmt.Errorf("node has count %d, %d references", got, refs)
+		}
+	}
+	for b, refs := range blockRefs {
+		if got := int(b.rc.Load()); got != refs {
+			return fmt.Errorf("block %#x has count %d, %d references", b.ptr, got, refs)
+		}
+	}
+	if int64(len(blockRefs)) != p.inUse {
+		return fmt.Errorf("%d blocks referenced, the pool counts %d in use", len(blockRefs), p.inUse)
+	}
+	free := 0
+	check := func(b *block) error {
+		free++
+		if blockRefs[b] > 0 {
+			return fmt.Errorf("block %#x is both free and in use", b.ptr)
+		}
+		return nil
+	}
+	for _, b := range p.clean {
+		if err := check(b); err != nil {
+			return err
+		}
+		if b.owner != "" {
+			return fmt.Errorf("clean block %#x has owner %q", b.ptr, b.owner)
+		}
+	}
+	for o, list := range p.dirty {
+		for _, b := range list {
+			if err := check(b); err != nil {
+				return err
+			}
+			if b.owner != o {
+				return fmt.Errorf("block %#x on %q's list has owner %q", b.ptr, o, b.owner)
+			}
+		}
+	}
+	if int64(free) != p.nfree {
+		return fmt.Errorf("%d blocks on free lists, the pool counts %d", free, p.nfree)
+	}
+	if (p.nfree+p.inUse)*int64(p.blockBytes) != p.reserved {
+		return fmt.Errorf("%d free and %d used blocks of %d bytes, %d bytes reserved", p.nfree, p.inUse, p.blockBytes, p.reserved)
+	}
+	var logical int64
+	for h := range p.live {
+		logical += h.logicalBytes()
+	}
+	if logical != p.logical.Load() {
+		return fmt.Errorf("live handles hold %d logical bytes, the pool counts %d", logical, p.logical.Load())
+	}
+	return nil
+}

@@ -1,0 +1,774 @@
+package state
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"sort"
+	"strconv"
+	"testing"
+
+	"github.com/gpustate/gpustate/runtime/device"
+)
+
+// The model-based test runs long seeded sequences of operations on the
+// store and on a plain reference model that copies everything, and
+// compares after every step the content, version, rows and errors of every
+// handle. GPUSTATE_MODEL_STEPS sets the steps per seed,
+// GPUSTATE_MODEL_SEED replays one seed.
+
+type mLineage struct {
+	owner  Owner
+	layout *Layout
+	last   Version
+	parent map[Version]Version // every version but 0
+}
+
+func (l *mLineage) isAncestor(a, b Version) bool {
+	for {
+		if a == b {
+			return true
+		}
+		if b == 0 {
+			return false
+		}
+		b = l.parent[b]
+	}
+}
+
+// path returns b and its ancestors.
+func (l *mLineage) path(b Version) map[Version]bool {
+	out := map[Version]bool{b: true}
+	for b != 0 {
+		b = l.parent[b]
+		out[b] = true
+	}
+	return out
+}
+
+type mHandle struct {
+	lin      *mLineage
+	head     *Head // one of head, snap
+	snap     *Snap
+	cols     [][]byte
+	v        Version
+	released bool
+	invalid  bool
+}
+
+func (m *mHandle) rows() int {
+	rb := m.lin.layout.Columns[0].RowBytes()
+	return len(m.cols[0]) / rb
+}
+
+func cloneCols(cols [][]byte) [][]byte {
+	out := make([][]byte, len(cols))
+	for i, c := range cols {
+		out[i] = bytes.Clone(c)
+		if out[i] == nil {
+			out[i] = []byte{}
+		}
+	}
+	return out
+}
+
+type model struct {
+	t       *testing.T
+	seed    uint64
+	step    int
+	rng     *rand.Rand
+	fb      *faultBackend
+	pool    *Pool
+	other   *Pool // a second pool, for foreign handles
+	heads   []*mHandle
+	snaps   []*mHandle
+	foreign []*mHandle // handles of other
+	owners  []Owner
+	lastOp  string
+	counts  map[string]int // outcomes, for the log
+}
+
+// count tallies the outcome of the current step.
+func (m *model) count(err error) {
+	k := m.lastOp + ": ok"
+	switch {
+	case err == nil:
+	case faulted(err):
+		k = m.lastOp + ": fault"
+	default:
+		for _, e := range []error{ErrBound, ErrShape, ErrRange, ErrReleased, ErrNotAncestor, ErrOwner, ErrDiverged, ErrInvalidated} {
+			if errors.Is(err, e) {
+				k = m.lastOp + ": " + e.Error()
+			}
+		}
+	}
+	m.counts[k]++
+}
+
+func (m *model) fatalf(format string, args ...any) {
+	m.t.Helper()
+	m.t.Fatalf("seed %d step %d (%s): %s\nreplay: GPUSTATE_MODEL_SEED=%d go test -run TestModel ./runtime/state",
+		m.seed, m.step, m.lastOp, fmt.Sprintf(format, args...), m.seed)
+}
+
+func (m *model) randLayout() *Layout {
+	r := m.rng
+	l := &Layout{Type: fmt.Sprintf("T%d", r.IntN(1000))}
+	for range 1 + r.IntN(3) {
+		l.Columns = append(l.Columns, Column{
+			Name:     fmt.Sprintf("C%d", len(l.Columns)),
+			ElemSize: []int{1, 2, 4, 8}[r.IntN(4)],
+			Width:    []int{1, 3, 5}[r.IntN(3)],
+		})
+	}
+	if r.IntN(2) == 0 {
+		l.Growth = Mutable
+		l.Bound = 1 + r.IntN(300)
+	} else {
+		l.Growth = Append
+		l.Bound = []int{0, 50, 200, 1000}[r.IntN(4)]
+	}
+	l.Descendants = Descendants(r.IntN(2))
+	return l
+}
+
+func (m *model) randBatch(l *Layout, n int) [][]byte {
+	cols := make([][]byte, len(l.Columns))
+	for i, c := range l.Columns {
+		cols[i] = make([]byte, n*c.RowBytes())
+		for j := range cols[i] {
+			cols[i][j] = byte(m.rng.UintN(256))
+		}
+	}
+	return cols
+}
+
+// expect fails unless err is nil when want is nil, and wraps want else.
+func (m *model) expect(err, want error) {
+	m.t.Helper()
+	m.count(err)
+	if want == nil {
+		if err != nil {
+			m.fatalf("unexpected error: %v", err)
+		}
+		return
+	}
+	if !errors.Is(err, want) {
+		m.fatalf("error %v, want %v", err, want)
+	}
+}
+
+// faulted reports whether err is an injected or out-of-memory failure, which
+// the model does not predict: the test then checks that nothing changed.
+func faulted(err error) bool {
+	return err != nil && (errors.Is(err, errInjected) || errors.Is(err, ErrNoMemory))
+}
+
+func (m *model) pick(list []*mHandle) *mHandle {
+	if len(list) == 0 {
+		return nil
+	}
+	return list[m.rng.IntN(len(list))]
+}
+
+// state returns the error a call on x answers before anything else.
+func stateErr(x *mHandle) error {
+	if x.released {
+		return ErrReleased
+	}
+	if x.invalid {
+		return ErrInvalidated
+	}
+	return nil
+}
+
+func (m *model) newHead() {
+	l := m.randLayout()
+	owner := m.owners[m.rng.IntN(len(m.owners))]
+	h, err := m.pool.NewHead(l, owner)
+	if faulted(err) {
+		m.count(err)
+		return
+	}
+	m.expect(err, nil)
+	lin := &mLineage{owner: owner, layout: l, parent: map[Version]Version{}}
+	x := &mHandle{lin: lin, head: h, cols: make([][]byte, len(l.Columns))}
+	for i, c := range l.Columns {
+		if l.Growth == Mutable {
+			x.cols[i] = make([]byte, l.Bound*c.RowBytes())
+		} else {
+			x.cols[i] = []byte{}
+		}
+	}
+	m.heads = append(m.heads, x)
+}
+
+// commit records a new version of x with content cols.
+func (m *model) commit(x *mHandle, cols [][]byte) {
+	x.lin.last++
+	x.lin.parent[x.lin.last] = x.v
+	x.v = x.lin.last
+	x.cols = cols
+}
+
+func (m *model) appendRows() {
+	x := m.pick(m.heads)
+	if x == nil {
+		return
+	}
+	l := x.lin.layout
+	n := m.rng.IntN(40)
+	cols := m.randBatch(l, n)
+	want := stateErr(x)
+	switch k := m.rng.IntN(20); {
+	case k == 0 && len(cols) > 1:
+		cols[1] = cols[1][:len(cols[1])-len(cols[1])/max(n, 1)] // one row short
+		if n > 0 {
+			want = cmpErr(want, ErrShape)
+		}
+	case k == 1:
+		cols = cols[:len(cols)-1]
+		want = cmpErr(want, ErrShape)
+	case k == 2:
+		cols = nil
+		want = cmpErr(want, ErrShape)
+	case k == 3 && l.Columns[0].RowBytes() > 1:
+		cols[0] = append(cols[0], 1)
+		want = cmpErr(want, ErrShape)
+	}
+	if want == nil {
+		if l.Growth == Mutable || (l.Bound > 0 && x.rows()+n > l.Bound) {
+			want = ErrBound
+		}
+	}
+	err := x.head.Append(cols)
+	if want == nil && faulted(err) {
+		m.count(err)
+		return
+	}
+	m.expect(err, want)
+	if err == nil {
+		next := cloneCols(x.cols)
+		for i := range next {
+			next[i] = append(next[i], cols[i]...)
+		}
+		m.commit(x, next)
+	}
+}
+
+func cmpErr(prior, next error) error {
+	if prior != nil {
+		return prior
+	}
+	return next
+}
+
+func (m *model) writeRows() {
+	x := m.pick(m.heads)
+	if x == nil {
+		return
+	}
+	l := x.lin.layout
+	rows := x.rows()
+	n := m.rng.IntN(max(rows/2, 1) + 2)
+	at := m.rng.IntN(rows+2) - 1
+	cols := m.randBatch(l, n)
+	want := stateErr(x)
+	if m.rng.IntN(20) == 0 && len(cols) > 1 && n > 0 {
+		cols[0] = cols[0][:len(cols[0])-l.Columns[0].RowBytes()]
+		want = cmpErr(want, ErrShape)
+	}
+	if want == nil && (l.Growth != Mutable || at < 0 || at+n > rows) {
+		want = ErrRange
+	}
+	err := x.head.Write(at, cols)
+	if want == nil && faulted(err) {
+		m.count(err)
+		return
+	}
+	m.expect(err, want)
+	if err == nil {
+		next := cloneCols(x.cols)
+		for i, c := range l.Columns {
+			copy(next[i][at*c.RowBytes():], cols[i])
+		}
+		m.commit(x, next)
+	}
+}
+
+// fill writes random bytes through a random subset of spans (all of them
+// with all) and returns, per column, the bytes now at rows [from, to):
+// base where no span was written.
+func (m *model) fill(l *Layout, spans [][]device.Span, from, to int, base [][]byte, all bool) [][]byte {
+	out := cloneCols(base)
+	for i, c := range l.Columns {
+		rb := c.RowBytes()
+		row := from
+		total := 0
+		for _, s := range spans[i] {
+			total += s.Rows
+			if all || m.rng.IntN(2) == 0 {
+				b := make([]byte, s.Rows*rb)
+				for j := range b {
+					b[j] = byte(m.rng.UintN(256))
+				}
+				if err := m.fb.Backend.CopyHtoD(s.Ptr, b); err != nil {
+					m.fatalf("writing through a span: %v", err)
+				}
+				copy(out[i][(row-from)*rb:], b)
+			}
+			row += s.Rows
+		}
+		if total != to-from {
+			m.fatalf("column %d: spans cover %d rows, want %d", i, total, to-from)
+		}
+	}
+	return out
+}
+
+func (m *model) appendDevice() {
+	x := m.pick(m.heads)
+	if x == nil {
+		return
+	}
+	l := x.lin.layout
+	n := m.rng.IntN(40) - 1
+	want := stateErr(x)
+	if want == nil {
+		switch {
+		case l.Growth == Mutable:
+			want = ErrBound
+		case n < 0:
+			want = ErrRange
+		case l.Bound > 0 && x.rows()+n > l.Bound:
+			want = ErrBound
+		}
+	}
+	spans, err := x.head.AppendDevice(n)
+	if want == nil && faulted(err) {
+		m.count(err)
+		return
+	}
+	m.expect(err, want)
+	if err == nil {
+		from := x.rows()
+		added := m.fill(l, spans, from, from+n, m.randBatch(l, n), true)
+		next := cloneCols(x.cols)
+		for i := range next {
+			next[i] = append(next[i], added[i]...)
+		}
+		m.commit(x, next)
+	}
+}
+
+func (m *model) writeDevice() {
+	x := m.pick(m.heads)
+	if x == nil {
+		return
+	}
+	l := x.lin.layout
+	rows := x.rows()
+	from := m.rng.IntN(rows+2) - 1
+	to := from + m.rng.IntN(max(rows/2, 1)+2) - 1
+	want := stateErr(x)
+	if want == nil && (l.Growth != Mutable || from < 0 || to < from || to > rows) {
+		want = ErrRange
+	}
+	spans, err := x.head.WriteDevice(from, to)
+	if want == nil && faulted(err) {
+		m.count(err)
+		return
+	}
+	m.expect(err, want)
+	if err == nil {
+		base := make([][]byte, len(l.Columns))
+		for i, c := range l.Columns {
+			base[i] = x.cols[i][from*c.RowBytes() : to*c.RowBytes()]
+		}
+		written := m.fill(l, spans, from, to, base, false)
+		next := cloneCols(x.cols)
+		for i, c := range l.Columns {
+			copy(next[i][from*c.RowBytes():], written[i])
+		}
+		m.commit(x, next)
+	}
+}
+
+func (m *model) snapshot() {
+	x := m.pick(m.heads)
+	if x == nil {
+		return
+	}
+	s, err := x.head.Snapshot()
+	m.expect(err, stateErr(x))
+	if err == nil {
+		m.snaps = append(m.snaps, &mHandle{lin: x.lin, snap: s, cols: cloneCols(x.cols), v: x.v})
+	}
+}
+
+func (m *model) branch() {
+	x := m.pick(m.heads)
+	if x == nil {
+		return
+	}
+	c, err := x.head.Branch()
+	m.expect(err, stateErr(x))
+	if err == nil {
+		m.heads = append(m.heads, &mHandle{lin: x.lin, head: c, cols: cloneCols(x.cols), v: x.v})
+	}
+}
+
+func (m *model) merge() {
+	x, c := m.pick(m.heads), m.pick(m.heads)
+	if x == nil {
+		return
+	}
+	var want error
+	switch {
+	case c.lin.owner != x.lin.owner:
+		want = ErrOwner
+	case c.lin != x.lin:
+		want = ErrDiverged
+	case c == x:
+		want = stateErr(x)
+	case x.released || c.released:
+		want = ErrReleased
+	case x.invalid || c.invalid:
+		want = ErrInvalidated
+	case !x.lin.isAncestor(x.v, c.v):
+		want = ErrDiverged
+	}
+	err := x.head.Merge(c.head)
+	m.expect(err, want)
+	if err == nil {
+		x.v, x.cols = c.v, cloneCols(c.cols)
+	}
+}
+
+func (m *model) rollback() {
+	x := m.pick(m.heads)
+	if x == nil {
+		return
+	}
+	var to *mHandle
+	// Mostly an ancestor snapshot of x's own lineage.
+	var mine []*mHandle
+	for _, s := range m.snaps {
+		if s.lin == x.lin && !s.released && !s.invalid && s.lin.isAncestor(s.v, x.v) {
+			mine = append(mine, s)
+		}
+	}
+	switch k := m.rng.IntN(10); {
+	case k < 6 && len(mine) > 0:
+		to = m.pick(mine)
+	case k == 6 && len(m.foreign) > 0:
+		to = m.pick(m.foreign)
+	default:
+		to = m.pick(m.snaps)
+	}
+	if to == nil {
+		return
+	}
+	var want error
+	switch {
+	case to.lin.owner != x.lin.owner:
+		want = ErrOwner
+	case x.released || to.released:
+		want = ErrReleased
+	case x.invalid || to.invalid:
+		want = ErrInvalidated
+	case to.lin != x.lin || !x.lin.isAncestor(to.v, x.v):
+		want = ErrNotAncestor
+	}
+	err := x.head.Rollback(to.snap)
+	m.expect(err, want)
+	if err != nil {
+		return
+	}
+	if x.lin.layout.Descendants == Invalidate {
+		gone := x.lin.path(x.v)
+		for v := range x.lin.path(to.v) {
+			delete(gone, v)
+		}
+		for _, list := range [][]*mHandle{m.heads, m.snaps} {
+			for _, y := range list {
+				if y == x || y.lin != x.lin || y.released {
+					continue
+				}
+				for v := range y.lin.path(y.v) {
+					if gone[v] {
+						y.invalid = true
+						break
+					}
+				}
+			}
+		}
+	}
+	x.v, x.cols = to.v, cloneCols(to.cols)
+}
+
+func (m *model) release() {
+	list := &m.heads
+	if m.rng.IntN(2) == 0 {
+		list = &m.snaps
+	}
+	x := m.pick(*list)
+	if x == nil {
+		return
+	}
+	var err error
+	if x.head != nil {
+		err = x.head.Release()
+	} else {
+		err = x.snap.Release()
+	}
+	m.expect(err, nil)
+	x.released = true
+	// Keep some released handles around to call them; drop the rest.
+	if m.rng.IntN(3) > 0 {
+		for i, y := range *list {
+			if y == x {
+				*list = append((*list)[:i], (*list)[i+1:]...)
+				break
+			}
+		}
+	}
+}
+
+// read checks a random range of a random handle, and bad ranges.
+func (m *model) read(x *mHandle) {
+	l := x.lin.layout
+	rows := x.rows()
+	from := m.rng.IntN(rows+2) - 1
+	to := from + m.rng.IntN(rows+2) - 1
+	want := stateErr(x)
+	if want == nil && (from < 0 || to < from || to > rows) {
+		want = ErrRange
+	}
+	dst := make([][]byte, len(l.Columns))
+	for i, c := range l.Columns {
+		dst[i] = make([]byte, max(to-from, 0)*c.RowBytes())
+	}
+	var err error
+	if x.head != nil {
+		err = x.head.Read(from, to, dst)
+	} else {
+		err = x.snap.Read(from, to, dst)
+	}
+	if want == nil && faulted(err) {
+		m.count(err)
+		return
+	}
+	m.expect(err, want)
+	if err != nil {
+		return
+	}
+	for i, c := range l.Columns {
+		if want := x.cols[i][from*c.RowBytes() : to*c.RowBytes()]; !bytes.Equal(dst[i], want) {
+			m.fatalf("rows [%d, %d) of column %d differ", from, to, i)
+		}
+	}
+}
+
+// verify compares every live handle with the model: content, rows,
+// version, stats, and the structure's invariants.
+func (m *model) verify() {
+	m.t.Helper()
+	for _, list := range [][]*mHandle{m.heads, m.snaps} {
+		for _, x := range list {
+			if x.released {
+				continue
+			}
+			var st Stats
+			var err error
+			l := x.lin.layout
+			rows := x.rows()
+			dst := make([][]byte, len(l.Columns))
+			for i, c := range l.Columns {
+				dst[i] = make([]byte, rows*c.RowBytes())
+			}
+			var v Version
+			var n int
+			if x.head != nil {
+				st, v, n = x.head.Stats(), x.head.Version(), x.head.Len()
+				err = x.head.Read(0, rows, dst)
+			} else {
+				st, v, n = x.snap.Stats(), x.snap.Version(), x.snap.Len()
+				err = x.snap.Read(0, rows, dst)
+			}
+			if x.invalid {
+				if !errors.Is(err, ErrInvalidated) {
+					m.fatalf("invalidated handle reads with %v", err)
+				}
+				continue
+			}
+			if err != nil {
+				m.fatalf("read: %v", err)
+			}
+			if v != x.v || st.Version != x.v || n != rows || st.Rows != rows {
+				m.fatalf("version %d (stats %d), rows %d (stats %d); model: version %d, rows %d", v, st.Version, n, st.Rows, x.v, rows)
+			}
+			var logical int64
+			for i, c := range l.Columns {
+				logical += int64(rows * c.RowBytes())
+				if !bytes.Equal(dst[i], x.cols[i]) {
+					m.fatalf("column %d of %v at version %d differs from the model", i, kind(x), x.v)
+				}
+			}
+			if st.LogicalBytes != logical {
+				m.fatalf("logical bytes %d, want %d", st.LogicalBytes, logical)
+			}
+		}
+	}
+	if err := checkInvariants(m.pool); err != nil {
+		m.fatalf("invariant: %v", err)
+	}
+}
+
+func kind(x *mHandle) string {
+	if x.head != nil {
+		return "head"
+	}
+	return "snapshot"
+}
+
+// TestModel runs the model-based test for several seeds.
+func TestModel(t *testing.T) {
+	steps := 1500
+	if s := os.Getenv("GPUSTATE_MODEL_STEPS"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil {
+			t.Fatalf("GPUSTATE_MODEL_STEPS=%q: %v", s, err)
+		}
+		steps = n
+	}
+	seeds := []uint64{1, 2, 3, 4}
+	if s := os.Getenv("GPUSTATE_MODEL_SEED"); s != "" {
+		n, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			t.Fatalf("GPUSTATE_MODEL_SEED=%q: %v", s, err)
+		}
+		seeds = []uint64{n}
+	} else if testing.Short() {
+		seeds = seeds[:1]
+	}
+	for _, seed := range seeds {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) { runModel(t, seed, steps) })
+	}
+}
+
+func runModel(t *testing.T, seed uint64, steps int) {
+	fb := newFaultBackend(device.Host())
+	blockBytes := []int{256, 512, 1024}[seed%3]
+	p, err := NewPool(fb, PoolOptions{BlockBytes: blockBytes, MaxBytes: int64(blockBytes) * int64(800+seed%3*400)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := NewPool(device.Host(), PoolOptions{BlockBytes: 256})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &model{t: t, seed: seed, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), fb: fb, pool: p, other: other,
+		owners: []Owner{"alice", "bob"}, counts: map[string]int{}}
+	// A foreign snapshot per owner, from another pool.
+	for _, o := range m.owners {
+		l := &Layout{Type: "Foreign", Columns: []Column{{Name: "A", ElemSize: 4, Width: 1}}}
+		h, err := other.NewHead(l, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := h.Snapshot()
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.foreign = append(m.foreign, &mHandle{lin: &mLineage{owner: o, layout: l}, snap: s, cols: [][]byte{{}}})
+		h.Release()
+	}
+	ops := []struct {
+		name   string
+		weight int
+		f      func()
+	}{
+		{"new head", 2, m.newHead},
+		{"append", 10, m.appendRows},
+		{"write", 10, m.writeRows},
+		{"append device", 4, m.appendDevice},
+		{"write device", 4, m.writeDevice},
+		{"snapshot", 6, m.snapshot},
+		{"branch", 3, m.branch},
+		{"merge", 3, m.merge},
+		{"rollback", 5, m.rollback},
+		{"release", 4, m.release},
+		{"read head", 3, func() {
+			if x := m.pick(m.heads); x != nil {
+				m.read(x)
+			}
+		}},
+		{"read snapshot", 3, func() {
+			if x := m.pick(m.snaps); x != nil {
+				m.read(x)
+			}
+		}},
+	}
+	total := 0
+	for _, o := range ops {
+		total += o.weight
+	}
+	for m.step = 0; m.step < steps; m.step++ {
+		k := m.rng.IntN(total)
+		i := 0
+		for k >= ops[i].weight {
+			k -= ops[i].weight
+			i++
+		}
+		m.lastOp = ops[i].name
+		// Now and then a backend call fails: the step must then change
+		// nothing, which verify checks against the unchanged model.
+		armed := m.rng.IntN(8) == 0
+		if armed {
+			fb.arm(opKind(1+m.rng.IntN(int(opAll))), m.rng.IntN(4))
+		}
+		before := p.Stats()
+		ops[i].f()
+		if fired := fb.disarm(); fired {
+			after := p.Stats()
+			if after.PhysicalBytes != before.PhysicalBytes || after.LogicalBytes != before.LogicalBytes || after.Live != before.Live {
+				m.fatalf("a failed call changed the pool: physical %d -> %d, logical %d -> %d, live %d -> %d",
+					before.PhysicalBytes, after.PhysicalBytes, before.LogicalBytes, after.LogicalBytes, before.Live, after.Live)
+			}
+		}
+		m.verify()
+	}
+	keys := make([]string, 0, len(m.counts))
+	for k := range m.counts {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		t.Logf("%-40s %d", k, m.counts[k])
+	}
+	for _, list := range [][]*mHandle{m.heads, m.snaps} {
+		for _, x := range list {
+			if x.head != nil {
+				x.head.Release()
+			} else {
+				x.snap.Release()
+			}
+		}
+	}
+	st := p.Stats()
+	if st.PhysicalBytes != 0 || st.LogicalBytes != 0 || st.Live != 0 {
+		t.Fatalf("seed %d: after releasing everything: %+v", seed, st)
+	}
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, x := range m.foreign {
+		x.snap.Release()
+	}
+	if err := other.Close(); err != nil {
+		t.Fatal(err)
+	}
+}

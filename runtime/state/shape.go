@@ -1,0 +1,131 @@
+package state
+
+import (
+	"fmt"
+
+	"github.com/gpustate/gpustate/runtime/device"
+)
+
+// shape is what a head and its snapshots know of their layout and pool.
+type shape struct {
+	pool     *Pool
+	l        *Layout
+	owner    Owner
+	rowBytes []int // per column
+	perBlock []int // rows per block, per column
+	rowSum   int64 // bytes of one row over every column
+}
+
+func newShape(p *Pool, l *Layout, owner Owner) shape {
+	sh := shape{pool: p, l: l, owner: owner}
+	for _, c := range l.Columns {
+		rb := c.RowBytes()
+		sh.rowBytes = append(sh.rowBytes, rb)
+		sh.perBlock = append(sh.perBlock, p.blockBytes/rb)
+		sh.rowSum += int64(rb)
+	}
+	return sh
+}
+
+// errorf returns an error with the call's context: "state: T.op: ...".
+func (sh *shape) errorf(op, format string, args ...any) error {
+	return fmt.Errorf("state: %s.%s: "+format, append([]any{sh.l.Type, op}, args...)...)
+}
+
+// batchRows returns the rows in a batch: one []byte per column, each a
+// whole number of rows, the same number in every column.
+func (sh *shape) batchRows(op string, cols [][]byte) (int, error) {
+	if len(cols) != len(sh.rowBytes) {
+		return 0, sh.errorf(op, "batch has %d columns, the layout %d: %w", len(cols), len(sh.rowBytes), ErrShape)
+	}
+	n := 0
+	for i, c := range cols {
+		rb := sh.rowBytes[i]
+		if len(c)%rb != 0 {
+			return 0, sh.errorf(op, "column %s has %d bytes, not a multiple of its row size %d: %w",
+				sh.l.Columns[i].Name, len(c), rb, ErrShape)
+		}
+		k := len(c) / rb
+		if i == 0 {
+			n = k
+		} else if k != n {
+			return 0, sh.errorf(op, "column %s holds %d rows, column %s %d: %w",
+				sh.l.Columns[i].Name, k, sh.l.Columns[0].Name, n, ErrShape)
+		}
+	}
+	return n, nil
+}
+
+// checkRange checks 0 <= from <= to <= rows.
+func (sh *shape) checkRange(op string, from, to, rows int) error {
+	if from < 0 || to < from || to > rows {
+		return sh.errorf(op, "rows [%d, %d) outside [0, %d): %w", from, to, rows, ErrRange)
+	}
+	return nil
+}
+
+// read copies rows [from, to) of r into dst.
+func (sh *shape) read(op string, r *root, from, to int, dst [][]byte) error {
+	if err := sh.checkRange(op, from, to, r.rows); err != nil {
+		return err
+	}
+	if len(dst) != len(sh.rowBytes) {
+		return sh.errorf(op, "%d destination columns, the layout has %d: %w", len(dst), len(sh.rowBytes), ErrShape)
+	}
+	for i, d := range dst {
+		if want := (to - from) * sh.rowBytes[i]; len(d) != want {
+			return sh.errorf(op, "column %s: destination has %d bytes, rows [%d, %d) need %d: %w",
+				sh.l.Columns[i].Name, len(d), from, to, want, ErrShape)
+		}
+	}
+	b := sh.pool.b
+	for i, d := range dst {
+		rb, per := sh.rowBytes[i], sh.perBlock[i]
+		t := &r.cols[i]
+		for row := from; row < to; {
+			bi := row / per
+			end := min(to, (bi+1)*per)
+			blk := t.get(bi)
+			off := (row - bi*per) * rb
+			if err := b.CopyDtoH(d[(row-from)*rb:(end-from)*rb], blk.ptr+device.Ptr(off)); err != nil {
+				return sh.errorf(op, "column %s: %w", sh.l.Columns[i].Name, err)
+			}
+			row = end
+		}
+	}
+	return nil
+}
+
+// spans locates rows [from, to) of r: per column, one span per block.
+func (sh *shape) spans(op string, r *root, from, to int) ([][]device.Span, error) {
+	if err := sh.checkRange(op, from, to, r.rows); err != nil {
+		return nil, err
+	}
+	out := make([][]device.Span, len(sh.rowBytes))
+	for i := range out {
+		rb, per := sh.rowBytes[i], sh.perBlock[i]
+		t := &r.cols[i]
+		if from < to {
+			out[i] = make([]device.Span, 0, (to-1)/per-from/per+1)
+		}
+		for row := from; row < to; {
+			bi := row / per
+			end := min(to, (bi+1)*per)
+			out[i] = append(out[i], device.Span{Ptr: t.get(bi).ptr + device.Ptr((row-bi*per)*rb), Rows: end - row})
+			row = end
+		}
+	}
+	return out, nil
+}
+
+func (sh *shape) stats(r *root, v Version) Stats {
+	if r == nil {
+		return Stats{Version: v}
+	}
+	return Stats{
+		Version:       v,
+		Rows:          r.rows,
+		LogicalBytes:  int64(r.rows) * sh.rowSum,
+		PhysicalBytes: r.blocks() * int64(sh.pool.blockBytes),
+	}
+}

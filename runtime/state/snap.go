@@ -1,0 +1,139 @@
+package state
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/gpustate/gpustate/runtime/device"
+)
+
+// Snap is an immutable version of a state. Its content never changes,
+// whatever happens later to its head, the head's branches or the pool; it
+// stays readable after its head is released. It may be read from many
+// goroutines at once.
+//
+//state:snapshot
+type Snap struct {
+	shape
+	lin     *lineage
+	r       *root
+	pos     position
+	invalid atomic.Bool
+	logical int64
+
+	mu       sync.RWMutex // read-held by reads, write-held by Release
+	released bool
+}
+
+// Stats describes one head or snapshot.
+type Stats struct {
+	Version Version
+	Rows    int
+	// LogicalBytes is the size of the version's rows.
+	LogicalBytes int64
+	// PhysicalBytes is the bytes of the blocks the version references,
+	// each counted here even when other versions share it; the pool's
+	// PhysicalBytes counts every block once overall.
+	PhysicalBytes int64
+}
+
+func (s *Snap) describe() string {
+	return fmt.Sprintf("%s snapshot of owner %q at version %d", s.l.Type, s.owner, s.pos.v)
+}
+
+func (s *Snap) logicalBytes() int64 { return s.logical }
+
+// rlock starts a read: it holds the pool open and s's read lock, and fails
+// when s is released or invalidated.
+func (s *Snap) rlock(op string) (func(), error) {
+	leave, err := s.pool.enter()
+	if err != nil {
+		return nil, s.errorf(op, "%w", err)
+	}
+	s.mu.RLock()
+	if s.released {
+		s.mu.RUnlock()
+		leave()
+		return nil, s.errorf(op, "snapshot: %w", ErrReleased)
+	}
+	if s.invalid.Load() {
+		s.mu.RUnlock()
+		leave()
+		return nil, s.errorf(op, "snapshot: %w", ErrInvalidated)
+	}
+	return func() { s.mu.RUnlock(); leave() }, nil
+}
+
+// Read copies rows [from, to) into dst: per column, (to-from) rows' bytes.
+func (s *Snap) Read(from, to int, dst [][]byte) error {
+	unlock, err := s.rlock("Read")
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	return s.read("Read", s.r, from, to, dst)
+}
+
+// Spans locates rows [from, to) in device memory: per column, one span per
+// block. They are read only, by contract: the blocks may be shared.
+//
+//state:view
+func (s *Snap) Spans(from, to int) ([][]device.Span, error) {
+	unlock, err := s.rlock("Spans")
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	return s.spans("Spans", s.r, from, to)
+}
+
+// Len returns the snapshot's rows (0 once released).
+func (s *Snap) Len() int {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.r == nil {
+		return 0
+	}
+	return s.r.rows
+}
+
+// Version returns the snapshot's version.
+func (s *Snap) Version() Version { return s.pos.v }
+
+// Owner returns the snapshot's owner.
+func (s *Snap) Owner() Owner { return s.owner }
+
+// Stats returns the snapshot's version, rows, logical and physical bytes.
+func (s *Snap) Stats() Stats {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.stats(s.r, s.pos.v)
+}
+
+// Release gives up s and the blocks only it holds. Releasing twice does
+// nothing; every other call on a released snapshot returns ErrReleased.
+//
+//state:release
+func (s *Snap) Release() error {
+	s.pool.closeMu.RLock()
+	defer s.pool.closeMu.RUnlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.released {
+		return nil
+	}
+	s.released = true
+	if s.pool.closed {
+		return nil
+	}
+	s.lin.mu.Lock()
+	delete(s.lin.snaps, s)
+	s.lin.mu.Unlock()
+	var freed []*block
+	s.r.release(&freed)
+	s.r = nil
+	s.pool.free(freed)
+	s.pool.unregister(s, s.logical)
+	return nil
+}
