@@ -207,8 +207,9 @@ func (p *pkgParser) claimsDurability(d *directive, typ, what string) bool {
 	return true
 }
 
-// unknownVerb reports a verb that is not in verbs, with the nearest one.
-func (p *pkgParser) unknownVerb(d *directive, typ, on string, verbs []string) {
+// unknownVerb reports a verb that is not in verbs, with the nearest one,
+// which it returns ("" when none is near).
+func (p *pkgParser) unknownVerb(d *directive, typ, on string, verbs []string) string {
 	if s := nearest(d.verb, verbs); s != "" {
 		fix := Fix{
 			Message: fmt.Sprintf("replace %s with %s", d.verb, s),
@@ -216,10 +217,11 @@ func (p *pkgParser) unknownVerb(d *directive, typ, on string, verbs []string) {
 		}
 		p.report(StContract, typ, d.verbPos, d.verbEnd, []Fix{fix},
 			"unknown directive //state:%s on %s; did you mean %s?", d.verb, on, s)
-		return
+		return s
 	}
 	p.errorf(typ, d.verbPos, d.verbEnd,
 		"unknown directive //state:%s on %s; use one of %s", d.verb, on, strings.Join(verbs, ", "))
+	return ""
 }
 
 // constInt evaluates expr as a constant integer expression in the package

@@ -89,6 +89,11 @@ type contractParse struct {
 	name   string
 	errors int // stcontract diagnostics for this contract
 	seen   map[string]*directive
+	// spaced holds verbs already reported as look-alike or misspelt lines.
+	spaced map[string]bool
+	// misspelt holds the keys of the current line that were reported as
+	// misspellings of a valid key, so that the key is not also missing.
+	misspelt map[string]bool
 }
 
 func (cp *contractParse) errorf(pos, end token.Pos, format string, args ...any) {
@@ -112,10 +117,11 @@ func (p *pkgParser) contract(ts *ast.TypeSpec, obj *types.TypeName, dirs []*dire
 	name := ts.Name.Name
 	first := len(p.out.Diagnostics)
 	cp := &contractParse{
-		p:    p,
-		c:    &Contract{Type: name, Pos: head.pos, obj: obj},
-		name: name,
-		seen: make(map[string]*directive),
+		p:      p,
+		c:      &Contract{Type: name, Pos: head.pos, obj: obj},
+		name:   name,
+		seen:   make(map[string]*directive),
+		spaced: spaced,
 	}
 	for _, d := range dirs {
 		cp.line(d)
@@ -152,7 +158,9 @@ func (cp *contractParse) line(d *directive) {
 		return
 	case !isIn(d.verb, typeVerbs):
 		cp.errors++
-		cp.p.unknownVerb(d, name, "state type "+name, typeVerbs)
+		if s := cp.p.unknownVerb(d, name, "state type "+name, typeVerbs); s != "" {
+			cp.spaced[s] = true // reported as a misspelling: not missing as well
+		}
 		return
 	}
 	if prev := cp.seen[d.verb]; prev != nil {
@@ -180,7 +188,7 @@ func (cp *contractParse) line(d *directive) {
 		case len(words) == 0:
 			cp.errorf(d.pos, d.end, "//state:owner of %s needs an owner kind; write e.g. //state:owner session", name)
 		case len(words) > 1:
-			cp.errorf(words[1].pos, words[len(words)-1].end, "//state:owner of %s takes one owner kind; remove %s", name, words[1].value)
+			cp.errorf(words[1].pos, words[len(words)-1].end, "//state:owner of %s takes one owner kind; remove %s", name, quote(words[1].value))
 		case !isWord(words[0].value):
 			cp.errorf(words[0].pos, words[0].end, "owner kind %s of %s is not a word; use letters, digits, - or _ (e.g. session)", quote(words[0].value), name)
 		default:
@@ -206,6 +214,9 @@ func (cp *contractParse) line(d *directive) {
 		cp.noWords(d, words, "descendants=invalidate or descendants=keep")
 		cp.c.Rollback = true
 		a, ok := kv["descendants"]
+		if !ok && cp.misspelt["descendants"] {
+			break
+		}
 		if !ok {
 			cp.errorf(d.pos, d.end,
 				"//state:rollback of %s needs descendants=invalidate or descendants=keep: say what happens to snapshots and branches taken after the rollback target", name)
@@ -221,6 +232,7 @@ func (cp *contractParse) line(d *directive) {
 		cp.noWords(d, words, "on=EVENT")
 		a, ok := kv["on"]
 		switch {
+		case !ok && cp.misspelt["on"]:
 		case !ok:
 			cp.errorf(d.pos, d.end, "//state:cleanup of %s needs on=EVENT naming the event that ends the state (e.g. on=session-end)", name)
 		case !isWord(a.value):
@@ -255,6 +267,7 @@ func isWord(s string) bool {
 // keys.
 func (cp *contractParse) split(d *directive, keys ...string) (words []arg, kv map[string]arg) {
 	kv = make(map[string]arg)
+	cp.misspelt = make(map[string]bool)
 	for _, a := range d.args {
 		if a.key == "" {
 			words = append(words, a)
@@ -266,6 +279,7 @@ func (cp *contractParse) split(d *directive, keys ...string) (words []arg, kv ma
 				continue
 			}
 			if s := nearest(a.key, keys); s != "" {
+				cp.misspelt[s] = true
 				cp.fix(a.pos, a.keyEnd, []Fix{{
 					Message: fmt.Sprintf("replace %s with %s", a.key, s),
 					Edits:   []Edit{{Pos: a.pos, End: a.keyEnd, NewText: s}},
@@ -299,7 +313,7 @@ func (cp *contractParse) enumWord(d *directive, words []arg, what string, allowe
 		return ""
 	}
 	for _, w := range words[1:] {
-		cp.errorf(w.pos, w.end, "//state:%s of %s takes one word; remove %s", d.verb, cp.name, quote(w.value))
+		cp.errorf(w.pos, w.end, "//state:%s of %s takes one word; remove %s (write a value with spaces as key=\"...\")", d.verb, cp.name, quote(w.value))
 	}
 	w := words[0]
 	if isIn(w.value, allowed) {
@@ -350,6 +364,7 @@ func (cp *contractParse) growth(d *directive) {
 	reason, hasReason := kv["reason"]
 	unbounded := hasBound && bound.value == "unbounded" && !bound.quoted
 	switch {
+	case !hasBound && cp.misspelt["bound"]:
 	case !hasBound && law == "append":
 		cp.growthf(d.pos, d.end,
 			"append growth of %s has no bound; add bound=N (the most rows it may hold) or bound=unbounded reason=\"...\" to grow without limit", name)
@@ -393,6 +408,9 @@ func (cp *contractParse) branch(d *directive) {
 	switch mode {
 	case "isolated":
 		cp.c.Branch = BranchIsolated
+		if !hasMerge && cp.misspelt["merge"] {
+			return
+		}
 		if !hasMerge {
 			end := d.verbEnd
 			for _, a := range d.args {
@@ -441,12 +459,14 @@ func (cp *contractParse) checkpoint(d *directive) {
 		}
 		return v, true
 	}
-	if _, ok := kv["every"]; !ok {
+	if _, ok := kv["every"]; !ok && cp.misspelt["every"] {
+	} else if !ok {
 		cp.errorf(d.pos, d.end, "//state:checkpoint of %s needs every=N: a checkpoint every N versions", name)
 	} else if v, ok := positive("every"); ok {
 		ck.Every = int(v)
 	}
-	if _, ok := kv["keep"]; !ok {
+	if _, ok := kv["keep"]; !ok && cp.misspelt["keep"] {
+	} else if !ok {
 		cp.growthf(d.pos, d.end, "checkpoint history of %s has no keep, so it grows without limit; add keep=K to retain at most K checkpoints", name)
 	} else if v, ok := positive("keep"); ok {
 		ck.Keep = int(v)

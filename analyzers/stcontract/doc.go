@@ -1,0 +1,45 @@
+// Package stcontract defines an Analyzer that reports malformed or
+// contradictory gpustate contracts and misused function directives.
+//
+// # Analyzer stcontract
+//
+// stcontract: report malformed or contradictory //state: contracts
+//
+// A state type is a named struct type whose doc comment holds
+// //state:contract followed by directives that complete the contract:
+//
+//	// KVCache holds one session's keys and values.
+//	//
+//	//state:contract purpose="decoder KV cache"
+//	//state:growth append bound=MaxTokens
+//	//state:owner session
+//	//state:branch isolated merge=fastforward
+//	//state:rollback descendants=invalidate
+//	type KVCache struct {
+//		Keys   []float32 `state:"width=128"`
+//		Values []float32 `state:"width=128"`
+//	}
+//
+// stcontract reports, at the line of the directive at fault: an unknown verb
+// or key (with the nearest valid one: "did you mean branch?"), a bad value, a
+// repeated directive, a claim of durability (durable, crash-safe: runtime
+// state and its checkpoints do not survive the process), reconstructable
+// retention without a checkpoint line, rollback or checkpoint with snapshot
+// none, an isolated branch without a merge decision, and a bound that is not
+// a positive integer constant expression of the package's scope. A missing
+// growth or owner line is reported at the //state:contract line, a field
+// that is not a slice of fixed-size elements at the field. A comment that
+// looks like a directive but is not one ("// state:growth" with a space) is
+// reported, since gofmt treats it as prose and the contract silently loses a
+// line.
+//
+// It also reports function directives that cannot apply: release, mutates,
+// appends or view on a plain func, takes or writes naming no parameter,
+// writes on a parameter that is neither a slice nor a pointer, acquire on a
+// func with no result, and any directive outside the doc comment of a type
+// or func.
+//
+// Where the fix is mechanical (a misspelt verb, key or value; a missing
+// merge=unsupported; the space in "// state:") the diagnostic carries a
+// suggested fix.
+package stcontract

@@ -1,0 +1,28 @@
+// Package stgrowth defines an Analyzer that reports state that may grow
+// without a bound.
+//
+// # Analyzer stgrowth
+//
+// stgrowth: report state that may grow without a bound
+//
+// An append-only state type must say how far it may grow: bound=N rows, or
+// an explicit decision to grow without a bound with its reason:
+//
+//	//state:growth append bound=4096
+//	//state:growth append bound=unbounded reason="drained by the exporter every second"
+//
+// stgrowth reports, at the growth or checkpoint line: append growth with no
+// bound and no unbounded decision; bound=unbounded without a reason; and a
+// checkpoint line without keep=K, whose history grows without limit.
+// Contracts with stcontract errors get no stgrowth finding.
+//
+// It also reports a call to an appends method (one whose doc holds
+// //state:appends, such as a generated Append or AppendDevice) inside a loop
+// whose error result is discarded, either as an expression statement or by
+// assigning it to _. Once the state reaches its bound every append fails
+// with state.ErrBound, and such a loop goes on without noticing:
+//
+//	for _, tok := range toks {
+//		s.Append(kv(tok)) // reported: check the error
+//	}
+package stgrowth

@@ -1,0 +1,47 @@
+package growth
+
+//state:contract
+//state:growth append // want `append growth of NoBound has no bound; add bound=N`
+//state:owner session
+type NoBound struct{ X []int32 }
+
+//state:contract
+//state:growth append bound=unbounded // want `bound=unbounded on NoReason has no reason; add reason=`
+//state:owner session
+type NoReason struct{ X []int32 }
+
+//state:contract
+//state:growth append bound=unbounded reason="" // want `bound=unbounded on EmptyReason has no reason`
+//state:owner session
+type EmptyReason struct{ X []int32 }
+
+//state:contract
+//state:growth append bound=64
+//state:owner session
+//state:checkpoint every=8 // want `checkpoint history of NoKeep has no keep, so it grows without limit; add keep=K`
+type NoKeep struct{ X []int32 }
+
+// Cascade has a contract error (no owner): stcontract reports it, and
+// stgrowth says nothing about its missing bound.
+//
+//state:contract
+//state:growth append
+type Cascade struct{ X []int32 }
+
+// Fine is bounded; Drained is unbounded by a reasoned decision.
+//
+//state:contract
+//state:growth append bound=64
+//state:owner session
+//state:checkpoint every=8 keep=4
+type Fine struct{ X []int32 }
+
+//state:contract
+//state:growth append bound=unbounded reason="drained by the exporter every second"
+//state:owner process
+type Drained struct{ X []int32 }
+
+//state:contract
+//state:growth mutable bound=16
+//state:owner step
+type Mutable struct{ X []int32 }
