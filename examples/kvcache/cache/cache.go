@@ -1,0 +1,31 @@
+// Package cache is the KV cache of a small decoder: per token, the keys and
+// values of every layer and the token itself. Its handles (kvcache_state.go)
+// are generated from the contract below.
+package cache
+
+//go:generate go run github.com/gpustate/gpustate/cmd/stategen
+
+const (
+	// Layers is the decoder's depth.
+	Layers = 4
+	// Dim is the width of one layer's key and value vectors.
+	Dim = 64
+	// MaxTokens is the context length: the cache's bound.
+	MaxTokens = 512
+)
+
+// KVCache is one session's decoder cache, one row per token: Keys and Values
+// hold Layers vectors of Dim floats each, Token the token id.
+//
+//state:contract purpose="decoder KV cache for one session"
+//state:growth append bound=MaxTokens
+//state:owner session
+//state:snapshot immutable
+//state:branch isolated merge=fastforward
+//state:rollback descendants=invalidate
+//state:cleanup on=session-end
+type KVCache struct {
+	Keys   []float32 `state:"width=256"` // Layers*Dim
+	Values []float32 `state:"width=256"`
+	Token  []int32
+}
