@@ -155,7 +155,8 @@ func (h *hostBackend) Memset(dst Ptr, value byte, bytes int) error {
 	return nil
 }
 
-// fill sets every byte of b to v.
+// fill sets every byte of b to v: it doubles a filled prefix up to a
+// cache-sized chunk, then copies that chunk over the rest.
 func fill(b []byte, v byte) {
 	if v == 0 {
 		clear(b)
@@ -164,9 +165,14 @@ func fill(b []byte, v byte) {
 	if len(b) == 0 {
 		return
 	}
+	const chunk = 32 << 10
 	b[0] = v
-	for n := 1; n < len(b); n *= 2 {
+	n := 1
+	for ; n < len(b) && n < chunk; n *= 2 {
 		copy(b[n:], b[:n])
+	}
+	for ; n < len(b); n += chunk {
+		copy(b[n:], b[:chunk])
 	}
 }
 
