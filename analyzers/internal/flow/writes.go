@@ -1,0 +1,335 @@
+package flow
+
+import (
+	"go/ast"
+	"go/token"
+	"go/types"
+)
+
+// Writes inference.
+//
+// A function writes parameter p when its body stores through memory that p
+// refers to: an index assignment into a slice (or pointer to array) derived
+// from p, an assignment through a pointer derived from p, ++, --, op-assign
+// on such a location, copy or clear into it, append to a sub-slice of it; or
+// when it passes a value derived from p to a parameter that is written (by a
+// directive, by an inferred fact, or by another function of the package,
+// iterated to a fixed point). Values derive from p through assignment,
+// field selection, indexing, slicing, dereference, conversion and range.
+// The scan is flow-insensitive and builds no CFG, so it runs in every
+// package, the standard library included: slices.Sort(v) is a write of v.
+
+// writeInfo is the per-function state of the scan.
+type writeInfo struct {
+	fn      *types.Func
+	params  map[*types.Var]int // parameter -> bit index (receiver first)
+	index   []int              // bit index -> parameter index (-1 receiver)
+	derive  map[*types.Var]uint64
+	written uint64
+	calls   []writeCall
+}
+
+// writeCall is a call passing values derived from parameters.
+type writeCall struct {
+	callee *types.Func
+	param  int    // callee parameter (-1: receiver)
+	from   uint64 // our parameters the operand derives from
+}
+
+func inferWrites(info *types.Info, o *Oracle, decls []*ast.FuncDecl) {
+	var infos []*writeInfo
+	byFn := make(map[*types.Func]*writeInfo)
+	for _, d := range decls {
+		if d.Body == nil {
+			continue
+		}
+		fn, ok := info.Defs[d.Name].(*types.Func)
+		if !ok {
+			continue
+		}
+		w := newWriteInfo(fn)
+		if w == nil {
+			continue
+		}
+		w.scan(info, o, d.Body)
+		infos = append(infos, w)
+		byFn[fn] = w
+	}
+	// Fixed point over the package's calls.
+	for changed := true; changed; {
+		changed = false
+		for _, w := range infos {
+			for _, c := range w.calls {
+				if c.from&^w.written == 0 {
+					continue
+				}
+				writes := false
+				if cw := byFn[c.callee]; cw != nil {
+					writes = cw.writesParam(c.param) || o.Writes(c.callee, c.param)
+				} else {
+					writes = o.Writes(c.callee, c.param)
+				}
+				if writes {
+					w.written |= c.from
+					changed = true
+				}
+			}
+		}
+	}
+	for _, w := range infos {
+		if w.written == 0 {
+			continue
+		}
+		f := o.local[w.fn]
+		if f == nil {
+			f = new(Fact)
+			o.local[w.fn] = f
+		}
+		f.Writes = nil
+		for b, p := range w.index {
+			if w.written&(1<<b) != 0 {
+				f.Writes = append(f.Writes, p)
+			}
+		}
+	}
+}
+
+// newWriteInfo returns the scan state for fn, or nil when no parameter of
+// fn can be written through.
+func newWriteInfo(fn *types.Func) *writeInfo {
+	sig, ok := fn.Type().(*types.Signature)
+	if !ok {
+		return nil
+	}
+	w := &writeInfo{fn: fn, params: make(map[*types.Var]int), derive: make(map[*types.Var]uint64)}
+	add := func(i int, v *types.Var) {
+		if v == nil || v.Name() == "" || v.Name() == "_" || len(w.index) == 64 || !writable(v.Type()) {
+			return
+		}
+		b := len(w.index)
+		w.params[v] = b
+		w.index = append(w.index, i)
+		w.derive[v] = 1 << b
+	}
+	add(-1, sig.Recv())
+	for i := range sig.Params().Len() {
+		add(i, sig.Params().At(i))
+	}
+	if len(w.index) == 0 {
+		return nil
+	}
+	return w
+}
+
+func (w *writeInfo) writesParam(p int) bool {
+	for b, q := range w.index {
+		if q == p {
+			return w.written&(1<<b) != 0
+		}
+	}
+	return false
+}
+
+// writable reports whether memory can be written through a value of type t.
+func writable(t types.Type) bool {
+	switch u := t.Underlying().(type) {
+	case *types.Slice, *types.Pointer:
+		return true
+	case *types.Array:
+		return writable(u.Elem())
+	case *types.Struct:
+		for f := range u.Fields() {
+			if writable(f.Type()) {
+				return true
+			}
+		}
+		return false
+	case *types.Interface:
+		tp, ok := types.Unalias(t).(*types.TypeParam)
+		return ok && sliceOrPointerTypeParam(tp)
+	}
+	return false
+}
+
+// sliceOrPointerTypeParam reports whether every type in tp's type set is a
+// slice or a pointer (S ~[]E).
+func sliceOrPointerTypeParam(tp *types.TypeParam) bool {
+	iface, ok := tp.Constraint().Underlying().(*types.Interface)
+	if !ok {
+		return false
+	}
+	found := false
+	for t := range iface.EmbeddedTypes() {
+		switch t := t.(type) {
+		case *types.Union:
+			for i := range t.Len() {
+				switch t.Term(i).Type().Underlying().(type) {
+				case *types.Slice, *types.Pointer:
+					found = true
+				default:
+					return false
+				}
+			}
+		default:
+			switch t.Underlying().(type) {
+			case *types.Slice, *types.Pointer:
+				found = true
+			}
+		}
+	}
+	return found
+}
+
+// indirect reports whether indexing or selecting through a value of type t
+// reaches memory the value refers to (slice, pointer, pointer to array, or
+// a type parameter whose type set holds only those).
+func indirect(t types.Type) bool {
+	if t == nil {
+		return false
+	}
+	if tp, ok := types.Unalias(t).(*types.TypeParam); ok {
+		return sliceOrPointerTypeParam(tp)
+	}
+	switch t.Underlying().(type) {
+	case *types.Slice, *types.Pointer:
+		return true
+	}
+	return false
+}
+
+func (w *writeInfo) scan(info *types.Info, o *Oracle, body *ast.BlockStmt) {
+	// Derivation, to a fixed point (assignments may come in any order).
+	for changed := true; changed; {
+		changed = false
+		flow := func(l ast.Expr, m uint64) {
+			if m == 0 {
+				return
+			}
+			if v := VarOf(info, l); v != nil && w.derive[v]|m != w.derive[v] {
+				w.derive[v] |= m
+				changed = true
+			}
+		}
+		ast.Inspect(body, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.AssignStmt:
+				if n.Tok != token.DEFINE && n.Tok != token.ASSIGN {
+					return true
+				}
+				if len(n.Lhs) == len(n.Rhs) {
+					for i, l := range n.Lhs {
+						flow(l, w.from(info, n.Rhs[i]))
+					}
+				}
+			case *ast.ValueSpec:
+				if len(n.Names) == len(n.Values) {
+					for i, id := range n.Names {
+						flow(id, w.from(info, n.Values[i]))
+					}
+				}
+			case *ast.RangeStmt:
+				if n.Value != nil {
+					flow(n.Value, w.from(info, n.X))
+				}
+			}
+			return true
+		})
+	}
+	// Writes and calls.
+	ast.Inspect(body, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.AssignStmt:
+			for _, l := range n.Lhs {
+				w.written |= w.through(info, l)
+			}
+		case *ast.IncDecStmt:
+			w.written |= w.through(info, n.X)
+		case *ast.CallExpr:
+			fn, kind, recv := Callee(info, n)
+			switch kind {
+			case Builtin:
+				switch BuiltinName(info, n) {
+				case "copy", "clear":
+					if len(n.Args) > 0 {
+						w.written |= w.from(info, n.Args[0])
+					}
+				case "append":
+					if len(n.Args) > 1 {
+						if s, ok := ast.Unparen(n.Args[0]).(*ast.SliceExpr); ok {
+							w.written |= w.from(info, s)
+						}
+					}
+				}
+			case Static:
+				if recv != nil && indirect(info.TypeOf(recv)) {
+					if m := w.from(info, recv); m != 0 {
+						w.calls = append(w.calls, writeCall{fn, -1, m})
+					}
+				}
+				for j, a := range n.Args {
+					if m := w.from(info, a); m != 0 {
+						if p := ParamIndex(fn, j); p >= 0 {
+							w.calls = append(w.calls, writeCall{fn, p, m})
+						}
+					}
+				}
+			}
+		}
+		return true
+	})
+}
+
+// from returns the parameters whose memory e may refer to.
+func (w *writeInfo) from(info *types.Info, e ast.Expr) uint64 {
+	switch x := ast.Unparen(e).(type) {
+	case *ast.Ident:
+		if v, ok := info.Uses[x].(*types.Var); ok {
+			return w.derive[v]
+		}
+	case *ast.SelectorExpr:
+		if sel, ok := info.Selections[x]; ok && sel.Kind() == types.FieldVal {
+			return w.from(info, x.X)
+		}
+	case *ast.IndexExpr:
+		return w.from(info, x.X)
+	case *ast.SliceExpr:
+		return w.from(info, x.X)
+	case *ast.StarExpr:
+		return w.from(info, x.X)
+	case *ast.UnaryExpr:
+		if x.Op == token.AND {
+			return w.from(info, x.X)
+		}
+	case *ast.TypeAssertExpr:
+		return w.from(info, x.X)
+	case *ast.CallExpr:
+		if _, kind, _ := Callee(info, x); kind == Conversion && len(x.Args) == 1 {
+			return w.from(info, x.Args[0])
+		}
+	}
+	return 0
+}
+
+// through returns the parameters whose memory an assignment to l writes:
+// l must pass through an index of a slice or pointer, or a dereference.
+func (w *writeInfo) through(info *types.Info, l ast.Expr) uint64 {
+	switch x := ast.Unparen(l).(type) {
+	case *ast.IndexExpr:
+		if indirect(info.TypeOf(x.X)) {
+			return w.from(info, x.X)
+		}
+		if _, ok := info.TypeOf(x.X).Underlying().(*types.Array); ok {
+			return w.through(info, x.X)
+		}
+	case *ast.SelectorExpr:
+		if sel, ok := info.Selections[x]; ok && sel.Kind() == types.FieldVal {
+			if indirect(info.TypeOf(x.X)) || sel.Indirect() {
+				return w.from(info, x.X)
+			}
+			return w.through(info, x.X)
+		}
+	case *ast.StarExpr:
+		return w.from(info, x.X)
+	}
+	return 0
+}

@@ -1,0 +1,17 @@
+package stcleanup_test
+
+import (
+	"testing"
+
+	"golang.org/x/tools/go/analysis/analysistest"
+
+	"github.com/gpustate/gpustate/analyzers/stcleanup"
+)
+
+func TestLeaks(t *testing.T) {
+	analysistest.Run(t, analysistest.TestData(), stcleanup.Analyzer, "a", "b")
+}
+
+func TestFix(t *testing.T) {
+	analysistest.RunWithSuggestedFixes(t, analysistest.TestData(), stcleanup.Analyzer, "fix")
+}

@@ -1,0 +1,371 @@
+package a
+
+import (
+	"errors"
+	"log"
+	"os"
+	"res"
+	"testing"
+)
+
+var global *res.State
+
+type holder struct{ s *res.State }
+
+// ---- leaks ----
+
+func leakAtReturn(p *res.Pool) error {
+	s, err := res.NewState(p) // want `State acquired by NewState is not released on every path; add defer s.Release\(\)`
+	if err != nil {
+		return err
+	}
+	s.Append(1)
+	return nil
+}
+
+func leakOnOneBranch(p *res.Pool, early bool) error {
+	s, err := res.NewState(p) // want `State acquired by NewState is not released on every path`
+	if err != nil {
+		return err
+	}
+	if early {
+		return errors.New("early")
+	}
+	return s.Release()
+}
+
+func discarded(p *res.Pool) {
+	res.Open() // want `State acquired by Open is discarded; assign it and call its Release method when done`
+}
+
+func discardedBlank(p *res.Pool) error {
+	_, err := res.NewState(p) // want `State acquired by NewState is discarded`
+	return err
+}
+
+func discardedArg() int {
+	return use(res.Open()) // want `State acquired by Open is discarded`
+}
+
+func use(s *res.State) int { return s.Len() }
+
+func overwrittenInLoop(n int) {
+	for i := 0; i < n; i++ {
+		s := res.Open() // want `State acquired by Open is overwritten before it is released`
+		s.Append(i)
+	}
+}
+
+func overwrittenByNil() {
+	s := res.Open() // want `State acquired by Open is overwritten before it is released`
+	s.Append(1)
+	s = nil
+	_ = s
+}
+
+func leakInClosure() func() {
+	return func() {
+		s := res.Open() // want `State acquired by Open is not released on every path`
+		s.Append(1)
+	}
+}
+
+func leakInSwitch(k int) {
+	s := res.Open() // want `State acquired by Open is not released on every path`
+	switch k {
+	case 0:
+		s.Release()
+	case 1:
+		defer s.Release()
+	}
+}
+
+func leakSnapshot(s *res.State) error {
+	v, err := s.Snapshot() // want `Snap acquired by Snapshot is not released on every path; add defer v.Release\(\)`
+	if err != nil {
+		return err
+	}
+	_ = v.Spans()
+	return nil
+}
+
+func leakGeneric[T any](x T) T {
+	s := res.Open() // want `State acquired by Open is not released on every path`
+	s.Append(1)
+	return x
+}
+
+// ---- no leaks ----
+
+func deferRelease(p *res.Pool) error {
+	s, err := res.NewState(p)
+	if err != nil {
+		return err
+	}
+	defer s.Release()
+	return s.Append(1)
+}
+
+func deferClosure(p *res.Pool) error {
+	s, err := res.NewState(p)
+	if err != nil {
+		return err
+	}
+	defer func() { s.Release() }()
+	return s.Append(1)
+}
+
+func closeAll(xs ...*res.State) {
+	for _, x := range xs {
+		x.Release()
+	}
+}
+
+func release(s *res.State) {
+	if s != nil {
+		s.Release()
+	}
+}
+
+func deferHelper(p *res.Pool) error {
+	s, err := res.NewState(p)
+	if err != nil {
+		return err
+	}
+	t, err := s.Branch()
+	if err != nil {
+		s.Release()
+		return err
+	}
+	defer closeAll(s, t)
+	return nil
+}
+
+func helper(p *res.Pool) {
+	s, err := res.NewState(p)
+	if err != nil {
+		return
+	}
+	s.Append(1)
+	release(s)
+}
+
+func returned(p *res.Pool) (*res.State, error) {
+	s, err := res.NewState(p)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.Append(1); err != nil {
+		s.Release()
+		return nil, err
+	}
+	return s, nil
+}
+
+func returnedInStruct(p *res.Pool) (*holder, error) {
+	s, err := res.NewState(p)
+	if err != nil {
+		return nil, err
+	}
+	return &holder{s: s}, nil
+}
+
+func returnedStructValue() holder {
+	s := res.Open()
+	h := holder{s: s}
+	return h
+}
+
+func storedInField(h *holder) {
+	h.s = res.Open()
+	s := res.Open()
+	h.s = s
+}
+
+func storedInGlobal() {
+	s := res.Open()
+	global = s
+}
+
+func storedInMapSliceChan(m map[string]*res.State, ch chan *res.State) []*res.State {
+	a := res.Open()
+	m["a"] = a
+	b := res.Open()
+	ch <- b
+	var list []*res.State
+	c := res.Open()
+	list = append(list, c)
+	return list
+}
+
+func goroutine() {
+	s := res.Open()
+	go func() {
+		defer s.Release()
+		s.Append(1)
+	}()
+}
+
+func takes(p *res.Pool) error {
+	s, err := res.NewState(p)
+	if err != nil {
+		return err
+	}
+	res.Adopt(s)
+	return nil
+}
+
+func errorPathElse(p *res.Pool) {
+	s, err := res.NewState(p)
+	if err == nil {
+		defer s.Release()
+	}
+}
+
+func errorCompound(p *res.Pool, strict bool) error {
+	s, err := res.NewState(p)
+	if err != nil || strict {
+		if s != nil {
+			s.Release()
+		}
+		return err
+	}
+	return s.Release()
+}
+
+func panics(p *res.Pool, bad bool) {
+	s, err := res.NewState(p)
+	if err != nil {
+		panic(err)
+	}
+	if bad {
+		panic("bad")
+	}
+	defer s.Release()
+}
+
+func fatal(p *res.Pool) {
+	s, err := res.NewState(p)
+	if err != nil {
+		log.Fatal(err)
+	}
+	if s.Len() > 10 {
+		os.Exit(1)
+	}
+	s.Release()
+}
+
+func testFatal(t *testing.T, p *res.Pool) {
+	s, err := res.NewState(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Release() })
+	v, err := s.Snapshot()
+	if err != nil {
+		t.Fatalf("snapshot: %v", err)
+	}
+	t.Cleanup(func() { v.Release() })
+}
+
+func methodValue(t *testing.T) {
+	s := res.Open()
+	t.Cleanup(func() { _ = s.Release() })
+	u := res.Open()
+	defer t.Cleanup(func() { u.Release() })
+}
+
+func phi(p *res.Pool, branch bool) error {
+	var s *res.State
+	var err error
+	if branch {
+		s, err = res.NewState(p)
+	} else {
+		s = res.Open()
+	}
+	if err != nil {
+		return err
+	}
+	defer s.Release()
+	return nil
+}
+
+func named(p *res.Pool) (s *res.State, err error) {
+	s, err = res.NewState(p)
+	if err != nil {
+		return
+	}
+	return
+}
+
+func loops(p *res.Pool, n int) error {
+outer:
+	for i := 0; i < n; i++ {
+		for j := range n {
+			s, err := res.NewState(p)
+			if err != nil {
+				continue outer
+			}
+			if j == i {
+				s.Release()
+				break outer
+			}
+			s.Release()
+		}
+	}
+	for range n {
+		s := res.Open()
+		defer s.Release()
+	}
+	return nil
+}
+
+func gotos(n int) {
+	s := res.Open()
+	i := 0
+again:
+	if i < n {
+		i++
+		goto again
+	}
+	s.Release()
+}
+
+func selects(ch chan int) {
+	s := res.Open()
+	select {
+	case <-ch:
+		s.Release()
+	default:
+		s.Release()
+	}
+}
+
+func nilCheck() {
+	s := res.Open()
+	if s == nil {
+		return
+	}
+	s.Release()
+}
+
+func generic[T any](x T) T {
+	s := res.Open()
+	defer s.Release()
+	return x
+}
+
+func alias() {
+	s := res.Open()
+	t := s
+	t.Release()
+}
+
+func pool() error {
+	p, err := res.NewPool()
+	if err != nil {
+		return err
+	}
+	defer p.Close()
+	return nil
+}

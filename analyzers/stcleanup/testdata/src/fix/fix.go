@@ -1,0 +1,34 @@
+package fix
+
+import "res"
+
+func withErr(p *res.Pool) error {
+	s, err := res.NewState(p) // want `add defer s.Release\(\)`
+	if err != nil {
+		return err
+	}
+	return s.Append(1)
+}
+
+func noErr() int {
+	s := res.Open() // want `add defer s.Release\(\)`
+	return s.Len()
+}
+
+func escapes(p *res.Pool, keep bool) (*res.State, error) {
+	s, err := res.NewState(p) // want `not released on every path`
+	if err != nil {
+		return nil, err
+	}
+	if keep {
+		return s, nil
+	}
+	return nil, nil
+}
+
+func inLoop(n int) {
+	for range n {
+		s := res.Open() // want `overwritten before it is released`
+		s.Append(1)
+	}
+}
