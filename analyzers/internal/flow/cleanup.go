@@ -46,12 +46,12 @@ type FuncInput struct {
 	Info    *types.Info
 	Oracle  *Oracle
 	CFG     *cfg.CFG
-	Node    ast.Node          // *ast.FuncDecl or *ast.FuncLit
-	Sig     *types.Signature  // its type
-	Seeds   []int             // parameters (-1: receiver) to test for takes/releases
-	Sites   []*ast.CallExpr   // the acquiring calls in the body (from Prewalk)
-	Lits    []*ast.FuncLit    // function literals directly in the body (from Prewalk)
-	Results []*types.Var      // named results, or nil
+	Node    ast.Node         // *ast.FuncDecl or *ast.FuncLit
+	Sig     *types.Signature // its type
+	Seeds   []int            // parameters (-1: receiver) to test for takes/releases
+	Sites   []*ast.CallExpr  // the acquiring calls in the body (from Prewalk)
+	Lits    []*ast.FuncLit   // function literals directly in the body (from Prewalk)
+	Results []*types.Var     // named results, or nil
 }
 
 // discharge strengths: how firmly an event ends an obligation.
@@ -1095,4 +1095,3 @@ func appendReleased(info *types.Info, o *Oracle, call *ast.CallExpr, out []*type
 	}
 	return out
 }
-

@@ -12,12 +12,12 @@ import (
 // of type S. States must be treated as immutable: Transfer and Edge return a
 // new state rather than modifying their argument.
 type Problem[S any] struct {
-	Entry    S                                       // state on entry to the function
-	Bottom   S                                       // state of a block not yet reached
-	Join     func(a, b S) S                          // least upper bound
-	Equal    func(a, b S) bool                       // whether two states are the same
-	Transfer func(b *cfg.Block, in S) S              // effect of the block's nodes
-	Edge     func(b *cfg.Block, succ int, out S) S   // refinement along b.Succs[succ]; nil: none
+	Entry    S                                     // state on entry to the function
+	Bottom   S                                     // state of a block not yet reached
+	Join     func(a, b S) S                        // least upper bound
+	Equal    func(a, b S) bool                     // whether two states are the same
+	Transfer func(b *cfg.Block, in S) S            // effect of the block's nodes
+	Edge     func(b *cfg.Block, succ int, out S) S // refinement along b.Succs[succ]; nil: none
 }
 
 // maxVisits bounds the work per block; a problem that has not converged by
