@@ -154,3 +154,43 @@ func TestScenario(t *testing.T) {
 		t.Fatalf("unknown scenario %q", os.Getenv(envScenario))
 	}
 }
+
+// TestReal reads the machine's GPU through NVML; make gpu-check runs it with
+// GPUSTATE_BACKEND=cuda.
+func TestReal(t *testing.T) {
+	if os.Getenv(envScenario) != "" || os.Getenv(device.EnvBackend) != "cuda" {
+		t.Skip("GPUSTATE_BACKEND is not cuda: the real NVML is tested by make gpu-check")
+	}
+	c, err := device.OpenCUDA(device.CUDAOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	const size = 256 << 20
+	if _, err := c.Alloc(size); err != nil {
+		t.Fatal(err)
+	}
+	m, err := ForBackend(c)
+	if err != nil {
+		t.Fatalf("ForBackend(%s): %v", c.DeviceName(), err)
+	}
+	defer m.Close()
+	mem, err := m.Memory()
+	if err != nil {
+		t.Fatal(err)
+	}
+	free, total, err := c.MemInfo()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s: NVML total %d used %d free %d, this process %d; driver total %d free %d",
+		c.DeviceName(), mem.Total, mem.Used, mem.Free, mem.Process, total, free)
+	if mem.Total == 0 || mem.Used < size || mem.Free > mem.Total {
+		t.Errorf("NVML figures do not hold a %d-byte allocation: %+v", size, mem)
+	}
+	if mem.Process == 0 {
+		t.Log("NVML does not list this process (a pid namespace hides it, or the driver reports no per-process usage)")
+	} else if mem.Process < size {
+		t.Errorf("NVML gives this process %d bytes, less than its %d-byte allocation", mem.Process, size)
+	}
+}

@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# gpu-check: on a machine with an NVIDIA GPU, run the CUDA backend's tests and
+# benchmarks against the real driver (GPUSTATE_BACKEND=cuda) and print the
+# figures: device (HBM) copy bandwidth, host-to-device bandwidth, and, where
+# runtime/state has benchmarks, the store's append and copy-on-write
+# throughput as ratios of them. Fails, saying why, on a machine without a
+# usable GPU. Bounded to about 5 minutes (GPUCHECK_TIMEOUT, seconds).
+#
+# Environment: GPUSTATE_LIBCUDA (a driver library other than libcuda.so.1),
+# GPUSTATE_LIBNVML (likewise for NVML), CUDA_VISIBLE_DEVICES (device 0 of
+# what it leaves is used), GPUCHECK_BENCHTIME (default 0.5s).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+GO=${GO:-go}
+budget=${GPUCHECK_TIMEOUT:-300}
+benchtime=${GPUCHECK_BENCHTIME:-0.5s}
+start=$SECONDS
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+
+fail() {
+	echo "gpu-check: FAIL: $*" >&2
+	exit 1
+}
+
+# remaining prints the seconds left of the budget, failing when none are.
+remaining() {
+	local left=$((budget - (SECONDS - start)))
+	((left > 10)) || fail "out of time (${budget}s budget)"
+	echo "$left"
+}
+
+# 1. A driver and a device, before spending time on builds.
+if [[ -n ${GPUSTATE_LIBCUDA:-} ]]; then
+	[[ -r $GPUSTATE_LIBCUDA ]] || fail "GPUSTATE_LIBCUDA=$GPUSTATE_LIBCUDA is not a readable file"
+elif ! { ldconfig -p 2>/dev/null | grep -q 'libcuda\.so\.1 '; } &&
+	! compgen -G '/usr/lib*/libcuda.so.1' >/dev/null &&
+	! compgen -G '/usr/lib/*-linux-gnu/libcuda.so.1' >/dev/null &&
+	! compgen -G '/usr/local/nvidia/lib*/libcuda.so.1' >/dev/null; then
+	fail "no NVIDIA driver on this machine (the loader finds no libcuda.so.1); gpu-check needs a machine with an NVIDIA GPU and its driver"
+fi
+if command -v nvidia-smi >/dev/null; then
+	nvidia-smi --query-gpu=index,name,memory.total,driver_version --format=csv,noheader 2>/dev/null |
+		sed 's/^/gpu-check: nvidia-smi: /' || true
+fi
+
+export GPUSTATE_BACKEND=cuda
+
+# 2. Tests: the CUDA backend on the real driver (TestCUDAReal), everything
+# else in the device layer (the fake-driver tests included), NVML on the
+# real device (TestReal).
+echo "gpu-check: tests (GPUSTATE_BACKEND=cuda)"
+if ! timeout "$(remaining)" "$GO" test -count=1 -v -run 'CUDA|Open|Real|Scenarios' \
+	./runtime/device ./runtime/device/nvml >"$out/test.txt" 2>&1; then
+	grep -v -e 'Wdeprecated' -e '^cgo-gcc-prolog' -e 'note: declared here' "$out/test.txt" | tail -60 >&2
+	if grep -q 'no CUDA device' "$out/test.txt"; then
+		fail "the CUDA driver reports no usable device (see above)"
+	fi
+	fail "tests failed (see above)"
+fi
+grep -E '^(---|ok|FAIL)|^\s+(---|nvml_cgo_test.go)' "$out/test.txt" | grep -v '^=== ' || true
+grep -q -- '--- PASS: TestCUDAReal' "$out/test.txt" || fail "TestCUDAReal did not run"
+
+# 3. Benchmarks of the device layer: memmove, the host backend, the CUDA
+# backend and the bare driver, side by side.
+echo "gpu-check: device benchmarks (benchtime $benchtime)"
+if ! timeout "$(remaining)" "$GO" test -count=1 -run '^$' -bench 'Device/' -benchtime "$benchtime" \
+	./runtime/device >"$out/bench.txt" 2>&1; then
+	tail -40 "$out/bench.txt" >&2
+	fail "device benchmarks failed (see above)"
+fi
+grep '^Benchmark' "$out/bench.txt"
+
+# 4. The store's benchmarks, where it has them; with GPUSTATE_BACKEND=cuda
+# those that open their backend with device.Open run on the GPU.
+store=""
+if "$GO" test -list 'Benchmark' ./runtime/state 2>/dev/null | grep -q '^Benchmark'; then
+	echo "gpu-check: state store benchmarks"
+	if ! timeout "$(remaining)" "$GO" test -count=1 -run '^$' -bench . -benchtime "$benchtime" \
+		./runtime/state >"$out/state.txt" 2>&1; then
+		tail -40 "$out/state.txt" >&2
+		fail "state store benchmarks failed (see above)"
+	fi
+	grep '^Benchmark' "$out/state.txt"
+	store="$out/state.txt"
+else
+	echo "gpu-check: runtime/state has no benchmarks yet; store ratios skipped"
+fi
+
+# 5. Figures: MB/s by benchmark name (the -N GOMAXPROCS suffix dropped).
+echo
+echo "gpu-check: figures (MB/s = 1e6 bytes per second of bytes copied)"
+awk -v store="$store" '
+function mbs(line,   i, n, f) {
+	n = split(line, f, /[ \t]+/)
+	for (i = 2; i <= n; i++) if (f[i] == "MB/s") return f[i-1]
+	return ""
+}
+function name(s) { sub(/-[0-9]+$/, "", s); sub(/^Benchmark/, "", s); return s }
+FNR == NR && /^Benchmark/ { v = mbs($0); if (v != "") dev[name($1)] = v; next }
+/^Benchmark/ { v = mbs($0); if (v != "") st[name($1)] = v }
+END {
+	big = ""
+	for (k in dev) if (k ~ /^Device\/cuda\/DtoD\//) { s = k; sub(/.*\//, "", s); if (s ~ /MiB$/ && (big == "" || s + 0 > big + 0)) big = s }
+	if (big == "") { print "gpu-check: no CUDA copy figures in the benchmark output" > "/dev/stderr"; exit 1 }
+	dtod = dev["Device/cuda/DtoD/" big]; htod = dev["Device/cuda/HtoD/" big]; mm = dev["Device/memmove/" big]
+	printf "  device copy bandwidth (HBM, cuMemcpyDtoD, %s): %10.0f MB/s  (%.2fx host memmove)\n", big, dtod, dtod / mm
+	printf "  host-to-device bandwidth (pageable, %s):        %10.0f MB/s  (%.2fx host memmove)\n", big, htod, htod / mm
+	printf "  device-to-host bandwidth (pageable, %s):        %10.0f MB/s\n", big, dev["Device/cuda/DtoH/" big]
+	printf "  device memset (cuMemsetD8, %s):                 %10.0f MB/s\n", big, dev["Device/cuda/Memset/" big]
+	n = split("HtoD DtoH DtoD Memset", ops, " ")
+	for (i = 1; i <= n; i++) {
+		b = dev["Device/cuda/" ops[i] "/" big]; d = dev["Device/driver/" ops[i] "/" big]
+		if (b != "" && d != "") printf "  backend/driver %-6s (%s): %.3f\n", ops[i], big, b / d
+	}
+	for (k in st) {
+		if (k ~ /[Aa]ppend/) printf "  store %s: %.0f MB/s = %.3f of host-to-device\n", k, st[k], st[k] / htod
+		else if (k ~ /CoW|[Cc]opyOnWrite|WriteDevice|[Bb]ranch/) printf "  store %s: %.0f MB/s = %.3f of device copy\n", k, st[k], st[k] / dtod
+	}
+}' "$out/bench.txt" ${store:+"$store"}
+echo "gpu-check: PASS in $((SECONDS - start))s"
