@@ -56,8 +56,15 @@ func (m *model) bounded() bool  { return !m.c.Unbounded && m.c.Bound > 0 }
 func render(m *model) ([]byte, error) {
 	f := jen.NewFilePathName(m.pkg.Path(), m.pkg.Name())
 	f.HeaderComment(Header)
-	f.ImportName(statePkg, "state")
-	f.ImportName(devicePkg, "device")
+	// The runtime's packages are imported under their names, unless the
+	// package declares those names itself.
+	for path, name := range map[string]string{statePkg: "state", devicePkg: "device"} {
+		if m.pkg.Scope().Lookup(name) != nil {
+			f.ImportAlias(path, "gpustate"+name)
+		} else {
+			f.ImportName(path, name)
+		}
+	}
 
 	f.Add(m.layoutDecl())
 	f.Line()
