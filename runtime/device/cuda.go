@@ -394,6 +394,7 @@ func loadDriver(library string) (*driver, error) {
 		}
 		d, err := bind(h, name)
 		if err != nil {
+			purego.Dlclose(h) // nothing bound from it is kept
 			return nil, err
 		}
 		drivers[name] = d
