@@ -6,6 +6,7 @@ import (
 	"go/types"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/gpustate/gpustate/contract"
 )
@@ -171,13 +172,15 @@ func paramName(fn *types.Func, i int) string {
 
 // Oracle answers what a call does to its operands, from the function
 // directives and from the facts inferred in this package and imported from
-// others.
+// others. Once the flow analyzer has returned it, its methods may be called
+// concurrently.
 type Oracle struct {
 	dirs     Directives
 	local    map[*types.Func]*Fact // inferred in this package
 	imported map[*types.Func]*Fact // facts of other packages (nil: none)
 	importer func(*types.Func, *Fact) bool
 
+	mu             sync.Mutex            // guards imported and releaseMethods
 	releaseMethods map[types.Type]string // cache of ReleaseMethod
 }
 
@@ -208,6 +211,8 @@ func (o *Oracle) Fact(fn *types.Func) *Fact {
 	if f, ok := o.local[fn]; ok {
 		return f
 	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
 	if f, ok := o.imported[fn]; ok {
 		return f
 	}
@@ -289,14 +294,16 @@ func (o *Oracle) ReleaseMethod(t types.Type) string {
 	if t == nil {
 		return ""
 	}
-	if name, ok := o.releaseMethods[t]; ok {
+	o.mu.Lock()
+	name, ok := o.releaseMethods[t]
+	o.mu.Unlock()
+	if ok {
 		return name
 	}
 	cands := []types.Type{t}
 	if _, ok := types.Unalias(t).(*types.Pointer); !ok && !types.IsInterface(t) {
 		cands = append(cands, types.NewPointer(t))
 	}
-	name := ""
 search:
 	for _, c := range cands {
 		ms := types.NewMethodSet(c)
@@ -308,10 +315,12 @@ search:
 			}
 		}
 	}
+	o.mu.Lock()
 	if o.releaseMethods == nil {
 		o.releaseMethods = make(map[types.Type]string)
 	}
 	o.releaseMethods[t] = name
+	o.mu.Unlock()
 	return name
 }
 
