@@ -181,9 +181,15 @@ func (p *Package) model(c *contract.Contract) (*model, error) {
 	if obj == nil {
 		return nil, fmt.Errorf("%s: state type %s not found in package scope", p.Path, c.Type)
 	}
+	if named, ok := obj.Type().(*types.Named); ok && named.TypeParams().Len() > 0 {
+		return nil, fmt.Errorf("%s: state type %s is generic; stategen generates handles for one row shape, so declare it with concrete element types", p.Path, c.Type)
+	}
 	st, ok := obj.Type().Underlying().(*types.Struct)
 	if !ok {
 		return nil, fmt.Errorf("%s: state type %s is not a struct", p.Path, c.Type)
+	}
+	if len(c.Fields) == 0 {
+		return nil, fmt.Errorf("%s: state type %s has no fields; a state needs at least one column", p.Path, c.Type)
 	}
 	m := &model{c: c, pkg: p.types}
 	for _, f := range c.Fields {

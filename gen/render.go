@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"go/format"
+	"go/token"
 	"go/types"
 	"strings"
 	"unicode"
@@ -37,9 +38,19 @@ func (m *model) typ() string    { return m.c.Type }
 func (m *model) head() string   { return m.c.Type + "State" }
 func (m *model) snap() string   { return m.c.Type + "Snapshot" }
 func (m *model) spans() string  { return m.c.Type + "Spans" }
-func (m *model) ctor() string   { return "New" + m.c.Type + "State" }
 func (m *model) layout() string { return lowerFirst(m.c.Type) + "Layout" }
-func (m *model) read() string   { return "read" + m.c.Type }
+func (m *model) read() string   { return "read" + upperFirst(m.c.Type) }
+func (m *model) toSpans() string {
+	return "make" + upperFirst(m.c.Type) + "Spans"
+}
+
+// ctor names the constructor: NewTState, or newTState for an unexported T.
+func (m *model) ctor() string {
+	if token.IsExported(m.c.Type) {
+		return "New" + m.c.Type + "State"
+	}
+	return "new" + upperFirst(m.c.Type) + "State"
+}
 
 // What the contract allows.
 func (m *model) appends() bool  { return m.c.Growth == contract.GrowthAppend }
@@ -356,14 +367,14 @@ func (m *model) headMethods() []jen.Code {
 		}
 		out = append(out, doc([]string{p}, "appends").
 			Func().Params(m.recv()).Id("AppendDevice").Params(jen.Id("n").Int()).Params(jen.Id(m.spans()), jen.Error()).Block(
-			jen.Return(jen.Id(lowerFirst(m.spans())).Call(call("AppendDevice", jen.Id("n")))),
+			jen.Return(jen.Id(m.toSpans()).Call(call("AppendDevice", jen.Id("n")))),
 		))
 	}
 	if m.mutable() {
 		out = append(out, doc([]string{
 			fmt.Sprintf("WriteDevice hands out rows [from, to) for a kernel to write in place, in a new version. Blocks shared with snapshots or branches are copied first, so they never see the writes; the spans are the caller's to write until the next call on the state. It returns state.ErrRange unless 0 <= from <= to <= %d.", m.c.Bound),
 		}, "mutates").Func().Params(m.recv()).Id("WriteDevice").Params(jen.List(jen.Id("from"), jen.Id("to")).Int()).Params(jen.Id(m.spans()), jen.Error()).Block(
-			jen.Return(jen.Id(lowerFirst(m.spans())).Call(call("WriteDevice", jen.Id("from"), jen.Id("to")))),
+			jen.Return(jen.Id(m.toSpans()).Call(call("WriteDevice", jen.Id("from"), jen.Id("to")))),
 		))
 	}
 	writeVia := "AppendDevice"
@@ -373,7 +384,7 @@ func (m *model) headMethods() []jen.Code {
 	out = append(out, doc([]string{
 		fmt.Sprintf("Spans locates rows [from, to) in device memory, for kernels that read them. The blocks may be shared with snapshots and branches: write rows through %s, never through these spans.", writeVia),
 	}, "view").Func().Params(m.recv()).Id("Spans").Params(jen.List(jen.Id("from"), jen.Id("to")).Int()).Params(jen.Id(m.spans()), jen.Error()).Block(
-		jen.Return(jen.Id(lowerFirst(m.spans())).Call(call("Spans", jen.Id("from"), jen.Id("to")))),
+		jen.Return(jen.Id(m.toSpans()).Call(call("Spans", jen.Id("from"), jen.Id("to")))),
 	))
 
 	rel := "Release gives the state's blocks back to the pool"
@@ -411,7 +422,7 @@ func (m *model) snapMethods() []jen.Code {
 		doc([]string{
 			"Spans locates rows [from, to) of the snapshot in device memory, for kernels that read them. They are read only, by contract: the blocks are shared with the state and its branches, and statevet reports a write through them.",
 		}, "view").Func().Params(m.snapRecv()).Id("Spans").Params(jen.List(jen.Id("from"), jen.Id("to")).Int()).Params(jen.Id(m.spans()), jen.Error()).Block(
-			jen.Return(jen.Id(lowerFirst(m.spans())).Call(call("Spans", jen.Id("from"), jen.Id("to")))),
+			jen.Return(jen.Id(m.toSpans()).Call(call("Spans", jen.Id("from"), jen.Id("to")))),
 		),
 		doc([]string{"Len returns the number of rows in the snapshot."}).
 			Func().Params(m.snapRecv()).Id("Len").Params().Int().Block(jen.Return(call("Len"))),
@@ -435,7 +446,7 @@ func (m *model) spansDecl() jen.Code {
 
 // spansFunc declares the conversion from the store's per-column spans.
 func (m *model) spansFunc() jen.Code {
-	name := lowerFirst(m.spans())
+	name := m.toSpans()
 	d := make([]jen.Code, len(m.fields))
 	for i, f := range m.fields {
 		d[i] = key(f.Name, jen.Id("cols").Index(jen.Lit(i)))
@@ -511,6 +522,15 @@ func (m *model) objCode(obj *types.TypeName, args *types.TypeList) jen.Code {
 		s = s.Types(codes...)
 	}
 	return s
+}
+
+// upperFirst upper-cases the first letter of s.
+func upperFirst(s string) string {
+	r := []rune(s)
+	if len(r) > 0 {
+		r[0] = unicode.ToUpper(r[0])
+	}
+	return string(r)
 }
 
 // lowerFirst lower-cases the leading capitals of an exported name, the way

@@ -172,7 +172,7 @@ func (s *KVCacheState) Stats() state.Stats {
 //
 //state:appends
 func (s *KVCacheState) AppendDevice(n int) (KVCacheSpans, error) {
-	return kvCacheSpans(s.h.AppendDevice(n))
+	return makeKVCacheSpans(s.h.AppendDevice(n))
 }
 
 // Spans locates rows [from, to) in device memory, for kernels that read them.
@@ -181,7 +181,7 @@ func (s *KVCacheState) AppendDevice(n int) (KVCacheSpans, error) {
 //
 //state:view
 func (s *KVCacheState) Spans(from, to int) (KVCacheSpans, error) {
-	return kvCacheSpans(s.h.Spans(from, to))
+	return makeKVCacheSpans(s.h.Spans(from, to))
 }
 
 // Release gives the state's blocks back to the pool; snapshots taken from it
@@ -215,7 +215,7 @@ func (v *KVCacheSnapshot) Read(from, to int) (KVCache, error) {
 //
 //state:view
 func (v *KVCacheSnapshot) Spans(from, to int) (KVCacheSpans, error) {
-	return kvCacheSpans(v.snap.Spans(from, to))
+	return makeKVCacheSpans(v.snap.Spans(from, to))
 }
 
 // Len returns the number of rows in the snapshot.
@@ -245,8 +245,8 @@ type KVCacheSpans struct {
 	Token  []device.Span
 }
 
-// kvCacheSpans names the store's per-column spans by field.
-func kvCacheSpans(cols [][]device.Span, err error) (KVCacheSpans, error) {
+// makeKVCacheSpans names the store's per-column spans by field.
+func makeKVCacheSpans(cols [][]device.Span, err error) (KVCacheSpans, error) {
 	if err != nil {
 		return KVCacheSpans{}, err
 	}

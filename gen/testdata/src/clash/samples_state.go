@@ -136,7 +136,7 @@ func (s *SamplesState) Stats() gpustatestate.Stats {
 //
 //state:mutates
 func (s *SamplesState) WriteDevice(from, to int) (SamplesSpans, error) {
-	return samplesSpans(s.h.WriteDevice(from, to))
+	return makeSamplesSpans(s.h.WriteDevice(from, to))
 }
 
 // Spans locates rows [from, to) in device memory, for kernels that read them.
@@ -145,7 +145,7 @@ func (s *SamplesState) WriteDevice(from, to int) (SamplesSpans, error) {
 //
 //state:view
 func (s *SamplesState) Spans(from, to int) (SamplesSpans, error) {
-	return samplesSpans(s.h.Spans(from, to))
+	return makeSamplesSpans(s.h.Spans(from, to))
 }
 
 // Release gives the state's blocks back to the pool; snapshots taken from it
@@ -178,7 +178,7 @@ func (v *SamplesSnapshot) Read(from, to int) (Samples, error) {
 //
 //state:view
 func (v *SamplesSnapshot) Spans(from, to int) (SamplesSpans, error) {
-	return samplesSpans(v.snap.Spans(from, to))
+	return makeSamplesSpans(v.snap.Spans(from, to))
 }
 
 // Len returns the number of rows in the snapshot.
@@ -207,8 +207,8 @@ type SamplesSpans struct {
 	Right []gpustatedevice.Span
 }
 
-// samplesSpans names the store's per-column spans by field.
-func samplesSpans(cols [][]gpustatedevice.Span, err error) (SamplesSpans, error) {
+// makeSamplesSpans names the store's per-column spans by field.
+func makeSamplesSpans(cols [][]gpustatedevice.Span, err error) (SamplesSpans, error) {
 	if err != nil {
 		return SamplesSpans{}, err
 	}

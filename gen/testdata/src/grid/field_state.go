@@ -98,7 +98,7 @@ func (s *FieldState) Stats() state.Stats {
 //
 //state:mutates
 func (s *FieldState) WriteDevice(from, to int) (FieldSpans, error) {
-	return fieldSpans(s.h.WriteDevice(from, to))
+	return makeFieldSpans(s.h.WriteDevice(from, to))
 }
 
 // Spans locates rows [from, to) in device memory, for kernels that read them.
@@ -107,7 +107,7 @@ func (s *FieldState) WriteDevice(from, to int) (FieldSpans, error) {
 //
 //state:view
 func (s *FieldState) Spans(from, to int) (FieldSpans, error) {
-	return fieldSpans(s.h.Spans(from, to))
+	return makeFieldSpans(s.h.Spans(from, to))
 }
 
 // Release gives the state's blocks back to the pool. Release is idempotent;
@@ -125,8 +125,8 @@ type FieldSpans struct {
 	Cells []device.Span
 }
 
-// fieldSpans names the store's per-column spans by field.
-func fieldSpans(cols [][]device.Span, err error) (FieldSpans, error) {
+// makeFieldSpans names the store's per-column spans by field.
+func makeFieldSpans(cols [][]device.Span, err error) (FieldSpans, error) {
 	if err != nil {
 		return FieldSpans{}, err
 	}

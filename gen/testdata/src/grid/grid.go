@@ -13,3 +13,14 @@ const side = 64
 type Field struct {
 	Cells []float64 `state:"width=4"`
 }
+
+// scratch is the step's private scratch space: an unexported state type
+// gets unexported handles.
+//
+//state:contract
+//state:growth append bound=256
+//state:owner step
+//state:snapshot none
+type scratch struct {
+	flags []uint8
+}

@@ -150,7 +150,7 @@ func (s *LogState) Stats() state.Stats {
 //
 //state:appends
 func (s *LogState) AppendDevice(n int) (LogSpans, error) {
-	return logSpans(s.h.AppendDevice(n))
+	return makeLogSpans(s.h.AppendDevice(n))
 }
 
 // Spans locates rows [from, to) in device memory, for kernels that read them.
@@ -159,7 +159,7 @@ func (s *LogState) AppendDevice(n int) (LogSpans, error) {
 //
 //state:view
 func (s *LogState) Spans(from, to int) (LogSpans, error) {
-	return logSpans(s.h.Spans(from, to))
+	return makeLogSpans(s.h.Spans(from, to))
 }
 
 // Release gives the state's blocks back to the pool; snapshots taken from it
@@ -192,7 +192,7 @@ func (v *LogSnapshot) Read(from, to int) (Log, error) {
 //
 //state:view
 func (v *LogSnapshot) Spans(from, to int) (LogSpans, error) {
-	return logSpans(v.snap.Spans(from, to))
+	return makeLogSpans(v.snap.Spans(from, to))
 }
 
 // Len returns the number of rows in the snapshot.
@@ -220,8 +220,8 @@ type LogSpans struct {
 	Events []device.Span
 }
 
-// logSpans names the store's per-column spans by field.
-func logSpans(cols [][]device.Span, err error) (LogSpans, error) {
+// makeLogSpans names the store's per-column spans by field.
+func makeLogSpans(cols [][]device.Span, err error) (LogSpans, error) {
 	if err != nil {
 		return LogSpans{}, err
 	}
