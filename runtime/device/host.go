@@ -155,8 +155,10 @@ func (h *hostBackend) Memset(dst Ptr, value byte, bytes int) error {
 	return nil
 }
 
-// fill sets every byte of b to v: it doubles a filled prefix up to a
-// cache-sized chunk, then copies that chunk over the rest.
+// fill sets every byte of b to v: it doubles a filled prefix up to a 1 MiB
+// chunk, then copies that chunk over the rest. Copies of 1 MiB and more take
+// memmove's non-temporal path, which writes without first reading the
+// destination into the cache.
 func fill(b []byte, v byte) {
 	if v == 0 {
 		clear(b)
@@ -165,7 +167,7 @@ func fill(b []byte, v byte) {
 	if len(b) == 0 {
 		return
 	}
-	const chunk = 32 << 10
+	const chunk = 1 << 20
 	b[0] = v
 	n := 1
 	for ; n < len(b) && n < chunk; n *= 2 {

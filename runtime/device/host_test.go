@@ -95,7 +95,7 @@ func TestHostFreeWaitsForCopies(t *testing.T) {
 }
 
 func TestFill(t *testing.T) {
-	for _, n := range []int{0, 1, 2, 3, 7, 64, 1000, 32 << 10, 32<<10 + 1, 100000, 1 << 20} {
+	for _, n := range []int{0, 1, 2, 3, 7, 64, 1000, 1 << 20, 1<<20 + 1, 100000, 3<<20 + 5} {
 		b := make([]byte, n)
 		fill(b, 9)
 		for i, v := range b {
