@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"strings"
 	"sync"
 	"unsafe"
 
@@ -436,6 +437,7 @@ func dlsym(h uintptr, name string) uintptr {
 // ever sees addresses that exist.
 func bind(h uintptr, path string) (*driver, error) {
 	d := &driver{path: path}
+	// Each entry point is bound to the first of its names the library has.
 	required := []struct {
 		name string
 		fn   any
@@ -445,7 +447,7 @@ func bind(h uintptr, path string) (*driver, error) {
 		{"cuDeviceGet", &d.cuDeviceGet},
 		{"cuDeviceGetName", &d.cuDeviceGetName},
 		{"cuDevicePrimaryCtxRetain", &d.cuDevicePrimaryCtxRetain},
-		{"cuDevicePrimaryCtxRelease_v2", &d.cuDevicePrimaryCtxRelease},
+		{"cuDevicePrimaryCtxRelease_v2 cuDevicePrimaryCtxRelease", &d.cuDevicePrimaryCtxRelease},
 		{"cuCtxSetCurrent", &d.cuCtxSetCurrent},
 		{"cuCtxSynchronize", &d.cuCtxSynchronize},
 		{"cuMemAlloc_v2", &d.cuMemAlloc},
@@ -458,9 +460,15 @@ func bind(h uintptr, path string) (*driver, error) {
 	}
 	var missing []string
 	for _, s := range required {
-		p := dlsym(h, s.name)
+		names := strings.Fields(s.name)
+		var p uintptr
+		for _, name := range names {
+			if p = dlsym(h, name); p != 0 {
+				break
+			}
+		}
 		if p == 0 {
-			missing = append(missing, s.name)
+			missing = append(missing, names[0])
 			continue
 		}
 		purego.RegisterFunc(s.fn, p)
