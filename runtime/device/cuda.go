@@ -28,7 +28,9 @@ type CUDAOptions struct {
 // CUDA is the backend over the CUDA driver API. It is loaded at run time
 // with purego, so building it needs neither cgo nor the CUDA toolkit. Every
 // call makes the device's primary context current on the calling OS thread
-// first, so a CUDA backend may be used from any goroutine. Allocations are
+// first, so a CUDA backend may be used from any goroutine; the context stays
+// current there afterwards, as it would under the CUDA runtime, which uses
+// the same primary context. Allocations are
 // tracked on the host side: a Ptr or length outside them is an error
 // wrapping ErrInvalidPtr and never reaches the driver. Alloc returns zeroed
 // memory. Copies from and to the host return once the host buffer may be
