@@ -66,7 +66,7 @@ func (p *pkgParser) funcDoc(decl *ast.FuncDecl) {
 			}
 			for _, a := range d.args {
 				if a.key != "" {
-					p.errorf("", a.pos, a.end, "//state:%s on %s takes parameter names, not key=value; remove %s", d.verb, what, a.key)
+					p.errorf("", a.pos, a.end, "//state:%s on %s takes parameter names, not key=value; remove %s", d.verb, what, quote(a.key+"="+a.value))
 					continue
 				}
 				prm, ok := params[a.value]

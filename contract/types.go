@@ -12,6 +12,7 @@ import (
 // contract, a snapshot marker, or directives that do not belong there.
 func (p *pkgParser) typeDoc(ts *ast.TypeSpec, doc *ast.CommentGroup) {
 	name := ts.Name.Name
+	start := len(p.out.Diagnostics)
 	var dirs []*directive
 	spaced := make(map[string]bool) // verbs of look-alike lines, reported already
 	for _, c := range doc.List {
@@ -39,7 +40,7 @@ func (p *pkgParser) typeDoc(ts *ast.TypeSpec, doc *ast.CommentGroup) {
 	}
 	for _, d := range dirs {
 		if d.verb == "contract" {
-			p.contract(ts, obj, dirs, d, spaced)
+			p.contract(ts, obj, dirs, d, spaced, start)
 			return
 		}
 	}
@@ -84,11 +85,10 @@ func (p *pkgParser) snapshotType(ts *ast.TypeSpec, obj *types.TypeName, dirs []*
 
 // contractParse holds the state of one contract while its lines are parsed.
 type contractParse struct {
-	p      *pkgParser
-	c      *Contract
-	name   string
-	errors int // stcontract diagnostics for this contract
-	seen   map[string]*directive
+	p    *pkgParser
+	c    *Contract
+	name string
+	seen map[string]*directive
 	// spaced holds verbs already reported as look-alike or misspelt lines.
 	spaced map[string]bool
 	// misspelt holds the keys of the current line that were reported as
@@ -97,12 +97,10 @@ type contractParse struct {
 }
 
 func (cp *contractParse) errorf(pos, end token.Pos, format string, args ...any) {
-	cp.errors++
 	cp.p.errorf(cp.name, pos, end, format, args...)
 }
 
 func (cp *contractParse) fix(pos, end token.Pos, fixes []Fix, format string, args ...any) {
-	cp.errors++
 	cp.p.report(StContract, cp.name, pos, end, fixes, format, args...)
 }
 
@@ -113,9 +111,10 @@ func (cp *contractParse) growthf(pos, end token.Pos, format string, args ...any)
 }
 
 // contract parses and validates the contract of type ts.
-func (p *pkgParser) contract(ts *ast.TypeSpec, obj *types.TypeName, dirs []*directive, head *directive, spaced map[string]bool) {
+// Diagnostics from index start on concern this type (look-alike lines
+// included).
+func (p *pkgParser) contract(ts *ast.TypeSpec, obj *types.TypeName, dirs []*directive, head *directive, spaced map[string]bool, start int) {
 	name := ts.Name.Name
-	first := len(p.out.Diagnostics)
 	cp := &contractParse{
 		p:      p,
 		c:      &Contract{Type: name, Pos: head.pos, obj: obj},
@@ -130,11 +129,16 @@ func (p *pkgParser) contract(ts *ast.TypeSpec, obj *types.TypeName, dirs []*dire
 	cp.typeCheck(ts, obj, head)
 
 	c := cp.c
-	c.Valid = cp.errors == 0
+	c.Valid = true
+	for _, d := range p.out.Diagnostics[start:] {
+		if d.Analyzer == StContract {
+			c.Valid = false
+		}
+	}
 	if !c.Valid {
 		// No cascades: a contract with stcontract errors gets no stgrowth findings.
-		kept := p.out.Diagnostics[:first]
-		for _, d := range p.out.Diagnostics[first:] {
+		kept := p.out.Diagnostics[:start]
+		for _, d := range p.out.Diagnostics[start:] {
 			if d.Analyzer != StGrowth {
 				kept = append(kept, d)
 			}
@@ -148,7 +152,6 @@ func (p *pkgParser) contract(ts *ast.TypeSpec, obj *types.TypeName, dirs []*dire
 func (cp *contractParse) line(d *directive) {
 	name := cp.name
 	if cp.p.claimsDurability(d, name, "the contract of "+name) {
-		cp.errors++
 		return
 	}
 	switch {
@@ -157,7 +160,6 @@ func (cp *contractParse) line(d *directive) {
 			"//state:%s applies to a func or method, not to state type %s; move it to the doc comment of the func", d.verb, name)
 		return
 	case !isIn(d.verb, typeVerbs):
-		cp.errors++
 		if s := cp.p.unknownVerb(d, name, "state type "+name, typeVerbs); s != "" {
 			cp.spaced[s] = true // reported as a misspelling: not missing as well
 		}
@@ -275,7 +277,7 @@ func (cp *contractParse) split(d *directive, keys ...string) (words []arg, kv ma
 		}
 		if !isIn(a.key, keys) {
 			if len(keys) == 0 {
-				cp.errorf(a.pos, a.end, "//state:%s of %s takes no key=value arguments; remove %s", d.verb, cp.name, a.key)
+				cp.errorf(a.pos, a.end, "//state:%s of %s takes no key=value arguments; remove %s", d.verb, cp.name, quote(a.key+"="+a.value))
 				continue
 			}
 			if s := nearest(a.key, keys); s != "" {

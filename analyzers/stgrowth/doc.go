@@ -19,8 +19,9 @@
 // It also reports a call to an appends method (one whose doc holds
 // //state:appends, such as a generated Append or AppendDevice) inside a loop
 // whose error result is discarded, either as an expression statement or by
-// assigning it to _. Once the state reaches its bound every append fails
-// with state.ErrBound, and such a loop goes on without noticing:
+// assigning it to _. Once the state reaches its bound every later append
+// fails (state.ErrBound for generated handles), and such a loop goes on
+// without noticing:
 //
 //	for _, tok := range toks {
 //		s.Append(kv(tok)) // reported: check the error

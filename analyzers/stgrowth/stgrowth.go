@@ -137,7 +137,7 @@ func check(pass *analysis.Pass, r *directives.Result, call *ast.CallExpr, lhs []
 		}
 	}
 	pass.ReportRangef(call,
-		"error of %s is discarded inside a loop; once %s reaches its bound every append fails with state.ErrBound and the loop goes on: check the error",
+		"error of %s is discarded inside a loop; once %s reaches its bound every later append fails (state.ErrBound) and the loop goes on unaware: check the error",
 		fnName(fn, sig, pass.Pkg), state)
 }
 

@@ -10,8 +10,8 @@ import (
 
 // MustExtractDoc returns the documentation of analyzer name from content, the
 // source of a doc.go file whose package comment has a section headed
-// "# Analyzer name". The section's first line is the one-line summary
-// ("name: ..."). It panics when the section is missing: the doc.go files are
+// "# Analyzer name" whose first line is "name: summary". It returns the
+// section without the "name: " prefix, the form Analyzer.Doc expects. It panics when the section is missing: the doc.go files are
 // part of the binary, so that is a bug in the program, not bad input.
 func MustExtractDoc(content, name string) string {
 	doc, err := ExtractDoc(content, name)
@@ -43,5 +43,5 @@ func ExtractDoc(content, name string) (string, error) {
 	if !strings.HasPrefix(rest, name+":") {
 		return "", fmt.Errorf("section %q does not start with %q", heading, name+":")
 	}
-	return rest, nil
+	return strings.TrimSpace(strings.TrimPrefix(rest, name+":")), nil
 }

@@ -20,7 +20,7 @@ package x
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := "x: check things\n\nMore about x."; got != want {
+	if want := "check things\n\nMore about x."; got != want {
 		t.Errorf("ExtractDoc = %q, want %q", got, want)
 	}
 	if _, err := ExtractDoc(src, "y"); err == nil {

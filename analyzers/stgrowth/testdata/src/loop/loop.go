@@ -39,7 +39,7 @@ func (r *Ring[T]) Push(x T) error { r.v = append(r.v, x); return nil }
 
 func loops(l *Log, r *Ring[float32], xs []int) error {
 	for _, x := range xs {
-		l.Append(x) // want `error of \(\*Log\).Append is discarded inside a loop; once Log reaches its bound every append fails`
+		l.Append(x) // want `error of \(\*Log\).Append is discarded inside a loop; once Log reaches its bound every later append fails`
 	}
 	for i := 0; i < 3; i++ {
 		_ = l.Append(i) // want `error of \(\*Log\).Append is discarded inside a loop`

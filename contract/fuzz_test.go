@@ -1,0 +1,88 @@
+package contract
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"strings"
+	"testing"
+	"unicode"
+)
+
+// FuzzParsePackage checks that any source text gives diagnostics or
+// silence, never a panic, and that every diagnostic is well formed.
+func FuzzParsePackage(f *testing.F) {
+	f.Add(valid)
+	f.Add(head + "//state:growth append bound=unbounded reason=\"a \\\"quoted\\\" reason\"\ntype T struct{ X []int32 }\n")
+	f.Add("package p\n//state:\n//state:x=\n//state:growth =\n//state:growth \"q\"\ntype T struct{}\n")
+	f.Add("package p\n\n//state:writes s\nfunc F[S ~[]E, E any](s S) {}\n")
+	f.Fuzz(func(t *testing.T, src string) {
+		checkSource(t, src)
+	})
+}
+
+// FuzzContractLines wraps arbitrary lines into a contract, to reach the
+// argument tokenizer and the validation of every verb more often than
+// random source text would.
+func FuzzContractLines(f *testing.F) {
+	for _, s := range []string{
+		"growth append bound=64\nowner session",
+		"growth mutable bound=K*K\nowner step\nsnapshot none\ncheckpoint every=2 keep=1",
+		"growth append bound=unbounded reason=`raw`\nowner x\nbranch isolated merge=fastforward\nrollback descendants=keep",
+		"contract purpose=\"unterminated\ngrowth append bound=1<<62",
+		"growth append bound=\"1 << 70\"\nowner a b c\ncleanup on=\nretention durable",
+		"Growth append\n state:owner x\nbrnch isolated\ncheckpoint every=0 keep=-1 budget=1e3",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, lines string) {
+		var b strings.Builder
+		b.WriteString("package p\n\nconst K = 8\n\n//state:contract\n")
+		for _, l := range strings.Split(lines, "\n") {
+			b.WriteString("//state:" + strings.ReplaceAll(l, "\r", "") + "\n")
+		}
+		b.WriteString("type T struct {\n\tX []int32 `state:\"width=2\"`\n}\n")
+		checkSource(t, b.String())
+	})
+}
+
+func checkSource(t *testing.T, src string) {
+	fset := token.NewFileSet()
+	file, _ := parser.ParseFile(fset, "p.go", src, parser.ParseComments|parser.AllErrors)
+	if file == nil {
+		return
+	}
+	files := []*ast.File{file}
+	p := check(fset, files)
+	// Without type information, too.
+	q := ParsePackage(fset, files, nil, nil)
+	tf := fset.File(file.Pos())
+	for _, pkg := range []*Package{p, q} {
+		for _, d := range pkg.Diagnostics {
+			if d.Message == "" || strings.HasSuffix(d.Message, ".") {
+				t.Errorf("malformed message %q", d.Message)
+			}
+			if r := []rune(d.Message)[0]; unicode.IsUpper(r) {
+				t.Errorf("message starts with a capital: %q", d.Message)
+			}
+			if d.Analyzer != StContract && d.Analyzer != StGrowth {
+				t.Errorf("diagnostic %q has analyzer %q", d.Message, d.Analyzer)
+			}
+			if !d.Pos.IsValid() || d.End < d.Pos || tf == nil || int(d.End) > tf.Base()+tf.Size() {
+				t.Errorf("diagnostic %q has a bad range [%d, %d)", d.Message, d.Pos, d.End)
+			}
+			for _, fix := range d.Fixes {
+				for _, e := range fix.Edits {
+					if e.End < e.Pos || int(e.Pos) < tf.Base() || int(e.End) > tf.Base()+tf.Size() {
+						t.Errorf("fix %q has a bad edit [%d, %d)", fix.Message, e.Pos, e.End)
+					}
+				}
+			}
+		}
+		for _, c := range pkg.Contracts {
+			if c.Valid && (c.Growth == GrowthUnset || c.Owner == "" || len(c.Fields) == 0 && c.Object() != nil) {
+				t.Errorf("valid contract %s is incomplete: %+v", c.Type, c)
+			}
+		}
+	}
+}
