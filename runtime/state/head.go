@@ -181,15 +181,18 @@ func (h *Head) apply(op string, kind writeKind, from, to, newRows int, cols [][]
 	blks, err := h.pool.alloc(h.owner, need, false)
 	if err != nil && errors.Is(err, ErrNoMemory) {
 		// Write whole unshared blocks in place rather than fail.
-		need = 0
+		fewer := 0
 		for i := range ops {
 			if ops[i].keep < 0 {
 				ops[i].keep = 0
 			} else if ops[i].old == nil || ops[i].nb != nil {
-				need++
+				fewer++
 			}
 		}
-		blks, err = h.pool.alloc(h.owner, need, false)
+		if fewer < need {
+			need = fewer
+			blks, err = h.pool.alloc(h.owner, need, false)
+		}
 	}
 	if err != nil {
 		return nil, h.errorf(op, "%w", err)

@@ -89,6 +89,7 @@ type model struct {
 	owners  []Owner
 	lastOp  string
 	counts  map[string]int // outcomes, for the log
+	failed  bool           // the step's call failed by a fault
 }
 
 // count tallies the outcome of the current step.
@@ -98,6 +99,7 @@ func (m *model) count(err error) {
 	case err == nil:
 	case faulted(err):
 		k = m.lastOp + ": fault"
+		m.failed = true
 	default:
 		for _, e := range []error{ErrBound, ErrShape, ErrRange, ErrReleased, ErrNotAncestor, ErrOwner, ErrDiverged, ErrInvalidated} {
 			if errors.Is(err, e) {
@@ -773,8 +775,9 @@ func runModel(t *testing.T, seed uint64, steps int) {
 			fb.arm(opKind(1+m.rng.IntN(int(opAll))), m.rng.IntN(4))
 		}
 		before := p.Stats()
+		m.failed = false
 		ops[i].f()
-		if fired := fb.disarm(); fired {
+		if fired := fb.disarm(); fired && m.failed {
 			after := p.Stats()
 			if after.PhysicalBytes != before.PhysicalBytes || after.LogicalBytes != before.LogicalBytes || after.Live != before.Live {
 				m.fatalf("a failed call changed the pool: physical %d -> %d, logical %d -> %d, live %d -> %d",
