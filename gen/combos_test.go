@@ -122,6 +122,7 @@ func TestCombinations(t *testing.T) {
 		"combos/combos.go":       execTemplate(t, "types.go.tmpl", combos),
 		"combos/combos_test.go":  execTemplate(t, "combos_test.go.tmpl", combos),
 		"combos/helpers_test.go": readTestdata(t, "helpers_test.go.txt"),
+		"combos/model_test.go":   readTestdata(t, "model_test.go.txt"),
 		"forbidden/README":       []byte("each package here calls what its contract does not generate\n"),
 	}
 
