@@ -411,6 +411,12 @@ func (c *cleanup) node(st ostate, n ast.Node) {
 		c.ret(st, n)
 	case *ast.DeferStmt:
 		c.call(st, n.Call, false)
+		if lit, ok := ast.Unparen(n.Call.Fun).(*ast.FuncLit); ok {
+			// The closure runs at exit and sees the variables' values
+			// then: whatever they hold when the function returns is
+			// released (or kept) by it.
+			st[len(st)-1].holders |= c.watch(lit)
+		}
 	case *ast.GoStmt:
 		c.call(st, n.Call, true)
 	case *ast.SendStmt:
@@ -853,6 +859,25 @@ func (c *cleanup) expr(st ostate, e ast.Expr) {
 	})
 }
 
+// watch indexes and returns the local variables a deferred literal refers to.
+func (c *cleanup) watch(lit *ast.FuncLit) uint64 {
+	var m uint64
+	ast.Inspect(lit.Body, func(n ast.Node) bool {
+		if id, ok := n.(*ast.Ident); ok {
+			if v, ok := c.info.Uses[id].(*types.Var); ok && c.local(v) && !isBasic(v.Type()) {
+				m |= c.bit(v)
+			}
+		}
+		return true
+	})
+	return m
+}
+
+func isBasic(t types.Type) bool {
+	_, ok := t.Underlying().(*types.Basic)
+	return ok
+}
+
 // capture handles a function literal: the resources it references escape
 // into the closure; those it releases count as released.
 func (c *cleanup) capture(st ostate, lit *ast.FuncLit) {
@@ -1012,6 +1037,8 @@ func (c *cleanup) ret(st ostate, r *ast.ReturnStmt) {
 			c.escape(st, e)
 		}
 	}
+	// Deferred closures see what the variables hold at exit.
+	c.discharge(st, st[len(st)-1].holders, weak)
 	if !c.record {
 		return
 	}

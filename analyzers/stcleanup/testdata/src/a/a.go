@@ -369,3 +369,23 @@ func pool() error {
 	defer p.Close()
 	return nil
 }
+
+// A deferred closure declared before the acquire sees the variable at exit
+// (mime/multipart.readForm).
+func deferredBeforeAcquire(n int) (err error) {
+	var s *res.State
+	defer func() {
+		if s != nil {
+			s.Release()
+		}
+	}()
+	for i := 0; i < n; i++ {
+		if s == nil {
+			s = res.Open()
+		}
+		if err = s.Append(i); err != nil {
+			return err
+		}
+	}
+	return nil
+}

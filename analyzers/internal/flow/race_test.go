@@ -1,0 +1,8 @@
+//go:build race
+
+package flow_test
+
+// Under the race detector, the precision tests load a smaller subset.
+func init() {
+	precisionPkgs = []string{"archive/zip", "mime/multipart", "os/exec", "golang.org/x/tools/go/packages"}
+}
