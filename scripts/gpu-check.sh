@@ -24,6 +24,20 @@ fail() {
 	exit 1
 }
 
+# run_step runs a command under what is left of the budget, its output in
+# file $1; it fails with the output's tail, naming a timeout as one.
+run_step() {
+	local log=$1 what=$2 left rc=0
+	shift 2
+	left=$(remaining)
+	timeout "$left" "$@" >"$log" 2>&1 || rc=$?
+	((rc == 0)) && return 0
+	grep -v -e 'Wdeprecated' -e '^cgo-gcc-prolog' -e 'note: declared here' -e '^ *[0-9]* | ' -e '^ *| ' "$log" | tail -60 >&2
+	((rc == 124)) && fail "$what ran past the ${budget}s budget"
+	grep -q -e 'no CUDA device' -e CUDA_ERROR_NO_DEVICE -e CUDA_ERROR_STUB_LIBRARY "$log" && fail "$what: the CUDA driver reports no usable device (see above)"
+	fail "$what failed (see above)"
+}
+
 # remaining prints the seconds left of the budget, failing when none are.
 remaining() {
 	local left=$((budget - (SECONDS - start)))
@@ -32,12 +46,19 @@ remaining() {
 }
 
 # 1. A driver and a device, before spending time on builds.
+# has_libcuda reports whether the dynamic loader can find libcuda.so.1.
+has_libcuda() {
+	ldconfig -p 2>/dev/null | grep -q 'libcuda\.so\.1 ' && return 0
+	local dir
+	IFS=: read -r -a dirs <<<"${LD_LIBRARY_PATH:-}"
+	for dir in "${dirs[@]}" /usr/lib64 /usr/lib /usr/lib/*-linux-gnu /usr/local/nvidia/lib64 /usr/lib/wsl/lib; do
+		[[ -n $dir && -e $dir/libcuda.so.1 ]] && return 0
+	done
+	return 1
+}
 if [[ -n ${GPUSTATE_LIBCUDA:-} ]]; then
 	[[ -r $GPUSTATE_LIBCUDA ]] || fail "GPUSTATE_LIBCUDA=$GPUSTATE_LIBCUDA is not a readable file"
-elif ! { ldconfig -p 2>/dev/null | grep -q 'libcuda\.so\.1 '; } &&
-	! compgen -G '/usr/lib*/libcuda.so.1' >/dev/null &&
-	! compgen -G '/usr/lib/*-linux-gnu/libcuda.so.1' >/dev/null &&
-	! compgen -G '/usr/local/nvidia/lib*/libcuda.so.1' >/dev/null; then
+elif ! has_libcuda; then
 	fail "no NVIDIA driver on this machine (the loader finds no libcuda.so.1); gpu-check needs a machine with an NVIDIA GPU and its driver"
 fi
 if command -v nvidia-smi >/dev/null; then
@@ -51,25 +72,16 @@ export GPUSTATE_BACKEND=cuda
 # else in the device layer (the fake-driver tests included), NVML on the
 # real device (TestReal).
 echo "gpu-check: tests (GPUSTATE_BACKEND=cuda)"
-if ! timeout "$(remaining)" "$GO" test -count=1 -v -run 'CUDA|Open|Real|Scenarios' \
-	./runtime/device ./runtime/device/nvml >"$out/test.txt" 2>&1; then
-	grep -v -e 'Wdeprecated' -e '^cgo-gcc-prolog' -e 'note: declared here' "$out/test.txt" | tail -60 >&2
-	if grep -q 'no CUDA device' "$out/test.txt"; then
-		fail "the CUDA driver reports no usable device (see above)"
-	fi
-	fail "tests failed (see above)"
-fi
+run_step "$out/test.txt" tests "$GO" test -count=1 -v -run 'CUDA|Open|Real|Scenarios' \
+	./runtime/device ./runtime/device/nvml
 grep -E '^(---|ok|FAIL)|^\s+(---|nvml_cgo_test.go)' "$out/test.txt" | grep -v '^=== ' || true
 grep -q -- '--- PASS: TestCUDAReal' "$out/test.txt" || fail "TestCUDAReal did not run"
 
 # 3. Benchmarks of the device layer: memmove, the host backend, the CUDA
 # backend and the bare driver, side by side.
 echo "gpu-check: device benchmarks (benchtime $benchtime)"
-if ! timeout "$(remaining)" "$GO" test -count=1 -run '^$' -bench 'Device/' -benchtime "$benchtime" \
-	./runtime/device >"$out/bench.txt" 2>&1; then
-	tail -40 "$out/bench.txt" >&2
-	fail "device benchmarks failed (see above)"
-fi
+run_step "$out/bench.txt" "device benchmarks" "$GO" test -count=1 -run '^$' -bench 'Device/' \
+	-benchtime "$benchtime" ./runtime/device
 grep '^Benchmark' "$out/bench.txt"
 
 # 4. The store's benchmarks, where it has them; with GPUSTATE_BACKEND=cuda
@@ -77,11 +89,8 @@ grep '^Benchmark' "$out/bench.txt"
 store=""
 if "$GO" test -list 'Benchmark' ./runtime/state 2>/dev/null | grep -q '^Benchmark'; then
 	echo "gpu-check: state store benchmarks"
-	if ! timeout "$(remaining)" "$GO" test -count=1 -run '^$' -bench . -benchtime "$benchtime" \
-		./runtime/state >"$out/state.txt" 2>&1; then
-		tail -40 "$out/state.txt" >&2
-		fail "state store benchmarks failed (see above)"
-	fi
+	run_step "$out/state.txt" "state store benchmarks" "$GO" test -count=1 -run '^$' -bench . \
+		-benchtime "$benchtime" ./runtime/state
 	grep '^Benchmark' "$out/state.txt"
 	store="$out/state.txt"
 else
