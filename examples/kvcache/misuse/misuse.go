@@ -1,10 +1,13 @@
+//go:build statevet_demo
+
 // Package misuse holds mistakes people make with state handles, on purpose,
 // for statevet to catch: it compiles, and each mistake is one finding.
 //
-//	statevet ./examples/kvcache/misuse
+//	GOFLAGS=-tags=statevet_demo statevet ./examples/kvcache/misuse
 //
-// expected.txt lists the findings, as file:line: analyzer; make demo checks
-// that statevet reports exactly those. The package has no go:generate line:
+// It builds only with -tags statevet_demo, so that the repository's own
+// checks stay clean. expected.txt lists the findings; make demo checks that
+// statevet reports exactly those. The package has no go:generate line:
 // stategen refuses Transcript's contract for the same reason statevet
 // reports it.
 package misuse
