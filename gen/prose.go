@@ -76,9 +76,9 @@ func growthLaw(c *contract.Contract) string {
 func maxBytes(c *contract.Contract) string {
 	rb := rowBytes(c)
 	if c.Unbounded || c.Bound <= 0 {
-		return fmt.Sprintf("%s per row, with no bound on the rows", bytesText(rb))
+		return fmt.Sprintf("%d bytes per row, with no bound on the rows", rb)
 	}
-	return fmt.Sprintf("%d rows x %s = %s", c.Bound, bytesText(rb), bytesText(c.Bound*rb))
+	return fmt.Sprintf("%d rows x %d bytes = %s", c.Bound, rb, bytesText(c.Bound*rb))
 }
 
 // ownership states owner and isolation.

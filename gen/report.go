@@ -62,9 +62,9 @@ func (p *Package) reportType(b *bytes.Buffer, c *contract.Contract) {
 	}
 	var fields []string
 	for _, f := range c.Fields {
-		fields = append(fields, fmt.Sprintf("`%s` %d x `%s` (%s)", f.Name, f.Width, f.Elem, bytesText(f.RowBytes)))
+		fields = append(fields, fmt.Sprintf("`%s` %d x `%s` = %d bytes", f.Name, f.Width, f.Elem, f.RowBytes))
 	}
-	row("row", strings.Join(fields, ", ")+"; "+bytesText(rowBytes(c))+" per row")
+	row("row", strings.Join(fields, ", ")+fmt.Sprintf("; %d bytes per row", rowBytes(c)))
 	row("max logical bytes per owner", maxBytes(c))
 	row("owner and isolation", fmt.Sprintf("`%s`. %s", c.Owner, ownership(c)))
 	row("retention", fmt.Sprintf("`%s`. %s", c.Retention, retention(c)))

@@ -56,8 +56,8 @@ fi
 # --- examples/kvcache: the program a user writes, from go generate to a run ---
 
 echo
-echo "== go generate ./examples/kvcache/... (the committed handles must come out byte for byte)"
-handles() { find examples/kvcache -name '*_state.go' -exec cksum {} + | sort; }
+echo "== go generate ./examples/kvcache/... (the committed handles and contract report must come out byte for byte)"
+handles() { find examples/kvcache \( -name '*_state.go' -o -name CONTRACTS.md \) -exec cksum {} + | sort; }
 before=$(handles)
 go generate ./examples/kvcache/...
 if [ "$(handles)" != "$before" ]; then

@@ -130,7 +130,7 @@ func run(args []string, stderr io.Writer) int {
 			return 1
 		}
 	}
-	if *report != "" {
+	if *report != "" && !sameContent(*report, rep.Bytes()) {
 		if err := writeFile(*report, rep.Bytes()); err != nil {
 			fmt.Fprintf(stderr, "stategen: %v\n", err)
 			return 1
@@ -198,6 +198,12 @@ func plan(pkgs []*gen.Package) ([]change, error) {
 		}
 	}
 	return changes, nil
+}
+
+// sameContent reports whether the file at path holds data.
+func sameContent(path string, data []byte) bool {
+	cur, err := os.ReadFile(path)
+	return err == nil && bytes.Equal(cur, data)
 }
 
 // writeFile replaces the file at path with data atomically: readers see the

@@ -3,7 +3,7 @@
 // are generated from the contract below.
 package cache
 
-//go:generate go run github.com/gpustate/gpustate/cmd/stategen
+//go:generate go run github.com/gpustate/gpustate/cmd/stategen -report CONTRACTS.md
 
 const (
 	// Layers is the decoder's depth.
