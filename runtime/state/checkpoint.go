@@ -1,8 +1,33 @@
 package state
 
 import (
+	"cmp"
+	"fmt"
+	"slices"
+	"sync"
 	"time"
+
+	"github.com/gpustate/gpustate/runtime/device"
 )
+
+// Checkpoints and deltas. A head whose layout has a checkpoint policy keeps
+// a history of its own line: one entry per version, oldest first. An entry
+// holds the version's delta (its write set: the rows it wrote, copied into
+// pool blocks on the device) and, every Every versions or whenever the
+// deltas since the last checkpoint pass Budget bytes, a checkpoint (a
+// copy-on-write snapshot: one reference to the version's root). At most
+// Keep checkpoints are kept; entries older than the oldest one are dropped,
+// so history stays bounded. At(v) seeds from a checkpoint at or before v
+// and applies the deltas after it; Plan(v) says which checkpoint, what it
+// costs by the pool's calibrated cost model, and what the others cost.
+//
+// A delta that cannot be stored (the pool is full, the backend fails)
+// leaves a gap: versions that would need it are reconstructed from a later
+// checkpoint or answer ErrNotRetained; the write itself has succeeded.
+
+// maxSinceCheckpoint caps the versions between two checkpoints with a
+// Budget policy, so that writes of few bytes do not grow history unbounded.
+const maxSinceCheckpoint = 1024
 
 // Plan explains how At would reconstruct a version: from which checkpoint,
 // with how many deltas, at what estimated cost, and what the alternatives
@@ -14,41 +39,613 @@ type Plan struct {
 	Candidate
 	// Alternatives are the other ways, cheapest first.
 	Alternatives []Candidate
+	// Measured is how long At took to perform the plan; zero for a plan
+	// that Plan returned.
+	Measured time.Duration
 }
 
-// Candidate is one way to reconstruct a version: seed from a checkpoint,
-// then apply the deltas after it.
+// Candidate is one way to reconstruct a version: seed from the checkpoint
+// at version Checkpoint, then apply the Deltas versions after it.
 type Candidate struct {
 	Checkpoint Version
 	Deltas     int
-	SeedBytes  int64
-	DeltaBytes int64
-	Estimate   time.Duration
+	// SeedBytes are the bytes of the checkpoint's blocks that the deltas
+	// overwrite, which the reconstruction copies first (the rest it
+	// shares); DeltaBytes are the bytes the deltas apply.
+	SeedBytes, DeltaBytes int64
+	// Copies counts the device copies, Blocks the blocks taken.
+	Copies, Blocks int
+	// Estimate is the cost by the pool's cost model.
+	Estimate time.Duration
 }
 
-// history keeps a head's checkpoints and deltas.
+// CostModel is what a pool measured of its backend once, to estimate
+// reconstruction costs: a device-to-device copy of n bytes costs
+// CopyFixed + n*CopyPerByte, a block taken costs Block, and every
+// reconstruction Fixed.
+type CostModel struct {
+	CopyFixed   time.Duration
+	CopyPerByte float64 // nanoseconds per byte
+	Block       time.Duration
+	Fixed       time.Duration
+}
+
+func (m CostModel) estimate(c *Candidate) time.Duration {
+	ns := float64(m.Fixed) + float64(c.Copies)*float64(m.CopyFixed) +
+		float64(c.SeedBytes+c.DeltaBytes)*m.CopyPerByte + float64(c.Blocks)*float64(m.Block)
+	return time.Duration(ns)
+}
+
+type delta struct {
+	from, to int        // rows written
+	cols     [][]*block // per column, rows [from, to) packed from the first block
+	bytes    int64      // bytes of the rows
+}
+
+type entry struct {
+	pos  position
+	rows int
+	d    *delta // the write that made this version; nil: first entry, or a gap
+	cp   *root  // a checkpoint of this version, or nil
+}
+
+type pendingDelta struct{ from, to int }
+
+// history is a head's checkpoints and deltas. It is guarded by the head's
+// lock.
 type history struct {
-	policy CheckpointPolicy
+	policy     CheckpointPolicy
+	entries    []entry
+	since      int   // versions since the last checkpoint
+	sinceBytes int64 // delta bytes since the last checkpoint
+	pending    *pendingDelta
+	last       *Plan // the last reconstruction At performed
 }
 
-func newHistory(p *CheckpointPolicy) *history { return &history{policy: *p} }
+func newHistory(p *CheckpointPolicy, pos position, r *root) *history {
+	return &history{policy: *p, entries: []entry{{pos: pos, rows: r.rows, cp: r.retain()}}}
+}
 
-func (x *history) clone() *history                       { c := *x; return &c }
-func (x *history) release(freed *[]*block)               {}
-func (x *history) rollback(to position, freed *[]*block) {}
-func (h *Head) record(from, to int)                      {}
+// clone returns a copy sharing every delta block and checkpoint root.
+func (x *history) clone() *history {
+	c := *x
+	c.entries = slices.Clone(x.entries)
+	c.pending, c.last = nil, nil
+	for _, e := range c.entries {
+		if e.cp != nil {
+			e.cp.retain()
+		}
+		if e.d != nil {
+			for _, col := range e.d.cols {
+				for _, b := range col {
+					b.rc.Add(1)
+				}
+			}
+		}
+	}
+	return &c
+}
 
-// At reconstructs version v of the head's own ancestry.
+func (e *entry) drop(freed *[]*block) {
+	if e.cp != nil {
+		e.cp.release(freed)
+		e.cp = nil
+	}
+	if e.d != nil {
+		for _, col := range e.d.cols {
+			for _, b := range col {
+				releaseBlock(b, freed)
+			}
+		}
+		e.d = nil
+	}
+}
+
+// release drops the whole history.
+func (x *history) release(freed *[]*block) {
+	for i := range x.entries {
+		x.entries[i].drop(freed)
+	}
+	x.entries, x.pending = nil, nil
+}
+
+// roots returns the checkpoint roots the history holds.
+func (x *history) roots() []*root {
+	var out []*root
+	for _, e := range x.entries {
+		if e.cp != nil {
+			out = append(out, e.cp)
+		}
+	}
+	return out
+}
+
+// deltaBlocks returns the delta blocks the history holds.
+func (x *history) deltaBlocks() []*block {
+	var out []*block
+	for _, e := range x.entries {
+		if e.d != nil {
+			for _, col := range e.d.cols {
+				out = append(out, col...)
+			}
+		}
+	}
+	return out
+}
+
+// rollback cuts the history back to the target position: the entries
+// after it are gone. A target older than the history starts it anew, with
+// the target's root as its checkpoint.
+func (x *history) rollback(to position, r *root, freed *[]*block) {
+	x.pending = nil
+	for i := len(x.entries) - 1; i >= 0; i-- {
+		if x.entries[i].pos == to {
+			for j := i + 1; j < len(x.entries); j++ {
+				x.entries[j].drop(freed)
+			}
+			x.entries = x.entries[:i+1]
+			x.recount()
+			return
+		}
+	}
+	x.release(freed)
+	x.entries = []entry{{pos: to, rows: r.rows, cp: r.retain()}}
+	x.since, x.sinceBytes = 0, 0
+}
+
+// recount sets since and sinceBytes from the entries.
+func (x *history) recount() {
+	x.since, x.sinceBytes = 0, 0
+	for i := len(x.entries) - 1; i >= 0 && x.entries[i].cp == nil; i-- {
+		x.since++
+		if d := x.entries[i].d; d != nil {
+			x.sinceBytes += d.bytes
+		}
+	}
+}
+
+// record adds the version h just committed, which wrote rows [from, to)
+// from the host: their bytes are final, so the delta is taken now.
+func (h *Head) record(from, to int) {
+	if h.hist == nil {
+		return
+	}
+	h.capture(from, to)
+}
+
+// recordDevice adds the version h just committed, whose rows [from, to) a
+// kernel is writing: the delta is taken at the next call on h.
+func (h *Head) recordDevice(from, to int) {
+	if h.hist == nil {
+		return
+	}
+	h.hist.pending = &pendingDelta{from, to}
+}
+
+// flush takes the delta of the pending device write. h.mu is held.
+func (h *Head) flush() {
+	p := h.hist.pending
+	h.hist.pending = nil
+	h.capture(p.from, p.to)
+}
+
+// capture appends an entry for h's version, with a copy of rows [from, to)
+// as its delta, then takes a checkpoint when the policy says so and drops
+// what is past Keep. h.mu is held.
+func (h *Head) capture(from, to int) {
+	x := h.hist
+	e := entry{pos: h.pos, rows: h.r.rows}
+	if d, err := h.copyDelta(h.r, from, to); err == nil {
+		e.d = d
+		x.sinceBytes += d.bytes
+	}
+	x.since++
+	pol := x.policy
+	if (pol.Every > 0 && x.since >= pol.Every) ||
+		(pol.Every == 0 && (x.sinceBytes >= pol.Budget || x.since >= maxSinceCheckpoint)) {
+		e.cp = h.r.retain()
+		x.since, x.sinceBytes = 0, 0
+	}
+	x.entries = append(x.entries, e)
+	var freed []*block
+	x.trim(&freed)
+	h.pool.free(freed)
+}
+
+// trim drops the oldest checkpoints past Keep, with the entries only they
+// made reconstructable, and leading entries before the first checkpoint.
+func (x *history) trim(freed *[]*block) {
+	n := 0
+	for _, e := range x.entries {
+		if e.cp != nil {
+			n++
+		}
+	}
+	cut := 0
+	for i, e := range x.entries {
+		if e.cp != nil {
+			if n <= x.policy.Keep {
+				cut = i
+				break
+			}
+			n--
+		}
+		cut = i + 1
+	}
+	if cut == 0 {
+		return
+	}
+	for i := range x.entries[:cut] {
+		x.entries[i].drop(freed)
+	}
+	x.entries = slices.Delete(x.entries, 0, cut)
+}
+
+// copyDelta copies rows [from, to) of r into new blocks, packed.
+func (h *Head) copyDelta(r *root, from, to int) (*delta, error) {
+	d := &delta{from: from, to: to, cols: make([][]*block, len(h.rowBytes))}
+	need := 0
+	for c, per := range h.perBlock {
+		need += (to - from + per - 1) / per
+		d.bytes += int64((to - from) * h.rowBytes[c])
+	}
+	blks, err := h.pool.alloc(h.owner, need, false)
+	if err != nil {
+		return nil, err
+	}
+	for _, b := range blks {
+		b.delta = true
+	}
+	h.pool.history.Add(int64(len(blks)) * int64(h.pool.blockBytes))
+	for c, per := range h.perBlock {
+		k := (to - from + per - 1) / per
+		d.cols[c], blks = blks[:k:k], blks[k:]
+	}
+	for c := range h.rowBytes {
+		if err := h.copyRows(treeLoc(&r.cols[c], h.perBlock[c], h.rowBytes[c]), deltaLoc(d, c, h.perBlock[c], h.rowBytes[c]), c, from, to, false); err != nil {
+			var freed []*block
+			for _, col := range d.cols {
+				for _, b := range col {
+					releaseBlock(b, &freed)
+				}
+			}
+			h.pool.free(freed)
+			return nil, err
+		}
+	}
+	return d, nil
+}
+
+// A locator gives, for a row, where it lies and how many rows follow it in
+// the same block.
+type locator func(row int) (device.Ptr, int)
+
+func treeLoc(t *tree, per, rb int) locator {
+	return func(row int) (device.Ptr, int) {
+		bi := row / per
+		return t.get(bi).ptr + device.Ptr((row-bi*per)*rb), (bi+1)*per - row
+	}
+}
+
+func deltaLoc(d *delta, c, per, rb int) locator {
+	return func(row int) (device.Ptr, int) {
+		k := row - d.from
+		return d.cols[c][k/per].ptr + device.Ptr((k%per)*rb), per - k%per
+	}
+}
+
+// copyRows copies rows [from, to) of column c from src to dst (toSrc
+// false) in as few device copies as the block boundaries allow.
+func (h *Head) copyRows(src, dst locator, c, from, to int, _ bool) error {
+	rb := h.rowBytes[c]
+	for row := from; row < to; {
+		s, sn := src(row)
+		d, dn := dst(row)
+		n := min(sn, dn, to-row)
+		if err := h.pool.b.CopyDtoD(d, s, n*rb); err != nil {
+			return err
+		}
+		row += n
+	}
+	return nil
+}
+
+// copies counts the device copies copyRows makes for rows [from, to) of a
+// column whose blocks hold per rows, from a delta packed at from.
+func copies(from, to, per int) int {
+	n := 0
+	for row := from; row < to; {
+		k := row - from
+		row += min(per-row%per, per-k%per, to-row)
+		n++
+	}
+	return n
+}
+
+// find returns the index of the entry of version v, or -1.
+func (x *history) find(v Version) int {
+	i, ok := slices.BinarySearchFunc(x.entries, v, func(e entry, v Version) int { return cmp.Compare(e.pos.v, v) })
+	if !ok {
+		return -1
+	}
+	return i
+}
+
+// candidates returns every way to reconstruct entry t, cheapest first.
+func (h *Head) candidates(t int, model CostModel) []Candidate {
+	x := h.hist
+	var out []Candidate
+	for q := t; q >= 0; q-- {
+		if x.entries[q].cp != nil {
+			out = append(out, h.candidate(q, t, model))
+		}
+		if q > 0 && x.entries[q].d == nil {
+			break // a gap: nothing before it reaches t
+		}
+	}
+	slices.SortStableFunc(out, func(a, b Candidate) int { return cmp.Compare(a.Estimate, b.Estimate) })
+	return out
+}
+
+type blockKey struct{ col, idx int }
+
+// candidate estimates seeding from entry q's checkpoint and applying the
+// deltas of entries q+1..t.
+func (h *Head) candidate(q, t int, model CostModel) Candidate {
+	x := h.hist
+	c := Candidate{Checkpoint: x.entries[q].pos.v, Deltas: t - q}
+	touched := map[blockKey]bool{}
+	rows := x.entries[q].rows
+	for j := q + 1; j <= t; j++ {
+		d := x.entries[j].d
+		for col, per := range h.perBlock {
+			rb := h.rowBytes[col]
+			for bi := d.from / per; bi*per < d.to; bi++ {
+				k := blockKey{col, bi}
+				if touched[k] {
+					continue
+				}
+				touched[k] = true
+				c.Blocks++
+				if used := min(rows, (bi+1)*per) - bi*per; used > 0 {
+					c.SeedBytes += int64(used * rb)
+					c.Copies++
+				}
+			}
+			c.Copies += copies(d.from, d.to, per)
+		}
+		c.DeltaBytes += d.bytes
+		rows = x.entries[j].rows
+	}
+	c.Estimate = model.estimate(&c)
+	return c
+}
+
+// plan returns the plan for version v. h.mu is held.
+func (h *Head) planAt(op string, v Version) (Plan, int, error) {
+	if h.hist == nil {
+		return Plan{}, 0, h.errorf(op, "%s keeps no checkpoints: %w", h.l.Type, ErrNotRetained)
+	}
+	t := h.hist.find(v)
+	if t < 0 {
+		return Plan{}, 0, h.errorf(op, "version %d is not in the retained history of the head's line: %w", v, ErrNotRetained)
+	}
+	model, err := h.pool.costModel()
+	if err != nil {
+		return Plan{}, 0, h.errorf(op, "calibrating the cost model: %w", err)
+	}
+	cs := h.candidates(t, model)
+	if len(cs) == 0 {
+		return Plan{}, 0, h.errorf(op, "version %d: a delta before it was not retained: %w", v, ErrNotRetained)
+	}
+	return Plan{Target: v, Candidate: cs[0], Alternatives: cs[1:]}, t, nil
+}
+
+// Plan explains how At(v) would reconstruct version v of the head's own
+// line: the checkpoint it would seed from, the deltas it would apply, the
+// estimated cost, and the alternatives. It reconstructs nothing.
+func (h *Head) Plan(v Version) (Plan, error) {
+	unlock, err := h.lock("Plan")
+	if err != nil {
+		return Plan{}, err
+	}
+	defer unlock()
+	p, _, err := h.planAt("Plan", v)
+	return p, err
+}
+
+// At reconstructs version v of the head's own line as a snapshot, by the
+// plan Plan(v) returns, and records the cost it measured (see
+// LastReconstruction). A version before the oldest retained checkpoint, or
+// not on the head's line, answers ErrNotRetained. The snapshot is like any
+// other: Rollback accepts it.
 //
 //state:acquire
 func (h *Head) At(v Version) (*Snap, error) {
-	return nil, h.errorf("At", "version %d: %w", v, ErrNotRetained)
+	unlock, err := h.lock("At")
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	start := time.Now()
+	p, t, err := h.planAt("At", v)
+	if err != nil {
+		return nil, err
+	}
+	x := h.hist
+	q := t
+	for x.entries[q].pos.v != p.Checkpoint || x.entries[q].cp == nil {
+		q--
+	}
+	r, err := h.reconstruct(q, t)
+	if err != nil {
+		return nil, h.errorf("At", "version %d: %w", v, err)
+	}
+	h.lin.mu.Lock()
+	s := &Snap{shape: h.shape, lin: h.lin, r: r, pos: x.entries[t].pos}
+	s.logical = int64(r.rows) * h.rowSum
+	h.lin.snaps[s] = struct{}{}
+	h.pool.register(s)
+	h.lin.mu.Unlock()
+	p.Measured = time.Since(start)
+	x.last = &p
+	return s, nil
 }
 
-// Plan explains how At(v) would reconstruct version v, without doing it.
-func (h *Head) Plan(v Version) (Plan, error) {
-	return Plan{}, h.errorf("Plan", "version %d: %w", v, ErrNotRetained)
+// reconstruct returns a new root for entry t: entry q's checkpoint with
+// the deltas of entries q+1..t applied. On failure it gives back every
+// block it took.
+func (h *Head) reconstruct(q, t int) (*root, error) {
+	x := h.hist
+	r := x.entries[q].cp.retain()
+	for j := q + 1; j <= t; j++ {
+		var err error
+		if r, err = h.applyDelta(r, x.entries[j].d, x.entries[j].rows); err != nil {
+			var freed []*block
+			r.release(&freed)
+			h.pool.free(freed)
+			return nil, err
+		}
+	}
+	return r, nil
 }
 
-// roots returns the roots the history holds.
-func (x *history) roots() []*root { return nil }
+// LastReconstruction returns the plan the last At on h performed, with
+// the cost it measured; false when At has not run.
+func (h *Head) LastReconstruction() (Plan, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.hist == nil || h.hist.last == nil {
+		return Plan{}, false
+	}
+	return *h.hist.last, true
+}
+
+// applyDelta writes d into r, a root the caller holds a reference to and
+// that nobody else changes, giving it rows rows. It returns the root to
+// hold (r itself, or r's copy); on failure the caller still holds a root
+// to release.
+func (h *Head) applyDelta(r *root, d *delta, rows int) (*root, error) {
+	var freed []*block
+	r = r.own(&freed)
+	defer h.pool.free(freed)
+	for c, per := range h.perBlock {
+		t := &r.cols[c]
+		rb := h.rowBytes[c]
+		for bi := d.from / per; bi*per < d.to; bi++ {
+			if bi < t.n && t.uniquePath(bi) {
+				continue
+			}
+			nb, err := h.pool.alloc(h.owner, 1, false)
+			if err != nil {
+				return r, err
+			}
+			if bi < t.n {
+				if used := min(r.rows, (bi+1)*per) - bi*per; used > 0 {
+					if err := h.pool.b.CopyDtoD(nb[0].ptr, t.get(bi).ptr, used*rb); err != nil {
+						releaseBlock(nb[0], &freed)
+						return r, err
+					}
+				}
+			}
+			t.set(bi, nb[0], &freed)
+		}
+		if err := h.copyRows(deltaLoc(d, c, per, rb), treeLoc(t, per, rb), c, d.from, d.to, false); err != nil {
+			return r, err
+		}
+	}
+	r.rows = rows
+	return r, nil
+}
+
+// costModel returns the pool's cost model, measuring it on first use.
+func (p *Pool) costModel() (CostModel, error) {
+	p.calib.once.Do(func() { p.calib.model, p.calib.err = p.calibrate() })
+	return p.calib.model, p.calib.err
+}
+
+type calibration struct {
+	once  sync.Once
+	model CostModel
+	err   error
+}
+
+// calibrate measures the backend: device copies of a few bytes and of a
+// block, and taking and giving back a block.
+func (p *Pool) calibrate() (CostModel, error) {
+	blks, err := p.alloc("", 2, false)
+	if err != nil {
+		return CostModel{}, err
+	}
+	defer func() {
+		var freed []*block
+		for _, b := range blks {
+			releaseBlock(b, &freed)
+		}
+		p.free(freed)
+	}()
+	const small = 64
+	timeCopies := func(n, reps int) (time.Duration, error) {
+		var best time.Duration
+		for range 3 {
+			start := time.Now()
+			for range reps {
+				if err := p.b.CopyDtoD(blks[0].ptr, blks[1].ptr, n); err != nil {
+					return 0, err
+				}
+			}
+			if err := p.b.Sync(); err != nil {
+				return 0, err
+			}
+			if d := time.Since(start) / time.Duration(reps); best == 0 || d < best {
+				best = d
+			}
+		}
+		return best, nil
+	}
+	tSmall, err := timeCopies(small, 200)
+	if err != nil {
+		return CostModel{}, err
+	}
+	tBig, err := timeCopies(p.blockBytes, 50)
+	if err != nil {
+		return CostModel{}, err
+	}
+	m := CostModel{CopyFixed: tSmall}
+	if p.blockBytes > small && tBig > tSmall {
+		m.CopyPerByte = float64(tBig-tSmall) / float64(p.blockBytes-small)
+	}
+	// A block taken: allocation, the tree's path copy, the release later.
+	var best time.Duration
+	for range 3 {
+		start := time.Now()
+		const reps = 200
+		for range reps {
+			b, err := p.alloc("", 1, false)
+			if err != nil {
+				return CostModel{}, err
+			}
+			var freed []*block
+			releaseBlock(b[0], &freed)
+			p.free(freed)
+		}
+		if d := time.Since(start) / reps; best == 0 || d < best {
+			best = d
+		}
+	}
+	m.Block = 2 * best
+	m.Fixed = 4 * best // the snapshot's registration
+	return m, nil
+}
+
+// CostModel returns the pool's cost model, measuring the backend on first
+// use.
+func (p *Pool) CostModel() (CostModel, error) {
+	leave, err := p.enter()
+	if err != nil {
+		return CostModel{}, fmt.Errorf("state: CostModel: %w", err)
+	}
+	defer leave()
+	return p.costModel()
+}
+

@@ -68,7 +68,7 @@ func (p *Pool) NewHead(l *Layout, owner Owner) (*Head, error) {
 	h.r = r
 	h.logical = int64(r.rows) * h.rowSum
 	if l.Checkpoint != nil {
-		h.hist = newHistory(l.Checkpoint)
+		h.hist = newHistory(l.Checkpoint, h.pos, r)
 	}
 	h.lin.heads[h] = struct{}{}
 	p.register(h)
@@ -98,6 +98,9 @@ func (h *Head) lock(op string) (func(), error) {
 		h.mu.Unlock()
 		leave()
 		return nil, h.errorf(op, "%w", ErrInvalidated)
+	}
+	if h.hist != nil && h.hist.pending != nil {
+		h.flush()
 	}
 	return func() { h.mu.Unlock(); leave() }, nil
 }
@@ -414,7 +417,7 @@ func (h *Head) AppendDevice(n int) ([][]device.Span, error) {
 	if err != nil {
 		return nil, err
 	}
-	h.record(from, from+n)
+	h.recordDevice(from, from+n)
 	return spans, nil
 }
 
@@ -437,7 +440,7 @@ func (h *Head) WriteDevice(from, to int) ([][]device.Span, error) {
 	if err != nil {
 		return nil, err
 	}
-	h.record(from, to)
+	h.recordDevice(from, to)
 	return spans, nil
 }
 
@@ -495,7 +498,12 @@ func (h *Head) Layout() *Layout { return h.l.clone() }
 func (h *Head) Stats() Stats {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.stats(h.r, h.pos.v)
+	st := h.stats(h.r, h.pos.v)
+	if h.hist != nil {
+		st.Checkpoints = len(h.hist.roots())
+		st.HistoryBytes = int64(len(h.hist.deltaBlocks())) * int64(h.pool.blockBytes)
+	}
+	return st
 }
 
 // Snapshot returns an immutable snapshot of the head's version, in O(1):
@@ -592,6 +600,11 @@ func (h *Head) Merge(child *Head) error {
 			return h.errorf("Merge", "%w", ErrReleased)
 		}
 	}
+	for _, x := range []*Head{h, child} {
+		if x.hist != nil && x.hist.pending != nil {
+			x.flush()
+		}
+	}
 	h.lin.mu.Lock()
 	if h.invalid.Load() || child.invalid.Load() {
 		h.lin.mu.Unlock()
@@ -675,7 +688,7 @@ func (h *Head) Rollback(to *Snap) error {
 	h.r = to.r.retain()
 	h.pos, h.owned = to.pos, false
 	if h.hist != nil {
-		h.hist.rollback(to.pos, &freed)
+		h.hist.rollback(to.pos, to.r, &freed)
 	}
 	h.lin.mu.Unlock()
 	h.setLogical()

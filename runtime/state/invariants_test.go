@@ -18,6 +18,7 @@ func checkInvariants(p *Pool) error {
 		return nil
 	}
 	rootRefs := map[*root]int{}
+	var histBlocks []*block
 	var shapes = map[*root]shape{}
 	for h := range p.live {
 		switch x := h.(type) {
@@ -32,6 +33,7 @@ func checkInvariants(p *Pool) error {
 					rootRefs[r]++
 					shapes[r] = x.shape
 				}
+				histBlocks = append(histBlocks, x.hist.deltaBlocks()...)
 			}
 			x.mu.Unlock()
 		case *Snap:
@@ -86,6 +88,17 @@ func checkInvariants(p *Pool) error {
 			nodeRefs[t.root]++
 			walk(t.root, seen)
 		}
+	}
+	deltaBlocks := map[*block]bool{}
+	for _, b := range histBlocks {
+		blockRefs[b]++
+		deltaBlocks[b] = true
+		if !b.delta {
+			return fmt.Errorf("block %#x of a delta is not marked", b.ptr)
+		}
+	}
+	if got := int64(len(deltaBlocks)) * int64(p.blockBytes); got != p.history.Load() {
+		return fmt.Errorf("histories hold %d delta bytes, the pool counts %d", got, p.history.Load())
 	}
 	for n, refs := range nodeRefs {
 		if got := int(n.rc.Load()); got != refs {

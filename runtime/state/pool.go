@@ -54,6 +54,10 @@ type PoolStats struct {
 	Blocks, FreeBlocks int64
 	// Slabs counts the backend allocations the pool holds.
 	Slabs int
+	// HistoryBytes is the part of PhysicalBytes that holds the deltas of
+	// checkpointed heads (checkpoints share their blocks with versions and
+	// count as those do).
+	HistoryBytes int64
 	// Device holds the backend's own figures; nil when it cannot give them.
 	Device *DeviceStats
 }
@@ -71,6 +75,7 @@ type block struct {
 	ptr   device.Ptr
 	rc    atomic.Int32
 	owner Owner
+	delta bool // holds a delta of a history
 }
 
 // Pool hands out fixed-size blocks of device memory carved from slabs. It
@@ -96,6 +101,8 @@ type Pool struct {
 	nextID   uint64
 
 	logical atomic.Int64
+	history atomic.Int64 // bytes of delta blocks held by histories
+	calib   calibration
 }
 
 // handle is what the pool knows of a live head or snapshot.
@@ -153,6 +160,7 @@ func (p *Pool) Stats() PoolStats {
 		Blocks:        p.inUse,
 		FreeBlocks:    p.nfree,
 		Slabs:         len(p.slabs),
+		HistoryBytes:  p.history.Load(),
 	}
 	closed := p.closed
 	p.mu.Unlock()
@@ -196,6 +204,7 @@ func (p *Pool) Close() error {
 	p.slabs, p.clean, p.dirty, p.live = nil, nil, nil, nil
 	p.reserved, p.nfree, p.inUse = 0, 0, 0
 	p.logical.Store(0)
+	p.history.Store(0)
 	return errors.Join(errs...)
 }
 
@@ -401,6 +410,10 @@ func (p *Pool) free(list []*block) {
 		return
 	}
 	for _, b := range list {
+		if b.delta {
+			b.delta = false
+			p.history.Add(-int64(p.blockBytes))
+		}
 		p.dirty[b.owner] = append(p.dirty[b.owner], b)
 	}
 	p.nfree += int64(len(list))

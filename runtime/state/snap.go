@@ -36,6 +36,10 @@ type Stats struct {
 	// each counted here even when other versions share it; the pool's
 	// PhysicalBytes counts every block once overall.
 	PhysicalBytes int64
+	// Checkpoints and HistoryBytes describe a checkpointed head's history:
+	// the checkpoints it keeps and the bytes of the blocks its deltas hold.
+	Checkpoints  int
+	HistoryBytes int64
 }
 
 func (s *Snap) describe() string {

@@ -1,0 +1,339 @@
+package state
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strconv"
+	"testing"
+
+	"github.com/gpustate/gpustate/runtime/device"
+)
+
+// lineEntry is the test's own account of a head's retained line.
+type lineEntry struct {
+	v  Version
+	cp bool
+}
+
+// atHead is a checkpointed head with the test's model of it.
+type atHead struct {
+	h     *Head
+	line  []lineEntry // retained versions, oldest first
+	since int
+	all   []Version // every version ever on the line, for ErrNotRetained
+}
+
+// TestModelAt runs seeded sequences of writes (host and device), branches,
+// merges, rollbacks (to snapshots and to versions At reconstructed) on
+// checkpointed heads, and checks after every step that At(v) reads as the
+// recorded content of v for every retained version of each head's line,
+// that older versions answer ErrNotRetained, and that Plan's choice is the
+// cheapest candidate. GPUSTATE_MODEL_STEPS and GPUSTATE_MODEL_SEED as for
+// TestModel.
+func TestModelAt(t *testing.T) {
+	steps := 400
+	if s := os.Getenv("GPUSTATE_MODEL_STEPS"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		steps = max(n/5, 1)
+	}
+	seeds := []uint64{1, 2, 3}
+	if s := os.Getenv("GPUSTATE_MODEL_SEED"); s != "" {
+		n, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seeds = []uint64{n}
+	}
+	for _, seed := range seeds {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) { runModelAt(t, seed, steps) })
+	}
+}
+
+func runModelAt(t *testing.T, seed uint64, steps int) {
+	rng := rand.New(rand.NewPCG(seed, 77))
+	fail := func(step int, format string, args ...any) {
+		t.Helper()
+		t.Fatalf("seed %d step %d: %s\nreplay: GPUSTATE_MODEL_SEED=%d go test -run TestModelAt ./runtime/state",
+			seed, step, fmt.Sprintf(format, args...), seed)
+	}
+	p, err := NewPool(device.Host(), PoolOptions{BlockBytes: 256})
+	check(t, err)
+	defer p.Close()
+	every, keep := 1+rng.IntN(4), 1+rng.IntN(3)
+	g := Growth(rng.IntN(2))
+	l := kv(g, 400, Descendants(rng.IntN(2)))
+	l.Checkpoint = &CheckpointPolicy{Every: every, Keep: keep}
+	content := map[Version][][]byte{} // every version's rows, lineage-wide
+	h0 := must[*Head](t)(p.NewHead(l, "s"))
+	content[0] = readAll(t, h0)
+	heads := []*atHead{{h: h0, line: []lineEntry{{0, true}}, all: []Version{0}}}
+	var snaps []*Snap
+	defer func() {
+		for _, x := range heads {
+			x.h.Release()
+		}
+		for _, s := range snaps {
+			s.Release()
+		}
+	}()
+	commit := func(x *atHead) {
+		v := x.h.Version()
+		content[v] = readAll(t, x.h)
+		x.since++
+		cp := x.since >= every
+		if cp {
+			x.since = 0
+		}
+		x.line = append(x.line, lineEntry{v, cp})
+		x.all = append(x.all, v)
+		// Keep checkpoints: drop the oldest and what only it served.
+		n := 0
+		for _, e := range x.line {
+			if e.cp {
+				n++
+			}
+		}
+		for n > keep {
+			x.line = x.line[1:]
+			for !x.line[0].cp {
+				x.line = x.line[1:]
+			}
+			n--
+		}
+	}
+	reset := func(x *atHead, to Version, from *atHead) {
+		if from != nil {
+			x.line, x.since = slices.Clone(from.line), from.since
+			x.all = slices.Clone(from.all)
+			return
+		}
+		for i, e := range x.line {
+			if e.v == to {
+				x.line = x.line[:i+1]
+				x.since = 0
+				for j := i; j >= 0 && !x.line[j].cp; j-- {
+					x.since++
+				}
+				break
+			}
+			if i == len(x.line)-1 {
+				x.line = []lineEntry{{to, true}}
+				x.since = 0
+			}
+		}
+		k := slices.Index(x.all, to)
+		if k < 0 {
+			x.all = []Version{to} // a version of another line: the test knows no more
+		} else {
+			x.all = x.all[:k+1]
+		}
+	}
+	var checked, notRetained int
+	defer func() { t.Logf("every=%d keep=%d %v: %d At checked, %d not retained", every, keep, g, checked, notRetained) }()
+	for step := range steps {
+		x := heads[rng.IntN(len(heads))]
+		switch k := rng.IntN(10); {
+		case k < 3 && g == Append:
+			if err := x.h.Append(kvRows(rng.IntN(20), byte(step))); err == nil {
+				commit(x)
+			} else if !errors.Is(err, ErrBound) && !errors.Is(err, ErrInvalidated) {
+				fail(step, "append: %v", err)
+			}
+		case k < 3:
+			n := rng.IntN(50)
+			if err := x.h.Write(rng.IntN(400-n), kvRows(n, byte(step))); err == nil {
+				commit(x)
+			} else if !errors.Is(err, ErrInvalidated) {
+				fail(step, "write: %v", err)
+			}
+		case k < 5:
+			var spans [][]device.Span
+			var err error
+			if g == Append {
+				spans, err = x.h.AppendDevice(rng.IntN(20))
+			} else {
+				from := rng.IntN(400)
+				spans, err = x.h.WriteDevice(from, from+rng.IntN(400-from))
+			}
+			if err != nil {
+				if !errors.Is(err, ErrBound) && !errors.Is(err, ErrInvalidated) {
+					fail(step, "device write: %v", err)
+				}
+				break
+			}
+			for _, col := range spans {
+				for _, s := range col {
+					check(t, p.Backend().Memset(s.Ptr, byte(rng.UintN(256)), 1+rng.IntN(8)))
+				}
+			}
+			commit(x)
+		case k == 5:
+			if c, err := x.h.Branch(); err == nil {
+				ch := &atHead{h: c}
+				reset(ch, 0, x)
+				heads = append(heads, ch)
+			}
+		case k == 6 && len(heads) > 1:
+			c := heads[rng.IntN(len(heads))]
+			if err := x.h.Merge(c.h); err == nil && c != x {
+				reset(x, 0, c)
+			}
+		case k == 7:
+			if s, err := x.h.Snapshot(); err == nil {
+				snaps = append(snaps, s)
+			}
+		case k == 8 && len(x.line) > 0:
+			// Roll back to a version reconstructed by At, or to a snapshot.
+			var to *Snap
+			if rng.IntN(2) == 0 {
+				e := x.line[rng.IntN(len(x.line))]
+				s, err := x.h.At(e.v)
+				if err != nil {
+					if errors.Is(err, ErrInvalidated) {
+						break
+					}
+					fail(step, "At(%d) of a retained version: %v", e.v, err)
+				}
+				snaps = append(snaps, s)
+				to = s
+			} else if len(snaps) > 0 {
+				to = snaps[rng.IntN(len(snaps))]
+			}
+			if to == nil {
+				break
+			}
+			if err := x.h.Rollback(to); err == nil {
+				reset(x, to.Version(), nil)
+			}
+		case k == 9 && len(heads) > 1:
+			i := rng.IntN(len(heads))
+			check(t, heads[i].h.Release())
+			heads = slices.Delete(heads, i, i+1)
+		}
+		// Check every head's retained line, and what lies before it.
+		for _, x := range heads {
+			if x.h.invalid.Load() {
+				continue
+			}
+			retained := map[Version]bool{}
+			for _, e := range x.line {
+				retained[e.v] = true
+				s, err := x.h.At(e.v)
+				if err != nil {
+					fail(step, "At(%d): %v (line %v)", e.v, err, x.line)
+				}
+				got := readAll(t, s)
+				check(t, s.Release())
+				checked++
+				if !equalCols(got, content[e.v]) {
+					fail(step, "At(%d) differs from the recorded content", e.v)
+				}
+				plan, err := x.h.Plan(e.v)
+				if err != nil {
+					fail(step, "Plan(%d): %v", e.v, err)
+				}
+				for _, alt := range plan.Alternatives {
+					if alt.Estimate < plan.Estimate {
+						fail(step, "Plan(%d) chose %+v over the cheaper %+v", e.v, plan.Candidate, alt)
+					}
+				}
+			}
+			for _, v := range x.all {
+				if retained[v] {
+					continue
+				}
+				notRetained++
+				if _, err := x.h.At(v); !errors.Is(err, ErrNotRetained) {
+					fail(step, "At(%d) of a version before the retained line: %v", v, err)
+				}
+			}
+			if _, err := x.h.At(1 << 40); !errors.Is(err, ErrNotRetained) {
+				fail(step, "At of a version never made: %v", err)
+			}
+			if st := x.h.Stats(); st.Checkpoints > keep {
+				fail(step, "%d checkpoints kept, keep=%d", st.Checkpoints, keep)
+			}
+		}
+		if err := checkInvariants(p); err != nil {
+			fail(step, "invariant: %v", err)
+		}
+	}
+}
+
+// TestPlanAgainstExecution reconstructs a version from every checkpoint in
+// turn, counting the copies, bytes and blocks the backend actually sees,
+// and checks that each candidate Plan lists predicted exactly those, and
+// that the plan's choice is the cheapest of them.
+func TestPlanAgainstExecution(t *testing.T) {
+	for _, g := range []Growth{Append, Mutable} {
+		t.Run(g.String(), func(t *testing.T) {
+			cb := &countBackend{Backend: device.Host()}
+			p, err := NewPool(cb, PoolOptions{BlockBytes: 256})
+			check(t, err)
+			defer p.Close()
+			l := kv(g, 2000, Keep)
+			l.Checkpoint = &CheckpointPolicy{Every: 3, Keep: 4}
+			h := must[*Head](t)(p.NewHead(l, "s"))
+			defer h.Release()
+			rng := rand.New(rand.NewPCG(5, 5))
+			for i := range 11 {
+				if g == Append {
+					check(t, h.Append(kvRows(1+rng.IntN(60), byte(i))))
+				} else {
+					n := 1 + rng.IntN(100)
+					check(t, h.Write(rng.IntN(2000-n), kvRows(n, byte(i))))
+				}
+			}
+			v := h.Version()
+			plan := must[Plan](t)(h.Plan(v))
+			all := append([]Candidate{plan.Candidate}, plan.Alternatives...)
+			if len(all) < 3 {
+				t.Fatalf("%d candidates, want several", len(all))
+			}
+			tIdx := h.hist.find(v)
+			for _, c := range all {
+				q := tIdx
+				for h.hist.entries[q].pos.v != c.Checkpoint {
+					q--
+				}
+				cb.reset()
+				r, err := h.reconstruct(q, tIdx)
+				check(t, err)
+				copies, bytes := cb.copies, cb.bytes
+				var freed []*block
+				st := p.Stats()
+				r.release(&freed)
+				p.free(freed)
+				blocks := st.Blocks - p.Stats().Blocks
+				if copies != c.Copies || bytes != c.SeedBytes+c.DeltaBytes || blocks != int64(c.Blocks) {
+					t.Errorf("from %d: %d copies of %d bytes, %d blocks; the plan says %d copies of %d+%d bytes, %d blocks",
+						c.Checkpoint, copies, bytes, blocks, c.Copies, c.SeedBytes, c.DeltaBytes, c.Blocks)
+				}
+				if c.Estimate < plan.Estimate {
+					t.Errorf("candidate %+v is cheaper than the choice %+v", c, plan.Candidate)
+				}
+			}
+		})
+	}
+}
+
+// countBackend counts device-to-device copies and their bytes.
+type countBackend struct {
+	device.Backend
+	copies int
+	bytes  int64
+}
+
+func (c *countBackend) reset() { c.copies, c.bytes = 0, 0 }
+
+func (c *countBackend) CopyDtoD(dst, src device.Ptr, n int) error {
+	c.copies++
+	c.bytes += int64(n)
+	return c.Backend.CopyDtoD(dst, src, n)
+}
