@@ -648,4 +648,3 @@ func (p *Pool) CostModel() (CostModel, error) {
 	defer leave()
 	return p.costModel()
 }
-

@@ -135,7 +135,9 @@ func runModelAt(t *testing.T, seed uint64, steps int) {
 		}
 	}
 	var checked, notRetained int
-	defer func() { t.Logf("every=%d keep=%d %v: %d At checked, %d not retained", every, keep, g, checked, notRetained) }()
+	defer func() {
+		t.Logf("every=%d keep=%d %v: %d At checked, %d not retained", every, keep, g, checked, notRetained)
+	}()
 	for step := range steps {
 		x := heads[rng.IntN(len(heads))]
 		switch k := rng.IntN(10); {
