@@ -24,15 +24,17 @@ repo=$PWD
 reps=${VETBENCH_REPS:-3}
 pkgs=${VETBENCH_PKGS:-./go/...}
 
-go build -o bin/statevet ./cmd/statevet
-statevet=$repo/bin/statevet
-
 src=$(go env GOMODCACHE)/golang.org/x/tools@v0.52.0
 if [ ! -d "$src" ]; then
   go mod download golang.org/x/tools
 fi
 work=$(mktemp -d "${TMPDIR:-/tmp}/vetbench.XXXXXX")
 trap 'chmod -R u+w "$work" 2>/dev/null; rm -rf "$work"' EXIT
+
+# A private binary: nothing else may rebuild it while the runs are timed.
+statevet=$work/statevet
+go build -o "$statevet" ./cmd/statevet
+analyzers=$("$statevet" help | awk '/^Registered analyzers:/ {on = 1; next} on && NF == 0 && n {exit} on && NF {n++; printf "%s%s", (n > 1 ? ", " : ""), $1}')
 cp -r "$src" "$work/tools"
 chmod -R u+w "$work/tools"
 cd "$work/tools"
@@ -85,5 +87,5 @@ cat <<EOT
 | go vet -lostcancel | $lc | 1.000x |
 | go vet (full default suite) | $gv | $(echo "scale=3; $gv / $lc" | bc)x |
 
-statevet findings on x/tools: $findings. Machine: $(nproc) cores, $(go version | awk '{print $3}').
+statevet analyzers: $analyzers. statevet findings on x/tools: $findings. Machine: $(nproc) cores, $(go version | awk '{print $3}').
 EOT
