@@ -68,7 +68,7 @@ elif ! go run ./cmd/stategen -check ./examples/kvcache/...; then
   echo "FAIL: stategen -check found stale handles"
   fail=1
 else
-  echo "   examples/kvcache/cache/kvcache_state.go is up to date"
+  echo "   examples/kvcache/cache: kvcache_state.go and CONTRACTS.md are up to date"
 fi
 
 echo
