@@ -101,27 +101,29 @@ fi
 echo
 echo "gpu-check: figures (MB/s = 1e6 bytes per second of bytes copied)"
 awk -v store="$store" '
-function mbs(line,   i, n, f) {
+# metric returns the value before unit u on a benchmark line, or "".
+function metric(line, u,   i, n, f) {
 	n = split(line, f, /[ \t]+/)
-	for (i = 2; i <= n; i++) if (f[i] == "MB/s") return f[i-1]
+	for (i = 2; i <= n; i++) if (f[i] == u) return f[i-1]
 	return ""
 }
 function name(s) { sub(/-[0-9]+$/, "", s); sub(/^Benchmark/, "", s); return s }
-FNR == NR && /^Benchmark/ { v = mbs($0); if (v != "") dev[name($1)] = v; next }
-/^Benchmark/ { v = mbs($0); if (v != "") st[name($1)] = v }
+FNR == NR && /^Benchmark/ { k = name($1); mb[k] = metric($0, "MB/s"); xd[k] = metric($0, "x_driver"); xm[k] = metric($0, "x_memmove"); next }
+/^Benchmark/ { v = metric($0, "MB/s"); if (v != "") st[name($1)] = v }
 END {
 	big = ""
-	for (k in dev) if (k ~ /^Device\/cuda\/DtoD\//) { s = k; sub(/.*\//, "", s); if (s ~ /MiB$/ && (big == "" || s + 0 > big + 0)) big = s }
+	for (k in mb) if (k ~ /^Device\/cuda\/DtoD\//) { s = k; sub(/.*\//, "", s); if (s ~ /MiB$/ && (big == "" || s + 0 > big + 0)) big = s }
 	if (big == "") { print "gpu-check: no CUDA copy figures in the benchmark output" > "/dev/stderr"; exit 1 }
-	dtod = dev["Device/cuda/DtoD/" big]; htod = dev["Device/cuda/HtoD/" big]; mm = dev["Device/memmove/" big]
-	printf "  device copy bandwidth (HBM, cuMemcpyDtoD, %s): %10.0f MB/s  (%.2fx host memmove)\n", big, dtod, dtod / mm
-	printf "  host-to-device bandwidth (pageable, %s):        %10.0f MB/s  (%.2fx host memmove)\n", big, htod, htod / mm
-	printf "  device-to-host bandwidth (pageable, %s):        %10.0f MB/s\n", big, dev["Device/cuda/DtoH/" big]
-	printf "  device memset (cuMemsetD8, %s):                 %10.0f MB/s\n", big, dev["Device/cuda/Memset/" big]
+	dtod = mb["Device/cuda/DtoD/" big]; htod = mb["Device/cuda/HtoD/" big]
+	printf "  device copy bandwidth (HBM, CopyDtoD, %s):  %10.0f MB/s  (%s x host memmove)\n", big, dtod, xm["Device/cuda/DtoD/" big]
+	printf "  host-to-device bandwidth (CopyHtoD, %s):    %10.0f MB/s  (%s x host memmove)\n", big, htod, xm["Device/cuda/HtoD/" big]
+	printf "  device-to-host bandwidth (CopyDtoH, %s):    %10.0f MB/s  (%s x host memmove)\n", big, mb["Device/cuda/DtoH/" big], xm["Device/cuda/DtoH/" big]
+	printf "  device memset (Memset, %s):                 %10.0f MB/s  (%s x host memmove)\n", big, mb["Device/cuda/Memset/" big], xm["Device/cuda/Memset/" big]
 	n = split("HtoD DtoH DtoD Memset", ops, " ")
-	for (i = 1; i <= n; i++) {
-		b = dev["Device/cuda/" ops[i] "/" big]; d = dev["Device/driver/" ops[i] "/" big]
-		if (b != "" && d != "") printf "  backend/driver %-6s (%s): %.3f\n", ops[i], big, b / d
+	m = split("64KiB 16MiB 256MiB", sizes, " ")
+	for (i = 1; i <= n; i++) for (j = 1; j <= m; j++) {
+		k = "Device/cuda/" ops[i] "/" sizes[j]
+		if (xd[k] != "") printf "  backend speed / bare driver, %s %s: %s\n", ops[i], sizes[j], xd[k]
 	}
 	for (k in st) {
 		if (k ~ /[Aa]ppend/) printf "  store %s: %.0f MB/s = %.3f of host-to-device\n", k, st[k], st[k] / htod

@@ -6,20 +6,30 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"testing"
+	"time"
 	"unsafe"
 )
 
-// The benchmarks measure each backend's Alloc, copies and Memset against a
-// plain copy of the same bytes between two Go slices (memmove), and, for
-// CUDA, against the same driver entry points called directly. Every figure
-// is bytes per second (SetBytes), so ratios read straight off one run:
+// The benchmarks time each backend's Alloc, copies and Memset side by side
+// with baselines on the same bytes, alternating within every iteration, so
+// that the ratios hold on a busy machine where absolute figures drift:
 //
 //	go test -run '^$' -bench . ./runtime/device
 //
-// The CUDA backend runs on the fake driver (cuda-fake: host memory, so its
-// figures show the cost of the call path) unless GPUSTATE_BACKEND=cuda,
-// which benchmarks the machine's GPU (cuda) instead.
+// Each reports the operation's own MB/s and ns/op and, per baseline, the
+// median over iterations of baseline time / operation time:
+//
+//	x_memmove  against copy() of the same bytes between two Go slices
+//	x_driver   (CUDA) against the same driver entry point called directly,
+//	           without the backend's checks, locking and context switch
+//
+// Above 1 the operation is faster than its baseline. The CUDA backend runs
+// on the fake driver (cuda-fake: host memory, so its figures show the cost
+// of the call path) unless GPUSTATE_BACKEND=cuda, which benchmarks the
+// machine's GPU (cuda) instead. DtoD and Memset include a Sync, so that
+// they time the device's work rather than its queueing.
 
 // benchSizes are the copy sizes: a small block, a slab, and on a real GPU a
 // size large enough that launch and sync costs vanish next to HBM time.
@@ -40,10 +50,9 @@ func BenchmarkDevice(b *testing.B) {
 			}
 		})
 	}
-	benchBackend(b, "host", func(b *testing.B) Backend { return Host() })
+	benchBackend(b, "host", func(b *testing.B) (Backend, *CUDA) { return Host(), nil })
 	name, open := benchCUDA(b)
-	benchBackend(b, name, func(b *testing.B) Backend { return open(b) })
-	benchDriver(b, open)
+	benchBackend(b, name, func(b *testing.B) (Backend, *CUDA) { c := open(b); return c, c })
 }
 
 // benchCUDA returns the CUDA backend to benchmark: the machine's with
@@ -69,134 +78,162 @@ func benchCUDA(b *testing.B) (string, func(b *testing.B) *CUDA) {
 	}
 }
 
-func benchBackend(b *testing.B, name string, open func(b *testing.B) Backend) {
-	for _, size := range benchSizes {
-		sz := sizeName(size)
-		run := func(op string, body func(b *testing.B, be Backend, src, dst Ptr, host []byte)) {
-			b.Run(fmt.Sprintf("%s/%s/%s", name, op, sz), func(b *testing.B) {
-				be := open(b)
-				defer be.Close()
-				src, err := be.Alloc(size)
-				if err != nil {
-					b.Fatal(err)
-				}
-				dst, err := be.Alloc(size)
-				if err != nil {
-					b.Fatal(err)
-				}
-				host := make([]byte, size)
-				warm(b, be, src, dst, host)
-				b.SetBytes(int64(size))
-				for b.Loop() {
-					body(b, be, src, dst, host)
-				}
-				if err := be.Sync(); err != nil {
-					b.Fatal(err)
-				}
-			})
-		}
-		run("Alloc", func(b *testing.B, be Backend, _, _ Ptr, _ []byte) {
-			p, err := be.Alloc(size)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if err := be.Free(p); err != nil {
-				b.Fatal(err)
-			}
-		})
-		run("HtoD", func(b *testing.B, be Backend, _, dst Ptr, host []byte) {
-			if err := be.CopyHtoD(dst, host); err != nil {
-				b.Fatal(err)
-			}
-		})
-		run("DtoH", func(b *testing.B, be Backend, src, _ Ptr, host []byte) {
-			if err := be.CopyDtoH(host, src); err != nil {
-				b.Fatal(err)
-			}
-		})
-		run("DtoD", func(b *testing.B, be Backend, src, dst Ptr, _ []byte) {
-			if err := be.CopyDtoD(dst, src, size); err != nil {
-				b.Fatal(err)
-			}
-			if err := be.Sync(); err != nil {
-				b.Fatal(err)
-			}
-		})
-		run("Memset", func(b *testing.B, be Backend, _, dst Ptr, _ []byte) {
-			if err := be.Memset(dst, 0x5a, size); err != nil {
-				b.Fatal(err)
-			}
-			if err := be.Sync(); err != nil {
-				b.Fatal(err)
-			}
-		})
-	}
+// benchEnv is what one benchmark's operation and baselines work on: two
+// device allocations and two host buffers of the same size, every page
+// touched.
+type benchEnv struct {
+	be       Backend
+	c        *CUDA // be as a CUDA backend, or nil
+	src, dst Ptr
+	host     []byte
+	a, b     []byte // memmove baseline buffers
 }
 
-// benchDriver calls the driver's entry points directly, on one thread with
-// the context made current once: the floor under the CUDA backend's figures.
-func benchDriver(b *testing.B, open func(b *testing.B) *CUDA) {
+func benchBackend(b *testing.B, name string, open func(b *testing.B) (Backend, *CUDA)) {
 	for _, size := range benchSizes {
-		run := func(op string, body func(d *driver, src, dst uint64, host []byte) cuResult) {
-			b.Run(fmt.Sprintf("driver/%s/%s", op, sizeName(size)), func(b *testing.B) {
-				c := open(b)
-				defer c.Close()
-				src, err := c.Alloc(size)
+		n := uint64(size)
+		ops := []struct {
+			name   string
+			op     func(e *benchEnv) error
+			driver func(e *benchEnv) cuResult // nil: no driver baseline
+		}{
+			{"Alloc", func(e *benchEnv) error {
+				p, err := e.be.Alloc(size)
 				if err != nil {
-					b.Fatal(err)
+					return err
 				}
-				dst, err := c.Alloc(size)
-				if err != nil {
-					b.Fatal(err)
+				return e.be.Free(p)
+			}, nil},
+			{"HtoD", func(e *benchEnv) error { return e.be.CopyHtoD(e.dst, e.host) },
+				func(e *benchEnv) cuResult {
+					return e.c.d.cuMemcpyHtoD(uint64(e.dst), unsafe.Pointer(&e.host[0]), n)
+				}},
+			{"DtoH", func(e *benchEnv) error { return e.be.CopyDtoH(e.host, e.src) },
+				func(e *benchEnv) cuResult {
+					return e.c.d.cuMemcpyDtoH(unsafe.Pointer(&e.host[0]), uint64(e.src), n)
+				}},
+			{"DtoD", func(e *benchEnv) error {
+				if err := e.be.CopyDtoD(e.dst, e.src, size); err != nil {
+					return err
 				}
-				host := make([]byte, size)
-				warm(b, c, src, dst, host)
+				return e.be.Sync()
+			}, func(e *benchEnv) cuResult {
+				if r := e.c.d.cuMemcpyDtoD(uint64(e.dst), uint64(e.src), n); r != cuSuccess {
+					return r
+				}
+				return e.c.d.cuCtxSynchronize()
+			}},
+			{"Memset", func(e *benchEnv) error {
+				if err := e.be.Memset(e.dst, 0x5a, size); err != nil {
+					return err
+				}
+				return e.be.Sync()
+			}, func(e *benchEnv) cuResult {
+				if r := e.c.d.cuMemsetD8(uint64(e.dst), 0x5a, n); r != cuSuccess {
+					return r
+				}
+				return e.c.d.cuCtxSynchronize()
+			}},
+		}
+		for _, o := range ops {
+			b.Run(fmt.Sprintf("%s/%s/%s", name, o.name, sizeName(size)), func(b *testing.B) {
+				be, c := open(b)
+				defer be.Close()
+				e := newBenchEnv(b, be, c, size)
+				// The driver baseline runs on this thread with the primary
+				// context current; the backend's own calls lock the same
+				// thread again and set the same context.
 				runtime.LockOSThread()
 				defer runtime.UnlockOSThread()
-				if r := c.d.cuCtxSetCurrent(c.ctx); r != cuSuccess {
-					b.Fatal(c.d.error("cuCtxSetCurrent", r))
-				}
-				b.SetBytes(int64(size))
-				for b.Loop() {
-					if r := body(c.d, uint64(src), uint64(dst), host); r != cuSuccess {
-						b.Fatal(c.d.error(op, r))
+				baselines := []baseline{{"memmove", func() error { copy(e.b, e.a); return nil }}}
+				if c != nil && o.driver != nil {
+					if r := c.d.cuCtxSetCurrent(c.ctx); r != cuSuccess {
+						b.Fatal(c.d.error("cuCtxSetCurrent", r))
 					}
+					baselines = append(baselines, baseline{"driver", func() error {
+						if r := o.driver(e); r != cuSuccess {
+							return c.d.error(o.name, r)
+						}
+						return nil
+					}})
 				}
+				sideBySide(b, size, func() error { return o.op(e) }, baselines)
 			})
 		}
-		run("HtoD", func(d *driver, _, dst uint64, host []byte) cuResult {
-			return d.cuMemcpyHtoD(dst, unsafe.Pointer(&host[0]), uint64(len(host)))
-		})
-		run("DtoH", func(d *driver, src, _ uint64, host []byte) cuResult {
-			return d.cuMemcpyDtoH(unsafe.Pointer(&host[0]), src, uint64(len(host)))
-		})
-		run("DtoD", func(d *driver, src, dst uint64, host []byte) cuResult {
-			if r := d.cuMemcpyDtoD(dst, src, uint64(len(host))); r != cuSuccess {
-				return r
-			}
-			return d.cuCtxSynchronize()
-		})
-		run("Memset", func(d *driver, _, dst uint64, host []byte) cuResult {
-			if r := d.cuMemsetD8(dst, 0x5a, uint64(len(host))); r != cuSuccess {
-				return r
-			}
-			return d.cuCtxSynchronize()
-		})
 	}
 }
 
-// warm touches every page the benchmark will use, so that first-touch
-// page faults are not timed.
-func warm(b *testing.B, be Backend, src, dst Ptr, host []byte) {
-	fill(host, 1)
-	if err := be.CopyHtoD(src, host); err != nil {
+func newBenchEnv(b *testing.B, be Backend, c *CUDA, size int) *benchEnv {
+	e := &benchEnv{be: be, c: c, host: make([]byte, size), a: make([]byte, size), b: make([]byte, size)}
+	var err error
+	if e.src, err = be.Alloc(size); err != nil {
 		b.Fatal(err)
 	}
-	if err := be.CopyHtoD(dst, host); err != nil {
+	if e.dst, err = be.Alloc(size); err != nil {
 		b.Fatal(err)
+	}
+	// Touch every page, so that first-touch faults are not timed.
+	fill(e.host, 1)
+	fill(e.a, 2)
+	copy(e.b, e.a)
+	for _, p := range []Ptr{e.src, e.dst} {
+		if err := be.CopyHtoD(p, e.host); err != nil {
+			b.Fatal(err)
+		}
 	}
 	if err := be.Sync(); err != nil {
 		b.Fatal(err)
+	}
+	return e
+}
+
+// baseline is an operation the benchmarked one is compared with.
+type baseline struct {
+	name string
+	run  func() error
+}
+
+// sideBySide runs op and each baseline once per iteration, alternating
+// which goes first, and reports op's MB/s and ns/op and, per baseline, the
+// median of baseline time / op time as x_NAME.
+func sideBySide(b *testing.B, size int, op func() error, base []baseline) {
+	ratios := make([][]float64, len(base))
+	var total time.Duration
+	runOp := func() time.Duration {
+		t := time.Now()
+		if err := op(); err != nil {
+			b.Fatal(err)
+		}
+		return time.Since(t)
+	}
+	i := 0
+	for b.Loop() {
+		var d time.Duration
+		if i%2 == 0 {
+			d = runOp()
+		}
+		times := make([]time.Duration, len(base))
+		for j, bl := range base {
+			t := time.Now()
+			if err := bl.run(); err != nil {
+				b.Fatal(err)
+			}
+			times[j] = time.Since(t)
+		}
+		if i%2 == 1 {
+			d = runOp()
+		}
+		i++
+		total += d
+		for j, t := range times {
+			ratios[j] = append(ratios[j], float64(t)/float64(max(d, 1)))
+		}
+	}
+	b.ReportMetric(float64(total.Nanoseconds())/float64(i), "ns/op")
+	b.ReportMetric(float64(size)*float64(i)/total.Seconds()/1e6, "MB/s")
+	for j, bl := range base {
+		slices.Sort(ratios[j])
+		b.ReportMetric(ratios[j][len(ratios[j])/2], "x_"+bl.name)
 	}
 }
 
