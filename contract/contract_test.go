@@ -251,6 +251,20 @@ func TestDiagnostics(t *testing.T) {
 		{"two contracts", head + "//state:growth append bound=8\ntype A struct{ X []int32 }\n\n" +
 			"//state:contract\n//state:owner step\n//state:growth append bound=0\ntype B struct{ X []int32 }\n",
 			[]string{`10: stcontract: bound "0" of B is 0`}},
+		{"checkpoint values", head + "//state:growth append bound=8\n//state:checkpoint every=0 keep=K budget=-1\ntype T struct{ X []int32 }\n",
+			[]string{`6: stcontract: every="0" in //state:checkpoint of T is 0`, `6: stcontract: keep="K" in //state:checkpoint of T is not a valid constant expression (undefined: K)`,
+				`6: stcontract: budget="-1" in //state:checkpoint of T is -1`}},
+		{"cleanup event", head + "//state:growth append bound=8\n//state:cleanup on=\"end of session\"\ntype T struct{ X []int32 }\n",
+			[]string{`6: stcontract: cleanup event "end of session" of T is not a word`}},
+		{"owner key", head[:len(head)-len("//state:owner session\n")] + "//state:owner kind=session\n//state:growth append bound=8\ntype T struct{ X []int32 }\n",
+			[]string{"4: stcontract: //state:owner of T needs an owner kind", `4: stcontract: //state:owner of T takes no key=value arguments; remove "kind=session"`}},
+		{"contract word", "package p\n\n//state:contract kv\n//state:owner s\n//state:growth append bound=8\ntype T struct{ X []int32 }\n",
+			[]string{`3: stcontract: unexpected argument "kv" in //state:contract of T; write purpose="..."`}},
+		{"group doc", "package p\n\n//state:contract\ntype (\n\tT struct{ X []int32 }\n)\n",
+			[]string{"3: stcontract: //state:contract is not in the doc comment of a type or func"}},
+		{"quoted bound", head + "//state:growth append bound=\"2 * 8\"\ntype T struct{ X []int32 }\n", nil},
+		{"misspelt key is not also missing", head + "//state:growth append bound=8\n//state:branch isolated mrege=unsupported\ntype T struct{ X []int32 }\n",
+			[]string{"6: stcontract: unknown key mrege in //state:branch of T; did you mean merge?"}},
 		{"prose is not a directive", head + "//state:growth append bound=8\n// state: the rows\ntype T struct{ X []int32 }\n", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -456,22 +456,28 @@ func (cp *contractParse) checkpoint(d *directive) {
 			msg = "is too large"
 		}
 		if msg != "" {
-			cp.errorf(a.valPos, a.end, "%s=%s in //state:checkpoint of %s %s; write a positive integer constant", key, a.value, name, msg)
+			cp.errorf(a.valPos, a.end, "%s=%s in //state:checkpoint of %s %s; write a positive integer constant", key, quote(a.value), name, msg)
 			return 0, false
 		}
 		return v, true
 	}
-	if _, ok := kv["every"]; !ok && cp.misspelt["every"] {
-	} else if !ok {
+	_, hasEvery := kv["every"]
+	switch {
+	case hasEvery:
+		if v, ok := positive("every"); ok {
+			ck.Every = int(v)
+		}
+	case !cp.misspelt["every"]:
 		cp.errorf(d.pos, d.end, "//state:checkpoint of %s needs every=N: a checkpoint every N versions", name)
-	} else if v, ok := positive("every"); ok {
-		ck.Every = int(v)
 	}
-	if _, ok := kv["keep"]; !ok && cp.misspelt["keep"] {
-	} else if !ok {
+	_, hasKeep := kv["keep"]
+	switch {
+	case hasKeep:
+		if v, ok := positive("keep"); ok {
+			ck.Keep = int(v)
+		}
+	case !cp.misspelt["keep"]:
 		cp.growthf(d.pos, d.end, "checkpoint history of %s has no keep, so it grows without limit; add keep=K to retain at most K checkpoints", name)
-	} else if v, ok := positive("keep"); ok {
-		ck.Keep = int(v)
 	}
 	if v, ok := positive("budget"); ok {
 		ck.Budget = v
