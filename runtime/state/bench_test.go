@@ -3,6 +3,7 @@ package state
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/gpustate/gpustate/runtime/device"
 )
@@ -213,4 +214,76 @@ func BenchmarkBlockAlloc(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkReconstruct reconstructs versions of a checkpointed state with
+// At, and reports Plan's estimate beside the measured time per op.
+func BenchmarkReconstruct(b *testing.B) {
+	for _, c := range []struct {
+		name  string
+		g     Growth
+		batch int
+	}{
+		{"append/small", Append, 16},
+		{"append/large", Append, 4096},
+		{"mutable/small", Mutable, 16},
+		{"mutable/large", Mutable, 4096},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			p := benchPool(b, device.Host(), PoolOptions{})
+			l := kv(c.g, 1<<18, Keep)
+			l.Checkpoint = &CheckpointPolicy{Every: 16, Keep: 4}
+			h, err := p.NewHead(l, "s")
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer h.Release()
+			rows := kvRows(c.batch, 1)
+			var target Version
+			for i := range 40 {
+				if c.g == Append {
+					err = h.Append(rows)
+				} else {
+					err = h.Write((i*7919*c.batch)%(1<<18-c.batch), rows)
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+				if i == 30 {
+					target = h.Version() // 15 deltas past a checkpoint
+				}
+			}
+			plan, err := h.Plan(target)
+			if err != nil {
+				b.Fatal(err)
+			}
+			// Reconstructions read versions not used lately: each one
+			// starts with the CPU's caches holding other data, as the
+			// cost model's calibration does.
+			evict := make([]byte, 64<<20)
+			var measured time.Duration
+			n := 0
+			for b.Loop() {
+				b.StopTimer()
+				for i := 0; i < len(evict); i += 64 {
+					evict[i]++
+				}
+				b.StartTimer()
+				s, err := h.At(target)
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.StopTimer()
+				last, _ := h.LastReconstruction()
+				measured += last.Measured
+				n++
+				s.Release()
+				b.StartTimer()
+			}
+			b.ReportMetric(float64(plan.Estimate.Nanoseconds()), "estimate-ns")
+			b.ReportMetric(float64(measured.Nanoseconds())/float64(n), "measured-ns")
+			b.ReportMetric(float64(plan.Estimate)/(float64(measured)/float64(n)), "estimate/measured")
+			b.ReportMetric(float64(plan.Deltas), "deltas")
+		})
+	}
 }

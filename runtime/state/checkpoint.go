@@ -61,18 +61,23 @@ type Candidate struct {
 
 // CostModel is what a pool measured of its backend once, to estimate
 // reconstruction costs: a device-to-device copy of n bytes costs
-// CopyFixed + n*CopyPerByte, a block taken costs Block, and every
-// reconstruction Fixed.
+// CopyFixed + n*CopyPerByte, a block taken (copied on write or added)
+// costs Block besides its copy, applying one column of one delta costs
+// PerDelta besides its copies, and every reconstruction Fixed. The figures
+// are measured on memory the CPU's caches do not hold, as a reconstruction
+// of a past version finds it.
 type CostModel struct {
 	CopyFixed   time.Duration
 	CopyPerByte float64 // nanoseconds per byte
 	Block       time.Duration
+	PerDelta    time.Duration
 	Fixed       time.Duration
 }
 
-func (m CostModel) estimate(c *Candidate) time.Duration {
+func (m CostModel) estimate(c *Candidate, columns int) time.Duration {
 	ns := float64(m.Fixed) + float64(c.Copies)*float64(m.CopyFixed) +
-		float64(c.SeedBytes+c.DeltaBytes)*m.CopyPerByte + float64(c.Blocks)*float64(m.Block)
+		float64(c.SeedBytes+c.DeltaBytes)*m.CopyPerByte + float64(c.Blocks)*float64(m.Block) +
+		float64(c.Deltas*columns)*float64(m.PerDelta)
 	return time.Duration(ns)
 }
 
@@ -417,7 +422,7 @@ func (h *Head) candidate(q, t int, model CostModel) Candidate {
 		c.DeltaBytes += d.bytes
 		rows = x.entries[j].rows
 	}
-	c.Estimate = model.estimate(&c)
+	c.Estimate = model.estimate(&c, len(h.rowBytes))
 	return c
 }
 
@@ -467,7 +472,6 @@ func (h *Head) At(v Version) (*Snap, error) {
 		return nil, err
 	}
 	defer unlock()
-	start := time.Now()
 	p, t, err := h.planAt("At", v)
 	if err != nil {
 		return nil, err
@@ -477,17 +481,18 @@ func (h *Head) At(v Version) (*Snap, error) {
 	for x.entries[q].pos.v != p.Checkpoint || x.entries[q].cp == nil {
 		q--
 	}
+	start := time.Now()
 	r, err := h.reconstruct(q, t)
 	if err != nil {
 		return nil, h.errorf("At", "version %d: %w", v, err)
 	}
+	p.Measured = time.Since(start)
 	h.lin.mu.Lock()
 	s := &Snap{shape: h.shape, lin: h.lin, r: r, pos: x.entries[t].pos}
 	s.logical = int64(r.rows) * h.rowSum
 	h.lin.snaps[s] = struct{}{}
 	h.pool.register(s)
 	h.lin.mu.Unlock()
-	p.Measured = time.Since(start)
 	x.last = &p
 	return s, nil
 }
@@ -570,71 +575,131 @@ type calibration struct {
 	err   error
 }
 
-// calibrate measures the backend: device copies of a few bytes and of a
-// block, and taking and giving back a block.
+// calibrate measures the backend and the store as a reconstruction uses
+// them, on memory the CPU's caches do not hold (it streams through a
+// buffer larger than them before each measurement): device copies of a few
+// bytes and of whole blocks between distinct blocks, then two synthetic
+// reconstructions of one-row deltas, one copying a block on write per
+// delta and one writing a single block, which give the costs of a block and
+// of a delta.
 func (p *Pool) calibrate() (CostModel, error) {
-	blks, err := p.alloc("", 2, false)
+	const n = 64 // blocks in each role
+	const rowBytes = 64
+	bb := p.blockBytes
+	blks, err := p.alloc("", 2*n, false)
 	if err != nil {
 		return CostModel{}, err
 	}
+	var freed []*block
 	defer func() {
-		var freed []*block
 		for _, b := range blks {
 			releaseBlock(b, &freed)
 		}
 		p.free(freed)
 	}()
-	const small = 64
-	timeCopies := func(n, reps int) (time.Duration, error) {
-		var best time.Duration
-		for range 3 {
+	evict := make([]byte, 64<<20)
+	cold := func() {
+		for i := 0; i < len(evict); i += 64 {
+			evict[i]++
+		}
+	}
+	// best returns the median time per step of five cold runs of steps.
+	best := func(steps int, run func() error) (time.Duration, error) {
+		var runs [5]time.Duration
+		for i := range runs {
+			cold()
 			start := time.Now()
-			for range reps {
-				if err := p.b.CopyDtoD(blks[0].ptr, blks[1].ptr, n); err != nil {
-					return 0, err
-				}
+			if err := run(); err != nil {
+				return 0, err
 			}
 			if err := p.b.Sync(); err != nil {
 				return 0, err
 			}
-			if d := time.Since(start) / time.Duration(reps); best == 0 || d < best {
-				best = d
+			runs[i] = time.Since(start) / time.Duration(steps)
+		}
+		slices.Sort(runs[:])
+		return runs[2], nil
+	}
+	src, dst := blks[:n], blks[n:]
+	tSmall, err := best(n, func() error {
+		for i := range n {
+			if err := p.b.CopyDtoD(dst[i].ptr, src[i].ptr, rowBytes); err != nil {
+				return err
 			}
 		}
-		return best, nil
-	}
-	tSmall, err := timeCopies(small, 200)
+		return nil
+	})
 	if err != nil {
 		return CostModel{}, err
 	}
-	tBig, err := timeCopies(p.blockBytes, 50)
+	tBig, err := best(n, func() error {
+		for i := range n {
+			if err := p.b.CopyDtoD(dst[i].ptr, src[i].ptr, bb); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 	if err != nil {
 		return CostModel{}, err
 	}
 	m := CostModel{CopyFixed: tSmall}
-	if p.blockBytes > small && tBig > tSmall {
-		m.CopyPerByte = float64(tBig-tSmall) / float64(p.blockBytes-small)
+	if tBig > tSmall {
+		m.CopyPerByte = float64(tBig-tSmall) / float64(bb-rowBytes)
 	}
-	// A block taken: allocation, the tree's path copy, the release later.
-	var best time.Duration
-	for range 3 {
-		start := time.Now()
-		const reps = 200
-		for range reps {
-			b, err := p.alloc("", 1, false)
-			if err != nil {
-				return CostModel{}, err
+
+	// A synthetic state of one column of 64-byte rows, n blocks (src) as
+	// its checkpoint, and n one-row deltas (dst).
+	l := &Layout{Type: "calibration", Columns: []Column{{ElemSize: 1, Width: rowBytes}}}
+	h := &Head{shape: newShape(p, l, "")}
+	per := h.perBlock[0]
+	base := newRoot(1)
+	for i, b := range src {
+		b.rc.Add(1)
+		base.cols[0].set(i, b, &freed)
+	}
+	base.rows = n * per
+	defer base.release(&freed)
+	deltas := func(spread bool) []*delta {
+		out := make([]*delta, n)
+		for i := range out {
+			row := 0
+			if spread {
+				row = i * per
+			}
+			out[i] = &delta{from: row, to: row + 1, cols: [][]*block{{dst[i]}}, bytes: rowBytes}
+		}
+		return out
+	}
+	apply := func(ds []*delta) func() error {
+		return func() error {
+			r := base.retain()
+			var err error
+			for _, d := range ds {
+				if r, err = h.applyDelta(r, d, base.rows); err != nil {
+					break
+				}
 			}
 			var freed []*block
-			releaseBlock(b[0], &freed)
+			r.release(&freed)
 			p.free(freed)
-		}
-		if d := time.Since(start) / reps; best == 0 || d < best {
-			best = d
+			return err
 		}
 	}
-	m.Block = 2 * best
-	m.Fixed = 4 * best // the snapshot's registration
+	tSpread, err := best(n, apply(deltas(true)))
+	if err != nil {
+		return CostModel{}, err
+	}
+	tSame, err := best(n, apply(deltas(false)))
+	if err != nil {
+		return CostModel{}, err
+	}
+	copyCost := func(bytes int) float64 { return float64(m.CopyFixed) + float64(bytes)*m.CopyPerByte }
+	// Same: per delta, one copy of a row (and one block over all).
+	m.PerDelta = time.Duration(max(0, float64(tSame)-copyCost(rowBytes)))
+	// Spread: per delta, a block copied on write and a row.
+	m.Block = time.Duration(max(0, float64(tSpread)-float64(m.PerDelta)-copyCost(bb)-copyCost(rowBytes)))
+	m.Fixed = m.Block
 	return m, nil
 }
 
