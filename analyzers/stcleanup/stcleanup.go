@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"golang.org/x/tools/go/analysis"
+	"golang.org/x/tools/go/analysis/passes/ctrlflow"
 	"golang.org/x/tools/go/ast/astutil"
 
 	"github.com/gpustate/gpustate/analyzers/internal/analysisutil"
@@ -24,7 +25,7 @@ var Analyzer = &analysis.Analyzer{
 	Doc:      analysisutil.MustExtractDoc(doc, "stcleanup"),
 	URL:      "https://pkg.go.dev/github.com/gpustate/gpustate/analyzers/stcleanup",
 	Run:      run,
-	Requires: []*analysis.Analyzer{flow.Analyzer},
+	Requires: []*analysis.Analyzer{flow.Analyzer, ctrlflow.Analyzer},
 }
 
 // run reports the leaks the flow analyzer found. The obligation analysis
@@ -78,17 +79,12 @@ func report(pass *analysis.Pass, o *flow.Oracle, l flow.Leak) {
 	pass.Report(d)
 }
 
+// related points at the exit a resource leaks through, or the statement
+// that overwrites it. The CFG's implicit return at the end of a body is
+// synthetic: its position is the closing brace and its end may lie beyond
+// the file.
 func related(pass *analysis.Pass, n ast.Node, msg string) analysis.RelatedInformation {
 	pos, end := n.Pos(), n.End()
-	if r, ok := n.(*ast.ReturnStmt); ok && len(r.Results) == 0 {
-		end = pos + 1
-		if !r.Return.IsValid() || pass.Fset.File(pos) == nil {
-			end = pos
-		}
-		if r.Return.IsValid() && pass.Fset.File(pos) != nil && pass.Fset.File(pos) == pass.Fset.File(end) {
-			msg = strings.Replace(msg, "this return", "this return", 1)
-		}
-	}
 	if pass.Fset.File(pos) != pass.Fset.File(end) {
 		end = pos
 	}
@@ -160,7 +156,7 @@ found:
 			return nil
 		}
 		check, ok := list[k+1].(*ast.IfStmt)
-		if !ok || check.Init != nil || check.Else != nil || !terminates(check.Body) {
+		if !ok || check.Init != nil || check.Else != nil || !terminates(pass, check.Body) {
 			return nil
 		}
 		nonNil, _ := flow.Implied(pass.TypesInfo, check.Cond, true)
@@ -193,10 +189,10 @@ found:
 	}
 }
 
-// terminates reports whether a block ends in a return, a branch or a call
-// statement (panic, log.Fatal, t.Fatal) after which control does not reach
-// the statement following the if.
-func terminates(b *ast.BlockStmt) bool {
+// terminates reports whether a block ends in a return, a branch, or a call
+// that never returns (panic, log.Fatal, t.Fatal), so that the statement
+// after the if runs only when the check failed.
+func terminates(pass *analysis.Pass, b *ast.BlockStmt) bool {
 	if len(b.List) == 0 {
 		return false
 	}
@@ -206,8 +202,16 @@ func terminates(b *ast.BlockStmt) bool {
 	case *ast.BranchStmt:
 		return s.Tok != token.FALLTHROUGH
 	case *ast.ExprStmt:
-		_, ok := s.X.(*ast.CallExpr)
-		return ok
+		call, ok := ast.Unparen(s.X).(*ast.CallExpr)
+		if !ok {
+			return false
+		}
+		if flow.BuiltinName(pass.TypesInfo, call) == "panic" {
+			return true
+		}
+		fn, kind, _ := flow.Callee(pass.TypesInfo, call)
+		cfgs := pass.ResultOf[ctrlflow.Analyzer].(*ctrlflow.CFGs)
+		return kind == flow.Static && cfgs.NoReturn(fn)
 	}
 	return false
 }

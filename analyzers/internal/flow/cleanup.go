@@ -959,6 +959,10 @@ func (c *cleanup) call(st ostate, call *ast.CallExpr, goStmt bool) {
 			case kind == Static && c.o.Takes(fn, -1):
 				c.discharge(st, m, store)
 			case kind == Dynamic:
+				// An interface or type-parameter method (io.Closer's
+				// Close, a generic helper's x.Release()) may be the
+				// release: the value is handed to code we cannot see.
+				c.discharge(st, m, store)
 				c.discharge(st, c.refs(recv), weak)
 			}
 		}
@@ -1105,6 +1109,12 @@ func Prewalk(info *types.Info, o *Oracle, body *ast.BlockStmt, sig *types.Signat
 
 func appendReleased(info *types.Info, o *Oracle, call *ast.CallExpr, out []*types.Var) []*types.Var {
 	fn, kind, recv := Callee(info, call)
+	if kind == Dynamic && recv != nil {
+		if v := Root(info, recv); v != nil {
+			out = append(out, v)
+		}
+		return out
+	}
 	if kind != Static {
 		return out
 	}

@@ -389,3 +389,34 @@ func deferredBeforeAcquire(n int) (err error) {
 	}
 	return nil
 }
+
+type releaser interface{ Release() error }
+
+func closeGeneric[T releaser](x T) { x.Release() }
+
+func closeIface(r releaser) { r.Release() }
+
+func genericHelper() {
+	s := res.Open()
+	closeGeneric(s)
+	t := res.Open()
+	closeIface(t)
+}
+
+func cleanupVar() {
+	s := res.Open()
+	cleanup := func() { s.Release() }
+	defer cleanup()
+}
+
+func ifInit(p *res.Pool) {
+	if s, err := res.NewState(p); err == nil {
+		defer s.Release()
+	}
+}
+
+func leakIfInit(p *res.Pool) {
+	if s, err := res.NewState(p); err == nil { // want `not released on every path`
+		s.Append(1)
+	}
+}

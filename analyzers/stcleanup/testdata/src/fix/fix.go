@@ -1,6 +1,9 @@
 package fix
 
-import "res"
+import (
+	"log"
+	"res"
+)
 
 func withErr(p *res.Pool) error {
 	s, err := res.NewState(p) // want `add defer s.Release\(\)`
@@ -31,4 +34,20 @@ func inLoop(n int) {
 		s := res.Open() // want `overwritten before it is released`
 		s.Append(1)
 	}
+}
+
+func fatal(t interface{ Fatal(...any) }, p *res.Pool) int {
+	s, err := res.NewState(p) // want `not released on every path`
+	if err != nil {
+		log.Fatal(err)
+	}
+	return s.Len()
+}
+
+func logged(p *res.Pool) int {
+	s, err := res.NewState(p) // want `not released on every path`
+	if err != nil {
+		log.Print(err)
+	}
+	return s.Len()
 }
