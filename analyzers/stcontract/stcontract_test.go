@@ -1,6 +1,8 @@
 package stcontract_test
 
 import (
+	"go/build"
+	"os/exec"
 	"testing"
 
 	"golang.org/x/tools/go/analysis/analysistest"
@@ -14,4 +16,15 @@ func Test(t *testing.T) {
 
 func TestFixes(t *testing.T) {
 	analysistest.RunWithSuggestedFixes(t, analysistest.TestData(), stcontract.Analyzer, "fixes")
+}
+
+// TestCgo checks a contract next to a cgo preamble, over C element types.
+func TestCgo(t *testing.T) {
+	if !build.Default.CgoEnabled {
+		t.Skip("cgo is disabled")
+	}
+	if _, err := exec.LookPath("gcc"); err != nil {
+		t.Skip("no C compiler")
+	}
+	analysistest.Run(t, analysistest.TestData(), stcontract.Analyzer, "cgo")
 }
