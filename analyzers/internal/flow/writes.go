@@ -51,7 +51,7 @@ func inferWrites(info *types.Info, o *Oracle, decls []*ast.FuncDecl) {
 		if w == nil {
 			continue
 		}
-		w.scan(info, o, d.Body)
+		w.scan(info, d.Body)
 		infos = append(infos, w)
 		byFn[fn] = w
 	}
@@ -197,86 +197,95 @@ func indirect(t types.Type) bool {
 	return false
 }
 
-func (w *writeInfo) scan(info *types.Info, o *Oracle, body *ast.BlockStmt) {
-	// Derivation, to a fixed point (assignments may come in any order).
-	for changed := true; changed; {
-		changed = false
-		flow := func(l ast.Expr, m uint64) {
-			if m == 0 {
-				return
-			}
-			if v := VarOf(info, l); v != nil && w.derive[v]|m != w.derive[v] {
-				w.derive[v] |= m
-				changed = true
-			}
-		}
-		ast.Inspect(body, func(n ast.Node) bool {
-			switch n := n.(type) {
-			case *ast.AssignStmt:
-				if n.Tok != token.DEFINE && n.Tok != token.ASSIGN {
-					return true
-				}
-				if len(n.Lhs) == len(n.Rhs) {
-					for i, l := range n.Lhs {
-						flow(l, w.from(info, n.Rhs[i]))
-					}
-				}
-			case *ast.ValueSpec:
-				if len(n.Names) == len(n.Values) {
-					for i, id := range n.Names {
-						flow(id, w.from(info, n.Values[i]))
-					}
-				}
-			case *ast.RangeStmt:
-				if n.Value != nil {
-					flow(n.Value, w.from(info, n.X))
-				}
-			}
-			return true
-		})
+func (w *writeInfo) scan(info *types.Info, body *ast.BlockStmt) {
+	// One walk collects the assignments between variables, the stores and
+	// the calls; derivation is then iterated over the assignments alone.
+	type flowEdge struct {
+		lhs *types.Var
+		rhs ast.Expr
 	}
-	// Writes and calls.
+	var flows []flowEdge
+	var stores []ast.Expr   // assignment targets
+	var writeOps []ast.Expr // operands written by copy, clear, append
+	var calls []*ast.CallExpr
+	edge := func(l, r ast.Expr) {
+		if v := VarOf(info, l); v != nil {
+			flows = append(flows, flowEdge{v, r})
+		}
+	}
 	ast.Inspect(body, func(n ast.Node) bool {
 		switch n := n.(type) {
 		case *ast.AssignStmt:
-			for _, l := range n.Lhs {
-				w.written |= w.through(info, l)
+			stores = append(stores, n.Lhs...)
+			if (n.Tok == token.DEFINE || n.Tok == token.ASSIGN) && len(n.Lhs) == len(n.Rhs) {
+				for i, l := range n.Lhs {
+					edge(l, n.Rhs[i])
+				}
 			}
 		case *ast.IncDecStmt:
-			w.written |= w.through(info, n.X)
+			stores = append(stores, n.X)
+		case *ast.ValueSpec:
+			if len(n.Names) == len(n.Values) {
+				for i, id := range n.Names {
+					edge(id, n.Values[i])
+				}
+			}
+		case *ast.RangeStmt:
+			if n.Value != nil {
+				edge(n.Value, n.X)
+			}
 		case *ast.CallExpr:
-			fn, kind, recv := Callee(info, n)
+			_, kind, _ := Callee(info, n)
 			switch kind {
 			case Builtin:
 				switch BuiltinName(info, n) {
 				case "copy", "clear":
 					if len(n.Args) > 0 {
-						w.written |= w.from(info, n.Args[0])
+						writeOps = append(writeOps, n.Args[0])
 					}
 				case "append":
 					if len(n.Args) > 1 {
 						if s, ok := ast.Unparen(n.Args[0]).(*ast.SliceExpr); ok {
-							w.written |= w.from(info, s)
+							writeOps = append(writeOps, s)
 						}
 					}
 				}
 			case Static:
-				if recv != nil && indirect(info.TypeOf(recv)) {
-					if m := w.from(info, recv); m != 0 {
-						w.calls = append(w.calls, writeCall{fn, -1, m})
-					}
-				}
-				for j, a := range n.Args {
-					if m := w.from(info, a); m != 0 {
-						if p := ParamIndex(fn, j); p >= 0 {
-							w.calls = append(w.calls, writeCall{fn, p, m})
-						}
-					}
-				}
+				calls = append(calls, n)
 			}
 		}
 		return true
 	})
+	for changed := true; changed; {
+		changed = false
+		for _, f := range flows {
+			if m := w.from(info, f.rhs); w.derive[f.lhs]|m != w.derive[f.lhs] {
+				w.derive[f.lhs] |= m
+				changed = true
+			}
+		}
+	}
+	for _, l := range stores {
+		w.written |= w.through(info, l)
+	}
+	for _, e := range writeOps {
+		w.written |= w.from(info, e)
+	}
+	for _, call := range calls {
+		fn, _, recv := Callee(info, call)
+		if recv != nil && indirect(info.TypeOf(recv)) {
+			if m := w.from(info, recv); m != 0 {
+				w.calls = append(w.calls, writeCall{fn, -1, m})
+			}
+		}
+		for j, a := range call.Args {
+			if m := w.from(info, a); m != 0 {
+				if p := ParamIndex(fn, j); p >= 0 {
+					w.calls = append(w.calls, writeCall{fn, p, m})
+				}
+			}
+		}
+	}
 }
 
 // from returns the parameters whose memory e may refer to.
