@@ -289,3 +289,30 @@ type noImports struct{}
 func (noImports) Import(path string) (*types.Package, error) {
 	return nil, fmt.Errorf("no imports in tests: %s", path)
 }
+
+// TestLargeInput checks that a large file, with many contracts, fields and
+// misplaced or look-alike lines, parses in linear time without trouble.
+func TestLargeInput(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("package p\n\nconst K = 8\n\n")
+	for i := range 500 {
+		fmt.Fprintf(&b, "// T%d is a state type.\n//\n//state:contract purpose=%q\n//state:growth append bound=K*%d\n//state:owner session\n", i, strings.Repeat("x", 200), i+1)
+		fmt.Fprintf(&b, "type T%d struct {\n", i)
+		for j := range 40 {
+			fmt.Fprintf(&b, "\tF%d []float32 `state:\"width=%d\"`\n", j, j+1)
+		}
+		b.WriteString("}\n\nfunc f" + fmt.Sprint(i) + "() {\n\t// state:growth append\n\t//state:owner x\n}\n\n")
+	}
+	fset, p := parse(t, b.String())
+	if len(p.Contracts) != 500 {
+		t.Fatalf("got %d contracts, want 500", len(p.Contracts))
+	}
+	for _, c := range p.Contracts {
+		if !c.Valid || len(c.Fields) != 40 {
+			t.Fatalf("contract %s: valid=%t fields=%d", c.Type, c.Valid, len(c.Fields))
+		}
+	}
+	if got := len(diags(fset, p)); got != 1000 {
+		t.Errorf("got %d diagnostics, want 1000 (a look-alike and a misplaced line per func)", got)
+	}
+}
