@@ -206,7 +206,7 @@ func (c *checker) through(l ast.Expr, st uint64) string {
 		}
 	case *ast.SelectorExpr:
 		if sel, ok := c.info.Selections[x]; ok && sel.Kind() == types.FieldVal {
-			if _, ok := c.info.TypeOf(x.X).Underlying().(*types.Pointer); ok || sel.Indirect() {
+			if t := c.info.TypeOf(x.X); t != nil && isPointer(t) || sel.Indirect() {
 				return c.view(x.X, st)
 			}
 			return c.through(x.X, st)
@@ -346,4 +346,9 @@ func (c *checker) writes(n ast.Node, st uint64) {
 		}
 		return true
 	})
+}
+
+func isPointer(t types.Type) bool {
+	_, ok := t.Underlying().(*types.Pointer)
+	return ok
 }

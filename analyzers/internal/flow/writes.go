@@ -327,7 +327,7 @@ func (w *writeInfo) through(info *types.Info, l ast.Expr) uint64 {
 		if indirect(info.TypeOf(x.X)) {
 			return w.from(info, x.X)
 		}
-		if _, ok := info.TypeOf(x.X).Underlying().(*types.Array); ok {
+		if t := info.TypeOf(x.X); t != nil && isArray(t) {
 			return w.through(info, x.X)
 		}
 	case *ast.SelectorExpr:
@@ -341,4 +341,9 @@ func (w *writeInfo) through(info *types.Info, l ast.Expr) uint64 {
 		return w.from(info, x.X)
 	}
 	return 0
+}
+
+func isArray(t types.Type) bool {
+	_, ok := t.Underlying().(*types.Array)
+	return ok
 }
