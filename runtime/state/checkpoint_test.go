@@ -34,7 +34,7 @@ type atHead struct {
 // cheapest candidate. GPUSTATE_MODEL_STEPS and GPUSTATE_MODEL_SEED as for
 // TestModel.
 func TestModelAt(t *testing.T) {
-	steps := 400
+	steps := 200
 	if s := os.Getenv("GPUSTATE_MODEL_STEPS"); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil {

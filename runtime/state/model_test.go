@@ -670,7 +670,7 @@ func kind(x *mHandle) string {
 
 // TestModel runs the model-based test for several seeds.
 func TestModel(t *testing.T) {
-	steps := 1500
+	steps := 1000
 	if s := os.Getenv("GPUSTATE_MODEL_STEPS"); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil {
