@@ -1,0 +1,24 @@
+//go:build linux
+
+package device
+
+import "testing"
+
+// FuzzCUDAFake runs the same programs as FuzzHost on the CUDA backend over
+// the fake driver, so every call path to the driver meets bad input.
+func FuzzCUDAFake(f *testing.F) {
+	addSeeds(f)
+	f.Fuzz(func(t *testing.T, prog []byte) {
+		fk := fakeDriver(t)
+		fk.must(t, "total", 4096)
+		c, err := OpenCUDA(CUDAOptions{Library: fk.path})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		runProgram(t, c, prog)
+		if n := fk.get("badctx"); n != 0 {
+			t.Fatalf("%d driver calls without the context current", n)
+		}
+	})
+}
