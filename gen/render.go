@@ -273,7 +273,7 @@ func (m *model) headMethods() []jen.Code {
 	out = append(out, doc([]string{
 		fmt.Sprintf("Read copies rows [from, to) of the state to the host, in a new %s. It returns state.ErrRange unless 0 <= from <= to <= Len().", m.typ()),
 	}).Func().Params(m.recv()).Id("Read").Params(jen.List(jen.Id("from"), jen.Id("to")).Int()).Params(jen.Id(m.typ()), jen.Error()).Block(
-		jen.Return(jen.Id(m.read()).Call(call("Len"), jen.Id("from"), jen.Id("to"), jen.Id("s").Dot("h").Dot("Read"))),
+		jen.Return(jen.Id(m.read()).Call(jen.Id("s").Dot("h"), jen.Id("from"), jen.Id("to"))),
 	))
 	lenDoc := "Len returns the number of rows the state holds."
 	if m.mutable() {
@@ -417,7 +417,7 @@ func (m *model) snapMethods() []jen.Code {
 		doc([]string{
 			fmt.Sprintf("Read copies rows [from, to) of the snapshot to the host, in a new %s. It returns state.ErrRange unless 0 <= from <= to <= Len().", m.typ()),
 		}).Func().Params(m.snapRecv()).Id("Read").Params(jen.List(jen.Id("from"), jen.Id("to")).Int()).Params(jen.Id(m.typ()), jen.Error()).Block(
-			jen.Return(jen.Id(m.read()).Call(call("Len"), jen.Id("from"), jen.Id("to"), jen.Id("v").Dot("snap").Dot("Read"))),
+			jen.Return(jen.Id(m.read()).Call(jen.Id("v").Dot("snap"), jen.Id("from"), jen.Id("to"))),
 		),
 		doc([]string{
 			"Spans locates rows [from, to) of the snapshot in device memory, for kernels that read them. They are read only, by contract: the blocks are shared with the state and its branches, and statevet reports a write through them.",
@@ -473,17 +473,20 @@ func (m *model) readFunc() jen.Code {
 		d[i] = key(f.Name, jen.Make(jen.Index().Add(m.typeCode(f.elem)), n))
 	}
 	return doc([]string{
-		fmt.Sprintf("%s reads rows [from, to) with read into a new %s. A range outside [0, held] is left to read to report, so that it never sizes the batch.", m.read(), m.typ()),
+		fmt.Sprintf("%s copies rows [from, to) of r, a head or a snapshot, into a new %s. A range outside [0, r.Len()] is left to r.Read to report, so that it never sizes the batch.", m.read(), m.typ()),
 	}).Func().Id(m.read()).Params(
-		jen.List(jen.Id("held"), jen.Id("from"), jen.Id("to")).Int(),
-		jen.Id("read").Func().Params(jen.List(jen.Id("from"), jen.Id("to")).Int(), jen.Id("dst").Index().Index().Byte()).Error(),
+		jen.Id("r").Interface(
+			jen.Id("Len").Params().Int(),
+			jen.Id("Read").Params(jen.List(jen.Id("from"), jen.Id("to")).Int(), jen.Id("dst").Index().Index().Byte()).Error(),
+		),
+		jen.List(jen.Id("from"), jen.Id("to")).Int(),
 	).Params(jen.Id(m.typ()), jen.Error()).Block(
-		jen.If(jen.Id("from").Op("<").Lit(0).Op("||").Id("to").Op("<").Id("from").Op("||").Id("to").Op(">").Id("held")).Block(
-			jen.Return(jen.Id(m.typ()).Values(), jen.Id("read").Call(jen.Id("from"), jen.Id("to"), jen.Nil())),
+		jen.If(jen.Id("from").Op("<").Lit(0).Op("||").Id("to").Op("<").Id("from").Op("||").Id("to").Op(">").Id("r").Dot("Len").Call()).Block(
+			jen.Return(jen.Id(m.typ()).Values(), jen.Id("r").Dot("Read").Call(jen.Id("from"), jen.Id("to"), jen.Nil())),
 		),
 		jen.Id("n").Op(":=").Id("to").Op("-").Id("from"),
 		jen.Id("rows").Op(":=").Id(m.typ()).Custom(multi, d...),
-		jen.If(jen.Err().Op(":=").Id("read").Call(jen.Id("from"), jen.Id("to"), m.batch("rows")), jen.Err().Op("!=").Nil()).Block(
+		jen.If(jen.Err().Op(":=").Id("r").Dot("Read").Call(jen.Id("from"), jen.Id("to"), m.batch("rows")), jen.Err().Op("!=").Nil()).Block(
 			jen.Return(jen.Id(m.typ()).Values(), jen.Err()),
 		),
 		jen.Return(jen.Id("rows"), jen.Nil()),

@@ -69,7 +69,7 @@ func (s *SamplesState) Write(at int, rows Samples) error {
 // Read copies rows [from, to) of the state to the host, in a new Samples. It
 // returns state.ErrRange unless 0 <= from <= to <= Len().
 func (s *SamplesState) Read(from, to int) (Samples, error) {
-	return readSamples(s.h.Len(), from, to, s.h.Read)
+	return readSamples(s.h, from, to)
 }
 
 // Len returns the number of rows the state holds: always 48000.
@@ -169,7 +169,7 @@ type SamplesSnapshot struct {
 // Read copies rows [from, to) of the snapshot to the host, in a new Samples.
 // It returns state.ErrRange unless 0 <= from <= to <= Len().
 func (v *SamplesSnapshot) Read(from, to int) (Samples, error) {
-	return readSamples(v.snap.Len(), from, to, v.snap.Read)
+	return readSamples(v.snap, from, to)
 }
 
 // Spans locates rows [from, to) of the snapshot in device memory, for kernels
@@ -215,19 +215,22 @@ func makeSamplesSpans(cols [][]gpustatedevice.Span, err error) (SamplesSpans, er
 	return SamplesSpans{Left: cols[0], Right: cols[1]}, nil
 }
 
-// readSamples reads rows [from, to) with read into a new Samples. A range
-// outside [0, held] is left to read to report, so that it never sizes the
-// batch.
-func readSamples(held, from, to int, read func(from, to int, dst [][]byte) error) (Samples, error) {
-	if from < 0 || to < from || to > held {
-		return Samples{}, read(from, to, nil)
+// readSamples copies rows [from, to) of r, a head or a snapshot, into a new
+// Samples. A range outside [0, r.Len()] is left to r.Read to report, so that
+// it never sizes the batch.
+func readSamples(r interface {
+	Len() int
+	Read(from, to int, dst [][]byte) error
+}, from, to int) (Samples, error) {
+	if from < 0 || to < from || to > r.Len() {
+		return Samples{}, r.Read(from, to, nil)
 	}
 	n := to - from
 	rows := Samples{
 		Left:  make([]int16, n),
 		Right: make([]int16, n),
 	}
-	if err := read(from, to, [][]byte{gpustatestate.Bytes(rows.Left), gpustatestate.Bytes(rows.Right)}); err != nil {
+	if err := r.Read(from, to, [][]byte{gpustatestate.Bytes(rows.Left), gpustatestate.Bytes(rows.Right)}); err != nil {
 		return Samples{}, err
 	}
 	return rows, nil

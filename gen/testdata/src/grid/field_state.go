@@ -65,7 +65,7 @@ func (s *FieldState) Write(at int, rows Field) error {
 // Read copies rows [from, to) of the state to the host, in a new Field. It
 // returns state.ErrRange unless 0 <= from <= to <= Len().
 func (s *FieldState) Read(from, to int) (Field, error) {
-	return readField(s.h.Len(), from, to, s.h.Read)
+	return readField(s.h, from, to)
 }
 
 // Len returns the number of rows the state holds: always 4096.
@@ -133,17 +133,21 @@ func makeFieldSpans(cols [][]device.Span, err error) (FieldSpans, error) {
 	return FieldSpans{Cells: cols[0]}, nil
 }
 
-// readField reads rows [from, to) with read into a new Field. A range outside
-// [0, held] is left to read to report, so that it never sizes the batch.
-func readField(held, from, to int, read func(from, to int, dst [][]byte) error) (Field, error) {
-	if from < 0 || to < from || to > held {
-		return Field{}, read(from, to, nil)
+// readField copies rows [from, to) of r, a head or a snapshot, into a new
+// Field. A range outside [0, r.Len()] is left to r.Read to report, so that it
+// never sizes the batch.
+func readField(r interface {
+	Len() int
+	Read(from, to int, dst [][]byte) error
+}, from, to int) (Field, error) {
+	if from < 0 || to < from || to > r.Len() {
+		return Field{}, r.Read(from, to, nil)
 	}
 	n := to - from
 	rows := Field{
 		Cells: make([]float64, n*4),
 	}
-	if err := read(from, to, [][]byte{state.Bytes(rows.Cells)}); err != nil {
+	if err := r.Read(from, to, [][]byte{state.Bytes(rows.Cells)}); err != nil {
 		return Field{}, err
 	}
 	return rows, nil

@@ -65,7 +65,7 @@ func (s *scratchState) Append(rows scratch) error {
 // Read copies rows [from, to) of the state to the host, in a new scratch. It
 // returns state.ErrRange unless 0 <= from <= to <= Len().
 func (s *scratchState) Read(from, to int) (scratch, error) {
-	return readScratch(s.h.Len(), from, to, s.h.Read)
+	return readScratch(s.h, from, to)
 }
 
 // Len returns the number of rows the state holds.
@@ -131,18 +131,21 @@ func makeScratchSpans(cols [][]device.Span, err error) (scratchSpans, error) {
 	return scratchSpans{flags: cols[0]}, nil
 }
 
-// readScratch reads rows [from, to) with read into a new scratch. A range
-// outside [0, held] is left to read to report, so that it never sizes the
-// batch.
-func readScratch(held, from, to int, read func(from, to int, dst [][]byte) error) (scratch, error) {
-	if from < 0 || to < from || to > held {
-		return scratch{}, read(from, to, nil)
+// readScratch copies rows [from, to) of r, a head or a snapshot, into a new
+// scratch. A range outside [0, r.Len()] is left to r.Read to report, so that
+// it never sizes the batch.
+func readScratch(r interface {
+	Len() int
+	Read(from, to int, dst [][]byte) error
+}, from, to int) (scratch, error) {
+	if from < 0 || to < from || to > r.Len() {
+		return scratch{}, r.Read(from, to, nil)
 	}
 	n := to - from
 	rows := scratch{
 		flags: make([]uint8, n),
 	}
-	if err := read(from, to, [][]byte{state.Bytes(rows.flags)}); err != nil {
+	if err := r.Read(from, to, [][]byte{state.Bytes(rows.flags)}); err != nil {
 		return scratch{}, err
 	}
 	return rows, nil

@@ -83,7 +83,7 @@ func (s *KVCacheState) Append(rows KVCache) error {
 // Read copies rows [from, to) of the state to the host, in a new KVCache. It
 // returns state.ErrRange unless 0 <= from <= to <= Len().
 func (s *KVCacheState) Read(from, to int) (KVCache, error) {
-	return readKVCache(s.h.Len(), from, to, s.h.Read)
+	return readKVCache(s.h, from, to)
 }
 
 // Len returns the number of rows the state holds.
@@ -237,7 +237,7 @@ type KVCacheSnapshot struct {
 // Read copies rows [from, to) of the snapshot to the host, in a new KVCache.
 // It returns state.ErrRange unless 0 <= from <= to <= Len().
 func (v *KVCacheSnapshot) Read(from, to int) (KVCache, error) {
-	return readKVCache(v.snap.Len(), from, to, v.snap.Read)
+	return readKVCache(v.snap, from, to)
 }
 
 // Spans locates rows [from, to) of the snapshot in device memory, for kernels
@@ -285,12 +285,15 @@ func makeKVCacheSpans(cols [][]device.Span, err error) (KVCacheSpans, error) {
 	return KVCacheSpans{Keys: cols[0], Values: cols[1], Pos: cols[2], At: cols[3]}, nil
 }
 
-// readKVCache reads rows [from, to) with read into a new KVCache. A range
-// outside [0, held] is left to read to report, so that it never sizes the
-// batch.
-func readKVCache(held, from, to int, read func(from, to int, dst [][]byte) error) (KVCache, error) {
-	if from < 0 || to < from || to > held {
-		return KVCache{}, read(from, to, nil)
+// readKVCache copies rows [from, to) of r, a head or a snapshot, into a new
+// KVCache. A range outside [0, r.Len()] is left to r.Read to report, so that
+// it never sizes the batch.
+func readKVCache(r interface {
+	Len() int
+	Read(from, to int, dst [][]byte) error
+}, from, to int) (KVCache, error) {
+	if from < 0 || to < from || to > r.Len() {
+		return KVCache{}, r.Read(from, to, nil)
 	}
 	n := to - from
 	rows := KVCache{
@@ -299,7 +302,7 @@ func readKVCache(held, from, to int, read func(from, to int, dst [][]byte) error
 		Pos:    make([][2]int32, n),
 		At:     make([]time.Duration, n),
 	}
-	if err := read(from, to, [][]byte{
+	if err := r.Read(from, to, [][]byte{
 		state.Bytes(rows.Keys),
 		state.Bytes(rows.Values),
 		state.Bytes(rows.Pos),

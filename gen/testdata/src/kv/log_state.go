@@ -69,7 +69,7 @@ func (s *LogState) Append(rows Log) error {
 // Read copies rows [from, to) of the state to the host, in a new Log. It
 // returns state.ErrRange unless 0 <= from <= to <= Len().
 func (s *LogState) Read(from, to int) (Log, error) {
-	return readLog(s.h.Len(), from, to, s.h.Read)
+	return readLog(s.h, from, to)
 }
 
 // Len returns the number of rows the state holds.
@@ -183,7 +183,7 @@ type LogSnapshot struct {
 // Read copies rows [from, to) of the snapshot to the host, in a new Log. It
 // returns state.ErrRange unless 0 <= from <= to <= Len().
 func (v *LogSnapshot) Read(from, to int) (Log, error) {
-	return readLog(v.snap.Len(), from, to, v.snap.Read)
+	return readLog(v.snap, from, to)
 }
 
 // Spans locates rows [from, to) of the snapshot in device memory, for kernels
@@ -228,17 +228,21 @@ func makeLogSpans(cols [][]device.Span, err error) (LogSpans, error) {
 	return LogSpans{Events: cols[0]}, nil
 }
 
-// readLog reads rows [from, to) with read into a new Log. A range outside [0,
-// held] is left to read to report, so that it never sizes the batch.
-func readLog(held, from, to int, read func(from, to int, dst [][]byte) error) (Log, error) {
-	if from < 0 || to < from || to > held {
-		return Log{}, read(from, to, nil)
+// readLog copies rows [from, to) of r, a head or a snapshot, into a new Log. A
+// range outside [0, r.Len()] is left to r.Read to report, so that it never
+// sizes the batch.
+func readLog(r interface {
+	Len() int
+	Read(from, to int, dst [][]byte) error
+}, from, to int) (Log, error) {
+	if from < 0 || to < from || to > r.Len() {
+		return Log{}, r.Read(from, to, nil)
 	}
 	n := to - from
 	rows := Log{
 		Events: make([]uint64, n),
 	}
-	if err := read(from, to, [][]byte{state.Bytes(rows.Events)}); err != nil {
+	if err := r.Read(from, to, [][]byte{state.Bytes(rows.Events)}); err != nil {
 		return Log{}, err
 	}
 	return rows, nil
