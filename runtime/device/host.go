@@ -11,9 +11,10 @@ import (
 
 // HostOptions configures a host backend made by NewHost.
 type HostOptions struct {
-	// MaxBytes caps the bytes the backend hands out at once; an Alloc past it
-	// fails with ErrOutOfMemory, and MemInfo reports MaxBytes as the total.
-	// Zero means no cap beyond what the operating system grants.
+	// MaxBytes caps the bytes the backend hands out at once (as requested,
+	// not rounded up to pages); an Alloc past it fails with ErrOutOfMemory,
+	// and MemInfo reports MaxBytes as the total. Zero means no cap beyond
+	// what the operating system grants.
 	MaxBytes int64
 }
 
