@@ -291,3 +291,28 @@ func TestUsage(t *testing.T) {
 		t.Errorf("unknown flag: exit %d, want 2", code)
 	}
 }
+
+func TestBadInvocations(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the go command")
+	}
+	newModule(t, map[string]string{"cache/cache.go": cacheSrc})
+	if code, out := stategen(t, "./nosuchpackage"); code != 1 || out == "" {
+		t.Errorf("missing package: exit %d, output %q; want 1 and a message", code, out)
+	}
+	if err := os.WriteFile(filepath.Join("cache", "syntax.go"), []byte("package cache\n\nfunc {\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, out := stategen(t, "./cache"); code != 1 || !strings.Contains(out, "syntax.go") {
+		t.Errorf("syntax error: exit %d, output %q; want 1 naming syntax.go", code, out)
+	}
+	if exists(filepath.Join("cache", "cache_state.go")) {
+		t.Error("wrote handles for a package with a syntax error")
+	}
+	os.Remove(filepath.Join("cache", "syntax.go"))
+	t.Setenv("GOFILE", "cache_test.go")
+	t.Setenv("GOPACKAGE", "cache_test")
+	if code, out := stategen(t); code != 1 || !strings.Contains(out, "external test package") {
+		t.Errorf("run from an external test package: exit %d, output %q", code, out)
+	}
+}
