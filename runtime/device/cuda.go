@@ -49,6 +49,8 @@ type CUDA struct {
 	closed bool
 }
 
+var _ Backend = (*CUDA)(nil)
+
 // OpenCUDA loads the CUDA driver and opens a device. When no driver library
 // loads (from the default names), the driver reports no device or is a stub
 // library, or there are fewer devices than opt.Device+1, the error wraps

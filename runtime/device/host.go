@@ -46,6 +46,8 @@ type hostBackend struct {
 	closed bool
 }
 
+var _ Backend = (*hostBackend)(nil)
+
 var pageSize = uint64(syscall.Getpagesize())
 
 func (h *hostBackend) Name() string { return "host" }
