@@ -14,7 +14,9 @@
 //
 // OpenCUDA (Linux only) loads the CUDA driver library at run time through
 // github.com/ebitengine/purego: no cgo, no CUDA toolkit and no headers are
-// needed to build it, and a CGO_ENABLED=0 build keeps it. It uses the
+// needed to build it, and a CGO_ENABLED=0 build keeps it (such a binary is
+// dynamically linked against the C library, through which purego loads the
+// driver). It uses the
 // device's primary context, made current on the calling OS thread for every
 // call, and the _v2 entry points of the driver API. An out-of-memory answer
 // from the driver is an error for which errors.Is(err, ErrOutOfMemory) holds;
@@ -39,6 +41,15 @@
 // loads but lacks an entry point, or a GPUSTATE_LIBCUDA path that does not
 // load, is an error: a broken setup is not mistaken for a machine without
 // a GPU.
+//
+// # Testing
+//
+// The CUDA backend's tests need no GPU: they build testdata/fakecuda.c, a
+// driver library with the same entry points over host memory and with
+// injectable failures, with gcc, and load it through CUDAOptions.Library or
+// GPUSTATE_LIBCUDA. With GPUSTATE_BACKEND=cuda the same checks also run on
+// the machine's driver; scripts/gpu-check.sh (make gpu-check) does that and
+// prints the device's copy bandwidths.
 //
 // # Telemetry
 //
