@@ -159,12 +159,10 @@ found:
 		if !ok || check.Init != nil || check.Else != nil || !terminates(pass, check.Body) {
 			return nil
 		}
-		nonNil, _ := flow.Implied(pass.TypesInfo, check.Cond, true)
-		found := false
-		for _, v := range nonNil {
-			found = found || v == errVar
-		}
-		if !found {
+		// Only the plain check, err != nil: a predicate such as
+		// isTransient(err) may let a nil result through.
+		cmp, ok := ast.Unparen(check.Cond).(*ast.BinaryExpr)
+		if !ok || cmp.Op != token.NEQ || flow.VarOf(pass.TypesInfo, cmp.X) != errVar || !isNil(pass.TypesInfo, cmp.Y) {
 			return nil
 		}
 		after = check
@@ -214,4 +212,9 @@ func terminates(pass *analysis.Pass, b *ast.BlockStmt) bool {
 		return kind == flow.Static && cfgs.NoReturn(fn)
 	}
 	return false
+}
+
+func isNil(info *types.Info, e ast.Expr) bool {
+	tv, ok := info.Types[e]
+	return ok && tv.IsNil()
 }

@@ -15,5 +15,6 @@
 // with nil and assigning the variable a new value. A release in a defer
 // statement happens at the function's exit and releases nothing before it.
 // Uses inside function literals are not followed: the literal may run
-// before the release.
+// before the release. Test files are not checked: tests use released
+// handles on purpose, to see every call answer state.ErrReleased.
 package streleased

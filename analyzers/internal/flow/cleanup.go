@@ -83,10 +83,11 @@ type obligation struct {
 // if err != nil, which cannot hold on those paths, does not make the
 // resource leak there (values merged at a join, as at a phi).
 type obl struct {
-	live    bool
-	holders uint64
-	errs    uint64
-	nils    uint64
+	live          bool
+	holders       uint64
+	errs          uint64
+	nils          uint64
+	trues, falses uint64 // boolean variables known true (false) where live
 }
 
 type ostate []obl
@@ -105,6 +106,7 @@ type cleanup struct {
 	free     map[*ast.FuncLit]uint64     // cache: holders referenced in a literal
 	litRel   map[*ast.FuncLit]uint64     // cache: variables a literal releases
 	errType  types.Type
+	errVars  uint64 // indexed variables of type error
 
 	// recording, in the final pass only
 	record    bool
@@ -194,6 +196,8 @@ func Cleanup(in *FuncInput) (*FuncResult, bool) {
 						holders: a[i].holders | b[i].holders,
 						errs:    a[i].errs | b[i].errs,
 						nils:    a[i].nils & b[i].nils,
+						trues:   a[i].trues & b[i].trues,
+						falses:  a[i].falses & b[i].falses,
 					}
 				}
 			}
@@ -323,6 +327,34 @@ func (c *cleanup) bit(v *types.Var) uint64 {
 		i = c.nvars
 		c.vars[v] = i
 		c.nvars++
+		if types.Identical(v.Type(), c.errType) {
+			c.errVars |= 1 << i
+		}
+	}
+	return 1 << i
+}
+
+// condBit returns the bit of a boolean variable tested by a condition. Unlike
+// bit, it accepts variables of enclosing functions and globals: the function
+// does not assign them (that would make them local), so what one branch
+// proved about them holds at the next test, unless a call changes them;
+// assuming it does not errs toward silence.
+func (c *cleanup) condBit(v *types.Var) uint64 {
+	if c.local(v) {
+		return c.bit(v)
+	}
+	if v.IsField() {
+		return 0
+	}
+	i, ok := c.vars[v]
+	if !ok {
+		if c.nvars == 64 {
+			c.overflow = true
+			return 0
+		}
+		i = c.nvars
+		c.vars[v] = i
+		c.nvars++
 	}
 	return 1 << i
 }
@@ -360,30 +392,52 @@ func (c *cleanup) site(e ast.Expr) (*ast.CallExpr, int) {
 	return nil, -1
 }
 
+// edge refines the state along a conditional edge: an obligation whose
+// error variable is proved non-nil was never acquired, one whose holder is
+// proved nil holds nothing, and one that contradicts what was known when it
+// was acquired (an error variable known nil, a boolean known true or false)
+// cannot be on this edge. What the condition proves is then known on it.
 func (c *cleanup) edge(b *cfg.Block, succ int, out ostate) ostate {
 	cond := BranchCond(b, c.conds)
 	if cond == nil {
 		return out
 	}
-	nonNil, isNil := Implied(c.info, cond, succ == 0)
-	var nn, in uint64
-	for _, v := range nonNil {
-		nn |= c.known(v)
+	imp := Imply(c.info, cond, succ == 0)
+	var nonNil, isNil, isTrue, isFalse uint64
+	for _, v := range imp.NonNil {
+		nonNil |= c.known(v)
 	}
-	for _, v := range isNil {
-		in |= c.known(v)
+	for _, v := range imp.Nil {
+		isNil |= c.known(v)
 	}
-	if nn == 0 && in == 0 {
+	for _, v := range imp.True {
+		isTrue |= c.condBit(v)
+	}
+	for _, v := range imp.False {
+		isFalse |= c.condBit(v)
+	}
+	if nonNil|isNil|isTrue|isFalse == 0 {
 		return out
 	}
-	if g := out[len(out)-1]; g.live && g.nils&nn != 0 {
+	contradicts := func(o obl) bool {
+		return o.nils&nonNil != 0 || o.trues&isFalse != 0 || o.falses&isTrue != 0
+	}
+	if g := out[len(out)-1]; g.live && contradicts(g) {
 		return make(ostate, len(out)) // the edge cannot be taken
 	}
 	st := slices.Clone(out)
-	for i := range c.obls {
-		if st[i].live && (st[i].errs&nn != 0 || st[i].nils&nn != 0 || st[i].holders&in != 0) {
-			st[i] = obl{}
+	for i := range st {
+		o := &st[i]
+		if !o.live {
+			continue
 		}
+		if i < len(c.obls) && (o.errs&nonNil != 0 || o.holders&isNil != 0 || contradicts(*o)) {
+			*o = obl{}
+			continue
+		}
+		o.nils = o.nils&^nonNil | isNil&c.errVars
+		o.trues = o.trues&^isFalse | isTrue
+		o.falses = o.falses&^isTrue | isFalse
 	}
 	return st
 }
@@ -482,8 +536,7 @@ func rangeReleases(c *cleanup, rs *ast.RangeStmt) bool {
 				}
 			case *ast.IfStmt:
 				if s.Init == nil && s.Else == nil && releases(s.Body.List) {
-					nonNil, _ := Implied(c.info, s.Cond, true)
-					if slices.Contains(nonNil, val) {
+					if slices.Contains(Imply(c.info, s.Cond, true).NonNil, val) {
 						return true
 					}
 				}
@@ -597,12 +650,16 @@ func (c *cleanup) assign(st ostate, stmt ast.Node, lhs, rhs []ast.Expr) {
 		ob.holders = ob.holders&^killed | add
 		ob.errs &^= killed
 		ob.nils = ob.nils&^killed | nils
+		ob.trues &^= killed
+		ob.falses &^= killed
 		if old != 0 && ob.holders == 0 {
 			c.lost(st, id, stmt)
 		}
 	}
 	g := &st[len(st)-1]
 	g.nils = g.nils&^killed | nils
+	g.trues &^= killed
+	g.falses &^= killed
 	for i, l := range lhs {
 		if sites[i] >= 0 && !isBlank(l) {
 			c.acquire(st, sites[i], stmt, l, nil)
@@ -636,7 +693,10 @@ func (c *cleanup) kill(st ostate, m uint64, at ast.Node) {
 	if m == 0 {
 		return
 	}
-	st[len(st)-1].nils &^= m
+	g := &st[len(st)-1]
+	g.nils &^= m
+	g.trues &^= m
+	g.falses &^= m
 	for id := range c.obls {
 		ob := &st[id]
 		if !ob.live {
@@ -646,6 +706,8 @@ func (c *cleanup) kill(st ostate, m uint64, at ast.Node) {
 		ob.holders &^= m
 		ob.errs &^= m
 		ob.nils &^= m
+		ob.trues &^= m
+		ob.falses &^= m
 		if old != 0 && ob.holders == 0 {
 			c.lost(st, id, at)
 		}
@@ -677,7 +739,12 @@ func (c *cleanup) discard(id int) {
 func (c *cleanup) acquire(st ostate, id int, stmt ast.Node, l, errLHS ast.Expr) {
 	if isBlank(l) {
 		st[id] = obl{}
-		c.discard(id)
+		// _, err := Acquire() keeps only the error: the caller expects the
+		// call to fail (a test of a bad argument, say), so only a result
+		// discarded together with its error is reported.
+		if errLHS == nil || isBlank(errLHS) || !c.obls[id].errRes {
+			c.discard(id)
+		}
 		return
 	}
 	v := c.localVar(l)
@@ -688,7 +755,8 @@ func (c *cleanup) acquire(st ostate, id int, stmt ast.Node, l, errLHS ast.Expr) 
 		}
 		return
 	}
-	ob := obl{live: true, holders: c.bit(v), nils: st[len(st)-1].nils}
+	g := st[len(st)-1]
+	ob := obl{live: true, holders: c.bit(v), nils: g.nils, trues: g.trues, falses: g.falses}
 	if errLHS != nil && c.obls[id].errRes {
 		if ev := c.localVar(errLHS); ev != nil && types.Identical(ev.Type(), c.errType) {
 			ob.errs = c.bit(ev)
@@ -976,7 +1044,10 @@ func (c *cleanup) call(st ostate, call *ast.CallExpr, goStmt bool) {
 		}
 		if ac, id := c.site(arg); id >= 0 {
 			c.call(st, ac, false)
-			if kind == Static && !c.o.Takes(fn, ParamIndex(fn, j)) && len(call.Args) > 0 {
+			// f(Acquire()) hands f the result and, for an acquirer with an
+			// error result, the error too: f decides (a test helper that
+			// extracts the error, say). Only a lone result is discarded.
+			if _, tuple := c.info.TypeOf(ac).(*types.Tuple); kind == Static && !tuple && !c.o.Takes(fn, ParamIndex(fn, j)) {
 				c.discard(id)
 			}
 			continue

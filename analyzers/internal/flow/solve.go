@@ -119,16 +119,45 @@ func BranchCond(b *cfg.Block, conds map[ast.Expr]bool) ast.Expr {
 	return nil
 }
 
-// Implied returns the variables that cond, when it evaluates to truth, proves
-// non-nil and nil. It understands !, &&, ||, parentheses and comparisons of a
-// variable with nil.
-func Implied(info *types.Info, cond ast.Expr, truth bool) (nonNil, isNil []*types.Var) {
+// Implied is what a condition proves about variables when it evaluates to
+// a given truth value.
+type Implied struct {
+	NonNil, Nil []*types.Var // compared with nil
+	True, False []*types.Var // boolean variables
+}
+
+// Imply returns what cond proves when it evaluates to truth. It understands
+// !, &&, ||, parentheses, comparisons of a variable with nil, and boolean
+// variables.
+func Imply(info *types.Info, cond ast.Expr, truth bool) Implied {
+	var r Implied
 	var walk func(e ast.Expr, truth bool)
 	walk = func(e ast.Expr, truth bool) {
 		switch e := ast.Unparen(e).(type) {
+		case *ast.Ident:
+			v, ok := info.Uses[e].(*types.Var)
+			if !ok || !isBool(v.Type()) {
+				return
+			}
+			if truth {
+				r.True = append(r.True, v)
+			} else {
+				r.False = append(r.False, v)
+			}
 		case *ast.UnaryExpr:
 			if e.Op == token.NOT {
 				walk(e.X, !truth)
+			}
+		case *ast.CallExpr:
+			// A predicate of an error (errors.Is(err, ErrX), isFault(err))
+			// holds, as far as the analyzers care, only of a non-nil error:
+			// taking that as proved keeps them quiet on such branches.
+			if truth {
+				for _, a := range e.Args {
+					if v := VarOf(info, a); v != nil && types.Identical(v.Type(), errorType) {
+						r.NonNil = append(r.NonNil, v)
+					}
+				}
 			}
 		case *ast.BinaryExpr:
 			switch e.Op {
@@ -155,15 +184,22 @@ func Implied(info *types.Info, cond ast.Expr, truth bool) (nonNil, isNil []*type
 					return
 				}
 				if (e.Op == token.NEQ) == truth {
-					nonNil = append(nonNil, v)
+					r.NonNil = append(r.NonNil, v)
 				} else {
-					isNil = append(isNil, v)
+					r.Nil = append(r.Nil, v)
 				}
 			}
 		}
 	}
 	walk(cond, truth)
-	return nonNil, isNil
+	return r
+}
+
+var errorType = types.Universe.Lookup("error").Type()
+
+func isBool(t types.Type) bool {
+	b, ok := t.Underlying().(*types.Basic)
+	return ok && b.Info()&types.IsBoolean != 0
 }
 
 func nilExpr(info *types.Info, e ast.Expr) bool {

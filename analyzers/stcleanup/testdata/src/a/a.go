@@ -38,9 +38,45 @@ func discarded(p *res.Pool) {
 	res.Open() // want `State acquired by Open is discarded; assign it and call its Release method when done`
 }
 
-func discardedBlank(p *res.Pool) error {
-	_, err := res.NewState(p) // want `State acquired by NewState is discarded`
-	return err
+func discardedBlank(p *res.Pool) {
+	_, _ = res.NewState(p) // want `State acquired by NewState is discarded`
+}
+
+// Keeping only the error: the caller expects the call to fail.
+func expectFailure(t *testing.T) {
+	if _, err := res.NewState(nil); err == nil {
+		t.Error("NewState with a nil pool")
+	}
+	if err := second(res.NewState(nil)); err == nil {
+		t.Error("NewState with a nil pool")
+	}
+}
+
+func second[T any](_ T, err error) error { return err }
+
+// Correlated conditions: released under the same condition it was
+// acquired under (runtime/state's benchmarks).
+func correlated(shared bool, n int) {
+	for i := 0; i < n; i++ {
+		var s *res.State
+		if shared {
+			s = res.Open()
+		}
+		s.Len()
+		if shared {
+			s.Release()
+		}
+	}
+}
+
+func correlatedLeak(shared, other bool) {
+	var s *res.State
+	if shared {
+		s = res.Open() // want `not released on every path`
+	}
+	if other {
+		s.Release()
+	}
 }
 
 func discardedArg() int {
