@@ -168,8 +168,12 @@ func (c *checker) view(e ast.Expr, st uint64) string {
 	case *ast.StarExpr:
 		return c.view(x.X, st)
 	case *ast.UnaryExpr:
+		// &v points at the variable v, a copy, unless v itself holds
+		// slices or pointers into the snapshot; &rows[i] points into it.
 		if x.Op == token.AND {
-			return c.view(x.X, st)
+			if _, isVar := ast.Unparen(x.X).(*ast.Ident); !isVar || flow.Writable(c.info.TypeOf(x.X)) {
+				return c.view(x.X, st)
+			}
 		}
 	case *ast.TypeAssertExpr:
 		return c.view(x.X, st)
@@ -323,7 +327,7 @@ func (c *checker) writes(n ast.Node, st uint64) {
 				}
 			case "append":
 				if len(call.Args) > 1 {
-					if sl, ok := ast.Unparen(call.Args[0]).(*ast.SliceExpr); ok {
+					if sl, ok := ast.Unparen(call.Args[0]).(*ast.SliceExpr); ok && !flow.FullSlice(sl) {
 						if s := c.view(sl, st); s != "" {
 							c.report(call, s)
 						}

@@ -130,7 +130,10 @@ func (w *writeInfo) writesParam(p int) bool {
 	return false
 }
 
-// writable reports whether memory can be written through a value of type t.
+// Writable reports whether memory can be written through a value of type
+// t: a slice, a pointer, or a struct or array holding one.
+func Writable(t types.Type) bool { return t != nil && writable(t) }
+
 func writable(t types.Type) bool {
 	switch u := t.Underlying().(type) {
 	case *types.Slice, *types.Pointer:
@@ -245,7 +248,7 @@ func (w *writeInfo) scan(info *types.Info, body *ast.BlockStmt) {
 					}
 				case "append":
 					if len(n.Args) > 1 {
-						if s, ok := ast.Unparen(n.Args[0]).(*ast.SliceExpr); ok {
+						if s, ok := ast.Unparen(n.Args[0]).(*ast.SliceExpr); ok && !FullSlice(s) {
 							writeOps = append(writeOps, s)
 						}
 					}
@@ -306,8 +309,13 @@ func (w *writeInfo) from(info *types.Info, e ast.Expr) uint64 {
 	case *ast.StarExpr:
 		return w.from(info, x.X)
 	case *ast.UnaryExpr:
+		// &v points at v itself: it reaches the parameter's memory only
+		// when v does (a slice or pointer inside it), or when v is a
+		// location inside that memory (&p[i], &p.f).
 		if x.Op == token.AND {
-			return w.from(info, x.X)
+			if _, isVar := ast.Unparen(x.X).(*ast.Ident); !isVar || Writable(info.TypeOf(x.X)) {
+				return w.from(info, x.X)
+			}
 		}
 	case *ast.TypeAssertExpr:
 		return w.from(info, x.X)
@@ -317,6 +325,20 @@ func (w *writeInfo) from(info *types.Info, e ast.Expr) uint64 {
 		}
 	}
 	return 0
+}
+
+// FullSlice reports whether s is a full slice expression x[i:j:j] (or
+// x[:0:0]) whose capacity equals its length, so that append to it always
+// copies.
+func FullSlice(s *ast.SliceExpr) bool {
+	return s.Slice3 && s.Max != nil && types.ExprString(s.Max) == exprString(s.High)
+}
+
+func exprString(e ast.Expr) string {
+	if e == nil {
+		return "0"
+	}
+	return types.ExprString(e)
 }
 
 // through returns the parameters whose memory an assignment to l writes:

@@ -78,6 +78,21 @@ func head(s *res.State) {
 	slices.Sort(rows)
 }
 
+func decode(dst *res.Span) { dst.Rows = 0 }
+
+func copies(v *res.Snap) {
+	sp, err := v.Spans()
+	if err != nil {
+		return
+	}
+	k := sp.Keys[0]
+	decode(&k)          // a copy of a span
+	decode(&sp.Keys[0]) // want `write through a view of snapshot Snap`
+	rows := v.Rows()
+	_ = append(rows[:0:0], 1)  // a full slice expression: append copies
+	_ = append(rows[1:2:2], 1) // the same
+}
+
 func reassigned(v *res.Snap) {
 	rows := v.Rows()
 	_ = rows[0]
