@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"go/ast"
 	"go/token"
 	"go/types"
 	"os"
@@ -81,20 +82,25 @@ func Load(dir string, patterns ...string) ([]*Package, error) {
 			dir = filepath.Dir(p.GoFiles[0])
 		}
 		files := p.Syntax
-		out = append(out, &Package{
-			Path:      p.PkgPath,
-			Name:      p.Name,
-			Dir:       dir,
-			Fset:      p.Fset,
-			Contracts: contract.ParsePackage(p.Fset, files, p.Types, p.TypesInfo),
-			types:     p.Types,
-		})
+		out = append(out, newPackage(dir, p.Fset, files, p.Types, p.TypesInfo))
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
 	return out, nil
+}
+
+// newPackage parses the contracts of a type-checked package.
+func newPackage(dir string, fset *token.FileSet, files []*ast.File, pkg *types.Package, info *types.Info) *Package {
+	return &Package{
+		Path:      pkg.Path(),
+		Name:      pkg.Name(),
+		Dir:       dir,
+		Fset:      fset,
+		Contracts: contract.ParsePackage(fset, files, pkg, info),
+		types:     pkg,
+	}
 }
 
 // FileName returns the name of the file generated for state type typ:

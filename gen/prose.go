@@ -2,6 +2,7 @@ package gen
 
 import (
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/gpustate/gpustate/contract"
@@ -77,6 +78,9 @@ func maxBytes(c *contract.Contract) string {
 	rb := rowBytes(c)
 	if c.Unbounded || c.Bound <= 0 {
 		return fmt.Sprintf("%d bytes per row, with no bound on the rows", rb)
+	}
+	if rb > 0 && c.Bound > math.MaxInt64/rb {
+		return fmt.Sprintf("%d rows x %d bytes, more than %s", c.Bound, rb, bytesText(math.MaxInt64))
 	}
 	return fmt.Sprintf("%d rows x %d bytes = %s", c.Bound, rb, bytesText(c.Bound*rb))
 }
@@ -159,6 +163,9 @@ func maxBytesShort(c *contract.Contract) string {
 	if c.Unbounded || c.Bound <= 0 {
 		return "no bounded size: " + bytesText(rowBytes(c)) + " per row"
 	}
+	if rb := rowBytes(c); rb > 0 && c.Bound > math.MaxInt64/rb {
+		return "more than " + bytesText(math.MaxInt64)
+	}
 	return bytesText(c.Bound * rowBytes(c))
 }
 
@@ -191,7 +198,7 @@ func (m *model) writeDoc() []string {
 
 // bytesText formats a byte count exactly, with a binary unit where one fits.
 func bytesText(n int64) string {
-	units := []string{"KiB", "MiB", "GiB", "TiB"}
+	units := []string{"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"}
 	s := fmt.Sprintf("%d bytes", n)
 	if n == 1 {
 		s = "1 byte"
