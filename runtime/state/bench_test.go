@@ -1,7 +1,7 @@
 package state
 
 import (
-	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -20,35 +20,70 @@ func benchPool(b *testing.B, be device.Backend, opt PoolOptions) *Pool {
 	return p
 }
 
-// BenchmarkSnapshot takes and releases a snapshot of a state of 1 row and
-// of 1M rows: the cost must not grow with the state.
+// sideBySide measures a and c alternately, batch calls of each per round
+// (which goes first alternates too), so that both see the same machine:
+// it reports each one's time per call and the median over rounds of a's
+// time over c's.
+func sideBySide(b *testing.B, batch int, a func(), unitA string, c func(), unitC string) {
+	b.Helper()
+	var ta, tc time.Duration
+	var ratios []float64
+	run := func(f func()) time.Duration {
+		start := time.Now()
+		for range batch {
+			f()
+		}
+		return time.Since(start)
+	}
+	for i := 0; b.Loop(); i++ {
+		var da, dc time.Duration
+		if i%2 == 0 {
+			da, dc = run(a), run(c)
+		} else {
+			dc, da = run(c), run(a)
+		}
+		ta, tc = ta+da, tc+dc
+		ratios = append(ratios, float64(da)/float64(dc))
+	}
+	n := float64(len(ratios) * batch)
+	slices.Sort(ratios)
+	b.ReportMetric(float64(ta.Nanoseconds())/n, unitA)
+	b.ReportMetric(float64(tc.Nanoseconds())/n, unitC)
+	b.ReportMetric(ratios[len(ratios)/2], "ratio")
+}
+
+// BenchmarkSnapshot takes and releases a snapshot of a state of 1M rows and
+// of one of 1 row: ratio is the first's time over the second's, and must
+// not grow with the state.
 func BenchmarkSnapshot(b *testing.B) {
-	for _, rows := range []int{1, 1 << 20} {
-		b.Run(fmt.Sprintf("rows=%d", rows), func(b *testing.B) {
-			p := benchPool(b, device.Host(), PoolOptions{})
-			h, err := p.NewHead(kv(Append, 0, Keep), "s")
+	p := benchPool(b, device.Host(), PoolOptions{})
+	heads := make([]*Head, 2)
+	for i, rows := range []int{1 << 20, 1} {
+		h, err := p.NewHead(kv(Append, 0, Keep), "s")
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer h.Release()
+		if _, err := h.AppendDevice(rows); err != nil {
+			b.Fatal(err)
+		}
+		heads[i] = h
+	}
+	snap := func(h *Head) func() {
+		return func() {
+			s, err := h.Snapshot()
 			if err != nil {
 				b.Fatal(err)
 			}
-			defer h.Release()
-			if _, err := h.AppendDevice(rows); err != nil {
-				b.Fatal(err)
-			}
-			b.ResetTimer()
-			for b.Loop() {
-				s, err := h.Snapshot()
-				if err != nil {
-					b.Fatal(err)
-				}
-				s.Release()
-			}
-		})
+			s.Release()
+		}
 	}
+	sideBySide(b, 64, snap(heads[0]), "ns/snapshot-1M", snap(heads[1]), "ns/snapshot-1")
 }
 
 // BenchmarkBranchDiverge branches a state of 1M rows and writes one row to
 // the branch; it reports the physical bytes this took (branch-B) beside
-// those of a full copy (copy-B) as metrics.
+// those of a full copy (copy-B).
 func BenchmarkBranchDiverge(b *testing.B) {
 	for _, g := range []Growth{Append, Mutable} {
 		b.Run(g.String(), func(b *testing.B) {
@@ -86,134 +121,170 @@ func BenchmarkBranchDiverge(b *testing.B) {
 			}
 			b.ReportMetric(float64(took), "branch-B")
 			b.ReportMetric(float64(full), "copy-B")
+			b.ReportMetric(float64(took)/float64(full), "ratio")
 		})
 	}
 }
 
-// BenchmarkAppend appends 1 MiB per column batch to a state, against a
-// plain copy of the same bytes to one allocation of the same backend.
+// BenchmarkAppend appends a batch of 1.5 MiB (64K rows) to a state, and
+// copies the same bytes to the same amount of memory (64 batches' worth,
+// written in turn as the head's blocks are) on the same backend: ratio is
+// the store's time over the plain copy's, the inverse of the throughput
+// ratio.
 func BenchmarkAppend(b *testing.B) {
-	const batch = 1 << 16 // rows: 1 MiB of keys, 512 KiB of values
+	const batch = 1 << 16
 	rows := kvRows(batch, 3)
-	size := int64(len(rows[0]) + len(rows[1]))
-	b.Run("store", func(b *testing.B) {
-		p := benchPool(b, device.Host(), PoolOptions{})
-		b.SetBytes(size)
-		var h *Head
-		for i := 0; b.Loop(); i++ {
-			if i%64 == 0 {
-				if h != nil {
-					h.Release()
-				}
-				var err error
-				if h, err = p.NewHead(kv(Append, 0, Keep), "s"); err != nil {
-					b.Fatal(err)
-				}
+	p := benchPool(b, device.Host(), PoolOptions{})
+	var h *Head
+	n := 0
+	store := func() {
+		if n%64 == 0 {
+			if h != nil {
+				h.Release()
 			}
-			if err := h.Append(rows); err != nil {
-				b.Fatal(err)
-			}
-		}
-		h.Release()
-	})
-	// The same bytes copied to the same amount of memory: 64 batches' worth
-	// per column, written in turn, as the store's head is.
-	b.Run("memmove", func(b *testing.B) {
-		be := device.Host()
-		defer be.Close()
-		dst := make([]device.Ptr, 2)
-		for i, c := range rows {
 			var err error
-			if dst[i], err = be.Alloc(64 * len(c)); err != nil {
-				b.Fatal(err)
-			}
-			if err := be.Memset(dst[i], 0, 64*len(c)); err != nil {
+			if h, err = p.NewHead(kv(Append, 0, Keep), "s"); err != nil {
 				b.Fatal(err)
 			}
 		}
-		b.SetBytes(size)
-		for i := 0; b.Loop(); i++ {
-			for k, c := range rows {
-				if err := be.CopyHtoD(dst[k]+device.Ptr(i%64*len(c)), c); err != nil {
-					b.Fatal(err)
-				}
+		n++
+		if err := h.Append(rows); err != nil {
+			b.Fatal(err)
+		}
+	}
+	be := device.Host()
+	defer be.Close()
+	dst := make([]device.Ptr, 2)
+	for i, c := range rows {
+		var err error
+		if dst[i], err = be.Alloc(64 * len(c)); err != nil {
+			b.Fatal(err)
+		}
+		if err := be.Memset(dst[i], 0, 64*len(c)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	m := 0
+	memmove := func() {
+		for k, c := range rows {
+			if err := be.CopyHtoD(dst[k]+device.Ptr(m%64*len(c)), c); err != nil {
+				b.Fatal(err)
 			}
 		}
-	})
+		m++
+	}
+	// Warm both: the store's slabs and the copy's pages are touched once.
+	for range 64 {
+		store()
+		memmove()
+	}
+	sideBySide(b, 4, store, "ns/append", memmove, "ns/memmove")
+	if h != nil {
+		h.Release()
+	}
 }
 
-// BenchmarkWrite writes one row of a mutable state in place, and with a
-// snapshot sharing its blocks, so that the write copies one block per
-// column first.
+// BenchmarkWrite writes one row of a mutable state whose blocks a snapshot
+// shares (copy on write: one block per column copied first), and one row of
+// a state that shares nothing (in place); ratio is the first's time over
+// the second's.
 func BenchmarkWrite(b *testing.B) {
 	const rows = 1 << 16
 	one := kvRows(1, 5)
-	for _, shared := range []bool{false, true} {
-		name := "in-place"
-		if shared {
-			name = "copy-on-write"
-		}
-		b.Run(name, func(b *testing.B) {
-			p := benchPool(b, device.Host(), PoolOptions{})
-			h, err := p.NewHead(kv(Mutable, rows, Keep), "s")
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer h.Release()
-			for i := 0; b.Loop(); i++ {
-				var s *Snap
-				if shared {
-					b.StopTimer()
-					if s, err = h.Snapshot(); err != nil {
-						b.Fatal(err)
-					}
-					b.StartTimer()
-				}
-				if err := h.Write((i*7919)%rows, one); err != nil {
-					b.Fatal(err)
-				}
-				if shared {
-					b.StopTimer()
-					s.Release()
-					b.StartTimer()
-				}
-			}
-		})
+	p := benchPool(b, device.Host(), PoolOptions{})
+	shared, err := p.NewHead(kv(Mutable, rows, Keep), "s")
+	if err != nil {
+		b.Fatal(err)
 	}
-}
-
-// BenchmarkBlockAlloc takes and gives back one block from the pool, and
-// one block's worth of memory from the backend.
-func BenchmarkBlockAlloc(b *testing.B) {
-	b.Run("pool", func(b *testing.B) {
-		p := benchPool(b, device.Host(), PoolOptions{})
-		warm, err := p.alloc("s", 1, false)
+	defer shared.Release()
+	alone, err := p.NewHead(kv(Mutable, rows, Keep), "s")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer alone.Release()
+	const batch = 32
+	snaps := make([]*Snap, 0, batch)
+	i, j := 0, 0
+	// Each copy-on-write write takes a snapshot first, so that the blocks
+	// it writes are shared; the snapshot's cost (a few hundred ns, see
+	// BenchmarkSnapshot) is inside the timing, its release outside.
+	cow := func() {
+		s, err := shared.Snapshot()
 		if err != nil {
 			b.Fatal(err)
 		}
-		p.free(warm)
-		for b.Loop() {
-			blk, err := p.alloc("s", 1, false)
-			if err != nil {
-				b.Fatal(err)
-			}
-			blk[0].rc.Store(0)
-			p.free(blk)
+		snaps = append(snaps, s)
+		if err := shared.Write((i*7919)%rows, one); err != nil {
+			b.Fatal(err)
 		}
-	})
-	b.Run("backend", func(b *testing.B) {
-		be := device.Host()
-		defer be.Close()
-		for b.Loop() {
-			ptr, err := be.Alloc(DefaultBlockBytes)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if err := be.Free(ptr); err != nil {
-				b.Fatal(err)
-			}
+		i++
+	}
+	inPlace := func() {
+		if err := alone.Write((j*7919)%rows, one); err != nil {
+			b.Fatal(err)
 		}
-	})
+		j++
+	}
+	var ta, tc time.Duration
+	var ratios []float64
+	for b.Loop() {
+		start := time.Now()
+		for range batch {
+			cow()
+		}
+		da := time.Since(start)
+		b.StopTimer()
+		for _, s := range snaps {
+			s.Release()
+		}
+		snaps = snaps[:0]
+		b.StartTimer()
+		start = time.Now()
+		for range batch {
+			inPlace()
+		}
+		dc := time.Since(start)
+		ta, tc = ta+da, tc+dc
+		ratios = append(ratios, float64(da)/float64(dc))
+	}
+	n := float64(len(ratios) * batch)
+	slices.Sort(ratios)
+	b.ReportMetric(float64(ta.Nanoseconds())/n, "ns/cow-write")
+	b.ReportMetric(float64(tc.Nanoseconds())/n, "ns/in-place-write")
+	b.ReportMetric(ratios[len(ratios)/2], "ratio")
+}
+
+// BenchmarkBlockAlloc takes and gives back one block of the backend
+// (Alloc and Free of the default block size), and one block of the pool:
+// ratio is the backend's time over the pool's.
+func BenchmarkBlockAlloc(b *testing.B) {
+	p := benchPool(b, device.Host(), PoolOptions{})
+	warm, err := p.alloc("s", 1, false)
+	if err != nil {
+		b.Fatal(err)
+	}
+	warm[0].rc.Store(0)
+	p.free(warm)
+	pool := func() {
+		blk, err := p.alloc("s", 1, false)
+		if err != nil {
+			b.Fatal(err)
+		}
+		blk[0].rc.Store(0)
+		p.free(blk)
+	}
+	be := device.Host()
+	defer be.Close()
+	backend := func() {
+		ptr, err := be.Alloc(DefaultBlockBytes)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := be.Free(ptr); err != nil {
+			b.Fatal(err)
+		}
+	}
+	sideBySide(b, 16, backend, "ns/backend-alloc", pool, "ns/pool-alloc")
 }
 
 // BenchmarkReconstruct reconstructs versions of a checkpointed state with

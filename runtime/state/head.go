@@ -220,8 +220,10 @@ func (h *Head) apply(op string, kind writeKind, from, to, newRows int, cols [][]
 		return nil, h.errorf(op, "%w", err)
 	}
 	b := h.pool.b
-	// New blocks first: nothing a reader sees changes.
-	for i := range ops {
+	// New blocks first: nothing a reader sees changes. Rows bound for
+	// neighbouring new blocks go in one copy.
+	bb := h.pool.blockBytes
+	for i := 0; i < len(ops); i++ {
 		o := &ops[i]
 		if o.nb == nil {
 			continue
@@ -231,10 +233,22 @@ func (h *Head) apply(op string, kind writeKind, from, to, newRows int, cols [][]
 				return fail(err)
 			}
 		}
-		if o.src != nil {
-			if err := b.CopyHtoD(o.nb.ptr+device.Ptr(o.off), o.src); err != nil {
-				return fail(err)
+		if o.src == nil {
+			continue
+		}
+		src := o.src
+		for i+1 < len(ops) {
+			prev, next := &ops[i], &ops[i+1]
+			if next.nb == nil || next.col != prev.col || next.keep != 0 || next.off != 0 || next.src == nil ||
+				prev.off+len(prev.src) != bb || next.nb.ptr != prev.nb.ptr+device.Ptr(bb) ||
+				len(src)+len(next.src) > cap(src) {
+				break
 			}
+			src = src[:len(src)+len(next.src)] // next.src follows in the batch's column
+			i++
+		}
+		if err := b.CopyHtoD(o.nb.ptr+device.Ptr(o.off), src); err != nil {
+			return fail(err)
 		}
 	}
 	// In place past the version's rows: nothing a reader sees changes.

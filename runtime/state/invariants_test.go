@@ -129,8 +129,8 @@ func checkInvariants(p *Pool) error {
 			return fmt.Errorf("clean block %#x has owner %q", b.ptr, b.owner)
 		}
 	}
-	for o, list := range p.dirty {
-		for _, b := range list {
+	for o, fl := range p.dirty {
+		for _, b := range fl.blocks {
 			if err := check(b); err != nil {
 				return err
 			}

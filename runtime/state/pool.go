@@ -94,7 +94,8 @@ type Pool struct {
 	slabs    []device.Ptr
 	reserved int64
 	clean    []*block           // zeroed blocks
-	dirty    map[Owner][]*block // free blocks, by the owner whose rows they held
+	dirty    map[Owner]*freeList // free blocks, by the owner whose rows they held
+	sweepAt  int                 // the size of dirty at which empty lists are swept
 	nfree    int64
 	inUse    int64
 	live     map[handle]struct{}
@@ -137,7 +138,7 @@ func NewPool(b device.Backend, opt PoolOptions) (*Pool, error) {
 		b:          b,
 		blockBytes: bb,
 		maxBytes:   opt.MaxBytes,
-		dirty:      make(map[Owner][]*block),
+		dirty:      make(map[Owner]*freeList),
 		live:       make(map[handle]struct{}),
 	}, nil
 }
@@ -257,7 +258,7 @@ func (p *Pool) alloc(owner Owner, n int, zero bool) ([]*block, error) {
 	}
 	if len(out) < n {
 		k := min(len(p.clean), n-len(out))
-		out = append(out, p.clean[len(p.clean)-k:]...)
+		out = appendPopped(out, p.clean[len(p.clean)-k:])
 		clear(p.clean[len(p.clean)-k:])
 		p.clean = p.clean[:len(p.clean)-k]
 	}
@@ -276,7 +277,7 @@ func (p *Pool) alloc(owner Owner, n int, zero bool) ([]*block, error) {
 	if len(out) < n {
 		if growErr = p.growLocked(n - len(out)); growErr == nil {
 			k := n - len(out)
-			out = append(out, p.clean[len(p.clean)-k:]...)
+			out = appendPopped(out, p.clean[len(p.clean)-k:])
 			clear(p.clean[len(p.clean)-k:])
 			p.clean = p.clean[:len(p.clean)-k]
 		}
@@ -314,21 +315,62 @@ func (p *Pool) alloc(owner Owner, n int, zero bool) ([]*block, error) {
 	return out, nil
 }
 
+// freeList holds the free blocks one owner's rows were in. Empty lists
+// stay in the pool's map, so that an owner's alloc and free cycle costs no
+// map insertions; they are swept when they outnumber the others.
+type freeList struct{ blocks []*block }
+
 // takeFree moves free blocks of owner o from dirty to out, up to n in all.
-func takeFree(out *[]*block, dirty map[Owner][]*block, o Owner, n int) []*block {
-	list := dirty[o]
+func takeFree(out *[]*block, dirty map[Owner]*freeList, o Owner, n int) []*block {
+	fl := dirty[o]
+	if fl == nil {
+		return *out
+	}
+	list := fl.blocks
 	k := min(len(list), n-len(*out))
 	if k <= 0 {
 		return *out
 	}
-	*out = append(*out, list[len(list)-k:]...)
+	*out = appendPopped(*out, list[len(list)-k:])
 	clear(list[len(list)-k:])
-	if len(list) == k {
-		delete(dirty, o)
-	} else {
-		dirty[o] = list[:len(list)-k]
-	}
+	fl.blocks = list[:len(list)-k]
 	return *out
+}
+
+// appendPopped appends the top of a free list to out in the order a stack
+// pops it: the last element first. Free lists are pushed so that this
+// order walks memory upwards, which lets neighbouring blocks be copied in
+// one call.
+func appendPopped(out, top []*block) []*block {
+	for i := len(top) - 1; i >= 0; i-- {
+		out = append(out, top[i])
+	}
+	return out
+}
+
+// putDirtyLocked puts b on the free list of the owner whose rows it holds.
+func (p *Pool) putDirtyLocked(b *block) {
+	fl := p.dirty[b.owner]
+	if fl == nil {
+		if len(p.dirty) >= p.sweepAt {
+			p.sweepLocked()
+		}
+		fl = &freeList{}
+		p.dirty[b.owner] = fl
+	}
+	fl.blocks = append(fl.blocks, b)
+}
+
+// sweepLocked forgets the empty free lists, so that the map grows with
+// the owners that have free blocks, not with every owner ever seen. It runs
+// when the map has doubled since the last sweep: O(1) per list, amortized.
+func (p *Pool) sweepLocked() {
+	for o, fl := range p.dirty {
+		if len(fl.blocks) == 0 {
+			delete(p.dirty, o)
+		}
+	}
+	p.sweepAt = max(64, 2*len(p.dirty))
 }
 
 func (p *Pool) capString() string {
@@ -345,7 +387,7 @@ func (p *Pool) putLocked(list []*block) {
 		if b.owner == "" {
 			p.clean = append(p.clean, b)
 		} else {
-			p.dirty[b.owner] = append(p.dirty[b.owner], b)
+			p.putDirtyLocked(b)
 		}
 	}
 }
@@ -409,12 +451,14 @@ func (p *Pool) free(list []*block) {
 	if p.closed {
 		return
 	}
-	for _, b := range list {
+	// Pushed last first, so that they pop in the order they came.
+	for i := len(list) - 1; i >= 0; i-- {
+		b := list[i]
 		if b.delta {
 			b.delta = false
 			p.history.Add(-int64(p.blockBytes))
 		}
-		p.dirty[b.owner] = append(p.dirty[b.owner], b)
+		p.putDirtyLocked(b)
 	}
 	p.nfree += int64(len(list))
 	p.inUse -= int64(len(list))

@@ -671,3 +671,24 @@ func TestBytesRows(t *testing.T) {
 		t.Fatalf("Rows of an array type: %v", got)
 	}
 }
+
+// The pool's free lists grow with the owners that have free blocks, not
+// with every owner ever seen.
+func TestFreeListsForget(t *testing.T) {
+	p := newPool(t, PoolOptions{BlockBytes: 256, MaxBytes: 256 * 4})
+	l := &Layout{Type: "Row", Columns: []Column{{Name: "A", ElemSize: 256, Width: 1}}}
+	for i := range 1000 {
+		h := must[*Head](t)(p.NewHead(l, Owner(fmt.Sprint("session-", i))))
+		check(t, h.Append([][]byte{make([]byte, 256*4)}))
+		check(t, h.Release())
+	}
+	p.mu.Lock()
+	n := len(p.dirty)
+	p.mu.Unlock()
+	if n > 128 {
+		t.Fatalf("%d free lists after 1000 owners came and went", n)
+	}
+	if err := checkInvariants(p); err != nil {
+		t.Fatal(err)
+	}
+}
