@@ -93,7 +93,7 @@ type Pool struct {
 	mu       sync.Mutex
 	slabs    []device.Ptr
 	reserved int64
-	clean    []*block           // zeroed blocks
+	clean    []*block            // zeroed blocks
 	dirty    map[Owner]*freeList // free blocks, by the owner whose rows they held
 	sweepAt  int                 // the size of dirty at which empty lists are swept
 	nfree    int64
