@@ -32,6 +32,18 @@ type PoolOptions struct {
 	// MaxBytes caps the device memory the pool takes (its reserved bytes);
 	// zero means no cap beyond the device's.
 	MaxBytes int64
+	// Telemetry, when set, reads the device's memory as the driver's own
+	// tools see it, for Stats to show beside the pool's accounting: on the
+	// CUDA backend, a reading of an NVML monitor (package
+	// runtime/device/nvml, which needs cgo and so is not linked here).
+	Telemetry func() (DeviceMemory, error)
+}
+
+// DeviceMemory is one reading of a device's memory from outside the
+// store, in bytes: the device's total, used and free memory, and what this
+// process holds on it.
+type DeviceMemory struct {
+	Total, Used, Free, Process uint64
 }
 
 // PoolStats describes a pool's memory. LogicalBytes and PhysicalBytes are
@@ -64,8 +76,12 @@ type PoolStats struct {
 
 // DeviceStats are the backend's own figures, as evidence beside the pool's.
 type DeviceStats struct {
+	// Backend names the backend; Free and Total are its MemInfo.
 	Backend     string
 	Free, Total uint64
+	// Telemetry is the reading of PoolOptions.Telemetry; nil without one,
+	// or when it failed.
+	Telemetry *DeviceMemory
 }
 
 // block is one fixed-size block of device memory. Its reference count
@@ -84,6 +100,7 @@ type Pool struct {
 	b          device.Backend
 	blockBytes int
 	maxBytes   int64
+	telemetry  func() (DeviceMemory, error)
 
 	// closeMu is read-held by every handle call and write-held by Close,
 	// so that Close never frees memory a call is using.
@@ -138,6 +155,7 @@ func NewPool(b device.Backend, opt PoolOptions) (*Pool, error) {
 		b:          b,
 		blockBytes: bb,
 		maxBytes:   opt.MaxBytes,
+		telemetry:  opt.Telemetry,
 		dirty:      make(map[Owner]*freeList),
 		live:       make(map[handle]struct{}),
 	}, nil
@@ -168,6 +186,11 @@ func (p *Pool) Stats() PoolStats {
 	if !closed {
 		if free, total, err := p.b.MemInfo(); err == nil {
 			st.Device = &DeviceStats{Backend: p.b.Name(), Free: free, Total: total}
+			if p.telemetry != nil {
+				if m, err := p.telemetry(); err == nil {
+					st.Device.Telemetry = &m
+				}
+			}
 		}
 	}
 	return st

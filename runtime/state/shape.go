@@ -79,6 +79,7 @@ func (sh *shape) read(op string, r *root, from, to int, dst [][]byte) error {
 		}
 	}
 	b := sh.pool.b
+	bb := sh.pool.blockBytes
 	for i, d := range dst {
 		rb, per := sh.rowBytes[i], sh.perBlock[i]
 		t := &r.cols[i]
@@ -87,6 +88,14 @@ func (sh *shape) read(op string, r *root, from, to int, dst [][]byte) error {
 			end := min(to, (bi+1)*per)
 			blk := t.get(bi)
 			off := (row - bi*per) * rb
+			// Rows in neighbouring blocks come in one copy.
+			for last := blk; end < to && per*rb == bb; end = min(to, end+per) {
+				next := t.get(end / per)
+				if next.ptr != last.ptr+device.Ptr(bb) {
+					break
+				}
+				last = next
+			}
 			if err := b.CopyDtoH(d[(row-from)*rb:(end-from)*rb], blk.ptr+device.Ptr(off)); err != nil {
 				return sh.errorf(op, "column %s: %w", sh.l.Columns[i].Name, err)
 			}

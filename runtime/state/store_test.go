@@ -692,3 +692,17 @@ func TestFreeListsForget(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestPoolStatsDevice(t *testing.T) {
+	reading := DeviceMemory{Total: 100, Used: 40, Free: 60, Process: 7}
+	p, err := NewPool(device.Host(), PoolOptions{Telemetry: func() (DeviceMemory, error) { return reading, nil }})
+	check(t, err)
+	defer p.Close()
+	st := p.Stats()
+	if st.Device == nil || st.Device.Backend != "host" || st.Device.Total == 0 {
+		t.Fatalf("device stats %+v", st.Device)
+	}
+	if st.Device.Telemetry == nil || *st.Device.Telemetry != reading {
+		t.Fatalf("telemetry %+v", st.Device.Telemetry)
+	}
+}
