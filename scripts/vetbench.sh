@@ -4,7 +4,10 @@
 # On golang.org/x/tools v0.52.0 ./go/... (from the module cache, copied to a
 # temporary directory), it times three runs side by side:
 #
-#   go vet -vettool=bin/statevet   the statevet suite
+#   go vet -vettool=statevet       the whole statevet suite
+#   go vet -vettool=statevet -stcontract -stgrowth
+#                                  the directive language alone: the
+#                                  directives analyzer and its two checkers
 #   go vet -lostcancel             the vet driver running one cheap analyzer:
 #                                  the floor any vet tool pays for loading and
 #                                  type-checking each package
@@ -16,8 +19,7 @@
 # copy of it. Runs are interleaved, VETBENCH_REPS times (default 3), and the
 # medians are compared. Prints a Markdown table for docs/BENCHMARKS.md.
 #
-# VETBENCH_PKGS (default ./go/...) selects the packages; VETBENCH_STATEVET_FLAGS
-# passes flags to statevet (e.g. "-stcontract -stgrowth" to time a subset).
+# VETBENCH_PKGS (default ./go/...) selects the packages.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
@@ -57,13 +59,14 @@ run() {
 }
 
 declare -A times
-tools=(statevet lostcancel vet)
+tools=(statevet contract lostcancel vet)
 for ((i = 0; i < reps; i++)); do
   # Rotate the order so that drift in the machine's load spreads evenly.
   for ((j = 0; j < ${#tools[@]}; j++)); do
     t=${tools[$(((i + j) % ${#tools[@]}))]}
     case $t in
-      statevet) s=$(run statevet -vettool="$statevet" ${VETBENCH_STATEVET_FLAGS:-}) ;;
+      statevet) s=$(run statevet -vettool="$statevet") ;;
+      contract) s=$(run contract -vettool="$statevet" -stcontract -stgrowth) ;;
       lostcancel) s=$(run lostcancel -lostcancel) ;;
       vet) s=$(run vet) ;;
     esac
@@ -74,18 +77,23 @@ done
 
 median() { tr ' ' '\n' | grep . | sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 sv=$(echo "${times[statevet]}" | median)
+sc=$(echo "${times[contract]}" | median)
 lc=$(echo "${times[lostcancel]}" | median)
 gv=$(echo "${times[vet]}" | median)
 findings=$(grep -cE '\.go:[0-9]+:[0-9]+: ' "$work/statevet.out" || true)
 npkgs=$(go list $pkgs | wc -l)
 
+ratio() { echo "scale=4; $1 / $2" | bc | xargs printf '%.2f'; }
+secs() { printf '%.1f' "$1"; }
 cat <<EOT
 
-| run (golang.org/x/tools v0.52.0 $pkgs, $npkgs packages, median of $reps) | seconds | vs go vet -lostcancel |
+| run (golang.org/x/tools v0.52.0 $pkgs, $npkgs packages; median of $reps) | seconds | vs go vet -lostcancel |
 | --- | ---: | ---: |
-| go vet -vettool=statevet ${VETBENCH_STATEVET_FLAGS:-} | $sv | $(echo "scale=3; $sv / $lc" | bc)x |
-| go vet -lostcancel | $lc | 1.000x |
-| go vet (full default suite) | $gv | $(echo "scale=3; $gv / $lc" | bc)x |
+| go vet -vettool=statevet (whole suite) | $(secs $sv) | $(ratio $sv $lc)x |
+| go vet -vettool=statevet -stcontract -stgrowth | $(secs $sc) | $(ratio $sc $lc)x |
+| go vet -lostcancel | $(secs $lc) | 1.00x |
+| go vet (default suite) | $(secs $gv) | $(ratio $gv $lc)x |
 
 statevet analyzers: $analyzers. statevet findings on x/tools: $findings. Machine: $(nproc) cores, $(go version | awk '{print $3}').
+Every run: $(for t in "${tools[@]}"; do printf '%s%s' "$t" "${times[$t]}" | sed 's/ \([0-9]*\.[0-9]\)[0-9]*/ \1/g'; printf '; '; done)
 EOT
