@@ -34,13 +34,13 @@ func (cp *contractParse) field(v *types.Var, tag string, head *directive) {
 	sl, ok := types.Unalias(v.Type()).Underlying().(*types.Slice)
 	if !ok {
 		cp.errorf(pos, end, "field %s of state type %s has type %s; state fields are slices of fixed-size elements (e.g. []float32, [][8]uint16)",
-			v.Name(), name, types.TypeString(v.Type(), types.RelativeTo(cp.p.pkg)))
+			v.Name(), name, typeString(v.Type(), cp.p.pkg))
 		return
 	}
 	elem := sl.Elem()
 	if !fixedSize(elem) {
 		cp.errorf(pos, end, "field %s of state type %s has element type %s, which is not fixed-size; use an integer or float type, a named type over one, or an array of them",
-			v.Name(), name, types.TypeString(elem, types.RelativeTo(cp.p.pkg)))
+			v.Name(), name, typeString(elem, cp.p.pkg))
 		return
 	}
 	size := sizes.Sizeof(elem)
@@ -59,7 +59,7 @@ func (cp *contractParse) field(v *types.Var, tag string, head *directive) {
 	}
 	cp.c.Fields = append(cp.c.Fields, Field{
 		Name:     v.Name(),
-		Elem:     types.TypeString(elem, types.RelativeTo(cp.p.pkg)),
+		Elem:     typeString(elem, cp.p.pkg),
 		ElemSize: size,
 		Width:    width,
 		RowBytes: size * int64(width),
@@ -111,4 +111,10 @@ func parseWidth(tag string) (int, string) {
 		return 0, fmt.Sprintf("tag state:%s has no width; write state:\"width=W\" or remove the tag", quote(val))
 	}
 	return width, ""
+}
+
+// typeString writes t relative to pkg as it is spelled in source: cgo's
+// _Ctype_int32_t is C.int32_t.
+func typeString(t types.Type, pkg *types.Package) string {
+	return strings.ReplaceAll(types.TypeString(t, types.RelativeTo(pkg)), "_Ctype_", "C.")
 }

@@ -93,7 +93,7 @@ func (p *pkgParser) funcDoc(decl *ast.FuncDecl) {
 				if d.verb == "writes" && prm != nil && !writable(prm.Type()) {
 					p.errorf("", a.pos, a.end,
 						"//state:writes %s on %s: parameter %s has type %s, which is neither a slice nor a pointer, so a write through it cannot reach the caller; remove the directive or change the parameter",
-						a.value, what, a.value, types.TypeString(prm.Type(), types.RelativeTo(p.pkg)))
+						a.value, what, a.value, typeString(prm.Type(), p.pkg))
 					continue
 				}
 				named[key] = true

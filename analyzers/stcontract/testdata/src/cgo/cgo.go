@@ -13,7 +13,7 @@ import "C"
 type Samples struct {
 	Raw  []C.int32_t
 	Wide []C.double `state:"width=2"`
-	Ptrs []*C.char // want `field Ptrs of state type Samples has element type \*_Ctype_char`
+	Ptrs []*C.char // want `field Ptrs of state type Samples has element type \*C.char`
 }
 
 // Twice calls C.
