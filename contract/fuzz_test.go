@@ -59,6 +59,9 @@ func checkSource(t *testing.T, src string) {
 	tf := fset.File(file.Pos())
 	for _, pkg := range []*Package{p, q} {
 		for _, d := range pkg.Diagnostics {
+			if strings.HasPrefix(d.Message, "internal error") {
+				t.Errorf("the parser panicked: %s", d.Message)
+			}
 			if d.Message == "" || strings.HasSuffix(d.Message, ".") {
 				t.Errorf("malformed message %q", d.Message)
 			}

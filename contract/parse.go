@@ -41,6 +41,24 @@ func isIn(s string, list []string) bool {
 // evaluated in the universe scope and checks that need types are skipped.
 func ParsePackage(fset *token.FileSet, files []*ast.File, pkg *types.Package, info *types.Info) *Package {
 	p := &pkgParser{fset: fset, pkg: pkg, info: info, out: new(Package)}
+	defer func() {
+		// A bug here must not crash go vet: report it where the user sees it.
+		if r := recover(); r != nil {
+			pos := token.NoPos
+			for _, f := range files {
+				if f != nil {
+					pos = f.Package
+					break
+				}
+			}
+			p.out.Diagnostics = append(p.out.Diagnostics, Diagnostic{
+				Pos:      pos,
+				End:      pos,
+				Analyzer: StContract,
+				Message:  fmt.Sprintf("internal error in the //state: directive parser (%v); please report it with this package", r),
+			})
+		}
+	}()
 	for _, f := range files {
 		if f == nil || !mentionsState(f) {
 			continue
