@@ -969,7 +969,7 @@ func (c *cleanup) capture(st ostate, lit *ast.FuncLit) {
 				}
 				if kind == Static {
 					for j, arg := range call.Args {
-						if c.o.Takes(fn, ParamIndex(fn, j)) {
+						if c.o.Releases(fn, ParamIndex(fn, j)) {
 							if v := Root(c.info, arg); v != nil {
 								rel |= c.known(v)
 							}
@@ -983,6 +983,16 @@ func (c *cleanup) capture(st ostate, lit *ast.FuncLit) {
 	}
 	c.discharge(st, rel, release)
 	c.discharge(st, m&^rel, weak)
+}
+
+// mayRelease reports whether a dynamic call of method fn could be a
+// release: releases take no arguments (Close(), Release(), Free()).
+func mayRelease(fn *types.Func) bool {
+	if fn == nil {
+		return false
+	}
+	sig, ok := fn.Type().(*types.Signature)
+	return ok && sig.Params().Len() == 0
 }
 
 // call evaluates a call: releases and takers end obligations, unknown
@@ -1027,10 +1037,12 @@ func (c *cleanup) call(st ostate, call *ast.CallExpr, goStmt bool) {
 			case kind == Static && c.o.Takes(fn, -1):
 				c.discharge(st, m, store)
 			case kind == Dynamic:
-				// An interface or type-parameter method (io.Closer's
-				// Close, a generic helper's x.Release()) may be the
-				// release: the value is handed to code we cannot see.
-				c.discharge(st, m, store)
+				// An interface or type-parameter method without
+				// arguments (io.Closer's Close, a generic helper's
+				// x.Release()) may be the release.
+				if mayRelease(fn) {
+					c.discharge(st, m, store)
+				}
 				c.discharge(st, c.refs(recv), weak)
 			}
 		}
@@ -1181,7 +1193,7 @@ func Prewalk(info *types.Info, o *Oracle, body *ast.BlockStmt, sig *types.Signat
 func appendReleased(info *types.Info, o *Oracle, call *ast.CallExpr, out []*types.Var) []*types.Var {
 	fn, kind, recv := Callee(info, call)
 	if kind == Dynamic && recv != nil {
-		if v := Root(info, recv); v != nil {
+		if v := Root(info, recv); v != nil && mayRelease(fn) {
 			out = append(out, v)
 		}
 		return out
