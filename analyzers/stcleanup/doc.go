@@ -16,10 +16,23 @@
 // count.
 //
 // No release is needed on paths where the acquire's error result is not
-// nil, where the variable holding the resource is nil, or that end in panic
-// or a call that never returns (os.Exit, log.Fatal, t.Fatal). A result
-// discarded at the call is a leak, and so is a value overwritten (in a loop,
-// say) before its release.
+// nil (err != nil, or a predicate of err such as errors.Is(err, ErrX)),
+// where the variable holding the resource is nil, or that end in panic or a
+// call that never returns (os.Exit, log.Fatal, t.Fatal). Paths that
+// contradict what was known when the resource was acquired are not
+// followed: a release under the same boolean condition as the acquire
+// (if shared { s = acquire() } ... if shared { s.Release() }), or an error
+// check of an error variable known nil on that path.
+//
+// A result discarded at the call is a leak, and so is a value overwritten
+// (in a loop, say) before its release. Keeping only the error,
+// _, err := acquire(), is not reported: the caller expects the call to
+// fail; nor is handing both results on, f(acquire()).
+//
+// The analysis errs toward silence: values merged from several paths may be
+// released through any variable that held them, and a resource handed to
+// code it cannot see (a function value, an interface method without
+// arguments, a goroutine) counts as released.
 //
 // Each leak is reported once, at the acquiring call, with the exit it leaks
 // through as related information, and, where the resource never escapes and
