@@ -83,7 +83,7 @@ func (p *Package) reportType(b *bytes.Buffer, c *contract.Contract) {
 	if c.Checkpoint != nil {
 		cp = fmt.Sprintf("every %d, keep %d", c.Checkpoint.Every, c.Checkpoint.Keep)
 		if c.Checkpoint.Budget > 0 {
-			cp += fmt.Sprintf(", budget %d", c.Checkpoint.Budget)
+			cp += ", budget " + bytesText(c.Checkpoint.Budget)
 		}
 		cp += ". "
 	}
@@ -97,6 +97,7 @@ func (p *Package) reportType(b *bytes.Buffer, c *contract.Contract) {
 		m := &model{c: c}
 		row("generated", fmt.Sprintf("`%s`: %s", FileName(c.Type), strings.Join(m.api(), ", ")))
 	}
+	p.reportHistory(b, c)
 }
 
 // api lists the names generated for m, in the order they appear in the file.

@@ -1,0 +1,391 @@
+package gen
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/gpustate/gpustate/contract"
+	"github.com/gpustate/gpustate/runtime/state"
+)
+
+// The report's section on past versions: how At and Plan reconstruct them,
+// how far back the declared policy reaches, and, since a contract declares
+// no access weights, the whole trade-off between checkpoint memory and
+// expected reconstruction cost (the Pareto set) rather than one placement
+// chosen for weights nobody gave.
+
+// maxPlaces caps the places where the chart puts checkpoints: the
+// dynamic program behind state.Pareto grows quickly with the chain, and a
+// report is generated on every go generate.
+const maxPlaces = 64
+
+// maxChartRows caps the rows of the Pareto table; the front's two ends and
+// the points the contract selects are always shown.
+const maxChartRows = 12
+
+// workload is what the chart assumes of the versions in the retained
+// window: every version costs the same to apply, and every checkpoint the
+// same to seed from and to hold. Costs are in bytes copied on the device,
+// the term that dominates the runtime's calibrated cost model.
+type workload struct {
+	window int   // versions the declared policy retains at most: every*keep
+	apply  int64 // bytes one version's delta applies
+	seed   int64 // bytes a reconstruction copies from its checkpoint first
+	memory int64 // bytes one checkpoint holds apart from the head
+	about  string
+}
+
+// historyWorkload returns the workload the chart assumes for c, and false
+// with the reason when none can be charted.
+func historyWorkload(c *contract.Contract) (workload, string, bool) {
+	cp := c.Checkpoint
+	if cp.Every <= 0 || cp.Keep <= 0 {
+		return workload{}, "the policy names no window (every and keep), so nothing is charted", false
+	}
+	if int64(cp.Every)*int64(cp.Keep) > 1<<20 {
+		return workload{}, fmt.Sprintf("the window of %d versions is too long to chart", int64(cp.Every)*int64(cp.Keep)), false
+	}
+	w := workload{window: cp.Every * cp.Keep}
+	rb := rowBytes(c)
+	// limit keeps every figure, summed over every checkpoint and version
+	// of the window, inside an int64.
+	limit := int64(math.MaxInt64) / int64(2*w.window+2)
+	if c.Growth == contract.GrowthMutable {
+		if rb > 0 && c.Bound > limit/rb {
+			return workload{}, "the state is too large to chart", false
+		}
+		s := c.Bound * rb
+		w.apply, w.seed, w.memory = s, s, s
+		w.about = fmt.Sprintf("every version rewrites all %d rows (%s), as a simulation step does: the most a version can write. "+
+			"A reconstruction copies its checkpoint's blocks on write (%s) and applies each delta in full; "+
+			"a checkpoint holds a whole version (%s) once the head has rewritten it", c.Bound, shortBytes(s), shortBytes(s), shortBytes(s))
+		return w, "", true
+	}
+	perVersion := int64(1)
+	if !c.Unbounded && c.Bound > 0 {
+		perVersion = max(1, (c.Bound+int64(w.window)-1)/int64(w.window))
+	}
+	var block int64
+	for _, f := range c.Fields {
+		b := int64(state.DefaultBlockBytes)
+		if !c.Unbounded && c.Bound > 0 && f.RowBytes > 0 && c.Bound <= b/f.RowBytes {
+			b = c.Bound * f.RowBytes
+		}
+		block += b
+	}
+	if rb > 0 && perVersion > limit/rb || block > limit {
+		return workload{}, "the state is too large to chart", false
+	}
+	w.apply, w.seed, w.memory = perVersion*rb, block, block
+	fill := "as rows without a bound do"
+	if !c.Unbounded && c.Bound > 0 {
+		fill = fmt.Sprintf("so that the window fills the bound of %d rows", c.Bound)
+	}
+	rows := "rows"
+	if perVersion == 1 {
+		rows = "row"
+	}
+	w.about = fmt.Sprintf("every version appends %d %s (%s), %s. "+
+		"Appended rows never change, so a checkpoint shares its full blocks with the head and holds at most its last, partly filled block of each field "+
+		"(%s in blocks of the default %s), which a reconstruction copies before it applies the deltas", perVersion, rows, shortBytes(w.apply), fill, shortBytes(block), shortBytes(state.DefaultBlockBytes))
+	return w, "", true
+}
+
+// chart is the trade-off for a workload: checkpoints may be placed at
+// versions that are multiples of group (counted from the oldest retained
+// version), which keeps the chain state.Pareto solves within maxPlaces.
+type chart struct {
+	w     workload
+	group int
+	chain []state.ChainVersion
+	// shift is what the grouped chain's expected cost overstates the
+	// version chain's by, when the last group is shorter than the others.
+	shift float64
+}
+
+func newChart(w workload) chart {
+	g := (w.window + maxPlaces - 1) / maxPlaces
+	n := (w.window + g - 1) / g
+	ch := chart{w: w, group: g, chain: make([]state.ChainVersion, n)}
+	// A group of s versions from a checkpoint q costs, over its versions,
+	// s*(seed + P(start) - P(q)) + apply*s*(s-1)/2 with P the prefix sum
+	// of apply: a grouped chain with weights s, apply g*apply and seed
+	// seed + apply*(g-1)/2 charges exactly that for full groups, and
+	// apply*s*(g-s)/2 more for a shorter last one, whatever the placement.
+	for i := range ch.chain {
+		s := min(g, w.window-i*g)
+		ch.chain[i] = state.ChainVersion{
+			Apply:  float64(g) * float64(w.apply),
+			Seed:   float64(w.seed) + float64(w.apply)*float64(g-1)/2,
+			Memory: w.memory,
+			Weight: float64(s),
+		}
+		ch.shift += float64(w.apply) * float64(s) * float64(g-s) / 2
+	}
+	ch.shift /= float64(w.window)
+	return ch
+}
+
+// versions turns a placement's chain indices into versions counted from
+// the oldest retained one.
+func (ch chart) versions(p state.Placement) []int {
+	out := make([]int, len(p.Checkpoints))
+	for i, q := range p.Checkpoints {
+		out[i] = q * ch.group
+	}
+	return out
+}
+
+// canonical returns, in chain indices, the placement of k checkpoints of
+// least expected cost whose list is least in lexicographic order.
+// state.Pareto returns one of the placements of least cost for each
+// memory, and which one of several equal ones depends on the order it
+// meets them; the report shows this one, so that it reads the same from
+// one run to the next. Every checkpoint costs the same here, so each
+// version is reconstructed from the nearest checkpoint before it.
+func (ch chart) canonical(k int) []int {
+	n := len(ch.chain)
+	if k < 1 || k > n {
+		return nil
+	}
+	prefix := make([]float64, n)
+	for i := 1; i < n; i++ {
+		prefix[i] = prefix[i-1] + ch.chain[i].Apply
+	}
+	// seg is the weighted cost of versions [j, end) from a checkpoint at j.
+	seg := func(j, end int) float64 {
+		var s float64
+		for i := j; i < end; i++ {
+			s += ch.chain[i].Weight * (ch.chain[j].Seed + prefix[i] - prefix[j])
+		}
+		return s
+	}
+	// f[m][j]: least cost of versions [j, n) with a checkpoint at j and m
+	// more after it.
+	inf := math.Inf(1)
+	f := make([][]float64, k)
+	for m := range f {
+		f[m] = make([]float64, n)
+		for j := range n {
+			f[m][j] = inf
+			if m == 0 {
+				f[m][j] = seg(j, n)
+				continue
+			}
+			for next := j + 1; next < n; next++ {
+				f[m][j] = min(f[m][j], seg(j, next)+f[m-1][next])
+			}
+		}
+	}
+	out := []int{0}
+	for m, j := k-1, 0; m > 0; m-- {
+		best := f[m][j]
+		for next := j + 1; next < n; next++ {
+			if c := seg(j, next) + f[m-1][next]; c <= best+1e-9*math.Abs(best) {
+				out = append(out, next)
+				j = next
+				break
+			}
+		}
+	}
+	return out
+}
+
+// expected is the expected cost of p on the version chain.
+func (ch chart) expected(p state.Placement) float64 { return p.Expected - ch.shift }
+
+// expectedOf evaluates checkpoints at the given versions (ascending, the
+// first 0) directly on the version chain, every version reconstructed from
+// its cheapest checkpoint at or before it, under uniform access.
+func (w workload) expectedOf(cps []int) float64 {
+	var sum float64
+	for v := range w.window {
+		best := math.Inf(1)
+		for _, q := range cps {
+			if q > v {
+				break
+			}
+			best = min(best, float64(w.seed)+float64(v-q)*float64(w.apply))
+		}
+		sum += best
+	}
+	return sum / float64(w.window)
+}
+
+// reportHistory writes how past versions of c are reconstructed and the
+// trade-off its checkpoint policy sits on.
+func (p *Package) reportHistory(b *bytes.Buffer, c *contract.Contract) {
+	if !c.Valid || c.Checkpoint == nil || c.Snapshot == contract.SnapshotNone {
+		return
+	}
+	cp := c.Checkpoint
+	fmt.Fprintf(b, "\n### Past versions of %s\n\n", c.Type)
+	fmt.Fprintf(b, "`At(v)` reconstructs version v of the head's own line as a snapshot: it seeds from a kept checkpoint at or before v "+
+		"(a copy-on-write snapshot, taken in O(1)) and applies the deltas after it (each version's write set, copied on the device when it was written). "+
+		"`Plan(v)` chooses, without doing it, the checkpoint q of least estimated cost "+
+		"R(v) = seed(q) + apply(q+1) + ... + apply(v) + verify(v), with costs from the pool's calibrated copy bandwidths, and lists the alternatives: "+
+		"the nearest checkpoint is not assumed cheapest. `Rollback` accepts the snapshot `At` returns.\n\n")
+	if cp.Every > 0 && cp.Keep > 0 {
+		lo := int64(cp.Keep-1)*int64(cp.Every) + 1
+		hi := int64(cp.Keep) * int64(cp.Every)
+		fmt.Fprintf(b, "The head takes a checkpoint every %d versions and keeps the last %d, with the deltas after the oldest of them: "+
+			"the last %d to %d versions of its line are reconstructable, older ones answer `state.ErrNotRetained`, "+
+			"and the history's memory stays bounded.", cp.Every, cp.Keep, lo, hi)
+	}
+	if cp.Budget > 0 {
+		fmt.Fprintf(b, " The contract sets a budget of %s for checkpoint memory.", shortBytes(cp.Budget))
+	}
+	b.WriteString("\n\n")
+
+	w, why, ok := historyWorkload(c)
+	if !ok {
+		fmt.Fprintf(b, "No trade-off is charted: %s.\n", why)
+		return
+	}
+	ch := newChart(w)
+	front, err := state.Pareto(ch.chain)
+	if err != nil {
+		fmt.Fprintf(b, "No trade-off is charted: %v.\n", err)
+		return
+	}
+	fmt.Fprintf(b, "**Checkpoint memory against expected reconstruction cost.** The contract declares no access weights, so none are assumed: "+
+		"below is the Pareto set (`state.Pareto`) for uniform access over a window of %d versions, costs in bytes copied. "+
+		"Assumed: %s. ", w.window, w.about)
+	if ch.group > 1 {
+		fmt.Fprintf(b, "Checkpoints are placed at multiples of %d versions (%d places). ", ch.group, len(ch.chain))
+	}
+	b.WriteString("The deltas of the window are kept whatever the placement, so the memory shown is the checkpoints' alone. ")
+	fmt.Fprintf(b, "The set has %d placements", len(front))
+	if len(front) > maxChartRows {
+		fmt.Fprintf(b, ", of which %d are shown", maxChartRows)
+	}
+	b.WriteString(".\n\n")
+
+	// The placement the declared policy makes: every Every versions.
+	var declared []int
+	for v := 0; v < w.window; v += cp.Every {
+		declared = append(declared, v)
+	}
+	budget := -1
+	if cp.Budget > 0 {
+		for i, pl := range front {
+			if pl.Memory <= cp.Budget {
+				budget = i
+			}
+		}
+	}
+	shown := pickRows(len(front), budget)
+	b.WriteString("| checkpoints | memory | expected cost | versions with a checkpoint | note |\n| ---: | ---: | ---: | --- | --- |\n")
+	for _, i := range shown {
+		pl := front[i]
+		vs := ch.versions(state.Placement{Checkpoints: ch.canonical(len(pl.Checkpoints))})
+		var note []string
+		if i == 0 {
+			note = append(note, "least memory")
+		}
+		if i == len(front)-1 {
+			note = append(note, "least cost")
+		}
+		if i == budget {
+			note = append(note, fmt.Sprintf("best within the budget of %s", shortBytes(cp.Budget)))
+		}
+		fmt.Fprintf(b, "| %d | %s | %s | %s | %s |\n", len(vs), shortBytes(pl.Memory), costText(ch.expected(pl)), placementText(vs), strings.Join(note, "; "))
+	}
+	b.WriteString("\n")
+	fmt.Fprintf(b, "The declared policy (a checkpoint every %d versions) holds %d checkpoints in the window: %s of checkpoint memory for an expected cost of %s.",
+		cp.Every, len(declared), shortBytes(int64(len(declared))*w.memory), costText(w.expectedOf(declared)))
+	if cp.Budget > 0 {
+		if budget < 0 {
+			fmt.Fprintf(b, " No placement fits the budget of %s: the oldest checkpoint alone holds %s.", shortBytes(cp.Budget), shortBytes(w.memory))
+		} else {
+			pl := front[budget]
+			fmt.Fprintf(b, " Within the budget of %s, `state.Place` keeps %d checkpoints (%s) for an expected cost of %s.",
+				shortBytes(cp.Budget), len(pl.Checkpoints), shortBytes(pl.Memory), costText(ch.expected(pl)))
+		}
+	}
+	b.WriteString("\n")
+}
+
+// pickRows returns the indices of the front to show, ascending: all of
+// them when they fit, else both ends, extra, and points spread evenly.
+func pickRows(n, extra int) []int {
+	if n <= maxChartRows {
+		out := make([]int, n)
+		for i := range out {
+			out[i] = i
+		}
+		return out
+	}
+	keep := map[int]bool{0: true, n - 1: true}
+	if extra >= 0 {
+		keep[extra] = true
+	}
+	for k := 0; len(keep) < maxChartRows && k < maxChartRows; k++ {
+		keep[int(math.Round(float64(k)*float64(n-1)/float64(maxChartRows-1)))] = true
+	}
+	for i := 1; len(keep) < maxChartRows; i++ {
+		keep[i] = true
+	}
+	var out []int
+	for i := range n {
+		if keep[i] {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// placementText lists checkpoint versions, counted from the oldest
+// retained one, compactly.
+func placementText(vs []int) string {
+	if len(vs) > 1 {
+		step := vs[1] - vs[0]
+		even := true
+		for i := 2; i < len(vs); i++ {
+			even = even && vs[i]-vs[i-1] == step
+		}
+		switch {
+		case even && len(vs) > 4 && step == 1:
+			return fmt.Sprintf("every version from 0 to %d", vs[len(vs)-1])
+		case even && len(vs) > 4:
+			return fmt.Sprintf("every %d versions from 0 to %d", step, vs[len(vs)-1])
+		}
+	}
+	parts := make([]string, 0, 7)
+	for i, v := range vs {
+		if len(vs) > 6 && i == 3 {
+			parts = append(parts, "...")
+		}
+		if len(vs) > 6 && i >= 3 && i < len(vs)-3 {
+			continue
+		}
+		parts = append(parts, fmt.Sprint(v))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// costText writes an expected cost in bytes copied.
+func costText(x float64) string {
+	return shortBytes(int64(math.Round(x)))
+}
+
+// shortBytes writes n bytes in the largest binary unit under it.
+func shortBytes(n int64) string {
+	if n < 1024 {
+		return fmt.Sprintf("%d B", n)
+	}
+	v, u := float64(n), ""
+	for _, unit := range []string{"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"} {
+		if v < 1024 {
+			break
+		}
+		v /= 1024
+		u = unit
+	}
+	if v == math.Trunc(v) {
+		return fmt.Sprintf("%d %s", int64(v), u)
+	}
+	return fmt.Sprintf("%.1f %s", v, u)
+}
