@@ -104,25 +104,21 @@ func run(pass *analysis.Pass) (any, error) {
 	res := &Result{Dirs: dirs, Oracle: o}
 	insp := pass.ResultOf[inspect.Analyzer].(*inspector.Inspector)
 
-	var decls []*ast.FuncDecl
-	for n := range insp.PreorderSeq((*ast.FuncDecl)(nil)) {
-		decls = append(decls, n.(*ast.FuncDecl))
-	}
-	inferWrites(pass.TypesInfo, o, decls)
+	inferWrites(pass.TypesInfo, o, insp)
 
 	if dirs.Active() {
 		res.Funcs = collectFuncs(pass, insp)
 		res.Leaks = inferOwnership(pass, o, res.Funcs)
 	}
 
-	// Export what was inferred about functions other packages can call.
-	for _, d := range decls {
-		fn, ok := pass.TypesInfo.Defs[d.Name].(*types.Func)
-		if !ok {
+	// Export what was inferred about functions other packages can call
+	// (methods of unexported types too: they may be promoted).
+	for fn, f := range o.local {
+		if fn.Pkg() != pass.Pkg || !(fn.Exported() || fn.Signature().Recv() != nil) {
 			continue
 		}
-		if f := o.local[fn]; f != nil && !f.empty() && (fn.Exported() || d.Recv != nil) {
-			pass.ExportObjectFact(fn, f)
+		if ex := exported(fn, f); !ex.empty() {
+			pass.ExportObjectFact(fn, ex)
 		}
 	}
 	return res, nil
@@ -264,4 +260,40 @@ func union(lists ...[]int) []int {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// exported returns the part of f worth a fact. Facts travel with every
+// downstream package, so writes are kept only for parameters that can hold
+// a view of a snapshot: slices, and arrays and structs of slices (a pointer
+// receiver that sets its own fields is a write nobody asks about across
+// packages).
+func exported(fn *types.Func, f *Fact) *Fact {
+	ex := &Fact{Acquirer: f.Acquirer, Takes: f.Takes, Releases: f.Releases}
+	for _, p := range f.Writes {
+		if v := paramVar(fn.Signature(), p); v != nil && holdsSlice(v.Type()) {
+			ex.Writes = append(ex.Writes, p)
+		}
+	}
+	return ex
+}
+
+// holdsSlice reports whether a value of type t holds a slice.
+func holdsSlice(t types.Type) bool {
+	switch u := t.Underlying().(type) {
+	case *types.Slice:
+		return true
+	case *types.Array:
+		return holdsSlice(u.Elem())
+	case *types.Struct:
+		for f := range u.Fields() {
+			if holdsSlice(f.Type()) {
+				return true
+			}
+		}
+	case *types.Interface:
+		if tp, ok := types.Unalias(t).(*types.TypeParam); ok {
+			return sliceOrPointerTypeParam(tp)
+		}
+	}
+	return false
 }

@@ -4,6 +4,8 @@ import (
 	"go/ast"
 	"go/token"
 	"go/types"
+
+	"golang.org/x/tools/go/ast/inspector"
 )
 
 // Writes inference.
@@ -27,6 +29,12 @@ type writeInfo struct {
 	derive  map[*types.Var]uint64
 	written uint64
 	calls   []writeCall
+
+	// collected by visit, consumed by solve
+	flows       []flowEdge
+	stores      []ast.Expr // assignment targets
+	writeOps    []ast.Expr // operands written by copy, clear, append
+	staticCalls []staticCall
 }
 
 // writeCall is a call passing values derived from parameters.
@@ -36,24 +44,41 @@ type writeCall struct {
 	from   uint64 // our parameters the operand derives from
 }
 
-func inferWrites(info *types.Info, o *Oracle, decls []*ast.FuncDecl) {
+func inferWrites(info *types.Info, o *Oracle, insp *inspector.Inspector) {
 	var infos []*writeInfo
 	byFn := make(map[*types.Func]*writeInfo)
-	for _, d := range decls {
-		if d.Body == nil {
+	// One filtered traversal of the package: function declarations do not
+	// nest, so each node belongs to the last one seen, if it lies inside.
+	var cur *writeInfo
+	var end token.Pos
+	for n := range insp.PreorderSeq(writeNodes...) {
+		if d, ok := n.(*ast.FuncDecl); ok {
+			cur = nil
+			if d.Body == nil {
+				continue
+			}
+			fn, ok := info.Defs[d.Name].(*types.Func)
+			if !ok {
+				continue
+			}
+			if cur = newWriteInfo(fn); cur != nil {
+				end = d.End()
+				infos = append(infos, cur)
+				byFn[fn] = cur
+			}
 			continue
 		}
-		fn, ok := info.Defs[d.Name].(*types.Func)
-		if !ok {
+		if cur == nil {
 			continue
 		}
-		w := newWriteInfo(fn)
-		if w == nil {
+		if n.Pos() >= end {
+			cur = nil
 			continue
 		}
-		w.scan(info, d.Body)
-		infos = append(infos, w)
-		byFn[fn] = w
+		cur.visit(info, n)
+	}
+	for _, w := range infos {
+		w.solve(info)
 	}
 	// Fixed point over the package's calls.
 	for changed := true; changed; {
@@ -200,95 +225,113 @@ func indirect(t types.Type) bool {
 	return false
 }
 
-func (w *writeInfo) scan(info *types.Info, body *ast.BlockStmt) {
-	// One walk collects the assignments between variables, the stores and
-	// the calls; derivation is then iterated over the assignments alone.
-	type flowEdge struct {
-		lhs *types.Var
-		rhs ast.Expr
-	}
-	var flows []flowEdge
-	var stores []ast.Expr   // assignment targets
-	var writeOps []ast.Expr // operands written by copy, clear, append
-	var calls []*ast.CallExpr
+var writeNodes = []ast.Node{
+	(*ast.FuncDecl)(nil),
+	(*ast.AssignStmt)(nil),
+	(*ast.IncDecStmt)(nil),
+	(*ast.ValueSpec)(nil),
+	(*ast.RangeStmt)(nil),
+	(*ast.CallExpr)(nil),
+}
+
+// flowEdge is an assignment between variables: lhs may refer to what rhs does.
+type flowEdge struct {
+	lhs *types.Var
+	rhs ast.Expr
+}
+
+// visit collects, from one node of the function, the assignments between
+// variables, the stores and the calls; solve then iterates derivation over
+// the assignments alone.
+func (w *writeInfo) visit(info *types.Info, n ast.Node) {
 	edge := func(l, r ast.Expr) {
 		if v := VarOf(info, l); v != nil {
-			flows = append(flows, flowEdge{v, r})
+			w.flows = append(w.flows, flowEdge{v, r})
 		}
 	}
-	ast.Inspect(body, func(n ast.Node) bool {
-		switch n := n.(type) {
-		case *ast.AssignStmt:
-			stores = append(stores, n.Lhs...)
-			if (n.Tok == token.DEFINE || n.Tok == token.ASSIGN) && len(n.Lhs) == len(n.Rhs) {
-				for i, l := range n.Lhs {
-					edge(l, n.Rhs[i])
-				}
-			}
-		case *ast.IncDecStmt:
-			stores = append(stores, n.X)
-		case *ast.ValueSpec:
-			if len(n.Names) == len(n.Values) {
-				for i, id := range n.Names {
-					edge(id, n.Values[i])
-				}
-			}
-		case *ast.RangeStmt:
-			if n.Value != nil {
-				edge(n.Value, n.X)
-			}
-		case *ast.CallExpr:
-			_, kind, _ := Callee(info, n)
-			switch kind {
-			case Builtin:
-				switch BuiltinName(info, n) {
-				case "copy", "clear":
-					if len(n.Args) > 0 {
-						writeOps = append(writeOps, n.Args[0])
-					}
-				case "append":
-					if len(n.Args) > 1 {
-						if s, ok := ast.Unparen(n.Args[0]).(*ast.SliceExpr); ok && !FullSlice(s) {
-							writeOps = append(writeOps, s)
-						}
-					}
-				}
-			case Static:
-				calls = append(calls, n)
+	switch n := n.(type) {
+	case *ast.AssignStmt:
+		w.stores = append(w.stores, n.Lhs...)
+		if (n.Tok == token.DEFINE || n.Tok == token.ASSIGN) && len(n.Lhs) == len(n.Rhs) {
+			for i, l := range n.Lhs {
+				edge(l, n.Rhs[i])
 			}
 		}
-		return true
-	})
+	case *ast.IncDecStmt:
+		w.stores = append(w.stores, n.X)
+	case *ast.ValueSpec:
+		if len(n.Names) == len(n.Values) {
+			for i, id := range n.Names {
+				edge(id, n.Values[i])
+			}
+		}
+	case *ast.RangeStmt:
+		if n.Value != nil {
+			edge(n.Value, n.X)
+		}
+	case *ast.CallExpr:
+		fn, kind, recv := Callee(info, n)
+		switch kind {
+		case Builtin:
+			switch BuiltinName(info, n) {
+			case "copy", "clear":
+				if len(n.Args) > 0 {
+					w.writeOps = append(w.writeOps, n.Args[0])
+				}
+			case "append":
+				if len(n.Args) > 1 {
+					if s, ok := ast.Unparen(n.Args[0]).(*ast.SliceExpr); ok && !FullSlice(s) {
+						w.writeOps = append(w.writeOps, s)
+					}
+				}
+			}
+		case Static:
+			w.staticCalls = append(w.staticCalls, staticCall{n, fn, recv})
+		}
+	}
+}
+
+// staticCall is a call of a function known at compile time.
+type staticCall struct {
+	call *ast.CallExpr
+	fn   *types.Func
+	recv ast.Expr
+}
+
+// solve derives, to a fixed point, which variables refer to which
+// parameters' memory, then finds the parameters written directly and the
+// calls that pass them on.
+func (w *writeInfo) solve(info *types.Info) {
 	for changed := true; changed; {
 		changed = false
-		for _, f := range flows {
+		for _, f := range w.flows {
 			if m := w.from(info, f.rhs); w.derive[f.lhs]|m != w.derive[f.lhs] {
 				w.derive[f.lhs] |= m
 				changed = true
 			}
 		}
 	}
-	for _, l := range stores {
+	for _, l := range w.stores {
 		w.written |= w.through(info, l)
 	}
-	for _, e := range writeOps {
+	for _, e := range w.writeOps {
 		w.written |= w.from(info, e)
 	}
-	for _, call := range calls {
-		fn, _, recv := Callee(info, call)
-		if recv != nil && indirect(info.TypeOf(recv)) {
-			if m := w.from(info, recv); m != 0 {
-				w.calls = append(w.calls, writeCall{fn, -1, m})
+	for _, sc := range w.staticCalls {
+		if sc.recv != nil && indirect(info.TypeOf(sc.recv)) {
+			if m := w.from(info, sc.recv); m != 0 {
+				w.calls = append(w.calls, writeCall{sc.fn, -1, m})
 			}
 		}
-		for j, a := range call.Args {
+		for j, a := range sc.call.Args {
 			if m := w.from(info, a); m != 0 {
-				if p := ParamIndex(fn, j); p >= 0 {
-					w.calls = append(w.calls, writeCall{fn, p, m})
+				if p := ParamIndex(sc.fn, j); p >= 0 {
+					w.calls = append(w.calls, writeCall{sc.fn, p, m})
 				}
 			}
 		}
 	}
+	w.flows, w.stores, w.writeOps, w.staticCalls = nil, nil, nil, nil
 }
 
 // from returns the parameters whose memory e may refer to.
