@@ -276,7 +276,15 @@ func (p *Package) reportHistory(b *bytes.Buffer, c *contract.Contract) {
 			}
 		}
 	}
-	shown := pickRows(len(front), budget)
+	// The front's point with as many checkpoints as the declared policy,
+	// marked when the policy places them as well as anything can.
+	same := -1
+	for i, pl := range front {
+		if len(pl.Checkpoints) == len(declared) && math.Abs(ch.expected(pl)-w.expectedOf(declared)) <= 1e-9*w.expectedOf(declared) {
+			same = i
+		}
+	}
+	shown := pickRows(len(front), budget, same)
 	b.WriteString("| checkpoints | memory | expected cost | versions with a checkpoint | note |\n| ---: | ---: | ---: | --- | --- |\n")
 	for _, i := range shown {
 		pl := front[i]
@@ -287,6 +295,9 @@ func (p *Package) reportHistory(b *bytes.Buffer, c *contract.Contract) {
 		}
 		if i == len(front)-1 {
 			note = append(note, "least cost")
+		}
+		if i == same {
+			note = append(note, fmt.Sprintf("the declared policy: every %d versions", cp.Every))
 		}
 		if i == budget {
 			note = append(note, fmt.Sprintf("best within the budget of %s", shortBytes(cp.Budget)))
@@ -309,8 +320,9 @@ func (p *Package) reportHistory(b *bytes.Buffer, c *contract.Contract) {
 }
 
 // pickRows returns the indices of the front to show, ascending: all of
-// them when they fit, else both ends, extra, and points spread evenly.
-func pickRows(n, extra int) []int {
+// them when they fit, else both ends, the extras (negative ones ignored),
+// and points spread evenly.
+func pickRows(n int, extras ...int) []int {
 	if n <= maxChartRows {
 		out := make([]int, n)
 		for i := range out {
@@ -319,8 +331,10 @@ func pickRows(n, extra int) []int {
 		return out
 	}
 	keep := map[int]bool{0: true, n - 1: true}
-	if extra >= 0 {
-		keep[extra] = true
+	for _, e := range extras {
+		if e >= 0 && e < n {
+			keep[e] = true
+		}
 	}
 	for k := 0; len(keep) < maxChartRows && k < maxChartRows; k++ {
 		keep[int(math.Round(float64(k)*float64(n-1)/float64(maxChartRows-1)))] = true

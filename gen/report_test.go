@@ -29,6 +29,7 @@ func TestReportHistory(t *testing.T) {
 		"best within the budget of 64 KiB",
 		"No placement fits the budget of 100 B",
 		"the last 9 to 12 versions of its line are reconstructable",
+		"| 3 | 48 KiB | 40 KiB | 0, 4, 8 | the declared policy: every 4 versions |",
 	} {
 		if !strings.Contains(rep.String(), want) {
 			t.Errorf("the report lacks %q", want)
@@ -96,7 +97,7 @@ func TestHistoryWorkloadLimits(t *testing.T) {
 func TestPickRows(t *testing.T) {
 	for _, n := range []int{1, 5, maxChartRows, maxChartRows + 1, 64, 500} {
 		for _, extra := range []int{-1, 0, n / 3, n - 1} {
-			rows := pickRows(n, extra)
+			rows := pickRows(n, extra, n/2)
 			if len(rows) != min(n, maxChartRows) {
 				t.Errorf("pickRows(%d, %d) shows %d rows", n, extra, len(rows))
 			}
@@ -108,7 +109,7 @@ func TestPickRows(t *testing.T) {
 				}
 				return false
 			}
-			if !has(0) || !has(n-1) || (extra >= 0 && !has(extra)) {
+			if !has(0) || !has(n-1) || (extra >= 0 && !has(extra)) || !has(n/2) {
 				t.Errorf("pickRows(%d, %d) = %v misses an end or the extra row", n, extra, rows)
 			}
 			for i := 1; i < len(rows); i++ {
