@@ -129,6 +129,41 @@ if ! go run ./examples/kvcache; then
   fail=1
 fi
 
+# --- examples/gridsim: sparse checkpoints, At, Plan and rollback of a simulation ---
+
+echo
+echo "== go generate ./examples/gridsim/... (the committed handles and contract report must come out byte for byte)"
+grid_handles() { find examples/gridsim \( -name '*_state.go' -o -name CONTRACTS.md \) -exec cksum {} + | sort; }
+before=$(grid_handles)
+go generate ./examples/gridsim/...
+if [ "$(grid_handles)" != "$before" ]; then
+  echo "FAIL: go generate changed the committed gridsim handles:"
+  diff <(echo "$before") <(grid_handles) || true
+  fail=1
+elif ! go run ./cmd/stategen -check ./examples/gridsim/...; then
+  echo "FAIL: stategen -check found stale gridsim handles"
+  fail=1
+else
+  echo "   examples/gridsim/field: field_state.go and CONTRACTS.md are up to date"
+fi
+
+echo
+echo "== statevet ./examples/gridsim/... (expecting silence on the program and its generated handles)"
+if out=$("$statevet" ./examples/gridsim/... 2>&1); then
+  echo "   no findings"
+else
+  echo "$out"
+  echo "FAIL: statevet reported findings on examples/gridsim"
+  fail=1
+fi
+
+echo
+echo "== go run ./examples/gridsim (backend: ${GPUSTATE_BACKEND:-chosen by device.Open})"
+if ! go run ./examples/gridsim; then
+  echo "FAIL: the gridsim example failed"
+  fail=1
+fi
+
 echo
 if [ "$fail" -ne 0 ]; then
   echo "demo: FAILED"
