@@ -31,6 +31,7 @@ type Fact struct {
 // AFact marks Fact as an analysis fact.
 func (*Fact) AFact() {}
 
+// String lists what the fact records, for tests and -debug output.
 func (f *Fact) String() string {
 	var parts []string
 	if f.Acquirer {
