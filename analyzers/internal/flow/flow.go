@@ -52,8 +52,9 @@ var Analyzer = &analysis.Analyzer{
 type Result struct {
 	// Dirs answers for the directives: the directives analyzer's result.
 	Dirs Directives
-	// Oracle answers what calls do, from directives and facts. It is only
-	// complete when Dirs.Active(); it must not be used concurrently.
+	// Oracle answers what calls do, from directives and facts (complete
+	// only when Dirs.Active()). The analyzers that require this one may
+	// call it concurrently.
 	Oracle *Oracle
 	// Funcs are the package's function bodies with their CFGs, in source
 	// order; nil when the package is inactive.
