@@ -456,3 +456,38 @@ func leakIfInit(p *res.Pool) {
 		s.Append(1)
 	}
 }
+
+var errBusy = errors.New("busy")
+
+func switchErr(p *res.Pool) error {
+	s, err := res.NewState(p)
+	switch {
+	case err != nil:
+		return err
+	case s.Len() > 3:
+		s.Release()
+		return errBusy
+	}
+	return s.Release()
+}
+
+func errorsIs(p *res.Pool) error {
+	s, err := res.NewState(p)
+	if errors.Is(err, errBusy) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer s.Release()
+	return nil
+}
+
+func selectSend(ch chan *res.State, done chan struct{}) {
+	s := res.Open()
+	select {
+	case ch <- s:
+	case <-done:
+		s.Release()
+	}
+}
