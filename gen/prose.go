@@ -52,7 +52,7 @@ func checkpointShort(cp *contract.Checkpoint) string {
 		s += fmt.Sprintf(", the last %d kept", cp.Keep)
 	}
 	if cp.Budget > 0 {
-		s += fmt.Sprintf(", within %s", bytesText(cp.Budget))
+		s += fmt.Sprintf(", with a budget of %s for checkpoint memory", bytesText(cp.Budget))
 	}
 	return s
 }

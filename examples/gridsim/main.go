@@ -121,7 +121,7 @@ func run(w io.Writer, cfg config) (err error) {
 	if i := firstDiff(got.Cells, recompute(cfg.back)); i >= 0 {
 		return fmt.Errorf("At(step %d): cell %d differs from the recomputation", cfg.back, i)
 	}
-	fmt.Fprintf(w, "  At: reconstructed in %v; identical to the field recomputed from scratch (%d steps), bit for bit\n", took.Round(time.Microsecond), cfg.back)
+	fmt.Fprintf(w, "  At: the call took %v; the snapshot is identical to the field recomputed from scratch (%d steps), bit for bit\n", took.Round(time.Microsecond), cfg.back)
 
 	// Every step the head retains reconstructs exactly; older ones answer
 	// ErrNotRetained.

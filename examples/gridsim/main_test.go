@@ -21,7 +21,7 @@ func TestRun(t *testing.T) {
 		// every=8 keep=4: the checkpoints of steps 16, 24, 32 and 40 are kept.
 		"Plan: seed from the checkpoint of step 24, apply 6 deltas",
 		"alternative: the checkpoint of step 16, 14 deltas",
-		"identical to the field recomputed from scratch (30 steps), bit for bit",
+		"the snapshot is identical to the field recomputed from scratch (30 steps), bit for bit",
 		"retained: steps 16..40 reconstruct bit for bit; steps 0..15 answer state.ErrNotRetained",
 		"At(step 2): state: Field.At: version 2 is not in the retained history",
 		"put the head back at step 30",
