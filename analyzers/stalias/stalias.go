@@ -38,7 +38,7 @@ func run(pass *analysis.Pass) (any, error) {
 		return nil, nil
 	}
 	for _, f := range res.Funcs {
-		checkFunc(pass, res.Oracle, f)
+		checkFunc(pass, res, f)
 	}
 	return nil, nil
 }
@@ -47,6 +47,7 @@ type checker struct {
 	pass    *analysis.Pass
 	info    *types.Info
 	o       *flow.Oracle
+	res     *flow.Result
 	node    ast.Node // the function
 	vars    map[*types.Var]uint64
 	snap    map[*types.Var]string // the snapshot type a variable's view came from
@@ -66,12 +67,14 @@ func funcBody(n ast.Node) *ast.BlockStmt {
 	return nil
 }
 
-func checkFunc(pass *analysis.Pass, o *flow.Oracle, f *flow.Func) {
+func checkFunc(pass *analysis.Pass, res *flow.Result, f *flow.Func) {
+	o := res.Oracle
 	body := funcBody(f.Node)
 	c := &checker{
 		pass:    pass,
 		info:    pass.TypesInfo,
 		o:       o,
+		res:     res,
 		node:    f.Node,
 		vars:    make(map[*types.Var]uint64),
 		snap:    make(map[*types.Var]string),
@@ -85,7 +88,7 @@ func checkFunc(pass *analysis.Pass, o *flow.Oracle, f *flow.Func) {
 			return false
 		case *ast.CallExpr:
 			fn, kind, recv := flow.Callee(c.info, n)
-			if kind == flow.Static && recv != nil && o.IsSnapshot(c.info.TypeOf(recv)) {
+			if kind == flow.Static && recv != nil && o.IsSnapshot(c.info.TypeOf(recv)) && !res.Withheld(c.info.TypeOf(recv)) {
 				if o.Mutates(fn) {
 					pass.ReportRangef(n, "%s mutates its receiver, but %s is an immutable snapshot; call it on the state head (or a branch of it)",
 						fn.Name(), flow.TypeName(c.info.TypeOf(recv)))
@@ -185,7 +188,7 @@ func (c *checker) view(e ast.Expr, st uint64) string {
 				return c.view(x.Args[0], st)
 			}
 		case flow.Static:
-			if recv != nil && c.o.View(fn) && c.o.IsSnapshot(c.info.TypeOf(recv)) {
+			if recv != nil && c.o.View(fn) && c.o.IsSnapshot(c.info.TypeOf(recv)) && !c.res.Withheld(c.info.TypeOf(recv)) {
 				return flow.TypeName(c.info.TypeOf(recv))
 			}
 		}

@@ -41,16 +41,24 @@ func run(pass *analysis.Pass) (any, error) {
 		return nil, nil
 	}
 	for _, l := range res.Leaks {
-		report(pass, res.Oracle, l)
+		if !res.Withheld(resultType(pass, l.Call)) {
+			report(pass, res.Oracle, l)
+		}
 	}
 	return nil, nil
 }
 
-func report(pass *analysis.Pass, o *flow.Oracle, l flow.Leak) {
-	t := pass.TypesInfo.TypeOf(l.Call)
+// resultType returns the type of the resource an acquiring call returns.
+func resultType(pass *analysis.Pass, call *ast.CallExpr) types.Type {
+	t := pass.TypesInfo.TypeOf(call)
 	if tup, ok := t.(*types.Tuple); ok && tup.Len() > 0 {
 		t = tup.At(0).Type()
 	}
+	return t
+}
+
+func report(pass *analysis.Pass, o *flow.Oracle, l flow.Leak) {
+	t := resultType(pass, l.Call)
 	typ := flow.TypeName(t)
 	rel := o.ReleaseMethod(t)
 	by := l.Fn.Name()

@@ -42,7 +42,7 @@ func run(pass *analysis.Pass) (any, error) {
 		if strings.HasSuffix(pass.Fset.File(f.Node.Pos()).Name(), "_test.go") {
 			continue
 		}
-		checkFunc(pass, res.Oracle, f)
+		checkFunc(pass, res, f)
 	}
 	return nil, nil
 }
@@ -51,6 +51,7 @@ type checker struct {
 	pass    *analysis.Pass
 	info    *types.Info
 	o       *flow.Oracle
+	res     *flow.Result
 	vars    map[*types.Var]uint64
 	method  map[*types.Var]string // the release method used on each variable
 	record  bool
@@ -59,7 +60,8 @@ type checker struct {
 	relCall map[*ast.CallExpr]uint64
 }
 
-func checkFunc(pass *analysis.Pass, o *flow.Oracle, f *flow.Func) {
+func checkFunc(pass *analysis.Pass, res *flow.Result, f *flow.Func) {
+	o := res.Oracle
 	var body *ast.BlockStmt
 	switch n := f.Node.(type) {
 	case *ast.FuncDecl:
@@ -71,6 +73,7 @@ func checkFunc(pass *analysis.Pass, o *flow.Oracle, f *flow.Func) {
 		pass:    pass,
 		info:    pass.TypesInfo,
 		o:       o,
+		res:     res,
 		vars:    make(map[*types.Var]uint64),
 		method:  make(map[*types.Var]string),
 		seen:    make(map[token.Pos]bool),
@@ -148,7 +151,7 @@ func (c *checker) releases(call *ast.CallExpr, fnNode ast.Node) {
 	var m uint64
 	add := func(e ast.Expr) {
 		v := flow.VarOf(c.info, e)
-		if v == nil || v.IsField() || v.Pos() < fnNode.Pos() || v.Pos() >= fnNode.End() {
+		if v == nil || v.IsField() || v.Pos() < fnNode.Pos() || v.Pos() >= fnNode.End() || c.res.Withheld(v.Type()) {
 			return
 		}
 		b, ok := c.vars[v]

@@ -27,6 +27,7 @@ import (
 	"go/types"
 	"reflect"
 	"slices"
+	"strings"
 
 	"golang.org/x/tools/go/analysis"
 	"golang.org/x/tools/go/analysis/passes/ctrlflow"
@@ -294,6 +295,41 @@ func holdsSlice(t types.Type) bool {
 	case *types.Interface:
 		if tp, ok := types.Unalias(t).(*types.TypeParam); ok {
 			return sliceOrPointerTypeParam(tp)
+		}
+	}
+	return false
+}
+
+// Withheld reports whether findings about values of type t are withheld
+// because the state type they belong to has contract errors: stcontract
+// reports those, and nothing else is said about the type (no cascades).
+// A type belongs to the state type T when it is T, or the handle TState
+// or snapshot TSnapshot that stategen generates next to it.
+func (r *Result) Withheld(t types.Type) bool {
+	d, ok := r.Dirs.(*directives.Result)
+	if !ok || t == nil {
+		return false
+	}
+	if p, ok := types.Unalias(t).(*types.Pointer); ok {
+		t = p.Elem()
+	}
+	named, ok := types.Unalias(t).(*types.Named)
+	if !ok || named.Obj().Pkg() == nil {
+		return false
+	}
+	obj := named.Origin().Obj()
+	invalid := func(tn *types.TypeName) bool {
+		c := d.Contract(tn)
+		return c != nil && !c.Valid
+	}
+	if invalid(obj) {
+		return true
+	}
+	for _, suffix := range []string{"State", "Snapshot"} {
+		if base, ok := strings.CutSuffix(obj.Name(), suffix); ok && base != "" {
+			if tn, ok := obj.Pkg().Scope().Lookup(base).(*types.TypeName); ok && invalid(tn) {
+				return true
+			}
 		}
 	}
 	return false
