@@ -578,10 +578,9 @@ type calibration struct {
 // calibrate measures the backend and the store as a reconstruction uses
 // them, on memory the CPU's caches do not hold (it streams through a
 // buffer larger than them before each measurement): device copies of a few
-// bytes and of whole blocks between distinct blocks, then two synthetic
-// reconstructions of one-row deltas, one copying a block on write per
-// delta and one writing a single block, which give the costs of a block and
-// of a delta.
+// bytes and of whole blocks between distinct blocks, a synthetic
+// reconstruction of one-row deltas into one block, which gives the cost of
+// a delta, and blocks taken into a tree and given back.
 func (p *Pool) calibrate() (CostModel, error) {
 	const n = 64 // blocks in each role
 	const rowBytes = 64
@@ -603,9 +602,9 @@ func (p *Pool) calibrate() (CostModel, error) {
 			evict[i]++
 		}
 	}
-	// best returns the median time per step of five cold runs of steps.
+	// best returns the median time per step of seven cold runs of steps.
 	best := func(steps int, run func() error) (time.Duration, error) {
-		var runs [5]time.Duration
+		var runs [7]time.Duration
 		for i := range runs {
 			cold()
 			start := time.Now()
@@ -618,7 +617,7 @@ func (p *Pool) calibrate() (CostModel, error) {
 			runs[i] = time.Since(start) / time.Duration(steps)
 		}
 		slices.Sort(runs[:])
-		return runs[2], nil
+		return runs[len(runs)/2], nil
 	}
 	src, dst := blks[:n], blks[n:]
 	tSmall, err := best(n, func() error {
@@ -660,14 +659,11 @@ func (p *Pool) calibrate() (CostModel, error) {
 	}
 	base.rows = n * per
 	defer base.release(&freed)
-	deltas := func(spread bool) []*delta {
+	// n one-row deltas, all into the checkpoint's first block.
+	deltas := func() []*delta {
 		out := make([]*delta, n)
 		for i := range out {
-			row := 0
-			if spread {
-				row = i * per
-			}
-			out[i] = &delta{from: row, to: row + 1, cols: [][]*block{{dst[i]}}, bytes: rowBytes}
+			out[i] = &delta{from: i, to: i + 1, cols: [][]*block{{dst[i]}}, bytes: rowBytes}
 		}
 		return out
 	}
@@ -686,19 +682,33 @@ func (p *Pool) calibrate() (CostModel, error) {
 			return err
 		}
 	}
-	tSpread, err := best(n, apply(deltas(true)))
+	tSame, err := best(n, apply(deltas()))
 	if err != nil {
 		return CostModel{}, err
 	}
-	tSame, err := best(n, apply(deltas(false)))
+	// Per delta, one copy of a row (and one block over all).
+	m.PerDelta = time.Duration(max(0, float64(tSame)-float64(m.CopyFixed)-rowBytes*m.CopyPerByte))
+	// A block taken: from the pool, into a tree by path copying, and given
+	// back when the tree is released.
+	m.Block, err = best(n, func() error {
+		r := newRoot(1)
+		var freed []*block
+		for i := range n {
+			b, err := p.alloc("", 1, false)
+			if err != nil {
+				r.release(&freed)
+				p.free(freed)
+				return err
+			}
+			r.cols[0].set(i, b[0], &freed)
+		}
+		r.release(&freed)
+		p.free(freed)
+		return nil
+	})
 	if err != nil {
 		return CostModel{}, err
 	}
-	copyCost := func(bytes int) float64 { return float64(m.CopyFixed) + float64(bytes)*m.CopyPerByte }
-	// Same: per delta, one copy of a row (and one block over all).
-	m.PerDelta = time.Duration(max(0, float64(tSame)-copyCost(rowBytes)))
-	// Spread: per delta, a block copied on write and a row.
-	m.Block = time.Duration(max(0, float64(tSpread)-float64(m.PerDelta)-copyCost(bb)-copyCost(rowBytes)))
 	m.Fixed = m.Block
 	return m, nil
 }
