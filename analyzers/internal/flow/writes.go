@@ -31,10 +31,10 @@ type writeInfo struct {
 	calls   []writeCall
 
 	// collected by visit, consumed by solve
-	flows       []flowEdge
-	stores      []ast.Expr // assignment targets
-	writeOps    []ast.Expr // operands written by copy, clear, append
-	staticCalls []staticCall
+	flows    []flowEdge
+	stores   []ast.Expr      // assignment targets
+	writeOps []ast.Expr      // operands written by copy, clear, append
+	calls0   []*ast.CallExpr // every other call
 }
 
 // writeCall is a call passing values derived from parameters.
@@ -270,32 +270,26 @@ func (w *writeInfo) visit(info *types.Info, n ast.Node) {
 			edge(n.Value, n.X)
 		}
 	case *ast.CallExpr:
-		fn, kind, recv := Callee(info, n)
-		switch kind {
-		case Builtin:
-			switch BuiltinName(info, n) {
-			case "copy", "clear":
-				if len(n.Args) > 0 {
-					w.writeOps = append(w.writeOps, n.Args[0])
+		if id, ok := ast.Unparen(n.Fun).(*ast.Ident); ok {
+			switch id.Name {
+			case "copy", "clear", "append":
+				if _, ok := info.Uses[id].(*types.Builtin); !ok {
+					break
 				}
-			case "append":
-				if len(n.Args) > 1 {
+				if id.Name != "append" && len(n.Args) > 0 {
+					w.writeOps = append(w.writeOps, n.Args[0])
+				} else if len(n.Args) > 1 {
 					if s, ok := ast.Unparen(n.Args[0]).(*ast.SliceExpr); ok && !FullSlice(s) {
 						w.writeOps = append(w.writeOps, s)
 					}
 				}
+				return
 			}
-		case Static:
-			w.staticCalls = append(w.staticCalls, staticCall{n, fn, recv})
 		}
+		// Resolved in solve, and only when an operand derives from a
+		// parameter: most calls pass none.
+		w.calls0 = append(w.calls0, n)
 	}
-}
-
-// staticCall is a call of a function known at compile time.
-type staticCall struct {
-	call *ast.CallExpr
-	fn   *types.Func
-	recv ast.Expr
 }
 
 // solve derives, to a fixed point, which variables refer to which
@@ -317,21 +311,37 @@ func (w *writeInfo) solve(info *types.Info) {
 	for _, e := range w.writeOps {
 		w.written |= w.from(info, e)
 	}
-	for _, sc := range w.staticCalls {
-		if sc.recv != nil && indirect(info.TypeOf(sc.recv)) {
-			if m := w.from(info, sc.recv); m != 0 {
-				w.calls = append(w.calls, writeCall{sc.fn, -1, m})
-			}
+	for _, call := range w.calls0 {
+		var recvFrom uint64
+		fun := ast.Unparen(call.Fun)
+		if sel, ok := fun.(*ast.SelectorExpr); ok {
+			recvFrom = w.from(info, sel.X)
 		}
-		for j, a := range sc.call.Args {
-			if m := w.from(info, a); m != 0 {
-				if p := ParamIndex(sc.fn, j); p >= 0 {
-					w.calls = append(w.calls, writeCall{sc.fn, p, m})
+		argFrom := make([]uint64, len(call.Args))
+		from := recvFrom
+		for j, a := range call.Args {
+			argFrom[j] = w.from(info, a)
+			from |= argFrom[j]
+		}
+		if from == 0 {
+			continue
+		}
+		fn, kind, recv := Callee(info, call)
+		if kind != Static {
+			continue
+		}
+		if recv != nil && recvFrom != 0 && indirect(info.TypeOf(recv)) {
+			w.calls = append(w.calls, writeCall{fn, -1, recvFrom})
+		}
+		for j, m := range argFrom {
+			if m != 0 {
+				if p := ParamIndex(fn, j); p >= 0 {
+					w.calls = append(w.calls, writeCall{fn, p, m})
 				}
 			}
 		}
 	}
-	w.flows, w.stores, w.writeOps, w.staticCalls = nil, nil, nil, nil
+	w.flows, w.stores, w.writeOps, w.calls0 = nil, nil, nil, nil
 }
 
 // from returns the parameters whose memory e may refer to.
