@@ -240,7 +240,7 @@ func (h *Head) apply(op string, kind writeKind, from, to, newRows int, cols [][]
 		for i+1 < len(ops) {
 			prev, next := &ops[i], &ops[i+1]
 			if next.nb == nil || next.col != prev.col || next.keep != 0 || next.off != 0 || next.src == nil ||
-				prev.off+len(prev.src) != bb || next.nb.ptr != prev.nb.ptr+device.Ptr(bb) ||
+				prev.off+len(prev.src) != bb || !next.nb.follows(prev.nb, bb) ||
 				len(src)+len(next.src) > cap(src) {
 				break
 			}

@@ -89,6 +89,7 @@ type DeviceStats struct {
 // holds (or last held, when free).
 type block struct {
 	ptr   device.Ptr
+	slab  device.Ptr // the allocation the block was carved from
 	rc    atomic.Int32
 	owner Owner
 	delta bool // holds a delta of a history
@@ -455,7 +456,7 @@ func (p *Pool) growLocked(want int) error {
 	p.slabs = append(p.slabs, ptr)
 	p.reserved += nb * bb
 	for i := nb - 1; i >= 0; i-- {
-		p.clean = append(p.clean, &block{ptr: ptr + device.Ptr(i*bb)})
+		p.clean = append(p.clean, &block{ptr: ptr + device.Ptr(i*bb), slab: ptr})
 	}
 	p.nfree += nb
 	return nil
@@ -485,4 +486,11 @@ func (p *Pool) free(list []*block) {
 	}
 	p.nfree += int64(len(list))
 	p.inUse -= int64(len(list))
+}
+
+// follows reports whether b lies right after a in the same allocation, so
+// that one copy may span both: neighbouring addresses in two allocations
+// are not one range to a backend.
+func (b *block) follows(a *block, blockBytes int) bool {
+	return b.slab == a.slab && b.ptr == a.ptr+device.Ptr(blockBytes)
 }

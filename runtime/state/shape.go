@@ -91,7 +91,7 @@ func (sh *shape) read(op string, r *root, from, to int, dst [][]byte) error {
 			// Rows in neighbouring blocks come in one copy.
 			for last := blk; end < to && per*rb == bb; end = min(to, end+per) {
 				next := t.get(end / per)
-				if next.ptr != last.ptr+device.Ptr(bb) {
+				if !next.follows(last, bb) {
 					break
 				}
 				last = next
