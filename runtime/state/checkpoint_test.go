@@ -62,7 +62,11 @@ func runModelAt(t *testing.T, seed uint64, steps int) {
 		t.Fatalf("seed %d step %d: %s\nreplay: GPUSTATE_MODEL_SEED=%d go test -run TestModelAt ./runtime/state",
 			seed, step, fmt.Sprintf(format, args...), seed)
 	}
-	p, err := NewPool(device.Host(), PoolOptions{BlockBytes: 256})
+	var base device.Backend = device.Host()
+	if seed%2 == 0 {
+		base = newArena(32 << 20)
+	}
+	p, err := NewPool(base, PoolOptions{BlockBytes: 256})
 	check(t, err)
 	defer p.Close()
 	every, keep := 1+rng.IntN(4), 1+rng.IntN(3)
