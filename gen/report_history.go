@@ -150,17 +150,22 @@ func (ch chart) canonical(k int) []int {
 	if k < 1 || k > n {
 		return nil
 	}
-	prefix := make([]float64, n)
-	for i := 1; i < n; i++ {
-		prefix[i] = prefix[i-1] + ch.chain[i].Apply
-	}
-	// seg is the weighted cost of versions [j, end) from a checkpoint at j.
-	seg := func(j, end int) float64 {
-		var s float64
-		for i := j; i < end; i++ {
-			s += ch.chain[i].Weight * (ch.chain[j].Seed + prefix[i] - prefix[j])
+	// With P the prefix sums of Apply, W those of Weight and WP those of
+	// Weight*P, versions [j, end) from a checkpoint at j cost
+	// Seed(j)*(W(end)-W(j)) + WP(end)-WP(j) - P(j)*(W(end)-W(j)).
+	p := make([]float64, n)
+	cw := make([]float64, n+1)
+	cwp := make([]float64, n+1)
+	for i := range n {
+		if i > 0 {
+			p[i] = p[i-1] + ch.chain[i].Apply
 		}
-		return s
+		cw[i+1] = cw[i] + ch.chain[i].Weight
+		cwp[i+1] = cwp[i] + ch.chain[i].Weight*p[i]
+	}
+	seg := func(j, end int) float64 {
+		wt := cw[end] - cw[j]
+		return ch.chain[j].Seed*wt + cwp[end] - cwp[j] - p[j]*wt
 	}
 	// f[m][j]: least cost of versions [j, n) with a checkpoint at j and m
 	// more after it.
@@ -198,18 +203,16 @@ func (ch chart) expected(p state.Placement) float64 { return p.Expected - ch.shi
 
 // expectedOf evaluates checkpoints at the given versions (ascending, the
 // first 0) directly on the version chain, every version reconstructed from
-// its cheapest checkpoint at or before it, under uniform access.
+// the nearest checkpoint at or before it (every checkpoint costs the same
+// to seed from, so none further back is cheaper), under uniform access.
 func (w workload) expectedOf(cps []int) float64 {
 	var sum float64
+	k := 0
 	for v := range w.window {
-		best := math.Inf(1)
-		for _, q := range cps {
-			if q > v {
-				break
-			}
-			best = min(best, float64(w.seed)+float64(v-q)*float64(w.apply))
+		for k+1 < len(cps) && cps[k+1] <= v {
+			k++
 		}
-		sum += best
+		sum += float64(w.seed) + float64(v-cps[k])*float64(w.apply)
 	}
 	return sum / float64(w.window)
 }
@@ -279,8 +282,9 @@ func (p *Package) reportHistory(b *bytes.Buffer, c *contract.Contract) {
 	// The front's point with as many checkpoints as the declared policy,
 	// marked when the policy places them as well as anything can.
 	same := -1
+	declaredCost := w.expectedOf(declared)
 	for i, pl := range front {
-		if len(pl.Checkpoints) == len(declared) && math.Abs(ch.expected(pl)-w.expectedOf(declared)) <= 1e-9*w.expectedOf(declared) {
+		if len(pl.Checkpoints) == len(declared) && math.Abs(ch.expected(pl)-declaredCost) <= 1e-9*declaredCost {
 			same = i
 		}
 	}
@@ -306,7 +310,7 @@ func (p *Package) reportHistory(b *bytes.Buffer, c *contract.Contract) {
 	}
 	b.WriteString("\n")
 	fmt.Fprintf(b, "The declared policy (a checkpoint every %d versions) holds %d checkpoints in the window: %s of checkpoint memory for an expected cost of %s.",
-		cp.Every, len(declared), shortBytes(int64(len(declared))*w.memory), costText(w.expectedOf(declared)))
+		cp.Every, len(declared), shortBytes(int64(len(declared))*w.memory), costText(declaredCost))
 	if cp.Budget > 0 {
 		if budget < 0 {
 			fmt.Fprintf(b, " No placement fits the budget of %s: the oldest checkpoint alone holds %s.", shortBytes(cp.Budget), shortBytes(w.memory))

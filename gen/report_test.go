@@ -2,10 +2,16 @@ package gen
 
 import (
 	"bytes"
+	"go/ast"
+	"go/importer"
+	"go/parser"
+	"go/token"
+	"go/types"
 	"math"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gpustate/gpustate/contract"
 	"github.com/gpustate/gpustate/runtime/state"
@@ -136,4 +142,42 @@ func TestPlacementText(t *testing.T) {
 			t.Errorf("placementText(%v) = %q, want %q", c.vs, got, c.want)
 		}
 	}
+}
+
+// FuzzReport feeds arbitrary contracts to the report: whatever the input,
+// it writes Markdown, quickly, and never panics, whether the contract is
+// valid or not and whatever its bound, widths and checkpoint policy.
+func FuzzReport(f *testing.F) {
+	f.Add("//state:contract\n//state:growth mutable bound=1<<40\n//state:owner s\n//state:checkpoint every=1<<20 keep=1<<10 budget=1<<62", "A []int64 `state:\"width=1024\"`")
+	f.Add("//state:contract\n//state:growth append bound=unbounded reason=\"r\"\n//state:owner s\n//state:checkpoint every=3 keep=7", "A []uint8\nB [][3]float32")
+	f.Add("//state:contract\n//state:growth append bound=5\n//state:owner s\n//state:checkpoint every=1 keep=1 budget=1", "A []int16")
+	f.Add("//state:contract\n//state:growth mutable bound=K\n//state:owner s\n//state:snapshot none\n//state:checkpoint every=2 keep=2", "A []int16")
+	f.Add("//state:contract\n//state:growth append bound=4096\n//state:owner s\n//state:checkpoint every=4096 keep=4096", "A []float64 `state:\"width=8192\"`")
+	f.Fuzz(func(t *testing.T, directives, fields string) {
+		src := "package p\n\nconst K = 16\n\n// T is fuzzed.\n//\n" + directives + "\ntype T struct {\n" + fields + "\n}\n"
+		fset := token.NewFileSet()
+		file, err := parser.ParseFile(fset, "p.go", src, parser.ParseComments)
+		if err != nil {
+			return
+		}
+		info := &types.Info{
+			Types: make(map[ast.Expr]types.TypeAndValue),
+			Defs:  make(map[*ast.Ident]types.Object),
+			Uses:  make(map[*ast.Ident]types.Object),
+		}
+		conf := types.Config{Importer: importer.Default(), Error: func(error) {}}
+		pkg, _ := conf.Check("example.com/p", fset, []*ast.File{file}, info)
+		p := newPackage(".", fset, []*ast.File{file}, pkg, info)
+		var rep bytes.Buffer
+		start := time.Now()
+		if err := Report(&rep, []*Package{p}); err != nil {
+			t.Fatal(err)
+		}
+		if d := time.Since(start); d > 10*time.Second {
+			t.Errorf("the report took %v", d)
+		}
+		if !strings.HasPrefix(rep.String(), "# State contracts") {
+			t.Fatalf("not a report:\n%s", rep.String())
+		}
+	})
 }
