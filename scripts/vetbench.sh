@@ -95,5 +95,5 @@ cat <<EOT
 | go vet (default suite) | $(secs $gv) | $(ratio $gv $lc)x |
 
 statevet analyzers: $analyzers. statevet findings on x/tools: $findings. Machine: $(nproc) cores, $(go version | awk '{print $3}').
-Every run: $(for t in "${tools[@]}"; do printf '%s%s' "$t" "${times[$t]}" | sed 's/ \([0-9]*\.[0-9]\)[0-9]*/ \1/g'; printf '; '; done)
+Every run (seconds, in rep order): $(for t in "${tools[@]}"; do printf '%s' "$t"; for x in ${times[$t]}; do printf ' %.1f' "$x"; done; printf '; '; done)
 EOT

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"slices"
 	"testing"
+	"time"
 
 	"golang.org/x/tools/go/analysis"
 	"golang.org/x/tools/go/analysis/checker"
@@ -14,9 +16,12 @@ import (
 
 // BenchmarkAnalysis times the analysis work alone (packages parsed and
 // type-checked once, outside the timing) on net/http and every package it
-// imports, none of which has directives: lostcancel (with the CFGs of
-// ctrlflow it requires) is the reference; stcontract+stgrowth is what the
-// directive language costs; statevet is the whole suite.
+// imports, none of which has directives. Every iteration runs, in turn,
+// lostcancel (with the CFGs of ctrlflow it requires: the reference), the
+// directive language (stcontract and stgrowth, with the directives analyzer)
+// and the whole statevet suite, and the benchmark reports the medians over
+// iterations of each one's time divided by lostcancel's in the same
+// iteration, so that drift in the machine's load cancels out.
 func BenchmarkAnalysis(b *testing.B) {
 	pkgs, err := packages.Load(&packages.Config{Mode: packages.LoadAllSyntax}, "net/http")
 	if err != nil {
@@ -25,28 +30,48 @@ func BenchmarkAnalysis(b *testing.B) {
 	if packages.PrintErrors(pkgs) > 0 {
 		b.Fatal("net/http does not load")
 	}
-	for _, bc := range []struct {
+	runs := []struct {
 		name      string
 		analyzers []*analysis.Analyzer
 	}{
 		{"lostcancel", []*analysis.Analyzer{lostcancel.Analyzer}},
-		{"stcontract+stgrowth", []*analysis.Analyzer{stcontract.Analyzer, stgrowth.Analyzer}},
-		{"statevet", suite},
-	} {
-		b.Run(bc.name, func(b *testing.B) {
-			for b.Loop() {
-				g, err := checker.Analyze(bc.analyzers, pkgs, &checker.Options{Sequential: true})
-				if err != nil {
-					b.Fatal(err)
-				}
-				if bc.name != "lostcancel" {
-					for act := range g.All() {
-						if len(act.Diagnostics) > 0 {
-							b.Fatalf("%s reports on %s: %s", act.Analyzer.Name, act.Package.PkgPath, act.Diagnostics[0].Message)
-						}
-					}
+		{"contract", []*analysis.Analyzer{stcontract.Analyzer, stgrowth.Analyzer}},
+		{"suite", suite},
+	}
+	var contractRatio, suiteRatio []float64
+	for b.Loop() {
+		var d [3]time.Duration
+		for i, r := range runs {
+			t0 := time.Now()
+			g, err := checker.Analyze(r.analyzers, pkgs, &checker.Options{Sequential: true})
+			d[i] = time.Since(t0)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if i == 0 {
+				continue
+			}
+			for act := range g.All() {
+				if len(act.Diagnostics) > 0 {
+					b.Fatalf("%s reports on %s: %s", act.Analyzer.Name, act.Package.PkgPath, act.Diagnostics[0].Message)
 				}
 			}
-		})
+		}
+		contractRatio = append(contractRatio, d[1].Seconds()/d[0].Seconds())
+		suiteRatio = append(suiteRatio, d[2].Seconds()/d[0].Seconds())
 	}
+	b.ReportMetric(median(contractRatio), "contract/lostcancel")
+	b.ReportMetric(median(suiteRatio), "suite/lostcancel")
+}
+
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
