@@ -265,8 +265,9 @@ func BenchmarkBlockAlloc(b *testing.B) {
 	}
 	warm[0].rc.Store(0)
 	p.free(warm)
+	buf := make([]*block, 0, 1) // as a head reuses its own
 	pool := func() {
-		blk, err := p.alloc("s", 1, false)
+		blk, err := p.allocAppend(buf, "s", 1, false)
 		if err != nil {
 			b.Fatal(err)
 		}

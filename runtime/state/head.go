@@ -25,6 +25,7 @@ type Head struct {
 	released bool
 	logical  int64    // this head's share of the pool's LogicalBytes
 	hist     *history // checkpoints and deltas, with a checkpoint policy
+	scratch  []*block // reused by writes for the blocks they take
 }
 
 var headIDs atomic.Uint64
@@ -181,7 +182,7 @@ func (h *Head) apply(op string, kind writeKind, from, to, newRows int, cols [][]
 			need++
 		}
 	}
-	blks, err := h.pool.alloc(h.owner, need, false)
+	blks, err := h.pool.allocAppend(h.scratch, h.owner, need, false)
 	if err != nil && errors.Is(err, ErrNoMemory) {
 		// Write whole unshared blocks in place rather than fail.
 		fewer := 0
@@ -194,12 +195,13 @@ func (h *Head) apply(op string, kind writeKind, from, to, newRows int, cols [][]
 		}
 		if fewer < need {
 			need = fewer
-			blks, err = h.pool.alloc(h.owner, need, false)
+			blks, err = h.pool.allocAppend(h.scratch, h.owner, need, false)
 		}
 	}
 	if err != nil {
 		return nil, h.errorf(op, "%w", err)
 	}
+	h.scratch = blks[:0]
 	taken := blks
 	for i := range ops {
 		o := &ops[i]

@@ -114,10 +114,13 @@ type Pool struct {
 	clean    []*block            // zeroed blocks
 	dirty    map[Owner]*freeList // free blocks, by the owner whose rows they held
 	sweepAt  int                 // the size of dirty at which empty lists are swept
-	nfree    int64
-	inUse    int64
-	live     map[handle]struct{}
-	nextID   uint64
+	// lastOwner's free list is lastList: the last one looked up.
+	lastOwner Owner
+	lastList  *freeList
+	nfree     int64
+	inUse     int64
+	live      map[handle]struct{}
+	nextID    uint64
 
 	logical atomic.Int64
 	history atomic.Int64 // bytes of delta blocks held by histories
@@ -227,6 +230,7 @@ func (p *Pool) Close() error {
 		}
 	}
 	p.slabs, p.clean, p.dirty, p.live = nil, nil, nil, nil
+	p.lastOwner, p.lastList = "", nil
 	p.reserved, p.nfree, p.inUse = 0, 0, 0
 	p.logical.Store(0)
 	p.history.Store(0)
@@ -271,14 +275,23 @@ func (p *Pool) unregister(h handle, logical int64) {
 // asked), zeroed ones, the owner's own zeroed now, other owners' zeroed now;
 // only then does the pool take a new slab from the backend.
 func (p *Pool) alloc(owner Owner, n int, zero bool) ([]*block, error) {
+	return p.allocAppend(nil, owner, n, zero)
+}
+
+// allocAppend is alloc appending to buf[:0], to spare the caller an
+// allocation; the result shares buf's array when it has room.
+func (p *Pool) allocAppend(buf []*block, owner Owner, n int, zero bool) ([]*block, error) {
 	if n <= 0 {
-		return nil, nil
+		return buf[:0], nil
 	}
-	out := make([]*block, 0, n)
+	out := buf[:0]
+	if cap(out) < n {
+		out = make([]*block, 0, n)
+	}
 	var wipe []*block // taken from a dirty list: to zero before use
 	p.mu.Lock()
 	if !zero {
-		out = takeFree(&out, p.dirty, owner, n)
+		out = p.takeFree(&out, owner, n)
 	}
 	if len(out) < n {
 		k := min(len(p.clean), n-len(out))
@@ -288,12 +301,12 @@ func (p *Pool) alloc(owner Owner, n int, zero bool) ([]*block, error) {
 	}
 	if len(out) < n {
 		before := len(out)
-		out = takeFree(&out, p.dirty, owner, n)
+		out = p.takeFree(&out, owner, n)
 		for o := range p.dirty {
 			if len(out) == n {
 				break
 			}
-			out = takeFree(&out, p.dirty, o, n)
+			out = p.takeFree(&out, o, n)
 		}
 		wipe = out[before:]
 	}
@@ -344,9 +357,24 @@ func (p *Pool) alloc(owner Owner, n int, zero bool) ([]*block, error) {
 // map insertions; they are swept when they outnumber the others.
 type freeList struct{ blocks []*block }
 
-// takeFree moves free blocks of owner o from dirty to out, up to n in all.
-func takeFree(out *[]*block, dirty map[Owner]*freeList, o Owner, n int) []*block {
-	fl := dirty[o]
+// listLocked returns owner o's free list, nil when it has none. The last
+// list looked up is remembered: an owner's blocks go and come back in
+// turns.
+func (p *Pool) listLocked(o Owner) *freeList {
+	if p.lastList != nil && p.lastOwner == o {
+		return p.lastList
+	}
+	fl := p.dirty[o]
+	if fl != nil {
+		p.lastOwner, p.lastList = o, fl
+	}
+	return fl
+}
+
+// takeFree moves free blocks of owner o from its free list to out, up to
+// n in all.
+func (p *Pool) takeFree(out *[]*block, o Owner, n int) []*block {
+	fl := p.listLocked(o)
 	if fl == nil {
 		return *out
 	}
@@ -374,7 +402,7 @@ func appendPopped(out, top []*block) []*block {
 
 // putDirtyLocked puts b on the free list of the owner whose rows it holds.
 func (p *Pool) putDirtyLocked(b *block) {
-	fl := p.dirty[b.owner]
+	fl := p.listLocked(b.owner)
 	if fl == nil {
 		if len(p.dirty) >= p.sweepAt {
 			p.sweepLocked()
@@ -394,6 +422,7 @@ func (p *Pool) sweepLocked() {
 			delete(p.dirty, o)
 		}
 	}
+	p.lastOwner, p.lastList = "", nil
 	p.sweepAt = max(64, 2*len(p.dirty))
 }
 
