@@ -1,6 +1,7 @@
 package state
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -132,9 +133,15 @@ func BenchmarkBranchDiverge(b *testing.B) {
 // the store's time over the plain copy's, the inverse of the throughput
 // ratio.
 func BenchmarkAppend(b *testing.B) {
+	for _, bb := range []int{DefaultBlockBytes, 1 << 20} {
+		b.Run(fmt.Sprintf("block=%dKiB", bb>>10), func(b *testing.B) { benchAppend(b, bb) })
+	}
+}
+
+func benchAppend(b *testing.B, blockBytes int) {
 	const batch = 1 << 16
 	rows := kvRows(batch, 3)
-	p := benchPool(b, device.Host(), PoolOptions{})
+	p := benchPool(b, device.Host(), PoolOptions{BlockBytes: blockBytes})
 	var h *Head
 	n := 0
 	store := func() {
