@@ -2,6 +2,7 @@ package state
 
 import (
 	"fmt"
+	"os"
 	"slices"
 	"testing"
 	"time"
@@ -11,6 +12,20 @@ import (
 
 // The benchmarks come in pairs measured side by side; docs/BENCHMARKS.md
 // gives their ratios.
+
+// benchBackend returns the backend the benchmarks run on: the host
+// backend, or the one GPUSTATE_BACKEND names (make gpu-check sets cuda).
+func benchBackend(b *testing.B) device.Backend {
+	if os.Getenv(device.EnvBackend) == "" {
+		return device.Host()
+	}
+	be, err := device.Open()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { be.Close() })
+	return be
+}
 
 func benchPool(b *testing.B, be device.Backend, opt PoolOptions) *Pool {
 	p, err := NewPool(be, opt)
@@ -24,8 +39,8 @@ func benchPool(b *testing.B, be device.Backend, opt PoolOptions) *Pool {
 // sideBySide measures a and c alternately, batch calls of each per round
 // (which goes first alternates too), so that both see the same machine:
 // it reports each one's time per call and the median over rounds of a's
-// time over c's.
-func sideBySide(b *testing.B, batch int, a func(), unitA string, c func(), unitC string) {
+// time over c's, and returns a's mean time per call.
+func sideBySide(b *testing.B, batch int, a func(), unitA string, c func(), unitC string) (meanA time.Duration) {
 	b.Helper()
 	var ta, tc time.Duration
 	var ratios []float64
@@ -51,13 +66,14 @@ func sideBySide(b *testing.B, batch int, a func(), unitA string, c func(), unitC
 	b.ReportMetric(float64(ta.Nanoseconds())/n, unitA)
 	b.ReportMetric(float64(tc.Nanoseconds())/n, unitC)
 	b.ReportMetric(ratios[len(ratios)/2], "ratio")
+	return time.Duration(float64(ta) / n)
 }
 
 // BenchmarkSnapshot takes and releases a snapshot of a state of 1M rows and
 // of one of 1 row: ratio is the first's time over the second's, and must
 // not grow with the state.
 func BenchmarkSnapshot(b *testing.B) {
-	p := benchPool(b, device.Host(), PoolOptions{})
+	p := benchPool(b, benchBackend(b), PoolOptions{})
 	heads := make([]*Head, 2)
 	for i, rows := range []int{1 << 20, 1} {
 		h, err := p.NewHead(kv(Append, 0, Keep), "s")
@@ -89,7 +105,7 @@ func BenchmarkBranchDiverge(b *testing.B) {
 	for _, g := range []Growth{Append, Mutable} {
 		b.Run(g.String(), func(b *testing.B) {
 			const rows = 1 << 20
-			p := benchPool(b, device.Host(), PoolOptions{})
+			p := benchPool(b, benchBackend(b), PoolOptions{})
 			h, err := p.NewHead(kv(g, rows, Keep), "s")
 			if err != nil {
 				b.Fatal(err)
@@ -141,7 +157,7 @@ func BenchmarkAppend(b *testing.B) {
 func benchAppend(b *testing.B, blockBytes int) {
 	const batch = 1 << 16
 	rows := kvRows(batch, 3)
-	p := benchPool(b, device.Host(), PoolOptions{BlockBytes: blockBytes})
+	p := benchPool(b, benchBackend(b), PoolOptions{BlockBytes: blockBytes})
 	var h *Head
 	n := 0
 	store := func() {
@@ -159,8 +175,7 @@ func benchAppend(b *testing.B, blockBytes int) {
 			b.Fatal(err)
 		}
 	}
-	be := device.Host()
-	defer be.Close()
+	be := p.Backend()
 	dst := make([]device.Ptr, 2)
 	for i, c := range rows {
 		var err error
@@ -185,9 +200,13 @@ func benchAppend(b *testing.B, blockBytes int) {
 		store()
 		memmove()
 	}
-	sideBySide(b, 4, store, "ns/append", memmove, "ns/memmove")
+	ta := sideBySide(b, 4, store, "ns/append", memmove, "ns/memmove")
+	b.ReportMetric(float64(len(rows[0])+len(rows[1]))/float64(ta.Nanoseconds())*1e3, "MB/s")
 	if h != nil {
 		h.Release()
+	}
+	for _, d := range dst {
+		be.Free(d)
 	}
 }
 
@@ -198,7 +217,7 @@ func benchAppend(b *testing.B, blockBytes int) {
 func BenchmarkWrite(b *testing.B) {
 	const rows = 1 << 16
 	one := kvRows(1, 5)
-	p := benchPool(b, device.Host(), PoolOptions{})
+	p := benchPool(b, benchBackend(b), PoolOptions{})
 	shared, err := p.NewHead(kv(Mutable, rows, Keep), "s")
 	if err != nil {
 		b.Fatal(err)
@@ -261,11 +280,40 @@ func BenchmarkWrite(b *testing.B) {
 	b.ReportMetric(ratios[len(ratios)/2], "ratio")
 }
 
+// BenchmarkCopyOnWrite makes every row of a 16 MiB mutable state
+// writable while a snapshot shares them (WriteDevice over the whole state:
+// every block copied on the device), to set against the backend's device
+// copy bandwidth.
+func BenchmarkCopyOnWrite(b *testing.B) {
+	const rows = 16 << 20 / 24
+	p := benchPool(b, benchBackend(b), PoolOptions{})
+	h, err := p.NewHead(kv(Mutable, rows, Keep), "s")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer h.Release()
+	b.SetBytes(h.Stats().PhysicalBytes)
+	for b.Loop() {
+		b.StopTimer()
+		s, err := h.Snapshot()
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		if _, err := h.WriteDevice(0, rows); err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		s.Release()
+		b.StartTimer()
+	}
+}
+
 // BenchmarkBlockAlloc takes and gives back one block of the backend
 // (Alloc and Free of the default block size), and one block of the pool:
 // ratio is the backend's time over the pool's.
 func BenchmarkBlockAlloc(b *testing.B) {
-	p := benchPool(b, device.Host(), PoolOptions{})
+	p := benchPool(b, benchBackend(b), PoolOptions{})
 	warm, err := p.alloc("s", 1, false)
 	if err != nil {
 		b.Fatal(err)
@@ -281,8 +329,7 @@ func BenchmarkBlockAlloc(b *testing.B) {
 		blk[0].rc.Store(0)
 		p.free(blk)
 	}
-	be := device.Host()
-	defer be.Close()
+	be := p.Backend()
 	backend := func() {
 		ptr, err := be.Alloc(DefaultBlockBytes)
 		if err != nil {
@@ -309,7 +356,7 @@ func BenchmarkReconstruct(b *testing.B) {
 		{"mutable/large", Mutable, 4096},
 	} {
 		b.Run(c.name, func(b *testing.B) {
-			p := benchPool(b, device.Host(), PoolOptions{})
+			p := benchPool(b, benchBackend(b), PoolOptions{})
 			l := kv(c.g, 1<<18, Keep)
 			l.Checkpoint = &CheckpointPolicy{Every: 16, Keep: 4}
 			h, err := p.NewHead(l, "s")
