@@ -176,31 +176,97 @@ func namedResults(sig *types.Signature) []*types.Var {
 }
 
 // inferOwnership computes acquirer, takes and releases facts for the
-// package's functions, and returns the leaks of the final round.
+// package's functions, and returns the leaks found with the final facts.
+//
+// Declarations are analyzed callees first (a postorder of the package's
+// static call graph), so a wrapper's fact is known before its callers are
+// looked at; only a function whose callee's fact changed after it was
+// analyzed (a cycle) is analyzed again. Function literals produce no facts
+// and are analyzed once, at the end.
 func inferOwnership(pass *analysis.Pass, o *Oracle, funcs []*Func) []Leak {
-	var leaks []Leak
+	var decls, lits []*Func
+	byObj := make(map[*types.Func]*Func)
+	for _, f := range funcs {
+		if f.Obj != nil {
+			decls = append(decls, f)
+			byObj[f.Obj] = f
+		} else {
+			lits = append(lits, f)
+		}
+	}
+	callees := make(map[*Func][]*types.Func)
+	for _, f := range decls {
+		seen := make(map[*types.Func]bool)
+		ast.Inspect(funcBody(f.Node), func(n ast.Node) bool {
+			if call, ok := n.(*ast.CallExpr); ok {
+				if fn, kind, _ := Callee(pass.TypesInfo, call); kind == Static && !seen[fn] {
+					seen[fn] = true
+					callees[f] = append(callees[f], fn)
+				}
+			}
+			return true
+		})
+	}
+	// Postorder of the local call graph.
+	var order []*Func
+	visited := make(map[*Func]bool)
+	var visit func(f *Func)
+	visit = func(f *Func) {
+		if visited[f] {
+			return
+		}
+		visited[f] = true
+		for _, g := range callees[f] {
+			if gf := byObj[g]; gf != nil {
+				visit(gf)
+			}
+		}
+		order = append(order, f)
+	}
+	for _, f := range decls {
+		visit(f)
+	}
+
+	results := make(map[*Func]*FuncResult)
+	analyze := func(f *Func) *FuncResult {
+		sites, fl, released := Prewalk(pass.TypesInfo, o, funcBody(f.Node), f.Sig)
+		f.In.Oracle = o
+		f.In.Sites = sites
+		f.In.Lits = fl
+		f.In.Seeds = nil
+		if f.Obj != nil {
+			f.In.Seeds = candidateParams(o, f.Sig, released)
+		}
+		if len(f.In.Sites) == 0 && len(f.In.Seeds) == 0 {
+			return nil
+		}
+		r, ok := Cleanup(f.In)
+		if !ok {
+			return nil
+		}
+		return r
+	}
+	seq := 0
+	analyzedAt := make(map[*Func]int)
+	changedAt := make(map[*types.Func]int)
 	for round := 0; round < maxRounds; round++ {
-		changed := false
-		leaks = leaks[:0]
-		for _, f := range funcs {
-			body := funcBody(f.Node)
-			sites, lits, released := Prewalk(pass.TypesInfo, o, body, f.Sig)
-			f.In.Oracle = o
-			f.In.Sites = sites
-			f.In.Lits = lits
-			f.In.Seeds = nil
-			if f.Obj != nil {
-				f.In.Seeds = candidateParams(o, f.Sig, released)
+		again := false
+		for _, f := range order {
+			if round > 0 {
+				stale := false
+				for _, g := range callees[f] {
+					stale = stale || changedAt[g] > analyzedAt[f]
+				}
+				if !stale {
+					continue
+				}
 			}
-			if len(f.In.Sites) == 0 && len(f.In.Seeds) == 0 {
-				continue
-			}
-			r, ok := Cleanup(f.In)
-			if !ok {
-				continue
-			}
-			leaks = append(leaks, r.Leaks...)
-			if f.Obj == nil {
+			again = true
+			seq++
+			analyzedAt[f] = seq
+			r := analyze(f)
+			results[f] = r
+			if r == nil {
 				continue
 			}
 			fact := o.local[f.Obj]
@@ -214,13 +280,23 @@ func inferOwnership(pass *analysis.Pass, o *Oracle, funcs []*Func) []Leak {
 				Writes:   fact.Writes,
 			}
 			if next.Acquirer != fact.Acquirer || !slices.Equal(next.Takes, fact.Takes) || !slices.Equal(next.Releases, fact.Releases) {
-				changed = true
 				o.local[f.Obj] = next
 				o.releaseMethods = nil
+				seq++
+				changedAt[f.Obj] = seq
 			}
 		}
-		if !changed {
+		if !again {
 			break
+		}
+	}
+	for _, f := range lits {
+		results[f] = analyze(f)
+	}
+	var leaks []Leak
+	for _, f := range funcs {
+		if r := results[f]; r != nil {
+			leaks = append(leaks, r.Leaks...)
 		}
 	}
 	slices.SortStableFunc(leaks, func(a, b Leak) int { return int(a.Call.Pos() - b.Call.Pos()) })
