@@ -64,11 +64,15 @@ type Contract struct {
 // contract was decoded from a fact or parsed without type information.
 func (c *Contract) Object() *types.TypeName { return c.obj }
 
-// Checkpoint is the policy of a //state:checkpoint line.
+// Checkpoint is the policy of a //state:checkpoint line. Exactly one of
+// Every and Budget spaces the checkpoints; the other is 0.
 type Checkpoint struct {
-	Every  int   // a checkpoint every Every versions
-	Keep   int   // checkpoints retained; 0 when the line has no keep (a stgrowth finding)
-	Budget int64 // bytes the checkpoints may hold; 0 when unset
+	Every int // a checkpoint every Every versions; 0 when the line spaces them by Budget
+	Keep  int // checkpoints retained; 0 when the line has no keep (a stgrowth finding)
+	// Budget, when set, takes a checkpoint whenever the deltas written
+	// since the last one reach Budget bytes, so rebuilding any retained
+	// version replays at most Budget bytes of deltas; 0 when unset.
+	Budget int64
 }
 
 // Field is one field of a state type: a slice of fixed-size elements, Width

@@ -54,7 +54,7 @@ type Token uint16
 //state:snapshot immutable
 //state:branch isolated merge=fastforward
 //state:rollback descendants=keep
-//state:checkpoint every=64 keep=4 budget=1<<20
+//state:checkpoint budget=1<<20 keep=4
 //state:cleanup on=session-end
 type KVCache struct {
 	Keys   []float32 ` + "`state:\"width=128\"`" + `
@@ -117,7 +117,7 @@ func TestValid(t *testing.T) {
 		Merge:       MergeFastforward,
 		Rollback:    true,
 		Descendants: DescendantsKeep,
-		Checkpoint:  &Checkpoint{Every: 64, Keep: 4, Budget: 1 << 20},
+		Checkpoint:  &Checkpoint{Keep: 4, Budget: 1 << 20},
 		Cleanup:     "session-end",
 		Fields: []Field{
 			{Name: "Keys", Elem: "float32", ElemSize: 4, Width: 128, RowBytes: 512},
@@ -251,9 +251,23 @@ func TestDiagnostics(t *testing.T) {
 		{"two contracts", head + "//state:growth append bound=8\ntype A struct{ X []int32 }\n\n" +
 			"//state:contract\n//state:owner step\n//state:growth append bound=0\ntype B struct{ X []int32 }\n",
 			[]string{`10: stcontract: bound "0" of B is 0`}},
-		{"checkpoint values", head + "//state:growth append bound=8\n//state:checkpoint every=0 keep=K budget=-1\ntype T struct{ X []int32 }\n",
-			[]string{`6: stcontract: every="0" in //state:checkpoint of T is 0`, `6: stcontract: keep="K" in //state:checkpoint of T is not a valid constant expression (undefined: K)`,
-				`6: stcontract: budget="-1" in //state:checkpoint of T is -1`}},
+		{"checkpoint values", head + "//state:growth append bound=8\n//state:checkpoint every=0 keep=K\ntype T struct{ X []int32 }\n",
+			[]string{`6: stcontract: every="0" in //state:checkpoint of T is 0`, `6: stcontract: keep="K" in //state:checkpoint of T is not a valid constant expression (undefined: K)`}},
+		{"checkpoint budget values", head + "//state:growth append bound=8\n//state:checkpoint budget=-1 keep=1\n//state:retention reconstructable\ntype T struct{ X []int32 }\n\n" +
+			"//state:contract\n//state:owner s\n//state:growth append bound=8\n//state:checkpoint keep=1 budget=1.5\ntype U struct{ X []int32 }\n\n" +
+			"//state:contract\n//state:owner s\n//state:growth append bound=8\n//state:checkpoint keep=1 budget=0\ntype V struct{ X []int32 }\n",
+			[]string{`6: stcontract: budget="-1" in //state:checkpoint of T is -1`,
+				`13: stcontract: budget="1.5" in //state:checkpoint of U is not an integer constant`,
+				`19: stcontract: budget="0" in //state:checkpoint of V is 0`}},
+		{"checkpoint budget only", head + "//state:growth mutable bound=8\n//state:checkpoint budget=64<<10 keep=2\ntype T struct{ X []int32 }\n", nil},
+		{"checkpoint every and budget", head + "//state:growth append bound=8\n//state:checkpoint every=4 keep=2 budget=1<<20\ntype T struct{ X []int32 }\n\n" +
+			"//state:contract\n//state:owner s\n//state:growth append bound=8\n//state:checkpoint budget=1<<20 every=4 keep=2\ntype U struct{ X []int32 }\n",
+			[]string{"6: stcontract: //state:checkpoint of T has both every and budget; choose one: every=N for a checkpoint every N versions, budget=BYTES for a checkpoint whenever the deltas written since the last one reach BYTES",
+				"12: stcontract: //state:checkpoint of U has both every and budget; choose one"}},
+		{"checkpoint neither", head + "//state:growth append bound=8\n//state:checkpoint keep=2\ntype T struct{ X []int32 }\n",
+			[]string{"6: stcontract: //state:checkpoint of T needs every=N or budget=BYTES"}},
+		{"checkpoint misspelt budget", head + "//state:growth append bound=8\n//state:checkpoint bugdet=64 keep=2\ntype T struct{ X []int32 }\n",
+			[]string{"6: stcontract: unknown key bugdet in //state:checkpoint of T; did you mean budget?"}},
 		{"cleanup event", head + "//state:growth append bound=8\n//state:cleanup on=\"end of session\"\ntype T struct{ X []int32 }\n",
 			[]string{`6: stcontract: cleanup event "end of session" of T is not a word`}},
 		{"owner key", head[:len(head)-len("//state:owner session\n")] + "//state:owner kind=session\n//state:growth append bound=8\ntype T struct{ X []int32 }\n",

@@ -32,6 +32,8 @@ func FuzzContractLines(f *testing.F) {
 		"contract purpose=\"unterminated\ngrowth append bound=1<<62",
 		"growth append bound=\"1 << 70\"\nowner a b c\ncleanup on=\nretention durable",
 		"Growth append\n state:owner x\nbrnch isolated\ncheckpoint every=0 keep=-1 budget=1e3",
+		"growth mutable bound=4\nowner s\ncheckpoint budget=64<<10 keep=2\ncheckpoint every=2 budget=1 keep=1",
+		"growth append bound=8\nowner s\ncheckpoint budget=1.5 every=3\ncheckpoint keep=2",
 	} {
 		f.Add(s)
 	}

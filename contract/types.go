@@ -437,11 +437,13 @@ func (cp *contractParse) branch(d *directive) {
 	}
 }
 
-// checkpoint parses //state:checkpoint every=N keep=K [budget=BYTES].
+// checkpoint parses //state:checkpoint every=N keep=K or
+// //state:checkpoint budget=BYTES keep=K: exactly one of every and budget
+// spaces the checkpoints.
 func (cp *contractParse) checkpoint(d *directive) {
 	name := cp.name
 	words, kv := cp.split(d, "every", "keep", "budget")
-	cp.noWords(d, words, "every=N keep=K")
+	cp.noWords(d, words, "every=N keep=K or budget=BYTES keep=K")
 	ck := &Checkpoint{}
 	positive := func(key string) (int64, bool) {
 		a, ok := kv[key]
@@ -461,14 +463,35 @@ func (cp *contractParse) checkpoint(d *directive) {
 		}
 		return v, true
 	}
-	_, hasEvery := kv["every"]
+	every, hasEvery := kv["every"]
+	budget, hasBudget := kv["budget"]
 	switch {
+	case hasEvery && hasBudget:
+		// Report at the second of the two; the first one stands.
+		second, first := budget, "every"
+		if second.pos < every.pos {
+			second, first = every, "budget"
+		}
+		cp.errorf(second.pos, second.end,
+			"//state:checkpoint of %s has both every and budget; choose one: every=N for a checkpoint every N versions, budget=BYTES for a checkpoint whenever the deltas written since the last one reach BYTES (the bytes a reconstruction replays)", name)
+		if first == "every" {
+			if v, ok := positive("every"); ok {
+				ck.Every = int(v)
+			}
+		} else if v, ok := positive("budget"); ok {
+			ck.Budget = v
+		}
 	case hasEvery:
 		if v, ok := positive("every"); ok {
 			ck.Every = int(v)
 		}
-	case !cp.misspelt["every"]:
-		cp.errorf(d.pos, d.end, "//state:checkpoint of %s needs every=N: a checkpoint every N versions", name)
+	case hasBudget:
+		if v, ok := positive("budget"); ok {
+			ck.Budget = v
+		}
+	case !cp.misspelt["every"] && !cp.misspelt["budget"]:
+		cp.errorf(d.pos, d.end,
+			"//state:checkpoint of %s needs every=N or budget=BYTES: a checkpoint every N versions, or whenever the deltas written since the last one reach BYTES", name)
 	}
 	_, hasKeep := kv["keep"]
 	switch {
@@ -478,9 +501,6 @@ func (cp *contractParse) checkpoint(d *directive) {
 		}
 	case !cp.misspelt["keep"]:
 		cp.growthf(d.pos, d.end, "checkpoint history of %s has no keep, so it grows without limit; add keep=K to retain at most K checkpoints", name)
-	}
-	if v, ok := positive("budget"); ok {
-		ck.Budget = v
 	}
 	cp.c.Checkpoint = ck
 }

@@ -47,12 +47,16 @@ func lawShort(c *contract.Contract) string {
 func (m *model) checkpointShort() string { return checkpointShort(m.c.Checkpoint) }
 
 func checkpointShort(cp *contract.Checkpoint) string {
+	if cp.Every <= 0 && cp.Budget > 0 {
+		s := fmt.Sprintf("a checkpoint whenever the writes since the last one reach %s", bytesText(cp.Budget))
+		if cp.Keep > 0 {
+			s += fmt.Sprintf(", the last %d kept", cp.Keep)
+		}
+		return s + fmt.Sprintf(", so rebuilding any retained version replays at most %s of deltas", shortBytes(cp.Budget))
+	}
 	s := fmt.Sprintf("a checkpoint every %d versions", cp.Every)
 	if cp.Keep > 0 {
 		s += fmt.Sprintf(", the last %d kept", cp.Keep)
-	}
-	if cp.Budget > 0 {
-		s += fmt.Sprintf(", with a budget of %s for checkpoint memory", bytesText(cp.Budget))
 	}
 	return s
 }

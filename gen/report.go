@@ -81,11 +81,11 @@ func (p *Package) reportType(b *bytes.Buffer, c *contract.Contract) {
 	row("rollback", rb+rollbackRule(c))
 	cp := "none. "
 	if c.Checkpoint != nil {
-		cp = fmt.Sprintf("every %d, keep %d", c.Checkpoint.Every, c.Checkpoint.Keep)
-		if c.Checkpoint.Budget > 0 {
-			cp += ", budget " + bytesText(c.Checkpoint.Budget)
+		if c.Checkpoint.Every <= 0 && c.Checkpoint.Budget > 0 {
+			cp = fmt.Sprintf("budget %s, keep %d. ", bytesText(c.Checkpoint.Budget), c.Checkpoint.Keep)
+		} else {
+			cp = fmt.Sprintf("every %d, keep %d. ", c.Checkpoint.Every, c.Checkpoint.Keep)
 		}
-		cp += ". "
 	}
 	row("checkpoints and reconstruction", cp+historyRule(c))
 	cleanup := "none named. "

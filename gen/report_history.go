@@ -25,29 +25,102 @@ const maxPlaces = 64
 // the points the contract selects are always shown.
 const maxChartRows = 12
 
+// budgetMaxSpacing is the most versions runtime/state lets pass between
+// two checkpoints of a budget-spaced policy, however few bytes they write.
+const budgetMaxSpacing = 1024
+
 // workload is what the chart assumes of the versions in the retained
 // window: every version costs the same to apply, and every checkpoint the
 // same to seed from and to hold. Costs are in bytes copied on the device,
 // the term that dominates the runtime's calibrated cost model.
 type workload struct {
-	window int   // versions the declared policy retains at most: every*keep
+	every  int   // versions between two checkpoints: declared, or estimated from the budget
+	window int   // versions the policy retains at most: every*keep
 	apply  int64 // bytes one version's delta applies
 	seed   int64 // bytes a reconstruction copies from its checkpoint first
 	memory int64 // bytes one checkpoint holds apart from the head
 	about  string
+	// estimated is set when the policy spaces checkpoints by a budget and
+	// every is what the budget makes of apply bytes a version; capped when
+	// the runtime's cap of budgetMaxSpacing versions decides it instead.
+	estimated, capped bool
+}
+
+// perVersion returns the rows the chart assumes an append state's version
+// writes for a window of the given length: as many as fill the bound over
+// the window, one at least.
+func perVersion(c *contract.Contract, window int64) int64 {
+	if c.Unbounded || c.Bound <= 0 || window <= 0 {
+		return 1
+	}
+	return (c.Bound-1)/window + 1
+}
+
+// versionBytes returns the bytes the chart assumes one version writes for
+// a window of the given length, at most math.MaxInt64.
+func versionBytes(c *contract.Contract, window int64) int64 {
+	rows := c.Bound
+	if c.Growth != contract.GrowthMutable {
+		rows = perVersion(c, window)
+	}
+	rb := rowBytes(c)
+	if rb > 0 && rows > math.MaxInt64/rb {
+		return math.MaxInt64
+	}
+	return rows * rb
+}
+
+// budgetSpacing estimates the versions between two checkpoints of a
+// policy spaced by budget: the runtime takes one when the deltas since
+// the last one reach the budget, so at apply bytes a version that is
+// ceil(budget/apply) versions, and at most budgetMaxSpacing. For an append
+// state the bytes a version writes depend in turn on the window the
+// spacing makes; the spacing returned is the largest consistent one,
+// reached by iterating down from budgetMaxSpacing (the spacing for a
+// window only grows with the window, so the iteration never goes up).
+func budgetSpacing(c *contract.Contract) (every int, capped bool) {
+	cp := c.Checkpoint
+	step := func(every int) (int, bool) {
+		apply := versionBytes(c, int64(every)*int64(cp.Keep))
+		if apply <= 0 {
+			return budgetMaxSpacing, true
+		}
+		n := cp.Budget / apply
+		if cp.Budget%apply != 0 {
+			n++
+		}
+		if n > budgetMaxSpacing {
+			return budgetMaxSpacing, true
+		}
+		return int(max(n, 1)), false
+	}
+	every = budgetMaxSpacing
+	for range budgetMaxSpacing + 1 {
+		next, c := step(every)
+		if next == every {
+			return every, c
+		}
+		every = next
+	}
+	return every, false
 }
 
 // historyWorkload returns the workload the chart assumes for c, and false
 // with the reason when none can be charted.
 func historyWorkload(c *contract.Contract) (workload, string, bool) {
 	cp := c.Checkpoint
-	if cp.Every <= 0 || cp.Keep <= 0 {
-		return workload{}, "the policy names no window (every and keep), so nothing is charted", false
+	if cp.Keep <= 0 || (cp.Every <= 0 && cp.Budget <= 0) {
+		return workload{}, "the policy names no window (every or budget, and keep), so nothing is charted", false
 	}
-	if int64(cp.Every)*int64(cp.Keep) > 1<<20 {
-		return workload{}, fmt.Sprintf("the window of %d versions is too long to chart", int64(cp.Every)*int64(cp.Keep)), false
+	w := workload{every: cp.Every}
+	if cp.Every <= 0 {
+		w.every, w.capped = budgetSpacing(c)
+		w.estimated = true
 	}
-	w := workload{window: cp.Every * cp.Keep}
+	if int64(w.every)*int64(cp.Keep) > 1<<20 {
+		return workload{}, fmt.Sprintf("the window of %d versions is too long to chart", int64(w.every)*int64(cp.Keep)), false
+	}
+	w.window = w.every * cp.Keep
 	rb := rowBytes(c)
 	// limit keeps every figure, summed over every checkpoint and version
 	// of the window, inside an int64.
@@ -63,10 +136,7 @@ func historyWorkload(c *contract.Contract) (workload, string, bool) {
 			"a checkpoint holds a whole version (%s) once the head has rewritten it", c.Bound, shortBytes(s), shortBytes(s), shortBytes(s))
 		return w, "", true
 	}
-	perVersion := int64(1)
-	if !c.Unbounded && c.Bound > 0 {
-		perVersion = max(1, (c.Bound+int64(w.window)-1)/int64(w.window))
-	}
+	pv := perVersion(c, int64(w.window))
 	var block int64
 	for _, f := range c.Fields {
 		b := int64(state.DefaultBlockBytes)
@@ -75,21 +145,21 @@ func historyWorkload(c *contract.Contract) (workload, string, bool) {
 		}
 		block += b
 	}
-	if rb > 0 && perVersion > limit/rb || block > limit {
+	if rb > 0 && pv > limit/rb || block > limit {
 		return workload{}, "the state is too large to chart", false
 	}
-	w.apply, w.seed, w.memory = perVersion*rb, block, block
+	w.apply, w.seed, w.memory = pv*rb, block, block
 	fill := "as rows without a bound do"
 	if !c.Unbounded && c.Bound > 0 {
 		fill = fmt.Sprintf("so that the window fills the bound of %d rows", c.Bound)
 	}
 	rows := "rows"
-	if perVersion == 1 {
+	if pv == 1 {
 		rows = "row"
 	}
 	w.about = fmt.Sprintf("every version appends %d %s (%s), %s. "+
 		"Appended rows never change, so a checkpoint shares its full blocks with the head and holds at most its last, partly filled block of each field "+
-		"(%s in blocks of the default %s), which a reconstruction copies before it applies the deltas", perVersion, rows, shortBytes(w.apply), fill, shortBytes(block), shortBytes(state.DefaultBlockBytes))
+		"(%s in blocks of the default %s), which a reconstruction copies before it applies the deltas", pv, rows, shortBytes(w.apply), fill, shortBytes(block), shortBytes(state.DefaultBlockBytes))
 	return w, "", true
 }
 
@@ -230,15 +300,19 @@ func (p *Package) reportHistory(b *bytes.Buffer, c *contract.Contract) {
 		"`Plan(v)` chooses, without doing it, the checkpoint q of least estimated cost "+
 		"R(v) = seed(q) + apply(q+1) + ... + apply(v) + verify(v), with costs from the pool's calibrated copy bandwidths, and lists the alternatives: "+
 		"the nearest checkpoint is not assumed cheapest. `Rollback` accepts the snapshot `At` returns.\n\n")
-	if cp.Every > 0 && cp.Keep > 0 {
+	switch {
+	case cp.Every > 0 && cp.Keep > 0:
 		lo := int64(cp.Keep-1)*int64(cp.Every) + 1
 		hi := int64(cp.Keep) * int64(cp.Every)
 		fmt.Fprintf(b, "The head takes a checkpoint every %d versions and keeps the last %d, with the deltas after the oldest of them: "+
 			"the last %d to %d versions of its line are reconstructable, older ones answer `state.ErrNotRetained`, "+
 			"and the history's memory stays bounded.", cp.Every, cp.Keep, lo, hi)
-	}
-	if cp.Budget > 0 {
-		fmt.Fprintf(b, " The contract sets a budget of %s for checkpoint memory.", shortBytes(cp.Budget))
+	case cp.Budget > 0 && cp.Keep > 0:
+		fmt.Fprintf(b, "The head takes a checkpoint whenever the deltas written since the last one reach %s, and keeps the last %d, with the deltas after the oldest of them: "+
+			"rebuilding any retained version replays at most %s of deltas, older versions answer `state.ErrNotRetained`, "+
+			"and the history's memory stays bounded. The checkpoints are spaced by bytes written, not by versions: "+
+			"how many versions the history reaches back depends on the bytes each version writes (and the runtime takes a checkpoint at least every %d versions).",
+			shortBytes(cp.Budget), cp.Keep, shortBytes(cp.Budget), budgetMaxSpacing)
 	}
 	b.WriteString("\n\n")
 
@@ -256,6 +330,15 @@ func (p *Package) reportHistory(b *bytes.Buffer, c *contract.Contract) {
 	fmt.Fprintf(b, "**Checkpoint memory against expected reconstruction cost.** The contract declares no access weights, so none are assumed: "+
 		"below is the Pareto set (`state.Pareto`) for uniform access over a window of %d versions, costs in bytes copied. "+
 		"Assumed: %s. ", w.window, w.about)
+	if w.estimated {
+		if w.capped {
+			fmt.Fprintf(b, "At %s a version, the budget of %s would space checkpoints more than %d versions apart, so the runtime's cap decides: "+
+				"the chart takes a checkpoint every %d versions, and the window is %d of them. ", shortBytes(w.apply), shortBytes(cp.Budget), budgetMaxSpacing, w.every, w.window)
+		} else {
+			fmt.Fprintf(b, "At %s a version, the budget of %s is reached %s, so the chart takes that as the declared spacing and the window as %d versions; "+
+				"a state whose versions write other amounts is spaced otherwise. ", shortBytes(w.apply), shortBytes(cp.Budget), everyVersions(w.every), w.window)
+		}
+	}
 	if ch.group > 1 {
 		fmt.Fprintf(b, "Checkpoints are placed at multiples of %d versions (%d places). ", ch.group, len(ch.chain))
 	}
@@ -266,17 +349,18 @@ func (p *Package) reportHistory(b *bytes.Buffer, c *contract.Contract) {
 	}
 	b.WriteString(".\n\n")
 
-	// The placement the declared policy makes: every Every versions.
+	// The placement the declared policy makes: every w.every versions.
 	var declared []int
-	for v := 0; v < w.window; v += cp.Every {
+	for v := 0; v < w.window; v += w.every {
 		declared = append(declared, v)
 	}
-	budget := -1
-	if cp.Budget > 0 {
-		for i, pl := range front {
-			if pl.Memory <= cp.Budget {
-				budget = i
-			}
+	spacing := fmt.Sprintf("every %d versions", w.every)
+	policy := fmt.Sprintf("a checkpoint every %d versions", w.every)
+	if w.estimated {
+		spacing = fmt.Sprintf("budget %s, about %s", shortBytes(cp.Budget), everyVersions(w.every))
+		policy = fmt.Sprintf("a checkpoint per %s written, about %s here", shortBytes(cp.Budget), everyVersions(w.every))
+		if w.capped {
+			policy = fmt.Sprintf("a checkpoint per %s written or every %d versions, whichever comes first: %s here", shortBytes(cp.Budget), budgetMaxSpacing, everyVersions(w.every))
 		}
 	}
 	// The front's point with as many checkpoints as the declared policy,
@@ -288,7 +372,7 @@ func (p *Package) reportHistory(b *bytes.Buffer, c *contract.Contract) {
 			same = i
 		}
 	}
-	shown := pickRows(len(front), budget, same)
+	shown := pickRows(len(front), same)
 	b.WriteString("| checkpoints | memory | expected cost | versions with a checkpoint | note |\n| ---: | ---: | ---: | --- | --- |\n")
 	for _, i := range shown {
 		pl := front[i]
@@ -301,26 +385,27 @@ func (p *Package) reportHistory(b *bytes.Buffer, c *contract.Contract) {
 			note = append(note, "least cost")
 		}
 		if i == same {
-			note = append(note, fmt.Sprintf("the declared policy: every %d versions", cp.Every))
-		}
-		if i == budget {
-			note = append(note, fmt.Sprintf("best within the budget of %s", shortBytes(cp.Budget)))
+			note = append(note, "the declared policy: "+spacing)
 		}
 		fmt.Fprintf(b, "| %d | %s | %s | %s | %s |\n", len(vs), shortBytes(pl.Memory), costText(ch.expected(pl)), placementText(vs), strings.Join(note, "; "))
 	}
 	b.WriteString("\n")
-	fmt.Fprintf(b, "The declared policy (a checkpoint every %d versions) holds %d checkpoints in the window: %s of checkpoint memory for an expected cost of %s.",
-		cp.Every, len(declared), shortBytes(int64(len(declared))*w.memory), costText(declaredCost))
-	if cp.Budget > 0 {
-		if budget < 0 {
-			fmt.Fprintf(b, " No placement fits the budget of %s: the oldest checkpoint alone holds %s.", shortBytes(cp.Budget), shortBytes(w.memory))
-		} else {
-			pl := front[budget]
-			fmt.Fprintf(b, " Within the budget of %s, `state.Place` keeps %d checkpoints (%s) for an expected cost of %s.",
-				shortBytes(cp.Budget), len(pl.Checkpoints), shortBytes(pl.Memory), costText(ch.expected(pl)))
+	fmt.Fprintf(b, "The declared policy (%s) holds %d checkpoints in the window: %s of checkpoint memory for an expected cost of %s.",
+		policy, len(declared), shortBytes(int64(len(declared))*w.memory), costText(declaredCost))
+	for _, pl := range front {
+		if same < 0 && len(pl.Checkpoints) == len(declared) && ch.expected(pl) < declaredCost*(1-1e-9) {
+			fmt.Fprintf(b, " Placed as in the set, as many checkpoints would cost %s.", costText(ch.expected(pl)))
 		}
 	}
 	b.WriteString("\n")
+}
+
+// everyVersions writes a spacing of n versions.
+func everyVersions(n int) string {
+	if n == 1 {
+		return "every version"
+	}
+	return fmt.Sprintf("every %d versions", n)
 }
 
 // pickRows returns the indices of the front to show, ascending: all of

@@ -30,16 +30,79 @@ func TestReportHistory(t *testing.T) {
 	}
 	golden(t, filepath.Join("testdata", "history.report.md"), rep.Bytes())
 	for _, want := range []string{
-		"every 4, keep 3, budget 65536 bytes (64 KiB)",
-		"The contract sets a budget of 64 KiB for checkpoint memory.",
-		"best within the budget of 64 KiB",
-		"No placement fits the budget of 100 B",
-		"the last 9 to 12 versions of its line are reconstructable",
-		"| 3 | 48 KiB | 40 KiB | 0, 4, 8 | the declared policy: every 4 versions |",
+		"| checkpoints and reconstruction | budget 65536 bytes (64 KiB), keep 3. History is kept with a checkpoint whenever the writes since the last one reach 65536 bytes (64 KiB), the last 3 kept, so rebuilding any retained version replays at most 64 KiB of deltas;",
+		"The head takes a checkpoint whenever the deltas written since the last one reach 64 KiB, and keeps the last 3",
+		// Heat rewrites 16 KiB a version: a checkpoint every 4 versions.
+		"the budget of 64 KiB is reached every 4 versions",
+		"| 3 | 48 KiB | 40 KiB | 0, 4, 8 | the declared policy: budget 64 KiB, about every 4 versions |",
+		// Tiny writes more than its budget at every version.
+		"| 2 | 4 KiB | 2 KiB | 0, 1 | least cost; the declared policy: budget 100 B, about every version |",
+		// Spool's 1024 rows of 8 bytes, over a window of 4 spacings of 2 KiB.
+		"At 8 B a version, the budget of 2 KiB is reached every 256 versions",
+		"| 4 | 32 KiB | 9.0 KiB | 0, 256, 512, 768 | the declared policy: budget 2 KiB, about every 256 versions |",
+		// Ring's budget is past the runtime's cap.
+		"so the runtime's cap decides: the chart takes a checkpoint every 1024 versions",
+		// Trace keeps a spacing in versions.
+		"the last 401 to 500 versions of its line are reconstructable",
 	} {
 		if !strings.Contains(rep.String(), want) {
 			t.Errorf("the report lacks %q", want)
 		}
+	}
+}
+
+// TestBudgetSpacing checks the spacing in versions the report estimates
+// for a checkpoint policy spaced by bytes: the runtime takes a checkpoint
+// when the deltas since the last one reach the budget.
+func TestBudgetSpacing(t *testing.T) {
+	mutable := func(bound, rowBytes int64) *contract.Contract {
+		return &contract.Contract{Growth: contract.GrowthMutable, Bound: bound, Fields: []contract.Field{{RowBytes: rowBytes}}}
+	}
+	appends := func(bound, rowBytes int64) *contract.Contract {
+		return &contract.Contract{Growth: contract.GrowthAppend, Bound: bound, Fields: []contract.Field{{RowBytes: rowBytes}}}
+	}
+	unbounded := &contract.Contract{Growth: contract.GrowthAppend, Unbounded: true, Fields: []contract.Field{{RowBytes: 8}}}
+	for _, tc := range []struct {
+		name         string
+		c            *contract.Contract
+		budget       int64
+		keep         int
+		every        int
+		capped       bool
+		versionBytes int64
+	}{
+		// 16 KiB a version: a 64 KiB budget is reached at the 4th.
+		{"mutable exact", mutable(1024, 16), 64 << 10, 3, 4, false, 16 << 10},
+		// 3 versions of 100 bytes stay under 301 bytes; the 4th reaches it.
+		{"mutable rounds up", mutable(10, 10), 301, 2, 4, false, 100},
+		{"budget under one version", mutable(256, 8), 100, 2, 1, false, 2048},
+		{"unbounded", unbounded, 800, 2, 100, false, 8},
+		{"unbounded capped", unbounded, 1 << 20, 2, budgetMaxSpacing, true, 8},
+		// One row of 8 bytes a version fills the bound of 1024 rows over
+		// 4 spacings of 256 versions: consistent.
+		{"append consistent", appends(1024, 8), 2 << 10, 4, 256, false, 8},
+		// 4 checkpoints of 1 KiB cover 4 KiB of the 8 KiB bound only when
+		// each version writes the whole window's share: one version each.
+		{"append collapses", appends(1024, 8), 1 << 10, 4, 1, false, 2048},
+		{"no row bytes", appends(8, 0), 1, 1, budgetMaxSpacing, true, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.c.Checkpoint = &contract.Checkpoint{Budget: tc.budget, Keep: tc.keep}
+			every, capped := budgetSpacing(tc.c)
+			if every != tc.every || capped != tc.capped {
+				t.Fatalf("budgetSpacing = %d, %v; want %d, %v", every, capped, tc.every, tc.capped)
+			}
+			if got := versionBytes(tc.c, int64(every)*int64(tc.keep)); got != tc.versionBytes {
+				t.Errorf("versionBytes at the spacing = %d, want %d", got, tc.versionBytes)
+			}
+			// The spacing is consistent: fewer versions would stay under
+			// the budget, and the estimate reaches it (unless capped).
+			if apply := versionBytes(tc.c, int64(every)*int64(tc.keep)); !capped && apply > 0 {
+				if int64(every)*apply < tc.budget || int64(every-1)*apply >= tc.budget {
+					t.Errorf("%d versions of %d bytes do not first reach the budget %d", every, apply, tc.budget)
+				}
+			}
+		})
 	}
 }
 
@@ -151,6 +214,9 @@ func FuzzReport(f *testing.F) {
 	f.Add("//state:contract\n//state:growth mutable bound=1<<40\n//state:owner s\n//state:checkpoint every=1<<20 keep=1<<10 budget=1<<62", "A []int64 `state:\"width=1024\"`")
 	f.Add("//state:contract\n//state:growth append bound=unbounded reason=\"r\"\n//state:owner s\n//state:checkpoint every=3 keep=7", "A []uint8\nB [][3]float32")
 	f.Add("//state:contract\n//state:growth append bound=5\n//state:owner s\n//state:checkpoint every=1 keep=1 budget=1", "A []int16")
+	f.Add("//state:contract\n//state:growth append bound=1<<62\n//state:owner s\n//state:checkpoint budget=1<<62 keep=1<<30", "A []int64 `state:\"width=1024\"`")
+	f.Add("//state:contract\n//state:growth mutable bound=1<<40\n//state:owner s\n//state:checkpoint keep=3 budget=1", "A []int64")
+	f.Add("//state:contract\n//state:growth append bound=1000\n//state:owner s\n//state:checkpoint budget=777 keep=3", "A []uint8\nB [][3]float32")
 	f.Add("//state:contract\n//state:growth mutable bound=K\n//state:owner s\n//state:snapshot none\n//state:checkpoint every=2 keep=2", "A []int16")
 	f.Add("//state:contract\n//state:growth append bound=4096\n//state:owner s\n//state:checkpoint every=4096 keep=4096", "A []float64 `state:\"width=8192\"`")
 	f.Fuzz(func(t *testing.T, directives, fields string) {

@@ -125,5 +125,35 @@ type Quote struct{ X []int32 }
 //state:owner session kind // want `//state:owner of Extra takes one owner kind; remove "kind"`
 //state:cleanup // want `//state:cleanup of Extra needs on=EVENT`
 //state:rollback // want `//state:rollback of Extra needs descendants=invalidate or descendants=keep`
-//state:checkpoint keep=2 // want `//state:checkpoint of Extra needs every=N`
+//state:checkpoint keep=2 // want `//state:checkpoint of Extra needs every=N or budget=BYTES: a checkpoint every N versions, or whenever the deltas written since the last one reach BYTES`
 type Extra struct{ X []int32 }
+
+//state:contract
+//state:growth append bound=8
+//state:owner session
+//state:checkpoint every=4 keep=2 budget=1<<20 // want `//state:checkpoint of Both has both every and budget; choose one: every=N for a checkpoint every N versions, budget=BYTES for a checkpoint whenever the deltas written since the last one reach BYTES`
+type Both struct{ X []int32 }
+
+//state:contract
+//state:growth append bound=8
+//state:owner session
+//state:checkpoint budget=1<<20 keep=2 every=4 // want `//state:checkpoint of BothReversed has both every and budget; choose one`
+type BothReversed struct{ X []int32 }
+
+//state:contract
+//state:growth append bound=8
+//state:owner session
+//state:checkpoint budget=0 keep=2 // want `budget="0" in //state:checkpoint of ZeroBudget is 0; write a positive integer constant`
+type ZeroBudget struct{ X []int32 }
+
+//state:contract
+//state:growth append bound=8
+//state:owner session
+//state:checkpoint budget=-1 keep=2 // want `budget="-1" in //state:checkpoint of NegativeBudget is -1; write a positive integer constant`
+type NegativeBudget struct{ X []int32 }
+
+//state:contract
+//state:growth append bound=8
+//state:owner session
+//state:checkpoint keep=2 budget=1.5 // want `budget="1.5" in //state:checkpoint of FractionBudget is not an integer constant; write a positive integer constant`
+type FractionBudget struct{ X []int32 }

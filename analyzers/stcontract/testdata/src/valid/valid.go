@@ -34,6 +34,19 @@ type Grid struct {
 	Cells []float64 `json:"cells" state:"width=4"`
 }
 
+// Field is stepped in place and checkpointed by bytes written: a
+// checkpoint whenever the deltas since the last one reach 64 KiB.
+//
+//state:contract
+//state:growth mutable bound=256
+//state:owner step
+//state:retention reconstructable
+//state:rollback descendants=keep
+//state:checkpoint budget=64<<10 keep=4
+type Field struct {
+	Cells []float32 `state:"width=64"`
+}
+
 // Log grows without a bound, by decision.
 //
 //state:contract

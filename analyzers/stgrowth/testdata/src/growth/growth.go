@@ -21,6 +21,21 @@ type EmptyReason struct{ X []int32 }
 //state:checkpoint every=8 // want `checkpoint history of NoKeep has no keep, so it grows without limit; add keep=K`
 type NoKeep struct{ X []int32 }
 
+//state:contract
+//state:growth mutable bound=64
+//state:owner step
+//state:checkpoint budget=64<<10 // want `checkpoint history of NoKeepBudget has no keep, so it grows without limit; add keep=K`
+type NoKeepBudget struct{ X []int32 }
+
+// BothSpacings has a contract error (every and budget both): stcontract
+// reports it, and stgrowth says nothing about its missing keep.
+//
+//state:contract
+//state:growth mutable bound=64
+//state:owner step
+//state:checkpoint every=8 budget=64<<10
+type BothSpacings struct{ X []int32 }
+
 // Cascade has a contract error (no owner): stcontract reports it, and
 // stgrowth says nothing about its missing bound.
 //
@@ -35,6 +50,14 @@ type Cascade struct{ X []int32 }
 //state:owner session
 //state:checkpoint every=8 keep=4
 type Fine struct{ X []int32 }
+
+// FineBudget spaces its checkpoints by bytes written and keeps four.
+//
+//state:contract
+//state:growth mutable bound=64
+//state:owner step
+//state:checkpoint budget=64<<10 keep=4
+type FineBudget struct{ X []int32 }
 
 //state:contract
 //state:growth append bound=unbounded reason="drained by the exporter every second"
