@@ -175,6 +175,16 @@ func (h *Head) plan(kind writeKind, from, to int, cols [][]byte) []blockOp {
 // new version with newRows rows. On failure it changes nothing and gives
 // back the blocks it took.
 func (h *Head) apply(op string, kind writeKind, from, to, newRows int, cols [][]byte) ([][]device.Span, error) {
+	if kind == hostAppend || kind == deviceAppend {
+		// Rows no pool could hold are refused before they are planned.
+		rows := int64(to - from)
+		if rows > 0 && rows > (1<<62)/h.rowSum {
+			return nil, h.errorf(op, "%d rows: %w", rows, ErrNoMemory)
+		}
+		if err := h.pool.fitsBytes(rows * h.rowSum); err != nil {
+			return nil, h.errorf(op, "%w", err)
+		}
+	}
 	ops := h.plan(kind, from, to, cols)
 	need := 0
 	for i := range ops {

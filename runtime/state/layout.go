@@ -113,6 +113,9 @@ func (l *Layout) check(blockBytes int) error {
 				l.Type, c.Name, c.Width, c.ElemSize, blockBytes, ErrShape)
 		}
 	}
+	if l.Bound > maxInt/4 {
+		return fmt.Errorf("state: layout of %s has a bound of %d rows, more than a state can hold: %w", l.Type, l.Bound, ErrShape)
+	}
 	switch l.Growth {
 	case Append:
 	case Mutable:

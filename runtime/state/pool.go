@@ -284,6 +284,9 @@ func (p *Pool) allocAppend(buf []*block, owner Owner, n int, zero bool) ([]*bloc
 	if n <= 0 {
 		return buf[:0], nil
 	}
+	if err := p.fits(n); err != nil {
+		return buf[:0], err
+	}
 	out := buf[:0]
 	if cap(out) < n {
 		out = make([]*block, 0, n)
@@ -369,6 +372,37 @@ func (p *Pool) listLocked(o Owner) *freeList {
 		p.lastOwner, p.lastList = o, fl
 	}
 	return fl
+}
+
+// fits fails with ErrNoMemory, before anything is taken, when n blocks
+// are more than the pool could ever hold.
+func (p *Pool) fits(n int) error {
+	bb := int64(p.blockBytes)
+	if int64(n) > int64(maxInt)/bb {
+		return fmt.Errorf("state: %d blocks of %d bytes: %w", n, bb, ErrNoMemory)
+	}
+	return p.fitsBytes(int64(n) * bb)
+}
+
+// fitsBytes fails with ErrNoMemory when want bytes are more than the pool
+// could ever hold: past MaxBytes or, with no cap and over 64 MiB, past the
+// device's total memory.
+func (p *Pool) fitsBytes(want int64) error {
+	if want < 0 {
+		return fmt.Errorf("state: more bytes than an int64 holds: %w", ErrNoMemory)
+	}
+	if p.maxBytes > 0 {
+		if want > p.maxBytes {
+			return fmt.Errorf("state: %d bytes wanted, the pool's cap is %d: %w", want, p.maxBytes, ErrNoMemory)
+		}
+		return nil
+	}
+	if want > 64<<20 {
+		if _, total, err := p.b.MemInfo(); err == nil && uint64(want) > total {
+			return fmt.Errorf("state: %d bytes wanted, the device has %d: %w", want, total, ErrNoMemory)
+		}
+	}
+	return nil
 }
 
 // takeFree moves free blocks of owner o from its free list to out, up to

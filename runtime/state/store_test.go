@@ -706,3 +706,31 @@ func TestPoolStatsDevice(t *testing.T) {
 		t.Fatalf("telemetry %+v", st.Device.Telemetry)
 	}
 }
+
+// Requests no device could hold fail with ErrNoMemory, before anything is
+// taken, instead of crashing the process.
+func TestHugeRequests(t *testing.T) {
+	p := newPool(t, PoolOptions{})
+	h := must[*Head](t)(p.NewHead(kv(Append, 0, Keep), "s"))
+	defer h.Release()
+	for _, n := range []int{1 << 40, 1 << 50, maxInt / 4} {
+		if _, err := h.AppendDevice(n); !errors.Is(err, ErrNoMemory) && !errors.Is(err, ErrBound) {
+			t.Errorf("AppendDevice(%d): %v", n, err)
+		}
+	}
+	if _, err := p.NewHead(kv(Mutable, 1<<45, Keep), "s"); !errors.Is(err, ErrNoMemory) {
+		t.Errorf("a mutable state of 2^45 rows: %v", err)
+	}
+	if _, err := p.NewHead(kv(Mutable, maxInt, Keep), "s"); !errors.Is(err, ErrShape) {
+		t.Errorf("a mutable state of MaxInt rows: %v", err)
+	}
+	q := newPool(t, PoolOptions{BlockBytes: 256, MaxBytes: 1 << 20})
+	m := must[*Head](t)(q.NewHead(kv(Append, 0, Keep), "s"))
+	defer m.Release()
+	if _, err := m.AppendDevice(1 << 30); !errors.Is(err, ErrNoMemory) {
+		t.Errorf("AppendDevice past MaxBytes: %v", err)
+	}
+	if st := q.Stats(); st.ReservedBytes != 0 || m.Len() != 0 {
+		t.Errorf("a refused request took memory or rows: %+v, len %d", st, m.Len())
+	}
+}
