@@ -151,8 +151,14 @@ func Imply(info *types.Info, cond ast.Expr, truth bool) Implied {
 		case *ast.CallExpr:
 			// A predicate of an error (errors.Is(err, ErrX), isFault(err))
 			// holds, as far as the analyzers care, only of a non-nil error:
-			// taking that as proved keeps them quiet on such branches.
-			if truth {
+			// taking that as proved keeps them quiet on such branches. The
+			// assertion helpers assert.NoError and assert.Nil hold of a nil
+			// one, so their failure proves it non-nil.
+			nilCheck := false
+			if sel, ok := ast.Unparen(e.Fun).(*ast.SelectorExpr); ok {
+				nilCheck = sel.Sel.Name == "NoError" || sel.Sel.Name == "Nil"
+			}
+			if truth != nilCheck {
 				for _, a := range e.Args {
 					if v := VarOf(info, a); v != nil && types.Identical(v.Type(), errorType) {
 						r.NonNil = append(r.NonNil, v)

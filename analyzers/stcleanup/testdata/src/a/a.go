@@ -491,3 +491,18 @@ func selectSend(ch chan *res.State, done chan struct{}) {
 		s.Release()
 	}
 }
+
+type assertions struct{}
+
+// NoError reports whether err is nil, as testify's assert.NoError does.
+func (assertions) NoError(t *testing.T, err error) bool { return err == nil }
+
+var assert assertions
+
+func testifyStyle(t *testing.T, p *res.Pool) {
+	s, err := res.NewState(p)
+	if !assert.NoError(t, err) {
+		return
+	}
+	defer s.Release()
+}
