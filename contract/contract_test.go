@@ -262,7 +262,7 @@ func TestDiagnostics(t *testing.T) {
 		{"checkpoint budget only", head + "//state:growth mutable bound=8\n//state:checkpoint budget=64<<10 keep=2\ntype T struct{ X []int32 }\n", nil},
 		{"checkpoint every and budget", head + "//state:growth append bound=8\n//state:checkpoint every=4 keep=2 budget=1<<20\ntype T struct{ X []int32 }\n\n" +
 			"//state:contract\n//state:owner s\n//state:growth append bound=8\n//state:checkpoint budget=1<<20 every=4 keep=2\ntype U struct{ X []int32 }\n",
-			[]string{"6: stcontract: //state:checkpoint of T has both every and budget; choose one: every=N for a checkpoint every N versions, budget=BYTES for a checkpoint whenever the deltas written since the last one reach BYTES",
+			[]string{"6: stcontract: //state:checkpoint of T has both every and budget; choose one: every=N for a fixed spacing of N versions, budget=BYTES for a spacing in bytes replayed (a checkpoint whenever the deltas written since the last one reach BYTES)",
 				"12: stcontract: //state:checkpoint of U has both every and budget; choose one"}},
 		{"checkpoint neither", head + "//state:growth append bound=8\n//state:checkpoint keep=2\ntype T struct{ X []int32 }\n",
 			[]string{"6: stcontract: //state:checkpoint of T needs every=N or budget=BYTES"}},
@@ -328,5 +328,53 @@ func TestLargeInput(t *testing.T) {
 	}
 	if got := len(diags(fset, p)); got != 1000 {
 		t.Errorf("got %d diagnostics, want 1000 (a look-alike and a misplaced line per func)", got)
+	}
+}
+
+// TestCheckpointSpacing checks that a checkpoint line with both every and
+// budget is reported at the second of the two, and that the policy it
+// parses keeps the spacing it names.
+func TestCheckpointSpacing(t *testing.T) {
+	for _, tc := range []struct {
+		line   string
+		at     string // the argument reported; "" for none
+		policy Checkpoint
+	}{
+		{"every=4 keep=2 budget=1<<20", "budget=1<<20", Checkpoint{Every: 4, Keep: 2}},
+		{"budget=1<<20 keep=2 every=4", "every=4", Checkpoint{Keep: 2, Budget: 1 << 20}},
+		{"budget=64<<10 keep=3", "", Checkpoint{Keep: 3, Budget: 64 << 10}},
+		{"keep=3 every=8", "", Checkpoint{Every: 8, Keep: 3}},
+	} {
+		t.Run(tc.line, func(t *testing.T) {
+			line := "//state:checkpoint " + tc.line
+			src := head + "//state:growth mutable bound=8\n" + line + "\ntype T struct{ X []int32 }\n"
+			fset, p := parse(t, src)
+			if len(p.Contracts) != 1 || p.Contracts[0].Checkpoint == nil {
+				t.Fatalf("contracts = %+v", p.Contracts)
+			}
+			if got := *p.Contracts[0].Checkpoint; got != tc.policy {
+				t.Errorf("policy = %+v, want %+v", got, tc.policy)
+			}
+			if tc.at == "" {
+				if d := diags(fset, p); len(d) > 0 {
+					t.Errorf("diagnostics for a valid line:\n%s", strings.Join(d, "\n"))
+				}
+				return
+			}
+			if len(p.Diagnostics) != 1 {
+				t.Fatalf("got %d diagnostics, want 1:\n%s", len(p.Diagnostics), strings.Join(diags(fset, p), "\n"))
+			}
+			d := p.Diagnostics[0]
+			off := strings.Index(src, line) + strings.Index(line, tc.at)
+			if got := fset.Position(d.Pos).Offset; got != off {
+				t.Errorf("reported at offset %d, want %d (%s)", got, off, tc.at)
+			}
+			if got := fset.Position(d.End).Offset; got != off+len(tc.at) {
+				t.Errorf("report ends at offset %d, want %d", got, off+len(tc.at))
+			}
+			if p.Contracts[0].Valid {
+				t.Error("a contract with both every and budget is valid")
+			}
+		})
 	}
 }

@@ -473,7 +473,7 @@ func (cp *contractParse) checkpoint(d *directive) {
 			second, first = every, "budget"
 		}
 		cp.errorf(second.pos, second.end,
-			"//state:checkpoint of %s has both every and budget; choose one: every=N for a checkpoint every N versions, budget=BYTES for a checkpoint whenever the deltas written since the last one reach BYTES (the bytes a reconstruction replays)", name)
+			"//state:checkpoint of %s has both every and budget; choose one: every=N for a fixed spacing of N versions, budget=BYTES for a spacing in bytes replayed (a checkpoint whenever the deltas written since the last one reach BYTES)", name)
 		if first == "every" {
 			if v, ok := positive("every"); ok {
 				ck.Every = int(v)

@@ -131,7 +131,7 @@ type Extra struct{ X []int32 }
 //state:contract
 //state:growth append bound=8
 //state:owner session
-//state:checkpoint every=4 keep=2 budget=1<<20 // want `//state:checkpoint of Both has both every and budget; choose one: every=N for a checkpoint every N versions, budget=BYTES for a checkpoint whenever the deltas written since the last one reach BYTES`
+//state:checkpoint every=4 keep=2 budget=1<<20 // want `//state:checkpoint of Both has both every and budget; choose one: every=N for a fixed spacing of N versions, budget=BYTES for a spacing in bytes replayed \(a checkpoint whenever the deltas written since the last one reach BYTES\)`
 type Both struct{ X []int32 }
 
 //state:contract
