@@ -93,8 +93,9 @@ const maxRounds = 4
 // a type with a release method, gets the obligation analysis of Cleanup,
 // seeded with its candidate parameters: a function that returns an
 // outstanding resource as its first result is an acquirer, and one that
-// discharges a parameter on every path takes (or releases) it. Rounds repeat
-// while new facts appear; the last round's leaks are stcleanup's findings.
+// discharges a parameter on every path takes (or releases) it. Functions
+// are analyzed callees first (see inferOwnership); the leaks found with the
+// final facts are stcleanup's findings.
 func run(pass *analysis.Pass) (any, error) {
 	var dirs Directives = pass.ResultOf[directives.Analyzer].(*directives.Result)
 	if override != nil {
