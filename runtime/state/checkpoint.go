@@ -2,6 +2,7 @@ package state
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -563,16 +564,26 @@ func (h *Head) applyDelta(r *root, d *delta, rows int) (*root, error) {
 	return r, nil
 }
 
-// costModel returns the pool's cost model, measuring it on first use.
+// costModel returns the pool's cost model, measuring it on first use. A
+// measurement that fails (the pool has no room for its blocks) is tried
+// again on the next use.
 func (p *Pool) costModel() (CostModel, error) {
-	p.calib.once.Do(func() { p.calib.model, p.calib.err = p.calibrate() })
-	return p.calib.model, p.calib.err
+	p.calib.mu.Lock()
+	defer p.calib.mu.Unlock()
+	if !p.calib.done {
+		m, err := p.calibrate()
+		if err != nil {
+			return CostModel{}, err
+		}
+		p.calib.model, p.calib.done = m, true
+	}
+	return p.calib.model, nil
 }
 
 type calibration struct {
-	once  sync.Once
+	mu    sync.Mutex
+	done  bool
 	model CostModel
-	err   error
 }
 
 // calibrate measures the backend and the store as a reconstruction uses
@@ -582,10 +593,17 @@ type calibration struct {
 // reconstruction of one-row deltas into one block, which gives the cost of
 // a delta, and blocks taken into a tree and given back.
 func (p *Pool) calibrate() (CostModel, error) {
-	const n = 64 // blocks in each role
 	const rowBytes = 64
 	bb := p.blockBytes
-	blks, err := p.alloc("", 2*n, false)
+	// n blocks in each role: 64, or fewer in a small pool.
+	var blks []*block
+	var err error
+	n := 64
+	for ; ; n /= 2 {
+		if blks, err = p.alloc("", 2*n, false); err == nil || n <= 4 || !errors.Is(err, ErrNoMemory) {
+			break
+		}
+	}
 	if err != nil {
 		return CostModel{}, err
 	}
