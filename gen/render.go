@@ -187,10 +187,14 @@ func (m *model) layoutDecl() jen.Code {
 		key("Descendants", jen.Qual(statePkg, descendants)),
 	}
 	if cp := m.c.Checkpoint; m.history() {
-		policy := []jen.Code{key("Every", jen.Lit(cp.Every)), key("Keep", jen.Lit(cp.Keep))}
+		// Exactly one of Every and Budget is set: write only that one.
+		var policy []jen.Code
 		if cp.Budget != 0 {
 			policy = append(policy, key("Budget", jen.Lit(cp.Budget)))
+		} else {
+			policy = append(policy, key("Every", jen.Lit(cp.Every)))
 		}
+		policy = append(policy, key("Keep", jen.Lit(cp.Keep)))
 		items = append(items, key("Checkpoint", jen.Op("&").Qual(statePkg, "CheckpointPolicy").Values(policy...)))
 	}
 	return doc([]string{
