@@ -15,6 +15,34 @@
 // Rows convert typed slices without copying. Generated code adds the types
 // and names of a state's fields on top of this API and nothing else.
 //
+// # Versions and lineages
+//
+// A head made by Pool.NewHead, its branches and their snapshots form a
+// lineage: every write makes a version numbered above every version the
+// lineage has seen. Rollback moves a head back to an ancestor version;
+// with Invalidate, snapshots and branches taken from the line it leaves
+// answer ErrInvalidated. Merge fastforwards a head to a branch when the
+// head has not changed since the branch left it.
+//
+// # Checkpoints
+//
+// A layout with a CheckpointPolicy keeps, per head, the deltas of its
+// writes (copies of the rows written, in pool blocks) and every Every
+// versions (or every Budget bytes of deltas) a checkpoint: a snapshot,
+// which costs one reference. At reconstructs a past version of the head's
+// own line from a checkpoint and the deltas after it; Plan tells which
+// checkpoint and at what cost, by a cost model the pool measures on its
+// backend (Pool.CostModel). Keep bounds the checkpoints, and with them the
+// history. Place and Pareto choose checkpoints for a chain of versions
+// under a memory budget.
+//
+// # Memory
+//
+// Pool.Stats and the handles' Stats keep logical bytes (what the live
+// versions would take unshared) and physical bytes (the blocks in use)
+// apart, each counted as the store runs. Blocks are never shared across
+// owners, and a block one owner used is zeroed before another gets it.
+//
 // Every method is safe for concurrent use. A Head serializes its writers; a
 // Snap may be read from many goroutines while its head is written. Errors
 // wrap the package's sentinel errors (ErrBound, ErrShape, ...) so that
