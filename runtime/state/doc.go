@@ -43,6 +43,8 @@
 // apart, each counted as the store runs. Blocks are never shared across
 // owners, and a block one owner used is zeroed before another gets it.
 //
+// # Concurrency and failure
+//
 // Every method is safe for concurrent use. A Head serializes its writers; a
 // Snap may be read from many goroutines while its head is written. Errors
 // wrap the package's sentinel errors (ErrBound, ErrShape, ...) so that

@@ -66,9 +66,12 @@ type Column struct {
 // RowBytes returns the bytes of one row of the column.
 func (c Column) RowBytes() int { return c.ElemSize * c.Width }
 
-// CheckpointPolicy keeps past versions of a head reconstructable by At:
-// a checkpoint every Every versions (or, with Budget, whenever the deltas
-// since the last checkpoint exceed Budget bytes), at most Keep checkpoints.
+// CheckpointPolicy keeps past versions of a head reconstructable by At.
+// The head's first version is a checkpoint; after it, one every Every
+// versions, or, with Every zero, whenever the deltas since the last one
+// reach Budget bytes (or 1024 versions, whichever comes first). At most
+// Keep checkpoints are kept, and with them the deltas after the oldest:
+// older versions answer ErrNotRetained.
 type CheckpointPolicy struct {
 	Every  int
 	Keep   int
