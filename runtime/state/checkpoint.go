@@ -132,11 +132,17 @@ func (x *history) clone() *history {
 	return &c
 }
 
+// drop gives up the entry's checkpoint and delta.
 func (e *entry) drop(freed *[]*block) {
 	if e.cp != nil {
 		e.cp.release(freed)
 		e.cp = nil
 	}
+	e.dropDelta(freed)
+}
+
+// dropDelta gives up the entry's delta.
+func (e *entry) dropDelta(freed *[]*block) {
 	if e.d != nil {
 		for _, col := range e.d.cols {
 			for _, b := range col {
@@ -278,13 +284,14 @@ func (x *history) trim(freed *[]*block) {
 		}
 		cut = i + 1
 	}
-	if cut == 0 {
-		return
+	if cut > 0 {
+		for i := range x.entries[:cut] {
+			x.entries[i].drop(freed)
+		}
+		x.entries = slices.Delete(x.entries, 0, cut)
 	}
-	for i := range x.entries[:cut] {
-		x.entries[i].drop(freed)
-	}
-	x.entries = slices.Delete(x.entries, 0, cut)
+	// The oldest entry is a checkpoint: nothing applies its delta.
+	x.entries[0].dropDelta(freed)
 }
 
 // copyDelta copies rows [from, to) of r into new blocks, packed.

@@ -343,3 +343,48 @@ func (c *countBackend) CopyDtoD(dst, src device.Ptr, n int) error {
 	c.bytes += int64(n)
 	return c.Backend.CopyDtoD(dst, src, n)
 }
+
+// With a Budget, a checkpoint comes whenever the deltas since the last one
+// reach the budget; their blocks show in HistoryBytes.
+func TestCheckpointBudget(t *testing.T) {
+	p := newPool(t, PoolOptions{BlockBytes: 256})
+	l := kv(Append, 0, Keep)
+	l.Checkpoint = &CheckpointPolicy{Budget: 24 * 30, Keep: 3}
+	h := must[*Head](t)(p.NewHead(l, "s"))
+	defer h.Release()
+	versions := []Version{0}
+	contents := [][][]byte{readAll(t, h)}
+	for i := range 12 {
+		check(t, h.Append(kvRows(10, byte(i)))) // 240 bytes of deltas a write
+		versions = append(versions, h.Version())
+		contents = append(contents, readAll(t, h))
+	}
+	// Checkpoints at versions 3, 6, 9, 12 (every 720 bytes); keep=3
+	// leaves 6, 9 and 12, and the deltas after 6.
+	st := h.Stats()
+	if st.Checkpoints != 3 {
+		t.Fatalf("%d checkpoints, want 3", st.Checkpoints)
+	}
+	for i, v := range versions {
+		s, err := h.At(v)
+		if v < 6 {
+			if !errors.Is(err, ErrNotRetained) {
+				t.Fatalf("At(%d): %v, want ErrNotRetained", v, err)
+			}
+			continue
+		}
+		check(t, err)
+		if !equalCols(readAll(t, s), contents[i]) {
+			t.Fatalf("At(%d) differs", v)
+		}
+		check(t, s.Release())
+	}
+	// Deltas of versions 7..12, one block per column each.
+	if want := int64(6 * 2 * 256); st.HistoryBytes != want || p.Stats().HistoryBytes != want {
+		t.Fatalf("history bytes %d (pool %d), want %d", st.HistoryBytes, p.Stats().HistoryBytes, want)
+	}
+	plan := must[Plan](t)(h.Plan(11))
+	if plan.Checkpoint != 9 || plan.Deltas != 2 {
+		t.Fatalf("plan for 11: %+v", plan)
+	}
+}
