@@ -78,7 +78,7 @@ out=$(GOFLAGS="${GOFLAGS:+$GOFLAGS }-tags=statevet_demo" go run ./cmd/stategen .
 rc=$?
 set -e
 printf '%s\n' "$out" | sed 's/^/   /'
-if [ "$rc" -ne 1 ] || ! printf '%s\n' "$out" | grep -q 'misuse.go:28:.*has no bound'; then
+if [ "$rc" -ne 1 ] || ! printf '%s\n' "$out" | grep -q 'misuse.go:33:.*has no bound'; then
   echo "FAIL: stategen did not refuse the misuse contract (exit $rc)"
   fail=1
 fi

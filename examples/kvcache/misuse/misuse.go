@@ -1,7 +1,12 @@
 //go:build statevet_demo
 
 // Package misuse holds mistakes people make with state handles, on purpose,
-// for statevet to catch: it compiles, and each mistake is one finding.
+// for statevet to catch: it compiles, and each mistake is one finding, one
+// for each analyzer but stcontract (examples/contracts/faulty has those):
+// growth with no bound (stgrowth), a snapshot leaked on an early return
+// (stcleanup), a kernel writing through a snapshot's spans (stalias), an
+// append error dropped in a loop (stgrowth) and a use after Release
+// (streleased).
 //
 //	GOFLAGS=-tags=statevet_demo statevet ./examples/kvcache/misuse
 //
@@ -84,4 +89,20 @@ func temperScores(b device.Backend, v *cache.KVCacheSnapshot) error {
 		return err
 	}
 	return scaleKeys(b, spans.Keys, 4*cache.Layers*cache.Dim, 0.5)
+}
+
+// replay appends recorded batches to a cache. The error of Append is
+// dropped: once the cache reaches its bound every later Append fails with
+// state.ErrBound, and the replay goes on as if the rows were there.
+func replay(s *cache.KVCacheState, batches []cache.KVCache) {
+	for _, b := range batches {
+		s.Append(b)
+	}
+}
+
+// finish ends a session and says how many tokens it held. Len is called
+// after Release: the handle no longer holds the rows it is asked about.
+func finish(s *cache.KVCacheState) int {
+	s.Release()
+	return s.Len()
 }
