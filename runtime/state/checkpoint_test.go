@@ -388,3 +388,67 @@ func TestCheckpointBudget(t *testing.T) {
 		t.Fatalf("plan for 11: %+v", plan)
 	}
 }
+
+// A delta that cannot be stored leaves a gap: the write succeeds, versions
+// that need the delta answer ErrNotRetained, and the others are still
+// reconstructed, from the checkpoints on their side of the gap.
+func TestCheckpointGap(t *testing.T) {
+	fb := newFaultBackend(device.Host())
+	p, err := NewPool(fb, PoolOptions{BlockBytes: 256})
+	check(t, err)
+	defer p.Close()
+	l := kv(Mutable, 64, Keep)
+	l.Checkpoint = &CheckpointPolicy{Every: 3, Keep: 5}
+	h := must[*Head](t)(p.NewHead(l, "s"))
+	defer h.Release()
+	contents := map[Version][][]byte{0: readAll(t, h)}
+	write := func(i int) {
+		check(t, h.Write(i%60, kvRows(4, byte(i))))
+		contents[h.Version()] = readAll(t, h)
+	}
+	for i := 1; i <= 3; i++ {
+		write(i)
+	}
+	// Version 4: fail the copies one by one until the write itself
+	// succeeds and a later copy, the delta's, fails.
+	for k := 0; ; k++ {
+		fb.arm(opCopy, k)
+		err := h.Write(7, kvRows(4, 44))
+		fired := fb.disarm()
+		if err == nil {
+			if !fired {
+				t.Fatal("no copy of the delta failed")
+			}
+			break
+		}
+	}
+	contents[h.Version()] = readAll(t, h)
+	for i := 5; i <= 8; i++ {
+		write(i)
+	}
+	for v := Version(0); v <= 8; v++ {
+		s, err := h.At(v)
+		if v == 4 || v == 5 {
+			if !errors.Is(err, ErrNotRetained) {
+				t.Fatalf("At(%d) across the gap: %v", v, err)
+			}
+			continue
+		}
+		check(t, err)
+		if !equalCols(readAll(t, s), contents[v]) {
+			t.Fatalf("At(%d) differs", v)
+		}
+		check(t, s.Release())
+	}
+	// Version 8 comes from 6, the only checkpoint after the gap; version 2
+	// from 0.
+	if plan := must[Plan](t)(h.Plan(8)); plan.Checkpoint != 6 || len(plan.Alternatives) != 0 {
+		t.Fatalf("plan for 8: %+v", plan)
+	}
+	if plan := must[Plan](t)(h.Plan(2)); plan.Checkpoint != 0 {
+		t.Fatalf("plan for 2: %+v", plan)
+	}
+	if err := checkInvariants(p); err != nil {
+		t.Fatal(err)
+	}
+}
