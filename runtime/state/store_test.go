@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -732,5 +733,116 @@ func TestHugeRequests(t *testing.T) {
 	}
 	if st := q.Stats(); st.ReservedBytes != 0 || m.Len() != 0 {
 		t.Errorf("a refused request took memory or rows: %+v, len %d", st, m.Len())
+	}
+}
+
+// Goroutines work on branches of one lineage at once: writes, snapshots,
+// merges of each other's branches, rollbacks to shared snapshots (which
+// invalidate other goroutines' handles), At. Nothing may deadlock, race
+// or break the structure; every error is a sentinel.
+func TestConcurrentLineage(t *testing.T) {
+	p := newPool(t, PoolOptions{BlockBytes: 256})
+	l := kv(Mutable, 200, Invalidate)
+	l.Checkpoint = &CheckpointPolicy{Every: 2, Keep: 3}
+	root := must[*Head](t)(p.NewHead(l, "s"))
+	var mu sync.Mutex
+	var shared []*Snap
+	heads := make([]*Head, 4)
+	for i := range heads {
+		heads[i] = must[*Head](t)(root.Branch())
+	}
+	check(t, root.Release())
+	sentinel := func(err error) bool {
+		for _, s := range []error{ErrReleased, ErrInvalidated, ErrNotAncestor, ErrDiverged, ErrNotRetained, ErrRange} {
+			if errors.Is(err, s) {
+				return true
+			}
+		}
+		return err == nil
+	}
+	var wg sync.WaitGroup
+	for g := range heads {
+		wg.Go(func() {
+			h := heads[g]
+			for i := range 300 {
+				var err error
+				switch i % 7 {
+				case 0, 1:
+					err = h.Write((i*13+g)%190, kvRows(5, byte(i)))
+				case 2:
+					var s *Snap
+					if s, err = h.Snapshot(); err == nil {
+						mu.Lock()
+						shared = append(shared, s)
+						mu.Unlock()
+					}
+				case 3:
+					mu.Lock()
+					other := heads[(g+1)%len(heads)]
+					mu.Unlock()
+					err = h.Merge(other)
+				case 4:
+					mu.Lock()
+					var s *Snap
+					if len(shared) > 0 {
+						s = shared[(i+g)%len(shared)]
+					}
+					mu.Unlock()
+					if s != nil {
+						err = h.Rollback(s)
+					}
+				case 5:
+					var s *Snap
+					if s, err = h.At(h.Version()); err == nil {
+						err = s.Read(0, 200, [][]byte{make([]byte, 200*16), make([]byte, 200*8)})
+						s.Release()
+					}
+				case 6:
+					mu.Lock()
+					if len(shared) > 8 {
+						s := shared[0]
+						shared = shared[1:]
+						mu.Unlock()
+						err = s.Release()
+					} else {
+						mu.Unlock()
+					}
+				}
+				if !sentinel(err) {
+					t.Errorf("goroutine %d step %d: %v", g, i, err)
+					return
+				}
+				if errors.Is(err, ErrInvalidated) {
+					// This head's line was abandoned: start again on a
+					// branch of a live sibling, if any.
+					mu.Lock()
+					others := slices.Clone(heads)
+					mu.Unlock()
+					for _, o := range others {
+						if c, err := o.Branch(); err == nil {
+							h.Release()
+							h = c
+							mu.Lock()
+							heads[g] = c
+							mu.Unlock()
+							break
+						}
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err := checkInvariants(p); err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range heads {
+		h.Release()
+	}
+	for _, s := range shared {
+		s.Release()
+	}
+	if st := p.Stats(); st.PhysicalBytes != 0 || st.Live != 0 {
+		t.Fatalf("after releasing everything: %+v", st)
 	}
 }
