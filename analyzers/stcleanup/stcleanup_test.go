@@ -9,7 +9,7 @@ import (
 )
 
 func TestLeaks(t *testing.T) {
-	analysistest.Run(t, analysistest.TestData(), stcleanup.Analyzer, "a", "b", "cascade")
+	analysistest.Run(t, analysistest.TestData(), stcleanup.Analyzer, "a", "b", "cascade", "mainprog")
 }
 
 func TestFix(t *testing.T) {

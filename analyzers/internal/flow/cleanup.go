@@ -831,11 +831,39 @@ func (c *cleanup) escapingRefs(e ast.Node) uint64 {
 			if _, kind, _ := Callee(c.info, n); kind == Conversion {
 				return true
 			}
+			// The result of bufio.NewReader(f), gzip.NewReader(f) or
+			// wrap(s) may hold its arguments (not its receiver).
+			if mayWrap(c.info.TypeOf(n)) {
+				for _, a := range n.Args {
+					m |= c.escapingRefs(a)
+				}
+			}
 			return false
 		}
 		return true
 	})
 	return m
+}
+
+// mayWrap reports whether a call result of type t may hold the call's
+// arguments: anything but basic values and errors.
+func mayWrap(t types.Type) bool {
+	switch t := t.(type) {
+	case nil:
+		return false
+	case *types.Tuple:
+		for v := range t.Variables() {
+			if mayWrap(v.Type()) {
+				return true
+			}
+		}
+		return false
+	}
+	if types.Identical(t, errorType) {
+		return false
+	}
+	_, basic := t.Underlying().(*types.Basic)
+	return !basic
 }
 
 // aliasExpr evaluates e and returns the variables whose resources e's value
@@ -869,8 +897,22 @@ func (c *cleanup) aliasExpr(st ostate, e ast.Expr) uint64 {
 	case *ast.TypeAssertExpr:
 		return c.aliasExpr(st, x.X)
 	case *ast.CallExpr:
-		if _, kind, _ := Callee(c.info, x); kind == Conversion && len(x.Args) == 1 {
+		_, kind, _ := Callee(c.info, x)
+		if kind == Conversion && len(x.Args) == 1 {
 			return c.aliasExpr(st, x.Args[0])
+		}
+		if kind != Builtin && mayWrap(c.info.TypeOf(x)) {
+			// r := bufio.NewReader(f): r may hold f, so releasing or
+			// returning r counts for f. (Only more holders: never a
+			// finding more.)
+			c.expr(st, e)
+			var m uint64
+			for _, a := range x.Args {
+				if v := Root(c.info, a); v != nil {
+					m |= c.known(v)
+				}
+			}
+			return m
 		}
 	}
 	c.expr(st, e)

@@ -506,3 +506,25 @@ func testifyStyle(t *testing.T, p *res.Pool) {
 	}
 	defer s.Release()
 }
+
+type lener interface{ Len() int }
+
+type counter struct{ l lener }
+
+func count(l lener) *counter {
+	c := &counter{}
+	c.l = l
+	return c
+}
+
+// The result of a call may hold its arguments (bufio.NewReader(f)).
+func wrapped() *counter {
+	s := res.Open()
+	return count(s)
+}
+
+func wrappedLocal() *counter {
+	s := res.Open()
+	c := count(s)
+	return c
+}
