@@ -30,9 +30,11 @@
 // fail; nor is handing both results on, f(acquire()).
 //
 // The analysis errs toward silence: values merged from several paths may be
-// released through any variable that held them, and a resource handed to
-// code it cannot see (a function value, an interface method without
-// arguments, a goroutine) counts as released.
+// released through any variable that held them, the result of a call may
+// hold the call's arguments (r := bufio.NewReader(f): returning r keeps f),
+// and a resource handed to code it cannot see (a function value, an
+// interface method without arguments, a goroutine) counts as released.
+// Nothing is reported in main.main: returning from it ends the process.
 //
 // Each leak is reported once, at the acquiring call, with the exit it leaks
 // through as related information, and, where the resource never escapes and
