@@ -1137,7 +1137,7 @@ func (c *cleanup) ret(st ostate, r *ast.ReturnStmt) {
 		for i, v := range c.in.Results {
 			b := c.known(v)
 			if i == 0 {
-				c.noteAcquirer(st, b)
+				c.noteAcquirer(st, b, v)
 			}
 			m |= b
 		}
@@ -1160,7 +1160,7 @@ func (c *cleanup) ret(st ostate, r *ast.ReturnStmt) {
 			}
 			if i == 0 {
 				if v := VarOf(c.info, e); v != nil {
-					c.noteAcquirer(st, c.known(v))
+					c.noteAcquirer(st, c.known(v), v)
 				}
 			}
 			c.escape(st, e)
@@ -1185,15 +1185,29 @@ func (c *cleanup) ret(st ostate, r *ast.ReturnStmt) {
 	}
 }
 
-func (c *cleanup) noteAcquirer(st ostate, m uint64) {
+// noteAcquirer records that the function returns, as its first result,
+// variable v (with bit m): it is an acquirer when v holds an outstanding
+// resource of v's own type (not a wrapper that merely may hold one, such
+// as a bufio.Writer over a file).
+func (c *cleanup) noteAcquirer(st ostate, m uint64, v *types.Var) {
 	if !c.record || m == 0 {
 		return
 	}
 	for id := range c.obls {
-		if st[id].live && st[id].holders&m != 0 && c.obls[id].call != nil {
+		ob := c.obls[id]
+		if st[id].live && st[id].holders&m != 0 && ob.call != nil && types.Identical(v.Type(), firstResult(c.info, ob.call)) {
 			c.acquirer = true
 		}
 	}
+}
+
+// firstResult returns the type of the first result of call.
+func firstResult(info *types.Info, call *ast.CallExpr) types.Type {
+	t := info.TypeOf(call)
+	if tup, ok := t.(*types.Tuple); ok && tup.Len() > 0 {
+		t = tup.At(0).Type()
+	}
+	return t
 }
 
 func (c *cleanup) noteAcquirerCall() {

@@ -117,6 +117,7 @@ var knownLeaks = []string{
 	"go/analysis/internal/checker/checker.go:119:", // -trace file
 	"go/packages/gopackages/main.go:86:",           // -cpuprofile file
 	"go/packages/gopackages/main.go:95:",           // -trace file
+	"cmd/ssadump/main.go:110:",                     // -cpuprofile file
 }
 
 func TestPrecisionFiles(t *testing.T) {
