@@ -10,7 +10,8 @@
 #  2. The engine itself on real code: the precision tests of
 #     analyzers/internal/flow with os.Open, os.Create, os.OpenFile and
 #     os.CreateTemp declared acquirers and (*os.File).Close their release,
-#     over std and golang.org/x/tools/go/... (PRECISION_FILES=0 skips it;
+#     over std and golang.org/x/tools (go, internal, cmd, refactor: the
+#     packages whose dependencies go.sum covers) (PRECISION_FILES=0 skips it;
 #     PRECISION_FILES_PKGS chooses the patterns). Every finding fails the
 #     run unless it is listed, checked by hand, in knownLeaks.
 #
@@ -56,7 +57,7 @@ rc=0
 check std $rc
 
 if [ "${PRECISION_FILES:-1}" != 0 ]; then
-  pkgs=${PRECISION_FILES_PKGS:-std,golang.org/x/tools/go/...}
+  pkgs=${PRECISION_FILES_PKGS:-std,golang.org/x/tools/go/...,golang.org/x/tools/internal/...,golang.org/x/tools/cmd/...,golang.org/x/tools/refactor/...}
   echo "== the engine with os files as resources over $pkgs"
   rc=0
   STATEVET_PRECISION_PKGS=$pkgs go test -count=1 -timeout=60m -run '^TestPrecision' -v ./analyzers/internal/flow \

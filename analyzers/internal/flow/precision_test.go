@@ -46,6 +46,9 @@ func load(t *testing.T) []*packages.Package {
 	if n := packages.PrintErrors(pkgs); n > 0 {
 		t.Fatalf("%d errors loading packages", n)
 	}
+	n := 0
+	packages.Visit(pkgs, nil, func(*packages.Package) { n++ })
+	t.Logf("%d root packages, %d in all", len(pkgs), n)
 	return pkgs
 }
 
