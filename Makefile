@@ -12,7 +12,7 @@ export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 # checks it), and so are tests, which misuse handles on purpose to check the runtime's errors.
 VET_PKGS = $$($(GO) list ./... | grep -v -e /examples/contracts/faulty -e /examples/kvcache/misuse)
 
-.PHONY: all build test vet fuzz demo bench gpu-check vet-bench clean
+.PHONY: all build test vet fuzz demo bench gpu-check vet-bench precision clean
 
 all: build
 
@@ -48,8 +48,14 @@ bench:
 	$(GO) test -run='^$$' -bench=. -benchmem $(PKGS)
 
 # statevet's cost against the vet driver's floor, on golang.org/x/tools.
+# and on a module full of state types, where the dataflow analyzers do real work.
 vet-bench: build
 	bash scripts/vetbench.sh
+	$(GO) test -run='^$$' -bench=VetStateHeavy -benchtime=3x ./analyzers/internal/flow
+
+# statevet over golang.org/x/tools and the standard library: no findings, no failures.
+precision: build
+	bash scripts/precision.sh
 
 # On a machine with an NVIDIA GPU: the CUDA backend's tests and benchmarks.
 gpu-check:
