@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
-# The statevet demo: statevet must say nothing about examples/contracts/valid
-# and report exactly the findings listed in examples/contracts/faulty/expected.txt
-# (the faulty package builds only with -tags statevet_demo). Exits 0 only when
-# both hold.
+# The gpustate demo, on the host backend unless GPUSTATE_BACKEND says otherwise:
+#   - statevet says nothing on examples/contracts/valid and reports exactly the findings
+#     listed in examples/contracts/faulty/expected.txt;
+#   - for each example program, go generate reproduces the committed handles and contract
+#     report byte for byte, statevet says nothing on it, and it runs;
+#   - stategen refuses examples/kvcache/misuse's contract, and statevet reports exactly the
+#     findings in its expected.txt.
+# Packages with deliberate mistakes build only with -tags statevet_demo, so that the
+# repository's own checks stay clean. Exits 0 only when every step went as expected.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -12,161 +17,105 @@ if [ ! -x "$statevet" ]; then
   go build -o bin/statevet ./cmd/statevet
   statevet=bin/statevet
 fi
+demo_tags="${GOFLAGS:+$GOFLAGS }-tags=statevet_demo"
 fail=0
+failed() { echo "FAIL: $*"; fail=1; }
 
-echo "== statevet ./examples/contracts/valid (expecting silence)"
-if out=$("$statevet" ./examples/contracts/valid 2>&1); then
-  echo "   no findings"
-else
-  echo "$out"
-  echo "FAIL: statevet reported findings on the valid package"
-  fail=1
-fi
-
-echo
-echo "== statevet -tags statevet_demo ./examples/contracts/faulty (expecting the findings in expected.txt)"
-set +e
-out=$(GOFLAGS="${GOFLAGS:+$GOFLAGS }-tags=statevet_demo" "$statevet" ./examples/contracts/faulty 2>&1)
-rc=$?
-set -e
-# Keep file:line:col: message, with the file relative to the package.
-got=$(printf '%s\n' "$out" | sed -n 's#^.*/examples/contracts/faulty/##p')
-printf '%s\n' "$got" | sed 's/^/   /'
-if [ "$rc" -eq 0 ]; then
-  echo "FAIL: statevet reported nothing on the faulty package"
-  fail=1
-fi
-want=0
-while IFS= read -r line; do
-  case "$line" in ''|'#'*) continue ;; esac
-  want=$((want + 1))
-  loc=${line%%: *}   # faulty.go:18
-  msg=${line#*: }    # the message substring
-  if ! printf '%s\n' "$got" | grep -F "$loc:" | grep -qF -- "$msg"; then
-    echo "FAIL: missing finding $loc: $msg"
-    fail=1
+# silent PATTERN: statevet must report nothing.
+silent() {
+  echo
+  echo "== statevet $1 (expecting silence)"
+  local out
+  if out=$("$statevet" "$1" 2>&1); then
+    echo "   no findings"
+  else
+    printf '%s\n' "$out"
+    failed "statevet reported findings on $1"
   fi
-done < examples/contracts/faulty/expected.txt
-n=$(printf '%s\n' "$got" | grep -c . || true)
-if [ "$n" -ne "$want" ]; then
-  echo "FAIL: statevet reported $n findings on the faulty package, expected.txt lists $want"
-  fail=1
-fi
+}
 
-# --- examples/kvcache: the program a user writes, from go generate to a run ---
+# expect DIR: statevet, with the demo tag, must report exactly the findings in
+# DIR/expected.txt, one a line as FILE:LINE: a fixed substring of the message (related
+# information counts as a line of its own). Sets found to their number.
+expect() {
+  local dir=$1 out rc got line loc msg want=0
+  echo
+  echo "== statevet -tags statevet_demo ./$dir (expecting the findings in expected.txt)"
+  set +e
+  out=$(GOFLAGS="$demo_tags" "$statevet" "./$dir" 2>&1)
+  rc=$?
+  set -e
+  # Keep file:line:col: message, with the file relative to the package.
+  got=$(printf '%s\n' "$out" | sed -n "s#^.*/$dir/##p")
+  printf '%s\n' "$got" | sed 's/^/   /'
+  [ "$rc" -ne 0 ] || failed "statevet reported nothing on $dir"
+  while IFS= read -r line; do
+    case "$line" in '' | '#'*) continue ;; esac
+    want=$((want + 1))
+    loc=${line%%: *} # faulty.go:18
+    msg=${line#*: }  # the message substring
+    printf '%s\n' "$got" | grep -F "$loc:" | grep -qF -- "$msg" || failed "missing finding $loc: $msg"
+  done <"$dir/expected.txt"
+  found=$(printf '%s\n' "$got" | grep -c . || true)
+  [ "$found" -eq "$want" ] || failed "statevet reported $found findings on $dir, expected.txt lists $want"
+}
 
-echo
-echo "== go generate ./examples/kvcache/... (the committed handles and contract report must come out byte for byte)"
-handles() { find examples/kvcache \( -name '*_state.go' -o -name CONTRACTS.md \) -exec cksum {} + | sort; }
-before=$(handles)
-go generate ./examples/kvcache/...
-if [ "$(handles)" != "$before" ]; then
-  echo "FAIL: go generate changed the committed handles:"
-  diff <(echo "$before") <(handles) || true
-  fail=1
-elif ! go run ./cmd/stategen -check ./examples/kvcache/...; then
-  echo "FAIL: stategen -check found stale handles"
-  fail=1
-else
-  echo "   examples/kvcache/cache: kvcache_state.go and CONTRACTS.md are up to date"
-fi
+# generated DIR: go generate must reproduce the committed handles and report, and
+# stategen -check must agree.
+generated() {
+  local dir=$1 before
+  echo
+  echo "== go generate ./$dir/... (the committed handles and contract report must come out byte for byte)"
+  sums() { find "$dir" \( -name '*_state.go' -o -name CONTRACTS.md \) -exec cksum {} + | sort; }
+  before=$(sums)
+  go generate "./$dir/..."
+  if [ "$(sums)" != "$before" ]; then
+    failed "go generate changed the committed files of $dir:"
+    diff <(echo "$before") <(sums) || true
+  elif ! go run ./cmd/stategen -check "./$dir/..."; then
+    failed "stategen -check found stale files in $dir"
+  else
+    echo "   $(sums | awk '{print $3}' | tr '\n' ' ')up to date"
+  fi
+}
 
+# runs DIR: the example program must exit 0.
+runs() {
+  echo
+  echo "== go run ./$1 (backend: ${GPUSTATE_BACKEND:-chosen by device.Open})"
+  go run "./$1" || failed "the $1 example failed"
+}
+
+silent ./examples/contracts/valid
+expect examples/contracts/faulty
+contract_findings=$found
+
+# examples/kvcache: the program a user writes, from go generate to a run.
+generated examples/kvcache
 echo
 echo "== stategen -tags statevet_demo ./examples/kvcache/misuse (expecting a refusal: a contract with no bound)"
 set +e
-out=$(GOFLAGS="${GOFLAGS:+$GOFLAGS }-tags=statevet_demo" go run ./cmd/stategen ./examples/kvcache/misuse 2>&1)
+out=$(GOFLAGS="$demo_tags" go run ./cmd/stategen ./examples/kvcache/misuse 2>&1)
 rc=$?
 set -e
 printf '%s\n' "$out" | sed 's/^/   /'
 if [ "$rc" -ne 1 ] || ! printf '%s\n' "$out" | grep -q 'misuse.go:33:.*has no bound'; then
-  echo "FAIL: stategen did not refuse the misuse contract (exit $rc)"
-  fail=1
+  failed "stategen did not refuse the misuse contract (exit $rc)"
 fi
+silent ./examples/kvcache/...
+expect examples/kvcache/misuse
+misuse_findings=$found
+runs examples/kvcache
 
-echo
-echo "== statevet ./examples/kvcache/... (expecting silence on the program and its generated handles)"
-if out=$("$statevet" ./examples/kvcache/... 2>&1); then
-  echo "   no findings"
-else
-  echo "$out"
-  echo "FAIL: statevet reported findings on examples/kvcache"
-  fail=1
-fi
-
-echo
-echo "== statevet -tags statevet_demo ./examples/kvcache/misuse (expecting the findings in expected.txt)"
-set +e
-out=$(GOFLAGS="${GOFLAGS:+$GOFLAGS }-tags=statevet_demo" "$statevet" ./examples/kvcache/misuse 2>&1)
-rc=$?
-set -e
-got=$(printf '%s\n' "$out" | sed -n 's#^.*/examples/kvcache/misuse/##p')
-printf '%s\n' "$got" | sed 's/^/   /'
-if [ "$rc" -eq 0 ]; then
-  echo "FAIL: statevet reported nothing on the misuse package"
-  fail=1
-fi
-misuse_want=0
-while IFS= read -r line; do
-  case "$line" in ''|'#'*) continue ;; esac
-  misuse_want=$((misuse_want + 1))
-  loc=${line%%: *}
-  msg=${line#*: }
-  if ! printf '%s\n' "$got" | grep -F "$loc:" | grep -qF -- "$msg"; then
-    echo "FAIL: missing finding $loc: $msg"
-    fail=1
-  fi
-done < examples/kvcache/misuse/expected.txt
-n=$(printf '%s\n' "$got" | grep -c . || true)
-if [ "$n" -ne "$misuse_want" ]; then
-  echo "FAIL: statevet reported $n findings on the misuse package, expected.txt lists $misuse_want"
-  fail=1
-fi
-
-echo
-echo "== go run ./examples/kvcache (backend: ${GPUSTATE_BACKEND:-chosen by device.Open})"
-if ! go run ./examples/kvcache; then
-  echo "FAIL: the kvcache example failed"
-  fail=1
-fi
-
-# --- examples/gridsim: sparse checkpoints, At, Plan and rollback of a simulation ---
-
-echo
-echo "== go generate ./examples/gridsim/... (the committed handles and contract report must come out byte for byte)"
-grid_handles() { find examples/gridsim \( -name '*_state.go' -o -name CONTRACTS.md \) -exec cksum {} + | sort; }
-before=$(grid_handles)
-go generate ./examples/gridsim/...
-if [ "$(grid_handles)" != "$before" ]; then
-  echo "FAIL: go generate changed the committed gridsim handles:"
-  diff <(echo "$before") <(grid_handles) || true
-  fail=1
-elif ! go run ./cmd/stategen -check ./examples/gridsim/...; then
-  echo "FAIL: stategen -check found stale gridsim handles"
-  fail=1
-else
-  echo "   examples/gridsim/field: field_state.go and CONTRACTS.md are up to date"
-fi
-
-echo
-echo "== statevet ./examples/gridsim/... (expecting silence on the program and its generated handles)"
-if out=$("$statevet" ./examples/gridsim/... 2>&1); then
-  echo "   no findings"
-else
-  echo "$out"
-  echo "FAIL: statevet reported findings on examples/gridsim"
-  fail=1
-fi
-
-echo
-echo "== go run ./examples/gridsim (backend: ${GPUSTATE_BACKEND:-chosen by device.Open})"
-if ! go run ./examples/gridsim; then
-  echo "FAIL: the gridsim example failed"
-  fail=1
-fi
+# examples/gridsim: sparse checkpoints, At, Plan and rollback of a simulation.
+generated examples/gridsim
+silent ./examples/gridsim/...
+runs examples/gridsim
 
 echo
 if [ "$fail" -ne 0 ]; then
   echo "demo: FAILED"
   exit 1
 fi
-echo "demo: ok (valid package clean, $want expected findings on the faulty package; kvcache generated, vetted ($misuse_want expected findings on its misuse) and run)"
+echo "demo: ok (valid package clean, $contract_findings expected findings on the faulty package;" \
+  "kvcache and gridsim generated, vetted and run; $misuse_findings expected findings on kvcache's misuse)"
