@@ -3,6 +3,7 @@ package state
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 )
@@ -105,8 +106,10 @@ func Pareto(chain []ChainVersion) ([]Placement, error) {
 	for i := 1; i < len(chain); i++ {
 		next := map[int][]point{}
 		w := weight(i)
-		for b, front := range fronts {
-			for _, p := range front {
+		// In order of b, and with a stable prune, so that among placements
+		// that tie the same one comes out every time.
+		for _, b := range slices.Sorted(maps.Keys(fronts)) {
+			for _, p := range fronts[b] {
 				// No checkpoint at i.
 				next[b] = append(next[b], point{p.mem, p.cost + w*(prefix[i]+key(b)), p.cps})
 				// A checkpoint at i, worth it only when it beats b.
@@ -121,8 +124,8 @@ func Pareto(chain []ChainVersion) ([]Placement, error) {
 		fronts = next
 	}
 	var all []point
-	for _, f := range fronts {
-		all = append(all, f...)
+	for _, b := range slices.Sorted(maps.Keys(fronts)) {
+		all = append(all, fronts[b]...)
 	}
 	all = prune(all)
 	out := make([]Placement, len(all))
@@ -157,7 +160,7 @@ func (c *cons) slice() []int {
 // prune keeps the points no other beats in both memory and cost, by memory
 // ascending.
 func prune(ps []point) []point {
-	slices.SortFunc(ps, func(a, b point) int {
+	slices.SortStableFunc(ps, func(a, b point) int {
 		if a.mem != b.mem {
 			if a.mem < b.mem {
 				return -1

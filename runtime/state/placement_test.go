@@ -3,6 +3,7 @@ package state
 import (
 	"math"
 	"math/rand/v2"
+	"reflect"
 	"testing"
 )
 
@@ -152,5 +153,27 @@ func TestPlaceBadInput(t *testing.T) {
 	}
 	if _, err := Place([]ChainVersion{{Memory: 5}}, 4); err == nil {
 		t.Error("budget below the first checkpoint")
+	}
+}
+
+// TestParetoDeterministic: where placements tie, Pareto returns the same one
+// on every call.
+func TestParetoDeterministic(t *testing.T) {
+	chain := make([]ChainVersion, 24)
+	for i := range chain {
+		chain[i] = ChainVersion{Seed: 1, Apply: 1, Memory: 100}
+	}
+	first, err := Pareto(chain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 20 {
+		again, err := Pareto(chain)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(first, again) {
+			t.Fatalf("Pareto of one chain differs between calls:\n%v\n%v", first, again)
+		}
 	}
 }
