@@ -18,6 +18,7 @@ import (
 
 	"github.com/gpustate/gpustate/examples/kvcache/cache"
 	"github.com/gpustate/gpustate/runtime/device"
+	"github.com/gpustate/gpustate/runtime/device/nvml"
 	"github.com/gpustate/gpustate/runtime/state"
 )
 
@@ -59,7 +60,18 @@ func run(w io.Writer, cfg config) (err error) {
 		return err
 	}
 	defer b.Close()
-	p, err := state.NewPool(b, state.PoolOptions{BlockBytes: 16 << 10})
+	opt := state.PoolOptions{BlockBytes: 16 << 10}
+	// On an NVIDIA GPU, the pool's Stats carry NVML's reading of the device
+	// beside its own accounting, as evidence. Elsewhere (the host backend,
+	// or a build without cgo) there is no monitor, and none is needed.
+	if mon, err := nvml.ForBackend(b); err == nil {
+		defer mon.Close()
+		opt.Telemetry = func() (state.DeviceMemory, error) {
+			m, err := mon.Memory()
+			return state.DeviceMemory(m), err
+		}
+	}
+	p, err := state.NewPool(b, opt)
 	if err != nil {
 		return err
 	}
@@ -128,6 +140,10 @@ func run(w io.Writer, cfg config) (err error) {
 	ps := p.Stats()
 	fmt.Fprintf(w, "session end: cache released; the pool holds %d live handles, %s in use of %s reserved\n",
 		ps.Live, size(ps.PhysicalBytes), size(ps.ReservedBytes))
+	if d := ps.Device; d != nil && d.Telemetry != nil {
+		fmt.Fprintf(w, "  NVML: this process holds %s of the device's %s (%s used by all)\n",
+			size(int64(d.Telemetry.Process)), size(int64(d.Telemetry.Total)), size(int64(d.Telemetry.Used)))
+	}
 	return nil
 }
 
