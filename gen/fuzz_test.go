@@ -24,20 +24,10 @@ func FuzzGenerate(f *testing.F) {
 	f.Add("//state:contract\n//state:growth\n//state:owner", "A string")
 	f.Add("//state:contract\n//state:growth mutable bound=1<<62\n//state:owner s", "A []int64 `state:\"width=1024\"`")
 	f.Fuzz(func(t *testing.T, directives, fields string) {
-		src := "package p\n\nconst K = 16\n\ntype Token uint32\n\n// T is fuzzed.\n//\n" + directives + "\ntype T struct {\n" + fields + "\n}\n"
-		fset := token.NewFileSet()
-		file, err := parser.ParseFile(fset, "p.go", src, parser.ParseComments)
-		if err != nil {
+		p := fuzzPackage(directives, fields)
+		if p == nil {
 			return
 		}
-		info := &types.Info{
-			Types: make(map[ast.Expr]types.TypeAndValue),
-			Defs:  make(map[*ast.Ident]types.Object),
-			Uses:  make(map[*ast.Ident]types.Object),
-		}
-		conf := types.Config{Importer: importer.Default(), Error: func(error) {}}
-		pkg, _ := conf.Check("example.com/p", fset, []*ast.File{file}, info)
-		p := newPackage(".", fset, []*ast.File{file}, pkg, info)
 		files, err := p.Generate()
 		if len(p.Contracts.Diagnostics) > 0 {
 			if err == nil || files != nil {
@@ -63,4 +53,25 @@ func FuzzGenerate(f *testing.F) {
 			}
 		}
 	})
+}
+
+// fuzzPackage type-checks a one-file package declaring the state type T with
+// the given directive lines and fields (and a constant K and a type Token
+// they may use) and wraps it as gen does; nil when the source does not
+// parse. Type errors are kept: the contract parser must cope with them.
+func fuzzPackage(directives, fields string) *Package {
+	src := "package p\n\nconst K = 16\n\ntype Token uint32\n\n// T is fuzzed.\n//\n" + directives + "\ntype T struct {\n" + fields + "\n}\n"
+	fset := token.NewFileSet()
+	file, err := parser.ParseFile(fset, "p.go", src, parser.ParseComments)
+	if err != nil {
+		return nil
+	}
+	info := &types.Info{
+		Types: make(map[ast.Expr]types.TypeAndValue),
+		Defs:  make(map[*ast.Ident]types.Object),
+		Uses:  make(map[*ast.Ident]types.Object),
+	}
+	conf := types.Config{Importer: importer.Default(), Error: func(error) {}}
+	pkg, _ := conf.Check("example.com/p", fset, []*ast.File{file}, info)
+	return newPackage(".", fset, []*ast.File{file}, pkg, info)
 }

@@ -2,11 +2,6 @@ package gen
 
 import (
 	"bytes"
-	"go/ast"
-	"go/importer"
-	"go/parser"
-	"go/token"
-	"go/types"
 	"math"
 	"path/filepath"
 	"strings"
@@ -220,20 +215,10 @@ func FuzzReport(f *testing.F) {
 	f.Add("//state:contract\n//state:growth mutable bound=K\n//state:owner s\n//state:snapshot none\n//state:checkpoint every=2 keep=2", "A []int16")
 	f.Add("//state:contract\n//state:growth append bound=4096\n//state:owner s\n//state:checkpoint every=4096 keep=4096", "A []float64 `state:\"width=8192\"`")
 	f.Fuzz(func(t *testing.T, directives, fields string) {
-		src := "package p\n\nconst K = 16\n\n// T is fuzzed.\n//\n" + directives + "\ntype T struct {\n" + fields + "\n}\n"
-		fset := token.NewFileSet()
-		file, err := parser.ParseFile(fset, "p.go", src, parser.ParseComments)
-		if err != nil {
+		p := fuzzPackage(directives, fields)
+		if p == nil {
 			return
 		}
-		info := &types.Info{
-			Types: make(map[ast.Expr]types.TypeAndValue),
-			Defs:  make(map[*ast.Ident]types.Object),
-			Uses:  make(map[*ast.Ident]types.Object),
-		}
-		conf := types.Config{Importer: importer.Default(), Error: func(error) {}}
-		pkg, _ := conf.Check("example.com/p", fset, []*ast.File{file}, info)
-		p := newPackage(".", fset, []*ast.File{file}, pkg, info)
 		var rep bytes.Buffer
 		start := time.Now()
 		if err := Report(&rep, []*Package{p}); err != nil {
