@@ -9,6 +9,22 @@ import (
 // funcDoc parses the function directives in the doc comment of a func or
 // method declaration.
 func (p *pkgParser) funcDoc(decl *ast.FuncDecl) {
+	dirs := p.funcDirectives(decl)
+	if len(dirs) == 0 {
+		return
+	}
+	fp := newFuncParse(p, decl, dirs[0])
+	for _, d := range dirs {
+		fp.directive(d)
+	}
+	if fp.recorded {
+		p.out.Funcs = append(p.out.Funcs, fp.f)
+	}
+}
+
+// funcDirectives returns the //state: lines of the doc comment of decl,
+// reporting look-alike lines.
+func (p *pkgParser) funcDirectives(decl *ast.FuncDecl) []*directive {
 	var dirs []*directive
 	for _, c := range decl.Doc.List {
 		if !strings.Contains(c.Text, "state:") {
@@ -20,143 +36,187 @@ func (p *pkgParser) funcDoc(decl *ast.FuncDecl) {
 		}
 		p.lookalike(c, "", funcVerbs)
 	}
-	if len(dirs) == 0 {
-		return
-	}
+	return dirs
+}
+
+// funcParse holds the state of one func's directives while they are parsed.
+type funcParse struct {
+	p        *pkgParser
+	decl     *ast.FuncDecl
+	f        *Func
+	what     string                // "func F" or "method (*T).M", for messages
+	params   map[string]*types.Var // nil values without type information
+	nresults int
+	method   bool            // it has a receiver
+	seen     map[string]bool // verbs without arguments, seen once
+	named    map[string]bool // "takes x", "writes x"
+	recorded bool            // a directive was recorded on f
+}
+
+func newFuncParse(p *pkgParser, decl *ast.FuncDecl, first *directive) *funcParse {
 	var obj *types.Func
 	if p.info != nil {
 		obj, _ = p.info.Defs[decl.Name].(*types.Func)
 	}
-	f := &Func{Name: funcName(decl), Pos: dirs[0].pos, obj: obj}
-	what := "func " + f.Name
+	fp := &funcParse{
+		p:      p,
+		decl:   decl,
+		f:      &Func{Name: funcName(decl), Pos: first.pos, obj: obj},
+		params: funcParams(decl, obj),
+		method: decl.Recv != nil && len(decl.Recv.List) > 0,
+		seen:   make(map[string]bool),
+		named:  make(map[string]bool),
+	}
+	fp.what = "func " + fp.f.Name
 	if decl.Recv != nil {
-		what = "method " + f.Name
+		fp.what = "method " + fp.f.Name
 	}
-	params := funcParams(decl, obj)
-	nresults := 0
 	if decl.Type != nil && decl.Type.Results != nil {
-		nresults = decl.Type.Results.NumFields()
+		fp.nresults = decl.Type.Results.NumFields()
 	}
+	return fp
+}
 
-	seen := make(map[string]bool)
-	named := make(map[string]bool) // "takes x", "writes x"
-	recorded := false
-	for _, d := range dirs {
-		if p.claimsDurability(d, "", what) {
-			continue
+// directive parses one directive of the func.
+func (fp *funcParse) directive(d *directive) {
+	if !fp.accept(d) {
+		return
+	}
+	if d.verb == "takes" || d.verb == "writes" {
+		for _, a := range d.args {
+			fp.param(d, a)
 		}
-		switch {
-		case isIn(d.verb, typeVerbs):
+		if len(d.args) == 0 {
+			fp.p.errorf("", d.pos, d.end, "//state:%s on %s needs a parameter name; write //state:%s NAME", d.verb, fp.what, d.verb)
+		}
+		return
+	}
+	if fp.seen[d.verb] {
+		fp.p.errorf("", d.pos, d.end, "repeated //state:%s on %s; keep one", d.verb, fp.what)
+		return
+	}
+	fp.seen[d.verb] = true
+	if len(d.args) > 0 {
+		fp.p.errorf("", d.args[0].pos, d.args[len(d.args)-1].end, "//state:%s on %s takes no arguments; remove them", d.verb, fp.what)
+		return
+	}
+	if fp.marker(d) {
+		fp.recorded = true
+	}
+}
+
+// accept reports what keeps d from being a function directive (a claim of
+// durability, a type verb, an unknown verb, a malformed argument) and
+// returns whether its arguments are to be parsed.
+func (fp *funcParse) accept(d *directive) bool {
+	p, what := fp.p, fp.what
+	if p.claimsDurability(d, "", what) {
+		return false
+	}
+	switch {
+	case isIn(d.verb, typeVerbs):
+		p.errorf("", d.pos, d.end,
+			"//state:%s applies to the doc comment of a state type, not to %s; move it above the type declaration", d.verb, what)
+		return false
+	case !isIn(d.verb, funcVerbs):
+		p.unknownVerb(d, "", what, funcVerbs)
+		return false
+	}
+	if d.argErr != nil {
+		p.errorf("", d.argErr.pos, d.argErr.end, "malformed argument in //state:%s of %s: %s", d.verb, what, d.argErr.msg)
+		return false
+	}
+	return true
+}
+
+// param records the parameter a names in //state:takes or //state:writes.
+func (fp *funcParse) param(d *directive, a arg) {
+	p, what := fp.p, fp.what
+	if a.key != "" {
+		p.errorf("", a.pos, a.end, "//state:%s on %s takes parameter names, not key=value; remove %s", d.verb, what, quote(a.key+"="+a.value))
+		return
+	}
+	prm, ok := fp.params[a.value]
+	if !ok {
+		fp.noParam(d, a)
+		return
+	}
+	key := d.verb + " " + a.value
+	if fp.named[key] {
+		p.errorf("", a.pos, a.end, "repeated //state:%s %s on %s; keep one", d.verb, a.value, what)
+		return
+	}
+	if d.verb == "writes" && prm != nil && !writable(prm.Type()) {
+		p.errorf("", a.pos, a.end,
+			"//state:writes %s on %s: parameter %s has type %s, which is neither a slice nor a pointer, so a write through it cannot reach the caller; remove the directive or change the parameter",
+			a.value, what, a.value, typeString(prm.Type(), p.pkg))
+		return
+	}
+	fp.named[key] = true
+	fp.recorded = true
+	if d.verb == "takes" {
+		fp.f.Takes = append(fp.f.Takes, a.value)
+	} else {
+		fp.f.Writes = append(fp.f.Writes, a.value)
+	}
+}
+
+// noParam reports a name that is no parameter, with the nearest one.
+func (fp *funcParse) noParam(d *directive, a arg) {
+	p, what := fp.p, fp.what
+	names := paramNames(fp.decl)
+	switch s := nearest(a.value, names); {
+	case len(names) == 0:
+		p.errorf("", a.pos, a.end, "//state:%s %s on %s names no parameter: %s has no named parameters", d.verb, a.value, what, fp.f.Name)
+	case s != "":
+		p.report(StContract, "", a.pos, a.end, []Fix{{
+			Message: "replace " + a.value + " with " + s,
+			Edits:   []Edit{{Pos: a.pos, End: a.end, NewText: s}},
+		}}, "//state:%s %s on %s names no parameter; did you mean %s?", d.verb, a.value, what, s)
+	default:
+		p.errorf("", a.pos, a.end, "//state:%s %s on %s names no parameter; the parameters are %s", d.verb, a.value, what, strings.Join(names, ", "))
+	}
+}
+
+// marker records a directive without arguments (acquire, release, mutates,
+// appends, view) after checking that it fits the declaration, and returns
+// whether it did.
+func (fp *funcParse) marker(d *directive) bool {
+	p, what, f := fp.p, fp.what, fp.f
+	switch d.verb {
+	case "acquire":
+		if fp.nresults == 0 {
+			p.errorf("", d.pos, d.end, "//state:acquire on %s: it returns nothing, but its first result must be the resource the caller releases", what)
+			return false
+		}
+		f.Acquire = true
+	case "release":
+		if !fp.method {
 			p.errorf("", d.pos, d.end,
-				"//state:%s applies to the doc comment of a state type, not to %s; move it above the type declaration", d.verb, what)
-			continue
-		case !isIn(d.verb, funcVerbs):
-			p.unknownVerb(d, "", what, funcVerbs)
-			continue
+				"//state:release applies to a method (it releases its receiver), and %s is a plain func; use //state:takes NAME for the parameter it releases", what)
+			return false
 		}
-		if d.argErr != nil {
-			p.errorf("", d.argErr.pos, d.argErr.end, "malformed argument in //state:%s of %s: %s", d.verb, what, d.argErr.msg)
-			continue
+		f.Release = true
+	case "mutates", "appends":
+		if !fp.method {
+			p.errorf("", d.pos, d.end,
+				"//state:%s applies to a method (it changes its receiver), and %s is a plain func; use //state:writes NAME for a parameter it writes through", d.verb, what)
+			return false
 		}
-		switch d.verb {
-		case "takes", "writes":
-			if len(d.args) == 0 {
-				p.errorf("", d.pos, d.end, "//state:%s on %s needs a parameter name; write //state:%s NAME", d.verb, what, d.verb)
-				continue
-			}
-			for _, a := range d.args {
-				if a.key != "" {
-					p.errorf("", a.pos, a.end, "//state:%s on %s takes parameter names, not key=value; remove %s", d.verb, what, quote(a.key+"="+a.value))
-					continue
-				}
-				prm, ok := params[a.value]
-				if !ok {
-					names := paramNames(decl)
-					switch s := nearest(a.value, names); {
-					case len(names) == 0:
-						p.errorf("", a.pos, a.end, "//state:%s %s on %s names no parameter: %s has no named parameters", d.verb, a.value, what, f.Name)
-					case s != "":
-						p.report(StContract, "", a.pos, a.end, []Fix{{
-							Message: "replace " + a.value + " with " + s,
-							Edits:   []Edit{{Pos: a.pos, End: a.end, NewText: s}},
-						}}, "//state:%s %s on %s names no parameter; did you mean %s?", d.verb, a.value, what, s)
-					default:
-						p.errorf("", a.pos, a.end, "//state:%s %s on %s names no parameter; the parameters are %s", d.verb, a.value, what, strings.Join(names, ", "))
-					}
-					continue
-				}
-				key := d.verb + " " + a.value
-				if named[key] {
-					p.errorf("", a.pos, a.end, "repeated //state:%s %s on %s; keep one", d.verb, a.value, what)
-					continue
-				}
-				if d.verb == "writes" && prm != nil && !writable(prm.Type()) {
-					p.errorf("", a.pos, a.end,
-						"//state:writes %s on %s: parameter %s has type %s, which is neither a slice nor a pointer, so a write through it cannot reach the caller; remove the directive or change the parameter",
-						a.value, what, a.value, typeString(prm.Type(), p.pkg))
-					continue
-				}
-				named[key] = true
-				recorded = true
-				if d.verb == "takes" {
-					f.Takes = append(f.Takes, a.value)
-				} else {
-					f.Writes = append(f.Writes, a.value)
-				}
-			}
-			continue
+		f.Mutates = true
+		f.Appends = f.Appends || d.verb == "appends"
+	case "view":
+		if !fp.method {
+			p.errorf("", d.pos, d.end, "//state:view applies to a method (its first result aliases the receiver), and %s is a plain func", what)
+			return false
 		}
-		if seen[d.verb] {
-			p.errorf("", d.pos, d.end, "repeated //state:%s on %s; keep one", d.verb, what)
-			continue
+		if fp.nresults == 0 {
+			p.errorf("", d.pos, d.end, "//state:view on %s: it returns nothing, but its first result must alias the receiver's memory", what)
+			return false
 		}
-		seen[d.verb] = true
-		if len(d.args) > 0 {
-			a := d.args[0]
-			p.errorf("", a.pos, d.args[len(d.args)-1].end, "//state:%s on %s takes no arguments; remove them", d.verb, what)
-			continue
-		}
-		method := decl.Recv != nil && len(decl.Recv.List) > 0
-		switch d.verb {
-		case "acquire":
-			if nresults == 0 {
-				p.errorf("", d.pos, d.end, "//state:acquire on %s: it returns nothing, but its first result must be the resource the caller releases", what)
-				continue
-			}
-			f.Acquire = true
-		case "release":
-			if !method {
-				p.errorf("", d.pos, d.end,
-					"//state:release applies to a method (it releases its receiver), and %s is a plain func; use //state:takes NAME for the parameter it releases", what)
-				continue
-			}
-			f.Release = true
-		case "mutates", "appends":
-			if !method {
-				p.errorf("", d.pos, d.end,
-					"//state:%s applies to a method (it changes its receiver), and %s is a plain func; use //state:writes NAME for a parameter it writes through", d.verb, what)
-				continue
-			}
-			f.Mutates = true
-			if d.verb == "appends" {
-				f.Appends = true
-			}
-		case "view":
-			if !method {
-				p.errorf("", d.pos, d.end, "//state:view applies to a method (its first result aliases the receiver), and %s is a plain func", what)
-				continue
-			}
-			if nresults == 0 {
-				p.errorf("", d.pos, d.end, "//state:view on %s: it returns nothing, but its first result must alias the receiver's memory", what)
-				continue
-			}
-			f.View = true
-		}
-		recorded = true
+		f.View = true
 	}
-	if recorded {
-		p.out.Funcs = append(p.out.Funcs, f)
-	}
+	return true
 }
 
 // funcName returns "F", "T.M" or "(*T).M".

@@ -16,6 +16,9 @@ func FuzzParsePackage(f *testing.F) {
 	f.Add(head + "//state:growth append bound=unbounded reason=\"a \\\"quoted\\\" reason\"\ntype T struct{ X []int32 }\n")
 	f.Add("package p\n//state:\n//state:x=\n//state:growth =\n//state:growth \"q\"\ntype T struct{}\n")
 	f.Add("package p\n\n//state:writes s\nfunc F[S ~[]E, E any](s S) {}\n")
+	// Widths and bounds as constants, imported ones, and sizes past the limit.
+	f.Add("package p\n\nimport \"dims\"\n\nconst D = 4\n\n//state:contract\n//state:owner s\n//state:growth mutable bound=dims.Rows\ntype T struct {\n\tX []int32 `state:\"width=2*D\"`\n\tY []int8 `json:\"y\" state:\"width=dims.W, width=1\"`\n}\n")
+	f.Add("package p\n\n//state:contract\n//state:owner s\n//state:growth mutable bound=1<<62\ntype T struct {\n\tX []int64 `state:\"width=1<<70\"`\n\tY []int64 `state:\"width=1 << 20\"`\n\tZ []int64 `state:\"width=-1,\"`\n}\n")
 	f.Fuzz(func(t *testing.T, src string) {
 		checkSource(t, src)
 	})

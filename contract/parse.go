@@ -3,7 +3,6 @@ package contract
 import (
 	"fmt"
 	"go/ast"
-	"go/constant"
 	"go/token"
 	"go/types"
 	"sort"
@@ -242,39 +241,7 @@ func (p *pkgParser) unknownVerb(d *directive, typ, on string, verbs []string) st
 	return ""
 }
 
-// constInt evaluates expr as a constant integer expression in the package
-// scope. It returns a message saying what is wrong, or "".
-func (p *pkgParser) constInt(expr string) (int64, string) {
-	if strings.TrimSpace(expr) == "" {
-		return 0, "is empty"
-	}
-	tv, err := types.Eval(token.NewFileSet(), p.pkg, token.NoPos, expr)
-	if err != nil {
-		msg := err.Error()
-		if te, ok := err.(types.Error); ok {
-			msg = te.Msg
-		} else if i := strings.Index(msg, ": "); i >= 0 && strings.HasPrefix(msg, "eval:") {
-			msg = msg[i+2:]
-			if j := strings.Index(msg, ": "); j >= 0 && strings.IndexFunc(msg[:j], func(r rune) bool { return r < '0' || r > '9' }) < 0 {
-				msg = msg[j+2:]
-			}
-		}
-		return 0, "is not a valid constant expression (" + msg + ")"
-	}
-	if tv.Value == nil {
-		return 0, "is not a constant"
-	}
-	if tv.Value.Kind() != constant.Int {
-		return 0, "is not an integer constant"
-	}
-	v, exact := constant.Int64Val(tv.Value)
-	if !exact {
-		return 0, "overflows int64"
-	}
-	return v, ""
-}
-
-// unquoteIfNeeded quotes a value for messages.
+// quote quotes a value for messages.
 func quote(s string) string {
 	if len(s) > 40 {
 		s = s[:40] + "..."

@@ -1,6 +1,10 @@
 package bad
 
+import "dims"
+
 var n = 3
+
+var _ = dims.Var
 
 // Token is an index into a vocabulary.
 type Token uint32
@@ -101,7 +105,7 @@ type MutUnbounded struct{ X []int32 }
 //state:contract
 //state:growth append bound=8
 //state:owner session
-//state:owner request // want `repeated //state:owner in the contract of Repeat \(first at line 103\); keep one`
+//state:owner request // want `repeated //state:owner in the contract of Repeat \(first at line 107\); keep one`
 //state:branch none merge=fastforward // want `merge applies only to isolated branches, and Repeat has branch none`
 type Repeat struct{ X []int32 }
 
@@ -157,3 +161,50 @@ type NegativeBudget struct{ X []int32 }
 //state:owner session
 //state:checkpoint keep=2 budget=1.5 // want `budget="1.5" in //state:checkpoint of FractionBudget is not an integer constant; write a positive integer constant`
 type FractionBudget struct{ X []int32 }
+
+//state:contract
+//state:growth append bound=8
+//state:owner session
+type Widths struct {
+	Var   []int8  `state:"width=n"`                     // want `field Var of state type Widths: bad width "n" in tag, which is not a constant; write state:"width=W" with W a positive integer constant`
+	IVar  []int8  `state:"width=dims.Var"`              // want `field IVar of state type Widths: bad width "dims.Var" in tag, which is not a constant`
+	Float []int8  `state:"width=dims.Half"`             // want `field Float of state type Widths: bad width "dims.Half" in tag, which is not an integer constant`
+	Zero  []int8  `state:"width=dims.Head - dims.Head"` // want `field Zero of state type Widths: bad width "dims.Head - dims.Head" in tag, which is 0`
+	Neg   []int8  `state:"width=-dims.Head"`            // want `field Neg of state type Widths: bad width "-dims.Head" in tag, which is -64`
+	Undef []int8  `state:"width=dims.Tail"`             // want `field Undef of state type Widths: bad width "dims.Tail" in tag, which is not a valid constant expression \(undefined: dims.Tail\)`
+	Over  []int8  `state:"width=1<<64"`                 // want `field Over of state type Widths: bad width "1<<64" in tag, which overflows int64`
+	Wide  []int64 `state:"width=1<<40"`                 // want `field Wide of state type Widths has rows of more than 1099511627776 bytes \(width 1099511627776 of 8-byte elements\); use a smaller width`
+	Empty []int8  `state:"width="`                      // want `field Empty of state type Widths: bad width ""`
+}
+
+//state:contract
+//state:growth append bound=dims.Var // want `bound "dims.Var" of BoundImportedVar is not a constant`
+//state:owner session
+type BoundImportedVar struct{ X []int32 }
+
+//state:contract
+//state:growth append bound=other.Rows // want `bound "other.Rows" of BoundNotImported is not a valid constant expression \(undefined: other\)`
+//state:owner session
+type BoundNotImported struct{ X []int32 }
+
+// The sizes below are past what any device or host can hold.
+
+//state:contract
+//state:growth mutable bound=dims.Limit // want `state type Overflow needs 9223372036854775807 rows of 8 bytes, a size that overflows int64; no device can hold it: lower the bound or the field widths`
+//state:owner session
+type Overflow struct{ X []int64 }
+
+//state:contract
+//state:growth append bound=1<<46 // want `state type TooTall may grow to 512 TiB \(70368744177664 rows of 8 bytes\), more than the 256 TiB \(1<<48 bytes\) a 48-bit address space maps, so no device or host can hold it: lower the bound or the field widths`
+//state:owner session
+type TooTall struct{ X []float64 }
+
+//state:contract
+//state:growth mutable bound=dims.Rows // want `state type TooWide needs 16 PiB \(4096 rows of 4398046511104 bytes\), more than the 256 TiB`
+//state:owner session
+type TooWide struct {
+	K []float32 `state:"width=1<<38"`
+	V []float32 `state:"width=1<<38"`
+	P []float32 `state:"width=1<<38"`
+	Q []float32 `state:"width=1<<38"`
+}

@@ -1,6 +1,14 @@
 // Package valid holds correct contracts: stcontract says nothing here.
 package valid
 
+import "dims"
+
+// The directives below name dims' constants; Go wants a use in code too.
+var _ = dims.Head
+
+// Dim is a local head dimension.
+const Dim = 32
+
 // MaxTokens is the context length.
 const MaxTokens = 2048
 
@@ -99,3 +107,27 @@ func Fill[S ~[]E, E any](dst S, v E) {
 
 // state: prose that mentions state: is not a directive.
 func Prose() {}
+
+// Heads is sized by constants: local and imported, alone and in expressions,
+// in the bound and in the widths alike.
+//
+//state:contract
+//state:growth mutable bound=dims.Rows
+//state:owner step
+type Heads struct {
+	Q []Half `state:"width=Dim"`
+	K []Half `state:"width=2*Dim"`
+	V []Half `state:"width=dims.Head"`
+	O []Half `json:"o" state:"width=dims.Head * 2"`
+}
+
+// Spread grows to the size limit and no further: 1<<44 rows of 16 bytes
+// are 256 TiB.
+//
+//state:contract
+//state:growth append bound="1 << 44"
+//state:owner process
+type Spread struct {
+	A []int64
+	B []int32 `state:"width=2"`
+}

@@ -68,3 +68,25 @@ type Drained struct{ X []int32 }
 //state:growth mutable bound=16
 //state:owner step
 type Mutable struct{ X []int32 }
+
+// Absurd has a bound no device can hold: stcontract reports it at the
+// bound, and stgrowth says nothing about its checkpoint history either.
+//
+//state:contract
+//state:growth append bound=1<<62
+//state:owner session
+//state:checkpoint every=8
+type Absurd struct{ X []int64 }
+
+// Sized names its bound and width as constant expressions: it is bounded.
+//
+//state:contract
+//state:growth append bound="4 * Rows"
+//state:owner session
+//state:checkpoint every=8 keep=2
+type Sized struct {
+	X []int64 `state:"width=Rows / 64"`
+}
+
+// Rows is the row count Sized is built from.
+const Rows = 1 << 10
