@@ -8,17 +8,49 @@
 //	go install github.com/gpustate/gpustate/cmd/statevet@latest
 //	go vet -vettool=$(command -v statevet) ./...
 //
-// or on its own, where it also accepts -json (diagnostics as JSON) and -fix
-// (apply suggested fixes):
+// or on its own:
 //
 //	statevet ./...
+//	statevet -tags statevet_demo ./examples/...
+//	statevet -json ./...
 //	statevet -fix ./...
+//
+// On its own it loads the packages with go/packages: -tags passes build
+// tags to the loader, -test=false leaves test files out. -json prints the
+// findings as go vet -json does, each finding once even where a file
+// belongs to a package and to its test variant. -fix applies the suggested
+// fixes, prints a line for each one applied (file:line: what it changed),
+// then reports the findings that remain and exits 3 if any do. Without
+// -json, the exit code is 0 with no findings, 3 with findings, 1 when
+// packages do not load or an analyzer fails.
 //
 // "statevet help" lists the analyzers, "statevet help NAME" documents one.
 // Packages that neither declare //state: directives nor import a package
 // that does are skipped after a byte scan of their comments.
 package main
 
-import "golang.org/x/tools/go/analysis/multichecker"
+import (
+	"os"
+	"strings"
 
-func main() { multichecker.Main(suite...) }
+	"golang.org/x/tools/go/analysis/unitchecker"
+)
+
+func main() {
+	if vetTool(os.Args[1:]) {
+		unitchecker.Main(suite...) // does not return
+	}
+	os.Exit(standalone(os.Args[1:], suite, os.Stdout, os.Stderr))
+}
+
+// vetTool reports whether go vet runs statevet as its -vettool: it asks
+// for the version (-V=full) or the flags (-flags), or passes a .cfg file.
+func vetTool(args []string) bool {
+	for _, a := range args {
+		switch strings.TrimLeft(a, "-") {
+		case "V=full", "V", "flags":
+			return true
+		}
+	}
+	return len(args) > 0 && strings.HasSuffix(args[len(args)-1], ".cfg")
+}

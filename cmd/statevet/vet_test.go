@@ -3,12 +3,14 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -74,37 +76,14 @@ func TestVetTool(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds statevet and runs go vet")
 	}
-	goCmd, err := exec.LookPath("go")
-	if err != nil {
-		t.Skip("no go command")
-	}
-	repo, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmp := t.TempDir()
-	bin := filepath.Join(tmp, "statevet")
-	run(t, repo, nil, goCmd, "build", "-o", bin, "./cmd/statevet")
-
-	help := run(t, tmp, nil, bin, "help")
+	goCmd, bin := tools(t)
+	help := run(t, t.TempDir(), nil, bin, "help")
 	for _, a := range suite {
 		if !strings.Contains(help, a.Name) {
 			t.Errorf("statevet help does not list %s:\n%s", a.Name, help)
 		}
 	}
-
-	mod := filepath.Join(tmp, "fixture")
-	write(t, filepath.Join(mod, "go.mod"), "module example.com/fixture\n\ngo 1.26\n\n"+
-		"require github.com/gpustate/gpustate v0.0.0\n\nreplace github.com/gpustate/gpustate => "+repo+"\n")
-	sum, err := os.ReadFile(filepath.Join(repo, "go.sum"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	write(t, filepath.Join(mod, "go.sum"), string(sum))
-	for name, src := range fixture {
-		write(t, filepath.Join(mod, name), src)
-	}
-	env := []string{"GOFLAGS=-mod=mod", "GOPROXY=off", "GOWORK=off", "GOSUMDB=off"}
+	mod, env := module(t, fixture)
 
 	// go vet -vettool: the findings, and nothing else.
 	out, err := runErr(mod, env, goCmd, "vet", "-vettool="+bin, "./...")
@@ -168,6 +147,68 @@ func equal(got, want []string) bool {
 		}
 	}
 	return true
+}
+
+var (
+	buildOnce sync.Once
+	binDir    string
+	buildErr  error
+)
+
+// TestMain removes the statevet binary the tests built.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binDir != "" {
+		os.RemoveAll(binDir)
+	}
+	os.Exit(code)
+}
+
+// tools returns the go command and a statevet binary built once for all
+// tests, skipping the test where there is no go command.
+func tools(t *testing.T) (goCmd, bin string) {
+	t.Helper()
+	goCmd, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go command")
+	}
+	buildOnce.Do(func() {
+		if binDir, buildErr = os.MkdirTemp("", "statevet"); buildErr != nil {
+			return
+		}
+		var out string
+		out, buildErr = runErr("../..", nil, goCmd, "build", "-o", filepath.Join(binDir, "statevet"), "./cmd/statevet")
+		if buildErr != nil {
+			buildErr = fmt.Errorf("go build ./cmd/statevet: %v\n%s", buildErr, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return goCmd, filepath.Join(binDir, "statevet")
+}
+
+// module writes a module example.com/fixture that requires this repository
+// (through a replace directive) with the given files, and returns its
+// directory and the environment that keeps go commands in it offline.
+func module(t *testing.T, files map[string]string) (dir string, env []string) {
+	t.Helper()
+	repo, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir = filepath.Join(t.TempDir(), "fixture")
+	write(t, filepath.Join(dir, "go.mod"), "module example.com/fixture\n\ngo 1.26\n\n"+
+		"require github.com/gpustate/gpustate v0.0.0\n\nreplace github.com/gpustate/gpustate => "+repo+"\n")
+	sum, err := os.ReadFile(filepath.Join(repo, "go.sum"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(dir, "go.sum"), string(sum))
+	for name, src := range files {
+		write(t, filepath.Join(dir, name), src)
+	}
+	return dir, []string{"GOFLAGS=-mod=mod", "GOPROXY=off", "GOWORK=off", "GOSUMDB=off"}
 }
 
 func write(t *testing.T, name, content string) {
