@@ -6,8 +6,10 @@
 #     report byte for byte, statevet says nothing on it, and it runs;
 #   - stategen refuses examples/kvcache/misuse's contract, and statevet reports exactly the
 #     findings in its expected.txt.
-# Packages with deliberate mistakes build only with -tags statevet_demo, so that the
-# repository's own checks stay clean. Exits 0 only when every step went as expected.
+# Packages with deliberate mistakes build only with the build tag statevet_demo, so that
+# the repository's own checks stay clean: statevet takes it as -tags statevet_demo, and
+# stategen, which has no -tags flag, through GOFLAGS. Every step prints the command it
+# runs. Exits 0 only when every step went as expected.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -17,14 +19,14 @@ if [ ! -x "$statevet" ]; then
   go build -o bin/statevet ./cmd/statevet
   statevet=bin/statevet
 fi
-demo_tags="${GOFLAGS:+$GOFLAGS }-tags=statevet_demo"
+demo_tag=statevet_demo
 fail=0
 failed() { echo "FAIL: $*"; fail=1; }
 
 # silent PATTERN: statevet must report nothing.
 silent() {
   echo
-  echo "== statevet $1 (expecting silence)"
+  echo "== $statevet $1 (expecting silence)"
   local out
   if out=$("$statevet" "$1" 2>&1); then
     echo "   no findings"
@@ -40,9 +42,9 @@ silent() {
 expect() {
   local dir=$1 out rc got line loc msg want=0
   echo
-  echo "== statevet -tags statevet_demo ./$dir (expecting the findings in expected.txt)"
+  echo "== $statevet -tags $demo_tag ./$dir (expecting the findings in expected.txt)"
   set +e
-  out=$(GOFLAGS="$demo_tags" "$statevet" "./$dir" 2>&1)
+  out=$("$statevet" -tags "$demo_tag" "./$dir" 2>&1)
   rc=$?
   set -e
   # Keep file:line:col: message, with the file relative to the package.
@@ -72,7 +74,7 @@ generated() {
   if [ "$(sums)" != "$before" ]; then
     failed "go generate changed the committed files of $dir:"
     diff <(echo "$before") <(sums) || true
-  elif ! go run ./cmd/stategen -check "./$dir/..."; then
+  elif echo "   go run ./cmd/stategen -check ./$dir/..." && ! go run ./cmd/stategen -check "./$dir/..."; then
     failed "stategen -check found stale files in $dir"
   else
     echo "   $(sums | awk '{print $3}' | tr '\n' ' ')up to date"
@@ -93,9 +95,10 @@ contract_findings=$found
 # examples/kvcache: the program a user writes, from go generate to a run.
 generated examples/kvcache
 echo
-echo "== stategen -tags statevet_demo ./examples/kvcache/misuse (expecting a refusal: a contract with no bound)"
+stategen_goflags="${GOFLAGS:+$GOFLAGS }-tags=$demo_tag"
+echo "== GOFLAGS='$stategen_goflags' go run ./cmd/stategen ./examples/kvcache/misuse (expecting a refusal: a contract with no bound)"
 set +e
-out=$(GOFLAGS="$demo_tags" go run ./cmd/stategen ./examples/kvcache/misuse 2>&1)
+out=$(GOFLAGS="$stategen_goflags" go run ./cmd/stategen ./examples/kvcache/misuse 2>&1)
 rc=$?
 set -e
 printf '%s\n' "$out" | sed 's/^/   /'

@@ -120,7 +120,11 @@ func standalone(args []string, analyzers []*analysis.Analyzer, stdout, stderr io
 		return code
 	}
 	if o.fix {
-		applied, err := applyFixes(res.findings, stdout)
+		fixOut := stdout
+		if o.json {
+			fixOut = stderr // stdout is for the JSON
+		}
+		applied, err := applyFixes(res.findings, fixOut)
 		if err != nil {
 			fmt.Fprintf(stderr, "statevet: %v\n", err)
 			return exitError
