@@ -99,3 +99,22 @@ func Collect(r *valid.Ring, xs []float32) {
 		r.Push(x)
 	}
 }
+
+// Embeddings is sized past any device: 1<<40 rows of 2*valid.HeadDim
+// float32s are 512 TiB, more than a 48-bit address space maps.
+//
+//state:contract
+//state:growth mutable bound=1<<40
+//state:owner process
+type Embeddings struct {
+	Vec []float32 `state:"width=2*valid.HeadDim"`
+}
+
+// Tokens takes its width from a variable.
+//
+//state:contract
+//state:growth append bound=4096
+//state:owner session
+type Tokens struct {
+	IDs []uint32 `state:"width=rows"`
+}

@@ -7,6 +7,11 @@ import "errors"
 // MaxTokens is the longest context a session may hold.
 const MaxTokens = 4096
 
+// HeadDim is the width of one attention head; KVCache holds two heads per
+// row. Widths, like bounds, are constant expressions, and other packages'
+// contracts may name them (width=valid.HeadDim).
+const HeadDim = 64
+
 // Half is an IEEE 754 half-precision float, stored as its bits.
 type Half uint16
 
@@ -21,8 +26,8 @@ type Half uint16
 //state:checkpoint every=256 keep=4
 //state:cleanup on=session-end
 type KVCache struct {
-	Keys   []Half `state:"width=128"`
-	Values []Half `state:"width=128"`
+	Keys   []Half `state:"width=2*HeadDim"`
+	Values []Half `state:"width=2*HeadDim"`
 }
 
 // Field is a simulation grid written in place each step.
