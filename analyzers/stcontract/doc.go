@@ -25,10 +25,14 @@
 // repeated directive, a claim of durability (durable, crash-safe: runtime
 // state and its checkpoints do not survive the process), reconstructable
 // retention without a checkpoint line, rollback or checkpoint with snapshot
-// none, an isolated branch without a merge decision, and a bound that is not
-// a positive integer constant expression of the package's scope. A missing
-// growth or owner line is reported at the //state:contract line, a field
-// that is not a slice of fixed-size elements at the field. A comment that
+// none, an isolated branch without a merge decision, a bound that is not
+// a positive integer constant expression (evaluated in the scope of its
+// file, imports included: bound=dims.Rows), and a bound at which the state
+// would exceed 1<<48 bytes, the 48-bit address space no device or host
+// can exceed. A missing growth or owner line is reported at the
+// //state:contract line, a field that is not a slice of fixed-size elements
+// at the field, a width that is not a positive integer constant (evaluated
+// like a bound) at the tag. A comment that
 // looks like a directive but is not one ("// state:growth" with a space) is
 // reported, since gofmt treats it as prose and the contract silently loses a
 // line.
