@@ -28,8 +28,8 @@
 // none, an isolated branch without a merge decision, a bound that is not
 // a positive integer constant expression (evaluated in the scope of its
 // file, imports included: bound=dims.Rows), and a bound at which the state
-// would exceed 1<<48 bytes, the 48-bit address space no device or host
-// can exceed. A missing growth or owner line is reported at the
+// would exceed 1<<48 bytes, more than a 48-bit address space maps, so that
+// no device or host can hold it. A missing growth or owner line is reported at the
 // //state:contract line, a field that is not a slice of fixed-size elements
 // at the field, a width that is not a positive integer constant (evaluated
 // like a bound) at the tag. A comment that
