@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -42,6 +43,18 @@ import "testing"
 func TestDup(t *testing.T) {}
 `,
 	"fixme/fixme.go": `package fixme
+
+//state:contract
+//state:growth append bound=8
+//state:owner session
+//state:branch isolated
+type Fixable struct{ X []int32 }
+
+//state:contract
+//state:growth append bound=8
+type Unfixable struct{ X []int32 }
+`,
+	"fixjson/fixjson.go": `package fixjson
 
 //state:contract
 //state:growth append bound=8
@@ -174,6 +187,35 @@ func TestStandalone(t *testing.T) {
 		}
 	})
 
+	t.Run("fix json", func(t *testing.T) {
+		// The fixes applied go to stderr, the JSON of what remains to stdout.
+		stdout, stderr, code := exitCode(t, mod, env, bin, "-fix", "-json", "./fixjson")
+		if code != exitFindings || stderr != "fixjson/fixjson.go:6: add merge=unsupported (stcontract)\n" {
+			t.Errorf("-fix -json: exit %d, stderr %q", code, stderr)
+		}
+		var tree map[string]map[string][]struct{ Message string }
+		if err := json.Unmarshal([]byte(stdout), &tree); err != nil {
+			t.Fatalf("-fix -json: stdout is not JSON: %v\n%s", err, stdout)
+		}
+		left := tree["example.com/fixture/fixjson"]["stcontract"]
+		if len(left) != 1 || !strings.HasPrefix(left[0].Message, "state type Unfixable has no //state:owner line") {
+			t.Errorf("-fix -json: the findings left are %+v, want the missing owner of Unfixable", left)
+		}
+	})
+
+	t.Run("help", func(t *testing.T) {
+		stdout, _, code := exitCode(t, mod, env, bin, "help", "stgrowth")
+		if code != 0 || !strings.HasPrefix(stdout, "stgrowth: report state that may grow without a bound") {
+			t.Errorf("help stgrowth: exit %d\n%s", code, stdout)
+		}
+		stdout, _, _ = exitCode(t, mod, env, bin, "help")
+		for _, flag := range []string{"-tags", "-json", "-fix", "-test"} {
+			if !strings.Contains(stdout, "  "+flag+" ") && !strings.Contains(stdout, "  "+flag+"\n") {
+				t.Errorf("help does not document %s:\n%s", flag, stdout)
+			}
+		}
+	})
+
 	t.Run("errors", func(t *testing.T) {
 		if _, stderr, code := exitCode(t, mod, env, bin, "./nosuch"); code != exitError {
 			t.Errorf("a package that does not exist: exit %d, want %d\n%s", code, exitError, stderr)
@@ -185,4 +227,53 @@ func TestStandalone(t *testing.T) {
 			t.Errorf("-stcleanup alone runs stcontract: exit %d\n%s", code, stderr)
 		}
 	})
+}
+
+// TestVetToolArgs checks which command lines go to the go vet protocol.
+func TestVetToolArgs(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		vet  bool
+	}{
+		{[]string{"-V=full"}, true},
+		{[]string{"-flags"}, true},
+		{[]string{"-stcontract", "/tmp/go-build/vet.cfg"}, true},
+		{[]string{"./..."}, false},
+		{[]string{"-json", "-tags", "x", "./..."}, false},
+		{[]string{"help"}, false},
+		{nil, false},
+	} {
+		if got := vetTool(tc.args); got != tc.vet {
+			t.Errorf("vetTool(%q) = %t, want %t", tc.args, got, tc.vet)
+		}
+	}
+}
+
+// TestSelected checks the -NAME flags: -NAME runs only the analyzers
+// named, -NAME=false all but those.
+func TestSelected(t *testing.T) {
+	names := func(args ...string) string {
+		fs, o := flags(suite, io.Discard)
+		if err := fs.Parse(args); err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, a := range o.selected(suite) {
+			out = append(out, a.Name)
+		}
+		return strings.Join(out, " ")
+	}
+	all := names()
+	if len(strings.Fields(all)) != len(suite) {
+		t.Errorf("no flags select %q", all)
+	}
+	if got := names("-stgrowth", "-stcontract"); got != "stcontract stgrowth" {
+		t.Errorf("-stgrowth -stcontract select %q", got)
+	}
+	if got := names("-stgrowth=false"); strings.Contains(got, "stgrowth") || len(strings.Fields(got)) != len(suite)-1 {
+		t.Errorf("-stgrowth=false selects %q", got)
+	}
+	if got := names("-stgrowth", "-stcontract=false"); got != "stgrowth" {
+		t.Errorf("-stgrowth -stcontract=false select %q", got)
+	}
 }
