@@ -163,13 +163,21 @@ func isMainMain(fn *types.Func) bool {
 
 // prewalk lists the acquiring calls of a body, without entering nested
 // literals, and the variables that the body, literals included, releases
-// or hands to a taker: the parameters among them are worth seeding.
+// or hands to a taker, and those ranged over by a loop whose value variable
+// is among them: the parameters among them are worth seeding.
 func prewalk(info *types.Info, o *ownership.Oracle, body *ast.BlockStmt) (sites []*ast.CallExpr, released []*types.Var) {
 	if body == nil {
 		return
 	}
+	rangedBy := make(map[*types.Var]*types.Var) // range value -> what the loop ranges over
 	ast.Inspect(body, func(n ast.Node) bool {
 		switch n := n.(type) {
+		case *ast.RangeStmt:
+			if val, ok := n.Value.(*ast.Ident); ok {
+				if v, ok := info.Defs[val].(*types.Var); ok {
+					rangedBy[v] = dataflow.Root(info, n.X)
+				}
+			}
 		case *ast.FuncLit:
 			ast.Inspect(n.Body, func(m ast.Node) bool {
 				if call, ok := m.(*ast.CallExpr); ok {
@@ -187,6 +195,11 @@ func prewalk(info *types.Info, o *ownership.Oracle, body *ast.BlockStmt) (sites 
 		}
 		return true
 	})
+	for _, v := range released {
+		if x := rangedBy[v]; x != nil {
+			released = append(released, x)
+		}
+	}
 	return
 }
 

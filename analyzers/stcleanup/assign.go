@@ -74,7 +74,8 @@ func (c *cleanup) assignParallel(st ostate, stmt ast.Node, lhs, rhs []ast.Expr) 
 			sites[i] = id
 			continue
 		}
-		alias[i] = c.aliasExpr(st, r)
+		m, derived := c.aliasExpr(st, r)
+		alias[i] = m | derived
 	}
 	c.lhsUses(st, lhs)
 	for i, l := range lhs {

@@ -55,9 +55,9 @@ func (c *cleanup) escape(st ostate, e ast.Expr) {
 		c.call(st, call, false)
 		return
 	}
-	a := c.aliasExpr(st, e)
+	a, derived := c.aliasExpr(st, e)
 	c.discharge(st, a, store)
-	c.discharge(st, c.escapingRefs(e)&^a, weak)
+	c.discharge(st, (c.escapingRefs(e)|derived)&^a, weak)
 }
 
 // escapingRefs returns the known variables referenced in e other than as
@@ -114,16 +114,17 @@ func mayWrap(t types.Type) bool {
 
 // aliasExpr evaluates e and returns the variables whose resources e's value
 // holds: a variable, a conversion or assertion of one, or a composite
-// literal (or its address) containing them.
-func (c *cleanup) aliasExpr(st ostate, e ast.Expr) uint64 {
+// literal (or its address) containing them. derived are the variables a
+// call's result may hold part of: those at the root of an argument that is
+// not the variable itself (s.rows in wrap(s.rows)).
+func (c *cleanup) aliasExpr(st ostate, e ast.Expr) (m, derived uint64) {
 	switch x := ast.Unparen(e).(type) {
 	case *ast.Ident:
 		if v, ok := c.info.Uses[x].(*types.Var); ok {
-			return c.known(v)
+			return c.known(v), 0
 		}
-		return 0
+		return 0, 0
 	case *ast.CompositeLit:
-		var m uint64
 		for _, elt := range x.Elts {
 			if kv, ok := elt.(*ast.KeyValueExpr); ok {
 				c.expr(st, kv.Key)
@@ -133,9 +134,10 @@ func (c *cleanup) aliasExpr(st ostate, e ast.Expr) uint64 {
 				c.escape(st, elt)
 				continue
 			}
-			m |= c.aliasExpr(st, elt)
+			em, ed := c.aliasExpr(st, elt)
+			m, derived = m|em, derived|ed
 		}
-		return m
+		return m, derived
 	case *ast.UnaryExpr:
 		if lit, ok := ast.Unparen(x.X).(*ast.CompositeLit); ok && x.Op == token.AND {
 			return c.aliasExpr(st, lit)
@@ -148,21 +150,35 @@ func (c *cleanup) aliasExpr(st ostate, e ast.Expr) uint64 {
 			return c.aliasExpr(st, x.Args[0])
 		}
 		if kind != ownership.Builtin && mayWrap(c.info.TypeOf(x)) {
-			// r := bufio.NewReader(f): r may hold f, so releasing or
-			// returning r counts for f. (Only more holders: never a
-			// finding more.)
 			c.expr(st, e)
-			var m uint64
-			for _, a := range x.Args {
-				if v := dataflow.Root(c.info, a); v != nil {
-					m |= c.known(v)
-				}
-			}
-			return m
+			return c.wrapped(x.Args)
 		}
 	}
 	c.expr(st, e)
-	return 0
+	return 0, 0
+}
+
+// wrapped returns the variables whose resources the result of a call with
+// arguments args may hold: r := bufio.NewReader(f) may hold f, so releasing
+// or returning r counts for f (only more holders: never a finding more).
+// An argument that is the variable itself hands the variable on; one that
+// is only a part of it (s.rows, s.buf[i:]) derives from it, which is
+// enough to make the result a holder but does not keep the variable itself:
+// a method that returns rows read through its receiver's fields does not
+// take its receiver.
+func (c *cleanup) wrapped(args []ast.Expr) (m, derived uint64) {
+	for _, a := range args {
+		v := dataflow.Root(c.info, a)
+		if v == nil {
+			continue
+		}
+		if dataflow.VarOf(c.info, a) == v {
+			m |= c.known(v)
+		} else {
+			derived |= c.known(v)
+		}
+	}
+	return m, derived
 }
 
 // expr evaluates e for its effects on obligations.

@@ -12,5 +12,5 @@ import (
 // TestFacts checks the acquirer, takes and releases facts inferred by the
 // obligation analysis.
 func TestFacts(t *testing.T) {
-	analysistest.Run(t, filepath.Join(analysistest.TestData(), "facts"), stcleanup.Ownership, "wrap")
+	analysistest.Run(t, filepath.Join(analysistest.TestData(), "facts"), stcleanup.Ownership, "wrap", "helpers")
 }

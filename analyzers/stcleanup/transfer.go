@@ -60,9 +60,9 @@ func (c *cleanup) node(st ostate, n ast.Node) {
 		if rs := c.rangeOf[n]; rs != nil {
 			if n == rs.X {
 				c.expr(st, n)
-				if rangeReleases(c, rs) {
+				if level := c.rangeReleases(rs); level >= 0 {
 					if v := dataflow.Root(c.info, rs.X); v != nil {
-						c.discharge(st, c.known(v), release)
+						c.discharge(st, c.known(v), level)
 					}
 				}
 				return
@@ -78,59 +78,75 @@ func (c *cleanup) node(st ostate, n ast.Node) {
 	}
 }
 
-// rangeReleases reports whether a range statement releases each element it
-// visits: its body starts with, or directly contains, a release of the value
-// variable (possibly guarded by a nil check). Such a loop releases the
-// ranged-over slice as a whole (the variadic closeAll(xs ...*T) idiom).
-func rangeReleases(c *cleanup, rs *ast.RangeStmt) bool {
+// rangeReleases returns how firmly a range statement discharges what it
+// ranges over, or -1: release when its body releases each element it
+// visits (the variadic closeAll(xs ...*T) idiom), store when it calls on
+// each an interface or type-parameter method that may be the release
+// (releaseAll(xs ...io.Closer), releaseAll[T Releaser](xs ...T)).
+func (c *cleanup) rangeReleases(rs *ast.RangeStmt) int {
 	val := c.localVar(rs.Value)
 	if val == nil {
-		return false
+		return -1
 	}
-	var releases func(list []ast.Stmt) bool
-	releases = func(list []ast.Stmt) bool {
-		for _, s := range list {
-			switch s := s.(type) {
-			case *ast.ExprStmt:
-				if call, ok := ast.Unparen(s.X).(*ast.CallExpr); ok && c.releasesVar(call, val) {
-					return true
-				}
-			case *ast.AssignStmt:
-				if len(s.Rhs) == 1 {
-					if call, ok := ast.Unparen(s.Rhs[0]).(*ast.CallExpr); ok && c.releasesVar(call, val) {
-						return true
-					}
-				}
-			case *ast.DeferStmt:
-				if c.releasesVar(s.Call, val) {
-					return true
-				}
-			case *ast.IfStmt:
-				if s.Init == nil && s.Else == nil && releases(s.Body.List) {
-					if slices.Contains(dataflow.Imply(c.info, s.Cond, true).NonNil, val) {
-						return true
-					}
-				}
-			}
-		}
-		return false
-	}
-	return releases(rs.Body.List)
+	return c.releasesEach(rs.Body.List, val)
 }
 
-// releasesVar reports whether call releases the value of v.
-func (c *cleanup) releasesVar(call *ast.CallExpr, v *types.Var) bool {
+// releasesEach returns the firmest discharge of val by the statements of
+// list themselves (not by nested blocks other than a nil check), or -1.
+func (c *cleanup) releasesEach(list []ast.Stmt, val *types.Var) int {
+	level := -1
+	for _, s := range list {
+		level = max(level, c.stmtReleases(s, val))
+	}
+	return level
+}
+
+// stmtReleases returns how firmly statement s discharges val, or -1: a
+// release call as a statement, on the right of an assignment, deferred, in
+// the init of an if, or in the body of an if that checks val is not nil.
+func (c *cleanup) stmtReleases(s ast.Stmt, val *types.Var) int {
+	switch s := s.(type) {
+	case *ast.ExprStmt:
+		if call, ok := ast.Unparen(s.X).(*ast.CallExpr); ok {
+			return c.releasesVar(call, val)
+		}
+	case *ast.AssignStmt:
+		if len(s.Rhs) == 1 {
+			if call, ok := ast.Unparen(s.Rhs[0]).(*ast.CallExpr); ok {
+				return c.releasesVar(call, val)
+			}
+		}
+	case *ast.DeferStmt:
+		return c.releasesVar(s.Call, val)
+	case *ast.IfStmt:
+		if s.Init != nil {
+			return c.stmtReleases(s.Init, val)
+		}
+		if s.Else == nil && slices.Contains(dataflow.Imply(c.info, s.Cond, true).NonNil, val) {
+			return c.releasesEach(s.Body.List, val)
+		}
+	}
+	return -1
+}
+
+// releasesVar returns how firmly call discharges the value of v, or -1:
+// release for a release of v, store for a call on v of an interface or
+// type-parameter method that may be the release (see mayRelease).
+func (c *cleanup) releasesVar(call *ast.CallExpr, v *types.Var) int {
 	fn, kind, recv := ownership.Callee(c.info, call)
+	if kind == ownership.Dynamic && recv != nil && dataflow.Root(c.info, recv) == v && mayRelease(fn) {
+		return store
+	}
 	if kind != ownership.Static {
-		return false
+		return -1
 	}
 	if recv != nil && dataflow.Root(c.info, recv) == v && c.o.Releases(fn, -1) {
-		return true
+		return release
 	}
 	for j, arg := range call.Args {
 		if dataflow.Root(c.info, arg) == v && c.o.Releases(fn, ownership.ParamIndex(fn, j)) {
-			return true
+			return release
 		}
 	}
-	return false
+	return -1
 }
