@@ -51,7 +51,7 @@ bench:
 # and on a module full of state types, where the dataflow analyzers do real work.
 vet-bench: build
 	bash scripts/vetbench.sh
-	$(GO) test -run='^$$' -bench=VetStateHeavy -benchtime=3x ./analyzers/internal/flow
+	$(GO) test -run='^$$' -bench=VetStateHeavy -benchtime=3x ./analyzers/stcleanup
 
 # statevet over golang.org/x/tools and the standard library: no findings, no failures.
 precision: build

@@ -8,14 +8,14 @@
 #     package there declares directives, so this checks the fast path and
 #     the writes inference, which runs in every package.
 #  2. The engine itself on real code: the precision tests of
-#     analyzers/internal/flow with os.Open, os.Create, os.OpenFile and
+#     analyzers/stcleanup with os.Open, os.Create, os.OpenFile and
 #     os.CreateTemp declared acquirers and (*os.File).Close their release,
 #     over std and golang.org/x/tools (go, internal, cmd, refactor: the
 #     packages whose dependencies go.sum covers) (PRECISION_FILES=0 skips it;
 #     PRECISION_FILES_PKGS chooses the patterns). Every finding fails the
 #     run unless it is listed, checked by hand, in knownLeaks.
 #
-# CI runs a subset of both through go test ./analyzers/internal/flow.
+# CI runs a subset of both through go test ./analyzers/stcleanup.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
@@ -60,7 +60,7 @@ if [ "${PRECISION_FILES:-1}" != 0 ]; then
   pkgs=${PRECISION_FILES_PKGS:-std,golang.org/x/tools/go/...,golang.org/x/tools/internal/...,golang.org/x/tools/cmd/...,golang.org/x/tools/refactor/...}
   echo "== the engine with os files as resources over $pkgs"
   rc=0
-  STATEVET_PRECISION_PKGS=$pkgs go test -count=1 -timeout=60m -run '^TestPrecision' -v ./analyzers/internal/flow \
+  STATEVET_PRECISION_PKGS=$pkgs go test -count=1 -timeout=60m -run '^TestPrecision' -v ./analyzers/stcleanup \
     >"$work/files.out" 2>&1 || rc=$?
   grep -E '^(=== RUN|--- |\s+precision_test)' "$work/files.out" | head -100 || true
   if [ "$rc" -ne 0 ]; then

@@ -10,7 +10,9 @@ import (
 	"golang.org/x/tools/go/cfg"
 
 	"github.com/gpustate/gpustate/analyzers/internal/analysisutil"
-	"github.com/gpustate/gpustate/analyzers/internal/flow"
+	"github.com/gpustate/gpustate/analyzers/internal/dataflow"
+	"github.com/gpustate/gpustate/analyzers/internal/ownership"
+	"github.com/gpustate/gpustate/analyzers/stcleanup"
 )
 
 //go:embed doc.go
@@ -22,7 +24,7 @@ var Analyzer = &analysis.Analyzer{
 	Doc:      analysisutil.MustExtractDoc(doc, "stalias"),
 	URL:      "https://pkg.go.dev/github.com/gpustate/gpustate/analyzers/stalias",
 	Run:      run,
-	Requires: []*analysis.Analyzer{flow.Analyzer},
+	Requires: []*analysis.Analyzer{stcleanup.Ownership},
 }
 
 // run checks each function in two steps. Calls of mutating methods on
@@ -33,7 +35,7 @@ var Analyzer = &analysis.Analyzer{
 // removes it), and every write is checked against the state where it
 // happens. Packages without directives return at once.
 func run(pass *analysis.Pass) (any, error) {
-	res := pass.ResultOf[flow.Analyzer].(*flow.Result)
+	res := pass.ResultOf[stcleanup.Ownership].(*stcleanup.OwnershipResult).Result
 	if !res.Dirs.Active() {
 		return nil, nil
 	}
@@ -46,8 +48,8 @@ func run(pass *analysis.Pass) (any, error) {
 type checker struct {
 	pass    *analysis.Pass
 	info    *types.Info
-	o       *flow.Oracle
-	res     *flow.Result
+	o       *ownership.Oracle
+	res     *ownership.Result
 	node    ast.Node // the function
 	vars    map[*types.Var]uint64
 	snap    map[*types.Var]string // the snapshot type a variable's view came from
@@ -57,19 +59,9 @@ type checker struct {
 	full    bool // too many variables: stop tainting new ones
 }
 
-func funcBody(n ast.Node) *ast.BlockStmt {
-	switch n := n.(type) {
-	case *ast.FuncDecl:
-		return n.Body
-	case *ast.FuncLit:
-		return n.Body
-	}
-	return nil
-}
-
-func checkFunc(pass *analysis.Pass, res *flow.Result, f *flow.Func) {
+func checkFunc(pass *analysis.Pass, res *ownership.Result, f *ownership.Func) {
 	o := res.Oracle
-	body := funcBody(f.Node)
+	body := f.Body()
 	c := &checker{
 		pass:    pass,
 		info:    pass.TypesInfo,
@@ -87,11 +79,11 @@ func checkFunc(pass *analysis.Pass, res *flow.Result, f *flow.Func) {
 		case *ast.FuncLit:
 			return false
 		case *ast.CallExpr:
-			fn, kind, recv := flow.Callee(c.info, n)
-			if kind == flow.Static && recv != nil && o.IsSnapshot(c.info.TypeOf(recv)) && !res.Withheld(c.info.TypeOf(recv)) {
+			fn, kind, recv := ownership.Callee(c.info, n)
+			if kind == ownership.Static && recv != nil && o.IsSnapshot(c.info.TypeOf(recv)) && !res.Withheld(c.info.TypeOf(recv)) {
 				if o.Mutates(fn) {
 					pass.ReportRangef(n, "%s mutates its receiver, but %s is an immutable snapshot; call it on the state head (or a branch of it)",
-						fn.Name(), flow.TypeName(c.info.TypeOf(recv)))
+						fn.Name(), ownership.TypeName(c.info.TypeOf(recv)))
 				}
 				if o.View(fn) {
 					hasView = true
@@ -109,7 +101,7 @@ func checkFunc(pass *analysis.Pass, res *flow.Result, f *flow.Func) {
 	if !hasView {
 		return
 	}
-	p := &flow.Problem[uint64]{
+	p := &dataflow.Problem[uint64]{
 		Entry:  0,
 		Bottom: 0,
 		Join:   func(a, b uint64) uint64 { return a | b },
@@ -121,12 +113,12 @@ func checkFunc(pass *analysis.Pass, res *flow.Result, f *flow.Func) {
 			return in
 		},
 	}
-	ins, ok := flow.Solve(f.In.CFG, p)
+	ins, ok := dataflow.Solve(f.CFG, p)
 	if !ok {
 		return
 	}
 	c.record = true
-	for _, b := range f.In.CFG.Blocks {
+	for _, b := range f.CFG.Blocks {
 		if b.Live {
 			st := ins[b.Index]
 			for _, n := range b.Nodes {
@@ -174,22 +166,22 @@ func (c *checker) view(e ast.Expr, st uint64) string {
 		// &v points at the variable v, a copy, unless v itself holds
 		// slices or pointers into the snapshot; &rows[i] points into it.
 		if x.Op == token.AND {
-			if _, isVar := ast.Unparen(x.X).(*ast.Ident); !isVar || flow.Writable(c.info.TypeOf(x.X)) {
+			if _, isVar := ast.Unparen(x.X).(*ast.Ident); !isVar || ownership.Writable(c.info.TypeOf(x.X)) {
 				return c.view(x.X, st)
 			}
 		}
 	case *ast.TypeAssertExpr:
 		return c.view(x.X, st)
 	case *ast.CallExpr:
-		fn, kind, recv := flow.Callee(c.info, x)
+		fn, kind, recv := ownership.Callee(c.info, x)
 		switch kind {
-		case flow.Conversion:
+		case ownership.Conversion:
 			if len(x.Args) == 1 {
 				return c.view(x.Args[0], st)
 			}
-		case flow.Static:
+		case ownership.Static:
 			if recv != nil && c.o.View(fn) && c.o.IsSnapshot(c.info.TypeOf(recv)) && !c.res.Withheld(c.info.TypeOf(recv)) {
-				return flow.TypeName(c.info.TypeOf(recv))
+				return ownership.TypeName(c.info.TypeOf(recv))
 			}
 		}
 	}
@@ -237,7 +229,7 @@ func (c *checker) report(n ast.Node, snap string) {
 func (c *checker) step(n ast.Node, st uint64) uint64 {
 	c.writes(n, st)
 	assign := func(l ast.Expr, snap string) {
-		v := flow.VarOf(c.info, l)
+		v := dataflow.VarOf(c.info, l)
 		if v == nil {
 			return
 		}
@@ -318,10 +310,10 @@ func (c *checker) writes(n ast.Node, st uint64) {
 			_, lit := x.(*ast.FuncLit)
 			return !lit
 		}
-		fn, kind, recv := flow.Callee(c.info, call)
+		fn, kind, recv := ownership.Callee(c.info, call)
 		switch kind {
-		case flow.Builtin:
-			switch flow.BuiltinName(c.info, call) {
+		case ownership.Builtin:
+			switch ownership.BuiltinName(c.info, call) {
 			case "copy", "clear":
 				if len(call.Args) > 0 {
 					if s := c.view(call.Args[0], st); s != "" {
@@ -330,21 +322,21 @@ func (c *checker) writes(n ast.Node, st uint64) {
 				}
 			case "append":
 				if len(call.Args) > 1 {
-					if sl, ok := ast.Unparen(call.Args[0]).(*ast.SliceExpr); ok && !flow.FullSlice(sl) {
+					if sl, ok := ast.Unparen(call.Args[0]).(*ast.SliceExpr); ok && !ownership.FullSlice(sl) {
 						if s := c.view(sl, st); s != "" {
 							c.report(call, s)
 						}
 					}
 				}
 			}
-		case flow.Static:
+		case ownership.Static:
 			if recv != nil && c.o.Writes(fn, -1) {
 				if s := c.view(recv, st); s != "" {
 					c.report(call, s)
 				}
 			}
 			for j, arg := range call.Args {
-				if c.o.Writes(fn, flow.ParamIndex(fn, j)) {
+				if c.o.Writes(fn, ownership.ParamIndex(fn, j)) {
 					if s := c.view(arg, st); s != "" {
 						c.report(call, s)
 					}

@@ -33,7 +33,11 @@
 // released through any variable that held them, the result of a call may
 // hold the call's arguments (r := bufio.NewReader(f): returning r keeps f),
 // and a resource handed to code it cannot see (a function value, an
-// interface method without arguments, a goroutine) counts as released.
+// interface method without arguments, a goroutine) counts as released, as
+// does one handed to a helper that calls such a method on each of its
+// variadic arguments (releaseAll(xs ...io.Closer)). A call whose result is
+// built from a part of a resource (its fields: r, err := v.Read()) does not
+// take the resource: returning that call's error before the release leaks.
 // Nothing is reported in main.main: returning from it ends the process.
 //
 // Each leak is reported once, at the acquiring call, with the exit it leaks

@@ -11,7 +11,9 @@ import (
 	"golang.org/x/tools/go/cfg"
 
 	"github.com/gpustate/gpustate/analyzers/internal/analysisutil"
-	"github.com/gpustate/gpustate/analyzers/internal/flow"
+	"github.com/gpustate/gpustate/analyzers/internal/dataflow"
+	"github.com/gpustate/gpustate/analyzers/internal/ownership"
+	"github.com/gpustate/gpustate/analyzers/stcleanup"
 )
 
 //go:embed doc.go
@@ -23,7 +25,7 @@ var Analyzer = &analysis.Analyzer{
 	Doc:      analysisutil.MustExtractDoc(doc, "streleased"),
 	URL:      "https://pkg.go.dev/github.com/gpustate/gpustate/analyzers/streleased",
 	Run:      run,
-	Requires: []*analysis.Analyzer{flow.Analyzer},
+	Requires: []*analysis.Analyzer{stcleanup.Ownership},
 }
 
 // run solves, for each function that releases a local variable, the
@@ -32,7 +34,7 @@ var Analyzer = &analysis.Analyzer{
 // removes it), and reports every use of a variable in that set.
 // Packages without directives return at once.
 func run(pass *analysis.Pass) (any, error) {
-	res := pass.ResultOf[flow.Analyzer].(*flow.Result)
+	res := pass.ResultOf[stcleanup.Ownership].(*stcleanup.OwnershipResult).Result
 	if !res.Dirs.Active() {
 		return nil, nil
 	}
@@ -50,8 +52,8 @@ func run(pass *analysis.Pass) (any, error) {
 type checker struct {
 	pass    *analysis.Pass
 	info    *types.Info
-	o       *flow.Oracle
-	res     *flow.Result
+	o       *ownership.Oracle
+	res     *ownership.Result
 	vars    map[*types.Var]uint64
 	method  map[*types.Var]string // the release method used on each variable
 	record  bool
@@ -60,19 +62,15 @@ type checker struct {
 	relCall map[*ast.CallExpr]uint64
 }
 
-func checkFunc(pass *analysis.Pass, res *flow.Result, f *flow.Func) {
-	o := res.Oracle
-	var body *ast.BlockStmt
-	switch n := f.Node.(type) {
-	case *ast.FuncDecl:
-		body = n.Body
-	case *ast.FuncLit:
-		body = n.Body
-	}
+// checkFunc checks one function: it finds the releases of local variables
+// and the identifiers that are not uses, solves the must-released problem
+// over the function's CFG, then replays each block from its fixed point to
+// report the uses of released variables.
+func checkFunc(pass *analysis.Pass, res *ownership.Result, f *ownership.Func) {
 	c := &checker{
 		pass:    pass,
 		info:    pass.TypesInfo,
-		o:       o,
+		o:       res.Oracle,
 		res:     res,
 		vars:    make(map[*types.Var]uint64),
 		method:  make(map[*types.Var]string),
@@ -80,41 +78,11 @@ func checkFunc(pass *analysis.Pass, res *flow.Result, f *flow.Func) {
 		skip:    make(map[*ast.Ident]bool),
 		relCall: make(map[*ast.CallExpr]uint64),
 	}
-	// Find the releases (outside defer and go statements and literals)
-	// and the identifiers that are not uses.
-	ast.Inspect(body, func(n ast.Node) bool {
-		switch n := n.(type) {
-		case *ast.FuncLit, *ast.DeferStmt, *ast.GoStmt:
-			return false
-		case *ast.CallExpr:
-			c.releases(n, f.Node)
-		case *ast.BinaryExpr:
-			if n.Op == token.EQL || n.Op == token.NEQ {
-				for _, x := range []ast.Expr{n.X, n.Y} {
-					if id, ok := ast.Unparen(x).(*ast.Ident); ok {
-						c.skip[id] = true
-					}
-				}
-			}
-		case *ast.AssignStmt:
-			for _, l := range n.Lhs {
-				if id, ok := ast.Unparen(l).(*ast.Ident); ok {
-					c.skip[id] = true
-				}
-			}
-		case *ast.RangeStmt:
-			for _, x := range []ast.Expr{n.Key, n.Value} {
-				if id, ok := x.(*ast.Ident); ok {
-					c.skip[id] = true
-				}
-			}
-		}
-		return true
-	})
+	c.scan(f)
 	if len(c.vars) == 0 {
 		return
 	}
-	p := &flow.Problem[uint64]{
+	p := &dataflow.Problem[uint64]{
 		Entry:  0,
 		Bottom: ^uint64(0),
 		Join:   func(a, b uint64) uint64 { return a & b },
@@ -126,12 +94,12 @@ func checkFunc(pass *analysis.Pass, res *flow.Result, f *flow.Func) {
 			return in
 		},
 	}
-	ins, ok := flow.Solve(f.In.CFG, p)
+	ins, ok := dataflow.Solve(f.CFG, p)
 	if !ok {
 		return
 	}
 	c.record = true
-	for _, b := range f.In.CFG.Blocks {
+	for _, b := range f.CFG.Blocks {
 		if !b.Live {
 			continue
 		}
@@ -142,15 +110,52 @@ func checkFunc(pass *analysis.Pass, res *flow.Result, f *flow.Func) {
 	}
 }
 
+// scan finds the releases of f's body (outside defer and go statements and
+// literals) and the identifiers that are not uses: the operands of == and
+// !=, assignment targets, and range keys and values.
+func (c *checker) scan(f *ownership.Func) {
+	ast.Inspect(f.Body(), func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.FuncLit, *ast.DeferStmt, *ast.GoStmt:
+			return false
+		case *ast.CallExpr:
+			c.releases(n, f.Node)
+		case *ast.BinaryExpr:
+			if n.Op == token.EQL || n.Op == token.NEQ {
+				c.skipIdents(n.X, n.Y)
+			}
+		case *ast.AssignStmt:
+			c.skipIdents(n.Lhs...)
+		case *ast.RangeStmt:
+			for _, x := range []ast.Expr{n.Key, n.Value} {
+				if id, ok := x.(*ast.Ident); ok {
+					c.skip[id] = true
+				}
+			}
+		}
+		return true
+	})
+}
+
+// skipIdents marks the identifiers among es (parenthesized or not) as not
+// uses.
+func (c *checker) skipIdents(es ...ast.Expr) {
+	for _, x := range es {
+		if id, ok := ast.Unparen(x).(*ast.Ident); ok {
+			c.skip[id] = true
+		}
+	}
+}
+
 // releases records the local variables call releases.
 func (c *checker) releases(call *ast.CallExpr, fnNode ast.Node) {
-	fn, kind, recv := flow.Callee(c.info, call)
-	if kind != flow.Static {
+	fn, kind, recv := ownership.Callee(c.info, call)
+	if kind != ownership.Static {
 		return
 	}
 	var m uint64
 	add := func(e ast.Expr) {
-		v := flow.VarOf(c.info, e)
+		v := dataflow.VarOf(c.info, e)
 		if v == nil || v.IsField() || v.Pos() < fnNode.Pos() || v.Pos() >= fnNode.End() || c.res.Withheld(v.Type()) {
 			return
 		}
@@ -174,7 +179,7 @@ func (c *checker) releases(call *ast.CallExpr, fnNode ast.Node) {
 		add(recv)
 	}
 	for j, arg := range call.Args {
-		if c.o.Releases(fn, flow.ParamIndex(fn, j)) {
+		if c.o.Releases(fn, ownership.ParamIndex(fn, j)) {
 			add(arg)
 		}
 	}
@@ -205,7 +210,7 @@ func (c *checker) node(n ast.Node, st uint64) uint64 {
 	switch n := n.(type) {
 	case *ast.AssignStmt:
 		for _, l := range n.Lhs {
-			if v := flow.VarOf(c.info, l); v != nil {
+			if v := dataflow.VarOf(c.info, l); v != nil {
 				st &^= c.vars[v]
 			}
 		}
@@ -245,7 +250,7 @@ func (c *checker) uses(n ast.Node, st uint64) {
 			c.seen[x.Pos()] = true
 			rel := c.method[v]
 			c.pass.ReportRangef(x, "%s %s is used after %s released it; move the %s after its last use",
-				flow.TypeName(v.Type()), v.Name(), rel, rel)
+				ownership.TypeName(v.Type()), v.Name(), rel, rel)
 		}
 		return true
 	})

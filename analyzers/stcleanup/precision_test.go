@@ -1,4 +1,4 @@
-package flow_test
+package stcleanup_test
 
 import (
 	"go/token"
@@ -12,7 +12,6 @@ import (
 	"golang.org/x/tools/go/analysis/checker"
 	"golang.org/x/tools/go/packages"
 
-	"github.com/gpustate/gpustate/analyzers/internal/flow"
 	"github.com/gpustate/gpustate/analyzers/stalias"
 	"github.com/gpustate/gpustate/analyzers/stcleanup"
 	"github.com/gpustate/gpustate/analyzers/streleased"
@@ -127,7 +126,7 @@ func TestPrecisionFiles(t *testing.T) {
 	if testing.Short() {
 		t.Skip("loads packages from source")
 	}
-	defer flow.SetDirectives(osFiles{})()
+	defer stcleanup.SetDirectives(osFiles{})()
 	for _, f := range analyze(t, load(t)) {
 		known := false
 		for _, k := range knownLeaks {

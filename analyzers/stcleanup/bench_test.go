@@ -1,4 +1,4 @@
-package flow_test
+package stcleanup_test
 
 import (
 	"fmt"
@@ -18,7 +18,7 @@ import (
 // no cached vet results: each run gets a fresh copy of the cache. Runs
 // alternate; the reported figure is the ratio of the total times.
 //
-//	go test -run '^$' -bench VetStateHeavy -benchtime 3x ./analyzers/internal/flow
+//	go test -run '^$' -bench VetStateHeavy -benchtime 3x ./analyzers/stcleanup
 func BenchmarkVetStateHeavy(b *testing.B) {
 	goCmd, err := exec.LookPath("go")
 	if err != nil {
@@ -112,7 +112,37 @@ func findings(out, pos string) int {
 func writeStateModule(dir string, ntypes, nusers int) (int, error) {
 	files := map[string]string{"go.mod": "module statebench\n\ngo 1.26\n"}
 	var res strings.Builder
-	res.WriteString(`// Package res declares state handles the way stategen writes them.
+	res.WriteString(resHeader)
+	for i := range ntypes {
+		fmt.Fprintf(&res, resType, i)
+	}
+	files["res/res.go"] = res.String()
+	nfuncs := 0
+	for u := range nusers {
+		var w strings.Builder
+		fmt.Fprintf(&w, "// Package u%d uses the state types.\npackage u%d\n\nimport (\n\t\"errors\"\n\t\"sort\"\n\n\t\"statebench/res\"\n)\n\nvar _ = errors.New\nvar _ = sort.Ints\n", u, u)
+		for i := range ntypes {
+			nfuncs += 6
+			fmt.Fprintf(&w, userFuncs, i)
+		}
+		files[fmt.Sprintf("u%d/u%d.go", u, u)] = w.String()
+	}
+	// Three mistakes, so that the run shows the analyzers at work.
+	files["leaky/leaky.go"] = leakySource
+	for name, text := range files {
+		path := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return 0, err
+		}
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			return 0, err
+		}
+	}
+	return nfuncs, nil
+}
+
+// resHeader starts package res: the pool, with its directives.
+const resHeader = `// Package res declares state handles the way stategen writes them.
 package res
 
 import "errors"
@@ -138,9 +168,12 @@ func NewPool() (*Pool, error) { return &Pool{}, nil }
 //
 //state:release
 func (p *Pool) Close() error { return nil }
-`)
-	for i := range ntypes {
-		fmt.Fprintf(&res, `
+`
+
+// resType is one state type of package res (%[1]d: its number): the
+// handle, its snapshot and their methods, with the directives stategen
+// writes.
+const resType = `
 // T%[1]dState is a state head.
 type T%[1]dState struct {
 	p    *Pool
@@ -219,16 +252,11 @@ func (v *T%[1]dSnapshot) Len() int { return len(v.rows) }
 //
 //state:release
 func (v *T%[1]dSnapshot) Release() error { return nil }
-`, i)
-	}
-	files["res/res.go"] = res.String()
-	nfuncs := 0
-	for u := range nusers {
-		var w strings.Builder
-		fmt.Fprintf(&w, "// Package u%d uses the state types.\npackage u%d\n\nimport (\n\t\"errors\"\n\t\"sort\"\n\n\t\"statebench/res\"\n)\n\nvar _ = errors.New\nvar _ = sort.Ints\n", u, u)
-		for i := range ntypes {
-			nfuncs += 6
-			fmt.Fprintf(&w, `
+`
+
+// userFuncs are the functions of a user package that use state type
+// %[1]d: six of them.
+const userFuncs = `
 func open%[1]d(p *res.Pool) (*res.T%[1]dState, error) {
 	s, err := res.NewT%[1]dState(p)
 	if err != nil {
@@ -332,12 +360,11 @@ func Sorted%[1]d(v *res.T%[1]dSnapshot) []int {
 	}()
 	return out
 }
-`, i)
-		}
-		files[fmt.Sprintf("u%d/u%d.go", u, u)] = w.String()
-	}
-	// Three mistakes, so that the run shows the analyzers at work.
-	files["leaky/leaky.go"] = `// Package leaky holds one mistake per dataflow analyzer.
+`
+
+// leakySource is package leaky: one mistake per dataflow analyzer, so that
+// the run shows the analyzers at work.
+const leakySource = `// Package leaky holds one mistake per dataflow analyzer.
 package leaky
 
 import "statebench/res"
@@ -359,14 +386,3 @@ func WriteSnapshot(v *res.T0Snapshot) {
 	v.Rows()[0] = 1
 }
 `
-	for name, text := range files {
-		path := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			return 0, err
-		}
-		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
-			return 0, err
-		}
-	}
-	return nfuncs, nil
-}

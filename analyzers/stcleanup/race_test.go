@@ -1,6 +1,6 @@
 //go:build race
 
-package flow_test
+package stcleanup_test
 
 // Under the race detector, the precision tests load a smaller subset.
 func init() {

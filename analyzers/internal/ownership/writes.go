@@ -1,4 +1,4 @@
-package flow
+package ownership
 
 import (
 	"go/ast"
@@ -6,6 +6,8 @@ import (
 	"go/types"
 
 	"golang.org/x/tools/go/ast/inspector"
+
+	"github.com/gpustate/gpustate/analyzers/internal/dataflow"
 )
 
 // Writes inference.
@@ -44,6 +46,10 @@ type writeCall struct {
 	from   uint64 // our parameters the operand derives from
 }
 
+// inferWrites records in o the writes facts of the package's function
+// declarations: one filtered traversal collects each body's assignments,
+// stores and calls, each body is solved on its own, then the calls between
+// them are iterated to a fixed point.
 func inferWrites(info *types.Info, o *Oracle, insp *inspector.Inspector) {
 	var infos []*writeInfo
 	byFn := make(map[*types.Func]*writeInfo)
@@ -245,7 +251,7 @@ type flowEdge struct {
 // the assignments alone.
 func (w *writeInfo) visit(info *types.Info, n ast.Node) {
 	edge := func(l, r ast.Expr) {
-		if v := VarOf(info, l); v != nil {
+		if v := dataflow.VarOf(info, l); v != nil {
 			w.flows = append(w.flows, flowEdge{v, r})
 		}
 	}

@@ -1,0 +1,170 @@
+package ownership
+
+import (
+	"go/types"
+	"slices"
+	"sync"
+
+	"github.com/gpustate/gpustate/contract"
+)
+
+// Directives is what the oracle needs from the directives analyzer's result.
+type Directives interface {
+	Active() bool
+	Func(fn *types.Func) *contract.Func
+	IsSnapshot(t types.Type) bool
+}
+
+// Oracle answers what a call does to its operands, from the function
+// directives and from the facts inferred in this package and imported from
+// others. Once the analyzer that built it has returned it, its methods may
+// be called concurrently.
+type Oracle struct {
+	dirs     Directives
+	local    map[*types.Func]*Fact // inferred in this package
+	imported map[*types.Func]*Fact // facts of other packages (nil: none)
+	importer func(*types.Func, *Fact) bool
+
+	mu             sync.Mutex            // guards imported and releaseMethods
+	releaseMethods map[types.Type]string // cache of ReleaseMethod
+}
+
+// NewOracle returns an oracle over dirs, importing facts with importer.
+func NewOracle(dirs Directives, importer func(*types.Func, *Fact) bool) *Oracle {
+	return &Oracle{
+		dirs:     dirs,
+		local:    make(map[*types.Func]*Fact),
+		imported: make(map[*types.Func]*Fact),
+		importer: importer,
+	}
+}
+
+// Dir returns the directives of fn, or nil.
+func (o *Oracle) Dir(fn *types.Func) *contract.Func {
+	if fn == nil || o.dirs == nil {
+		return nil
+	}
+	return o.dirs.Func(fn.Origin())
+}
+
+// Fact returns what was inferred about fn, or nil.
+func (o *Oracle) Fact(fn *types.Func) *Fact {
+	if fn == nil {
+		return nil
+	}
+	fn = fn.Origin()
+	if f, ok := o.local[fn]; ok {
+		return f
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if f, ok := o.imported[fn]; ok {
+		return f
+	}
+	var f *Fact
+	if fn.Pkg() != nil && o.importer != nil {
+		f = new(Fact)
+		if !o.importer(fn, f) {
+			f = nil
+		}
+	}
+	o.imported[fn] = f
+	return f
+}
+
+// IsSnapshot reports whether t is a snapshot type or a pointer to one.
+func (o *Oracle) IsSnapshot(t types.Type) bool {
+	return o.dirs != nil && t != nil && o.dirs.IsSnapshot(t)
+}
+
+// Acquires reports whether fn's first result is a resource the caller must release.
+func (o *Oracle) Acquires(fn *types.Func) bool {
+	if d := o.Dir(fn); d != nil && d.Acquire {
+		return true
+	}
+	f := o.Fact(fn)
+	return f != nil && f.Acquirer
+}
+
+// Releases reports whether calling fn releases parameter i (-1: the receiver).
+func (o *Oracle) Releases(fn *types.Func, i int) bool {
+	if d := o.Dir(fn); d != nil {
+		if i == -1 && d.Release {
+			return true
+		}
+	}
+	f := o.Fact(fn)
+	return f != nil && slices.Contains(f.Releases, i)
+}
+
+// Takes reports whether fn takes over the obligation to release parameter i.
+func (o *Oracle) Takes(fn *types.Func, i int) bool {
+	if o.Releases(fn, i) {
+		return true
+	}
+	if d := o.Dir(fn); d != nil && slices.Contains(d.Takes, paramName(fn, i)) {
+		return true
+	}
+	f := o.Fact(fn)
+	return f != nil && slices.Contains(f.Takes, i)
+}
+
+// Writes reports whether fn writes through parameter i (-1: the receiver).
+func (o *Oracle) Writes(fn *types.Func, i int) bool {
+	if fn == nil {
+		return false
+	}
+	if d := o.Dir(fn); d != nil && slices.Contains(d.Writes, paramName(fn, i)) {
+		return true
+	}
+	f := o.Fact(fn)
+	return f != nil && slices.Contains(f.Writes, i)
+}
+
+// View reports whether fn's first result aliases its receiver's memory.
+func (o *Oracle) View(fn *types.Func) bool {
+	d := o.Dir(fn)
+	return d != nil && d.View
+}
+
+// Mutates reports whether fn changes its receiver's state.
+func (o *Oracle) Mutates(fn *types.Func) bool {
+	d := o.Dir(fn)
+	return d != nil && (d.Mutates || d.Appends)
+}
+
+// ReleaseMethod returns the name of a method of t (or *t) that releases its
+// receiver, or "".
+func (o *Oracle) ReleaseMethod(t types.Type) string {
+	if t == nil {
+		return ""
+	}
+	o.mu.Lock()
+	name, ok := o.releaseMethods[t]
+	o.mu.Unlock()
+	if ok {
+		return name
+	}
+	cands := []types.Type{t}
+	if _, ok := types.Unalias(t).(*types.Pointer); !ok && !types.IsInterface(t) {
+		cands = append(cands, types.NewPointer(t))
+	}
+search:
+	for _, c := range cands {
+		ms := types.NewMethodSet(c)
+		for i := range ms.Len() {
+			fn, ok := ms.At(i).Obj().(*types.Func)
+			if ok && o.Releases(fn.Origin(), -1) {
+				name = fn.Name()
+				break search
+			}
+		}
+	}
+	o.mu.Lock()
+	if o.releaseMethods == nil {
+		o.releaseMethods = make(map[types.Type]string)
+	}
+	o.releaseMethods[t] = name
+	o.mu.Unlock()
+	return name
+}

@@ -1,0 +1,241 @@
+package stcleanup
+
+import (
+	"go/ast"
+	"go/types"
+
+	"github.com/gpustate/gpustate/analyzers/internal/dataflow"
+)
+
+// assign handles lhs = rhs and lhs := rhs (and var specs) as a parallel
+// assignment: every right-hand side is evaluated first, then the left-hand
+// variables lose what they held and gain what their right-hand side
+// aliases.
+func (c *cleanup) assign(st ostate, stmt ast.Node, lhs, rhs []ast.Expr) {
+	switch {
+	case len(rhs) == 0: // var x T: the zero value
+		c.assignZero(st, stmt, lhs)
+	case len(rhs) == 1 && len(lhs) > 1:
+		c.assignTuple(st, stmt, lhs, rhs[0])
+	case len(lhs) == len(rhs):
+		c.assignParallel(st, stmt, lhs, rhs)
+	}
+	// Otherwise the assignment is ill-typed.
+}
+
+// assignZero handles var x T: each variable loses what it held, and an
+// error variable is known nil wherever an obligation is live.
+func (c *cleanup) assignZero(st ostate, stmt ast.Node, lhs []ast.Expr) {
+	for _, l := range lhs {
+		v := c.localVar(l)
+		if v == nil {
+			continue
+		}
+		c.kill(st, c.known(v), stmt)
+		if types.Identical(v.Type(), c.errType) {
+			b := c.bit(v)
+			for id := range st {
+				if st[id].live {
+					st[id].nils |= b
+				}
+			}
+		}
+	}
+}
+
+// assignTuple handles a, b = f(): the call is evaluated, the variables
+// lose what they held, and an acquiring call's resource is held by the
+// first with the last as its error.
+func (c *cleanup) assignTuple(st ostate, stmt ast.Node, lhs []ast.Expr, rhs ast.Expr) {
+	call, id := c.site(rhs)
+	if id >= 0 {
+		c.call(st, call, false)
+	} else {
+		c.expr(st, rhs)
+	}
+	c.lhsUses(st, lhs)
+	c.kill(st, c.lhsVars(lhs), stmt)
+	if id >= 0 {
+		c.acquire(st, id, stmt, lhs[0], lhs[len(lhs)-1])
+	}
+}
+
+// assignParallel handles a, b = x, y (and a single assignment): right-hand
+// sides first, then stores to places that are not local variables (the
+// resources they alias escape), then the update of every holder set, then
+// the acquisitions.
+func (c *cleanup) assignParallel(st ostate, stmt ast.Node, lhs, rhs []ast.Expr) {
+	sites := make([]int, len(rhs))
+	alias := make([]uint64, len(rhs))
+	for i, r := range rhs {
+		sites[i] = -1
+		if call, id := c.site(r); id >= 0 {
+			c.call(st, call, false)
+			sites[i] = id
+			continue
+		}
+		m, derived := c.aliasExpr(st, r)
+		alias[i] = m | derived
+	}
+	c.lhsUses(st, lhs)
+	for i, l := range lhs {
+		if isBlank(l) {
+			if sites[i] >= 0 {
+				c.discard(sites[i])
+			}
+			continue
+		}
+		if c.localVar(l) == nil {
+			c.discharge(st, alias[i], store)
+		}
+	}
+	c.rebind(st, stmt, lhs, rhs, alias)
+	for i, l := range lhs {
+		if sites[i] >= 0 && !isBlank(l) {
+			c.acquire(st, sites[i], stmt, l, nil)
+		}
+	}
+}
+
+// rebind updates every holder set for a parallel assignment to the local
+// variables among lhs: they lose what they held and gain what their
+// right-hand side aliases (alias[i]). An error variable assigned nil is
+// known nil; a resource whose last holder is overwritten is lost.
+func (c *cleanup) rebind(st ostate, stmt ast.Node, lhs, rhs []ast.Expr, alias []uint64) {
+	killed := c.lhsVars(lhs)
+	var nils uint64
+	for i, l := range lhs {
+		if v := c.localVar(l); v != nil && dataflow.IsNil(c.info, rhs[i]) && types.Identical(v.Type(), c.errType) {
+			nils |= c.bit(v)
+		}
+	}
+	for id := range c.obls {
+		ob := &st[id]
+		if !ob.live {
+			continue
+		}
+		var add uint64
+		for i, l := range lhs {
+			if alias[i]&ob.holders != 0 {
+				if v := c.localVar(l); v != nil {
+					add |= c.bit(v)
+				}
+			}
+		}
+		old := ob.holders
+		ob.holders = ob.holders&^killed | add
+		ob.errs &^= killed
+		ob.nils = ob.nils&^killed | nils
+		ob.trues &^= killed
+		ob.falses &^= killed
+		if old != 0 && ob.holders == 0 {
+			c.lost(st, id, stmt)
+		}
+	}
+	g := &st[len(st)-1]
+	g.nils = g.nils&^killed | nils
+	g.trues &^= killed
+	g.falses &^= killed
+}
+
+// lhsUses evaluates the operands of non-variable assignment targets (the
+// map, slice or pointer being stored into).
+func (c *cleanup) lhsUses(st ostate, lhs []ast.Expr) {
+	for _, l := range lhs {
+		if _, ok := ast.Unparen(l).(*ast.Ident); !ok {
+			c.expr(st, l)
+		}
+	}
+}
+
+// lhsVars returns the bits of the indexed local variables among lhs.
+func (c *cleanup) lhsVars(lhs []ast.Expr) uint64 {
+	var m uint64
+	for _, l := range lhs {
+		if v := c.localVar(l); v != nil {
+			m |= c.known(v)
+		}
+	}
+	return m
+}
+
+// kill removes the variables in m from every holder set; a resource whose
+// last holder is overwritten is lost.
+func (c *cleanup) kill(st ostate, m uint64, at ast.Node) {
+	if m == 0 {
+		return
+	}
+	g := &st[len(st)-1]
+	g.nils &^= m
+	g.trues &^= m
+	g.falses &^= m
+	for id := range c.obls {
+		ob := &st[id]
+		if !ob.live {
+			continue
+		}
+		old := ob.holders
+		ob.holders &^= m
+		ob.errs &^= m
+		ob.nils &^= m
+		ob.trues &^= m
+		ob.falses &^= m
+		if old != 0 && ob.holders == 0 {
+			c.lost(st, id, at)
+		}
+	}
+}
+
+// lost ends obligation id, whose last holder the statement at overwrote:
+// in the final pass, an acquire is recorded as lost there (at its first
+// such statement) and a seeded parameter as not taken.
+func (c *cleanup) lost(st ostate, id int, at ast.Node) {
+	st[id] = obl{}
+	if !c.record {
+		return
+	}
+	if c.obls[id].call == nil {
+		c.seedFail[id] = true
+		return
+	}
+	if prev := c.lostAt[id]; prev == nil || at.Pos() < prev.Pos() {
+		c.lostAt[id] = at
+	}
+}
+
+// acquire starts obligation id, held by the variable l (with error
+// variable errLHS, when the callee has an error result).
+func (c *cleanup) acquire(st ostate, id int, stmt ast.Node, l, errLHS ast.Expr) {
+	if isBlank(l) {
+		st[id] = obl{}
+		// _, err := Acquire() keeps only the error: the caller expects the
+		// call to fail (a test of a bad argument, say), so only a result
+		// discarded together with its error is reported.
+		if errLHS == nil || isBlank(errLHS) || !c.obls[id].errRes {
+			c.discard(id)
+		}
+		return
+	}
+	v := c.localVar(l)
+	if v == nil {
+		st[id] = obl{} // stored straight into a field, global or element
+		if c.record {
+			c.escaped[id] = true
+		}
+		return
+	}
+	g := st[len(st)-1]
+	ob := obl{live: true, holders: c.bit(v), nils: g.nils, trues: g.trues, falses: g.falses}
+	if errLHS != nil && c.obls[id].errRes {
+		if ev := c.localVar(errLHS); ev != nil && types.Identical(ev.Type(), c.errType) {
+			ob.errs = c.bit(ev)
+		}
+	}
+	st[id] = ob
+	if c.record {
+		if s, ok := stmt.(ast.Stmt); ok {
+			c.defs[id] = s
+		}
+		c.holderOf[id] = v
+	}
+}

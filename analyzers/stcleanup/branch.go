@@ -1,0 +1,59 @@
+package stcleanup
+
+import (
+	"slices"
+
+	"golang.org/x/tools/go/cfg"
+
+	"github.com/gpustate/gpustate/analyzers/internal/dataflow"
+)
+
+// edge refines the state along a conditional edge: an obligation whose
+// error variable is proved non-nil was never acquired, one whose holder is
+// proved nil holds nothing, and one that contradicts what was known when it
+// was acquired (an error variable known nil, a boolean known true or false)
+// cannot be on this edge. What the condition proves is then known on it.
+func (c *cleanup) edge(b *cfg.Block, succ int, out ostate) ostate {
+	cond := dataflow.BranchCond(b, c.conds)
+	if cond == nil {
+		return out
+	}
+	imp := dataflow.Imply(c.info, cond, succ == 0)
+	var nonNil, isNil, isTrue, isFalse uint64
+	for _, v := range imp.NonNil {
+		nonNil |= c.known(v)
+	}
+	for _, v := range imp.Nil {
+		isNil |= c.known(v)
+	}
+	for _, v := range imp.True {
+		isTrue |= c.condBit(v)
+	}
+	for _, v := range imp.False {
+		isFalse |= c.condBit(v)
+	}
+	if nonNil|isNil|isTrue|isFalse == 0 {
+		return out
+	}
+	contradicts := func(o obl) bool {
+		return o.nils&nonNil != 0 || o.trues&isFalse != 0 || o.falses&isTrue != 0
+	}
+	if g := out[len(out)-1]; g.live && contradicts(g) {
+		return make(ostate, len(out)) // the edge cannot be taken
+	}
+	st := slices.Clone(out)
+	for i := range st {
+		o := &st[i]
+		if !o.live {
+			continue
+		}
+		if i < len(c.obls) && (o.errs&nonNil != 0 || o.holders&isNil != 0 || contradicts(*o)) {
+			*o = obl{}
+			continue
+		}
+		o.nils = o.nils&^nonNil | isNil&c.errVars
+		o.trues = o.trues&^isFalse | isTrue
+		o.falses = o.falses&^isTrue | isFalse
+	}
+	return st
+}

@@ -1,0 +1,193 @@
+package stcleanup
+
+import (
+	"go/ast"
+	"go/types"
+
+	"github.com/gpustate/gpustate/analyzers/internal/dataflow"
+	"github.com/gpustate/gpustate/analyzers/internal/ownership"
+)
+
+// mayRelease reports whether a dynamic call of method fn could be a
+// release: releases take no arguments (Close(), Release(), Free()).
+func mayRelease(fn *types.Func) bool {
+	if fn == nil {
+		return false
+	}
+	sig, ok := fn.Type().(*types.Signature)
+	return ok && sig.Params().Len() == 0
+}
+
+// call evaluates a call: releases and takers end obligations, unknown
+// callees keep what they are given, and an acquiring call used as an
+// operand whose value nobody keeps is discarded. In a go statement
+// everything the call is given escapes.
+func (c *cleanup) call(st ostate, call *ast.CallExpr, goStmt bool) {
+	fn, kind, recv := ownership.Callee(c.info, call)
+	switch kind {
+	case ownership.Conversion:
+		for _, a := range call.Args {
+			c.expr(st, a)
+		}
+		return
+	case ownership.Builtin:
+		if ownership.BuiltinName(c.info, call) == "append" && len(call.Args) > 0 {
+			c.expr(st, call.Args[0])
+			for _, a := range call.Args[1:] {
+				c.escape(st, a)
+			}
+			return
+		}
+		for _, a := range call.Args {
+			c.expr(st, a)
+		}
+		return
+	}
+	if recv != nil {
+		if rc, id := c.site(recv); id >= 0 {
+			c.call(st, rc, false)
+			if !(kind == ownership.Static && c.o.Releases(fn, -1)) && kind != ownership.Dynamic && !goStmt {
+				c.discard(id)
+			}
+		} else {
+			c.expr(st, recv)
+			m := c.rootBits(recv)
+			switch {
+			case goStmt:
+				c.discharge(st, c.refs(recv), weak)
+			case kind == ownership.Static && c.o.Releases(fn, -1):
+				c.discharge(st, m, release)
+			case kind == ownership.Static && c.o.Takes(fn, -1):
+				c.discharge(st, m, store)
+			case kind == ownership.Dynamic:
+				// An interface or type-parameter method without
+				// arguments (io.Closer's Close, a generic helper's
+				// x.Release()) may be the release.
+				if mayRelease(fn) {
+					c.discharge(st, m, store)
+				}
+				c.discharge(st, c.refs(recv), weak)
+			}
+		}
+	} else if kind == ownership.Dynamic {
+		c.expr(st, call.Fun)
+	}
+	for j, arg := range call.Args {
+		if goStmt {
+			c.escape(st, arg)
+			continue
+		}
+		if ac, id := c.site(arg); id >= 0 {
+			c.call(st, ac, false)
+			// f(Acquire()) hands f the result and, for an acquirer with an
+			// error result, the error too: f decides (a test helper that
+			// extracts the error, say). Only a lone result is discarded.
+			if _, tuple := c.info.TypeOf(ac).(*types.Tuple); kind == ownership.Static && !tuple && !c.o.Takes(fn, ownership.ParamIndex(fn, j)) {
+				c.discard(id)
+			}
+			continue
+		}
+		if kind != ownership.Static {
+			c.escape(st, arg)
+			continue
+		}
+		pi := ownership.ParamIndex(fn, j)
+		c.expr(st, arg)
+		switch {
+		case c.o.Releases(fn, pi):
+			c.discharge(st, c.rootBits(arg), release)
+		case c.o.Takes(fn, pi):
+			c.discharge(st, c.rootBits(arg), store)
+		}
+	}
+}
+
+// ret handles a return statement: returned values escape (a resource
+// returned as the first result makes the function an acquirer), and every
+// obligation still live leaks through this exit.
+func (c *cleanup) ret(st ostate, r *ast.ReturnStmt) {
+	if len(r.Results) == 0 {
+		var m uint64
+		for i, v := range c.in.Results {
+			b := c.known(v)
+			if i == 0 {
+				c.noteAcquirer(st, b, v)
+			}
+			m |= b
+		}
+		c.discharge(st, m, store)
+	} else if len(r.Results) == 1 && c.in.Sig.Results().Len() > 1 {
+		if call, id := c.site(r.Results[0]); id >= 0 {
+			c.call(st, call, false)
+			c.noteAcquirerCall()
+		} else {
+			c.escape(st, r.Results[0])
+		}
+	} else {
+		for i, e := range r.Results {
+			if call, id := c.site(e); id >= 0 {
+				c.call(st, call, false)
+				if i == 0 {
+					c.noteAcquirerCall()
+				}
+				continue
+			}
+			if i == 0 {
+				if v := dataflow.VarOf(c.info, e); v != nil {
+					c.noteAcquirer(st, c.known(v), v)
+				}
+			}
+			c.escape(st, e)
+		}
+	}
+	// Deferred closures see what the variables hold at exit.
+	c.discharge(st, st[len(st)-1].holders, weak)
+	if !c.record {
+		return
+	}
+	for id := range c.obls {
+		if !st[id].live {
+			continue
+		}
+		if c.obls[id].call == nil {
+			c.seedFail[id] = true
+			continue
+		}
+		if prev := c.exitAt[id]; prev == nil || r.Pos() < prev.Pos() {
+			c.exitAt[id] = r
+		}
+	}
+}
+
+// noteAcquirer records that the function returns, as its first result,
+// variable v (with bit m): it is an acquirer when v holds an outstanding
+// resource of v's own type (not a wrapper that merely may hold one, such
+// as a bufio.Writer over a file).
+func (c *cleanup) noteAcquirer(st ostate, m uint64, v *types.Var) {
+	if !c.record || m == 0 {
+		return
+	}
+	for id := range c.obls {
+		ob := c.obls[id]
+		if st[id].live && st[id].holders&m != 0 && ob.call != nil && types.Identical(v.Type(), firstResult(c.info, ob.call)) {
+			c.acquirer = true
+		}
+	}
+}
+
+// firstResult returns the type of the first result of call.
+func firstResult(info *types.Info, call *ast.CallExpr) types.Type {
+	t := info.TypeOf(call)
+	if tup, ok := t.(*types.Tuple); ok && tup.Len() > 0 {
+		t = tup.At(0).Type()
+	}
+	return t
+}
+
+// noteAcquirerCall records, in the final pass, that the function returns
+// the result of an acquiring call as its first result.
+func (c *cleanup) noteAcquirerCall() {
+	if c.record {
+		c.acquirer = true
+	}
+}

@@ -1,0 +1,16 @@
+package stcleanup_test
+
+import (
+	"path/filepath"
+	"testing"
+
+	"golang.org/x/tools/go/analysis/analysistest"
+
+	"github.com/gpustate/gpustate/analyzers/stcleanup"
+)
+
+// TestFacts checks the acquirer, takes and releases facts inferred by the
+// obligation analysis.
+func TestFacts(t *testing.T) {
+	analysistest.Run(t, filepath.Join(analysistest.TestData(), "facts"), stcleanup.Ownership, "wrap", "helpers")
+}

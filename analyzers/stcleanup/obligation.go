@@ -1,0 +1,349 @@
+package stcleanup
+
+import (
+	"go/ast"
+	"go/types"
+	"slices"
+
+	"golang.org/x/tools/go/cfg"
+
+	"github.com/gpustate/gpustate/analyzers/internal/dataflow"
+	"github.com/gpustate/gpustate/analyzers/internal/ownership"
+)
+
+// The obligation analysis of one function body.
+//
+// Each acquiring call of the body, and each seeded parameter (one whose
+// release or hand-off is being inferred), is an obligation. A forward
+// may-dataflow over the body's CFG tracks, per obligation, whether the
+// resource may still be outstanding and which local variables may hold it.
+// Releases, stores, returns and hand-offs to takers discharge it; an
+// obligation still live at a return leaks through it, and one whose last
+// holder is overwritten is lost. A final pass replays each block from its
+// fixed point and records where that happens.
+
+// leakKind says how an acquired resource is lost.
+type leakKind int
+
+// The ways a resource leaks.
+const (
+	leakExit        leakKind = iota // still held when the function returns
+	leakDiscarded                   // the result was never kept
+	leakOverwritten                 // its last holder was overwritten before a release
+)
+
+// A leak is an acquired resource that is not released on some path.
+type leak struct {
+	Call   *ast.CallExpr // the acquiring call
+	Fn     *types.Func   // the function it calls
+	Kind   leakKind
+	At     ast.Node   // the return it leaks through, or the overwriting statement; nil when discarded
+	Holder *types.Var // the variable the acquire assigned, when one did
+	// Def is the statement that assigned the acquired value to Holder, and
+	// Escapes reports whether the value escapes (is returned, stored or
+	// handed on) on some path: a deferred release is then wrong.
+	Def     ast.Stmt
+	Escapes bool
+}
+
+// funcResult is what the obligation analysis learns about one function:
+// its leaks, and the summary its ownership facts are made of (Takes and
+// Releases among the seeded parameters).
+type funcResult struct {
+	ownership.Summary
+	leaks []leak
+}
+
+// funcInput is one function body to analyze.
+type funcInput struct {
+	Info    *types.Info
+	Oracle  *ownership.Oracle
+	CFG     *cfg.CFG
+	Node    ast.Node         // *ast.FuncDecl or *ast.FuncLit
+	Body    *ast.BlockStmt   // its body
+	Sig     *types.Signature // its type
+	Seeds   []int            // parameters (-1: receiver) to test for takes/releases
+	Sites   []*ast.CallExpr  // the acquiring calls in the body (from prewalk)
+	Results []*types.Var     // named results, or nil
+}
+
+// discharge strengths: how firmly an event ends an obligation.
+const (
+	weak    = iota // a reference inside a bigger escaping expression, a closure, an unknown call
+	store          // the whole value stored, returned, sent or handed to a taker
+	release        // released
+)
+
+// obligation describes one tracked resource: an acquire site, or a seeded
+// parameter whose release or hand-off is being inferred.
+type obligation struct {
+	call     *ast.CallExpr
+	fn       *types.Func
+	param    int  // seeded parameter index, when call is nil
+	minLevel int  // weakest discharge that ends it: weak for acquires
+	errRes   bool // the acquiring function has a trailing error result
+}
+
+// obl is the abstract state of one obligation at a program point.
+// live means the resource may be outstanding; holders are the local
+// variables that may hold it and errs the error variables whose non-nil
+// value means it was never acquired. Joins are unions, so every
+// imprecision makes a release or an escape easier to see, never harder:
+// the analysis errs toward silence.
+//
+// nils are the error variables known to be nil on every path where the
+// obligation is live (var err error; err = nil), so that a later
+// if err != nil, which cannot hold on those paths, does not make the
+// resource leak there (values merged at a join, as at a phi).
+type obl struct {
+	live          bool
+	holders       uint64
+	errs          uint64
+	nils          uint64
+	trues, falses uint64 // boolean variables known true (false) where live
+}
+
+// ostate is the state at a program point: one obl per obligation, then
+// one slot that is not an obligation (see newEntry).
+type ostate []obl
+
+// cleanup is the analysis of one body: its obligations, the variables it
+// indexes, what it caches about the body, and, in the final pass, what it
+// records.
+type cleanup struct {
+	in       *funcInput
+	info     *types.Info
+	o        *ownership.Oracle
+	obls     []obligation
+	siteID   map[*ast.CallExpr]int
+	vars     map[*types.Var]int
+	nvars    int
+	overflow bool
+	conds    map[ast.Expr]bool
+	rangeOf  map[ast.Expr]*ast.RangeStmt // range key and value expressions, and X
+	free     map[*ast.FuncLit]uint64     // cache: holders referenced in a literal
+	litRel   map[*ast.FuncLit]uint64     // cache: variables a literal releases
+	errType  types.Type
+	errVars  uint64 // indexed variables of type error
+
+	// recording, in the final pass only
+	record    bool
+	exitAt    map[int]ast.Node
+	lostAt    map[int]ast.Node
+	discarded map[int]bool
+	escaped   map[int]bool
+	defs      map[int]ast.Stmt
+	holderOf  map[int]*types.Var
+	acquirer  bool
+	seedFail  map[int]bool
+}
+
+// analyzeBody runs the obligation analysis over one function body. It
+// reports false when the analysis gave up (too many variables, no
+// convergence): the function then reports nothing and proves nothing.
+func analyzeBody(in *funcInput) (*funcResult, bool) {
+	if in.Body == nil || in.CFG == nil {
+		return &funcResult{}, true
+	}
+	c := newCleanup(in)
+	entry, ok := c.obligations()
+	if !ok {
+		return &funcResult{}, false
+	}
+	if len(c.obls) == 0 {
+		return &funcResult{}, true
+	}
+	c.scanBody()
+	ins, ok := dataflow.Solve(in.CFG, c.problem(entry))
+	if !ok || c.overflow {
+		return &funcResult{}, false
+	}
+	c.replay(ins)
+	if c.overflow {
+		return &funcResult{}, false
+	}
+	return c.result(), true
+}
+
+// newCleanup returns the analysis of one body, with nothing indexed yet.
+func newCleanup(in *funcInput) *cleanup {
+	return &cleanup{
+		in:      in,
+		info:    in.Info,
+		o:       in.Oracle,
+		siteID:  make(map[*ast.CallExpr]int),
+		vars:    make(map[*types.Var]int),
+		rangeOf: make(map[ast.Expr]*ast.RangeStmt),
+		free:    make(map[*ast.FuncLit]uint64),
+		litRel:  make(map[*ast.FuncLit]uint64),
+		errType: errorType,
+	}
+}
+
+// obligations creates the obligations of the acquiring calls, then two of
+// each seeded parameter (one discharged by a store, one only by a
+// release), and returns the state on entry: the calls' not yet live, the
+// parameters' live and held by the parameter. It reports false when a
+// parameter cannot be indexed.
+func (c *cleanup) obligations() (ostate, bool) {
+	in := c.in
+	for _, call := range in.Sites {
+		fn, _, _ := ownership.Callee(c.info, call)
+		c.siteID[call] = len(c.obls)
+		c.obls = append(c.obls, obligation{call: call, fn: fn, minLevel: weak, errRes: hasErrorResult(fn)})
+	}
+	entry := make(ostate, len(in.Sites), len(in.Sites)+2*len(in.Seeds)+1)
+	for _, p := range in.Seeds {
+		v := ownership.ParamVar(in.Sig, p)
+		if v == nil {
+			continue
+		}
+		b := c.bit(v)
+		if b == 0 {
+			return nil, false
+		}
+		c.obls = append(c.obls, obligation{param: p, minLevel: store}, obligation{param: p, minLevel: release})
+		entry = append(entry, obl{live: true, holders: b}, obl{live: true, holders: b})
+	}
+	return entry, true
+}
+
+// scanBody finds the branch conditions of the body and the parts of its
+// range statements.
+func (c *cleanup) scanBody() {
+	c.conds = dataflow.Conds(c.in.Body)
+	ast.Inspect(c.in.Body, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.FuncLit:
+			return false
+		case *ast.RangeStmt:
+			if n.Key != nil {
+				c.rangeOf[n.Key] = n
+			}
+			if n.Value != nil {
+				c.rangeOf[n.Value] = n
+			}
+			c.rangeOf[n.X] = n
+		}
+		return true
+	})
+}
+
+// problem returns the dataflow problem of the body from entry. The last
+// slot of a state is not an obligation: its nils are the error variables
+// known nil on every path to the point, inherited by new obligations.
+func (c *cleanup) problem(entry ostate) *dataflow.Problem[ostate] {
+	entry = append(entry, obl{live: true})
+	return &dataflow.Problem[ostate]{
+		Entry:  entry,
+		Bottom: make(ostate, len(c.obls)+1),
+		Join:   join,
+		Equal:  func(a, b ostate) bool { return slices.Equal(a, b) },
+		Transfer: func(b *cfg.Block, in ostate) ostate {
+			st := slices.Clone(in)
+			for _, n := range b.Nodes {
+				c.node(st, n)
+			}
+			return st
+		},
+		Edge: c.edge,
+	}
+}
+
+// join is the union of two states: an obligation is live where it is live
+// on either side, held by the holders of both, and knows only what both
+// know.
+func join(a, b ostate) ostate {
+	r := make(ostate, len(a))
+	for i := range a {
+		switch {
+		case !a[i].live:
+			r[i] = b[i]
+		case !b[i].live:
+			r[i] = a[i]
+		default:
+			r[i] = obl{
+				live:    true,
+				holders: a[i].holders | b[i].holders,
+				errs:    a[i].errs | b[i].errs,
+				nils:    a[i].nils & b[i].nils,
+				trues:   a[i].trues & b[i].trues,
+				falses:  a[i].falses & b[i].falses,
+			}
+		}
+	}
+	return r
+}
+
+// replay is the final pass: it runs each live block from its fixed point,
+// recording where obligations leak, are lost, discarded or escape.
+func (c *cleanup) replay(ins []ostate) {
+	c.record = true
+	c.exitAt = make(map[int]ast.Node)
+	c.lostAt = make(map[int]ast.Node)
+	c.discarded = make(map[int]bool)
+	c.escaped = make(map[int]bool)
+	c.defs = make(map[int]ast.Stmt)
+	c.holderOf = make(map[int]*types.Var)
+	c.seedFail = make(map[int]bool)
+	for _, b := range c.in.CFG.Blocks {
+		if !b.Live {
+			continue
+		}
+		st := slices.Clone(ins[b.Index])
+		if len(st) == 0 {
+			st = make(ostate, len(c.obls)+1)
+		}
+		for _, n := range b.Nodes {
+			c.node(st, n)
+		}
+	}
+}
+
+// result turns what the final pass recorded into the function's leaks and
+// the parameters it takes or releases on every path.
+func (c *cleanup) result() *funcResult {
+	res := &funcResult{Summary: ownership.Summary{Acquirer: c.acquirer}}
+	for id, ob := range c.obls {
+		if ob.call == nil {
+			if !c.seedFail[id] {
+				if ob.minLevel == release {
+					res.Releases = append(res.Releases, ob.param)
+				} else {
+					res.Takes = append(res.Takes, ob.param)
+				}
+			}
+			continue
+		}
+		l := leak{Call: ob.call, Fn: ob.fn, Holder: c.holderOf[id], Def: c.defs[id], Escapes: c.escaped[id]}
+		switch {
+		case c.discarded[id]:
+			l.Kind = leakDiscarded
+		case c.lostAt[id] != nil:
+			l.Kind, l.At = leakOverwritten, c.lostAt[id]
+		case c.exitAt[id] != nil:
+			l.Kind, l.At = leakExit, c.exitAt[id]
+		default:
+			continue
+		}
+		res.leaks = append(res.leaks, l)
+	}
+	return res
+}
+
+// errorType is the predeclared error type.
+var errorType = types.Universe.Lookup("error").Type()
+
+// hasErrorResult reports whether fn has two or more results, the last of
+// type error.
+func hasErrorResult(fn *types.Func) bool {
+	if fn == nil {
+		return false
+	}
+	sig, ok := fn.Type().(*types.Signature)
+	if !ok || sig.Results().Len() < 2 {
+		return false
+	}
+	t := sig.Results().At(sig.Results().Len() - 1).Type()
+	return types.Identical(t, errorType)
+}
