@@ -47,60 +47,15 @@ func TestFirstHour(t *testing.T) {
 	readme := markedBlocks(t, filepath.Join(root, "README.md"))
 	guide := markedBlocks(t, filepath.Join(root, "docs", "GUIDE.md"))
 
-	dir := t.TempDir()
-	env := moduleEnv(t, goBin)
-	sh := func(line string) (string, error) {
-		cmd := exec.Command("sh", "-c", line)
-		cmd.Dir, cmd.Env = dir, env
-		out, err := cmd.CombinedOutput()
-		return string(out), err
-	}
-
-	// Set up the module: the README's setup lines, with a replace directive
-	// and the checkout's go.sum after go mod init.
-	for _, line := range commands(t, one(t, readme, "setup", "")) {
-		if out, err := sh(line); err != nil {
-			t.Fatalf("%s: %v\n%s", line, err, out)
-		}
-		if strings.HasPrefix(line, "go mod init") {
-			if out, err := sh("go mod edit -replace=" + modulePath + "=" + root); err != nil {
-				t.Fatalf("go mod edit -replace: %v\n%s", err, out)
-			}
-			copyFile(t, filepath.Join(root, "go.sum"), filepath.Join(dir, "go.sum"))
-		}
-	}
-
-	// The README's program, and every Go block of the guide beside it.
-	var program string
-	for _, b := range readme {
-		if b.kind == "file" {
-			writeFile(t, filepath.Join(dir, b.name), b.text)
-			program += b.text
-		}
-	}
-	if program == "" {
-		t.Fatal("README.md has no <!-- e2e:file NAME --> block")
-	}
-	leaks := 0
-	for i, b := range append(readme, guide...) {
-		switch b.kind {
-		case "decls":
-			writeFile(t, filepath.Join(dir, fmt.Sprintf("guide%d.go", i)), declFile(t, b, ""))
-		case "leak":
-			leaks++
-			writeFile(t, filepath.Join(dir, fmt.Sprintf("guide%d_leak.go", i)), declFile(t, b, "leak"))
-		case "excerpt":
-			if !containsLines(program, b.text) {
-				t.Errorf("%s: this excerpt is not in the README's program:\n%s", b.pos, b.text)
-			}
-		}
-	}
+	m := &module{dir: t.TempDir(), env: moduleEnv(t, goBin)}
+	m.setUp(t, root, one(t, readme, "setup", ""))
+	m.writeSources(t, readme, guide)
 
 	// The README's commands: silent success, then the program's output.
 	run := commands(t, one(t, readme, "run", ""))
 	want := one(t, readme, "output", "").text
 	for i, line := range run {
-		out, err := sh(line)
+		out, err := m.sh(line)
 		if err != nil {
 			t.Fatalf("%s: %v\n%s", line, err, out)
 		}
@@ -111,25 +66,88 @@ func TestFirstHour(t *testing.T) {
 			t.Errorf("%s printed:\n%s\nthe README's output block says:\n%s", line, out, want)
 		}
 	}
-	if out, err := sh("go tool stategen -check ./..."); err != nil {
+	if out, err := m.sh("go tool stategen -check ./..."); err != nil {
 		t.Errorf("stategen -check after go generate: %v\n%s", err, out)
 	}
 
 	// The guide's leak, under both drivers: a finding at the leaking call.
-	if leaks == 0 {
-		t.Fatal("docs/GUIDE.md has no <!-- e2e:leak --> block")
-	}
 	for _, line := range []string{
 		"GOFLAGS=-tags=leak go tool statevet ./...",
 		"go vet -tags=leak -vettool=$(go tool -n statevet) ./...",
 	} {
-		out, err := sh(line)
+		out, err := m.sh(line)
 		if err == nil {
 			t.Errorf("%s succeeded on the guide's leak, want a finding:\n%s", line, out)
 		}
 		if !regexp.MustCompile(`_leak\.go:\d+:\d+: \w+ acquired by \w+ is not released on every path`).MatchString(out) {
 			t.Errorf("%s did not report the guide's leak:\n%s", line, out)
 		}
+	}
+}
+
+// A module is the new module, in a directory of its own.
+type module struct {
+	dir string
+	env []string
+}
+
+// sh runs a shell line in the module and returns its combined output.
+func (m *module) sh(line string) (string, error) {
+	cmd := exec.Command("sh", "-c", line)
+	cmd.Dir, cmd.Env = m.dir, m.env
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// setUp runs the README's setup lines; after go mod init, it points the
+// module at the checkout with a replace directive and copies its go.sum.
+func (m *module) setUp(t *testing.T, root string, setup block) {
+	for _, line := range commands(t, setup) {
+		if out, err := m.sh(line); err != nil {
+			t.Fatalf("%s: %v\n%s", line, err, out)
+		}
+		if strings.HasPrefix(line, "go mod init") {
+			if out, err := m.sh("go mod edit -replace=" + modulePath + "=" + root); err != nil {
+				t.Fatalf("go mod edit -replace: %v\n%s", err, out)
+			}
+			copyFile(t, filepath.Join(root, "go.sum"), filepath.Join(m.dir, "go.sum"))
+		}
+	}
+	if _, err := os.Stat(filepath.Join(m.dir, "go.mod")); err != nil {
+		t.Fatalf("%s: the setup makes no go.mod", setup.pos)
+	}
+}
+
+// writeSources writes the README's files into the module, and beside them
+// the guide's declarations, its leaks under the build tag leak; it checks
+// that excerpts are excerpts of the README's files.
+func (m *module) writeSources(t *testing.T, readme, guide []block) {
+	var program string
+	for _, b := range readme {
+		if b.kind == "file" {
+			writeFile(t, filepath.Join(m.dir, b.name), b.text)
+			program += b.text
+		}
+	}
+	if program == "" {
+		t.Fatal("README.md has no <!-- e2e:file NAME --> block")
+	}
+	leaks := 0
+	for i, b := range append(readme, guide...) {
+		switch b.kind {
+		case "decls":
+			writeFile(t, filepath.Join(m.dir, fmt.Sprintf("guide%d.go", i)), declFile(t, b, ""))
+		case "leak":
+			leaks++
+			writeFile(t, filepath.Join(m.dir, fmt.Sprintf("guide%d_leak.go", i)), declFile(t, b, "leak"))
+		case "excerpt":
+			if !containsLines(program, b.text) {
+				t.Errorf("%s: this excerpt is not in the README's program:\n%s", b.pos, b.text)
+			}
+		}
+	}
+	if leaks == 0 {
+		t.Fatal("docs/GUIDE.md has no <!-- e2e:leak --> block")
 	}
 }
 
