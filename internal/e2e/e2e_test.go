@@ -28,8 +28,10 @@ const modulePath = "github.com/gpustate/gpustate"
 // go tool stategen, go tool statevet, go vet -vettool, go run. The README's
 // shell lines run as written (after go mod init, a replace directive points
 // the module at this checkout); every command but the last must succeed
-// silently, and the last must print the README's output block. Then the
-// guide's example of a leak must be reported by statevet under both drivers.
+// silently, and the last must print the README's output block. Then
+// testdata/guide_test.go checks that the guide's functions do what the guide
+// says, and the guide's example of a leak must be reported by statevet under
+// both drivers.
 //
 // It needs the go command and sh. Modules come from the module cache, which
 // building this repository has filled, or from GOPROXY; the new module's
@@ -68,6 +70,12 @@ func TestFirstHour(t *testing.T) {
 	}
 	if out, err := m.sh("go tool stategen -check ./..."); err != nil {
 		t.Errorf("stategen -check after go generate: %v\n%s", err, out)
+	}
+
+	// The guide's functions do what the guide says.
+	copyFile(t, filepath.Join("testdata", "guide_test.go"), filepath.Join(m.dir, "guide_test.go"))
+	if out, err := m.sh("go test -count=1 ."); err != nil {
+		t.Errorf("the guide's functions: %v\n%s", err, out)
 	}
 
 	// The guide's leak, under both drivers: a finding at the leaking call.
