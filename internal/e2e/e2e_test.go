@@ -115,7 +115,9 @@ func (m *module) setUp(t *testing.T, root string, setup block) {
 			t.Fatalf("%s: %v\n%s", line, err, out)
 		}
 		if strings.HasPrefix(line, "go mod init") {
-			if out, err := m.sh("go mod edit -replace=" + modulePath + "=" + root); err != nil {
+			edit := exec.Command("go", "mod", "edit", "-replace="+modulePath+"="+root)
+			edit.Dir, edit.Env = m.dir, m.env
+			if out, err := edit.CombinedOutput(); err != nil {
 				t.Fatalf("go mod edit -replace: %v\n%s", err, out)
 			}
 			copyFile(t, filepath.Join(root, "go.sum"), filepath.Join(m.dir, "go.sum"))
