@@ -78,53 +78,96 @@ func run(w io.Writer, cfg config) (err error) {
 		return err
 	}
 	defer s.Release()
+	versions, first, err := simulate(w, b, s, cfg.steps)
+	if err != nil {
+		return err
+	}
+	printStats(w, "after the run", s, p)
 
-	// versions[t] is the version of the field after step t.
+	snap, back, err := stepBack(w, s, versions, cfg.back)
+	if err != nil {
+		return err
+	}
+	defer snap.Release()
+	if err := retained(w, s, versions, cfg.old); err != nil {
+		return err
+	}
+	if err := rollBack(w, b, s, snap, back, first, cfg); err != nil {
+		return err
+	}
+	printStats(w, "after the rollback", s, p)
+
+	if err := snap.Release(); err != nil {
+		return err
+	}
+	if err := s.Release(); err != nil {
+		return err
+	}
+	ps := p.Stats()
+	fmt.Fprintf(w, "run end: field released; the pool holds %d live handles, %s in use of %s reserved\n",
+		ps.Live, size(ps.PhysicalBytes), size(ps.ReservedBytes))
+	return nil
+}
+
+// simulate runs the given number of steps on the field and returns the
+// field's version after each (versions[t] is the version after step t) and
+// its cells after the last.
+func simulate(w io.Writer, b device.Backend, s *field.FieldState, steps int) ([]state.Version, field.Field, error) {
 	versions := []state.Version{s.Version()}
-	for t := 1; t <= cfg.steps; t++ {
+	for t := 1; t <= steps; t++ {
 		if err := step(b, s, t); err != nil {
-			return fmt.Errorf("step %d: %w", t, err)
+			return nil, field.Field{}, fmt.Errorf("step %d: %w", t, err)
 		}
 		versions = append(versions, s.Version())
 	}
-	first, err := s.Read(0, side)
+	last, err := s.Read(0, side)
 	if err != nil {
-		return err
+		return nil, field.Field{}, err
 	}
 	fmt.Fprintf(w, "stepped %d times by the diffusion kernel, writing in place through WriteDevice: version %d, mean temperature %.3f\n",
-		cfg.steps, s.Version(), mean(first.Cells))
-	printStats(w, "after the run", s, p)
-	stepOf := func(v state.Version) int { return slices.Index(versions, v) }
+		steps, s.Version(), mean(last.Cells))
+	return versions, last, nil
+}
 
-	// Step back: how would step back be reconstructed, and what does it cost?
-	pl, err := s.Plan(versions[cfg.back])
+// stepBack shows how step back would be reconstructed and what it costs
+// (Plan), reconstructs it (At) and checks it bit for bit against a
+// recomputation from scratch. It returns the snapshot of that step and its
+// cells.
+func stepBack(w io.Writer, s *field.FieldState, versions []state.Version, back int) (*field.FieldSnapshot, field.Field, error) {
+	pl, err := s.Plan(versions[back])
 	if err != nil {
-		return fmt.Errorf("Plan(step %d): %w", cfg.back, err)
+		return nil, field.Field{}, fmt.Errorf("Plan(step %d): %w", back, err)
 	}
-	fmt.Fprintf(w, "step back to step %d (version %d):\n", cfg.back, pl.Target)
+	fmt.Fprintf(w, "step back to step %d (version %d):\n", back, pl.Target)
 	fmt.Fprintf(w, "  Plan: seed from the checkpoint of step %d, apply %d deltas (%s copied from the checkpoint, %s of deltas, %d copies, %d blocks): estimated %v\n",
-		stepOf(pl.Checkpoint), pl.Deltas, size(pl.SeedBytes), size(pl.DeltaBytes), pl.Copies, pl.Blocks, pl.Estimate)
+		stepOf(versions, pl.Checkpoint), pl.Deltas, size(pl.SeedBytes), size(pl.DeltaBytes), pl.Copies, pl.Blocks, pl.Estimate)
 	for _, a := range pl.Alternatives {
-		fmt.Fprintf(w, "    alternative: the checkpoint of step %d, %d deltas: estimated %v\n", stepOf(a.Checkpoint), a.Deltas, a.Estimate)
+		fmt.Fprintf(w, "    alternative: the checkpoint of step %d, %d deltas: estimated %v\n", stepOf(versions, a.Checkpoint), a.Deltas, a.Estimate)
 	}
 	start := time.Now()
-	snap, err := s.At(versions[cfg.back])
+	snap, err := s.At(versions[back])
 	took := time.Since(start)
 	if err != nil {
-		return fmt.Errorf("At(step %d): %w", cfg.back, err)
+		return nil, field.Field{}, fmt.Errorf("At(step %d): %w", back, err)
 	}
-	defer snap.Release()
 	got, err := snap.Read(0, side)
+	if err == nil {
+		if i := firstDiff(got.Cells, recompute(back)); i >= 0 {
+			err = fmt.Errorf("At(step %d): cell %d differs from the recomputation", back, i)
+		}
+	}
 	if err != nil {
-		return err
+		snap.Release()
+		return nil, field.Field{}, err
 	}
-	if i := firstDiff(got.Cells, recompute(cfg.back)); i >= 0 {
-		return fmt.Errorf("At(step %d): cell %d differs from the recomputation", cfg.back, i)
-	}
-	fmt.Fprintf(w, "  At: the call took %v; the snapshot is identical to the field recomputed from scratch (%d steps), bit for bit\n", took.Round(time.Microsecond), cfg.back)
+	fmt.Fprintf(w, "  At: the call took %v; the snapshot is identical to the field recomputed from scratch (%d steps), bit for bit\n", took.Round(time.Microsecond), back)
+	return snap, got, nil
+}
 
-	// Every step the head retains reconstructs exactly; older ones answer
-	// ErrNotRetained.
+// retained checks that every step the head retains reconstructs exactly
+// and that older ones answer ErrNotRetained, then shows what At answers
+// for step old.
+func retained(w io.Writer, s *field.FieldState, versions []state.Version, old int) error {
 	var kept, lost []int
 	for t, v := range versions {
 		r, err := s.At(v)
@@ -150,19 +193,22 @@ func run(w io.Writer, cfg config) (err error) {
 	} else {
 		fmt.Fprintf(w, "  retained: steps %s reconstruct bit for bit; steps %s answer state.ErrNotRetained\n", span(kept), span(lost))
 	}
-	switch r, err := s.At(versions[cfg.old]); {
+	switch r, err := s.At(versions[old]); {
 	case errors.Is(err, state.ErrNotRetained):
-		fmt.Fprintf(w, "  At(step %d): %v\n", cfg.old, err)
+		fmt.Fprintf(w, "  At(step %d): %v\n", old, err)
 	case err != nil:
-		return fmt.Errorf("At(step %d): %w", cfg.old, err)
+		return fmt.Errorf("At(step %d): %w", old, err)
 	default:
-		fmt.Fprintf(w, "  At(step %d): still retained\n", cfg.old)
-		if err := r.Release(); err != nil {
-			return err
-		}
+		fmt.Fprintf(w, "  At(step %d): still retained\n", old)
+		return r.Release()
 	}
+	return nil
+}
 
-	// Roll the field back to the reconstructed step and step forward again.
+// rollBack rolls the field back to snap, the reconstructed step cfg.back
+// whose cells are back, steps forward again to cfg.steps and checks that
+// the field comes out as first, the cells of the first run.
+func rollBack(w io.Writer, b device.Backend, s *field.FieldState, snap *field.FieldSnapshot, back, first field.Field, cfg config) error {
 	if err := s.Rollback(snap); err != nil {
 		return fmt.Errorf("Rollback to step %d: %w", cfg.back, err)
 	}
@@ -170,7 +216,7 @@ func run(w io.Writer, cfg config) (err error) {
 	if err != nil {
 		return err
 	}
-	if i := firstDiff(now.Cells, got.Cells); i >= 0 {
+	if i := firstDiff(now.Cells, back.Cells); i >= 0 {
 		return fmt.Errorf("after Rollback, cell %d differs from step %d", i, cfg.back)
 	}
 	fmt.Fprintf(w, "rollback: At then Rollback put the head back at step %d (version %d)\n", cfg.back, s.Version())
@@ -188,19 +234,11 @@ func run(w io.Writer, cfg config) (err error) {
 	}
 	fmt.Fprintf(w, "  re-stepped %d..%d: version %d, identical to the first run bit for bit (the simulation is deterministic)\n",
 		cfg.back+1, cfg.steps, s.Version())
-	printStats(w, "after the rollback", s, p)
-
-	if err := snap.Release(); err != nil {
-		return err
-	}
-	if err := s.Release(); err != nil {
-		return err
-	}
-	ps := p.Stats()
-	fmt.Fprintf(w, "run end: field released; the pool holds %d live handles, %s in use of %s reserved\n",
-		ps.Live, size(ps.PhysicalBytes), size(ps.ReservedBytes))
 	return nil
 }
+
+// stepOf returns the step whose version is v, or -1.
+func stepOf(versions []state.Version, v state.Version) int { return slices.Index(versions, v) }
 
 // printStats prints the head's and the pool's logical and physical bytes
 // and the history's memory.

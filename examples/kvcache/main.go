@@ -60,17 +60,8 @@ func run(w io.Writer, cfg config) (err error) {
 		return err
 	}
 	defer b.Close()
-	opt := state.PoolOptions{BlockBytes: 16 << 10}
-	// On an NVIDIA GPU, the pool's Stats carry NVML's reading of the device
-	// beside its own accounting, as evidence. Elsewhere (the host backend,
-	// or a build without cgo) there is no monitor, and none is needed.
-	if mon, err := nvml.ForBackend(b); err == nil {
-		defer mon.Close()
-		opt.Telemetry = func() (state.DeviceMemory, error) {
-			m, err := mon.Memory()
-			return state.DeviceMemory(m), err
-		}
-	}
+	opt, stop := poolOptions(b)
+	defer stop()
 	p, err := state.NewPool(b, opt)
 	if err != nil {
 		return err
@@ -85,12 +76,8 @@ func run(w io.Writer, cfg config) (err error) {
 	fmt.Fprintf(w, "kvcache: %s backend, blocks of %s; a KVCache row is %d bytes (keys and values of %d layers x %d dims, and the token)\n",
 		b.Name(), size(int64(p.Stats().BlockBytes)), rowBytes, cache.Layers, cache.Dim)
 
-	prompt := make([]int32, cfg.prompt)
-	for i := range prompt {
-		prompt[i] = int32((i*7 + 3) % vocab)
-	}
-
 	// The session's cache: the prompt is prefilled on the device.
+	prompt := makePrompt(cfg.prompt)
 	s, err := cache.NewKVCacheState(p, "session-1")
 	if err != nil {
 		return err
@@ -103,7 +90,50 @@ func run(w io.Writer, cfg config) (err error) {
 	fmt.Fprintf(w, "prefill: %d prompt tokens written in place by the prefill kernel through AppendDevice (version %d, %s)\n",
 		s.Len(), st.Version, size(st.LogicalBytes))
 
-	// Speculative decoding, checked against plain greedy decoding.
+	if err := decode(w, p, s, prompt, cfg); err != nil {
+		return err
+	}
+	if err := search(w, p, s, cfg); err != nil {
+		return err
+	}
+
+	if err := s.Release(); err != nil {
+		return err
+	}
+	endSession(w, p)
+	return nil
+}
+
+// poolOptions are the pool's options: blocks of 16 KiB and, on an NVIDIA
+// GPU, NVML's reading of the device beside the pool's own accounting, as
+// evidence. Elsewhere (the host backend, or a build without cgo) there is
+// no monitor, and none is needed. stop closes the monitor, once the pool is
+// closed.
+func poolOptions(b device.Backend) (opt state.PoolOptions, stop func()) {
+	opt = state.PoolOptions{BlockBytes: 16 << 10}
+	mon, err := nvml.ForBackend(b)
+	if err != nil {
+		return opt, func() {}
+	}
+	opt.Telemetry = func() (state.DeviceMemory, error) {
+		m, err := mon.Memory()
+		return state.DeviceMemory(m), err
+	}
+	return opt, func() { mon.Close() }
+}
+
+// makePrompt returns a prompt of n tokens.
+func makePrompt(n int) []int32 {
+	prompt := make([]int32, n)
+	for i := range prompt {
+		prompt[i] = int32((i*7 + 3) % vocab)
+	}
+	return prompt
+}
+
+// decode generates cfg.generate tokens into s by speculative decoding and
+// checks them against plain greedy decoding of the prompt.
+func decode(w io.Writer, p *state.Pool, s *cache.KVCacheState, prompt []int32, cfg config) error {
 	want, err := greedy(p, prompt, cfg.generate)
 	if err != nil {
 		return err
@@ -120,11 +150,15 @@ func run(w io.Writer, cfg config) (err error) {
 		return fmt.Errorf("speculative decoding produced %v, greedy decoding %v", got, want)
 	}
 	fmt.Fprintf(w, "  output identical to greedy decoding, token for token: %v\n", got)
-	st = s.Stats()
+	st := s.Stats()
 	fmt.Fprintf(w, "  session cache: %d rows at version %d, logical %s, physical %s\n",
 		s.Len(), st.Version, size(st.LogicalBytes), size(st.PhysicalBytes))
+	return nil
+}
 
-	// Beam search from the session's cache: every beam is a branch.
+// search runs beam search from the session's cache, every beam a branch
+// of it, and shows how much the beams share.
+func search(w io.Writer, p *state.Pool, s *cache.KVCacheState, cfg config) error {
 	best, peak, err := beamSearch(p, s, cfg.beams, cfg.steps)
 	if err != nil {
 		return err
@@ -133,10 +167,11 @@ func run(w io.Writer, cfg config) (err error) {
 	fmt.Fprintf(w, "  best beam: log-probability %.2f, tokens %v\n", best.score, best.tokens)
 	fmt.Fprintf(w, "  pool with every beam live: %d handles, logical %s, physical %s: the beams share the session's rows (%.1fx)\n",
 		peak.live, size(peak.logical), size(peak.physical), float64(peak.logical)/float64(peak.physical))
+	return nil
+}
 
-	if err := s.Release(); err != nil {
-		return err
-	}
+// endSession shows the pool once the session's cache is released.
+func endSession(w io.Writer, p *state.Pool) {
 	ps := p.Stats()
 	fmt.Fprintf(w, "session end: cache released; the pool holds %d live handles, %s in use of %s reserved\n",
 		ps.Live, size(ps.PhysicalBytes), size(ps.ReservedBytes))
@@ -144,7 +179,6 @@ func run(w io.Writer, cfg config) (err error) {
 		fmt.Fprintf(w, "  NVML: this process holds %s of the device's %s (%s used by all)\n",
 			size(int64(d.Telemetry.Process)), size(int64(d.Telemetry.Total)), size(int64(d.Telemetry.Used)))
 	}
-	return nil
 }
 
 func percent(a, b int) float64 {
