@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/gpustate/gpustate/contract"
-	"github.com/gpustate/gpustate/runtime/state"
+	"github.com/gpustate/gpustate/placement"
 )
 
 // The report's section on past versions: how At and Plan reconstruct them,
@@ -17,17 +17,13 @@ import (
 // chosen for weights nobody gave.
 
 // maxPlaces caps the places where the chart puts checkpoints: the
-// dynamic program behind state.Pareto grows quickly with the chain, and a
+// dynamic program behind placement.Pareto grows quickly with the chain, and a
 // report is generated on every go generate.
 const maxPlaces = 64
 
 // maxChartRows caps the rows of the Pareto table; the front's two ends and
 // the points the contract selects are always shown.
 const maxChartRows = 12
-
-// budgetMaxSpacing is the most versions runtime/state lets pass between
-// two checkpoints of a budget-spaced policy, however few bytes they write.
-const budgetMaxSpacing = 1024
 
 // workload is what the chart assumes of the versions in the retained
 // window: every version costs the same to apply, and every checkpoint the
@@ -42,7 +38,7 @@ type workload struct {
 	about  string
 	// estimated is set when the policy spaces checkpoints by a budget and
 	// every is what the budget makes of apply bytes a version; capped when
-	// the runtime's cap of budgetMaxSpacing versions decides it instead.
+	// the runtime's cap of placement.MaxSpacing versions decides it instead.
 	estimated, capped bool
 }
 
@@ -73,29 +69,29 @@ func versionBytes(c *contract.Contract, window int64) int64 {
 // budgetSpacing estimates the versions between two checkpoints of a
 // policy spaced by budget: the runtime takes one when the deltas since
 // the last one reach the budget, so at apply bytes a version that is
-// ceil(budget/apply) versions, and at most budgetMaxSpacing. For an append
+// ceil(budget/apply) versions, and at most placement.MaxSpacing. For an append
 // state the bytes a version writes depend in turn on the window the
 // spacing makes; the spacing returned is the largest consistent one,
-// reached by iterating down from budgetMaxSpacing (the spacing for a
+// reached by iterating down from placement.MaxSpacing (the spacing for a
 // window only grows with the window, so the iteration never goes up).
 func budgetSpacing(c *contract.Contract) (every int, capped bool) {
 	cp := c.Checkpoint
 	step := func(every int) (int, bool) {
 		apply := versionBytes(c, int64(every)*int64(cp.Keep))
 		if apply <= 0 {
-			return budgetMaxSpacing, true
+			return placement.MaxSpacing, true
 		}
 		n := cp.Budget / apply
 		if cp.Budget%apply != 0 {
 			n++
 		}
-		if n > budgetMaxSpacing {
-			return budgetMaxSpacing, true
+		if n > placement.MaxSpacing {
+			return placement.MaxSpacing, true
 		}
 		return int(max(n, 1)), false
 	}
-	every = budgetMaxSpacing
-	for range budgetMaxSpacing + 1 {
+	every = placement.MaxSpacing
+	for range placement.MaxSpacing + 1 {
 		next, c := step(every)
 		if next == every {
 			return every, c
@@ -139,7 +135,7 @@ func historyWorkload(c *contract.Contract) (workload, string, bool) {
 	pv := perVersion(c, int64(w.window))
 	var block int64
 	for _, f := range c.Fields {
-		b := int64(state.DefaultBlockBytes)
+		b := int64(placement.DefaultBlockBytes)
 		if !c.Unbounded && c.Bound > 0 && f.RowBytes > 0 && c.Bound <= b/f.RowBytes {
 			b = c.Bound * f.RowBytes
 		}
@@ -159,17 +155,17 @@ func historyWorkload(c *contract.Contract) (workload, string, bool) {
 	}
 	w.about = fmt.Sprintf("every version appends %d %s (%s), %s. "+
 		"Appended rows never change, so a checkpoint shares its full blocks with the head and holds at most its last, partly filled block of each field "+
-		"(%s in blocks of the default %s), which a reconstruction copies before it applies the deltas", pv, rows, shortBytes(w.apply), fill, shortBytes(block), shortBytes(state.DefaultBlockBytes))
+		"(%s in blocks of the default %s), which a reconstruction copies before it applies the deltas", pv, rows, shortBytes(w.apply), fill, shortBytes(block), shortBytes(placement.DefaultBlockBytes))
 	return w, "", true
 }
 
 // chart is the trade-off for a workload: checkpoints may be placed at
 // versions that are multiples of group (counted from the oldest retained
-// version), which keeps the chain state.Pareto solves within maxPlaces.
+// version), which keeps the chain placement.Pareto solves within maxPlaces.
 type chart struct {
 	w     workload
 	group int
-	chain []state.ChainVersion
+	chain []placement.ChainVersion
 	// shift is what the grouped chain's expected cost overstates the
 	// version chain's by, when the last group is shorter than the others.
 	shift float64
@@ -178,7 +174,7 @@ type chart struct {
 func newChart(w workload) chart {
 	g := (w.window + maxPlaces - 1) / maxPlaces
 	n := (w.window + g - 1) / g
-	ch := chart{w: w, group: g, chain: make([]state.ChainVersion, n)}
+	ch := chart{w: w, group: g, chain: make([]placement.ChainVersion, n)}
 	// A group of s versions from a checkpoint q costs, over its versions,
 	// s*(seed + P(start) - P(q)) + apply*s*(s-1)/2 with P the prefix sum
 	// of apply: a grouped chain with weights s, apply g*apply and seed
@@ -186,7 +182,7 @@ func newChart(w workload) chart {
 	// apply*s*(g-s)/2 more for a shorter last one, whatever the placement.
 	for i := range ch.chain {
 		s := min(g, w.window-i*g)
-		ch.chain[i] = state.ChainVersion{
+		ch.chain[i] = placement.ChainVersion{
 			Apply:  float64(g) * float64(w.apply),
 			Seed:   float64(w.seed) + float64(w.apply)*float64(g-1)/2,
 			Memory: w.memory,
@@ -200,7 +196,7 @@ func newChart(w workload) chart {
 
 // versions turns a placement's chain indices into versions counted from
 // the oldest retained one.
-func (ch chart) versions(p state.Placement) []int {
+func (ch chart) versions(p placement.Placement) []int {
 	out := make([]int, len(p.Checkpoints))
 	for i, q := range p.Checkpoints {
 		out[i] = q * ch.group
@@ -210,7 +206,7 @@ func (ch chart) versions(p state.Placement) []int {
 
 // canonical returns, in chain indices, the placement of k checkpoints of
 // least expected cost whose list is least in lexicographic order.
-// state.Pareto returns one of the placements of least cost for each
+// placement.Pareto returns one of the placements of least cost for each
 // memory, and which one of several equal ones depends on the order it
 // meets them; the report shows this one, so that it reads the same from
 // one run to the next. Every checkpoint costs the same here, so each
@@ -269,7 +265,7 @@ func (ch chart) canonical(k int) []int {
 }
 
 // expected is the expected cost of p on the version chain.
-func (ch chart) expected(p state.Placement) float64 { return p.Expected - ch.shift }
+func (ch chart) expected(p placement.Placement) float64 { return p.Expected - ch.shift }
 
 // expectedOf evaluates checkpoints at the given versions (ascending, the
 // first 0) directly on the version chain, every version reconstructed from
@@ -312,7 +308,7 @@ func (p *Package) reportHistory(b *bytes.Buffer, c *contract.Contract) {
 			"rebuilding any retained version replays at most %s of deltas, older versions answer `state.ErrNotRetained`, "+
 			"and the history's memory stays bounded. The checkpoints are spaced by bytes written, not by versions: "+
 			"how many versions the history reaches back depends on the bytes each version writes (and the runtime takes a checkpoint at least every %d versions).",
-			shortBytes(cp.Budget), cp.Keep, shortBytes(cp.Budget), budgetMaxSpacing)
+			shortBytes(cp.Budget), cp.Keep, shortBytes(cp.Budget), placement.MaxSpacing)
 	}
 	b.WriteString("\n\n")
 
@@ -322,18 +318,18 @@ func (p *Package) reportHistory(b *bytes.Buffer, c *contract.Contract) {
 		return
 	}
 	ch := newChart(w)
-	front, err := state.Pareto(ch.chain)
+	front, err := placement.Pareto(ch.chain)
 	if err != nil {
 		fmt.Fprintf(b, "No trade-off is charted: %v.\n", err)
 		return
 	}
 	fmt.Fprintf(b, "**Checkpoint memory against expected reconstruction cost.** The contract declares no access weights, so none are assumed: "+
-		"below is the Pareto set (`state.Pareto`) for uniform access over a window of %d versions, costs in bytes copied. "+
+		"below is the Pareto set (`placement.Pareto`) for uniform access over a window of %d versions, costs in bytes copied. "+
 		"Assumed: %s. ", w.window, w.about)
 	if w.estimated {
 		if w.capped {
 			fmt.Fprintf(b, "At %s a version, the budget of %s would space checkpoints more than %d versions apart, so the runtime's cap decides: "+
-				"the chart takes a checkpoint every %d versions, and the window is %d of them. ", shortBytes(w.apply), shortBytes(cp.Budget), budgetMaxSpacing, w.every, w.window)
+				"the chart takes a checkpoint every %d versions, and the window is %d of them. ", shortBytes(w.apply), shortBytes(cp.Budget), placement.MaxSpacing, w.every, w.window)
 		} else {
 			fmt.Fprintf(b, "At %s a version, the budget of %s is reached %s, so the chart takes that as the declared spacing and the window as %d versions; "+
 				"a state whose versions write other amounts is spaced otherwise. ", shortBytes(w.apply), shortBytes(cp.Budget), everyVersions(w.every), w.window)
@@ -360,7 +356,7 @@ func (p *Package) reportHistory(b *bytes.Buffer, c *contract.Contract) {
 		spacing = fmt.Sprintf("budget %s, about %s", shortBytes(cp.Budget), everyVersions(w.every))
 		policy = fmt.Sprintf("a checkpoint per %s written, about %s here", shortBytes(cp.Budget), everyVersions(w.every))
 		if w.capped {
-			policy = fmt.Sprintf("a checkpoint per %s written or every %d versions, whichever comes first: %s here", shortBytes(cp.Budget), budgetMaxSpacing, everyVersions(w.every))
+			policy = fmt.Sprintf("a checkpoint per %s written or every %d versions, whichever comes first: %s here", shortBytes(cp.Budget), placement.MaxSpacing, everyVersions(w.every))
 		}
 	}
 	// The front's point with as many checkpoints as the declared policy,
@@ -376,7 +372,7 @@ func (p *Package) reportHistory(b *bytes.Buffer, c *contract.Contract) {
 	b.WriteString("| checkpoints | memory | expected cost | versions with a checkpoint | note |\n| ---: | ---: | ---: | --- | --- |\n")
 	for _, i := range shown {
 		pl := front[i]
-		vs := ch.versions(state.Placement{Checkpoints: ch.canonical(len(pl.Checkpoints))})
+		vs := ch.versions(placement.Placement{Checkpoints: ch.canonical(len(pl.Checkpoints))})
 		var note []string
 		if i == 0 {
 			note = append(note, "least memory")

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/gpustate/gpustate/contract"
-	"github.com/gpustate/gpustate/runtime/state"
+	"github.com/gpustate/gpustate/placement"
 )
 
 // TestReportHistory checks the report of state types with checkpoints
@@ -72,14 +72,14 @@ func TestBudgetSpacing(t *testing.T) {
 		{"mutable rounds up", mutable(10, 10), 301, 2, 4, false, 100},
 		{"budget under one version", mutable(256, 8), 100, 2, 1, false, 2048},
 		{"unbounded", unbounded, 800, 2, 100, false, 8},
-		{"unbounded capped", unbounded, 1 << 20, 2, budgetMaxSpacing, true, 8},
+		{"unbounded capped", unbounded, 1 << 20, 2, placement.MaxSpacing, true, 8},
 		// One row of 8 bytes a version fills the bound of 1024 rows over
 		// 4 spacings of 256 versions: consistent.
 		{"append consistent", appends(1024, 8), 2 << 10, 4, 256, false, 8},
 		// 4 checkpoints of 1 KiB cover 4 KiB of the 8 KiB bound only when
 		// each version writes the whole window's share: one version each.
 		{"append collapses", appends(1024, 8), 1 << 10, 4, 1, false, 2048},
-		{"no row bytes", appends(8, 0), 1, 1, budgetMaxSpacing, true, 0},
+		{"no row bytes", appends(8, 0), 1, 1, placement.MaxSpacing, true, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.c.Checkpoint = &contract.Checkpoint{Budget: tc.budget, Keep: tc.keep}
@@ -101,7 +101,7 @@ func TestBudgetSpacing(t *testing.T) {
 	}
 }
 
-// TestChartExact checks that the grouped chain state.Pareto solves charges
+// TestChartExact checks that the grouped chain placement.Pareto solves charges
 // every placement exactly what it costs on the chain of versions, for
 // windows that groups divide and windows they do not.
 func TestChartExact(t *testing.T) {
@@ -115,7 +115,7 @@ func TestChartExact(t *testing.T) {
 		if len(ch.chain) > maxPlaces {
 			t.Errorf("window %d: %d places, more than %d", w.window, len(ch.chain), maxPlaces)
 		}
-		front, err := state.Pareto(ch.chain)
+		front, err := placement.Pareto(ch.chain)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -127,7 +127,7 @@ func TestChartExact(t *testing.T) {
 			if got, want := ch.expected(pl), w.expectedOf(vs); math.Abs(got-want) > 1e-6*want {
 				t.Errorf("window %d: placement %v: charted %.3f, on the versions %.3f", w.window, vs, got, want)
 			}
-			cv := ch.versions(state.Placement{Checkpoints: ch.canonical(len(vs))})
+			cv := ch.versions(placement.Placement{Checkpoints: ch.canonical(len(vs))})
 			if len(cv) != len(vs) || cv[0] != 0 {
 				t.Errorf("window %d: canonical placement %v for %v", w.window, cv, vs)
 			} else if got, want := w.expectedOf(cv), w.expectedOf(vs); math.Abs(got-want) > 1e-6*want {
