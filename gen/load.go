@@ -82,7 +82,7 @@ func Load(dir string, patterns ...string) ([]*Package, error) {
 			dir = filepath.Dir(p.GoFiles[0])
 		}
 		files := p.Syntax
-		out = append(out, newPackage(dir, p.Fset, files, p.Types, p.TypesInfo))
+		out = append(out, NewPackage(dir, p.Fset, files, p.Types, p.TypesInfo))
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
@@ -91,8 +91,9 @@ func Load(dir string, patterns ...string) ([]*Package, error) {
 	return out, nil
 }
 
-// newPackage parses the contracts of a type-checked package.
-func newPackage(dir string, fset *token.FileSet, files []*ast.File, pkg *types.Package, info *types.Info) *Package {
+// NewPackage wraps a type-checked package, whose files are in dir, and
+// parses its contracts; Load calls it for every package it loads.
+func NewPackage(dir string, fset *token.FileSet, files []*ast.File, pkg *types.Package, info *types.Info) *Package {
 	return &Package{
 		Path:      pkg.Path(),
 		Name:      pkg.Name(),

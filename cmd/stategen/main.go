@@ -37,6 +37,7 @@ import (
 
 	"github.com/gpustate/gpustate/contract"
 	"github.com/gpustate/gpustate/gen"
+	"github.com/gpustate/gpustate/gen/report"
 )
 
 func main() {
@@ -50,45 +51,27 @@ type change struct {
 	why     string // for -check: "missing", "out of date", "left over"
 }
 
+// options are the command's flags and packages.
+type options struct {
+	check    bool
+	report   string // "" for none
+	patterns []string
+}
+
 // run is the command, with exit code 0 (done), 1 (contract errors, stale
 // files under -check, or failure) or 2 (bad usage).
 func run(args []string, stderr io.Writer) int {
-	flags := flag.NewFlagSet("stategen", flag.ContinueOnError)
-	flags.SetOutput(stderr)
-	check := flags.Bool("check", false, "write nothing; exit 1 when a generated file is missing, out of date or left over")
-	report := flags.String("report", "", "write the contract of every state type as Markdown to `file`")
-	flags.Usage = func() {
-		fmt.Fprintf(stderr, "usage: stategen [-check] [-report file] [packages]\n\n")
-		fmt.Fprintf(stderr, "With no packages, stategen generates the package in the current directory\n(as go generate runs it). Flags:\n")
-		flags.PrintDefaults()
+	opts, code := parseArgs(args, stderr)
+	if code >= 0 {
+		return code
 	}
-	if err := flags.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
-	}
-	if *check && *report != "" {
-		fmt.Fprintln(stderr, "stategen: -check writes nothing, so it takes no -report")
-		return 2
-	}
-	patterns := flags.Args()
-	if len(patterns) == 0 {
-		if pkg := os.Getenv("GOPACKAGE"); strings.HasSuffix(pkg, "_test") {
-			fmt.Fprintf(stderr, "stategen: %s: run from an external test package; state types and their handles belong in package %s\n",
-				os.Getenv("GOFILE"), strings.TrimSuffix(pkg, "_test"))
-			return 1
-		}
-		patterns = []string{"."}
-	}
-
-	pkgs, err := gen.Load("", patterns...)
+	pkgs, err := gen.Load("", opts.patterns...)
 	if err != nil {
 		fmt.Fprintf(stderr, "stategen: %v\n", err)
 		return 1
 	}
 	if len(pkgs) == 0 {
-		fmt.Fprintf(stderr, "stategen: no packages match %s\n", strings.Join(patterns, " "))
+		fmt.Fprintf(stderr, "stategen: no packages match %s\n", strings.Join(opts.patterns, " "))
 		return 1
 	}
 	if printDiagnostics(stderr, pkgs) {
@@ -99,23 +82,70 @@ func run(args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "stategen: %v\n", err)
 		return 1
 	}
-
-	if *check {
-		for _, c := range changes {
-			fmt.Fprintf(stderr, "%s: %s\n", relPath(c.path), c.why)
-		}
-		if len(changes) > 0 {
-			fmt.Fprintf(stderr, "stategen: %d generated files are not up to date; run go generate\n", len(changes))
-			return 1
-		}
-		return 0
+	if opts.check {
+		return checkChanges(stderr, changes)
 	}
+	if err := apply(pkgs, changes, opts.report); err != nil {
+		fmt.Fprintf(stderr, "stategen: %v\n", err)
+		return 1
+	}
+	return 0
+}
 
+// parseArgs reads the flags and packages; code is the exit code when the
+// command is done already (help, bad usage), -1 when it goes on.
+func parseArgs(args []string, stderr io.Writer) (opts options, code int) {
+	flags := flag.NewFlagSet("stategen", flag.ContinueOnError)
+	flags.SetOutput(stderr)
+	flags.BoolVar(&opts.check, "check", false, "write nothing; exit 1 when a generated file is missing, out of date or left over")
+	flags.StringVar(&opts.report, "report", "", "write the contract of every state type as Markdown to `file`")
+	flags.Usage = func() {
+		fmt.Fprintf(stderr, "usage: stategen [-check] [-report file] [packages]\n\n")
+		fmt.Fprintf(stderr, "With no packages, stategen generates the package in the current directory\n(as go generate runs it). Flags:\n")
+		flags.PrintDefaults()
+	}
+	if err := flags.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return opts, 0
+		}
+		return opts, 2
+	}
+	if opts.check && opts.report != "" {
+		fmt.Fprintln(stderr, "stategen: -check writes nothing, so it takes no -report")
+		return opts, 2
+	}
+	opts.patterns = flags.Args()
+	if len(opts.patterns) == 0 {
+		if pkg := os.Getenv("GOPACKAGE"); strings.HasSuffix(pkg, "_test") {
+			fmt.Fprintf(stderr, "stategen: %s: run from an external test package; state types and their handles belong in package %s\n",
+				os.Getenv("GOFILE"), strings.TrimSuffix(pkg, "_test"))
+			return opts, 1
+		}
+		opts.patterns = []string{"."}
+	}
+	return opts, -1
+}
+
+// checkChanges reports, for -check, the files not up to date.
+func checkChanges(stderr io.Writer, changes []change) int {
+	for _, c := range changes {
+		fmt.Fprintf(stderr, "%s: %s\n", relPath(c.path), c.why)
+	}
+	if len(changes) > 0 {
+		fmt.Fprintf(stderr, "stategen: %d generated files are not up to date; run go generate\n", len(changes))
+		return 1
+	}
+	return 0
+}
+
+// apply makes the changes and writes the report to the file named
+// report, unless it is "" or holds the report already. The report is
+// written first in memory, so that a failure leaves the files as they were.
+func apply(pkgs []*gen.Package, changes []change, reportFile string) error {
 	var rep bytes.Buffer
-	if *report != "" {
-		if err := gen.Report(&rep, pkgs); err != nil {
-			fmt.Fprintf(stderr, "stategen: %v\n", err)
-			return 1
+	if reportFile != "" {
+		if err := report.Write(&rep, pkgs); err != nil {
+			return err
 		}
 	}
 	for _, c := range changes {
@@ -126,17 +156,13 @@ func run(args []string, stderr io.Writer) int {
 			err = writeFile(c.path, c.content)
 		}
 		if err != nil {
-			fmt.Fprintf(stderr, "stategen: %v\n", err)
-			return 1
+			return err
 		}
 	}
-	if *report != "" && !sameContent(*report, rep.Bytes()) {
-		if err := writeFile(*report, rep.Bytes()); err != nil {
-			fmt.Fprintf(stderr, "stategen: %v\n", err)
-			return 1
-		}
+	if reportFile != "" && !sameContent(reportFile, rep.Bytes()) {
+		return writeFile(reportFile, rep.Bytes())
 	}
-	return 0
+	return nil
 }
 
 // printDiagnostics prints the contract diagnostics of pkgs and reports

@@ -1,16 +1,75 @@
-package gen
+package report
 
 import (
 	"bytes"
+	"flag"
+	"go/ast"
+	"go/importer"
+	"go/parser"
+	"go/token"
+	"go/types"
 	"math"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/gpustate/gpustate/contract"
+	"github.com/gpustate/gpustate/gen"
 	"github.com/gpustate/gpustate/placement"
 )
+
+var update = flag.Bool("update", false, "rewrite the golden reports in ../testdata")
+
+func load(t *testing.T, name string) *gen.Package {
+	t.Helper()
+	pkgs, err := gen.Load("", "../testdata/src/"+name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pkgs) != 1 {
+		t.Fatalf("loaded %d packages for %s, want 1", len(pkgs), name)
+	}
+	return pkgs[0]
+}
+
+// golden compares got with the file at path, or rewrites it with -update.
+func golden(t *testing.T, path string, got []byte) {
+	t.Helper()
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		gl, nl := strings.Split(string(want), "\n"), strings.Split(string(got), "\n")
+		for i := range max(len(gl), len(nl)) {
+			if i >= len(gl) || i >= len(nl) || gl[i] != nl[i] {
+				t.Errorf("%s differs from the report written now at line %d (run go test -update and review the diff)", path, i+1)
+				return
+			}
+		}
+	}
+}
+
+// TestGolden checks the report of each golden package against its file.
+func TestGolden(t *testing.T) {
+	for _, name := range []string{"kv", "grid", "clash"} {
+		t.Run(name, func(t *testing.T) {
+			var rep bytes.Buffer
+			if err := Write(&rep, []*gen.Package{load(t, name)}); err != nil {
+				t.Fatal(err)
+			}
+			golden(t, filepath.Join("..", "testdata", name+".report.md"), rep.Bytes())
+		})
+	}
+}
 
 // TestReportHistory checks the report of state types with checkpoints
 // against its golden file.
@@ -20,10 +79,10 @@ func TestReportHistory(t *testing.T) {
 		t.Errorf("%s: %s", p.Fset.Position(d.Pos), d.Message)
 	}
 	var rep bytes.Buffer
-	if err := Report(&rep, []*Package{p}); err != nil {
+	if err := Write(&rep, []*gen.Package{p}); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, filepath.Join("testdata", "history.report.md"), rep.Bytes())
+	golden(t, filepath.Join("..", "testdata", "history.report.md"), rep.Bytes())
 	for _, want := range []string{
 		"| checkpoints and reconstruction | budget 65536 bytes (64 KiB), keep 3. History is kept with a checkpoint whenever the writes since the last one reach 65536 bytes (64 KiB), the last 3 kept, so rebuilding any retained version replays at most 64 KiB of deltas;",
 		"The head takes a checkpoint whenever the deltas written since the last one reach 64 KiB, and keeps the last 3",
@@ -221,7 +280,7 @@ func FuzzReport(f *testing.F) {
 		}
 		var rep bytes.Buffer
 		start := time.Now()
-		if err := Report(&rep, []*Package{p}); err != nil {
+		if err := Write(&rep, []*gen.Package{p}); err != nil {
 			t.Fatal(err)
 		}
 		if d := time.Since(start); d > 10*time.Second {
@@ -231,4 +290,25 @@ func FuzzReport(f *testing.F) {
 			t.Fatalf("not a report:\n%s", rep.String())
 		}
 	})
+}
+
+// fuzzPackage type-checks a one-file package declaring the state type T with
+// the given directive lines and fields (and a constant K and a type Token
+// they may use); nil when the source does not parse. Type errors are kept:
+// the contract parser must cope with them.
+func fuzzPackage(directives, fields string) *gen.Package {
+	src := "package p\n\nconst K = 16\n\ntype Token uint32\n\n// T is fuzzed.\n//\n" + directives + "\ntype T struct {\n" + fields + "\n}\n"
+	fset := token.NewFileSet()
+	file, err := parser.ParseFile(fset, "p.go", src, parser.ParseComments)
+	if err != nil {
+		return nil
+	}
+	info := &types.Info{
+		Types: make(map[ast.Expr]types.TypeAndValue),
+		Defs:  make(map[*ast.Ident]types.Object),
+		Uses:  make(map[*ast.Ident]types.Object),
+	}
+	conf := types.Config{Importer: importer.Default(), Error: func(error) {}}
+	pkg, _ := conf.Check("example.com/p", fset, []*ast.File{file}, info)
+	return gen.NewPackage(".", fset, []*ast.File{file}, pkg, info)
 }
