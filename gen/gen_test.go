@@ -205,16 +205,6 @@ func TestDiagnosticsStopGeneration(t *testing.T) {
 	}
 }
 
-func TestLowerFirst(t *testing.T) {
-	for in, want := range map[string]string{
-		"KVCache": "kvCache", "Buffer": "buffer", "URL": "url", "X": "x", "already": "already", "HTTPServer": "httpServer",
-	} {
-		if got := lowerFirst(in); got != want {
-			t.Errorf("lowerFirst(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 func TestBytes(t *testing.T) {
 	for in, want := range map[int64][2]string{
 		1:        {"1 B", "1 byte"},

@@ -33,6 +33,7 @@ type Package struct {
 	Contracts *contract.Package
 
 	types *types.Package
+	files []*ast.File
 }
 
 // Load loads the packages that patterns match, resolved in dir ("" for the
@@ -101,6 +102,7 @@ func NewPackage(dir string, fset *token.FileSet, files []*ast.File, pkg *types.P
 		Fset:      fset,
 		Contracts: contract.ParsePackage(fset, files, pkg, info),
 		types:     pkg,
+		files:     files,
 	}
 }
 
@@ -123,6 +125,9 @@ type File struct {
 func (p *Package) Generate() ([]File, error) {
 	if len(p.Contracts.Diagnostics) > 0 {
 		return nil, fmt.Errorf("%s: %d contract diagnostics", p.Path, len(p.Contracts.Diagnostics))
+	}
+	if cl := p.Clashes(); len(cl) > 0 {
+		return nil, fmt.Errorf("%s: %s", p.Fset.Position(cl[0].Pos), cl[0].Message)
 	}
 	var out []File
 	seen := make(map[string]string)

@@ -34,15 +34,13 @@ type column struct {
 }
 
 // Names of what is generated for the type.
-func (m *model) typ() string    { return m.c.Type }
-func (m *model) head() string   { return m.c.Type + "State" }
-func (m *model) snap() string   { return m.c.Type + "Snapshot" }
-func (m *model) spans() string  { return m.c.Type + "Spans" }
-func (m *model) layout() string { return lowerFirst(m.c.Type) + "Layout" }
-func (m *model) read() string   { return "read" + upperFirst(m.c.Type) }
-func (m *model) toSpans() string {
-	return "make" + upperFirst(m.c.Type) + "Spans"
-}
+func (m *model) typ() string     { return m.c.Type }
+func (m *model) head() string    { return m.c.Type + "State" }
+func (m *model) snap() string    { return m.c.Type + "Snapshot" }
+func (m *model) spans() string   { return m.c.Type + "Spans" }
+func (m *model) layout() string  { return layoutName(m.c.Type) }
+func (m *model) read() string    { return readName(m.c.Type) }
+func (m *model) toSpans() string { return spansName(m.c.Type) }
 
 func (m *model) ctor() string { return ctorName(m.c.Type) }
 
@@ -498,31 +496,6 @@ func upperFirst(s string) string {
 	r := []rune(s)
 	if len(r) > 0 {
 		r[0] = unicode.ToUpper(r[0])
-	}
-	return string(r)
-}
-
-// lowerFirst lower-cases the leading capitals of an exported name, the way
-// Go names an unexported counterpart: KVCache -> kvCache, Buffer -> buffer,
-// URL -> url.
-func lowerFirst(s string) string {
-	r := []rune(s)
-	n := 0
-	for n < len(r) && unicode.IsUpper(r[n]) {
-		n++
-	}
-	switch {
-	case n == 0:
-		return s
-	case n == 1 || n == len(r):
-	default:
-		// The last capital of a run starts the next word: KVCache -> kv + Cache.
-		if unicode.IsLower(r[n]) {
-			n--
-		}
-	}
-	for i := range n {
-		r[i] = unicode.ToLower(r[i])
 	}
 	return string(r)
 }

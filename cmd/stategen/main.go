@@ -29,13 +29,13 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"go/token"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 
-	"github.com/gpustate/gpustate/contract"
 	"github.com/gpustate/gpustate/gen"
 	"github.com/gpustate/gpustate/gen/report"
 )
@@ -165,21 +165,29 @@ func apply(pkgs []*gen.Package, changes []change, reportFile string) error {
 	return nil
 }
 
-// printDiagnostics prints the contract diagnostics of pkgs and reports
-// whether there were any.
+// printDiagnostics prints the contract diagnostics of pkgs, and the
+// declarations of the user's that take a name stategen would generate, and
+// reports whether there were any.
 func printDiagnostics(w io.Writer, pkgs []*gen.Package) bool {
 	any := false
 	for _, p := range pkgs {
 		for _, d := range p.Contracts.Diagnostics {
-			fmt.Fprintf(w, "%s: %s\n", posString(p, d), d.Message)
+			fmt.Fprintf(w, "%s: %s\n", posString(p, d.Pos), d.Message)
+			any = true
+		}
+		if len(p.Contracts.Diagnostics) > 0 {
+			continue // nothing is generated, so nothing clashes
+		}
+		for _, c := range p.Clashes() {
+			fmt.Fprintf(w, "%s: %s\n", posString(p, c.Pos), c.Message)
 			any = true
 		}
 	}
 	return any
 }
 
-func posString(p *gen.Package, d contract.Diagnostic) string {
-	pos := p.Fset.Position(d.Pos)
+func posString(p *gen.Package, at token.Pos) string {
+	pos := p.Fset.Position(at)
 	pos.Filename = relPath(pos.Filename)
 	return pos.String()
 }
