@@ -89,7 +89,7 @@ func newSection(p *gen.Package, c *contract.Contract) *section {
 	}
 	add("cleanup", cleanup+r.Cleanup)
 	if c.Valid {
-		add("generated", fmt.Sprintf("`%s`: %s", gen.FileName(c.Type), strings.Join(api(c), ", ")))
+		add("generated", fmt.Sprintf("`%s`: %s", p.FileFor(c), strings.Join(api(c), ", ")))
 		s.history = newHistory(c)
 	}
 	return s
