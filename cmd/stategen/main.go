@@ -12,10 +12,15 @@
 //
 //	stategen ./...
 //
-// stategen replaces files atomically, writes only files whose content
-// changes, and removes the files it generated for types that no longer
-// exist. When a contract has errors it prints them as statevet does
-// (file:line:col: message), writes nothing and exits 1.
+// stategen replaces files atomically and writes only files whose content
+// changes. A file it generated for a type that no longer exists is removed,
+// or, while go generate runs (which reads every file it listed, after the
+// generators before it), left as a build-ignored stub that a later run
+// outside go generate removes. A type declared under a //go:build
+// constraint is generated into a file with the same constraint, named
+// after it (t_state_cuda.go). When a contract has errors, or a declaration
+// of the user's takes a name stategen generates, it prints them as statevet
+// does (file:line:col: message), writes nothing and exits 1.
 //
 // Flags:
 //
