@@ -233,3 +233,21 @@ var (
 		"mips64le", "mips64p32", "mips64p32le", "ppc", "ppc64", "ppc64le", "riscv", "riscv64", "s390", "s390x", "sparc",
 		"sparc64", "wasm"}
 )
+
+// OutOfReach reports whether a Go file's build constraint excludes it from
+// every build stategen loads on this platform, even with tags: a file
+// generated for another GOOS or GOARCH, which stategen, seeing none of its
+// types, must leave alone rather than take for left over.
+func OutOfReach(src []byte) bool {
+	expr := buildConstraint(src)
+	if expr == nil {
+		return false
+	}
+	if _, ok := satisfy(expr); ok {
+		return false
+	}
+	return !expr.Eval(func(tag string) bool {
+		holds, _ := fixed(tag)
+		return holds
+	})
+}

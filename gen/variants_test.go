@@ -50,3 +50,24 @@ func TestSatisfy(t *testing.T) {
 		}
 	}
 }
+
+func TestOutOfReach(t *testing.T) {
+	other := "windows"
+	if runtime.GOOS == other {
+		other = "linux"
+	}
+	for src, want := range map[string]bool{
+		"package p\n":                                                   false,
+		"//go:build cuda\n\npackage p\n":                                false,
+		"//go:build !cuda\n\npackage p\n":                               false,
+		"//go:build ignore\n\npackage p\n":                              false,
+		"//go:build " + other + "\n\npackage p\n":                       true,
+		"//go:build cuda && " + other + "\n\npackage p\n":               true,
+		"//go:build cuda || " + other + "\n\npackage p\n":               false,
+		"// Code generated.\n\n//go:build " + other + "\n\npackage p\n": true,
+	} {
+		if got := OutOfReach([]byte(src)); got != want {
+			t.Errorf("OutOfReach(%q) = %v, want %v", src, got, want)
+		}
+	}
+}

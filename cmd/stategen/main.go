@@ -303,7 +303,8 @@ func fileChange(path string, f gen.File) (*change, error) {
 }
 
 // leftOver returns the change to the generated file at path whose state
-// type no longer exists: nil for a stub go generate keeps, a stub while go
+// type no longer exists: nil for a stub go generate keeps or a file for
+// another platform (whose types stategen cannot see here), a stub while go
 // generate runs, else a removal.
 func leftOver(path, pkgName string, inGenerate bool) (*change, error) {
 	cur, err := os.ReadFile(path)
@@ -312,7 +313,7 @@ func leftOver(path, pkgName string, inGenerate bool) (*change, error) {
 	}
 	stub := gen.IsStub(cur)
 	switch {
-	case inGenerate && stub:
+	case gen.OutOfReach(cur), inGenerate && stub:
 		return nil, nil
 	case inGenerate:
 		return &change{path: path, content: gen.Stub(pkgName), why: "left over: its state type no longer exists"}, nil
