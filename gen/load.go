@@ -261,12 +261,3 @@ func (p *Package) model(c *contract.Contract) (*model, error) {
 func (p *Package) Position(pos token.Pos) token.Position {
 	return p.Fset.Position(pos)
 }
-
-// declFile returns the file that declares state type typ (for tests and
-// reports); "" when unknown.
-func (p *Package) declFile(c *contract.Contract) string {
-	if !c.Pos.IsValid() {
-		return ""
-	}
-	return filepath.Base(p.Fset.Position(c.Pos).Filename)
-}

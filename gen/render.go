@@ -279,7 +279,8 @@ func snapCall(name string, result jen.Code) func(*model) *jen.Statement {
 	}
 }
 
-// wrap returns x, or its error, wrapped as *typ{field: x}.
+// wrapped assigns call's result to field and returns it as *typ{field: field},
+// or its error.
 func wrapped(typ, field string, call jen.Code) []jen.Code {
 	return []jen.Code{
 		jen.List(jen.Id(field), jen.Err()).Op(":=").Add(call),
