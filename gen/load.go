@@ -134,7 +134,7 @@ func FileName(typ string) string {
 
 // A File is one generated file.
 type File struct {
-	Name    string // base name, as FileName gives it
+	Name    string // base name, as FileFor gives it
 	Type    string // the state type it was generated for
 	Content []byte // gofmt'd Go source
 }
