@@ -112,86 +112,17 @@ func TestCombinations(t *testing.T) {
 		t.Fatalf("%d combinations, want 42", len(combos))
 	}
 	dir := t.TempDir()
-	sum, err := os.ReadFile(filepath.Join(root, "go.sum"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	files := map[string][]byte{
-		"go.mod":                 fmt.Appendf(nil, "module example.com/user\n\ngo 1.26.0\n\nrequire github.com/gpustate/gpustate v0.0.0\n\nreplace github.com/gpustate/gpustate => %s\n", root),
-		"go.sum":                 sum,
-		"combos/combos.go":       execTemplate(t, "types.go.tmpl", combos),
-		"combos/combos_test.go":  execTemplate(t, "combos_test.go.tmpl", combos),
-		"combos/helpers_test.go": readTestdata(t, "helpers_test.go.txt"),
-		"combos/model_test.go":   readTestdata(t, "model_test.go.txt"),
-		"forbidden/README":       []byte("each package here calls what its contract does not generate\n"),
-	}
-
-	// Calls the contracts forbid, and what the compiler says.
-	appendT := find(t, combos, func(c combo) bool { return !c.Mutable && c.Snapshot })
-	mutableT := find(t, combos, func(c combo) bool { return c.Mutable })
-	noBranch := find(t, combos, func(c combo) bool { return c.Snapshot && c.Branch == 0 })
-	noMerge := find(t, combos, func(c combo) bool { return c.Branch == 1 })
-	noRollback := find(t, combos, func(c combo) bool { return c.Snapshot && c.Rollback == 0 })
-	noCheckpoint := find(t, combos, func(c combo) bool { return c.Snapshot && !c.Checkpoint })
-	noSnapshot := find(t, combos, func(c combo) bool { return !c.Snapshot })
-	forbidden := []struct{ pkg, call, want string }{
-		{"writeonappend", fmt.Sprintf("s.Write(0, combos.%s{})", appendT), "has no field or method Write"},
-		{"writedeviceonappend", "s.WriteDevice(0, 1)", "has no field or method WriteDevice"},
-		{"appendonmutable", fmt.Sprintf("s2.Append(combos.%s{})", mutableT), "has no field or method Append"},
-		{"branchnone", "s3.Branch()", "has no field or method Branch"},
-		{"mergeunsupported", "s4.Merge(s4)", "has no field or method Merge"},
-		{"norollback", "s5.Rollback(nil)", "has no field or method Rollback"},
-		{"nocheckpoint", "s6.At(1)", "has no field or method At"},
-		{"snapshotnone", "s7.Snapshot()", "has no field or method Snapshot"},
-		{"nosnapshottype", fmt.Sprintf("(*combos.%sSnapshot)(nil)", noSnapshot), "undefined: combos." + noSnapshot + "Snapshot"},
-	}
+	files := comboModule(t, root, combos)
+	forbidden := forbiddenCalls(t, combos)
 	for _, f := range forbidden {
-		src := fmt.Sprintf(`package %s
-
-import "example.com/user/combos"
-
-func use(s *combos.%sState, s2 *combos.%sState, s3 *combos.%sState, s4 *combos.%sState, s5 *combos.%sState, s6 *combos.%sState, s7 *combos.%sState) {
-	_, _, _, _, _, _, _ = s, s2, s3, s4, s5, s6, s7
-	_ = %s
-}
-`, f.pkg, appendT, mutableT, noBranch, noMerge, noRollback, noCheckpoint, noSnapshot, f.call)
-		files["forbidden/"+f.pkg+"/"+f.pkg+".go"] = []byte(src)
+		files["forbidden/"+f.pkg+"/"+f.pkg+".go"] = []byte(f.src)
 	}
-	for name, content := range files {
-		path := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, content, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	env := []string{"GOFLAGS=-mod=mod", "GOPROXY=off", "GOWORK=off"}
-	for _, kv := range env {
+	writeFiles(t, dir, files)
+	for _, kv := range []string{"GOFLAGS=-mod=mod", "GOPROXY=off", "GOWORK=off"} {
 		k, v, _ := strings.Cut(kv, "=")
 		t.Setenv(k, v)
 	}
-
-	// Generate.
-	pkgs, err := Load(dir, "./combos")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, d := range pkgs[0].Contracts.Diagnostics {
-		t.Errorf("%s: %s", pkgs[0].Fset.Position(d.Pos), d.Message)
-	}
-	gen, err := pkgs[0].Generate()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(gen) != len(combos) {
-		t.Fatalf("generated %d files for %d combinations", len(gen), len(combos))
-	}
-	for _, f := range gen {
-		if err := os.WriteFile(filepath.Join(dir, "combos", f.Name), f.Content, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	generateCombos(t, dir, len(combos))
 
 	goCmd := func(args ...string) ([]byte, error) {
 		cmd := exec.Command("go", args...)
@@ -204,24 +135,12 @@ func use(s *combos.%sState, s2 *combos.%sState, s3 *combos.%sState, s4 *combos.%
 	if out, err := goCmd("test", "-count=1", "./combos"); err != nil {
 		t.Fatalf("go test ./combos: %v\n%s", err, out)
 	}
-
 	// Each forbidden call is a compile error in its own package.
 	out, err := goCmd("build", "./forbidden/...")
 	if err == nil {
 		t.Fatal("calls the contracts forbid compiled")
 	}
-	for _, f := range forbidden {
-		re := "forbidden/" + f.pkg + "/" + f.pkg + ".go"
-		found := false
-		for _, line := range strings.Split(string(out), "\n") {
-			if strings.Contains(line, re) && strings.Contains(line, f.want) {
-				found = true
-			}
-		}
-		if !found {
-			t.Errorf("%s: no compile error %q; go build said:\n%s", f.pkg, f.want, out)
-		}
-	}
+	checkForbidden(t, forbidden, string(out))
 
 	// statevet finds nothing in generated code.
 	if matches, _ := filepath.Glob(filepath.Join(root, "cmd", "statevet", "*.go")); len(matches) == 0 {
@@ -230,6 +149,115 @@ func use(s *combos.%sState, s2 *combos.%sState, s3 *combos.%sState, s4 *combos.%
 	}
 	if out, err := goCmd("run", "github.com/gpustate/gpustate/cmd/statevet", "-test=false", "./combos"); err != nil || len(bytes.TrimSpace(out)) > 0 {
 		t.Errorf("statevet on generated code: %v\n%s", err, out)
+	}
+}
+
+// comboModule returns the files of a module that requires the one at
+// root and declares every combination, with its tests.
+func comboModule(t *testing.T, root string, combos []combo) map[string][]byte {
+	sum, err := os.ReadFile(filepath.Join(root, "go.sum"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return map[string][]byte{
+		"go.mod":                 fmt.Appendf(nil, "module example.com/user\n\ngo 1.26.0\n\nrequire github.com/gpustate/gpustate v0.0.0\n\nreplace github.com/gpustate/gpustate => %s\n", root),
+		"go.sum":                 sum,
+		"combos/combos.go":       execTemplate(t, "types.go.tmpl", combos),
+		"combos/combos_test.go":  execTemplate(t, "combos_test.go.tmpl", combos),
+		"combos/helpers_test.go": readTestdata(t, "helpers_test.go.txt"),
+		"combos/model_test.go":   readTestdata(t, "model_test.go.txt"),
+		"forbidden/README":       []byte("each package here calls what its contract does not generate\n"),
+	}
+}
+
+// A forbiddenCall is a package that calls what a contract forbids, and
+// what the compiler says of it.
+type forbiddenCall struct{ pkg, call, want, src string }
+
+func forbiddenCalls(t *testing.T, combos []combo) []forbiddenCall {
+	appendT := find(t, combos, func(c combo) bool { return !c.Mutable && c.Snapshot })
+	mutableT := find(t, combos, func(c combo) bool { return c.Mutable })
+	noBranch := find(t, combos, func(c combo) bool { return c.Snapshot && c.Branch == 0 })
+	noMerge := find(t, combos, func(c combo) bool { return c.Branch == 1 })
+	noRollback := find(t, combos, func(c combo) bool { return c.Snapshot && c.Rollback == 0 })
+	noCheckpoint := find(t, combos, func(c combo) bool { return c.Snapshot && !c.Checkpoint })
+	noSnapshot := find(t, combos, func(c combo) bool { return !c.Snapshot })
+	calls := []forbiddenCall{
+		{"writeonappend", fmt.Sprintf("s.Write(0, combos.%s{})", appendT), "has no field or method Write", ""},
+		{"writedeviceonappend", "s.WriteDevice(0, 1)", "has no field or method WriteDevice", ""},
+		{"appendonmutable", fmt.Sprintf("s2.Append(combos.%s{})", mutableT), "has no field or method Append", ""},
+		{"branchnone", "s3.Branch()", "has no field or method Branch", ""},
+		{"mergeunsupported", "s4.Merge(s4)", "has no field or method Merge", ""},
+		{"norollback", "s5.Rollback(nil)", "has no field or method Rollback", ""},
+		{"nocheckpoint", "s6.At(1)", "has no field or method At", ""},
+		{"snapshotnone", "s7.Snapshot()", "has no field or method Snapshot", ""},
+		{"nosnapshottype", fmt.Sprintf("(*combos.%sSnapshot)(nil)", noSnapshot), "undefined: combos." + noSnapshot + "Snapshot", ""},
+	}
+	for i, f := range calls {
+		calls[i].src = fmt.Sprintf(`package %s
+
+import "example.com/user/combos"
+
+func use(s *combos.%sState, s2 *combos.%sState, s3 *combos.%sState, s4 *combos.%sState, s5 *combos.%sState, s6 *combos.%sState, s7 *combos.%sState) {
+	_, _, _, _, _, _, _ = s, s2, s3, s4, s5, s6, s7
+	_ = %s
+}
+`, f.pkg, appendT, mutableT, noBranch, noMerge, noRollback, noCheckpoint, noSnapshot, f.call)
+	}
+	return calls
+}
+
+// writeFiles writes files, by path relative to dir.
+func writeFiles(t *testing.T, dir string, files map[string][]byte) {
+	for name, content := range files {
+		path := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, content, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// generateCombos generates the handles of the n combinations in dir's
+// package combos.
+func generateCombos(t *testing.T, dir string, n int) {
+	pkgs, err := Load(dir, "./combos")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range pkgs[0].Contracts.Diagnostics {
+		t.Errorf("%s: %s", pkgs[0].Fset.Position(d.Pos), d.Message)
+	}
+	gen, err := pkgs[0].Generate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(gen) != n {
+		t.Fatalf("generated %d files for %d combinations", len(gen), n)
+	}
+	for _, f := range gen {
+		if err := os.WriteFile(filepath.Join(dir, "combos", f.Name), f.Content, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// checkForbidden checks that go build's output holds the compile error of
+// every forbidden call, in its package.
+func checkForbidden(t *testing.T, calls []forbiddenCall, out string) {
+	for _, f := range calls {
+		file := "forbidden/" + f.pkg + "/" + f.pkg + ".go"
+		found := false
+		for _, line := range strings.Split(out, "\n") {
+			if strings.Contains(line, file) && strings.Contains(line, f.want) {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("%s: no compile error %q; go build said:\n%s", f.pkg, f.want, out)
+		}
 	}
 }
 

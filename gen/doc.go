@@ -3,9 +3,12 @@
 // Generation has two steps. The model comes first: Load type-checks packages
 // with golang.org/x/tools/go/packages and takes their contracts from
 // contract.ParsePackage, the parser and validation statevet uses, together
-// with the Go types of each contract's fields. Rendering comes second:
+// with the Go types of each contract's fields; files that the current build
+// excludes are loaded under tags that include them. Rendering comes second:
 // Package.Generate writes, with github.com/dave/jennifer, one file per state
-// type T, t_state.go, holding the API the contract allows and nothing more:
+// type T, t_state.go (t_state_cuda.go, with its constraint, for a type
+// declared under //go:build cuda), holding the API the contract allows and
+// nothing more:
 //
 //   - TState, the live head, with NewTState, Read, Len, Bound, Version, Stats,
 //     Spans and Release always; Append and AppendDevice for append growth,
@@ -20,6 +23,12 @@
 // (acquire, release, appends, mutates, view) and a doc comment that states
 // what the contract promises. The generated code only names types and
 // converts batches (state.Bytes); every rule is kept by runtime/state.
+// Its helpers are named _T_layout, _T_read and _T_spans, which no user
+// writes; a user declaration of a generated name is a Clash.
 //
-// Report writes the contract of each type as Markdown, for reviewers.
+// Methods is the table of what is generated (name, directive, the contract
+// line that makes it generated, doc comment), which the renderer and the
+// report (package gen/report) share, as they share RulesOf, the contract
+// stated in words, and Bytes, the one byte formatter of stategen's output.
+// The package links neither runtime/state nor the device layer.
 package gen

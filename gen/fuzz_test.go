@@ -73,5 +73,5 @@ func fuzzPackage(directives, fields string) *Package {
 	}
 	conf := types.Config{Importer: importer.Default(), Error: func(error) {}}
 	pkg, _ := conf.Check("example.com/p", fset, []*ast.File{file}, info)
-	return newPackage(".", fset, []*ast.File{file}, pkg, info)
+	return NewPackage(".", fset, []*ast.File{file}, pkg, info)
 }

@@ -33,6 +33,7 @@ type Package struct {
 	Contracts *contract.Package
 
 	types *types.Package
+	files []*ast.File
 }
 
 // Load loads the packages that patterns match, resolved in dir ("" for the
@@ -45,25 +46,47 @@ type Package struct {
 // contract. Errors that leave the package unreadable (no such package, a
 // syntax error) are returned.
 func Load(dir string, patterns ...string) ([]*Package, error) {
+	pkgs, err := packages.Load(loadConfig(dir, nil), patterns...)
+	if err != nil {
+		return nil, err
+	}
+	out, err := wrapLoaded(pkgs)
+	if err != nil {
+		return nil, err
+	}
+	variants, err := loadVariants(dir, pkgs)
+	if err != nil {
+		return nil, err
+	}
+	out = append(out, variants...)
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return out, nil
+}
+
+// loadConfig is how Load asks for packages, with extra build tags.
+func loadConfig(dir string, tags []string) *packages.Config {
 	cfg := &packages.Config{
 		Mode: packages.NeedName | packages.NeedFiles | packages.NeedSyntax |
 			packages.NeedTypes | packages.NeedTypesInfo | packages.NeedTypesSizes,
 		Dir:   dir,
 		Tests: false,
 	}
-	pkgs, err := packages.Load(cfg, patterns...)
-	if err != nil {
-		return nil, err
+	if len(tags) > 0 {
+		cfg.BuildFlags = []string{"-tags=" + strings.Join(tags, ",")}
 	}
+	return cfg
+}
+
+// wrapLoaded turns loaded packages into Packages. Type errors, and the go
+// command's failure to compile the package that they cause, leave the
+// contracts readable; a missing package or a syntax error does not.
+func wrapLoaded(pkgs []*packages.Package) ([]*Package, error) {
 	var errs []error
 	var out []*Package
 	for _, p := range pkgs {
 		if len(p.GoFiles) == 0 && len(p.Errors) == 0 {
 			continue // only test files: no state types
 		}
-		// Type errors, and the go command's failure to compile the package
-		// that they cause, leave the contracts readable; a missing package
-		// or a syntax error does not.
 		bad := len(p.Syntax) == 0 || p.Types == nil || p.TypesInfo == nil
 		for _, e := range p.Errors {
 			if e.Kind == packages.ParseError || (bad && e.Kind != packages.TypeError) {
@@ -81,18 +104,17 @@ func Load(dir string, patterns ...string) ([]*Package, error) {
 		if dir == "" && len(p.GoFiles) > 0 {
 			dir = filepath.Dir(p.GoFiles[0])
 		}
-		files := p.Syntax
-		out = append(out, newPackage(dir, p.Fset, files, p.Types, p.TypesInfo))
+		out = append(out, NewPackage(dir, p.Fset, p.Syntax, p.Types, p.TypesInfo))
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
 	return out, nil
 }
 
-// newPackage parses the contracts of a type-checked package.
-func newPackage(dir string, fset *token.FileSet, files []*ast.File, pkg *types.Package, info *types.Info) *Package {
+// NewPackage wraps a type-checked package, whose files are in dir, and
+// parses its contracts; Load calls it for every package it loads.
+func NewPackage(dir string, fset *token.FileSet, files []*ast.File, pkg *types.Package, info *types.Info) *Package {
 	return &Package{
 		Path:      pkg.Path(),
 		Name:      pkg.Name(),
@@ -100,6 +122,7 @@ func newPackage(dir string, fset *token.FileSet, files []*ast.File, pkg *types.P
 		Fset:      fset,
 		Contracts: contract.ParsePackage(fset, files, pkg, info),
 		types:     pkg,
+		files:     files,
 	}
 }
 
@@ -111,7 +134,7 @@ func FileName(typ string) string {
 
 // A File is one generated file.
 type File struct {
-	Name    string // base name, as FileName gives it
+	Name    string // base name, as FileFor gives it
 	Type    string // the state type it was generated for
 	Content []byte // gofmt'd Go source
 }
@@ -123,10 +146,13 @@ func (p *Package) Generate() ([]File, error) {
 	if len(p.Contracts.Diagnostics) > 0 {
 		return nil, fmt.Errorf("%s: %d contract diagnostics", p.Path, len(p.Contracts.Diagnostics))
 	}
+	if cl := p.Clashes(); len(cl) > 0 {
+		return nil, fmt.Errorf("%s: %s", p.Fset.Position(cl[0].Pos), cl[0].Message)
+	}
 	var out []File
 	seen := make(map[string]string)
 	for _, c := range p.Contracts.Contracts {
-		name := FileName(c.Type)
+		name := p.FileFor(c)
 		if prev, ok := seen[name]; ok {
 			return nil, fmt.Errorf("%s: state types %s and %s would both be generated into %s; rename one", p.Path, prev, c.Type, name)
 		}
@@ -139,13 +165,28 @@ func (p *Package) Generate() ([]File, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: rendering %s: %v", p.Path, c.Type, err)
 		}
+		if expr := p.fileConstraint(p.Fset.Position(c.Pos).Filename); expr != nil {
+			src = bytes.Replace(src, []byte(Header+"\n"), []byte(Header+"\n\n//go:build "+expr.String()+"\n"), 1)
+		}
 		out = append(out, File{Name: name, Type: c.Type, Content: src})
 	}
 	return out, nil
 }
 
-// Generated returns the base names of the files in p's directory that
-// stategen generated (they start with Header), sorted.
+// FileFor returns the base name of the file generated for contract c:
+// FileName(c.Type), or, for a type declared in a file with a //go:build
+// constraint, a name that spells the constraint (t_state_cuda.go for
+// cuda, t_state_notcuda.go for !cuda); that file carries the constraint.
+func (p *Package) FileFor(c *contract.Contract) string {
+	if expr := p.fileConstraint(p.Fset.Position(c.Pos).Filename); expr != nil {
+		return constraintFile(c.Type, expr)
+	}
+	return FileName(c.Type)
+}
+
+// Generated returns the base names of the Go files in p's directory that
+// stategen generated (they start with Header), whatever their build
+// constraints, sorted.
 func (p *Package) Generated() ([]string, error) {
 	entries, err := os.ReadDir(p.Dir)
 	if err != nil {
@@ -153,7 +194,7 @@ func (p *Package) Generated() ([]string, error) {
 	}
 	var out []string
 	for _, e := range entries {
-		if e.IsDir() || !strings.HasSuffix(e.Name(), "_state.go") {
+		if e.IsDir() || !strings.HasSuffix(e.Name(), ".go") {
 			continue
 		}
 		ok, err := IsGenerated(filepath.Join(p.Dir, e.Name()))
@@ -219,13 +260,4 @@ func (p *Package) model(c *contract.Contract) (*model, error) {
 // Position returns the position of pos in p's files.
 func (p *Package) Position(pos token.Pos) token.Position {
 	return p.Fset.Position(pos)
-}
-
-// declFile returns the file that declares state type typ (for tests and
-// reports); "" when unknown.
-func (p *Package) declFile(c *contract.Contract) string {
-	if !c.Pos.IsValid() {
-		return ""
-	}
-	return filepath.Base(p.Fset.Position(c.Pos).Filename)
 }

@@ -11,6 +11,41 @@ import (
 // The sentences below state a contract in words. Doc comments of generated
 // code and the Markdown report share them, so the two never disagree.
 
+// Rules states a contract in words, rule by rule: the sentences the
+// generated doc comments and the report share, so the two never disagree.
+type Rules struct {
+	RowBytes  int64  // the bytes of one row, summed over the fields
+	Growth    string // the growth law and the bound
+	Ownership string // owner and isolation
+	Retention string
+	Snapshot  string
+	Branch    string // branches and merges
+	Rollback  string
+	History   string // checkpoints and how past versions are reconstructed
+	Cleanup   string // the cleanup event
+	// Checkpoint states the checkpoint policy in a phrase; "" without one.
+	Checkpoint string
+}
+
+// RulesOf states contract c in words.
+func RulesOf(c *contract.Contract) Rules {
+	r := Rules{
+		RowBytes:  rowBytes(c),
+		Growth:    growthLaw(c),
+		Ownership: ownership(c),
+		Retention: retention(c),
+		Snapshot:  snapshotRule(c),
+		Branch:    branchRule(c),
+		Rollback:  rollbackRule(c),
+		History:   historyRule(c),
+		Cleanup:   cleanupRule(c),
+	}
+	if c.Checkpoint != nil {
+		r.Checkpoint = checkpointShort(c.Checkpoint)
+	}
+	return r
+}
+
 // rowBytes returns the bytes of one row: the sum over fields.
 func rowBytes(c *contract.Contract) int64 {
 	var n int64
@@ -30,8 +65,6 @@ func (m *model) purpose() string {
 }
 
 // lawShort states the growth law in a phrase.
-func (m *model) lawShort() string { return lawShort(m.c) }
-
 func lawShort(c *contract.Contract) string {
 	switch {
 	case c.Growth == contract.GrowthMutable:
@@ -44,15 +77,13 @@ func lawShort(c *contract.Contract) string {
 }
 
 // checkpointShort states the checkpoint policy in a phrase.
-func (m *model) checkpointShort() string { return checkpointShort(m.c.Checkpoint) }
-
 func checkpointShort(cp *contract.Checkpoint) string {
 	if cp.Every <= 0 && cp.Budget > 0 {
-		s := fmt.Sprintf("a checkpoint whenever the writes since the last one reach %s", bytesText(cp.Budget))
+		s := fmt.Sprintf("a checkpoint whenever the writes since the last one reach %s", BytesExact(cp.Budget))
 		if cp.Keep > 0 {
 			s += fmt.Sprintf(", the last %d kept", cp.Keep)
 		}
-		return s + fmt.Sprintf(", so rebuilding any retained version replays at most %s of deltas", shortBytes(cp.Budget))
+		return s + fmt.Sprintf(", so rebuilding any retained version replays at most %s of deltas", Bytes(cp.Budget))
 	}
 	s := fmt.Sprintf("a checkpoint every %d versions", cp.Every)
 	if cp.Keep > 0 {
@@ -75,18 +106,6 @@ func growthLaw(c *contract.Contract) string {
 	default:
 		return fmt.Sprintf("Rows are only appended, up to %d rows; a written row never changes.", c.Bound)
 	}
-}
-
-// maxBytes states the most logical bytes one owner's state holds.
-func maxBytes(c *contract.Contract) string {
-	rb := rowBytes(c)
-	if c.Unbounded || c.Bound <= 0 {
-		return fmt.Sprintf("%d bytes per row, with no bound on the rows", rb)
-	}
-	if rb > 0 && c.Bound > math.MaxInt64/rb {
-		return fmt.Sprintf("%d rows x %d bytes, more than %s", c.Bound, rb, bytesText(math.MaxInt64))
-	}
-	return fmt.Sprintf("%d rows x %d bytes = %s", c.Bound, rb, bytesText(c.Bound*rb))
 }
 
 // ownership states owner and isolation.
@@ -165,75 +184,72 @@ func (m *model) contractProse() []string {
 
 func maxBytesShort(c *contract.Contract) string {
 	if c.Unbounded || c.Bound <= 0 {
-		return "no bounded size: " + bytesText(rowBytes(c)) + " per row"
+		return "no bounded size: " + BytesExact(rowBytes(c)) + " per row"
 	}
 	if rb := rowBytes(c); rb > 0 && c.Bound > math.MaxInt64/rb {
-		return "more than " + bytesText(math.MaxInt64)
+		return "more than " + BytesExact(math.MaxInt64)
 	}
-	return bytesText(c.Bound * rowBytes(c))
+	return BytesExact(c.Bound * rowBytes(c))
 }
 
 // releaseDuty states who releases what the method returns.
-func (m *model) releaseDuty(what string) string {
+func releaseDuty(what string) string {
 	return fmt.Sprintf("The caller must Release the %s on every path (statevet's stcleanup checks it).", what)
 }
 
 // rowsOf describes how many rows a batch holds.
-func (m *model) rowsOf() string {
-	f := m.fields[0]
+func rowsOf(c *contract.Contract) string {
+	f := c.Fields[0]
 	if f.Width == 1 {
 		return fmt.Sprintf("len(rows.%s) rows", f.Name)
 	}
 	return fmt.Sprintf("len(rows.%s)/%d rows", f.Name, f.Width)
 }
 
-func (m *model) appendDoc() []string {
-	p := "Append appends the rows of a batch: " + m.rowsOf() + ", and every field must hold the same number of whole rows, else state.ErrShape."
-	if m.bounded() {
-		p += fmt.Sprintf(" Append returns state.ErrBound once the state holds %d rows, and appends nothing when the batch would pass that bound.", m.c.Bound)
+func appendDoc(c *contract.Contract) []string {
+	p := "Append appends the rows of a batch: " + rowsOf(c) + ", and every field must hold the same number of whole rows, else state.ErrShape."
+	if bounded(c) {
+		p += fmt.Sprintf(" Append returns state.ErrBound once the state holds %d rows, and appends nothing when the batch would pass that bound.", c.Bound)
 	}
 	p += " A failed Append changes nothing."
 	return []string{p}
 }
 
-func (m *model) writeDoc() []string {
-	return []string{fmt.Sprintf("Write replaces rows [at, at+n) with the n rows of a batch: %s, the same number in every field, else state.ErrShape. It returns state.ErrRange unless 0 <= at and at+n <= %d. Snapshots and branches never see the write. A failed Write changes nothing.", strings.Replace(m.rowsOf(), " rows", "", 1), m.c.Bound)}
+func writeDoc(c *contract.Contract) []string {
+	return []string{fmt.Sprintf("Write replaces rows [at, at+n) with the n rows of a batch: %s, the same number in every field, else state.ErrShape. It returns state.ErrRange unless 0 <= at and at+n <= %d. Snapshots and branches never see the write. A failed Write changes nothing.", strings.Replace(rowsOf(c), " rows", "", 1), c.Bound)}
 }
 
-// bytesText formats a byte count exactly, with a binary unit where one fits.
-func bytesText(n int64) string {
-	units := []string{"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"}
-	s := fmt.Sprintf("%d bytes", n)
-	if n == 1 {
-		s = "1 byte"
+// Bytes writes n bytes in the largest binary unit under it, to one
+// decimal where it is not whole: "512 B", "4 KiB", "1.5 KiB". It is the one
+// byte formatter of stategen's output; BytesExact builds on it.
+func Bytes(n int64) string {
+	if n < 1024 {
+		return fmt.Sprintf("%d B", n)
 	}
 	v, u := float64(n), ""
-	for _, unit := range units {
+	for _, unit := range []string{"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"} {
 		if v < 1024 {
 			break
 		}
 		v /= 1024
 		u = unit
 	}
-	if u == "" {
-		return s
+	if v == math.Trunc(v) {
+		return fmt.Sprintf("%d %s", int64(v), u)
 	}
-	if v == float64(int64(v)) {
-		return fmt.Sprintf("%s (%d %s)", s, int64(v), u)
-	}
-	return fmt.Sprintf("%s (%.1f %s)", s, v, u)
+	return fmt.Sprintf("%.1f %s", v, u)
 }
 
-// sentence capitalizes s and ends it with a period.
-func sentence(s string) string {
-	s = strings.TrimSpace(s)
-	if s == "" {
-		return s
+// BytesExact writes a byte count exactly, with Bytes's form after it where
+// a binary unit fits: "1 byte", "512 bytes", "1536 bytes (1.5 KiB)".
+func BytesExact(n int64) string {
+	switch {
+	case n == 1:
+		return "1 byte"
+	case n < 1024:
+		return fmt.Sprintf("%d bytes", n)
 	}
-	if !strings.HasSuffix(s, ".") {
-		s += "."
-	}
-	return strings.ToUpper(s[:1]) + s[1:]
+	return fmt.Sprintf("%d bytes (%s)", n, Bytes(n))
 }
 
 // wrap breaks text into lines of at most width bytes, at spaces.
@@ -255,3 +271,7 @@ func wrap(text string, width int) []string {
 	}
 	return lines
 }
+
+// RowBytes returns the bytes of one row of contract c: the sum over its
+// fields.
+func RowBytes(c *contract.Contract) int64 { return rowBytes(c) }

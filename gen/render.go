@@ -34,33 +34,30 @@ type column struct {
 }
 
 // Names of what is generated for the type.
-func (m *model) typ() string    { return m.c.Type }
-func (m *model) head() string   { return m.c.Type + "State" }
-func (m *model) snap() string   { return m.c.Type + "Snapshot" }
-func (m *model) spans() string  { return m.c.Type + "Spans" }
-func (m *model) layout() string { return lowerFirst(m.c.Type) + "Layout" }
-func (m *model) read() string   { return "read" + upperFirst(m.c.Type) }
-func (m *model) toSpans() string {
-	return "make" + upperFirst(m.c.Type) + "Spans"
-}
+func (m *model) typ() string     { return m.c.Type }
+func (m *model) head() string    { return m.c.Type + "State" }
+func (m *model) snap() string    { return m.c.Type + "Snapshot" }
+func (m *model) spans() string   { return m.c.Type + "Spans" }
+func (m *model) layout() string  { return layoutName(m.c.Type) }
+func (m *model) read() string    { return readName(m.c.Type) }
+func (m *model) toSpans() string { return spansName(m.c.Type) }
 
-// ctor names the constructor: NewTState, or newTState for an unexported T.
-func (m *model) ctor() string {
-	if token.IsExported(m.c.Type) {
-		return "New" + m.c.Type + "State"
+func (m *model) ctor() string { return ctorName(m.c.Type) }
+
+// ctorName names the constructor: NewTState, or newTState for an
+// unexported T.
+func ctorName(typ string) string {
+	if token.IsExported(typ) {
+		return "New" + typ + "State"
 	}
-	return "new" + upperFirst(m.c.Type) + "State"
+	return "new" + upperFirst(typ) + "State"
 }
 
 // What the contract allows.
-func (m *model) appends() bool  { return m.c.Growth == contract.GrowthAppend }
-func (m *model) mutable() bool  { return m.c.Growth == contract.GrowthMutable }
-func (m *model) snapshot() bool { return m.c.Snapshot == contract.SnapshotImmutable }
-func (m *model) branch() bool   { return m.c.Branch == contract.BranchIsolated }
-func (m *model) merge() bool    { return m.branch() && m.c.Merge == contract.MergeFastforward }
-func (m *model) rollback() bool { return m.snapshot() && m.c.Rollback }
-func (m *model) history() bool  { return m.snapshot() && m.c.Checkpoint != nil }
-func (m *model) bounded() bool  { return !m.c.Unbounded && m.c.Bound > 0 }
+func (m *model) mutable() bool  { return mutable(m.c) }
+func (m *model) snapshot() bool { return snapshot(m.c) }
+func (m *model) history() bool  { return history(m.c) }
+func (m *model) bounded() bool  { return bounded(m.c) }
 
 // render writes the file of m: header, layout, the head type and its
 // methods, the snapshot type and the spans type.
@@ -80,16 +77,18 @@ func render(m *model) ([]byte, error) {
 	f.Add(m.layoutDecl())
 	f.Line()
 	f.Add(m.headDecl())
-	f.Line()
-	f.Add(m.ctorDecl())
-	for _, d := range m.headMethods() {
+	for _, d := range m.methodDecls(RecvFunc) {
+		f.Line()
+		f.Add(d)
+	}
+	for _, d := range m.methodDecls(RecvHead) {
 		f.Line()
 		f.Add(d)
 	}
 	if m.snapshot() {
 		f.Line()
 		f.Add(m.snapDecl())
-		for _, d := range m.snapMethods() {
+		for _, d := range m.methodDecls(RecvSnapshot) {
 			f.Line()
 			f.Add(d)
 		}
@@ -198,7 +197,7 @@ func (m *model) layoutDecl() jen.Code {
 		items = append(items, key("Checkpoint", jen.Op("&").Qual(statePkg, "CheckpointPolicy").Values(policy...)))
 	}
 	return doc([]string{
-		fmt.Sprintf("%s is how the store holds %s: one column per field, %s.", m.layout(), m.typ(), m.lawShort()),
+		fmt.Sprintf("%s is how the store holds %s: one column per field, %s.", m.layout(), m.typ(), lawShort(m.c)),
 	}).Var().Id(m.layout()).Op("=").Qual(statePkg, "Layout").Custom(multi, items...)
 }
 
@@ -216,26 +215,6 @@ func (m *model) headDecl() jen.Code {
 	paras = append(paras, m.contractProse()...)
 	return doc(paras).Type().Id(m.head()).Struct(
 		jen.Id("h").Op("*").Qual(statePkg, "Head"),
-	)
-}
-
-// ctorDecl declares the constructor.
-func (m *model) ctorDecl() jen.Code {
-	var first string
-	if m.mutable() {
-		first = fmt.Sprintf("%s creates a %s state of %d rows, all zero, in pool p, owned by owner (a %s).", m.ctor(), m.typ(), m.c.Bound, m.c.Owner)
-	} else {
-		first = fmt.Sprintf("%s creates an empty %s state in pool p, owned by owner (a %s).", m.ctor(), m.typ(), m.c.Owner)
-	}
-	first += " The owner alone writes the state; its blocks are never shared with another owner's."
-	paras := []string{first, m.releaseDuty("state")}
-	return doc(paras, "acquire").Func().Id(m.ctor()).Params(
-		jen.Id("p").Op("*").Qual(statePkg, "Pool"),
-		jen.Id("owner").Qual(statePkg, "Owner"),
-	).Params(jen.Op("*").Id(m.head()), jen.Error()).Block(
-		jen.List(jen.Id("h"), jen.Err()).Op(":=").Id("p").Dot("NewHead").Call(jen.Op("&").Id(m.layout()), jen.Id("owner")),
-		jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Nil(), jen.Err())),
-		jen.Return(jen.Op("&").Id(m.head()).Values(jen.Dict{jen.Id("h"): jen.Id("h")}), jen.Nil()),
 	)
 }
 
@@ -257,151 +236,157 @@ func (m *model) batch(name string) jen.Code {
 	return jen.Index().Index().Byte().Values(cols...)
 }
 
-func (m *model) headMethods() []jen.Code {
+// methodDecls declares the generated functions and methods of receiver
+// kind recv, in the order of methodTable, each with its doc comment and
+// directive.
+func (m *model) methodDecls(recv Recv) []jen.Code {
 	var out []jen.Code
-	call := func(name string, args ...jen.Code) *jen.Statement {
-		return jen.Id("s").Dot("h").Dot(name).Call(args...)
-	}
-	if m.appends() {
-		out = append(out, doc(m.appendDoc(), "appends").
-			Func().Params(m.recv()).Id("Append").Params(jen.Id("rows").Id(m.typ())).Error().Block(
-			jen.Return(call("Append", m.batch("rows"))),
-		))
-	}
-	if m.mutable() {
-		out = append(out, doc(m.writeDoc(), "mutates").
-			Func().Params(m.recv()).Id("Write").Params(jen.Id("at").Int(), jen.Id("rows").Id(m.typ())).Error().Block(
-			jen.Return(call("Write", jen.Id("at"), m.batch("rows"))),
-		))
-	}
-	out = append(out, doc([]string{
-		fmt.Sprintf("Read copies rows [from, to) of the state to the host, in a new %s. It returns state.ErrRange unless 0 <= from <= to <= Len().", m.typ()),
-	}).Func().Params(m.recv()).Id("Read").Params(jen.List(jen.Id("from"), jen.Id("to")).Int()).Params(jen.Id(m.typ()), jen.Error()).Block(
-		jen.Return(jen.Id(m.read()).Call(jen.Id("s").Dot("h"), jen.Id("from"), jen.Id("to"))),
-	))
-	lenDoc := "Len returns the number of rows the state holds."
-	if m.mutable() {
-		lenDoc = fmt.Sprintf("Len returns the number of rows the state holds: always %d.", m.c.Bound)
-	}
-	out = append(out, doc([]string{lenDoc}).Func().Params(m.recv()).Id("Len").Params().Int().Block(jen.Return(call("Len"))))
-	boundDoc := fmt.Sprintf("Bound returns the most rows the state may hold: %d.", m.c.Bound)
-	if m.mutable() {
-		boundDoc = fmt.Sprintf("Bound returns the number of rows the state has: %d.", m.c.Bound)
-	} else if !m.bounded() {
-		boundDoc = "Bound returns the most rows the state may hold: 0, as the contract sets no bound."
-	}
-	out = append(out, doc([]string{boundDoc}).Func().Params(m.recv()).Id("Bound").Params().Int().Block(jen.Return(call("Bound"))))
-	out = append(out, doc([]string{
-		"Version returns the state's current version. Every successful write makes a new version, larger than every version the state's lineage has seen.",
-	}).Func().Params(m.recv()).Id("Version").Params().Qual(statePkg, "Version").Block(jen.Return(call("Version"))))
-
-	if m.snapshot() {
-		p := "Snapshot returns the state's current version as an immutable snapshot, in O(1): no rows are copied. Later writes to the state or its branches never change what the snapshot reads, and it stays readable after the state is released"
-		if m.rollback() && m.c.Descendants == contract.DescendantsInvalidate {
-			p += ", until a Rollback abandons the line it belongs to (it then answers state.ErrInvalidated)"
+	for _, s := range methodTable {
+		if s.recv != recv || (s.ok != nil && !s.ok(m.c)) {
+			continue
 		}
-		p += "."
-		out = append(out, doc([]string{p, m.releaseDuty("snapshot")}, "acquire").
-			Func().Params(m.recv()).Id("Snapshot").Params().Params(jen.Op("*").Id(m.snap()), jen.Error()).Block(
-			jen.List(jen.Id("snap"), jen.Err()).Op(":=").Add(call("Snapshot")),
-			jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Nil(), jen.Err())),
-			jen.Return(jen.Op("&").Id(m.snap()).Values(jen.Dict{jen.Id("snap"): jen.Id("snap")}), jen.Nil()),
-		))
-	}
-	if m.branch() {
-		p := "Branch returns a new head at the state's version and content, for the same owner. The branches are isolated: writes to one are invisible to the other and to every sibling, while the rows they share are stored once."
-		if m.merge() {
-			p += " A branch comes back by Merge, as a fast-forward."
-		} else {
-			p += " Branches are never merged back (merge=unsupported)."
+		var dirs []string
+		if s.directive != "" {
+			dirs = []string{s.directive}
 		}
-		out = append(out, doc([]string{p, m.releaseDuty("branch")}, "acquire").
-			Func().Params(m.recv()).Id("Branch").Params().Params(jen.Op("*").Id(m.head()), jen.Error()).Block(
-			jen.List(jen.Id("h"), jen.Err()).Op(":=").Add(call("Branch")),
-			jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Nil(), jen.Err())),
-			jen.Return(jen.Op("&").Id(m.head()).Values(jen.Dict{jen.Id("h"): jen.Id("h")}), jen.Nil()),
-		))
+		out = append(out, doc(s.doc(m.c), dirs...).Add(s.code(m)))
 	}
-	if m.merge() {
-		out = append(out, doc([]string{
-			"Merge makes the state take child's content and version, as a fast-forward: the state must not have changed since child was branched from it, else Merge returns state.ErrDiverged and changes nothing. The child stays live and must still be released.",
-		}, "mutates").Func().Params(m.recv()).Id("Merge").Params(jen.Id("child").Op("*").Id(m.head())).Error().Block(
-			jen.Var().Id("c").Op("*").Qual(statePkg, "Head"),
-			jen.If(jen.Id("child").Op("!=").Nil()).Block(jen.Id("c").Op("=").Id("child").Dot("h")),
-			jen.Return(call("Merge", jen.Id("c"))),
-		))
-	}
-	if m.rollback() {
-		p := "Rollback moves the state back to the version of snapshot to, which must be an ancestor of the state's version (else state.ErrNotAncestor) taken by the same owner (else state.ErrOwner). Afterwards the state reads as to and has to's version."
-		if m.c.Descendants == contract.DescendantsInvalidate {
-			p += " Snapshots and branches taken from the abandoned line then answer state.ErrInvalidated (descendants=invalidate)."
-		} else {
-			p += " Snapshots and branches taken from the abandoned line stay readable (descendants=keep)."
-		}
-		out = append(out, doc([]string{p}, "mutates").
-			Func().Params(m.recv()).Id("Rollback").Params(jen.Id("to").Op("*").Id(m.snap())).Error().Block(
-			jen.Var().Id("snap").Op("*").Qual(statePkg, "Snap"),
-			jen.If(jen.Id("to").Op("!=").Nil()).Block(jen.Id("snap").Op("=").Id("to").Dot("snap")),
-			jen.Return(call("Rollback", jen.Id("snap"))),
-		))
-	}
-	if m.history() {
-		out = append(out, doc([]string{
-			fmt.Sprintf("At reconstructs version v of the state's own history from the cheapest checkpoint plus the writes after it (%s). It returns state.ErrNotRetained when the history no longer holds v.", m.checkpointShort()),
-			m.releaseDuty("snapshot"),
-		}, "acquire").Func().Params(m.recv()).Id("At").Params(jen.Id("v").Qual(statePkg, "Version")).Params(jen.Op("*").Id(m.snap()), jen.Error()).Block(
-			jen.List(jen.Id("snap"), jen.Err()).Op(":=").Add(call("At", jen.Id("v"))),
-			jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Nil(), jen.Err())),
-			jen.Return(jen.Op("&").Id(m.snap()).Values(jen.Dict{jen.Id("snap"): jen.Id("snap")}), jen.Nil()),
-		))
-		out = append(out, doc([]string{
-			"Plan explains how At would reconstruct version v: the checkpoint it would start from, the writes it would replay and the estimated cost. It reconstructs nothing.",
-		}).Func().Params(m.recv()).Id("Plan").Params(jen.Id("v").Qual(statePkg, "Version")).Params(jen.Qual(statePkg, "Plan"), jen.Error()).Block(
-			jen.Return(call("Plan", jen.Id("v"))),
-		))
-	}
-	out = append(out, doc([]string{
-		"Stats reports the state's version, rows, logical bytes (the rows it reads as) and physical bytes (the blocks it holds, shared ones included).",
-	}).Func().Params(m.recv()).Id("Stats").Params().Qual(statePkg, "Stats").Block(jen.Return(call("Stats"))))
-
-	if m.appends() {
-		p := "AppendDevice appends n rows for a kernel to fill and returns where they live. The rows belong to a new version at once; the spans are the caller's to write until the next call on the state."
-		if m.bounded() {
-			p += fmt.Sprintf(" It returns state.ErrBound, and appends nothing, when n rows would pass the bound of %d.", m.c.Bound)
-		}
-		out = append(out, doc([]string{p}, "appends").
-			Func().Params(m.recv()).Id("AppendDevice").Params(jen.Id("n").Int()).Params(jen.Id(m.spans()), jen.Error()).Block(
-			jen.Return(jen.Id(m.toSpans()).Call(call("AppendDevice", jen.Id("n")))),
-		))
-	}
-	if m.mutable() {
-		out = append(out, doc([]string{
-			fmt.Sprintf("WriteDevice hands out rows [from, to) for a kernel to write in place, in a new version. Blocks shared with snapshots or branches are copied first, so they never see the writes; the spans are the caller's to write until the next call on the state. It returns state.ErrRange unless 0 <= from <= to <= %d.", m.c.Bound),
-		}, "mutates").Func().Params(m.recv()).Id("WriteDevice").Params(jen.List(jen.Id("from"), jen.Id("to")).Int()).Params(jen.Id(m.spans()), jen.Error()).Block(
-			jen.Return(jen.Id(m.toSpans()).Call(call("WriteDevice", jen.Id("from"), jen.Id("to")))),
-		))
-	}
-	writeVia := "AppendDevice"
-	if m.mutable() {
-		writeVia = "WriteDevice"
-	}
-	out = append(out, doc([]string{
-		fmt.Sprintf("Spans locates rows [from, to) in device memory, for kernels that read them. The blocks may be shared with snapshots and branches: write rows through %s, never through these spans.", writeVia),
-	}, "view").Func().Params(m.recv()).Id("Spans").Params(jen.List(jen.Id("from"), jen.Id("to")).Int()).Params(jen.Id(m.spans()), jen.Error()).Block(
-		jen.Return(jen.Id(m.toSpans()).Call(call("Spans", jen.Id("from"), jen.Id("to")))),
-	))
-
-	rel := "Release gives the state's blocks back to the pool"
-	if m.snapshot() {
-		rel += "; snapshots taken from it stay readable"
-	}
-	rel += ". Release is idempotent; every other method of a released state returns state.ErrReleased."
-	if m.c.Cleanup != "" {
-		rel += fmt.Sprintf(" The contract names %s as the event on which the owner releases it.", m.c.Cleanup)
-	}
-	out = append(out, doc([]string{rel}, "release").
-		Func().Params(m.recv()).Id("Release").Params().Error().Block(jen.Return(call("Release"))))
 	return out
+}
+
+// hcall calls the store head's method name.
+func hcall(name string, args ...jen.Code) *jen.Statement {
+	return jen.Id("s").Dot("h").Dot(name).Call(args...)
+}
+
+// vcall calls the store snapshot's method name.
+func vcall(name string, args ...jen.Code) *jen.Statement {
+	return jen.Id("v").Dot("snap").Dot(name).Call(args...)
+}
+
+// headCall renders a head method that returns what the store head's
+// method of the same name returns.
+func headCall(name string, result jen.Code) func(*model) *jen.Statement {
+	return func(m *model) *jen.Statement {
+		return jen.Func().Params(m.recv()).Id(name).Params().Add(result).Block(jen.Return(hcall(name)))
+	}
+}
+
+// snapCall is headCall for the snapshot.
+func snapCall(name string, result jen.Code) func(*model) *jen.Statement {
+	return func(m *model) *jen.Statement {
+		return jen.Func().Params(m.snapRecv()).Id(name).Params().Add(result).Block(jen.Return(vcall(name)))
+	}
+}
+
+// wrapped assigns call's result to field and returns it as *typ{field: field},
+// or its error.
+func wrapped(typ, field string, call jen.Code) []jen.Code {
+	return []jen.Code{
+		jen.List(jen.Id(field), jen.Err()).Op(":=").Add(call),
+		jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Nil(), jen.Err())),
+		jen.Return(jen.Op("&").Id(typ).Values(jen.Dict{jen.Id(field): jen.Id(field)}), jen.Nil()),
+	}
+}
+
+func (m *model) ctorCode() *jen.Statement {
+	return jen.Func().Id(m.ctor()).Params(
+		jen.Id("p").Op("*").Qual(statePkg, "Pool"),
+		jen.Id("owner").Qual(statePkg, "Owner"),
+	).Params(jen.Op("*").Id(m.head()), jen.Error()).Block(
+		wrapped(m.head(), "h", jen.Id("p").Dot("NewHead").Call(jen.Op("&").Id(m.layout()), jen.Id("owner")))...,
+	)
+}
+
+func (m *model) appendCode() *jen.Statement {
+	return jen.Func().Params(m.recv()).Id("Append").Params(jen.Id("rows").Id(m.typ())).Error().Block(
+		jen.Return(hcall("Append", m.batch("rows"))),
+	)
+}
+
+func (m *model) writeCode() *jen.Statement {
+	return jen.Func().Params(m.recv()).Id("Write").Params(jen.Id("at").Int(), jen.Id("rows").Id(m.typ())).Error().Block(
+		jen.Return(hcall("Write", jen.Id("at"), m.batch("rows"))),
+	)
+}
+
+// fromTo is the parameter list (from, to int).
+func fromTo() *jen.Statement { return jen.List(jen.Id("from"), jen.Id("to")).Int() }
+
+func (m *model) headReadCode() *jen.Statement {
+	return jen.Func().Params(m.recv()).Id("Read").Params(fromTo()).Params(jen.Id(m.typ()), jen.Error()).Block(
+		jen.Return(jen.Id(m.read()).Call(jen.Id("s").Dot("h"), jen.Id("from"), jen.Id("to"))),
+	)
+}
+
+func (m *model) snapshotCode() *jen.Statement {
+	return jen.Func().Params(m.recv()).Id("Snapshot").Params().Params(jen.Op("*").Id(m.snap()), jen.Error()).Block(
+		wrapped(m.snap(), "snap", hcall("Snapshot"))...,
+	)
+}
+
+func (m *model) branchCode() *jen.Statement {
+	return jen.Func().Params(m.recv()).Id("Branch").Params().Params(jen.Op("*").Id(m.head()), jen.Error()).Block(
+		wrapped(m.head(), "h", hcall("Branch"))...,
+	)
+}
+
+func (m *model) mergeCode() *jen.Statement {
+	return jen.Func().Params(m.recv()).Id("Merge").Params(jen.Id("child").Op("*").Id(m.head())).Error().Block(
+		jen.Var().Id("c").Op("*").Qual(statePkg, "Head"),
+		jen.If(jen.Id("child").Op("!=").Nil()).Block(jen.Id("c").Op("=").Id("child").Dot("h")),
+		jen.Return(hcall("Merge", jen.Id("c"))),
+	)
+}
+
+func (m *model) rollbackCode() *jen.Statement {
+	return jen.Func().Params(m.recv()).Id("Rollback").Params(jen.Id("to").Op("*").Id(m.snap())).Error().Block(
+		jen.Var().Id("snap").Op("*").Qual(statePkg, "Snap"),
+		jen.If(jen.Id("to").Op("!=").Nil()).Block(jen.Id("snap").Op("=").Id("to").Dot("snap")),
+		jen.Return(hcall("Rollback", jen.Id("snap"))),
+	)
+}
+
+func (m *model) atCode() *jen.Statement {
+	return jen.Func().Params(m.recv()).Id("At").Params(jen.Id("v").Qual(statePkg, "Version")).Params(jen.Op("*").Id(m.snap()), jen.Error()).Block(
+		wrapped(m.snap(), "snap", hcall("At", jen.Id("v")))...,
+	)
+}
+
+func (m *model) planCode() *jen.Statement {
+	return jen.Func().Params(m.recv()).Id("Plan").Params(jen.Id("v").Qual(statePkg, "Version")).Params(jen.Qual(statePkg, "Plan"), jen.Error()).Block(
+		jen.Return(hcall("Plan", jen.Id("v"))),
+	)
+}
+
+func (m *model) appendDeviceCode() *jen.Statement {
+	return jen.Func().Params(m.recv()).Id("AppendDevice").Params(jen.Id("n").Int()).Params(jen.Id(m.spans()), jen.Error()).Block(
+		jen.Return(jen.Id(m.toSpans()).Call(hcall("AppendDevice", jen.Id("n")))),
+	)
+}
+
+func (m *model) writeDeviceCode() *jen.Statement {
+	return jen.Func().Params(m.recv()).Id("WriteDevice").Params(fromTo()).Params(jen.Id(m.spans()), jen.Error()).Block(
+		jen.Return(jen.Id(m.toSpans()).Call(hcall("WriteDevice", jen.Id("from"), jen.Id("to")))),
+	)
+}
+
+func (m *model) headSpansCode() *jen.Statement {
+	return jen.Func().Params(m.recv()).Id("Spans").Params(fromTo()).Params(jen.Id(m.spans()), jen.Error()).Block(
+		jen.Return(jen.Id(m.toSpans()).Call(hcall("Spans", jen.Id("from"), jen.Id("to")))),
+	)
+}
+
+func (m *model) snapReadCode() *jen.Statement {
+	return jen.Func().Params(m.snapRecv()).Id("Read").Params(fromTo()).Params(jen.Id(m.typ()), jen.Error()).Block(
+		jen.Return(jen.Id(m.read()).Call(jen.Id("v").Dot("snap"), jen.Id("from"), jen.Id("to"))),
+	)
+}
+
+func (m *model) snapSpansCode() *jen.Statement {
+	return jen.Func().Params(m.snapRecv()).Id("Spans").Params(fromTo()).Params(jen.Id(m.spans()), jen.Error()).Block(
+		jen.Return(jen.Id(m.toSpans()).Call(vcall("Spans", jen.Id("from"), jen.Id("to")))),
+	)
 }
 
 // snapDecl declares the snapshot type.
@@ -411,30 +396,6 @@ func (m *model) snapDecl() jen.Code {
 	}, "snapshot").Type().Id(m.snap()).Struct(
 		jen.Id("snap").Op("*").Qual(statePkg, "Snap"),
 	)
-}
-
-func (m *model) snapMethods() []jen.Code {
-	call := func(name string, args ...jen.Code) *jen.Statement {
-		return jen.Id("v").Dot("snap").Dot(name).Call(args...)
-	}
-	return []jen.Code{
-		doc([]string{
-			fmt.Sprintf("Read copies rows [from, to) of the snapshot to the host, in a new %s. It returns state.ErrRange unless 0 <= from <= to <= Len().", m.typ()),
-		}).Func().Params(m.snapRecv()).Id("Read").Params(jen.List(jen.Id("from"), jen.Id("to")).Int()).Params(jen.Id(m.typ()), jen.Error()).Block(
-			jen.Return(jen.Id(m.read()).Call(jen.Id("v").Dot("snap"), jen.Id("from"), jen.Id("to"))),
-		),
-		doc([]string{
-			"Spans locates rows [from, to) of the snapshot in device memory, for kernels that read them. They are read only, by contract: the blocks are shared with the state and its branches, and statevet reports a write through them.",
-		}, "view").Func().Params(m.snapRecv()).Id("Spans").Params(jen.List(jen.Id("from"), jen.Id("to")).Int()).Params(jen.Id(m.spans()), jen.Error()).Block(
-			jen.Return(jen.Id(m.toSpans()).Call(call("Spans", jen.Id("from"), jen.Id("to")))),
-		),
-		doc([]string{"Len returns the number of rows in the snapshot."}).
-			Func().Params(m.snapRecv()).Id("Len").Params().Int().Block(jen.Return(call("Len"))),
-		doc([]string{"Version returns the version the snapshot holds."}).
-			Func().Params(m.snapRecv()).Id("Version").Params().Qual(statePkg, "Version").Block(jen.Return(call("Version"))),
-		doc([]string{"Release gives the snapshot's hold on its blocks back to the pool. Release is idempotent; every other method of a released snapshot returns state.ErrReleased."}, "release").
-			Func().Params(m.snapRecv()).Id("Release").Params().Error().Block(jen.Return(call("Release"))),
-	}
 }
 
 // spansDecl declares the spans type.
@@ -536,31 +497,6 @@ func upperFirst(s string) string {
 	r := []rune(s)
 	if len(r) > 0 {
 		r[0] = unicode.ToUpper(r[0])
-	}
-	return string(r)
-}
-
-// lowerFirst lower-cases the leading capitals of an exported name, the way
-// Go names an unexported counterpart: KVCache -> kvCache, Buffer -> buffer,
-// URL -> url.
-func lowerFirst(s string) string {
-	r := []rune(s)
-	n := 0
-	for n < len(r) && unicode.IsUpper(r[n]) {
-		n++
-	}
-	switch {
-	case n == 0:
-		return s
-	case n == 1 || n == len(r):
-	default:
-		// The last capital of a run starts the next word: KVCache -> kv + Cache.
-		if unicode.IsLower(r[n]) {
-			n--
-		}
-	}
-	for i := range n {
-		r[i] = unicode.ToLower(r[i])
 	}
 	return string(r)
 }

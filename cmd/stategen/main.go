@@ -12,10 +12,15 @@
 //
 //	stategen ./...
 //
-// stategen replaces files atomically, writes only files whose content
-// changes, and removes the files it generated for types that no longer
-// exist. When a contract has errors it prints them as statevet does
-// (file:line:col: message), writes nothing and exits 1.
+// stategen replaces files atomically and writes only files whose content
+// changes. A file it generated for a type that no longer exists is removed,
+// or, while go generate runs (which reads every file it listed, after the
+// generators before it), left as a build-ignored stub that a later run
+// outside go generate removes. A type declared under a //go:build
+// constraint is generated into a file with the same constraint, named
+// after it (t_state_cuda.go). When a contract has errors, or a declaration
+// of the user's takes a name stategen generates, it prints them as statevet
+// does (file:line:col: message), writes nothing and exits 1.
 //
 // Flags:
 //
@@ -29,14 +34,15 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"go/token"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 
-	"github.com/gpustate/gpustate/contract"
 	"github.com/gpustate/gpustate/gen"
+	"github.com/gpustate/gpustate/gen/report"
 )
 
 func main() {
@@ -50,13 +56,56 @@ type change struct {
 	why     string // for -check: "missing", "out of date", "left over"
 }
 
+// options are the command's flags and packages.
+type options struct {
+	check    bool
+	report   string // "" for none
+	patterns []string
+}
+
 // run is the command, with exit code 0 (done), 1 (contract errors, stale
 // files under -check, or failure) or 2 (bad usage).
 func run(args []string, stderr io.Writer) int {
+	opts, code := parseArgs(args, stderr)
+	if code >= 0 {
+		return code
+	}
+	pkgs, err := gen.Load("", opts.patterns...)
+	if err != nil {
+		fmt.Fprintf(stderr, "stategen: %v\n", err)
+		return 1
+	}
+	if len(pkgs) == 0 {
+		fmt.Fprintf(stderr, "stategen: no packages match %s\n", strings.Join(opts.patterns, " "))
+		return 1
+	}
+	if printDiagnostics(stderr, pkgs) {
+		return 1
+	}
+	// go generate sets $GOFILE for the commands it runs; -check, like go
+	// generate, takes a stub for what it is: no file of any build.
+	changes, err := plan(pkgs, opts.check || os.Getenv("GOFILE") != "")
+	if err != nil {
+		fmt.Fprintf(stderr, "stategen: %v\n", err)
+		return 1
+	}
+	if opts.check {
+		return checkChanges(stderr, changes)
+	}
+	if err := apply(pkgs, changes, opts.report); err != nil {
+		fmt.Fprintf(stderr, "stategen: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// parseArgs reads the flags and packages; code is the exit code when the
+// command is done already (help, bad usage), -1 when it goes on.
+func parseArgs(args []string, stderr io.Writer) (opts options, code int) {
 	flags := flag.NewFlagSet("stategen", flag.ContinueOnError)
 	flags.SetOutput(stderr)
-	check := flags.Bool("check", false, "write nothing; exit 1 when a generated file is missing, out of date or left over")
-	report := flags.String("report", "", "write the contract of every state type as Markdown to `file`")
+	flags.BoolVar(&opts.check, "check", false, "write nothing; exit 1 when a generated file is missing, out of date or left over")
+	flags.StringVar(&opts.report, "report", "", "write the contract of every state type as Markdown to `file`")
 	flags.Usage = func() {
 		fmt.Fprintf(stderr, "usage: stategen [-check] [-report file] [packages]\n\n")
 		fmt.Fprintf(stderr, "With no packages, stategen generates the package in the current directory\n(as go generate runs it). Flags:\n")
@@ -64,58 +113,46 @@ func run(args []string, stderr io.Writer) int {
 	}
 	if err := flags.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return 0
+			return opts, 0
 		}
-		return 2
+		return opts, 2
 	}
-	if *check && *report != "" {
+	if opts.check && opts.report != "" {
 		fmt.Fprintln(stderr, "stategen: -check writes nothing, so it takes no -report")
-		return 2
+		return opts, 2
 	}
-	patterns := flags.Args()
-	if len(patterns) == 0 {
+	opts.patterns = flags.Args()
+	if len(opts.patterns) == 0 {
 		if pkg := os.Getenv("GOPACKAGE"); strings.HasSuffix(pkg, "_test") {
 			fmt.Fprintf(stderr, "stategen: %s: run from an external test package; state types and their handles belong in package %s\n",
 				os.Getenv("GOFILE"), strings.TrimSuffix(pkg, "_test"))
-			return 1
+			return opts, 1
 		}
-		patterns = []string{"."}
+		opts.patterns = []string{"."}
 	}
+	return opts, -1
+}
 
-	pkgs, err := gen.Load("", patterns...)
-	if err != nil {
-		fmt.Fprintf(stderr, "stategen: %v\n", err)
+// checkChanges reports, for -check, the files not up to date.
+func checkChanges(stderr io.Writer, changes []change) int {
+	for _, c := range changes {
+		fmt.Fprintf(stderr, "%s: %s\n", relPath(c.path), c.why)
+	}
+	if len(changes) > 0 {
+		fmt.Fprintf(stderr, "stategen: %d generated files are not up to date; run go generate\n", len(changes))
 		return 1
 	}
-	if len(pkgs) == 0 {
-		fmt.Fprintf(stderr, "stategen: no packages match %s\n", strings.Join(patterns, " "))
-		return 1
-	}
-	if printDiagnostics(stderr, pkgs) {
-		return 1
-	}
-	changes, err := plan(pkgs)
-	if err != nil {
-		fmt.Fprintf(stderr, "stategen: %v\n", err)
-		return 1
-	}
+	return 0
+}
 
-	if *check {
-		for _, c := range changes {
-			fmt.Fprintf(stderr, "%s: %s\n", relPath(c.path), c.why)
-		}
-		if len(changes) > 0 {
-			fmt.Fprintf(stderr, "stategen: %d generated files are not up to date; run go generate\n", len(changes))
-			return 1
-		}
-		return 0
-	}
-
+// apply makes the changes and writes the report to the file named
+// report, unless it is "" or holds the report already. The report is
+// written first in memory, so that a failure leaves the files as they were.
+func apply(pkgs []*gen.Package, changes []change, reportFile string) error {
 	var rep bytes.Buffer
-	if *report != "" {
-		if err := gen.Report(&rep, pkgs); err != nil {
-			fmt.Fprintf(stderr, "stategen: %v\n", err)
-			return 1
+	if reportFile != "" {
+		if err := report.Write(&rep, pkgs); err != nil {
+			return err
 		}
 	}
 	for _, c := range changes {
@@ -126,78 +163,164 @@ func run(args []string, stderr io.Writer) int {
 			err = writeFile(c.path, c.content)
 		}
 		if err != nil {
-			fmt.Fprintf(stderr, "stategen: %v\n", err)
-			return 1
+			return err
 		}
 	}
-	if *report != "" && !sameContent(*report, rep.Bytes()) {
-		if err := writeFile(*report, rep.Bytes()); err != nil {
-			fmt.Fprintf(stderr, "stategen: %v\n", err)
-			return 1
-		}
+	if reportFile != "" && !sameContent(reportFile, rep.Bytes()) {
+		return writeFile(reportFile, rep.Bytes())
 	}
-	return 0
+	return nil
 }
 
-// printDiagnostics prints the contract diagnostics of pkgs and reports
-// whether there were any.
+// printDiagnostics prints the contract diagnostics of pkgs, and the
+// declarations of the user's that take a name stategen would generate, and
+// reports whether there were any.
 func printDiagnostics(w io.Writer, pkgs []*gen.Package) bool {
 	any := false
 	for _, p := range pkgs {
 		for _, d := range p.Contracts.Diagnostics {
-			fmt.Fprintf(w, "%s: %s\n", posString(p, d), d.Message)
+			fmt.Fprintf(w, "%s: %s\n", posString(p, d.Pos), d.Message)
+			any = true
+		}
+		if len(p.Contracts.Diagnostics) > 0 {
+			continue // nothing is generated, so nothing clashes
+		}
+		for _, c := range p.Clashes() {
+			fmt.Fprintf(w, "%s: %s\n", posString(p, c.Pos), c.Message)
 			any = true
 		}
 	}
 	return any
 }
 
-func posString(p *gen.Package, d contract.Diagnostic) string {
-	pos := p.Fset.Position(d.Pos)
+func posString(p *gen.Package, at token.Pos) string {
+	pos := p.Fset.Position(at)
 	pos.Filename = relPath(pos.Filename)
 	return pos.String()
 }
 
-// plan returns the files to write and to remove so that every package holds
-// exactly the files generated from its contracts.
-func plan(pkgs []*gen.Package) ([]change, error) {
+// plan returns the files to write, stub and remove so that every package
+// holds exactly the files generated from its contracts. A generated file
+// whose state type no longer exists is removed, unless go generate is
+// running (inGenerate): then it becomes a build-ignored stub (gen.Stub),
+// as go generate may still read it, and stubs stay until a run outside go
+// generate removes them.
+func plan(pkgs []*gen.Package, inGenerate bool) ([]change, error) {
 	var changes []change
-	for _, p := range pkgs {
-		files, err := p.Generate()
-		if err != nil {
-			return nil, err
-		}
-		old, err := p.Generated()
+	for _, dir := range byDir(pkgs) {
+		files, err := generate(dir)
 		if err != nil {
 			return nil, err
 		}
 		want := make(map[string]bool)
 		for _, f := range files {
 			want[f.Name] = true
-			path := filepath.Join(p.Dir, f.Name)
-			cur, err := os.ReadFile(path)
-			switch {
-			case errors.Is(err, fs.ErrNotExist):
-				changes = append(changes, change{path: path, content: f.Content, why: "missing"})
-				continue
-			case err != nil:
+			c, err := fileChange(filepath.Join(dir[0].Dir, f.Name), f)
+			if err != nil {
 				return nil, err
 			}
-			if bytes.Equal(cur, f.Content) {
-				continue
+			if c != nil {
+				changes = append(changes, *c)
 			}
-			if !bytes.HasPrefix(cur, []byte(gen.Header+"\n")) {
-				return nil, fmt.Errorf("%s exists and was not generated by stategen; rename it or the type %s", relPath(path), f.Type)
-			}
-			changes = append(changes, change{path: path, content: f.Content, why: "out of date"})
+		}
+		old, err := dir[0].Generated()
+		if err != nil {
+			return nil, err
 		}
 		for _, name := range old {
-			if !want[name] {
-				changes = append(changes, change{path: filepath.Join(p.Dir, name), why: "left over: its state type no longer exists"})
+			if want[name] {
+				continue
+			}
+			c, err := leftOver(filepath.Join(dir[0].Dir, name), dir[0].Name, inGenerate)
+			if err != nil {
+				return nil, err
+			}
+			if c != nil {
+				changes = append(changes, *c)
 			}
 		}
 	}
 	return changes, nil
+}
+
+// byDir groups pkgs by directory, in order: a package whose files have
+// build constraints is loaded once per variant (see package gen).
+func byDir(pkgs []*gen.Package) [][]*gen.Package {
+	var out [][]*gen.Package
+	index := make(map[string]int)
+	for _, p := range pkgs {
+		i, ok := index[p.Dir]
+		if !ok {
+			i = len(out)
+			index[p.Dir] = i
+			out = append(out, nil)
+		}
+		out[i] = append(out[i], p)
+	}
+	return out
+}
+
+// generate returns the files the variants of one package generate. Files
+// of types declared without constraints are generated by every variant,
+// and must come out the same.
+func generate(variants []*gen.Package) ([]gen.File, error) {
+	var out []gen.File
+	seen := make(map[string][]byte)
+	for _, p := range variants {
+		files, err := p.Generate()
+		if err != nil {
+			return nil, err
+		}
+		for _, f := range files {
+			prev, ok := seen[f.Name]
+			switch {
+			case !ok:
+				seen[f.Name] = f.Content
+				out = append(out, f)
+			case !bytes.Equal(prev, f.Content):
+				return nil, fmt.Errorf("%s: state type %s is generated differently under different build tags; declare it in a file with a //go:build line, one per variant", p.Path, f.Type)
+			}
+		}
+	}
+	return out, nil
+}
+
+// fileChange returns the change that makes the file at path hold f, nil
+// when it does already.
+func fileChange(path string, f gen.File) (*change, error) {
+	cur, err := os.ReadFile(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return &change{path: path, content: f.Content, why: "missing"}, nil
+	case err != nil:
+		return nil, err
+	case bytes.Equal(cur, f.Content):
+		return nil, nil
+	case !bytes.HasPrefix(cur, []byte(gen.Header+"\n")):
+		return nil, fmt.Errorf("%s exists and was not generated by stategen; rename it or the type %s", relPath(path), f.Type)
+	}
+	return &change{path: path, content: f.Content, why: "out of date"}, nil
+}
+
+// leftOver returns the change to the generated file at path whose state
+// type no longer exists: nil for a stub go generate keeps or a file for
+// another platform (whose types stategen cannot see here), a stub while go
+// generate runs, else a removal.
+func leftOver(path, pkgName string, inGenerate bool) (*change, error) {
+	cur, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	stub := gen.IsStub(cur)
+	switch {
+	case gen.OutOfReach(cur), inGenerate && stub:
+		return nil, nil
+	case inGenerate:
+		return &change{path: path, content: gen.Stub(pkgName), why: "left over: its state type no longer exists"}, nil
+	case stub:
+		return &change{path: path, why: "a stub left by go generate"}, nil
+	}
+	return &change{path: path, why: "left over: its state type no longer exists"}, nil
 }
 
 // sameContent reports whether the file at path holds data.

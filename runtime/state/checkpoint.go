@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gpustate/gpustate/placement"
 	"github.com/gpustate/gpustate/runtime/device"
 )
 
@@ -25,10 +26,6 @@ import (
 // A delta that cannot be stored (the pool is full, the backend fails)
 // leaves a gap: versions that would need it are reconstructed from a later
 // checkpoint or answer ErrNotRetained; the write itself has succeeded.
-
-// maxSinceCheckpoint caps the versions between two checkpoints with a
-// Budget policy, so that writes of few bytes do not grow history unbounded.
-const maxSinceCheckpoint = 1024
 
 // Plan explains how At would reconstruct a version: from which checkpoint,
 // with how many deltas, at what estimated cost, and what the alternatives
@@ -254,7 +251,7 @@ func (h *Head) capture(from, to int) {
 	x.since++
 	pol := x.policy
 	if (pol.Every > 0 && x.since >= pol.Every) ||
-		(pol.Every == 0 && (x.sinceBytes >= pol.Budget || x.since >= maxSinceCheckpoint)) {
+		(pol.Every == 0 && (x.sinceBytes >= pol.Budget || x.since >= placement.MaxSpacing)) {
 		e.cp = h.r.retain()
 		x.since, x.sinceBytes = 0, 0
 	}

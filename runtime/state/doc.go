@@ -33,7 +33,7 @@
 // own line from a checkpoint and the deltas after it; Plan tells which
 // checkpoint and at what cost, by a cost model the pool measures on its
 // backend (Pool.CostModel). Keep bounds the checkpoints, and with them the
-// history. Place and Pareto choose checkpoints for a chain of versions
+// history. Package placement chooses checkpoints for a chain of versions
 // under a memory budget.
 //
 // # Memory

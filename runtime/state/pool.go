@@ -8,13 +8,14 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/gpustate/gpustate/placement"
 	"github.com/gpustate/gpustate/runtime/device"
 )
 
 // Default pool geometry.
 const (
 	// DefaultBlockBytes is the block size of a pool made with BlockBytes 0.
-	DefaultBlockBytes = 64 << 10
+	DefaultBlockBytes = placement.DefaultBlockBytes
 	// blockAlign aligns block sizes, so that every row of every element
 	// type starts at an address aligned for it when rows pack a block.
 	blockAlign = 256

@@ -7,9 +7,9 @@ import (
 	gpustatestate "github.com/gpustate/gpustate/runtime/state"
 )
 
-// samplesLayout is how the store holds Samples: one column per field, exactly
-// 48000 rows written in place.
-var samplesLayout = gpustatestate.Layout{
+// _Samples_layout is how the store holds Samples: one column per field,
+// exactly 48000 rows written in place.
+var _Samples_layout = gpustatestate.Layout{
 	Type: "Samples",
 	Columns: []gpustatestate.Column{
 		{Name: "Left", ElemSize: 2, Width: 1},
@@ -49,7 +49,7 @@ type SamplesState struct {
 //
 //state:acquire
 func NewSamplesState(p *gpustatestate.Pool, owner gpustatestate.Owner) (*SamplesState, error) {
-	h, err := p.NewHead(&samplesLayout, owner)
+	h, err := p.NewHead(&_Samples_layout, owner)
 	if err != nil {
 		return nil, err
 	}
@@ -69,7 +69,7 @@ func (s *SamplesState) Write(at int, rows Samples) error {
 // Read copies rows [from, to) of the state to the host, in a new Samples. It
 // returns state.ErrRange unless 0 <= from <= to <= Len().
 func (s *SamplesState) Read(from, to int) (Samples, error) {
-	return readSamples(s.h, from, to)
+	return _Samples_read(s.h, from, to)
 }
 
 // Len returns the number of rows the state holds: always 48000.
@@ -136,7 +136,7 @@ func (s *SamplesState) Stats() gpustatestate.Stats {
 //
 //state:mutates
 func (s *SamplesState) WriteDevice(from, to int) (SamplesSpans, error) {
-	return makeSamplesSpans(s.h.WriteDevice(from, to))
+	return _Samples_spans(s.h.WriteDevice(from, to))
 }
 
 // Spans locates rows [from, to) in device memory, for kernels that read them.
@@ -145,7 +145,7 @@ func (s *SamplesState) WriteDevice(from, to int) (SamplesSpans, error) {
 //
 //state:view
 func (s *SamplesState) Spans(from, to int) (SamplesSpans, error) {
-	return makeSamplesSpans(s.h.Spans(from, to))
+	return _Samples_spans(s.h.Spans(from, to))
 }
 
 // Release gives the state's blocks back to the pool; snapshots taken from it
@@ -169,7 +169,7 @@ type SamplesSnapshot struct {
 // Read copies rows [from, to) of the snapshot to the host, in a new Samples.
 // It returns state.ErrRange unless 0 <= from <= to <= Len().
 func (v *SamplesSnapshot) Read(from, to int) (Samples, error) {
-	return readSamples(v.snap, from, to)
+	return _Samples_read(v.snap, from, to)
 }
 
 // Spans locates rows [from, to) of the snapshot in device memory, for kernels
@@ -178,7 +178,7 @@ func (v *SamplesSnapshot) Read(from, to int) (Samples, error) {
 //
 //state:view
 func (v *SamplesSnapshot) Spans(from, to int) (SamplesSpans, error) {
-	return makeSamplesSpans(v.snap.Spans(from, to))
+	return _Samples_spans(v.snap.Spans(from, to))
 }
 
 // Len returns the number of rows in the snapshot.
@@ -207,18 +207,18 @@ type SamplesSpans struct {
 	Right []gpustatedevice.Span
 }
 
-// makeSamplesSpans names the store's per-column spans by field.
-func makeSamplesSpans(cols [][]gpustatedevice.Span, err error) (SamplesSpans, error) {
+// _Samples_spans names the store's per-column spans by field.
+func _Samples_spans(cols [][]gpustatedevice.Span, err error) (SamplesSpans, error) {
 	if err != nil {
 		return SamplesSpans{}, err
 	}
 	return SamplesSpans{Left: cols[0], Right: cols[1]}, nil
 }
 
-// readSamples copies rows [from, to) of r, a head or a snapshot, into a new
+// _Samples_read copies rows [from, to) of r, a head or a snapshot, into a new
 // Samples. A range outside [0, r.Len()] is left to r.Read to report, so that
 // it never sizes the batch.
-func readSamples(r interface {
+func _Samples_read(r interface {
 	Len() int
 	Read(from, to int, dst [][]byte) error
 }, from, to int) (Samples, error) {

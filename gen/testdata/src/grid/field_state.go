@@ -7,9 +7,9 @@ import (
 	"github.com/gpustate/gpustate/runtime/state"
 )
 
-// fieldLayout is how the store holds Field: one column per field, exactly 4096
-// rows written in place.
-var fieldLayout = state.Layout{
+// _Field_layout is how the store holds Field: one column per field, exactly
+// 4096 rows written in place.
+var _Field_layout = state.Layout{
 	Type: "Field",
 	Columns: []state.Column{
 		{Name: "Cells", ElemSize: 8, Width: 4},
@@ -45,7 +45,7 @@ type FieldState struct {
 //
 //state:acquire
 func NewFieldState(p *state.Pool, owner state.Owner) (*FieldState, error) {
-	h, err := p.NewHead(&fieldLayout, owner)
+	h, err := p.NewHead(&_Field_layout, owner)
 	if err != nil {
 		return nil, err
 	}
@@ -65,7 +65,7 @@ func (s *FieldState) Write(at int, rows Field) error {
 // Read copies rows [from, to) of the state to the host, in a new Field. It
 // returns state.ErrRange unless 0 <= from <= to <= Len().
 func (s *FieldState) Read(from, to int) (Field, error) {
-	return readField(s.h, from, to)
+	return _Field_read(s.h, from, to)
 }
 
 // Len returns the number of rows the state holds: always 4096.
@@ -98,7 +98,7 @@ func (s *FieldState) Stats() state.Stats {
 //
 //state:mutates
 func (s *FieldState) WriteDevice(from, to int) (FieldSpans, error) {
-	return makeFieldSpans(s.h.WriteDevice(from, to))
+	return _Field_spans(s.h.WriteDevice(from, to))
 }
 
 // Spans locates rows [from, to) in device memory, for kernels that read them.
@@ -107,7 +107,7 @@ func (s *FieldState) WriteDevice(from, to int) (FieldSpans, error) {
 //
 //state:view
 func (s *FieldState) Spans(from, to int) (FieldSpans, error) {
-	return makeFieldSpans(s.h.Spans(from, to))
+	return _Field_spans(s.h.Spans(from, to))
 }
 
 // Release gives the state's blocks back to the pool. Release is idempotent;
@@ -125,18 +125,18 @@ type FieldSpans struct {
 	Cells []device.Span
 }
 
-// makeFieldSpans names the store's per-column spans by field.
-func makeFieldSpans(cols [][]device.Span, err error) (FieldSpans, error) {
+// _Field_spans names the store's per-column spans by field.
+func _Field_spans(cols [][]device.Span, err error) (FieldSpans, error) {
 	if err != nil {
 		return FieldSpans{}, err
 	}
 	return FieldSpans{Cells: cols[0]}, nil
 }
 
-// readField copies rows [from, to) of r, a head or a snapshot, into a new
+// _Field_read copies rows [from, to) of r, a head or a snapshot, into a new
 // Field. A range outside [0, r.Len()] is left to r.Read to report, so that it
 // never sizes the batch.
-func readField(r interface {
+func _Field_read(r interface {
 	Len() int
 	Read(from, to int, dst [][]byte) error
 }, from, to int) (Field, error) {

@@ -7,9 +7,9 @@ import (
 	"github.com/gpustate/gpustate/runtime/state"
 )
 
-// scratchLayout is how the store holds scratch: one column per field, rows
+// _scratch_layout is how the store holds scratch: one column per field, rows
 // appended up to 256.
-var scratchLayout = state.Layout{
+var _scratch_layout = state.Layout{
 	Type: "scratch",
 	Columns: []state.Column{
 		{Name: "flags", ElemSize: 1, Width: 1},
@@ -45,7 +45,7 @@ type scratchState struct {
 //
 //state:acquire
 func newScratchState(p *state.Pool, owner state.Owner) (*scratchState, error) {
-	h, err := p.NewHead(&scratchLayout, owner)
+	h, err := p.NewHead(&_scratch_layout, owner)
 	if err != nil {
 		return nil, err
 	}
@@ -65,7 +65,7 @@ func (s *scratchState) Append(rows scratch) error {
 // Read copies rows [from, to) of the state to the host, in a new scratch. It
 // returns state.ErrRange unless 0 <= from <= to <= Len().
 func (s *scratchState) Read(from, to int) (scratch, error) {
-	return readScratch(s.h, from, to)
+	return _scratch_read(s.h, from, to)
 }
 
 // Len returns the number of rows the state holds.
@@ -97,7 +97,7 @@ func (s *scratchState) Stats() state.Stats {
 //
 //state:appends
 func (s *scratchState) AppendDevice(n int) (scratchSpans, error) {
-	return makeScratchSpans(s.h.AppendDevice(n))
+	return _scratch_spans(s.h.AppendDevice(n))
 }
 
 // Spans locates rows [from, to) in device memory, for kernels that read them.
@@ -106,7 +106,7 @@ func (s *scratchState) AppendDevice(n int) (scratchSpans, error) {
 //
 //state:view
 func (s *scratchState) Spans(from, to int) (scratchSpans, error) {
-	return makeScratchSpans(s.h.Spans(from, to))
+	return _scratch_spans(s.h.Spans(from, to))
 }
 
 // Release gives the state's blocks back to the pool. Release is idempotent;
@@ -123,18 +123,18 @@ type scratchSpans struct {
 	flags []device.Span
 }
 
-// makeScratchSpans names the store's per-column spans by field.
-func makeScratchSpans(cols [][]device.Span, err error) (scratchSpans, error) {
+// _scratch_spans names the store's per-column spans by field.
+func _scratch_spans(cols [][]device.Span, err error) (scratchSpans, error) {
 	if err != nil {
 		return scratchSpans{}, err
 	}
 	return scratchSpans{flags: cols[0]}, nil
 }
 
-// readScratch copies rows [from, to) of r, a head or a snapshot, into a new
+// _scratch_read copies rows [from, to) of r, a head or a snapshot, into a new
 // scratch. A range outside [0, r.Len()] is left to r.Read to report, so that
 // it never sizes the batch.
-func readScratch(r interface {
+func _scratch_read(r interface {
 	Len() int
 	Read(from, to int, dst [][]byte) error
 }, from, to int) (scratch, error) {

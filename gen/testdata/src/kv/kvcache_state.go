@@ -9,9 +9,9 @@ import (
 	"github.com/gpustate/gpustate/runtime/state"
 )
 
-// kvCacheLayout is how the store holds KVCache: one column per field, rows
+// _KVCache_layout is how the store holds KVCache: one column per field, rows
 // appended up to 4096.
-var kvCacheLayout = state.Layout{
+var _KVCache_layout = state.Layout{
 	Type: "KVCache",
 	Columns: []state.Column{
 		{Name: "Keys", ElemSize: 2, Width: 128},
@@ -58,7 +58,7 @@ type KVCacheState struct {
 //
 //state:acquire
 func NewKVCacheState(p *state.Pool, owner state.Owner) (*KVCacheState, error) {
-	h, err := p.NewHead(&kvCacheLayout, owner)
+	h, err := p.NewHead(&_KVCache_layout, owner)
 	if err != nil {
 		return nil, err
 	}
@@ -83,7 +83,7 @@ func (s *KVCacheState) Append(rows KVCache) error {
 // Read copies rows [from, to) of the state to the host, in a new KVCache. It
 // returns state.ErrRange unless 0 <= from <= to <= Len().
 func (s *KVCacheState) Read(from, to int) (KVCache, error) {
-	return readKVCache(s.h, from, to)
+	return _KVCache_read(s.h, from, to)
 }
 
 // Len returns the number of rows the state holds.
@@ -203,7 +203,7 @@ func (s *KVCacheState) Stats() state.Stats {
 //
 //state:appends
 func (s *KVCacheState) AppendDevice(n int) (KVCacheSpans, error) {
-	return makeKVCacheSpans(s.h.AppendDevice(n))
+	return _KVCache_spans(s.h.AppendDevice(n))
 }
 
 // Spans locates rows [from, to) in device memory, for kernels that read them.
@@ -212,7 +212,7 @@ func (s *KVCacheState) AppendDevice(n int) (KVCacheSpans, error) {
 //
 //state:view
 func (s *KVCacheState) Spans(from, to int) (KVCacheSpans, error) {
-	return makeKVCacheSpans(s.h.Spans(from, to))
+	return _KVCache_spans(s.h.Spans(from, to))
 }
 
 // Release gives the state's blocks back to the pool; snapshots taken from it
@@ -237,7 +237,7 @@ type KVCacheSnapshot struct {
 // Read copies rows [from, to) of the snapshot to the host, in a new KVCache.
 // It returns state.ErrRange unless 0 <= from <= to <= Len().
 func (v *KVCacheSnapshot) Read(from, to int) (KVCache, error) {
-	return readKVCache(v.snap, from, to)
+	return _KVCache_read(v.snap, from, to)
 }
 
 // Spans locates rows [from, to) of the snapshot in device memory, for kernels
@@ -246,7 +246,7 @@ func (v *KVCacheSnapshot) Read(from, to int) (KVCache, error) {
 //
 //state:view
 func (v *KVCacheSnapshot) Spans(from, to int) (KVCacheSpans, error) {
-	return makeKVCacheSpans(v.snap.Spans(from, to))
+	return _KVCache_spans(v.snap.Spans(from, to))
 }
 
 // Len returns the number of rows in the snapshot.
@@ -277,18 +277,18 @@ type KVCacheSpans struct {
 	At     []device.Span
 }
 
-// makeKVCacheSpans names the store's per-column spans by field.
-func makeKVCacheSpans(cols [][]device.Span, err error) (KVCacheSpans, error) {
+// _KVCache_spans names the store's per-column spans by field.
+func _KVCache_spans(cols [][]device.Span, err error) (KVCacheSpans, error) {
 	if err != nil {
 		return KVCacheSpans{}, err
 	}
 	return KVCacheSpans{Keys: cols[0], Values: cols[1], Pos: cols[2], At: cols[3]}, nil
 }
 
-// readKVCache copies rows [from, to) of r, a head or a snapshot, into a new
+// _KVCache_read copies rows [from, to) of r, a head or a snapshot, into a new
 // KVCache. A range outside [0, r.Len()] is left to r.Read to report, so that
 // it never sizes the batch.
-func readKVCache(r interface {
+func _KVCache_read(r interface {
 	Len() int
 	Read(from, to int, dst [][]byte) error
 }, from, to int) (KVCache, error) {

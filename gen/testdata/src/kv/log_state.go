@@ -7,9 +7,9 @@ import (
 	"github.com/gpustate/gpustate/runtime/state"
 )
 
-// logLayout is how the store holds Log: one column per field, rows appended
+// _Log_layout is how the store holds Log: one column per field, rows appended
 // without a bound.
-var logLayout = state.Layout{
+var _Log_layout = state.Layout{
 	Type: "Log",
 	Columns: []state.Column{
 		{Name: "Events", ElemSize: 8, Width: 1},
@@ -50,7 +50,7 @@ type LogState struct {
 //
 //state:acquire
 func NewLogState(p *state.Pool, owner state.Owner) (*LogState, error) {
-	h, err := p.NewHead(&logLayout, owner)
+	h, err := p.NewHead(&_Log_layout, owner)
 	if err != nil {
 		return nil, err
 	}
@@ -69,7 +69,7 @@ func (s *LogState) Append(rows Log) error {
 // Read copies rows [from, to) of the state to the host, in a new Log. It
 // returns state.ErrRange unless 0 <= from <= to <= Len().
 func (s *LogState) Read(from, to int) (Log, error) {
-	return readLog(s.h, from, to)
+	return _Log_read(s.h, from, to)
 }
 
 // Len returns the number of rows the state holds.
@@ -150,7 +150,7 @@ func (s *LogState) Stats() state.Stats {
 //
 //state:appends
 func (s *LogState) AppendDevice(n int) (LogSpans, error) {
-	return makeLogSpans(s.h.AppendDevice(n))
+	return _Log_spans(s.h.AppendDevice(n))
 }
 
 // Spans locates rows [from, to) in device memory, for kernels that read them.
@@ -159,7 +159,7 @@ func (s *LogState) AppendDevice(n int) (LogSpans, error) {
 //
 //state:view
 func (s *LogState) Spans(from, to int) (LogSpans, error) {
-	return makeLogSpans(s.h.Spans(from, to))
+	return _Log_spans(s.h.Spans(from, to))
 }
 
 // Release gives the state's blocks back to the pool; snapshots taken from it
@@ -183,7 +183,7 @@ type LogSnapshot struct {
 // Read copies rows [from, to) of the snapshot to the host, in a new Log. It
 // returns state.ErrRange unless 0 <= from <= to <= Len().
 func (v *LogSnapshot) Read(from, to int) (Log, error) {
-	return readLog(v.snap, from, to)
+	return _Log_read(v.snap, from, to)
 }
 
 // Spans locates rows [from, to) of the snapshot in device memory, for kernels
@@ -192,7 +192,7 @@ func (v *LogSnapshot) Read(from, to int) (Log, error) {
 //
 //state:view
 func (v *LogSnapshot) Spans(from, to int) (LogSpans, error) {
-	return makeLogSpans(v.snap.Spans(from, to))
+	return _Log_spans(v.snap.Spans(from, to))
 }
 
 // Len returns the number of rows in the snapshot.
@@ -220,18 +220,18 @@ type LogSpans struct {
 	Events []device.Span
 }
 
-// makeLogSpans names the store's per-column spans by field.
-func makeLogSpans(cols [][]device.Span, err error) (LogSpans, error) {
+// _Log_spans names the store's per-column spans by field.
+func _Log_spans(cols [][]device.Span, err error) (LogSpans, error) {
 	if err != nil {
 		return LogSpans{}, err
 	}
 	return LogSpans{Events: cols[0]}, nil
 }
 
-// readLog copies rows [from, to) of r, a head or a snapshot, into a new Log. A
-// range outside [0, r.Len()] is left to r.Read to report, so that it never
+// _Log_read copies rows [from, to) of r, a head or a snapshot, into a new Log.
+// A range outside [0, r.Len()] is left to r.Read to report, so that it never
 // sizes the batch.
-func readLog(r interface {
+func _Log_read(r interface {
 	Len() int
 	Read(from, to int, dst [][]byte) error
 }, from, to int) (Log, error) {

@@ -1,4 +1,4 @@
-package gen
+package report
 
 import (
 	"bytes"
@@ -7,7 +7,8 @@ import (
 	"strings"
 
 	"github.com/gpustate/gpustate/contract"
-	"github.com/gpustate/gpustate/runtime/state"
+	"github.com/gpustate/gpustate/gen"
+	"github.com/gpustate/gpustate/placement"
 )
 
 // The report's section on past versions: how At and Plan reconstruct them,
@@ -17,17 +18,13 @@ import (
 // chosen for weights nobody gave.
 
 // maxPlaces caps the places where the chart puts checkpoints: the
-// dynamic program behind state.Pareto grows quickly with the chain, and a
+// dynamic program behind placement.Pareto grows quickly with the chain, and a
 // report is generated on every go generate.
 const maxPlaces = 64
 
 // maxChartRows caps the rows of the Pareto table; the front's two ends and
 // the points the contract selects are always shown.
 const maxChartRows = 12
-
-// budgetMaxSpacing is the most versions runtime/state lets pass between
-// two checkpoints of a budget-spaced policy, however few bytes they write.
-const budgetMaxSpacing = 1024
 
 // workload is what the chart assumes of the versions in the retained
 // window: every version costs the same to apply, and every checkpoint the
@@ -42,7 +39,7 @@ type workload struct {
 	about  string
 	// estimated is set when the policy spaces checkpoints by a budget and
 	// every is what the budget makes of apply bytes a version; capped when
-	// the runtime's cap of budgetMaxSpacing versions decides it instead.
+	// the runtime's cap of placement.MaxSpacing versions decides it instead.
 	estimated, capped bool
 }
 
@@ -63,7 +60,7 @@ func versionBytes(c *contract.Contract, window int64) int64 {
 	if c.Growth != contract.GrowthMutable {
 		rows = perVersion(c, window)
 	}
-	rb := rowBytes(c)
+	rb := gen.RowBytes(c)
 	if rb > 0 && rows > math.MaxInt64/rb {
 		return math.MaxInt64
 	}
@@ -73,29 +70,29 @@ func versionBytes(c *contract.Contract, window int64) int64 {
 // budgetSpacing estimates the versions between two checkpoints of a
 // policy spaced by budget: the runtime takes one when the deltas since
 // the last one reach the budget, so at apply bytes a version that is
-// ceil(budget/apply) versions, and at most budgetMaxSpacing. For an append
+// ceil(budget/apply) versions, and at most placement.MaxSpacing. For an append
 // state the bytes a version writes depend in turn on the window the
 // spacing makes; the spacing returned is the largest consistent one,
-// reached by iterating down from budgetMaxSpacing (the spacing for a
+// reached by iterating down from placement.MaxSpacing (the spacing for a
 // window only grows with the window, so the iteration never goes up).
 func budgetSpacing(c *contract.Contract) (every int, capped bool) {
 	cp := c.Checkpoint
 	step := func(every int) (int, bool) {
 		apply := versionBytes(c, int64(every)*int64(cp.Keep))
 		if apply <= 0 {
-			return budgetMaxSpacing, true
+			return placement.MaxSpacing, true
 		}
 		n := cp.Budget / apply
 		if cp.Budget%apply != 0 {
 			n++
 		}
-		if n > budgetMaxSpacing {
-			return budgetMaxSpacing, true
+		if n > placement.MaxSpacing {
+			return placement.MaxSpacing, true
 		}
 		return int(max(n, 1)), false
 	}
-	every = budgetMaxSpacing
-	for range budgetMaxSpacing + 1 {
+	every = placement.MaxSpacing
+	for range placement.MaxSpacing + 1 {
 		next, c := step(every)
 		if next == every {
 			return every, c
@@ -121,7 +118,7 @@ func historyWorkload(c *contract.Contract) (workload, string, bool) {
 		return workload{}, fmt.Sprintf("the window of %d versions is too long to chart", int64(w.every)*int64(cp.Keep)), false
 	}
 	w.window = w.every * cp.Keep
-	rb := rowBytes(c)
+	rb := gen.RowBytes(c)
 	// limit keeps every figure, summed over every checkpoint and version
 	// of the window, inside an int64.
 	limit := int64(math.MaxInt64) / int64(2*w.window+2)
@@ -133,13 +130,13 @@ func historyWorkload(c *contract.Contract) (workload, string, bool) {
 		w.apply, w.seed, w.memory = s, s, s
 		w.about = fmt.Sprintf("every version rewrites all %d rows (%s), as a simulation step does: the most a version can write. "+
 			"A reconstruction copies its checkpoint's blocks on write (%s) and applies each delta in full; "+
-			"a checkpoint holds a whole version (%s) once the head has rewritten it", c.Bound, shortBytes(s), shortBytes(s), shortBytes(s))
+			"a checkpoint holds a whole version (%s) once the head has rewritten it", c.Bound, gen.Bytes(s), gen.Bytes(s), gen.Bytes(s))
 		return w, "", true
 	}
 	pv := perVersion(c, int64(w.window))
 	var block int64
 	for _, f := range c.Fields {
-		b := int64(state.DefaultBlockBytes)
+		b := int64(placement.DefaultBlockBytes)
 		if !c.Unbounded && c.Bound > 0 && f.RowBytes > 0 && c.Bound <= b/f.RowBytes {
 			b = c.Bound * f.RowBytes
 		}
@@ -159,17 +156,17 @@ func historyWorkload(c *contract.Contract) (workload, string, bool) {
 	}
 	w.about = fmt.Sprintf("every version appends %d %s (%s), %s. "+
 		"Appended rows never change, so a checkpoint shares its full blocks with the head and holds at most its last, partly filled block of each field "+
-		"(%s in blocks of the default %s), which a reconstruction copies before it applies the deltas", pv, rows, shortBytes(w.apply), fill, shortBytes(block), shortBytes(state.DefaultBlockBytes))
+		"(%s in blocks of the default %s), which a reconstruction copies before it applies the deltas", pv, rows, gen.Bytes(w.apply), fill, gen.Bytes(block), gen.Bytes(placement.DefaultBlockBytes))
 	return w, "", true
 }
 
 // chart is the trade-off for a workload: checkpoints may be placed at
 // versions that are multiples of group (counted from the oldest retained
-// version), which keeps the chain state.Pareto solves within maxPlaces.
+// version), which keeps the chain placement.Pareto solves within maxPlaces.
 type chart struct {
 	w     workload
 	group int
-	chain []state.ChainVersion
+	chain []placement.ChainVersion
 	// shift is what the grouped chain's expected cost overstates the
 	// version chain's by, when the last group is shorter than the others.
 	shift float64
@@ -178,7 +175,7 @@ type chart struct {
 func newChart(w workload) chart {
 	g := (w.window + maxPlaces - 1) / maxPlaces
 	n := (w.window + g - 1) / g
-	ch := chart{w: w, group: g, chain: make([]state.ChainVersion, n)}
+	ch := chart{w: w, group: g, chain: make([]placement.ChainVersion, n)}
 	// A group of s versions from a checkpoint q costs, over its versions,
 	// s*(seed + P(start) - P(q)) + apply*s*(s-1)/2 with P the prefix sum
 	// of apply: a grouped chain with weights s, apply g*apply and seed
@@ -186,7 +183,7 @@ func newChart(w workload) chart {
 	// apply*s*(g-s)/2 more for a shorter last one, whatever the placement.
 	for i := range ch.chain {
 		s := min(g, w.window-i*g)
-		ch.chain[i] = state.ChainVersion{
+		ch.chain[i] = placement.ChainVersion{
 			Apply:  float64(g) * float64(w.apply),
 			Seed:   float64(w.seed) + float64(w.apply)*float64(g-1)/2,
 			Memory: w.memory,
@@ -200,7 +197,7 @@ func newChart(w workload) chart {
 
 // versions turns a placement's chain indices into versions counted from
 // the oldest retained one.
-func (ch chart) versions(p state.Placement) []int {
+func (ch chart) versions(p placement.Placement) []int {
 	out := make([]int, len(p.Checkpoints))
 	for i, q := range p.Checkpoints {
 		out[i] = q * ch.group
@@ -210,7 +207,7 @@ func (ch chart) versions(p state.Placement) []int {
 
 // canonical returns, in chain indices, the placement of k checkpoints of
 // least expected cost whose list is least in lexicographic order.
-// state.Pareto returns one of the placements of least cost for each
+// placement.Pareto returns one of the placements of least cost for each
 // memory, and which one of several equal ones depends on the order it
 // meets them; the report shows this one, so that it reads the same from
 // one run to the next. Every checkpoint costs the same here, so each
@@ -269,7 +266,7 @@ func (ch chart) canonical(k int) []int {
 }
 
 // expected is the expected cost of p on the version chain.
-func (ch chart) expected(p state.Placement) float64 { return p.Expected - ch.shift }
+func (ch chart) expected(p placement.Placement) float64 { return p.Expected - ch.shift }
 
 // expectedOf evaluates checkpoints at the given versions (ascending, the
 // first 0) directly on the version chain, every version reconstructed from
@@ -287,19 +284,76 @@ func (w workload) expectedOf(cps []int) float64 {
 	return sum / float64(w.window)
 }
 
-// reportHistory writes how past versions of c are reconstructed and the
-// trade-off its checkpoint policy sits on.
-func (p *Package) reportHistory(b *bytes.Buffer, c *contract.Contract) {
-	if !c.Valid || c.Checkpoint == nil || c.Snapshot == contract.SnapshotNone {
+// history is the report's model of a state's past versions: the declared
+// policy and the trade-off it sits on, computed once.
+type history struct {
+	typ     string
+	cp      *contract.Checkpoint
+	refused string // why no trade-off is charted; "" when one is
+	w       workload
+	ch      chart
+	front   []placement.Placement
+	// declared is the placement the declared policy makes, a checkpoint
+	// every w.every versions; same is the front's point with as many
+	// checkpoints that costs as much (-1 for none), marked in the table.
+	declared     []int
+	declaredCost float64
+	same         int
+}
+
+// newHistory returns the history of c, nil when c keeps none.
+func newHistory(c *contract.Contract) *history {
+	if c.Checkpoint == nil || c.Snapshot == contract.SnapshotNone {
+		return nil
+	}
+	h := &history{typ: c.Type, cp: c.Checkpoint, same: -1}
+	w, why, ok := historyWorkload(c)
+	if !ok {
+		h.refused = why
+		return h
+	}
+	ch := newChart(w)
+	front, err := placement.Pareto(ch.chain)
+	if err != nil {
+		h.refused = err.Error()
+		return h
+	}
+	h.w, h.ch, h.front = w, ch, front
+	for v := 0; v < w.window; v += w.every {
+		h.declared = append(h.declared, v)
+	}
+	h.declaredCost = w.expectedOf(h.declared)
+	for i, pl := range front {
+		if len(pl.Checkpoints) == len(h.declared) && math.Abs(ch.expected(pl)-h.declaredCost) <= 1e-9*h.declaredCost {
+			h.same = i
+		}
+	}
+	return h
+}
+
+// write renders the section on past versions: how they are reconstructed,
+// the window the policy retains, and the trade-off it sits on.
+func (h *history) write(b *bytes.Buffer) {
+	fmt.Fprintf(b, "\n### Past versions of %s\n\n", h.typ)
+	b.WriteString("`At(v)` reconstructs version v of the head's own line as a snapshot: it seeds from a kept checkpoint at or before v " +
+		"(a copy-on-write snapshot, taken in O(1)) and applies the deltas after it (each version's write set, copied on the device when it was written). " +
+		"`Plan(v)` chooses, without doing it, the checkpoint q of least estimated cost " +
+		"R(v) = seed(q) + apply(q+1) + ... + apply(v) + verify(v), with costs from the pool's calibrated copy bandwidths, and lists the alternatives: " +
+		"the nearest checkpoint is not assumed cheapest. `Rollback` accepts the snapshot `At` returns.\n\n")
+	h.writeWindow(b)
+	b.WriteString("\n\n")
+	if h.refused != "" {
+		fmt.Fprintf(b, "No trade-off is charted: %s.\n", h.refused)
 		return
 	}
-	cp := c.Checkpoint
-	fmt.Fprintf(b, "\n### Past versions of %s\n\n", c.Type)
-	fmt.Fprintf(b, "`At(v)` reconstructs version v of the head's own line as a snapshot: it seeds from a kept checkpoint at or before v "+
-		"(a copy-on-write snapshot, taken in O(1)) and applies the deltas after it (each version's write set, copied on the device when it was written). "+
-		"`Plan(v)` chooses, without doing it, the checkpoint q of least estimated cost "+
-		"R(v) = seed(q) + apply(q+1) + ... + apply(v) + verify(v), with costs from the pool's calibrated copy bandwidths, and lists the alternatives: "+
-		"the nearest checkpoint is not assumed cheapest. `Rollback` accepts the snapshot `At` returns.\n\n")
+	h.writeAssumptions(b)
+	h.writeTable(b)
+	h.writeConclusion(b)
+}
+
+// writeWindow states the window of versions the declared policy retains.
+func (h *history) writeWindow(b *bytes.Buffer) {
+	cp := h.cp
 	switch {
 	case cp.Every > 0 && cp.Keep > 0:
 		lo := int64(cp.Keep-1)*int64(cp.Every) + 1
@@ -312,89 +366,80 @@ func (p *Package) reportHistory(b *bytes.Buffer, c *contract.Contract) {
 			"rebuilding any retained version replays at most %s of deltas, older versions answer `state.ErrNotRetained`, "+
 			"and the history's memory stays bounded. The checkpoints are spaced by bytes written, not by versions: "+
 			"how many versions the history reaches back depends on the bytes each version writes (and the runtime takes a checkpoint at least every %d versions).",
-			shortBytes(cp.Budget), cp.Keep, shortBytes(cp.Budget), budgetMaxSpacing)
+			gen.Bytes(cp.Budget), cp.Keep, gen.Bytes(cp.Budget), placement.MaxSpacing)
 	}
-	b.WriteString("\n\n")
+}
 
-	w, why, ok := historyWorkload(c)
-	if !ok {
-		fmt.Fprintf(b, "No trade-off is charted: %s.\n", why)
-		return
-	}
-	ch := newChart(w)
-	front, err := state.Pareto(ch.chain)
-	if err != nil {
-		fmt.Fprintf(b, "No trade-off is charted: %v.\n", err)
-		return
-	}
+// writeAssumptions states what the chart assumes and how it is drawn.
+func (h *history) writeAssumptions(b *bytes.Buffer) {
+	w, cp := h.w, h.cp
 	fmt.Fprintf(b, "**Checkpoint memory against expected reconstruction cost.** The contract declares no access weights, so none are assumed: "+
-		"below is the Pareto set (`state.Pareto`) for uniform access over a window of %d versions, costs in bytes copied. "+
+		"below is the Pareto set (`placement.Pareto`) for uniform access over a window of %d versions, costs in bytes copied. "+
 		"Assumed: %s. ", w.window, w.about)
-	if w.estimated {
-		if w.capped {
-			fmt.Fprintf(b, "At %s a version, the budget of %s would space checkpoints more than %d versions apart, so the runtime's cap decides: "+
-				"the chart takes a checkpoint every %d versions, and the window is %d of them. ", shortBytes(w.apply), shortBytes(cp.Budget), budgetMaxSpacing, w.every, w.window)
-		} else {
-			fmt.Fprintf(b, "At %s a version, the budget of %s is reached %s, so the chart takes that as the declared spacing and the window as %d versions; "+
-				"a state whose versions write other amounts is spaced otherwise. ", shortBytes(w.apply), shortBytes(cp.Budget), everyVersions(w.every), w.window)
-		}
+	switch {
+	case w.estimated && w.capped:
+		fmt.Fprintf(b, "At %s a version, the budget of %s would space checkpoints more than %d versions apart, so the runtime's cap decides: "+
+			"the chart takes a checkpoint every %d versions, and the window is %d of them. ", gen.Bytes(w.apply), gen.Bytes(cp.Budget), placement.MaxSpacing, w.every, w.window)
+	case w.estimated:
+		fmt.Fprintf(b, "At %s a version, the budget of %s is reached %s, so the chart takes that as the declared spacing and the window as %d versions; "+
+			"a state whose versions write other amounts is spaced otherwise. ", gen.Bytes(w.apply), gen.Bytes(cp.Budget), everyVersions(w.every), w.window)
 	}
-	if ch.group > 1 {
-		fmt.Fprintf(b, "Checkpoints are placed at multiples of %d versions (%d places). ", ch.group, len(ch.chain))
+	if h.ch.group > 1 {
+		fmt.Fprintf(b, "Checkpoints are placed at multiples of %d versions (%d places). ", h.ch.group, len(h.ch.chain))
 	}
 	b.WriteString("The deltas of the window are kept whatever the placement, so the memory shown is the checkpoints' alone. ")
-	fmt.Fprintf(b, "The set has %d placements", len(front))
-	if len(front) > maxChartRows {
+	fmt.Fprintf(b, "The set has %d placements", len(h.front))
+	if len(h.front) > maxChartRows {
 		fmt.Fprintf(b, ", of which %d are shown", maxChartRows)
 	}
 	b.WriteString(".\n\n")
+}
 
-	// The placement the declared policy makes: every w.every versions.
-	var declared []int
-	for v := 0; v < w.window; v += w.every {
-		declared = append(declared, v)
+// policy names the declared policy, as a table note (short) or in prose.
+func (h *history) policy(short bool) string {
+	w, cp := h.w, h.cp
+	switch {
+	case !w.estimated && short:
+		return fmt.Sprintf("every %d versions", w.every)
+	case !w.estimated:
+		return fmt.Sprintf("a checkpoint every %d versions", w.every)
+	case short:
+		return fmt.Sprintf("budget %s, about %s", gen.Bytes(cp.Budget), everyVersions(w.every))
+	case w.capped:
+		return fmt.Sprintf("a checkpoint per %s written or every %d versions, whichever comes first: %s here", gen.Bytes(cp.Budget), placement.MaxSpacing, everyVersions(w.every))
 	}
-	spacing := fmt.Sprintf("every %d versions", w.every)
-	policy := fmt.Sprintf("a checkpoint every %d versions", w.every)
-	if w.estimated {
-		spacing = fmt.Sprintf("budget %s, about %s", shortBytes(cp.Budget), everyVersions(w.every))
-		policy = fmt.Sprintf("a checkpoint per %s written, about %s here", shortBytes(cp.Budget), everyVersions(w.every))
-		if w.capped {
-			policy = fmt.Sprintf("a checkpoint per %s written or every %d versions, whichever comes first: %s here", shortBytes(cp.Budget), budgetMaxSpacing, everyVersions(w.every))
-		}
-	}
-	// The front's point with as many checkpoints as the declared policy,
-	// marked when the policy places them as well as anything can.
-	same := -1
-	declaredCost := w.expectedOf(declared)
-	for i, pl := range front {
-		if len(pl.Checkpoints) == len(declared) && math.Abs(ch.expected(pl)-declaredCost) <= 1e-9*declaredCost {
-			same = i
-		}
-	}
-	shown := pickRows(len(front), same)
+	return fmt.Sprintf("a checkpoint per %s written, about %s here", gen.Bytes(cp.Budget), everyVersions(w.every))
+}
+
+// writeTable writes the rows of the front the report shows.
+func (h *history) writeTable(b *bytes.Buffer) {
 	b.WriteString("| checkpoints | memory | expected cost | versions with a checkpoint | note |\n| ---: | ---: | ---: | --- | --- |\n")
-	for _, i := range shown {
-		pl := front[i]
-		vs := ch.versions(state.Placement{Checkpoints: ch.canonical(len(pl.Checkpoints))})
+	for _, i := range pickRows(len(h.front), h.same) {
+		pl := h.front[i]
+		vs := h.ch.versions(placement.Placement{Checkpoints: h.ch.canonical(len(pl.Checkpoints))})
 		var note []string
 		if i == 0 {
 			note = append(note, "least memory")
 		}
-		if i == len(front)-1 {
+		if i == len(h.front)-1 {
 			note = append(note, "least cost")
 		}
-		if i == same {
-			note = append(note, "the declared policy: "+spacing)
+		if i == h.same {
+			note = append(note, "the declared policy: "+h.policy(true))
 		}
-		fmt.Fprintf(b, "| %d | %s | %s | %s | %s |\n", len(vs), shortBytes(pl.Memory), costText(ch.expected(pl)), placementText(vs), strings.Join(note, "; "))
+		fmt.Fprintf(b, "| %d | %s | %s | %s | %s |\n", len(vs), gen.Bytes(pl.Memory), costText(h.ch.expected(pl)), placementText(vs), strings.Join(note, "; "))
 	}
 	b.WriteString("\n")
+}
+
+// writeConclusion states what the declared policy holds and costs, and
+// what the front does better with as many checkpoints.
+func (h *history) writeConclusion(b *bytes.Buffer) {
 	fmt.Fprintf(b, "The declared policy (%s) holds %d checkpoints in the window: %s of checkpoint memory for an expected cost of %s.",
-		policy, len(declared), shortBytes(int64(len(declared))*w.memory), costText(declaredCost))
-	for _, pl := range front {
-		if same < 0 && len(pl.Checkpoints) == len(declared) && ch.expected(pl) < declaredCost*(1-1e-9) {
-			fmt.Fprintf(b, " Placed as in the set, as many checkpoints would cost %s.", costText(ch.expected(pl)))
+		h.policy(false), len(h.declared), gen.Bytes(int64(len(h.declared))*h.w.memory), costText(h.declaredCost))
+	for _, pl := range h.front {
+		if h.same < 0 && len(pl.Checkpoints) == len(h.declared) && h.ch.expected(pl) < h.declaredCost*(1-1e-9) {
+			fmt.Fprintf(b, " Placed as in the set, as many checkpoints would cost %s.", costText(h.ch.expected(pl)))
 		}
 	}
 	b.WriteString("\n")
@@ -471,24 +516,5 @@ func placementText(vs []int) string {
 
 // costText writes an expected cost in bytes copied.
 func costText(x float64) string {
-	return shortBytes(int64(math.Round(x)))
-}
-
-// shortBytes writes n bytes in the largest binary unit under it.
-func shortBytes(n int64) string {
-	if n < 1024 {
-		return fmt.Sprintf("%d B", n)
-	}
-	v, u := float64(n), ""
-	for _, unit := range []string{"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"} {
-		if v < 1024 {
-			break
-		}
-		v /= 1024
-		u = unit
-	}
-	if v == math.Trunc(v) {
-		return fmt.Sprintf("%d %s", int64(v), u)
-	}
-	return fmt.Sprintf("%.1f %s", v, u)
+	return gen.Bytes(int64(math.Round(x)))
 }

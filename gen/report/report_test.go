@@ -1,16 +1,75 @@
-package gen
+package report
 
 import (
 	"bytes"
+	"flag"
+	"go/ast"
+	"go/importer"
+	"go/parser"
+	"go/token"
+	"go/types"
 	"math"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/gpustate/gpustate/contract"
-	"github.com/gpustate/gpustate/runtime/state"
+	"github.com/gpustate/gpustate/gen"
+	"github.com/gpustate/gpustate/placement"
 )
+
+var update = flag.Bool("update", false, "rewrite the golden reports in ../testdata")
+
+func load(t *testing.T, name string) *gen.Package {
+	t.Helper()
+	pkgs, err := gen.Load("", "../testdata/src/"+name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pkgs) != 1 {
+		t.Fatalf("loaded %d packages for %s, want 1", len(pkgs), name)
+	}
+	return pkgs[0]
+}
+
+// golden compares got with the file at path, or rewrites it with -update.
+func golden(t *testing.T, path string, got []byte) {
+	t.Helper()
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		gl, nl := strings.Split(string(want), "\n"), strings.Split(string(got), "\n")
+		for i := range max(len(gl), len(nl)) {
+			if i >= len(gl) || i >= len(nl) || gl[i] != nl[i] {
+				t.Errorf("%s differs from the report written now at line %d (run go test -update and review the diff)", path, i+1)
+				return
+			}
+		}
+	}
+}
+
+// TestGolden checks the report of each golden package against its file.
+func TestGolden(t *testing.T) {
+	for _, name := range []string{"kv", "grid", "clash"} {
+		t.Run(name, func(t *testing.T) {
+			var rep bytes.Buffer
+			if err := Write(&rep, []*gen.Package{load(t, name)}); err != nil {
+				t.Fatal(err)
+			}
+			golden(t, filepath.Join("..", "testdata", name+".report.md"), rep.Bytes())
+		})
+	}
+}
 
 // TestReportHistory checks the report of state types with checkpoints
 // against its golden file.
@@ -20,10 +79,10 @@ func TestReportHistory(t *testing.T) {
 		t.Errorf("%s: %s", p.Fset.Position(d.Pos), d.Message)
 	}
 	var rep bytes.Buffer
-	if err := Report(&rep, []*Package{p}); err != nil {
+	if err := Write(&rep, []*gen.Package{p}); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, filepath.Join("testdata", "history.report.md"), rep.Bytes())
+	golden(t, filepath.Join("..", "testdata", "history.report.md"), rep.Bytes())
 	for _, want := range []string{
 		"| checkpoints and reconstruction | budget 65536 bytes (64 KiB), keep 3. History is kept with a checkpoint whenever the writes since the last one reach 65536 bytes (64 KiB), the last 3 kept, so rebuilding any retained version replays at most 64 KiB of deltas;",
 		"The head takes a checkpoint whenever the deltas written since the last one reach 64 KiB, and keeps the last 3",
@@ -72,14 +131,14 @@ func TestBudgetSpacing(t *testing.T) {
 		{"mutable rounds up", mutable(10, 10), 301, 2, 4, false, 100},
 		{"budget under one version", mutable(256, 8), 100, 2, 1, false, 2048},
 		{"unbounded", unbounded, 800, 2, 100, false, 8},
-		{"unbounded capped", unbounded, 1 << 20, 2, budgetMaxSpacing, true, 8},
+		{"unbounded capped", unbounded, 1 << 20, 2, placement.MaxSpacing, true, 8},
 		// One row of 8 bytes a version fills the bound of 1024 rows over
 		// 4 spacings of 256 versions: consistent.
 		{"append consistent", appends(1024, 8), 2 << 10, 4, 256, false, 8},
 		// 4 checkpoints of 1 KiB cover 4 KiB of the 8 KiB bound only when
 		// each version writes the whole window's share: one version each.
 		{"append collapses", appends(1024, 8), 1 << 10, 4, 1, false, 2048},
-		{"no row bytes", appends(8, 0), 1, 1, budgetMaxSpacing, true, 0},
+		{"no row bytes", appends(8, 0), 1, 1, placement.MaxSpacing, true, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.c.Checkpoint = &contract.Checkpoint{Budget: tc.budget, Keep: tc.keep}
@@ -101,7 +160,7 @@ func TestBudgetSpacing(t *testing.T) {
 	}
 }
 
-// TestChartExact checks that the grouped chain state.Pareto solves charges
+// TestChartExact checks that the grouped chain placement.Pareto solves charges
 // every placement exactly what it costs on the chain of versions, for
 // windows that groups divide and windows they do not.
 func TestChartExact(t *testing.T) {
@@ -115,7 +174,7 @@ func TestChartExact(t *testing.T) {
 		if len(ch.chain) > maxPlaces {
 			t.Errorf("window %d: %d places, more than %d", w.window, len(ch.chain), maxPlaces)
 		}
-		front, err := state.Pareto(ch.chain)
+		front, err := placement.Pareto(ch.chain)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -127,7 +186,7 @@ func TestChartExact(t *testing.T) {
 			if got, want := ch.expected(pl), w.expectedOf(vs); math.Abs(got-want) > 1e-6*want {
 				t.Errorf("window %d: placement %v: charted %.3f, on the versions %.3f", w.window, vs, got, want)
 			}
-			cv := ch.versions(state.Placement{Checkpoints: ch.canonical(len(vs))})
+			cv := ch.versions(placement.Placement{Checkpoints: ch.canonical(len(vs))})
 			if len(cv) != len(vs) || cv[0] != 0 {
 				t.Errorf("window %d: canonical placement %v for %v", w.window, cv, vs)
 			} else if got, want := w.expectedOf(cv), w.expectedOf(vs); math.Abs(got-want) > 1e-6*want {
@@ -221,7 +280,7 @@ func FuzzReport(f *testing.F) {
 		}
 		var rep bytes.Buffer
 		start := time.Now()
-		if err := Report(&rep, []*Package{p}); err != nil {
+		if err := Write(&rep, []*gen.Package{p}); err != nil {
 			t.Fatal(err)
 		}
 		if d := time.Since(start); d > 10*time.Second {
@@ -231,4 +290,25 @@ func FuzzReport(f *testing.F) {
 			t.Fatalf("not a report:\n%s", rep.String())
 		}
 	})
+}
+
+// fuzzPackage type-checks a one-file package declaring the state type T with
+// the given directive lines and fields (and a constant K and a type Token
+// they may use); nil when the source does not parse. Type errors are kept:
+// the contract parser must cope with them.
+func fuzzPackage(directives, fields string) *gen.Package {
+	src := "package p\n\nconst K = 16\n\ntype Token uint32\n\n// T is fuzzed.\n//\n" + directives + "\ntype T struct {\n" + fields + "\n}\n"
+	fset := token.NewFileSet()
+	file, err := parser.ParseFile(fset, "p.go", src, parser.ParseComments)
+	if err != nil {
+		return nil
+	}
+	info := &types.Info{
+		Types: make(map[ast.Expr]types.TypeAndValue),
+		Defs:  make(map[*ast.Ident]types.Object),
+		Uses:  make(map[*ast.Ident]types.Object),
+	}
+	conf := types.Config{Importer: importer.Default(), Error: func(error) {}}
+	pkg, _ := conf.Check("example.com/p", fset, []*ast.File{file}, info)
+	return gen.NewPackage(".", fset, []*ast.File{file}, pkg, info)
 }

@@ -1,4 +1,13 @@
-package state
+// Package placement chooses which versions of a line of versions to keep
+// as checkpoints: the placements that no other beats in both checkpoint
+// memory and expected reconstruction cost (Pareto), and the cheapest one
+// under a memory budget (Place). It also holds the rules of checkpoint
+// spacing that runtime/state applies and that stategen's report assumes,
+// so that the two state them once.
+//
+// It imports only the standard library: the report links it without the
+// device layer.
+package placement
 
 import (
 	"errors"
@@ -7,6 +16,15 @@ import (
 	"math"
 	"slices"
 )
+
+// MaxSpacing is the most versions a head lets pass between two checkpoints
+// of a policy spaced by bytes (a budget), however few bytes they write, so
+// that writes of few bytes do not grow history unbounded.
+const MaxSpacing = 1024
+
+// DefaultBlockBytes is the block size of a pool made with no block size:
+// runtime/state allocates it, and the report assumes it.
+const DefaultBlockBytes = 64 << 10
 
 // ChainVersion describes one version of a line of versions, for choosing
 // which versions to keep as checkpoints.
@@ -53,7 +71,7 @@ func Place(chain []ChainVersion, budget int64) (Placement, error) {
 		}
 	}
 	if best < 0 {
-		return Placement{}, fmt.Errorf("state: Place: the first version's checkpoint takes %d bytes, over the budget of %d", chain[0].Memory, budget)
+		return Placement{}, fmt.Errorf("placement: Place: the first version's checkpoint takes %d bytes, over the budget of %d", chain[0].Memory, budget)
 	}
 	return front[best], nil
 }
@@ -72,14 +90,14 @@ func Place(chain []ChainVersion, budget int64) (Placement, error) {
 // so the fronts are exact.
 func Pareto(chain []ChainVersion) ([]Placement, error) {
 	if len(chain) == 0 {
-		return nil, errors.New("state: Pareto of an empty chain")
+		return nil, errors.New("placement: Pareto of an empty chain")
 	}
 	uniform := true
 	var total float64
 	for i, c := range chain {
 		if c.Apply < 0 || c.Seed < 0 || c.Memory < 0 || c.Weight < 0 ||
 			math.IsNaN(c.Apply) || math.IsNaN(c.Seed) || math.IsNaN(c.Weight) || math.IsInf(c.Apply+c.Seed+c.Weight, 0) {
-			return nil, fmt.Errorf("state: Pareto: version %d has a negative or non-finite figure: %+v", i, c)
+			return nil, fmt.Errorf("placement: Pareto: version %d has a negative or non-finite figure: %+v", i, c)
 		}
 		if c.Weight > 0 {
 			uniform = false

@@ -1,0 +1,218 @@
+package gen
+
+import (
+	"fmt"
+
+	"github.com/dave/jennifer/jen"
+
+	"github.com/gpustate/gpustate/contract"
+)
+
+// A Method is one function or method stategen generates for a state type.
+type Method struct {
+	Name      string   // NewTState (newTState for an unexported T), or the method's name
+	Recv      Recv     // what it is a method of
+	Directive string   // the function directive statevet reads; "" for none
+	When      string   // the contract line that makes it generated, "always" for none
+	Doc       []string // the paragraphs of its doc comment
+}
+
+// Recv says what a generated function is a method of.
+type Recv int
+
+const (
+	RecvFunc     Recv = iota // a function: the constructor
+	RecvHead                 // a method of TState
+	RecvSnapshot             // a method of TSnapshot
+)
+
+// Methods returns the functions and methods generated for contract c, in
+// the order the file declares them: the constructor, the head's methods,
+// then the snapshot's. The renderer writes exactly these, with these doc
+// comments and directives; the report lists them.
+func Methods(c *contract.Contract) []Method {
+	var out []Method
+	for _, s := range methodTable {
+		if s.ok == nil || s.ok(c) {
+			out = append(out, Method{Name: s.nameOf(c), Recv: s.recv, Directive: s.directive, When: s.when, Doc: s.doc(c)})
+		}
+	}
+	return out
+}
+
+// A methodSpec is one row of the table: the Method, and how to render its
+// signature and body once the Go types of the fields are known.
+type methodSpec struct {
+	name      string
+	recv      Recv
+	directive string
+	when      string
+	ok        func(c *contract.Contract) bool // nil: always
+	doc       func(c *contract.Contract) []string
+	code      func(m *model) *jen.Statement // from the name on
+}
+
+func (s methodSpec) nameOf(c *contract.Contract) string {
+	if s.recv == RecvFunc {
+		return ctorName(c.Type)
+	}
+	return s.name
+}
+
+// What a contract allows.
+func appends(c *contract.Contract) bool  { return c.Growth == contract.GrowthAppend }
+func mutable(c *contract.Contract) bool  { return c.Growth == contract.GrowthMutable }
+func snapshot(c *contract.Contract) bool { return c.Snapshot == contract.SnapshotImmutable }
+func branch(c *contract.Contract) bool   { return c.Branch == contract.BranchIsolated }
+func merge(c *contract.Contract) bool    { return branch(c) && c.Merge == contract.MergeFastforward }
+func rollback(c *contract.Contract) bool { return snapshot(c) && c.Rollback }
+func history(c *contract.Contract) bool  { return snapshot(c) && c.Checkpoint != nil }
+func bounded(c *contract.Contract) bool  { return !c.Unbounded && c.Bound > 0 }
+
+// para makes a one-paragraph doc from a fixed sentence.
+func para(p string) func(*contract.Contract) []string {
+	return func(*contract.Contract) []string { return []string{p} }
+}
+
+// methodTable lists every generated function and method, in file order.
+var methodTable = []methodSpec{
+	{recv: RecvFunc, directive: "acquire", when: "always", doc: ctorDoc, code: (*model).ctorCode},
+	{name: "Append", recv: RecvHead, directive: "appends", when: "growth append", ok: appends, doc: appendDoc, code: (*model).appendCode},
+	{name: "Write", recv: RecvHead, directive: "mutates", when: "growth mutable", ok: mutable, doc: writeDoc, code: (*model).writeCode},
+	{name: "Read", recv: RecvHead, when: "always", doc: readDoc("state"), code: (*model).headReadCode},
+	{name: "Len", recv: RecvHead, when: "always", doc: lenDoc, code: headCall("Len", jen.Int())},
+	{name: "Bound", recv: RecvHead, when: "always", doc: boundDoc, code: headCall("Bound", jen.Int())},
+	{name: "Version", recv: RecvHead, when: "always", doc: para(
+		"Version returns the state's current version. Every successful write makes a new version, larger than every version the state's lineage has seen."),
+		code: headCall("Version", jen.Qual(statePkg, "Version"))},
+	{name: "Snapshot", recv: RecvHead, directive: "acquire", when: "snapshot immutable", ok: snapshot, doc: snapshotDoc, code: (*model).snapshotCode},
+	{name: "Branch", recv: RecvHead, directive: "acquire", when: "branch isolated", ok: branch, doc: branchDoc, code: (*model).branchCode},
+	{name: "Merge", recv: RecvHead, directive: "mutates", when: "merge=fastforward", ok: merge, doc: para(
+		"Merge makes the state take child's content and version, as a fast-forward: the state must not have changed since child was branched from it, else Merge returns state.ErrDiverged and changes nothing. The child stays live and must still be released."),
+		code: (*model).mergeCode},
+	{name: "Rollback", recv: RecvHead, directive: "mutates", when: "a rollback line", ok: rollback, doc: rollbackDoc, code: (*model).rollbackCode},
+	{name: "At", recv: RecvHead, directive: "acquire", when: "a checkpoint line", ok: history, doc: atDoc, code: (*model).atCode},
+	{name: "Plan", recv: RecvHead, when: "a checkpoint line", ok: history, doc: para(
+		"Plan explains how At would reconstruct version v: the checkpoint it would start from, the writes it would replay and the estimated cost. It reconstructs nothing."),
+		code: (*model).planCode},
+	{name: "Stats", recv: RecvHead, when: "always", doc: para(
+		"Stats reports the state's version, rows, logical bytes (the rows it reads as) and physical bytes (the blocks it holds, shared ones included)."),
+		code: headCall("Stats", jen.Qual(statePkg, "Stats"))},
+	{name: "AppendDevice", recv: RecvHead, directive: "appends", when: "growth append", ok: appends, doc: appendDeviceDoc, code: (*model).appendDeviceCode},
+	{name: "WriteDevice", recv: RecvHead, directive: "mutates", when: "growth mutable", ok: mutable, doc: writeDeviceDoc, code: (*model).writeDeviceCode},
+	{name: "Spans", recv: RecvHead, directive: "view", when: "always", doc: spansDoc, code: (*model).headSpansCode},
+	{name: "Release", recv: RecvHead, directive: "release", when: "always", doc: releaseDoc, code: headCall("Release", jen.Error())},
+
+	{name: "Read", recv: RecvSnapshot, when: "snapshot immutable", ok: snapshot, doc: readDoc("snapshot"), code: (*model).snapReadCode},
+	{name: "Spans", recv: RecvSnapshot, directive: "view", when: "snapshot immutable", ok: snapshot, doc: para(
+		"Spans locates rows [from, to) of the snapshot in device memory, for kernels that read them. They are read only, by contract: the blocks are shared with the state and its branches, and statevet reports a write through them."),
+		code: (*model).snapSpansCode},
+	{name: "Len", recv: RecvSnapshot, when: "snapshot immutable", ok: snapshot, doc: para("Len returns the number of rows in the snapshot."),
+		code: snapCall("Len", jen.Int())},
+	{name: "Version", recv: RecvSnapshot, when: "snapshot immutable", ok: snapshot, doc: para("Version returns the version the snapshot holds."),
+		code: snapCall("Version", jen.Qual(statePkg, "Version"))},
+	{name: "Release", recv: RecvSnapshot, directive: "release", when: "snapshot immutable", ok: snapshot, doc: para(
+		"Release gives the snapshot's hold on its blocks back to the pool. Release is idempotent; every other method of a released snapshot returns state.ErrReleased."),
+		code: snapCall("Release", jen.Error())},
+}
+
+// Doc comments that depend on the contract.
+
+func ctorDoc(c *contract.Contract) []string {
+	first := fmt.Sprintf("%s creates an empty %s state in pool p, owned by owner (a %s).", ctorName(c.Type), c.Type, c.Owner)
+	if mutable(c) {
+		first = fmt.Sprintf("%s creates a %s state of %d rows, all zero, in pool p, owned by owner (a %s).", ctorName(c.Type), c.Type, c.Bound, c.Owner)
+	}
+	first += " The owner alone writes the state; its blocks are never shared with another owner's."
+	return []string{first, releaseDuty("state")}
+}
+
+func readDoc(what string) func(c *contract.Contract) []string {
+	return func(c *contract.Contract) []string {
+		return []string{fmt.Sprintf("Read copies rows [from, to) of the %s to the host, in a new %s. It returns state.ErrRange unless 0 <= from <= to <= Len().", what, c.Type)}
+	}
+}
+
+func lenDoc(c *contract.Contract) []string {
+	if mutable(c) {
+		return []string{fmt.Sprintf("Len returns the number of rows the state holds: always %d.", c.Bound)}
+	}
+	return []string{"Len returns the number of rows the state holds."}
+}
+
+func boundDoc(c *contract.Contract) []string {
+	switch {
+	case mutable(c):
+		return []string{fmt.Sprintf("Bound returns the number of rows the state has: %d.", c.Bound)}
+	case !bounded(c):
+		return []string{"Bound returns the most rows the state may hold: 0, as the contract sets no bound."}
+	}
+	return []string{fmt.Sprintf("Bound returns the most rows the state may hold: %d.", c.Bound)}
+}
+
+func snapshotDoc(c *contract.Contract) []string {
+	p := "Snapshot returns the state's current version as an immutable snapshot, in O(1): no rows are copied. Later writes to the state or its branches never change what the snapshot reads, and it stays readable after the state is released"
+	if rollback(c) && c.Descendants == contract.DescendantsInvalidate {
+		p += ", until a Rollback abandons the line it belongs to (it then answers state.ErrInvalidated)"
+	}
+	return []string{p + ".", releaseDuty("snapshot")}
+}
+
+func branchDoc(c *contract.Contract) []string {
+	p := "Branch returns a new head at the state's version and content, for the same owner. The branches are isolated: writes to one are invisible to the other and to every sibling, while the rows they share are stored once."
+	if merge(c) {
+		p += " A branch comes back by Merge, as a fast-forward."
+	} else {
+		p += " Branches are never merged back (merge=unsupported)."
+	}
+	return []string{p, releaseDuty("branch")}
+}
+
+func rollbackDoc(c *contract.Contract) []string {
+	p := "Rollback moves the state back to the version of snapshot to, which must be an ancestor of the state's version (else state.ErrNotAncestor) taken by the same owner (else state.ErrOwner). Afterwards the state reads as to and has to's version."
+	if c.Descendants == contract.DescendantsInvalidate {
+		p += " Snapshots and branches taken from the abandoned line then answer state.ErrInvalidated (descendants=invalidate)."
+	} else {
+		p += " Snapshots and branches taken from the abandoned line stay readable (descendants=keep)."
+	}
+	return []string{p}
+}
+
+func atDoc(c *contract.Contract) []string {
+	return []string{
+		fmt.Sprintf("At reconstructs version v of the state's own history from the cheapest checkpoint plus the writes after it (%s). It returns state.ErrNotRetained when the history no longer holds v.", checkpointShort(c.Checkpoint)),
+		releaseDuty("snapshot"),
+	}
+}
+
+func appendDeviceDoc(c *contract.Contract) []string {
+	p := "AppendDevice appends n rows for a kernel to fill and returns where they live. The rows belong to a new version at once; the spans are the caller's to write until the next call on the state."
+	if bounded(c) {
+		p += fmt.Sprintf(" It returns state.ErrBound, and appends nothing, when n rows would pass the bound of %d.", c.Bound)
+	}
+	return []string{p}
+}
+
+func writeDeviceDoc(c *contract.Contract) []string {
+	return []string{fmt.Sprintf("WriteDevice hands out rows [from, to) for a kernel to write in place, in a new version. Blocks shared with snapshots or branches are copied first, so they never see the writes; the spans are the caller's to write until the next call on the state. It returns state.ErrRange unless 0 <= from <= to <= %d.", c.Bound)}
+}
+
+func spansDoc(c *contract.Contract) []string {
+	via := "AppendDevice"
+	if mutable(c) {
+		via = "WriteDevice"
+	}
+	return []string{fmt.Sprintf("Spans locates rows [from, to) in device memory, for kernels that read them. The blocks may be shared with snapshots and branches: write rows through %s, never through these spans.", via)}
+}
+
+func releaseDoc(c *contract.Contract) []string {
+	p := "Release gives the state's blocks back to the pool"
+	if snapshot(c) {
+		p += "; snapshots taken from it stay readable"
+	}
+	p += ". Release is idempotent; every other method of a released state returns state.ErrReleased."
+	if c.Cleanup != "" {
+		p += fmt.Sprintf(" The contract names %s as the event on which the owner releases it.", c.Cleanup)
+	}
+	return []string{p}
+}

@@ -1,0 +1,167 @@
+package gen
+
+import (
+	"fmt"
+	"go/ast"
+	"go/token"
+	"sort"
+
+	"github.com/gpustate/gpustate/contract"
+)
+
+// Names of what a generated file declares. Beside the names SPEC lists
+// (NewTState, TState, TSnapshot, TSpans and their methods) it declares only
+// helpers named as stringer names its own, with a leading underscore and
+// the type's name: no Go programmer writes _T_layout, so they never clash
+// with the user's code.
+
+func layoutName(typ string) string { return "_" + typ + "_layout" }
+func readName(typ string) string   { return "_" + typ + "_read" }
+func spansName(typ string) string  { return "_" + typ + "_spans" }
+
+// Types returns the types generated for contract c: TState first, then
+// TSnapshot (with an immutable snapshot) and TSpans.
+func Types(c *contract.Contract) []string {
+	out := []string{c.Type + "State"}
+	if snapshot(c) {
+		out = append(out, c.Type+"Snapshot")
+	}
+	return append(out, c.Type+"Spans")
+}
+
+// Names returns every package-level name the file generated for c
+// declares: the constructor, the types and the helpers.
+func Names(c *contract.Contract) []string {
+	out := append([]string{ctorName(c.Type)}, Types(c)...)
+	return append(out, layoutName(c.Type), readName(c.Type), spansName(c.Type))
+}
+
+// A Clash is a declaration of the user's that takes a name stategen
+// generates: generating the file would break the package's build.
+type Clash struct {
+	Pos     token.Pos // the user's declaration
+	Type    string    // the state type whose file would declare the name
+	Message string    // names the declaration, the state type and the remedy
+}
+
+// members returns, for each type generated for c, the names its methods
+// and fields take.
+func members(c *contract.Contract) map[string][]string {
+	head, snap := c.Type+"State", c.Type+"Snapshot"
+	out := map[string][]string{head: {"h"}, c.Type + "Spans": nil}
+	if snapshot(c) {
+		out[snap] = []string{"snap"}
+	}
+	for _, m := range Methods(c) {
+		switch m.Recv {
+		case RecvHead:
+			out[head] = append(out[head], m.Name)
+		case RecvSnapshot:
+			out[snap] = append(out[snap], m.Name)
+		}
+	}
+	for _, f := range c.Fields {
+		out[c.Type+"Spans"] = append(out[c.Type+"Spans"], f.Name)
+	}
+	return out
+}
+
+// Clashes returns the declarations, in the package's files that stategen
+// did not generate, of names the files generated for its contracts
+// declare, or of methods of the types they declare; in source order.
+func (p *Package) Clashes() []Clash {
+	names := make(map[string]string)            // package-level name -> state type
+	methods := make(map[string]map[string]bool) // generated type -> its members
+	owner := make(map[string]string)            // generated type -> state type
+	for _, c := range p.Contracts.Contracts {
+		for _, n := range Names(c) {
+			names[n] = c.Type
+		}
+		for typ, ms := range members(c) {
+			owner[typ] = c.Type
+			methods[typ] = make(map[string]bool)
+			for _, m := range ms {
+				methods[typ][m] = true
+			}
+		}
+	}
+	var out []Clash
+	clash := func(id *ast.Ident, typ, what string) {
+		out = append(out, Clash{Pos: id.Pos(), Type: typ, Message: fmt.Sprintf(
+			"%s is declared here, and stategen generates %s for state type %s; rename it", what, what, typ)})
+	}
+	for _, f := range p.files {
+		if isGeneratedFile(f) {
+			continue
+		}
+		for _, d := range f.Decls {
+			for _, id := range declared(d) {
+				if typ, ok := names[id.Name]; ok {
+					clash(id, typ, id.Name)
+				}
+			}
+			if fd, ok := d.(*ast.FuncDecl); ok && fd.Recv != nil {
+				if base := recvBase(fd.Recv); methods[base][fd.Name.Name] {
+					clash(fd.Name, owner[base], base+"."+fd.Name.Name)
+				}
+			}
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Pos < out[j].Pos })
+	return out
+}
+
+// declared returns the package-level names declaration d declares.
+func declared(d ast.Decl) []*ast.Ident {
+	var out []*ast.Ident
+	switch d := d.(type) {
+	case *ast.FuncDecl:
+		if d.Recv == nil {
+			out = append(out, d.Name)
+		}
+	case *ast.GenDecl:
+		for _, s := range d.Specs {
+			switch s := s.(type) {
+			case *ast.TypeSpec:
+				out = append(out, s.Name)
+			case *ast.ValueSpec:
+				out = append(out, s.Names...)
+			}
+		}
+	}
+	return out
+}
+
+// recvBase returns the name of a receiver's base type.
+func recvBase(recv *ast.FieldList) string {
+	if len(recv.List) == 0 {
+		return ""
+	}
+	t := recv.List[0].Type
+	for {
+		switch x := t.(type) {
+		case *ast.StarExpr:
+			t = x.X
+		case *ast.ParenExpr:
+			t = x.X
+		case *ast.IndexExpr:
+			t = x.X
+		case *ast.IndexListExpr:
+			t = x.X
+		case *ast.Ident:
+			return x.Name
+		default:
+			return ""
+		}
+	}
+}
+
+// isGeneratedFile reports whether f starts with Header: a file stategen
+// wrote, which it rewrites or removes.
+func isGeneratedFile(f *ast.File) bool {
+	if len(f.Comments) == 0 || len(f.Comments[0].List) == 0 {
+		return false
+	}
+	first := f.Comments[0].List[0]
+	return first.Text == Header && first.Pos() < f.Package
+}
