@@ -587,6 +587,13 @@ func (p *Pool) costModel() (CostModel, error) {
 	return p.calib.model, nil
 }
 
+// calibrationOwner owns the blocks the cost model's calibration takes. Its
+// rows are copies of zeroed blocks and of its own earlier rows, and it gives
+// its blocks back dirty, so another owner gets them zeroed like any other
+// owner's. A user's owner of the same name would share its free list, and
+// so only ever find its own rows or zeros there.
+const calibrationOwner Owner = "state: cost model calibration"
+
 type calibration struct {
 	mu    sync.Mutex
 	done  bool
@@ -607,7 +614,7 @@ func (p *Pool) calibrate() (CostModel, error) {
 	var err error
 	n := 64
 	for ; ; n /= 2 {
-		if blks, err = p.alloc("", 2*n, false); err == nil || n <= 4 || !errors.Is(err, ErrNoMemory) {
+		if blks, err = p.alloc(calibrationOwner, 2*n, false); err == nil || n <= 4 || !errors.Is(err, ErrNoMemory) {
 			break
 		}
 	}
@@ -675,7 +682,7 @@ func (p *Pool) calibrate() (CostModel, error) {
 	// A synthetic state of one column of 64-byte rows, n blocks (src) as
 	// its checkpoint, and n one-row deltas (dst).
 	l := &Layout{Type: "calibration", Columns: []Column{{ElemSize: 1, Width: rowBytes}}}
-	h := &Head{shape: newShape(p, l, "")}
+	h := &Head{shape: newShape(p, l, calibrationOwner)}
 	per := h.perBlock[0]
 	base := newRoot(1)
 	for i, b := range src {
@@ -719,7 +726,7 @@ func (p *Pool) calibrate() (CostModel, error) {
 		r := newRoot(1)
 		var freed []*block
 		for i := range n {
-			b, err := p.alloc("", 1, false)
+			b, err := p.alloc(calibrationOwner, 1, false)
 			if err != nil {
 				r.release(&freed)
 				p.free(freed)

@@ -20,7 +20,8 @@ var (
 	// ErrNotAncestor: a rollback target that is not an ancestor version of
 	// the head (another lineage, or a version off the head's line).
 	ErrNotAncestor = errors.New("state: not an ancestor version")
-	// ErrOwner: a snapshot or branch of another owner.
+	// ErrOwner: a snapshot or branch of another owner, or a new head with
+	// the empty owner (which would make isolation meaningless).
 	ErrOwner = errors.New("state: another owner's state")
 	// ErrDiverged: a fastforward merge whose parent changed since the
 	// branch point (or a child of another lineage).

@@ -32,12 +32,16 @@ var headIDs atomic.Uint64
 
 // NewHead returns a new head of layout l for owner, at version 0: an
 // append state with no rows, or a mutable state of l.Bound rows that read
-// as zeros. l is copied; later changes to it change nothing.
+// as zeros. l is copied; later changes to it change nothing. An empty
+// owner is an error that wraps ErrOwner.
 //
 //state:acquire
 func (p *Pool) NewHead(l *Layout, owner Owner) (*Head, error) {
 	if err := l.check(p.blockBytes); err != nil {
 		return nil, err
+	}
+	if owner == "" {
+		return nil, fmt.Errorf("state: NewHead of %s: the owner is empty; every state needs one, for isolation: %w", l.Type, ErrOwner)
 	}
 	leave, err := p.enter()
 	if err != nil {

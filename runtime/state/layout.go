@@ -5,7 +5,8 @@ import "fmt"
 // Owner names the owner of a state (a session, a request, a step...). One
 // owner has the mutation and cleanup authority over its states; physical
 // blocks are never shared across owners, and a block that held one owner's
-// rows is zeroed before another owner gets it.
+// rows is zeroed before another owner gets it. An owner is never empty:
+// NewHead refuses "" with ErrOwner.
 type Owner string
 
 // Version identifies a version of a state. Every successful write makes a
