@@ -11,7 +11,9 @@ var (
 	ErrBound = errors.New("state: bound exceeded")
 	// ErrShape: a batch whose columns hold different numbers of rows, a
 	// column whose length is no multiple of its row size, the wrong number
-	// of columns, or an invalid Layout.
+	// of columns, or an invalid Layout, one whose row is larger than the
+	// pool's blocks included (that error names the field, the sizes and
+	// the remedy: a larger PoolOptions.BlockBytes).
 	ErrShape = errors.New("state: batch does not match the layout")
 	// ErrRange: rows outside the state, or a write to an append-only state.
 	ErrRange = errors.New("state: rows out of range")

@@ -152,7 +152,7 @@ func NewPool(b device.Backend, opt PoolOptions) (*Pool, error) {
 	if bb == 0 {
 		bb = DefaultBlockBytes
 	}
-	if bb > 1<<30 {
+	if bb > maxBlockBytes {
 		return nil, fmt.Errorf("state: NewPool with block bytes %d: at most 1 GiB", bb)
 	}
 	bb = (bb + blockAlign - 1) &^ (blockAlign - 1)
