@@ -2,7 +2,7 @@
 # A short run of every fuzz target in the module, then the state store's model-based tests run
 # long: GPUSTATE_MODEL_STEPS steps per seed of TestModel (TestModelAt takes a fifth as many).
 # Both model tests cost the same per step however long they run, so the long run takes a time
-# proportional to the steps (about two minutes for 200000 on one core); the timeout is a guard.
+# proportional to the steps (about three minutes for 200000 on one core); the timeout is a guard.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 time=${1:-30s}
