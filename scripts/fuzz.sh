@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# A short run of every fuzz target in the module, then the state store's model-based test run
-# long (GPUSTATE_MODEL_STEPS steps per seed).
+# A short run of every fuzz target in the module, then the state store's model-based tests run
+# long: GPUSTATE_MODEL_STEPS steps per seed of TestModel (TestModelAt takes a fifth as many).
+# Both model tests cost the same per step however long they run, so the long run takes a time
+# proportional to the steps (about three minutes for 200000 on one core); the timeout is a guard.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 time=${1:-30s}
@@ -11,6 +13,7 @@ for pkg in $(go list ./...); do
   done
 done
 if [ -d runtime/state ]; then
-  echo "== runtime/state model test, long"
-  GPUSTATE_MODEL_STEPS=${GPUSTATE_MODEL_STEPS:-200000} go test -count=1 -run 'Model' ./runtime/state
+  steps=${GPUSTATE_MODEL_STEPS:-200000}
+  echo "== runtime/state model tests, long ($steps steps)"
+  GPUSTATE_MODEL_STEPS=$steps go test -count=1 -timeout=30m -run '^TestModel(At)?$' ./runtime/state
 fi

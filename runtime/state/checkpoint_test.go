@@ -21,10 +21,21 @@ type lineEntry struct {
 // atHead is a checkpointed head with the test's model of it.
 type atHead struct {
 	h     *Head
-	line  []lineEntry // retained versions, oldest first
+	line  []lineEntry // retained versions, oldest first: the end of all
 	since int
 	all   []Version // every version ever on the line, for ErrNotRetained
+	// checked counts the leading versions of all (before line) that the
+	// test has seen answer ErrNotRetained since they left the line.
+	checked int
 }
+
+// The population of a TestModelAt run is bounded, so that the checks after
+// a step cost the same however long the run: past these, the oldest head
+// or snapshot is released.
+const (
+	maxAtHeads = 8
+	maxAtSnaps = 64
+)
 
 // TestModelAt runs seeded sequences of writes (host and device), branches,
 // merges, rollbacks (to snapshots and to versions At reconstructed) on
@@ -32,7 +43,10 @@ type atHead struct {
 // recorded content of v for every retained version of each head's line,
 // that older versions answer ErrNotRetained, and that Plan's choice is the
 // cheapest candidate. GPUSTATE_MODEL_STEPS and GPUSTATE_MODEL_SEED as for
-// TestModel.
+// TestModel. A step's checks cost the same however long the run: the
+// population is bounded, the versions that left a line are checked once
+// when they leave it and then by sample, and the recorded content of
+// versions no handle can reach again is dropped.
 func TestModelAt(t *testing.T) {
 	steps := 200
 	if s := os.Getenv("GPUSTATE_MODEL_STEPS"); s != "" {
@@ -57,6 +71,7 @@ func TestModelAt(t *testing.T) {
 
 func runModelAt(t *testing.T, seed uint64, steps int) {
 	rng := rand.New(rand.NewPCG(seed, 77))
+	sample := rand.New(rand.NewPCG(seed, 78)) // for checks only: rng's sequence is the run's
 	fail := func(step int, format string, args ...any) {
 		t.Helper()
 		t.Fatalf("seed %d step %d: %s\nreplay: GPUSTATE_MODEL_SEED=%d go test -run TestModelAt ./runtime/state",
@@ -114,7 +129,7 @@ func runModelAt(t *testing.T, seed uint64, steps int) {
 	reset := func(x *atHead, to Version, from *atHead) {
 		if from != nil {
 			x.line, x.since = slices.Clone(from.line), from.since
-			x.all = slices.Clone(from.all)
+			x.all, x.checked = slices.Clone(from.all), from.checked
 			return
 		}
 		for i, e := range x.line {
@@ -136,6 +151,25 @@ func runModelAt(t *testing.T, seed uint64, steps int) {
 			x.all = []Version{to} // a version of another line: the test knows no more
 		} else {
 			x.all = x.all[:k+1]
+		}
+		x.checked = min(x.checked, len(x.all)-len(x.line))
+	}
+	// prune drops the recorded content of the versions that no head's line
+	// holds and no snapshot is at: nothing can bring them back.
+	prune := func() {
+		keep := map[Version]bool{}
+		for _, x := range heads {
+			for _, e := range x.line {
+				keep[e.v] = true
+			}
+		}
+		for _, s := range snaps {
+			keep[s.Version()] = true
+		}
+		for v := range content {
+			if !keep[v] {
+				delete(content, v)
+			}
 		}
 	}
 	var checked, notRetained int
@@ -222,14 +256,23 @@ func runModelAt(t *testing.T, seed uint64, steps int) {
 			check(t, heads[i].h.Release())
 			heads = slices.Delete(heads, i, i+1)
 		}
+		for len(heads) > maxAtHeads {
+			check(t, heads[0].h.Release())
+			heads = heads[1:]
+		}
+		for len(snaps) > maxAtSnaps {
+			check(t, snaps[0].Release())
+			snaps = snaps[1:]
+		}
+		if len(content) > 2048 {
+			prune()
+		}
 		// Check every head's retained line, and what lies before it.
 		for _, x := range heads {
 			if x.h.invalid.Load() {
 				continue
 			}
-			retained := map[Version]bool{}
 			for _, e := range x.line {
-				retained[e.v] = true
 				s, err := x.h.At(e.v)
 				if err != nil {
 					fail(step, "At(%d): %v (line %v)", e.v, err, x.line)
@@ -250,15 +293,27 @@ func runModelAt(t *testing.T, seed uint64, steps int) {
 					}
 				}
 			}
-			for _, v := range x.all {
-				if retained[v] {
-					continue
+			// The line ends all; the versions before it answer
+			// ErrNotRetained. Those that left it since the last step
+			// are checked, and two of the older ones.
+			old := len(x.all) - len(x.line)
+			for i, e := range x.line {
+				if old < 0 || x.all[old+i] != e.v {
+					fail(step, "the test's account: line %v is not the end of %v", x.line, x.all)
 				}
+			}
+			x.checked = min(x.checked, old)
+			todo := x.all[x.checked:old]
+			if x.checked > 0 {
+				todo = append(slices.Clip(todo), x.all[0], x.all[sample.IntN(x.checked)])
+			}
+			for _, v := range todo {
 				notRetained++
 				if _, err := x.h.At(v); !errors.Is(err, ErrNotRetained) {
 					fail(step, "At(%d) of a version before the retained line: %v", v, err)
 				}
 			}
+			x.checked = old
 			if _, err := x.h.At(1 << 40); !errors.Is(err, ErrNotRetained) {
 				fail(step, "At of a version never made: %v", err)
 			}

@@ -11,7 +11,9 @@ var (
 	ErrBound = errors.New("state: bound exceeded")
 	// ErrShape: a batch whose columns hold different numbers of rows, a
 	// column whose length is no multiple of its row size, the wrong number
-	// of columns, or an invalid Layout.
+	// of columns, or an invalid Layout, one whose row is larger than the
+	// pool's blocks included (that error names the field, the sizes and
+	// the remedy: a larger PoolOptions.BlockBytes).
 	ErrShape = errors.New("state: batch does not match the layout")
 	// ErrRange: rows outside the state, or a write to an append-only state.
 	ErrRange = errors.New("state: rows out of range")
@@ -20,7 +22,8 @@ var (
 	// ErrNotAncestor: a rollback target that is not an ancestor version of
 	// the head (another lineage, or a version off the head's line).
 	ErrNotAncestor = errors.New("state: not an ancestor version")
-	// ErrOwner: a snapshot or branch of another owner.
+	// ErrOwner: a snapshot or branch of another owner, or a new head with
+	// the empty owner (which would make isolation meaningless).
 	ErrOwner = errors.New("state: another owner's state")
 	// ErrDiverged: a fastforward merge whose parent changed since the
 	// branch point (or a child of another lineage).

@@ -1,7 +1,6 @@
 package state
 
 import (
-	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -32,12 +31,16 @@ var headIDs atomic.Uint64
 
 // NewHead returns a new head of layout l for owner, at version 0: an
 // append state with no rows, or a mutable state of l.Bound rows that read
-// as zeros. l is copied; later changes to it change nothing.
+// as zeros. l is copied; later changes to it change nothing. An empty
+// owner is an error that wraps ErrOwner.
 //
 //state:acquire
 func (p *Pool) NewHead(l *Layout, owner Owner) (*Head, error) {
 	if err := l.check(p.blockBytes); err != nil {
 		return nil, err
+	}
+	if owner == "" {
+		return nil, fmt.Errorf("state: NewHead of %s: the owner is empty; every state needs one, for isolation: %w", l.Type, ErrOwner)
 	}
 	leave, err := p.enter()
 	if err != nil {
@@ -104,225 +107,6 @@ func (h *Head) lock(op string) (func(), error) {
 		h.flush()
 	}
 	return func() { h.mu.Unlock(); leave() }, nil
-}
-
-// A write is planned as block operations, done in an order that keeps the
-// head as it was until the commit, which cannot fail.
-type blockOp struct {
-	col, idx int
-	old      *block // the block at idx; nil past the column's last block
-	nb       *block // the new block that replaces old; nil writes old in place
-	keep     int    // bytes of old to copy into nb first
-	off      int    // byte offset in the block where src goes
-	src      []byte // host rows to write; nil for none
-	visible  bool   // an in-place write over rows a reader may see
-}
-
-type writeKind int
-
-const (
-	hostAppend writeKind = iota
-	hostWrite
-	deviceAppend
-	deviceWrite
-)
-
-// plan returns the block operations for rows [from, to) of every column.
-// Rows of an in-place write a reader may see are marked visible.
-func (h *Head) plan(kind writeKind, from, to int, cols [][]byte) []blockOp {
-	var ops []blockOp
-	rootUnique := h.r.unique()
-	bb := h.pool.blockBytes
-	for c := range h.rowBytes {
-		rb, per := h.rowBytes[c], h.perBlock[c]
-		t := &h.r.cols[c]
-		for row := from; row < to; {
-			bi := row / per
-			start, end := bi*per, min(to, (bi+1)*per)
-			op := blockOp{col: c, idx: bi, off: (row - start) * rb}
-			if cols != nil {
-				op.src = cols[c][(row-from)*rb : (end-from)*rb]
-			}
-			if bi < t.n {
-				op.old = t.get(bi)
-			}
-			used := min(h.r.rows, (bi+1)*per) - start // rows of the block in the version
-			switch {
-			case op.old == nil:
-				// A new block past the column's end.
-			case rootUnique && t.uniquePath(bi):
-				if kind == hostWrite && row == start && end == start+used {
-					op.keep = -1 // covers the block: a new one, if memory allows
-				}
-				op.visible = kind == hostWrite
-			default:
-				if kind == hostWrite && row == start && end == start+used {
-					op.keep = 0
-				} else {
-					op.keep = used * rb
-				}
-				op.keep = min(op.keep, bb)
-				op.nb = &block{} // marks a copy; filled by alloc
-			}
-			ops = append(ops, op)
-			row = end
-		}
-	}
-	return ops
-}
-
-// apply plans and performs a write of rows [from, to) and commits it as a
-// new version with newRows rows. On failure it changes nothing and gives
-// back the blocks it took.
-func (h *Head) apply(op string, kind writeKind, from, to, newRows int, cols [][]byte) ([][]device.Span, error) {
-	if kind == hostAppend || kind == deviceAppend {
-		// Rows no pool could hold are refused before they are planned.
-		rows := int64(to - from)
-		if rows > 0 && rows > (1<<62)/h.rowSum {
-			return nil, h.errorf(op, "%d rows: %w", rows, ErrNoMemory)
-		}
-		if err := h.pool.fitsBytes(rows * h.rowSum); err != nil {
-			return nil, h.errorf(op, "%w", err)
-		}
-	}
-	ops := h.plan(kind, from, to, cols)
-	need := 0
-	for i := range ops {
-		if ops[i].old == nil || ops[i].nb != nil || ops[i].keep < 0 {
-			need++
-		}
-	}
-	blks, err := h.pool.allocAppend(h.scratch, h.owner, need, false)
-	if err != nil && errors.Is(err, ErrNoMemory) {
-		// Write whole unshared blocks in place rather than fail.
-		fewer := 0
-		for i := range ops {
-			if ops[i].keep < 0 {
-				ops[i].keep = 0
-			} else if ops[i].old == nil || ops[i].nb != nil {
-				fewer++
-			}
-		}
-		if fewer < need {
-			need = fewer
-			blks, err = h.pool.allocAppend(h.scratch, h.owner, need, false)
-		}
-	}
-	if err != nil {
-		return nil, h.errorf(op, "%w", err)
-	}
-	h.scratch = blks[:0]
-	taken := blks
-	for i := range ops {
-		o := &ops[i]
-		switch {
-		case o.old == nil || o.nb != nil:
-			o.nb, blks = blks[0], blks[1:]
-		case o.keep < 0:
-			o.nb, blks = blks[0], blks[1:]
-			o.keep, o.visible = 0, false
-		}
-	}
-	fail := func(err error) ([][]device.Span, error) {
-		var back []*block
-		for _, b := range taken {
-			releaseBlock(b, &back)
-		}
-		h.pool.free(back)
-		return nil, h.errorf(op, "%w", err)
-	}
-	b := h.pool.b
-	// New blocks first: nothing a reader sees changes. Rows bound for
-	// neighbouring new blocks go in one copy.
-	bb := h.pool.blockBytes
-	for i := 0; i < len(ops); i++ {
-		o := &ops[i]
-		if o.nb == nil {
-			continue
-		}
-		if o.keep > 0 {
-			if err := b.CopyDtoD(o.nb.ptr, o.old.ptr, o.keep); err != nil {
-				return fail(err)
-			}
-		}
-		if o.src == nil {
-			continue
-		}
-		src := o.src
-		for i+1 < len(ops) {
-			prev, next := &ops[i], &ops[i+1]
-			if next.nb == nil || next.col != prev.col || next.keep != 0 || next.off != 0 || next.src == nil ||
-				prev.off+len(prev.src) != bb || !next.nb.follows(prev.nb, bb) ||
-				len(src)+len(next.src) > cap(src) {
-				break
-			}
-			src = src[:len(src)+len(next.src)] // next.src follows in the batch's column
-			i++
-		}
-		if err := b.CopyHtoD(o.nb.ptr+device.Ptr(o.off), src); err != nil {
-			return fail(err)
-		}
-	}
-	// In place past the version's rows: nothing a reader sees changes.
-	for i := range ops {
-		o := &ops[i]
-		if o.nb == nil && !o.visible && o.src != nil {
-			if err := b.CopyHtoD(o.old.ptr+device.Ptr(o.off), o.src); err != nil {
-				return fail(err)
-			}
-		}
-	}
-	// In place over visible rows: keep what each write replaces, but the
-	// last, so that a failure can put it back.
-	var visible []int
-	for i := range ops {
-		if ops[i].visible && ops[i].src != nil {
-			visible = append(visible, i)
-		}
-	}
-	saved := make([][]byte, len(visible))
-	for k, i := range visible {
-		o := &ops[i]
-		dst := o.old.ptr + device.Ptr(o.off)
-		if k < len(visible)-1 {
-			saved[k] = make([]byte, len(o.src))
-			if err := b.CopyDtoH(saved[k], dst); err != nil {
-				return fail(errors.Join(err, h.restore(ops, visible[:k], saved)))
-			}
-		}
-		if err := b.CopyHtoD(dst, o.src); err != nil {
-			return fail(errors.Join(err, h.restore(ops, visible[:k], saved)))
-		}
-	}
-	// Commit.
-	var freed []*block
-	r := h.r.own(&freed)
-	for i := range ops {
-		if o := &ops[i]; o.nb != nil {
-			r.cols[o.col].set(o.idx, o.nb, &freed)
-		}
-	}
-	r.rows = newRows
-	h.r = r
-	h.commitVersion()
-	h.pool.free(freed)
-	var spans [][]device.Span
-	if kind == deviceAppend || kind == deviceWrite {
-		spans, _ = h.spans(op, r, from, to) // in range by construction
-	}
-	return spans, nil
-}
-
-// restore puts back the rows saved before in-place writes ops[idx[k]].
-func (h *Head) restore(ops []blockOp, idx []int, saved [][]byte) error {
-	var errs []error
-	for k, i := range idx {
-		o := &ops[i]
-		if err := h.pool.b.CopyHtoD(o.old.ptr+device.Ptr(o.off), saved[k]); err != nil {
-			errs = append(errs, fmt.Errorf("restoring rows after a failed write: %w", err))
-		}
-	}
-	return errors.Join(errs...)
 }
 
 // commitVersion moves h to a new version of its lineage, starting a new

@@ -109,6 +109,9 @@ func checkInvariants(p *Pool) error {
 		if got := int(b.rc.Load()); got != refs {
 			return fmt.Errorf("block %#x has count %d, %d references", b.ptr, got, refs)
 		}
+		if b.zeroed {
+			return fmt.Errorf("block %#x in use is marked zeroed", b.ptr)
+		}
 	}
 	if int64(len(blockRefs)) != p.inUse {
 		return fmt.Errorf("%d blocks referenced, the pool counts %d in use", len(blockRefs), p.inUse)
@@ -125,8 +128,8 @@ func checkInvariants(p *Pool) error {
 		if err := check(b); err != nil {
 			return err
 		}
-		if b.owner != "" {
-			return fmt.Errorf("clean block %#x has owner %q", b.ptr, b.owner)
+		if !b.zeroed {
+			return fmt.Errorf("clean block %#x is not marked zeroed (owner %q)", b.ptr, b.owner)
 		}
 	}
 	for o, fl := range p.dirty {
@@ -136,6 +139,9 @@ func checkInvariants(p *Pool) error {
 			}
 			if b.owner != o {
 				return fmt.Errorf("block %#x on %q's list has owner %q", b.ptr, o, b.owner)
+			}
+			if b.zeroed {
+				return fmt.Errorf("zeroed block %#x on %q's list, not the clean one", b.ptr, o)
 			}
 		}
 	}

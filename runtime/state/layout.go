@@ -1,11 +1,15 @@
 package state
 
-import "fmt"
+import (
+	"fmt"
+	"strconv"
+)
 
 // Owner names the owner of a state (a session, a request, a step...). One
 // owner has the mutation and cleanup authority over its states; physical
 // blocks are never shared across owners, and a block that held one owner's
-// rows is zeroed before another owner gets it.
+// rows is zeroed before another owner gets it. An owner is never empty:
+// NewHead refuses "" with ErrOwner.
 type Owner string
 
 // Version identifies a version of a state. Every successful write makes a
@@ -112,8 +116,7 @@ func (l *Layout) check(blockBytes int) error {
 				l.Type, c.Name, c.ElemSize, c.Width, ErrShape)
 		}
 		if c.ElemSize > blockBytes/c.Width {
-			return fmt.Errorf("state: a row of %s.%s (%d×%d bytes) does not fit a block of %d bytes: %w",
-				l.Type, c.Name, c.Width, c.ElemSize, blockBytes, ErrShape)
+			return &rowSizeError{typ: l.Type, col: c, blockBytes: blockBytes}
 		}
 	}
 	if l.Bound > maxInt/4 {
@@ -151,3 +154,37 @@ func (l *Layout) clone() *Layout {
 	}
 	return &c
 }
+
+// maxBlockBytes is the largest block a pool takes.
+const maxBlockBytes = 1 << 30
+
+// rowSizeError is a column whose rows are larger than the pool's blocks: a
+// row never spans blocks. It wraps ErrShape (the layout does not fit the
+// pool) and names the field, the sizes and the remedy.
+type rowSizeError struct {
+	typ        string
+	col        Column
+	blockBytes int
+}
+
+func (e *rowSizeError) Error() string {
+	c := e.col
+	field := c.Name
+	if field == "" {
+		field = "(unnamed)"
+	}
+	rowBytes := "more than " + strconv.Itoa(maxInt) + " bytes"
+	remedy := "no block holds it (a pool's blocks are at most 1 GiB): split the field"
+	if c.Width <= maxInt/c.ElemSize {
+		rb := c.ElemSize * c.Width
+		rowBytes = strconv.Itoa(rb) + " bytes"
+		if rb <= maxBlockBytes {
+			remedy = fmt.Sprintf("make the pool with a larger PoolOptions.BlockBytes, at least %d", (rb+blockAlign-1)&^(blockAlign-1))
+		}
+	}
+	return fmt.Sprintf("state: a row of field %s of %s is %s (%d elements of %d bytes), larger than the pool's blocks of %d bytes; a row never spans blocks: %s",
+		field, e.typ, rowBytes, c.Width, c.ElemSize, e.blockBytes, remedy)
+}
+
+// Unwrap makes the error match ErrShape.
+func (e *rowSizeError) Unwrap() error { return ErrShape }

@@ -206,6 +206,12 @@ func stateErr(x *mHandle) error {
 func (m *model) newHead() {
 	l := m.randLayout()
 	owner := m.owners[m.rng.IntN(len(m.owners))]
+	if m.rng.IntN(10) == 0 {
+		// The empty owner is refused, and takes nothing.
+		_, err := m.pool.NewHead(l, "")
+		m.expect(err, ErrOwner)
+		return
+	}
 	h, err := m.pool.NewHead(l, owner)
 	if faulted(err) {
 		m.count(err)

@@ -87,13 +87,17 @@ type DeviceStats struct {
 
 // block is one fixed-size block of device memory. Its reference count
 // counts the tree leaves that hold it; owner is the owner whose rows it
-// holds (or last held, when free).
+// holds (or last held, when free). zeroed says the block reads as zeros
+// and holds nobody's rows: a block fresh from a slab or zeroed since its
+// owner gave it back. It is the only mark of a clean block: no owner, the
+// empty one included, stands for "zeroed".
 type block struct {
-	ptr   device.Ptr
-	slab  device.Ptr // the allocation the block was carved from
-	rc    atomic.Int32
-	owner Owner
-	delta bool // holds a delta of a history
+	ptr    device.Ptr
+	slab   device.Ptr // the allocation the block was carved from
+	rc     atomic.Int32
+	owner  Owner
+	zeroed bool // reads as zeros; only free blocks on the clean list
+	delta  bool // holds a delta of a history
 }
 
 // Pool hands out fixed-size blocks of device memory carved from slabs. It
@@ -112,8 +116,8 @@ type Pool struct {
 	mu       sync.Mutex
 	slabs    []device.Ptr
 	reserved int64
-	clean    []*block            // zeroed blocks
-	dirty    map[Owner]*freeList // free blocks, by the owner whose rows they held
+	clean    []*block            // zeroed blocks (block.zeroed)
+	dirty    map[Owner]*freeList // free blocks not zeroed, by the owner whose rows they held
 	sweepAt  int                 // the size of dirty at which empty lists are swept
 	// lastOwner's free list is lastList: the last one looked up.
 	lastOwner Owner
@@ -149,7 +153,7 @@ func NewPool(b device.Backend, opt PoolOptions) (*Pool, error) {
 	if bb == 0 {
 		bb = DefaultBlockBytes
 	}
-	if bb > 1<<30 {
+	if bb > maxBlockBytes {
 		return nil, fmt.Errorf("state: NewPool with block bytes %d: at most 1 GiB", bb)
 	}
 	bb = (bb + blockAlign - 1) &^ (blockAlign - 1)
@@ -339,7 +343,7 @@ func (p *Pool) allocAppend(buf []*block, owner Owner, n int, zero bool) ([]*bloc
 	for i, b := range wipe {
 		if err := p.b.Memset(b.ptr, 0, p.blockBytes); err != nil {
 			for _, w := range wipe[:i] {
-				w.owner = "" // zeroed: nobody's rows
+				w.zeroed = true // nobody's rows: back to the clean list
 			}
 			p.mu.Lock()
 			p.inUse -= int64(n)
@@ -350,7 +354,7 @@ func (p *Pool) allocAppend(buf []*block, owner Owner, n int, zero bool) ([]*bloc
 		}
 	}
 	for _, b := range out {
-		b.owner = owner
+		b.owner, b.zeroed = owner, false
 		b.rc.Store(1)
 	}
 	return out, nil
@@ -468,11 +472,12 @@ func (p *Pool) capString() string {
 	return fmt.Sprintf("max %d", p.maxBytes)
 }
 
-// putLocked returns blocks that alloc took but did not hand out. A block
-// keeps the owner whose rows it holds ("" when zeroed).
+// putLocked returns blocks that alloc took but did not hand out: zeroed
+// ones to the clean list, the others to the free list of the owner whose
+// rows they hold.
 func (p *Pool) putLocked(list []*block) {
 	for _, b := range list {
-		if b.owner == "" {
+		if b.zeroed {
 			p.clean = append(p.clean, b)
 		} else {
 			p.putDirtyLocked(b)
@@ -520,7 +525,7 @@ func (p *Pool) growLocked(want int) error {
 	p.slabs = append(p.slabs, ptr)
 	p.reserved += nb * bb
 	for i := nb - 1; i >= 0; i-- {
-		p.clean = append(p.clean, &block{ptr: ptr + device.Ptr(i*bb), slab: ptr})
+		p.clean = append(p.clean, &block{ptr: ptr + device.Ptr(i*bb), slab: ptr, zeroed: true})
 	}
 	p.nfree += nb
 	return nil

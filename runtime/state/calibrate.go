@@ -1,0 +1,257 @@
+package state
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+)
+
+// The cost model: what a pool measures of its backend once, for Plan and
+// At to estimate the cost of a reconstruction (see checkpoint.go).
+
+// CostModel is what a pool measured of its backend once, to estimate
+// reconstruction costs: a device-to-device copy of n bytes costs
+// CopyFixed + n*CopyPerByte, a block taken (copied on write or added)
+// costs Block besides its copy, applying one column of one delta costs
+// PerDelta besides its copies, and every reconstruction Fixed. The figures
+// are measured on memory the CPU's caches do not hold, as a reconstruction
+// of a past version finds it.
+type CostModel struct {
+	CopyFixed   time.Duration
+	CopyPerByte float64 // nanoseconds per byte
+	Block       time.Duration
+	PerDelta    time.Duration
+	Fixed       time.Duration
+}
+
+func (m CostModel) estimate(c *Candidate, columns int) time.Duration {
+	ns := float64(m.Fixed) + float64(c.Copies)*float64(m.CopyFixed) +
+		float64(c.SeedBytes+c.DeltaBytes)*m.CopyPerByte + float64(c.Blocks)*float64(m.Block) +
+		float64(c.Deltas*columns)*float64(m.PerDelta)
+	return time.Duration(ns)
+}
+
+// CostModel returns the pool's cost model, measuring the backend on first
+// use.
+func (p *Pool) CostModel() (CostModel, error) {
+	leave, err := p.enter()
+	if err != nil {
+		return CostModel{}, fmt.Errorf("state: CostModel: %w", err)
+	}
+	defer leave()
+	return p.costModel()
+}
+
+type calibration struct {
+	mu    sync.Mutex
+	done  bool
+	model CostModel
+}
+
+// costModel returns the pool's cost model, measuring it on first use. A
+// measurement that fails (the pool has no room for its blocks) is tried
+// again on the next use.
+func (p *Pool) costModel() (CostModel, error) {
+	p.calib.mu.Lock()
+	defer p.calib.mu.Unlock()
+	if !p.calib.done {
+		m, err := p.calibrate()
+		if err != nil {
+			return CostModel{}, err
+		}
+		p.calib.model, p.calib.done = m, true
+	}
+	return p.calib.model, nil
+}
+
+// calibrationOwner owns the blocks the calibration takes. Its rows are
+// copies of zeroed blocks and of its own earlier rows, and it gives its
+// blocks back dirty, so another owner gets them zeroed like any other
+// owner's. A user's owner of the same name would share its free list, and
+// so only ever find its own rows or zeros there.
+const calibrationOwner Owner = "state: cost model calibration"
+
+// calibRowBytes is the row size of the calibration's synthetic state.
+const calibRowBytes = 64
+
+// calibrate measures the backend and the store as a reconstruction uses
+// them, on memory the CPU's caches do not hold (it streams through a
+// buffer larger than them before each measurement): device copies of a few
+// bytes and of whole blocks between distinct blocks, a synthetic
+// reconstruction of one-row deltas into one block, which gives the cost of
+// a delta, and blocks taken into a tree and given back.
+func (p *Pool) calibrate() (CostModel, error) {
+	c, err := p.newCalibrator()
+	if err != nil {
+		return CostModel{}, err
+	}
+	defer c.close()
+	var m CostModel
+	for _, measure := range []func(*CostModel) error{c.measureCopies, c.measureDelta, c.measureBlock} {
+		if err := measure(&m); err != nil {
+			return CostModel{}, err
+		}
+	}
+	m.Fixed = m.Block
+	return m, nil
+}
+
+// calibrator holds what the measurements share: n source blocks, n
+// destination blocks, and the buffer that evicts the CPU's caches.
+type calibrator struct {
+	p        *Pool
+	n        int
+	blks     []*block // src, then dst
+	src, dst []*block
+	evict    []byte
+}
+
+// newCalibrator takes 2n blocks: n is 64, or fewer in a small pool.
+func (p *Pool) newCalibrator() (*calibrator, error) {
+	var blks []*block
+	var err error
+	n := 64
+	for ; ; n /= 2 {
+		if blks, err = p.alloc(calibrationOwner, 2*n, false); err == nil || n <= 4 || !errors.Is(err, ErrNoMemory) {
+			break
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &calibrator{p: p, n: n, blks: blks, src: blks[:n], dst: blks[n:], evict: make([]byte, 64<<20)}, nil
+}
+
+// close gives the calibrator's blocks back.
+func (c *calibrator) close() {
+	var freed []*block
+	for _, b := range c.blks {
+		releaseBlock(b, &freed)
+	}
+	c.p.free(freed)
+}
+
+// cold streams through the evict buffer, so that the CPU's caches hold
+// none of the blocks.
+func (c *calibrator) cold() {
+	for i := 0; i < len(c.evict); i += 64 {
+		c.evict[i]++
+	}
+}
+
+// median returns the median time per step of seven cold runs of steps.
+func (c *calibrator) median(steps int, run func() error) (time.Duration, error) {
+	var runs [7]time.Duration
+	for i := range runs {
+		c.cold()
+		start := time.Now()
+		if err := run(); err != nil {
+			return 0, err
+		}
+		if err := c.p.b.Sync(); err != nil {
+			return 0, err
+		}
+		runs[i] = time.Since(start) / time.Duration(steps)
+	}
+	slices.Sort(runs[:])
+	return runs[len(runs)/2], nil
+}
+
+// copyEach returns a run that copies bytes from each source block to its
+// destination block.
+func (c *calibrator) copyEach(bytes int) func() error {
+	return func() error {
+		for i := range c.n {
+			if err := c.p.b.CopyDtoD(c.dst[i].ptr, c.src[i].ptr, bytes); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
+// measureCopies sets CopyFixed and CopyPerByte from copies of a row and of
+// a block.
+func (c *calibrator) measureCopies(m *CostModel) error {
+	tSmall, err := c.median(c.n, c.copyEach(calibRowBytes))
+	if err != nil {
+		return err
+	}
+	tBig, err := c.median(c.n, c.copyEach(c.p.blockBytes))
+	if err != nil {
+		return err
+	}
+	m.CopyFixed = tSmall
+	if tBig > tSmall {
+		m.CopyPerByte = float64(tBig-tSmall) / float64(c.p.blockBytes-calibRowBytes)
+	}
+	return nil
+}
+
+// measureDelta sets PerDelta from a synthetic reconstruction: a state of
+// one column of 64-byte rows, the n source blocks as its checkpoint, and n
+// one-row deltas (the destination blocks), all into the checkpoint's first
+// block. Per delta it costs one copy of a row (and one block over all).
+func (c *calibrator) measureDelta(m *CostModel) error {
+	p := c.p
+	l := &Layout{Type: "calibration", Columns: []Column{{ElemSize: 1, Width: calibRowBytes}}}
+	h := &Head{shape: newShape(p, l, calibrationOwner)}
+	var freed []*block
+	base := newRoot(1)
+	for i, b := range c.src {
+		b.rc.Add(1)
+		base.cols[0].set(i, b, &freed)
+	}
+	base.rows = c.n * h.perBlock[0]
+	defer func() {
+		base.release(&freed)
+		p.free(freed)
+	}()
+	deltas := make([]*delta, c.n)
+	for i := range deltas {
+		deltas[i] = &delta{from: i, to: i + 1, cols: [][]*block{{c.dst[i]}}, bytes: calibRowBytes}
+	}
+	tSame, err := c.median(c.n, func() error {
+		r := base.retain()
+		var err error
+		for _, d := range deltas {
+			if r, err = h.applyDelta(r, d, base.rows); err != nil {
+				break
+			}
+		}
+		var freed []*block
+		r.release(&freed)
+		p.free(freed)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	m.PerDelta = time.Duration(max(0, float64(tSame)-float64(m.CopyFixed)-calibRowBytes*m.CopyPerByte))
+	return nil
+}
+
+// measureBlock sets Block from blocks taken from the pool, put into a
+// tree by path copying, and given back when the tree is released.
+func (c *calibrator) measureBlock(m *CostModel) error {
+	var err error
+	m.Block, err = c.median(c.n, func() error {
+		r := newRoot(1)
+		var freed []*block
+		for i := range c.n {
+			b, err := c.p.alloc(calibrationOwner, 1, false)
+			if err != nil {
+				r.release(&freed)
+				c.p.free(freed)
+				return err
+			}
+			r.cols[0].set(i, b[0], &freed)
+		}
+		r.release(&freed)
+		c.p.free(freed)
+		return nil
+	})
+	return err
+}

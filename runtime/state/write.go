@@ -1,0 +1,319 @@
+package state
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/gpustate/gpustate/runtime/device"
+)
+
+// The write path. Append, Write, AppendDevice and WriteDevice each check
+// their arguments and then call apply, which runs a writeTx: a plan of
+// block operations, carried out in steps ordered so that the head reads as
+// it was until the commit, which cannot fail. A step that fails undoes the
+// steps before it and gives back every block the write took.
+
+// blockOp is what a write does to one block of one column.
+type blockOp struct {
+	col, idx int
+	old      *block // the block at idx; nil past the column's last block
+	nb       *block // the new block that replaces old; nil writes old in place
+	keep     int    // bytes of old to copy into nb first; -1: old is covered whole, replace it if the pool has room
+	off      int    // byte offset in the block where src goes
+	src      []byte // host rows to write; nil for none
+	visible  bool   // an in-place write over rows a reader may see
+}
+
+type writeKind int
+
+const (
+	hostAppend writeKind = iota
+	hostWrite
+	deviceAppend
+	deviceWrite
+)
+
+// plan returns the block operations for rows [from, to) of every column.
+// Rows of an in-place write a reader may see are marked visible.
+func (h *Head) plan(kind writeKind, from, to int, cols [][]byte) []blockOp {
+	var ops []blockOp
+	rootUnique := h.r.unique()
+	bb := h.pool.blockBytes
+	for c := range h.rowBytes {
+		rb, per := h.rowBytes[c], h.perBlock[c]
+		t := &h.r.cols[c]
+		for row := from; row < to; {
+			bi := row / per
+			start, end := bi*per, min(to, (bi+1)*per)
+			op := blockOp{col: c, idx: bi, off: (row - start) * rb}
+			if cols != nil {
+				op.src = cols[c][(row-from)*rb : (end-from)*rb]
+			}
+			if bi < t.n {
+				op.old = t.get(bi)
+			}
+			used := min(h.r.rows, (bi+1)*per) - start // rows of the block in the version
+			switch {
+			case op.old == nil:
+				// A new block past the column's end.
+			case rootUnique && t.uniquePath(bi):
+				if kind == hostWrite && row == start && end == start+used {
+					op.keep = -1 // covers the block: a new one, if memory allows
+				}
+				op.visible = kind == hostWrite
+			default:
+				if kind == hostWrite && row == start && end == start+used {
+					op.keep = 0
+				} else {
+					op.keep = used * rb
+				}
+				op.keep = min(op.keep, bb)
+				op.nb = &block{} // marks a copy; filled by alloc
+			}
+			ops = append(ops, op)
+			row = end
+		}
+	}
+	return ops
+}
+
+// writeTx is one write in progress: rows [from, to) of the batch cols (nil
+// for a device write), planned as ops, with the blocks taken for it.
+type writeTx struct {
+	h        *Head
+	op       string
+	kind     writeKind
+	from, to int
+	ops      []blockOp
+	taken    []*block // every block alloc gave the write, for undo
+}
+
+// apply plans and performs a write of rows [from, to) and commits it as a
+// new version with newRows rows. On failure it changes nothing and gives
+// back the blocks it took.
+func (h *Head) apply(op string, kind writeKind, from, to, newRows int, cols [][]byte) ([][]device.Span, error) {
+	tx := writeTx{h: h, op: op, kind: kind, from: from, to: to}
+	if err := tx.admit(); err != nil {
+		return nil, err
+	}
+	tx.ops = h.plan(kind, from, to, cols)
+	if err := tx.take(); err != nil {
+		return nil, err
+	}
+	// New blocks first, then rows past the version's end, then rows a
+	// reader may see: each step changes nothing the steps before it could
+	// not undo.
+	if err := tx.fillNewBlocks(); err != nil {
+		return nil, tx.abort(err)
+	}
+	if err := tx.writePastEnd(); err != nil {
+		return nil, tx.abort(err)
+	}
+	if err := tx.writeVisible(); err != nil {
+		return nil, tx.abort(err)
+	}
+	r := tx.commit(newRows)
+	if kind == deviceAppend || kind == deviceWrite {
+		spans, _ := h.spans(op, r, from, to) // in range by construction
+		return spans, nil
+	}
+	return nil, nil
+}
+
+// admit refuses, before anything is planned, appends of more rows than
+// the pool could ever hold.
+func (tx *writeTx) admit() error {
+	if tx.kind != hostAppend && tx.kind != deviceAppend {
+		return nil
+	}
+	h := tx.h
+	rows := int64(tx.to - tx.from)
+	if rows > 0 && rows > (1<<62)/h.rowSum {
+		return h.errorf(tx.op, "%d rows: %w", rows, ErrNoMemory)
+	}
+	if err := h.pool.fitsBytes(rows * h.rowSum); err != nil {
+		return h.errorf(tx.op, "%w", err)
+	}
+	return nil
+}
+
+// wantsBlock reports whether o needs a new block: past the column's end,
+// a copy on write, or a block the write covers whole.
+func (o *blockOp) wantsBlock() bool { return o.old == nil || o.nb != nil || o.keep < 0 }
+
+// take allocates the new blocks the plan needs and hands them to its
+// operations. When the pool is out of memory it writes the unshared blocks
+// the write covers whole in place, rather than replace them, and tries
+// again with fewer.
+func (tx *writeTx) take() error {
+	h := tx.h
+	need := 0
+	for i := range tx.ops {
+		if tx.ops[i].wantsBlock() {
+			need++
+		}
+	}
+	blks, err := h.pool.allocAppend(h.scratch, h.owner, need, false)
+	if err != nil && errors.Is(err, ErrNoMemory) {
+		if fewer := tx.coverInPlace(); fewer < need {
+			blks, err = h.pool.allocAppend(h.scratch, h.owner, fewer, false)
+		}
+	}
+	if err != nil {
+		return h.errorf(tx.op, "%w", err)
+	}
+	h.scratch = blks[:0]
+	tx.taken = blks
+	for i := range tx.ops {
+		if o := &tx.ops[i]; o.wantsBlock() {
+			if o.keep < 0 {
+				o.keep, o.visible = 0, false
+			}
+			o.nb, blks = blks[0], blks[1:]
+		}
+	}
+	return nil
+}
+
+// coverInPlace turns the replacements of blocks the write covers whole
+// into writes in place, and returns how many blocks the plan needs then.
+func (tx *writeTx) coverInPlace() int {
+	n := 0
+	for i := range tx.ops {
+		if o := &tx.ops[i]; o.keep < 0 {
+			o.keep = 0
+		} else if o.wantsBlock() {
+			n++
+		}
+	}
+	return n
+}
+
+// fillNewBlocks writes every new block: the rows it keeps of the block it
+// replaces, then the batch's rows. Nothing a reader sees changes.
+func (tx *writeTx) fillNewBlocks() error {
+	b := tx.h.pool.b
+	for i := 0; i < len(tx.ops); i++ {
+		o := &tx.ops[i]
+		if o.nb == nil {
+			continue
+		}
+		if o.keep > 0 {
+			if err := b.CopyDtoD(o.nb.ptr, o.old.ptr, o.keep); err != nil {
+				return err
+			}
+		}
+		if o.src == nil {
+			continue
+		}
+		src, last := tx.run(i)
+		if err := b.CopyHtoD(o.nb.ptr+device.Ptr(o.off), src); err != nil {
+			return err
+		}
+		i = last
+	}
+	return nil
+}
+
+// run returns the rows of ops[i] joined with those of the operations after
+// it that continue them in one copy (new blocks that follow one another in
+// memory, filled from their start by rows that follow one another in the
+// batch's column), and the index of the last operation joined.
+func (tx *writeTx) run(i int) ([]byte, int) {
+	bb := tx.h.pool.blockBytes
+	src := tx.ops[i].src
+	for i+1 < len(tx.ops) {
+		prev, next := &tx.ops[i], &tx.ops[i+1]
+		if next.nb == nil || next.col != prev.col || next.keep != 0 || next.off != 0 || next.src == nil ||
+			prev.off+len(prev.src) != bb || !next.nb.follows(prev.nb, bb) ||
+			len(src)+len(next.src) > cap(src) {
+			break
+		}
+		src = src[:len(src)+len(next.src)] // next.src follows in the batch's column
+		i++
+	}
+	return src, i
+}
+
+// writePastEnd writes in place the rows past the version's end: nothing a
+// reader sees changes.
+func (tx *writeTx) writePastEnd() error {
+	for i := range tx.ops {
+		o := &tx.ops[i]
+		if o.nb == nil && !o.visible && o.src != nil {
+			if err := tx.h.pool.b.CopyHtoD(o.old.ptr+device.Ptr(o.off), o.src); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// writeVisible writes in place over rows a reader may see, keeping what
+// each write replaces (but the last's) so that a failure can put it back.
+func (tx *writeTx) writeVisible() error {
+	var visible []int
+	for i := range tx.ops {
+		if tx.ops[i].visible && tx.ops[i].src != nil {
+			visible = append(visible, i)
+		}
+	}
+	b := tx.h.pool.b
+	saved := make([][]byte, len(visible))
+	for k, i := range visible {
+		o := &tx.ops[i]
+		dst := o.old.ptr + device.Ptr(o.off)
+		if k < len(visible)-1 {
+			saved[k] = make([]byte, len(o.src))
+			if err := b.CopyDtoH(saved[k], dst); err != nil {
+				return errors.Join(err, tx.restore(visible[:k], saved))
+			}
+		}
+		if err := b.CopyHtoD(dst, o.src); err != nil {
+			return errors.Join(err, tx.restore(visible[:k], saved))
+		}
+	}
+	return nil
+}
+
+// restore puts back the rows saved before in-place writes ops[idx[k]].
+func (tx *writeTx) restore(idx []int, saved [][]byte) error {
+	var errs []error
+	for k, i := range idx {
+		o := &tx.ops[i]
+		if err := tx.h.pool.b.CopyHtoD(o.old.ptr+device.Ptr(o.off), saved[k]); err != nil {
+			errs = append(errs, fmt.Errorf("restoring rows after a failed write: %w", err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// abort gives back every block the write took and returns err with the
+// call's context.
+func (tx *writeTx) abort(err error) error {
+	var back []*block
+	for _, b := range tx.taken {
+		releaseBlock(b, &back)
+	}
+	tx.h.pool.free(back)
+	return tx.h.errorf(tx.op, "%w", err)
+}
+
+// commit puts the new blocks in the head's root (a copy of it when it is
+// shared), as a new version of newRows rows, and frees what they replace.
+// It cannot fail.
+func (tx *writeTx) commit(newRows int) *root {
+	h := tx.h
+	var freed []*block
+	r := h.r.own(&freed)
+	for i := range tx.ops {
+		if o := &tx.ops[i]; o.nb != nil {
+			r.cols[o.col].set(o.idx, o.nb, &freed)
+		}
+	}
+	r.rows = newRows
+	h.r = r
+	h.commitVersion()
+	h.pool.free(freed)
+	return r
+}
