@@ -117,6 +117,9 @@ func (o *Oracle) Writes(fn *types.Func, i int) bool {
 	if d := o.Dir(fn); d != nil && slices.Contains(d.Writes, paramName(fn, i)) {
 		return true
 	}
+	if DeviceDst(fn, i) {
+		return true
+	}
 	f := o.Fact(fn)
 	return f != nil && slices.Contains(f.Writes, i)
 }
