@@ -95,3 +95,15 @@ func usedBefore() int {
 	releaseAll(a, b)
 	return n
 }
+
+func imported() int {
+	a := res.Open()
+	res.CloseAll(a)
+	return a.Len() // want `State a is used after CloseAll released it`
+}
+
+func kept() int {
+	a := res.Open()
+	res.Keep(a)
+	return a.Len() // Keep stores a: not a release
+}
