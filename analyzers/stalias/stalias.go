@@ -462,6 +462,9 @@ func (c *checker) invalidate(n ast.Node, st state) state {
 	}
 	on := func(h ast.Expr, name string) {
 		key := c.headOf(h)
+		if key.root == nil {
+			return // a head that is no variable's (f().Snapshot()): another one each time, maybe
+		}
 		for v, og := range c.origin {
 			if b := c.vars[v]; og.kind == deviceSpans && og.head == key && st.view&b != 0 {
 				st.stale |= b
