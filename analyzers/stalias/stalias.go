@@ -460,6 +460,9 @@ func (c *checker) invalidate(n ast.Node, st state) state {
 	if st.view == 0 {
 		return st
 	}
+	if _, ok := n.(*ast.DeferStmt); ok {
+		return st // the deferred call runs at the exit
+	}
 	on := func(h ast.Expr, name string) {
 		key := c.headOf(h)
 		if key.root == nil {

@@ -155,7 +155,64 @@ func closures(v *dev.KVSnapshot, s *dev.KVState) {
 	g()
 }
 
+func deferredLiteral(s *dev.KVState) {
+	sp, err := s.AppendDevice(4)
+	if err != nil {
+		return
+	}
+	defer func() {
+		dev.Scale(sp.Values, 1) // want `after a later call on the state \(Branch\)`
+	}()
+	b, err := s.Branch()
+	if err != nil {
+		return
+	}
+	b.Release()
+}
+
+func releasedHead(s *dev.KVState) {
+	sp, err := s.AppendDevice(4)
+	if err != nil {
+		return
+	}
+	s.Release()
+	dev.Scale(sp.Keys, 1) // want `after a later call on the state \(Release\)`
+}
+
+func closureCallsHead(s *dev.KVState) {
+	sp, err := s.AppendDevice(4)
+	if err != nil {
+		return
+	}
+	func() {
+		v, err := s.Snapshot()
+		if err != nil {
+			return
+		}
+		defer v.Release()
+		dev.Scale(sp.Keys, 1) // want `after a later call on the state \(Snapshot\)`
+	}()
+}
+
 // ---- no findings ----
+
+func deferredRelease(s *dev.KVState) error {
+	sp, err := s.AppendDevice(4)
+	if err != nil {
+		return err
+	}
+	defer s.Release() // runs after the write
+	return dev.Scale(sp.Keys, 1)
+}
+
+func deferredFresh(s *dev.KVState) error {
+	sp, err := s.AppendDevice(4)
+	if err != nil {
+		return err
+	}
+	defer func() { dev.Scale(sp.Keys, 1) }() // nothing is called on s after
+	return nil
+}
 
 func prefill(s *dev.KVState, b device.Backend, data []byte) error {
 	sp, err := s.AppendDevice(4)
