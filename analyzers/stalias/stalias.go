@@ -218,19 +218,21 @@ func (c *checker) viewCall(call *ast.CallExpr) *origin {
 	var og *origin
 	fn, kind, recv := ownership.Callee(c.info, call)
 	if kind == ownership.Static && recv != nil {
-		rt := c.info.TypeOf(recv)
-		spans := false
-		if res := fn.Signature().Results(); res.Len() > 0 {
-			spans = ownership.HoldsDeviceSpan(res.At(0).Type())
-		}
-		switch {
-		case c.res.Withheld(rt):
-		case c.o.View(fn) && c.o.IsSnapshot(rt):
-			og = &origin{kind: snapView, typ: ownership.TypeName(rt), method: fn.Name(), spans: spans}
-		case c.o.View(fn) && spans:
-			og = &origin{kind: spansView, typ: ownership.TypeName(rt), method: fn.Name(), spans: true}
-		case c.o.Mutates(fn) && spans:
-			og = &origin{kind: deviceSpans, typ: ownership.TypeName(rt), method: fn.Name(), spans: true, head: c.headOf(recv)}
+		if view, mut := c.o.View(fn), c.o.Mutates(fn); view || mut {
+			rt := c.info.TypeOf(recv)
+			spans := false
+			if res := fn.Signature().Results(); res.Len() > 0 {
+				spans = ownership.HoldsDeviceSpan(res.At(0).Type())
+			}
+			switch {
+			case c.res.Withheld(rt):
+			case view && c.o.IsSnapshot(rt):
+				og = &origin{kind: snapView, typ: ownership.TypeName(rt), method: fn.Name(), spans: spans}
+			case view && spans:
+				og = &origin{kind: spansView, typ: ownership.TypeName(rt), method: fn.Name(), spans: true}
+			case mut && spans:
+				og = &origin{kind: deviceSpans, typ: ownership.TypeName(rt), method: fn.Name(), spans: true, head: c.headOf(recv)}
+			}
 		}
 	}
 	c.calls[call] = og
