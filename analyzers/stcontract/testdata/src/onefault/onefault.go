@@ -66,3 +66,11 @@ type Misspelt struct{ X []float32 }
 // A look-alike outside any body is still reported.
 // state:owner session // want `// state:owner has a space after //`
 var _ = 0
+
+// DurableGrowth claims durability on its growth line: that line is the
+// fault, not a missing growth line as well.
+//
+//state:contract
+//state:growth append bound=64 crash-safe // want `the contract of DurableGrowth claims durability \(crash-safe\)`
+//state:owner session
+type DurableGrowth struct{ X []float32 }
