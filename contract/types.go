@@ -175,6 +175,7 @@ var contractLines = map[string]func(*contractParse, *directive){
 func (cp *contractParse) accept(d *directive) bool {
 	name := cp.name
 	if cp.p.claimsDurability(d, name, "the contract of "+name) {
+		cp.spaced[d.verb] = true // reported at the line: not missing as well
 		return false
 	}
 	switch {
@@ -299,7 +300,7 @@ func (cp *contractParse) crossCheck(head *directive, spaced map[string]bool) {
 		cp.errorf(head.pos, head.end,
 			"state type %s has no //state:owner line; add //state:owner KIND (session, request, step, process...)", name)
 	}
-	if d := cp.seen["retention"]; d != nil && c.Retention == RetentionReconstructable && cp.seen["checkpoint"] == nil {
+	if d := cp.seen["retention"]; d != nil && c.Retention == RetentionReconstructable && cp.seen["checkpoint"] == nil && !spaced["checkpoint"] {
 		cp.errorf(d.pos, d.end,
 			"reconstructable state %s needs a //state:checkpoint line to be rebuilt from; add //state:checkpoint every=N keep=K or use retention mandatory", name)
 	}

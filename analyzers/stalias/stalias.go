@@ -18,7 +18,8 @@ import (
 //go:embed doc.go
 var doc string
 
-// Analyzer reports writes to immutable snapshots.
+// Analyzer reports writes to immutable snapshots and through read-only or
+// stale device spans.
 var Analyzer = &analysis.Analyzer{
 	Name:     "stalias",
 	Doc:      analysisutil.MustExtractDoc(doc, "stalias"),
@@ -30,10 +31,12 @@ var Analyzer = &analysis.Analyzer{
 // run checks each function in two steps. Calls of mutating methods on
 // snapshot values are found syntactically. Views are followed by a forward
 // may-dataflow over the function's CFG: the state is the set of local
-// variables that may hold memory of a snapshot (union at joins; assigning a
+// variables that may hold memory of a view (union at joins; assigning a
 // view or a value derived from one adds a variable, assigning anything else
-// removes it), and every write is checked against the state where it
-// happens. Packages without directives return at once.
+// removes it) and, among those holding the device spans AppendDevice or
+// WriteDevice returned, the set that a later call on the same head has made
+// stale. Every write is checked against the state where it happens.
+// Packages without directives return at once.
 func run(pass *analysis.Pass) (any, error) {
 	res := pass.ResultOf[stcleanup.Ownership].(*stcleanup.OwnershipResult).Result
 	if !res.Dirs.Active() {
@@ -45,6 +48,33 @@ func run(pass *analysis.Pass) (any, error) {
 	return nil, nil
 }
 
+// The kinds of memory a variable may hold.
+const (
+	snapView    = iota // a view of a snapshot: immutable
+	spansView          // device spans a view of a head returned (Spans): read only
+	deviceSpans        // device spans AppendDevice or WriteDevice returned: the caller's until the next call on the head
+)
+
+// origin is where the memory a variable holds came from.
+type origin struct {
+	kind   int
+	typ    string  // the snapshot or head type
+	method string  // the method that returned the view
+	spans  bool    // the view holds device spans
+	head   headKey // for deviceSpans: the head it came from
+}
+
+// headKey names a head operand: the variable at its root and the operand
+// as written (s, c.cache).
+type headKey struct {
+	root *types.Var
+	expr string
+}
+
+// state is the dataflow fact: the variables that may hold a view, and those
+// whose device spans may be stale.
+type state struct{ view, stale uint64 }
+
 type checker struct {
 	pass    *analysis.Pass
 	info    *types.Info
@@ -52,11 +82,16 @@ type checker struct {
 	res     *ownership.Result
 	node    ast.Node // the function
 	vars    map[*types.Var]uint64
-	snap    map[*types.Var]string // the snapshot type a variable's view came from
+	origin  map[*types.Var]*origin
+	staleBy map[*origin]string // the call that made device spans stale
+	calls   map[*ast.CallExpr]*origin
 	rangeOf map[ast.Expr]*ast.RangeStmt
+	lits    map[*types.Var]*ast.FuncLit // variables bound to a function literal
+	inLit   map[*ast.FuncLit]bool
+	defers  []*ast.DeferStmt
+	device  bool // the function takes device spans from a head
 	record  bool
 	seen    map[token.Pos]bool
-	full    bool // too many variables: stop tainting new ones
 }
 
 func checkFunc(pass *analysis.Pass, res *ownership.Result, f *ownership.Func) {
@@ -69,31 +104,28 @@ func checkFunc(pass *analysis.Pass, res *ownership.Result, f *ownership.Func) {
 		res:     res,
 		node:    f.Node,
 		vars:    make(map[*types.Var]uint64),
-		snap:    make(map[*types.Var]string),
+		origin:  make(map[*types.Var]*origin),
+		staleBy: make(map[*origin]string),
+		calls:   make(map[*ast.CallExpr]*origin),
 		rangeOf: make(map[ast.Expr]*ast.RangeStmt),
+		lits:    make(map[*types.Var]*ast.FuncLit),
+		inLit:   make(map[*ast.FuncLit]bool),
 		seen:    make(map[token.Pos]bool),
 	}
 	hasView := false
 	ast.Inspect(body, func(n ast.Node) bool {
 		switch n := n.(type) {
 		case *ast.FuncLit:
-			return false
+			return false // a function of its own
 		case *ast.CallExpr:
 			fn, kind, recv := ownership.Callee(c.info, n)
-			if kind == ownership.Static && recv != nil && o.IsSnapshot(c.info.TypeOf(recv)) && !res.Withheld(c.info.TypeOf(recv)) {
-				if o.Mutates(fn) {
-					pass.ReportRangef(n, "%s mutates its receiver, but %s is an immutable snapshot; call it on the state head (or a branch of it)",
-						fn.Name(), ownership.TypeName(c.info.TypeOf(recv)))
-				}
-				if o.View(fn) {
-					hasView = true
-				}
+			if kind == ownership.Static && recv != nil && o.IsSnapshot(c.info.TypeOf(recv)) && !res.Withheld(c.info.TypeOf(recv)) && o.Mutates(fn) {
+				pass.ReportRangef(n, "%s mutates its receiver, but %s is an immutable snapshot; call it on the state head (or a branch of it)",
+					fn.Name(), ownership.TypeName(c.info.TypeOf(recv)))
 			}
-		case *ast.RangeStmt:
-			for _, x := range []ast.Expr{n.Key, n.Value} {
-				if x != nil {
-					c.rangeOf[x] = n
-				}
+			if og := c.viewCall(n); og != nil {
+				hasView = true
+				c.device = c.device || og.kind == deviceSpans
 			}
 		}
 		return true
@@ -101,12 +133,39 @@ func checkFunc(pass *analysis.Pass, res *ownership.Result, f *ownership.Func) {
 	if !hasView {
 		return
 	}
-	p := &dataflow.Problem[uint64]{
-		Entry:  0,
-		Bottom: 0,
-		Join:   func(a, b uint64) uint64 { return a | b },
-		Equal:  func(a, b uint64) bool { return a == b },
-		Transfer: func(b *cfg.Block, in uint64) uint64 {
+	// Range keys and values, and the variables bound to literals, inside
+	// literals too: a literal's body is checked where it runs.
+	ast.Inspect(body, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.RangeStmt:
+			for _, x := range []ast.Expr{n.Key, n.Value} {
+				if x != nil {
+					c.rangeOf[x] = n
+				}
+			}
+		case *ast.AssignStmt:
+			if len(n.Lhs) == len(n.Rhs) {
+				for i, r := range n.Rhs {
+					c.bindLit(n.Lhs[i], r)
+				}
+			}
+		case *ast.ValueSpec:
+			if len(n.Names) == len(n.Values) {
+				for i, r := range n.Values {
+					c.bindLit(n.Names[i], r)
+				}
+			}
+		case *ast.DeferStmt:
+			c.defers = append(c.defers, n)
+		}
+		return true
+	})
+	p := &dataflow.Problem[state]{
+		Entry:  state{},
+		Bottom: state{},
+		Join:   func(a, b state) state { return state{a.view | b.view, a.stale | b.stale} },
+		Equal:  func(a, b state) bool { return a == b },
+		Transfer: func(b *cfg.Block, in state) state {
 			for _, n := range b.Nodes {
 				in = c.step(n, in)
 			}
@@ -119,13 +178,71 @@ func checkFunc(pass *analysis.Pass, res *ownership.Result, f *ownership.Func) {
 	}
 	c.record = true
 	for _, b := range f.CFG.Blocks {
-		if b.Live {
-			st := ins[b.Index]
-			for _, n := range b.Nodes {
-				st = c.step(n, st)
+		if !b.Live {
+			continue
+		}
+		st := ins[b.Index]
+		for _, n := range b.Nodes {
+			st = c.step(n, st)
+		}
+		if len(b.Succs) == 0 {
+			// Deferred calls run here, against the state at the exit.
+			for _, d := range c.defers {
+				c.call(d.Call, st)
+				if lit, ok := ast.Unparen(d.Call.Fun).(*ast.FuncLit); ok {
+					c.checkLit(lit, st)
+				}
 			}
 		}
 	}
+}
+
+// bindLit records that variable l is bound to the function literal r.
+func (c *checker) bindLit(l ast.Expr, r ast.Expr) {
+	lit, ok := ast.Unparen(r).(*ast.FuncLit)
+	if !ok {
+		return
+	}
+	if v := dataflow.VarOf(c.info, l); v != nil {
+		c.lits[v] = lit
+	}
+}
+
+// viewCall returns where the memory call returns comes from, when call is
+// a view of a snapshot, a view of a head that returns device spans, or a
+// mutating method of a head that returns device spans; else nil.
+func (c *checker) viewCall(call *ast.CallExpr) *origin {
+	if og, ok := c.calls[call]; ok {
+		return og
+	}
+	var og *origin
+	fn, kind, recv := ownership.Callee(c.info, call)
+	if kind == ownership.Static && recv != nil {
+		if view, mut := c.o.View(fn), c.o.Mutates(fn); view || mut {
+			rt := c.info.TypeOf(recv)
+			spans := false
+			if res := fn.Signature().Results(); res.Len() > 0 {
+				spans = ownership.HoldsDeviceSpan(res.At(0).Type())
+			}
+			switch {
+			case c.res.Withheld(rt):
+			case view && c.o.IsSnapshot(rt):
+				og = &origin{kind: snapView, typ: ownership.TypeName(rt), method: fn.Name(), spans: spans}
+			case view && spans:
+				og = &origin{kind: spansView, typ: ownership.TypeName(rt), method: fn.Name(), spans: true}
+			case mut && spans:
+				og = &origin{kind: deviceSpans, typ: ownership.TypeName(rt), method: fn.Name(), spans: true, head: c.headOf(recv)}
+			}
+		}
+	}
+	c.calls[call] = og
+	return og
+}
+
+// headOf returns the key of head operand e.
+func (c *checker) headOf(e ast.Expr) headKey {
+	e = ast.Unparen(e)
+	return headKey{dataflow.Root(c.info, e), types.ExprString(e)}
 }
 
 // bit returns the bit of local variable v, indexing it on first use.
@@ -137,7 +254,6 @@ func (c *checker) bit(v *types.Var) uint64 {
 		return b
 	}
 	if len(c.vars) == 64 {
-		c.full = true
 		return 0
 	}
 	b := uint64(1) << len(c.vars)
@@ -145,12 +261,15 @@ func (c *checker) bit(v *types.Var) uint64 {
 	return b
 }
 
-// view returns the snapshot type whose memory e may refer to, or "".
-func (c *checker) view(e ast.Expr, st uint64) string {
+// view returns where the memory e may refer to comes from, or nil, and
+// whether it may be stale.
+func (c *checker) view(e ast.Expr, st state) (*origin, bool) {
 	switch x := ast.Unparen(e).(type) {
 	case *ast.Ident:
-		if v, ok := c.info.Uses[x].(*types.Var); ok && c.vars[v]&st != 0 {
-			return c.snap[v]
+		if v, ok := c.info.Uses[x].(*types.Var); ok {
+			if b := c.vars[v]; b&st.view != 0 {
+				return c.origin[v], b&st.stale != 0
+			}
 		}
 	case *ast.SelectorExpr:
 		if sel, ok := c.info.Selections[x]; ok && sel.Kind() == types.FieldVal {
@@ -164,38 +283,61 @@ func (c *checker) view(e ast.Expr, st uint64) string {
 		return c.view(x.X, st)
 	case *ast.UnaryExpr:
 		// &v points at the variable v, a copy, unless v itself holds
-		// slices or pointers into the snapshot; &rows[i] points into it.
+		// slices or pointers into the view; &rows[i] points into it.
 		if x.Op == token.AND {
 			if _, isVar := ast.Unparen(x.X).(*ast.Ident); !isVar || ownership.Writable(c.info.TypeOf(x.X)) {
 				return c.view(x.X, st)
 			}
 		}
+	case *ast.BinaryExpr:
+		// Address arithmetic: sp.Ptr + off still points into the view.
+		if x.Op == token.ADD || x.Op == token.SUB {
+			if og, stale := c.view(x.X, st); og != nil && og.spans {
+				return og, stale
+			}
+			if x.Op == token.ADD {
+				if og, stale := c.view(x.Y, st); og != nil && og.spans {
+					return og, stale
+				}
+			}
+		}
+	case *ast.CompositeLit:
+		// []device.Span{sp}: a span copied into a new slice still locates
+		// the same device memory.
+		if ownership.HoldsDeviceSpan(c.info.TypeOf(x)) {
+			for _, el := range x.Elts {
+				if kv, ok := el.(*ast.KeyValueExpr); ok {
+					el = kv.Value
+				}
+				if og, stale := c.view(el, st); og != nil && og.spans {
+					return og, stale
+				}
+			}
+		}
 	case *ast.TypeAssertExpr:
 		return c.view(x.X, st)
 	case *ast.CallExpr:
-		fn, kind, recv := ownership.Callee(c.info, x)
+		_, kind, _ := ownership.Callee(c.info, x)
 		switch kind {
 		case ownership.Conversion:
 			if len(x.Args) == 1 {
 				return c.view(x.Args[0], st)
 			}
 		case ownership.Static:
-			if recv != nil && c.o.View(fn) && c.o.IsSnapshot(c.info.TypeOf(recv)) && !c.res.Withheld(c.info.TypeOf(recv)) {
-				return ownership.TypeName(c.info.TypeOf(recv))
-			}
+			return c.viewCall(x), false
 		}
 	}
-	return ""
+	return nil, false
 }
 
-// through returns the snapshot type whose memory an assignment to l writes,
-// or "": l must pass through an index of a slice or pointer, or a pointer.
-func (c *checker) through(l ast.Expr, st uint64) string {
+// through returns where the memory an assignment to l writes comes from, or
+// nil: l must pass through an index of a slice or pointer, or a pointer.
+func (c *checker) through(l ast.Expr, st state) (*origin, bool) {
 	switch x := ast.Unparen(l).(type) {
 	case *ast.IndexExpr:
 		t := c.info.TypeOf(x.X)
 		if t == nil {
-			return ""
+			return nil, false
 		}
 		switch t.Underlying().(type) {
 		case *types.Slice, *types.Pointer:
@@ -213,33 +355,56 @@ func (c *checker) through(l ast.Expr, st uint64) string {
 	case *ast.StarExpr:
 		return c.view(x.X, st)
 	}
-	return ""
+	return nil, false
 }
 
-func (c *checker) report(n ast.Node, snap string) {
-	if !c.record || c.seen[n.Pos()] {
+// check reports a write at n through memory from og, stale or not.
+func (c *checker) check(n ast.Node, og *origin, stale bool) {
+	if og == nil || og.kind == deviceSpans && !stale || !c.record || c.seen[n.Pos()] {
 		return
 	}
 	c.seen[n.Pos()] = true
-	c.pass.ReportRangef(n, "write through a view of snapshot %s, which is immutable; write to the state head (or a branch of it), or copy the rows first", snap)
+	switch og.kind {
+	case snapView:
+		if og.spans {
+			c.pass.ReportRangef(n, "write through a view of snapshot %s, which is immutable: its device spans are read only, the blocks are shared with the state; write rows through the state's AppendDevice or WriteDevice (on a branch to keep the snapshot's version)", og.typ)
+			return
+		}
+		c.pass.ReportRangef(n, "write through a view of snapshot %s, which is immutable; write to the state head (or a branch of it), or copy the rows first", og.typ)
+	case spansView:
+		c.pass.ReportRangef(n, "write through the spans %s of %s returned, which are read only: the blocks may be shared with snapshots and branches; write rows through the spans AppendDevice or WriteDevice returns", og.method, og.typ)
+	case deviceSpans:
+		by := c.staleBy[og]
+		c.pass.ReportRangef(n, "write through the spans %s of %s returned after a later call on the state (%s); they are the caller's only until the next call on it: finish the writes before that call, or take new spans", og.method, og.typ, by)
+	}
 }
 
 // step applies one CFG node: writes are checked against the state before
-// it, then assignments update which variables hold views.
-func (c *checker) step(n ast.Node, st uint64) uint64 {
+// it, calls on a head make the device spans taken from it stale, then
+// assignments update which variables hold views.
+func (c *checker) step(n ast.Node, st state) state {
 	c.writes(n, st)
-	assign := func(l ast.Expr, snap string) {
+	if c.device {
+		st = c.invalidate(n, st)
+	}
+	assign := func(l ast.Expr, og *origin, stale bool) {
 		v := dataflow.VarOf(c.info, l)
 		if v == nil {
 			return
 		}
-		if snap == "" {
-			st &^= c.vars[v]
+		if og == nil {
+			st.view &^= c.vars[v]
+			st.stale &^= c.vars[v]
 			return
 		}
 		if b := c.bit(v); b != 0 {
-			st |= b
-			c.snap[v] = snap
+			st.view |= b
+			if stale {
+				st.stale |= b
+			} else {
+				st.stale &^= b
+			}
+			c.origin[v] = og
 		}
 	}
 	switch n := n.(type) {
@@ -248,60 +413,68 @@ func (c *checker) step(n ast.Node, st uint64) uint64 {
 			break
 		}
 		if len(n.Lhs) == len(n.Rhs) {
-			snaps := make([]string, len(n.Rhs))
+			ogs := make([]*origin, len(n.Rhs))
+			stales := make([]bool, len(n.Rhs))
 			for i, r := range n.Rhs {
-				snaps[i] = c.view(r, st)
+				ogs[i], stales[i] = c.view(r, st)
 			}
 			for i, l := range n.Lhs {
-				assign(l, snaps[i])
+				assign(l, ogs[i], stales[i])
 			}
 		} else if len(n.Rhs) == 1 {
-			s := c.view(n.Rhs[0], st)
+			og, stale := c.view(n.Rhs[0], st)
 			for i, l := range n.Lhs {
 				if i == 0 {
-					assign(l, s)
+					assign(l, og, stale)
 				} else {
-					assign(l, "")
+					assign(l, nil, false)
 				}
 			}
 		}
 	case *ast.ValueSpec:
 		for i, id := range n.Names {
-			s := ""
+			var og *origin
+			stale := false
 			if len(n.Values) == len(n.Names) {
-				s = c.view(n.Values[i], st)
+				og, stale = c.view(n.Values[i], st)
 			} else if len(n.Values) == 1 && i == 0 {
-				s = c.view(n.Values[0], st)
+				og, stale = c.view(n.Values[0], st)
 			}
-			assign(id, s)
+			assign(id, og, stale)
 		}
 	case ast.Expr:
 		if rs := c.rangeOf[n]; rs != nil {
-			s := ""
+			var og *origin
+			stale := false
 			if n == rs.Value {
-				s = c.view(rs.X, st)
+				og, stale = c.view(rs.X, st)
 			}
-			assign(n, s)
+			assign(n, og, stale)
 		}
 	}
 	return st
 }
 
-// writes reports the writes in n through views held in st.
-func (c *checker) writes(n ast.Node, st uint64) {
-	if !c.record {
-		return
+// invalidate makes stale the device spans held in st that were taken from
+// a head that n calls a directive method on (Snapshot, Branch, Append,
+// AppendDevice, Release...) or passes to a function that releases it.
+func (c *checker) invalidate(n ast.Node, st state) state {
+	if st.view == 0 {
+		return st
 	}
-	switch n := n.(type) {
-	case *ast.AssignStmt:
-		for _, l := range n.Lhs {
-			if s := c.through(l, st); s != "" {
-				c.report(l, s)
-			}
+	if _, ok := n.(*ast.DeferStmt); ok {
+		return st // the deferred call runs at the exit
+	}
+	on := func(h ast.Expr, name string) {
+		key := c.headOf(h)
+		if key.root == nil {
+			return // a head that is no variable's (f().Snapshot()): another one each time, maybe
 		}
-	case *ast.IncDecStmt:
-		if s := c.through(n.X, st); s != "" {
-			c.report(n.X, s)
+		for v, og := range c.origin {
+			if b := c.vars[v]; og.kind == deviceSpans && og.head == key && st.view&b != 0 {
+				st.stale |= b
+				c.staleBy[og] = name
+			}
 		}
 	}
 	ast.Inspect(n, func(x ast.Node) bool {
@@ -311,40 +484,127 @@ func (c *checker) writes(n ast.Node, st uint64) {
 			return !lit
 		}
 		fn, kind, recv := ownership.Callee(c.info, call)
-		switch kind {
-		case ownership.Builtin:
-			switch ownership.BuiltinName(c.info, call) {
-			case "copy", "clear":
-				if len(call.Args) > 0 {
-					if s := c.view(call.Args[0], st); s != "" {
-						c.report(call, s)
-					}
-				}
-			case "append":
-				if len(call.Args) > 1 {
-					if sl, ok := ast.Unparen(call.Args[0]).(*ast.SliceExpr); ok && !ownership.FullSlice(sl) {
-						if s := c.view(sl, st); s != "" {
-							c.report(call, s)
-						}
-					}
-				}
-			}
-		case ownership.Static:
-			if recv != nil && c.o.Writes(fn, -1) {
-				if s := c.view(recv, st); s != "" {
-					c.report(call, s)
-				}
-			}
-			for j, arg := range call.Args {
-				if c.o.Writes(fn, ownership.ParamIndex(fn, j)) {
-					if s := c.view(arg, st); s != "" {
-						c.report(call, s)
-					}
-				}
+		if kind != ownership.Static {
+			return true
+		}
+		if d := c.o.Dir(fn); recv != nil && d != nil && (d.Acquire || d.Release || d.Mutates || d.Appends) {
+			on(recv, fn.Name())
+		}
+		for j, arg := range call.Args {
+			if c.o.Releases(fn, ownership.ParamIndex(fn, j)) {
+				on(arg, fn.Name())
 			}
 		}
 		return true
 	})
+	return st
+}
+
+// writes reports the writes in n through views held in st.
+func (c *checker) writes(n ast.Node, st state) {
+	if !c.record {
+		return
+	}
+	switch n := n.(type) {
+	case *ast.AssignStmt:
+		for _, l := range n.Lhs {
+			og, stale := c.through(l, st)
+			c.check(l, og, stale)
+		}
+	case *ast.IncDecStmt:
+		og, stale := c.through(n.X, st)
+		c.check(n.X, og, stale)
+	}
+	ast.Inspect(n, func(x ast.Node) bool {
+		switch x := x.(type) {
+		case *ast.FuncLit:
+			c.checkLit(x, st)
+			return false
+		case *ast.CallExpr:
+			c.call(x, st)
+		}
+		return true
+	})
+}
+
+// call reports the writes call makes through views held in st: into its
+// operands, or in the body of the literal it calls.
+func (c *checker) call(call *ast.CallExpr, st state) {
+	if v := dataflow.VarOf(c.info, call.Fun); v != nil {
+		if lit := c.lits[v]; lit != nil {
+			c.checkLit(lit, st)
+		}
+	}
+	fn, kind, recv := ownership.Callee(c.info, call)
+	switch kind {
+	case ownership.Builtin:
+		switch ownership.BuiltinName(c.info, call) {
+		case "copy", "clear":
+			if len(call.Args) > 0 {
+				og, stale := c.view(call.Args[0], st)
+				c.check(call, og, stale)
+			}
+		case "append":
+			if len(call.Args) > 1 {
+				if sl, ok := ast.Unparen(call.Args[0]).(*ast.SliceExpr); ok && !ownership.FullSlice(sl) {
+					og, stale := c.view(sl, st)
+					c.check(call, og, stale)
+				}
+			}
+		}
+	case ownership.Static, ownership.Dynamic:
+		if fn == nil {
+			return
+		}
+		if recv != nil && kind == ownership.Static && c.o.Writes(fn, -1) {
+			og, stale := c.view(recv, st)
+			c.check(call, og, stale)
+		}
+		for j, arg := range call.Args {
+			if c.o.Writes(fn, ownership.ParamIndex(fn, j)) {
+				og, stale := c.view(arg, st)
+				c.check(call, og, stale)
+			}
+		}
+	}
+}
+
+// checkLit checks the body of a function literal that runs (is called,
+// deferred, run as a goroutine or handed on) with the views in st, which
+// it captures. Its statements are followed in source order, so that values
+// it derives from captured views are views too.
+func (c *checker) checkLit(lit *ast.FuncLit, st state) {
+	if c.inLit[lit] {
+		return
+	}
+	c.inLit[lit] = true
+	defer delete(c.inLit, lit)
+	var visit func(n ast.Node) bool
+	visit = func(n ast.Node) bool {
+		switch x := n.(type) {
+		case *ast.FuncLit:
+			c.checkLit(x, st)
+			return false
+		case *ast.RangeStmt:
+			c.writes(x.X, st)
+			for _, k := range []ast.Expr{x.Key, x.Value} {
+				if k != nil {
+					st = c.step(k, st)
+				}
+			}
+			ast.Inspect(x.Body, visit)
+			return false
+		case *ast.AssignStmt, *ast.IncDecStmt, *ast.ExprStmt, *ast.ValueSpec, *ast.ReturnStmt,
+			*ast.SendStmt, *ast.GoStmt, *ast.DeferStmt:
+			st = c.step(x, st)
+			return false
+		case ast.Expr:
+			c.writes(x, st)
+			return false
+		}
+		return true
+	}
+	ast.Inspect(lit.Body, visit)
 }
 
 func isPointer(t types.Type) bool {

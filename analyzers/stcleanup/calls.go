@@ -18,6 +18,29 @@ func mayRelease(fn *types.Func) bool {
 	return ok && sig.Params().Len() == 0
 }
 
+// disposeLevel is how firmly a call of fn, an interface or type-parameter
+// method without arguments, discharges its receiver: dispose when it
+// returns nothing or an error, as a release does, else store.
+func disposeLevel(fn *types.Func) int {
+	if ownership.MayDispose(fn) {
+		return dispose
+	}
+	return store
+}
+
+// disposable reports whether a parameter of type t may be disposed of by
+// calling a method of its interface or type-parameter type: t is an
+// interface or a type parameter, or a slice of one (a variadic helper).
+func disposable(t types.Type) bool {
+	if s, ok := t.Underlying().(*types.Slice); ok {
+		t = s.Elem()
+	}
+	if _, ok := types.Unalias(t).(*types.TypeParam); ok {
+		return true
+	}
+	return types.IsInterface(t)
+}
+
 // call evaluates a call: releases and takers end obligations, unknown
 // callees keep what they are given, and an acquiring call used as an
 // operand whose value nobody keeps is discarded. In a go statement
@@ -64,7 +87,7 @@ func (c *cleanup) call(st ostate, call *ast.CallExpr, goStmt bool) {
 				// arguments (io.Closer's Close, a generic helper's
 				// x.Release()) may be the release.
 				if mayRelease(fn) {
-					c.discharge(st, m, store)
+					c.discharge(st, m, disposeLevel(fn))
 				}
 				c.discharge(st, c.refs(recv), weak)
 			}
@@ -96,6 +119,8 @@ func (c *cleanup) call(st ostate, call *ast.CallExpr, goStmt bool) {
 		switch {
 		case c.o.Releases(fn, pi):
 			c.discharge(st, c.rootBits(arg), release)
+		case c.o.Disposes(fn, pi):
+			c.discharge(st, c.rootBits(arg), dispose)
 		case c.o.Takes(fn, pi):
 			c.discharge(st, c.rootBits(arg), store)
 		}

@@ -71,6 +71,7 @@ type funcInput struct {
 const (
 	weak    = iota // a reference inside a bigger escaping expression, a closure, an unknown call
 	store          // the whole value stored, returned, sent or handed to a taker
+	dispose        // given to an interface or type-parameter method that may be its release
 	release        // released
 )
 
@@ -192,7 +193,7 @@ func (c *cleanup) obligations() (ostate, bool) {
 		c.siteID[call] = len(c.obls)
 		c.obls = append(c.obls, obligation{call: call, fn: fn, minLevel: weak, errRes: hasErrorResult(fn)})
 	}
-	entry := make(ostate, len(in.Sites), len(in.Sites)+2*len(in.Seeds)+1)
+	entry := make(ostate, len(in.Sites), len(in.Sites)+3*len(in.Seeds)+1)
 	for _, p := range in.Seeds {
 		v := ownership.ParamVar(in.Sig, p)
 		if v == nil {
@@ -204,6 +205,10 @@ func (c *cleanup) obligations() (ostate, bool) {
 		}
 		c.obls = append(c.obls, obligation{param: p, minLevel: store}, obligation{param: p, minLevel: release})
 		entry = append(entry, obl{live: true, holders: b}, obl{live: true, holders: b})
+		if disposable(v.Type()) {
+			c.obls = append(c.obls, obligation{param: p, minLevel: dispose})
+			entry = append(entry, obl{live: true, holders: b})
+		}
 	}
 	return entry, true
 }
@@ -307,9 +312,12 @@ func (c *cleanup) result() *funcResult {
 	for id, ob := range c.obls {
 		if ob.call == nil {
 			if !c.seedFail[id] {
-				if ob.minLevel == release {
+				switch ob.minLevel {
+				case release:
 					res.Releases = append(res.Releases, ob.param)
-				} else {
+				case dispose:
+					res.Disposes = append(res.Disposes, ob.param)
+				default:
 					res.Takes = append(res.Takes, ob.param)
 				}
 			}

@@ -135,7 +135,7 @@ func (c *cleanup) stmtReleases(s ast.Stmt, val *types.Var) int {
 func (c *cleanup) releasesVar(call *ast.CallExpr, v *types.Var) int {
 	fn, kind, recv := ownership.Callee(c.info, call)
 	if kind == ownership.Dynamic && recv != nil && dataflow.Root(c.info, recv) == v && mayRelease(fn) {
-		return store
+		return disposeLevel(fn)
 	}
 	if kind != ownership.Static {
 		return -1

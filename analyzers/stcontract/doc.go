@@ -35,7 +35,12 @@
 // like a bound) at the tag. A comment that
 // looks like a directive but is not one ("// state:growth" with a space) is
 // reported, since gofmt treats it as prose and the contract silently loses a
-// line.
+// line; prose that only mentions state ("// state: the hidden state") is not.
+//
+// Each fault is reported once: a line rejected at its own position (a
+// look-alike, a misspelt verb, a claim of durability) is not reported again
+// as missing (no "needs a //state:checkpoint line" for a checkpoint line
+// that was written but rejected).
 //
 // It also reports function directives that cannot apply: release, mutates,
 // appends or view on a plain func, takes or writes naming no parameter,

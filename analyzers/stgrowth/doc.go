@@ -18,12 +18,22 @@
 //
 // It also reports a call to an appends method (one whose doc holds
 // //state:appends, such as a generated Append or AppendDevice) inside a loop
-// whose error result is discarded, either as an expression statement or by
-// assigning it to _. Once the state reaches its bound every later append
-// fails (state.ErrBound for generated handles), and such a loop goes on
-// without noticing:
+// whose error result is dropped: discarded as an expression statement, or
+// assigned to _, or assigned to a local variable that no path reads before
+// it is assigned again or the function returns. A loop is any cycle of the
+// function's control flow: for and range statements, and loops built with
+// goto. Once the state reaches its bound every later append fails
+// (state.ErrBound for generated handles), and such a loop goes on without
+// noticing:
 //
 //	for _, tok := range toks {
 //		s.Append(kv(tok)) // reported: check the error
+//		err = s.Append(kv(tok)) // reported too, when nothing reads err
 //	}
+//
+// An error read on some path (checked in the loop, or returned after it) is
+// not dropped; nor is one stored in a named result, or in a variable that a
+// function literal reads or whose address is taken. A function literal's
+// body is checked on its own: it runs when it is called, not per iteration
+// of the loop around it.
 package stgrowth

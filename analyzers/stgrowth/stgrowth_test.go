@@ -9,5 +9,5 @@ import (
 )
 
 func Test(t *testing.T) {
-	analysistest.Run(t, analysistest.TestData(), stgrowth.Analyzer, "growth", "loop", "store", "user")
+	analysistest.Run(t, analysistest.TestData(), stgrowth.Analyzer, "growth", "loop", "store", "user", "deadstore")
 }

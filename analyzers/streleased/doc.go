@@ -8,7 +8,14 @@
 // A variable whose value was released (by a //state:release method, or by
 // a function that releases that parameter on every path) on every path to
 // a later use of it is reported at that use: a method call, a field read,
-// an argument. Every other call on a released handle returns
+// an argument. Release helpers need no directive: releaseAll(a, b) releases
+// a and b whether releaseAll takes ...*T, ...io.Closer-like interfaces or
+// ...T over a type parameter, as long as it calls on every path a method of
+// the parameter's type that is the argument's release method (xs... hands
+// over the elements, not the slice, and is not a release of it). A copy of
+// a handle is the handle: after w := v, releasing v releases w and the other
+// way round, when each of them is assigned only there (copying a released
+// handle is not a use; using the copy is). Every other call on a released handle returns
 // state.ErrReleased at run time; the analyzer finds it at compile time.
 //
 // Releasing again is allowed (Release is idempotent), and so are comparisons

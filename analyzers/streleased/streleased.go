@@ -5,6 +5,7 @@ import (
 	"go/ast"
 	"go/token"
 	"go/types"
+	"slices"
 	"strings"
 
 	"golang.org/x/tools/go/analysis"
@@ -60,7 +61,16 @@ type checker struct {
 	seen    map[token.Pos]bool
 	skip    map[*ast.Ident]bool // identifiers that are not uses
 	relCall map[*ast.CallExpr]uint64
+	fnNode  ast.Node
+	defs    map[*types.Var]int          // assignments to each local variable (more than 1: not an alias)
+	copies  []aliasCopy                 // w := v between local variables
+	aliases map[*types.Var][]*types.Var // variables that hold the same handle for their whole life
+	copyOf  map[*ast.AssignStmt][]aliasCopy
 }
+
+// aliasCopy is an assignment w := v (or w = v) of one local variable to
+// another.
+type aliasCopy struct{ w, v *types.Var }
 
 // checkFunc checks one function: it finds the releases of local variables
 // and the identifiers that are not uses, solves the must-released problem
@@ -77,7 +87,12 @@ func checkFunc(pass *analysis.Pass, res *ownership.Result, f *ownership.Func) {
 		seen:    make(map[token.Pos]bool),
 		skip:    make(map[*ast.Ident]bool),
 		relCall: make(map[*ast.CallExpr]uint64),
+		fnNode:  f.Node,
+		defs:    make(map[*types.Var]int),
+		aliases: make(map[*types.Var][]*types.Var),
+		copyOf:  make(map[*ast.AssignStmt][]aliasCopy),
 	}
+	c.scanAliases(f)
 	c.scan(f)
 	if len(c.vars) == 0 {
 		return
@@ -137,6 +152,76 @@ func (c *checker) scan(f *ownership.Func) {
 	})
 }
 
+// local returns the variable e denotes when it is a local variable of the
+// function, else nil.
+func (c *checker) local(e ast.Expr) *types.Var {
+	v := dataflow.VarOf(c.info, e)
+	if v == nil || v.IsField() || v.Pos() < c.fnNode.Pos() || v.Pos() >= c.fnNode.End() {
+		return nil
+	}
+	return v
+}
+
+// scanAliases finds the copies w := v between local variables that are
+// each assigned once (parameters: never), whose address is never taken:
+// such w and v hold the same handle from the copy on, so releasing one
+// releases the other.
+func (c *checker) scanAliases(f *ownership.Func) {
+	def := func(e ast.Expr, n int) {
+		if v := c.local(e); v != nil {
+			c.defs[v] += n
+		}
+	}
+	ast.Inspect(f.Body(), func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.AssignStmt:
+			for i, l := range n.Lhs {
+				def(l, 1)
+				if len(n.Lhs) == len(n.Rhs) && (n.Tok == token.DEFINE || n.Tok == token.ASSIGN) {
+					w, v := c.local(l), c.local(n.Rhs[i])
+					if w != nil && v != nil && w != v && ownership.Writable(w.Type()) {
+						c.copies = append(c.copies, aliasCopy{w, v})
+					}
+				}
+			}
+		case *ast.ValueSpec:
+			for _, id := range n.Names {
+				def(id, 1)
+			}
+		case *ast.RangeStmt:
+			def(n.Key, 1)
+			def(n.Value, 1)
+		case *ast.IncDecStmt:
+			def(n.X, 2)
+		case *ast.UnaryExpr:
+			if n.Op == token.AND {
+				def(n.X, 2)
+			}
+		}
+		return true
+	})
+	for _, cp := range c.copies {
+		if c.defs[cp.w] == 1 && c.defs[cp.v] <= 1 {
+			c.aliases[cp.w] = append(c.aliases[cp.w], cp.v)
+			c.aliases[cp.v] = append(c.aliases[cp.v], cp.w)
+		}
+	}
+	ast.Inspect(f.Body(), func(n ast.Node) bool {
+		if as, ok := n.(*ast.AssignStmt); ok && len(as.Lhs) == len(as.Rhs) {
+			for i, l := range as.Lhs {
+				w, v := c.local(l), c.local(as.Rhs[i])
+				if w != nil && v != nil && len(c.aliases[w]) > 0 && slices.Contains(c.aliases[w], v) {
+					c.copyOf[as] = append(c.copyOf[as], aliasCopy{w, v})
+					// Copying a handle is not a use of it: the uses of
+					// the copy are.
+					c.skip[ast.Unparen(as.Rhs[i]).(*ast.Ident)] = true
+				}
+			}
+		}
+		return true
+	})
+}
+
 // skipIdents marks the identifiers among es (parenthesized or not) as not
 // uses.
 func (c *checker) skipIdents(es ...ast.Expr) {
@@ -154,9 +239,9 @@ func (c *checker) releases(call *ast.CallExpr, fnNode ast.Node) {
 		return
 	}
 	var m uint64
-	add := func(e ast.Expr) {
-		v := dataflow.VarOf(c.info, e)
-		if v == nil || v.IsField() || v.Pos() < fnNode.Pos() || v.Pos() >= fnNode.End() || c.res.Withheld(v.Type()) {
+	var mark func(v *types.Var)
+	mark = func(v *types.Var) {
+		if c.res.Withheld(v.Type()) {
 			return
 		}
 		b, ok := c.vars[v]
@@ -167,11 +252,24 @@ func (c *checker) releases(call *ast.CallExpr, fnNode ast.Node) {
 			b = 1 << len(c.vars)
 			c.vars[v] = b
 		}
+		if m&b != 0 {
+			return
+		}
 		if _, ok := c.method[v]; !ok {
 			c.method[v] = fn.Name()
 		}
 		m |= b
-		if id, ok := ast.Unparen(e).(*ast.Ident); ok {
+		for _, w := range c.aliases[v] {
+			mark(w)
+		}
+	}
+	add := func(e ast.Expr) {
+		v := dataflow.VarOf(c.info, e)
+		if v == nil || v.IsField() || v.Pos() < fnNode.Pos() || v.Pos() >= fnNode.End() {
+			return
+		}
+		mark(v)
+		if id, ok := ast.Unparen(e).(*ast.Ident); ok && m&c.vars[v] != 0 {
 			c.skip[id] = true
 		}
 	}
@@ -179,7 +277,10 @@ func (c *checker) releases(call *ast.CallExpr, fnNode ast.Node) {
 		add(recv)
 	}
 	for j, arg := range call.Args {
-		if c.o.Releases(fn, ownership.ParamIndex(fn, j)) {
+		if call.Ellipsis.IsValid() && j == len(call.Args)-1 {
+			continue // f(xs...) releases the elements, not the slice
+		}
+		if c.o.ReleasesArg(fn, ownership.ParamIndex(fn, j), c.info.TypeOf(arg)) {
 			add(arg)
 		}
 	}
@@ -209,11 +310,18 @@ func (c *checker) node(n ast.Node, st uint64) uint64 {
 	}
 	switch n := n.(type) {
 	case *ast.AssignStmt:
+		var copied uint64
+		for _, cp := range c.copyOf[n] {
+			if st&c.vars[cp.v] != 0 {
+				copied |= c.vars[cp.w]
+			}
+		}
 		for _, l := range n.Lhs {
 			if v := dataflow.VarOf(c.info, l); v != nil {
 				st &^= c.vars[v]
 			}
 		}
+		st |= copied
 	case *ast.ValueSpec:
 		for _, id := range n.Names {
 			if v, ok := c.info.Defs[id].(*types.Var); ok {

@@ -23,6 +23,13 @@ type Fact struct {
 	Acquirer bool  // returns as its first result a resource it acquired and did not release
 	Takes    []int // releases or keeps (stores, returns, hands on) these parameters on every path
 	Releases []int // releases these parameters on every path (a subset of Takes)
+	// Disposes lists the parameters of interface or type-parameter type
+	// (or variadic over one) on which the function calls, on every path,
+	// a method that may be their release: no arguments, and no result or
+	// an error (a generic releaseAll's x.Release()). A subset of Takes; a
+	// superset of Releases. For an argument whose release method is such
+	// a method of the parameter's type, the call releases it.
+	Disposes []int
 	Writes   []int // writes through these parameters
 }
 
@@ -46,10 +53,11 @@ func (f *Fact) String() string {
 	}
 	list("takes", f.Takes)
 	list("releases", f.Releases)
+	list("disposes", f.Disposes)
 	list("writes", f.Writes)
 	return strings.Join(parts, " ")
 }
 
 func (f *Fact) empty() bool {
-	return !f.Acquirer && len(f.Takes) == 0 && len(f.Releases) == 0 && len(f.Writes) == 0
+	return !f.Acquirer && len(f.Takes) == 0 && len(f.Releases) == 0 && len(f.Disposes) == 0 && len(f.Writes) == 0
 }

@@ -14,6 +14,7 @@ type Summary struct {
 	Acquirer bool
 	Takes    []int // released or kept on every path
 	Releases []int // released on every path
+	Disposes []int // released, or given to a method that may be the release, on every path
 }
 
 // maxRounds bounds the inference of facts that depend on each other
@@ -131,9 +132,10 @@ func (o *Oracle) merge(fn *types.Func, s *Summary) bool {
 		Acquirer: fact.Acquirer || s.Acquirer,
 		Takes:    union(fact.Takes, s.Takes, s.Releases),
 		Releases: union(fact.Releases, s.Releases),
+		Disposes: union(fact.Disposes, s.Disposes, s.Releases),
 		Writes:   fact.Writes,
 	}
-	if next.Acquirer == fact.Acquirer && slices.Equal(next.Takes, fact.Takes) && slices.Equal(next.Releases, fact.Releases) {
+	if next.Acquirer == fact.Acquirer && slices.Equal(next.Takes, fact.Takes) && slices.Equal(next.Releases, fact.Releases) && slices.Equal(next.Disposes, fact.Disposes) {
 		return false
 	}
 	o.local[fn] = next

@@ -97,6 +97,69 @@ func (o *Oracle) Releases(fn *types.Func, i int) bool {
 	return f != nil && slices.Contains(f.Releases, i)
 }
 
+// Disposes reports whether calling fn releases parameter i, or calls on it
+// a method of its interface or type-parameter type that may be its release
+// (see Fact.Disposes).
+func (o *Oracle) Disposes(fn *types.Func, i int) bool {
+	if o.Releases(fn, i) {
+		return true
+	}
+	f := o.Fact(fn)
+	return f != nil && slices.Contains(f.Disposes, i)
+}
+
+// ReleasesArg reports whether calling fn releases an argument of type t
+// bound to parameter i: fn releases the parameter, or disposes of it (see
+// Fact.Disposes) and t's release method is a method of the parameter's
+// type.
+func (o *Oracle) ReleasesArg(fn *types.Func, i int, t types.Type) bool {
+	if o.Releases(fn, i) {
+		return true
+	}
+	if fn == nil || !o.Disposes(fn, i) {
+		return false
+	}
+	name := o.ReleaseMethod(t)
+	p := ParamVar(fn.Signature(), i)
+	if name == "" || p == nil {
+		return false
+	}
+	pt := p.Type()
+	if fn.Signature().Variadic() && i == fn.Signature().Params().Len()-1 {
+		if s, ok := pt.Underlying().(*types.Slice); ok {
+			pt = s.Elem()
+		}
+	}
+	if tp, ok := types.Unalias(pt).(*types.TypeParam); ok {
+		pt = tp.Constraint()
+	}
+	iface, ok := pt.Underlying().(*types.Interface)
+	if !ok {
+		return false
+	}
+	for m := range iface.Methods() {
+		if m.Name() == name && MayDispose(m) {
+			return true
+		}
+	}
+	return false
+}
+
+// MayDispose reports whether fn, a method of an interface or type
+// parameter, may be a release: it takes no arguments and returns nothing
+// or an error.
+func MayDispose(fn *types.Func) bool {
+	if fn == nil {
+		return false
+	}
+	sig := fn.Signature()
+	if sig.Params().Len() != 0 {
+		return false
+	}
+	res := sig.Results()
+	return res.Len() == 0 || res.Len() == 1 && types.Identical(res.At(0).Type(), types.Universe.Lookup("error").Type())
+}
+
 // Takes reports whether fn takes over the obligation to release parameter i.
 func (o *Oracle) Takes(fn *types.Func, i int) bool {
 	if o.Releases(fn, i) {
@@ -115,6 +178,9 @@ func (o *Oracle) Writes(fn *types.Func, i int) bool {
 		return false
 	}
 	if d := o.Dir(fn); d != nil && slices.Contains(d.Writes, paramName(fn, i)) {
+		return true
+	}
+	if DeviceDst(fn, i) {
 		return true
 	}
 	f := o.Fact(fn)

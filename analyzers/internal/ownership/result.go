@@ -3,6 +3,7 @@ package ownership
 import (
 	"go/ast"
 	"go/types"
+	"slices"
 	"strings"
 
 	"golang.org/x/tools/go/analysis"
@@ -117,6 +118,9 @@ func (r *Result) Export(pass *analysis.Pass) {
 // packages).
 func exported(fn *types.Func, f *Fact) *Fact {
 	ex := &Fact{Acquirer: f.Acquirer, Takes: f.Takes, Releases: f.Releases}
+	if !slices.Equal(f.Disposes, f.Releases) {
+		ex.Disposes = f.Disposes // the common case, equal, travels as Releases alone
+	}
 	for _, p := range f.Writes {
 		if v := ParamVar(fn.Signature(), p); v != nil && holdsSlice(v.Type()) {
 			ex.Writes = append(ex.Writes, p)

@@ -333,7 +333,7 @@ func (w *writeInfo) solve(info *types.Info) {
 			continue
 		}
 		fn, kind, recv := Callee(info, call)
-		if kind != Static {
+		if kind != Static && !(kind == Dynamic && InDevice(fn)) {
 			continue
 		}
 		if recv != nil && recvFrom != 0 && indirect(info.TypeOf(recv)) {

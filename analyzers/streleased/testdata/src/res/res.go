@@ -70,3 +70,15 @@ func (v *Snap) Release() error { return nil }
 //
 //state:view
 func (v *Snap) Spans() []int { return v.rows }
+
+// CloseAll releases each of xs, with no directive: a fact says so.
+func CloseAll[T interface{ Release() error }](xs ...T) {
+	for _, x := range xs {
+		x.Release()
+	}
+}
+
+// Keep stores what it is given, to release later: it does not release.
+func Keep[T interface{ Release() error }](x T) { kept = append(kept, x) }
+
+var kept []any

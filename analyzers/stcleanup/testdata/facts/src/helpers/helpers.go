@@ -23,17 +23,36 @@ func head(rows []int, n int) ([]int, error) { return append([]int(nil), rows[:n]
 type Releaser interface{ Release() error }
 
 // ReleaseAll releases each of xs.
-func ReleaseAll(xs ...Releaser) { // want ReleaseAll:"takes\\(0\\)"
+func ReleaseAll(xs ...Releaser) { // want ReleaseAll:"^takes\\(0\\) disposes\\(0\\)$"
 	for _, x := range xs {
 		x.Release()
 	}
 }
 
 // ReleaseEach releases each of xs.
-func ReleaseEach[T Releaser](xs ...T) { // want ReleaseEach:"takes\\(0\\)"
+func ReleaseEach[T Releaser](xs ...T) { // want ReleaseEach:"^takes\\(0\\) disposes\\(0\\)$"
 	for _, x := range xs {
 		if err := x.Release(); err != nil {
 			panic(err)
 		}
 	}
 }
+
+// Sizer has a method without arguments that is no release.
+type Sizer interface {
+	Len() int
+	Release() error
+}
+
+// Measure calls Len on each of xs: a method that returns an int is not a
+// release, so it only keeps them.
+func Measure[T Sizer](xs ...T) int { // want Measure:"^takes\\(0\\)$"
+	n := 0
+	for _, x := range xs {
+		n += x.Len()
+	}
+	return n
+}
+
+// CloseOne releases x.
+func CloseOne[T Releaser](x T) error { return x.Release() } // want CloseOne:"^takes\\(0\\) disposes\\(0\\)$"
