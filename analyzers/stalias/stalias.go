@@ -94,13 +94,23 @@ type checker struct {
 	seen    map[token.Pos]bool
 }
 
+// checkFunc checks one function: it reports mutating calls on snapshots,
+// and, where the function takes views, runs the view analysis over its CFG
+// and reports writes through views at the fixpoint.
 func checkFunc(pass *analysis.Pass, res *ownership.Result, f *ownership.Func) {
-	o := res.Oracle
-	body := f.Body()
-	c := &checker{
+	c := newChecker(pass, res, f)
+	if !c.findViews(f.Body()) {
+		return
+	}
+	c.index(f.Body())
+	c.solve(f)
+}
+
+func newChecker(pass *analysis.Pass, res *ownership.Result, f *ownership.Func) *checker {
+	return &checker{
 		pass:    pass,
 		info:    pass.TypesInfo,
-		o:       o,
+		o:       res.Oracle,
 		res:     res,
 		node:    f.Node,
 		vars:    make(map[*types.Var]uint64),
@@ -112,15 +122,21 @@ func checkFunc(pass *analysis.Pass, res *ownership.Result, f *ownership.Func) {
 		inLit:   make(map[*ast.FuncLit]bool),
 		seen:    make(map[token.Pos]bool),
 	}
+}
+
+// findViews reports mutates calls on snapshots and records the calls that
+// return views; it reports whether there is any (nothing else to check
+// without one). Function literals are functions of their own here.
+func (c *checker) findViews(body *ast.BlockStmt) bool {
 	hasView := false
 	ast.Inspect(body, func(n ast.Node) bool {
 		switch n := n.(type) {
 		case *ast.FuncLit:
-			return false // a function of its own
+			return false
 		case *ast.CallExpr:
 			fn, kind, recv := ownership.Callee(c.info, n)
-			if kind == ownership.Static && recv != nil && o.IsSnapshot(c.info.TypeOf(recv)) && !res.Withheld(c.info.TypeOf(recv)) && o.Mutates(fn) {
-				pass.ReportRangef(n, "%s mutates its receiver, but %s is an immutable snapshot; call it on the state head (or a branch of it)",
+			if kind == ownership.Static && recv != nil && c.o.IsSnapshot(c.info.TypeOf(recv)) && !c.res.Withheld(c.info.TypeOf(recv)) && c.o.Mutates(fn) {
+				c.pass.ReportRangef(n, "%s mutates its receiver, but %s is an immutable snapshot; call it on the state head (or a branch of it)",
 					fn.Name(), ownership.TypeName(c.info.TypeOf(recv)))
 			}
 			if og := c.viewCall(n); og != nil {
@@ -130,11 +146,13 @@ func checkFunc(pass *analysis.Pass, res *ownership.Result, f *ownership.Func) {
 		}
 		return true
 	})
-	if !hasView {
-		return
-	}
-	// Range keys and values, and the variables bound to literals, inside
-	// literals too: a literal's body is checked where it runs.
+	return hasView
+}
+
+// index records range keys and values, the variables bound to literals and
+// the deferred calls, inside literals too: a literal's body is checked where
+// it runs.
+func (c *checker) index(body *ast.BlockStmt) {
 	ast.Inspect(body, func(n ast.Node) bool {
 		switch n := n.(type) {
 		case *ast.RangeStmt:
@@ -160,6 +178,12 @@ func checkFunc(pass *analysis.Pass, res *ownership.Result, f *ownership.Func) {
 		}
 		return true
 	})
+}
+
+// solve runs the view analysis to its fixpoint, then walks each live block
+// once more with reporting on; deferred calls run at each exit, against the
+// state there.
+func (c *checker) solve(f *ownership.Func) {
 	p := &dataflow.Problem[state]{
 		Entry:  state{},
 		Bottom: state{},
@@ -186,13 +210,17 @@ func checkFunc(pass *analysis.Pass, res *ownership.Result, f *ownership.Func) {
 			st = c.step(n, st)
 		}
 		if len(b.Succs) == 0 {
-			// Deferred calls run here, against the state at the exit.
-			for _, d := range c.defers {
-				c.call(d.Call, st)
-				if lit, ok := ast.Unparen(d.Call.Fun).(*ast.FuncLit); ok {
-					c.checkLit(lit, st)
-				}
-			}
+			c.runDefers(st)
+		}
+	}
+}
+
+// runDefers checks the deferred calls against the state at an exit.
+func (c *checker) runDefers(st state) {
+	for _, d := range c.defers {
+		c.call(d.Call, st)
+		if lit, ok := ast.Unparen(d.Call.Fun).(*ast.FuncLit); ok {
+			c.checkLit(lit, st)
 		}
 	}
 }

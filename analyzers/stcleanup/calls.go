@@ -54,76 +54,98 @@ func (c *cleanup) call(st ostate, call *ast.CallExpr, goStmt bool) {
 		}
 		return
 	case ownership.Builtin:
-		if ownership.BuiltinName(c.info, call) == "append" && len(call.Args) > 0 {
-			c.expr(st, call.Args[0])
-			for _, a := range call.Args[1:] {
-				c.escape(st, a)
-			}
-			return
-		}
-		for _, a := range call.Args {
-			c.expr(st, a)
-		}
+		c.builtin(st, call)
 		return
 	}
 	if recv != nil {
-		if rc, id := c.site(recv); id >= 0 {
-			c.call(st, rc, false)
-			if !(kind == ownership.Static && c.o.Releases(fn, -1)) && kind != ownership.Dynamic && !goStmt {
-				c.discard(id)
-			}
-		} else {
-			c.expr(st, recv)
-			m := c.rootBits(recv)
-			switch {
-			case goStmt:
-				c.discharge(st, c.refs(recv), weak)
-			case kind == ownership.Static && c.o.Releases(fn, -1):
-				c.discharge(st, m, release)
-			case kind == ownership.Static && c.o.Takes(fn, -1):
-				c.discharge(st, m, store)
-			case kind == ownership.Dynamic:
-				// An interface or type-parameter method without
-				// arguments (io.Closer's Close, a generic helper's
-				// x.Release()) may be the release.
-				if mayRelease(fn) {
-					c.discharge(st, m, disposeLevel(fn))
-				}
-				c.discharge(st, c.refs(recv), weak)
-			}
-		}
+		c.receiver(st, fn, kind, recv, goStmt)
 	} else if kind == ownership.Dynamic {
 		c.expr(st, call.Fun)
 	}
 	for j, arg := range call.Args {
-		if goStmt {
-			c.escape(st, arg)
-			continue
+		c.argument(st, fn, kind, j, arg, goStmt)
+	}
+}
+
+// builtin evaluates a call of a builtin: what append adds to a slice
+// escapes into it; every other builtin only reads its operands.
+func (c *cleanup) builtin(st ostate, call *ast.CallExpr) {
+	if ownership.BuiltinName(c.info, call) == "append" && len(call.Args) > 0 {
+		c.expr(st, call.Args[0])
+		for _, a := range call.Args[1:] {
+			c.escape(st, a)
 		}
-		if ac, id := c.site(arg); id >= 0 {
-			c.call(st, ac, false)
-			// f(Acquire()) hands f the result and, for an acquirer with an
-			// error result, the error too: f decides (a test helper that
-			// extracts the error, say). Only a lone result is discarded.
-			if _, tuple := c.info.TypeOf(ac).(*types.Tuple); kind == ownership.Static && !tuple && !c.o.Takes(fn, ownership.ParamIndex(fn, j)) {
-				c.discard(id)
-			}
-			continue
+		return
+	}
+	for _, a := range call.Args {
+		c.expr(st, a)
+	}
+}
+
+// receiver evaluates a method call's receiver: a release or a taker ends
+// its obligations, an interface method may be the release, and in a go
+// statement the receiver escapes. A receiver that is itself an acquiring
+// call is evaluated first, and discarded unless the method releases it.
+func (c *cleanup) receiver(st ostate, fn *types.Func, kind ownership.CalleeKind, recv ast.Expr, goStmt bool) {
+	if rc, id := c.site(recv); id >= 0 {
+		c.call(st, rc, false)
+		if !(kind == ownership.Static && c.o.Releases(fn, -1)) && kind != ownership.Dynamic && !goStmt {
+			c.discard(id)
 		}
-		if kind != ownership.Static {
-			c.escape(st, arg)
-			continue
+		return
+	}
+	c.expr(st, recv)
+	m := c.rootBits(recv)
+	switch {
+	case goStmt:
+		c.discharge(st, c.refs(recv), weak)
+	case kind == ownership.Static && c.o.Releases(fn, -1):
+		c.discharge(st, m, release)
+	case kind == ownership.Static && c.o.Takes(fn, -1):
+		c.discharge(st, m, store)
+	case kind == ownership.Dynamic:
+		// An interface or type-parameter method without arguments
+		// (io.Closer's Close, a generic helper's x.Release()) may be the
+		// release.
+		if mayRelease(fn) {
+			c.discharge(st, m, disposeLevel(fn))
 		}
-		pi := ownership.ParamIndex(fn, j)
-		c.expr(st, arg)
-		switch {
-		case c.o.Releases(fn, pi):
-			c.discharge(st, c.rootBits(arg), release)
-		case c.o.Disposes(fn, pi):
-			c.discharge(st, c.rootBits(arg), dispose)
-		case c.o.Takes(fn, pi):
-			c.discharge(st, c.rootBits(arg), store)
+		c.discharge(st, c.refs(recv), weak)
+	}
+}
+
+// argument evaluates the j-th argument of a call: what the callee releases,
+// disposes of or takes ends there; an unknown callee keeps what it is
+// given; an acquiring call passed straight in is discarded unless the
+// callee takes it.
+func (c *cleanup) argument(st ostate, fn *types.Func, kind ownership.CalleeKind, j int, arg ast.Expr, goStmt bool) {
+	if goStmt {
+		c.escape(st, arg)
+		return
+	}
+	if ac, id := c.site(arg); id >= 0 {
+		c.call(st, ac, false)
+		// f(Acquire()) hands f the result and, for an acquirer with an
+		// error result, the error too: f decides (a test helper that
+		// extracts the error, say). Only a lone result is discarded.
+		if _, tuple := c.info.TypeOf(ac).(*types.Tuple); kind == ownership.Static && !tuple && !c.o.Takes(fn, ownership.ParamIndex(fn, j)) {
+			c.discard(id)
 		}
+		return
+	}
+	if kind != ownership.Static {
+		c.escape(st, arg)
+		return
+	}
+	pi := ownership.ParamIndex(fn, j)
+	c.expr(st, arg)
+	switch {
+	case c.o.Releases(fn, pi):
+		c.discharge(st, c.rootBits(arg), release)
+	case c.o.Disposes(fn, pi):
+		c.discharge(st, c.rootBits(arg), dispose)
+	case c.o.Takes(fn, pi):
+		c.discharge(st, c.rootBits(arg), store)
 	}
 }
 
