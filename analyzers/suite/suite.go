@@ -25,4 +25,3 @@ func Analyzers() []*analysis.Analyzer {
 		streleased.Analyzer,
 	}
 }
-
