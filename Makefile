@@ -12,7 +12,7 @@ export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 # checks it), and so are tests, which misuse handles on purpose to check the runtime's errors.
 VET_PKGS = $$($(GO) list ./... | grep -v -e /examples/contracts/faulty -e /examples/kvcache/misuse)
 
-.PHONY: all build test vet fuzz demo bench gpu-check vet-bench precision clean
+.PHONY: all build test vet fuzz demo bench gpu-check vet-bench precision golangci-lint golangci-check clean
 
 all: build
 
@@ -56,6 +56,18 @@ vet-bench: build
 # statevet over golang.org/x/tools and the standard library: no findings, no failures.
 precision: build
 	bash scripts/precision.sh
+
+# golangci-lint v2 with the statevet analyzers compiled in as module plugins, built from the Go
+# module proxy alone (tools/golangci-lint is its own module, so golangci-lint's dependencies stay
+# out of go.mod). A cold build takes minutes; make test does not need it.
+golangci-lint:
+	cd tools/golangci-lint && GOWORK=off $(GO) build -o ../../bin/golangci-lint-statevet .
+	cd tools/golangci-lint && GOWORK=off $(GO) vet .
+
+# The statevet analyzers under that binary: findings, //nolint, //statevet:ignore, SARIF, --fix
+# and the command line VS Code runs.
+golangci-check: golangci-lint
+	bash scripts/golangci-check.sh
 
 # On a machine with an NVIDIA GPU: the CUDA backend's tests and benchmarks.
 gpu-check:

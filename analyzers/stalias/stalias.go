@@ -24,7 +24,7 @@ var Analyzer = &analysis.Analyzer{
 	Name:     "stalias",
 	Doc:      analysisutil.MustExtractDoc(doc, "stalias"),
 	URL:      "https://pkg.go.dev/github.com/gpustate/gpustate/analyzers/stalias",
-	Run:      run,
+	Run:      analysisutil.WithIgnores(run),
 	Requires: []*analysis.Analyzer{stcleanup.Ownership},
 }
 

@@ -21,7 +21,7 @@ var Analyzer = &analysis.Analyzer{
 	Name:     "stcleanup",
 	Doc:      analysisutil.MustExtractDoc(doc, "stcleanup"),
 	URL:      "https://pkg.go.dev/github.com/gpustate/gpustate/analyzers/stcleanup",
-	Run:      run,
+	Run:      analysisutil.WithIgnores(run),
 	Requires: []*analysis.Analyzer{Ownership, ctrlflow.Analyzer},
 }
 

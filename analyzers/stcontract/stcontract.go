@@ -18,7 +18,7 @@ var Analyzer = &analysis.Analyzer{
 	Name:     "stcontract",
 	Doc:      analysisutil.MustExtractDoc(doc, "stcontract"),
 	URL:      "https://pkg.go.dev/github.com/gpustate/gpustate/analyzers/stcontract",
-	Run:      run,
+	Run:      analysisutil.WithIgnores(run),
 	Requires: []*analysis.Analyzer{directives.Analyzer},
 }
 

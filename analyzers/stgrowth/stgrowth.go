@@ -25,7 +25,7 @@ var Analyzer = &analysis.Analyzer{
 	Name:     "stgrowth",
 	Doc:      analysisutil.MustExtractDoc(doc, "stgrowth"),
 	URL:      "https://pkg.go.dev/github.com/gpustate/gpustate/analyzers/stgrowth",
-	Run:      run,
+	Run:      analysisutil.WithIgnores(run),
 	Requires: []*analysis.Analyzer{directives.Analyzer, ctrlflow.Analyzer},
 }
 

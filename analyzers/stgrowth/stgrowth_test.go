@@ -11,3 +11,10 @@ import (
 func Test(t *testing.T) {
 	analysistest.Run(t, analysistest.TestData(), stgrowth.Analyzer, "growth", "loop", "store", "user", "deadstore")
 }
+
+// TestIgnore checks //statevet:ignore: it silences the finding on its line
+// or the next, needs a reason, and is itself a finding when it silences
+// nothing.
+func TestIgnore(t *testing.T) {
+	analysistest.Run(t, analysistest.TestData(), stgrowth.Analyzer, "ignore")
+}

@@ -25,7 +25,7 @@ var Analyzer = &analysis.Analyzer{
 	Name:     "streleased",
 	Doc:      analysisutil.MustExtractDoc(doc, "streleased"),
 	URL:      "https://pkg.go.dev/github.com/gpustate/gpustate/analyzers/streleased",
-	Run:      run,
+	Run:      analysisutil.WithIgnores(run),
 	Requires: []*analysis.Analyzer{stcleanup.Ownership},
 }
 

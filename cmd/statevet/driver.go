@@ -27,6 +27,7 @@ const (
 // options are the flags of a standalone run.
 type options struct {
 	json, fix bool
+	sarif     bool
 	tags      string
 	tests     bool
 	context   int
@@ -64,6 +65,7 @@ func flags(analyzers []*analysis.Analyzer, stderr io.Writer) (*flag.FlagSet, *op
 	fs.SetOutput(stderr)
 	o := &options{enable: make(map[string]*triState)}
 	fs.BoolVar(&o.json, "json", false, "print the findings as JSON, each once")
+	fs.BoolVar(&o.sarif, "sarif", false, "print the findings as a SARIF 2.1.0 log, one rule per analyzer, for code scanning")
 	fs.BoolVar(&o.fix, "fix", false, "apply the suggested fixes, print each one applied, then report the findings that remain")
 	fs.StringVar(&o.tags, "tags", "", "comma-separated build tags, passed to the package loader as -tags")
 	fs.BoolVar(&o.tests, "test", true, "analyze test files too")
@@ -121,7 +123,7 @@ func standalone(args []string, analyzers []*analysis.Analyzer, stdout, stderr io
 	}
 	if o.fix {
 		fixOut := stdout
-		if o.json {
+		if o.json || o.sarif {
 			fixOut = stderr // stdout is for the JSON
 		}
 		applied, err := applyFixes(res.findings, fixOut)
@@ -136,7 +138,16 @@ func standalone(args []string, analyzers []*analysis.Analyzer, stdout, stderr io
 			}
 		}
 	}
-	if o.json {
+	if o.json && o.sarif {
+		fmt.Fprintf(stderr, "statevet: -json and -sarif exclude each other\n")
+		return 2
+	}
+	if o.sarif {
+		if err := printSARIF(stdout, res, analyzers); err != nil {
+			fmt.Fprintf(stderr, "statevet: %v\n", err)
+			return exitError
+		}
+	} else if o.json {
 		if err := printJSON(stdout, res); err != nil {
 			fmt.Fprintf(stderr, "statevet: %v\n", err)
 			return exitError
@@ -147,9 +158,9 @@ func standalone(args []string, analyzers []*analysis.Analyzer, stdout, stderr io
 	switch {
 	case code != exitClean || len(res.errs) > 0:
 		return exitError
-	case len(res.findings) > 0 && (!o.json || o.fix):
-		// With -json alone the findings are the output, as with go vet
-		// -json; after -fix, findings that remain are a failure.
+	case len(res.findings) > 0 && (!o.json && !o.sarif || o.fix):
+		// With -json or -sarif alone the findings are the output, as with
+		// go vet -json; after -fix, findings that remain are a failure.
 		return exitFindings
 	}
 	return exitClean

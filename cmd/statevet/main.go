@@ -8,6 +8,9 @@
 //	go install github.com/gpustate/gpustate/cmd/statevet@latest
 //	go vet -vettool=$(command -v statevet) ./...
 //
+// As the vet tool it also runs go vet's own default analyzers (printf,
+// copylock and the rest), so nothing go vet reports is lost.
+//
 // or on its own:
 //
 //	statevet ./...
@@ -38,7 +41,7 @@ import (
 
 func main() {
 	if vetTool(os.Args[1:]) {
-		unitchecker.Main(suite...) // does not return
+		unitchecker.Main(append(vetSuite, suite...)...) // does not return
 	}
 	os.Exit(standalone(os.Args[1:], suite, os.Stdout, os.Stderr))
 }

@@ -57,6 +57,14 @@ func fill(l *store.Log, r *valid.Ring, xs []int) error {
 	return nil
 }
 `,
+	"printf/printf.go": `package printf
+
+import "fmt"
+
+// Say has a mistake go vet's printf check reports: statevet as the vet tool
+// must report it too.
+func Say(n int) { fmt.Printf("%s rows\n", n) }
+`,
 	"clean/clean.go": `package clean
 
 // Plain has no directives and imports none: statevet skips it.
@@ -65,6 +73,7 @@ func Plain(xs []int) int { return len(xs) }
 }
 
 var wantVet = []string{
+	"printf/printf.go:7:31: fmt.Printf format %s has arg n of wrong type int",
 	"store/store.go:8:1: isolated branches of Cache need a merge decision; add merge=unsupported or merge=fastforward",
 	"user/user.go:11:3: error of (*store.Log).Append is discarded inside a loop",
 	"user/user.go:12:7: error of (*valid.Ring).Push is discarded inside a loop",
@@ -85,7 +94,8 @@ func TestVetTool(t *testing.T) {
 	}
 	mod, env := module(t, fixture)
 
-	// go vet -vettool: the findings, and nothing else.
+	// go vet -vettool: the findings, go vet's own (printf) included, and
+	// nothing else.
 	out, err := runErr(mod, env, goCmd, "vet", "-vettool="+bin, "./...")
 	if err == nil {
 		t.Fatalf("go vet succeeded on a module with faults:\n%s", out)
