@@ -47,10 +47,11 @@ demo: build
 bench:
 	$(GO) test -run='^$$' -bench=. -benchmem $(PKGS)
 
-# statevet's cost against the vet driver's floor, on golang.org/x/tools.
+# statevet's cost against the vet driver's floor, and against plain go vet, on golang.org/x/tools,
 # and on a module full of state types, where the dataflow analyzers do real work.
 vet-bench: build
 	bash scripts/vetbench.sh
+	bash scripts/vetcost.sh
 	$(GO) test -run='^$$' -bench=VetStateHeavy -benchtime=3x ./analyzers/stcleanup
 
 # statevet over golang.org/x/tools and the standard library: no findings, no failures.

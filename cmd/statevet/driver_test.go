@@ -209,7 +209,7 @@ func TestStandalone(t *testing.T) {
 			t.Errorf("help stgrowth: exit %d\n%s", code, stdout)
 		}
 		stdout, _, _ = exitCode(t, mod, env, bin, "help")
-		for _, flag := range []string{"-tags", "-json", "-fix", "-test"} {
+		for _, flag := range []string{"-tags", "-json", "-sarif", "-fix", "-test"} {
 			if !strings.Contains(stdout, "  "+flag+" ") && !strings.Contains(stdout, "  "+flag+"\n") {
 				t.Errorf("help does not document %s:\n%s", flag, stdout)
 			}

@@ -16,16 +16,22 @@
 //	statevet ./...
 //	statevet -tags statevet_demo ./examples/...
 //	statevet -json ./...
+//	statevet -sarif ./... > statevet.sarif
 //	statevet -fix ./...
 //
 // On its own it loads the packages with go/packages: -tags passes build
 // tags to the loader, -test=false leaves test files out. -json prints the
 // findings as go vet -json does, each finding once even where a file
-// belongs to a package and to its test variant. -fix applies the suggested
-// fixes, prints a line for each one applied (file:line: what it changed),
+// belongs to a package and to its test variant. -sarif prints them as a
+// SARIF 2.1.0 log for code scanning: one rule per analyzer, paths relative
+// to the current directory. -fix applies the suggested fixes, prints a line for each one applied (file:line: what it changed),
 // then reports the findings that remain and exits 3 if any do. Without
-// -json, the exit code is 0 with no findings, 3 with findings, 1 when
-// packages do not load or an analyzer fails.
+// -json or -sarif, the exit code is 0 with no findings, 3 with findings, 1
+// when packages do not load or an analyzer fails.
+//
+// A finding is silenced deliberately by a comment on its line or the line
+// above: //statevet:ignore ANALYZER reason="why". The reason is required,
+// and an ignore that silences nothing is itself a finding.
 //
 // "statevet help" lists the analyzers, "statevet help NAME" documents one.
 // Packages that neither declare //state: directives nor import a package
