@@ -10,6 +10,7 @@
 #   golangci   github.com/golangci/golangci-lint/v2 v2.15.0 ./... (a large module and
 #              its dependency tree; fetched through the module proxy when not cached)
 # Modules are copied from the module cache to a temporary directory and run offline.
+# VETCOST_PKGS overrides the target's package patterns (VETCOST_PKGS=./... for all of x/tools).
 #
 # Every timed run starts from the same warm build cache and no cached vet results: a GOCACHE
 # is warmed once with `go list -export -deps -test PKGS` (every package and test variant
@@ -46,6 +47,7 @@ case $target in
   std) mkdir "$work/src"; pkgs=std ;;
   *) echo "unknown VETCOST_TARGET $target" >&2; exit 2 ;;
 esac
+pkgs=${VETCOST_PKGS:-$pkgs}
 cd "$work/src"
 export GOFLAGS=-mod=mod GOPROXY=off GOWORK=off GOTOOLCHAIN=local
 [ "$target" = std ] && export GOFLAGS=
