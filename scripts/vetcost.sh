@@ -1,66 +1,117 @@
 #!/usr/bin/env bash
-# What replacing go vet with statevet as its vet tool costs: statevet runs go vet's own default
-# analyzers and its own, so `go vet -vettool=statevet` is compared with plain `go vet`.
+# statevet's cost against plain go vet, side by side: wall time and peak memory.
 #
-# On golang.org/x/tools v0.52.0 ./go/... (from the module cache, copied to a temporary
-# directory), from the same warm build cache and no cached vet results (a GOCACHE warmed once
-# with `go list -export -deps -test`, a fresh copy of it for each run), the two runs alternate
-# VETCOST_REPS times (default 7), in alternating order. Each run's wall time and CPU time (user
-# plus system, of go vet and every process it starts) are recorded; on a shared machine the CPU
-# time is the steadier figure. Prints a Markdown table for docs/BENCHMARKS.md: medians, and the
-# median of the ratios paired within each rep.
+#   scripts/vetcost.sh vettool      go vet -vettool=statevet against go vet
+#   scripts/vetcost.sh standalone   statevet PKGS (standalone) against go vet PKGS
+#
+# VETCOST_TARGET picks the packages:
+#   tools      golang.org/x/tools v0.52.0 ./go/... (default)
+#   std        the standard library (go vet std)
+#   golangci   github.com/golangci/golangci-lint/v2 v2.15.0 ./... (a large module and
+#              its dependency tree; fetched through the module proxy when not cached)
+# Modules are copied from the module cache to a temporary directory and run offline.
+# VETCOST_PKGS overrides the target's package patterns (VETCOST_PKGS=./... for all of x/tools).
+#
+# Every timed run starts from the same warm build cache and no cached vet results: a GOCACHE
+# is warmed once with `go list -export -deps -test PKGS` (every package and test variant
+# compiled, nothing vetted) and each run gets a fresh copy of it. Runs are interleaved in
+# rotating order, VETCOST_REPS times (default 3); /usr/bin/time gives each run's wall time and
+# peak resident set size (that of the largest process: the go command or one vet tool process
+# for go vet, and for a standalone statevet, which runs go vet itself, the same). Medians are
+# compared. VETCOST_OLD=path adds another statevet binary to the standalone runs (an older
+# build, to compare drivers). Prints a Markdown table for docs/BENCHMARKS.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-reps=${VETCOST_REPS:-7}
-pkgs=${VETCOST_PKGS:-./go/...}
+mode=${1:-vettool}
+target=${VETCOST_TARGET:-tools}
+reps=${VETCOST_REPS:-3}
+case $mode in vettool | standalone) ;; *) echo "usage: $0 vettool|standalone" >&2; exit 2 ;; esac
 
-src=$(go env GOMODCACHE)/golang.org/x/tools@v0.52.0
-[ -d "$src" ] || go mod download golang.org/x/tools
 work=$(mktemp -d "${TMPDIR:-/tmp}/vetcost.XXXXXX")
 trap 'chmod -R u+w "$work" 2>/dev/null; rm -rf "$work"' EXIT
+# A private binary: nothing else may rebuild it while the runs are timed.
 statevet=$work/statevet
 go build -o "$statevet" ./cmd/statevet
-cp -r "$src" "$work/tools"
-chmod -R u+w "$work/tools"
-cd "$work/tools"
+
+# module PATH VERSION: copy a module from the module cache (downloading it first if need be).
+module() {
+  local dir
+  dir=$(go mod download -json "$1@$2" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+  cp -r "$dir" "$work/src"
+  chmod -R u+w "$work/src"
+  (cd "$work/src" && GOFLAGS=-mod=mod go mod download >/dev/null)
+}
+case $target in
+  tools) module golang.org/x/tools v0.52.0; pkgs=./go/... ;;
+  golangci) module github.com/golangci/golangci-lint/v2 v2.15.0; pkgs=./... ;;
+  std) mkdir "$work/src"; pkgs=std ;;
+  *) echo "unknown VETCOST_TARGET $target" >&2; exit 2 ;;
+esac
+pkgs=${VETCOST_PKGS:-$pkgs}
+cd "$work/src"
 export GOFLAGS=-mod=mod GOPROXY=off GOWORK=off GOTOOLCHAIN=local
+[ "$target" = std ] && export GOFLAGS=
+
 echo "warming a build cache: go list -export -deps -test $pkgs" >&2
 GOCACHE=$work/warm go list -export -deps -test $pkgs >/dev/null
 
-# run NAME ARGS...: one go vet on a fresh copy of the warm cache; prints "wall cpu" in seconds.
+# run NAME CMD...: one run on a fresh copy of the warm cache; prints "seconds kilobytes".
 run() {
   local name=$1; shift
   rm -rf "$work/cache"
   cp -a "$work/warm" "$work/cache"
-  local TIMEFORMAT='%R %U %S'
-  { time (GOCACHE=$work/cache go vet "$@" $pkgs >"$work/$name.out" 2>&1 || true) ; } 2>&1 |
-    awk '{printf "%.3f %.3f\n", $1, $2 + $3}'
+  GOCACHE=$work/cache /usr/bin/time -f '%e %M' -o "$work/time" "$@" $pkgs >"$work/$name.out" 2>&1 || true
+  tail -n 1 "$work/time"
 }
 
-declare -a vw vc sw sc
+if [ "$mode" = vettool ]; then
+  tools=(statevet vet)
+else
+  tools=(statevet vet)
+  [ -n "${VETCOST_OLD:-}" ] && tools+=(old)
+fi
+declare -A secs mem
 for ((i = 0; i < reps; i++)); do
-  for t in $( ((i % 2)) && echo "statevet vet" || echo "vet statevet"); do
-    if [ "$t" = vet ]; then read -r w c < <(run vet); vw+=("$w"); vc+=("$c")
-    else read -r w c < <(run statevet -vettool="$statevet"); sw+=("$w"); sc+=("$c"); fi
-    echo "rep $((i + 1)) $t: wall ${w}s cpu ${c}s" >&2
+  for ((j = 0; j < ${#tools[@]}; j++)); do
+    t=${tools[$(((i + j) % ${#tools[@]}))]}
+    case $mode/$t in
+      vettool/statevet) r=$(run "$t" go vet -vettool="$statevet") ;;
+      standalone/statevet) r=$(run "$t" "$statevet") ;;
+      standalone/old) r=$(run "$t" "$VETCOST_OLD") ;;
+      */vet) r=$(run "$t" go vet) ;;
+    esac
+    read -r s k <<<"$r"
+    echo "rep $((i + 1)) $t: ${s}s, $((k / 1024)) MiB" >&2
+    secs[$t]="${secs[$t]:-} $s"
+    mem[$t]="${mem[$t]:-} $k"
   done
 done
 
 median() { tr ' ' '\n' | grep . | sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
-paired() { # paired A[@] B[@]: the median of A[i]/B[i]
-  local -n a=$1 b=$2
-  for ((i = 0; i < ${#a[@]}; i++)); do echo "${a[$i]} ${b[$i]}" | awk '{printf "%.4f ", $1 / $2}'; done | median
-}
-f() { printf '%.2f' "$1"; }
-vetfindings=$(grep -cE '\.go:[0-9]+:[0-9]+: ' "$work/vet.out" || true)
-svfindings=$(grep -cE '\.go:[0-9]+:[0-9]+: ' "$work/statevet.out" || true)
-cat <<EOT
-
-| golang.org/x/tools v0.52.0 $pkgs, $reps reps | go vet | go vet -vettool=statevet | ratio of medians | median paired ratio |
-| --- | ---: | ---: | ---: | ---: |
-| wall seconds (median) | $(f "$(echo "${vw[*]}" | median)") | $(f "$(echo "${sw[*]}" | median)") | $(f "$(echo "$(echo "${sw[*]}" | median) $(echo "${vw[*]}" | median)" | awk '{print $1 / $2}')")x | $(f "$(paired sw vw)")x |
-| CPU seconds (median) | $(f "$(echo "${vc[*]}" | median)") | $(f "$(echo "${sc[*]}" | median)") | $(f "$(echo "$(echo "${sc[*]}" | median) $(echo "${vc[*]}" | median)" | awk '{print $1 / $2}')")x | $(f "$(paired sc vc)")x |
-
-Findings: go vet $vetfindings, go vet -vettool=statevet $svfindings. Machine: $(nproc) cores, $(go version | awk '{print $3}'), load average $(cut -d' ' -f1-3 /proc/loadavg) at the end.
-Every run (wall/CPU seconds, in rep order): go vet $(for ((i = 0; i < reps; i++)); do printf '%.1f/%.1f ' "${vw[$i]}" "${vc[$i]}"; done); statevet $(for ((i = 0; i < reps; i++)); do printf '%.1f/%.1f ' "${sw[$i]}" "${sc[$i]}"; done)
-EOT
+ratio() { echo "scale=4; $1 / $2" | bc | xargs printf '%.2f'; }
+npkgs=$(go list $pkgs 2>/dev/null | wc -l)
+gs=$(echo "${secs[vet]}" | median)
+gm=$(echo "${mem[vet]}" | median)
+case $mode in
+  vettool) label() { case $1 in statevet) echo "go vet -vettool=statevet" ;; vet) echo "go vet" ;; esac; } ;;
+  standalone) label() { case $1 in statevet) echo "statevet (standalone)" ;; old) echo "statevet (VETCOST_OLD)" ;; vet) echo "go vet" ;; esac; } ;;
+esac
+echo
+echo "| run ($target $pkgs, $npkgs packages; median of $reps) | seconds | vs go vet | peak RSS MiB | vs go vet |"
+echo "| --- | ---: | ---: | ---: | ---: |"
+for t in "${tools[@]}"; do
+  s=$(echo "${secs[$t]}" | median)
+  m=$(echo "${mem[$t]}" | median)
+  printf '| %s | %.1f | %sx | %d | %sx |\n' "$(label "$t")" "$s" "$(ratio "$s" "$gs")" "$((${m%.*} / 1024))" "$(ratio "$m" "$gm")"
+done
+echo
+echo "statevet findings: $(grep -cE '\.go:[0-9]+:[0-9]+: ' "$work/statevet.out" || true); go vet findings: $(grep -cE '\.go:[0-9]+:[0-9]+: ' "$work/vet.out" || true). Machine: $(nproc) cores, $(go version | awk '{print $3}')."
+printf 'Every run (seconds/MiB, in rep order):'
+for t in "${tools[@]}"; do
+  printf ' %s' "$t"
+  read -ra ss <<<"${secs[$t]}"
+  read -ra mm <<<"${mem[$t]}"
+  for ((k = 0; k < ${#ss[@]}; k++)); do printf ' %.1f/%d' "${ss[$k]}" "$((mm[k] / 1024))"; done
+  printf ';'
+done
+echo

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -9,12 +8,9 @@ import (
 	"go/token"
 	"io"
 	"os"
-	"slices"
 	"strings"
 
 	"golang.org/x/tools/go/analysis"
-	"golang.org/x/tools/go/analysis/checker"
-	"golang.org/x/tools/go/packages"
 )
 
 // Exit codes of a standalone run, those of the multichecker driver.
@@ -67,8 +63,8 @@ func flags(analyzers []*analysis.Analyzer, stderr io.Writer) (*flag.FlagSet, *op
 	fs.BoolVar(&o.json, "json", false, "print the findings as JSON, each once")
 	fs.BoolVar(&o.sarif, "sarif", false, "print the findings as a SARIF 2.1.0 log, one rule per analyzer, for code scanning")
 	fs.BoolVar(&o.fix, "fix", false, "apply the suggested fixes, print each one applied, then report the findings that remain")
-	fs.StringVar(&o.tags, "tags", "", "comma-separated build tags, passed to the package loader as -tags")
-	fs.BoolVar(&o.tests, "test", true, "analyze test files too")
+	fs.StringVar(&o.tags, "tags", "", "comma-separated build tags, passed to go vet as -tags")
+	fs.BoolVar(&o.tests, "test", true, "report findings in test files too (go vet analyzes them either way)")
 	fs.IntVar(&o.context, "c", -1, "print this many lines of source context around each finding (-1: none)")
 	for _, a := range analyzers {
 		t := new(triState)
@@ -117,7 +113,7 @@ func standalone(args []string, analyzers []*analysis.Analyzer, stdout, stderr io
 		return exitClean
 	}
 	analyzers = o.selected(analyzers)
-	res, code := analyze(fs.Args(), analyzers, o, stderr)
+	res, code := goVet(fs.Args(), analyzers, o, stderr)
 	if res == nil {
 		return code
 	}
@@ -133,7 +129,7 @@ func standalone(args []string, analyzers []*analysis.Analyzer, stdout, stderr io
 		}
 		if applied > 0 {
 			// Report what the fixes left: analyze the changed files afresh.
-			if res, code = analyze(fs.Args(), analyzers, o, stderr); res == nil {
+			if res, code = goVet(fs.Args(), analyzers, o, stderr); res == nil {
 				return code
 			}
 		}
@@ -173,99 +169,17 @@ type result struct {
 }
 
 // finding is one diagnostic, reported once even when its file belongs to
-// several packages (a package and its test variant).
+// several packages.
 type finding struct {
-	pkg      string // the ID of the first package that reported it
+	pkg      string // the package that reported it (a test variant's ID is its package's)
 	analyzer string
-	fset     *token.FileSet
-	diag     analysis.Diagnostic
-	posn     token.Position
+	diag     jsonDiagnostic
+	posn     token.Position // diag.Posn
 }
 
 type actionErr struct {
 	pkg, analyzer string
-	err           error
-}
-
-// load loads the packages named by patterns, with the build tags and test
-// variants o asks for.
-func load(patterns []string, o *options) ([]*packages.Package, error) {
-	conf := &packages.Config{
-		Mode:  packages.LoadAllSyntax | packages.NeedModule,
-		Tests: o.tests,
-	}
-	if o.tags != "" {
-		conf.BuildFlags = []string{"-tags=" + o.tags}
-	}
-	pkgs, err := packages.Load(conf, patterns...)
-	if err == nil && len(pkgs) == 0 {
-		err = fmt.Errorf("%s matched no packages", strings.Join(patterns, " "))
-	}
-	return pkgs, err
-}
-
-// analyze loads the packages and runs the analyzers. It returns nil and an
-// exit code when nothing could be analyzed; otherwise the result, with
-// exitError when some packages had errors (printed to stderr).
-func analyze(patterns []string, analyzers []*analysis.Analyzer, o *options, stderr io.Writer) (*result, int) {
-	pkgs, err := load(patterns, o)
-	if err != nil {
-		fmt.Fprintf(stderr, "statevet: %v\n", err)
-		return nil, exitError
-	}
-	code := exitClean
-	packages.Visit(pkgs, nil, func(p *packages.Package) {
-		for _, e := range p.Errors {
-			fmt.Fprintln(stderr, e)
-			code = exitError
-		}
-	})
-	graph, err := checker.Analyze(analyzers, pkgs, nil)
-	if err != nil {
-		fmt.Fprintf(stderr, "statevet: %v\n", err)
-		return nil, exitError
-	}
-	return collect(graph), code
-}
-
-// collect gathers the findings of the root actions, each once: a file that
-// belongs to a package and to its test variant is analyzed twice, and the
-// same diagnostic (position, analyzer, message) is kept for the package
-// whose ID sorts first, the one without the test files.
-func collect(graph *checker.Graph) *result {
-	roots := slices.Clone(graph.Roots)
-	slices.SortFunc(roots, func(a, b *checker.Action) int {
-		return cmp.Or(cmp.Compare(a.Package.ID, b.Package.ID), cmp.Compare(a.Analyzer.Name, b.Analyzer.Name))
-	})
-	type key struct {
-		posn, end, analyzer, message string
-	}
-	seen := make(map[key]bool)
-	res := new(result)
-	for act := range graph.All() {
-		if act.Err != nil {
-			res.errs = append(res.errs, actionErr{act.Package.ID, act.Analyzer.Name, act.Err})
-		}
-	}
-	for _, act := range roots {
-		fset := act.Package.Fset
-		for _, d := range act.Diagnostics {
-			posn := fset.Position(d.Pos)
-			k := key{posn.String(), fset.Position(d.End).String(), act.Analyzer.Name, d.Message}
-			if seen[k] {
-				continue
-			}
-			seen[k] = true
-			res.findings = append(res.findings, finding{pkg: act.Package.ID, analyzer: act.Analyzer.Name, fset: fset, diag: d, posn: posn})
-		}
-	}
-	slices.SortStableFunc(res.findings, func(a, b finding) int {
-		return cmp.Or(cmp.Compare(a.posn.Filename, b.posn.Filename), cmp.Compare(a.posn.Offset, b.posn.Offset))
-	})
-	slices.SortStableFunc(res.errs, func(a, b actionErr) int {
-		return cmp.Or(cmp.Compare(a.pkg, b.pkg), cmp.Compare(a.analyzer, b.analyzer))
-	})
-	return res
+	err           string
 }
 
 // printText prints the findings as go vet does: "file:line:col: message",
@@ -274,27 +188,26 @@ func printText(w io.Writer, res *result, context int) {
 	for _, e := range res.errs {
 		// An analyzer whose prerequisite failed says nothing the failed
 		// one has not said.
-		if !strings.HasPrefix(e.err.Error(), "failed prerequisites") {
-			fmt.Fprintf(w, "%s: %v\n", e.analyzer, e.err)
+		if !strings.HasPrefix(e.err, "failed prerequisites") {
+			fmt.Fprintf(w, "%s: %s\n", e.analyzer, e.err)
 		}
 	}
 	for _, f := range res.findings {
-		line := func(pos, end token.Pos, msg string) {
-			posn := f.fset.Position(pos)
+		line := func(posn, end, msg string) {
 			fmt.Fprintf(w, "%s: %s\n", posn, msg)
 			if context >= 0 {
-				printContext(w, posn, f.fset.Position(end), context)
+				printContext(w, parsePosn(posn), parsePosn(end), context)
 			}
 		}
-		line(f.diag.Pos, f.diag.End, f.diag.Message)
+		line(f.diag.Posn, f.diag.End, f.diag.Message)
 		for _, r := range f.diag.Related {
-			line(r.Pos, r.End, "\t"+r.Message)
+			line(r.Posn, r.End, "\t"+r.Message)
 		}
 	}
 }
 
 func printContext(w io.Writer, posn, end token.Position, context int) {
-	if !end.IsValid() {
+	if end.Line < posn.Line {
 		end = posn
 	}
 	data, err := os.ReadFile(posn.Filename)
@@ -352,12 +265,12 @@ func printJSON(w io.Writer, res *result) error {
 		return m
 	}
 	for _, e := range res.errs {
-		add(e.pkg, e.analyzer)[e.analyzer] = jsonError{e.err.Error()}
+		add(e.pkg, e.analyzer)[e.analyzer] = jsonError{e.err}
 	}
 	for _, f := range res.findings {
 		m := add(f.pkg, f.analyzer)
 		list, _ := m[f.analyzer].([]jsonDiagnostic)
-		m[f.analyzer] = append(list, toJSON(f))
+		m[f.analyzer] = append(list, f.diag)
 	}
 	data, err := json.MarshalIndent(tree, "", "\t")
 	if err != nil {
@@ -365,27 +278,4 @@ func printJSON(w io.Writer, res *result) error {
 	}
 	_, err = fmt.Fprintf(w, "%s\n", data)
 	return err
-}
-
-func toJSON(f finding) jsonDiagnostic {
-	fset, d := f.fset, f.diag
-	end := func(pos, end token.Pos) string { return fset.Position(cmp.Or(end, pos)).String() }
-	jd := jsonDiagnostic{
-		Category: d.Category,
-		Posn:     f.posn.String(),
-		End:      end(d.Pos, d.End),
-		Message:  d.Message,
-	}
-	for _, fix := range d.SuggestedFixes {
-		jf := jsonFix{Message: fix.Message}
-		for _, e := range fix.TextEdits {
-			p := fset.Position(e.Pos)
-			jf.Edits = append(jf.Edits, jsonEdit{p.Filename, p.Offset, fset.Position(e.End).Offset, string(e.NewText)})
-		}
-		jd.SuggestedFixes = append(jd.SuggestedFixes, jf)
-	}
-	for _, r := range d.Related {
-		jd.Related = append(jd.Related, jsonRelated{fset.Position(r.Pos).String(), end(r.Pos, r.End), r.Message})
-	}
-	return jd
 }

@@ -13,7 +13,8 @@ import (
 
 // The standalone fixture: package tagged has a faulty contract behind a
 // build tag; package dup has a faulty contract and a test file, so that it
-// is analyzed twice (the package and its test variant); package fixme has a
+// is analyzed twice (the package and its test variant); package intest has
+// a faulty contract in a test file only; package fixme has a
 // fixable finding and one that no fix resolves, package fixall only a
 // fixable one.
 var standaloneFixture = map[string]string{
@@ -41,6 +42,14 @@ type Dup struct{ X []int32 }
 import "testing"
 
 func TestDup(t *testing.T) {}
+`,
+	"intest/intest.go": `package intest
+`,
+	"intest/intest_test.go": `package intest
+
+//state:contract
+//state:growth append bound=8
+type InTest struct{ X []int32 }
 `,
 	"fixme/fixme.go": `package fixme
 
@@ -200,6 +209,18 @@ func TestStandalone(t *testing.T) {
 		left := tree["example.com/fixture/fixjson"]["stcontract"]
 		if len(left) != 1 || !strings.HasPrefix(left[0].Message, "state type Unfixable has no //state:owner line") {
 			t.Errorf("-fix -json: the findings left are %+v, want the missing owner of Unfixable", left)
+		}
+	})
+
+	t.Run("test=false", func(t *testing.T) {
+		// go vet analyzes the test files either way; -test=false drops
+		// what it reports there.
+		const msg = "state type InTest has no //state:owner line"
+		if _, stderr, code := exitCode(t, mod, env, bin, "./intest"); code != exitFindings || !strings.Contains(stderr, "intest_test.go:3:1: "+msg) {
+			t.Errorf("with tests: exit %d, stderr:\n%s\nwant exit %d and %q", code, stderr, exitFindings, msg)
+		}
+		if stdout, stderr, code := exitCode(t, mod, env, bin, "-test=false", "./intest"); code != 0 || stdout != "" || stderr != "" {
+			t.Errorf("-test=false: exit %d, stdout %q, stderr %q; want 0 and silence", code, stdout, stderr)
 		}
 	})
 

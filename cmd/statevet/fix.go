@@ -61,13 +61,8 @@ func applyFixes(findings []finding, w io.Writer) (int, error) {
 func toFileFix(f finding) fileFix {
 	fix := f.diag.SuggestedFixes[0]
 	fx := fileFix{f: f, msg: fix.Message, edits: make(map[string][]edit)}
-	for _, e := range fix.TextEdits {
-		p := f.fset.Position(e.Pos)
-		end := p.Offset
-		if e.End.IsValid() {
-			end = f.fset.Position(e.End).Offset
-		}
-		fx.edits[p.Filename] = append(fx.edits[p.Filename], edit{p.Offset, end, string(e.NewText)})
+	for _, e := range fix.Edits {
+		fx.edits[e.Filename] = append(fx.edits[e.Filename], edit{e.Start, max(e.End, e.Start), e.New})
 	}
 	return fx
 }

@@ -19,15 +19,20 @@
 //	statevet -sarif ./... > statevet.sarif
 //	statevet -fix ./...
 //
-// On its own it loads the packages with go/packages: -tags passes build
-// tags to the loader, -test=false leaves test files out. -json prints the
-// findings as go vet -json does, each finding once even where a file
-// belongs to a package and to its test variant. -sarif prints them as a
-// SARIF 2.1.0 log for code scanning: one rule per analyzer, paths relative
-// to the current directory. -fix applies the suggested fixes, prints a line for each one applied (file:line: what it changed),
-// then reports the findings that remain and exits 3 if any do. Without
-// -json or -sarif, the exit code is 0 with no findings, 3 with findings, 1
-// when packages do not load or an analyzer fails.
+// On its own it runs go vet with itself as the vet tool and only its own
+// analyzers enabled (go vet -vettool=statevet -json -NAME...), so that the
+// go command loads and type-checks the packages, analyzes one package per
+// process and caches the results; statevet then prints what go vet
+// reported. -tags passes build tags to go vet; -test=false drops the
+// findings in test files (go vet always analyzes a package with its
+// tests). -json prints the findings as go vet -json does, each finding
+// once, under the package's own ID even where the test variant reported
+// it. -sarif prints them as a SARIF 2.1.0 log for code scanning: one rule
+// per analyzer, paths relative to the current directory. -fix applies the
+// suggested fixes, prints a line for each one applied (file:line: what it
+// changed), then reports the findings that remain and exits 3 if any do.
+// Without -json or -sarif, the exit code is 0 with no findings, 3 with
+// findings, 1 when packages do not build or an analyzer fails.
 //
 // A finding is silenced deliberately by a comment on its line or the line
 // above: //statevet:ignore ANALYZER reason="why". The reason is required,

@@ -60,18 +60,18 @@ func printSARIF(w io.Writer, res *result, analyzers []*analysis.Analyzer) error 
 			RuleIndex: index[f.analyzer],
 			Level:     "error",
 			Message:   sarif.Message{Text: f.diag.Message},
-			Locations: []sarif.Location{{PhysicalLocation: s.location(f.fset, f.diag.Pos, f.diag.End)}},
+			Locations: []sarif.Location{{PhysicalLocation: s.location(f.diag.Posn, f.diag.End)}},
 		}
 		for i, rel := range f.diag.Related {
 			id := i + 1
 			r.RelatedLocations = append(r.RelatedLocations, sarif.Location{
 				ID:               &id,
-				PhysicalLocation: s.location(f.fset, rel.Pos, rel.End),
+				PhysicalLocation: s.location(rel.Posn, rel.End),
 				Message:          &sarif.Message{Text: rel.Message},
 			})
 		}
 		for _, fix := range f.diag.SuggestedFixes {
-			r.Fixes = append(r.Fixes, s.fix(f.fset, fix))
+			r.Fixes = append(r.Fixes, s.fix(fix))
 		}
 		run.Results = append(run.Results, r)
 	}
@@ -97,10 +97,9 @@ func (s *sarifWriter) artifact(filename string) sarif.ArtifactLocation {
 	return sarif.ArtifactLocation{URI: fileURI(filename)}
 }
 
-func (s *sarifWriter) location(fset *token.FileSet, pos, end token.Pos) sarif.PhysicalLocation {
-	start := fset.Position(pos)
-	stop := fset.Position(cmp.Or(end, pos))
-	if stop.Filename != start.Filename || stop.Offset < start.Offset {
+func (s *sarifWriter) location(posn, end string) sarif.PhysicalLocation {
+	start, stop := parsePosn(posn), parsePosn(cmp.Or(end, posn))
+	if stop.Filename != start.Filename || stop.Line < start.Line || stop.Line == start.Line && stop.Column < start.Column {
 		stop = start
 	}
 	return sarif.PhysicalLocation{
@@ -139,21 +138,20 @@ func (s *sarifWriter) column(p token.Position) int {
 	return len(utf16.Encode([]rune(prefix))) + 1
 }
 
-func (s *sarifWriter) fix(fset *token.FileSet, fix analysis.SuggestedFix) sarif.Fix {
+func (s *sarifWriter) fix(fix jsonFix) sarif.Fix {
 	out := sarif.Fix{Description: sarif.Message{Text: fix.Message}}
 	byFile := make(map[string]int) // index in out.ArtifactChanges
-	for _, e := range fix.TextEdits {
-		start := fset.Position(e.Pos)
-		offset, length := start.Offset, fset.Position(cmp.Or(e.End, e.Pos)).Offset-start.Offset
-		i, ok := byFile[start.Filename]
+	for _, e := range fix.Edits {
+		offset, length := e.Start, max(e.End-e.Start, 0)
+		i, ok := byFile[e.Filename]
 		if !ok {
 			i = len(out.ArtifactChanges)
-			byFile[start.Filename] = i
-			out.ArtifactChanges = append(out.ArtifactChanges, sarif.ArtifactChange{ArtifactLocation: s.artifact(start.Filename)})
+			byFile[e.Filename] = i
+			out.ArtifactChanges = append(out.ArtifactChanges, sarif.ArtifactChange{ArtifactLocation: s.artifact(e.Filename)})
 		}
 		out.ArtifactChanges[i].Replacements = append(out.ArtifactChanges[i].Replacements, sarif.Replacement{
 			DeletedRegion:   sarif.Region{ByteOffset: &offset, ByteLength: &length},
-			InsertedContent: &sarif.Content{Text: string(e.NewText)},
+			InsertedContent: &sarif.Content{Text: e.New},
 		})
 	}
 	return out
