@@ -22,9 +22,11 @@ type Head struct {
 	pos      position // written with lin.mu held too
 	owned    bool     // pos is the tip of a segment only this head writes
 	released bool
-	logical  int64    // this head's share of the pool's LogicalBytes
-	hist     *history // checkpoints and deltas, with a checkpoint policy
-	scratch  []*block // reused by writes for the blocks they take
+	evicted  bool          // its blocks were taken under memory pressure
+	lastUse  atomic.Uint64 // the pool's use clock at its last call
+	logical  int64         // this head's share of the pool's LogicalBytes
+	hist     *history      // checkpoints and deltas, with a checkpoint policy
+	scratch  []*block      // reused by writes for the blocks they take
 }
 
 var headIDs atomic.Uint64
@@ -103,6 +105,14 @@ func (h *Head) lock(op string) (func(), error) {
 		leave()
 		return nil, h.errorf(op, "%w", ErrInvalidated)
 	}
+	if h.evicted {
+		if err := h.rebuild(op); err != nil {
+			h.mu.Unlock()
+			leave()
+			return nil, err
+		}
+	}
+	h.pool.touch(&h.lastUse)
 	if h.hist != nil && h.hist.pending != nil {
 		h.flush()
 	}
@@ -278,11 +288,17 @@ func (h *Head) Spans(from, to int) ([][]device.Span, error) {
 	return h.spans("Spans", h.r, from, to)
 }
 
-// Len returns the number of rows (0 once released).
+// Len returns the number of rows (0 once released, or evicted unless
+// reconstructable).
 func (h *Head) Len() int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.r == nil {
+		if h.evicted && h.hist != nil {
+			if t := h.hist.find(h.pos.v); t >= 0 {
+				return h.hist.entries[t].rows
+			}
+		}
 		return 0
 	}
 	return h.r.rows
@@ -409,6 +425,11 @@ func (h *Head) Merge(child *Head) error {
 		if x.released {
 			return h.errorf("Merge", "%w", ErrReleased)
 		}
+		if x.evicted {
+			if err := x.rebuild("Merge"); err != nil {
+				return err
+			}
+		}
 	}
 	for _, x := range []*Head{h, child} {
 		if x.hist != nil && x.hist.pending != nil {
@@ -465,6 +486,9 @@ func (h *Head) Rollback(to *Snap) error {
 	}
 	if to.invalid.Load() {
 		return h.errorf("Rollback", "snapshot: %w", ErrInvalidated)
+	}
+	if to.evicted {
+		return h.errorf("Rollback", "snapshot: %w", ErrEvicted)
 	}
 	if to.lin != h.lin {
 		return h.errorf("Rollback", "snapshot of another lineage: %w", ErrNotAncestor)
@@ -526,7 +550,9 @@ func (h *Head) Release() error {
 	delete(h.lin.heads, h)
 	h.lin.mu.Unlock()
 	var freed []*block
-	h.r.release(&freed)
+	if h.r != nil {
+		h.r.release(&freed)
+	}
 	if h.hist != nil {
 		h.hist.release(&freed)
 	}

@@ -100,6 +100,10 @@ type Layout struct {
 	Descendants Descendants
 	// Checkpoint, when not nil, keeps past versions for At and Plan.
 	Checkpoint *CheckpointPolicy
+	// Retention says what the pool may take back under memory pressure:
+	// Mandatory (the zero value) nothing, Optional the whole state,
+	// Reconstructable what its checkpoints and deltas rebuild.
+	Retention Retention
 }
 
 // check validates l for a pool with blocks of blockBytes bytes.
@@ -133,6 +137,9 @@ func (l *Layout) check(blockBytes int) error {
 	}
 	if l.Descendants != Invalidate && l.Descendants != Keep {
 		return fmt.Errorf("state: layout of %s has unknown descendants policy %v: %w", l.Type, l.Descendants, ErrShape)
+	}
+	if l.Retention < Mandatory || l.Retention > Reconstructable {
+		return fmt.Errorf("state: layout of %s has unknown retention %v: %w", l.Type, l.Retention, ErrShape)
 	}
 	if cp := l.Checkpoint; cp != nil {
 		if cp.Every < 0 || cp.Keep < 0 || cp.Budget < 0 || (cp.Every == 0 && cp.Budget == 0) || cp.Keep == 0 {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gpustate/gpustate/placement"
 	"github.com/gpustate/gpustate/runtime/device"
+	"github.com/gpustate/gpustate/runtime/evict/lru"
 )
 
 // Default pool geometry.
@@ -38,6 +39,9 @@ type PoolOptions struct {
 	// CUDA backend, a reading of an NVML monitor (package
 	// runtime/device/nvml, which needs cgo and so is not linked here).
 	Telemetry func() (DeviceMemory, error)
+	// Evictor ranks the optional states to evict under memory pressure;
+	// nil means least recently used first (package runtime/evict/lru).
+	Evictor Evictor
 }
 
 // DeviceMemory is one reading of a device's memory from outside the
@@ -71,6 +75,10 @@ type PoolStats struct {
 	// checkpointed heads (checkpoints share their blocks with versions and
 	// count as those do).
 	HistoryBytes int64
+	// EvictedBytes and RebuiltBytes are totals since the pool was made:
+	// the bytes of the blocks eviction freed, and of the blocks rebuilding
+	// reconstructable state took.
+	EvictedBytes, RebuiltBytes int64
 	// Device holds the backend's own figures; nil when it cannot give them.
 	Device *DeviceStats
 }
@@ -115,6 +123,7 @@ type Pool struct {
 
 	mu       sync.Mutex
 	slabs    []device.Ptr
+	slabLen  map[device.Ptr]int64 // blocks carved from each slab
 	reserved int64
 	clean    []*block            // zeroed blocks (block.zeroed)
 	dirty    map[Owner]*freeList // free blocks not zeroed, by the owner whose rows they held
@@ -130,6 +139,11 @@ type Pool struct {
 	logical atomic.Int64
 	history atomic.Int64 // bytes of delta blocks held by histories
 	calib   calibration
+
+	evictor      Evictor
+	clock        atomic.Uint64 // counts handle calls, for the Evictor
+	evictedBytes atomic.Int64
+	rebuiltBytes atomic.Int64
 }
 
 // handle is what the pool knows of a live head or snapshot.
@@ -160,7 +174,13 @@ func NewPool(b device.Backend, opt PoolOptions) (*Pool, error) {
 	if opt.MaxBytes != 0 && opt.MaxBytes < int64(bb) {
 		return nil, fmt.Errorf("state: NewPool with max bytes %d below one block of %d bytes", opt.MaxBytes, bb)
 	}
+	ev := opt.Evictor
+	if ev == nil {
+		ev = lru.New()
+	}
 	return &Pool{
+		evictor:    ev,
+		slabLen:    make(map[device.Ptr]int64),
 		b:          b,
 		blockBytes: bb,
 		maxBytes:   opt.MaxBytes,
@@ -189,6 +209,8 @@ func (p *Pool) Stats() PoolStats {
 		FreeBlocks:    p.nfree,
 		Slabs:         len(p.slabs),
 		HistoryBytes:  p.history.Load(),
+		EvictedBytes:  p.evictedBytes.Load(),
+		RebuiltBytes:  p.rebuiltBytes.Load(),
 	}
 	closed := p.closed
 	p.mu.Unlock()
@@ -234,7 +256,7 @@ func (p *Pool) Close() error {
 			errs = append(errs, fmt.Errorf("state: pool close: %w", err))
 		}
 	}
-	p.slabs, p.clean, p.dirty, p.live = nil, nil, nil, nil
+	p.slabs, p.clean, p.dirty, p.live, p.slabLen = nil, nil, nil, nil, nil
 	p.lastOwner, p.lastList = "", nil
 	p.reserved, p.nfree, p.inUse = 0, 0, 0
 	p.logical.Store(0)
@@ -284,7 +306,9 @@ func (p *Pool) alloc(owner Owner, n int, zero bool) ([]*block, error) {
 }
 
 // allocAppend is alloc appending to buf[:0], to spare the caller an
-// allocation; the result shares buf's array when it has room.
+// allocation; the result shares buf's array when it has room. When the
+// pool or the device is full, it reclaims (see reclaim) and tries again
+// while reclaiming frees blocks.
 func (p *Pool) allocAppend(buf []*block, owner Owner, n int, zero bool) ([]*block, error) {
 	if n <= 0 {
 		return buf[:0], nil
@@ -292,6 +316,16 @@ func (p *Pool) allocAppend(buf []*block, owner Owner, n int, zero bool) ([]*bloc
 	if err := p.fits(n); err != nil {
 		return buf[:0], err
 	}
+	for {
+		out, err := p.allocOnce(buf, owner, n, zero)
+		if err == nil || !errors.Is(err, ErrNoMemory) || p.reclaim(n) == 0 {
+			return out, err
+		}
+	}
+}
+
+// allocOnce is one try of allocAppend, with no reclaim.
+func (p *Pool) allocOnce(buf []*block, owner Owner, n int, zero bool) ([]*block, error) {
 	out := buf[:0]
 	if cap(out) < n {
 		out = make([]*block, 0, n)
@@ -523,6 +557,7 @@ func (p *Pool) growLocked(want int) error {
 		return fmt.Errorf("state: zeroing a new slab: %w", err)
 	}
 	p.slabs = append(p.slabs, ptr)
+	p.slabLen[ptr] = nb
 	p.reserved += nb * bb
 	for i := nb - 1; i >= 0; i-- {
 		p.clean = append(p.clean, &block{ptr: ptr + device.Ptr(i*bb), slab: ptr, zeroed: true})
