@@ -425,6 +425,11 @@ func (h *Head) Merge(child *Head) error {
 		if x.released {
 			return h.errorf("Merge", "%w", ErrReleased)
 		}
+	}
+	if h.invalid.Load() || child.invalid.Load() {
+		return h.errorf("Merge", "%w", ErrInvalidated)
+	}
+	for _, x := range []*Head{h, child} {
 		if x.evicted {
 			if err := x.rebuild("Merge"); err != nil {
 				return err
