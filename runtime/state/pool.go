@@ -520,7 +520,8 @@ func (p *Pool) putLocked(list []*block) {
 }
 
 // growLocked takes a new slab from the backend for at least want blocks
-// (up to a slab's worth, MaxBytes permitting), zeroes it and puts its
+// (up to a slab's worth, MaxBytes permitting), zeroes it unless the
+// backend says fresh memory reads as zeros (device.AllocZeroer), and puts its
 // blocks on the clean list. Its error wraps ErrNoMemory when the cap or the
 // device is exhausted.
 func (p *Pool) growLocked(want int) error {
@@ -550,7 +551,10 @@ func (p *Pool) growLocked(want int) error {
 		}
 		return fmt.Errorf("state: taking a slab of %d bytes: %w", nb*bb, err)
 	}
-	if err := p.b.Memset(ptr, 0, int(nb*bb)); err != nil {
+	if z, ok := p.b.(device.AllocZeroer); ok && z.AllocZeroes() {
+		// Fresh memory reads as zeros already: touching it would only
+		// fault its pages in.
+	} else if err := p.b.Memset(ptr, 0, int(nb*bb)); err != nil {
 		if ferr := p.b.Free(ptr); ferr != nil {
 			err = errors.Join(err, ferr)
 		}
