@@ -48,8 +48,8 @@ type evictable interface {
 	// victim describes the handle for ranking; false when it may not be
 	// evicted now (mandatory, released, evicted already).
 	victim(r Retention) (Victim, bool)
-	// evict drops the blocks the handle may give up and returns how many
-	// reached no reference; false when it could not be evicted now (busy
+	// evict drops the blocks the handle may give up and returns the bytes
+	// of those that reached no reference; false when it could not be evicted now (busy
 	// with a call, or it would free nothing).
 	evict() (int64, bool)
 }
@@ -62,12 +62,15 @@ func (p *Pool) reclaimPending() int64 { return 0 }
 // reclaim takes back memory for an allocation of want blocks that found
 // no room, in the order SPEC section 7 gives: completed pending blocks,
 // optional state as the Evictor ranks it, then the rebuildable part of
-// reconstructable state. It returns the blocks it freed; the caller
-// retries when that is not zero. The caller holds no pool lock (it may
-// hold its own handle's, which makes that handle busy and so spared).
-func (p *Pool) reclaim(want int) int64 {
+// reconstructable state. It returns the bytes it freed; the caller
+// retries when that is not zero. Blocks of other sizes than c's serve c
+// once their slabs are wholly free: reclaim then gives those slabs back to
+// the device (as Trim does), which makes room under MaxBytes. The caller
+// holds no pool lock (it may hold its own handle's, which makes that
+// handle busy and so spared).
+func (p *Pool) reclaim(c *sizeClass, want int) int64 {
 	got := p.reclaimPending()
-	if p.roomFor(want) {
+	if p.roomFor(c, want) {
 		return got
 	}
 	for _, r := range []Retention{Optional, Reconstructable} {
@@ -85,8 +88,8 @@ func (p *Pool) reclaim(want int) int64 {
 				continue
 			}
 			got += n
-			p.evictedBytes.Add(n * int64(p.blockBytes))
-			if p.roomFor(want) {
+			p.evictedBytes.Add(n)
+			if p.roomFor(c, want) {
 				return got
 			}
 		}
@@ -94,16 +97,26 @@ func (p *Pool) reclaim(want int) int64 {
 	return got
 }
 
-// roomFor reports whether want blocks are free or can be carved under
-// MaxBytes.
-func (p *Pool) roomFor(want int) bool {
+// roomFor reports whether want blocks of class c are free or can be
+// carved under MaxBytes, giving back wholly free slabs of other sizes
+// when that makes the room.
+func (p *Pool) roomFor(c *sizeClass, want int) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	have := p.nfree
-	if p.maxBytes > 0 {
-		have += (p.maxBytes - p.reserved) / int64(p.blockBytes)
+	have := func() int64 {
+		n := c.nfree
+		if p.maxBytes > 0 {
+			n += (p.maxBytes - p.reserved) / int64(c.bytes)
+		}
+		return n
 	}
-	return have >= int64(want)
+	if have() >= int64(want) {
+		return true
+	}
+	if p.maxBytes > 0 {
+		p.trimLocked(c) // slabs of other sizes: room under the cap
+	}
+	return have() >= int64(want)
 }
 
 // victims returns the live handles of retention r that may be evicted,
@@ -134,9 +147,18 @@ func (p *Pool) victims(r Retention) ([]evictable, []Victim) {
 // touch marks a use of a handle for the Evictor.
 func (p *Pool) touch(at *atomic.Uint64) { at.Store(p.clock.Add(1)) }
 
-// exclusiveBlocks counts the blocks of r that only r holds: those its
-// release would free.
-func exclusiveBlocks(r *root) int64 {
+// blockBytes sums the sizes of blocks.
+func blockBytes(list []*block) int64 {
+	var n int64
+	for _, b := range list {
+		n += int64(b.cls.bytes)
+	}
+	return n
+}
+
+// exclusiveBytes is the bytes of the blocks of r that only r holds: those
+// its release would free.
+func exclusiveBytes(r *root) int64 {
 	if r == nil || r.rc.Load() != 1 {
 		return 0
 	}
@@ -161,7 +183,7 @@ func exclusiveNode(n *node) int64 {
 	}
 	for _, b := range n.blks {
 		if b != nil && b.rc.Load() == 1 {
-			c++
+			c += int64(b.cls.bytes)
 		}
 	}
 	return c
@@ -178,7 +200,7 @@ func (h *Head) victim(r Retention) (Victim, bool) {
 	if h.released || h.evicted || h.r == nil || (r == Reconstructable && !h.rebuildable()) {
 		return Victim{}, false
 	}
-	return Victim{Owner: string(h.owner), Type: h.l.Type, Bytes: h.r.blocks() * int64(h.pool.blockBytes), LastUse: h.lastUse.Load()}, true
+	return Victim{Owner: string(h.owner), Type: h.l.Type, Bytes: h.physical(h.r), LastUse: h.lastUse.Load()}, true
 }
 
 // rebuildable reports whether h's history can rebuild its version from a
@@ -223,8 +245,7 @@ func (h *Head) evict() (int64, bool) {
 	if !optional && !h.rebuildable() {
 		return 0, false
 	}
-	n := exclusiveBlocks(h.r)
-	if n == 0 {
+	if exclusiveBytes(h.r) == 0 {
 		return 0, false // every block is shared: evicting frees nothing
 	}
 	var freed []*block
@@ -238,7 +259,7 @@ func (h *Head) evict() (int64, bool) {
 	h.pool.free(freed)
 	h.pool.logical.Add(-h.logical)
 	h.logical = 0
-	return int64(len(freed)), true
+	return blockBytes(freed), true
 }
 
 // rebuild gives an evicted reconstructable head its version back from its
@@ -256,7 +277,7 @@ func (h *Head) rebuild(op string) error {
 		return h.errorf(op, "rebuilding evicted version %d: %w", h.pos.v, err)
 	}
 	h.r, h.evicted = r, false
-	h.pool.rebuiltBytes.Add(exclusiveBlocks(r) * int64(h.pool.blockBytes))
+	h.pool.rebuiltBytes.Add(exclusiveBytes(r))
 	h.setLogical()
 	return nil
 }
@@ -272,7 +293,7 @@ func (s *Snap) victim(r Retention) (Victim, bool) {
 	if s.released || s.evicted || s.r == nil {
 		return Victim{}, false
 	}
-	return Victim{Owner: string(s.owner), Type: s.l.Type, Snapshot: true, Bytes: s.r.blocks() * int64(s.pool.blockBytes), LastUse: s.lastUse.Load()}, true
+	return Victim{Owner: string(s.owner), Type: s.l.Type, Snapshot: true, Bytes: s.physical(s.r), LastUse: s.lastUse.Load()}, true
 }
 
 func (s *Snap) evict() (int64, bool) {
@@ -283,7 +304,7 @@ func (s *Snap) evict() (int64, bool) {
 	if s.released || s.evicted || s.r == nil {
 		return 0, false
 	}
-	if exclusiveBlocks(s.r) == 0 {
+	if exclusiveBytes(s.r) == 0 {
 		return 0, false
 	}
 	var freed []*block
@@ -293,5 +314,5 @@ func (s *Snap) evict() (int64, bool) {
 	s.pool.free(freed)
 	s.pool.logical.Add(-s.logical)
 	s.logical = 0
-	return int64(len(freed)), true
+	return blockBytes(freed), true
 }

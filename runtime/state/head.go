@@ -27,6 +27,7 @@ type Head struct {
 	logical  int64         // this head's share of the pool's LogicalBytes
 	hist     *history      // checkpoints and deltas, with a checkpoint policy
 	scratch  []*block      // reused by writes for the blocks they take
+	countBuf []int         // reused by writes for their blocks per column
 }
 
 var headIDs atomic.Uint64
@@ -38,7 +39,11 @@ var headIDs atomic.Uint64
 //
 //state:acquire
 func (p *Pool) NewHead(l *Layout, owner Owner) (*Head, error) {
-	if err := l.check(p.blockBytes); err != nil {
+	limit := p.blockBytes
+	if l != nil && (l.BlockRows > 0 || p.rowSized) {
+		limit = maxBlockBytes // blocks follow the rows
+	}
+	if err := l.check(limit); err != nil {
 		return nil, err
 	}
 	if owner == "" {
@@ -54,11 +59,11 @@ func (p *Pool) NewHead(l *Layout, owner Owner) (*Head, error) {
 	h.pos = position{seg: &segment{}}
 	r := newRoot(len(l.Columns))
 	if l.Growth == Mutable {
-		var nb int
-		for _, per := range h.perBlock {
-			nb += (l.Bound + per - 1) / per
+		counts := make([]int, len(h.perBlock))
+		for i, per := range h.perBlock {
+			counts[i] = (l.Bound + per - 1) / per
 		}
-		blks, err := p.alloc(owner, nb, true)
+		blks, err := h.allocCols(nil, counts, true)
 		if err != nil {
 			return nil, h.errorf("NewHead", "%d rows: %w", l.Bound, err)
 		}
@@ -327,7 +332,9 @@ func (h *Head) Stats() Stats {
 	st := h.stats(h.r, h.pos.v)
 	if h.hist != nil {
 		st.Checkpoints = len(h.hist.roots())
-		st.HistoryBytes = int64(len(h.hist.deltaBlocks())) * int64(h.pool.blockBytes)
+		for _, b := range h.hist.deltaBlocks() {
+			st.HistoryBytes += int64(b.cls.bytes)
+		}
 	}
 	return st
 }

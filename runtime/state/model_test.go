@@ -138,6 +138,9 @@ func (m *model) randLayout() *Layout {
 	if r.IntN(3) == 0 {
 		l.Retention = Optional
 	}
+	if r.IntN(4) == 0 {
+		l.BlockRows = 1 + r.IntN(40) // blocks of its own size
+	}
 	return l
 }
 
@@ -745,9 +748,16 @@ func TestModel(t *testing.T) {
 	for _, seed := range seeds {
 		t.Run(fmt.Sprint("pressure/", seed), func(t *testing.T) { runModel(t, seed, steps, 48+16*int64(seed%3)) })
 	}
+	// A pool whose block sizes follow each layout's rows (BlockBytes 0),
+	// under pressure too.
+	for _, seed := range seeds {
+		t.Run(fmt.Sprint("rowsized/", seed), func(t *testing.T) { runModel(t, seed, steps, -int64(64+32*(seed%3))) })
+	}
 }
 
-// runModel runs one seed; maxBlocks, when not zero, caps the pool.
+// runModel runs one seed; maxBlocks, when not zero, caps the pool; when
+// negative, the pool's blocks follow the rows (BlockBytes 0) and its cap is
+// -maxBlocks KiB.
 func runModel(t *testing.T, seed uint64, steps int, maxBlocks int64) {
 	// Odd seeds run on the host backend, even ones on an arena whose
 	// allocations lie back to back.
@@ -760,7 +770,11 @@ func runModel(t *testing.T, seed uint64, steps int, maxBlocks int64) {
 	if maxBlocks == 0 {
 		maxBlocks = int64(800 + seed%3*400)
 	}
-	p, err := NewPool(fb, PoolOptions{BlockBytes: blockBytes, MaxBytes: int64(blockBytes) * maxBlocks})
+	opt := PoolOptions{BlockBytes: blockBytes, MaxBytes: int64(blockBytes) * maxBlocks}
+	if maxBlocks < 0 {
+		opt = PoolOptions{MaxBytes: -maxBlocks << 10}
+	}
+	p, err := NewPool(fb, opt)
 	if err != nil {
 		t.Fatal(err)
 	}

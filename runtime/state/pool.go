@@ -106,6 +106,7 @@ type block struct {
 	owner  Owner
 	zeroed bool // reads as zeros; only free blocks on the clean list
 	delta  bool // holds a delta of a history
+	cls    *sizeClass
 }
 
 // Pool hands out fixed-size blocks of device memory carved from slabs. It
@@ -125,16 +126,15 @@ type Pool struct {
 	slabs    []device.Ptr
 	slabLen  map[device.Ptr]int64 // blocks carved from each slab
 	reserved int64
-	clean    []*block            // zeroed blocks (block.zeroed)
-	dirty    map[Owner]*freeList // free blocks not zeroed, by the owner whose rows they held
-	sweepAt  int                 // the size of dirty at which empty lists are swept
-	// lastOwner's free list is lastList: the last one looked up.
-	lastOwner Owner
-	lastList  *freeList
-	nfree     int64
-	inUse     int64
-	live      map[handle]struct{}
-	nextID    uint64
+	// sizeClass is the class of the pool's own block size; classes holds
+	// it and the classes of the block sizes layouts chose.
+	*sizeClass
+	classes map[int]*sizeClass
+	// rowSized: the pool was made with BlockBytes 0, and each layout's
+	// block size follows its rows (see blockBytesFor).
+	rowSized bool
+	live     map[handle]struct{}
+	nextID   uint64
 
 	logical atomic.Int64
 	history atomic.Int64 // bytes of delta blocks held by histories
@@ -178,6 +178,7 @@ func NewPool(b device.Backend, opt PoolOptions) (*Pool, error) {
 	if ev == nil {
 		ev = lru.New()
 	}
+	own := newSizeClass(bb)
 	return &Pool{
 		evictor:    ev,
 		slabLen:    make(map[device.Ptr]int64),
@@ -185,7 +186,9 @@ func NewPool(b device.Backend, opt PoolOptions) (*Pool, error) {
 		blockBytes: bb,
 		maxBytes:   opt.MaxBytes,
 		telemetry:  opt.Telemetry,
-		dirty:      make(map[Owner]*freeList),
+		sizeClass:  own,
+		classes:    map[int]*sizeClass{bb: own},
+		rowSized:   opt.BlockBytes == 0,
 		live:       make(map[handle]struct{}),
 	}, nil
 }
@@ -199,14 +202,20 @@ func (p *Pool) BlockBytes() int { return p.blockBytes }
 // Stats returns the pool's memory figures.
 func (p *Pool) Stats() PoolStats {
 	p.mu.Lock()
+	var physical, blocks, free int64
+	for _, c := range p.classes {
+		physical += c.inUse * int64(c.bytes)
+		blocks += c.inUse
+		free += c.nfree
+	}
 	st := PoolStats{
 		LogicalBytes:  p.logical.Load(),
-		PhysicalBytes: p.inUse * int64(p.blockBytes),
+		PhysicalBytes: physical,
 		ReservedBytes: p.reserved,
 		Live:          len(p.live),
 		BlockBytes:    p.blockBytes,
-		Blocks:        p.inUse,
-		FreeBlocks:    p.nfree,
+		Blocks:        blocks,
+		FreeBlocks:    free,
 		Slabs:         len(p.slabs),
 		HistoryBytes:  p.history.Load(),
 		EvictedBytes:  p.evictedBytes.Load(),
@@ -256,9 +265,12 @@ func (p *Pool) Close() error {
 			errs = append(errs, fmt.Errorf("state: pool close: %w", err))
 		}
 	}
-	p.slabs, p.clean, p.dirty, p.live, p.slabLen = nil, nil, nil, nil, nil
-	p.lastOwner, p.lastList = "", nil
-	p.reserved, p.nfree, p.inUse = 0, 0, 0
+	p.slabs, p.live, p.slabLen = nil, nil, nil
+	for bb := range p.classes {
+		p.classes[bb] = newSizeClass(bb)
+	}
+	p.sizeClass = p.classes[p.blockBytes]
+	p.reserved = 0
 	p.logical.Store(0)
 	p.history.Store(0)
 	return errors.Join(errs...)
@@ -293,39 +305,76 @@ func (p *Pool) unregister(h handle, logical int64) {
 	p.logical.Add(-logical)
 }
 
-// alloc returns n blocks for owner, each with reference count 1. With zero
-// they read as zeros; without, a block may hold rows the same owner wrote
-// before. Blocks that held another owner's rows are always zeroed first. It
-// takes all n or none: on failure every block taken goes back.
+// sizeClass is the blocks of one size: its free lists and counts. A pool
+// holds one class per block size its layouts use; every slab is carved
+// into blocks of one class. Its fields are guarded by the pool's mu.
+type sizeClass struct {
+	bytes   int
+	clean   []*block            // zeroed blocks (block.zeroed)
+	dirty   map[Owner]*freeList // free blocks not zeroed, by the owner whose rows they held
+	sweepAt int                 // the size of dirty at which empty lists are swept
+	// lastOwner's free list is lastList: the last one looked up.
+	lastOwner Owner
+	lastList  *freeList
+	nfree     int64
+	inUse     int64
+}
+
+func newSizeClass(bytes int) *sizeClass {
+	return &sizeClass{bytes: bytes, dirty: make(map[Owner]*freeList)}
+}
+
+// class returns the size class of blocks of bb bytes, making it.
+func (p *Pool) class(bb int) *sizeClass {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	c := p.classes[bb]
+	if c == nil {
+		c = newSizeClass(bb)
+		p.classes[bb] = c
+	}
+	return c
+}
+
+// alloc returns n blocks of the pool's own size for owner, each with
+// reference count 1. With zero they read as zeros; without, a block may
+// hold rows the same owner wrote before. Blocks that held another owner's
+// rows are always zeroed first. It takes all n or none: on failure every
+// block taken goes back.
 //
 // Free blocks are used in this order: the owner's own (unless zero is
 // asked), zeroed ones, the owner's own zeroed now, other owners' zeroed now;
 // only then does the pool take a new slab from the backend.
 func (p *Pool) alloc(owner Owner, n int, zero bool) ([]*block, error) {
-	return p.allocAppend(nil, owner, n, zero)
+	return p.allocIn(nil, p.sizeClass, owner, n, zero)
 }
 
 // allocAppend is alloc appending to buf[:0], to spare the caller an
-// allocation; the result shares buf's array when it has room. When the
+// allocation; the result shares buf's array when it has room.
+func (p *Pool) allocAppend(buf []*block, owner Owner, n int, zero bool) ([]*block, error) {
+	return p.allocIn(buf, p.sizeClass, owner, n, zero)
+}
+
+// allocIn is alloc of blocks of class c appending to buf[:0]. When the
 // pool or the device is full, it reclaims (see reclaim) and tries again
 // while reclaiming frees blocks.
-func (p *Pool) allocAppend(buf []*block, owner Owner, n int, zero bool) ([]*block, error) {
+func (p *Pool) allocIn(buf []*block, c *sizeClass, owner Owner, n int, zero bool) ([]*block, error) {
 	if n <= 0 {
 		return buf[:0], nil
 	}
-	if err := p.fits(n); err != nil {
+	if err := p.fits(c, n); err != nil {
 		return buf[:0], err
 	}
 	for {
-		out, err := p.allocOnce(buf, owner, n, zero)
-		if err == nil || !errors.Is(err, ErrNoMemory) || p.reclaim(n) == 0 {
+		out, err := p.allocOnce(buf, c, owner, n, zero)
+		if err == nil || !errors.Is(err, ErrNoMemory) || p.reclaim(c, n) == 0 {
 			return out, err
 		}
 	}
 }
 
-// allocOnce is one try of allocAppend, with no reclaim.
-func (p *Pool) allocOnce(buf []*block, owner Owner, n int, zero bool) ([]*block, error) {
+// allocOnce is one try of allocIn, with no reclaim.
+func (p *Pool) allocOnce(buf []*block, c *sizeClass, owner Owner, n int, zero bool) ([]*block, error) {
 	out := buf[:0]
 	if cap(out) < n {
 		out = make([]*block, 0, n)
@@ -333,56 +382,56 @@ func (p *Pool) allocOnce(buf []*block, owner Owner, n int, zero bool) ([]*block,
 	var wipe []*block // taken from a dirty list: to zero before use
 	p.mu.Lock()
 	if !zero {
-		out = p.takeFree(&out, owner, n)
+		out = c.takeFree(&out, owner, n)
 	}
 	if len(out) < n {
-		k := min(len(p.clean), n-len(out))
-		out = appendPopped(out, p.clean[len(p.clean)-k:])
-		clear(p.clean[len(p.clean)-k:])
-		p.clean = p.clean[:len(p.clean)-k]
+		k := min(len(c.clean), n-len(out))
+		out = appendPopped(out, c.clean[len(c.clean)-k:])
+		clear(c.clean[len(c.clean)-k:])
+		c.clean = c.clean[:len(c.clean)-k]
 	}
 	if len(out) < n {
 		before := len(out)
-		out = p.takeFree(&out, owner, n)
-		for o := range p.dirty {
+		out = c.takeFree(&out, owner, n)
+		for o := range c.dirty {
 			if len(out) == n {
 				break
 			}
-			out = p.takeFree(&out, o, n)
+			out = c.takeFree(&out, o, n)
 		}
 		wipe = out[before:]
 	}
 	var growErr error
 	if len(out) < n {
-		if growErr = p.growLocked(n - len(out)); growErr == nil {
+		if growErr = p.growLocked(c, n-len(out)); growErr == nil {
 			k := n - len(out)
-			out = appendPopped(out, p.clean[len(p.clean)-k:])
-			clear(p.clean[len(p.clean)-k:])
-			p.clean = p.clean[:len(p.clean)-k]
+			out = appendPopped(out, c.clean[len(c.clean)-k:])
+			clear(c.clean[len(c.clean)-k:])
+			c.clean = c.clean[:len(c.clean)-k]
 		}
 	}
 	if len(out) < n {
-		p.putLocked(out)
-		free, reserved := p.nfree, p.reserved
+		c.putLocked(out)
+		free, reserved := c.nfree, p.reserved
 		p.mu.Unlock()
 		if growErr != nil && !errors.Is(growErr, ErrNoMemory) {
 			return nil, growErr
 		}
 		return nil, fmt.Errorf("state: %d blocks of %d bytes wanted, %d free, %d bytes reserved (%s): %w",
-			n, p.blockBytes, free, reserved, p.capString(), growErr)
+			n, c.bytes, free, reserved, p.capString(), growErr)
 	}
-	p.nfree -= int64(n)
-	p.inUse += int64(n)
+	c.nfree -= int64(n)
+	c.inUse += int64(n)
 	p.mu.Unlock()
 	for i, b := range wipe {
-		if err := p.b.Memset(b.ptr, 0, p.blockBytes); err != nil {
+		if err := p.b.Memset(b.ptr, 0, c.bytes); err != nil {
 			for _, w := range wipe[:i] {
 				w.zeroed = true // nobody's rows: back to the clean list
 			}
 			p.mu.Lock()
-			p.inUse -= int64(n)
-			p.nfree += int64(n)
-			p.putLocked(out)
+			c.inUse -= int64(n)
+			c.nfree += int64(n)
+			c.putLocked(out)
 			p.mu.Unlock()
 			return nil, fmt.Errorf("state: zeroing a reused block: %w", err)
 		}
@@ -395,28 +444,28 @@ func (p *Pool) allocOnce(buf []*block, owner Owner, n int, zero bool) ([]*block,
 }
 
 // freeList holds the free blocks one owner's rows were in. Empty lists
-// stay in the pool's map, so that an owner's alloc and free cycle costs no
-// map insertions; they are swept when they outnumber the others.
+// stay in the class's map, so that an owner's alloc and free cycle costs
+// no map insertions; they are swept when they outnumber the others.
 type freeList struct{ blocks []*block }
 
 // listLocked returns owner o's free list, nil when it has none. The last
 // list looked up is remembered: an owner's blocks go and come back in
 // turns.
-func (p *Pool) listLocked(o Owner) *freeList {
-	if p.lastList != nil && p.lastOwner == o {
-		return p.lastList
+func (c *sizeClass) listLocked(o Owner) *freeList {
+	if c.lastList != nil && c.lastOwner == o {
+		return c.lastList
 	}
-	fl := p.dirty[o]
+	fl := c.dirty[o]
 	if fl != nil {
-		p.lastOwner, p.lastList = o, fl
+		c.lastOwner, c.lastList = o, fl
 	}
 	return fl
 }
 
 // fits fails with ErrNoMemory, before anything is taken, when n blocks
-// are more than the pool could ever hold.
-func (p *Pool) fits(n int) error {
-	bb := int64(p.blockBytes)
+// of class c are more than the pool could ever hold.
+func (p *Pool) fits(c *sizeClass, n int) error {
+	bb := int64(c.bytes)
 	if int64(n) > int64(maxInt)/bb {
 		return fmt.Errorf("state: %d blocks of %d bytes: %w", n, bb, ErrNoMemory)
 	}
@@ -446,8 +495,8 @@ func (p *Pool) fitsBytes(want int64) error {
 
 // takeFree moves free blocks of owner o from its free list to out, up to
 // n in all.
-func (p *Pool) takeFree(out *[]*block, o Owner, n int) []*block {
-	fl := p.listLocked(o)
+func (c *sizeClass) takeFree(out *[]*block, o Owner, n int) []*block {
+	fl := c.listLocked(o)
 	if fl == nil {
 		return *out
 	}
@@ -474,14 +523,14 @@ func appendPopped(out, top []*block) []*block {
 }
 
 // putDirtyLocked puts b on the free list of the owner whose rows it holds.
-func (p *Pool) putDirtyLocked(b *block) {
-	fl := p.listLocked(b.owner)
+func (c *sizeClass) putDirtyLocked(b *block) {
+	fl := c.listLocked(b.owner)
 	if fl == nil {
-		if len(p.dirty) >= p.sweepAt {
-			p.sweepLocked()
+		if len(c.dirty) >= c.sweepAt {
+			c.sweepLocked()
 		}
 		fl = &freeList{}
-		p.dirty[b.owner] = fl
+		c.dirty[b.owner] = fl
 	}
 	fl.blocks = append(fl.blocks, b)
 }
@@ -489,14 +538,14 @@ func (p *Pool) putDirtyLocked(b *block) {
 // sweepLocked forgets the empty free lists, so that the map grows with
 // the owners that have free blocks, not with every owner ever seen. It runs
 // when the map has doubled since the last sweep: O(1) per list, amortized.
-func (p *Pool) sweepLocked() {
-	for o, fl := range p.dirty {
+func (c *sizeClass) sweepLocked() {
+	for o, fl := range c.dirty {
 		if len(fl.blocks) == 0 {
-			delete(p.dirty, o)
+			delete(c.dirty, o)
 		}
 	}
-	p.lastOwner, p.lastList = "", nil
-	p.sweepAt = max(64, 2*len(p.dirty))
+	c.lastOwner, c.lastList = "", nil
+	c.sweepAt = max(64, 2*len(c.dirty))
 }
 
 func (p *Pool) capString() string {
@@ -509,23 +558,23 @@ func (p *Pool) capString() string {
 // putLocked returns blocks that alloc took but did not hand out: zeroed
 // ones to the clean list, the others to the free list of the owner whose
 // rows they hold.
-func (p *Pool) putLocked(list []*block) {
+func (c *sizeClass) putLocked(list []*block) {
 	for _, b := range list {
 		if b.zeroed {
-			p.clean = append(p.clean, b)
+			c.clean = append(c.clean, b)
 		} else {
-			p.putDirtyLocked(b)
+			c.putDirtyLocked(b)
 		}
 	}
 }
 
 // growLocked takes a new slab from the backend for at least want blocks
-// (up to a slab's worth, MaxBytes permitting), zeroes it unless the
-// backend says fresh memory reads as zeros (device.AllocZeroer), and puts its
-// blocks on the clean list. Its error wraps ErrNoMemory when the cap or the
-// device is exhausted.
-func (p *Pool) growLocked(want int) error {
-	bb := int64(p.blockBytes)
+// of class c (up to a slab's worth, MaxBytes permitting), zeroes it
+// unless the backend says fresh memory reads as zeros (device.AllocZeroer),
+// and puts its blocks on the clean list. Its error wraps ErrNoMemory when
+// the cap or the device is exhausted.
+func (p *Pool) growLocked(c *sizeClass, want int) error {
+	bb := int64(c.bytes)
 	nb := max(int64(want), int64(slabBlocks))
 	if nb*bb > maxSlabBytes {
 		nb = max(int64(want), maxSlabBytes/bb)
@@ -564,16 +613,16 @@ func (p *Pool) growLocked(want int) error {
 	p.slabLen[ptr] = nb
 	p.reserved += nb * bb
 	for i := nb - 1; i >= 0; i-- {
-		p.clean = append(p.clean, &block{ptr: ptr + device.Ptr(i*bb), slab: ptr, zeroed: true})
+		c.clean = append(c.clean, &block{ptr: ptr + device.Ptr(i*bb), slab: ptr, cls: c, zeroed: true})
 	}
-	p.nfree += nb
+	c.nfree += nb
 	return nil
 }
 
 const maxInt = int(^uint(0) >> 1)
 
 // free gives blocks whose reference count reached zero back to the free
-// lists.
+// lists of their classes.
 func (p *Pool) free(list []*block) {
 	if len(list) == 0 {
 		return
@@ -588,12 +637,12 @@ func (p *Pool) free(list []*block) {
 		b := list[i]
 		if b.delta {
 			b.delta = false
-			p.history.Add(-int64(p.blockBytes))
+			p.history.Add(-int64(b.cls.bytes))
 		}
-		p.putDirtyLocked(b)
+		b.cls.putDirtyLocked(b)
+		b.cls.nfree++
+		b.cls.inUse--
 	}
-	p.nfree += int64(len(list))
-	p.inUse -= int64(len(list))
 }
 
 // follows reports whether b lies right after a in the same allocation, so

@@ -18,18 +18,32 @@ func (p *Pool) Trim() (int64, error) {
 	defer leave()
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	return p.trimLocked(nil)
+}
+
+// trimLocked gives back the wholly free slabs of every class but skip
+// (nil: of every class). p.mu is held.
+func (p *Pool) trimLocked(skip *sizeClass) (int64, error) {
 	free := make(map[device.Ptr]int64, len(p.slabs))
-	for _, b := range p.clean {
-		free[b.slab]++
-	}
-	for _, fl := range p.dirty {
-		for _, b := range fl.blocks {
+	classOf := make(map[device.Ptr]*sizeClass, len(p.slabs))
+	for _, c := range p.classes {
+		if c == skip {
+			continue
+		}
+		for _, b := range c.clean {
 			free[b.slab]++
+			classOf[b.slab] = c
+		}
+		for _, fl := range c.dirty {
+			for _, b := range fl.blocks {
+				free[b.slab]++
+				classOf[b.slab] = c
+			}
 		}
 	}
 	gone := make(map[device.Ptr]bool)
 	for _, s := range p.slabs {
-		if free[s] == p.slabLen[s] {
+		if n := free[s]; n > 0 && n == p.slabLen[s] {
 			gone[s] = true
 		}
 	}
@@ -46,9 +60,14 @@ func (p *Pool) Trim() (int64, error) {
 		clear(list[len(out):])
 		return out
 	}
-	p.clean = keep(p.clean)
-	for _, fl := range p.dirty {
-		fl.blocks = keep(fl.blocks)
+	for _, c := range p.classes {
+		if c == skip {
+			continue
+		}
+		c.clean = keep(c.clean)
+		for _, fl := range c.dirty {
+			fl.blocks = keep(fl.blocks)
+		}
 	}
 	var given int64
 	var errs []error
@@ -58,10 +77,11 @@ func (p *Pool) Trim() (int64, error) {
 			slabs = append(slabs, s)
 			continue
 		}
+		c := classOf[s]
 		n := p.slabLen[s]
 		delete(p.slabLen, s)
-		p.nfree -= n
-		bytes := n * int64(p.blockBytes)
+		c.nfree -= n
+		bytes := n * int64(c.bytes)
 		p.reserved -= bytes
 		if err := p.b.Free(s); err != nil {
 			errs = append(errs, fmt.Errorf("state: Pool.Trim: freeing a slab of %d bytes: %w", bytes, err))

@@ -1,0 +1,90 @@
+package state
+
+// Block sizes follow the rows. A pool made with PoolOptions.BlockBytes 0
+// gives each column of each layout blocks of rows-per-block times its row
+// bytes (rounded up to blockAlign), so a column of 8-byte rows and one of
+// 2 KiB rows hold the same rows per block without the narrow one wasting a
+// wide block. The pool carves each size from slabs of its own (a size
+// class); free blocks of one size serve only that size, and Trim gives back
+// the slabs of any size once they are wholly free.
+//
+// Rows per block: Layout.BlockRows when set (the contract's
+// `//state:block rows=N`); else, on a row-sized pool, one row for rows of
+// 1 KiB and more (a one-row session then costs at most its row rounded up
+// to blockAlign per column) and about defaultBlockRowBytes of rows below
+// that; else (PoolOptions.BlockBytes set) the pool's one block size for
+// every column, as before.
+
+// defaultBlockRowBytes is the bytes of rows a default block of narrow rows
+// holds, over all columns.
+const defaultBlockRowBytes = 4 << 10
+
+// blockRows returns the rows per block of l on p: 0 when the pool's own
+// block size applies.
+func (p *Pool) blockRows(l *Layout) int {
+	if l.BlockRows > 0 {
+		return l.BlockRows
+	}
+	if !p.rowSized {
+		return 0
+	}
+	var sum int
+	for _, c := range l.Columns {
+		sum += c.RowBytes()
+	}
+	if sum >= 1<<10 {
+		return 1
+	}
+	return max(1, defaultBlockRowBytes/sum)
+}
+
+// columnBlockBytes returns the block size of each column of l on p. The
+// layout is checked: every row size is positive and at most 1 GiB.
+func (p *Pool) columnBlockBytes(l *Layout) []int {
+	rows := p.blockRows(l)
+	out := make([]int, len(l.Columns))
+	for i, c := range l.Columns {
+		if rows == 0 {
+			out[i] = p.blockBytes
+			continue
+		}
+		rb := c.RowBytes()
+		bb := maxBlockBytes
+		if rows <= maxBlockBytes/rb {
+			bb = rows * rb
+		}
+		out[i] = (bb + blockAlign - 1) &^ (blockAlign - 1)
+	}
+	return out
+}
+
+// allocDelta takes the blocks of a delta of rows [d.from, d.to), sized to
+// the delta rather than to the columns: a delta smaller than a block takes
+// a block of its own rows (rounded up to blockAlign), so that history
+// costs about the bytes its deltas change. It sets d.per and returns the
+// blocks in column order; all or none.
+func (sh *shape) allocDelta(d *delta) ([]*block, error) {
+	n := d.to - d.from
+	var out []*block
+	for c, per := range sh.perBlock {
+		rb := sh.rowBytes[c]
+		cl := sh.cls[c]
+		if n < per {
+			bb := (n*rb + blockAlign - 1) &^ (blockAlign - 1)
+			cl = sh.pool.class(bb)
+			per = bb / rb
+		}
+		d.per[c] = per
+		blks, err := sh.pool.allocIn(nil, cl, sh.owner, (n+per-1)/per, false)
+		if err != nil {
+			var back []*block
+			for _, b := range out {
+				releaseBlock(b, &back)
+			}
+			sh.pool.free(back)
+			return nil, err
+		}
+		out = append(out, blks...)
+	}
+	return out, nil
+}
