@@ -15,7 +15,9 @@ import (
 
 // Default pool geometry.
 const (
-	// DefaultBlockBytes is the block size of a pool made with BlockBytes 0.
+	// DefaultBlockBytes is the pool's own block size when it is made with
+	// BlockBytes 0 (its layouts' blocks then follow their rows; the pool's
+	// own size serves its calibration).
 	DefaultBlockBytes = placement.DefaultBlockBytes
 	// blockAlign aligns block sizes, so that every row of every element
 	// type starts at an address aligned for it when rows pack a block.
@@ -28,8 +30,11 @@ const (
 
 // PoolOptions configures a Pool; zero fields take defaults.
 type PoolOptions struct {
-	// BlockBytes is the size of one block, rounded up to a multiple of 256;
-	// zero means DefaultBlockBytes. A row of every column must fit a block.
+	// BlockBytes is the size of one block, rounded up to a multiple of 256,
+	// for every column of every layout without BlockRows; a row of every
+	// such column must fit a block. Zero lets each layout's blocks follow
+	// its rows (see Layout.BlockRows): about 1 KiB of rows per block, at
+	// least one row, per column.
 	BlockBytes int
 	// MaxBytes caps the device memory the pool takes (its reserved bytes);
 	// zero means no cap beyond the device's.
@@ -196,7 +201,8 @@ func NewPool(b device.Backend, opt PoolOptions) (*Pool, error) {
 // Backend returns the pool's backend.
 func (p *Pool) Backend() device.Backend { return p.b }
 
-// BlockBytes returns the size of one block.
+// BlockBytes returns the pool's own block size: PoolOptions.BlockBytes,
+// or DefaultBlockBytes for a pool whose blocks follow its layouts' rows.
 func (p *Pool) BlockBytes() int { return p.blockBytes }
 
 // Stats returns the pool's memory figures.
