@@ -1,5 +1,7 @@
 package state
 
+import "github.com/gpustate/gpustate/placement"
+
 // Block sizes follow the rows. A pool made with PoolOptions.BlockBytes 0
 // gives each column of each layout blocks of rows-per-block times its row
 // bytes (rounded up to blockAlign), so a column of 8-byte rows and one of
@@ -24,8 +26,8 @@ package state
 // figure for short beams (1.33x).
 
 // defaultBlockRowBytes is the bytes of rows, over all columns, a default
-// block holds.
-const defaultBlockRowBytes = 1024
+// block holds; the rule is placement's, which the report shares.
+const defaultBlockRowBytes = placement.DefaultBlockRowBytes
 
 // blockRows returns the rows per block of l on p: 0 when the pool's own
 // block size applies.
@@ -36,11 +38,11 @@ func (p *Pool) blockRows(l *Layout) int {
 	if !p.rowSized {
 		return 0
 	}
-	var sum int
+	var sum int64
 	for _, c := range l.Columns {
-		sum += c.RowBytes()
+		sum += int64(c.RowBytes())
 	}
-	return max(1, defaultBlockRowBytes/sum)
+	return placement.BlockRows(sum, 0)
 }
 
 // columnBlockBytes returns the block size of each column of l on p. The
@@ -53,12 +55,11 @@ func (p *Pool) columnBlockBytes(l *Layout) []int {
 			out[i] = p.blockBytes
 			continue
 		}
-		rb := c.RowBytes()
-		bb := maxBlockBytes
-		if rows <= maxBlockBytes/rb {
-			bb = rows * rb
+		bb := placement.FieldBlockBytes(int64(c.RowBytes()), rows, maxBlockBytes)
+		if bb < 0 {
+			bb = maxBlockBytes // a block of one row at most, which the layout check allows
 		}
-		out[i] = (bb + blockAlign - 1) &^ (blockAlign - 1)
+		out[i] = int(bb)
 	}
 	return out
 }
