@@ -1,6 +1,10 @@
 package state
 
-import "github.com/gpustate/gpustate/placement"
+import (
+	"math/bits"
+
+	"github.com/gpustate/gpustate/placement"
+)
 
 // Block sizes follow the rows. A pool made with PoolOptions.BlockBytes 0
 // gives each column of each layout blocks of rows-per-block times its row
@@ -66,17 +70,17 @@ func (p *Pool) columnBlockBytes(l *Layout) []int {
 
 // allocDelta takes the blocks of a delta of rows [d.from, d.to), sized to
 // the delta rather than to the columns: a delta smaller than a block takes
-// a block of its own rows (rounded up to blockAlign), so that history
-// costs about the bytes its deltas change. It sets d.per and returns the
-// blocks in column order; all or none.
+// a block of its own rows (rounded up by deltaRows, then to blockAlign),
+// so that history costs about the bytes its deltas change. It sets d.per
+// and returns the blocks in column order; all or none.
 func (sh *shape) allocDelta(d *delta) ([]*block, error) {
 	n := d.to - d.from
 	var out []*block
 	for c, per := range sh.perBlock {
 		rb := sh.rowBytes[c]
 		cl := sh.cls[c]
-		if n < per {
-			bb := (n*rb + blockAlign - 1) &^ (blockAlign - 1)
+		if k := deltaRows(n); k < per {
+			bb := (k*rb + blockAlign - 1) &^ (blockAlign - 1)
 			cl = sh.pool.class(bb)
 			per = bb / rb
 		}
@@ -93,4 +97,16 @@ func (sh *shape) allocDelta(d *delta) ([]*block, error) {
 		out = append(out, blks...)
 	}
 	return out, nil
+}
+
+// deltaRows rounds a delta's rows up to one of few sizes, so that deltas
+// of every length share few size classes (each class reserves slabs of its
+// own): exact up to 8 rows, then four sizes per doubling, at most 1.25
+// times n.
+func deltaRows(n int) int {
+	if n <= 8 {
+		return n
+	}
+	step := 1 << (bits.Len(uint(n)) - 3)
+	return (n + step - 1) &^ (step - 1)
 }

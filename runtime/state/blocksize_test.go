@@ -1,7 +1,6 @@
 package state
 
 import (
-	"fmt"
 	"math/rand/v2"
 	"testing"
 
@@ -241,21 +240,34 @@ func BenchmarkAppendRow(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			slices := make([][]byte, len(row))
+			plainCols := make([][]byte, len(row))
 			m := 0
 			plain := func() {
 				if m++; m%4096 == 0 {
-					for i := range slices {
-						slices[i] = nil
+					for i := range plainCols {
+						plainCols[i] = nil
 					}
 				}
 				for i, c := range row {
-					slices[i] = append(slices[i], c...)
+					plainCols[i] = append(plainCols[i], c...)
 				}
 			}
 			sideBySide(b, 256, store, "store-ns/row", plain, "slice-ns/row")
 			h.Release()
-			_ = fmt.Sprint(len(slices))
 		})
+	}
+}
+
+func TestDeltaRows(t *testing.T) {
+	classes := map[int]bool{}
+	for n := 1; n <= 4096; n++ {
+		k := deltaRows(n)
+		if k < n || float64(k) > 1.25*float64(n) {
+			t.Fatalf("deltaRows(%d) = %d: want n <= k <= 1.25n", n, k)
+		}
+		classes[k] = true
+	}
+	if len(classes) > 8+4*10 {
+		t.Fatalf("%d sizes for deltas of 1 to 4096 rows", len(classes))
 	}
 }
