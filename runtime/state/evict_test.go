@@ -289,3 +289,70 @@ func TestTrim(t *testing.T) {
 		t.Fatalf("trim of a closed pool: %v, want ErrReleased", err)
 	}
 }
+
+// TestEvictWhileReading: readers of optional heads and snapshots see their
+// rows or ErrEvicted, never anything else, while another goroutine's
+// allocations evict them.
+func TestEvictWhileReading(t *testing.T) {
+	p := smallPool(t, 64, nil)
+	type reader2 interface {
+		Read(from, to int, dst [][]byte) error
+		Release() error
+	}
+	var xs []reader2
+	for i := range 16 {
+		h := must[*Head](t)(p.NewHead(wide("Cache", Optional), Owner(fmt.Sprint("o", i))))
+		fill(t, h, 2, byte(i*2))
+		if i%2 == 0 {
+			s := must[*Snap](t)(h.Snapshot())
+			check(t, h.Release())
+			xs = append(xs, s)
+		} else {
+			xs = append(xs, h)
+		}
+	}
+	done := make(chan error, len(xs))
+	stop := make(chan struct{})
+	for i, x := range xs {
+		go func() {
+			want := catWide(wideRow(byte(i*2)), wideRow(byte(i*2+1)))
+			dst := make([]byte, 512)
+			for {
+				select {
+				case <-stop:
+					done <- nil
+					return
+				default:
+				}
+				err := x.Read(0, 2, [][]byte{dst})
+				if errors.Is(err, ErrEvicted) {
+					done <- nil
+					return
+				}
+				if err != nil || !bytes.Equal(dst, want) {
+					done <- fmt.Errorf("reader %d: %v", i, err)
+					return
+				}
+			}
+		}()
+	}
+	m := must[*Head](t)(p.NewHead(wide("Session", Mandatory), "m"))
+	for i := range 48 {
+		if err := m.Append(wideRow(byte(i))); err != nil && !errors.Is(err, ErrNoMemory) {
+			t.Fatal(err)
+		}
+	}
+	close(stop)
+	if st := p.Stats(); st.EvictedBytes == 0 || m.Len() != 48 {
+		t.Errorf("stats %+v, %d mandatory rows: want evictions and all 48 rows", st, m.Len())
+	}
+	for range xs {
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}
+	for _, x := range xs {
+		check(t, x.Release())
+	}
+	check(t, m.Release())
+}
