@@ -336,15 +336,24 @@ func TestEvictWhileReading(t *testing.T) {
 			}
 		}()
 	}
+	// A victim in a read is busy and spared, so an append may find no
+	// room: ErrNoMemory, and nothing appended.
 	m := must[*Head](t)(p.NewHead(wide("Session", Mandatory), "m"))
+	var want []byte
 	for i := range 48 {
-		if err := m.Append(wideRow(byte(i))); err != nil && !errors.Is(err, ErrNoMemory) {
+		err := m.Append(wideRow(byte(i)))
+		if err == nil {
+			want = append(want, wideRow(byte(i))[0]...)
+		} else if !errors.Is(err, ErrNoMemory) {
 			t.Fatal(err)
 		}
 	}
 	close(stop)
-	if st := p.Stats(); st.EvictedBytes == 0 || m.Len() != 48 {
-		t.Errorf("stats %+v, %d mandatory rows: want evictions and all 48 rows", st, m.Len())
+	if st := p.Stats(); st.EvictedBytes == 0 || m.Len() <= 32 {
+		t.Errorf("stats %+v, %d mandatory rows: want evictions, and rows past what was free", st, m.Len())
+	}
+	if !bytes.Equal(readWide(t, m), want) {
+		t.Error("mandatory rows differ from those appended")
 	}
 	for range xs {
 		if err := <-done; err != nil {
