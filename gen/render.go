@@ -196,6 +196,13 @@ func (m *model) layoutDecl() jen.Code {
 		policy = append(policy, key("Keep", jen.Lit(cp.Keep)))
 		items = append(items, key("Checkpoint", jen.Op("&").Qual(statePkg, "CheckpointPolicy").Values(policy...)))
 	}
+	// Mandatory is the zero value: only the others are written.
+	switch m.c.Retention {
+	case contract.RetentionOptional:
+		items = append(items, key("Retention", jen.Qual(statePkg, "Optional")))
+	case contract.RetentionReconstructable:
+		items = append(items, key("Retention", jen.Qual(statePkg, "Reconstructable")))
+	}
 	return doc([]string{
 		fmt.Sprintf("%s is how the store holds %s: one column per field, %s.", m.layout(), m.typ(), lawShort(m.c)),
 	}).Var().Id(m.layout()).Op("=").Qual(statePkg, "Layout").Custom(multi, items...)

@@ -135,10 +135,11 @@ func historyWorkload(c *contract.Contract) (workload, string, bool) {
 	}
 	pv := perVersion(c, int64(w.window))
 	var block int64
+	blockRows := placement.BlockRows(rb, 0)
 	for _, f := range c.Fields {
-		b := int64(placement.DefaultBlockBytes)
-		if !c.Unbounded && c.Bound > 0 && f.RowBytes > 0 && c.Bound <= b/f.RowBytes {
-			b = c.Bound * f.RowBytes
+		b := placement.FieldBlockBytes(f.RowBytes, blockRows, limit)
+		if b < 0 {
+			return workload{}, "the state is too large to chart", false
 		}
 		block += b
 	}
@@ -156,7 +157,7 @@ func historyWorkload(c *contract.Contract) (workload, string, bool) {
 	}
 	w.about = fmt.Sprintf("every version appends %d %s (%s), %s. "+
 		"Appended rows never change, so a checkpoint shares its full blocks with the head and holds at most its last, partly filled block of each field "+
-		"(%s in blocks of the default %s), which a reconstruction copies before it applies the deltas", pv, rows, gen.Bytes(w.apply), fill, gen.Bytes(block), gen.Bytes(placement.DefaultBlockBytes))
+		"(%s in blocks of %d rows), which a reconstruction copies before it applies the deltas", pv, rows, gen.Bytes(w.apply), fill, gen.Bytes(block), blockRows)
 	return w, "", true
 }
 

@@ -18,6 +18,7 @@ import (
 
 	"github.com/gpustate/gpustate/contract"
 	"github.com/gpustate/gpustate/gen"
+	"github.com/gpustate/gpustate/placement"
 )
 
 // Write writes the contract of every state type in pkgs as Markdown:
@@ -69,6 +70,7 @@ func newSection(p *gen.Package, c *contract.Contract) *section {
 	}
 	add("row", strings.Join(fields, ", ")+fmt.Sprintf("; %d bytes per row", r.RowBytes))
 	add("max logical bytes per owner", maxBytes(c, r.RowBytes))
+	add("memory in blocks", blockText(c, r.RowBytes))
 	add("owner and isolation", fmt.Sprintf("`%s`. %s", c.Owner, r.Ownership))
 	add("retention", fmt.Sprintf("`%s`. %s", c.Retention, r.Retention))
 	add("snapshot", fmt.Sprintf("`%s`. %s", c.Snapshot, r.Snapshot))
@@ -126,6 +128,44 @@ func maxBytes(c *contract.Contract, rb int64) string {
 		return fmt.Sprintf("%d rows x %d bytes, more than %s", c.Bound, rb, gen.BytesExact(math.MaxInt64))
 	}
 	return fmt.Sprintf("%d rows x %d bytes = %s", c.Bound, rb, gen.BytesExact(c.Bound*rb))
+}
+
+// blockText prices the state in blocks as runtime/state holds it on a
+// pool made with no block size (package placement's rule): the rows per
+// block, what one row and the bound take, and a bound no device could
+// hold.
+func blockText(c *contract.Contract, rowSum int64) string {
+	rows := placement.BlockRows(rowSum, 0)
+	var one int64
+	bbs := make([]int64, len(c.Fields))
+	for i, f := range c.Fields {
+		bb := placement.FieldBlockBytes(f.RowBytes, rows, math.MaxInt64)
+		if bb < 0 || bb > 1<<30 {
+			return fmt.Sprintf("a row of `%s` (%d bytes) is larger than any block (at most 1 GiB): it fits no device", f.Name, f.RowBytes)
+		}
+		bbs[i] = bb
+		one += bb
+	}
+	s := fmt.Sprintf("blocks of %d rows per field (%s a block over all fields); one row takes %s",
+		rows, gen.Bytes(rowSum*int64(rows)), gen.Bytes(one))
+	if c.Unbounded || c.Bound <= 0 {
+		return s + ", and the rows have no bound"
+	}
+	var total int64
+	for i, f := range c.Fields {
+		per := bbs[i] / f.RowBytes
+		blocks := (c.Bound + per - 1) / per
+		if blocks > (math.MaxInt64-total)/bbs[i] {
+			total = math.MaxInt64
+			break
+		}
+		total += blocks * bbs[i]
+	}
+	s += fmt.Sprintf(", the bound of %d rows %s", c.Bound, gen.Bytes(total))
+	if total > placement.MaxDeviceBytes {
+		s += fmt.Sprintf(": **more than any device holds (%s); this bound can never be reached**", gen.Bytes(placement.MaxDeviceBytes))
+	}
+	return s
 }
 
 // api lists, quoted, the names generated for c in the order the file

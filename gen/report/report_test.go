@@ -91,9 +91,11 @@ func TestReportHistory(t *testing.T) {
 		"| 3 | 48 KiB | 40 KiB | 0, 4, 8 | the declared policy: budget 64 KiB, about every 4 versions |",
 		// Tiny writes more than its budget at every version.
 		"| 2 | 4 KiB | 2 KiB | 0, 1 | least cost; the declared policy: budget 100 B, about every version |",
-		// Spool's 1024 rows of 8 bytes, over a window of 4 spacings of 2 KiB.
+		// Spool's 1024 rows of 8 bytes, over a window of 4 spacings of 2 KiB;
+		// a checkpoint holds one block of 128 rows (1 KiB) as the runtime
+		// holds them.
 		"At 8 B a version, the budget of 2 KiB is reached every 256 versions",
-		"| 4 | 32 KiB | 9.0 KiB | 0, 256, 512, 768 | the declared policy: budget 2 KiB, about every 256 versions |",
+		"| 4 | 4 KiB | 2.0 KiB | 0, 256, 512, 768 | the declared policy: budget 2 KiB, about every 256 versions |",
 		// Ring's budget is past the runtime's cap.
 		"so the runtime's cap decides: the chart takes a checkpoint every 1024 versions",
 		// Trace keeps a spacing in versions.

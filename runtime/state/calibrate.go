@@ -196,7 +196,8 @@ func (c *calibrator) measureCopies(m *CostModel) error {
 // block. Per delta it costs one copy of a row (and one block over all).
 func (c *calibrator) measureDelta(m *CostModel) error {
 	p := c.p
-	l := &Layout{Type: "calibration", Columns: []Column{{ElemSize: 1, Width: calibRowBytes}}}
+	// Blocks of the pool's own size, those of c.src and c.dst.
+	l := &Layout{Type: "calibration", Columns: []Column{{ElemSize: 1, Width: calibRowBytes}}, BlockRows: p.blockBytes / calibRowBytes}
 	h := &Head{shape: newShape(p, l, calibrationOwner)}
 	var freed []*block
 	base := newRoot(1)
@@ -211,7 +212,7 @@ func (c *calibrator) measureDelta(m *CostModel) error {
 	}()
 	deltas := make([]*delta, c.n)
 	for i := range deltas {
-		deltas[i] = &delta{from: i, to: i + 1, cols: [][]*block{{c.dst[i]}}, bytes: calibRowBytes}
+		deltas[i] = &delta{from: i, to: i + 1, cols: [][]*block{{c.dst[i]}}, per: []int{h.perBlock[0]}, bytes: calibRowBytes}
 	}
 	tSame, err := c.median(c.n, func() error {
 		r := base.retain()

@@ -57,6 +57,7 @@ type Candidate struct {
 type delta struct {
 	from, to int        // rows written
 	cols     [][]*block // per column, rows [from, to) packed from the first block
+	per      []int      // per column, rows per block of cols
 	bytes    int64      // bytes of the rows
 }
 
@@ -268,26 +269,35 @@ func (x *history) trim(freed *[]*block) {
 
 // copyDelta copies rows [from, to) of r into new blocks, packed.
 func (h *Head) copyDelta(r *root, from, to int) (*delta, error) {
-	d := &delta{from: from, to: to, cols: make([][]*block, len(h.rowBytes))}
-	need := 0
+	d := &delta{from: from, to: to, cols: make([][]*block, len(h.rowBytes)), per: make([]int, len(h.rowBytes))}
 	for c, per := range h.perBlock {
-		need += (to - from + per - 1) / per
 		d.bytes += int64((to - from) * h.rowBytes[c])
+		d.per[c] = per
 	}
-	blks, err := h.pool.alloc(h.owner, need, false)
+	var blks []*block
+	var err error
+	if h.rows > 0 {
+		blks, err = h.allocDelta(d)
+	} else {
+		counts := make([]int, len(h.perBlock))
+		for c, per := range h.perBlock {
+			counts[c] = (to - from + per - 1) / per
+		}
+		blks, err = h.allocCols(nil, counts, false)
+	}
 	if err != nil {
 		return nil, err
 	}
 	for _, b := range blks {
 		b.delta = true
+		h.pool.history.Add(int64(b.cls.bytes))
 	}
-	h.pool.history.Add(int64(len(blks)) * int64(h.pool.blockBytes))
-	for c, per := range h.perBlock {
+	for c, per := range d.per {
 		k := (to - from + per - 1) / per
 		d.cols[c], blks = blks[:k:k], blks[k:]
 	}
 	for c := range h.rowBytes {
-		if err := h.copyRows(treeLoc(&r.cols[c], h.perBlock[c], h.rowBytes[c]), deltaLoc(d, c, h.perBlock[c], h.rowBytes[c]), c, from, to, false); err != nil {
+		if err := h.copyRows(treeLoc(&r.cols[c], h.perBlock[c], h.rowBytes[c]), deltaLoc(d, c, d.per[c], h.rowBytes[c]), c, from, to, false); err != nil {
 			var freed []*block
 			for _, col := range d.cols {
 				for _, b := range col {
@@ -521,7 +531,7 @@ func (h *Head) applyDelta(r *root, d *delta, rows int) (*root, error) {
 			if bi < t.n && t.uniquePath(bi) {
 				continue
 			}
-			nb, err := h.pool.alloc(h.owner, 1, false)
+			nb, err := h.pool.allocIn(nil, h.cls[c], h.owner, 1, false)
 			if err != nil {
 				return r, err
 			}
@@ -535,7 +545,7 @@ func (h *Head) applyDelta(r *root, d *delta, rows int) (*root, error) {
 			}
 			t.set(bi, nb[0], &freed)
 		}
-		if err := h.copyRows(deltaLoc(d, c, per, rb), treeLoc(t, per, rb), c, d.from, d.to, false); err != nil {
+		if err := h.copyRows(deltaLoc(d, c, d.per[c], rb), treeLoc(t, per, rb), c, d.from, d.to, false); err != nil {
 			return r, err
 		}
 	}

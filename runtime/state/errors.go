@@ -34,6 +34,10 @@ var (
 	// ErrNotRetained: a version that no retained checkpoint and deltas can
 	// reconstruct, or At/Plan on a layout without a checkpoint policy.
 	ErrNotRetained = errors.New("state: version not retained")
-	// ErrNoMemory: the pool's MaxBytes or the device is exhausted.
+	// ErrEvicted: an optional head or snapshot the pool evicted under
+	// memory pressure; every call but Release answers it.
+	ErrEvicted = errors.New("state: evicted under memory pressure")
+	// ErrNoMemory: the pool's MaxBytes or the device is exhausted, and
+	// nothing more could be evicted.
 	ErrNoMemory = errors.New("state: out of memory")
 )

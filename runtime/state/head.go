@@ -22,9 +22,12 @@ type Head struct {
 	pos      position // written with lin.mu held too
 	owned    bool     // pos is the tip of a segment only this head writes
 	released bool
-	logical  int64    // this head's share of the pool's LogicalBytes
-	hist     *history // checkpoints and deltas, with a checkpoint policy
-	scratch  []*block // reused by writes for the blocks they take
+	evicted  bool          // its blocks were taken under memory pressure
+	lastUse  atomic.Uint64 // the pool's use clock at its last call
+	logical  int64         // this head's share of the pool's LogicalBytes
+	hist     *history      // checkpoints and deltas, with a checkpoint policy
+	scratch  []*block      // reused by writes for the blocks they take
+	countBuf []int         // reused by writes for their blocks per column
 }
 
 var headIDs atomic.Uint64
@@ -36,7 +39,11 @@ var headIDs atomic.Uint64
 //
 //state:acquire
 func (p *Pool) NewHead(l *Layout, owner Owner) (*Head, error) {
-	if err := l.check(p.blockBytes); err != nil {
+	limit := p.blockBytes
+	if l != nil && (l.BlockRows > 0 || p.rowSized) {
+		limit = maxBlockBytes // blocks follow the rows
+	}
+	if err := l.check(limit); err != nil {
 		return nil, err
 	}
 	if owner == "" {
@@ -52,11 +59,11 @@ func (p *Pool) NewHead(l *Layout, owner Owner) (*Head, error) {
 	h.pos = position{seg: &segment{}}
 	r := newRoot(len(l.Columns))
 	if l.Growth == Mutable {
-		var nb int
-		for _, per := range h.perBlock {
-			nb += (l.Bound + per - 1) / per
+		counts := make([]int, len(h.perBlock))
+		for i, per := range h.perBlock {
+			counts[i] = (l.Bound + per - 1) / per
 		}
-		blks, err := p.alloc(owner, nb, true)
+		blks, err := h.allocCols(nil, counts, true)
 		if err != nil {
 			return nil, h.errorf("NewHead", "%d rows: %w", l.Bound, err)
 		}
@@ -103,6 +110,14 @@ func (h *Head) lock(op string) (func(), error) {
 		leave()
 		return nil, h.errorf(op, "%w", ErrInvalidated)
 	}
+	if h.evicted {
+		if err := h.rebuild(op); err != nil {
+			h.mu.Unlock()
+			leave()
+			return nil, err
+		}
+	}
+	h.pool.touch(&h.lastUse)
 	if h.hist != nil && h.hist.pending != nil {
 		h.flush()
 	}
@@ -278,11 +293,17 @@ func (h *Head) Spans(from, to int) ([][]device.Span, error) {
 	return h.spans("Spans", h.r, from, to)
 }
 
-// Len returns the number of rows (0 once released).
+// Len returns the number of rows (0 once released, or evicted unless
+// reconstructable).
 func (h *Head) Len() int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.r == nil {
+		if h.evicted && h.hist != nil {
+			if t := h.hist.find(h.pos.v); t >= 0 {
+				return h.hist.entries[t].rows
+			}
+		}
 		return 0
 	}
 	return h.r.rows
@@ -311,7 +332,9 @@ func (h *Head) Stats() Stats {
 	st := h.stats(h.r, h.pos.v)
 	if h.hist != nil {
 		st.Checkpoints = len(h.hist.roots())
-		st.HistoryBytes = int64(len(h.hist.deltaBlocks())) * int64(h.pool.blockBytes)
+		for _, b := range h.hist.deltaBlocks() {
+			st.HistoryBytes += int64(b.cls.bytes)
+		}
 	}
 	return st
 }
@@ -410,6 +433,16 @@ func (h *Head) Merge(child *Head) error {
 			return h.errorf("Merge", "%w", ErrReleased)
 		}
 	}
+	if h.invalid.Load() || child.invalid.Load() {
+		return h.errorf("Merge", "%w", ErrInvalidated)
+	}
+	for _, x := range []*Head{h, child} {
+		if x.evicted {
+			if err := x.rebuild("Merge"); err != nil {
+				return err
+			}
+		}
+	}
 	for _, x := range []*Head{h, child} {
 		if x.hist != nil && x.hist.pending != nil {
 			x.flush()
@@ -465,6 +498,9 @@ func (h *Head) Rollback(to *Snap) error {
 	}
 	if to.invalid.Load() {
 		return h.errorf("Rollback", "snapshot: %w", ErrInvalidated)
+	}
+	if to.evicted {
+		return h.errorf("Rollback", "snapshot: %w", ErrEvicted)
 	}
 	if to.lin != h.lin {
 		return h.errorf("Rollback", "snapshot of another lineage: %w", ErrNotAncestor)
@@ -526,7 +562,9 @@ func (h *Head) Release() error {
 	delete(h.lin.heads, h)
 	h.lin.mu.Unlock()
 	var freed []*block
-	h.r.release(&freed)
+	if h.r != nil {
+		h.r.release(&freed)
+	}
 	if h.hist != nil {
 		h.hist.release(&freed)
 	}

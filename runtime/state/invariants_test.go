@@ -97,7 +97,11 @@ func checkInvariants(p *Pool) error {
 			return fmt.Errorf("block %#x of a delta is not marked", b.ptr)
 		}
 	}
-	if got := int64(len(deltaBlocks)) * int64(p.blockBytes); got != p.history.Load() {
+	var got int64
+	for b := range deltaBlocks {
+		got += int64(b.cls.bytes)
+	}
+	if got != p.history.Load() {
 		return fmt.Errorf("histories hold %d delta bytes, the pool counts %d", got, p.history.Load())
 	}
 	for n, refs := range nodeRefs {
@@ -113,14 +117,44 @@ func checkInvariants(p *Pool) error {
 			return fmt.Errorf("block %#x in use is marked zeroed", b.ptr)
 		}
 	}
-	if int64(len(blockRefs)) != p.inUse {
-		return fmt.Errorf("%d blocks referenced, the pool counts %d in use", len(blockRefs), p.inUse)
+	used := map[*sizeClass]int64{}
+	for b := range blockRefs {
+		used[b.cls]++
+	}
+	var reserved int64
+	for _, c := range p.classes {
+		if err := checkClass(c, blockRefs, used[c]); err != nil {
+			return err
+		}
+		reserved += (c.nfree + c.inUse) * int64(c.bytes)
+	}
+	if reserved != p.reserved {
+		return fmt.Errorf("classes hold %d bytes, %d bytes reserved", reserved, p.reserved)
+	}
+	var logical int64
+	for h := range p.live {
+		logical += h.logicalBytes()
+	}
+	if logical != p.logical.Load() {
+		return fmt.Errorf("live handles hold %d logical bytes, the pool counts %d", logical, p.logical.Load())
+	}
+	return nil
+}
+
+// checkClass checks one size class's free lists and counts against the
+// blocks in use, inUse of them its own.
+func checkClass(p *sizeClass, blockRefs map[*block]int, inUse int64) error {
+	if inUse != p.inUse {
+		return fmt.Errorf("%d blocks of %d bytes referenced, the class counts %d in use", inUse, p.bytes, p.inUse)
 	}
 	free := 0
 	check := func(b *block) error {
 		free++
 		if blockRefs[b] > 0 {
 			return fmt.Errorf("block %#x is both free and in use", b.ptr)
+		}
+		if b.cls != p {
+			return fmt.Errorf("block %#x of %d bytes on the free list of %d", b.ptr, b.cls.bytes, p.bytes)
 		}
 		return nil
 	}
@@ -146,17 +180,7 @@ func checkInvariants(p *Pool) error {
 		}
 	}
 	if int64(free) != p.nfree {
-		return fmt.Errorf("%d blocks on free lists, the pool counts %d", free, p.nfree)
-	}
-	if (p.nfree+p.inUse)*int64(p.blockBytes) != p.reserved {
-		return fmt.Errorf("%d free and %d used blocks of %d bytes, %d bytes reserved", p.nfree, p.inUse, p.blockBytes, p.reserved)
-	}
-	var logical int64
-	for h := range p.live {
-		logical += h.logicalBytes()
-	}
-	if logical != p.logical.Load() {
-		return fmt.Errorf("live handles hold %d logical bytes, the pool counts %d", logical, p.logical.Load())
+		return fmt.Errorf("%d blocks on free lists, the class counts %d", free, p.nfree)
 	}
 	return nil
 }

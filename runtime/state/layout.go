@@ -100,6 +100,14 @@ type Layout struct {
 	Descendants Descendants
 	// Checkpoint, when not nil, keeps past versions for At and Plan.
 	Checkpoint *CheckpointPolicy
+	// Retention says what the pool may take back under memory pressure:
+	// Mandatory (the zero value) nothing, Optional the whole state,
+	// Reconstructable what its checkpoints and deltas rebuild.
+	Retention Retention
+	// BlockRows is the rows of each column one block holds (the
+	// contract's //state:block rows=N); zero lets the pool choose (see
+	// PoolOptions.BlockBytes).
+	BlockRows int
 }
 
 // check validates l for a pool with blocks of blockBytes bytes.
@@ -133,6 +141,12 @@ func (l *Layout) check(blockBytes int) error {
 	}
 	if l.Descendants != Invalidate && l.Descendants != Keep {
 		return fmt.Errorf("state: layout of %s has unknown descendants policy %v: %w", l.Type, l.Descendants, ErrShape)
+	}
+	if l.BlockRows < 0 {
+		return fmt.Errorf("state: layout of %s has %d rows per block: %w", l.Type, l.BlockRows, ErrShape)
+	}
+	if l.Retention < Mandatory || l.Retention > Reconstructable {
+		return fmt.Errorf("state: layout of %s has unknown retention %v: %w", l.Type, l.Retention, ErrShape)
 	}
 	if cp := l.Checkpoint; cp != nil {
 		if cp.Every < 0 || cp.Keep < 0 || cp.Budget < 0 || (cp.Every == 0 && cp.Budget == 0) || cp.Keep == 0 {

@@ -57,6 +57,7 @@ type mHandle struct {
 	v        Version
 	released bool
 	invalid  bool
+	evicted  bool // seen answering ErrEvicted: optional state the pool took
 }
 
 func (m *mHandle) rows() int {
@@ -101,7 +102,7 @@ func (m *model) count(err error) {
 		k = m.lastOp + ": fault"
 		m.failed = true
 	default:
-		for _, e := range []error{ErrBound, ErrShape, ErrRange, ErrReleased, ErrNotAncestor, ErrOwner, ErrDiverged, ErrInvalidated} {
+		for _, e := range []error{ErrBound, ErrShape, ErrRange, ErrReleased, ErrNotAncestor, ErrOwner, ErrDiverged, ErrInvalidated, ErrEvicted} {
 			if errors.Is(err, e) {
 				k = m.lastOp + ": " + e.Error()
 			}
@@ -134,6 +135,12 @@ func (m *model) randLayout() *Layout {
 		l.Bound = []int{0, 50, 200, 1000}[r.IntN(4)]
 	}
 	l.Descendants = Descendants(r.IntN(2))
+	if r.IntN(3) == 0 {
+		l.Retention = Optional
+	}
+	if r.IntN(4) == 0 {
+		l.BlockRows = 1 + r.IntN(40) // blocks of its own size
+	}
 	return l
 }
 
@@ -199,6 +206,9 @@ func stateErr(x *mHandle) error {
 	}
 	if x.invalid {
 		return ErrInvalidated
+	}
+	if x.evicted {
+		return ErrEvicted
 	}
 	return nil
 }
@@ -473,6 +483,8 @@ func (m *model) merge() {
 		want = ErrReleased
 	case x.invalid || c.invalid:
 		want = ErrInvalidated
+	case x.evicted || c.evicted:
+		want = ErrEvicted
 	case !x.lin.isAncestor(x.v, c.v):
 		want = ErrDiverged
 	}
@@ -515,10 +527,14 @@ func (m *model) rollback() {
 		want = ErrReleased
 	case x.invalid:
 		want = ErrInvalidated
+	case x.evicted:
+		want = ErrEvicted
 	case to.released:
 		want = ErrReleased
 	case to.invalid:
 		want = ErrInvalidated
+	case to.evicted:
+		want = ErrEvicted
 	case to.lin != x.lin || !x.lin.isAncestor(to.v, x.v):
 		want = ErrNotAncestor
 	}
@@ -574,6 +590,21 @@ func (m *model) release() {
 				break
 			}
 		}
+	}
+}
+
+// trim gives free slabs back; verify then checks every handle is intact.
+func (m *model) trim() {
+	before := m.pool.Stats()
+	n, err := m.pool.Trim()
+	if faulted(err) {
+		m.count(err)
+		return
+	}
+	m.expect(err, nil)
+	after := m.pool.Stats()
+	if after.ReservedBytes != before.ReservedBytes-n || after.PhysicalBytes != before.PhysicalBytes || after.LogicalBytes != before.LogicalBytes {
+		m.fatalf("trim gave back %d bytes: reserved %d -> %d, physical %d -> %d", n, before.ReservedBytes, after.ReservedBytes, before.PhysicalBytes, after.PhysicalBytes)
 	}
 }
 
@@ -644,6 +675,21 @@ func (m *model) verify() {
 				}
 				continue
 			}
+			if errors.Is(err, ErrEvicted) && !x.evicted {
+				// The pool took it under pressure: only optional state
+				// may go, and from now on every call answers ErrEvicted.
+				if l.Retention != Optional {
+					m.fatalf("%s %v state evicted", l.Retention, kind(x))
+				}
+				x.evicted = true
+				m.counts["evicted "+kind(x)]++
+			}
+			if x.evicted {
+				if !errors.Is(err, ErrEvicted) {
+					m.fatalf("evicted handle reads with %v", err)
+				}
+				continue
+			}
 			if err != nil {
 				m.fatalf("read: %v", err)
 			}
@@ -695,11 +741,24 @@ func TestModel(t *testing.T) {
 		seeds = seeds[:1]
 	}
 	for _, seed := range seeds {
-		t.Run(fmt.Sprint(seed), func(t *testing.T) { runModel(t, seed, steps) })
+		t.Run(fmt.Sprint(seed), func(t *testing.T) { runModel(t, seed, steps, 0) })
+	}
+	// Under pressure: a pool of a few dozen blocks, where allocations
+	// evict optional state and fail with ErrNoMemory.
+	for _, seed := range seeds {
+		t.Run(fmt.Sprint("pressure/", seed), func(t *testing.T) { runModel(t, seed, steps, 48+16*int64(seed%3)) })
+	}
+	// A pool whose block sizes follow each layout's rows (BlockBytes 0),
+	// under pressure too.
+	for _, seed := range seeds {
+		t.Run(fmt.Sprint("rowsized/", seed), func(t *testing.T) { runModel(t, seed, steps, -int64(64+32*(seed%3))) })
 	}
 }
 
-func runModel(t *testing.T, seed uint64, steps int) {
+// runModel runs one seed; maxBlocks, when not zero, caps the pool; when
+// negative, the pool's blocks follow the rows (BlockBytes 0) and its cap is
+// -maxBlocks KiB.
+func runModel(t *testing.T, seed uint64, steps int, maxBlocks int64) {
 	// Odd seeds run on the host backend, even ones on an arena whose
 	// allocations lie back to back.
 	var base device.Backend = device.Host()
@@ -708,7 +767,14 @@ func runModel(t *testing.T, seed uint64, steps int) {
 	}
 	fb := newFaultBackend(base)
 	blockBytes := []int{256, 512, 1024}[seed%3]
-	p, err := NewPool(fb, PoolOptions{BlockBytes: blockBytes, MaxBytes: int64(blockBytes) * int64(800+seed%3*400)})
+	if maxBlocks == 0 {
+		maxBlocks = int64(800 + seed%3*400)
+	}
+	opt := PoolOptions{BlockBytes: blockBytes, MaxBytes: int64(blockBytes) * maxBlocks}
+	if maxBlocks < 0 {
+		opt = PoolOptions{MaxBytes: -maxBlocks << 10}
+	}
+	p, err := NewPool(fb, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -747,6 +813,7 @@ func runModel(t *testing.T, seed uint64, steps int) {
 		{"merge", 3, m.merge},
 		{"rollback", 5, m.rollback},
 		{"release", 4, m.release},
+		{"trim", 1, m.trim},
 		{"read head", 3, func() {
 			if x := m.pick(m.heads); x != nil {
 				m.read(x)
@@ -791,7 +858,10 @@ func runModel(t *testing.T, seed uint64, steps int) {
 		ops[i].f()
 		if fired := fb.disarm(); fired && m.failed {
 			after := p.Stats()
-			if after.PhysicalBytes != before.PhysicalBytes || after.LogicalBytes != before.LogicalBytes || after.Live != before.Live {
+			if after.EvictedBytes != before.EvictedBytes {
+				// Eviction took optional state before the fault: a change
+				// verify checks handle by handle.
+			} else if after.PhysicalBytes != before.PhysicalBytes || after.LogicalBytes != before.LogicalBytes || after.Live != before.Live {
 				m.fatalf("a failed call changed the pool: physical %d -> %d, logical %d -> %d, live %d -> %d",
 					before.PhysicalBytes, after.PhysicalBytes, before.LogicalBytes, after.LogicalBytes, before.Live, after.Live)
 			}
@@ -818,6 +888,12 @@ func runModel(t *testing.T, seed uint64, steps int) {
 	st := p.Stats()
 	if st.PhysicalBytes != 0 || st.LogicalBytes != 0 || st.Live != 0 {
 		t.Fatalf("seed %d: after releasing everything: %+v", seed, st)
+	}
+	if _, err := p.Trim(); err != nil {
+		t.Fatalf("seed %d: trim: %v", seed, err)
+	}
+	if st := p.Stats(); st.ReservedBytes != 0 || st.Slabs != 0 || st.FreeBlocks != 0 {
+		t.Fatalf("seed %d: after releasing everything and Trim: %+v", seed, st)
 	}
 	if err := p.Close(); err != nil {
 		t.Fatal(err)

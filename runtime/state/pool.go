@@ -10,11 +10,14 @@ import (
 
 	"github.com/gpustate/gpustate/placement"
 	"github.com/gpustate/gpustate/runtime/device"
+	"github.com/gpustate/gpustate/runtime/evict/lru"
 )
 
 // Default pool geometry.
 const (
-	// DefaultBlockBytes is the block size of a pool made with BlockBytes 0.
+	// DefaultBlockBytes is the pool's own block size when it is made with
+	// BlockBytes 0 (its layouts' blocks then follow their rows; the pool's
+	// own size serves its calibration).
 	DefaultBlockBytes = placement.DefaultBlockBytes
 	// blockAlign aligns block sizes, so that every row of every element
 	// type starts at an address aligned for it when rows pack a block.
@@ -27,8 +30,11 @@ const (
 
 // PoolOptions configures a Pool; zero fields take defaults.
 type PoolOptions struct {
-	// BlockBytes is the size of one block, rounded up to a multiple of 256;
-	// zero means DefaultBlockBytes. A row of every column must fit a block.
+	// BlockBytes is the size of one block, rounded up to a multiple of 256,
+	// for every column of every layout without BlockRows; a row of every
+	// such column must fit a block. Zero lets each layout's blocks follow
+	// its rows (see Layout.BlockRows): about 1 KiB of rows per block, at
+	// least one row, per column.
 	BlockBytes int
 	// MaxBytes caps the device memory the pool takes (its reserved bytes);
 	// zero means no cap beyond the device's.
@@ -38,6 +44,9 @@ type PoolOptions struct {
 	// CUDA backend, a reading of an NVML monitor (package
 	// runtime/device/nvml, which needs cgo and so is not linked here).
 	Telemetry func() (DeviceMemory, error)
+	// Evictor ranks the optional states to evict under memory pressure;
+	// nil means least recently used first (package runtime/evict/lru).
+	Evictor Evictor
 }
 
 // DeviceMemory is one reading of a device's memory from outside the
@@ -71,6 +80,10 @@ type PoolStats struct {
 	// checkpointed heads (checkpoints share their blocks with versions and
 	// count as those do).
 	HistoryBytes int64
+	// EvictedBytes and RebuiltBytes are totals since the pool was made:
+	// the bytes of the blocks eviction freed, and of the blocks rebuilding
+	// reconstructable state took.
+	EvictedBytes, RebuiltBytes int64
 	// Device holds the backend's own figures; nil when it cannot give them.
 	Device *DeviceStats
 }
@@ -98,6 +111,7 @@ type block struct {
 	owner  Owner
 	zeroed bool // reads as zeros; only free blocks on the clean list
 	delta  bool // holds a delta of a history
+	cls    *sizeClass
 }
 
 // Pool hands out fixed-size blocks of device memory carved from slabs. It
@@ -115,21 +129,26 @@ type Pool struct {
 
 	mu       sync.Mutex
 	slabs    []device.Ptr
+	slabLen  map[device.Ptr]int64 // blocks carved from each slab
 	reserved int64
-	clean    []*block            // zeroed blocks (block.zeroed)
-	dirty    map[Owner]*freeList // free blocks not zeroed, by the owner whose rows they held
-	sweepAt  int                 // the size of dirty at which empty lists are swept
-	// lastOwner's free list is lastList: the last one looked up.
-	lastOwner Owner
-	lastList  *freeList
-	nfree     int64
-	inUse     int64
-	live      map[handle]struct{}
-	nextID    uint64
+	// sizeClass is the class of the pool's own block size; classes holds
+	// it and the classes of the block sizes layouts chose.
+	*sizeClass
+	classes map[int]*sizeClass
+	// rowSized: the pool was made with BlockBytes 0, and each layout's
+	// block size follows its rows (see blockBytesFor).
+	rowSized bool
+	live     map[handle]struct{}
+	nextID   uint64
 
 	logical atomic.Int64
 	history atomic.Int64 // bytes of delta blocks held by histories
 	calib   calibration
+
+	evictor      Evictor
+	clock        atomic.Uint64 // counts handle calls, for the Evictor
+	evictedBytes atomic.Int64
+	rebuiltBytes atomic.Int64
 }
 
 // handle is what the pool knows of a live head or snapshot.
@@ -160,12 +179,21 @@ func NewPool(b device.Backend, opt PoolOptions) (*Pool, error) {
 	if opt.MaxBytes != 0 && opt.MaxBytes < int64(bb) {
 		return nil, fmt.Errorf("state: NewPool with max bytes %d below one block of %d bytes", opt.MaxBytes, bb)
 	}
+	ev := opt.Evictor
+	if ev == nil {
+		ev = lru.New()
+	}
+	own := newSizeClass(bb)
 	return &Pool{
+		evictor:    ev,
+		slabLen:    make(map[device.Ptr]int64),
 		b:          b,
 		blockBytes: bb,
 		maxBytes:   opt.MaxBytes,
 		telemetry:  opt.Telemetry,
-		dirty:      make(map[Owner]*freeList),
+		sizeClass:  own,
+		classes:    map[int]*sizeClass{bb: own},
+		rowSized:   opt.BlockBytes == 0,
 		live:       make(map[handle]struct{}),
 	}, nil
 }
@@ -173,22 +201,31 @@ func NewPool(b device.Backend, opt PoolOptions) (*Pool, error) {
 // Backend returns the pool's backend.
 func (p *Pool) Backend() device.Backend { return p.b }
 
-// BlockBytes returns the size of one block.
+// BlockBytes returns the pool's own block size: PoolOptions.BlockBytes,
+// or DefaultBlockBytes for a pool whose blocks follow its layouts' rows.
 func (p *Pool) BlockBytes() int { return p.blockBytes }
 
 // Stats returns the pool's memory figures.
 func (p *Pool) Stats() PoolStats {
 	p.mu.Lock()
+	var physical, blocks, free int64
+	for _, c := range p.classes {
+		physical += c.inUse * int64(c.bytes)
+		blocks += c.inUse
+		free += c.nfree
+	}
 	st := PoolStats{
 		LogicalBytes:  p.logical.Load(),
-		PhysicalBytes: p.inUse * int64(p.blockBytes),
+		PhysicalBytes: physical,
 		ReservedBytes: p.reserved,
 		Live:          len(p.live),
 		BlockBytes:    p.blockBytes,
-		Blocks:        p.inUse,
-		FreeBlocks:    p.nfree,
+		Blocks:        blocks,
+		FreeBlocks:    free,
 		Slabs:         len(p.slabs),
 		HistoryBytes:  p.history.Load(),
+		EvictedBytes:  p.evictedBytes.Load(),
+		RebuiltBytes:  p.rebuiltBytes.Load(),
 	}
 	closed := p.closed
 	p.mu.Unlock()
@@ -234,9 +271,12 @@ func (p *Pool) Close() error {
 			errs = append(errs, fmt.Errorf("state: pool close: %w", err))
 		}
 	}
-	p.slabs, p.clean, p.dirty, p.live = nil, nil, nil, nil
-	p.lastOwner, p.lastList = "", nil
-	p.reserved, p.nfree, p.inUse = 0, 0, 0
+	p.slabs, p.live, p.slabLen = nil, nil, nil
+	for bb := range p.classes {
+		p.classes[bb] = newSizeClass(bb)
+	}
+	p.sizeClass = p.classes[p.blockBytes]
+	p.reserved = 0
 	p.logical.Store(0)
 	p.history.Store(0)
 	return errors.Join(errs...)
@@ -271,27 +311,76 @@ func (p *Pool) unregister(h handle, logical int64) {
 	p.logical.Add(-logical)
 }
 
-// alloc returns n blocks for owner, each with reference count 1. With zero
-// they read as zeros; without, a block may hold rows the same owner wrote
-// before. Blocks that held another owner's rows are always zeroed first. It
-// takes all n or none: on failure every block taken goes back.
+// sizeClass is the blocks of one size: its free lists and counts. A pool
+// holds one class per block size its layouts use; every slab is carved
+// into blocks of one class. Its fields are guarded by the pool's mu.
+type sizeClass struct {
+	bytes   int
+	clean   []*block            // zeroed blocks (block.zeroed)
+	dirty   map[Owner]*freeList // free blocks not zeroed, by the owner whose rows they held
+	sweepAt int                 // the size of dirty at which empty lists are swept
+	// lastOwner's free list is lastList: the last one looked up.
+	lastOwner Owner
+	lastList  *freeList
+	nfree     int64
+	inUse     int64
+}
+
+func newSizeClass(bytes int) *sizeClass {
+	return &sizeClass{bytes: bytes, dirty: make(map[Owner]*freeList)}
+}
+
+// class returns the size class of blocks of bb bytes, making it.
+func (p *Pool) class(bb int) *sizeClass {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	c := p.classes[bb]
+	if c == nil {
+		c = newSizeClass(bb)
+		p.classes[bb] = c
+	}
+	return c
+}
+
+// alloc returns n blocks of the pool's own size for owner, each with
+// reference count 1. With zero they read as zeros; without, a block may
+// hold rows the same owner wrote before. Blocks that held another owner's
+// rows are always zeroed first. It takes all n or none: on failure every
+// block taken goes back.
 //
 // Free blocks are used in this order: the owner's own (unless zero is
 // asked), zeroed ones, the owner's own zeroed now, other owners' zeroed now;
 // only then does the pool take a new slab from the backend.
 func (p *Pool) alloc(owner Owner, n int, zero bool) ([]*block, error) {
-	return p.allocAppend(nil, owner, n, zero)
+	return p.allocIn(nil, p.sizeClass, owner, n, zero)
 }
 
 // allocAppend is alloc appending to buf[:0], to spare the caller an
 // allocation; the result shares buf's array when it has room.
 func (p *Pool) allocAppend(buf []*block, owner Owner, n int, zero bool) ([]*block, error) {
+	return p.allocIn(buf, p.sizeClass, owner, n, zero)
+}
+
+// allocIn is alloc of blocks of class c appending to buf[:0]. When the
+// pool or the device is full, it reclaims (see reclaim) and tries again
+// while reclaiming frees blocks.
+func (p *Pool) allocIn(buf []*block, c *sizeClass, owner Owner, n int, zero bool) ([]*block, error) {
 	if n <= 0 {
 		return buf[:0], nil
 	}
-	if err := p.fits(n); err != nil {
+	if err := p.fits(c, n); err != nil {
 		return buf[:0], err
 	}
+	for {
+		out, err := p.allocOnce(buf, c, owner, n, zero)
+		if err == nil || !errors.Is(err, ErrNoMemory) || p.reclaim(c, n) == 0 {
+			return out, err
+		}
+	}
+}
+
+// allocOnce is one try of allocIn, with no reclaim.
+func (p *Pool) allocOnce(buf []*block, c *sizeClass, owner Owner, n int, zero bool) ([]*block, error) {
 	out := buf[:0]
 	if cap(out) < n {
 		out = make([]*block, 0, n)
@@ -299,56 +388,56 @@ func (p *Pool) allocAppend(buf []*block, owner Owner, n int, zero bool) ([]*bloc
 	var wipe []*block // taken from a dirty list: to zero before use
 	p.mu.Lock()
 	if !zero {
-		out = p.takeFree(&out, owner, n)
+		out = c.takeFree(&out, owner, n)
 	}
 	if len(out) < n {
-		k := min(len(p.clean), n-len(out))
-		out = appendPopped(out, p.clean[len(p.clean)-k:])
-		clear(p.clean[len(p.clean)-k:])
-		p.clean = p.clean[:len(p.clean)-k]
+		k := min(len(c.clean), n-len(out))
+		out = appendPopped(out, c.clean[len(c.clean)-k:])
+		clear(c.clean[len(c.clean)-k:])
+		c.clean = c.clean[:len(c.clean)-k]
 	}
 	if len(out) < n {
 		before := len(out)
-		out = p.takeFree(&out, owner, n)
-		for o := range p.dirty {
+		out = c.takeFree(&out, owner, n)
+		for o := range c.dirty {
 			if len(out) == n {
 				break
 			}
-			out = p.takeFree(&out, o, n)
+			out = c.takeFree(&out, o, n)
 		}
 		wipe = out[before:]
 	}
 	var growErr error
 	if len(out) < n {
-		if growErr = p.growLocked(n - len(out)); growErr == nil {
+		if growErr = p.growLocked(c, n-len(out)); growErr == nil {
 			k := n - len(out)
-			out = appendPopped(out, p.clean[len(p.clean)-k:])
-			clear(p.clean[len(p.clean)-k:])
-			p.clean = p.clean[:len(p.clean)-k]
+			out = appendPopped(out, c.clean[len(c.clean)-k:])
+			clear(c.clean[len(c.clean)-k:])
+			c.clean = c.clean[:len(c.clean)-k]
 		}
 	}
 	if len(out) < n {
-		p.putLocked(out)
-		free, reserved := p.nfree, p.reserved
+		c.putLocked(out)
+		free, reserved := c.nfree, p.reserved
 		p.mu.Unlock()
 		if growErr != nil && !errors.Is(growErr, ErrNoMemory) {
 			return nil, growErr
 		}
 		return nil, fmt.Errorf("state: %d blocks of %d bytes wanted, %d free, %d bytes reserved (%s): %w",
-			n, p.blockBytes, free, reserved, p.capString(), growErr)
+			n, c.bytes, free, reserved, p.capString(), growErr)
 	}
-	p.nfree -= int64(n)
-	p.inUse += int64(n)
+	c.nfree -= int64(n)
+	c.inUse += int64(n)
 	p.mu.Unlock()
 	for i, b := range wipe {
-		if err := p.b.Memset(b.ptr, 0, p.blockBytes); err != nil {
+		if err := p.b.Memset(b.ptr, 0, c.bytes); err != nil {
 			for _, w := range wipe[:i] {
 				w.zeroed = true // nobody's rows: back to the clean list
 			}
 			p.mu.Lock()
-			p.inUse -= int64(n)
-			p.nfree += int64(n)
-			p.putLocked(out)
+			c.inUse -= int64(n)
+			c.nfree += int64(n)
+			c.putLocked(out)
 			p.mu.Unlock()
 			return nil, fmt.Errorf("state: zeroing a reused block: %w", err)
 		}
@@ -361,28 +450,28 @@ func (p *Pool) allocAppend(buf []*block, owner Owner, n int, zero bool) ([]*bloc
 }
 
 // freeList holds the free blocks one owner's rows were in. Empty lists
-// stay in the pool's map, so that an owner's alloc and free cycle costs no
-// map insertions; they are swept when they outnumber the others.
+// stay in the class's map, so that an owner's alloc and free cycle costs
+// no map insertions; they are swept when they outnumber the others.
 type freeList struct{ blocks []*block }
 
 // listLocked returns owner o's free list, nil when it has none. The last
 // list looked up is remembered: an owner's blocks go and come back in
 // turns.
-func (p *Pool) listLocked(o Owner) *freeList {
-	if p.lastList != nil && p.lastOwner == o {
-		return p.lastList
+func (c *sizeClass) listLocked(o Owner) *freeList {
+	if c.lastList != nil && c.lastOwner == o {
+		return c.lastList
 	}
-	fl := p.dirty[o]
+	fl := c.dirty[o]
 	if fl != nil {
-		p.lastOwner, p.lastList = o, fl
+		c.lastOwner, c.lastList = o, fl
 	}
 	return fl
 }
 
 // fits fails with ErrNoMemory, before anything is taken, when n blocks
-// are more than the pool could ever hold.
-func (p *Pool) fits(n int) error {
-	bb := int64(p.blockBytes)
+// of class c are more than the pool could ever hold.
+func (p *Pool) fits(c *sizeClass, n int) error {
+	bb := int64(c.bytes)
 	if int64(n) > int64(maxInt)/bb {
 		return fmt.Errorf("state: %d blocks of %d bytes: %w", n, bb, ErrNoMemory)
 	}
@@ -412,8 +501,8 @@ func (p *Pool) fitsBytes(want int64) error {
 
 // takeFree moves free blocks of owner o from its free list to out, up to
 // n in all.
-func (p *Pool) takeFree(out *[]*block, o Owner, n int) []*block {
-	fl := p.listLocked(o)
+func (c *sizeClass) takeFree(out *[]*block, o Owner, n int) []*block {
+	fl := c.listLocked(o)
 	if fl == nil {
 		return *out
 	}
@@ -440,14 +529,14 @@ func appendPopped(out, top []*block) []*block {
 }
 
 // putDirtyLocked puts b on the free list of the owner whose rows it holds.
-func (p *Pool) putDirtyLocked(b *block) {
-	fl := p.listLocked(b.owner)
+func (c *sizeClass) putDirtyLocked(b *block) {
+	fl := c.listLocked(b.owner)
 	if fl == nil {
-		if len(p.dirty) >= p.sweepAt {
-			p.sweepLocked()
+		if len(c.dirty) >= c.sweepAt {
+			c.sweepLocked()
 		}
 		fl = &freeList{}
-		p.dirty[b.owner] = fl
+		c.dirty[b.owner] = fl
 	}
 	fl.blocks = append(fl.blocks, b)
 }
@@ -455,14 +544,14 @@ func (p *Pool) putDirtyLocked(b *block) {
 // sweepLocked forgets the empty free lists, so that the map grows with
 // the owners that have free blocks, not with every owner ever seen. It runs
 // when the map has doubled since the last sweep: O(1) per list, amortized.
-func (p *Pool) sweepLocked() {
-	for o, fl := range p.dirty {
+func (c *sizeClass) sweepLocked() {
+	for o, fl := range c.dirty {
 		if len(fl.blocks) == 0 {
-			delete(p.dirty, o)
+			delete(c.dirty, o)
 		}
 	}
-	p.lastOwner, p.lastList = "", nil
-	p.sweepAt = max(64, 2*len(p.dirty))
+	c.lastOwner, c.lastList = "", nil
+	c.sweepAt = max(64, 2*len(c.dirty))
 }
 
 func (p *Pool) capString() string {
@@ -475,22 +564,23 @@ func (p *Pool) capString() string {
 // putLocked returns blocks that alloc took but did not hand out: zeroed
 // ones to the clean list, the others to the free list of the owner whose
 // rows they hold.
-func (p *Pool) putLocked(list []*block) {
+func (c *sizeClass) putLocked(list []*block) {
 	for _, b := range list {
 		if b.zeroed {
-			p.clean = append(p.clean, b)
+			c.clean = append(c.clean, b)
 		} else {
-			p.putDirtyLocked(b)
+			c.putDirtyLocked(b)
 		}
 	}
 }
 
 // growLocked takes a new slab from the backend for at least want blocks
-// (up to a slab's worth, MaxBytes permitting), zeroes it and puts its
-// blocks on the clean list. Its error wraps ErrNoMemory when the cap or the
-// device is exhausted.
-func (p *Pool) growLocked(want int) error {
-	bb := int64(p.blockBytes)
+// of class c (up to a slab's worth, MaxBytes permitting), zeroes it
+// unless the backend says fresh memory reads as zeros (device.AllocZeroer),
+// and puts its blocks on the clean list. Its error wraps ErrNoMemory when
+// the cap or the device is exhausted.
+func (p *Pool) growLocked(c *sizeClass, want int) error {
+	bb := int64(c.bytes)
 	nb := max(int64(want), int64(slabBlocks))
 	if nb*bb > maxSlabBytes {
 		nb = max(int64(want), maxSlabBytes/bb)
@@ -516,25 +606,29 @@ func (p *Pool) growLocked(want int) error {
 		}
 		return fmt.Errorf("state: taking a slab of %d bytes: %w", nb*bb, err)
 	}
-	if err := p.b.Memset(ptr, 0, int(nb*bb)); err != nil {
+	if z, ok := p.b.(device.AllocZeroer); ok && z.AllocZeroes() {
+		// Fresh memory reads as zeros already: touching it would only
+		// fault its pages in.
+	} else if err := p.b.Memset(ptr, 0, int(nb*bb)); err != nil {
 		if ferr := p.b.Free(ptr); ferr != nil {
 			err = errors.Join(err, ferr)
 		}
 		return fmt.Errorf("state: zeroing a new slab: %w", err)
 	}
 	p.slabs = append(p.slabs, ptr)
+	p.slabLen[ptr] = nb
 	p.reserved += nb * bb
 	for i := nb - 1; i >= 0; i-- {
-		p.clean = append(p.clean, &block{ptr: ptr + device.Ptr(i*bb), slab: ptr, zeroed: true})
+		c.clean = append(c.clean, &block{ptr: ptr + device.Ptr(i*bb), slab: ptr, cls: c, zeroed: true})
 	}
-	p.nfree += nb
+	c.nfree += nb
 	return nil
 }
 
 const maxInt = int(^uint(0) >> 1)
 
 // free gives blocks whose reference count reached zero back to the free
-// lists.
+// lists of their classes.
 func (p *Pool) free(list []*block) {
 	if len(list) == 0 {
 		return
@@ -549,12 +643,12 @@ func (p *Pool) free(list []*block) {
 		b := list[i]
 		if b.delta {
 			b.delta = false
-			p.history.Add(-int64(p.blockBytes))
+			p.history.Add(-int64(b.cls.bytes))
 		}
-		p.putDirtyLocked(b)
+		b.cls.putDirtyLocked(b)
+		b.cls.nfree++
+		b.cls.inUse--
 	}
-	p.nfree += int64(len(list))
-	p.inUse -= int64(len(list))
 }
 
 // follows reports whether b lies right after a in the same allocation, so

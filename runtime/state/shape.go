@@ -2,6 +2,7 @@ package state
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/gpustate/gpustate/runtime/device"
 )
@@ -14,17 +15,88 @@ type shape struct {
 	rowBytes []int // per column
 	perBlock []int // rows per block, per column
 	rowSum   int64 // bytes of one row over every column
+	// blockBytes and cls give each column's block size and its class;
+	// classes lists the distinct classes, in the order columns first use
+	// them.
+	blockBytes []int
+	cls        []*sizeClass
+	classes    []*sizeClass
+	rows       int // rows per block; 0: the pool's one block size
 }
 
 func newShape(p *Pool, l *Layout, owner Owner) shape {
-	sh := shape{pool: p, l: l, owner: owner}
-	for _, c := range l.Columns {
+	sh := shape{pool: p, l: l, owner: owner, blockBytes: p.columnBlockBytes(l), rows: p.blockRows(l)}
+	for i, c := range l.Columns {
 		rb := c.RowBytes()
+		bb := sh.blockBytes[i]
+		cl := p.class(bb)
+		sh.cls = append(sh.cls, cl)
+		if !slices.Contains(sh.classes, cl) {
+			sh.classes = append(sh.classes, cl)
+		}
 		sh.rowBytes = append(sh.rowBytes, rb)
-		sh.perBlock = append(sh.perBlock, p.blockBytes/rb)
+		sh.perBlock = append(sh.perBlock, bb/rb)
 		sh.rowSum += int64(rb)
 	}
 	return sh
+}
+
+// allocCols returns, for each column c, counts[c] new blocks of its size
+// for the owner, in column order, appended to buf[:0]; all or none.
+func (sh *shape) allocCols(buf []*block, counts []int, zero bool) ([]*block, error) {
+	p := sh.pool
+	if len(sh.classes) == 1 {
+		n := 0
+		for _, k := range counts {
+			n += k
+		}
+		return p.allocIn(buf, sh.classes[0], sh.owner, n, zero)
+	}
+	got := make([][]*block, len(sh.classes))
+	total := 0
+	for ci, cl := range sh.classes {
+		n := 0
+		for c, k := range counts {
+			if sh.cls[c] == cl {
+				n += k
+			}
+		}
+		blks, err := p.allocIn(nil, cl, sh.owner, n, zero)
+		if err != nil {
+			var back []*block
+			for _, g := range got[:ci] {
+				for _, b := range g {
+					releaseBlock(b, &back)
+				}
+			}
+			p.free(back)
+			return buf[:0], err
+		}
+		got[ci] = blks
+		total += n
+	}
+	out := buf[:0]
+	if cap(out) < total {
+		out = make([]*block, 0, total)
+	}
+	for c, k := range counts {
+		ci := slices.Index(sh.classes, sh.cls[c])
+		out = append(out, got[ci][:k]...)
+		got[ci] = got[ci][k:]
+	}
+	return out, nil
+}
+
+// physical returns the bytes of the blocks r references.
+func (sh *shape) physical(r *root) int64 {
+	if r == nil {
+		return 0
+	}
+	var n int64
+	for c, t := range r.cols {
+		n += int64(t.n) * int64(sh.blockBytes[c])
+	}
+	return n
 }
 
 // errorf returns an error with the call's context: "state: T.op: ...".
@@ -79,9 +151,8 @@ func (sh *shape) read(op string, r *root, from, to int, dst [][]byte) error {
 		}
 	}
 	b := sh.pool.b
-	bb := sh.pool.blockBytes
 	for i, d := range dst {
-		rb, per := sh.rowBytes[i], sh.perBlock[i]
+		rb, per, bb := sh.rowBytes[i], sh.perBlock[i], sh.blockBytes[i]
 		t := &r.cols[i]
 		for row := from; row < to; {
 			bi := row / per
@@ -135,6 +206,6 @@ func (sh *shape) stats(r *root, v Version) Stats {
 		Version:       v,
 		Rows:          r.rows,
 		LogicalBytes:  int64(r.rows) * sh.rowSum,
-		PhysicalBytes: r.blocks() * int64(sh.pool.blockBytes),
+		PhysicalBytes: sh.physical(r),
 	}
 }

@@ -24,6 +24,8 @@ type Snap struct {
 
 	mu       sync.RWMutex // read-held by reads, write-held by Release
 	released bool
+	evicted  bool          // its blocks were taken under memory pressure
+	lastUse  atomic.Uint64 // the pool's use clock at its last call
 }
 
 // Stats describes one head or snapshot.
@@ -66,6 +68,12 @@ func (s *Snap) rlock(op string) (func(), error) {
 		leave()
 		return nil, s.errorf(op, "snapshot: %w", ErrInvalidated)
 	}
+	if s.evicted {
+		s.mu.RUnlock()
+		leave()
+		return nil, s.errorf(op, "snapshot: %w", ErrEvicted)
+	}
+	s.pool.touch(&s.lastUse)
 	return func() { s.mu.RUnlock(); leave() }, nil
 }
 
@@ -135,7 +143,9 @@ func (s *Snap) Release() error {
 	delete(s.lin.snaps, s)
 	s.lin.mu.Unlock()
 	var freed []*block
-	s.r.release(&freed)
+	if s.r != nil {
+		s.r.release(&freed)
+	}
 	s.r = nil
 	s.pool.free(freed)
 	s.pool.unregister(s, s.logical)

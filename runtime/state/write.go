@@ -38,9 +38,8 @@ const (
 func (h *Head) plan(kind writeKind, from, to int, cols [][]byte) []blockOp {
 	var ops []blockOp
 	rootUnique := h.r.unique()
-	bb := h.pool.blockBytes
 	for c := range h.rowBytes {
-		rb, per := h.rowBytes[c], h.perBlock[c]
+		rb, per, bb := h.rowBytes[c], h.perBlock[c], h.blockBytes[c]
 		t := &h.r.cols[c]
 		for row := from; row < to; {
 			bi := row / per
@@ -147,16 +146,15 @@ func (o *blockOp) wantsBlock() bool { return o.old == nil || o.nb != nil || o.ke
 // again with fewer.
 func (tx *writeTx) take() error {
 	h := tx.h
+	counts := tx.counts()
 	need := 0
-	for i := range tx.ops {
-		if tx.ops[i].wantsBlock() {
-			need++
-		}
+	for _, k := range counts {
+		need += k
 	}
-	blks, err := h.pool.allocAppend(h.scratch, h.owner, need, false)
+	blks, err := h.allocCols(h.scratch, counts, false)
 	if err != nil && errors.Is(err, ErrNoMemory) {
 		if fewer := tx.coverInPlace(); fewer < need {
-			blks, err = h.pool.allocAppend(h.scratch, h.owner, fewer, false)
+			blks, err = h.allocCols(h.scratch, tx.counts(), false)
 		}
 	}
 	if err != nil {
@@ -173,6 +171,21 @@ func (tx *writeTx) take() error {
 		}
 	}
 	return nil
+}
+
+// counts returns, per column, the new blocks the plan needs.
+func (tx *writeTx) counts() []int {
+	counts := tx.h.countBuf[:0]
+	for range tx.h.rowBytes {
+		counts = append(counts, 0)
+	}
+	for i := range tx.ops {
+		if tx.ops[i].wantsBlock() {
+			counts[tx.ops[i].col]++
+		}
+	}
+	tx.h.countBuf = counts
+	return counts
 }
 
 // coverInPlace turns the replacements of blocks the write covers whole
@@ -220,10 +233,10 @@ func (tx *writeTx) fillNewBlocks() error {
 // memory, filled from their start by rows that follow one another in the
 // batch's column), and the index of the last operation joined.
 func (tx *writeTx) run(i int) ([]byte, int) {
-	bb := tx.h.pool.blockBytes
 	src := tx.ops[i].src
 	for i+1 < len(tx.ops) {
 		prev, next := &tx.ops[i], &tx.ops[i+1]
+		bb := tx.h.blockBytes[prev.col]
 		if next.nb == nil || next.col != prev.col || next.keep != 0 || next.off != 0 || next.src == nil ||
 			prev.off+len(prev.src) != bb || !next.nb.follows(prev.nb, bb) ||
 			len(src)+len(next.src) > cap(src) {

@@ -17,6 +17,7 @@ var _Log_layout = state.Layout{
 	Growth:      state.Append,
 	Bound:       0,
 	Descendants: state.Keep,
+	Retention:   state.Optional,
 }
 
 // LogState is a live Log state.

@@ -1,0 +1,318 @@
+package state
+
+import (
+	"fmt"
+	"sync/atomic"
+
+	"github.com/gpustate/gpustate/runtime/evict"
+)
+
+// Retention says what the pool may do with a state under memory pressure.
+type Retention int
+
+const (
+	// Mandatory state is never evicted: an allocation that finds no room
+	// without it answers ErrNoMemory.
+	Mandatory Retention = iota
+	// Optional state may be evicted; an evicted head or snapshot answers
+	// ErrEvicted on every call but Release.
+	Optional
+	// Reconstructable state may lose the blocks its checkpoints and deltas
+	// can rebuild; its next use rebuilds them, transparently.
+	Reconstructable
+)
+
+func (r Retention) String() string {
+	switch r {
+	case Mandatory:
+		return "mandatory"
+	case Optional:
+		return "optional"
+	case Reconstructable:
+		return "reconstructable"
+	}
+	return fmt.Sprintf("Retention(%d)", int(r))
+}
+
+// Evictor ranks the optional states a pool may evict; see package
+// runtime/evict. PoolOptions.Evictor nil means least recently used first
+// (package runtime/evict/lru).
+type Evictor = evict.Evictor
+
+// Victim is a state an Evictor ranks.
+type Victim = evict.Victim
+
+// evictable is a live handle the pool may evict.
+type evictable interface {
+	handle
+	// victim describes the handle for ranking; false when it may not be
+	// evicted now (mandatory, released, evicted already).
+	victim(r Retention) (Victim, bool)
+	// evict drops the blocks the handle may give up and returns the bytes
+	// of those that reached no reference; false when it could not be evicted now (busy
+	// with a call, or it would free nothing).
+	evict() (int64, bool)
+}
+
+// reclaimPending gives back the blocks whose pending device events have
+// completed and returns how many it gave back. It is the first step of
+// reclaim; the pool keeps no pending blocks yet, so it gives back nothing.
+func (p *Pool) reclaimPending() int64 { return 0 }
+
+// reclaim takes back memory for an allocation of want blocks that found
+// no room, in the order SPEC section 7 gives: completed pending blocks,
+// optional state as the Evictor ranks it, then the rebuildable part of
+// reconstructable state. It returns the bytes it freed; the caller
+// retries when that is not zero. Blocks of other sizes than c's serve c
+// once their slabs are wholly free: reclaim then gives those slabs back to
+// the device (as Trim does), which makes room under MaxBytes. The caller
+// holds no pool lock (it may hold its own handle's, which makes that
+// handle busy and so spared).
+func (p *Pool) reclaim(c *sizeClass, want int) int64 {
+	got := p.reclaimPending()
+	if p.roomFor(c, want) {
+		return got
+	}
+	for _, r := range []Retention{Optional, Reconstructable} {
+		hs, vs := p.victims(r)
+		if len(vs) == 0 {
+			continue
+		}
+		p.evictor.Rank(vs)
+		for _, v := range vs {
+			if v.ID == 0 || v.ID > uint64(len(hs)) {
+				continue // an Evictor that made up a victim
+			}
+			n, ok := hs[v.ID-1].evict()
+			if !ok {
+				continue
+			}
+			got += n
+			p.evictedBytes.Add(n)
+			if p.roomFor(c, want) {
+				return got
+			}
+		}
+	}
+	return got
+}
+
+// roomFor reports whether want blocks of class c are free or can be
+// carved under MaxBytes, giving back wholly free slabs of other sizes
+// when that makes the room.
+func (p *Pool) roomFor(c *sizeClass, want int) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	have := func() int64 {
+		n := c.nfree
+		if p.maxBytes > 0 {
+			n += (p.maxBytes - p.reserved) / int64(c.bytes)
+		}
+		return n
+	}
+	if have() >= int64(want) {
+		return true
+	}
+	if p.maxBytes > 0 {
+		p.trimLocked(c) // slabs of other sizes: room under the cap
+	}
+	return have() >= int64(want)
+}
+
+// victims returns the live handles of retention r that may be evicted,
+// and their descriptions, whose IDs index the first slice from 1.
+func (p *Pool) victims(r Retention) ([]evictable, []Victim) {
+	p.mu.Lock()
+	live := make([]evictable, 0, len(p.live))
+	for h := range p.live {
+		if e, ok := h.(evictable); ok {
+			live = append(live, e)
+		}
+	}
+	p.mu.Unlock()
+	var hs []evictable
+	var vs []Victim
+	for _, e := range live {
+		v, ok := e.victim(r)
+		if !ok {
+			continue
+		}
+		hs = append(hs, e)
+		v.ID = uint64(len(hs))
+		vs = append(vs, v)
+	}
+	return hs, vs
+}
+
+// touch marks a use of a handle for the Evictor.
+func (p *Pool) touch(at *atomic.Uint64) { at.Store(p.clock.Add(1)) }
+
+// blockBytes sums the sizes of blocks.
+func blockBytes(list []*block) int64 {
+	var n int64
+	for _, b := range list {
+		n += int64(b.cls.bytes)
+	}
+	return n
+}
+
+// exclusiveBytes is the bytes of the blocks of r that only r holds: those
+// its release would free.
+func exclusiveBytes(r *root) int64 {
+	if r == nil || r.rc.Load() != 1 {
+		return 0
+	}
+	var n int64
+	for _, t := range r.cols {
+		if t.root != nil {
+			n += exclusiveNode(t.root)
+		}
+	}
+	return n
+}
+
+func exclusiveNode(n *node) int64 {
+	if n.rc.Load() != 1 {
+		return 0
+	}
+	var c int64
+	for _, k := range n.kids {
+		if k != nil {
+			c += exclusiveNode(k)
+		}
+	}
+	for _, b := range n.blks {
+		if b != nil && b.rc.Load() == 1 {
+			c += int64(b.cls.bytes)
+		}
+	}
+	return c
+}
+
+func (h *Head) victim(r Retention) (Victim, bool) {
+	if h.l.Retention != r || (r != Optional && r != Reconstructable) {
+		return Victim{}, false
+	}
+	if !h.mu.TryLock() {
+		return Victim{}, false
+	}
+	defer h.mu.Unlock()
+	if h.released || h.evicted || h.r == nil || (r == Reconstructable && !h.rebuildable()) {
+		return Victim{}, false
+	}
+	return Victim{Owner: string(h.owner), Type: h.l.Type, Bytes: h.physical(h.r), LastUse: h.lastUse.Load()}, true
+}
+
+// rebuildable reports whether h's history can rebuild its version from a
+// checkpoint and deltas, with no write waiting to be recorded. h.mu is
+// held.
+func (h *Head) rebuildable() bool {
+	if h.hist == nil || h.hist.pending != nil {
+		return false
+	}
+	_, _, ok := h.rebuildPath()
+	return ok
+}
+
+// rebuildPath returns the entries q (a checkpoint) and t (h's version)
+// that rebuild h's version, the nearest checkpoint first.
+func (h *Head) rebuildPath() (q, t int, ok bool) {
+	x := h.hist
+	t = x.find(h.pos.v)
+	if t < 0 {
+		return 0, 0, false
+	}
+	for q = t; q >= 0; q-- {
+		if x.entries[q].cp != nil {
+			return q, t, true
+		}
+		if x.entries[q].d == nil {
+			return 0, 0, false
+		}
+	}
+	return 0, 0, false
+}
+
+func (h *Head) evict() (int64, bool) {
+	if !h.mu.TryLock() {
+		return 0, false
+	}
+	defer h.mu.Unlock()
+	if h.released || h.evicted || h.r == nil {
+		return 0, false
+	}
+	optional := h.l.Retention == Optional
+	if !optional && !h.rebuildable() {
+		return 0, false
+	}
+	if exclusiveBytes(h.r) == 0 {
+		return 0, false // every block is shared: evicting frees nothing
+	}
+	var freed []*block
+	h.r.release(&freed)
+	h.r = nil
+	if optional && h.hist != nil {
+		h.hist.release(&freed)
+		h.hist = nil
+	}
+	h.evicted = true
+	h.pool.free(freed)
+	h.pool.logical.Add(-h.logical)
+	h.logical = 0
+	return blockBytes(freed), true
+}
+
+// rebuild gives an evicted reconstructable head its version back from its
+// checkpoint and deltas. h.mu is held.
+func (h *Head) rebuild(op string) error {
+	if h.l.Retention != Reconstructable || h.hist == nil {
+		return h.errorf(op, "%w", ErrEvicted)
+	}
+	q, t, ok := h.rebuildPath()
+	if !ok {
+		return h.errorf(op, "rebuilding evicted version %d: %w", h.pos.v, ErrNotRetained)
+	}
+	r, err := h.reconstruct(q, t)
+	if err != nil {
+		return h.errorf(op, "rebuilding evicted version %d: %w", h.pos.v, err)
+	}
+	h.r, h.evicted = r, false
+	h.pool.rebuiltBytes.Add(exclusiveBytes(r))
+	h.setLogical()
+	return nil
+}
+
+func (s *Snap) victim(r Retention) (Victim, bool) {
+	if r != Optional || s.l.Retention != Optional {
+		return Victim{}, false
+	}
+	if !s.mu.TryLock() {
+		return Victim{}, false
+	}
+	defer s.mu.Unlock()
+	if s.released || s.evicted || s.r == nil {
+		return Victim{}, false
+	}
+	return Victim{Owner: string(s.owner), Type: s.l.Type, Snapshot: true, Bytes: s.physical(s.r), LastUse: s.lastUse.Load()}, true
+}
+
+func (s *Snap) evict() (int64, bool) {
+	if !s.mu.TryLock() {
+		return 0, false
+	}
+	defer s.mu.Unlock()
+	if s.released || s.evicted || s.r == nil {
+		return 0, false
+	}
+	if exclusiveBytes(s.r) == 0 {
+		return 0, false
+	}
+	var freed []*block
+	s.r.release(&freed)
+	s.r = nil
+	s.evicted = true
+	s.pool.free(freed)
+	s.pool.logical.Add(-s.logical)
+	s.logical = 0
+	return blockBytes(freed), true
+}
