@@ -34,6 +34,10 @@ var (
 	// ErrNotRetained: a version that no retained checkpoint and deltas can
 	// reconstruct, or At/Plan on a layout without a checkpoint policy.
 	ErrNotRetained = errors.New("state: version not retained")
+	// ErrExpired: rows of a window state (Layout.Window) below Len()-Window,
+	// which are no longer held; indices stay stable, so a newer row is
+	// still read at the index it was appended at.
+	ErrExpired = errors.New("state: rows expired from the window")
 	// ErrNoMemory: the pool's MaxBytes or the device is exhausted.
 	ErrNoMemory = errors.New("state: out of memory")
 )

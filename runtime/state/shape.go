@@ -21,7 +21,11 @@ func newShape(p *Pool, l *Layout, owner Owner) shape {
 	for _, c := range l.Columns {
 		rb := c.RowBytes()
 		sh.rowBytes = append(sh.rowBytes, rb)
-		sh.perBlock = append(sh.perBlock, p.blockBytes/rb)
+		per := p.blockBytes / rb
+		if l.BlockRows > 0 {
+			per = min(per, l.BlockRows)
+		}
+		sh.perBlock = append(sh.perBlock, per)
 		sh.rowSum += int64(rb)
 	}
 	return sh
@@ -66,7 +70,7 @@ func (sh *shape) checkRange(op string, from, to, rows int) error {
 
 // read copies rows [from, to) of r into dst.
 func (sh *shape) read(op string, r *root, from, to int, dst [][]byte) error {
-	if err := sh.checkRange(op, from, to, r.rows); err != nil {
+	if err := sh.checkReadable(op, from, to, r.rows); err != nil {
 		return err
 	}
 	if len(dst) != len(sh.rowBytes) {
@@ -107,7 +111,7 @@ func (sh *shape) read(op string, r *root, from, to int, dst [][]byte) error {
 
 // spans locates rows [from, to) of r: per column, one span per block.
 func (sh *shape) spans(op string, r *root, from, to int) ([][]device.Span, error) {
-	if err := sh.checkRange(op, from, to, r.rows); err != nil {
+	if err := sh.checkReadable(op, from, to, r.rows); err != nil {
 		return nil, err
 	}
 	out := make([][]device.Span, len(sh.rowBytes))
@@ -134,7 +138,7 @@ func (sh *shape) stats(r *root, v Version) Stats {
 	return Stats{
 		Version:       v,
 		Rows:          r.rows,
-		LogicalBytes:  int64(r.rows) * sh.rowSum,
+		LogicalBytes:  sh.logicalOf(r),
 		PhysicalBytes: r.blocks() * int64(sh.pool.blockBytes),
 	}
 }

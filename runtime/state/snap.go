@@ -51,31 +51,42 @@ func (s *Snap) logicalBytes() int64 { return s.logical }
 // rlock starts a read: it holds the pool open and s's read lock, and fails
 // when s is released or invalidated.
 func (s *Snap) rlock(op string) (func(), error) {
-	leave, err := s.pool.enter()
-	if err != nil {
-		return nil, s.errorf(op, "%w", err)
+	if err := s.begin(op); err != nil {
+		return nil, err
+	}
+	return s.end, nil
+}
+
+// begin is rlock without the closure, for the reads that allocate
+// nothing: a nil error must be followed by end.
+func (s *Snap) begin(op string) error {
+	if err := s.pool.enterCall(); err != nil {
+		return s.errorf(op, "%w", err)
 	}
 	s.mu.RLock()
 	if s.released {
-		s.mu.RUnlock()
-		leave()
-		return nil, s.errorf(op, "snapshot: %w", ErrReleased)
+		s.end()
+		return s.errorf(op, "snapshot: %w", ErrReleased)
 	}
 	if s.invalid.Load() {
-		s.mu.RUnlock()
-		leave()
-		return nil, s.errorf(op, "snapshot: %w", ErrInvalidated)
+		s.end()
+		return s.errorf(op, "snapshot: %w", ErrInvalidated)
 	}
-	return func() { s.mu.RUnlock(); leave() }, nil
+	return nil
+}
+
+// end ends a read begun by begin.
+func (s *Snap) end() {
+	s.mu.RUnlock()
+	s.pool.closeMu.RUnlock()
 }
 
 // Read copies rows [from, to) into dst: per column, (to-from) rows' bytes.
 func (s *Snap) Read(from, to int, dst [][]byte) error {
-	unlock, err := s.rlock("Read")
-	if err != nil {
+	if err := s.begin("Read"); err != nil {
 		return err
 	}
-	defer unlock()
+	defer s.end()
 	return s.read("Read", s.r, from, to, dst)
 }
 
