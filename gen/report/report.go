@@ -99,11 +99,21 @@ func newSection(p *gen.Package, c *contract.Contract) *section {
 func growthText(c *contract.Contract) string {
 	switch {
 	case c.Growth == contract.GrowthMutable:
-		return fmt.Sprintf("`mutable`, bound %d rows.", c.Bound)
+		return fmt.Sprintf("`mutable`, bound %d rows.", c.Bound) + blockText(c)
 	case c.Unbounded:
-		return "`append`, unbounded."
+		return "`append`, unbounded." + blockText(c)
+	case c.Window > 0:
+		return fmt.Sprintf("`append`, window %d rows.", c.Window) + blockText(c)
 	}
-	return fmt.Sprintf("`append`, bound %d rows.", c.Bound)
+	return fmt.Sprintf("`append`, bound %d rows.", c.Bound) + blockText(c)
+}
+
+// blockText states a //state:block line, with a leading space; "" without.
+func blockText(c *contract.Contract) string {
+	if c.BlockRows <= 0 {
+		return ""
+	}
+	return fmt.Sprintf(" Block %d rows.", c.BlockRows)
 }
 
 // checkpointText states the checkpoint directive, "none. " without one.
@@ -119,6 +129,12 @@ func checkpointText(cp *contract.Checkpoint) string {
 
 // maxBytes states the most logical bytes one owner's state holds.
 func maxBytes(c *contract.Contract, rb int64) string {
+	if c.Window > 0 {
+		if rb > 0 && c.Window > math.MaxInt64/rb {
+			return fmt.Sprintf("a window of %d rows x %d bytes, more than %s", c.Window, rb, gen.BytesExact(math.MaxInt64))
+		}
+		return fmt.Sprintf("a window of %d rows x %d bytes = %s readable; older rows expire and their blocks go back to the pool", c.Window, rb, gen.BytesExact(c.Window*rb))
+	}
 	if c.Unbounded || c.Bound <= 0 {
 		return fmt.Sprintf("%d bytes per row, with no bound on the rows", rb)
 	}

@@ -78,3 +78,18 @@ func (p *Pool) enterCall() error {
 	}
 	return nil
 }
+
+// Resize returns s with n elements, reusing its array when its capacity
+// holds n, else a new one: generated ReadInto methods fill a caller's
+// batch with it, so that a batch read again and again allocates nothing.
+// The elements kept are not cleared (the read overwrites them); a
+// negative n gives an empty slice.
+func Resize[T any](s []T, n int) []T {
+	if n <= 0 {
+		return s[:0]
+	}
+	if cap(s) >= n {
+		return s[:n]
+	}
+	return make([]T, n)
+}
