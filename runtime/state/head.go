@@ -292,7 +292,8 @@ func (h *Head) Spans(from, to int) ([][]device.Span, error) {
 	return h.spans("Spans", h.r, from, to)
 }
 
-// Len returns the number of rows (0 once released).
+// Len returns the number of rows (0 once released): for a window state,
+// every row ever appended, of which rows [Oldest(), Len()) are readable.
 func (h *Head) Len() int {
 	h.mu.Lock()
 	defer h.mu.Unlock()

@@ -29,8 +29,10 @@ type Snap struct {
 // Stats describes one head or snapshot.
 type Stats struct {
 	Version Version
-	Rows    int
-	// LogicalBytes is the size of the version's rows.
+	// Rows is the version's Len: for a window, every row ever appended.
+	Rows int
+	// LogicalBytes is the size of the version's readable rows (for a
+	// window, the last Window rows at most).
 	LogicalBytes int64
 	// PhysicalBytes is the bytes of the blocks the version references,
 	// each counted here even when other versions share it; the pool's
