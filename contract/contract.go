@@ -45,6 +45,8 @@ type Contract struct {
 	Bound           int64        // rows; 0 with Unbounded
 	Unbounded       bool         // bound=unbounded
 	UnboundedReason string       // the reason="..." of an unbounded growth line
+	Window          int64        // rows of a window=W growth line (only the last W stay readable); 0 when none
+	BlockRows       int          // rows per block of a //state:block rows=N line; 0: the runtime's default
 	Owner           string       // the owner kind
 	Retention       Retention    // RetentionMandatory (default) | RetentionOptional | RetentionReconstructable
 	Snapshot        SnapshotMode // SnapshotImmutable (default) | SnapshotNone

@@ -37,6 +37,9 @@ func FuzzContractLines(f *testing.F) {
 		"Growth append\n state:owner x\nbrnch isolated\ncheckpoint every=0 keep=-1 budget=1e3",
 		"growth mutable bound=4\nowner s\ncheckpoint budget=64<<10 keep=2\ncheckpoint every=2 budget=1 keep=1",
 		"growth append bound=8\nowner s\ncheckpoint budget=1.5 every=3\ncheckpoint keep=2",
+		"growth append window=K*K\nowner s\nblock rows=16\nretention optional",
+		"growth mutable window=4 bound=4 reason=x\nowner s\nblock rows=0 rows=2\nblock rws=3",
+		"growth append window=1<<62\nowner s\ncheckpoint every=1 keep=1\nblock \"rows\"",
 	} {
 		f.Add(s)
 	}

@@ -90,8 +90,8 @@ type contractParse struct {
 	// misspelt holds the keys of the current line that were reported as
 	// misspellings of a valid key, so that the key is not also missing.
 	misspelt map[string]bool
-	// bound is the bound=N argument of a valid growth line with a number
-	// of rows, where the size check reports.
+	// bound is the bound=N or window=W argument of a valid growth line
+	// with a number of rows, where the size check reports.
 	bound *arg
 }
 
@@ -167,6 +167,7 @@ var contractLines = map[string]func(*contractParse, *directive){
 	"rollback":   (*contractParse).rollback,
 	"checkpoint": (*contractParse).checkpoint,
 	"cleanup":    (*contractParse).cleanup,
+	"block":      (*contractParse).block,
 }
 
 // accept reports what keeps d from being a line of the contract (a claim of
@@ -303,6 +304,10 @@ func (cp *contractParse) crossCheck(head *directive, spaced map[string]bool) {
 	if d := cp.seen["retention"]; d != nil && c.Retention == RetentionReconstructable && cp.seen["checkpoint"] == nil && !spaced["checkpoint"] {
 		cp.errorf(d.pos, d.end,
 			"reconstructable state %s needs a //state:checkpoint line to be rebuilt from; add //state:checkpoint every=N keep=K or use retention mandatory", name)
+	}
+	if d := cp.seen["checkpoint"]; d != nil && c.Window > 0 {
+		cp.errorf(d.pos, d.end,
+			"//state:checkpoint of %s cannot keep the history of a window: rows below the window expire and their blocks go back to the pool; remove the checkpoint line or use bound=N", name)
 	}
 	if c.Snapshot == SnapshotNone && cp.seen["snapshot"] != nil {
 		if d := cp.seen["rollback"]; d != nil {

@@ -122,7 +122,7 @@ func TestCombinations(t *testing.T) {
 		k, v, _ := strings.Cut(kv, "=")
 		t.Setenv(k, v)
 	}
-	generateCombos(t, dir, len(combos))
+	generateCombos(t, dir, len(combos)+1) // and Ring, the window state
 
 	goCmd := func(args ...string) ([]byte, error) {
 		cmd := exec.Command("go", args...)
@@ -192,6 +192,7 @@ func forbiddenCalls(t *testing.T, combos []combo) []forbiddenCall {
 		{"nocheckpoint", "s6.At(1)", "has no field or method At", ""},
 		{"snapshotnone", "s7.Snapshot()", "has no field or method Snapshot", ""},
 		{"nosnapshottype", fmt.Sprintf("(*combos.%sSnapshot)(nil)", noSnapshot), "undefined: combos." + noSnapshot + "Snapshot", ""},
+		{"boundonwindow", "(*combos.RingState)(nil).Bound()", "has no field or method Bound", ""},
 	}
 	for i, f := range calls {
 		calls[i].src = fmt.Sprintf(`package %s

@@ -29,7 +29,7 @@ func TestDocTable(t *testing.T) {
 		rows = append(rows, cells)
 	}
 	seen := 0
-	for _, name := range []string{"kv", "grid"} {
+	for _, name := range []string{"kv", "grid", "ring"} {
 		for _, c := range load(t, name).Contracts.Contracts {
 			for _, m := range Methods(c) {
 				if m.Recv == RecvSnapshot {

@@ -68,6 +68,8 @@ func merge(c *contract.Contract) bool    { return branch(c) && c.Merge == contra
 func rollback(c *contract.Contract) bool { return snapshot(c) && c.Rollback }
 func history(c *contract.Contract) bool  { return snapshot(c) && c.Checkpoint != nil }
 func bounded(c *contract.Contract) bool  { return !c.Unbounded && c.Bound > 0 }
+func window(c *contract.Contract) bool   { return c.Window > 0 }
+func noWindow(c *contract.Contract) bool { return c.Window <= 0 }
 
 // para makes a one-paragraph doc from a fixed sentence.
 func para(p string) func(*contract.Contract) []string {
@@ -80,8 +82,12 @@ var methodTable = []methodSpec{
 	{name: "Append", recv: RecvHead, directive: "appends", when: "growth append", ok: appends, doc: appendDoc, code: (*model).appendCode},
 	{name: "Write", recv: RecvHead, directive: "mutates", when: "growth mutable", ok: mutable, doc: writeDoc, code: (*model).writeCode},
 	{name: "Read", recv: RecvHead, when: "always", doc: readDoc("state"), code: (*model).headReadCode},
+	{name: "ReadRows", recv: RecvHead, when: "always", doc: readRowsDoc("state"), code: readRowsCode(RecvHead)},
+	{name: "ReadInto", recv: RecvHead, when: "always", doc: readIntoDoc("state"), code: readIntoCode(RecvHead)},
 	{name: "Len", recv: RecvHead, when: "always", doc: lenDoc, code: headCall("Len", jen.Int())},
-	{name: "Bound", recv: RecvHead, when: "always", doc: boundDoc, code: headCall("Bound", jen.Int())},
+	{name: "Bound", recv: RecvHead, when: "no window", ok: noWindow, doc: boundDoc, code: headCall("Bound", jen.Int())},
+	{name: "Window", recv: RecvHead, when: "window=W", ok: window, doc: windowDoc, code: headCall("Window", jen.Int())},
+	{name: "Oldest", recv: RecvHead, when: "window=W", ok: window, doc: oldestDoc("state"), code: headCall("Oldest", jen.Int())},
 	{name: "Version", recv: RecvHead, when: "always", doc: para(
 		"Version returns the state's current version. Every successful write makes a new version, larger than every version the state's lineage has seen."),
 		code: headCall("Version", jen.Qual(statePkg, "Version"))},
@@ -104,11 +110,15 @@ var methodTable = []methodSpec{
 	{name: "Release", recv: RecvHead, directive: "release", when: "always", doc: releaseDoc, code: headCall("Release", jen.Error())},
 
 	{name: "Read", recv: RecvSnapshot, when: "snapshot immutable", ok: snapshot, doc: readDoc("snapshot"), code: (*model).snapReadCode},
+	{name: "ReadRows", recv: RecvSnapshot, when: "snapshot immutable", ok: snapshot, doc: readRowsDoc("snapshot"), code: readRowsCode(RecvSnapshot)},
+	{name: "ReadInto", recv: RecvSnapshot, when: "snapshot immutable", ok: snapshot, doc: readIntoDoc("snapshot"), code: readIntoCode(RecvSnapshot)},
 	{name: "Spans", recv: RecvSnapshot, directive: "view", when: "snapshot immutable", ok: snapshot, doc: para(
 		"Spans locates rows [from, to) of the snapshot in device memory, for kernels that read them. They are read only, by contract: the blocks are shared with the state and its branches, and statevet reports a write through them."),
 		code: (*model).snapSpansCode},
 	{name: "Len", recv: RecvSnapshot, when: "snapshot immutable", ok: snapshot, doc: para("Len returns the number of rows in the snapshot."),
 		code: snapCall("Len", jen.Int())},
+	{name: "Oldest", recv: RecvSnapshot, when: "snapshot immutable, window=W", ok: func(c *contract.Contract) bool { return snapshot(c) && window(c) },
+		doc: oldestDoc("snapshot"), code: snapCall("Oldest", jen.Int())},
 	{name: "Version", recv: RecvSnapshot, when: "snapshot immutable", ok: snapshot, doc: para("Version returns the version the snapshot holds."),
 		code: snapCall("Version", jen.Qual(statePkg, "Version"))},
 	{name: "Release", recv: RecvSnapshot, directive: "release", when: "snapshot immutable", ok: snapshot, doc: para(
@@ -129,13 +139,46 @@ func ctorDoc(c *contract.Contract) []string {
 
 func readDoc(what string) func(c *contract.Contract) []string {
 	return func(c *contract.Contract) []string {
-		return []string{fmt.Sprintf("Read copies rows [from, to) of the %s to the host, in a new %s. It returns state.ErrRange unless 0 <= from <= to <= Len().", what, c.Type)}
+		return []string{fmt.Sprintf("Read copies rows [from, to) of the %s to the host, in a new %s. It returns state.ErrRange unless 0 <= from <= to <= Len().%s", what, c.Type, expiredNote(c))}
+	}
+}
+
+// expiredNote says, for a window, which rows answer state.ErrExpired.
+func expiredNote(c *contract.Contract) string {
+	if !window(c) {
+		return ""
+	}
+	return fmt.Sprintf(" Rows below Oldest() left the window of %d rows and answer state.ErrExpired.", c.Window)
+}
+
+func readRowsDoc(what string) func(c *contract.Contract) []string {
+	return func(c *contract.Contract) []string {
+		return []string{fmt.Sprintf("ReadRows copies the rows of the %s at indices idx, in that order, into a new %s: a gather of scattered rows, such as a sampled minibatch. Indices may repeat; each must lie in [0, Len()), else state.ErrRange.%s", what, c.Type, expiredNote(c))}
+	}
+}
+
+func readIntoDoc(what string) func(c *contract.Contract) []string {
+	return func(c *contract.Contract) []string {
+		return []string{fmt.Sprintf("ReadInto copies rows [from, to) of the %s into dst, reslicing each field of dst to the rows read and reusing its capacity: a batch read again and again allocates nothing once its fields are large enough. It returns state.ErrRange unless 0 <= from <= to <= Len().%s A failed ReadInto leaves dst as it was.", what, expiredNote(c))}
+	}
+}
+
+func windowDoc(c *contract.Contract) []string {
+	return []string{fmt.Sprintf("Window returns the rows the state keeps readable: the last %d. A window has no bound on Len; it bounds memory instead.", c.Window)}
+}
+
+func oldestDoc(what string) func(c *contract.Contract) []string {
+	return func(c *contract.Contract) []string {
+		return []string{fmt.Sprintf("Oldest returns the first row of the %s still readable: Len()-%d once more than %d rows were appended, else 0. Rows [Oldest(), Len()) are readable.", what, c.Window, c.Window)}
 	}
 }
 
 func lenDoc(c *contract.Contract) []string {
 	if mutable(c) {
 		return []string{fmt.Sprintf("Len returns the number of rows the state holds: always %d.", c.Bound)}
+	}
+	if window(c) {
+		return []string{"Len returns the number of rows ever appended: row indices stay stable, and rows [Oldest(), Len()) are readable."}
 	}
 	return []string{"Len returns the number of rows the state holds."}
 }
@@ -189,6 +232,9 @@ func appendDeviceDoc(c *contract.Contract) []string {
 	p := "AppendDevice appends n rows for a kernel to fill and returns where they live. The rows belong to a new version at once; the spans are the caller's to write until the next call on the state."
 	if bounded(c) {
 		p += fmt.Sprintf(" It returns state.ErrBound, and appends nothing, when n rows would pass the bound of %d.", c.Bound)
+	}
+	if window(c) {
+		p += fmt.Sprintf(" It returns state.ErrBound, and appends nothing, when n is more than the window of %d rows.", c.Window)
 	}
 	return []string{p}
 }

@@ -18,6 +18,7 @@ import (
 func layoutName(typ string) string { return "_" + typ + "_layout" }
 func readName(typ string) string   { return "_" + typ + "_read" }
 func spansName(typ string) string  { return "_" + typ + "_spans" }
+func gatherName(typ string) string { return "_" + typ + "_readRows" }
 
 // Types returns the types generated for contract c: TState first, then
 // TSnapshot (with an immutable snapshot) and TSpans.
@@ -33,7 +34,7 @@ func Types(c *contract.Contract) []string {
 // declares: the constructor, the types and the helpers.
 func Names(c *contract.Contract) []string {
 	out := append([]string{ctorName(c.Type)}, Types(c)...)
-	return append(out, layoutName(c.Type), readName(c.Type), spansName(c.Type))
+	return append(out, layoutName(c.Type), readName(c.Type), spansName(c.Type), gatherName(c.Type))
 }
 
 // A Clash is a declaration of the user's that takes a name stategen

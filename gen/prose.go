@@ -71,6 +71,8 @@ func lawShort(c *contract.Contract) string {
 		return fmt.Sprintf("exactly %d rows written in place", c.Bound)
 	case c.Unbounded:
 		return "rows appended without a bound"
+	case c.Window > 0:
+		return fmt.Sprintf("rows appended, the last %d kept", c.Window)
 	default:
 		return fmt.Sprintf("rows appended up to %d", c.Bound)
 	}
@@ -96,16 +98,26 @@ func checkpointShort(cp *contract.Checkpoint) string {
 func growthLaw(c *contract.Contract) string {
 	switch {
 	case c.Growth == contract.GrowthMutable:
-		return fmt.Sprintf("It holds exactly %d rows, zero at creation and written in place.", c.Bound)
+		return fmt.Sprintf("It holds exactly %d rows, zero at creation and written in place.%s", c.Bound, blockRule(c))
 	case c.Unbounded:
 		s := "Rows are only appended, without a bound"
 		if c.UnboundedReason != "" {
 			s += fmt.Sprintf(" (%s)", strings.TrimSuffix(c.UnboundedReason, "."))
 		}
-		return s + "; a written row never changes."
+		return s + "; a written row never changes." + blockRule(c)
+	case c.Window > 0:
+		return fmt.Sprintf("Rows are only appended, without a limit on their count, and only the last %d stay readable: Len counts every row ever appended, so row indices stay stable, older rows answer state.ErrExpired, and their blocks go back to the pool once no snapshot holds them.%s", c.Window, blockRule(c))
 	default:
-		return fmt.Sprintf("Rows are only appended, up to %d rows; a written row never changes.", c.Bound)
+		return fmt.Sprintf("Rows are only appended, up to %d rows; a written row never changes.%s", c.Bound, blockRule(c))
 	}
+}
+
+// blockRule states a //state:block line, with a leading space; "" without.
+func blockRule(c *contract.Contract) string {
+	if c.BlockRows <= 0 {
+		return ""
+	}
+	return fmt.Sprintf(" Each block holds %d rows of a field.", c.BlockRows)
 }
 
 // ownership states owner and isolation.
@@ -183,6 +195,9 @@ func (m *model) contractProse() []string {
 }
 
 func maxBytesShort(c *contract.Contract) string {
+	if c.Window > 0 {
+		return windowBytes(c)
+	}
 	if c.Unbounded || c.Bound <= 0 {
 		return "no bounded size: " + BytesExact(rowBytes(c)) + " per row"
 	}
@@ -210,6 +225,9 @@ func appendDoc(c *contract.Contract) []string {
 	p := "Append appends the rows of a batch: " + rowsOf(c) + ", and every field must hold the same number of whole rows, else state.ErrShape."
 	if bounded(c) {
 		p += fmt.Sprintf(" Append returns state.ErrBound once the state holds %d rows, and appends nothing when the batch would pass that bound.", c.Bound)
+	}
+	if window(c) {
+		p += fmt.Sprintf(" The rows that fall below the window of the last %d expire; Append returns state.ErrBound, and appends nothing, for a batch of more than %d rows.", c.Window, c.Window)
 	}
 	p += " A failed Append changes nothing."
 	return []string{p}
@@ -275,3 +293,11 @@ func wrap(text string, width int) []string {
 // RowBytes returns the bytes of one row of contract c: the sum over its
 // fields.
 func RowBytes(c *contract.Contract) int64 { return rowBytes(c) }
+
+// windowBytes states the readable bytes of a window: W rows.
+func windowBytes(c *contract.Contract) string {
+	if rb := rowBytes(c); rb > 0 && c.Window > math.MaxInt64/rb {
+		return "more than " + BytesExact(math.MaxInt64)
+	}
+	return BytesExact(c.Window*rowBytes(c)) + " in the window"
+}

@@ -99,6 +99,8 @@ func render(m *model) ([]byte, error) {
 	f.Add(m.spansFunc())
 	f.Line()
 	f.Add(m.readFunc())
+	f.Line()
+	f.Add(m.gatherFunc())
 
 	var buf bytes.Buffer
 	if err := f.Render(&buf); err != nil {
@@ -184,6 +186,12 @@ func (m *model) layoutDecl() jen.Code {
 		key("Growth", jen.Qual(statePkg, growth)),
 		key("Bound", bound),
 		key("Descendants", jen.Qual(statePkg, descendants)),
+	}
+	if m.c.Window > 0 {
+		items = append(items, key("Window", jen.Lit(int(m.c.Window))))
+	}
+	if m.c.BlockRows > 0 {
+		items = append(items, key("BlockRows", jen.Lit(m.c.BlockRows)))
 	}
 	if cp := m.c.Checkpoint; m.history() {
 		// Exactly one of Every and Budget is set: write only that one.

@@ -115,10 +115,15 @@ generated examples/gridsim
 silent ./examples/gridsim/...
 runs examples/gridsim
 
+# examples/replay: a window state sampled with ReadRows, checked against a plain ring buffer.
+generated examples/replay
+silent ./examples/replay/...
+runs examples/replay
+
 echo
 if [ "$fail" -ne 0 ]; then
   echo "demo: FAILED"
   exit 1
 fi
 echo "demo: ok (valid package clean, $contract_findings expected findings on the faulty package;" \
-  "kvcache and gridsim generated, vetted and run; $misuse_findings expected findings on kvcache's misuse)"
+  "kvcache, gridsim and replay generated, vetted and run; $misuse_findings expected findings on kvcache's misuse)"

@@ -24,7 +24,7 @@ func TestDocExamples(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, example := range []string{"gridsim", "kvcache"} {
+	for _, example := range []string{"gridsim", "kvcache", "replay"} {
 		t.Run(example, func(t *testing.T) {
 			cmd := "$ go run ./examples/" + example + "\n"
 			_, block, ok := strings.Cut(string(doc), cmd)

@@ -101,11 +101,21 @@ func newSection(p *gen.Package, c *contract.Contract) *section {
 func growthText(c *contract.Contract) string {
 	switch {
 	case c.Growth == contract.GrowthMutable:
-		return fmt.Sprintf("`mutable`, bound %d rows.", c.Bound)
+		return fmt.Sprintf("`mutable`, bound %d rows.", c.Bound) + blockLine(c)
 	case c.Unbounded:
-		return "`append`, unbounded."
+		return "`append`, unbounded." + blockLine(c)
+	case c.Window > 0:
+		return fmt.Sprintf("`append`, window %d rows.", c.Window) + blockLine(c)
 	}
-	return fmt.Sprintf("`append`, bound %d rows.", c.Bound)
+	return fmt.Sprintf("`append`, bound %d rows.", c.Bound) + blockLine(c)
+}
+
+// blockLine states a //state:block line, with a leading space; "" without.
+func blockLine(c *contract.Contract) string {
+	if c.BlockRows <= 0 {
+		return ""
+	}
+	return fmt.Sprintf(" Block %d rows.", c.BlockRows)
 }
 
 // checkpointText states the checkpoint directive, "none. " without one.
@@ -121,6 +131,12 @@ func checkpointText(cp *contract.Checkpoint) string {
 
 // maxBytes states the most logical bytes one owner's state holds.
 func maxBytes(c *contract.Contract, rb int64) string {
+	if c.Window > 0 {
+		if rb > 0 && c.Window > math.MaxInt64/rb {
+			return fmt.Sprintf("a window of %d rows x %d bytes, more than %s", c.Window, rb, gen.BytesExact(math.MaxInt64))
+		}
+		return fmt.Sprintf("a window of %d rows x %d bytes = %s readable; older rows expire and their blocks go back to the pool", c.Window, rb, gen.BytesExact(c.Window*rb))
+	}
 	if c.Unbounded || c.Bound <= 0 {
 		return fmt.Sprintf("%d bytes per row, with no bound on the rows", rb)
 	}
@@ -131,11 +147,11 @@ func maxBytes(c *contract.Contract, rb int64) string {
 }
 
 // blockText prices the state in blocks as runtime/state holds it on a
-// pool made with no block size (package placement's rule): the rows per
-// block, what one row and the bound take, and a bound no device could
-// hold.
+// pool made with no block size (package placement's rule, or the
+// contract's //state:block rows): the rows per block, what one row and the
+// bound (or the window) take, and a bound no device could hold.
 func blockText(c *contract.Contract, rowSum int64) string {
-	rows := placement.BlockRows(rowSum, 0)
+	rows := placement.BlockRows(rowSum, c.BlockRows)
 	var one int64
 	bbs := make([]int64, len(c.Fields))
 	for i, f := range c.Fields {
@@ -148,20 +164,25 @@ func blockText(c *contract.Contract, rowSum int64) string {
 	}
 	s := fmt.Sprintf("blocks of %d rows per field (%s a block over all fields); one row takes %s",
 		rows, gen.Bytes(rowSum*int64(rows)), gen.Bytes(one))
-	if c.Unbounded || c.Bound <= 0 {
+	limit, what, extra := c.Bound, "the bound", int64(0)
+	if c.Window > 0 {
+		// A window holds its rows plus the block being filled.
+		limit, what, extra = c.Window, "the window", 1
+	}
+	if c.Unbounded || limit <= 0 {
 		return s + ", and the rows have no bound"
 	}
 	var total int64
 	for i, f := range c.Fields {
 		per := bbs[i] / f.RowBytes
-		blocks := (c.Bound + per - 1) / per
+		blocks := (limit+per-1)/per + extra
 		if blocks > (math.MaxInt64-total)/bbs[i] {
 			total = math.MaxInt64
 			break
 		}
 		total += blocks * bbs[i]
 	}
-	s += fmt.Sprintf(", the bound of %d rows %s", c.Bound, gen.Bytes(total))
+	s += fmt.Sprintf(", %s of %d rows %s", what, limit, gen.Bytes(total))
 	if total > placement.MaxDeviceBytes {
 		s += fmt.Sprintf(": **more than any device holds (%s); this bound can never be reached**", gen.Bytes(placement.MaxDeviceBytes))
 	}

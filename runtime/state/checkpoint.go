@@ -479,7 +479,7 @@ func (h *Head) At(v Version) (*Snap, error) {
 	p.Measured = time.Since(start)
 	h.lin.mu.Lock()
 	s := &Snap{shape: h.shape, lin: h.lin, r: r, pos: x.entries[t].pos}
-	s.logical = int64(r.rows) * h.rowSum
+	s.logical = h.logicalOf(r)
 	h.lin.snaps[s] = struct{}{}
 	h.pool.register(s)
 	h.lin.mu.Unlock()

@@ -37,6 +37,10 @@ var (
 	// ErrEvicted: an optional head or snapshot the pool evicted under
 	// memory pressure; every call but Release answers it.
 	ErrEvicted = errors.New("state: evicted under memory pressure")
+	// ErrExpired: rows of a window state (Layout.Window) below Len()-Window,
+	// which are no longer held; indices stay stable, so a newer row is
+	// still read at the index it was appended at.
+	ErrExpired = errors.New("state: rows expired from the window")
 	// ErrNoMemory: the pool's MaxBytes or the device is exhausted, and
 	// nothing more could be evicted.
 	ErrNoMemory = errors.New("state: out of memory")

@@ -17,8 +17,9 @@ func FuzzStore(f *testing.F) {
 	f.Add([]byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13})
 	f.Add([]byte{0, 5, 0, 0, 1, 9, 2, 200, 3, 1, 4, 0, 6, 0, 7, 1, 11, 0, 12})
 	f.Add([]byte{1, 0, 0, 8, 1, 8, 3, 1, 9, 0, 0, 10, 255, 255, 4, 3})
+	f.Add([]byte{0, 3, 0, 1, 0, 1, 0, 1, 0, 1, 0, 14, 0, 0, 1, 0, 5, 0, 32, 16, 9, 0, 0, 0, 12, 0, 14, 0})
 	sentinels := []error{ErrBound, ErrShape, ErrRange, ErrReleased, ErrNotAncestor, ErrOwner,
-		ErrDiverged, ErrInvalidated, ErrNotRetained, ErrNoMemory}
+		ErrDiverged, ErrInvalidated, ErrNotRetained, ErrNoMemory, ErrExpired}
 	f.Fuzz(func(t *testing.T, prog []byte) {
 		p, err := NewPool(device.Host(), PoolOptions{BlockBytes: 256, MaxBytes: 256 * 64})
 		if err != nil {
@@ -47,6 +48,9 @@ func FuzzStore(f *testing.F) {
 		}
 		layouts := []*Layout{kv(Append, 40, Invalidate), kv(Mutable, 30, Keep), kv(Append, 0, Keep)}
 		layouts[1].Checkpoint = &CheckpointPolicy{Every: 2, Keep: 2}
+		ring := kv(Append, 0, Invalidate)
+		ring.Window, ring.BlockRows = 6, 4
+		layouts = append(layouts, ring)
 		var heads []*Head
 		var snaps []*Snap
 		pickHead := func() *Head {
@@ -75,10 +79,10 @@ func FuzzStore(f *testing.F) {
 		for step := 0; len(prog) > 0 && step < 200; step++ {
 			var err error
 			h := pickHead()
-			switch uint(next()) % 14 {
+			switch uint(next()) % 15 {
 			case 0:
 				var x *Head
-				x, err = p.NewHead(layouts[uint(next())%3], Owner([]string{"a", "b"}[uint(next())%2]))
+				x, err = p.NewHead(layouts[uint(next())%uint(len(layouts))], Owner([]string{"a", "b"}[uint(next())%2]))
 				if err == nil {
 					heads = append(heads, x)
 				}
@@ -148,6 +152,14 @@ func FuzzStore(f *testing.F) {
 			case 13:
 				if h != nil {
 					_, err = h.Plan(Version(uint(arg())))
+				}
+			case 14:
+				idx := []int{arg(), arg(), arg()}
+				dst := [][]byte{make([]byte, uint(next())%64), make([]byte, uint(next())%32)}
+				if h != nil {
+					err = h.ReadRows(idx, dst)
+				} else if s := pickSnap(); s != nil {
+					err = s.ReadRows(idx, dst)
 				}
 			}
 			if err != nil {

@@ -77,7 +77,7 @@ func (p *Pool) NewHead(l *Layout, owner Owner) (*Head, error) {
 		r.rows = l.Bound
 	}
 	h.r = r
-	h.logical = int64(r.rows) * h.rowSum
+	h.logical = h.logicalOf(r)
 	if l.Checkpoint != nil {
 		h.hist = newHistory(l.Checkpoint, h.pos, r)
 	}
@@ -95,33 +95,44 @@ func (h *Head) logicalBytes() int64 { return h.logical }
 // lock starts a call: it holds the pool open and h's lock, and fails when
 // h is released or invalidated.
 func (h *Head) lock(op string) (func(), error) {
-	leave, err := h.pool.enter()
-	if err != nil {
-		return nil, h.errorf(op, "%w", err)
+	if err := h.begin(op); err != nil {
+		return nil, err
+	}
+	return h.end, nil
+}
+
+// begin is lock without the closure, for the reads that allocate
+// nothing: a nil error must be followed by end.
+func (h *Head) begin(op string) error {
+	if err := h.pool.enterCall(); err != nil {
+		return h.errorf(op, "%w", err)
 	}
 	h.mu.Lock()
 	if h.released {
-		h.mu.Unlock()
-		leave()
-		return nil, h.errorf(op, "%w", ErrReleased)
+		h.end()
+		return h.errorf(op, "%w", ErrReleased)
 	}
 	if h.invalid.Load() {
-		h.mu.Unlock()
-		leave()
-		return nil, h.errorf(op, "%w", ErrInvalidated)
+		h.end()
+		return h.errorf(op, "%w", ErrInvalidated)
 	}
 	if h.evicted {
 		if err := h.rebuild(op); err != nil {
-			h.mu.Unlock()
-			leave()
-			return nil, err
+			h.end()
+			return err
 		}
 	}
 	h.pool.touch(&h.lastUse)
 	if h.hist != nil && h.hist.pending != nil {
 		h.flush()
 	}
-	return func() { h.mu.Unlock(); leave() }, nil
+	return nil
+}
+
+// end ends a call begun by begin.
+func (h *Head) end() {
+	h.mu.Unlock()
+	h.pool.closeMu.RUnlock()
 }
 
 // commitVersion moves h to a new version of its lineage, starting a new
@@ -139,7 +150,7 @@ func (h *Head) commitVersion() {
 
 // setLogical brings the pool's LogicalBytes up to date with h's rows.
 func (h *Head) setLogical() {
-	l := int64(h.r.rows) * h.rowSum
+	l := h.logicalOf(h.r)
 	h.pool.logical.Add(l - h.logical)
 	h.logical = l
 }
@@ -179,6 +190,9 @@ func (h *Head) checkAppend(op string, n int) error {
 	}
 	if h.l.Bound > 0 && n > h.l.Bound-h.r.rows {
 		return h.errorf(op, "%d rows after %d exceed the bound of %d: %w", n, h.r.rows, h.l.Bound, ErrBound)
+	}
+	if h.l.Window > 0 && n > h.l.Window {
+		return h.errorf(op, "%d rows are more than the window of %d: %w", n, h.l.Window, ErrBound)
 	}
 	if h.l.Bound <= 0 && n > maxInt/2-h.r.rows {
 		return h.errorf(op, "%d rows after %d: %w", n, h.r.rows, ErrBound)
@@ -271,11 +285,10 @@ func (h *Head) WriteDevice(from, to int) ([][]device.Span, error) {
 
 // Read copies rows [from, to) into dst: per column, (to-from) rows' bytes.
 func (h *Head) Read(from, to int, dst [][]byte) error {
-	unlock, err := h.lock("Read")
-	if err != nil {
+	if err := h.begin("Read"); err != nil {
 		return err
 	}
-	defer unlock()
+	defer h.end()
 	return h.read("Read", h.r, from, to, dst)
 }
 
@@ -293,8 +306,8 @@ func (h *Head) Spans(from, to int) ([][]device.Span, error) {
 	return h.spans("Spans", h.r, from, to)
 }
 
-// Len returns the number of rows (0 once released, or evicted unless
-// reconstructable).
+// Len returns the number of rows (0 once released, or evicted unless reconstructable): for a window state,
+// every row ever appended, of which rows [Oldest(), Len()) are readable.
 func (h *Head) Len() int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -360,7 +373,7 @@ func (h *Head) snapshotLocked() (*Snap, error) {
 		return nil, h.errorf("Snapshot", "%w", ErrInvalidated)
 	}
 	s := &Snap{shape: h.shape, lin: h.lin, r: h.r.retain(), pos: h.pos}
-	s.logical = int64(s.r.rows) * h.rowSum
+	s.logical = h.logicalOf(s.r)
 	h.lin.snaps[s] = struct{}{}
 	h.pool.register(s)
 	return s, nil
@@ -382,7 +395,7 @@ func (h *Head) Branch() (*Head, error) {
 		return nil, h.errorf("Branch", "%w", ErrInvalidated)
 	}
 	c := &Head{shape: h.shape, id: headIDs.Add(1), lin: h.lin, r: h.r.retain(), pos: h.pos}
-	c.logical = int64(c.r.rows) * h.rowSum
+	c.logical = h.logicalOf(c.r)
 	if h.hist != nil {
 		c.hist = h.hist.clone()
 	}

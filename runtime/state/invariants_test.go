@@ -80,7 +80,17 @@ func checkInvariants(p *Pool) error {
 			if t.n > capacity(t.height) {
 				return fmt.Errorf("column %d holds %d blocks in a tree of height %d", c, t.n, t.height)
 			}
-			for i := 0; i < t.n; i++ {
+			// A window drops the blocks wholly below its floor, and
+			// only those.
+			if lo := sh.floor(r.rows) / per; t.lo != lo {
+				return fmt.Errorf("column %d of a root with %d rows dropped blocks below %d, want %d", c, r.rows, t.lo, lo)
+			}
+			for i := 0; i < t.lo; i++ {
+				if present(t, i) {
+					return fmt.Errorf("column %d still holds expired block %d (floor block %d)", c, i, t.lo)
+				}
+			}
+			for i := t.lo; i < t.n; i++ {
 				if t.get(i) == nil {
 					return fmt.Errorf("column %d misses block %d of %d", c, i, t.n)
 				}
@@ -183,4 +193,17 @@ func checkClass(p *sizeClass, blockRefs map[*block]int, inUse int64) error {
 		return fmt.Errorf("%d blocks on free lists, the class counts %d", free, p.nfree)
 	}
 	return nil
+}
+
+// present reports whether block i of t is in the tree, walking only
+// nodes that exist.
+func present(t tree, i int) bool {
+	n := t.root
+	for h := t.height; h > 1; h-- {
+		if n == nil {
+			return false
+		}
+		n = n.kids[(i>>(fanBits*(h-1)))&(fan-1)]
+	}
+	return n != nil && n.blks[i&(fan-1)] != nil
 }

@@ -104,6 +104,13 @@ type Layout struct {
 	// Mandatory (the zero value) nothing, Optional the whole state,
 	// Reconstructable what its checkpoints and deltas rebuild.
 	Retention Retention
+	// Window, when positive, makes an append state keep only its last
+	// Window rows readable (the contract's //state:growth append
+	// window=W): Len counts every row ever appended, rows below
+	// Len()-Window answer ErrExpired, and the blocks that hold only
+	// expired rows go back to the pool once no snapshot holds them. A
+	// window state has no bound (Bound <= 0) and no checkpoint policy.
+	Window int
 	// BlockRows is the rows of each column one block holds (the
 	// contract's //state:block rows=N); zero lets the pool choose (see
 	// PoolOptions.BlockBytes).
@@ -138,6 +145,9 @@ func (l *Layout) check(blockBytes int) error {
 		}
 	default:
 		return fmt.Errorf("state: layout of %s has unknown growth %v: %w", l.Type, l.Growth, ErrShape)
+	}
+	if err := l.checkWindow(); err != nil {
+		return err
 	}
 	if l.Descendants != Invalidate && l.Descendants != Keep {
 		return fmt.Errorf("state: layout of %s has unknown descendants policy %v: %w", l.Type, l.Descendants, ErrShape)

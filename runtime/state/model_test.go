@@ -102,7 +102,7 @@ func (m *model) count(err error) {
 		k = m.lastOp + ": fault"
 		m.failed = true
 	default:
-		for _, e := range []error{ErrBound, ErrShape, ErrRange, ErrReleased, ErrNotAncestor, ErrOwner, ErrDiverged, ErrInvalidated, ErrEvicted} {
+		for _, e := range []error{ErrBound, ErrShape, ErrRange, ErrReleased, ErrNotAncestor, ErrOwner, ErrDiverged, ErrInvalidated, ErrEvicted, ErrExpired} {
 			if errors.Is(err, e) {
 				k = m.lastOp + ": " + e.Error()
 			}
@@ -133,6 +133,9 @@ func (m *model) randLayout() *Layout {
 	} else {
 		l.Growth = Append
 		l.Bound = []int{0, 50, 200, 1000}[r.IntN(4)]
+		if r.IntN(3) == 0 {
+			l.Bound, l.Window = 0, []int{1, 7, 30, 100}[r.IntN(4)]
+		}
 	}
 	l.Descendants = Descendants(r.IntN(2))
 	if r.IntN(3) == 0 {
@@ -274,7 +277,7 @@ func (m *model) appendRows() {
 		want = cmpErr(want, ErrShape)
 	}
 	if want == nil {
-		if l.Growth == Mutable || (l.Bound > 0 && x.rows()+n > l.Bound) {
+		if l.Growth == Mutable || (l.Bound > 0 && x.rows()+n > l.Bound) || (l.Window > 0 && n > l.Window) {
 			want = ErrBound
 		}
 	}
@@ -377,7 +380,7 @@ func (m *model) appendDevice() {
 			want = ErrBound
 		case n < 0:
 			want = ErrRange
-		case l.Bound > 0 && x.rows()+n > l.Bound:
+		case l.Bound > 0 && x.rows()+n > l.Bound, l.Window > 0 && n > l.Window:
 			want = ErrBound
 		}
 	}
@@ -618,6 +621,9 @@ func (m *model) read(x *mHandle) {
 	if want == nil && (from < 0 || to < from || to > rows) {
 		want = ErrRange
 	}
+	if want == nil && from < x.floor() && from < to {
+		want = ErrExpired
+	}
 	dst := make([][]byte, len(l.Columns))
 	for i, c := range l.Columns {
 		dst[i] = make([]byte, max(to-from, 0)*c.RowBytes())
@@ -655,19 +661,19 @@ func (m *model) verify() {
 			var st Stats
 			var err error
 			l := x.lin.layout
-			rows := x.rows()
+			rows, floor := x.rows(), x.floor()
 			dst := make([][]byte, len(l.Columns))
 			for i, c := range l.Columns {
-				dst[i] = make([]byte, rows*c.RowBytes())
+				dst[i] = make([]byte, (rows-floor)*c.RowBytes())
 			}
 			var v Version
-			var n int
+			var n, oldest int
 			if x.head != nil {
-				st, v, n = x.head.Stats(), x.head.Version(), x.head.Len()
-				err = x.head.Read(0, rows, dst)
+				st, v, n, oldest = x.head.Stats(), x.head.Version(), x.head.Len(), x.head.Oldest()
+				err = x.head.Read(floor, rows, dst)
 			} else {
-				st, v, n = x.snap.Stats(), x.snap.Version(), x.snap.Len()
-				err = x.snap.Read(0, rows, dst)
+				st, v, n, oldest = x.snap.Stats(), x.snap.Version(), x.snap.Len(), x.snap.Oldest()
+				err = x.snap.Read(floor, rows, dst)
 			}
 			if x.invalid {
 				if !errors.Is(err, ErrInvalidated) {
@@ -696,10 +702,14 @@ func (m *model) verify() {
 			if v != x.v || st.Version != x.v || n != rows || st.Rows != rows {
 				m.fatalf("version %d (stats %d), rows %d (stats %d); model: version %d, rows %d", v, st.Version, n, st.Rows, x.v, rows)
 			}
+			if oldest != floor {
+				m.fatalf("oldest row %d, model %d", oldest, floor)
+			}
+			m.checkWindow(x, st)
 			var logical int64
 			for i, c := range l.Columns {
-				logical += int64(rows * c.RowBytes())
-				if !bytes.Equal(dst[i], x.cols[i]) {
+				logical += int64((rows - floor) * c.RowBytes())
+				if !bytes.Equal(dst[i], x.cols[i][floor*c.RowBytes():]) {
 					m.fatalf("column %d of %v at version %d differs from the model", i, kind(x), x.v)
 				}
 			}
@@ -822,6 +832,11 @@ func runModel(t *testing.T, seed uint64, steps int, maxBlocks int64) {
 		{"read snapshot", 3, func() {
 			if x := m.pick(m.snaps); x != nil {
 				m.read(x)
+			}
+		}},
+		{"read rows", 3, func() {
+			if x := m.pick(append(m.heads[:len(m.heads):len(m.heads)], m.snaps...)); x != nil {
+				m.readRows(x)
 			}
 		}},
 	}

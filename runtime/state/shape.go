@@ -35,7 +35,11 @@ func newShape(p *Pool, l *Layout, owner Owner) shape {
 			sh.classes = append(sh.classes, cl)
 		}
 		sh.rowBytes = append(sh.rowBytes, rb)
-		sh.perBlock = append(sh.perBlock, bb/rb)
+		per := bb / rb
+		if l.BlockRows > 0 {
+			per = min(per, l.BlockRows) // the contract's rows, even where alignment leaves room
+		}
+		sh.perBlock = append(sh.perBlock, per)
 		sh.rowSum += int64(rb)
 	}
 	return sh
@@ -94,7 +98,7 @@ func (sh *shape) physical(r *root) int64 {
 	}
 	var n int64
 	for c, t := range r.cols {
-		n += int64(t.n) * int64(sh.blockBytes[c])
+		n += int64(t.n-t.lo) * int64(sh.blockBytes[c])
 	}
 	return n
 }
@@ -138,7 +142,7 @@ func (sh *shape) checkRange(op string, from, to, rows int) error {
 
 // read copies rows [from, to) of r into dst.
 func (sh *shape) read(op string, r *root, from, to int, dst [][]byte) error {
-	if err := sh.checkRange(op, from, to, r.rows); err != nil {
+	if err := sh.checkReadable(op, from, to, r.rows); err != nil {
 		return err
 	}
 	if len(dst) != len(sh.rowBytes) {
@@ -178,7 +182,7 @@ func (sh *shape) read(op string, r *root, from, to int, dst [][]byte) error {
 
 // spans locates rows [from, to) of r: per column, one span per block.
 func (sh *shape) spans(op string, r *root, from, to int) ([][]device.Span, error) {
-	if err := sh.checkRange(op, from, to, r.rows); err != nil {
+	if err := sh.checkReadable(op, from, to, r.rows); err != nil {
 		return nil, err
 	}
 	out := make([][]device.Span, len(sh.rowBytes))
@@ -205,7 +209,7 @@ func (sh *shape) stats(r *root, v Version) Stats {
 	return Stats{
 		Version:       v,
 		Rows:          r.rows,
-		LogicalBytes:  int64(r.rows) * sh.rowSum,
+		LogicalBytes:  sh.logicalOf(r),
 		PhysicalBytes: sh.physical(r),
 	}
 }

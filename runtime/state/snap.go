@@ -31,8 +31,10 @@ type Snap struct {
 // Stats describes one head or snapshot.
 type Stats struct {
 	Version Version
-	Rows    int
-	// LogicalBytes is the size of the version's rows.
+	// Rows is the version's Len: for a window, every row ever appended.
+	Rows int
+	// LogicalBytes is the size of the version's readable rows (for a
+	// window, the last Window rows at most).
 	LogicalBytes int64
 	// PhysicalBytes is the bytes of the blocks the version references,
 	// each counted here even when other versions share it; the pool's
@@ -53,37 +55,47 @@ func (s *Snap) logicalBytes() int64 { return s.logical }
 // rlock starts a read: it holds the pool open and s's read lock, and fails
 // when s is released or invalidated.
 func (s *Snap) rlock(op string) (func(), error) {
-	leave, err := s.pool.enter()
-	if err != nil {
-		return nil, s.errorf(op, "%w", err)
+	if err := s.begin(op); err != nil {
+		return nil, err
+	}
+	return s.end, nil
+}
+
+// begin is rlock without the closure, for the reads that allocate
+// nothing: a nil error must be followed by end.
+func (s *Snap) begin(op string) error {
+	if err := s.pool.enterCall(); err != nil {
+		return s.errorf(op, "%w", err)
 	}
 	s.mu.RLock()
 	if s.released {
-		s.mu.RUnlock()
-		leave()
-		return nil, s.errorf(op, "snapshot: %w", ErrReleased)
+		s.end()
+		return s.errorf(op, "snapshot: %w", ErrReleased)
 	}
 	if s.invalid.Load() {
-		s.mu.RUnlock()
-		leave()
-		return nil, s.errorf(op, "snapshot: %w", ErrInvalidated)
+		s.end()
+		return s.errorf(op, "snapshot: %w", ErrInvalidated)
 	}
 	if s.evicted {
-		s.mu.RUnlock()
-		leave()
-		return nil, s.errorf(op, "snapshot: %w", ErrEvicted)
+		s.end()
+		return s.errorf(op, "snapshot: %w", ErrEvicted)
 	}
 	s.pool.touch(&s.lastUse)
-	return func() { s.mu.RUnlock(); leave() }, nil
+	return nil
+}
+
+// end ends a read begun by begin.
+func (s *Snap) end() {
+	s.mu.RUnlock()
+	s.pool.closeMu.RUnlock()
 }
 
 // Read copies rows [from, to) into dst: per column, (to-from) rows' bytes.
 func (s *Snap) Read(from, to int, dst [][]byte) error {
-	unlock, err := s.rlock("Read")
-	if err != nil {
+	if err := s.begin("Read"); err != nil {
 		return err
 	}
-	defer unlock()
+	defer s.end()
 	return s.read("Read", s.r, from, to, dst)
 }
 

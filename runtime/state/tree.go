@@ -29,6 +29,7 @@ type tree struct {
 	root   *node
 	height int
 	n      int
+	lo     int // blocks below lo were dropped (expired rows of a window)
 }
 
 // root is a version: its rows and, per column, its tree.
@@ -48,7 +49,7 @@ func newRoot(ncols int) *root {
 func (r *root) blocks() int64 {
 	var n int64
 	for _, t := range r.cols {
-		n += int64(t.n)
+		n += int64(t.n - t.lo)
 	}
 	return n
 }

@@ -325,6 +325,7 @@ func (tx *writeTx) commit(newRows int) *root {
 		}
 	}
 	r.rows = newRows
+	h.expire(r, &freed)
 	h.r = r
 	h.commitVersion()
 	h.pool.free(freed)

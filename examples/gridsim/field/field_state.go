@@ -74,6 +74,27 @@ func (s *FieldState) Read(from, to int) (Field, error) {
 	return _Field_read(s.h, from, to)
 }
 
+// ReadRows copies the rows of the state at indices idx, in that order, into a
+// new Field: a gather of scattered rows, such as a sampled minibatch. Indices
+// may repeat; each must lie in [0, Len()), else state.ErrRange.
+func (s *FieldState) ReadRows(idx []int) (Field, error) {
+	return _Field_readRows(s.h, idx)
+}
+
+// ReadInto copies rows [from, to) of the state into dst, reslicing each field
+// of dst to the rows read and reusing its capacity: a batch read again and
+// again allocates nothing once its fields are large enough. It returns
+// state.ErrRange unless 0 <= from <= to <= Len(). A failed ReadInto leaves dst
+// as it was.
+func (s *FieldState) ReadInto(dst *Field, from, to int) error {
+	if dst == nil || from < 0 || to < from || to > s.h.Len() {
+		return s.h.Read(from, to, nil)
+	}
+	n := to - from
+	dst.Cells = state.Resize(dst.Cells, n*64)
+	return s.h.Read(from, to, [][]byte{state.Bytes(dst.Cells)})
+}
+
 // Len returns the number of rows the state holds: always 64.
 func (s *FieldState) Len() int {
 	return s.h.Len()
@@ -197,6 +218,27 @@ func (v *FieldSnapshot) Read(from, to int) (Field, error) {
 	return _Field_read(v.snap, from, to)
 }
 
+// ReadRows copies the rows of the snapshot at indices idx, in that order, into
+// a new Field: a gather of scattered rows, such as a sampled minibatch.
+// Indices may repeat; each must lie in [0, Len()), else state.ErrRange.
+func (v *FieldSnapshot) ReadRows(idx []int) (Field, error) {
+	return _Field_readRows(v.snap, idx)
+}
+
+// ReadInto copies rows [from, to) of the snapshot into dst, reslicing each
+// field of dst to the rows read and reusing its capacity: a batch read again
+// and again allocates nothing once its fields are large enough. It returns
+// state.ErrRange unless 0 <= from <= to <= Len(). A failed ReadInto leaves dst
+// as it was.
+func (v *FieldSnapshot) ReadInto(dst *Field, from, to int) error {
+	if dst == nil || from < 0 || to < from || to > v.snap.Len() {
+		return v.snap.Read(from, to, nil)
+	}
+	n := to - from
+	dst.Cells = state.Resize(dst.Cells, n*64)
+	return v.snap.Read(from, to, [][]byte{state.Bytes(dst.Cells)})
+}
+
 // Spans locates rows [from, to) of the snapshot in device memory, for kernels
 // that read them. They are read only, by contract: the blocks are shared with
 // the state and its branches, and statevet reports a write through them.
@@ -254,6 +296,20 @@ func _Field_read(r interface {
 		Cells: make([]float32, n*64),
 	}
 	if err := r.Read(from, to, [][]byte{state.Bytes(rows.Cells)}); err != nil {
+		return Field{}, err
+	}
+	return rows, nil
+}
+
+// _Field_readRows copies the rows of r, a head or a snapshot, at indices idx
+// into a new Field.
+func _Field_readRows(r interface {
+	ReadRows(idx []int, dst [][]byte) error
+}, idx []int) (Field, error) {
+	rows := Field{
+		Cells: make([]float32, len(idx)*64),
+	}
+	if err := r.ReadRows(idx, [][]byte{state.Bytes(rows.Cells)}); err != nil {
 		return Field{}, err
 	}
 	return rows, nil

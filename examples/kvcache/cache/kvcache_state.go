@@ -79,6 +79,33 @@ func (s *KVCacheState) Read(from, to int) (KVCache, error) {
 	return _KVCache_read(s.h, from, to)
 }
 
+// ReadRows copies the rows of the state at indices idx, in that order, into a
+// new KVCache: a gather of scattered rows, such as a sampled minibatch.
+// Indices may repeat; each must lie in [0, Len()), else state.ErrRange.
+func (s *KVCacheState) ReadRows(idx []int) (KVCache, error) {
+	return _KVCache_readRows(s.h, idx)
+}
+
+// ReadInto copies rows [from, to) of the state into dst, reslicing each field
+// of dst to the rows read and reusing its capacity: a batch read again and
+// again allocates nothing once its fields are large enough. It returns
+// state.ErrRange unless 0 <= from <= to <= Len(). A failed ReadInto leaves dst
+// as it was.
+func (s *KVCacheState) ReadInto(dst *KVCache, from, to int) error {
+	if dst == nil || from < 0 || to < from || to > s.h.Len() {
+		return s.h.Read(from, to, nil)
+	}
+	n := to - from
+	dst.Keys = state.Resize(dst.Keys, n*256)
+	dst.Values = state.Resize(dst.Values, n*256)
+	dst.Token = state.Resize(dst.Token, n)
+	return s.h.Read(from, to, [][]byte{
+		state.Bytes(dst.Keys),
+		state.Bytes(dst.Values),
+		state.Bytes(dst.Token),
+	})
+}
+
 // Len returns the number of rows the state holds.
 func (s *KVCacheState) Len() int {
 	return s.h.Len()
@@ -209,6 +236,33 @@ func (v *KVCacheSnapshot) Read(from, to int) (KVCache, error) {
 	return _KVCache_read(v.snap, from, to)
 }
 
+// ReadRows copies the rows of the snapshot at indices idx, in that order, into
+// a new KVCache: a gather of scattered rows, such as a sampled minibatch.
+// Indices may repeat; each must lie in [0, Len()), else state.ErrRange.
+func (v *KVCacheSnapshot) ReadRows(idx []int) (KVCache, error) {
+	return _KVCache_readRows(v.snap, idx)
+}
+
+// ReadInto copies rows [from, to) of the snapshot into dst, reslicing each
+// field of dst to the rows read and reusing its capacity: a batch read again
+// and again allocates nothing once its fields are large enough. It returns
+// state.ErrRange unless 0 <= from <= to <= Len(). A failed ReadInto leaves dst
+// as it was.
+func (v *KVCacheSnapshot) ReadInto(dst *KVCache, from, to int) error {
+	if dst == nil || from < 0 || to < from || to > v.snap.Len() {
+		return v.snap.Read(from, to, nil)
+	}
+	n := to - from
+	dst.Keys = state.Resize(dst.Keys, n*256)
+	dst.Values = state.Resize(dst.Values, n*256)
+	dst.Token = state.Resize(dst.Token, n)
+	return v.snap.Read(from, to, [][]byte{
+		state.Bytes(dst.Keys),
+		state.Bytes(dst.Values),
+		state.Bytes(dst.Token),
+	})
+}
+
 // Spans locates rows [from, to) of the snapshot in device memory, for kernels
 // that read them. They are read only, by contract: the blocks are shared with
 // the state and its branches, and statevet reports a write through them.
@@ -270,6 +324,26 @@ func _KVCache_read(r interface {
 		Token:  make([]int32, n),
 	}
 	if err := r.Read(from, to, [][]byte{
+		state.Bytes(rows.Keys),
+		state.Bytes(rows.Values),
+		state.Bytes(rows.Token),
+	}); err != nil {
+		return KVCache{}, err
+	}
+	return rows, nil
+}
+
+// _KVCache_readRows copies the rows of r, a head or a snapshot, at indices idx
+// into a new KVCache.
+func _KVCache_readRows(r interface {
+	ReadRows(idx []int, dst [][]byte) error
+}, idx []int) (KVCache, error) {
+	rows := KVCache{
+		Keys:   make([]float32, len(idx)*256),
+		Values: make([]float32, len(idx)*256),
+		Token:  make([]int32, len(idx)),
+	}
+	if err := r.ReadRows(idx, [][]byte{
 		state.Bytes(rows.Keys),
 		state.Bytes(rows.Values),
 		state.Bytes(rows.Token),

@@ -72,6 +72,28 @@ func (s *SamplesState) Read(from, to int) (Samples, error) {
 	return _Samples_read(s.h, from, to)
 }
 
+// ReadRows copies the rows of the state at indices idx, in that order, into a
+// new Samples: a gather of scattered rows, such as a sampled minibatch.
+// Indices may repeat; each must lie in [0, Len()), else state.ErrRange.
+func (s *SamplesState) ReadRows(idx []int) (Samples, error) {
+	return _Samples_readRows(s.h, idx)
+}
+
+// ReadInto copies rows [from, to) of the state into dst, reslicing each field
+// of dst to the rows read and reusing its capacity: a batch read again and
+// again allocates nothing once its fields are large enough. It returns
+// state.ErrRange unless 0 <= from <= to <= Len(). A failed ReadInto leaves dst
+// as it was.
+func (s *SamplesState) ReadInto(dst *Samples, from, to int) error {
+	if dst == nil || from < 0 || to < from || to > s.h.Len() {
+		return s.h.Read(from, to, nil)
+	}
+	n := to - from
+	dst.Left = gpustatestate.Resize(dst.Left, n)
+	dst.Right = gpustatestate.Resize(dst.Right, n)
+	return s.h.Read(from, to, [][]byte{gpustatestate.Bytes(dst.Left), gpustatestate.Bytes(dst.Right)})
+}
+
 // Len returns the number of rows the state holds: always 48000.
 func (s *SamplesState) Len() int {
 	return s.h.Len()
@@ -172,6 +194,28 @@ func (v *SamplesSnapshot) Read(from, to int) (Samples, error) {
 	return _Samples_read(v.snap, from, to)
 }
 
+// ReadRows copies the rows of the snapshot at indices idx, in that order, into
+// a new Samples: a gather of scattered rows, such as a sampled minibatch.
+// Indices may repeat; each must lie in [0, Len()), else state.ErrRange.
+func (v *SamplesSnapshot) ReadRows(idx []int) (Samples, error) {
+	return _Samples_readRows(v.snap, idx)
+}
+
+// ReadInto copies rows [from, to) of the snapshot into dst, reslicing each
+// field of dst to the rows read and reusing its capacity: a batch read again
+// and again allocates nothing once its fields are large enough. It returns
+// state.ErrRange unless 0 <= from <= to <= Len(). A failed ReadInto leaves dst
+// as it was.
+func (v *SamplesSnapshot) ReadInto(dst *Samples, from, to int) error {
+	if dst == nil || from < 0 || to < from || to > v.snap.Len() {
+		return v.snap.Read(from, to, nil)
+	}
+	n := to - from
+	dst.Left = gpustatestate.Resize(dst.Left, n)
+	dst.Right = gpustatestate.Resize(dst.Right, n)
+	return v.snap.Read(from, to, [][]byte{gpustatestate.Bytes(dst.Left), gpustatestate.Bytes(dst.Right)})
+}
+
 // Spans locates rows [from, to) of the snapshot in device memory, for kernels
 // that read them. They are read only, by contract: the blocks are shared with
 // the state and its branches, and statevet reports a write through them.
@@ -231,6 +275,21 @@ func _Samples_read(r interface {
 		Right: make([]int16, n),
 	}
 	if err := r.Read(from, to, [][]byte{gpustatestate.Bytes(rows.Left), gpustatestate.Bytes(rows.Right)}); err != nil {
+		return Samples{}, err
+	}
+	return rows, nil
+}
+
+// _Samples_readRows copies the rows of r, a head or a snapshot, at indices idx
+// into a new Samples.
+func _Samples_readRows(r interface {
+	ReadRows(idx []int, dst [][]byte) error
+}, idx []int) (Samples, error) {
+	rows := Samples{
+		Left:  make([]int16, len(idx)),
+		Right: make([]int16, len(idx)),
+	}
+	if err := r.ReadRows(idx, [][]byte{gpustatestate.Bytes(rows.Left), gpustatestate.Bytes(rows.Right)}); err != nil {
 		return Samples{}, err
 	}
 	return rows, nil

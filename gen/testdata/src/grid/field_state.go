@@ -68,6 +68,27 @@ func (s *FieldState) Read(from, to int) (Field, error) {
 	return _Field_read(s.h, from, to)
 }
 
+// ReadRows copies the rows of the state at indices idx, in that order, into a
+// new Field: a gather of scattered rows, such as a sampled minibatch. Indices
+// may repeat; each must lie in [0, Len()), else state.ErrRange.
+func (s *FieldState) ReadRows(idx []int) (Field, error) {
+	return _Field_readRows(s.h, idx)
+}
+
+// ReadInto copies rows [from, to) of the state into dst, reslicing each field
+// of dst to the rows read and reusing its capacity: a batch read again and
+// again allocates nothing once its fields are large enough. It returns
+// state.ErrRange unless 0 <= from <= to <= Len(). A failed ReadInto leaves dst
+// as it was.
+func (s *FieldState) ReadInto(dst *Field, from, to int) error {
+	if dst == nil || from < 0 || to < from || to > s.h.Len() {
+		return s.h.Read(from, to, nil)
+	}
+	n := to - from
+	dst.Cells = state.Resize(dst.Cells, n*4)
+	return s.h.Read(from, to, [][]byte{state.Bytes(dst.Cells)})
+}
+
 // Len returns the number of rows the state holds: always 4096.
 func (s *FieldState) Len() int {
 	return s.h.Len()
@@ -148,6 +169,20 @@ func _Field_read(r interface {
 		Cells: make([]float64, n*4),
 	}
 	if err := r.Read(from, to, [][]byte{state.Bytes(rows.Cells)}); err != nil {
+		return Field{}, err
+	}
+	return rows, nil
+}
+
+// _Field_readRows copies the rows of r, a head or a snapshot, at indices idx
+// into a new Field.
+func _Field_readRows(r interface {
+	ReadRows(idx []int, dst [][]byte) error
+}, idx []int) (Field, error) {
+	rows := Field{
+		Cells: make([]float64, len(idx)*4),
+	}
+	if err := r.ReadRows(idx, [][]byte{state.Bytes(rows.Cells)}); err != nil {
 		return Field{}, err
 	}
 	return rows, nil

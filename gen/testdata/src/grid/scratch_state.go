@@ -68,6 +68,27 @@ func (s *scratchState) Read(from, to int) (scratch, error) {
 	return _scratch_read(s.h, from, to)
 }
 
+// ReadRows copies the rows of the state at indices idx, in that order, into a
+// new scratch: a gather of scattered rows, such as a sampled minibatch.
+// Indices may repeat; each must lie in [0, Len()), else state.ErrRange.
+func (s *scratchState) ReadRows(idx []int) (scratch, error) {
+	return _scratch_readRows(s.h, idx)
+}
+
+// ReadInto copies rows [from, to) of the state into dst, reslicing each field
+// of dst to the rows read and reusing its capacity: a batch read again and
+// again allocates nothing once its fields are large enough. It returns
+// state.ErrRange unless 0 <= from <= to <= Len(). A failed ReadInto leaves dst
+// as it was.
+func (s *scratchState) ReadInto(dst *scratch, from, to int) error {
+	if dst == nil || from < 0 || to < from || to > s.h.Len() {
+		return s.h.Read(from, to, nil)
+	}
+	n := to - from
+	dst.flags = state.Resize(dst.flags, n)
+	return s.h.Read(from, to, [][]byte{state.Bytes(dst.flags)})
+}
+
 // Len returns the number of rows the state holds.
 func (s *scratchState) Len() int {
 	return s.h.Len()
@@ -146,6 +167,20 @@ func _scratch_read(r interface {
 		flags: make([]uint8, n),
 	}
 	if err := r.Read(from, to, [][]byte{state.Bytes(rows.flags)}); err != nil {
+		return scratch{}, err
+	}
+	return rows, nil
+}
+
+// _scratch_readRows copies the rows of r, a head or a snapshot, at indices idx
+// into a new scratch.
+func _scratch_readRows(r interface {
+	ReadRows(idx []int, dst [][]byte) error
+}, idx []int) (scratch, error) {
+	rows := scratch{
+		flags: make([]uint8, len(idx)),
+	}
+	if err := r.ReadRows(idx, [][]byte{state.Bytes(rows.flags)}); err != nil {
 		return scratch{}, err
 	}
 	return rows, nil

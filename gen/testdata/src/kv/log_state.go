@@ -73,6 +73,27 @@ func (s *LogState) Read(from, to int) (Log, error) {
 	return _Log_read(s.h, from, to)
 }
 
+// ReadRows copies the rows of the state at indices idx, in that order, into a
+// new Log: a gather of scattered rows, such as a sampled minibatch. Indices
+// may repeat; each must lie in [0, Len()), else state.ErrRange.
+func (s *LogState) ReadRows(idx []int) (Log, error) {
+	return _Log_readRows(s.h, idx)
+}
+
+// ReadInto copies rows [from, to) of the state into dst, reslicing each field
+// of dst to the rows read and reusing its capacity: a batch read again and
+// again allocates nothing once its fields are large enough. It returns
+// state.ErrRange unless 0 <= from <= to <= Len(). A failed ReadInto leaves dst
+// as it was.
+func (s *LogState) ReadInto(dst *Log, from, to int) error {
+	if dst == nil || from < 0 || to < from || to > s.h.Len() {
+		return s.h.Read(from, to, nil)
+	}
+	n := to - from
+	dst.Events = state.Resize(dst.Events, n)
+	return s.h.Read(from, to, [][]byte{state.Bytes(dst.Events)})
+}
+
 // Len returns the number of rows the state holds.
 func (s *LogState) Len() int {
 	return s.h.Len()
@@ -187,6 +208,27 @@ func (v *LogSnapshot) Read(from, to int) (Log, error) {
 	return _Log_read(v.snap, from, to)
 }
 
+// ReadRows copies the rows of the snapshot at indices idx, in that order, into
+// a new Log: a gather of scattered rows, such as a sampled minibatch. Indices
+// may repeat; each must lie in [0, Len()), else state.ErrRange.
+func (v *LogSnapshot) ReadRows(idx []int) (Log, error) {
+	return _Log_readRows(v.snap, idx)
+}
+
+// ReadInto copies rows [from, to) of the snapshot into dst, reslicing each
+// field of dst to the rows read and reusing its capacity: a batch read again
+// and again allocates nothing once its fields are large enough. It returns
+// state.ErrRange unless 0 <= from <= to <= Len(). A failed ReadInto leaves dst
+// as it was.
+func (v *LogSnapshot) ReadInto(dst *Log, from, to int) error {
+	if dst == nil || from < 0 || to < from || to > v.snap.Len() {
+		return v.snap.Read(from, to, nil)
+	}
+	n := to - from
+	dst.Events = state.Resize(dst.Events, n)
+	return v.snap.Read(from, to, [][]byte{state.Bytes(dst.Events)})
+}
+
 // Spans locates rows [from, to) of the snapshot in device memory, for kernels
 // that read them. They are read only, by contract: the blocks are shared with
 // the state and its branches, and statevet reports a write through them.
@@ -244,6 +286,20 @@ func _Log_read(r interface {
 		Events: make([]uint64, n),
 	}
 	if err := r.Read(from, to, [][]byte{state.Bytes(rows.Events)}); err != nil {
+		return Log{}, err
+	}
+	return rows, nil
+}
+
+// _Log_readRows copies the rows of r, a head or a snapshot, at indices idx
+// into a new Log.
+func _Log_readRows(r interface {
+	ReadRows(idx []int, dst [][]byte) error
+}, idx []int) (Log, error) {
+	rows := Log{
+		Events: make([]uint64, len(idx)),
+	}
+	if err := r.ReadRows(idx, [][]byte{state.Bytes(rows.Events)}); err != nil {
 		return Log{}, err
 	}
 	return rows, nil

@@ -1,0 +1,95 @@
+package state
+
+import (
+	"fmt"
+
+	"github.com/gpustate/gpustate/runtime/device"
+)
+
+// ReadRows copies the rows at indices idx, in that order, into dst: per
+// column, len(idx) rows' bytes. Indices may repeat and come in any order
+// (a sampled minibatch); each must be a readable row, else ErrRange, or
+// ErrExpired below a window's floor, and dst is left unwritten. Runs of
+// consecutive indices in one block come in one copy.
+func (h *Head) ReadRows(idx []int, dst [][]byte) error {
+	if err := h.begin("ReadRows"); err != nil {
+		return err
+	}
+	defer h.end()
+	return h.gather("ReadRows", h.r, idx, dst)
+}
+
+// ReadRows copies the snapshot's rows at indices idx into dst, as
+// Head.ReadRows does.
+func (s *Snap) ReadRows(idx []int, dst [][]byte) error {
+	if err := s.begin("ReadRows"); err != nil {
+		return err
+	}
+	defer s.end()
+	return s.gather("ReadRows", s.r, idx, dst)
+}
+
+// gather copies the rows of r at indices idx into dst.
+func (sh *shape) gather(op string, r *root, idx []int, dst [][]byte) error {
+	for _, i := range idx {
+		if err := sh.checkReadable(op, i, i+1, r.rows); err != nil {
+			return err
+		}
+	}
+	if len(dst) != len(sh.rowBytes) {
+		return sh.errorf(op, "%d destination columns, the layout has %d: %w", len(dst), len(sh.rowBytes), ErrShape)
+	}
+	for c, d := range dst {
+		if want := len(idx) * sh.rowBytes[c]; len(d) != want {
+			return sh.errorf(op, "column %s: destination has %d bytes, %d rows need %d: %w",
+				sh.l.Columns[c].Name, len(d), len(idx), want, ErrShape)
+		}
+	}
+	b := sh.pool.b
+	for c, d := range dst {
+		rb, per := sh.rowBytes[c], sh.perBlock[c]
+		t := &r.cols[c]
+		for k := 0; k < len(idx); {
+			row := idx[k]
+			bi := row / per
+			// Extend the run while the next index is the next row of
+			// the same block.
+			n := 1
+			for k+n < len(idx) && idx[k+n] == row+n && (row+n)/per == bi {
+				n++
+			}
+			src := t.get(bi).ptr + device.Ptr((row-bi*per)*rb)
+			if err := b.CopyDtoH(d[k*rb:(k+n)*rb], src); err != nil {
+				return sh.errorf(op, "column %s: %w", sh.l.Columns[c].Name, err)
+			}
+			k += n
+		}
+	}
+	return nil
+}
+
+// enterCall holds the pool open for a call, like enter, without a closure:
+// a nil error must be followed by closeMu.RUnlock.
+func (p *Pool) enterCall() error {
+	p.closeMu.RLock()
+	if p.closed {
+		p.closeMu.RUnlock()
+		return fmt.Errorf("state: pool closed: %w", ErrReleased)
+	}
+	return nil
+}
+
+// Resize returns s with n elements, reusing its array when its capacity
+// holds n, else a new one: generated ReadInto methods fill a caller's
+// batch with it, so that a batch read again and again allocates nothing.
+// The elements kept are not cleared (the read overwrites them); a
+// negative n gives an empty slice.
+func Resize[T any](s []T, n int) []T {
+	if n <= 0 {
+		return s[:0]
+	}
+	if cap(s) >= n {
+		return s[:n]
+	}
+	return make([]T, n)
+}
