@@ -41,9 +41,10 @@ func NewHost(opt HostOptions) Backend {
 type hostBackend struct {
 	max int64 // cap on live bytes; 0 means none
 
-	mu     sync.RWMutex // write-held to change allocs, read-held to use their memory
-	allocs table
-	closed bool
+	mu      sync.RWMutex // write-held to change allocs, read-held to use their memory
+	allocs  table
+	closed  bool
+	streams map[*hostStream]struct{} // live streams, closed by Close
 }
 
 var _ Backend = (*hostBackend)(nil)
@@ -208,9 +209,18 @@ func (h *hostBackend) MemInfo() (free, total uint64, err error) {
 	return free, total, nil
 }
 
-// Close unmaps every allocation still live; every later call, Close
+// Close waits for and closes every live stream, then unmaps every allocation still live; every later call, Close
 // included, fails with ErrClosed.
 func (h *hostBackend) Close() error {
+	h.mu.Lock()
+	streams := make([]*hostStream, 0, len(h.streams))
+	for s := range h.streams {
+		streams = append(streams, s)
+	}
+	h.mu.Unlock()
+	for _, s := range streams {
+		s.Close() // its error belonged to its work; the backend closes regardless
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
