@@ -327,12 +327,19 @@ func (h *hostBackend) Launch(st Stream, fn Function, grid, block Dim3, sharedByt
 	}
 	args = append([]any(nil), args...)
 	grid, block = grid.norm(), block.norm()
-	return s.enqueue(func() error {
+	return s.enqueue(func() (err error) {
 		h.mu.RLock()
 		defer h.mu.RUnlock()
 		if h.closed {
 			return ErrClosed
 		}
+		// A Go kernel that panics (arguments of the wrong types, say)
+		// fails its stream instead of the process.
+		defer func() {
+			if r := recover(); r != nil {
+				err = fmt.Errorf("device: host kernel %s panicked: %v: %w", f.name, r, ErrKernelArg)
+			}
+		}()
 		if err := f.fn(hostMemory{h}, grid, block, args); err != nil {
 			return fmt.Errorf("device: host kernel %s: %w", f.name, err)
 		}

@@ -322,3 +322,18 @@ func TestHostCloseClosesStreams(t *testing.T) {
 		t.Error("registering a kernel name twice answered nil")
 	}
 }
+
+// TestHostKernelBadArgs: a Go kernel given arguments of the wrong types
+// fails its stream with ErrKernelArg instead of crashing the process.
+func TestHostKernelBadArgs(t *testing.T) {
+	r := hostRig(t)
+	defer r.b.Close()
+	st, _ := r.s.NewStream()
+	defer st.Close()
+	if err := r.k.Launch(st, r.fill, Dim3{}, Dim3{}, 0, uint32(1)); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Sync(); !errors.Is(err, ErrKernelArg) {
+		t.Errorf("Sync after a kernel with too few arguments: %v; want ErrKernelArg", err)
+	}
+}
