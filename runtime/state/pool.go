@@ -67,6 +67,10 @@ type PoolStats struct {
 	Blocks, FreeBlocks int64
 	// Slabs counts the backend allocations the pool holds.
 	Slabs int
+	// PendingBytes is the bytes of the blocks released while work queued on
+	// a recorded stream may still use them (RecordStream): neither in use
+	// nor free, until that work's events complete.
+	PendingBytes int64
 	// HistoryBytes is the part of PhysicalBytes that holds the deltas of
 	// checkpointed heads (checkpoints share their blocks with versions and
 	// count as those do).
@@ -98,6 +102,9 @@ type block struct {
 	owner  Owner
 	zeroed bool // reads as zeros; only free blocks on the clean list
 	delta  bool // holds a delta of a history
+	// streams are the device streams whose work may use the block
+	// (RecordStream); guarded by the pool's mu, cleared when it is freed.
+	streams []device.Stream
 }
 
 // Pool hands out fixed-size blocks of device memory carved from slabs. It
@@ -124,6 +131,8 @@ type Pool struct {
 	lastList  *freeList
 	nfree     int64
 	inUse     int64
+	pending   int64                      // blocks freed but waiting for stream events
+	batches   map[chan struct{}]struct{} // closed when their pending blocks are free
 	live      map[handle]struct{}
 	nextID    uint64
 
@@ -189,6 +198,7 @@ func (p *Pool) Stats() PoolStats {
 		FreeBlocks:    p.nfree,
 		Slabs:         len(p.slabs),
 		HistoryBytes:  p.history.Load(),
+		PendingBytes:  p.pending * int64(p.blockBytes),
 	}
 	closed := p.closed
 	p.mu.Unlock()
@@ -205,8 +215,9 @@ func (p *Pool) Stats() PoolStats {
 	return st
 }
 
-// Close gives every slab back to the backend (the backend itself stays
-// open: it is the caller's). Handles still live are released with it: their
+// Close waits for the stream events of pending blocks (RecordStream), then
+// gives every slab back to the backend (the backend itself stays open: it
+// is the caller's). Handles still live are released with it: their
 // later calls answer ErrReleased, and the error returned names each of them
 // by type and owner. Closing a closed pool does nothing.
 //
@@ -214,6 +225,7 @@ func (p *Pool) Stats() PoolStats {
 func (p *Pool) Close() error {
 	p.closeMu.Lock()
 	defer p.closeMu.Unlock()
+	p.WaitPending() // no handle call runs, so no block turns pending now
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
@@ -236,7 +248,7 @@ func (p *Pool) Close() error {
 	}
 	p.slabs, p.clean, p.dirty, p.live = nil, nil, nil, nil
 	p.lastOwner, p.lastList = "", nil
-	p.reserved, p.nfree, p.inUse = 0, 0, 0
+	p.reserved, p.nfree, p.inUse, p.pending = 0, 0, 0, 0
 	p.logical.Store(0)
 	p.history.Store(0)
 	return errors.Join(errs...)
@@ -329,13 +341,13 @@ func (p *Pool) allocAppend(buf []*block, owner Owner, n int, zero bool) ([]*bloc
 	}
 	if len(out) < n {
 		p.putLocked(out)
-		free, reserved := p.nfree, p.reserved
+		free, reserved, pending := p.nfree, p.reserved, p.pending
 		p.mu.Unlock()
 		if growErr != nil && !errors.Is(growErr, ErrNoMemory) {
 			return nil, growErr
 		}
-		return nil, fmt.Errorf("state: %d blocks of %d bytes wanted, %d free, %d bytes reserved (%s): %w",
-			n, p.blockBytes, free, reserved, p.capString(), growErr)
+		return nil, fmt.Errorf("state: %d blocks of %d bytes wanted, %d free, %d pending for streams, %d bytes reserved (%s): %w",
+			n, p.blockBytes, free, pending, reserved, p.capString(), growErr)
 	}
 	p.nfree -= int64(n)
 	p.inUse += int64(n)
@@ -534,14 +546,17 @@ func (p *Pool) growLocked(want int) error {
 const maxInt = int(^uint(0) >> 1)
 
 // free gives blocks whose reference count reached zero back to the free
-// lists.
+// lists. Blocks a recorded stream used wait as pending for that stream's
+// work first (see RecordStream); free itself never waits.
 func (p *Pool) free(list []*block) {
 	if len(list) == 0 {
 		return
 	}
+	var fenced []*block
+	var streams []device.Stream
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	if p.closed {
+		p.mu.Unlock()
 		return
 	}
 	// Pushed last first, so that they pop in the order they came.
@@ -551,10 +566,37 @@ func (p *Pool) free(list []*block) {
 			b.delta = false
 			p.history.Add(-int64(p.blockBytes))
 		}
+		if len(b.streams) > 0 {
+			for _, st := range b.streams {
+				if !hasStream(streams, st) {
+					streams = append(streams, st)
+				}
+			}
+			b.streams = nil
+			fenced = append(fenced, b)
+			continue
+		}
 		p.putDirtyLocked(b)
 	}
-	p.nfree += int64(len(list))
+	p.nfree += int64(len(list) - len(fenced))
+	p.pending += int64(len(fenced))
 	p.inUse -= int64(len(list))
+	var done chan struct{}
+	if len(fenced) > 0 {
+		done = make(chan struct{})
+		if p.batches == nil {
+			p.batches = map[chan struct{}]struct{}{}
+		}
+		p.batches[done] = struct{}{}
+	}
+	p.mu.Unlock()
+	if len(fenced) > 0 {
+		wait := p.fence(streams)
+		go func() {
+			wait()
+			p.reclaim(fenced, done)
+		}()
+	}
 }
 
 // follows reports whether b lies right after a in the same allocation, so
