@@ -172,6 +172,15 @@ func (s *FieldState) Spans(from, to int) (FieldSpans, error) {
 	return _Field_spans(s.h.Spans(from, to))
 }
 
+// RecordStream says that work queued on st (a kernel, an async copy) uses the
+// blocks the state holds now. When they are released, rolled back away or
+// replaced by copy-on-write, the pool keeps them pending, neither reused nor
+// zeroed for another owner, until an event recorded on st after that work
+// completes; the caller never waits. It needs a backend with device.Streams.
+func (s *FieldState) RecordStream(st device.Stream) error {
+	return s.h.RecordStream(st)
+}
+
 // Release gives the state's blocks back to the pool; snapshots taken from it
 // stay readable. Release is idempotent; every other method of a released state
 // returns state.ErrReleased. The contract names run-end as the event on which
@@ -204,6 +213,15 @@ func (v *FieldSnapshot) Read(from, to int) (Field, error) {
 //state:view
 func (v *FieldSnapshot) Spans(from, to int) (FieldSpans, error) {
 	return _Field_spans(v.snap.Spans(from, to))
+}
+
+// RecordStream says that work queued on st (a kernel, an async copy) uses the
+// blocks the snapshot holds now. When they are released, rolled back away or
+// replaced by copy-on-write, the pool keeps them pending, neither reused nor
+// zeroed for another owner, until an event recorded on st after that work
+// completes; the caller never waits. It needs a backend with device.Streams.
+func (v *FieldSnapshot) RecordStream(st device.Stream) error {
+	return v.snap.RecordStream(st)
 }
 
 // Len returns the number of rows in the snapshot.

@@ -109,6 +109,15 @@ func (s *scratchState) Spans(from, to int) (scratchSpans, error) {
 	return _scratch_spans(s.h.Spans(from, to))
 }
 
+// RecordStream says that work queued on st (a kernel, an async copy) uses the
+// blocks the state holds now. When they are released, rolled back away or
+// replaced by copy-on-write, the pool keeps them pending, neither reused nor
+// zeroed for another owner, until an event recorded on st after that work
+// completes; the caller never waits. It needs a backend with device.Streams.
+func (s *scratchState) RecordStream(st device.Stream) error {
+	return s.h.RecordStream(st)
+}
+
 // Release gives the state's blocks back to the pool. Release is idempotent;
 // every other method of a released state returns state.ErrReleased.
 //

@@ -215,6 +215,15 @@ func (s *KVCacheState) Spans(from, to int) (KVCacheSpans, error) {
 	return _KVCache_spans(s.h.Spans(from, to))
 }
 
+// RecordStream says that work queued on st (a kernel, an async copy) uses the
+// blocks the state holds now. When they are released, rolled back away or
+// replaced by copy-on-write, the pool keeps them pending, neither reused nor
+// zeroed for another owner, until an event recorded on st after that work
+// completes; the caller never waits. It needs a backend with device.Streams.
+func (s *KVCacheState) RecordStream(st device.Stream) error {
+	return s.h.RecordStream(st)
+}
+
 // Release gives the state's blocks back to the pool; snapshots taken from it
 // stay readable. Release is idempotent; every other method of a released state
 // returns state.ErrReleased. The contract names session-end as the event on
@@ -247,6 +256,15 @@ func (v *KVCacheSnapshot) Read(from, to int) (KVCache, error) {
 //state:view
 func (v *KVCacheSnapshot) Spans(from, to int) (KVCacheSpans, error) {
 	return _KVCache_spans(v.snap.Spans(from, to))
+}
+
+// RecordStream says that work queued on st (a kernel, an async copy) uses the
+// blocks the snapshot holds now. When they are released, rolled back away or
+// replaced by copy-on-write, the pool keeps them pending, neither reused nor
+// zeroed for another owner, until an event recorded on st after that work
+// completes; the caller never waits. It needs a backend with device.Streams.
+func (v *KVCacheSnapshot) RecordStream(st device.Stream) error {
+	return v.snap.RecordStream(st)
 }
 
 // Len returns the number of rows in the snapshot.
