@@ -22,9 +22,11 @@ type Head struct {
 	pos      position // written with lin.mu held too
 	owned    bool     // pos is the tip of a segment only this head writes
 	released bool
-	logical  int64    // this head's share of the pool's LogicalBytes
-	hist     *history // checkpoints and deltas, with a checkpoint policy
-	scratch  []*block // reused by writes for the blocks they take
+	logical  int64         // this head's share of the pool's LogicalBytes
+	hist     *history      // checkpoints and deltas, with a checkpoint policy
+	scratch  []*block      // reused by writes for the blocks they take
+	tables   []*BlockTable // live block tables, kept current by writes
+	streams  streamSet     // streams recorded by RecordStream
 }
 
 var headIDs atomic.Uint64
@@ -127,6 +129,9 @@ func (h *Head) setLogical() {
 	l := int64(h.r.rows) * h.rowSum
 	h.pool.logical.Add(l - h.logical)
 	h.logical = l
+	if len(h.tables) > 0 {
+		h.syncTables()
+	}
 }
 
 // Append appends the rows of a batch (one []byte per column, the same
@@ -525,6 +530,8 @@ func (h *Head) Release() error {
 	h.lin.mu.Lock()
 	delete(h.lin.heads, h)
 	h.lin.mu.Unlock()
+	releaseTables(h.tables)
+	h.tables = nil
 	var freed []*block
 	h.r.release(&freed)
 	if h.hist != nil {

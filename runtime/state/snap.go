@@ -24,6 +24,10 @@ type Snap struct {
 
 	mu       sync.RWMutex // read-held by reads, write-held by Release
 	released bool
+
+	tmu     sync.Mutex    // guards tables
+	tables  []*BlockTable // freed with the snapshot
+	streams streamSet     // streams recorded by RecordStream
 }
 
 // Stats describes one head or snapshot.
@@ -134,6 +138,10 @@ func (s *Snap) Release() error {
 	s.lin.mu.Lock()
 	delete(s.lin.snaps, s)
 	s.lin.mu.Unlock()
+	s.tmu.Lock()
+	releaseTables(s.tables)
+	s.tables = nil
+	s.tmu.Unlock()
 	var freed []*block
 	s.r.release(&freed)
 	s.r = nil

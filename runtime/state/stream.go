@@ -3,6 +3,7 @@ package state
 import (
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/gpustate/gpustate/runtime/device"
 )
@@ -121,6 +122,7 @@ func (h *Head) RecordStream(st device.Stream) error {
 	if err := h.pool.recordStream(h.r, st); err != nil {
 		return h.errorf("RecordStream", "%w", err)
 	}
+	h.streams.add(st)
 	return nil
 }
 
@@ -137,5 +139,30 @@ func (s *Snap) RecordStream(st device.Stream) error {
 	if err := s.pool.recordStream(s.r, st); err != nil {
 		return s.errorf("RecordStream", "%w", err)
 	}
+	s.streams.add(st)
 	return nil
 }
+
+// streamSet is the streams recorded on one handle, for the frees of its
+// block tables.
+type streamSet struct {
+	mu   sync.Mutex
+	list []device.Stream
+}
+
+func (ss *streamSet) add(st device.Stream) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if !hasStream(ss.list, st) {
+		ss.list = append(ss.list, st)
+	}
+}
+
+func (ss *streamSet) get() []device.Stream {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return append([]device.Stream(nil), ss.list...)
+}
+
+func (h *Head) recordedStreams() []device.Stream { return h.streams.get() }
+func (s *Snap) recordedStreams() []device.Stream { return s.streams.get() }
