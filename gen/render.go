@@ -294,6 +294,16 @@ func snapStreamCall(name string) func(*model) *jen.Statement {
 	}
 }
 
+// headTableCall renders the head's BlockTable.
+func headTableCall(m *model) *jen.Statement {
+	return jen.Func().Params(m.recv()).Id("BlockTable").Params().Params(jen.Op("*").Qual(statePkg, "BlockTable"), jen.Error()).Block(jen.Return(hcall("BlockTable")))
+}
+
+// snapTableCall renders the snapshot's BlockTable.
+func snapTableCall(m *model) *jen.Statement {
+	return jen.Func().Params(m.snapRecv()).Id("BlockTable").Params().Params(jen.Op("*").Qual(statePkg, "BlockTable"), jen.Error()).Block(jen.Return(vcall("BlockTable")))
+}
+
 // wrapped assigns call's result to field and returns it as *typ{field: field},
 // or its error.
 func wrapped(typ, field string, call jen.Code) []jen.Code {

@@ -157,6 +157,17 @@ func (s *SamplesState) RecordStream(st gpustatedevice.Stream) error {
 	return s.h.RecordStream(st)
 }
 
+// BlockTable returns a device-resident table of the state's blocks, per field
+// (in field order): the base address of each block, so that a kernel finds row
+// r at table[r / RowsPerBlock] + (r % RowsPerBlock) * RowBytes. Writes,
+// rollbacks and merges of the state keep it current. Release it when done;
+// releasing the state releases it too.
+//
+//state:acquire
+func (s *SamplesState) BlockTable() (*gpustatestate.BlockTable, error) {
+	return s.h.BlockTable()
+}
+
 // Release gives the state's blocks back to the pool; snapshots taken from it
 // stay readable. Release is idempotent; every other method of a released state
 // returns state.ErrReleased.
@@ -197,6 +208,15 @@ func (v *SamplesSnapshot) Spans(from, to int) (SamplesSpans, error) {
 // completes; the caller never waits. It needs a backend with device.Streams.
 func (v *SamplesSnapshot) RecordStream(st gpustatedevice.Stream) error {
 	return v.snap.RecordStream(st)
+}
+
+// BlockTable returns a device-resident table of the snapshot's blocks, per
+// field (in field order), for kernels that read its rows in place. It never
+// changes. Release it when done; releasing the snapshot releases it too.
+//
+//state:acquire
+func (v *SamplesSnapshot) BlockTable() (*gpustatestate.BlockTable, error) {
+	return v.snap.BlockTable()
 }
 
 // Len returns the number of rows in the snapshot.

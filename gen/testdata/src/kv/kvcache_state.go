@@ -224,6 +224,17 @@ func (s *KVCacheState) RecordStream(st device.Stream) error {
 	return s.h.RecordStream(st)
 }
 
+// BlockTable returns a device-resident table of the state's blocks, per field
+// (in field order): the base address of each block, so that a kernel finds row
+// r at table[r / RowsPerBlock] + (r % RowsPerBlock) * RowBytes. Writes,
+// rollbacks and merges of the state keep it current. Release it when done;
+// releasing the state releases it too.
+//
+//state:acquire
+func (s *KVCacheState) BlockTable() (*state.BlockTable, error) {
+	return s.h.BlockTable()
+}
+
 // Release gives the state's blocks back to the pool; snapshots taken from it
 // stay readable. Release is idempotent; every other method of a released state
 // returns state.ErrReleased. The contract names session-end as the event on
@@ -265,6 +276,15 @@ func (v *KVCacheSnapshot) Spans(from, to int) (KVCacheSpans, error) {
 // completes; the caller never waits. It needs a backend with device.Streams.
 func (v *KVCacheSnapshot) RecordStream(st device.Stream) error {
 	return v.snap.RecordStream(st)
+}
+
+// BlockTable returns a device-resident table of the snapshot's blocks, per
+// field (in field order), for kernels that read its rows in place. It never
+// changes. Release it when done; releasing the snapshot releases it too.
+//
+//state:acquire
+func (v *KVCacheSnapshot) BlockTable() (*state.BlockTable, error) {
+	return v.snap.BlockTable()
 }
 
 // Len returns the number of rows in the snapshot.
