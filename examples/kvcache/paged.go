@@ -47,16 +47,23 @@ func paged(w io.Writer, b device.Backend, p *state.Pool, prompt []int32) (err er
 	}
 	defer s.Release()
 	n := len(prompt)
-	spans, err := s.AppendDevice(n) // rows reserved; the kernels fill them
+	spans, err := s.AppendDevice(n) // rows reserved; the kernels fill keys and values
 	if err != nil {
 		return err
+	}
+	r := rows(prompt, 0)
+	tok := state.Bytes(r.Token)
+	for _, sp := range spans.Token {
+		if err := b.CopyHtoD(sp.Ptr, tok[:4*sp.Rows]); err != nil {
+			return err
+		}
+		tok = tok[4*sp.Rows:]
 	}
 	table, err := s.BlockTable()
 	if err != nil {
 		return err
 	}
 	defer table.Release()
-	r := rows(prompt, 0)
 	for col, src := range [][]float32{r.Keys, r.Values} {
 		staged, err := scratch.stage(b, sb, st, state.Bytes(src))
 		if err != nil {
@@ -69,13 +76,6 @@ func paged(w io.Writer, b device.Backend, p *state.Pool, prompt []int32) (err er
 		if err := ks.Prefill(st, kernels.Table{Ptr: tc.Ptr, RowsPerBlock: tc.RowsPerBlock}, 0, n, width, staged); err != nil {
 			return err
 		}
-	}
-	tok := state.Bytes(r.Token)
-	for _, sp := range spans.Token {
-		if err := b.CopyHtoD(sp.Ptr, tok[:4*sp.Rows]); err != nil {
-			return err
-		}
-		tok = tok[4*sp.Rows:]
 	}
 	if err := s.RecordStream(st); err != nil {
 		return err
@@ -91,6 +91,7 @@ func paged(w io.Writer, b device.Backend, p *state.Pool, prompt []int32) (err er
 	if err != nil {
 		return err
 	}
+	defer stab.Release()
 	kc, err := stab.Column(0)
 	if err != nil {
 		return err
@@ -135,7 +136,7 @@ func paged(w io.Writer, b device.Backend, p *state.Pool, prompt []int32) (err er
 
 	// Released with the kernel queued: nothing waits here.
 	done, _ := ev.Done()
-	if err := errors.Join(snap.Release(), table.Release(), s.Release()); err != nil {
+	if err := errors.Join(stab.Release(), snap.Release(), table.Release(), s.Release()); err != nil {
 		return err
 	}
 	pending := p.Stats().PendingBytes
