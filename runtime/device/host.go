@@ -45,6 +45,10 @@ type hostBackend struct {
 	allocs  table
 	closed  bool
 	streams map[*hostStream]struct{} // live streams, closed by Close
+	// unmap is read-held by queued stream work while it runs and
+	// write-held (before mu) by Free and Close, which unmap memory: a
+	// running kernel never holds mu, so Alloc does not wait for kernels.
+	unmap sync.RWMutex
 }
 
 var _ Backend = (*hostBackend)(nil)
@@ -83,6 +87,8 @@ func (h *hostBackend) Alloc(bytes int) (Ptr, error) {
 }
 
 func (h *hostBackend) Free(p Ptr) error {
+	h.unmap.Lock()
+	defer h.unmap.Unlock()
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
@@ -221,6 +227,8 @@ func (h *hostBackend) Close() error {
 	for _, s := range streams {
 		s.Close() // its error belonged to its work; the backend closes regardless
 	}
+	h.unmap.Lock()
+	defer h.unmap.Unlock()
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {

@@ -161,18 +161,13 @@ func (h *hostBackend) stream(st Stream) (*hostStream, error) {
 	return s, nil
 }
 
-// Bytes gives a host kernel the memory at p.
-func (h *hostBackend) Bytes(p Ptr, n int) ([]byte, error) {
-	return h.span(p, n)
-}
-
 // withSpan runs f on the n bytes at p under the read lock, when the queue
 // reaches it.
 func (h *hostBackend) withSpan(p Ptr, n int, what string, f func(b []byte)) func() error {
 	return func() error {
-		h.mu.RLock()
-		defer h.mu.RUnlock()
-		b, err := h.span(p, n)
+		h.unmap.RLock()
+		defer h.unmap.RUnlock()
+		b, err := h.lookup(p, n)
 		if err != nil {
 			return fmt.Errorf("device: host %s: %w", what, err)
 		}
@@ -328,11 +323,8 @@ func (h *hostBackend) Launch(st Stream, fn Function, grid, block Dim3, sharedByt
 	args = append([]any(nil), args...)
 	grid, block = grid.norm(), block.norm()
 	return s.enqueue(func() (err error) {
-		h.mu.RLock()
-		defer h.mu.RUnlock()
-		if h.closed {
-			return ErrClosed
-		}
+		h.unmap.RLock()
+		defer h.unmap.RUnlock()
 		// A Go kernel that panics (arguments of the wrong types, say)
 		// fails its stream instead of the process.
 		defer func() {
@@ -347,11 +339,18 @@ func (h *hostBackend) Launch(st Stream, fn Function, grid, block Dim3, sharedByt
 	})
 }
 
-// hostMemory is the HostMemory a kernel sees; the stream holds h.mu for
-// reading while the kernel runs.
+// hostMemory is the HostMemory a kernel sees; the stream holds h.unmap
+// for reading while the kernel runs, so what Bytes returns stays mapped.
 type hostMemory struct{ h *hostBackend }
 
-func (m hostMemory) Bytes(p Ptr, n int) ([]byte, error) { return m.h.span(p, n) }
+func (m hostMemory) Bytes(p Ptr, n int) ([]byte, error) { return m.h.lookup(p, n) }
+
+// lookup is span under a short hold of h.mu.
+func (h *hostBackend) lookup(p Ptr, n int) ([]byte, error) {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	return h.span(p, n)
+}
 
 // packArgs lays kernel arguments out as the driver reads them: each at its
 // natural alignment in one buffer, with the offset of each.

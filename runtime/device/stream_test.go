@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
-	"sync"
 	"testing"
 	"time"
 )
@@ -14,14 +13,6 @@ import (
 // fillKernel is the name of a kernel that sets n bytes at dst to value:
 // Go on the host backend, a built-in body in the fake CUDA driver.
 const fillKernel = "gpustate_fake_fill"
-
-// gateKernel blocks its stream until the test's gate opens (host backend).
-const gateKernel = "gpustate_test_gate"
-
-var gates struct {
-	sync.Mutex
-	ch chan struct{}
-}
 
 func init() {
 	must := func(err error) {
@@ -38,15 +29,6 @@ func init() {
 		fill(b, byte(value))
 		return nil
 	}))
-	must(RegisterHostKernel(gateKernel, func(HostMemory, Dim3, Dim3, []any) error {
-		gates.Lock()
-		ch := gates.ch
-		gates.Unlock()
-		if ch != nil {
-			<-ch
-		}
-		return nil
-	}))
 }
 
 // asyncRig is a backend with streams and kernels, and a way to hold a
@@ -60,7 +42,7 @@ type asyncRig struct {
 	release func()
 }
 
-const testPTX = ".version 7.0\n.target sm_80\n.address_size 64\n.visible .entry gpustate_fake_fill(\n.param .u64 a, .param .u32 b, .param .u64 c)\n{ ret; }\n.visible .entry gpustate_test_gate() { ret; }\n"
+const testPTX = ".version 7.0\n.target sm_80\n.address_size 64\n.visible .entry gpustate_fake_fill(\n.param .u64 a, .param .u32 b, .param .u64 c)\n{ ret; }\n"
 
 func newRig(t *testing.T, b Backend, hold func(t *testing.T, st Stream), release func()) *asyncRig {
 	t.Helper()
@@ -86,24 +68,17 @@ func newRig(t *testing.T, b Backend, hold func(t *testing.T, st Stream), release
 func hostRig(t *testing.T) *asyncRig {
 	h := Host()
 	var gate chan struct{}
-	var gk Function
+	// The hold is an event only the test completes: a stream waiting for
+	// it holds no memory, so Free does not wait for the hold.
 	hold := func(t *testing.T, st Stream) {
 		gate = make(chan struct{})
-		gates.Lock()
-		gates.ch = gate
-		gates.Unlock()
-		if err := h.(Kernels).Launch(st, gk, Dim3{}, Dim3{}, 0); err != nil {
-			t.Fatalf("launching the gate: %v", err)
+		ev := &hostEvent{s: st.(*hostStream), done: gate}
+		if err := h.(Streams).WaitEvent(st, ev); err != nil {
+			t.Fatalf("holding the stream: %v", err)
 		}
 	}
 	release := func() { close(gate) }
-	r := newRig(t, h, hold, release)
-	m, _ := r.k.LoadModule(testPTX)
-	var err error
-	if gk, err = m.Function(gateKernel); err != nil {
-		t.Fatal(err)
-	}
-	return r
+	return newRig(t, h, hold, release)
 }
 
 // testAsync runs the stream and kernel checks on the backend rig makes.

@@ -1,6 +1,7 @@
 package state
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -22,11 +23,12 @@ type Head struct {
 	pos      position // written with lin.mu held too
 	owned    bool     // pos is the tip of a segment only this head writes
 	released bool
-	logical  int64         // this head's share of the pool's LogicalBytes
-	hist     *history      // checkpoints and deltas, with a checkpoint policy
-	scratch  []*block      // reused by writes for the blocks they take
-	tables   []*BlockTable // live block tables, kept current by writes
-	streams  streamSet     // streams recorded by RecordStream
+	logical  int64          // this head's share of the pool's LogicalBytes
+	hist     *history       // checkpoints and deltas, with a checkpoint policy
+	scratch  []*block       // reused by writes for the blocks they take
+	tables   []*BlockTable  // live block tables, kept current by writes
+	streams  streamSet      // streams recorded by RecordStream
+	inflight []device.Event // after the copies of AppendAsync calls not yet waited for
 }
 
 var headIDs atomic.Uint64
@@ -90,6 +92,33 @@ func (h *Head) logicalBytes() int64 { return h.logical }
 // lock starts a call: it holds the pool open and h's lock, and fails when
 // h is released or invalidated.
 func (h *Head) lock(op string) (func(), error) {
+	unlock, err := h.lockAsync(op)
+	if err != nil {
+		return nil, err
+	}
+	if err := h.landLocked(); err != nil {
+		unlock()
+		return nil, h.errorf(op, "rows appended on a stream: %w", err)
+	}
+	return unlock, nil
+}
+
+// landLocked waits until the copies of earlier AppendAsync calls have
+// landed, so that host-side reads, snapshots, branches and copy-on-write
+// see their rows. h.mu is held.
+func (h *Head) landLocked() error {
+	var errs []error
+	for _, ev := range h.inflight {
+		errs = append(errs, ev.Wait(), ev.Close())
+	}
+	h.inflight = h.inflight[:0]
+	return errors.Join(errs...)
+}
+
+// lockAsync is lock for the calls that run on a stream (AppendAsync,
+// ReadAsync): they leave the copies of earlier ones in flight, as the
+// stream orders them.
+func (h *Head) lockAsync(op string) (func(), error) {
 	leave, err := h.pool.enter()
 	if err != nil {
 		return nil, h.errorf(op, "%w", err)
@@ -416,6 +445,9 @@ func (h *Head) Merge(child *Head) error {
 		}
 	}
 	for _, x := range []*Head{h, child} {
+		if err := x.landLocked(); err != nil {
+			return h.errorf("Merge", "rows appended on a stream: %w", err)
+		}
 		if x.hist != nil && x.hist.pending != nil {
 			x.flush()
 		}
@@ -532,6 +564,10 @@ func (h *Head) Release() error {
 	h.lin.mu.Unlock()
 	releaseTables(h.tables)
 	h.tables = nil
+	for _, ev := range h.inflight {
+		ev.Close() // its copies' blocks wait as pending, if recorded
+	}
+	h.inflight = nil
 	var freed []*block
 	h.r.release(&freed)
 	if h.hist != nil {

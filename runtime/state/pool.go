@@ -133,6 +133,7 @@ type Pool struct {
 	inUse     int64
 	pending   int64                      // blocks freed but waiting for stream events
 	batches   map[chan struct{}]struct{} // closed when their pending blocks are free
+	staging   [][]byte                   // free page-locked staging buffers (AppendAsync)
 	live      map[handle]struct{}
 	nextID    uint64
 
@@ -240,6 +241,9 @@ func (p *Pool) Close() error {
 		}
 		sort.Strings(names)
 		errs = append(errs, fmt.Errorf("state: pool closed with %d live handles: %s", len(names), strings.Join(names, "; ")))
+	}
+	if err := p.freeStagingLocked(); err != nil {
+		errs = append(errs, fmt.Errorf("state: pool close: %w", err))
 	}
 	for _, s := range p.slabs {
 		if err := p.b.Free(s); err != nil {

@@ -11,6 +11,7 @@ enum { OP_COPY, OP_RECORD, OP_WAIT, OP_FILL, OP_NOP };
 struct fake_event {
 	int done;
 	CUresult err;
+	int refs; /* the handle, and each queued op that names the event */
 };
 typedef struct fake_event *CUevent;
 
@@ -76,6 +77,14 @@ static long long fake_count(const char *key) {
 	return v;
 }
 
+/* unref drops a reference to e; the last one frees it. Holds smu. */
+static void unref(struct fake_event *e) {
+	if (--e->refs == 0) {
+		nevents--;
+		free(e);
+	}
+}
+
 /* run does one op on a stream thread; smu is not held. */
 static CUresult run(struct op *o) {
 	if (o->checkn && checkrange(o->check, o->checkn) != SUCCESS)
@@ -109,9 +118,11 @@ static void *stream_main(void *arg) {
 		if (o->kind == OP_RECORD) {
 			o->ev->err = s->err;
 			o->ev->done = 1;
+			unref(o->ev);
 		} else if (o->kind == OP_WAIT) {
 			while (!o->ev->done)
 				pthread_cond_wait(&scv, &smu);
+			unref(o->ev);
 		} else {
 			pthread_mutex_unlock(&smu);
 			CUresult r = s->err == SUCCESS ? run(o) : SUCCESS;
@@ -214,6 +225,7 @@ CUresult cuEventCreate(CUevent *pe, unsigned int flags) {
 	if (e == NULL)
 		return OUT_OF_MEMORY;
 	e->done = 1;
+	e->refs = 1;
 	pthread_mutex_lock(&smu);
 	nevents++;
 	pthread_mutex_unlock(&smu);
@@ -240,6 +252,7 @@ CUresult cuEventRecord(CUevent e, CUstream s) {
 	pthread_mutex_lock(&smu);
 	e->done = 0;
 	e->err = SUCCESS;
+	e->refs++;
 	pthread_mutex_unlock(&smu);
 	return push(s, o);
 }
@@ -273,13 +286,11 @@ CUresult cuEventDestroy_v2(CUevent e) {
 	NEEDCTX();
 	if (e == NULL)
 		return INVALID_HANDLE;
+	/* As the real driver does, destroying returns at once; the event is
+	 * freed when the last queued op that names it has run. */
 	pthread_mutex_lock(&smu);
-	/* The real driver defers the free until a pending record completes. */
-	while (!e->done)
-		pthread_cond_wait(&scv, &smu);
-	nevents--;
+	unref(e);
 	pthread_mutex_unlock(&smu);
-	free(e);
 	return SUCCESS;
 }
 
@@ -299,6 +310,9 @@ CUresult cuStreamWaitEvent(CUstream s, CUevent e, unsigned int flags) {
 	if (o == NULL)
 		return OUT_OF_MEMORY;
 	o->ev = e;
+	pthread_mutex_lock(&smu);
+	e->refs++;
+	pthread_mutex_unlock(&smu);
 	return push(s, o);
 }
 
