@@ -35,113 +35,141 @@ func paged(w io.Writer, b device.Backend, p *state.Pool, prompt []int32) (err er
 		return err
 	}
 	defer st.Close()
-	var scratch scratchMem
+	e := &engine{b: b, sb: sb, ks: ks, st: st}
 	defer func() {
 		// The stream may still use the scratch memory when a call failed.
-		err = errors.Join(err, st.Sync(), scratch.free(b, sb))
+		err = errors.Join(err, st.Sync(), e.scratch.free(b, sb))
 	}()
-
 	s, err := cache.NewKVCacheState(p, "session-2")
 	if err != nil {
 		return err
 	}
 	defer s.Release()
-	n := len(prompt)
-	spans, err := s.AppendDevice(n) // rows reserved; the kernels fill keys and values
-	if err != nil {
-		return err
-	}
-	r := rows(prompt, 0)
-	tok := state.Bytes(r.Token)
-	for _, sp := range spans.Token {
-		if err := b.CopyHtoD(sp.Ptr, tok[:4*sp.Rows]); err != nil {
-			return err
-		}
-		tok = tok[4*sp.Rows:]
-	}
-	table, err := s.BlockTable()
+	table, err := e.prefill(s, prompt)
 	if err != nil {
 		return err
 	}
 	defer table.Release()
-	for col, src := range [][]float32{r.Keys, r.Values} {
-		staged, err := scratch.stage(b, sb, st, state.Bytes(src))
-		if err != nil {
-			return err
-		}
-		tc, err := table.Column(col)
-		if err != nil {
-			return err
-		}
-		if err := ks.Prefill(st, kernels.Table{Ptr: tc.Ptr, RowsPerBlock: tc.RowsPerBlock}, 0, n, width, staged); err != nil {
-			return err
-		}
-	}
-	if err := s.RecordStream(st); err != nil {
-		return err
-	}
-
-	// One decode step over a snapshot, through its block tables.
 	snap, err := s.Snapshot()
 	if err != nil {
 		return err
 	}
 	defer snap.Release()
-	stab, err := snap.BlockTable()
-	if err != nil {
-		return err
-	}
-	defer stab.Release()
-	kc, err := stab.Column(0)
-	if err != nil {
-		return err
-	}
-	vc, err := stab.Column(1)
-	if err != nil {
-		return err
-	}
-	q := query(prompt[n-1])
-	qp, err := scratch.stage(b, sb, st, state.Bytes(q))
-	if err != nil {
-		return err
-	}
-	outp, err := scratch.alloc(b, 4*width)
-	if err != nil {
-		return err
-	}
-	sc, err := scratch.alloc(b, 4*cache.Layers*n)
-	if err != nil {
-		return err
-	}
-	err = ks.Decode(st, kernels.DecodeArgs{Keys: kc.Ptr, Values: vc.Ptr, RowsPerBlock: kc.RowsPerBlock,
-		Rows: n, Layers: cache.Layers, Dim: cache.Dim, Query: qp, Out: outp, Scratch: sc})
-	if err != nil {
-		return err
-	}
-	if err := snap.RecordStream(st); err != nil {
-		return err
-	}
-	out, err := scratch.host(sb, 4*width)
-	if err != nil {
-		return err
-	}
-	if err := sb.CopyDtoHAsync(st, out, outp); err != nil {
-		return err
-	}
-	ev, err := sb.Record(st)
+	out, perBlock, ev, err := e.decode(snap, prompt)
 	if err != nil {
 		return err
 	}
 	defer ev.Close()
-
 	// Released with the kernel queued: nothing waits here.
 	done, _ := ev.Done()
-	if err := errors.Join(stab.Release(), snap.Release(), table.Release(), s.Release()); err != nil {
+	if err := errors.Join(snap.Release(), table.Release(), s.Release()); err != nil {
 		return err
 	}
-	pending := p.Stats().PendingBytes
 	fmt.Fprintf(w, "paged decode (%s kernels): prefill wrote %d rows through the state's block table (%d rows a block); decode attends over them through the snapshot's tables\n",
-		kernelKind(b), n, kc.RowsPerBlock)
+		kernelKind(b), len(prompt), perBlock)
+	return report(w, p, ev, done, out, prompt)
+}
+
+// engine is what one paged session runs with.
+type engine struct {
+	b       device.Backend
+	sb      device.Streams
+	ks      *kernels.Set
+	st      device.Stream
+	scratch scratchMem
+}
+
+// prefill appends the prompt's rows to s: tokens copied into the spans,
+// keys and values staged through page-locked memory and written by the
+// prefill kernel through s's block table, which it returns.
+func (e *engine) prefill(s *cache.KVCacheState, prompt []int32) (*state.BlockTable, error) {
+	spans, err := s.AppendDevice(len(prompt)) // rows reserved; the kernels fill keys and values
+	if err != nil {
+		return nil, err
+	}
+	r := rows(prompt, 0)
+	tok := state.Bytes(r.Token)
+	for _, sp := range spans.Token {
+		if err := e.b.CopyHtoD(sp.Ptr, tok[:4*sp.Rows]); err != nil {
+			return nil, err
+		}
+		tok = tok[4*sp.Rows:]
+	}
+	table, err := s.BlockTable()
+	if err != nil {
+		return nil, err
+	}
+	for col, src := range [][]float32{r.Keys, r.Values} {
+		staged, err := e.scratch.stage(e.b, e.sb, e.st, state.Bytes(src))
+		if err == nil {
+			var tc state.TableColumn
+			if tc, err = table.Column(col); err == nil {
+				err = e.ks.Prefill(e.st, kernels.Table{Ptr: tc.Ptr, RowsPerBlock: tc.RowsPerBlock}, 0, len(prompt), width, staged)
+			}
+		}
+		if err != nil {
+			return nil, errors.Join(err, table.Release())
+		}
+	}
+	if err := s.RecordStream(e.st); err != nil {
+		return nil, errors.Join(err, table.Release())
+	}
+	return table, nil
+}
+
+// decode queues one decode step over snap through its block tables and
+// the copy of its result to page-locked memory, and records an event
+// after them.
+func (e *engine) decode(snap *cache.KVCacheSnapshot, prompt []int32) ([]byte, int, device.Event, error) {
+	n := len(prompt)
+	stab, err := snap.BlockTable()
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	defer stab.Release()
+	kc, err := stab.Column(0)
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	vc, err := stab.Column(1)
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	qp, err := e.scratch.stage(e.b, e.sb, e.st, state.Bytes(query(prompt[n-1])))
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	outp, err := e.scratch.alloc(e.b, 4*width)
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	sc, err := e.scratch.alloc(e.b, 4*cache.Layers*n)
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	err = e.ks.Decode(e.st, kernels.DecodeArgs{Keys: kc.Ptr, Values: vc.Ptr, RowsPerBlock: kc.RowsPerBlock,
+		Rows: n, Layers: cache.Layers, Dim: cache.Dim, Query: qp, Out: outp, Scratch: sc})
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	if err := snap.RecordStream(e.st); err != nil {
+		return nil, 0, nil, err
+	}
+	out, err := e.scratch.host(e.sb, 4*width)
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	if err := e.sb.CopyDtoHAsync(e.st, out, outp); err != nil {
+		return nil, 0, nil, err
+	}
+	ev, err := e.sb.Record(e.st)
+	return out, kc.RowsPerBlock, ev, err
+}
+
+// report shows the pool's pending bytes with the kernel in flight and
+// after its event, and checks the kernel's attention against the host's.
+func report(w io.Writer, p *state.Pool, ev device.Event, done bool, out []byte, prompt []int32) error {
+	pending := p.Stats().PendingBytes
 	if done {
 		fmt.Fprintf(w, "  session and snapshot released after the kernel finished: %s pending\n", size(pending))
 	} else {
@@ -151,8 +179,8 @@ func paged(w io.Writer, b device.Backend, p *state.Pool, prompt []int32) (err er
 		return err
 	}
 	p.WaitPending()
-	got := floats(out)
-	diff := maxDiff(got, attend(r, n, q))
+	n := len(prompt)
+	diff := maxDiff(floats(out), attend(rows(prompt, 0), n, query(prompt[n-1])))
 	fmt.Fprintf(w, "  kernel done: pending bytes back to %s; its attention matches the host's (max |diff| %.1e)\n",
 		size(p.Stats().PendingBytes), diff)
 	if diff > 1e-3 {
