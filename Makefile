@@ -12,7 +12,7 @@ export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 # checks it), and so are tests, which misuse handles on purpose to check the runtime's errors.
 VET_PKGS = $$($(GO) list ./... | grep -v -e /examples/contracts/faulty -e /examples/kvcache/misuse)
 
-.PHONY: all build test vet fuzz demo bench gpu-check vet-bench precision golangci-lint golangci-check clean
+.PHONY: all build test vet fuzz demo bench gpu-check ptx vet-bench precision golangci-lint golangci-check clean
 
 all: build
 
@@ -73,6 +73,13 @@ golangci-check: golangci-lint
 # On a machine with an NVIDIA GPU: the CUDA backend's tests and benchmarks.
 gpu-check:
 	bash scripts/gpu-check.sh
+
+# The kvcache example's kernels: CUDA C to PTX with LLVM's NVPTX backend (Debian's clang; no CUDA
+# toolkit), installing clang where it is missing. TestPTXUpToDate checks the committed PTX.
+PTX_FLAGS = -x cuda --cuda-device-only --cuda-gpu-arch=sm_80 -nocudainc -nocudalib -O2 -S
+ptx:
+	@command -v clang >/dev/null || { apt-get update && apt-get install -y clang; }
+	cd examples/kvcache/kernels && clang $(PTX_FLAGS) -o kvcache.ptx kvcache.cu
 
 clean:
 	rm -rf bin

@@ -107,6 +107,12 @@ var methodTable = []methodSpec{
 	{name: "AppendDevice", recv: RecvHead, directive: "appends", when: "growth append", ok: appends, doc: appendDeviceDoc, code: (*model).appendDeviceCode},
 	{name: "WriteDevice", recv: RecvHead, directive: "mutates", when: "growth mutable", ok: mutable, doc: writeDeviceDoc, code: (*model).writeDeviceCode},
 	{name: "Spans", recv: RecvHead, directive: "view", when: "always", doc: spansDoc, code: (*model).headSpansCode},
+	{name: "RecordStream", recv: RecvHead, when: "always", doc: para(
+		"RecordStream says that work queued on st (a kernel, an async copy) uses the blocks the state holds now. When they are released, rolled back away or replaced by copy-on-write, the pool keeps them pending, neither reused nor zeroed for another owner, until an event recorded on st after that work completes; the caller never waits. It needs a backend with device.Streams."),
+		code: headStreamCall("RecordStream")},
+	{name: "BlockTable", recv: RecvHead, directive: "acquire", when: "always", doc: para(
+		"BlockTable returns a device-resident table of the state's blocks, per field (in field order): the base address of each block, so that a kernel finds row r at table[r / RowsPerBlock] + (r % RowsPerBlock) * RowBytes. Writes, rollbacks and merges of the state keep it current. Release it when done; releasing the state releases it too."),
+		code: headTableCall},
 	{name: "Release", recv: RecvHead, directive: "release", when: "always", doc: releaseDoc, code: headCall("Release", jen.Error())},
 
 	{name: "Read", recv: RecvSnapshot, when: "snapshot immutable", ok: snapshot, doc: readDoc("snapshot"), code: (*model).snapReadCode},
@@ -115,6 +121,12 @@ var methodTable = []methodSpec{
 	{name: "Spans", recv: RecvSnapshot, directive: "view", when: "snapshot immutable", ok: snapshot, doc: para(
 		"Spans locates rows [from, to) of the snapshot in device memory, for kernels that read them. They are read only, by contract: the blocks are shared with the state and its branches, and statevet reports a write through them."),
 		code: (*model).snapSpansCode},
+	{name: "RecordStream", recv: RecvSnapshot, when: "snapshot immutable", ok: snapshot, doc: para(
+		"RecordStream says that work queued on st (a kernel, an async copy) uses the blocks the snapshot holds now. When they are released, rolled back away or replaced by copy-on-write, the pool keeps them pending, neither reused nor zeroed for another owner, until an event recorded on st after that work completes; the caller never waits. It needs a backend with device.Streams."),
+		code: snapStreamCall("RecordStream")},
+	{name: "BlockTable", recv: RecvSnapshot, directive: "acquire", when: "snapshot immutable", ok: snapshot, doc: para(
+		"BlockTable returns a device-resident table of the snapshot's blocks, per field (in field order), for kernels that read its rows in place. It never changes. Release it when done; releasing the snapshot releases it too."),
+		code: snapTableCall},
 	{name: "Len", recv: RecvSnapshot, when: "snapshot immutable", ok: snapshot, doc: para("Len returns the number of rows in the snapshot."),
 		code: snapCall("Len", jen.Int())},
 	{name: "Oldest", recv: RecvSnapshot, when: "snapshot immutable, window=W", ok: func(c *contract.Contract) bool { return snapshot(c) && window(c) },

@@ -294,6 +294,31 @@ func snapCall(name string, result jen.Code) func(*model) *jen.Statement {
 	}
 }
 
+// headStreamCall renders a head method of one device.Stream that returns
+// the runtime's error.
+func headStreamCall(name string) func(*model) *jen.Statement {
+	return func(m *model) *jen.Statement {
+		return jen.Func().Params(m.recv()).Id(name).Params(jen.Id("st").Qual(devicePkg, "Stream")).Error().Block(jen.Return(hcall(name, jen.Id("st"))))
+	}
+}
+
+// snapStreamCall is headStreamCall for the snapshot.
+func snapStreamCall(name string) func(*model) *jen.Statement {
+	return func(m *model) *jen.Statement {
+		return jen.Func().Params(m.snapRecv()).Id(name).Params(jen.Id("st").Qual(devicePkg, "Stream")).Error().Block(jen.Return(vcall(name, jen.Id("st"))))
+	}
+}
+
+// headTableCall renders the head's BlockTable.
+func headTableCall(m *model) *jen.Statement {
+	return jen.Func().Params(m.recv()).Id("BlockTable").Params().Params(jen.Op("*").Qual(statePkg, "BlockTable"), jen.Error()).Block(jen.Return(hcall("BlockTable")))
+}
+
+// snapTableCall renders the snapshot's BlockTable.
+func snapTableCall(m *model) *jen.Statement {
+	return jen.Func().Params(m.snapRecv()).Id("BlockTable").Params().Params(jen.Op("*").Qual(statePkg, "BlockTable"), jen.Error()).Block(jen.Return(vcall("BlockTable")))
+}
+
 // wrapped assigns call's result to field and returns it as *typ{field: field},
 // or its error.
 func wrapped(typ, field string, call jen.Code) []jen.Code {

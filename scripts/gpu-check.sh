@@ -70,12 +70,14 @@ export GPUSTATE_BACKEND=cuda
 
 # 2. Tests: the CUDA backend on the real driver (TestCUDAReal), everything
 # else in the device layer (the fake-driver tests included), NVML on the
-# real device (TestReal).
+# real device (TestReal), the kvcache example's PTX kernels on the device
+# (TestKernelsCUDA).
 echo "gpu-check: tests (GPUSTATE_BACKEND=cuda)"
 run_step "$out/test.txt" tests "$GO" test -count=1 -v -run 'CUDA|Open|Real|Scenarios' \
-	./runtime/device ./runtime/device/nvml
+	./runtime/device ./runtime/device/nvml ./examples/kvcache/kernels
 grep -E '^(---|ok|FAIL)|^\s+(---|nvml_cgo_test.go)' "$out/test.txt" | grep -v '^=== ' || true
 grep -q -- '--- PASS: TestCUDAReal' "$out/test.txt" || fail "TestCUDAReal did not run"
+grep -q -- '--- PASS: TestKernelsCUDA' "$out/test.txt" || fail "TestKernelsCUDA did not run"
 
 # 3. Benchmarks of the device layer: memmove, the host backend, the CUDA
 # backend and the bare driver, side by side.

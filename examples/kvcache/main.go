@@ -90,6 +90,9 @@ func run(w io.Writer, cfg config) (err error) {
 	fmt.Fprintf(w, "prefill: %d prompt tokens written in place by the prefill kernel through AppendDevice (version %d, %s)\n",
 		s.Len(), st.Version, size(st.LogicalBytes))
 
+	if err := paged(w, b, p, prompt); err != nil {
+		return err
+	}
 	if err := decode(w, p, s, prompt, cfg); err != nil {
 		return err
 	}

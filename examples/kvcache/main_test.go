@@ -15,6 +15,8 @@ func TestRun(t *testing.T) {
 	}
 	for _, want := range []string{
 		"prefill: 40 prompt tokens",
+		"its attention matches the host's",
+		"pending bytes back to 0 B",
 		"output identical to greedy decoding",
 		"beam search: 3 beams x 6 steps",
 		"the pool holds 0 live handles",

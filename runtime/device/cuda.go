@@ -47,6 +47,10 @@ type CUDA struct {
 	mu     sync.RWMutex // write-held to change allocs, read-held to use them
 	allocs table
 	closed bool
+
+	smu     sync.Mutex // guards streams and pinned
+	streams map[*cudaStream]struct{}
+	pinned  map[*byte]int // page-locked buffers by start
 }
 
 var _ Backend = (*CUDA)(nil)
@@ -310,11 +314,13 @@ func (c *CUDA) MemInfo() (free, total uint64, err error) {
 	return free, total, nil
 }
 
-// Close frees every allocation still live and releases the primary
+// Close waits for and destroys every live stream, frees every page-locked
+// buffer and allocation still live, and releases the primary
 // context. Every later call, Close included, fails with ErrClosed. The
 // driver library stays loaded: it is shared by every CUDA backend of the
 // process and is never unloaded.
 func (c *CUDA) Close() error {
+	serr := c.closeStreams()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
@@ -325,7 +331,15 @@ func (c *CUDA) Close() error {
 		return err
 	}
 	defer c.exit()
-	var errs []error
+	errs := []error{serr}
+	c.smu.Lock()
+	for p := range c.pinned {
+		if r := c.d.async.cuMemFreeHost(unsafe.Pointer(p)); r != cuSuccess {
+			errs = append(errs, c.d.error("cuMemFreeHost", r))
+		}
+	}
+	c.pinned = nil
+	c.smu.Unlock()
 	for _, r := range c.allocs.clear() {
 		if res := c.d.cuMemFree(uint64(r.base)); res != cuSuccess {
 			errs = append(errs, fmt.Errorf("device: cuda close: free %#x: %w", uint64(r.base), c.d.error("cuMemFree_v2", res)))
@@ -364,7 +378,11 @@ type driver struct {
 	cuMemcpyDtoD              func(dst, src uint64, n uint64) cuResult
 	cuMemsetD8                func(dst uint64, value uint8, n uint64) cuResult
 	cuMemGetInfo              func(free, total *uint64) cuResult
+
+	async asyncDriver // streams, events, async copies and kernels (optional)
 }
+
+var registerFunc = purego.RegisterFunc
 
 var (
 	driversMu sync.Mutex
@@ -480,6 +498,7 @@ func bind(h uintptr, path string) (*driver, error) {
 	if missing != nil {
 		return nil, fmt.Errorf("device: cuda: %s lacks required symbols %v", path, missing)
 	}
+	bindAsync(h, &d.async)
 	if p := dlsym(h, "cuGetErrorName"); p != 0 {
 		purego.RegisterFunc(&d.cuGetErrorName, p)
 	}

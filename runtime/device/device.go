@@ -29,6 +29,21 @@
 // zeroed memory from Alloc (a Backend in general need not). Both are safe
 // for concurrent use.
 //
+// # Streams and kernels
+//
+// Both backends also implement the optional interfaces Streams (ordered
+// queues of asynchronous work, events that mark points in them, async
+// copies, page-locked staging memory from HostAlloc) and Kernels (modules
+// loaded from PTX text, kernels launched on a stream). On the CUDA backend
+// they are the driver's streams, events, cuMemcpy*Async_v2, cuMemHostAlloc,
+// cuModuleLoadData and cuLaunchKernel, bound when present: a library without
+// them still opens, and the first stream or module call answers an error
+// naming the missing entry points. On the host backend each stream is an
+// ordered queue run by its own goroutine, so queued work really completes
+// later, and kernels are Go functions registered by name with
+// RegisterHostKernel. Work that meets memory freed since it was queued fails
+// its stream; the events recorded after it report the error.
+//
 // # Environment
 //
 //	GPUSTATE_BACKEND  host, cuda, or auto (the default): Open's choice

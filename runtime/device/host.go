@@ -41,9 +41,14 @@ func NewHost(opt HostOptions) Backend {
 type hostBackend struct {
 	max int64 // cap on live bytes; 0 means none
 
-	mu     sync.RWMutex // write-held to change allocs, read-held to use their memory
-	allocs table
-	closed bool
+	mu      sync.RWMutex // write-held to change allocs, read-held to use their memory
+	allocs  table
+	closed  bool
+	streams map[*hostStream]struct{} // live streams, closed by Close
+	// unmap is read-held by queued stream work while it runs and
+	// write-held (before mu) by Free and Close, which unmap memory: a
+	// running kernel never holds mu, so Alloc does not wait for kernels.
+	unmap sync.RWMutex
 }
 
 var _ Backend = (*hostBackend)(nil)
@@ -82,6 +87,8 @@ func (h *hostBackend) Alloc(bytes int) (Ptr, error) {
 }
 
 func (h *hostBackend) Free(p Ptr) error {
+	h.unmap.Lock()
+	defer h.unmap.Unlock()
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
@@ -208,9 +215,20 @@ func (h *hostBackend) MemInfo() (free, total uint64, err error) {
 	return free, total, nil
 }
 
-// Close unmaps every allocation still live; every later call, Close
+// Close waits for and closes every live stream, then unmaps every allocation still live; every later call, Close
 // included, fails with ErrClosed.
 func (h *hostBackend) Close() error {
+	h.mu.Lock()
+	streams := make([]*hostStream, 0, len(h.streams))
+	for s := range h.streams {
+		streams = append(streams, s)
+	}
+	h.mu.Unlock()
+	for _, s := range streams {
+		s.Close() // its error belonged to its work; the backend closes regardless
+	}
+	h.unmap.Lock()
+	defer h.unmap.Unlock()
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {

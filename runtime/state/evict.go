@@ -54,9 +54,12 @@ type evictable interface {
 	evict() (int64, bool)
 }
 
-// reclaimPending gives back the blocks whose pending device events have
-// completed and returns how many it gave back. It is the first step of
-// reclaim; the pool keeps no pending blocks yet, so it gives back nothing.
+// reclaimPending is the first step of reclaim: the blocks whose pending
+// device events have completed. Each batch of pending blocks goes back to
+// the free lists by itself as soon as its events complete (unfence, in
+// stream.go), so every completed batch is already free when reclaim runs
+// and this step has nothing more to give back; blocks whose events have
+// not completed are in flight and never taken.
 func (p *Pool) reclaimPending() int64 { return 0 }
 
 // reclaim takes back memory for an allocation of want blocks that found

@@ -1,6 +1,7 @@
 package state
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -22,12 +23,15 @@ type Head struct {
 	pos      position // written with lin.mu held too
 	owned    bool     // pos is the tip of a segment only this head writes
 	released bool
-	evicted  bool          // its blocks were taken under memory pressure
-	lastUse  atomic.Uint64 // the pool's use clock at its last call
-	logical  int64         // this head's share of the pool's LogicalBytes
-	hist     *history      // checkpoints and deltas, with a checkpoint policy
-	scratch  []*block      // reused by writes for the blocks they take
-	countBuf []int         // reused by writes for their blocks per column
+	evicted  bool           // its blocks were taken under memory pressure
+	lastUse  atomic.Uint64  // the pool's use clock at its last call
+	logical  int64          // this head's share of the pool's LogicalBytes
+	hist     *history       // checkpoints and deltas, with a checkpoint policy
+	scratch  []*block       // reused by writes for the blocks they take
+	countBuf []int          // reused by writes for their blocks per column
+	tables   []*BlockTable  // live block tables, kept current by writes
+	streams  streamSet      // streams recorded by RecordStream
+	inflight []device.Event // after the copies of AppendAsync calls not yet waited for
 }
 
 var headIDs atomic.Uint64
@@ -101,9 +105,36 @@ func (h *Head) lock(op string) (func(), error) {
 	return h.end, nil
 }
 
+// landLocked waits until the copies of earlier AppendAsync calls have
+// landed, so that host-side reads, snapshots, branches and copy-on-write
+// see their rows. h.mu is held.
+func (h *Head) landLocked() error {
+	var errs []error
+	for _, ev := range h.inflight {
+		errs = append(errs, ev.Wait(), ev.Close())
+	}
+	h.inflight = h.inflight[:0]
+	return errors.Join(errs...)
+}
+
+// lockAsync is lock for the calls that run on a stream (AppendAsync,
+// ReadAsync): they leave the copies of earlier ones in flight, as the
+// stream orders them.
+func (h *Head) lockAsync(op string) (func(), error) {
+	if err := h.open(op, false); err != nil {
+		return nil, err
+	}
+	return h.end, nil
+}
+
 // begin is lock without the closure, for the reads that allocate
 // nothing: a nil error must be followed by end.
-func (h *Head) begin(op string) error {
+func (h *Head) begin(op string) error { return h.open(op, true) }
+
+// open starts a call: it holds the pool open and h's lock, and fails when
+// h is released or invalidated; it rebuilds an evicted reconstructable
+// head, and with land waits for the copies of earlier AppendAsync calls.
+func (h *Head) open(op string, land bool) error {
 	if err := h.pool.enterCall(); err != nil {
 		return h.errorf(op, "%w", err)
 	}
@@ -120,6 +151,12 @@ func (h *Head) begin(op string) error {
 		if err := h.rebuild(op); err != nil {
 			h.end()
 			return err
+		}
+	}
+	if land && len(h.inflight) > 0 {
+		if err := h.landLocked(); err != nil {
+			h.end()
+			return h.errorf(op, "rows appended on a stream: %w", err)
 		}
 	}
 	h.pool.touch(&h.lastUse)
@@ -153,6 +190,9 @@ func (h *Head) setLogical() {
 	l := h.logicalOf(h.r)
 	h.pool.logical.Add(l - h.logical)
 	h.logical = l
+	if len(h.tables) > 0 {
+		h.syncTables()
+	}
 }
 
 // Append appends the rows of a batch (one []byte per column, the same
@@ -457,6 +497,9 @@ func (h *Head) Merge(child *Head) error {
 		}
 	}
 	for _, x := range []*Head{h, child} {
+		if err := x.landLocked(); err != nil {
+			return h.errorf("Merge", "rows appended on a stream: %w", err)
+		}
 		if x.hist != nil && x.hist.pending != nil {
 			x.flush()
 		}
@@ -574,6 +617,12 @@ func (h *Head) Release() error {
 	h.lin.mu.Lock()
 	delete(h.lin.heads, h)
 	h.lin.mu.Unlock()
+	releaseTables(h.tables)
+	h.tables = nil
+	for _, ev := range h.inflight {
+		ev.Close() // its copies' blocks wait as pending, if recorded
+	}
+	h.inflight = nil
 	var freed []*block
 	if h.r != nil {
 		h.r.release(&freed)

@@ -76,6 +76,10 @@ type PoolStats struct {
 	Blocks, FreeBlocks int64
 	// Slabs counts the backend allocations the pool holds.
 	Slabs int
+	// PendingBytes is the bytes of the blocks released while work queued on
+	// a recorded stream may still use them (RecordStream): neither in use
+	// nor free, until that work's events complete.
+	PendingBytes int64
 	// HistoryBytes is the part of PhysicalBytes that holds the deltas of
 	// checkpointed heads (checkpoints share their blocks with versions and
 	// count as those do).
@@ -112,6 +116,9 @@ type block struct {
 	zeroed bool // reads as zeros; only free blocks on the clean list
 	delta  bool // holds a delta of a history
 	cls    *sizeClass
+	// streams are the device streams whose work may use the block
+	// (RecordStream); guarded by the pool's mu, cleared when it is freed.
+	streams []device.Stream
 }
 
 // Pool hands out fixed-size blocks of device memory carved from slabs. It
@@ -137,9 +144,12 @@ type Pool struct {
 	classes map[int]*sizeClass
 	// rowSized: the pool was made with BlockBytes 0, and each layout's
 	// block size follows its rows (see blockBytesFor).
-	rowSized bool
-	live     map[handle]struct{}
-	nextID   uint64
+	rowSized     bool
+	pendingBytes int64                      // bytes of blocks freed but waiting for stream events
+	batches      map[chan struct{}]struct{} // closed when their pending blocks are free
+	staging      [][]byte                   // free page-locked staging buffers (AppendAsync)
+	live         map[handle]struct{}
+	nextID       uint64
 
 	logical atomic.Int64
 	history atomic.Int64 // bytes of delta blocks held by histories
@@ -226,6 +236,7 @@ func (p *Pool) Stats() PoolStats {
 		HistoryBytes:  p.history.Load(),
 		EvictedBytes:  p.evictedBytes.Load(),
 		RebuiltBytes:  p.rebuiltBytes.Load(),
+		PendingBytes:  p.pendingBytes,
 	}
 	closed := p.closed
 	p.mu.Unlock()
@@ -242,8 +253,9 @@ func (p *Pool) Stats() PoolStats {
 	return st
 }
 
-// Close gives every slab back to the backend (the backend itself stays
-// open: it is the caller's). Handles still live are released with it: their
+// Close waits for the stream events of pending blocks (RecordStream), then
+// gives every slab back to the backend (the backend itself stays open: it
+// is the caller's). Handles still live are released with it: their
 // later calls answer ErrReleased, and the error returned names each of them
 // by type and owner. Closing a closed pool does nothing.
 //
@@ -251,6 +263,7 @@ func (p *Pool) Stats() PoolStats {
 func (p *Pool) Close() error {
 	p.closeMu.Lock()
 	defer p.closeMu.Unlock()
+	p.WaitPending() // no handle call runs, so no block turns pending now
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
@@ -266,6 +279,9 @@ func (p *Pool) Close() error {
 		sort.Strings(names)
 		errs = append(errs, fmt.Errorf("state: pool closed with %d live handles: %s", len(names), strings.Join(names, "; ")))
 	}
+	if err := p.freeStagingLocked(); err != nil {
+		errs = append(errs, fmt.Errorf("state: pool close: %w", err))
+	}
 	for _, s := range p.slabs {
 		if err := p.b.Free(s); err != nil {
 			errs = append(errs, fmt.Errorf("state: pool close: %w", err))
@@ -276,7 +292,7 @@ func (p *Pool) Close() error {
 		p.classes[bb] = newSizeClass(bb)
 	}
 	p.sizeClass = p.classes[p.blockBytes]
-	p.reserved = 0
+	p.reserved, p.pendingBytes = 0, 0
 	p.logical.Store(0)
 	p.history.Store(0)
 	return errors.Join(errs...)
@@ -418,13 +434,13 @@ func (p *Pool) allocOnce(buf []*block, c *sizeClass, owner Owner, n int, zero bo
 	}
 	if len(out) < n {
 		c.putLocked(out)
-		free, reserved := c.nfree, p.reserved
+		free, reserved, pending := c.nfree, p.reserved, p.pendingBytes
 		p.mu.Unlock()
 		if growErr != nil && !errors.Is(growErr, ErrNoMemory) {
 			return nil, growErr
 		}
-		return nil, fmt.Errorf("state: %d blocks of %d bytes wanted, %d free, %d bytes reserved (%s): %w",
-			n, c.bytes, free, reserved, p.capString(), growErr)
+		return nil, fmt.Errorf("state: %d blocks of %d bytes wanted, %d free, %d bytes pending for streams, %d bytes reserved (%s): %w",
+			n, c.bytes, free, pending, reserved, p.capString(), growErr)
 	}
 	c.nfree -= int64(n)
 	c.inUse += int64(n)
@@ -628,14 +644,17 @@ func (p *Pool) growLocked(c *sizeClass, want int) error {
 const maxInt = int(^uint(0) >> 1)
 
 // free gives blocks whose reference count reached zero back to the free
-// lists of their classes.
+// lists of their classes. Blocks a recorded stream used wait as pending
+// for that stream's work first (see RecordStream); free itself never waits.
 func (p *Pool) free(list []*block) {
 	if len(list) == 0 {
 		return
 	}
+	var fenced []*block
+	var streams []device.Stream
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	if p.closed {
+		p.mu.Unlock()
 		return
 	}
 	// Pushed last first, so that they pop in the order they came.
@@ -645,9 +664,37 @@ func (p *Pool) free(list []*block) {
 			b.delta = false
 			p.history.Add(-int64(b.cls.bytes))
 		}
+		if len(b.streams) > 0 {
+			for _, st := range b.streams {
+				if !hasStream(streams, st) {
+					streams = append(streams, st)
+				}
+			}
+			b.streams = nil
+			fenced = append(fenced, b)
+			p.pendingBytes += int64(b.cls.bytes)
+			b.cls.inUse--
+			continue
+		}
 		b.cls.putDirtyLocked(b)
 		b.cls.nfree++
 		b.cls.inUse--
+	}
+	var done chan struct{}
+	if len(fenced) > 0 {
+		done = make(chan struct{})
+		if p.batches == nil {
+			p.batches = map[chan struct{}]struct{}{}
+		}
+		p.batches[done] = struct{}{}
+	}
+	p.mu.Unlock()
+	if len(fenced) > 0 {
+		wait := p.fence(streams)
+		go func() {
+			wait()
+			p.unfence(fenced, done)
+		}()
 	}
 }
 

@@ -26,6 +26,10 @@ type Snap struct {
 	released bool
 	evicted  bool          // its blocks were taken under memory pressure
 	lastUse  atomic.Uint64 // the pool's use clock at its last call
+
+	tmu     sync.Mutex    // guards tables
+	tables  []*BlockTable // freed with the snapshot
+	streams streamSet     // streams recorded by RecordStream
 }
 
 // Stats describes one head or snapshot.
@@ -154,6 +158,10 @@ func (s *Snap) Release() error {
 	s.lin.mu.Lock()
 	delete(s.lin.snaps, s)
 	s.lin.mu.Unlock()
+	s.tmu.Lock()
+	releaseTables(s.tables)
+	s.tables = nil
+	s.tmu.Unlock()
 	var freed []*block
 	if s.r != nil {
 		s.r.release(&freed)

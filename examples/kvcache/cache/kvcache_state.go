@@ -211,6 +211,26 @@ func (s *KVCacheState) Spans(from, to int) (KVCacheSpans, error) {
 	return _KVCache_spans(s.h.Spans(from, to))
 }
 
+// RecordStream says that work queued on st (a kernel, an async copy) uses the
+// blocks the state holds now. When they are released, rolled back away or
+// replaced by copy-on-write, the pool keeps them pending, neither reused nor
+// zeroed for another owner, until an event recorded on st after that work
+// completes; the caller never waits. It needs a backend with device.Streams.
+func (s *KVCacheState) RecordStream(st device.Stream) error {
+	return s.h.RecordStream(st)
+}
+
+// BlockTable returns a device-resident table of the state's blocks, per field
+// (in field order): the base address of each block, so that a kernel finds row
+// r at table[r / RowsPerBlock] + (r % RowsPerBlock) * RowBytes. Writes,
+// rollbacks and merges of the state keep it current. Release it when done;
+// releasing the state releases it too.
+//
+//state:acquire
+func (s *KVCacheState) BlockTable() (*state.BlockTable, error) {
+	return s.h.BlockTable()
+}
+
 // Release gives the state's blocks back to the pool; snapshots taken from it
 // stay readable. Release is idempotent; every other method of a released state
 // returns state.ErrReleased. The contract names session-end as the event on
@@ -270,6 +290,24 @@ func (v *KVCacheSnapshot) ReadInto(dst *KVCache, from, to int) error {
 //state:view
 func (v *KVCacheSnapshot) Spans(from, to int) (KVCacheSpans, error) {
 	return _KVCache_spans(v.snap.Spans(from, to))
+}
+
+// RecordStream says that work queued on st (a kernel, an async copy) uses the
+// blocks the snapshot holds now. When they are released, rolled back away or
+// replaced by copy-on-write, the pool keeps them pending, neither reused nor
+// zeroed for another owner, until an event recorded on st after that work
+// completes; the caller never waits. It needs a backend with device.Streams.
+func (v *KVCacheSnapshot) RecordStream(st device.Stream) error {
+	return v.snap.RecordStream(st)
+}
+
+// BlockTable returns a device-resident table of the snapshot's blocks, per
+// field (in field order), for kernels that read its rows in place. It never
+// changes. Release it when done; releasing the snapshot releases it too.
+//
+//state:acquire
+func (v *KVCacheSnapshot) BlockTable() (*state.BlockTable, error) {
+	return v.snap.BlockTable()
 }
 
 // Len returns the number of rows in the snapshot.

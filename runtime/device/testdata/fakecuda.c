@@ -5,7 +5,8 @@
  *
  * Compile-time variants: -DFAKE_NO_UUID leaves out cuDeviceGetUuid_v2 and
  * cuDeviceGetUuid (an optional symbol); -DFAKE_NO_MEMSET leaves out
- * cuMemsetD8_v2 (a required one).
+ * cuMemsetD8_v2 (a required one); -DFAKE_NO_ASYNC leaves out streams,
+ * events, async copies and kernels (optional ones).
  *
  * Tests steer it with fakecuda_set(key, value) and read it with
  * fakecuda_get(key):
@@ -18,6 +19,20 @@
  *   "live"           (get) live allocations
  *   "retained"       (get) primary context references held
  *   "badctx"         (get) calls made without the primary context current
+ *   "hold"           nonzero: stream threads start no queued work until 0
+ *   "streams"        (get) live streams; "events" live events; "pinned"
+ *                    live page-locked buffers; "modules" loaded modules
+ *   "launches"       (get) kernels run to completion
+ *
+ * Streams are real threads: work queued on one (async copies, kernels,
+ * event records, waits on events) runs later, on the stream's own thread, in
+ * queue order, so a caller that reuses memory too early is caught. Kernels
+ * cannot run PTX: cuModuleGetFunction finds ".entry NAME" in the module's
+ * text, and a launch runs a built-in body when NAME is one of
+ *   gpustate_fake_fill(u64 dst, u32 value, u64 n)  memset of n bytes
+ * and does nothing otherwise. A queued kernel or copy that meets memory no
+ * longer live fails the stream with CUDA_ERROR_ILLEGAL_ADDRESS, which later
+ * event queries and synchronizations answer.
  *
  * Every memory call checks that the calling thread has a retained primary
  * context current and that device pointers lie inside live allocations, as
@@ -43,6 +58,10 @@ enum {
 	NO_DEVICE = 100,
 	INVALID_DEVICE = 101,
 	INVALID_CONTEXT = 201,
+	INVALID_HANDLE = 400,
+	NOT_FOUND = 500,
+	NOT_READY = 600,
+	ILLEGAL_ADDRESS = 700,
 };
 
 #define MAXDEV 4
@@ -65,6 +84,12 @@ static const char *names[] = {
 	"cuDevicePrimaryCtxRelease_v2", "cuCtxSetCurrent", "cuCtxSynchronize",
 	"cuMemAlloc_v2", "cuMemFree_v2", "cuMemcpyHtoD_v2", "cuMemcpyDtoH_v2",
 	"cuMemcpyDtoD_v2", "cuMemsetD8_v2", "cuMemGetInfo_v2",
+	"cuStreamCreate", "cuStreamDestroy_v2", "cuStreamSynchronize",
+	"cuEventCreate", "cuEventRecord", "cuEventQuery", "cuEventSynchronize",
+	"cuEventDestroy_v2", "cuStreamWaitEvent", "cuMemcpyHtoDAsync_v2",
+	"cuMemcpyDtoHAsync_v2", "cuMemHostAlloc", "cuMemFreeHost",
+	"cuModuleLoadData", "cuModuleGetFunction", "cuModuleUnload",
+	"cuLaunchKernel",
 };
 #define NFN (int)(sizeof names / sizeof names[0])
 
@@ -138,6 +163,9 @@ static CUresult checkrange(CUdeviceptr p, size_t n) {
 			return r_;           \
 	} while (0)
 
+static void fake_hold(long long v);
+static long long fake_count(const char *key);
+
 int fakecuda_set(const char *key, long long value) {
 	pthread_mutex_lock(&mu);
 	int ok = 1;
@@ -152,6 +180,8 @@ int fakecuda_set(const char *key, long long value) {
 		init_result = (int)value;
 	} else if (strcmp(key, "devices") == 0) {
 		ndev = value < 0 ? 0 : value > MAXDEV ? MAXDEV : (int)value;
+	} else if (strcmp(key, "hold") == 0) {
+		fake_hold(value);
 	} else if (strcmp(key, "total") == 0) {
 		total = (unsigned long long)value;
 	} else if (strncmp(key, "fail:", 5) == 0 && fn_index(key + 5) >= 0) {
@@ -174,6 +204,10 @@ long long fakecuda_get(const char *key) {
 			v += primary[i].refs;
 	} else if (strcmp(key, "badctx") == 0) {
 		v = badctx;
+	} else if (strcmp(key, "streams") == 0 || strcmp(key, "events") == 0 ||
+		   strcmp(key, "pinned") == 0 || strcmp(key, "modules") == 0 ||
+		   strcmp(key, "launches") == 0) {
+		v = fake_count(key);
 	} else if (strcmp(key, "used") == 0) {
 		v = (long long)used;
 	} else if (strncmp(key, "calls:", 6) == 0 && fn_index(key + 6) >= 0) {
@@ -218,6 +252,9 @@ CUresult cuGetErrorName(CUresult code, const char **s) {
 	case NO_DEVICE: *s = "CUDA_ERROR_NO_DEVICE"; break;
 	case INVALID_DEVICE: *s = "CUDA_ERROR_INVALID_DEVICE"; break;
 	case INVALID_CONTEXT: *s = "CUDA_ERROR_INVALID_CONTEXT"; break;
+	case INVALID_HANDLE: *s = "CUDA_ERROR_INVALID_HANDLE"; break;
+	case NOT_FOUND: *s = "CUDA_ERROR_NOT_FOUND"; break;
+	case NOT_READY: *s = "CUDA_ERROR_NOT_READY"; break;
 	case 700: *s = "CUDA_ERROR_ILLEGAL_ADDRESS"; break;
 	default: *s = NULL; return INVALID_VALUE;
 	}
@@ -429,3 +466,10 @@ CUresult cuMemGetInfo_v2(size_t *freep, size_t *totalp) {
 	pthread_mutex_unlock(&mu);
 	return SUCCESS;
 }
+
+#ifndef FAKE_NO_ASYNC
+#include "fakecuda_async.c"
+#else
+static void fake_hold(long long v) { (void)v; }
+static long long fake_count(const char *key) { (void)key; return 0; }
+#endif

@@ -130,6 +130,26 @@ func (s *scratchState) Spans(from, to int) (scratchSpans, error) {
 	return _scratch_spans(s.h.Spans(from, to))
 }
 
+// RecordStream says that work queued on st (a kernel, an async copy) uses the
+// blocks the state holds now. When they are released, rolled back away or
+// replaced by copy-on-write, the pool keeps them pending, neither reused nor
+// zeroed for another owner, until an event recorded on st after that work
+// completes; the caller never waits. It needs a backend with device.Streams.
+func (s *scratchState) RecordStream(st device.Stream) error {
+	return s.h.RecordStream(st)
+}
+
+// BlockTable returns a device-resident table of the state's blocks, per field
+// (in field order): the base address of each block, so that a kernel finds row
+// r at table[r / RowsPerBlock] + (r % RowsPerBlock) * RowBytes. Writes,
+// rollbacks and merges of the state keep it current. Release it when done;
+// releasing the state releases it too.
+//
+//state:acquire
+func (s *scratchState) BlockTable() (*state.BlockTable, error) {
+	return s.h.BlockTable()
+}
+
 // Release gives the state's blocks back to the pool. Release is idempotent;
 // every other method of a released state returns state.ErrReleased.
 //

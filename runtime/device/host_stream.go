@@ -1,0 +1,402 @@
+package device
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"sync"
+	"syscall"
+	"unsafe"
+)
+
+// HostKernel is a kernel for the host backend: the Go version of a device
+// kernel of the same name. It runs once per launch (not once per thread) and
+// reaches memory through mem.
+type HostKernel func(mem HostMemory, grid, block Dim3, args []any) error
+
+// HostMemory gives a host kernel the bytes behind Ptrs.
+type HostMemory interface {
+	// Bytes returns the n bytes at p; a range outside a live allocation is
+	// an error wrapping ErrInvalidPtr.
+	Bytes(p Ptr, n int) ([]byte, error)
+}
+
+var hostKernels struct {
+	sync.RWMutex
+	m map[string]HostKernel
+}
+
+// RegisterHostKernel registers fn as the host backend's kernel name, so a
+// program that launches name on a CUDA backend runs the same on the host
+// one. Registering a name twice, an empty name or a nil fn is an error.
+func RegisterHostKernel(name string, fn HostKernel) error {
+	if name == "" || fn == nil {
+		return fmt.Errorf("device: register host kernel %q: empty name or nil function", name)
+	}
+	hostKernels.Lock()
+	defer hostKernels.Unlock()
+	if hostKernels.m == nil {
+		hostKernels.m = map[string]HostKernel{}
+	}
+	if hostKernels.m[name] != nil {
+		return fmt.Errorf("device: host kernel %q registered twice", name)
+	}
+	hostKernels.m[name] = fn
+	return nil
+}
+
+var (
+	_ Streams = (*hostBackend)(nil)
+	_ Kernels = (*hostBackend)(nil)
+)
+
+// hostStream is an ordered queue run by its own goroutine.
+type hostStream struct {
+	h *hostBackend
+
+	mu     sync.Mutex
+	cond   *sync.Cond // signalled when ops grows or running ends
+	ops    []func() error
+	busy   bool  // an op is running
+	err    error // the first error an op met
+	closed bool
+	exited chan struct{}
+}
+
+// hostEvent completes when its stream's goroutine reaches it.
+type hostEvent struct {
+	s    *hostStream
+	done chan struct{}
+	err  error // set before done is closed
+}
+
+func (h *hostBackend) NewStream() (Stream, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return nil, ErrClosed
+	}
+	s := &hostStream{h: h, exited: make(chan struct{})}
+	s.cond = sync.NewCond(&s.mu)
+	if h.streams == nil {
+		h.streams = map[*hostStream]struct{}{}
+	}
+	h.streams[s] = struct{}{}
+	go s.run()
+	return s, nil
+}
+
+func (s *hostStream) run() {
+	defer close(s.exited)
+	s.mu.Lock()
+	for {
+		for len(s.ops) == 0 && !s.closed {
+			s.cond.Wait()
+		}
+		if len(s.ops) == 0 {
+			s.mu.Unlock()
+			return
+		}
+		op := s.ops[0]
+		s.ops[0] = nil
+		s.ops = s.ops[1:]
+		s.busy = true
+		s.mu.Unlock()
+		err := op()
+		s.mu.Lock()
+		s.busy = false
+		if err != nil && s.err == nil {
+			s.err = err
+		}
+		s.cond.Broadcast()
+	}
+}
+
+// enqueue adds op to the stream.
+func (s *hostStream) enqueue(op func() error) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrStreamClosed
+	}
+	s.ops = append(s.ops, op)
+	s.cond.Broadcast()
+	return nil
+}
+
+func (s *hostStream) Sync() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for len(s.ops) > 0 || s.busy {
+		s.cond.Wait()
+	}
+	return s.err
+}
+
+func (s *hostStream) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.cond.Broadcast()
+	s.mu.Unlock()
+	<-s.exited
+	s.h.mu.Lock()
+	delete(s.h.streams, s)
+	s.h.mu.Unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.err
+}
+
+// stream checks that st is a live stream of h.
+func (h *hostBackend) stream(st Stream) (*hostStream, error) {
+	s, ok := st.(*hostStream)
+	if !ok || s == nil || s.h != h {
+		return nil, fmt.Errorf("device: host: stream %T: %w", st, ErrStreamClosed)
+	}
+	return s, nil
+}
+
+// withSpan runs f on the n bytes at p under the read lock, when the queue
+// reaches it.
+func (h *hostBackend) withSpan(p Ptr, n int, what string, f func(b []byte)) func() error {
+	return func() error {
+		h.unmap.RLock()
+		defer h.unmap.RUnlock()
+		b, err := h.lookup(p, n)
+		if err != nil {
+			return fmt.Errorf("device: host %s: %w", what, err)
+		}
+		f(b)
+		return nil
+	}
+}
+
+func (h *hostBackend) CopyHtoDAsync(st Stream, dst Ptr, src []byte) error {
+	s, err := h.stream(st)
+	if err != nil {
+		return err
+	}
+	if err := h.checkLive(dst, len(src)); err != nil {
+		return fmt.Errorf("device: host async copy to device: %w", err)
+	}
+	return s.enqueue(h.withSpan(dst, len(src), "async copy to device", func(b []byte) { copy(b, src) }))
+}
+
+func (h *hostBackend) CopyDtoHAsync(st Stream, dst []byte, src Ptr) error {
+	s, err := h.stream(st)
+	if err != nil {
+		return err
+	}
+	if err := h.checkLive(src, len(dst)); err != nil {
+		return fmt.Errorf("device: host async copy to host: %w", err)
+	}
+	return s.enqueue(h.withSpan(src, len(dst), "async copy to host", func(b []byte) { copy(dst, b) }))
+}
+
+// checkLive checks a range when the call is made; the queue checks it again
+// when it runs.
+func (h *hostBackend) checkLive(p Ptr, n int) error {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	_, err := h.span(p, n)
+	return err
+}
+
+func (h *hostBackend) Record(st Stream) (Event, error) {
+	s, err := h.stream(st)
+	if err != nil {
+		return nil, err
+	}
+	ev := &hostEvent{s: s, done: make(chan struct{})}
+	err = s.enqueue(func() error {
+		s.mu.Lock()
+		ev.err = s.err
+		s.mu.Unlock()
+		close(ev.done)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return ev, nil
+}
+
+func (h *hostBackend) WaitEvent(st Stream, ev Event) error {
+	s, err := h.stream(st)
+	if err != nil {
+		return err
+	}
+	e, ok := ev.(*hostEvent)
+	if !ok || e == nil || e.s.h != h {
+		return fmt.Errorf("device: host: event %T: %w", ev, ErrStreamClosed)
+	}
+	return s.enqueue(func() error { <-e.done; return nil })
+}
+
+func (e *hostEvent) Done() (bool, error) {
+	select {
+	case <-e.done:
+		return true, e.err
+	default:
+		return false, nil
+	}
+}
+
+func (e *hostEvent) Wait() error {
+	<-e.done
+	return e.err
+}
+
+func (e *hostEvent) Close() error { return nil }
+
+func (h *hostBackend) HostAlloc(bytes int) ([]byte, error) {
+	if bytes <= 0 {
+		return nil, fmt.Errorf("device: host staging alloc of %d bytes: %w", bytes, ErrInvalidSize)
+	}
+	mem, err := syscall.Mmap(-1, 0, bytes, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANON)
+	if err != nil {
+		return nil, fmt.Errorf("device: host staging alloc of %d bytes: %v: %w", bytes, err, ErrOutOfMemory)
+	}
+	return mem, nil
+}
+
+func (h *hostBackend) HostFree(b []byte) error {
+	if len(b) == 0 {
+		return fmt.Errorf("device: host staging free of an empty buffer: %w", ErrInvalidPtr)
+	}
+	if err := syscall.Munmap(b[:cap(b)]); err != nil {
+		return fmt.Errorf("device: host staging free %p: %w", unsafe.SliceData(b), err)
+	}
+	return nil
+}
+
+// hostModule finds kernels among the registered host kernels.
+type hostModule struct{ h *hostBackend }
+
+type hostFunction struct {
+	name string
+	fn   HostKernel
+	h    *hostBackend
+}
+
+func (f *hostFunction) Name() string { return f.name }
+
+func (h *hostBackend) LoadModule(ptx string) (Module, error) {
+	if strings.IndexByte(ptx, 0) >= 0 {
+		return nil, errors.New("device: host load module: PTX text holds a NUL byte")
+	}
+	return &hostModule{h: h}, nil
+}
+
+func (m *hostModule) Function(name string) (Function, error) {
+	hostKernels.RLock()
+	fn := hostKernels.m[name]
+	hostKernels.RUnlock()
+	if fn == nil {
+		return nil, fmt.Errorf("device: host: kernel %q not registered: %w", name, ErrNoKernel)
+	}
+	return &hostFunction{name: name, fn: fn, h: m.h}, nil
+}
+
+func (m *hostModule) Unload() error { return nil }
+
+func (h *hostBackend) Launch(st Stream, fn Function, grid, block Dim3, sharedBytes int, args ...any) error {
+	s, err := h.stream(st)
+	if err != nil {
+		return err
+	}
+	f, ok := fn.(*hostFunction)
+	if !ok || f == nil || f.h != h {
+		return fmt.Errorf("device: host launch: function %T of another backend: %w", fn, ErrNoKernel)
+	}
+	if sharedBytes < 0 {
+		return fmt.Errorf("device: host launch %s: %d shared bytes: %w", f.name, sharedBytes, ErrInvalidSize)
+	}
+	if _, err := packArgs(args); err != nil {
+		return fmt.Errorf("device: host launch %s: %w", f.name, err)
+	}
+	args = append([]any(nil), args...)
+	grid, block = grid.norm(), block.norm()
+	return s.enqueue(func() (err error) {
+		h.unmap.RLock()
+		defer h.unmap.RUnlock()
+		// A Go kernel that panics (arguments of the wrong types, say)
+		// fails its stream instead of the process.
+		defer func() {
+			if r := recover(); r != nil {
+				err = fmt.Errorf("device: host kernel %s panicked: %v: %w", f.name, r, ErrKernelArg)
+			}
+		}()
+		if err := f.fn(hostMemory{h}, grid, block, args); err != nil {
+			return fmt.Errorf("device: host kernel %s: %w", f.name, err)
+		}
+		return nil
+	})
+}
+
+// hostMemory is the HostMemory a kernel sees; the stream holds h.unmap
+// for reading while the kernel runs, so what Bytes returns stays mapped.
+type hostMemory struct{ h *hostBackend }
+
+func (m hostMemory) Bytes(p Ptr, n int) ([]byte, error) { return m.h.lookup(p, n) }
+
+// lookup is span under a short hold of h.mu.
+func (h *hostBackend) lookup(p Ptr, n int) ([]byte, error) {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	return h.span(p, n)
+}
+
+// packArgs lays kernel arguments out as the driver reads them: each at its
+// natural alignment in one buffer, with the offset of each.
+func packArgs(args []any) ([]byte, error) {
+	buf, _, err := packArgOffsets(args)
+	return buf, err
+}
+
+func packArgOffsets(args []any) ([]byte, []int, error) {
+	var buf []byte
+	offs := make([]int, len(args))
+	put := func(size int, v uint64) {
+		for len(buf)%size != 0 {
+			buf = append(buf, 0)
+		}
+		for i := 0; i < size; i++ {
+			buf = append(buf, byte(v>>(8*i)))
+		}
+	}
+	for i, a := range args {
+		offs[i] = len(buf)
+		switch v := a.(type) {
+		case Ptr:
+			put(8, uint64(v))
+		case int32:
+			put(4, uint64(uint32(v)))
+		case uint32:
+			put(4, uint64(v))
+		case int64:
+			put(8, uint64(v))
+		case uint64:
+			put(8, v)
+		case float32:
+			put(4, uint64(math.Float32bits(v)))
+		case float64:
+			put(8, math.Float64bits(v))
+		default:
+			return nil, nil, fmt.Errorf("argument %d is a %T: %w", i, a, ErrKernelArg)
+		}
+		// the offset is where the value starts, after padding
+		switch a.(type) {
+		case int32, uint32, float32:
+			offs[i] = len(buf) - 4
+		default:
+			offs[i] = len(buf) - 8
+		}
+	}
+	return buf, offs, nil
+}

@@ -1,0 +1,119 @@
+package state
+
+import (
+	"encoding/binary"
+	"errors"
+	"testing"
+
+	"github.com/gpustate/gpustate/runtime/device"
+)
+
+// tableEntries reads column i of t from the device.
+func tableEntries(t *testing.T, b device.Backend, bt *BlockTable, i int) []device.Ptr {
+	t.Helper()
+	c, err := bt.Column(i)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Blocks == 0 {
+		return nil
+	}
+	raw := make([]byte, 8*c.Blocks)
+	if err := b.CopyDtoH(raw, c.Ptr); err != nil {
+		t.Fatal(err)
+	}
+	out := make([]device.Ptr, c.Blocks)
+	for k := range out {
+		out[k] = device.Ptr(binary.LittleEndian.Uint64(raw[8*k:]))
+	}
+	return out
+}
+
+// spanBases returns the block bases of column i's spans of rows [0, n):
+// each span starts a block or is the first row's place in one.
+func spanBases(t *testing.T, spans [][]device.Span, i, rowBytes, perBlock int) []device.Ptr {
+	t.Helper()
+	var out []device.Ptr
+	row := 0
+	for _, sp := range spans[i] {
+		out = append(out, sp.Ptr-device.Ptr(rowBytes*(row%perBlock)))
+		row += sp.Rows
+	}
+	return out
+}
+
+func equalPtrs(a, b []device.Ptr) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// TestBlockTable: a head's table follows its appends, copy-on-write and
+// rollback; a snapshot's never changes.
+func TestBlockTable(t *testing.T) {
+	p := newPool(t, PoolOptions{BlockBytes: 256})
+	l := kv(Append, 0, Keep) // keys 16 bytes a row: 16 rows per block
+	h := must[*Head](t)(p.NewHead(l, "a"))
+	defer h.Release()
+	bt := must[*BlockTable](t)(h.BlockTable())
+	if got := tableEntries(t, p.Backend(), bt, 0); len(got) != 0 {
+		t.Fatalf("an empty head's table has %d entries", len(got))
+	}
+	check := func(what string, bt *BlockTable, spans func(int, int) ([][]device.Span, error), rows int) {
+		t.Helper()
+		sp, err := spans(0, rows)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for col, rb := range []int{16, 8} {
+			c, _ := bt.Column(col)
+			want := spanBases(t, sp, col, rb, c.RowsPerBlock)
+			if got := tableEntries(t, p.Backend(), bt, col); !equalPtrs(got, want) {
+				t.Errorf("%s: column %d table %x, blocks %x", what, col, got, want)
+			}
+		}
+	}
+	if err := h.Append(kvRows(40, 1)); err != nil { // 3 key blocks, partly filled last
+		t.Fatal(err)
+	}
+	check("after an append", bt, h.Spans, 40)
+	s := must[*Snap](t)(h.Snapshot())
+	defer s.Release()
+	st := must[*BlockTable](t)(s.BlockTable())
+	before := tableEntries(t, p.Backend(), st, 0)
+	// The next append writes into the shared last block: copy-on-write
+	// replaces it in the head, not in the snapshot.
+	if err := h.Append(kvRows(100, 2)); err != nil {
+		t.Fatal(err)
+	}
+	check("after copy-on-write and growth", bt, h.Spans, 140)
+	if after := tableEntries(t, p.Backend(), bt, 0); after[2] == before[2] {
+		t.Error("the head's table still names the block copy-on-write replaced")
+	}
+	if got := tableEntries(t, p.Backend(), st, 0); !equalPtrs(got, before) {
+		t.Errorf("the snapshot's table changed: %x, was %x", got, before)
+	}
+	check("snapshot", st, s.Spans, 40)
+	if err := h.Rollback(s); err != nil {
+		t.Fatal(err)
+	}
+	check("after rollback", bt, h.Spans, 40)
+	if err := bt.Release(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bt.Column(0); !errors.Is(err, ErrReleased) {
+		t.Errorf("Column of a released table: %v; want ErrReleased", err)
+	}
+	if err := h.Append(kvRows(1, 3)); err != nil {
+		t.Fatalf("append after the table's release: %v", err)
+	}
+	if _, err := st.Column(2); !errors.Is(err, ErrRange) {
+		t.Errorf("Column(2) of a two-column table: %v; want ErrRange", err)
+	}
+}

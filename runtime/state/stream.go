@@ -1,0 +1,171 @@
+package state
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/gpustate/gpustate/runtime/device"
+)
+
+// Stream-ordered lifetimes. Work queued on a device stream may use a
+// state's blocks long after the call that queued it returned. RecordStream
+// marks every block a handle holds as used by a stream; when such a block's
+// last reference goes (release, rollback, copy-on-write), the pool records
+// an event on each stream that used it and keeps the block pending (not
+// free, not zeroed, not reusable) until those events complete. A goroutine
+// per batch of released blocks waits for the events and then hands the
+// blocks to the free lists; the releasing call never waits.
+
+// recordStream marks the blocks of r as used by st.
+func (p *Pool) recordStream(r *root, st device.Stream) error {
+	if st == nil {
+		return errors.New("RecordStream of a nil stream")
+	}
+	if _, ok := p.b.(device.Streams); !ok {
+		return fmt.Errorf("RecordStream: the %s backend has no streams: %w", p.b.Name(), errors.ErrUnsupported)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for ci := range r.cols {
+		t := &r.cols[ci]
+		for i := 0; i < t.n; i++ {
+			b := t.get(i)
+			if b != nil && !hasStream(b.streams, st) {
+				b.streams = append(b.streams, st)
+			}
+		}
+	}
+	return nil
+}
+
+func hasStream(list []device.Stream, st device.Stream) bool {
+	for _, s := range list {
+		if s == st {
+			return true
+		}
+	}
+	return false
+}
+
+// fence records an event on each of streams and returns a function that
+// waits for them all. A stream closed since it was recorded has finished
+// its work (Close waits for it) and needs no event. When the backend fails
+// to record one, the fallback is to wait for the whole device.
+func (p *Pool) fence(streams []device.Stream) func() {
+	sb := p.b.(device.Streams) // recordStream checked it
+	var events []device.Event
+	var sync bool
+	for _, st := range streams {
+		ev, err := sb.Record(st)
+		switch {
+		case err == nil:
+			events = append(events, ev)
+		case errors.Is(err, device.ErrStreamClosed):
+		default:
+			sync = true
+		}
+	}
+	return func() {
+		for _, ev := range events {
+			ev.Wait() // a failed stream's work is over too: its blocks go back
+			ev.Close()
+		}
+		if sync {
+			p.b.Sync()
+		}
+	}
+}
+
+// unfence hands pending blocks, whose streams are done with them, to the
+// free lists of their classes (in the order free would have pushed them),
+// and closes done.
+func (p *Pool) unfence(list []*block, done chan struct{}) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, b := range list {
+		if !p.closed {
+			b.cls.putDirtyLocked(b)
+			b.cls.nfree++
+		}
+		p.pendingBytes -= int64(b.cls.bytes)
+	}
+	delete(p.batches, done)
+	close(done)
+}
+
+// WaitPending waits until the blocks pending now (released while a
+// recorded stream's work could still use them) are free, and returns how
+// many bytes were pending when it was called. Close waits the same way;
+// releases never do.
+func (p *Pool) WaitPending() int64 {
+	p.mu.Lock()
+	n := p.pendingBytes
+	waits := make([]chan struct{}, 0, len(p.batches))
+	for c := range p.batches {
+		waits = append(waits, c)
+	}
+	p.mu.Unlock()
+	for _, c := range waits {
+		<-c
+	}
+	return n
+}
+
+// RecordStream says that work queued on st uses the rows h holds now: the
+// blocks that hold them are not reused, zeroed for another owner or freed
+// until that work has completed, whatever happens to h meanwhile. It needs
+// a backend with device.Streams; it never waits.
+func (h *Head) RecordStream(st device.Stream) error {
+	unlock, err := h.lock("RecordStream")
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if err := h.pool.recordStream(h.r, st); err != nil {
+		return h.errorf("RecordStream", "%w", err)
+	}
+	h.streams.add(st)
+	return nil
+}
+
+// RecordStream says that work queued on st reads the snapshot's rows: its
+// blocks are not reused, zeroed for another owner or freed until that work
+// has completed, even when the snapshot is released first. It needs a
+// backend with device.Streams; it never waits.
+func (s *Snap) RecordStream(st device.Stream) error {
+	unlock, err := s.rlock("RecordStream")
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if err := s.pool.recordStream(s.r, st); err != nil {
+		return s.errorf("RecordStream", "%w", err)
+	}
+	s.streams.add(st)
+	return nil
+}
+
+// streamSet is the streams recorded on one handle, for the frees of its
+// block tables.
+type streamSet struct {
+	mu   sync.Mutex
+	list []device.Stream
+}
+
+func (ss *streamSet) add(st device.Stream) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if !hasStream(ss.list, st) {
+		ss.list = append(ss.list, st)
+	}
+}
+
+func (ss *streamSet) get() []device.Stream {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return append([]device.Stream(nil), ss.list...)
+}
+
+func (h *Head) recordedStreams() []device.Stream { return h.streams.get() }
+func (s *Snap) recordedStreams() []device.Stream { return s.streams.get() }

@@ -1,0 +1,274 @@
+package state
+
+import (
+	"bytes"
+	"errors"
+	"sync"
+	"testing"
+
+	"github.com/gpustate/gpustate/runtime/device"
+)
+
+// The kernels the stream tests launch: fill sets n bytes at dst (Go here,
+// a built-in of the fake CUDA driver there); gate blocks its stream until
+// the test opens the gate (host backend).
+const (
+	fillKernel = "gpustate_fake_fill"
+	gateKernel = "gpustate_state_gate"
+	streamPTX  = ".version 7.0\n.target sm_80\n.address_size 64\n.visible .entry gpustate_fake_fill(.param .u64 a, .param .u32 b, .param .u64 c) { ret; }\n"
+)
+
+var gate struct {
+	sync.Mutex
+	ch chan struct{}
+}
+
+func init() {
+	err := errors.Join(
+		device.RegisterHostKernel(fillKernel, func(mem device.HostMemory, _, _ device.Dim3, args []any) error {
+			b, err := mem.Bytes(args[0].(device.Ptr), int(args[2].(uint64)))
+			if err != nil {
+				return err
+			}
+			for i := range b {
+				b[i] = byte(args[1].(uint32))
+			}
+			return nil
+		}),
+		device.RegisterHostKernel(gateKernel, func(device.HostMemory, device.Dim3, device.Dim3, []any) error {
+			gate.Lock()
+			ch := gate.ch
+			gate.Unlock()
+			<-ch
+			return nil
+		}),
+	)
+	if err != nil {
+		panic(err)
+	}
+}
+
+// streamRig is a backend with streams and kernels, and a way to hold a
+// stream's queued work back until release.
+type streamRig struct {
+	b       device.Backend
+	fill    device.Function
+	hold    func(t *testing.T, st device.Stream)
+	release func()
+}
+
+func (r *streamRig) streams() device.Streams { return r.b.(device.Streams) }
+func (r *streamRig) kernels() device.Kernels { return r.b.(device.Kernels) }
+
+func loadFill(t *testing.T, b device.Backend) device.Function {
+	t.Helper()
+	m, err := b.(device.Kernels).LoadModule(streamPTX)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := m.Function(fillKernel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func hostStreamRig(t *testing.T) *streamRig {
+	b := device.Host()
+	t.Cleanup(func() { b.Close() })
+	m, _ := b.(device.Kernels).LoadModule(streamPTX)
+	gk, err := m.Function(gateKernel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &streamRig{b: b, fill: loadFill(t, b)}
+	var ch chan struct{}
+	r.hold = func(t *testing.T, st device.Stream) {
+		ch = make(chan struct{})
+		gate.Lock()
+		gate.ch = ch
+		gate.Unlock()
+		if err := r.kernels().Launch(st, gk, device.Dim3{}, device.Dim3{}, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.release = func() { close(ch) }
+	return r
+}
+
+// TestReleaseWaitsForInFlightKernel: blocks a queued kernel uses, released
+// while it is held back, are neither reused nor zeroed for another owner
+// until the event after it completes; then they are free again.
+func TestReleaseWaitsForInFlightKernel(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		rig  func(*testing.T) *streamRig
+	}{{"host", hostStreamRig}, {"fakecuda", fakeStreamRig}} {
+		t.Run(c.name, func(t *testing.T) { testReleaseWaits(t, c.rig(t)) })
+	}
+}
+
+func testReleaseWaits(t *testing.T, r *streamRig) {
+	const rowBytes, rows = 256, 4
+	l := &Layout{Type: "Rows", Columns: []Column{{Name: "B", ElemSize: 1, Width: rowBytes}}, Growth: Append}
+	p, err := NewPool(r.b, PoolOptions{BlockBytes: rowBytes, MaxBytes: rows * rowBytes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := p.NewHead(l, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rowsA := bytes.Repeat([]byte{0x11, 0x22, 0x33, 0x44}, rows*rowBytes/4)
+	if err := a.Append([][]byte{rowsA}); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := a.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	spans, err := snap.Spans(0, rows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := r.streams().NewStream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	out, err := r.streams().HostAlloc(rowBytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.streams().HostFree(out)
+	clear(out)
+	// Queued, held back: a read of the snapshot's first block, then a
+	// kernel that writes it.
+	r.hold(t, st)
+	blk := spans[0][0].Ptr
+	if err := r.streams().CopyDtoHAsync(st, out, blk); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.kernels().Launch(st, r.fill, device.Dim3{}, device.Dim3{X: 64}, 0, blk, uint32(0x5A), uint64(rowBytes)); err != nil {
+		t.Fatal(err)
+	}
+	if err := snap.RecordStream(st); err != nil {
+		t.Fatal(err)
+	}
+	ev, err := r.streams().Record(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ev.Close()
+	if err := snap.Release(); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Release(); err != nil {
+		t.Fatal(err)
+	}
+	if done, _ := ev.Done(); done {
+		t.Fatal("the held work completed before the stream was let go")
+	}
+	if s := p.Stats(); s.PendingBytes != rows*rowBytes || s.FreeBlocks != 0 || s.Blocks != 0 {
+		t.Errorf("after the release: %d pending bytes, %d free blocks, %d in use; want %d, 0, 0",
+			s.PendingBytes, s.FreeBlocks, s.Blocks, rows*rowBytes)
+	}
+	// Another owner finds no block: the released ones are pending, so
+	// none is zeroed and handed over while the kernel may touch it.
+	b, err := p.NewHead(l, "b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Append([][]byte{bytes.Repeat([]byte{0x77}, rowBytes)}); !errors.Is(err, ErrNoMemory) {
+		t.Errorf("another owner's append while the blocks are pending: %v; want ErrNoMemory", err)
+	}
+	r.release()
+	if err := ev.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(out, rowsA[:rowBytes]) {
+		t.Errorf("the in-flight read saw %x..., not the released snapshot's rows %x...", out[:4], rowsA[:4])
+	}
+	if n := p.WaitPending(); n < 0 {
+		t.Fatal(n)
+	}
+	if s := p.Stats(); s.PendingBytes != 0 || s.FreeBlocks != rows {
+		t.Errorf("after the event: %d pending bytes, %d free blocks; want 0, %d", s.PendingBytes, s.FreeBlocks, rows)
+	}
+	rowB := bytes.Repeat([]byte{0x77}, rowBytes)
+	if err := b.Append([][]byte{rowB}); err != nil {
+		t.Fatalf("append once the blocks are free: %v", err)
+	}
+	got := make([]byte, rowBytes)
+	if err := b.Read(0, 1, [][]byte{got}); err != nil || !bytes.Equal(got, rowB) {
+		t.Errorf("the new owner reads %x... (%v), want its own rows", got[:4], err)
+	}
+	if err := b.Release(); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestCloseWaitsForPending: Close returns only once the events of
+// pending blocks completed.
+func TestCloseWaitsForPending(t *testing.T) {
+	r := hostStreamRig(t)
+	l := &Layout{Type: "Rows", Columns: []Column{{Name: "B", ElemSize: 1, Width: 256}}, Growth: Append}
+	p, err := NewPool(r.b, PoolOptions{BlockBytes: 256})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, _ := p.NewHead(l, "a")
+	if err := h.Append([][]byte{make([]byte, 256)}); err != nil {
+		t.Fatal(err)
+	}
+	st, _ := r.streams().NewStream()
+	defer st.Close()
+	r.hold(t, st)
+	if err := h.RecordStream(st); err != nil {
+		t.Fatal(err)
+	}
+	ev, _ := r.streams().Record(st)
+	if err := h.Release(); err != nil {
+		t.Fatal(err)
+	}
+	go r.release()
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if done, _ := ev.Done(); !done {
+		t.Error("Close returned before the pending blocks' stream work completed")
+	}
+}
+
+func TestRecordStreamErrors(t *testing.T) {
+	p := newPool(t, PoolOptions{})
+	h, err := p.NewHead(kv(Append, 0, Keep), "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.RecordStream(nil); err == nil {
+		t.Error("RecordStream(nil) answered nil")
+	}
+	h.Release()
+	st, _ := p.Backend().(device.Streams).NewStream()
+	defer st.Close()
+	if err := h.RecordStream(st); !errors.Is(err, ErrReleased) {
+		t.Errorf("RecordStream on a released head: %v; want ErrReleased", err)
+	}
+	q, err := NewPool(plainBackend{device.Host()}, PoolOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	g, _ := q.NewHead(kv(Append, 0, Keep), "a")
+	defer g.Release()
+	if err := g.RecordStream(st); !errors.Is(err, errors.ErrUnsupported) {
+		t.Errorf("RecordStream on a backend without streams: %v; want ErrUnsupported", err)
+	}
+}
+
+// plainBackend hides a backend's optional interfaces.
+type plainBackend struct{ device.Backend }
