@@ -4,12 +4,10 @@ import (
 	"bytes"
 	"go/ast"
 	"go/format"
-	"go/importer"
-	"go/parser"
-	"go/token"
-	"go/types"
 	"strings"
 	"testing"
+
+	"github.com/gpustate/gpustate/gen/internal/gentest"
 )
 
 // FuzzGenerate feeds arbitrary directive lines and field declarations
@@ -55,23 +53,12 @@ func FuzzGenerate(f *testing.F) {
 	})
 }
 
-// fuzzPackage type-checks a one-file package declaring the state type T with
-// the given directive lines and fields (and a constant K and a type Token
-// they may use) and wraps it as gen does; nil when the source does not
-// parse. Type errors are kept: the contract parser must cope with them.
+// fuzzPackage wraps gentest's fuzzed one-file package as gen does; nil
+// when the source does not parse.
 func fuzzPackage(directives, fields string) *Package {
-	src := "package p\n\nconst K = 16\n\ntype Token uint32\n\n// T is fuzzed.\n//\n" + directives + "\ntype T struct {\n" + fields + "\n}\n"
-	fset := token.NewFileSet()
-	file, err := parser.ParseFile(fset, "p.go", src, parser.ParseComments)
-	if err != nil {
+	src, ok := gentest.FuzzSource(directives, fields)
+	if !ok {
 		return nil
 	}
-	info := &types.Info{
-		Types: make(map[ast.Expr]types.TypeAndValue),
-		Defs:  make(map[*ast.Ident]types.Object),
-		Uses:  make(map[*ast.Ident]types.Object),
-	}
-	conf := types.Config{Importer: importer.Default(), Error: func(error) {}}
-	pkg, _ := conf.Check("example.com/p", fset, []*ast.File{file}, info)
-	return NewPackage(".", fset, []*ast.File{file}, pkg, info)
+	return NewPackage(".", src.Fset, []*ast.File{src.File}, src.Pkg, src.Info)
 }

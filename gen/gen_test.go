@@ -4,12 +4,12 @@ import (
 	"bytes"
 	"flag"
 	"go/format"
-	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/gpustate/gpustate/gen/internal/gentest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
@@ -33,37 +33,7 @@ func load(t *testing.T, name string) *Package {
 // golden compares got with the file at path, or rewrites it with -update.
 func golden(t *testing.T, path string, got []byte) {
 	t.Helper()
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from what is generated now (run go test -update and review the diff):\n%s", path, firstDiff(want, got))
-	}
-}
-
-// firstDiff shows the first line where a and b differ.
-func firstDiff(a, b []byte) string {
-	al, bl := strings.Split(string(a), "\n"), strings.Split(string(b), "\n")
-	for i := 0; i < len(al) || i < len(bl); i++ {
-		var x, y string
-		if i < len(al) {
-			x = al[i]
-		}
-		if i < len(bl) {
-			y = bl[i]
-		}
-		if x != y {
-			return "line " + strconv.Itoa(i+1) + ":\n  golden:    " + x + "\n  generated: " + y
-		}
-	}
-	return "(no line differs)"
+	gentest.Golden(t, *update, path, got)
 }
 
 func TestGolden(t *testing.T) {

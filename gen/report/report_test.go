@@ -4,12 +4,7 @@ import (
 	"bytes"
 	"flag"
 	"go/ast"
-	"go/importer"
-	"go/parser"
-	"go/token"
-	"go/types"
 	"math"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -17,6 +12,7 @@ import (
 
 	"github.com/gpustate/gpustate/contract"
 	"github.com/gpustate/gpustate/gen"
+	"github.com/gpustate/gpustate/gen/internal/gentest"
 	"github.com/gpustate/gpustate/placement"
 )
 
@@ -37,25 +33,7 @@ func load(t *testing.T, name string) *gen.Package {
 // golden compares got with the file at path, or rewrites it with -update.
 func golden(t *testing.T, path string, got []byte) {
 	t.Helper()
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		gl, nl := strings.Split(string(want), "\n"), strings.Split(string(got), "\n")
-		for i := range max(len(gl), len(nl)) {
-			if i >= len(gl) || i >= len(nl) || gl[i] != nl[i] {
-				t.Errorf("%s differs from the report written now at line %d (run go test -update and review the diff)", path, i+1)
-				return
-			}
-		}
-	}
+	gentest.Golden(t, *update, path, got)
 }
 
 // TestGolden checks the report of each golden package against its file.
@@ -294,23 +272,12 @@ func FuzzReport(f *testing.F) {
 	})
 }
 
-// fuzzPackage type-checks a one-file package declaring the state type T with
-// the given directive lines and fields (and a constant K and a type Token
-// they may use); nil when the source does not parse. Type errors are kept:
-// the contract parser must cope with them.
+// fuzzPackage wraps gentest's fuzzed one-file package as gen does; nil
+// when the source does not parse.
 func fuzzPackage(directives, fields string) *gen.Package {
-	src := "package p\n\nconst K = 16\n\ntype Token uint32\n\n// T is fuzzed.\n//\n" + directives + "\ntype T struct {\n" + fields + "\n}\n"
-	fset := token.NewFileSet()
-	file, err := parser.ParseFile(fset, "p.go", src, parser.ParseComments)
-	if err != nil {
+	src, ok := gentest.FuzzSource(directives, fields)
+	if !ok {
 		return nil
 	}
-	info := &types.Info{
-		Types: make(map[ast.Expr]types.TypeAndValue),
-		Defs:  make(map[*ast.Ident]types.Object),
-		Uses:  make(map[*ast.Ident]types.Object),
-	}
-	conf := types.Config{Importer: importer.Default(), Error: func(error) {}}
-	pkg, _ := conf.Check("example.com/p", fset, []*ast.File{file}, info)
-	return gen.NewPackage(".", fset, []*ast.File{file}, pkg, info)
+	return gen.NewPackage(".", src.Fset, []*ast.File{src.File}, src.Pkg, src.Info)
 }
