@@ -19,6 +19,10 @@ func TestRun(t *testing.T) {
 		"pending bytes back to 0 B",
 		"output identical to greedy decoding",
 		"beam search: 3 beams x 6 steps",
+		"memory pressure: a pool capped at 192.0 KiB holds 4 optional PromptCache states",
+		"fits only by eviction: 2 of 4 PromptCache states evicted",
+		"evicted prefix-0 answers state.ErrEvicted on Read, and its Release succeeds",
+		"mandatory session's 32 rows read back intact; pool stats: 96.0 KiB evicted",
 		"the pool holds 0 live handles",
 	} {
 		if !strings.Contains(out.String(), want) {

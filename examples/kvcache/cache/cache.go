@@ -1,6 +1,7 @@
 // Package cache is the KV cache of a small decoder: per token, the keys and
-// values of every layer and the token itself. Its handles (kvcache_state.go)
-// are generated from the contract below.
+// values of every layer and the token itself, and an evictable cache of a
+// shared prompt prefix. Their handles (kvcache_state.go,
+// promptcache_state.go) are generated from the contracts below.
 package cache
 
 //go:generate go run github.com/gpustate/gpustate/cmd/stategen -report CONTRACTS.md
@@ -25,6 +26,22 @@ const (
 //state:rollback descendants=invalidate
 //state:cleanup on=session-end
 type KVCache struct {
+	Keys   []float32 `state:"width=256"` // Layers*Dim
+	Values []float32 `state:"width=256"`
+	Token  []int32
+}
+
+// PromptCache keeps the KV rows of a prompt prefix that sessions share, for
+// as long as memory allows: the prefill can recompute them, so the pool may
+// evict it to make room for a session's KVCache.
+//
+//state:contract purpose="shared prompt-prefix cache, recomputable by prefill"
+//state:growth append bound=MaxTokens
+//state:owner session
+//state:snapshot none
+//state:retention optional
+//state:cleanup on=session-end
+type PromptCache struct {
 	Keys   []float32 `state:"width=256"` // Layers*Dim
 	Values []float32 `state:"width=256"`
 	Token  []int32

@@ -1,0 +1,92 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+
+	"github.com/gpustate/gpustate/examples/kvcache/cache"
+	"github.com/gpustate/gpustate/runtime/device"
+	"github.com/gpustate/gpustate/runtime/state"
+)
+
+// The pool of the pressure step: blocks of 16 KiB, capped at what its
+// prompt caches take, so that a session's cache only fits by evicting.
+const (
+	pressureBlock  = 16 << 10
+	promptCaches   = 4  // optional PromptCache states that fill the pool
+	promptRows     = 16 // rows of each: one block per column
+	pressureBlocks = promptCaches * 3
+	sessionRows    = 2 * promptRows
+)
+
+// pressure runs a pool under memory pressure on backend b: optional
+// prompt caches fill it to its MaxBytes, then a mandatory KVCache session
+// takes their room. The pool evicts the least recently used prompt caches,
+// which answer state.ErrEvicted but still release cleanly, and the
+// session's rows read back intact.
+func pressure(w io.Writer, b device.Backend) (err error) {
+	p, err := state.NewPool(b, state.PoolOptions{BlockBytes: pressureBlock, MaxBytes: pressureBlocks * pressureBlock})
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, p.Close()) }()
+	prompt := makePrompt(sessionRows)
+	var pcs []*cache.PromptCacheState
+	defer func() {
+		for _, c := range pcs {
+			err = errors.Join(err, c.Release())
+		}
+	}()
+	for i := range promptCaches {
+		c, err := cache.NewPromptCacheState(p, state.Owner(fmt.Sprintf("prefix-%d", i)))
+		if err != nil {
+			return err
+		}
+		pcs = append(pcs, c)
+		if err := c.Append(cache.PromptCache(rows(prompt[:promptRows], 0))); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(w, "memory pressure: a pool capped at %s holds %d optional PromptCache states of %d rows (%s in use)\n",
+		size(pressureBlocks*pressureBlock), promptCaches, promptRows, size(p.Stats().PhysicalBytes))
+
+	s, err := cache.NewKVCacheState(p, "session-3")
+	if err != nil {
+		return err
+	}
+	defer s.Release()
+	want := rows(prompt, 0)
+	if err := s.Append(want); err != nil {
+		return err
+	}
+	var evicted []int
+	for i, c := range pcs {
+		if _, err := c.Read(0, c.Len()); errors.Is(err, state.ErrEvicted) {
+			evicted = append(evicted, i)
+		} else if err != nil {
+			return err
+		}
+	}
+	if len(evicted) == 0 {
+		return errors.New("memory pressure: the session fitted with no eviction")
+	}
+	fmt.Fprintf(w, "  a mandatory KVCache session of %d rows fits only by eviction: %d of %d PromptCache states evicted, least recently used first\n",
+		sessionRows, len(evicted), promptCaches)
+	if err := pcs[evicted[0]].Release(); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "  evicted prefix-%d answers state.ErrEvicted on Read, and its Release succeeds\n", evicted[0])
+	got, err := s.Read(0, s.Len())
+	if err != nil {
+		return err
+	}
+	if !slices.Equal(got.Keys, want.Keys) || !slices.Equal(got.Values, want.Values) || !slices.Equal(got.Token, want.Token) {
+		return errors.New("memory pressure: the mandatory session's rows changed")
+	}
+	ps := p.Stats()
+	fmt.Fprintf(w, "  mandatory session's %d rows read back intact; pool stats: %s evicted, %s in use of %s reserved\n",
+		s.Len(), size(ps.EvictedBytes), size(ps.PhysicalBytes), size(ps.ReservedBytes))
+	return s.Release()
+}
