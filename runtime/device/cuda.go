@@ -281,19 +281,12 @@ func (c *CUDA) Memset(dst Ptr, value byte, bytes int) error {
 
 // Sync waits for the device to finish all work issued in the context.
 func (c *CUDA) Sync() error {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	if c.closed {
-		return ErrClosed
-	}
-	if err := c.enter(); err != nil {
-		return err
-	}
-	defer c.exit()
-	if r := c.d.cuCtxSynchronize(); r != cuSuccess {
-		return c.d.error("cuCtxSynchronize", r)
-	}
-	return nil
+	return c.call(func() error {
+		if r := c.d.cuCtxSynchronize(); r != cuSuccess {
+			return c.d.error("cuCtxSynchronize", r)
+		}
+		return nil
+	})
 }
 
 // MemInfo reports the device's free and total memory as the driver sees

@@ -49,12 +49,8 @@ func (p *Pool) stagingGet(sb device.Streams, n int) ([]byte, error) {
 
 // stagingPutAfter gives buf back once ev completes, without waiting.
 func (p *Pool) stagingPutAfter(buf []byte, ev device.Event) {
-	done := make(chan struct{})
 	p.mu.Lock()
-	if p.batches == nil {
-		p.batches = map[chan struct{}]struct{}{}
-	}
-	p.batches[done] = struct{}{}
+	done := p.addBatchLocked()
 	p.mu.Unlock()
 	go func() {
 		ev.Wait() // a failed copy is over too
@@ -236,14 +232,8 @@ func (sh *shape) readAsync(op string, r *root, st device.Stream, from, to int, d
 	if err != nil {
 		return sh.errorf(op, "%w", err)
 	}
-	if len(dst) != len(sh.rowBytes) {
-		return sh.errorf(op, "%d destination columns, the layout has %d: %w", len(dst), len(sh.rowBytes), ErrShape)
-	}
-	for i, d := range dst {
-		if want := (to - from) * sh.rowBytes[i]; len(d) != want {
-			return sh.errorf(op, "column %s: destination has %d bytes, rows [%d, %d) need %d: %w",
-				sh.l.Columns[i].Name, len(d), from, to, want, ErrShape)
-		}
+	if err := sh.checkDst(op, from, to, dst); err != nil {
+		return err
 	}
 	spans, err := sh.spans(op, r, from, to)
 	if err != nil {

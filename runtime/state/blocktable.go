@@ -184,12 +184,8 @@ func (p *Pool) freeLater(ptrs []device.Ptr, streams []device.Stream) error {
 		}
 		return errors.Join(errs...)
 	}
-	done := make(chan struct{})
 	p.mu.Lock()
-	if p.batches == nil {
-		p.batches = map[chan struct{}]struct{}{}
-	}
-	p.batches[done] = struct{}{}
+	done := p.addBatchLocked()
 	p.mu.Unlock()
 	wait := p.fence(streams)
 	go func() {

@@ -682,11 +682,7 @@ func (p *Pool) free(list []*block) {
 	}
 	var done chan struct{}
 	if len(fenced) > 0 {
-		done = make(chan struct{})
-		if p.batches == nil {
-			p.batches = map[chan struct{}]struct{}{}
-		}
-		p.batches[done] = struct{}{}
+		done = p.addBatchLocked()
 	}
 	p.mu.Unlock()
 	if len(fenced) > 0 {

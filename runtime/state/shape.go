@@ -140,11 +140,9 @@ func (sh *shape) checkRange(op string, from, to, rows int) error {
 	return nil
 }
 
-// read copies rows [from, to) of r into dst.
-func (sh *shape) read(op string, r *root, from, to int, dst [][]byte) error {
-	if err := sh.checkReadable(op, from, to, r.rows); err != nil {
-		return err
-	}
+// checkDst checks that dst has one column per field, each holding rows
+// [from, to) exactly.
+func (sh *shape) checkDst(op string, from, to int, dst [][]byte) error {
 	if len(dst) != len(sh.rowBytes) {
 		return sh.errorf(op, "%d destination columns, the layout has %d: %w", len(dst), len(sh.rowBytes), ErrShape)
 	}
@@ -153,6 +151,17 @@ func (sh *shape) read(op string, r *root, from, to int, dst [][]byte) error {
 			return sh.errorf(op, "column %s: destination has %d bytes, rows [%d, %d) need %d: %w",
 				sh.l.Columns[i].Name, len(d), from, to, want, ErrShape)
 		}
+	}
+	return nil
+}
+
+// read copies rows [from, to) of r into dst.
+func (sh *shape) read(op string, r *root, from, to int, dst [][]byte) error {
+	if err := sh.checkReadable(op, from, to, r.rows); err != nil {
+		return err
+	}
+	if err := sh.checkDst(op, from, to, dst); err != nil {
+		return err
 	}
 	b := sh.pool.b
 	for i, d := range dst {

@@ -169,3 +169,15 @@ func (ss *streamSet) get() []device.Stream {
 
 func (h *Head) recordedStreams() []device.Stream { return h.streams.get() }
 func (s *Snap) recordedStreams() []device.Stream { return s.streams.get() }
+
+// addBatchLocked registers a batch of pending work that WaitPending and
+// Close wait for, and returns the channel to close when it is done. p.mu
+// is held.
+func (p *Pool) addBatchLocked() chan struct{} {
+	done := make(chan struct{})
+	if p.batches == nil {
+		p.batches = map[chan struct{}]struct{}{}
+	}
+	p.batches[done] = struct{}{}
+	return done
+}
