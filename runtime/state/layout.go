@@ -115,6 +115,13 @@ type Layout struct {
 	// contract's //state:block rows=N); zero lets the pool choose (see
 	// PoolOptions.BlockBytes).
 	BlockRows int
+	// ShareKey, when not empty, names the column whose values key prefix
+	// sharing (the contract's //state:share prefix key=FIELD): heads made by
+	// Pool.NewSharedHead in one non-empty Domain share the full blocks of
+	// a common prefix, matched by this column's values. The column has
+	// width 1 and an integer element type; the layout has append growth
+	// and no window.
+	ShareKey string
 }
 
 // check validates l for a pool with blocks of blockBytes bytes.
@@ -147,6 +154,9 @@ func (l *Layout) check(blockBytes int) error {
 		return fmt.Errorf("state: layout of %s has unknown growth %v: %w", l.Type, l.Growth, ErrShape)
 	}
 	if err := l.checkWindow(); err != nil {
+		return err
+	}
+	if err := l.checkShare(); err != nil {
 		return err
 	}
 	if l.Descendants != Invalidate && l.Descendants != Keep {
