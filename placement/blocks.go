@@ -29,6 +29,24 @@ func BlockRows(rowSum int64, rows int) int {
 	return int(DefaultBlockRowBytes / rowSum)
 }
 
+// SharedBlockRows is the fewest rows per block of a state that shares
+// prefixes (//state:share prefix) and sets no //state:block rows: a
+// prefix is shared in whole blocks, so blocks of one or two wide rows
+// would cost a hash chain entry per row and round every narrow field (the
+// key) up to BlockAlign per row; 16 rows is the block of vLLM's paged
+// attention.
+const SharedBlockRows = 16
+
+// SharedRows returns the rows per block of a state that shares prefixes:
+// BlockRows, raised to SharedBlockRows unless rows (a //state:block
+// directive) is set.
+func SharedRows(rowSum int64, rows int) int {
+	if rows > 0 {
+		return rows
+	}
+	return max(BlockRows(rowSum, 0), SharedBlockRows)
+}
+
 // FieldBlockBytes returns the block size of a field of rowBytes-byte rows
 // at rows per block: rows*rowBytes rounded up to BlockAlign, or -1 when
 // that exceeds limit.

@@ -13,6 +13,10 @@ type Victim struct {
 	Owner, Type string
 	// Snapshot is true for a snapshot, false for a head.
 	Snapshot bool
+	// Cached is true for a block of a shared prefix that the store keeps
+	// for heads to adopt and no head holds now (Owner is the owner that
+	// wrote it). Evicting it costs a later head the prefill of its rows.
+	Cached bool
 	// Bytes are the bytes of the blocks the state references (shared ones
 	// included: evicting it frees at most these).
 	Bytes int64

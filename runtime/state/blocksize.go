@@ -39,12 +39,25 @@ func (p *Pool) blockRows(l *Layout) int {
 	if l.BlockRows > 0 {
 		return l.BlockRows
 	}
+	if !p.rowSized && l.ShareKey != "" {
+		// Shared blocks hold the same rows in every column, so that a
+		// prefix of whole blocks is whole in each: as many as the widest
+		// column's rows fit the pool's block.
+		rows := maxInt
+		for _, c := range l.Columns {
+			rows = min(rows, p.blockBytes/c.RowBytes())
+		}
+		return max(rows, 1)
+	}
 	if !p.rowSized {
 		return 0
 	}
 	var sum int64
 	for _, c := range l.Columns {
 		sum += int64(c.RowBytes())
+	}
+	if l.ShareKey != "" {
+		return placement.SharedRows(sum, 0)
 	}
 	return placement.BlockRows(sum, 0)
 }

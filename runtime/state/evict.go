@@ -42,9 +42,9 @@ type Evictor = evict.Evictor
 // Victim is a state an Evictor ranks.
 type Victim = evict.Victim
 
-// evictable is a live handle the pool may evict.
+// evictable is a live handle, or a cached prefix block, the pool may
+// evict.
 type evictable interface {
-	handle
 	// victim describes the handle for ranking; false when it may not be
 	// evicted now (mandatory, released, evicted already).
 	victim(r Retention) (Victim, bool)
@@ -133,6 +133,11 @@ func (p *Pool) victims(r Retention) ([]evictable, []Victim) {
 		}
 	}
 	p.mu.Unlock()
+	if r == Optional {
+		for _, e := range p.cache.victims() {
+			live = append(live, cachedEntry{p, e})
+		}
+	}
 	var hs []evictable
 	var vs []Victim
 	for _, e := range live {
@@ -282,6 +287,7 @@ func (h *Head) rebuild(op string) error {
 	h.r, h.evicted = r, false
 	h.pool.rebuiltBytes.Add(exclusiveBytes(r))
 	h.setLogical()
+	h.resyncShare()
 	return nil
 }
 

@@ -32,6 +32,7 @@ type Head struct {
 	tables   []*BlockTable  // live block tables, kept current by writes
 	streams  streamSet      // streams recorded by RecordStream
 	inflight []device.Event // after the copies of AppendAsync calls not yet waited for
+	share    *sharing       // with a ShareKey: the head's place in its prefix table
 }
 
 var headIDs atomic.Uint64
@@ -61,6 +62,9 @@ func (p *Pool) NewHead(l *Layout, owner Owner) (*Head, error) {
 	l = l.clone()
 	h := &Head{shape: newShape(p, l, owner), id: headIDs.Add(1), lin: newLineage(owner), owned: true}
 	h.pos = position{seg: &segment{}}
+	if k := l.shareColumn(); k >= 0 {
+		h.share = &sharing{key: k, ks: l.Columns[k].ElemSize}
+	}
 	r := newRoot(len(l.Columns))
 	if l.Growth == Mutable {
 		counts := make([]int, len(h.perBlock))
@@ -163,6 +167,9 @@ func (h *Head) open(op string, land bool) error {
 	if h.hist != nil && h.hist.pending != nil {
 		h.flush()
 	}
+	if h.share != nil && len(h.inflight) == 0 {
+		h.shareFull() // blocks that rows a kernel wrote filled
+	}
 	return nil
 }
 
@@ -218,6 +225,9 @@ func (h *Head) Append(cols [][]byte) error {
 		return err
 	}
 	h.record(from, from+n)
+	if h.share != nil {
+		h.shareAppended(from, cols[h.share.key])
+	}
 	return nil
 }
 
@@ -439,6 +449,7 @@ func (h *Head) Branch() (*Head, error) {
 	if h.hist != nil {
 		c.hist = h.hist.clone()
 	}
+	c.share = h.share.clone()
 	h.lin.heads[c] = struct{}{}
 	h.pool.register(c)
 	return c, nil
@@ -524,6 +535,7 @@ func (h *Head) Merge(child *Head) error {
 	}
 	h.lin.mu.Unlock()
 	h.setLogical()
+	h.resyncShare()
 	h.pool.free(freed)
 	return nil
 }
@@ -594,6 +606,7 @@ func (h *Head) Rollback(to *Snap) error {
 	}
 	h.lin.mu.Unlock()
 	h.setLogical()
+	h.resyncShare()
 	h.pool.free(freed)
 	return nil
 }
@@ -617,6 +630,10 @@ func (h *Head) Release() error {
 	h.lin.mu.Lock()
 	delete(h.lin.heads, h)
 	h.lin.mu.Unlock()
+	if h.share != nil && len(h.inflight) == 0 && h.streams.empty() {
+		// Blocks a kernel filled: no recorded stream can still be writing them.
+		h.shareFull()
+	}
 	releaseTables(h.tables)
 	h.tables = nil
 	for _, ev := range h.inflight {

@@ -88,6 +88,10 @@ type PoolStats struct {
 	// the bytes of the blocks eviction freed, and of the blocks rebuilding
 	// reconstructable state took.
 	EvictedBytes, RebuiltBytes int64
+	// CachedBytes is the part of PhysicalBytes that shared prefix blocks
+	// no head holds take (Pool.NewSharedHead): kept for heads to adopt,
+	// and evicted first-class with optional state under memory pressure.
+	CachedBytes int64
 	// Device holds the backend's own figures; nil when it cannot give them.
 	Device *DeviceStats
 }
@@ -154,6 +158,8 @@ type Pool struct {
 	logical atomic.Int64
 	history atomic.Int64 // bytes of delta blocks held by histories
 	calib   calibration
+
+	cache prefixCache // shared prefix blocks (NewSharedHead)
 
 	evictor      Evictor
 	clock        atomic.Uint64 // counts handle calls, for the Evictor
@@ -240,6 +246,7 @@ func (p *Pool) Stats() PoolStats {
 	}
 	closed := p.closed
 	p.mu.Unlock()
+	st.CachedBytes = p.cache.cachedBytes()
 	if !closed {
 		if free, total, err := p.b.MemInfo(); err == nil {
 			st.Device = &DeviceStats{Backend: p.b.Name(), Free: free, Total: total}
@@ -288,6 +295,7 @@ func (p *Pool) Close() error {
 		}
 	}
 	p.slabs, p.live, p.slabLen = nil, nil, nil
+	p.cache.reset()
 	for bb := range p.classes {
 		p.classes[bb] = newSizeClass(bb)
 	}

@@ -36,8 +36,8 @@ func newShape(p *Pool, l *Layout, owner Owner) shape {
 		}
 		sh.rowBytes = append(sh.rowBytes, rb)
 		per := bb / rb
-		if l.BlockRows > 0 {
-			per = min(per, l.BlockRows) // the contract's rows, even where alignment leaves room
+		if l.BlockRows > 0 || l.ShareKey != "" {
+			per = min(per, sh.rows) // the same rows in every column, even where alignment leaves room
 		}
 		sh.perBlock = append(sh.perBlock, per)
 		sh.rowSum += int64(rb)
@@ -163,28 +163,36 @@ func (sh *shape) read(op string, r *root, from, to int, dst [][]byte) error {
 	if err := sh.checkDst(op, from, to, dst); err != nil {
 		return err
 	}
-	b := sh.pool.b
 	for i, d := range dst {
-		rb, per, bb := sh.rowBytes[i], sh.perBlock[i], sh.blockBytes[i]
-		t := &r.cols[i]
-		for row := from; row < to; {
-			bi := row / per
-			end := min(to, (bi+1)*per)
-			blk := t.get(bi)
-			off := (row - bi*per) * rb
-			// Rows in neighbouring blocks come in one copy.
-			for last := blk; end < to && per*rb == bb; end = min(to, end+per) {
-				next := t.get(end / per)
-				if !next.follows(last, bb) {
-					break
-				}
-				last = next
-			}
-			if err := b.CopyDtoH(d[(row-from)*rb:(end-from)*rb], blk.ptr+device.Ptr(off)); err != nil {
-				return sh.errorf(op, "column %s: %w", sh.l.Columns[i].Name, err)
-			}
-			row = end
+		if err := sh.copyColumn(r, i, from, to, d); err != nil {
+			return sh.errorf(op, "column %s: %w", sh.l.Columns[i].Name, err)
 		}
+	}
+	return nil
+}
+
+// copyColumn copies rows [from, to) of column i of r, in range, into d.
+func (sh *shape) copyColumn(r *root, i, from, to int, d []byte) error {
+	b := sh.pool.b
+	rb, per, bb := sh.rowBytes[i], sh.perBlock[i], sh.blockBytes[i]
+	t := &r.cols[i]
+	for row := from; row < to; {
+		bi := row / per
+		end := min(to, (bi+1)*per)
+		blk := t.get(bi)
+		off := (row - bi*per) * rb
+		// Rows in neighbouring blocks come in one copy.
+		for last := blk; end < to && per*rb == bb; end = min(to, end+per) {
+			next := t.get(end / per)
+			if !next.follows(last, bb) {
+				break
+			}
+			last = next
+		}
+		if err := b.CopyDtoH(d[(row-from)*rb:(end-from)*rb], blk.ptr+device.Ptr(off)); err != nil {
+			return err
+		}
+		row = end
 	}
 	return nil
 }

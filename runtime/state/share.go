@@ -1,8 +1,48 @@
 package state
 
 import (
+	"bytes"
+	"encoding/binary"
 	"fmt"
+	"hash/maphash"
+	"sync"
+
+	"github.com/gpustate/gpustate/runtime/evict"
 )
+
+// Declared prefix sharing (Layout.ShareKey, the contract's //state:share
+// prefix key=FIELD). A head made by NewSharedHead in a non-empty domain
+// registers each full block it appends in the pool's prefix cache, under a
+// hash of the key column's values in that block chained with the hash of
+// the block before it, so that the hash of block i stands for the keys of
+// rows [0, (i+1)*rows per block). A later head of the same layout and
+// domain adopts the longest chain of cached blocks whose keys match its
+// own (AdoptPrefix): its tree points at the cached blocks, read only, as a
+// branch's points at its parent's, so they count once in the pool's
+// physical bytes and a write past them never touches them (append growth:
+// a full block is never written again).
+//
+// Isolation. The cache is one table per layout and domain: a head looks
+// up only its own, so blocks never cross domains and the empty domain
+// shares with nobody. A table is found by the Layout pointer its heads
+// were made from (generated code has one per type), never by the layout's
+// name or shape, so two types that look alike never share. A hash match is
+// not trusted: an entry keeps its parent and its keys, and adoption
+// compares both, so a collision costs a comparison, never a wrong row. A
+// block keeps the owner that wrote it; when the last reference to it goes,
+// it returns to that owner's free list and is zeroed before any other
+// owner gets it, as every block is (section 4's rule).
+//
+// Retention. An entry holds one reference to each of its blocks, so a
+// cached prefix outlives the heads that wrote and adopted it. An entry no
+// head holds (its blocks referenced by the cache alone) and with no cached
+// block after it is a victim of optional retention: the pool's Evictor
+// ranks it with the optional heads and snapshots under memory pressure.
+// Evicting leaves first keeps the head of a chain, the part most prompts
+// share, longest. An entry some head holds has every entry before it held
+// too (heads hold prefixes), so eviction never breaks a held chain.
+//
+// Lock order: a head's mu, then the cache's mu, then the pool's mu.
 
 // Domain names a sharing domain: heads of one non-empty domain may share
 // the blocks of a common prefix (Layout.ShareKey), heads of two domains
@@ -47,13 +87,70 @@ func (l *Layout) shareColumn() int {
 	return -1
 }
 
+// prefixCache is a pool's cache of shared prefix blocks.
+type prefixCache struct {
+	mu     sync.Mutex
+	seed   maphash.Seed
+	tables map[tableKey]*prefixTable
+}
+
+type tableKey struct {
+	l *Layout // the caller's layout, as identity
+	d Domain
+}
+
+// prefixTable holds the cached blocks of one layout in one domain, by the
+// hash of their chain.
+type prefixTable struct {
+	typ     string
+	domain  Domain
+	buckets map[uint64][]*prefixEntry
+	// byBlock finds an entry by its key column's block, for resyncShare.
+	byBlock map[*block]*prefixEntry
+	n       int
+}
+
+// prefixEntry is one cached block of every column: block index depth of
+// the chain that parent ends.
+type prefixEntry struct {
+	tab    *prefixTable
+	hash   uint64
+	parent *prefixEntry
+	keys   []byte   // the key column's bytes in the block
+	blks   []*block // per column; the entry holds one reference to each
+	depth  int
+	key    int    // the key column
+	kids   int    // entries whose parent it is
+	owner  Owner  // the owner that registered it
+	used   uint64 // the pool's use clock when it was last registered or adopted
+	gone   bool   // taken out of the cache (evicted or forgotten)
+}
+
+// sharing is a shared head's place in its table.
+type sharing struct {
+	tab  *prefixTable // nil: the empty domain, or a head made by NewHead
+	key  int          // the key column
+	ks   int          // bytes of one key
+	reg  int          // blocks of the head's version matched to entries
+	last *prefixEntry // the entry of block reg-1; nil when reg is 0
+	// tail holds the keys of rows [reg*per, known): those appended from
+	// the host. Rows past known were written on the device (AppendDevice,
+	// AppendAsync); their keys are read back when their blocks are full.
+	tail  []byte
+	known int
+}
+
 // NewSharedHead is NewHead for a layout with a ShareKey, in a sharing
 // domain: every full block the head appends is registered under a hash of
 // the key column's values in it and in every block before it, so that a
-// later head of the same layout and domain can adopt it (AdoptPrefix)
-// instead of computing and storing its rows again. A head of the empty
-// domain shares with nobody. A layout without a ShareKey is an error that
-// wraps ErrShape.
+// later head made from the same Layout in the same domain can adopt it
+// (AdoptPrefix) instead of computing and storing its rows again. A head of
+// the empty domain shares with nobody. A layout without a ShareKey is an
+// error that wraps ErrShape.
+//
+// Blocks are registered when they fill: at once for rows appended from
+// the host, and for rows a kernel writes (AppendDevice, AppendAsync) at
+// the next call on the head, when the spans are no longer the caller's.
 //
 //state:acquire
 func (p *Pool) NewSharedHead(l *Layout, owner Owner, domain Domain) (*Head, error) {
@@ -64,8 +161,58 @@ func (p *Pool) NewSharedHead(l *Layout, owner Owner, domain Domain) (*Head, erro
 	if err != nil {
 		return nil, err
 	}
-	_ = domain
+	if domain != "" {
+		h.share.tab = p.cache.table(l, domain)
+	}
 	return h, nil
+}
+
+// table returns the table of layout l in domain d, making it.
+func (c *prefixCache) table(l *Layout, d Domain) *prefixTable {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.tables == nil {
+		c.tables = make(map[tableKey]*prefixTable)
+		c.seed = maphash.MakeSeed()
+	}
+	k := tableKey{l, d}
+	t := c.tables[k]
+	if t == nil {
+		t = &prefixTable{typ: l.Type, domain: d, buckets: make(map[uint64][]*prefixEntry), byBlock: make(map[*block]*prefixEntry)}
+		c.tables[k] = t
+	}
+	return t
+}
+
+// chainHash is the hash of a block whose keys are keys after the chain
+// whose hash is parent.
+func (c *prefixCache) chainHash(parent uint64, keys []byte) uint64 {
+	var mh maphash.Hash
+	mh.SetSeed(c.seed)
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], parent)
+	mh.Write(b[:])
+	mh.Write(keys)
+	return mh.Sum64()
+}
+
+// hashOf is the chain hash of parent, 0 for the start of a chain.
+func hashOf(parent *prefixEntry) uint64 {
+	if parent == nil {
+		return 0
+	}
+	return parent.hash
+}
+
+// lookupLocked returns the entry of t after parent whose keys are keys,
+// nil when none.
+func (c *prefixCache) lookupLocked(t *prefixTable, parent *prefixEntry, keys []byte) *prefixEntry {
+	for _, e := range t.buckets[c.chainHash(hashOf(parent), keys)] {
+		if e.parent == parent && bytes.Equal(e.keys, keys) {
+			return e
+		}
+	}
+	return nil
 }
 
 // AdoptPrefix gives an empty head of a shared layout the longest chain of
@@ -79,5 +226,364 @@ func (p *Pool) NewSharedHead(l *Layout, owner Owner, domain Domain) (*Head, erro
 //
 //state:appends
 func (h *Head) AdoptPrefix(keys []byte) (int, error) {
-	return 0, h.errorf("AdoptPrefix", "not implemented yet")
+	unlock, err := h.lock("AdoptPrefix")
+	if err != nil {
+		return 0, err
+	}
+	defer unlock()
+	s := h.share
+	if s == nil {
+		return 0, h.errorf("AdoptPrefix", "the layout has no ShareKey: %w", ErrShape)
+	}
+	if len(keys)%s.ks != 0 {
+		return 0, h.errorf("AdoptPrefix", "%d bytes of keys, not a multiple of the key's %d bytes: %w", len(keys), s.ks, ErrShape)
+	}
+	if h.r.rows != 0 {
+		return 0, h.errorf("AdoptPrefix", "the head has %d rows; a prefix is adopted by an empty head: %w", h.r.rows, ErrRange)
+	}
+	if s.tab == nil {
+		return 0, nil
+	}
+	per := h.perBlock[0]
+	n := len(keys) / s.ks / per
+	if b := h.l.Bound; b > 0 {
+		n = min(n, b/per)
+	}
+	chain := h.pool.cache.adopt(s.tab, keys, per*s.ks, n, h.pool.clock.Add(1))
+	if len(chain) == 0 {
+		return 0, nil
+	}
+	var freed []*block
+	r := h.r.own(&freed)
+	for i, e := range chain {
+		for c, b := range e.blks {
+			r.cols[c].set(i, b, &freed) // takes over adopt's reference
+		}
+	}
+	r.rows = len(chain) * per
+	h.r = r
+	h.commitVersion()
+	h.pool.free(freed)
+	s.reg, s.last, s.tail, s.known = len(chain), chain[len(chain)-1], s.tail[:0], r.rows
+	h.record(0, r.rows)
+	return r.rows, nil
+}
+
+// adopt returns the longest chain of at most n entries of t whose keys are
+// keys, blockKeys bytes per block, taking one reference to each of their
+// blocks for the caller, and marks them used at clock.
+func (c *prefixCache) adopt(t *prefixTable, keys []byte, blockKeys, n int, clock uint64) []*prefixEntry {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var chain []*prefixEntry
+	var parent *prefixEntry
+	for i := range n {
+		e := c.lookupLocked(t, parent, keys[i*blockKeys:(i+1)*blockKeys])
+		if e == nil {
+			break
+		}
+		chain = append(chain, e)
+		parent = e
+	}
+	for _, e := range chain {
+		e.used = clock
+		for _, b := range e.blks {
+			b.rc.Add(1)
+		}
+	}
+	return chain
+}
+
+// shareAppended registers the blocks that rows appended from the host
+// filled: keys are the key column's bytes of rows [from, h.r.rows). h.mu
+// is held.
+func (h *Head) shareAppended(from int, keys []byte) {
+	s := h.share
+	if s == nil || s.tab == nil {
+		return
+	}
+	if from == s.known {
+		s.tail = append(s.tail, keys...)
+		s.known = h.r.rows
+	}
+	h.shareFull()
+}
+
+// shareFull registers the full blocks of h's version past those matched
+// already, reading back from the device the keys it does not hold (rows a
+// kernel wrote). Registration is a cache's: when the keys cannot be read
+// back, the blocks stay unregistered and the next call tries again. h.mu
+// is held, and no copy of h's is in flight.
+func (h *Head) shareFull() {
+	s := h.share
+	if s == nil || s.tab == nil || h.r == nil {
+		return
+	}
+	per := h.perBlock[0]
+	full := h.r.rows / per
+	if full <= s.reg {
+		return
+	}
+	if end := full * per; s.known < end {
+		buf := make([]byte, (end-s.known)*s.ks)
+		if err := h.copyColumn(h.r, s.key, s.known, end, buf); err != nil {
+			return
+		}
+		s.tail = append(s.tail, buf...)
+		s.known = end
+	}
+	blockKeys := per * s.ks
+	blks := make([][]*block, full-s.reg)
+	for i := range blks {
+		blks[i] = make([]*block, len(h.r.cols))
+		for c := range h.r.cols {
+			blks[i][c] = h.r.cols[c].get(s.reg + i)
+		}
+	}
+	s.last = h.pool.cache.register(s.tab, s.last, s.reg, s.key, s.tail[:len(blks)*blockKeys], blockKeys, blks, h.owner, h.pool.clock.Add(1))
+	s.tail = append(s.tail[:0], s.tail[len(blks)*blockKeys:]...)
+	s.reg = full
+}
+
+// register adds the blocks blks[i] (one per column), whose keys are
+// keys[i*blockKeys:(i+1)*blockKeys], as the entries after parent at depth,
+// and returns the entry of the last. A block whose chain and keys are
+// cached already is not added twice: the chain goes on from the cached
+// entry.
+func (c *prefixCache) register(t *prefixTable, parent *prefixEntry, depth, key int, keys []byte, blockKeys int, blks [][]*block, owner Owner, clock uint64) *prefixEntry {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if parent != nil && parent.gone {
+		return parent // the chain was forgotten: what follows it cannot be adopted
+	}
+	for i, bs := range blks {
+		k := keys[i*blockKeys : (i+1)*blockKeys]
+		if e := c.lookupLocked(t, parent, k); e != nil {
+			e.used = clock
+			parent = e
+			continue
+		}
+		e := &prefixEntry{
+			tab: t, hash: c.chainHash(hashOf(parent), k), parent: parent,
+			keys: bytes.Clone(k), blks: bs, depth: depth + i, key: key, owner: owner, used: clock,
+		}
+		for _, b := range bs {
+			b.rc.Add(1)
+		}
+		if parent != nil {
+			parent.kids++
+		}
+		t.buckets[e.hash] = append(t.buckets[e.hash], e)
+		t.byBlock[bs[key]] = e
+		t.n++
+		parent = e
+	}
+	return parent
+}
+
+// resyncShare finds again, after h's version changed other than by an
+// append (Rollback, Merge, a rebuild), how many of its blocks are the
+// entries of one cached chain. The keys of the rows after them are read
+// back when their blocks fill. h.mu is held.
+func (h *Head) resyncShare() {
+	s := h.share
+	if s == nil || s.tab == nil {
+		return
+	}
+	s.reg, s.last, s.tail, s.known = 0, nil, s.tail[:0], 0
+	if h.r == nil {
+		return
+	}
+	c := &h.pool.cache
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	full := h.r.rows / h.perBlock[0]
+	for s.reg < full {
+		e := s.tab.byBlock[h.r.cols[s.key].get(s.reg)]
+		if e == nil || e.parent != s.last || !e.holds(h.r, s.reg) {
+			break
+		}
+		s.reg, s.last = s.reg+1, e
+	}
+	s.known = s.reg * h.perBlock[0]
+}
+
+// holds reports whether e's blocks are the blocks at index i of r.
+func (e *prefixEntry) holds(r *root, i int) bool {
+	for c, b := range e.blks {
+		if r.cols[c].get(i) != b {
+			return false
+		}
+	}
+	return true
+}
+
+// clone returns a copy of s for a branch.
+func (s *sharing) clone() *sharing {
+	if s == nil {
+		return nil
+	}
+	c := *s
+	c.tail = bytes.Clone(s.tail)
+	return &c
+}
+
+// cachedVictims returns the cached entries no head holds and with no
+// entry after them, as victims of optional retention.
+func (c *prefixCache) victims() []*prefixEntry {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []*prefixEntry
+	for _, t := range c.tables {
+		for _, bucket := range t.buckets {
+			for _, e := range bucket {
+				if e.kids == 0 && e.unheld() {
+					out = append(out, e)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// unheld reports whether only the cache references e's blocks. The
+// cache's mu is held: no head takes a reference to a block only the cache
+// holds but through it.
+func (e *prefixEntry) unheld() bool {
+	for _, b := range e.blks {
+		if b.rc.Load() != 1 {
+			return false
+		}
+	}
+	return true
+}
+
+// cachedEntry is an entry as the pool's eviction sees it.
+type cachedEntry struct {
+	p *Pool
+	e *prefixEntry
+}
+
+func (x cachedEntry) victim(Retention) (Victim, bool) {
+	return evict.Victim{Owner: string(x.e.owner), Type: x.e.tab.typ, Cached: true, Bytes: blockBytes(x.e.blks), LastUse: x.e.used}, true
+}
+
+func (x cachedEntry) evict() (int64, bool) {
+	freed, ok := x.p.cache.drop(x.e)
+	if !ok {
+		return 0, false
+	}
+	x.p.free(freed)
+	return blockBytes(freed), true
+}
+
+// drop removes e from the cache when it is still a leaf no head holds,
+// and returns its blocks, which reached no reference.
+func (c *prefixCache) drop(e *prefixEntry) ([]*block, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t := e.tab
+	bucket := t.buckets[e.hash]
+	i := indexOf(bucket, e)
+	if i < 0 || e.kids != 0 || !e.unheld() {
+		return nil, false
+	}
+	c.removeLocked(e, i)
+	var freed []*block
+	for _, b := range e.blks {
+		releaseBlock(b, &freed)
+	}
+	return freed, true
+}
+
+// removeLocked takes e, at index i of its bucket, out of its table.
+func (c *prefixCache) removeLocked(e *prefixEntry, i int) {
+	t := e.tab
+	bucket := t.buckets[e.hash]
+	bucket[i] = bucket[len(bucket)-1]
+	bucket[len(bucket)-1] = nil
+	if bucket = bucket[:len(bucket)-1]; len(bucket) == 0 {
+		delete(t.buckets, e.hash)
+	} else {
+		t.buckets[e.hash] = bucket
+	}
+	t.n--
+	if t.byBlock[e.blks[e.key]] == e {
+		delete(t.byBlock, e.blks[e.key])
+	}
+	e.gone = true
+	if e.parent != nil {
+		e.parent.kids--
+	}
+}
+
+func indexOf(list []*prefixEntry, e *prefixEntry) int {
+	for i, x := range list {
+		if x == e {
+			return i
+		}
+	}
+	return -1
+}
+
+// ForgetPrefixes takes out of the prefix cache every block of domain d
+// (of every layout), as a tenant that leaves would: blocks no head holds
+// go back to the pool, and blocks heads hold stay theirs but can no longer
+// be adopted. It returns the bytes given back to the pool.
+func (p *Pool) ForgetPrefixes(d Domain) int64 {
+	leave, err := p.enter()
+	if err != nil {
+		return 0
+	}
+	defer leave()
+	c := &p.cache
+	var freed []*block
+	c.mu.Lock()
+	for k, t := range c.tables {
+		if k.d != d {
+			continue
+		}
+		for _, bucket := range t.buckets {
+			for _, e := range bucket {
+				for _, b := range e.blks {
+					releaseBlock(b, &freed)
+				}
+				e.kids, e.gone = 0, true
+			}
+		}
+		// The table stays: its heads keep registering the blocks they fill
+		// after the forgotten ones in it, which start no chain.
+		clear(t.buckets)
+		clear(t.byBlock)
+		t.n = 0
+	}
+	c.mu.Unlock()
+	p.free(freed)
+	return blockBytes(freed)
+}
+
+// cachedBytes is the bytes of the cached blocks no head holds.
+func (c *prefixCache) cachedBytes() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var n int64
+	for _, t := range c.tables {
+		for _, bucket := range t.buckets {
+			for _, e := range bucket {
+				for _, b := range e.blks {
+					if b.rc.Load() == 1 {
+						n += int64(b.cls.bytes)
+					}
+				}
+			}
+		}
+	}
+	return n
+}
+
+// reset forgets every entry; Pool.Close calls it, as it frees every slab.
+func (c *prefixCache) reset() {
+	c.mu.Lock()
+	c.tables = nil
+	c.mu.Unlock()
 }

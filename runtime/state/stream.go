@@ -153,6 +153,13 @@ type streamSet struct {
 	list []device.Stream
 }
 
+// empty reports whether no stream was recorded.
+func (ss *streamSet) empty() bool {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return len(ss.list) == 0
+}
+
 func (ss *streamSet) add(st device.Stream) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
