@@ -65,16 +65,17 @@ func (p *Pool) reclaimPending() int64 { return 0 }
 // reclaim takes back memory for an allocation of want blocks that found
 // no room, in the order SPEC section 7 gives: completed pending blocks,
 // optional state as the Evictor ranks it, then the rebuildable part of
-// reconstructable state. It returns the bytes it freed; the caller
-// retries when that is not zero. Blocks of other sizes than c's serve c
+// reconstructable state. It returns the bytes it freed, and whether
+// there is room now (another call may have freed blocks since the
+// caller's try); the caller retries when either holds. Blocks of other sizes than c's serve c
 // once their slabs are wholly free: reclaim then gives those slabs back to
 // the device (as Trim does), which makes room under MaxBytes. The caller
 // holds no pool lock (it may hold its own handle's, which makes that
 // handle busy and so spared).
-func (p *Pool) reclaim(c *sizeClass, want int) int64 {
-	got := p.reclaimPending()
+func (p *Pool) reclaim(c *sizeClass, want int) (got int64, room bool) {
+	got = p.reclaimPending()
 	if p.roomFor(c, want) {
-		return got
+		return got, true
 	}
 	for _, r := range []Retention{Optional, Reconstructable} {
 		hs, vs := p.victims(r)
@@ -93,11 +94,11 @@ func (p *Pool) reclaim(c *sizeClass, want int) int64 {
 			got += n
 			p.evictedBytes.Add(n)
 			if p.roomFor(c, want) {
-				return got
+				return got, true
 			}
 		}
 	}
-	return got
+	return got, false
 }
 
 // roomFor reports whether want blocks of class c are free or can be
@@ -134,9 +135,7 @@ func (p *Pool) victims(r Retention) ([]evictable, []Victim) {
 	}
 	p.mu.Unlock()
 	if r == Optional {
-		for _, e := range p.cache.victims() {
-			live = append(live, cachedEntry{p, e})
-		}
+		live = append(live, p.cache.victims(p)...)
 	}
 	var hs []evictable
 	var vs []Victim

@@ -387,7 +387,8 @@ func (p *Pool) allocAppend(buf []*block, owner Owner, n int, zero bool) ([]*bloc
 
 // allocIn is alloc of blocks of class c appending to buf[:0]. When the
 // pool or the device is full, it reclaims (see reclaim) and tries again
-// while reclaiming frees blocks.
+// while reclaiming frees blocks, or while other calls free them (a few
+// times: they may take them again first).
 func (p *Pool) allocIn(buf []*block, c *sizeClass, owner Owner, n int, zero bool) ([]*block, error) {
 	if n <= 0 {
 		return buf[:0], nil
@@ -395,10 +396,15 @@ func (p *Pool) allocIn(buf []*block, c *sizeClass, owner Owner, n int, zero bool
 	if err := p.fits(c, n); err != nil {
 		return buf[:0], err
 	}
-	for {
+	for raced := 0; ; {
 		out, err := p.allocOnce(buf, c, owner, n, zero)
-		if err == nil || !errors.Is(err, ErrNoMemory) || p.reclaim(c, n) == 0 {
+		if err == nil || !errors.Is(err, ErrNoMemory) {
 			return out, err
+		}
+		if got, room := p.reclaim(c, n); got == 0 {
+			if raced++; raced > 8 || !room {
+				return out, err
+			}
 		}
 	}
 }

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"hash/maphash"
 	"sync"
-
-	"github.com/gpustate/gpustate/runtime/evict"
 )
 
 // Declared prefix sharing (Layout.ShareKey, the contract's //state:share
@@ -92,6 +90,8 @@ type prefixCache struct {
 	mu     sync.Mutex
 	seed   maphash.Seed
 	tables map[tableKey]*prefixTable
+	// hash, when set, replaces the chain hash (tests make it collide).
+	hash func(parent uint64, keys []byte) uint64
 }
 
 type tableKey struct {
@@ -187,6 +187,9 @@ func (c *prefixCache) table(l *Layout, d Domain) *prefixTable {
 // chainHash is the hash of a block whose keys are keys after the chain
 // whose hash is parent.
 func (c *prefixCache) chainHash(parent uint64, keys []byte) uint64 {
+	if c.hash != nil {
+		return c.hash(parent, keys)
+	}
 	var mh maphash.Hash
 	mh.SetSeed(c.seed)
 	var b [8]byte
@@ -428,17 +431,19 @@ func (s *sharing) clone() *sharing {
 	return &c
 }
 
-// cachedVictims returns the cached entries no head holds and with no
-// entry after them, as victims of optional retention.
-func (c *prefixCache) victims() []*prefixEntry {
+// victims returns the cached entries no head holds and with no entry
+// after them, as victims of optional retention of pool p.
+func (c *prefixCache) victims(p *Pool) []evictable {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var out []*prefixEntry
+	var out []evictable
 	for _, t := range c.tables {
 		for _, bucket := range t.buckets {
 			for _, e := range bucket {
 				if e.kids == 0 && e.unheld() {
-					out = append(out, e)
+					out = append(out, cachedEntry{p: p, e: e, v: Victim{
+						Owner: string(e.owner), Type: t.typ, Cached: true, Bytes: blockBytes(e.blks), LastUse: e.used,
+					}})
 				}
 			}
 		}
@@ -462,11 +467,10 @@ func (e *prefixEntry) unheld() bool {
 type cachedEntry struct {
 	p *Pool
 	e *prefixEntry
+	v Victim // e as it was when the victims were listed
 }
 
-func (x cachedEntry) victim(Retention) (Victim, bool) {
-	return evict.Victim{Owner: string(x.e.owner), Type: x.e.tab.typ, Cached: true, Bytes: blockBytes(x.e.blks), LastUse: x.e.used}, true
-}
+func (x cachedEntry) victim(Retention) (Victim, bool) { return x.v, true }
 
 func (x cachedEntry) evict() (int64, bool) {
 	freed, ok := x.p.cache.drop(x.e)

@@ -1,0 +1,209 @@
+package state
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"testing"
+
+	"github.com/gpustate/gpustate/runtime/device"
+)
+
+// The sharing model: the same seeded sessions run on a pool whose heads
+// share prefixes and on one whose heads share nothing, and after every
+// step every session reads the same on both as the tokens it holds say
+// it must. Sessions start from a few prompt templates, so most adopt
+// something; they append from the host and through device spans, take
+// snapshots, roll back, branch and end.
+
+type shareSession struct {
+	toks       []int32
+	on, off    *Head
+	snapOn     *Snap
+	snapOff    *Snap
+	snapTokens []int32
+}
+
+func TestShareModel(t *testing.T) {
+	for seed := range uint64(6) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) { runShareModel(t, seed, 300) })
+	}
+}
+
+func runShareModel(t *testing.T, seed uint64, steps int) {
+	rng := rand.New(rand.NewPCG(seed, seed*7+1))
+	l := prompt(4, 96)
+	l.Descendants = Keep
+	if seed%2 == 1 {
+		l.BlockRows = 0 // the default rows of a shared layout
+	}
+	on := newPool(t, PoolOptions{})
+	off := newPool(t, PoolOptions{})
+	templates := [][]int32{tokens(1, 40), tokens(2, 40), tokens(3, 24)}
+	var live []*shareSession
+	adopted, owners := 0, 0
+
+	newTokens := func(n int) []int32 {
+		out := make([]int32, n)
+		for i := range out {
+			out[i] = 900000 + rng.Int32N(3) // few values: private tails collide too
+		}
+		return out
+	}
+	appendOn := func(s *shareSession, from int) {
+		if rng.IntN(3) == 0 {
+			spans := must[[][]device.Span](t)(s.on.AppendDevice(len(s.toks) - from))
+			kernelFill(t, on.Backend(), spans, promptRows(s.toks, from, len(s.toks)), []int{32, 4})
+			return
+		}
+		check(t, s.on.Append(promptRows(s.toks, from, len(s.toks))))
+	}
+	for step := range steps {
+		op := rng.IntN(10)
+		switch {
+		case len(live) == 0 || (op < 3 && len(live) < 8):
+			tpl := templates[rng.IntN(len(templates))]
+			toks := append(append([]int32(nil), tpl[:rng.IntN(len(tpl)+1)]...), newTokens(rng.IntN(6))...)
+			owners++
+			owner := Owner(fmt.Sprint("s", owners))
+			s := &shareSession{toks: toks}
+			s.on = must[*Head](t)(on.NewSharedHead(l, owner, "d"))
+			n := must[int](t)(s.on.AdoptPrefix(keyBytes(toks)))
+			adopted += n
+			s.toks = toks
+			appendOn(s, n)
+			s.off = must[*Head](t)(off.NewHead(l, owner))
+			check(t, s.off.Append(promptRows(toks, 0, len(toks))))
+			live = append(live, s)
+		case op < 5:
+			s := live[rng.IntN(len(live))]
+			more := newTokens(1 + rng.IntN(6))
+			if len(s.toks)+len(more) > l.Bound {
+				continue
+			}
+			from := len(s.toks)
+			s.toks = append(s.toks[:from:from], more...)
+			appendOn(s, from)
+			check(t, s.off.Append(promptRows(s.toks, from, len(s.toks))))
+		case op < 6:
+			s := live[rng.IntN(len(live))]
+			if s.snapOn != nil {
+				check(t, s.snapOn.Release())
+				check(t, s.snapOff.Release())
+			}
+			s.snapOn = must[*Snap](t)(s.on.Snapshot())
+			s.snapOff = must[*Snap](t)(s.off.Snapshot())
+			s.snapTokens = s.toks
+		case op < 7:
+			s := live[rng.IntN(len(live))]
+			if s.snapOn == nil {
+				continue
+			}
+			check(t, s.on.Rollback(s.snapOn))
+			check(t, s.off.Rollback(s.snapOff))
+			s.toks = s.snapTokens
+		case op < 8 && len(live) < 8:
+			s := live[rng.IntN(len(live))]
+			c := &shareSession{toks: s.toks}
+			c.on = must[*Head](t)(s.on.Branch())
+			c.off = must[*Head](t)(s.off.Branch())
+			live = append(live, c)
+		default:
+			i := rng.IntN(len(live))
+			s := live[i]
+			for _, r := range []interface{ Release() error }{s.on, s.off} {
+				check(t, r.Release())
+			}
+			if s.snapOn != nil {
+				check(t, s.snapOn.Release())
+				check(t, s.snapOff.Release())
+			}
+			live = append(live[:i], live[i+1:]...)
+		}
+		for i, s := range live {
+			want := promptRows(s.toks, 0, len(s.toks))
+			what := fmt.Sprintf("seed %d step %d session %d", seed, step, i)
+			samePrompt(t, what+" with sharing", readPrompt(t, s.on), want)
+			samePrompt(t, what+" without sharing", readPrompt(t, s.off), want)
+		}
+		if a, b := on.Stats().PhysicalBytes-on.Stats().CachedBytes, off.Stats().PhysicalBytes; a > b {
+			t.Fatalf("seed %d step %d: the heads hold %d physical bytes with sharing, %d without", seed, step, a, b)
+		}
+	}
+	if adopted == 0 {
+		t.Fatalf("seed %d: no session adopted a row: the model tested no sharing", seed)
+	}
+	for _, s := range live {
+		check(t, s.on.Release())
+		check(t, s.off.Release())
+		if s.snapOn != nil {
+			check(t, s.snapOn.Release())
+			check(t, s.snapOff.Release())
+		}
+	}
+}
+
+// TestShareConcurrentAdoption runs sessions that adopt, append, read and
+// end on many goroutines at once, in a pool too small to keep every
+// cached block, so eviction runs beside adoption.
+func TestShareConcurrentAdoption(t *testing.T) {
+	l := prompt(4, 64)
+	p := newPool(t, PoolOptions{BlockBytes: 256, MaxBytes: 256 << 8})
+	templates := [][]int32{tokens(1, 32), tokens(2, 32), tokens(3, 20)}
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	var mu sync.Mutex
+	adopted := 0
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(g), 3))
+			for i := range 40 {
+				tpl := templates[rng.IntN(len(templates))]
+				toks := append(append([]int32(nil), tpl[:rng.IntN(len(tpl)+1)]...), tokens(int32(100+g), rng.IntN(8))...)
+				h, err := p.NewSharedHead(l, Owner(fmt.Sprint("g", g, "-", i)), "d")
+				if err != nil {
+					errs <- err
+					return
+				}
+				n, err := h.AdoptPrefix(keyBytes(toks))
+				if err == nil {
+					err = h.Append(promptRows(toks, n, len(toks)))
+				}
+				if err == nil {
+					dst := [][]byte{make([]byte, len(toks)*32), make([]byte, len(toks)*4)}
+					if err = h.Read(0, len(toks), dst); err == nil {
+						want := promptRows(toks, 0, len(toks))
+						for c := range want {
+							if string(dst[c]) != string(want[c]) {
+								err = fmt.Errorf("goroutine %d session %d: column %d differs after adopting %d rows", g, i, c, n)
+							}
+						}
+					}
+				}
+				if rerr := h.Release(); err == nil {
+					err = rerr
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+				mu.Lock()
+				adopted += n
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if adopted == 0 {
+		t.Fatal("no session adopted a row")
+	}
+	if p.Stats().EvictedBytes == 0 {
+		t.Fatal("nothing was evicted: the test ran no eviction beside adoption")
+	}
+}
