@@ -20,6 +20,9 @@ func (cp *contractParse) share(d *directive) {
 	case !ok:
 		cp.errorf(d.pos, d.end,
 			"//state:share of %s needs key=FIELD, the integer field whose values identify a prefix (e.g. key=Tokens)", name)
+	case key.value == "":
+		cp.errorf(key.pos, key.end,
+			"empty key= in //state:share of %s; name the integer field whose values identify a prefix (e.g. key=Tokens)", name)
 	default:
 		// Checked whatever the mode, so that every fault shows at once.
 		cp.shareKey = &key
