@@ -47,6 +47,7 @@ type Contract struct {
 	UnboundedReason string       // the reason="..." of an unbounded growth line
 	Window          int64        // rows of a window=W growth line (only the last W stay readable); 0 when none
 	BlockRows       int          // rows per block of a //state:block rows=N line; 0: the runtime's default
+	ShareKey        string       // the key field of a //state:share prefix key=FIELD line; "" when blocks are not shared
 	Owner           string       // the owner kind
 	Retention       Retention    // RetentionMandatory (default) | RetentionOptional | RetentionReconstructable
 	Snapshot        SnapshotMode // SnapshotImmutable (default) | SnapshotNone

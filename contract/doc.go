@@ -3,7 +3,8 @@
 //
 // A state type is a named struct type whose doc comment holds
 // //state:contract; further type directives (growth, owner, retention,
-// snapshot, branch, rollback, checkpoint, cleanup) complete its contract.
+// snapshot, branch, rollback, checkpoint, cleanup, block, share) complete its
+// contract.
 // Function directives (acquire, release, takes, mutates, appends, view,
 // writes) on funcs and methods carry ownership and aliasing facts, and a bare
 // //state:snapshot marks a type whose values are immutable.

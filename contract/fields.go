@@ -30,6 +30,7 @@ func (cp *contractParse) typeCheck(ts *ast.TypeSpec, obj *types.TypeName, head *
 	}
 	if obj == nil {
 		// No type information: check the syntax only.
+		cp.fieldNames = astFieldNames(ts)
 		if _, ok := ts.Type.(*ast.StructType); !ok {
 			cp.errorf(head.pos, head.end, "state type %s is not a struct type; declare it as type %s struct{ Field []Elem; ... }", name, name)
 		}
@@ -43,6 +44,10 @@ func (cp *contractParse) typeCheck(ts *ast.TypeSpec, obj *types.TypeName, head *
 	if st.NumFields() == 0 {
 		cp.errorf(head.pos, head.end, "state type %s has no fields; add one slice field per column (e.g. Keys []float32)", name)
 		return
+	}
+	cp.typed, cp.elems = true, make(map[string]types.Type)
+	for i := 0; i < st.NumFields(); i++ {
+		cp.fieldNames = append(cp.fieldNames, st.Field(i).Name())
 	}
 	tags := tagLits(ts)
 	for i := 0; i < st.NumFields(); i++ {
@@ -97,6 +102,7 @@ func (cp *contractParse) field(v *types.Var, tag string, lit *ast.BasicLit, head
 	if !ok {
 		return
 	}
+	cp.elems[v.Name()] = elem
 	cp.c.Fields = append(cp.c.Fields, Field{
 		Name:     v.Name(),
 		Elem:     typeString(elem, cp.p.pkg),

@@ -19,6 +19,8 @@ func FuzzParsePackage(f *testing.F) {
 	// Widths and bounds as constants, imported ones, and sizes past the limit.
 	f.Add("package p\n\nimport \"dims\"\n\nconst D = 4\n\n//state:contract\n//state:owner s\n//state:growth mutable bound=dims.Rows\ntype T struct {\n\tX []int32 `state:\"width=2*D\"`\n\tY []int8 `json:\"y\" state:\"width=dims.W, width=1\"`\n}\n")
 	f.Add("package p\n\n//state:contract\n//state:owner s\n//state:growth mutable bound=1<<62\ntype T struct {\n\tX []int64 `state:\"width=1<<70\"`\n\tY []int64 `state:\"width=1 << 20\"`\n\tZ []int64 `state:\"width=-1,\"`\n}\n")
+	// Prefix sharing keyed by fields of every kind.
+	f.Add("package p\n\ntype Tok uint32\n\n//state:contract\n//state:owner s\n//state:growth append bound=64\n//state:share prefix key=T\ntype S struct {\n\tT []Tok\n\tF []float32\n\tA [][2]int8\n\tW []int16 `state:\"width=2\"`\n\tB []bool\n}\n")
 	f.Fuzz(func(t *testing.T, src string) {
 		checkSource(t, src)
 	})
@@ -40,6 +42,9 @@ func FuzzContractLines(f *testing.F) {
 		"growth append window=K*K\nowner s\nblock rows=16\nretention optional",
 		"growth mutable window=4 bound=4 reason=x\nowner s\nblock rows=0 rows=2\nblock rws=3",
 		"growth append window=1<<62\nowner s\ncheckpoint every=1 keep=1\nblock \"rows\"",
+		"growth append bound=8\nowner s\nshare prefix key=X",
+		"growth mutable bound=4\nowner s\nshare suffix key=Y key=X\nshare",
+		"growth append window=8\nowner s\nshare prefix kye=x\nshare prefx key=\"X\"",
 	} {
 		f.Add(s)
 	}

@@ -17,7 +17,7 @@ const (
 
 // Verbs of the directive language.
 var (
-	typeVerbs = []string{"contract", "growth", "owner", "retention", "snapshot", "branch", "rollback", "checkpoint", "cleanup", "block"}
+	typeVerbs = []string{"contract", "growth", "owner", "retention", "snapshot", "branch", "rollback", "checkpoint", "cleanup", "block", "share"}
 	funcVerbs = []string{"acquire", "release", "takes", "mutates", "appends", "view", "writes"}
 	allVerbs  = append(append([]string{}, typeVerbs...), funcVerbs...)
 )

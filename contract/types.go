@@ -93,6 +93,15 @@ type contractParse struct {
 	// bound is the bound=N or window=W argument of a valid growth line
 	// with a number of rows, where the size check reports.
 	bound *arg
+	// shareKey is the key=FIELD argument of a share line, checked against
+	// the fields once they are known.
+	shareKey *arg
+	// fieldNames are the names of the struct's fields, all of them;
+	// elems the element types of those typeCheck accepted. typed says
+	// whether they come from type information (else from the syntax).
+	fieldNames []string
+	elems      map[string]types.Type
+	typed      bool
 }
 
 func (cp *contractParse) errorf(pos, end token.Pos, format string, args ...any) {
@@ -126,6 +135,7 @@ func (p *pkgParser) contract(ts *ast.TypeSpec, obj *types.TypeName, dirs []*dire
 	}
 	cp.crossCheck(head, spaced)
 	cp.typeCheck(ts, obj, head)
+	cp.shareCheck()
 	cp.sizeCheck()
 
 	c := cp.c
@@ -168,6 +178,7 @@ var contractLines = map[string]func(*contractParse, *directive){
 	"checkpoint": (*contractParse).checkpoint,
 	"cleanup":    (*contractParse).cleanup,
 	"block":      (*contractParse).block,
+	"share":      (*contractParse).share,
 }
 
 // accept reports what keeps d from being a line of the contract (a claim of
@@ -309,6 +320,7 @@ func (cp *contractParse) crossCheck(head *directive, spaced map[string]bool) {
 		cp.errorf(d.pos, d.end,
 			"//state:checkpoint of %s cannot keep the history of a window: rows below the window expire and their blocks go back to the pool; remove the checkpoint line or use bound=N", name)
 	}
+	cp.shareCrossCheck()
 	if c.Snapshot == SnapshotNone && cp.seen["snapshot"] != nil {
 		if d := cp.seen["rollback"]; d != nil {
 			cp.errorf(d.pos, d.end,

@@ -14,7 +14,8 @@
 //     Spans and Release always; Append and AppendDevice for append growth,
 //     Write and WriteDevice for mutable growth; Snapshot with an immutable
 //     snapshot; Branch with isolated branches; Merge with merge=fastforward;
-//     Rollback with a rollback line; At and Plan with checkpoints.
+//     Rollback with a rollback line; At and Plan with checkpoints;
+//     NewTStateShared and AdoptPrefix with a share line.
 //   - TSnapshot, an immutable version (generated unless snapshot none).
 //   - TSpans, the device location of rows, one []device.Span per field.
 //

@@ -29,7 +29,7 @@ func TestDocTable(t *testing.T) {
 		rows = append(rows, cells)
 	}
 	seen := 0
-	for _, name := range []string{"kv", "grid", "ring"} {
+	for _, name := range []string{"kv", "grid", "ring", "prefix"} {
 		for _, c := range load(t, name).Contracts.Contracts {
 			for _, m := range Methods(c) {
 				if m.Recv == RecvSnapshot {
@@ -38,7 +38,8 @@ func TestDocTable(t *testing.T) {
 				seen++
 				name := m.Name
 				if m.Recv == RecvFunc {
-					name = "NewKVCacheState" // the table's example type
+					// The table's example type: NewKVCacheState, NewKVCacheStateShared.
+					name = "NewKVCacheState" + strings.TrimPrefix(name, ctorName(c.Type))
 				}
 				row := docRow(rows, name)
 				switch {

@@ -44,6 +44,7 @@ func Methods(c *contract.Contract) []Method {
 // signature and body once the Go types of the fields are known.
 type methodSpec struct {
 	name      string
+	ctor      func(typ string) string // names a RecvFunc from the state type's name
 	recv      Recv
 	directive string
 	when      string
@@ -54,7 +55,7 @@ type methodSpec struct {
 
 func (s methodSpec) nameOf(c *contract.Contract) string {
 	if s.recv == RecvFunc {
-		return ctorName(c.Type)
+		return s.ctor(c.Type)
 	}
 	return s.name
 }
@@ -70,6 +71,7 @@ func history(c *contract.Contract) bool  { return snapshot(c) && c.Checkpoint !=
 func bounded(c *contract.Contract) bool  { return !c.Unbounded && c.Bound > 0 }
 func window(c *contract.Contract) bool   { return c.Window > 0 }
 func noWindow(c *contract.Contract) bool { return c.Window <= 0 }
+func shared(c *contract.Contract) bool   { return c.ShareKey != "" }
 
 // para makes a one-paragraph doc from a fixed sentence.
 func para(p string) func(*contract.Contract) []string {
@@ -78,8 +80,10 @@ func para(p string) func(*contract.Contract) []string {
 
 // methodTable lists every generated function and method, in file order.
 var methodTable = []methodSpec{
-	{recv: RecvFunc, directive: "acquire", when: "always", doc: ctorDoc, code: (*model).ctorCode},
+	{recv: RecvFunc, ctor: ctorName, directive: "acquire", when: "always", doc: ctorDoc, code: (*model).ctorCode},
+	{recv: RecvFunc, ctor: sharedCtorName, directive: "acquire", when: "a share line", ok: shared, doc: sharedCtorDoc, code: (*model).sharedCtorCode},
 	{name: "Append", recv: RecvHead, directive: "appends", when: "growth append", ok: appends, doc: appendDoc, code: (*model).appendCode},
+	{name: "AdoptPrefix", recv: RecvHead, directive: "appends", when: "a share line", ok: shared, doc: adoptDoc, code: (*model).adoptCode},
 	{name: "Write", recv: RecvHead, directive: "mutates", when: "growth mutable", ok: mutable, doc: writeDoc, code: (*model).writeCode},
 	{name: "Read", recv: RecvHead, when: "always", doc: readDoc("state"), code: (*model).headReadCode},
 	{name: "ReadRows", recv: RecvHead, when: "always", doc: readRowsDoc("state"), code: readRowsCode(RecvHead)},
@@ -147,6 +151,40 @@ func ctorDoc(c *contract.Contract) []string {
 	}
 	first += " The owner alone writes the state; its blocks are never shared with another owner's."
 	return []string{first, releaseDuty("state")}
+}
+
+func sharedCtorDoc(c *contract.Contract) []string {
+	return []string{
+		fmt.Sprintf("%s creates an empty %s state in pool p, owned by owner (a %s), in the sharing domain domain. Each full block the state appends is registered under its %s values and those of every block before it, so that a later state of the same domain takes it with AdoptPrefix instead of computing and storing its rows again. Blocks are shared only between the states of one non-empty domain (a tenant, a model, an adapter); the empty domain shares with nobody, and its states are those of %s. The owner alone writes the state; shared blocks are read only, by every holder.",
+			sharedCtorName(c.Type), c.Type, c.Owner, c.ShareKey, ctorName(c.Type)),
+		releaseDuty("state"),
+	}
+}
+
+func adoptDoc(c *contract.Contract) []string {
+	return []string{
+		fmt.Sprintf("AdoptPrefix gives an empty state, in a new version, the longest chain of cached blocks of its domain whose %s values are the first values of keys, and returns the rows it adopted: a multiple of %s, at most len(keys)%s. The caller then computes and appends only the rest, the rows of keys[rows:].",
+			c.ShareKey, blockRowsPhrase(c), boundNote(c)),
+		fmt.Sprintf("The adopted rows are read only and stored once, whatever the number of states that hold them; the state's own appends go to blocks of its own after them. A state that is not empty answers state.ErrRange; one made by %s, or in the empty domain, adopts nothing and returns 0.", ctorName(c.Type)),
+	}
+}
+
+// blockRowsPhrase names the rows of a block: those of a //state:block line,
+// or the runtime's choice.
+func blockRowsPhrase(c *contract.Contract) string {
+	if c.BlockRows > 0 {
+		return fmt.Sprintf("%d, the rows of a block", c.BlockRows)
+	}
+	return "the rows of a block (the runtime's choice, as the contract has no block line)"
+}
+
+// boundNote adds the bound to a count of rows, with a leading " and"; ""
+// without one.
+func boundNote(c *contract.Contract) string {
+	if !bounded(c) {
+		return ""
+	}
+	return fmt.Sprintf(" and the bound of %d", c.Bound)
 }
 
 func readDoc(what string) func(c *contract.Contract) []string {

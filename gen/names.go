@@ -10,10 +10,10 @@ import (
 )
 
 // Names of what a generated file declares. Beside the names SPEC lists
-// (NewTState, TState, TSnapshot, TSpans and their methods) it declares only
-// helpers named as stringer names its own, with a leading underscore and
-// the type's name: no Go programmer writes _T_layout, so they never clash
-// with the user's code.
+// (NewTState, NewTStateShared with a share line, TState, TSnapshot, TSpans
+// and their methods) it declares only helpers named as stringer names its
+// own, with a leading underscore and the type's name: no Go programmer
+// writes _T_layout, so they never clash with the user's code.
 
 func layoutName(typ string) string { return "_" + typ + "_layout" }
 func readName(typ string) string   { return "_" + typ + "_read" }
@@ -31,9 +31,15 @@ func Types(c *contract.Contract) []string {
 }
 
 // Names returns every package-level name the file generated for c
-// declares: the constructor, the types and the helpers.
+// declares: the constructors, the types and the helpers.
 func Names(c *contract.Contract) []string {
-	out := append([]string{ctorName(c.Type)}, Types(c)...)
+	var out []string
+	for _, m := range Methods(c) {
+		if m.Recv == RecvFunc {
+			out = append(out, m.Name)
+		}
+	}
+	out = append(out, Types(c)...)
 	return append(out, layoutName(c.Type), readName(c.Type), spansName(c.Type), gatherName(c.Type))
 }
 

@@ -17,6 +17,7 @@ type Rules struct {
 	RowBytes  int64  // the bytes of one row, summed over the fields
 	Growth    string // the growth law and the bound
 	Ownership string // owner and isolation
+	Sharing   string // prefix sharing across owners; "" without a share line
 	Retention string
 	Snapshot  string
 	Branch    string // branches and merges
@@ -33,6 +34,7 @@ func RulesOf(c *contract.Contract) Rules {
 		RowBytes:  rowBytes(c),
 		Growth:    growthLaw(c),
 		Ownership: ownership(c),
+		Sharing:   sharingRule(c),
 		Retention: retention(c),
 		Snapshot:  snapshotRule(c),
 		Branch:    branchRule(c),
@@ -125,6 +127,15 @@ func ownership(c *contract.Contract) string {
 	return fmt.Sprintf("One %s owns each state: it alone writes and releases it, and blocks that held its rows are zeroed before another owner gets them.", c.Owner)
 }
 
+// sharingRule states a //state:share line; "" without one.
+func sharingRule(c *contract.Contract) string {
+	if c.ShareKey == "" {
+		return ""
+	}
+	return fmt.Sprintf("Full blocks are shared across the owners of one sharing domain, keyed by %s: a state made by %s registers each full block it appends under its %s values and those of every block before it, and AdoptPrefix gives an empty state of the same domain the longest chain of them that matches its keys, read only and stored once. The empty domain shares with nobody, no block crosses domains, and cached blocks no state holds are optional: evicted under memory pressure.",
+		c.ShareKey, sharedCtorName(c.Type), c.ShareKey)
+}
+
 // retention states the retention rule.
 func retention(c *contract.Contract) string {
 	switch c.Retention {
@@ -189,7 +200,7 @@ func (m *model) contractProse() []string {
 	c := m.c
 	return []string{
 		growthLaw(c) + " " + fmt.Sprintf("One owner's rows take at most %s.", maxBytesShort(c)),
-		ownership(c) + " " + cleanupRule(c),
+		strings.TrimSpace(ownership(c) + " " + cleanupRule(c) + " " + sharingRule(c)),
 		snapshotRule(c) + " " + branchRule(c) + " " + rollbackRule(c) + " " + historyRule(c) + " " + retention(c),
 	}
 }

@@ -44,6 +44,10 @@ func (m *model) toSpans() string { return spansName(m.c.Type) }
 
 func (m *model) ctor() string { return ctorName(m.c.Type) }
 
+// sharedCtorName names the constructor of a state that shares its prefix:
+// NewTStateShared, or newTStateShared for an unexported T.
+func sharedCtorName(typ string) string { return ctorName(typ) + "Shared" }
+
 // ctorName names the constructor: NewTState, or newTState for an
 // unexported T.
 func ctorName(typ string) string {
@@ -193,6 +197,9 @@ func (m *model) layoutDecl() jen.Code {
 	if m.c.BlockRows > 0 {
 		items = append(items, key("BlockRows", jen.Lit(m.c.BlockRows)))
 	}
+	if m.c.ShareKey != "" {
+		items = append(items, key("ShareKey", jen.Lit(m.c.ShareKey)))
+	}
 	if cp := m.c.Checkpoint; m.history() {
 		// Exactly one of Every and Budget is set: write only that one.
 		var policy []jen.Code
@@ -335,6 +342,30 @@ func (m *model) ctorCode() *jen.Statement {
 		jen.Id("owner").Qual(statePkg, "Owner"),
 	).Params(jen.Op("*").Id(m.head()), jen.Error()).Block(
 		wrapped(m.head(), "h", jen.Id("p").Dot("NewHead").Call(jen.Op("&").Id(m.layout()), jen.Id("owner")))...,
+	)
+}
+
+func (m *model) sharedCtorCode() *jen.Statement {
+	return jen.Func().Id(sharedCtorName(m.typ())).Params(
+		jen.Id("p").Op("*").Qual(statePkg, "Pool"),
+		jen.Id("owner").Qual(statePkg, "Owner"),
+		jen.Id("domain").Qual(statePkg, "Domain"),
+	).Params(jen.Op("*").Id(m.head()), jen.Error()).Block(
+		wrapped(m.head(), "h", jen.Id("p").Dot("NewSharedHead").Call(jen.Op("&").Id(m.layout()), jen.Id("owner"), jen.Id("domain")))...,
+	)
+}
+
+// adoptCode renders AdoptPrefix, whose keys are a slice of the key field's
+// element type.
+func (m *model) adoptCode() *jen.Statement {
+	var elem jen.Code = jen.Int64() // not reached: a share line names a field
+	for _, f := range m.fields {
+		if f.Name == m.c.ShareKey {
+			elem = m.typeCode(f.elem)
+		}
+	}
+	return jen.Func().Params(m.recv()).Id("AdoptPrefix").Params(jen.Id("keys").Index().Add(elem)).Params(jen.Int(), jen.Error()).Block(
+		jen.Return(hcall("AdoptPrefix", jen.Qual(statePkg, "Bytes").Call(jen.Id("keys")))),
 	)
 }
 

@@ -29,7 +29,11 @@
 // a positive integer constant expression (evaluated in the scope of its
 // file, imports included: bound=dims.Rows), and a bound at which the state
 // would exceed 1<<48 bytes, more than a 48-bit address space maps, so that
-// no device or host can hold it. A missing growth or owner line is reported at the
+// no device or host can hold it; and a //state:share prefix key=FIELD
+// line whose mode is not prefix, whose key is missing, names no field
+// (with the nearest field name), or names a field that is not one sized
+// integer (int8 to int64, uint8 to uint64) per row, or that is written on
+// a mutable or window state. A missing growth or owner line is reported at the
 // //state:contract line, a field that is not a slice of fixed-size elements
 // at the field, a width that is not a positive integer constant (evaluated
 // like a bound) at the tag. A comment that

@@ -23,7 +23,7 @@ import (
 
 // Write writes the contract of every state type in pkgs as Markdown:
 // purpose, growth law and bound, the most logical bytes one owner holds,
-// owner and isolation, retention, the snapshot, branch, merge and rollback
+// owner and isolation, prefix sharing, retention, the snapshot, branch, merge and rollback
 // rules, checkpoints and how past versions are reconstructed, the cleanup
 // event, and the API generated for it.
 func Write(w io.Writer, pkgs []*gen.Package) error {
@@ -72,6 +72,9 @@ func newSection(p *gen.Package, c *contract.Contract) *section {
 	add("max logical bytes per owner", maxBytes(c, r.RowBytes))
 	add("memory in blocks", blockText(c, r.RowBytes))
 	add("owner and isolation", fmt.Sprintf("`%s`. %s", c.Owner, r.Ownership))
+	if c.ShareKey != "" {
+		add("sharing", fmt.Sprintf("`prefix`, key `%s`%s. %s", c.ShareKey, keyElem(c), r.Sharing))
+	}
 	add("retention", fmt.Sprintf("`%s`. %s", c.Retention, r.Retention))
 	add("snapshot", fmt.Sprintf("`%s`. %s", c.Snapshot, r.Snapshot))
 	branch := fmt.Sprintf("`%s`", c.Branch)
@@ -95,6 +98,17 @@ func newSection(p *gen.Package, c *contract.Contract) *section {
 		s.history = newHistory(c)
 	}
 	return s
+}
+
+// keyElem states the element type of the share key, with a leading
+// space: " (`Token`)"; "" when the field is unknown.
+func keyElem(c *contract.Contract) string {
+	for _, f := range c.Fields {
+		if f.Name == c.ShareKey {
+			return fmt.Sprintf(" (`%s`)", f.Elem)
+		}
+	}
+	return ""
 }
 
 // growthText states the growth directive.

@@ -38,7 +38,7 @@ func golden(t *testing.T, path string, got []byte) {
 
 // TestGolden checks the report of each golden package against its file.
 func TestGolden(t *testing.T) {
-	for _, name := range []string{"kv", "grid", "clash", "ring"} {
+	for _, name := range []string{"kv", "grid", "clash", "ring", "prefix"} {
 		t.Run(name, func(t *testing.T) {
 			var rep bytes.Buffer
 			if err := Write(&rep, []*gen.Package{load(t, name)}); err != nil {

@@ -20,3 +20,9 @@ type C struct{ X []int32 }
 
 //state:takes buff // want `did you mean buf\?`
 func Put(buf []byte) {}
+
+//state:contract
+//state:growth append bound=64
+//state:owner session
+//state:share prefx key=toks // want `bad value "prefx" for //state:share of D; did you mean prefix\?` `share key "toks" of D names no field of D; did you mean Toks\?`
+type D struct{ Toks []uint16 }
