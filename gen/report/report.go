@@ -166,6 +166,9 @@ func maxBytes(c *contract.Contract, rb int64) string {
 // bound (or the window) take, and a bound no device could hold.
 func blockText(c *contract.Contract, rowSum int64) string {
 	rows := placement.BlockRows(rowSum, c.BlockRows)
+	if c.ShareKey != "" {
+		rows = placement.SharedRows(rowSum, c.BlockRows)
+	}
 	var one int64
 	bbs := make([]int64, len(c.Fields))
 	for i, f := range c.Fields {
