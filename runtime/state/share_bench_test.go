@@ -1,0 +1,134 @@
+package state
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"testing"
+)
+
+// The shape of a decoder's KV cache per token: keys and values of 4
+// layers of 64 floats each, and the token, the key of sharing.
+func kvPrompt() *Layout {
+	return &Layout{
+		Type: "KVCache",
+		Columns: []Column{
+			{Name: "Keys", ElemSize: 4, Width: 256},
+			{Name: "Values", ElemSize: 4, Width: 256},
+			{Name: "Token", ElemSize: 4, Width: 1},
+		},
+		Growth:   Append,
+		Bound:    4096,
+		ShareKey: "Token",
+	}
+}
+
+// kvPromptRows returns the KVCache rows of toks[from:to]; each row's keys
+// and values derive from every token up to it.
+func kvPromptRows(toks []int32, from, to int) [][]byte {
+	n := to - from
+	k, v, tk := make([]byte, 0, n*1024), make([]byte, 0, n*1024), make([]byte, 0, n*4)
+	h := uint32(2166136261)
+	for i, t := range toks[:to] {
+		h = (h ^ uint32(t)) * 16777619
+		if i < from {
+			continue
+		}
+		for j := range 256 {
+			k = binary.LittleEndian.AppendUint32(k, math.Float32bits(float32(h%9973)+float32(j)))
+			v = binary.LittleEndian.AppendUint32(v, math.Float32bits(float32(h%7919)-float32(j)))
+		}
+		tk = binary.LittleEndian.AppendUint32(tk, uint32(t))
+	}
+	return [][]byte{k, v, tk}
+}
+
+// sharedRun is one run of sessions that each hold a common prefix and
+// private rows of their own, with or without sharing.
+type sharedRun struct {
+	sessions, prefix, private int
+}
+
+func (r sharedRun) tokens(i int) []int32 {
+	toks := tokens(1, r.prefix)
+	return append(toks, tokens(int32(100+i), r.private)...)
+}
+
+// run makes the sessions in p (shared in domain "d", else by NewHead),
+// and returns them with the rows they computed and the rows they adopted.
+func (r sharedRun) run(t testing.TB, p *Pool, share bool) (hs []*Head, computed, adopted int) {
+	t.Helper()
+	l := kvPrompt()
+	for i := range r.sessions {
+		toks := r.tokens(i)
+		var h *Head
+		n := 0
+		if share {
+			h = must[*Head](t)(p.NewSharedHead(l, Owner(fmt.Sprint("session-", i)), "d"))
+			n = must[int](t)(h.AdoptPrefix(keyBytes(toks)))
+		} else {
+			h = must[*Head](t)(p.NewHead(l, Owner(fmt.Sprint("session-", i))))
+		}
+		check(t, h.Append(kvPromptRows(toks, n, len(toks))))
+		hs = append(hs, h)
+		computed += len(toks) - n
+		adopted += n
+	}
+	return hs, computed, adopted
+}
+
+func releaseAll(t testing.TB, hs []*Head) {
+	for _, h := range hs {
+		check(t, h.Release())
+	}
+}
+
+// TestSharePhysicalBytes: 32 sessions that share a 1024-row prefix hold
+// at most 1.1 times the bytes of one prefix plus their private rows.
+func TestSharePhysicalBytes(t *testing.T) {
+	for _, private := range []int{64, 100} {
+		r := sharedRun{sessions: 32, prefix: 1024, private: private}
+		p := newPool(t, PoolOptions{})
+		hs, computed, adopted := r.run(t, p, true)
+		ideal := int64(r.prefix+r.sessions*r.private) * int64(2*1024+4)
+		got := p.Stats().PhysicalBytes
+		t.Logf("%d private rows: physical %d bytes, %.3fx the logical bytes of one prefix and the private rows; %d rows computed, %d adopted",
+			private, got, float64(got)/float64(ideal), computed, adopted)
+		if float64(got) > 1.1*float64(ideal) {
+			t.Errorf("%d private rows: physical %d bytes, %.3fx one prefix plus the private rows (%d); want at most 1.1x",
+				private, got, float64(got)/float64(ideal), ideal)
+		}
+		if want := (r.sessions - 1) * r.prefix; adopted != want {
+			t.Errorf("%d private rows: %d rows adopted, want %d (every session but the first adopts the prefix)", private, adopted, want)
+		}
+		releaseAll(t, hs)
+	}
+}
+
+// BenchmarkSharedPrefix runs 32 sessions of a 1024-row prefix and 64
+// private rows each, with sharing and without, side by side: the time to
+// set the sessions up (adoption and the append of what was not adopted,
+// against appending every row) and the physical bytes they hold.
+func BenchmarkSharedPrefix(b *testing.B) {
+	r := sharedRun{sessions: 32, prefix: 1024, private: 64}
+	be := benchBackend(b)
+	on := benchPool(b, be, PoolOptions{})
+	off := benchPool(b, be, PoolOptions{})
+	var onBytes, offBytes int64
+	var computed, adopted, offComputed int
+	session := func(p *Pool, share bool, phys *int64, c, a *int) func() {
+		return func() {
+			hs, cc, aa := r.run(b, p, share)
+			*phys, *c = p.Stats().PhysicalBytes, cc
+			if a != nil {
+				*a = aa
+			}
+			releaseAll(b, hs)
+			p.ForgetPrefixes("d") // each round starts from an empty cache
+		}
+	}
+	sideBySide(b, 1, session(on, true, &onBytes, &computed, &adopted), "ns/shared-run", session(off, false, &offBytes, &offComputed, nil), "ns/unshared-run")
+	b.ReportMetric(float64(onBytes)/float64(offBytes), "physical-ratio")
+	b.ReportMetric(float64(computed)/float64(offComputed), "computed-ratio")
+	b.ReportMetric(float64(adopted), "rows-adopted")
+}
