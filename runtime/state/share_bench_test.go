@@ -132,3 +132,63 @@ func BenchmarkSharedPrefix(b *testing.B) {
 	b.ReportMetric(float64(computed)/float64(offComputed), "computed-ratio")
 	b.ReportMetric(float64(adopted), "rows-adopted")
 }
+
+// BenchmarkAdoptPrefix takes a cached 1024-row prefix into a new head,
+// against appending the same rows (computed beforehand) to a new head:
+// the store's part of a session's setup, with and without sharing.
+func BenchmarkAdoptPrefix(b *testing.B) {
+	p := benchPool(b, benchBackend(b), PoolOptions{})
+	l := kvPrompt()
+	toks := tokens(1, 1024)
+	keys := keyBytes(toks)
+	rows := kvPromptRows(toks, 0, len(toks))
+	first := must[*Head](b)(p.NewSharedHead(l, "first", "d"))
+	check(b, first.Append(rows))
+	defer first.Release()
+	adopt := func() {
+		h := must[*Head](b)(p.NewSharedHead(l, "s", "d"))
+		if n := must[int](b)(h.AdoptPrefix(keys)); n != 1024 {
+			b.Fatalf("adopted %d rows", n)
+		}
+		check(b, h.Release())
+	}
+	appendAll := func() {
+		h := must[*Head](b)(p.NewHead(l, "s"))
+		check(b, h.Append(rows))
+		check(b, h.Release())
+	}
+	sideBySide(b, 4, adopt, "ns/adopt-1024", appendAll, "ns/append-1024")
+}
+
+// BenchmarkSharedAppendRow appends one KVCache row at a time (a decode
+// step) to a shared head, which registers a block every 16 rows, against
+// a head made by NewHead: what registration adds to an append.
+func BenchmarkSharedAppendRow(b *testing.B) {
+	p := benchPool(b, benchBackend(b), PoolOptions{})
+	l := kvPrompt()
+	toks := tokens(1, 1024)
+	rows := make([][][]byte, len(toks))
+	for i := range rows {
+		rows[i] = kvPromptRows(toks, i, i+1)
+	}
+	step := func(share bool) func() {
+		var h *Head
+		i := 0
+		return func() {
+			if i == 0 {
+				if h != nil {
+					check(b, h.Release())
+					p.ForgetPrefixes("d")
+				}
+				if share {
+					h = must[*Head](b)(p.NewSharedHead(l, "s", "d"))
+				} else {
+					h = must[*Head](b)(p.NewHead(l, "s"))
+				}
+			}
+			check(b, h.Append(rows[i]))
+			i = (i + 1) % len(rows)
+		}
+	}
+	sideBySide(b, 64, step(true), "ns/shared-append", step(false), "ns/append")
+}
