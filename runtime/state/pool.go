@@ -620,7 +620,9 @@ func (p *Pool) growLocked(c *sizeClass, want int) error {
 		if left < int64(want) {
 			return ErrNoMemory
 		}
-		nb = min(nb, left)
+		// At most an eighth of the cap per slab, so that the first size
+		// class a pool serves does not take the room of the others.
+		nb = min(nb, left, max(int64(want), p.maxBytes/bb/8))
 	}
 	if nb*bb > int64(maxInt) {
 		return ErrNoMemory

@@ -26,7 +26,7 @@ type shareSession struct {
 
 func TestShareModel(t *testing.T) {
 	for seed := range uint64(6) {
-		t.Run(fmt.Sprint(seed), func(t *testing.T) { runShareModel(t, seed, 300) })
+		t.Run(fmt.Sprint(seed), func(t *testing.T) { runShareModel(t, seed, 1000) })
 	}
 }
 
@@ -37,8 +37,14 @@ func runShareModel(t *testing.T, seed uint64, steps int) {
 	if seed%2 == 1 {
 		l.BlockRows = 0 // the default rows of a shared layout
 	}
-	on := newPool(t, PoolOptions{})
-	off := newPool(t, PoolOptions{})
+	opt := PoolOptions{}
+	if seed%3 == 2 {
+		// A cap the live sessions fit under but not every cached block:
+		// eviction of cached blocks runs between adoptions.
+		opt.BlockBytes, opt.MaxBytes = 256, 32 << 10
+	}
+	on := newPool(t, opt)
+	off := newPool(t, PoolOptions{BlockBytes: opt.BlockBytes}) // the same blocks, no cap
 	templates := [][]int32{tokens(1, 40), tokens(2, 40), tokens(3, 24)}
 	var live []*shareSession
 	adopted, owners := 0, 0
@@ -132,6 +138,9 @@ func runShareModel(t *testing.T, seed uint64, steps int) {
 	}
 	if adopted == 0 {
 		t.Fatalf("seed %d: no session adopted a row: the model tested no sharing", seed)
+	}
+	if opt.MaxBytes > 0 && on.Stats().EvictedBytes == 0 {
+		t.Fatalf("seed %d: nothing evicted under the cap: the model tested no eviction", seed)
 	}
 	for _, s := range live {
 		check(t, s.on.Release())
