@@ -41,7 +41,7 @@ func runShareModel(t *testing.T, seed uint64, steps int) {
 	if seed%3 == 2 {
 		// A cap the live sessions fit under but not every cached block:
 		// eviction of cached blocks runs between adoptions.
-		opt.BlockBytes, opt.MaxBytes = 256, 32 << 10
+		opt.BlockBytes, opt.MaxBytes = 256, 32<<10
 	}
 	on := newPool(t, opt)
 	off := newPool(t, PoolOptions{BlockBytes: opt.BlockBytes}) // the same blocks, no cap
