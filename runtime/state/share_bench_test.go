@@ -1,9 +1,7 @@
 package state
 
 import (
-	"encoding/binary"
 	"fmt"
-	"math"
 	"testing"
 )
 
@@ -23,25 +21,8 @@ func kvPrompt() *Layout {
 	}
 }
 
-// kvPromptRows returns the KVCache rows of toks[from:to]; each row's keys
-// and values derive from every token up to it.
-func kvPromptRows(toks []int32, from, to int) [][]byte {
-	n := to - from
-	k, v, tk := make([]byte, 0, n*1024), make([]byte, 0, n*1024), make([]byte, 0, n*4)
-	h := uint32(2166136261)
-	for i, t := range toks[:to] {
-		h = (h ^ uint32(t)) * 16777619
-		if i < from {
-			continue
-		}
-		for j := range 256 {
-			k = binary.LittleEndian.AppendUint32(k, math.Float32bits(float32(h%9973)+float32(j)))
-			v = binary.LittleEndian.AppendUint32(v, math.Float32bits(float32(h%7919)-float32(j)))
-		}
-		tk = binary.LittleEndian.AppendUint32(tk, uint32(t))
-	}
-	return [][]byte{k, v, tk}
-}
+// kvPromptRows returns the KVCache rows of toks[from:to].
+func kvPromptRows(toks []int32, from, to int) [][]byte { return derivedRows(toks, from, to, 256, 256) }
 
 // sharedRun is one run of sessions that each hold a common prefix and
 // private rows of their own, with or without sharing.

@@ -25,21 +25,27 @@ func prompt(blockRows, bound int) *Layout {
 
 // promptRows returns the rows of tokens toks[from:to]: each row's vector
 // derives from every token up to it, so equal prefixes have equal rows.
-func promptRows(toks []int32, from, to int) [][]byte {
-	kv := make([]byte, 0, (to-from)*32)
-	tk := make([]byte, 0, (to-from)*4)
+func promptRows(toks []int32, from, to int) [][]byte { return derivedRows(toks, from, to, 8) }
+
+// derivedRows returns rows [from, to) of a layout whose columns have the
+// given widths of 4-byte elements, then the token: each row's elements
+// derive from every token up to it, as a decoder's keys and values do.
+func derivedRows(toks []int32, from, to int, widths ...int) [][]byte {
+	cols := make([][]byte, len(widths)+1)
 	h := uint32(2166136261)
 	for i, t := range toks[:to] {
 		h = (h ^ uint32(t)) * 16777619
 		if i < from {
 			continue
 		}
-		for j := range 8 {
-			kv = binary.LittleEndian.AppendUint32(kv, h+uint32(j))
+		for c, w := range widths {
+			for j := range w {
+				cols[c] = binary.LittleEndian.AppendUint32(cols[c], h+uint32(c*7919+j))
+			}
 		}
-		tk = binary.LittleEndian.AppendUint32(tk, uint32(t))
+		cols[len(widths)] = binary.LittleEndian.AppendUint32(cols[len(widths)], uint32(t))
 	}
-	return [][]byte{kv, tk}
+	return cols
 }
 
 func keyBytes(toks []int32) []byte {
