@@ -28,13 +28,14 @@
 // A write through the device spans (values holding device.Span) that a
 // //state:view method of a head returns, such as the generated Spans: they
 // are read only, by contract, since their blocks may be shared with
-// snapshots and branches. Rows are written through the spans AppendDevice
-// or WriteDevice return.
+// snapshots and branches, and, for a state with declared prefix sharing,
+// with the heads of other owners that adopted them (AdoptPrefix). Rows are
+// written through the spans AppendDevice or WriteDevice return.
 //
 // A write through the spans a //state:appends or //state:mutates method of
 // a head returns (AppendDevice, WriteDevice) after a later call on the same
-// head: a method with a directive (Snapshot, Branch, Append, another
-// AppendDevice, Release) or a function that releases it. Those spans are the
+// head: a method with a directive (Snapshot, Branch, Append, AdoptPrefix,
+// another AppendDevice, Release) or a function that releases it. Those spans are the
 // caller's only until that call; after a Snapshot the blocks are the
 // snapshot's too.
 //

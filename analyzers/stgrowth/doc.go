@@ -17,10 +17,10 @@
 // Contracts with stcontract errors get no stgrowth finding.
 //
 // It also reports a call to an appends method (one whose doc holds
-// //state:appends, such as a generated Append or AppendDevice) inside a loop
-// whose error result is dropped: discarded as an expression statement, or
-// assigned to _, or assigned to a local variable that no path reads before
-// it is assigned again or the function returns. A loop is any cycle of the
+// //state:appends, such as a generated Append, AppendDevice or
+// AdoptPrefix) inside a loop whose error result is dropped: discarded as an
+// expression statement, or assigned to _, or assigned to a local variable
+// that no path reads before it is assigned again or the function returns. A loop is any cycle of the
 // function's control flow: for and range statements, and loops built with
 // goto. Once the state reaches its bound every later append fails
 // (state.ErrBound for generated handles), and such a loop goes on without

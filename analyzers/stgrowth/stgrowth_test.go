@@ -9,7 +9,7 @@ import (
 )
 
 func Test(t *testing.T) {
-	analysistest.Run(t, analysistest.TestData(), stgrowth.Analyzer, "growth", "loop", "store", "user", "deadstore", "window")
+	analysistest.Run(t, analysistest.TestData(), stgrowth.Analyzer, "growth", "loop", "store", "user", "deadstore", "window", "share")
 }
 
 // TestIgnore checks //statevet:ignore: it silences the finding on its line
