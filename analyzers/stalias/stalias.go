@@ -400,7 +400,7 @@ func (c *checker) check(n ast.Node, og *origin, stale bool) {
 		}
 		c.pass.ReportRangef(n, "write through a view of snapshot %s, which is immutable; write to the state head (or a branch of it), or copy the rows first", og.typ)
 	case spansView:
-		c.pass.ReportRangef(n, "write through the spans %s of %s returned, which are read only: the blocks may be shared with snapshots and branches; write rows through the spans AppendDevice or WriteDevice returns", og.method, og.typ)
+		c.pass.ReportRangef(n, "write through the spans %s of %s returned, which are read only: the blocks may be shared with snapshots, branches and other owners' heads that adopted them as a prefix; write rows through the spans AppendDevice or WriteDevice returns", og.method, og.typ)
 	case deviceSpans:
 		by := c.staleBy[og]
 		c.pass.ReportRangef(n, "write through the spans %s of %s returned after a later call on the state (%s); they are the caller's only until the next call on it: finish the writes before that call, or take new spans", og.method, og.typ, by)

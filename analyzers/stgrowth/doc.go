@@ -23,8 +23,9 @@
 // that no path reads before it is assigned again or the function returns. A loop is any cycle of the
 // function's control flow: for and range statements, and loops built with
 // goto. Once the state reaches its bound every later append fails
-// (state.ErrBound for generated handles), and such a loop goes on without
-// noticing:
+// (state.ErrBound for generated handles), a full pool fails it too
+// (state.ErrNoMemory), and AdoptPrefix fails on a state that has rows
+// already; such a loop goes on without noticing:
 //
 //	for _, tok := range toks {
 //		s.Append(kv(tok)) // reported: check the error

@@ -171,7 +171,7 @@ func report(pass *analysis.Pass, ac appendCall, sig *types.Signature, by string)
 		how = "is assigned to " + by + " but never read"
 	}
 	pass.ReportRangef(ac.call,
-		"error of %s %s inside a loop; once %s reaches its bound every later append fails (state.ErrBound) and the loop goes on unaware: check the error",
+		"error of %s %s inside a loop; when it fails (an append once %s reaches its bound: state.ErrBound; a full pool: state.ErrNoMemory) the loop goes on unaware: check the error",
 		fnName(ac.fn, sig, pass.Pkg), how, state)
 }
 

@@ -27,7 +27,7 @@ func adoptedSpans(p *state.Pool, keys []int32) error {
 	if err != nil {
 		return err
 	}
-	dev.Scale(sp.Hidden, 2) // want `write through the spans Spans of PromptState returned, which are read only: the blocks may be shared with snapshots and branches; write rows through the spans AppendDevice or WriteDevice returns`
+	dev.Scale(sp.Hidden, 2) // want `write through the spans Spans of PromptState returned, which are read only: the blocks may be shared with snapshots, branches and other owners' heads that adopted them as a prefix; write rows through the spans AppendDevice or WriteDevice returns`
 	for _, t := range sp.Token {
 		dev.Scale([]device.Span{t}, 2) // want `write through the spans Spans of PromptState returned`
 	}

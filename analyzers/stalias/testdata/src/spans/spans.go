@@ -13,7 +13,7 @@ func headSpans(s *dev.KVState) {
 	if err != nil {
 		return
 	}
-	dev.Scale(sp.Keys, 2) // want `write through the spans Spans of KVState returned, which are read only: the blocks may be shared with snapshots and branches; write rows through the spans AppendDevice or WriteDevice returns`
+	dev.Scale(sp.Keys, 2) // want `write through the spans Spans of KVState returned, which are read only: the blocks may be shared with snapshots, branches and other owners' heads that adopted them as a prefix; write rows through the spans AppendDevice or WriteDevice returns`
 	keys := sp.Values[1:]
 	dev.Scale(keys, 2) // want `write through the spans Spans of KVState returned`
 }

@@ -14,7 +14,7 @@ func gotoLoop(l *Log, xs []int) {
 	i := 0
 again:
 	if i < len(xs) {
-		l.Append(xs[i]) // want `error of \(\*Log\).Append is discarded inside a loop; once Log reaches its bound`
+		l.Append(xs[i]) // want `error of \(\*Log\).Append is discarded inside a loop; when it fails \(an append once Log reaches its bound`
 		i++
 		goto again
 	}

@@ -39,14 +39,14 @@ func (r *Ring[T]) Push(x T) error { r.v = append(r.v, x); return nil }
 
 func loops(l *Log, r *Ring[float32], xs []int) error {
 	for _, x := range xs {
-		l.Append(x) // want `error of \(\*Log\).Append is discarded inside a loop; once Log reaches its bound every later append fails`
+		l.Append(x) // want `error of \(\*Log\).Append is discarded inside a loop; when it fails \(an append once Log reaches its bound`
 	}
 	for i := 0; i < 3; i++ {
 		_ = l.Append(i) // want `error of \(\*Log\).Append is discarded inside a loop`
 		_, _ = l.Reserve(i) // want `error of \(\*Log\).Reserve is discarded inside a loop`
 		n, _ := l.Reserve(i) // want `error of \(\*Log\).Reserve is discarded inside a loop`
 		_ = n
-		r.Push(1) // want `error of \(\*Ring\[T\]\).Push is discarded inside a loop; once Ring reaches`
+		r.Push(1) // want `error of \(\*Ring\[T\]\).Push is discarded inside a loop; when it fails \(an append once Ring reaches its bound`
 		(l.Append(i)) // want `error of \(\*Log\).Append is discarded`
 	}
 	for {

@@ -7,7 +7,7 @@ import "kv"
 func adoptAll(heads []*kv.PromptState, keys []int32) int {
 	adopted := 0
 	for _, s := range heads {
-		s.AdoptPrefix(keys) // want `error of \(\*kv.PromptState\).AdoptPrefix is discarded inside a loop; once PromptState reaches its bound every later append fails`
+		s.AdoptPrefix(keys) // want `error of \(\*kv.PromptState\).AdoptPrefix is discarded inside a loop; when it fails \(an append once PromptState reaches its bound`
 	}
 	for _, s := range heads {
 		n, _ := s.AdoptPrefix(keys) // want `error of \(\*kv.PromptState\).AdoptPrefix is discarded inside a loop`
