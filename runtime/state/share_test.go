@@ -412,3 +412,30 @@ func TestShareEvictsCachedBlocksLeavesFirst(t *testing.T) {
 	}
 	samePrompt(t, "held blocks under pressure", readPrompt(t, b), promptRows(toks, 0, 12))
 }
+
+// TestShareTrimKeepsTheCache: Trim gives back free slabs only; cached
+// prefix blocks stay until ForgetPrefixes, after which Trim gives back
+// everything.
+func TestShareTrimKeepsTheCache(t *testing.T) {
+	p := newPool(t, PoolOptions{})
+	l := prompt(4, 64)
+	toks := tokens(1, 16)
+	a, _ := session(t, p, l, "a", "d", toks)
+	check(t, a.Release())
+	must[int64](t)(p.Trim())
+	if st := p.Stats(); st.ReservedBytes == 0 || st.CachedBytes == 0 {
+		t.Fatalf("Trim gave back the cached blocks: %+v", st)
+	}
+	b := must[*Head](t)(p.NewSharedHead(l, "b", "d"))
+	if n := must[int](t)(b.AdoptPrefix(keyBytes(toks))); n != 16 {
+		t.Fatalf("adopted %d rows after Trim, want 16", n)
+	}
+	check(t, b.Release())
+	if got := p.ForgetPrefixes("d"); got == 0 {
+		t.Fatal("ForgetPrefixes gave back nothing")
+	}
+	must[int64](t)(p.Trim())
+	if st := p.Stats(); st.ReservedBytes != 0 || st.CachedBytes != 0 || st.PhysicalBytes != 0 {
+		t.Fatalf("after ForgetPrefixes and Trim: %+v", st)
+	}
+}

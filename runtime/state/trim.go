@@ -9,7 +9,10 @@ import (
 
 // Trim gives the slabs whose blocks are all free back to the device and
 // returns the bytes it gave back. After every handle is released, Trim
-// leaves ReservedBytes at zero. A closed pool holds nothing to trim.
+// leaves ReservedBytes at zero, unless shared prefix blocks are cached:
+// those are in use, kept for later heads to adopt (PoolStats.CachedBytes),
+// until memory pressure evicts them or ForgetPrefixes drops them. A closed
+// pool holds nothing to trim.
 func (p *Pool) Trim() (int64, error) {
 	leave, err := p.enter()
 	if err != nil {
