@@ -26,11 +26,32 @@ type shareSession struct {
 
 func TestShareModel(t *testing.T) {
 	for seed := range uint64(6) {
-		t.Run(fmt.Sprint(seed), func(t *testing.T) { runShareModel(t, seed, 1000) })
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			capped := seed%3 == 2
+			adopted, evicted := runShareModel(t, seed, 1000, capped)
+			if adopted == 0 {
+				t.Fatalf("seed %d: no session adopted a row: the model tested no sharing", seed)
+			}
+			if capped && evicted == 0 {
+				t.Fatalf("seed %d: nothing evicted under the cap: the model tested no eviction", seed)
+			}
+		})
 	}
 }
 
-func runShareModel(t *testing.T, seed uint64, steps int) {
+// FuzzShareModel runs the sharing model from fuzzed seeds (make fuzz).
+func FuzzShareModel(f *testing.F) {
+	for seed := range uint64(6) {
+		f.Add(seed, uint8(60))
+	}
+	f.Fuzz(func(t *testing.T, seed uint64, steps uint8) {
+		runShareModel(t, seed, int(steps), false)
+	})
+}
+
+// runShareModel runs steps seeded steps, with a cap on the sharing pool
+// when capped, and returns the rows adopted and the bytes evicted.
+func runShareModel(t *testing.T, seed uint64, steps int, capped bool) (adopted int, evicted int64) {
 	rng := rand.New(rand.NewPCG(seed, seed*7+1))
 	l := prompt(4, 96)
 	l.Descendants = Keep
@@ -38,7 +59,7 @@ func runShareModel(t *testing.T, seed uint64, steps int) {
 		l.BlockRows = 0 // the default rows of a shared layout
 	}
 	opt := PoolOptions{}
-	if seed%3 == 2 {
+	if capped {
 		// A cap the live sessions fit under but not every cached block:
 		// eviction of cached blocks runs between adoptions.
 		opt.BlockBytes, opt.MaxBytes = 256, 32<<10
@@ -47,7 +68,7 @@ func runShareModel(t *testing.T, seed uint64, steps int) {
 	off := newPool(t, PoolOptions{BlockBytes: opt.BlockBytes}) // the same blocks, no cap
 	templates := [][]int32{tokens(1, 40), tokens(2, 40), tokens(3, 24)}
 	var live []*shareSession
-	adopted, owners := 0, 0
+	owners := 0
 
 	newTokens := func(n int) []int32 {
 		out := make([]int32, n)
@@ -136,12 +157,6 @@ func runShareModel(t *testing.T, seed uint64, steps int) {
 			t.Fatalf("seed %d step %d: the heads hold %d physical bytes with sharing, %d without", seed, step, a, b)
 		}
 	}
-	if adopted == 0 {
-		t.Fatalf("seed %d: no session adopted a row: the model tested no sharing", seed)
-	}
-	if opt.MaxBytes > 0 && on.Stats().EvictedBytes == 0 {
-		t.Fatalf("seed %d: nothing evicted under the cap: the model tested no eviction", seed)
-	}
 	for _, s := range live {
 		check(t, s.on.Release())
 		check(t, s.off.Release())
@@ -150,6 +165,7 @@ func runShareModel(t *testing.T, seed uint64, steps int) {
 			check(t, s.snapOff.Release())
 		}
 	}
+	return adopted, on.Stats().EvictedBytes
 }
 
 // TestShareConcurrentAdoption runs sessions that adopt, append, read and
