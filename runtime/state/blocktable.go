@@ -81,6 +81,9 @@ func (t *BlockTable) releaseLocked() error {
 		return nil
 	}
 	t.released = true
+	t.pool.mu.Lock()
+	delete(t.pool.tables, t)
+	t.pool.mu.Unlock()
 	var ptrs []device.Ptr
 	for _, c := range t.cols {
 		if c.ptr != 0 {
@@ -168,7 +171,29 @@ func (p *Pool) newTable(sh *shape, r *root, streams func() []device.Stream) (*Bl
 	if err := t.syncLocked(r); err != nil {
 		return nil, errors.Join(err, t.releaseLocked())
 	}
+	p.mu.Lock()
+	if p.tables == nil {
+		p.tables = make(map[*BlockTable]struct{})
+	}
+	p.tables[t] = struct{}{}
+	p.mu.Unlock()
 	return t, nil
+}
+
+// releaseLiveTables frees the device memory of every table still live, for
+// Close: a table is a backend allocation of its own, not a slab's block.
+func (p *Pool) releaseLiveTables() error {
+	p.mu.Lock()
+	live := make([]*BlockTable, 0, len(p.tables))
+	for t := range p.tables {
+		live = append(live, t)
+	}
+	p.mu.Unlock()
+	var errs []error
+	for _, t := range live {
+		errs = append(errs, t.Release())
+	}
+	return errors.Join(errs...)
 }
 
 // freeLater frees backend allocations once the streams' work queued so

@@ -3,6 +3,7 @@ package state
 import (
 	"encoding/binary"
 	"errors"
+	"sync"
 	"testing"
 
 	"github.com/gpustate/gpustate/runtime/device"
@@ -115,5 +116,49 @@ func TestBlockTable(t *testing.T) {
 	}
 	if _, err := st.Column(2); !errors.Is(err, ErrRange) {
 		t.Errorf("Column(2) of a two-column table: %v; want ErrRange", err)
+	}
+}
+
+// allocCounter counts the backend allocations not freed.
+type allocCounter struct {
+	device.Backend
+	mu   sync.Mutex
+	live map[device.Ptr]int
+}
+
+func (a *allocCounter) Alloc(n int) (device.Ptr, error) {
+	p, err := a.Backend.Alloc(n)
+	if err == nil {
+		a.mu.Lock()
+		a.live[p] = n
+		a.mu.Unlock()
+	}
+	return p, err
+}
+
+func (a *allocCounter) Free(p device.Ptr) error {
+	a.mu.Lock()
+	delete(a.live, p)
+	a.mu.Unlock()
+	return a.Backend.Free(p)
+}
+
+// TestCloseFreesLiveTables: the tables of heads and snapshots still live
+// when the pool closes are backend allocations of their own, and Close
+// gives them back with the slabs.
+func TestCloseFreesLiveTables(t *testing.T) {
+	b := &allocCounter{Backend: device.Host(), live: map[device.Ptr]int{}}
+	p, err := NewPool(b, PoolOptions{})
+	check(t, err)
+	h := must[*Head](t)(p.NewHead(kv(Append, 0, Keep), "s"))
+	check(t, h.Append(kvRows(40, 1)))
+	must[*BlockTable](t)(h.BlockTable())
+	s := must[*Snap](t)(h.Snapshot())
+	must[*BlockTable](t)(s.BlockTable())
+	if err := p.Close(); err == nil {
+		t.Fatal("Close with live handles reported nothing")
+	}
+	if len(b.live) != 0 {
+		t.Fatalf("%d backend allocations left after Close: %v", len(b.live), b.live)
 	}
 }

@@ -152,6 +152,7 @@ type Pool struct {
 	pendingBytes int64                      // bytes of blocks freed but waiting for stream events
 	batches      map[chan struct{}]struct{} // closed when their pending blocks are free
 	staging      [][]byte                   // free page-locked staging buffers (AppendAsync)
+	tables       map[*BlockTable]struct{}   // live block tables, each a backend allocation
 	live         map[handle]struct{}
 	nextID       uint64
 
@@ -271,13 +272,19 @@ func (p *Pool) Close() error {
 	p.closeMu.Lock()
 	defer p.closeMu.Unlock()
 	p.WaitPending() // no handle call runs, so no block turns pending now
+	var errs []error
+	if !p.closed {
+		if err := p.releaseLiveTables(); err != nil {
+			errs = append(errs, fmt.Errorf("state: pool close: %w", err))
+		}
+		p.WaitPending() // tables whose streams were recorded
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
 		return nil
 	}
 	p.closed = true
-	var errs []error
 	if len(p.live) > 0 {
 		names := make([]string, 0, len(p.live))
 		for h := range p.live {
