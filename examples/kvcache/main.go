@@ -3,11 +3,11 @@
 // speculative decoding (draft on a branch, Merge on accept, Rollback on
 // reject) and checked against plain greedy decoding, and beam search keeps
 // several branches that share the prompt's rows. Sessions of one tenant
-// share the rows of a common system prompt (AdoptPrefix), and compute and
-// store only their own, against the same sessions without sharing. Under a pool capped by
-// MaxBytes, optional prompt caches are evicted to make room for a mandatory
-// session's cache. It prints what it did and the pool's logical and
-// physical bytes.
+// adopt the rows of a common system prompt (AdoptPrefix) and compute and
+// store only their own, compared with the same sessions without sharing.
+// Under a pool capped by MaxBytes, optional prompt caches are evicted to
+// make room for a mandatory session's cache. It prints what it did and the
+// pool's logical and physical bytes.
 //
 // It runs on the CUDA backend where a GPU is present and on the host
 // backend elsewhere; GPUSTATE_BACKEND=host|cuda forces one.
