@@ -12,13 +12,22 @@ import (
 )
 
 // The pool of the pressure step: blocks of 16 KiB, capped at what its
-// prompt caches take, so that a session's cache only fits by evicting.
+// prompt caches take, so that a session's cache only fits by evicting,
+// and room for the session's Token blocks. KVCache shares prefixes, so
+// its layout holds the same rows per block in every column (16: what a
+// block holds of Keys), and its Token column takes blocks of 16 rows of 4
+// bytes, rounded up to 256. A slab holds blocks of one size, and the
+// prompt caches' slab frees no room for smaller blocks until every block
+// in it is free: the cap keeps the Token blocks' room apart.
 const (
 	pressureBlock  = 16 << 10
 	promptCaches   = 4  // optional PromptCache states that fill the pool
 	promptRows     = 16 // rows of each: one block per column
 	pressureBlocks = promptCaches * 3
 	sessionRows    = 2 * promptRows
+	tokenBlock     = 256 // a block of KVCache's Token column
+	tokenRoom      = sessionRows / 16 * tokenBlock
+	pressureCap    = pressureBlocks*pressureBlock + tokenRoom
 )
 
 // pressure runs a pool under memory pressure on backend b: optional
@@ -27,7 +36,7 @@ const (
 // which answer state.ErrEvicted but still release cleanly, and the
 // session's rows read back intact.
 func pressure(w io.Writer, b device.Backend) (err error) {
-	p, err := state.NewPool(b, state.PoolOptions{BlockBytes: pressureBlock, MaxBytes: pressureBlocks * pressureBlock})
+	p, err := state.NewPool(b, state.PoolOptions{BlockBytes: pressureBlock, MaxBytes: pressureCap})
 	if err != nil {
 		return err
 	}
@@ -49,8 +58,8 @@ func pressure(w io.Writer, b device.Backend) (err error) {
 			return err
 		}
 	}
-	fmt.Fprintf(w, "memory pressure: a pool capped at %s holds %d optional PromptCache states of %d rows (%s in use)\n",
-		size(pressureBlocks*pressureBlock), promptCaches, promptRows, size(p.Stats().PhysicalBytes))
+	fmt.Fprintf(w, "memory pressure: a pool capped at %s holds %d optional PromptCache states of %d rows (%s in use; the other %s is room for a session's Token blocks, %s each)\n",
+		size(pressureCap), promptCaches, promptRows, size(p.Stats().PhysicalBytes), size(tokenRoom), size(tokenBlock))
 
 	s, err := cache.NewKVCacheState(p, "session-3")
 	if err != nil {

@@ -16,11 +16,15 @@ const (
 )
 
 // KVCache is one session's decoder cache, one row per token: Keys and Values
-// hold Layers vectors of Dim floats each, Token the token id.
+// hold Layers vectors of Dim floats each, Token the token id. A token's keys
+// and values depend only on the tokens up to it, so sessions of one tenant
+// share the rows of a common prefix, such as a system prompt: full blocks
+// are matched by their Token values and those of every block before them.
 //
 //state:contract purpose="decoder KV cache for one session"
 //state:growth append bound=MaxTokens
 //state:owner session
+//state:share prefix key=Token
 //state:snapshot immutable
 //state:branch isolated merge=fastforward
 //state:rollback descendants=invalidate

@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"slices"
 	"testing"
 
 	"github.com/gpustate/gpustate/runtime/device"
@@ -87,5 +88,57 @@ func TestGuide(t *testing.T) {
 	}
 	if err := kept.Release(); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestGuideSharing checks the guide's openTenantSession: on newPool's 4 KiB
+// blocks a shared TenantKV holds 8 rows a block, so a second session of
+// one tenant with a 20-token prompt adopts the 16 rows of its 2 full
+// blocks, a session of another tenant adopts none, and both read back the
+// rows computed for their prompt.
+func TestGuideSharing(t *testing.T) {
+	p, err := newPool(device.Host())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := p.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
+	compute := func(toks []int32, from int) TenantKV {
+		kv := TenantKV{Keys: make([]float32, len(toks)*Dim), Values: make([]float32, len(toks)*Dim), Token: toks}
+		for i, tok := range toks {
+			for d := range Dim {
+				kv.Keys[i*Dim+d] = float32(int(tok)*1000 + (from+i)*10 + d)
+				kv.Values[i*Dim+d] = -kv.Keys[i*Dim+d]
+			}
+		}
+		return kv
+	}
+	prompt := make([]int32, 20)
+	for i := range prompt {
+		prompt[i] = int32(100 + i)
+	}
+	want := compute(prompt, 0)
+	for _, c := range []struct {
+		tenant, session string
+		adopted         int
+	}{{"a", "a-1", 0}, {"a", "a-2", 16}, {"b", "b-1", 0}} {
+		s, adopted, err := openTenantSession(p, c.tenant, c.session, prompt, compute)
+		if err != nil {
+			t.Fatalf("%s: %v", c.session, err)
+		}
+		defer s.Release()
+		if adopted != c.adopted || s.Len() != len(prompt) {
+			t.Errorf("%s of tenant %s: adopted %d rows, holds %d; want %d adopted and %d held", c.session, c.tenant, adopted, s.Len(), c.adopted, len(prompt))
+		}
+		got, err := s.Read(0, s.Len())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got.Keys, want.Keys) || !slices.Equal(got.Values, want.Values) || !slices.Equal(got.Token, want.Token) {
+			t.Errorf("%s: its rows are not the rows computed for its prompt", c.session)
+		}
 	}
 }
