@@ -16,9 +16,10 @@ import (
 // and room for the session's Token blocks. KVCache shares prefixes, so
 // its layout holds the same rows per block in every column (16: what a
 // block holds of Keys), and its Token column takes blocks of 16 rows of 4
-// bytes, rounded up to 256. A slab holds blocks of one size, and the
-// prompt caches' slab frees no room for smaller blocks until every block
-// in it is free: the cap keeps the Token blocks' room apart.
+// bytes, rounded up to 256. A slab holds blocks of one size, so memory
+// eviction frees serves the Token blocks only once a whole slab of the
+// prompt caches' blocks is free: the cap keeps the Token blocks' room
+// apart, and eviction takes only what the keys and values need.
 const (
 	pressureBlock  = 16 << 10
 	promptCaches   = 4  // optional PromptCache states that fill the pool
