@@ -19,7 +19,7 @@ func TestBlockText(t *testing.T) {
 		// 520-byte rows: 1 row per block of 1 KiB of rows; Pos rounds up
 		// to 256 bytes (32 rows). 4096 rows: 4096 blocks each of Keys and
 		// Values, 128 of Pos.
-		{contract.Contract{Fields: kv, Bound: 4096}, []string{"blocks of 1 rows per field", "one row takes 768 B", "the bound of 4096 rows 2.0 MiB"}, []string{"any device"}},
+		{contract.Contract{Fields: kv, Bound: 4096}, []string{"blocks of 1 row per field", "a state of one row takes 768 B (a block per field)", "the bound of 4096 rows 2.0 MiB"}, []string{"any device"}},
 		{contract.Contract{Fields: kv, Unbounded: true}, []string{"the rows have no bound"}, []string{"any device"}},
 		// 1G rows of 520 bytes: past any device.
 		{contract.Contract{Fields: kv, Bound: 1 << 30}, []string{"more than any device holds (288 GiB)", "can never be reached"}, nil},

@@ -179,8 +179,12 @@ func blockText(c *contract.Contract, rowSum int64) string {
 		bbs[i] = bb
 		one += bb
 	}
-	s := fmt.Sprintf("blocks of %d rows per field (%s a block over all fields); one row takes %s",
-		rows, gen.Bytes(rowSum*int64(rows)), gen.Bytes(one))
+	unit := "rows"
+	if rows == 1 {
+		unit = "row"
+	}
+	s := fmt.Sprintf("blocks of %d %s per field (%s a block over all fields); a state of one row takes %s (a block per field)",
+		rows, unit, gen.Bytes(rowSum*int64(rows)), gen.Bytes(one))
 	limit, what, extra := c.Bound, "the bound", int64(0)
 	if c.Window > 0 {
 		// A window holds its rows plus the block being filled.
