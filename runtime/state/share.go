@@ -35,8 +35,9 @@ import (
 // cached prefix outlives the heads that wrote and adopted it. An entry no
 // head holds (its blocks referenced by the cache alone) and with no cached
 // block after it is a victim of optional retention: the pool's Evictor
-// ranks it with the optional heads and snapshots under memory pressure.
-// Evicting leaves first keeps the head of a chain, the part most prompts
+// ranks it with the optional heads and snapshots under memory pressure
+// (share_evict.go offers it the least recently used of them). Evicting
+// leaves first keeps the head of a chain, the part most prompts
 // share, longest. An entry some head holds has every entry before it held
 // too (heads hold prefixes), so eviction never breaks a held chain.
 //
@@ -90,6 +91,7 @@ type prefixCache struct {
 	mu     sync.Mutex
 	seed   maphash.Seed
 	tables map[tableKey]*prefixTable
+	leaves map[*prefixEntry]struct{} // entries no entry follows
 	// hash, when set, replaces the chain hash (tests make it collide).
 	hash func(parent uint64, keys []byte) uint64
 }
@@ -373,12 +375,7 @@ func (c *prefixCache) register(t *prefixTable, parent *prefixEntry, depth, key i
 		for _, b := range bs {
 			b.rc.Add(1)
 		}
-		if parent != nil {
-			parent.kids++
-		}
-		t.buckets[e.hash] = append(t.buckets[e.hash], e)
-		t.byBlock[bs[key]] = e
-		t.n++
+		c.addLocked(e)
 		parent = e
 	}
 	return parent
@@ -431,105 +428,6 @@ func (s *sharing) clone() *sharing {
 	return &c
 }
 
-// victims returns the cached entries no head holds and with no entry
-// after them, as victims of optional retention of pool p.
-func (c *prefixCache) victims(p *Pool) []evictable {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	var out []evictable
-	for _, t := range c.tables {
-		for _, bucket := range t.buckets {
-			for _, e := range bucket {
-				if e.kids == 0 && e.unheld() {
-					out = append(out, cachedEntry{p: p, e: e, v: Victim{
-						Owner: string(e.owner), Type: t.typ, Cached: true, Bytes: blockBytes(e.blks), LastUse: e.used,
-					}})
-				}
-			}
-		}
-	}
-	return out
-}
-
-// unheld reports whether only the cache references e's blocks. The
-// cache's mu is held: no head takes a reference to a block only the cache
-// holds but through it.
-func (e *prefixEntry) unheld() bool {
-	for _, b := range e.blks {
-		if b.rc.Load() != 1 {
-			return false
-		}
-	}
-	return true
-}
-
-// cachedEntry is an entry as the pool's eviction sees it.
-type cachedEntry struct {
-	p *Pool
-	e *prefixEntry
-	v Victim // e as it was when the victims were listed
-}
-
-func (x cachedEntry) victim(Retention) (Victim, bool) { return x.v, true }
-
-func (x cachedEntry) evict() (int64, bool) {
-	freed, ok := x.p.cache.drop(x.e)
-	if !ok {
-		return 0, false
-	}
-	x.p.free(freed)
-	return blockBytes(freed), true
-}
-
-// drop removes e from the cache when it is still a leaf no head holds,
-// and returns its blocks, which reached no reference.
-func (c *prefixCache) drop(e *prefixEntry) ([]*block, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	t := e.tab
-	bucket := t.buckets[e.hash]
-	i := indexOf(bucket, e)
-	if i < 0 || e.kids != 0 || !e.unheld() {
-		return nil, false
-	}
-	c.removeLocked(e, i)
-	var freed []*block
-	for _, b := range e.blks {
-		releaseBlock(b, &freed)
-	}
-	return freed, true
-}
-
-// removeLocked takes e, at index i of its bucket, out of its table.
-func (c *prefixCache) removeLocked(e *prefixEntry, i int) {
-	t := e.tab
-	bucket := t.buckets[e.hash]
-	bucket[i] = bucket[len(bucket)-1]
-	bucket[len(bucket)-1] = nil
-	if bucket = bucket[:len(bucket)-1]; len(bucket) == 0 {
-		delete(t.buckets, e.hash)
-	} else {
-		t.buckets[e.hash] = bucket
-	}
-	t.n--
-	if t.byBlock[e.blks[e.key]] == e {
-		delete(t.byBlock, e.blks[e.key])
-	}
-	e.gone = true
-	if e.parent != nil {
-		e.parent.kids--
-	}
-}
-
-func indexOf(list []*prefixEntry, e *prefixEntry) int {
-	for i, x := range list {
-		if x == e {
-			return i
-		}
-	}
-	return -1
-}
-
 // ForgetPrefixes takes out of the prefix cache every block of domain d
 // (of every layout), as a tenant that leaves would: blocks no head holds
 // go back to the pool, and blocks heads hold stay theirs but can no longer
@@ -553,6 +451,7 @@ func (p *Pool) ForgetPrefixes(d Domain) int64 {
 					releaseBlock(b, &freed)
 				}
 				e.kids, e.gone = 0, true
+				delete(c.leaves, e)
 			}
 		}
 		// The table stays: its heads keep registering the blocks they fill
@@ -566,28 +465,9 @@ func (p *Pool) ForgetPrefixes(d Domain) int64 {
 	return blockBytes(freed)
 }
 
-// cachedBytes is the bytes of the cached blocks no head holds.
-func (c *prefixCache) cachedBytes() int64 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	var n int64
-	for _, t := range c.tables {
-		for _, bucket := range t.buckets {
-			for _, e := range bucket {
-				for _, b := range e.blks {
-					if b.rc.Load() == 1 {
-						n += int64(b.cls.bytes)
-					}
-				}
-			}
-		}
-	}
-	return n
-}
-
 // reset forgets every entry; Pool.Close calls it, as it frees every slab.
 func (c *prefixCache) reset() {
 	c.mu.Lock()
-	c.tables = nil
+	c.tables, c.leaves = nil, nil
 	c.mu.Unlock()
 }

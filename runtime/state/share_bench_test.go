@@ -3,6 +3,8 @@ package state
 import (
 	"fmt"
 	"testing"
+
+	"github.com/gpustate/gpustate/runtime/device"
 )
 
 // The shape of a decoder's KV cache per token: keys and values of 4
@@ -172,4 +174,32 @@ func BenchmarkSharedAppendRow(b *testing.B) {
 		}
 	}
 	sideBySide(b, 64, step(true), "ns/shared-append", step(false), "ns/append")
+}
+
+// BenchmarkEvictCached measures an append that must first evict one
+// cached block, in a pool whose cache holds 64 or 4096 chains of 16
+// blocks no head holds: the cost of finding a victim grows with the
+// cache (ratio: the large cache's time over the small one's).
+func BenchmarkEvictCached(b *testing.B) {
+	l := prompt(4, 1<<20)
+	fill := func(chains int) (*Pool, *Head) {
+		// Blocks of 256 bytes; the cap is what the chains take, plus the
+		// blocks a head appending one block per column needs.
+		p := benchPool(b, device.Host(), PoolOptions{BlockBytes: 256, MaxBytes: int64(chains*16*2+2) * 256})
+		for c := range chains {
+			h := must[*Head](b)(p.NewSharedHead(l, "w", "d"))
+			check(b, h.Append(promptRows(tokens(int32(c), 64), 0, 64)))
+			check(b, h.Release())
+		}
+		m := must[*Head](b)(p.NewHead(l, "m"))
+		b.Cleanup(func() { m.Release() })
+		return p, m
+	}
+	_, small := fill(64)
+	_, large := fill(4096)
+	rows := promptRows(tokens(9999, 4), 0, 4)
+	step := func(h *Head) func() {
+		return func() { check(b, h.Append(rows)) }
+	}
+	sideBySide(b, 16, step(large), "ns/evict-4096-chains", step(small), "ns/evict-64-chains")
 }
