@@ -123,6 +123,11 @@ type block struct {
 	// streams are the device streams whose work may use the block
 	// (RecordStream); guarded by the pool's mu, cleared when it is freed.
 	streams []device.Stream
+	// cache is the prefix cache that holds a reference to the block, nil
+	// when none; counted says the block is in its count of the bytes only
+	// it holds (guarded by its mu).
+	cache   atomic.Pointer[prefixCache]
+	counted bool
 }
 
 // Pool hands out fixed-size blocks of device memory carved from slabs. It

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"sync"
+	"sync/atomic"
 )
 
 // Declared prefix sharing (Layout.ShareKey, the contract's //state:share
@@ -92,6 +93,9 @@ type prefixCache struct {
 	seed   maphash.Seed
 	tables map[tableKey]*prefixTable
 	leaves map[*prefixEntry]struct{} // entries no entry follows
+	// unheld is the bytes of the cached blocks only the cache holds
+	// (PoolStats.CachedBytes); written under mu.
+	unheld atomic.Int64
 	// hash, when set, replaces the chain hash (tests make it collide).
 	hash func(parent uint64, keys []byte) uint64
 }
@@ -293,6 +297,7 @@ func (c *prefixCache) adopt(t *prefixTable, keys []byte, blockKeys, n int, clock
 	for _, e := range chain {
 		e.used = clock
 		for _, b := range e.blks {
+			c.uncountLocked(b)
 			b.rc.Add(1)
 		}
 	}
@@ -373,7 +378,8 @@ func (c *prefixCache) register(t *prefixTable, parent *prefixEntry, depth, key i
 			keys: bytes.Clone(k), blks: bs, depth: depth + i, key: key, owner: owner, used: clock,
 		}
 		for _, b := range bs {
-			b.rc.Add(1)
+			b.rc.Add(1) // the head holds it too: not counted as unheld
+			b.cache.Store(c)
 		}
 		c.addLocked(e)
 		parent = e
@@ -448,6 +454,7 @@ func (p *Pool) ForgetPrefixes(d Domain) int64 {
 		for _, bucket := range t.buckets {
 			for _, e := range bucket {
 				for _, b := range e.blks {
+					c.forgetLocked(b)
 					releaseBlock(b, &freed)
 				}
 				e.kids, e.gone = 0, true
@@ -469,5 +476,6 @@ func (p *Pool) ForgetPrefixes(d Domain) int64 {
 func (c *prefixCache) reset() {
 	c.mu.Lock()
 	c.tables, c.leaves = nil, nil
+	c.unheld.Store(0)
 	c.mu.Unlock()
 }

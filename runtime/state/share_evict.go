@@ -120,6 +120,7 @@ func (c *prefixCache) drop(e *prefixEntry) ([]*block, bool) {
 	c.removeLocked(e, i)
 	var freed []*block
 	for _, b := range e.blks {
+		c.forgetLocked(b)
 		releaseBlock(b, &freed)
 	}
 	return freed, true
@@ -159,20 +160,33 @@ func indexOf(list []*prefixEntry, e *prefixEntry) int {
 }
 
 // cachedBytes is the bytes of the cached blocks no head holds.
-func (c *prefixCache) cachedBytes() int64 {
+func (c *prefixCache) cachedBytes() int64 { return c.unheld.Load() }
+
+// settle counts b among the blocks only the cache holds when it is one:
+// releaseBlock calls it when b's references drop to one. Only the cache
+// takes a reference to such a block (adopt, under mu), so the count
+// stays exact.
+func (c *prefixCache) settle(b *block) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var n int64
-	for _, t := range c.tables {
-		for _, bucket := range t.buckets {
-			for _, e := range bucket {
-				for _, b := range e.blks {
-					if b.rc.Load() == 1 {
-						n += int64(b.cls.bytes)
-					}
-				}
-			}
-		}
+	if b.cache.Load() == c && b.rc.Load() == 1 && !b.counted {
+		b.counted = true
+		c.unheld.Add(int64(b.cls.bytes))
 	}
-	return n
+}
+
+// uncountLocked takes b out of the count of the blocks only the cache
+// holds, before a head takes a reference to it. c.mu is held.
+func (c *prefixCache) uncountLocked(b *block) {
+	if b.counted {
+		b.counted = false
+		c.unheld.Add(-int64(b.cls.bytes))
+	}
+}
+
+// forgetLocked is uncountLocked for a block the cache gives up. c.mu is
+// held.
+func (c *prefixCache) forgetLocked(b *block) {
+	c.uncountLocked(b)
+	b.cache.Store(nil)
 }

@@ -153,6 +153,9 @@ func runShareModel(t *testing.T, seed uint64, steps int, capped bool) (adopted i
 			samePrompt(t, what+" with sharing", readPrompt(t, s.on), want)
 			samePrompt(t, what+" without sharing", readPrompt(t, s.off), want)
 		}
+		if got, want := on.Stats().CachedBytes, scanCachedBytes(on); got != want {
+			t.Fatalf("seed %d step %d: CachedBytes %d, a scan of the cache finds %d", seed, step, got, want)
+		}
 		if a, b := on.Stats().PhysicalBytes-on.Stats().CachedBytes, off.Stats().PhysicalBytes; a > b {
 			t.Fatalf("seed %d step %d: the heads hold %d physical bytes with sharing, %d without", seed, step, a, b)
 		}
@@ -231,4 +234,28 @@ func TestShareConcurrentAdoption(t *testing.T) {
 	if p.Stats().EvictedBytes == 0 {
 		t.Fatal("nothing was evicted: the test ran no eviction beside adoption")
 	}
+	if got, want := p.Stats().CachedBytes, scanCachedBytes(p); got != want {
+		t.Fatalf("CachedBytes %d after concurrent sessions, a scan of the cache finds %d", got, want)
+	}
+}
+
+// scanCachedBytes counts the bytes of the cached blocks only the cache
+// holds by looking at every entry: what CachedBytes keeps as it goes.
+func scanCachedBytes(p *Pool) int64 {
+	c := &p.cache
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var n int64
+	for _, t := range c.tables {
+		for _, bucket := range t.buckets {
+			for _, e := range bucket {
+				for _, b := range e.blks {
+					if b.rc.Load() == 1 {
+						n += int64(b.cls.bytes)
+					}
+				}
+			}
+		}
+	}
+	return n
 }

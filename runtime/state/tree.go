@@ -185,8 +185,13 @@ func releaseNode(n *node, freed *[]*block) {
 }
 
 func releaseBlock(b *block, freed *[]*block) {
-	if b.rc.Add(-1) == 0 {
+	switch b.rc.Add(-1) {
+	case 0:
 		*freed = append(*freed, b)
+	case 1:
+		if c := b.cache.Load(); c != nil {
+			c.settle(b) // the cache may hold it alone now
+		}
 	}
 }
 
