@@ -57,7 +57,7 @@ func (c *checker) trackHeads(body *ast.BlockStmt) {
 			return
 		}
 		for i := range lhs {
-			to, from := dataflow.VarOf(c.info, lhs[i]), c.operandRoot(rhs[i])
+			to, from := dataflow.VarOf(c.info, lhs[i]), c.operandRoot(c.copyOf(rhs[i]))
 			if to != nil && from != nil {
 				edges = append(edges, copyEdge{to, from})
 			}
@@ -190,13 +190,27 @@ func (c *checker) headIDs(e ast.Expr, st state) uint64 {
 	return ids
 }
 
+// copyOf returns the operand whose heads e holds as they are: e itself, or
+// the slice append(x, ...) extends, whose elements stay where they were.
+func (c *checker) copyOf(e ast.Expr) ast.Expr {
+	if call, ok := ast.Unparen(e).(*ast.CallExpr); ok && len(call.Args) > 0 {
+		if _, kind, _ := ownership.Callee(c.info, call); kind == ownership.Builtin && ownership.BuiltinName(c.info, call) == "append" {
+			return call.Args[0]
+		}
+	}
+	return e
+}
+
 // headValue returns the identities that assigning src to l stores in l, a
-// tracked variable: src's own when it is another variable's operand, else
-// the identity of this assignment. src is nil for a value with no operand
-// of its own (one of a call's results, a range value).
+// tracked variable: those of the operand src copies (another variable's,
+// or the slice it appends to), else the identity of this assignment. src
+// is nil for a value with no operand of its own (one of a call's results,
+// a range value).
 func (c *checker) headValue(l, src ast.Expr, st state) uint64 {
-	if src != nil && c.operandRoot(src) != nil {
-		return c.headIDs(src, st)
+	if src != nil {
+		if x := c.copyOf(src); c.operandRoot(x) != nil {
+			return c.headIDs(x, st)
+		}
 	}
 	return c.intern(ident{site: l.Pos()})
 }

@@ -141,6 +141,16 @@ func swapped(a, b *dev.KVState, rows dev.KV) {
 	dev.Scale(sp.Keys, 2) // want `after a later call on the state \(Append\)`
 }
 
+func appended(hs []*dev.KVState, extra *dev.KVState, rows dev.KV) {
+	sp, err := hs[0].AppendDevice(4)
+	if err != nil {
+		return
+	}
+	hs = append(hs, extra) // the same heads, one more
+	hs[0].Append(rows)
+	dev.Scale(sp.Keys, 2) // want `after a later call on the state \(Append\)`
+}
+
 // ---- no findings: the variable names another head by then ----
 
 func reassigned(a, b *dev.KVState, rows dev.KV) error {
@@ -242,6 +252,16 @@ func otherField(s *server, rows dev.KV) error {
 	}
 	x := s.spare
 	x.Append(rows)
+	return dev.Scale(sp.Keys, 2)
+}
+
+func replacedSlice(hs, next []*dev.KVState, rows dev.KV) error {
+	sp, err := hs[0].AppendDevice(4)
+	if err != nil {
+		return err
+	}
+	hs = next
+	hs[0].Append(rows) // the first of next
 	return dev.Scale(sp.Keys, 2)
 }
 
