@@ -35,7 +35,8 @@ var Analyzer = &analysis.Analyzer{
 // view or a value derived from one adds a variable, assigning anything else
 // removes it) and, among those holding the device spans AppendDevice or
 // WriteDevice returned, the set that a later call on the same head has made
-// stale. Every write is checked against the state where it happens.
+// stale; heads are told apart by identity, tracked in the same state (see
+// heads.go). Every write is checked against the state where it happens.
 // Packages without directives return at once.
 func run(pass *analysis.Pass) (any, error) {
 	res := pass.ResultOf[stcleanup.Ownership].(*stcleanup.OwnershipResult).Result
