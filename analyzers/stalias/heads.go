@@ -168,8 +168,13 @@ func (c *checker) intern(id ident) uint64 {
 	return b
 }
 
-// headIDs returns the identities head operand e may denote in st.
+// headIDs returns the identities head operand e may denote in st; none
+// where heads are not tracked: in a function that takes device spans only
+// inside its literals, which are checked on their own for them.
 func (c *checker) headIDs(e ast.Expr, st state) uint64 {
+	if c.idents == nil {
+		return 0
+	}
 	root, path := c.operand(e)
 	if root == nil {
 		return 0

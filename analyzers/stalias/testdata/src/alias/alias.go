@@ -302,3 +302,22 @@ func throughCall(h *dev.KVState, rows dev.KV) error {
 	g.Append(rows) // the same head, not followed through the call
 	return dev.Scale(sp.Keys, 2)
 }
+
+// ---- spans taken only inside a literal ----
+
+func spansInLiteral(v *dev.KVSnapshot, s *dev.KVState, rows dev.KV) {
+	vs, err := v.Spans(0, v.Len())
+	if err != nil {
+		return
+	}
+	dev.Gather(nil, vs.Keys)
+	func() {
+		g := s
+		sp, err := g.AppendDevice(4)
+		if err != nil {
+			return
+		}
+		s.Append(rows)
+		dev.Scale(sp.Keys, 2) // want `after a later call on the state \(Append\)`
+	}()
+}
