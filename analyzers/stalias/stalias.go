@@ -476,10 +476,13 @@ func (c *checker) assignAll(st state, lhs, rhs []ast.Expr) state {
 	} else if len(rhs) == 1 {
 		refs[0] = c.view(rhs[0], st)
 	}
-	heads := make([]uint64, len(lhs))
-	for i, l := range lhs {
-		if c.headIndex(l) >= 0 {
-			heads[i] = c.headValue(l, srcs[i], st)
+	var heads []uint64
+	if c.hvars != nil {
+		heads = make([]uint64, len(lhs))
+		for i, l := range lhs {
+			if c.headIndex(l) >= 0 {
+				heads[i] = c.headValue(l, srcs[i], st)
+			}
 		}
 	}
 	for i, l := range lhs {
