@@ -37,7 +37,16 @@
 // head: a method with a directive (Snapshot, Branch, Append, AdoptPrefix,
 // another AppendDevice, Release) or a function that releases it. Those spans are the
 // caller's only until that call; after a Snapshot the blocks are the
-// snapshot's too.
+// snapshot's too. The same head is the same value under any name: a call
+// through a local variable that was assigned the head, or a copy of it
+// (g := h, x := s.cache, a copy of a struct that holds it, append(hs, h)),
+// counts on every path where the variable may hold it; a call through a
+// variable that was assigned another head (a = b, the result of a call) on
+// every path since does not. A head stored into a field (s.cache = h),
+// returned by a function, passed as an argument into a function or
+// literal, or reached through a pointer to the variable that holds it is
+// known by that operand only, and a reassignment made inside a function
+// literal is not seen after the literal runs.
 //
 // A function literal is checked where it runs: at its definition, where a
 // variable bound to it is called, and, for a deferred call, at each exit of

@@ -35,7 +35,8 @@ var Analyzer = &analysis.Analyzer{
 // view or a value derived from one adds a variable, assigning anything else
 // removes it) and, among those holding the device spans AppendDevice or
 // WriteDevice returned, the set that a later call on the same head has made
-// stale. Every write is checked against the state where it happens.
+// stale; heads are told apart by identity, tracked in the same state (see
+// heads.go). Every write is checked against the state where it happens.
 // Packages without directives return at once.
 func run(pass *analysis.Pass) (any, error) {
 	res := pass.ResultOf[stcleanup.Ownership].(*stcleanup.OwnershipResult).Result
@@ -58,22 +59,29 @@ const (
 // origin is where the memory a variable holds came from.
 type origin struct {
 	kind   int
-	typ    string  // the snapshot or head type
-	method string  // the method that returned the view
-	spans  bool    // the view holds device spans
-	head   headKey // for deviceSpans: the head it came from
+	typ    string // the snapshot or head type
+	method string // the method that returned the view
+	spans  bool   // the view holds device spans
 }
 
-// headKey names a head operand: the variable at its root and the operand
-// as written (s, c.cache).
-type headKey struct {
-	root *types.Var
-	expr string
+// ref is what an expression may refer to: the origin of its memory (nil:
+// none), whether device spans in it may be stale, and, for the spans
+// AppendDevice or WriteDevice returned, the identities of the head they
+// came from.
+type ref struct {
+	og    *origin
+	stale bool
+	heads uint64
 }
 
-// state is the dataflow fact: the variables that may hold a view, and those
-// whose device spans may be stale.
-type state struct{ view, stale uint64 }
+// state is the dataflow fact: the variables that may hold a view, those
+// whose device spans may be stale, and, in functions that take device
+// spans from a head, the head identities of the tracked variables (of, by
+// index in hvars) and of the spans each variable holds (from, by bit).
+type state struct {
+	view, stale uint64
+	of, from    []uint64
+}
 
 type checker struct {
 	pass    *analysis.Pass
@@ -89,7 +97,11 @@ type checker struct {
 	lits    map[*types.Var]*ast.FuncLit // variables bound to a function literal
 	inLit   map[*ast.FuncLit]bool
 	defers  []*ast.DeferStmt
-	device  bool // the function takes device spans from a head
+	device  bool               // the function takes device spans from a head
+	hvars   map[*types.Var]int // the variables whose head identities are tracked
+	idents  map[ident]uint64   // the bit of each head identity
+	identOf []ident            // the identity of each bit
+	entry   []uint64           // the identities of the tracked variables on entry
 	record  bool
 	seen    map[token.Pos]bool
 }
@@ -103,6 +115,9 @@ func checkFunc(pass *analysis.Pass, res *ownership.Result, f *ownership.Func) {
 		return
 	}
 	c.index(f.Body())
+	if c.device {
+		c.trackHeads(f.Body())
+	}
 	c.solve(f)
 }
 
@@ -185,10 +200,10 @@ func (c *checker) index(body *ast.BlockStmt) {
 // state there.
 func (c *checker) solve(f *ownership.Func) {
 	p := &dataflow.Problem[state]{
-		Entry:  state{},
+		Entry:  state{of: c.entry},
 		Bottom: state{},
-		Join:   func(a, b state) state { return state{a.view | b.view, a.stale | b.stale} },
-		Equal:  func(a, b state) bool { return a == b },
+		Join:   join,
+		Equal:  equal,
 		Transfer: func(b *cfg.Block, in state) state {
 			for _, n := range b.Nodes {
 				in = c.step(n, in)
@@ -259,18 +274,12 @@ func (c *checker) viewCall(call *ast.CallExpr) *origin {
 			case view && spans:
 				og = &origin{kind: spansView, typ: ownership.TypeName(rt), method: fn.Name(), spans: true}
 			case mut && spans:
-				og = &origin{kind: deviceSpans, typ: ownership.TypeName(rt), method: fn.Name(), spans: true, head: c.headOf(recv)}
+				og = &origin{kind: deviceSpans, typ: ownership.TypeName(rt), method: fn.Name(), spans: true}
 			}
 		}
 	}
 	c.calls[call] = og
 	return og
-}
-
-// headOf returns the key of head operand e.
-func (c *checker) headOf(e ast.Expr) headKey {
-	e = ast.Unparen(e)
-	return headKey{dataflow.Root(c.info, e), types.ExprString(e)}
 }
 
 // bit returns the bit of local variable v, indexing it on first use.
@@ -289,14 +298,14 @@ func (c *checker) bit(v *types.Var) uint64 {
 	return b
 }
 
-// view returns where the memory e may refer to comes from, or nil, and
-// whether it may be stale.
-func (c *checker) view(e ast.Expr, st state) (*origin, bool) {
+// view returns what the memory e may refer to: where it comes from (nil:
+// no view), whether it may be stale, and the head device spans came from.
+func (c *checker) view(e ast.Expr, st state) ref {
 	switch x := ast.Unparen(e).(type) {
 	case *ast.Ident:
 		if v, ok := c.info.Uses[x].(*types.Var); ok {
 			if b := c.vars[v]; b&st.view != 0 {
-				return c.origin[v], b&st.stale != 0
+				return ref{c.origin[v], b&st.stale != 0, st.spansFrom(b)}
 			}
 		}
 	case *ast.SelectorExpr:
@@ -320,12 +329,12 @@ func (c *checker) view(e ast.Expr, st state) (*origin, bool) {
 	case *ast.BinaryExpr:
 		// Address arithmetic: sp.Ptr + off still points into the view.
 		if x.Op == token.ADD || x.Op == token.SUB {
-			if og, stale := c.view(x.X, st); og != nil && og.spans {
-				return og, stale
+			if r := c.view(x.X, st); r.og != nil && r.og.spans {
+				return r
 			}
 			if x.Op == token.ADD {
-				if og, stale := c.view(x.Y, st); og != nil && og.spans {
-					return og, stale
+				if r := c.view(x.Y, st); r.og != nil && r.og.spans {
+					return r
 				}
 			}
 		}
@@ -337,35 +346,47 @@ func (c *checker) view(e ast.Expr, st state) (*origin, bool) {
 				if kv, ok := el.(*ast.KeyValueExpr); ok {
 					el = kv.Value
 				}
-				if og, stale := c.view(el, st); og != nil && og.spans {
-					return og, stale
+				if r := c.view(el, st); r.og != nil && r.og.spans {
+					return r
 				}
 			}
 		}
 	case *ast.TypeAssertExpr:
 		return c.view(x.X, st)
 	case *ast.CallExpr:
-		_, kind, _ := ownership.Callee(c.info, x)
-		switch kind {
-		case ownership.Conversion:
-			if len(x.Args) == 1 {
-				return c.view(x.Args[0], st)
-			}
-		case ownership.Static:
-			return c.viewCall(x), false
-		}
+		return c.viewOfCall(x, st)
 	}
-	return nil, false
+	return ref{}
 }
 
-// through returns where the memory an assignment to l writes comes from, or
-// nil: l must pass through an index of a slice or pointer, or a pointer.
-func (c *checker) through(l ast.Expr, st state) (*origin, bool) {
+// viewOfCall returns what the result of call may refer to: the operand of
+// a conversion, or a view call's memory, with the head identities of the
+// device spans AppendDevice and WriteDevice return.
+func (c *checker) viewOfCall(call *ast.CallExpr, st state) ref {
+	_, kind, recv := ownership.Callee(c.info, call)
+	switch kind {
+	case ownership.Conversion:
+		if len(call.Args) == 1 {
+			return c.view(call.Args[0], st)
+		}
+	case ownership.Static:
+		og := c.viewCall(call)
+		if og != nil && og.kind == deviceSpans {
+			return ref{og: og, heads: c.headIDs(recv, st)}
+		}
+		return ref{og: og}
+	}
+	return ref{}
+}
+
+// through returns what the memory an assignment to l writes may refer to:
+// l must pass through an index of a slice or pointer, or a pointer.
+func (c *checker) through(l ast.Expr, st state) ref {
 	switch x := ast.Unparen(l).(type) {
 	case *ast.IndexExpr:
 		t := c.info.TypeOf(x.X)
 		if t == nil {
-			return nil, false
+			return ref{}
 		}
 		switch t.Underlying().(type) {
 		case *types.Slice, *types.Pointer:
@@ -383,12 +404,13 @@ func (c *checker) through(l ast.Expr, st state) (*origin, bool) {
 	case *ast.StarExpr:
 		return c.view(x.X, st)
 	}
-	return nil, false
+	return ref{}
 }
 
-// check reports a write at n through memory from og, stale or not.
-func (c *checker) check(n ast.Node, og *origin, stale bool) {
-	if og == nil || og.kind == deviceSpans && !stale || !c.record || c.seen[n.Pos()] {
+// check reports a write at n through the memory r refers to.
+func (c *checker) check(n ast.Node, r ref) {
+	og := r.og
+	if og == nil || og.kind == deviceSpans && !r.stale || !c.record || c.seen[n.Pos()] {
 		return
 	}
 	c.seen[n.Pos()] = true
@@ -409,83 +431,102 @@ func (c *checker) check(n ast.Node, og *origin, stale bool) {
 
 // step applies one CFG node: writes are checked against the state before
 // it, calls on a head make the device spans taken from it stale, then
-// assignments update which variables hold views.
+// assignments update which variables hold views and which heads.
 func (c *checker) step(n ast.Node, st state) state {
 	c.writes(n, st)
 	if c.device {
 		st = c.invalidate(n, st)
 	}
-	assign := func(l ast.Expr, og *origin, stale bool) {
-		v := dataflow.VarOf(c.info, l)
-		if v == nil {
-			return
-		}
-		if og == nil {
-			st.view &^= c.vars[v]
-			st.stale &^= c.vars[v]
-			return
-		}
-		if b := c.bit(v); b != 0 {
-			st.view |= b
-			if stale {
-				st.stale |= b
-			} else {
-				st.stale &^= b
-			}
-			c.origin[v] = og
-		}
-	}
 	switch n := n.(type) {
 	case *ast.AssignStmt:
-		if n.Tok != token.DEFINE && n.Tok != token.ASSIGN {
-			break
-		}
-		if len(n.Lhs) == len(n.Rhs) {
-			ogs := make([]*origin, len(n.Rhs))
-			stales := make([]bool, len(n.Rhs))
-			for i, r := range n.Rhs {
-				ogs[i], stales[i] = c.view(r, st)
-			}
-			for i, l := range n.Lhs {
-				assign(l, ogs[i], stales[i])
-			}
-		} else if len(n.Rhs) == 1 {
-			og, stale := c.view(n.Rhs[0], st)
-			for i, l := range n.Lhs {
-				if i == 0 {
-					assign(l, og, stale)
-				} else {
-					assign(l, nil, false)
-				}
-			}
+		if n.Tok == token.DEFINE || n.Tok == token.ASSIGN {
+			st = c.assignAll(st, n.Lhs, n.Rhs)
 		}
 	case *ast.ValueSpec:
+		lhs := make([]ast.Expr, len(n.Names))
 		for i, id := range n.Names {
-			var og *origin
-			stale := false
-			if len(n.Values) == len(n.Names) {
-				og, stale = c.view(n.Values[i], st)
-			} else if len(n.Values) == 1 && i == 0 {
-				og, stale = c.view(n.Values[0], st)
-			}
-			assign(id, og, stale)
+			lhs[i] = id
 		}
+		st = c.assignAll(st, lhs, n.Values)
 	case ast.Expr:
 		if rs := c.rangeOf[n]; rs != nil {
-			var og *origin
-			stale := false
+			var r ref
 			if n == rs.Value {
-				og, stale = c.view(rs.X, st)
+				r = c.view(rs.X, st)
 			}
-			assign(n, og, stale)
+			st = c.assign(st, n, r)
+			if i := c.headIndex(n); i >= 0 {
+				st = st.withOf(i, c.headValue(n, nil, st))
+			}
 		}
 	}
 	return st
 }
 
+// assignAll applies the assignment of rhs to lhs: one value each, or the
+// results of one call (the first of which may be a view). Every operand
+// is evaluated before any variable is assigned.
+func (c *checker) assignAll(st state, lhs, rhs []ast.Expr) state {
+	refs := make([]ref, len(lhs))
+	srcs := make([]ast.Expr, len(lhs))
+	if len(lhs) == len(rhs) {
+		for i, r := range rhs {
+			refs[i], srcs[i] = c.view(r, st), r
+		}
+	} else if len(rhs) == 1 {
+		refs[0] = c.view(rhs[0], st)
+	}
+	var heads []uint64
+	if c.hvars != nil {
+		heads = make([]uint64, len(lhs))
+		for i, l := range lhs {
+			if c.headIndex(l) >= 0 {
+				heads[i] = c.headValue(l, srcs[i], st)
+			}
+		}
+	}
+	for i, l := range lhs {
+		st = c.assign(st, l, refs[i])
+		if j := c.headIndex(l); j >= 0 {
+			st = st.withOf(j, heads[i])
+		}
+	}
+	return st
+}
+
+// assign records that l now holds what r refers to.
+func (c *checker) assign(st state, l ast.Expr, r ref) state {
+	v := dataflow.VarOf(c.info, l)
+	if v == nil {
+		return st
+	}
+	if r.og == nil {
+		b := c.vars[v]
+		st.view &^= b
+		st.stale &^= b
+		return st.withFrom(b, 0)
+	}
+	b := c.bit(v)
+	if b == 0 {
+		return st
+	}
+	st.view |= b
+	if r.stale {
+		st.stale |= b
+	} else {
+		st.stale &^= b
+	}
+	c.origin[v] = r.og
+	if r.og.kind != deviceSpans {
+		r.heads = 0
+	}
+	return st.withFrom(b, r.heads)
+}
+
 // invalidate makes stale the device spans held in st that were taken from
 // a head that n calls a directive method on (Snapshot, Branch, Append,
-// AppendDevice, Release...) or passes to a function that releases it.
+// AppendDevice, Release...) or passes to a function that releases it,
+// under any name it may have.
 func (c *checker) invalidate(n ast.Node, st state) state {
 	if st.view == 0 {
 		return st
@@ -494,34 +535,23 @@ func (c *checker) invalidate(n ast.Node, st state) state {
 		return st // the deferred call runs at the exit
 	}
 	on := func(h ast.Expr, name string) {
-		key := c.headOf(h)
-		if key.root == nil {
+		ids := c.headIDs(h, st)
+		if ids == 0 {
 			return // a head that is no variable's (f().Snapshot()): another one each time, maybe
 		}
 		for v, og := range c.origin {
-			if b := c.vars[v]; og.kind == deviceSpans && og.head == key && st.view&b != 0 {
+			if b := c.vars[v]; og.kind == deviceSpans && st.view&b != 0 && st.spansFrom(b)&ids != 0 {
 				st.stale |= b
 				c.staleBy[og] = name
 			}
 		}
 	}
 	ast.Inspect(n, func(x ast.Node) bool {
-		call, ok := x.(*ast.CallExpr)
-		if !ok {
-			_, lit := x.(*ast.FuncLit)
-			return !lit
-		}
-		fn, kind, recv := ownership.Callee(c.info, call)
-		if kind != ownership.Static {
-			return true
-		}
-		if d := c.o.Dir(fn); recv != nil && d != nil && (d.Acquire || d.Release || d.Mutates || d.Appends) {
-			on(recv, fn.Name())
-		}
-		for j, arg := range call.Args {
-			if c.o.Releases(fn, ownership.ParamIndex(fn, j)) {
-				on(arg, fn.Name())
-			}
+		switch x := x.(type) {
+		case *ast.FuncLit:
+			return false
+		case *ast.CallExpr:
+			c.headOperands(x, on)
 		}
 		return true
 	})
@@ -536,12 +566,10 @@ func (c *checker) writes(n ast.Node, st state) {
 	switch n := n.(type) {
 	case *ast.AssignStmt:
 		for _, l := range n.Lhs {
-			og, stale := c.through(l, st)
-			c.check(l, og, stale)
+			c.check(l, c.through(l, st))
 		}
 	case *ast.IncDecStmt:
-		og, stale := c.through(n.X, st)
-		c.check(n.X, og, stale)
+		c.check(n.X, c.through(n.X, st))
 	}
 	ast.Inspect(n, func(x ast.Node) bool {
 		switch x := x.(type) {
@@ -569,14 +597,12 @@ func (c *checker) call(call *ast.CallExpr, st state) {
 		switch ownership.BuiltinName(c.info, call) {
 		case "copy", "clear":
 			if len(call.Args) > 0 {
-				og, stale := c.view(call.Args[0], st)
-				c.check(call, og, stale)
+				c.check(call, c.view(call.Args[0], st))
 			}
 		case "append":
 			if len(call.Args) > 1 {
 				if sl, ok := ast.Unparen(call.Args[0]).(*ast.SliceExpr); ok && !ownership.FullSlice(sl) {
-					og, stale := c.view(sl, st)
-					c.check(call, og, stale)
+					c.check(call, c.view(sl, st))
 				}
 			}
 		}
@@ -585,13 +611,11 @@ func (c *checker) call(call *ast.CallExpr, st state) {
 			return
 		}
 		if recv != nil && kind == ownership.Static && c.o.Writes(fn, -1) {
-			og, stale := c.view(recv, st)
-			c.check(call, og, stale)
+			c.check(call, c.view(recv, st))
 		}
 		for j, arg := range call.Args {
 			if c.o.Writes(fn, ownership.ParamIndex(fn, j)) {
-				og, stale := c.view(arg, st)
-				c.check(call, og, stale)
+				c.check(call, c.view(arg, st))
 			}
 		}
 	}
