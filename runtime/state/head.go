@@ -449,7 +449,7 @@ func (h *Head) Branch() (*Head, error) {
 	if h.hist != nil {
 		c.hist = h.hist.clone()
 	}
-	c.share = h.share.clone()
+	c.share = h.share.clone(h.pool)
 	h.lin.heads[c] = struct{}{}
 	h.pool.register(c)
 	return c, nil
@@ -630,9 +630,12 @@ func (h *Head) Release() error {
 	h.lin.mu.Lock()
 	delete(h.lin.heads, h)
 	h.lin.mu.Unlock()
-	if h.share != nil && len(h.inflight) == 0 && h.streams.empty() {
-		// Blocks a kernel filled: no recorded stream can still be writing them.
-		h.shareFull()
+	if h.share != nil && h.share.tab != nil {
+		if len(h.inflight) == 0 && h.streams.empty() {
+			// Blocks a kernel filled: no recorded stream can still be writing them.
+			h.shareFull()
+		}
+		h.pool.cache.leave(h.share.tab)
 	}
 	releaseTables(h.tables)
 	h.tables = nil

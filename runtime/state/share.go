@@ -108,12 +108,13 @@ type tableKey struct {
 // prefixTable holds the cached blocks of one layout in one domain, by the
 // hash of their chain.
 type prefixTable struct {
+	key     tableKey
 	typ     string
-	domain  Domain
 	buckets map[uint64][]*prefixEntry
 	// byBlock finds an entry by its key column's block, for resyncShare.
 	byBlock map[*block]*prefixEntry
-	n       int
+	n       int // entries
+	heads   int // live heads that register in it
 }
 
 // prefixEntry is one cached block of every column: block index depth of
@@ -168,13 +169,14 @@ func (p *Pool) NewSharedHead(l *Layout, owner Owner, domain Domain) (*Head, erro
 		return nil, err
 	}
 	if domain != "" {
-		h.share.tab = p.cache.table(l, domain)
+		h.share.tab = p.cache.join(l, domain)
 	}
 	return h, nil
 }
 
-// table returns the table of layout l in domain d, making it.
-func (c *prefixCache) table(l *Layout, d Domain) *prefixTable {
+// join returns the table of layout l in domain d, making it, for a new
+// head that registers in it; the head leaves it at its release.
+func (c *prefixCache) join(l *Layout, d Domain) *prefixTable {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.tables == nil {
@@ -184,10 +186,28 @@ func (c *prefixCache) table(l *Layout, d Domain) *prefixTable {
 	k := tableKey{l, d}
 	t := c.tables[k]
 	if t == nil {
-		t = &prefixTable{typ: l.Type, domain: d, buckets: make(map[uint64][]*prefixEntry), byBlock: make(map[*block]*prefixEntry)}
+		t = &prefixTable{key: k, typ: l.Type, buckets: make(map[uint64][]*prefixEntry), byBlock: make(map[*block]*prefixEntry)}
 		c.tables[k] = t
 	}
+	t.heads++
 	return t
+}
+
+// leave is join's undoing, at a head's release: a table with neither
+// heads nor entries goes, so that the tables follow the domains in use,
+// not every domain ever seen.
+func (c *prefixCache) leave(t *prefixTable) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t.heads--
+	c.dropEmptyLocked(t)
+}
+
+// dropEmptyLocked forgets t when nothing uses it. c.mu is held.
+func (c *prefixCache) dropEmptyLocked(t *prefixTable) {
+	if t.heads == 0 && t.n == 0 && c.tables[t.key] == t {
+		delete(c.tables, t.key)
+	}
 }
 
 // chainHash is the hash of a block whose keys are keys after the chain
@@ -424,13 +444,19 @@ func (e *prefixEntry) holds(r *root, i int) bool {
 	return true
 }
 
-// clone returns a copy of s for a branch.
-func (s *sharing) clone() *sharing {
+// clone returns a copy of s for a branch of a head of pool p; the
+// branch registers in the same table.
+func (s *sharing) clone(p *Pool) *sharing {
 	if s == nil {
 		return nil
 	}
 	c := *s
 	c.tail = bytes.Clone(s.tail)
+	if c.tab != nil {
+		p.cache.mu.Lock()
+		c.tab.heads++
+		p.cache.mu.Unlock()
+	}
 	return &c
 }
 
@@ -461,11 +487,12 @@ func (p *Pool) ForgetPrefixes(d Domain) int64 {
 				delete(c.leaves, e)
 			}
 		}
-		// The table stays: its heads keep registering the blocks they fill
-		// after the forgotten ones in it, which start no chain.
+		// A table heads still register in stays: the blocks they fill
+		// after the forgotten ones start no chain in it.
 		clear(t.buckets)
 		clear(t.byBlock)
 		t.n = 0
+		c.dropEmptyLocked(t)
 	}
 	c.mu.Unlock()
 	p.free(freed)

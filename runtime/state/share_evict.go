@@ -148,6 +148,7 @@ func (c *prefixCache) removeLocked(e *prefixEntry, i int) {
 			c.leaves[e.parent] = struct{}{}
 		}
 	}
+	c.dropEmptyLocked(t)
 }
 
 func indexOf(list []*prefixEntry, e *prefixEntry) int {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/gpustate/gpustate/runtime/device"
@@ -437,5 +438,50 @@ func TestShareTrimKeepsTheCache(t *testing.T) {
 	must[int64](t)(p.Trim())
 	if st := p.Stats(); st.ReservedBytes != 0 || st.CachedBytes != 0 || st.PhysicalBytes != 0 {
 		t.Fatalf("after ForgetPrefixes and Trim: %+v", st)
+	}
+}
+
+// TestShareTablesFollowTheDomainsInUse: a domain's table goes once no
+// head registers in it and it caches nothing, whether its entries were
+// never made, forgotten or evicted.
+func TestShareTablesFollowTheDomainsInUse(t *testing.T) {
+	p := newPool(t, PoolOptions{BlockBytes: 256, MaxBytes: 64 * 256})
+	l := prompt(4, 64)
+	tables := func() int {
+		p.cache.mu.Lock()
+		defer p.cache.mu.Unlock()
+		return len(p.cache.tables)
+	}
+	for i := range 20 {
+		d := Domain(fmt.Sprint("tenant-", i))
+		h, _ := session(t, p, l, "a", d, tokens(int32(i), 3)) // no full block: nothing cached
+		br := must[*Head](t)(h.Branch())
+		check(t, h.Release())
+		if tables() != 1 {
+			t.Fatalf("the branch's table went with its parent's release: %d tables", tables())
+		}
+		check(t, br.Release())
+	}
+	if n := tables(); n != 0 {
+		t.Fatalf("%d tables left by domains that cached nothing", n)
+	}
+	for i := range 4 {
+		h, _ := session(t, p, l, "a", Domain(fmt.Sprint("tenant-", i)), tokens(int32(i), 8))
+		check(t, h.Release())
+	}
+	if n := tables(); n != 4 {
+		t.Fatalf("%d tables for 4 domains that cache blocks", n)
+	}
+	p.ForgetPrefixes("tenant-0")
+	if n := tables(); n != 3 {
+		t.Fatalf("%d tables after one of 4 domains was forgotten", n)
+	}
+	// A mandatory state that takes the whole pool evicts every cached
+	// block, and the tables with them.
+	m := must[*Head](t)(p.NewHead(prompt(4, 128), "m"))
+	defer m.Release()
+	check(t, m.Append(promptRows(tokens(99, 128), 0, 128)))
+	if n := tables(); n != 0 || p.Stats().CachedBytes != 0 {
+		t.Fatalf("%d tables and %d cached bytes after every cached block was evicted", n, p.Stats().CachedBytes)
 	}
 }
