@@ -458,7 +458,7 @@ func TestShareTablesFollowTheDomainsInUse(t *testing.T) {
 		br := must[*Head](t)(h.Branch())
 		check(t, h.Release())
 		if tables() != 1 {
-			t.Fatalf("the branch's table went with its parent's release: %d tables", tables())
+			t.Fatalf("%d tables while only a branch of one domain is live, want its table alone", tables())
 		}
 		check(t, br.Release())
 	}
