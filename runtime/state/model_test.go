@@ -730,16 +730,23 @@ func kind(x *mHandle) string {
 	return "snapshot"
 }
 
+// modelSteps returns the steps per seed of a model test: GPUSTATE_MODEL_STEPS,
+// or def.
+func modelSteps(t *testing.T, def int) int {
+	s := os.Getenv("GPUSTATE_MODEL_STEPS")
+	if s == "" {
+		return def
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		t.Fatalf("GPUSTATE_MODEL_STEPS=%q: %v", s, err)
+	}
+	return n
+}
+
 // TestModel runs the model-based test for several seeds.
 func TestModel(t *testing.T) {
-	steps := 1000
-	if s := os.Getenv("GPUSTATE_MODEL_STEPS"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil {
-			t.Fatalf("GPUSTATE_MODEL_STEPS=%q: %v", s, err)
-		}
-		steps = n
-	}
+	steps := modelSteps(t, 1000)
 	seeds := []uint64{1, 2, 3, 4}
 	if s := os.Getenv("GPUSTATE_MODEL_SEED"); s != "" {
 		n, err := strconv.ParseUint(s, 10, 64)

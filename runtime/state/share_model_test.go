@@ -1,6 +1,7 @@
 package state
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -25,10 +26,11 @@ type shareSession struct {
 }
 
 func TestShareModel(t *testing.T) {
+	steps := modelSteps(t, 1000)
 	for seed := range uint64(6) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			capped := seed%3 == 2
-			adopted, evicted := runShareModel(t, seed, 1000, capped)
+			adopted, evicted := runShareModel(t, seed, steps, capped)
 			if adopted == 0 {
 				t.Fatalf("seed %d: no session adopted a row: the model tested no sharing", seed)
 			}
@@ -77,13 +79,24 @@ func runShareModel(t *testing.T, seed uint64, steps int, capped bool) (adopted i
 		}
 		return out
 	}
-	appendOn := func(s *shareSession, from int) {
+	// appendOn appends rows [from, len(s.toks)) to the sharing session and
+	// reports whether it could: under the cap, live sessions may fill the
+	// pool (ErrNoMemory, which changes nothing), and the step is skipped.
+	appendOn := func(s *shareSession, from int) bool {
+		var err error
 		if rng.IntN(3) == 0 {
-			spans := must[[][]device.Span](t)(s.on.AppendDevice(len(s.toks) - from))
-			kernelFill(t, on.Backend(), spans, promptRows(s.toks, from, len(s.toks)), []int{32, 4})
-			return
+			var spans [][]device.Span
+			if spans, err = s.on.AppendDevice(len(s.toks) - from); err == nil {
+				kernelFill(t, on.Backend(), spans, promptRows(s.toks, from, len(s.toks)), []int{32, 4})
+			}
+		} else {
+			err = s.on.Append(promptRows(s.toks, from, len(s.toks)))
 		}
-		check(t, s.on.Append(promptRows(s.toks, from, len(s.toks))))
+		if capped && errors.Is(err, ErrNoMemory) {
+			return false
+		}
+		check(t, err)
+		return true
 	}
 	for step := range steps {
 		op := rng.IntN(10)
@@ -96,9 +109,11 @@ func runShareModel(t *testing.T, seed uint64, steps int, capped bool) (adopted i
 			s := &shareSession{toks: toks}
 			s.on = must[*Head](t)(on.NewSharedHead(l, owner, "d"))
 			n := must[int](t)(s.on.AdoptPrefix(keyBytes(toks)))
+			if !appendOn(s, n) {
+				check(t, s.on.Release())
+				continue
+			}
 			adopted += n
-			s.toks = toks
-			appendOn(s, n)
 			s.off = must[*Head](t)(off.NewHead(l, owner))
 			check(t, s.off.Append(promptRows(toks, 0, len(toks))))
 			live = append(live, s)
@@ -110,7 +125,10 @@ func runShareModel(t *testing.T, seed uint64, steps int, capped bool) (adopted i
 			}
 			from := len(s.toks)
 			s.toks = append(s.toks[:from:from], more...)
-			appendOn(s, from)
+			if !appendOn(s, from) {
+				s.toks = s.toks[:from]
+				continue
+			}
 			check(t, s.off.Append(promptRows(s.toks, from, len(s.toks))))
 		case op < 6:
 			s := live[rng.IntN(len(live))]
