@@ -7,8 +7,10 @@ import (
 
 // Owner names the owner of a state (a session, a request, a step...). One
 // owner has the mutation and cleanup authority over its states; physical
-// blocks are never shared across owners, and a block that held one owner's
-// rows is zeroed before another owner gets it. An owner is never empty:
+// blocks are never shared across owners but for the read-only prefix
+// blocks a layout declares shared, within one Domain (NewSharedHead), and
+// a block that held one owner's rows is zeroed before another owner gets
+// it. An owner is never empty:
 // NewHead refuses "" with ErrOwner.
 type Owner string
 
