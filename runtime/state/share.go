@@ -125,12 +125,11 @@ type prefixEntry struct {
 	parent *prefixEntry
 	keys   []byte   // the key column's bytes in the block
 	blks   []*block // per column; the entry holds one reference to each
-	depth  int
-	key    int    // the key column
-	kids   int    // entries whose parent it is
-	owner  Owner  // the owner that registered it
-	used   uint64 // the pool's use clock when it was last registered or adopted
-	gone   bool   // taken out of the cache (evicted or forgotten)
+	key    int      // the key column
+	kids   int      // entries whose parent it is
+	owner  Owner    // the owner that registered it
+	used   uint64   // the pool's use clock when it was last registered or adopted
+	gone   bool     // taken out of the cache (evicted or forgotten)
 }
 
 // sharing is a shared head's place in its table.
@@ -370,17 +369,17 @@ func (h *Head) shareFull() {
 			blks[i][c] = h.r.cols[c].get(s.reg + i)
 		}
 	}
-	s.last = h.pool.cache.register(s.tab, s.last, s.reg, s.key, s.tail[:len(blks)*blockKeys], blockKeys, blks, h.owner, h.pool.clock.Add(1))
+	s.last = h.pool.cache.register(s.tab, s.last, s.key, s.tail[:len(blks)*blockKeys], blockKeys, blks, h.owner, h.pool.clock.Add(1))
 	s.tail = append(s.tail[:0], s.tail[len(blks)*blockKeys:]...)
 	s.reg = full
 }
 
 // register adds the blocks blks[i] (one per column), whose keys are
-// keys[i*blockKeys:(i+1)*blockKeys], as the entries after parent at depth,
+// keys[i*blockKeys:(i+1)*blockKeys], as the entries after parent,
 // and returns the entry of the last. A block whose chain and keys are
 // cached already is not added twice: the chain goes on from the cached
 // entry.
-func (c *prefixCache) register(t *prefixTable, parent *prefixEntry, depth, key int, keys []byte, blockKeys int, blks [][]*block, owner Owner, clock uint64) *prefixEntry {
+func (c *prefixCache) register(t *prefixTable, parent *prefixEntry, key int, keys []byte, blockKeys int, blks [][]*block, owner Owner, clock uint64) *prefixEntry {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if parent != nil && parent.gone {
@@ -395,7 +394,7 @@ func (c *prefixCache) register(t *prefixTable, parent *prefixEntry, depth, key i
 		}
 		e := &prefixEntry{
 			tab: t, hash: c.chainHash(hashOf(parent), k), parent: parent,
-			keys: bytes.Clone(k), blks: bs, depth: depth + i, key: key, owner: owner, used: clock,
+			keys: bytes.Clone(k), blks: bs, key: key, owner: owner, used: clock,
 		}
 		for _, b := range bs {
 			b.rc.Add(1) // the head holds it too: not counted as unheld
