@@ -44,4 +44,12 @@ var (
 	// ErrNoMemory: the pool's MaxBytes or the device is exhausted, and
 	// nothing more could be evicted.
 	ErrNoMemory = errors.New("state: out of memory")
+	// ErrCoupled: Rollback, Merge or Release called on a member head that
+	// a group holds; the group moves its members together, so the call is
+	// made on the group (docs/GUIDE.md, "Coupled state").
+	ErrCoupled = errors.New("state: member of a group")
+	// ErrReplayDiverged: a reconstruction by replay whose rows hash
+	// otherwise than the step recorded (a step function that is not
+	// deterministic); nothing is kept.
+	ErrReplayDiverged = errors.New("state: replay diverged from the recorded step")
 )
