@@ -104,7 +104,21 @@ func (m *module) sh(line string) (string, error) {
 	cmd := exec.Command("sh", "-c", line)
 	cmd.Dir, cmd.Env = m.dir, m.env
 	out, err := cmd.CombinedOutput()
-	return string(out), err
+	return withoutDownloads(string(out)), err
+}
+
+// withoutDownloads drops the go command's "go: downloading" lines, which a
+// cold module cache prints and a warm one does not: a newcomer's silence is
+// the commands' own.
+func withoutDownloads(out string) string {
+	lines := strings.SplitAfter(out, "\n")
+	kept := lines[:0]
+	for _, l := range lines {
+		if !strings.HasPrefix(l, "go: downloading ") {
+			kept = append(kept, l)
+		}
+	}
+	return strings.Join(kept, "")
 }
 
 // setUp runs the README's setup lines; after go mod init, it points the
