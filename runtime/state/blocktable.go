@@ -51,6 +51,9 @@ type TableColumn struct {
 // failure to bring the table up to date, ErrReleased after Release, or
 // ErrRange for a column the layout lacks.
 func (t *BlockTable) Column(i int) (TableColumn, error) {
+	if t == nil {
+		return TableColumn{}, errNil("BlockTable", "Column")
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.released {
@@ -71,6 +74,9 @@ func (t *BlockTable) Column(i int) (TableColumn, error) {
 //
 //state:release
 func (t *BlockTable) Release() error {
+	if t == nil {
+		return errNil("BlockTable", "Release")
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.releaseLocked()

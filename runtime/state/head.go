@@ -44,6 +44,9 @@ var headIDs atomic.Uint64
 //
 //state:acquire
 func (p *Pool) NewHead(l *Layout, owner Owner) (*Head, error) {
+	if p == nil {
+		return nil, errNilPool
+	}
 	limit := p.blockBytes
 	if l != nil && (l.BlockRows > 0 || p.rowSized) {
 		limit = maxBlockBytes // blocks follow the rows
@@ -139,6 +142,9 @@ func (h *Head) begin(op string) error { return h.open(op, true) }
 // h is released or invalidated; it rebuilds an evicted reconstructable
 // head, and with land waits for the copies of earlier AppendAsync calls.
 func (h *Head) open(op string, land bool) error {
+	if h == nil {
+		return errNil("Head", op)
+	}
 	if err := h.pool.enterCall(); err != nil {
 		return h.errorf(op, "%w", err)
 	}
@@ -359,6 +365,9 @@ func (h *Head) Spans(from, to int) ([][]device.Span, error) {
 // Len returns the number of rows (0 once released, or evicted unless reconstructable): for a window state,
 // every row ever appended, of which rows [Oldest(), Len()) are readable.
 func (h *Head) Len() int {
+	if h == nil || h.pool.isClosed() {
+		return 0
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.r == nil {
@@ -373,25 +382,51 @@ func (h *Head) Len() int {
 }
 
 // Bound returns the layout's bound (<= 0: unbounded).
-func (h *Head) Bound() int { return h.l.Bound }
+func (h *Head) Bound() int {
+	if h == nil {
+		return 0
+	}
+	return h.l.Bound
+}
 
 // Version returns the head's version.
 func (h *Head) Version() Version {
+	if h == nil {
+		return 0
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.pos.v
 }
 
 // Owner returns the head's owner.
-func (h *Head) Owner() Owner { return h.owner }
+func (h *Head) Owner() Owner {
+	if h == nil {
+		return ""
+	}
+	return h.owner
+}
 
 // Layout returns a copy of the head's layout.
-func (h *Head) Layout() *Layout { return h.l.clone() }
+func (h *Head) Layout() *Layout {
+	if h == nil {
+		return nil
+	}
+	return h.l.clone()
+}
 
-// Stats returns the head's version, rows, logical and physical bytes.
+// Stats returns the head's version, rows, logical and physical bytes
+// (none once released, or once its pool is closed).
 func (h *Head) Stats() Stats {
+	if h == nil {
+		return Stats{}
+	}
+	closed := h.pool.isClosed()
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if closed {
+		return Stats{Version: h.pos.v}
+	}
 	st := h.stats(h.r, h.pos.v)
 	if h.hist != nil {
 		st.Checkpoints = len(h.hist.roots())
@@ -462,6 +497,9 @@ func (h *Head) Branch() (*Head, error) {
 //
 //state:mutates
 func (h *Head) Merge(child *Head) error {
+	if h == nil {
+		return errNil("Head", "Merge")
+	}
 	if child == nil {
 		return h.errorf("Merge", "nil child: %w", ErrDiverged)
 	}
@@ -548,6 +586,9 @@ func (h *Head) Merge(child *Head) error {
 //
 //state:mutates
 func (h *Head) Rollback(to *Snap) error {
+	if h == nil {
+		return errNil("Head", "Rollback")
+	}
 	if to == nil {
 		return h.errorf("Rollback", "nil snapshot: %w", ErrNotAncestor)
 	}
@@ -616,6 +657,9 @@ func (h *Head) Rollback(to *Snap) error {
 //
 //state:release
 func (h *Head) Release() error {
+	if h == nil {
+		return errNil("Head", "Release")
+	}
 	h.pool.closeMu.RLock()
 	defer h.pool.closeMu.RUnlock()
 	h.mu.Lock()

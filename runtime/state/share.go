@@ -464,6 +464,9 @@ func (s *sharing) clone(p *Pool) *sharing {
 // go back to the pool, and blocks heads hold stay theirs but can no longer
 // be adopted. It returns the bytes given back to the pool.
 func (p *Pool) ForgetPrefixes(d Domain) int64 {
+	if p == nil {
+		return 0
+	}
 	leave, err := p.enter()
 	if err != nil {
 		return 0

@@ -22,8 +22,14 @@ func (p *Pool) recordStream(r *root, st device.Stream) error {
 	if st == nil {
 		return errors.New("RecordStream of a nil stream")
 	}
-	if _, ok := p.b.(device.Streams); !ok {
+	sb, ok := p.b.(device.Streams)
+	if !ok {
 		return fmt.Errorf("RecordStream: the %s backend has no streams: %w", p.b.Name(), errors.ErrUnsupported)
+	}
+	// A stream of another backend (or a closed one) would never order
+	// this backend's frees: the event the check records fails on it.
+	if err := checkStream(sb, st); err != nil {
+		return fmt.Errorf("RecordStream: %w", err)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -99,6 +105,9 @@ func (p *Pool) unfence(list []*block, done chan struct{}) {
 // many bytes were pending when it was called. Close waits the same way;
 // releases never do.
 func (p *Pool) WaitPending() int64 {
+	if p == nil {
+		return 0
+	}
 	p.mu.Lock()
 	n := p.pendingBytes
 	waits := make([]chan struct{}, 0, len(p.batches))

@@ -72,6 +72,9 @@ func (sh *shape) expire(r *root, freed *[]*block) {
 // Oldest returns the first readable row: Len()-Window for a window state
 // that has passed its window, else 0.
 func (h *Head) Oldest() int {
+	if h == nil || h.pool.isClosed() {
+		return 0
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.r == nil {
@@ -81,10 +84,18 @@ func (h *Head) Oldest() int {
 }
 
 // Window returns the layout's window (0: none).
-func (h *Head) Window() int { return h.l.Window }
+func (h *Head) Window() int {
+	if h == nil {
+		return 0
+	}
+	return h.l.Window
+}
 
 // Oldest returns the snapshot's first readable row (see Head.Oldest).
 func (s *Snap) Oldest() int {
+	if s == nil || s.pool.isClosed() {
+		return 0
+	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.r == nil {
