@@ -136,6 +136,10 @@ func (t *BlockTable) syncLocked(r *root) error {
 		}
 		old := c.host
 		c.host = make([]uint64, n)
+		// Entries of expired blocks (below tr.lo) keep what the device
+		// holds: no reader of this version reads them, and a kernel queued
+		// at an earlier one may; a new table holds 0 there.
+		copy(c.host, old[:min(tr.lo, len(old), n)])
 		var buf []byte
 		start := -1
 		flush := func(end int) error {
@@ -151,7 +155,9 @@ func (t *BlockTable) syncLocked(r *root) error {
 			return err
 		}
 		for i := 0; i < n; i++ {
-			c.host[i] = uint64(tr.get(i).ptr)
+			if i >= tr.lo {
+				c.host[i] = uint64(tr.held(i).ptr)
+			}
 			if i < len(old) && old[i] == c.host[i] {
 				if err := flush(i); err != nil {
 					return err

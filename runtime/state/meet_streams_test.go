@@ -129,3 +129,82 @@ func TestMeetRecordStreamForeign(t *testing.T) {
 		t.Errorf("%d bytes pending behind a foreign stream", pend)
 	}
 }
+
+// windowKV is kv with a window of w rows: with 256-byte blocks, 16 rows
+// per key block and 32 per value block.
+func windowKV(w int) *Layout {
+	l := kv(Append, 0, Keep)
+	l.Window = w
+	return l
+}
+
+// checkTable checks that column c's table names the blocks of rows
+// [from, to) of x where x's spans place them.
+func checkTable(t *testing.T, what string, b device.Backend, bt *BlockTable, spans func(int, int) ([][]device.Span, error), from, to int) {
+	t.Helper()
+	sp, err := spans(from, to)
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	for c, rb := range []int{16, 8} {
+		col, err := bt.Column(c)
+		if err != nil {
+			t.Fatalf("%s: column %d: %v", what, c, err)
+		}
+		got := tableEntries(t, b, bt, c)
+		row := from
+		for _, s := range sp[c] {
+			bi := row / col.RowsPerBlock
+			base := s.Ptr - device.Ptr(rb*(row%col.RowsPerBlock))
+			if bi >= len(got) || got[bi] != base {
+				t.Fatalf("%s: column %d, block %d: table has %v, the rows lie at %x", what, c, bi, got, base)
+			}
+			row += s.Rows
+		}
+	}
+}
+
+// TestMeetWindowTablesAndStreams: block tables and RecordStream on window
+// states whose early blocks (whole subtrees of them) expired.
+func TestMeetWindowTablesAndStreams(t *testing.T) {
+	r := hostStreamRig(t)
+	p, err := NewPool(r.b, PoolOptions{BlockBytes: 256})
+	check(t, err)
+	defer p.Close()
+	st, err := r.streams().NewStream()
+	check(t, err)
+	defer st.Close()
+	h := must[*Head](t)(p.NewHead(windowKV(40), "a"))
+	defer h.Release()
+	live := must[*BlockTable](t)(h.BlockTable()) // kept current while blocks expire
+	defer live.Release()
+	for i := range 60 { // 1200 rows: 75 key blocks, more than two subtrees of 32
+		check(t, h.Append(kvRows(20, byte(i))))
+	}
+	if h.Oldest() != 1160 {
+		t.Fatalf("Oldest %d, want 1160", h.Oldest())
+	}
+	checkTable(t, "the live table after expiry", p.Backend(), live, h.Spans, h.Oldest(), h.Len())
+	bt, err := h.BlockTable()
+	if err != nil {
+		t.Fatalf("BlockTable of a window head past expiry: %v", err)
+	}
+	defer bt.Release()
+	checkTable(t, "a new head table", p.Backend(), bt, h.Spans, h.Oldest(), h.Len())
+	s := must[*Snap](t)(h.Snapshot())
+	defer s.Release()
+	sbt, err := s.BlockTable()
+	if err != nil {
+		t.Fatalf("BlockTable of a window snapshot past expiry: %v", err)
+	}
+	defer sbt.Release()
+	checkTable(t, "a snapshot table", p.Backend(), sbt, s.Spans, s.Oldest(), s.Len())
+	if err := h.RecordStream(st); err != nil {
+		t.Fatalf("RecordStream on a window head past expiry: %v", err)
+	}
+	if err := s.RecordStream(st); err != nil {
+		t.Fatalf("RecordStream on a window snapshot past expiry: %v", err)
+	}
+	check(t, h.Append(kvRows(20, 99)))
+	checkTable(t, "the live table after a recorded append", p.Backend(), live, h.Spans, h.Oldest(), h.Len())
+}

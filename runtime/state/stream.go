@@ -35,9 +35,8 @@ func (p *Pool) recordStream(r *root, st device.Stream) error {
 	defer p.mu.Unlock()
 	for ci := range r.cols {
 		t := &r.cols[ci]
-		for i := 0; i < t.n; i++ {
-			b := t.get(i)
-			if b != nil && !hasStream(b.streams, st) {
+		for i := t.lo; i < t.n; i++ {
+			if b := t.held(i); b != nil && !hasStream(b.streams, st) {
 				b.streams = append(b.streams, st)
 			}
 		}

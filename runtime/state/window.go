@@ -104,6 +104,23 @@ func (s *Snap) Oldest() int {
 	return s.floor(s.r.rows)
 }
 
+// held returns block i of t, or nil when t holds none there: below lo
+// (expired, its subtree perhaps pruned) or past the end. Walks over every
+// block of a tree use it, so that a window's dropped blocks are skipped.
+func (t *tree) held(i int) *block {
+	if i < t.lo || i >= t.n || t.root == nil {
+		return nil
+	}
+	n := t.root
+	for h := t.height; h > 1; h-- {
+		n = n.kids[(i>>(fanBits*(h-1)))&(fan-1)]
+		if n == nil {
+			return nil
+		}
+	}
+	return n.blks[i&(fan-1)]
+}
+
 // drop releases t's references to blocks [t.lo, hi), in a tree of a root
 // its holder holds alone: shared nodes on the way are copied first, so
 // other versions keep their blocks. Subtrees left empty are removed.
