@@ -208,3 +208,39 @@ func TestMeetWindowTablesAndStreams(t *testing.T) {
 	check(t, h.Append(kvRows(20, 99)))
 	checkTable(t, "the live table after a recorded append", p.Backend(), live, h.Spans, h.Oldest(), h.Len())
 }
+
+// TestMeetShareReusedLayout: a Layout value reused after a column was
+// widened opens a prefix table of its own: a shared head of the wider
+// layout adopts none of the narrower blocks (whose rows it would read
+// past, into another owner's), and reads its own rows.
+func TestMeetShareReusedLayout(t *testing.T) {
+	p := newPool(t, PoolOptions{})
+	l := prompt(16, 0)
+	toks := tokens(3, 40)
+	a, _ := session(t, p, l, "alice", "d", toks)
+	defer a.Release()
+	// Another owner's rows, in no domain, next to alice's blocks.
+	c := must[*Head](t)(p.NewHead(l, "carol"))
+	defer c.Release()
+	check(t, c.Append(promptRows(tokens(9, 40), 0, 40)))
+
+	l.Columns[0].Width = 16 // the same Layout value, a wider KV column
+	b := must[*Head](t)(p.NewSharedHead(l, "bob", "d"))
+	defer b.Release()
+	n, err := b.AdoptPrefix(keyBytes(toks))
+	check(t, err)
+	if n != 0 {
+		t.Errorf("a head of the widened layout adopted %d rows of the narrower layout's blocks", n)
+	}
+	want := derivedRows(toks, n, len(toks), 16)
+	check(t, b.Append(want))
+	got := [][]byte{make([]byte, (len(toks)-n)*64), make([]byte, (len(toks)-n)*4)}
+	check(t, b.Read(n, len(toks), got))
+	samePrompt(t, "the widened head's rows", got, want)
+	// A second head of the widened layout does share with the first.
+	d := must[*Head](t)(p.NewSharedHead(l, "dave", "d"))
+	defer d.Release()
+	if n := must[int](t)(d.AdoptPrefix(keyBytes(toks))); n != 32 {
+		t.Errorf("a second head of the widened layout adopted %d rows, want 32", n)
+	}
+}

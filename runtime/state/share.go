@@ -24,8 +24,11 @@ import (
 // Isolation. The cache is one table per layout and domain: a head looks
 // up only its own, so blocks never cross domains and the empty domain
 // shares with nobody. A table is found by the Layout pointer its heads
-// were made from (generated code has one per type), never by the layout's
-// name or shape, so two types that look alike never share. A hash match is
+// were made from (generated code has one per type), so two types that look
+// alike never share, and by what that layout held when each head copied
+// it: columns, sizes and rows per block. A Layout value reused after a
+// change (a wider column) therefore finds a table of its own, never blocks
+// of the old size, whose rows it would read past. A hash match is
 // not trusted: an entry keeps its parent and its keys, and adoption
 // compares both, so a collision costs a comparison, never a wrong row. A
 // block keeps the owner that wrote it; when the last reference to it goes,
@@ -101,8 +104,9 @@ type prefixCache struct {
 }
 
 type tableKey struct {
-	l *Layout // the caller's layout, as identity
-	d Domain
+	l   *Layout // the caller's layout, as identity
+	sig string  // the content of the layout its heads copied (shape.shareSig)
+	d   Domain
 }
 
 // prefixTable holds the cached blocks of one layout in one domain, by the
@@ -168,24 +172,35 @@ func (p *Pool) NewSharedHead(l *Layout, owner Owner, domain Domain) (*Head, erro
 		return nil, err
 	}
 	if domain != "" {
-		h.share.tab = p.cache.join(l, domain)
+		h.share.tab = p.cache.join(tableKey{l, h.shareSig(), domain}, l.Type)
 	}
 	return h, nil
 }
 
-// join returns the table of layout l in domain d, making it, for a new
-// head that registers in it; the head leaves it at its release.
-func (c *prefixCache) join(l *Layout, d Domain) *prefixTable {
+// shareSig describes what a block of the head's layout holds: the layout's
+// fields and, per column, its row and block sizes. Heads share blocks only
+// when it is equal.
+func (sh *shape) shareSig() string {
+	l := sh.l
+	s := fmt.Sprintf("%q %d %d %d %q", l.Type, l.Growth, l.Bound, l.BlockRows, l.ShareKey)
+	for i, c := range l.Columns {
+		s += fmt.Sprintf(" %q:%d*%d/%d/%d", c.Name, c.ElemSize, c.Width, sh.blockBytes[i], sh.perBlock[i])
+	}
+	return s
+}
+
+// join returns the table of key k, of layout type typ, making it, for a
+// new head that registers in it; the head leaves it at its release.
+func (c *prefixCache) join(k tableKey, typ string) *prefixTable {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.tables == nil {
 		c.tables = make(map[tableKey]*prefixTable)
 		c.seed = maphash.MakeSeed()
 	}
-	k := tableKey{l, d}
 	t := c.tables[k]
 	if t == nil {
-		t = &prefixTable{key: k, typ: l.Type, buckets: make(map[uint64][]*prefixEntry), byBlock: make(map[*block]*prefixEntry)}
+		t = &prefixTable{key: k, typ: typ, buckets: make(map[uint64][]*prefixEntry), byBlock: make(map[*block]*prefixEntry)}
 		c.tables[k] = t
 	}
 	t.heads++
