@@ -1,7 +1,9 @@
 package state
 
 import (
+	"encoding/binary"
 	"errors"
+	"sync"
 	"testing"
 
 	"github.com/gpustate/gpustate/runtime/device"
@@ -243,4 +245,135 @@ func TestMeetShareReusedLayout(t *testing.T) {
 	if n := must[int](t)(d.AdoptPrefix(keyBytes(toks))); n != 32 {
 		t.Errorf("a second head of the widened layout adopted %d rows, want 32", n)
 	}
+}
+
+// TestMeetTableStreamOrder: a kernel queued with a head's table at one
+// version reads that version's blocks, though a later copy-on-write write
+// replaces one of them before the kernel runs.
+func TestMeetTableStreamOrder(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		rig  func(*testing.T) *streamRig
+	}{{"host", hostStreamRig}, {"fakecuda", fakeStreamRig}} {
+		t.Run(c.name, func(t *testing.T) { testTableStreamOrder(t, c.rig(t)) })
+	}
+}
+
+func testTableStreamOrder(t *testing.T, r *streamRig) {
+	p, err := NewPool(r.b, PoolOptions{BlockBytes: 256})
+	check(t, err)
+	defer p.Close()
+	h := must[*Head](t)(p.NewHead(kv(Append, 0, Keep), "a"))
+	defer h.Release()
+	check(t, h.Append(kvRows(40, 1))) // 3 key blocks, the last partly full
+	bt := must[*BlockTable](t)(h.BlockTable())
+	defer bt.Release()
+	v1 := tableEntries(t, p.Backend(), bt, 0)
+	c1 := must[TableColumn](t)(bt.Column(0))
+	st := must[device.Stream](t)(r.streams().NewStream())
+	defer st.Close()
+	check(t, h.RecordStream(st))
+	out := must[[]byte](t)(r.streams().HostAlloc(8 * c1.Blocks))
+	defer r.streams().HostFree(out)
+	// Queued, held back: a kernel's read of the table of version 1.
+	r.hold(t, st)
+	var once sync.Once
+	let := func() { once.Do(r.release) }
+	defer let() // a failure before the release must not leave Close waiting
+	check(t, r.streams().CopyDtoHAsync(st, out, c1.Ptr))
+	ev := must[device.Event](t)(r.streams().Record(st))
+	defer ev.Close()
+	s := must[*Snap](t)(h.Snapshot())
+	defer s.Release()
+	check(t, h.Append(kvRows(10, 2))) // copy-on-write of the shared last block
+	v2 := tableEntries(t, p.Backend(), bt, 0)
+	if v2[2] == v1[2] {
+		t.Fatal("the copy-on-write append left the head's table naming the snapshot's block")
+	}
+	if done, _ := ev.Done(); done {
+		t.Fatal("the held read completed before the stream was let go")
+	}
+	let()
+	check(t, ev.Wait())
+	for i := range v1 {
+		if got := device.Ptr(binary.LittleEndian.Uint64(out[8*i:])); got != v1[i] {
+			t.Errorf("entry %d: the kernel queued at version 1 read %x, version 1 has %x (version 2: %x)", i, got, v1[i], v2[i])
+		}
+	}
+	checkTable(t, "the table of version 2", p.Backend(), bt, h.Spans, 0, h.Len())
+}
+
+// tableFaults fails the allocations of block tables (small ones) and the
+// copies into them while armed.
+type tableFaults struct {
+	device.Backend
+	mu     sync.Mutex
+	armed  bool
+	tables map[device.Ptr]int
+}
+
+func (f *tableFaults) Alloc(n int) (device.Ptr, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if n < 4096 && f.armed {
+		return 0, errors.New("injected table allocation failure")
+	}
+	p, err := f.Backend.Alloc(n)
+	if err == nil && n < 4096 {
+		f.tables[p] = n
+	}
+	return p, err
+}
+
+func (f *tableFaults) CopyHtoD(dst device.Ptr, src []byte) error {
+	f.mu.Lock()
+	fail := false
+	for p, n := range f.tables {
+		fail = fail || f.armed && dst >= p && dst < p+device.Ptr(n)
+	}
+	f.mu.Unlock()
+	if fail {
+		return errors.New("injected table copy failure")
+	}
+	return f.Backend.CopyHtoD(dst, src)
+}
+
+func (f *tableFaults) arm(on bool) {
+	f.mu.Lock()
+	f.armed = on
+	f.mu.Unlock()
+}
+
+// TestMeetTableFailureRecovers: a failed block-table update shows in
+// Column (the write's rows are committed, so the write succeeds) and the
+// table is rebuilt by the next call once the device works again.
+func TestMeetTableFailureRecovers(t *testing.T) {
+	f := &tableFaults{Backend: device.Host(), tables: map[device.Ptr]int{}}
+	p, err := NewPool(f, PoolOptions{BlockBytes: 256})
+	check(t, err)
+	defer p.Close()
+	h := must[*Head](t)(p.NewHead(kv(Append, 0, Keep), "a"))
+	defer h.Release()
+	check(t, h.Append(kvRows(20, 1)))
+	bt := must[*BlockTable](t)(h.BlockTable())
+	defer bt.Release()
+	for _, step := range []struct {
+		what string
+		rows int
+	}{{"in place", 20}, {"growth", 200}} {
+		f.arm(true)
+		if err := h.Append(kvRows(step.rows, 2)); err != nil {
+			t.Fatalf("%s: the append whose table update failed: %v", step.what, err)
+		}
+		if _, err := bt.Column(0); err == nil {
+			t.Errorf("%s: Column hides the failed update", step.what)
+		}
+		f.arm(false)
+		checkTable(t, step.what+": the table after the device recovered", p.Backend(), bt, h.Spans, 0, h.Len())
+	}
+	f.arm(true)
+	check(t, h.Append(kvRows(300, 3)))
+	f.arm(false)
+	check(t, h.Append(kvRows(1, 4))) // the next write rebuilds it too
+	checkTable(t, "after the next write", p.Backend(), bt, h.Spans, 0, h.Len())
 }
