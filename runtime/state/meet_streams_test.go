@@ -1,6 +1,7 @@
 package state
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"sync"
@@ -376,4 +377,98 @@ func TestMeetTableFailureRecovers(t *testing.T) {
 	f.arm(false)
 	check(t, h.Append(kvRows(1, 4))) // the next write rebuilds it too
 	checkTable(t, "after the next write", p.Backend(), bt, h.Spans, 0, h.Len())
+}
+
+// asyncFaults fails, on demand, the async copies or the n-th event
+// recorded from now on the host backend's streams.
+type asyncFaults struct {
+	device.Backend
+	device.Streams
+	mu        sync.Mutex
+	failCopy  bool
+	failEvent int // 1: the next Record fails; 0: none
+}
+
+func newAsyncFaults(t *testing.T) *asyncFaults {
+	b := device.Host()
+	t.Cleanup(func() { b.Close() })
+	return &asyncFaults{Backend: b, Streams: b.(device.Streams)}
+}
+
+func (f *asyncFaults) CopyHtoDAsync(st device.Stream, dst device.Ptr, src []byte) error {
+	f.mu.Lock()
+	fail := f.failCopy
+	f.mu.Unlock()
+	if fail {
+		return errors.New("injected async copy failure")
+	}
+	return f.Streams.CopyHtoDAsync(st, dst, src)
+}
+
+func (f *asyncFaults) Record(st device.Stream) (device.Event, error) {
+	f.mu.Lock()
+	n := f.failEvent
+	if n > 0 {
+		f.failEvent--
+	}
+	f.mu.Unlock()
+	if n == 1 {
+		return nil, errors.New("injected event record failure")
+	}
+	return f.Streams.Record(st)
+}
+
+// TestMeetAppendAsyncFailureChangesNothing: an AppendAsync whose copy or
+// event fails answers an error and changes nothing (rows, version, stats),
+// so a retry stores the rows once.
+func TestMeetAppendAsyncFailureChangesNothing(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		inject func(f *asyncFaults)
+	}{
+		{"copy", func(f *asyncFaults) { f.failCopy = true }},
+		// The first Record checks the stream; the next two follow the copies.
+		{"staging event", func(f *asyncFaults) { f.failEvent = 2 }},
+		{"landing event", func(f *asyncFaults) { f.failEvent = 3 }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := newAsyncFaults(t)
+			p, err := NewPool(f, PoolOptions{BlockBytes: 256})
+			check(t, err)
+			defer p.Close()
+			h := must[*Head](t)(p.NewHead(kv(Append, 0, Keep), "a"))
+			defer h.Release()
+			st := must[device.Stream](t)(f.NewStream())
+			defer st.Close()
+			check(t, h.AppendAsync(st, kvRows(20, 1)))
+			s := must[*Snap](t)(h.Snapshot()) // the next append copies the shared block
+			defer s.Release()
+			v, hs, ps := h.Version(), h.Stats(), p.Stats()
+			f.mu.Lock()
+			c.inject(f)
+			f.mu.Unlock()
+			if err := h.AppendAsync(st, kvRows(30, 2)); err == nil {
+				t.Fatal("AppendAsync with a failing stream answered nil")
+			}
+			f.mu.Lock()
+			f.failCopy, f.failEvent = false, 0
+			f.mu.Unlock()
+			p.WaitPending()
+			if h.Len() != 20 || h.Version() != v || h.Stats() != hs {
+				t.Errorf("the failed call changed the head: %d rows at version %d (%+v); was 20 at %d (%+v)", h.Len(), h.Version(), h.Stats(), v, hs)
+			}
+			if got := p.Stats(); got.PhysicalBytes != ps.PhysicalBytes || got.LogicalBytes != ps.LogicalBytes {
+				t.Errorf("the failed call changed the pool: physical %d, logical %d; was %d, %d", got.PhysicalBytes, got.LogicalBytes, ps.PhysicalBytes, ps.LogicalBytes)
+			}
+			check(t, h.AppendAsync(st, kvRows(30, 2))) // the retry
+			want := [][]byte{append(kvRows(20, 1)[0], kvRows(30, 2)[0]...), append(kvRows(20, 1)[1], kvRows(30, 2)[1]...)}
+			if h.Len() != 50 {
+				t.Fatalf("after the retry: %d rows, want 50", h.Len())
+			}
+			got := readAll(t, h)
+			if !bytes.Equal(got[0], want[0]) || !bytes.Equal(got[1], want[1]) {
+				t.Error("after the retry the head holds other rows than the two batches")
+			}
+		})
+	}
 }
