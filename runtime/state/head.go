@@ -128,7 +128,7 @@ func (h *Head) landLocked() error {
 // ReadAsync): they leave the copies of earlier ones in flight, as the
 // stream orders them.
 func (h *Head) lockAsync(op string) (func(), error) {
-	if err := h.open(op, false); err != nil {
+	if err := h.open(op, false, true); err != nil {
 		return nil, err
 	}
 	return h.end, nil
@@ -136,12 +136,13 @@ func (h *Head) lockAsync(op string) (func(), error) {
 
 // begin is lock without the closure, for the reads that allocate
 // nothing: a nil error must be followed by end.
-func (h *Head) begin(op string) error { return h.open(op, true) }
+func (h *Head) begin(op string) error { return h.open(op, true, true) }
 
 // open starts a call: it holds the pool open and h's lock, and fails when
 // h is released or invalidated; it rebuilds an evicted reconstructable
-// head, and with land waits for the copies of earlier AppendAsync calls.
-func (h *Head) open(op string, land bool) error {
+// head, with land waits for the copies of earlier AppendAsync calls, and
+// with share registers the blocks that rows a kernel wrote filled.
+func (h *Head) open(op string, land, share bool) error {
 	if h == nil {
 		return errNil("Head", op)
 	}
@@ -173,7 +174,7 @@ func (h *Head) open(op string, land bool) error {
 	if h.hist != nil && h.hist.pending != nil {
 		h.flush()
 	}
-	if h.share != nil && len(h.inflight) == 0 {
+	if share && h.share != nil && len(h.inflight) == 0 {
 		h.shareFull() // blocks that rows a kernel wrote filled
 	}
 	return nil
@@ -675,10 +676,12 @@ func (h *Head) Release() error {
 	delete(h.lin.heads, h)
 	h.lin.mu.Unlock()
 	if h.share != nil && h.share.tab != nil {
-		if len(h.inflight) == 0 && h.streams.empty() {
-			// Blocks a kernel filled: no recorded stream can still be writing them.
+		if len(h.inflight) == 0 {
+			// Blocks a kernel filled, if the streams recorded on h are
+			// past it already (Release never waits).
 			h.shareFull()
 		}
+		h.share.dropWaits()
 		h.pool.cache.leave(h.share.tab)
 	}
 	releaseTables(h.tables)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 
@@ -470,5 +471,73 @@ func TestMeetAppendAsyncFailureChangesNothing(t *testing.T) {
 				t.Error("after the retry the head holds other rows than the two batches")
 			}
 		})
+	}
+}
+
+// TestMeetSharePrefixAfterKernel: blocks a kernel fills join the prefix
+// cache only once the streams recorded on the head are past the kernel:
+// while it is held back, a prompt of what the blocks held before adopts
+// nothing; once it ran, the real prompt adopts them, with the kernel's rows.
+func TestMeetSharePrefixAfterKernel(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		rig  func(*testing.T) *streamRig
+	}{{"host", hostStreamRig}, {"fakecuda", fakeStreamRig}} {
+		for _, first := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/recordFirst=%v", c.name, first), func(t *testing.T) { testSharePrefixAfterKernel(t, c.rig(t), first) })
+		}
+	}
+}
+
+func testSharePrefixAfterKernel(t *testing.T, r *streamRig, recordFirst bool) {
+	p, err := NewPool(r.b, PoolOptions{})
+	check(t, err)
+	defer p.Close()
+	l := prompt(16, 0)
+	h := must[*Head](t)(p.NewSharedHead(l, "alice", "d"))
+	defer h.Release()
+	st := must[device.Stream](t)(r.streams().NewStream())
+	defer st.Close()
+	if recordFirst { // the stream is the head's before the rows are reserved
+		check(t, h.RecordStream(st))
+	}
+	r.hold(t, st)
+	var once sync.Once
+	let := func() { once.Do(r.release) }
+	defer let()
+	spans := must[[][]device.Span](t)(h.AppendDevice(32)) // two full blocks
+	for c, val := range []uint32{0x02, 0x01} {            // KV rows, then the Token keys
+		rb := []int{32, 4}[c]
+		for _, sp := range spans[c] {
+			check(t, r.kernels().Launch(st, r.fill, device.Dim3{}, device.Dim3{X: 64}, 0, sp.Ptr, val, uint64(sp.Rows*rb)))
+		}
+	}
+	if !recordFirst {
+		check(t, h.RecordStream(st))
+	}
+	ev := must[device.Event](t)(r.streams().Record(st))
+	defer ev.Close()
+	must[[][]device.Span](t)(h.Spans(0, 32)) // the next call on the head
+	stale := make([]byte, 32*4)              // the keys before the kernel ran
+	b := must[*Head](t)(p.NewSharedHead(l, "bob", "d"))
+	defer b.Release()
+	if n := must[int](t)(b.AdoptPrefix(stale)); n != 0 {
+		t.Errorf("a prompt of the unwritten keys adopted %d rows while the kernel was held", n)
+	}
+	if done, _ := ev.Done(); done {
+		t.Fatal("the held kernel completed before the stream was let go")
+	}
+	let()
+	check(t, ev.Wait())
+	must[[][]device.Span](t)(h.Spans(0, 32)) // registers now
+	keys := bytes.Repeat([]byte{0x01}, 32*4)
+	c := must[*Head](t)(p.NewSharedHead(l, "carol", "d"))
+	defer c.Release()
+	if n := must[int](t)(c.AdoptPrefix(keys)); n != 32 {
+		t.Fatalf("the real prompt adopted %d rows once the kernel ran, want 32", n)
+	}
+	got := readPrompt(t, c)
+	if !bytes.Equal(got[0], bytes.Repeat([]byte{0x02}, 32*32)) || !bytes.Equal(got[1], keys) {
+		t.Error("the adopted rows are not the kernel's")
 	}
 }

@@ -3,10 +3,13 @@ package state
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/maphash"
 	"sync"
 	"sync/atomic"
+
+	"github.com/gpustate/gpustate/runtime/device"
 )
 
 // Declared prefix sharing (Layout.ShareKey, the contract's //state:share
@@ -148,6 +151,21 @@ type sharing struct {
 	// AppendAsync); their keys are read back when their blocks are full.
 	tail  []byte
 	known int
+	// waits are the batches of events recorded on the head's recorded
+	// streams once rows a kernel wrote filled a block, oldest first; ready
+	// is the rows the completed ones cover. broken: a stream that wrote
+	// rows failed, so none past reg is registered until the version
+	// changes other than by an append.
+	waits  []shareWait
+	ready  int
+	broken bool
+}
+
+// shareWait is one event per recorded stream: rows [0, rows) are written
+// once each has completed.
+type shareWait struct {
+	evs  []device.Event
+	rows int
 }
 
 // NewSharedHead is NewHead for a layout with a ShareKey, in a sharing
@@ -365,8 +383,15 @@ func (h *Head) shareFull() {
 	}
 	per := h.perBlock[0]
 	full := h.r.rows / per
-	if full <= s.reg {
+	if full <= s.reg || s.broken {
 		return
+	}
+	if s.known < full*per {
+		// Rows a kernel writes join the cache only once the streams
+		// recorded on the head are past that kernel.
+		if full = min(full, max(s.known, h.written())/per); full <= s.reg {
+			return
+		}
 	}
 	if end := full * per; s.known < end {
 		buf := make([]byte, (end-s.known)*s.ks)
@@ -387,6 +412,83 @@ func (h *Head) shareFull() {
 	s.last = h.pool.cache.register(s.tab, s.last, s.key, s.tail[:len(blks)*blockKeys], blockKeys, blks, h.owner, h.pool.clock.Add(1))
 	s.tail = append(s.tail[:0], s.tail[len(blks)*blockKeys:]...)
 	s.reg = full
+}
+
+// written returns the rows of h's version whose keys may be read back:
+// all of them when no stream was recorded on h (the caller wrote them, as
+// AppendDevice's spans are the caller's until its next call), else the
+// rows that completed batches of events cover. Events are polled, never
+// waited for; a new batch is recorded, covering every row, when rows past
+// the last batch fill a block (its kernels were queued before this call).
+// h.mu is held.
+func (h *Head) written() int {
+	s := h.share
+	streams := h.streams.get()
+	if len(streams) == 0 {
+		return h.r.rows
+	}
+	for len(s.waits) > 0 {
+		w := s.waits[0]
+		done, failed := true, false
+		for _, ev := range w.evs {
+			d, err := ev.Done()
+			done, failed = done && d, failed || err != nil
+		}
+		if !done {
+			break
+		}
+		closeEvents(w.evs)
+		s.waits = s.waits[1:]
+		if failed {
+			s.broken = true
+			return s.ready
+		}
+		s.ready = max(s.ready, w.rows)
+	}
+	last := s.ready
+	if n := len(s.waits); n > 0 {
+		last = s.waits[n-1].rows
+	}
+	per := h.perBlock[0]
+	if h.r.rows/per > last/per {
+		if evs, ok := h.pool.recordAll(streams); ok {
+			s.waits = append(s.waits, shareWait{evs: evs, rows: h.r.rows})
+		}
+	}
+	return s.ready
+}
+
+// recordAll records an event on each of streams; a closed stream has
+// finished its work and needs none. ok is false when one fails.
+func (p *Pool) recordAll(streams []device.Stream) (evs []device.Event, ok bool) {
+	sb := p.b.(device.Streams) // streams were recorded, so it has them
+	for _, st := range streams {
+		ev, err := sb.Record(st)
+		switch {
+		case err == nil:
+			evs = append(evs, ev)
+		case !errors.Is(err, device.ErrStreamClosed):
+			closeEvents(evs)
+			return nil, false
+		}
+	}
+	return evs, true
+}
+
+func closeEvents(evs []device.Event) {
+	for _, ev := range evs {
+		ev.Close() // nothing waits for it
+	}
+}
+
+// dropWaits forgets the batches of events of a shared head: at its
+// release, and when its version changes other than by an append (the
+// rows they covered are other rows then). h.mu is held.
+func (s *sharing) dropWaits() {
+	for _, w := range s.waits {
+		closeEvents(w.evs)
+	}
+	s.waits, s.ready, s.broken = nil, 0, false
 }
 
 // register adds the blocks blks[i] (one per column), whose keys are
@@ -431,6 +533,7 @@ func (h *Head) resyncShare() {
 		return
 	}
 	s.reg, s.last, s.tail, s.known = 0, nil, s.tail[:0], 0
+	s.dropWaits()
 	if h.r == nil {
 		return
 	}
@@ -466,6 +569,7 @@ func (s *sharing) clone(p *Pool) *sharing {
 	}
 	c := *s
 	c.tail = bytes.Clone(s.tail)
+	c.waits = nil // the parent closes its events; the branch records its own
 	if c.tab != nil {
 		p.cache.mu.Lock()
 		c.tab.heads++

@@ -125,11 +125,12 @@ func (p *Pool) WaitPending() int64 {
 // until that work has completed, whatever happens to h meanwhile. It needs
 // a backend with device.Streams; it never waits.
 func (h *Head) RecordStream(st device.Stream) error {
-	unlock, err := h.lock("RecordStream")
-	if err != nil {
+	// No registration of kernel-written blocks at the start of this call:
+	// the kernel st runs may be the one writing them (docs/INTERNALS.md).
+	if err := h.open("RecordStream", true, false); err != nil {
 		return err
 	}
-	defer unlock()
+	defer h.end()
 	if err := h.pool.recordStream(h.r, st); err != nil {
 		return h.errorf("RecordStream", "%w", err)
 	}
