@@ -498,17 +498,8 @@ func (h *Head) Branch() (*Head, error) {
 //
 //state:mutates
 func (h *Head) Merge(child *Head) error {
-	if h == nil {
-		return errNil("Head", "Merge")
-	}
-	if child == nil {
-		return h.errorf("Merge", "nil child: %w", ErrDiverged)
-	}
-	if child.owner != h.owner {
-		return h.errorf("Merge", "child of owner %q, head of owner %q: %w", child.owner, h.owner, ErrOwner)
-	}
-	if child.pool != h.pool || child.lin != h.lin {
-		return h.errorf("Merge", "the child is no branch of this head's lineage: %w", ErrDiverged)
+	if err := h.checkChild(child); err != nil {
+		return err
 	}
 	if child == h {
 		unlock, err := h.lock("Merge")
@@ -576,6 +567,21 @@ func (h *Head) Merge(child *Head) error {
 	h.setLogical()
 	h.resyncShare()
 	h.pool.free(freed)
+	return nil
+}
+
+// checkChild checks Merge's arguments, before any lock is taken.
+func (h *Head) checkChild(child *Head) error {
+	switch {
+	case h == nil:
+		return errNil("Head", "Merge")
+	case child == nil:
+		return h.errorf("Merge", "nil child: %w", ErrDiverged)
+	case child.owner != h.owner:
+		return h.errorf("Merge", "child of owner %q, head of owner %q: %w", child.owner, h.owner, ErrOwner)
+	case child.pool != h.pool || child.lin != h.lin:
+		return h.errorf("Merge", "the child is no branch of this head's lineage: %w", ErrDiverged)
+	}
 	return nil
 }
 
