@@ -486,6 +486,9 @@ func (h *Head) Branch() (*Head, error) {
 		c.hist = h.hist.clone()
 	}
 	c.share = h.share.clone(h.pool)
+	// The branch holds h's blocks: work on h's recorded streams uses them
+	// (the prefix cache and the branch's tables wait for it too).
+	c.streams.list = h.streams.get()
 	h.lin.heads[c] = struct{}{}
 	h.pool.register(c)
 	return c, nil

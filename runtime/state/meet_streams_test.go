@@ -518,7 +518,10 @@ func testSharePrefixAfterKernel(t *testing.T, r *streamRig, recordFirst bool) {
 	ev := must[device.Event](t)(r.streams().Record(st))
 	defer ev.Close()
 	must[[][]device.Span](t)(h.Spans(0, 32)) // the next call on the head
-	stale := make([]byte, 32*4)              // the keys before the kernel ran
+	br := must[*Head](t)(h.Branch())         // a branch holds the same blocks
+	defer br.Release()
+	must[[][]device.Span](t)(br.Spans(0, 32))
+	stale := make([]byte, 32*4) // the keys before the kernel ran
 	b := must[*Head](t)(p.NewSharedHead(l, "bob", "d"))
 	defer b.Release()
 	if n := must[int](t)(b.AdoptPrefix(stale)); n != 0 {
