@@ -287,6 +287,10 @@ func (h *Head) BlockTable() (*BlockTable, error) {
 		return nil, h.errorf("BlockTable", "%w", err)
 	}
 	t.refresh = func() {
+		if h.pool.enterCall() != nil {
+			return // closed: the table is released
+		}
+		defer h.pool.closeMu.RUnlock()
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		if !h.released && h.r != nil {
