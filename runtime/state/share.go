@@ -445,17 +445,27 @@ func (h *Head) written() int {
 		}
 		s.ready = max(s.ready, w.rows)
 	}
-	last := s.ready
+	h.markWritten(streams)
+	return s.ready
+}
+
+// markWritten records a batch of events on streams, covering every row of
+// h's version, when rows past the last batch fill a block: the kernels
+// writing them were queued before this call. RecordStream calls it too,
+// so that a kernel queued before it is covered by an event from then on.
+// h.mu is held.
+func (h *Head) markWritten(streams []device.Stream) {
+	s := h.share
+	last := max(s.ready, s.known)
 	if n := len(s.waits); n > 0 {
-		last = s.waits[n-1].rows
+		last = max(last, s.waits[n-1].rows)
 	}
 	per := h.perBlock[0]
-	if h.r.rows/per > last/per {
+	if h.r.rows/per > last/per && h.r.rows/per > s.reg {
 		if evs, ok := h.pool.recordAll(streams); ok {
 			s.waits = append(s.waits, shareWait{evs: evs, rows: h.r.rows})
 		}
 	}
-	return s.ready
 }
 
 // recordAll records an event on each of streams; a closed stream has

@@ -135,6 +135,9 @@ func (h *Head) RecordStream(st device.Stream) error {
 		return h.errorf("RecordStream", "%w", err)
 	}
 	h.streams.add(st)
+	if h.share != nil && h.share.tab != nil && !h.share.broken {
+		h.markWritten(h.streams.get()) // rows a kernel queued before this call writes
+	}
 	return nil
 }
 
