@@ -24,8 +24,10 @@
 // (acquire, release, appends, mutates, view) and a doc comment that states
 // what the contract promises. The generated code only names types and
 // converts batches (state.Bytes); every rule is kept by runtime/state.
-// Its helpers are named _T_layout, _T_read and _T_spans, which no user
-// writes; a user declaration of a generated name is a Clash.
+// Its helpers are named _T_layout, _T_read, _T_spans and the like, which
+// no user writes; a user declaration of a generated name is a Clash. Every
+// method reaches the store through _T_head(s) or _T_snap(v), which answer
+// nil for a nil handle, so a call on one answers state.ErrReleased.
 //
 // Methods is the table of what is generated (name, directive, the contract
 // line that makes it generated, doc comment), which the renderer and the

@@ -10,12 +10,42 @@ import (
 // of heads and snapshots.
 
 // target returns the receiver and the store handle of recv's methods:
-// s *TState with s.h, or v *TSnapshot with v.snap.
+// s *TState with _T_head(s), or v *TSnapshot with _T_snap(v).
 func (m *model) target(recv Recv) (*jen.Statement, func() *jen.Statement) {
 	if recv == RecvSnapshot {
-		return m.snapRecv(), func() *jen.Statement { return jen.Id("v").Dot("snap") }
+		return m.snapRecv(), m.storeSnap
 	}
-	return m.recv(), func() *jen.Statement { return jen.Id("s").Dot("h") }
+	return m.recv(), m.storeHead
+}
+
+// storeHead is the store head of the receiver s: _T_head(s), nil for a nil
+// s, so that a call on a nil handle answers the store's state.ErrReleased
+// instead of panicking.
+func (m *model) storeHead() *jen.Statement { return jen.Id(headName(m.typ())).Call(jen.Id("s")) }
+
+// storeSnap is storeHead for the snapshot v: _T_snap(v).
+func (m *model) storeSnap() *jen.Statement { return jen.Id(snapName(m.typ())).Call(jen.Id("v")) }
+
+func headName(typ string) string { return "_" + typ + "_head" }
+func snapName(typ string) string { return "_" + typ + "_snap" }
+
+// handleFuncs declares _T_head and, with a snapshot, _T_snap.
+func (m *model) handleFuncs() []jen.Code {
+	out := []jen.Code{
+		doc([]string{fmt.Sprintf("%s returns the store head of s, nil for a nil s (its methods answer state.ErrReleased).", headName(m.typ()))}).
+			Func().Id(headName(m.typ())).Params(jen.Id("s").Op("*").Id(m.head())).Op("*").Qual(statePkg, "Head").Block(
+			jen.If(jen.Id("s").Op("==").Nil()).Block(jen.Return(jen.Nil())),
+			jen.Return(jen.Id("s").Dot("h")),
+		),
+	}
+	if m.snapshot() {
+		out = append(out, doc([]string{fmt.Sprintf("%s returns the store snapshot of v, nil for a nil v (its methods answer state.ErrReleased).", snapName(m.typ()))}).
+			Func().Id(snapName(m.typ())).Params(jen.Id("v").Op("*").Id(m.snap())).Op("*").Qual(statePkg, "Snap").Block(
+			jen.If(jen.Id("v").Op("==").Nil()).Block(jen.Return(jen.Nil())),
+			jen.Return(jen.Id("v").Dot("snap")),
+		))
+	}
+	return out
 }
 
 func readRowsCode(recv Recv) func(*model) *jen.Statement {
@@ -27,30 +57,44 @@ func readRowsCode(recv Recv) func(*model) *jen.Statement {
 	}
 }
 
-// readIntoCode calls the store handle's Read with dst's fields resized in
-// place; the batch is built in the method itself, on the concrete handle,
-// so that it stays on the stack.
+// readIntoCode calls the store handle's Read into a copy of *dst whose
+// fields are resized in place, and stores the copy in *dst only when the
+// read succeeded, so that a failed ReadInto leaves dst as it was; the
+// batch is built in the method itself, on the concrete handle, so that it
+// stays on the stack.
 func readIntoCode(recv Recv) func(*model) *jen.Statement {
 	return func(m *model) *jen.Statement {
 		r, store := m.target(recv)
-		bad := jen.Id("dst").Op("==").Nil().Op("||").Id("from").Op("<").Lit(0).Op("||").Id("to").Op("<").Id("from").Op("||").Id("to").Op(">").Add(store()).Dot("Len").Call()
+		x := jen.Id("h")
+		if recv == RecvSnapshot {
+			x = jen.Id("snap")
+		}
+		bad := jen.Id("dst").Op("==").Nil().Op("||").Id("from").Op("<").Lit(0).Op("||").Id("to").Op("<").Id("from").Op("||").Id("to").Op(">").Add(x.Clone()).Dot("Len").Call()
 		if window(m.c) {
-			bad = bad.Op("||").Id("from").Op("<").Id("to").Op("&&").Id("from").Op("<").Add(store()).Dot("Oldest").Call()
+			bad = bad.Op("||").Id("from").Op("<").Id("to").Op("&&").Id("from").Op("<").Add(x.Clone()).Dot("Oldest").Call()
 		}
 		body := []jen.Code{
+			x.Clone().Op(":=").Add(store()),
 			jen.If(bad).Block(
-				jen.Return(store().Dot("Read").Call(jen.Id("from"), jen.Id("to"), jen.Nil())),
+				jen.Return(x.Clone().Dot("Read").Call(jen.Id("from"), jen.Id("to"), jen.Nil())),
 			),
 			jen.Id("n").Op(":=").Id("to").Op("-").Id("from"),
+			jen.Id("rows").Op(":=").Op("*").Id("dst"),
 		}
 		for _, f := range m.fields {
 			n := jen.Id("n")
 			if f.Width != 1 {
 				n = jen.Id("n").Op("*").Lit(f.Width)
 			}
-			body = append(body, jen.Id("dst").Dot(f.Name).Op("=").Qual(statePkg, "Resize").Call(jen.Id("dst").Dot(f.Name), n))
+			body = append(body, jen.Id("rows").Dot(f.Name).Op("=").Qual(statePkg, "Resize").Call(jen.Id("rows").Dot(f.Name), n))
 		}
-		body = append(body, jen.Return(store().Dot("Read").Call(jen.Id("from"), jen.Id("to"), m.batch("dst"))))
+		body = append(body,
+			jen.If(jen.Err().Op(":=").Add(x.Clone()).Dot("Read").Call(jen.Id("from"), jen.Id("to"), m.batch("rows")), jen.Err().Op("!=").Nil()).Block(
+				jen.Return(jen.Err()),
+			),
+			jen.Op("*").Id("dst").Op("=").Id("rows"),
+			jen.Return(jen.Nil()),
+		)
 		return jen.Func().Params(r).Id("ReadInto").Params(jen.Id("dst").Op("*").Id(m.typ()), fromTo()).Error().Block(body...)
 	}
 }

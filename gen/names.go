@@ -40,7 +40,11 @@ func Names(c *contract.Contract) []string {
 		}
 	}
 	out = append(out, Types(c)...)
-	return append(out, layoutName(c.Type), readName(c.Type), spansName(c.Type), gatherName(c.Type))
+	out = append(out, layoutName(c.Type), readName(c.Type), spansName(c.Type), gatherName(c.Type), headName(c.Type))
+	if snapshot(c) {
+		out = append(out, snapName(c.Type))
+	}
+	return out
 }
 
 // A Clash is a declaration of the user's that takes a name stategen

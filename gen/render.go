@@ -105,6 +105,10 @@ func render(m *model) ([]byte, error) {
 	f.Add(m.readFunc())
 	f.Line()
 	f.Add(m.gatherFunc())
+	for _, d := range m.handleFuncs() {
+		f.Line()
+		f.Add(d)
+	}
 
 	var buf bytes.Buffer
 	if err := f.Render(&buf); err != nil {
@@ -276,28 +280,30 @@ func (m *model) methodDecls(recv Recv) []jen.Code {
 	return out
 }
 
-// hcall calls the store head's method name.
-func hcall(name string, args ...jen.Code) *jen.Statement {
-	return jen.Id("s").Dot("h").Dot(name).Call(args...)
+// hcall calls the store head's method name, through the helper that
+// answers a nil handle with a nil head (whose methods answer
+// state.ErrReleased).
+func (m *model) hcall(name string, args ...jen.Code) *jen.Statement {
+	return m.storeHead().Dot(name).Call(args...)
 }
 
-// vcall calls the store snapshot's method name.
-func vcall(name string, args ...jen.Code) *jen.Statement {
-	return jen.Id("v").Dot("snap").Dot(name).Call(args...)
+// vcall calls the store snapshot's method name, as hcall does.
+func (m *model) vcall(name string, args ...jen.Code) *jen.Statement {
+	return m.storeSnap().Dot(name).Call(args...)
 }
 
 // headCall renders a head method that returns what the store head's
 // method of the same name returns.
 func headCall(name string, result jen.Code) func(*model) *jen.Statement {
 	return func(m *model) *jen.Statement {
-		return jen.Func().Params(m.recv()).Id(name).Params().Add(result).Block(jen.Return(hcall(name)))
+		return jen.Func().Params(m.recv()).Id(name).Params().Add(result).Block(jen.Return(m.hcall(name)))
 	}
 }
 
 // snapCall is headCall for the snapshot.
 func snapCall(name string, result jen.Code) func(*model) *jen.Statement {
 	return func(m *model) *jen.Statement {
-		return jen.Func().Params(m.snapRecv()).Id(name).Params().Add(result).Block(jen.Return(vcall(name)))
+		return jen.Func().Params(m.snapRecv()).Id(name).Params().Add(result).Block(jen.Return(m.vcall(name)))
 	}
 }
 
@@ -305,25 +311,25 @@ func snapCall(name string, result jen.Code) func(*model) *jen.Statement {
 // the runtime's error.
 func headStreamCall(name string) func(*model) *jen.Statement {
 	return func(m *model) *jen.Statement {
-		return jen.Func().Params(m.recv()).Id(name).Params(jen.Id("st").Qual(devicePkg, "Stream")).Error().Block(jen.Return(hcall(name, jen.Id("st"))))
+		return jen.Func().Params(m.recv()).Id(name).Params(jen.Id("st").Qual(devicePkg, "Stream")).Error().Block(jen.Return(m.hcall(name, jen.Id("st"))))
 	}
 }
 
 // snapStreamCall is headStreamCall for the snapshot.
 func snapStreamCall(name string) func(*model) *jen.Statement {
 	return func(m *model) *jen.Statement {
-		return jen.Func().Params(m.snapRecv()).Id(name).Params(jen.Id("st").Qual(devicePkg, "Stream")).Error().Block(jen.Return(vcall(name, jen.Id("st"))))
+		return jen.Func().Params(m.snapRecv()).Id(name).Params(jen.Id("st").Qual(devicePkg, "Stream")).Error().Block(jen.Return(m.vcall(name, jen.Id("st"))))
 	}
 }
 
 // headTableCall renders the head's BlockTable.
 func headTableCall(m *model) *jen.Statement {
-	return jen.Func().Params(m.recv()).Id("BlockTable").Params().Params(jen.Op("*").Qual(statePkg, "BlockTable"), jen.Error()).Block(jen.Return(hcall("BlockTable")))
+	return jen.Func().Params(m.recv()).Id("BlockTable").Params().Params(jen.Op("*").Qual(statePkg, "BlockTable"), jen.Error()).Block(jen.Return(m.hcall("BlockTable")))
 }
 
 // snapTableCall renders the snapshot's BlockTable.
 func snapTableCall(m *model) *jen.Statement {
-	return jen.Func().Params(m.snapRecv()).Id("BlockTable").Params().Params(jen.Op("*").Qual(statePkg, "BlockTable"), jen.Error()).Block(jen.Return(vcall("BlockTable")))
+	return jen.Func().Params(m.snapRecv()).Id("BlockTable").Params().Params(jen.Op("*").Qual(statePkg, "BlockTable"), jen.Error()).Block(jen.Return(m.vcall("BlockTable")))
 }
 
 // wrapped assigns call's result to field and returns it as *typ{field: field},
@@ -365,19 +371,19 @@ func (m *model) adoptCode() *jen.Statement {
 		}
 	}
 	return jen.Func().Params(m.recv()).Id("AdoptPrefix").Params(jen.Id("keys").Index().Add(elem)).Params(jen.Int(), jen.Error()).Block(
-		jen.Return(hcall("AdoptPrefix", jen.Qual(statePkg, "Bytes").Call(jen.Id("keys")))),
+		jen.Return(m.hcall("AdoptPrefix", jen.Qual(statePkg, "Bytes").Call(jen.Id("keys")))),
 	)
 }
 
 func (m *model) appendCode() *jen.Statement {
 	return jen.Func().Params(m.recv()).Id("Append").Params(jen.Id("rows").Id(m.typ())).Error().Block(
-		jen.Return(hcall("Append", m.batch("rows"))),
+		jen.Return(m.hcall("Append", m.batch("rows"))),
 	)
 }
 
 func (m *model) writeCode() *jen.Statement {
 	return jen.Func().Params(m.recv()).Id("Write").Params(jen.Id("at").Int(), jen.Id("rows").Id(m.typ())).Error().Block(
-		jen.Return(hcall("Write", jen.Id("at"), m.batch("rows"))),
+		jen.Return(m.hcall("Write", jen.Id("at"), m.batch("rows"))),
 	)
 }
 
@@ -386,19 +392,19 @@ func fromTo() *jen.Statement { return jen.List(jen.Id("from"), jen.Id("to")).Int
 
 func (m *model) headReadCode() *jen.Statement {
 	return jen.Func().Params(m.recv()).Id("Read").Params(fromTo()).Params(jen.Id(m.typ()), jen.Error()).Block(
-		jen.Return(jen.Id(m.read()).Call(jen.Id("s").Dot("h"), jen.Id("from"), jen.Id("to"))),
+		jen.Return(jen.Id(m.read()).Call(m.storeHead(), jen.Id("from"), jen.Id("to"))),
 	)
 }
 
 func (m *model) snapshotCode() *jen.Statement {
 	return jen.Func().Params(m.recv()).Id("Snapshot").Params().Params(jen.Op("*").Id(m.snap()), jen.Error()).Block(
-		wrapped(m.snap(), "snap", hcall("Snapshot"))...,
+		wrapped(m.snap(), "snap", m.hcall("Snapshot"))...,
 	)
 }
 
 func (m *model) branchCode() *jen.Statement {
 	return jen.Func().Params(m.recv()).Id("Branch").Params().Params(jen.Op("*").Id(m.head()), jen.Error()).Block(
-		wrapped(m.head(), "h", hcall("Branch"))...,
+		wrapped(m.head(), "h", m.hcall("Branch"))...,
 	)
 }
 
@@ -406,7 +412,7 @@ func (m *model) mergeCode() *jen.Statement {
 	return jen.Func().Params(m.recv()).Id("Merge").Params(jen.Id("child").Op("*").Id(m.head())).Error().Block(
 		jen.Var().Id("c").Op("*").Qual(statePkg, "Head"),
 		jen.If(jen.Id("child").Op("!=").Nil()).Block(jen.Id("c").Op("=").Id("child").Dot("h")),
-		jen.Return(hcall("Merge", jen.Id("c"))),
+		jen.Return(m.hcall("Merge", jen.Id("c"))),
 	)
 }
 
@@ -414,49 +420,49 @@ func (m *model) rollbackCode() *jen.Statement {
 	return jen.Func().Params(m.recv()).Id("Rollback").Params(jen.Id("to").Op("*").Id(m.snap())).Error().Block(
 		jen.Var().Id("snap").Op("*").Qual(statePkg, "Snap"),
 		jen.If(jen.Id("to").Op("!=").Nil()).Block(jen.Id("snap").Op("=").Id("to").Dot("snap")),
-		jen.Return(hcall("Rollback", jen.Id("snap"))),
+		jen.Return(m.hcall("Rollback", jen.Id("snap"))),
 	)
 }
 
 func (m *model) atCode() *jen.Statement {
 	return jen.Func().Params(m.recv()).Id("At").Params(jen.Id("v").Qual(statePkg, "Version")).Params(jen.Op("*").Id(m.snap()), jen.Error()).Block(
-		wrapped(m.snap(), "snap", hcall("At", jen.Id("v")))...,
+		wrapped(m.snap(), "snap", m.hcall("At", jen.Id("v")))...,
 	)
 }
 
 func (m *model) planCode() *jen.Statement {
 	return jen.Func().Params(m.recv()).Id("Plan").Params(jen.Id("v").Qual(statePkg, "Version")).Params(jen.Qual(statePkg, "Plan"), jen.Error()).Block(
-		jen.Return(hcall("Plan", jen.Id("v"))),
+		jen.Return(m.hcall("Plan", jen.Id("v"))),
 	)
 }
 
 func (m *model) appendDeviceCode() *jen.Statement {
 	return jen.Func().Params(m.recv()).Id("AppendDevice").Params(jen.Id("n").Int()).Params(jen.Id(m.spans()), jen.Error()).Block(
-		jen.Return(jen.Id(m.toSpans()).Call(hcall("AppendDevice", jen.Id("n")))),
+		jen.Return(jen.Id(m.toSpans()).Call(m.hcall("AppendDevice", jen.Id("n")))),
 	)
 }
 
 func (m *model) writeDeviceCode() *jen.Statement {
 	return jen.Func().Params(m.recv()).Id("WriteDevice").Params(fromTo()).Params(jen.Id(m.spans()), jen.Error()).Block(
-		jen.Return(jen.Id(m.toSpans()).Call(hcall("WriteDevice", jen.Id("from"), jen.Id("to")))),
+		jen.Return(jen.Id(m.toSpans()).Call(m.hcall("WriteDevice", jen.Id("from"), jen.Id("to")))),
 	)
 }
 
 func (m *model) headSpansCode() *jen.Statement {
 	return jen.Func().Params(m.recv()).Id("Spans").Params(fromTo()).Params(jen.Id(m.spans()), jen.Error()).Block(
-		jen.Return(jen.Id(m.toSpans()).Call(hcall("Spans", jen.Id("from"), jen.Id("to")))),
+		jen.Return(jen.Id(m.toSpans()).Call(m.hcall("Spans", jen.Id("from"), jen.Id("to")))),
 	)
 }
 
 func (m *model) snapReadCode() *jen.Statement {
 	return jen.Func().Params(m.snapRecv()).Id("Read").Params(fromTo()).Params(jen.Id(m.typ()), jen.Error()).Block(
-		jen.Return(jen.Id(m.read()).Call(jen.Id("v").Dot("snap"), jen.Id("from"), jen.Id("to"))),
+		jen.Return(jen.Id(m.read()).Call(m.storeSnap(), jen.Id("from"), jen.Id("to"))),
 	)
 }
 
 func (m *model) snapSpansCode() *jen.Statement {
 	return jen.Func().Params(m.snapRecv()).Id("Spans").Params(fromTo()).Params(jen.Id(m.spans()), jen.Error()).Block(
-		jen.Return(jen.Id(m.toSpans()).Call(vcall("Spans", jen.Id("from"), jen.Id("to")))),
+		jen.Return(jen.Id(m.toSpans()).Call(m.vcall("Spans", jen.Id("from"), jen.Id("to")))),
 	)
 }
 

@@ -115,7 +115,10 @@ func checkStream(sb device.Streams, st device.Stream) error {
 // AppendAsync and ReadAsync (Read, Spans, Snapshot, Branch, writes) first
 // waits for the copies to land, so it sees the rows. It needs a backend
 // with device.Streams; a stream that is closed or foreign is an error and
-// appends nothing.
+// appends nothing. A call that fails changes nothing, so it may be retried:
+// the copies and their events are queued before the version is committed,
+// and when one of them fails the call waits for st (the failure path
+// alone blocks) and gives back the blocks it took.
 //
 //state:appends
 func (h *Head) AppendAsync(st device.Stream, cols [][]byte) error {
@@ -154,46 +157,55 @@ func (h *Head) AppendAsync(st device.Stream, cols [][]byte) error {
 		off += copy(buf[off:], c)
 	}
 	from := h.r.rows
-	spans, err := h.apply("AppendAsync", deviceAppend, from, from+n, from+n, nil)
-	if err != nil {
+	var staged, landed device.Event
+	queue := func(spans [][]device.Span) error {
+		var err error
+		staged, landed, err = h.queueCopies(sb, st, spans, buf)
+		return err
+	}
+	if _, err := h.applyThen("AppendAsync", deviceAppend, from, from+n, from+n, nil, queue); err != nil {
 		h.pool.stagingPut(buf)
 		return err
 	}
 	h.recordDevice(from, from+n)
 	h.pool.recordRows(&h.shape, h.r, from, from+n, st)
-	var errs []error
-	off = 0
+	h.pool.stagingPutAfter(buf, staged)
+	h.inflight = append(h.inflight, landed)
+	return nil
+}
+
+// queueCopies queues on st the copies of buf's rows to spans, then the
+// events after them: staged (the staging buffer is free again) and landed
+// (the rows are on the device). On failure it waits for st (so no copy it
+// queued lands later, in blocks the failed write gives back) and returns
+// the error: the write is aborted before its commit, and changes nothing.
+func (h *Head) queueCopies(sb device.Streams, st device.Stream, spans [][]device.Span, buf []byte) (staged, landed device.Event, err error) {
+	fail := func(err error) (device.Event, device.Event, error) {
+		for _, ev := range []device.Event{staged, landed} {
+			if ev != nil {
+				ev.Close()
+			}
+		}
+		return nil, nil, errors.Join(err, st.Sync())
+	}
+	off := 0
 	for i, col := range spans {
 		rb := h.rowBytes[i]
 		for _, sp := range col {
 			k := sp.Rows * rb
 			if err := sb.CopyHtoDAsync(st, sp.Ptr, buf[off:off+k]); err != nil {
-				// The stream was live a moment ago; the rows must
-				// still arrive, so they are copied now.
-				errs = append(errs, err)
-				if err := h.pool.b.CopyHtoD(sp.Ptr, buf[off:off+k]); err != nil {
-					errs = append(errs, err)
-				}
+				return fail(err)
 			}
 			off += k
 		}
 	}
-	ev, err := sb.Record(st)
-	if err != nil {
-		errs = append(errs, err, st.Sync())
-		h.pool.stagingPut(buf)
-	} else {
-		h.pool.stagingPutAfter(buf, ev)
-		if landed, err := sb.Record(st); err == nil {
-			h.inflight = append(h.inflight, landed)
-		} else {
-			errs = append(errs, err, ev.Wait())
-		}
+	if staged, err = sb.Record(st); err != nil {
+		return fail(err)
 	}
-	if len(errs) > 0 {
-		return h.errorf("AppendAsync", "rows appended, but the stream failed: %w", errors.Join(errs...))
+	if landed, err = sb.Record(st); err != nil {
+		return fail(err)
 	}
-	return nil
+	return staged, landed, nil
 }
 
 // stagingPut gives back a buffer nothing uses.

@@ -14,26 +14,39 @@ import (
 // one per block, in row order), so that a kernel finds logical row r of a
 // column at table[r / RowsPerBlock] + (r % RowsPerBlock) * RowBytes with no
 // host round trip (the block tables of paged attention). A snapshot's table
-// never changes; a head's is rewritten, where its blocks changed, by every
-// write, rollback and merge of the head (the call that changes the head
-// copies the changed entries to the device before it returns). Release it
-// when done; releasing its head or snapshot releases it too.
+// never changes. A head's follows the head's writes, rollbacks and merges,
+// in stream order (docs/INTERNALS.md): entries are only ever added in
+// place past those any earlier version had; a change to an entry an
+// earlier version had moves the column to a new allocation, so a kernel
+// queued with the table of an earlier version (the Ptr Column gave then)
+// still reads that version's blocks, and the old allocation is freed once
+// the streams recorded on the head are done with it. Take Ptr from Column
+// for each launch. When the device fails to bring the table up to date,
+// Column reports it until a later call on the head, or Column itself,
+// rebuilds it. Release it when done; releasing its head or snapshot
+// releases it too.
 type BlockTable struct {
 	pool *Pool
 	// streams returns the streams recorded on the table's handle: frees of
 	// table memory wait for them as block frees do.
 	streams func() []device.Stream
+	// refresh brings a head's table up to date with the head after a
+	// failure; nil for a snapshot's.
+	refresh func()
 
 	mu       sync.Mutex
 	cols     []tableCol
-	err      error // the first failure to bring the table up to date
+	err      error // the last failure to bring the table up to date; nil once rebuilt
 	released bool
 }
 
 type tableCol struct {
 	ptr      device.Ptr // nil until the column has a block
 	capacity int        // entries the allocation at ptr holds
-	host     []uint64   // what the device table holds
+	n        int        // entries of the version the table stands for
+	// dev is what the allocation at ptr holds, up to the most entries any
+	// version had in it: kernels queued at those versions may read them.
+	dev      []uint64
 	perBlock int
 	rowBytes int
 }
@@ -41,16 +54,26 @@ type tableCol struct {
 // TableColumn locates one column's table.
 type TableColumn struct {
 	// Ptr is the table's device address (0 while the column has no block).
+	// It changes when a write changes an entry earlier versions had.
 	Ptr device.Ptr
 	// Blocks is the number of entries; RowsPerBlock and RowBytes place
 	// rows inside a block.
 	Blocks, RowsPerBlock, RowBytes int
 }
 
-// Column returns column i's table as it stands. The error is the first
-// failure to bring the table up to date, ErrReleased after Release, or
-// ErrRange for a column the layout lacks.
+// Column returns column i's table as it stands. The error is the failure
+// to bring the table up to date (after one more try), ErrReleased after
+// Release, or ErrRange for a column the layout lacks.
 func (t *BlockTable) Column(i int) (TableColumn, error) {
+	if t == nil {
+		return TableColumn{}, errNil("BlockTable", "Column")
+	}
+	t.mu.Lock()
+	stale := t.err != nil && !t.released && t.refresh != nil
+	t.mu.Unlock()
+	if stale {
+		t.refresh() // takes the head's lock, then t.mu
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.released {
@@ -63,7 +86,7 @@ func (t *BlockTable) Column(i int) (TableColumn, error) {
 		return TableColumn{}, fmt.Errorf("state: block table column %d of %d: %w", i, len(t.cols), ErrRange)
 	}
 	c := t.cols[i]
-	return TableColumn{Ptr: c.ptr, Blocks: len(c.host), RowsPerBlock: c.perBlock, RowBytes: c.rowBytes}, nil
+	return TableColumn{Ptr: c.ptr, Blocks: c.n, RowsPerBlock: c.perBlock, RowBytes: c.rowBytes}, nil
 }
 
 // Release frees the table's device memory (once the streams recorded on
@@ -71,6 +94,9 @@ func (t *BlockTable) Column(i int) (TableColumn, error) {
 //
 //state:release
 func (t *BlockTable) Release() error {
+	if t == nil {
+		return errNil("BlockTable", "Release")
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.releaseLocked()
@@ -94,73 +120,91 @@ func (t *BlockTable) releaseLocked() error {
 	return t.pool.freeLater(ptrs, t.streams())
 }
 
-// sync brings the table up to date with r: it rewrites the entries that
-// differ, in runs, and grows a column's allocation (doubling it) when r has
-// more blocks than it holds.
+// sync brings the table up to date with r. A failure leaves each column
+// as it was (a table of the version before) and is reported by Column
+// until a later sync succeeds.
 func (t *BlockTable) sync(r *root) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.released || t.err != nil {
+	if t.released {
 		return
 	}
 	if err := t.syncLocked(r); err != nil {
 		t.err = fmt.Errorf("state: block table: %w", err)
+		return
 	}
+	t.err = nil
 }
 
 func (t *BlockTable) syncLocked(r *root) error {
-	b := t.pool.b
+	var old []device.Ptr // allocations columns moved from, freed together
+	var err error
 	for ci := range t.cols {
-		c := &t.cols[ci]
-		tr := &r.cols[ci]
-		n := tr.n
-		if n > c.capacity {
-			capacity := max(2*c.capacity, n, 8)
-			ptr, err := b.Alloc(8 * capacity)
-			if err != nil {
-				return err
-			}
-			if c.ptr != 0 {
-				if err := t.pool.freeLater([]device.Ptr{c.ptr}, t.streams()); err != nil {
-					return err
-				}
-			}
-			c.ptr, c.capacity = ptr, capacity
-			c.host = c.host[:0] // every entry is written below
-		}
-		old := c.host
-		c.host = make([]uint64, n)
-		var buf []byte
-		start := -1
-		flush := func(end int) error {
-			if start < 0 {
-				return nil
-			}
-			buf = buf[:0]
-			for i := start; i < end; i++ {
-				buf = binary.LittleEndian.AppendUint64(buf, c.host[i])
-			}
-			err := b.CopyHtoD(c.ptr+device.Ptr(8*start), buf)
-			start = -1
-			return err
-		}
-		for i := 0; i < n; i++ {
-			c.host[i] = uint64(tr.get(i).ptr)
-			if i < len(old) && old[i] == c.host[i] {
-				if err := flush(i); err != nil {
-					return err
-				}
-				continue
-			}
-			if start < 0 {
-				start = i
-			}
-		}
-		if err := flush(n); err != nil {
-			return err
+		if err = t.syncColumn(&t.cols[ci], &r.cols[ci], &old); err != nil {
+			break
 		}
 	}
+	// Nothing to report from the free: the new allocations are in place.
+	_ = t.pool.freeLater(old, t.streams())
+	return err
+}
+
+// syncColumn brings c up to date with tr. Entries past those the
+// allocation ever held are written in place; when an entry it held
+// changes, or the column outgrows it, every entry goes to a new
+// allocation and the old one is freed after the recorded streams, so a
+// kernel queued with the old one reads the blocks of its version.
+func (t *BlockTable) syncColumn(c *tableCol, tr *tree, old *[]device.Ptr) error {
+	n := tr.n
+	want := make([]uint64, n)
+	for i := range want {
+		switch {
+		case i >= tr.lo:
+			want[i] = uint64(tr.held(i).ptr)
+		case i < len(c.dev):
+			// An expired block: no reader of this version reads the
+			// entry, a kernel of an earlier one may; it stays.
+			want[i] = c.dev[i]
+		}
+	}
+	moved := n > c.capacity
+	for i := 0; i < min(n, len(c.dev)) && !moved; i++ {
+		moved = want[i] != c.dev[i]
+	}
+	if !moved {
+		if n > len(c.dev) {
+			if err := t.pool.b.CopyHtoD(c.ptr+device.Ptr(8*len(c.dev)), entryBytes(want[len(c.dev):])); err != nil {
+				return err
+			}
+			c.dev = append(c.dev, want[len(c.dev):]...)
+		}
+		c.n = n
+		return nil
+	}
+	capacity := max(c.capacity, 8)
+	for capacity < n {
+		capacity *= 2
+	}
+	ptr, err := t.pool.b.Alloc(8 * capacity)
+	if err != nil {
+		return err
+	}
+	if err := t.pool.b.CopyHtoD(ptr, entryBytes(want)); err != nil {
+		return errors.Join(err, t.pool.b.Free(ptr))
+	}
+	if c.ptr != 0 {
+		*old = append(*old, c.ptr)
+	}
+	c.ptr, c.capacity, c.n, c.dev = ptr, capacity, n, want
 	return nil
+}
+
+func entryBytes(es []uint64) []byte {
+	buf := make([]byte, 0, 8*len(es))
+	for _, e := range es {
+		buf = binary.LittleEndian.AppendUint64(buf, e)
+	}
+	return buf
 }
 
 func (p *Pool) newTable(sh *shape, r *root, streams func() []device.Stream) (*BlockTable, error) {
@@ -228,7 +272,8 @@ func (p *Pool) freeLater(ptrs []device.Ptr, streams []device.Stream) error {
 
 // BlockTable returns a device-resident table of the head's blocks, kept
 // current by the head's writes, rollbacks and merges until it or the head
-// is released.
+// is released. A kernel queued with it reads the blocks of the version it
+// was queued at (see BlockTable): record its stream on the head.
 //
 //state:acquire
 func (h *Head) BlockTable() (*BlockTable, error) {
@@ -240,6 +285,17 @@ func (h *Head) BlockTable() (*BlockTable, error) {
 	t, err := h.pool.newTable(&h.shape, h.r, h.recordedStreams)
 	if err != nil {
 		return nil, h.errorf("BlockTable", "%w", err)
+	}
+	t.refresh = func() {
+		if h.pool.enterCall() != nil {
+			return // closed: the table is released
+		}
+		defer h.pool.closeMu.RUnlock()
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if !h.released && h.r != nil {
+			t.sync(h.r)
+		}
 	}
 	h.tables = append(h.tables, t)
 	return t, nil

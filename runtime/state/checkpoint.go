@@ -508,6 +508,9 @@ func (h *Head) reconstruct(q, t int) (*root, error) {
 // LastReconstruction returns the plan the last At on h performed, with
 // the cost it measured; false when At has not run.
 func (h *Head) LastReconstruction() (Plan, bool) {
+	if h == nil {
+		return Plan{}, false
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.hist == nil || h.hist.last == nil {

@@ -12,6 +12,9 @@ import (
 // ErrExpired below a window's floor, and dst is left unwritten. Runs of
 // consecutive indices in one block come in one copy.
 func (h *Head) ReadRows(idx []int, dst [][]byte) error {
+	if h == nil {
+		return errNil("Head", "ReadRows")
+	}
 	if err := h.begin("ReadRows"); err != nil {
 		return err
 	}
@@ -22,6 +25,9 @@ func (h *Head) ReadRows(idx []int, dst [][]byte) error {
 // ReadRows copies the snapshot's rows at indices idx into dst, as
 // Head.ReadRows does.
 func (s *Snap) ReadRows(idx []int, dst [][]byte) error {
+	if s == nil {
+		return errNil("Snap", "ReadRows")
+	}
 	if err := s.begin("ReadRows"); err != nil {
 		return err
 	}
@@ -71,12 +77,32 @@ func (sh *shape) gather(op string, r *root, idx []int, dst [][]byte) error {
 // enterCall holds the pool open for a call, like enter, without a closure:
 // a nil error must be followed by closeMu.RUnlock.
 func (p *Pool) enterCall() error {
+	if p == nil {
+		return errNilPool
+	}
 	p.closeMu.RLock()
 	if p.closed {
 		p.closeMu.RUnlock()
 		return fmt.Errorf("state: pool closed: %w", ErrReleased)
 	}
 	return nil
+}
+
+// errNilPool answers a call on a nil pool, or through a handle of none.
+var errNilPool = fmt.Errorf("state: nil pool: %w", ErrReleased)
+
+// errNil answers a call on a nil handle as on a released one (docs/INTERNALS.md:
+// no method panics on a nil receiver).
+func errNil(typ, op string) error {
+	return fmt.Errorf("state: %s on a nil *%s: %w", op, typ, ErrReleased)
+}
+
+// isClosed reports whether p was closed: a handle of a closed pool reports
+// no rows and no bytes, as a released one does.
+func (p *Pool) isClosed() bool {
+	p.closeMu.RLock()
+	defer p.closeMu.RUnlock()
+	return p.closed
 }
 
 // Resize returns s with n elements, reusing its array when its capacity

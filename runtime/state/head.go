@@ -44,6 +44,9 @@ var headIDs atomic.Uint64
 //
 //state:acquire
 func (p *Pool) NewHead(l *Layout, owner Owner) (*Head, error) {
+	if p == nil {
+		return nil, errNilPool
+	}
 	limit := p.blockBytes
 	if l != nil && (l.BlockRows > 0 || p.rowSized) {
 		limit = maxBlockBytes // blocks follow the rows
@@ -125,7 +128,7 @@ func (h *Head) landLocked() error {
 // ReadAsync): they leave the copies of earlier ones in flight, as the
 // stream orders them.
 func (h *Head) lockAsync(op string) (func(), error) {
-	if err := h.open(op, false); err != nil {
+	if err := h.open(op, false, true); err != nil {
 		return nil, err
 	}
 	return h.end, nil
@@ -133,12 +136,16 @@ func (h *Head) lockAsync(op string) (func(), error) {
 
 // begin is lock without the closure, for the reads that allocate
 // nothing: a nil error must be followed by end.
-func (h *Head) begin(op string) error { return h.open(op, true) }
+func (h *Head) begin(op string) error { return h.open(op, true, true) }
 
 // open starts a call: it holds the pool open and h's lock, and fails when
 // h is released or invalidated; it rebuilds an evicted reconstructable
-// head, and with land waits for the copies of earlier AppendAsync calls.
-func (h *Head) open(op string, land bool) error {
+// head, with land waits for the copies of earlier AppendAsync calls, and
+// with share registers the blocks that rows a kernel wrote filled.
+func (h *Head) open(op string, land, share bool) error {
+	if h == nil {
+		return errNil("Head", op)
+	}
 	if err := h.pool.enterCall(); err != nil {
 		return h.errorf(op, "%w", err)
 	}
@@ -167,7 +174,7 @@ func (h *Head) open(op string, land bool) error {
 	if h.hist != nil && h.hist.pending != nil {
 		h.flush()
 	}
-	if h.share != nil && len(h.inflight) == 0 {
+	if share && h.share != nil && len(h.inflight) == 0 {
 		h.shareFull() // blocks that rows a kernel wrote filled
 	}
 	return nil
@@ -359,6 +366,9 @@ func (h *Head) Spans(from, to int) ([][]device.Span, error) {
 // Len returns the number of rows (0 once released, or evicted unless reconstructable): for a window state,
 // every row ever appended, of which rows [Oldest(), Len()) are readable.
 func (h *Head) Len() int {
+	if h == nil || h.pool.isClosed() {
+		return 0
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.r == nil {
@@ -373,25 +383,51 @@ func (h *Head) Len() int {
 }
 
 // Bound returns the layout's bound (<= 0: unbounded).
-func (h *Head) Bound() int { return h.l.Bound }
+func (h *Head) Bound() int {
+	if h == nil {
+		return 0
+	}
+	return h.l.Bound
+}
 
 // Version returns the head's version.
 func (h *Head) Version() Version {
+	if h == nil {
+		return 0
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.pos.v
 }
 
 // Owner returns the head's owner.
-func (h *Head) Owner() Owner { return h.owner }
+func (h *Head) Owner() Owner {
+	if h == nil {
+		return ""
+	}
+	return h.owner
+}
 
 // Layout returns a copy of the head's layout.
-func (h *Head) Layout() *Layout { return h.l.clone() }
+func (h *Head) Layout() *Layout {
+	if h == nil {
+		return nil
+	}
+	return h.l.clone()
+}
 
-// Stats returns the head's version, rows, logical and physical bytes.
+// Stats returns the head's version, rows, logical and physical bytes
+// (none once released, or once its pool is closed).
 func (h *Head) Stats() Stats {
+	if h == nil {
+		return Stats{}
+	}
+	closed := h.pool.isClosed()
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if closed {
+		return Stats{Version: h.pos.v}
+	}
 	st := h.stats(h.r, h.pos.v)
 	if h.hist != nil {
 		st.Checkpoints = len(h.hist.roots())
@@ -450,6 +486,9 @@ func (h *Head) Branch() (*Head, error) {
 		c.hist = h.hist.clone()
 	}
 	c.share = h.share.clone(h.pool)
+	// The branch holds h's blocks: work on h's recorded streams uses them
+	// (the prefix cache and the branch's tables wait for it too).
+	c.streams.list = h.streams.get()
 	h.lin.heads[c] = struct{}{}
 	h.pool.register(c)
 	return c, nil
@@ -462,14 +501,8 @@ func (h *Head) Branch() (*Head, error) {
 //
 //state:mutates
 func (h *Head) Merge(child *Head) error {
-	if child == nil {
-		return h.errorf("Merge", "nil child: %w", ErrDiverged)
-	}
-	if child.owner != h.owner {
-		return h.errorf("Merge", "child of owner %q, head of owner %q: %w", child.owner, h.owner, ErrOwner)
-	}
-	if child.pool != h.pool || child.lin != h.lin {
-		return h.errorf("Merge", "the child is no branch of this head's lineage: %w", ErrDiverged)
+	if err := h.checkChild(child); err != nil {
+		return err
 	}
 	if child == h {
 		unlock, err := h.lock("Merge")
@@ -540,6 +573,21 @@ func (h *Head) Merge(child *Head) error {
 	return nil
 }
 
+// checkChild checks Merge's arguments, before any lock is taken.
+func (h *Head) checkChild(child *Head) error {
+	switch {
+	case h == nil:
+		return errNil("Head", "Merge")
+	case child == nil:
+		return h.errorf("Merge", "nil child: %w", ErrDiverged)
+	case child.owner != h.owner:
+		return h.errorf("Merge", "child of owner %q, head of owner %q: %w", child.owner, h.owner, ErrOwner)
+	case child.pool != h.pool || child.lin != h.lin:
+		return h.errorf("Merge", "the child is no branch of this head's lineage: %w", ErrDiverged)
+	}
+	return nil
+}
+
 // Rollback moves h back to the version of to, which must be of h's owner
 // (else ErrOwner) and an ancestor of h's version (else ErrNotAncestor).
 // Afterwards h reads as to and has its version. With the Invalidate policy,
@@ -548,6 +596,9 @@ func (h *Head) Merge(child *Head) error {
 //
 //state:mutates
 func (h *Head) Rollback(to *Snap) error {
+	if h == nil {
+		return errNil("Head", "Rollback")
+	}
 	if to == nil {
 		return h.errorf("Rollback", "nil snapshot: %w", ErrNotAncestor)
 	}
@@ -616,6 +667,9 @@ func (h *Head) Rollback(to *Snap) error {
 //
 //state:release
 func (h *Head) Release() error {
+	if h == nil {
+		return errNil("Head", "Release")
+	}
 	h.pool.closeMu.RLock()
 	defer h.pool.closeMu.RUnlock()
 	h.mu.Lock()
@@ -631,10 +685,12 @@ func (h *Head) Release() error {
 	delete(h.lin.heads, h)
 	h.lin.mu.Unlock()
 	if h.share != nil && h.share.tab != nil {
-		if len(h.inflight) == 0 && h.streams.empty() {
-			// Blocks a kernel filled: no recorded stream can still be writing them.
+		if len(h.inflight) == 0 {
+			// Blocks a kernel filled, if the streams recorded on h are
+			// past it already (Release never waits).
 			h.shareFull()
 		}
+		h.share.dropWaits()
 		h.pool.cache.leave(h.share.tab)
 	}
 	releaseTables(h.tables)

@@ -221,14 +221,27 @@ func NewPool(b device.Backend, opt PoolOptions) (*Pool, error) {
 }
 
 // Backend returns the pool's backend.
-func (p *Pool) Backend() device.Backend { return p.b }
+func (p *Pool) Backend() device.Backend {
+	if p == nil {
+		return nil
+	}
+	return p.b
+}
 
 // BlockBytes returns the pool's own block size: PoolOptions.BlockBytes,
 // or DefaultBlockBytes for a pool whose blocks follow its layouts' rows.
-func (p *Pool) BlockBytes() int { return p.blockBytes }
+func (p *Pool) BlockBytes() int {
+	if p == nil {
+		return 0
+	}
+	return p.blockBytes
+}
 
 // Stats returns the pool's memory figures.
 func (p *Pool) Stats() PoolStats {
+	if p == nil {
+		return PoolStats{}
+	}
 	p.mu.Lock()
 	var physical, blocks, free int64
 	for _, c := range p.classes {
@@ -274,6 +287,9 @@ func (p *Pool) Stats() PoolStats {
 //
 //state:release
 func (p *Pool) Close() error {
+	if p == nil {
+		return errNilPool
+	}
 	p.closeMu.Lock()
 	defer p.closeMu.Unlock()
 	p.WaitPending() // no handle call runs, so no block turns pending now
@@ -321,6 +337,9 @@ func (p *Pool) Close() error {
 // enter starts a handle call: it read-holds closeMu until the returned
 // function runs, and fails when the pool is closed.
 func (p *Pool) enter() (func(), error) {
+	if p == nil {
+		return nil, errNilPool
+	}
 	p.closeMu.RLock()
 	if p.closed {
 		p.closeMu.RUnlock()

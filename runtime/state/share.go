@@ -3,10 +3,13 @@ package state
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/maphash"
 	"sync"
 	"sync/atomic"
+
+	"github.com/gpustate/gpustate/runtime/device"
 )
 
 // Declared prefix sharing (Layout.ShareKey, the contract's //state:share
@@ -24,8 +27,11 @@ import (
 // Isolation. The cache is one table per layout and domain: a head looks
 // up only its own, so blocks never cross domains and the empty domain
 // shares with nobody. A table is found by the Layout pointer its heads
-// were made from (generated code has one per type), never by the layout's
-// name or shape, so two types that look alike never share. A hash match is
+// were made from (generated code has one per type), so two types that look
+// alike never share, and by what that layout held when each head copied
+// it: columns, sizes and rows per block. A Layout value reused after a
+// change (a wider column) therefore finds a table of its own, never blocks
+// of the old size, whose rows it would read past. A hash match is
 // not trusted: an entry keeps its parent and its keys, and adoption
 // compares both, so a collision costs a comparison, never a wrong row. A
 // block keeps the owner that wrote it; when the last reference to it goes,
@@ -101,8 +107,9 @@ type prefixCache struct {
 }
 
 type tableKey struct {
-	l *Layout // the caller's layout, as identity
-	d Domain
+	l   *Layout // the caller's layout, as identity
+	sig string  // the content of the layout its heads copied (shape.shareSig)
+	d   Domain
 }
 
 // prefixTable holds the cached blocks of one layout in one domain, by the
@@ -144,6 +151,21 @@ type sharing struct {
 	// AppendAsync); their keys are read back when their blocks are full.
 	tail  []byte
 	known int
+	// waits are the batches of events recorded on the head's recorded
+	// streams once rows a kernel wrote filled a block, oldest first; ready
+	// is the rows the completed ones cover. broken: a stream that wrote
+	// rows failed, so none past reg is registered until the version
+	// changes other than by an append.
+	waits  []shareWait
+	ready  int
+	broken bool
+}
+
+// shareWait is one event per recorded stream: rows [0, rows) are written
+// once each has completed.
+type shareWait struct {
+	evs  []device.Event
+	rows int
 }
 
 // NewSharedHead is NewHead for a layout with a ShareKey, in a sharing
@@ -168,24 +190,35 @@ func (p *Pool) NewSharedHead(l *Layout, owner Owner, domain Domain) (*Head, erro
 		return nil, err
 	}
 	if domain != "" {
-		h.share.tab = p.cache.join(l, domain)
+		h.share.tab = p.cache.join(tableKey{l, h.shareSig(), domain}, l.Type)
 	}
 	return h, nil
 }
 
-// join returns the table of layout l in domain d, making it, for a new
-// head that registers in it; the head leaves it at its release.
-func (c *prefixCache) join(l *Layout, d Domain) *prefixTable {
+// shareSig describes what a block of the head's layout holds: the layout's
+// fields and, per column, its row and block sizes. Heads share blocks only
+// when it is equal.
+func (sh *shape) shareSig() string {
+	l := sh.l
+	s := fmt.Sprintf("%q %d %d %d %q", l.Type, l.Growth, l.Bound, l.BlockRows, l.ShareKey)
+	for i, c := range l.Columns {
+		s += fmt.Sprintf(" %q:%d*%d/%d/%d", c.Name, c.ElemSize, c.Width, sh.blockBytes[i], sh.perBlock[i])
+	}
+	return s
+}
+
+// join returns the table of key k, of layout type typ, making it, for a
+// new head that registers in it; the head leaves it at its release.
+func (c *prefixCache) join(k tableKey, typ string) *prefixTable {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.tables == nil {
 		c.tables = make(map[tableKey]*prefixTable)
 		c.seed = maphash.MakeSeed()
 	}
-	k := tableKey{l, d}
 	t := c.tables[k]
 	if t == nil {
-		t = &prefixTable{key: k, typ: l.Type, buckets: make(map[uint64][]*prefixEntry), byBlock: make(map[*block]*prefixEntry)}
+		t = &prefixTable{key: k, typ: typ, buckets: make(map[uint64][]*prefixEntry), byBlock: make(map[*block]*prefixEntry)}
 		c.tables[k] = t
 	}
 	t.heads++
@@ -350,8 +383,15 @@ func (h *Head) shareFull() {
 	}
 	per := h.perBlock[0]
 	full := h.r.rows / per
-	if full <= s.reg {
+	if full <= s.reg || s.broken {
 		return
+	}
+	if s.known < full*per {
+		// Rows a kernel writes join the cache only once the streams
+		// recorded on the head are past that kernel.
+		if full = min(full, max(s.known, h.written())/per); full <= s.reg {
+			return
+		}
 	}
 	if end := full * per; s.known < end {
 		buf := make([]byte, (end-s.known)*s.ks)
@@ -372,6 +412,93 @@ func (h *Head) shareFull() {
 	s.last = h.pool.cache.register(s.tab, s.last, s.key, s.tail[:len(blks)*blockKeys], blockKeys, blks, h.owner, h.pool.clock.Add(1))
 	s.tail = append(s.tail[:0], s.tail[len(blks)*blockKeys:]...)
 	s.reg = full
+}
+
+// written returns the rows of h's version whose keys may be read back:
+// all of them when no stream was recorded on h (the caller wrote them, as
+// AppendDevice's spans are the caller's until its next call), else the
+// rows that completed batches of events cover. Events are polled, never
+// waited for; a new batch is recorded, covering every row, when rows past
+// the last batch fill a block (its kernels were queued before this call).
+// h.mu is held.
+func (h *Head) written() int {
+	s := h.share
+	streams := h.streams.get()
+	if len(streams) == 0 {
+		return h.r.rows
+	}
+	for len(s.waits) > 0 {
+		w := s.waits[0]
+		done, failed := true, false
+		for _, ev := range w.evs {
+			d, err := ev.Done()
+			done, failed = done && d, failed || err != nil
+		}
+		if !done {
+			break
+		}
+		closeEvents(w.evs)
+		s.waits = s.waits[1:]
+		if failed {
+			s.broken = true
+			return s.ready
+		}
+		s.ready = max(s.ready, w.rows)
+	}
+	h.markWritten(streams)
+	return s.ready
+}
+
+// markWritten records a batch of events on streams, covering every row of
+// h's version, when rows past the last batch fill a block: the kernels
+// writing them were queued before this call. RecordStream calls it too,
+// so that a kernel queued before it is covered by an event from then on.
+// h.mu is held.
+func (h *Head) markWritten(streams []device.Stream) {
+	s := h.share
+	last := max(s.ready, s.known)
+	if n := len(s.waits); n > 0 {
+		last = max(last, s.waits[n-1].rows)
+	}
+	per := h.perBlock[0]
+	if h.r.rows/per > last/per && h.r.rows/per > s.reg {
+		if evs, ok := h.pool.recordAll(streams); ok {
+			s.waits = append(s.waits, shareWait{evs: evs, rows: h.r.rows})
+		}
+	}
+}
+
+// recordAll records an event on each of streams; a closed stream has
+// finished its work and needs none. ok is false when one fails.
+func (p *Pool) recordAll(streams []device.Stream) (evs []device.Event, ok bool) {
+	sb := p.b.(device.Streams) // streams were recorded, so it has them
+	for _, st := range streams {
+		ev, err := sb.Record(st)
+		switch {
+		case err == nil:
+			evs = append(evs, ev)
+		case !errors.Is(err, device.ErrStreamClosed):
+			closeEvents(evs)
+			return nil, false
+		}
+	}
+	return evs, true
+}
+
+func closeEvents(evs []device.Event) {
+	for _, ev := range evs {
+		ev.Close() // nothing waits for it
+	}
+}
+
+// dropWaits forgets the batches of events of a shared head: at its
+// release, and when its version changes other than by an append (the
+// rows they covered are other rows then). h.mu is held.
+func (s *sharing) dropWaits() {
+	for _, w := range s.waits {
+		closeEvents(w.evs)
+	}
+	s.waits, s.ready, s.broken = nil, 0, false
 }
 
 // register adds the blocks blks[i] (one per column), whose keys are
@@ -416,6 +543,7 @@ func (h *Head) resyncShare() {
 		return
 	}
 	s.reg, s.last, s.tail, s.known = 0, nil, s.tail[:0], 0
+	s.dropWaits()
 	if h.r == nil {
 		return
 	}
@@ -451,6 +579,7 @@ func (s *sharing) clone(p *Pool) *sharing {
 	}
 	c := *s
 	c.tail = bytes.Clone(s.tail)
+	c.waits = nil // the parent closes its events; the branch records its own
 	if c.tab != nil {
 		p.cache.mu.Lock()
 		c.tab.heads++
@@ -464,6 +593,9 @@ func (s *sharing) clone(p *Pool) *sharing {
 // go back to the pool, and blocks heads hold stay theirs but can no longer
 // be adopted. It returns the bytes given back to the pool.
 func (p *Pool) ForgetPrefixes(d Domain) int64 {
+	if p == nil {
+		return 0
+	}
 	leave, err := p.enter()
 	if err != nil {
 		return 0

@@ -68,6 +68,9 @@ func (s *Snap) rlock(op string) (func(), error) {
 // begin is rlock without the closure, for the reads that allocate
 // nothing: a nil error must be followed by end.
 func (s *Snap) begin(op string) error {
+	if s == nil {
+		return errNil("Snap", op)
+	}
 	if err := s.pool.enterCall(); err != nil {
 		return s.errorf(op, "%w", err)
 	}
@@ -118,6 +121,9 @@ func (s *Snap) Spans(from, to int) ([][]device.Span, error) {
 
 // Len returns the snapshot's rows (0 once released).
 func (s *Snap) Len() int {
+	if s == nil || s.pool.isClosed() {
+		return 0
+	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.r == nil {
@@ -127,13 +133,30 @@ func (s *Snap) Len() int {
 }
 
 // Version returns the snapshot's version.
-func (s *Snap) Version() Version { return s.pos.v }
+func (s *Snap) Version() Version {
+	if s == nil {
+		return 0
+	}
+	return s.pos.v
+}
 
 // Owner returns the snapshot's owner.
-func (s *Snap) Owner() Owner { return s.owner }
+func (s *Snap) Owner() Owner {
+	if s == nil {
+		return ""
+	}
+	return s.owner
+}
 
-// Stats returns the snapshot's version, rows, logical and physical bytes.
+// Stats returns the snapshot's version, rows, logical and physical bytes
+// (none once released, or once its pool is closed).
 func (s *Snap) Stats() Stats {
+	if s == nil {
+		return Stats{}
+	}
+	if s.pool.isClosed() {
+		return Stats{Version: s.pos.v}
+	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return s.stats(s.r, s.pos.v)
@@ -144,6 +167,9 @@ func (s *Snap) Stats() Stats {
 //
 //state:release
 func (s *Snap) Release() error {
+	if s == nil {
+		return errNil("Snap", "Release")
+	}
 	s.pool.closeMu.RLock()
 	defer s.pool.closeMu.RUnlock()
 	s.mu.Lock()

@@ -22,16 +22,21 @@ func (p *Pool) recordStream(r *root, st device.Stream) error {
 	if st == nil {
 		return errors.New("RecordStream of a nil stream")
 	}
-	if _, ok := p.b.(device.Streams); !ok {
+	sb, ok := p.b.(device.Streams)
+	if !ok {
 		return fmt.Errorf("RecordStream: the %s backend has no streams: %w", p.b.Name(), errors.ErrUnsupported)
+	}
+	// A stream of another backend (or a closed one) would never order
+	// this backend's frees: the event the check records fails on it.
+	if err := checkStream(sb, st); err != nil {
+		return fmt.Errorf("RecordStream: %w", err)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for ci := range r.cols {
 		t := &r.cols[ci]
-		for i := 0; i < t.n; i++ {
-			b := t.get(i)
-			if b != nil && !hasStream(b.streams, st) {
+		for i := t.lo; i < t.n; i++ {
+			if b := t.held(i); b != nil && !hasStream(b.streams, st) {
 				b.streams = append(b.streams, st)
 			}
 		}
@@ -99,6 +104,9 @@ func (p *Pool) unfence(list []*block, done chan struct{}) {
 // many bytes were pending when it was called. Close waits the same way;
 // releases never do.
 func (p *Pool) WaitPending() int64 {
+	if p == nil {
+		return 0
+	}
 	p.mu.Lock()
 	n := p.pendingBytes
 	waits := make([]chan struct{}, 0, len(p.batches))
@@ -117,15 +125,19 @@ func (p *Pool) WaitPending() int64 {
 // until that work has completed, whatever happens to h meanwhile. It needs
 // a backend with device.Streams; it never waits.
 func (h *Head) RecordStream(st device.Stream) error {
-	unlock, err := h.lock("RecordStream")
-	if err != nil {
+	// No registration of kernel-written blocks at the start of this call:
+	// the kernel st runs may be the one writing them (docs/INTERNALS.md).
+	if err := h.open("RecordStream", true, false); err != nil {
 		return err
 	}
-	defer unlock()
+	defer h.end()
 	if err := h.pool.recordStream(h.r, st); err != nil {
 		return h.errorf("RecordStream", "%w", err)
 	}
 	h.streams.add(st)
+	if h.share != nil && h.share.tab != nil && !h.share.broken {
+		h.markWritten(h.streams.get()) // rows a kernel queued before this call writes
+	}
 	return nil
 }
 

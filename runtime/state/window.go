@@ -72,6 +72,9 @@ func (sh *shape) expire(r *root, freed *[]*block) {
 // Oldest returns the first readable row: Len()-Window for a window state
 // that has passed its window, else 0.
 func (h *Head) Oldest() int {
+	if h == nil || h.pool.isClosed() {
+		return 0
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.r == nil {
@@ -81,16 +84,41 @@ func (h *Head) Oldest() int {
 }
 
 // Window returns the layout's window (0: none).
-func (h *Head) Window() int { return h.l.Window }
+func (h *Head) Window() int {
+	if h == nil {
+		return 0
+	}
+	return h.l.Window
+}
 
 // Oldest returns the snapshot's first readable row (see Head.Oldest).
 func (s *Snap) Oldest() int {
+	if s == nil || s.pool.isClosed() {
+		return 0
+	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.r == nil {
 		return 0
 	}
 	return s.floor(s.r.rows)
+}
+
+// held returns block i of t, or nil when t holds none there: below lo
+// (expired, its subtree perhaps pruned) or past the end. Walks over every
+// block of a tree use it, so that a window's dropped blocks are skipped.
+func (t *tree) held(i int) *block {
+	if i < t.lo || i >= t.n || t.root == nil {
+		return nil
+	}
+	n := t.root
+	for h := t.height; h > 1; h-- {
+		n = n.kids[(i>>(fanBits*(h-1)))&(fan-1)]
+		if n == nil {
+			return nil
+		}
+	}
+	return n.blks[i&(fan-1)]
 }
 
 // drop releases t's references to blocks [t.lo, hi), in a tree of a root

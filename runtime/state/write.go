@@ -91,6 +91,13 @@ type writeTx struct {
 // new version with newRows rows. On failure it changes nothing and gives
 // back the blocks it took.
 func (h *Head) apply(op string, kind writeKind, from, to, newRows int, cols [][]byte) ([][]device.Span, error) {
+	return h.applyThen(op, kind, from, to, newRows, cols, nil)
+}
+
+// applyThen is apply with one more step before the commit: last, when not
+// nil, gets the spans where rows [from, to) lie in the new version (the
+// async path queues its copies there), and its failure aborts the write.
+func (h *Head) applyThen(op string, kind writeKind, from, to, newRows int, cols [][]byte, last func([][]device.Span) error) ([][]device.Span, error) {
 	tx := writeTx{h: h, op: op, kind: kind, from: from, to: to}
 	if err := tx.admit(); err != nil {
 		return nil, err
@@ -110,6 +117,11 @@ func (h *Head) apply(op string, kind writeKind, from, to, newRows int, cols [][]
 	}
 	if err := tx.writeVisible(); err != nil {
 		return nil, tx.abort(err)
+	}
+	if last != nil {
+		if err := last(tx.spans()); err != nil {
+			return nil, tx.abort(err)
+		}
 	}
 	r := tx.commit(newRows)
 	if kind == deviceAppend || kind == deviceWrite {
@@ -310,6 +322,24 @@ func (tx *writeTx) abort(err error) error {
 	}
 	tx.h.pool.free(back)
 	return tx.h.errorf(tx.op, "%w", err)
+}
+
+// spans returns, per column, where rows [from, to) lie once the write
+// commits: in the new block of each operation, else in the old one.
+func (tx *writeTx) spans() [][]device.Span {
+	h := tx.h
+	out := make([][]device.Span, len(h.rowBytes))
+	for i := range tx.ops {
+		o := &tx.ops[i]
+		b := o.nb
+		if b == nil {
+			b = o.old
+		}
+		per, rb := h.perBlock[o.col], h.rowBytes[o.col]
+		row := o.idx*per + o.off/rb
+		out[o.col] = append(out[o.col], device.Span{Ptr: b.ptr + device.Ptr(o.off), Rows: min(tx.to, (o.idx+1)*per) - row})
+	}
+	return out
 }
 
 // commit puts the new blocks in the head's root (a copy of it when it is

@@ -65,20 +65,20 @@ func NewFieldState(p *state.Pool, owner state.Owner) (*FieldState, error) {
 //
 //state:mutates
 func (s *FieldState) Write(at int, rows Field) error {
-	return s.h.Write(at, [][]byte{state.Bytes(rows.Cells)})
+	return _Field_head(s).Write(at, [][]byte{state.Bytes(rows.Cells)})
 }
 
 // Read copies rows [from, to) of the state to the host, in a new Field. It
 // returns state.ErrRange unless 0 <= from <= to <= Len().
 func (s *FieldState) Read(from, to int) (Field, error) {
-	return _Field_read(s.h, from, to)
+	return _Field_read(_Field_head(s), from, to)
 }
 
 // ReadRows copies the rows of the state at indices idx, in that order, into a
 // new Field: a gather of scattered rows, such as a sampled minibatch. Indices
 // may repeat; each must lie in [0, Len()), else state.ErrRange.
 func (s *FieldState) ReadRows(idx []int) (Field, error) {
-	return _Field_readRows(s.h, idx)
+	return _Field_readRows(_Field_head(s), idx)
 }
 
 // ReadInto copies rows [from, to) of the state into dst, reslicing each field
@@ -87,28 +87,34 @@ func (s *FieldState) ReadRows(idx []int) (Field, error) {
 // state.ErrRange unless 0 <= from <= to <= Len(). A failed ReadInto leaves dst
 // as it was.
 func (s *FieldState) ReadInto(dst *Field, from, to int) error {
-	if dst == nil || from < 0 || to < from || to > s.h.Len() {
-		return s.h.Read(from, to, nil)
+	h := _Field_head(s)
+	if dst == nil || from < 0 || to < from || to > h.Len() {
+		return h.Read(from, to, nil)
 	}
 	n := to - from
-	dst.Cells = state.Resize(dst.Cells, n*64)
-	return s.h.Read(from, to, [][]byte{state.Bytes(dst.Cells)})
+	rows := *dst
+	rows.Cells = state.Resize(rows.Cells, n*64)
+	if err := h.Read(from, to, [][]byte{state.Bytes(rows.Cells)}); err != nil {
+		return err
+	}
+	*dst = rows
+	return nil
 }
 
 // Len returns the number of rows the state holds: always 64.
 func (s *FieldState) Len() int {
-	return s.h.Len()
+	return _Field_head(s).Len()
 }
 
 // Bound returns the number of rows the state has: 64.
 func (s *FieldState) Bound() int {
-	return s.h.Bound()
+	return _Field_head(s).Bound()
 }
 
 // Version returns the state's current version. Every successful write makes a
 // new version, larger than every version the state's lineage has seen.
 func (s *FieldState) Version() state.Version {
-	return s.h.Version()
+	return _Field_head(s).Version()
 }
 
 // Snapshot returns the state's current version as an immutable snapshot, in
@@ -122,7 +128,7 @@ func (s *FieldState) Version() state.Version {
 //
 //state:acquire
 func (s *FieldState) Snapshot() (*FieldSnapshot, error) {
-	snap, err := s.h.Snapshot()
+	snap, err := _Field_head(s).Snapshot()
 	if err != nil {
 		return nil, err
 	}
@@ -141,7 +147,7 @@ func (s *FieldState) Rollback(to *FieldSnapshot) error {
 	if to != nil {
 		snap = to.snap
 	}
-	return s.h.Rollback(snap)
+	return _Field_head(s).Rollback(snap)
 }
 
 // At reconstructs version v of the state's own history from the cheapest
@@ -153,7 +159,7 @@ func (s *FieldState) Rollback(to *FieldSnapshot) error {
 //
 //state:acquire
 func (s *FieldState) At(v state.Version) (*FieldSnapshot, error) {
-	snap, err := s.h.At(v)
+	snap, err := _Field_head(s).At(v)
 	if err != nil {
 		return nil, err
 	}
@@ -164,13 +170,13 @@ func (s *FieldState) At(v state.Version) (*FieldSnapshot, error) {
 // start from, the writes it would replay and the estimated cost. It
 // reconstructs nothing.
 func (s *FieldState) Plan(v state.Version) (state.Plan, error) {
-	return s.h.Plan(v)
+	return _Field_head(s).Plan(v)
 }
 
 // Stats reports the state's version, rows, logical bytes (the rows it reads
 // as) and physical bytes (the blocks it holds, shared ones included).
 func (s *FieldState) Stats() state.Stats {
-	return s.h.Stats()
+	return _Field_head(s).Stats()
 }
 
 // WriteDevice hands out rows [from, to) for a kernel to write in place, in a
@@ -181,7 +187,7 @@ func (s *FieldState) Stats() state.Stats {
 //
 //state:mutates
 func (s *FieldState) WriteDevice(from, to int) (FieldSpans, error) {
-	return _Field_spans(s.h.WriteDevice(from, to))
+	return _Field_spans(_Field_head(s).WriteDevice(from, to))
 }
 
 // Spans locates rows [from, to) in device memory, for kernels that read them.
@@ -190,7 +196,7 @@ func (s *FieldState) WriteDevice(from, to int) (FieldSpans, error) {
 //
 //state:view
 func (s *FieldState) Spans(from, to int) (FieldSpans, error) {
-	return _Field_spans(s.h.Spans(from, to))
+	return _Field_spans(_Field_head(s).Spans(from, to))
 }
 
 // RecordStream says that work queued on st (a kernel, an async copy) uses the
@@ -199,7 +205,7 @@ func (s *FieldState) Spans(from, to int) (FieldSpans, error) {
 // zeroed for another owner, until an event recorded on st after that work
 // completes; the caller never waits. It needs a backend with device.Streams.
 func (s *FieldState) RecordStream(st device.Stream) error {
-	return s.h.RecordStream(st)
+	return _Field_head(s).RecordStream(st)
 }
 
 // BlockTable returns a device-resident table of the state's blocks, per field
@@ -210,7 +216,7 @@ func (s *FieldState) RecordStream(st device.Stream) error {
 //
 //state:acquire
 func (s *FieldState) BlockTable() (*state.BlockTable, error) {
-	return s.h.BlockTable()
+	return _Field_head(s).BlockTable()
 }
 
 // Release gives the state's blocks back to the pool; snapshots taken from it
@@ -220,7 +226,7 @@ func (s *FieldState) BlockTable() (*state.BlockTable, error) {
 //
 //state:release
 func (s *FieldState) Release() error {
-	return s.h.Release()
+	return _Field_head(s).Release()
 }
 
 // FieldSnapshot is an immutable version of a Field state: what it reads never
@@ -235,14 +241,14 @@ type FieldSnapshot struct {
 // Read copies rows [from, to) of the snapshot to the host, in a new Field. It
 // returns state.ErrRange unless 0 <= from <= to <= Len().
 func (v *FieldSnapshot) Read(from, to int) (Field, error) {
-	return _Field_read(v.snap, from, to)
+	return _Field_read(_Field_snap(v), from, to)
 }
 
 // ReadRows copies the rows of the snapshot at indices idx, in that order, into
 // a new Field: a gather of scattered rows, such as a sampled minibatch.
 // Indices may repeat; each must lie in [0, Len()), else state.ErrRange.
 func (v *FieldSnapshot) ReadRows(idx []int) (Field, error) {
-	return _Field_readRows(v.snap, idx)
+	return _Field_readRows(_Field_snap(v), idx)
 }
 
 // ReadInto copies rows [from, to) of the snapshot into dst, reslicing each
@@ -251,12 +257,18 @@ func (v *FieldSnapshot) ReadRows(idx []int) (Field, error) {
 // state.ErrRange unless 0 <= from <= to <= Len(). A failed ReadInto leaves dst
 // as it was.
 func (v *FieldSnapshot) ReadInto(dst *Field, from, to int) error {
-	if dst == nil || from < 0 || to < from || to > v.snap.Len() {
-		return v.snap.Read(from, to, nil)
+	snap := _Field_snap(v)
+	if dst == nil || from < 0 || to < from || to > snap.Len() {
+		return snap.Read(from, to, nil)
 	}
 	n := to - from
-	dst.Cells = state.Resize(dst.Cells, n*64)
-	return v.snap.Read(from, to, [][]byte{state.Bytes(dst.Cells)})
+	rows := *dst
+	rows.Cells = state.Resize(rows.Cells, n*64)
+	if err := snap.Read(from, to, [][]byte{state.Bytes(rows.Cells)}); err != nil {
+		return err
+	}
+	*dst = rows
+	return nil
 }
 
 // Spans locates rows [from, to) of the snapshot in device memory, for kernels
@@ -265,7 +277,7 @@ func (v *FieldSnapshot) ReadInto(dst *Field, from, to int) error {
 //
 //state:view
 func (v *FieldSnapshot) Spans(from, to int) (FieldSpans, error) {
-	return _Field_spans(v.snap.Spans(from, to))
+	return _Field_spans(_Field_snap(v).Spans(from, to))
 }
 
 // RecordStream says that work queued on st (a kernel, an async copy) uses the
@@ -274,7 +286,7 @@ func (v *FieldSnapshot) Spans(from, to int) (FieldSpans, error) {
 // zeroed for another owner, until an event recorded on st after that work
 // completes; the caller never waits. It needs a backend with device.Streams.
 func (v *FieldSnapshot) RecordStream(st device.Stream) error {
-	return v.snap.RecordStream(st)
+	return _Field_snap(v).RecordStream(st)
 }
 
 // BlockTable returns a device-resident table of the snapshot's blocks, per
@@ -283,17 +295,17 @@ func (v *FieldSnapshot) RecordStream(st device.Stream) error {
 //
 //state:acquire
 func (v *FieldSnapshot) BlockTable() (*state.BlockTable, error) {
-	return v.snap.BlockTable()
+	return _Field_snap(v).BlockTable()
 }
 
 // Len returns the number of rows in the snapshot.
 func (v *FieldSnapshot) Len() int {
-	return v.snap.Len()
+	return _Field_snap(v).Len()
 }
 
 // Version returns the version the snapshot holds.
 func (v *FieldSnapshot) Version() state.Version {
-	return v.snap.Version()
+	return _Field_snap(v).Version()
 }
 
 // Release gives the snapshot's hold on its blocks back to the pool. Release is
@@ -302,7 +314,7 @@ func (v *FieldSnapshot) Version() state.Version {
 //
 //state:release
 func (v *FieldSnapshot) Release() error {
-	return v.snap.Release()
+	return _Field_snap(v).Release()
 }
 
 // FieldSpans locates rows of a Field state in device memory: for each field,
@@ -351,4 +363,22 @@ func _Field_readRows(r interface {
 		return Field{}, err
 	}
 	return rows, nil
+}
+
+// _Field_head returns the store head of s, nil for a nil s (its methods answer
+// state.ErrReleased).
+func _Field_head(s *FieldState) *state.Head {
+	if s == nil {
+		return nil
+	}
+	return s.h
+}
+
+// _Field_snap returns the store snapshot of v, nil for a nil v (its methods
+// answer state.ErrReleased).
+func _Field_snap(v *FieldSnapshot) *state.Snap {
+	if v == nil {
+		return nil
+	}
+	return v.snap
 }

@@ -95,7 +95,7 @@ func NewKVCacheStateShared(p *state.Pool, owner state.Owner, domain state.Domain
 //
 //state:appends
 func (s *KVCacheState) Append(rows KVCache) error {
-	return s.h.Append([][]byte{
+	return _KVCache_head(s).Append([][]byte{
 		state.Bytes(rows.Keys),
 		state.Bytes(rows.Values),
 		state.Bytes(rows.Token),
@@ -116,20 +116,20 @@ func (s *KVCacheState) Append(rows KVCache) error {
 //
 //state:appends
 func (s *KVCacheState) AdoptPrefix(keys []int32) (int, error) {
-	return s.h.AdoptPrefix(state.Bytes(keys))
+	return _KVCache_head(s).AdoptPrefix(state.Bytes(keys))
 }
 
 // Read copies rows [from, to) of the state to the host, in a new KVCache. It
 // returns state.ErrRange unless 0 <= from <= to <= Len().
 func (s *KVCacheState) Read(from, to int) (KVCache, error) {
-	return _KVCache_read(s.h, from, to)
+	return _KVCache_read(_KVCache_head(s), from, to)
 }
 
 // ReadRows copies the rows of the state at indices idx, in that order, into a
 // new KVCache: a gather of scattered rows, such as a sampled minibatch.
 // Indices may repeat; each must lie in [0, Len()), else state.ErrRange.
 func (s *KVCacheState) ReadRows(idx []int) (KVCache, error) {
-	return _KVCache_readRows(s.h, idx)
+	return _KVCache_readRows(_KVCache_head(s), idx)
 }
 
 // ReadInto copies rows [from, to) of the state into dst, reslicing each field
@@ -138,34 +138,40 @@ func (s *KVCacheState) ReadRows(idx []int) (KVCache, error) {
 // state.ErrRange unless 0 <= from <= to <= Len(). A failed ReadInto leaves dst
 // as it was.
 func (s *KVCacheState) ReadInto(dst *KVCache, from, to int) error {
-	if dst == nil || from < 0 || to < from || to > s.h.Len() {
-		return s.h.Read(from, to, nil)
+	h := _KVCache_head(s)
+	if dst == nil || from < 0 || to < from || to > h.Len() {
+		return h.Read(from, to, nil)
 	}
 	n := to - from
-	dst.Keys = state.Resize(dst.Keys, n*256)
-	dst.Values = state.Resize(dst.Values, n*256)
-	dst.Token = state.Resize(dst.Token, n)
-	return s.h.Read(from, to, [][]byte{
-		state.Bytes(dst.Keys),
-		state.Bytes(dst.Values),
-		state.Bytes(dst.Token),
-	})
+	rows := *dst
+	rows.Keys = state.Resize(rows.Keys, n*256)
+	rows.Values = state.Resize(rows.Values, n*256)
+	rows.Token = state.Resize(rows.Token, n)
+	if err := h.Read(from, to, [][]byte{
+		state.Bytes(rows.Keys),
+		state.Bytes(rows.Values),
+		state.Bytes(rows.Token),
+	}); err != nil {
+		return err
+	}
+	*dst = rows
+	return nil
 }
 
 // Len returns the number of rows the state holds.
 func (s *KVCacheState) Len() int {
-	return s.h.Len()
+	return _KVCache_head(s).Len()
 }
 
 // Bound returns the most rows the state may hold: 512.
 func (s *KVCacheState) Bound() int {
-	return s.h.Bound()
+	return _KVCache_head(s).Bound()
 }
 
 // Version returns the state's current version. Every successful write makes a
 // new version, larger than every version the state's lineage has seen.
 func (s *KVCacheState) Version() state.Version {
-	return s.h.Version()
+	return _KVCache_head(s).Version()
 }
 
 // Snapshot returns the state's current version as an immutable snapshot, in
@@ -179,7 +185,7 @@ func (s *KVCacheState) Version() state.Version {
 //
 //state:acquire
 func (s *KVCacheState) Snapshot() (*KVCacheSnapshot, error) {
-	snap, err := s.h.Snapshot()
+	snap, err := _KVCache_head(s).Snapshot()
 	if err != nil {
 		return nil, err
 	}
@@ -196,7 +202,7 @@ func (s *KVCacheState) Snapshot() (*KVCacheSnapshot, error) {
 //
 //state:acquire
 func (s *KVCacheState) Branch() (*KVCacheState, error) {
-	h, err := s.h.Branch()
+	h, err := _KVCache_head(s).Branch()
 	if err != nil {
 		return nil, err
 	}
@@ -214,7 +220,7 @@ func (s *KVCacheState) Merge(child *KVCacheState) error {
 	if child != nil {
 		c = child.h
 	}
-	return s.h.Merge(c)
+	return _KVCache_head(s).Merge(c)
 }
 
 // Rollback moves the state back to the version of snapshot to, which must be
@@ -229,13 +235,13 @@ func (s *KVCacheState) Rollback(to *KVCacheSnapshot) error {
 	if to != nil {
 		snap = to.snap
 	}
-	return s.h.Rollback(snap)
+	return _KVCache_head(s).Rollback(snap)
 }
 
 // Stats reports the state's version, rows, logical bytes (the rows it reads
 // as) and physical bytes (the blocks it holds, shared ones included).
 func (s *KVCacheState) Stats() state.Stats {
-	return s.h.Stats()
+	return _KVCache_head(s).Stats()
 }
 
 // AppendDevice appends n rows for a kernel to fill and returns where they
@@ -245,7 +251,7 @@ func (s *KVCacheState) Stats() state.Stats {
 //
 //state:appends
 func (s *KVCacheState) AppendDevice(n int) (KVCacheSpans, error) {
-	return _KVCache_spans(s.h.AppendDevice(n))
+	return _KVCache_spans(_KVCache_head(s).AppendDevice(n))
 }
 
 // Spans locates rows [from, to) in device memory, for kernels that read them.
@@ -254,7 +260,7 @@ func (s *KVCacheState) AppendDevice(n int) (KVCacheSpans, error) {
 //
 //state:view
 func (s *KVCacheState) Spans(from, to int) (KVCacheSpans, error) {
-	return _KVCache_spans(s.h.Spans(from, to))
+	return _KVCache_spans(_KVCache_head(s).Spans(from, to))
 }
 
 // RecordStream says that work queued on st (a kernel, an async copy) uses the
@@ -263,7 +269,7 @@ func (s *KVCacheState) Spans(from, to int) (KVCacheSpans, error) {
 // zeroed for another owner, until an event recorded on st after that work
 // completes; the caller never waits. It needs a backend with device.Streams.
 func (s *KVCacheState) RecordStream(st device.Stream) error {
-	return s.h.RecordStream(st)
+	return _KVCache_head(s).RecordStream(st)
 }
 
 // BlockTable returns a device-resident table of the state's blocks, per field
@@ -274,7 +280,7 @@ func (s *KVCacheState) RecordStream(st device.Stream) error {
 //
 //state:acquire
 func (s *KVCacheState) BlockTable() (*state.BlockTable, error) {
-	return s.h.BlockTable()
+	return _KVCache_head(s).BlockTable()
 }
 
 // Release gives the state's blocks back to the pool; snapshots taken from it
@@ -284,7 +290,7 @@ func (s *KVCacheState) BlockTable() (*state.BlockTable, error) {
 //
 //state:release
 func (s *KVCacheState) Release() error {
-	return s.h.Release()
+	return _KVCache_head(s).Release()
 }
 
 // KVCacheSnapshot is an immutable version of a KVCache state: what it reads
@@ -299,14 +305,14 @@ type KVCacheSnapshot struct {
 // Read copies rows [from, to) of the snapshot to the host, in a new KVCache.
 // It returns state.ErrRange unless 0 <= from <= to <= Len().
 func (v *KVCacheSnapshot) Read(from, to int) (KVCache, error) {
-	return _KVCache_read(v.snap, from, to)
+	return _KVCache_read(_KVCache_snap(v), from, to)
 }
 
 // ReadRows copies the rows of the snapshot at indices idx, in that order, into
 // a new KVCache: a gather of scattered rows, such as a sampled minibatch.
 // Indices may repeat; each must lie in [0, Len()), else state.ErrRange.
 func (v *KVCacheSnapshot) ReadRows(idx []int) (KVCache, error) {
-	return _KVCache_readRows(v.snap, idx)
+	return _KVCache_readRows(_KVCache_snap(v), idx)
 }
 
 // ReadInto copies rows [from, to) of the snapshot into dst, reslicing each
@@ -315,18 +321,24 @@ func (v *KVCacheSnapshot) ReadRows(idx []int) (KVCache, error) {
 // state.ErrRange unless 0 <= from <= to <= Len(). A failed ReadInto leaves dst
 // as it was.
 func (v *KVCacheSnapshot) ReadInto(dst *KVCache, from, to int) error {
-	if dst == nil || from < 0 || to < from || to > v.snap.Len() {
-		return v.snap.Read(from, to, nil)
+	snap := _KVCache_snap(v)
+	if dst == nil || from < 0 || to < from || to > snap.Len() {
+		return snap.Read(from, to, nil)
 	}
 	n := to - from
-	dst.Keys = state.Resize(dst.Keys, n*256)
-	dst.Values = state.Resize(dst.Values, n*256)
-	dst.Token = state.Resize(dst.Token, n)
-	return v.snap.Read(from, to, [][]byte{
-		state.Bytes(dst.Keys),
-		state.Bytes(dst.Values),
-		state.Bytes(dst.Token),
-	})
+	rows := *dst
+	rows.Keys = state.Resize(rows.Keys, n*256)
+	rows.Values = state.Resize(rows.Values, n*256)
+	rows.Token = state.Resize(rows.Token, n)
+	if err := snap.Read(from, to, [][]byte{
+		state.Bytes(rows.Keys),
+		state.Bytes(rows.Values),
+		state.Bytes(rows.Token),
+	}); err != nil {
+		return err
+	}
+	*dst = rows
+	return nil
 }
 
 // Spans locates rows [from, to) of the snapshot in device memory, for kernels
@@ -335,7 +347,7 @@ func (v *KVCacheSnapshot) ReadInto(dst *KVCache, from, to int) error {
 //
 //state:view
 func (v *KVCacheSnapshot) Spans(from, to int) (KVCacheSpans, error) {
-	return _KVCache_spans(v.snap.Spans(from, to))
+	return _KVCache_spans(_KVCache_snap(v).Spans(from, to))
 }
 
 // RecordStream says that work queued on st (a kernel, an async copy) uses the
@@ -344,7 +356,7 @@ func (v *KVCacheSnapshot) Spans(from, to int) (KVCacheSpans, error) {
 // zeroed for another owner, until an event recorded on st after that work
 // completes; the caller never waits. It needs a backend with device.Streams.
 func (v *KVCacheSnapshot) RecordStream(st device.Stream) error {
-	return v.snap.RecordStream(st)
+	return _KVCache_snap(v).RecordStream(st)
 }
 
 // BlockTable returns a device-resident table of the snapshot's blocks, per
@@ -353,17 +365,17 @@ func (v *KVCacheSnapshot) RecordStream(st device.Stream) error {
 //
 //state:acquire
 func (v *KVCacheSnapshot) BlockTable() (*state.BlockTable, error) {
-	return v.snap.BlockTable()
+	return _KVCache_snap(v).BlockTable()
 }
 
 // Len returns the number of rows in the snapshot.
 func (v *KVCacheSnapshot) Len() int {
-	return v.snap.Len()
+	return _KVCache_snap(v).Len()
 }
 
 // Version returns the version the snapshot holds.
 func (v *KVCacheSnapshot) Version() state.Version {
-	return v.snap.Version()
+	return _KVCache_snap(v).Version()
 }
 
 // Release gives the snapshot's hold on its blocks back to the pool. Release is
@@ -372,7 +384,7 @@ func (v *KVCacheSnapshot) Version() state.Version {
 //
 //state:release
 func (v *KVCacheSnapshot) Release() error {
-	return v.snap.Release()
+	return _KVCache_snap(v).Release()
 }
 
 // KVCacheSpans locates rows of a KVCache state in device memory: for each
@@ -435,4 +447,22 @@ func _KVCache_readRows(r interface {
 		return KVCache{}, err
 	}
 	return rows, nil
+}
+
+// _KVCache_head returns the store head of s, nil for a nil s (its methods
+// answer state.ErrReleased).
+func _KVCache_head(s *KVCacheState) *state.Head {
+	if s == nil {
+		return nil
+	}
+	return s.h
+}
+
+// _KVCache_snap returns the store snapshot of v, nil for a nil v (its methods
+// answer state.ErrReleased).
+func _KVCache_snap(v *KVCacheSnapshot) *state.Snap {
+	if v == nil {
+		return nil
+	}
+	return v.snap
 }

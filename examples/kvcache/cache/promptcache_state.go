@@ -63,7 +63,7 @@ func NewPromptCacheState(p *state.Pool, owner state.Owner) (*PromptCacheState, e
 //
 //state:appends
 func (s *PromptCacheState) Append(rows PromptCache) error {
-	return s.h.Append([][]byte{
+	return _PromptCache_head(s).Append([][]byte{
 		state.Bytes(rows.Keys),
 		state.Bytes(rows.Values),
 		state.Bytes(rows.Token),
@@ -73,14 +73,14 @@ func (s *PromptCacheState) Append(rows PromptCache) error {
 // Read copies rows [from, to) of the state to the host, in a new PromptCache.
 // It returns state.ErrRange unless 0 <= from <= to <= Len().
 func (s *PromptCacheState) Read(from, to int) (PromptCache, error) {
-	return _PromptCache_read(s.h, from, to)
+	return _PromptCache_read(_PromptCache_head(s), from, to)
 }
 
 // ReadRows copies the rows of the state at indices idx, in that order, into a
 // new PromptCache: a gather of scattered rows, such as a sampled minibatch.
 // Indices may repeat; each must lie in [0, Len()), else state.ErrRange.
 func (s *PromptCacheState) ReadRows(idx []int) (PromptCache, error) {
-	return _PromptCache_readRows(s.h, idx)
+	return _PromptCache_readRows(_PromptCache_head(s), idx)
 }
 
 // ReadInto copies rows [from, to) of the state into dst, reslicing each field
@@ -89,40 +89,46 @@ func (s *PromptCacheState) ReadRows(idx []int) (PromptCache, error) {
 // state.ErrRange unless 0 <= from <= to <= Len(). A failed ReadInto leaves dst
 // as it was.
 func (s *PromptCacheState) ReadInto(dst *PromptCache, from, to int) error {
-	if dst == nil || from < 0 || to < from || to > s.h.Len() {
-		return s.h.Read(from, to, nil)
+	h := _PromptCache_head(s)
+	if dst == nil || from < 0 || to < from || to > h.Len() {
+		return h.Read(from, to, nil)
 	}
 	n := to - from
-	dst.Keys = state.Resize(dst.Keys, n*256)
-	dst.Values = state.Resize(dst.Values, n*256)
-	dst.Token = state.Resize(dst.Token, n)
-	return s.h.Read(from, to, [][]byte{
-		state.Bytes(dst.Keys),
-		state.Bytes(dst.Values),
-		state.Bytes(dst.Token),
-	})
+	rows := *dst
+	rows.Keys = state.Resize(rows.Keys, n*256)
+	rows.Values = state.Resize(rows.Values, n*256)
+	rows.Token = state.Resize(rows.Token, n)
+	if err := h.Read(from, to, [][]byte{
+		state.Bytes(rows.Keys),
+		state.Bytes(rows.Values),
+		state.Bytes(rows.Token),
+	}); err != nil {
+		return err
+	}
+	*dst = rows
+	return nil
 }
 
 // Len returns the number of rows the state holds.
 func (s *PromptCacheState) Len() int {
-	return s.h.Len()
+	return _PromptCache_head(s).Len()
 }
 
 // Bound returns the most rows the state may hold: 512.
 func (s *PromptCacheState) Bound() int {
-	return s.h.Bound()
+	return _PromptCache_head(s).Bound()
 }
 
 // Version returns the state's current version. Every successful write makes a
 // new version, larger than every version the state's lineage has seen.
 func (s *PromptCacheState) Version() state.Version {
-	return s.h.Version()
+	return _PromptCache_head(s).Version()
 }
 
 // Stats reports the state's version, rows, logical bytes (the rows it reads
 // as) and physical bytes (the blocks it holds, shared ones included).
 func (s *PromptCacheState) Stats() state.Stats {
-	return s.h.Stats()
+	return _PromptCache_head(s).Stats()
 }
 
 // AppendDevice appends n rows for a kernel to fill and returns where they
@@ -132,7 +138,7 @@ func (s *PromptCacheState) Stats() state.Stats {
 //
 //state:appends
 func (s *PromptCacheState) AppendDevice(n int) (PromptCacheSpans, error) {
-	return _PromptCache_spans(s.h.AppendDevice(n))
+	return _PromptCache_spans(_PromptCache_head(s).AppendDevice(n))
 }
 
 // Spans locates rows [from, to) in device memory, for kernels that read them.
@@ -141,7 +147,7 @@ func (s *PromptCacheState) AppendDevice(n int) (PromptCacheSpans, error) {
 //
 //state:view
 func (s *PromptCacheState) Spans(from, to int) (PromptCacheSpans, error) {
-	return _PromptCache_spans(s.h.Spans(from, to))
+	return _PromptCache_spans(_PromptCache_head(s).Spans(from, to))
 }
 
 // RecordStream says that work queued on st (a kernel, an async copy) uses the
@@ -150,7 +156,7 @@ func (s *PromptCacheState) Spans(from, to int) (PromptCacheSpans, error) {
 // zeroed for another owner, until an event recorded on st after that work
 // completes; the caller never waits. It needs a backend with device.Streams.
 func (s *PromptCacheState) RecordStream(st device.Stream) error {
-	return s.h.RecordStream(st)
+	return _PromptCache_head(s).RecordStream(st)
 }
 
 // BlockTable returns a device-resident table of the state's blocks, per field
@@ -161,7 +167,7 @@ func (s *PromptCacheState) RecordStream(st device.Stream) error {
 //
 //state:acquire
 func (s *PromptCacheState) BlockTable() (*state.BlockTable, error) {
-	return s.h.BlockTable()
+	return _PromptCache_head(s).BlockTable()
 }
 
 // Release gives the state's blocks back to the pool. Release is idempotent;
@@ -170,7 +176,7 @@ func (s *PromptCacheState) BlockTable() (*state.BlockTable, error) {
 //
 //state:release
 func (s *PromptCacheState) Release() error {
-	return s.h.Release()
+	return _PromptCache_head(s).Release()
 }
 
 // PromptCacheSpans locates rows of a PromptCache state in device memory: for
@@ -233,4 +239,13 @@ func _PromptCache_readRows(r interface {
 		return PromptCache{}, err
 	}
 	return rows, nil
+}
+
+// _PromptCache_head returns the store head of s, nil for a nil s (its methods
+// answer state.ErrReleased).
+func _PromptCache_head(s *PromptCacheState) *state.Head {
+	if s == nil {
+		return nil
+	}
+	return s.h
 }

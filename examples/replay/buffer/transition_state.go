@@ -69,7 +69,7 @@ func NewTransitionState(p *state.Pool, owner state.Owner) (*TransitionState, err
 //
 //state:appends
 func (s *TransitionState) Append(rows Transition) error {
-	return s.h.Append([][]byte{
+	return _Transition_head(s).Append([][]byte{
 		state.Bytes(rows.Obs),
 		state.Bytes(rows.Action),
 		state.Bytes(rows.Reward),
@@ -80,7 +80,7 @@ func (s *TransitionState) Append(rows Transition) error {
 // It returns state.ErrRange unless 0 <= from <= to <= Len(). Rows below
 // Oldest() left the window of 512 rows and answer state.ErrExpired.
 func (s *TransitionState) Read(from, to int) (Transition, error) {
-	return _Transition_read(s.h, from, to)
+	return _Transition_read(_Transition_head(s), from, to)
 }
 
 // ReadRows copies the rows of the state at indices idx, in that order, into a
@@ -88,7 +88,7 @@ func (s *TransitionState) Read(from, to int) (Transition, error) {
 // Indices may repeat; each must lie in [0, Len()), else state.ErrRange. Rows
 // below Oldest() left the window of 512 rows and answer state.ErrExpired.
 func (s *TransitionState) ReadRows(idx []int) (Transition, error) {
-	return _Transition_readRows(s.h, idx)
+	return _Transition_readRows(_Transition_head(s), idx)
 }
 
 // ReadInto copies rows [from, to) of the state into dst, reslicing each field
@@ -98,43 +98,49 @@ func (s *TransitionState) ReadRows(idx []int) (Transition, error) {
 // window of 512 rows and answer state.ErrExpired. A failed ReadInto leaves dst
 // as it was.
 func (s *TransitionState) ReadInto(dst *Transition, from, to int) error {
-	if dst == nil || from < 0 || to < from || to > s.h.Len() || from < to && from < s.h.Oldest() {
-		return s.h.Read(from, to, nil)
+	h := _Transition_head(s)
+	if dst == nil || from < 0 || to < from || to > h.Len() || from < to && from < h.Oldest() {
+		return h.Read(from, to, nil)
 	}
 	n := to - from
-	dst.Obs = state.Resize(dst.Obs, n*4)
-	dst.Action = state.Resize(dst.Action, n)
-	dst.Reward = state.Resize(dst.Reward, n)
-	return s.h.Read(from, to, [][]byte{
-		state.Bytes(dst.Obs),
-		state.Bytes(dst.Action),
-		state.Bytes(dst.Reward),
-	})
+	rows := *dst
+	rows.Obs = state.Resize(rows.Obs, n*4)
+	rows.Action = state.Resize(rows.Action, n)
+	rows.Reward = state.Resize(rows.Reward, n)
+	if err := h.Read(from, to, [][]byte{
+		state.Bytes(rows.Obs),
+		state.Bytes(rows.Action),
+		state.Bytes(rows.Reward),
+	}); err != nil {
+		return err
+	}
+	*dst = rows
+	return nil
 }
 
 // Len returns the number of rows ever appended: row indices stay stable, and
 // rows [Oldest(), Len()) are readable.
 func (s *TransitionState) Len() int {
-	return s.h.Len()
+	return _Transition_head(s).Len()
 }
 
 // Window returns the rows the state keeps readable: the last 512. A window has
 // no bound on Len; it bounds memory instead.
 func (s *TransitionState) Window() int {
-	return s.h.Window()
+	return _Transition_head(s).Window()
 }
 
 // Oldest returns the first row of the state still readable: Len()-512 once
 // more than 512 rows were appended, else 0. Rows [Oldest(), Len()) are
 // readable.
 func (s *TransitionState) Oldest() int {
-	return s.h.Oldest()
+	return _Transition_head(s).Oldest()
 }
 
 // Version returns the state's current version. Every successful write makes a
 // new version, larger than every version the state's lineage has seen.
 func (s *TransitionState) Version() state.Version {
-	return s.h.Version()
+	return _Transition_head(s).Version()
 }
 
 // Snapshot returns the state's current version as an immutable snapshot, in
@@ -147,7 +153,7 @@ func (s *TransitionState) Version() state.Version {
 //
 //state:acquire
 func (s *TransitionState) Snapshot() (*TransitionSnapshot, error) {
-	snap, err := s.h.Snapshot()
+	snap, err := _Transition_head(s).Snapshot()
 	if err != nil {
 		return nil, err
 	}
@@ -157,7 +163,7 @@ func (s *TransitionState) Snapshot() (*TransitionSnapshot, error) {
 // Stats reports the state's version, rows, logical bytes (the rows it reads
 // as) and physical bytes (the blocks it holds, shared ones included).
 func (s *TransitionState) Stats() state.Stats {
-	return s.h.Stats()
+	return _Transition_head(s).Stats()
 }
 
 // AppendDevice appends n rows for a kernel to fill and returns where they
@@ -167,7 +173,7 @@ func (s *TransitionState) Stats() state.Stats {
 //
 //state:appends
 func (s *TransitionState) AppendDevice(n int) (TransitionSpans, error) {
-	return _Transition_spans(s.h.AppendDevice(n))
+	return _Transition_spans(_Transition_head(s).AppendDevice(n))
 }
 
 // Spans locates rows [from, to) in device memory, for kernels that read them.
@@ -176,7 +182,7 @@ func (s *TransitionState) AppendDevice(n int) (TransitionSpans, error) {
 //
 //state:view
 func (s *TransitionState) Spans(from, to int) (TransitionSpans, error) {
-	return _Transition_spans(s.h.Spans(from, to))
+	return _Transition_spans(_Transition_head(s).Spans(from, to))
 }
 
 // RecordStream says that work queued on st (a kernel, an async copy) uses the
@@ -185,7 +191,7 @@ func (s *TransitionState) Spans(from, to int) (TransitionSpans, error) {
 // zeroed for another owner, until an event recorded on st after that work
 // completes; the caller never waits. It needs a backend with device.Streams.
 func (s *TransitionState) RecordStream(st device.Stream) error {
-	return s.h.RecordStream(st)
+	return _Transition_head(s).RecordStream(st)
 }
 
 // BlockTable returns a device-resident table of the state's blocks, per field
@@ -196,7 +202,7 @@ func (s *TransitionState) RecordStream(st device.Stream) error {
 //
 //state:acquire
 func (s *TransitionState) BlockTable() (*state.BlockTable, error) {
-	return s.h.BlockTable()
+	return _Transition_head(s).BlockTable()
 }
 
 // Release gives the state's blocks back to the pool; snapshots taken from it
@@ -206,7 +212,7 @@ func (s *TransitionState) BlockTable() (*state.BlockTable, error) {
 //
 //state:release
 func (s *TransitionState) Release() error {
-	return s.h.Release()
+	return _Transition_head(s).Release()
 }
 
 // TransitionSnapshot is an immutable version of a Transition state: what it
@@ -222,7 +228,7 @@ type TransitionSnapshot struct {
 // Transition. It returns state.ErrRange unless 0 <= from <= to <= Len(). Rows
 // below Oldest() left the window of 512 rows and answer state.ErrExpired.
 func (v *TransitionSnapshot) Read(from, to int) (Transition, error) {
-	return _Transition_read(v.snap, from, to)
+	return _Transition_read(_Transition_snap(v), from, to)
 }
 
 // ReadRows copies the rows of the snapshot at indices idx, in that order, into
@@ -230,7 +236,7 @@ func (v *TransitionSnapshot) Read(from, to int) (Transition, error) {
 // Indices may repeat; each must lie in [0, Len()), else state.ErrRange. Rows
 // below Oldest() left the window of 512 rows and answer state.ErrExpired.
 func (v *TransitionSnapshot) ReadRows(idx []int) (Transition, error) {
-	return _Transition_readRows(v.snap, idx)
+	return _Transition_readRows(_Transition_snap(v), idx)
 }
 
 // ReadInto copies rows [from, to) of the snapshot into dst, reslicing each
@@ -240,18 +246,24 @@ func (v *TransitionSnapshot) ReadRows(idx []int) (Transition, error) {
 // window of 512 rows and answer state.ErrExpired. A failed ReadInto leaves dst
 // as it was.
 func (v *TransitionSnapshot) ReadInto(dst *Transition, from, to int) error {
-	if dst == nil || from < 0 || to < from || to > v.snap.Len() || from < to && from < v.snap.Oldest() {
-		return v.snap.Read(from, to, nil)
+	snap := _Transition_snap(v)
+	if dst == nil || from < 0 || to < from || to > snap.Len() || from < to && from < snap.Oldest() {
+		return snap.Read(from, to, nil)
 	}
 	n := to - from
-	dst.Obs = state.Resize(dst.Obs, n*4)
-	dst.Action = state.Resize(dst.Action, n)
-	dst.Reward = state.Resize(dst.Reward, n)
-	return v.snap.Read(from, to, [][]byte{
-		state.Bytes(dst.Obs),
-		state.Bytes(dst.Action),
-		state.Bytes(dst.Reward),
-	})
+	rows := *dst
+	rows.Obs = state.Resize(rows.Obs, n*4)
+	rows.Action = state.Resize(rows.Action, n)
+	rows.Reward = state.Resize(rows.Reward, n)
+	if err := snap.Read(from, to, [][]byte{
+		state.Bytes(rows.Obs),
+		state.Bytes(rows.Action),
+		state.Bytes(rows.Reward),
+	}); err != nil {
+		return err
+	}
+	*dst = rows
+	return nil
 }
 
 // Spans locates rows [from, to) of the snapshot in device memory, for kernels
@@ -260,7 +272,7 @@ func (v *TransitionSnapshot) ReadInto(dst *Transition, from, to int) error {
 //
 //state:view
 func (v *TransitionSnapshot) Spans(from, to int) (TransitionSpans, error) {
-	return _Transition_spans(v.snap.Spans(from, to))
+	return _Transition_spans(_Transition_snap(v).Spans(from, to))
 }
 
 // RecordStream says that work queued on st (a kernel, an async copy) uses the
@@ -269,7 +281,7 @@ func (v *TransitionSnapshot) Spans(from, to int) (TransitionSpans, error) {
 // zeroed for another owner, until an event recorded on st after that work
 // completes; the caller never waits. It needs a backend with device.Streams.
 func (v *TransitionSnapshot) RecordStream(st device.Stream) error {
-	return v.snap.RecordStream(st)
+	return _Transition_snap(v).RecordStream(st)
 }
 
 // BlockTable returns a device-resident table of the snapshot's blocks, per
@@ -278,24 +290,24 @@ func (v *TransitionSnapshot) RecordStream(st device.Stream) error {
 //
 //state:acquire
 func (v *TransitionSnapshot) BlockTable() (*state.BlockTable, error) {
-	return v.snap.BlockTable()
+	return _Transition_snap(v).BlockTable()
 }
 
 // Len returns the number of rows in the snapshot.
 func (v *TransitionSnapshot) Len() int {
-	return v.snap.Len()
+	return _Transition_snap(v).Len()
 }
 
 // Oldest returns the first row of the snapshot still readable: Len()-512 once
 // more than 512 rows were appended, else 0. Rows [Oldest(), Len()) are
 // readable.
 func (v *TransitionSnapshot) Oldest() int {
-	return v.snap.Oldest()
+	return _Transition_snap(v).Oldest()
 }
 
 // Version returns the version the snapshot holds.
 func (v *TransitionSnapshot) Version() state.Version {
-	return v.snap.Version()
+	return _Transition_snap(v).Version()
 }
 
 // Release gives the snapshot's hold on its blocks back to the pool. Release is
@@ -304,7 +316,7 @@ func (v *TransitionSnapshot) Version() state.Version {
 //
 //state:release
 func (v *TransitionSnapshot) Release() error {
-	return v.snap.Release()
+	return _Transition_snap(v).Release()
 }
 
 // TransitionSpans locates rows of a Transition state in device memory: for
@@ -367,4 +379,22 @@ func _Transition_readRows(r interface {
 		return Transition{}, err
 	}
 	return rows, nil
+}
+
+// _Transition_head returns the store head of s, nil for a nil s (its methods
+// answer state.ErrReleased).
+func _Transition_head(s *TransitionState) *state.Head {
+	if s == nil {
+		return nil
+	}
+	return s.h
+}
+
+// _Transition_snap returns the store snapshot of v, nil for a nil v (its
+// methods answer state.ErrReleased).
+func _Transition_snap(v *TransitionSnapshot) *state.Snap {
+	if v == nil {
+		return nil
+	}
+	return v.snap
 }

@@ -63,20 +63,20 @@ func NewSamplesState(p *gpustatestate.Pool, owner gpustatestate.Owner) (*Samples
 //
 //state:mutates
 func (s *SamplesState) Write(at int, rows Samples) error {
-	return s.h.Write(at, [][]byte{gpustatestate.Bytes(rows.Left), gpustatestate.Bytes(rows.Right)})
+	return _Samples_head(s).Write(at, [][]byte{gpustatestate.Bytes(rows.Left), gpustatestate.Bytes(rows.Right)})
 }
 
 // Read copies rows [from, to) of the state to the host, in a new Samples. It
 // returns state.ErrRange unless 0 <= from <= to <= Len().
 func (s *SamplesState) Read(from, to int) (Samples, error) {
-	return _Samples_read(s.h, from, to)
+	return _Samples_read(_Samples_head(s), from, to)
 }
 
 // ReadRows copies the rows of the state at indices idx, in that order, into a
 // new Samples: a gather of scattered rows, such as a sampled minibatch.
 // Indices may repeat; each must lie in [0, Len()), else state.ErrRange.
 func (s *SamplesState) ReadRows(idx []int) (Samples, error) {
-	return _Samples_readRows(s.h, idx)
+	return _Samples_readRows(_Samples_head(s), idx)
 }
 
 // ReadInto copies rows [from, to) of the state into dst, reslicing each field
@@ -85,29 +85,35 @@ func (s *SamplesState) ReadRows(idx []int) (Samples, error) {
 // state.ErrRange unless 0 <= from <= to <= Len(). A failed ReadInto leaves dst
 // as it was.
 func (s *SamplesState) ReadInto(dst *Samples, from, to int) error {
-	if dst == nil || from < 0 || to < from || to > s.h.Len() {
-		return s.h.Read(from, to, nil)
+	h := _Samples_head(s)
+	if dst == nil || from < 0 || to < from || to > h.Len() {
+		return h.Read(from, to, nil)
 	}
 	n := to - from
-	dst.Left = gpustatestate.Resize(dst.Left, n)
-	dst.Right = gpustatestate.Resize(dst.Right, n)
-	return s.h.Read(from, to, [][]byte{gpustatestate.Bytes(dst.Left), gpustatestate.Bytes(dst.Right)})
+	rows := *dst
+	rows.Left = gpustatestate.Resize(rows.Left, n)
+	rows.Right = gpustatestate.Resize(rows.Right, n)
+	if err := h.Read(from, to, [][]byte{gpustatestate.Bytes(rows.Left), gpustatestate.Bytes(rows.Right)}); err != nil {
+		return err
+	}
+	*dst = rows
+	return nil
 }
 
 // Len returns the number of rows the state holds: always 48000.
 func (s *SamplesState) Len() int {
-	return s.h.Len()
+	return _Samples_head(s).Len()
 }
 
 // Bound returns the number of rows the state has: 48000.
 func (s *SamplesState) Bound() int {
-	return s.h.Bound()
+	return _Samples_head(s).Bound()
 }
 
 // Version returns the state's current version. Every successful write makes a
 // new version, larger than every version the state's lineage has seen.
 func (s *SamplesState) Version() gpustatestate.Version {
-	return s.h.Version()
+	return _Samples_head(s).Version()
 }
 
 // Snapshot returns the state's current version as an immutable snapshot, in
@@ -120,7 +126,7 @@ func (s *SamplesState) Version() gpustatestate.Version {
 //
 //state:acquire
 func (s *SamplesState) Snapshot() (*SamplesSnapshot, error) {
-	snap, err := s.h.Snapshot()
+	snap, err := _Samples_head(s).Snapshot()
 	if err != nil {
 		return nil, err
 	}
@@ -137,7 +143,7 @@ func (s *SamplesState) Snapshot() (*SamplesSnapshot, error) {
 //
 //state:acquire
 func (s *SamplesState) Branch() (*SamplesState, error) {
-	h, err := s.h.Branch()
+	h, err := _Samples_head(s).Branch()
 	if err != nil {
 		return nil, err
 	}
@@ -147,7 +153,7 @@ func (s *SamplesState) Branch() (*SamplesState, error) {
 // Stats reports the state's version, rows, logical bytes (the rows it reads
 // as) and physical bytes (the blocks it holds, shared ones included).
 func (s *SamplesState) Stats() gpustatestate.Stats {
-	return s.h.Stats()
+	return _Samples_head(s).Stats()
 }
 
 // WriteDevice hands out rows [from, to) for a kernel to write in place, in a
@@ -158,7 +164,7 @@ func (s *SamplesState) Stats() gpustatestate.Stats {
 //
 //state:mutates
 func (s *SamplesState) WriteDevice(from, to int) (SamplesSpans, error) {
-	return _Samples_spans(s.h.WriteDevice(from, to))
+	return _Samples_spans(_Samples_head(s).WriteDevice(from, to))
 }
 
 // Spans locates rows [from, to) in device memory, for kernels that read them.
@@ -167,7 +173,7 @@ func (s *SamplesState) WriteDevice(from, to int) (SamplesSpans, error) {
 //
 //state:view
 func (s *SamplesState) Spans(from, to int) (SamplesSpans, error) {
-	return _Samples_spans(s.h.Spans(from, to))
+	return _Samples_spans(_Samples_head(s).Spans(from, to))
 }
 
 // RecordStream says that work queued on st (a kernel, an async copy) uses the
@@ -176,7 +182,7 @@ func (s *SamplesState) Spans(from, to int) (SamplesSpans, error) {
 // zeroed for another owner, until an event recorded on st after that work
 // completes; the caller never waits. It needs a backend with device.Streams.
 func (s *SamplesState) RecordStream(st gpustatedevice.Stream) error {
-	return s.h.RecordStream(st)
+	return _Samples_head(s).RecordStream(st)
 }
 
 // BlockTable returns a device-resident table of the state's blocks, per field
@@ -187,7 +193,7 @@ func (s *SamplesState) RecordStream(st gpustatedevice.Stream) error {
 //
 //state:acquire
 func (s *SamplesState) BlockTable() (*gpustatestate.BlockTable, error) {
-	return s.h.BlockTable()
+	return _Samples_head(s).BlockTable()
 }
 
 // Release gives the state's blocks back to the pool; snapshots taken from it
@@ -196,7 +202,7 @@ func (s *SamplesState) BlockTable() (*gpustatestate.BlockTable, error) {
 //
 //state:release
 func (s *SamplesState) Release() error {
-	return s.h.Release()
+	return _Samples_head(s).Release()
 }
 
 // SamplesSnapshot is an immutable version of a Samples state: what it reads
@@ -211,14 +217,14 @@ type SamplesSnapshot struct {
 // Read copies rows [from, to) of the snapshot to the host, in a new Samples.
 // It returns state.ErrRange unless 0 <= from <= to <= Len().
 func (v *SamplesSnapshot) Read(from, to int) (Samples, error) {
-	return _Samples_read(v.snap, from, to)
+	return _Samples_read(_Samples_snap(v), from, to)
 }
 
 // ReadRows copies the rows of the snapshot at indices idx, in that order, into
 // a new Samples: a gather of scattered rows, such as a sampled minibatch.
 // Indices may repeat; each must lie in [0, Len()), else state.ErrRange.
 func (v *SamplesSnapshot) ReadRows(idx []int) (Samples, error) {
-	return _Samples_readRows(v.snap, idx)
+	return _Samples_readRows(_Samples_snap(v), idx)
 }
 
 // ReadInto copies rows [from, to) of the snapshot into dst, reslicing each
@@ -227,13 +233,19 @@ func (v *SamplesSnapshot) ReadRows(idx []int) (Samples, error) {
 // state.ErrRange unless 0 <= from <= to <= Len(). A failed ReadInto leaves dst
 // as it was.
 func (v *SamplesSnapshot) ReadInto(dst *Samples, from, to int) error {
-	if dst == nil || from < 0 || to < from || to > v.snap.Len() {
-		return v.snap.Read(from, to, nil)
+	snap := _Samples_snap(v)
+	if dst == nil || from < 0 || to < from || to > snap.Len() {
+		return snap.Read(from, to, nil)
 	}
 	n := to - from
-	dst.Left = gpustatestate.Resize(dst.Left, n)
-	dst.Right = gpustatestate.Resize(dst.Right, n)
-	return v.snap.Read(from, to, [][]byte{gpustatestate.Bytes(dst.Left), gpustatestate.Bytes(dst.Right)})
+	rows := *dst
+	rows.Left = gpustatestate.Resize(rows.Left, n)
+	rows.Right = gpustatestate.Resize(rows.Right, n)
+	if err := snap.Read(from, to, [][]byte{gpustatestate.Bytes(rows.Left), gpustatestate.Bytes(rows.Right)}); err != nil {
+		return err
+	}
+	*dst = rows
+	return nil
 }
 
 // Spans locates rows [from, to) of the snapshot in device memory, for kernels
@@ -242,7 +254,7 @@ func (v *SamplesSnapshot) ReadInto(dst *Samples, from, to int) error {
 //
 //state:view
 func (v *SamplesSnapshot) Spans(from, to int) (SamplesSpans, error) {
-	return _Samples_spans(v.snap.Spans(from, to))
+	return _Samples_spans(_Samples_snap(v).Spans(from, to))
 }
 
 // RecordStream says that work queued on st (a kernel, an async copy) uses the
@@ -251,7 +263,7 @@ func (v *SamplesSnapshot) Spans(from, to int) (SamplesSpans, error) {
 // zeroed for another owner, until an event recorded on st after that work
 // completes; the caller never waits. It needs a backend with device.Streams.
 func (v *SamplesSnapshot) RecordStream(st gpustatedevice.Stream) error {
-	return v.snap.RecordStream(st)
+	return _Samples_snap(v).RecordStream(st)
 }
 
 // BlockTable returns a device-resident table of the snapshot's blocks, per
@@ -260,17 +272,17 @@ func (v *SamplesSnapshot) RecordStream(st gpustatedevice.Stream) error {
 //
 //state:acquire
 func (v *SamplesSnapshot) BlockTable() (*gpustatestate.BlockTable, error) {
-	return v.snap.BlockTable()
+	return _Samples_snap(v).BlockTable()
 }
 
 // Len returns the number of rows in the snapshot.
 func (v *SamplesSnapshot) Len() int {
-	return v.snap.Len()
+	return _Samples_snap(v).Len()
 }
 
 // Version returns the version the snapshot holds.
 func (v *SamplesSnapshot) Version() gpustatestate.Version {
-	return v.snap.Version()
+	return _Samples_snap(v).Version()
 }
 
 // Release gives the snapshot's hold on its blocks back to the pool. Release is
@@ -279,7 +291,7 @@ func (v *SamplesSnapshot) Version() gpustatestate.Version {
 //
 //state:release
 func (v *SamplesSnapshot) Release() error {
-	return v.snap.Release()
+	return _Samples_snap(v).Release()
 }
 
 // SamplesSpans locates rows of a Samples state in device memory: for each
@@ -331,4 +343,22 @@ func _Samples_readRows(r interface {
 		return Samples{}, err
 	}
 	return rows, nil
+}
+
+// _Samples_head returns the store head of s, nil for a nil s (its methods
+// answer state.ErrReleased).
+func _Samples_head(s *SamplesState) *gpustatestate.Head {
+	if s == nil {
+		return nil
+	}
+	return s.h
+}
+
+// _Samples_snap returns the store snapshot of v, nil for a nil v (its methods
+// answer state.ErrReleased).
+func _Samples_snap(v *SamplesSnapshot) *gpustatestate.Snap {
+	if v == nil {
+		return nil
+	}
+	return v.snap
 }

@@ -59,20 +59,20 @@ func NewFieldState(p *state.Pool, owner state.Owner) (*FieldState, error) {
 //
 //state:mutates
 func (s *FieldState) Write(at int, rows Field) error {
-	return s.h.Write(at, [][]byte{state.Bytes(rows.Cells)})
+	return _Field_head(s).Write(at, [][]byte{state.Bytes(rows.Cells)})
 }
 
 // Read copies rows [from, to) of the state to the host, in a new Field. It
 // returns state.ErrRange unless 0 <= from <= to <= Len().
 func (s *FieldState) Read(from, to int) (Field, error) {
-	return _Field_read(s.h, from, to)
+	return _Field_read(_Field_head(s), from, to)
 }
 
 // ReadRows copies the rows of the state at indices idx, in that order, into a
 // new Field: a gather of scattered rows, such as a sampled minibatch. Indices
 // may repeat; each must lie in [0, Len()), else state.ErrRange.
 func (s *FieldState) ReadRows(idx []int) (Field, error) {
-	return _Field_readRows(s.h, idx)
+	return _Field_readRows(_Field_head(s), idx)
 }
 
 // ReadInto copies rows [from, to) of the state into dst, reslicing each field
@@ -81,34 +81,40 @@ func (s *FieldState) ReadRows(idx []int) (Field, error) {
 // state.ErrRange unless 0 <= from <= to <= Len(). A failed ReadInto leaves dst
 // as it was.
 func (s *FieldState) ReadInto(dst *Field, from, to int) error {
-	if dst == nil || from < 0 || to < from || to > s.h.Len() {
-		return s.h.Read(from, to, nil)
+	h := _Field_head(s)
+	if dst == nil || from < 0 || to < from || to > h.Len() {
+		return h.Read(from, to, nil)
 	}
 	n := to - from
-	dst.Cells = state.Resize(dst.Cells, n*4)
-	return s.h.Read(from, to, [][]byte{state.Bytes(dst.Cells)})
+	rows := *dst
+	rows.Cells = state.Resize(rows.Cells, n*4)
+	if err := h.Read(from, to, [][]byte{state.Bytes(rows.Cells)}); err != nil {
+		return err
+	}
+	*dst = rows
+	return nil
 }
 
 // Len returns the number of rows the state holds: always 4096.
 func (s *FieldState) Len() int {
-	return s.h.Len()
+	return _Field_head(s).Len()
 }
 
 // Bound returns the number of rows the state has: 4096.
 func (s *FieldState) Bound() int {
-	return s.h.Bound()
+	return _Field_head(s).Bound()
 }
 
 // Version returns the state's current version. Every successful write makes a
 // new version, larger than every version the state's lineage has seen.
 func (s *FieldState) Version() state.Version {
-	return s.h.Version()
+	return _Field_head(s).Version()
 }
 
 // Stats reports the state's version, rows, logical bytes (the rows it reads
 // as) and physical bytes (the blocks it holds, shared ones included).
 func (s *FieldState) Stats() state.Stats {
-	return s.h.Stats()
+	return _Field_head(s).Stats()
 }
 
 // WriteDevice hands out rows [from, to) for a kernel to write in place, in a
@@ -119,7 +125,7 @@ func (s *FieldState) Stats() state.Stats {
 //
 //state:mutates
 func (s *FieldState) WriteDevice(from, to int) (FieldSpans, error) {
-	return _Field_spans(s.h.WriteDevice(from, to))
+	return _Field_spans(_Field_head(s).WriteDevice(from, to))
 }
 
 // Spans locates rows [from, to) in device memory, for kernels that read them.
@@ -128,7 +134,7 @@ func (s *FieldState) WriteDevice(from, to int) (FieldSpans, error) {
 //
 //state:view
 func (s *FieldState) Spans(from, to int) (FieldSpans, error) {
-	return _Field_spans(s.h.Spans(from, to))
+	return _Field_spans(_Field_head(s).Spans(from, to))
 }
 
 // RecordStream says that work queued on st (a kernel, an async copy) uses the
@@ -137,7 +143,7 @@ func (s *FieldState) Spans(from, to int) (FieldSpans, error) {
 // zeroed for another owner, until an event recorded on st after that work
 // completes; the caller never waits. It needs a backend with device.Streams.
 func (s *FieldState) RecordStream(st device.Stream) error {
-	return s.h.RecordStream(st)
+	return _Field_head(s).RecordStream(st)
 }
 
 // BlockTable returns a device-resident table of the state's blocks, per field
@@ -148,7 +154,7 @@ func (s *FieldState) RecordStream(st device.Stream) error {
 //
 //state:acquire
 func (s *FieldState) BlockTable() (*state.BlockTable, error) {
-	return s.h.BlockTable()
+	return _Field_head(s).BlockTable()
 }
 
 // Release gives the state's blocks back to the pool. Release is idempotent;
@@ -157,7 +163,7 @@ func (s *FieldState) BlockTable() (*state.BlockTable, error) {
 //
 //state:release
 func (s *FieldState) Release() error {
-	return s.h.Release()
+	return _Field_head(s).Release()
 }
 
 // FieldSpans locates rows of a Field state in device memory: for each field,
@@ -206,4 +212,13 @@ func _Field_readRows(r interface {
 		return Field{}, err
 	}
 	return rows, nil
+}
+
+// _Field_head returns the store head of s, nil for a nil s (its methods answer
+// state.ErrReleased).
+func _Field_head(s *FieldState) *state.Head {
+	if s == nil {
+		return nil
+	}
+	return s.h
 }

@@ -59,20 +59,20 @@ func newScratchState(p *state.Pool, owner state.Owner) (*scratchState, error) {
 //
 //state:appends
 func (s *scratchState) Append(rows scratch) error {
-	return s.h.Append([][]byte{state.Bytes(rows.flags)})
+	return _scratch_head(s).Append([][]byte{state.Bytes(rows.flags)})
 }
 
 // Read copies rows [from, to) of the state to the host, in a new scratch. It
 // returns state.ErrRange unless 0 <= from <= to <= Len().
 func (s *scratchState) Read(from, to int) (scratch, error) {
-	return _scratch_read(s.h, from, to)
+	return _scratch_read(_scratch_head(s), from, to)
 }
 
 // ReadRows copies the rows of the state at indices idx, in that order, into a
 // new scratch: a gather of scattered rows, such as a sampled minibatch.
 // Indices may repeat; each must lie in [0, Len()), else state.ErrRange.
 func (s *scratchState) ReadRows(idx []int) (scratch, error) {
-	return _scratch_readRows(s.h, idx)
+	return _scratch_readRows(_scratch_head(s), idx)
 }
 
 // ReadInto copies rows [from, to) of the state into dst, reslicing each field
@@ -81,34 +81,40 @@ func (s *scratchState) ReadRows(idx []int) (scratch, error) {
 // state.ErrRange unless 0 <= from <= to <= Len(). A failed ReadInto leaves dst
 // as it was.
 func (s *scratchState) ReadInto(dst *scratch, from, to int) error {
-	if dst == nil || from < 0 || to < from || to > s.h.Len() {
-		return s.h.Read(from, to, nil)
+	h := _scratch_head(s)
+	if dst == nil || from < 0 || to < from || to > h.Len() {
+		return h.Read(from, to, nil)
 	}
 	n := to - from
-	dst.flags = state.Resize(dst.flags, n)
-	return s.h.Read(from, to, [][]byte{state.Bytes(dst.flags)})
+	rows := *dst
+	rows.flags = state.Resize(rows.flags, n)
+	if err := h.Read(from, to, [][]byte{state.Bytes(rows.flags)}); err != nil {
+		return err
+	}
+	*dst = rows
+	return nil
 }
 
 // Len returns the number of rows the state holds.
 func (s *scratchState) Len() int {
-	return s.h.Len()
+	return _scratch_head(s).Len()
 }
 
 // Bound returns the most rows the state may hold: 256.
 func (s *scratchState) Bound() int {
-	return s.h.Bound()
+	return _scratch_head(s).Bound()
 }
 
 // Version returns the state's current version. Every successful write makes a
 // new version, larger than every version the state's lineage has seen.
 func (s *scratchState) Version() state.Version {
-	return s.h.Version()
+	return _scratch_head(s).Version()
 }
 
 // Stats reports the state's version, rows, logical bytes (the rows it reads
 // as) and physical bytes (the blocks it holds, shared ones included).
 func (s *scratchState) Stats() state.Stats {
-	return s.h.Stats()
+	return _scratch_head(s).Stats()
 }
 
 // AppendDevice appends n rows for a kernel to fill and returns where they
@@ -118,7 +124,7 @@ func (s *scratchState) Stats() state.Stats {
 //
 //state:appends
 func (s *scratchState) AppendDevice(n int) (scratchSpans, error) {
-	return _scratch_spans(s.h.AppendDevice(n))
+	return _scratch_spans(_scratch_head(s).AppendDevice(n))
 }
 
 // Spans locates rows [from, to) in device memory, for kernels that read them.
@@ -127,7 +133,7 @@ func (s *scratchState) AppendDevice(n int) (scratchSpans, error) {
 //
 //state:view
 func (s *scratchState) Spans(from, to int) (scratchSpans, error) {
-	return _scratch_spans(s.h.Spans(from, to))
+	return _scratch_spans(_scratch_head(s).Spans(from, to))
 }
 
 // RecordStream says that work queued on st (a kernel, an async copy) uses the
@@ -136,7 +142,7 @@ func (s *scratchState) Spans(from, to int) (scratchSpans, error) {
 // zeroed for another owner, until an event recorded on st after that work
 // completes; the caller never waits. It needs a backend with device.Streams.
 func (s *scratchState) RecordStream(st device.Stream) error {
-	return s.h.RecordStream(st)
+	return _scratch_head(s).RecordStream(st)
 }
 
 // BlockTable returns a device-resident table of the state's blocks, per field
@@ -147,7 +153,7 @@ func (s *scratchState) RecordStream(st device.Stream) error {
 //
 //state:acquire
 func (s *scratchState) BlockTable() (*state.BlockTable, error) {
-	return s.h.BlockTable()
+	return _scratch_head(s).BlockTable()
 }
 
 // Release gives the state's blocks back to the pool. Release is idempotent;
@@ -155,7 +161,7 @@ func (s *scratchState) BlockTable() (*state.BlockTable, error) {
 //
 //state:release
 func (s *scratchState) Release() error {
-	return s.h.Release()
+	return _scratch_head(s).Release()
 }
 
 // scratchSpans locates rows of a scratch state in device memory: for each
@@ -204,4 +210,13 @@ func _scratch_readRows(r interface {
 		return scratch{}, err
 	}
 	return rows, nil
+}
+
+// _scratch_head returns the store head of s, nil for a nil s (its methods
+// answer state.ErrReleased).
+func _scratch_head(s *scratchState) *state.Head {
+	if s == nil {
+		return nil
+	}
+	return s.h
 }

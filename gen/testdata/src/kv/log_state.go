@@ -64,20 +64,20 @@ func NewLogState(p *state.Pool, owner state.Owner) (*LogState, error) {
 //
 //state:appends
 func (s *LogState) Append(rows Log) error {
-	return s.h.Append([][]byte{state.Bytes(rows.Events)})
+	return _Log_head(s).Append([][]byte{state.Bytes(rows.Events)})
 }
 
 // Read copies rows [from, to) of the state to the host, in a new Log. It
 // returns state.ErrRange unless 0 <= from <= to <= Len().
 func (s *LogState) Read(from, to int) (Log, error) {
-	return _Log_read(s.h, from, to)
+	return _Log_read(_Log_head(s), from, to)
 }
 
 // ReadRows copies the rows of the state at indices idx, in that order, into a
 // new Log: a gather of scattered rows, such as a sampled minibatch. Indices
 // may repeat; each must lie in [0, Len()), else state.ErrRange.
 func (s *LogState) ReadRows(idx []int) (Log, error) {
-	return _Log_readRows(s.h, idx)
+	return _Log_readRows(_Log_head(s), idx)
 }
 
 // ReadInto copies rows [from, to) of the state into dst, reslicing each field
@@ -86,29 +86,35 @@ func (s *LogState) ReadRows(idx []int) (Log, error) {
 // state.ErrRange unless 0 <= from <= to <= Len(). A failed ReadInto leaves dst
 // as it was.
 func (s *LogState) ReadInto(dst *Log, from, to int) error {
-	if dst == nil || from < 0 || to < from || to > s.h.Len() {
-		return s.h.Read(from, to, nil)
+	h := _Log_head(s)
+	if dst == nil || from < 0 || to < from || to > h.Len() {
+		return h.Read(from, to, nil)
 	}
 	n := to - from
-	dst.Events = state.Resize(dst.Events, n)
-	return s.h.Read(from, to, [][]byte{state.Bytes(dst.Events)})
+	rows := *dst
+	rows.Events = state.Resize(rows.Events, n)
+	if err := h.Read(from, to, [][]byte{state.Bytes(rows.Events)}); err != nil {
+		return err
+	}
+	*dst = rows
+	return nil
 }
 
 // Len returns the number of rows the state holds.
 func (s *LogState) Len() int {
-	return s.h.Len()
+	return _Log_head(s).Len()
 }
 
 // Bound returns the most rows the state may hold: 0, as the contract sets no
 // bound.
 func (s *LogState) Bound() int {
-	return s.h.Bound()
+	return _Log_head(s).Bound()
 }
 
 // Version returns the state's current version. Every successful write makes a
 // new version, larger than every version the state's lineage has seen.
 func (s *LogState) Version() state.Version {
-	return s.h.Version()
+	return _Log_head(s).Version()
 }
 
 // Snapshot returns the state's current version as an immutable snapshot, in
@@ -121,7 +127,7 @@ func (s *LogState) Version() state.Version {
 //
 //state:acquire
 func (s *LogState) Snapshot() (*LogSnapshot, error) {
-	snap, err := s.h.Snapshot()
+	snap, err := _Log_head(s).Snapshot()
 	if err != nil {
 		return nil, err
 	}
@@ -138,7 +144,7 @@ func (s *LogState) Snapshot() (*LogSnapshot, error) {
 //
 //state:acquire
 func (s *LogState) Branch() (*LogState, error) {
-	h, err := s.h.Branch()
+	h, err := _Log_head(s).Branch()
 	if err != nil {
 		return nil, err
 	}
@@ -157,13 +163,13 @@ func (s *LogState) Rollback(to *LogSnapshot) error {
 	if to != nil {
 		snap = to.snap
 	}
-	return s.h.Rollback(snap)
+	return _Log_head(s).Rollback(snap)
 }
 
 // Stats reports the state's version, rows, logical bytes (the rows it reads
 // as) and physical bytes (the blocks it holds, shared ones included).
 func (s *LogState) Stats() state.Stats {
-	return s.h.Stats()
+	return _Log_head(s).Stats()
 }
 
 // AppendDevice appends n rows for a kernel to fill and returns where they
@@ -172,7 +178,7 @@ func (s *LogState) Stats() state.Stats {
 //
 //state:appends
 func (s *LogState) AppendDevice(n int) (LogSpans, error) {
-	return _Log_spans(s.h.AppendDevice(n))
+	return _Log_spans(_Log_head(s).AppendDevice(n))
 }
 
 // Spans locates rows [from, to) in device memory, for kernels that read them.
@@ -181,7 +187,7 @@ func (s *LogState) AppendDevice(n int) (LogSpans, error) {
 //
 //state:view
 func (s *LogState) Spans(from, to int) (LogSpans, error) {
-	return _Log_spans(s.h.Spans(from, to))
+	return _Log_spans(_Log_head(s).Spans(from, to))
 }
 
 // RecordStream says that work queued on st (a kernel, an async copy) uses the
@@ -190,7 +196,7 @@ func (s *LogState) Spans(from, to int) (LogSpans, error) {
 // zeroed for another owner, until an event recorded on st after that work
 // completes; the caller never waits. It needs a backend with device.Streams.
 func (s *LogState) RecordStream(st device.Stream) error {
-	return s.h.RecordStream(st)
+	return _Log_head(s).RecordStream(st)
 }
 
 // BlockTable returns a device-resident table of the state's blocks, per field
@@ -201,7 +207,7 @@ func (s *LogState) RecordStream(st device.Stream) error {
 //
 //state:acquire
 func (s *LogState) BlockTable() (*state.BlockTable, error) {
-	return s.h.BlockTable()
+	return _Log_head(s).BlockTable()
 }
 
 // Release gives the state's blocks back to the pool; snapshots taken from it
@@ -210,7 +216,7 @@ func (s *LogState) BlockTable() (*state.BlockTable, error) {
 //
 //state:release
 func (s *LogState) Release() error {
-	return s.h.Release()
+	return _Log_head(s).Release()
 }
 
 // LogSnapshot is an immutable version of a Log state: what it reads never
@@ -225,14 +231,14 @@ type LogSnapshot struct {
 // Read copies rows [from, to) of the snapshot to the host, in a new Log. It
 // returns state.ErrRange unless 0 <= from <= to <= Len().
 func (v *LogSnapshot) Read(from, to int) (Log, error) {
-	return _Log_read(v.snap, from, to)
+	return _Log_read(_Log_snap(v), from, to)
 }
 
 // ReadRows copies the rows of the snapshot at indices idx, in that order, into
 // a new Log: a gather of scattered rows, such as a sampled minibatch. Indices
 // may repeat; each must lie in [0, Len()), else state.ErrRange.
 func (v *LogSnapshot) ReadRows(idx []int) (Log, error) {
-	return _Log_readRows(v.snap, idx)
+	return _Log_readRows(_Log_snap(v), idx)
 }
 
 // ReadInto copies rows [from, to) of the snapshot into dst, reslicing each
@@ -241,12 +247,18 @@ func (v *LogSnapshot) ReadRows(idx []int) (Log, error) {
 // state.ErrRange unless 0 <= from <= to <= Len(). A failed ReadInto leaves dst
 // as it was.
 func (v *LogSnapshot) ReadInto(dst *Log, from, to int) error {
-	if dst == nil || from < 0 || to < from || to > v.snap.Len() {
-		return v.snap.Read(from, to, nil)
+	snap := _Log_snap(v)
+	if dst == nil || from < 0 || to < from || to > snap.Len() {
+		return snap.Read(from, to, nil)
 	}
 	n := to - from
-	dst.Events = state.Resize(dst.Events, n)
-	return v.snap.Read(from, to, [][]byte{state.Bytes(dst.Events)})
+	rows := *dst
+	rows.Events = state.Resize(rows.Events, n)
+	if err := snap.Read(from, to, [][]byte{state.Bytes(rows.Events)}); err != nil {
+		return err
+	}
+	*dst = rows
+	return nil
 }
 
 // Spans locates rows [from, to) of the snapshot in device memory, for kernels
@@ -255,7 +267,7 @@ func (v *LogSnapshot) ReadInto(dst *Log, from, to int) error {
 //
 //state:view
 func (v *LogSnapshot) Spans(from, to int) (LogSpans, error) {
-	return _Log_spans(v.snap.Spans(from, to))
+	return _Log_spans(_Log_snap(v).Spans(from, to))
 }
 
 // RecordStream says that work queued on st (a kernel, an async copy) uses the
@@ -264,7 +276,7 @@ func (v *LogSnapshot) Spans(from, to int) (LogSpans, error) {
 // zeroed for another owner, until an event recorded on st after that work
 // completes; the caller never waits. It needs a backend with device.Streams.
 func (v *LogSnapshot) RecordStream(st device.Stream) error {
-	return v.snap.RecordStream(st)
+	return _Log_snap(v).RecordStream(st)
 }
 
 // BlockTable returns a device-resident table of the snapshot's blocks, per
@@ -273,17 +285,17 @@ func (v *LogSnapshot) RecordStream(st device.Stream) error {
 //
 //state:acquire
 func (v *LogSnapshot) BlockTable() (*state.BlockTable, error) {
-	return v.snap.BlockTable()
+	return _Log_snap(v).BlockTable()
 }
 
 // Len returns the number of rows in the snapshot.
 func (v *LogSnapshot) Len() int {
-	return v.snap.Len()
+	return _Log_snap(v).Len()
 }
 
 // Version returns the version the snapshot holds.
 func (v *LogSnapshot) Version() state.Version {
-	return v.snap.Version()
+	return _Log_snap(v).Version()
 }
 
 // Release gives the snapshot's hold on its blocks back to the pool. Release is
@@ -292,7 +304,7 @@ func (v *LogSnapshot) Version() state.Version {
 //
 //state:release
 func (v *LogSnapshot) Release() error {
-	return v.snap.Release()
+	return _Log_snap(v).Release()
 }
 
 // LogSpans locates rows of a Log state in device memory: for each field, one
@@ -341,4 +353,22 @@ func _Log_readRows(r interface {
 		return Log{}, err
 	}
 	return rows, nil
+}
+
+// _Log_head returns the store head of s, nil for a nil s (its methods answer
+// state.ErrReleased).
+func _Log_head(s *LogState) *state.Head {
+	if s == nil {
+		return nil
+	}
+	return s.h
+}
+
+// _Log_snap returns the store snapshot of v, nil for a nil v (its methods
+// answer state.ErrReleased).
+func _Log_snap(v *LogSnapshot) *state.Snap {
+	if v == nil {
+		return nil
+	}
+	return v.snap
 }

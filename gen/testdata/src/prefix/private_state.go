@@ -61,20 +61,20 @@ func NewPrivateState(p *state.Pool, owner state.Owner) (*PrivateState, error) {
 //
 //state:appends
 func (s *PrivateState) Append(rows Private) error {
-	return s.h.Append([][]byte{state.Bytes(rows.Toks), state.Bytes(rows.Keys)})
+	return _Private_head(s).Append([][]byte{state.Bytes(rows.Toks), state.Bytes(rows.Keys)})
 }
 
 // Read copies rows [from, to) of the state to the host, in a new Private. It
 // returns state.ErrRange unless 0 <= from <= to <= Len().
 func (s *PrivateState) Read(from, to int) (Private, error) {
-	return _Private_read(s.h, from, to)
+	return _Private_read(_Private_head(s), from, to)
 }
 
 // ReadRows copies the rows of the state at indices idx, in that order, into a
 // new Private: a gather of scattered rows, such as a sampled minibatch.
 // Indices may repeat; each must lie in [0, Len()), else state.ErrRange.
 func (s *PrivateState) ReadRows(idx []int) (Private, error) {
-	return _Private_readRows(s.h, idx)
+	return _Private_readRows(_Private_head(s), idx)
 }
 
 // ReadInto copies rows [from, to) of the state into dst, reslicing each field
@@ -83,29 +83,35 @@ func (s *PrivateState) ReadRows(idx []int) (Private, error) {
 // state.ErrRange unless 0 <= from <= to <= Len(). A failed ReadInto leaves dst
 // as it was.
 func (s *PrivateState) ReadInto(dst *Private, from, to int) error {
-	if dst == nil || from < 0 || to < from || to > s.h.Len() {
-		return s.h.Read(from, to, nil)
+	h := _Private_head(s)
+	if dst == nil || from < 0 || to < from || to > h.Len() {
+		return h.Read(from, to, nil)
 	}
 	n := to - from
-	dst.Toks = state.Resize(dst.Toks, n)
-	dst.Keys = state.Resize(dst.Keys, n*64)
-	return s.h.Read(from, to, [][]byte{state.Bytes(dst.Toks), state.Bytes(dst.Keys)})
+	rows := *dst
+	rows.Toks = state.Resize(rows.Toks, n)
+	rows.Keys = state.Resize(rows.Keys, n*64)
+	if err := h.Read(from, to, [][]byte{state.Bytes(rows.Toks), state.Bytes(rows.Keys)}); err != nil {
+		return err
+	}
+	*dst = rows
+	return nil
 }
 
 // Len returns the number of rows the state holds.
 func (s *PrivateState) Len() int {
-	return s.h.Len()
+	return _Private_head(s).Len()
 }
 
 // Bound returns the most rows the state may hold: 8192.
 func (s *PrivateState) Bound() int {
-	return s.h.Bound()
+	return _Private_head(s).Bound()
 }
 
 // Version returns the state's current version. Every successful write makes a
 // new version, larger than every version the state's lineage has seen.
 func (s *PrivateState) Version() state.Version {
-	return s.h.Version()
+	return _Private_head(s).Version()
 }
 
 // Snapshot returns the state's current version as an immutable snapshot, in
@@ -118,7 +124,7 @@ func (s *PrivateState) Version() state.Version {
 //
 //state:acquire
 func (s *PrivateState) Snapshot() (*PrivateSnapshot, error) {
-	snap, err := s.h.Snapshot()
+	snap, err := _Private_head(s).Snapshot()
 	if err != nil {
 		return nil, err
 	}
@@ -128,7 +134,7 @@ func (s *PrivateState) Snapshot() (*PrivateSnapshot, error) {
 // Stats reports the state's version, rows, logical bytes (the rows it reads
 // as) and physical bytes (the blocks it holds, shared ones included).
 func (s *PrivateState) Stats() state.Stats {
-	return s.h.Stats()
+	return _Private_head(s).Stats()
 }
 
 // AppendDevice appends n rows for a kernel to fill and returns where they
@@ -138,7 +144,7 @@ func (s *PrivateState) Stats() state.Stats {
 //
 //state:appends
 func (s *PrivateState) AppendDevice(n int) (PrivateSpans, error) {
-	return _Private_spans(s.h.AppendDevice(n))
+	return _Private_spans(_Private_head(s).AppendDevice(n))
 }
 
 // Spans locates rows [from, to) in device memory, for kernels that read them.
@@ -147,7 +153,7 @@ func (s *PrivateState) AppendDevice(n int) (PrivateSpans, error) {
 //
 //state:view
 func (s *PrivateState) Spans(from, to int) (PrivateSpans, error) {
-	return _Private_spans(s.h.Spans(from, to))
+	return _Private_spans(_Private_head(s).Spans(from, to))
 }
 
 // RecordStream says that work queued on st (a kernel, an async copy) uses the
@@ -156,7 +162,7 @@ func (s *PrivateState) Spans(from, to int) (PrivateSpans, error) {
 // zeroed for another owner, until an event recorded on st after that work
 // completes; the caller never waits. It needs a backend with device.Streams.
 func (s *PrivateState) RecordStream(st device.Stream) error {
-	return s.h.RecordStream(st)
+	return _Private_head(s).RecordStream(st)
 }
 
 // BlockTable returns a device-resident table of the state's blocks, per field
@@ -167,7 +173,7 @@ func (s *PrivateState) RecordStream(st device.Stream) error {
 //
 //state:acquire
 func (s *PrivateState) BlockTable() (*state.BlockTable, error) {
-	return s.h.BlockTable()
+	return _Private_head(s).BlockTable()
 }
 
 // Release gives the state's blocks back to the pool; snapshots taken from it
@@ -176,7 +182,7 @@ func (s *PrivateState) BlockTable() (*state.BlockTable, error) {
 //
 //state:release
 func (s *PrivateState) Release() error {
-	return s.h.Release()
+	return _Private_head(s).Release()
 }
 
 // PrivateSnapshot is an immutable version of a Private state: what it reads
@@ -191,14 +197,14 @@ type PrivateSnapshot struct {
 // Read copies rows [from, to) of the snapshot to the host, in a new Private.
 // It returns state.ErrRange unless 0 <= from <= to <= Len().
 func (v *PrivateSnapshot) Read(from, to int) (Private, error) {
-	return _Private_read(v.snap, from, to)
+	return _Private_read(_Private_snap(v), from, to)
 }
 
 // ReadRows copies the rows of the snapshot at indices idx, in that order, into
 // a new Private: a gather of scattered rows, such as a sampled minibatch.
 // Indices may repeat; each must lie in [0, Len()), else state.ErrRange.
 func (v *PrivateSnapshot) ReadRows(idx []int) (Private, error) {
-	return _Private_readRows(v.snap, idx)
+	return _Private_readRows(_Private_snap(v), idx)
 }
 
 // ReadInto copies rows [from, to) of the snapshot into dst, reslicing each
@@ -207,13 +213,19 @@ func (v *PrivateSnapshot) ReadRows(idx []int) (Private, error) {
 // state.ErrRange unless 0 <= from <= to <= Len(). A failed ReadInto leaves dst
 // as it was.
 func (v *PrivateSnapshot) ReadInto(dst *Private, from, to int) error {
-	if dst == nil || from < 0 || to < from || to > v.snap.Len() {
-		return v.snap.Read(from, to, nil)
+	snap := _Private_snap(v)
+	if dst == nil || from < 0 || to < from || to > snap.Len() {
+		return snap.Read(from, to, nil)
 	}
 	n := to - from
-	dst.Toks = state.Resize(dst.Toks, n)
-	dst.Keys = state.Resize(dst.Keys, n*64)
-	return v.snap.Read(from, to, [][]byte{state.Bytes(dst.Toks), state.Bytes(dst.Keys)})
+	rows := *dst
+	rows.Toks = state.Resize(rows.Toks, n)
+	rows.Keys = state.Resize(rows.Keys, n*64)
+	if err := snap.Read(from, to, [][]byte{state.Bytes(rows.Toks), state.Bytes(rows.Keys)}); err != nil {
+		return err
+	}
+	*dst = rows
+	return nil
 }
 
 // Spans locates rows [from, to) of the snapshot in device memory, for kernels
@@ -222,7 +234,7 @@ func (v *PrivateSnapshot) ReadInto(dst *Private, from, to int) error {
 //
 //state:view
 func (v *PrivateSnapshot) Spans(from, to int) (PrivateSpans, error) {
-	return _Private_spans(v.snap.Spans(from, to))
+	return _Private_spans(_Private_snap(v).Spans(from, to))
 }
 
 // RecordStream says that work queued on st (a kernel, an async copy) uses the
@@ -231,7 +243,7 @@ func (v *PrivateSnapshot) Spans(from, to int) (PrivateSpans, error) {
 // zeroed for another owner, until an event recorded on st after that work
 // completes; the caller never waits. It needs a backend with device.Streams.
 func (v *PrivateSnapshot) RecordStream(st device.Stream) error {
-	return v.snap.RecordStream(st)
+	return _Private_snap(v).RecordStream(st)
 }
 
 // BlockTable returns a device-resident table of the snapshot's blocks, per
@@ -240,17 +252,17 @@ func (v *PrivateSnapshot) RecordStream(st device.Stream) error {
 //
 //state:acquire
 func (v *PrivateSnapshot) BlockTable() (*state.BlockTable, error) {
-	return v.snap.BlockTable()
+	return _Private_snap(v).BlockTable()
 }
 
 // Len returns the number of rows in the snapshot.
 func (v *PrivateSnapshot) Len() int {
-	return v.snap.Len()
+	return _Private_snap(v).Len()
 }
 
 // Version returns the version the snapshot holds.
 func (v *PrivateSnapshot) Version() state.Version {
-	return v.snap.Version()
+	return _Private_snap(v).Version()
 }
 
 // Release gives the snapshot's hold on its blocks back to the pool. Release is
@@ -259,7 +271,7 @@ func (v *PrivateSnapshot) Version() state.Version {
 //
 //state:release
 func (v *PrivateSnapshot) Release() error {
-	return v.snap.Release()
+	return _Private_snap(v).Release()
 }
 
 // PrivateSpans locates rows of a Private state in device memory: for each
@@ -311,4 +323,22 @@ func _Private_readRows(r interface {
 		return Private{}, err
 	}
 	return rows, nil
+}
+
+// _Private_head returns the store head of s, nil for a nil s (its methods
+// answer state.ErrReleased).
+func _Private_head(s *PrivateState) *state.Head {
+	if s == nil {
+		return nil
+	}
+	return s.h
+}
+
+// _Private_snap returns the store snapshot of v, nil for a nil v (its methods
+// answer state.ErrReleased).
+func _Private_snap(v *PrivateSnapshot) *state.Snap {
+	if v == nil {
+		return nil
+	}
+	return v.snap
 }

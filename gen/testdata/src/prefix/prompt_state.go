@@ -96,7 +96,7 @@ func NewPromptStateShared(p *state.Pool, owner state.Owner, domain state.Domain)
 //
 //state:appends
 func (s *PromptState) Append(rows Prompt) error {
-	return s.h.Append([][]byte{
+	return _Prompt_head(s).Append([][]byte{
 		state.Bytes(rows.Toks),
 		state.Bytes(rows.Keys),
 		state.Bytes(rows.Values),
@@ -116,20 +116,20 @@ func (s *PromptState) Append(rows Prompt) error {
 //
 //state:appends
 func (s *PromptState) AdoptPrefix(keys []Token) (int, error) {
-	return s.h.AdoptPrefix(state.Bytes(keys))
+	return _Prompt_head(s).AdoptPrefix(state.Bytes(keys))
 }
 
 // Read copies rows [from, to) of the state to the host, in a new Prompt. It
 // returns state.ErrRange unless 0 <= from <= to <= Len().
 func (s *PromptState) Read(from, to int) (Prompt, error) {
-	return _Prompt_read(s.h, from, to)
+	return _Prompt_read(_Prompt_head(s), from, to)
 }
 
 // ReadRows copies the rows of the state at indices idx, in that order, into a
 // new Prompt: a gather of scattered rows, such as a sampled minibatch. Indices
 // may repeat; each must lie in [0, Len()), else state.ErrRange.
 func (s *PromptState) ReadRows(idx []int) (Prompt, error) {
-	return _Prompt_readRows(s.h, idx)
+	return _Prompt_readRows(_Prompt_head(s), idx)
 }
 
 // ReadInto copies rows [from, to) of the state into dst, reslicing each field
@@ -138,34 +138,40 @@ func (s *PromptState) ReadRows(idx []int) (Prompt, error) {
 // state.ErrRange unless 0 <= from <= to <= Len(). A failed ReadInto leaves dst
 // as it was.
 func (s *PromptState) ReadInto(dst *Prompt, from, to int) error {
-	if dst == nil || from < 0 || to < from || to > s.h.Len() {
-		return s.h.Read(from, to, nil)
+	h := _Prompt_head(s)
+	if dst == nil || from < 0 || to < from || to > h.Len() {
+		return h.Read(from, to, nil)
 	}
 	n := to - from
-	dst.Toks = state.Resize(dst.Toks, n)
-	dst.Keys = state.Resize(dst.Keys, n*64)
-	dst.Values = state.Resize(dst.Values, n*64)
-	return s.h.Read(from, to, [][]byte{
-		state.Bytes(dst.Toks),
-		state.Bytes(dst.Keys),
-		state.Bytes(dst.Values),
-	})
+	rows := *dst
+	rows.Toks = state.Resize(rows.Toks, n)
+	rows.Keys = state.Resize(rows.Keys, n*64)
+	rows.Values = state.Resize(rows.Values, n*64)
+	if err := h.Read(from, to, [][]byte{
+		state.Bytes(rows.Toks),
+		state.Bytes(rows.Keys),
+		state.Bytes(rows.Values),
+	}); err != nil {
+		return err
+	}
+	*dst = rows
+	return nil
 }
 
 // Len returns the number of rows the state holds.
 func (s *PromptState) Len() int {
-	return s.h.Len()
+	return _Prompt_head(s).Len()
 }
 
 // Bound returns the most rows the state may hold: 8192.
 func (s *PromptState) Bound() int {
-	return s.h.Bound()
+	return _Prompt_head(s).Bound()
 }
 
 // Version returns the state's current version. Every successful write makes a
 // new version, larger than every version the state's lineage has seen.
 func (s *PromptState) Version() state.Version {
-	return s.h.Version()
+	return _Prompt_head(s).Version()
 }
 
 // Snapshot returns the state's current version as an immutable snapshot, in
@@ -178,7 +184,7 @@ func (s *PromptState) Version() state.Version {
 //
 //state:acquire
 func (s *PromptState) Snapshot() (*PromptSnapshot, error) {
-	snap, err := s.h.Snapshot()
+	snap, err := _Prompt_head(s).Snapshot()
 	if err != nil {
 		return nil, err
 	}
@@ -195,7 +201,7 @@ func (s *PromptState) Snapshot() (*PromptSnapshot, error) {
 //
 //state:acquire
 func (s *PromptState) Branch() (*PromptState, error) {
-	h, err := s.h.Branch()
+	h, err := _Prompt_head(s).Branch()
 	if err != nil {
 		return nil, err
 	}
@@ -205,7 +211,7 @@ func (s *PromptState) Branch() (*PromptState, error) {
 // Stats reports the state's version, rows, logical bytes (the rows it reads
 // as) and physical bytes (the blocks it holds, shared ones included).
 func (s *PromptState) Stats() state.Stats {
-	return s.h.Stats()
+	return _Prompt_head(s).Stats()
 }
 
 // AppendDevice appends n rows for a kernel to fill and returns where they
@@ -215,7 +221,7 @@ func (s *PromptState) Stats() state.Stats {
 //
 //state:appends
 func (s *PromptState) AppendDevice(n int) (PromptSpans, error) {
-	return _Prompt_spans(s.h.AppendDevice(n))
+	return _Prompt_spans(_Prompt_head(s).AppendDevice(n))
 }
 
 // Spans locates rows [from, to) in device memory, for kernels that read them.
@@ -224,7 +230,7 @@ func (s *PromptState) AppendDevice(n int) (PromptSpans, error) {
 //
 //state:view
 func (s *PromptState) Spans(from, to int) (PromptSpans, error) {
-	return _Prompt_spans(s.h.Spans(from, to))
+	return _Prompt_spans(_Prompt_head(s).Spans(from, to))
 }
 
 // RecordStream says that work queued on st (a kernel, an async copy) uses the
@@ -233,7 +239,7 @@ func (s *PromptState) Spans(from, to int) (PromptSpans, error) {
 // zeroed for another owner, until an event recorded on st after that work
 // completes; the caller never waits. It needs a backend with device.Streams.
 func (s *PromptState) RecordStream(st device.Stream) error {
-	return s.h.RecordStream(st)
+	return _Prompt_head(s).RecordStream(st)
 }
 
 // BlockTable returns a device-resident table of the state's blocks, per field
@@ -244,7 +250,7 @@ func (s *PromptState) RecordStream(st device.Stream) error {
 //
 //state:acquire
 func (s *PromptState) BlockTable() (*state.BlockTable, error) {
-	return s.h.BlockTable()
+	return _Prompt_head(s).BlockTable()
 }
 
 // Release gives the state's blocks back to the pool; snapshots taken from it
@@ -253,7 +259,7 @@ func (s *PromptState) BlockTable() (*state.BlockTable, error) {
 //
 //state:release
 func (s *PromptState) Release() error {
-	return s.h.Release()
+	return _Prompt_head(s).Release()
 }
 
 // PromptSnapshot is an immutable version of a Prompt state: what it reads
@@ -268,14 +274,14 @@ type PromptSnapshot struct {
 // Read copies rows [from, to) of the snapshot to the host, in a new Prompt. It
 // returns state.ErrRange unless 0 <= from <= to <= Len().
 func (v *PromptSnapshot) Read(from, to int) (Prompt, error) {
-	return _Prompt_read(v.snap, from, to)
+	return _Prompt_read(_Prompt_snap(v), from, to)
 }
 
 // ReadRows copies the rows of the snapshot at indices idx, in that order, into
 // a new Prompt: a gather of scattered rows, such as a sampled minibatch.
 // Indices may repeat; each must lie in [0, Len()), else state.ErrRange.
 func (v *PromptSnapshot) ReadRows(idx []int) (Prompt, error) {
-	return _Prompt_readRows(v.snap, idx)
+	return _Prompt_readRows(_Prompt_snap(v), idx)
 }
 
 // ReadInto copies rows [from, to) of the snapshot into dst, reslicing each
@@ -284,18 +290,24 @@ func (v *PromptSnapshot) ReadRows(idx []int) (Prompt, error) {
 // state.ErrRange unless 0 <= from <= to <= Len(). A failed ReadInto leaves dst
 // as it was.
 func (v *PromptSnapshot) ReadInto(dst *Prompt, from, to int) error {
-	if dst == nil || from < 0 || to < from || to > v.snap.Len() {
-		return v.snap.Read(from, to, nil)
+	snap := _Prompt_snap(v)
+	if dst == nil || from < 0 || to < from || to > snap.Len() {
+		return snap.Read(from, to, nil)
 	}
 	n := to - from
-	dst.Toks = state.Resize(dst.Toks, n)
-	dst.Keys = state.Resize(dst.Keys, n*64)
-	dst.Values = state.Resize(dst.Values, n*64)
-	return v.snap.Read(from, to, [][]byte{
-		state.Bytes(dst.Toks),
-		state.Bytes(dst.Keys),
-		state.Bytes(dst.Values),
-	})
+	rows := *dst
+	rows.Toks = state.Resize(rows.Toks, n)
+	rows.Keys = state.Resize(rows.Keys, n*64)
+	rows.Values = state.Resize(rows.Values, n*64)
+	if err := snap.Read(from, to, [][]byte{
+		state.Bytes(rows.Toks),
+		state.Bytes(rows.Keys),
+		state.Bytes(rows.Values),
+	}); err != nil {
+		return err
+	}
+	*dst = rows
+	return nil
 }
 
 // Spans locates rows [from, to) of the snapshot in device memory, for kernels
@@ -304,7 +316,7 @@ func (v *PromptSnapshot) ReadInto(dst *Prompt, from, to int) error {
 //
 //state:view
 func (v *PromptSnapshot) Spans(from, to int) (PromptSpans, error) {
-	return _Prompt_spans(v.snap.Spans(from, to))
+	return _Prompt_spans(_Prompt_snap(v).Spans(from, to))
 }
 
 // RecordStream says that work queued on st (a kernel, an async copy) uses the
@@ -313,7 +325,7 @@ func (v *PromptSnapshot) Spans(from, to int) (PromptSpans, error) {
 // zeroed for another owner, until an event recorded on st after that work
 // completes; the caller never waits. It needs a backend with device.Streams.
 func (v *PromptSnapshot) RecordStream(st device.Stream) error {
-	return v.snap.RecordStream(st)
+	return _Prompt_snap(v).RecordStream(st)
 }
 
 // BlockTable returns a device-resident table of the snapshot's blocks, per
@@ -322,17 +334,17 @@ func (v *PromptSnapshot) RecordStream(st device.Stream) error {
 //
 //state:acquire
 func (v *PromptSnapshot) BlockTable() (*state.BlockTable, error) {
-	return v.snap.BlockTable()
+	return _Prompt_snap(v).BlockTable()
 }
 
 // Len returns the number of rows in the snapshot.
 func (v *PromptSnapshot) Len() int {
-	return v.snap.Len()
+	return _Prompt_snap(v).Len()
 }
 
 // Version returns the version the snapshot holds.
 func (v *PromptSnapshot) Version() state.Version {
-	return v.snap.Version()
+	return _Prompt_snap(v).Version()
 }
 
 // Release gives the snapshot's hold on its blocks back to the pool. Release is
@@ -341,7 +353,7 @@ func (v *PromptSnapshot) Version() state.Version {
 //
 //state:release
 func (v *PromptSnapshot) Release() error {
-	return v.snap.Release()
+	return _Prompt_snap(v).Release()
 }
 
 // PromptSpans locates rows of a Prompt state in device memory: for each field,
@@ -404,4 +416,22 @@ func _Prompt_readRows(r interface {
 		return Prompt{}, err
 	}
 	return rows, nil
+}
+
+// _Prompt_head returns the store head of s, nil for a nil s (its methods
+// answer state.ErrReleased).
+func _Prompt_head(s *PromptState) *state.Head {
+	if s == nil {
+		return nil
+	}
+	return s.h
+}
+
+// _Prompt_snap returns the store snapshot of v, nil for a nil v (its methods
+// answer state.ErrReleased).
+func _Prompt_snap(v *PromptSnapshot) *state.Snap {
+	if v == nil {
+		return nil
+	}
+	return v.snap
 }

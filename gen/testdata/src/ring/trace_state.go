@@ -64,14 +64,14 @@ func NewTraceState(p *state.Pool, owner state.Owner) (*TraceState, error) {
 //
 //state:appends
 func (s *TraceState) Append(rows Trace) error {
-	return s.h.Append([][]byte{state.Bytes(rows.Value)})
+	return _Trace_head(s).Append([][]byte{state.Bytes(rows.Value)})
 }
 
 // Read copies rows [from, to) of the state to the host, in a new Trace. It
 // returns state.ErrRange unless 0 <= from <= to <= Len(). Rows below Oldest()
 // left the window of 64 rows and answer state.ErrExpired.
 func (s *TraceState) Read(from, to int) (Trace, error) {
-	return _Trace_read(s.h, from, to)
+	return _Trace_read(_Trace_head(s), from, to)
 }
 
 // ReadRows copies the rows of the state at indices idx, in that order, into a
@@ -79,7 +79,7 @@ func (s *TraceState) Read(from, to int) (Trace, error) {
 // may repeat; each must lie in [0, Len()), else state.ErrRange. Rows below
 // Oldest() left the window of 64 rows and answer state.ErrExpired.
 func (s *TraceState) ReadRows(idx []int) (Trace, error) {
-	return _Trace_readRows(s.h, idx)
+	return _Trace_readRows(_Trace_head(s), idx)
 }
 
 // ReadInto copies rows [from, to) of the state into dst, reslicing each field
@@ -89,42 +89,48 @@ func (s *TraceState) ReadRows(idx []int) (Trace, error) {
 // window of 64 rows and answer state.ErrExpired. A failed ReadInto leaves dst
 // as it was.
 func (s *TraceState) ReadInto(dst *Trace, from, to int) error {
-	if dst == nil || from < 0 || to < from || to > s.h.Len() || from < to && from < s.h.Oldest() {
-		return s.h.Read(from, to, nil)
+	h := _Trace_head(s)
+	if dst == nil || from < 0 || to < from || to > h.Len() || from < to && from < h.Oldest() {
+		return h.Read(from, to, nil)
 	}
 	n := to - from
-	dst.Value = state.Resize(dst.Value, n)
-	return s.h.Read(from, to, [][]byte{state.Bytes(dst.Value)})
+	rows := *dst
+	rows.Value = state.Resize(rows.Value, n)
+	if err := h.Read(from, to, [][]byte{state.Bytes(rows.Value)}); err != nil {
+		return err
+	}
+	*dst = rows
+	return nil
 }
 
 // Len returns the number of rows ever appended: row indices stay stable, and
 // rows [Oldest(), Len()) are readable.
 func (s *TraceState) Len() int {
-	return s.h.Len()
+	return _Trace_head(s).Len()
 }
 
 // Window returns the rows the state keeps readable: the last 64. A window has
 // no bound on Len; it bounds memory instead.
 func (s *TraceState) Window() int {
-	return s.h.Window()
+	return _Trace_head(s).Window()
 }
 
 // Oldest returns the first row of the state still readable: Len()-64 once more
 // than 64 rows were appended, else 0. Rows [Oldest(), Len()) are readable.
 func (s *TraceState) Oldest() int {
-	return s.h.Oldest()
+	return _Trace_head(s).Oldest()
 }
 
 // Version returns the state's current version. Every successful write makes a
 // new version, larger than every version the state's lineage has seen.
 func (s *TraceState) Version() state.Version {
-	return s.h.Version()
+	return _Trace_head(s).Version()
 }
 
 // Stats reports the state's version, rows, logical bytes (the rows it reads
 // as) and physical bytes (the blocks it holds, shared ones included).
 func (s *TraceState) Stats() state.Stats {
-	return s.h.Stats()
+	return _Trace_head(s).Stats()
 }
 
 // AppendDevice appends n rows for a kernel to fill and returns where they
@@ -134,7 +140,7 @@ func (s *TraceState) Stats() state.Stats {
 //
 //state:appends
 func (s *TraceState) AppendDevice(n int) (TraceSpans, error) {
-	return _Trace_spans(s.h.AppendDevice(n))
+	return _Trace_spans(_Trace_head(s).AppendDevice(n))
 }
 
 // Spans locates rows [from, to) in device memory, for kernels that read them.
@@ -143,7 +149,7 @@ func (s *TraceState) AppendDevice(n int) (TraceSpans, error) {
 //
 //state:view
 func (s *TraceState) Spans(from, to int) (TraceSpans, error) {
-	return _Trace_spans(s.h.Spans(from, to))
+	return _Trace_spans(_Trace_head(s).Spans(from, to))
 }
 
 // RecordStream says that work queued on st (a kernel, an async copy) uses the
@@ -152,7 +158,7 @@ func (s *TraceState) Spans(from, to int) (TraceSpans, error) {
 // zeroed for another owner, until an event recorded on st after that work
 // completes; the caller never waits. It needs a backend with device.Streams.
 func (s *TraceState) RecordStream(st device.Stream) error {
-	return s.h.RecordStream(st)
+	return _Trace_head(s).RecordStream(st)
 }
 
 // BlockTable returns a device-resident table of the state's blocks, per field
@@ -163,7 +169,7 @@ func (s *TraceState) RecordStream(st device.Stream) error {
 //
 //state:acquire
 func (s *TraceState) BlockTable() (*state.BlockTable, error) {
-	return s.h.BlockTable()
+	return _Trace_head(s).BlockTable()
 }
 
 // Release gives the state's blocks back to the pool. Release is idempotent;
@@ -171,7 +177,7 @@ func (s *TraceState) BlockTable() (*state.BlockTable, error) {
 //
 //state:release
 func (s *TraceState) Release() error {
-	return s.h.Release()
+	return _Trace_head(s).Release()
 }
 
 // TraceSpans locates rows of a Trace state in device memory: for each field,
@@ -220,4 +226,13 @@ func _Trace_readRows(r interface {
 		return Trace{}, err
 	}
 	return rows, nil
+}
+
+// _Trace_head returns the store head of s, nil for a nil s (its methods answer
+// state.ErrReleased).
+func _Trace_head(s *TraceState) *state.Head {
+	if s == nil {
+		return nil
+	}
+	return s.h
 }
