@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/gpustate/gpustate/placement"
 	"github.com/gpustate/gpustate/runtime/device"
@@ -47,7 +48,16 @@ type PoolOptions struct {
 	// Evictor ranks the optional states to evict under memory pressure;
 	// nil means least recently used first (package runtime/evict/lru).
 	Evictor Evictor
+	// PendingWait bounds how long an allocation that finds no room waits
+	// for pending blocks (released while a recorded stream's work may
+	// still use them, see RecordStream) when they would make it succeed,
+	// before it evicts anything: zero means one second, a negative value
+	// never waits.
+	PendingWait time.Duration
 }
+
+// defaultPendingWait is PoolOptions.PendingWait's default.
+const defaultPendingWait = time.Second
 
 // DeviceMemory is one reading of a device's memory from outside the
 // store, in bytes: the device's total, used and free memory, and what this
@@ -168,6 +178,7 @@ type Pool struct {
 	cache prefixCache // shared prefix blocks (NewSharedHead)
 
 	evictor      Evictor
+	pendingWait  time.Duration // PoolOptions.PendingWait, defaulted
 	clock        atomic.Uint64 // counts handle calls, for the Evictor
 	evictedBytes atomic.Int64
 	rebuiltBytes atomic.Int64
@@ -205,18 +216,23 @@ func NewPool(b device.Backend, opt PoolOptions) (*Pool, error) {
 	if ev == nil {
 		ev = lru.New()
 	}
+	wait := opt.PendingWait
+	if wait == 0 {
+		wait = defaultPendingWait
+	}
 	own := newSizeClass(bb)
 	return &Pool{
-		evictor:    ev,
-		slabLen:    make(map[device.Ptr]int64),
-		b:          b,
-		blockBytes: bb,
-		maxBytes:   opt.MaxBytes,
-		telemetry:  opt.Telemetry,
-		sizeClass:  own,
-		classes:    map[int]*sizeClass{bb: own},
-		rowSized:   opt.BlockBytes == 0,
-		live:       make(map[handle]struct{}),
+		evictor:     ev,
+		pendingWait: wait,
+		slabLen:     make(map[device.Ptr]int64),
+		b:           b,
+		blockBytes:  bb,
+		maxBytes:    opt.MaxBytes,
+		telemetry:   opt.Telemetry,
+		sizeClass:   own,
+		classes:     map[int]*sizeClass{bb: own},
+		rowSized:    opt.BlockBytes == 0,
+		live:        make(map[handle]struct{}),
 	}, nil
 }
 
@@ -399,8 +415,8 @@ func (p *Pool) allocAppend(buf []*block, owner Owner, n int, zero bool) ([]*bloc
 
 // allocIn is alloc of blocks of class c appending to buf[:0]. When the
 // pool or the device is full, it reclaims (see reclaim) and tries again
-// while reclaiming frees blocks, or while other calls free them (a few
-// times: they may take them again first).
+// while reclaiming makes room (a few times: other calls may take it
+// first).
 func (p *Pool) allocIn(buf []*block, c *sizeClass, owner Owner, n int, zero bool) ([]*block, error) {
 	if n <= 0 {
 		return buf[:0], nil
@@ -408,17 +424,32 @@ func (p *Pool) allocIn(buf []*block, c *sizeClass, owner Owner, n int, zero bool
 	if err := p.fits(c, n); err != nil {
 		return buf[:0], err
 	}
-	for raced := 0; ; {
+	for tries := 0; ; tries++ {
 		out, err := p.allocOnce(buf, c, owner, n, zero)
-		if err == nil || !errors.Is(err, ErrNoMemory) {
+		if err == nil || !errors.Is(err, ErrNoMemory) || tries == maxAllocTries {
 			return out, err
 		}
-		if got, room := p.reclaim(c, n); got == 0 {
-			if raced++; raced > 8 || !room {
-				return out, err
-			}
+		if !p.reclaim(c, n, errors.Is(err, device.ErrOutOfMemory)) {
+			return out, err
 		}
 	}
+}
+
+// maxAllocTries bounds the reclaims of one allocation: each one made room,
+// but other calls may take it first.
+const maxAllocTries = 8
+
+// allocNoReclaim is alloc with no reclaim: it answers ErrNoMemory rather
+// than wait for pending blocks or evict anything. Calibration allocates
+// through it, so that measuring never takes another state's memory.
+func (p *Pool) allocNoReclaim(owner Owner, n int, zero bool) ([]*block, error) {
+	if n <= 0 {
+		return nil, nil
+	}
+	if err := p.fits(p.sizeClass, n); err != nil {
+		return nil, err
+	}
+	return p.allocOnce(nil, p.sizeClass, owner, n, zero)
 }
 
 // allocOnce is one try of allocIn, with no reclaim.

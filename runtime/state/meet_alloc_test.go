@@ -1,0 +1,113 @@
+package state
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/gpustate/gpustate/runtime/device"
+)
+
+// Where the allocator meets the other features: pending blocks, eviction,
+// size classes under a cap, and backend calls that block.
+
+// pendingRig makes a pool of n blocks of 256 bytes on a backend with
+// streams, and a head of owner "gone" holding k of them, released while
+// held-back work on a recorded stream may still use them: k blocks pending
+// until the returned function lets the stream go.
+func pendingRig(t *testing.T, n, k int, opt PoolOptions) (*Pool, func()) {
+	t.Helper()
+	r := hostStreamRig(t)
+	opt.BlockBytes, opt.MaxBytes = 256, int64(n)*256
+	p, err := NewPool(r.b, opt)
+	check(t, err)
+	t.Cleanup(func() { p.Close() })
+	st, err := r.streams().NewStream()
+	check(t, err)
+	t.Cleanup(func() { st.Close() })
+	gone := must[*Head](t)(p.NewHead(wide("Gone", Mandatory), "gone"))
+	fill(t, gone, k, 1)
+	r.hold(t, st)
+	check(t, gone.RecordStream(st))
+	check(t, gone.Release())
+	if got := p.Stats().PendingBytes; got != int64(k)*256 {
+		t.Fatalf("%d bytes pending after the release, want %d", got, k*256)
+	}
+	var once bool
+	let := func() {
+		if !once {
+			once = true
+			r.release()
+		}
+	}
+	t.Cleanup(let)
+	return p, let
+}
+
+// TestAllocWaitsForPendingBeforeEvicting: an allocation that pending blocks
+// would serve waits for them rather than answer ErrNoMemory or evict
+// optional state, when the work holding them finishes within
+// PoolOptions.PendingWait.
+func TestAllocWaitsForPendingBeforeEvicting(t *testing.T) {
+	p, let := pendingRig(t, 12, 8, PoolOptions{})
+	opt := must[*Head](t)(p.NewHead(wide("Cache", Optional), "o"))
+	fill(t, opt, 4, 40) // the cap is reached: 8 pending, 4 optional
+	time.AfterFunc(20*time.Millisecond, let)
+	b := must[*Head](t)(p.NewHead(wide("Log", Mandatory), "b"))
+	for i := range 6 {
+		if err := b.Append(wideRow(byte(100 + i))); err != nil {
+			t.Fatalf("append %d while the pending blocks' work finishes: %v", i, err)
+		}
+	}
+	if err := opt.Read(0, 4, [][]byte{make([]byte, 4*256)}); err != nil {
+		t.Fatalf("the optional head after the allocation: %v; want it kept (the pending blocks served)", err)
+	}
+	if got := p.Stats().EvictedBytes; got != 0 {
+		t.Errorf("%d bytes evicted; want none", got)
+	}
+	check(t, errors.Join(b.Release(), opt.Release()))
+}
+
+// TestAllocDeadlineThenFails: pending blocks whose work does not finish
+// within PoolOptions.PendingWait leave the allocation to fail with
+// ErrNoMemory after the deadline, not hang.
+func TestAllocDeadlineThenFails(t *testing.T) {
+	p, _ := pendingRig(t, 8, 8, PoolOptions{PendingWait: 30 * time.Millisecond})
+	b := must[*Head](t)(p.NewHead(wide("Log", Mandatory), "b"))
+	start := time.Now()
+	err := b.Append(wideRow(7))
+	if !errors.Is(err, ErrNoMemory) {
+		t.Fatalf("append while every block is pending past the deadline: %v; want ErrNoMemory", err)
+	}
+	if d := time.Since(start); d < 30*time.Millisecond || d > 5*time.Second {
+		t.Errorf("the allocation gave up after %v; want the 30ms deadline", d)
+	}
+	if b.Len() != 0 {
+		t.Errorf("a failed append left %d rows", b.Len())
+	}
+	check(t, b.Release())
+}
+
+// TestAllocFailsWithoutEvicting: an allocation that evicting every optional
+// state could not serve fails with ErrNoMemory and evicts nothing.
+func TestAllocFailsWithoutEvicting(t *testing.T) {
+	p := smallPool(t, 12, nil)
+	opt := must[*Head](t)(p.NewHead(wide("Cache", Optional), "o"))
+	fill(t, opt, 4, 40)
+	m := must[*Head](t)(p.NewHead(wide("Log", Mandatory), "m"))
+	fill(t, m, 8, 80)
+	b := must[*Head](t)(p.NewHead(&Layout{Type: "Big", Columns: []Column{{Name: "Row", ElemSize: 256, Width: 1}}}, "b"))
+	err := b.Append([][]byte{make([]byte, 6*256)}) // 6 blocks; evicting frees 4
+	if !errors.Is(err, ErrNoMemory) {
+		t.Fatalf("an append past what eviction frees: %v; want ErrNoMemory", err)
+	}
+	if got := readWide(t, opt); len(got) != 4*256 {
+		t.Fatalf("the optional head reads %d bytes; want its 4 rows", len(got))
+	}
+	if got := p.Stats().EvictedBytes; got != 0 {
+		t.Errorf("%d bytes evicted by a call that failed anyway; want none", got)
+	}
+	check(t, errors.Join(b.Release(), m.Release(), opt.Release()))
+}
+
+var _ device.Backend // the backend wrappers below
