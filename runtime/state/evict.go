@@ -164,24 +164,20 @@ func (p *Pool) reclaimPending(c *sizeClass, want int, deviceFull bool) bool {
 }
 
 // shortfall returns the bytes an allocation of want blocks of class c
-// lacks: zero or less when its free blocks, and the room left under
-// MaxBytes (unless the device is full), hold them. Wholly free slabs of
-// other sizes are given back first when they make that room.
+// lacks: zero or less when the free blocks of every class, the slabs' free
+// extents (every class carves from every slab) and the room left under
+// MaxBytes (unless the device itself is full) hold them.
 func (p *Pool) shortfall(c *sizeClass, want int, deviceFull bool) int64 {
 	p.mu.Lock()
-	have := func() int64 {
-		n := c.nfree
-		if p.maxBytes > 0 && !deviceFull {
-			n += (p.maxBytes - p.reserved) / int64(c.bytes)
-		}
-		return n
+	defer p.mu.Unlock()
+	have := p.loose
+	for _, k := range p.classes {
+		have += k.nfree * int64(k.bytes)
 	}
-	if have() < int64(want) && p.maxBytes > 0 {
-		p.trimLocked(c) // slabs of other sizes: room under the cap
+	if p.maxBytes > 0 && !deviceFull {
+		have += p.maxBytes - p.reserved
 	}
-	short := (int64(want) - have()) * int64(c.bytes)
-	p.mu.Unlock()
-	return short
+	return int64(want)*int64(c.bytes) - have
 }
 
 // freeable returns the bytes eviction could free now: the blocks only

@@ -138,6 +138,10 @@ func checkInvariants(p *Pool) error {
 		}
 		reserved += (c.nfree + c.inUse) * int64(c.bytes)
 	}
+	reserved += p.loose // the slabs' free extents
+	if err := checkSlabs(p); err != nil {
+		return err
+	}
 	if reserved != p.reserved {
 		return fmt.Errorf("classes hold %d bytes, %d bytes reserved", reserved, p.reserved)
 	}
@@ -147,6 +151,30 @@ func checkInvariants(p *Pool) error {
 	}
 	if logical != p.logical.Load() {
 		return fmt.Errorf("live handles hold %d logical bytes, the pool counts %d", logical, p.logical.Load())
+	}
+	return nil
+}
+
+// checkSlabs checks the slabs' free extents: in order, within their slab,
+// neither overlapping nor touching (neighbours merge), and summing to
+// p.loose.
+func checkSlabs(p *Pool) error {
+	var loose int64
+	for _, s := range p.slabs {
+		if p.slabOf[s.ptr] != s {
+			return fmt.Errorf("slab %#x is not indexed", s.ptr)
+		}
+		end := int64(-1)
+		for _, e := range s.free {
+			if e.n <= 0 || e.off <= end || e.off+e.n > s.bytes {
+				return fmt.Errorf("slab %#x of %d bytes: extent [%d, %d) after %d", s.ptr, s.bytes, e.off, e.off+e.n, end)
+			}
+			end = e.off + e.n
+			loose += e.n
+		}
+	}
+	if loose != p.loose {
+		return fmt.Errorf("free extents hold %d bytes, the pool counts %d", loose, p.loose)
 	}
 	return nil
 }

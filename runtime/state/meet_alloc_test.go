@@ -1,7 +1,9 @@
 package state
 
 import (
+	"bytes"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -111,3 +113,63 @@ func TestAllocFailsWithoutEvicting(t *testing.T) {
 }
 
 var _ device.Backend // the backend wrappers below
+
+// rowLayout is an append layout of one column of rowBytes-byte rows.
+func rowLayout(rowBytes int) *Layout {
+	return &Layout{Type: fmt.Sprint("Row", rowBytes), Columns: []Column{{Name: "R", ElemSize: 1, Width: rowBytes}}}
+}
+
+// TestSizeClassesShareTheCap: under MaxBytes, heads of many distinct row
+// sizes (a size class each, on a pool whose blocks follow the rows) fill
+// half the cap; a head of every size, and of a size never seen, can still
+// allocate, and so can one that needs the room others gave back.
+func TestSizeClassesShareTheCap(t *testing.T) {
+	const cap = 4 << 20
+	p := newPool(t, PoolOptions{MaxBytes: cap})
+	var sizes []int
+	for i := range 40 {
+		sizes = append(sizes, 1024+256*i)
+	}
+	var heads []*Head
+	for i, rb := range sizes {
+		heads = append(heads, must[*Head](t)(p.NewHead(rowLayout(rb), Owner(fmt.Sprint("fill", i)))))
+	}
+	for round := 0; p.Stats().PhysicalBytes < cap/2; round++ {
+		for i, h := range heads {
+			if err := h.Append([][]byte{bytes.Repeat([]byte{byte(i)}, sizes[i])}); err != nil {
+				t.Fatalf("round %d, rows of %d bytes, %d of %d bytes in use: %v", round, sizes[i], p.Stats().PhysicalBytes, cap, err)
+			}
+		}
+	}
+	for i, rb := range append(sizes, 30000) {
+		h := must[*Head](t)(p.NewHead(rowLayout(rb), Owner(fmt.Sprint("new", i))))
+		if err := h.Append([][]byte{make([]byte, rb)}); err != nil {
+			t.Fatalf("a row of %d bytes with %d of %d bytes in use: %v", rb, p.Stats().PhysicalBytes, cap, err)
+		}
+		check(t, h.Release())
+	}
+	// Every other filler goes: the room they free serves one large head.
+	var freed int64
+	for i := 0; i < len(heads); i += 2 {
+		freed += heads[i].Stats().PhysicalBytes
+		check(t, heads[i].Release())
+	}
+	big := must[*Head](t)(p.NewHead(rowLayout(8192), "big"))
+	rows := int(freed / 8192 / 2)
+	if err := big.Append([][]byte{make([]byte, rows*8192)}); err != nil {
+		t.Fatalf("%d rows of 8 KiB after %d bytes were freed: %v", rows, freed, err)
+	}
+	if err := checkInvariants(p); err != nil {
+		t.Fatal(err)
+	}
+	check(t, big.Release())
+	for i := 1; i < len(heads); i += 2 {
+		check(t, heads[i].Release())
+	}
+	if _, err := p.Trim(); err != nil {
+		t.Fatal(err)
+	}
+	if s := p.Stats(); s.ReservedBytes != 0 || s.Slabs != 0 {
+		t.Errorf("after every release and Trim: %d bytes reserved in %d slabs; want none", s.ReservedBytes, s.Slabs)
+	}
+}
