@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -112,7 +113,82 @@ func TestAllocFailsWithoutEvicting(t *testing.T) {
 	check(t, errors.Join(b.Release(), m.Release(), opt.Release()))
 }
 
-var _ device.Backend // the backend wrappers below
+// gatedBackend is a backend whose Free, once armed, waits until the test
+// lets it go: a Free that waits for work queued on streams.
+type gatedBackend struct {
+	device.Backend
+	mu      sync.Mutex
+	gate    chan struct{}
+	entered chan struct{}
+}
+
+func (g *gatedBackend) arm() (entered chan struct{}, let func()) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.gate, g.entered = make(chan struct{}), make(chan struct{}, 16)
+	gate := g.gate
+	var once sync.Once
+	return g.entered, func() { once.Do(func() { close(gate) }) }
+}
+
+func (g *gatedBackend) Free(p device.Ptr) error {
+	g.mu.Lock()
+	gate, entered := g.gate, g.entered
+	g.mu.Unlock()
+	if gate != nil {
+		entered <- struct{}{}
+		<-gate
+	}
+	return g.Backend.Free(p)
+}
+
+// TestTrimFreesWithoutThePoolLock: while Trim's Free of a slab waits (as
+// a backend's Free waits for stream work), another session reads, appends
+// and the pool reports its stats: no pool lock is held across the call.
+func TestTrimFreesWithoutThePoolLock(t *testing.T) {
+	g := &gatedBackend{Backend: device.Host()}
+	defer g.Backend.Close()
+	p, err := NewPool(g, PoolOptions{BlockBytes: 256})
+	check(t, err)
+	defer p.Close()
+	b := must[*Head](t)(p.NewHead(wide("Log", Mandatory), "b"))
+	fill(t, b, 4, 1)
+	a := must[*Head](t)(p.NewHead(wide("Log", Mandatory), "a"))
+	fill(t, a, 2*slabBlocks, 9) // a second slab, wholly free once a goes
+	check(t, a.Release())
+	entered, let := g.arm()
+	defer let()
+	trimmed := make(chan error, 1)
+	go func() {
+		_, err := p.Trim()
+		trimmed <- err
+	}()
+	<-entered // Trim is inside Free
+	done := make(chan error, 1)
+	go func() {
+		dst := make([]byte, 4*256)
+		if err := b.Read(0, 4, [][]byte{dst}); err != nil {
+			done <- err
+			return
+		}
+		if err := b.Append(wideRow(50)); err != nil {
+			done <- err
+			return
+		}
+		_ = p.Stats()
+		done <- nil
+	}()
+	select {
+	case err := <-done:
+		check(t, err)
+	case <-time.After(5 * time.Second):
+		let()
+		t.Fatal("a read, an append and Stats waited for Trim's Free of a slab")
+	}
+	let()
+	check(t, <-trimmed)
+	check(t, b.Release())
+}
 
 // rowLayout is an append layout of one column of rowBytes-byte rows.
 func rowLayout(rowBytes int) *Layout {
