@@ -3,7 +3,9 @@
 package state
 
 import (
+	"errors"
 	"testing"
+	"time"
 
 	"github.com/gpustate/gpustate/internal/fakecuda"
 	"github.com/gpustate/gpustate/runtime/device"
@@ -36,4 +38,50 @@ func TestCUDASlabsZeroedOnce(t *testing.T) {
 		t.Errorf("the last row reads %#x", dst[0])
 	}
 	check(t, h.Release())
+}
+
+// TestPendingReleaseStallsNoRead: on the CUDA backend (the fake driver),
+// a release pending behind held-back stream work has a goroutine waiting
+// in cuEventSynchronize; meanwhile another session's BlockTable (a device
+// allocation) and an unrelated session's Read go on.
+func TestPendingReleaseStallsNoRead(t *testing.T) {
+	r := fakeStreamRig(t)
+	p, err := NewPool(r.b, PoolOptions{BlockBytes: 256})
+	check(t, err)
+	defer p.Close()
+	st, err := r.streams().NewStream()
+	check(t, err)
+	defer st.Close()
+	reader := must[*Head](t)(p.NewHead(wide("Log", Mandatory), "reader"))
+	fill(t, reader, 2, 7)
+	tabled := must[*Head](t)(p.NewHead(wide("Log", Mandatory), "tabled"))
+	fill(t, tabled, 2, 9)
+	gone := must[*Head](t)(p.NewHead(wide("Log", Mandatory), "gone"))
+	fill(t, gone, 2, 1)
+	r.hold(t, st)
+	defer r.release()
+	check(t, gone.RecordStream(st))
+	check(t, gone.Release()) // pending: a goroutine waits for the event
+	time.Sleep(20 * time.Millisecond)
+	done := make(chan error, 1)
+	go func() {
+		tab, err := tabled.BlockTable()
+		if err != nil {
+			done <- err
+			return
+		}
+		dst := make([]byte, 2*256)
+		err = reader.Read(0, 2, [][]byte{dst})
+		done <- errors.Join(err, tab.Release())
+	}()
+	select {
+	case err := <-done:
+		check(t, err)
+	case <-time.After(5 * time.Second):
+		r.release()
+		t.Fatal("BlockTable and an unrelated Read waited for another session's pending release")
+	}
+	r.release()
+	p.WaitPending()
+	check(t, errors.Join(reader.Release(), tabled.Release()))
 }
