@@ -164,20 +164,29 @@ func (p *Pool) reclaimPending(c *sizeClass, want int, deviceFull bool) bool {
 }
 
 // shortfall returns the bytes an allocation of want blocks of class c
-// lacks: zero or less when the free blocks of every class, the slabs' free
-// extents (every class carves from every slab) and the room left under
-// MaxBytes (unless the device itself is full) hold them.
+// lacks: zero or less when the free blocks of every class (every class
+// carves from every slab), the whole blocks of c that the slabs' free
+// extents hold, and the room left under MaxBytes (unless the device itself
+// is full) hold them.
 func (p *Pool) shortfall(c *sizeClass, want int, deviceFull bool) int64 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	have := p.loose
+	bb := int64(c.bytes)
+	var have int64
 	for _, k := range p.classes {
 		have += k.nfree * int64(k.bytes)
 	}
-	if p.maxBytes > 0 && !deviceFull {
-		have += p.maxBytes - p.reserved
+	if p.loose >= bb {
+		for _, s := range p.slabs {
+			for _, e := range s.free {
+				have += e.n / bb * bb
+			}
+		}
 	}
-	return int64(want)*int64(c.bytes) - have
+	if p.maxBytes > 0 && !deviceFull {
+		have += (p.maxBytes - p.reserved) / bb * bb
+	}
+	return int64(want)*bb - have
 }
 
 // freeable returns the bytes eviction could free now: the blocks only

@@ -367,8 +367,9 @@ func (p *Pool) unregister(h handle, logical int64) {
 }
 
 // sizeClass is the blocks of one size: its free lists and counts. A pool
-// holds one class per block size its layouts use; every slab is carved
-// into blocks of one class. Its fields are guarded by the pool's mu.
+// holds one class per block size its layouts use; every class carves its
+// blocks from the pool's shared slabs (slab.go). Its fields are guarded by
+// the pool's mu.
 type sizeClass struct {
 	bytes   int
 	clean   []*block            // zeroed blocks (block.zeroed)
@@ -405,7 +406,8 @@ func (p *Pool) class(bb int) *sizeClass {
 //
 // Free blocks are used in this order: the owner's own (unless zero is
 // asked), zeroed ones, the owner's own zeroed now, other owners' zeroed now;
-// only then does the pool take a new slab from the backend.
+// only then does the class grow (growLocked: the slabs' free extents, a new
+// slab, the free blocks of other classes).
 func (p *Pool) alloc(owner Owner, n int, zero bool) ([]*block, error) {
 	return p.allocIn(nil, p.own, owner, n, zero)
 }
