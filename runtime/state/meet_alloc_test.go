@@ -249,3 +249,31 @@ func TestSizeClassesShareTheCap(t *testing.T) {
 		t.Errorf("after every release and Trim: %d bytes reserved in %d slabs; want none", s.ReservedBytes, s.Slabs)
 	}
 }
+
+// TestDeltaClassesShareTheCap: deltas of many lengths, each sized to its
+// rows (a size class per length), under MaxBytes: the writes, and At's
+// reconstruction (with its first calibration) still find room.
+func TestDeltaClassesShareTheCap(t *testing.T) {
+	p := newPool(t, PoolOptions{MaxBytes: 1 << 20})
+	l := kv(Mutable, 4096, Keep)
+	l.Checkpoint = &CheckpointPolicy{Every: 64, Keep: 2}
+	h := must[*Head](t)(p.NewHead(l, "h"))
+	var target Version
+	want := [][]byte{make([]byte, 4096*16), make([]byte, 4096*8)}
+	for n := 1; n <= 48; n++ {
+		if err := h.Write((n*37)%(4096-n), kvRows(n, byte(n))); err != nil {
+			t.Fatalf("a write of %d rows, %d bytes reserved: %v", n, p.Stats().ReservedBytes, err)
+		}
+		if n == 40 {
+			target = h.Version()
+			check(t, h.Read(0, 4096, want))
+		}
+	}
+	s := must[*Snap](t)(h.At(target))
+	got := [][]byte{make([]byte, 4096*16), make([]byte, 4096*8)}
+	check(t, s.Read(0, 4096, got))
+	if !bytes.Equal(got[0], want[0]) || !bytes.Equal(got[1], want[1]) {
+		t.Error("At reads other rows than the version had")
+	}
+	check(t, errors.Join(s.Release(), h.Release()))
+}
