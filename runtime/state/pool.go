@@ -460,7 +460,13 @@ func (p *Pool) allocOnce(buf []*block, c *sizeClass, owner Owner, n int, zero bo
 	}
 	var wipe []*block // taken from a dirty list: to zero before use
 	p.mu.Lock()
-	out, wipe = c.takeLocked(out, wipe, owner, n, zero)
+	if !zero {
+		out = c.takeFree(out, owner, n) // the owner's own: the common case
+		c.nfree -= int64(len(out))
+	}
+	if len(out) < n {
+		out, wipe = c.takeLocked(out, wipe, owner, n, zero)
+	}
 	var growErr error
 	for grows := 0; len(out) < n && growErr == nil && grows < 3; grows++ {
 		if growErr = p.growLocked(c, n-len(out)); growErr == nil {
