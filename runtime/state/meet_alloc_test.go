@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"sync"
 	"testing"
 	"time"
@@ -276,4 +277,64 @@ func TestDeltaClassesShareTheCap(t *testing.T) {
 		t.Error("At reads other rows than the version had")
 	}
 	check(t, errors.Join(s.Release(), h.Release()))
+}
+
+// TestSizeClassesRandom: heads of random row sizes come and go under
+// MaxBytes. An append fails only with ErrNoMemory, and never while the
+// blocks in use and the ones it asks for stay under 40% of the cap; the
+// pool's books (free lists, extents, reserved bytes) hold throughout, and
+// Trim gives everything back at the end.
+func TestSizeClassesRandom(t *testing.T) {
+	const cap = 2 << 20
+	p := newPool(t, PoolOptions{MaxBytes: cap})
+	rng := rand.New(rand.NewPCG(1, 2))
+	var live []*Head
+	var failed int
+	var peak int64
+	for step := range 3000 {
+		if len(live) > 0 && rng.IntN(3) == 0 {
+			i := rng.IntN(len(live))
+			check(t, live[i].Release())
+			live = append(live[:i], live[i+1:]...)
+		} else {
+			rb := 256 * (1 + rng.IntN(24))
+			rows := 1 + rng.IntN(8)
+			h := must[*Head](t)(p.NewHead(rowLayout(rb), Owner(fmt.Sprint("o", step%7))))
+			inUse := p.Stats().PhysicalBytes
+			err := h.Append([][]byte{bytes.Repeat([]byte{byte(step)}, rows*rb)})
+			switch {
+			case err == nil:
+				live = append(live, h)
+			case !errors.Is(err, ErrNoMemory):
+				t.Fatalf("step %d: %v", step, err)
+			case inUse+int64(rows*rb) <= cap*4/10:
+				t.Fatalf("step %d: %d rows of %d bytes with %d of %d bytes in use: %v", step, rows, rb, inUse, cap, err)
+			default:
+				failed++
+				check(t, h.Release())
+			}
+			peak = max(peak, p.Stats().PhysicalBytes)
+		}
+		if step%100 == 0 {
+			if err := checkInvariants(p); err != nil {
+				t.Fatalf("step %d: %v", step, err)
+			}
+		}
+	}
+	if failed == 0 || peak < cap*6/10 {
+		t.Fatalf("%d appends failed, at most %d of %d bytes in use: the cap was never pressed", failed, peak, cap)
+	}
+	t.Logf("%d appends failed for room; at most %d of %d bytes in use", failed, peak, cap)
+	for _, h := range live {
+		check(t, h.Release())
+	}
+	if err := checkInvariants(p); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Trim(); err != nil {
+		t.Fatal(err)
+	}
+	if s := p.Stats(); s.ReservedBytes != 0 {
+		t.Errorf("%d bytes reserved after every release and Trim", s.ReservedBytes)
+	}
 }
