@@ -175,6 +175,9 @@ func (p *Pool) shortfall(c *sizeClass, want int, deviceFull bool) int64 {
 	var have int64
 	for _, k := range p.classes {
 		have += k.nfree * int64(k.bytes)
+		if k.hot.Load() != nil {
+			have += int64(k.bytes)
+		}
 	}
 	if p.loose >= bb {
 		for _, s := range p.slabs {

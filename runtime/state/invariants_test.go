@@ -182,6 +182,12 @@ func checkSlabs(p *Pool) error {
 // checkClass checks one size class's free lists and counts against the
 // blocks in use, inUse of them its own.
 func checkClass(p *sizeClass, blockRefs map[*block]int, inUse int64) error {
+	if b := p.hot.Load(); b != nil {
+		if blockRefs[b] > 0 || b.rc.Load() != 0 || b.cls != p {
+			return fmt.Errorf("hot block %#x is in use (%d references, count %d) or of another class", b.ptr, blockRefs[b], b.rc.Load())
+		}
+		inUse++ // counted in use until drained
+	}
 	if inUse != p.inUse {
 		return fmt.Errorf("%d blocks of %d bytes referenced, the class counts %d in use", inUse, p.bytes, p.inUse)
 	}

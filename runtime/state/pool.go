@@ -251,8 +251,13 @@ func (p *Pool) Stats() PoolStats {
 	p.mu.Lock()
 	var physical, blocks, free int64
 	for _, c := range p.classes {
-		physical += c.inUse * int64(c.bytes)
-		blocks += c.inUse
+		n := c.inUse
+		if c.hot.Load() != nil {
+			n-- // free, kept for its owner (see sizeClass.hot)
+			free++
+		}
+		physical += n * int64(c.bytes)
+		blocks += n
 		free += c.nfree
 	}
 	st := PoolStats{
@@ -380,6 +385,23 @@ type sizeClass struct {
 	lastList  *freeList
 	nfree     int64
 	inUse     int64
+	// hot is the last block freed alone, kept for its owner's next
+	// one-block allocation: both take no lock (free, allocIn). It counts
+	// in inUse until a locked path drains it to a free list (drainHot).
+	hot atomic.Pointer[block]
+}
+
+// drainHotLocked puts c's hot block, if any, on its owner's free list, so
+// that locked paths see every free block. p.mu is held.
+func (c *sizeClass) drainHotLocked() {
+	if c.hot.Load() == nil {
+		return
+	}
+	if b := c.hot.Swap(nil); b != nil {
+		c.putDirtyLocked(b)
+		c.nfree++
+		c.inUse--
+	}
 }
 
 func newSizeClass(bytes int) *sizeClass {
@@ -419,6 +441,13 @@ func (p *Pool) alloc(owner Owner, n int, zero bool) ([]*block, error) {
 func (p *Pool) allocIn(buf []*block, c *sizeClass, owner Owner, n int, zero bool) ([]*block, error) {
 	if n <= 0 {
 		return buf[:0], nil
+	}
+	if n == 1 && !zero {
+		// The owner's block freed last, if it is still hot: no lock.
+		if b := c.hot.Load(); b != nil && b.owner == owner && c.hot.CompareAndSwap(b, nil) {
+			b.rc.Store(1)
+			return append(buf[:0], b), nil
+		}
 	}
 	if err := p.fits(c, n); err != nil {
 		return buf[:0], err
@@ -460,6 +489,7 @@ func (p *Pool) allocOnce(buf []*block, c *sizeClass, owner Owner, n int, zero bo
 	}
 	var wipe []*block // taken from a dirty list: to zero before use
 	p.mu.Lock()
+	c.drainHotLocked()
 	if !zero {
 		out = c.takeFree(out, owner, n) // the owner's own: the common case
 		c.nfree -= int64(len(out))
@@ -670,6 +700,13 @@ const maxInt = int(^uint(0) >> 1)
 func (p *Pool) free(list []*block) {
 	if len(list) == 0 {
 		return
+	}
+	if len(list) == 1 {
+		// Kept hot for its owner's next one-block allocation, no lock
+		// taken; a block with history or stream work goes the long way.
+		if b := list[0]; !b.delta && len(b.streams) == 0 && b.cls.hot.CompareAndSwap(nil, b) {
+			return
+		}
 	}
 	var fenced []*block
 	var streams []device.Stream

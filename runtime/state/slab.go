@@ -167,7 +167,11 @@ func (p *Pool) addBlocksLocked(c *sizeClass, s *slab, off, k int64, dirty bool) 
 // of every class) to their slabs' free extents. p.mu is held.
 func (p *Pool) takeBackLocked(skip *sizeClass) {
 	for _, c := range p.classes {
-		if c == skip || c.nfree == 0 {
+		if c == skip {
+			continue
+		}
+		c.drainHotLocked()
+		if c.nfree == 0 {
 			continue
 		}
 		bb := int64(c.bytes)
