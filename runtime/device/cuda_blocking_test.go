@@ -58,7 +58,7 @@ func TestCUDABlockingCallsHoldNoLock(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-	case <-time.After(5 * time.Second):
+	case <-time.After(20 * time.Second):
 		f.set("hold", 0)
 		t.Fatal("Free, Alloc and a copy of unrelated memory waited for another goroutine's cuEventSynchronize")
 	}

@@ -77,7 +77,7 @@ func TestPendingReleaseStallsNoRead(t *testing.T) {
 	select {
 	case err := <-done:
 		check(t, err)
-	case <-time.After(5 * time.Second):
+	case <-time.After(20 * time.Second):
 		r.release()
 		t.Fatal("BlockTable and an unrelated Read waited for another session's pending release")
 	}
