@@ -87,20 +87,18 @@ func (p *Pool) growBlocks(c *sizeClass, want int) int64 {
 // device is exhausted. p.mu is held, and let go across backend calls.
 func (p *Pool) growLocked(c *sizeClass, want int) error {
 	nb := p.growBlocks(c, want)
-	if got := p.carveLocked(c, nb); got >= int64(want) {
+	want -= int(min(p.carveLocked(c, nb), int64(want)))
+	if want == 0 {
 		return nil
-	} else {
-		want -= int(got)
 	}
 	err := p.newSlabLocked(c, want, nb)
 	if err == nil || !errors.Is(err, ErrNoMemory) {
 		return err
 	}
 	p.takeBackLocked(c)
-	if got := p.carveLocked(c, int64(want)); got >= int64(want) {
+	want -= int(p.carveLocked(c, int64(want)))
+	if want == 0 {
 		return nil
-	} else {
-		want -= int(got)
 	}
 	if gone := p.dropWhollyFreeLocked(); len(gone) > 0 {
 		p.mu.Unlock()
