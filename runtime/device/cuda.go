@@ -47,6 +47,11 @@ type CUDA struct {
 	mu     sync.RWMutex // write-held to change allocs, read-held to use them
 	allocs table
 	closed bool
+	// blocking counts the driver calls in progress without mu, those that
+	// may wait for the device (allocation, free, synchronization): holding
+	// mu across them would stall every other call behind a writer waiting
+	// for it. Close waits for them before it tears the context down.
+	blocking sync.WaitGroup
 
 	smu     sync.Mutex // guards streams and pinned
 	streams map[*cudaStream]struct{}
@@ -133,57 +138,91 @@ func (c *CUDA) enter() error {
 
 func (c *CUDA) exit() { runtime.UnlockOSThread() }
 
-// Alloc allocates bytes bytes of device memory and zeroes them.
+// Alloc allocates bytes bytes of device memory and zeroes them (so the
+// backend is a device.AllocZeroer). The driver's calls run without c.mu.
 func (c *CUDA) Alloc(bytes int) (Ptr, error) {
 	if bytes <= 0 {
 		return 0, fmt.Errorf("device: cuda alloc of %d bytes: %w", bytes, ErrInvalidSize)
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
-		return 0, ErrClosed
-	}
-	if err := c.enter(); err != nil {
-		return 0, err
-	}
-	defer c.exit()
 	var p uint64
-	if r := c.d.cuMemAlloc(&p, uint64(bytes)); r != cuSuccess {
-		return 0, fmt.Errorf("device: cuda alloc of %d bytes: %w", bytes, c.d.error("cuMemAlloc_v2", r))
-	}
-	if r := c.d.cuMemsetD8(p, 0, uint64(bytes)); r != cuSuccess {
-		err := fmt.Errorf("device: cuda alloc of %d bytes: zeroing: %w", bytes, c.d.error("cuMemsetD8_v2", r))
-		if r := c.d.cuMemFree(p); r != cuSuccess {
-			err = errors.Join(err, c.d.error("cuMemFree_v2", r))
+	err := c.callBlocking(func() error {
+		if r := c.d.cuMemAlloc(&p, uint64(bytes)); r != cuSuccess {
+			return fmt.Errorf("device: cuda alloc of %d bytes: %w", bytes, c.d.error("cuMemAlloc_v2", r))
 		}
+		if r := c.d.cuMemsetD8(p, 0, uint64(bytes)); r != cuSuccess {
+			err := fmt.Errorf("device: cuda alloc of %d bytes: zeroing: %w", bytes, c.d.error("cuMemsetD8_v2", r))
+			if r := c.d.cuMemFree(p); r != cuSuccess {
+				err = errors.Join(err, c.d.error("cuMemFree_v2", r))
+			}
+			return err
+		}
+		// Inserted before the call counts as over, so that Close, which
+		// waits for it, frees this allocation too.
+		c.mu.Lock()
+		c.allocs.insert(region{base: Ptr(p), size: uint64(bytes)})
+		c.mu.Unlock()
+		return nil
+	})
+	if err != nil {
 		return 0, err
 	}
-	c.allocs.insert(region{base: Ptr(p), size: uint64(bytes)})
 	return Ptr(p), nil
 }
 
+// AllocZeroes reports that the CUDA backend's Alloc returns zeroed memory:
+// it zeroes every allocation on the device, so a store need not again.
+func (c *CUDA) AllocZeroes() bool { return true }
+
 // Free frees memory that Alloc returned. When the driver refuses, the
-// allocation stays live.
+// allocation stays live. The allocation leaves the table first, so calls
+// that name it fail while cuMemFree runs, without c.mu (the driver may
+// wait for work on the device there).
 func (c *CUDA) Free(p Ptr) error {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	if c.closed {
+		c.mu.Unlock()
 		return ErrClosed
 	}
 	r, err := c.allocs.remove(p)
 	if err != nil {
+		c.mu.Unlock()
 		return fmt.Errorf("device: cuda free: %w", err)
 	}
-	if err := c.enter(); err != nil {
+	c.blocking.Add(1)
+	c.mu.Unlock()
+	defer c.blocking.Done()
+	err = c.enter()
+	if err == nil {
+		if res := c.d.cuMemFree(uint64(p)); res != cuSuccess {
+			err = fmt.Errorf("device: cuda free %#x: %w", uint64(p), c.d.error("cuMemFree_v2", res))
+		}
+		c.exit()
+	}
+	if err != nil {
+		c.mu.Lock()
 		c.allocs.insert(r)
+		c.mu.Unlock()
+	}
+	return err
+}
+
+// callBlocking runs f, driver calls that may wait for the device, with
+// the context current and c.mu not held: other calls go on meanwhile.
+// Close waits for it to return.
+func (c *CUDA) callBlocking(f func() error) error {
+	c.mu.RLock()
+	if c.closed {
+		c.mu.RUnlock()
+		return ErrClosed
+	}
+	c.blocking.Add(1)
+	c.mu.RUnlock()
+	defer c.blocking.Done()
+	if err := c.enter(); err != nil {
 		return err
 	}
 	defer c.exit()
-	if res := c.d.cuMemFree(uint64(p)); res != cuSuccess {
-		c.allocs.insert(r)
-		return fmt.Errorf("device: cuda free %#x: %w", uint64(p), c.d.error("cuMemFree_v2", res))
-	}
-	return nil
+	return f()
 }
 
 // check verifies that the n bytes at p lie in a live allocation. The caller
@@ -281,7 +320,7 @@ func (c *CUDA) Memset(dst Ptr, value byte, bytes int) error {
 
 // Sync waits for the device to finish all work issued in the context.
 func (c *CUDA) Sync() error {
-	return c.call(func() error {
+	return c.callBlocking(func() error {
 		if r := c.d.cuCtxSynchronize(); r != cuSuccess {
 			return c.d.error("cuCtxSynchronize", r)
 		}
@@ -315,11 +354,15 @@ func (c *CUDA) MemInfo() (free, total uint64, err error) {
 func (c *CUDA) Close() error {
 	serr := c.closeStreams()
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	if c.closed {
+		c.mu.Unlock()
 		return ErrClosed
 	}
 	c.closed = true
+	c.mu.Unlock()
+	c.blocking.Wait() // no call starts now: they see closed
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if err := c.enter(); err != nil {
 		return err
 	}

@@ -157,7 +157,7 @@ func (s *cudaStream) Sync() error {
 	if err != nil {
 		return err
 	}
-	return s.c.call(func() error {
+	return s.c.callBlocking(func() error {
 		if r := s.c.d.async.cuStreamSynchronize(h); r != cuSuccess {
 			return s.c.d.error("cuStreamSynchronize", r)
 		}
@@ -181,7 +181,7 @@ func (s *cudaStream) Close() error {
 
 // destroyStream waits for h's work, then destroys it.
 func (c *CUDA) destroyStream(h uintptr) error {
-	return c.call(func() error {
+	return c.callBlocking(func() error {
 		var errs []error
 		if r := c.d.async.cuStreamSynchronize(h); r != cuSuccess {
 			errs = append(errs, c.d.error("cuStreamSynchronize", r))
@@ -322,7 +322,7 @@ func (e *cudaEvent) Wait() error {
 	if e.h == 0 {
 		return fmt.Errorf("device: cuda: event: %w", ErrStreamClosed)
 	}
-	return e.c.call(func() error {
+	return e.c.callBlocking(func() error {
 		if r := e.c.d.async.cuEventSynchronize(e.h); r != cuSuccess {
 			return e.c.d.error("cuEventSynchronize", r)
 		}

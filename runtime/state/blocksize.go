@@ -10,9 +10,9 @@ import (
 // gives each column of each layout blocks of rows-per-block times its row
 // bytes (rounded up to blockAlign), so a column of 8-byte rows and one of
 // 2 KiB rows hold the same rows per block without the narrow one wasting a
-// wide block. The pool carves each size from slabs of its own (a size
-// class); free blocks of one size serve only that size, and Trim gives back
-// the slabs of any size once they are wholly free.
+// wide block. Each size is a size class with free lists of its own; every
+// class carves its blocks from the same slabs, and free blocks of one
+// class go back to the slabs for another under memory pressure (slab.go).
 //
 // Rows per block: Layout.BlockRows when set (the contract's
 // `//state:block rows=N`); else, on a row-sized pool, as many rows as make
@@ -113,7 +113,7 @@ func (sh *shape) allocDelta(d *delta) ([]*block, error) {
 }
 
 // deltaRows rounds a delta's rows up to one of few sizes, so that deltas
-// of every length share few size classes (each class reserves slabs of its
+// of every length share few size classes (each keeps free lists of its
 // own): exact up to 8 rows, then four sizes per doubling, at most 1.25
 // times n.
 func deltaRows(n int) int {

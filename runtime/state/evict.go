@@ -2,7 +2,9 @@ package state
 
 import (
 	"fmt"
+	"reflect"
 	"sync/atomic"
+	"time"
 
 	"github.com/gpustate/gpustate/runtime/evict"
 )
@@ -54,73 +56,156 @@ type evictable interface {
 	evict() (int64, bool)
 }
 
-// reclaimPending is the first step of reclaim: the blocks whose pending
-// device events have completed. Each batch of pending blocks goes back to
-// the free lists by itself as soon as its events complete (unfence, in
-// stream.go), so every completed batch is already free when reclaim runs
-// and this step has nothing more to give back; blocks whose events have
-// not completed are in flight and never taken.
-func (p *Pool) reclaimPending() int64 { return 0 }
-
-// reclaim takes back memory for an allocation of want blocks that found
-// no room, in the order SPEC section 7 gives: completed pending blocks,
-// optional state as the Evictor ranks it, then the rebuildable part of
-// reconstructable state. It returns the bytes it freed, and whether
-// there is room now (another call may have freed blocks since the
-// caller's try); the caller retries when either holds. Blocks of other sizes than c's serve c
-// once their slabs are wholly free: reclaim then gives those slabs back to
-// the device (as Trim does), which makes room under MaxBytes. The caller
-// holds no pool lock (it may hold its own handle's, which makes that
-// handle busy and so spared).
-func (p *Pool) reclaim(c *sizeClass, want int) (got int64, room bool) {
-	got = p.reclaimPending()
-	if p.roomFor(c, want) {
-		return got, true
-	}
-	for _, r := range []Retention{Optional, Reconstructable} {
-		hs, vs := p.victims(r)
-		if len(vs) == 0 {
-			continue
-		}
-		p.evictor.Rank(vs)
-		for _, v := range vs {
-			if v.ID == 0 || v.ID > uint64(len(hs)) {
-				continue // an Evictor that made up a victim
-			}
-			n, ok := hs[v.ID-1].evict()
-			if !ok {
-				continue
-			}
-			got += n
-			p.evictedBytes.Add(n)
-			if p.roomFor(c, want) {
-				return got, true
-			}
-		}
-	}
-	return got, false
-}
-
-// roomFor reports whether want blocks of class c are free or can be
-// carved under MaxBytes, giving back wholly free slabs of other sizes
-// when that makes the room.
-func (p *Pool) roomFor(c *sizeClass, want int) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	have := func() int64 {
-		n := c.nfree
-		if p.maxBytes > 0 {
-			n += (p.maxBytes - p.reserved) / int64(c.bytes)
-		}
-		return n
-	}
-	if have() >= int64(want) {
+// reclaim takes back memory for an allocation of want blocks of class c
+// that found no room, in the order docs/INTERNALS.md gives: pending
+// blocks, waited for when they would make the call succeed; optional
+// state as the Evictor ranks it; then the rebuildable part of
+// reconstructable state. It evicts nothing when all it could evict would
+// still leave the call short, and stops evicting as soon as there is room.
+// It reports whether there is room now (the caller retries). deviceFull
+// says the device itself refused memory, so room under MaxBytes does not
+// count. The caller holds no pool lock (it may hold its own handle's,
+// which makes that handle busy and so spared).
+func (p *Pool) reclaim(c *sizeClass, want int, deviceFull bool) bool {
+	if p.shortfall(c, want, deviceFull) <= 0 {
 		return true
 	}
-	if p.maxBytes > 0 {
-		p.trimLocked(c) // slabs of other sizes: room under the cap
+	if p.reclaimPending(c, want, deviceFull) {
+		return true
 	}
-	return have() >= int64(want)
+	short := p.shortfall(c, want, deviceFull)
+	if short <= 0 {
+		return true
+	}
+	if p.freeable() < short {
+		return false // the call fails anyway: evict nothing
+	}
+	for _, r := range []Retention{Optional, Reconstructable} {
+		for {
+			room, progress := p.evictRound(r, c, want, deviceFull)
+			if room {
+				return true
+			}
+			if !progress {
+				break
+			}
+		}
+	}
+	return false
+}
+
+// evictRound evicts victims of retention r in the Evictor's order until
+// there is room for want blocks of class c. progress says it evicted
+// something (a next round may find more: cached prefix entries are offered
+// a bounded number at a time).
+func (p *Pool) evictRound(r Retention, c *sizeClass, want int, deviceFull bool) (room, progress bool) {
+	hs, vs := p.victims(r)
+	if len(vs) == 0 {
+		return false, false
+	}
+	p.evictor.Rank(vs)
+	for _, v := range vs {
+		if v.ID == 0 || v.ID > uint64(len(hs)) {
+			continue // an Evictor that made up a victim
+		}
+		n, ok := hs[v.ID-1].evict()
+		if !ok {
+			continue
+		}
+		progress = true
+		p.evictedBytes.Add(n)
+		if p.shortfall(c, want, deviceFull) <= 0 {
+			return true, true
+		}
+	}
+	return false, progress
+}
+
+// reclaimPending is the first step of reclaim: blocks released while a
+// recorded stream's work may still use them go back to the free lists by
+// themselves when that work's events complete (unfence, in stream.go).
+// When the pending bytes would make the call succeed, alone or with what
+// eviction could add, it waits for them, up to PoolOptions.PendingWait,
+// rather than fail or evict while the work finishes. It reports whether
+// there is room now.
+func (p *Pool) reclaimPending(c *sizeClass, want int, deviceFull bool) bool {
+	if p.pendingWait < 0 {
+		return p.shortfall(c, want, deviceFull) <= 0
+	}
+	timer := time.NewTimer(p.pendingWait)
+	defer timer.Stop()
+	checked := false // whether eviction was counted in
+	for {
+		short := p.shortfall(c, want, deviceFull)
+		if short <= 0 {
+			return true
+		}
+		p.mu.Lock()
+		pending := p.pendingBytes
+		cases := make([]reflect.SelectCase, 0, len(p.batches)+1)
+		for ch := range p.batches {
+			cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ch)})
+		}
+		p.mu.Unlock()
+		if pending == 0 || len(cases) == 0 {
+			return false
+		}
+		if pending < short && !checked {
+			if pending+p.freeable() < short {
+				return false // nothing makes the room: fail now
+			}
+			checked = true
+		}
+		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(timer.C)})
+		if i, _, _ := reflect.Select(cases); i == len(cases)-1 {
+			return p.shortfall(c, want, deviceFull) <= 0 // the deadline passed
+		}
+	}
+}
+
+// shortfall returns the bytes an allocation of want blocks of class c
+// lacks: zero or less when the free blocks of every class (every class
+// carves from every slab), the whole blocks of c that the slabs' free
+// extents hold, and the room left under MaxBytes (unless the device itself
+// is full) hold them.
+func (p *Pool) shortfall(c *sizeClass, want int, deviceFull bool) int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	bb := int64(c.bytes)
+	var have int64
+	for _, k := range p.classes {
+		have += k.nfree * int64(k.bytes)
+		if k.hot.Load() != nil {
+			have += int64(k.bytes)
+		}
+	}
+	if p.loose >= bb {
+		for _, s := range p.slabs {
+			for _, e := range s.free {
+				have += e.n / bb * bb
+			}
+		}
+	}
+	if p.maxBytes > 0 && !deviceFull {
+		have += (p.maxBytes - p.reserved) / bb * bb
+	}
+	return int64(want)*bb - have
+}
+
+// freeable returns the bytes eviction could free now: the blocks only
+// optional and rebuildable reconstructable handles hold, and the cached
+// prefix blocks no head holds.
+func (p *Pool) freeable() int64 {
+	n := p.cache.cachedBytes()
+	for _, r := range []Retention{Optional, Reconstructable} {
+		hs, _ := p.victims(r)
+		for _, h := range hs {
+			if f, ok := h.(interface{ freeable() int64 }); ok {
+				n += f.freeable()
+			}
+		}
+	}
+	return n
 }
 
 // victims returns the live handles of retention r that may be evicted,
@@ -302,6 +387,45 @@ func (s *Snap) victim(r Retention) (Victim, bool) {
 		return Victim{}, false
 	}
 	return Victim{Owner: string(s.owner), Type: s.l.Type, Snapshot: true, Bytes: s.physical(s.r), LastUse: s.lastUse.Load()}, true
+}
+
+// freeable returns the bytes evicting h would free now; 0 when it is busy.
+func (h *Head) freeable() int64 {
+	if !h.mu.TryLock() {
+		return 0
+	}
+	defer h.mu.Unlock()
+	if h.released || h.evicted || h.r == nil {
+		return 0
+	}
+	n := exclusiveBytes(h.r)
+	if h.l.Retention == Optional && h.hist != nil && n > 0 {
+		for _, e := range h.hist.entries {
+			if e.d == nil {
+				continue
+			}
+			for _, col := range e.d.cols {
+				for _, b := range col {
+					if b.rc.Load() == 1 {
+						n += int64(b.cls.bytes)
+					}
+				}
+			}
+		}
+	}
+	return n
+}
+
+// freeable returns the bytes evicting s would free now; 0 when it is busy.
+func (s *Snap) freeable() int64 {
+	if !s.mu.TryLock() {
+		return 0
+	}
+	defer s.mu.Unlock()
+	if s.released || s.evicted || s.r == nil {
+		return 0
+	}
+	return exclusiveBytes(s.r)
 }
 
 func (s *Snap) evict() (int64, bool) {

@@ -60,7 +60,7 @@ func TestFaults(t *testing.T) {
 			// Use up the clean blocks, so that the new head gets blocks
 			// another owner dirtied, zeroed one by one.
 			h.pool.mu.Lock()
-			clean := len(h.pool.clean)
+			clean := len(h.pool.own.clean)
 			h.pool.mu.Unlock()
 			l := &Layout{Type: "Filler", Columns: []Column{{Name: "A", ElemSize: 256, Width: 1}}}
 			f, err := h.pool.NewHead(l, "filler")

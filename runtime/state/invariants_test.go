@@ -138,6 +138,10 @@ func checkInvariants(p *Pool) error {
 		}
 		reserved += (c.nfree + c.inUse) * int64(c.bytes)
 	}
+	reserved += p.loose // the slabs' free extents
+	if err := checkSlabs(p); err != nil {
+		return err
+	}
 	if reserved != p.reserved {
 		return fmt.Errorf("classes hold %d bytes, %d bytes reserved", reserved, p.reserved)
 	}
@@ -151,9 +155,39 @@ func checkInvariants(p *Pool) error {
 	return nil
 }
 
+// checkSlabs checks the slabs' free extents: in order, within their slab,
+// neither overlapping nor touching (neighbours merge), and summing to
+// p.loose.
+func checkSlabs(p *Pool) error {
+	var loose int64
+	for _, s := range p.slabs {
+		if p.slabOf[s.ptr] != s {
+			return fmt.Errorf("slab %#x is not indexed", s.ptr)
+		}
+		end := int64(-1)
+		for _, e := range s.free {
+			if e.n <= 0 || e.off <= end || e.off+e.n > s.bytes {
+				return fmt.Errorf("slab %#x of %d bytes: extent [%d, %d) after %d", s.ptr, s.bytes, e.off, e.off+e.n, end)
+			}
+			end = e.off + e.n
+			loose += e.n
+		}
+	}
+	if loose != p.loose {
+		return fmt.Errorf("free extents hold %d bytes, the pool counts %d", loose, p.loose)
+	}
+	return nil
+}
+
 // checkClass checks one size class's free lists and counts against the
 // blocks in use, inUse of them its own.
 func checkClass(p *sizeClass, blockRefs map[*block]int, inUse int64) error {
+	if b := p.hot.Load(); b != nil {
+		if blockRefs[b] > 0 || b.rc.Load() != 0 || b.cls != p {
+			return fmt.Errorf("hot block %#x is in use (%d references, count %d) or of another class", b.ptr, blockRefs[b], b.rc.Load())
+		}
+		inUse++ // counted in use until drained
+	}
 	if inUse != p.inUse {
 		return fmt.Errorf("%d blocks of %d bytes referenced, the class counts %d in use", inUse, p.bytes, p.inUse)
 	}

@@ -59,7 +59,7 @@ func TestIsolationAfterFailedAlloc(t *testing.T) {
 			// allocations must reuse x's.
 			filler := must[*Head](t)(p.NewHead(&Layout{Type: "Filler", Columns: []Column{{Name: "A", ElemSize: 256, Width: 1}}}, "filler"))
 			p.mu.Lock()
-			clean := len(p.clean)
+			clean := len(p.own.clean)
 			p.mu.Unlock()
 			must[[][]device.Span](t)(filler.AppendDevice(clean))
 			// Owner z's allocation takes x's blocks and fails.
@@ -80,7 +80,7 @@ func TestIsolationAfterFailedAlloc(t *testing.T) {
 				t.Fatal(err)
 			}
 			p.mu.Lock()
-			cleanNow := append([]*block(nil), p.clean...)
+			cleanNow := append([]*block(nil), p.own.clean...)
 			p.mu.Unlock()
 			for _, b := range cleanNow {
 				buf := make([]byte, 256)

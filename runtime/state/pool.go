@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/gpustate/gpustate/placement"
 	"github.com/gpustate/gpustate/runtime/device"
@@ -47,7 +48,16 @@ type PoolOptions struct {
 	// Evictor ranks the optional states to evict under memory pressure;
 	// nil means least recently used first (package runtime/evict/lru).
 	Evictor Evictor
+	// PendingWait bounds how long an allocation that finds no room waits
+	// for pending blocks (released while a recorded stream's work may
+	// still use them, see RecordStream) when they would make it succeed,
+	// before it evicts anything: zero means one second, a negative value
+	// never waits.
+	PendingWait time.Duration
 }
+
+// defaultPendingWait is PoolOptions.PendingWait's default.
+const defaultPendingWait = time.Second
 
 // DeviceMemory is one reading of a device's memory from outside the
 // store, in bytes: the device's total, used and free memory, and what this
@@ -143,13 +153,16 @@ type Pool struct {
 	closeMu sync.RWMutex
 	closed  bool // written under closeMu and mu
 
-	mu       sync.Mutex
-	slabs    []device.Ptr
-	slabLen  map[device.Ptr]int64 // blocks carved from each slab
+	mu     sync.Mutex
+	slabs  []*slab // every class carves its blocks from every slab
+	slabOf map[device.Ptr]*slab
+	// loose is the bytes of the slabs' free extents: reserved, carved into
+	// no block.
+	loose    int64
 	reserved int64
-	// sizeClass is the class of the pool's own block size; classes holds
-	// it and the classes of the block sizes layouts chose.
-	*sizeClass
+	// own is the class of the pool's own block size; classes holds it and
+	// the classes of the block sizes layouts chose.
+	own     *sizeClass
 	classes map[int]*sizeClass
 	// rowSized: the pool was made with BlockBytes 0, and each layout's
 	// block size follows its rows (see blockBytesFor).
@@ -168,6 +181,7 @@ type Pool struct {
 	cache prefixCache // shared prefix blocks (NewSharedHead)
 
 	evictor      Evictor
+	pendingWait  time.Duration // PoolOptions.PendingWait, defaulted
 	clock        atomic.Uint64 // counts handle calls, for the Evictor
 	evictedBytes atomic.Int64
 	rebuiltBytes atomic.Int64
@@ -205,18 +219,23 @@ func NewPool(b device.Backend, opt PoolOptions) (*Pool, error) {
 	if ev == nil {
 		ev = lru.New()
 	}
+	wait := opt.PendingWait
+	if wait == 0 {
+		wait = defaultPendingWait
+	}
 	own := newSizeClass(bb)
 	return &Pool{
-		evictor:    ev,
-		slabLen:    make(map[device.Ptr]int64),
-		b:          b,
-		blockBytes: bb,
-		maxBytes:   opt.MaxBytes,
-		telemetry:  opt.Telemetry,
-		sizeClass:  own,
-		classes:    map[int]*sizeClass{bb: own},
-		rowSized:   opt.BlockBytes == 0,
-		live:       make(map[handle]struct{}),
+		evictor:     ev,
+		pendingWait: wait,
+		slabOf:      make(map[device.Ptr]*slab),
+		b:           b,
+		blockBytes:  bb,
+		maxBytes:    opt.MaxBytes,
+		telemetry:   opt.Telemetry,
+		own:         own,
+		classes:     map[int]*sizeClass{bb: own},
+		rowSized:    opt.BlockBytes == 0,
+		live:        make(map[handle]struct{}),
 	}, nil
 }
 
@@ -245,8 +264,13 @@ func (p *Pool) Stats() PoolStats {
 	p.mu.Lock()
 	var physical, blocks, free int64
 	for _, c := range p.classes {
-		physical += c.inUse * int64(c.bytes)
-		blocks += c.inUse
+		n := c.inUse
+		if c.hot.Load() != nil {
+			n-- // free, kept for its owner (see sizeClass.hot)
+			free++
+		}
+		physical += n * int64(c.bytes)
+		blocks += n
 		free += c.nfree
 	}
 	st := PoolStats{
@@ -301,8 +325,8 @@ func (p *Pool) Close() error {
 		p.WaitPending() // tables whose streams were recorded
 	}
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	if p.closed {
+		p.mu.Unlock()
 		return nil
 	}
 	p.closed = true
@@ -317,18 +341,18 @@ func (p *Pool) Close() error {
 	if err := p.freeStagingLocked(); err != nil {
 		errs = append(errs, fmt.Errorf("state: pool close: %w", err))
 	}
-	for _, s := range p.slabs {
-		if err := p.b.Free(s); err != nil {
-			errs = append(errs, fmt.Errorf("state: pool close: %w", err))
-		}
-	}
-	p.slabs, p.live, p.slabLen = nil, nil, nil
+	slabs := p.slabs
+	p.slabs, p.live, p.slabOf = nil, nil, nil
 	p.cache.reset()
 	for bb := range p.classes {
 		p.classes[bb] = newSizeClass(bb)
 	}
-	p.sizeClass = p.classes[p.blockBytes]
-	p.reserved, p.pendingBytes = 0, 0
+	p.own = p.classes[p.blockBytes]
+	p.reserved, p.pendingBytes, p.loose = 0, 0, 0
+	p.mu.Unlock()
+	if _, err := p.freeSlabs(slabs, "pool close"); err != nil {
+		errs = append(errs, err)
+	}
 	p.logical.Store(0)
 	p.history.Store(0)
 	return errors.Join(errs...)
@@ -367,8 +391,9 @@ func (p *Pool) unregister(h handle, logical int64) {
 }
 
 // sizeClass is the blocks of one size: its free lists and counts. A pool
-// holds one class per block size its layouts use; every slab is carved
-// into blocks of one class. Its fields are guarded by the pool's mu.
+// holds one class per block size its layouts use; every class carves its
+// blocks from the pool's shared slabs (slab.go). Its fields are guarded by
+// the pool's mu.
 type sizeClass struct {
 	bytes   int
 	clean   []*block            // zeroed blocks (block.zeroed)
@@ -379,6 +404,23 @@ type sizeClass struct {
 	lastList  *freeList
 	nfree     int64
 	inUse     int64
+	// hot is the last block freed alone, kept for its owner's next
+	// one-block allocation: both take no lock (free, allocIn). It counts
+	// in inUse until a locked path drains it to a free list (drainHot).
+	hot atomic.Pointer[block]
+}
+
+// drainHotLocked puts c's hot block, if any, on its owner's free list, so
+// that locked paths see every free block. p.mu is held.
+func (c *sizeClass) drainHotLocked() {
+	if c.hot.Load() == nil {
+		return
+	}
+	if b := c.hot.Swap(nil); b != nil {
+		c.putDirtyLocked(b)
+		c.nfree++
+		c.inUse--
+	}
 }
 
 func newSizeClass(bytes int) *sizeClass {
@@ -405,42 +447,60 @@ func (p *Pool) class(bb int) *sizeClass {
 //
 // Free blocks are used in this order: the owner's own (unless zero is
 // asked), zeroed ones, the owner's own zeroed now, other owners' zeroed now;
-// only then does the pool take a new slab from the backend.
+// only then does the class grow (growLocked: the slabs' free extents, a new
+// slab, the free blocks of other classes).
 func (p *Pool) alloc(owner Owner, n int, zero bool) ([]*block, error) {
-	return p.allocIn(nil, p.sizeClass, owner, n, zero)
-}
-
-// allocAppend is alloc appending to buf[:0], to spare the caller an
-// allocation; the result shares buf's array when it has room.
-func (p *Pool) allocAppend(buf []*block, owner Owner, n int, zero bool) ([]*block, error) {
-	return p.allocIn(buf, p.sizeClass, owner, n, zero)
+	return p.allocIn(nil, p.own, owner, n, zero)
 }
 
 // allocIn is alloc of blocks of class c appending to buf[:0]. When the
 // pool or the device is full, it reclaims (see reclaim) and tries again
-// while reclaiming frees blocks, or while other calls free them (a few
-// times: they may take them again first).
+// while reclaiming makes room (a few times: other calls may take it
+// first).
 func (p *Pool) allocIn(buf []*block, c *sizeClass, owner Owner, n int, zero bool) ([]*block, error) {
 	if n <= 0 {
 		return buf[:0], nil
 	}
+	if n == 1 && !zero {
+		// The owner's block freed last, if it is still hot: no lock.
+		if b := c.hot.Load(); b != nil && b.owner == owner && c.hot.CompareAndSwap(b, nil) {
+			b.rc.Store(1)
+			return append(buf[:0], b), nil
+		}
+	}
 	if err := p.fits(c, n); err != nil {
 		return buf[:0], err
 	}
-	for raced := 0; ; {
+	for tries := 0; ; tries++ {
 		out, err := p.allocOnce(buf, c, owner, n, zero)
-		if err == nil || !errors.Is(err, ErrNoMemory) {
+		if err == nil || !errors.Is(err, ErrNoMemory) || tries == maxAllocTries {
 			return out, err
 		}
-		if got, room := p.reclaim(c, n); got == 0 {
-			if raced++; raced > 8 || !room {
-				return out, err
-			}
+		if !p.reclaim(c, n, errors.Is(err, device.ErrOutOfMemory)) {
+			return out, err
 		}
 	}
 }
 
-// allocOnce is one try of allocIn, with no reclaim.
+// maxAllocTries bounds the reclaims of one allocation: each one made room,
+// but other calls may take it first.
+const maxAllocTries = 8
+
+// allocNoReclaim is alloc with no reclaim: it answers ErrNoMemory rather
+// than wait for pending blocks or evict anything. Calibration allocates
+// through it, so that measuring never takes another state's memory.
+func (p *Pool) allocNoReclaim(owner Owner, n int, zero bool) ([]*block, error) {
+	if n <= 0 {
+		return nil, nil
+	}
+	if err := p.fits(p.own, n); err != nil {
+		return nil, err
+	}
+	return p.allocOnce(nil, p.own, owner, n, zero)
+}
+
+// allocOnce is one try of allocIn, with no reclaim: it takes free blocks,
+// and grows the class (growLocked) when they are too few.
 func (p *Pool) allocOnce(buf []*block, c *sizeClass, owner Owner, n int, zero bool) ([]*block, error) {
 	out := buf[:0]
 	if cap(out) < n {
@@ -448,33 +508,18 @@ func (p *Pool) allocOnce(buf []*block, c *sizeClass, owner Owner, n int, zero bo
 	}
 	var wipe []*block // taken from a dirty list: to zero before use
 	p.mu.Lock()
+	c.drainHotLocked()
 	if !zero {
-		out = c.takeFree(&out, owner, n)
+		out = c.takeFree(out, owner, n) // the owner's own: the common case
+		c.nfree -= int64(len(out))
 	}
 	if len(out) < n {
-		k := min(len(c.clean), n-len(out))
-		out = appendPopped(out, c.clean[len(c.clean)-k:])
-		clear(c.clean[len(c.clean)-k:])
-		c.clean = c.clean[:len(c.clean)-k]
-	}
-	if len(out) < n {
-		before := len(out)
-		out = c.takeFree(&out, owner, n)
-		for o := range c.dirty {
-			if len(out) == n {
-				break
-			}
-			out = c.takeFree(&out, o, n)
-		}
-		wipe = out[before:]
+		out, wipe = c.takeLocked(out, wipe, owner, n, zero)
 	}
 	var growErr error
-	if len(out) < n {
+	for grows := 0; len(out) < n && growErr == nil && grows < 3; grows++ {
 		if growErr = p.growLocked(c, n-len(out)); growErr == nil {
-			k := n - len(out)
-			out = appendPopped(out, c.clean[len(c.clean)-k:])
-			clear(c.clean[len(c.clean)-k:])
-			c.clean = c.clean[:len(c.clean)-k]
+			out, wipe = c.takeLocked(out, wipe, owner, n, zero)
 		}
 	}
 	if len(out) < n {
@@ -484,10 +529,12 @@ func (p *Pool) allocOnce(buf []*block, c *sizeClass, owner Owner, n int, zero bo
 		if growErr != nil && !errors.Is(growErr, ErrNoMemory) {
 			return nil, growErr
 		}
+		if growErr == nil {
+			growErr = ErrNoMemory // other calls took what the growths made
+		}
 		return nil, fmt.Errorf("state: %d blocks of %d bytes wanted, %d free, %d bytes pending for streams, %d bytes reserved (%s): %w",
 			n, c.bytes, free, pending, reserved, p.capString(), growErr)
 	}
-	c.nfree -= int64(n)
 	c.inUse += int64(n)
 	p.mu.Unlock()
 	for i, b := range wipe {
@@ -497,7 +544,6 @@ func (p *Pool) allocOnce(buf []*block, c *sizeClass, owner Owner, n int, zero bo
 			}
 			p.mu.Lock()
 			c.inUse -= int64(n)
-			c.nfree += int64(n)
 			c.putLocked(out)
 			p.mu.Unlock()
 			return nil, fmt.Errorf("state: zeroing a reused block: %w", err)
@@ -508,6 +554,35 @@ func (p *Pool) allocOnce(buf []*block, c *sizeClass, owner Owner, n int, zero bo
 		b.rc.Store(1)
 	}
 	return out, nil
+}
+
+// takeLocked moves free blocks of c to out, up to n in all, in the order
+// alloc documents, and appends to wipe those that must be zeroed before
+// use. p.mu is held.
+func (c *sizeClass) takeLocked(out, wipe []*block, owner Owner, n int, zero bool) ([]*block, []*block) {
+	before := len(out)
+	if !zero {
+		out = c.takeFree(out, owner, n)
+	}
+	if len(out) < n {
+		k := min(len(c.clean), n-len(out))
+		out = appendPopped(out, c.clean[len(c.clean)-k:])
+		clear(c.clean[len(c.clean)-k:])
+		c.clean = c.clean[:len(c.clean)-k]
+	}
+	if len(out) < n {
+		dirty := len(out)
+		out = c.takeFree(out, owner, n)
+		for o := range c.dirty {
+			if len(out) == n {
+				break
+			}
+			out = c.takeFree(out, o, n)
+		}
+		wipe = append(wipe, out[dirty:]...)
+	}
+	c.nfree -= int64(len(out) - before)
+	return out, wipe
 }
 
 // freeList holds the free blocks one owner's rows were in. Empty lists
@@ -562,20 +637,20 @@ func (p *Pool) fitsBytes(want int64) error {
 
 // takeFree moves free blocks of owner o from its free list to out, up to
 // n in all.
-func (c *sizeClass) takeFree(out *[]*block, o Owner, n int) []*block {
+func (c *sizeClass) takeFree(out []*block, o Owner, n int) []*block {
 	fl := c.listLocked(o)
 	if fl == nil {
-		return *out
+		return out
 	}
 	list := fl.blocks
-	k := min(len(list), n-len(*out))
+	k := min(len(list), n-len(out))
 	if k <= 0 {
-		return *out
+		return out
 	}
-	*out = appendPopped(*out, list[len(list)-k:])
+	out = appendPopped(out, list[len(list)-k:])
 	clear(list[len(list)-k:])
 	fl.blocks = list[:len(list)-k]
-	return *out
+	return out
 }
 
 // appendPopped appends the top of a free list to out in the order a stack
@@ -626,6 +701,7 @@ func (p *Pool) capString() string {
 // ones to the clean list, the others to the free list of the owner whose
 // rows they hold.
 func (c *sizeClass) putLocked(list []*block) {
+	c.nfree += int64(len(list))
 	for _, b := range list {
 		if b.zeroed {
 			c.clean = append(c.clean, b)
@@ -633,59 +709,6 @@ func (c *sizeClass) putLocked(list []*block) {
 			c.putDirtyLocked(b)
 		}
 	}
-}
-
-// growLocked takes a new slab from the backend for at least want blocks
-// of class c (up to a slab's worth, MaxBytes permitting), zeroes it
-// unless the backend says fresh memory reads as zeros (device.AllocZeroer),
-// and puts its blocks on the clean list. Its error wraps ErrNoMemory when
-// the cap or the device is exhausted.
-func (p *Pool) growLocked(c *sizeClass, want int) error {
-	bb := int64(c.bytes)
-	nb := max(int64(want), int64(slabBlocks))
-	if nb*bb > maxSlabBytes {
-		nb = max(int64(want), maxSlabBytes/bb)
-	}
-	if p.maxBytes > 0 {
-		left := (p.maxBytes - p.reserved) / bb
-		if left < int64(want) {
-			return ErrNoMemory
-		}
-		// At most an eighth of the cap per slab, so that the first size
-		// class a pool serves does not take the room of the others.
-		nb = min(nb, left, max(int64(want), p.maxBytes/bb/8))
-	}
-	if nb*bb > int64(maxInt) {
-		return ErrNoMemory
-	}
-	ptr, err := p.b.Alloc(int(nb * bb))
-	if err != nil && nb > int64(want) && errors.Is(err, device.ErrOutOfMemory) {
-		nb = int64(want) // the device may have room for less
-		ptr, err = p.b.Alloc(int(nb * bb))
-	}
-	if err != nil {
-		if errors.Is(err, device.ErrOutOfMemory) {
-			return fmt.Errorf("%w: %w", ErrNoMemory, err)
-		}
-		return fmt.Errorf("state: taking a slab of %d bytes: %w", nb*bb, err)
-	}
-	if z, ok := p.b.(device.AllocZeroer); ok && z.AllocZeroes() {
-		// Fresh memory reads as zeros already: touching it would only
-		// fault its pages in.
-	} else if err := p.b.Memset(ptr, 0, int(nb*bb)); err != nil {
-		if ferr := p.b.Free(ptr); ferr != nil {
-			err = errors.Join(err, ferr)
-		}
-		return fmt.Errorf("state: zeroing a new slab: %w", err)
-	}
-	p.slabs = append(p.slabs, ptr)
-	p.slabLen[ptr] = nb
-	p.reserved += nb * bb
-	for i := nb - 1; i >= 0; i-- {
-		c.clean = append(c.clean, &block{ptr: ptr + device.Ptr(i*bb), slab: ptr, cls: c, zeroed: true})
-	}
-	c.nfree += nb
-	return nil
 }
 
 const maxInt = int(^uint(0) >> 1)
@@ -696,6 +719,13 @@ const maxInt = int(^uint(0) >> 1)
 func (p *Pool) free(list []*block) {
 	if len(list) == 0 {
 		return
+	}
+	if len(list) == 1 {
+		// Kept hot for its owner's next one-block allocation, no lock
+		// taken; a block with history or stream work goes the long way.
+		if b := list[0]; !b.delta && len(b.streams) == 0 && b.cls.hot.CompareAndSwap(nil, b) {
+			return
+		}
 	}
 	var fenced []*block
 	var streams []device.Stream

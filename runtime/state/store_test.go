@@ -684,7 +684,7 @@ func TestFreeListsForget(t *testing.T) {
 		check(t, h.Release())
 	}
 	p.mu.Lock()
-	n := len(p.dirty)
+	n := len(p.own.dirty)
 	p.mu.Unlock()
 	if n > 128 {
 		t.Fatalf("%d free lists after 1000 owners came and went", n)

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpustate/gpustate/internal/fakecuda"
 	"github.com/gpustate/gpustate/runtime/device"
 )
 
@@ -20,28 +21,15 @@ const envScenario = "NVMLTEST_SCENARIO"
 
 const fakeUUID = "GPU-00010203-0405-0607-0809-0a0b0c0d0e0f"
 
-// buildFake compiles a C file from testdata (or the device package's) into
-// dir as name, skipping the test where gcc is missing.
-func buildFake(t *testing.T, src, dir, name string) string {
-	t.Helper()
-	gcc, err := exec.LookPath("gcc")
-	if err != nil {
-		t.Skip("gcc not found: cannot build the fake NVML and CUDA libraries")
-	}
-	out := filepath.Join(dir, name)
-	if b, err := exec.Command(gcc, "-shared", "-fPIC", "-Wall", "-Werror", "-o", out, src, "-lpthread").CombinedOutput(); err != nil {
-		t.Fatalf("gcc %s: %v\n%s", src, err, b)
-	}
-	return out
-}
-
 func TestScenarios(t *testing.T) {
 	if os.Getenv(envScenario) != "" {
 		t.Skip("in a scenario's child process")
 	}
 	dir := t.TempDir()
-	nvmlLib := buildFake(t, filepath.Join("testdata", "fakenvml.c"), dir, "libnvidia-ml.so.1")
-	cudaLib := buildFake(t, filepath.Join("..", "testdata", "fakecuda.c"), dir, "libcuda.so.1")
+	nvmlLib := filepath.Join(dir, "libnvidia-ml.so.1")
+	fakecuda.Compile(t, filepath.Join("testdata", "fakenvml.c"), nvmlLib)
+	cudaLib := filepath.Join(dir, "libcuda.so.1")
+	fakecuda.Compile(t, fakecuda.Source("fakecuda.c"), cudaLib)
 	for _, sc := range []struct {
 		name string
 		env  []string

@@ -1,0 +1,289 @@
+package state
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+
+	"github.com/gpustate/gpustate/runtime/device"
+)
+
+// Slabs are shared by every size class (docs/INTERNALS.md, "Memory
+// pressure"). A slab is one backend allocation; the part of it not carved
+// into blocks is kept as free extents, and any class carves its blocks from
+// them. A class keeps the blocks it carved on its free lists once they are
+// free, so that its alloc and free cycle stays a pop and a push; when a
+// class finds no room (the cap, or the device, is full), the free blocks of
+// the other classes go back to their slabs' extents and are carved again.
+// So a pool whose live bytes are half its cap can still allocate a block of
+// any size that fits in what is free.
+
+// slab is one backend allocation of the pool.
+type slab struct {
+	ptr   device.Ptr
+	bytes int64
+	free  []extent // not carved into blocks; by offset, neighbours merged
+}
+
+// extent is a free range of a slab, carved into no block.
+type extent struct {
+	off, n int64
+	// dirty says the range may hold an owner's rows: blocks carved from it
+	// are zeroed before use.
+	dirty bool
+}
+
+// give returns the n bytes at off to s's free extents, merging them with
+// their neighbours.
+func (s *slab) give(off, n int64, dirty bool) {
+	i := sort.Search(len(s.free), func(i int) bool { return s.free[i].off > off })
+	if i > 0 && s.free[i-1].off+s.free[i-1].n == off {
+		prev := &s.free[i-1]
+		prev.n += n
+		prev.dirty = prev.dirty || dirty
+		if i < len(s.free) && prev.off+prev.n == s.free[i].off {
+			prev.n += s.free[i].n
+			prev.dirty = prev.dirty || s.free[i].dirty
+			s.free = slices.Delete(s.free, i, i+1)
+		}
+		return
+	}
+	if i < len(s.free) && off+n == s.free[i].off {
+		next := &s.free[i]
+		next.off, next.n = off, next.n+n
+		next.dirty = next.dirty || dirty
+		return
+	}
+	s.free = slices.Insert(s.free, i, extent{off: off, n: n, dirty: dirty})
+}
+
+// wholly reports whether every byte of s is free and carved into no block.
+func (s *slab) wholly() bool {
+	return len(s.free) == 1 && s.free[0].off == 0 && s.free[0].n == s.bytes
+}
+
+// growBlocks returns how many blocks of class c one growth takes for an
+// allocation short of want: a slab's worth (slabBlocks, up to maxSlabBytes),
+// and under MaxBytes at most an eighth of the cap, so that the first class
+// a pool serves does not take the room of the others at once.
+func (p *Pool) growBlocks(c *sizeClass, want int) int64 {
+	bb := int64(c.bytes)
+	nb := max(int64(want), int64(slabBlocks))
+	if nb*bb > maxSlabBytes {
+		nb = max(int64(want), maxSlabBytes/bb)
+	}
+	if p.maxBytes > 0 {
+		nb = min(nb, max(int64(want), p.maxBytes/bb/8))
+	}
+	return nb
+}
+
+// growLocked makes at least want more blocks of class c free: it carves
+// them from the slabs' free extents, else takes a new slab from the
+// backend (MaxBytes permitting), else takes back the free blocks of the
+// other classes and carves those, else gives back wholly free slabs and
+// takes one large enough. Its error wraps ErrNoMemory when the cap or the
+// device is exhausted. p.mu is held, and let go across backend calls.
+func (p *Pool) growLocked(c *sizeClass, want int) error {
+	nb := p.growBlocks(c, want)
+	want -= int(min(p.carveLocked(c, nb), int64(want)))
+	if want == 0 {
+		return nil
+	}
+	err := p.newSlabLocked(c, want, nb)
+	if err == nil || !errors.Is(err, ErrNoMemory) {
+		return err
+	}
+	p.takeBackLocked(c)
+	want -= int(p.carveLocked(c, int64(want)))
+	if want == 0 {
+		return nil
+	}
+	if gone := p.dropWhollyFreeLocked(); len(gone) > 0 {
+		p.mu.Unlock()
+		p.freeSlabs(gone, "taking back free slabs") // nobody to tell: the allocation goes on
+		p.mu.Lock()
+		return p.newSlabLocked(c, want, int64(want))
+	}
+	return err
+}
+
+// carveLocked carves up to most blocks of class c from the free extents,
+// the first that fit first, onto c's free lists, and returns how many it
+// carved. p.mu is held.
+func (p *Pool) carveLocked(c *sizeClass, most int64) int64 {
+	if p.loose < int64(c.bytes) {
+		return 0
+	}
+	bb := int64(c.bytes)
+	var got int64
+	for _, s := range p.slabs {
+		for i := 0; i < len(s.free) && got < most; {
+			e := &s.free[i]
+			k := min(e.n/bb, most-got)
+			if k == 0 {
+				i++
+				continue
+			}
+			p.addBlocksLocked(c, s, e.off, k, e.dirty)
+			e.off += k * bb
+			e.n -= k * bb
+			if e.n == 0 {
+				s.free = slices.Delete(s.free, i, i+1)
+			} else {
+				i++
+			}
+			got += k
+		}
+		if got == most {
+			break
+		}
+	}
+	return got
+}
+
+// addBlocksLocked makes k blocks of class c from the bytes at off in s and
+// puts them on c's free lists, so that they pop in address order: on the
+// clean list, or, from a dirty extent, on the list of the empty owner,
+// which no call allocates for and so every owner zeroes before use.
+func (p *Pool) addBlocksLocked(c *sizeClass, s *slab, off, k int64, dirty bool) {
+	bb := int64(c.bytes)
+	p.loose -= k * bb
+	c.nfree += k
+	for i := k - 1; i >= 0; i-- {
+		b := &block{ptr: s.ptr + device.Ptr(off+i*bb), slab: s.ptr, cls: c, zeroed: !dirty}
+		if dirty {
+			c.putDirtyLocked(b)
+		} else {
+			c.clean = append(c.clean, b)
+		}
+	}
+}
+
+// takeBackLocked returns the free blocks of every class but skip (nil:
+// of every class) to their slabs' free extents. p.mu is held.
+func (p *Pool) takeBackLocked(skip *sizeClass) {
+	for _, c := range p.classes {
+		if c == skip {
+			continue
+		}
+		c.drainHotLocked()
+		if c.nfree == 0 {
+			continue
+		}
+		bb := int64(c.bytes)
+		for _, b := range c.clean {
+			p.slabOf[b.slab].give(int64(b.ptr-b.slab), bb, false)
+		}
+		clear(c.clean)
+		c.clean = c.clean[:0]
+		for _, fl := range c.dirty {
+			for _, b := range fl.blocks {
+				p.slabOf[b.slab].give(int64(b.ptr-b.slab), bb, true)
+			}
+			clear(fl.blocks)
+			fl.blocks = fl.blocks[:0]
+		}
+		p.loose += c.nfree * bb
+		c.nfree = 0
+	}
+}
+
+// dropWhollyFreeLocked takes the slabs whose bytes are all in free extents
+// out of the pool and returns them, for the caller to free with p.mu let
+// go. p.mu is held.
+func (p *Pool) dropWhollyFreeLocked() []*slab {
+	var gone []*slab
+	keep := p.slabs[:0]
+	for _, s := range p.slabs {
+		if s.wholly() {
+			gone = append(gone, s)
+			delete(p.slabOf, s.ptr)
+			p.loose -= s.bytes
+			p.reserved -= s.bytes
+			continue
+		}
+		keep = append(keep, s)
+	}
+	clear(p.slabs[len(keep):])
+	p.slabs = keep
+	return gone
+}
+
+// freeSlabs gives slabs back to the backend; p.mu is not held, since a
+// backend's Free may wait for work queued on its streams.
+func (p *Pool) freeSlabs(list []*slab, what string) (int64, error) {
+	var given int64
+	var errs []error
+	for _, s := range list {
+		if err := p.b.Free(s.ptr); err != nil {
+			errs = append(errs, fmt.Errorf("state: %s: freeing a slab of %d bytes: %w", what, s.bytes, err))
+			continue
+		}
+		given += s.bytes
+	}
+	return given, errors.Join(errs...)
+}
+
+// newSlabLocked takes a slab of nb blocks of class c from the backend (at
+// least want of them, MaxBytes and the device permitting), zeroes it unless
+// the backend says fresh memory reads as zeros (device.AllocZeroer), and
+// puts its blocks on c's clean list. The bytes are reserved before p.mu is
+// let go for the backend's calls, so that concurrent growths keep to the
+// cap. p.mu is held.
+func (p *Pool) newSlabLocked(c *sizeClass, want int, nb int64) error {
+	bb := int64(c.bytes)
+	if p.maxBytes > 0 {
+		left := (p.maxBytes - p.reserved) / bb
+		if left < int64(want) {
+			return ErrNoMemory
+		}
+		nb = min(nb, left)
+	}
+	if nb*bb > int64(maxInt) {
+		return ErrNoMemory
+	}
+	p.reserved += nb * bb
+	p.mu.Unlock()
+	ptr, err := p.b.Alloc(int(nb * bb))
+	if err != nil && nb > int64(want) && errors.Is(err, device.ErrOutOfMemory) {
+		p.mu.Lock()
+		p.reserved -= (nb - int64(want)) * bb
+		p.mu.Unlock()
+		nb = int64(want) // the device may have room for less
+		ptr, err = p.b.Alloc(int(nb * bb))
+	}
+	if err == nil {
+		err = p.zeroSlab(ptr, nb*bb)
+	}
+	p.mu.Lock()
+	if err != nil {
+		p.reserved -= nb * bb
+		if errors.Is(err, device.ErrOutOfMemory) {
+			return fmt.Errorf("%w: %w", ErrNoMemory, err)
+		}
+		return fmt.Errorf("state: taking a slab of %d bytes: %w", nb*bb, err)
+	}
+	s := &slab{ptr: ptr, bytes: nb * bb}
+	p.slabs = append(p.slabs, s)
+	p.slabOf[ptr] = s
+	p.loose += s.bytes
+	p.addBlocksLocked(c, s, 0, nb, false)
+	return nil
+}
+
+// zeroSlab zeroes a fresh slab, unless the backend's Alloc zeroes already
+// (device.AllocZeroer); on failure it frees the slab.
+func (p *Pool) zeroSlab(ptr device.Ptr, bytes int64) error {
+	if z, ok := p.b.(device.AllocZeroer); ok && z.AllocZeroes() {
+		return nil // zeroing again would only touch every page once more
+	}
+	if err := p.b.Memset(ptr, 0, int(bytes)); err != nil {
+		if ferr := p.b.Free(ptr); ferr != nil {
+			err = errors.Join(err, ferr)
+		}
+		return fmt.Errorf("zeroing a new slab: %w", err)
+	}
+	return nil
+}
