@@ -523,7 +523,9 @@ func (h *Head) LastReconstruction() (Plan, bool) {
 func (h *Head) applyDelta(r *root, d *delta, rows int) (*root, error) {
 	var freed []*block
 	r = r.own(&freed)
-	defer h.pool.free(freed)
+	// A closure, so that the blocks the failure paths below add are
+	// freed too, not the slice as it was here.
+	defer func() { h.pool.free(freed) }()
 	for c, per := range h.perBlock {
 		t := &r.cols[c]
 		rb := h.rowBytes[c]
