@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -108,21 +109,55 @@ type calibrator struct {
 	evict    []byte
 }
 
-// newCalibrator takes 2n blocks: n is 64, or fewer in a small pool.
+// newCalibrator takes 2n blocks: n is 64, or fewer in a fuller pool.
+// It takes only blocks the pool has room for as it is: calibration never
+// reclaims, so it never evicts a handle's state nor waits for one.
 func (p *Pool) newCalibrator() (*calibrator, error) {
 	var blks []*block
 	var err error
 	n := 64
 	for ; ; n /= 2 {
-		if blks, err = p.alloc(calibrationOwner, 2*n, false); err == nil || n <= 4 || !errors.Is(err, ErrNoMemory) {
+		// 3n: measureBlock takes n more, which it finds free again.
+		if blks, err = p.allocOnce(nil, p.sizeClass, calibrationOwner, 3*n, false); err == nil || n <= 1 || !errors.Is(err, ErrNoMemory) {
 			break
 		}
 	}
 	if err != nil {
 		return nil, err
 	}
-	return &calibrator{p: p, n: n, blks: blks, src: blks[:n], dst: blks[n:], evict: make([]byte, 64<<20)}, nil
+	var freed []*block
+	for _, b := range blks[2*n:] {
+		releaseBlock(b, &freed)
+	}
+	p.free(freed)
+	blks = blks[:2*n]
+	c := &calibrator{p: p, n: n, blks: blks, src: blks[:n], dst: blks[n:]}
+	if p.b.Name() == "host" {
+		c.evict = coldBuffer()
+	}
+	return c, nil
 }
+
+// coldBytes is the size of the buffer calibration streams through to
+// empty the CPU's caches: larger than the last-level cache of the
+// machines the host backend serves.
+const coldBytes = 32 << 20
+
+// coldOnce makes the buffer and writes it once, so that its pages are
+// its own (untouched pages may all map one zero page); calibrations then
+// only read it, and may share it.
+var coldOnce = sync.OnceValue(func() []byte {
+	b := make([]byte, coldBytes)
+	for i := 0; i < len(b); i += 64 {
+		b[i] = byte(i >> 6)
+	}
+	return b
+})
+
+// coldBuffer returns the process's one cache-evicting buffer, made on
+// first use: every pool's calibration shares it. Only the host backend
+// needs it; a device's memory is in none of the CPU's caches.
+func coldBuffer() []byte { return coldOnce() }
 
 // close gives the calibrator's blocks back.
 func (c *calibrator) close() {
@@ -136,9 +171,24 @@ func (c *calibrator) close() {
 // cold streams through the evict buffer, so that the CPU's caches hold
 // none of the blocks.
 func (c *calibrator) cold() {
+	var sum byte
 	for i := 0; i < len(c.evict); i += 64 {
-		c.evict[i]++
+		sum += c.evict[i]
 	}
+	coldSink.Store(uint32(sum))
+}
+
+// coldSink keeps cold's reads from being optimized away.
+var coldSink atomic.Uint32
+
+// take is the block allocation of calibration: room the pool has now,
+// never reclaimed.
+func (c *calibrator) take(cls *sizeClass) (*block, error) {
+	b, err := c.p.allocOnce(nil, cls, calibrationOwner, 1, false)
+	if err != nil {
+		return nil, err
+	}
+	return b[0], nil
 }
 
 // median returns the median time per step of seven cold runs of steps.
@@ -218,7 +268,7 @@ func (c *calibrator) measureDelta(m *CostModel) error {
 		r := base.retain()
 		var err error
 		for _, d := range deltas {
-			if r, err = h.applyDelta(r, d, base.rows); err != nil {
+			if r, err = h.applyDeltaWith(r, d, base.rows, c.take); err != nil {
 				break
 			}
 		}
@@ -242,13 +292,13 @@ func (c *calibrator) measureBlock(m *CostModel) error {
 		r := newRoot(1)
 		var freed []*block
 		for i := range c.n {
-			b, err := c.p.alloc(calibrationOwner, 1, false)
+			b, err := c.take(c.p.sizeClass)
 			if err != nil {
 				r.release(&freed)
 				c.p.free(freed)
 				return err
 			}
-			r.cols[0].set(i, b[0], &freed)
+			r.cols[0].set(i, b, &freed)
 		}
 		r.release(&freed)
 		c.p.free(freed)

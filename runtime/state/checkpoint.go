@@ -521,6 +521,21 @@ func (h *Head) LastReconstruction() (Plan, bool) {
 // hold (r itself, or r's copy); on failure the caller still holds a root
 // to release.
 func (h *Head) applyDelta(r *root, d *delta, rows int) (*root, error) {
+	return h.applyDeltaWith(r, d, rows, h.takeBlock)
+}
+
+// takeBlock takes one block of class c for h, reclaiming under pressure.
+func (h *Head) takeBlock(c *sizeClass) (*block, error) {
+	nb, err := h.pool.allocIn(nil, c, h.owner, 1, false)
+	if err != nil {
+		return nil, err
+	}
+	return nb[0], nil
+}
+
+// applyDeltaWith is applyDelta taking the blocks it copies on write with
+// take.
+func (h *Head) applyDeltaWith(r *root, d *delta, rows int, take func(*sizeClass) (*block, error)) (*root, error) {
 	var freed []*block
 	r = r.own(&freed)
 	// A closure, so that the blocks the failure paths below add are
@@ -533,19 +548,19 @@ func (h *Head) applyDelta(r *root, d *delta, rows int) (*root, error) {
 			if bi < t.n && t.uniquePath(bi) {
 				continue
 			}
-			nb, err := h.pool.allocIn(nil, h.cls[c], h.owner, 1, false)
+			nb, err := take(h.cls[c])
 			if err != nil {
 				return r, err
 			}
 			if bi < t.n {
 				if used := min(r.rows, (bi+1)*per) - bi*per; used > 0 {
-					if err := h.pool.b.CopyDtoD(nb[0].ptr, t.get(bi).ptr, used*rb); err != nil {
-						releaseBlock(nb[0], &freed)
+					if err := h.pool.b.CopyDtoD(nb.ptr, t.get(bi).ptr, used*rb); err != nil {
+						releaseBlock(nb, &freed)
 						return r, err
 					}
 				}
 			}
-			t.set(bi, nb[0], &freed)
+			t.set(bi, nb, &freed)
 		}
 		if err := h.copyRows(deltaLoc(d, c, d.per[c], rb), treeLoc(t, per, rb), c, d.from, d.to, false); err != nil {
 			return r, err

@@ -2,6 +2,7 @@ package state
 
 import (
 	"errors"
+	"runtime"
 	"testing"
 
 	"github.com/gpustate/gpustate/runtime/device"
@@ -95,4 +96,46 @@ func fixedModel(p *Pool) {
 	p.calib.model = CostModel{CopyFixed: 200, CopyPerByte: 0.1, Block: 300, PerDelta: 250, Fixed: 300}
 	p.calib.done = true
 	p.calib.mu.Unlock()
+}
+
+// TestPlanCalibrationEvictsNothing calls Plan first on a pool that
+// optional state nearly fills: the calibration Plan's first call makes
+// takes only the room there is, so no handle is evicted, and it does not
+// make a buffer of its own (a pool's calibration allocates little on the
+// host).
+func TestPlanCalibrationEvictsNothing(t *testing.T) {
+	warm := newPool(t, PoolOptions{BlockBytes: 256})
+	must[CostModel](t)(warm.CostModel()) // the process's shared buffers exist now
+
+	p := newPool(t, PoolOptions{BlockBytes: 256, MaxBytes: 64 << 10})
+	opt := must[*Head](t)(p.NewHead(wide("Cache", Optional), "cache"))
+	defer func() { opt.Release() }()
+	rows := make([]byte, 256)
+	for opt.Append([][]byte{rows}) == nil {
+	}
+	// Room for a few blocks, far fewer than a calibration would like.
+	check(t, opt.Release())
+	opt = must[*Head](t)(p.NewHead(wide("Cache", Optional), "cache"))
+	n := int(p.Stats().ReservedBytes/256) - 24
+	check(t, opt.Append([][]byte{make([]byte, n*256)}))
+	h := must[*Head](t)(p.NewHead(cpLayout(Mandatory), "me"))
+	defer h.Release()
+	check(t, h.Write(0, kvRows(1, 1)))
+	v := h.Version()
+
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	if _, err := h.Plan(v); err != nil {
+		t.Fatalf("Plan: %v", err)
+	}
+	runtime.ReadMemStats(&after)
+	if st := p.Stats(); st.EvictedBytes != 0 {
+		t.Fatalf("Plan evicted %d bytes of optional state", st.EvictedBytes)
+	}
+	if got := opt.Len(); got != n {
+		t.Fatalf("the optional head has %d rows after Plan, want %d", got, n)
+	}
+	if a := after.TotalAlloc - before.TotalAlloc; a > 4<<20 {
+		t.Fatalf("Plan's calibration allocated %d bytes on the host", a)
+	}
 }
