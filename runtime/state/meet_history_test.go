@@ -2,6 +2,8 @@ package state
 
 import (
 	"errors"
+	"math/bits"
+	"math/rand/v2"
 	"runtime"
 	"testing"
 
@@ -138,4 +140,98 @@ func TestPlanCalibrationEvictsNothing(t *testing.T) {
 	if a := after.TotalAlloc - before.TotalAlloc; a > 4<<20 {
 		t.Fatalf("Plan's calibration allocated %d bytes on the host", a)
 	}
+}
+
+// TestSegmentJumps checks ancestorAt and isAncestor against a plain walk
+// of parents, on random segment trees.
+func TestSegmentJumps(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	segs := []*segment{{}}
+	for range 3000 {
+		p := segs[len(segs)-1]
+		if rng.IntN(4) == 0 {
+			p = segs[rng.IntN(len(segs))]
+		}
+		segs = append(segs, newSegment(p, Version(rng.IntN(50))))
+	}
+	for range 20000 {
+		b := segs[rng.IntN(len(segs))]
+		d := rng.IntN(b.depth + 1)
+		var steps int
+		got := b.ancestorAt(d, &steps)
+		want := b
+		for want.depth > d {
+			want = want.parent
+		}
+		if got != want {
+			t.Fatalf("ancestorAt(%d) of a segment at depth %d: wrong segment", d, b.depth)
+		}
+		if lim := 3*bits.Len(uint(b.depth)) + 2; steps > lim {
+			t.Fatalf("ancestorAt(%d) from depth %d took %d steps, more than %d", d, b.depth, steps, lim)
+		}
+		a := position{seg: segs[rng.IntN(len(segs))], v: Version(rng.IntN(60))}
+		bp := position{seg: b, v: Version(rng.IntN(60))}
+		if got, want := isAncestor(a, bp), naiveIsAncestor(a, bp); got != want {
+			t.Fatalf("isAncestor = %v, a plain walk says %v", got, want)
+		}
+	}
+}
+
+func naiveIsAncestor(a, b position) bool {
+	s, limit := b.seg, b.v
+	for s != nil {
+		if s == a.seg {
+			return a.v <= limit
+		}
+		s, limit = s.parent, s.fork
+	}
+	return false
+}
+
+// TestRollbackInvalidateWork runs snapshot, write, rollback cycles on two
+// heads of one lineage, each line growing a segment per cycle, and counts
+// the segments each rollback's invalidation passes: it must not grow with
+// the cycles the line has seen (O(log depth) per live handle), where a
+// walk of every handle's whole chain grows linearly.
+func TestRollbackInvalidateWork(t *testing.T) {
+	p := newPool(t, PoolOptions{BlockBytes: 256})
+	fixedModel(p)
+	h := must[*Head](t)(p.NewHead(kv(Mutable, 8, Invalidate), "me"))
+	defer h.Release()
+	b := must[*Head](t)(h.Branch())
+	defer b.Release()
+	row := kvRows(1, 1)
+	cycle := func(x *Head) int {
+		check(t, x.Write(0, row))
+		s := must[*Snap](t)(x.Snapshot())
+		check(t, x.Write(1, row))
+		h.lin.mu.Lock()
+		before := h.lin.steps
+		h.lin.mu.Unlock()
+		check(t, x.Rollback(s))
+		h.lin.mu.Lock()
+		n := h.lin.steps - before
+		h.lin.mu.Unlock()
+		check(t, s.Release())
+		return n
+	}
+	const cycles = 10000
+	var early, late int
+	for i := range cycles {
+		// b grows twice as deep as h: h's rollbacks look past b's extra
+		// segments for the abandoned line.
+		cycle(b)
+		cycle(b)
+		n := cycle(h)
+		if i < 10 {
+			early = max(early, n)
+		}
+		if i >= cycles-10 {
+			late = max(late, n)
+		}
+	}
+	if lim := early + 3*bits.Len(2*cycles) + 2; late > lim {
+		t.Fatalf("a rollback after %d cycles passed %d segments, the first ones %d (limit %d)", cycles, late, early, lim)
+	}
+	t.Logf("segments passed per rollback: %d early, %d after %d cycles", early, late, cycles)
 }
