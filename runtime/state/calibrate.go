@@ -30,7 +30,7 @@ type CostModel struct {
 func (m CostModel) estimate(c *Candidate, columns int) time.Duration {
 	ns := float64(m.Fixed) + float64(c.Copies)*float64(m.CopyFixed) +
 		float64(c.SeedBytes+c.DeltaBytes)*m.CopyPerByte + float64(c.Blocks)*float64(m.Block) +
-		float64(c.Deltas*columns)*float64(m.PerDelta)
+		float64(c.Deltas*columns)*float64(m.PerDelta) + float64(c.Replayed)
 	return time.Duration(ns)
 }
 

@@ -50,6 +50,11 @@ type Candidate struct {
 	SeedBytes, DeltaBytes int64
 	// Copies counts the device copies, Blocks the blocks taken.
 	Copies, Blocks int
+	// Steps counts the versions among Deltas made by Step, which the
+	// reconstruction runs again (replay.go); Replayed is the time their
+	// step functions took when they ran.
+	Steps    int
+	Replayed time.Duration
 	// Estimate is the cost by the pool's cost model.
 	Estimate time.Duration
 }
@@ -59,6 +64,7 @@ type delta struct {
 	cols     [][]*block // per column, rows [from, to) packed from the first block
 	per      []int      // per column, rows per block of cols
 	bytes    int64      // bytes of the rows
+	step     *stepRec   // a version Step made: rows [from, to) are rebuilt by running it again, cols is nil
 }
 
 type entry struct {
@@ -218,11 +224,19 @@ func (h *Head) flush() {
 // as its delta, then takes a checkpoint when the policy says so and drops
 // what is past Keep. h.mu is held.
 func (h *Head) capture(from, to int) {
-	x := h.hist
 	e := entry{pos: h.pos, rows: h.r.rows}
 	if d, err := h.copyDelta(h.r, from, to); err == nil {
 		e.d = d
-		x.sinceBytes += d.bytes
+	}
+	h.addEntry(e)
+}
+
+// addEntry appends e, the entry of h's version, then takes a checkpoint
+// when the policy says so and drops what is past Keep. h.mu is held.
+func (h *Head) addEntry(e entry) {
+	x := h.hist
+	if e.d != nil {
+		x.sinceBytes += e.d.bytes
 	}
 	x.since++
 	pol := x.policy
@@ -393,6 +407,10 @@ func (h *Head) candidate(q, t int, model CostModel) Candidate {
 	rows := x.entries[q].rows
 	for j := q + 1; j <= t; j++ {
 		d := x.entries[j].d
+		if d.step != nil {
+			c.Steps++
+			c.Replayed += d.step.took
+		}
 		for col, per := range h.perBlock {
 			rb := h.rowBytes[col]
 			for bi := d.from / per; bi*per < d.to; bi++ {
@@ -407,9 +425,11 @@ func (h *Head) candidate(q, t int, model CostModel) Candidate {
 					c.Copies++
 				}
 			}
-			c.Copies += copies(d.from, d.to, per)
+			if d.step == nil {
+				c.Copies += copies(d.from, d.to, per)
+			}
 		}
-		c.DeltaBytes += d.bytes
+		c.DeltaBytes += d.replayBytes()
 		rows = x.entries[j].rows
 	}
 	c.Estimate = model.estimate(&c, len(h.rowBytes))
@@ -495,7 +515,13 @@ func (h *Head) reconstruct(q, t int) (*root, error) {
 	r := x.entries[q].cp.retain()
 	for j := q + 1; j <= t; j++ {
 		var err error
-		if r, err = h.applyDelta(r, x.entries[j].d, x.entries[j].rows); err != nil {
+		d := x.entries[j].d
+		if d.step != nil {
+			r, err = h.replayStep(r, d, x.entries[j].rows)
+		} else {
+			r, err = h.applyDelta(r, d, x.entries[j].rows)
+		}
+		if err != nil {
 			var freed []*block
 			r.release(&freed)
 			h.pool.free(freed)
@@ -561,6 +587,9 @@ func (h *Head) applyDeltaWith(r *root, d *delta, rows int, take func(*sizeClass)
 				}
 			}
 			t.set(bi, nb, &freed)
+		}
+		if d.step != nil {
+			continue // the step function writes the rows (replayStep)
 		}
 		if err := h.copyRows(deltaLoc(d, c, d.per[c], rb), treeLoc(t, per, rb), c, d.from, d.to, false); err != nil {
 			return r, err

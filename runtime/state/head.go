@@ -398,6 +398,7 @@ func (h *Head) Stats() Stats {
 		for _, b := range h.hist.deltaBlocks() {
 			st.HistoryBytes += int64(b.cls.bytes)
 		}
+		st.HistoryBytes += h.hist.inputBytes() // recorded step inputs (replay.go)
 	}
 	return st
 }
