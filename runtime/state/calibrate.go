@@ -3,6 +3,7 @@ package state
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -30,7 +31,7 @@ type CostModel struct {
 func (m CostModel) estimate(c *Candidate, columns int) time.Duration {
 	ns := float64(m.Fixed) + float64(c.Copies)*float64(m.CopyFixed) +
 		float64(c.SeedBytes+c.DeltaBytes)*m.CopyPerByte + float64(c.Blocks)*float64(m.Block) +
-		float64(c.Deltas*columns)*float64(m.PerDelta) + float64(c.Replayed)
+		float64(c.Deltas*columns)*float64(m.PerDelta)
 	return time.Duration(ns)
 }
 
@@ -49,6 +50,67 @@ type calibration struct {
 	mu    sync.Mutex
 	done  bool
 	model CostModel
+	fit   fit // the model against measured reconstructions
+}
+
+// A fit refines the calibrated model by the reconstructions At measured:
+// a moving estimate (weight fitWeight) of the log of measured time over
+// the model's estimate, and of its variance, from n measurements. The
+// measured time of replayed steps is the steps' own, not the model's, and
+// is left out of both.
+type fit struct {
+	mean, vari float64
+	n          int
+}
+
+const (
+	fitWeight = 0.25
+	// fitKnown is the measurements a spread needs before Plan reports it.
+	fitKnown = 3
+)
+
+// observe adds a reconstruction whose model estimate was model (the copy
+// part, steps left out) and whose copies took measured.
+func (f *fit) observe(model, measured time.Duration) {
+	if model <= 0 || measured <= 0 {
+		return
+	}
+	x := math.Log(float64(measured) / float64(model))
+	x = max(-10, min(10, x))
+	if f.n == 0 {
+		f.mean = x
+	} else {
+		d := x - f.mean
+		f.mean += fitWeight * d
+		f.vari = (1 - fitWeight) * (f.vari + fitWeight*d*d)
+	}
+	f.n++
+}
+
+// scale returns the factors the model's estimate is multiplied by: the
+// expected one and the low and high ends of two deviations, and whether
+// enough reconstructions were measured to know the spread.
+func (f fit) scale() (mid, lo, hi float64, known bool) {
+	if f.n == 0 {
+		return 1, 0, 0, false
+	}
+	sd := math.Sqrt(f.vari)
+	return math.Exp(f.mean), math.Exp(f.mean - 2*sd), math.Exp(f.mean + 2*sd), f.n >= fitKnown
+}
+
+// fitNow returns the pool's fit.
+func (p *Pool) fitNow() fit {
+	p.calib.mu.Lock()
+	defer p.calib.mu.Unlock()
+	return p.calib.fit
+}
+
+// observe refines the pool's fit with a reconstruction performed by plan
+// c that took measured in all.
+func (p *Pool) observe(c *Candidate, measured time.Duration) {
+	p.calib.mu.Lock()
+	defer p.calib.mu.Unlock()
+	p.calib.fit.observe(c.model, measured-c.Replayed)
 }
 
 // costModel returns the pool's cost model, measuring it on first use. A

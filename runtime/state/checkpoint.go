@@ -37,6 +37,15 @@ type Plan struct {
 	// Measured is how long At took to perform the plan; zero for a plan
 	// that Plan returned.
 	Measured time.Duration
+	// Low and High are the range the chosen candidate's time is expected
+	// in: two deviations of measured against estimated time over the
+	// pool's earlier reconstructions. Both are zero when fewer than three
+	// were measured: the spread is not known, and Estimate is the
+	// calibrated model's alone (refined by any one or two measured).
+	Low, High time.Duration
+	// Observed counts the reconstructions of the pool whose measured
+	// time refined its estimates.
+	Observed int
 }
 
 // Candidate is one way to reconstruct a version: seed from the checkpoint
@@ -55,8 +64,10 @@ type Candidate struct {
 	// step functions took when they ran.
 	Steps    int
 	Replayed time.Duration
-	// Estimate is the cost by the pool's cost model.
+	// Estimate is the cost by the pool's cost model, refined by the
+	// reconstructions the pool measured (Plan.Observed), plus Replayed.
 	Estimate time.Duration
+	model    time.Duration // the calibrated model's estimate, steps left out
 }
 
 type delta struct {
@@ -381,12 +392,12 @@ func (x *history) find(v Version) int {
 }
 
 // candidates returns every way to reconstruct entry t, cheapest first.
-func (h *Head) candidates(t int, model CostModel) []Candidate {
+func (h *Head) candidates(t int, model CostModel, f fit) []Candidate {
 	x := h.hist
 	var out []Candidate
 	for q := t; q >= 0; q-- {
 		if x.entries[q].cp != nil {
-			out = append(out, h.candidate(q, t, model))
+			out = append(out, h.candidate(q, t, model, f))
 		}
 		if q > 0 && x.entries[q].d == nil {
 			break // a gap: nothing before it reaches t
@@ -400,7 +411,7 @@ type blockKey struct{ col, idx int }
 
 // candidate estimates seeding from entry q's checkpoint and applying the
 // deltas of entries q+1..t.
-func (h *Head) candidate(q, t int, model CostModel) Candidate {
+func (h *Head) candidate(q, t int, model CostModel, f fit) Candidate {
 	x := h.hist
 	c := Candidate{Checkpoint: x.entries[q].pos.v, Deltas: t - q}
 	touched := map[blockKey]bool{}
@@ -432,7 +443,9 @@ func (h *Head) candidate(q, t int, model CostModel) Candidate {
 		c.DeltaBytes += d.replayBytes()
 		rows = x.entries[j].rows
 	}
-	c.Estimate = model.estimate(&c, len(h.rowBytes))
+	c.model = model.estimate(&c, len(h.rowBytes))
+	mid, _, _, _ := f.scale()
+	c.Estimate = time.Duration(float64(c.model)*mid) + c.Replayed
 	return c
 }
 
@@ -449,11 +462,17 @@ func (h *Head) planAt(op string, v Version) (Plan, int, error) {
 	if err != nil {
 		return Plan{}, 0, h.errorf(op, "calibrating the cost model: %w", err)
 	}
-	cs := h.candidates(t, model)
+	f := h.pool.fitNow()
+	cs := h.candidates(t, model, f)
 	if len(cs) == 0 {
 		return Plan{}, 0, h.errorf(op, "version %d: a delta before it was not retained: %w", v, ErrNotRetained)
 	}
-	return Plan{Target: v, Candidate: cs[0], Alternatives: cs[1:]}, t, nil
+	pl := Plan{Target: v, Candidate: cs[0], Alternatives: cs[1:], Observed: f.n}
+	if _, lo, hi, known := f.scale(); known {
+		pl.Low = time.Duration(float64(pl.model)*lo) + pl.Replayed
+		pl.High = time.Duration(float64(pl.model)*hi) + pl.Replayed
+	}
+	return pl, t, nil
 }
 
 // Plan explains how At(v) would reconstruct version v of the head's own
@@ -497,6 +516,7 @@ func (h *Head) At(v Version) (*Snap, error) {
 		return nil, h.errorf("At", "version %d: %w", v, err)
 	}
 	p.Measured = time.Since(start)
+	h.pool.observe(&p.Candidate, p.Measured)
 	h.lin.mu.Lock()
 	s := &Snap{shape: h.shape, lin: h.lin, r: r, pos: x.entries[t].pos}
 	s.logical = h.logicalOf(r)

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"testing"
+	"time"
 
 	"github.com/gpustate/gpustate/runtime/device"
 )
@@ -234,4 +235,72 @@ func TestRollbackInvalidateWork(t *testing.T) {
 		t.Fatalf("a rollback after %d cycles passed %d segments, the first ones %d (limit %d)", cycles, late, early, lim)
 	}
 	t.Logf("segments passed per rollback: %d early, %d after %d cycles", early, late, cycles)
+}
+
+// TestFitSpread checks the moving fit of measured against estimated
+// reconstruction times: no spread before three measurements, the ratio
+// learned, and a spread that opens when the ratios vary.
+func TestFitSpread(t *testing.T) {
+	var f fit
+	if mid, _, _, known := f.scale(); mid != 1 || known {
+		t.Fatalf("an empty fit scales by %v (known %v), want 1, unknown", mid, known)
+	}
+	for range 2 {
+		f.observe(100, 300)
+	}
+	if mid, _, _, known := f.scale(); known || mid < 2.99 || mid > 3.01 {
+		t.Fatalf("after two measurements 3x the estimate: scale %v, known %v", mid, known)
+	}
+	f.observe(100, 300)
+	mid, lo, hi, known := f.scale()
+	if !known || lo != mid || hi != mid {
+		t.Fatalf("three equal ratios: %v [%v, %v], known %v; want 3 with no spread", mid, lo, hi, known)
+	}
+	for i := range 20 {
+		f.observe(100, time.Duration(150+300*(i%2))) // 1.5x and 4.5x in turns
+	}
+	mid, lo, hi, _ = f.scale()
+	if !(lo < 1.5 && hi > 4.5 && lo < mid && mid < hi) {
+		t.Fatalf("ratios of 1.5 and 4.5: scale %v in [%v, %v]", mid, lo, hi)
+	}
+	f.observe(0, 100) // nothing to compare: ignored
+	if f.n != 23 {
+		t.Fatalf("n = %d", f.n)
+	}
+}
+
+// TestPlanRefinedByMeasured gives a pool a cost model far off (a second
+// per copy) and checks that the reconstructions At measures bring Plan's
+// estimate to within the measured times' order, with a spread around it
+// once three were measured.
+func TestPlanRefinedByMeasured(t *testing.T) {
+	p := newPool(t, PoolOptions{BlockBytes: 256})
+	p.calib.mu.Lock()
+	p.calib.model = CostModel{CopyFixed: time.Second, Block: time.Second, PerDelta: time.Second, Fixed: time.Second}
+	p.calib.done = true
+	p.calib.mu.Unlock()
+	h := must[*Head](t)(p.NewHead(cpLayout(Mandatory), "me"))
+	defer h.Release()
+	for i := range 6 {
+		check(t, h.Write(i, kvRows(1, byte(i))))
+	}
+	v := h.Version() - 1
+	first := must[Plan](t)(h.Plan(v))
+	if first.Observed != 0 || first.Low != 0 || first.High != 0 {
+		t.Fatalf("a plan before any reconstruction: observed %d, spread [%v, %v]; want none", first.Observed, first.Low, first.High)
+	}
+	var worst time.Duration
+	for range 5 {
+		s := must[*Snap](t)(h.At(v))
+		last, _ := h.LastReconstruction()
+		worst = max(worst, last.Measured)
+		check(t, s.Release())
+	}
+	pl := must[Plan](t)(h.Plan(v))
+	if pl.Observed != 5 || pl.Low <= 0 || pl.Low > pl.Estimate || pl.High < pl.Estimate {
+		t.Fatalf("after five reconstructions: observed %d, estimate %v in [%v, %v]", pl.Observed, pl.Estimate, pl.Low, pl.High)
+	}
+	if pl.Estimate > 100*worst+time.Millisecond {
+		t.Fatalf("estimate %v after five reconstructions that took at most %v (the model said %v)", pl.Estimate, worst, first.Estimate)
+	}
 }
