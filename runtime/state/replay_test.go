@@ -345,3 +345,76 @@ func TestStepErrors(t *testing.T) {
 	var nilHead *Head
 	_ = nilHead // nil receivers are issue 21's item 13, another helper's
 }
+
+// TestStepConcurrentReaders steps a head while other goroutines read
+// snapshots of it and a branch steps on its own: every snapshot keeps
+// reading as the version it holds, and the branch never sees the head's
+// steps (run under the race detector).
+func TestStepConcurrentReaders(t *testing.T) {
+	p := newPool(t, PoolOptions{BlockBytes: 64})
+	fixedModel(p)
+	h := must[*Head](t)(p.NewHead(recLayout(3, 2, Keep), "me"))
+	defer h.Release()
+	rb := []int{16, 8}
+	check(t, h.Step([][]byte{{5}}, true, stepOn(p.Backend(), rb, false)))
+	b := must[*Head](t)(h.Branch())
+	defer b.Release()
+	bref := readAll(t, b)
+	done := make(chan error, 3)
+	for g := range 2 {
+		go func() {
+			for i := range 30 {
+				s, err := h.Snapshot()
+				if err != nil {
+					done <- err
+					return
+				}
+				want, err := readCols(s)
+				for range 3 {
+					got, err2 := readCols(s)
+					if err = errors.Join(err, err2); err != nil {
+						done <- err
+						s.Release()
+						return
+					}
+					if !equalCols(got, want) {
+						done <- fmt.Errorf("reader %d, round %d: a snapshot changed under a step", g, i)
+						s.Release()
+						return
+					}
+				}
+				s.Release()
+			}
+			done <- nil
+		}()
+	}
+	go func() {
+		for i := range 40 {
+			in := [][]byte{{byte(i), 3}}
+			if err := b.Step(in, false, stepOn(p.Backend(), rb, false)); err != nil {
+				done <- err
+				return
+			}
+			recur(bref, in)
+		}
+		done <- nil
+	}()
+	for i := range 60 {
+		check(t, h.Step([][]byte{{byte(i)}}, true, stepOn(p.Backend(), rb, false)))
+	}
+	for range 3 {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := readAll(t, b); !equalCols(got, bref) {
+		t.Fatal("the branch reads otherwise than its own steps made it")
+	}
+}
+
+// readCols is readAll for goroutines: it returns the error.
+func readCols(x reader) ([][]byte, error) {
+	n := x.Len()
+	dst := [][]byte{make([]byte, n*16), make([]byte, n*8)}
+	return dst, x.Read(0, n, dst)
+}
