@@ -146,15 +146,18 @@ func (h *Head) restoreInPlace(tx *writeTx) error {
 	if !inPlace {
 		return nil
 	}
+	// The rows f wrote go first, so that the rebuild may take their
+	// blocks: under a full pool it needs no more than they held.
 	var freed []*block
-	defer func() { h.pool.free(freed) }()
+	h.r.release(&freed)
+	h.r = nil
+	h.pool.free(freed)
 	q, t, ok := h.rebuildPath()
 	var r *root
 	err := ErrNotRetained
 	if ok {
 		r, err = h.reconstruct(q, t)
 	}
-	h.r.release(&freed)
 	if err != nil {
 		h.r, h.evicted = nil, true
 		h.pool.logical.Add(-h.logical)

@@ -418,3 +418,35 @@ func readCols(x reader) ([][]byte, error) {
 	dst := [][]byte{make([]byte, n*16), make([]byte, n*8)}
 	return dst, x.Read(0, n, dst)
 }
+
+// TestStepFailureFullPool fails an in-place step in a pool with no block
+// free: the rebuild of the version before takes the blocks the failed
+// step's rows held, so the head is restored, not lost.
+func TestStepFailureFullPool(t *testing.T) {
+	p := newPool(t, PoolOptions{BlockBytes: 256, MaxBytes: 24 * 256})
+	fixedModel(p)
+	l := recLayout(4, 2, Keep)
+	l.Bound = 40 // 3 blocks of keys, 2 of values
+	h := must[*Head](t)(p.NewHead(l, "me"))
+	defer h.Release()
+	rb := []int{16, 8}
+	for i := range 6 {
+		check(t, h.Step([][]byte{{byte(i)}}, false, stepOn(p.Backend(), rb, false)))
+	}
+	m := must[*Head](t)(p.NewHead(wide("Session", Mandatory), "other"))
+	defer m.Release()
+	for m.Append(wideRow(1)) == nil {
+	}
+	want := readAll(t, h)
+	if err := h.Step([][]byte{{9}}, false, stepOn(p.Backend(), rb, true)); !errors.Is(err, errStep) {
+		t.Fatalf("Step: %v, want the step function's error", err)
+	}
+	got := make([][]byte, 2)
+	got[0], got[1] = make([]byte, 40*16), make([]byte, 40*8)
+	if err := h.Read(0, 40, got); err != nil {
+		t.Fatalf("Read after a failed step in a full pool: %v", err)
+	}
+	if !equalCols(got, want) {
+		t.Fatal("the head reads otherwise after a failed step in a full pool")
+	}
+}
