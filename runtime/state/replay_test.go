@@ -67,9 +67,11 @@ var errStep = errors.New("step failed on purpose")
 // Writes, Snapshots, Rollbacks and At on a replayed state against a full
 // copy of every version: the head reads as the reference after every
 // step, and At(v) of every version it can rebuild reads as v did.
+// GPUSTATE_MODEL_STEPS sets the steps per seed (make fuzz runs it long).
 func TestReplayModel(t *testing.T) {
+	steps := modelSteps(t, 400)
 	for seed := range uint64(6) {
-		t.Run(fmt.Sprint(seed), func(t *testing.T) { runReplayModel(t, seed, 400) })
+		t.Run(fmt.Sprint(seed), func(t *testing.T) { runReplayModel(t, seed, steps) })
 	}
 }
 
@@ -151,6 +153,20 @@ func runReplayModel(t *testing.T, seed uint64, steps int) {
 		ref[h.Version()] = cloneCols(cur)
 		if got := readAll(t, h); !equalCols(got, cur) {
 			t.Fatalf("step %d: the head reads otherwise than the reference", i)
+		}
+		if i%500 == 499 { // forget the versions nothing can reach again
+			keep := map[Version]bool{h.Version(): true}
+			for _, v := range h.hist.versions() {
+				keep[v] = true
+			}
+			for _, s := range snaps {
+				keep[s.Version()] = true
+			}
+			for v := range ref {
+				if !keep[v] {
+					delete(ref, v)
+				}
+			}
 		}
 	}
 }
