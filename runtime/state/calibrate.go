@@ -50,10 +50,11 @@ type calibration struct {
 	mu    sync.Mutex
 	done  bool
 	model CostModel
-	fit   fit // the model against measured reconstructions
+	fits  map[int]*fit // the model against measured reconstructions, per size class (bytes)
 }
 
-// A fit refines the calibrated model by the reconstructions At measured:
+// A fit refines the calibrated model by the reconstructions At measured
+// of states whose largest blocks are of one size class:
 // a moving estimate (weight fitWeight) of the log of measured time over
 // the model's estimate, and of its variance, from n measurements. The
 // measured time of replayed steps is the steps' own, not the model's, and
@@ -98,19 +99,34 @@ func (f fit) scale() (mid, lo, hi float64, known bool) {
 	return math.Exp(f.mean), math.Exp(f.mean - 2*sd), math.Exp(f.mean + 2*sd), f.n >= fitKnown
 }
 
-// fitNow returns the pool's fit.
-func (p *Pool) fitNow() fit {
+// fitClass is the size class whose fit serves h: that of its largest
+// blocks, which carry most of a reconstruction's bytes.
+func (h *Head) fitClass() int { return slices.Max(h.blockBytes) }
+
+// fitFor returns the pool's fit for size class cls (bytes).
+func (p *Pool) fitFor(cls int) fit {
 	p.calib.mu.Lock()
 	defer p.calib.mu.Unlock()
-	return p.calib.fit
+	if f := p.calib.fits[cls]; f != nil {
+		return *f
+	}
+	return fit{}
 }
 
-// observe refines the pool's fit with a reconstruction performed by plan
-// c that took measured in all.
-func (p *Pool) observe(c *Candidate, measured time.Duration) {
+// observe refines the fit of size class cls with a reconstruction
+// performed by plan c that took measured in all.
+func (p *Pool) observe(cls int, c *Candidate, measured time.Duration) {
 	p.calib.mu.Lock()
 	defer p.calib.mu.Unlock()
-	p.calib.fit.observe(c.model, measured-c.Replayed)
+	if p.calib.fits == nil {
+		p.calib.fits = make(map[int]*fit)
+	}
+	f := p.calib.fits[cls]
+	if f == nil {
+		f = &fit{}
+		p.calib.fits[cls] = f
+	}
+	f.observe(c.model, measured-c.Replayed)
 }
 
 // costModel returns the pool's cost model, measuring it on first use. A

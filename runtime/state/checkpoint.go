@@ -44,7 +44,8 @@ type Plan struct {
 	// calibrated model's alone (refined by any one or two measured).
 	Low, High time.Duration
 	// Observed counts the reconstructions of the pool whose measured
-	// time refined its estimates.
+	// time refined this estimate: those of states whose largest blocks
+	// are of the same size class.
 	Observed int
 }
 
@@ -462,7 +463,7 @@ func (h *Head) planAt(op string, v Version) (Plan, int, error) {
 	if err != nil {
 		return Plan{}, 0, h.errorf(op, "calibrating the cost model: %w", err)
 	}
-	f := h.pool.fitNow()
+	f := h.pool.fitFor(h.fitClass())
 	cs := h.candidates(t, model, f)
 	if len(cs) == 0 {
 		return Plan{}, 0, h.errorf(op, "version %d: a delta before it was not retained: %w", v, ErrNotRetained)
@@ -516,7 +517,7 @@ func (h *Head) At(v Version) (*Snap, error) {
 		return nil, h.errorf("At", "version %d: %w", v, err)
 	}
 	p.Measured = time.Since(start)
-	h.pool.observe(&p.Candidate, p.Measured)
+	h.pool.observe(h.fitClass(), &p.Candidate, p.Measured)
 	h.lin.mu.Lock()
 	s := &Snap{shape: h.shape, lin: h.lin, r: r, pos: x.entries[t].pos}
 	s.logical = h.logicalOf(r)

@@ -313,3 +313,31 @@ func TestPlanRefinedByMeasured(t *testing.T) {
 		t.Fatalf("estimate %v after five reconstructions that took at most %v (the model said %v)", pl.Estimate, worst, first.Estimate)
 	}
 }
+
+// TestPlanFitPerSizeClass checks that reconstructions refine the
+// estimates of states of their own size class only.
+func TestPlanFitPerSizeClass(t *testing.T) {
+	p := newPool(t, PoolOptions{BlockBytes: 256})
+	fixedModel(p)
+	small := must[*Head](t)(p.NewHead(cpLayout(Mandatory), "a"))
+	defer small.Release()
+	l := cpLayout(Mandatory)
+	l.BlockRows = 64 // blocks of 1 KiB of keys
+	large := must[*Head](t)(p.NewHead(l, "b"))
+	defer large.Release()
+	for _, h := range []*Head{small, large} {
+		for i := range 3 {
+			check(t, h.Write(i, kvRows(1, byte(i))))
+		}
+	}
+	v := small.Version() - 1
+	for range 3 {
+		check(t, must[*Snap](t)(small.At(v)).Release())
+	}
+	if pl := must[Plan](t)(small.Plan(v)); pl.Observed != 3 {
+		t.Fatalf("the small state's plan observed %d reconstructions, want 3", pl.Observed)
+	}
+	if pl := must[Plan](t)(large.Plan(large.Version() - 1)); pl.Observed != 0 || pl.Low != 0 {
+		t.Fatalf("a state of another size class: observed %d, low %v; want none", pl.Observed, pl.Low)
+	}
+}
