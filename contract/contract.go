@@ -56,6 +56,7 @@ type Contract struct {
 	Rollback        bool         // a //state:rollback line is present
 	Descendants     Descendants  // DescendantsInvalidate | DescendantsKeep
 	Checkpoint      *Checkpoint  // nil when absent
+	Replay          *Replay      // a //state:replay line; nil when absent
 	Cleanup         string       // the on=EVENT value
 	Fields          []Field      // the struct's fields, in declaration order
 	Valid           bool         // no stcontract diagnostics (stgrowth ones allowed)

@@ -21,6 +21,8 @@ func FuzzParsePackage(f *testing.F) {
 	f.Add("package p\n\n//state:contract\n//state:owner s\n//state:growth mutable bound=1<<62\ntype T struct {\n\tX []int64 `state:\"width=1<<70\"`\n\tY []int64 `state:\"width=1 << 20\"`\n\tZ []int64 `state:\"width=-1,\"`\n}\n")
 	// Prefix sharing keyed by fields of every kind.
 	f.Add("package p\n\ntype Tok uint32\n\n//state:contract\n//state:owner s\n//state:growth append bound=64\n//state:share prefix key=T\ntype S struct {\n\tT []Tok\n\tF []float32\n\tA [][2]int8\n\tW []int16 `state:\"width=2\"`\n\tB []bool\n}\n")
+	// Replay inputs of every kind.
+	f.Add("package p\n\nconst D = 2\n\ntype In struct {\n\tX []float32 `state:\"width=D\"`\n\tS []string\n}\n\ntype E struct{ In }\n\n//state:contract\n//state:owner s\n//state:growth mutable bound=4\n//state:checkpoint every=2 keep=2\n//state:replay input=In verify=hash\ntype T struct{ H []int32 }\n")
 	f.Fuzz(func(t *testing.T, src string) {
 		checkSource(t, src)
 	})
@@ -45,6 +47,8 @@ func FuzzContractLines(f *testing.F) {
 		"growth append bound=8\nowner s\nshare prefix key=X",
 		"growth mutable bound=4\nowner s\nshare suffix key=Y key=X\nshare",
 		"growth append window=8\nowner s\nshare prefix kye=x\nshare prefx key=\"X\"",
+		"growth mutable bound=4\nowner s\ncheckpoint every=2 keep=2\nreplay input=T verify=hash",
+		"growth append bound=4\nowner s\nreplay input=K verify=sha\nreplay inptu=\"x\" always",
 	} {
 		f.Add(s)
 	}

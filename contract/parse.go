@@ -17,7 +17,7 @@ const (
 
 // Verbs of the directive language.
 var (
-	typeVerbs = []string{"contract", "growth", "owner", "retention", "snapshot", "branch", "rollback", "checkpoint", "cleanup", "block", "share"}
+	typeVerbs = []string{"contract", "growth", "owner", "retention", "snapshot", "branch", "rollback", "checkpoint", "cleanup", "block", "share", "replay"}
 	funcVerbs = []string{"acquire", "release", "takes", "mutates", "appends", "view", "writes"}
 	allVerbs  = append(append([]string{}, typeVerbs...), funcVerbs...)
 )
@@ -39,7 +39,7 @@ func isIn(s string, list []string) bool {
 // problem is a Diagnostic. pkg and info may be nil, in which case bounds are
 // evaluated in the universe scope and checks that need types are skipped.
 func ParsePackage(fset *token.FileSet, files []*ast.File, pkg *types.Package, info *types.Info) *Package {
-	p := &pkgParser{fset: fset, pkg: pkg, info: info, out: new(Package)}
+	p := &pkgParser{fset: fset, pkg: pkg, info: info, out: new(Package), files: files}
 	defer func() {
 		// A bug here must not crash go vet: report it where the user sees it.
 		if r := recover(); r != nil {
@@ -75,6 +75,9 @@ type pkgParser struct {
 	pkg  *types.Package
 	info *types.Info
 	out  *Package
+	// files are the package's files, where replay lines find their
+	// input types' tags.
+	files []*ast.File
 }
 
 func (p *pkgParser) report(analyzer, typ string, pos, end token.Pos, fixes []Fix, format string, args ...any) {

@@ -96,6 +96,9 @@ type contractParse struct {
 	// shareKey is the key=FIELD argument of a share line, checked against
 	// the fields once they are known.
 	shareKey *arg
+	// replayInput is the input=T argument of a replay line, checked
+	// against the package's types once the lines are read.
+	replayInput *arg
 	// fieldNames are the names of the struct's fields, all of them;
 	// elems the element types of those typeCheck accepted. typed says
 	// whether they come from type information (else from the syntax).
@@ -136,6 +139,7 @@ func (p *pkgParser) contract(ts *ast.TypeSpec, obj *types.TypeName, dirs []*dire
 	cp.crossCheck(head, spaced)
 	cp.typeCheck(ts, obj, head)
 	cp.shareCheck()
+	cp.replayCheck()
 	cp.sizeCheck()
 
 	c := cp.c
@@ -179,6 +183,7 @@ var contractLines = map[string]func(*contractParse, *directive){
 	"cleanup":    (*contractParse).cleanup,
 	"block":      (*contractParse).block,
 	"share":      (*contractParse).share,
+	"replay":     (*contractParse).replay,
 }
 
 // accept reports what keeps d from being a line of the contract (a claim of
@@ -321,6 +326,7 @@ func (cp *contractParse) crossCheck(head *directive, spaced map[string]bool) {
 			"//state:checkpoint of %s cannot keep the history of a window: rows below the window expire and their blocks go back to the pool; remove the checkpoint line or use bound=N", name)
 	}
 	cp.shareCrossCheck()
+	cp.replayCrossCheck()
 	if c.Snapshot == SnapshotNone && cp.seen["snapshot"] != nil {
 		if d := cp.seen["rollback"]; d != nil {
 			cp.errorf(d.pos, d.end,

@@ -16,7 +16,7 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
 // goldenPkgs are the packages under testdata/src whose generated files are
 // committed next to them: the golden files, compiled by TestGoldenCompiles.
-var goldenPkgs = []string{"kv", "grid", "clash", "ring", "prefix"}
+var goldenPkgs = []string{"kv", "grid", "clash", "ring", "prefix", "replay"}
 
 func load(t *testing.T, name string) *Package {
 	t.Helper()

@@ -110,6 +110,7 @@ var methodTable = []methodSpec{
 		code: headCall("Stats", jen.Qual(statePkg, "Stats"))},
 	{name: "AppendDevice", recv: RecvHead, directive: "appends", when: "growth append", ok: appends, doc: appendDeviceDoc, code: (*model).appendDeviceCode},
 	{name: "WriteDevice", recv: RecvHead, directive: "mutates", when: "growth mutable", ok: mutable, doc: writeDeviceDoc, code: (*model).writeDeviceCode},
+	{name: "Step", recv: RecvHead, directive: "mutates", when: "a replay line", ok: replayed, doc: stepDoc, code: (*model).stepCode},
 	{name: "Spans", recv: RecvHead, directive: "view", when: "always", doc: spansDoc, code: (*model).headSpansCode},
 	{name: "RecordStream", recv: RecvHead, when: "always", doc: para(
 		"RecordStream says that work queued on st (a kernel, an async copy) uses the blocks the state holds now. When they are released, rolled back away or replaced by copy-on-write, the pool keeps them pending, neither reused nor zeroed for another owner, until an event recorded on st after that work completes; the caller never waits. It needs a backend with device.Streams."),

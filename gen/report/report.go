@@ -52,6 +52,7 @@ type section struct {
 	valid          bool
 	rules          [][2]string // rule, contract
 	history        *history    // nil without a reconstructable history
+	replay         string      // the replayed history's price (replay.go); "" without a replay line
 }
 
 // newSection builds the section of contract c, declared in package p.
@@ -96,6 +97,7 @@ func newSection(p *gen.Package, c *contract.Contract) *section {
 	if c.Valid {
 		add("generated", fmt.Sprintf("`%s`: %s", p.FileFor(c), strings.Join(api(c), ", ")))
 		s.history = newHistory(c)
+		s.replay = replayText(c)
 	}
 	return s
 }
@@ -244,4 +246,5 @@ func (s *section) write(b *bytes.Buffer) {
 	if s.history != nil {
 		s.history.write(b)
 	}
+	b.WriteString(s.replay)
 }

@@ -3,8 +3,10 @@ package state
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -48,6 +50,83 @@ type calibration struct {
 	mu    sync.Mutex
 	done  bool
 	model CostModel
+	fits  map[int]*fit // the model against measured reconstructions, per size class (bytes)
+}
+
+// A fit refines the calibrated model by the reconstructions At measured
+// of states whose largest blocks are of one size class:
+// a moving estimate (weight fitWeight) of the log of measured time over
+// the model's estimate, and of its variance, from n measurements. The
+// measured time of replayed steps is the steps' own, not the model's, and
+// is left out of both.
+type fit struct {
+	mean, vari float64
+	n          int
+}
+
+const (
+	fitWeight = 0.25
+	// fitKnown is the measurements a spread needs before Plan reports it.
+	fitKnown = 3
+)
+
+// observe adds a reconstruction whose model estimate was model (the copy
+// part, steps left out) and whose copies took measured.
+func (f *fit) observe(model, measured time.Duration) {
+	if model <= 0 || measured <= 0 {
+		return
+	}
+	x := math.Log(float64(measured) / float64(model))
+	x = max(-10, min(10, x))
+	if f.n == 0 {
+		f.mean = x
+	} else {
+		d := x - f.mean
+		f.mean += fitWeight * d
+		f.vari = (1 - fitWeight) * (f.vari + fitWeight*d*d)
+	}
+	f.n++
+}
+
+// scale returns the factors the model's estimate is multiplied by: the
+// expected one and the low and high ends of two deviations, and whether
+// enough reconstructions were measured to know the spread.
+func (f fit) scale() (mid, lo, hi float64, known bool) {
+	if f.n == 0 {
+		return 1, 0, 0, false
+	}
+	sd := math.Sqrt(f.vari)
+	return math.Exp(f.mean), math.Exp(f.mean - 2*sd), math.Exp(f.mean + 2*sd), f.n >= fitKnown
+}
+
+// fitClass is the size class whose fit serves h: that of its largest
+// blocks, which carry most of a reconstruction's bytes.
+func (h *Head) fitClass() int { return slices.Max(h.blockBytes) }
+
+// fitFor returns the pool's fit for size class cls (bytes).
+func (p *Pool) fitFor(cls int) fit {
+	p.calib.mu.Lock()
+	defer p.calib.mu.Unlock()
+	if f := p.calib.fits[cls]; f != nil {
+		return *f
+	}
+	return fit{}
+}
+
+// observe refines the fit of size class cls with a reconstruction
+// performed by plan c that took measured in all.
+func (p *Pool) observe(cls int, c *Candidate, measured time.Duration) {
+	p.calib.mu.Lock()
+	defer p.calib.mu.Unlock()
+	if p.calib.fits == nil {
+		p.calib.fits = make(map[int]*fit)
+	}
+	f := p.calib.fits[cls]
+	if f == nil {
+		f = &fit{}
+		p.calib.fits[cls] = f
+	}
+	f.observe(c.model, measured-c.Replayed)
 }
 
 // costModel returns the pool's cost model, measuring it on first use. A
@@ -108,21 +187,55 @@ type calibrator struct {
 	evict    []byte
 }
 
-// newCalibrator takes 2n blocks: n is 64, or fewer in a small pool.
+// newCalibrator takes 2n blocks: n is 64, or fewer in a fuller pool.
+// It takes only blocks the pool has room for as it is: calibration never
+// reclaims, so it never evicts a handle's state nor waits for one.
 func (p *Pool) newCalibrator() (*calibrator, error) {
 	var blks []*block
 	var err error
 	n := 64
 	for ; ; n /= 2 {
-		if blks, err = p.alloc(calibrationOwner, 2*n, false); err == nil || n <= 4 || !errors.Is(err, ErrNoMemory) {
+		// 3n: measureBlock takes n more, which it finds free again.
+		if blks, err = p.allocOnce(nil, p.own, calibrationOwner, 3*n, false); err == nil || n <= 1 || !errors.Is(err, ErrNoMemory) {
 			break
 		}
 	}
 	if err != nil {
 		return nil, err
 	}
-	return &calibrator{p: p, n: n, blks: blks, src: blks[:n], dst: blks[n:], evict: make([]byte, 64<<20)}, nil
+	var freed []*block
+	for _, b := range blks[2*n:] {
+		releaseBlock(b, &freed)
+	}
+	p.free(freed)
+	blks = blks[:2*n]
+	c := &calibrator{p: p, n: n, blks: blks, src: blks[:n], dst: blks[n:]}
+	if p.b.Name() == "host" {
+		c.evict = coldBuffer()
+	}
+	return c, nil
 }
+
+// coldBytes is the size of the buffer calibration streams through to
+// empty the CPU's caches: larger than the last-level cache of the
+// machines the host backend serves.
+const coldBytes = 32 << 20
+
+// coldOnce makes the buffer and writes it once, so that its pages are
+// its own (untouched pages may all map one zero page); calibrations then
+// only read it, and may share it.
+var coldOnce = sync.OnceValue(func() []byte {
+	b := make([]byte, coldBytes)
+	for i := 0; i < len(b); i += 64 {
+		b[i] = byte(i >> 6)
+	}
+	return b
+})
+
+// coldBuffer returns the process's one cache-evicting buffer, made on
+// first use: every pool's calibration shares it. Only the host backend
+// needs it; a device's memory is in none of the CPU's caches.
+func coldBuffer() []byte { return coldOnce() }
 
 // close gives the calibrator's blocks back.
 func (c *calibrator) close() {
@@ -136,9 +249,24 @@ func (c *calibrator) close() {
 // cold streams through the evict buffer, so that the CPU's caches hold
 // none of the blocks.
 func (c *calibrator) cold() {
+	var sum byte
 	for i := 0; i < len(c.evict); i += 64 {
-		c.evict[i]++
+		sum += c.evict[i]
 	}
+	coldSink.Store(uint32(sum))
+}
+
+// coldSink keeps cold's reads from being optimized away.
+var coldSink atomic.Uint32
+
+// take is the block allocation of calibration: room the pool has now,
+// never reclaimed.
+func (c *calibrator) take(cls *sizeClass) (*block, error) {
+	b, err := c.p.allocOnce(nil, cls, calibrationOwner, 1, false)
+	if err != nil {
+		return nil, err
+	}
+	return b[0], nil
 }
 
 // median returns the median time per step of seven cold runs of steps.
@@ -218,7 +346,7 @@ func (c *calibrator) measureDelta(m *CostModel) error {
 		r := base.retain()
 		var err error
 		for _, d := range deltas {
-			if r, err = h.applyDelta(r, d, base.rows); err != nil {
+			if r, err = h.applyDeltaWith(r, d, base.rows, c.take); err != nil {
 				break
 			}
 		}
@@ -242,13 +370,13 @@ func (c *calibrator) measureBlock(m *CostModel) error {
 		r := newRoot(1)
 		var freed []*block
 		for i := range c.n {
-			b, err := c.p.alloc(calibrationOwner, 1, false)
+			b, err := c.take(c.p.own)
 			if err != nil {
 				r.release(&freed)
 				c.p.free(freed)
 				return err
 			}
-			r.cols[0].set(i, b[0], &freed)
+			r.cols[0].set(i, b, &freed)
 		}
 		r.release(&freed)
 		c.p.free(freed)

@@ -37,6 +37,16 @@ type Plan struct {
 	// Measured is how long At took to perform the plan; zero for a plan
 	// that Plan returned.
 	Measured time.Duration
+	// Low and High are the range the chosen candidate's time is expected
+	// in: two deviations of measured against estimated time over the
+	// pool's earlier reconstructions. Both are zero when fewer than three
+	// were measured: the spread is not known, and Estimate is the
+	// calibrated model's alone (refined by any one or two measured).
+	Low, High time.Duration
+	// Observed counts the reconstructions of the pool whose measured
+	// time refined this estimate: those of states whose largest blocks
+	// are of the same size class.
+	Observed int
 }
 
 // Candidate is one way to reconstruct a version: seed from the checkpoint
@@ -50,8 +60,15 @@ type Candidate struct {
 	SeedBytes, DeltaBytes int64
 	// Copies counts the device copies, Blocks the blocks taken.
 	Copies, Blocks int
-	// Estimate is the cost by the pool's cost model.
+	// Steps counts the versions among Deltas made by Step, which the
+	// reconstruction runs again (replay.go); Replayed is the time their
+	// step functions took when they ran.
+	Steps    int
+	Replayed time.Duration
+	// Estimate is the cost by the pool's cost model, refined by the
+	// reconstructions the pool measured (Plan.Observed), plus Replayed.
 	Estimate time.Duration
+	model    time.Duration // the calibrated model's estimate, steps left out
 }
 
 type delta struct {
@@ -59,6 +76,7 @@ type delta struct {
 	cols     [][]*block // per column, rows [from, to) packed from the first block
 	per      []int      // per column, rows per block of cols
 	bytes    int64      // bytes of the rows
+	step     *stepRec   // a version Step made: rows [from, to) are rebuilt by running it again, cols is nil
 }
 
 type entry struct {
@@ -218,11 +236,19 @@ func (h *Head) flush() {
 // as its delta, then takes a checkpoint when the policy says so and drops
 // what is past Keep. h.mu is held.
 func (h *Head) capture(from, to int) {
-	x := h.hist
 	e := entry{pos: h.pos, rows: h.r.rows}
 	if d, err := h.copyDelta(h.r, from, to); err == nil {
 		e.d = d
-		x.sinceBytes += d.bytes
+	}
+	h.addEntry(e)
+}
+
+// addEntry appends e, the entry of h's version, then takes a checkpoint
+// when the policy says so and drops what is past Keep. h.mu is held.
+func (h *Head) addEntry(e entry) {
+	x := h.hist
+	if e.d != nil {
+		x.sinceBytes += e.d.bytes
 	}
 	x.since++
 	pol := x.policy
@@ -367,12 +393,12 @@ func (x *history) find(v Version) int {
 }
 
 // candidates returns every way to reconstruct entry t, cheapest first.
-func (h *Head) candidates(t int, model CostModel) []Candidate {
+func (h *Head) candidates(t int, model CostModel, f fit) []Candidate {
 	x := h.hist
 	var out []Candidate
 	for q := t; q >= 0; q-- {
 		if x.entries[q].cp != nil {
-			out = append(out, h.candidate(q, t, model))
+			out = append(out, h.candidate(q, t, model, f))
 		}
 		if q > 0 && x.entries[q].d == nil {
 			break // a gap: nothing before it reaches t
@@ -386,13 +412,17 @@ type blockKey struct{ col, idx int }
 
 // candidate estimates seeding from entry q's checkpoint and applying the
 // deltas of entries q+1..t.
-func (h *Head) candidate(q, t int, model CostModel) Candidate {
+func (h *Head) candidate(q, t int, model CostModel, f fit) Candidate {
 	x := h.hist
 	c := Candidate{Checkpoint: x.entries[q].pos.v, Deltas: t - q}
 	touched := map[blockKey]bool{}
 	rows := x.entries[q].rows
 	for j := q + 1; j <= t; j++ {
 		d := x.entries[j].d
+		if d.step != nil {
+			c.Steps++
+			c.Replayed += d.step.took
+		}
 		for col, per := range h.perBlock {
 			rb := h.rowBytes[col]
 			for bi := d.from / per; bi*per < d.to; bi++ {
@@ -407,12 +437,16 @@ func (h *Head) candidate(q, t int, model CostModel) Candidate {
 					c.Copies++
 				}
 			}
-			c.Copies += copies(d.from, d.to, per)
+			if d.step == nil {
+				c.Copies += copies(d.from, d.to, per)
+			}
 		}
-		c.DeltaBytes += d.bytes
+		c.DeltaBytes += d.replayBytes()
 		rows = x.entries[j].rows
 	}
-	c.Estimate = model.estimate(&c, len(h.rowBytes))
+	c.model = model.estimate(&c, len(h.rowBytes))
+	mid, _, _, _ := f.scale()
+	c.Estimate = time.Duration(float64(c.model)*mid) + c.Replayed
 	return c
 }
 
@@ -429,11 +463,17 @@ func (h *Head) planAt(op string, v Version) (Plan, int, error) {
 	if err != nil {
 		return Plan{}, 0, h.errorf(op, "calibrating the cost model: %w", err)
 	}
-	cs := h.candidates(t, model)
+	f := h.pool.fitFor(h.fitClass())
+	cs := h.candidates(t, model, f)
 	if len(cs) == 0 {
 		return Plan{}, 0, h.errorf(op, "version %d: a delta before it was not retained: %w", v, ErrNotRetained)
 	}
-	return Plan{Target: v, Candidate: cs[0], Alternatives: cs[1:]}, t, nil
+	pl := Plan{Target: v, Candidate: cs[0], Alternatives: cs[1:], Observed: f.n}
+	if _, lo, hi, known := f.scale(); known {
+		pl.Low = time.Duration(float64(pl.model)*lo) + pl.Replayed
+		pl.High = time.Duration(float64(pl.model)*hi) + pl.Replayed
+	}
+	return pl, t, nil
 }
 
 // Plan explains how At(v) would reconstruct version v of the head's own
@@ -477,6 +517,7 @@ func (h *Head) At(v Version) (*Snap, error) {
 		return nil, h.errorf("At", "version %d: %w", v, err)
 	}
 	p.Measured = time.Since(start)
+	h.pool.observe(h.fitClass(), &p.Candidate, p.Measured)
 	h.lin.mu.Lock()
 	s := &Snap{shape: h.shape, lin: h.lin, r: r, pos: x.entries[t].pos}
 	s.logical = h.logicalOf(r)
@@ -495,7 +536,13 @@ func (h *Head) reconstruct(q, t int) (*root, error) {
 	r := x.entries[q].cp.retain()
 	for j := q + 1; j <= t; j++ {
 		var err error
-		if r, err = h.applyDelta(r, x.entries[j].d, x.entries[j].rows); err != nil {
+		d := x.entries[j].d
+		if d.step != nil {
+			r, err = h.replayStep(r, d, x.entries[j].rows)
+		} else {
+			r, err = h.applyDelta(r, d, x.entries[j].rows)
+		}
+		if err != nil {
 			var freed []*block
 			r.release(&freed)
 			h.pool.free(freed)
@@ -524,9 +571,26 @@ func (h *Head) LastReconstruction() (Plan, bool) {
 // hold (r itself, or r's copy); on failure the caller still holds a root
 // to release.
 func (h *Head) applyDelta(r *root, d *delta, rows int) (*root, error) {
+	return h.applyDeltaWith(r, d, rows, h.takeBlock)
+}
+
+// takeBlock takes one block of class c for h, reclaiming under pressure.
+func (h *Head) takeBlock(c *sizeClass) (*block, error) {
+	nb, err := h.pool.allocIn(nil, c, h.owner, 1, false)
+	if err != nil {
+		return nil, err
+	}
+	return nb[0], nil
+}
+
+// applyDeltaWith is applyDelta taking the blocks it copies on write with
+// take.
+func (h *Head) applyDeltaWith(r *root, d *delta, rows int, take func(*sizeClass) (*block, error)) (*root, error) {
 	var freed []*block
 	r = r.own(&freed)
-	defer h.pool.free(freed)
+	// A closure, so that the blocks the failure paths below add are
+	// freed too, not the slice as it was here.
+	defer func() { h.pool.free(freed) }()
 	for c, per := range h.perBlock {
 		t := &r.cols[c]
 		rb := h.rowBytes[c]
@@ -534,19 +598,22 @@ func (h *Head) applyDelta(r *root, d *delta, rows int) (*root, error) {
 			if bi < t.n && t.uniquePath(bi) {
 				continue
 			}
-			nb, err := h.pool.allocIn(nil, h.cls[c], h.owner, 1, false)
+			nb, err := take(h.cls[c])
 			if err != nil {
 				return r, err
 			}
 			if bi < t.n {
 				if used := min(r.rows, (bi+1)*per) - bi*per; used > 0 {
-					if err := h.pool.b.CopyDtoD(nb[0].ptr, t.get(bi).ptr, used*rb); err != nil {
-						releaseBlock(nb[0], &freed)
+					if err := h.pool.b.CopyDtoD(nb.ptr, t.get(bi).ptr, used*rb); err != nil {
+						releaseBlock(nb, &freed)
 						return r, err
 					}
 				}
 			}
-			t.set(bi, nb[0], &freed)
+			t.set(bi, nb, &freed)
+		}
+		if d.step != nil {
+			continue // the step function writes the rows (replayStep)
 		}
 		if err := h.copyRows(deltaLoc(d, c, d.per[c], rb), treeLoc(t, per, rb), c, d.from, d.to, false); err != nil {
 			return r, err

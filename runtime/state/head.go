@@ -191,7 +191,7 @@ func (h *Head) end() {
 func (h *Head) commitVersion() {
 	h.lin.mu.Lock()
 	if !h.owned {
-		h.pos.seg = &segment{parent: h.pos.seg, fork: h.pos.v, depth: h.pos.seg.depth + 1}
+		h.pos.seg = newSegment(h.pos.seg, h.pos.v)
 		h.owned = true
 	}
 	h.pos.v = h.lin.next()
@@ -434,6 +434,7 @@ func (h *Head) Stats() Stats {
 		for _, b := range h.hist.deltaBlocks() {
 			st.HistoryBytes += int64(b.cls.bytes)
 		}
+		st.HistoryBytes += h.hist.inputBytes() // recorded step inputs (replay.go)
 	}
 	return st
 }
@@ -634,19 +635,7 @@ func (h *Head) Rollback(to *Snap) error {
 		return h.errorf("Rollback", "version %d is not an ancestor of the head's version %d: %w", to.pos.v, h.pos.v, ErrNotAncestor)
 	}
 	if h.l.Descendants == Invalidate {
-		gone := abandonedBetween(h.pos, to.pos)
-		if len(gone) > 0 {
-			for x := range h.lin.heads {
-				if x != h && gone.meets(x.pos) {
-					x.invalid.Store(true)
-				}
-			}
-			for s := range h.lin.snaps {
-				if gone.meets(s.pos) {
-					s.invalid.Store(true)
-				}
-			}
-		}
+		h.lin.invalidate(h, to.pos)
 	}
 	var freed []*block
 	h.r.release(&freed)

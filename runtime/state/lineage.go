@@ -21,12 +21,20 @@ type lineage struct {
 	last  Version
 	heads map[*Head]struct{}
 	snaps map[*Snap]struct{}
+	// steps counts the segments invalidate passed, for tests that count
+	// work.
+	steps int
 }
 
 type segment struct {
 	parent *segment
 	fork   Version // the version of parent this segment starts after
 	depth  int
+	// jump is an ancestor (skew-binary jump pointers, as in Myers'
+	// random-access lists): following jump or parent, whichever does not
+	// pass the depth sought, finds any ancestor in O(log depth) steps;
+	// nil at the root.
+	jump *segment
 }
 
 type position struct {
@@ -42,61 +50,101 @@ func newLineage(owner Owner) *lineage {
 	}
 }
 
-// isAncestor reports whether a is b or an ancestor of b.
-func isAncestor(a, b position) bool {
-	s, limit := b.seg, b.v
-	for s != nil && s.depth >= a.seg.depth {
-		if s == a.seg {
-			return a.v <= limit
+// newSegment returns a segment that starts after version fork of parent.
+func newSegment(parent *segment, fork Version) *segment {
+	s := &segment{parent: parent, fork: fork, depth: parent.depth + 1, jump: parent}
+	if j := parent.up(); j != parent {
+		if jj := j.up(); parent.depth-j.depth == j.depth-jj.depth {
+			s.jump = jj
 		}
-		s, limit = s.parent, s.fork
 	}
-	return false
+	return s
 }
 
-// abandoned describes the versions of a line that a rollback leaves: per
-// segment, the versions in (lo, hi]; all says lo is below every version.
-type abandoned map[*segment]struct {
-	lo, hi Version
-	all    bool
+// up returns s's jump, s itself at the root.
+func (s *segment) up() *segment {
+	if s.jump == nil {
+		return s
+	}
+	return s.jump
 }
 
-// abandonedBetween returns the versions on from's ancestry after to, which
-// must be an ancestor of from.
-func abandonedBetween(from, to position) abandoned {
-	out := make(abandoned)
-	s, hi := from.seg, from.v
-	for s != nil {
-		if s == to.seg {
-			if hi > to.v {
-				out[s] = struct {
-					lo, hi Version
-					all    bool
-				}{to.v, hi, false}
-			}
-			break
+// ancestorAt returns the ancestor of s at depth d <= s.depth, and adds the
+// segments it passed to *steps.
+func (s *segment) ancestorAt(d int, steps *int) *segment {
+	for s.depth > d {
+		if j := s.up(); j.depth >= d {
+			s = j
+		} else {
+			s = s.parent
 		}
-		out[s] = struct {
-			lo, hi Version
-			all    bool
-		}{0, hi, true}
+		*steps++
+	}
+	return s
+}
+
+// isAncestor reports whether a is b or an ancestor of b, in O(log depth).
+func isAncestor(a, b position) bool {
+	var steps int
+	return isAncestorCounted(a, b, &steps)
+}
+
+func isAncestorCounted(a, b position, steps *int) bool {
+	switch {
+	case b.seg.depth < a.seg.depth:
+		return false
+	case b.seg == a.seg:
+		return a.v <= b.v
+	case b.seg.depth == a.seg.depth:
+		return false
+	}
+	c := b.seg.ancestorAt(a.seg.depth+1, steps)
+	return c.parent == a.seg && a.v <= c.fork
+}
+
+// firstAbandoned returns the first version on from's ancestry after to,
+// which must be an ancestor of from, as a position every abandoned
+// version descends from; false when from is to. It walks the abandoned
+// segments only.
+//
+// The versions a rollback from from to to abandons form a line, so a
+// handle meets them exactly when its ancestry holds the first of them: it
+// is a descendant of that position (isAncestor). In to's own segment the
+// first is to.v+1 (a number between two of its versions is as good as the
+// next one for isAncestor); in a later segment, that segment's start.
+func firstAbandoned(from, to position) (position, bool) {
+	s, hi := from.seg, from.v
+	for s != to.seg {
+		if s.parent == to.seg && s.fork == to.v {
+			return position{seg: s, v: 0}, true
+		}
 		s, hi = s.parent, s.fork
 	}
-	return out
+	if hi > to.v {
+		return position{seg: s, v: to.v + 1}, true
+	}
+	return position{}, false
 }
 
-// meets reports whether p's ancestry holds a version of a. Limits along a
-// position's ancestry are always versions of their segment, so the
-// smaller of two limits in one segment is a version both lines hold.
-func (a abandoned) meets(p position) bool {
-	s, limit := p.seg, p.v
-	for s != nil {
-		if r, ok := a[s]; ok && (r.all || min(r.hi, limit) > r.lo) {
-			return true
-		}
-		s, limit = s.parent, s.fork
+// invalidate marks every handle of the lineage but h whose ancestry holds
+// a version after to on h's line (h's position). Its cost is the abandoned
+// segments plus O(log depth) per live handle, however many rollbacks the
+// line has seen. l.mu is held.
+func (l *lineage) invalidate(h *Head, to position) {
+	first, ok := firstAbandoned(h.pos, to)
+	if !ok {
+		return
 	}
-	return false
+	for x := range l.heads {
+		if x != h && isAncestorCounted(first, x.pos, &l.steps) {
+			x.invalid.Store(true)
+		}
+	}
+	for s := range l.snaps {
+		if isAncestorCounted(first, s.pos, &l.steps) {
+			s.invalid.Store(true)
+		}
+	}
 }
 
 // next returns a new version of the lineage. l.mu is held.

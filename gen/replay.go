@@ -1,0 +1,75 @@
+package gen
+
+import (
+	"fmt"
+	"go/types"
+
+	"github.com/dave/jennifer/jen"
+
+	"github.com/gpustate/gpustate/contract"
+)
+
+// Step, for contracts with a //state:replay line: a version made by a
+// step function whose history keeps the input and the function, not the
+// rows it wrote (docs/STATEGEN.md).
+
+// replayed reports whether c keeps its history as inputs: a replay line
+// on a state with checkpoints (contract checks the rest).
+func replayed(c *contract.Contract) bool {
+	return c.Replay != nil && mutable(c) && history(c) && len(c.Replay.Fields) > 0
+}
+
+func stepDoc(c *contract.Contract) []string {
+	verify := "Replays are not checked: a step function that computes other rows from the same rows and input makes At return other rows than the step did."
+	if c.Replay.Verify {
+		verify = "Each step records a 64-bit hash of the rows it produced (verify=hash), and a reconstruction whose rows hash otherwise answers state.ErrReplayDiverged and keeps nothing."
+	}
+	return []string{
+		fmt.Sprintf("Step makes a new version by running f on the state's rows in place: dst locates every row, and f computes the next rows from them and in. Blocks a snapshot, a branch or a checkpoint still holds are copied first, and no others. The history keeps in and f, not the rows f wrote, so At and Rollback rebuild the version by running f on in again (%s); f must compute the same rows from the same rows and input, must not keep or change in, and must not call the state.", checkpointShort(c.Checkpoint)),
+		fmt.Sprintf("When f fails, Step returns an error wrapping f's and the state is as before, even if f wrote rows: the version before is rebuilt from its last checkpoint by replay. %s", verify),
+	}
+}
+
+// stepCode renders Step: the typed input and spans over the store's Step.
+func (m *model) stepCode() *jen.Statement {
+	in := m.c.Replay.Input
+	cols := make([]jen.Code, len(m.c.Replay.Fields))
+	fields := make([]jen.Code, len(m.c.Replay.Fields))
+	for i, f := range m.c.Replay.Fields {
+		cols[i] = jen.Qual(statePkg, "Bytes").Call(jen.Id("in").Dot(f.Name))
+		fields[i] = key(f.Name, jen.Qual(statePkg, "Rows").Types(m.inputElem(f.Name)).Call(jen.Id("cols").Index(jen.Lit(i))))
+	}
+	batch := jen.Index().Index().Byte().Values(cols...)
+	if len(cols) > 2 {
+		batch = jen.Index().Index().Byte().Custom(multi, cols...)
+	}
+	input := jen.Id(in).Values(fields...)
+	if len(fields) > 2 {
+		input = jen.Id(in).Custom(multi, fields...)
+	}
+	fn := jen.Func().Params(jen.Id("dst").Id(m.spans()), jen.Id("in").Id(in)).Error()
+	return jen.Func().Params(m.recv()).Id("Step").Params(jen.Id("in").Id(in), jen.Id("f").Add(fn)).Error().Block(
+		jen.Return(m.hcall("Step", batch, jen.Lit(m.c.Replay.Verify),
+			jen.Func().Params(jen.Id("spans").Index().Index().Qual(devicePkg, "Span"), jen.Id("cols").Index().Index().Byte()).Error().Block(
+				jen.List(jen.Id("dst"), jen.Id("_")).Op(":=").Id(m.toSpans()).Call(jen.Id("spans"), jen.Nil()),
+				jen.Return(jen.Id("f").Call(jen.Id("dst"), input)),
+			))),
+	)
+}
+
+// inputElem renders the element type of field name of the input type.
+func (m *model) inputElem(name string) jen.Code {
+	if tn, ok := m.pkg.Scope().Lookup(m.c.Replay.Input).(*types.TypeName); ok {
+		if st, ok := tn.Type().Underlying().(*types.Struct); ok {
+			for i := range st.NumFields() {
+				if v := st.Field(i); v.Name() == name {
+					if s, ok := v.Type().Underlying().(*types.Slice); ok {
+						return m.typeCode(s.Elem())
+					}
+				}
+			}
+		}
+	}
+	// Not reached for a valid contract: package contract found the field.
+	return jen.Byte()
+}

@@ -1,0 +1,229 @@
+package state
+
+import (
+	"fmt"
+	"hash/maphash"
+	"time"
+
+	"github.com/gpustate/gpustate/runtime/device"
+)
+
+// Replay: history as inputs. A recurrent state rewrites all of its rows
+// every step from the rows before and a small input; Step keeps such a
+// version's delta as the input and the step function instead of the rows
+// it wrote, and At rebuilds a version by seeding from a checkpoint and
+// running the recorded steps again, in order (docs/INTERNALS.md). History
+// memory is then the checkpoints plus the inputs.
+
+// StepFunc computes a version of a state from the one before, in place:
+// spans locate every row (per column, one span per block, in row order)
+// and in is the step's input, one []byte per input column. It runs again,
+// on the same input, whenever a reconstruction passes its version, so it
+// must compute the same rows from the same rows and input, and must not
+// change in nor call the head it steps (which is locked while it runs).
+type StepFunc func(spans [][]device.Span, in [][]byte) error
+
+// stepRec is the delta of a version Step made.
+type stepRec struct {
+	in     [][]byte
+	f      StepFunc
+	took   time.Duration // how long f took when it ran
+	verify bool
+	hash   uint64 // with verify: the hash of the rows f produced
+	state  int64  // bytes of the rows, which verify reads back
+}
+
+// replaySeed seeds the row hashes of verify: fixed for the process, so a
+// hash recorded by Step compares with one computed by At.
+var replaySeed = maphash.MakeSeed()
+
+// Step makes a new version of a mutable state by running f on the head's
+// rows in place: blocks a snapshot, a branch or a checkpoint still holds
+// are copied first, and no others. The version's delta is in and f, not
+// the rows f wrote; At and Rollback rebuild it by running f on in again.
+// With verify, Step records a hash of the rows f produced, and a
+// reconstruction whose rows hash otherwise answers ErrReplayDiverged.
+//
+// When f fails, Step returns an error wrapping f's and the head is as
+// before, even if f wrote rows: the version before is rebuilt from its
+// last checkpoint by replay (failures pay, steps do not). Where the
+// history cannot rebuild that version, Step runs f on copies instead.
+//
+//state:mutates
+func (h *Head) Step(in [][]byte, verify bool, f StepFunc) error {
+	unlock, err := h.lock("Step")
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	switch {
+	case h.l.Growth != Mutable:
+		return h.errorf("Step", "a step rewrites the rows of a mutable state, and this one only appends: %w", ErrRange)
+	case h.hist == nil:
+		return h.errorf("Step", "%s keeps no checkpoints to replay from: %w", h.l.Type, ErrNotRetained)
+	case f == nil:
+		return h.errorf("Step", "nil step function: %w", ErrShape)
+	}
+	rec := &stepRec{in: make([][]byte, len(in)), f: f, verify: verify, state: h.rowSum * int64(h.r.rows)}
+	var inBytes int64
+	for i, col := range in {
+		rec.in[i] = append([]byte(nil), col...)
+		inBytes += int64(len(col))
+	}
+	var guard *root // holds the version before when no replay can rebuild it
+	if _, _, ok := h.rebuildPath(); !ok {
+		guard = h.r.retain()
+	}
+	defer func() {
+		if guard != nil {
+			var freed []*block
+			guard.release(&freed)
+			h.pool.free(freed)
+		}
+	}()
+	rows := h.r.rows
+	tx := writeTx{h: h, op: "Step", kind: deviceWrite, from: 0, to: rows}
+	tx.ops = h.plan(deviceWrite, 0, rows, nil)
+	if err := tx.take(); err != nil {
+		return err
+	}
+	if err := tx.fillNewBlocks(); err != nil {
+		return tx.abort(err)
+	}
+	spans := tx.spans()
+	start := time.Now()
+	ferr := f(spans, in)
+	rec.took = time.Since(start)
+	if ferr != nil {
+		ferr = fmt.Errorf("the step function failed: %w", ferr)
+	} else if verify {
+		if rec.hash, ferr = h.hashRows(spans); ferr != nil {
+			ferr = fmt.Errorf("hashing the rows the step produced: %w", ferr)
+		}
+	}
+	if ferr != nil {
+		tx.abort(ferr) // the new blocks go back
+		if err := h.restoreInPlace(&tx); err != nil {
+			return h.errorf("Step", "%w; rebuilding the version before it: %w", ferr, err)
+		}
+		return h.errorf("Step", "%w", ferr)
+	}
+	tx.commit(rows)
+	h.addEntry(entry{pos: h.pos, rows: rows, d: &delta{from: 0, to: rows, bytes: inBytes, step: rec}})
+	return nil
+}
+
+// restoreInPlace gives h back the rows of its version after a failed
+// step wrote some in place: it rebuilds the version from its checkpoint
+// by replay. When nothing was written in place it does nothing. When the
+// rebuild fails the head is left evicted (its rows are lost; a
+// reconstructable head rebuilds on its next call) rather than wrong.
+func (h *Head) restoreInPlace(tx *writeTx) error {
+	inPlace := false
+	for i := range tx.ops {
+		if tx.ops[i].nb == nil {
+			inPlace = true
+			break
+		}
+	}
+	if !inPlace {
+		return nil
+	}
+	// The rows f wrote go first, so that the rebuild may take their
+	// blocks: under a full pool it needs no more than they held.
+	var freed []*block
+	h.r.release(&freed)
+	h.r = nil
+	h.pool.free(freed)
+	q, t, ok := h.rebuildPath()
+	var r *root
+	err := ErrNotRetained
+	if ok {
+		r, err = h.reconstruct(q, t)
+	}
+	if err != nil {
+		h.r, h.evicted = nil, true
+		h.pool.logical.Add(-h.logical)
+		h.logical = 0
+		return err
+	}
+	h.r = r
+	h.setLogical() // brings block tables up to date
+	return nil
+}
+
+// replayStep runs the step of d again on r, a root the caller holds and
+// nobody else changes, after copying the blocks r shares (applyDelta with
+// a step delta copies and writes nothing). With verify it checks the rows
+// against the hash Step recorded. On failure the caller still holds a
+// root to release.
+func (h *Head) replayStep(r *root, d *delta, rows int) (*root, error) {
+	r, err := h.applyDelta(r, d, rows)
+	if err != nil {
+		return r, err
+	}
+	spans, err := h.spans("At", r, 0, rows)
+	if err != nil {
+		return r, err
+	}
+	rec := d.step
+	if err := rec.f(spans, rec.in); err != nil {
+		return r, fmt.Errorf("replaying a step: the step function failed: %w", err)
+	}
+	if rec.verify {
+		sum, err := h.hashRows(spans)
+		if err != nil {
+			return r, fmt.Errorf("replaying a step: hashing its rows: %w", err)
+		}
+		if sum != rec.hash {
+			return r, fmt.Errorf("replaying a step: its rows hash to %#016x, the step recorded %#016x (a step function that is not deterministic): %w",
+				sum, rec.hash, ErrReplayDiverged)
+		}
+	}
+	return r, nil
+}
+
+// hashRows returns the 64-bit hash of the rows spans locate, column by
+// column in row order, read back from the device.
+func (h *Head) hashRows(spans [][]device.Span) (uint64, error) {
+	var m maphash.Hash
+	m.SetSeed(replaySeed)
+	var buf []byte
+	for c, col := range spans {
+		rb := h.rowBytes[c]
+		for _, sp := range col {
+			n := sp.Rows * rb
+			if cap(buf) < n {
+				buf = make([]byte, n)
+			}
+			if err := h.pool.b.CopyDtoH(buf[:n], sp.Ptr); err != nil {
+				return 0, err
+			}
+			m.Write(buf[:n])
+		}
+	}
+	return m.Sum64(), nil
+}
+
+// replayBytes are the bytes a reconstruction copies to apply d: the rows
+// of a write set, or the rows a verified step reads back to hash.
+func (d *delta) replayBytes() int64 {
+	switch {
+	case d.step == nil:
+		return d.bytes
+	case d.step.verify:
+		return d.step.state
+	}
+	return 0
+}
+
+// inputBytes returns the bytes of the inputs the history records.
+func (x *history) inputBytes() int64 {
+	var n int64
+	for _, e := range x.entries {
+		if e.d != nil && e.d.step != nil {
+			n += e.d.bytes
+		}
+	}
+	return n
+}
