@@ -129,7 +129,7 @@ func NewPackage(dir string, fset *token.FileSet, files []*ast.File, pkg *types.P
 // FileName returns the name of the file generated for state type typ:
 // the type's name in lower case, then "_state.go".
 func FileName(typ string) string {
-	return strings.ToLower(typ) + "_state.go"
+	return contract.GeneratedNames(typ).File
 }
 
 // A File is one generated file.

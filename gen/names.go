@@ -23,11 +23,12 @@ func gatherName(typ string) string { return "_" + typ + "_readRows" }
 // Types returns the types generated for contract c: TState first, then
 // TSnapshot (with an immutable snapshot) and TSpans.
 func Types(c *contract.Contract) []string {
-	out := []string{c.Type + "State"}
+	n := contract.GeneratedNames(c.Type)
+	out := []string{n.Head}
 	if snapshot(c) {
-		out = append(out, c.Type+"Snapshot")
+		out = append(out, n.Snapshot)
 	}
-	return append(out, c.Type+"Spans")
+	return append(out, n.Spans)
 }
 
 // Names returns every package-level name the file generated for c
@@ -54,8 +55,9 @@ type Clash struct {
 // members returns, for each type generated for c, the names its methods
 // and fields take.
 func members(c *contract.Contract) map[string][]string {
-	head, snap := c.Type+"State", c.Type+"Snapshot"
-	out := map[string][]string{head: {"h"}, c.Type + "Spans": nil}
+	n := contract.GeneratedNames(c.Type)
+	head, snap := n.Head, n.Snapshot
+	out := map[string][]string{head: {"h"}, n.Spans: nil}
 	if snapshot(c) {
 		out[snap] = []string{"snap"}
 	}
@@ -68,7 +70,7 @@ func members(c *contract.Contract) map[string][]string {
 		}
 	}
 	for _, f := range c.Fields {
-		out[c.Type+"Spans"] = append(out[c.Type+"Spans"], f.Name)
+		out[n.Spans] = append(out[n.Spans], f.Name)
 	}
 	return out
 }
