@@ -1,0 +1,301 @@
+package state
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+)
+
+// Coupled state (docs/GUIDE.md, "Coupled state"): a Group holds heads of
+// one owner that move together, such as a hybrid decoder's KV cache and
+// recurrent state. Each member keeps its own layout and rules; the group
+// makes the calls that move heads atomic over all of them:
+//
+//   - Snapshot is a consistent cut: the group holds every member's lock
+//     while it takes the members' snapshots, so no member write falls
+//     between two of them.
+//   - Rollback and Merge check every member first (ancestry, owner,
+//     invalidation, eviction, divergence), with every member's lock and
+//     every lineage's lock held, and then move all members, or none.
+//   - NewGroup, Branch and Snapshot that fail part-way give back what they
+//     took. A failed group call changes nothing.
+//
+// A member head stays a head: its writes, reads, spans, snapshots and
+// branches are its own (a member's own snapshot or branch is an ordinary
+// uncoupled handle), and it counts as a live handle of the pool. Rollback,
+// Merge and Release on a member answer an error wrapping ErrCoupled and
+// change nothing: they are the group's.
+//
+// Lock order: the group's mu (two groups: by id), the pool's closeMu, the
+// members' mu (by head id), the rollback targets' mu, the lineages' mu (by
+// lineage id). Nothing else holds two lineage locks at once.
+type Group struct {
+	id    uint64
+	pool  *Pool
+	owner Owner
+	heads []*Head // the members, in declaration order
+
+	mu       sync.Mutex // serializes the group's calls
+	released bool
+}
+
+// GroupSnap is a consistent cut of a group: one snapshot per member, taken
+// while no member could be written.
+//
+//state:snapshot
+type GroupSnap struct {
+	group *Group // the group it was taken from (its lineages' identity)
+	snaps []*Snap
+}
+
+var groupIDs atomic.Uint64
+
+// uncoupled answers ErrCoupled when h is a member of a group: op moves or
+// releases h, which is the group's to do.
+func (h *Head) uncoupled(op string) error {
+	if h != nil && h.group.Load() != nil {
+		return h.errorf(op, "the head is a member of a group, which moves and releases its members together; call %s on the group: %w", op, ErrCoupled)
+	}
+	return nil
+}
+
+// NewGroup returns a group of new heads of owner, one per layout, in that
+// order: every member, or none. A layout with a ShareKey gets a head that
+// shares no prefix (NewSharedGroup shares).
+//
+//state:acquire
+func NewGroup(p *Pool, owner Owner, layouts ...*Layout) (*Group, error) {
+	return newGroup(p, owner, "", false, layouts)
+}
+
+// NewSharedGroup is NewGroup whose members with a ShareKey are made by
+// NewSharedHead in domain: they register and adopt prefixes of their own.
+//
+//state:acquire
+func NewSharedGroup(p *Pool, owner Owner, domain Domain, layouts ...*Layout) (*Group, error) {
+	return newGroup(p, owner, domain, true, layouts)
+}
+
+func newGroup(p *Pool, owner Owner, domain Domain, shared bool, layouts []*Layout) (*Group, error) {
+	if p == nil {
+		return nil, fmt.Errorf("state: NewGroup: nil pool: %w", ErrReleased)
+	}
+	if len(layouts) < 2 {
+		return nil, fmt.Errorf("state: NewGroup: %d layouts; a group has at least two members: %w", len(layouts), ErrShape)
+	}
+	heads := make([]*Head, 0, len(layouts))
+	for _, l := range layouts {
+		var h *Head
+		var err error
+		if shared && l != nil && l.ShareKey != "" {
+			h, err = p.NewSharedHead(l, owner, domain)
+		} else {
+			h, err = p.NewHead(l, owner)
+		}
+		if err != nil {
+			for _, x := range heads {
+				x.release()
+			}
+			return nil, fmt.Errorf("state: NewGroup: member %d: %w", len(heads), err)
+		}
+		heads = append(heads, h)
+	}
+	return couple(p, owner, heads), nil
+}
+
+// couple makes a group of heads no group holds.
+func couple(p *Pool, owner Owner, heads []*Head) *Group {
+	g := &Group{id: groupIDs.Add(1), pool: p, owner: owner, heads: heads}
+	for _, h := range heads {
+		h.group.Store(g)
+	}
+	return g
+}
+
+// Len returns the number of members.
+func (g *Group) Len() int { return len(g.heads) }
+
+// Head returns member i, in the order the group was made with: the head
+// itself, coupled (its Rollback, Merge and Release answer ErrCoupled).
+// It returns nil for an i out of range.
+func (g *Group) Head(i int) *Head {
+	if g == nil || i < 0 || i >= len(g.heads) {
+		return nil
+	}
+	return g.heads[i]
+}
+
+// Owner returns the members' owner.
+func (g *Group) Owner() Owner { return g.owner }
+
+func (g *Group) errorf(op, format string, args ...any) error {
+	return fmt.Errorf("state: group.%s: "+format, append([]any{op}, args...)...)
+}
+
+// begin starts a group call: the mu of g and of others held (in id
+// order), the pool open, every head of heads locked (in id order) and
+// prepared as a call of its own would be. The returned end undoes it all.
+func (g *Group) begin(op string, heads []*Head, others ...*Group) (func(), error) {
+	groups := append([]*Group{g}, others...)
+	slices.SortFunc(groups, func(a, b *Group) int { return cmpID(a.id, b.id) })
+	groups = slices.Compact(groups)
+	for _, x := range groups {
+		x.mu.Lock()
+	}
+	unlockGroups := func() {
+		for _, x := range slices.Backward(groups) {
+			x.mu.Unlock()
+		}
+	}
+	for _, x := range groups {
+		if x.released {
+			unlockGroups()
+			return nil, g.errorf(op, "%w", ErrReleased)
+		}
+	}
+	leave, err := g.pool.enter()
+	if err != nil {
+		unlockGroups()
+		return nil, g.errorf(op, "%w", err)
+	}
+	byID := slices.Clone(heads)
+	slices.SortFunc(byID, func(a, b *Head) int { return cmpID(a.id, b.id) })
+	byID = slices.Compact(byID)
+	var locked []*Head
+	end := func() {
+		for _, h := range slices.Backward(locked) {
+			h.mu.Unlock()
+		}
+		leave()
+		unlockGroups()
+	}
+	for _, h := range byID {
+		h.mu.Lock()
+		locked = append(locked, h)
+		if err := h.prepareLocked(op, true); err != nil {
+			end()
+			return nil, err
+		}
+	}
+	return end, nil
+}
+
+func cmpID(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// lockLineages locks the lineages of heads, each once, in id order, and
+// returns the function that unlocks them.
+func lockLineages(heads []*Head) func() {
+	var lins []*lineage
+	for _, h := range heads {
+		if !slices.Contains(lins, h.lin) {
+			lins = append(lins, h.lin)
+		}
+	}
+	slices.SortFunc(lins, func(a, b *lineage) int { return cmpID(a.id, b.id) })
+	for _, l := range lins {
+		l.mu.Lock()
+	}
+	return func() {
+		for _, l := range slices.Backward(lins) {
+			l.mu.Unlock()
+		}
+	}
+}
+
+// Snapshot returns a consistent cut of the members: one snapshot each,
+// taken while every member's lock is held, so that no member write falls
+// between them. A member that cannot be snapshotted (invalidated, evicted
+// for good) fails the call, and the snapshots already taken are released.
+//
+//state:acquire
+func (g *Group) Snapshot() (*GroupSnap, error) {
+	end, err := g.begin("Snapshot", g.heads)
+	if err != nil {
+		return nil, err
+	}
+	snaps := make([]*Snap, 0, len(g.heads))
+	for _, h := range g.heads {
+		s, err := h.snapshotLocked()
+		if err != nil {
+			end() // the snapshots taken are released outside the call
+			for _, s := range snaps {
+				s.Release()
+			}
+			return nil, g.errorf("Snapshot", "member %s: %w", h.l.Type, err)
+		}
+		snaps = append(snaps, s)
+	}
+	end()
+	return &GroupSnap{group: g, snaps: snaps}, nil
+}
+
+// Branch returns a new group whose members are branches of g's members,
+// taken as one consistent cut; the branches are coupled in the new group.
+// A failure part-way releases the branches already taken.
+//
+//state:acquire
+func (g *Group) Branch() (*Group, error) {
+	end, err := g.begin("Branch", g.heads)
+	if err != nil {
+		return nil, err
+	}
+	heads := make([]*Head, 0, len(g.heads))
+	for _, h := range g.heads {
+		c, err := h.branchLocked()
+		if err != nil {
+			end() // the branches taken are released outside the call
+			for _, x := range heads {
+				x.release()
+			}
+			return nil, g.errorf("Branch", "member %s: %w", h.l.Type, err)
+		}
+		heads = append(heads, c)
+	}
+	end()
+	return couple(g.pool, g.owner, heads), nil
+}
+
+// Stats returns the members' logical and physical bytes, history bytes
+// and checkpoints, summed; Version and Rows, which do not add up across
+// members, are left zero (each member's Stats has its own).
+func (g *Group) Stats() Stats {
+	var st Stats
+	for _, h := range g.heads {
+		m := h.Stats()
+		st.LogicalBytes += m.LogicalBytes
+		st.PhysicalBytes += m.PhysicalBytes
+		st.HistoryBytes += m.HistoryBytes
+		st.Checkpoints += m.Checkpoints
+	}
+	return st
+}
+
+// Release releases every member. Releasing twice does nothing; every other
+// call on a released group returns ErrReleased. Snapshots taken from the
+// group or its members stay readable.
+//
+//state:release
+func (g *Group) Release() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.released {
+		return nil
+	}
+	g.released = true
+	var errs []error
+	for _, h := range g.heads {
+		h.group.Store(nil)
+		errs = append(errs, h.release())
+	}
+	return errors.Join(errs...)
+}
