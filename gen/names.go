@@ -94,10 +94,26 @@ func (p *Package) Clashes() []Clash {
 			}
 		}
 	}
+	for _, g := range p.Contracts.Groups {
+		var members []*contract.Contract
+		for _, mem := range g.Members {
+			members = append(members, p.Contracts.Contract(mem.Type))
+		}
+		for _, n := range GroupNames(g, members) {
+			names[n] = g.Type
+		}
+		for typ, ms := range groupMembers(g, members) {
+			owner[typ] = g.Type
+			methods[typ] = make(map[string]bool)
+			for _, m := range ms {
+				methods[typ][m] = true
+			}
+		}
+	}
 	var out []Clash
 	clash := func(id *ast.Ident, typ, what string) {
 		out = append(out, Clash{Pos: id.Pos(), Type: typ, Message: fmt.Sprintf(
-			"%s is declared here, and stategen generates %s for state type %s; rename it", what, what, typ)})
+			"%s is declared here, and stategen generates %s for %s; rename it", what, what, p.kindOf(typ))})
 	}
 	for _, f := range p.files {
 		if isGeneratedFile(f) {
@@ -118,6 +134,16 @@ func (p *Package) Clashes() []Clash {
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Pos < out[j].Pos })
 	return out
+}
+
+// kindOf names a type stategen generates for: "state type T" or "group G".
+func (p *Package) kindOf(typ string) string {
+	for _, g := range p.Contracts.Groups {
+		if g.Type == typ {
+			return "group " + typ
+		}
+	}
+	return "state type " + typ
 }
 
 // declared returns the package-level names declaration d declares.
