@@ -99,7 +99,7 @@ func run(w io.Writer, cfg config) (err error) {
 		return err
 	}
 	st := p.Stats()
-	fmt.Fprintf(w, "after the run: the pool holds %d live handles (the session's 2 members)\n", st.Live)
+	fmt.Fprintf(w, "before the session is released, the pool holds %d live handles: its 2 members\n", st.Live)
 	return nil
 }
 

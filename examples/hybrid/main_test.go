@@ -22,7 +22,7 @@ func TestRun(t *testing.T) {
 		"speculative decoding: 24 tokens in",
 		"output identical to greedy decoding without gpustate",
 		"beam search: 3 beams x 5 steps over group branches, identical to beam search over full copies",
-		"after the run: the pool holds 2 live handles",
+		"before the session is released, the pool holds 2 live handles: its 2 members",
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
