@@ -36,6 +36,7 @@ type Group struct {
 	pool  *Pool
 	owner Owner
 	heads []*Head // the members, in declaration order
+	order []*Head // the members by id: the order of their locks
 
 	mu       sync.Mutex // serializes the group's calls
 	released bool
@@ -107,7 +108,7 @@ func newGroup(p *Pool, owner Owner, domain Domain, shared bool, layouts []*Layou
 
 // couple makes a group of heads no group holds.
 func couple(p *Pool, owner Owner, heads []*Head) *Group {
-	g := &Group{id: groupIDs.Add(1), pool: p, owner: owner, heads: heads}
+	g := &Group{id: groupIDs.Add(1), pool: p, owner: owner, heads: heads, order: byID(heads)}
 	for _, h := range heads {
 		h.group.Store(g)
 	}
@@ -134,52 +135,60 @@ func (g *Group) errorf(op, format string, args ...any) error {
 	return fmt.Errorf("state: group.%s: "+format, append([]any{op}, args...)...)
 }
 
-// begin starts a group call: the mu of g and of others held (in id
-// order), the pool open, every head of heads locked (in id order) and
-// prepared as a call of its own would be. The returned end undoes it all.
-func (g *Group) begin(op string, heads []*Head, others ...*Group) (func(), error) {
-	groups := append([]*Group{g}, others...)
-	slices.SortFunc(groups, func(a, b *Group) int { return cmpID(a.id, b.id) })
-	groups = slices.Compact(groups)
-	for _, x := range groups {
-		x.mu.Lock()
+// begin starts a group call: the mu of g and of child, if any, held (in
+// id order), the pool open, every head of heads (sorted by id, each once:
+// g.byID, or byID of several groups' heads) locked in that order and
+// prepared as a call of its own would be. A nil error is followed by end
+// with the same arguments.
+func (g *Group) begin(op string, heads []*Head, child *Group) error {
+	first, second := g, child
+	if child != nil && child.id < g.id {
+		first, second = child, g
 	}
-	unlockGroups := func() {
-		for _, x := range slices.Backward(groups) {
-			x.mu.Unlock()
-		}
+	first.mu.Lock()
+	if second != nil && second != first {
+		second.mu.Lock()
 	}
-	for _, x := range groups {
-		if x.released {
-			unlockGroups()
-			return nil, g.errorf(op, "%w", ErrReleased)
-		}
+	if g.released || child != nil && child.released {
+		g.unlockGroups(child)
+		return g.errorf(op, "%w", ErrReleased)
 	}
-	leave, err := g.pool.enter()
-	if err != nil {
-		unlockGroups()
-		return nil, g.errorf(op, "%w", err)
+	if err := g.pool.enterCall(); err != nil {
+		g.unlockGroups(child)
+		return g.errorf(op, "%w", err)
 	}
-	byID := slices.Clone(heads)
-	slices.SortFunc(byID, func(a, b *Head) int { return cmpID(a.id, b.id) })
-	byID = slices.Compact(byID)
-	var locked []*Head
-	end := func() {
-		for _, h := range slices.Backward(locked) {
-			h.mu.Unlock()
-		}
-		leave()
-		unlockGroups()
-	}
-	for _, h := range byID {
+	for i, h := range heads {
 		h.mu.Lock()
-		locked = append(locked, h)
 		if err := h.prepareLocked(op, true); err != nil {
-			end()
-			return nil, err
+			g.end(heads[:i+1], child)
+			return err
 		}
 	}
-	return end, nil
+	return nil
+}
+
+// end ends a call begun by begin.
+func (g *Group) end(heads []*Head, child *Group) {
+	for i := len(heads) - 1; i >= 0; i-- {
+		heads[i].mu.Unlock()
+	}
+	g.pool.closeMu.RUnlock()
+	g.unlockGroups(child)
+}
+
+func (g *Group) unlockGroups(child *Group) {
+	if child != nil && child != g {
+		child.mu.Unlock()
+	}
+	g.mu.Unlock()
+}
+
+// byID returns heads sorted by id, each once: the order their locks are
+// taken in.
+func byID(heads []*Head) []*Head {
+	out := slices.Clone(heads)
+	slices.SortFunc(out, func(a, b *Head) int { return cmpID(a.id, b.id) })
+	return slices.Compact(out)
 }
 
 func cmpID(a, b uint64) int {
@@ -219,15 +228,14 @@ func lockLineages(heads []*Head) func() {
 //
 //state:acquire
 func (g *Group) Snapshot() (*GroupSnap, error) {
-	end, err := g.begin("Snapshot", g.heads)
-	if err != nil {
+	if err := g.begin("Snapshot", g.order, nil); err != nil {
 		return nil, err
 	}
 	snaps := make([]*Snap, 0, len(g.heads))
 	for _, h := range g.heads {
 		s, err := h.snapshotLocked()
 		if err != nil {
-			end() // the snapshots taken are released outside the call
+			g.end(g.order, nil) // the snapshots taken are released outside the call
 			for _, s := range snaps {
 				s.Release()
 			}
@@ -235,7 +243,7 @@ func (g *Group) Snapshot() (*GroupSnap, error) {
 		}
 		snaps = append(snaps, s)
 	}
-	end()
+	g.end(g.order, nil)
 	return &GroupSnap{group: g, snaps: snaps}, nil
 }
 
@@ -245,15 +253,14 @@ func (g *Group) Snapshot() (*GroupSnap, error) {
 //
 //state:acquire
 func (g *Group) Branch() (*Group, error) {
-	end, err := g.begin("Branch", g.heads)
-	if err != nil {
+	if err := g.begin("Branch", g.order, nil); err != nil {
 		return nil, err
 	}
 	heads := make([]*Head, 0, len(g.heads))
 	for _, h := range g.heads {
 		c, err := h.branchLocked()
 		if err != nil {
-			end() // the branches taken are released outside the call
+			g.end(g.order, nil) // the branches taken are released outside the call
 			for _, x := range heads {
 				x.release()
 			}
@@ -261,7 +268,7 @@ func (g *Group) Branch() (*Group, error) {
 		}
 		heads = append(heads, c)
 	}
-	end()
+	g.end(g.order, nil)
 	return couple(g.pool, g.owner, heads), nil
 }
 

@@ -21,11 +21,10 @@ func (g *Group) Rollback(to *GroupSnap) error {
 			return err
 		}
 	}
-	end, err := g.begin("Rollback", g.heads)
-	if err != nil {
+	if err := g.begin("Rollback", g.order, nil); err != nil {
 		return err
 	}
-	defer end()
+	defer g.end(g.order, nil)
 	for _, s := range to.snaps {
 		s.mu.RLock()
 		defer s.mu.RUnlock()
@@ -77,17 +76,17 @@ func (g *Group) Merge(child *Group) error {
 		}
 	}
 	if child == g {
-		end, err := g.begin("Merge", g.heads)
+		err := g.begin("Merge", g.order, nil)
 		if err == nil {
-			end()
+			g.end(g.order, nil)
 		}
 		return err
 	}
-	end, err := g.begin("Merge", append(slices.Clone(g.heads), child.heads...), child)
-	if err != nil {
+	heads := byID(append(slices.Clone(g.heads), child.heads...))
+	if err := g.begin("Merge", heads, child); err != nil {
 		return err
 	}
-	defer end()
+	defer g.end(heads, child)
 	unlock := lockLineages(g.heads)
 	for i, h := range g.heads {
 		if err := h.mergeCheck(child.heads[i]); err != nil {
