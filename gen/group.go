@@ -38,16 +38,6 @@ func (m *groupModel) branch() bool   { return m.all(branch) }
 func (m *groupModel) merge() bool    { return m.all(merge) }
 func (m *groupModel) rollback() bool { return m.all(rollback) }
 
-// shared reports whether a member shares a prefix: NewGStateShared.
-func (m *groupModel) shared() bool {
-	for _, c := range m.members {
-		if shared(c) {
-			return true
-		}
-	}
-	return false
-}
-
 func (m *groupModel) names() contract.Names { return contract.GeneratedNames(m.g.Type) }
 
 // Helper and field names of a group's file: with a leading underscore, so
@@ -63,11 +53,7 @@ func groupMemberIndex(i int) jen.Code { return jen.Lit(i) }
 func GroupNames(g *contract.Group, members []*contract.Contract) []string {
 	m := &groupModel{g: g, members: members}
 	n := m.names()
-	out := []string{n.Ctor}
-	if m.shared() {
-		out = append(out, n.SharedCtor)
-	}
-	out = append(out, n.Head)
+	out := []string{n.Ctor, n.Head}
 	if m.snapshot() {
 		out = append(out, n.Snapshot)
 	}
@@ -135,11 +121,7 @@ func renderGroup(m *groupModel) ([]byte, error) {
 
 // decls are the group's functions and methods, in file order.
 func (m *groupModel) decls() []jen.Code {
-	out := []jen.Code{m.ctorCode()}
-	if m.shared() {
-		out = append(out, m.sharedCtorCode())
-	}
-	out = append(out, m.wrapCode())
+	out := []jen.Code{m.ctorCode(), m.wrapCode()}
 	out = append(out, m.accessors()...)
 	if m.snapshot() {
 		out = append(out, m.snapshotCode())
@@ -228,25 +210,6 @@ func (m *groupModel) ctorCode() jen.Code {
 		jen.Id("p").Op("*").Qual(statePkg, "Pool"),
 		jen.Id("owner").Qual(statePkg, "Owner"),
 	).Params(jen.Op("*").Id(n.Head), jen.Error()).Block(m.wrapped(jen.Qual(statePkg, "NewGroup").Call(args...))...)
-}
-
-func (m *groupModel) sharedCtorCode() jen.Code {
-	n := m.names()
-	args := append([]jen.Code{jen.Id("p"), jen.Id("owner"), jen.Id("domain")}, m.layouts()...)
-	var sharing []string
-	for i, c := range m.members {
-		if shared(c) {
-			sharing = append(sharing, m.g.Members[i].Name)
-		}
-	}
-	return doc([]string{
-		fmt.Sprintf("%s is %s whose members that share a prefix (%s) are made in the sharing domain domain, as their own shared constructors make them: each registers the full blocks it appends, and adopts cached ones through its own AdoptPrefix.", n.SharedCtor, n.Ctor, strings.Join(sharing, ", ")),
-		releaseDuty("group"),
-	}, "acquire").Func().Id(n.SharedCtor).Params(
-		jen.Id("p").Op("*").Qual(statePkg, "Pool"),
-		jen.Id("owner").Qual(statePkg, "Owner"),
-		jen.Id("domain").Qual(statePkg, "Domain"),
-	).Params(jen.Op("*").Id(n.Head), jen.Error()).Block(m.wrapped(jen.Qual(statePkg, "NewSharedGroup").Call(args...))...)
 }
 
 // wrapped assigns a *state.Group to g and returns it wrapped, or the error.

@@ -63,23 +63,12 @@ func (h *Head) uncoupled(op string) error {
 }
 
 // NewGroup returns a group of new heads of owner, one per layout, in that
-// order: every member, or none. A layout with a ShareKey gets a head that
-// shares no prefix (NewSharedGroup shares).
+// order: every member, or none. Members share no prefix: a layout with a
+// ShareKey gets a head made by NewHead, whose AdoptPrefix adopts nothing
+// (a member that adopted its rows alone would leave the others behind).
 //
 //state:acquire
 func NewGroup(p *Pool, owner Owner, layouts ...*Layout) (*Group, error) {
-	return newGroup(p, owner, "", false, layouts)
-}
-
-// NewSharedGroup is NewGroup whose members with a ShareKey are made by
-// NewSharedHead in domain: they register and adopt prefixes of their own.
-//
-//state:acquire
-func NewSharedGroup(p *Pool, owner Owner, domain Domain, layouts ...*Layout) (*Group, error) {
-	return newGroup(p, owner, domain, true, layouts)
-}
-
-func newGroup(p *Pool, owner Owner, domain Domain, shared bool, layouts []*Layout) (*Group, error) {
 	if p == nil {
 		return nil, fmt.Errorf("state: NewGroup: nil pool: %w", ErrReleased)
 	}
@@ -88,13 +77,7 @@ func newGroup(p *Pool, owner Owner, domain Domain, shared bool, layouts []*Layou
 	}
 	heads := make([]*Head, 0, len(layouts))
 	for _, l := range layouts {
-		var h *Head
-		var err error
-		if shared && l != nil && l.ShareKey != "" {
-			h, err = p.NewSharedHead(l, owner, domain)
-		} else {
-			h, err = p.NewHead(l, owner)
-		}
+		h, err := p.NewHead(l, owner)
 		if err != nil {
 			for _, x := range heads {
 				x.release()

@@ -33,23 +33,6 @@ func NewDecoderState(p *state.Pool, owner state.Owner) (*DecoderState, error) {
 	return _Decoder_wrap(g), nil
 }
 
-// NewDecoderStateShared is NewDecoderState whose members that share a prefix
-// (KV) are made in the sharing domain domain, as their own shared constructors
-// make them: each registers the full blocks it appends, and adopts cached ones
-// through its own AdoptPrefix.
-//
-// The caller must Release the group on every path (statevet's stcleanup checks
-// it).
-//
-//state:acquire
-func NewDecoderStateShared(p *state.Pool, owner state.Owner, domain state.Domain) (*DecoderState, error) {
-	g, err := state.NewSharedGroup(p, owner, domain, &_KVCache_layout, &_Recurrent_layout)
-	if err != nil {
-		return nil, err
-	}
-	return _Decoder_wrap(g), nil
-}
-
 // _Decoder_wrap gives the group g and its member heads their types.
 func _Decoder_wrap(g *state.Group) *DecoderState {
 	return &DecoderState{
