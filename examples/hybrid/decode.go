@@ -9,20 +9,44 @@ import (
 	"github.com/gpustate/gpustate/runtime/state"
 )
 
-// feed runs token through the model on a session's group: it reads the
-// KV cache and the recurrent state, appends the token's KV row and writes
-// the new recurrent state, and returns the next token's scores.
-func feed(s *decoder.DecoderState, token int32) ([vocab]float32, error) {
+// feed runs token through the model on a session's group: the attention
+// layers read the KV cache (in place, through its block tables, when the
+// kernel runs on this backend; else copied to the host), the recurrent
+// layers the recurrent state; then it appends the token's KV row and
+// writes the new recurrent state, and returns the next token's scores.
+func feed(kn *kernel, s *decoder.DecoderState, token int32) (_ [vocab]float32, err error) {
 	kv, rec := s.KV(), s.Rec()
-	ctx, err := kv.Read(0, kv.Len())
-	if err != nil {
-		return [vocab]float32{}, err
-	}
 	h, err := rec.Read(0, decoder.RecLayers)
 	if err != nil {
 		return [vocab]float32{}, err
 	}
-	row, logits := forward(context{keys: ctx.Keys, values: ctx.Values}, h.H, token, kv.Len())
+	var ctx attender
+	if kn != nil && kv.Len() > 0 {
+		tab, err := kv.BlockTable()
+		if err != nil {
+			return [vocab]float32{}, err
+		}
+		defer func() { err = errors.Join(err, tab.Release()) }()
+		kc, err := tab.Column(0)
+		if err != nil {
+			return [vocab]float32{}, err
+		}
+		vc, err := tab.Column(1)
+		if err != nil {
+			return [vocab]float32{}, err
+		}
+		ctx = tables{kn: kn, keys: kc.Ptr, values: vc.Ptr, perBlock: kc.RowsPerBlock, rows: kv.Len()}
+	} else {
+		rows, err := kv.Read(0, kv.Len())
+		if err != nil {
+			return [vocab]float32{}, err
+		}
+		ctx = context{keys: rows.Keys, values: rows.Values}
+	}
+	row, logits, err := forward(ctx, h.H, token, kv.Len())
+	if err != nil {
+		return [vocab]float32{}, err
+	}
 	if err := kv.Append(row); err != nil {
 		return [vocab]float32{}, err
 	}
@@ -39,11 +63,11 @@ func advance(rec *decoder.RecurrentState, h []float32) error {
 }
 
 // prefill feeds the prompt and returns the scores after its last token.
-func prefill(s *decoder.DecoderState, prompt []int32) ([vocab]float32, error) {
+func prefill(kn *kernel, s *decoder.DecoderState, prompt []int32) ([vocab]float32, error) {
 	var logits [vocab]float32
 	for _, t := range prompt {
 		var err error
-		if logits, err = feed(s, t); err != nil {
+		if logits, err = feed(kn, s, t); err != nil {
 			return logits, err
 		}
 	}
@@ -63,7 +87,7 @@ type specStats struct {
 // (Merge on accept) and, when a draft was rejected, rolls back to the cut
 // after the last accepted one (Rollback on reject): the KV rows and the
 // recurrent state move back together. The output equals greedy decoding.
-func speculate(s *decoder.DecoderState, prompt []int32, logits [vocab]float32, n, k int) ([]int32, specStats, error) {
+func speculate(kn *kernel, s *decoder.DecoderState, prompt []int32, logits [vocab]float32, n, k int) ([]int32, specStats, error) {
 	var out []int32
 	var st specStats
 	next := argmax(logits)
@@ -75,7 +99,7 @@ func speculate(s *decoder.DecoderState, prompt []int32, logits [vocab]float32, n
 			drafts = append(drafts, d)
 			history = append(history, d)
 		}
-		accepted, choice, err := verify(s, drafts)
+		accepted, choice, err := verify(kn, s, drafts)
 		if err != nil {
 			return out, st, err
 		}
@@ -94,7 +118,7 @@ func speculate(s *decoder.DecoderState, prompt []int32, logits [vocab]float32, n
 // verify feeds drafts on a branch of s, merges it, and rolls s back to the
 // cut after the drafts the target accepts. It returns how many it accepted
 // and the target's choice after them.
-func verify(s *decoder.DecoderState, drafts []int32) (accepted int, choice int32, err error) {
+func verify(kn *kernel, s *decoder.DecoderState, drafts []int32) (accepted int, choice int32, err error) {
 	br, err := s.Branch()
 	if err != nil {
 		return 0, 0, err
@@ -108,7 +132,7 @@ func verify(s *decoder.DecoderState, drafts []int32) (accepted int, choice int32
 	}()
 	var choices []int32
 	for _, d := range drafts {
-		logits, err := feed(br, d)
+		logits, err := feed(kn, br, d)
 		if err != nil {
 			return 0, 0, err
 		}
@@ -156,7 +180,7 @@ func releaseBeams(bs []groupBeam) error {
 // best first, and the pool's physical bytes with the last beams live (the
 // prompt's session included), against the logical bytes the beams read
 // as.
-func beams(p *state.Pool, s *decoder.DecoderState, logits [vocab]float32, width, steps int) (_ []hypothesis, phys, logical int64, err error) {
+func beams(kn *kernel, p *state.Pool, s *decoder.DecoderState, logits [vocab]float32, width, steps int) (_ []hypothesis, phys, logical int64, err error) {
 	root, err := s.Branch()
 	if err != nil {
 		return nil, 0, 0, err
@@ -176,7 +200,7 @@ func beams(p *state.Pool, s *decoder.DecoderState, logits [vocab]float32, width,
 				return nil, 0, 0, errors.Join(err, releaseBeams(next))
 			}
 			next = append(next, groupBeam{g: g, h: c.hypothesis})
-			if next[len(next)-1].logits, err = feed(g, c.token); err != nil {
+			if next[len(next)-1].logits, err = feed(kn, g, c.token); err != nil {
 				return nil, 0, 0, errors.Join(err, releaseBeams(next))
 			}
 		}

@@ -8,8 +8,10 @@
 // over full copies. It prints what it did and the pool's bytes.
 //
 // It runs on the CUDA backend where a GPU is present and on the host
-// backend elsewhere; GPUSTATE_BACKEND=host|cuda forces one. The arithmetic
-// runs in Go on the host, reading and writing rows through the handles.
+// backend elsewhere; GPUSTATE_BACKEND=host|cuda forces one. On the host
+// backend the attention layers run as a Go kernel that reads the KV rows
+// in place through the cache's block tables (kernel.go); elsewhere they
+// read the rows to the host.
 package main
 
 import (
@@ -77,7 +79,16 @@ func run(w io.Writer, cfg config) (err error) {
 		return err
 	}
 	defer func() { err = errors.Join(err, p.Close()) }()
-	fmt.Fprintf(w, "backend: %s\n", b.Name())
+	kn, err := loadKernel(b)
+	if err != nil {
+		return err
+	}
+	if kn != nil {
+		defer func() { err = errors.Join(err, kn.Close()) }()
+		fmt.Fprintf(w, "backend: %s; attention runs as the %s kernel, reading the KV rows in place through block tables\n", b.Name(), attendName)
+	} else {
+		fmt.Fprintf(w, "backend: %s; attention reads the KV rows to the host (no %s kernel on this backend)\n", b.Name(), attendName)
+	}
 
 	s, err := decoder.NewDecoderState(p, "session-1")
 	if err != nil {
@@ -85,17 +96,17 @@ func run(w io.Writer, cfg config) (err error) {
 	}
 	defer func() { err = errors.Join(err, s.Release()) }()
 	prompt := promptTokens(cfg.prompt)
-	logits, err := prefill(s, prompt)
+	logits, err := prefill(kn, s, prompt)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(w, "prefill: %d prompt tokens through %d recurrent and %d attention layers; the group holds %d KV rows and %d recurrent rows\n",
 		len(prompt), decoder.RecLayers, decoder.AttnLayers, s.KV().Len(), s.Rec().Len())
 
-	if err := speculative(w, s, logits, prompt, cfg); err != nil {
+	if err := speculative(w, kn, s, logits, prompt, cfg); err != nil {
 		return err
 	}
-	if err := beamSearch(w, p, s, logits, prompt, cfg); err != nil {
+	if err := beamSearch(w, kn, p, s, logits, prompt, cfg); err != nil {
 		return err
 	}
 	st := p.Stats()
@@ -106,13 +117,13 @@ func run(w io.Writer, cfg config) (err error) {
 // speculative runs speculative decoding on a branch of the session, so
 // that beam search starts from the prompt, and checks it against greedy
 // decoding.
-func speculative(w io.Writer, s *decoder.DecoderState, logits [vocab]float32, prompt []int32, cfg config) error {
+func speculative(w io.Writer, kn *kernel, s *decoder.DecoderState, logits [vocab]float32, prompt []int32, cfg config) error {
 	g, err := s.Branch()
 	if err != nil {
 		return err
 	}
 	defer g.Release()
-	out, st, err := speculate(g, prompt, logits, cfg.generate, cfg.drafts)
+	out, st, err := speculate(kn, g, prompt, logits, cfg.generate, cfg.drafts)
 	if err != nil {
 		return err
 	}
@@ -131,8 +142,8 @@ func speculative(w io.Writer, s *decoder.DecoderState, logits [vocab]float32, pr
 
 // beamSearch runs beam search over group branches and checks it against
 // beam search over full copies.
-func beamSearch(w io.Writer, p *state.Pool, s *decoder.DecoderState, logits [vocab]float32, prompt []int32, cfg config) error {
-	hs, phys, logical, err := beams(p, s, logits, cfg.beams, cfg.steps)
+func beamSearch(w io.Writer, kn *kernel, p *state.Pool, s *decoder.DecoderState, logits [vocab]float32, prompt []int32, cfg config) error {
+	hs, phys, logical, err := beams(kn, p, s, logits, cfg.beams, cfg.steps)
 	if err != nil {
 		return err
 	}

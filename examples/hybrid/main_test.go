@@ -11,6 +11,77 @@ import (
 	"github.com/gpustate/gpustate/runtime/state"
 )
 
+// testPool returns a pool on the host backend and the attention kernel
+// loaded on it; in -short mode the kernel is left out (nil), so the host
+// path runs.
+func testPool(t *testing.T) (*state.Pool, *kernel) {
+	t.Helper()
+	b := device.Host()
+	p, err := state.NewPool(b, state.PoolOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kn *kernel
+	if !testing.Short() {
+		if kn, err = loadKernel(b); err != nil || kn == nil {
+			t.Fatalf("the host backend runs no %s kernel: %v", attendName, err)
+		}
+	}
+	t.Cleanup(func() {
+		if kn != nil {
+			if err := kn.Close(); err != nil {
+				t.Error(err)
+			}
+		}
+		if err := p.Close(); err != nil {
+			t.Error(err)
+		}
+		b.Close()
+	})
+	return p, kn
+}
+
+// TestKernelMatchesHost: the kernel's attention over rows in place equals
+// the host's over rows read back, to the bit, for every layer.
+func TestKernelMatchesHost(t *testing.T) {
+	p, kn := testPool(t)
+	if kn == nil {
+		t.Skip("-short: no kernel")
+	}
+	s, err := decoder.NewDecoderState(p, "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Release()
+	if _, err := prefill(nil, s, promptTokens(40)); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := s.KV().Read(0, s.KV().Len())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tab, err := s.KV().BlockTable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tab.Release()
+	kc, _ := tab.Column(0)
+	vc, _ := tab.Column(1)
+	dev := tables{kn: kn, keys: kc.Ptr, values: vc.Ptr, perBlock: kc.RowsPerBlock, rows: s.KV().Len()}
+	host := context{keys: rows.Keys, values: rows.Values}
+	q, k, v := model.embed[1], model.embed[2], model.embed[3]
+	for l := range decoder.AttnLayers {
+		a, err := dev.attend(l, &q, &k, &v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := host.attend(l, &q, &k, &v)
+		if a != b {
+			t.Errorf("layer %d: kernel %v, host %v", l, a, b)
+		}
+	}
+}
+
 func TestRun(t *testing.T) {
 	t.Setenv("GPUSTATE_BACKEND", "host")
 	var out bytes.Buffer
@@ -18,6 +89,7 @@ func TestRun(t *testing.T) {
 		t.Fatalf("run: %v\n%s", err, out.String())
 	}
 	for _, want := range []string{
+		"attention runs as the hybrid_attend kernel, reading the KV rows in place through block tables",
 		"prefill: 16 prompt tokens through 2 recurrent and 2 attention layers; the group holds 16 KV rows and 2 recurrent rows",
 		"speculative decoding: 24 tokens in",
 		"output identical to greedy decoding without gpustate",
@@ -35,11 +107,7 @@ func TestRun(t *testing.T) {
 // it both accepted and rejected drafts, and that it leaves the group at
 // the prompt and the tokens it emitted, every handle released.
 func TestSpeculativeEqualsGreedy(t *testing.T) {
-	p, err := state.NewPool(device.Host(), state.PoolOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	p, kn := testPool(t)
 	prompt := promptTokens(20)
 	want := greedy(prompt, 40)
 	for _, k := range []int{1, 2, 4, 7} {
@@ -47,11 +115,11 @@ func TestSpeculativeEqualsGreedy(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		logits, err := prefill(s, prompt)
+		logits, err := prefill(kn, s, prompt)
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, st, err := speculate(s, prompt, logits, 40, k)
+		got, st, err := speculate(kn, s, prompt, logits, 40, k)
 		if err != nil {
 			t.Fatalf("k=%d: %v", k, err)
 		}
@@ -85,23 +153,19 @@ func TestSpeculativeEqualsGreedy(t *testing.T) {
 // TestBeamsEqualPlain checks beam search over group branches against beam
 // search over full copies, for several widths.
 func TestBeamsEqualPlain(t *testing.T) {
-	p, err := state.NewPool(device.Host(), state.PoolOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	p, kn := testPool(t)
 	prompt := promptTokens(12)
 	s, err := decoder.NewDecoderState(p, "s")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Release()
-	logits, err := prefill(s, prompt)
+	logits, err := prefill(kn, s, prompt)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, width := range []int{1, 2, 5} {
-		got, _, _, err := beams(p, s, logits, width, 6)
+		got, _, _, err := beams(kn, p, s, logits, width, 6)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -116,24 +116,72 @@ func matvec(m *[dim][dim]float32, x []float32) [dim]float32 {
 
 func sigmoid(x float32) float32 { return float32(1 / (1 + math.Exp(-float64(x)))) }
 
-// context is what a token attends over: the keys and values of the tokens
-// before it, kvw floats per token (attention layer l at [l*dim, (l+1)*dim)).
+// attender computes an attention layer's output for the token being fed:
+// over the cached rows of layer l and the token's own key and value.
+type attender interface {
+	attend(l int, q, k, v *[dim]float32) ([dim]float32, error)
+}
+
+// context is what a token attends over, on the host: the keys and values
+// of the tokens before it, kvw floats per token (attention layer l at
+// [l*dim, (l+1)*dim)).
 type context struct {
 	keys, values []float32
 }
 
-// forward runs one token at position pos through the model, given the
-// cached context and the recurrent state h (decoder.RecLayers rows of dim
+func (c context) attend(l int, q, k, v *[dim]float32) ([dim]float32, error) {
+	return attend(q, k, v, len(c.keys)/kvw,
+		func(j int) []float32 { return c.keys[j*kvw+l*dim : j*kvw+(l+1)*dim] },
+		func(j int) []float32 { return c.values[j*kvw+l*dim : j*kvw+(l+1)*dim] }), nil
+}
+
+// attend is one attention layer's arithmetic: softmax of the scaled dot
+// products of q with the keys of the n cached rows (keyOf) and the token's
+// own k, and the weighted sum of their values. The host path and the
+// kernel (kernel.go) share it, so they agree to the bit.
+func attend(q, k, v *[dim]float32, n int, keyOf, valueOf func(j int) []float32) [dim]float32 {
+	scores := make([]float32, n+1)
+	top := float32(math.Inf(-1))
+	for j := range n + 1 {
+		kj := k[:]
+		if j < n {
+			kj = keyOf(j)
+		}
+		var s float32
+		for i, x := range kj {
+			s += q[i] * x
+		}
+		scores[j] = s / float32(math.Sqrt(dim))
+		top = max(top, scores[j])
+	}
+	var sum float32
+	for j := range scores {
+		scores[j] = float32(math.Exp(float64(scores[j] - top)))
+		sum += scores[j]
+	}
+	var att [dim]float32
+	for j := range n + 1 {
+		vj := v[:]
+		if j < n {
+			vj = valueOf(j)
+		}
+		for i, x := range vj {
+			att[i] += scores[j] / sum * x
+		}
+	}
+	return att
+}
+
+// forward runs one token at position pos through the model, given what it
+// attends over and the recurrent state h (decoder.RecLayers rows of dim
 // floats, updated in place). It returns the token's KV cache row and the
 // scores of the next token.
-func forward(ctx context, h []float32, token int32, pos int) (decoder.KVCache, [vocab]float32) {
+func forward(ctx attender, h []float32, token int32, pos int) (decoder.KVCache, [vocab]float32, error) {
 	x := model.embed[token]
 	for i := range dim {
 		x[i] += model.pos[pos%16][i]
 	}
 	row := decoder.KVCache{Keys: make([]float32, kvw), Values: make([]float32, kvw), Token: []int32{token}}
-	n := len(ctx.keys) / kvw
-	scores := make([]float32, n+1)
 	for l := range decoder.AttnLayers {
 		// A recurrent layer: the gated linear recurrence.
 		hl := h[l*dim : (l+1)*dim]
@@ -150,37 +198,9 @@ func forward(ctx context, h []float32, token int32, pos int) (decoder.KVCache, [
 		q, k, v := matvec(&model.q[l], x[:]), matvec(&model.k[l], x[:]), matvec(&model.v[l], x[:])
 		copy(row.Keys[l*dim:], k[:])
 		copy(row.Values[l*dim:], v[:])
-		keyOf := func(j int) []float32 {
-			if j == n {
-				return k[:]
-			}
-			return ctx.keys[j*kvw+l*dim : j*kvw+(l+1)*dim]
-		}
-		valueOf := func(j int) []float32 {
-			if j == n {
-				return v[:]
-			}
-			return ctx.values[j*kvw+l*dim : j*kvw+(l+1)*dim]
-		}
-		top := float32(math.Inf(-1))
-		for j := range n + 1 {
-			var s float32
-			for i, kj := range keyOf(j) {
-				s += q[i] * kj
-			}
-			scores[j] = s / float32(math.Sqrt(dim))
-			top = max(top, scores[j])
-		}
-		var sum float32
-		for j := range scores {
-			scores[j] = float32(math.Exp(float64(scores[j] - top)))
-			sum += scores[j]
-		}
-		var att [dim]float32
-		for j := range n + 1 {
-			for i, vj := range valueOf(j) {
-				att[i] += scores[j] / sum * vj
-			}
+		att, err := ctx.attend(l, &q, &k, &v)
+		if err != nil {
+			return row, [vocab]float32{}, err
 		}
 		o := matvec(&model.aout[l], att[:])
 		for i := range dim {
@@ -195,6 +215,12 @@ func forward(ctx context, h []float32, token int32, pos int) (decoder.KVCache, [
 		}
 		logits[t] = s
 	}
+	return row, logits, nil
+}
+
+// plainForward is forward over a host context, which cannot fail.
+func plainForward(ctx context, h []float32, token int32, pos int) (decoder.KVCache, [vocab]float32) {
+	row, logits, _ := forward(ctx, h, token, pos)
 	return row, logits
 }
 
@@ -223,7 +249,7 @@ func draftNext(history []int32) int32 {
 		}
 	}
 	h := make([]float32, decoder.RecLayers*dim)
-	_, logits := forward(context{}, h, t, n-1)
+	_, logits := plainForward(context{}, h, t, n-1)
 	return argmax(logits)
 }
 

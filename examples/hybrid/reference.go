@@ -23,7 +23,7 @@ func (p *plain) clone() *plain {
 
 // feed runs token through the model and returns the next token's scores.
 func (p *plain) feed(token int32) [vocab]float32 {
-	row, logits := forward(p.ctx, p.h, token, len(p.ctx.keys)/kvw)
+	row, logits := plainForward(p.ctx, p.h, token, len(p.ctx.keys)/kvw)
 	p.ctx.keys = append(p.ctx.keys, row.Keys...)
 	p.ctx.values = append(p.ctx.values, row.Values...)
 	return logits
