@@ -99,7 +99,12 @@ func couple(p *Pool, owner Owner, heads []*Head) *Group {
 }
 
 // Len returns the number of members.
-func (g *Group) Len() int { return len(g.heads) }
+func (g *Group) Len() int {
+	if g == nil {
+		return 0
+	}
+	return len(g.heads)
+}
 
 // Head returns member i, in the order the group was made with: the head
 // itself, coupled (its Rollback, Merge and Release answer ErrCoupled).
@@ -124,6 +129,9 @@ func (g *Group) errorf(op, format string, args ...any) error {
 // prepared as a call of its own would be. A nil error is followed by end
 // with the same arguments.
 func (g *Group) begin(op string, heads []*Head, child *Group) error {
+	if g == nil {
+		return fmt.Errorf("state: group.%s: nil group: %w", op, ErrReleased)
+	}
 	first, second := g, child
 	if child != nil && child.id < g.id {
 		first, second = child, g
@@ -211,6 +219,9 @@ func lockLineages(heads []*Head) func() {
 //
 //state:acquire
 func (g *Group) Snapshot() (*GroupSnap, error) {
+	if g == nil {
+		return nil, g.begin("Snapshot", nil, nil)
+	}
 	if err := g.begin("Snapshot", g.order, nil); err != nil {
 		return nil, err
 	}
@@ -236,6 +247,9 @@ func (g *Group) Snapshot() (*GroupSnap, error) {
 //
 //state:acquire
 func (g *Group) Branch() (*Group, error) {
+	if g == nil {
+		return nil, g.begin("Branch", nil, nil)
+	}
 	if err := g.begin("Branch", g.order, nil); err != nil {
 		return nil, err
 	}
@@ -260,6 +274,9 @@ func (g *Group) Branch() (*Group, error) {
 // members, are left zero (each member's Stats has its own).
 func (g *Group) Stats() Stats {
 	var st Stats
+	if g == nil {
+		return st
+	}
 	for _, h := range g.heads {
 		m := h.Stats()
 		st.LogicalBytes += m.LogicalBytes
@@ -276,6 +293,9 @@ func (g *Group) Stats() Stats {
 //
 //state:release
 func (g *Group) Release() error {
+	if g == nil {
+		return nil
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.released {

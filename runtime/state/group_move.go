@@ -1,6 +1,9 @@
 package state
 
-import "slices"
+import (
+	"fmt"
+	"slices"
+)
 
 // Rollback moves every member back to its snapshot in to, a cut of this
 // group (or of a group it descends from by Branch, sharing its
@@ -13,6 +16,9 @@ import "slices"
 //
 //state:mutates
 func (g *Group) Rollback(to *GroupSnap) error {
+	if g == nil {
+		return fmt.Errorf("state: group.Rollback: nil group: %w", ErrReleased)
+	}
 	if to == nil || len(to.snaps) != len(g.heads) {
 		return g.errorf("Rollback", "the snapshot is no cut of this group's members: %w", ErrNotAncestor)
 	}
@@ -63,6 +69,9 @@ func (g *Group) Rollback(to *GroupSnap) error {
 //
 //state:mutates
 func (g *Group) Merge(child *Group) error {
+	if g == nil {
+		return fmt.Errorf("state: group.Merge: nil group: %w", ErrReleased)
+	}
 	if child == nil || len(child.heads) != len(g.heads) {
 		return g.errorf("Merge", "the child is no branch of this group: %w", ErrDiverged)
 	}
@@ -106,7 +115,12 @@ func (g *Group) Merge(child *Group) error {
 }
 
 // Len returns the number of members' snapshots.
-func (v *GroupSnap) Len() int { return len(v.snaps) }
+func (v *GroupSnap) Len() int {
+	if v == nil {
+		return 0
+	}
+	return len(v.snaps)
+}
 
 // Snap returns member i's snapshot; nil for an i out of range. It belongs
 // to the cut: release the cut, not the member's snapshot.
@@ -121,6 +135,9 @@ func (v *GroupSnap) Snap(i int) *Snap {
 //
 //state:release
 func (v *GroupSnap) Release() error {
+	if v == nil {
+		return nil
+	}
 	var first error
 	for _, s := range v.snaps {
 		if err := s.Release(); err != nil && first == nil {

@@ -288,3 +288,24 @@ func TestGroupFailureGivesBack(t *testing.T) {
 		t.Fatal("a failed group snapshot or branch kept handles")
 	}
 }
+
+// TestGroupNil: a nil group or cut answers errors, never a panic.
+func TestGroupNil(t *testing.T) {
+	var g *Group
+	var cut *GroupSnap
+	if _, err := g.Snapshot(); !errors.Is(err, ErrReleased) {
+		t.Errorf("Snapshot: %v", err)
+	}
+	if _, err := g.Branch(); !errors.Is(err, ErrReleased) {
+		t.Errorf("Branch: %v", err)
+	}
+	if err := g.Rollback(cut); !errors.Is(err, ErrReleased) {
+		t.Errorf("Rollback: %v", err)
+	}
+	if err := g.Merge(nil); !errors.Is(err, ErrReleased) {
+		t.Errorf("Merge: %v", err)
+	}
+	if g.Release() != nil || cut.Release() != nil || g.Len() != 0 || cut.Len() != 0 || g.Head(0) != nil || cut.Snap(0) != nil || g.Stats() != (Stats{}) {
+		t.Error("nil group or cut")
+	}
+}
