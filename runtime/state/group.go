@@ -37,6 +37,12 @@ type Group struct {
 	owner Owner
 	heads []*Head // the members, in declaration order
 	order []*Head // the members by id: the order of their locks
+	// shared is the index of the first member whose layout has a
+	// ShareKey, -1 when none; domain and layouts, set by NewSharedGroup,
+	// find the group's table of registered states (group_share.go).
+	shared  int
+	domain  Domain
+	layouts []*Layout
 
 	mu       sync.Mutex // serializes the group's calls
 	released bool
@@ -91,7 +97,13 @@ func NewGroup(p *Pool, owner Owner, layouts ...*Layout) (*Group, error) {
 
 // couple makes a group of heads no group holds.
 func couple(p *Pool, owner Owner, heads []*Head) *Group {
-	g := &Group{id: groupIDs.Add(1), pool: p, owner: owner, heads: heads, order: byID(heads)}
+	g := &Group{id: groupIDs.Add(1), pool: p, owner: owner, heads: heads, order: byID(heads), shared: -1}
+	for i, h := range heads {
+		if h.l.ShareKey != "" {
+			g.shared = i
+			break
+		}
+	}
 	for _, h := range heads {
 		h.group.Store(g)
 	}
@@ -266,7 +278,9 @@ func (g *Group) Branch() (*Group, error) {
 		heads = append(heads, c)
 	}
 	g.end(g.order, nil)
-	return couple(g.pool, g.owner, heads), nil
+	b := couple(g.pool, g.owner, heads)
+	b.domain, b.layouts = g.domain, g.layouts // a branch registers in its parent's table
+	return b, nil
 }
 
 // Stats returns the members' logical and physical bytes, history bytes

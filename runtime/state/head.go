@@ -237,6 +237,9 @@ func (h *Head) Append(cols [][]byte) error {
 	if h.share != nil {
 		h.shareAppended(from, cols[h.share.key])
 	}
+	if g := h.group.Load(); g != nil {
+		g.appended(h) // group prefix sharing (group_share.go)
+	}
 	return nil
 }
 

@@ -165,7 +165,8 @@ type Pool struct {
 	history atomic.Int64 // bytes of delta blocks held by histories
 	calib   calibration
 
-	cache prefixCache // shared prefix blocks (NewSharedHead)
+	cache  prefixCache // shared prefix blocks (NewSharedHead)
+	groups groupCache  // registered group states (NewSharedGroup)
 
 	evictor      Evictor
 	clock        atomic.Uint64 // counts handle calls, for the Evictor
@@ -252,7 +253,7 @@ func (p *Pool) Stats() PoolStats {
 	}
 	closed := p.closed
 	p.mu.Unlock()
-	st.CachedBytes = p.cache.cachedBytes()
+	st.CachedBytes = p.cache.cachedBytes() + p.groups.cachedBytes()
 	if !closed {
 		if free, total, err := p.b.MemInfo(); err == nil {
 			st.Device = &DeviceStats{Backend: p.b.Name(), Free: free, Total: total}
@@ -308,6 +309,7 @@ func (p *Pool) Close() error {
 	}
 	p.slabs, p.live, p.slabLen = nil, nil, nil
 	p.cache.reset()
+	p.groups.reset()
 	for bb := range p.classes {
 		p.classes[bb] = newSizeClass(bb)
 	}
