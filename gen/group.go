@@ -20,6 +20,9 @@ type groupModel struct {
 	// shadow: the package declares "state", so the runtime is imported
 	// under another name.
 	shadow bool
+	// key is the model of the first member that shares a prefix, whose
+	// key field types AdoptPrefix's keys; nil when no member shares.
+	key *model
 }
 
 // What every member allows, so the group allows it (docs/GUIDE.md,
@@ -38,6 +41,21 @@ func (m *groupModel) branch() bool   { return m.all(branch) }
 func (m *groupModel) merge() bool    { return m.all(merge) }
 func (m *groupModel) rollback() bool { return m.all(rollback) }
 
+// shared reports whether a member shares a prefix: NewGStateShared and
+// AdoptPrefix.
+func (m *groupModel) shared() bool { return m.sharedIndex() >= 0 }
+
+// sharedIndex is the index of the first member that shares a prefix, -1
+// when none: the member whose block boundaries register the others.
+func (m *groupModel) sharedIndex() int {
+	for i, c := range m.members {
+		if shared(c) {
+			return i
+		}
+	}
+	return -1
+}
+
 func (m *groupModel) names() contract.Names { return contract.GeneratedNames(m.g.Type) }
 
 // Helper and field names of a group's file: with a leading underscore, so
@@ -53,7 +71,11 @@ func groupMemberIndex(i int) jen.Code { return jen.Lit(i) }
 func GroupNames(g *contract.Group, members []*contract.Contract) []string {
 	m := &groupModel{g: g, members: members}
 	n := m.names()
-	out := []string{n.Ctor, n.Head}
+	out := []string{n.Ctor}
+	if m.shared() {
+		out = append(out, n.SharedCtor)
+	}
+	out = append(out, n.Head)
 	if m.snapshot() {
 		out = append(out, n.Snapshot)
 	}
@@ -72,7 +94,7 @@ func groupMembers(g *contract.Group, members []*contract.Contract) map[string][]
 		snap = append(snap, mem.Name, memberField(mem.Name))
 	}
 	head = append(head, groupField())
-	for op, ok := range map[string]bool{"Snapshot": m.snapshot(), "Branch": m.branch(), "Merge": m.merge(), "Rollback": m.rollback()} {
+	for op, ok := range map[string]bool{"Snapshot": m.snapshot(), "Branch": m.branch(), "Merge": m.merge(), "Rollback": m.rollback(), "AdoptPrefix": m.shared()} {
 		if ok {
 			head = append(head, op)
 		}
@@ -93,6 +115,13 @@ func (p *Package) groupModel(g *contract.Group) (*groupModel, error) {
 			return nil, fmt.Errorf("%s: member %s of group %s: state type %s not found", p.Path, mem.Name, g.Type, mem.Type)
 		}
 		m.members = append(m.members, c)
+	}
+	if i := m.sharedIndex(); i >= 0 {
+		km, err := p.model(m.members[i])
+		if err != nil {
+			return nil, err
+		}
+		m.key = km
 	}
 	return m, nil
 }
@@ -121,7 +150,11 @@ func renderGroup(m *groupModel) ([]byte, error) {
 
 // decls are the group's functions and methods, in file order.
 func (m *groupModel) decls() []jen.Code {
-	out := []jen.Code{m.ctorCode(), m.wrapCode()}
+	out := []jen.Code{m.ctorCode()}
+	if m.shared() {
+		out = append(out, m.sharedCtorCode())
+	}
+	out = append(out, m.wrapCode())
 	out = append(out, m.accessors()...)
 	if m.snapshot() {
 		out = append(out, m.snapshotCode())
@@ -134,6 +167,9 @@ func (m *groupModel) decls() []jen.Code {
 	}
 	if m.rollback() {
 		out = append(out, m.rollbackCode())
+	}
+	if m.shared() {
+		out = append(out, m.adoptCode())
 	}
 	out = append(out, m.statsCode(), m.releaseCode())
 	if m.snapshot() {
@@ -210,6 +246,39 @@ func (m *groupModel) ctorCode() jen.Code {
 		jen.Id("p").Op("*").Qual(statePkg, "Pool"),
 		jen.Id("owner").Qual(statePkg, "Owner"),
 	).Params(jen.Op("*").Id(n.Head), jen.Error()).Block(m.wrapped(jen.Qual(statePkg, "NewGroup").Call(args...))...)
+}
+
+func (m *groupModel) sharedCtorCode() jen.Code {
+	n := m.names()
+	args := append([]jen.Code{jen.Id("p"), jen.Id("owner"), jen.Id("domain")}, m.layouts()...)
+	mem := m.g.Members[m.sharedIndex()].Name
+	return doc([]string{
+		fmt.Sprintf("%s creates a %s group in pool p, owned by owner (a %s), in the sharing domain domain: every member, or none. Whenever an Append of %s ends at a block boundary, the group registers the state of every member as it is then (copy-on-write, as a snapshot holds it), so that a later group of the domain adopts it with AdoptPrefix instead of computing it again. Write the other members for a token before appending its %s row. The registered states are optional retention: the pool evicts them under memory pressure.", n.SharedCtor, m.g.Type, m.g.Owner, mem, mem),
+		releaseDuty("group"),
+	}, "acquire").Func().Id(n.SharedCtor).Params(
+		jen.Id("p").Op("*").Qual(statePkg, "Pool"),
+		jen.Id("owner").Qual(statePkg, "Owner"),
+		jen.Id("domain").Qual(statePkg, "Domain"),
+	).Params(jen.Op("*").Id(n.Head), jen.Error()).Block(m.wrapped(jen.Qual(statePkg, "NewSharedGroup").Call(args...))...)
+}
+
+// adoptCode renders the group's AdoptPrefix, whose keys are a slice of the
+// shared member's key field's element type.
+func (m *groupModel) adoptCode() jen.Code {
+	c := m.members[m.sharedIndex()]
+	mem := m.g.Members[m.sharedIndex()].Name
+	var elem jen.Code = jen.Int64() // not reached: a share line names a field
+	for _, f := range m.key.fields {
+		if f.Name == c.ShareKey {
+			elem = m.key.typeCode(f.elem)
+		}
+	}
+	return doc([]string{
+		fmt.Sprintf("AdoptPrefix gives an empty group the states every member had at the longest prefix of keys (the %s values of %s) that a group of its domain registered, each member as a new version, and returns the rows of %s adopted: a multiple of %s. The caller then computes only the rest, from keys[rows:]. Every member moves, or none; a group whose %s has rows answers state.ErrRange, and one made by %s adopts nothing.",
+			c.ShareKey, mem, mem, blockRowsPhrase(c), mem, m.names().Ctor),
+	}, "appends").Func().Params(m.recv()).Id("AdoptPrefix").Params(jen.Id("keys").Index().Add(elem)).Params(jen.Int(), jen.Error()).Block(
+		jen.Return(m.gcall("AdoptPrefix", jen.Qual(statePkg, "Bytes").Call(jen.Id("keys")))),
+	)
 }
 
 // wrapped assigns a *state.Group to g and returns it wrapped, or the error.

@@ -22,7 +22,8 @@ func TestGroupAPI(t *testing.T) {
 		want      bool
 	}{
 		{"Decoder", "//state:acquire\nfunc NewDecoderState(p *state.Pool, owner state.Owner) (*DecoderState, error)", true},
-		{"Decoder", "NewDecoderStateShared", false}, // group prefix sharing is not generated
+		{"Decoder", "//state:acquire\nfunc NewDecoderStateShared(p *state.Pool, owner state.Owner, domain state.Domain) (*DecoderState, error)", true},
+		{"Decoder", "//state:appends\nfunc (g *DecoderState) AdoptPrefix(keys []Token) (int, error)", true},
 		{"Decoder", "//state:view\nfunc (g *DecoderState) KV() *KVCacheState", true},
 		{"Decoder", "//state:view\nfunc (g *DecoderState) Rec() *RecurrentState", true},
 		{"Decoder", "//state:acquire\nfunc (g *DecoderState) Snapshot() (*DecoderSnapshot, error)", true},
@@ -34,7 +35,7 @@ func TestGroupAPI(t *testing.T) {
 		{"Decoder", "//state:snapshot\ntype DecoderSnapshot struct", true},
 		{"Decoder", "//state:view\nfunc (v *DecoderSnapshot) KV() *KVCacheSnapshot", true},
 		{"Decoder", "//state:release\nfunc (v *DecoderSnapshot) Release() error", true},
-		{"Decoder", "func (g *DecoderState) AdoptPrefix(", false}, // group prefix sharing is not generated
+		{"Traced", "AdoptPrefix", false},
 		{"Traced", "func NewTracedState(", true},
 		{"Traced", "NewTracedStateShared", false},
 		{"Traced", "func (g *TracedState) Branch(", false},
