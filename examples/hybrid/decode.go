@@ -47,10 +47,13 @@ func feed(kn *kernel, s *decoder.DecoderState, token int32) (_ [vocab]float32, e
 	if err != nil {
 		return [vocab]float32{}, err
 	}
-	if err := kv.Append(row); err != nil {
+	// The recurrent state first: an append that fills a KV block registers
+	// every member's state as it is then, for sessions that share the
+	// prefix (NewDecoderStateShared).
+	if err := advance(rec, h.H); err != nil {
 		return [vocab]float32{}, err
 	}
-	return logits, advance(rec, h.H)
+	return logits, kv.Append(row)
 }
 
 // advance stores the recurrent layers' new state h, written whole with

@@ -5,7 +5,10 @@
 // the group, Merge on accept, group Rollback on reject) and checks them
 // against plain greedy decoding computed without gpustate, then runs beam
 // search over branches of the group and checks it against beam search
-// over full copies. It prints what it did and the pool's bytes.
+// over full copies. Sessions of one tenant then adopt a system prompt's
+// KV rows together with the recurrent state at that prefix (AdoptPrefix on
+// the group), compared with the same sessions without sharing. It prints
+// what it did and the pool's bytes.
 //
 // It runs on the CUDA backend where a GPU is present and on the host
 // backend elsewhere; GPUSTATE_BACKEND=host|cuda forces one. On the host
@@ -34,6 +37,9 @@ func main() {
 	flag.IntVar(&cfg.drafts, "drafts", 4, "draft `tokens` per speculative round")
 	flag.IntVar(&cfg.beams, "beams", 4, "beam search `width`")
 	flag.IntVar(&cfg.steps, "steps", 8, "beam search `steps`")
+	flag.IntVar(&cfg.sessions, "sessions", 8, "`sessions` of one tenant that share a system prompt")
+	flag.IntVar(&cfg.system, "system", 64, "system prompt `tokens` the sessions share")
+	flag.IntVar(&cfg.private, "private", 12, "private `tokens` of each session after the system prompt")
 	flag.Parse()
 	if err := run(os.Stdout, cfg); err != nil {
 		fmt.Fprintln(os.Stderr, "hybrid:", err)
@@ -44,6 +50,7 @@ func main() {
 // config sizes the run.
 type config struct {
 	prompt, generate, drafts, beams, steps int
+	sessions, system, private              int
 }
 
 func (c config) check() error {
@@ -52,6 +59,8 @@ func (c config) check() error {
 		return fmt.Errorf("need -prompt, -tokens, -drafts, -beams and -steps of at least 1, and -beams of at most %d", vocab)
 	case c.prompt+c.generate+c.drafts > decoder.MaxTokens || c.prompt+c.steps > decoder.MaxTokens:
 		return fmt.Errorf("the prompt and what is generated must fit the cache's %d tokens", decoder.MaxTokens)
+	case c.sessions < 1 || c.system < 0 || c.private < 0 || c.system+c.private < 1 || c.system+c.private > decoder.MaxTokens:
+		return fmt.Errorf("need -sessions of at least 1, and a system prompt and private tokens of at least 1 token that fit the cache's %d", decoder.MaxTokens)
 	}
 	return nil
 }
@@ -107,6 +116,9 @@ func run(w io.Writer, cfg config) (err error) {
 		return err
 	}
 	if err := beamSearch(w, kn, p, s, logits, prompt, cfg); err != nil {
+		return err
+	}
+	if err := sharing(w, b, kn, cfg); err != nil {
 		return err
 	}
 	st := p.Stats()

@@ -85,7 +85,7 @@ func TestKernelMatchesHost(t *testing.T) {
 func TestRun(t *testing.T) {
 	t.Setenv("GPUSTATE_BACKEND", "host")
 	var out bytes.Buffer
-	if err := run(&out, config{prompt: 16, generate: 24, drafts: 3, beams: 3, steps: 5}); err != nil {
+	if err := run(&out, config{prompt: 16, generate: 24, drafts: 3, beams: 3, steps: 5, sessions: 3, system: 40, private: 8}); err != nil {
 		t.Fatalf("run: %v\n%s", err, out.String())
 	}
 	for _, want := range []string{
@@ -94,6 +94,11 @@ func TestRun(t *testing.T) {
 		"speculative decoding: 24 tokens in",
 		"output identical to greedy decoding without gpustate",
 		"beam search: 3 beams x 5 steps over group branches, identical to beam search over full copies",
+		// Blocks of 16 rows: a session after the first adopts the system
+		// prompt's 2 full blocks, 32 of its 48 rows, and computes 16.
+		"prefix sharing: 3 sessions of tenant-a, each a 40-token system prompt and 8 tokens of its own",
+		"prefill: 80 rows computed, 64 adopted with the recurrent state at their prefix",
+		"every session's scores equal those computed without gpustate",
 		"before the session is released, the pool holds 2 live handles: its 2 members",
 	} {
 		if !strings.Contains(out.String(), want) {

@@ -22,11 +22,15 @@ const (
 )
 
 // KVCache is the attention layers' cache, one row per token: the keys and
-// values of every attention layer, and the token.
+// values of every attention layer, and the token. Sessions of one tenant
+// share the rows of a common prefix, such as a system prompt: full blocks
+// are matched by their Token values and those of every block before them,
+// and the group restores the recurrent state at the same prefix.
 //
 //state:contract purpose="attention KV cache of one session"
 //state:growth append bound=MaxTokens
 //state:owner session
+//state:share prefix key=Token
 //state:branch isolated merge=fastforward
 //state:rollback descendants=invalidate
 //state:cleanup on=session-end

@@ -33,6 +33,27 @@ func NewDecoderState(p *state.Pool, owner state.Owner) (*DecoderState, error) {
 	return _Decoder_wrap(g), nil
 }
 
+// NewDecoderStateShared creates a Decoder group in pool p, owned by owner (a
+// session), in the sharing domain domain: every member, or none. Whenever an
+// Append of KV ends at a block boundary, the group registers the state of
+// every member as it is then (copy-on-write, as a snapshot holds it), so that
+// a later group of the domain adopts it with AdoptPrefix instead of computing
+// it again. Write the other members for a token before appending its KV row.
+// The registered states are optional retention: the pool evicts them under
+// memory pressure.
+//
+// The caller must Release the group on every path (statevet's stcleanup checks
+// it).
+//
+//state:acquire
+func NewDecoderStateShared(p *state.Pool, owner state.Owner, domain state.Domain) (*DecoderState, error) {
+	g, err := state.NewSharedGroup(p, owner, domain, &_KVCache_layout, &_Recurrent_layout)
+	if err != nil {
+		return nil, err
+	}
+	return _Decoder_wrap(g), nil
+}
+
 // _Decoder_wrap gives the group g and its member heads their types.
 func _Decoder_wrap(g *state.Group) *DecoderState {
 	return &DecoderState{
@@ -126,6 +147,19 @@ func (g *DecoderState) Rollback(to *DecoderSnapshot) error {
 		cut = to._cut
 	}
 	return g._group.Rollback(cut)
+}
+
+// AdoptPrefix gives an empty group the states every member had at the longest
+// prefix of keys (the Token values of KV) that a group of its domain
+// registered, each member as a new version, and returns the rows of KV
+// adopted: a multiple of the rows of a block (the runtime's choice, as the
+// contract has no block line). The caller then computes only the rest, from
+// keys[rows:]. Every member moves, or none; a group whose KV has rows answers
+// state.ErrRange, and one made by NewDecoderState adopts nothing.
+//
+//state:appends
+func (g *DecoderState) AdoptPrefix(keys []int32) (int, error) {
+	return g._group.AdoptPrefix(state.Bytes(keys))
 }
 
 // Stats reports the members' logical and physical bytes, summed; each member's

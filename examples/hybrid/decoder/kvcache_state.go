@@ -19,6 +19,7 @@ var _KVCache_layout = state.Layout{
 	Growth:      state.Append,
 	Bound:       256,
 	Descendants: state.Invalidate,
+	ShareKey:    "Token",
 }
 
 // KVCacheState is a live KVCache state: attention KV cache of one session.
@@ -28,7 +29,13 @@ var _KVCache_layout = state.Layout{
 //
 // One session owns each state: it alone writes and releases it, and blocks
 // that held its rows are zeroed before another owner gets them. The session
-// releases the state on session-end.
+// releases the state on session-end. Full blocks are shared across the owners
+// of one sharing domain, keyed by Token: a state made by NewKVCacheStateShared
+// registers each full block it appends under its Token values and those of
+// every block before it, and AdoptPrefix gives an empty state of the same
+// domain the longest chain of them that matches its keys, read only and stored
+// once. The empty domain shares with nobody, no block crosses domains, and
+// cached blocks no state holds are optional: evicted under memory pressure.
 //
 // Snapshots are immutable and cost O(1): no rows are copied, and a snapshot
 // stays readable after its state is released. Branches are isolated: a branch
@@ -59,6 +66,28 @@ func NewKVCacheState(p *state.Pool, owner state.Owner) (*KVCacheState, error) {
 	return &KVCacheState{h: h}, nil
 }
 
+// NewKVCacheStateShared creates an empty KVCache state in pool p, owned by
+// owner (a session), in the sharing domain domain. Each full block the state
+// appends is registered under its Token values and those of every block before
+// it, so that a later state of the same domain takes it with AdoptPrefix
+// instead of computing and storing its rows again. Blocks are shared only
+// between the states of one non-empty domain (a tenant, a model, an adapter);
+// the empty domain shares with nobody, and its states are those of
+// NewKVCacheState. The owner alone writes the state; shared blocks are read
+// only, by every holder.
+//
+// The caller must Release the state on every path (statevet's stcleanup checks
+// it).
+//
+//state:acquire
+func NewKVCacheStateShared(p *state.Pool, owner state.Owner, domain state.Domain) (*KVCacheState, error) {
+	h, err := p.NewSharedHead(&_KVCache_layout, owner, domain)
+	if err != nil {
+		return nil, err
+	}
+	return &KVCacheState{h: h}, nil
+}
+
 // Append appends the rows of a batch: len(rows.Keys)/32 rows, and every field
 // must hold the same number of whole rows, else state.ErrShape. Append returns
 // state.ErrBound once the state holds 256 rows, and appends nothing when the
@@ -71,6 +100,23 @@ func (s *KVCacheState) Append(rows KVCache) error {
 		state.Bytes(rows.Values),
 		state.Bytes(rows.Token),
 	})
+}
+
+// AdoptPrefix gives an empty state, in a new version, the longest chain of
+// cached blocks of its domain whose Token values are the first values of keys,
+// and returns the rows it adopted: a multiple of the rows of a block (the
+// runtime's choice, as the contract has no block line), at most len(keys) and
+// the bound of 256. The caller then computes and appends only the rest, the
+// rows of keys[rows:].
+//
+// The adopted rows are read only and stored once, whatever the number of
+// states that hold them; the state's own appends go to blocks of its own after
+// them. A state that is not empty answers state.ErrRange; one made by
+// NewKVCacheState, or in the empty domain, adopts nothing and returns 0.
+//
+//state:appends
+func (s *KVCacheState) AdoptPrefix(keys []int32) (int, error) {
+	return s.h.AdoptPrefix(state.Bytes(keys))
 }
 
 // Read copies rows [from, to) of the state to the host, in a new KVCache. It
