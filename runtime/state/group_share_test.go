@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -164,5 +167,99 @@ func TestGroupPrefixEviction(t *testing.T) {
 	defer h.Release()
 	if st := p.Stats(); st.EvictedBytes == 0 || st.CachedBytes >= cached {
 		t.Fatalf("evicted %d bytes, cached %d of %d before", st.EvictedBytes, st.CachedBytes, cached)
+	}
+}
+
+// recAfter is the recurrent state feedTok leaves after tokens, from zero.
+func recAfter(tokens []uint32) []byte {
+	h := make([]byte, 4*8)
+	for _, tok := range tokens {
+		for i := range h {
+			h[i] = h[i]*31 + byte(tok) + byte(i)
+		}
+	}
+	return h
+}
+
+// TestGroupPrefixModel runs sessions whose prompts share prefixes at
+// random against a reference that knows every prefix registered: each
+// adoption takes the longest registered whole-block prefix, restores both
+// members to their state there, and the session then reads as if it had
+// computed every row; ForgetPrefixes forgets.
+func TestGroupPrefixModel(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 9))
+	p := newPool(t, PoolOptions{})
+	bases := make([][]uint32, 3)
+	for i := range bases {
+		for range 80 {
+			bases[i] = append(bases[i], uint32(rng.IntN(4)))
+		}
+	}
+	registered := map[string]bool{}
+	var live []*Group
+	for step := range groupModelSteps(t, 60) {
+		switch rng.IntN(8) {
+		case 0:
+			p.ForgetPrefixes("tenant")
+			clear(registered)
+			continue
+		case 1, 2:
+			if len(live) > 0 {
+				i := rng.IntN(len(live))
+				check(t, live[i].Release())
+				live = slices.Delete(live, i, i+1)
+			}
+			continue
+		}
+		base := bases[rng.IntN(len(bases))]
+		prompt := slices.Clone(base[:1+rng.IntN(len(base))])
+		if rng.IntN(3) == 0 {
+			prompt[rng.IntN(len(prompt))] = 7 // leaves the base somewhere
+		}
+		if len(live) > 16 {
+			check(t, live[0].Release())
+			live = live[1:]
+		}
+		g := must[*Group](t)(NewSharedGroup(p, Owner(fmt.Sprint("s", step)), "tenant", tokLayout, recLayout))
+		live = append(live, g)
+		want := 0
+		for n := 16; n <= len(prompt)-1; n += 16 {
+			if registered[string(keysOf(prompt[:n]))] {
+				want = n
+			}
+		}
+		n, err := g.AdoptPrefix(keysOf(prompt[:len(prompt)-1]))
+		if err != nil || n != want {
+			t.Fatalf("step %d: AdoptPrefix = %d, %v; the reference says %d", step, n, err, want)
+		}
+		if !bytes.Equal(readRec(t, g.Head(1)), recAfter(prompt[:n])) {
+			t.Fatalf("step %d: recurrent state after adopting %d rows", step, n)
+		}
+		h := recAfter(prompt[:n])
+		for i, tok := range prompt[n:] {
+			for j := range h {
+				h[j] = h[j]*31 + byte(tok) + byte(j)
+			}
+			check(t, g.Head(1).Write(0, [][]byte{slices.Clone(h)}))
+			check(t, g.Head(0).Append(tokRow(tok)))
+			if k := n + i + 1; k%16 == 0 {
+				registered[string(keysOf(prompt[:k]))] = true
+			}
+		}
+		got := readCols(t, g.Head(0), 2)
+		var wantKeys, wantVals []byte
+		for _, tok := range prompt {
+			r := tokRow(tok)
+			wantKeys, wantVals = append(wantKeys, r[0]...), append(wantVals, r[1]...)
+		}
+		if !bytes.Equal(got[0], wantKeys) || !bytes.Equal(got[1], wantVals) || !bytes.Equal(readRec(t, g.Head(1)), recAfter(prompt)) {
+			t.Fatalf("step %d: the session does not read as its prompt computed", step)
+		}
+	}
+	for _, g := range live {
+		check(t, g.Release())
+	}
+	if p.ForgetPrefixes("tenant"); p.Stats().CachedBytes != 0 {
+		t.Fatalf("%d cached bytes after forgetting the tenant", p.Stats().CachedBytes)
 	}
 }
