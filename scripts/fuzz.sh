@@ -19,5 +19,5 @@ if [ -d runtime/state ]; then
   GPUSTATE_MODEL_STEPS=$steps go test -count=1 -timeout=30m -run '^TestModel(At)?$' ./runtime/state
   # The sharing model's cache grows over a run, and each step checks it whole: a tenth as many.
   GPUSTATE_MODEL_STEPS=$((steps / 10)) go test -count=1 -timeout=30m -run '^TestShareModel$' ./runtime/state
-  GPUSTATE_MODEL_STEPS=$steps go test -count=1 -timeout=30m -run '^TestGroupModel$' ./runtime/state
+  GPUSTATE_MODEL_STEPS=$steps go test -count=1 -timeout=30m -run '^TestGroup(Prefix)?Model$' ./runtime/state
 fi

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"sync"
 	"testing"
 )
 
@@ -262,4 +263,52 @@ func TestGroupPrefixModel(t *testing.T) {
 	if p.ForgetPrefixes("tenant"); p.Stats().CachedBytes != 0 {
 		t.Fatalf("%d cached bytes after forgetting the tenant", p.Stats().CachedBytes)
 	}
+}
+
+// TestGroupPrefixConcurrent: sessions of one tenant adopt, feed and
+// release at once; each reads as its prompt computed, whatever it adopted.
+func TestGroupPrefixConcurrent(t *testing.T) {
+	p := newPool(t, PoolOptions{})
+	prompt := make([]uint32, 64)
+	for i := range prompt {
+		prompt[i] = uint32(i % 5)
+	}
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 8 {
+				g, err := NewSharedGroup(p, Owner(fmt.Sprint(w, "-", i)), "tenant", tokLayout, recLayout)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				n, err := g.AdoptPrefix(keysOf(prompt[:len(prompt)-1]))
+				if err == nil {
+					h := recAfter(prompt[:n])
+					for _, tok := range prompt[n:] {
+						for j := range h {
+							h[j] = h[j]*31 + byte(tok) + byte(j)
+						}
+						if err = g.Head(1).Write(0, [][]byte{slices.Clone(h)}); err == nil {
+							err = g.Head(0).Append(tokRow(tok))
+						}
+						if err != nil {
+							break
+						}
+					}
+				}
+				if err != nil {
+					t.Error(err)
+				} else if dst := [][]byte{make([]byte, 32)}; g.Head(1).Read(0, 4, dst) != nil || !bytes.Equal(dst[0], recAfter(prompt)) || g.Head(0).Len() != len(prompt) {
+					t.Errorf("session %d-%d after adopting %d rows does not read as its prompt", w, i, n)
+				}
+				if err := g.Release(); err != nil {
+					t.Error(err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }
