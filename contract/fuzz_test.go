@@ -23,6 +23,8 @@ func FuzzParsePackage(f *testing.F) {
 	f.Add("package p\n\ntype Tok uint32\n\n//state:contract\n//state:owner s\n//state:growth append bound=64\n//state:share prefix key=T\ntype S struct {\n\tT []Tok\n\tF []float32\n\tA [][2]int8\n\tW []int16 `state:\"width=2\"`\n\tB []bool\n}\n")
 	// Replay inputs of every kind.
 	f.Add("package p\n\nconst D = 2\n\ntype In struct {\n\tX []float32 `state:\"width=D\"`\n\tS []string\n}\n\ntype E struct{ In }\n\n//state:contract\n//state:owner s\n//state:growth mutable bound=4\n//state:checkpoint every=2 keep=2\n//state:replay input=In verify=hash\ntype T struct{ H []int32 }\n")
+	// Groups, sound and faulty.
+	f.Add("package p\n\n//state:contract\n//state:owner s\n//state:growth append bound=8\ntype A struct{ X []int32 }\n\n//state:group purpose=\"g\"\n//state:owner s\ntype G struct {\n\tA A\n\tB, C A\n\t*A\n\tD []A\n\tE G\n}\n\n//state:group\n//state:group x\n//state:owner\ntype H = G\n")
 	f.Fuzz(func(t *testing.T, src string) {
 		checkSource(t, src)
 	})

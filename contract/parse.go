@@ -17,7 +17,7 @@ const (
 
 // Verbs of the directive language.
 var (
-	typeVerbs = []string{"contract", "growth", "owner", "retention", "snapshot", "branch", "rollback", "checkpoint", "cleanup", "block", "share", "replay"}
+	typeVerbs = []string{"contract", "growth", "owner", "retention", "snapshot", "branch", "rollback", "checkpoint", "cleanup", "block", "share", "replay", "group"}
 	funcVerbs = []string{"acquire", "release", "takes", "mutates", "appends", "view", "writes"}
 	allVerbs  = append(append([]string{}, typeVerbs...), funcVerbs...)
 )
@@ -64,6 +64,7 @@ func ParsePackage(fset *token.FileSet, files []*ast.File, pkg *types.Package, in
 		}
 		p.file(f)
 	}
+	p.checkGroups()
 	sort.SliceStable(p.out.Diagnostics, func(i, j int) bool {
 		return p.out.Diagnostics[i].Pos < p.out.Diagnostics[j].Pos
 	})
@@ -78,6 +79,8 @@ type pkgParser struct {
 	// files are the package's files, where replay lines find their
 	// input types' tags.
 	files []*ast.File
+	// groups are the package's groups, checked once its contracts are known.
+	groups []*groupParse
 }
 
 func (p *pkgParser) report(analyzer, typ string, pos, end token.Pos, fixes []Fix, format string, args ...any) {

@@ -40,6 +40,12 @@ func (p *pkgParser) typeDoc(ts *ast.TypeSpec, doc *ast.CommentGroup) {
 			return
 		}
 	}
+	for _, d := range dirs {
+		if d.verb == "group" {
+			p.group(ts, obj, dirs, d, spaced, start)
+			return
+		}
+	}
 	p.snapshotType(ts, obj, dirs)
 }
 
@@ -184,6 +190,14 @@ var contractLines = map[string]func(*contractParse, *directive){
 	"block":      (*contractParse).block,
 	"share":      (*contractParse).share,
 	"replay":     (*contractParse).replay,
+	"group":      (*contractParse).groupInContract,
+}
+
+// groupInContract reports a //state:group line in a contract: a type is a
+// state type or a group of state types, not both.
+func (cp *contractParse) groupInContract(d *directive) {
+	cp.errorf(d.pos, d.end,
+		"//state:group on state type %s: a type is a state type or a group of state types, not both; remove the group line, or declare the group as its own struct type with one field per member", cp.name)
 }
 
 // accept reports what keeps d from being a line of the contract (a claim of

@@ -129,7 +129,7 @@ func NewPackage(dir string, fset *token.FileSet, files []*ast.File, pkg *types.P
 // FileName returns the name of the file generated for state type typ:
 // the type's name in lower case, then "_state.go".
 func FileName(typ string) string {
-	return strings.ToLower(typ) + "_state.go"
+	return contract.GeneratedNames(typ).File
 }
 
 // A File is one generated file.
@@ -139,7 +139,8 @@ type File struct {
 	Content []byte // gofmt'd Go source
 }
 
-// Generate renders the file of every contract in p, in source order. It
+// Generate renders the file of every contract in p, in source order, then
+// the file of every group. It
 // fails, and renders nothing, when p has contract diagnostics: a contract
 // with a mistake in it says nothing reliable about the API to generate.
 func (p *Package) Generate() ([]File, error) {
@@ -170,7 +171,11 @@ func (p *Package) Generate() ([]File, error) {
 		}
 		out = append(out, File{Name: name, Type: c.Type, Content: src})
 	}
-	return out, nil
+	groups, err := p.generateGroups(seen)
+	if err != nil {
+		return nil, err
+	}
+	return append(out, groups...), nil
 }
 
 // FileFor returns the base name of the file generated for contract c:

@@ -23,11 +23,12 @@ func gatherName(typ string) string { return "_" + typ + "_readRows" }
 // Types returns the types generated for contract c: TState first, then
 // TSnapshot (with an immutable snapshot) and TSpans.
 func Types(c *contract.Contract) []string {
-	out := []string{c.Type + "State"}
+	n := contract.GeneratedNames(c.Type)
+	out := []string{n.Head}
 	if snapshot(c) {
-		out = append(out, c.Type+"Snapshot")
+		out = append(out, n.Snapshot)
 	}
-	return append(out, c.Type+"Spans")
+	return append(out, n.Spans)
 }
 
 // Names returns every package-level name the file generated for c
@@ -58,8 +59,9 @@ type Clash struct {
 // members returns, for each type generated for c, the names its methods
 // and fields take.
 func members(c *contract.Contract) map[string][]string {
-	head, snap := c.Type+"State", c.Type+"Snapshot"
-	out := map[string][]string{head: {"h"}, c.Type + "Spans": nil}
+	n := contract.GeneratedNames(c.Type)
+	head, snap := n.Head, n.Snapshot
+	out := map[string][]string{head: {"h"}, n.Spans: nil}
 	if snapshot(c) {
 		out[snap] = []string{"snap"}
 	}
@@ -72,7 +74,7 @@ func members(c *contract.Contract) map[string][]string {
 		}
 	}
 	for _, f := range c.Fields {
-		out[c.Type+"Spans"] = append(out[c.Type+"Spans"], f.Name)
+		out[n.Spans] = append(out[n.Spans], f.Name)
 	}
 	return out
 }
@@ -96,10 +98,26 @@ func (p *Package) Clashes() []Clash {
 			}
 		}
 	}
+	for _, g := range p.Contracts.Groups {
+		var members []*contract.Contract
+		for _, mem := range g.Members {
+			members = append(members, p.Contracts.Contract(mem.Type))
+		}
+		for _, n := range GroupNames(g, members) {
+			names[n] = g.Type
+		}
+		for typ, ms := range groupMembers(g, members) {
+			owner[typ] = g.Type
+			methods[typ] = make(map[string]bool)
+			for _, m := range ms {
+				methods[typ][m] = true
+			}
+		}
+	}
 	var out []Clash
 	clash := func(id *ast.Ident, typ, what string) {
 		out = append(out, Clash{Pos: id.Pos(), Type: typ, Message: fmt.Sprintf(
-			"%s is declared here, and stategen generates %s for state type %s; rename it", what, what, typ)})
+			"%s is declared here, and stategen generates %s for %s; rename it", what, what, p.kindOf(typ))})
 	}
 	for _, f := range p.files {
 		if isGeneratedFile(f) {
@@ -120,6 +138,16 @@ func (p *Package) Clashes() []Clash {
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Pos < out[j].Pos })
 	return out
+}
+
+// kindOf names a type stategen generates for: "state type T" or "group G".
+func (p *Package) kindOf(typ string) string {
+	for _, g := range p.Contracts.Groups {
+		if g.Type == typ {
+			return "group " + typ
+		}
+	}
+	return "state type " + typ
 }
 
 // declared returns the package-level names declaration d declares.

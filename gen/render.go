@@ -4,10 +4,8 @@ import (
 	"bytes"
 	"fmt"
 	"go/format"
-	"go/token"
 	"go/types"
 	"strings"
-	"unicode"
 
 	"github.com/dave/jennifer/jen"
 
@@ -35,9 +33,9 @@ type column struct {
 
 // Names of what is generated for the type.
 func (m *model) typ() string     { return m.c.Type }
-func (m *model) head() string    { return m.c.Type + "State" }
-func (m *model) snap() string    { return m.c.Type + "Snapshot" }
-func (m *model) spans() string   { return m.c.Type + "Spans" }
+func (m *model) head() string    { return contract.GeneratedNames(m.c.Type).Head }
+func (m *model) snap() string    { return contract.GeneratedNames(m.c.Type).Snapshot }
+func (m *model) spans() string   { return contract.GeneratedNames(m.c.Type).Spans }
 func (m *model) layout() string  { return layoutName(m.c.Type) }
 func (m *model) read() string    { return readName(m.c.Type) }
 func (m *model) toSpans() string { return spansName(m.c.Type) }
@@ -46,16 +44,11 @@ func (m *model) ctor() string { return ctorName(m.c.Type) }
 
 // sharedCtorName names the constructor of a state that shares its prefix:
 // NewTStateShared, or newTStateShared for an unexported T.
-func sharedCtorName(typ string) string { return ctorName(typ) + "Shared" }
+func sharedCtorName(typ string) string { return contract.GeneratedNames(typ).SharedCtor }
 
 // ctorName names the constructor: NewTState, or newTState for an
 // unexported T.
-func ctorName(typ string) string {
-	if token.IsExported(typ) {
-		return "New" + typ + "State"
-	}
-	return "new" + upperFirst(typ) + "State"
-}
+func ctorName(typ string) string { return contract.GeneratedNames(typ).Ctor }
 
 // What the contract allows.
 func (m *model) mutable() bool  { return mutable(m.c) }
@@ -567,13 +560,4 @@ func (m *model) objCode(obj *types.TypeName, args *types.TypeList) jen.Code {
 		s = s.Types(codes...)
 	}
 	return s
-}
-
-// upperFirst upper-cases the first letter of s.
-func upperFirst(s string) string {
-	r := []rune(s)
-	if len(r) > 0 {
-		r[0] = unicode.ToUpper(r[0])
-	}
-	return string(r)
 }

@@ -120,10 +120,17 @@ generated examples/replay
 silent ./examples/replay/...
 runs examples/replay
 
+# examples/hybrid: a group (KV cache and recurrent state) under speculative decoding and beam
+# search, checked against greedy decoding; a member rolled back alone is a finding.
+generated examples/hybrid
+silent ./examples/hybrid/...
+expect examples/hybrid/misuse
+runs examples/hybrid
+
 echo
 if [ "$fail" -ne 0 ]; then
   echo "demo: FAILED"
   exit 1
 fi
 echo "demo: ok (valid package clean, $contract_findings expected findings on the faulty package;" \
-  "kvcache, gridsim and replay generated, vetted and run; $misuse_findings expected findings on kvcache's misuse)"
+  "kvcache, gridsim, replay and hybrid generated, vetted and run; $misuse_findings expected findings on kvcache's misuse)"

@@ -21,4 +21,5 @@ if [ -d runtime/state ]; then
   GPUSTATE_MODEL_STEPS=$((steps / 10)) go test -count=1 -timeout=30m -run '^TestShareModel$' ./runtime/state
   # The replay model (Step, At and Rollback by replay): a tenth as many, each step runs a step function.
   GPUSTATE_MODEL_STEPS=$((steps / 10)) go test -count=1 -timeout=30m -run '^TestReplayModel$' ./runtime/state
+  GPUSTATE_MODEL_STEPS=$steps go test -count=1 -timeout=30m -run '^TestGroup(Prefix)?Model$' ./runtime/state
 fi

@@ -46,6 +46,7 @@ func run(pass *analysis.Pass) (any, error) {
 	for _, f := range res.Funcs {
 		checkFunc(pass, res, f)
 	}
+	checkCoupled(pass)
 	return nil, nil
 }
 

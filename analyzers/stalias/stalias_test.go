@@ -9,5 +9,5 @@ import (
 )
 
 func TestSnapshotWrites(t *testing.T) {
-	analysistest.Run(t, analysistest.TestData(), stalias.Analyzer, "a", "spans", "share", "ignore", "alias")
+	analysistest.Run(t, analysistest.TestData(), stalias.Analyzer, "a", "spans", "share", "ignore", "alias", "coupled")
 }

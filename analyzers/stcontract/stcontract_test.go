@@ -11,7 +11,7 @@ import (
 )
 
 func Test(t *testing.T) {
-	analysistest.Run(t, analysistest.TestData(), stcontract.Analyzer, "valid", "bad", "edge", "funcs", "onefault", "ignore", "window", "share", "replay")
+	analysistest.Run(t, analysistest.TestData(), stcontract.Analyzer, "valid", "bad", "edge", "funcs", "onefault", "ignore", "window", "share", "replay", "groups")
 }
 
 func TestFixes(t *testing.T) {

@@ -221,6 +221,7 @@ func (p *Pool) victims(r Retention) ([]evictable, []Victim) {
 	p.mu.Unlock()
 	if r == Optional {
 		live = append(live, p.cache.victims(p)...)
+		live = append(live, p.groups.victims(p)...)
 	}
 	var hs []evictable
 	var vs []Victim

@@ -23,16 +23,17 @@ type Head struct {
 	pos      position // written with lin.mu held too
 	owned    bool     // pos is the tip of a segment only this head writes
 	released bool
-	evicted  bool           // its blocks were taken under memory pressure
-	lastUse  atomic.Uint64  // the pool's use clock at its last call
-	logical  int64          // this head's share of the pool's LogicalBytes
-	hist     *history       // checkpoints and deltas, with a checkpoint policy
-	scratch  []*block       // reused by writes for the blocks they take
-	countBuf []int          // reused by writes for their blocks per column
-	tables   []*BlockTable  // live block tables, kept current by writes
-	streams  streamSet      // streams recorded by RecordStream
-	inflight []device.Event // after the copies of AppendAsync calls not yet waited for
-	share    *sharing       // with a ShareKey: the head's place in its prefix table
+	evicted  bool                  // its blocks were taken under memory pressure
+	lastUse  atomic.Uint64         // the pool's use clock at its last call
+	logical  int64                 // this head's share of the pool's LogicalBytes
+	hist     *history              // checkpoints and deltas, with a checkpoint policy
+	scratch  []*block              // reused by writes for the blocks they take
+	countBuf []int                 // reused by writes for their blocks per column
+	tables   []*BlockTable         // live block tables, kept current by writes
+	streams  streamSet             // streams recorded by RecordStream
+	inflight []device.Event        // after the copies of AppendAsync calls not yet waited for
+	share    *sharing              // with a ShareKey: the head's place in its prefix table
+	group    atomic.Pointer[Group] // the group that holds it as a member (group.go); nil when none
 }
 
 var headIDs atomic.Uint64
@@ -150,23 +151,32 @@ func (h *Head) open(op string, land, share bool) error {
 		return h.errorf(op, "%w", err)
 	}
 	h.mu.Lock()
-	if h.released {
+	if err := h.prepareLocked(op, land, share); err != nil {
 		h.end()
+		return err
+	}
+	return nil
+}
+
+// prepareLocked is open's work once h.mu is held (a group holds the
+// locks of all its members, then prepares each): it fails when h is
+// released or invalidated, rebuilds an evicted reconstructable head, and
+// with land waits for the copies of earlier AppendAsync calls, and with
+// share registers the blocks that rows a kernel wrote filled.
+func (h *Head) prepareLocked(op string, land, share bool) error {
+	if h.released {
 		return h.errorf(op, "%w", ErrReleased)
 	}
 	if h.invalid.Load() {
-		h.end()
 		return h.errorf(op, "%w", ErrInvalidated)
 	}
 	if h.evicted {
 		if err := h.rebuild(op); err != nil {
-			h.end()
 			return err
 		}
 	}
 	if land && len(h.inflight) > 0 {
 		if err := h.landLocked(); err != nil {
-			h.end()
 			return h.errorf(op, "rows appended on a stream: %w", err)
 		}
 	}
@@ -234,6 +244,9 @@ func (h *Head) Append(cols [][]byte) error {
 	h.record(from, from+n)
 	if h.share != nil {
 		h.shareAppended(from, cols[h.share.key])
+	}
+	if g := h.group.Load(); g != nil {
+		g.appended(h) // group prefix sharing (group_share.go)
 	}
 	return nil
 }
@@ -476,6 +489,11 @@ func (h *Head) Branch() (*Head, error) {
 		return nil, err
 	}
 	defer unlock()
+	return h.branchLocked()
+}
+
+// branchLocked is Branch with h's call begun.
+func (h *Head) branchLocked() (*Head, error) {
 	h.lin.mu.Lock()
 	defer h.lin.mu.Unlock()
 	if h.invalid.Load() {
@@ -502,6 +520,9 @@ func (h *Head) Branch() (*Head, error) {
 //
 //state:mutates
 func (h *Head) Merge(child *Head) error {
+	if err := h.uncoupled("Merge"); err != nil {
+		return err
+	}
 	if err := h.checkChild(child); err != nil {
 		return err
 	}
@@ -550,27 +571,14 @@ func (h *Head) Merge(child *Head) error {
 		}
 	}
 	h.lin.mu.Lock()
-	if h.invalid.Load() || child.invalid.Load() {
+	if err := h.mergeCheck(child); err != nil {
 		h.lin.mu.Unlock()
-		return h.errorf("Merge", "%w", ErrInvalidated)
-	}
-	if !isAncestor(h.pos, child.pos) {
-		h.lin.mu.Unlock()
-		return h.errorf("Merge", "head at version %d changed since the child at version %d left it: %w",
-			h.pos.v, child.pos.v, ErrDiverged)
+		return err
 	}
 	var freed []*block
-	h.r.release(&freed)
-	h.r = child.r.retain()
-	h.pos, h.owned = child.pos, false
-	if h.hist != nil && child.hist != nil {
-		h.hist.release(&freed)
-		h.hist = child.hist.clone()
-	}
+	h.mergeMove(child, &freed)
 	h.lin.mu.Unlock()
-	h.setLogical()
-	h.resyncShare()
-	h.pool.free(freed)
+	h.moved(freed)
 	return nil
 }
 
@@ -600,11 +608,11 @@ func (h *Head) Rollback(to *Snap) error {
 	if h == nil {
 		return errNil("Head", "Rollback")
 	}
-	if to == nil {
-		return h.errorf("Rollback", "nil snapshot: %w", ErrNotAncestor)
+	if err := h.uncoupled("Rollback"); err != nil {
+		return err
 	}
-	if to.owner != h.owner {
-		return h.errorf("Rollback", "snapshot of owner %q, head of owner %q: %w", to.owner, h.owner, ErrOwner)
+	if err := h.rollbackArg(to); err != nil {
+		return err
 	}
 	unlock, err := h.lock("Rollback")
 	if err != nil {
@@ -613,6 +621,32 @@ func (h *Head) Rollback(to *Snap) error {
 	defer unlock()
 	to.mu.RLock()
 	defer to.mu.RUnlock()
+	h.lin.mu.Lock()
+	if err := h.rollbackCheck(to); err != nil {
+		h.lin.mu.Unlock()
+		return err
+	}
+	var freed []*block
+	h.rollbackMove(to, &freed)
+	h.lin.mu.Unlock()
+	h.moved(freed)
+	return nil
+}
+
+// rollbackArg checks what Rollback can check of to without a lock.
+func (h *Head) rollbackArg(to *Snap) error {
+	if to == nil {
+		return h.errorf("Rollback", "nil snapshot: %w", ErrNotAncestor)
+	}
+	if to.owner != h.owner {
+		return h.errorf("Rollback", "snapshot of owner %q, head of owner %q: %w", to.owner, h.owner, ErrOwner)
+	}
+	return nil
+}
+
+// rollbackCheck checks that h can move back to to, changing nothing: h's
+// call is begun, to.mu read-held and h.lin.mu held.
+func (h *Head) rollbackCheck(to *Snap) error {
 	if to.released {
 		return h.errorf("Rollback", "snapshot: %w", ErrReleased)
 	}
@@ -625,30 +659,61 @@ func (h *Head) Rollback(to *Snap) error {
 	if to.lin != h.lin {
 		return h.errorf("Rollback", "snapshot of another lineage: %w", ErrNotAncestor)
 	}
-	h.lin.mu.Lock()
 	if h.invalid.Load() {
-		h.lin.mu.Unlock()
 		return h.errorf("Rollback", "%w", ErrInvalidated)
 	}
 	if !isAncestor(to.pos, h.pos) {
-		h.lin.mu.Unlock()
 		return h.errorf("Rollback", "version %d is not an ancestor of the head's version %d: %w", to.pos.v, h.pos.v, ErrNotAncestor)
 	}
+	return nil
+}
+
+// rollbackMove moves h back to to, which rollbackCheck accepted, under the
+// same locks, adding the blocks h gives up to freed; moved finishes.
+func (h *Head) rollbackMove(to *Snap, freed *[]*block) {
 	if h.l.Descendants == Invalidate {
 		h.lin.invalidate(h, to.pos)
 	}
-	var freed []*block
-	h.r.release(&freed)
+	h.r.release(freed)
 	h.r = to.r.retain()
 	h.pos, h.owned = to.pos, false
 	if h.hist != nil {
-		h.hist.rollback(to.pos, to.r, &freed)
+		h.hist.rollback(to.pos, to.r, freed)
 	}
-	h.lin.mu.Unlock()
+}
+
+// mergeCheck checks that h can fast-forward to child, changing nothing:
+// both calls are begun and h.lin.mu is held.
+func (h *Head) mergeCheck(child *Head) error {
+	if h.invalid.Load() || child.invalid.Load() {
+		return h.errorf("Merge", "%w", ErrInvalidated)
+	}
+	if !isAncestor(h.pos, child.pos) {
+		return h.errorf("Merge", "head at version %d changed since the child at version %d left it: %w",
+			h.pos.v, child.pos.v, ErrDiverged)
+	}
+	return nil
+}
+
+// mergeMove fast-forwards h to child, which mergeCheck accepted, under the
+// same locks, adding the blocks h gives up to freed; moved finishes.
+func (h *Head) mergeMove(child *Head, freed *[]*block) {
+	h.r.release(freed)
+	h.r = child.r.retain()
+	h.pos, h.owned = child.pos, false
+	if h.hist != nil && child.hist != nil {
+		h.hist.release(freed)
+		h.hist = child.hist.clone()
+	}
+}
+
+// moved finishes a rollback or merge once h.lin.mu is released: the
+// pool's accounting, the block tables, the prefix table, and the blocks
+// given up.
+func (h *Head) moved(freed []*block) {
 	h.setLogical()
 	h.resyncShare()
 	h.pool.free(freed)
-	return nil
 }
 
 // Release gives up h and the blocks only it holds. Releasing twice does
@@ -659,6 +724,15 @@ func (h *Head) Release() error {
 	if h == nil {
 		return errNil("Head", "Release")
 	}
+	if err := h.uncoupled("Release"); err != nil {
+		return err
+	}
+	return h.release()
+}
+
+// release is Release without the coupling check: a group releases its
+// members with it.
+func (h *Head) release() error {
 	h.pool.closeMu.RLock()
 	defer h.pool.closeMu.RUnlock()
 	h.mu.Lock()

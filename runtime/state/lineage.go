@@ -1,6 +1,9 @@
 package state
 
-import "sync"
+import (
+	"sync"
+	"sync/atomic"
+)
 
 // A lineage is a head created by Pool.NewHead together with every branch,
 // snapshot and merge that descends from it. Its versions form a tree; the
@@ -16,6 +19,7 @@ import "sync"
 // Memory therefore grows with the branches, merges and rollbacks on a line,
 // not with its writes.
 type lineage struct {
+	id    uint64 // orders the locks of lineages a group call holds at once (group.go)
 	mu    sync.Mutex
 	owner Owner
 	last  Version
@@ -42,8 +46,11 @@ type position struct {
 	v   Version
 }
 
+var lineageIDs atomic.Uint64
+
 func newLineage(owner Owner) *lineage {
 	return &lineage{
+		id:    lineageIDs.Add(1),
 		owner: owner,
 		heads: make(map[*Head]struct{}),
 		snaps: make(map[*Snap]struct{}),

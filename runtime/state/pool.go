@@ -178,7 +178,8 @@ type Pool struct {
 	history atomic.Int64 // bytes of delta blocks held by histories
 	calib   calibration
 
-	cache prefixCache // shared prefix blocks (NewSharedHead)
+	cache  prefixCache // shared prefix blocks (NewSharedHead)
+	groups groupCache  // registered group states (NewSharedGroup)
 
 	evictor      Evictor
 	pendingWait  time.Duration // PoolOptions.PendingWait, defaulted
@@ -289,7 +290,7 @@ func (p *Pool) Stats() PoolStats {
 	}
 	closed := p.closed
 	p.mu.Unlock()
-	st.CachedBytes = p.cache.cachedBytes()
+	st.CachedBytes = p.cache.cachedBytes() + p.groups.cachedBytes()
 	if !closed {
 		if free, total, err := p.b.MemInfo(); err == nil {
 			st.Device = &DeviceStats{Backend: p.b.Name(), Free: free, Total: total}
@@ -344,6 +345,7 @@ func (p *Pool) Close() error {
 	slabs := p.slabs
 	p.slabs, p.live, p.slabOf = nil, nil, nil
 	p.cache.reset()
+	p.groups.reset()
 	for bb := range p.classes {
 		p.classes[bb] = newSizeClass(bb)
 	}

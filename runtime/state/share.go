@@ -626,6 +626,7 @@ func (p *Pool) ForgetPrefixes(d Domain) int64 {
 		c.dropEmptyLocked(t)
 	}
 	c.mu.Unlock()
+	freed = append(freed, p.groups.forget(d)...) // registered group states (group_share.go)
 	p.free(freed)
 	return blockBytes(freed)
 }

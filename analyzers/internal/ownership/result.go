@@ -4,7 +4,6 @@ import (
 	"go/ast"
 	"go/types"
 	"slices"
-	"strings"
 
 	"golang.org/x/tools/go/analysis"
 	"golang.org/x/tools/go/analysis/passes/ctrlflow"
@@ -13,6 +12,7 @@ import (
 	"golang.org/x/tools/go/cfg"
 
 	"github.com/gpustate/gpustate/analyzers/directives"
+	"github.com/gpustate/gpustate/contract"
 )
 
 // Result is what the dataflow analyzers share about one package.
@@ -175,11 +175,16 @@ func (r *Result) Withheld(t types.Type) bool {
 	if invalid(obj) {
 		return true
 	}
-	for _, suffix := range []string{"State", "Snapshot"} {
-		if base, ok := strings.CutSuffix(obj.Name(), suffix); ok && base != "" {
-			if tn, ok := obj.Pkg().Scope().Lookup(base).(*types.TypeName); ok && invalid(tn) {
-				return true
-			}
+	// The state type is a declared prefix of the name, and the name is
+	// one of those contract.GeneratedNames gives it.
+	name, scope := obj.Name(), obj.Pkg().Scope()
+	for i := 1; i < len(name); i++ {
+		tn, ok := scope.Lookup(name[:i]).(*types.TypeName)
+		if !ok || !invalid(tn) {
+			continue
+		}
+		if n := contract.GeneratedNames(tn.Name()); n.Head == name || n.Snapshot == name {
+			return true
 		}
 	}
 	return false

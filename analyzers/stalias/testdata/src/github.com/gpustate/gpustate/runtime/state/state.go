@@ -50,3 +50,9 @@ func (h *Head) Spans(from, to int) ([][]device.Span, error) { return nil, nil }
 //
 //state:release
 func (h *Head) Release() error { return nil }
+
+// Group holds member heads that move together.
+type Group struct{ heads []*Head }
+
+// Head returns member i.
+func (g *Group) Head(i int) *Head { return g.heads[i] }

@@ -1,0 +1,41 @@
+package contract
+
+import (
+	"go/token"
+	"strings"
+	"unicode"
+)
+
+// Names are the package-level names, and the file, that stategen generates
+// for a state type or a group (docs/INTERNALS.md, "contract"). Every part of
+// the module that names generated code asks GeneratedNames, so the rule is
+// spelled once.
+type Names struct {
+	Head       string // TState: the live head (a group's handle: GState)
+	Snapshot   string // TSnapshot: the immutable snapshot (GSnapshot)
+	Spans      string // TSpans: the device location of rows (state types only)
+	Ctor       string // NewTState, or newTState for an unexported T
+	SharedCtor string // NewTStateShared, with a share line (or a member's)
+	File       string // t_state.go: the type's name in lower case
+}
+
+// GeneratedNames returns the names stategen generates for the state type
+// or group named typ.
+func GeneratedNames(typ string) Names {
+	ctor := "New" + typ + "State"
+	if !token.IsExported(typ) {
+		r := []rune(typ)
+		if len(r) > 0 {
+			r[0] = unicode.ToUpper(r[0])
+		}
+		ctor = "new" + string(r) + "State"
+	}
+	return Names{
+		Head:       typ + "State",
+		Snapshot:   typ + "Snapshot",
+		Spans:      typ + "Spans",
+		Ctor:       ctor,
+		SharedCtor: ctor + "Shared",
+		File:       strings.ToLower(typ) + "_state.go",
+	}
+}

@@ -1,0 +1,325 @@
+package state
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+)
+
+// Coupled state (docs/GUIDE.md, "Coupled state"): a Group holds heads of
+// one owner that move together, such as a hybrid decoder's KV cache and
+// recurrent state. Each member keeps its own layout and rules; the group
+// makes the calls that move heads atomic over all of them:
+//
+//   - Snapshot is a consistent cut: the group holds every member's lock
+//     while it takes the members' snapshots, so no member write falls
+//     between two of them.
+//   - Rollback and Merge check every member first (ancestry, owner,
+//     invalidation, eviction, divergence), with every member's lock and
+//     every lineage's lock held, and then move all members, or none.
+//   - NewGroup, Branch and Snapshot that fail part-way give back what they
+//     took. A failed group call changes nothing.
+//
+// A member head stays a head: its writes, reads, spans, snapshots and
+// branches are its own (a member's own snapshot or branch is an ordinary
+// uncoupled handle), and it counts as a live handle of the pool. Rollback,
+// Merge and Release on a member answer an error wrapping ErrCoupled and
+// change nothing: they are the group's.
+//
+// Lock order: the group's mu (two groups: by id), the pool's closeMu, the
+// members' mu (by head id), the rollback targets' mu, the lineages' mu (by
+// lineage id). Nothing else holds two lineage locks at once.
+type Group struct {
+	id    uint64
+	pool  *Pool
+	owner Owner
+	heads []*Head // the members, in declaration order
+	order []*Head // the members by id: the order of their locks
+	// shared is the index of the first member whose layout has a
+	// ShareKey, -1 when none; domain and layouts, set by NewSharedGroup,
+	// find the group's table of registered states (group_share.go).
+	shared  int
+	domain  Domain
+	layouts []*Layout
+
+	mu       sync.Mutex // serializes the group's calls
+	released bool
+}
+
+// GroupSnap is a consistent cut of a group: one snapshot per member, taken
+// while no member could be written.
+//
+//state:snapshot
+type GroupSnap struct {
+	group *Group // the group it was taken from (its lineages' identity)
+	snaps []*Snap
+}
+
+var groupIDs atomic.Uint64
+
+// uncoupled answers ErrCoupled when h is a member of a group: op moves or
+// releases h, which is the group's to do.
+func (h *Head) uncoupled(op string) error {
+	if h != nil && h.group.Load() != nil {
+		return h.errorf(op, "the head is a member of a group, which moves and releases its members together; call %s on the group: %w", op, ErrCoupled)
+	}
+	return nil
+}
+
+// NewGroup returns a group of new heads of owner, one per layout, in that
+// order: every member, or none. Members share no prefix: a layout with a
+// ShareKey gets a head made by NewHead, whose AdoptPrefix adopts nothing
+// (a member that adopted its rows alone would leave the others behind).
+//
+//state:acquire
+func NewGroup(p *Pool, owner Owner, layouts ...*Layout) (*Group, error) {
+	if p == nil {
+		return nil, fmt.Errorf("state: NewGroup: nil pool: %w", ErrReleased)
+	}
+	if len(layouts) < 2 {
+		return nil, fmt.Errorf("state: NewGroup: %d layouts; a group has at least two members: %w", len(layouts), ErrShape)
+	}
+	heads := make([]*Head, 0, len(layouts))
+	for _, l := range layouts {
+		h, err := p.NewHead(l, owner)
+		if err != nil {
+			for _, x := range heads {
+				x.release()
+			}
+			return nil, fmt.Errorf("state: NewGroup: member %d: %w", len(heads), err)
+		}
+		heads = append(heads, h)
+	}
+	return couple(p, owner, heads), nil
+}
+
+// couple makes a group of heads no group holds.
+func couple(p *Pool, owner Owner, heads []*Head) *Group {
+	g := &Group{id: groupIDs.Add(1), pool: p, owner: owner, heads: heads, order: byID(heads), shared: -1}
+	for i, h := range heads {
+		if h.l.ShareKey != "" {
+			g.shared = i
+			break
+		}
+	}
+	for _, h := range heads {
+		h.group.Store(g)
+	}
+	return g
+}
+
+// Len returns the number of members.
+func (g *Group) Len() int {
+	if g == nil {
+		return 0
+	}
+	return len(g.heads)
+}
+
+// Head returns member i, in the order the group was made with: the head
+// itself, coupled (its Rollback, Merge and Release answer ErrCoupled).
+// It returns nil for an i out of range.
+func (g *Group) Head(i int) *Head {
+	if g == nil || i < 0 || i >= len(g.heads) {
+		return nil
+	}
+	return g.heads[i]
+}
+
+// Owner returns the members' owner.
+func (g *Group) Owner() Owner { return g.owner }
+
+func (g *Group) errorf(op, format string, args ...any) error {
+	return fmt.Errorf("state: group.%s: "+format, append([]any{op}, args...)...)
+}
+
+// begin starts a group call: the mu of g and of child, if any, held (in
+// id order), the pool open, every head of heads (sorted by id, each once:
+// g.byID, or byID of several groups' heads) locked in that order and
+// prepared as a call of its own would be. A nil error is followed by end
+// with the same arguments.
+func (g *Group) begin(op string, heads []*Head, child *Group) error {
+	if g == nil {
+		return fmt.Errorf("state: group.%s: nil group: %w", op, ErrReleased)
+	}
+	first, second := g, child
+	if child != nil && child.id < g.id {
+		first, second = child, g
+	}
+	first.mu.Lock()
+	if second != nil && second != first {
+		second.mu.Lock()
+	}
+	if g.released || child != nil && child.released {
+		g.unlockGroups(child)
+		return g.errorf(op, "%w", ErrReleased)
+	}
+	if err := g.pool.enterCall(); err != nil {
+		g.unlockGroups(child)
+		return g.errorf(op, "%w", err)
+	}
+	for i, h := range heads {
+		h.mu.Lock()
+		if err := h.prepareLocked(op, true, true); err != nil {
+			g.end(heads[:i+1], child)
+			return err
+		}
+	}
+	return nil
+}
+
+// end ends a call begun by begin.
+func (g *Group) end(heads []*Head, child *Group) {
+	for i := len(heads) - 1; i >= 0; i-- {
+		heads[i].mu.Unlock()
+	}
+	g.pool.closeMu.RUnlock()
+	g.unlockGroups(child)
+}
+
+func (g *Group) unlockGroups(child *Group) {
+	if child != nil && child != g {
+		child.mu.Unlock()
+	}
+	g.mu.Unlock()
+}
+
+// byID returns heads sorted by id, each once: the order their locks are
+// taken in.
+func byID(heads []*Head) []*Head {
+	out := slices.Clone(heads)
+	slices.SortFunc(out, func(a, b *Head) int { return cmpID(a.id, b.id) })
+	return slices.Compact(out)
+}
+
+func cmpID(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// lockLineages locks the lineages of heads, each once, in id order, and
+// returns the function that unlocks them.
+func lockLineages(heads []*Head) func() {
+	var lins []*lineage
+	for _, h := range heads {
+		if !slices.Contains(lins, h.lin) {
+			lins = append(lins, h.lin)
+		}
+	}
+	slices.SortFunc(lins, func(a, b *lineage) int { return cmpID(a.id, b.id) })
+	for _, l := range lins {
+		l.mu.Lock()
+	}
+	return func() {
+		for _, l := range slices.Backward(lins) {
+			l.mu.Unlock()
+		}
+	}
+}
+
+// Snapshot returns a consistent cut of the members: one snapshot each,
+// taken while every member's lock is held, so that no member write falls
+// between them. A member that cannot be snapshotted (invalidated, evicted
+// for good) fails the call, and the snapshots already taken are released.
+//
+//state:acquire
+func (g *Group) Snapshot() (*GroupSnap, error) {
+	if g == nil {
+		return nil, g.begin("Snapshot", nil, nil)
+	}
+	if err := g.begin("Snapshot", g.order, nil); err != nil {
+		return nil, err
+	}
+	snaps := make([]*Snap, 0, len(g.heads))
+	for _, h := range g.heads {
+		s, err := h.snapshotLocked()
+		if err != nil {
+			g.end(g.order, nil) // the snapshots taken are released outside the call
+			for _, s := range snaps {
+				s.Release()
+			}
+			return nil, g.errorf("Snapshot", "member %s: %w", h.l.Type, err)
+		}
+		snaps = append(snaps, s)
+	}
+	g.end(g.order, nil)
+	return &GroupSnap{group: g, snaps: snaps}, nil
+}
+
+// Branch returns a new group whose members are branches of g's members,
+// taken as one consistent cut; the branches are coupled in the new group.
+// A failure part-way releases the branches already taken.
+//
+//state:acquire
+func (g *Group) Branch() (*Group, error) {
+	if g == nil {
+		return nil, g.begin("Branch", nil, nil)
+	}
+	if err := g.begin("Branch", g.order, nil); err != nil {
+		return nil, err
+	}
+	heads := make([]*Head, 0, len(g.heads))
+	for _, h := range g.heads {
+		c, err := h.branchLocked()
+		if err != nil {
+			g.end(g.order, nil) // the branches taken are released outside the call
+			for _, x := range heads {
+				x.release()
+			}
+			return nil, g.errorf("Branch", "member %s: %w", h.l.Type, err)
+		}
+		heads = append(heads, c)
+	}
+	g.end(g.order, nil)
+	b := couple(g.pool, g.owner, heads)
+	b.domain, b.layouts = g.domain, g.layouts // a branch registers in its parent's table
+	return b, nil
+}
+
+// Stats returns the members' logical and physical bytes, history bytes
+// and checkpoints, summed; Version and Rows, which do not add up across
+// members, are left zero (each member's Stats has its own).
+func (g *Group) Stats() Stats {
+	var st Stats
+	if g == nil {
+		return st
+	}
+	for _, h := range g.heads {
+		m := h.Stats()
+		st.LogicalBytes += m.LogicalBytes
+		st.PhysicalBytes += m.PhysicalBytes
+		st.HistoryBytes += m.HistoryBytes
+		st.Checkpoints += m.Checkpoints
+	}
+	return st
+}
+
+// Release releases every member. Releasing twice does nothing; every other
+// call on a released group returns ErrReleased. Snapshots taken from the
+// group or its members stay readable.
+//
+//state:release
+func (g *Group) Release() error {
+	if g == nil {
+		return nil
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.released {
+		return nil
+	}
+	g.released = true
+	var errs []error
+	for _, h := range g.heads {
+		h.group.Store(nil)
+		errs = append(errs, h.release())
+	}
+	return errors.Join(errs...)
+}
