@@ -10,6 +10,7 @@ type Package struct {
 	Contracts   []*Contract     // state types, in source order
 	Snapshots   []*SnapshotType // types whose doc holds //state:snapshot
 	Funcs       []*Func         // funcs and methods with function directives
+	Externs     []*Extern       // //state:extern lines, in source order
 	Diagnostics []Diagnostic    // every problem, in position order
 }
 

@@ -115,6 +115,7 @@ func (p *pkgParser) file(f *ast.File) {
 					handled[doc] = true
 					p.typeDoc(ts, doc)
 				}
+				p.ifaceMethods(ts, handled)
 			}
 		case *ast.FuncDecl:
 			if decl.Doc != nil && decl.Name != nil {
@@ -132,11 +133,15 @@ func (p *pkgParser) file(f *ast.File) {
 				continue
 			}
 			if d, ok := parseDirective(c); ok {
+				if d.verb == externVerb {
+					p.extern(d)
+					continue
+				}
 				p.errorf("", d.pos, d.end,
 					"//state:%s is not in the doc comment of a type or func; move it to the line directly above the declaration it describes", d.verb)
 				continue
 			}
-			p.lookalike(c, "", allVerbs)
+			p.lookalike(c, "", placedVerbs)
 		}
 	}
 }
