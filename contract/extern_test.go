@@ -255,7 +255,7 @@ func TestExternErrors(t *testing.T) {
 				if d.Analyzer != StContract || pos.Line < 7 || !d.End.IsValid() || d.End < d.Pos {
 					t.Errorf("bad diagnostic %+v", d)
 				}
-				got = append(got, strconv.Itoa(pos.Column) + ": " + d.Message)
+				got = append(got, strconv.Itoa(pos.Column)+": "+d.Message)
 			}
 			if tc.want == "" {
 				checkDiags(t, got, nil)
