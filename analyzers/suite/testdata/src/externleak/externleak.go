@@ -52,3 +52,30 @@ func backendClosed() error {
 	defer b.Close()
 	return nil
 }
+
+// A view of an acquiring call is the same resource: stored, it escapes;
+// kept in a local only, it leaks; dropped, it is discarded.
+
+type cache struct{ ctxs map[int]ml.Context }
+
+func (c *cache) layer(b ml.Backend, i int) ml.Tensor {
+	if _, ok := c.ctxs[i]; !ok {
+		c.ctxs[i] = b.NewContextSize(2).Layer(i)
+	}
+	return c.ctxs[i].Empty(1)
+}
+
+func (c *cache) layerLeak(b ml.Backend, i int) ml.Tensor {
+	l := b.NewContextSize(2).Layer(i) // want `acquired by NewContextSize is not released on every path`
+	return l.Empty(1)
+}
+
+func layerClosed(b ml.Backend) {
+	l := b.NewContext().Layer(0)
+	l.Empty(1)
+	l.Close()
+}
+
+func layerDiscarded(b ml.Backend) {
+	b.NewContext().Layer(0) // want `acquired by NewContext is discarded`
+}
