@@ -22,7 +22,10 @@ func (p *pkgParser) resolveExtern(path arg, xs []externPath) externTarget {
 	if p.pkg == nil {
 		return externTarget{}
 	}
-	deps := dependencies(p.pkg)
+	if p.deps == nil {
+		p.deps = dependencies(p.pkg)
+	}
+	deps := p.deps
 	// The longest package path that is a dependency wins (yaml.v3 over yaml).
 	for i := len(xs) - 1; i >= 0; i-- {
 		if tp := deps[xs[i].pkg]; tp != nil {

@@ -75,6 +75,7 @@ type pkgParser struct {
 	pkg  *types.Package
 	info *types.Info
 	out  *Package
+	deps map[string]*types.Package // the package's dependencies by path, once an extern line needs them
 }
 
 func (p *pkgParser) report(analyzer, typ string, pos, end token.Pos, fixes []Fix, format string, args ...any) {
