@@ -11,6 +11,7 @@ type Package struct {
 	Snapshots   []*SnapshotType // types whose doc holds //state:snapshot
 	Funcs       []*Func         // funcs and methods with function directives
 	Groups      []*Group        // //state:group types, in source order
+	Externs     []*Extern       // //state:extern lines, in source order
 	Diagnostics []Diagnostic    // every problem, in position order
 }
 

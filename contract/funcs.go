@@ -9,11 +9,57 @@ import (
 // funcDoc parses the function directives in the doc comment of a func or
 // method declaration.
 func (p *pkgParser) funcDoc(decl *ast.FuncDecl) {
-	dirs := p.funcDirectives(decl)
+	var obj *types.Func
+	if p.info != nil {
+		obj, _ = p.info.Defs[decl.Name].(*types.Func)
+	}
+	p.funcDirs(decl.Doc, funcSig{
+		name:   funcName(decl),
+		ftype:  decl.Type,
+		method: decl.Recv != nil && len(decl.Recv.List) > 0,
+		obj:    obj,
+	})
+}
+
+// ifaceMethods parses the function directives in the doc comments of the
+// methods of an interface type declaration, and marks those comments
+// handled. A call through the interface carries them.
+func (p *pkgParser) ifaceMethods(ts *ast.TypeSpec, handled map[*ast.CommentGroup]bool) {
+	it, ok := ts.Type.(*ast.InterfaceType)
+	if !ok || it.Methods == nil {
+		return
+	}
+	for _, m := range it.Methods.List {
+		ft, ok := m.Type.(*ast.FuncType)
+		if !ok || len(m.Names) != 1 || m.Doc == nil {
+			continue // an embedded interface or a type term: its comments are not a method's
+		}
+		handled[m.Doc] = true
+		var obj *types.Func
+		if p.info != nil {
+			obj, _ = p.info.Defs[m.Names[0]].(*types.Func)
+		}
+		p.funcDirs(m.Doc, funcSig{name: ts.Name.Name + "." + m.Names[0].Name, ftype: ft, method: true, iface: true, obj: obj})
+	}
+}
+
+// funcSig is what the function directives are checked against: a func
+// declaration, or a method of an interface type.
+type funcSig struct {
+	name   string        // "F", "T.M", "(*T).M", or "Iface.M"
+	ftype  *ast.FuncType // nil: unknown
+	method bool          // it has a receiver
+	iface  bool          // a method of an interface type
+	obj    *types.Func   // nil without type information
+}
+
+// funcDirs parses the function directives of doc, the doc comment of sig.
+func (p *pkgParser) funcDirs(doc *ast.CommentGroup, sig funcSig) {
+	dirs := p.funcDirectives(doc)
 	if len(dirs) == 0 {
 		return
 	}
-	fp := newFuncParse(p, decl, dirs[0])
+	fp := newFuncParse(p, sig, dirs[0])
 	for _, d := range dirs {
 		fp.directive(d)
 	}
@@ -22,11 +68,11 @@ func (p *pkgParser) funcDoc(decl *ast.FuncDecl) {
 	}
 }
 
-// funcDirectives returns the //state: lines of the doc comment of decl,
-// reporting look-alike lines.
-func (p *pkgParser) funcDirectives(decl *ast.FuncDecl) []*directive {
+// funcDirectives returns the //state: lines of doc, reporting look-alike
+// lines.
+func (p *pkgParser) funcDirectives(doc *ast.CommentGroup) []*directive {
 	var dirs []*directive
-	for _, c := range decl.Doc.List {
+	for _, c := range doc.List {
 		if !strings.Contains(c.Text, "state:") {
 			continue
 		}
@@ -42,7 +88,7 @@ func (p *pkgParser) funcDirectives(decl *ast.FuncDecl) []*directive {
 // funcParse holds the state of one func's directives while they are parsed.
 type funcParse struct {
 	p        *pkgParser
-	decl     *ast.FuncDecl
+	ftype    *ast.FuncType
 	f        *Func
 	what     string                // "func F" or "method (*T).M", for messages
 	params   map[string]*types.Var // nil values without type information
@@ -53,26 +99,25 @@ type funcParse struct {
 	recorded bool            // a directive was recorded on f
 }
 
-func newFuncParse(p *pkgParser, decl *ast.FuncDecl, first *directive) *funcParse {
-	var obj *types.Func
-	if p.info != nil {
-		obj, _ = p.info.Defs[decl.Name].(*types.Func)
-	}
+func newFuncParse(p *pkgParser, sig funcSig, first *directive) *funcParse {
 	fp := &funcParse{
 		p:      p,
-		decl:   decl,
-		f:      &Func{Name: funcName(decl), Pos: first.pos, obj: obj},
-		params: funcParams(decl, obj),
-		method: decl.Recv != nil && len(decl.Recv.List) > 0,
+		ftype:  sig.ftype,
+		f:      &Func{Name: sig.name, Pos: first.pos, obj: sig.obj},
+		params: funcParams(sig.ftype, sig.obj),
+		method: sig.method,
 		seen:   make(map[string]bool),
 		named:  make(map[string]bool),
 	}
 	fp.what = "func " + fp.f.Name
-	if decl.Recv != nil {
+	switch {
+	case sig.iface:
+		fp.what = "interface method " + fp.f.Name
+	case sig.method:
 		fp.what = "method " + fp.f.Name
 	}
-	if decl.Type != nil && decl.Type.Results != nil {
-		fp.nresults = decl.Type.Results.NumFields()
+	if sig.ftype != nil && sig.ftype.Results != nil {
+		fp.nresults = sig.ftype.Results.NumFields()
 	}
 	return fp
 }
@@ -110,7 +155,7 @@ func (fp *funcParse) directive(d *directive) {
 // returns whether its arguments are to be parsed.
 func (fp *funcParse) accept(d *directive) bool {
 	p, what := fp.p, fp.what
-	if p.claimsDurability(d, "", what) {
+	if p.claimsDurability(d, "", what) || p.externInDoc(d, "", what) {
 		return false
 	}
 	switch {
@@ -164,7 +209,7 @@ func (fp *funcParse) param(d *directive, a arg) {
 // noParam reports a name that is no parameter, with the nearest one.
 func (fp *funcParse) noParam(d *directive, a arg) {
 	p, what := fp.p, fp.what
-	names := paramNames(fp.decl)
+	names := paramNames(fp.ftype)
 	switch s := nearest(a.value, names); {
 	case len(names) == 0:
 		p.errorf("", a.pos, a.end, "//state:%s %s on %s names no parameter: %s has no named parameters", d.verb, a.value, what, fp.f.Name)
@@ -249,7 +294,7 @@ func funcName(decl *ast.FuncDecl) string {
 }
 
 // funcParams maps parameter names to their variables (nil without types).
-func funcParams(decl *ast.FuncDecl, obj *types.Func) map[string]*types.Var {
+func funcParams(ftype *ast.FuncType, obj *types.Func) map[string]*types.Var {
 	m := make(map[string]*types.Var)
 	if obj != nil {
 		if sig, ok := obj.Type().(*types.Signature); ok {
@@ -262,18 +307,18 @@ func funcParams(decl *ast.FuncDecl, obj *types.Func) map[string]*types.Var {
 			return m
 		}
 	}
-	for _, n := range paramNames(decl) {
+	for _, n := range paramNames(ftype) {
 		m[n] = nil
 	}
 	return m
 }
 
-func paramNames(decl *ast.FuncDecl) []string {
+func paramNames(ftype *ast.FuncType) []string {
 	var names []string
-	if decl.Type == nil || decl.Type.Params == nil {
+	if ftype == nil || ftype.Params == nil {
 		return nil
 	}
-	for _, f := range decl.Type.Params.List {
+	for _, f := range ftype.Params.List {
 		for _, n := range f.Names {
 			if n.Name != "_" {
 				names = append(names, n.Name)

@@ -81,6 +81,7 @@ type pkgParser struct {
 	files []*ast.File
 	// groups are the package's groups, checked once its contracts are known.
 	groups []*groupParse
+	deps   map[string]*types.Package // the package's dependencies by path, once an extern line needs them
 }
 
 func (p *pkgParser) report(analyzer, typ string, pos, end token.Pos, fixes []Fix, format string, args ...any) {
@@ -121,6 +122,7 @@ func (p *pkgParser) file(f *ast.File) {
 					handled[doc] = true
 					p.typeDoc(ts, doc)
 				}
+				p.ifaceMethods(ts, handled)
 			}
 		case *ast.FuncDecl:
 			if decl.Doc != nil && decl.Name != nil {
@@ -138,11 +140,15 @@ func (p *pkgParser) file(f *ast.File) {
 				continue
 			}
 			if d, ok := parseDirective(c); ok {
+				if d.verb == externVerb {
+					p.extern(d)
+					continue
+				}
 				p.errorf("", d.pos, d.end,
 					"//state:%s is not in the doc comment of a type or func; move it to the line directly above the declaration it describes", d.verb)
 				continue
 			}
-			p.lookalike(c, "", allVerbs)
+			p.lookalike(c, "", placedVerbs)
 		}
 	}
 }

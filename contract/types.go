@@ -55,7 +55,7 @@ func (p *pkgParser) snapshotType(ts *ast.TypeSpec, obj *types.TypeName, dirs []*
 	name := ts.Name.Name
 	var snap *SnapshotType
 	for _, d := range dirs {
-		if p.claimsDurability(d, name, "type "+name) {
+		if p.claimsDurability(d, name, "type "+name) || p.externInDoc(d, name, "type "+name) {
 			continue
 		}
 		switch {
@@ -205,6 +205,9 @@ func (cp *contractParse) groupInContract(d *directive) {
 // and returns whether its arguments are to be parsed.
 func (cp *contractParse) accept(d *directive) bool {
 	name := cp.name
+	if cp.p.externInDoc(d, name, "state type "+name) {
+		return false
+	}
 	if cp.p.claimsDurability(d, name, "the contract of "+name) {
 		cp.spaced[d.verb] = true // reported at the line: not missing as well
 		return false

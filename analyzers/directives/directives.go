@@ -30,6 +30,7 @@ var Analyzer = &analysis.Analyzer{
 		(*FuncFact)(nil),
 		(*SnapshotFact)(nil),
 		(*PackageFact)(nil),
+		(*ExternFact)(nil),
 	},
 }
 
@@ -50,10 +51,19 @@ type PackageFact struct {
 	Declares bool // the package itself declares directives
 }
 
+// ExternFact holds the //state:extern lines that hold in a package: its own
+// and those of the packages it imports, directly or not, one entry per
+// target with the union of their directives, sorted by name; positions are
+// cleared. Every package that sees extern lines exports it, because drivers
+// such as go vet give a package the package facts of its direct imports
+// only.
+type ExternFact struct{ Externs []contract.Extern }
+
 func (*ContractFact) AFact() {}
 func (*FuncFact) AFact()     {}
 func (*SnapshotFact) AFact() {}
 func (*PackageFact) AFact()  {}
+func (*ExternFact) AFact()   {}
 
 func (f *ContractFact) String() string {
 	c := &f.Contract
@@ -83,6 +93,16 @@ func (f *FuncFact) String() string {
 
 func (f *SnapshotFact) String() string { return "snapshot " + f.Type }
 
+func (f *ExternFact) String() string {
+	var b strings.Builder
+	b.WriteString("extern")
+	for i := range f.Externs {
+		e := &f.Externs[i]
+		b.WriteString(" " + e.Name + ":" + strings.TrimPrefix((&FuncFact{Func: e.Func}).String(), "directives "))
+	}
+	return b.String()
+}
+
 func (f *PackageFact) String() string {
 	if f.Declares {
 		return "directives declared"
@@ -100,6 +120,7 @@ type Result struct {
 	funcs     map[*types.Func]*contract.Func
 	contracts map[*types.TypeName]*contract.Contract
 	snapshots map[*types.TypeName]bool
+	externs   *externs // nil: no extern lines hold here
 }
 
 // Active reports whether the package declares directives or imports a
@@ -111,13 +132,25 @@ func (r *Result) Active() bool { return r.active }
 func (r *Result) Package() *contract.Package { return r.pkg }
 
 // Func returns the function directives of fn, declared in this package or
-// imported through facts, or nil when it has none. For an instance of a
-// generic func or method, it answers for the generic declaration.
+// imported through facts, joined with the //state:extern lines that hold
+// here and name fn (matched by contract.ExternName), or nil when it has
+// none. For an instance of a generic func or method, it answers for the
+// generic declaration. For an interface method, it answers the directives
+// of the interface's declaration, which hold for calls through it.
 func (r *Result) Func(fn *types.Func) *contract.Func {
 	if !r.active || fn == nil {
 		return nil
 	}
 	fn = fn.Origin()
+	f := r.declared(fn)
+	if r.externs.empty() {
+		return f
+	}
+	return r.externs.join(fn, f)
+}
+
+// declared returns the directives of fn's own declaration, or nil.
+func (r *Result) declared(fn *types.Func) *contract.Func {
 	if f, ok := r.funcs[fn]; ok {
 		return f
 	}
@@ -181,29 +214,31 @@ func (r *Result) IsSnapshot(t types.Type) bool {
 // whose imports carries a PackageFact has nothing to say; run returns an
 // inactive Result without parsing anything beyond that byte scan. Otherwise
 // it parses the files that mention "state:" with contract.ParsePackage,
-// exports a fact on every state type, snapshot type and func with
-// directives (positions cleared), and a PackageFact when the package declares
-// directives or any import has the fact.
+// exports a fact on every state type, snapshot type and func or interface
+// method with directives (positions cleared), a PackageFact when the package
+// declares directives or any import has the fact, and an ExternFact when
+// //state:extern lines hold here (its own, or those of its imports).
 func run(pass *analysis.Pass) (any, error) {
 	r := &Result{pass: pass, pkg: new(contract.Package)}
-	imported := false
+	var importers []*types.Package // direct imports with directives
 	for _, imp := range pass.Pkg.Imports() {
 		if pass.ImportPackageFact(imp, new(PackageFact)) {
-			imported = true
-			break
+			importers = append(importers, imp)
 		}
 	}
+	imported := len(importers) > 0
 	if !imported && !mentionsState(pass.Files) {
 		return r, nil
 	}
 
 	r.pkg = contract.ParsePackage(pass.Fset, pass.Files, pass.Pkg, pass.TypesInfo)
-	declares := len(r.pkg.Contracts)+len(r.pkg.Funcs)+len(r.pkg.Snapshots)+len(r.pkg.Diagnostics) > 0
+	declares := len(r.pkg.Contracts)+len(r.pkg.Funcs)+len(r.pkg.Snapshots)+len(r.pkg.Externs)+len(r.pkg.Diagnostics) > 0
 	r.active = declares || imported
 	if !r.active {
 		return r, nil
 	}
 	pass.ExportPackageFact(&PackageFact{Declares: declares})
+	r.externs = gatherExterns(pass, importers, r.pkg.Externs)
 
 	r.funcs = make(map[*types.Func]*contract.Func)
 	r.contracts = make(map[*types.TypeName]*contract.Contract)

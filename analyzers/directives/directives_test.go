@@ -19,6 +19,9 @@ var probe = &analysis.Analyzer{
 	Requires: []*analysis.Analyzer{directives.Analyzer},
 	Run: func(pass *analysis.Pass) (any, error) {
 		r := pass.ResultOf[directives.Analyzer].(*directives.Result)
+		if r.Active() && pass.Pkg.Name() == "gpuonly" {
+			pass.Reportf(pass.Files[0].Package, "gpuonly is active, but no directives hold there")
+		}
 		if !r.Active() {
 			if len(r.Package().Contracts) != 0 {
 				pass.Reportf(pass.Files[0].Package, "inactive package with contracts")
@@ -65,6 +68,20 @@ var probe = &analysis.Analyzer{
 
 func TestFacts(t *testing.T) {
 	analysistest.Run(t, analysistest.TestData(), directives.Analyzer, "a", "c", "d")
+}
+
+// TestExternFacts checks the facts of extern lines: exported by the package
+// that declares them and by every package that imports it, directly or
+// not; and those of directives on interface methods.
+func TestExternFacts(t *testing.T) {
+	analysistest.Run(t, analysistest.TestData(), directives.Analyzer, "ext", "fapp", "ftop", "ifc")
+}
+
+// TestExternResult checks that Result.Func answers for calls through an
+// interface and for the targets of extern lines, in the declaring package's
+// importers, direct or not, and not for a concrete type's own methods.
+func TestExternResult(t *testing.T) {
+	analysistest.Run(t, analysistest.TestData(), probe, "app", "top", "ifcuse", "gpuonly")
 }
 
 func TestResult(t *testing.T) {

@@ -133,7 +133,7 @@ func (c *cleanup) stmtReleases(s ast.Stmt, val *types.Var) int {
 // release for a release of v, store for a call on v of an interface or
 // type-parameter method that may be the release (see mayRelease).
 func (c *cleanup) releasesVar(call *ast.CallExpr, v *types.Var) int {
-	fn, kind, recv := ownership.Callee(c.info, call)
+	fn, kind, recv := c.o.Callee(c.info, call)
 	if kind == ownership.Dynamic && recv != nil && dataflow.Root(c.info, recv) == v && mayRelease(fn) {
 		return disposeLevel(fn)
 	}

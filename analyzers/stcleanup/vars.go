@@ -5,6 +5,7 @@ import (
 	"go/types"
 
 	"github.com/gpustate/gpustate/analyzers/internal/dataflow"
+	"github.com/gpustate/gpustate/analyzers/internal/ownership"
 )
 
 // local reports whether v is a variable of the analyzed function (a
@@ -87,7 +88,9 @@ func isBlank(e ast.Expr) bool {
 	return ok && id.Name == "_"
 }
 
-// site returns the obligation of an acquiring call e, or -1.
+// site returns the obligation of an acquiring call e, or -1. A view of an
+// acquiring call (b.NewContext().Layer(i)) is the same resource
+// (docs/DIRECTIVES.md): its obligation is the call's.
 func (c *cleanup) site(e ast.Expr) (*ast.CallExpr, int) {
 	call, ok := ast.Unparen(e).(*ast.CallExpr)
 	if !ok {
@@ -95,6 +98,9 @@ func (c *cleanup) site(e ast.Expr) (*ast.CallExpr, int) {
 	}
 	if id, ok := c.siteID[call]; ok {
 		return call, id
+	}
+	if fn, kind, recv := c.o.Callee(c.info, call); kind == ownership.Static && recv != nil && c.o.View(fn) {
+		return c.site(recv)
 	}
 	return nil, -1
 }

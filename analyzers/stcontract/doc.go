@@ -49,8 +49,15 @@
 // It also reports function directives that cannot apply: release, mutates,
 // appends or view on a plain func, takes or writes naming no parameter,
 // writes on a parameter that is neither a slice nor a pointer, acquire on a
-// func with no result, and any directive outside the doc comment of a type
-// or func.
+// func with no result, and any directive outside the doc comment of a type,
+// a func or a method of an interface type.
+//
+// The same holds for //state:extern lines, the contracts of code the user
+// cannot edit (//state:extern acquire example.com/gpu.Backend.NewContext):
+// an unknown directive, a malformed full name, a line inside a doc comment,
+// a repeated line; and, where the named package is among the package's
+// dependencies, a name that does not exist (with the nearest existing
+// name) and a directive that cannot apply to what it names.
 //
 // Where the fix is mechanical (a misspelt verb, key or value; a missing
 // merge=unsupported; the space in "// state:") the diagnostic carries a

@@ -11,11 +11,11 @@ import (
 )
 
 func Test(t *testing.T) {
-	analysistest.Run(t, analysistest.TestData(), stcontract.Analyzer, "valid", "bad", "edge", "funcs", "onefault", "ignore", "window", "share", "replay", "groups")
+	analysistest.Run(t, analysistest.TestData(), stcontract.Analyzer, "valid", "bad", "edge", "funcs", "onefault", "ignore", "window", "share", "replay", "groups", "extern", "ifacedirs")
 }
 
 func TestFixes(t *testing.T) {
-	analysistest.RunWithSuggestedFixes(t, analysistest.TestData(), stcontract.Analyzer, "fixes")
+	analysistest.RunWithSuggestedFixes(t, analysistest.TestData(), stcontract.Analyzer, "fixes", "externfix")
 }
 
 // TestCgo checks a contract next to a cgo preamble, over C element types.
