@@ -208,13 +208,13 @@ func prewalk(info *types.Info, o *ownership.Oracle, body *ast.BlockStmt) (sites 
 // release, its receiver.
 func appendReleased(info *types.Info, o *ownership.Oracle, call *ast.CallExpr, out []*types.Var) []*types.Var {
 	fn, kind, recv := ownership.Callee(info, call)
-	if kind == ownership.Dynamic && recv != nil {
-		if v := dataflow.Root(info, recv); v != nil && mayRelease(fn) {
+	if kind == ownership.Dynamic && recv != nil && mayRelease(o, fn) {
+		if v := dataflow.Root(info, recv); v != nil {
 			out = append(out, v)
 		}
 		return out
 	}
-	if kind != ownership.Static {
+	if fn == nil {
 		return out
 	}
 	if recv != nil && o.Takes(fn, -1) {

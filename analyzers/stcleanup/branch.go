@@ -51,6 +51,7 @@ func (c *cleanup) edge(b *cfg.Block, succ int, out ostate) ostate {
 			*o = obl{}
 			continue
 		}
+		o.olds &^= isNil
 		o.nils = o.nils&^nonNil | isNil&c.errVars
 		o.trues = o.trues&^isFalse | isTrue
 		o.falses = o.falses&^isTrue | isFalse

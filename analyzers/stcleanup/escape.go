@@ -24,9 +24,9 @@ func (c *cleanup) discharge(st ostate, m uint64, level int) {
 		return
 	}
 	for id := range c.obls {
-		if st[id].live && st[id].holders&m != 0 && level >= c.obls[id].minLevel {
+		if st[id].live && (st[id].holders|st[id].olds)&m != 0 && level >= c.obls[id].minLevel {
 			st[id] = obl{}
-			if c.record && level != release {
+			if c.record && level < dispose {
 				c.escaped[id] = true
 			}
 		}
@@ -231,18 +231,48 @@ func (c *cleanup) expr(st ostate, e ast.Expr) {
 	})
 }
 
-// watch indexes and returns the local variables a deferred literal refers to.
-func (c *cleanup) watch(lit *ast.FuncLit) uint64 {
-	var m uint64
+// deferLit handles defer func(...) { ... }(args): the literal runs at
+// exit, in this function, so what it references does not escape. What its
+// body releases on every path (see releasesEach: a release under a
+// condition other than a nil or error check is not one) counts as released
+// now, as defer x.Release() does, and again at each exit for whatever the
+// variables hold then (a closure deferred before the acquire).
+func (c *cleanup) deferLit(st ostate, call *ast.CallExpr, lit *ast.FuncLit) {
+	for j, arg := range call.Args {
+		c.callValueArg(st, call, j, arg)
+	}
+	rel, disp := c.watch(lit)
+	c.discharge(st, rel, release)
+	c.discharge(st, disp, dispose)
+	g := &st[len(st)-1]
+	g.holders |= rel
+	g.errs |= disp
+}
+
+// watch indexes the local variables a deferred literal refers to and
+// returns those its body releases on every path (rel) and those it may
+// dispose of through an interface method (disp).
+func (c *cleanup) watch(lit *ast.FuncLit) (rel, disp uint64) {
+	seen := make(map[*types.Var]bool)
 	ast.Inspect(lit.Body, func(n ast.Node) bool {
-		if id, ok := n.(*ast.Ident); ok {
-			if v, ok := c.info.Uses[id].(*types.Var); ok && c.local(v) && !isBasic(v.Type()) {
-				m |= c.bit(v)
-			}
+		id, ok := n.(*ast.Ident)
+		if !ok {
+			return true
+		}
+		v, ok := c.info.Uses[id].(*types.Var)
+		if !ok || seen[v] || !c.local(v) || isBasic(v.Type()) {
+			return true
+		}
+		seen[v] = true
+		switch c.releasesEach(lit.Body.List, v) {
+		case release:
+			rel |= c.bit(v)
+		case dispose:
+			disp |= c.bit(v)
 		}
 		return true
 	})
-	return m
+	return rel, disp
 }
 
 // isBasic reports whether t is a basic type (no resource can hide in it).
@@ -266,13 +296,13 @@ func (c *cleanup) capture(st ostate, lit *ast.FuncLit) {
 	if !ok {
 		ast.Inspect(lit.Body, func(n ast.Node) bool {
 			if call, ok := n.(*ast.CallExpr); ok {
-				fn, kind, recv := ownership.Callee(c.info, call)
-				if kind == ownership.Static && recv != nil && c.o.Releases(fn, -1) {
+				fn, _, recv := ownership.Callee(c.info, call)
+				if fn != nil && recv != nil && c.o.Releases(fn, -1) {
 					if v := dataflow.Root(c.info, recv); v != nil {
 						rel |= c.known(v)
 					}
 				}
-				if kind == ownership.Static {
+				if fn != nil {
 					for j, arg := range call.Args {
 						if c.o.Releases(fn, ownership.ParamIndex(fn, j)) {
 							if v := dataflow.Root(c.info, arg); v != nil {

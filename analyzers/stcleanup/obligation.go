@@ -96,9 +96,15 @@ type obligation struct {
 // obligation is live (var err error; err = nil), so that a later
 // if err != nil, which cannot hold on those paths, does not make the
 // resource leak there (values merged at a join, as at a phi).
+//
+// olds are the variables that may still hold a resource of an earlier run
+// of the same acquiring call (a loop that keeps each snapshot in a second
+// variable, last = v): when the last of them is overwritten, that earlier
+// resource is lost.
 type obl struct {
 	live          bool
 	holders       uint64
+	olds          uint64
 	errs          uint64
 	nils          uint64
 	trues, falses uint64 // boolean variables known true (false) where live
@@ -122,6 +128,7 @@ type cleanup struct {
 	overflow bool
 	conds    map[ast.Expr]bool
 	rangeOf  map[ast.Expr]*ast.RangeStmt // range key and value expressions, and X
+	commSend map[*ast.SendStmt]bool      // sends that are cases of a select
 	free     map[*ast.FuncLit]uint64     // cache: holders referenced in a literal
 	litRel   map[*ast.FuncLit]uint64     // cache: variables a literal releases
 	errType  types.Type
@@ -169,15 +176,16 @@ func analyzeBody(in *funcInput) (*funcResult, bool) {
 // newCleanup returns the analysis of one body, with nothing indexed yet.
 func newCleanup(in *funcInput) *cleanup {
 	return &cleanup{
-		in:      in,
-		info:    in.Info,
-		o:       in.Oracle,
-		siteID:  make(map[*ast.CallExpr]int),
-		vars:    make(map[*types.Var]int),
-		rangeOf: make(map[ast.Expr]*ast.RangeStmt),
-		free:    make(map[*ast.FuncLit]uint64),
-		litRel:  make(map[*ast.FuncLit]uint64),
-		errType: errorType,
+		in:       in,
+		info:     in.Info,
+		o:        in.Oracle,
+		siteID:   make(map[*ast.CallExpr]int),
+		vars:     make(map[*types.Var]int),
+		rangeOf:  make(map[ast.Expr]*ast.RangeStmt),
+		commSend: make(map[*ast.SendStmt]bool),
+		free:     make(map[*ast.FuncLit]uint64),
+		litRel:   make(map[*ast.FuncLit]uint64),
+		errType:  errorType,
 	}
 }
 
@@ -229,6 +237,10 @@ func (c *cleanup) scanBody() {
 				c.rangeOf[n.Value] = n
 			}
 			c.rangeOf[n.X] = n
+		case *ast.CommClause:
+			if send, ok := n.Comm.(*ast.SendStmt); ok {
+				c.commSend[send] = true
+			}
 		}
 		return true
 	})
@@ -246,12 +258,26 @@ func (c *cleanup) problem(entry ostate) *dataflow.Problem[ostate] {
 		Equal:  func(a, b ostate) bool { return slices.Equal(a, b) },
 		Transfer: func(b *cfg.Block, in ostate) ostate {
 			st := slices.Clone(in)
-			for _, n := range b.Nodes {
-				c.node(st, n)
-			}
+			c.block(st, b)
 			return st
 		},
 		Edge: c.edge,
+	}
+}
+
+// block applies the nodes of b to the state. The CFG evaluates every
+// case of a select before choosing one: a send happens, and what it sends
+// escapes, only in the block of its own case.
+func (c *cleanup) block(st ostate, b *cfg.Block) {
+	if b.Kind == cfg.KindSelectCaseBody {
+		if cc, ok := b.Stmt.(*ast.CommClause); ok {
+			if send, ok := cc.Comm.(*ast.SendStmt); ok {
+				c.escape(st, send.Value)
+			}
+		}
+	}
+	for _, n := range b.Nodes {
+		c.node(st, n)
 	}
 }
 
@@ -270,6 +296,7 @@ func join(a, b ostate) ostate {
 			r[i] = obl{
 				live:    true,
 				holders: a[i].holders | b[i].holders,
+				olds:    a[i].olds | b[i].olds,
 				errs:    a[i].errs | b[i].errs,
 				nils:    a[i].nils & b[i].nils,
 				trues:   a[i].trues & b[i].trues,
@@ -299,9 +326,7 @@ func (c *cleanup) replay(ins []ostate) {
 		if len(st) == 0 {
 			st = make(ostate, len(c.obls)+1)
 		}
-		for _, n := range b.Nodes {
-			c.node(st, n)
-		}
+		c.block(st, b)
 	}
 }
 

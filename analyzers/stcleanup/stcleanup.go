@@ -73,9 +73,16 @@ func report(pass *analysis.Pass, o *ownership.Oracle, l leak) {
 		d.Message = fmt.Sprintf("%s acquired by %s is overwritten before it is released; release it first", typ, by)
 		d.Related = []analysis.RelatedInformation{related(pass, l.At, "overwritten here")}
 	case leakExit:
-		if l.Holder != nil && rel != "" {
+		switch {
+		case l.Escapes && l.Holder != nil && rel != "":
+			// Kept on the success path (stored in a map, returned): a
+			// deferred release would release what is kept.
+			d.Message = fmt.Sprintf("%s acquired by %s is not released on every path; it is kept on another path, so call %s.%s() before the return that leaks it, not in a defer", typ, by, l.Holder.Name(), rel)
+		case l.Escapes:
+			d.Message = fmt.Sprintf("%s acquired by %s is not released on every path; it is kept on another path, so release it before the return that leaks it, not in a defer", typ, by)
+		case l.Holder != nil && rel != "":
 			d.Message = fmt.Sprintf("%s acquired by %s is not released on every path; add defer %s.%s()", typ, by, l.Holder.Name(), rel)
-		} else {
+		default:
 			d.Message = fmt.Sprintf("%s acquired by %s is not released on every path; release it before each return", typ, by)
 		}
 		d.Related = []analysis.RelatedInformation{related(pass, l.At, "this return leaks it")}
