@@ -396,6 +396,9 @@ func (c *checker) through(l ast.Expr, st state) ref {
 		}
 	case *ast.SelectorExpr:
 		if sel, ok := c.info.Selections[x]; ok && sel.Kind() == types.FieldVal {
+			if ownership.SpanField(sel) {
+				return ref{} // sp.Rows = n: a host-side descriptor
+			}
 			if t := c.info.TypeOf(x.X); t != nil && isPointer(t) || sel.Indirect() {
 				return c.view(x.X, st)
 			}

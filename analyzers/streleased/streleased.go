@@ -172,6 +172,16 @@ func (c *checker) scanAliases(f *ownership.Func) {
 			c.defs[v] += n
 		}
 	}
+	// A parameter holds a value on entry: an assignment to it is its
+	// second definition (old := s; s = b leaves old the old handle).
+	if f.Sig != nil {
+		for v := range f.Sig.Params().Variables() {
+			c.defs[v]++
+		}
+		if r := f.Sig.Recv(); r != nil {
+			c.defs[r]++
+		}
+	}
 	ast.Inspect(f.Body(), func(n ast.Node) bool {
 		switch n := n.(type) {
 		case *ast.AssignStmt:
