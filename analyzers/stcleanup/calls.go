@@ -102,7 +102,7 @@ func (c *cleanup) receiver(st ostate, fn *types.Func, kind ownership.CalleeKind,
 		c.discharge(st, m, dispose)
 	}
 	// Any other method borrows its receiver: v.Read, v.Len, an
-	// unannotated interface method (docs/ANALYZERS.md, stcleanup).
+	// unannotated interface method (docs/analyzers/stcleanup.md).
 }
 
 // argument evaluates the j-th argument of a call: what the callee releases,
@@ -142,9 +142,10 @@ func (c *cleanup) argument(st ostate, call *ast.CallExpr, fn *types.Func, kind o
 
 // callValueArg evaluates the j-th argument of a call of a function value.
 // A function value's facts are unknown: it borrows what it is given, and
-// the caller keeps the obligation (docs/DIRECTIVES.md). A literal called
-// on the spot (defer func(s *T) { s.Release() }(s)) is seen through: the
-// discharge its body makes of the parameter on every path is the call's.
+// the caller keeps the obligation (docs/analyzers/stcleanup.md). A
+// literal called on the spot (defer func(s *T) { s.Release() }(s)) is
+// seen through: the discharge its body makes of the parameter on every
+// path is the call's.
 func (c *cleanup) callValueArg(st ostate, call *ast.CallExpr, j int, arg ast.Expr) {
 	c.expr(st, arg)
 	lit, ok := ast.Unparen(call.Fun).(*ast.FuncLit)
@@ -222,10 +223,10 @@ func (c *cleanup) ret(st ostate, r *ast.ReturnStmt) {
 
 // noteAcquirer records that the function returns, as its first result, a
 // value of type t held by the variables m: it is an acquirer when they hold
-// an outstanding resource of type t, or t is a struct of this package's
-// with a release method of its own that wraps one (return &conn{s: s},
-// nil: the struct is acquired, docs/DIRECTIVES.md), not a wrapper that
-// merely may hold one, such as a bufio.Writer over a file.
+// an outstanding resource of type t, or t is a struct with a release
+// method of its own that wraps one (return &conn{s: s}, nil: the struct is
+// acquired, docs/analyzers/stcleanup.md), not a wrapper that merely may
+// hold one, such as a bufio.Writer over a file.
 func (c *cleanup) noteAcquirer(st ostate, m uint64, t types.Type) {
 	if !c.record || m == 0 || t == nil {
 		return

@@ -162,7 +162,7 @@ func MayDispose(fn *types.Func) bool {
 
 // keeps lists the functions of the standard library that keep an argument
 // beyond the call, by parameter: handing a resource to them is an escape
-// (docs/DIRECTIVES.md). A finalizer or cleanup is not a release: the
+// (docs/analyzers/stcleanup.md). A finalizer or cleanup is not a release: the
 // resource waits for the garbage collector, and statevet stays silent.
 var keeps = map[string][]int{
 	"(*sync.Map).Store":               {1},

@@ -64,7 +64,7 @@ func syncMapStore(m *sync.Map) {
 }
 
 // A finalizer is an escape, not a release: statevet stays silent, and
-// docs/DIRECTIVES.md says why a GPU resource should not wait for the
+// docs/analyzers/stcleanup.md says why a GPU resource should not wait for the
 // garbage collector.
 func finalizer() {
 	s := res.Open()
