@@ -101,7 +101,7 @@ func (c *checker) trackHeads(body *ast.BlockStmt) {
 // (Snapshot, Branch, Append, AppendDevice, Release...) and the arguments
 // of a function that releases them.
 func (c *checker) headOperands(call *ast.CallExpr, on func(h ast.Expr, name string)) {
-	fn, kind, recv := ownership.Callee(c.info, call)
+	fn, kind, recv := c.o.Callee(c.info, call)
 	if kind != ownership.Static {
 		return
 	}
@@ -199,7 +199,7 @@ func (c *checker) headIDs(e ast.Expr, st state) uint64 {
 // the slice append(x, ...) extends, whose elements stay where they were.
 func (c *checker) copyOf(e ast.Expr) ast.Expr {
 	if call, ok := ast.Unparen(e).(*ast.CallExpr); ok && len(call.Args) > 0 {
-		if _, kind, _ := ownership.Callee(c.info, call); kind == ownership.Builtin && ownership.BuiltinName(c.info, call) == "append" {
+		if _, kind, _ := c.o.Callee(c.info, call); kind == ownership.Builtin && ownership.BuiltinName(c.info, call) == "append" {
 			return call.Args[0]
 		}
 	}

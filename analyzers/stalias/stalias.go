@@ -149,7 +149,7 @@ func (c *checker) findViews(body *ast.BlockStmt) bool {
 		case *ast.FuncLit:
 			return false
 		case *ast.CallExpr:
-			fn, kind, recv := ownership.Callee(c.info, n)
+			fn, kind, recv := c.o.Callee(c.info, n)
 			if kind == ownership.Static && recv != nil && c.o.IsSnapshot(c.info.TypeOf(recv)) && !c.res.Withheld(c.info.TypeOf(recv)) && c.o.Mutates(fn) {
 				c.pass.ReportRangef(n, "%s mutates its receiver, but %s is an immutable snapshot; call it on the state head (or a branch of it)",
 					fn.Name(), ownership.TypeName(c.info.TypeOf(recv)))
@@ -259,7 +259,7 @@ func (c *checker) viewCall(call *ast.CallExpr) *origin {
 		return og
 	}
 	var og *origin
-	fn, kind, recv := ownership.Callee(c.info, call)
+	fn, kind, recv := c.o.Callee(c.info, call)
 	if kind == ownership.Static && recv != nil {
 		if view, mut := c.o.View(fn), c.o.Mutates(fn); view || mut {
 			rt := c.info.TypeOf(recv)
@@ -363,7 +363,7 @@ func (c *checker) view(e ast.Expr, st state) ref {
 // a conversion, or a view call's memory, with the head identities of the
 // device spans AppendDevice and WriteDevice return.
 func (c *checker) viewOfCall(call *ast.CallExpr, st state) ref {
-	_, kind, recv := ownership.Callee(c.info, call)
+	_, kind, recv := c.o.Callee(c.info, call)
 	switch kind {
 	case ownership.Conversion:
 		if len(call.Args) == 1 {
@@ -594,7 +594,7 @@ func (c *checker) call(call *ast.CallExpr, st state) {
 			c.checkLit(lit, st)
 		}
 	}
-	fn, kind, recv := ownership.Callee(c.info, call)
+	fn, kind, recv := c.o.Callee(c.info, call)
 	switch kind {
 	case ownership.Builtin:
 		switch ownership.BuiltinName(c.info, call) {

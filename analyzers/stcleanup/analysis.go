@@ -187,7 +187,7 @@ func prewalk(info *types.Info, o *ownership.Oracle, body *ast.BlockStmt) (sites 
 			})
 			return false
 		case *ast.CallExpr:
-			fn, kind, _ := ownership.Callee(info, n)
+			fn, kind, _ := o.Callee(info, n)
 			if kind == ownership.Static && o.Acquires(fn) {
 				sites = append(sites, n)
 			}
@@ -207,7 +207,7 @@ func prewalk(info *types.Info, o *ownership.Oracle, body *ast.BlockStmt) (sites 
 // releases or hands to a taker, or, for an interface method that may be a
 // release, its receiver.
 func appendReleased(info *types.Info, o *ownership.Oracle, call *ast.CallExpr, out []*types.Var) []*types.Var {
-	fn, kind, recv := ownership.Callee(info, call)
+	fn, kind, recv := o.Callee(info, call)
 	if kind == ownership.Dynamic && recv != nil && mayRelease(o, fn) {
 		if v := dataflow.Root(info, recv); v != nil {
 			out = append(out, v)

@@ -36,7 +36,7 @@ func disposable(t types.Type) bool {
 // operand whose value nobody keeps is discarded. In a go statement
 // everything the call is given escapes.
 func (c *cleanup) call(st ostate, call *ast.CallExpr, goStmt bool) {
-	fn, kind, recv := ownership.Callee(c.info, call)
+	fn, kind, recv := c.o.Callee(c.info, call)
 	switch kind {
 	case ownership.Conversion:
 		for _, a := range call.Args {

@@ -74,7 +74,7 @@ func (c *cleanup) escapingRefs(e ast.Node) uint64 {
 		case *ast.FuncLit:
 			return false
 		case *ast.CallExpr:
-			if _, kind, _ := ownership.Callee(c.info, n); kind == ownership.Conversion {
+			if _, kind, _ := c.o.Callee(c.info, n); kind == ownership.Conversion {
 				return true
 			}
 			// The result of bufio.NewReader(f), gzip.NewReader(f) or
@@ -145,7 +145,7 @@ func (c *cleanup) aliasExpr(st ostate, e ast.Expr) (m, derived uint64) {
 	case *ast.TypeAssertExpr:
 		return c.aliasExpr(st, x.X)
 	case *ast.CallExpr:
-		_, kind, _ := ownership.Callee(c.info, x)
+		_, kind, _ := c.o.Callee(c.info, x)
 		if kind == ownership.Conversion && len(x.Args) == 1 {
 			return c.aliasExpr(st, x.Args[0])
 		}
@@ -296,7 +296,7 @@ func (c *cleanup) capture(st ostate, lit *ast.FuncLit) {
 	if !ok {
 		ast.Inspect(lit.Body, func(n ast.Node) bool {
 			if call, ok := n.(*ast.CallExpr); ok {
-				fn, _, recv := ownership.Callee(c.info, call)
+				fn, _, recv := c.o.Callee(c.info, call)
 				if fn != nil && recv != nil && c.o.Releases(fn, -1) {
 					if v := dataflow.Root(c.info, recv); v != nil {
 						rel |= c.known(v)

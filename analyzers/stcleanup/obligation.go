@@ -197,7 +197,7 @@ func newCleanup(in *funcInput) *cleanup {
 func (c *cleanup) obligations() (ostate, bool) {
 	in := c.in
 	for _, call := range in.Sites {
-		fn, _, _ := ownership.Callee(c.info, call)
+		fn, _, _ := c.o.Callee(c.info, call)
 		c.siteID[call] = len(c.obls)
 		c.obls = append(c.obls, obligation{call: call, fn: fn, minLevel: weak, errRes: hasErrorResult(fn)})
 	}

@@ -182,7 +182,7 @@ func (c *cleanup) testsError(cond ast.Expr) bool {
 // type-parameter method that may be the release (see mayRelease).
 // A call on v that does neither borrows it: -1.
 func (c *cleanup) releasesVar(call *ast.CallExpr, v *types.Var) int {
-	fn, kind, recv := ownership.Callee(c.info, call)
+	fn, kind, recv := c.o.Callee(c.info, call)
 	if fn == nil {
 		return -1
 	}

@@ -244,7 +244,7 @@ func (c *checker) skipIdents(es ...ast.Expr) {
 
 // releases records the local variables call releases.
 func (c *checker) releases(call *ast.CallExpr, fnNode ast.Node) {
-	fn, kind, recv := ownership.Callee(c.info, call)
+	fn, kind, recv := c.o.Callee(c.info, call)
 	if kind != ownership.Static {
 		return
 	}

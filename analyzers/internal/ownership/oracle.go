@@ -1,6 +1,7 @@
 package ownership
 
 import (
+	"go/ast"
 	"go/types"
 	"slices"
 	"sync"
@@ -45,6 +46,21 @@ func (o *Oracle) Dir(fn *types.Func) *contract.Func {
 		return nil
 	}
 	return o.dirs.Func(fn.Origin())
+}
+
+// Callee is the package's Callee, except that a call of an interface
+// method whose facts are declared is Static: the method carries directives
+// (in the interface's declaration or on //state:extern lines), or its
+// interface declares a release method, so that its other methods are known
+// to do nothing to their operands' ownership (docs/DIRECTIVES.md).
+func (o *Oracle) Callee(info *types.Info, call *ast.CallExpr) (*types.Func, CalleeKind, ast.Expr) {
+	fn, kind, recv := Callee(info, call)
+	if kind == Dynamic && fn != nil && recv != nil && fn.Signature().Recv() != nil {
+		if t := fn.Signature().Recv().Type(); !isTypeParam(t) && (o.Dir(fn) != nil || o.ReleaseMethod(t) != "") {
+			kind = Static
+		}
+	}
+	return fn, kind, recv
 }
 
 // Fact returns what was inferred about fn, or nil.
