@@ -12,6 +12,7 @@ import (
 
 	"github.com/gpustate/gpustate/analyzers/internal/dataflow"
 	"github.com/gpustate/gpustate/analyzers/internal/ownership"
+	"github.com/gpustate/gpustate/analyzers/stownership"
 )
 
 // deferFix returns the fix that inserts defer x.Release() after the
@@ -20,7 +21,7 @@ import (
 // when the resource escapes on some path, when it is acquired in a loop or
 // held in something other than a plain variable, or when the statement
 // after the acquire is not the error check.
-func deferFix(pass *analysis.Pass, l leak, rel string) *analysis.SuggestedFix {
+func deferFix(pass *analysis.Pass, l stownership.Leak, rel string) *analysis.SuggestedFix {
 	if rel == "" || l.Escapes || l.Holder == nil || l.Def == nil {
 		return nil
 	}
@@ -33,7 +34,7 @@ func deferFix(pass *analysis.Pass, l leak, rel string) *analysis.SuggestedFix {
 		return nil
 	}
 	after := ast.Node(assign)
-	if hasErrorResult(l.Fn) {
+	if stownership.HasErrorResult(l.Fn) {
 		check := errorCheck(pass, assign, list[k+1:])
 		if check == nil {
 			return nil

@@ -1,4 +1,4 @@
-package stcleanup
+package stownership
 
 import (
 	"go/ast"

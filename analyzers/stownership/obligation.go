@@ -1,4 +1,4 @@
-package stcleanup
+package stownership
 
 import (
 	"go/ast"
@@ -22,21 +22,21 @@ import (
 // holder is overwritten is lost. A final pass replays each block from its
 // fixed point and records where that happens.
 
-// leakKind says how an acquired resource is lost.
-type leakKind int
+// LeakKind says how an acquired resource is lost.
+type LeakKind int
 
 // The ways a resource leaks.
 const (
-	leakExit        leakKind = iota // still held when the function returns
-	leakDiscarded                   // the result was never kept
-	leakOverwritten                 // its last holder was overwritten before a release
+	LeakExit        LeakKind = iota // still held when the function returns
+	LeakDiscarded                   // the result was never kept
+	LeakOverwritten                 // its last holder was overwritten before a release
 )
 
-// A leak is an acquired resource that is not released on some path.
-type leak struct {
+// A Leak is an acquired resource that is not released on some path.
+type Leak struct {
 	Call   *ast.CallExpr // the acquiring call
 	Fn     *types.Func   // the function it calls
-	Kind   leakKind
+	Kind   LeakKind
 	At     ast.Node   // the return it leaks through, or the overwriting statement; nil when discarded
 	Holder *types.Var // the variable the acquire assigned, when one did
 	// Def is the statement that assigned the acquired value to Holder, and
@@ -51,7 +51,7 @@ type leak struct {
 // Releases among the seeded parameters).
 type funcResult struct {
 	ownership.Summary
-	leaks []leak
+	leaks []Leak
 }
 
 // funcInput is one function body to analyze.
@@ -199,7 +199,7 @@ func (c *cleanup) obligations() (ostate, bool) {
 	for _, call := range in.Sites {
 		fn, _, _ := c.o.Callee(c.info, call)
 		c.siteID[call] = len(c.obls)
-		c.obls = append(c.obls, obligation{call: call, fn: fn, minLevel: weak, errRes: hasErrorResult(fn)})
+		c.obls = append(c.obls, obligation{call: call, fn: fn, minLevel: weak, errRes: HasErrorResult(fn)})
 	}
 	entry := make(ostate, len(in.Sites), len(in.Sites)+3*len(in.Seeds)+1)
 	for _, p := range in.Seeds {
@@ -348,14 +348,14 @@ func (c *cleanup) result() *funcResult {
 			}
 			continue
 		}
-		l := leak{Call: ob.call, Fn: ob.fn, Holder: c.holderOf[id], Def: c.defs[id], Escapes: c.escaped[id]}
+		l := Leak{Call: ob.call, Fn: ob.fn, Holder: c.holderOf[id], Def: c.defs[id], Escapes: c.escaped[id]}
 		switch {
 		case c.discarded[id]:
-			l.Kind = leakDiscarded
+			l.Kind = LeakDiscarded
 		case c.lostAt[id] != nil:
-			l.Kind, l.At = leakOverwritten, c.lostAt[id]
+			l.Kind, l.At = LeakOverwritten, c.lostAt[id]
 		case c.exitAt[id] != nil:
-			l.Kind, l.At = leakExit, c.exitAt[id]
+			l.Kind, l.At = LeakExit, c.exitAt[id]
 		default:
 			continue
 		}
@@ -367,9 +367,9 @@ func (c *cleanup) result() *funcResult {
 // errorType is the predeclared error type.
 var errorType = types.Universe.Lookup("error").Type()
 
-// hasErrorResult reports whether fn has two or more results, the last of
+// HasErrorResult reports whether fn has two or more results, the last of
 // type error.
-func hasErrorResult(fn *types.Func) bool {
+func HasErrorResult(fn *types.Func) bool {
 	if fn == nil {
 		return false
 	}
