@@ -15,8 +15,8 @@ import (
 	"github.com/gpustate/gpustate/analyzers/internal/ownership"
 	"github.com/gpustate/gpustate/analyzers/stalias"
 	"github.com/gpustate/gpustate/analyzers/stcleanup"
-	"github.com/gpustate/gpustate/analyzers/streleased"
 	"github.com/gpustate/gpustate/analyzers/stownership"
+	"github.com/gpustate/gpustate/analyzers/streleased"
 	"github.com/gpustate/gpustate/contract"
 )
 
