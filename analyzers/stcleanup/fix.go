@@ -78,6 +78,19 @@ func enclosingList(pass *analysis.Pass, assign *ast.AssignStmt) ([]ast.Stmt, int
 	return nil, -1
 }
 
+// acquiredInLoop reports whether the acquiring call is inside a loop of its
+// function: a deferred release there would run only at the function's
+// exit, so the advice is a release before each return.
+func acquiredInLoop(pass *analysis.Pass, call *ast.CallExpr) bool {
+	for _, f := range pass.Files {
+		if f.FileStart <= call.Pos() && call.Pos() < f.FileEnd {
+			path, _ := astutil.PathEnclosingInterval(f, call.Pos(), call.End())
+			return len(path) > 1 && inLoop(path[1:])
+		}
+	}
+	return false
+}
+
 // inLoop reports whether the enclosing nodes of a statement, innermost
 // first, put it in a loop of its own function. A statement outside any
 // function is treated as in a loop: no fix applies there.

@@ -87,7 +87,7 @@ func report(pass *analysis.Pass, o *ownership.Oracle, l stownership.Leak) {
 			d.Message = fmt.Sprintf("%s acquired by %s is not released on every path; it is kept on another path, so call %s.%s() before the return that leaks it, not in a defer", typ, by, l.Holder.Name(), rel)
 		case l.Escapes:
 			d.Message = fmt.Sprintf("%s acquired by %s is not released on every path; it is kept on another path, so release it before the return that leaks it, not in a defer", typ, by)
-		case l.Holder != nil && rel != "":
+		case l.Holder != nil && rel != "" && !acquiredInLoop(pass, l.Call):
 			d.Message = fmt.Sprintf("%s acquired by %s is not released on every path; add defer %s.%s()", typ, by, l.Holder.Name(), rel)
 		default:
 			d.Message = fmt.Sprintf("%s acquired by %s is not released on every path; release it before each return", typ, by)

@@ -139,8 +139,9 @@ func namedResults(sig *types.Signature) []*types.Var {
 }
 
 // candidateParams returns the parameters of a function whose release or
-// hand-off is worth inferring: those of a type with a release method, and
-// those the body visibly releases or hands to a taker.
+// hand-off is worth inferring: those of a type with a release method (or
+// a slice of one), and those the body visibly releases or hands to a
+// taker.
 func candidateParams(o *ownership.Oracle, sig *types.Signature, released []*types.Var) []int {
 	var seeds []int
 	consider := func(i int, v *types.Var) {
@@ -148,8 +149,8 @@ func candidateParams(o *ownership.Oracle, sig *types.Signature, released []*type
 			return
 		}
 		t := v.Type()
-		if s, ok := types.Unalias(t).(*types.Slice); ok && sig.Variadic() && i == sig.Params().Len()-1 {
-			t = s.Elem()
+		if s, ok := t.Underlying().(*types.Slice); ok {
+			t = s.Elem() // a slice of resources: variadic, or a list kept or closed
 		}
 		if slices.Contains(released, v) || o.ReleaseMethod(t) != "" {
 			seeds = append(seeds, i)

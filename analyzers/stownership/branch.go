@@ -47,6 +47,12 @@ func (c *cleanup) edge(b *cfg.Block, succ int, out ostate) ostate {
 		if !o.live {
 			continue
 		}
+		if i < len(c.obls) && o.errs&nonNil != 0 && o.olds&^isNil != 0 {
+			// This run's acquire failed; the previous runs' resource is
+			// still held by the variables that kept it.
+			*o = obl{live: true, holders: o.olds &^ isNil, nils: o.nils, trues: o.trues, falses: o.falses}
+			continue
+		}
 		if i < len(c.obls) && (o.errs&nonNil != 0 || o.holders&isNil != 0 || contradicts(*o)) {
 			*o = obl{}
 			continue

@@ -149,6 +149,20 @@ func (c *cleanup) aliasExpr(st ostate, e ast.Expr) (m, derived uint64) {
 		if kind == ownership.Conversion && len(x.Args) == 1 {
 			return c.aliasExpr(st, x.Args[0])
 		}
+		if kind == ownership.Builtin && ownership.BuiltinName(c.info, x) == "append" && len(x.Args) > 0 {
+			// append(list, v) holds what list and v hold: the value goes
+			// where the slice goes (a local slice keeps it in the
+			// function; one stored or returned lets it escape).
+			for _, a := range x.Args {
+				if _, id := c.site(a); id >= 0 {
+					c.escape(st, a)
+					continue
+				}
+				am, ad := c.aliasExpr(st, a)
+				m, derived = m|am, derived|ad
+			}
+			return m, derived
+		}
 		if kind != ownership.Builtin && mayWrap(c.info.TypeOf(x)) {
 			c.expr(st, e)
 			return c.wrapped(x.Args)

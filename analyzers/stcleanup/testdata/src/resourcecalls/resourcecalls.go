@@ -279,3 +279,83 @@ func deferredRangeRelease(s *res.State) error {
 	}()
 	return root.Append(1)
 }
+
+// ---- resources kept in a local slice ----
+
+func loopErrorLeaksKept(s *res.State, n int) error {
+	var snaps []*res.Snap
+	for i := 0; i < n; i++ {
+		v, err := s.Snapshot() // want `Snap acquired by Snapshot is not released on every path; release it before each return`
+		if err != nil {
+			return err
+		}
+		snaps = append(snaps, v)
+	}
+	for _, v := range snaps {
+		v.Release()
+	}
+	return nil
+}
+
+func loopKeptReleased(s *res.State, n int) error {
+	var snaps []*res.Snap
+	defer func() {
+		for _, v := range snaps {
+			v.Release()
+		}
+	}()
+	for i := 0; i < n; i++ {
+		v, err := s.Snapshot()
+		if err != nil {
+			return err
+		}
+		snaps = append(snaps, v)
+	}
+	return nil
+}
+
+var registry [][]*res.Snap
+
+// keepAll keeps the list: its takes fact is inferred.
+func keepAll(vs []*res.Snap) { registry = append(registry, vs) }
+
+// releaseList releases each of vs.
+func releaseList(vs []*res.Snap) {
+	for _, v := range vs {
+		v.Release()
+	}
+}
+
+func loopKeptHandedOn(s *res.State, n int) {
+	var snaps []*res.Snap
+	for i := 0; i < n; i++ {
+		v, err := s.Snapshot()
+		if err != nil {
+			break
+		}
+		snaps = append(snaps, v)
+	}
+	keepAll(snaps)
+	var more []*res.Snap
+	for i := 0; i < n; i++ {
+		v, err := s.Snapshot()
+		if err != nil {
+			break
+		}
+		more = append(more, v)
+	}
+	releaseList(more)
+}
+
+func loopKeptReturned(s *res.State, n int) ([]*res.Snap, error) {
+	var snaps []*res.Snap
+	for i := 0; i < n; i++ {
+		v, err := s.Snapshot()
+		if err != nil {
+			releaseList(snaps)
+			return nil, err
+		}
+		snaps = append(snaps, v)
+	}
+	return snaps, nil
+}
