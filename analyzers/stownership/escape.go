@@ -144,6 +144,20 @@ func (c *cleanup) aliasExpr(st ostate, e ast.Expr) (m, derived uint64) {
 		}
 	case *ast.TypeAssertExpr:
 		return c.aliasExpr(st, x.X)
+	case *ast.SliceExpr:
+		// live[:n] is the same list; live[i] one of its elements, which
+		// holds part of what the list holds.
+		if v := c.localVar(x.X); v != nil {
+			c.expr(st, x.Low)
+			c.expr(st, x.High)
+			c.expr(st, x.Max)
+			return c.known(v), 0
+		}
+	case *ast.IndexExpr:
+		if v := c.localVar(x.X); v != nil && isSlice(c.info.TypeOf(x.X)) {
+			c.expr(st, x.Index)
+			return 0, c.known(v)
+		}
 	case *ast.CallExpr:
 		_, kind, _ := c.o.Callee(c.info, x)
 		if kind == ownership.Conversion && len(x.Args) == 1 {
@@ -287,6 +301,15 @@ func (c *cleanup) watch(lit *ast.FuncLit) (rel, disp uint64) {
 		return true
 	})
 	return rel, disp
+}
+
+// isSlice reports whether t is a slice type.
+func isSlice(t types.Type) bool {
+	if t == nil {
+		return false
+	}
+	_, ok := t.Underlying().(*types.Slice)
+	return ok
 }
 
 // isBasic reports whether t is a basic type (no resource can hide in it).

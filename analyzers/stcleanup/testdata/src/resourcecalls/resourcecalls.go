@@ -359,3 +359,24 @@ func loopKeptReturned(s *res.State, n int) ([]*res.Snap, error) {
 	}
 	return snaps, nil
 }
+
+// A list emptied from its end, each element released as it is taken
+// (examples/kvcache's shared prefixes).
+func popRelease(s *res.State, n int) error {
+	var live []*res.Snap
+	for i := 0; i < n; i++ {
+		v, err := s.Snapshot()
+		if err != nil {
+			break
+		}
+		live = append(live, v)
+	}
+	for len(live) > 0 {
+		v := live[len(live)-1]
+		live = live[:len(live)-1]
+		if err := v.Release(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
