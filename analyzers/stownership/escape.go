@@ -179,7 +179,14 @@ func (c *cleanup) aliasExpr(st ostate, e ast.Expr) (m, derived uint64) {
 		}
 		if kind != ownership.Builtin && mayWrap(c.info.TypeOf(x)) {
 			c.expr(st, e)
-			return c.wrapped(x.Args)
+			m, derived = c.wrapped(x.Args)
+			// The view of a resource is the resource: ctx.Layer(i) holds
+			// what ctx holds.
+			if fn, _, recv := c.o.Callee(c.info, x); fn != nil && recv != nil && c.o.View(fn) {
+				rm, rd := c.wrapped([]ast.Expr{recv})
+				m, derived = m|rm, derived|rd
+			}
+			return m, derived
 		}
 	}
 	c.expr(st, e)

@@ -96,6 +96,12 @@ func (c *cleanup) site(e ast.Expr) (*ast.CallExpr, int) {
 	if id, ok := c.siteID[call]; ok {
 		return call, id
 	}
+	// A view of a resource is the resource (docs/analyzers/stcleanup.md):
+	// the view of a resource acquired on the spot, NewContext().Layer(i),
+	// carries the acquire's obligation.
+	if fn, _, recv := c.o.Callee(c.info, call); fn != nil && recv != nil && c.o.View(fn) {
+		return c.site(recv)
+	}
 	return nil, -1
 }
 

@@ -92,3 +92,8 @@ type Engine interface {
 //
 //state:acquire
 func OpenEngine() (Engine, error) { return nil, nil }
+
+// Layer is a view of the state: the same resource.
+//
+//state:view
+func (s *State) Layer(i int) *State { return s }

@@ -380,3 +380,30 @@ func popRelease(s *res.State, n int) error {
 	}
 	return nil
 }
+
+// ---- a view of a resource is the resource ----
+
+type model struct{ layers map[int]*res.State }
+
+func viewOfAcquireStored(m *model) {
+	m.layers[0] = res.Open().Layer(0)
+}
+
+func viewReturned(i int) *res.State {
+	s := res.Open()
+	return s.Layer(i)
+}
+
+func viewReleased() {
+	l := res.Open().Layer(0)
+	l.Release()
+}
+
+func viewDiscarded() {
+	res.Open().Layer(0) // want `State acquired by Open is discarded`
+}
+
+func viewNotReleased(i int) error {
+	l := res.Open().Layer(i) // want `State acquired by Open is not released on every path; add defer l.Release\(\)`
+	return l.Append(1)
+}
