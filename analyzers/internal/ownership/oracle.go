@@ -195,12 +195,15 @@ var keeps = map[string][]int{
 	"context.WithValue":               {2},
 }
 
+// keeperPkgs are the packages of the functions in keeps.
+var keeperPkgs = map[string]bool{"sync": true, "sync/atomic": true, "runtime": true, "context": true}
+
 // Takes reports whether fn takes over the obligation to release parameter i.
 func (o *Oracle) Takes(fn *types.Func, i int) bool {
 	if o.Releases(fn, i) {
 		return true
 	}
-	if fn != nil && fn.Pkg() != nil && slices.Contains(keeps[fn.Origin().FullName()], i) {
+	if fn != nil && fn.Pkg() != nil && keeperPkgs[fn.Pkg().Path()] && slices.Contains(keeps[fn.Origin().FullName()], i) {
 		return true
 	}
 	if d := o.Dir(fn); d != nil && slices.Contains(d.Takes, paramName(fn, i)) {
