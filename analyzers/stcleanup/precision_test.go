@@ -122,6 +122,7 @@ func (osFiles) Func(fn *types.Func) *contract.Func {
 // process exits, on purpose ("Could save f so after can call f.Close; not
 // worth the effort", testing.go).
 var knownLeaks = []string{
+	"src/testing/testing.go:2606:",                 // -test.cpuprofile file, handed to testDeps.StartCPUProfile (an interface method: borrowed)
 	"src/testing/testing.go:2619:",                 // -test.trace file
 	"go/analysis/internal/checker/checker.go:107:", // -cpuprofile file
 	"go/analysis/internal/checker/checker.go:119:", // -trace file

@@ -140,7 +140,7 @@ func (c *cleanup) stmtReleases(s ast.Stmt, val *types.Var) int {
 		if s.Init != nil {
 			return c.stmtReleases(s.Init, val)
 		}
-		if s.Else == nil && (slices.Contains(dataflow.Imply(c.info, s.Cond, true).NonNil, val) || c.testsError(s.Cond)) {
+		if s.Else == nil && (slices.Contains(dataflow.Imply(c.info, s.Cond, true).NonNil, val) || c.testsError(s.Cond) || c.onceGuard(s)) {
 			return c.releasesEach(s.Body.List, val)
 		}
 	}
@@ -161,6 +161,30 @@ func (c *cleanup) exprReleases(e ast.Expr, val *types.Var) int {
 		return true
 	})
 	return level
+}
+
+// onceGuard reports whether s is the guard of a release done once,
+// if !closed { closed = true; x.Close() }: its condition tests a boolean
+// variable that its body assigns.
+func (c *cleanup) onceGuard(s *ast.IfStmt) bool {
+	cond := ast.Unparen(s.Cond)
+	if u, ok := cond.(*ast.UnaryExpr); ok && u.Op == token.NOT {
+		cond = ast.Unparen(u.X)
+	}
+	flag := dataflow.VarOf(c.info, cond)
+	if flag == nil {
+		return false
+	}
+	for _, st := range s.Body.List {
+		if as, ok := st.(*ast.AssignStmt); ok {
+			for _, l := range as.Lhs {
+				if dataflow.VarOf(c.info, l) == flag {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 // testsError reports whether cond compares a variable of type error.
