@@ -12,7 +12,7 @@ import (
 	"github.com/gpustate/gpustate/analyzers/internal/analysisutil"
 	"github.com/gpustate/gpustate/analyzers/internal/dataflow"
 	"github.com/gpustate/gpustate/analyzers/internal/ownership"
-	"github.com/gpustate/gpustate/analyzers/stcleanup"
+	"github.com/gpustate/gpustate/analyzers/stownership"
 )
 
 //go:embed doc.go
@@ -20,12 +20,18 @@ var doc string
 
 // Analyzer reports writes to immutable snapshots and through read-only or
 // stale device spans.
-var Analyzer = &analysis.Analyzer{
-	Name:     "stalias",
-	Doc:      analysisutil.MustExtractDoc(doc, "stalias"),
-	URL:      "https://pkg.go.dev/github.com/gpustate/gpustate/analyzers/stalias",
-	Run:      analysisutil.WithIgnores(run),
-	Requires: []*analysis.Analyzer{stcleanup.Ownership},
+var Analyzer = New(stownership.Analyzer)
+
+// New returns the analyzer reading the oracle and function bodies of own,
+// an analyzer made by stownership.New.
+func New(own *analysis.Analyzer) *analysis.Analyzer {
+	return &analysis.Analyzer{
+		Name:     "stalias",
+		Doc:      analysisutil.MustExtractDoc(doc, "stalias"),
+		URL:      "https://pkg.go.dev/github.com/gpustate/gpustate/analyzers/stalias",
+		Run:      analysisutil.WithIgnores(func(pass *analysis.Pass) (any, error) { return run(pass, own) }),
+		Requires: []*analysis.Analyzer{own},
+	}
 }
 
 // run checks each function in two steps. Calls of mutating methods on
@@ -38,8 +44,8 @@ var Analyzer = &analysis.Analyzer{
 // stale; heads are told apart by identity, tracked in the same state (see
 // heads.go). Every write is checked against the state where it happens.
 // Packages without directives return at once.
-func run(pass *analysis.Pass) (any, error) {
-	res := pass.ResultOf[stcleanup.Ownership].(*stcleanup.OwnershipResult).Result
+func run(pass *analysis.Pass, own *analysis.Analyzer) (any, error) {
+	res := pass.ResultOf[own].(*stownership.Result).Result
 	if !res.Dirs.Active() {
 		return nil, nil
 	}
@@ -397,6 +403,9 @@ func (c *checker) through(l ast.Expr, st state) ref {
 		}
 	case *ast.SelectorExpr:
 		if sel, ok := c.info.Selections[x]; ok && sel.Kind() == types.FieldVal {
+			if ownership.SpanField(sel) {
+				return ref{} // sp.Rows = n: a host-side descriptor
+			}
 			if t := c.info.TypeOf(x.X); t != nil && isPointer(t) || sel.Indirect() {
 				return c.view(x.X, st)
 			}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/gpustate/gpustate/analyzers/internal/dataflow"
 	"github.com/gpustate/gpustate/analyzers/internal/ownership"
+	"github.com/gpustate/gpustate/analyzers/stownership"
 )
 
 // deferFix returns the fix that inserts defer x.Release() after the
@@ -20,7 +21,7 @@ import (
 // when the resource escapes on some path, when it is acquired in a loop or
 // held in something other than a plain variable, or when the statement
 // after the acquire is not the error check.
-func deferFix(pass *analysis.Pass, l leak, rel string) *analysis.SuggestedFix {
+func deferFix(pass *analysis.Pass, l stownership.Leak, rel string) *analysis.SuggestedFix {
 	if rel == "" || l.Escapes || l.Holder == nil || l.Def == nil {
 		return nil
 	}
@@ -33,7 +34,7 @@ func deferFix(pass *analysis.Pass, l leak, rel string) *analysis.SuggestedFix {
 		return nil
 	}
 	after := ast.Node(assign)
-	if hasErrorResult(l.Fn) {
+	if stownership.HasErrorResult(l.Fn) {
 		check := errorCheck(pass, assign, list[k+1:])
 		if check == nil {
 			return nil
@@ -75,6 +76,19 @@ func enclosingList(pass *analysis.Pass, assign *ast.AssignStmt) ([]ast.Stmt, int
 		}
 	}
 	return nil, -1
+}
+
+// acquiredInLoop reports whether the acquiring call is inside a loop of its
+// function: a deferred release there would run only at the function's
+// exit, so the advice is a release before each return.
+func acquiredInLoop(pass *analysis.Pass, call *ast.CallExpr) bool {
+	for _, f := range pass.Files {
+		if f.FileStart <= call.Pos() && call.Pos() < f.FileEnd {
+			path, _ := astutil.PathEnclosingInterval(f, call.Pos(), call.End())
+			return len(path) > 1 && inLoop(path[1:])
+		}
+	}
+	return false
 }
 
 // inLoop reports whether the enclosing nodes of a statement, innermost

@@ -11,33 +11,40 @@ import (
 
 	"github.com/gpustate/gpustate/analyzers/internal/analysisutil"
 	"github.com/gpustate/gpustate/analyzers/internal/ownership"
+	"github.com/gpustate/gpustate/analyzers/stownership"
 )
 
 //go:embed doc.go
 var doc string
 
 // Analyzer reports acquired resources that are not released on every path.
-var Analyzer = &analysis.Analyzer{
-	Name:     "stcleanup",
-	Doc:      analysisutil.MustExtractDoc(doc, "stcleanup"),
-	URL:      "https://pkg.go.dev/github.com/gpustate/gpustate/analyzers/stcleanup",
-	Run:      analysisutil.WithIgnores(run),
-	Requires: []*analysis.Analyzer{Ownership, ctrlflow.Analyzer},
+var Analyzer = New(stownership.Analyzer)
+
+// New returns the analyzer reading the leaks found by own, an analyzer made
+// by stownership.New.
+func New(own *analysis.Analyzer) *analysis.Analyzer {
+	return &analysis.Analyzer{
+		Name:     "stcleanup",
+		Doc:      analysisutil.MustExtractDoc(doc, "stcleanup"),
+		URL:      "https://pkg.go.dev/github.com/gpustate/gpustate/analyzers/stcleanup",
+		Run:      analysisutil.WithIgnores(func(pass *analysis.Pass) (any, error) { return run(pass, own) }),
+		Requires: []*analysis.Analyzer{own, ctrlflow.Analyzer},
+	}
 }
 
 // run reports the leaks the obligation analysis found. The analysis runs
-// in Ownership, once per package, because inferring which functions are
+// in stownership, once per package, because inferring which functions are
 // acquirers and which take their parameters is the same analysis: a
 // function's leaks are the obligations still live at an exit, its acquirer
 // fact the obligation it returns. Packages that neither declare directives
 // nor import a package that does are skipped before any function is looked
 // at.
-func run(pass *analysis.Pass) (any, error) {
-	res := pass.ResultOf[Ownership].(*OwnershipResult)
+func run(pass *analysis.Pass, own *analysis.Analyzer) (any, error) {
+	res := pass.ResultOf[own].(*stownership.Result)
 	if !res.Dirs.Active() {
 		return nil, nil
 	}
-	for _, l := range res.leaks {
+	for _, l := range res.Leaks {
 		if !res.Withheld(resultType(pass, l.Call)) {
 			report(pass, res.Oracle, l)
 		}
@@ -56,26 +63,33 @@ func resultType(pass *analysis.Pass, call *ast.CallExpr) types.Type {
 
 // report reports one leak, with the exit it leaks through or the statement
 // that overwrites it, and where a deferred release is right, its fix.
-func report(pass *analysis.Pass, o *ownership.Oracle, l leak) {
+func report(pass *analysis.Pass, o *ownership.Oracle, l stownership.Leak) {
 	t := resultType(pass, l.Call)
 	typ := ownership.TypeName(t)
 	rel := o.ReleaseMethod(t)
 	by := l.Fn.Name()
 	d := analysis.Diagnostic{Pos: l.Call.Pos(), End: l.Call.End()}
 	switch l.Kind {
-	case leakDiscarded:
+	case stownership.LeakDiscarded:
 		if rel != "" {
 			d.Message = fmt.Sprintf("%s acquired by %s is discarded; assign it and call its %s method when done", typ, by, rel)
 		} else {
 			d.Message = fmt.Sprintf("%s acquired by %s is discarded; assign it and release it when done", typ, by)
 		}
-	case leakOverwritten:
+	case stownership.LeakOverwritten:
 		d.Message = fmt.Sprintf("%s acquired by %s is overwritten before it is released; release it first", typ, by)
 		d.Related = []analysis.RelatedInformation{related(pass, l.At, "overwritten here")}
-	case leakExit:
-		if l.Holder != nil && rel != "" {
+	case stownership.LeakExit:
+		switch {
+		case l.Escapes && l.Holder != nil && rel != "":
+			// Kept on the success path (stored in a map, returned): a
+			// deferred release would release what is kept.
+			d.Message = fmt.Sprintf("%s acquired by %s is not released on every path; it is kept on another path, so call %s.%s() before the return that leaks it, not in a defer", typ, by, l.Holder.Name(), rel)
+		case l.Escapes:
+			d.Message = fmt.Sprintf("%s acquired by %s is not released on every path; it is kept on another path, so release it before the return that leaks it, not in a defer", typ, by)
+		case l.Holder != nil && rel != "" && !acquiredInLoop(pass, l.Call):
 			d.Message = fmt.Sprintf("%s acquired by %s is not released on every path; add defer %s.%s()", typ, by, l.Holder.Name(), rel)
-		} else {
+		default:
 			d.Message = fmt.Sprintf("%s acquired by %s is not released on every path; release it before each return", typ, by)
 		}
 		d.Related = []analysis.RelatedInformation{related(pass, l.At, "this return leaks it")}

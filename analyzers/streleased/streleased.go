@@ -14,19 +14,25 @@ import (
 	"github.com/gpustate/gpustate/analyzers/internal/analysisutil"
 	"github.com/gpustate/gpustate/analyzers/internal/dataflow"
 	"github.com/gpustate/gpustate/analyzers/internal/ownership"
-	"github.com/gpustate/gpustate/analyzers/stcleanup"
+	"github.com/gpustate/gpustate/analyzers/stownership"
 )
 
 //go:embed doc.go
 var doc string
 
 // Analyzer reports uses of a resource after it was released on every path.
-var Analyzer = &analysis.Analyzer{
-	Name:     "streleased",
-	Doc:      analysisutil.MustExtractDoc(doc, "streleased"),
-	URL:      "https://pkg.go.dev/github.com/gpustate/gpustate/analyzers/streleased",
-	Run:      analysisutil.WithIgnores(run),
-	Requires: []*analysis.Analyzer{stcleanup.Ownership},
+var Analyzer = New(stownership.Analyzer)
+
+// New returns the analyzer reading the oracle and function bodies of own,
+// an analyzer made by stownership.New.
+func New(own *analysis.Analyzer) *analysis.Analyzer {
+	return &analysis.Analyzer{
+		Name:     "streleased",
+		Doc:      analysisutil.MustExtractDoc(doc, "streleased"),
+		URL:      "https://pkg.go.dev/github.com/gpustate/gpustate/analyzers/streleased",
+		Run:      analysisutil.WithIgnores(func(pass *analysis.Pass) (any, error) { return run(pass, own) }),
+		Requires: []*analysis.Analyzer{own},
+	}
 }
 
 // run solves, for each function that releases a local variable, the
@@ -34,8 +40,8 @@ var Analyzer = &analysis.Analyzer{
 // here" (intersection at joins; a release adds the variable, an assignment
 // removes it), and reports every use of a variable in that set.
 // Packages without directives return at once.
-func run(pass *analysis.Pass) (any, error) {
-	res := pass.ResultOf[stcleanup.Ownership].(*stcleanup.OwnershipResult).Result
+func run(pass *analysis.Pass, own *analysis.Analyzer) (any, error) {
+	res := pass.ResultOf[own].(*stownership.Result).Result
 	if !res.Dirs.Active() {
 		return nil, nil
 	}
@@ -170,6 +176,16 @@ func (c *checker) scanAliases(f *ownership.Func) {
 	def := func(e ast.Expr, n int) {
 		if v := c.local(e); v != nil {
 			c.defs[v] += n
+		}
+	}
+	// A parameter holds a value on entry: an assignment to it is its
+	// second definition (old := s; s = b leaves old the old handle).
+	if f.Sig != nil {
+		for v := range f.Sig.Params().Variables() {
+			c.defs[v]++
+		}
+		if r := f.Sig.Recv(); r != nil {
+			c.defs[r]++
 		}
 	}
 	ast.Inspect(f.Body(), func(n ast.Node) bool {

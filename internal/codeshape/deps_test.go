@@ -2,6 +2,7 @@ package codeshape
 
 import (
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -50,4 +51,50 @@ func TestImportsFlowOneWay(t *testing.T) {
 func isSelf(dep, pattern string) bool {
 	p := strings.TrimSuffix(strings.TrimPrefix(pattern, "./"), "/...")
 	return strings.HasPrefix(dep, "github.com/gpustate/gpustate/"+p)
+}
+
+// checkers are the analyzers that report findings (analyzers/suite). What
+// several of them need (the directives' facts, the ownership analysis)
+// lives in analyzers of its own that report nothing, as golang.org/x/tools
+// keeps ctrlflow apart from the checkers that read its graphs.
+var checkers = []string{"stcontract", "stgrowth", "stcleanup", "stalias", "streleased"}
+
+// TestNoCheckerImportsAnother checks that no analyzer that reports findings
+// depends on another: each can be run, tested and changed alone.
+func TestNoCheckerImportsAnother(t *testing.T) {
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go command on PATH")
+	}
+	const analyzers = "github.com/gpustate/gpustate/analyzers/"
+	list := exec.Command(goBin, "list", "./analyzers/...")
+	list.Dir = "../.."
+	out, err := list.Output()
+	if err != nil {
+		t.Fatalf("go list ./analyzers/...: %v", err)
+	}
+	// A new analyzer package is a checker unless it is a shared analysis.
+	shared := []string{"directives", "stownership", "suite", "golangci"}
+	for _, p := range strings.Fields(string(out)) {
+		name, ok := strings.CutPrefix(p, analyzers)
+		if !ok || strings.Contains(name, "/") || slices.Contains(shared, name) {
+			continue
+		}
+		if !slices.Contains(checkers, name) {
+			t.Errorf("analyzers/%s is neither a checker listed here nor a shared analysis", name)
+		}
+	}
+	for _, c := range checkers {
+		cmd := exec.Command(goBin, "list", "-deps", "./analyzers/"+c)
+		cmd.Dir = "../.."
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("go list -deps ./analyzers/%s: %v", c, err)
+		}
+		for _, dep := range strings.Fields(string(out)) {
+			if other, ok := strings.CutPrefix(dep, analyzers); ok && other != c && slices.Contains(checkers, other) {
+				t.Errorf("analyzers/%s imports the checker analyzers/%s; move what they share into an analyzer of its own", c, other)
+			}
+		}
+	}
 }

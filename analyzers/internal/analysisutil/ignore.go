@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"golang.org/x/tools/go/analysis"
 )
@@ -82,6 +83,10 @@ func WithIgnores(run func(*analysis.Pass) (any, error)) func(*analysis.Pass) (an
 			return res, err
 		}
 		for _, ig := range mine {
+			if len(ig.known()) > 1 {
+				settleShared(pass.Fset, ig, name, report)
+				continue
+			}
 			if !ig.used {
 				report(analysis.Diagnostic{Pos: ig.pos, End: ig.end, Message: fmt.Sprintf(
 					"%s %s silences nothing: no %s finding on this line or the next; remove the comment", IgnorePrefix, name, name)})
@@ -89,6 +94,73 @@ func WithIgnores(run func(*analysis.Pass) (any, error)) func(*analysis.Pass) (an
 		}
 		return res, nil
 	}
+}
+
+// An ignore naming several analyzers (//statevet:ignore stgrowth,streleased)
+// is used when any of them has a finding there. The analyzers run apart,
+// each in its own pass, but every driver runs the passes of one package in
+// one process: each named analyzer records here, when its pass ends,
+// whether it used the ignore, and the last of them to end reports it if
+// none did. Where a driver does not run every named analyzer, nobody is
+// last and nothing is reported.
+var shared struct {
+	sync.Mutex
+	m map[sharedKey]*sharedUse
+}
+
+// sharedKey identifies one ignore comment of one load of a package.
+type sharedKey struct {
+	fset *token.FileSet
+	pos  token.Pos
+}
+
+// sharedUse is what the analyzers an ignore names have recorded of it.
+type sharedUse struct {
+	done []string // the analyzers whose pass has ended
+	used bool
+}
+
+// settleShared records that analyzer name's pass has ended with ig used or
+// not, and reports ig as silencing nothing when name is the last of the
+// analyzers ig names to end and none of them used it.
+func settleShared(fset *token.FileSet, ig *ignore, name string, report func(analysis.Diagnostic)) {
+	names := ig.known()
+	key := sharedKey{fset, ig.pos}
+	shared.Lock()
+	if shared.m == nil {
+		shared.m = make(map[sharedKey]*sharedUse)
+	}
+	u := shared.m[key]
+	if u == nil {
+		u = &sharedUse{}
+		shared.m[key] = u
+	}
+	u.used = u.used || ig.used
+	if !slices.Contains(u.done, name) {
+		u.done = append(u.done, name)
+	}
+	last := len(u.done) == len(names)
+	if last {
+		delete(shared.m, key)
+	}
+	used := u.used
+	shared.Unlock()
+	if last && !used {
+		list := strings.Join(names, ",")
+		report(analysis.Diagnostic{Pos: ig.pos, End: ig.end, Message: fmt.Sprintf(
+			"%s %s silences nothing: no %s finding on this line or the next; remove the comment", IgnorePrefix, list, strings.Join(names, " or "))})
+	}
+}
+
+// known returns the statevet analyzers among the names of ig, each once.
+func (ig *ignore) known() []string {
+	var out []string
+	for _, n := range ig.names {
+		if slices.Contains(Names, n) && !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // ignore is one //statevet:ignore comment.

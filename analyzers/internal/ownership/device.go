@@ -60,3 +60,17 @@ func holdsDeviceSpan(t types.Type, depth int) bool {
 	}
 	return false
 }
+
+// SpanField reports whether sel selects a field of a device.Span (its Ptr
+// or Rows, directly or through a pointer): the span is a host-side
+// descriptor, so writing its fields (sp.Rows = n) writes no device memory.
+func SpanField(sel *types.Selection) bool {
+	if sel == nil || sel.Kind() != types.FieldVal {
+		return false
+	}
+	t := sel.Recv()
+	if p, ok := types.Unalias(t).(*types.Pointer); ok {
+		t = p.Elem()
+	}
+	return isDeviceNamed(t, "Span") && len(sel.Index()) == 1
+}

@@ -5,7 +5,7 @@
 //
 // Writes are inferred here, in every package, by a single syntactic pass
 // (no CFG). Acquirer, takes and releases are inferred by the obligation
-// analysis of package stcleanup: Infer runs it over the package's function
+// analysis of package stownership: Infer runs it over the package's function
 // declarations callees first and merges what it finds into the facts, and
 // Export hands them to the packages that import this one, the standard
 // library's callers included, so wrappers and helpers need no directive.

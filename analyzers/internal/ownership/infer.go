@@ -78,8 +78,44 @@ func staticCallees(info *types.Info, decls []*Func) map[*Func][]*types.Func {
 			}
 			return true
 		})
+		// A function returning a struct that wraps a resource is an
+		// acquirer when the struct has a release method (stcleanup): the
+		// methods of its first result's type come first.
+		for _, m := range resultMethods(f.Sig) {
+			if !seen[m] {
+				seen[m] = true
+				callees[f] = append(callees[f], m)
+			}
+		}
 	}
 	return callees
+}
+
+// resultMethods returns the methods without arguments of the named type
+// of sig's first result (through a pointer): the candidates for its
+// release method.
+func resultMethods(sig *types.Signature) []*types.Func {
+	if sig == nil || sig.Results().Len() == 0 {
+		return nil
+	}
+	t := types.Unalias(sig.Results().At(0).Type())
+	if p, ok := t.(*types.Pointer); ok {
+		t = types.Unalias(p.Elem())
+	}
+	n, ok := t.(*types.Named)
+	if !ok {
+		return nil
+	}
+	if _, ok := n.Underlying().(*types.Struct); !ok {
+		return nil
+	}
+	var ms []*types.Func
+	for m := range n.Origin().Methods() {
+		if m.Signature().Params().Len() == 0 {
+			ms = append(ms, m)
+		}
+	}
+	return ms
 }
 
 // postorder returns decls in a postorder of the package's call graph:

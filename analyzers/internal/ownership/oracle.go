@@ -176,9 +176,34 @@ func MayDispose(fn *types.Func) bool {
 	return res.Len() == 0 || res.Len() == 1 && types.Identical(res.At(0).Type(), types.Universe.Lookup("error").Type())
 }
 
+// keeps lists the functions of the standard library that keep an argument
+// beyond the call, by parameter: handing a resource to them is an escape
+// (docs/analyzers/stcleanup.md). A finalizer or cleanup is not a release: the
+// resource waits for the garbage collector, and statevet stays silent.
+var keeps = map[string][]int{
+	"(*sync.Map).Store":               {1},
+	"(*sync.Map).LoadOrStore":         {1},
+	"(*sync.Map).Swap":                {1},
+	"(*sync.Map).CompareAndSwap":      {2},
+	"(*sync.Pool).Put":                {0},
+	"(*sync/atomic.Value).Store":      {0},
+	"(*sync/atomic.Value).Swap":       {0},
+	"(*sync/atomic.Pointer[T]).Store": {0},
+	"(*sync/atomic.Pointer[T]).Swap":  {0},
+	"runtime.SetFinalizer":            {0},
+	"runtime.AddCleanup":              {0, 2},
+	"context.WithValue":               {2},
+}
+
+// keeperPkgs are the packages of the functions in keeps.
+var keeperPkgs = map[string]bool{"sync": true, "sync/atomic": true, "runtime": true, "context": true}
+
 // Takes reports whether fn takes over the obligation to release parameter i.
 func (o *Oracle) Takes(fn *types.Func, i int) bool {
 	if o.Releases(fn, i) {
+		return true
+	}
+	if fn != nil && fn.Pkg() != nil && keeperPkgs[fn.Pkg().Path()] && slices.Contains(keeps[fn.Origin().FullName()], i) {
 		return true
 	}
 	if d := o.Dir(fn); d != nil && slices.Contains(d.Takes, paramName(fn, i)) {

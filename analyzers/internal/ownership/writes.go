@@ -413,6 +413,9 @@ func (w *writeInfo) through(info *types.Info, l ast.Expr) uint64 {
 		}
 	case *ast.SelectorExpr:
 		if sel, ok := info.Selections[x]; ok && sel.Kind() == types.FieldVal {
+			if SpanField(sel) {
+				return 0
+			}
 			if indirect(info.TypeOf(x.X)) || sel.Indirect() {
 				return w.from(info, x.X)
 			}

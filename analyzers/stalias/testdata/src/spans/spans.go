@@ -288,3 +288,31 @@ func reads(s *dev.KVState, v *dev.KVSnapshot, b device.Backend, out []float32) {
 	f := func() { dev.Gather(out, vsp.Values) }
 	f()
 }
+
+// ---- a span's fields are a host-side descriptor ----
+
+// trim shortens the spans it is given: it writes their descriptors, not
+// the device memory they locate, so it is no writer of dst.
+func trim(dst []device.Span, n int) {
+	for i := range dst {
+		dst[i].Rows = min(dst[i].Rows, n)
+	}
+}
+
+func descriptorFields(s *dev.KVState, v *dev.KVSnapshot) {
+	sp, err := s.Spans(0, s.Len())
+	if err != nil {
+		return
+	}
+	sp.Keys[0].Rows = 1
+	k := &sp.Keys[0]
+	k.Rows = 2
+	k.Ptr += 4
+	trim(sp.Values, 1)
+	vs, err := v.Spans(0, v.Len())
+	if err != nil {
+		return
+	}
+	vs.Keys[0].Rows--
+	trim(vs.Values, 1)
+}

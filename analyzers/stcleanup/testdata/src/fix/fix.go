@@ -51,3 +51,17 @@ func logged(p *res.Pool) int {
 	}
 	return s.Len()
 }
+
+// Kept in a map on the success path: a deferred release would release what
+// the map keeps, so no fix is offered.
+func storedOnSuccess(p *res.Pool, m map[int]*res.State) error {
+	s, err := res.NewState(p) // want `it is kept on another path, so call s.Release\(\) before the return that leaks it, not in a defer`
+	if err != nil {
+		return err
+	}
+	if err := s.Append(1); err != nil {
+		return err
+	}
+	m[0] = s
+	return nil
+}

@@ -64,3 +64,25 @@ func (s *PromptState) Len() int { return s.h.Len() }
 func (s *PromptState) Release() error {
 	return s.h.Release()
 }
+
+// Read copies rows [from, to) out, through the helper a head and a
+// snapshot share, as generated code does.
+func (s *PromptState) Read(from, to int) (Prompt, error) {
+	return _Prompt_read(s.h, from, to)
+}
+
+// _Prompt_read reads rows of r, a head or a snapshot: it calls Len on r,
+// which borrows it.
+func _Prompt_read(r interface {
+	Len() int
+	Read(from, to int, dst [][]byte) error
+}, from, to int) (Prompt, error) {
+	if from < 0 || to < from || to > r.Len() {
+		return Prompt{}, r.Read(from, to, nil)
+	}
+	rows := Prompt{Token: make([]int32, to-from), Hidden: make([]float32, to-from)}
+	if err := r.Read(from, to, [][]byte{state.Bytes(rows.Token), state.Bytes(rows.Hidden)}); err != nil {
+		return Prompt{}, err
+	}
+	return rows, nil
+}

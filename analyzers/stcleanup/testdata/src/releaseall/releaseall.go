@@ -2,7 +2,11 @@
 // over an interface or a type parameter.
 package releaseall
 
-import "res"
+import (
+	"errors"
+
+	"res"
+)
 
 type releaser interface{ Release() error }
 
@@ -90,4 +94,41 @@ func earlyReturn(p *res.Pool, n int) error {
 	}
 	releaseAllT(a)
 	return nil
+}
+
+// closeCollect releases each of xs and collects the errors.
+func closeCollect(xs ...*res.State) error {
+	var errs []error
+	for _, x := range xs {
+		errs = append(errs, x.Release())
+	}
+	return errors.Join(errs...)
+}
+
+// closePair releases both.
+func closePair(a, b *res.State) error {
+	return errors.Join(a.Release(), b.Release())
+}
+
+func collected(p *res.Pool) error {
+	a, err := res.NewState(p)
+	if err != nil {
+		return err
+	}
+	b := res.Open()
+	defer closeCollect(a, b)
+	return a.Append(1)
+}
+
+func joined() error {
+	a := res.Open()
+	b := res.Open()
+	defer closePair(a, b)
+	return a.Append(1)
+}
+
+func deferredJoin() (err error) {
+	a := res.Open()
+	defer func() { err = errors.Join(err, a.Release()) }()
+	return a.Append(1)
 }

@@ -70,3 +70,30 @@ func (v *Snap) Release() error { return nil }
 //
 //state:view
 func (v *Snap) Spans() []int { return v.rows }
+
+// Read copies rows out; a plain use.
+func (s *State) Read(from, to int) ([]int, error) { return s.rows[from:to], nil }
+
+// ReadInto copies rows into dst; a plain use.
+func (s *State) ReadInto(dst []int) error { copy(dst, s.rows); return nil }
+
+// Len is a plain use of the snapshot.
+func (v *Snap) Len() int { return len(v.rows) }
+
+// Engine is a resource behind an interface whose methods carry no
+// directives.
+type Engine interface {
+	Forward(x int) error
+	Len() int
+	Close() error
+}
+
+// OpenEngine returns an engine to close.
+//
+//state:acquire
+func OpenEngine() (Engine, error) { return nil, nil }
+
+// Layer is a view of the state: the same resource.
+//
+//state:view
+func (s *State) Layer(i int) *State { return s }

@@ -107,3 +107,27 @@ func kept() int {
 	res.Keep(a)
 	return a.Len() // Keep stores a: not a release
 }
+
+// A parameter reassigned after its copy holds another handle: releasing
+// the copy releases the old one only.
+func swapParam(s, b *res.State) error {
+	old := s
+	s = b
+	old.Release()
+	return s.Append(1)
+}
+
+func swapResult(b *res.State) (s *res.State) {
+	s = res.Open()
+	old := s
+	s = b
+	old.Release()
+	s.Append(1)
+	return s
+}
+
+func copyOfParam(s *res.State) int {
+	old := s
+	old.Release()
+	return s.Len() // want `State s is used after Release released it`
+}

@@ -1,4 +1,4 @@
-package stcleanup_test
+package stownership_test
 
 import (
 	"path/filepath"
@@ -6,11 +6,11 @@ import (
 
 	"golang.org/x/tools/go/analysis/analysistest"
 
-	"github.com/gpustate/gpustate/analyzers/stcleanup"
+	"github.com/gpustate/gpustate/analyzers/stownership"
 )
 
 // TestFacts checks the acquirer, takes and releases facts inferred by the
 // obligation analysis.
 func TestFacts(t *testing.T) {
-	analysistest.Run(t, filepath.Join(analysistest.TestData(), "facts"), stcleanup.Ownership, "wrap", "helpers")
+	analysistest.Run(t, filepath.Join(analysistest.TestData(), "facts"), stownership.Analyzer, "wrap", "helpers")
 }

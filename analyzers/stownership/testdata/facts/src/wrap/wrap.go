@@ -71,3 +71,18 @@ func (h *Handle) Close() { h.s.Release() } // want Close:"takes\\(-1\\) releases
 
 // Len reads through the handle.
 func (h *Handle) Len() int { return h.s.Len() }
+
+// Stats is computed from a state.
+type Stats struct {
+	N    int
+	Tags []string
+}
+
+func count(s *res.State) Stats { return Stats{N: s.Len()} }
+
+// Stats returns a value built from a part of the handle (its state):
+// returning it does not keep the handle, so Stats takes nothing.
+func (h *Handle) Stats() Stats {
+	st := count(h.s)
+	return st
+}

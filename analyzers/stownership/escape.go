@@ -1,4 +1,4 @@
-package stcleanup
+package stownership
 
 import (
 	"go/ast"
@@ -24,9 +24,9 @@ func (c *cleanup) discharge(st ostate, m uint64, level int) {
 		return
 	}
 	for id := range c.obls {
-		if st[id].live && st[id].holders&m != 0 && level >= c.obls[id].minLevel {
+		if st[id].live && (st[id].holders|st[id].olds)&m != 0 && level >= c.obls[id].minLevel {
 			st[id] = obl{}
-			if c.record && level != release {
+			if c.record && level < dispose {
 				c.escaped[id] = true
 			}
 		}
@@ -144,14 +144,49 @@ func (c *cleanup) aliasExpr(st ostate, e ast.Expr) (m, derived uint64) {
 		}
 	case *ast.TypeAssertExpr:
 		return c.aliasExpr(st, x.X)
+	case *ast.SliceExpr:
+		// live[:n] is the same list; live[i] one of its elements, which
+		// holds part of what the list holds.
+		if v := c.localVar(x.X); v != nil {
+			c.expr(st, x.Low)
+			c.expr(st, x.High)
+			c.expr(st, x.Max)
+			return c.known(v), 0
+		}
+	case *ast.IndexExpr:
+		if v := c.localVar(x.X); v != nil && isSlice(c.info.TypeOf(x.X)) {
+			c.expr(st, x.Index)
+			return 0, c.known(v)
+		}
 	case *ast.CallExpr:
 		_, kind, _ := c.o.Callee(c.info, x)
 		if kind == ownership.Conversion && len(x.Args) == 1 {
 			return c.aliasExpr(st, x.Args[0])
 		}
+		if kind == ownership.Builtin && ownership.BuiltinName(c.info, x) == "append" && len(x.Args) > 0 {
+			// append(list, v) holds what list and v hold: the value goes
+			// where the slice goes (a local slice keeps it in the
+			// function; one stored or returned lets it escape).
+			for _, a := range x.Args {
+				if _, id := c.site(a); id >= 0 {
+					c.escape(st, a)
+					continue
+				}
+				am, ad := c.aliasExpr(st, a)
+				m, derived = m|am, derived|ad
+			}
+			return m, derived
+		}
 		if kind != ownership.Builtin && mayWrap(c.info.TypeOf(x)) {
 			c.expr(st, e)
-			return c.wrapped(x.Args)
+			m, derived = c.wrapped(x.Args)
+			// The view of a resource is the resource: ctx.Layer(i) holds
+			// what ctx holds.
+			if fn, _, recv := c.o.Callee(c.info, x); fn != nil && recv != nil && c.o.View(fn) {
+				rm, rd := c.wrapped([]ast.Expr{recv})
+				m, derived = m|rm, derived|rd
+			}
+			return m, derived
 		}
 	}
 	c.expr(st, e)
@@ -231,18 +266,57 @@ func (c *cleanup) expr(st ostate, e ast.Expr) {
 	})
 }
 
-// watch indexes and returns the local variables a deferred literal refers to.
-func (c *cleanup) watch(lit *ast.FuncLit) uint64 {
-	var m uint64
+// deferLit handles defer func(...) { ... }(args): the literal runs at
+// exit, in this function, so what it references does not escape. What its
+// body releases on every path (see releasesEach: a release under a
+// condition other than a nil or error check is not one) counts as released
+// now, as defer x.Release() does, and again at each exit for whatever the
+// variables hold then (a closure deferred before the acquire).
+func (c *cleanup) deferLit(st ostate, call *ast.CallExpr, lit *ast.FuncLit) {
+	for j, arg := range call.Args {
+		c.callValueArg(st, call, j, arg)
+	}
+	rel, disp := c.watch(lit)
+	c.discharge(st, rel, release)
+	c.discharge(st, disp, dispose)
+	g := &st[len(st)-1]
+	g.holders |= rel
+	g.errs |= disp
+}
+
+// watch indexes the local variables a deferred literal refers to and
+// returns those its body releases on every path (rel) and those it may
+// dispose of through an interface method (disp).
+func (c *cleanup) watch(lit *ast.FuncLit) (rel, disp uint64) {
+	seen := make(map[*types.Var]bool)
 	ast.Inspect(lit.Body, func(n ast.Node) bool {
-		if id, ok := n.(*ast.Ident); ok {
-			if v, ok := c.info.Uses[id].(*types.Var); ok && c.local(v) && !isBasic(v.Type()) {
-				m |= c.bit(v)
-			}
+		id, ok := n.(*ast.Ident)
+		if !ok {
+			return true
+		}
+		v, ok := c.info.Uses[id].(*types.Var)
+		if !ok || seen[v] || !c.local(v) || isBasic(v.Type()) {
+			return true
+		}
+		seen[v] = true
+		switch c.releasesEach(lit.Body.List, v) {
+		case release:
+			rel |= c.bit(v)
+		case dispose:
+			disp |= c.bit(v)
 		}
 		return true
 	})
-	return m
+	return rel, disp
+}
+
+// isSlice reports whether t is a slice type.
+func isSlice(t types.Type) bool {
+	if t == nil {
+		return false
+	}
+	_, ok := t.Underlying().(*types.Slice)
+	return ok
 }
 
 // isBasic reports whether t is a basic type (no resource can hide in it).
@@ -266,13 +340,13 @@ func (c *cleanup) capture(st ostate, lit *ast.FuncLit) {
 	if !ok {
 		ast.Inspect(lit.Body, func(n ast.Node) bool {
 			if call, ok := n.(*ast.CallExpr); ok {
-				fn, kind, recv := c.o.Callee(c.info, call)
-				if kind == ownership.Static && recv != nil && c.o.Releases(fn, -1) {
+				fn, _, recv := c.o.Callee(c.info, call)
+				if fn != nil && recv != nil && c.o.Releases(fn, -1) {
 					if v := dataflow.Root(c.info, recv); v != nil {
 						rel |= c.known(v)
 					}
 				}
-				if kind == ownership.Static {
+				if fn != nil {
 					for j, arg := range call.Args {
 						if c.o.Releases(fn, ownership.ParamIndex(fn, j)) {
 							if v := dataflow.Root(c.info, arg); v != nil {

@@ -1,4 +1,4 @@
-package stcleanup
+package stownership
 
 import (
 	"go/ast"
@@ -35,17 +35,19 @@ func (c *cleanup) node(st ostate, n ast.Node) {
 	case *ast.ReturnStmt:
 		c.ret(st, n)
 	case *ast.DeferStmt:
-		c.call(st, n.Call, false)
 		if lit, ok := ast.Unparen(n.Call.Fun).(*ast.FuncLit); ok {
-			// The closure runs at exit and sees the variables' values
-			// then: whatever they hold when the function returns is
-			// released (or kept) by it.
-			st[len(st)-1].holders |= c.watch(lit)
+			c.deferLit(st, n.Call, lit)
+			return
 		}
+		c.call(st, n.Call, false)
 	case *ast.GoStmt:
 		c.call(st, n.Call, true)
 	case *ast.SendStmt:
 		c.expr(st, n.Chan)
+		if c.commSend[n] {
+			c.expr(st, n.Value) // sent in its case's block (see block)
+			return
+		}
 		c.escape(st, n.Value)
 	case *ast.ExprStmt:
 		if call, id := c.site(n.X); id >= 0 {
@@ -102,43 +104,114 @@ func (c *cleanup) releasesEach(list []ast.Stmt, val *types.Var) int {
 }
 
 // stmtReleases returns how firmly statement s discharges val, or -1: a
-// release call as a statement, on the right of an assignment, deferred, in
-// the init of an if, or in the body of an if that checks val is not nil.
+// release call in an expression statement, an assignment or a return
+// (also inside another call's arguments, as in errs = append(errs,
+// x.Release()) or errors.Join(a.Release(), b.Release())), deferred, in the
+// init of an if, on each element of val in a range over it, or in the body
+// of an if that checks val is not nil or
+// tests an error (the error-path cleanup of a deferred closure, if err !=
+// nil { x.Release() }: the other path keeps the resource).
 func (c *cleanup) stmtReleases(s ast.Stmt, val *types.Var) int {
 	switch s := s.(type) {
 	case *ast.ExprStmt:
-		if call, ok := ast.Unparen(s.X).(*ast.CallExpr); ok {
-			return c.releasesVar(call, val)
-		}
+		return c.exprReleases(s.X, val)
 	case *ast.AssignStmt:
-		if len(s.Rhs) == 1 {
-			if call, ok := ast.Unparen(s.Rhs[0]).(*ast.CallExpr); ok {
-				return c.releasesVar(call, val)
-			}
+		level := -1
+		for _, e := range s.Rhs {
+			level = max(level, c.exprReleases(e, val))
 		}
+		return level
+	case *ast.ReturnStmt:
+		level := -1
+		for _, e := range s.Results {
+			level = max(level, c.exprReleases(e, val))
+		}
+		return level
 	case *ast.DeferStmt:
 		return c.releasesVar(s.Call, val)
+	case *ast.RangeStmt:
+		// for _, b := range val { b.s.Release() }: each element released.
+		if id, ok := s.Value.(*ast.Ident); ok && dataflow.Root(c.info, s.X) == val {
+			if elem, ok := c.info.ObjectOf(id).(*types.Var); ok {
+				return c.releasesEach(s.Body.List, elem)
+			}
+		}
 	case *ast.IfStmt:
 		if s.Init != nil {
 			return c.stmtReleases(s.Init, val)
 		}
-		if s.Else == nil && slices.Contains(dataflow.Imply(c.info, s.Cond, true).NonNil, val) {
+		if s.Else == nil && (slices.Contains(dataflow.Imply(c.info, s.Cond, true).NonNil, val) || c.testsError(s.Cond) || c.onceGuard(s)) {
 			return c.releasesEach(s.Body.List, val)
 		}
 	}
 	return -1
 }
 
+// exprReleases returns the firmest discharge of val by a call in e, outside
+// function literals, or -1.
+func (c *cleanup) exprReleases(e ast.Expr, val *types.Var) int {
+	level := -1
+	ast.Inspect(e, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.FuncLit:
+			return false
+		case *ast.CallExpr:
+			level = max(level, c.releasesVar(n, val))
+		}
+		return true
+	})
+	return level
+}
+
+// onceGuard reports whether s is the guard of a release done once,
+// if !closed { closed = true; x.Close() }: its condition tests a boolean
+// variable that its body assigns.
+func (c *cleanup) onceGuard(s *ast.IfStmt) bool {
+	cond := ast.Unparen(s.Cond)
+	if u, ok := cond.(*ast.UnaryExpr); ok && u.Op == token.NOT {
+		cond = ast.Unparen(u.X)
+	}
+	flag := dataflow.VarOf(c.info, cond)
+	if flag == nil {
+		return false
+	}
+	for _, st := range s.Body.List {
+		if as, ok := st.(*ast.AssignStmt); ok {
+			for _, l := range as.Lhs {
+				if dataflow.VarOf(c.info, l) == flag {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// testsError reports whether cond compares a variable of type error.
+func (c *cleanup) testsError(cond ast.Expr) bool {
+	found := false
+	ast.Inspect(cond, func(n ast.Node) bool {
+		if id, ok := n.(*ast.Ident); ok {
+			if v, ok := c.info.Uses[id].(*types.Var); ok && types.Identical(v.Type(), c.errType) {
+				found = true
+			}
+		}
+		return !found
+	})
+	return found
+}
+
 // releasesVar returns how firmly call discharges the value of v, or -1:
 // release for a release of v, store for a call on v of an interface or
 // type-parameter method that may be the release (see mayRelease).
+// A call on v that does neither borrows it: -1.
 func (c *cleanup) releasesVar(call *ast.CallExpr, v *types.Var) int {
 	fn, kind, recv := c.o.Callee(c.info, call)
-	if kind == ownership.Dynamic && recv != nil && dataflow.Root(c.info, recv) == v && mayRelease(fn) {
-		return disposeLevel(fn)
-	}
-	if kind != ownership.Static {
+	if fn == nil {
 		return -1
+	}
+	if kind == ownership.Dynamic && recv != nil && dataflow.Root(c.info, recv) == v && mayRelease(c.o, fn) {
+		return dispose
 	}
 	if recv != nil && dataflow.Root(c.info, recv) == v && c.o.Releases(fn, -1) {
 		return release

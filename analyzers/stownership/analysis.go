@@ -1,4 +1,4 @@
-package stcleanup
+package stownership
 
 import (
 	"go/ast"
@@ -15,35 +15,41 @@ import (
 	"github.com/gpustate/gpustate/analyzers/internal/ownership"
 )
 
-// Ownership infers the acquirer, takes, releases and writes facts of the
+// Analyzer infers the acquirer, takes, releases and writes facts of the
 // plain Go functions of a package (package ownership) and runs the
 // obligation analysis that the first three and stcleanup's findings come
-// from, once per package. It reports nothing. stcleanup, stalias and
-// streleased read its result.
-var Ownership = &analysis.Analyzer{
-	Name:       "stownership",
-	Doc:        "infer ownership and aliasing facts of plain Go functions for the statevet dataflow analyzers",
-	URL:        "https://pkg.go.dev/github.com/gpustate/gpustate/analyzers/stcleanup",
-	Run:        runOwnership,
-	ResultType: reflect.TypeFor[*OwnershipResult](),
-	FactTypes:  []analysis.Fact{(*ownership.Fact)(nil)},
-	Requires:   []*analysis.Analyzer{directives.Analyzer, inspect.Analyzer, ctrlflow.Analyzer},
+// from, once per package. It reports nothing: stcleanup reports the leaks
+// of its Result, and stalias and streleased read its oracle and function
+// bodies.
+var Analyzer = New(nil)
+
+// New returns an ownership analyzer. dirs, when not nil, replaces the
+// directives of every package: the precision tests declare the os
+// package's files a resource to run the analyses over code that has no
+// directives of its own. The dataflow analyzers have constructors that
+// take the ownership analyzer they read (stcleanup.New, stalias.New,
+// streleased.New).
+func New(dirs ownership.Directives) *analysis.Analyzer {
+	return &analysis.Analyzer{
+		Name:       "stownership",
+		Doc:        "infer ownership and aliasing facts of plain Go functions for the statevet dataflow analyzers",
+		URL:        "https://pkg.go.dev/github.com/gpustate/gpustate/analyzers/stownership",
+		Run:        func(pass *analysis.Pass) (any, error) { return run(pass, dirs) },
+		ResultType: reflect.TypeFor[*Result](),
+		FactTypes:  []analysis.Fact{(*ownership.Fact)(nil)},
+		Requires:   []*analysis.Analyzer{directives.Analyzer, inspect.Analyzer, ctrlflow.Analyzer},
+	}
 }
 
-// OwnershipResult is the result of Ownership: what the dataflow analyzers
-// share about the package, with the facts inferred in it, and the leaks
+// Result is the result of the analyzer: what the dataflow analyzers share
+// about the package, with the facts inferred in it, and the leaks
 // stcleanup reports.
-type OwnershipResult struct {
+type Result struct {
 	*ownership.Result
-	leaks []leak // in order of acquiring call
+	Leaks []Leak // in order of acquiring call
 }
 
-// override, when set (by tests), replaces the directives of every package:
-// the precision tests declare the os package's files a resource to run the
-// analyses over code that has no directives of its own.
-var override ownership.Directives
-
-// runOwnership infers the facts of the package's functions.
+// run infers the facts of the package's functions.
 //
 // Writes are found for every package by a flow-insensitive scan of each
 // body (ownership.Build). Then, only when the package declares directives
@@ -55,14 +61,14 @@ var override ownership.Directives
 // it. Declarations are analyzed callees first (ownership.Infer), function
 // literals once at the end; the leaks found with the final facts are
 // stcleanup's findings.
-func runOwnership(pass *analysis.Pass) (any, error) {
+func run(pass *analysis.Pass, override ownership.Directives) (any, error) {
 	var dirs ownership.Directives = pass.ResultOf[directives.Analyzer].(*directives.Result)
 	if override != nil {
 		dirs = override
 	}
-	res := &OwnershipResult{Result: ownership.Build(pass, dirs)}
+	res := &Result{Result: ownership.Build(pass, dirs)}
 	if dirs.Active() {
-		res.leaks = findLeaks(pass.TypesInfo, res.Result)
+		res.Leaks = findLeaks(pass.TypesInfo, res.Result)
 	}
 	res.Export(pass)
 	return res, nil
@@ -74,7 +80,7 @@ func runOwnership(pass *analysis.Pass) (any, error) {
 // each function's last analysis, in order of acquiring call. Returning from
 // main.main ends the process, which frees everything (the lostcancel rule):
 // its leaks are dropped.
-func findLeaks(info *types.Info, res *ownership.Result) []leak {
+func findLeaks(info *types.Info, res *ownership.Result) []Leak {
 	results := make(map[*ownership.Func]*funcResult)
 	res.Infer(info, func(f *ownership.Func) *ownership.Summary {
 		r := analyzeFunc(info, res.Oracle, f)
@@ -89,13 +95,13 @@ func findLeaks(info *types.Info, res *ownership.Result) []leak {
 			results[f] = analyzeFunc(info, res.Oracle, f)
 		}
 	}
-	var leaks []leak
+	var leaks []Leak
 	for _, f := range res.Funcs {
 		if r := results[f]; r != nil && !isMainMain(f.Obj) {
 			leaks = append(leaks, r.leaks...)
 		}
 	}
-	slices.SortStableFunc(leaks, func(a, b leak) int { return int(a.Call.Pos() - b.Call.Pos()) })
+	slices.SortStableFunc(leaks, func(a, b Leak) int { return int(a.Call.Pos() - b.Call.Pos()) })
 	return leaks
 }
 
@@ -133,8 +139,9 @@ func namedResults(sig *types.Signature) []*types.Var {
 }
 
 // candidateParams returns the parameters of a function whose release or
-// hand-off is worth inferring: those of a type with a release method, and
-// those the body visibly releases or hands to a taker.
+// hand-off is worth inferring: those of a type with a release method (or
+// a slice of one), and those the body visibly releases or hands to a
+// taker.
 func candidateParams(o *ownership.Oracle, sig *types.Signature, released []*types.Var) []int {
 	var seeds []int
 	consider := func(i int, v *types.Var) {
@@ -142,8 +149,8 @@ func candidateParams(o *ownership.Oracle, sig *types.Signature, released []*type
 			return
 		}
 		t := v.Type()
-		if s, ok := types.Unalias(t).(*types.Slice); ok && sig.Variadic() && i == sig.Params().Len()-1 {
-			t = s.Elem()
+		if s, ok := t.Underlying().(*types.Slice); ok {
+			t = s.Elem() // a slice of resources: variadic, or a list kept or closed
 		}
 		if slices.Contains(released, v) || o.ReleaseMethod(t) != "" {
 			seeds = append(seeds, i)
@@ -208,13 +215,13 @@ func prewalk(info *types.Info, o *ownership.Oracle, body *ast.BlockStmt) (sites 
 // release, its receiver.
 func appendReleased(info *types.Info, o *ownership.Oracle, call *ast.CallExpr, out []*types.Var) []*types.Var {
 	fn, kind, recv := o.Callee(info, call)
-	if kind == ownership.Dynamic && recv != nil {
-		if v := dataflow.Root(info, recv); v != nil && mayRelease(fn) {
+	if kind == ownership.Dynamic && recv != nil && mayRelease(o, fn) {
+		if v := dataflow.Root(info, recv); v != nil {
 			out = append(out, v)
 		}
 		return out
 	}
-	if kind != ownership.Static {
+	if fn == nil {
 		return out
 	}
 	if recv != nil && o.Takes(fn, -1) {

@@ -1,11 +1,10 @@
-package stcleanup
+package stownership
 
 import (
 	"go/ast"
 	"go/types"
 
 	"github.com/gpustate/gpustate/analyzers/internal/dataflow"
-	"github.com/gpustate/gpustate/analyzers/internal/ownership"
 )
 
 // local reports whether v is a variable of the analyzed function (a
@@ -99,7 +98,10 @@ func (c *cleanup) site(e ast.Expr) (*ast.CallExpr, int) {
 	if id, ok := c.siteID[call]; ok {
 		return call, id
 	}
-	if fn, kind, recv := c.o.Callee(c.info, call); kind == ownership.Static && recv != nil && c.o.View(fn) {
+	// A view of a resource is the resource (docs/analyzers/stcleanup.md):
+	// the view of a resource acquired on the spot, NewContext().Layer(i),
+	// carries the acquire's obligation.
+	if fn, _, recv := c.o.Callee(c.info, call); fn != nil && recv != nil && c.o.View(fn) {
 		return c.site(recv)
 	}
 	return nil, -1

@@ -1,4 +1,4 @@
-package stcleanup
+package stownership
 
 import (
 	"go/ast"
@@ -67,6 +67,7 @@ func (c *cleanup) assignTuple(st ostate, stmt ast.Node, lhs []ast.Expr, rhs ast.
 func (c *cleanup) assignParallel(st ostate, stmt ast.Node, lhs, rhs []ast.Expr) {
 	sites := make([]int, len(rhs))
 	alias := make([]uint64, len(rhs))
+	derived := make([]uint64, len(rhs))
 	for i, r := range rhs {
 		sites[i] = -1
 		if call, id := c.site(r); id >= 0 {
@@ -74,8 +75,7 @@ func (c *cleanup) assignParallel(st ostate, stmt ast.Node, lhs, rhs []ast.Expr) 
 			sites[i] = id
 			continue
 		}
-		m, derived := c.aliasExpr(st, r)
-		alias[i] = m | derived
+		alias[i], derived[i] = c.aliasExpr(st, r)
 	}
 	c.lhsUses(st, lhs)
 	for i, l := range lhs {
@@ -85,11 +85,15 @@ func (c *cleanup) assignParallel(st ostate, stmt ast.Node, lhs, rhs []ast.Expr) 
 			}
 			continue
 		}
+		if v := c.fieldOfLocal(l); v != nil {
+			c.storeField(st, stmt, v, rhs[i], alias[i]|derived[i])
+			continue
+		}
 		if c.localVar(l) == nil {
-			c.discharge(st, alias[i], store)
+			c.discharge(st, alias[i]|derived[i], store)
 		}
 	}
-	c.rebind(st, stmt, lhs, rhs, alias)
+	c.rebind(st, stmt, lhs, rhs, alias, derived)
 	for i, l := range lhs {
 		if sites[i] >= 0 && !isBlank(l) {
 			c.acquire(st, sites[i], stmt, l, nil)
@@ -99,9 +103,12 @@ func (c *cleanup) assignParallel(st ostate, stmt ast.Node, lhs, rhs []ast.Expr) 
 
 // rebind updates every holder set for a parallel assignment to the local
 // variables among lhs: they lose what they held and gain what their
-// right-hand side aliases (alias[i]). An error variable assigned nil is
+// right-hand side aliases (alias[i]), or for an acquire, only derives from
+// (derived[i]: the result of a call given a part of it). A parameter whose
+// taking is being inferred is not held by a value computed from its parts:
+// returning h.stats(h.r) does not keep h. An error variable assigned nil is
 // known nil; a resource whose last holder is overwritten is lost.
-func (c *cleanup) rebind(st ostate, stmt ast.Node, lhs, rhs []ast.Expr, alias []uint64) {
+func (c *cleanup) rebind(st ostate, stmt ast.Node, lhs, rhs []ast.Expr, alias, derived []uint64) {
 	killed := c.lhsVars(lhs)
 	var nils uint64
 	for i, l := range lhs {
@@ -114,21 +121,29 @@ func (c *cleanup) rebind(st ostate, stmt ast.Node, lhs, rhs []ast.Expr, alias []
 		if !ob.live {
 			continue
 		}
-		var add uint64
+		var add, addOld uint64
 		for i, l := range lhs {
-			if alias[i]&ob.holders != 0 {
-				if v := c.localVar(l); v != nil {
+			a := alias[i]
+			if c.obls[id].call != nil {
+				a |= derived[i]
+			}
+			if v := c.localVar(l); v != nil {
+				if a&ob.holders != 0 {
 					add |= c.bit(v)
+				}
+				if a&ob.olds != 0 {
+					addOld |= c.bit(v)
 				}
 			}
 		}
-		old := ob.holders
+		old, olds := ob.holders, ob.olds
 		ob.holders = ob.holders&^killed | add
+		ob.olds = ob.olds&^killed | addOld
 		ob.errs &^= killed
 		ob.nils = ob.nils&^killed | nils
 		ob.trues &^= killed
 		ob.falses &^= killed
-		if old != 0 && ob.holders == 0 {
+		if old != 0 && ob.holders == 0 || olds != 0 && ob.olds == 0 {
 			c.lost(st, id, stmt)
 		}
 	}
@@ -174,13 +189,14 @@ func (c *cleanup) kill(st ostate, m uint64, at ast.Node) {
 		if !ob.live {
 			continue
 		}
-		old := ob.holders
+		old, olds := ob.holders, ob.olds
 		ob.holders &^= m
+		ob.olds &^= m
 		ob.errs &^= m
 		ob.nils &^= m
 		ob.trues &^= m
 		ob.falses &^= m
-		if old != 0 && ob.holders == 0 {
+		if old != 0 && ob.holders == 0 || olds != 0 && ob.olds == 0 {
 			c.lost(st, id, at)
 		}
 	}
@@ -226,6 +242,11 @@ func (c *cleanup) acquire(st ostate, id int, stmt ast.Node, l, errLHS ast.Expr) 
 	}
 	g := st[len(st)-1]
 	ob := obl{live: true, holders: c.bit(v), nils: g.nils, trues: g.trues, falses: g.falses}
+	if prev := st[id]; prev.live {
+		// The resource of the call's previous run (a loop) is still
+		// held: by the variables that are not the one assigned now.
+		ob.olds = (prev.holders | prev.olds) &^ ob.holders
+	}
 	if errLHS != nil && c.obls[id].errRes {
 		if ev := c.localVar(errLHS); ev != nil && types.Identical(ev.Type(), c.errType) {
 			ob.errs = c.bit(ev)
@@ -237,5 +258,53 @@ func (c *cleanup) acquire(st ostate, id int, stmt ast.Node, l, errLHS ast.Expr) 
 			c.defs[id] = s
 		}
 		c.holderOf[id] = v
+	}
+}
+
+// fieldOfLocal returns v when l is a field v.f of a local variable v of
+// struct type (not through a pointer): storing into it keeps the value in
+// the function.
+func (c *cleanup) fieldOfLocal(l ast.Expr) *types.Var {
+	sel, ok := ast.Unparen(l).(*ast.SelectorExpr)
+	if !ok {
+		return nil
+	}
+	s, ok := c.info.Selections[sel]
+	if !ok || s.Kind() != types.FieldVal || s.Indirect() || len(s.Index()) != 1 {
+		return nil
+	}
+	v := c.localVar(sel.X)
+	if v == nil {
+		return nil
+	}
+	if _, ok := v.Type().Underlying().(*types.Struct); !ok {
+		return nil
+	}
+	return v
+}
+
+// storeField handles v.f = rhs for a local struct v (a named result, say):
+// v holds what rhs aliases (m) until it is returned or stored; v.f = nil
+// clears it, so a resource whose last holder was v is lost there.
+func (c *cleanup) storeField(st ostate, stmt ast.Node, v *types.Var, rhs ast.Expr, m uint64) {
+	b := c.bit(v)
+	if b == 0 {
+		return
+	}
+	clear := dataflow.IsNil(c.info, rhs)
+	for id := range c.obls {
+		ob := &st[id]
+		if !ob.live {
+			continue
+		}
+		switch {
+		case ob.holders&m != 0:
+			ob.holders |= b
+		case clear && ob.holders&b != 0:
+			ob.holders &^= b
+			if ob.holders == 0 {
+				c.lost(st, id, stmt)
+			}
+		}
 	}
 }

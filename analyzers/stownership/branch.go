@@ -1,11 +1,15 @@
-package stcleanup
+package stownership
 
 import (
+	"go/ast"
+	"go/token"
+	"go/types"
 	"slices"
 
 	"golang.org/x/tools/go/cfg"
 
 	"github.com/gpustate/gpustate/analyzers/internal/dataflow"
+	"github.com/gpustate/gpustate/analyzers/internal/ownership"
 )
 
 // edge refines the state along a conditional edge: an obligation whose
@@ -25,6 +29,9 @@ func (c *cleanup) edge(b *cfg.Block, succ int, out ostate) ostate {
 	}
 	for _, v := range imp.Nil {
 		isNil |= c.known(v)
+	}
+	if v := emptied(c.info, cond, succ == 0); v != nil {
+		isNil |= c.known(v) // an empty list holds nothing
 	}
 	for _, v := range imp.True {
 		isTrue |= c.condBit(v)
@@ -47,13 +54,46 @@ func (c *cleanup) edge(b *cfg.Block, succ int, out ostate) ostate {
 		if !o.live {
 			continue
 		}
+		if i < len(c.obls) && o.errs&nonNil != 0 && o.olds&^isNil != 0 {
+			// This run's acquire failed; the previous runs' resource is
+			// still held by the variables that kept it.
+			*o = obl{live: true, holders: o.olds &^ isNil, nils: o.nils, trues: o.trues, falses: o.falses}
+			continue
+		}
 		if i < len(c.obls) && (o.errs&nonNil != 0 || o.holders&isNil != 0 || contradicts(*o)) {
 			*o = obl{}
 			continue
 		}
+		o.olds &^= isNil
 		o.nils = o.nils&^nonNil | isNil&c.errVars
 		o.trues = o.trues&^isFalse | isTrue
 		o.falses = o.falses&^isTrue | isFalse
 	}
 	return st
+}
+
+// emptied returns the slice variable that cond, being truth, proves empty:
+// len(v) == 0 true, or len(v) > 0 or len(v) != 0 false (the end of a loop
+// that pops and releases each element); else nil.
+func emptied(info *types.Info, cond ast.Expr, truth bool) *types.Var {
+	b, ok := ast.Unparen(cond).(*ast.BinaryExpr)
+	if !ok || !isZero(info, b.Y) {
+		return nil
+	}
+	switch {
+	case b.Op == token.EQL && truth, (b.Op == token.GTR || b.Op == token.NEQ) && !truth:
+	default:
+		return nil
+	}
+	call, ok := ast.Unparen(b.X).(*ast.CallExpr)
+	if !ok || len(call.Args) != 1 || ownership.BuiltinName(info, call) != "len" {
+		return nil
+	}
+	return dataflow.VarOf(info, call.Args[0])
+}
+
+// isZero reports whether e is the constant 0.
+func isZero(info *types.Info, e ast.Expr) bool {
+	tv, ok := info.Types[e]
+	return ok && tv.Value != nil && tv.Value.String() == "0"
 }

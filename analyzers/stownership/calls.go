@@ -1,7 +1,8 @@
-package stcleanup
+package stownership
 
 import (
 	"go/ast"
+	"go/token"
 	"go/types"
 
 	"github.com/gpustate/gpustate/analyzers/internal/dataflow"
@@ -9,23 +10,12 @@ import (
 )
 
 // mayRelease reports whether a dynamic call of method fn could be a
-// release: releases take no arguments (Close(), Release(), Free()).
-func mayRelease(fn *types.Func) bool {
-	if fn == nil {
-		return false
-	}
-	sig, ok := fn.Type().(*types.Signature)
-	return ok && sig.Params().Len() == 0
-}
-
-// disposeLevel is how firmly a call of fn, an interface or type-parameter
-// method without arguments, discharges its receiver: dispose when it
-// returns nothing or an error, as a release does, else store.
-func disposeLevel(fn *types.Func) int {
-	if ownership.MayDispose(fn) {
-		return dispose
-	}
-	return store
+// release: fn carries no directive of its own, takes no arguments, and
+// returns nothing or an error, as Close, Release and Free do. A method with
+// arguments or another result (Len() int, Forward(x)) only borrows its
+// receiver.
+func mayRelease(o *ownership.Oracle, fn *types.Func) bool {
+	return fn != nil && o.Dir(fn) == nil && ownership.MayDispose(fn)
 }
 
 // disposable reports whether a parameter of type t may be disposed of by
@@ -63,7 +53,7 @@ func (c *cleanup) call(st ostate, call *ast.CallExpr, goStmt bool) {
 		c.expr(st, call.Fun)
 	}
 	for j, arg := range call.Args {
-		c.argument(st, fn, kind, j, arg, goStmt)
+		c.argument(st, call, fn, kind, j, arg, goStmt)
 	}
 }
 
@@ -99,26 +89,27 @@ func (c *cleanup) receiver(st ostate, fn *types.Func, kind ownership.CalleeKind,
 	switch {
 	case goStmt:
 		c.discharge(st, c.refs(recv), weak)
-	case kind == ownership.Static && c.o.Releases(fn, -1):
+	case fn != nil && c.o.Releases(fn, -1):
+		// A release: declared, inferred, or an interface method's
+		// directive (Context.Close).
 		c.discharge(st, m, release)
-	case kind == ownership.Static && c.o.Takes(fn, -1):
+	case fn != nil && c.o.Takes(fn, -1):
 		c.discharge(st, m, store)
-	case kind == ownership.Dynamic:
+	case kind == ownership.Dynamic && mayRelease(c.o, fn):
 		// An interface or type-parameter method without arguments
 		// (io.Closer's Close, a generic helper's x.Release()) may be the
 		// release.
-		if mayRelease(fn) {
-			c.discharge(st, m, disposeLevel(fn))
-		}
-		c.discharge(st, c.refs(recv), weak)
+		c.discharge(st, m, dispose)
 	}
+	// Any other method borrows its receiver: v.Read, v.Len, an
+	// unannotated interface method (docs/analyzers/stcleanup.md).
 }
 
 // argument evaluates the j-th argument of a call: what the callee releases,
 // disposes of or takes ends there; an unknown callee keeps what it is
 // given; an acquiring call passed straight in is discarded unless the
 // callee takes it.
-func (c *cleanup) argument(st ostate, fn *types.Func, kind ownership.CalleeKind, j int, arg ast.Expr, goStmt bool) {
+func (c *cleanup) argument(st ostate, call *ast.CallExpr, fn *types.Func, kind ownership.CalleeKind, j int, arg ast.Expr, goStmt bool) {
 	if goStmt {
 		c.escape(st, arg)
 		return
@@ -133,8 +124,8 @@ func (c *cleanup) argument(st ostate, fn *types.Func, kind ownership.CalleeKind,
 		}
 		return
 	}
-	if kind != ownership.Static {
-		c.escape(st, arg)
+	if fn == nil {
+		c.callValueArg(st, call, j, arg)
 		return
 	}
 	pi := ownership.ParamIndex(fn, j)
@@ -149,6 +140,27 @@ func (c *cleanup) argument(st ostate, fn *types.Func, kind ownership.CalleeKind,
 	}
 }
 
+// callValueArg evaluates the j-th argument of a call of a function value.
+// A function value's facts are unknown: it borrows what it is given, and
+// the caller keeps the obligation (docs/analyzers/stcleanup.md). A
+// literal called on the spot (defer func(s *T) { s.Release() }(s)) is
+// seen through: the discharge its body makes of the parameter on every
+// path is the call's.
+func (c *cleanup) callValueArg(st ostate, call *ast.CallExpr, j int, arg ast.Expr) {
+	c.expr(st, arg)
+	lit, ok := ast.Unparen(call.Fun).(*ast.FuncLit)
+	if !ok {
+		return
+	}
+	sig, _ := c.info.TypeOf(lit).(*types.Signature)
+	if sig == nil || j >= sig.Params().Len() || sig.Variadic() && j >= sig.Params().Len()-1 {
+		return
+	}
+	if level := c.releasesEach(lit.Body.List, sig.Params().At(j)); level >= 0 {
+		c.discharge(st, c.rootBits(arg), level)
+	}
+}
+
 // ret handles a return statement: returned values escape (a resource
 // returned as the first result makes the function an acquirer), and every
 // obligation still live leaks through this exit.
@@ -158,7 +170,7 @@ func (c *cleanup) ret(st ostate, r *ast.ReturnStmt) {
 		for i, v := range c.in.Results {
 			b := c.known(v)
 			if i == 0 {
-				c.noteAcquirer(st, b, v)
+				c.noteAcquirer(st, b, v.Type())
 			}
 			m |= b
 		}
@@ -181,14 +193,17 @@ func (c *cleanup) ret(st ostate, r *ast.ReturnStmt) {
 			}
 			if i == 0 {
 				if v := dataflow.VarOf(c.info, e); v != nil {
-					c.noteAcquirer(st, c.known(v), v)
+					c.noteAcquirer(st, c.known(v), v.Type())
+				} else {
+					c.noteAcquirer(st, c.litBits(e), c.info.TypeOf(e))
 				}
 			}
 			c.escape(st, e)
 		}
 	}
 	// Deferred closures see what the variables hold at exit.
-	c.discharge(st, st[len(st)-1].holders, weak)
+	c.discharge(st, st[len(st)-1].holders, release)
+	c.discharge(st, st[len(st)-1].errs, dispose)
 	if !c.record {
 		return
 	}
@@ -206,20 +221,66 @@ func (c *cleanup) ret(st ostate, r *ast.ReturnStmt) {
 	}
 }
 
-// noteAcquirer records that the function returns, as its first result,
-// variable v (with bit m): it is an acquirer when v holds an outstanding
-// resource of v's own type (not a wrapper that merely may hold one, such
-// as a bufio.Writer over a file).
-func (c *cleanup) noteAcquirer(st ostate, m uint64, v *types.Var) {
-	if !c.record || m == 0 {
+// noteAcquirer records that the function returns, as its first result, a
+// value of type t held by the variables m: it is an acquirer when they hold
+// an outstanding resource of type t, or t is a struct with a release
+// method of its own that wraps one (return &conn{s: s}, nil: the struct is
+// acquired, docs/analyzers/stcleanup.md), not a wrapper that merely may
+// hold one, such as a bufio.Writer over a file.
+func (c *cleanup) noteAcquirer(st ostate, m uint64, t types.Type) {
+	if !c.record || m == 0 || t == nil {
 		return
 	}
+	wrapper := c.wrapperType(t)
 	for id := range c.obls {
 		ob := c.obls[id]
-		if st[id].live && st[id].holders&m != 0 && ob.call != nil && types.Identical(v.Type(), firstResult(c.info, ob.call)) {
+		if st[id].live && st[id].holders&m != 0 && ob.call != nil && (wrapper || types.Identical(t, firstResult(c.info, ob.call))) {
 			c.acquirer = true
 		}
 	}
+}
+
+// wrapperType reports whether t is a named struct type (or a pointer to
+// one) that has a release method.
+func (c *cleanup) wrapperType(t types.Type) bool {
+	u := types.Unalias(t)
+	if p, ok := u.(*types.Pointer); ok {
+		u = types.Unalias(p.Elem())
+	}
+	n, ok := u.(*types.Named)
+	if !ok || n.Obj().Pkg() == nil {
+		return false
+	}
+	if _, ok := n.Underlying().(*types.Struct); !ok {
+		return false
+	}
+	return c.o.ReleaseMethod(t) != ""
+}
+
+// litBits returns the known variables a composite literal (or its address)
+// holds among its elements, nested literals included; 0 for any other
+// expression.
+func (c *cleanup) litBits(e ast.Expr) uint64 {
+	x := ast.Unparen(e)
+	if u, ok := x.(*ast.UnaryExpr); ok && u.Op == token.AND {
+		x = ast.Unparen(u.X)
+	}
+	lit, ok := x.(*ast.CompositeLit)
+	if !ok {
+		return 0
+	}
+	var m uint64
+	for _, elt := range lit.Elts {
+		if kv, ok := elt.(*ast.KeyValueExpr); ok {
+			elt = kv.Value
+		}
+		if v := dataflow.VarOf(c.info, elt); v != nil {
+			m |= c.known(v)
+		} else {
+			m |= c.litBits(elt)
+		}
+	}
+	return m
 }
 
 // firstResult returns the type of the first result of call.

@@ -1,4 +1,4 @@
-package stcleanup
+package stownership
 
 import (
 	"go/ast"
@@ -22,21 +22,21 @@ import (
 // holder is overwritten is lost. A final pass replays each block from its
 // fixed point and records where that happens.
 
-// leakKind says how an acquired resource is lost.
-type leakKind int
+// LeakKind says how an acquired resource is lost.
+type LeakKind int
 
 // The ways a resource leaks.
 const (
-	leakExit        leakKind = iota // still held when the function returns
-	leakDiscarded                   // the result was never kept
-	leakOverwritten                 // its last holder was overwritten before a release
+	LeakExit        LeakKind = iota // still held when the function returns
+	LeakDiscarded                   // the result was never kept
+	LeakOverwritten                 // its last holder was overwritten before a release
 )
 
-// A leak is an acquired resource that is not released on some path.
-type leak struct {
+// A Leak is an acquired resource that is not released on some path.
+type Leak struct {
 	Call   *ast.CallExpr // the acquiring call
 	Fn     *types.Func   // the function it calls
-	Kind   leakKind
+	Kind   LeakKind
 	At     ast.Node   // the return it leaks through, or the overwriting statement; nil when discarded
 	Holder *types.Var // the variable the acquire assigned, when one did
 	// Def is the statement that assigned the acquired value to Holder, and
@@ -51,7 +51,7 @@ type leak struct {
 // Releases among the seeded parameters).
 type funcResult struct {
 	ownership.Summary
-	leaks []leak
+	leaks []Leak
 }
 
 // funcInput is one function body to analyze.
@@ -96,9 +96,15 @@ type obligation struct {
 // obligation is live (var err error; err = nil), so that a later
 // if err != nil, which cannot hold on those paths, does not make the
 // resource leak there (values merged at a join, as at a phi).
+//
+// olds are the variables that may still hold a resource of an earlier run
+// of the same acquiring call (a loop that keeps each snapshot in a second
+// variable, last = v): when the last of them is overwritten, that earlier
+// resource is lost.
 type obl struct {
 	live          bool
 	holders       uint64
+	olds          uint64
 	errs          uint64
 	nils          uint64
 	trues, falses uint64 // boolean variables known true (false) where live
@@ -122,6 +128,7 @@ type cleanup struct {
 	overflow bool
 	conds    map[ast.Expr]bool
 	rangeOf  map[ast.Expr]*ast.RangeStmt // range key and value expressions, and X
+	commSend map[*ast.SendStmt]bool      // sends that are cases of a select
 	free     map[*ast.FuncLit]uint64     // cache: holders referenced in a literal
 	litRel   map[*ast.FuncLit]uint64     // cache: variables a literal releases
 	errType  types.Type
@@ -169,15 +176,16 @@ func analyzeBody(in *funcInput) (*funcResult, bool) {
 // newCleanup returns the analysis of one body, with nothing indexed yet.
 func newCleanup(in *funcInput) *cleanup {
 	return &cleanup{
-		in:      in,
-		info:    in.Info,
-		o:       in.Oracle,
-		siteID:  make(map[*ast.CallExpr]int),
-		vars:    make(map[*types.Var]int),
-		rangeOf: make(map[ast.Expr]*ast.RangeStmt),
-		free:    make(map[*ast.FuncLit]uint64),
-		litRel:  make(map[*ast.FuncLit]uint64),
-		errType: errorType,
+		in:       in,
+		info:     in.Info,
+		o:        in.Oracle,
+		siteID:   make(map[*ast.CallExpr]int),
+		vars:     make(map[*types.Var]int),
+		rangeOf:  make(map[ast.Expr]*ast.RangeStmt),
+		commSend: make(map[*ast.SendStmt]bool),
+		free:     make(map[*ast.FuncLit]uint64),
+		litRel:   make(map[*ast.FuncLit]uint64),
+		errType:  errorType,
 	}
 }
 
@@ -191,7 +199,7 @@ func (c *cleanup) obligations() (ostate, bool) {
 	for _, call := range in.Sites {
 		fn, _, _ := c.o.Callee(c.info, call)
 		c.siteID[call] = len(c.obls)
-		c.obls = append(c.obls, obligation{call: call, fn: fn, minLevel: weak, errRes: hasErrorResult(fn)})
+		c.obls = append(c.obls, obligation{call: call, fn: fn, minLevel: weak, errRes: HasErrorResult(fn)})
 	}
 	entry := make(ostate, len(in.Sites), len(in.Sites)+3*len(in.Seeds)+1)
 	for _, p := range in.Seeds {
@@ -229,6 +237,10 @@ func (c *cleanup) scanBody() {
 				c.rangeOf[n.Value] = n
 			}
 			c.rangeOf[n.X] = n
+		case *ast.CommClause:
+			if send, ok := n.Comm.(*ast.SendStmt); ok {
+				c.commSend[send] = true
+			}
 		}
 		return true
 	})
@@ -246,12 +258,26 @@ func (c *cleanup) problem(entry ostate) *dataflow.Problem[ostate] {
 		Equal:  func(a, b ostate) bool { return slices.Equal(a, b) },
 		Transfer: func(b *cfg.Block, in ostate) ostate {
 			st := slices.Clone(in)
-			for _, n := range b.Nodes {
-				c.node(st, n)
-			}
+			c.block(st, b)
 			return st
 		},
 		Edge: c.edge,
+	}
+}
+
+// block applies the nodes of b to the state. The CFG evaluates every
+// case of a select before choosing one: a send happens, and what it sends
+// escapes, only in the block of its own case.
+func (c *cleanup) block(st ostate, b *cfg.Block) {
+	if b.Kind == cfg.KindSelectCaseBody {
+		if cc, ok := b.Stmt.(*ast.CommClause); ok {
+			if send, ok := cc.Comm.(*ast.SendStmt); ok {
+				c.escape(st, send.Value)
+			}
+		}
+	}
+	for _, n := range b.Nodes {
+		c.node(st, n)
 	}
 }
 
@@ -270,6 +296,7 @@ func join(a, b ostate) ostate {
 			r[i] = obl{
 				live:    true,
 				holders: a[i].holders | b[i].holders,
+				olds:    a[i].olds | b[i].olds,
 				errs:    a[i].errs | b[i].errs,
 				nils:    a[i].nils & b[i].nils,
 				trues:   a[i].trues & b[i].trues,
@@ -299,9 +326,7 @@ func (c *cleanup) replay(ins []ostate) {
 		if len(st) == 0 {
 			st = make(ostate, len(c.obls)+1)
 		}
-		for _, n := range b.Nodes {
-			c.node(st, n)
-		}
+		c.block(st, b)
 	}
 }
 
@@ -323,14 +348,14 @@ func (c *cleanup) result() *funcResult {
 			}
 			continue
 		}
-		l := leak{Call: ob.call, Fn: ob.fn, Holder: c.holderOf[id], Def: c.defs[id], Escapes: c.escaped[id]}
+		l := Leak{Call: ob.call, Fn: ob.fn, Holder: c.holderOf[id], Def: c.defs[id], Escapes: c.escaped[id]}
 		switch {
 		case c.discarded[id]:
-			l.Kind = leakDiscarded
+			l.Kind = LeakDiscarded
 		case c.lostAt[id] != nil:
-			l.Kind, l.At = leakOverwritten, c.lostAt[id]
+			l.Kind, l.At = LeakOverwritten, c.lostAt[id]
 		case c.exitAt[id] != nil:
-			l.Kind, l.At = leakExit, c.exitAt[id]
+			l.Kind, l.At = LeakExit, c.exitAt[id]
 		default:
 			continue
 		}
@@ -342,9 +367,9 @@ func (c *cleanup) result() *funcResult {
 // errorType is the predeclared error type.
 var errorType = types.Universe.Lookup("error").Type()
 
-// hasErrorResult reports whether fn has two or more results, the last of
+// HasErrorResult reports whether fn has two or more results, the last of
 // type error.
-func hasErrorResult(fn *types.Func) bool {
+func HasErrorResult(fn *types.Func) bool {
 	if fn == nil {
 		return false
 	}
