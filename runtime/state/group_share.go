@@ -289,6 +289,10 @@ type groupVictim struct {
 
 func (x groupVictim) victim(r Retention) (Victim, bool) { return x.v, r == Optional }
 
+// freeable returns the bytes evicting the registered state frees, as
+// listed: the pool counts them before it decides eviction can make room.
+func (x groupVictim) freeable() int64 { return x.v.Bytes }
+
 func (x groupVictim) evict() (int64, bool) {
 	c := &x.p.groups
 	c.mu.Lock()
