@@ -56,9 +56,17 @@ func newModule(t *testing.T, files map[string]string) string {
 // stategen runs the command in the working directory.
 func stategen(t *testing.T, args ...string) (int, string) {
 	t.Helper()
-	var stderr bytes.Buffer
-	code := run(args, &stderr)
-	return code, stderr.String()
+	code, _, stderr := stategenOut(t, args...)
+	return code, stderr
+}
+
+// stategenOut runs the command in the working directory and returns its
+// exit code, standard output and standard error.
+func stategenOut(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	code := run(args, &stdout, &stderr)
+	return code, stdout.String(), stderr.String()
 }
 
 const cacheSrc = `package cache
