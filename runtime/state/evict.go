@@ -93,6 +93,7 @@ func (p *Pool) reclaim(c *sizeClass, want int) (got int64, room bool) {
 			}
 			got += n
 			p.evictedBytes.Add(n)
+			p.evictions.Add(1)
 			if p.roomFor(c, want) {
 				return got, true
 			}
