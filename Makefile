@@ -62,8 +62,7 @@ precision: build
 # module proxy alone (tools/golangci-lint is its own module, so golangci-lint's dependencies stay
 # out of go.mod). A cold build takes minutes; make test does not need it.
 golangci-lint:
-	cd tools/golangci-lint && GOWORK=off $(GO) build -o ../../bin/golangci-lint-statevet .
-	cd tools/golangci-lint && GOWORK=off $(GO) vet .
+	bash scripts/golangci-build.sh bin/golangci-lint-statevet
 
 # The statevet analyzers under that binary: findings, //nolint, //statevet:ignore, SARIF, --fix
 # and the command line VS Code runs.
