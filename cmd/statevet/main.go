@@ -5,8 +5,8 @@
 // dataflow analyzers that check the code using state handles. Use it as a
 // vet tool:
 //
-//	go install github.com/gpustate/gpustate/cmd/statevet@latest
-//	go vet -vettool=$(command -v statevet) ./...
+//	go get -tool github.com/gpustate/gpustate/cmd/statevet
+//	go vet -vettool="$(go tool -n statevet)" ./...
 //
 // As the vet tool it also runs go vet's own default analyzers (printf,
 // copylock and the rest), so nothing go vet reports is lost.
