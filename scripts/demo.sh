@@ -2,8 +2,8 @@
 # The gpustate demo, on the host backend unless GPUSTATE_BACKEND says otherwise:
 #   - statevet says nothing on examples/contracts/valid and reports exactly the findings
 #     listed in examples/contracts/faulty/expected.txt;
-#   - for each example program, go generate reproduces the committed handles and contract
-#     report byte for byte, statevet says nothing on it, and it runs;
+#   - for each example program, go generate reproduces the committed handles, contract
+#     report and its charts byte for byte, statevet says nothing on it, and it runs;
 #   - stategen refuses examples/kvcache/misuse's contract, and statevet reports exactly the
 #     findings in its expected.txt;
 #   - the kvcache example serves its pools' metrics (-metrics) and curl finds prefix hits and
@@ -69,8 +69,8 @@ expect() {
 generated() {
   local dir=$1 before
   echo
-  echo "== go generate ./$dir/... (the committed handles and contract report must come out byte for byte)"
-  sums() { find "$dir" \( -name '*_state.go' -o -name CONTRACTS.md \) -exec cksum {} + | sort; }
+  echo "== go generate ./$dir/... (the committed handles, contract report and charts must come out byte for byte)"
+  sums() { find "$dir" \( -name '*_state.go' -o -name CONTRACTS.md -o -name 'CONTRACTS-*.svg' \) -exec cksum {} + | sort; }
   before=$(sums)
   go generate "./$dir/..."
   if [ "$(sums)" != "$before" ]; then

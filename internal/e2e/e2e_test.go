@@ -341,11 +341,15 @@ func commands(t *testing.T, b block) []string {
 
 // imports are the packages a guide block may use without importing them.
 var imports = map[string]string{
-	"errors": "errors",
-	"fmt":    "fmt",
-	"io":     "io",
-	"device": modulePath + "/runtime/device",
-	"state":  modulePath + "/runtime/state",
+	"errors":       "errors",
+	"fmt":          "fmt",
+	"io":           "io",
+	"device":       modulePath + "/runtime/device",
+	"state":        modulePath + "/runtime/state",
+	"statemetrics": modulePath + "/runtime/state/statemetrics",
+	"http":         "net/http",
+	"prometheus":   "github.com/prometheus/client_golang/prometheus",
+	"promhttp":     "github.com/prometheus/client_golang/prometheus/promhttp",
 }
 
 // declFile makes a file of package main from a block of declarations,
