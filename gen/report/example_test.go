@@ -12,7 +12,7 @@ import (
 // Markdown, and the SVG chart of each checkpointed type's history, which the
 // Markdown links to. Memory is priced at a pool's block size here: on a
 // pool of 64 KiB blocks every delta of 8 rows takes a whole block per field,
-// so the history of KVCache (512 versions retained) dwarfs the state.
+// so the history of KVCache (511 deltas retained) dwarfs the state.
 func ExampleRender() {
 	pkgs, err := gen.Load("", "../testdata/src/kv")
 	if err != nil {
@@ -32,5 +32,5 @@ func ExampleRender() {
 	}
 	// Output:
 	// CONTRACTS-kvcache.svg, linked: true
-	// With the window's deltas (128 MiB) the history holds 130 MiB, 61x the 2.1 MiB the state itself holds at its bound.
+	// With the window's deltas (127.8 MiB) the history holds 129.8 MiB, 61x the 2.1 MiB the state itself holds at its bound.
 }

@@ -402,8 +402,8 @@ func (h *history) writeAssumptions(b *bytes.Buffer) {
 	if h.ch.group > 1 {
 		fmt.Fprintf(b, "Checkpoints are placed at multiples of %d versions (%d places). ", h.ch.group, len(h.ch.chain))
 	}
-	fmt.Fprintf(b, "The window's %d deltas are kept whatever the placement (%s each, %s in all): the memory column is the checkpoints' alone, the next one adds the deltas. ",
-		w.window, gen.Bytes(w.delta), gen.Bytes(h.deltas()))
+	fmt.Fprintf(b, "The window's %d deltas (one per version after its oldest checkpoint) are kept whatever the placement (%s each, %s in all): the memory column is the checkpoints' alone, the next one adds the deltas. ",
+		h.deltaCount(), gen.Bytes(w.delta), gen.Bytes(h.deltas()))
 	fmt.Fprintf(b, "The set has %d placements", len(h.front))
 	if len(h.front) > maxChartRows {
 		fmt.Fprintf(b, ", of which %d are shown", maxChartRows)
@@ -467,8 +467,13 @@ func (h *history) writeConclusion(b *bytes.Buffer) {
 	b.WriteString("\n")
 }
 
-// deltas is what the window's deltas hold: at most one per version.
-func (h *history) deltas() int64 { return int64(h.w.window) * h.w.delta }
+// deltaCount is the most deltas the window keeps: one per version after
+// its oldest checkpoint, which the runtime seeds from rather than from a
+// delta of its own.
+func (h *history) deltaCount() int { return max(h.w.window-1, 0) }
+
+// deltas is what the window's deltas hold at most.
+func (h *history) deltas() int64 { return int64(h.deltaCount()) * h.w.delta }
 
 // ratioText writes a ratio of memory to the state's own: "2.5x".
 func ratioText(r float64) string {
