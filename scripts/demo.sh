@@ -122,7 +122,7 @@ metrics() {
   go build -o bin/kvcache ./examples/kvcache
   bin/kvcache -metrics 127.0.0.1:0 >"$log" 2>&1 &
   pid=$!
-  for i in $(seq 100); do
+  for i in $(seq 300); do
     url=$(sed -n 's/^metrics: serving \(http:[^ ]*\) until interrupted$/\1/p' "$log")
     [ -n "$url" ] || ! kill -0 "$pid" 2>/dev/null || { sleep 0.2; continue; }
     break
