@@ -12,7 +12,7 @@ export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 # checks it), and so are tests, which misuse handles on purpose to check the runtime's errors.
 VET_PKGS = $$($(GO) list ./... | grep -v -e /examples/contracts/faulty -e /examples/kvcache/misuse)
 
-.PHONY: all build test vet fuzz demo bench gpu-check ptx vet-bench precision golangci-lint golangci-check clean
+.PHONY: all build test generated vettool vet fuzz demo bench gpu-check ptx vet-bench precision golangci-lint golangci-check clean
 
 all: build
 
@@ -23,13 +23,24 @@ build:
 	$(GO) build -o bin/stategen ./cmd/stategen
 
 # Every test, under the race detector where cgo works; fuzz seed corpora run as plain tests.
+# scripts/testprogress prints each package as it finishes, and every minute those still running.
 test: build
 	@if $(GO) env CGO_ENABLED | grep -q 1 && command -v gcc >/dev/null; then \
-		echo "go test -race $(PKGS)"; $(GO) test -race -count=1 $(PKGS); \
+		echo "go test -race $(PKGS)"; $(GO) run ./scripts/testprogress -race -count=1 $(PKGS); \
 	else \
-		echo "go test $(PKGS) (no cgo: race detector unavailable)"; $(GO) test -count=1 $(PKGS); \
+		echo "go test $(PKGS) (no cgo: race detector unavailable)"; $(GO) run ./scripts/testprogress -count=1 $(PKGS); \
 	fi
 	$(MAKE) vet
+
+# What make demo checks, for CI: every committed generated file is current, and the examples'
+# expected findings hold (make demo runs them, with the examples themselves).
+generated:
+	$(GO) run ./cmd/stategen -check ./...
+
+# go vet with statevet as its vet tool must report the misuse example's findings: a vet tool that
+# went missing (an empty -vettool=) would let go vet pass silently.
+vettool: build
+	bash scripts/vettool-check.sh
 
 # go vet plus statevet on the repository itself.
 vet: build
@@ -43,6 +54,7 @@ fuzz:
 
 demo: build
 	bash scripts/demo.sh
+	bash scripts/vettool-check.sh
 
 bench:
 	$(GO) test -run='^$$' -bench=. -benchmem $(PKGS)
@@ -62,8 +74,7 @@ precision: build
 # module proxy alone (tools/golangci-lint is its own module, so golangci-lint's dependencies stay
 # out of go.mod). A cold build takes minutes; make test does not need it.
 golangci-lint:
-	cd tools/golangci-lint && GOWORK=off $(GO) build -o ../../bin/golangci-lint-statevet .
-	cd tools/golangci-lint && GOWORK=off $(GO) vet .
+	bash scripts/golangci-build.sh bin/golangci-lint-statevet
 
 # The statevet analyzers under that binary: findings, //nolint, //statevet:ignore, SARIF, --fix
 # and the command line VS Code runs.

@@ -2,10 +2,12 @@
 # The gpustate demo, on the host backend unless GPUSTATE_BACKEND says otherwise:
 #   - statevet says nothing on examples/contracts/valid and reports exactly the findings
 #     listed in examples/contracts/faulty/expected.txt;
-#   - for each example program, go generate reproduces the committed handles and contract
-#     report byte for byte, statevet says nothing on it, and it runs;
+#   - for each example program, go generate reproduces the committed handles, contract
+#     report and its charts byte for byte, statevet says nothing on it, and it runs;
 #   - stategen refuses examples/kvcache/misuse's contract, and statevet reports exactly the
-#     findings in its expected.txt.
+#     findings in its expected.txt;
+#   - the kvcache example serves its pools' metrics (-metrics) and curl finds prefix hits and
+#     evictions in them.
 # Packages with deliberate mistakes build only with the build tag statevet_demo, so that
 # the repository's own checks stay clean: statevet takes it as -tags statevet_demo, and
 # stategen, which has no -tags flag, through GOFLAGS. Every step prints the command it
@@ -67,8 +69,8 @@ expect() {
 generated() {
   local dir=$1 before
   echo
-  echo "== go generate ./$dir/... (the committed handles and contract report must come out byte for byte)"
-  sums() { find "$dir" \( -name '*_state.go' -o -name CONTRACTS.md \) -exec cksum {} + | sort; }
+  echo "== go generate ./$dir/... (the committed handles, contract report and charts must come out byte for byte)"
+  sums() { find "$dir" \( -name '*_state.go' -o -name CONTRACTS.md -o -name 'CONTRACTS-*.svg' \) -exec cksum {} + | sort; }
   before=$(sums)
   go generate "./$dir/..."
   if [ "$(sums)" != "$before" ]; then
@@ -109,6 +111,39 @@ silent ./examples/kvcache/...
 expect examples/kvcache/misuse
 misuse_findings=$found
 runs examples/kvcache
+
+# kvcache's pools as Prometheus metrics: the example serves them on a loopback port with
+# -metrics, and curl scrapes them.
+metrics() {
+  echo
+  echo "== bin/kvcache -metrics 127.0.0.1:0, then curl its /metrics (loopback only)"
+  local log url pid i
+  log=$(mktemp)
+  go build -o bin/kvcache ./examples/kvcache
+  bin/kvcache -metrics 127.0.0.1:0 >"$log" 2>&1 &
+  pid=$!
+  for i in $(seq 300); do
+    url=$(sed -n 's/^metrics: serving \(http:[^ ]*\) until interrupted$/\1/p' "$log")
+    [ -n "$url" ] || ! kill -0 "$pid" 2>/dev/null || { sleep 0.2; continue; }
+    break
+  done
+  if [ -z "$url" ]; then
+    cat "$log"
+    failed "the kvcache example did not serve its metrics"
+  elif out=$(curl -fsS "$url" | grep -E '^gpustate_pool_(prefix_hits_total|prefix_adopted_rows_total|evictions_total|evicted_bytes_total)\{pool="(tenant-a|pressure)"\}'); then
+    echo "   curl -s $url | grep ..."
+    printf '%s\n' "$out" | sed 's/^/   /'
+    printf '%s\n' "$out" | grep -q '^gpustate_pool_prefix_hits_total{pool="tenant-a"} [1-9]' || failed "no prefix hits in the metrics"
+    printf '%s\n' "$out" | grep -q '^gpustate_pool_evictions_total{pool="pressure"} [1-9]' || failed "no evictions in the metrics"
+  else
+    failed "curl $url found no gpustate_pool_ metrics"
+  fi
+  kill "$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+  rm -f "$log"
+}
+command -v curl >/dev/null || { apt-get update && apt-get install -y curl; } >/dev/null
+metrics
 
 # examples/gridsim: sparse checkpoints, At, Plan and rollback of a simulation.
 generated examples/gridsim

@@ -4,9 +4,12 @@
 #   - the linter statevet reports exactly the findings examples/kvcache/misuse/expected.txt
 #     lists (facts cross from package cache to package misuse), and so does the example
 #     configuration tools/golangci-lint/golangci.example.yml;
-#   - one linter per analyzer: each finding is attributed to its analyzer by name, so that
-#     //nolint:stcleanup silences the leak (and nolintlint finds nothing unused), and
-#     //statevet:ignore silences a finding through golangci-lint too;
+#   - one linter per analyzer: each finding is attributed to its analyzer by name;
+#   - //nolint:NAME silences the finding of every analyzer NAME under both configurations (the
+#     statevet linter and one linter per analyzer, where nolintlint finds nothing unused), a
+#     silenced leak takes its related information with it, and //statevet:ignore silences a
+#     finding through golangci-lint too;
+#   - the example configuration leaves the docs' defer x.Release() alone (errcheck);
 #   - --output.sarif.path writes a valid SARIF 2.1.0 log (internal/sarif/sarifcheck);
 #   - the command line VS Code's Go extension runs for "go.lintTool": "golangci-lint-v2"
 #     prints absolute file:line:col lines and exits 0;
@@ -15,7 +18,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
 bin=${GOLANGCI_LINT:-$repo/bin/golangci-lint-statevet}
-[ -x "$bin" ] || { echo "golangci-check: no $bin; run make golangci-lint" >&2; exit 1; }
+[ -x "$bin" ] || bash scripts/golangci-build.sh "${bin#"$repo"/}"
 work=$(mktemp -d "${TMPDIR:-/tmp}/golangci-check.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 export GOWORK=off
@@ -31,6 +34,11 @@ linters:
   settings:
     custom:
       statevet: {type: module}
+      stcontract: {type: module}
+      stgrowth: {type: module}
+      stcleanup: {type: module}
+      stalias: {type: module}
+      streleased: {type: module}
 EOT
 cat >"$work/each.yml" <<'EOT'
 version: "2"
@@ -101,17 +109,21 @@ echo "== example configuration"
   fail "the example configuration does not report the six findings:
 $(cat "$work/example.out")"
 
-# A scratch module that requires this repository, with misuse.go silenced in two places and a
-# contract with a fixable fault.
+# A scratch module that requires this repository, with every finding of misuse.go silenced, a
+# contract with a fixable fault beside one silenced, and the docs' deferred Release.
 mod=$work/mod
-mkdir -p "$mod/misuse" "$mod/fixme"
+mkdir -p "$mod/misuse" "$mod/fixme" "$mod/deferred"
 printf 'module example.com/fixture\n\ngo 1.26\n\nrequire github.com/gpustate/gpustate v0.0.0\n\nreplace github.com/gpustate/gpustate => %s\n' "$repo" >"$mod/go.mod"
 cp go.sum "$mod/go.sum"
-# Line 44 acquires the leaked snapshot (its related information, the leaking return, is line
-# 49: golangci-lint makes it an issue of its own); line 99 drops an append error in a loop.
-sed -e '44s|$| //nolint:stcleanup // the check silences the leak|' \
-  -e '49s|$| //nolint:stcleanup // and the return it leaks through|' \
+# Line 31 is a blank line of Transcript's doc comment, whose line 33 lacks a bound (a //nolint
+# covers its comment group); line 44 acquires the leaked snapshot (its related information, the
+# leaking return, is line 49, which golangci-lint would make an issue of its own); line 91 writes
+# through a snapshot; line 99 drops an append error in a loop; line 107 uses a released handle.
+sed -e '31s|.*|//nolint:stgrowth // the check silences the missing bound|' \
+  -e '44s|$| //nolint:stcleanup // the check silences the leak|' \
+  -e '91s|$| //nolint:stalias // the check silences the write|' \
   -e '99s|^|\t\t//statevet:ignore stgrowth reason="the check silences the dropped error"\n|' \
+  -e '107s|$| //nolint:streleased // the check silences the use after release|' \
   examples/kvcache/misuse/misuse.go >"$mod/misuse/misuse.go"
 cat >"$mod/fixme/fixme.go" <<'EOT'
 package fixme
@@ -121,31 +133,78 @@ package fixme
 //state:owner session
 //state:branch isolated
 type Fixable struct{ X []int32 }
+
+// Silenced has the same fault, silenced.
+//
+//nolint:stcontract // the check silences the missing merge decision
+//state:contract
+//state:growth append bound=8
+//state:owner session
+//state:branch isolated
+type Silenced struct{ X []int32 }
+EOT
+cat >"$mod/deferred/deferred.go" <<'EOT'
+package deferred
+
+import (
+	"github.com/gpustate/gpustate/examples/kvcache/cache"
+	"github.com/gpustate/gpustate/runtime/state"
+)
+
+// Deferred releases its handle as the docs teach.
+func Deferred(p *state.Pool) error {
+	s, err := cache.NewKVCacheState(p, "session")
+	if err != nil {
+		return err
+	}
+	defer s.Release()
+	return s.Append(cache.KVCache{})
+}
+
+// Dropped drops the error of a Release that is not deferred.
+func Dropped(p *state.Pool) {
+	s, err := cache.NewKVCacheState(p, "session")
+	if err != nil {
+		return
+	}
+	s.Release()
+}
 EOT
 cd "$mod"
 export GOFLAGS=-mod=mod GOPROXY=off
 
-echo "== //nolint:stcleanup and //statevet:ignore"
-"$bin" run -c "$work/each.yml" --build-tags statevet_demo "${text[@]}" ./misuse >"$work/nolint.out" 2>&1 || true
-repo_save=$repo; repo=$mod
-got=$(findings "$work/nolint.out")
-repo=$repo_save
-want="misuse/misuse.go:108: KVCacheState s is used after Release released it; move the Release after its last use (streleased)"
-for pat in "misuse.go:33: append growth of Transcript has no bound" "misuse.go:91: write through a view of snapshot" "$want"; do
-  grep -qF "$pat" <<<"$got" || fail "after //nolint and //statevet:ignore, missing $pat:
-$got"
+# only FILE: the findings of OUT, file relative to the scratch module.
+only() { local r=$repo; repo=$mod; findings "$1"; repo=$r; }
+want_fixme="isolated branches of Fixable need a merge decision"
+
+for cfg in all each; do
+  echo "== //nolint:NAME for every analyzer, and //statevet:ignore, under $cfg.yml"
+  "$bin" run -c "$work/$cfg.yml" --build-tags statevet_demo "${text[@]}" ./misuse ./fixme >"$work/nolint-$cfg.out" 2>&1 || true
+  got=$(only "$work/nolint-$cfg.out")
+  # One finding remains: Fixable's. None of misuse.go's, nor the related information of the
+  # silenced leak (line 49), nor Silenced's; and nolintlint finds every //nolint used.
+  if [ "$(grep -c . <<<"$got")" -ne 1 ] || ! grep '^fixme/fixme.go:6: ' <<<"$got" | grep -qF "$want_fixme"; then
+    fail "under $cfg.yml, want only fixme.go:6: $want_fixme, have:
+$(cat "$work/nolint-$cfg.out")"
+  fi
+  ! grep -q "unknown linters" "$work/nolint-$cfg.out" || fail "under $cfg.yml, golangci-lint warns of unknown linters:
+$(cat "$work/nolint-$cfg.out")"
 done
-[ "$(grep -c . <<<"$got")" -eq 3 ] || fail "after //nolint and //statevet:ignore, want 3 findings (stgrowth at 33, stalias, streleased), have:
-$got"
+
+echo "== the example configuration: the docs' defer x.Release() is no errcheck finding"
+"$bin" run -c "$repo/tools/golangci-lint/golangci.example.yml" "${text[@]}" ./deferred >"$work/deferred.out" 2>&1 || true
+got=$(only "$work/deferred.out")
+if [ "$(grep -c . <<<"$got")" -ne 1 ] || ! grep -qE '^deferred/deferred.go:24: Error return value of `s.Release` is not checked \(errcheck\)$' <<<"$got"; then
+  fail "want errcheck on the dropped Release (line 24) alone, not on the deferred one (line 14); have:
+$(cat "$work/deferred.out")"
+fi
 
 echo "== the command line of VS Code's Go extension"
-(cd misuse && "$bin" run --build-tags=statevet_demo -c "$work/all.yml" --issues-exit-code=0 \
+(cd fixme && "$bin" run --build-tags=statevet_demo -c "$work/all.yml" --issues-exit-code=0 \
   --output.text.print-issued-lines=false --show-stats=false --output.text.path=stdout --path-mode=abs) \
   >"$work/vscode.out" 2>"$work/vscode.err" || fail "VS Code's command line failed: $(cat "$work/vscode.err")"
-n=$(grep -cE "^$mod/misuse/misuse\.go:[0-9]+:[0-9]+: " "$work/vscode.out" || true)
-# Under the one statevet linter, //nolint:stcleanup silences nothing (it would take
-# //nolint:statevet); //statevet:ignore works under either.
-[ "$n" -eq 5 ] || fail "VS Code's command line printed $n absolute file:line:col findings, want 5 (all but the ignored one):
+n=$(grep -cE "^$mod/fixme/fixme\.go:[0-9]+:[0-9]+: " "$work/vscode.out" || true)
+[ "$n" -eq 1 ] || fail "VS Code's command line printed $n absolute file:line:col findings, want 1 (Fixable's):
 $(cat "$work/vscode.out")"
 
 echo "== --fix"

@@ -1,8 +1,10 @@
 // Package golangci registers the statevet analyzers as golangci-lint v2
 // module plugins. A custom golangci-lint binary that imports it (for its
 // side effect) offers one linter per analyzer, named after it (stcontract,
-// stgrowth, stcleanup, stalias, streleased), so that //nolint:stcleanup and
-// nolintlint work, and a linter named statevet that runs them all:
+// stgrowth, stcleanup, stalias, streleased), and a linter named statevet
+// that runs them all. //nolint:NAME works for every analyzer's name under
+// either, nolintlint included, and a silenced finding takes its related
+// information with it (see nolint.go):
 //
 //	linters:
 //	  enable: [statevet]
@@ -26,10 +28,12 @@ import (
 const AllName = "statevet"
 
 func init() {
-	register.Plugin(AllName, newPlugin(suite.Analyzers()))
+	var all []*analysis.Analyzer
 	for _, a := range suite.Analyzers() {
-		register.Plugin(a.Name, newPlugin([]*analysis.Analyzer{a}))
+		all = append(all, wrap(a, AllName))
+		register.Plugin(a.Name, newPlugin([]*analysis.Analyzer{wrap(a, a.Name)}))
 	}
+	register.Plugin(AllName, newPlugin(all))
 }
 
 // plugin is one golangci-lint linter running the analyzers it holds.

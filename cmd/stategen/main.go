@@ -26,7 +26,14 @@
 //
 //	-check        write nothing; exit 1 when a generated file is missing,
 //	              out of date or left over (for CI)
-//	-report FILE  also write the contract of every state type as Markdown
+//	-report FILE  also write the contract of every state type as Markdown,
+//	              replacing FILE atomically (a regular file; a device such as
+//	              /dev/stdout is written in place), with an SVG chart of each
+//	              checkpointed type's trade-off beside it; "-" writes the
+//	              Markdown to standard output, without charts
+//	-blockbytes N the pool's PoolOptions.BlockBytes the report prices the
+//	              state's blocks at (0: the runtime's own choice)
+//	-version      print stategen's version and exit
 package main
 
 import (
@@ -42,11 +49,11 @@ import (
 	"strings"
 
 	"github.com/gpustate/gpustate/gen"
-	"github.com/gpustate/gpustate/gen/report"
+	"github.com/gpustate/gpustate/internal/version"
 )
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Stderr))
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
 // A change is one file stategen writes or removes.
@@ -58,15 +65,16 @@ type change struct {
 
 // options are the command's flags and packages.
 type options struct {
-	check    bool
-	report   string // "" for none
-	patterns []string
+	check      bool
+	report     string // "" for none, "-" for standard output
+	blockBytes int64  // the block size the report prices at; 0: the runtime's
+	patterns   []string
 }
 
 // run is the command, with exit code 0 (done), 1 (contract errors, stale
 // files under -check, or failure) or 2 (bad usage).
-func run(args []string, stderr io.Writer) int {
-	opts, code := parseArgs(args, stderr)
+func run(args []string, stdout, stderr io.Writer) int {
+	opts, code := parseArgs(args, stdout, stderr)
 	if code >= 0 {
 		return code
 	}
@@ -92,7 +100,7 @@ func run(args []string, stderr io.Writer) int {
 	if opts.check {
 		return checkChanges(stderr, changes)
 	}
-	if err := apply(pkgs, changes, opts.report); err != nil {
+	if err := apply(pkgs, changes, opts, stdout); err != nil {
 		fmt.Fprintf(stderr, "stategen: %v\n", err)
 		return 1
 	}
@@ -101,13 +109,16 @@ func run(args []string, stderr io.Writer) int {
 
 // parseArgs reads the flags and packages; code is the exit code when the
 // command is done already (help, bad usage), -1 when it goes on.
-func parseArgs(args []string, stderr io.Writer) (opts options, code int) {
+func parseArgs(args []string, stdout, stderr io.Writer) (opts options, code int) {
 	flags := flag.NewFlagSet("stategen", flag.ContinueOnError)
 	flags.SetOutput(stderr)
+	var showVersion bool
 	flags.BoolVar(&opts.check, "check", false, "write nothing; exit 1 when a generated file is missing, out of date or left over")
-	flags.StringVar(&opts.report, "report", "", "write the contract of every state type as Markdown to `file`")
+	flags.StringVar(&opts.report, "report", "", "write the contract of every state type as Markdown to `file` (- for standard output), with an SVG chart per checkpointed type beside it")
+	flags.Int64Var(&opts.blockBytes, "blockbytes", 0, "price the report's blocks at the pool's PoolOptions.BlockBytes `n` (0: the runtime's choice)")
+	flags.BoolVar(&showVersion, "version", false, "print stategen's version and exit")
 	flags.Usage = func() {
-		fmt.Fprintf(stderr, "usage: stategen [-check] [-report file] [packages]\n\n")
+		fmt.Fprintf(stderr, "usage: stategen [-check] [-report file] [-blockbytes n] [packages]\n\n")
 		fmt.Fprintf(stderr, "With no packages, stategen generates the package in the current directory\n(as go generate runs it). Flags:\n")
 		flags.PrintDefaults()
 	}
@@ -115,6 +126,14 @@ func parseArgs(args []string, stderr io.Writer) (opts options, code int) {
 		if errors.Is(err, flag.ErrHelp) {
 			return opts, 0
 		}
+		return opts, 2
+	}
+	if showVersion {
+		fmt.Fprintf(stdout, "stategen %s\n", version.String())
+		return opts, 0
+	}
+	if opts.blockBytes < 0 {
+		fmt.Fprintln(stderr, "stategen: -blockbytes must be 0 (the runtime's choice) or a block size in bytes")
 		return opts, 2
 	}
 	if opts.check && opts.report != "" {
@@ -145,13 +164,14 @@ func checkChanges(stderr io.Writer, changes []change) int {
 	return 0
 }
 
-// apply makes the changes and writes the report to the file named
-// report, unless it is "" or holds the report already. The report is
-// written first in memory, so that a failure leaves the files as they were.
-func apply(pkgs []*gen.Package, changes []change, reportFile string) error {
-	var rep bytes.Buffer
-	if reportFile != "" {
-		if err := report.Write(&rep, pkgs); err != nil {
+// apply makes the changes and writes the report (see writeReport). The
+// report is rendered first in memory, so that a failure leaves the files
+// as they were.
+func apply(pkgs []*gen.Package, changes []change, opts options, stdout io.Writer) error {
+	var rep *rendered
+	if opts.report != "" {
+		var err error
+		if rep, err = renderReport(pkgs, opts); err != nil {
 			return err
 		}
 	}
@@ -166,8 +186,8 @@ func apply(pkgs []*gen.Package, changes []change, reportFile string) error {
 			return err
 		}
 	}
-	if reportFile != "" && !sameContent(reportFile, rep.Bytes()) {
-		return writeFile(reportFile, rep.Bytes())
+	if rep != nil {
+		return rep.write(stdout)
 	}
 	return nil
 }
@@ -321,12 +341,6 @@ func leftOver(path, pkgName string, inGenerate bool) (*change, error) {
 		return &change{path: path, why: "a stub left by go generate"}, nil
 	}
 	return &change{path: path, why: "left over: its state type no longer exists"}, nil
-}
-
-// sameContent reports whether the file at path holds data.
-func sameContent(path string, data []byte) bool {
-	cur, err := os.ReadFile(path)
-	return err == nil && bytes.Equal(cur, data)
 }
 
 // writeFile replaces the file at path with data atomically: readers see the

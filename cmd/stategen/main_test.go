@@ -56,9 +56,17 @@ func newModule(t *testing.T, files map[string]string) string {
 // stategen runs the command in the working directory.
 func stategen(t *testing.T, args ...string) (int, string) {
 	t.Helper()
-	var stderr bytes.Buffer
-	code := run(args, &stderr)
-	return code, stderr.String()
+	code, _, stderr := stategenOut(t, args...)
+	return code, stderr
+}
+
+// stategenOut runs the command in the working directory and returns its
+// exit code, standard output and standard error.
+func stategenOut(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	code := run(args, &stdout, &stderr)
+	return code, stdout.String(), stderr.String()
 }
 
 const cacheSrc = `package cache
@@ -148,7 +156,7 @@ func TestGenerateCheckAndRemove(t *testing.T) {
 	}
 
 	// A hand edit is caught by -check, and undone by a run.
-	edited := strings.Replace(first, "return s.h.Len()", "return s.h.Len() + 1", 1)
+	edited := strings.Replace(first, ".Len()\n", ".Len() + 1\n", 1)
 	if err := os.WriteFile(cachePath, []byte(edited), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -38,7 +38,7 @@ func help(w io.Writer, analyzers []*analysis.Analyzer, fs *flag.FlagSet, names [
 		return
 	}
 	fmt.Fprintf(w, "statevet checks Go code that declares or uses gpustate state.\n\n")
-	fmt.Fprintf(w, "Usage: statevet [-flag] [package...]\n       go vet -vettool=$(command -v statevet) [package...]\n\n")
+	fmt.Fprintf(w, "Usage: statevet [-flag] [package...]\n       go vet -vettool=\"$(go tool -n statevet)\" [package...]\n\n")
 	fmt.Fprintf(w, "Registered analyzers:\n\n")
 	width := 0
 	for _, a := range analyzers {

@@ -5,8 +5,8 @@
 // dataflow analyzers that check the code using state handles. Use it as a
 // vet tool:
 //
-//	go install github.com/gpustate/gpustate/cmd/statevet@latest
-//	go vet -vettool=$(command -v statevet) ./...
+//	go get -tool github.com/gpustate/gpustate/cmd/statevet
+//	go vet -vettool="$(go tool -n statevet)" ./...
 //
 // As the vet tool it also runs go vet's own default analyzers (printf,
 // copylock and the rest), so nothing go vet reports is lost.
@@ -44,13 +44,25 @@
 package main
 
 import (
+	"crypto/sha256"
+	"fmt"
+	"io"
 	"os"
 	"strings"
 
 	"golang.org/x/tools/go/analysis/unitchecker"
+
+	"github.com/gpustate/gpustate/internal/version"
 )
 
 func main() {
+	if len(os.Args) == 2 && strings.TrimLeft(os.Args[1], "-") == "V=full" {
+		if err := printVersion(os.Stdout); err != nil {
+			fmt.Fprintf(os.Stderr, "statevet: %v\n", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	if vetTool(os.Args[1:]) {
 		unitchecker.Main(append(vetSuite, suite...)...) // does not return
 	}
@@ -67,4 +79,26 @@ func vetTool(args []string) bool {
 		}
 	}
 	return len(args) > 0 && strings.HasSuffix(args[len(args)-1], ".cfg")
+}
+
+// printVersion answers -V=full as the go command expects of a vet tool
+// (it keys its cache on the line): "NAME version devel ... buildID=HASH",
+// with the hash of the executable, and gpustate's version where the
+// analysis framework writes "comments-go-here".
+func printVersion(w io.Writer) error {
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	f, err := os.Open(exe)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(w, "%s version devel gpustate-%s buildID=%02x\n", exe, version.String(), h.Sum(nil))
+	return err
 }

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/tools/go/analysis"
 
 	"github.com/gpustate/gpustate/internal/sarif"
+	"github.com/gpustate/gpustate/internal/version"
 )
 
 // srcRoot is the base of the relative URIs of a SARIF log: the directory
@@ -33,6 +34,7 @@ func printSARIF(w io.Writer, res *result, analyzers []*analysis.Analyzer) error 
 	run := sarif.Run{
 		Tool: sarif.Tool{Driver: sarif.Driver{
 			Name:           "statevet",
+			Version:        version.String(),
 			InformationURI: "https://pkg.go.dev/github.com/gpustate/gpustate/cmd/statevet",
 			Rules:          []sarif.Rule{},
 		}},

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/gpustate/gpustate/internal/sarif"
+	"github.com/gpustate/gpustate/internal/version"
 )
 
 // TestSARIF runs statevet -sarif on the kvcache misuse example (a finding of
@@ -49,6 +50,9 @@ func TestSARIF(t *testing.T) {
 		t.Fatalf("%d runs, want 1", len(log.Runs))
 	}
 	run := log.Runs[0]
+	if v := run.Tool.Driver.Version; v != version.String() || !strings.HasPrefix(v, "v") {
+		t.Errorf("driver version %q, want %q", v, version.String())
+	}
 	if run.Tool.Driver.Name != "statevet" || len(run.Tool.Driver.Rules) != len(suite) {
 		t.Fatalf("driver %q with %d rules, want statevet with %d", run.Tool.Driver.Name, len(run.Tool.Driver.Rules), len(suite))
 	}

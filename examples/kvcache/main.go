@@ -11,6 +11,14 @@
 //
 // It runs on the CUDA backend where a GPU is present and on the host
 // backend elsewhere; GPUSTATE_BACKEND=host|cuda forces one.
+//
+// With -metrics ADDR (a loopback address; port 0 picks one) it serves its
+// pools' figures as Prometheus metrics at http://ADDR/metrics through
+// package statemetrics, from the start of the run, and after the run goes
+// on serving them until interrupted:
+//
+//	go run ./examples/kvcache -metrics 127.0.0.1:9464 &
+//	curl -s http://127.0.0.1:9464/metrics | grep prefix_hits
 package main
 
 import (
@@ -18,13 +26,21 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"os"
+	"os/signal"
 	"slices"
+	"syscall"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/gpustate/gpustate/examples/kvcache/cache"
 	"github.com/gpustate/gpustate/runtime/device"
 	"github.com/gpustate/gpustate/runtime/device/nvml"
 	"github.com/gpustate/gpustate/runtime/state"
+	"github.com/gpustate/gpustate/runtime/state/statemetrics"
 )
 
 func main() {
@@ -37,11 +53,67 @@ func main() {
 	flag.IntVar(&cfg.sessions, "sessions", 16, "`sessions` of one tenant that share a system prompt")
 	flag.IntVar(&cfg.system, "system", 256, "system prompt `tokens` the sessions share")
 	flag.IntVar(&cfg.private, "private", 24, "private `tokens` of each session after the system prompt")
+	metrics := flag.String("metrics", "", "serve the pools' Prometheus metrics at http://`addr`/metrics (loopback only; port 0 picks one), during the run and after it until interrupted")
 	flag.Parse()
+	var stop func() error
+	if *metrics != "" {
+		var err error
+		if stop, err = serveMetrics(*metrics); err != nil {
+			fmt.Fprintln(os.Stderr, "kvcache:", err)
+			os.Exit(1)
+		}
+	}
 	if err := run(os.Stdout, cfg); err != nil {
 		fmt.Fprintln(os.Stderr, "kvcache:", err)
 		os.Exit(1)
 	}
+	if stop != nil {
+		if err := stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "kvcache:", err)
+			os.Exit(1)
+		}
+	}
+}
+
+// observe registers a pool's metrics under a name; it does nothing unless
+// -metrics is given. The sharing step's pool without a domain is named
+// "unshared".
+var observe = func(p *state.Pool, name string) {}
+
+// serveMetrics serves the pools' metrics at http://addr/metrics, a loopback
+// address, and makes observe register every pool the run makes. The
+// function it returns prints where the metrics are, serves until SIGINT or
+// SIGTERM, then shuts the server down.
+func serveMetrics(addr string) (func() error, error) {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, fmt.Errorf("-metrics %s: %w", addr, err)
+	}
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return nil, fmt.Errorf("-metrics %s: serve on a loopback address (127.0.0.1:PORT), not %q", addr, host)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	reg := prometheus.NewRegistry()
+	observe = func(p *state.Pool, name string) {
+		if name == "" {
+			name = "unshared"
+		}
+		reg.MustRegister(statemetrics.NewCollector(p, name))
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	srv := &http.Server{Handler: mux}
+	go srv.Serve(ln)
+	return func() error {
+		sig := make(chan os.Signal, 1)
+		signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+		fmt.Printf("metrics: serving http://%s/metrics until interrupted\n", ln.Addr())
+		<-sig
+		return srv.Close()
+	}, nil
 }
 
 // config sizes the run.
@@ -79,6 +151,7 @@ func run(w io.Writer, cfg config) (err error) {
 	if err != nil {
 		return err
 	}
+	observe(p, "session")
 	defer func() {
 		// Close reports every handle still live: a leak is an error.
 		if cerr := p.Close(); err == nil {

@@ -41,6 +41,7 @@ func pressure(w io.Writer, b device.Backend) (err error) {
 	if err != nil {
 		return err
 	}
+	observe(p, "pressure")
 	defer func() { err = errors.Join(err, p.Close()) }()
 	prompt := makePrompt(sessionRows)
 	var pcs []*cache.PromptCacheState

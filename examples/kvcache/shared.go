@@ -93,6 +93,7 @@ func prefillSessions(b device.Backend, prompts [][]int32, d state.Domain) (run p
 	if err != nil {
 		return run, err
 	}
+	observe(p, string(d))
 	defer func() { err = errors.Join(err, p.Close()) }()
 	var live []*cache.KVCacheState
 	defer func() {

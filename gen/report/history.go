@@ -36,6 +36,8 @@ type workload struct {
 	apply  int64 // bytes one version's delta applies
 	seed   int64 // bytes a reconstruction copies from its checkpoint first
 	memory int64 // bytes one checkpoint holds apart from the head
+	delta  int64 // bytes one version's delta holds, in blocks of its own
+	state  int64 // bytes the head itself holds at the bound, in blocks (0: no bound)
 	about  string
 	// estimated is set when the policy spaces checkpoints by a budget and
 	// every is what the budget makes of apply bytes a version; capped when
@@ -104,7 +106,7 @@ func budgetSpacing(c *contract.Contract) (every int, capped bool) {
 
 // historyWorkload returns the workload the chart assumes for c, and false
 // with the reason when none can be charted.
-func historyWorkload(c *contract.Contract) (workload, string, bool) {
+func historyWorkload(c *contract.Contract, blockBytes int64) (workload, string, bool) {
 	cp := c.Checkpoint
 	if cp.Keep <= 0 || (cp.Every <= 0 && cp.Budget <= 0) {
 		return workload{}, "the policy names no window (every or budget, and keep), so nothing is charted", false
@@ -122,31 +124,38 @@ func historyWorkload(c *contract.Contract) (workload, string, bool) {
 	// limit keeps every figure, summed over every checkpoint and version
 	// of the window, inside an int64.
 	limit := int64(math.MaxInt64) / int64(2*w.window+2)
+	fbs, why := blocksOf(c, blockBytes)
+	if why != "" {
+		return workload{}, why, false
+	}
+	if !c.Unbounded && c.Bound > 0 && c.Window <= 0 {
+		w.state = rowsBytes(fbs, c.Bound)
+	}
 	if c.Growth == contract.GrowthMutable {
-		if rb > 0 && c.Bound > limit/rb {
+		if rb > 0 && c.Bound > limit/rb || w.state > limit || deltaBytes(fbs, c.Bound) > limit {
 			return workload{}, "the state is too large to chart", false
 		}
 		s := c.Bound * rb
-		w.apply, w.seed, w.memory = s, s, s
-		w.about = fmt.Sprintf("every version rewrites all %d rows (%s), as a simulation step does: the most a version can write. "+
+		w.apply, w.seed, w.memory, w.delta = s, w.state, w.state, deltaBytes(fbs, c.Bound)
+		w.about = fmt.Sprintf("every version rewrites all %d rows (%s, %s in blocks), as a simulation step does: the most a version can write. "+
 			"A reconstruction copies its checkpoint's blocks on write (%s) and applies each delta in full; "+
-			"a checkpoint holds a whole version (%s) once the head has rewritten it", c.Bound, gen.Bytes(s), gen.Bytes(s), gen.Bytes(s))
+			"a checkpoint holds a whole version (%s) once the head has rewritten it; each version's delta holds its rows in blocks of its own (%s)",
+			c.Bound, gen.Bytes(s), gen.Bytes(w.state), gen.Bytes(w.state), gen.Bytes(w.state), gen.Bytes(w.delta))
 		return w, "", true
 	}
 	pv := perVersion(c, int64(w.window))
 	var block int64
-	blockRows := placement.BlockRows(rb, 0)
-	for _, f := range c.Fields {
-		b := placement.FieldBlockBytes(f.RowBytes, blockRows, limit)
-		if b < 0 {
-			return workload{}, "the state is too large to chart", false
-		}
-		block += b
+	for _, fb := range fbs {
+		block += fb.bytes
 	}
+	blockRows := fbs[0].rows
 	if rb > 0 && pv > limit/rb || block > limit {
 		return workload{}, "the state is too large to chart", false
 	}
 	w.apply, w.seed, w.memory = pv*rb, block, block
+	if w.delta = deltaBytes(fbs, pv); w.delta > limit {
+		return workload{}, "the state is too large to chart", false
+	}
 	fill := "as rows without a bound do"
 	if !c.Unbounded && c.Bound > 0 {
 		fill = fmt.Sprintf("so that the window fills the bound of %d rows", c.Bound)
@@ -157,7 +166,8 @@ func historyWorkload(c *contract.Contract) (workload, string, bool) {
 	}
 	w.about = fmt.Sprintf("every version appends %d %s (%s), %s. "+
 		"Appended rows never change, so a checkpoint shares its full blocks with the head and holds at most its last, partly filled block of each field "+
-		"(%s in blocks of %d rows), which a reconstruction copies before it applies the deltas", pv, rows, gen.Bytes(w.apply), fill, gen.Bytes(block), blockRows)
+		"(%s in blocks of %d rows), which a reconstruction copies before it applies the deltas; a version's delta holds its rows in blocks of its own (%s)",
+		pv, rows, gen.Bytes(w.apply), fill, gen.Bytes(block), blockRows, gen.Bytes(w.delta))
 	return w, "", true
 }
 
@@ -300,15 +310,16 @@ type history struct {
 	declared     []int
 	declaredCost float64
 	same         int
+	chartFile    string // the SVG chart's file name; "" for none
 }
 
 // newHistory returns the history of c, nil when c keeps none.
-func newHistory(c *contract.Contract) *history {
+func newHistory(c *contract.Contract, blockBytes int64) *history {
 	if c.Checkpoint == nil || c.Snapshot == contract.SnapshotNone {
 		return nil
 	}
 	h := &history{typ: c.Type, cp: c.Checkpoint, same: -1}
-	w, why, ok := historyWorkload(c)
+	w, why, ok := historyWorkload(c, blockBytes)
 	if !ok {
 		h.refused = why
 		return h
@@ -349,6 +360,9 @@ func (h *history) write(b *bytes.Buffer) {
 	}
 	h.writeAssumptions(b)
 	h.writeTable(b)
+	if h.chartFile != "" {
+		fmt.Fprintf(b, "![%s: checkpoint memory against expected reconstruction cost, the declared policy marked](%s)\n\n", h.typ, h.chartFile)
+	}
 	h.writeConclusion(b)
 }
 
@@ -388,7 +402,8 @@ func (h *history) writeAssumptions(b *bytes.Buffer) {
 	if h.ch.group > 1 {
 		fmt.Fprintf(b, "Checkpoints are placed at multiples of %d versions (%d places). ", h.ch.group, len(h.ch.chain))
 	}
-	b.WriteString("The deltas of the window are kept whatever the placement, so the memory shown is the checkpoints' alone. ")
+	fmt.Fprintf(b, "The window's %d deltas (one per version after its oldest checkpoint) are kept whatever the placement (%s each, %s in all): the memory column is the checkpoints' alone, the next one adds the deltas. ",
+		h.deltaCount(), gen.Bytes(w.delta), gen.Bytes(h.deltas()))
 	fmt.Fprintf(b, "The set has %d placements", len(h.front))
 	if len(h.front) > maxChartRows {
 		fmt.Fprintf(b, ", of which %d are shown", maxChartRows)
@@ -414,7 +429,7 @@ func (h *history) policy(short bool) string {
 
 // writeTable writes the rows of the front the report shows.
 func (h *history) writeTable(b *bytes.Buffer) {
-	b.WriteString("| checkpoints | memory | expected cost | versions with a checkpoint | note |\n| ---: | ---: | ---: | --- | --- |\n")
+	b.WriteString("| checkpoints | memory | with the deltas | expected cost | versions with a checkpoint | note |\n| ---: | ---: | ---: | ---: | --- | --- |\n")
 	for _, i := range pickRows(len(h.front), h.same) {
 		pl := h.front[i]
 		vs := h.ch.versions(placement.Placement{Checkpoints: h.ch.canonical(len(pl.Checkpoints))})
@@ -428,7 +443,7 @@ func (h *history) writeTable(b *bytes.Buffer) {
 		if i == h.same {
 			note = append(note, "the declared policy: "+h.policy(true))
 		}
-		fmt.Fprintf(b, "| %d | %s | %s | %s | %s |\n", len(vs), gen.Bytes(pl.Memory), costText(h.ch.expected(pl)), placementText(vs), strings.Join(note, "; "))
+		fmt.Fprintf(b, "| %d | %s | %s | %s | %s | %s |\n", len(vs), gen.Bytes(pl.Memory), gen.Bytes(pl.Memory+h.deltas()), costText(h.ch.expected(pl)), placementText(vs), strings.Join(note, "; "))
 	}
 	b.WriteString("\n")
 }
@@ -436,14 +451,36 @@ func (h *history) writeTable(b *bytes.Buffer) {
 // writeConclusion states what the declared policy holds and costs, and
 // what the front does better with as many checkpoints.
 func (h *history) writeConclusion(b *bytes.Buffer) {
-	fmt.Fprintf(b, "The declared policy (%s) holds %d checkpoints in the window: %s of checkpoint memory for an expected cost of %s.",
-		h.policy(false), len(h.declared), gen.Bytes(int64(len(h.declared))*h.w.memory), costText(h.declaredCost))
+	cps := int64(len(h.declared)) * h.w.memory
+	fmt.Fprintf(b, "The declared policy (%s) holds %d checkpoints in the window: %s of checkpoint memory for an expected cost of %s. "+
+		"With the window's deltas (%s) the history holds %s",
+		h.policy(false), len(h.declared), gen.Bytes(cps), costText(h.declaredCost), gen.Bytes(h.deltas()), gen.Bytes(cps+h.deltas()))
+	if h.w.state > 0 {
+		fmt.Fprintf(b, ", %s the %s the state itself holds at its bound", ratioText(float64(cps+h.deltas())/float64(h.w.state)), gen.Bytes(h.w.state))
+	}
+	b.WriteString(".")
 	for _, pl := range h.front {
 		if h.same < 0 && len(pl.Checkpoints) == len(h.declared) && h.ch.expected(pl) < h.declaredCost*(1-1e-9) {
 			fmt.Fprintf(b, " Placed as in the set, as many checkpoints would cost %s.", costText(h.ch.expected(pl)))
 		}
 	}
 	b.WriteString("\n")
+}
+
+// deltaCount is the most deltas the window keeps: one per version after
+// its oldest checkpoint, which the runtime seeds from rather than from a
+// delta of its own.
+func (h *history) deltaCount() int { return max(h.w.window-1, 0) }
+
+// deltas is what the window's deltas hold at most.
+func (h *history) deltas() int64 { return int64(h.deltaCount()) * h.w.delta }
+
+// ratioText writes a ratio of memory to the state's own: "2.5x".
+func ratioText(r float64) string {
+	if r >= 10 {
+		return fmt.Sprintf("%.0fx", r)
+	}
+	return fmt.Sprintf("%.1fx", r)
 }
 
 // everyVersions writes a spacing of n versions.

@@ -66,14 +66,19 @@ func TestReportHistory(t *testing.T) {
 		"The head takes a checkpoint whenever the deltas written since the last one reach 64 KiB, and keeps the last 3",
 		// Heat rewrites 16 KiB a version: a checkpoint every 4 versions.
 		"the budget of 64 KiB is reached every 4 versions",
-		"| 3 | 48 KiB | 40 KiB | 0, 4, 8 | the declared policy: budget 64 KiB, about every 4 versions |",
+		"| 3 | 48 KiB | 224 KiB | 40 KiB | 0, 4, 8 | the declared policy: budget 64 KiB, about every 4 versions |",
 		// Tiny writes more than its budget at every version.
-		"| 2 | 4 KiB | 2 KiB | 0, 1 | least cost; the declared policy: budget 100 B, about every version |",
+		"| 2 | 4 KiB | 6 KiB | 2 KiB | 0, 1 | least cost; the declared policy: budget 100 B, about every version |",
 		// Spool's 1024 rows of 8 bytes, over a window of 4 spacings of 2 KiB;
 		// a checkpoint holds one block of 128 rows (1 KiB) as the runtime
 		// holds them.
 		"At 8 B a version, the budget of 2 KiB is reached every 256 versions",
-		"| 4 | 4 KiB | 2.0 KiB | 0, 256, 512, 768 | the declared policy: budget 2 KiB, about every 256 versions |",
+		"| 4 | 4 KiB | 259.8 KiB | 2.0 KiB | 0, 256, 512, 768 | the declared policy: budget 2 KiB, about every 256 versions |",
+		// Heat's deltas: 11 of the window's 12 versions, each rewriting all 16 KiB, dwarf its
+		// checkpoints; Spool's one-row deltas take a 256-byte block each.
+		"The window's 11 deltas (one per version after its oldest checkpoint) are kept whatever the placement (16 KiB each, 176 KiB in all)",
+		"With the window's deltas (176 KiB) the history holds 224 KiB, 14x the 16 KiB the state itself holds at its bound.",
+		"With the window's deltas (255.8 KiB) the history holds 259.8 KiB, 32x the 8 KiB",
 		// Ring's budget is past the runtime's cap.
 		"so the runtime's cap decides: the chart takes a checkpoint every 1024 versions",
 		// Trace keeps a spacing in versions.
@@ -191,7 +196,7 @@ func TestHistoryWorkloadLimits(t *testing.T) {
 		{Growth: contract.GrowthAppend, Bound: 1 << 40, Fields: f, Checkpoint: &contract.Checkpoint{Every: 1 << 30, Keep: 1 << 30}},
 		{Growth: contract.GrowthAppend, Bound: 10, Fields: f, Checkpoint: &contract.Checkpoint{Keep: 3}},
 	} {
-		if w, why, ok := historyWorkload(c); ok || why == "" {
+		if w, why, ok := historyWorkload(c, 0); ok || why == "" {
 			t.Errorf("%+v: charted %+v, want a refusal", c, w)
 		}
 	}

@@ -26,17 +26,18 @@ const modulePath = "github.com/gpustate/gpustate"
 // of the README's first example and the code of docs/GUIDE.md, with the
 // README's own commands: tool directives (go get -tool), go generate through
 // go tool stategen, go tool statevet, go vet -vettool, go run. The README's
-// shell lines run as written (after go mod init, a replace directive points
-// the module at this checkout); every command but the last must succeed
-// silently, and the last must print the README's output block. Then
-// testdata/guide_test.go checks that the guide's functions do what the guide
-// says, and the guide's example of a leak must be reported by statevet under
-// both drivers.
+// shell lines run as written, the checkout's setup with GPUSTATE set to this
+// checkout, and nothing else runs before them; the published setup must be
+// the checkout's without its GPUSTATE lines. Every command but the last must
+// succeed silently, and the last must print the README's output block. Then
+// the README's first finding must appear under both commands that run
+// statevet once main.go loses its deferred release, testdata/guide_test.go
+// checks that the guide's functions do what the guide says, and the guide's
+// example of a leak must be reported by statevet under both drivers.
 //
 // It needs the go command and sh. Modules come from the module cache, which
-// building this repository has filled, or from GOPROXY; the new module's
-// go.sum starts as a copy of the checkout's, so no checksum database is
-// asked.
+// building this repository has filled, or from GOPROXY; the README's setup
+// copies the checkout's go.sum, so no checksum database is asked.
 func TestFirstHour(t *testing.T) {
 	goBin, err := exec.LookPath("go")
 	if err != nil {
@@ -49,8 +50,10 @@ func TestFirstHour(t *testing.T) {
 	readme := markedBlocks(t, filepath.Join(root, "README.md"))
 	guide := markedBlocks(t, filepath.Join(root, "docs", "GUIDE.md"))
 
-	m := &module{dir: t.TempDir(), env: moduleEnv(t, goBin)}
-	m.setUp(t, root, one(t, readme, "setup", ""))
+	m := &module{dir: t.TempDir(), env: append(moduleEnv(t, goBin), "GPUSTATE="+root)}
+	checkoutSetup := one(t, readme, "setup", "checkout")
+	samePublished(t, checkoutSetup, one(t, readme, "setup", "published"))
+	m.setUp(t, checkoutSetup)
 	m.writeSources(t, readme, guide)
 
 	// The README's commands: silent success, then the program's output.
@@ -71,6 +74,7 @@ func TestFirstHour(t *testing.T) {
 	if out, err := m.sh("go tool stategen -check ./..."); err != nil {
 		t.Errorf("stategen -check after go generate: %v\n%s", err, out)
 	}
+	m.firstFinding(t, run, one(t, readme, "finding", ""))
 
 	// The guide's functions do what the guide says.
 	copyFile(t, filepath.Join("testdata", "guide_test.go"), filepath.Join(m.dir, "guide_test.go"))
@@ -81,7 +85,7 @@ func TestFirstHour(t *testing.T) {
 	// The guide's leak, under both drivers: a finding at the leaking call.
 	for _, line := range []string{
 		"GOFLAGS=-tags=leak go tool statevet ./...",
-		"go vet -tags=leak -vettool=$(go tool -n statevet) ./...",
+		`go vet -tags=leak -vettool="$(go tool -n statevet)" ./...`,
 	} {
 		out, err := m.sh(line)
 		if err == nil {
@@ -121,24 +125,75 @@ func withoutDownloads(out string) string {
 	return strings.Join(kept, "")
 }
 
-// setUp runs the README's setup lines; after go mod init, it points the
-// module at the checkout with a replace directive and copies its go.sum.
-func (m *module) setUp(t *testing.T, root string, setup block) {
+// setUp runs the README's setup lines as written.
+func (m *module) setUp(t *testing.T, setup block) {
 	for _, line := range commands(t, setup) {
 		if out, err := m.sh(line); err != nil {
 			t.Fatalf("%s: %v\n%s", line, err, out)
 		}
-		if strings.HasPrefix(line, "go mod init") {
-			edit := exec.Command("go", "mod", "edit", "-replace="+modulePath+"="+root)
-			edit.Dir, edit.Env = m.dir, m.env
-			if out, err := edit.CombinedOutput(); err != nil {
-				t.Fatalf("go mod edit -replace: %v\n%s", err, out)
-			}
-			copyFile(t, filepath.Join(root, "go.sum"), filepath.Join(m.dir, "go.sum"))
-		}
 	}
 	if _, err := os.Stat(filepath.Join(m.dir, "go.mod")); err != nil {
 		t.Fatalf("%s: the setup makes no go.mod", setup.pos)
+	}
+}
+
+// samePublished checks that the published setup is the checkout's without
+// the lines that name the checkout, so that the one the test runs stands
+// for both.
+func samePublished(t *testing.T, checkout, published block) {
+	var want []string
+	for _, line := range commands(t, checkout) {
+		if !strings.Contains(line, "$GPUSTATE") {
+			want = append(want, line)
+		}
+	}
+	if got := commands(t, published); !slices.Equal(got, want) {
+		t.Errorf("%s: the published setup runs\n%s\nwant the checkout's (%s) without its $GPUSTATE lines:\n%s",
+			published.pos, strings.Join(got, "\n"), checkout.pos, strings.Join(want, "\n"))
+	}
+}
+
+// firstFinding deletes the line "defer snap.Release()" from main.go and
+// checks that every command of the README's run block that runs statevet
+// fails with each line of the finding block (paths may come before them);
+// then it puts main.go back.
+func (m *module) firstFinding(t *testing.T, run []string, finding block) {
+	path := filepath.Join(m.dir, "main.go")
+	orig, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer writeFile(t, path, string(orig))
+	var kept []string
+	for line := range strings.Lines(string(orig)) {
+		if strings.TrimSpace(line) != "defer snap.Release()" {
+			kept = append(kept, line)
+		}
+	}
+	if len(kept) != strings.Count(string(orig), "\n")-1 {
+		t.Fatal("main.go has no line defer snap.Release() to delete, or several")
+	}
+	writeFile(t, path, strings.Join(kept, ""))
+	want := strings.TrimSpace(finding.text)
+	n := 0
+	for _, line := range run {
+		if !strings.Contains(line, "statevet") {
+			continue
+		}
+		n++
+		out, err := m.sh(line)
+		if err == nil {
+			t.Errorf("%s succeeded without the deferred release, want the finding of %s", line, finding.pos)
+		}
+		for w := range strings.Lines(want) {
+			if !strings.Contains(out, strings.TrimRight(w, "\n")) {
+				t.Errorf("%s printed:\n%s\nwant the finding of %s:\n%s", line, out, finding.pos, want)
+				break
+			}
+		}
+	}
+	if n != 2 {
+		t.Errorf("the README's run block runs statevet %d times, want 2 (go tool statevet and go vet -vettool)", n)
 	}
 }
 
@@ -300,11 +355,15 @@ func commands(t *testing.T, b block) []string {
 
 // imports are the packages a guide block may use without importing them.
 var imports = map[string]string{
-	"errors": "errors",
-	"fmt":    "fmt",
-	"io":     "io",
-	"device": modulePath + "/runtime/device",
-	"state":  modulePath + "/runtime/state",
+	"errors":       "errors",
+	"fmt":          "fmt",
+	"io":           "io",
+	"device":       modulePath + "/runtime/device",
+	"state":        modulePath + "/runtime/state",
+	"statemetrics": modulePath + "/runtime/state/statemetrics",
+	"http":         "net/http",
+	"prometheus":   "github.com/prometheus/client_golang/prometheus",
+	"promhttp":     "github.com/prometheus/client_golang/prometheus/promhttp",
 }
 
 // declFile makes a file of package main from a block of declarations,

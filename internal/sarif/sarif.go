@@ -31,6 +31,7 @@ type Tool struct {
 // Driver is the tool's toolComponent.
 type Driver struct {
 	Name           string `json:"name"`
+	Version        string `json:"version,omitempty"`
 	InformationURI string `json:"informationUri,omitempty"`
 	Rules          []Rule `json:"rules"`
 }

@@ -114,6 +114,7 @@ func (p *Pool) evictRound(r Retention, c *sizeClass, want int, deviceFull bool) 
 		}
 		progress = true
 		p.evictedBytes.Add(n)
+		p.evictions.Add(1)
 		if p.shortfall(c, want, deviceFull) <= 0 {
 			return true, true
 		}

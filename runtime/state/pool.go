@@ -98,6 +98,13 @@ type PoolStats struct {
 	// the bytes of the blocks eviction freed, and of the blocks rebuilding
 	// reconstructable state took.
 	EvictedBytes, RebuiltBytes int64
+	// Evictions counts the evictions since the pool was made: heads,
+	// snapshots and cached prefix blocks the Evictor's ranking took.
+	Evictions int64
+	// AdoptCalls counts the AdoptPrefix calls that looked a prefix up
+	// (those that failed aside), AdoptHits those that adopted rows, and
+	// AdoptedRows the rows they adopted: totals since the pool was made.
+	AdoptCalls, AdoptHits, AdoptedRows int64
 	// CachedBytes is the part of PhysicalBytes that shared prefix blocks
 	// no head holds take (Pool.NewSharedHead): kept for heads to adopt,
 	// and evicted first-class with optional state under memory pressure.
@@ -186,6 +193,9 @@ type Pool struct {
 	clock        atomic.Uint64 // counts handle calls, for the Evictor
 	evictedBytes atomic.Int64
 	rebuiltBytes atomic.Int64
+	// evictions, adoptCalls, adoptHits and adoptedRows are the totals of
+	// PoolStats's fields of those names.
+	evictions, adoptCalls, adoptHits, adoptedRows atomic.Int64
 }
 
 // handle is what the pool knows of a live head or snapshot.
@@ -286,6 +296,10 @@ func (p *Pool) Stats() PoolStats {
 		HistoryBytes:  p.history.Load(),
 		EvictedBytes:  p.evictedBytes.Load(),
 		RebuiltBytes:  p.rebuiltBytes.Load(),
+		Evictions:     p.evictions.Load(),
+		AdoptCalls:    p.adoptCalls.Load(),
+		AdoptHits:     p.adoptHits.Load(),
+		AdoptedRows:   p.adoptedRows.Load(),
 		PendingBytes:  p.pendingBytes,
 	}
 	closed := p.closed

@@ -305,6 +305,7 @@ func (h *Head) AdoptPrefix(keys []byte) (int, error) {
 	if s.tab == nil {
 		return 0, nil
 	}
+	h.pool.adoptCalls.Add(1)
 	per := h.perBlock[0]
 	n := len(keys) / s.ks / per
 	if b := h.l.Bound; b > 0 {
@@ -327,6 +328,8 @@ func (h *Head) AdoptPrefix(keys []byte) (int, error) {
 	h.pool.free(freed)
 	s.reg, s.last, s.tail, s.known = len(chain), chain[len(chain)-1], s.tail[:0], r.rows
 	h.record(0, r.rows)
+	h.pool.adoptHits.Add(1)
+	h.pool.adoptedRows.Add(int64(r.rows))
 	return r.rows, nil
 }
 

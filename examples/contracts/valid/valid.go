@@ -2,6 +2,8 @@
 // directives. statevet reports nothing here.
 package valid
 
+//go:generate go run github.com/gpustate/gpustate/cmd/stategen
+
 import "errors"
 
 // MaxTokens is the longest context a session may hold.
