@@ -165,10 +165,15 @@ func (m *meet) probeBlockingFree() {
 		return
 	}
 	calls := map[string]func(){
-		"Read":     func() { u.Read(0, 1, [][]byte{make([]byte, 16)}) },
-		"Append":   func() { u.Append([][]byte{make([]byte, 16)}) },
-		"Stats":    func() { p.Stats() },
-		"Snapshot": func() { s, err := u.Snapshot(); if err == nil { s.Release() } },
+		"Read":   func() { u.Read(0, 1, [][]byte{make([]byte, 16)}) },
+		"Append": func() { u.Append([][]byte{make([]byte, 16)}) },
+		"Stats":  func() { p.Stats() },
+		"Snapshot": func() {
+			s, err := u.Snapshot()
+			if err == nil {
+				s.Release()
+			}
+		},
 	}
 	var stalled []string
 	for name, f := range calls {

@@ -105,6 +105,7 @@ func (m *meet) sharedSession() {
 	lin := &refLin{owner: h.Owner(), layout: l, family: "shared", parent: map[state.Version]state.Version{}}
 	x := &ref{lin: lin, head: h, cols: [][]byte{{}, {}}}
 	m.heads = append(m.heads, x)
+	m.mark()
 	n, err := h.AdoptPrefix(keyBytes(toks))
 	if !m.expect(err, nil) {
 		return
@@ -117,6 +118,7 @@ func (m *meet) sharedSession() {
 	}
 	cols := derived(toks, n, len(toks), w)
 	m.need = m.needRows(l, len(toks)-n)
+	m.mark()
 	if m.expect(h.Append(cols), nil) {
 		x.toks = toks
 		m.appended(x, cols)
@@ -130,8 +132,16 @@ func (m *meet) checkAdopted(x *ref, n int) {
 		m.fail("cross-owner read: adopted prefix unreadable", "%v", err)
 	}
 	if !bytes.Equal(dst[0], x.cols[0]) || !bytes.Equal(dst[1], x.cols[1]) {
-		m.fail("cross-owner read: adopted prefix rows differ (a Layout value reused and widened, or keys a kernel had not written)",
-			"adopted %d rows at KV width %d, the shared layout was widened %d times", n, x.lin.layout.Columns[0].Width, m.widened)
+		x.head.Release() // to look past it: the head leaves the model
+		x.released = true
+		m.heads = removeRef(m.heads, x)
+	}
+	switch {
+	case !bytes.Equal(dst[1], x.cols[1]):
+		m.fail("garbage prefix adopted (keys a kernel had not written)", "adopted %d rows whose keys differ from the prompt's", n)
+	case !bytes.Equal(dst[0], x.cols[0]):
+		m.fail("cross-owner read: a prefix adopted across layouts (one Layout value reused and widened)",
+			"adopted %d rows at KV width %d whose values differ, the shared layout was widened %d times", n, x.lin.layout.Columns[0].Width, m.widened)
 	}
 }
 
@@ -170,6 +180,7 @@ func (m *meet) sharedDeviceAppend() {
 	cols := derived(toks, from, from+k, x.lin.layout.Columns[0].Width)
 	st := m.stream()
 	g := st.gate()
+	defer g.open() // a skipped failure must not leave the stream held
 	m.queueCopy(st, x.lin.layout, spans, cols)
 	x.toks = toks
 	m.appended(x, cols)
@@ -181,6 +192,8 @@ func (m *meet) sharedDeviceAppend() {
 		keys := append(keyBytes(toks[:from]), make([]byte, 4*k)...)
 		n, err := probe.AdoptPrefix(keys)
 		if err == nil && n > from/meetSharedRows*meetSharedRows && sameWidth(m.shared, x.lin.layout) {
+			probe.Release()
+			m.pool.ForgetPrefixes("d") // to look past it: no later prompt adopts the garbage
 			m.fail("prefix registered before the kernel that writes it ran (garbage keys adopted)",
 				"a prompt of the keys before the kernel ran adopted %d rows, %d of them written by the kernel", n, n-from)
 		}
@@ -282,8 +295,10 @@ func (m *meet) tableKernel() {
 	rows := x.rows()
 	out := make([]byte, len(want))
 	g := st.gate()
+	defer g.open()
 	inner := m.be.Backend
 	st.do(func() error { return readThroughTable(inner, tc, rows, out) })
+	m.mark()
 	m.writeRowsOf(x)
 	m.settle(st, g)
 	if !bytes.Equal(out, want) {

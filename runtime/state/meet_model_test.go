@@ -126,6 +126,10 @@ type meet struct {
 	faulted bool  // the step's call failed by an injected fault or ErrNoMemory
 	lastErr error // that failure
 	need    int64 // about the bytes the step's call takes (0: unknown)
+	before  state.PoolStats
+	// skipping: a failure of the step was skipped (GPUSTATE_MEET_SKIP):
+	// the step's later checks would only repeat it.
+	skipping bool
 }
 
 // fail reports a violated property. Classes matching GPUSTATE_MEET_SKIP
@@ -140,6 +144,7 @@ func (m *meet) fail(class, format string, args ...any) {
 				m.t.Log("skipped: " + msg)
 			}
 			m.skipped[class]++
+			m.skipping = true
 			panic(skipStep{})
 		}
 	}
@@ -331,6 +336,11 @@ func (m *meet) appendAsync(x *ref, cols [][]byte) {
 	err := x.head.AppendAsync(st, cols)
 	if m.expect(err, nil) {
 		m.appended(x, cols)
+	} else if n, v := x.head.Len(), x.head.Version(); n != x.rows() || v != x.v {
+		rows, was := x.rows(), x.v
+		m.appended(x, cols) // as the store has it, to look past the failure
+		m.fail("AppendAsync failed after committing the rows (a retry stores them twice)",
+			"%v; the head now has %d rows at version %d, had %d at %d", err, n, v, rows, was)
 	}
 	if err := st.Sync(); err != nil && !errors.Is(err, errMeetInjected) {
 		m.fail("stream failed", "the async append's stream: %v", err)
@@ -439,7 +449,7 @@ func (m *meet) deviceWrite() {
 	}
 	st := m.stream()
 	g := st.gate()
-	defer m.settle(st, g)
+	defer g.open() // a skipped failure must not leave the stream held
 	base := make([][]byte, len(l.Columns))
 	for i, c := range l.Columns {
 		base[i] = make([]byte, (to-from)*c.RowBytes())
@@ -459,7 +469,9 @@ func (m *meet) deviceWrite() {
 	m.guard("RecordStream after a device write", func() {
 		m.expect(x.head.RecordStream(st), nil)
 	})
+	m.mark()
 	m.meanwhile(x)
+	m.settle(st, g)
 }
 
 // meanwhile runs, while a kernel is queued, a call that frees or takes
