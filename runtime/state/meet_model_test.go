@@ -39,6 +39,7 @@ type refLin struct {
 	last   state.Version
 	parent map[state.Version]state.Version
 	vers   map[state.Version][][]byte // every version's rows, for At (checkpointed layouts)
+	gated  bool                       // a kernel queued on a recorded stream wrote a version
 }
 
 func (l *refLin) isAncestor(a, b state.Version) bool {
@@ -130,6 +131,9 @@ type meet struct {
 	// skipping: a failure of the step was skipped (GPUSTATE_MEET_SKIP):
 	// the step's later checks would only repeat it.
 	skipping bool
+	cur      *ref        // the handle the step picked last, for messages
+	held     *meetStream // a stream held by a gate: no call waits for it
+	broken   bool        // a handle was dropped after a panic: no leak checks
 }
 
 // fail reports a violated property. Classes matching GPUSTATE_MEET_SKIP
@@ -186,7 +190,8 @@ func (m *meet) pick(list []*ref) *ref {
 	if len(list) == 0 {
 		return nil
 	}
-	return list[m.rng.IntN(len(list))]
+	m.cur = list[m.rng.IntN(len(list))]
+	return m.cur
 }
 
 // pickHead returns a live head, one of family fam when fam is not "".
@@ -376,7 +381,12 @@ func (m *meet) stream() *meetStream {
 		}
 		m.streams = append(m.streams, st.(*meetStream))
 	}
-	return m.streams[m.rng.IntN(len(m.streams))]
+	for {
+		st := m.streams[m.rng.IntN(len(m.streams))]
+		if st != m.held {
+			return st
+		}
+	}
 }
 
 // kernelFill queues on st a kernel that writes rows through spans, and
@@ -466,11 +476,14 @@ func (m *meet) deviceWrite() {
 		}
 	}
 	m.commit(x, next)
+	x.lin.gated = true
 	m.guard("RecordStream after a device write", func() {
 		m.expect(x.head.RecordStream(st), nil)
 	})
 	m.mark()
+	m.held = st
 	m.meanwhile(x)
+	m.held = nil
 	m.settle(st, g)
 }
 
@@ -496,6 +509,27 @@ func (m *meet) settle(st *meetStream, g *gate) {
 	}
 }
 
+// where names the family and kind of the handle the step picked last.
+func (m *meet) where() string {
+	if m.cur == nil {
+		return ""
+	}
+	return fmt.Sprintf(" (a %s of family %s)", m.cur.kind(), m.cur.lin.family)
+}
+
+// panicked fails the model for a panic in what. The handle the step
+// picked may be left locked by it: to look past the failure, it leaves
+// the model unreleased, and the leak checks at the end are off.
+func (m *meet) panicked(what string, r any) {
+	m.t.Helper()
+	where := m.where()
+	if x := m.cur; x != nil {
+		m.heads, m.snaps = removeRef(m.heads, x), removeRef(m.snaps, x)
+		m.broken = true
+	}
+	m.fail("panic (nil dereference) in "+what+where, "%v", r)
+}
+
 // guard runs f, turning a panic into a failure of its own class.
 func (m *meet) guard(what string, f func()) {
 	m.t.Helper()
@@ -504,7 +538,7 @@ func (m *meet) guard(what string, f func()) {
 			if _, ok := r.(skipStep); ok {
 				panic(r)
 			}
-			m.fail("panic (nil dereference) in "+what, "%v", r)
+			m.panicked(what, r)
 		}
 	}()
 	f()
