@@ -18,21 +18,124 @@ import (
 // ReadInto; and, as a test of its own, the cost of rollback over a long
 // history.
 
-func (m *meet) probe() {
-	probes := []struct {
-		name string
-		f    func()
-	}{
+type meetProbe struct {
+	name string
+	f    func()
+}
+
+func (m *meet) probes() []meetProbe {
+	return []meetProbe{
 		{"pending blocks under the cap", m.probePending},
 		{"plan in a full pool", m.probePlan},
 		{"a blocking Free", m.probeBlockingFree},
 		{"a closed pool", m.probeClosed},
 		{"nil handles", m.probeNil},
 		{"a failed ReadInto", m.probeReadInto},
+		{"many size classes under the cap", m.probeClasses},
+		{"failed reconstructions", m.probeReconstruct},
 	}
-	p := probes[m.rng.IntN(len(probes))]
+}
+
+// probe runs a random probe; runMeet also runs each once per seed.
+func (m *meet) probe() {
+	ps := m.probes()
+	m.runProbe(ps[m.rng.IntN(len(ps))])
+}
+
+func (m *meet) runProbe(p meetProbe) {
 	m.op = "probe: " + p.name
 	p.f()
+}
+
+// probeClasses makes one-row heads of many row sizes in a pool whose
+// blocks follow the rows, under a cap far above what they hold: every
+// allocation must succeed (a cap is usable whatever the size classes).
+func (m *meet) probeClasses() {
+	const capBytes = 4 << 20
+	p, err := state.NewPool(newMeetBackend(), state.PoolOptions{MaxBytes: capBytes})
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	var hs []*state.Head
+	base := 1 + m.rng.IntN(8)
+	for i := range 16 {
+		l := &state.Layout{Type: "MeetClass", Columns: []state.Column{{Name: "V", ElemSize: 8, Width: 32 * (base + i)}}, Growth: state.Append}
+		h, err := p.NewHead(l, state.Owner(fmt.Sprint("c", i)))
+		if err != nil {
+			m.t.Fatal(err)
+		}
+		hs = append(hs, h)
+		if err := h.Append([][]byte{m.randBytes(l.Columns[0].RowBytes())}); err != nil {
+			st := p.Stats()
+			m.fail("ErrNoMemory under half the cap (size classes fragment MaxBytes)",
+				"head %d of one row of %d bytes: %d bytes in use of a cap of %d: %v", i, l.Columns[0].RowBytes(), st.PhysicalBytes, capBytes, err)
+		}
+	}
+	m.closeProbe(p, hs...)
+}
+
+// probeReconstruct makes reconstructions fail at a backend call, through
+// At and through the rebuild of an evicted reconstructable head: a failed
+// one leaves the pool's blocks as they were.
+func (m *meet) probeReconstruct() {
+	p, be, l := m.smallPool(48)
+	if _, err := p.CostModel(); err != nil { // calibrated first: not under test here
+		m.t.Fatalf("probe setup: %v", err)
+	}
+	cl := &state.Layout{Type: "MeetProbeCkpt", Columns: l.Columns, Growth: state.Mutable, Bound: 4, BlockRows: 1,
+		Checkpoint: &state.CheckpointPolicy{Every: 3, Keep: 2}, Retention: state.Reconstructable}
+	c, err := p.NewHead(cl, "c")
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	for range 5 {
+		if err := c.Write(m.rng.IntN(4), [][]byte{m.randBytes(256)}); err != nil {
+			m.t.Fatalf("probe setup: %v", err)
+		}
+	}
+	for i := range 6 {
+		before := p.Stats()
+		be.arm(mCopyDtoD, i%3)
+		s, err := c.At(state.Version(4 + m.rng.IntN(2)))
+		be.disarm()
+		if err == nil {
+			s.Release()
+			continue
+		}
+		if after := p.Stats(); after.PhysicalBytes != before.PhysicalBytes {
+			m.fail("a failed reconstruction (At) leaked a block", "physical %d -> %d: %v", before.PhysicalBytes, after.PhysicalBytes, err)
+		}
+	}
+	m.probeRebuild(p, be, l, c)
+}
+
+// probeRebuild evicts the reconstructable head c by filling the pool,
+// frees the room again, and makes its rebuild fail.
+func (m *meet) probeRebuild(p *state.Pool, be *meetBackend, l *state.Layout, c *state.Head) {
+	var fill []*state.Head
+	for i := 0; i < 60 && p.Stats().EvictedBytes == 0; i++ {
+		fill = append(fill, m.mustHead(p, l, state.Owner(fmt.Sprint("f", i)), 1))
+	}
+	for _, h := range fill {
+		h.Release()
+	}
+	if p.Stats().EvictedBytes == 0 {
+		m.closeProbe(p, c)
+		return
+	}
+	for i := range 4 {
+		before := p.Stats()
+		be.arm(mCopyDtoD|mAlloc, i)
+		err := c.Read(0, 1, [][]byte{make([]byte, 256)})
+		be.disarm()
+		if err == nil {
+			break
+		}
+		if after := p.Stats(); after.PhysicalBytes != before.PhysicalBytes {
+			m.fail("a failed rebuild of evicted reconstructable state leaked a block", "physical %d -> %d: %v", before.PhysicalBytes, after.PhysicalBytes, err)
+		}
+	}
+	m.closeProbe(p, c)
 }
 
 // smallPool returns a pool of 256-byte blocks capped at n blocks, on a
@@ -148,6 +251,7 @@ func (m *meet) probeBlockingFree() {
 	l := &state.Layout{Type: "MeetProbe", Columns: []state.Column{{Name: "V", ElemSize: 4, Width: 4}}, Growth: state.Append, BlockRows: 1}
 	u := m.mustHead(p, l, "u", 3)
 	vl := *l
+	vl.Columns = []state.Column{{Name: "W", ElemSize: 4, Width: 64}}
 	vl.BlockRows = 2 + m.rng.IntN(5) // blocks of another size: a slab of their own
 	v := m.mustHead(p, &vl, "v", 4)
 	v.Release()

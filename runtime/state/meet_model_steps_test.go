@@ -495,6 +495,17 @@ func (m *meet) finish() {
 			m.protect("release at the end", func() { m.releaseRef(x) })
 		}
 	}
+	keys := make([]string, 0, len(m.counts))
+	for k := range m.counts {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		m.t.Logf("%-44s %d", k, m.counts[k])
+	}
+	for k, n := range m.skipped {
+		m.t.Errorf("defect class: %s: failed %d times (skipped by GPUSTATE_MEET_SKIP)", k, n)
+	}
 	if m.broken {
 		m.t.Log("no leak checks: a handle was dropped after a panic")
 		return
@@ -516,16 +527,5 @@ func (m *meet) finish() {
 	}
 	for _, s := range m.streams {
 		s.Close()
-	}
-	keys := make([]string, 0, len(m.counts))
-	for k := range m.counts {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		m.t.Logf("%-44s %d", k, m.counts[k])
-	}
-	for k, n := range m.skipped {
-		m.t.Errorf("defect class: %s: failed %d times (skipped by GPUSTATE_MEET_SKIP)", k, n)
 	}
 }

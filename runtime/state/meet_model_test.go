@@ -660,6 +660,12 @@ func runMeet(t testing.TB, seed uint64, steps int) {
 			i = 8 // release: keep the population bounded
 		}
 		m.runStep(ops[i].name, ops[i].f)
+		// Each probe runs at least once per seed, at steps spread over it.
+		if ps := m.probes(); steps > 0 && (m.step+1)%max(steps/len(ps), 1) == 0 {
+			if k := (m.step + 1) / max(steps/len(ps), 1); k <= len(ps) {
+				m.runStep("probe", func() { m.runProbe(ps[k-1]) })
+			}
+		}
 	}
-	m.finish()
+	m.protect("finish", m.finish)
 }
