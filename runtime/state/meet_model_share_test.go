@@ -128,15 +128,17 @@ func (m *meet) sharedSession() {
 // checkAdopted reads the rows a head just adopted.
 func (m *meet) checkAdopted(x *ref, n int) {
 	dst := [][]byte{make([]byte, n*x.lin.layout.Columns[0].RowBytes()), make([]byte, 4*n)}
-	if err := x.head.Read(0, n, dst); faultErr(err) {
+	err := x.head.Read(0, n, dst)
+	if faultErr(err) {
 		return // verify reads it again, with no fault
-	} else if err != nil {
-		m.fail("cross-owner read: adopted prefix unreadable", "%v", err)
 	}
-	if !bytes.Equal(dst[0], x.cols[0]) || !bytes.Equal(dst[1], x.cols[1]) {
+	if err != nil || !bytes.Equal(dst[0], x.cols[0]) || !bytes.Equal(dst[1], x.cols[1]) {
 		x.head.Release() // to look past it: the head leaves the model
 		x.released = true
 		m.heads = removeRef(m.heads, x)
+	}
+	if err != nil {
+		m.fail("cross-owner read: a prefix adopted across layouts reads past its blocks", "%v", err)
 	}
 	switch {
 	case !bytes.Equal(dst[1], x.cols[1]):
