@@ -88,7 +88,11 @@ func (m *meet) checkFailed(before state.PoolStats, fired bool) {
 		}
 	}
 	if !evicted && !rebuilt && (after.PhysicalBytes != before.PhysicalBytes || after.LogicalBytes != before.LogicalBytes || after.Live != before.Live) {
-		m.fail("a failed call changed the pool (a block leaked or was kept)",
+		class := "a failed call changed the pool (a block leaked or was kept)"
+		if m.op == "at" {
+			class = "a failed reconstruction (At) leaked a block"
+		}
+		m.fail(class,
 			"physical %d -> %d, logical %d -> %d, live %d -> %d: %v", before.PhysicalBytes, after.PhysicalBytes,
 			before.LogicalBytes, after.LogicalBytes, before.Live, after.Live, m.lastErr)
 	}
