@@ -607,7 +607,7 @@ func TestMeetModel(t *testing.T) {
 	for _, seed := range seeds {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) { runMeet(t, seed, steps) })
 	}
-	t.Run("rollback-cost", func(t *testing.T) { rollbackCost(t, max(steps*10, 2000)) })
+	t.Run("rollback-cost", func(t *testing.T) { rollbackCost(t, max(steps*20, 4000)) })
 }
 
 // FuzzMeetModel runs the model from fuzzed seeds (make fuzz).
