@@ -350,6 +350,7 @@ func (m *meet) probeNil() {
 		{"generated (*TransitionState).Release", func() { g.Release() }},
 	}
 	for _, c := range calls {
+		m.cur = nil // a panic here is the nil handle's, no model handle's
 		m.guard("nil receiver: "+c.name, c.f)
 	}
 }

@@ -593,7 +593,7 @@ func modelSteps(t testing.TB, def int) int {
 // even seeds on a pool whose blocks follow the rows, odd ones on one of
 // 256-byte blocks, both under a MaxBytes cap.
 func TestMeetModel(t *testing.T) {
-	steps := modelSteps(t, 600)
+	steps := modelSteps(t, 400)
 	seeds := []uint64{1, 2, 3, 4}
 	if s := os.Getenv("GPUSTATE_MODEL_SEED"); s != "" {
 		n, err := strconv.ParseUint(s, 10, 64)
@@ -607,7 +607,7 @@ func TestMeetModel(t *testing.T) {
 	for _, seed := range seeds {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) { runMeet(t, seed, steps) })
 	}
-	t.Run("rollback-cost", func(t *testing.T) { rollbackCost(t, max(steps*20, 4000)) })
+	t.Run("rollback-cost", func(t *testing.T) { rollbackCost(t, max(steps*25, 10000)) })
 }
 
 // FuzzMeetModel runs the model from fuzzed seeds (make fuzz).
