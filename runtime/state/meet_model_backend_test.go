@@ -67,6 +67,13 @@ func (b *meetBackend) disarm() bool {
 	return fired
 }
 
+// hasFired reports whether a fault fired since arm.
+func (b *meetBackend) hasFired() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.fired
+}
+
 func (b *meetBackend) check(k meetOp, what string) error {
 	b.calls.Add(1)
 	b.mu.Lock()

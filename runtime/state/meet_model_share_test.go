@@ -105,7 +105,7 @@ func (m *meet) sharedSession() {
 	lin := &refLin{owner: h.Owner(), layout: l, family: "shared", parent: map[state.Version]state.Version{}}
 	x := &ref{lin: lin, head: h, cols: [][]byte{{}, {}}}
 	m.heads = append(m.heads, x)
-	m.mark()
+	m.nextCall()
 	n, err := h.AdoptPrefix(keyBytes(toks))
 	if !m.expect(err, nil) {
 		return
@@ -118,7 +118,7 @@ func (m *meet) sharedSession() {
 	}
 	cols := derived(toks, n, len(toks), w)
 	m.need = m.needRows(l, len(toks)-n)
-	m.mark()
+	m.nextCall()
 	if m.expect(h.Append(cols), nil) {
 		x.toks = toks
 		m.appended(x, cols)
@@ -188,7 +188,9 @@ func (m *meet) sharedDeviceAppend() {
 	m.queueCopy(st, x.lin.layout, spans, cols)
 	x.toks = toks
 	m.appended(x, cols)
+	m.nextCall()
 	m.guard("RecordStream of a shared head", func() { m.expect(x.head.RecordStream(st), nil) })
+	m.nextCall()
 	probe, err := m.pool.NewSharedHead(m.shared, m.newOwner(), "d")
 	if m.expect(err, nil) {
 		// The keys the blocks hold before the kernel ran: the host rows'
@@ -287,9 +289,11 @@ func (m *meet) tableKernel() {
 		m.fail("failed block-table update not reported by the write that caused it", "%v", err)
 	}
 	st := m.stream()
+	m.nextCall()
 	if !m.expect(x.head.RecordStream(st), nil) {
 		return
 	}
+	m.nextCall()
 	s, err := x.head.Snapshot()
 	if !m.expect(err, nil) {
 		return
@@ -302,7 +306,7 @@ func (m *meet) tableKernel() {
 	defer g.open()
 	inner := m.be.Backend
 	st.do(func() error { return readThroughTable(inner, tc, rows, out) })
-	m.mark()
+	m.nextCall()
 	m.writeRowsOf(x)
 	m.settle(st, g)
 	if !bytes.Equal(out, want) {

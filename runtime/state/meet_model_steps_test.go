@@ -21,7 +21,7 @@ func (m *meet) runStep(name string, f func()) {
 		m.be.arm(meetOp(1+m.rng.IntN(int(mAll))), m.rng.IntN(6))
 	}
 	m.mark()
-	m.faulted, m.lastErr, m.need, m.skipping, m.cur, m.held = false, nil, 0, false, nil, nil
+	m.need, m.skipping, m.cur, m.held = 0, false, nil, nil
 	m.protect(name, f)
 	fired := m.be.disarm()
 	if m.faulted && !m.skipping {
@@ -36,7 +36,18 @@ func (m *meet) runStep(name string, f func()) {
 // mark takes the pool's figures that a failing call must leave as they
 // are: at the start of a step, and before the last call of a step that
 // makes several.
-func (m *meet) mark() { m.before = m.pool.Stats() }
+func (m *meet) mark() {
+	m.before, m.faulted, m.lastErr = m.pool.Stats(), false, nil
+}
+
+// nextCall ends a call of a step that makes several: when it failed, it
+// checks what the failure must leave alone, then marks for the next call.
+func (m *meet) nextCall() {
+	if m.faulted && !m.skipping {
+		m.checkFailed(m.before, m.be.hasFired())
+	}
+	m.mark()
+}
 
 // protect runs f: a panic fails the model as its own defect class, and a
 // skipped failure ends the step.

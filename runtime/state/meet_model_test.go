@@ -485,10 +485,11 @@ func (m *meet) deviceWrite() {
 	}
 	m.commit(x, next)
 	x.lin.gated = true
+	m.nextCall()
 	m.guard("RecordStream after a device write", func() {
 		m.expect(x.head.RecordStream(st), nil)
 	})
-	m.mark()
+	m.nextCall()
 	m.held = st
 	m.meanwhile(x)
 	m.held = nil
