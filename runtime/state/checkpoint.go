@@ -300,6 +300,9 @@ func (h *Head) copyDelta(r *root, from, to int) (*delta, error) {
 		d.bytes += int64((to - from) * h.rowBytes[c])
 		d.per[c] = per
 	}
+	if to <= from {
+		return d, nil // an empty write: its delta holds no rows
+	}
 	var blks []*block
 	var err error
 	if h.rows > 0 {

@@ -341,3 +341,26 @@ func TestPlanFitPerSizeClass(t *testing.T) {
 		t.Fatalf("a state of another size class: observed %d, low %v; want none", pl.Observed, pl.Low)
 	}
 }
+
+// TestEmptyWriteRecordsHistory writes no rows to a checkpointed head, by
+// Write and by WriteDevice: the delta of such a version is empty, and
+// history must record it without allocating a block of no rows (it
+// divided by zero computing the rows per block).
+func TestEmptyWriteRecordsHistory(t *testing.T) {
+	p := newPool(t, PoolOptions{})
+	h, err := p.NewHead(cpLayout(Mandatory), "o")
+	check(t, err)
+	defer h.Release()
+	check(t, h.Write(3, [][]byte{nil, nil}))
+	if _, err := h.WriteDevice(5, 5); err != nil {
+		t.Fatal(err)
+	}
+	check(t, h.Write(0, [][]byte{make([]byte, 16), make([]byte, 8)}))
+	for v := Version(1); v <= h.Version(); v++ {
+		s, err := h.At(v)
+		if err != nil {
+			t.Fatalf("At(%d): %v", v, err)
+		}
+		check(t, s.Release())
+	}
+}

@@ -1,0 +1,560 @@
+package state_test
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/gpustate/gpustate/runtime/device"
+	"github.com/gpustate/gpustate/runtime/state"
+)
+
+// The meet model's steps on versions (snapshot, branch, merge, rollback,
+// release), on tables, streams and history, and its checks.
+
+// runStep runs one step with faults armed now and then, and checks what
+// a failed call must leave alone, then every handle.
+func (m *meet) runStep(name string, f func()) {
+	m.op = name
+	if name != "probe" && m.rng.IntN(4) == 0 {
+		m.be.arm(meetOp(1+m.rng.IntN(int(mAll))), m.rng.IntN(6))
+	}
+	m.mark()
+	m.need, m.skipping, m.cur, m.held = 0, false, nil, nil
+	m.protect(name, f)
+	fired := m.be.disarm()
+	if m.faulted && !m.skipping {
+		m.protect(name, func() { m.checkFailed(m.before, fired) })
+	}
+	for _, st := range m.streams {
+		st.Sync() // kernels land before the rows are compared
+	}
+	m.protect("verify", m.verify)
+}
+
+// mark takes the pool's figures that a failing call must leave as they
+// are: at the start of a step, and before the last call of a step that
+// makes several.
+func (m *meet) mark() {
+	m.before, m.faulted, m.lastErr = m.pool.Stats(), false, nil
+}
+
+// nextCall ends a call of a step that makes several: when it failed, it
+// checks what the failure must leave alone, then marks for the next call.
+func (m *meet) nextCall() {
+	if m.faulted && !m.skipping {
+		m.checkFailed(m.before, m.be.hasFired())
+	}
+	m.mark()
+}
+
+// protect runs f: a panic fails the model as its own defect class, and a
+// skipped failure ends the step.
+func (m *meet) protect(what string, f func()) {
+	m.t.Helper()
+	defer func() {
+		r := recover()
+		if r == nil {
+			return
+		}
+		if _, ok := r.(skipStep); ok {
+			m.be.disarm()
+			return
+		}
+		defer func() {
+			if r := recover(); r != nil {
+				if _, ok := r.(skipStep); !ok {
+					panic(r)
+				}
+			}
+		}()
+		m.panicked(what, r)
+	}()
+	f()
+}
+
+// checkFailed checks a step whose call failed: with no eviction, the pool
+// holds what it held; a call that fails for memory evicts nothing, and
+// fails only when the pool is more than half full.
+func (m *meet) checkFailed(before state.PoolStats, fired bool) {
+	after := m.pool.Stats()
+	evicted := after.EvictedBytes != before.EvictedBytes
+	// A rebuild of an evicted reconstructable head (at the start of a
+	// call) stands even when the call then fails.
+	rebuilt := after.RebuiltBytes != before.RebuiltBytes
+	if !fired && errors.Is(m.lastErr, state.ErrNoMemory) {
+		if evicted {
+			m.fail("eviction by a call that failed (ErrNoMemory after evicting optional state)",
+				"evicted %d bytes, then failed: %v", after.EvictedBytes-before.EvictedBytes, m.lastErr)
+		}
+		used := before.PhysicalBytes - before.CachedBytes
+		if m.need > 0 && used+before.PendingBytes+m.need <= m.capB/2 {
+			class := "ErrNoMemory under half the cap (size classes fragment MaxBytes)"
+			if before.PendingBytes > 0 || after.PendingBytes > 0 {
+				class = "ErrNoMemory while blocks are pending behind a kernel"
+			}
+			m.fail(class, "%d bytes in use, %d pending, about %d wanted, cap %d: %v",
+				used, before.PendingBytes, m.need, m.capB, m.lastErr)
+		}
+	}
+	if !evicted && !rebuilt && (after.PhysicalBytes != before.PhysicalBytes || after.LogicalBytes != before.LogicalBytes || after.Live != before.Live) {
+		class := "a failed call changed the pool (a block leaked or was kept)"
+		switch {
+		case m.op == "at":
+			class = "a failed reconstruction (At) leaked a block"
+		case strings.Contains(fmt.Sprint(m.lastErr), "RecordStream") && after.PhysicalBytes < before.PhysicalBytes && after.Live == before.Live:
+			class = "a failed RecordStream gave back blocks its opening freed"
+		}
+		m.fail(class,
+			"physical %d -> %d, logical %d -> %d, live %d -> %d: %v", before.PhysicalBytes, after.PhysicalBytes,
+			before.LogicalBytes, after.LogicalBytes, before.Live, after.Live, m.lastErr)
+	}
+}
+
+func (m *meet) snapshot() {
+	x := m.pickHead("")
+	if x == nil {
+		return
+	}
+	s, err := x.head.Snapshot()
+	if m.expect(err, x.stateErr()) {
+		m.snaps = append(m.snaps, &ref{lin: x.lin, snap: s, cols: cloneCols(x.cols), v: x.v, toks: x.toks})
+	}
+}
+
+func (m *meet) branch() {
+	x := m.pickHead("")
+	if x == nil {
+		return
+	}
+	c, err := x.head.Branch()
+	if m.expect(err, x.stateErr()) {
+		m.heads = append(m.heads, &ref{lin: x.lin, head: c, cols: cloneCols(x.cols), v: x.v, toks: x.toks})
+	}
+}
+
+func (m *meet) merge() {
+	x := m.pickHead("")
+	if x == nil {
+		return
+	}
+	var kin []*ref
+	for _, y := range m.heads {
+		if y.lin == x.lin && y != x && !y.released {
+			kin = append(kin, y)
+		}
+	}
+	c := m.pick(kin)
+	if c == nil {
+		return
+	}
+	want := x.stateErr()
+	if want == nil {
+		want = c.stateErr()
+	}
+	if want == nil && !x.lin.isAncestor(x.v, c.v) {
+		want = state.ErrDiverged
+	}
+	if m.expect(x.head.Merge(c.head), want) {
+		x.v, x.cols, x.toks = c.v, cloneCols(c.cols), c.toks
+	}
+}
+
+func (m *meet) rollback() {
+	x := m.pickHead("")
+	if x == nil {
+		return
+	}
+	var mine []*ref
+	for _, s := range m.snaps {
+		if s.lin == x.lin && !s.released && !s.invalid && !s.evicted && s.lin.isAncestor(s.v, x.v) {
+			mine = append(mine, s)
+		}
+	}
+	to := m.pick(mine)
+	if to == nil {
+		return
+	}
+	if !m.expect(x.head.Rollback(to.snap), x.stateErr()) {
+		return
+	}
+	if x.lin.layout.Descendants == state.Invalidate {
+		gone := x.lin.path(x.v)
+		for v := range x.lin.path(to.v) {
+			delete(gone, v)
+		}
+		for _, list := range [][]*ref{m.heads, m.snaps} {
+			for _, y := range list {
+				if y == x || y.lin != x.lin || y.released {
+					continue
+				}
+				for v := range y.lin.path(y.v) {
+					if gone[v] {
+						y.invalid = true
+						break
+					}
+				}
+			}
+		}
+	}
+	x.v, x.cols, x.toks = to.v, cloneCols(to.cols), to.toks
+}
+
+func (m *meet) release() {
+	list := &m.heads
+	if m.rng.IntN(2) == 0 {
+		list = &m.snaps
+	}
+	x := m.pick(*list)
+	if x == nil {
+		return
+	}
+	m.releaseRef(x)
+	*list = removeRef(*list, x)
+}
+
+func (m *meet) releaseRef(x *ref) {
+	if m.rng.IntN(2) == 0 {
+		for _, t := range x.tables {
+			m.expect(t.Release(), nil)
+		}
+	}
+	var err error
+	if x.head != nil {
+		err = x.head.Release()
+	} else {
+		err = x.snap.Release()
+	}
+	m.expect(err, nil)
+	x.released, x.tables = true, nil
+}
+
+func removeRef(list []*ref, x *ref) []*ref {
+	for i, y := range list {
+		if y == x {
+			return append(list[:i], list[i+1:]...)
+		}
+	}
+	return list
+}
+
+// blockTable takes a table of a head or snapshot, or releases one.
+func (m *meet) blockTable() {
+	x := m.pick(append(append([]*ref{}, m.heads...), m.snaps...))
+	if x == nil || x.released {
+		return
+	}
+	if len(x.tables) >= 2 {
+		t := x.tables[0]
+		x.tables = x.tables[1:]
+		m.expect(t.Release(), nil)
+		return
+	}
+	var t *state.BlockTable
+	var err error
+	if x.head != nil {
+		t, err = x.head.BlockTable()
+	} else {
+		t, err = x.snap.BlockTable()
+	}
+	if m.expect(err, x.stateErr()) {
+		x.tables = append(x.tables, t)
+	}
+}
+
+// recordStream records a model stream on a handle, or a stream of another
+// backend, which must be refused.
+func (m *meet) recordStream() {
+	x := m.pick(append(append([]*ref{}, m.heads...), m.snaps...))
+	if x == nil || x.released {
+		return
+	}
+	rec := func(st device.Stream) error {
+		if x.head != nil {
+			return x.head.RecordStream(st)
+		}
+		return x.snap.RecordStream(st)
+	}
+	if m.rng.IntN(3) == 0 {
+		if err := rec(m.foreign); err == nil {
+			m.fail("RecordStream accepted another backend's stream", "%s of %s", x.kind(), x.lin.layout.Type)
+		}
+		return
+	}
+	m.expect(rec(m.stream()), x.stateErr())
+}
+
+// ancestorVersion picks a version of x's own ancestry.
+func (m *meet) ancestorVersion(x *ref) state.Version {
+	var vs []state.Version
+	for v := range x.lin.path(x.v) {
+		vs = append(vs, v)
+	}
+	sort.Slice(vs, func(i, j int) bool { return vs[i] < vs[j] })
+	return vs[m.rng.IntN(len(vs))]
+}
+
+// at reconstructs a version of a checkpointed head and checks its rows.
+func (m *meet) at() {
+	x := m.pickHead("ckpt")
+	if x == nil || x.stateErr() != nil {
+		return
+	}
+	v := m.ancestorVersion(x)
+	m.need = m.needRows(x.lin.layout, x.lin.layout.Bound)
+	s, err := x.head.At(v)
+	if errors.Is(err, state.ErrNotRetained) {
+		m.counts["at: not retained"]++
+		return
+	}
+	if !m.expect(err, nil) {
+		return
+	}
+	y := &ref{lin: x.lin, snap: s, v: v, cols: cloneCols(x.lin.vers[v])}
+	if s.Version() != v {
+		m.fail("At answers another version", "At(%d) is at %d", v, s.Version())
+	}
+	dst := make([][]byte, len(y.cols))
+	for i := range dst {
+		dst[i] = make([]byte, len(y.cols[i]))
+	}
+	if err := s.Read(0, y.rows(), dst); faultErr(err) {
+		m.snaps = append(m.snaps, y) // verify reads it again, with no fault
+		return
+	} else if err != nil {
+		m.fail("At's snapshot unreadable", "%v", err)
+	}
+	for i := range dst {
+		if !bytes.Equal(dst[i], y.cols[i]) {
+			s.Release() // to look past it
+			class := "At reconstructs other rows than the version held"
+			if x.lin.gated {
+				class = "history delta captured before the kernel recorded on its stream wrote the rows (At reads stale rows; beyond issue 21's thirteen)"
+			}
+			m.fail(class, "At(%d), column %d, %d rows", v, i, y.rows())
+		}
+	}
+	m.snaps = append(m.snaps, y)
+}
+
+// plan asks for a plan, which reconstructs nothing: it evicts nothing.
+func (m *meet) plan() {
+	x := m.pickHead("ckpt")
+	if x == nil || x.stateErr() != nil {
+		return
+	}
+	before := m.pool.Stats().EvictedBytes
+	_, err := x.head.Plan(m.ancestorVersion(x))
+	if !errors.Is(err, state.ErrNotRetained) {
+		m.expect(err, nil)
+	}
+	if after := m.pool.Stats().EvictedBytes; after != before {
+		m.fail("Plan evicted optional state", "evicted %d bytes", after-before)
+	}
+}
+
+func (m *meet) trim() {
+	before := m.pool.Stats()
+	n, err := m.pool.Trim()
+	if !m.expect(err, nil) {
+		return
+	}
+	after := m.pool.Stats()
+	if after.ReservedBytes != before.ReservedBytes-n || after.PhysicalBytes != before.PhysicalBytes {
+		m.fail("Trim changed what is in use", "gave back %d: reserved %d -> %d, physical %d -> %d",
+			n, before.ReservedBytes, after.ReservedBytes, before.PhysicalBytes, after.PhysicalBytes)
+	}
+}
+
+// read reads a random range of a handle, expired rows included.
+func (m *meet) read() {
+	x := m.pick(append(append([]*ref{}, m.heads...), m.snaps...))
+	if x == nil {
+		return
+	}
+	rows := x.rows()
+	from := m.rng.IntN(rows + 1)
+	to := from + m.rng.IntN(rows-from+1)
+	want := x.stateErr()
+	if want == nil && from < x.floor() && from < to {
+		want = state.ErrExpired
+	}
+	dst := make([][]byte, len(x.lin.layout.Columns))
+	for i, c := range x.lin.layout.Columns {
+		dst[i] = make([]byte, (to-from)*c.RowBytes())
+	}
+	if !m.expect(x.read(from, to, dst), want) {
+		return
+	}
+	for i, c := range x.lin.layout.Columns {
+		if !bytes.Equal(dst[i], x.cols[i][from*c.RowBytes():to*c.RowBytes()]) {
+			m.fail(contentClass(x), "rows [%d, %d) of column %d of a %s", from, to, i, x.kind())
+		}
+	}
+}
+
+func (x *ref) read(from, to int, dst [][]byte) error {
+	if x.head != nil {
+		return x.head.Read(from, to, dst)
+	}
+	return x.snap.Read(from, to, dst)
+}
+
+func contentClass(x *ref) string {
+	if x.lin.family == "shared" {
+		return "content of a shared head differs from the reference (cross-owner read or garbage prefix adopted)"
+	}
+	return "content differs from the reference"
+}
+
+// needRows estimates, generously, the bytes a call that writes rows of l
+// takes: the rows, and two blocks per column.
+func (m *meet) needRows(l *state.Layout, rows int) int64 {
+	var n int64
+	for _, c := range l.Columns {
+		n += int64(rows*c.RowBytes()) + 2*2048
+	}
+	return n
+}
+
+// verify compares every live handle with the reference, and its tables.
+func (m *meet) verify() {
+	for _, list := range [][]*ref{m.heads, m.snaps} {
+		for _, x := range list {
+			if !x.released {
+				m.verifyOne(x)
+			}
+		}
+	}
+}
+
+func (m *meet) verifyOne(x *ref) {
+	l := x.lin.layout
+	rows, floor := x.rows(), x.floor()
+	dst := make([][]byte, len(l.Columns))
+	for i, c := range l.Columns {
+		dst[i] = make([]byte, (rows-floor)*c.RowBytes())
+	}
+	err := x.read(floor, rows, dst)
+	switch {
+	case x.invalid:
+		if !errors.Is(err, state.ErrInvalidated) {
+			m.fail("rollback invalidation", "invalidated %s reads with %v", x.kind(), err)
+		}
+		return
+	case errors.Is(err, state.ErrEvicted) && l.Retention == state.Optional,
+		errors.Is(err, state.ErrNotRetained) && l.Retention == state.Reconstructable:
+		x.evicted = true
+		m.counts["evicted "+x.kind()]++
+		return
+	case x.evicted:
+		m.fail("evicted state came back", "%s reads with %v", x.kind(), err)
+	case errors.Is(err, state.ErrNoMemory) && l.Retention == state.Reconstructable:
+		return // its rebuild finds no room now
+	case err != nil:
+		m.fail("mandatory state lost (read fails)", "%v %s of %s: %v", l.Retention, x.kind(), l.Type, err)
+	}
+	var v state.Version
+	var n int
+	if x.head != nil {
+		v, n = x.head.Version(), x.head.Len()
+	} else {
+		v, n = x.snap.Version(), x.snap.Len()
+	}
+	if v != x.v || n != rows {
+		m.fail("version or rows differ from the reference", "%s at version %d with %d rows, want %d with %d", x.kind(), v, n, x.v, rows)
+	}
+	for i, c := range l.Columns {
+		if !bytes.Equal(dst[i], x.cols[i][floor*c.RowBytes():]) {
+			m.fail(contentClass(x), "column %d of a %s of %s (%s) at version %d, rows [%d, %d)", i, x.kind(), l.Type, x.lin.family, x.v, floor, rows)
+		}
+	}
+	for _, t := range x.tables {
+		m.checkTable(x, t)
+	}
+}
+
+// checkTable checks that a live table locates every readable row of x.
+func (m *meet) checkTable(x *ref, t *state.BlockTable) {
+	inner := m.be.Backend
+	rows, floor := x.rows(), x.floor()
+	for ci := range x.lin.layout.Columns {
+		tc, err := t.Column(ci)
+		if err != nil {
+			m.fail("failed block-table update not reported by the write that caused it", "%s table column %d: %v", x.kind(), ci, err)
+		}
+		per, rb := tc.RowsPerBlock, tc.RowBytes
+		if per <= 0 || tc.Blocks < (rows+per-1)/per {
+			m.fail("block table stale", "%d entries of %d rows for %d rows", tc.Blocks, per, rows)
+		}
+		if rows == 0 {
+			continue
+		}
+		raw := make([]byte, 8*tc.Blocks)
+		if err := inner.CopyDtoH(raw, tc.Ptr); err != nil {
+			m.fail("block table stale", "reading the table: %v", err)
+		}
+		for b := floor / per; b*per < rows; b++ {
+			lo, hi := max(b*per, floor), min((b+1)*per, rows)
+			got := make([]byte, (hi-lo)*rb)
+			p := device.Ptr(binary.LittleEndian.Uint64(raw[8*b:])) + device.Ptr((lo-b*per)*rb)
+			if err := inner.CopyDtoH(got, p); err != nil || !bytes.Equal(got, x.cols[ci][lo*rb:hi*rb]) {
+				m.fail("block table stale (an entry does not locate the handle's rows)",
+					"%s of %s, column %d, entry %d (rows [%d, %d)): %v", x.kind(), x.lin.layout.Type, ci, b, lo, hi, err)
+			}
+		}
+	}
+}
+
+// finish releases everything and checks that nothing is left: no block in
+// use or pending, nothing reserved after Trim, a clean Close.
+func (m *meet) finish() {
+	m.op = "finish"
+	for _, st := range m.streams {
+		st.Sync()
+	}
+	for _, list := range [][]*ref{m.heads, m.snaps} {
+		for _, x := range list {
+			m.protect("release at the end", func() { m.releaseRef(x) })
+		}
+	}
+	keys := make([]string, 0, len(m.counts))
+	for k := range m.counts {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		m.t.Logf("%-44s %d", k, m.counts[k])
+	}
+	for k, n := range m.skipped {
+		m.t.Errorf("defect class: %s: failed %d times (skipped by GPUSTATE_MEET_SKIP)", k, n)
+	}
+	if m.broken {
+		m.t.Log("no leak checks: a handle was dropped after a panic")
+		return
+	}
+	m.pool.WaitPending()
+	m.pool.ForgetPrefixes("d")
+	st := m.pool.Stats()
+	if st.PhysicalBytes == 0 && st.LogicalBytes == 0 && st.Live == 0 && st.Blocks == 0 && st.PendingBytes != 0 {
+		m.fail("pending blocks never returned after every handle was released and WaitPending", "%+v", st)
+	}
+	if st.PhysicalBytes != 0 || st.LogicalBytes != 0 || st.Live != 0 || st.PendingBytes != 0 || st.Blocks != 0 {
+		m.fail("leak: blocks in use after every handle was released (a failed reconstruction keeps a block)", "%+v", st)
+	}
+	if _, err := m.pool.Trim(); err != nil {
+		m.fail("Trim at the end", "%v", err)
+	}
+	if st := m.pool.Stats(); st.ReservedBytes != 0 {
+		m.fail("leak: memory reserved after every handle was released and Trim", "%+v", st)
+	}
+	if err := m.pool.Close(); err != nil {
+		m.fail("Close at the end", "%v", err)
+	}
+	for _, s := range m.streams {
+		s.Close()
+	}
+}
