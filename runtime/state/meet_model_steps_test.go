@@ -105,8 +105,8 @@ func (m *meet) checkFailed(before state.PoolStats, fired bool) {
 		switch {
 		case m.op == "at":
 			class = "a failed reconstruction (At) leaked a block"
-		case strings.Contains(fmt.Sprint(m.lastErr), "RecordStream") && after.PhysicalBytes < before.PhysicalBytes && after.Live == before.Live:
-			class = "a failed RecordStream gave back blocks its opening freed"
+		case strings.Contains(fmt.Sprint(m.lastErr), "RecordStream") && after.Live == before.Live:
+			class = "a failed RecordStream changed the blocks held (its opening took or freed them)"
 		}
 		m.fail(class,
 			"physical %d -> %d, logical %d -> %d, live %d -> %d: %v", before.PhysicalBytes, after.PhysicalBytes,

@@ -184,7 +184,7 @@ var openDefects = func() []string {
 	// an event nobody completes.
 	return []string{
 		"history delta captured before the kernel",
-		"a failed RecordStream gave back blocks",
+		"a failed RecordStream changed the blocks held",
 		"pending blocks never returned",
 	}
 }()

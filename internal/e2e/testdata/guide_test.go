@@ -82,13 +82,6 @@ func TestGuide(t *testing.T) {
 		t.Errorf("retry of a good reply = %v, %d rows; want 9", err, s.Len())
 	}
 
-	var kept *KVCacheSnapshot
-	if err := keep(s, func(v *KVCacheSnapshot) { kept = v }); err != nil || kept == nil || kept.Len() != 9 {
-		t.Fatalf("keep: %v", err)
-	}
-	if err := kept.Release(); err != nil {
-		t.Error(err)
-	}
 }
 
 // TestGuideSharing checks the guide's openTenantSession: on newPool's 4 KiB
