@@ -732,6 +732,8 @@ func (h *Head) Release() error {
 
 // release is Release without the coupling check: a group releases its
 // members with it.
+//
+//state:release
 func (h *Head) release() error {
 	h.pool.closeMu.RLock()
 	defer h.pool.closeMu.RUnlock()
