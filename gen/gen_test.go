@@ -2,7 +2,6 @@ package gen
 
 import (
 	"bytes"
-	"flag"
 	"go/format"
 	"os/exec"
 	"path/filepath"
@@ -12,28 +11,20 @@ import (
 	"github.com/gpustate/gpustate/gen/internal/gentest"
 )
 
-var update = flag.Bool("update", false, "rewrite the golden files in testdata")
-
 // goldenPkgs are the packages under testdata/src whose generated files are
 // committed next to them: the golden files, compiled by TestGoldenCompiles.
 var goldenPkgs = []string{"kv", "grid", "clash", "ring", "prefix", "replay", "hybrid"}
 
+// load loads the golden package testdata/src/name.
 func load(t *testing.T, name string) *Package {
 	t.Helper()
-	pkgs, err := Load("", "./testdata/src/"+name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(pkgs) != 1 {
-		t.Fatalf("loaded %d packages for %s, want 1", len(pkgs), name)
-	}
-	return pkgs[0]
+	return gentest.LoadOne(t, Load, "./testdata", name)
 }
 
 // golden compares got with the file at path, or rewrites it with -update.
 func golden(t *testing.T, path string, got []byte) {
 	t.Helper()
-	gentest.Golden(t, *update, path, got)
+	gentest.Golden(t, path, got)
 }
 
 func TestGolden(t *testing.T) {
