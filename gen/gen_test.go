@@ -3,6 +3,7 @@ package gen
 import (
 	"bytes"
 	"go/format"
+	"go/parser"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -25,6 +26,24 @@ func load(t *testing.T, name string) *Package {
 func golden(t *testing.T, path string, got []byte) {
 	t.Helper()
 	gentest.Golden(t, path, got)
+}
+
+// clashesIn adds the file mine.go, of source mine, to p and returns the
+// clashes Clashes finds in it, as "position: message".
+func clashesIn(t *testing.T, p *Package, mine string) []string {
+	t.Helper()
+	f, err := parser.ParseFile(p.Fset, "mine.go", mine, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.files = append(p.files, f)
+	var got []string
+	for _, c := range p.Clashes() {
+		if pos := p.Fset.Position(c.Pos); pos.Filename == "mine.go" {
+			got = append(got, pos.String()+": "+c.Message)
+		}
+	}
+	return got
 }
 
 func TestGolden(t *testing.T) {
