@@ -39,3 +39,18 @@ func GeneratedNames(typ string) Names {
 		File:       strings.ToLower(typ) + "_state.go",
 	}
 }
+
+// GeneratedFor returns the state type or group T for which stategen
+// generated the type named name, its head (TState) or its snapshot
+// (TSnapshot), when declared(T) holds; ok is false when name is neither
+// for any such T. The analyzers ask it to trace a generated type back to
+// its contract.
+func GeneratedFor(name string, declared func(typ string) bool) (typ string, n Names, ok bool) {
+	for i := 1; i < len(name); i++ {
+		n := GeneratedNames(name[:i])
+		if (n.Head == name || n.Snapshot == name) && declared(name[:i]) {
+			return name[:i], n, true
+		}
+	}
+	return "", Names{}, false
+}
