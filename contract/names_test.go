@@ -14,6 +14,9 @@ func TestGeneratedNames(t *testing.T) {
 			t.Errorf("GeneratedNames(%q) = %+v, want %+v", tc.typ, got, tc.want)
 		}
 	}
+	if got := GeneratedNames("KVCache").VariantFile("cuda_and_linux"); got != "kvcache_state_cuda_and_linux.go" {
+		t.Errorf("VariantFile = %q, want kvcache_state_cuda_and_linux.go", got)
+	}
 }
 
 func TestGeneratedFor(t *testing.T) {
