@@ -278,7 +278,7 @@ func (h *Head) BlockTable() (*BlockTable, error) {
 		return nil, h.errorf("BlockTable", "%w", err)
 	}
 	t.refresh = func() {
-		if h.pool.enterCall() != nil {
+		if h.pool.enter() != nil {
 			return // closed: the table is released
 		}
 		defer h.pool.closeMu.RUnlock()

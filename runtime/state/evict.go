@@ -1,47 +1,8 @@
 package state
 
 import (
-	"fmt"
 	"sync/atomic"
-
-	"github.com/gpustate/gpustate/runtime/evict"
-	"github.com/gpustate/gpustate/runtime/state/internal/blocks"
 )
-
-// Retention says what the pool may do with a state under memory pressure.
-type Retention int
-
-const (
-	// Mandatory state is never evicted: an allocation that finds no room
-	// without it answers ErrNoMemory.
-	Mandatory Retention = iota
-	// Optional state may be evicted; an evicted head or snapshot answers
-	// ErrEvicted on every call but Release.
-	Optional
-	// Reconstructable state may lose the blocks its checkpoints and deltas
-	// can rebuild; its next use rebuilds them, transparently.
-	Reconstructable
-)
-
-func (r Retention) String() string {
-	switch r {
-	case Mandatory:
-		return "mandatory"
-	case Optional:
-		return "optional"
-	case Reconstructable:
-		return "reconstructable"
-	}
-	return fmt.Sprintf("Retention(%d)", int(r))
-}
-
-// Evictor ranks the optional states a pool may evict; see package
-// runtime/evict. PoolOptions.Evictor nil means least recently used first
-// (package runtime/evict/lru).
-type Evictor = evict.Evictor
-
-// Victim is a state an Evictor ranks.
-type Victim = evict.Victim
 
 // evictable is a live handle, or a cached prefix block, the pool may
 // evict.
@@ -177,42 +138,6 @@ func (p *Pool) victims(r Retention) ([]evictable, []Victim) {
 
 // touch marks a use of a handle for the Evictor.
 func (p *Pool) touch(at *atomic.Uint64) { at.Store(p.clock.Add(1)) }
-
-// blockBytes sums the sizes of blocks.
-func blockBytes(list []*block) int64 { return blocks.Bytes(list) }
-
-// exclusiveBytes is the bytes of the blocks of r that only r holds: those
-// its release would free.
-func exclusiveBytes(r *root) int64 {
-	if r == nil || r.rc.Load() != 1 {
-		return 0
-	}
-	var n int64
-	for _, t := range r.cols {
-		if t.root != nil {
-			n += exclusiveNode(t.root)
-		}
-	}
-	return n
-}
-
-func exclusiveNode(n *node) int64 {
-	if n.rc.Load() != 1 {
-		return 0
-	}
-	var c int64
-	for _, k := range n.kids {
-		if k != nil {
-			c += exclusiveNode(k)
-		}
-	}
-	for _, b := range n.blks {
-		if b != nil && b.Refs() == 1 {
-			c += int64(b.Bytes())
-		}
-	}
-	return c
-}
 
 func (h *Head) victim(r Retention) (Victim, bool) {
 	if h.l.Retention != r || (r != Optional && r != Reconstructable) {

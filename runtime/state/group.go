@@ -156,7 +156,7 @@ func (g *Group) begin(op string, heads []*Head, child *Group) error {
 		g.unlockGroups(child)
 		return g.errorf(op, "%w", ErrReleased)
 	}
-	if err := g.pool.enterCall(); err != nil {
+	if err := g.pool.enter(); err != nil {
 		g.unlockGroups(child)
 		return g.errorf(op, "%w", err)
 	}

@@ -58,11 +58,10 @@ func (p *Pool) NewHead(l *Layout, owner Owner) (*Head, error) {
 	if owner == "" {
 		return nil, fmt.Errorf("state: NewHead of %s: the owner is empty; every state needs one, for isolation: %w", l.Type, ErrOwner)
 	}
-	leave, err := p.enter()
-	if err != nil {
+	if err := p.enter(); err != nil {
 		return nil, fmt.Errorf("state: NewHead of %s: %w", l.Type, err)
 	}
-	defer leave()
+	defer p.leave()
 	l = l.clone()
 	h := &Head{shape: newShape(p, l, owner), id: headIDs.Add(1), lin: newLineage(owner), owned: true}
 	h.pos = position{seg: &segment{}}
@@ -147,7 +146,7 @@ func (h *Head) open(op string, land, share bool) error {
 	if h == nil {
 		return errNil("Head", op)
 	}
-	if err := h.pool.enterCall(); err != nil {
+	if err := h.pool.enter(); err != nil {
 		return h.errorf(op, "%w", err)
 	}
 	h.mu.Lock()
@@ -534,11 +533,10 @@ func (h *Head) Merge(child *Head) error {
 		unlock()
 		return nil
 	}
-	leave, err := h.pool.enter()
-	if err != nil {
+	if err := h.pool.enter(); err != nil {
 		return h.errorf("Merge", "%w", err)
 	}
-	defer leave()
+	defer h.pool.leave()
 	first, second := h, child
 	if child.id < h.id {
 		first, second = child, h

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gpustate/gpustate/placement"
 	"github.com/gpustate/gpustate/runtime/device"
+	"github.com/gpustate/gpustate/runtime/evict"
 	"github.com/gpustate/gpustate/runtime/evict/lru"
 	"github.com/gpustate/gpustate/runtime/state/internal/blocks"
 )
@@ -21,9 +22,6 @@ const (
 	// BlockBytes 0 (its layouts' blocks then follow their rows; the pool's
 	// own size serves its calibration).
 	DefaultBlockBytes = placement.DefaultBlockBytes
-	// blockAlign aligns block sizes, so that every row of every element
-	// type starts at an address aligned for it when rows pack a block.
-	blockAlign = 256
 )
 
 // PoolOptions configures a Pool; zero fields take defaults.
@@ -330,18 +328,29 @@ func (p *Pool) Close() error {
 	return errors.Join(errs...)
 }
 
-// enter starts a handle call: it read-holds closeMu until the returned
-// function runs, and fails when the pool is closed.
-func (p *Pool) enter() (func(), error) {
+// enter starts a handle call: it read-holds closeMu until leave, and
+// fails when the pool is closed. A nil error must be followed by leave.
+func (p *Pool) enter() error {
 	if p == nil {
-		return nil, errNilPool
+		return errNilPool
 	}
 	p.closeMu.RLock()
 	if p.closed {
 		p.closeMu.RUnlock()
-		return nil, fmt.Errorf("state: pool closed: %w", ErrReleased)
+		return fmt.Errorf("state: pool closed: %w", ErrReleased)
 	}
-	return p.closeMu.RUnlock, nil
+	return nil
+}
+
+// leave ends a call enter began.
+func (p *Pool) leave() { p.closeMu.RUnlock() }
+
+// isClosed reports whether p was closed: a handle of a closed pool reports
+// no rows and no bytes, as a released one does.
+func (p *Pool) isClosed() bool {
+	p.closeMu.RLock()
+	defer p.closeMu.RUnlock()
+	return p.closed
 }
 
 // register adds h to the live handles.
@@ -420,4 +429,23 @@ func (p *Pool) free(list []*block) {
 	}
 	list = p.fenceRecorded(list)
 	p.mem.Free(list)
+}
+
+// Evictor ranks the optional states a pool may evict; see package
+// runtime/evict. PoolOptions.Evictor nil means least recently used first
+// (package runtime/evict/lru).
+type Evictor = evict.Evictor
+
+// Victim is a state an Evictor ranks.
+type Victim = evict.Victim
+
+// WaitPending waits until the blocks pending now (released while a
+// recorded stream's work could still use them) are free, and returns how
+// many bytes were pending when it was called. Close waits the same way;
+// releases never do.
+func (p *Pool) WaitPending() int64 {
+	if p == nil {
+		return 0
+	}
+	return p.mem.WaitPending()
 }

@@ -51,49 +51,6 @@ import (
 //
 // Lock order: a head's mu, then the cache's mu, then the pool's mu.
 
-// Domain names a sharing domain: heads of one non-empty domain may share
-// the blocks of a common prefix (Layout.ShareKey), heads of two domains
-// never do. It plays the part of a prefix cache's salt: one tenant, one
-// model, one adapter per domain. The empty domain shares with nobody.
-type Domain string
-
-// checkShare validates the ShareKey of l: a column of width 1 with an
-// integer element size, on an append layout without a window.
-func (l *Layout) checkShare() error {
-	if l.ShareKey == "" {
-		return nil
-	}
-	k := l.shareColumn()
-	switch {
-	case k < 0:
-		return fmt.Errorf("state: layout of %s shares prefixes keyed by %q, which is no column: %w", l.Type, l.ShareKey, ErrShape)
-	case l.Columns[k].Width != 1:
-		return fmt.Errorf("state: layout of %s shares prefixes keyed by column %s of width %d; a key column has width 1: %w", l.Type, l.ShareKey, l.Columns[k].Width, ErrShape)
-	case !keySize(l.Columns[k].ElemSize):
-		return fmt.Errorf("state: layout of %s shares prefixes keyed by column %s of %d-byte elements; a key is an integer of 1, 2, 4 or 8 bytes: %w", l.Type, l.ShareKey, l.Columns[k].ElemSize, ErrShape)
-	case l.Growth != Append:
-		return fmt.Errorf("state: layout of %s shares prefixes but has %v growth; shared blocks are never written, which needs append growth: %w", l.Type, l.Growth, ErrShape)
-	case l.Window > 0:
-		return fmt.Errorf("state: layout of %s shares prefixes and has a window; a window drops the prefix it would share: %w", l.Type, ErrShape)
-	}
-	return nil
-}
-
-func keySize(n int) bool { return n == 1 || n == 2 || n == 4 || n == 8 }
-
-// shareColumn returns the index of the key column of l, -1 when none.
-func (l *Layout) shareColumn() int {
-	if l.ShareKey == "" {
-		return -1
-	}
-	for i, c := range l.Columns {
-		if c.Name == l.ShareKey {
-			return i
-		}
-	}
-	return -1
-}
-
 // prefixCache is a pool's cache of shared prefix blocks.
 type prefixCache struct {
 	mu     sync.Mutex
@@ -605,11 +562,10 @@ func (p *Pool) ForgetPrefixes(d Domain) int64 {
 	if p == nil {
 		return 0
 	}
-	leave, err := p.enter()
-	if err != nil {
+	if err := p.enter(); err != nil {
 		return 0
 	}
-	defer leave()
+	defer p.leave()
 	c := &p.cache
 	var freed []*block
 	c.mu.Lock()

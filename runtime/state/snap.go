@@ -71,7 +71,7 @@ func (s *Snap) begin(op string) error {
 	if s == nil {
 		return errNil("Snap", op)
 	}
-	if err := s.pool.enterCall(); err != nil {
+	if err := s.pool.enter(); err != nil {
 		return s.errorf(op, "%w", err)
 	}
 	s.mu.RLock()

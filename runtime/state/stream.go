@@ -148,17 +148,6 @@ func (p *Pool) fence(streams []device.Stream) func() {
 	}
 }
 
-// WaitPending waits until the blocks pending now (released while a
-// recorded stream's work could still use them) are free, and returns how
-// many bytes were pending when it was called. Close waits the same way;
-// releases never do.
-func (p *Pool) WaitPending() int64 {
-	if p == nil {
-		return 0
-	}
-	return p.mem.WaitPending()
-}
-
 // RecordStream says that work queued on st uses the rows h holds now: the
 // blocks that hold them are not reused, zeroed for another owner or freed
 // until that work has completed, whatever happens to h meanwhile. It needs
@@ -227,3 +216,16 @@ func (ss *streamSet) get() []device.Stream {
 
 func (h *Head) recordedStreams() []device.Stream { return h.streams.get() }
 func (s *Snap) recordedStreams() []device.Stream { return s.streams.get() }
+
+// checkStream fails unless st is a live stream of the backend: it records
+// an event on it and frees the event.
+func checkStream(sb device.Streams, st device.Stream) error {
+	if st == nil {
+		return errors.New("nil stream")
+	}
+	ev, err := sb.Record(st)
+	if err != nil {
+		return err
+	}
+	return ev.Close()
+}
