@@ -146,10 +146,11 @@ func (h *Head) AppendAsync(st device.Stream, cols [][]byte) error {
 		h.pool.stagingPut(buf)
 		return err
 	}
-	h.recordDevice(from, from+n)
+	h.committed(written{from: from, to: from + n, device: true})
 	h.pool.recordRows(&h.shape, h.r, from, from+n, st)
 	h.pool.stagingPutAfter(buf, staged)
-	h.inflight = append(h.inflight, landed)
+	h.async.join(h)
+	h.async.inflight = append(h.async.inflight, landed)
 	return nil
 }
 
@@ -245,4 +246,53 @@ func (sh *shape) readAsync(op string, r *root, st device.Stream, from, to int, d
 		}
 	}
 	return nil
+}
+
+// join adds the async part to h's parts, once it has state.
+func (ap *asyncPart) join(h *Head) {
+	if !ap.joined {
+		ap.joined = true
+		h.setParts()
+	}
+}
+
+// prepare waits, with c.land, until the copies of earlier AppendAsync
+// calls have landed, so that host-side reads, snapshots, branches and
+// copy-on-write see their rows.
+func (ap *asyncPart) prepare(h *Head, c call) error {
+	if c.land && len(ap.inflight) > 0 {
+		if err := ap.land(); err != nil {
+			return h.errorf(c.op, "rows appended on a stream: %w", err)
+		}
+	}
+	return nil
+}
+
+// land waits for the copies in flight. h.mu is held.
+func (ap *asyncPart) land() error {
+	var errs []error
+	for _, ev := range ap.inflight {
+		errs = append(errs, ev.Wait(), ev.Close())
+	}
+	ap.inflight = ap.inflight[:0]
+	return errors.Join(errs...)
+}
+
+// branched gives c the streams recorded on h: c holds h's blocks, so work
+// on those streams uses them (the prefix cache and c's tables wait for it
+// too).
+func (ap *asyncPart) branched(h, c *Head) {
+	if list := ap.streams.get(); len(list) > 0 {
+		c.async.streams.list = list
+		c.async.join(c)
+	}
+}
+
+// release closes the events of the copies in flight: their blocks wait as
+// pending, recorded on their stream.
+func (ap *asyncPart) release(*Head, *[]*block) {
+	for _, ev := range ap.inflight {
+		ev.Close()
+	}
+	ap.inflight = nil
 }

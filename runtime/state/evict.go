@@ -150,7 +150,7 @@ func (h *Head) victim(r Retention) (Victim, bool) {
 	if h.released || h.evicted || h.r == nil || (r == Reconstructable && !h.rebuildable()) {
 		return Victim{}, false
 	}
-	return Victim{Owner: string(h.owner), Type: h.l.Type, Bytes: h.physical(h.r), LastUse: h.lastUse.Load()}, true
+	return Victim{Owner: string(h.owner), Type: h.l.Type, Bytes: h.physical(h.r), LastUse: h.lru.lastUse.Load()}, true
 }
 
 // rebuildable reports whether h's history can rebuild its version from a
@@ -202,8 +202,9 @@ func (h *Head) evict() (int64, bool) {
 	h.r.release(&freed)
 	h.r = nil
 	if optional && h.hist != nil {
-		h.hist.release(&freed)
+		h.hist.releaseAll(&freed)
 		h.hist = nil
+		h.setParts()
 	}
 	h.evicted = true
 	h.pool.free(freed)
@@ -228,8 +229,7 @@ func (h *Head) rebuild(op string) error {
 	}
 	h.r, h.evicted = r, false
 	h.pool.rebuiltBytes.Add(exclusiveBytes(r))
-	h.setLogical()
-	h.resyncShare()
+	h.moved()
 	return nil
 }
 
@@ -305,4 +305,17 @@ func (s *Snap) evict() (int64, bool) {
 	s.pool.logical.Add(-s.logical)
 	s.logical = 0
 	return blockBytes(freed), true
+}
+
+// prepare rebuilds an evicted reconstructable head (or fails the call
+// with ErrEvicted or ErrNotRetained), then stamps the pool's use clock for
+// the Evictor.
+func (lp *lruPart) prepare(h *Head, c call) error {
+	if h.evicted {
+		if err := h.rebuild(c.op); err != nil {
+			return err
+		}
+	}
+	h.pool.touch(&lp.lastUse)
+	return nil
 }

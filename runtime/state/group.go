@@ -162,7 +162,7 @@ func (g *Group) begin(op string, heads []*Head, child *Group) error {
 	}
 	for i, h := range heads {
 		h.mu.Lock()
-		if err := h.prepareLocked(op, true, true); err != nil {
+		if err := h.prepareLocked(call{op: op, land: true, share: true}); err != nil {
 			g.end(heads[:i+1], child)
 			return err
 		}

@@ -121,7 +121,7 @@ func (g *Group) appended(h *Head) {
 			}
 			locked = append(locked, m)
 		}
-		if m.released || m.evicted || m.invalid.Load() || m.r == nil || len(m.inflight) > 0 {
+		if m.released || m.evicted || m.invalid.Load() || m.r == nil || len(m.async.inflight) > 0 {
 			return
 		}
 		roots[i] = m.r
@@ -182,7 +182,7 @@ func (g *Group) AdoptPrefix(keys []byte) (int, error) {
 		m.r = e.roots[i] // lookup took a reference for each member
 		m.commitVersion()
 		m.pool.free(freed)
-		m.record(0, m.r.rows)
+		m.committed(written{to: m.r.rows})
 	}
 	return e.rows, nil
 }

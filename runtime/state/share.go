@@ -104,11 +104,12 @@ type prefixEntry struct {
 
 // sharing is a shared head's place in its table.
 type sharing struct {
-	tab  *prefixTable // nil: the empty domain, or a head made by NewHead
-	key  int          // the key column
-	ks   int          // bytes of one key
-	reg  int          // blocks of the head's version matched to entries
-	last *prefixEntry // the entry of block reg-1; nil when reg is 0
+	noHooks              // a part of its head: the hooks it has are below
+	tab     *prefixTable // nil: the empty domain, or a head made by NewHead
+	key     int          // the key column
+	ks      int          // bytes of one key
+	reg     int          // blocks of the head's version matched to entries
+	last    *prefixEntry // the entry of block reg-1; nil when reg is 0
 	// tail holds the keys of rows [reg*per, known): those appended from
 	// the host. Rows past known were written on the device (AppendDevice,
 	// AppendAsync); their keys are read back when their blocks are full.
@@ -290,7 +291,7 @@ func (h *Head) AdoptPrefix(keys []byte) (int, error) {
 	h.commitVersion()
 	h.pool.free(freed)
 	s.reg, s.last, s.tail, s.known = len(chain), chain[len(chain)-1], s.tail[:0], r.rows
-	h.record(0, r.rows)
+	h.committed(written{to: r.rows})
 	h.pool.adoptHits.Add(1)
 	h.pool.adoptedRows.Add(int64(r.rows))
 	return r.rows, nil
@@ -389,7 +390,7 @@ func (h *Head) shareFull() {
 // h.mu is held.
 func (h *Head) written() int {
 	s := h.share
-	streams := h.streams.get()
+	streams := h.async.streams.get()
 	if len(streams) == 0 {
 		return h.r.rows
 	}
@@ -602,4 +603,39 @@ func (c *prefixCache) reset() {
 	c.tables, c.leaves, c.counted = nil, nil, nil
 	c.unheld.Store(0)
 	c.mu.Unlock()
+}
+
+// prepare registers, with c.share and no copy in flight, the blocks that
+// rows a kernel wrote filled.
+func (s *sharing) prepare(h *Head, c call) error {
+	if c.share && len(h.async.inflight) == 0 {
+		h.shareFull()
+	}
+	return nil
+}
+
+// committed registers the blocks an Append filled (w.cols is its batch).
+func (s *sharing) committed(h *Head, w written) {
+	if w.cols != nil {
+		h.shareAppended(w.from, w.cols[s.key])
+	}
+}
+
+// moved finds h's place in its table again.
+func (s *sharing) moved(h *Head) { h.resyncShare() }
+
+// branched gives c its own place in h's table.
+func (s *sharing) branched(h, c *Head) { c.share = s.clone(h.pool) }
+
+// release registers, if the streams recorded on h are past them already
+// (Release never waits), the blocks a kernel filled, and leaves the table.
+func (s *sharing) release(h *Head, _ *[]*block) {
+	if s.tab == nil {
+		return
+	}
+	if len(h.async.inflight) == 0 {
+		h.shareFull()
+	}
+	s.dropWaits()
+	h.pool.cache.leave(s.tab)
 }

@@ -110,15 +110,6 @@ func (p *Pool) forgetRecorded() {
 	p.rec.mu.Unlock()
 }
 
-func hasStream(list []device.Stream, st device.Stream) bool {
-	for _, s := range list {
-		if s == st {
-			return true
-		}
-	}
-	return false
-}
-
 // fence records an event on each of streams and returns a function that
 // waits for them all. A stream closed since it was recorded has finished
 // its work (Close waits for it) and needs no event. When the backend fails
@@ -155,16 +146,17 @@ func (p *Pool) fence(streams []device.Stream) func() {
 func (h *Head) RecordStream(st device.Stream) error {
 	// No registration of kernel-written blocks at the start of this call:
 	// the kernel st runs may be the one writing them (docs/INTERNALS.md).
-	if err := h.open("RecordStream", true, false); err != nil {
+	if err := h.open(call{op: "RecordStream", land: true}); err != nil {
 		return err
 	}
 	defer h.end()
 	if err := h.pool.recordStream(h.r, st); err != nil {
 		return h.errorf("RecordStream", "%w", err)
 	}
-	h.streams.add(st)
+	h.async.join(h)
+	h.async.streams.add(st)
 	if h.share != nil && h.share.tab != nil && !h.share.broken {
-		h.markWritten(h.streams.get()) // rows a kernel queued before this call writes
+		h.markWritten(h.async.streams.get()) // rows a kernel queued before this call writes
 	}
 	return nil
 }
@@ -186,35 +178,7 @@ func (s *Snap) RecordStream(st device.Stream) error {
 	return nil
 }
 
-// streamSet is the streams recorded on one handle, for the frees of its
-// block tables.
-type streamSet struct {
-	mu   sync.Mutex
-	list []device.Stream
-}
-
-// empty reports whether no stream was recorded.
-func (ss *streamSet) empty() bool {
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	return len(ss.list) == 0
-}
-
-func (ss *streamSet) add(st device.Stream) {
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	if !hasStream(ss.list, st) {
-		ss.list = append(ss.list, st)
-	}
-}
-
-func (ss *streamSet) get() []device.Stream {
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	return append([]device.Stream(nil), ss.list...)
-}
-
-func (h *Head) recordedStreams() []device.Stream { return h.streams.get() }
+func (h *Head) recordedStreams() []device.Stream { return h.async.streams.get() }
 func (s *Snap) recordedStreams() []device.Stream { return s.streams.get() }
 
 // checkStream fails unless st is a live stream of the backend: it records
