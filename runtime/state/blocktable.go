@@ -174,7 +174,7 @@ func (p *Pool) newTable(sh *shape, r *root, streams func() []device.Stream) (*Bl
 	}
 	p.mu.Lock()
 	if p.tables == nil {
-		p.tables = make(map[*BlockTable]struct{})
+		p.tables = make(map[releaser]struct{})
 	}
 	p.tables[t] = struct{}{}
 	p.mu.Unlock()
@@ -185,7 +185,7 @@ func (p *Pool) newTable(sh *shape, r *root, streams func() []device.Stream) (*Bl
 // Close: a table is a backend allocation of its own, not a slab's block.
 func (p *Pool) releaseLiveTables() error {
 	p.mu.Lock()
-	live := make([]*BlockTable, 0, len(p.tables))
+	live := make([]releaser, 0, len(p.tables))
 	for t := range p.tables {
 		live = append(live, t)
 	}
@@ -210,7 +210,7 @@ func (p *Pool) freeLater(ptrs []device.Ptr, streams []device.Stream) error {
 		}
 		return errors.Join(errs...)
 	}
-	p.mem.Later(p.fence(streams), func() {
+	p.mem.Later(fence(p.b, streams), func() {
 		for _, ptr := range ptrs {
 			p.b.Free(ptr) // nobody is left to tell of a failure
 		}
@@ -264,26 +264,6 @@ func (tp *tablePart) changed(h *Head) {
 func (tp *tablePart) release(h *Head, _ *[]*block) {
 	releaseTables(tp.list)
 	tp.list = nil
-}
-
-// BlockTable returns a device-resident table of the snapshot's blocks. It
-// never changes; it is freed by its Release or the snapshot's.
-//
-//state:acquire
-func (s *Snap) BlockTable() (*BlockTable, error) {
-	unlock, err := s.rlock("BlockTable")
-	if err != nil {
-		return nil, err
-	}
-	defer unlock()
-	t, err := s.pool.newTable(&s.shape, s.r, s.recordedStreams)
-	if err != nil {
-		return nil, s.errorf("BlockTable", "%w", err)
-	}
-	s.tmu.Lock()
-	s.tables = append(s.tables, t)
-	s.tmu.Unlock()
-	return t, nil
 }
 
 // syncTables brings the head's live tables up to date; h.mu is held.

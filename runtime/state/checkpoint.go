@@ -51,6 +51,11 @@ func (x *history) branched(_, c *Head) { c.hist = x.clone() }
 // release drops the history with its head.
 func (x *history) release(_ *Head, freed *[]*block) { x.releaseAll(freed) }
 
+// changed and moved: a rollback or merge sets the history itself
+// (rollbackMove, mergeMove).
+func (x *history) changed(*Head) {}
+func (x *history) moved(*Head)   {}
+
 // flush takes the delta of the pending device write. h.mu is held.
 func (h *Head) flush() {
 	p := h.hist.pending

@@ -1,21 +1,5 @@
 package state
 
-import (
-	"sync/atomic"
-)
-
-// evictable is a live handle, or a cached prefix block, the pool may
-// evict.
-type evictable interface {
-	// victim describes the handle for ranking; false when it may not be
-	// evicted now (mandatory, released, evicted already).
-	victim(r Retention) (Victim, bool)
-	// evict drops the blocks the handle may give up and returns the bytes
-	// of those that reached no reference; false when it could not be evicted now (busy
-	// with a call, or it would free nothing).
-	evict() (int64, bool)
-}
-
 // reclaim takes back memory for an allocation of want blocks of class c
 // that found no room, in the order docs/INTERNALS.md gives: pending
 // blocks, waited for when they would make the call succeed; optional
@@ -135,9 +119,6 @@ func (p *Pool) victims(r Retention) ([]evictable, []Victim) {
 	}
 	return hs, vs
 }
-
-// touch marks a use of a handle for the Evictor.
-func (p *Pool) touch(at *atomic.Uint64) { at.Store(p.clock.Add(1)) }
 
 func (h *Head) victim(r Retention) (Victim, bool) {
 	if h.l.Retention != r || (r != Optional && r != Reconstructable) {

@@ -183,24 +183,6 @@ type Snap struct {
 	streams streamSet     // streams recorded by RecordStream
 }
 
-// Stats describes one head or snapshot.
-type Stats struct {
-	Version Version
-	// Rows is the version's Len: for a window, every row ever appended.
-	Rows int
-	// LogicalBytes is the size of the version's readable rows (for a
-	// window, the last Window rows at most).
-	LogicalBytes int64
-	// PhysicalBytes is the bytes of the blocks the version references,
-	// each counted here even when other versions share it; the pool's
-	// PhysicalBytes counts every block once overall.
-	PhysicalBytes int64
-	// Checkpoints and HistoryBytes describe a checkpointed head's history:
-	// the checkpoints it keeps and the bytes of the blocks its deltas hold.
-	Checkpoints  int
-	HistoryBytes int64
-}
-
 // streamSet is the streams recorded on one handle, for the frees of its
 // block tables.
 type streamSet struct {
@@ -278,4 +260,44 @@ func hasStream(list []device.Stream, st device.Stream) bool {
 		}
 	}
 	return false
+}
+
+// Coupled state (docs/GUIDE.md, "Coupled state"): a Group holds heads of
+// one owner that move together, such as a hybrid decoder's KV cache and
+// recurrent state. Each member keeps its own layout and rules; the group
+// makes the calls that move heads atomic over all of them:
+//
+//   - Snapshot is a consistent cut: the group holds every member's lock
+//     while it takes the members' snapshots, so no member write falls
+//     between two of them.
+//   - Rollback and Merge check every member first (ancestry, owner,
+//     invalidation, eviction, divergence), with every member's lock and
+//     every lineage's lock held, and then move all members, or none.
+//   - NewGroup, Branch and Snapshot that fail part-way give back what they
+//     took. A failed group call changes nothing.
+//
+// A member head stays a head: its writes, reads, spans, snapshots and
+// branches are its own (a member's own snapshot or branch is an ordinary
+// uncoupled handle), and it counts as a live handle of the pool. Rollback,
+// Merge and Release on a member answer an error wrapping ErrCoupled and
+// change nothing: they are the group's.
+//
+// Lock order: the group's mu (two groups: by id), the pool's closeMu, the
+// members' mu (by head id), the rollback targets' mu, the lineages' mu (by
+// lineage id). Nothing else holds two lineage locks at once.
+type Group struct {
+	id    uint64
+	pool  *Pool
+	owner Owner
+	heads []*Head // the members, in declaration order
+	order []*Head // the members by id: the order of their locks
+	// shared is the index of the first member whose layout has a
+	// ShareKey, -1 when none; domain and layouts, set by NewSharedGroup,
+	// find the group's table of registered states (group_share.go).
+	shared  int
+	domain  Domain
+	layouts []*Layout
+
+	mu       sync.Mutex // serializes the group's calls
+	released bool
 }

@@ -76,7 +76,6 @@ type pendingDelta struct{ from, to int }
 // history is a head's checkpoints and deltas. It is guarded by the head's
 // lock.
 type history struct {
-	noHooks    // a part of its head: the hooks it has are in checkpoint.go
 	policy     CheckpointPolicy
 	entries    []entry
 	since      int   // versions since the last checkpoint

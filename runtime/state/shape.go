@@ -255,3 +255,21 @@ func (sh *shape) checkReadable(op string, from, to, rows int) error {
 	}
 	return nil
 }
+
+// Stats describes one head or snapshot.
+type Stats struct {
+	Version Version
+	// Rows is the version's Len: for a window, every row ever appended.
+	Rows int
+	// LogicalBytes is the size of the version's readable rows (for a
+	// window, the last Window rows at most).
+	LogicalBytes int64
+	// PhysicalBytes is the bytes of the blocks the version references,
+	// each counted here even when other versions share it; the pool's
+	// PhysicalBytes counts every block once overall.
+	PhysicalBytes int64
+	// Checkpoints and HistoryBytes describe a checkpointed head's history:
+	// the checkpoints it keeps and the bytes of the blocks its deltas hold.
+	Checkpoints  int
+	HistoryBytes int64
+}

@@ -153,3 +153,23 @@ func (s *Snap) Release() error {
 	s.pool.unregister(s, s.logical)
 	return nil
 }
+
+// BlockTable returns a device-resident table of the snapshot's blocks. It
+// never changes; it is freed by its Release or the snapshot's.
+//
+//state:acquire
+func (s *Snap) BlockTable() (*BlockTable, error) {
+	unlock, err := s.rlock("BlockTable")
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	t, err := s.pool.newTable(&s.shape, s.r, s.recordedStreams)
+	if err != nil {
+		return nil, s.errorf("BlockTable", "%w", err)
+	}
+	s.tmu.Lock()
+	s.tables = append(s.tables, t)
+	s.tmu.Unlock()
+	return t, nil
+}

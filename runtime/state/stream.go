@@ -3,8 +3,6 @@ package state
 import (
 	"errors"
 	"fmt"
-	"sync"
-	"sync/atomic"
 
 	"github.com/gpustate/gpustate/runtime/device"
 )
@@ -43,100 +41,6 @@ func (p *Pool) recordStream(r *root, st device.Stream) error {
 		}
 	}
 	return nil
-}
-
-// recorded is the streams whose work may use each block (RecordStream,
-// the async paths): the block's fence when it is freed. The blocks know
-// nothing of it; free looks each block up while any is recorded.
-type recorded struct {
-	mu sync.Mutex
-	of map[*block][]device.Stream
-	n  atomic.Int64 // len(of), read without mu
-}
-
-// addLocked records st on b. rec.mu is held.
-func (rec *recorded) addLocked(b *block, st device.Stream) {
-	list := rec.of[b]
-	if hasStream(list, st) {
-		return
-	}
-	if rec.of == nil {
-		rec.of = make(map[*block][]device.Stream)
-	}
-	if list == nil {
-		rec.n.Add(1)
-	}
-	rec.of[b] = append(list, st)
-}
-
-// fenceRecorded takes the blocks of list that a stream was recorded on out
-// of it and frees them behind a fence of events on those streams; it
-// returns the others, for the caller to free at once.
-func (p *Pool) fenceRecorded(list []*block) []*block {
-	if p.rec.n.Load() == 0 {
-		return list
-	}
-	var fenced []*block
-	var streams []device.Stream
-	p.rec.mu.Lock()
-	rest := list[:0:0]
-	for _, b := range list {
-		sts, ok := p.rec.of[b]
-		if !ok {
-			rest = append(rest, b)
-			continue
-		}
-		delete(p.rec.of, b)
-		p.rec.n.Add(-1)
-		for _, st := range sts {
-			if !hasStream(streams, st) {
-				streams = append(streams, st)
-			}
-		}
-		fenced = append(fenced, b)
-	}
-	p.rec.mu.Unlock()
-	if len(fenced) > 0 {
-		p.mem.FreeAfter(fenced, p.fence(streams))
-	}
-	return rest
-}
-
-// forgetRecorded forgets every recorded block, for Close.
-func (p *Pool) forgetRecorded() {
-	p.rec.mu.Lock()
-	p.rec.of = nil
-	p.rec.n.Store(0)
-	p.rec.mu.Unlock()
-}
-
-// fence records an event on each of streams and returns a function that
-// waits for them all. A stream closed since it was recorded has finished
-// its work (Close waits for it) and needs no event. When the backend fails
-// to record one, the fallback is to wait for the whole device.
-func (p *Pool) fence(streams []device.Stream) func() {
-	sb := p.b.(device.Streams) // recordStream checked it
-	var events []device.Event
-	var sync bool
-	for _, st := range streams {
-		ev, err := sb.Record(st)
-		switch {
-		case err == nil:
-			events = append(events, ev)
-		case errors.Is(err, device.ErrStreamClosed):
-		default:
-			sync = true
-		}
-	}
-	return func() {
-		for _, ev := range events {
-			ev.Wait() // a failed stream's work is over too: its blocks go back
-			ev.Close()
-		}
-		if sync {
-			p.b.Sync()
-		}
-	}
 }
 
 // RecordStream says that work queued on st uses the rows h holds now: the
@@ -192,4 +96,53 @@ func checkStream(sb device.Streams, st device.Stream) error {
 		return err
 	}
 	return ev.Close()
+}
+
+// join adds the async part to h's parts, once it has state.
+func (ap *asyncPart) join(h *Head) {
+	if !ap.joined {
+		ap.joined = true
+		h.setParts()
+	}
+}
+
+// prepare waits, with c.land, until the copies of earlier AppendAsync
+// calls have landed, so that host-side reads, snapshots, branches and
+// copy-on-write see their rows.
+func (ap *asyncPart) prepare(h *Head, c call) error {
+	if c.land && len(ap.inflight) > 0 {
+		if err := ap.land(); err != nil {
+			return h.errorf(c.op, "rows appended on a stream: %w", err)
+		}
+	}
+	return nil
+}
+
+// land waits for the copies in flight. h.mu is held.
+func (ap *asyncPart) land() error {
+	var errs []error
+	for _, ev := range ap.inflight {
+		errs = append(errs, ev.Wait(), ev.Close())
+	}
+	ap.inflight = ap.inflight[:0]
+	return errors.Join(errs...)
+}
+
+// branched gives c the streams recorded on h: c holds h's blocks, so work
+// on those streams uses them (the prefix cache and c's tables wait for it
+// too).
+func (ap *asyncPart) branched(h, c *Head) {
+	if list := ap.streams.get(); len(list) > 0 {
+		c.async.streams.list = list
+		c.async.join(c)
+	}
+}
+
+// release closes the events of the copies in flight: their blocks wait as
+// pending, recorded on their stream.
+func (ap *asyncPart) release(*Head, *[]*block) {
+	for _, ev := range ap.inflight {
+		ev.Close()
+	}
+	ap.inflight = nil
 }

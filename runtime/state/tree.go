@@ -336,3 +336,5 @@ func dropRange(n *node, h, base, lo, hi int, freed *[]*block) bool {
 	}
 	return empty
 }
+
+const maxInt = int(^uint(0) >> 1)
