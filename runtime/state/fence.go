@@ -105,3 +105,12 @@ func fence(b device.Backend, streams []device.Stream) func() {
 		}
 	}
 }
+
+func hasStream(list []device.Stream, st device.Stream) bool {
+	for _, s := range list {
+		if s == st {
+			return true
+		}
+	}
+	return false
+}

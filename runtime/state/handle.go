@@ -143,22 +143,6 @@ type lineage struct {
 	steps int
 }
 
-type segment struct {
-	parent *segment
-	fork   Version // the version of parent this segment starts after
-	depth  int
-	// jump is an ancestor (skew-binary jump pointers, as in Myers'
-	// random-access lists): following jump or parent, whichever does not
-	// pass the depth sought, finds any ancestor in O(log depth) steps;
-	// nil at the root.
-	jump *segment
-}
-
-type position struct {
-	seg *segment
-	v   Version
-}
-
 // Snap is an immutable version of a state. Its content never changes,
 // whatever happens later to its head, the head's branches or the pool; it
 // stays readable after its head is released. It may be read from many
@@ -253,15 +237,6 @@ type tableCol struct {
 	rowBytes int
 }
 
-func hasStream(list []device.Stream, st device.Stream) bool {
-	for _, s := range list {
-		if s == st {
-			return true
-		}
-	}
-	return false
-}
-
 // Coupled state (docs/GUIDE.md, "Coupled state"): a Group holds heads of
 // one owner that move together, such as a hybrid decoder's KV cache and
 // recurrent state. Each member keeps its own layout and rules; the group
@@ -301,3 +276,7 @@ type Group struct {
 	mu       sync.Mutex // serializes the group's calls
 	released bool
 }
+
+func (h *Head) recordedStreams() []device.Stream { return h.async.streams.get() }
+
+func (s *Snap) recordedStreams() []device.Stream { return s.streams.get() }

@@ -319,3 +319,19 @@ func (l *Layout) shareColumn() int {
 // blockAlign aligns block sizes, so that every row of every element type
 // starts at an address aligned for it when rows pack a block.
 const blockAlign = 256
+
+type segment struct {
+	parent *segment
+	fork   Version // the version of parent this segment starts after
+	depth  int
+	// jump is an ancestor (skew-binary jump pointers, as in Myers'
+	// random-access lists): following jump or parent, whichever does not
+	// pass the depth sought, finds any ancestor in O(log depth) steps;
+	// nil at the root.
+	jump *segment
+}
+
+type position struct {
+	seg *segment
+	v   Version
+}

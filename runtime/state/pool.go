@@ -116,12 +116,6 @@ type DeviceStats struct {
 	Telemetry *DeviceMemory
 }
 
-// block and sizeClass are the allocator's (package internal/blocks).
-type (
-	block     = blocks.Block
-	sizeClass = blocks.Class
-)
-
 // Pool hands out fixed-size blocks of device memory carved from slabs. It
 // is safe for concurrent use.
 type Pool struct {

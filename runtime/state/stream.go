@@ -82,9 +82,6 @@ func (s *Snap) RecordStream(st device.Stream) error {
 	return nil
 }
 
-func (h *Head) recordedStreams() []device.Stream { return h.async.streams.get() }
-func (s *Snap) recordedStreams() []device.Stream { return s.streams.get() }
-
 // checkStream fails unless st is a live stream of the backend: it records
 // an event on it and frees the event.
 func checkStream(sb device.Streams, st device.Stream) error {

@@ -338,3 +338,9 @@ func dropRange(n *node, h, base, lo, hi int, freed *[]*block) bool {
 }
 
 const maxInt = int(^uint(0) >> 1)
+
+// block and sizeClass are the allocator's (package internal/blocks).
+type (
+	block     = blocks.Block
+	sizeClass = blocks.Class
+)
