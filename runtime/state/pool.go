@@ -142,7 +142,6 @@ type Pool struct {
 	staging [][]byte              // free page-locked staging buffers (AppendAsync)
 	tables  map[releaser]struct{} // live block tables, each a backend allocation
 	live    map[handle]struct{}
-	nextID  uint64
 
 	logical atomic.Int64
 	history atomic.Int64 // bytes of delta blocks held by histories
@@ -258,13 +257,11 @@ func (p *Pool) isClosed() bool {
 }
 
 // register adds h to the live handles.
-func (p *Pool) register(h handle) uint64 {
+func (p *Pool) register(h handle) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.nextID++
 	p.live[h] = struct{}{}
 	p.logical.Add(h.logicalBytes())
-	return p.nextID
 }
 
 // unregister removes h from the live handles.
