@@ -98,3 +98,30 @@ func TestNoCheckerImportsAnother(t *testing.T) {
 		}
 	}
 }
+
+// TestBlocksStandAlone checks that the block allocator of runtime/state
+// (internal/blocks) depends on nothing else of runtime/state: the store's
+// features reach their per-block state through the block pointer or the
+// block's release hook, never by fields of the allocator's (docs/INTERNALS.md,
+// "The store's map").
+func TestBlocksStandAlone(t *testing.T) {
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go command on PATH")
+	}
+	const (
+		state  = "github.com/gpustate/gpustate/runtime/state"
+		blocks = state + "/internal/blocks"
+	)
+	cmd := exec.Command(goBin, "list", "-deps", "./runtime/state/internal/blocks")
+	cmd.Dir = "../.."
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list -deps ./runtime/state/internal/blocks: %v", err)
+	}
+	for _, dep := range strings.Fields(string(out)) {
+		if (dep == state || strings.HasPrefix(dep, state+"/")) && dep != blocks {
+			t.Errorf("runtime/state/internal/blocks depends on %s", dep)
+		}
+	}
+}
