@@ -18,15 +18,6 @@ type GroupSnap struct {
 
 var groupIDs atomic.Uint64
 
-// uncoupled answers ErrCoupled when h is a member of a group: op moves or
-// releases h, which is the group's to do.
-func (h *Head) uncoupled(op string) error {
-	if h != nil && h.group.Load() != nil {
-		return h.errorf(op, "the head is a member of a group, which moves and releases its members together; call %s on the group: %w", op, ErrCoupled)
-	}
-	return nil
-}
-
 // NewGroup returns a group of new heads of owner, one per layout, in that
 // order: every member, or none. Members share no prefix: a layout with a
 // ShareKey gets a head made by NewHead, whose AdoptPrefix adopts nothing

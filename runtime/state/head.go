@@ -201,3 +201,12 @@ func (h *Head) Layout() *Layout {
 	}
 	return h.l.clone()
 }
+
+// uncoupled answers ErrCoupled when h is a member of a group: op moves or
+// releases h, which is the group's to do.
+func (h *Head) uncoupled(op string) error {
+	if h != nil && h.group.Load() != nil {
+		return h.errorf(op, "the head is a member of a group, which moves and releases its members together; call %s on the group: %w", op, ErrCoupled)
+	}
+	return nil
+}
