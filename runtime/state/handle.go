@@ -54,8 +54,9 @@ type Head struct {
 //   - branched when c is made a branch of h;
 //   - release as the head is released, adding the blocks it frees.
 //
-// Release runs the parts in reverse order. A part embeds noHooks for the
-// hooks it has no use for.
+// Release runs the parts in reverse order. lruPart, asyncPart and
+// tablePart embed noHooks for the hooks they have no use for; history and
+// sharing, declared with their records below the head, spell theirs out.
 type part interface {
 	prepare(h *Head, c call) error
 	changed(h *Head)
@@ -100,8 +101,9 @@ type lruPart struct {
 }
 
 // asyncPart is the device work a head's rows take part in: the streams
-// recorded on it (RecordStream, AppendAsync, ReadAsync) and the events
-// after the copies of AppendAsync calls not yet waited for.
+// recorded on it (RecordStream, or on the head it was branched from) and
+// the events after the copies of AppendAsync calls not yet waited for. It
+// joins the head's parts with its first state.
 type asyncPart struct {
 	noHooks
 	joined   bool // in the head's parts
@@ -109,7 +111,8 @@ type asyncPart struct {
 	inflight []device.Event
 }
 
-// tablePart is the head's live block tables, kept current with its root.
+// tablePart is the head's live block tables, kept current with its root;
+// it joins the head's parts with the first table.
 type tablePart struct {
 	noHooks
 	joined bool // in the head's parts
