@@ -141,10 +141,8 @@ type block struct {
 	// (RecordStream); guarded by the pool's mu, cleared when it is freed.
 	streams []device.Stream
 	// cache is the prefix cache that holds a reference to the block, nil
-	// when none; counted says the block is in its count of the bytes only
-	// it holds (guarded by its mu).
-	cache   atomic.Pointer[prefixCache]
-	counted bool
+	// when none: its release tells it (the cache keeps its own records).
+	cache atomic.Pointer[prefixCache]
 }
 
 // Pool hands out fixed-size blocks of device memory carved from slabs. It
