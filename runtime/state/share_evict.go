@@ -102,11 +102,13 @@ func (c *prefixCache) freeLocked(e *prefixEntry) {
 func (c *prefixCache) victims(p *Pool) []evictable {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	out := make([]evictable, 0, min(c.free.n, maxCachedVictims))
-	for e := c.free.front; e != nil && len(out) < maxCachedVictims; e = e.next {
-		out = append(out, cachedEntry{p: p, e: e, v: Victim{
-			Owner: string(e.owner), Type: e.tab.typ, Cached: true, Bytes: blockBytes(e.blks), LastUse: e.used,
-		}})
+	xs := make([]cachedEntry, min(c.free.n, maxCachedVictims))
+	out := make([]evictable, len(xs))
+	e := c.free.front
+	for i := range xs {
+		xs[i] = cachedEntry{p: p, e: e, used: e.used}
+		out[i] = &xs[i]
+		e = e.next
 	}
 	return out
 }
@@ -134,14 +136,17 @@ func (c *prefixCache) addLocked(e *prefixEntry) {
 
 // cachedEntry is an entry as the pool's eviction sees it.
 type cachedEntry struct {
-	p *Pool
-	e *prefixEntry
-	v Victim // e as it was when the victims were listed
+	p    *Pool
+	e    *prefixEntry
+	used uint64 // e's as it was when the victims were listed
 }
 
-func (x cachedEntry) victim(Retention) (Victim, bool) { return x.v, true }
+func (x *cachedEntry) victim(Retention) (Victim, bool) {
+	e := x.e // owner, table and blocks never change
+	return Victim{Owner: string(e.owner), Type: e.tab.typ, Cached: true, Bytes: blockBytes(e.blks), LastUse: x.used}, true
+}
 
-func (x cachedEntry) evict() (int64, bool) {
+func (x *cachedEntry) evict() (int64, bool) {
 	freed, ok := x.p.cache.drop(x.e)
 	if !ok {
 		return 0, false
