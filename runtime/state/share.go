@@ -105,6 +105,8 @@ type prefixCache struct {
 	refs  map[*block]cacheRef
 	free  entryList
 	clock *atomic.Uint64
+	// held is the number of blocks in refs, read without mu by settle.
+	held atomic.Int64
 	// unheld is the bytes of the cached blocks only the cache holds
 	// (PoolStats.CachedBytes); written under mu.
 	unheld atomic.Int64
@@ -657,5 +659,6 @@ func (c *prefixCache) reset() {
 	c.mu.Lock()
 	c.tables, c.refs, c.free = nil, nil, entryList{}
 	c.unheld.Store(0)
+	c.held.Store(0)
 	c.mu.Unlock()
 }

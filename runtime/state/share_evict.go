@@ -127,6 +127,7 @@ func (c *prefixCache) addLocked(e *prefixEntry) {
 		c.refs[b] = cacheRef{e: e}
 		b.cache.Store(c)
 	}
+	c.held.Add(int64(len(e.blks)))
 	e.busy = len(e.blks)
 	if e.parent != nil {
 		e.parent.kids++
@@ -212,13 +213,18 @@ func indexOf(list []*prefixEntry, e *prefixEntry) int {
 // cachedBytes is the bytes of the cached blocks no head holds.
 func (c *prefixCache) cachedBytes() int64 { return c.unheld.Load() }
 
-// settle is the cache's part of a block's release: releaseBlock calls it
-// when b's references fall to one. When that one is the cache's, b joins
-// the count of the blocks only the cache holds, and its entry loses a
-// reason to stay out of the list of free entries. Only the cache takes a
-// reference to such a block (adopt, under mu), so what it finds under mu
-// stays true until it lets go.
+// settle is the cache's part of a block's release, its one entry point
+// there: releaseBlock calls it when b's references fall to one. When that
+// one is the cache's, b joins the count of the blocks only the cache
+// holds, and its entry loses a reason to stay out of the list of free
+// entries. Only the cache takes a reference to such a block (adopt, under
+// mu), so what it finds under mu stays true until it lets go. A block the
+// cache holds no reference to is no concern of its: it may be called for
+// any block, and takes no lock while the cache holds none.
 func (c *prefixCache) settle(b *block) {
+	if c.held.Load() == 0 {
+		return
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	r, ok := c.refs[b]
@@ -250,6 +256,7 @@ func (c *prefixCache) forgetLocked(b *block) {
 			c.unheld.Add(-int64(b.cls.bytes))
 		}
 		delete(c.refs, b)
+		c.held.Add(-1)
 	}
 	b.cache.Store(nil)
 }
