@@ -148,7 +148,7 @@ func (x *cachedEntry) victim(Retention) (Victim, bool) {
 }
 
 func (x *cachedEntry) evict() (int64, bool) {
-	freed, ok := x.p.cache.drop(x.e)
+	freed, ok := x.p.cache.drop(x.e, x.used)
 	if !ok {
 		return 0, false
 	}
@@ -156,12 +156,13 @@ func (x *cachedEntry) evict() (int64, bool) {
 	return blockBytes(freed), true
 }
 
-// drop removes e from the cache when it is still a free leaf, and returns
-// its blocks, which reached no reference. The cache's references are given
-// up after its lock is, as every release of a block is.
-func (c *prefixCache) drop(e *prefixEntry) ([]*block, bool) {
+// drop removes e from the cache when it is still a free leaf, listed at
+// used (not adopted and freed again since the victims were listed), and
+// returns its blocks, which reached no reference. The cache's references
+// are given up after its lock is, as every release of a block is.
+func (c *prefixCache) drop(e *prefixEntry, used uint64) ([]*block, bool) {
 	c.mu.Lock()
-	if !e.listed || e.kids != 0 {
+	if !e.listed || e.kids != 0 || e.used != used {
 		c.mu.Unlock()
 		return nil, false
 	}
