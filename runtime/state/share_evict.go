@@ -157,12 +157,20 @@ func (x *cachedEntry) evict() (int64, bool) {
 }
 
 // drop removes e from the cache when it is still a free leaf, listed at
-// used (not adopted and freed again since the victims were listed), and
-// returns its blocks, which reached no reference. The cache's references
-// are given up after its lock is, as every release of a block is.
+// used, and returns its blocks, which reached no reference. When e was
+// taken since it was listed (a concurrent reclaim evicted it, a head
+// adopted it) or is no leaf yet (an Evictor ranked it before its
+// children), the slot goes to the front of the list, the least recently
+// used free leaf now: reclaims that run at once list the same victims,
+// and the later ones would otherwise find nothing left to evict while the
+// cache holds free entries. The cache's references are given up after
+// its lock is, as every release of a block is.
 func (c *prefixCache) drop(e *prefixEntry, used uint64) ([]*block, bool) {
 	c.mu.Lock()
 	if !e.listed || e.kids != 0 || e.used != used {
+		e = c.free.front
+	}
+	if e == nil || e.kids != 0 {
 		c.mu.Unlock()
 		return nil, false
 	}

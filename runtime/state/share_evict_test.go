@@ -75,3 +75,32 @@ func freeOrder(p *Pool, chains map[string][]int32) []string {
 	}
 	return out
 }
+
+// TestShareEvictTakesTheFrontWhenItsVictimWasTaken: reclaims that run at
+// once list the same least recently used entries; one whose victim
+// another reclaim evicted first evicts the next free entry instead of
+// nothing, so it does not fail for want of memory the cache could give.
+func TestShareEvictTakesTheFrontWhenItsVictimWasTaken(t *testing.T) {
+	p := newPool(t, PoolOptions{BlockBytes: 256})
+	l := prompt(4, 64)
+	chains := map[string][]int32{"A": tokens(1, 4), "B": tokens(2, 4), "C": tokens(3, 4)}
+	for _, name := range []string{"A", "B", "C"} {
+		h, _ := session(t, p, l, "w", "d", chains[name])
+		check(t, h.Release())
+	}
+	first, second := p.cache.victims(p), p.cache.victims(p)
+	if len(first) != 3 || len(second) != 3 {
+		t.Fatalf("%d and %d victims listed, want the 3 cached entries each time", len(first), len(second))
+	}
+	for i, x := range []evictable{first[0], second[0]} {
+		if n, ok := x.evict(); !ok || n != 2*256 {
+			t.Fatalf("reclaim %d: evicted %d bytes (%v), want one entry of 2 blocks", i+1, n, ok)
+		}
+	}
+	if got, want := freeOrder(p, chains), []string{"C1"}; !slices.Equal(got, want) {
+		t.Fatalf("free entries after two reclaims took the least recently used: %v, want %v", got, want)
+	}
+	if err := checkFreeList(p); err != nil {
+		t.Fatal(err)
+	}
+}
