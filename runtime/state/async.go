@@ -49,18 +49,10 @@ func (p *Pool) stagingGet(sb device.Streams, n int) ([]byte, error) {
 
 // stagingPutAfter gives buf back once ev completes, without waiting.
 func (p *Pool) stagingPutAfter(buf []byte, ev device.Event) {
-	p.mu.Lock()
-	done := p.addBatchLocked()
-	p.mu.Unlock()
-	go func() {
+	p.mem.Later(func() {
 		ev.Wait() // a failed copy is over too
 		ev.Close()
-		p.mu.Lock()
-		p.staging = append(p.staging, buf[:cap(buf)])
-		delete(p.batches, done)
-		p.mu.Unlock()
-		close(done)
-	}()
+	}, func() { p.stagingPut(buf) })
 }
 
 // freeStaging gives every staging buffer back to the backend; Close calls
@@ -80,14 +72,14 @@ func (p *Pool) freeStagingLocked() error {
 
 // recordRows marks the blocks holding rows [from, to) of r as used by st.
 func (p *Pool) recordRows(sh *shape, r *root, from, to int, st device.Stream) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
+	p.rec.mu.Lock()
+	defer p.rec.mu.Unlock()
 	for ci := range r.cols {
 		per := sh.perBlock[ci]
 		t := &r.cols[ci]
 		for bi := from / per; bi*per < to && bi < t.n; bi++ {
-			if b := t.get(bi); b != nil && !hasStream(b.streams, st) {
-				b.streams = append(b.streams, st)
+			if b := t.get(bi); b != nil {
+				p.rec.addLocked(b, st)
 			}
 		}
 	}

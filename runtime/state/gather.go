@@ -64,7 +64,7 @@ func (sh *shape) gather(op string, r *root, idx []int, dst [][]byte) error {
 			for k+n < len(idx) && idx[k+n] == row+n && (row+n)/per == bi {
 				n++
 			}
-			src := t.get(bi).ptr + device.Ptr((row-bi*per)*rb)
+			src := t.get(bi).Ptr() + device.Ptr((row-bi*per)*rb)
 			if err := b.CopyDtoH(d[k*rb:(k+n)*rb], src); err != nil {
 				return sh.errorf(op, "column %s: %w", sh.l.Columns[c].Name, err)
 			}

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/gpustate/gpustate/runtime/device"
+	"github.com/gpustate/gpustate/runtime/state/internal/blocks"
 )
 
 // Declared prefix sharing (Layout.ShareKey, the contract's //state:share
@@ -107,6 +108,9 @@ type prefixCache struct {
 	clock *atomic.Uint64
 	// held is the number of blocks in refs, read without mu by settle.
 	held atomic.Int64
+	// hook is the release hook set on every cached block, which calls
+	// settle when a block's references drop to one.
+	hook *blocks.Hook
 	// unheld is the bytes of the cached blocks only the cache holds
 	// (PoolStats.CachedBytes); written under mu.
 	unheld atomic.Int64
@@ -366,7 +370,7 @@ func (c *prefixCache) adopt(t *prefixTable, keys []byte, blockKeys, n int) []*pr
 	for _, e := range chain {
 		for _, b := range e.blks {
 			c.holdBlockLocked(e, b)
-			b.rc.Add(1)
+			b.Retain()
 		}
 	}
 	return chain
@@ -545,7 +549,7 @@ func (c *prefixCache) register(t *prefixTable, parent *prefixEntry, key int, key
 			keys: bytes.Clone(k), blks: bs, key: key, owner: owner,
 		}
 		for _, b := range bs {
-			b.rc.Add(1) // the head holds it too: the entry is not free
+			b.Retain() // the head holds it too: the entry is not free
 		}
 		c.addLocked(e)
 		parent = e

@@ -1,5 +1,7 @@
 package state
 
+import "github.com/gpustate/gpustate/runtime/state/internal/blocks"
+
 // Eviction of cached prefix blocks, in O(1) whatever the size of the
 // cache, as a paged KV cache's free-block queue works.
 //
@@ -125,7 +127,7 @@ func (c *prefixCache) addLocked(e *prefixEntry) {
 	}
 	for _, b := range e.blks {
 		c.refs[b] = cacheRef{e: e}
-		b.cache.Store(c)
+		b.SetHook(c.releaseHookLocked())
 	}
 	c.held.Add(int64(len(e.blks)))
 	e.busy = len(e.blks)
@@ -222,8 +224,19 @@ func indexOf(list []*prefixEntry, e *prefixEntry) int {
 // cachedBytes is the bytes of the cached blocks no head holds.
 func (c *prefixCache) cachedBytes() int64 { return c.unheld.Load() }
 
+// releaseHookLocked returns the hook cached blocks carry, made once.
+// c.mu is held.
+func (c *prefixCache) releaseHookLocked() *blocks.Hook {
+	if c.hook == nil {
+		h := blocks.Hook(c.settle)
+		c.hook = &h
+	}
+	return c.hook
+}
+
 // settle is the cache's part of a block's release, its one entry point
-// there: releaseBlock calls it when b's references fall to one. When that
+// there: the release hook of a cached block calls it when b's references
+// fall to one. When that
 // one is the cache's, b joins the count of the blocks only the cache
 // holds, and its entry loses a reason to stay out of the list of free
 // entries. Only the cache takes a reference to such a block (adopt, under
@@ -237,12 +250,12 @@ func (c *prefixCache) settle(b *block) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	r, ok := c.refs[b]
-	if !ok || r.counted || b.rc.Load() != 1 {
+	if !ok || r.counted || b.Refs() != 1 {
 		return
 	}
 	r.counted = true
 	c.refs[b] = r
-	c.unheld.Add(int64(b.cls.bytes))
+	c.unheld.Add(int64(b.Bytes()))
 	c.freeLocked(r.e)
 }
 
@@ -252,7 +265,7 @@ func (c *prefixCache) settle(b *block) {
 func (c *prefixCache) holdBlockLocked(e *prefixEntry, b *block) {
 	if r := c.refs[b]; r.counted {
 		c.refs[b] = cacheRef{e: e}
-		c.unheld.Add(-int64(b.cls.bytes))
+		c.unheld.Add(-int64(b.Bytes()))
 		c.holdLocked(e)
 	}
 }
@@ -262,10 +275,10 @@ func (c *prefixCache) holdBlockLocked(e *prefixEntry, b *block) {
 func (c *prefixCache) forgetLocked(b *block) {
 	if r, ok := c.refs[b]; ok {
 		if r.counted {
-			c.unheld.Add(-int64(b.cls.bytes))
+			c.unheld.Add(-int64(b.Bytes()))
 		}
 		delete(c.refs, b)
 		c.held.Add(-1)
 	}
-	b.cache.Store(nil)
+	b.SetHook(nil)
 }

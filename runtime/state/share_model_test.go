@@ -274,8 +274,8 @@ func scanCachedBytes(p *Pool) int64 {
 		for _, bucket := range t.buckets {
 			for _, e := range bucket {
 				for _, b := range e.blks {
-					if b.rc.Load() == 1 {
-						n += int64(b.cls.bytes)
+					if b.Refs() == 1 {
+						n += int64(b.Bytes())
 					}
 				}
 			}
@@ -313,7 +313,7 @@ func checkFreeList(p *Pool) error {
 		}
 		f := true
 		for _, b := range e.blks {
-			f = f && b.rc.Load() == 1
+			f = f && b.Refs() == 1
 		}
 		for _, k := range kids[e] {
 			f = free(k) && f
