@@ -104,3 +104,35 @@ func TestShareEvictTakesTheFrontWhenItsVictimWasTaken(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestShareFreeListFollowsNewChildren: a head that computed a cached
+// prefix itself, rather than adopting it, registers its next block after
+// the cached chain; the chain, which no head holds, is then no victim
+// (evicting it would strand the held block after it) until that block is
+// free, and then it goes after it.
+func TestShareFreeListFollowsNewChildren(t *testing.T) {
+	p := newPool(t, PoolOptions{BlockBytes: 256})
+	l := prompt(4, 64)
+	toks := tokens(1, 12)
+	chains := map[string][]int32{"X": toks}
+	a, _ := session(t, p, l, "a", "d", toks[:8])
+	check(t, a.Release())
+	if got, want := freeOrder(p, chains), []string{"X2", "X1"}; !slices.Equal(got, want) {
+		t.Fatalf("free entries after the writer's release: %v, want %v", got, want)
+	}
+	b := must[*Head](t)(p.NewSharedHead(l, "b", "d"))
+	check(t, b.Append(promptRows(toks, 0, 12))) // matches X1 and X2, registers X3 after them
+	if got := freeOrder(p, chains); len(got) != 0 {
+		t.Fatalf("free entries while a head holds the block after them: %v, want none", got)
+	}
+	if err := checkFreeList(p); err != nil {
+		t.Fatal(err)
+	}
+	check(t, b.Release())
+	if got, want := freeOrder(p, chains), []string{"X3", "X2", "X1"}; !slices.Equal(got, want) {
+		t.Fatalf("free entries after the second head's release: %v, want %v", got, want)
+	}
+	if err := checkFreeList(p); err != nil {
+		t.Fatal(err)
+	}
+}
