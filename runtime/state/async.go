@@ -85,19 +85,6 @@ func (p *Pool) recordRows(sh *shape, r *root, from, to int, st device.Stream) {
 	}
 }
 
-// checkStream fails unless st is a live stream of the backend: it records
-// an event on it and frees the event.
-func checkStream(sb device.Streams, st device.Stream) error {
-	if st == nil {
-		return errors.New("nil stream")
-	}
-	ev, err := sb.Record(st)
-	if err != nil {
-		return err
-	}
-	return ev.Close()
-}
-
 // AppendAsync appends the rows of a batch as a new version, as Append
 // does, but copies them to the device on st: the batch is copied to
 // page-locked staging memory (so the caller may reuse it at once), the
@@ -159,10 +146,11 @@ func (h *Head) AppendAsync(st device.Stream, cols [][]byte) error {
 		h.pool.stagingPut(buf)
 		return err
 	}
-	h.recordDevice(from, from+n)
+	h.committed(written{from: from, to: from + n, device: true})
 	h.pool.recordRows(&h.shape, h.r, from, from+n, st)
 	h.pool.stagingPutAfter(buf, staged)
-	h.inflight = append(h.inflight, landed)
+	h.async.join(h)
+	h.async.inflight = append(h.async.inflight, landed)
 	return nil
 }
 
@@ -236,7 +224,7 @@ func (sh *shape) readAsync(op string, r *root, st device.Stream, from, to int, d
 	if err != nil {
 		return sh.errorf(op, "%w", err)
 	}
-	if err := sh.checkDst(op, from, to, dst); err != nil {
+	if err := sh.checkDst(op, to-from, dst); err != nil {
 		return err
 	}
 	spans, err := sh.spans(op, r, from, to)

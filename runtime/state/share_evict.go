@@ -28,21 +28,6 @@ import "github.com/gpustate/gpustate/runtime/state/internal/blocks"
 // maxCachedVictims bounds the cached entries one reclaim round ranks.
 const maxCachedVictims = 64
 
-// cacheRef is the cache's record of one block it holds a reference to.
-type cacheRef struct {
-	e *prefixEntry
-	// counted: the block's references fell to the cache's own, and it is
-	// in the count of the bytes only the cache holds.
-	counted bool
-}
-
-// entryList is the cache's list of free entries, least recently freed
-// first.
-type entryList struct {
-	front, back *prefixEntry
-	n           int
-}
-
 func (l *entryList) pushBack(e *prefixEntry) {
 	e.prev, e.next, e.listed = l.back, nil, true
 	if l.back != nil {
