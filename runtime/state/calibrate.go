@@ -13,25 +13,59 @@ import (
 // The cost model: what a pool measures of its backend once, for Plan and
 // At to estimate the cost of a reconstruction (see checkpoint.go).
 
-// CostModel is what a pool measured of its backend once, to estimate
-// reconstruction costs: a device-to-device copy of n bytes costs
-// CopyFixed + n*CopyPerByte, a block taken (copied on write or added)
-// costs Block besides its copy, applying one column of one delta costs
-// PerDelta besides its copies, and every reconstruction Fixed. The figures
-// are measured on memory the CPU's caches do not hold, as a reconstruction
-// of a past version finds it.
+// CostModel is what a pool measured of its backend, to estimate
+// reconstruction costs (docs/GUIDE.md, "The cost model"): a
+// device-to-device copy of n bytes costs CopyFixed + n*CopyPerByte, a block
+// taken (copied on write or added) costs Block besides its copy, applying
+// one column of one delta costs PerDelta besides its copies, and every
+// reconstruction Fixed. Those figures are of one size class, BlockBytes
+// (a pool measures each class its states' largest blocks are of, on first
+// use). Copies between the host and the device cost HtoD and DtoH, and
+// memory the pool takes new (never touched before: on the host backend the
+// first touch of its pages) NewPerByte. The figures are measured on memory
+// the CPU's caches do not hold, as a reconstruction of a past version
+// finds it.
 type CostModel struct {
 	CopyFixed   time.Duration
 	CopyPerByte float64 // nanoseconds per byte
 	Block       time.Duration
 	PerDelta    time.Duration
 	Fixed       time.Duration
+	// Node is the cost of copying one node of a state's block tree on the
+	// path to a block taken (path copying takes a reference to each of
+	// its children).
+	Node time.Duration
+	// BlockBytes is the size class the figures above were measured on.
+	BlockBytes int
+	// HtoD and DtoH are copies from and to the host.
+	HtoD, DtoH Transfer
+	// NewPerByte is the cost of a byte of memory new to the pool, in
+	// nanoseconds (its first touch), and NewBlock that of making a block
+	// of new memory (the pool's growth: the backend allocation and the
+	// block's record, shared by the blocks it makes); NewKnown says they
+	// were measured: only a calibration whose blocks the pool took new
+	// measures them.
+	NewPerByte float64
+	NewBlock   time.Duration
+	NewKnown   bool
+}
+
+// Transfer is the cost of one direction of copy: Fixed + n*PerByte for n
+// bytes.
+type Transfer struct {
+	Fixed   time.Duration
+	PerByte float64 // nanoseconds per byte
+}
+
+func (t Transfer) of(copies int, bytes int64) float64 {
+	return float64(copies)*float64(t.Fixed) + float64(bytes)*t.PerByte
 }
 
 func (m CostModel) estimate(c *Candidate, columns int) time.Duration {
 	ns := float64(m.Fixed) + float64(c.Copies)*float64(m.CopyFixed) +
-		float64(c.SeedBytes+c.DeltaBytes)*m.CopyPerByte + float64(c.Blocks)*float64(m.Block) +
-		float64(c.Deltas*columns)*float64(m.PerDelta)
+		float64(c.SeedBytes+c.DeltaBytes-c.readBytes)*m.CopyPerByte + float64(c.Blocks)*float64(m.Block) +
+		float64(c.Deltas*columns)*float64(m.PerDelta) + m.DtoH.of(c.reads, c.readBytes) +
+		float64(c.nodes)*float64(m.Node)
 	return time.Duration(ns)
 }
 
@@ -47,10 +81,12 @@ func (p *Pool) CostModel() (CostModel, error) {
 }
 
 type calibration struct {
-	mu    sync.Mutex
-	done  bool
-	model CostModel
-	fits  map[int]*fit // the model against measured reconstructions, per size class (bytes)
+	mu      sync.Mutex
+	done    bool
+	model   CostModel          // of the pool's own size class
+	classes map[int]*CostModel // of other size classes (bytes), measured on first use
+	fits    map[int]*fit       // the model against measured reconstructions, per size class (bytes)
+	now     func() time.Time   // the clock of calibration; nil: time.Now
 }
 
 // A fit refines the calibrated model by the reconstructions At measured
@@ -103,6 +139,17 @@ func (f fit) scale() (mid, lo, hi float64, known bool) {
 // blocks, which carry most of a reconstruction's bytes.
 func (h *Head) fitClass() int { return slices.Max(h.blockBytes) }
 
+// fitSizeClass is the size class of fitClass.
+func (h *Head) fitSizeClass() *sizeClass {
+	best := h.cls[0]
+	for _, c := range h.cls {
+		if c.bytes > best.bytes {
+			best = c
+		}
+	}
+	return best
+}
+
 // fitFor returns the pool's fit for size class cls (bytes).
 func (p *Pool) fitFor(cls int) fit {
 	p.calib.mu.Lock()
@@ -126,7 +173,21 @@ func (p *Pool) observe(cls int, c *Candidate, measured time.Duration) {
 		f = &fit{}
 		p.calib.fits[cls] = f
 	}
-	f.observe(c.model, measured-c.Replayed)
+	f.observe(c.model, measured-c.Replayed-c.newCost)
+}
+
+// freeBlocks returns the free blocks of class c that held rows: those an
+// allocation takes before memory new to the pool. Clean blocks were carved
+// from slab space no block used (their pages, on the host backend, not yet
+// touched), so they count as new.
+func (p *Pool) freeBlocks(c *sizeClass) int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := c.nfree - int64(len(c.clean))
+	if c.hot.Load() != nil {
+		n++
+	}
+	return n
 }
 
 // costModel returns the pool's cost model, measuring it on first use. A
@@ -135,14 +196,42 @@ func (p *Pool) observe(cls int, c *Candidate, measured time.Duration) {
 func (p *Pool) costModel() (CostModel, error) {
 	p.calib.mu.Lock()
 	defer p.calib.mu.Unlock()
+	return p.ownModelLocked()
+}
+
+// ownModelLocked is costModel with p.calib.mu held.
+func (p *Pool) ownModelLocked() (CostModel, error) {
 	if !p.calib.done {
-		m, err := p.calibrate()
+		m, err := p.calibrate(p.own, nil)
 		if err != nil {
 			return CostModel{}, err
 		}
 		p.calib.model, p.calib.done = m, true
 	}
 	return p.calib.model, nil
+}
+
+// classModel returns the cost model of size class cls, measuring it (and
+// the pool's own first) on first use.
+func (p *Pool) classModel(cls *sizeClass) (CostModel, error) {
+	p.calib.mu.Lock()
+	defer p.calib.mu.Unlock()
+	own, err := p.ownModelLocked()
+	if err != nil || cls == p.own || own.BlockBytes == 0 {
+		return own, err // a model of no class (set, not measured) serves all
+	}
+	if m := p.calib.classes[cls.bytes]; m != nil {
+		return *m, nil
+	}
+	m, err := p.calibrate(cls, &own)
+	if err != nil {
+		return CostModel{}, err
+	}
+	if p.calib.classes == nil {
+		p.calib.classes = make(map[int]*CostModel)
+	}
+	p.calib.classes[cls.bytes] = &m
+	return m, nil
 }
 
 // calibrationOwner owns the blocks the calibration takes. Its rows are
@@ -156,19 +245,29 @@ const calibrationOwner Owner = "state: cost model calibration"
 const calibRowBytes = 64
 
 // calibrate measures the backend and the store as a reconstruction uses
-// them, on memory the CPU's caches do not hold (it streams through a
-// buffer larger than them before each measurement): device copies of a few
-// bytes and of whole blocks between distinct blocks, a synthetic
-// reconstruction of one-row deltas into one block, which gives the cost of
-// a delta, and blocks taken into a tree and given back.
-func (p *Pool) calibrate() (CostModel, error) {
-	c, err := p.newCalibrator()
+// them, in blocks of class cls, on memory the CPU's caches do not hold (it
+// streams through a buffer larger than them before each measurement):
+// device copies of a few bytes and of whole blocks between distinct
+// blocks, a synthetic reconstruction of one-row deltas into one block,
+// which gives the cost of a delta, and blocks taken into a tree and given
+// back. With pool nil it measures the pool-wide figures too: copies to and
+// from the host, and, when its blocks are memory new to the pool, the
+// first touch of new memory; else it takes them from pool.
+func (p *Pool) calibrate(cls *sizeClass, pool *CostModel) (CostModel, error) {
+	c, err := p.newCalibrator(cls)
 	if err != nil {
 		return CostModel{}, err
 	}
 	defer c.close()
-	var m CostModel
-	for _, measure := range []func(*CostModel) error{c.measureCopies, c.measureDelta, c.measureBlock} {
+	m := CostModel{BlockBytes: cls.bytes}
+	measures := []func(*CostModel) error{c.measureCopies, c.measureDelta, c.measureBlock, c.measureNode}
+	if pool == nil {
+		measures = append([]func(*CostModel) error{c.measureNew}, append(measures, c.measureHost)...)
+	} else {
+		m.HtoD, m.DtoH = pool.HtoD, pool.DtoH
+		m.NewPerByte, m.NewBlock, m.NewKnown = pool.NewPerByte, pool.NewBlock, pool.NewKnown
+	}
+	for _, measure := range measures {
 		if err := measure(&m); err != nil {
 			return CostModel{}, err
 		}
@@ -181,39 +280,94 @@ func (p *Pool) calibrate() (CostModel, error) {
 // destination blocks, and the buffer that evicts the CPU's caches.
 type calibrator struct {
 	p        *Pool
+	cls      *sizeClass
 	n        int
 	blks     []*block // src, then dst
 	src, dst []*block
 	evict    []byte
+	fresh    bool             // the blocks are memory new to the pool
+	grow     time.Duration    // with fresh: the growth that made them, per block it made
+	firsts   [3]time.Duration // the blocks' first writes, per block, in three parts
 }
 
-// newCalibrator takes 2n blocks: n is 64, or fewer in a fuller pool.
-// It takes only blocks the pool has room for as it is: calibration never
-// reclaims, so it never evicts a handle's state nor waits for one.
-func (p *Pool) newCalibrator() (*calibrator, error) {
+// calibBytes bounds the bytes of the n blocks a calibration copies.
+const calibBytes = 1 << 20
+
+// newCalibrator takes 2n blocks of class cls: n is 64, or fewer in a
+// fuller pool or of large blocks (calibBytes). It takes only blocks the pool has room for as it is:
+// calibration never reclaims, so it never evicts a handle's state nor
+// waits for one.
+func (p *Pool) newCalibrator(cls *sizeClass) (*calibrator, error) {
 	var blks []*block
 	var err error
-	n := 64
+	before := p.Stats().ReservedBytes
+	n := max(1, min(64, calibBytes/cls.bytes))
+	var took time.Duration
 	for ; ; n /= 2 {
 		// 3n: measureBlock takes n more, which it finds free again.
-		if blks, err = p.allocOnce(nil, p.own, calibrationOwner, 3*n, false); err == nil || n <= 1 || !errors.Is(err, ErrNoMemory) {
+		start := p.calibNow()
+		blks, err = p.allocOnce(nil, cls, calibrationOwner, 3*n, false)
+		took = p.calibNow().Sub(start)
+		if err == nil || n <= 1 || !errors.Is(err, ErrNoMemory) {
 			break
 		}
 	}
 	if err != nil {
 		return nil, err
 	}
+	grown := p.Stats().ReservedBytes - before
+	c := &calibrator{p: p, cls: cls, n: n, blks: blks[:2*n], src: blks[:n], dst: blks[n : 2*n], fresh: grown >= int64(3*n*cls.bytes)}
+	if c.fresh {
+		c.grow = took / time.Duration(grown/int64(cls.bytes))
+	}
+	if p.b.Name() == "host" {
+		c.evict = coldBuffer()
+	}
+	// Every block is written once before use, and so is every block given
+	// back: an allocation that finds them free never pays their first
+	// touch, which Plan prices for memory new to the pool only.
+	c.firsts, err = c.touch(blks)
 	var freed []*block
 	for _, b := range blks[2*n:] {
 		releaseBlock(b, &freed)
 	}
 	p.free(freed)
-	blks = blks[:2*n]
-	c := &calibrator{p: p, n: n, blks: blks, src: blks[:n], dst: blks[n:]}
-	if p.b.Name() == "host" {
-		c.evict = coldBuffer()
+	if err != nil {
+		c.close()
+		return nil, err
 	}
 	return c, nil
+}
+
+// touch writes the blocks, in three parts, and returns the time per block
+// each part took.
+func (c *calibrator) touch(blks []*block) ([3]time.Duration, error) {
+	var out [3]time.Duration
+	k := len(blks) / 3
+	for i := range out {
+		part := blks[i*k : (i+1)*k]
+		if i == 2 {
+			part = blks[i*k:]
+		}
+		c.cold()
+		var err error
+		if out[i], err = c.timed(len(part), c.fill(part)); err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}
+
+// fill returns a run that zeroes the blocks.
+func (c *calibrator) fill(blks []*block) func() error {
+	return func() error {
+		for _, b := range blks {
+			if err := c.p.b.Memset(b.ptr, 0, c.cls.bytes); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 }
 
 // coldBytes is the size of the buffer calibration streams through to
@@ -269,19 +423,39 @@ func (c *calibrator) take(cls *sizeClass) (*block, error) {
 	return b[0], nil
 }
 
+// now reads the calibration's clock.
+func (c *calibrator) now() time.Time { return c.p.calibNow() }
+
+// calibNow reads the calibration's clock.
+func (p *Pool) calibNow() time.Time {
+	if f := p.calib.now; f != nil {
+		return f()
+	}
+	return time.Now()
+}
+
+// timed returns the time per step of one run of steps, synced.
+func (c *calibrator) timed(steps int, run func() error) (time.Duration, error) {
+	start := c.now()
+	if err := run(); err != nil {
+		return 0, err
+	}
+	if err := c.p.b.Sync(); err != nil {
+		return 0, err
+	}
+	return c.now().Sub(start) / time.Duration(steps), nil
+}
+
 // median returns the median time per step of seven cold runs of steps.
 func (c *calibrator) median(steps int, run func() error) (time.Duration, error) {
 	var runs [7]time.Duration
 	for i := range runs {
 		c.cold()
-		start := time.Now()
-		if err := run(); err != nil {
+		t, err := c.timed(steps, run)
+		if err != nil {
 			return 0, err
 		}
-		if err := c.p.b.Sync(); err != nil {
-			return 0, err
-		}
-		runs[i] = time.Since(start) / time.Duration(steps)
+		runs[i] = t
 	}
 	slices.Sort(runs[:])
 	return runs[len(runs)/2], nil
@@ -307,14 +481,69 @@ func (c *calibrator) measureCopies(m *CostModel) error {
 	if err != nil {
 		return err
 	}
-	tBig, err := c.median(c.n, c.copyEach(c.p.blockBytes))
+	tBig, err := c.median(c.n, c.copyEach(c.cls.bytes))
 	if err != nil {
 		return err
 	}
-	m.CopyFixed = tSmall
-	if tBig > tSmall {
-		m.CopyPerByte = float64(tBig-tSmall) / float64(c.p.blockBytes-calibRowBytes)
+	m.CopyFixed, m.CopyPerByte = line(tSmall, tBig, c.cls.bytes)
+	return nil
+}
+
+// line returns the fixed cost and the cost per byte of a copy that took
+// small for calibRowBytes bytes and big for bytes.
+func line(small, big time.Duration, bytes int) (time.Duration, float64) {
+	if bytes <= calibRowBytes || big <= small {
+		return small, 0
 	}
+	per := float64(big-small) / float64(bytes-calibRowBytes)
+	return max(0, small-time.Duration(per*calibRowBytes)), per
+}
+
+// measureHost sets HtoD and DtoH from copies of a row and of a block
+// between the blocks and a host buffer.
+func (c *calibrator) measureHost(m *CostModel) error {
+	buf := make([]byte, c.cls.bytes)
+	for _, dir := range []struct {
+		t    *Transfer
+		copy func(b *block, n int) error
+	}{
+		{&m.HtoD, func(b *block, n int) error { return c.p.b.CopyHtoD(b.ptr, buf[:n]) }},
+		{&m.DtoH, func(b *block, n int) error { return c.p.b.CopyDtoH(buf[:n], b.ptr) }},
+	} {
+		var ts [2]time.Duration
+		for i, n := range []int{calibRowBytes, c.cls.bytes} {
+			var err error
+			ts[i], err = c.median(c.n, func() error {
+				for _, b := range c.dst {
+					if err := dir.copy(b, n); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+		}
+		dir.t.Fixed, dir.t.PerByte = line(ts[0], ts[1], c.cls.bytes)
+	}
+	return nil
+}
+
+// measureNew sets NewPerByte when the calibrator's blocks are memory new
+// to the pool: the median of their first writes (newCalibrator) against
+// that of writes again, all with the CPU's caches cold.
+func (c *calibrator) measureNew(m *CostModel) error {
+	if !c.fresh {
+		return nil
+	}
+	again, err := c.median(c.n, c.fill(c.dst))
+	if err != nil {
+		return err
+	}
+	f := c.firsts
+	slices.Sort(f[:])
+	m.NewPerByte, m.NewBlock, m.NewKnown = max(0, float64(f[1]-again)/float64(c.cls.bytes)), c.grow, true
 	return nil
 }
 
@@ -324,8 +553,8 @@ func (c *calibrator) measureCopies(m *CostModel) error {
 // block. Per delta it costs one copy of a row (and one block over all).
 func (c *calibrator) measureDelta(m *CostModel) error {
 	p := c.p
-	// Blocks of the pool's own size, those of c.src and c.dst.
-	l := &Layout{Type: "calibration", Columns: []Column{{ElemSize: 1, Width: calibRowBytes}}, BlockRows: p.blockBytes / calibRowBytes}
+	// Blocks of the calibrated class, those of c.src and c.dst.
+	l := &Layout{Type: "calibration", Columns: []Column{{ElemSize: 1, Width: calibRowBytes}}, BlockRows: c.cls.bytes / calibRowBytes}
 	h := &Head{shape: newShape(p, l, calibrationOwner)}
 	var freed []*block
 	base := newRoot(1)
@@ -362,6 +591,36 @@ func (c *calibrator) measureDelta(m *CostModel) error {
 	return nil
 }
 
+// measureNode sets Node from paths copied in a tree of calibNodes leaves,
+// one leaf each: the tree holds block records of its own, which no pool
+// allocation ever returns and nothing frees (each keeps a reference
+// besides the tree's).
+func (c *calibrator) measureNode(m *CostModel) error {
+	recs := make([]block, calibNodes*fan)
+	base := newRoot(1)
+	var freed []*block
+	for i := range recs {
+		recs[i].rc.Store(2)
+		base.cols[0].set(i, &recs[i], &freed)
+	}
+	defer base.release(&freed)
+	var err error
+	m.Node, err = c.median(calibNodes, func() error {
+		r := base.retain().own(&freed)
+		for k := range calibNodes {
+			b := &recs[k*fan+k%fan]
+			b.rc.Add(1)
+			r.cols[0].set(k*fan+k%fan, b, &freed)
+		}
+		r.release(&freed)
+		return nil
+	})
+	return err
+}
+
+// calibNodes is the number of leaves measureNode copies.
+const calibNodes = 64
+
 // measureBlock sets Block from blocks taken from the pool, put into a
 // tree by path copying, and given back when the tree is released.
 func (c *calibrator) measureBlock(m *CostModel) error {
@@ -370,7 +629,7 @@ func (c *calibrator) measureBlock(m *CostModel) error {
 		r := newRoot(1)
 		var freed []*block
 		for i := range c.n {
-			b, err := c.take(c.p.own)
+			b, err := c.take(c.cls)
 			if err != nil {
 				r.release(&freed)
 				c.p.free(freed)

@@ -47,6 +47,13 @@ type Plan struct {
 	// time refined this estimate: those of states whose largest blocks
 	// are of the same size class.
 	Observed int
+	// Unmeasured says the pool never measured a cost this plan incurs,
+	// so it gives no estimate rather than a guess: Estimate, Low and High
+	// are zero, and the candidates are ranked by the bytes they copy. The
+	// pool had no free room to calibrate in (calibration never evicts,
+	// and the next Plan or At tries again), or the plan takes memory new
+	// to the pool (NewBytes) on a pool that never measured new memory.
+	Unmeasured bool
 }
 
 // Candidate is one way to reconstruct a version: seed from the checkpoint
@@ -60,15 +67,27 @@ type Candidate struct {
 	SeedBytes, DeltaBytes int64
 	// Copies counts the device copies, Blocks the blocks taken.
 	Copies, Blocks int
+	// NewBytes are the bytes of the blocks the reconstruction takes
+	// beyond those the pool has free, which it carves from memory it
+	// never used (on the host backend, pages touched for the first time).
+	NewBytes int64
 	// Steps counts the versions among Deltas made by Step, which the
 	// reconstruction runs again (replay.go); Replayed is the time their
-	// step functions took when they ran.
+	// step functions are expected to take: each the median of the times
+	// the history's steps took when they ran.
 	Steps    int
 	Replayed time.Duration
 	// Estimate is the cost by the pool's cost model, refined by the
-	// reconstructions the pool measured (Plan.Observed), plus Replayed.
+	// reconstructions the pool measured (Plan.Observed), plus the cost of
+	// NewBytes and Replayed.
 	Estimate time.Duration
-	model    time.Duration // the calibrated model's estimate, steps left out
+	model    time.Duration // the calibrated model's estimate, new memory and steps left out
+	newCost  time.Duration // the cost of NewBytes
+	// reads counts the copies to the host (verified steps' hashes),
+	// readBytes their bytes (part of DeltaBytes).
+	reads     int
+	readBytes int64
+	nodes     int // tree nodes copied on the paths to the blocks taken
 }
 
 type delta struct {
@@ -395,64 +414,6 @@ func (x *history) find(v Version) int {
 	return i
 }
 
-// candidates returns every way to reconstruct entry t, cheapest first.
-func (h *Head) candidates(t int, model CostModel, f fit) []Candidate {
-	x := h.hist
-	var out []Candidate
-	for q := t; q >= 0; q-- {
-		if x.entries[q].cp != nil {
-			out = append(out, h.candidate(q, t, model, f))
-		}
-		if q > 0 && x.entries[q].d == nil {
-			break // a gap: nothing before it reaches t
-		}
-	}
-	slices.SortStableFunc(out, func(a, b Candidate) int { return cmp.Compare(a.Estimate, b.Estimate) })
-	return out
-}
-
-type blockKey struct{ col, idx int }
-
-// candidate estimates seeding from entry q's checkpoint and applying the
-// deltas of entries q+1..t.
-func (h *Head) candidate(q, t int, model CostModel, f fit) Candidate {
-	x := h.hist
-	c := Candidate{Checkpoint: x.entries[q].pos.v, Deltas: t - q}
-	touched := map[blockKey]bool{}
-	rows := x.entries[q].rows
-	for j := q + 1; j <= t; j++ {
-		d := x.entries[j].d
-		if d.step != nil {
-			c.Steps++
-			c.Replayed += d.step.took
-		}
-		for col, per := range h.perBlock {
-			rb := h.rowBytes[col]
-			for bi := d.from / per; bi*per < d.to; bi++ {
-				k := blockKey{col, bi}
-				if touched[k] {
-					continue
-				}
-				touched[k] = true
-				c.Blocks++
-				if used := min(rows, (bi+1)*per) - bi*per; used > 0 {
-					c.SeedBytes += int64(used * rb)
-					c.Copies++
-				}
-			}
-			if d.step == nil {
-				c.Copies += copies(d.from, d.to, per)
-			}
-		}
-		c.DeltaBytes += d.replayBytes()
-		rows = x.entries[j].rows
-	}
-	c.model = model.estimate(&c, len(h.rowBytes))
-	mid, _, _, _ := f.scale()
-	c.Estimate = time.Duration(float64(c.model)*mid) + c.Replayed
-	return c
-}
-
 // plan returns the plan for version v. h.mu is held.
 func (h *Head) planAt(op string, v Version) (Plan, int, error) {
 	if h.hist == nil {
@@ -462,19 +423,25 @@ func (h *Head) planAt(op string, v Version) (Plan, int, error) {
 	if t < 0 {
 		return Plan{}, 0, h.errorf(op, "version %d is not in the retained history of the head's line: %w", v, ErrNotRetained)
 	}
-	model, err := h.pool.costModel()
+	pr, err := h.pricing(op)
 	if err != nil {
-		return Plan{}, 0, h.errorf(op, "calibrating the cost model: %w", err)
+		return Plan{}, 0, err
 	}
-	f := h.pool.fitFor(h.fitClass())
-	cs := h.candidates(t, model, f)
+	cs := h.candidates(t, pr)
 	if len(cs) == 0 {
 		return Plan{}, 0, h.errorf(op, "version %d: a delta before it was not retained: %w", v, ErrNotRetained)
 	}
-	pl := Plan{Target: v, Candidate: cs[0], Alternatives: cs[1:], Observed: f.n}
-	if _, lo, hi, known := f.scale(); known {
-		pl.Low = time.Duration(float64(pl.model)*lo) + pl.Replayed
-		pl.High = time.Duration(float64(pl.model)*hi) + pl.Replayed
+	pl := Plan{Target: v, Candidate: cs[0], Alternatives: cs[1:], Observed: pr.f.n}
+	pl.Unmeasured = !pr.known || (pl.NewBytes > 0 && !pr.model.NewKnown)
+	if pl.Unmeasured {
+		for _, c := range append([]*Candidate{&pl.Candidate}, pointers(pl.Alternatives)...) {
+			c.Estimate, c.model, c.newCost = 0, 0, 0
+		}
+		return pl, t, nil
+	}
+	if _, lo, hi, known := pr.f.scale(); known {
+		pl.Low = time.Duration(float64(pl.model)*lo) + pl.newCost + pl.Replayed
+		pl.High = time.Duration(float64(pl.model)*hi) + pl.newCost + pl.Replayed
 	}
 	return pl, t, nil
 }
@@ -520,7 +487,9 @@ func (h *Head) At(v Version) (*Snap, error) {
 		return nil, h.errorf("At", "version %d: %w", v, err)
 	}
 	p.Measured = time.Since(start)
-	h.pool.observe(h.fitClass(), &p.Candidate, p.Measured)
+	if !p.Unmeasured {
+		h.pool.observe(h.fitClass(), &p.Candidate, p.Measured)
+	}
 	h.lin.mu.Lock()
 	s := &Snap{shape: h.shape, lin: h.lin, r: r, pos: x.entries[t].pos}
 	s.logical = h.logicalOf(r)

@@ -3,6 +3,7 @@ package state
 import (
 	"fmt"
 	"hash/maphash"
+	"slices"
 	"time"
 
 	"github.com/gpustate/gpustate/runtime/device"
@@ -215,6 +216,24 @@ func (d *delta) replayBytes() int64 {
 		return d.step.state
 	}
 	return 0
+}
+
+// stepTime returns the median of the times the history's steps took when
+// they ran: the expected time of one replayed step. A median, so that a
+// step that paid for something besides its rows (memory new to the pool,
+// a cold start) does not price the others.
+func (x *history) stepTime() time.Duration {
+	var ts []time.Duration
+	for _, e := range x.entries {
+		if e.d != nil && e.d.step != nil {
+			ts = append(ts, e.d.step.took)
+		}
+	}
+	if len(ts) == 0 {
+		return 0
+	}
+	slices.Sort(ts)
+	return ts[len(ts)/2]
 }
 
 // inputBytes returns the bytes of the inputs the history records.

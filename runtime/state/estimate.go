@@ -1,0 +1,161 @@
+package state
+
+import (
+	"cmp"
+	"errors"
+	"slices"
+	"time"
+)
+
+// Estimates: how Plan prices the ways to reconstruct a version
+// (docs/GUIDE.md, "The cost model"). Each candidate counts what its
+// reconstruction will do (copies and their bytes, blocks taken, tree nodes
+// copied on their paths, blocks the pool has no free one for, steps to run
+// again, rows read back to verify), and the size class's cost model,
+// measured on the pool's backend (calibrate.go), prices the counts; the
+// pool's measured reconstructions of the class scale the price (fit).
+
+// pricing is what candidates are priced by: the size class's cost model
+// (known false: none was measured), its fit, the free blocks of the
+// head's classes, and the expected time of one replayed step.
+type pricing struct {
+	model CostModel
+	known bool
+	f     fit
+	free  map[*sizeClass]int64
+	step  time.Duration
+}
+
+// candidates returns every way to reconstruct entry t, cheapest first.
+func (h *Head) candidates(t int, pr *pricing) []Candidate {
+	x := h.hist
+	var out []Candidate
+	for q := t; q >= 0; q-- {
+		if x.entries[q].cp != nil {
+			out = append(out, h.candidate(q, t, pr))
+		}
+		if q > 0 && x.entries[q].d == nil {
+			break // a gap: nothing before it reaches t
+		}
+	}
+	cost := func(c Candidate) int64 {
+		if pr.known {
+			return int64(c.Estimate)
+		}
+		return c.SeedBytes + c.DeltaBytes
+	}
+	slices.SortStableFunc(out, func(a, b Candidate) int { return cmp.Compare(cost(a), cost(b)) })
+	return out
+}
+
+type blockKey struct{ col, idx int }
+
+// nodeKey is a node of a column's block tree: its level (0: leaves) and
+// its index there.
+type nodeKey struct{ col, lvl, idx int }
+
+// candidate estimates seeding from entry q's checkpoint and applying the
+// deltas of entries q+1..t.
+func (h *Head) candidate(q, t int, pr *pricing) Candidate {
+	x := h.hist
+	c := Candidate{Checkpoint: x.entries[q].pos.v, Deltas: t - q}
+	touched := map[blockKey]bool{}
+	nodes := map[nodeKey]bool{}
+	taken := make([]int64, len(h.perBlock))
+	rows := x.entries[q].rows
+	for j := q + 1; j <= t; j++ {
+		d := x.entries[j].d
+		if d.step != nil {
+			c.Steps++
+			c.Replayed += pr.step
+		}
+		for col, per := range h.perBlock {
+			rb := h.rowBytes[col]
+			for bi := d.from / per; bi*per < d.to; bi++ {
+				k := blockKey{col, bi}
+				if touched[k] {
+					continue
+				}
+				touched[k] = true
+				for lvl, i := 0, bi>>fanBits; ; lvl, i = lvl+1, i>>fanBits {
+					if nk := (nodeKey{col, lvl, i}); !nodes[nk] {
+						nodes[nk] = true
+						c.nodes++
+					}
+					if i == 0 {
+						break
+					}
+				}
+				c.Blocks++
+				taken[col]++
+				if used := min(rows, (bi+1)*per) - bi*per; used > 0 {
+					c.SeedBytes += int64(used * rb)
+					c.Copies++
+				}
+			}
+			if d.step == nil {
+				c.Copies += copies(d.from, d.to, per)
+			} else if d.step.verify {
+				c.reads += (x.entries[j].rows + per - 1) / per // one read per block (hashRows)
+			}
+		}
+		if d.step != nil && d.step.verify {
+			c.readBytes += d.step.state
+		}
+		c.DeltaBytes += d.replayBytes()
+		rows = x.entries[j].rows
+	}
+	var newBlocks int64
+	c.NewBytes, newBlocks = h.newBytes(taken, pr.free)
+	if !pr.known {
+		return c
+	}
+	c.model = pr.model.estimate(&c, len(h.rowBytes))
+	c.newCost = time.Duration(float64(c.NewBytes)*pr.model.NewPerByte) + time.Duration(newBlocks)*pr.model.NewBlock
+	mid, _, _, _ := pr.f.scale()
+	c.Estimate = time.Duration(float64(c.model)*mid) + c.newCost + c.Replayed
+	return c
+}
+
+// newBytes returns the blocks, taken[col] of each column, that the free
+// blocks of their classes do not cover, and their bytes.
+func (h *Head) newBytes(taken []int64, free map[*sizeClass]int64) (bytes, blocks int64) {
+	need := map[*sizeClass]int64{}
+	for col, n := range taken {
+		need[h.cls[col]] += n
+	}
+	for cls, n := range need {
+		k := max(0, n-free[cls])
+		bytes += k * int64(cls.bytes)
+		blocks += k
+	}
+	return bytes, blocks
+}
+
+// pricing returns what h's candidates are priced by: the cost model of
+// its largest blocks' class, measured on first use. A pool that had no
+// room to measure it prices nothing (known false).
+func (h *Head) pricing(op string) (*pricing, error) {
+	cls := h.fitSizeClass()
+	pr := &pricing{f: h.pool.fitFor(cls.bytes), step: h.hist.stepTime(), free: map[*sizeClass]int64{}}
+	m, err := h.pool.classModel(cls)
+	switch {
+	case err == nil:
+		pr.model, pr.known = m, true
+	case !errors.Is(err, ErrNoMemory):
+		return nil, h.errorf(op, "calibrating the cost model: %w", err)
+	}
+	for _, c := range h.cls {
+		pr.free[c] = h.pool.freeBlocks(c)
+	}
+	return pr, nil
+}
+
+// pointers returns pointers to the elements of cs.
+func pointers(cs []Candidate) []*Candidate {
+	out := make([]*Candidate, len(cs))
+	for i := range cs {
+		out[i] = &cs[i]
+	}
+	return out
+}
