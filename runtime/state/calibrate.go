@@ -160,8 +160,24 @@ func (p *Pool) fitFor(cls int) fit {
 	return fit{}
 }
 
+// observe refines the estimates by a reconstruction At performed by plan
+// pl, whose replayed steps took replayed: the history's fit of replayed
+// steps, and the pool's fit of h's size class with the rest (new memory
+// left out, which the model prices apart). A plan the pool could not price
+// refines nothing.
+func (h *Head) observe(pl *Plan, replayed time.Duration) {
+	if pl.Unmeasured {
+		return
+	}
+	c := &pl.Candidate
+	if c.Steps > 0 {
+		h.hist.stepFit.observe(time.Duration(c.Steps)*h.hist.stepMedian(), replayed)
+	}
+	h.pool.observe(h.fitClass(), c, pl.Measured-replayed)
+}
+
 // observe refines the fit of size class cls with a reconstruction
-// performed by plan c that took measured in all.
+// performed by plan c whose copies (steps left out) took measured.
 func (p *Pool) observe(cls int, c *Candidate, measured time.Duration) {
 	p.calib.mu.Lock()
 	defer p.calib.mu.Unlock()
@@ -173,7 +189,7 @@ func (p *Pool) observe(cls int, c *Candidate, measured time.Duration) {
 		f = &fit{}
 		p.calib.fits[cls] = f
 	}
-	f.observe(c.model, measured-c.Replayed-c.newCost)
+	f.observe(c.model, measured-c.newCost)
 }
 
 // freeBlocks returns the free blocks of class c that held rows: those an

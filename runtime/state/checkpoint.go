@@ -74,7 +74,8 @@ type Candidate struct {
 	// Steps counts the versions among Deltas made by Step, which the
 	// reconstruction runs again (replay.go); Replayed is the time their
 	// step functions are expected to take: each the median of the times
-	// the history's steps took when they ran.
+	// the history's steps took when they ran, scaled by how long the
+	// replays At measured took against it (a moving estimate).
 	Steps    int
 	Replayed time.Duration
 	// Estimate is the cost by the pool's cost model, refined by the
@@ -116,6 +117,11 @@ type history struct {
 	sinceBytes int64 // delta bytes since the last checkpoint
 	pending    *pendingDelta
 	last       *Plan // the last reconstruction At performed
+	// replayed sums the time step functions took in replays since At
+	// started (replayStep); stepFit is the moving fit of that time
+	// against the steps' median time when they ran (stepTime).
+	replayed time.Duration
+	stepFit  fit
 }
 
 func newHistory(p *CheckpointPolicy, pos position, r *root) *history {
@@ -481,15 +487,14 @@ func (h *Head) At(v Version) (*Snap, error) {
 	for x.entries[q].pos.v != p.Checkpoint || x.entries[q].cp == nil {
 		q--
 	}
+	x.replayed = 0
 	start := time.Now()
 	r, err := h.reconstruct(q, t)
 	if err != nil {
 		return nil, h.errorf("At", "version %d: %w", v, err)
 	}
 	p.Measured = time.Since(start)
-	if !p.Unmeasured {
-		h.pool.observe(h.fitClass(), &p.Candidate, p.Measured)
-	}
+	h.observe(&p, x.replayed)
 	h.lin.mu.Lock()
 	s := &Snap{shape: h.shape, lin: h.lin, r: r, pos: x.entries[t].pos}
 	s.logical = h.logicalOf(r)

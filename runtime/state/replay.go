@@ -168,7 +168,10 @@ func (h *Head) replayStep(r *root, d *delta, rows int) (*root, error) {
 		return r, err
 	}
 	rec := d.step
-	if err := rec.f(spans, rec.in); err != nil {
+	start := time.Now()
+	err = rec.f(spans, rec.in)
+	h.hist.replayed += time.Since(start)
+	if err != nil {
 		return r, fmt.Errorf("replaying a step: the step function failed: %w", err)
 	}
 	if rec.verify {
@@ -218,11 +221,19 @@ func (d *delta) replayBytes() int64 {
 	return 0
 }
 
-// stepTime returns the median of the times the history's steps took when
-// they ran: the expected time of one replayed step. A median, so that a
-// step that paid for something besides its rows (memory new to the pool,
-// a cold start) does not price the others.
+// stepTime returns the expected time of one replayed step: the median of
+// the times the history's steps took when they ran (so that a step that
+// paid for something besides its rows, memory new to the pool or a cold
+// start, does not price the others), scaled by the history's replays
+// measured since (stepFit).
 func (x *history) stepTime() time.Duration {
+	mid, _, _, _ := x.stepFit.scale()
+	return time.Duration(float64(x.stepMedian()) * mid)
+}
+
+// stepMedian returns the median of the times the history's steps took
+// when they ran.
+func (x *history) stepMedian() time.Duration {
 	var ts []time.Duration
 	for _, e := range x.entries {
 		if e.d != nil && e.d.step != nil {
