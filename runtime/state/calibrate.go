@@ -40,13 +40,12 @@ type CostModel struct {
 	// HtoD and DtoH are copies from and to the host.
 	HtoD, DtoH Transfer
 	// NewPerByte is the cost of a byte of memory new to the pool, in
-	// nanoseconds (its first touch), and NewBlock that of making a block
-	// of new memory (the pool's growth: the backend allocation and the
-	// block's record, shared by the blocks it makes); NewKnown says they
-	// were measured: only a calibration whose blocks the pool took new
-	// measures them.
+	// nanoseconds (its first touch), and NewGrowth that of one growth of
+	// the pool (a backend allocation and the records of the blocks it
+	// makes); NewKnown says they were measured: only a calibration whose
+	// blocks the pool took new measures them.
 	NewPerByte float64
-	NewBlock   time.Duration
+	NewGrowth  time.Duration
 	NewKnown   bool
 }
 
@@ -192,19 +191,24 @@ func (p *Pool) observe(cls int, c *Candidate, measured time.Duration) {
 	f.observe(c.model, measured-c.newCost)
 }
 
-// freeBlocks returns the free blocks of class c that held rows: those an
-// allocation takes before memory new to the pool. Clean blocks were carved
-// from slab space no block used (their pages, on the host backend, not yet
-// touched), so they count as new.
-func (p *Pool) freeBlocks(c *sizeClass) int64 {
+// freeBlocks returns what class c has free: the blocks that held rows,
+// which an allocation takes before memory new to the pool, and the clean
+// ones, carved from slab space no block used (on the host backend, pages
+// not yet touched), which count as new memory but need no growth; and how
+// many blocks one growth of the class makes.
+func (p *Pool) freeBlocks(c *sizeClass) classFree {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	n := c.nfree - int64(len(c.clean))
+	clean := int64(len(c.clean))
+	f := classFree{used: c.nfree - clean, clean: clean, grow: p.growBlocks(c, 1)}
 	if c.hot.Load() != nil {
-		n++
+		f.used++
 	}
-	return n
+	return f
 }
+
+// classFree is what freeBlocks returns.
+type classFree struct{ used, clean, grow int64 }
 
 // costModel returns the pool's cost model, measuring it on first use. A
 // measurement that fails (the pool has no room for its blocks) is tried
@@ -281,7 +285,7 @@ func (p *Pool) calibrate(cls *sizeClass, pool *CostModel) (CostModel, error) {
 		measures = append([]func(*CostModel) error{c.measureNew}, append(measures, c.measureHost)...)
 	} else {
 		m.HtoD, m.DtoH = pool.HtoD, pool.DtoH
-		m.NewPerByte, m.NewBlock, m.NewKnown = pool.NewPerByte, pool.NewBlock, pool.NewKnown
+		m.NewPerByte, m.NewGrowth, m.NewKnown = pool.NewPerByte, pool.NewGrowth, pool.NewKnown
 	}
 	for _, measure := range measures {
 		if err := measure(&m); err != nil {
@@ -302,7 +306,7 @@ type calibrator struct {
 	src, dst []*block
 	evict    []byte
 	fresh    bool             // the blocks are memory new to the pool
-	grow     time.Duration    // with fresh: the growth that made them, per block it made
+	grow     time.Duration    // with fresh: the growth that made them
 	firsts   [3]time.Duration // the blocks' first writes, per block, in three parts
 }
 
@@ -334,7 +338,7 @@ func (p *Pool) newCalibrator(cls *sizeClass) (*calibrator, error) {
 	grown := p.Stats().ReservedBytes - before
 	c := &calibrator{p: p, cls: cls, n: n, blks: blks[:2*n], src: blks[:n], dst: blks[n : 2*n], fresh: grown >= int64(3*n*cls.bytes)}
 	if c.fresh {
-		c.grow = took / time.Duration(grown/int64(cls.bytes))
+		c.grow = took
 	}
 	if p.b.Name() == "host" {
 		c.evict = coldBuffer()
@@ -559,7 +563,7 @@ func (c *calibrator) measureNew(m *CostModel) error {
 	}
 	f := c.firsts
 	slices.Sort(f[:])
-	m.NewPerByte, m.NewBlock, m.NewKnown = max(0, float64(f[1]-again)/float64(c.cls.bytes)), c.grow, true
+	m.NewPerByte, m.NewGrowth, m.NewKnown = max(0, float64(f[1]-again)/float64(c.cls.bytes)), c.grow, true
 	return nil
 }
 

@@ -111,8 +111,7 @@ func TestCalibrationPerDirection(t *testing.T) {
 		t.Fatal("a calibration on a new pool did not measure new memory")
 	}
 	near("NewPerByte", m.NewPerByte, tFirstPer)
-	st := p.Stats()
-	near("NewBlock", float64(m.NewBlock), float64(tAlloc/(st.ReservedBytes/int64(m.BlockBytes))))
+	near("NewGrowth", float64(m.NewGrowth), tAlloc)
 	if m.BlockBytes != p.BlockBytes() {
 		t.Fatalf("the pool's model is of blocks of %d bytes, want %d", m.BlockBytes, p.BlockBytes())
 	}

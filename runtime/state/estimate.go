@@ -22,7 +22,7 @@ type pricing struct {
 	model CostModel
 	known bool
 	f     fit
-	free  map[*sizeClass]int64
+	free  map[*sizeClass]classFree
 	step  time.Duration
 }
 
@@ -105,39 +105,52 @@ func (h *Head) candidate(q, t int, pr *pricing) Candidate {
 		c.DeltaBytes += d.replayBytes()
 		rows = x.entries[j].rows
 	}
-	var newBlocks int64
-	c.NewBytes, newBlocks = h.newBytes(taken, pr.free)
+	var growths int64
+	c.NewBytes, growths = h.newBytes(taken, pr.free)
 	if !pr.known {
 		return c
 	}
 	c.model = pr.model.estimate(&c, len(h.rowBytes))
-	c.newCost = time.Duration(float64(c.NewBytes)*pr.model.NewPerByte) + time.Duration(newBlocks)*pr.model.NewBlock
+	c.newCost = time.Duration(float64(c.NewBytes)*pr.model.NewPerByte) + time.Duration(growths)*pr.model.NewGrowth
 	mid, _, _, _ := pr.f.scale()
 	c.Estimate = time.Duration(float64(c.model)*mid) + c.newCost + c.Replayed
 	return c
 }
 
-// newBytes returns the blocks, taken[col] of each column, that the free
-// blocks of their classes do not cover, and their bytes.
-func (h *Head) newBytes(taken []int64, free map[*sizeClass]int64) (bytes, blocks int64) {
+// newBytes returns the bytes of memory new to the pool that the blocks
+// taken, taken[col] of each column, touch (those the free blocks that held
+// rows do not cover, in whole pages: newPage), and the growths of the pool
+// that make them (each makes a slab's worth of blocks, of which the
+// reconstruction, taking one block at a time, may use one).
+func (h *Head) newBytes(taken []int64, free map[*sizeClass]classFree) (bytes, growths int64) {
 	need := map[*sizeClass]int64{}
 	for col, n := range taken {
 		need[h.cls[col]] += n
 	}
 	for cls, n := range need {
-		k := max(0, n-free[cls])
-		bytes += k * int64(cls.bytes)
-		blocks += k
+		f := free[cls]
+		k := max(0, n-f.used)
+		if k == 0 {
+			continue
+		}
+		bytes += (k*int64(cls.bytes) + newPage - 1) / newPage * newPage
+		if g := k - f.clean; g > 0 && f.grow > 0 {
+			growths += (g + f.grow - 1) / f.grow
+		}
 	}
-	return bytes, blocks
+	return bytes, growths
 }
+
+// newPage is the unit new memory is touched in: a page of the host
+// backend (a device's new memory costs nothing per byte).
+const newPage = 4096
 
 // pricing returns what h's candidates are priced by: the cost model of
 // its largest blocks' class, measured on first use. A pool that had no
 // room to measure it prices nothing (known false).
 func (h *Head) pricing(op string) (*pricing, error) {
 	cls := h.fitSizeClass()
-	pr := &pricing{f: h.pool.fitFor(cls.bytes), step: h.hist.stepTime(), free: map[*sizeClass]int64{}}
+	pr := &pricing{f: h.pool.fitFor(cls.bytes), step: h.hist.stepTime(), free: map[*sizeClass]classFree{}}
 	m, err := h.pool.classModel(cls)
 	switch {
 	case err == nil:
