@@ -89,18 +89,22 @@ type calibration struct {
 }
 
 // A fit refines the calibrated model by the reconstructions At measured
-// of states whose largest blocks are of one size class:
-// a moving estimate (weight fitWeight) of the log of measured time over
-// the model's estimate, and of its variance, from n measurements. The
-// measured time of replayed steps is the steps' own, not the model's, and
-// is left out of both.
+// of states whose largest blocks are of one size class: a moving
+// estimate of the log of measured time over the model's estimate, the
+// median of the last fitWindow measured (a median, so that one
+// reconstruction the scheduler or the collector interrupted moves it
+// little, while a change of regime, caches warm after cold, takes over
+// within three), and their variance, from n measurements in all. The
+// measured time of replayed steps and the price of new memory are left
+// out of both.
 type fit struct {
+	last       [fitWindow]float64 // the latest log ratios, a ring
 	mean, vari float64
 	n          int
 }
 
 const (
-	fitWeight = 0.25
+	fitWindow = 5
 	// fitKnown is the measurements a spread needs before Plan reports it.
 	fitKnown = 3
 )
@@ -112,15 +116,21 @@ func (f *fit) observe(model, measured time.Duration) {
 		return
 	}
 	x := math.Log(float64(measured) / float64(model))
-	x = max(-10, min(10, x))
-	if f.n == 0 {
-		f.mean = x
-	} else {
-		d := x - f.mean
-		f.mean += fitWeight * d
-		f.vari = (1 - fitWeight) * (f.vari + fitWeight*d*d)
-	}
+	f.last[f.n%fitWindow] = max(-10, min(10, x))
 	f.n++
+	w := slices.Clone(f.last[:min(f.n, fitWindow)])
+	slices.Sort(w)
+	f.mean = (w[(len(w)-1)/2] + w[len(w)/2]) / 2
+	f.vari = 0
+	if len(w) > 1 {
+		var sum, sq float64
+		for _, v := range w {
+			sum += v
+			sq += v * v
+		}
+		k := float64(len(w))
+		f.vari = max(0, (sq-sum*sum/k)/(k-1))
+	}
 }
 
 // scale returns the factors the model's estimate is multiplied by: the

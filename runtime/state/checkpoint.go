@@ -39,7 +39,7 @@ type Plan struct {
 	Measured time.Duration
 	// Low and High are the range the chosen candidate's time is expected
 	// in: two deviations of measured against estimated time over the
-	// pool's earlier reconstructions. Both are zero when fewer than three
+	// pool's last five reconstructions of the size class. Both are zero when fewer than three
 	// were measured: the spread is not known, and Estimate is the
 	// calibrated model's alone (refined by any one or two measured).
 	Low, High time.Duration

@@ -146,8 +146,9 @@ func estimatePool(t *testing.T) (*Pool, *Head) {
 
 // TestEstimateRefreshedByMeasured injects measured times of
 // reconstructions and checks the moving estimate: the first sets the
-// scale, each later one moves it a quarter of the way (in log space)
-// towards its own, and the spread opens once three were measured.
+// scale, the estimate follows the median of the latest five (so one far
+// off moves it little, and a new regime takes over within three), and the
+// spread opens once three were measured.
 func TestEstimateRefreshedByMeasured(t *testing.T) {
 	_, h := estimatePool(t)
 	v := h.Version() - 1
@@ -164,25 +165,28 @@ func TestEstimateRefreshedByMeasured(t *testing.T) {
 		pl.Measured = time.Duration(float64(base.Estimate) * factor)
 		h.observe(&pl, 0)
 	}
-	within := func(got time.Duration, want float64) bool {
-		return math.Abs(float64(got)/float64(base.Estimate)-want) < 1e-3
+	scale := func() float64 { return float64(plan().Estimate) / float64(base.Estimate) }
+	within := func(got, want float64) bool { return math.Abs(got/want-1) < 1e-3 }
+	measure(2)
+	if pl := plan(); !within(scale(), 2) || pl.Observed != 1 || pl.Low != 0 {
+		t.Fatalf("after one reconstruction twice the estimate: estimate %.3fx, observed %d, low %v", scale(), pl.Observed, pl.Low)
 	}
 	measure(2)
-	if pl := plan(); !within(pl.Estimate, 2) || pl.Observed != 1 || pl.Low != 0 {
-		t.Fatalf("after one reconstruction twice the estimate: estimate %.3fx, observed %d, low %v", float64(pl.Estimate)/float64(base.Estimate), pl.Observed, pl.Low)
+	measure(2)
+	measure(50) // interrupted
+	if got := scale(); !within(got, 2) {
+		t.Fatalf("after 2x three times and one 50x: estimate %.3fx, want 2", got)
 	}
-	measure(4)
-	if pl := plan(); !within(pl.Estimate, math.Pow(2, 1.25)) {
-		t.Fatalf("after 2x then 4x: estimate %.3fx, want 2^1.25", float64(pl.Estimate)/float64(base.Estimate))
+	for i, want := range []float64{2, 2, 0.5} { // warm: a quarter of it
+		measure(0.5)
+		if got := scale(); !within(got, want) {
+			t.Fatalf("after %d at 0.5x: estimate %.3fx, want %v", i+1, got, want)
+		}
 	}
-	for range 30 {
-		measure(4)
-	}
+	measure(0.4)
+	measure(0.6)
 	pl := plan()
-	if math.Abs(float64(pl.Estimate)/float64(base.Estimate)-4) > 0.01 {
-		t.Fatalf("after 30 more at 4x: estimate %.3fx, want it converged to 4", float64(pl.Estimate)/float64(base.Estimate))
-	}
-	if pl.Observed != 32 || pl.Low <= 0 || pl.Low > pl.Estimate || pl.High < pl.Estimate {
+	if pl.Observed != 9 || pl.Low <= 0 || pl.Low >= pl.Estimate || pl.High <= pl.Estimate {
 		t.Fatalf("observed %d, estimate %v in [%v, %v]", pl.Observed, pl.Estimate, pl.Low, pl.High)
 	}
 }
