@@ -48,19 +48,30 @@ func (h *Head) candidates(t int, pr *pricing) []Candidate {
 	return out
 }
 
-type blockKey struct{ col, idx int }
+// bitset is a set of small non-negative integers.
+type bitset []uint64
 
-// nodeKey is a node of a column's block tree: its level (0: leaves) and
-// its index there.
-type nodeKey struct{ col, lvl, idx int }
+// add puts i in s and reports whether it was not there.
+func (s *bitset) add(i int) bool {
+	w := i >> 6
+	if w >= len(*s) {
+		*s = append(*s, make([]uint64, w-len(*s)+1)...)
+	}
+	m := uint64(1) << (i & 63)
+	if (*s)[w]&m != 0 {
+		return false
+	}
+	(*s)[w] |= m
+	return true
+}
 
 // candidate estimates seeding from entry q's checkpoint and applying the
 // deltas of entries q+1..t.
 func (h *Head) candidate(q, t int, pr *pricing) Candidate {
 	x := h.hist
 	c := Candidate{Checkpoint: x.entries[q].pos.v, Deltas: t - q}
-	touched := map[blockKey]bool{}
-	nodes := map[nodeKey]bool{}
+	touched := make([]bitset, len(h.perBlock)) // per column: the blocks taken
+	nodes := make([][]bitset, len(h.perBlock)) // per column and level: the nodes copied
 	taken := make([]int64, len(h.perBlock))
 	rows := x.entries[q].rows
 	for j := q + 1; j <= t; j++ {
@@ -72,14 +83,14 @@ func (h *Head) candidate(q, t int, pr *pricing) Candidate {
 		for col, per := range h.perBlock {
 			rb := h.rowBytes[col]
 			for bi := d.from / per; bi*per < d.to; bi++ {
-				k := blockKey{col, bi}
-				if touched[k] {
+				if !touched[col].add(bi) {
 					continue
 				}
-				touched[k] = true
 				for lvl, i := 0, bi>>fanBits; ; lvl, i = lvl+1, i>>fanBits {
-					if nk := (nodeKey{col, lvl, i}); !nodes[nk] {
-						nodes[nk] = true
+					if lvl == len(nodes[col]) {
+						nodes[col] = append(nodes[col], nil)
+					}
+					if nodes[col][lvl].add(i) {
 						c.nodes++
 					}
 					if i == 0 {
