@@ -315,9 +315,9 @@ type calibrator struct {
 	blks     []*block // src, then dst
 	src, dst []*block
 	evict    []byte
-	fresh    bool             // the blocks are memory new to the pool
-	grow     time.Duration    // with fresh: the growth that made them
-	firsts   [3]time.Duration // the blocks' first writes, per block, in three parts
+	fresh    bool            // the blocks are memory new to the pool
+	grow     time.Duration   // with fresh: the growth that made them
+	firsts   []time.Duration // the blocks' first writes, per block, in parts
 }
 
 // calibBytes bounds the bytes of the n blocks a calibration copies.
@@ -369,16 +369,13 @@ func (p *Pool) newCalibrator(cls *sizeClass) (*calibrator, error) {
 	return c, nil
 }
 
-// touch writes the blocks, in three parts, and returns the time per block
-// each part took.
-func (c *calibrator) touch(blks []*block) ([3]time.Duration, error) {
-	var out [3]time.Duration
-	k := len(blks) / 3
+// touch writes the blocks, in up to touchParts parts, and returns the
+// time per block each part took.
+func (c *calibrator) touch(blks []*block) ([]time.Duration, error) {
+	parts := min(touchParts, len(blks))
+	out := make([]time.Duration, parts)
 	for i := range out {
-		part := blks[i*k : (i+1)*k]
-		if i == 2 {
-			part = blks[i*k:]
-		}
+		part := blks[i*len(blks)/parts : (i+1)*len(blks)/parts]
 		c.cold()
 		var err error
 		if out[i], err = c.timed(len(part), c.fill(part)); err != nil {
@@ -387,6 +384,10 @@ func (c *calibrator) touch(blks []*block) ([3]time.Duration, error) {
 	}
 	return out, nil
 }
+
+// touchParts is the number of parts touch times: the median of several,
+// so that one the scheduler interrupted does not price new memory.
+const touchParts = 6
 
 // fill returns a run that zeroes the blocks.
 func (c *calibrator) fill(blks []*block) func() error {
@@ -561,8 +562,8 @@ func (c *calibrator) measureHost(m *CostModel) error {
 }
 
 // measureNew sets NewPerByte when the calibrator's blocks are memory new
-// to the pool: the median of their first writes (newCalibrator) against
-// that of writes again, all with the CPU's caches cold.
+// to the pool: the median of their first writes (newCalibrator, per part)
+// against that of writes again, all with the CPU's caches cold.
 func (c *calibrator) measureNew(m *CostModel) error {
 	if !c.fresh {
 		return nil
@@ -571,9 +572,10 @@ func (c *calibrator) measureNew(m *CostModel) error {
 	if err != nil {
 		return err
 	}
-	f := c.firsts
-	slices.Sort(f[:])
-	m.NewPerByte, m.NewGrowth, m.NewKnown = max(0, float64(f[1]-again)/float64(c.cls.bytes)), c.grow, true
+	f := slices.Clone(c.firsts)
+	slices.Sort(f)
+	first := f[(len(f)-1)/2]
+	m.NewPerByte, m.NewGrowth, m.NewKnown = max(0, float64(first-again)/float64(c.cls.bytes)), c.grow, true
 	return nil
 }
 
