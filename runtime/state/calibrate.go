@@ -331,14 +331,24 @@ func (p *Pool) newCalibrator(cls *sizeClass) (*calibrator, error) {
 	var blks []*block
 	var err error
 	before := p.Stats().ReservedBytes
-	n := max(1, min(64, calibBytes/cls.bytes))
+	// Blocks a page apart, as a large state's blocks lie: every copy
+	// finds its block's page cold, as in a reconstruction.
+	stride := max(1, (newPage+cls.bytes-1)/cls.bytes)
+	n := max(1, min(64, calibBytes/(stride*cls.bytes)))
 	var took time.Duration
-	for ; ; n /= 2 {
+	for {
 		// 3n: measureBlock takes n more, which it finds free again.
 		start := p.calibNow()
-		blks, err = p.allocOnce(nil, cls, calibrationOwner, 3*n, false)
+		blks, err = p.allocOnce(nil, cls, calibrationOwner, 3*n*stride, false)
 		took = p.calibNow().Sub(start)
-		if err == nil || n <= 1 || !errors.Is(err, ErrNoMemory) {
+		if err == nil || !errors.Is(err, ErrNoMemory) {
+			break
+		}
+		if n > 1 {
+			n /= 2
+		} else if stride > 1 {
+			stride = 1
+		} else {
 			break
 		}
 	}
@@ -346,7 +356,16 @@ func (p *Pool) newCalibrator(cls *sizeClass) (*calibrator, error) {
 		return nil, err
 	}
 	grown := p.Stats().ReservedBytes - before
-	c := &calibrator{p: p, cls: cls, n: n, blks: blks[:2*n], src: blks[:n], dst: blks[n : 2*n], fresh: grown >= int64(3*n*cls.bytes)}
+	used := make([]*block, 0, 2*n)
+	var rest []*block
+	for i, b := range blks {
+		if i%stride == 0 && len(used) < 2*n {
+			used = append(used, b)
+		} else {
+			rest = append(rest, b)
+		}
+	}
+	c := &calibrator{p: p, cls: cls, n: n, blks: used, src: used[:n], dst: used[n:], fresh: grown >= int64(len(blks)*cls.bytes)}
 	if c.fresh {
 		c.grow = took
 	}
@@ -358,7 +377,7 @@ func (p *Pool) newCalibrator(cls *sizeClass) (*calibrator, error) {
 	// touch, which Plan prices for memory new to the pool only.
 	c.firsts, err = c.touch(blks)
 	var freed []*block
-	for _, b := range blks[2*n:] {
+	for _, b := range rest {
 		releaseBlock(b, &freed)
 	}
 	p.free(freed)
