@@ -68,9 +68,8 @@ type Candidate struct {
 	// Copies counts the device copies, Blocks the blocks taken.
 	Copies, Blocks int
 	// NewBytes are the bytes of the blocks the reconstruction takes
-	// beyond the free blocks of the pool that held rows, in whole pages:
-	// memory the pool never used (on the host backend, pages touched for
-	// the first time).
+	// beyond the free blocks of the pool that held rows: memory the pool
+	// never used (on the host backend, pages touched for the first time).
 	NewBytes int64
 	// Steps counts the versions among Deltas made by Step, which the
 	// reconstruction runs again (replay.go); Replayed is the time their

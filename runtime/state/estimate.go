@@ -130,7 +130,9 @@ func (h *Head) candidate(q, t int, pr *pricing) Candidate {
 
 // newBytes returns the bytes of memory new to the pool that the blocks
 // taken, taken[col] of each column, touch (those the free blocks that held
-// rows do not cover, in whole pages: newPage), and the growths of the pool
+// rows do not cover: a class's new blocks follow the ones it carved last,
+// so their first page may be touched already, and whole pages would count
+// it twice), and the growths of the pool
 // that make them (each makes a slab's worth of blocks, of which the
 // reconstruction, taking one block at a time, may use one).
 func (h *Head) newBytes(taken []int64, free map[*sizeClass]classFree) (bytes, growths int64) {
@@ -144,7 +146,7 @@ func (h *Head) newBytes(taken []int64, free map[*sizeClass]classFree) (bytes, gr
 		if k == 0 {
 			continue
 		}
-		bytes += (k*int64(cls.bytes) + newPage - 1) / newPage * newPage
+		bytes += k * int64(cls.bytes)
 		if g := k - f.clean; g > 0 && f.grow > 0 {
 			growths += (g + f.grow - 1) / f.grow
 		}
@@ -153,7 +155,7 @@ func (h *Head) newBytes(taken []int64, free map[*sizeClass]classFree) (bytes, gr
 }
 
 // newPage is the unit new memory is touched in: a page of the host
-// backend (a device's new memory costs nothing per byte).
+// backend. Calibration spaces its blocks this far apart.
 const newPage = 4096
 
 // pricing returns what h's candidates are priced by: the cost model of
