@@ -3,6 +3,7 @@ package state
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"sync"
@@ -261,6 +262,12 @@ func (p *Pool) classModel(cls *sizeClass) (CostModel, error) {
 		p.calib.classes = make(map[int]*CostModel)
 	}
 	p.calib.classes[cls.bytes] = &m
+	if m.NewKnown && !own.NewKnown {
+		// New memory is the pool's, whichever class measured it.
+		for _, o := range append([]*CostModel{&p.calib.model}, slices.Collect(maps.Values(p.calib.classes))...) {
+			o.NewPerByte, o.NewGrowth, o.NewKnown = m.NewPerByte, m.NewGrowth, true
+		}
+	}
 	return m, nil
 }
 
@@ -296,6 +303,9 @@ func (p *Pool) calibrate(cls *sizeClass, pool *CostModel) (CostModel, error) {
 	} else {
 		m.HtoD, m.DtoH = pool.HtoD, pool.DtoH
 		m.NewPerByte, m.NewGrowth, m.NewKnown = pool.NewPerByte, pool.NewGrowth, pool.NewKnown
+		if !pool.NewKnown {
+			measures = append(measures, c.measureNew) // when these blocks are new
+		}
 	}
 	for _, measure := range measures {
 		if err := measure(&m); err != nil {

@@ -131,6 +131,30 @@ func TestCalibrationPerDirection(t *testing.T) {
 	}
 }
 
+// TestNewMemoryMeasuredLater: a pool whose own calibration found free
+// blocks measures no new memory; the first class calibration that takes
+// new memory measures it for the pool and every class.
+func TestNewMemoryMeasuredLater(t *testing.T) {
+	p, _ := timedPool(t, PoolOptions{})
+	blks := must[[]*block](t)(p.alloc("before", 64, false))
+	var freed []*block
+	for _, b := range blks {
+		releaseBlock(b, &freed)
+	}
+	p.free(freed)
+	m := must[CostModel](t)(p.CostModel())
+	if m.NewKnown {
+		t.Fatal("a calibration on free blocks measured new memory")
+	}
+	cm := must[CostModel](t)(p.classModel(p.class(1024)))
+	if !cm.NewKnown || cm.NewPerByte != tFirstPer || cm.NewGrowth != tAlloc {
+		t.Fatalf("a class calibration on new memory: known %v, %v a byte, %v a growth", cm.NewKnown, cm.NewPerByte, cm.NewGrowth)
+	}
+	if m := must[CostModel](t)(p.CostModel()); !m.NewKnown || m.NewPerByte != tFirstPer {
+		t.Fatalf("the pool's model after a class measured new memory: known %v, %v a byte", m.NewKnown, m.NewPerByte)
+	}
+}
+
 // estimatePool returns a pool with a fixed cost model and a checkpointed
 // head with eight versions.
 func estimatePool(t *testing.T) (*Pool, *Head) {
