@@ -506,9 +506,9 @@ func (c *calibrator) timed(steps int, run func() error) (time.Duration, error) {
 	return c.now().Sub(start) / time.Duration(steps), nil
 }
 
-// median returns the median time per step of seven cold runs of steps.
+// median returns the median time per step of five cold runs of steps.
 func (c *calibrator) median(steps int, run func() error) (time.Duration, error) {
-	var runs [7]time.Duration
+	var runs [5]time.Duration
 	for i := range runs {
 		c.cold()
 		t, err := c.timed(steps, run)
