@@ -95,9 +95,10 @@ type calibration struct {
 // median of the last fitWindow measured (a median, so that one
 // reconstruction the scheduler or the collector interrupted moves it
 // little, while a change of regime, caches warm after cold, takes over
-// within three), and their variance, from n measurements in all. The
-// measured time of replayed steps and the price of new memory are left
-// out of both.
+// within three), and a moving estimate (weight fitWeight) of the variance
+// of each measurement about the estimate before it, from n measurements
+// in all. The measured time of replayed steps and the price of new memory
+// are left out of both.
 type fit struct {
 	last       [fitWindow]float64 // the latest log ratios, a ring
 	mean, vari float64
@@ -106,6 +107,7 @@ type fit struct {
 
 const (
 	fitWindow = 5
+	fitWeight = 0.25
 	// fitKnown is the measurements a spread needs before Plan reports it.
 	fitKnown = 3
 )
@@ -116,22 +118,16 @@ func (f *fit) observe(model, measured time.Duration) {
 	if model <= 0 || measured <= 0 {
 		return
 	}
-	x := math.Log(float64(measured) / float64(model))
-	f.last[f.n%fitWindow] = max(-10, min(10, x))
+	x := max(-10, min(10, math.Log(float64(measured)/float64(model))))
+	if f.n > 0 {
+		d := x - f.mean
+		f.vari = (1 - fitWeight) * (f.vari + fitWeight*d*d)
+	}
+	f.last[f.n%fitWindow] = x
 	f.n++
 	w := slices.Clone(f.last[:min(f.n, fitWindow)])
 	slices.Sort(w)
 	f.mean = (w[(len(w)-1)/2] + w[len(w)/2]) / 2
-	f.vari = 0
-	if len(w) > 1 {
-		var sum, sq float64
-		for _, v := range w {
-			sum += v
-			sq += v * v
-		}
-		k := float64(len(w))
-		f.vari = max(0, (sq-sum*sum/k)/(k-1))
-	}
 }
 
 // scale returns the factors the model's estimate is multiplied by: the

@@ -38,8 +38,9 @@ type Plan struct {
 	// that Plan returned.
 	Measured time.Duration
 	// Low and High are the range the chosen candidate's time is expected
-	// in: two deviations of measured against estimated time over the
-	// pool's last five reconstructions of the size class. Both are zero when fewer than three
+	// in: two deviations of measured against estimated time, a moving
+	// estimate over the pool's reconstructions of the size class (and,
+	// for replayed steps, over the history's replays). Both are zero when fewer than three
 	// were measured: the spread is not known, and Estimate is the
 	// calibrated model's alone (refined by any one or two measured).
 	Low, High time.Duration
@@ -446,8 +447,14 @@ func (h *Head) planAt(op string, v Version) (Plan, int, error) {
 		return pl, t, nil
 	}
 	if _, lo, hi, known := pr.f.scale(); known {
-		pl.Low = time.Duration(float64(pl.model)*lo) + pl.newCost + pl.Replayed
-		pl.High = time.Duration(float64(pl.model)*hi) + pl.newCost + pl.Replayed
+		// Replayed steps spread as the history's replays did, when it
+		// measured three.
+		sLo, sHi := 1.0, 1.0
+		if mid, l, h, ok := h.hist.stepFit.scale(); ok {
+			sLo, sHi = l/mid, h/mid
+		}
+		pl.Low = time.Duration(float64(pl.model)*lo+float64(pl.Replayed)*sLo) + pl.newCost
+		pl.High = time.Duration(float64(pl.model)*hi+float64(pl.Replayed)*sHi) + pl.newCost
 	}
 	return pl, t, nil
 }
