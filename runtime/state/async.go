@@ -49,18 +49,10 @@ func (p *Pool) stagingGet(sb device.Streams, n int) ([]byte, error) {
 
 // stagingPutAfter gives buf back once ev completes, without waiting.
 func (p *Pool) stagingPutAfter(buf []byte, ev device.Event) {
-	p.mu.Lock()
-	done := p.addBatchLocked()
-	p.mu.Unlock()
-	go func() {
+	p.mem.Later(func() {
 		ev.Wait() // a failed copy is over too
 		ev.Close()
-		p.mu.Lock()
-		p.staging = append(p.staging, buf[:cap(buf)])
-		delete(p.batches, done)
-		p.mu.Unlock()
-		close(done)
-	}()
+	}, func() { p.stagingPut(buf) })
 }
 
 // freeStaging gives every staging buffer back to the backend; Close calls
@@ -80,30 +72,17 @@ func (p *Pool) freeStagingLocked() error {
 
 // recordRows marks the blocks holding rows [from, to) of r as used by st.
 func (p *Pool) recordRows(sh *shape, r *root, from, to int, st device.Stream) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
+	p.rec.mu.Lock()
+	defer p.rec.mu.Unlock()
 	for ci := range r.cols {
 		per := sh.perBlock[ci]
 		t := &r.cols[ci]
 		for bi := from / per; bi*per < to && bi < t.n; bi++ {
-			if b := t.get(bi); b != nil && !hasStream(b.streams, st) {
-				b.streams = append(b.streams, st)
+			if b := t.get(bi); b != nil {
+				p.rec.addLocked(b, st)
 			}
 		}
 	}
-}
-
-// checkStream fails unless st is a live stream of the backend: it records
-// an event on it and frees the event.
-func checkStream(sb device.Streams, st device.Stream) error {
-	if st == nil {
-		return errors.New("nil stream")
-	}
-	ev, err := sb.Record(st)
-	if err != nil {
-		return err
-	}
-	return ev.Close()
 }
 
 // AppendAsync appends the rows of a batch as a new version, as Append
@@ -167,10 +146,11 @@ func (h *Head) AppendAsync(st device.Stream, cols [][]byte) error {
 		h.pool.stagingPut(buf)
 		return err
 	}
-	h.recordDevice(from, from+n)
+	h.committed(written{from: from, to: from + n, device: true})
 	h.pool.recordRows(&h.shape, h.r, from, from+n, st)
 	h.pool.stagingPutAfter(buf, staged)
-	h.inflight = append(h.inflight, landed)
+	h.async.join(h)
+	h.async.inflight = append(h.async.inflight, landed)
 	return nil
 }
 
@@ -244,7 +224,7 @@ func (sh *shape) readAsync(op string, r *root, st device.Stream, from, to int, d
 	if err != nil {
 		return sh.errorf(op, "%w", err)
 	}
-	if err := sh.checkDst(op, from, to, dst); err != nil {
+	if err := sh.checkDst(op, to-from, dst); err != nil {
 		return err
 	}
 	spans, err := sh.spans(op, r, from, to)

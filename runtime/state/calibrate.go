@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -72,11 +71,10 @@ func (m CostModel) estimate(c *Candidate, columns int) time.Duration {
 // CostModel returns the pool's cost model, measuring the backend on first
 // use.
 func (p *Pool) CostModel() (CostModel, error) {
-	leave, err := p.enter()
-	if err != nil {
+	if err := p.enter(); err != nil {
 		return CostModel{}, fmt.Errorf("state: CostModel: %w", err)
 	}
-	defer leave()
+	defer p.leave()
 	return p.costModel()
 }
 
@@ -89,58 +87,6 @@ type calibration struct {
 	now     func() time.Time   // the clock of calibration; nil: time.Now
 }
 
-// A fit refines the calibrated model by the reconstructions At measured
-// of states whose largest blocks are of one size class: a moving
-// estimate of the log of measured time over the model's estimate, the
-// median of the last fitWindow measured (a median, so that one
-// reconstruction the scheduler or the collector interrupted moves it
-// little, while a change of regime, caches warm after cold, takes over
-// within three), and a moving estimate (weight fitWeight) of the variance
-// of each measurement about the estimate before it, from n measurements
-// in all. The measured time of replayed steps and the price of new memory
-// are left out of both.
-type fit struct {
-	last       [fitWindow]float64 // the latest log ratios, a ring
-	mean, vari float64
-	n          int
-}
-
-const (
-	fitWindow = 5
-	fitWeight = 0.25
-	// fitKnown is the measurements a spread needs before Plan reports it.
-	fitKnown = 3
-)
-
-// observe adds a reconstruction whose model estimate was model (the copy
-// part, steps left out) and whose copies took measured.
-func (f *fit) observe(model, measured time.Duration) {
-	if model <= 0 || measured <= 0 {
-		return
-	}
-	x := max(-10, min(10, math.Log(float64(measured)/float64(model))))
-	if f.n > 0 {
-		d := x - f.mean
-		f.vari = (1 - fitWeight) * (f.vari + fitWeight*d*d)
-	}
-	f.last[f.n%fitWindow] = x
-	f.n++
-	w := slices.Clone(f.last[:min(f.n, fitWindow)])
-	slices.Sort(w)
-	f.mean = (w[(len(w)-1)/2] + w[len(w)/2]) / 2
-}
-
-// scale returns the factors the model's estimate is multiplied by: the
-// expected one and the low and high ends of two deviations, and whether
-// enough reconstructions were measured to know the spread.
-func (f fit) scale() (mid, lo, hi float64, known bool) {
-	if f.n == 0 {
-		return 1, 0, 0, false
-	}
-	sd := math.Sqrt(f.vari)
-	return math.Exp(f.mean), math.Exp(f.mean - 2*sd), math.Exp(f.mean + 2*sd), f.n >= fitKnown
-}
-
 // fitClass is the size class whose fit serves h: that of its largest
 // blocks, which carry most of a reconstruction's bytes.
 func (h *Head) fitClass() int { return slices.Max(h.blockBytes) }
@@ -149,7 +95,7 @@ func (h *Head) fitClass() int { return slices.Max(h.blockBytes) }
 func (h *Head) fitSizeClass() *sizeClass {
 	best := h.cls[0]
 	for _, c := range h.cls {
-		if c.bytes > best.bytes {
+		if c.Bytes() > best.Bytes() {
 			best = c
 		}
 	}
@@ -164,22 +110,6 @@ func (p *Pool) fitFor(cls int) fit {
 		return *f
 	}
 	return fit{}
-}
-
-// observe refines the estimates by a reconstruction At performed by plan
-// pl, whose replayed steps took replayed: the history's fit of replayed
-// steps, and the pool's fit of h's size class with the rest (new memory
-// left out, which the model prices apart). A plan the pool could not price
-// refines nothing.
-func (h *Head) observe(pl *Plan, replayed time.Duration) {
-	if pl.Unmeasured {
-		return
-	}
-	c := &pl.Candidate
-	if c.Steps > 0 {
-		h.hist.stepFit.observe(time.Duration(c.Steps)*h.hist.stepMedian(), replayed)
-	}
-	h.pool.observe(h.fitClass(), c, pl.Measured-replayed)
 }
 
 // observe refines the fit of size class cls with a reconstruction
@@ -204,14 +134,8 @@ func (p *Pool) observe(cls int, c *Candidate, measured time.Duration) {
 // not yet touched), which count as new memory but need no growth; and how
 // many blocks one growth of the class makes.
 func (p *Pool) freeBlocks(c *sizeClass) classFree {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	clean := int64(len(c.clean))
-	f := classFree{used: c.nfree - clean, clean: clean, grow: p.growBlocks(c, 1)}
-	if c.hot.Load() != nil {
-		f.used++
-	}
-	return f
+	used, clean, grow := p.mem.FreeCounts(c)
+	return classFree{used: used, clean: clean, grow: grow}
 }
 
 // classFree is what freeBlocks returns.
@@ -247,7 +171,7 @@ func (p *Pool) classModel(cls *sizeClass) (CostModel, error) {
 	if err != nil || cls == p.own || own.BlockBytes == 0 {
 		return own, err // a model of no class (set, not measured) serves all
 	}
-	if m := p.calib.classes[cls.bytes]; m != nil {
+	if m := p.calib.classes[cls.Bytes()]; m != nil {
 		return *m, nil
 	}
 	m, err := p.calibrate(cls, &own)
@@ -257,7 +181,7 @@ func (p *Pool) classModel(cls *sizeClass) (CostModel, error) {
 	if p.calib.classes == nil {
 		p.calib.classes = make(map[int]*CostModel)
 	}
-	p.calib.classes[cls.bytes] = &m
+	p.calib.classes[cls.Bytes()] = &m
 	if m.NewKnown && !own.NewKnown {
 		// New memory is the pool's, whichever class measured it.
 		for _, o := range append([]*CostModel{&p.calib.model}, slices.Collect(maps.Values(p.calib.classes))...) {
@@ -292,7 +216,7 @@ func (p *Pool) calibrate(cls *sizeClass, pool *CostModel) (CostModel, error) {
 		return CostModel{}, err
 	}
 	defer c.close()
-	m := CostModel{BlockBytes: cls.bytes}
+	m := CostModel{BlockBytes: cls.Bytes()}
 	measures := []func(*CostModel) error{c.measureCopies, c.measureDelta, c.measureBlock, c.measureNode}
 	if pool == nil {
 		measures = append([]func(*CostModel) error{c.measureNew}, append(measures, c.measureHost)...)
@@ -326,6 +250,10 @@ type calibrator struct {
 	firsts   []time.Duration // the blocks' first writes, per block, in parts
 }
 
+// newPage is the unit new memory is touched in: a page of the host
+// backend. Calibration spaces its blocks this far apart.
+const newPage = 4096
+
 // calibBytes bounds the bytes of the n blocks a calibration copies.
 const calibBytes = 1 << 20
 
@@ -339,8 +267,8 @@ func (p *Pool) newCalibrator(cls *sizeClass) (*calibrator, error) {
 	before := p.Stats().ReservedBytes
 	// Blocks a page apart, as a large state's blocks lie: every copy
 	// finds its block's page cold, as in a reconstruction.
-	stride := max(1, (newPage+cls.bytes-1)/cls.bytes)
-	n := max(1, min(64, calibBytes/(stride*cls.bytes)))
+	stride := max(1, (newPage+cls.Bytes()-1)/cls.Bytes())
+	n := max(1, min(64, calibBytes/(stride*cls.Bytes())))
 	var took time.Duration
 	for {
 		// 3n: measureBlock takes n more, which it finds free again.
@@ -371,7 +299,7 @@ func (p *Pool) newCalibrator(cls *sizeClass) (*calibrator, error) {
 			rest = append(rest, b)
 		}
 	}
-	c := &calibrator{p: p, cls: cls, n: n, blks: used, src: used[:n], dst: used[n:], fresh: grown >= int64(len(blks)*cls.bytes)}
+	c := &calibrator{p: p, cls: cls, n: n, blks: used, src: used[:n], dst: used[n:], fresh: grown >= int64(len(blks)*cls.Bytes())}
 	if c.fresh {
 		c.grow = took
 	}
@@ -418,7 +346,7 @@ const touchParts = 6
 func (c *calibrator) fill(blks []*block) func() error {
 	return func() error {
 		for _, b := range blks {
-			if err := c.p.b.Memset(b.ptr, 0, c.cls.bytes); err != nil {
+			if err := c.p.b.Memset(b.Ptr(), 0, c.cls.Bytes()); err != nil {
 				return err
 			}
 		}
@@ -522,7 +450,7 @@ func (c *calibrator) median(steps int, run func() error) (time.Duration, error) 
 func (c *calibrator) copyEach(bytes int) func() error {
 	return func() error {
 		for i := range c.n {
-			if err := c.p.b.CopyDtoD(c.dst[i].ptr, c.src[i].ptr, bytes); err != nil {
+			if err := c.p.b.CopyDtoD(c.dst[i].Ptr(), c.src[i].Ptr(), bytes); err != nil {
 				return err
 			}
 		}
@@ -537,11 +465,11 @@ func (c *calibrator) measureCopies(m *CostModel) error {
 	if err != nil {
 		return err
 	}
-	tBig, err := c.median(c.n, c.copyEach(c.cls.bytes))
+	tBig, err := c.median(c.n, c.copyEach(c.cls.Bytes()))
 	if err != nil {
 		return err
 	}
-	m.CopyFixed, m.CopyPerByte = line(tSmall, tBig, c.cls.bytes)
+	m.CopyFixed, m.CopyPerByte = line(tSmall, tBig, c.cls.Bytes())
 	return nil
 }
 
@@ -558,16 +486,16 @@ func line(small, big time.Duration, bytes int) (time.Duration, float64) {
 // measureHost sets HtoD and DtoH from copies of a row and of a block
 // between the blocks and a host buffer.
 func (c *calibrator) measureHost(m *CostModel) error {
-	buf := make([]byte, c.cls.bytes)
+	buf := make([]byte, c.cls.Bytes())
 	for _, dir := range []struct {
 		t    *Transfer
 		copy func(b *block, n int) error
 	}{
-		{&m.HtoD, func(b *block, n int) error { return c.p.b.CopyHtoD(b.ptr, buf[:n]) }},
-		{&m.DtoH, func(b *block, n int) error { return c.p.b.CopyDtoH(buf[:n], b.ptr) }},
+		{&m.HtoD, func(b *block, n int) error { return c.p.b.CopyHtoD(b.Ptr(), buf[:n]) }},
+		{&m.DtoH, func(b *block, n int) error { return c.p.b.CopyDtoH(buf[:n], b.Ptr()) }},
 	} {
 		var ts [2]time.Duration
-		for i, n := range []int{calibRowBytes, c.cls.bytes} {
+		for i, n := range []int{calibRowBytes, c.cls.Bytes()} {
 			var err error
 			ts[i], err = c.median(c.n, func() error {
 				for _, b := range c.dst {
@@ -581,7 +509,7 @@ func (c *calibrator) measureHost(m *CostModel) error {
 				return err
 			}
 		}
-		dir.t.Fixed, dir.t.PerByte = line(ts[0], ts[1], c.cls.bytes)
+		dir.t.Fixed, dir.t.PerByte = line(ts[0], ts[1], c.cls.Bytes())
 	}
 	return nil
 }
@@ -600,7 +528,7 @@ func (c *calibrator) measureNew(m *CostModel) error {
 	f := slices.Clone(c.firsts)
 	slices.Sort(f)
 	first := f[(len(f)-1)/2]
-	m.NewPerByte, m.NewGrowth, m.NewKnown = max(0, float64(first-again)/float64(c.cls.bytes)), c.grow, true
+	m.NewPerByte, m.NewGrowth, m.NewKnown = max(0, float64(first-again)/float64(c.cls.Bytes())), c.grow, true
 	return nil
 }
 
@@ -611,12 +539,12 @@ func (c *calibrator) measureNew(m *CostModel) error {
 func (c *calibrator) measureDelta(m *CostModel) error {
 	p := c.p
 	// Blocks of the calibrated class, those of c.src and c.dst.
-	l := &Layout{Type: "calibration", Columns: []Column{{ElemSize: 1, Width: calibRowBytes}}, BlockRows: c.cls.bytes / calibRowBytes}
+	l := &Layout{Type: "calibration", Columns: []Column{{ElemSize: 1, Width: calibRowBytes}}, BlockRows: c.cls.Bytes() / calibRowBytes}
 	h := &Head{shape: newShape(p, l, calibrationOwner)}
 	var freed []*block
 	base := newRoot(1)
 	for i, b := range c.src {
-		b.rc.Add(1)
+		b.Retain()
 		base.cols[0].set(i, b, &freed)
 	}
 	base.rows = c.n * h.perBlock[0]
@@ -657,7 +585,7 @@ func (c *calibrator) measureNode(m *CostModel) error {
 	base := newRoot(1)
 	var freed []*block
 	for i := range recs {
-		recs[i].rc.Store(2)
+		recs[i].SetRefs(2)
 		base.cols[0].set(i, &recs[i], &freed)
 	}
 	defer base.release(&freed)
@@ -666,7 +594,7 @@ func (c *calibrator) measureNode(m *CostModel) error {
 		r := base.retain().own(&freed)
 		for k := range calibNodes {
 			b := &recs[k*fan+k%fan]
-			b.rc.Add(1)
+			b.Retain()
 			r.cols[0].set(k*fan+k%fan, b, &freed)
 		}
 		r.release(&freed)

@@ -1,8 +1,7 @@
 package state
 
 import (
-	"cmp"
-	"slices"
+	"math/bits"
 	"time"
 
 	"github.com/gpustate/gpustate/placement"
@@ -24,232 +23,37 @@ import (
 // leaves a gap: versions that would need it are reconstructed from a later
 // checkpoint or answer ErrNotRetained; the write itself has succeeded.
 
-// Plan explains how At would reconstruct a version: from which checkpoint,
-// with how many deltas, at what estimated cost, and what the alternatives
-// cost.
-type Plan struct {
-	// Target is the version to reconstruct.
-	Target Version
-	// Candidate is the cheapest way.
-	Candidate
-	// Alternatives are the other ways, cheapest first.
-	Alternatives []Candidate
-	// Measured is how long At took to perform the plan; zero for a plan
-	// that Plan returned.
-	Measured time.Duration
-	// Low and High are the range the chosen candidate's time is expected
-	// in: two deviations of measured against estimated time, a moving
-	// estimate over the pool's reconstructions of the size class (and,
-	// for replayed steps, over the history's replays). Both are zero when fewer than three
-	// were measured: the spread is not known, and Estimate is the
-	// calibrated model's alone (refined by any one or two measured).
-	Low, High time.Duration
-	// Observed counts the reconstructions of the pool whose measured
-	// time refined this estimate: those of states whose largest blocks
-	// are of the same size class.
-	Observed int
-	// Unmeasured says the pool never measured a cost this plan incurs,
-	// so it gives no estimate rather than a guess: Estimate, Low and High
-	// are zero, and the candidates are ranked by the bytes they copy. The
-	// pool had no free room to calibrate in (calibration never evicts,
-	// and the next Plan or At tries again), or the plan takes memory new
-	// to the pool (NewBytes) on a pool that never measured new memory.
-	Unmeasured bool
-}
-
-// Candidate is one way to reconstruct a version: seed from the checkpoint
-// at version Checkpoint, then apply the Deltas versions after it.
-type Candidate struct {
-	Checkpoint Version
-	Deltas     int
-	// SeedBytes are the bytes of the checkpoint's blocks that the deltas
-	// overwrite, which the reconstruction copies first (the rest it
-	// shares); DeltaBytes are the bytes the deltas apply.
-	SeedBytes, DeltaBytes int64
-	// Copies counts the device copies, Blocks the blocks taken.
-	Copies, Blocks int
-	// NewBytes are the bytes of the blocks the reconstruction takes
-	// beyond the free blocks of the pool that held rows: memory the pool
-	// never used (on the host backend, pages touched for the first time).
-	NewBytes int64
-	// Steps counts the versions among Deltas made by Step, which the
-	// reconstruction runs again (replay.go); Replayed is the time their
-	// step functions are expected to take: each the median of the times
-	// the history's steps took when they ran, scaled by how long the
-	// replays At measured took against it (a moving estimate).
-	Steps    int
-	Replayed time.Duration
-	// Estimate is the cost by the pool's cost model, refined by the
-	// reconstructions the pool measured (Plan.Observed), plus the cost of
-	// NewBytes and Replayed.
-	Estimate time.Duration
-	model    time.Duration // the calibrated model's estimate, new memory and steps left out
-	newCost  time.Duration // the cost of NewBytes
-	// reads counts the copies to the host (verified steps' hashes),
-	// readBytes their bytes (part of DeltaBytes).
-	reads     int
-	readBytes int64
-	nodes     int // tree nodes copied on the paths to the blocks taken
-}
-
-type delta struct {
-	from, to int        // rows written
-	cols     [][]*block // per column, rows [from, to) packed from the first block
-	per      []int      // per column, rows per block of cols
-	bytes    int64      // bytes of the rows
-	step     *stepRec   // a version Step made: rows [from, to) are rebuilt by running it again, cols is nil
-}
-
-type entry struct {
-	pos  position
-	rows int
-	d    *delta // the write that made this version; nil: first entry, or a gap
-	cp   *root  // a checkpoint of this version, or nil
-}
-
-type pendingDelta struct{ from, to int }
-
-// history is a head's checkpoints and deltas. It is guarded by the head's
-// lock.
-type history struct {
-	policy     CheckpointPolicy
-	entries    []entry
-	since      int   // versions since the last checkpoint
-	sinceBytes int64 // delta bytes since the last checkpoint
-	pending    *pendingDelta
-	last       *Plan // the last reconstruction At performed
-	// replayed sums the time step functions took in replays since At
-	// started (replayStep); stepFit is the moving fit of that time
-	// against the steps' median time when they ran (stepTime).
-	replayed time.Duration
-	stepFit  fit
-}
-
-func newHistory(p *CheckpointPolicy, pos position, r *root) *history {
-	return &history{policy: *p, entries: []entry{{pos: pos, rows: r.rows, cp: r.retain()}}}
-}
-
-// clone returns a copy sharing every delta block and checkpoint root.
-func (x *history) clone() *history {
-	c := *x
-	c.entries = slices.Clone(x.entries)
-	c.pending, c.last = nil, nil
-	for _, e := range c.entries {
-		if e.cp != nil {
-			e.cp.retain()
-		}
-		if e.d != nil {
-			for _, col := range e.d.cols {
-				for _, b := range col {
-					b.rc.Add(1)
-				}
-			}
-		}
-	}
-	return &c
-}
-
-// drop gives up the entry's checkpoint and delta.
-func (e *entry) drop(freed *[]*block) {
-	if e.cp != nil {
-		e.cp.release(freed)
-		e.cp = nil
-	}
-	e.dropDelta(freed)
-}
-
-// dropDelta gives up the entry's delta.
-func (e *entry) dropDelta(freed *[]*block) {
-	if e.d != nil {
-		for _, col := range e.d.cols {
-			for _, b := range col {
-				releaseBlock(b, freed)
-			}
-		}
-		e.d = nil
-	}
-}
-
-// release drops the whole history.
-func (x *history) release(freed *[]*block) {
-	for i := range x.entries {
-		x.entries[i].drop(freed)
-	}
-	x.entries, x.pending = nil, nil
-}
-
-// roots returns the checkpoint roots the history holds.
-func (x *history) roots() []*root {
-	var out []*root
-	for _, e := range x.entries {
-		if e.cp != nil {
-			out = append(out, e.cp)
-		}
-	}
-	return out
-}
-
-// deltaBlocks returns the delta blocks the history holds.
-func (x *history) deltaBlocks() []*block {
-	var out []*block
-	for _, e := range x.entries {
-		if e.d != nil {
-			for _, col := range e.d.cols {
-				out = append(out, col...)
-			}
-		}
-	}
-	return out
-}
-
-// rollback cuts the history back to the target position: the entries
-// after it are gone. A target older than the history starts it anew, with
-// the target's root as its checkpoint.
-func (x *history) rollback(to position, r *root, freed *[]*block) {
-	x.pending = nil
-	for i := len(x.entries) - 1; i >= 0; i-- {
-		if x.entries[i].pos == to {
-			for j := i + 1; j < len(x.entries); j++ {
-				x.entries[j].drop(freed)
-			}
-			x.entries = x.entries[:i+1]
-			x.recount()
-			return
-		}
-	}
-	x.release(freed)
-	x.entries = []entry{{pos: to, rows: r.rows, cp: r.retain()}}
-	x.since, x.sinceBytes = 0, 0
-}
-
-// recount sets since and sinceBytes from the entries.
-func (x *history) recount() {
-	x.since, x.sinceBytes = 0, 0
-	for i := len(x.entries) - 1; i >= 0 && x.entries[i].cp == nil; i-- {
-		x.since++
-		if d := x.entries[i].d; d != nil {
-			x.sinceBytes += d.bytes
-		}
-	}
-}
-
-// record adds the version h just committed, which wrote rows [from, to)
-// from the host: their bytes are final, so the delta is taken now.
-func (h *Head) record(from, to int) {
-	if h.hist == nil {
+// committed adds the version a write just made, with rows [w.from, w.to)
+// as its delta: copied now when they are final, at the next call on h
+// (prepare) when a kernel is writing them.
+func (x *history) committed(h *Head, w written) {
+	if w.device {
+		x.pending = &pendingDelta{w.from, w.to}
 		return
 	}
-	h.capture(from, to)
+	h.capture(w.from, w.to)
 }
 
-// recordDevice adds the version h just committed, whose rows [from, to) a
-// kernel is writing: the delta is taken at the next call on h.
-func (h *Head) recordDevice(from, to int) {
-	if h.hist == nil {
-		return
+// prepare takes the delta of a kernel's write the version before left
+// pending.
+func (x *history) prepare(h *Head, _ call) error {
+	if x.pending != nil {
+		h.flush()
 	}
-	h.hist.pending = &pendingDelta{from, to}
+	return nil
 }
+
+// branched gives c a copy of the history, sharing its deltas and
+// checkpoints.
+func (x *history) branched(_, c *Head) { c.hist = x.clone() }
+
+// release drops the history with its head.
+func (x *history) release(_ *Head, freed *[]*block) { x.releaseAll(freed) }
+
+// changed and moved: a rollback or merge sets the history itself
+// (rollbackMove, mergeMove).
+func (x *history) changed(*Head) {}
+func (x *history) moved(*Head)   {}
 
 // flush takes the delta of the pending device write. h.mu is held.
 func (h *Head) flush() {
@@ -289,36 +93,6 @@ func (h *Head) addEntry(e entry) {
 	h.pool.free(freed)
 }
 
-// trim drops the oldest checkpoints past Keep, with the entries only they
-// made reconstructable, and leading entries before the first checkpoint.
-func (x *history) trim(freed *[]*block) {
-	n := 0
-	for _, e := range x.entries {
-		if e.cp != nil {
-			n++
-		}
-	}
-	cut := 0
-	for i, e := range x.entries {
-		if e.cp != nil {
-			if n <= x.policy.Keep {
-				cut = i
-				break
-			}
-			n--
-		}
-		cut = i + 1
-	}
-	if cut > 0 {
-		for i := range x.entries[:cut] {
-			x.entries[i].drop(freed)
-		}
-		x.entries = slices.Delete(x.entries, 0, cut)
-	}
-	// The oldest entry is a checkpoint: nothing applies its delta.
-	x.entries[0].dropDelta(freed)
-}
-
 // copyDelta copies rows [from, to) of r into new blocks, packed.
 func (h *Head) copyDelta(r *root, from, to int) (*delta, error) {
 	d := &delta{from: from, to: to, cols: make([][]*block, len(h.rowBytes)), per: make([]int, len(h.rowBytes))}
@@ -343,10 +117,6 @@ func (h *Head) copyDelta(r *root, from, to int) (*delta, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, b := range blks {
-		b.delta = true
-		h.pool.history.Add(int64(b.cls.bytes))
-	}
 	for c, per := range d.per {
 		k := (to - from + per - 1) / per
 		d.cols[c], blks = blks[:k:k], blks[k:]
@@ -363,6 +133,9 @@ func (h *Head) copyDelta(r *root, from, to int) (*delta, error) {
 			return nil, err
 		}
 	}
+	for _, col := range d.cols {
+		h.hist.held.Add(blockBytes(col))
+	}
 	return d, nil
 }
 
@@ -373,14 +146,14 @@ type locator func(row int) (device.Ptr, int)
 func treeLoc(t *tree, per, rb int) locator {
 	return func(row int) (device.Ptr, int) {
 		bi := row / per
-		return t.get(bi).ptr + device.Ptr((row-bi*per)*rb), (bi+1)*per - row
+		return t.get(bi).Ptr() + device.Ptr((row-bi*per)*rb), (bi+1)*per - row
 	}
 }
 
 func deltaLoc(d *delta, c, per, rb int) locator {
 	return func(row int) (device.Ptr, int) {
 		k := row - d.from
-		return d.cols[c][k/per].ptr + device.Ptr((k%per)*rb), per - k%per
+		return d.cols[c][k/per].Ptr() + device.Ptr((k%per)*rb), per - k%per
 	}
 }
 
@@ -410,53 +183,6 @@ func copies(from, to, per int) int {
 		n++
 	}
 	return n
-}
-
-// find returns the index of the entry of version v, or -1.
-func (x *history) find(v Version) int {
-	i, ok := slices.BinarySearchFunc(x.entries, v, func(e entry, v Version) int { return cmp.Compare(e.pos.v, v) })
-	if !ok {
-		return -1
-	}
-	return i
-}
-
-// plan returns the plan for version v. h.mu is held.
-func (h *Head) planAt(op string, v Version) (Plan, int, error) {
-	if h.hist == nil {
-		return Plan{}, 0, h.errorf(op, "%s keeps no checkpoints: %w", h.l.Type, ErrNotRetained)
-	}
-	t := h.hist.find(v)
-	if t < 0 {
-		return Plan{}, 0, h.errorf(op, "version %d is not in the retained history of the head's line: %w", v, ErrNotRetained)
-	}
-	pr, err := h.pricing(op)
-	if err != nil {
-		return Plan{}, 0, err
-	}
-	cs := h.candidates(t, pr)
-	if len(cs) == 0 {
-		return Plan{}, 0, h.errorf(op, "version %d: a delta before it was not retained: %w", v, ErrNotRetained)
-	}
-	pl := Plan{Target: v, Candidate: cs[0], Alternatives: cs[1:], Observed: pr.f.n}
-	pl.Unmeasured = !pr.known || (pl.NewBytes > 0 && !pr.model.NewKnown)
-	if pl.Unmeasured {
-		for _, c := range append([]*Candidate{&pl.Candidate}, pointers(pl.Alternatives)...) {
-			c.Estimate, c.model, c.newCost = 0, 0, 0
-		}
-		return pl, t, nil
-	}
-	if _, lo, hi, known := pr.f.scale(); known {
-		// Replayed steps spread as the history's replays did, when it
-		// measured three.
-		sLo, sHi := 1.0, 1.0
-		if mid, l, h, ok := h.hist.stepFit.scale(); ok {
-			sLo, sHi = l/mid, h/mid
-		}
-		pl.Low = time.Duration(float64(pl.model)*lo+float64(pl.Replayed)*sLo) + pl.newCost
-		pl.High = time.Duration(float64(pl.model)*hi+float64(pl.Replayed)*sHi) + pl.newCost
-	}
-	return pl, t, nil
 }
 
 // Plan explains how At(v) would reconstruct version v of the head's own
@@ -588,7 +314,7 @@ func (h *Head) applyDeltaWith(r *root, d *delta, rows int, take func(*sizeClass)
 			}
 			if bi < t.n {
 				if used := min(r.rows, (bi+1)*per) - bi*per; used > 0 {
-					if err := h.pool.b.CopyDtoD(nb.ptr, t.get(bi).ptr, used*rb); err != nil {
+					if err := h.pool.b.CopyDtoD(nb.Ptr(), t.get(bi).Ptr(), used*rb); err != nil {
 						releaseBlock(nb, &freed)
 						return r, err
 					}
@@ -605,4 +331,47 @@ func (h *Head) applyDeltaWith(r *root, d *delta, rows int, take func(*sizeClass)
 	}
 	r.rows = rows
 	return r, nil
+}
+
+// allocDelta takes the blocks of a delta of rows [d.from, d.to), sized to
+// the delta rather than to the columns: a delta smaller than a block takes
+// a block of its own rows (rounded up by deltaRows, then to blockAlign),
+// so that history costs about the bytes its deltas change. It sets d.per
+// and returns the blocks in column order; all or none.
+func (sh *shape) allocDelta(d *delta) ([]*block, error) {
+	n := d.to - d.from
+	var out []*block
+	for c, per := range sh.perBlock {
+		rb := sh.rowBytes[c]
+		cl := sh.cls[c]
+		if k := deltaRows(n); k < per {
+			bb := (k*rb + blockAlign - 1) &^ (blockAlign - 1)
+			cl = sh.pool.mem.Class(bb)
+			per = bb / rb
+		}
+		d.per[c] = per
+		blks, err := sh.pool.allocIn(nil, cl, sh.owner, (n+per-1)/per, false)
+		if err != nil {
+			var back []*block
+			for _, b := range out {
+				releaseBlock(b, &back)
+			}
+			sh.pool.free(back)
+			return nil, err
+		}
+		out = append(out, blks...)
+	}
+	return out, nil
+}
+
+// deltaRows rounds a delta's rows up to one of few sizes, so that deltas
+// of every length share few size classes (each keeps free lists of its
+// own): exact up to 8 rows, then four sizes per doubling, at most 1.25
+// times n.
+func deltaRows(n int) int {
+	if n <= 8 {
+		return n
+	}
+	step := 1 << (bits.Len(uint(n)) - 3)
+	return (n + step - 1) &^ (step - 1)
 }

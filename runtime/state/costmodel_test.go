@@ -116,7 +116,7 @@ func TestCalibrationPerDirection(t *testing.T) {
 		t.Fatalf("the pool's model is of blocks of %d bytes, want %d", m.BlockBytes, p.BlockBytes())
 	}
 
-	cls := p.class(1024)
+	cls := p.mem.Class(1024)
 	cm := must[CostModel](t)(p.classModel(cls))
 	if cm.BlockBytes != 1024 {
 		t.Fatalf("a class model of %d-byte blocks, want 1024", cm.BlockBytes)
@@ -146,7 +146,7 @@ func TestNewMemoryMeasuredLater(t *testing.T) {
 	if m.NewKnown {
 		t.Fatal("a calibration on free blocks measured new memory")
 	}
-	cm := must[CostModel](t)(p.classModel(p.class(1024)))
+	cm := must[CostModel](t)(p.classModel(p.mem.Class(1024)))
 	if !cm.NewKnown || cm.NewPerByte != tFirstPer || cm.NewGrowth != tAlloc {
 		t.Fatalf("a class calibration on new memory: known %v, %v a byte, %v a growth", cm.NewKnown, cm.NewPerByte, cm.NewGrowth)
 	}

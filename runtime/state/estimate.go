@@ -146,7 +146,7 @@ func (h *Head) newBytes(taken []int64, free map[*sizeClass]classFree) (bytes, gr
 		if k == 0 {
 			continue
 		}
-		bytes += k * int64(cls.bytes)
+		bytes += k * int64(cls.Bytes())
 		if g := k - f.clean; g > 0 && f.grow > 0 {
 			growths += (g + f.grow - 1) / f.grow
 		}
@@ -154,16 +154,12 @@ func (h *Head) newBytes(taken []int64, free map[*sizeClass]classFree) (bytes, gr
 	return bytes, growths
 }
 
-// newPage is the unit new memory is touched in: a page of the host
-// backend. Calibration spaces its blocks this far apart.
-const newPage = 4096
-
 // pricing returns what h's candidates are priced by: the cost model of
 // its largest blocks' class, measured on first use. A pool that had no
 // room to measure it prices nothing (known false).
 func (h *Head) pricing(op string) (*pricing, error) {
 	cls := h.fitSizeClass()
-	pr := &pricing{f: h.pool.fitFor(cls.bytes), step: h.hist.stepTime(), free: map[*sizeClass]classFree{}}
+	pr := &pricing{f: h.pool.fitFor(cls.Bytes()), step: h.hist.stepTime(), free: map[*sizeClass]classFree{}}
 	m, err := h.pool.classModel(cls)
 	switch {
 	case err == nil:
@@ -184,4 +180,84 @@ func pointers(cs []Candidate) []*Candidate {
 		out[i] = &cs[i]
 	}
 	return out
+}
+
+// stepTime returns the expected time of one replayed step: the median of
+// the times the history's steps took when they ran (so that a step that
+// paid for something besides its rows, memory new to the pool or a cold
+// start, does not price the others), scaled by the history's replays
+// measured since (stepFit).
+func (x *history) stepTime() time.Duration {
+	mid, _, _, _ := x.stepFit.scale()
+	return time.Duration(float64(x.stepMedian()) * mid)
+}
+
+// stepMedian returns the median of the times the history's steps took
+// when they ran.
+func (x *history) stepMedian() time.Duration {
+	var ts []time.Duration
+	for _, e := range x.entries {
+		if e.d != nil && e.d.step != nil {
+			ts = append(ts, e.d.step.took)
+		}
+	}
+	if len(ts) == 0 {
+		return 0
+	}
+	slices.Sort(ts)
+	return ts[len(ts)/2]
+}
+
+// observe refines the estimates by a reconstruction At performed by plan
+// pl, whose replayed steps took replayed: the history's fit of replayed
+// steps, and the pool's fit of h's size class with the rest (new memory
+// left out, which the model prices apart). A plan the pool could not price
+// refines nothing.
+func (h *Head) observe(pl *Plan, replayed time.Duration) {
+	if pl.Unmeasured {
+		return
+	}
+	c := &pl.Candidate
+	if c.Steps > 0 {
+		h.hist.stepFit.observe(time.Duration(c.Steps)*h.hist.stepMedian(), replayed)
+	}
+	h.pool.observe(h.fitClass(), c, pl.Measured-replayed)
+}
+
+// plan returns the plan for version v. h.mu is held.
+func (h *Head) planAt(op string, v Version) (Plan, int, error) {
+	if h.hist == nil {
+		return Plan{}, 0, h.errorf(op, "%s keeps no checkpoints: %w", h.l.Type, ErrNotRetained)
+	}
+	t := h.hist.find(v)
+	if t < 0 {
+		return Plan{}, 0, h.errorf(op, "version %d is not in the retained history of the head's line: %w", v, ErrNotRetained)
+	}
+	pr, err := h.pricing(op)
+	if err != nil {
+		return Plan{}, 0, err
+	}
+	cs := h.candidates(t, pr)
+	if len(cs) == 0 {
+		return Plan{}, 0, h.errorf(op, "version %d: a delta before it was not retained: %w", v, ErrNotRetained)
+	}
+	pl := Plan{Target: v, Candidate: cs[0], Alternatives: cs[1:], Observed: pr.f.n}
+	pl.Unmeasured = !pr.known || (pl.NewBytes > 0 && !pr.model.NewKnown)
+	if pl.Unmeasured {
+		for _, c := range append([]*Candidate{&pl.Candidate}, pointers(pl.Alternatives)...) {
+			c.Estimate, c.model, c.newCost = 0, 0, 0
+		}
+		return pl, t, nil
+	}
+	if _, lo, hi, known := pr.f.scale(); known {
+		// Replayed steps spread as the history's replays did, when it
+		// measured three.
+		sLo, sHi := 1.0, 1.0
+		if mid, l, h, ok := h.hist.stepFit.scale(); ok {
+			sLo, sHi = l/mid, h/mid
+		}
+		pl.Low = time.Duration(float64(pl.model)*lo+float64(pl.Replayed)*sLo) + pl.newCost
+		pl.High = time.Duration(float64(pl.model)*hi+float64(pl.Replayed)*sHi) + pl.newCost
+	}
+	return pl, t, nil
 }

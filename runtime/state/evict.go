@@ -1,61 +1,5 @@
 package state
 
-import (
-	"fmt"
-	"reflect"
-	"sync/atomic"
-	"time"
-
-	"github.com/gpustate/gpustate/runtime/evict"
-)
-
-// Retention says what the pool may do with a state under memory pressure.
-type Retention int
-
-const (
-	// Mandatory state is never evicted: an allocation that finds no room
-	// without it answers ErrNoMemory.
-	Mandatory Retention = iota
-	// Optional state may be evicted; an evicted head or snapshot answers
-	// ErrEvicted on every call but Release.
-	Optional
-	// Reconstructable state may lose the blocks its checkpoints and deltas
-	// can rebuild; its next use rebuilds them, transparently.
-	Reconstructable
-)
-
-func (r Retention) String() string {
-	switch r {
-	case Mandatory:
-		return "mandatory"
-	case Optional:
-		return "optional"
-	case Reconstructable:
-		return "reconstructable"
-	}
-	return fmt.Sprintf("Retention(%d)", int(r))
-}
-
-// Evictor ranks the optional states a pool may evict; see package
-// runtime/evict. PoolOptions.Evictor nil means least recently used first
-// (package runtime/evict/lru).
-type Evictor = evict.Evictor
-
-// Victim is a state an Evictor ranks.
-type Victim = evict.Victim
-
-// evictable is a live handle, or a cached prefix block, the pool may
-// evict.
-type evictable interface {
-	// victim describes the handle for ranking; false when it may not be
-	// evicted now (mandatory, released, evicted already).
-	victim(r Retention) (Victim, bool)
-	// evict drops the blocks the handle may give up and returns the bytes
-	// of those that reached no reference; false when it could not be evicted now (busy
-	// with a call, or it would free nothing).
-	evict() (int64, bool)
-}
-
 // reclaim takes back memory for an allocation of want blocks of class c
 // that found no room, in the order docs/INTERNALS.md gives: pending
 // blocks, waited for when they would make the call succeed; optional
@@ -70,7 +14,10 @@ func (p *Pool) reclaim(c *sizeClass, want int, deviceFull bool) bool {
 	if p.shortfall(c, want, deviceFull) <= 0 {
 		return true
 	}
-	if p.reclaimPending(c, want, deviceFull) {
+	// Blocks released while a recorded stream's work may still use them
+	// come back when its events complete: wait for them, when they would
+	// make the room, rather than fail or evict.
+	if p.mem.AwaitRoom(c, want, deviceFull, p.pendingWait, p.freeable) {
 		return true
 	}
 	short := p.shortfall(c, want, deviceFull)
@@ -122,75 +69,10 @@ func (p *Pool) evictRound(r Retention, c *sizeClass, want int, deviceFull bool) 
 	return false, progress
 }
 
-// reclaimPending is the first step of reclaim: blocks released while a
-// recorded stream's work may still use them go back to the free lists by
-// themselves when that work's events complete (unfence, in stream.go).
-// When the pending bytes would make the call succeed, alone or with what
-// eviction could add, it waits for them, up to PoolOptions.PendingWait,
-// rather than fail or evict while the work finishes. It reports whether
-// there is room now.
-func (p *Pool) reclaimPending(c *sizeClass, want int, deviceFull bool) bool {
-	if p.pendingWait < 0 {
-		return p.shortfall(c, want, deviceFull) <= 0
-	}
-	timer := time.NewTimer(p.pendingWait)
-	defer timer.Stop()
-	checked := false // whether eviction was counted in
-	for {
-		short := p.shortfall(c, want, deviceFull)
-		if short <= 0 {
-			return true
-		}
-		p.mu.Lock()
-		pending := p.pendingBytes
-		cases := make([]reflect.SelectCase, 0, len(p.batches)+1)
-		for ch := range p.batches {
-			cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ch)})
-		}
-		p.mu.Unlock()
-		if pending == 0 || len(cases) == 0 {
-			return false
-		}
-		if pending < short && !checked {
-			if pending+p.freeable() < short {
-				return false // nothing makes the room: fail now
-			}
-			checked = true
-		}
-		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(timer.C)})
-		if i, _, _ := reflect.Select(cases); i == len(cases)-1 {
-			return p.shortfall(c, want, deviceFull) <= 0 // the deadline passed
-		}
-	}
-}
-
 // shortfall returns the bytes an allocation of want blocks of class c
-// lacks: zero or less when the free blocks of every class (every class
-// carves from every slab), the whole blocks of c that the slabs' free
-// extents hold, and the room left under MaxBytes (unless the device itself
-// is full) hold them.
+// lacks (blocks.Allocator.Shortfall).
 func (p *Pool) shortfall(c *sizeClass, want int, deviceFull bool) int64 {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	bb := int64(c.bytes)
-	var have int64
-	for _, k := range p.classes {
-		have += k.nfree * int64(k.bytes)
-		if k.hot.Load() != nil {
-			have += int64(k.bytes)
-		}
-	}
-	if p.loose >= bb {
-		for _, s := range p.slabs {
-			for _, e := range s.free {
-				have += e.n / bb * bb
-			}
-		}
-	}
-	if p.maxBytes > 0 && !deviceFull {
-		have += (p.maxBytes - p.reserved) / bb * bb
-	}
-	return int64(want)*bb - have
+	return p.mem.Shortfall(c, want, deviceFull)
 }
 
 // freeable returns the bytes eviction could free now: the blocks only
@@ -238,51 +120,6 @@ func (p *Pool) victims(r Retention) ([]evictable, []Victim) {
 	return hs, vs
 }
 
-// touch marks a use of a handle for the Evictor.
-func (p *Pool) touch(at *atomic.Uint64) { at.Store(p.clock.Add(1)) }
-
-// blockBytes sums the sizes of blocks.
-func blockBytes(list []*block) int64 {
-	var n int64
-	for _, b := range list {
-		n += int64(b.cls.bytes)
-	}
-	return n
-}
-
-// exclusiveBytes is the bytes of the blocks of r that only r holds: those
-// its release would free.
-func exclusiveBytes(r *root) int64 {
-	if r == nil || r.rc.Load() != 1 {
-		return 0
-	}
-	var n int64
-	for _, t := range r.cols {
-		if t.root != nil {
-			n += exclusiveNode(t.root)
-		}
-	}
-	return n
-}
-
-func exclusiveNode(n *node) int64 {
-	if n.rc.Load() != 1 {
-		return 0
-	}
-	var c int64
-	for _, k := range n.kids {
-		if k != nil {
-			c += exclusiveNode(k)
-		}
-	}
-	for _, b := range n.blks {
-		if b != nil && b.rc.Load() == 1 {
-			c += int64(b.cls.bytes)
-		}
-	}
-	return c
-}
-
 func (h *Head) victim(r Retention) (Victim, bool) {
 	if h.l.Retention != r || (r != Optional && r != Reconstructable) {
 		return Victim{}, false
@@ -294,7 +131,7 @@ func (h *Head) victim(r Retention) (Victim, bool) {
 	if h.released || h.evicted || h.r == nil || (r == Reconstructable && !h.rebuildable()) {
 		return Victim{}, false
 	}
-	return Victim{Owner: string(h.owner), Type: h.l.Type, Bytes: h.physical(h.r), LastUse: h.lastUse.Load()}, true
+	return Victim{Owner: string(h.owner), Type: h.l.Type, Bytes: h.physical(h.r), LastUse: h.lru.lastUse.Load()}, true
 }
 
 // rebuildable reports whether h's history can rebuild its version from a
@@ -346,8 +183,9 @@ func (h *Head) evict() (int64, bool) {
 	h.r.release(&freed)
 	h.r = nil
 	if optional && h.hist != nil {
-		h.hist.release(&freed)
+		h.hist.releaseAll(&freed)
 		h.hist = nil
+		h.setParts()
 	}
 	h.evicted = true
 	h.pool.free(freed)
@@ -372,8 +210,7 @@ func (h *Head) rebuild(op string) error {
 	}
 	h.r, h.evicted = r, false
 	h.pool.rebuiltBytes.Add(exclusiveBytes(r))
-	h.setLogical()
-	h.resyncShare()
+	h.moved()
 	return nil
 }
 
@@ -408,8 +245,8 @@ func (h *Head) freeable() int64 {
 			}
 			for _, col := range e.d.cols {
 				for _, b := range col {
-					if b.rc.Load() == 1 {
-						n += int64(b.cls.bytes)
+					if b.Refs() == 1 {
+						n += int64(b.Bytes())
 					}
 				}
 			}
@@ -449,4 +286,17 @@ func (s *Snap) evict() (int64, bool) {
 	s.pool.logical.Add(-s.logical)
 	s.logical = 0
 	return blockBytes(freed), true
+}
+
+// prepare rebuilds an evicted reconstructable head (or fails the call
+// with ErrEvicted or ErrNotRetained), then stamps the pool's use clock for
+// the Evictor.
+func (lp *lruPart) prepare(h *Head, c call) error {
+	if h.evicted {
+		if err := h.rebuild(c.op); err != nil {
+			return err
+		}
+	}
+	h.pool.touch(&lp.lastUse)
+	return nil
 }

@@ -3,7 +3,6 @@ package state
 import (
 	"fmt"
 	"hash/maphash"
-	"slices"
 	"time"
 
 	"github.com/gpustate/gpustate/runtime/device"
@@ -15,24 +14,6 @@ import (
 // it wrote, and At rebuilds a version by seeding from a checkpoint and
 // running the recorded steps again, in order (docs/INTERNALS.md). History
 // memory is then the checkpoints plus the inputs.
-
-// StepFunc computes a version of a state from the one before, in place:
-// spans locate every row (per column, one span per block, in row order)
-// and in is the step's input, one []byte per input column. It runs again,
-// on the same input, whenever a reconstruction passes its version, so it
-// must compute the same rows from the same rows and input, and must not
-// change in nor call the head it steps (which is locked while it runs).
-type StepFunc func(spans [][]device.Span, in [][]byte) error
-
-// stepRec is the delta of a version Step made.
-type stepRec struct {
-	in     [][]byte
-	f      StepFunc
-	took   time.Duration // how long f took when it ran
-	verify bool
-	hash   uint64 // with verify: the hash of the rows f produced
-	state  int64  // bytes of the rows, which verify reads back
-}
 
 // replaySeed seeds the row hashes of verify: fixed for the process, so a
 // hash recorded by Step compares with one computed by At.
@@ -207,53 +188,4 @@ func (h *Head) hashRows(spans [][]device.Span) (uint64, error) {
 		}
 	}
 	return m.Sum64(), nil
-}
-
-// replayBytes are the bytes a reconstruction copies to apply d: the rows
-// of a write set, or the rows a verified step reads back to hash.
-func (d *delta) replayBytes() int64 {
-	switch {
-	case d.step == nil:
-		return d.bytes
-	case d.step.verify:
-		return d.step.state
-	}
-	return 0
-}
-
-// stepTime returns the expected time of one replayed step: the median of
-// the times the history's steps took when they ran (so that a step that
-// paid for something besides its rows, memory new to the pool or a cold
-// start, does not price the others), scaled by the history's replays
-// measured since (stepFit).
-func (x *history) stepTime() time.Duration {
-	mid, _, _, _ := x.stepFit.scale()
-	return time.Duration(float64(x.stepMedian()) * mid)
-}
-
-// stepMedian returns the median of the times the history's steps took
-// when they ran.
-func (x *history) stepMedian() time.Duration {
-	var ts []time.Duration
-	for _, e := range x.entries {
-		if e.d != nil && e.d.step != nil {
-			ts = append(ts, e.d.step.took)
-		}
-	}
-	if len(ts) == 0 {
-		return 0
-	}
-	slices.Sort(ts)
-	return ts[len(ts)/2]
-}
-
-// inputBytes returns the bytes of the inputs the history records.
-func (x *history) inputBytes() int64 {
-	var n int64
-	for _, e := range x.entries {
-		if e.d != nil && e.d.step != nil {
-			n += e.d.bytes
-		}
-	}
-	return n
 }

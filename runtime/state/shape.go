@@ -29,7 +29,7 @@ func newShape(p *Pool, l *Layout, owner Owner) shape {
 	for i, c := range l.Columns {
 		rb := c.RowBytes()
 		bb := sh.blockBytes[i]
-		cl := p.class(bb)
+		cl := p.mem.Class(bb)
 		sh.cls = append(sh.cls, cl)
 		if !slices.Contains(sh.classes, cl) {
 			sh.classes = append(sh.classes, cl)
@@ -142,14 +142,14 @@ func (sh *shape) checkRange(op string, from, to, rows int) error {
 
 // checkDst checks that dst has one column per field, each holding rows
 // [from, to) exactly.
-func (sh *shape) checkDst(op string, from, to int, dst [][]byte) error {
+func (sh *shape) checkDst(op string, rows int, dst [][]byte) error {
 	if len(dst) != len(sh.rowBytes) {
 		return sh.errorf(op, "%d destination columns, the layout has %d: %w", len(dst), len(sh.rowBytes), ErrShape)
 	}
 	for i, d := range dst {
-		if want := (to - from) * sh.rowBytes[i]; len(d) != want {
-			return sh.errorf(op, "column %s: destination has %d bytes, rows [%d, %d) need %d: %w",
-				sh.l.Columns[i].Name, len(d), from, to, want, ErrShape)
+		if want := rows * sh.rowBytes[i]; len(d) != want {
+			return sh.errorf(op, "column %s: destination has %d bytes, %d rows need %d: %w",
+				sh.l.Columns[i].Name, len(d), rows, want, ErrShape)
 		}
 	}
 	return nil
@@ -160,7 +160,7 @@ func (sh *shape) read(op string, r *root, from, to int, dst [][]byte) error {
 	if err := sh.checkReadable(op, from, to, r.rows); err != nil {
 		return err
 	}
-	if err := sh.checkDst(op, from, to, dst); err != nil {
+	if err := sh.checkDst(op, to-from, dst); err != nil {
 		return err
 	}
 	for i, d := range dst {
@@ -184,12 +184,12 @@ func (sh *shape) copyColumn(r *root, i, from, to int, d []byte) error {
 		// Rows in neighbouring blocks come in one copy.
 		for last := blk; end < to && per*rb == bb; end = min(to, end+per) {
 			next := t.get(end / per)
-			if !next.follows(last, bb) {
+			if !next.Follows(last) {
 				break
 			}
 			last = next
 		}
-		if err := b.CopyDtoH(d[(row-from)*rb:(end-from)*rb], blk.ptr+device.Ptr(off)); err != nil {
+		if err := b.CopyDtoH(d[(row-from)*rb:(end-from)*rb], blk.Ptr()+device.Ptr(off)); err != nil {
 			return err
 		}
 		row = end
@@ -212,7 +212,7 @@ func (sh *shape) spans(op string, r *root, from, to int) ([][]device.Span, error
 		for row := from; row < to; {
 			bi := row / per
 			end := min(to, (bi+1)*per)
-			out[i] = append(out[i], device.Span{Ptr: t.get(bi).ptr + device.Ptr((row-bi*per)*rb), Rows: end - row})
+			out[i] = append(out[i], device.Span{Ptr: t.get(bi).Ptr() + device.Ptr((row-bi*per)*rb), Rows: end - row})
 			row = end
 		}
 	}
@@ -229,4 +229,47 @@ func (sh *shape) stats(r *root, v Version) Stats {
 		LogicalBytes:  sh.logicalOf(r),
 		PhysicalBytes: sh.physical(r),
 	}
+}
+
+// floor returns the first readable row of a version of rows rows.
+func (sh *shape) floor(rows int) int {
+	if w := sh.l.Window; w > 0 && rows > w {
+		return rows - w
+	}
+	return 0
+}
+
+// logicalOf returns the bytes of the readable rows of r.
+func (sh *shape) logicalOf(r *root) int64 {
+	return int64(r.rows-sh.floor(r.rows)) * sh.rowSum
+}
+
+// checkReadable checks 0 <= from <= to <= rows, and that a non-empty range
+// starts at or above the window's floor.
+func (sh *shape) checkReadable(op string, from, to, rows int) error {
+	if err := sh.checkRange(op, from, to, rows); err != nil {
+		return err
+	}
+	if f := sh.floor(rows); from < f && from < to {
+		return sh.errorf(op, "rows [%d, %d): rows below %d left the window of %d rows: %w", from, to, f, sh.l.Window, ErrExpired)
+	}
+	return nil
+}
+
+// Stats describes one head or snapshot.
+type Stats struct {
+	Version Version
+	// Rows is the version's Len: for a window, every row ever appended.
+	Rows int
+	// LogicalBytes is the size of the version's readable rows (for a
+	// window, the last Window rows at most).
+	LogicalBytes int64
+	// PhysicalBytes is the bytes of the blocks the version references,
+	// each counted here even when other versions share it; the pool's
+	// PhysicalBytes counts every block once overall.
+	PhysicalBytes int64
+	// Checkpoints and HistoryBytes describe a checkpointed head's history:
+	// the checkpoints it keeps and the bytes of the blocks its deltas hold.
+	Checkpoints  int
+	HistoryBytes int64
 }

@@ -11,16 +11,9 @@ import "fmt"
 // until memory pressure evicts them or ForgetPrefixes drops them. A closed
 // pool holds nothing to trim.
 func (p *Pool) Trim() (int64, error) {
-	leave, err := p.enter()
-	if err != nil {
+	if err := p.enter(); err != nil {
 		return 0, fmt.Errorf("state: Pool.Trim: %w", err)
 	}
-	defer leave()
-	p.mu.Lock()
-	p.takeBackLocked(nil)
-	gone := p.dropWhollyFreeLocked()
-	p.mu.Unlock()
-	// Freed with the lock let go: a backend's Free may wait for work
-	// queued on its streams, and other calls must not wait with it.
-	return p.freeSlabs(gone, "Pool.Trim")
+	defer p.leave()
+	return p.mem.Trim("Pool.Trim")
 }

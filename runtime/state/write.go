@@ -142,7 +142,7 @@ func (tx *writeTx) admit() error {
 	if rows > 0 && rows > (1<<62)/h.rowSum {
 		return h.errorf(tx.op, "%d rows: %w", rows, ErrNoMemory)
 	}
-	if err := h.pool.fitsBytes(rows * h.rowSum); err != nil {
+	if err := h.pool.mem.FitsBytes(rows * h.rowSum); err != nil {
 		return h.errorf(tx.op, "%w", err)
 	}
 	return nil
@@ -224,7 +224,7 @@ func (tx *writeTx) fillNewBlocks() error {
 			continue
 		}
 		if o.keep > 0 {
-			if err := b.CopyDtoD(o.nb.ptr, o.old.ptr, o.keep); err != nil {
+			if err := b.CopyDtoD(o.nb.Ptr(), o.old.Ptr(), o.keep); err != nil {
 				return err
 			}
 		}
@@ -232,7 +232,7 @@ func (tx *writeTx) fillNewBlocks() error {
 			continue
 		}
 		src, last := tx.run(i)
-		if err := b.CopyHtoD(o.nb.ptr+device.Ptr(o.off), src); err != nil {
+		if err := b.CopyHtoD(o.nb.Ptr()+device.Ptr(o.off), src); err != nil {
 			return err
 		}
 		i = last
@@ -250,7 +250,7 @@ func (tx *writeTx) run(i int) ([]byte, int) {
 		prev, next := &tx.ops[i], &tx.ops[i+1]
 		bb := tx.h.blockBytes[prev.col]
 		if next.nb == nil || next.col != prev.col || next.keep != 0 || next.off != 0 || next.src == nil ||
-			prev.off+len(prev.src) != bb || !next.nb.follows(prev.nb, bb) ||
+			prev.off+len(prev.src) != bb || !next.nb.Follows(prev.nb) ||
 			len(src)+len(next.src) > cap(src) {
 			break
 		}
@@ -266,7 +266,7 @@ func (tx *writeTx) writePastEnd() error {
 	for i := range tx.ops {
 		o := &tx.ops[i]
 		if o.nb == nil && !o.visible && o.src != nil {
-			if err := tx.h.pool.b.CopyHtoD(o.old.ptr+device.Ptr(o.off), o.src); err != nil {
+			if err := tx.h.pool.b.CopyHtoD(o.old.Ptr()+device.Ptr(o.off), o.src); err != nil {
 				return err
 			}
 		}
@@ -287,7 +287,7 @@ func (tx *writeTx) writeVisible() error {
 	saved := make([][]byte, len(visible))
 	for k, i := range visible {
 		o := &tx.ops[i]
-		dst := o.old.ptr + device.Ptr(o.off)
+		dst := o.old.Ptr() + device.Ptr(o.off)
 		if k < len(visible)-1 {
 			saved[k] = make([]byte, len(o.src))
 			if err := b.CopyDtoH(saved[k], dst); err != nil {
@@ -306,7 +306,7 @@ func (tx *writeTx) restore(idx []int, saved [][]byte) error {
 	var errs []error
 	for k, i := range idx {
 		o := &tx.ops[i]
-		if err := tx.h.pool.b.CopyHtoD(o.old.ptr+device.Ptr(o.off), saved[k]); err != nil {
+		if err := tx.h.pool.b.CopyHtoD(o.old.Ptr()+device.Ptr(o.off), saved[k]); err != nil {
 			errs = append(errs, fmt.Errorf("restoring rows after a failed write: %w", err))
 		}
 	}
@@ -337,7 +337,7 @@ func (tx *writeTx) spans() [][]device.Span {
 		}
 		per, rb := h.perBlock[o.col], h.rowBytes[o.col]
 		row := o.idx*per + o.off/rb
-		out[o.col] = append(out[o.col], device.Span{Ptr: b.ptr + device.Ptr(o.off), Rows: min(tx.to, (o.idx+1)*per) - row})
+		out[o.col] = append(out[o.col], device.Span{Ptr: b.Ptr() + device.Ptr(o.off), Rows: min(tx.to, (o.idx+1)*per) - row})
 	}
 	return out
 }
