@@ -29,6 +29,7 @@ type Head struct {
 	hist     *history              // checkpoints and deltas, with a checkpoint policy
 	scratch  []*block              // reused by writes for the blocks they take
 	countBuf []int                 // reused by writes for their blocks per column
+	ops      []blockOp             // reused by small writes for their plans (write.go)
 	tables   []*BlockTable         // live block tables, kept current by writes
 	streams  streamSet             // streams recorded by RecordStream
 	inflight []device.Event        // after the copies of AppendAsync calls not yet waited for

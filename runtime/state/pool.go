@@ -177,6 +177,7 @@ type Pool struct {
 	pendingBytes int64                      // bytes of blocks freed but waiting for stream events
 	batches      map[chan struct{}]struct{} // closed when their pending blocks are free
 	staging      [][]byte                   // free page-locked staging buffers (AppendAsync)
+	stagingBusy  []stagingUse               // staging buffers queued copies may still read (async.go)
 	tables       map[*BlockTable]struct{}   // live block tables, each a backend allocation
 	live         map[handle]struct{}
 	nextID       uint64

@@ -36,7 +36,7 @@ const (
 // plan returns the block operations for rows [from, to) of every column.
 // Rows of an in-place write a reader may see are marked visible.
 func (h *Head) plan(kind writeKind, from, to int, cols [][]byte) []blockOp {
-	var ops []blockOp
+	ops := h.opsBuf(from, to)
 	rootUnique := h.r.unique()
 	for c := range h.rowBytes {
 		rb, per, bb := h.rowBytes[c], h.perBlock[c], h.blockBytes[c]
@@ -76,6 +76,38 @@ func (h *Head) plan(kind writeKind, from, to int, cols [][]byte) []blockOp {
 	return ops
 }
 
+// maxKeptOps is the most block operations a head keeps a buffer for
+// between writes: a decode step's plan reuses it, a bulk write's plan
+// takes a buffer of its exact size and leaves it to the collector.
+const maxKeptOps = 64
+
+// opsBuf returns an empty buffer for the operations of a write of rows
+// [from, to): the head's own for a small write, else a new one of the
+// exact size, so that planning never regrows it.
+func (h *Head) opsBuf(from, to int) []blockOp {
+	n := 0
+	if from < to {
+		for _, per := range h.perBlock {
+			n += (to-1)/per - from/per + 1
+		}
+	}
+	if n > maxKeptOps {
+		return make([]blockOp, 0, n)
+	}
+	if h.ops == nil {
+		h.ops = make([]blockOp, 0, maxKeptOps)
+	}
+	return h.ops[:0]
+}
+
+// doneOps drops what a finished write's operations reference (the
+// caller's batch, blocks given back), when their buffer is the head's.
+func (tx *writeTx) doneOps() {
+	if cap(tx.ops) == maxKeptOps {
+		clear(tx.ops)
+	}
+}
+
 // writeTx is one write in progress: rows [from, to) of the batch cols (nil
 // for a device write), planned as ops, with the blocks taken for it.
 type writeTx struct {
@@ -95,14 +127,16 @@ func (h *Head) apply(op string, kind writeKind, from, to, newRows int, cols [][]
 }
 
 // applyThen is apply with one more step before the commit: last, when not
-// nil, gets the spans where rows [from, to) lie in the new version (the
-// async path queues its copies there), and its failure aborts the write.
-func (h *Head) applyThen(op string, kind writeKind, from, to, newRows int, cols [][]byte, last func([][]device.Span) error) ([][]device.Span, error) {
+// nil, gets the runs of device memory where rows [from, to) lie in the new
+// version (the async path queues its copies there), and its failure
+// aborts the write; the spans are left to the caller then.
+func (h *Head) applyThen(op string, kind writeKind, from, to, newRows int, cols [][]byte, last func([]copyRun) error) ([][]device.Span, error) {
 	tx := writeTx{h: h, op: op, kind: kind, from: from, to: to}
 	if err := tx.admit(); err != nil {
 		return nil, err
 	}
 	tx.ops = h.plan(kind, from, to, cols)
+	defer tx.doneOps()
 	if err := tx.take(); err != nil {
 		return nil, err
 	}
@@ -119,12 +153,12 @@ func (h *Head) applyThen(op string, kind writeKind, from, to, newRows int, cols 
 		return nil, tx.abort(err)
 	}
 	if last != nil {
-		if err := last(tx.spans()); err != nil {
+		if err := last(tx.runs()); err != nil {
 			return nil, tx.abort(err)
 		}
 	}
 	r := tx.commit(newRows)
-	if kind == deviceAppend || kind == deviceWrite {
+	if last == nil && (kind == deviceAppend || kind == deviceWrite) {
 		spans, _ := h.spans(op, r, from, to) // in range by construction
 		return spans, nil
 	}
@@ -215,23 +249,25 @@ func (tx *writeTx) coverInPlace() int {
 }
 
 // fillNewBlocks writes every new block: the rows it keeps of the block it
-// replaces, then the batch's rows. Nothing a reader sees changes.
+// replaces, then the batch's rows, each in one copy per run of blocks that
+// follow one another in memory. Nothing a reader sees changes.
 func (tx *writeTx) fillNewBlocks() error {
 	b := tx.h.pool.b
 	for i := 0; i < len(tx.ops); i++ {
-		o := &tx.ops[i]
-		if o.nb == nil {
-			continue
-		}
-		if o.keep > 0 {
-			if err := b.CopyDtoD(o.nb.ptr, o.old.ptr, o.keep); err != nil {
+		if o := &tx.ops[i]; o.nb != nil && o.keep > 0 {
+			n, last := tx.keptRun(i)
+			if err := b.CopyDtoD(o.nb.ptr, o.old.ptr, n); err != nil {
 				return err
 			}
+			i = last
 		}
-		if o.src == nil {
+	}
+	for i := 0; i < len(tx.ops); i++ {
+		o := &tx.ops[i]
+		if o.nb == nil || o.src == nil {
 			continue
 		}
-		src, last := tx.run(i)
+		src, last := tx.run(i, newBlock)
 		if err := b.CopyHtoD(o.nb.ptr+device.Ptr(o.off), src); err != nil {
 			return err
 		}
@@ -240,17 +276,53 @@ func (tx *writeTx) fillNewBlocks() error {
 	return nil
 }
 
+// keptRun returns the bytes that ops[i] keeps of its old block joined
+// with those of the operations after it that continue them in one device
+// copy (whole blocks kept, old and new blocks each following one another
+// in memory), and the index of the last operation joined.
+func (tx *writeTx) keptRun(i int) (int, int) {
+	n := tx.ops[i].keep
+	for i+1 < len(tx.ops) {
+		prev, next := &tx.ops[i], &tx.ops[i+1]
+		bb := tx.h.blockBytes[prev.col]
+		if next.nb == nil || next.keep <= 0 || next.col != prev.col || prev.keep != bb ||
+			!next.nb.follows(prev.nb, bb) || !next.old.follows(prev.old, bb) {
+			break
+		}
+		n += next.keep
+		i++
+	}
+	return n, i
+}
+
+// Which block of an operation a run writes: the new one, or the old one
+// in place.
+const (
+	newBlock = true
+	oldBlock = false
+)
+
+// target returns the block o writes: its new one, or its old one.
+func (o *blockOp) target(fresh bool) *block {
+	if fresh {
+		return o.nb
+	}
+	return o.old
+}
+
 // run returns the rows of ops[i] joined with those of the operations after
-// it that continue them in one copy (new blocks that follow one another in
-// memory, filled from their start by rows that follow one another in the
-// batch's column), and the index of the last operation joined.
-func (tx *writeTx) run(i int) ([]byte, int) {
+// it that continue them in one copy (blocks, new ones or old ones as fresh
+// says, that follow one another in memory, written from their start by
+// rows that follow one another in the batch's column), and the index of
+// the last operation joined.
+func (tx *writeTx) run(i int, fresh bool) ([]byte, int) {
 	src := tx.ops[i].src
 	for i+1 < len(tx.ops) {
 		prev, next := &tx.ops[i], &tx.ops[i+1]
 		bb := tx.h.blockBytes[prev.col]
-		if next.nb == nil || next.col != prev.col || next.keep != 0 || next.off != 0 || next.src == nil ||
-			prev.off+len(prev.src) != bb || !next.nb.follows(prev.nb, bb) ||
+		if (next.nb == nil) == fresh || next.visible != prev.visible || next.col != prev.col || next.off != 0 || next.src == nil ||
+			prev.off+len(prev.src) != bb ||
+			!next.target(fresh).follows(prev.target(fresh), bb) ||
 			len(src)+len(next.src) > cap(src) {
 			break
 		}
@@ -274,39 +346,47 @@ func (tx *writeTx) writePastEnd() error {
 	return nil
 }
 
-// writeVisible writes in place over rows a reader may see, keeping what
-// each write replaces (but the last's) so that a failure can put it back.
+// writeVisible writes in place over rows a reader may see, one copy per
+// run of blocks that follow one another, keeping what each write replaces
+// (but the last's) so that a failure can put it back.
 func (tx *writeTx) writeVisible() error {
-	var visible []int
-	for i := range tx.ops {
-		if tx.ops[i].visible && tx.ops[i].src != nil {
-			visible = append(visible, i)
+	var runs []visibleRun
+	for i := 0; i < len(tx.ops); i++ {
+		if o := &tx.ops[i]; o.visible && o.src != nil {
+			src, last := tx.run(i, oldBlock)
+			runs = append(runs, visibleRun{dst: o.old.ptr + device.Ptr(o.off), src: src})
+			i = last
 		}
 	}
 	b := tx.h.pool.b
-	saved := make([][]byte, len(visible))
-	for k, i := range visible {
-		o := &tx.ops[i]
-		dst := o.old.ptr + device.Ptr(o.off)
-		if k < len(visible)-1 {
-			saved[k] = make([]byte, len(o.src))
-			if err := b.CopyDtoH(saved[k], dst); err != nil {
-				return errors.Join(err, tx.restore(visible[:k], saved))
+	for k := range runs {
+		r := &runs[k]
+		if k < len(runs)-1 {
+			r.saved = make([]byte, len(r.src))
+			if err := b.CopyDtoH(r.saved, r.dst); err != nil {
+				return errors.Join(err, tx.restore(runs[:k]))
 			}
 		}
-		if err := b.CopyHtoD(dst, o.src); err != nil {
-			return errors.Join(err, tx.restore(visible[:k], saved))
+		if err := b.CopyHtoD(r.dst, r.src); err != nil {
+			return errors.Join(err, tx.restore(runs[:k]))
 		}
 	}
 	return nil
 }
 
-// restore puts back the rows saved before in-place writes ops[idx[k]].
-func (tx *writeTx) restore(idx []int, saved [][]byte) error {
+// visibleRun is one in-place copy over rows a reader may see: src to dst,
+// and what dst held before.
+type visibleRun struct {
+	dst   device.Ptr
+	src   []byte
+	saved []byte
+}
+
+// restore puts back the rows saved before in-place writes runs.
+func (tx *writeTx) restore(runs []visibleRun) error {
 	var errs []error
-	for k, i := range idx {
-		o := &tx.ops[i]
-		if err := tx.h.pool.b.CopyHtoD(o.old.ptr+device.Ptr(o.off), saved[k]); err != nil {
+	for _, r := range runs {
+		if err := tx.h.pool.b.CopyHtoD(r.dst, r.saved); err != nil {
 			errs = append(errs, fmt.Errorf("restoring rows after a failed write: %w", err))
 		}
 	}
@@ -338,6 +418,43 @@ func (tx *writeTx) spans() [][]device.Span {
 		per, rb := h.perBlock[o.col], h.rowBytes[o.col]
 		row := o.idx*per + o.off/rb
 		out[o.col] = append(out[o.col], device.Span{Ptr: b.ptr + device.Ptr(o.off), Rows: min(tx.to, (o.idx+1)*per) - row})
+	}
+	return out
+}
+
+// copyRun is a range of device memory that one copy fills: rows that
+// follow one another in a column, in blocks that follow one another in one
+// allocation.
+type copyRun struct {
+	col   int
+	ptr   device.Ptr
+	bytes int
+}
+
+// runs returns where rows [from, to) lie once the write commits (in the
+// new block of each operation, else in the old one), per column in row
+// order, neighbouring blocks joined into one run.
+func (tx *writeTx) runs() []copyRun {
+	h := tx.h
+	var out []copyRun
+	var prev *block
+	for i := range tx.ops {
+		o := &tx.ops[i]
+		b := o.nb
+		if b == nil {
+			b = o.old
+		}
+		per, rb, bb := h.perBlock[o.col], h.rowBytes[o.col], h.blockBytes[o.col]
+		row := o.idx*per + o.off/rb
+		n := (min(tx.to, (o.idx+1)*per) - row) * rb
+		ptr := b.ptr + device.Ptr(o.off)
+		if k := len(out) - 1; k >= 0 && out[k].col == o.col && o.off == 0 && b.follows(prev, bb) &&
+			out[k].ptr+device.Ptr(out[k].bytes) == ptr {
+			out[k].bytes += n
+		} else {
+			out = append(out, copyRun{col: o.col, ptr: ptr, bytes: n})
+		}
+		prev = b
 	}
 	return out
 }

@@ -1,0 +1,155 @@
+package state
+
+import (
+	"bytes"
+	"sync"
+	"testing"
+
+	"github.com/gpustate/gpustate/runtime/device"
+)
+
+// callCounts wraps the host backend and counts its copies and events, so
+// that tests can assert that copies are issued per run of blocks.
+type callCounts struct {
+	device.Backend
+	device.Streams
+	mu                                sync.Mutex
+	htod, dtoh, dtod, htodA, dtohA, n int
+	events                            int
+	bytes                             int64
+}
+
+func newCallCounts(t testing.TB) *callCounts {
+	b := device.Host()
+	t.Cleanup(func() { b.Close() })
+	return &callCounts{Backend: b, Streams: b.(device.Streams)}
+}
+
+func (c *callCounts) count(k *int, n int) {
+	c.mu.Lock()
+	*k++
+	c.bytes += int64(n)
+	c.mu.Unlock()
+}
+
+func (c *callCounts) reset() {
+	c.mu.Lock()
+	c.htod, c.dtoh, c.dtod, c.htodA, c.dtohA, c.events, c.bytes = 0, 0, 0, 0, 0, 0, 0
+	c.mu.Unlock()
+}
+
+func (c *callCounts) CopyHtoD(dst device.Ptr, src []byte) error {
+	c.count(&c.htod, len(src))
+	return c.Backend.CopyHtoD(dst, src)
+}
+
+func (c *callCounts) CopyDtoH(dst []byte, src device.Ptr) error {
+	c.count(&c.dtoh, len(dst))
+	return c.Backend.CopyDtoH(dst, src)
+}
+
+func (c *callCounts) CopyDtoD(dst, src device.Ptr, n int) error {
+	c.count(&c.dtod, n)
+	return c.Backend.CopyDtoD(dst, src, n)
+}
+
+func (c *callCounts) CopyHtoDAsync(st device.Stream, dst device.Ptr, src []byte) error {
+	c.count(&c.htodA, len(src))
+	return c.Streams.CopyHtoDAsync(st, dst, src)
+}
+
+func (c *callCounts) CopyDtoHAsync(st device.Stream, dst []byte, src device.Ptr) error {
+	c.count(&c.dtohA, len(dst))
+	return c.Streams.CopyDtoHAsync(st, dst, src)
+}
+
+func (c *callCounts) Record(st device.Stream) (device.Event, error) {
+	c.count(&c.events, 0)
+	return c.Streams.Record(st)
+}
+
+// oneColumn is a layout of one column of rows of rb bytes, one row a
+// block on a row-sized pool when rb is 1 KiB or more.
+func oneColumn(rb int) *Layout {
+	return &Layout{Type: "Rows", Columns: []Column{{Name: "B", ElemSize: 1, Width: rb}}, Growth: Append}
+}
+
+func seqRows(n, rb int, seed byte) [][]byte {
+	c := make([]byte, n*rb)
+	for i := range c {
+		c[i] = seed + byte(i*31/7)
+	}
+	return [][]byte{c}
+}
+
+// TestCopiesPerRun: a 64-block append into blocks that follow one another
+// in memory issues one copy, synchronous or on a stream, and reads of
+// those rows (Read, ReadRows, ReadAsync) one copy each; copy on write of
+// the 64 blocks one device copy.
+func TestCopiesPerRun(t *testing.T) {
+	c := newCallCounts(t)
+	p, err := NewPool(c, PoolOptions{})
+	check(t, err)
+	defer p.Close()
+	const n, rb = 64, 1024
+	rows := seqRows(n, rb, 1)
+
+	h := must[*Head](t)(p.NewHead(oneColumn(rb), "s"))
+	defer h.Release()
+	c.reset()
+	check(t, h.Append(rows))
+	if c.htod != 1 || c.bytes != n*rb {
+		t.Fatalf("Append of %d one-row blocks: %d copies of %d bytes, want 1 of %d", n, c.htod, c.bytes, n*rb)
+	}
+	got := [][]byte{make([]byte, n*rb)}
+	c.reset()
+	check(t, h.Read(0, n, got))
+	if c.dtoh != 1 || !bytes.Equal(got[0], rows[0]) {
+		t.Fatalf("Read of %d blocks: %d copies (rows equal: %v), want 1", n, c.dtoh, bytes.Equal(got[0], rows[0]))
+	}
+	idx := make([]int, n-2)
+	for i := range idx {
+		idx[i] = i + 1
+	}
+	sub := [][]byte{make([]byte, len(idx)*rb)}
+	c.reset()
+	check(t, h.ReadRows(idx, sub))
+	if c.dtoh != 1 || !bytes.Equal(sub[0], rows[0][rb:(n-1)*rb]) {
+		t.Fatalf("ReadRows of %d consecutive rows over as many blocks: %d copies, want 1", len(idx), c.dtoh)
+	}
+
+	st := must[device.Stream](t)(c.NewStream())
+	defer st.Close()
+	a := must[*Head](t)(p.NewHead(oneColumn(rb), "s"))
+	defer a.Release()
+	c.reset()
+	check(t, a.AppendAsync(st, rows))
+	if c.htodA != 1 || c.events != 1 {
+		t.Fatalf("AppendAsync of %d one-row blocks: %d async copies and %d events, want 1 and 1", n, c.htodA, c.events)
+	}
+	pin := must[[]byte](t)(c.HostAlloc(n * rb))
+	defer c.HostFree(pin)
+	c.reset()
+	check(t, a.ReadAsync(st, 0, n, [][]byte{pin}))
+	check(t, st.Sync())
+	if c.dtohA != 1 || !bytes.Equal(pin, rows[0]) {
+		t.Fatalf("ReadAsync of %d blocks: %d async copies (rows equal: %v), want 1", n, c.dtohA, bytes.Equal(pin, rows[0]))
+	}
+
+	m := must[*Head](t)(p.NewHead(&Layout{Type: "M", Columns: oneColumn(rb).Columns, Growth: Mutable, Bound: n}, "s"))
+	defer m.Release()
+	check(t, m.Write(0, rows))
+	s := must[*Snap](t)(m.Snapshot())
+	defer s.Release()
+	c.reset()
+	if _, err := m.WriteDevice(0, n); err != nil {
+		t.Fatal(err)
+	}
+	if c.dtod != 1 || c.bytes != n*rb {
+		t.Fatalf("copy on write of %d shared blocks: %d device copies of %d bytes, want 1 of %d", n, c.dtod, c.bytes, n*rb)
+	}
+	check(t, m.Read(0, n, got))
+	if !bytes.Equal(got[0], rows[0]) {
+		t.Fatal("the rows copied on write differ")
+	}
+}
