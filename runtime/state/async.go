@@ -170,11 +170,10 @@ func checkStream(sb device.Streams, st device.Stream) error {
 //
 //state:appends
 func (h *Head) AppendAsync(st device.Stream, cols [][]byte) error {
-	unlock, err := h.lockAsync("AppendAsync")
-	if err != nil {
+	if err := h.open("AppendAsync", false, true); err != nil { // lockAsync, with no closure
 		return err
 	}
-	defer unlock()
+	defer h.end()
 	sb, err := h.pool.streamsOf("AppendAsync")
 	if err != nil {
 		return h.errorf("AppendAsync", "%w", err)

@@ -226,11 +226,10 @@ func (h *Head) setLogical() {
 //
 //state:appends
 func (h *Head) Append(cols [][]byte) error {
-	unlock, err := h.lock("Append")
-	if err != nil {
+	if err := h.begin("Append"); err != nil {
 		return err
 	}
-	defer unlock()
+	defer h.end()
 	n, err := h.batchRows("Append", cols)
 	if err != nil {
 		return err
@@ -767,6 +766,9 @@ func (h *Head) release() error {
 	h.inflight = nil
 	var freed []*block
 	if h.r != nil {
+		if h.r.unique() {
+			freed = make([]*block, 0, h.r.blocks()) // no regrowth for a large state
+		}
 		h.r.release(&freed)
 	}
 	if h.hist != nil {

@@ -764,7 +764,8 @@ func (p *Pool) free(list []*block) {
 					streams = append(streams, st)
 				}
 			}
-			b.streams = nil
+			clear(b.streams)
+			b.streams = b.streams[:0] // its next recording reuses the array
 			fenced = append(fenced, b)
 			p.pendingBytes += int64(b.cls.bytes)
 			b.cls.inUse--

@@ -3,6 +3,7 @@ package state
 import (
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/gpustate/gpustate/runtime/device"
 )
@@ -81,9 +82,13 @@ func (h *Head) plan(kind writeKind, from, to int, cols [][]byte) []blockOp {
 // takes a buffer of its exact size and leaves it to the collector.
 const maxKeptOps = 64
 
+// bulkOps holds the plan buffers of large writes between them, for any
+// head: a head keeps only a small one (Head.ops).
+var bulkOps sync.Pool
+
 // opsBuf returns an empty buffer for the operations of a write of rows
-// [from, to): the head's own for a small write, else a new one of the
-// exact size, so that planning never regrows it.
+// [from, to), large enough that planning never regrows it: the head's own
+// for a small write, else one of bulkOps.
 func (h *Head) opsBuf(from, to int) []blockOp {
 	n := 0
 	if from < to {
@@ -92,6 +97,9 @@ func (h *Head) opsBuf(from, to int) []blockOp {
 		}
 	}
 	if n > maxKeptOps {
+		if b, ok := bulkOps.Get().(*[]blockOp); ok && cap(*b) >= n {
+			return (*b)[:0]
+		}
 		return make([]blockOp, 0, n)
 	}
 	if h.ops == nil {
@@ -101,10 +109,13 @@ func (h *Head) opsBuf(from, to int) []blockOp {
 }
 
 // doneOps drops what a finished write's operations reference (the
-// caller's batch, blocks given back), when their buffer is the head's.
+// caller's batch, blocks given back) and gives a large buffer back to
+// bulkOps.
 func (tx *writeTx) doneOps() {
-	if cap(tx.ops) == maxKeptOps {
-		clear(tx.ops)
+	clear(tx.ops)
+	if cap(tx.ops) > maxKeptOps {
+		ops := tx.ops[:0]
+		bulkOps.Put(&ops)
 	}
 }
 
