@@ -2,6 +2,7 @@ package state
 
 import (
 	"bytes"
+	"errors"
 	"sync"
 	"testing"
 
@@ -17,6 +18,10 @@ type callCounts struct {
 	htod, dtoh, dtod, htodA, dtohA, n int
 	events                            int
 	bytes                             int64
+	// failAsync > 0 fails the failAsync-th async copy from now on;
+	// failEvent fails the next event recorded.
+	failAsync int
+	failEvent bool
 }
 
 func newCallCounts(t testing.TB) *callCounts {
@@ -55,6 +60,15 @@ func (c *callCounts) CopyDtoD(dst, src device.Ptr, n int) error {
 
 func (c *callCounts) CopyHtoDAsync(st device.Stream, dst device.Ptr, src []byte) error {
 	c.count(&c.htodA, len(src))
+	c.mu.Lock()
+	fail := c.failAsync == 1
+	if c.failAsync > 0 {
+		c.failAsync--
+	}
+	c.mu.Unlock()
+	if fail {
+		return errInjected
+	}
 	return c.Streams.CopyHtoDAsync(st, dst, src)
 }
 
@@ -65,6 +79,13 @@ func (c *callCounts) CopyDtoHAsync(st device.Stream, dst []byte, src device.Ptr)
 
 func (c *callCounts) Record(st device.Stream) (device.Event, error) {
 	c.count(&c.events, 0)
+	c.mu.Lock()
+	fail := c.failEvent
+	c.failEvent = false
+	c.mu.Unlock()
+	if fail {
+		return nil, errInjected
+	}
 	return c.Streams.Record(st)
 }
 
@@ -151,5 +172,90 @@ func TestCopiesPerRun(t *testing.T) {
 	check(t, m.Read(0, n, got))
 	if !bytes.Equal(got[0], rows[0]) {
 		t.Fatal("the rows copied on write differ")
+	}
+}
+
+// TestAppendAsyncFailedRunChangesNothing: an AppendAsync of several runs
+// (four columns) whose third copy, or whose event, fails answers an error
+// and changes nothing: rows, version, stats, the pool's bytes; the copies
+// queued before the failure landed in blocks given back, and a retry
+// stores the rows once.
+func TestAppendAsyncFailedRunChangesNothing(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		inject func(c *callCounts)
+	}{
+		{"third copy", func(c *callCounts) { c.failAsync = 3 }},
+		{"event", func(c *callCounts) { c.failEvent = true }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cc := newCallCounts(t)
+			p, err := NewPool(cc, PoolOptions{})
+			check(t, err)
+			defer p.Close()
+			l := kvCacheLayout(128)
+			h := must[*Head](t)(p.NewHead(l, "a"))
+			defer h.Release()
+			st := must[device.Stream](t)(cc.NewStream())
+			defer st.Close()
+			first, second := seqKV(l, 40, 1), seqKV(l, 70, 2)
+			check(t, h.AppendAsync(st, first))
+			v, hs, ps := h.Version(), h.Stats(), p.Stats()
+			cc.mu.Lock()
+			c.inject(cc)
+			cc.mu.Unlock()
+			if err := h.AppendAsync(st, second); !errors.Is(err, errInjected) {
+				t.Fatalf("AppendAsync with a failing %s answered %v", c.name, err)
+			}
+			if h.Len() != 40 || h.Version() != v || h.Stats() != hs {
+				t.Errorf("the failed call changed the head: %d rows at version %d (%+v); was 40 at %d (%+v)", h.Len(), h.Version(), h.Stats(), v, hs)
+			}
+			if got := p.Stats(); got.PhysicalBytes != ps.PhysicalBytes || got.LogicalBytes != ps.LogicalBytes || got.Blocks != ps.Blocks {
+				t.Errorf("the failed call changed the pool: %+v; was %+v", got, ps)
+			}
+			check(t, h.AppendAsync(st, second)) // the retry
+			if h.Len() != 110 {
+				t.Fatalf("after the retry: %d rows, want 110", h.Len())
+			}
+			got := zeroRows(l, 110)
+			check(t, h.Read(0, 110, got))
+			for i := range got {
+				if want := append(append([]byte(nil), first[i]...), second[i]...); !bytes.Equal(got[i], want) {
+					t.Fatalf("column %d after the retry differs from the rows appended", i)
+				}
+			}
+		})
+	}
+}
+
+// seqKV returns n rows of l whose bytes derive from seed.
+func seqKV(l *Layout, n int, seed byte) [][]byte {
+	cols := zeroRows(l, n)
+	for i, c := range cols {
+		for k := range c {
+			c[k] = seed + byte(k*7+i)
+		}
+	}
+	return cols
+}
+
+// TestAppendOneRowAllocates nothing: a one-row Append in steady state
+// (the head's blocks come from the pool's free lists, its plan buffer is
+// its own) makes no allocation, amortized over the tree's leaves.
+func TestAppendOneRowAllocatesNothing(t *testing.T) {
+	for _, dim := range []int{128, 512} {
+		l := kvCacheLayout(dim)
+		p := newPool(t, PoolOptions{})
+		row := zeroRows(l, 1)
+		warm := must[*Head](t)(p.NewHead(l, "s"))
+		for range 1024 {
+			check(t, warm.Append(row))
+		}
+		check(t, warm.Release()) // its blocks go back to the free lists
+		h := must[*Head](t)(p.NewHead(l, "s"))
+		defer h.Release()
+		if n := testing.AllocsPerRun(512, func() { check(t, h.Append(row)) }); n != 0 {
+			t.Errorf("row of %d bytes: %v allocations per Append, want 0", l.Columns[0].RowBytes()*2+16, n)
+		}
 	}
 }
