@@ -61,9 +61,6 @@ func (sh *shape) allocCols(buf []*block, counts []int, zero bool) ([]*block, err
 		return p.allocIn(buf, sh.classes[0], sh.owner, total, zero)
 	}
 	out := buf[:0]
-	if cap(out) < 2*total {
-		out = make([]*block, 0, 2*total)
-	}
 	var start [8]int // where each class's blocks start in out
 	first := start[:0]
 	if len(sh.classes) > len(start) {
@@ -88,6 +85,7 @@ func (sh *shape) allocCols(buf []*block, counts []int, zero bool) ([]*block, err
 		}
 		out = append(out, blks...) // blks lies there already, unless allocIn grew it
 	}
+	out = slices.Grow(out, total) // after the allocations, which refuse sizes beyond the pool
 	ordered := out[total:total]
 	for c, k := range counts {
 		ci := slices.Index(sh.classes, sh.cls[c])
