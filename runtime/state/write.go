@@ -434,17 +434,18 @@ func (tx *writeTx) spans() [][]device.Span {
 }
 
 // copyRun is a range of device memory that one copy fills: rows that
-// follow one another in a column, in blocks that follow one another in one
-// allocation.
+// follow one another in blocks that follow one another in one allocation.
 type copyRun struct {
-	col   int
 	ptr   device.Ptr
 	bytes int
 }
 
 // runs returns where rows [from, to) lie once the write commits (in the
-// new block of each operation, else in the old one), per column in row
-// order, neighbouring blocks joined into one run.
+// new block of each operation, else in the old one), column after column
+// in row order, neighbouring blocks joined into one run: across columns
+// too, for a source that holds the columns one after another (the async
+// path's staging buffer), when a column's last block ends where the next
+// column's first begins.
 func (tx *writeTx) runs() []copyRun {
 	h := tx.h
 	var out []copyRun
@@ -455,15 +456,15 @@ func (tx *writeTx) runs() []copyRun {
 		if b == nil {
 			b = o.old
 		}
-		per, rb, bb := h.perBlock[o.col], h.rowBytes[o.col], h.blockBytes[o.col]
+		per, rb := h.perBlock[o.col], h.rowBytes[o.col]
 		row := o.idx*per + o.off/rb
 		n := (min(tx.to, (o.idx+1)*per) - row) * rb
 		ptr := b.ptr + device.Ptr(o.off)
-		if k := len(out) - 1; k >= 0 && out[k].col == o.col && o.off == 0 && b.follows(prev, bb) &&
+		if k := len(out) - 1; k >= 0 && o.off == 0 && prev.slab == b.slab &&
 			out[k].ptr+device.Ptr(out[k].bytes) == ptr {
 			out[k].bytes += n
 		} else {
-			out = append(out, copyRun{col: o.col, ptr: ptr, bytes: n})
+			out = append(out, copyRun{ptr: ptr, bytes: n})
 		}
 		prev = b
 	}
