@@ -51,11 +51,19 @@ func (t *table) find(p Ptr, n int) (region, uint64, error) {
 	if n < 0 {
 		return region{}, 0, fmt.Errorf("%w: negative length %d", ErrInvalidSize, n)
 	}
-	// The last allocation whose base is <= p.
-	i, ok := slices.BinarySearchFunc(t.regions, p, cmpBase)
-	if !ok {
-		i--
+	// The last allocation whose base is <= p, by a binary search written
+	// out: every copy passes here, and a comparison function called at
+	// each step cost a copy of a row as much as the copy itself.
+	lo, hi := 0, len(t.regions)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if t.regions[m].base <= p {
+			lo = m + 1
+		} else {
+			hi = m
+		}
 	}
+	i := lo - 1
 	if i < 0 {
 		return region{}, 0, fmt.Errorf("%w: %#x is not in a live allocation", ErrInvalidPtr, uint64(p))
 	}
