@@ -208,7 +208,7 @@ func (h *Head) AppendAsync(st device.Stream, cols [][]byte) error {
 	var landed device.Event
 	queue := func(runs []copyRun) error {
 		var err error
-		landed, err = queueCopies(sb, st, runs, buf)
+		landed, err = h.queueCopies(sb, st, runs, buf)
 		return err
 	}
 	if _, err := h.applyThen("AppendAsync", deviceAppend, from, from+n, from+n, nil, queue); err != nil {
@@ -224,25 +224,47 @@ func (h *Head) AppendAsync(st device.Stream, cols [][]byte) error {
 }
 
 // queueCopies queues on st the copies of buf's rows to runs (buf holds
-// the columns one after another, as runs lists them), then the event
+// the columns one after another, as runs lists them), as one piece of work
+// where the backend takes a batch (device.BatchCopier), then the event
 // after them, which says both that the rows are on the device and that
 // the staging buffer is free again. On failure it waits for st (so no
 // copy it queued lands later, in blocks the failed write gives back) and
 // returns the error: the write is aborted before its commit, and changes
 // nothing.
-func queueCopies(sb device.Streams, st device.Stream, runs []copyRun, buf []byte) (device.Event, error) {
-	off := 0
-	for _, r := range runs {
-		if err := sb.CopyHtoDAsync(st, r.ptr, buf[off:off+r.bytes]); err != nil {
-			return nil, errors.Join(err, st.Sync())
-		}
-		off += r.bytes
+func (h *Head) queueCopies(sb device.Streams, st device.Stream, runs []copyRun, buf []byte) (device.Event, error) {
+	if err := h.queueRuns(sb, st, runs, buf); err != nil {
+		return nil, errors.Join(err, st.Sync())
 	}
 	ev, err := sb.Record(st)
 	if err != nil {
 		return nil, errors.Join(err, st.Sync())
 	}
 	return ev, nil
+}
+
+// queueRuns queues the copies of queueCopies.
+func (h *Head) queueRuns(sb device.Streams, st device.Stream, runs []copyRun, buf []byte) error {
+	bc, batch := sb.(device.BatchCopier)
+	if !batch || len(runs) == 1 {
+		off := 0
+		for _, r := range runs {
+			if err := sb.CopyHtoDAsync(st, r.ptr, buf[off:off+r.bytes]); err != nil {
+				return err
+			}
+			off += r.bytes
+		}
+		return nil
+	}
+	cs := h.copies[:0]
+	off := 0
+	for _, r := range runs {
+		cs = append(cs, device.HostCopy{Dst: r.ptr, Src: buf[off : off+r.bytes]})
+		off += r.bytes
+	}
+	err := bc.CopiesHtoDAsync(st, cs)
+	clear(cs)
+	h.copies = cs[:0]
+	return err
 }
 
 // stagingPut gives back a buffer nothing uses.

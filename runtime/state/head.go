@@ -30,6 +30,7 @@ type Head struct {
 	scratch  []*block              // reused by writes for the blocks they take
 	countBuf []int                 // reused by writes for their blocks per column
 	ops      []blockOp             // reused by small writes for their plans (write.go)
+	copies   []device.HostCopy     // reused by writes for their copies from the host
 	tables   []*BlockTable         // live block tables, kept current by writes
 	streams  streamSet             // streams recorded by RecordStream
 	inflight []device.Event        // after the copies of AppendAsync calls not yet waited for

@@ -259,3 +259,68 @@ func TestAppendOneRowAllocatesNothing(t *testing.T) {
 		}
 	}
 }
+
+// batchCounts is callCounts with the host backend's batches of copies
+// (device.BatchCopier), counted as calls.
+type batchCounts struct {
+	*callCounts
+	batches, asyncBatches int
+}
+
+func (c *batchCounts) CopiesHtoD(cs []device.HostCopy) error {
+	c.count(&c.batches, 0)
+	return c.Backend.(device.BatchCopier).CopiesHtoD(cs)
+}
+
+func (c *batchCounts) CopiesHtoDAsync(st device.Stream, cs []device.HostCopy) error {
+	c.count(&c.asyncBatches, 0)
+	return c.Backend.(device.BatchCopier).CopiesHtoDAsync(st, cs)
+}
+
+// TestOneRowOneCall: on a backend that takes batches of copies, a one-row
+// Append of four columns (two new blocks, two blocks written past the
+// end) makes one backend call, and an AppendAsync of it queues one piece
+// of work and one event; the rows read back.
+func TestOneRowOneCall(t *testing.T) {
+	c := &batchCounts{callCounts: newCallCounts(t)}
+	p, err := NewPool(c, PoolOptions{})
+	check(t, err)
+	defer p.Close()
+	l := kvCacheLayout(128)
+	h := must[*Head](t)(p.NewHead(l, "s"))
+	defer h.Release()
+	st := must[device.Stream](t)(c.NewStream())
+	defer st.Close()
+	var want [][]byte
+	for i := range 40 {
+		row := seqKV(l, 1, byte(i))
+		c.reset()
+		c.batches, c.asyncBatches = 0, 0
+		if i%2 == 0 {
+			check(t, h.Append(row))
+			if c.batches != 1 || c.htod != 0 {
+				t.Fatalf("row %d: Append made %d batches and %d single copies, want one batch", i, c.batches, c.htod)
+			}
+		} else {
+			check(t, h.AppendAsync(st, row))
+			if c.asyncBatches+c.htodA != 1 || c.events != 1 {
+				t.Fatalf("row %d: AppendAsync queued %d batches, %d single copies and %d events, want one piece of work and one event",
+					i, c.asyncBatches, c.htodA, c.events)
+			}
+		}
+		if want == nil {
+			want = row
+		} else {
+			for k := range want {
+				want[k] = append(want[k], row[k]...)
+			}
+		}
+	}
+	got := zeroRows(l, 40)
+	check(t, h.Read(0, 40, got))
+	for k := range got {
+		if !bytes.Equal(got[k], want[k]) {
+			t.Fatalf("column %d differs from the rows appended", k)
+		}
+	}
+}

@@ -151,13 +151,10 @@ func (h *Head) applyThen(op string, kind writeKind, from, to, newRows int, cols 
 	if err := tx.take(); err != nil {
 		return nil, err
 	}
-	// New blocks first, then rows past the version's end, then rows a
+	// New blocks and rows past the version's end first, then rows a
 	// reader may see: each step changes nothing the steps before it could
 	// not undo.
 	if err := tx.fillNewBlocks(); err != nil {
-		return nil, tx.abort(err)
-	}
-	if err := tx.writePastEnd(); err != nil {
 		return nil, tx.abort(err)
 	}
 	if err := tx.writeVisible(); err != nil {
@@ -261,7 +258,9 @@ func (tx *writeTx) coverInPlace() int {
 
 // fillNewBlocks writes every new block: the rows it keeps of the block it
 // replaces, then the batch's rows, each in one copy per run of blocks that
-// follow one another in memory. Nothing a reader sees changes.
+// follow one another in memory; then it writes in place the rows past the
+// version's end. Nothing a reader sees changes. The copies from the host
+// go in one call where the backend takes a batch (device.BatchCopier).
 func (tx *writeTx) fillNewBlocks() error {
 	b := tx.h.pool.b
 	for i := 0; i < len(tx.ops); i++ {
@@ -273,16 +272,36 @@ func (tx *writeTx) fillNewBlocks() error {
 			i = last
 		}
 	}
+	cs := tx.h.copies[:0]
 	for i := 0; i < len(tx.ops); i++ {
 		o := &tx.ops[i]
 		if o.nb == nil || o.src == nil {
 			continue
 		}
 		src, last := tx.run(i, newBlock)
-		if err := b.CopyHtoD(o.nb.ptr+device.Ptr(o.off), src); err != nil {
+		cs = append(cs, device.HostCopy{Dst: o.nb.ptr + device.Ptr(o.off), Src: src})
+		i = last
+	}
+	for i := range tx.ops {
+		if o := &tx.ops[i]; o.nb == nil && !o.visible && o.src != nil {
+			cs = append(cs, device.HostCopy{Dst: o.old.ptr + device.Ptr(o.off), Src: o.src})
+		}
+	}
+	err := copiesHtoD(b, cs)
+	clear(cs) // the caller's batch is not kept
+	tx.h.copies = cs[:0]
+	return err
+}
+
+// copiesHtoD makes the copies cs, in one call when b takes a batch.
+func copiesHtoD(b device.Backend, cs []device.HostCopy) error {
+	if bc, ok := b.(device.BatchCopier); ok && len(cs) > 1 {
+		return bc.CopiesHtoD(cs)
+	}
+	for _, c := range cs {
+		if err := b.CopyHtoD(c.Dst, c.Src); err != nil {
 			return err
 		}
-		i = last
 	}
 	return nil
 }
@@ -341,20 +360,6 @@ func (tx *writeTx) run(i int, fresh bool) ([]byte, int) {
 		i++
 	}
 	return src, i
-}
-
-// writePastEnd writes in place the rows past the version's end: nothing a
-// reader sees changes.
-func (tx *writeTx) writePastEnd() error {
-	for i := range tx.ops {
-		o := &tx.ops[i]
-		if o.nb == nil && !o.visible && o.src != nil {
-			if err := tx.h.pool.b.CopyHtoD(o.old.ptr+device.Ptr(o.off), o.src); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
 }
 
 // writeVisible writes in place over rows a reader may see, one copy per
