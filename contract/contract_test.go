@@ -39,6 +39,28 @@ func diags(fset *token.FileSet, p *Package) []string {
 	return out
 }
 
+// oneDiag checks that p, parsed from src, has one diagnostic, reported on
+// the text at (the whole line when at is "") of line, the first such line
+// of src, and returns it.
+func oneDiag(t *testing.T, fset *token.FileSet, p *Package, src, line, at string) Diagnostic {
+	t.Helper()
+	if at == "" {
+		at = line
+	}
+	if len(p.Diagnostics) != 1 {
+		t.Fatalf("got %d diagnostics, want 1:\n%s", len(p.Diagnostics), strings.Join(diags(fset, p), "\n"))
+	}
+	d := p.Diagnostics[0]
+	off := strings.Index(src, line) + strings.Index(line, at)
+	if got := fset.Position(d.Pos).Offset; got != off {
+		t.Errorf("reported at %s, want offset %d (%q)", fset.Position(d.Pos), off, at)
+	}
+	if got := fset.Position(d.End).Offset; got != off+len(at) {
+		t.Errorf("report ends at offset %d, want %d", got, off+len(at))
+	}
+	return d
+}
+
 const valid = `package p
 
 const MaxTokens = 2048
@@ -361,17 +383,7 @@ func TestCheckpointSpacing(t *testing.T) {
 				}
 				return
 			}
-			if len(p.Diagnostics) != 1 {
-				t.Fatalf("got %d diagnostics, want 1:\n%s", len(p.Diagnostics), strings.Join(diags(fset, p), "\n"))
-			}
-			d := p.Diagnostics[0]
-			off := strings.Index(src, line) + strings.Index(line, tc.at)
-			if got := fset.Position(d.Pos).Offset; got != off {
-				t.Errorf("reported at offset %d, want %d (%s)", got, off, tc.at)
-			}
-			if got := fset.Position(d.End).Offset; got != off+len(tc.at) {
-				t.Errorf("report ends at offset %d, want %d", got, off+len(tc.at))
-			}
+			oneDiag(t, fset, p, src, line, tc.at)
 			if p.Contracts[0].Valid {
 				t.Error("a contract with both every and budget is valid")
 			}

@@ -108,27 +108,13 @@ func TestShareErrors(t *testing.T) {
 		t.Run(tc.share, func(t *testing.T) {
 			src := shareSource(tc.growth, tc.share)
 			fset, p := parse(t, src)
-			if len(p.Diagnostics) != 1 {
-				t.Fatalf("got %d diagnostics, want 1:\n%s", len(p.Diagnostics), strings.Join(diags(fset, p), "\n"))
-			}
-			d := p.Diagnostics[0]
-			if d.Message != tc.want || d.Analyzer != StContract || d.Type != "T" {
-				t.Errorf("got  %s: %s (type %q)\nwant stcontract: %s (type \"T\")", d.Analyzer, d.Message, d.Type, tc.want)
-			}
 			line := tc.line
 			if line == "" {
 				line, _, _ = strings.Cut("//state:"+tc.share, "\n")
 			}
-			at := tc.at
-			if at == "" {
-				at = line
-			}
-			off := strings.Index(src, line) + strings.Index(line, at)
-			if got := fset.Position(d.Pos).Offset; got != off {
-				t.Errorf("reported at %s, want offset %d (%q)", fset.Position(d.Pos), off, at)
-			}
-			if got := fset.Position(d.End).Offset; got != off+len(at) {
-				t.Errorf("report ends at offset %d, want %d", got, off+len(at))
+			d := oneDiag(t, fset, p, src, line, tc.at)
+			if d.Message != tc.want || d.Analyzer != StContract || d.Type != "T" {
+				t.Errorf("got  %s: %s (type %q)\nwant stcontract: %s (type \"T\")", d.Analyzer, d.Message, d.Type, tc.want)
 			}
 			if p.Contracts[0].Valid {
 				t.Error("the contract is valid")

@@ -2,8 +2,8 @@ package gen
 
 import (
 	"bytes"
-	"flag"
 	"go/format"
+	"go/parser"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -12,28 +12,38 @@ import (
 	"github.com/gpustate/gpustate/gen/internal/gentest"
 )
 
-var update = flag.Bool("update", false, "rewrite the golden files in testdata")
-
 // goldenPkgs are the packages under testdata/src whose generated files are
 // committed next to them: the golden files, compiled by TestGoldenCompiles.
 var goldenPkgs = []string{"kv", "grid", "clash", "ring", "prefix", "replay", "hybrid"}
 
+// load loads the golden package testdata/src/name.
 func load(t *testing.T, name string) *Package {
 	t.Helper()
-	pkgs, err := Load("", "./testdata/src/"+name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(pkgs) != 1 {
-		t.Fatalf("loaded %d packages for %s, want 1", len(pkgs), name)
-	}
-	return pkgs[0]
+	return gentest.LoadOne(t, Load, "./testdata", name)
 }
 
 // golden compares got with the file at path, or rewrites it with -update.
 func golden(t *testing.T, path string, got []byte) {
 	t.Helper()
-	gentest.Golden(t, *update, path, got)
+	gentest.Golden(t, path, got)
+}
+
+// clashesIn adds the file mine.go, of source mine, to p and returns the
+// clashes Clashes finds in it, as "position: message".
+func clashesIn(t *testing.T, p *Package, mine string) []string {
+	t.Helper()
+	f, err := parser.ParseFile(p.Fset, "mine.go", mine, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.files = append(p.files, f)
+	var got []string
+	for _, c := range p.Clashes() {
+		if pos := p.Fset.Position(c.Pos); pos.Filename == "mine.go" {
+			got = append(got, pos.String()+": "+c.Message)
+		}
+	}
+	return got
 }
 
 func TestGolden(t *testing.T) {

@@ -9,11 +9,13 @@ import (
 	"github.com/gpustate/gpustate/contract"
 )
 
-// Names of what a generated file declares. Beside the names SPEC lists
-// (NewTState, NewTStateShared with a share line, TState, TSnapshot, TSpans
-// and their methods) it declares only helpers named as stringer names its
-// own, with a leading underscore and the type's name: no Go programmer
-// writes _T_layout, so they never clash with the user's code.
+// Names of what a generated file declares. Beside the names
+// docs/STATEGEN.md lists ("Names": NewTState, NewTStateShared with a share
+// line, TState, TSnapshot, TSpans and their methods, as
+// contract.GeneratedNames spells them) it declares only helpers named as
+// stringer names its own, with a leading underscore and the type's name:
+// no Go programmer writes _T_layout, so they never clash with the user's
+// code.
 
 func layoutName(typ string) string { return "_" + typ + "_layout" }
 func readName(typ string) string   { return "_" + typ + "_read" }

@@ -1,7 +1,6 @@
 package gen
 
 import (
-	"go/parser"
 	"slices"
 	"strings"
 	"testing"
@@ -41,18 +40,7 @@ type OtherState struct{}
 
 func (s *OtherState) Step() {}
 `
-	f, err := parser.ParseFile(p.Fset, "mine.go", mine, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.files = append(p.files, f)
-	var got []string
-	for _, c := range p.Clashes() {
-		pos := p.Fset.Position(c.Pos)
-		if pos.Filename == "mine.go" {
-			got = append(got, strings.Join([]string{pos.String(), c.Message}, ": "))
-		}
-	}
+	got := clashesIn(t, p, mine)
 	want := []string{
 		"mine.go:3:26: RecurrentState.Step is declared here, and stategen generates RecurrentState.Step for state type Recurrent; rename it",
 	}

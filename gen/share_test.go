@@ -2,7 +2,6 @@ package gen
 
 import (
 	"bytes"
-	"go/parser"
 	"slices"
 	"strings"
 	"testing"
@@ -72,18 +71,7 @@ func NewPrivateStateShared() {}
 
 func (s *PrivateState) AdoptPrefix() {}
 `
-	f, err := parser.ParseFile(p.Fset, "mine.go", mine, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.files = append(p.files, f)
-	var got []string
-	for _, c := range p.Clashes() {
-		pos := p.Fset.Position(c.Pos)
-		if pos.Filename == "mine.go" {
-			got = append(got, strings.Join([]string{pos.String(), c.Message}, ": "))
-		}
-	}
+	got := clashesIn(t, p, mine)
 	want := []string{
 		"mine.go:3:6: NewPromptStateShared is declared here, and stategen generates NewPromptStateShared for state type Prompt; rename it",
 		"mine.go:5:23: PromptState.AdoptPrefix is declared here, and stategen generates PromptState.AdoptPrefix for state type Prompt; rename it",

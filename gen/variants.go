@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"golang.org/x/tools/go/packages"
+
+	"github.com/gpustate/gpustate/contract"
 )
 
 // State types declared in files with build constraints are generated per
@@ -197,7 +199,7 @@ func constraintFile(typ string, expr constraint.Expr) string {
 	if slices.Contains(knownOS, last) || slices.Contains(knownArch, last) {
 		words = append(words, "tags")
 	}
-	return strings.TrimSuffix(FileName(typ), ".go") + "_" + strings.ToLower(strings.Join(words, "_")) + ".go"
+	return contract.GeneratedNames(typ).VariantFile(strings.ToLower(strings.Join(words, "_")))
 }
 
 // fileConstraint returns the //go:build constraint of the file of p named

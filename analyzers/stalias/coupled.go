@@ -172,10 +172,12 @@ func groupName(handle *types.TypeName) string {
 	if handle.Pkg() == nil {
 		return name
 	}
-	for i := 1; i < len(name); i++ {
-		if tn, ok := handle.Pkg().Scope().Lookup(name[:i]).(*types.TypeName); ok && contract.GeneratedNames(tn.Name()).Head == name {
-			return tn.Name()
-		}
+	declared := func(typ string) bool {
+		_, ok := handle.Pkg().Scope().Lookup(typ).(*types.TypeName)
+		return ok
+	}
+	if g, n, ok := contract.GeneratedFor(name, declared); ok && n.Head == name {
+		return g
 	}
 	return name
 }

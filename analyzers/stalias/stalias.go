@@ -25,13 +25,7 @@ var Analyzer = New(stownership.Analyzer)
 // New returns the analyzer reading the oracle and function bodies of own,
 // an analyzer made by stownership.New.
 func New(own *analysis.Analyzer) *analysis.Analyzer {
-	return &analysis.Analyzer{
-		Name:     "stalias",
-		Doc:      analysisutil.MustExtractDoc(doc, "stalias"),
-		URL:      "https://pkg.go.dev/github.com/gpustate/gpustate/analyzers/stalias",
-		Run:      analysisutil.WithIgnores(func(pass *analysis.Pass) (any, error) { return run(pass, own) }),
-		Requires: []*analysis.Analyzer{own},
-	}
+	return analysisutil.Checker("stalias", doc, func(pass *analysis.Pass) (any, error) { return run(pass, own) }, own)
 }
 
 // run checks each function in two steps. Calls of mutating methods on

@@ -23,13 +23,7 @@ var Analyzer = New(stownership.Analyzer)
 // New returns the analyzer reading the leaks found by own, an analyzer made
 // by stownership.New.
 func New(own *analysis.Analyzer) *analysis.Analyzer {
-	return &analysis.Analyzer{
-		Name:     "stcleanup",
-		Doc:      analysisutil.MustExtractDoc(doc, "stcleanup"),
-		URL:      "https://pkg.go.dev/github.com/gpustate/gpustate/analyzers/stcleanup",
-		Run:      analysisutil.WithIgnores(func(pass *analysis.Pass) (any, error) { return run(pass, own) }),
-		Requires: []*analysis.Analyzer{own, ctrlflow.Analyzer},
-	}
+	return analysisutil.Checker("stcleanup", doc, func(pass *analysis.Pass) (any, error) { return run(pass, own) }, own, ctrlflow.Analyzer)
 }
 
 // run reports the leaks the obligation analysis found. The analysis runs

@@ -14,13 +14,7 @@ import (
 var doc string
 
 // Analyzer reports malformed or contradictory contracts.
-var Analyzer = &analysis.Analyzer{
-	Name:     "stcontract",
-	Doc:      analysisutil.MustExtractDoc(doc, "stcontract"),
-	URL:      "https://pkg.go.dev/github.com/gpustate/gpustate/analyzers/stcontract",
-	Run:      analysisutil.WithIgnores(run),
-	Requires: []*analysis.Analyzer{directives.Analyzer},
-}
+var Analyzer = analysisutil.Checker("stcontract", doc, run, directives.Analyzer)
 
 // run reports the stcontract diagnostics of the package's parse. The
 // directives analyzer has parsed and validated every contract with package

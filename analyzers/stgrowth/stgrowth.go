@@ -21,13 +21,7 @@ import (
 var doc string
 
 // Analyzer reports state that may grow without a bound.
-var Analyzer = &analysis.Analyzer{
-	Name:     "stgrowth",
-	Doc:      analysisutil.MustExtractDoc(doc, "stgrowth"),
-	URL:      "https://pkg.go.dev/github.com/gpustate/gpustate/analyzers/stgrowth",
-	Run:      analysisutil.WithIgnores(run),
-	Requires: []*analysis.Analyzer{directives.Analyzer, ctrlflow.Analyzer},
-}
+var Analyzer = analysisutil.Checker("stgrowth", doc, run, directives.Analyzer, ctrlflow.Analyzer)
 
 // run reports the stgrowth diagnostics of the package's parse (package
 // contract keeps them only for contracts without stcontract errors), then

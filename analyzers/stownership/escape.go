@@ -112,6 +112,21 @@ func mayWrap(t types.Type) bool {
 	return !basic
 }
 
+// aliasEach returns what the values es, held together (the elements of a
+// composite literal, the arguments of append), hold: a value that is a
+// resource site escapes into them.
+func (c *cleanup) aliasEach(st ostate, es []ast.Expr) (m, derived uint64) {
+	for _, e := range es {
+		if _, id := c.site(e); id >= 0 {
+			c.escape(st, e)
+			continue
+		}
+		em, ed := c.aliasExpr(st, e)
+		m, derived = m|em, derived|ed
+	}
+	return m, derived
+}
+
 // aliasExpr evaluates e and returns the variables whose resources e's value
 // holds: a variable, a conversion or assertion of one, or a composite
 // literal (or its address) containing them. derived are the variables a
@@ -125,19 +140,15 @@ func (c *cleanup) aliasExpr(st ostate, e ast.Expr) (m, derived uint64) {
 		}
 		return 0, 0
 	case *ast.CompositeLit:
-		for _, elt := range x.Elts {
+		values := make([]ast.Expr, len(x.Elts))
+		for i, elt := range x.Elts {
 			if kv, ok := elt.(*ast.KeyValueExpr); ok {
 				c.expr(st, kv.Key)
 				elt = kv.Value
 			}
-			if _, id := c.site(elt); id >= 0 {
-				c.escape(st, elt)
-				continue
-			}
-			em, ed := c.aliasExpr(st, elt)
-			m, derived = m|em, derived|ed
+			values[i] = elt
 		}
-		return m, derived
+		return c.aliasEach(st, values)
 	case *ast.UnaryExpr:
 		if lit, ok := ast.Unparen(x.X).(*ast.CompositeLit); ok && x.Op == token.AND {
 			return c.aliasExpr(st, lit)
@@ -167,15 +178,7 @@ func (c *cleanup) aliasExpr(st ostate, e ast.Expr) (m, derived uint64) {
 			// append(list, v) holds what list and v hold: the value goes
 			// where the slice goes (a local slice keeps it in the
 			// function; one stored or returned lets it escape).
-			for _, a := range x.Args {
-				if _, id := c.site(a); id >= 0 {
-					c.escape(st, a)
-					continue
-				}
-				am, ad := c.aliasExpr(st, a)
-				m, derived = m|am, derived|ad
-			}
-			return m, derived
+			return c.aliasEach(st, x.Args)
 		}
 		if kind != ownership.Builtin && mayWrap(c.info.TypeOf(x)) {
 			c.expr(st, e)

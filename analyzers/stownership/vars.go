@@ -23,6 +23,25 @@ func (c *cleanup) bit(v *types.Var) uint64 {
 	if !c.local(v) {
 		return 0
 	}
+	return c.index(v)
+}
+
+// condBit returns the bit of a boolean variable tested by a condition. Unlike
+// bit, it accepts variables of enclosing functions and globals: the function
+// does not assign them (that would make them local), so what one branch
+// proved about them holds at the next test, unless a call changes them;
+// assuming it does not errs toward silence.
+func (c *cleanup) condBit(v *types.Var) uint64 {
+	if v.IsField() {
+		return 0
+	}
+	return c.index(v)
+}
+
+// index returns the bit of v, indexing it on first use (and noting it in
+// errVars when it is an error); 0 when the function has too many tracked
+// variables.
+func (c *cleanup) index(v *types.Var) uint64 {
 	i, ok := c.vars[v]
 	if !ok {
 		if c.nvars == 64 {
@@ -35,31 +54,6 @@ func (c *cleanup) bit(v *types.Var) uint64 {
 		if types.Identical(v.Type(), c.errType) {
 			c.errVars |= 1 << i
 		}
-	}
-	return 1 << i
-}
-
-// condBit returns the bit of a boolean variable tested by a condition. Unlike
-// bit, it accepts variables of enclosing functions and globals: the function
-// does not assign them (that would make them local), so what one branch
-// proved about them holds at the next test, unless a call changes them;
-// assuming it does not errs toward silence.
-func (c *cleanup) condBit(v *types.Var) uint64 {
-	if c.local(v) {
-		return c.bit(v)
-	}
-	if v.IsField() {
-		return 0
-	}
-	i, ok := c.vars[v]
-	if !ok {
-		if c.nvars == 64 {
-			c.overflow = true
-			return 0
-		}
-		i = c.nvars
-		c.vars[v] = i
-		c.nvars++
 	}
 	return 1 << i
 }

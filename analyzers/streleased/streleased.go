@@ -26,13 +26,7 @@ var Analyzer = New(stownership.Analyzer)
 // New returns the analyzer reading the oracle and function bodies of own,
 // an analyzer made by stownership.New.
 func New(own *analysis.Analyzer) *analysis.Analyzer {
-	return &analysis.Analyzer{
-		Name:     "streleased",
-		Doc:      analysisutil.MustExtractDoc(doc, "streleased"),
-		URL:      "https://pkg.go.dev/github.com/gpustate/gpustate/analyzers/streleased",
-		Run:      analysisutil.WithIgnores(func(pass *analysis.Pass) (any, error) { return run(pass, own) }),
-		Requires: []*analysis.Analyzer{own},
-	}
+	return analysisutil.Checker("streleased", doc, func(pass *analysis.Pass) (any, error) { return run(pass, own) }, own)
 }
 
 // run solves, for each function that releases a local variable, the

@@ -2,7 +2,6 @@ package report
 
 import (
 	"bytes"
-	"flag"
 	"go/ast"
 	"math"
 	"path/filepath"
@@ -16,24 +15,16 @@ import (
 	"github.com/gpustate/gpustate/placement"
 )
 
-var update = flag.Bool("update", false, "rewrite the golden reports in ../testdata")
-
+// load loads gen's golden package ../testdata/src/name.
 func load(t *testing.T, name string) *gen.Package {
 	t.Helper()
-	pkgs, err := gen.Load("", "../testdata/src/"+name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(pkgs) != 1 {
-		t.Fatalf("loaded %d packages for %s, want 1", len(pkgs), name)
-	}
-	return pkgs[0]
+	return gentest.LoadOne(t, gen.Load, "../testdata", name)
 }
 
 // golden compares got with the file at path, or rewrites it with -update.
 func golden(t *testing.T, path string, got []byte) {
 	t.Helper()
-	gentest.Golden(t, *update, path, got)
+	gentest.Golden(t, path, got)
 }
 
 // TestGolden checks the report of each golden package against its file.

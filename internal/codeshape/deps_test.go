@@ -1,7 +1,9 @@
 package codeshape
 
 import (
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -12,10 +14,6 @@ import (
 // the analyzers never link the runtime or the CUDA layer, and the device
 // layer knows nothing of versions or contracts.
 func TestImportsFlowOneWay(t *testing.T) {
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		t.Skip("no go command on PATH")
-	}
 	const mod = "github.com/gpustate/gpustate/"
 	never := []struct {
 		pkg       string
@@ -29,14 +27,7 @@ func TestImportsFlowOneWay(t *testing.T) {
 		{"./contract", []string{mod + "runtime/", mod + "gen", mod + "analyzers"}},
 	}
 	for _, n := range never {
-		cmd := exec.Command(goBin, "list", "-deps", n.pkg)
-		cmd.Dir = "../.."
-		out, err := cmd.Output()
-		if err != nil {
-			t.Fatalf("go list -deps %s: %v", n.pkg, err)
-		}
-		self := strings.Fields(string(out))
-		for _, dep := range self {
+		for _, dep := range goList(t, "-deps", n.pkg) {
 			for _, f := range n.forbidden {
 				if strings.HasPrefix(dep, f) && !isSelf(dep, n.pkg) {
 					t.Errorf("%s depends on %s", n.pkg, dep)
@@ -44,6 +35,23 @@ func TestImportsFlowOneWay(t *testing.T) {
 			}
 		}
 	}
+}
+
+// goList runs go list with args in the module's root and returns the
+// import paths it prints; it skips t where the go command is missing.
+func goList(t *testing.T, args ...string) []string {
+	t.Helper()
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go command on PATH")
+	}
+	cmd := exec.Command(goBin, append([]string{"list"}, args...)...)
+	cmd.Dir = "../.."
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list %s: %v", strings.Join(args, " "), err)
+	}
+	return strings.Fields(string(out))
 }
 
 // isSelf reports whether dep is one of the packages the pattern names
@@ -62,20 +70,10 @@ var checkers = []string{"stcontract", "stgrowth", "stcleanup", "stalias", "strel
 // TestNoCheckerImportsAnother checks that no analyzer that reports findings
 // depends on another: each can be run, tested and changed alone.
 func TestNoCheckerImportsAnother(t *testing.T) {
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		t.Skip("no go command on PATH")
-	}
 	const analyzers = "github.com/gpustate/gpustate/analyzers/"
-	list := exec.Command(goBin, "list", "./analyzers/...")
-	list.Dir = "../.."
-	out, err := list.Output()
-	if err != nil {
-		t.Fatalf("go list ./analyzers/...: %v", err)
-	}
 	// A new analyzer package is a checker unless it is a shared analysis.
 	shared := []string{"directives", "stownership", "suite", "golangci"}
-	for _, p := range strings.Fields(string(out)) {
+	for _, p := range goList(t, "./analyzers/...") {
 		name, ok := strings.CutPrefix(p, analyzers)
 		if !ok || strings.Contains(name, "/") || slices.Contains(shared, name) {
 			continue
@@ -85,16 +83,26 @@ func TestNoCheckerImportsAnother(t *testing.T) {
 		}
 	}
 	for _, c := range checkers {
-		cmd := exec.Command(goBin, "list", "-deps", "./analyzers/"+c)
-		cmd.Dir = "../.."
-		out, err := cmd.Output()
-		if err != nil {
-			t.Fatalf("go list -deps ./analyzers/%s: %v", c, err)
-		}
-		for _, dep := range strings.Fields(string(out)) {
+		for _, dep := range goList(t, "-deps", "./analyzers/"+c) {
 			if other, ok := strings.CutPrefix(dep, analyzers); ok && other != c && slices.Contains(checkers, other) {
 				t.Errorf("analyzers/%s imports the checker analyzers/%s; move what they share into an analyzer of its own", c, other)
 			}
+		}
+	}
+}
+
+// TestBlocksImportsNothingOfState checks that the block allocator
+// (runtime/state/internal/blocks: size classes, slabs, free lists, fences)
+// depends on nothing else of runtime/state, so the head's features reach
+// it through its narrow API and never the other way (docs/INTERNALS.md).
+func TestBlocksImportsNothingOfState(t *testing.T) {
+	const state, blocks = "github.com/gpustate/gpustate/runtime/state", "github.com/gpustate/gpustate/runtime/state/internal/blocks"
+	if _, err := os.Stat(filepath.Join("..", "..", "runtime", "state", "internal", "blocks")); err != nil {
+		t.Skip("no runtime/state/internal/blocks yet")
+	}
+	for _, dep := range goList(t, "-deps", "./runtime/state/internal/blocks/...") {
+		if (dep == state || strings.HasPrefix(dep, state+"/")) && dep != blocks && !strings.HasPrefix(dep, blocks+"/") {
+			t.Errorf("runtime/state/internal/blocks depends on %s; it imports nothing else of runtime/state", dep)
 		}
 	}
 }

@@ -2,12 +2,7 @@ package codeshape
 
 import (
 	"go/ast"
-	"go/parser"
 	"go/token"
-	"io/fs"
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 )
 
@@ -19,35 +14,7 @@ const (
 // TestShape walks the module's hand-written Go files and reports every file
 // and function over the limits.
 func TestShape(t *testing.T) {
-	root, err := filepath.Abs(filepath.Join("..", ".."))
-	if err != nil {
-		t.Fatal(err)
-	}
-	fset := token.NewFileSet()
-	checked := 0
-	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			name := d.Name()
-			if path != root && (name == "testdata" || strings.HasPrefix(name, ".") || isModule(path)) {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-			return nil
-		}
-		f, err := parser.ParseFile(fset, path, nil, parser.ParseComments)
-		if err != nil {
-			return err
-		}
-		if ast.IsGenerated(f) {
-			return nil
-		}
-		checked++
-		rel, _ := filepath.Rel(root, path)
+	walkSource(t, func(rel string, fset *token.FileSet, f *ast.File) {
 		if n := fset.File(f.Pos()).LineCount(); n > maxFileLines {
 			t.Errorf("%s: %d lines, over %d: split it by idea", rel, n, maxFileLines)
 		}
@@ -70,19 +37,5 @@ func TestShape(t *testing.T) {
 				return true
 			})
 		}
-		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if checked < 50 {
-		t.Fatalf("checked %d files under %s; the walk is not seeing the repository", checked, root)
-	}
-}
-
-// isModule reports whether dir holds a go.mod of its own: a nested module
-// (a tool's separate build) is not part of this one.
-func isModule(dir string) bool {
-	_, err := os.Stat(filepath.Join(dir, "go.mod"))
-	return err == nil
 }

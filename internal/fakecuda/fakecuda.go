@@ -63,13 +63,48 @@ func Compile(t testing.TB, src, out string, flags ...string) {
 var built struct {
 	sync.Mutex
 	dir     string
-	drivers map[string]*Driver
+	paths   map[string]string  // defines -> the library built with them
+	drivers map[string]*Driver // defines -> the library loaded for control
+}
+
+// Build returns the path of the fake driver library libcuda.so.1 built
+// with the given preprocessor defines, once per set of defines in a
+// process, without loading it: for tests that hand it to a child process.
+func Build(t testing.TB, defines ...string) string {
+	t.Helper()
+	built.Lock()
+	defer built.Unlock()
+	return build(t, defines)
+}
+
+// build is Build with built locked.
+func build(t testing.TB, defines []string) string {
+	t.Helper()
+	key := strings.Join(defines, " ")
+	if path, ok := built.paths[key]; ok {
+		return path
+	}
+	if built.dir == "" {
+		dir, err := os.MkdirTemp("", "fakecuda")
+		if err != nil {
+			t.Fatal(err)
+		}
+		built.dir = dir
+		built.paths, built.drivers = map[string]string{}, map[string]*Driver{}
+	}
+	dir := filepath.Join(built.dir, "v"+strings.NewReplacer("-D", "", " ", "_").Replace(key))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "libcuda.so.1")
+	Compile(t, Source("fakecuda.c"), path, defines...)
+	built.paths[key] = path
+	return path
 }
 
 // Open returns the fake driver built with the given preprocessor defines
-// (once per set of defines in a process: a library is loaded once and
-// never unloaded), reset to one device with 1 GiB of memory and no
-// injected failures.
+// (by Build; a library is loaded once in a process and never unloaded),
+// reset to one device with 1 GiB of memory and no injected failures.
 func Open(t testing.TB, defines ...string) *Driver {
 	t.Helper()
 	key := strings.Join(defines, " ")
@@ -77,20 +112,7 @@ func Open(t testing.TB, defines ...string) *Driver {
 	defer built.Unlock()
 	d := built.drivers[key]
 	if d == nil {
-		if built.dir == "" {
-			dir, err := os.MkdirTemp("", "fakecuda")
-			if err != nil {
-				t.Fatal(err)
-			}
-			built.dir = dir
-			built.drivers = map[string]*Driver{}
-		}
-		dir := filepath.Join(built.dir, "v"+strings.NewReplacer("-D", "", " ", "_").Replace(key))
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		d = &Driver{Path: filepath.Join(dir, "libcuda.so.1")}
-		Compile(t, Source("fakecuda.c"), d.Path, defines...)
+		d = &Driver{Path: build(t, defines)}
 		h, err := purego.Dlopen(d.Path, purego.RTLD_LAZY|purego.RTLD_LOCAL)
 		if err != nil {
 			t.Fatalf("loading the fake CUDA driver: %v", err)
@@ -104,13 +126,13 @@ func Open(t testing.TB, defines ...string) *Driver {
 	return d
 }
 
-// Cleanup removes the libraries Open built; a TestMain calls it once the
-// tests have run.
+// Cleanup removes the libraries Build and Open built; a TestMain calls it
+// once the tests have run.
 func Cleanup() {
 	built.Lock()
 	defer built.Unlock()
 	if built.dir != "" {
 		os.RemoveAll(built.dir)
-		built.dir, built.drivers = "", nil
+		built.dir, built.paths, built.drivers = "", nil, nil
 	}
 }

@@ -69,8 +69,8 @@ func benchCUDA(b *testing.B) (string, func(b *testing.B) *CUDA) {
 	}
 	return "cuda-fake", func(b *testing.B) *CUDA {
 		f := fakeDriver(b)
-		f.must(b, "total", 4<<30)
-		c, err := OpenCUDA(CUDAOptions{Library: f.path})
+		f.Must(b, "total", 4<<30)
+		c, err := OpenCUDA(CUDAOptions{Library: f.Path})
 		if err != nil {
 			b.Fatal(err)
 		}

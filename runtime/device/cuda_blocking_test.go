@@ -22,8 +22,8 @@ func TestCUDABlockingCallsHoldNoLock(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	f.must(t, "hold", 1)
-	defer f.set("hold", 0)
+	f.Must(t, "hold", 1)
+	defer f.Set("hold", 0)
 	if err := c.CopyHtoDAsync(st, a, make([]byte, 1024)); err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +59,7 @@ func TestCUDABlockingCallsHoldNoLock(t *testing.T) {
 			t.Fatal(err)
 		}
 	case <-time.After(20 * time.Second):
-		f.set("hold", 0)
+		f.Set("hold", 0)
 		t.Fatal("Free, Alloc and a copy of unrelated memory waited for another goroutine's cuEventSynchronize")
 	}
 	select {
@@ -67,7 +67,7 @@ func TestCUDABlockingCallsHoldNoLock(t *testing.T) {
 		t.Fatal("the event completed while its stream was held")
 	default:
 	}
-	f.set("hold", 0)
+	f.Set("hold", 0)
 	if err := <-waited; err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,7 @@ import (
 
 func openFake(t *testing.T, f *fake) *CUDA {
 	t.Helper()
-	c, err := OpenCUDA(CUDAOptions{Library: f.path})
+	c, err := OpenCUDA(CUDAOptions{Library: f.Path})
 	if err != nil {
 		t.Fatalf("OpenCUDA on the fake driver: %v", err)
 	}
@@ -22,13 +22,13 @@ func openFake(t *testing.T, f *fake) *CUDA {
 func TestCUDAFake(t *testing.T) {
 	f := fakeDriver(t)
 	testBackend(t, func(t *testing.T) Backend { return openFake(t, f) })
-	if n := f.get("badctx"); n != 0 {
+	if n := f.Get("badctx"); n != 0 {
 		t.Errorf("%d driver calls ran without the primary context current", n)
 	}
-	if n := f.get("live"); n != 0 {
+	if n := f.Get("live"); n != 0 {
 		t.Errorf("%d device allocations live after every backend closed", n)
 	}
-	if n := f.get("retained"); n != 0 {
+	if n := f.Get("retained"); n != 0 {
 		t.Errorf("%d primary context references held after every backend closed", n)
 	}
 }
@@ -52,7 +52,7 @@ func TestCUDADevice(t *testing.T) {
 	f := fakeDriver(t)
 	c := openFake(t, f)
 	defer c.Close()
-	if c.Name() != "cuda" || c.DeviceName() != "Fake CUDA Device" || c.Library() != f.path {
+	if c.Name() != "cuda" || c.DeviceName() != "Fake CUDA Device" || c.Library() != f.Path {
 		t.Errorf("Name, DeviceName, Library = %q, %q, %q", c.Name(), c.DeviceName(), c.Library())
 	}
 	uuid, err := c.UUID()
@@ -67,7 +67,7 @@ func TestCUDADevice(t *testing.T) {
 	if free, _, _ := c.MemInfo(); free != total-1000 {
 		t.Errorf("MemInfo free after a 1000-byte Alloc: %d, want %d", free, total-1000)
 	}
-	if f.get("calls:cuMemsetD8_v2") != 1 {
+	if f.Get("calls:cuMemsetD8_v2") != 1 {
 		t.Error("Alloc did not zero its memory on the device")
 	}
 }
@@ -78,14 +78,14 @@ func TestCUDAClose(t *testing.T) {
 	mustAlloc(t, a, 100)
 	mustAlloc(t, a, 200)
 	q := mustAlloc(t, b, 300)
-	if f.get("live") != 3 || f.get("retained") != 2 {
-		t.Fatalf("live %d, retained %d; want 3, 2", f.get("live"), f.get("retained"))
+	if f.Get("live") != 3 || f.Get("retained") != 2 {
+		t.Fatalf("live %d, retained %d; want 3, 2", f.Get("live"), f.Get("retained"))
 	}
 	if err := a.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if f.get("live") != 1 || f.get("retained") != 1 {
-		t.Fatalf("after Close: live %d, retained %d; want 1, 1", f.get("live"), f.get("retained"))
+	if f.Get("live") != 1 || f.Get("retained") != 1 {
+		t.Fatalf("after Close: live %d, retained %d; want 1, 1", f.Get("live"), f.Get("retained"))
 	}
 	if err := b.Memset(q, 1, 300); err != nil {
 		t.Fatalf("closing one CUDA backend broke another: %v", err)
@@ -96,14 +96,14 @@ func TestCUDAClose(t *testing.T) {
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if f.get("live") != 0 || f.get("retained") != 0 {
-		t.Fatalf("after both Close: live %d, retained %d", f.get("live"), f.get("retained"))
+	if f.Get("live") != 0 || f.Get("retained") != 0 {
+		t.Fatalf("after both Close: live %d, retained %d", f.Get("live"), f.Get("retained"))
 	}
 }
 
 func TestCUDAOutOfMemory(t *testing.T) {
 	f := fakeDriver(t)
-	f.must(t, "total", 1<<20)
+	f.Must(t, "total", 1<<20)
 	c := openFake(t, f)
 	defer c.Close()
 	p := mustAlloc(t, c, 1<<19)
@@ -115,8 +115,8 @@ func TestCUDAOutOfMemory(t *testing.T) {
 	if !errors.As(err, &ce) || ce.Code != 2 || ce.Func != "cuMemAlloc_v2" || ce.Name != "CUDA_ERROR_OUT_OF_MEMORY" {
 		t.Fatalf("Alloc past the device's memory: got %#v", ce)
 	}
-	if f.get("live") != 1 {
-		t.Fatalf("a failed Alloc left %d allocations live, want 1", f.get("live"))
+	if f.Get("live") != 1 {
+		t.Fatalf("a failed Alloc left %d allocations live, want 1", f.Get("live"))
 	}
 	if err := c.Free(p); err != nil {
 		t.Fatal(err)
@@ -149,10 +149,10 @@ func TestCUDAFailures(t *testing.T) {
 		{"cuCtxSetCurrent", func() error { return c.CopyHtoD(p, buf) }},
 		{"cuDeviceGetUuid_v2", func() error { _, err := c.UUID(); return err }},
 	} {
-		live := f.get("live")
-		f.must(t, "fail:"+tc.fn, 700)
+		live := f.Get("live")
+		f.Must(t, "fail:"+tc.fn, 700)
 		err := tc.call()
-		f.must(t, "fail:"+tc.fn, 0)
+		f.Must(t, "fail:"+tc.fn, 0)
 		var ce *CUDAError
 		if !errors.As(err, &ce) || ce.Code != 700 || ce.Func != tc.fn || ce.Name != "CUDA_ERROR_ILLEGAL_ADDRESS" {
 			t.Errorf("%s failing: got %v", tc.fn, err)
@@ -160,7 +160,7 @@ func TestCUDAFailures(t *testing.T) {
 		if errors.Is(err, ErrOutOfMemory) || errors.Is(err, ErrNoDevice) {
 			t.Errorf("%s failing with 700: %v matches a sentinel it is not", tc.fn, err)
 		}
-		if got := f.get("live"); got != live {
+		if got := f.Get("live"); got != live {
 			t.Errorf("%s failing: %d allocations live, want %d", tc.fn, got, live)
 		}
 	}
@@ -173,14 +173,14 @@ func TestCUDAFailures(t *testing.T) {
 	}
 	// A result the backend does not know is named by cuGetErrorName, or
 	// reported by number.
-	f.must(t, "fail:cuCtxSynchronize", 12345)
+	f.Must(t, "fail:cuCtxSynchronize", 12345)
 	err := c.Sync()
-	f.must(t, "fail:cuCtxSynchronize", 0)
+	f.Must(t, "fail:cuCtxSynchronize", 0)
 	if err == nil || !strings.Contains(err.Error(), "(12345)") {
 		t.Errorf("unknown result: got %v", err)
 	}
 	// A result known only to cuGetErrorName.
-	if got := f.get("calls:cuGetErrorName"); got == 0 {
+	if got := f.Get("calls:cuGetErrorName"); got == 0 {
 		t.Error("cuGetErrorName was never asked to name an unknown result")
 	}
 }
@@ -202,9 +202,9 @@ func TestCUDANoDevice(t *testing.T) {
 		{"cuDeviceGetCount fails", "fail:cuDeviceGetCount", 3, 0, false},
 		{"cuDevicePrimaryCtxRetain fails", "fail:cuDevicePrimaryCtxRetain", 2, 0, false},
 	} {
-		f.must(t, "reset", 0)
-		f.must(t, tc.key, tc.value)
-		c, err := OpenCUDA(CUDAOptions{Library: f.path, Device: tc.device})
+		f.Must(t, "reset", 0)
+		f.Must(t, tc.key, tc.value)
+		c, err := OpenCUDA(CUDAOptions{Library: f.Path, Device: tc.device})
 		if err == nil {
 			c.Close()
 			t.Errorf("%s: OpenCUDA succeeded", tc.name)
@@ -217,13 +217,13 @@ func TestCUDANoDevice(t *testing.T) {
 			t.Errorf("%s: errors.Is(%v, ErrNoDevice) = %v, want %v", tc.name, err, !tc.nodev, tc.nodev)
 		}
 	}
-	if f.get("retained") != 0 {
-		t.Errorf("failed opens left %d primary context references", f.get("retained"))
+	if f.Get("retained") != 0 {
+		t.Errorf("failed opens left %d primary context references", f.Get("retained"))
 	}
 	// The second device of two.
-	f.must(t, "reset", 0)
-	f.must(t, "devices", 2)
-	c, err := OpenCUDA(CUDAOptions{Library: f.path, Device: 1})
+	f.Must(t, "reset", 0)
+	f.Must(t, "devices", 2)
+	c, err := OpenCUDA(CUDAOptions{Library: f.Path, Device: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -246,7 +246,7 @@ func TestCUDAMissingSymbols(t *testing.T) {
 	}
 
 	noMemset := fakeDriver(t, "-DFAKE_NO_MEMSET")
-	_, err := OpenCUDA(CUDAOptions{Library: noMemset.path})
+	_, err := OpenCUDA(CUDAOptions{Library: noMemset.Path})
 	if err == nil || !strings.Contains(err.Error(), "cuMemsetD8_v2") || errors.Is(err, ErrNoDevice) {
 		t.Errorf("library without cuMemsetD8_v2: got %v, want an error naming it", err)
 	}
@@ -282,19 +282,19 @@ func TestOpen(t *testing.T) {
 		want    string // backend name, or "" for an error
 		nodev   bool   // the error wraps ErrNoDevice
 	}{
-		{"host", "host", f.path, 1, "host", false},
-		{"cuda", "cuda", f.path, 1, "cuda", false},
-		{"cuda without devices", "cuda", f.path, 0, "", true},
-		{"cuda with a broken driver", "cuda", broken.path, 1, "", false},
-		{"auto", "", f.path, 1, "cuda", false},
-		{"auto spelled out", "auto", f.path, 1, "cuda", false},
-		{"auto without devices", "", f.path, 0, "host", false},
-		{"auto with a broken driver", "", broken.path, 1, "", false},
-		{"unknown", "tpu", f.path, 1, "", false},
+		{"host", "host", f.Path, 1, "host", false},
+		{"cuda", "cuda", f.Path, 1, "cuda", false},
+		{"cuda without devices", "cuda", f.Path, 0, "", true},
+		{"cuda with a broken driver", "cuda", broken.Path, 1, "", false},
+		{"auto", "", f.Path, 1, "cuda", false},
+		{"auto spelled out", "auto", f.Path, 1, "cuda", false},
+		{"auto without devices", "", f.Path, 0, "host", false},
+		{"auto with a broken driver", "", broken.Path, 1, "", false},
+		{"unknown", "tpu", f.Path, 1, "", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f.must(t, "reset", 0)
-			f.must(t, "devices", tc.devices)
+			f.Must(t, "reset", 0)
+			f.Must(t, "devices", tc.devices)
 			t.Setenv(EnvBackend, tc.backend)
 			t.Setenv(EnvLibCUDA, tc.lib)
 			b, err := Open()
@@ -366,17 +366,17 @@ func TestCUDASetsContext(t *testing.T) {
 		func() error { return c.Free(q) },
 		c.Close,
 	} {
-		if r := f.setCurrent(0); r != 0 {
+		if r := f.SetCurrent(0); r != 0 {
 			t.Fatalf("clearing the current context: %d", r)
 		}
 		if err := call(); err != nil {
 			t.Error(err)
 		}
 	}
-	if n := f.get("badctx"); n != 0 {
+	if n := f.Get("badctx"); n != 0 {
 		t.Errorf("%d driver calls ran without the primary context current", n)
 	}
-	if f.get("live") != 0 {
-		t.Errorf("Close left %d allocations", f.get("live"))
+	if f.Get("live") != 0 {
+		t.Errorf("Close left %d allocations", f.Get("live"))
 	}
 }

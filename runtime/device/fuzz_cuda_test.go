@@ -10,14 +10,14 @@ func FuzzCUDAFake(f *testing.F) {
 	addSeeds(f)
 	f.Fuzz(func(t *testing.T, prog []byte) {
 		fk := fakeDriver(t)
-		fk.must(t, "total", 4096)
-		c, err := OpenCUDA(CUDAOptions{Library: fk.path})
+		fk.Must(t, "total", 4096)
+		c, err := OpenCUDA(CUDAOptions{Library: fk.Path})
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer c.Close()
 		runProgram(t, c, prog)
-		if n := fk.get("badctx"); n != 0 {
+		if n := fk.Get("badctx"); n != 0 {
 			t.Fatalf("%d driver calls without the context current", n)
 		}
 	})

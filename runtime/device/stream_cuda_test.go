@@ -12,8 +12,8 @@ func fakeRig(f *fake) func(t *testing.T) *asyncRig {
 	return func(t *testing.T) *asyncRig {
 		c := openFake(t, f)
 		return newRig(t, c,
-			func(t *testing.T, _ Stream) { f.must(t, "hold", 1) },
-			func() { f.set("hold", 0) })
+			func(t *testing.T, _ Stream) { f.Must(t, "hold", 1) },
+			func() { f.Set("hold", 0) })
 	}
 }
 
@@ -22,13 +22,13 @@ func fakeRig(f *fake) func(t *testing.T) *asyncRig {
 func TestCUDAFakeAsync(t *testing.T) {
 	f := fakeDriver(t)
 	testAsync(t, fakeRig(f))
-	f.set("hold", 0)
+	f.Set("hold", 0)
 	for _, k := range []string{"streams", "events", "pinned", "live", "badctx"} {
-		if n := f.get(k); n != 0 {
+		if n := f.Get(k); n != 0 {
 			t.Errorf("fake driver: %s = %d after every backend closed; want 0", k, n)
 		}
 	}
-	if n := f.get("launches"); n == 0 {
+	if n := f.Get("launches"); n == 0 {
 		t.Error("no kernel ran on the fake driver")
 	}
 }

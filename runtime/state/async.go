@@ -62,8 +62,8 @@ type stagingUse struct {
 // each call polls the events of those in use, without waiting, instead
 // of a goroutine per call waiting for one. p.mu is held.
 func (p *Pool) reapStagingLocked() {
-	keep := p.stagingBusy[:0]
-	for _, u := range p.stagingBusy {
+	keep := p.busy[:0]
+	for _, u := range p.busy {
 		if done, _ := u.ev.Done(); done { // a failed copy is over too
 			u.ev.Close()
 			p.staging = append(p.staging, u.buf[:cap(u.buf)])
@@ -71,8 +71,8 @@ func (p *Pool) reapStagingLocked() {
 		}
 		keep = append(keep, u)
 	}
-	clear(p.stagingBusy[len(keep):])
-	p.stagingBusy = keep
+	clear(p.busy[len(keep):])
+	p.busy = keep
 }
 
 // sharedEvent is an event with two holders, each of which closes it once:
@@ -98,12 +98,12 @@ func (p *Pool) freeStagingLocked() error {
 		return nil
 	}
 	var errs []error
-	for _, u := range p.stagingBusy {
+	for _, u := range p.busy {
 		u.ev.Wait() // no handle call runs: the copies only have to land
 		u.ev.Close()
 		p.staging = append(p.staging, u.buf[:cap(u.buf)])
 	}
-	p.stagingBusy = nil
+	p.busy = nil
 	for _, buf := range p.staging {
 		errs = append(errs, sb.HostFree(buf))
 	}
@@ -113,28 +113,28 @@ func (p *Pool) freeStagingLocked() error {
 
 // recordRows marks the blocks holding rows [from, to) of r as used by st.
 func (p *Pool) recordRows(sh *shape, r *root, from, to int, st device.Stream) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
+	p.rec.mu.Lock()
+	defer p.rec.mu.Unlock()
 	p.recordRowsLocked(sh, r, from, to, st)
 }
 
 // recordAppend is recordRows for an AppendAsync call, which also leaves
-// its staging buffer in use until ev completes: one hold of p.mu.
+// its staging buffer in use until ev completes.
 func (p *Pool) recordAppend(sh *shape, r *root, from, to int, st device.Stream, buf []byte, ev device.Event) {
+	p.recordRows(sh, r, from, to, st)
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.recordRowsLocked(sh, r, from, to, st)
-	p.stagingBusy = append(p.stagingBusy, stagingUse{buf: buf, ev: ev})
+	p.busy = append(p.busy, stagingUse{buf: buf, ev: ev})
+	p.mu.Unlock()
 }
 
-// recordRowsLocked is recordRows with p.mu held.
+// recordRowsLocked is recordRows with p.rec.mu held.
 func (p *Pool) recordRowsLocked(sh *shape, r *root, from, to int, st device.Stream) {
 	for ci := range r.cols {
 		per := sh.perBlock[ci]
 		t := &r.cols[ci]
 		for bi := from / per; bi*per < to && bi < t.n; bi++ {
-			if b := t.get(bi); b != nil && !hasStream(b.streams, st) {
-				b.streams = append(b.streams, st)
+			if b := t.get(bi); b != nil {
+				p.rec.addLocked(b, st)
 			}
 		}
 	}
@@ -336,12 +336,12 @@ func (sh *shape) columnRuns(r *root, i, from, to int, f func(at int, src device.
 		blk := t.get(bi)
 		for last := blk; end < to && per*rb == bb; end = min(to, end+per) {
 			next := t.get(end / per)
-			if !next.follows(last, bb) {
+			if !next.Follows(last) {
 				break
 			}
 			last = next
 		}
-		if err := f((row-from)*rb, blk.ptr+device.Ptr((row-bi*per)*rb), (end-row)*rb); err != nil {
+		if err := f((row-from)*rb, blk.Ptr()+device.Ptr((row-bi*per)*rb), (end-row)*rb); err != nil {
 			return err
 		}
 		row = end

@@ -318,7 +318,7 @@ func BenchmarkBlockAlloc(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	warm[0].rc.Store(0)
+	warm[0].SetRefs(0)
 	p.free(warm)
 	buf := make([]*block, 0, 1) // as a head reuses its own
 	pool := func() {
@@ -326,7 +326,7 @@ func BenchmarkBlockAlloc(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		blk[0].rc.Store(0)
+		blk[0].SetRefs(0)
 		p.free(blk)
 	}
 	be := p.Backend()

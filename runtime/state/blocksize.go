@@ -94,7 +94,7 @@ func (sh *shape) allocDelta(d *delta) ([]*block, error) {
 		cl := sh.cls[c]
 		if k := deltaRows(n); k < per {
 			bb := (k*rb + blockAlign - 1) &^ (blockAlign - 1)
-			cl = sh.pool.class(bb)
+			cl = sh.pool.mem.Class(bb)
 			per = bb / rb
 		}
 		d.per[c] = per

@@ -160,7 +160,7 @@ func (t *BlockTable) syncColumn(c *tableCol, tr *tree, old *[]device.Ptr) error 
 	for i := range want {
 		switch {
 		case i >= tr.lo:
-			want[i] = uint64(tr.held(i).ptr)
+			want[i] = uint64(tr.held(i).Ptr())
 		case i < len(c.dev):
 			// An expired block: no reader of this version reads the
 			// entry, a kernel of an earlier one may; it stays.
@@ -253,20 +253,11 @@ func (p *Pool) freeLater(ptrs []device.Ptr, streams []device.Stream) error {
 		}
 		return errors.Join(errs...)
 	}
-	p.mu.Lock()
-	done := p.addBatchLocked()
-	p.mu.Unlock()
-	wait := p.fence(streams)
-	go func() {
-		wait()
+	p.mem.Later(p.fence(streams), func() {
 		for _, ptr := range ptrs {
 			p.b.Free(ptr) // nobody is left to tell of a failure
 		}
-		p.mu.Lock()
-		delete(p.batches, done)
-		p.mu.Unlock()
-		close(done)
-	}()
+	})
 	return nil
 }
 

@@ -292,7 +292,7 @@ func (c *calibrator) median(steps int, run func() error) (time.Duration, error) 
 func (c *calibrator) copyEach(bytes int) func() error {
 	return func() error {
 		for i := range c.n {
-			if err := c.p.b.CopyDtoD(c.dst[i].ptr, c.src[i].ptr, bytes); err != nil {
+			if err := c.p.b.CopyDtoD(c.dst[i].Ptr(), c.src[i].Ptr(), bytes); err != nil {
 				return err
 			}
 		}
@@ -330,7 +330,7 @@ func (c *calibrator) measureDelta(m *CostModel) error {
 	var freed []*block
 	base := newRoot(1)
 	for i, b := range c.src {
-		b.rc.Add(1)
+		b.Retain()
 		base.cols[0].set(i, b, &freed)
 	}
 	base.rows = c.n * h.perBlock[0]

@@ -3,6 +3,7 @@ package state
 import (
 	"cmp"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/gpustate/gpustate/placement"
@@ -97,10 +98,14 @@ type history struct {
 	sinceBytes int64 // delta bytes since the last checkpoint
 	pending    *pendingDelta
 	last       *Plan // the last reconstruction At performed
+	// held is the pool's count of the bytes of delta blocks
+	// (PoolStats.HistoryBytes): added to when a delta is stored, taken from
+	// when its blocks' last reference goes.
+	held *atomic.Int64
 }
 
-func newHistory(p *CheckpointPolicy, pos position, r *root) *history {
-	return &history{policy: *p, entries: []entry{{pos: pos, rows: r.rows, cp: r.retain()}}}
+func newHistory(p *CheckpointPolicy, pos position, r *root, held *atomic.Int64) *history {
+	return &history{policy: *p, entries: []entry{{pos: pos, rows: r.rows, cp: r.retain()}}, held: held}
 }
 
 // clone returns a copy sharing every delta block and checkpoint root.
@@ -115,7 +120,7 @@ func (x *history) clone() *history {
 		if e.d != nil {
 			for _, col := range e.d.cols {
 				for _, b := range col {
-					b.rc.Add(1)
+					b.Retain()
 				}
 			}
 		}
@@ -123,31 +128,40 @@ func (x *history) clone() *history {
 	return &c
 }
 
-// drop gives up the entry's checkpoint and delta.
-func (e *entry) drop(freed *[]*block) {
+// drop gives up entry i's checkpoint and delta.
+func (x *history) drop(i int, freed *[]*block) {
+	e := &x.entries[i]
 	if e.cp != nil {
 		e.cp.release(freed)
 		e.cp = nil
 	}
-	e.dropDelta(freed)
+	x.dropDelta(i, freed)
 }
 
-// dropDelta gives up the entry's delta.
-func (e *entry) dropDelta(freed *[]*block) {
-	if e.d != nil {
-		for _, col := range e.d.cols {
-			for _, b := range col {
-				releaseBlock(b, freed)
+// dropDelta gives up entry i's delta; the bytes of its blocks that no
+// other history shares leave the pool's count.
+func (x *history) dropDelta(i int, freed *[]*block) {
+	e := &x.entries[i]
+	if e.d == nil {
+		return
+	}
+	var gone int64
+	for _, col := range e.d.cols {
+		for _, b := range col {
+			if b.Release() {
+				*freed = append(*freed, b)
+				gone += int64(b.Bytes())
 			}
 		}
-		e.d = nil
 	}
+	x.held.Add(-gone)
+	e.d = nil
 }
 
 // release drops the whole history.
 func (x *history) release(freed *[]*block) {
 	for i := range x.entries {
-		x.entries[i].drop(freed)
+		x.drop(i, freed)
 	}
 	x.entries, x.pending = nil, nil
 }
@@ -184,7 +198,7 @@ func (x *history) rollback(to position, r *root, freed *[]*block) {
 	for i := len(x.entries) - 1; i >= 0; i-- {
 		if x.entries[i].pos == to {
 			for j := i + 1; j < len(x.entries); j++ {
-				x.entries[j].drop(freed)
+				x.drop(j, freed)
 			}
 			x.entries = x.entries[:i+1]
 			x.recount()
@@ -285,12 +299,12 @@ func (x *history) trim(freed *[]*block) {
 	}
 	if cut > 0 {
 		for i := range x.entries[:cut] {
-			x.entries[i].drop(freed)
+			x.drop(i, freed)
 		}
 		x.entries = slices.Delete(x.entries, 0, cut)
 	}
 	// The oldest entry is a checkpoint: nothing applies its delta.
-	x.entries[0].dropDelta(freed)
+	x.dropDelta(0, freed)
 }
 
 // copyDelta copies rows [from, to) of r into new blocks, packed.
@@ -317,10 +331,6 @@ func (h *Head) copyDelta(r *root, from, to int) (*delta, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, b := range blks {
-		b.delta = true
-		h.pool.history.Add(int64(b.cls.bytes))
-	}
 	for c, per := range d.per {
 		k := (to - from + per - 1) / per
 		d.cols[c], blks = blks[:k:k], blks[k:]
@@ -337,6 +347,9 @@ func (h *Head) copyDelta(r *root, from, to int) (*delta, error) {
 			return nil, err
 		}
 	}
+	for _, col := range d.cols {
+		h.hist.held.Add(blockBytes(col))
+	}
 	return d, nil
 }
 
@@ -347,14 +360,14 @@ type locator func(row int) (device.Ptr, int)
 func treeLoc(t *tree, per, rb int) locator {
 	return func(row int) (device.Ptr, int) {
 		bi := row / per
-		return t.get(bi).ptr + device.Ptr((row-bi*per)*rb), (bi+1)*per - row
+		return t.get(bi).Ptr() + device.Ptr((row-bi*per)*rb), (bi+1)*per - row
 	}
 }
 
 func deltaLoc(d *delta, c, per, rb int) locator {
 	return func(row int) (device.Ptr, int) {
 		k := row - d.from
-		return d.cols[c][k/per].ptr + device.Ptr((k%per)*rb), per - k%per
+		return d.cols[c][k/per].Ptr() + device.Ptr((k%per)*rb), per - k%per
 	}
 }
 
@@ -607,7 +620,7 @@ func (h *Head) applyDeltaWith(r *root, d *delta, rows int, take func(*sizeClass)
 			}
 			if bi < t.n {
 				if used := min(r.rows, (bi+1)*per) - bi*per; used > 0 {
-					if err := h.pool.b.CopyDtoD(nb.ptr, t.get(bi).ptr, used*rb); err != nil {
+					if err := h.pool.b.CopyDtoD(nb.Ptr(), t.get(bi).Ptr(), used*rb); err != nil {
 						releaseBlock(nb, &freed)
 						return r, err
 					}

@@ -2,11 +2,10 @@ package state
 
 import (
 	"fmt"
-	"reflect"
 	"sync/atomic"
-	"time"
 
 	"github.com/gpustate/gpustate/runtime/evict"
+	"github.com/gpustate/gpustate/runtime/state/internal/blocks"
 )
 
 // Retention says what the pool may do with a state under memory pressure.
@@ -70,7 +69,10 @@ func (p *Pool) reclaim(c *sizeClass, want int, deviceFull bool) bool {
 	if p.shortfall(c, want, deviceFull) <= 0 {
 		return true
 	}
-	if p.reclaimPending(c, want, deviceFull) {
+	// Blocks released while a recorded stream's work may still use them
+	// come back when its events complete: wait for them, when they would
+	// make the room, rather than fail or evict.
+	if p.mem.AwaitRoom(c, want, deviceFull, p.pendingWait, p.freeable) {
 		return true
 	}
 	short := p.shortfall(c, want, deviceFull)
@@ -122,75 +124,10 @@ func (p *Pool) evictRound(r Retention, c *sizeClass, want int, deviceFull bool) 
 	return false, progress
 }
 
-// reclaimPending is the first step of reclaim: blocks released while a
-// recorded stream's work may still use them go back to the free lists by
-// themselves when that work's events complete (unfence, in stream.go).
-// When the pending bytes would make the call succeed, alone or with what
-// eviction could add, it waits for them, up to PoolOptions.PendingWait,
-// rather than fail or evict while the work finishes. It reports whether
-// there is room now.
-func (p *Pool) reclaimPending(c *sizeClass, want int, deviceFull bool) bool {
-	if p.pendingWait < 0 {
-		return p.shortfall(c, want, deviceFull) <= 0
-	}
-	timer := time.NewTimer(p.pendingWait)
-	defer timer.Stop()
-	checked := false // whether eviction was counted in
-	for {
-		short := p.shortfall(c, want, deviceFull)
-		if short <= 0 {
-			return true
-		}
-		p.mu.Lock()
-		pending := p.pendingBytes
-		cases := make([]reflect.SelectCase, 0, len(p.batches)+1)
-		for ch := range p.batches {
-			cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ch)})
-		}
-		p.mu.Unlock()
-		if pending == 0 || len(cases) == 0 {
-			return false
-		}
-		if pending < short && !checked {
-			if pending+p.freeable() < short {
-				return false // nothing makes the room: fail now
-			}
-			checked = true
-		}
-		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(timer.C)})
-		if i, _, _ := reflect.Select(cases); i == len(cases)-1 {
-			return p.shortfall(c, want, deviceFull) <= 0 // the deadline passed
-		}
-	}
-}
-
 // shortfall returns the bytes an allocation of want blocks of class c
-// lacks: zero or less when the free blocks of every class (every class
-// carves from every slab), the whole blocks of c that the slabs' free
-// extents hold, and the room left under MaxBytes (unless the device itself
-// is full) hold them.
+// lacks (blocks.Allocator.Shortfall).
 func (p *Pool) shortfall(c *sizeClass, want int, deviceFull bool) int64 {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	bb := int64(c.bytes)
-	var have int64
-	for _, k := range p.classes {
-		have += k.nfree * int64(k.bytes)
-		if k.hot.Load() != nil {
-			have += int64(k.bytes)
-		}
-	}
-	if p.loose >= bb {
-		for _, s := range p.slabs {
-			for _, e := range s.free {
-				have += e.n / bb * bb
-			}
-		}
-	}
-	if p.maxBytes > 0 && !deviceFull {
-		have += (p.maxBytes - p.reserved) / bb * bb
-	}
-	return int64(want)*bb - have
+	return p.mem.Shortfall(c, want, deviceFull)
 }
 
 // freeable returns the bytes eviction could free now: the blocks only
@@ -242,13 +179,7 @@ func (p *Pool) victims(r Retention) ([]evictable, []Victim) {
 func (p *Pool) touch(at *atomic.Uint64) { at.Store(p.clock.Add(1)) }
 
 // blockBytes sums the sizes of blocks.
-func blockBytes(list []*block) int64 {
-	var n int64
-	for _, b := range list {
-		n += int64(b.cls.bytes)
-	}
-	return n
-}
+func blockBytes(list []*block) int64 { return blocks.Bytes(list) }
 
 // exclusiveBytes is the bytes of the blocks of r that only r holds: those
 // its release would free.
@@ -276,8 +207,8 @@ func exclusiveNode(n *node) int64 {
 		}
 	}
 	for _, b := range n.blks {
-		if b != nil && b.rc.Load() == 1 {
-			c += int64(b.cls.bytes)
+		if b != nil && b.Refs() == 1 {
+			c += int64(b.Bytes())
 		}
 	}
 	return c
@@ -408,8 +339,8 @@ func (h *Head) freeable() int64 {
 			}
 			for _, col := range e.d.cols {
 				for _, b := range col {
-					if b.rc.Load() == 1 {
-						n += int64(b.cls.bytes)
+					if b.Refs() == 1 {
+						n += int64(b.Bytes())
 					}
 				}
 			}

@@ -59,9 +59,7 @@ func TestFaults(t *testing.T) {
 		{"new mutable head", Mutable, false, func(h *Head) error {
 			// Use up the clean blocks, so that the new head gets blocks
 			// another owner dirtied, zeroed one by one.
-			h.pool.mu.Lock()
-			clean := len(h.pool.own.clean)
-			h.pool.mu.Unlock()
+			clean := len(h.pool.mem.Clean(h.pool.own))
 			l := &Layout{Type: "Filler", Columns: []Column{{Name: "A", ElemSize: 256, Width: 1}}}
 			f, err := h.pool.NewHead(l, "filler")
 			if err != nil {

@@ -65,14 +65,14 @@ func (sh *shape) gather(op string, r *root, idx []int, dst [][]byte) error {
 			for last := t.get(bi); k+n < len(idx) && idx[k+n] == row+n; n++ {
 				if nb := (row + n) / per; nb != bi {
 					next := t.get(nb)
-					if per*rb != bb || !next.follows(last, bb) {
+					if per*rb != bb || !next.Follows(last) {
 						break
 					}
 					bi, last = nb, next
 				}
 			}
 			bi = row / per
-			src := t.get(bi).ptr + device.Ptr((row-bi*per)*rb)
+			src := t.get(bi).Ptr() + device.Ptr((row-bi*per)*rb)
 			if err := b.CopyDtoH(d[k*rb:(k+n)*rb], src); err != nil {
 				return sh.errorf(op, "column %s: %w", sh.l.Columns[c].Name, err)
 			}

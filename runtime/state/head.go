@@ -93,7 +93,7 @@ func (p *Pool) NewHead(l *Layout, owner Owner) (*Head, error) {
 	h.r = r
 	h.logical = h.logicalOf(r)
 	if l.Checkpoint != nil {
-		h.hist = newHistory(l.Checkpoint, h.pos, r)
+		h.hist = newHistory(l.Checkpoint, h.pos, r, &p.history)
 	}
 	h.lin.heads[h] = struct{}{}
 	p.register(h)
@@ -446,7 +446,7 @@ func (h *Head) Stats() Stats {
 	if h.hist != nil {
 		st.Checkpoints = len(h.hist.roots())
 		for _, b := range h.hist.deltaBlocks() {
-			st.HistoryBytes += int64(b.cls.bytes)
+			st.HistoryBytes += int64(b.Bytes())
 		}
 		st.HistoryBytes += h.hist.inputBytes() // recorded step inputs (replay.go)
 	}

@@ -2,7 +2,12 @@ package state
 
 import (
 	"fmt"
+
+	"github.com/gpustate/gpustate/runtime/state/internal/blocks"
 )
+
+// slabBlocks is how many blocks a slab holds, the cap permitting.
+const slabBlocks = blocks.SlabBlocks
 
 // checkInvariants walks every live handle of p and checks the structure:
 // every reference count equals the references actually held, every tree
@@ -103,13 +108,10 @@ func checkInvariants(p *Pool) error {
 	for _, b := range histBlocks {
 		blockRefs[b]++
 		deltaBlocks[b] = true
-		if !b.delta {
-			return fmt.Errorf("block %#x of a delta is not marked", b.ptr)
-		}
 	}
 	var got int64
 	for b := range deltaBlocks {
-		got += int64(b.cls.bytes)
+		got += int64(b.Bytes())
 	}
 	if got != p.history.Load() {
 		return fmt.Errorf("histories hold %d delta bytes, the pool counts %d", got, p.history.Load())
@@ -120,30 +122,12 @@ func checkInvariants(p *Pool) error {
 		}
 	}
 	for b, refs := range blockRefs {
-		if got := int(b.rc.Load()); got != refs {
-			return fmt.Errorf("block %#x has count %d, %d references", b.ptr, got, refs)
-		}
-		if b.zeroed {
-			return fmt.Errorf("block %#x in use is marked zeroed", b.ptr)
+		if got := int(b.Refs()); got != refs {
+			return fmt.Errorf("block %#x has count %d, %d references", b.Ptr(), got, refs)
 		}
 	}
-	used := map[*sizeClass]int64{}
-	for b := range blockRefs {
-		used[b.cls]++
-	}
-	var reserved int64
-	for _, c := range p.classes {
-		if err := checkClass(c, blockRefs, used[c]); err != nil {
-			return err
-		}
-		reserved += (c.nfree + c.inUse) * int64(c.bytes)
-	}
-	reserved += p.loose // the slabs' free extents
-	if err := checkSlabs(p); err != nil {
+	if err := p.mem.Check(blockRefs); err != nil {
 		return err
-	}
-	if reserved != p.reserved {
-		return fmt.Errorf("classes hold %d bytes, %d bytes reserved", reserved, p.reserved)
 	}
 	var logical int64
 	for h := range p.live {
@@ -151,80 +135,6 @@ func checkInvariants(p *Pool) error {
 	}
 	if logical != p.logical.Load() {
 		return fmt.Errorf("live handles hold %d logical bytes, the pool counts %d", logical, p.logical.Load())
-	}
-	return nil
-}
-
-// checkSlabs checks the slabs' free extents: in order, within their slab,
-// neither overlapping nor touching (neighbours merge), and summing to
-// p.loose.
-func checkSlabs(p *Pool) error {
-	var loose int64
-	for _, s := range p.slabs {
-		if p.slabOf[s.ptr] != s {
-			return fmt.Errorf("slab %#x is not indexed", s.ptr)
-		}
-		end := int64(-1)
-		for _, e := range s.free {
-			if e.n <= 0 || e.off <= end || e.off+e.n > s.bytes {
-				return fmt.Errorf("slab %#x of %d bytes: extent [%d, %d) after %d", s.ptr, s.bytes, e.off, e.off+e.n, end)
-			}
-			end = e.off + e.n
-			loose += e.n
-		}
-	}
-	if loose != p.loose {
-		return fmt.Errorf("free extents hold %d bytes, the pool counts %d", loose, p.loose)
-	}
-	return nil
-}
-
-// checkClass checks one size class's free lists and counts against the
-// blocks in use, inUse of them its own.
-func checkClass(p *sizeClass, blockRefs map[*block]int, inUse int64) error {
-	if b := p.hot.Load(); b != nil {
-		if blockRefs[b] > 0 || b.rc.Load() != 0 || b.cls != p {
-			return fmt.Errorf("hot block %#x is in use (%d references, count %d) or of another class", b.ptr, blockRefs[b], b.rc.Load())
-		}
-		inUse++ // counted in use until drained
-	}
-	if inUse != p.inUse {
-		return fmt.Errorf("%d blocks of %d bytes referenced, the class counts %d in use", inUse, p.bytes, p.inUse)
-	}
-	free := 0
-	check := func(b *block) error {
-		free++
-		if blockRefs[b] > 0 {
-			return fmt.Errorf("block %#x is both free and in use", b.ptr)
-		}
-		if b.cls != p {
-			return fmt.Errorf("block %#x of %d bytes on the free list of %d", b.ptr, b.cls.bytes, p.bytes)
-		}
-		return nil
-	}
-	for _, b := range p.clean {
-		if err := check(b); err != nil {
-			return err
-		}
-		if !b.zeroed {
-			return fmt.Errorf("clean block %#x is not marked zeroed (owner %q)", b.ptr, b.owner)
-		}
-	}
-	for o, fl := range p.dirty {
-		for _, b := range fl.blocks {
-			if err := check(b); err != nil {
-				return err
-			}
-			if b.owner != o {
-				return fmt.Errorf("block %#x on %q's list has owner %q", b.ptr, o, b.owner)
-			}
-			if b.zeroed {
-				return fmt.Errorf("zeroed block %#x on %q's list, not the clean one", b.ptr, o)
-			}
-		}
-	}
-	if int64(free) != p.nfree {
-		return fmt.Errorf("%d blocks on free lists, the class counts %d", free, p.nfree)
 	}
 	return nil
 }

@@ -58,9 +58,7 @@ func TestIsolationAfterFailedAlloc(t *testing.T) {
 			// A filler takes every clean block, so that the next
 			// allocations must reuse x's.
 			filler := must[*Head](t)(p.NewHead(&Layout{Type: "Filler", Columns: []Column{{Name: "A", ElemSize: 256, Width: 1}}}, "filler"))
-			p.mu.Lock()
-			clean := len(p.own.clean)
-			p.mu.Unlock()
+			clean := len(p.mem.Clean(p.own))
 			must[[][]device.Span](t)(filler.AppendDevice(clean))
 			// Owner z's allocation takes x's blocks and fails.
 			if f.kinds != 0 {
@@ -79,12 +77,10 @@ func TestIsolationAfterFailedAlloc(t *testing.T) {
 			if err := checkInvariants(p); err != nil {
 				t.Fatal(err)
 			}
-			p.mu.Lock()
-			cleanNow := append([]*block(nil), p.own.clean...)
-			p.mu.Unlock()
+			cleanNow := p.mem.Clean(p.own)
 			for _, b := range cleanNow {
 				buf := make([]byte, 256)
-				check(t, p.b.CopyDtoH(buf, b.ptr))
+				check(t, p.b.CopyDtoH(buf, b.Ptr()))
 				if !bytes.Equal(buf, make([]byte, 256)) {
 					t.Fatalf("a clean block after the failed allocation holds %#x...", buf[:4])
 				}

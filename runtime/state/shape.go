@@ -29,7 +29,7 @@ func newShape(p *Pool, l *Layout, owner Owner) shape {
 	for i, c := range l.Columns {
 		rb := c.RowBytes()
 		bb := sh.blockBytes[i]
-		cl := p.class(bb)
+		cl := p.mem.Class(bb)
 		sh.cls = append(sh.cls, cl)
 		if !slices.Contains(sh.classes, cl) {
 			sh.classes = append(sh.classes, cl)
@@ -190,12 +190,12 @@ func (sh *shape) copyColumn(r *root, i, from, to int, d []byte) error {
 		// Rows in neighbouring blocks come in one copy.
 		for last := blk; end < to && per*rb == bb; end = min(to, end+per) {
 			next := t.get(end / per)
-			if !next.follows(last, bb) {
+			if !next.Follows(last) {
 				break
 			}
 			last = next
 		}
-		if err := b.CopyDtoH(d[(row-from)*rb:(end-from)*rb], blk.ptr+device.Ptr(off)); err != nil {
+		if err := b.CopyDtoH(d[(row-from)*rb:(end-from)*rb], blk.Ptr()+device.Ptr(off)); err != nil {
 			return err
 		}
 		row = end
@@ -218,7 +218,7 @@ func (sh *shape) spans(op string, r *root, from, to int) ([][]device.Span, error
 		for row := from; row < to; {
 			bi := row / per
 			end := min(to, (bi+1)*per)
-			out[i] = append(out[i], device.Span{Ptr: t.get(bi).ptr + device.Ptr((row-bi*per)*rb), Rows: end - row})
+			out[i] = append(out[i], device.Span{Ptr: t.get(bi).Ptr() + device.Ptr((row-bi*per)*rb), Rows: end - row})
 			row = end
 		}
 	}

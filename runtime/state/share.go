@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/gpustate/gpustate/runtime/device"
+	"github.com/gpustate/gpustate/runtime/state/internal/blocks"
 )
 
 // Declared prefix sharing (Layout.ShareKey, the contract's //state:share
@@ -102,6 +103,11 @@ type prefixCache struct {
 	// unheld is the bytes of the cached blocks only the cache holds
 	// (PoolStats.CachedBytes); written under mu.
 	unheld atomic.Int64
+	// counted holds the cached blocks counted in unheld; hook is the
+	// release hook set on every cached block, which tells settle when a
+	// block's references drop to one.
+	counted map[*block]struct{}
+	hook    *blocks.Hook
 	// hash, when set, replaces the chain hash (tests make it collide).
 	hash func(parent uint64, keys []byte) uint64
 }
@@ -353,7 +359,7 @@ func (c *prefixCache) adopt(t *prefixTable, keys []byte, blockKeys, n int, clock
 		e.used = clock
 		for _, b := range e.blks {
 			c.uncountLocked(b)
-			b.rc.Add(1)
+			b.Retain()
 		}
 	}
 	return chain
@@ -527,8 +533,8 @@ func (c *prefixCache) register(t *prefixTable, parent *prefixEntry, key int, key
 			keys: bytes.Clone(k), blks: bs, key: key, owner: owner, used: clock,
 		}
 		for _, b := range bs {
-			b.rc.Add(1) // the head holds it too: not counted as unheld
-			b.cache.Store(c)
+			b.Retain() // the head holds it too: not counted as unheld
+			b.SetHook(c.releaseHookLocked())
 		}
 		c.addLocked(e)
 		parent = e
@@ -637,7 +643,7 @@ func (p *Pool) ForgetPrefixes(d Domain) int64 {
 // reset forgets every entry; Pool.Close calls it, as it frees every slab.
 func (c *prefixCache) reset() {
 	c.mu.Lock()
-	c.tables, c.leaves = nil, nil
+	c.tables, c.leaves, c.counted = nil, nil, nil
 	c.unheld.Store(0)
 	c.mu.Unlock()
 }

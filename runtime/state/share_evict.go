@@ -2,6 +2,8 @@ package state
 
 import (
 	"container/heap"
+
+	"github.com/gpustate/gpustate/runtime/state/internal/blocks"
 )
 
 // Eviction of cached prefix blocks. The cache keeps the set of its leaves,
@@ -81,7 +83,7 @@ func (c *prefixCache) addLocked(e *prefixEntry) {
 // holds but through it.
 func (e *prefixEntry) unheld() bool {
 	for _, b := range e.blks {
-		if b.rc.Load() != 1 {
+		if b.Refs() != 1 {
 			return false
 		}
 	}
@@ -163,25 +165,39 @@ func indexOf(list []*prefixEntry, e *prefixEntry) int {
 // cachedBytes is the bytes of the cached blocks no head holds.
 func (c *prefixCache) cachedBytes() int64 { return c.unheld.Load() }
 
+// releaseHookLocked returns the hook cached blocks carry, made once.
+// c.mu is held.
+func (c *prefixCache) releaseHookLocked() *blocks.Hook {
+	if c.hook == nil {
+		h := blocks.Hook(c.settle)
+		c.hook = &h
+	}
+	return c.hook
+}
+
 // settle counts b among the blocks only the cache holds when it is one:
-// releaseBlock calls it when b's references drop to one. Only the cache
-// takes a reference to such a block (adopt, under mu), so the count
+// b's release hook calls it when b's references drop to one. Only the
+// cache takes a reference to such a block (adopt, under mu), so the count
 // stays exact.
 func (c *prefixCache) settle(b *block) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if b.cache.Load() == c && b.rc.Load() == 1 && !b.counted {
-		b.counted = true
-		c.unheld.Add(int64(b.cls.bytes))
+	if _, ok := c.counted[b]; ok || !b.HasHook(c.hook) || b.Refs() != 1 {
+		return
 	}
+	if c.counted == nil {
+		c.counted = make(map[*block]struct{})
+	}
+	c.counted[b] = struct{}{}
+	c.unheld.Add(int64(b.Bytes()))
 }
 
 // uncountLocked takes b out of the count of the blocks only the cache
 // holds, before a head takes a reference to it. c.mu is held.
 func (c *prefixCache) uncountLocked(b *block) {
-	if b.counted {
-		b.counted = false
-		c.unheld.Add(-int64(b.cls.bytes))
+	if _, ok := c.counted[b]; ok {
+		delete(c.counted, b)
+		c.unheld.Add(-int64(b.Bytes()))
 	}
 }
 
@@ -189,5 +205,5 @@ func (c *prefixCache) uncountLocked(b *block) {
 // held.
 func (c *prefixCache) forgetLocked(b *block) {
 	c.uncountLocked(b)
-	b.cache.Store(nil)
+	b.SetHook(nil)
 }

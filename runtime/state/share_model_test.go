@@ -268,8 +268,8 @@ func scanCachedBytes(p *Pool) int64 {
 		for _, bucket := range t.buckets {
 			for _, e := range bucket {
 				for _, b := range e.blks {
-					if b.rc.Load() == 1 {
-						n += int64(b.cls.bytes)
+					if b.Refs() == 1 {
+						n += int64(b.Bytes())
 					}
 				}
 			}

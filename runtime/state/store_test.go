@@ -683,9 +683,7 @@ func TestFreeListsForget(t *testing.T) {
 		check(t, h.Append([][]byte{make([]byte, 256*4)}))
 		check(t, h.Release())
 	}
-	p.mu.Lock()
-	n := len(p.own.dirty)
-	p.mu.Unlock()
+	n := p.mem.DirtyLists(p.own)
 	if n > 128 {
 		t.Fatalf("%d free lists after 1000 owners came and went", n)
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/gpustate/gpustate/runtime/device"
 )
@@ -31,17 +32,82 @@ func (p *Pool) recordStream(r *root, st device.Stream) error {
 	if err := checkStream(sb, st); err != nil {
 		return fmt.Errorf("RecordStream: %w", err)
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
+	p.rec.mu.Lock()
+	defer p.rec.mu.Unlock()
 	for ci := range r.cols {
 		t := &r.cols[ci]
 		for i := t.lo; i < t.n; i++ {
-			if b := t.held(i); b != nil && !hasStream(b.streams, st) {
-				b.streams = append(b.streams, st)
+			if b := t.held(i); b != nil {
+				p.rec.addLocked(b, st)
 			}
 		}
 	}
 	return nil
+}
+
+// recorded is the streams whose work may use each block (RecordStream,
+// the async paths): the block's fence when it is freed. The blocks know
+// nothing of it; free looks each block up while any is recorded.
+type recorded struct {
+	mu sync.Mutex
+	of map[*block][]device.Stream
+	n  atomic.Int64 // len(of), read without mu
+}
+
+// addLocked records st on b. rec.mu is held.
+func (rec *recorded) addLocked(b *block, st device.Stream) {
+	list := rec.of[b]
+	if hasStream(list, st) {
+		return
+	}
+	if rec.of == nil {
+		rec.of = make(map[*block][]device.Stream)
+	}
+	if list == nil {
+		rec.n.Add(1)
+	}
+	rec.of[b] = append(list, st)
+}
+
+// fenceRecorded takes the blocks of list that a stream was recorded on out
+// of it and frees them behind a fence of events on those streams; it
+// returns the others, for the caller to free at once.
+func (p *Pool) fenceRecorded(list []*block) []*block {
+	if p.rec.n.Load() == 0 {
+		return list
+	}
+	var fenced []*block
+	var streams []device.Stream
+	p.rec.mu.Lock()
+	rest := list[:0:0]
+	for _, b := range list {
+		sts, ok := p.rec.of[b]
+		if !ok {
+			rest = append(rest, b)
+			continue
+		}
+		delete(p.rec.of, b)
+		p.rec.n.Add(-1)
+		for _, st := range sts {
+			if !hasStream(streams, st) {
+				streams = append(streams, st)
+			}
+		}
+		fenced = append(fenced, b)
+	}
+	p.rec.mu.Unlock()
+	if len(fenced) > 0 {
+		p.mem.FreeAfter(fenced, p.fence(streams))
+	}
+	return rest
+}
+
+// forgetRecorded forgets every recorded block, for Close.
+func (p *Pool) forgetRecorded() {
+	p.rec.mu.Lock()
+	p.rec.of = nil
+	p.rec.n.Store(0)
+	p.rec.mu.Unlock()
 }
 
 func hasStream(list []device.Stream, st device.Stream) bool {
@@ -82,23 +148,6 @@ func (p *Pool) fence(streams []device.Stream) func() {
 	}
 }
 
-// unfence hands pending blocks, whose streams are done with them, to the
-// free lists of their classes (in the order free would have pushed them),
-// and closes done.
-func (p *Pool) unfence(list []*block, done chan struct{}) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, b := range list {
-		if !p.closed {
-			b.cls.putDirtyLocked(b)
-			b.cls.nfree++
-		}
-		p.pendingBytes -= int64(b.cls.bytes)
-	}
-	delete(p.batches, done)
-	close(done)
-}
-
 // WaitPending waits until the blocks pending now (released while a
 // recorded stream's work could still use them) are free, and returns how
 // many bytes were pending when it was called. Close waits the same way;
@@ -107,17 +156,7 @@ func (p *Pool) WaitPending() int64 {
 	if p == nil {
 		return 0
 	}
-	p.mu.Lock()
-	n := p.pendingBytes
-	waits := make([]chan struct{}, 0, len(p.batches))
-	for c := range p.batches {
-		waits = append(waits, c)
-	}
-	p.mu.Unlock()
-	for _, c := range waits {
-		<-c
-	}
-	return n
+	return p.mem.WaitPending()
 }
 
 // RecordStream says that work queued on st uses the rows h holds now: the
@@ -188,15 +227,3 @@ func (ss *streamSet) get() []device.Stream {
 
 func (h *Head) recordedStreams() []device.Stream { return h.streams.get() }
 func (s *Snap) recordedStreams() []device.Stream { return s.streams.get() }
-
-// addBatchLocked registers a batch of pending work that WaitPending and
-// Close wait for, and returns the channel to close when it is done. p.mu
-// is held.
-func (p *Pool) addBatchLocked() chan struct{} {
-	done := make(chan struct{})
-	if p.batches == nil {
-		p.batches = map[chan struct{}]struct{}{}
-	}
-	p.batches[done] = struct{}{}
-	return done
-}

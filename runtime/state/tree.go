@@ -77,7 +77,7 @@ func (t *tree) uniquePath(i int) bool {
 		}
 		n = n.kids[(i>>(fanBits*(h-1)))&(fan-1)]
 	}
-	return n.rc.Load() == 1 && n.blks[i&(fan-1)].rc.Load() == 1
+	return n.rc.Load() == 1 && n.blks[i&(fan-1)].Refs() == 1
 }
 
 // capacity returns the number of blocks a tree of height h can hold.
@@ -158,7 +158,7 @@ func own(n *node, freed *[]*block) *node {
 		copy(c.blks, n.blks)
 		for _, b := range c.blks {
 			if b != nil {
-				b.rc.Add(1)
+				b.Retain()
 			}
 		}
 	}
@@ -184,14 +184,12 @@ func releaseNode(n *node, freed *[]*block) {
 	}
 }
 
+// releaseBlock drops one reference to b, appending it to freed when it
+// was the last; a block left with one reference tells its release hook
+// (the prefix cache's, which may hold it alone now).
 func releaseBlock(b *block, freed *[]*block) {
-	switch b.rc.Add(-1) {
-	case 0:
+	if b.Release() {
 		*freed = append(*freed, b)
-	case 1:
-		if c := b.cache.Load(); c != nil {
-			c.settle(b) // the cache may hold it alone now
-		}
 	}
 }
 

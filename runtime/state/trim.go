@@ -16,11 +16,5 @@ func (p *Pool) Trim() (int64, error) {
 		return 0, fmt.Errorf("state: Pool.Trim: %w", err)
 	}
 	defer leave()
-	p.mu.Lock()
-	p.takeBackLocked(nil)
-	gone := p.dropWhollyFreeLocked()
-	p.mu.Unlock()
-	// Freed with the lock let go: a backend's Free may wait for work
-	// queued on its streams, and other calls must not wait with it.
-	return p.freeSlabs(gone, "Pool.Trim")
+	return p.mem.Trim("Pool.Trim")
 }

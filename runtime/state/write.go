@@ -184,7 +184,7 @@ func (tx *writeTx) admit() error {
 	if rows > 0 && rows > (1<<62)/h.rowSum {
 		return h.errorf(tx.op, "%d rows: %w", rows, ErrNoMemory)
 	}
-	if err := h.pool.fitsBytes(rows * h.rowSum); err != nil {
+	if err := h.pool.mem.FitsBytes(rows * h.rowSum); err != nil {
 		return h.errorf(tx.op, "%w", err)
 	}
 	return nil
@@ -266,7 +266,7 @@ func (tx *writeTx) fillNewBlocks() error {
 	for i := 0; i < len(tx.ops); i++ {
 		if o := &tx.ops[i]; o.nb != nil && o.keep > 0 {
 			n, last := tx.keptRun(i)
-			if err := b.CopyDtoD(o.nb.ptr, o.old.ptr, n); err != nil {
+			if err := b.CopyDtoD(o.nb.Ptr(), o.old.Ptr(), n); err != nil {
 				return err
 			}
 			i = last
@@ -279,12 +279,12 @@ func (tx *writeTx) fillNewBlocks() error {
 			continue
 		}
 		src, last := tx.run(i, newBlock)
-		cs = append(cs, device.HostCopy{Dst: o.nb.ptr + device.Ptr(o.off), Src: src})
+		cs = append(cs, device.HostCopy{Dst: o.nb.Ptr() + device.Ptr(o.off), Src: src})
 		i = last
 	}
 	for i := range tx.ops {
 		if o := &tx.ops[i]; o.nb == nil && !o.visible && o.src != nil {
-			cs = append(cs, device.HostCopy{Dst: o.old.ptr + device.Ptr(o.off), Src: o.src})
+			cs = append(cs, device.HostCopy{Dst: o.old.Ptr() + device.Ptr(o.off), Src: o.src})
 		}
 	}
 	err := copiesHtoD(b, cs)
@@ -316,7 +316,7 @@ func (tx *writeTx) keptRun(i int) (int, int) {
 		prev, next := &tx.ops[i], &tx.ops[i+1]
 		bb := tx.h.blockBytes[prev.col]
 		if next.nb == nil || next.keep <= 0 || next.col != prev.col || prev.keep != bb ||
-			!next.nb.follows(prev.nb, bb) || !next.old.follows(prev.old, bb) {
+			!next.nb.Follows(prev.nb) || !next.old.Follows(prev.old) {
 			break
 		}
 		n += next.keep
@@ -352,7 +352,7 @@ func (tx *writeTx) run(i int, fresh bool) ([]byte, int) {
 		bb := tx.h.blockBytes[prev.col]
 		if (next.nb == nil) == fresh || next.visible != prev.visible || next.col != prev.col || next.off != 0 || next.src == nil ||
 			prev.off+len(prev.src) != bb ||
-			!next.target(fresh).follows(prev.target(fresh), bb) ||
+			!next.target(fresh).Follows(prev.target(fresh)) ||
 			len(src)+len(next.src) > cap(src) {
 			break
 		}
@@ -370,7 +370,7 @@ func (tx *writeTx) writeVisible() error {
 	for i := 0; i < len(tx.ops); i++ {
 		if o := &tx.ops[i]; o.visible && o.src != nil {
 			src, last := tx.run(i, oldBlock)
-			runs = append(runs, visibleRun{dst: o.old.ptr + device.Ptr(o.off), src: src})
+			runs = append(runs, visibleRun{dst: o.old.Ptr() + device.Ptr(o.off), src: src})
 			i = last
 		}
 	}
@@ -433,7 +433,7 @@ func (tx *writeTx) spans() [][]device.Span {
 		}
 		per, rb := h.perBlock[o.col], h.rowBytes[o.col]
 		row := o.idx*per + o.off/rb
-		out[o.col] = append(out[o.col], device.Span{Ptr: b.ptr + device.Ptr(o.off), Rows: min(tx.to, (o.idx+1)*per) - row})
+		out[o.col] = append(out[o.col], device.Span{Ptr: b.Ptr() + device.Ptr(o.off), Rows: min(tx.to, (o.idx+1)*per) - row})
 	}
 	return out
 }
@@ -464,8 +464,8 @@ func (tx *writeTx) runs() []copyRun {
 		per, rb := h.perBlock[o.col], h.rowBytes[o.col]
 		row := o.idx*per + o.off/rb
 		n := (min(tx.to, (o.idx+1)*per) - row) * rb
-		ptr := b.ptr + device.Ptr(o.off)
-		if k := len(out) - 1; k >= 0 && o.off == 0 && prev.slab == b.slab &&
+		ptr := b.Ptr() + device.Ptr(o.off)
+		if k := len(out) - 1; k >= 0 && o.off == 0 && b.Follows(prev) &&
 			out[k].ptr+device.Ptr(out[k].bytes) == ptr {
 			out[k].bytes += n
 		} else {

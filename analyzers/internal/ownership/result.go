@@ -175,17 +175,10 @@ func (r *Result) Withheld(t types.Type) bool {
 	if invalid(obj) {
 		return true
 	}
-	// The state type is a declared prefix of the name, and the name is
-	// one of those contract.GeneratedNames gives it.
-	name, scope := obj.Name(), obj.Pkg().Scope()
-	for i := 1; i < len(name); i++ {
-		tn, ok := scope.Lookup(name[:i]).(*types.TypeName)
-		if !ok || !invalid(tn) {
-			continue
-		}
-		if n := contract.GeneratedNames(tn.Name()); n.Head == name || n.Snapshot == name {
-			return true
-		}
-	}
-	return false
+	// Or the type is the head or snapshot generated for such a state type.
+	_, _, ok = contract.GeneratedFor(obj.Name(), func(typ string) bool {
+		tn, ok := obj.Pkg().Scope().Lookup(typ).(*types.TypeName)
+		return ok && invalid(tn)
+	})
+	return ok
 }

@@ -1,10 +1,12 @@
-// Package gentest holds what the tests of gen and gen/report share: golden
-// files and the one-file packages their fuzz targets build. It imports
+// Package gentest holds what the tests of gen and gen/report share: the
+// golden packages and files (one -update flag rewrites them) and the
+// one-file packages their fuzz targets build. It imports
 // nothing of gen, so that gen's own tests can use it.
 package gentest
 
 import (
 	"bytes"
+	"flag"
 	"go/ast"
 	"go/importer"
 	"go/parser"
@@ -16,11 +18,16 @@ import (
 	"testing"
 )
 
-// Golden compares got with the file at path, or rewrites the file when
-// update is set (the tests' -update flag).
-func Golden(t testing.TB, update bool, path string, got []byte) {
+// update is the -update flag of every test binary that imports gentest:
+// go test ./gen/... -update rewrites the golden files of gen and
+// gen/report alike.
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+// Golden compares got with the file at path, or rewrites the file under
+// -update.
+func Golden(t testing.TB, path string, got []byte) {
 	t.Helper()
-	if update {
+	if *update {
 		if err := os.WriteFile(path, got, 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -33,6 +40,21 @@ func Golden(t testing.TB, update bool, path string, got []byte) {
 	if !bytes.Equal(got, want) {
 		t.Errorf("%s differs from what is written now (run go test -update and review the diff):\n%s", path, FirstDiff(want, got))
 	}
+}
+
+// LoadOne loads the golden package testdata/src/name with load (gen.Load),
+// where testdata is gen's ("./testdata") seen from the test's folder,
+// failing t unless it is one package.
+func LoadOne[P any](t testing.TB, load func(dir string, patterns ...string) ([]P, error), testdata, name string) P {
+	t.Helper()
+	pkgs, err := load("", testdata+"/src/"+name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pkgs) != 1 {
+		t.Fatalf("loaded %d packages for %s, want 1", len(pkgs), name)
+	}
+	return pkgs[0]
 }
 
 // FirstDiff describes the first line where golden and generated differ.

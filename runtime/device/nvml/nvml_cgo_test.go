@@ -21,6 +21,12 @@ const envScenario = "NVMLTEST_SCENARIO"
 
 const fakeUUID = "GPU-00010203-0405-0607-0809-0a0b0c0d0e0f"
 
+func TestMain(m *testing.M) {
+	code := m.Run()
+	fakecuda.Cleanup() // the fake CUDA driver TestScenarios built
+	os.Exit(code)
+}
+
 func TestScenarios(t *testing.T) {
 	if os.Getenv(envScenario) != "" {
 		t.Skip("in a scenario's child process")
@@ -28,8 +34,7 @@ func TestScenarios(t *testing.T) {
 	dir := t.TempDir()
 	nvmlLib := filepath.Join(dir, "libnvidia-ml.so.1")
 	fakecuda.Compile(t, filepath.Join("testdata", "fakenvml.c"), nvmlLib)
-	cudaLib := filepath.Join(dir, "libcuda.so.1")
-	fakecuda.Compile(t, fakecuda.Source("fakecuda.c"), cudaLib)
+	cudaLib := fakecuda.Build(t)
 	for _, sc := range []struct {
 		name string
 		env  []string

@@ -1,4 +1,4 @@
-package state
+package blocks
 
 import (
 	"errors"
@@ -19,7 +19,7 @@ import (
 // So a pool whose live bytes are half its cap can still allocate a block of
 // any size that fits in what is free.
 
-// slab is one backend allocation of the pool.
+// slab is one backend allocation of the allocator.
 type slab struct {
 	ptr   device.Ptr
 	bytes int64
@@ -64,17 +64,17 @@ func (s *slab) wholly() bool {
 }
 
 // growBlocks returns how many blocks of class c one growth takes for an
-// allocation short of want: a slab's worth (slabBlocks, up to maxSlabBytes),
+// allocation short of want: a slab's worth (SlabBlocks, up to maxSlabBytes),
 // and under MaxBytes at most an eighth of the cap, so that the first class
 // a pool serves does not take the room of the others at once.
-func (p *Pool) growBlocks(c *sizeClass, want int) int64 {
+func (a *Allocator) growBlocks(c *Class, want int) int64 {
 	bb := int64(c.bytes)
-	nb := max(int64(want), int64(slabBlocks))
+	nb := max(int64(want), int64(SlabBlocks))
 	if nb*bb > maxSlabBytes {
 		nb = max(int64(want), maxSlabBytes/bb)
 	}
-	if p.maxBytes > 0 {
-		nb = min(nb, max(int64(want), p.maxBytes/bb/8))
+	if a.maxBytes > 0 {
+		nb = min(nb, max(int64(want), a.maxBytes/bb/8))
 	}
 	return nb
 }
@@ -83,42 +83,42 @@ func (p *Pool) growBlocks(c *sizeClass, want int) int64 {
 // them from the slabs' free extents, else takes a new slab from the
 // backend (MaxBytes permitting), else takes back the free blocks of the
 // other classes and carves those, else gives back wholly free slabs and
-// takes one large enough. Its error wraps ErrNoMemory when the cap or the
-// device is exhausted. p.mu is held, and let go across backend calls.
-func (p *Pool) growLocked(c *sizeClass, want int) error {
-	nb := p.growBlocks(c, want)
-	want -= int(min(p.carveLocked(c, nb), int64(want)))
+// takes one large enough. Its error wraps a.noMem when the cap or the
+// device is exhausted. a.mu is held, and let go across backend calls.
+func (a *Allocator) growLocked(c *Class, want int) error {
+	nb := a.growBlocks(c, want)
+	want -= int(min(a.carveLocked(c, nb), int64(want)))
 	if want == 0 {
 		return nil
 	}
-	err := p.newSlabLocked(c, want, nb)
-	if err == nil || !errors.Is(err, ErrNoMemory) {
+	err := a.newSlabLocked(c, want, nb)
+	if err == nil || !errors.Is(err, a.noMem) {
 		return err
 	}
-	p.takeBackLocked(c)
-	want -= int(p.carveLocked(c, int64(want)))
+	a.takeBackLocked(c)
+	want -= int(a.carveLocked(c, int64(want)))
 	if want == 0 {
 		return nil
 	}
-	if gone := p.dropWhollyFreeLocked(); len(gone) > 0 {
-		p.mu.Unlock()
-		p.freeSlabs(gone, "taking back free slabs") // nobody to tell: the allocation goes on
-		p.mu.Lock()
-		return p.newSlabLocked(c, want, int64(want))
+	if gone := a.dropWhollyFreeLocked(); len(gone) > 0 {
+		a.mu.Unlock()
+		a.freeSlabs(gone, "taking back free slabs") // nobody to tell: the allocation goes on
+		a.mu.Lock()
+		return a.newSlabLocked(c, want, int64(want))
 	}
 	return err
 }
 
 // carveLocked carves up to most blocks of class c from the free extents,
 // the first that fit first, onto c's free lists, and returns how many it
-// carved. p.mu is held.
-func (p *Pool) carveLocked(c *sizeClass, most int64) int64 {
-	if p.loose < int64(c.bytes) {
+// carved. a.mu is held.
+func (a *Allocator) carveLocked(c *Class, most int64) int64 {
+	if a.loose < int64(c.bytes) {
 		return 0
 	}
 	bb := int64(c.bytes)
 	var got int64
-	for _, s := range p.slabs {
+	for _, s := range a.slabs {
 		for i := 0; i < len(s.free) && got < most; {
 			e := &s.free[i]
 			k := min(e.n/bb, most-got)
@@ -126,7 +126,7 @@ func (p *Pool) carveLocked(c *sizeClass, most int64) int64 {
 				i++
 				continue
 			}
-			p.addBlocksLocked(c, s, e.off, k, e.dirty)
+			a.addBlocksLocked(c, s, e.off, k, e.dirty)
 			e.off += k * bb
 			e.n -= k * bb
 			if e.n == 0 {
@@ -147,12 +147,12 @@ func (p *Pool) carveLocked(c *sizeClass, most int64) int64 {
 // puts them on c's free lists, so that they pop in address order: on the
 // clean list, or, from a dirty extent, on the list of the empty owner,
 // which no call allocates for and so every owner zeroes before use.
-func (p *Pool) addBlocksLocked(c *sizeClass, s *slab, off, k int64, dirty bool) {
+func (a *Allocator) addBlocksLocked(c *Class, s *slab, off, k int64, dirty bool) {
 	bb := int64(c.bytes)
-	p.loose -= k * bb
+	a.loose -= k * bb
 	c.nfree += k
 	for i := k - 1; i >= 0; i-- {
-		b := &block{ptr: s.ptr + device.Ptr(off+i*bb), slab: s.ptr, cls: c, zeroed: !dirty}
+		b := &Block{ptr: s.ptr + device.Ptr(off+i*bb), slab: s.ptr, cls: c, zeroed: !dirty}
 		if dirty {
 			c.putDirtyLocked(b)
 		} else {
@@ -162,9 +162,9 @@ func (p *Pool) addBlocksLocked(c *sizeClass, s *slab, off, k int64, dirty bool) 
 }
 
 // takeBackLocked returns the free blocks of every class but skip (nil:
-// of every class) to their slabs' free extents. p.mu is held.
-func (p *Pool) takeBackLocked(skip *sizeClass) {
-	for _, c := range p.classes {
+// of every class) to their slabs' free extents. a.mu is held.
+func (a *Allocator) takeBackLocked(skip *Class) {
+	for _, c := range a.classes {
 		if c == skip {
 			continue
 		}
@@ -174,50 +174,50 @@ func (p *Pool) takeBackLocked(skip *sizeClass) {
 		}
 		bb := int64(c.bytes)
 		for _, b := range c.clean {
-			p.slabOf[b.slab].give(int64(b.ptr-b.slab), bb, false)
+			a.slabOf[b.slab].give(int64(b.ptr-b.slab), bb, false)
 		}
 		clear(c.clean)
 		c.clean = c.clean[:0]
 		for _, fl := range c.dirty {
 			for _, b := range fl.blocks {
-				p.slabOf[b.slab].give(int64(b.ptr-b.slab), bb, true)
+				a.slabOf[b.slab].give(int64(b.ptr-b.slab), bb, true)
 			}
 			clear(fl.blocks)
 			fl.blocks = fl.blocks[:0]
 		}
-		p.loose += c.nfree * bb
+		a.loose += c.nfree * bb
 		c.nfree = 0
 	}
 }
 
 // dropWhollyFreeLocked takes the slabs whose bytes are all in free extents
-// out of the pool and returns them, for the caller to free with p.mu let
-// go. p.mu is held.
-func (p *Pool) dropWhollyFreeLocked() []*slab {
+// out of the allocator and returns them, for the caller to free with a.mu let
+// go. a.mu is held.
+func (a *Allocator) dropWhollyFreeLocked() []*slab {
 	var gone []*slab
-	keep := p.slabs[:0]
-	for _, s := range p.slabs {
+	keep := a.slabs[:0]
+	for _, s := range a.slabs {
 		if s.wholly() {
 			gone = append(gone, s)
-			delete(p.slabOf, s.ptr)
-			p.loose -= s.bytes
-			p.reserved -= s.bytes
+			delete(a.slabOf, s.ptr)
+			a.loose -= s.bytes
+			a.reserved -= s.bytes
 			continue
 		}
 		keep = append(keep, s)
 	}
-	clear(p.slabs[len(keep):])
-	p.slabs = keep
+	clear(a.slabs[len(keep):])
+	a.slabs = keep
 	return gone
 }
 
-// freeSlabs gives slabs back to the backend; p.mu is not held, since a
+// freeSlabs gives slabs back to the backend; a.mu is not held, since a
 // backend's Free may wait for work queued on its streams.
-func (p *Pool) freeSlabs(list []*slab, what string) (int64, error) {
+func (a *Allocator) freeSlabs(list []*slab, what string) (int64, error) {
 	var given int64
 	var errs []error
 	for _, s := range list {
-		if err := p.b.Free(s.ptr); err != nil {
+		if err := a.b.Free(s.ptr); err != nil {
 			errs = append(errs, fmt.Errorf("state: %s: freeing a slab of %d bytes: %w", what, s.bytes, err))
 			continue
 		}
@@ -229,58 +229,58 @@ func (p *Pool) freeSlabs(list []*slab, what string) (int64, error) {
 // newSlabLocked takes a slab of nb blocks of class c from the backend (at
 // least want of them, MaxBytes and the device permitting), zeroes it unless
 // the backend says fresh memory reads as zeros (device.AllocZeroer), and
-// puts its blocks on c's clean list. The bytes are reserved before p.mu is
+// puts its blocks on c's clean list. The bytes are reserved before a.mu is
 // let go for the backend's calls, so that concurrent growths keep to the
-// cap. p.mu is held.
-func (p *Pool) newSlabLocked(c *sizeClass, want int, nb int64) error {
+// cap. a.mu is held.
+func (a *Allocator) newSlabLocked(c *Class, want int, nb int64) error {
 	bb := int64(c.bytes)
-	if p.maxBytes > 0 {
-		left := (p.maxBytes - p.reserved) / bb
+	if a.maxBytes > 0 {
+		left := (a.maxBytes - a.reserved) / bb
 		if left < int64(want) {
-			return ErrNoMemory
+			return a.noMem
 		}
 		nb = min(nb, left)
 	}
 	if nb*bb > int64(maxInt) {
-		return ErrNoMemory
+		return a.noMem
 	}
-	p.reserved += nb * bb
-	p.mu.Unlock()
-	ptr, err := p.b.Alloc(int(nb * bb))
+	a.reserved += nb * bb
+	a.mu.Unlock()
+	ptr, err := a.b.Alloc(int(nb * bb))
 	if err != nil && nb > int64(want) && errors.Is(err, device.ErrOutOfMemory) {
-		p.mu.Lock()
-		p.reserved -= (nb - int64(want)) * bb
-		p.mu.Unlock()
+		a.mu.Lock()
+		a.reserved -= (nb - int64(want)) * bb
+		a.mu.Unlock()
 		nb = int64(want) // the device may have room for less
-		ptr, err = p.b.Alloc(int(nb * bb))
+		ptr, err = a.b.Alloc(int(nb * bb))
 	}
 	if err == nil {
-		err = p.zeroSlab(ptr, nb*bb)
+		err = a.zeroSlab(ptr, nb*bb)
 	}
-	p.mu.Lock()
+	a.mu.Lock()
 	if err != nil {
-		p.reserved -= nb * bb
+		a.reserved -= nb * bb
 		if errors.Is(err, device.ErrOutOfMemory) {
-			return fmt.Errorf("%w: %w", ErrNoMemory, err)
+			return fmt.Errorf("%w: %w", a.noMem, err)
 		}
 		return fmt.Errorf("state: taking a slab of %d bytes: %w", nb*bb, err)
 	}
 	s := &slab{ptr: ptr, bytes: nb * bb}
-	p.slabs = append(p.slabs, s)
-	p.slabOf[ptr] = s
-	p.loose += s.bytes
-	p.addBlocksLocked(c, s, 0, nb, false)
+	a.slabs = append(a.slabs, s)
+	a.slabOf[ptr] = s
+	a.loose += s.bytes
+	a.addBlocksLocked(c, s, 0, nb, false)
 	return nil
 }
 
 // zeroSlab zeroes a fresh slab, unless the backend's Alloc zeroes already
 // (device.AllocZeroer); on failure it frees the slab.
-func (p *Pool) zeroSlab(ptr device.Ptr, bytes int64) error {
-	if z, ok := p.b.(device.AllocZeroer); ok && z.AllocZeroes() {
+func (a *Allocator) zeroSlab(ptr device.Ptr, bytes int64) error {
+	if z, ok := a.b.(device.AllocZeroer); ok && z.AllocZeroes() {
 		return nil // zeroing again would only touch every page once more
 	}
-	if err := p.b.Memset(ptr, 0, int(bytes)); err != nil {
-		if ferr := p.b.Free(ptr); ferr != nil {
+	if err := a.b.Memset(ptr, 0, int(bytes)); err != nil {
+		if ferr := a.b.Free(ptr); ferr != nil {
 			err = errors.Join(err, ferr)
 		}
 		return fmt.Errorf("zeroing a new slab: %w", err)

@@ -1,0 +1,313 @@
+package blocks
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/gpustate/gpustate/runtime/device"
+)
+
+const (
+	// SlabBlocks is how many blocks a slab holds, the cap permitting.
+	SlabBlocks = 256
+	// maxSlabBytes caps the size of one slab for large blocks.
+	maxSlabBytes = 64 << 20
+	maxInt       = int(^uint(0) >> 1)
+)
+
+// Options configures an Allocator.
+type Options struct {
+	// MaxBytes caps the device memory the allocator reserves; zero means
+	// no cap beyond the device's.
+	MaxBytes int64
+	// NoMemory is the error every out-of-memory failure wraps (the store's
+	// ErrNoMemory).
+	NoMemory error
+}
+
+// Allocator hands out blocks of device memory carved from slabs, in size
+// classes that share the slabs. It is safe for concurrent use; its lock is
+// a leaf: it calls nothing outside the package while holding it but the
+// backend (and lets it go across the calls that may wait).
+type Allocator struct {
+	b        device.Backend
+	maxBytes int64
+	noMem    error
+
+	mu     sync.Mutex
+	closed bool
+	slabs  []*slab // every class carves its blocks from every slab
+	slabOf map[device.Ptr]*slab
+	// loose is the bytes of the slabs' free extents: reserved, carved into
+	// no block.
+	loose    int64
+	reserved int64
+	classes  map[int]*Class
+	fences   // blocks freed while device work may use them (fence.go)
+}
+
+// New returns an allocator over b. It takes no device memory until the
+// first block is needed.
+func New(b device.Backend, opt Options) *Allocator {
+	noMem := opt.NoMemory
+	if noMem == nil {
+		noMem = errors.New("out of memory")
+	}
+	return &Allocator{
+		b: b, maxBytes: opt.MaxBytes, noMem: noMem,
+		slabOf:  make(map[device.Ptr]*slab),
+		classes: make(map[int]*Class),
+	}
+}
+
+// Class returns the size class of blocks of bb bytes, making it.
+func (a *Allocator) Class(bb int) *Class {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	c := a.classes[bb]
+	if c == nil {
+		c = newClass(bb)
+		a.classes[bb] = c
+	}
+	return c
+}
+
+// TakeHot returns the block of class c freed last alone when owner freed
+// it and it is still there, with reference count 1; nil otherwise. It
+// takes no lock: an owner's one-block alloc and free cycle.
+func (a *Allocator) TakeHot(c *Class, owner string) *Block {
+	if b := c.hot.Load(); b != nil && b.owner == owner && c.hot.CompareAndSwap(b, nil) {
+		b.rc.Store(1)
+		return b
+	}
+	return nil
+}
+
+// Alloc returns n blocks of class c for owner, appended to buf[:0], each
+// with reference count 1. With zero they read as zeros; without, a block
+// may hold rows the same owner wrote before. Blocks that held another
+// owner's rows are always zeroed first. It takes all n or none: on failure
+// every block taken goes back. It reclaims nothing: its error wraps
+// Options.NoMemory when the cap or the device is full, and the caller
+// decides what to give up before it tries again.
+//
+// Free blocks are used in this order: the owner's own (unless zero is
+// asked), zeroed ones, the owner's own zeroed now, other owners' zeroed now;
+// only then does the class grow (growLocked: the slabs' free extents, a new
+// slab, the free blocks of other classes).
+func (a *Allocator) Alloc(buf []*Block, c *Class, owner string, n int, zero bool) ([]*Block, error) {
+	out := buf[:0]
+	if n <= 0 {
+		return out, nil
+	}
+	if cap(out) < n {
+		out = make([]*Block, 0, n)
+	}
+	var wipe []*Block // taken from a dirty list: to zero before use
+	a.mu.Lock()
+	c.drainHotLocked()
+	if !zero {
+		out = c.takeFree(out, owner, n) // the owner's own: the common case
+		c.nfree -= int64(len(out))
+	}
+	if len(out) < n {
+		out, wipe = c.takeLocked(out, wipe, owner, n, zero)
+	}
+	var growErr error
+	for grows := 0; len(out) < n && growErr == nil && grows < 3; grows++ {
+		if growErr = a.growLocked(c, n-len(out)); growErr == nil {
+			out, wipe = c.takeLocked(out, wipe, owner, n, zero)
+		}
+	}
+	if len(out) < n {
+		c.putLocked(out)
+		free, reserved, pending := c.nfree, a.reserved, a.pendingBytes
+		a.mu.Unlock()
+		if growErr != nil && !errors.Is(growErr, a.noMem) {
+			return nil, growErr
+		}
+		if growErr == nil {
+			growErr = a.noMem // other calls took what the growths made
+		}
+		return nil, fmt.Errorf("state: %d blocks of %d bytes wanted, %d free, %d bytes pending for streams, %d bytes reserved (%s): %w",
+			n, c.bytes, free, pending, reserved, a.capString(), growErr)
+	}
+	c.inUse += int64(n)
+	a.mu.Unlock()
+	for i, b := range wipe {
+		if err := a.b.Memset(b.ptr, 0, c.bytes); err != nil {
+			for _, w := range wipe[:i] {
+				w.zeroed = true // nobody's rows: back to the clean list
+			}
+			a.mu.Lock()
+			c.inUse -= int64(n)
+			c.putLocked(out)
+			a.mu.Unlock()
+			return nil, fmt.Errorf("state: zeroing a reused block: %w", err)
+		}
+	}
+	for _, b := range out {
+		b.owner, b.zeroed = owner, false
+		b.rc.Store(1)
+	}
+	return out, nil
+}
+
+func (a *Allocator) capString() string {
+	if a.maxBytes == 0 {
+		return "no cap"
+	}
+	return fmt.Sprintf("max %d", a.maxBytes)
+}
+
+// Fits fails with Options.NoMemory, before anything is taken, when n
+// blocks of class c are more than the allocator could ever hold.
+func (a *Allocator) Fits(c *Class, n int) error {
+	bb := int64(c.bytes)
+	if int64(n) > int64(maxInt)/bb {
+		return fmt.Errorf("state: %d blocks of %d bytes: %w", n, bb, a.noMem)
+	}
+	return a.FitsBytes(int64(n) * bb)
+}
+
+// FitsBytes fails with Options.NoMemory when want bytes are more than the
+// allocator could ever hold: past MaxBytes or, with no cap and over 64
+// MiB, past the device's total memory.
+func (a *Allocator) FitsBytes(want int64) error {
+	if want < 0 {
+		return fmt.Errorf("state: more bytes than an int64 holds: %w", a.noMem)
+	}
+	if a.maxBytes > 0 {
+		if want > a.maxBytes {
+			return fmt.Errorf("state: %d bytes wanted, the pool's cap is %d: %w", want, a.maxBytes, a.noMem)
+		}
+		return nil
+	}
+	if want > 64<<20 {
+		if _, total, err := a.b.MemInfo(); err == nil && uint64(want) > total {
+			return fmt.Errorf("state: %d bytes wanted, the device has %d: %w", want, total, a.noMem)
+		}
+	}
+	return nil
+}
+
+// Free gives blocks whose reference count reached zero back to the free
+// lists of their classes; a block freed alone is kept hot for its owner's
+// next one-block allocation (TakeHot), no lock taken. Blocks that device
+// work may still use go through FreeAfter instead.
+func (a *Allocator) Free(list []*Block) {
+	if len(list) == 0 {
+		return
+	}
+	if len(list) == 1 {
+		if b := list[0]; b.cls.hot.CompareAndSwap(nil, b) {
+			return
+		}
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.closed {
+		return
+	}
+	// Pushed last first, so that they pop in the order they came.
+	for i := len(list) - 1; i >= 0; i-- {
+		b := list[i]
+		b.cls.putDirtyLocked(b)
+		b.cls.nfree++
+		b.cls.inUse--
+	}
+}
+
+// Stats are the allocator's figures.
+type Stats struct {
+	// InUseBytes and InUse are the bytes and the count of the blocks in
+	// use; Free counts the free blocks (a hot one included).
+	InUseBytes, InUse, Free int64
+	// Reserved is the bytes of the slabs; Slabs counts them.
+	Reserved int64
+	Slabs    int
+	// Pending is the bytes of the blocks freed behind a fence.
+	Pending int64
+}
+
+// Stats returns the allocator's figures.
+func (a *Allocator) Stats() Stats {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var st Stats
+	for _, c := range a.classes {
+		n := c.inUse
+		if c.hot.Load() != nil {
+			n-- // free, kept for its owner (see Class.hot)
+			st.Free++
+		}
+		st.InUseBytes += n * int64(c.bytes)
+		st.InUse += n
+		st.Free += c.nfree
+	}
+	st.Reserved, st.Slabs, st.Pending = a.reserved, len(a.slabs), a.pendingBytes
+	return st
+}
+
+// Shortfall returns the bytes an allocation of want blocks of class c
+// lacks: zero or less when the free blocks of every class (every class
+// carves from every slab), the whole blocks of c that the slabs' free
+// extents hold, and the room left under MaxBytes (unless the device itself
+// is full) hold them.
+func (a *Allocator) Shortfall(c *Class, want int, deviceFull bool) int64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	bb := int64(c.bytes)
+	var have int64
+	for _, k := range a.classes {
+		have += k.nfree * int64(k.bytes)
+		if k.hot.Load() != nil {
+			have += int64(k.bytes)
+		}
+	}
+	if a.loose >= bb {
+		for _, s := range a.slabs {
+			for _, e := range s.free {
+				have += e.n / bb * bb
+			}
+		}
+	}
+	if a.maxBytes > 0 && !deviceFull {
+		have += (a.maxBytes - a.reserved) / bb * bb
+	}
+	return int64(want)*bb - have
+}
+
+// Trim returns every free block to its slab's extents and gives the
+// wholly free slabs back to the backend; it returns the bytes given back.
+func (a *Allocator) Trim(what string) (int64, error) {
+	a.mu.Lock()
+	a.takeBackLocked(nil)
+	gone := a.dropWhollyFreeLocked()
+	a.mu.Unlock()
+	// Freed with the lock let go: a backend's Free may wait for work
+	// queued on its streams, and other calls must not wait with it.
+	return a.freeSlabs(gone, what)
+}
+
+// Close gives every slab back to the backend and forgets every block; the
+// frees that come later do nothing. The caller waits for the fences first
+// (WaitPending).
+func (a *Allocator) Close(what string) error {
+	a.mu.Lock()
+	if a.closed {
+		a.mu.Unlock()
+		return nil
+	}
+	a.closed = true
+	slabs := a.slabs
+	a.slabs, a.slabOf = nil, nil
+	for bb := range a.classes {
+		a.classes[bb] = newClass(bb)
+	}
+	a.reserved, a.pendingBytes, a.loose = 0, 0, 0
+	a.mu.Unlock()
+	_, err := a.freeSlabs(slabs, what)
+	return err
+}

@@ -1,0 +1,95 @@
+// Package blocks is the block allocator of runtime/state: size classes,
+// slabs carved into blocks, free lists by owner, zeroing, blocks held back
+// by fences while device work may still use them, and Trim
+// (docs/INTERNALS.md, "Memory pressure"). It knows nothing of versions,
+// heads or the features built on them: those reach their own per-block
+// state through the block pointer, or through a block's release hook.
+package blocks
+
+import (
+	"sync/atomic"
+
+	"github.com/gpustate/gpustate/runtime/device"
+)
+
+// Block is one fixed-size block of device memory. Its reference count
+// counts what holds it (tree leaves, deltas, a cache); owner is the owner
+// whose rows it holds (or last held, when free). zeroed says the block
+// reads as zeros and holds nobody's rows: a block fresh from a slab or
+// zeroed since its owner gave it back. It is the only mark of a clean
+// block: no owner, the empty one included, stands for "zeroed".
+type Block struct {
+	ptr    device.Ptr
+	slab   device.Ptr // the allocation the block was carved from
+	rc     atomic.Int32
+	owner  string
+	zeroed bool // reads as zeros; only free blocks on the clean list
+	cls    *Class
+	hook   atomic.Pointer[Hook]
+}
+
+// Hook is told when the references to a block it is set on drop to one:
+// its holder (the prefix cache) may then be the block's only holder.
+type Hook func(b *Block)
+
+// Ptr returns the block's device address.
+func (b *Block) Ptr() device.Ptr { return b.ptr }
+
+// Bytes returns the block's size.
+func (b *Block) Bytes() int { return b.cls.bytes }
+
+// Class returns the block's size class.
+func (b *Block) Class() *Class { return b.cls }
+
+// Owner returns the owner whose rows the block holds.
+func (b *Block) Owner() string { return b.owner }
+
+// Zeroed reports whether the block is marked as reading zeros.
+func (b *Block) Zeroed() bool { return b.zeroed }
+
+// Refs returns the block's reference count.
+func (b *Block) Refs() int32 { return b.rc.Load() }
+
+// Retain takes one more reference to b.
+func (b *Block) Retain() { b.rc.Add(1) }
+
+// SetRefs sets the reference count (to one, for a block taken out of the
+// allocator's hands; to zero, for one given back unused).
+func (b *Block) SetRefs(n int32) { b.rc.Store(n) }
+
+// Release drops one reference to b and reports whether it was the last:
+// the block is then the caller's to give back (Allocator.Free). When one
+// reference is left, b's hook, if any, is told.
+func (b *Block) Release() bool {
+	switch b.rc.Add(-1) {
+	case 0:
+		return true
+	case 1:
+		if h := b.hook.Load(); h != nil {
+			(*h)(b)
+		}
+	}
+	return false
+}
+
+// SetHook sets (nil: clears) the hook Release tells.
+func (b *Block) SetHook(h *Hook) { b.hook.Store(h) }
+
+// HasHook reports whether h is b's hook.
+func (b *Block) HasHook(h *Hook) bool { return b.hook.Load() == h }
+
+// Follows reports whether b lies right after a in the same allocation, so
+// that one copy may span both: neighbouring addresses in two allocations
+// are not one range to a backend.
+func (b *Block) Follows(a *Block) bool {
+	return b.slab == a.slab && b.ptr == a.ptr+device.Ptr(a.cls.bytes)
+}
+
+// Bytes sums the sizes of blocks.
+func Bytes(list []*Block) int64 {
+	var n int64
+	for _, b := range list {
+		n += int64(b.cls.bytes)
+	}
+	return n
+}

@@ -1,0 +1,169 @@
+package blocks
+
+import (
+	"bytes"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/gpustate/gpustate/runtime/device"
+)
+
+var errNoMem = errors.New("no memory")
+
+func newAlloc(t *testing.T, maxBytes int64) (*Allocator, device.Backend) {
+	t.Helper()
+	b := device.Host()
+	a := New(b, Options{MaxBytes: maxBytes, NoMemory: errNoMem})
+	t.Cleanup(func() {
+		if err := a.Close("test"); err != nil {
+			t.Error(err)
+		}
+	})
+	return a, b
+}
+
+func check(t *testing.T, a *Allocator, inUse ...*Block) {
+	t.Helper()
+	refs := map[*Block]int{}
+	for _, b := range inUse {
+		refs[b] = int(b.Refs())
+	}
+	if err := a.Check(refs); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Blocks an owner gave back reach another owner zeroed, and come back to
+// the same owner as they were.
+func TestOwnersAndZeroing(t *testing.T) {
+	a, be := newAlloc(t, 0)
+	c := a.Class(256)
+	blks, err := a.Alloc(nil, c, "x", 4, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range blks {
+		if err := be.CopyHtoD(b.Ptr(), bytes.Repeat([]byte{0xAB}, 256)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check(t, a, blks...)
+	for _, b := range blks {
+		if !b.Release() {
+			t.Fatal("a block held once was not freed by its release")
+		}
+	}
+	a.Free(blks)
+	check(t, a)
+	// Every clean block taken, y gets x's blocks, zeroed.
+	clean := len(a.Clean(c))
+	fill, err := a.Alloc(nil, c, "fill", clean, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	y, err := a.Alloc(nil, c, "y", 4, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range y {
+		got := make([]byte, 256)
+		if err := be.CopyDtoH(got, b.Ptr()); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, make([]byte, 256)) {
+			t.Fatalf("y got a block holding %#x...", got[:4])
+		}
+	}
+	check(t, a, append(fill, y...)...)
+}
+
+// A block freed alone is kept hot for its owner, and only for it.
+func TestHotBlock(t *testing.T) {
+	a, _ := newAlloc(t, 0)
+	c := a.Class(512)
+	blks, err := a.Alloc(nil, c, "x", 1, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := blks[0]
+	b.SetRefs(0)
+	a.Free(blks)
+	if got := a.TakeHot(c, "y"); got != nil {
+		t.Fatal("another owner took the hot block")
+	}
+	check(t, a)
+	if got := a.TakeHot(c, "x"); got != b || got.Refs() != 1 {
+		t.Fatalf("the owner got %p (count %d) back, want %p", got, got.Refs(), b)
+	}
+	check(t, a, b)
+}
+
+// Blocks freed behind a fence are pending until it returns, then free;
+// an allocation short of room waits for them (AwaitRoom).
+func TestFence(t *testing.T) {
+	a, _ := newAlloc(t, 256*SlabBlocks)
+	c := a.Class(256)
+	all, err := a.Alloc(nil, c, "x", SlabBlocks, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Alloc(nil, c, "y", 1, false); !errors.Is(err, errNoMem) {
+		t.Fatalf("allocation past the cap: %v, want the NoMemory error", err)
+	}
+	gate := make(chan struct{})
+	a.FreeAfter(all[:8], func() { <-gate })
+	if st := a.Stats(); st.Pending != 8*256 || st.Free != 0 {
+		t.Fatalf("stats %+v, want 2048 bytes pending and nothing free", st)
+	}
+	if a.AwaitRoom(c, 9, false, time.Second, func() int64 { return 0 }) {
+		t.Fatal("AwaitRoom found room that pending blocks cannot make")
+	}
+	time.AfterFunc(10*time.Millisecond, func() { close(gate) })
+	if !a.AwaitRoom(c, 8, false, 10*time.Second, func() int64 { return 0 }) {
+		t.Fatal("AwaitRoom did not wait for the pending blocks")
+	}
+	a.WaitPending()
+	check(t, a, all[8:]...)
+	if st := a.Stats(); st.Pending != 0 || st.Free != 8 {
+		t.Fatalf("stats %+v after the fence, want 8 blocks free", st)
+	}
+}
+
+// Trim gives wholly free slabs back, and classes share the slabs' room.
+func TestTrimAndClasses(t *testing.T) {
+	a, _ := newAlloc(t, 256*SlabBlocks)
+	small, large := a.Class(256), a.Class(1024)
+	s, err := a.Alloc(nil, small, "x", SlabBlocks/2, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range s {
+		b.SetRefs(0)
+	}
+	a.Free(s)
+	// The small class's free blocks go back to the extents for the large.
+	// A growth that makes part of the room answers NoMemory, and the
+	// caller (the store's reclaim) tries again while Shortfall says the
+	// room is there.
+	l, err := a.Alloc(nil, large, "x", SlabBlocks/4, false)
+	if errors.Is(err, errNoMem) && a.Shortfall(large, SlabBlocks/4, false) <= 0 {
+		l, err = a.Alloc(nil, large, "x", SlabBlocks/4, false)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(t, a, l...)
+	for _, b := range l {
+		b.SetRefs(0)
+	}
+	a.Free(l)
+	n, err := a.Trim("test")
+	if err != nil || n == 0 {
+		t.Fatalf("Trim gave back %d bytes: %v", n, err)
+	}
+	if st := a.Stats(); st.Reserved != 0 || st.Slabs != 0 {
+		t.Fatalf("stats %+v after Trim, want nothing reserved", st)
+	}
+	check(t, a)
+}

@@ -1,0 +1,150 @@
+package blocks
+
+import "time"
+
+// Fences. A block freed while device work queued on a stream may still
+// use it is pending: neither in use nor free, not zeroed, not reusable,
+// until the work's fence (a wait on events recorded on its streams)
+// returns. A goroutine per batch waits and then hands the blocks to the
+// free lists; the freeing call never waits. Other deferred work (freeing a
+// table, giving back a staging buffer) joins the same batches, so that
+// WaitPending and Close wait for it too.
+
+// fences is the allocator's pending work; guarded by its mu.
+type fences struct {
+	pendingBytes int64                      // bytes of blocks freed behind a fence
+	batches      map[chan struct{}]struct{} // closed when their work is done
+	// changed is closed, and replaced, whenever a batch completes.
+	changed chan struct{}
+}
+
+// addBatchLocked registers a batch of pending work and returns the
+// channel to close when it is done. a.mu is held.
+func (a *Allocator) addBatchLocked() chan struct{} {
+	done := make(chan struct{})
+	if a.batches == nil {
+		a.batches = map[chan struct{}]struct{}{}
+	}
+	a.batches[done] = struct{}{}
+	return done
+}
+
+// endBatchLocked forgets a completed batch and wakes its waiters. a.mu is
+// held.
+func (a *Allocator) endBatchLocked(done chan struct{}) {
+	delete(a.batches, done)
+	close(done)
+	if a.changed != nil {
+		close(a.changed)
+		a.changed = nil
+	}
+}
+
+// FreeAfter frees blocks whose reference count reached zero once fence
+// returns: until then they are pending. It never waits itself.
+func (a *Allocator) FreeAfter(list []*Block, fence func()) {
+	if len(list) == 0 {
+		return
+	}
+	a.mu.Lock()
+	if a.closed {
+		a.mu.Unlock()
+		return
+	}
+	for _, b := range list {
+		a.pendingBytes += int64(b.cls.bytes)
+		b.cls.inUse--
+	}
+	done := a.addBatchLocked()
+	a.mu.Unlock()
+	go func() {
+		fence()
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		// In the order Free would have pushed them.
+		for i := len(list) - 1; i >= 0; i-- {
+			b := list[i]
+			if !a.closed {
+				b.cls.putDirtyLocked(b)
+				b.cls.nfree++
+			}
+			a.pendingBytes -= int64(b.cls.bytes)
+		}
+		a.endBatchLocked(done)
+	}()
+}
+
+// Later runs fence and then after on a goroutine of their own, as a batch
+// that WaitPending waits for.
+func (a *Allocator) Later(fence, after func()) {
+	a.mu.Lock()
+	done := a.addBatchLocked()
+	a.mu.Unlock()
+	go func() {
+		fence()
+		after()
+		a.mu.Lock()
+		a.endBatchLocked(done)
+		a.mu.Unlock()
+	}()
+}
+
+// WaitPending waits until the batches pending now are done, and returns
+// how many bytes of blocks were pending when it was called.
+func (a *Allocator) WaitPending() int64 {
+	a.mu.Lock()
+	n := a.pendingBytes
+	waits := make([]chan struct{}, 0, len(a.batches))
+	for c := range a.batches {
+		waits = append(waits, c)
+	}
+	a.mu.Unlock()
+	for _, c := range waits {
+		<-c
+	}
+	return n
+}
+
+// AwaitRoom is the first step of reclaiming room for an allocation of
+// want blocks of class c that found none: when the pending blocks would
+// make it succeed, alone or with the bytes more that evictable reports the
+// caller could free, it waits for batches to complete, one after another,
+// up to wait (negative: it never waits), rather than have the caller fail
+// or evict while the device work finishes. It reports whether there is
+// room now.
+func (a *Allocator) AwaitRoom(c *Class, want int, deviceFull bool, wait time.Duration, evictable func() int64) bool {
+	if wait < 0 {
+		return a.Shortfall(c, want, deviceFull) <= 0
+	}
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	checked := false // whether evictable was counted in
+	for {
+		short := a.Shortfall(c, want, deviceFull)
+		if short <= 0 {
+			return true
+		}
+		a.mu.Lock()
+		pending := a.pendingBytes
+		if pending == 0 || len(a.batches) == 0 {
+			a.mu.Unlock()
+			return false
+		}
+		if a.changed == nil {
+			a.changed = make(chan struct{})
+		}
+		changed := a.changed
+		a.mu.Unlock()
+		if pending < short && !checked {
+			if pending+evictable() < short {
+				return false // nothing makes the room: fail now
+			}
+			checked = true
+		}
+		select {
+		case <-changed:
+		case <-timer.C:
+			return a.Shortfall(c, want, deviceFull) <= 0 // the deadline passed
+		}
+	}
+}
