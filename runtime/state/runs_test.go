@@ -324,3 +324,36 @@ func TestOneRowOneCall(t *testing.T) {
 		}
 	}
 }
+
+// TestRunAllocation: blocks a head took a row at a time for two columns of
+// one size come back to the free lists interleaved (a key block, a value
+// block, ...); an append of 64 rows that reuses them gets each column's
+// blocks in address order, neighbours in one slab, so each column takes
+// one copy, not one per block.
+func TestRunAllocation(t *testing.T) {
+	c := newCallCounts(t)
+	p, err := NewPool(c, PoolOptions{})
+	check(t, err)
+	defer p.Close()
+	l := &Layout{Type: "T", Columns: []Column{{Name: "K", ElemSize: 1, Width: 1024}, {Name: "V", ElemSize: 1, Width: 1024}}, Growth: Append}
+	h := must[*Head](t)(p.NewHead(l, "s"))
+	for range 64 {
+		check(t, h.Append(zeroRows(l, 1)))
+	}
+	check(t, h.Release())
+	h = must[*Head](t)(p.NewHead(l, "s"))
+	defer h.Release()
+	rows := seqKV(l, 64, 5)
+	c.reset()
+	check(t, h.Append(rows))
+	if c.htod != 2 {
+		t.Fatalf("64 rows of two columns into reused blocks: %d copies, want 2", c.htod)
+	}
+	got := zeroRows(l, 64)
+	check(t, h.Read(0, 64, got))
+	for i := range got {
+		if !bytes.Equal(got[i], rows[i]) {
+			t.Fatalf("column %d differs from the rows appended", i)
+		}
+	}
+}

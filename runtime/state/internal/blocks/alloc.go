@@ -1,8 +1,10 @@
 package blocks
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/gpustate/gpustate/runtime/device"
@@ -135,6 +137,7 @@ func (a *Allocator) Alloc(buf []*Block, c *Class, owner string, n int, zero bool
 	}
 	c.inUse += int64(n)
 	a.mu.Unlock()
+	byAddress(out)
 	for i, b := range wipe {
 		if err := a.b.Memset(b.ptr, 0, c.bytes); err != nil {
 			for _, w := range wipe[:i] {
@@ -152,6 +155,22 @@ func (a *Allocator) Alloc(buf []*Block, c *Class, owner string, n int, zero bool
 		b.rc.Store(1)
 	}
 	return out, nil
+}
+
+// byAddress orders the blocks one allocation took by address, so that
+// those that follow one another in a slab come out as runs: a caller that
+// hands a column consecutive blocks copies each run in one call
+// (Block.Follows). Free lists pop in address order when they were pushed
+// so; blocks taken a row at a time for several columns come back
+// interleaved (a key block, a value block, ...), and the sort joins each
+// column's again. Blocks already in order cost one pass.
+func byAddress(list []*Block) {
+	for i := 1; i < len(list); i++ {
+		if list[i].ptr < list[i-1].ptr {
+			slices.SortFunc(list, func(a, b *Block) int { return cmp.Compare(a.ptr, b.ptr) })
+			return
+		}
+	}
 }
 
 func (a *Allocator) capString() string {

@@ -167,3 +167,40 @@ func TestTrimAndClasses(t *testing.T) {
 	}
 	check(t, a)
 }
+
+// TestAllocRuns: blocks freed interleaved (every other one, then the
+// rest) come back from one allocation in address order, so that a run of
+// neighbours in the slab is one run in the list.
+func TestAllocRuns(t *testing.T) {
+	a, _ := newAlloc(t, 0)
+	c := a.Class(256)
+	blks, err := a.Alloc(nil, c, "x", 16, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var odd, even []*Block
+	for i, b := range blks {
+		b.Release()
+		if i%2 == 0 {
+			even = append(even, b)
+		} else {
+			odd = append(odd, b)
+		}
+	}
+	a.Free(even)
+	a.Free(odd)
+	got, err := a.Alloc(nil, c, "x", 16, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i < len(got); i++ {
+		if !got[i].Follows(got[i-1]) {
+			t.Fatalf("block %d of a reused run does not follow block %d: %#x after %#x", i, i-1, got[i].Ptr(), got[i-1].Ptr())
+		}
+	}
+	check(t, a, got...)
+	for _, b := range got {
+		b.Release()
+	}
+	a.Free(got)
+}
