@@ -30,8 +30,9 @@ var _ BatchCopier = (*hostBackend)(nil)
 func (h *hostBackend) CopiesHtoD(copies []HostCopy) error {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
+	var in region // the allocation of the last copy: a batch's copies often share one
 	for _, c := range copies {
-		d, err := h.span(c.Dst, len(c.Src))
+		d, err := h.spanNear(&in, c.Dst, len(c.Src))
 		if err != nil {
 			return fmt.Errorf("device: host copy to device: %w", err)
 		}
@@ -40,14 +41,32 @@ func (h *hostBackend) CopiesHtoD(copies []HostCopy) error {
 	return nil
 }
 
+// spanNear is span, looking in *in before the table and leaving there the
+// allocation it found. h.mu is held.
+func (h *hostBackend) spanNear(in *region, p Ptr, n int) ([]byte, error) {
+	if h.closed {
+		return nil, ErrClosed
+	}
+	if off := uint64(p - in.base); in.mem != nil && p >= in.base && n >= 0 && off <= in.size && uint64(n) <= in.size-off {
+		return in.mem[off : off+uint64(n) : off+uint64(n)], nil
+	}
+	r, off, err := h.allocs.find(p, n)
+	if err != nil {
+		return nil, err
+	}
+	*in = r
+	return r.mem[off : off+uint64(n) : off+uint64(n)], nil
+}
+
 func (h *hostBackend) CopiesHtoDAsync(st Stream, copies []HostCopy) error {
 	s, err := h.stream(st)
 	if err != nil {
 		return err
 	}
 	h.mu.RLock()
+	var in region
 	for _, c := range copies {
-		if _, err := h.span(c.Dst, len(c.Src)); err != nil {
+		if _, err := h.spanNear(&in, c.Dst, len(c.Src)); err != nil {
 			h.mu.RUnlock()
 			return fmt.Errorf("device: host async copy to device: %w", err)
 		}
@@ -59,8 +78,9 @@ func (h *hostBackend) CopiesHtoDAsync(st Stream, copies []HostCopy) error {
 		defer h.unmap.RUnlock()
 		h.mu.RLock()
 		defer h.mu.RUnlock()
+		var in region
 		for _, c := range own {
-			d, err := h.span(c.Dst, len(c.Src))
+			d, err := h.spanNear(&in, c.Dst, len(c.Src))
 			if err != nil {
 				return fmt.Errorf("device: host async copy to device: %w", err)
 			}

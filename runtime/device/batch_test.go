@@ -32,6 +32,21 @@ func TestHostBatchCopies(t *testing.T) {
 	if err := bc.CopiesHtoD([]HostCopy{{Dst: p + 4090, Src: src}}); !errors.Is(err, ErrInvalidPtr) {
 		t.Fatalf("a copy past the allocation: %v, want ErrInvalidPtr", err)
 	}
+	q, err := b.Alloc(4096) // copies that go from one allocation to another and back
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bc.CopiesHtoD([]HostCopy{{Dst: q + 10, Src: src}, {Dst: p + 50, Src: src[:2]}, {Dst: q + 4088, Src: src}}); err != nil {
+		t.Fatal(err)
+	}
+	copy(want[50:], src[:2])
+	gotQ := make([]byte, 4096)
+	if err := b.CopyDtoH(gotQ, q); err != nil || !bytes.Equal(gotQ[10:18], src) || !bytes.Equal(gotQ[4088:], src) {
+		t.Fatalf("copies into a second allocation: %v", err)
+	}
+	if err := bc.CopiesHtoD([]HostCopy{{Dst: q, Src: src}, {Dst: q + 4095, Src: src[:2]}}); !errors.Is(err, ErrInvalidPtr) {
+		t.Fatalf("a copy running past an allocation after one inside it: %v, want ErrInvalidPtr", err)
+	}
 
 	sb := b.(Streams)
 	st, err := sb.NewStream()
