@@ -79,7 +79,7 @@ func (h *Head) plan(kind writeKind, from, to int, cols [][]byte) []blockOp {
 
 // maxKeptOps is the most block operations a head keeps a buffer for
 // between writes: a decode step's plan reuses it, a bulk write's plan
-// takes a buffer of its exact size and leaves it to the collector.
+// takes one of bulkOps.
 const maxKeptOps = 64
 
 // bulkOps holds the plan buffers of large writes between them, for any
