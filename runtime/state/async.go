@@ -140,19 +140,6 @@ func (p *Pool) recordRowsLocked(sh *shape, r *root, from, to int, st device.Stre
 	}
 }
 
-// checkStream fails unless st is a live stream of the backend: it records
-// an event on it and frees the event.
-func checkStream(sb device.Streams, st device.Stream) error {
-	if st == nil {
-		return errors.New("nil stream")
-	}
-	ev, err := sb.Record(st)
-	if err != nil {
-		return err
-	}
-	return ev.Close()
-}
-
 // AppendAsync appends the rows of a batch as a new version, as Append
 // does, but copies them to the device on st: the batch is copied to
 // page-locked staging memory (so the caller may reuse it at once), the
@@ -170,7 +157,7 @@ func checkStream(sb device.Streams, st device.Stream) error {
 //
 //state:appends
 func (h *Head) AppendAsync(st device.Stream, cols [][]byte) error {
-	if err := h.open("AppendAsync", false, true); err != nil { // lockAsync, with no closure
+	if err := h.open(call{op: "AppendAsync", share: true}); err != nil { // lockAsync, with no closure
 		return err
 	}
 	defer h.end()
@@ -215,11 +202,12 @@ func (h *Head) AppendAsync(st device.Stream, cols [][]byte) error {
 		h.pool.stagingPut(buf)
 		return err
 	}
-	h.recordDevice(from, from+n)
+	h.committed(written{from: from, to: from + n, device: true})
 	ev := &sharedEvent{Event: landed}
 	ev.refs.Store(2)
 	h.pool.recordAppend(&h.shape, h.r, from, from+n, st, buf, ev)
-	h.inflight = append(h.inflight, ev)
+	h.async.join(h)
+	h.async.inflight = append(h.async.inflight, ev)
 	return nil
 }
 
@@ -303,7 +291,7 @@ func (sh *shape) readAsync(op string, r *root, st device.Stream, from, to int, d
 	if err != nil {
 		return sh.errorf(op, "%w", err)
 	}
-	if err := sh.checkDst(op, from, to, dst); err != nil {
+	if err := sh.checkDst(op, to-from, dst); err != nil {
 		return err
 	}
 	if err := sh.checkReadable(op, from, to, r.rows); err != nil {

@@ -1,8 +1,6 @@
 package state
 
 import (
-	"math/bits"
-
 	"github.com/gpustate/gpustate/placement"
 )
 
@@ -79,47 +77,4 @@ func (p *Pool) columnBlockBytes(l *Layout) []int {
 		out[i] = int(bb)
 	}
 	return out
-}
-
-// allocDelta takes the blocks of a delta of rows [d.from, d.to), sized to
-// the delta rather than to the columns: a delta smaller than a block takes
-// a block of its own rows (rounded up by deltaRows, then to blockAlign),
-// so that history costs about the bytes its deltas change. It sets d.per
-// and returns the blocks in column order; all or none.
-func (sh *shape) allocDelta(d *delta) ([]*block, error) {
-	n := d.to - d.from
-	var out []*block
-	for c, per := range sh.perBlock {
-		rb := sh.rowBytes[c]
-		cl := sh.cls[c]
-		if k := deltaRows(n); k < per {
-			bb := (k*rb + blockAlign - 1) &^ (blockAlign - 1)
-			cl = sh.pool.mem.Class(bb)
-			per = bb / rb
-		}
-		d.per[c] = per
-		blks, err := sh.pool.allocIn(nil, cl, sh.owner, (n+per-1)/per, false)
-		if err != nil {
-			var back []*block
-			for _, b := range out {
-				releaseBlock(b, &back)
-			}
-			sh.pool.free(back)
-			return nil, err
-		}
-		out = append(out, blks...)
-	}
-	return out, nil
-}
-
-// deltaRows rounds a delta's rows up to one of few sizes, so that deltas
-// of every length share few size classes (each keeps free lists of its
-// own): exact up to 8 rows, then four sizes per doubling, at most 1.25
-// times n.
-func deltaRows(n int) int {
-	if n <= 8 {
-		return n
-	}
-	step := 1 << (bits.Len(uint(n)) - 3)
-	return (n + step - 1) &^ (step - 1)
 }

@@ -7,7 +7,7 @@ import (
 	"github.com/gpustate/gpustate/runtime/device"
 )
 
-// The three figures SPEC section 7 sets for block sizes, measured in bytes
+// The three figures of docs/BENCHMARKS.md, "Block sizes", measured in bytes
 // (deterministic, so tests assert them and benchmarks report them beside
 // the figures of the old 64 KiB default).
 

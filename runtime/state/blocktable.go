@@ -4,52 +4,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"sync"
 
 	"github.com/gpustate/gpustate/runtime/device"
 )
-
-// BlockTable is a device-resident table of a head's or snapshot's blocks,
-// per column: an array of the blocks' base addresses (little-endian u64,
-// one per block, in row order), so that a kernel finds logical row r of a
-// column at table[r / RowsPerBlock] + (r % RowsPerBlock) * RowBytes with no
-// host round trip (the block tables of paged attention). A snapshot's table
-// never changes. A head's follows the head's writes, rollbacks and merges,
-// in stream order (docs/INTERNALS.md): entries are only ever added in
-// place past those any earlier version had; a change to an entry an
-// earlier version had moves the column to a new allocation, so a kernel
-// queued with the table of an earlier version (the Ptr Column gave then)
-// still reads that version's blocks, and the old allocation is freed once
-// the streams recorded on the head are done with it. Take Ptr from Column
-// for each launch. When the device fails to bring the table up to date,
-// Column reports it until a later call on the head, or Column itself,
-// rebuilds it. Release it when done; releasing its head or snapshot
-// releases it too.
-type BlockTable struct {
-	pool *Pool
-	// streams returns the streams recorded on the table's handle: frees of
-	// table memory wait for them as block frees do.
-	streams func() []device.Stream
-	// refresh brings a head's table up to date with the head after a
-	// failure; nil for a snapshot's.
-	refresh func()
-
-	mu       sync.Mutex
-	cols     []tableCol
-	err      error // the last failure to bring the table up to date; nil once rebuilt
-	released bool
-}
-
-type tableCol struct {
-	ptr      device.Ptr // nil until the column has a block
-	capacity int        // entries the allocation at ptr holds
-	n        int        // entries of the version the table stands for
-	// dev is what the allocation at ptr holds, up to the most entries any
-	// version had in it: kernels queued at those versions may read them.
-	dev      []uint64
-	perBlock int
-	rowBytes int
-}
 
 // TableColumn locates one column's table.
 type TableColumn struct {
@@ -217,7 +174,7 @@ func (p *Pool) newTable(sh *shape, r *root, streams func() []device.Stream) (*Bl
 	}
 	p.mu.Lock()
 	if p.tables == nil {
-		p.tables = make(map[*BlockTable]struct{})
+		p.tables = make(map[releaser]struct{})
 	}
 	p.tables[t] = struct{}{}
 	p.mu.Unlock()
@@ -228,7 +185,7 @@ func (p *Pool) newTable(sh *shape, r *root, streams func() []device.Stream) (*Bl
 // Close: a table is a backend allocation of its own, not a slab's block.
 func (p *Pool) releaseLiveTables() error {
 	p.mu.Lock()
-	live := make([]*BlockTable, 0, len(p.tables))
+	live := make([]releaser, 0, len(p.tables))
 	for t := range p.tables {
 		live = append(live, t)
 	}
@@ -253,7 +210,7 @@ func (p *Pool) freeLater(ptrs []device.Ptr, streams []device.Stream) error {
 		}
 		return errors.Join(errs...)
 	}
-	p.mem.Later(p.fence(streams), func() {
+	p.mem.Later(fence(p.b, streams), func() {
 		for _, ptr := range ptrs {
 			p.b.Free(ptr) // nobody is left to tell of a failure
 		}
@@ -278,7 +235,7 @@ func (h *Head) BlockTable() (*BlockTable, error) {
 		return nil, h.errorf("BlockTable", "%w", err)
 	}
 	t.refresh = func() {
-		if h.pool.enterCall() != nil {
+		if h.pool.enter() != nil {
 			return // closed: the table is released
 		}
 		defer h.pool.closeMu.RUnlock()
@@ -288,34 +245,31 @@ func (h *Head) BlockTable() (*BlockTable, error) {
 			t.sync(h.r)
 		}
 	}
-	h.tables = append(h.tables, t)
+	h.tables.list = append(h.tables.list, t)
+	if !h.tables.joined {
+		h.tables.joined = true
+		h.setParts()
+	}
 	return t, nil
 }
 
-// BlockTable returns a device-resident table of the snapshot's blocks. It
-// never changes; it is freed by its Release or the snapshot's.
-//
-//state:acquire
-func (s *Snap) BlockTable() (*BlockTable, error) {
-	unlock, err := s.rlock("BlockTable")
-	if err != nil {
-		return nil, err
+// changed brings h's tables up to date with its new root.
+func (tp *tablePart) changed(h *Head) {
+	if len(tp.list) > 0 {
+		h.syncTables()
 	}
-	defer unlock()
-	t, err := s.pool.newTable(&s.shape, s.r, s.recordedStreams)
-	if err != nil {
-		return nil, s.errorf("BlockTable", "%w", err)
-	}
-	s.tmu.Lock()
-	s.tables = append(s.tables, t)
-	s.tmu.Unlock()
-	return t, nil
+}
+
+// release frees h's tables with h.
+func (tp *tablePart) release(h *Head, _ *[]*block) {
+	releaseTables(tp.list)
+	tp.list = nil
 }
 
 // syncTables brings the head's live tables up to date; h.mu is held.
 func (h *Head) syncTables() {
-	live := h.tables[:0]
-	for _, t := range h.tables {
+	live := h.tables.list[:0]
+	for _, t := range h.tables.list {
 		t.mu.Lock()
 		rel := t.released
 		t.mu.Unlock()
@@ -324,8 +278,8 @@ func (h *Head) syncTables() {
 			live = append(live, t)
 		}
 	}
-	clear(h.tables[len(live):])
-	h.tables = live
+	clear(h.tables.list[len(live):])
+	h.tables.list = live
 }
 
 func releaseTables(ts []*BlockTable) {

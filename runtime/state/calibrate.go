@@ -38,11 +38,10 @@ func (m CostModel) estimate(c *Candidate, columns int) time.Duration {
 // CostModel returns the pool's cost model, measuring the backend on first
 // use.
 func (p *Pool) CostModel() (CostModel, error) {
-	leave, err := p.enter()
-	if err != nil {
+	if err := p.enter(); err != nil {
 		return CostModel{}, fmt.Errorf("state: CostModel: %w", err)
 	}
-	defer leave()
+	defer p.leave()
 	return p.costModel()
 }
 

@@ -1,6 +1,9 @@
 package state
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // The sentinel errors. Every error the package returns wraps at most one of
 // them (plus, for ErrNoMemory, the backend's own error when there is one),
@@ -53,3 +56,12 @@ var (
 	// deterministic); nothing is kept.
 	ErrReplayDiverged = errors.New("state: replay diverged from the recorded step")
 )
+
+// errNilPool answers a call on a nil pool, or through a handle of none.
+var errNilPool = fmt.Errorf("state: nil pool: %w", ErrReleased)
+
+// errNil answers a call on a nil handle as on a released one (docs/INTERNALS.md:
+// no method panics on a nil receiver).
+func errNil(typ, op string) error {
+	return fmt.Errorf("state: %s on a nil *%s: %w", op, typ, ErrReleased)
+}

@@ -1,60 +1,5 @@
 package state
 
-import (
-	"fmt"
-	"sync/atomic"
-
-	"github.com/gpustate/gpustate/runtime/evict"
-	"github.com/gpustate/gpustate/runtime/state/internal/blocks"
-)
-
-// Retention says what the pool may do with a state under memory pressure.
-type Retention int
-
-const (
-	// Mandatory state is never evicted: an allocation that finds no room
-	// without it answers ErrNoMemory.
-	Mandatory Retention = iota
-	// Optional state may be evicted; an evicted head or snapshot answers
-	// ErrEvicted on every call but Release.
-	Optional
-	// Reconstructable state may lose the blocks its checkpoints and deltas
-	// can rebuild; its next use rebuilds them, transparently.
-	Reconstructable
-)
-
-func (r Retention) String() string {
-	switch r {
-	case Mandatory:
-		return "mandatory"
-	case Optional:
-		return "optional"
-	case Reconstructable:
-		return "reconstructable"
-	}
-	return fmt.Sprintf("Retention(%d)", int(r))
-}
-
-// Evictor ranks the optional states a pool may evict; see package
-// runtime/evict. PoolOptions.Evictor nil means least recently used first
-// (package runtime/evict/lru).
-type Evictor = evict.Evictor
-
-// Victim is a state an Evictor ranks.
-type Victim = evict.Victim
-
-// evictable is a live handle, or a cached prefix block, the pool may
-// evict.
-type evictable interface {
-	// victim describes the handle for ranking; false when it may not be
-	// evicted now (mandatory, released, evicted already).
-	victim(r Retention) (Victim, bool)
-	// evict drops the blocks the handle may give up and returns the bytes
-	// of those that reached no reference; false when it could not be evicted now (busy
-	// with a call, or it would free nothing).
-	evict() (int64, bool)
-}
-
 // reclaim takes back memory for an allocation of want blocks of class c
 // that found no room, in the order docs/INTERNALS.md gives: pending
 // blocks, waited for when they would make the call succeed; optional
@@ -175,45 +120,6 @@ func (p *Pool) victims(r Retention) ([]evictable, []Victim) {
 	return hs, vs
 }
 
-// touch marks a use of a handle for the Evictor.
-func (p *Pool) touch(at *atomic.Uint64) { at.Store(p.clock.Add(1)) }
-
-// blockBytes sums the sizes of blocks.
-func blockBytes(list []*block) int64 { return blocks.Bytes(list) }
-
-// exclusiveBytes is the bytes of the blocks of r that only r holds: those
-// its release would free.
-func exclusiveBytes(r *root) int64 {
-	if r == nil || r.rc.Load() != 1 {
-		return 0
-	}
-	var n int64
-	for _, t := range r.cols {
-		if t.root != nil {
-			n += exclusiveNode(t.root)
-		}
-	}
-	return n
-}
-
-func exclusiveNode(n *node) int64 {
-	if n.rc.Load() != 1 {
-		return 0
-	}
-	var c int64
-	for _, k := range n.kids {
-		if k != nil {
-			c += exclusiveNode(k)
-		}
-	}
-	for _, b := range n.blks {
-		if b != nil && b.Refs() == 1 {
-			c += int64(b.Bytes())
-		}
-	}
-	return c
-}
-
 func (h *Head) victim(r Retention) (Victim, bool) {
 	if h.l.Retention != r || (r != Optional && r != Reconstructable) {
 		return Victim{}, false
@@ -225,7 +131,7 @@ func (h *Head) victim(r Retention) (Victim, bool) {
 	if h.released || h.evicted || h.r == nil || (r == Reconstructable && !h.rebuildable()) {
 		return Victim{}, false
 	}
-	return Victim{Owner: string(h.owner), Type: h.l.Type, Bytes: h.physical(h.r), LastUse: h.lastUse.Load()}, true
+	return Victim{Owner: string(h.owner), Type: h.l.Type, Bytes: h.physical(h.r), LastUse: h.lru.lastUse.Load()}, true
 }
 
 // rebuildable reports whether h's history can rebuild its version from a
@@ -277,8 +183,9 @@ func (h *Head) evict() (int64, bool) {
 	h.r.release(&freed)
 	h.r = nil
 	if optional && h.hist != nil {
-		h.hist.release(&freed)
+		h.hist.releaseAll(&freed)
 		h.hist = nil
+		h.setParts()
 	}
 	h.evicted = true
 	h.pool.free(freed)
@@ -303,8 +210,7 @@ func (h *Head) rebuild(op string) error {
 	}
 	h.r, h.evicted = r, false
 	h.pool.rebuiltBytes.Add(exclusiveBytes(r))
-	h.setLogical()
-	h.resyncShare()
+	h.moved()
 	return nil
 }
 
@@ -380,4 +286,17 @@ func (s *Snap) evict() (int64, bool) {
 	s.pool.logical.Add(-s.logical)
 	s.logical = 0
 	return blockBytes(freed), true
+}
+
+// prepare rebuilds an evicted reconstructable head (or fails the call
+// with ErrEvicted or ErrNotRetained), then stamps the pool's use clock for
+// the Evictor.
+func (lp *lruPart) prepare(h *Head, c call) error {
+	if h.evicted {
+		if err := h.rebuild(c.op); err != nil {
+			return err
+		}
+	}
+	h.pool.touch(&lp.lastUse)
+	return nil
 }

@@ -1,10 +1,6 @@
 package state
 
-import (
-	"fmt"
-
-	"github.com/gpustate/gpustate/runtime/device"
-)
+import "github.com/gpustate/gpustate/runtime/device"
 
 // ReadRows copies the rows at indices idx, in that order, into dst: per
 // column, len(idx) rows' bytes. Indices may repeat and come in any order
@@ -42,14 +38,8 @@ func (sh *shape) gather(op string, r *root, idx []int, dst [][]byte) error {
 			return err
 		}
 	}
-	if len(dst) != len(sh.rowBytes) {
-		return sh.errorf(op, "%d destination columns, the layout has %d: %w", len(dst), len(sh.rowBytes), ErrShape)
-	}
-	for c, d := range dst {
-		if want := len(idx) * sh.rowBytes[c]; len(d) != want {
-			return sh.errorf(op, "column %s: destination has %d bytes, %d rows need %d: %w",
-				sh.l.Columns[c].Name, len(d), len(idx), want, ErrShape)
-		}
+	if err := sh.checkDst(op, len(idx), dst); err != nil {
+		return err
 	}
 	b := sh.pool.b
 	for c, d := range dst {
@@ -80,37 +70,6 @@ func (sh *shape) gather(op string, r *root, idx []int, dst [][]byte) error {
 		}
 	}
 	return nil
-}
-
-// enterCall holds the pool open for a call, like enter, without a closure:
-// a nil error must be followed by closeMu.RUnlock.
-func (p *Pool) enterCall() error {
-	if p == nil {
-		return errNilPool
-	}
-	p.closeMu.RLock()
-	if p.closed {
-		p.closeMu.RUnlock()
-		return fmt.Errorf("state: pool closed: %w", ErrReleased)
-	}
-	return nil
-}
-
-// errNilPool answers a call on a nil pool, or through a handle of none.
-var errNilPool = fmt.Errorf("state: nil pool: %w", ErrReleased)
-
-// errNil answers a call on a nil handle as on a released one (docs/INTERNALS.md:
-// no method panics on a nil receiver).
-func errNil(typ, op string) error {
-	return fmt.Errorf("state: %s on a nil *%s: %w", op, typ, ErrReleased)
-}
-
-// isClosed reports whether p was closed: a handle of a closed pool reports
-// no rows and no bytes, as a released one does.
-func (p *Pool) isClosed() bool {
-	p.closeMu.RLock()
-	defer p.closeMu.RUnlock()
-	return p.closed
 }
 
 // Resize returns s with n elements, reusing its array when its capacity

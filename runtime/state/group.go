@@ -4,49 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"sync/atomic"
 )
-
-// Coupled state (docs/GUIDE.md, "Coupled state"): a Group holds heads of
-// one owner that move together, such as a hybrid decoder's KV cache and
-// recurrent state. Each member keeps its own layout and rules; the group
-// makes the calls that move heads atomic over all of them:
-//
-//   - Snapshot is a consistent cut: the group holds every member's lock
-//     while it takes the members' snapshots, so no member write falls
-//     between two of them.
-//   - Rollback and Merge check every member first (ancestry, owner,
-//     invalidation, eviction, divergence), with every member's lock and
-//     every lineage's lock held, and then move all members, or none.
-//   - NewGroup, Branch and Snapshot that fail part-way give back what they
-//     took. A failed group call changes nothing.
-//
-// A member head stays a head: its writes, reads, spans, snapshots and
-// branches are its own (a member's own snapshot or branch is an ordinary
-// uncoupled handle), and it counts as a live handle of the pool. Rollback,
-// Merge and Release on a member answer an error wrapping ErrCoupled and
-// change nothing: they are the group's.
-//
-// Lock order: the group's mu (two groups: by id), the pool's closeMu, the
-// members' mu (by head id), the rollback targets' mu, the lineages' mu (by
-// lineage id). Nothing else holds two lineage locks at once.
-type Group struct {
-	id    uint64
-	pool  *Pool
-	owner Owner
-	heads []*Head // the members, in declaration order
-	order []*Head // the members by id: the order of their locks
-	// shared is the index of the first member whose layout has a
-	// ShareKey, -1 when none; domain and layouts, set by NewSharedGroup,
-	// find the group's table of registered states (group_share.go).
-	shared  int
-	domain  Domain
-	layouts []*Layout
-
-	mu       sync.Mutex // serializes the group's calls
-	released bool
-}
 
 // GroupSnap is a consistent cut of a group: one snapshot per member, taken
 // while no member could be written.
@@ -58,15 +17,6 @@ type GroupSnap struct {
 }
 
 var groupIDs atomic.Uint64
-
-// uncoupled answers ErrCoupled when h is a member of a group: op moves or
-// releases h, which is the group's to do.
-func (h *Head) uncoupled(op string) error {
-	if h != nil && h.group.Load() != nil {
-		return h.errorf(op, "the head is a member of a group, which moves and releases its members together; call %s on the group: %w", op, ErrCoupled)
-	}
-	return nil
-}
 
 // NewGroup returns a group of new heads of owner, one per layout, in that
 // order: every member, or none. Members share no prefix: a layout with a
@@ -156,13 +106,13 @@ func (g *Group) begin(op string, heads []*Head, child *Group) error {
 		g.unlockGroups(child)
 		return g.errorf(op, "%w", ErrReleased)
 	}
-	if err := g.pool.enterCall(); err != nil {
+	if err := g.pool.enter(); err != nil {
 		g.unlockGroups(child)
 		return g.errorf(op, "%w", err)
 	}
 	for i, h := range heads {
 		h.mu.Lock()
-		if err := h.prepareLocked(op, true, true); err != nil {
+		if err := h.prepareLocked(call{op: op, land: true, share: true}); err != nil {
 			g.end(heads[:i+1], child)
 			return err
 		}

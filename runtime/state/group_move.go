@@ -55,7 +55,7 @@ func (g *Group) Rollback(to *GroupSnap) error {
 	}
 	unlock()
 	for i, h := range g.heads {
-		h.moved(freed[i])
+		h.finishMove(freed[i])
 	}
 	return nil
 }
@@ -109,7 +109,7 @@ func (g *Group) Merge(child *Group) error {
 	}
 	unlock()
 	for i, h := range g.heads {
-		h.moved(freed[i])
+		h.finishMove(freed[i])
 	}
 	return nil
 }

@@ -3,7 +3,6 @@ package state
 import (
 	"fmt"
 	"slices"
-	"sync"
 )
 
 // Group prefix sharing (docs/GUIDE.md, "Coupled state"): hybrid prefix
@@ -30,31 +29,6 @@ import (
 //
 // Lock order: a member's mu (the group's members by try-lock only), then
 // the group cache's mu, then the pool's mu.
-
-// groupCache is a pool's cache of registered group states.
-type groupCache struct {
-	mu     sync.Mutex
-	tables []*groupTable
-}
-
-// groupTable holds the registered states of the groups of one list of
-// layouts (by identity, as the prefix cache finds layouts) in one domain.
-type groupTable struct {
-	layouts []*Layout
-	domain  Domain
-	entries map[string]*groupEntry // by the key bytes of the prefix
-}
-
-// groupEntry is the state of every member at one prefix.
-type groupEntry struct {
-	tab   *groupTable
-	keys  string
-	rows  int     // the shared member's rows
-	roots []*root // per member; the entry holds one reference to each
-	owner Owner
-	used  uint64
-	gone  bool
-}
 
 // NewSharedGroup is NewGroup in a sharing domain: it registers the
 // members' states at the shared member's block boundaries and adopts
@@ -121,7 +95,7 @@ func (g *Group) appended(h *Head) {
 			}
 			locked = append(locked, m)
 		}
-		if m.released || m.evicted || m.invalid.Load() || m.r == nil || len(m.inflight) > 0 {
+		if m.released || m.evicted || m.invalid.Load() || m.r == nil || len(m.async.inflight) > 0 {
 			return
 		}
 		roots[i] = m.r
@@ -182,7 +156,7 @@ func (g *Group) AdoptPrefix(keys []byte) (int, error) {
 		m.r = e.roots[i] // lookup took a reference for each member
 		m.commitVersion()
 		m.pool.free(freed)
-		m.record(0, m.r.rows)
+		m.committed(written{to: m.r.rows})
 	}
 	return e.rows, nil
 }

@@ -224,3 +224,114 @@ func (e *rowSizeError) Error() string {
 
 // Unwrap makes the error match ErrShape.
 func (e *rowSizeError) Unwrap() error { return ErrShape }
+
+// Retention says what the pool may do with a state under memory pressure.
+type Retention int
+
+const (
+	// Mandatory state is never evicted: an allocation that finds no room
+	// without it answers ErrNoMemory.
+	Mandatory Retention = iota
+	// Optional state may be evicted; an evicted head or snapshot answers
+	// ErrEvicted on every call but Release.
+	Optional
+	// Reconstructable state may lose the blocks its checkpoints and deltas
+	// can rebuild; its next use rebuilds them, transparently.
+	Reconstructable
+)
+
+func (r Retention) String() string {
+	switch r {
+	case Mandatory:
+		return "mandatory"
+	case Optional:
+		return "optional"
+	case Reconstructable:
+		return "reconstructable"
+	}
+	return fmt.Sprintf("Retention(%d)", int(r))
+}
+
+// checkWindow validates the window and block fields of l.
+func (l *Layout) checkWindow() error {
+	switch {
+	case l.BlockRows < 0:
+		return fmt.Errorf("state: layout of %s has %d rows per block: %w", l.Type, l.BlockRows, ErrShape)
+	case l.Window < 0:
+		return fmt.Errorf("state: layout of %s has a window of %d rows; a window is positive, or 0 for none: %w", l.Type, l.Window, ErrShape)
+	case l.Window == 0:
+		return nil
+	case l.Growth != Append:
+		return fmt.Errorf("state: layout of %s has a window but %v growth; a window needs append growth: %w", l.Type, l.Growth, ErrShape)
+	case l.Bound > 0:
+		return fmt.Errorf("state: layout of %s has both a bound of %d and a window of %d rows; a window is the bound, keep one: %w", l.Type, l.Bound, l.Window, ErrShape)
+	case l.Checkpoint != nil:
+		return fmt.Errorf("state: layout of %s has a window and a checkpoint policy; expired rows cannot be reconstructed: %w", l.Type, ErrShape)
+	case l.Window > maxInt/4:
+		return fmt.Errorf("state: layout of %s has a window of %d rows, more than a state can hold: %w", l.Type, l.Window, ErrShape)
+	}
+	return nil
+}
+
+// Domain names a sharing domain: heads of one non-empty domain may share
+// the blocks of a common prefix (Layout.ShareKey), heads of two domains
+// never do. It plays the part of a prefix cache's salt: one tenant, one
+// model, one adapter per domain. The empty domain shares with nobody.
+type Domain string
+
+// checkShare validates the ShareKey of l: a column of width 1 with an
+// integer element size, on an append layout without a window.
+func (l *Layout) checkShare() error {
+	if l.ShareKey == "" {
+		return nil
+	}
+	k := l.shareColumn()
+	switch {
+	case k < 0:
+		return fmt.Errorf("state: layout of %s shares prefixes keyed by %q, which is no column: %w", l.Type, l.ShareKey, ErrShape)
+	case l.Columns[k].Width != 1:
+		return fmt.Errorf("state: layout of %s shares prefixes keyed by column %s of width %d; a key column has width 1: %w", l.Type, l.ShareKey, l.Columns[k].Width, ErrShape)
+	case !keySize(l.Columns[k].ElemSize):
+		return fmt.Errorf("state: layout of %s shares prefixes keyed by column %s of %d-byte elements; a key is an integer of 1, 2, 4 or 8 bytes: %w", l.Type, l.ShareKey, l.Columns[k].ElemSize, ErrShape)
+	case l.Growth != Append:
+		return fmt.Errorf("state: layout of %s shares prefixes but has %v growth; shared blocks are never written, which needs append growth: %w", l.Type, l.Growth, ErrShape)
+	case l.Window > 0:
+		return fmt.Errorf("state: layout of %s shares prefixes and has a window; a window drops the prefix it would share: %w", l.Type, ErrShape)
+	}
+	return nil
+}
+
+func keySize(n int) bool { return n == 1 || n == 2 || n == 4 || n == 8 }
+
+// shareColumn returns the index of the key column of l, -1 when none.
+func (l *Layout) shareColumn() int {
+	if l.ShareKey == "" {
+		return -1
+	}
+	for i, c := range l.Columns {
+		if c.Name == l.ShareKey {
+			return i
+		}
+	}
+	return -1
+}
+
+// blockAlign aligns block sizes, so that every row of every element type
+// starts at an address aligned for it when rows pack a block.
+const blockAlign = 256
+
+type segment struct {
+	parent *segment
+	fork   Version // the version of parent this segment starts after
+	depth  int
+	// jump is an ancestor (skew-binary jump pointers, as in Myers'
+	// random-access lists): following jump or parent, whichever does not
+	// pass the depth sought, finds any ancestor in O(log depth) steps;
+	// nil at the root.
+	jump *segment
+}
+
+type position struct {
+	seg *segment
+	v   Version
+}

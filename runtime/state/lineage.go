@@ -1,50 +1,8 @@
 package state
 
 import (
-	"sync"
 	"sync/atomic"
 )
-
-// A lineage is a head created by Pool.NewHead together with every branch,
-// snapshot and merge that descends from it. Its versions form a tree; the
-// lineage numbers them, so that every new version is larger than every
-// version the lineage has seen.
-//
-// The version tree is kept in segments: a segment is a line of versions
-// written one after another by one head. A new segment starts where a head
-// writes after a branch, a merge or a rollback; it records its parent
-// segment and the version it forked from. A position (segment, version)
-// names a version, and the ancestry of a position is its own segment up to
-// its version, then the parent segment up to the fork version, and so on.
-// Memory therefore grows with the branches, merges and rollbacks on a line,
-// not with its writes.
-type lineage struct {
-	id    uint64 // orders the locks of lineages a group call holds at once (group.go)
-	mu    sync.Mutex
-	owner Owner
-	last  Version
-	heads map[*Head]struct{}
-	snaps map[*Snap]struct{}
-	// steps counts the segments invalidate passed, for tests that count
-	// work.
-	steps int
-}
-
-type segment struct {
-	parent *segment
-	fork   Version // the version of parent this segment starts after
-	depth  int
-	// jump is an ancestor (skew-binary jump pointers, as in Myers'
-	// random-access lists): following jump or parent, whichever does not
-	// pass the depth sought, finds any ancestor in O(log depth) steps;
-	// nil at the root.
-	jump *segment
-}
-
-type position struct {
-	seg *segment
-	v   Version
-}
 
 var lineageIDs atomic.Uint64
 

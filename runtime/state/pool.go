@@ -3,14 +3,13 @@ package state
 import (
 	"errors"
 	"fmt"
-	"sort"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/gpustate/gpustate/placement"
 	"github.com/gpustate/gpustate/runtime/device"
+	"github.com/gpustate/gpustate/runtime/evict"
 	"github.com/gpustate/gpustate/runtime/evict/lru"
 	"github.com/gpustate/gpustate/runtime/state/internal/blocks"
 )
@@ -21,9 +20,6 @@ const (
 	// BlockBytes 0 (its layouts' blocks then follow their rows; the pool's
 	// own size serves its calibration).
 	DefaultBlockBytes = placement.DefaultBlockBytes
-	// blockAlign aligns block sizes, so that every row of every element
-	// type starts at an address aligned for it when rows pack a block.
-	blockAlign = 256
 )
 
 // PoolOptions configures a Pool; zero fields take defaults.
@@ -120,12 +116,6 @@ type DeviceStats struct {
 	Telemetry *DeviceMemory
 }
 
-// block and sizeClass are the allocator's (package internal/blocks).
-type (
-	block     = blocks.Block
-	sizeClass = blocks.Class
-)
-
 // Pool hands out fixed-size blocks of device memory carved from slabs. It
 // is safe for concurrent use.
 type Pool struct {
@@ -148,12 +138,11 @@ type Pool struct {
 
 	rec recorded // the streams recorded on blocks (stream.go)
 
-	mu      sync.Mutex               // guards what follows
-	staging [][]byte                 // free page-locked staging buffers (AppendAsync)
-	busy    []stagingUse             // staging buffers queued copies may still read (async.go)
-	tables  map[*BlockTable]struct{} // live block tables, each a backend allocation
+	mu      sync.Mutex            // guards what follows
+	staging [][]byte              // free page-locked staging buffers (AppendAsync)
+	busy    []stagingUse          // staging buffers queued copies may still read (async.go)
+	tables  map[releaser]struct{} // live block tables, each a backend allocation
 	live    map[handle]struct{}
-	nextID  uint64
 
 	logical atomic.Int64
 	history atomic.Int64 // bytes of delta blocks held by histories
@@ -171,6 +160,10 @@ type Pool struct {
 	// PoolStats's fields of those names.
 	evictions, adoptCalls, adoptHits, adoptedRows atomic.Int64
 }
+
+// releaser is a live block table, as the pool knows it: Close releases
+// the tables still live (blocktable.go).
+type releaser interface{ Release() error }
 
 // handle is what the pool knows of a live head or snapshot.
 type handle interface {
@@ -239,120 +232,37 @@ func (p *Pool) BlockBytes() int {
 	return p.blockBytes
 }
 
-// Stats returns the pool's memory figures.
-func (p *Pool) Stats() PoolStats {
-	if p == nil {
-		return PoolStats{}
-	}
-	ms := p.mem.Stats()
-	p.mu.Lock()
-	st := PoolStats{
-		LogicalBytes:  p.logical.Load(),
-		PhysicalBytes: ms.InUseBytes,
-		ReservedBytes: ms.Reserved,
-		Live:          len(p.live),
-		BlockBytes:    p.blockBytes,
-		Blocks:        ms.InUse,
-		FreeBlocks:    ms.Free,
-		Slabs:         ms.Slabs,
-		HistoryBytes:  p.history.Load(),
-		EvictedBytes:  p.evictedBytes.Load(),
-		RebuiltBytes:  p.rebuiltBytes.Load(),
-		Evictions:     p.evictions.Load(),
-		AdoptCalls:    p.adoptCalls.Load(),
-		AdoptHits:     p.adoptHits.Load(),
-		AdoptedRows:   p.adoptedRows.Load(),
-		PendingBytes:  ms.Pending,
-	}
-	closed := p.closed
-	p.mu.Unlock()
-	st.CachedBytes = p.cache.cachedBytes() + p.groups.cachedBytes()
-	if !closed {
-		if free, total, err := p.b.MemInfo(); err == nil {
-			st.Device = &DeviceStats{Backend: p.b.Name(), Free: free, Total: total}
-			if p.telemetry != nil {
-				if m, err := p.telemetry(); err == nil {
-					st.Device.Telemetry = &m
-				}
-			}
-		}
-	}
-	return st
-}
-
-// Close waits for the stream events of pending blocks (RecordStream), then
-// gives every slab back to the backend (the backend itself stays open: it
-// is the caller's). Handles still live are released with it: their
-// later calls answer ErrReleased, and the error returned names each of them
-// by type and owner. Closing a closed pool does nothing.
-//
-//state:release
-func (p *Pool) Close() error {
+// enter starts a handle call: it read-holds closeMu until leave, and
+// fails when the pool is closed. A nil error must be followed by leave.
+func (p *Pool) enter() error {
 	if p == nil {
 		return errNilPool
-	}
-	p.closeMu.Lock()
-	defer p.closeMu.Unlock()
-	p.WaitPending() // no handle call runs, so no block turns pending now
-	var errs []error
-	if !p.closed {
-		if err := p.releaseLiveTables(); err != nil {
-			errs = append(errs, fmt.Errorf("state: pool close: %w", err))
-		}
-		p.WaitPending() // tables whose streams were recorded
-	}
-	p.mu.Lock()
-	if p.closed {
-		p.mu.Unlock()
-		return nil
-	}
-	p.closed = true
-	if len(p.live) > 0 {
-		names := make([]string, 0, len(p.live))
-		for h := range p.live {
-			names = append(names, h.describe())
-		}
-		sort.Strings(names)
-		errs = append(errs, fmt.Errorf("state: pool closed with %d live handles: %s", len(names), strings.Join(names, "; ")))
-	}
-	if err := p.freeStagingLocked(); err != nil {
-		errs = append(errs, fmt.Errorf("state: pool close: %w", err))
-	}
-	p.live = nil
-	p.cache.reset()
-	p.groups.reset()
-	p.forgetRecorded()
-	p.mu.Unlock()
-	if err := p.mem.Close("pool close"); err != nil {
-		errs = append(errs, err)
-	}
-	p.logical.Store(0)
-	p.history.Store(0)
-	return errors.Join(errs...)
-}
-
-// enter starts a handle call: it read-holds closeMu until the returned
-// function runs, and fails when the pool is closed.
-func (p *Pool) enter() (func(), error) {
-	if p == nil {
-		return nil, errNilPool
 	}
 	p.closeMu.RLock()
 	if p.closed {
 		p.closeMu.RUnlock()
-		return nil, fmt.Errorf("state: pool closed: %w", ErrReleased)
+		return fmt.Errorf("state: pool closed: %w", ErrReleased)
 	}
-	return p.closeMu.RUnlock, nil
+	return nil
+}
+
+// leave ends a call enter began.
+func (p *Pool) leave() { p.closeMu.RUnlock() }
+
+// isClosed reports whether p was closed: a handle of a closed pool reports
+// no rows and no bytes, as a released one does.
+func (p *Pool) isClosed() bool {
+	p.closeMu.RLock()
+	defer p.closeMu.RUnlock()
+	return p.closed
 }
 
 // register adds h to the live handles.
-func (p *Pool) register(h handle) uint64 {
+func (p *Pool) register(h handle) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.nextID++
 	p.live[h] = struct{}{}
 	p.logical.Add(h.logicalBytes())
-	return p.nextID
 }
 
 // unregister removes h from the live handles.
@@ -363,62 +273,36 @@ func (p *Pool) unregister(h handle, logical int64) {
 	p.logical.Add(-logical)
 }
 
-// alloc returns n blocks of the pool's own size for owner, each with
-// reference count 1 (see blocks.Allocator.Alloc for which free blocks it
-// takes), reclaiming when the pool is full.
-func (p *Pool) alloc(owner Owner, n int, zero bool) ([]*block, error) {
-	return p.allocIn(nil, p.own, owner, n, zero)
+// Evictor ranks the optional states a pool may evict; see package
+// runtime/evict. PoolOptions.Evictor nil means least recently used first
+// (package runtime/evict/lru).
+type Evictor = evict.Evictor
+
+// Victim is a state an Evictor ranks.
+type Victim = evict.Victim
+
+// WaitPending waits until the blocks pending now (released while a
+// recorded stream's work could still use them) are free, and returns how
+// many bytes were pending when it was called. Close waits the same way;
+// releases never do.
+func (p *Pool) WaitPending() int64 {
+	if p == nil {
+		return 0
+	}
+	return p.mem.WaitPending()
 }
 
-// allocIn is alloc of blocks of class c appending to buf[:0]. When the
-// pool or the device is full, it reclaims (see reclaim) and tries again
-// while reclaiming makes room (a few times: other calls may take it
-// first).
-func (p *Pool) allocIn(buf []*block, c *sizeClass, owner Owner, n int, zero bool) ([]*block, error) {
-	if n <= 0 {
-		return buf[:0], nil
-	}
-	if n == 1 && !zero {
-		// The owner's block freed last, if it is still hot: no lock.
-		if b := p.mem.TakeHot(c, string(owner)); b != nil {
-			return append(buf[:0], b), nil
-		}
-	}
-	if err := p.mem.Fits(c, n); err != nil {
-		return buf[:0], err
-	}
-	for tries := 0; ; tries++ {
-		out, err := p.mem.Alloc(buf, c, string(owner), n, zero)
-		if err == nil || !errors.Is(err, ErrNoMemory) || tries == maxAllocTries {
-			return out, err
-		}
-		if !p.reclaim(c, n, errors.Is(err, device.ErrOutOfMemory)) {
-			return out, err
-		}
-	}
+// evictable is a live handle, or a cached prefix block, the pool may
+// evict.
+type evictable interface {
+	// victim describes the handle for ranking; false when it may not be
+	// evicted now (mandatory, released, evicted already).
+	victim(r Retention) (Victim, bool)
+	// evict drops the blocks the handle may give up and returns the bytes
+	// of those that reached no reference; false when it could not be evicted now (busy
+	// with a call, or it would free nothing).
+	evict() (int64, bool)
 }
 
-const maxInt = int(^uint(0) >> 1)
-
-// maxAllocTries bounds the reclaims of one allocation: each one made room,
-// but other calls may take it first.
-const maxAllocTries = 8
-
-// allocOnce is one try of allocIn, with no reclaim: it answers
-// ErrNoMemory rather than wait for pending blocks or evict anything.
-// Calibration allocates through it, so that measuring never takes another
-// state's memory.
-func (p *Pool) allocOnce(buf []*block, c *sizeClass, owner Owner, n int, zero bool) ([]*block, error) {
-	return p.mem.Alloc(buf, c, string(owner), n, zero)
-}
-
-// free gives blocks whose reference count reached zero back to the
-// allocator. Blocks a recorded stream used wait behind a fence for that
-// stream's work first (see RecordStream); free itself never waits.
-func (p *Pool) free(list []*block) {
-	if len(list) == 0 {
-		return
-	}
-	list = p.fenceRecorded(list)
-	p.mem.Free(list)
-}
+// touch marks a use of a handle for the Evictor.
+func (p *Pool) touch(at *atomic.Uint64) { at.Store(p.clock.Add(1)) }

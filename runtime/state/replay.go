@@ -15,24 +15,6 @@ import (
 // running the recorded steps again, in order (docs/INTERNALS.md). History
 // memory is then the checkpoints plus the inputs.
 
-// StepFunc computes a version of a state from the one before, in place:
-// spans locate every row (per column, one span per block, in row order)
-// and in is the step's input, one []byte per input column. It runs again,
-// on the same input, whenever a reconstruction passes its version, so it
-// must compute the same rows from the same rows and input, and must not
-// change in nor call the head it steps (which is locked while it runs).
-type StepFunc func(spans [][]device.Span, in [][]byte) error
-
-// stepRec is the delta of a version Step made.
-type stepRec struct {
-	in     [][]byte
-	f      StepFunc
-	took   time.Duration // how long f took when it ran
-	verify bool
-	hash   uint64 // with verify: the hash of the rows f produced
-	state  int64  // bytes of the rows, which verify reads back
-}
-
 // replaySeed seeds the row hashes of verify: fixed for the process, so a
 // hash recorded by Step compares with one computed by At.
 var replaySeed = maphash.MakeSeed()
@@ -203,27 +185,4 @@ func (h *Head) hashRows(spans [][]device.Span) (uint64, error) {
 		}
 	}
 	return m.Sum64(), nil
-}
-
-// replayBytes are the bytes a reconstruction copies to apply d: the rows
-// of a write set, or the rows a verified step reads back to hash.
-func (d *delta) replayBytes() int64 {
-	switch {
-	case d.step == nil:
-		return d.bytes
-	case d.step.verify:
-		return d.step.state
-	}
-	return 0
-}
-
-// inputBytes returns the bytes of the inputs the history records.
-func (x *history) inputBytes() int64 {
-	var n int64
-	for _, e := range x.entries {
-		if e.d != nil && e.d.step != nil {
-			n += e.d.bytes
-		}
-	}
-	return n
 }

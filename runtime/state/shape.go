@@ -148,14 +148,14 @@ func (sh *shape) checkRange(op string, from, to, rows int) error {
 
 // checkDst checks that dst has one column per field, each holding rows
 // [from, to) exactly.
-func (sh *shape) checkDst(op string, from, to int, dst [][]byte) error {
+func (sh *shape) checkDst(op string, rows int, dst [][]byte) error {
 	if len(dst) != len(sh.rowBytes) {
 		return sh.errorf(op, "%d destination columns, the layout has %d: %w", len(dst), len(sh.rowBytes), ErrShape)
 	}
 	for i, d := range dst {
-		if want := (to - from) * sh.rowBytes[i]; len(d) != want {
-			return sh.errorf(op, "column %s: destination has %d bytes, rows [%d, %d) need %d: %w",
-				sh.l.Columns[i].Name, len(d), from, to, want, ErrShape)
+		if want := rows * sh.rowBytes[i]; len(d) != want {
+			return sh.errorf(op, "column %s: destination has %d bytes, %d rows need %d: %w",
+				sh.l.Columns[i].Name, len(d), rows, want, ErrShape)
 		}
 	}
 	return nil
@@ -166,7 +166,7 @@ func (sh *shape) read(op string, r *root, from, to int, dst [][]byte) error {
 	if err := sh.checkReadable(op, from, to, r.rows); err != nil {
 		return err
 	}
-	if err := sh.checkDst(op, from, to, dst); err != nil {
+	if err := sh.checkDst(op, to-from, dst); err != nil {
 		return err
 	}
 	for i, d := range dst {
@@ -235,4 +235,47 @@ func (sh *shape) stats(r *root, v Version) Stats {
 		LogicalBytes:  sh.logicalOf(r),
 		PhysicalBytes: sh.physical(r),
 	}
+}
+
+// floor returns the first readable row of a version of rows rows.
+func (sh *shape) floor(rows int) int {
+	if w := sh.l.Window; w > 0 && rows > w {
+		return rows - w
+	}
+	return 0
+}
+
+// logicalOf returns the bytes of the readable rows of r.
+func (sh *shape) logicalOf(r *root) int64 {
+	return int64(r.rows-sh.floor(r.rows)) * sh.rowSum
+}
+
+// checkReadable checks 0 <= from <= to <= rows, and that a non-empty range
+// starts at or above the window's floor.
+func (sh *shape) checkReadable(op string, from, to, rows int) error {
+	if err := sh.checkRange(op, from, to, rows); err != nil {
+		return err
+	}
+	if f := sh.floor(rows); from < f && from < to {
+		return sh.errorf(op, "rows [%d, %d): rows below %d left the window of %d rows: %w", from, to, f, sh.l.Window, ErrExpired)
+	}
+	return nil
+}
+
+// Stats describes one head or snapshot.
+type Stats struct {
+	Version Version
+	// Rows is the version's Len: for a window, every row ever appended.
+	Rows int
+	// LogicalBytes is the size of the version's readable rows (for a
+	// window, the last Window rows at most).
+	LogicalBytes int64
+	// PhysicalBytes is the bytes of the blocks the version references,
+	// each counted here even when other versions share it; the pool's
+	// PhysicalBytes counts every block once overall.
+	PhysicalBytes int64
+	// Checkpoints and HistoryBytes describe a checkpointed head's history:
+	// the checkpoints it keeps and the bytes of the blocks its deltas hold.
+	Checkpoints  int
+	HistoryBytes int64
 }

@@ -6,11 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
-	"sync"
-	"sync/atomic"
 
 	"github.com/gpustate/gpustate/runtime/device"
-	"github.com/gpustate/gpustate/runtime/state/internal/blocks"
 )
 
 // Declared prefix sharing (Layout.ShareKey, the contract's //state:share
@@ -50,129 +47,6 @@ import (
 // too (heads hold prefixes), so eviction never breaks a held chain.
 //
 // Lock order: a head's mu, then the cache's mu, then the pool's mu.
-
-// Domain names a sharing domain: heads of one non-empty domain may share
-// the blocks of a common prefix (Layout.ShareKey), heads of two domains
-// never do. It plays the part of a prefix cache's salt: one tenant, one
-// model, one adapter per domain. The empty domain shares with nobody.
-type Domain string
-
-// checkShare validates the ShareKey of l: a column of width 1 with an
-// integer element size, on an append layout without a window.
-func (l *Layout) checkShare() error {
-	if l.ShareKey == "" {
-		return nil
-	}
-	k := l.shareColumn()
-	switch {
-	case k < 0:
-		return fmt.Errorf("state: layout of %s shares prefixes keyed by %q, which is no column: %w", l.Type, l.ShareKey, ErrShape)
-	case l.Columns[k].Width != 1:
-		return fmt.Errorf("state: layout of %s shares prefixes keyed by column %s of width %d; a key column has width 1: %w", l.Type, l.ShareKey, l.Columns[k].Width, ErrShape)
-	case !keySize(l.Columns[k].ElemSize):
-		return fmt.Errorf("state: layout of %s shares prefixes keyed by column %s of %d-byte elements; a key is an integer of 1, 2, 4 or 8 bytes: %w", l.Type, l.ShareKey, l.Columns[k].ElemSize, ErrShape)
-	case l.Growth != Append:
-		return fmt.Errorf("state: layout of %s shares prefixes but has %v growth; shared blocks are never written, which needs append growth: %w", l.Type, l.Growth, ErrShape)
-	case l.Window > 0:
-		return fmt.Errorf("state: layout of %s shares prefixes and has a window; a window drops the prefix it would share: %w", l.Type, ErrShape)
-	}
-	return nil
-}
-
-func keySize(n int) bool { return n == 1 || n == 2 || n == 4 || n == 8 }
-
-// shareColumn returns the index of the key column of l, -1 when none.
-func (l *Layout) shareColumn() int {
-	if l.ShareKey == "" {
-		return -1
-	}
-	for i, c := range l.Columns {
-		if c.Name == l.ShareKey {
-			return i
-		}
-	}
-	return -1
-}
-
-// prefixCache is a pool's cache of shared prefix blocks.
-type prefixCache struct {
-	mu     sync.Mutex
-	seed   maphash.Seed
-	tables map[tableKey]*prefixTable
-	leaves map[*prefixEntry]struct{} // entries no entry follows
-	// unheld is the bytes of the cached blocks only the cache holds
-	// (PoolStats.CachedBytes); written under mu.
-	unheld atomic.Int64
-	// counted holds the cached blocks counted in unheld; hook is the
-	// release hook set on every cached block, which tells settle when a
-	// block's references drop to one.
-	counted map[*block]struct{}
-	hook    *blocks.Hook
-	// hash, when set, replaces the chain hash (tests make it collide).
-	hash func(parent uint64, keys []byte) uint64
-}
-
-type tableKey struct {
-	l   *Layout // the caller's layout, as identity
-	sig string  // the content of the layout its heads copied (shape.shareSig)
-	d   Domain
-}
-
-// prefixTable holds the cached blocks of one layout in one domain, by the
-// hash of their chain.
-type prefixTable struct {
-	key     tableKey
-	typ     string
-	buckets map[uint64][]*prefixEntry
-	// byBlock finds an entry by its key column's block, for resyncShare.
-	byBlock map[*block]*prefixEntry
-	n       int // entries
-	heads   int // live heads that register in it
-}
-
-// prefixEntry is one cached block of every column: block index depth of
-// the chain that parent ends.
-type prefixEntry struct {
-	tab    *prefixTable
-	hash   uint64
-	parent *prefixEntry
-	keys   []byte   // the key column's bytes in the block
-	blks   []*block // per column; the entry holds one reference to each
-	key    int      // the key column
-	kids   int      // entries whose parent it is
-	owner  Owner    // the owner that registered it
-	used   uint64   // the pool's use clock when it was last registered or adopted
-	gone   bool     // taken out of the cache (evicted or forgotten)
-}
-
-// sharing is a shared head's place in its table.
-type sharing struct {
-	tab  *prefixTable // nil: the empty domain, or a head made by NewHead
-	key  int          // the key column
-	ks   int          // bytes of one key
-	reg  int          // blocks of the head's version matched to entries
-	last *prefixEntry // the entry of block reg-1; nil when reg is 0
-	// tail holds the keys of rows [reg*per, known): those appended from
-	// the host. Rows past known were written on the device (AppendDevice,
-	// AppendAsync); their keys are read back when their blocks are full.
-	tail  []byte
-	known int
-	// waits are the batches of events recorded on the head's recorded
-	// streams once rows a kernel wrote filled a block, oldest first; ready
-	// is the rows the completed ones cover. broken: a stream that wrote
-	// rows failed, so none past reg is registered until the version
-	// changes other than by an append.
-	waits  []shareWait
-	ready  int
-	broken bool
-}
-
-// shareWait is one event per recorded stream: rows [0, rows) are written
-// once each has completed.
-type shareWait struct {
-	evs  []device.Event
-	rows int
-}
 
 // NewSharedHead is NewHead for a layout with a ShareKey, in a sharing
 // domain: every full block the head appends is registered under a hash of
@@ -333,7 +207,7 @@ func (h *Head) AdoptPrefix(keys []byte) (int, error) {
 	h.commitVersion()
 	h.pool.free(freed)
 	s.reg, s.last, s.tail, s.known = len(chain), chain[len(chain)-1], s.tail[:0], r.rows
-	h.record(0, r.rows)
+	h.committed(written{to: r.rows})
 	h.pool.adoptHits.Add(1)
 	h.pool.adoptedRows.Add(int64(r.rows))
 	return r.rows, nil
@@ -432,7 +306,7 @@ func (h *Head) shareFull() {
 // h.mu is held.
 func (h *Head) written() int {
 	s := h.share
-	streams := h.streams.get()
+	streams := h.async.streams.get()
 	if len(streams) == 0 {
 		return h.r.rows
 	}
@@ -605,11 +479,10 @@ func (p *Pool) ForgetPrefixes(d Domain) int64 {
 	if p == nil {
 		return 0
 	}
-	leave, err := p.enter()
-	if err != nil {
+	if err := p.enter(); err != nil {
 		return 0
 	}
-	defer leave()
+	defer p.leave()
 	c := &p.cache
 	var freed []*block
 	c.mu.Lock()
@@ -646,4 +519,43 @@ func (c *prefixCache) reset() {
 	c.tables, c.leaves, c.counted = nil, nil, nil
 	c.unheld.Store(0)
 	c.mu.Unlock()
+}
+
+// prepare registers, with c.share and no copy in flight, the blocks that
+// rows a kernel wrote filled.
+func (s *sharing) prepare(h *Head, c call) error {
+	if c.share && len(h.async.inflight) == 0 {
+		h.shareFull()
+	}
+	return nil
+}
+
+// committed registers the blocks an Append filled (w.cols is its batch).
+func (s *sharing) committed(h *Head, w written) {
+	if w.cols != nil {
+		h.shareAppended(w.from, w.cols[s.key])
+	}
+}
+
+// changed: the blocks a new root holds are registered by committed,
+// moved and prepare.
+func (s *sharing) changed(*Head) {}
+
+// moved finds h's place in its table again.
+func (s *sharing) moved(h *Head) { h.resyncShare() }
+
+// branched gives c its own place in h's table.
+func (s *sharing) branched(h, c *Head) { c.share = s.clone(h.pool) }
+
+// release registers, if the streams recorded on h are past them already
+// (Release never waits), the blocks a kernel filled, and leaves the table.
+func (s *sharing) release(h *Head, _ *[]*block) {
+	if s.tab == nil {
+		return
+	}
+	if len(h.async.inflight) == 0 {
+		h.shareFull()
+	}
+	s.dropWaits()
+	h.pool.cache.leave(s.tab)
 }

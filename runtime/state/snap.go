@@ -2,53 +2,9 @@ package state
 
 import (
 	"fmt"
-	"sync"
-	"sync/atomic"
 
 	"github.com/gpustate/gpustate/runtime/device"
 )
-
-// Snap is an immutable version of a state. Its content never changes,
-// whatever happens later to its head, the head's branches or the pool; it
-// stays readable after its head is released. It may be read from many
-// goroutines at once.
-//
-//state:snapshot
-type Snap struct {
-	shape
-	lin     *lineage
-	r       *root
-	pos     position
-	invalid atomic.Bool
-	logical int64
-
-	mu       sync.RWMutex // read-held by reads, write-held by Release
-	released bool
-	evicted  bool          // its blocks were taken under memory pressure
-	lastUse  atomic.Uint64 // the pool's use clock at its last call
-
-	tmu     sync.Mutex    // guards tables
-	tables  []*BlockTable // freed with the snapshot
-	streams streamSet     // streams recorded by RecordStream
-}
-
-// Stats describes one head or snapshot.
-type Stats struct {
-	Version Version
-	// Rows is the version's Len: for a window, every row ever appended.
-	Rows int
-	// LogicalBytes is the size of the version's readable rows (for a
-	// window, the last Window rows at most).
-	LogicalBytes int64
-	// PhysicalBytes is the bytes of the blocks the version references,
-	// each counted here even when other versions share it; the pool's
-	// PhysicalBytes counts every block once overall.
-	PhysicalBytes int64
-	// Checkpoints and HistoryBytes describe a checkpointed head's history:
-	// the checkpoints it keeps and the bytes of the blocks its deltas hold.
-	Checkpoints  int
-	HistoryBytes int64
-}
 
 func (s *Snap) describe() string {
 	return fmt.Sprintf("%s snapshot of owner %q at version %d", s.l.Type, s.owner, s.pos.v)
@@ -71,7 +27,7 @@ func (s *Snap) begin(op string) error {
 	if s == nil {
 		return errNil("Snap", op)
 	}
-	if err := s.pool.enterCall(); err != nil {
+	if err := s.pool.enter(); err != nil {
 		return s.errorf(op, "%w", err)
 	}
 	s.mu.RLock()
@@ -196,4 +152,24 @@ func (s *Snap) Release() error {
 	s.pool.free(freed)
 	s.pool.unregister(s, s.logical)
 	return nil
+}
+
+// BlockTable returns a device-resident table of the snapshot's blocks. It
+// never changes; it is freed by its Release or the snapshot's.
+//
+//state:acquire
+func (s *Snap) BlockTable() (*BlockTable, error) {
+	unlock, err := s.rlock("BlockTable")
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	t, err := s.pool.newTable(&s.shape, s.r, s.recordedStreams)
+	if err != nil {
+		return nil, s.errorf("BlockTable", "%w", err)
+	}
+	s.tmu.Lock()
+	s.tables = append(s.tables, t)
+	s.tmu.Unlock()
+	return t, nil
 }

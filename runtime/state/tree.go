@@ -1,6 +1,10 @@
 package state
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+
+	"github.com/gpustate/gpustate/runtime/state/internal/blocks"
+)
 
 // The persistent structure of a version. A root holds, per column, a radix
 // tree of block references with fan-out 32; every node and every block is
@@ -230,3 +234,113 @@ func (r *root) own(freed *[]*block) *root {
 	r.release(freed)
 	return c
 }
+
+// blockBytes sums the sizes of blocks.
+func blockBytes(list []*block) int64 { return blocks.Bytes(list) }
+
+// exclusiveBytes is the bytes of the blocks of r that only r holds: those
+// its release would free.
+func exclusiveBytes(r *root) int64 {
+	if r == nil || r.rc.Load() != 1 {
+		return 0
+	}
+	var n int64
+	for _, t := range r.cols {
+		if t.root != nil {
+			n += exclusiveNode(t.root)
+		}
+	}
+	return n
+}
+
+func exclusiveNode(n *node) int64 {
+	if n.rc.Load() != 1 {
+		return 0
+	}
+	var c int64
+	for _, k := range n.kids {
+		if k != nil {
+			c += exclusiveNode(k)
+		}
+	}
+	for _, b := range n.blks {
+		if b != nil && b.Refs() == 1 {
+			c += int64(b.Bytes())
+		}
+	}
+	return c
+}
+
+// held returns block i of t, or nil when t holds none there: below lo
+// (expired, its subtree perhaps pruned) or past the end. Walks over every
+// block of a tree use it, so that a window's dropped blocks are skipped.
+func (t *tree) held(i int) *block {
+	if i < t.lo || i >= t.n || t.root == nil {
+		return nil
+	}
+	n := t.root
+	for h := t.height; h > 1; h-- {
+		n = n.kids[(i>>(fanBits*(h-1)))&(fan-1)]
+		if n == nil {
+			return nil
+		}
+	}
+	return n.blks[i&(fan-1)]
+}
+
+// drop releases t's references to blocks [t.lo, hi), in a tree of a root
+// its holder holds alone: shared nodes on the way are copied first, so
+// other versions keep their blocks. Subtrees left empty are removed.
+func (t *tree) drop(hi int, freed *[]*block) {
+	hi = min(hi, t.n)
+	if hi <= t.lo || t.root == nil {
+		return
+	}
+	t.root = own(t.root, freed)
+	dropRange(t.root, t.height, 0, t.lo, hi, freed)
+	t.lo = hi
+}
+
+// dropRange drops blocks [lo, hi) under n, a node of height h that its
+// parent holds alone and whose first block is base, and reports whether n
+// is left empty.
+func dropRange(n *node, h, base, lo, hi int, freed *[]*block) bool {
+	empty := true
+	if h == 1 {
+		for k, b := range n.blks {
+			if i := base + k; b != nil && i >= lo && i < hi {
+				releaseBlock(b, freed)
+				n.blks[k] = nil
+			}
+			empty = empty && n.blks[k] == nil
+		}
+		return empty
+	}
+	span := capacity(h - 1)
+	for k, c := range n.kids {
+		kb := base + k*span
+		switch {
+		case c == nil:
+		case kb >= lo && kb+span <= hi:
+			releaseNode(c, freed)
+			n.kids[k] = nil
+		case kb+span > lo && kb < hi:
+			c = own(c, freed)
+			n.kids[k] = c
+			if dropRange(c, h-1, kb, lo, hi, freed) {
+				releaseNode(c, freed)
+				n.kids[k] = nil
+			}
+		}
+		empty = empty && n.kids[k] == nil
+	}
+	return empty
+}
+
+const maxInt = int(^uint(0) >> 1)
+
+// block and sizeClass are the allocator's (package internal/blocks).
+type (
+	block     = blocks.Block
+	sizeClass = blocks.Class
+)

@@ -11,10 +11,9 @@ import "fmt"
 // until memory pressure evicts them or ForgetPrefixes drops them. A closed
 // pool holds nothing to trim.
 func (p *Pool) Trim() (int64, error) {
-	leave, err := p.enter()
-	if err != nil {
+	if err := p.enter(); err != nil {
 		return 0, fmt.Errorf("state: Pool.Trim: %w", err)
 	}
-	defer leave()
+	defer p.leave()
 	return p.mem.Trim("Pool.Trim")
 }

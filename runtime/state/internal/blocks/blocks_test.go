@@ -168,6 +168,37 @@ func TestTrimAndClasses(t *testing.T) {
 	check(t, a)
 }
 
+// A block's hook is told when its references drop to one, and only then;
+// the last release reports the block free without a call.
+func TestReleaseHook(t *testing.T) {
+	a, _ := newAlloc(t, 0)
+	blks, err := a.Alloc(nil, a.Class(256), "x", 1, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := blks[0]
+	var told []int32
+	h := Hook(func(b *Block) { told = append(told, b.Refs()) })
+	b.Retain()
+	b.Retain() // three references
+	b.SetHook(&h)
+	if !b.HasHook(&h) {
+		t.Fatal("the hook set is not the block's")
+	}
+	if b.Release() || len(told) != 0 {
+		t.Fatalf("two references left: freed or told %v", told)
+	}
+	if b.Release() || len(told) != 1 || told[0] != 1 {
+		t.Fatalf("one reference left: told %v, want [1]", told)
+	}
+	if !b.Release() || len(told) != 1 {
+		t.Fatalf("the last release: not free, or told %v", told)
+	}
+	b.SetHook(nil)
+	a.Free(blks)
+	check(t, a)
+}
+
 // TestAllocRuns: blocks given back in another order than the slab's
 // (every other one then the rest, as two columns' blocks come back; or
 // shuffled) come back from one allocation in address order, so that a run

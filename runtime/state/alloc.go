@@ -1,0 +1,65 @@
+package state
+
+import (
+	"errors"
+
+	"github.com/gpustate/gpustate/runtime/device"
+)
+
+// alloc returns n blocks of the pool's own size for owner, each with
+// reference count 1 (see blocks.Allocator.Alloc for which free blocks it
+// takes), reclaiming when the pool is full.
+func (p *Pool) alloc(owner Owner, n int, zero bool) ([]*block, error) {
+	return p.allocIn(nil, p.own, owner, n, zero)
+}
+
+// allocIn is alloc of blocks of class c appending to buf[:0]. When the
+// pool or the device is full, it reclaims (see reclaim) and tries again
+// while reclaiming makes room (a few times: other calls may take it
+// first).
+func (p *Pool) allocIn(buf []*block, c *sizeClass, owner Owner, n int, zero bool) ([]*block, error) {
+	if n <= 0 {
+		return buf[:0], nil
+	}
+	if n == 1 && !zero {
+		// The owner's block freed last, if it is still hot: no lock.
+		if b := p.mem.TakeHot(c, string(owner)); b != nil {
+			return append(buf[:0], b), nil
+		}
+	}
+	if err := p.mem.Fits(c, n); err != nil {
+		return buf[:0], err
+	}
+	for tries := 0; ; tries++ {
+		out, err := p.mem.Alloc(buf, c, string(owner), n, zero)
+		if err == nil || !errors.Is(err, ErrNoMemory) || tries == maxAllocTries {
+			return out, err
+		}
+		if !p.reclaim(c, n, errors.Is(err, device.ErrOutOfMemory)) {
+			return out, err
+		}
+	}
+}
+
+// maxAllocTries bounds the reclaims of one allocation: each one made room,
+// but other calls may take it first.
+const maxAllocTries = 8
+
+// allocOnce is one try of allocIn, with no reclaim: it answers
+// ErrNoMemory rather than wait for pending blocks or evict anything.
+// Calibration allocates through it, so that measuring never takes another
+// state's memory.
+func (p *Pool) allocOnce(buf []*block, c *sizeClass, owner Owner, n int, zero bool) ([]*block, error) {
+	return p.mem.Alloc(buf, c, string(owner), n, zero)
+}
+
+// free gives blocks whose reference count reached zero back to the
+// allocator. Blocks a recorded stream used wait behind a fence for that
+// stream's work first (see RecordStream); free itself never waits.
+func (p *Pool) free(list []*block) {
+	if len(list) == 0 {
+		return
+	}
+	list = p.rec.fenceRecorded(p.b, p.mem, list)
+	p.mem.Free(list)
+}

@@ -1,0 +1,286 @@
+package state
+
+import (
+	"cmp"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"github.com/gpustate/gpustate/runtime/device"
+)
+
+// Plan explains how At would reconstruct a version: from which checkpoint,
+// with how many deltas, at what estimated cost, and what the alternatives
+// cost.
+type Plan struct {
+	// Target is the version to reconstruct.
+	Target Version
+	// Candidate is the cheapest way.
+	Candidate
+	// Alternatives are the other ways, cheapest first.
+	Alternatives []Candidate
+	// Measured is how long At took to perform the plan; zero for a plan
+	// that Plan returned.
+	Measured time.Duration
+	// Low and High are the range the chosen candidate's time is expected
+	// in: two deviations of measured against estimated time over the
+	// pool's earlier reconstructions. Both are zero when fewer than three
+	// were measured: the spread is not known, and Estimate is the
+	// calibrated model's alone (refined by any one or two measured).
+	Low, High time.Duration
+	// Observed counts the reconstructions of the pool whose measured
+	// time refined this estimate: those of states whose largest blocks
+	// are of the same size class.
+	Observed int
+}
+
+// Candidate is one way to reconstruct a version: seed from the checkpoint
+// at version Checkpoint, then apply the Deltas versions after it.
+type Candidate struct {
+	Checkpoint Version
+	Deltas     int
+	// SeedBytes are the bytes of the checkpoint's blocks that the deltas
+	// overwrite, which the reconstruction copies first (the rest it
+	// shares); DeltaBytes are the bytes the deltas apply.
+	SeedBytes, DeltaBytes int64
+	// Copies counts the device copies, Blocks the blocks taken.
+	Copies, Blocks int
+	// Steps counts the versions among Deltas made by Step, which the
+	// reconstruction runs again (replay.go); Replayed is the time their
+	// step functions took when they ran.
+	Steps    int
+	Replayed time.Duration
+	// Estimate is the cost by the pool's cost model, refined by the
+	// reconstructions the pool measured (Plan.Observed), plus Replayed.
+	Estimate time.Duration
+	model    time.Duration // the calibrated model's estimate, steps left out
+}
+
+type delta struct {
+	from, to int        // rows written
+	cols     [][]*block // per column, rows [from, to) packed from the first block
+	per      []int      // per column, rows per block of cols
+	bytes    int64      // bytes of the rows
+	step     *stepRec   // a version Step made: rows [from, to) are rebuilt by running it again, cols is nil
+}
+
+type entry struct {
+	pos  position
+	rows int
+	d    *delta // the write that made this version; nil: first entry, or a gap
+	cp   *root  // a checkpoint of this version, or nil
+}
+
+type pendingDelta struct{ from, to int }
+
+// history is a head's checkpoints and deltas. It is guarded by the head's
+// lock.
+type history struct {
+	policy     CheckpointPolicy
+	entries    []entry
+	since      int   // versions since the last checkpoint
+	sinceBytes int64 // delta bytes since the last checkpoint
+	pending    *pendingDelta
+	last       *Plan // the last reconstruction At performed
+	// held is the pool's count of the bytes of delta blocks
+	// (PoolStats.HistoryBytes): added to when a delta is stored, taken from
+	// when its blocks' last reference goes.
+	held *atomic.Int64
+}
+
+func newHistory(p *CheckpointPolicy, pos position, r *root, held *atomic.Int64) *history {
+	return &history{policy: *p, entries: []entry{{pos: pos, rows: r.rows, cp: r.retain()}}, held: held}
+}
+
+// clone returns a copy sharing every delta block and checkpoint root.
+func (x *history) clone() *history {
+	c := *x
+	c.entries = slices.Clone(x.entries)
+	c.pending, c.last = nil, nil
+	for _, e := range c.entries {
+		if e.cp != nil {
+			e.cp.retain()
+		}
+		if e.d != nil {
+			for _, col := range e.d.cols {
+				for _, b := range col {
+					b.Retain()
+				}
+			}
+		}
+	}
+	return &c
+}
+
+// drop gives up entry i's checkpoint and delta.
+func (x *history) drop(i int, freed *[]*block) {
+	e := &x.entries[i]
+	if e.cp != nil {
+		e.cp.release(freed)
+		e.cp = nil
+	}
+	x.dropDelta(i, freed)
+}
+
+// dropDelta gives up entry i's delta; the bytes of its blocks that no
+// other history shares leave the pool's count.
+func (x *history) dropDelta(i int, freed *[]*block) {
+	e := &x.entries[i]
+	if e.d == nil {
+		return
+	}
+	var gone int64
+	for _, col := range e.d.cols {
+		for _, b := range col {
+			if b.Release() {
+				*freed = append(*freed, b)
+				gone += int64(b.Bytes())
+			}
+		}
+	}
+	x.held.Add(-gone)
+	e.d = nil
+}
+
+// releaseAll drops the whole history.
+func (x *history) releaseAll(freed *[]*block) {
+	for i := range x.entries {
+		x.drop(i, freed)
+	}
+	x.entries, x.pending = nil, nil
+}
+
+// roots returns the checkpoint roots the history holds.
+func (x *history) roots() []*root {
+	var out []*root
+	for _, e := range x.entries {
+		if e.cp != nil {
+			out = append(out, e.cp)
+		}
+	}
+	return out
+}
+
+// deltaBlocks returns the delta blocks the history holds.
+func (x *history) deltaBlocks() []*block {
+	var out []*block
+	for _, e := range x.entries {
+		if e.d != nil {
+			for _, col := range e.d.cols {
+				out = append(out, col...)
+			}
+		}
+	}
+	return out
+}
+
+// rollback cuts the history back to the target position: the entries
+// after it are gone. A target older than the history starts it anew, with
+// the target's root as its checkpoint.
+func (x *history) rollback(to position, r *root, freed *[]*block) {
+	x.pending = nil
+	for i := len(x.entries) - 1; i >= 0; i-- {
+		if x.entries[i].pos == to {
+			for j := i + 1; j < len(x.entries); j++ {
+				x.drop(j, freed)
+			}
+			x.entries = x.entries[:i+1]
+			x.recount()
+			return
+		}
+	}
+	x.releaseAll(freed)
+	x.entries = []entry{{pos: to, rows: r.rows, cp: r.retain()}}
+	x.since, x.sinceBytes = 0, 0
+}
+
+// recount sets since and sinceBytes from the entries.
+func (x *history) recount() {
+	x.since, x.sinceBytes = 0, 0
+	for i := len(x.entries) - 1; i >= 0 && x.entries[i].cp == nil; i-- {
+		x.since++
+		if d := x.entries[i].d; d != nil {
+			x.sinceBytes += d.bytes
+		}
+	}
+}
+
+// trim drops the oldest checkpoints past Keep, with the entries only they
+// made reconstructable, and leading entries before the first checkpoint.
+func (x *history) trim(freed *[]*block) {
+	n := 0
+	for _, e := range x.entries {
+		if e.cp != nil {
+			n++
+		}
+	}
+	cut := 0
+	for i, e := range x.entries {
+		if e.cp != nil {
+			if n <= x.policy.Keep {
+				cut = i
+				break
+			}
+			n--
+		}
+		cut = i + 1
+	}
+	if cut > 0 {
+		for i := range x.entries[:cut] {
+			x.drop(i, freed)
+		}
+		x.entries = slices.Delete(x.entries, 0, cut)
+	}
+	// The oldest entry is a checkpoint: nothing applies its delta.
+	x.dropDelta(0, freed)
+}
+
+// find returns the index of the entry of version v, or -1.
+func (x *history) find(v Version) int {
+	i, ok := slices.BinarySearchFunc(x.entries, v, func(e entry, v Version) int { return cmp.Compare(e.pos.v, v) })
+	if !ok {
+		return -1
+	}
+	return i
+}
+
+// stepRec is the delta of a version Step made.
+type stepRec struct {
+	in     [][]byte
+	f      StepFunc
+	took   time.Duration // how long f took when it ran
+	verify bool
+	hash   uint64 // with verify: the hash of the rows f produced
+	state  int64  // bytes of the rows, which verify reads back
+}
+
+// replayBytes are the bytes a reconstruction copies to apply d: the rows
+// of a write set, or the rows a verified step reads back to hash.
+func (d *delta) replayBytes() int64 {
+	switch {
+	case d.step == nil:
+		return d.bytes
+	case d.step.verify:
+		return d.step.state
+	}
+	return 0
+}
+
+// inputBytes returns the bytes of the inputs the history records.
+func (x *history) inputBytes() int64 {
+	var n int64
+	for _, e := range x.entries {
+		if e.d != nil && e.d.step != nil {
+			n += e.d.bytes
+		}
+	}
+	return n
+}
+
+// StepFunc computes a version of a state from the one before, in place:
+// spans locate every row (per column, one span per block, in row order)
+// and in is the step's input, one []byte per input column. It runs again,
+// on the same input, whenever a reconstruction passes its version, so it
+// must compute the same rows from the same rows and input, and must not
+// change in nor call the head it steps (which is locked while it runs).
+type StepFunc func(spans [][]device.Span, in [][]byte) error

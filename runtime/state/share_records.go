@@ -1,0 +1,120 @@
+package state
+
+import (
+	"hash/maphash"
+	"sync"
+	"sync/atomic"
+
+	"github.com/gpustate/gpustate/runtime/device"
+	"github.com/gpustate/gpustate/runtime/state/internal/blocks"
+)
+
+// The records of prefix sharing: the pool's caches of shared blocks
+// (share.go, share_evict.go, group_share.go) and a head's place in one.
+// They are declared apart from the code that uses them, below the pool and
+// the heads that hold them.
+
+// prefixCache is a pool's cache of shared prefix blocks.
+type prefixCache struct {
+	mu     sync.Mutex
+	seed   maphash.Seed
+	tables map[tableKey]*prefixTable
+	leaves map[*prefixEntry]struct{} // entries no entry follows
+	// unheld is the bytes of the cached blocks only the cache holds
+	// (PoolStats.CachedBytes); written under mu.
+	unheld atomic.Int64
+	// counted holds the cached blocks counted in unheld; hook is the
+	// release hook set on every cached block, which tells settle when a
+	// block's references drop to one.
+	counted map[*block]struct{}
+	hook    *blocks.Hook
+	// hash, when set, replaces the chain hash (tests make it collide).
+	hash func(parent uint64, keys []byte) uint64
+}
+
+type tableKey struct {
+	l   *Layout // the caller's layout, as identity
+	sig string  // the content of the layout its heads copied (shape.shareSig)
+	d   Domain
+}
+
+// prefixTable holds the cached blocks of one layout in one domain, by the
+// hash of their chain.
+type prefixTable struct {
+	key     tableKey
+	typ     string
+	buckets map[uint64][]*prefixEntry
+	// byBlock finds an entry by its key column's block, for resyncShare.
+	byBlock map[*block]*prefixEntry
+	n       int // entries
+	heads   int // live heads that register in it
+}
+
+// prefixEntry is one cached block of every column: block index depth of
+// the chain that parent ends.
+type prefixEntry struct {
+	tab    *prefixTable
+	hash   uint64
+	parent *prefixEntry
+	keys   []byte   // the key column's bytes in the block
+	blks   []*block // per column; the entry holds one reference to each
+	key    int      // the key column
+	kids   int      // entries whose parent it is
+	owner  Owner    // the owner that registered it
+	used   uint64   // the pool's use clock when it was last registered or adopted
+	gone   bool     // taken out of the cache (evicted or forgotten)
+}
+
+// sharing is a shared head's place in its table.
+type sharing struct {
+	tab  *prefixTable // nil: the empty domain, or a head made by NewHead
+	key  int          // the key column
+	ks   int          // bytes of one key
+	reg  int          // blocks of the head's version matched to entries
+	last *prefixEntry // the entry of block reg-1; nil when reg is 0
+	// tail holds the keys of rows [reg*per, known): those appended from
+	// the host. Rows past known were written on the device (AppendDevice,
+	// AppendAsync); their keys are read back when their blocks are full.
+	tail  []byte
+	known int
+	// waits are the batches of events recorded on the head's recorded
+	// streams once rows a kernel wrote filled a block, oldest first; ready
+	// is the rows the completed ones cover. broken: a stream that wrote
+	// rows failed, so none past reg is registered until the version
+	// changes other than by an append.
+	waits  []shareWait
+	ready  int
+	broken bool
+}
+
+// shareWait is one event per recorded stream: rows [0, rows) are written
+// once each has completed.
+type shareWait struct {
+	evs  []device.Event
+	rows int
+}
+
+// groupCache is a pool's cache of registered group states.
+type groupCache struct {
+	mu     sync.Mutex
+	tables []*groupTable
+}
+
+// groupTable holds the registered states of the groups of one list of
+// layouts (by identity, as the prefix cache finds layouts) in one domain.
+type groupTable struct {
+	layouts []*Layout
+	domain  Domain
+	entries map[string]*groupEntry // by the key bytes of the prefix
+}
+
+// groupEntry is the state of every member at one prefix.
+type groupEntry struct {
+	tab   *groupTable
+	keys  string
+	rows  int     // the shared member's rows
+	roots []*root // per member; the entry holds one reference to each
+	owner Owner
+	used  uint64
+	gone  bool
+}
