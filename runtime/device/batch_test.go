@@ -13,6 +13,10 @@ import (
 func TestHostBatchCopies(t *testing.T) {
 	b := Host()
 	defer b.Close()
+	testBatchCopies(t, b)
+}
+
+func testBatchCopies(t *testing.T, b Backend) {
 	bc := b.(BatchCopier)
 	p, err := b.Alloc(4096)
 	if err != nil {
