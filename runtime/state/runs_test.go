@@ -265,16 +265,84 @@ func TestAppendOneRowAllocatesNothing(t *testing.T) {
 type batchCounts struct {
 	*callCounts
 	batches, asyncBatches int
+	failBatch             bool // the next batch, either kind, fails
+}
+
+func (c *batchCounts) fail() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	f := c.failBatch
+	c.failBatch = false
+	return f
 }
 
 func (c *batchCounts) CopiesHtoD(cs []device.HostCopy) error {
 	c.count(&c.batches, 0)
+	if c.fail() {
+		return errInjected
+	}
 	return c.Backend.(device.BatchCopier).CopiesHtoD(cs)
 }
 
 func (c *batchCounts) CopiesHtoDAsync(st device.Stream, cs []device.HostCopy) error {
 	c.count(&c.asyncBatches, 0)
+	if c.fail() {
+		return errInjected
+	}
 	return c.Backend.(device.BatchCopier).CopiesHtoDAsync(st, cs)
+}
+
+// TestFailedBatchChangesNothing: an Append or an AppendAsync whose batch
+// of copies fails answers the error and changes nothing (rows, version,
+// stats, the pool's bytes); a retry stores the rows once.
+func TestFailedBatchChangesNothing(t *testing.T) {
+	c := &batchCounts{callCounts: newCallCounts(t)}
+	p, err := NewPool(c, PoolOptions{})
+	check(t, err)
+	defer p.Close()
+	l := kvCacheLayout(128)
+	h := must[*Head](t)(p.NewHead(l, "s"))
+	defer h.Release()
+	st := must[device.Stream](t)(c.NewStream())
+	defer st.Close()
+	want := seqKV(l, 5, 1)
+	check(t, h.Append(want))
+	for i, async := range []bool{false, true} {
+		rows := seqKV(l, 3, byte(10+i))
+		v, hs, ps := h.Version(), h.Stats(), p.Stats()
+		c.mu.Lock()
+		c.failBatch = true
+		c.mu.Unlock()
+		if async {
+			err = h.AppendAsync(st, rows)
+		} else {
+			err = h.Append(rows)
+		}
+		if !errors.Is(err, errInjected) {
+			t.Fatalf("async %v: a failing batch answered %v", async, err)
+		}
+		if h.Version() != v || h.Stats() != hs {
+			t.Fatalf("async %v: the failed call changed the head: %+v, was %+v", async, h.Stats(), hs)
+		}
+		if got := p.Stats(); got.PhysicalBytes != ps.PhysicalBytes || got.Blocks != ps.Blocks {
+			t.Fatalf("async %v: the failed call changed the pool: %+v, was %+v", async, got, ps)
+		}
+		if async {
+			check(t, h.AppendAsync(st, rows))
+		} else {
+			check(t, h.Append(rows))
+		}
+		for k := range want {
+			want[k] = append(want[k], rows[k]...)
+		}
+	}
+	got := zeroRows(l, h.Len())
+	check(t, h.Read(0, h.Len(), got))
+	for k := range got {
+		if !bytes.Equal(got[k], want[k]) {
+			t.Fatalf("column %d differs from the rows appended", k)
+		}
+	}
 }
 
 // TestOneRowOneCall: on a backend that takes batches of copies, a one-row
