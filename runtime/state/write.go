@@ -438,6 +438,27 @@ func (tx *writeTx) spans() [][]device.Span {
 	return out
 }
 
+// leaf returns the leaf of t that holds index i, which set made, on a
+// path t alone holds.
+func (t *tree) leaf(i int) *node {
+	n := t.root
+	for h := t.height; h > 1; h-- {
+		n = n.kids[(i>>(fanBits*(h-1)))&(fan-1)]
+	}
+	return n
+}
+
+// put sets slot i of leaf n of t to b, as set does once the path is t's.
+func (n *node) put(t *tree, i int, b *block, freed *[]*block) {
+	k := i & (fan - 1)
+	if old := n.blks[k]; old != nil {
+		releaseBlock(old, freed)
+	} else {
+		t.n++
+	}
+	n.blks[k] = b
+}
+
 // copyRun is a range of device memory that one copy fills: rows that
 // follow one another in blocks that follow one another in one allocation.
 type copyRun struct {
@@ -483,9 +504,22 @@ func (tx *writeTx) commit(newRows int) *root {
 	h := tx.h
 	var freed []*block
 	r := h.r.own(&freed)
-	for i := range tx.ops {
-		if o := &tx.ops[i]; o.nb != nil {
-			r.cols[o.col].set(o.idx, o.nb, &freed)
+	for i := 0; i < len(tx.ops); i++ {
+		o := &tx.ops[i]
+		if o.nb == nil {
+			continue
+		}
+		t := &r.cols[o.col]
+		t.set(o.idx, o.nb, &freed)
+		// The operations after it in the same leaf set their slots
+		// there: the path from the root is the tree's alone now.
+		for leaf := t.leaf(o.idx); i+1 < len(tx.ops); i++ {
+			next := &tx.ops[i+1]
+			if next.nb == nil || next.col != o.col || next.idx != o.idx+1 || next.idx&(fan-1) == 0 {
+				break
+			}
+			leaf.put(t, next.idx, next.nb, &freed)
+			o = next
 		}
 	}
 	r.rows = newRows
