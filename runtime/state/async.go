@@ -52,12 +52,6 @@ func (p *Pool) stagingGet(sb device.Streams, n int) ([]byte, error) {
 	return buf[:n], nil
 }
 
-// stagingUse is a staging buffer the copies queued before ev read.
-type stagingUse struct {
-	buf []byte
-	ev  device.Event
-}
-
 // reapStagingLocked frees the staging buffers whose copies have landed:
 // each call polls the events of those in use, without waiting, instead
 // of a goroutine per call waiting for one. p.mu is held.

@@ -285,3 +285,14 @@ type Group struct {
 func (h *Head) recordedStreams() []device.Stream { return h.async.streams.get() }
 
 func (s *Snap) recordedStreams() []device.Stream { return s.streams.get() }
+
+// blockOp is what a write does to one block of one column.
+type blockOp struct {
+	col, idx int
+	old      *block // the block at idx; nil past the column's last block
+	nb       *block // the new block that replaces old; nil writes old in place
+	keep     int    // bytes of old to copy into nb first; -1: old is covered whole, replace it if the pool has room
+	off      int    // byte offset in the block where src goes
+	src      []byte // host rows to write; nil for none
+	visible  bool   // an in-place write over rows a reader may see
+}

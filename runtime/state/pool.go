@@ -306,3 +306,9 @@ type evictable interface {
 
 // touch marks a use of a handle for the Evictor.
 func (p *Pool) touch(at *atomic.Uint64) { at.Store(p.clock.Add(1)) }
+
+// stagingUse is a staging buffer the copies queued before ev read.
+type stagingUse struct {
+	buf []byte
+	ev  device.Event
+}
