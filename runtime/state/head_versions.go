@@ -371,10 +371,10 @@ func (h *Head) release() error {
 	h.lin.mu.Lock()
 	delete(h.lin.heads, h)
 	h.lin.mu.Unlock()
+	// freed grows as blocks are freed: sized by the root's blocks, it
+	// cost a branch of a large state, which frees a few, an allocation of
+	// the whole state's list on every release.
 	var freed []*block
-	if h.r != nil && h.r.unique() {
-		freed = make([]*block, 0, h.r.blocks()) // no regrowth for a large state
-	}
 	h.releaseParts(&freed)
 	if h.r != nil {
 		h.r.release(&freed)

@@ -91,8 +91,10 @@ func (h *Head) opsBuf(from, to int) []blockOp {
 		}
 		return make([]blockOp, 0, n)
 	}
-	if h.ops == nil {
-		h.ops = make([]blockOp, 0, maxKeptOps)
+	if cap(h.ops) < n {
+		// Grown to what the head's writes need, no more: a new branch
+		// that writes one row takes a buffer of one operation per column.
+		h.ops = make([]blockOp, 0, min(max(n, 2*cap(h.ops)), maxKeptOps))
 	}
 	return h.ops[:0]
 }
