@@ -3,7 +3,7 @@ package state
 import (
 	"errors"
 	"fmt"
-	"math"
+	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -13,25 +13,58 @@ import (
 // The cost model: what a pool measures of its backend once, for Plan and
 // At to estimate the cost of a reconstruction (see checkpoint.go).
 
-// CostModel is what a pool measured of its backend once, to estimate
-// reconstruction costs: a device-to-device copy of n bytes costs
-// CopyFixed + n*CopyPerByte, a block taken (copied on write or added)
-// costs Block besides its copy, applying one column of one delta costs
-// PerDelta besides its copies, and every reconstruction Fixed. The figures
-// are measured on memory the CPU's caches do not hold, as a reconstruction
-// of a past version finds it.
+// CostModel is what a pool measured of its backend, to estimate
+// reconstruction costs (docs/GUIDE.md, "The cost model"): a
+// device-to-device copy of n bytes costs CopyFixed + n*CopyPerByte, a block
+// taken (copied on write or added) costs Block besides its copy, applying
+// one column of one delta costs PerDelta besides its copies, and every
+// reconstruction Fixed. Those figures are of one size class, BlockBytes
+// (a pool measures each class its states' largest blocks are of, on first
+// use). Copies between the host and the device cost HtoD and DtoH, and
+// memory the pool takes new (never touched before: on the host backend the
+// first touch of its pages) NewPerByte. The figures are measured on memory
+// the CPU's caches do not hold, as a reconstruction of a past version
+// finds it.
 type CostModel struct {
 	CopyFixed   time.Duration
 	CopyPerByte float64 // nanoseconds per byte
 	Block       time.Duration
 	PerDelta    time.Duration
 	Fixed       time.Duration
+	// Node is the cost of copying one node of a state's block tree on the
+	// path to a block taken (path copying takes a reference to each of
+	// its children).
+	Node time.Duration
+	// BlockBytes is the size class the figures above were measured on.
+	BlockBytes int
+	// HtoD and DtoH are copies from and to the host.
+	HtoD, DtoH Transfer
+	// NewPerByte is the cost of a byte of memory new to the pool, in
+	// nanoseconds (its first touch), and NewGrowth that of one growth of
+	// the pool (a backend allocation and the records of the blocks it
+	// makes); NewKnown says they were measured: only a calibration whose
+	// blocks the pool took new measures them.
+	NewPerByte float64
+	NewGrowth  time.Duration
+	NewKnown   bool
+}
+
+// Transfer is the cost of one direction of copy: Fixed + n*PerByte for n
+// bytes.
+type Transfer struct {
+	Fixed   time.Duration
+	PerByte float64 // nanoseconds per byte
+}
+
+func (t Transfer) of(copies int, bytes int64) float64 {
+	return float64(copies)*float64(t.Fixed) + float64(bytes)*t.PerByte
 }
 
 func (m CostModel) estimate(c *Candidate, columns int) time.Duration {
 	ns := float64(m.Fixed) + float64(c.Copies)*float64(m.CopyFixed) +
-		float64(c.SeedBytes+c.DeltaBytes)*m.CopyPerByte + float64(c.Blocks)*float64(m.Block) +
-		float64(c.Deltas*columns)*float64(m.PerDelta)
+		float64(c.SeedBytes+c.DeltaBytes-c.readBytes)*m.CopyPerByte + float64(c.Blocks)*float64(m.Block) +
+		float64(c.Deltas*columns)*float64(m.PerDelta) + m.DtoH.of(c.reads, c.readBytes) +
+		float64(c.nodes)*float64(m.Node)
 	return time.Duration(ns)
 }
 
@@ -46,61 +79,28 @@ func (p *Pool) CostModel() (CostModel, error) {
 }
 
 type calibration struct {
-	mu    sync.Mutex
-	done  bool
-	model CostModel
-	fits  map[int]*fit // the model against measured reconstructions, per size class (bytes)
-}
-
-// A fit refines the calibrated model by the reconstructions At measured
-// of states whose largest blocks are of one size class:
-// a moving estimate (weight fitWeight) of the log of measured time over
-// the model's estimate, and of its variance, from n measurements. The
-// measured time of replayed steps is the steps' own, not the model's, and
-// is left out of both.
-type fit struct {
-	mean, vari float64
-	n          int
-}
-
-const (
-	fitWeight = 0.25
-	// fitKnown is the measurements a spread needs before Plan reports it.
-	fitKnown = 3
-)
-
-// observe adds a reconstruction whose model estimate was model (the copy
-// part, steps left out) and whose copies took measured.
-func (f *fit) observe(model, measured time.Duration) {
-	if model <= 0 || measured <= 0 {
-		return
-	}
-	x := math.Log(float64(measured) / float64(model))
-	x = max(-10, min(10, x))
-	if f.n == 0 {
-		f.mean = x
-	} else {
-		d := x - f.mean
-		f.mean += fitWeight * d
-		f.vari = (1 - fitWeight) * (f.vari + fitWeight*d*d)
-	}
-	f.n++
-}
-
-// scale returns the factors the model's estimate is multiplied by: the
-// expected one and the low and high ends of two deviations, and whether
-// enough reconstructions were measured to know the spread.
-func (f fit) scale() (mid, lo, hi float64, known bool) {
-	if f.n == 0 {
-		return 1, 0, 0, false
-	}
-	sd := math.Sqrt(f.vari)
-	return math.Exp(f.mean), math.Exp(f.mean - 2*sd), math.Exp(f.mean + 2*sd), f.n >= fitKnown
+	mu      sync.Mutex
+	done    bool
+	model   CostModel          // of the pool's own size class
+	classes map[int]*CostModel // of other size classes (bytes), measured on first use
+	fits    map[int]*fit       // the model against measured reconstructions, per size class (bytes)
+	now     func() time.Time   // the clock of calibration; nil: time.Now
 }
 
 // fitClass is the size class whose fit serves h: that of its largest
 // blocks, which carry most of a reconstruction's bytes.
 func (h *Head) fitClass() int { return slices.Max(h.blockBytes) }
+
+// fitSizeClass is the size class of fitClass.
+func (h *Head) fitSizeClass() *sizeClass {
+	best := h.cls[0]
+	for _, c := range h.cls {
+		if c.Bytes() > best.Bytes() {
+			best = c
+		}
+	}
+	return best
+}
 
 // fitFor returns the pool's fit for size class cls (bytes).
 func (p *Pool) fitFor(cls int) fit {
@@ -113,7 +113,7 @@ func (p *Pool) fitFor(cls int) fit {
 }
 
 // observe refines the fit of size class cls with a reconstruction
-// performed by plan c that took measured in all.
+// performed by plan c whose copies (steps left out) took measured.
 func (p *Pool) observe(cls int, c *Candidate, measured time.Duration) {
 	p.calib.mu.Lock()
 	defer p.calib.mu.Unlock()
@@ -125,8 +125,21 @@ func (p *Pool) observe(cls int, c *Candidate, measured time.Duration) {
 		f = &fit{}
 		p.calib.fits[cls] = f
 	}
-	f.observe(c.model, measured-c.Replayed)
+	f.observe(c.model, measured-c.newCost)
 }
+
+// freeBlocks returns what class c has free: the blocks that held rows,
+// which an allocation takes before memory new to the pool, and the clean
+// ones, carved from slab space no block used (on the host backend, pages
+// not yet touched), which count as new memory but need no growth; and how
+// many blocks one growth of the class makes.
+func (p *Pool) freeBlocks(c *sizeClass) classFree {
+	used, clean, grow := p.mem.FreeCounts(c)
+	return classFree{used: used, clean: clean, grow: grow}
+}
+
+// classFree is what freeBlocks returns.
+type classFree struct{ used, clean, grow int64 }
 
 // costModel returns the pool's cost model, measuring it on first use. A
 // measurement that fails (the pool has no room for its blocks) is tried
@@ -134,14 +147,48 @@ func (p *Pool) observe(cls int, c *Candidate, measured time.Duration) {
 func (p *Pool) costModel() (CostModel, error) {
 	p.calib.mu.Lock()
 	defer p.calib.mu.Unlock()
+	return p.ownModelLocked()
+}
+
+// ownModelLocked is costModel with p.calib.mu held.
+func (p *Pool) ownModelLocked() (CostModel, error) {
 	if !p.calib.done {
-		m, err := p.calibrate()
+		m, err := p.calibrate(p.own, nil)
 		if err != nil {
 			return CostModel{}, err
 		}
 		p.calib.model, p.calib.done = m, true
 	}
 	return p.calib.model, nil
+}
+
+// classModel returns the cost model of size class cls, measuring it (and
+// the pool's own first) on first use.
+func (p *Pool) classModel(cls *sizeClass) (CostModel, error) {
+	p.calib.mu.Lock()
+	defer p.calib.mu.Unlock()
+	own, err := p.ownModelLocked()
+	if err != nil || cls == p.own || own.BlockBytes == 0 {
+		return own, err // a model of no class (set, not measured) serves all
+	}
+	if m := p.calib.classes[cls.Bytes()]; m != nil {
+		return *m, nil
+	}
+	m, err := p.calibrate(cls, &own)
+	if err != nil {
+		return CostModel{}, err
+	}
+	if p.calib.classes == nil {
+		p.calib.classes = make(map[int]*CostModel)
+	}
+	p.calib.classes[cls.Bytes()] = &m
+	if m.NewKnown && !own.NewKnown {
+		// New memory is the pool's, whichever class measured it.
+		for _, o := range append([]*CostModel{&p.calib.model}, slices.Collect(maps.Values(p.calib.classes))...) {
+			o.NewPerByte, o.NewGrowth, o.NewKnown = m.NewPerByte, m.NewGrowth, true
+		}
+	}
+	return m, nil
 }
 
 // calibrationOwner owns the blocks the calibration takes. Its rows are
@@ -155,19 +202,32 @@ const calibrationOwner Owner = "state: cost model calibration"
 const calibRowBytes = 64
 
 // calibrate measures the backend and the store as a reconstruction uses
-// them, on memory the CPU's caches do not hold (it streams through a
-// buffer larger than them before each measurement): device copies of a few
-// bytes and of whole blocks between distinct blocks, a synthetic
-// reconstruction of one-row deltas into one block, which gives the cost of
-// a delta, and blocks taken into a tree and given back.
-func (p *Pool) calibrate() (CostModel, error) {
-	c, err := p.newCalibrator()
+// them, in blocks of class cls, on memory the CPU's caches do not hold (it
+// streams through a buffer larger than them before each measurement):
+// device copies of a few bytes and of whole blocks between distinct
+// blocks, a synthetic reconstruction of one-row deltas into one block,
+// which gives the cost of a delta, and blocks taken into a tree and given
+// back. With pool nil it measures the pool-wide figures too: copies to and
+// from the host, and, when its blocks are memory new to the pool, the
+// first touch of new memory; else it takes them from pool.
+func (p *Pool) calibrate(cls *sizeClass, pool *CostModel) (CostModel, error) {
+	c, err := p.newCalibrator(cls)
 	if err != nil {
 		return CostModel{}, err
 	}
 	defer c.close()
-	var m CostModel
-	for _, measure := range []func(*CostModel) error{c.measureCopies, c.measureDelta, c.measureBlock} {
+	m := CostModel{BlockBytes: cls.Bytes()}
+	measures := []func(*CostModel) error{c.measureCopies, c.measureDelta, c.measureBlock, c.measureNode}
+	if pool == nil {
+		measures = append([]func(*CostModel) error{c.measureNew}, append(measures, c.measureHost)...)
+	} else {
+		m.HtoD, m.DtoH = pool.HtoD, pool.DtoH
+		m.NewPerByte, m.NewGrowth, m.NewKnown = pool.NewPerByte, pool.NewGrowth, pool.NewKnown
+		if !pool.NewKnown {
+			measures = append(measures, c.measureNew) // when these blocks are new
+		}
+	}
+	for _, measure := range measures {
 		if err := measure(&m); err != nil {
 			return CostModel{}, err
 		}
@@ -180,39 +240,118 @@ func (p *Pool) calibrate() (CostModel, error) {
 // destination blocks, and the buffer that evicts the CPU's caches.
 type calibrator struct {
 	p        *Pool
+	cls      *sizeClass
 	n        int
 	blks     []*block // src, then dst
 	src, dst []*block
 	evict    []byte
+	fresh    bool            // the blocks are memory new to the pool
+	grow     time.Duration   // with fresh: the growth that made them
+	firsts   []time.Duration // the blocks' first writes, per block, in parts
 }
 
-// newCalibrator takes 2n blocks: n is 64, or fewer in a fuller pool.
-// It takes only blocks the pool has room for as it is: calibration never
-// reclaims, so it never evicts a handle's state nor waits for one.
-func (p *Pool) newCalibrator() (*calibrator, error) {
+// newPage is the unit new memory is touched in: a page of the host
+// backend. Calibration spaces its blocks this far apart.
+const newPage = 4096
+
+// calibBytes bounds the bytes of the n blocks a calibration copies.
+const calibBytes = 1 << 20
+
+// newCalibrator takes 2n blocks of class cls: n is 64, or fewer in a
+// fuller pool or of large blocks (calibBytes). It takes only blocks the pool has room for as it is:
+// calibration never reclaims, so it never evicts a handle's state nor
+// waits for one.
+func (p *Pool) newCalibrator(cls *sizeClass) (*calibrator, error) {
 	var blks []*block
 	var err error
-	n := 64
-	for ; ; n /= 2 {
+	before := p.Stats().ReservedBytes
+	// Blocks a page apart, as a large state's blocks lie: every copy
+	// finds its block's page cold, as in a reconstruction.
+	stride := max(1, (newPage+cls.Bytes()-1)/cls.Bytes())
+	n := max(1, min(64, calibBytes/(stride*cls.Bytes())))
+	var took time.Duration
+	for {
 		// 3n: measureBlock takes n more, which it finds free again.
-		if blks, err = p.allocOnce(nil, p.own, calibrationOwner, 3*n, false); err == nil || n <= 1 || !errors.Is(err, ErrNoMemory) {
+		start := p.calibNow()
+		blks, err = p.allocOnce(nil, cls, calibrationOwner, 3*n*stride, false)
+		took = p.calibNow().Sub(start)
+		if err == nil || !errors.Is(err, ErrNoMemory) {
+			break
+		}
+		if n > 1 {
+			n /= 2
+		} else if stride > 1 {
+			stride = 1
+		} else {
 			break
 		}
 	}
 	if err != nil {
 		return nil, err
 	}
-	var freed []*block
-	for _, b := range blks[2*n:] {
-		releaseBlock(b, &freed)
+	grown := p.Stats().ReservedBytes - before
+	used := make([]*block, 0, 2*n)
+	var rest []*block
+	for i, b := range blks {
+		if i%stride == 0 && len(used) < 2*n {
+			used = append(used, b)
+		} else {
+			rest = append(rest, b)
+		}
 	}
-	p.free(freed)
-	blks = blks[:2*n]
-	c := &calibrator{p: p, n: n, blks: blks, src: blks[:n], dst: blks[n:]}
+	c := &calibrator{p: p, cls: cls, n: n, blks: used, src: used[:n], dst: used[n:], fresh: grown >= int64(len(blks)*cls.Bytes())}
+	if c.fresh {
+		c.grow = took
+	}
 	if p.b.Name() == "host" {
 		c.evict = coldBuffer()
 	}
+	// Every block is written once before use, and so is every block given
+	// back: an allocation that finds them free never pays their first
+	// touch, which Plan prices for memory new to the pool only.
+	c.firsts, err = c.touch(blks)
+	var freed []*block
+	for _, b := range rest {
+		releaseBlock(b, &freed)
+	}
+	p.free(freed)
+	if err != nil {
+		c.close()
+		return nil, err
+	}
 	return c, nil
+}
+
+// touch writes the blocks, in up to touchParts parts, and returns the
+// time per block each part took.
+func (c *calibrator) touch(blks []*block) ([]time.Duration, error) {
+	parts := min(touchParts, len(blks))
+	out := make([]time.Duration, parts)
+	for i := range out {
+		part := blks[i*len(blks)/parts : (i+1)*len(blks)/parts]
+		c.cold()
+		var err error
+		if out[i], err = c.timed(len(part), c.fill(part)); err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}
+
+// touchParts is the number of parts touch times: the median of several,
+// so that one the scheduler interrupted does not price new memory.
+const touchParts = 6
+
+// fill returns a run that zeroes the blocks.
+func (c *calibrator) fill(blks []*block) func() error {
+	return func() error {
+		for _, b := range blks {
+			if err := c.p.b.Memset(b.Ptr(), 0, c.cls.Bytes()); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 }
 
 // coldBytes is the size of the buffer calibration streams through to
@@ -268,19 +407,39 @@ func (c *calibrator) take(cls *sizeClass) (*block, error) {
 	return b[0], nil
 }
 
-// median returns the median time per step of seven cold runs of steps.
+// now reads the calibration's clock.
+func (c *calibrator) now() time.Time { return c.p.calibNow() }
+
+// calibNow reads the calibration's clock.
+func (p *Pool) calibNow() time.Time {
+	if f := p.calib.now; f != nil {
+		return f()
+	}
+	return time.Now()
+}
+
+// timed returns the time per step of one run of steps, synced.
+func (c *calibrator) timed(steps int, run func() error) (time.Duration, error) {
+	start := c.now()
+	if err := run(); err != nil {
+		return 0, err
+	}
+	if err := c.p.b.Sync(); err != nil {
+		return 0, err
+	}
+	return c.now().Sub(start) / time.Duration(steps), nil
+}
+
+// median returns the median time per step of five cold runs of steps.
 func (c *calibrator) median(steps int, run func() error) (time.Duration, error) {
-	var runs [7]time.Duration
+	var runs [5]time.Duration
 	for i := range runs {
 		c.cold()
-		start := time.Now()
-		if err := run(); err != nil {
+		t, err := c.timed(steps, run)
+		if err != nil {
 			return 0, err
 		}
-		if err := c.p.b.Sync(); err != nil {
-			return 0, err
-		}
-		runs[i] = time.Since(start) / time.Duration(steps)
+		runs[i] = t
 	}
 	slices.Sort(runs[:])
 	return runs[len(runs)/2], nil
@@ -306,14 +465,70 @@ func (c *calibrator) measureCopies(m *CostModel) error {
 	if err != nil {
 		return err
 	}
-	tBig, err := c.median(c.n, c.copyEach(c.p.blockBytes))
+	tBig, err := c.median(c.n, c.copyEach(c.cls.Bytes()))
 	if err != nil {
 		return err
 	}
-	m.CopyFixed = tSmall
-	if tBig > tSmall {
-		m.CopyPerByte = float64(tBig-tSmall) / float64(c.p.blockBytes-calibRowBytes)
+	m.CopyFixed, m.CopyPerByte = line(tSmall, tBig, c.cls.Bytes())
+	return nil
+}
+
+// line returns the fixed cost and the cost per byte of a copy that took
+// small for calibRowBytes bytes and big for bytes.
+func line(small, big time.Duration, bytes int) (time.Duration, float64) {
+	if bytes <= calibRowBytes || big <= small {
+		return small, 0
 	}
+	per := float64(big-small) / float64(bytes-calibRowBytes)
+	return max(0, small-time.Duration(per*calibRowBytes)), per
+}
+
+// measureHost sets HtoD and DtoH from copies of a row and of a block
+// between the blocks and a host buffer.
+func (c *calibrator) measureHost(m *CostModel) error {
+	buf := make([]byte, c.cls.Bytes())
+	for _, dir := range []struct {
+		t    *Transfer
+		copy func(b *block, n int) error
+	}{
+		{&m.HtoD, func(b *block, n int) error { return c.p.b.CopyHtoD(b.Ptr(), buf[:n]) }},
+		{&m.DtoH, func(b *block, n int) error { return c.p.b.CopyDtoH(buf[:n], b.Ptr()) }},
+	} {
+		var ts [2]time.Duration
+		for i, n := range []int{calibRowBytes, c.cls.Bytes()} {
+			var err error
+			ts[i], err = c.median(c.n, func() error {
+				for _, b := range c.dst {
+					if err := dir.copy(b, n); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+		}
+		dir.t.Fixed, dir.t.PerByte = line(ts[0], ts[1], c.cls.Bytes())
+	}
+	return nil
+}
+
+// measureNew sets NewPerByte when the calibrator's blocks are memory new
+// to the pool: the median of their first writes (newCalibrator, per part)
+// against that of writes again, all with the CPU's caches cold.
+func (c *calibrator) measureNew(m *CostModel) error {
+	if !c.fresh {
+		return nil
+	}
+	again, err := c.median(c.n, c.fill(c.dst))
+	if err != nil {
+		return err
+	}
+	f := slices.Clone(c.firsts)
+	slices.Sort(f)
+	first := f[(len(f)-1)/2]
+	m.NewPerByte, m.NewGrowth, m.NewKnown = max(0, float64(first-again)/float64(c.cls.Bytes())), c.grow, true
 	return nil
 }
 
@@ -323,8 +538,8 @@ func (c *calibrator) measureCopies(m *CostModel) error {
 // block. Per delta it costs one copy of a row (and one block over all).
 func (c *calibrator) measureDelta(m *CostModel) error {
 	p := c.p
-	// Blocks of the pool's own size, those of c.src and c.dst.
-	l := &Layout{Type: "calibration", Columns: []Column{{ElemSize: 1, Width: calibRowBytes}}, BlockRows: p.blockBytes / calibRowBytes}
+	// Blocks of the calibrated class, those of c.src and c.dst.
+	l := &Layout{Type: "calibration", Columns: []Column{{ElemSize: 1, Width: calibRowBytes}}, BlockRows: c.cls.Bytes() / calibRowBytes}
 	h := &Head{shape: newShape(p, l, calibrationOwner)}
 	var freed []*block
 	base := newRoot(1)
@@ -361,6 +576,36 @@ func (c *calibrator) measureDelta(m *CostModel) error {
 	return nil
 }
 
+// measureNode sets Node from paths copied in a tree of calibNodes leaves,
+// one leaf each: the tree holds block records of its own, which no pool
+// allocation ever returns and nothing frees (each keeps a reference
+// besides the tree's).
+func (c *calibrator) measureNode(m *CostModel) error {
+	recs := make([]block, calibNodes*fan)
+	base := newRoot(1)
+	var freed []*block
+	for i := range recs {
+		recs[i].SetRefs(2)
+		base.cols[0].set(i, &recs[i], &freed)
+	}
+	defer base.release(&freed)
+	var err error
+	m.Node, err = c.median(calibNodes, func() error {
+		r := base.retain().own(&freed)
+		for k := range calibNodes {
+			b := &recs[k*fan+k%fan]
+			b.Retain()
+			r.cols[0].set(k*fan+k%fan, b, &freed)
+		}
+		r.release(&freed)
+		return nil
+	})
+	return err
+}
+
+// calibNodes is the number of leaves measureNode copies.
+const calibNodes = 64
+
 // measureBlock sets Block from blocks taken from the pool, put into a
 // tree by path copying, and given back when the tree is released.
 func (c *calibrator) measureBlock(m *CostModel) error {
@@ -369,7 +614,7 @@ func (c *calibrator) measureBlock(m *CostModel) error {
 		r := newRoot(1)
 		var freed []*block
 		for i := range c.n {
-			b, err := c.take(c.p.own)
+			b, err := c.take(c.cls)
 			if err != nil {
 				r.release(&freed)
 				c.p.free(freed)

@@ -1,9 +1,7 @@
 package state
 
 import (
-	"cmp"
 	"math/bits"
-	"slices"
 	"time"
 
 	"github.com/gpustate/gpustate/placement"
@@ -187,90 +185,6 @@ func copies(from, to, per int) int {
 	return n
 }
 
-// candidates returns every way to reconstruct entry t, cheapest first.
-func (h *Head) candidates(t int, model CostModel, f fit) []Candidate {
-	x := h.hist
-	var out []Candidate
-	for q := t; q >= 0; q-- {
-		if x.entries[q].cp != nil {
-			out = append(out, h.candidate(q, t, model, f))
-		}
-		if q > 0 && x.entries[q].d == nil {
-			break // a gap: nothing before it reaches t
-		}
-	}
-	slices.SortStableFunc(out, func(a, b Candidate) int { return cmp.Compare(a.Estimate, b.Estimate) })
-	return out
-}
-
-type blockKey struct{ col, idx int }
-
-// candidate estimates seeding from entry q's checkpoint and applying the
-// deltas of entries q+1..t.
-func (h *Head) candidate(q, t int, model CostModel, f fit) Candidate {
-	x := h.hist
-	c := Candidate{Checkpoint: x.entries[q].pos.v, Deltas: t - q}
-	touched := map[blockKey]bool{}
-	rows := x.entries[q].rows
-	for j := q + 1; j <= t; j++ {
-		d := x.entries[j].d
-		if d.step != nil {
-			c.Steps++
-			c.Replayed += d.step.took
-		}
-		for col, per := range h.perBlock {
-			rb := h.rowBytes[col]
-			for bi := d.from / per; bi*per < d.to; bi++ {
-				k := blockKey{col, bi}
-				if touched[k] {
-					continue
-				}
-				touched[k] = true
-				c.Blocks++
-				if used := min(rows, (bi+1)*per) - bi*per; used > 0 {
-					c.SeedBytes += int64(used * rb)
-					c.Copies++
-				}
-			}
-			if d.step == nil {
-				c.Copies += copies(d.from, d.to, per)
-			}
-		}
-		c.DeltaBytes += d.replayBytes()
-		rows = x.entries[j].rows
-	}
-	c.model = model.estimate(&c, len(h.rowBytes))
-	mid, _, _, _ := f.scale()
-	c.Estimate = time.Duration(float64(c.model)*mid) + c.Replayed
-	return c
-}
-
-// plan returns the plan for version v. h.mu is held.
-func (h *Head) planAt(op string, v Version) (Plan, int, error) {
-	if h.hist == nil {
-		return Plan{}, 0, h.errorf(op, "%s keeps no checkpoints: %w", h.l.Type, ErrNotRetained)
-	}
-	t := h.hist.find(v)
-	if t < 0 {
-		return Plan{}, 0, h.errorf(op, "version %d is not in the retained history of the head's line: %w", v, ErrNotRetained)
-	}
-	model, err := h.pool.costModel()
-	if err != nil {
-		return Plan{}, 0, h.errorf(op, "calibrating the cost model: %w", err)
-	}
-	f := h.pool.fitFor(h.fitClass())
-	cs := h.candidates(t, model, f)
-	if len(cs) == 0 {
-		return Plan{}, 0, h.errorf(op, "version %d: a delta before it was not retained: %w", v, ErrNotRetained)
-	}
-	pl := Plan{Target: v, Candidate: cs[0], Alternatives: cs[1:], Observed: f.n}
-	if _, lo, hi, known := f.scale(); known {
-		pl.Low = time.Duration(float64(pl.model)*lo) + pl.Replayed
-		pl.High = time.Duration(float64(pl.model)*hi) + pl.Replayed
-	}
-	return pl, t, nil
-}
-
 // Plan explains how At(v) would reconstruct version v of the head's own
 // line: the checkpoint it would seed from, the deltas it would apply, the
 // estimated cost, and the alternatives. It reconstructs nothing.
@@ -306,13 +220,14 @@ func (h *Head) At(v Version) (*Snap, error) {
 	for x.entries[q].pos.v != p.Checkpoint || x.entries[q].cp == nil {
 		q--
 	}
+	x.replayed = 0
 	start := time.Now()
 	r, err := h.reconstruct(q, t)
 	if err != nil {
 		return nil, h.errorf("At", "version %d: %w", v, err)
 	}
 	p.Measured = time.Since(start)
-	h.pool.observe(h.fitClass(), &p.Candidate, p.Measured)
+	h.observe(&p, x.replayed)
 	h.lin.mu.Lock()
 	s := &Snap{shape: h.shape, lin: h.lin, r: r, pos: x.entries[t].pos}
 	s.logical = h.logicalOf(r)

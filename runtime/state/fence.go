@@ -49,7 +49,7 @@ func (rec *recorded) addLocked(b *block, st device.Stream) {
 // fenceRecorded takes the blocks of list that a stream was recorded on out
 // of it and frees them behind a fence of events on those streams; it
 // returns the others, for the caller to free at once.
-func (rec *recorded) fenceRecorded(b device.Backend, mem *blocks.Allocator, list []*block) []*block {
+func (rec *recorded) fenceRecorded(be device.Backend, mem *blocks.Allocator, list []*block) []*block {
 	if rec.n.Load() == 0 {
 		return list
 	}
@@ -74,7 +74,7 @@ func (rec *recorded) fenceRecorded(b device.Backend, mem *blocks.Allocator, list
 	}
 	rec.mu.Unlock()
 	if len(fenced) > 0 {
-		mem.FreeAfter(fenced, fence(b, streams))
+		mem.FreeAfter(fenced, fence(be, streams))
 	}
 	return rest
 }

@@ -28,7 +28,7 @@ func FuzzStore(f *testing.F) {
 		defer p.Close()
 		// A fixed cost model: calibration measures for a while, and the
 		// fuzzer wants many programs a second.
-		p.calib.model = CostModel{CopyFixed: 200, CopyPerByte: 0.1, Block: 300, PerDelta: 250, Fixed: 300}
+		p.calib.model = CostModel{CopyFixed: 200, CopyPerByte: 0.1, Block: 300, PerDelta: 250, Fixed: 300, NewKnown: true}
 		p.calib.done = true
 		next := func() int {
 			if len(prog) == 0 {

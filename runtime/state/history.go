@@ -2,6 +2,7 @@ package state
 
 import (
 	"cmp"
+	"math"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -23,8 +24,9 @@ type Plan struct {
 	// that Plan returned.
 	Measured time.Duration
 	// Low and High are the range the chosen candidate's time is expected
-	// in: two deviations of measured against estimated time over the
-	// pool's earlier reconstructions. Both are zero when fewer than three
+	// in: two deviations of measured against estimated time, a moving
+	// estimate over the pool's reconstructions of the size class (and,
+	// for replayed steps, over the history's replays). Both are zero when fewer than three
 	// were measured: the spread is not known, and Estimate is the
 	// calibrated model's alone (refined by any one or two measured).
 	Low, High time.Duration
@@ -32,6 +34,13 @@ type Plan struct {
 	// time refined this estimate: those of states whose largest blocks
 	// are of the same size class.
 	Observed int
+	// Unmeasured says the pool never measured a cost this plan incurs,
+	// so it gives no estimate rather than a guess: Estimate, Low and High
+	// are zero, and the candidates are ranked by the bytes they copy. The
+	// pool had no free room to calibrate in (calibration never evicts,
+	// and the next Plan or At tries again), or the plan takes memory new
+	// to the pool (NewBytes) on a pool that never measured new memory.
+	Unmeasured bool
 }
 
 // Candidate is one way to reconstruct a version: seed from the checkpoint
@@ -45,15 +54,28 @@ type Candidate struct {
 	SeedBytes, DeltaBytes int64
 	// Copies counts the device copies, Blocks the blocks taken.
 	Copies, Blocks int
+	// NewBytes are the bytes of the blocks the reconstruction takes
+	// beyond the free blocks of the pool that held rows: memory the pool
+	// never used (on the host backend, pages touched for the first time).
+	NewBytes int64
 	// Steps counts the versions among Deltas made by Step, which the
 	// reconstruction runs again (replay.go); Replayed is the time their
-	// step functions took when they ran.
+	// step functions are expected to take: each the median of the times
+	// the history's steps took when they ran, scaled by how long the
+	// replays At measured took against it (a moving estimate).
 	Steps    int
 	Replayed time.Duration
 	// Estimate is the cost by the pool's cost model, refined by the
-	// reconstructions the pool measured (Plan.Observed), plus Replayed.
+	// reconstructions the pool measured (Plan.Observed), plus the cost of
+	// NewBytes and Replayed.
 	Estimate time.Duration
-	model    time.Duration // the calibrated model's estimate, steps left out
+	model    time.Duration // the calibrated model's estimate, new memory and steps left out
+	newCost  time.Duration // the cost of NewBytes
+	// reads counts the copies to the host (verified steps' hashes),
+	// readBytes their bytes (part of DeltaBytes).
+	reads     int
+	readBytes int64
+	nodes     int // tree nodes copied on the paths to the blocks taken
 }
 
 type delta struct {
@@ -82,6 +104,11 @@ type history struct {
 	sinceBytes int64 // delta bytes since the last checkpoint
 	pending    *pendingDelta
 	last       *Plan // the last reconstruction At performed
+	// replayed sums the time step functions took in replays since At
+	// started (replayStep); stepFit is the moving fit of that time
+	// against the steps' median time when they ran (stepTime).
+	replayed time.Duration
+	stepFit  fit
 	// held is the pool's count of the bytes of delta blocks
 	// (PoolStats.HistoryBytes): added to when a delta is stored, taken from
 	// when its blocks' last reference goes.
@@ -284,3 +311,55 @@ func (x *history) inputBytes() int64 {
 // must compute the same rows from the same rows and input, and must not
 // change in nor call the head it steps (which is locked while it runs).
 type StepFunc func(spans [][]device.Span, in [][]byte) error
+
+// A fit refines the calibrated model by the reconstructions At measured
+// of states whose largest blocks are of one size class: a moving
+// estimate of the log of measured time over the model's estimate, the
+// median of the last fitWindow measured (a median, so that one
+// reconstruction the scheduler or the collector interrupted moves it
+// little, while a change of regime, caches warm after cold, takes over
+// within three), and a moving estimate (weight fitWeight) of the variance
+// of each measurement about the estimate before it, from n measurements
+// in all. The measured time of replayed steps and the price of new memory
+// are left out of both.
+type fit struct {
+	last       [fitWindow]float64 // the latest log ratios, a ring
+	mean, vari float64
+	n          int
+}
+
+const (
+	fitWindow = 5
+	fitWeight = 0.25
+	// fitKnown is the measurements a spread needs before Plan reports it.
+	fitKnown = 3
+)
+
+// observe adds a reconstruction whose model estimate was model (the copy
+// part, steps left out) and whose copies took measured.
+func (f *fit) observe(model, measured time.Duration) {
+	if model <= 0 || measured <= 0 {
+		return
+	}
+	x := max(-10, min(10, math.Log(float64(measured)/float64(model))))
+	if f.n > 0 {
+		d := x - f.mean
+		f.vari = (1 - fitWeight) * (f.vari + fitWeight*d*d)
+	}
+	f.last[f.n%fitWindow] = x
+	f.n++
+	w := slices.Clone(f.last[:min(f.n, fitWindow)])
+	slices.Sort(w)
+	f.mean = (w[(len(w)-1)/2] + w[len(w)/2]) / 2
+}
+
+// scale returns the factors the model's estimate is multiplied by: the
+// expected one and the low and high ends of two deviations, and whether
+// enough reconstructions were measured to know the spread.
+func (f fit) scale() (mid, lo, hi float64, known bool) {
+	if f.n == 0 {
+		return 1, 0, 0, false
+	}
+	sd := math.Sqrt(f.vari)
+	return math.Exp(f.mean), math.Exp(f.mean - 2*sd), math.Exp(f.mean + 2*sd), f.n >= fitKnown
+}

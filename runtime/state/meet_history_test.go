@@ -105,7 +105,7 @@ func TestRebuildFailureLeaksNothing(t *testing.T) {
 // a test arms meet the reconstruction, not the calibration.
 func fixedModel(p *Pool) {
 	p.calib.mu.Lock()
-	p.calib.model = CostModel{CopyFixed: 200, CopyPerByte: 0.1, Block: 300, PerDelta: 250, Fixed: 300}
+	p.calib.model = CostModel{CopyFixed: 200, CopyPerByte: 0.1, Block: 300, PerDelta: 250, Fixed: 300, NewKnown: true}
 	p.calib.done = true
 	p.calib.mu.Unlock()
 }
@@ -285,7 +285,7 @@ func TestFitSpread(t *testing.T) {
 func TestPlanRefinedByMeasured(t *testing.T) {
 	p := newPool(t, PoolOptions{BlockBytes: 256})
 	p.calib.mu.Lock()
-	p.calib.model = CostModel{CopyFixed: time.Second, Block: time.Second, PerDelta: time.Second, Fixed: time.Second}
+	p.calib.model = CostModel{CopyFixed: time.Second, Block: time.Second, PerDelta: time.Second, Fixed: time.Second, NewKnown: true}
 	p.calib.done = true
 	p.calib.mu.Unlock()
 	h := must[*Head](t)(p.NewHead(cpLayout(Mandatory), "me"))

@@ -149,7 +149,10 @@ func (h *Head) replayStep(r *root, d *delta, rows int) (*root, error) {
 		return r, err
 	}
 	rec := d.step
-	if err := rec.f(spans, rec.in); err != nil {
+	start := time.Now()
+	err = rec.f(spans, rec.in)
+	h.hist.replayed += time.Since(start)
+	if err != nil {
 		return r, fmt.Errorf("replaying a step: the step function failed: %w", err)
 	}
 	if rec.verify {

@@ -158,3 +158,19 @@ func (c *Class) putLocked(list []*Block) {
 
 // Bytes returns the size of the class's blocks.
 func (c *Class) Bytes() int { return c.bytes }
+
+// FreeCounts returns what class c has free, for a cost estimate: the
+// blocks that held rows (the hot one counted), which an allocation takes
+// before memory new to the pool; the clean ones, carved from slab space no
+// block used (on the host backend, pages not yet touched); and how many
+// blocks one growth of c makes.
+func (a *Allocator) FreeCounts(c *Class) (used, clean, grow int64) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	clean = int64(len(c.clean))
+	used = c.nfree - clean
+	if c.hot.Load() != nil {
+		used++
+	}
+	return used, clean, a.growBlocks(c, 1)
+}

@@ -1,0 +1,263 @@
+package state
+
+import (
+	"cmp"
+	"errors"
+	"slices"
+	"time"
+)
+
+// Estimates: how Plan prices the ways to reconstruct a version
+// (docs/GUIDE.md, "The cost model"). Each candidate counts what its
+// reconstruction will do (copies and their bytes, blocks taken, tree nodes
+// copied on their paths, blocks the pool has no free one for, steps to run
+// again, rows read back to verify), and the size class's cost model,
+// measured on the pool's backend (calibrate.go), prices the counts; the
+// pool's measured reconstructions of the class scale the price (fit).
+
+// pricing is what candidates are priced by: the size class's cost model
+// (known false: none was measured), its fit, the free blocks of the
+// head's classes, and the expected time of one replayed step.
+type pricing struct {
+	model CostModel
+	known bool
+	f     fit
+	free  map[*sizeClass]classFree
+	step  time.Duration
+}
+
+// candidates returns every way to reconstruct entry t, cheapest first.
+func (h *Head) candidates(t int, pr *pricing) []Candidate {
+	x := h.hist
+	var out []Candidate
+	for q := t; q >= 0; q-- {
+		if x.entries[q].cp != nil {
+			out = append(out, h.candidate(q, t, pr))
+		}
+		if q > 0 && x.entries[q].d == nil {
+			break // a gap: nothing before it reaches t
+		}
+	}
+	cost := func(c Candidate) int64 {
+		if pr.known {
+			return int64(c.Estimate)
+		}
+		return c.SeedBytes + c.DeltaBytes
+	}
+	slices.SortStableFunc(out, func(a, b Candidate) int { return cmp.Compare(cost(a), cost(b)) })
+	return out
+}
+
+// bitset is a set of small non-negative integers.
+type bitset []uint64
+
+// add puts i in s and reports whether it was not there.
+func (s *bitset) add(i int) bool {
+	w := i >> 6
+	if w >= len(*s) {
+		*s = append(*s, make([]uint64, w-len(*s)+1)...)
+	}
+	m := uint64(1) << (i & 63)
+	if (*s)[w]&m != 0 {
+		return false
+	}
+	(*s)[w] |= m
+	return true
+}
+
+// candidate estimates seeding from entry q's checkpoint and applying the
+// deltas of entries q+1..t.
+func (h *Head) candidate(q, t int, pr *pricing) Candidate {
+	x := h.hist
+	c := Candidate{Checkpoint: x.entries[q].pos.v, Deltas: t - q}
+	touched := make([]bitset, len(h.perBlock)) // per column: the blocks taken
+	nodes := make([][]bitset, len(h.perBlock)) // per column and level: the nodes copied
+	taken := make([]int64, len(h.perBlock))
+	rows := x.entries[q].rows
+	for j := q + 1; j <= t; j++ {
+		d := x.entries[j].d
+		if d.step != nil {
+			c.Steps++
+			c.Replayed += pr.step
+		}
+		for col, per := range h.perBlock {
+			rb := h.rowBytes[col]
+			for bi := d.from / per; bi*per < d.to; bi++ {
+				if !touched[col].add(bi) {
+					continue
+				}
+				for lvl, i := 0, bi>>fanBits; ; lvl, i = lvl+1, i>>fanBits {
+					if lvl == len(nodes[col]) {
+						nodes[col] = append(nodes[col], nil)
+					}
+					if nodes[col][lvl].add(i) {
+						c.nodes++
+					}
+					if i == 0 {
+						break
+					}
+				}
+				c.Blocks++
+				taken[col]++
+				if used := min(rows, (bi+1)*per) - bi*per; used > 0 {
+					c.SeedBytes += int64(used * rb)
+					c.Copies++
+				}
+			}
+			if d.step == nil {
+				c.Copies += copies(d.from, d.to, per)
+			} else if d.step.verify {
+				c.reads += (x.entries[j].rows + per - 1) / per // one read per block (hashRows)
+			}
+		}
+		if d.step != nil && d.step.verify {
+			c.readBytes += d.step.state
+		}
+		c.DeltaBytes += d.replayBytes()
+		rows = x.entries[j].rows
+	}
+	var growths int64
+	c.NewBytes, growths = h.newBytes(taken, pr.free)
+	if !pr.known {
+		return c
+	}
+	c.model = pr.model.estimate(&c, len(h.rowBytes))
+	c.newCost = time.Duration(float64(c.NewBytes)*pr.model.NewPerByte) + time.Duration(growths)*pr.model.NewGrowth
+	mid, _, _, _ := pr.f.scale()
+	c.Estimate = time.Duration(float64(c.model)*mid) + c.newCost + c.Replayed
+	return c
+}
+
+// newBytes returns the bytes of memory new to the pool that the blocks
+// taken, taken[col] of each column, touch (those the free blocks that held
+// rows do not cover: a class's new blocks follow the ones it carved last,
+// so their first page may be touched already, and whole pages would count
+// it twice), and the growths of the pool
+// that make them (each makes a slab's worth of blocks, of which the
+// reconstruction, taking one block at a time, may use one).
+func (h *Head) newBytes(taken []int64, free map[*sizeClass]classFree) (bytes, growths int64) {
+	need := map[*sizeClass]int64{}
+	for col, n := range taken {
+		need[h.cls[col]] += n
+	}
+	for cls, n := range need {
+		f := free[cls]
+		k := max(0, n-f.used)
+		if k == 0 {
+			continue
+		}
+		bytes += k * int64(cls.Bytes())
+		if g := k - f.clean; g > 0 && f.grow > 0 {
+			growths += (g + f.grow - 1) / f.grow
+		}
+	}
+	return bytes, growths
+}
+
+// pricing returns what h's candidates are priced by: the cost model of
+// its largest blocks' class, measured on first use. A pool that had no
+// room to measure it prices nothing (known false).
+func (h *Head) pricing(op string) (*pricing, error) {
+	cls := h.fitSizeClass()
+	pr := &pricing{f: h.pool.fitFor(cls.Bytes()), step: h.hist.stepTime(), free: map[*sizeClass]classFree{}}
+	m, err := h.pool.classModel(cls)
+	switch {
+	case err == nil:
+		pr.model, pr.known = m, true
+	case !errors.Is(err, ErrNoMemory):
+		return nil, h.errorf(op, "calibrating the cost model: %w", err)
+	}
+	for _, c := range h.cls {
+		pr.free[c] = h.pool.freeBlocks(c)
+	}
+	return pr, nil
+}
+
+// pointers returns pointers to the elements of cs.
+func pointers(cs []Candidate) []*Candidate {
+	out := make([]*Candidate, len(cs))
+	for i := range cs {
+		out[i] = &cs[i]
+	}
+	return out
+}
+
+// stepTime returns the expected time of one replayed step: the median of
+// the times the history's steps took when they ran (so that a step that
+// paid for something besides its rows, memory new to the pool or a cold
+// start, does not price the others), scaled by the history's replays
+// measured since (stepFit).
+func (x *history) stepTime() time.Duration {
+	mid, _, _, _ := x.stepFit.scale()
+	return time.Duration(float64(x.stepMedian()) * mid)
+}
+
+// stepMedian returns the median of the times the history's steps took
+// when they ran.
+func (x *history) stepMedian() time.Duration {
+	var ts []time.Duration
+	for _, e := range x.entries {
+		if e.d != nil && e.d.step != nil {
+			ts = append(ts, e.d.step.took)
+		}
+	}
+	if len(ts) == 0 {
+		return 0
+	}
+	slices.Sort(ts)
+	return ts[len(ts)/2]
+}
+
+// observe refines the estimates by a reconstruction At performed by plan
+// pl, whose replayed steps took replayed: the history's fit of replayed
+// steps, and the pool's fit of h's size class with the rest (new memory
+// left out, which the model prices apart). A plan the pool could not price
+// refines nothing.
+func (h *Head) observe(pl *Plan, replayed time.Duration) {
+	if pl.Unmeasured {
+		return
+	}
+	c := &pl.Candidate
+	if c.Steps > 0 {
+		h.hist.stepFit.observe(time.Duration(c.Steps)*h.hist.stepMedian(), replayed)
+	}
+	h.pool.observe(h.fitClass(), c, pl.Measured-replayed)
+}
+
+// plan returns the plan for version v. h.mu is held.
+func (h *Head) planAt(op string, v Version) (Plan, int, error) {
+	if h.hist == nil {
+		return Plan{}, 0, h.errorf(op, "%s keeps no checkpoints: %w", h.l.Type, ErrNotRetained)
+	}
+	t := h.hist.find(v)
+	if t < 0 {
+		return Plan{}, 0, h.errorf(op, "version %d is not in the retained history of the head's line: %w", v, ErrNotRetained)
+	}
+	pr, err := h.pricing(op)
+	if err != nil {
+		return Plan{}, 0, err
+	}
+	cs := h.candidates(t, pr)
+	if len(cs) == 0 {
+		return Plan{}, 0, h.errorf(op, "version %d: a delta before it was not retained: %w", v, ErrNotRetained)
+	}
+	pl := Plan{Target: v, Candidate: cs[0], Alternatives: cs[1:], Observed: pr.f.n}
+	pl.Unmeasured = !pr.known || (pl.NewBytes > 0 && !pr.model.NewKnown)
+	if pl.Unmeasured {
+		for _, c := range append([]*Candidate{&pl.Candidate}, pointers(pl.Alternatives)...) {
+			c.Estimate, c.model, c.newCost = 0, 0, 0
+		}
+		return pl, t, nil
+	}
+	if _, lo, hi, known := pr.f.scale(); known {
+		// Replayed steps spread as the history's replays did, when it
+		// measured three.
+		sLo, sHi := 1.0, 1.0
+		if mid, l, h, ok := h.hist.stepFit.scale(); ok {
+			sLo, sHi = l/mid, h/mid
+		}
+		pl.Low = time.Duration(float64(pl.model)*lo+float64(pl.Replayed)*sLo) + pl.newCost
+		pl.High = time.Duration(float64(pl.model)*hi+float64(pl.Replayed)*sHi) + pl.newCost
+	}
+	return pl, t, nil
+}
