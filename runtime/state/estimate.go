@@ -132,9 +132,9 @@ func (h *Head) candidate(q, t int, pr *pricing) Candidate {
 // taken, taken[col] of each column, touch (those the free blocks that held
 // rows do not cover: a class's new blocks follow the ones it carved last,
 // so their first page may be touched already, and whole pages would count
-// it twice), and the growths of the pool
-// that make them (each makes a slab's worth of blocks, of which the
-// reconstruction, taking one block at a time, may use one).
+// it twice), and the growths of the pool that make them (each makes a
+// slab's worth of blocks, of which the reconstruction, taking one block at
+// a time, may use one).
 func (h *Head) newBytes(taken []int64, free map[*sizeClass]classFree) (bytes, growths int64) {
 	need := map[*sizeClass]int64{}
 	for col, n := range taken {
@@ -224,7 +224,8 @@ func (h *Head) observe(pl *Plan, replayed time.Duration) {
 	h.pool.observe(h.fitClass(), c, pl.Measured-replayed)
 }
 
-// plan returns the plan for version v. h.mu is held.
+// planAt returns the plan for version v and the index of its entry. h.mu
+// is held.
 func (h *Head) planAt(op string, v Version) (Plan, int, error) {
 	if h.hist == nil {
 		return Plan{}, 0, h.errorf(op, "%s keeps no checkpoints: %w", h.l.Type, ErrNotRetained)
@@ -253,8 +254,8 @@ func (h *Head) planAt(op string, v Version) (Plan, int, error) {
 		// Replayed steps spread as the history's replays did, when it
 		// measured three.
 		sLo, sHi := 1.0, 1.0
-		if mid, l, h, ok := h.hist.stepFit.scale(); ok {
-			sLo, sHi = l/mid, h/mid
+		if mid, l, u, ok := h.hist.stepFit.scale(); ok {
+			sLo, sHi = l/mid, u/mid
 		}
 		pl.Low = time.Duration(float64(pl.model)*lo+float64(pl.Replayed)*sLo) + pl.newCost
 		pl.High = time.Duration(float64(pl.model)*hi+float64(pl.Replayed)*sHi) + pl.newCost
