@@ -3,6 +3,7 @@ package device
 import (
 	"fmt"
 	"slices"
+	"sync/atomic"
 )
 
 // region is one live allocation: size bytes starting at base. For the host
@@ -20,6 +21,12 @@ type region struct {
 type table struct {
 	regions []region
 	bytes   uint64 // sum of sizes of live allocations
+	// near holds the indices of the last two allocations find searched
+	// for, looked at before the search: a store's copies go to few slabs
+	// in turn (a row's new blocks in one, its partly filled ones in
+	// another). Readers holding the backend's read lock write them, hence
+	// atomics; an index is only a guess, checked against the range.
+	near [2]atomic.Int32
 }
 
 // insert records r. Bases are distinct because live allocations never overlap.
@@ -51,11 +58,27 @@ func (t *table) find(p Ptr, n int) (region, uint64, error) {
 	if n < 0 {
 		return region{}, 0, fmt.Errorf("%w: negative length %d", ErrInvalidSize, n)
 	}
-	// The last allocation whose base is <= p.
-	i, ok := slices.BinarySearchFunc(t.regions, p, cmpBase)
-	if !ok {
-		i--
+	for k := range t.near {
+		if i := int(t.near[k].Load()); i < len(t.regions) {
+			r := t.regions[i]
+			if off := uint64(p - r.base); p >= r.base && off < r.size && uint64(n) <= r.size-off {
+				return r, off, nil
+			}
+		}
 	}
+	// The last allocation whose base is <= p, by a binary search written
+	// out: every copy passes here, and a comparison function called at
+	// each step cost a copy of a row as much as the copy itself.
+	lo, hi := 0, len(t.regions)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if t.regions[m].base <= p {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	i := lo - 1
 	if i < 0 {
 		return region{}, 0, fmt.Errorf("%w: %#x is not in a live allocation", ErrInvalidPtr, uint64(p))
 	}
@@ -67,6 +90,10 @@ func (t *table) find(p Ptr, n int) (region, uint64, error) {
 	if uint64(n) > r.size-off {
 		return region{}, 0, fmt.Errorf("%w: %d bytes at %#x run past the end of its %d-byte allocation at %#x",
 			ErrInvalidPtr, n, uint64(p), r.size, uint64(r.base))
+	}
+	if last := t.near[0].Load(); int(last) != i {
+		t.near[1].Store(last)
+		t.near[0].Store(int32(i))
 	}
 	return r, off, nil
 }

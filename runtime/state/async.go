@@ -3,6 +3,7 @@ package state
 import (
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/gpustate/gpustate/runtime/device"
 )
@@ -25,12 +26,16 @@ func (p *Pool) streamsOf(op string) (device.Streams, error) {
 }
 
 // stagingGet returns a page-locked buffer of at least n bytes, reused when
-// one is free.
+// one is free: buffers whose copies have landed are free again (reapLocked).
 func (p *Pool) stagingGet(sb device.Streams, n int) ([]byte, error) {
 	p.mu.Lock()
+	p.reapStagingLocked()
 	for i, buf := range p.staging {
 		if cap(buf) >= n {
-			p.staging = append(p.staging[:i], p.staging[i+1:]...)
+			last := len(p.staging) - 1
+			p.staging[i] = p.staging[last]
+			p.staging[last] = nil
+			p.staging = p.staging[:last]
 			p.mu.Unlock()
 			return buf[:n], nil
 		}
@@ -47,12 +52,42 @@ func (p *Pool) stagingGet(sb device.Streams, n int) ([]byte, error) {
 	return buf[:n], nil
 }
 
-// stagingPutAfter gives buf back once ev completes, without waiting.
-func (p *Pool) stagingPutAfter(buf []byte, ev device.Event) {
-	p.mem.Later(func() {
-		ev.Wait() // a failed copy is over too
-		ev.Close()
-	}, func() { p.stagingPut(buf) })
+// stagingUse is a staging buffer the copies queued before ev read.
+type stagingUse struct {
+	buf []byte
+	ev  device.Event
+}
+
+// reapStagingLocked frees the staging buffers whose copies have landed:
+// each call polls the events of those in use, without waiting, instead
+// of a goroutine per call waiting for one. p.mu is held.
+func (p *Pool) reapStagingLocked() {
+	keep := p.busy[:0]
+	for _, u := range p.busy {
+		if done, _ := u.ev.Done(); done { // a failed copy is over too
+			u.ev.Close()
+			p.staging = append(p.staging, u.buf[:cap(u.buf)])
+			continue
+		}
+		keep = append(keep, u)
+	}
+	clear(p.busy[len(keep):])
+	p.busy = keep
+}
+
+// sharedEvent is an event with two holders, each of which closes it once:
+// the head, which waits for its rows to land, and the pool, which polls
+// it to free the staging buffer. The last Close frees it.
+type sharedEvent struct {
+	device.Event
+	refs atomic.Int32
+}
+
+func (e *sharedEvent) Close() error {
+	if e.refs.Add(-1) == 0 {
+		return e.Event.Close()
+	}
+	return nil
 }
 
 // freeStaging gives every staging buffer back to the backend; Close calls
@@ -63,6 +98,12 @@ func (p *Pool) freeStagingLocked() error {
 		return nil
 	}
 	var errs []error
+	for _, u := range p.busy {
+		u.ev.Wait() // no handle call runs: the copies only have to land
+		u.ev.Close()
+		p.staging = append(p.staging, u.buf[:cap(u.buf)])
+	}
+	p.busy = nil
 	for _, buf := range p.staging {
 		errs = append(errs, sb.HostFree(buf))
 	}
@@ -74,6 +115,20 @@ func (p *Pool) freeStagingLocked() error {
 func (p *Pool) recordRows(sh *shape, r *root, from, to int, st device.Stream) {
 	p.rec.mu.Lock()
 	defer p.rec.mu.Unlock()
+	p.recordRowsLocked(sh, r, from, to, st)
+}
+
+// recordAppend is recordRows for an AppendAsync call, which also leaves
+// its staging buffer in use until ev completes.
+func (p *Pool) recordAppend(sh *shape, r *root, from, to int, st device.Stream, buf []byte, ev device.Event) {
+	p.recordRows(sh, r, from, to, st)
+	p.mu.Lock()
+	p.busy = append(p.busy, stagingUse{buf: buf, ev: ev})
+	p.mu.Unlock()
+}
+
+// recordRowsLocked is recordRows with p.rec.mu held.
+func (p *Pool) recordRowsLocked(sh *shape, r *root, from, to int, st device.Stream) {
 	for ci := range r.cols {
 		per := sh.perBlock[ci]
 		t := &r.cols[ci]
@@ -88,24 +143,24 @@ func (p *Pool) recordRows(sh *shape, r *root, from, to int, st device.Stream) {
 // AppendAsync appends the rows of a batch as a new version, as Append
 // does, but copies them to the device on st: the batch is copied to
 // page-locked staging memory (so the caller may reuse it at once), the
-// copies are queued on st, and the blocks they fill are recorded on st.
+// copies are queued on st, one per run of blocks that follow one another
+// in memory, then one event, and the blocks they fill are recorded on st.
 // Work queued on st after the call sees the rows; work on another stream
 // must wait for an event recorded on st. Every later call on h other than
 // AppendAsync and ReadAsync (Read, Spans, Snapshot, Branch, writes) first
 // waits for the copies to land, so it sees the rows. It needs a backend
 // with device.Streams; a stream that is closed or foreign is an error and
 // appends nothing. A call that fails changes nothing, so it may be retried:
-// the copies and their events are queued before the version is committed,
+// the copies and their event are queued before the version is committed,
 // and when one of them fails the call waits for st (the failure path
 // alone blocks) and gives back the blocks it took.
 //
 //state:appends
 func (h *Head) AppendAsync(st device.Stream, cols [][]byte) error {
-	unlock, err := h.lockAsync("AppendAsync")
-	if err != nil {
+	if err := h.open(call{op: "AppendAsync", share: true}); err != nil { // lockAsync, with no closure
 		return err
 	}
-	defer unlock()
+	defer h.end()
 	sb, err := h.pool.streamsOf("AppendAsync")
 	if err != nil {
 		return h.errorf("AppendAsync", "%w", err)
@@ -117,10 +172,11 @@ func (h *Head) AppendAsync(st device.Stream, cols [][]byte) error {
 	if err := h.checkAppend("AppendAsync", n); err != nil {
 		return err
 	}
-	if err := checkStream(sb, st); err != nil {
-		return h.errorf("AppendAsync", "%w", err)
-	}
-	if n == 0 {
+	if n == 0 || st == nil {
+		// Rows to copy check the stream by queueing on it.
+		if err := checkStream(sb, st); err != nil {
+			return h.errorf("AppendAsync", "%w", err)
+		}
 		return nil
 	}
 	total := 0
@@ -136,10 +192,10 @@ func (h *Head) AppendAsync(st device.Stream, cols [][]byte) error {
 		off += copy(buf[off:], c)
 	}
 	from := h.r.rows
-	var staged, landed device.Event
-	queue := func(spans [][]device.Span) error {
+	var landed device.Event
+	queue := func(runs []copyRun) error {
 		var err error
-		staged, landed, err = h.queueCopies(sb, st, spans, buf)
+		landed, err = h.queueCopies(sb, st, runs, buf)
 		return err
 	}
 	if _, err := h.applyThen("AppendAsync", deviceAppend, from, from+n, from+n, nil, queue); err != nil {
@@ -147,45 +203,56 @@ func (h *Head) AppendAsync(st device.Stream, cols [][]byte) error {
 		return err
 	}
 	h.committed(written{from: from, to: from + n, device: true})
-	h.pool.recordRows(&h.shape, h.r, from, from+n, st)
-	h.pool.stagingPutAfter(buf, staged)
+	ev := &sharedEvent{Event: landed}
+	ev.refs.Store(2)
+	h.pool.recordAppend(&h.shape, h.r, from, from+n, st, buf, ev)
 	h.async.join(h)
-	h.async.inflight = append(h.async.inflight, landed)
+	h.async.inflight = append(h.async.inflight, ev)
 	return nil
 }
 
-// queueCopies queues on st the copies of buf's rows to spans, then the
-// events after them: staged (the staging buffer is free again) and landed
-// (the rows are on the device). On failure it waits for st (so no copy it
-// queued lands later, in blocks the failed write gives back) and returns
-// the error: the write is aborted before its commit, and changes nothing.
-func (h *Head) queueCopies(sb device.Streams, st device.Stream, spans [][]device.Span, buf []byte) (staged, landed device.Event, err error) {
-	fail := func(err error) (device.Event, device.Event, error) {
-		for _, ev := range []device.Event{staged, landed} {
-			if ev != nil {
-				ev.Close()
-			}
-		}
-		return nil, nil, errors.Join(err, st.Sync())
+// queueCopies queues on st the copies of buf's rows to runs (buf holds
+// the columns one after another, as runs lists them), as one piece of work
+// where the backend takes a batch (device.BatchCopier), then the event
+// after them, which says both that the rows are on the device and that
+// the staging buffer is free again. On failure it waits for st (so no
+// copy it queued lands later, in blocks the failed write gives back) and
+// returns the error: the write is aborted before its commit, and changes
+// nothing.
+func (h *Head) queueCopies(sb device.Streams, st device.Stream, runs []copyRun, buf []byte) (device.Event, error) {
+	if err := h.queueRuns(sb, st, runs, buf); err != nil {
+		return nil, errors.Join(err, st.Sync())
 	}
+	ev, err := sb.Record(st)
+	if err != nil {
+		return nil, errors.Join(err, st.Sync())
+	}
+	return ev, nil
+}
+
+// queueRuns queues the copies of queueCopies.
+func (h *Head) queueRuns(sb device.Streams, st device.Stream, runs []copyRun, buf []byte) error {
+	bc, batch := sb.(device.BatchCopier)
+	if !batch || len(runs) == 1 {
+		off := 0
+		for _, r := range runs {
+			if err := sb.CopyHtoDAsync(st, r.ptr, buf[off:off+r.bytes]); err != nil {
+				return err
+			}
+			off += r.bytes
+		}
+		return nil
+	}
+	cs := h.copies[:0]
 	off := 0
-	for i, col := range spans {
-		rb := h.rowBytes[i]
-		for _, sp := range col {
-			k := sp.Rows * rb
-			if err := sb.CopyHtoDAsync(st, sp.Ptr, buf[off:off+k]); err != nil {
-				return fail(err)
-			}
-			off += k
-		}
+	for _, r := range runs {
+		cs = append(cs, device.HostCopy{Dst: r.ptr, Src: buf[off : off+r.bytes]})
+		off += r.bytes
 	}
-	if staged, err = sb.Record(st); err != nil {
-		return fail(err)
-	}
-	if landed, err = sb.Record(st); err != nil {
-		return fail(err)
-	}
-	return staged, landed, nil
+	err := bc.CopiesHtoDAsync(st, cs)
+	clear(cs)
+	h.copies = cs[:0]
+	return err
 }
 
 // stagingPut gives back a buffer nothing uses.
@@ -227,23 +294,45 @@ func (sh *shape) readAsync(op string, r *root, st device.Stream, from, to int, d
 	if err := sh.checkDst(op, to-from, dst); err != nil {
 		return err
 	}
-	spans, err := sh.spans(op, r, from, to)
-	if err != nil {
+	if err := sh.checkReadable(op, from, to, r.rows); err != nil {
 		return err
 	}
 	if err := checkStream(sb, st); err != nil {
 		return sh.errorf(op, "%w", err)
 	}
 	sh.pool.recordRows(sh, r, from, to, st)
-	for i, col := range spans {
-		d := dst[i]
-		for _, sp := range col {
-			k := sp.Rows * sh.rowBytes[i]
-			if err := sb.CopyDtoHAsync(st, d[:k], sp.Ptr); err != nil {
-				return sh.errorf(op, "%w", err)
-			}
-			d = d[k:]
+	for i, d := range dst {
+		err := sh.columnRuns(r, i, from, to, func(at int, src device.Ptr, n int) error {
+			return sb.CopyDtoHAsync(st, d[at:at+n], src)
+		})
+		if err != nil {
+			return sh.errorf(op, "%w", err)
 		}
+	}
+	return nil
+}
+
+// columnRuns calls f for each run of rows [from, to) of column i of r that
+// lies in blocks following one another in one allocation: at is the run's
+// byte offset from row from, src where it starts, n its bytes.
+func (sh *shape) columnRuns(r *root, i, from, to int, f func(at int, src device.Ptr, n int) error) error {
+	rb, per, bb := sh.rowBytes[i], sh.perBlock[i], sh.blockBytes[i]
+	t := &r.cols[i]
+	for row := from; row < to; {
+		bi := row / per
+		end := min(to, (bi+1)*per)
+		blk := t.get(bi)
+		for last := blk; end < to && per*rb == bb; end = min(to, end+per) {
+			next := t.get(end / per)
+			if !next.Follows(last) {
+				break
+			}
+			last = next
+		}
+		if err := f((row-from)*rb, blk.Ptr()+device.Ptr((row-bi*per)*rb), (end-row)*rb); err != nil {
+			return err
+		}
+		row = end
 	}
 	return nil
 }

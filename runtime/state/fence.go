@@ -19,6 +19,11 @@ type recorded struct {
 	mu sync.Mutex
 	of map[*block][]device.Stream
 	n  atomic.Int64 // len(of), read without mu
+	// last is the list of the last stream recorded alone, which the
+	// blocks recorded on it alone share (full, so that recording a second
+	// stream on one copies it): a bulk async call records one stream on
+	// many blocks without a list each.
+	last []device.Stream
 }
 
 // addLocked records st on b. rec.mu is held.
@@ -32,6 +37,11 @@ func (rec *recorded) addLocked(b *block, st device.Stream) {
 	}
 	if list == nil {
 		rec.n.Add(1)
+		if len(rec.last) == 0 || rec.last[0] != st {
+			rec.last = []device.Stream{st}
+		}
+		rec.of[b] = rec.last
+		return
 	}
 	rec.of[b] = append(list, st)
 }
@@ -39,7 +49,7 @@ func (rec *recorded) addLocked(b *block, st device.Stream) {
 // fenceRecorded takes the blocks of list that a stream was recorded on out
 // of it and frees them behind a fence of events on those streams; it
 // returns the others, for the caller to free at once.
-func (rec *recorded) fenceRecorded(b device.Backend, mem *blocks.Allocator, list []*block) []*block {
+func (rec *recorded) fenceRecorded(be device.Backend, mem *blocks.Allocator, list []*block) []*block {
 	if rec.n.Load() == 0 {
 		return list
 	}
@@ -64,7 +74,7 @@ func (rec *recorded) fenceRecorded(b device.Backend, mem *blocks.Allocator, list
 	}
 	rec.mu.Unlock()
 	if len(fenced) > 0 {
-		mem.FreeAfter(fenced, fence(b, streams))
+		mem.FreeAfter(fenced, fence(be, streams))
 	}
 	return rest
 }

@@ -43,17 +43,25 @@ func (sh *shape) gather(op string, r *root, idx []int, dst [][]byte) error {
 	}
 	b := sh.pool.b
 	for c, d := range dst {
-		rb, per := sh.rowBytes[c], sh.perBlock[c]
+		rb, per, bb := sh.rowBytes[c], sh.perBlock[c], sh.blockBytes[c]
 		t := &r.cols[c]
 		for k := 0; k < len(idx); {
 			row := idx[k]
 			bi := row / per
-			// Extend the run while the next index is the next row of
-			// the same block.
+			// Extend the run while the next index is the next row, in
+			// the same block or in the next one when it follows in
+			// memory.
 			n := 1
-			for k+n < len(idx) && idx[k+n] == row+n && (row+n)/per == bi {
-				n++
+			for last := t.get(bi); k+n < len(idx) && idx[k+n] == row+n; n++ {
+				if nb := (row + n) / per; nb != bi {
+					next := t.get(nb)
+					if per*rb != bb || !next.Follows(last) {
+						break
+					}
+					bi, last = nb, next
+				}
 			}
+			bi = row / per
 			src := t.get(bi).Ptr() + device.Ptr((row-bi*per)*rb)
 			if err := b.CopyDtoH(d[k*rb:(k+n)*rb], src); err != nil {
 				return sh.errorf(op, "column %s: %w", sh.l.Columns[c].Name, err)

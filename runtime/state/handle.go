@@ -21,10 +21,12 @@ type Head struct {
 	pos      position // written with lin.mu held too
 	owned    bool     // pos is the tip of a segment only this head writes
 	released bool
-	evicted  bool     // its blocks were taken under memory pressure
-	logical  int64    // this head's share of the pool's LogicalBytes
-	scratch  []*block // reused by writes for the blocks they take
-	countBuf []int    // reused by writes for their blocks per column
+	evicted  bool              // its blocks were taken under memory pressure
+	logical  int64             // this head's share of the pool's LogicalBytes
+	scratch  []*block          // reused by writes for the blocks they take
+	countBuf []int             // reused by writes for their blocks per column
+	ops      []blockOp         // reused by small writes for their plans (write.go)
+	copies   []device.HostCopy // reused by writes for their copies from the host
 
 	// The head's parts: its features that keep state of their own. The
 	// head calls them through the hooks of part, in the order of parts,

@@ -8,11 +8,10 @@ import "github.com/gpustate/gpustate/runtime/device"
 //
 //state:appends
 func (h *Head) Append(cols [][]byte) error {
-	unlock, err := h.lock("Append")
-	if err != nil {
+	if err := h.begin("Append"); err != nil {
 		return err
 	}
-	defer unlock()
+	defer h.end()
 	n, err := h.batchRows("Append", cols)
 	if err != nil {
 		return err

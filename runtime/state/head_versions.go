@@ -372,6 +372,9 @@ func (h *Head) release() error {
 	delete(h.lin.heads, h)
 	h.lin.mu.Unlock()
 	var freed []*block
+	if h.r != nil && h.r.unique() {
+		freed = make([]*block, 0, h.r.blocks()) // no regrowth for a large state
+	}
 	h.releaseParts(&freed)
 	if h.r != nil {
 		h.r.release(&freed)

@@ -140,6 +140,7 @@ type Pool struct {
 
 	mu      sync.Mutex            // guards what follows
 	staging [][]byte              // free page-locked staging buffers (AppendAsync)
+	busy    []stagingUse          // staging buffers queued copies may still read (async.go)
 	tables  map[releaser]struct{} // live block tables, each a backend allocation
 	live    map[handle]struct{}
 

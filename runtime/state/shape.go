@@ -46,49 +46,55 @@ func newShape(p *Pool, l *Layout, owner Owner) shape {
 }
 
 // allocCols returns, for each column c, counts[c] new blocks of its size
-// for the owner, in column order, appended to buf[:0]; all or none.
+// for the owner, in column order, appended to buf[:0]; all or none. With
+// several classes it takes each class's blocks into buf's first half,
+// then puts them in column order in its second half and back: a buffer
+// reused from one call to the next (Head.scratch) makes it allocate
+// nothing.
 func (sh *shape) allocCols(buf []*block, counts []int, zero bool) ([]*block, error) {
 	p := sh.pool
-	if len(sh.classes) == 1 {
-		n := 0
-		for _, k := range counts {
-			n += k
-		}
-		return p.allocIn(buf, sh.classes[0], sh.owner, n, zero)
-	}
-	got := make([][]*block, len(sh.classes))
 	total := 0
-	for ci, cl := range sh.classes {
+	for _, k := range counts {
+		total += k
+	}
+	if len(sh.classes) == 1 {
+		return p.allocIn(buf, sh.classes[0], sh.owner, total, zero)
+	}
+	out := buf[:0]
+	var start [8]int // where each class's blocks start in out
+	first := start[:0]
+	if len(sh.classes) > len(start) {
+		first = make([]int, 0, len(sh.classes))
+	}
+	for _, cl := range sh.classes {
 		n := 0
 		for c, k := range counts {
 			if sh.cls[c] == cl {
 				n += k
 			}
 		}
-		blks, err := p.allocIn(nil, cl, sh.owner, n, zero)
+		first = append(first, len(out))
+		blks, err := p.allocIn(out[len(out):len(out)], cl, sh.owner, n, zero)
 		if err != nil {
 			var back []*block
-			for _, g := range got[:ci] {
-				for _, b := range g {
-					releaseBlock(b, &back)
-				}
+			for _, b := range out {
+				releaseBlock(b, &back)
 			}
 			p.free(back)
 			return buf[:0], err
 		}
-		got[ci] = blks
-		total += n
+		out = append(out, blks...) // blks lies there already, unless allocIn grew it
 	}
-	out := buf[:0]
-	if cap(out) < total {
-		out = make([]*block, 0, total)
-	}
+	out = slices.Grow(out, total) // after the allocations, which refuse sizes beyond the pool
+	ordered := out[total:total]
 	for c, k := range counts {
 		ci := slices.Index(sh.classes, sh.cls[c])
-		out = append(out, got[ci][:k]...)
-		got[ci] = got[ci][k:]
+		ordered = append(ordered, out[first[ci]:first[ci]+k]...)
+		first[ci] += k
 	}
-	return out, nil
+	copy(out, ordered)
+	clear(ordered)
+	return out[:total], nil
 }
 
 // physical returns the bytes of the blocks r references.

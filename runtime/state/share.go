@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
+	"sync/atomic"
 
 	"github.com/gpustate/gpustate/runtime/device"
 )
@@ -41,10 +42,11 @@ import (
 // head holds (its blocks referenced by the cache alone) and with no cached
 // block after it is a victim of optional retention: the pool's Evictor
 // ranks it with the optional heads and snapshots under memory pressure
-// (share_evict.go offers it the least recently used of them). Evicting
-// leaves first keeps the head of a chain, the part most prompts
-// share, longest. An entry some head holds has every entry before it held
-// too (heads hold prefixes), so eviction never breaks a held chain.
+// (share_evict.go keeps them in a list, least recently used first, and
+// offers the front of it). Evicting leaves first keeps the head of a
+// chain, the part most prompts share, longest. An entry some head holds
+// has every entry before it held too (heads hold prefixes), so eviction
+// never breaks a held chain.
 //
 // Lock order: a head's mu, then the cache's mu, then the pool's mu.
 
@@ -70,7 +72,7 @@ func (p *Pool) NewSharedHead(l *Layout, owner Owner, domain Domain) (*Head, erro
 		return nil, err
 	}
 	if domain != "" {
-		h.share.tab = p.cache.join(tableKey{l, h.shareSig(), domain}, l.Type)
+		h.share.tab = p.cache.join(tableKey{l, h.shareSig(), domain}, l.Type, &p.clock)
 	}
 	return h, nil
 }
@@ -88,17 +90,19 @@ func (sh *shape) shareSig() string {
 }
 
 // join returns the table of key k, of layout type typ, making it, for a
-// new head that registers in it; the head leaves it at its release.
-func (c *prefixCache) join(k tableKey, typ string) *prefixTable {
+// new head that registers in it; the head leaves it at its release. clock
+// is the pool's use clock.
+func (c *prefixCache) join(k tableKey, typ string, clock *atomic.Uint64) *prefixTable {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.tables == nil {
 		c.tables = make(map[tableKey]*prefixTable)
 		c.seed = maphash.MakeSeed()
 	}
+	c.clock = clock
 	t := c.tables[k]
 	if t == nil {
-		t = &prefixTable{key: k, typ: typ, buckets: make(map[uint64][]*prefixEntry), byBlock: make(map[*block]*prefixEntry)}
+		t = &prefixTable{key: k, typ: typ, buckets: make(map[uint64][]*prefixEntry)}
 		c.tables[k] = t
 	}
 	t.heads++
@@ -191,7 +195,7 @@ func (h *Head) AdoptPrefix(keys []byte) (int, error) {
 	if b := h.l.Bound; b > 0 {
 		n = min(n, b/per)
 	}
-	chain := h.pool.cache.adopt(s.tab, keys, per*s.ks, n, h.pool.clock.Add(1))
+	chain := h.pool.cache.adopt(s.tab, keys, per*s.ks, n)
 	if len(chain) == 0 {
 		return 0, nil
 	}
@@ -215,8 +219,8 @@ func (h *Head) AdoptPrefix(keys []byte) (int, error) {
 
 // adopt returns the longest chain of at most n entries of t whose keys are
 // keys, blockKeys bytes per block, taking one reference to each of their
-// blocks for the caller, and marks them used at clock.
-func (c *prefixCache) adopt(t *prefixTable, keys []byte, blockKeys, n int, clock uint64) []*prefixEntry {
+// blocks for the caller: they leave the list of free entries.
+func (c *prefixCache) adopt(t *prefixTable, keys []byte, blockKeys, n int) []*prefixEntry {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var chain []*prefixEntry
@@ -230,9 +234,8 @@ func (c *prefixCache) adopt(t *prefixTable, keys []byte, blockKeys, n int, clock
 		parent = e
 	}
 	for _, e := range chain {
-		e.used = clock
 		for _, b := range e.blks {
-			c.uncountLocked(b)
+			c.holdBlockLocked(e, b)
 			b.Retain()
 		}
 	}
@@ -292,7 +295,7 @@ func (h *Head) shareFull() {
 			blks[i][c] = h.r.cols[c].get(s.reg + i)
 		}
 	}
-	s.last = h.pool.cache.register(s.tab, s.last, s.key, s.tail[:len(blks)*blockKeys], blockKeys, blks, h.owner, h.pool.clock.Add(1))
+	s.last = h.pool.cache.register(s.tab, s.last, s.key, s.tail[:len(blks)*blockKeys], blockKeys, blks, h.owner)
 	s.tail = append(s.tail[:0], s.tail[len(blks)*blockKeys:]...)
 	s.reg = full
 }
@@ -388,8 +391,9 @@ func (s *sharing) dropWaits() {
 // keys[i*blockKeys:(i+1)*blockKeys], as the entries after parent,
 // and returns the entry of the last. A block whose chain and keys are
 // cached already is not added twice: the chain goes on from the cached
-// entry.
-func (c *prefixCache) register(t *prefixTable, parent *prefixEntry, key int, keys []byte, blockKeys int, blks [][]*block, owner Owner, clock uint64) *prefixEntry {
+// entry. A block that some entry holds already is not cached twice
+// either: the chain ends there.
+func (c *prefixCache) register(t *prefixTable, parent *prefixEntry, key int, keys []byte, blockKeys int, blks [][]*block, owner Owner) *prefixEntry {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if parent != nil && parent.gone {
@@ -398,17 +402,20 @@ func (c *prefixCache) register(t *prefixTable, parent *prefixEntry, key int, key
 	for i, bs := range blks {
 		k := keys[i*blockKeys : (i+1)*blockKeys]
 		if e := c.lookupLocked(t, parent, k); e != nil {
-			e.used = clock
 			parent = e
 			continue
 		}
+		for _, b := range bs {
+			if _, ok := c.refs[b]; ok {
+				return &prefixEntry{gone: true} // the chain stops: nothing follows it
+			}
+		}
 		e := &prefixEntry{
 			tab: t, hash: c.chainHash(hashOf(parent), k), parent: parent,
-			keys: bytes.Clone(k), blks: bs, key: key, owner: owner, used: clock,
+			keys: bytes.Clone(k), blks: bs, key: key, owner: owner,
 		}
 		for _, b := range bs {
-			b.Retain() // the head holds it too: not counted as unheld
-			b.SetHook(c.releaseHookLocked())
+			b.Retain() // the head holds it too: the entry is not free
 		}
 		c.addLocked(e)
 		parent = e
@@ -435,8 +442,8 @@ func (h *Head) resyncShare() {
 	defer c.mu.Unlock()
 	full := h.r.rows / h.perBlock[0]
 	for s.reg < full {
-		e := s.tab.byBlock[h.r.cols[s.key].get(s.reg)]
-		if e == nil || e.parent != s.last || !e.holds(h.r, s.reg) {
+		e := c.refs[h.r.cols[s.key].get(s.reg)].e
+		if e == nil || e.tab != s.tab || e.parent != s.last || !e.holds(h.r, s.reg) {
 			break
 		}
 		s.reg, s.last = s.reg+1, e
@@ -484,7 +491,7 @@ func (p *Pool) ForgetPrefixes(d Domain) int64 {
 	}
 	defer p.leave()
 	c := &p.cache
-	var freed []*block
+	var gone []*block
 	c.mu.Lock()
 	for k, t := range c.tables {
 		if k.d != d {
@@ -494,20 +501,23 @@ func (p *Pool) ForgetPrefixes(d Domain) int64 {
 			for _, e := range bucket {
 				for _, b := range e.blks {
 					c.forgetLocked(b)
-					releaseBlock(b, &freed)
 				}
+				gone = append(gone, e.blks...)
+				c.free.remove(e)
 				e.kids, e.gone = 0, true
-				delete(c.leaves, e)
 			}
 		}
 		// A table heads still register in stays: the blocks they fill
 		// after the forgotten ones start no chain in it.
 		clear(t.buckets)
-		clear(t.byBlock)
 		t.n = 0
 		c.dropEmptyLocked(t)
 	}
 	c.mu.Unlock()
+	var freed []*block
+	for _, b := range gone {
+		releaseBlock(b, &freed) // the cache's references, given up unlocked
+	}
 	freed = append(freed, p.groups.forget(d)...) // registered group states (group_share.go)
 	p.free(freed)
 	return blockBytes(freed)
@@ -516,8 +526,9 @@ func (p *Pool) ForgetPrefixes(d Domain) int64 {
 // reset forgets every entry; Pool.Close calls it, as it frees every slab.
 func (c *prefixCache) reset() {
 	c.mu.Lock()
-	c.tables, c.leaves, c.counted = nil, nil, nil
+	c.tables, c.refs, c.free = nil, nil, entryList{}
 	c.unheld.Store(0)
+	c.held.Store(0)
 	c.mu.Unlock()
 }
 

@@ -2,7 +2,9 @@ package state
 
 import (
 	"fmt"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/gpustate/gpustate/runtime/device"
 )
@@ -177,29 +179,106 @@ func BenchmarkSharedAppendRow(b *testing.B) {
 }
 
 // BenchmarkEvictCached measures an append that must first evict one
-// cached block, in a pool whose cache holds 64 or 4096 chains of 16
-// blocks no head holds: the cost of finding a victim grows with the
-// cache (ratio: the large cache's time over the small one's).
+// cached block, in a pool whose cache holds 64k entries no head holds
+// against one whose cache holds 1k: chains of 16 blocks (4096 chains
+// against 64) and chains of one block. The cost of finding a victim must
+// not grow with the cache (ratio: the large cache's time over the small
+// one's). Every append evicts; between batches, untimed, the evicting
+// head goes and as many entries are cached anew, so the cache keeps its
+// size and the victims are the least recently used, all over it.
 func BenchmarkEvictCached(b *testing.B) {
+	for _, depth := range []int{16, 1} {
+		b.Run(fmt.Sprintf("chain-%d", depth), func(b *testing.B) {
+			large, small := newEvictRun(b, 64<<10, depth), newEvictRun(b, 1<<10, depth)
+			evictSideBySide(b, large, "ns/evict-64k-entries", small, "ns/evict-1k-entries")
+		})
+	}
+}
+
+// evictRun is a pool whose cache holds chains of depth blocks no head
+// holds, filling it, and a head whose appends of one block per column
+// each evict one cached entry.
+type evictRun struct {
+	b      *testing.B
+	p      *Pool
+	l      *Layout
+	m      *Head
+	depth  int
+	chains int32 // chains cached so far: the next one's tokens
+	rows   [][]byte
+}
+
+func newEvictRun(b *testing.B, entries, depth int) *evictRun {
 	l := prompt(4, 1<<20)
-	fill := func(chains int) (*Pool, *Head) {
-		// Blocks of 256 bytes; the cap is what the chains take, plus the
-		// blocks a head appending one block per column needs.
-		p := benchPool(b, device.Host(), PoolOptions{BlockBytes: 256, MaxBytes: int64(chains*16*2+2) * 256})
-		for c := range chains {
-			h := must[*Head](b)(p.NewSharedHead(l, "w", "d"))
-			check(b, h.Append(promptRows(tokens(int32(c), 64), 0, 64)))
-			check(b, h.Release())
+	// Blocks of 256 bytes, two per entry (one per column): the cap is what
+	// the entries take.
+	p := benchPool(b, device.Host(), PoolOptions{BlockBytes: 256, MaxBytes: int64(entries*2) * 256})
+	r := &evictRun{b: b, p: p, l: l, depth: depth, rows: promptRows(tokens(-1, 4), 0, 4)}
+	r.cache(entries / depth)
+	if st := p.Stats(); st.CachedBytes != int64(entries*2*256) {
+		b.Fatalf("%d cached bytes, want %d entries", st.CachedBytes, entries)
+	}
+	b.Cleanup(func() {
+		if r.m != nil {
+			r.m.Release()
 		}
-		m := must[*Head](b)(p.NewHead(l, "m"))
-		b.Cleanup(func() { m.Release() })
-		return p, m
+	})
+	return r
+}
+
+// cache registers n chains of new tokens, each by a head released at once.
+func (r *evictRun) cache(n int) {
+	for range n {
+		h := must[*Head](r.b)(r.p.NewSharedHead(r.l, "w", "d"))
+		check(r.b, h.Append(promptRows(tokens(r.chains, 4*r.depth), 0, 4*r.depth)))
+		check(r.b, h.Release())
+		r.chains++
 	}
-	_, small := fill(64)
-	_, large := fill(4096)
-	rows := promptRows(tokens(9999, 4), 0, 4)
-	step := func(h *Head) func() {
-		return func() { check(b, h.Append(rows)) }
+}
+
+// step appends one block of rows to the evicting head: timed.
+func (r *evictRun) step() {
+	if r.m == nil {
+		r.m = must[*Head](r.b)(r.p.NewHead(r.l, "m"))
 	}
-	sideBySide(b, 16, step(large), "ns/evict-4096-chains", step(small), "ns/evict-64-chains")
+	check(r.b, r.m.Append(r.rows))
+}
+
+// refill gives back what n steps took, as n entries cached anew: untimed.
+func (r *evictRun) refill(n int) {
+	check(r.b, r.m.Release())
+	r.m = nil
+	r.cache(n / r.depth)
+}
+
+// evictSideBySide is sideBySide for two evictRuns, batches of 16 appends,
+// each run refilled after its batch, out of the timing.
+func evictSideBySide(b *testing.B, a *evictRun, unitA string, c *evictRun, unitC string) {
+	const batch = 16
+	var ta, tc time.Duration
+	var ratios []float64
+	run := func(r *evictRun) time.Duration {
+		start := time.Now()
+		for range batch {
+			r.step()
+		}
+		d := time.Since(start)
+		r.refill(batch)
+		return d
+	}
+	for i := 0; b.Loop(); i++ {
+		var da, dc time.Duration
+		if i%2 == 0 {
+			da, dc = run(a), run(c)
+		} else {
+			dc, da = run(c), run(a)
+		}
+		ta, tc = ta+da, tc+dc
+		ratios = append(ratios, float64(da)/float64(dc))
+	}
+	n := float64(len(ratios) * batch)
+	slices.Sort(ratios)
+	b.ReportMetric(float64(ta.Nanoseconds())/n, unitA)
+	b.ReportMetric(float64(tc.Nanoseconds())/n, unitC)
+	b.ReportMetric(ratios[len(ratios)/2], "ratio")
 }

@@ -1,106 +1,141 @@
 package state
 
-import (
-	"container/heap"
+import "github.com/gpustate/gpustate/runtime/state/internal/blocks"
 
-	"github.com/gpustate/gpustate/runtime/state/internal/blocks"
-)
-
-// Eviction of cached prefix blocks. The cache keeps the set of its leaves,
-// the entries no other entry follows, as entries are added and removed, so
-// that finding victims costs the leaves, not the cache. A reclaim round
-// offers the Evictor at most maxCachedVictims of them that no head holds,
-// the least recently used; when they are not enough, the next round
-// offers the next ones.
+// Eviction of cached prefix blocks, in O(1) whatever the size of the
+// cache, as a paged KV cache's free-block queue works.
+//
+// An entry is free when no head holds its blocks and every entry after it
+// is free too: the cache alone holds its whole subtree. The free entries
+// form one list, the least recently freed first, in which every entry
+// comes after the entries that follow it in its chain. An entry joins at
+// the back when its last reason to stay out goes (its last holder
+// releases it, or the last entry after it that was not free becomes free);
+// it leaves when a head adopts it again, or when a head registers an
+// entry after it. Either way the entries before it in its chain follow:
+// they join after it, or leave with it. The front of the list is
+// therefore always a leaf, the least recently used block no head holds,
+// and evicting it takes no search: its parent, when that was its last
+// child, is free already, further along the list, and becomes a victim
+// in its turn, after its children. A reclaim round offers the Evictor the
+// first maxCachedVictims free entries, in that order; an entry's LastUse
+// is the pool's clock when it joined the list.
+//
+// Per-block state is the cache's own, not the block's: refs finds, from a
+// block, the entry that holds it and whether the cache counts it among
+// the blocks only it holds (PoolStats.CachedBytes).
 
 // maxCachedVictims bounds the cached entries one reclaim round ranks.
 const maxCachedVictims = 64
 
-// victims returns, as victims of optional retention of pool p, the
-// cached entries no head holds and no entry follows: the least recently
-// used of them, maxCachedVictims at most.
+func (l *entryList) pushBack(e *prefixEntry) {
+	e.prev, e.next, e.listed = l.back, nil, true
+	if l.back != nil {
+		l.back.next = e
+	} else {
+		l.front = e
+	}
+	l.back = e
+	l.n++
+}
+
+func (l *entryList) remove(e *prefixEntry) {
+	if !e.listed {
+		return
+	}
+	if e.prev != nil {
+		e.prev.next = e.next
+	} else {
+		l.front = e.next
+	}
+	if e.next != nil {
+		e.next.prev = e.prev
+	} else {
+		l.back = e.prev
+	}
+	e.prev, e.next, e.listed = nil, nil, false
+	l.n--
+}
+
+// holdLocked adds one reason for e to stay out of the list of free
+// entries: a block of its that a head holds, or an entry after it that is
+// not free. When e was free, it leaves the list, and so do the free
+// entries before it in its chain, which it no longer lets be free. c.mu
+// is held.
+func (c *prefixCache) holdLocked(e *prefixEntry) {
+	for ; e != nil && !e.gone; e = e.parent {
+		if e.busy++; e.busy != 1 {
+			return
+		}
+		c.free.remove(e)
+	}
+}
+
+// freeLocked takes away one of e's reasons to stay out of the list; when
+// none is left, e joins its back, and so may its parent. c.mu is held.
+func (c *prefixCache) freeLocked(e *prefixEntry) {
+	for ; e != nil && !e.gone; e = e.parent {
+		if e.busy--; e.busy != 0 {
+			return
+		}
+		e.used = c.clock.Add(1)
+		c.free.pushBack(e)
+	}
+}
+
+// victims returns, as victims of optional retention of pool p, the first
+// free cached entries: the least recently used, maxCachedVictims at most.
+// The list is read from its front, never searched.
 func (c *prefixCache) victims(p *Pool) []evictable {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var oldest byUse
-	for e := range c.leaves {
-		if len(oldest) == maxCachedVictims && e.used >= oldest[0].used {
-			continue
-		}
-		if !e.unheld() {
-			continue
-		}
-		if len(oldest) == maxCachedVictims {
-			oldest[0] = e
-			heap.Fix(&oldest, 0)
-		} else {
-			heap.Push(&oldest, e)
-		}
-	}
-	out := make([]evictable, 0, len(oldest))
-	for _, e := range oldest {
-		out = append(out, cachedEntry{p: p, e: e, v: Victim{
-			Owner: string(e.owner), Type: e.tab.typ, Cached: true, Bytes: blockBytes(e.blks), LastUse: e.used,
-		}})
+	xs := make([]cachedEntry, min(c.free.n, maxCachedVictims))
+	out := make([]evictable, len(xs))
+	e := c.free.front
+	for i := range xs {
+		xs[i] = cachedEntry{p: p, e: e, used: e.used}
+		out[i] = &xs[i]
+		e = e.next
 	}
 	return out
 }
 
-// byUse is a heap of entries, the most recently used on top: the
-// candidates of victims, of which the top goes first when an older one
-// comes.
-type byUse []*prefixEntry
-
-func (h byUse) Len() int           { return len(h) }
-func (h byUse) Less(i, j int) bool { return h[i].used > h[j].used }
-func (h byUse) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *byUse) Push(x any)        { *h = append(*h, x.(*prefixEntry)) }
-func (h *byUse) Pop() any {
-	old := *h
-	e := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return e
-}
-
-// addLocked puts e, new, in its table and the leaves, after its parent.
+// addLocked puts e, new, in its table, after its parent, and records its
+// blocks, which the registering head holds: e is not free, and nor is its
+// parent any longer. c.mu is held.
 func (c *prefixCache) addLocked(e *prefixEntry) {
 	t := e.tab
 	t.buckets[e.hash] = append(t.buckets[e.hash], e)
-	t.byBlock[e.blks[e.key]] = e
 	t.n++
-	if c.leaves == nil {
-		c.leaves = make(map[*prefixEntry]struct{})
+	if c.refs == nil {
+		c.refs = make(map[*block]cacheRef)
 	}
-	c.leaves[e] = struct{}{}
+	for _, b := range e.blks {
+		c.refs[b] = cacheRef{e: e}
+		b.SetHook(c.releaseHookLocked())
+	}
+	c.held.Add(int64(len(e.blks)))
+	e.busy = len(e.blks)
 	if e.parent != nil {
 		e.parent.kids++
-		delete(c.leaves, e.parent)
+		c.holdLocked(e.parent)
 	}
-}
-
-// unheld reports whether only the cache references e's blocks. The
-// cache's mu is held: no head takes a reference to a block only the cache
-// holds but through it.
-func (e *prefixEntry) unheld() bool {
-	for _, b := range e.blks {
-		if b.Refs() != 1 {
-			return false
-		}
-	}
-	return true
 }
 
 // cachedEntry is an entry as the pool's eviction sees it.
 type cachedEntry struct {
-	p *Pool
-	e *prefixEntry
-	v Victim // e as it was when the victims were listed
+	p    *Pool
+	e    *prefixEntry
+	used uint64 // e's as it was when the victims were listed
 }
 
-func (x cachedEntry) victim(Retention) (Victim, bool) { return x.v, true }
+func (x *cachedEntry) victim(Retention) (Victim, bool) {
+	e := x.e // owner, table and blocks never change
+	return Victim{Owner: string(e.owner), Type: e.tab.typ, Cached: true, Bytes: blockBytes(e.blks), LastUse: x.used}, true
+}
 
-func (x cachedEntry) evict() (int64, bool) {
-	freed, ok := x.p.cache.drop(x.e)
+func (x *cachedEntry) evict() (int64, bool) {
+	freed, ok := x.p.cache.drop(x.e, x.used)
 	if !ok {
 		return 0, false
 	}
@@ -108,47 +143,56 @@ func (x cachedEntry) evict() (int64, bool) {
 	return blockBytes(freed), true
 }
 
-// drop removes e from the cache when it is still a leaf no head holds,
-// and returns its blocks, which reached no reference.
-func (c *prefixCache) drop(e *prefixEntry) ([]*block, bool) {
+// drop removes e from the cache when it is still a free leaf, listed at
+// used, and returns its blocks, which reached no reference. When e was
+// taken since it was listed (a concurrent reclaim evicted it, a head
+// adopted it) or is no leaf yet (an Evictor ranked it before its
+// children), the slot goes to the front of the list, the least recently
+// used free leaf now: reclaims that run at once list the same victims,
+// and the later ones would otherwise find nothing left to evict while the
+// cache holds free entries. The cache's references are given up after
+// its lock is, as every release of a block is.
+func (c *prefixCache) drop(e *prefixEntry, used uint64) ([]*block, bool) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	t := e.tab
-	bucket := t.buckets[e.hash]
-	i := indexOf(bucket, e)
-	if i < 0 || e.kids != 0 || !e.unheld() {
+	if !e.listed || e.kids != 0 || e.used != used {
+		e = c.free.front
+	}
+	if e == nil || e.kids != 0 {
+		c.mu.Unlock()
 		return nil, false
 	}
-	c.removeLocked(e, i)
+	c.removeLocked(e)
+	c.mu.Unlock()
 	var freed []*block
 	for _, b := range e.blks {
-		c.forgetLocked(b)
 		releaseBlock(b, &freed)
 	}
 	return freed, true
 }
 
-// removeLocked takes e, at index i of its bucket, out of its table.
-func (c *prefixCache) removeLocked(e *prefixEntry, i int) {
+// removeLocked takes e, a free leaf, out of its table and the list. Its
+// parent's reasons to stay out of the list do not change: e was free.
+// c.mu is held.
+func (c *prefixCache) removeLocked(e *prefixEntry) {
 	t := e.tab
 	bucket := t.buckets[e.hash]
-	bucket[i] = bucket[len(bucket)-1]
-	bucket[len(bucket)-1] = nil
-	if bucket = bucket[:len(bucket)-1]; len(bucket) == 0 {
-		delete(t.buckets, e.hash)
-	} else {
-		t.buckets[e.hash] = bucket
+	if i := indexOf(bucket, e); i >= 0 {
+		bucket[i] = bucket[len(bucket)-1]
+		bucket[len(bucket)-1] = nil
+		if bucket = bucket[:len(bucket)-1]; len(bucket) == 0 {
+			delete(t.buckets, e.hash)
+		} else {
+			t.buckets[e.hash] = bucket
+		}
 	}
 	t.n--
-	if t.byBlock[e.blks[e.key]] == e {
-		delete(t.byBlock, e.blks[e.key])
+	c.free.remove(e)
+	for _, b := range e.blks {
+		c.forgetLocked(b)
 	}
 	e.gone = true
-	delete(c.leaves, e)
 	if e.parent != nil {
-		if e.parent.kids--; e.parent.kids == 0 && !e.parent.gone {
-			c.leaves[e.parent] = struct{}{}
-		}
+		e.parent.kids--
 	}
 	c.dropEmptyLocked(t)
 }
@@ -175,35 +219,51 @@ func (c *prefixCache) releaseHookLocked() *blocks.Hook {
 	return c.hook
 }
 
-// settle counts b among the blocks only the cache holds when it is one:
-// b's release hook calls it when b's references drop to one. Only the
-// cache takes a reference to such a block (adopt, under mu), so the count
-// stays exact.
+// settle is the cache's part of a block's release, its one entry point
+// there: the release hook of a cached block calls it when b's references
+// fall to one. When that
+// one is the cache's, b joins the count of the blocks only the cache
+// holds, and its entry loses a reason to stay out of the list of free
+// entries. Only the cache takes a reference to such a block (adopt, under
+// mu), so what it finds under mu stays true until it lets go. A block the
+// cache holds no reference to is no concern of its: it may be called for
+// any block, and takes no lock while the cache holds none.
 func (c *prefixCache) settle(b *block) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if _, ok := c.counted[b]; ok || !b.HasHook(c.hook) || b.Refs() != 1 {
+	if c.held.Load() == 0 {
 		return
 	}
-	if c.counted == nil {
-		c.counted = make(map[*block]struct{})
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r, ok := c.refs[b]
+	if !ok || r.counted || b.Refs() != 1 {
+		return
 	}
-	c.counted[b] = struct{}{}
+	r.counted = true
+	c.refs[b] = r
 	c.unheld.Add(int64(b.Bytes()))
+	c.freeLocked(r.e)
 }
 
-// uncountLocked takes b out of the count of the blocks only the cache
-// holds, before a head takes a reference to it. c.mu is held.
-func (c *prefixCache) uncountLocked(b *block) {
-	if _, ok := c.counted[b]; ok {
-		delete(c.counted, b)
+// holdBlockLocked takes b, a block of e, out of the count of the blocks
+// only the cache holds, before a head takes a reference to it. c.mu is
+// held.
+func (c *prefixCache) holdBlockLocked(e *prefixEntry, b *block) {
+	if r := c.refs[b]; r.counted {
+		c.refs[b] = cacheRef{e: e}
 		c.unheld.Add(-int64(b.Bytes()))
+		c.holdLocked(e)
 	}
 }
 
-// forgetLocked is uncountLocked for a block the cache gives up. c.mu is
-// held.
+// forgetLocked gives up the cache's record of b; the caller releases the
+// cache's reference once c.mu is unlocked. c.mu is held.
 func (c *prefixCache) forgetLocked(b *block) {
-	c.uncountLocked(b)
+	if r, ok := c.refs[b]; ok {
+		if r.counted {
+			c.unheld.Add(-int64(b.Bytes()))
+		}
+		delete(c.refs, b)
+		c.held.Add(-1)
+	}
 	b.SetHook(nil)
 }

@@ -174,6 +174,9 @@ func runShareModel(t *testing.T, seed uint64, steps int, capped bool) (adopted i
 		if got, want := on.Stats().CachedBytes, scanCachedBytes(on); got != want {
 			t.Fatalf("seed %d step %d: CachedBytes %d, a scan of the cache finds %d", seed, step, got, want)
 		}
+		if err := checkFreeList(on); err != nil {
+			t.Fatalf("seed %d step %d: %v", seed, step, err)
+		}
 		if a, b := on.Stats().PhysicalBytes-on.Stats().CachedBytes, off.Stats().PhysicalBytes; a > b {
 			t.Fatalf("seed %d step %d: the heads hold %d physical bytes with sharing, %d without", seed, step, a, b)
 		}
@@ -255,6 +258,9 @@ func TestShareConcurrentAdoption(t *testing.T) {
 	if got, want := p.Stats().CachedBytes, scanCachedBytes(p); got != want {
 		t.Fatalf("CachedBytes %d after concurrent sessions, a scan of the cache finds %d", got, want)
 	}
+	if err := checkFreeList(p); err != nil {
+		t.Fatalf("after concurrent sessions: %v", err)
+	}
 }
 
 // scanCachedBytes counts the bytes of the cached blocks only the cache
@@ -276,4 +282,76 @@ func scanCachedBytes(p *Pool) int64 {
 		}
 	}
 	return n
+}
+
+// checkFreeList checks the cache's list of free entries against a scan of
+// every entry: it holds exactly the entries whose blocks, and those of
+// every entry after them, only the cache holds; each comes after the
+// entries that follow it in its chain, and later in the list is later in
+// the pool's clock.
+func checkFreeList(p *Pool) error {
+	c := &p.cache
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	kids := map[*prefixEntry][]*prefixEntry{}
+	var all []*prefixEntry
+	for _, t := range c.tables {
+		for _, bucket := range t.buckets {
+			for _, e := range bucket {
+				all = append(all, e)
+				if e.parent != nil {
+					kids[e.parent] = append(kids[e.parent], e)
+				}
+			}
+		}
+	}
+	memo := map[*prefixEntry]bool{}
+	var free func(e *prefixEntry) bool
+	free = func(e *prefixEntry) bool {
+		if f, ok := memo[e]; ok {
+			return f
+		}
+		f := true
+		for _, b := range e.blks {
+			f = f && b.Refs() == 1
+		}
+		for _, k := range kids[e] {
+			f = free(k) && f
+		}
+		memo[e] = f
+		return f
+	}
+	at := map[*prefixEntry]int{}
+	var last uint64
+	var prev *prefixEntry
+	for e := c.free.front; e != nil; e = e.next {
+		if e.prev != prev {
+			return fmt.Errorf("entry %d of the free list does not point back at the one before it", len(at))
+		}
+		if e.gone || !e.listed || e.busy != 0 {
+			return fmt.Errorf("entry %d of the free list: gone %v, listed %v, busy %d", len(at), e.gone, e.listed, e.busy)
+		}
+		if e.used <= last && len(at) > 0 {
+			return fmt.Errorf("entry %d of the free list used at %d, after one used at %d", len(at), e.used, last)
+		}
+		at[e], last, prev = len(at), e.used, e
+	}
+	if c.free.back != prev || c.free.n != len(at) {
+		return fmt.Errorf("the free list counts %d entries, %d are linked", c.free.n, len(at))
+	}
+	if f := c.free.front; f != nil && len(kids[f]) != 0 {
+		return fmt.Errorf("the front of the free list has %d entries after it", len(kids[f]))
+	}
+	for _, e := range all {
+		i, listed := at[e]
+		if listed != free(e) {
+			return fmt.Errorf("an entry whose subtree only the cache holds is %v, in the list %v", free(e), listed)
+		}
+		for _, k := range kids[e] {
+			if j, ok := at[k]; listed && (!ok || j > i) {
+				return fmt.Errorf("a free entry at %d of the list comes before its child at %d", i, j)
+			}
+		}
+	}
+	return nil
 }

@@ -19,15 +19,20 @@ type prefixCache struct {
 	mu     sync.Mutex
 	seed   maphash.Seed
 	tables map[tableKey]*prefixTable
-	leaves map[*prefixEntry]struct{} // entries no entry follows
+	// refs records every block an entry holds (share_evict.go), free
+	// lists the free entries, least recently used first, and clock is the
+	// pool's use clock, which stamps an entry as it joins free.
+	refs  map[*block]cacheRef
+	free  entryList
+	clock *atomic.Uint64
+	// held is the number of blocks in refs, read without mu by settle.
+	held atomic.Int64
 	// unheld is the bytes of the cached blocks only the cache holds
 	// (PoolStats.CachedBytes); written under mu.
 	unheld atomic.Int64
-	// counted holds the cached blocks counted in unheld; hook is the
-	// release hook set on every cached block, which tells settle when a
-	// block's references drop to one.
-	counted map[*block]struct{}
-	hook    *blocks.Hook
+	// hook is the release hook set on every cached block, which calls
+	// settle when a block's references drop to one.
+	hook *blocks.Hook
 	// hash, when set, replaces the chain hash (tests make it collide).
 	hash func(parent uint64, keys []byte) uint64
 }
@@ -44,8 +49,6 @@ type prefixTable struct {
 	key     tableKey
 	typ     string
 	buckets map[uint64][]*prefixEntry
-	// byBlock finds an entry by its key column's block, for resyncShare.
-	byBlock map[*block]*prefixEntry
 	n       int // entries
 	heads   int // live heads that register in it
 }
@@ -61,8 +64,29 @@ type prefixEntry struct {
 	key    int      // the key column
 	kids   int      // entries whose parent it is
 	owner  Owner    // the owner that registered it
-	used   uint64   // the pool's use clock when it was last registered or adopted
+	used   uint64   // the pool's use clock when it last joined the free list
 	gone   bool     // taken out of the cache (evicted or forgotten)
+	// busy counts e's reasons to stay out of the cache's list of free
+	// entries: its blocks a head holds, and the entries after it that are
+	// not free. listed says it is in the list, between prev and next.
+	busy       int
+	listed     bool
+	prev, next *prefixEntry
+}
+
+// cacheRef is the cache's record of one block it holds a reference to.
+type cacheRef struct {
+	e *prefixEntry
+	// counted: the block's references fell to the cache's own, and it is
+	// in the count of the bytes only the cache holds.
+	counted bool
+}
+
+// entryList is the cache's list of free entries, least recently freed
+// first (share_evict.go).
+type entryList struct {
+	front, back *prefixEntry
+	n           int
 }
 
 // sharing is a shared head's place in its table.

@@ -3,6 +3,7 @@ package state
 import (
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/gpustate/gpustate/runtime/device"
 )
@@ -36,7 +37,7 @@ const (
 // plan returns the block operations for rows [from, to) of every column.
 // Rows of an in-place write a reader may see are marked visible.
 func (h *Head) plan(kind writeKind, from, to int, cols [][]byte) []blockOp {
-	var ops []blockOp
+	ops := h.opsBuf(from, to)
 	rootUnique := h.r.unique()
 	for c := range h.rowBytes {
 		rb, per, bb := h.rowBytes[c], h.perBlock[c], h.blockBytes[c]
@@ -76,6 +77,48 @@ func (h *Head) plan(kind writeKind, from, to int, cols [][]byte) []blockOp {
 	return ops
 }
 
+// maxKeptOps is the most block operations a head keeps a buffer for
+// between writes: a decode step's plan reuses it, a bulk write's plan
+// takes one of bulkOps.
+const maxKeptOps = 64
+
+// bulkOps holds the plan buffers of large writes between them, for any
+// head: a head keeps only a small one (Head.ops).
+var bulkOps sync.Pool
+
+// opsBuf returns an empty buffer for the operations of a write of rows
+// [from, to), large enough that planning never regrows it: the head's own
+// for a small write, else one of bulkOps.
+func (h *Head) opsBuf(from, to int) []blockOp {
+	n := 0
+	if from < to {
+		for _, per := range h.perBlock {
+			n += (to-1)/per - from/per + 1
+		}
+	}
+	if n > maxKeptOps {
+		if b, ok := bulkOps.Get().(*[]blockOp); ok && cap(*b) >= n {
+			return (*b)[:0]
+		}
+		return make([]blockOp, 0, n)
+	}
+	if h.ops == nil {
+		h.ops = make([]blockOp, 0, maxKeptOps)
+	}
+	return h.ops[:0]
+}
+
+// doneOps drops what a finished write's operations reference (the
+// caller's batch, blocks given back) and gives a large buffer back to
+// bulkOps.
+func (tx *writeTx) doneOps() {
+	clear(tx.ops)
+	if cap(tx.ops) > maxKeptOps {
+		ops := tx.ops[:0]
+		bulkOps.Put(&ops)
+	}
+}
+
 // writeTx is one write in progress: rows [from, to) of the batch cols (nil
 // for a device write), planned as ops, with the blocks taken for it.
 type writeTx struct {
@@ -95,36 +138,35 @@ func (h *Head) apply(op string, kind writeKind, from, to, newRows int, cols [][]
 }
 
 // applyThen is apply with one more step before the commit: last, when not
-// nil, gets the spans where rows [from, to) lie in the new version (the
-// async path queues its copies there), and its failure aborts the write.
-func (h *Head) applyThen(op string, kind writeKind, from, to, newRows int, cols [][]byte, last func([][]device.Span) error) ([][]device.Span, error) {
+// nil, gets the runs of device memory where rows [from, to) lie in the new
+// version (the async path queues its copies there), and its failure
+// aborts the write; the spans are left to the caller then.
+func (h *Head) applyThen(op string, kind writeKind, from, to, newRows int, cols [][]byte, last func([]copyRun) error) ([][]device.Span, error) {
 	tx := writeTx{h: h, op: op, kind: kind, from: from, to: to}
 	if err := tx.admit(); err != nil {
 		return nil, err
 	}
 	tx.ops = h.plan(kind, from, to, cols)
+	defer tx.doneOps()
 	if err := tx.take(); err != nil {
 		return nil, err
 	}
-	// New blocks first, then rows past the version's end, then rows a
+	// New blocks and rows past the version's end first, then rows a
 	// reader may see: each step changes nothing the steps before it could
 	// not undo.
 	if err := tx.fillNewBlocks(); err != nil {
-		return nil, tx.abort(err)
-	}
-	if err := tx.writePastEnd(); err != nil {
 		return nil, tx.abort(err)
 	}
 	if err := tx.writeVisible(); err != nil {
 		return nil, tx.abort(err)
 	}
 	if last != nil {
-		if err := last(tx.spans()); err != nil {
+		if err := last(tx.runs()); err != nil {
 			return nil, tx.abort(err)
 		}
 	}
 	r := tx.commit(newRows)
-	if kind == deviceAppend || kind == deviceWrite {
+	if last == nil && (kind == deviceAppend || kind == deviceWrite) {
 		spans, _ := h.spans(op, r, from, to) // in range by construction
 		return spans, nil
 	}
@@ -215,42 +257,102 @@ func (tx *writeTx) coverInPlace() int {
 }
 
 // fillNewBlocks writes every new block: the rows it keeps of the block it
-// replaces, then the batch's rows. Nothing a reader sees changes.
+// replaces, then the batch's rows, each in one copy per run of blocks that
+// follow one another in memory; then it writes in place the rows past the
+// version's end. Nothing a reader sees changes. The copies from the host
+// go in one call where the backend takes a batch (device.BatchCopier).
 func (tx *writeTx) fillNewBlocks() error {
 	b := tx.h.pool.b
 	for i := 0; i < len(tx.ops); i++ {
-		o := &tx.ops[i]
-		if o.nb == nil {
-			continue
-		}
-		if o.keep > 0 {
-			if err := b.CopyDtoD(o.nb.Ptr(), o.old.Ptr(), o.keep); err != nil {
+		if o := &tx.ops[i]; o.nb != nil && o.keep > 0 {
+			n, last := tx.keptRun(i)
+			if err := b.CopyDtoD(o.nb.Ptr(), o.old.Ptr(), n); err != nil {
 				return err
 			}
+			i = last
 		}
-		if o.src == nil {
+	}
+	cs := tx.h.copies[:0]
+	for i := 0; i < len(tx.ops); i++ {
+		o := &tx.ops[i]
+		if o.nb == nil || o.src == nil {
 			continue
 		}
-		src, last := tx.run(i)
-		if err := b.CopyHtoD(o.nb.Ptr()+device.Ptr(o.off), src); err != nil {
+		src, last := tx.run(i, newBlock)
+		cs = append(cs, device.HostCopy{Dst: o.nb.Ptr() + device.Ptr(o.off), Src: src})
+		i = last
+	}
+	for i := range tx.ops {
+		if o := &tx.ops[i]; o.nb == nil && !o.visible && o.src != nil {
+			cs = append(cs, device.HostCopy{Dst: o.old.Ptr() + device.Ptr(o.off), Src: o.src})
+		}
+	}
+	err := copiesHtoD(b, cs)
+	clear(cs) // the caller's batch is not kept
+	tx.h.copies = cs[:0]
+	return err
+}
+
+// copiesHtoD makes the copies cs, in one call when b takes a batch.
+func copiesHtoD(b device.Backend, cs []device.HostCopy) error {
+	if bc, ok := b.(device.BatchCopier); ok && len(cs) > 1 {
+		return bc.CopiesHtoD(cs)
+	}
+	for _, c := range cs {
+		if err := b.CopyHtoD(c.Dst, c.Src); err != nil {
 			return err
 		}
-		i = last
 	}
 	return nil
 }
 
+// keptRun returns the bytes that ops[i] keeps of its old block joined
+// with those of the operations after it that continue them in one device
+// copy (whole blocks kept, old and new blocks each following one another
+// in memory), and the index of the last operation joined.
+func (tx *writeTx) keptRun(i int) (int, int) {
+	n := tx.ops[i].keep
+	for i+1 < len(tx.ops) {
+		prev, next := &tx.ops[i], &tx.ops[i+1]
+		bb := tx.h.blockBytes[prev.col]
+		if next.nb == nil || next.keep <= 0 || next.col != prev.col || prev.keep != bb ||
+			!next.nb.Follows(prev.nb) || !next.old.Follows(prev.old) {
+			break
+		}
+		n += next.keep
+		i++
+	}
+	return n, i
+}
+
+// Which block of an operation a run writes: the new one, or the old one
+// in place.
+const (
+	newBlock = true
+	oldBlock = false
+)
+
+// target returns the block o writes: its new one, or its old one.
+func (o *blockOp) target(fresh bool) *block {
+	if fresh {
+		return o.nb
+	}
+	return o.old
+}
+
 // run returns the rows of ops[i] joined with those of the operations after
-// it that continue them in one copy (new blocks that follow one another in
-// memory, filled from their start by rows that follow one another in the
-// batch's column), and the index of the last operation joined.
-func (tx *writeTx) run(i int) ([]byte, int) {
+// it that continue them in one copy (blocks, new ones or old ones as fresh
+// says, that follow one another in memory, written from their start by
+// rows that follow one another in the batch's column), and the index of
+// the last operation joined.
+func (tx *writeTx) run(i int, fresh bool) ([]byte, int) {
 	src := tx.ops[i].src
 	for i+1 < len(tx.ops) {
 		prev, next := &tx.ops[i], &tx.ops[i+1]
 		bb := tx.h.blockBytes[prev.col]
-		if next.nb == nil || next.col != prev.col || next.keep != 0 || next.off != 0 || next.src == nil ||
-			prev.off+len(prev.src) != bb || !next.nb.Follows(prev.nb) ||
+		if (next.nb == nil) == fresh || next.visible != prev.visible || next.col != prev.col || next.off != 0 || next.src == nil ||
+			prev.off+len(prev.src) != bb ||
+			!next.target(fresh).Follows(prev.target(fresh)) ||
 			len(src)+len(next.src) > cap(src) {
 			break
 		}
@@ -260,53 +362,47 @@ func (tx *writeTx) run(i int) ([]byte, int) {
 	return src, i
 }
 
-// writePastEnd writes in place the rows past the version's end: nothing a
-// reader sees changes.
-func (tx *writeTx) writePastEnd() error {
-	for i := range tx.ops {
-		o := &tx.ops[i]
-		if o.nb == nil && !o.visible && o.src != nil {
-			if err := tx.h.pool.b.CopyHtoD(o.old.Ptr()+device.Ptr(o.off), o.src); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// writeVisible writes in place over rows a reader may see, keeping what
-// each write replaces (but the last's) so that a failure can put it back.
+// writeVisible writes in place over rows a reader may see, one copy per
+// run of blocks that follow one another, keeping what each write replaces
+// (but the last's) so that a failure can put it back.
 func (tx *writeTx) writeVisible() error {
-	var visible []int
-	for i := range tx.ops {
-		if tx.ops[i].visible && tx.ops[i].src != nil {
-			visible = append(visible, i)
+	var runs []visibleRun
+	for i := 0; i < len(tx.ops); i++ {
+		if o := &tx.ops[i]; o.visible && o.src != nil {
+			src, last := tx.run(i, oldBlock)
+			runs = append(runs, visibleRun{dst: o.old.Ptr() + device.Ptr(o.off), src: src})
+			i = last
 		}
 	}
 	b := tx.h.pool.b
-	saved := make([][]byte, len(visible))
-	for k, i := range visible {
-		o := &tx.ops[i]
-		dst := o.old.Ptr() + device.Ptr(o.off)
-		if k < len(visible)-1 {
-			saved[k] = make([]byte, len(o.src))
-			if err := b.CopyDtoH(saved[k], dst); err != nil {
-				return errors.Join(err, tx.restore(visible[:k], saved))
+	for k := range runs {
+		r := &runs[k]
+		if k < len(runs)-1 {
+			r.saved = make([]byte, len(r.src))
+			if err := b.CopyDtoH(r.saved, r.dst); err != nil {
+				return errors.Join(err, tx.restore(runs[:k]))
 			}
 		}
-		if err := b.CopyHtoD(dst, o.src); err != nil {
-			return errors.Join(err, tx.restore(visible[:k], saved))
+		if err := b.CopyHtoD(r.dst, r.src); err != nil {
+			return errors.Join(err, tx.restore(runs[:k]))
 		}
 	}
 	return nil
 }
 
-// restore puts back the rows saved before in-place writes ops[idx[k]].
-func (tx *writeTx) restore(idx []int, saved [][]byte) error {
+// visibleRun is one in-place copy over rows a reader may see: src to dst,
+// and what dst held before.
+type visibleRun struct {
+	dst   device.Ptr
+	src   []byte
+	saved []byte
+}
+
+// restore puts back the rows saved before in-place writes runs.
+func (tx *writeTx) restore(runs []visibleRun) error {
 	var errs []error
-	for k, i := range idx {
-		o := &tx.ops[i]
-		if err := tx.h.pool.b.CopyHtoD(o.old.Ptr()+device.Ptr(o.off), saved[k]); err != nil {
+	for _, r := range runs {
+		if err := tx.h.pool.b.CopyHtoD(r.dst, r.saved); err != nil {
 			errs = append(errs, fmt.Errorf("restoring rows after a failed write: %w", err))
 		}
 	}
@@ -342,6 +438,65 @@ func (tx *writeTx) spans() [][]device.Span {
 	return out
 }
 
+// leaf returns the leaf of t that holds index i, which set made, on a
+// path t alone holds.
+func (t *tree) leaf(i int) *node {
+	n := t.root
+	for h := t.height; h > 1; h-- {
+		n = n.kids[(i>>(fanBits*(h-1)))&(fan-1)]
+	}
+	return n
+}
+
+// put sets slot i of leaf n of t to b, as set does once the path is t's.
+func (n *node) put(t *tree, i int, b *block, freed *[]*block) {
+	k := i & (fan - 1)
+	if old := n.blks[k]; old != nil {
+		releaseBlock(old, freed)
+	} else {
+		t.n++
+	}
+	n.blks[k] = b
+}
+
+// copyRun is a range of device memory that one copy fills: rows that
+// follow one another in blocks that follow one another in one allocation.
+type copyRun struct {
+	ptr   device.Ptr
+	bytes int
+}
+
+// runs returns where rows [from, to) lie once the write commits (in the
+// new block of each operation, else in the old one), column after column
+// in row order, neighbouring blocks joined into one run: across columns
+// too, for a source that holds the columns one after another (the async
+// path's staging buffer), when a column's last block ends where the next
+// column's first begins.
+func (tx *writeTx) runs() []copyRun {
+	h := tx.h
+	var out []copyRun
+	var prev *block
+	for i := range tx.ops {
+		o := &tx.ops[i]
+		b := o.nb
+		if b == nil {
+			b = o.old
+		}
+		per, rb := h.perBlock[o.col], h.rowBytes[o.col]
+		row := o.idx*per + o.off/rb
+		n := (min(tx.to, (o.idx+1)*per) - row) * rb
+		ptr := b.Ptr() + device.Ptr(o.off)
+		if k := len(out) - 1; k >= 0 && o.off == 0 && b.Follows(prev) &&
+			out[k].ptr+device.Ptr(out[k].bytes) == ptr {
+			out[k].bytes += n
+		} else {
+			out = append(out, copyRun{ptr: ptr, bytes: n})
+		}
+		prev = b
+	}
+	return out
+}
+
 // commit puts the new blocks in the head's root (a copy of it when it is
 // shared), as a new version of newRows rows, and frees what they replace.
 // It cannot fail.
@@ -349,9 +504,22 @@ func (tx *writeTx) commit(newRows int) *root {
 	h := tx.h
 	var freed []*block
 	r := h.r.own(&freed)
-	for i := range tx.ops {
-		if o := &tx.ops[i]; o.nb != nil {
-			r.cols[o.col].set(o.idx, o.nb, &freed)
+	for i := 0; i < len(tx.ops); i++ {
+		o := &tx.ops[i]
+		if o.nb == nil {
+			continue
+		}
+		t := &r.cols[o.col]
+		t.set(o.idx, o.nb, &freed)
+		// The operations after it in the same leaf set their slots
+		// there: the path from the root is the tree's alone now.
+		for leaf := t.leaf(o.idx); i+1 < len(tx.ops); i++ {
+			next := &tx.ops[i+1]
+			if next.nb == nil || next.col != o.col || next.idx != o.idx+1 || next.idx&(fan-1) == 0 {
+				break
+			}
+			leaf.put(t, next.idx, next.nb, &freed)
+			o = next
 		}
 	}
 	r.rows = newRows

@@ -1,8 +1,10 @@
 package blocks
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/gpustate/gpustate/runtime/device"
@@ -135,6 +137,7 @@ func (a *Allocator) Alloc(buf []*Block, c *Class, owner string, n int, zero bool
 	}
 	c.inUse += int64(n)
 	a.mu.Unlock()
+	byAddress(out)
 	for i, b := range wipe {
 		if err := a.b.Memset(b.ptr, 0, c.bytes); err != nil {
 			for _, w := range wipe[:i] {
@@ -152,6 +155,53 @@ func (a *Allocator) Alloc(buf []*Block, c *Class, owner string, n int, zero bool
 		b.rc.Store(1)
 	}
 	return out, nil
+}
+
+// byAddress orders the blocks one allocation took by address, so that
+// those that follow one another in a slab come out as runs: a caller that
+// hands a column consecutive blocks copies each run in one call
+// (Block.Follows). Free lists pop in address order when they were pushed
+// so; blocks taken a row at a time for several columns come back
+// interleaved (a key block, a value block, ...), and the sort joins each
+// column's again. An allocation is mostly a few ascending stretches (one
+// per free list it drew on): those are merged, in linear time; anything
+// else is sorted.
+func byAddress(list []*Block) {
+	var cuts [9]int // where each ascending stretch ends
+	n := 0
+	for i := 1; i < len(list); i++ {
+		if list[i].ptr >= list[i-1].ptr {
+			continue
+		}
+		if n == len(cuts)-1 || len(list) <= 16 {
+			slices.SortFunc(list, func(a, b *Block) int { return cmp.Compare(a.ptr, b.ptr) })
+			return
+		}
+		cuts[n] = i
+		n++
+	}
+	if n == 0 {
+		return
+	}
+	cuts[n] = len(list)
+	tmp := make([]*Block, 0, len(list))
+	for k := range n {
+		tmp = mergeByAddress(tmp[:0], list[:cuts[k]], list[cuts[k]:cuts[k+1]])
+		copy(list, tmp)
+	}
+}
+
+// mergeByAddress appends to out the blocks of a and b, each in address
+// order, in address order.
+func mergeByAddress(out, a, b []*Block) []*Block {
+	for len(a) > 0 && len(b) > 0 {
+		if b[0].ptr < a[0].ptr {
+			out, b = append(out, b[0]), b[1:]
+		} else {
+			out, a = append(out, a[0]), a[1:]
+		}
+	}
+	return append(append(out, a...), b...)
 }
 
 func (a *Allocator) capString() string {

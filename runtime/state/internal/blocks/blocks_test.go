@@ -198,3 +198,55 @@ func TestReleaseHook(t *testing.T) {
 	a.Free(blks)
 	check(t, a)
 }
+
+// TestAllocRuns: blocks given back in another order than the slab's
+// (every other one then the rest, as two columns' blocks come back; or
+// shuffled) come back from one allocation in address order, so that a run
+// of neighbours in the slab is one run in the list: small allocations,
+// large ones of a few ascending stretches (merged), and shuffled ones.
+func TestAllocRuns(t *testing.T) {
+	for _, n := range []int{16, 64} {
+		for _, shuffle := range []bool{false, true} {
+			a, _ := newAlloc(t, 0)
+			c := a.Class(256)
+			blks, err := a.Alloc(nil, c, "x", n, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var back []*Block
+			for i, b := range blks {
+				b.Release()
+				if i%2 == 0 {
+					back = append(back, b)
+				}
+			}
+			for i, b := range blks {
+				if i%2 == 1 {
+					back = append(back, b)
+				}
+			}
+			if shuffle {
+				for i := range back {
+					j := (i*7919 + 13) % len(back)
+					back[i], back[j] = back[j], back[i]
+				}
+			}
+			a.Free(back)
+			got, err := a.Alloc(nil, c, "x", n, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := 1; i < len(got); i++ {
+				if !got[i].Follows(got[i-1]) {
+					t.Fatalf("%d blocks (shuffled %v): block %d of a reused run does not follow block %d: %#x after %#x",
+						n, shuffle, i, i-1, got[i].Ptr(), got[i-1].Ptr())
+				}
+			}
+			check(t, a, got...)
+			for _, b := range got {
+				b.Release()
+			}
+			a.Free(got)
+		}
+	}
+}

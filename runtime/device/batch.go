@@ -1,0 +1,91 @@
+package device
+
+import "fmt"
+
+// HostCopy is one copy from host memory to device memory: Src to Dst.
+type HostCopy struct {
+	Dst Ptr
+	Src []byte
+}
+
+// BatchCopier is an optional interface of a Backend that issues several
+// copies from the host in one call: a state's write of a row to several
+// columns, or of runs of blocks apart in memory, then checks its ranges and
+// takes the backend's lock once, and on a stream queues one piece of work.
+// A store uses it where a Backend has it, else copies one by one.
+type BatchCopier interface {
+	// CopiesHtoD copies each Src to its Dst, in order. It stops at the
+	// first copy that fails; the copies before it are done.
+	CopiesHtoD(copies []HostCopy) error
+	// CopiesHtoDAsync queues the copies on st as one piece of work, after
+	// checking every range; a range outside a live allocation fails the
+	// call and queues nothing. As with CopyHtoDAsync, each Src must stay
+	// untouched until an event recorded after the call completes; the
+	// slice of copies itself may be reused at once.
+	CopiesHtoDAsync(st Stream, copies []HostCopy) error
+}
+
+var _ BatchCopier = (*hostBackend)(nil)
+
+func (h *hostBackend) CopiesHtoD(copies []HostCopy) error {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	var in region // the allocation of the last copy: a batch's copies often share one
+	for _, c := range copies {
+		d, err := h.spanNear(&in, c.Dst, len(c.Src))
+		if err != nil {
+			return fmt.Errorf("device: host copy to device: %w", err)
+		}
+		copy(d, c.Src)
+	}
+	return nil
+}
+
+// spanNear is span, looking in *in before the table and leaving there the
+// allocation it found. h.mu is held.
+func (h *hostBackend) spanNear(in *region, p Ptr, n int) ([]byte, error) {
+	if h.closed {
+		return nil, ErrClosed
+	}
+	if off := uint64(p - in.base); in.mem != nil && p >= in.base && n >= 0 && off <= in.size && uint64(n) <= in.size-off {
+		return in.mem[off : off+uint64(n) : off+uint64(n)], nil
+	}
+	r, off, err := h.allocs.find(p, n)
+	if err != nil {
+		return nil, err
+	}
+	*in = r
+	return r.mem[off : off+uint64(n) : off+uint64(n)], nil
+}
+
+func (h *hostBackend) CopiesHtoDAsync(st Stream, copies []HostCopy) error {
+	s, err := h.stream(st)
+	if err != nil {
+		return err
+	}
+	h.mu.RLock()
+	var in region
+	for _, c := range copies {
+		if _, err := h.spanNear(&in, c.Dst, len(c.Src)); err != nil {
+			h.mu.RUnlock()
+			return fmt.Errorf("device: host async copy to device: %w", err)
+		}
+	}
+	h.mu.RUnlock()
+	own := append([]HostCopy(nil), copies...)
+	return s.enqueue(func() error {
+		h.unmap.RLock()
+		defer h.unmap.RUnlock()
+		h.mu.RLock()
+		defer h.mu.RUnlock()
+		var in region
+		for _, c := range own {
+			d, err := h.spanNear(&in, c.Dst, len(c.Src))
+			if err != nil {
+				return fmt.Errorf("device: host async copy to device: %w", err)
+			}
+			copy(d, c.Src)
+		}
+		return nil
+	})
+}

@@ -1,0 +1,78 @@
+package device
+
+import (
+	"bytes"
+	"errors"
+	"testing"
+)
+
+// TestHostBatchCopies: a batch of copies lands as the copies one by one
+// would, synchronously and on a stream; a batch with a range outside any
+// allocation fails, and on a stream queues nothing (the copies before the
+// bad one do not land either).
+func TestHostBatchCopies(t *testing.T) {
+	b := Host()
+	defer b.Close()
+	testBatchCopies(t, b)
+}
+
+func testBatchCopies(t *testing.T, b Backend) {
+	bc := b.(BatchCopier)
+	p, err := b.Alloc(4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := []byte("abcdefgh")
+	want := make([]byte, 4096)
+	copy(want[0:], src[:3])
+	copy(want[100:], src[3:])
+	if err := bc.CopiesHtoD([]HostCopy{{Dst: p, Src: src[:3]}, {Dst: p + 100, Src: src[3:]}}); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]byte, 4096)
+	if err := b.CopyDtoH(got, p); err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("after CopiesHtoD: %v, rows equal %v", err, bytes.Equal(got, want))
+	}
+	if err := bc.CopiesHtoD([]HostCopy{{Dst: p + 4090, Src: src}}); !errors.Is(err, ErrInvalidPtr) {
+		t.Fatalf("a copy past the allocation: %v, want ErrInvalidPtr", err)
+	}
+	q, err := b.Alloc(4096) // copies that go from one allocation to another and back
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bc.CopiesHtoD([]HostCopy{{Dst: q + 10, Src: src}, {Dst: p + 50, Src: src[:2]}, {Dst: q + 4088, Src: src}}); err != nil {
+		t.Fatal(err)
+	}
+	copy(want[50:], src[:2])
+	gotQ := make([]byte, 4096)
+	if err := b.CopyDtoH(gotQ, q); err != nil || !bytes.Equal(gotQ[10:18], src) || !bytes.Equal(gotQ[4088:], src) {
+		t.Fatalf("copies into a second allocation: %v", err)
+	}
+	if err := bc.CopiesHtoD([]HostCopy{{Dst: q, Src: src}, {Dst: q + 4095, Src: src[:2]}}); !errors.Is(err, ErrInvalidPtr) {
+		t.Fatalf("a copy running past an allocation after one inside it: %v, want ErrInvalidPtr", err)
+	}
+
+	sb := b.(Streams)
+	st, err := sb.NewStream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	copies := []HostCopy{{Dst: p + 200, Src: src[:4]}, {Dst: p + 300, Src: src[4:]}}
+	if err := bc.CopiesHtoDAsync(st, copies); err != nil {
+		t.Fatal(err)
+	}
+	copies[0].Dst = p + 1000 // the caller may reuse its slice at once
+	copy(want[200:], src[:4])
+	copy(want[300:], src[4:])
+	bad := []HostCopy{{Dst: p + 500, Src: src}, {Dst: p + 4090, Src: src}}
+	if err := bc.CopiesHtoDAsync(st, bad); !errors.Is(err, ErrInvalidPtr) {
+		t.Fatalf("an async batch with a bad range: %v, want ErrInvalidPtr", err)
+	}
+	if err := st.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.CopyDtoH(got, p); err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("after CopiesHtoDAsync: %v, rows equal %v", err, bytes.Equal(got, want))
+	}
+}

@@ -1,0 +1,61 @@
+//go:build linux
+
+package device
+
+import (
+	"fmt"
+	"unsafe"
+)
+
+var _ BatchCopier = (*CUDA)(nil)
+
+// CopiesHtoD copies each Src to its Dst: every range is checked first, and
+// the copies run with the context made current once.
+func (c *CUDA) CopiesHtoD(copies []HostCopy) error {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	for _, cp := range copies {
+		if err := c.check(cp.Dst, len(cp.Src)); err != nil {
+			return fmt.Errorf("device: cuda copy to device: %w", err)
+		}
+	}
+	if err := c.enter(); err != nil {
+		return err
+	}
+	defer c.exit()
+	for _, cp := range copies {
+		if len(cp.Src) == 0 {
+			continue
+		}
+		if r := c.d.cuMemcpyHtoD(uint64(cp.Dst), unsafe.Pointer(unsafe.SliceData(cp.Src)), uint64(len(cp.Src))); r != cuSuccess {
+			return fmt.Errorf("device: cuda copy of %d bytes to %#x: %w", len(cp.Src), uint64(cp.Dst), c.d.error("cuMemcpyHtoD_v2", r))
+		}
+	}
+	return nil
+}
+
+// CopiesHtoDAsync queues the copies on st, every range checked first, with
+// the context made current once. A copy the driver refuses after others
+// were queued fails the call with those queued.
+func (c *CUDA) CopiesHtoDAsync(st Stream, copies []HostCopy) error {
+	h, err := c.handle(st)
+	if err != nil {
+		return err
+	}
+	return c.call(func() error {
+		for _, cp := range copies {
+			if err := c.check(cp.Dst, len(cp.Src)); err != nil {
+				return fmt.Errorf("device: cuda async copy to device: %w", err)
+			}
+		}
+		for _, cp := range copies {
+			if len(cp.Src) == 0 {
+				continue
+			}
+			if r := c.d.async.cuMemcpyHtoDAsync(uint64(cp.Dst), unsafe.Pointer(unsafe.SliceData(cp.Src)), uint64(len(cp.Src)), h); r != cuSuccess {
+				return fmt.Errorf("device: cuda async copy of %d bytes to %#x: %w", len(cp.Src), uint64(cp.Dst), c.d.error("cuMemcpyHtoDAsync_v2", r))
+			}
+		}
+		return nil
+	})
+}

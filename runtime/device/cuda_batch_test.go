@@ -1,0 +1,13 @@
+//go:build linux
+
+package device
+
+import "testing"
+
+// TestCUDAFakeBatchCopies runs the batch checks on the CUDA backend over
+// the test driver.
+func TestCUDAFakeBatchCopies(t *testing.T) {
+	c := openFake(t, fakeDriver(t))
+	defer c.Close()
+	testBatchCopies(t, c)
+}

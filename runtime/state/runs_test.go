@@ -1,0 +1,427 @@
+package state
+
+import (
+	"bytes"
+	"errors"
+	"sync"
+	"testing"
+
+	"github.com/gpustate/gpustate/runtime/device"
+)
+
+// callCounts wraps the host backend and counts its copies and events, so
+// that tests can assert that copies are issued per run of blocks.
+type callCounts struct {
+	device.Backend
+	device.Streams
+	mu                                sync.Mutex
+	htod, dtoh, dtod, htodA, dtohA, n int
+	events                            int
+	bytes                             int64
+	// failAsync > 0 fails the failAsync-th async copy from now on;
+	// failEvent fails the next event recorded.
+	failAsync int
+	failEvent bool
+}
+
+func newCallCounts(t testing.TB) *callCounts {
+	b := device.Host()
+	t.Cleanup(func() { b.Close() })
+	return &callCounts{Backend: b, Streams: b.(device.Streams)}
+}
+
+func (c *callCounts) count(k *int, n int) {
+	c.mu.Lock()
+	*k++
+	c.bytes += int64(n)
+	c.mu.Unlock()
+}
+
+func (c *callCounts) reset() {
+	c.mu.Lock()
+	c.htod, c.dtoh, c.dtod, c.htodA, c.dtohA, c.events, c.bytes = 0, 0, 0, 0, 0, 0, 0
+	c.mu.Unlock()
+}
+
+func (c *callCounts) CopyHtoD(dst device.Ptr, src []byte) error {
+	c.count(&c.htod, len(src))
+	return c.Backend.CopyHtoD(dst, src)
+}
+
+func (c *callCounts) CopyDtoH(dst []byte, src device.Ptr) error {
+	c.count(&c.dtoh, len(dst))
+	return c.Backend.CopyDtoH(dst, src)
+}
+
+func (c *callCounts) CopyDtoD(dst, src device.Ptr, n int) error {
+	c.count(&c.dtod, n)
+	return c.Backend.CopyDtoD(dst, src, n)
+}
+
+func (c *callCounts) CopyHtoDAsync(st device.Stream, dst device.Ptr, src []byte) error {
+	c.count(&c.htodA, len(src))
+	c.mu.Lock()
+	fail := c.failAsync == 1
+	if c.failAsync > 0 {
+		c.failAsync--
+	}
+	c.mu.Unlock()
+	if fail {
+		return errInjected
+	}
+	return c.Streams.CopyHtoDAsync(st, dst, src)
+}
+
+func (c *callCounts) CopyDtoHAsync(st device.Stream, dst []byte, src device.Ptr) error {
+	c.count(&c.dtohA, len(dst))
+	return c.Streams.CopyDtoHAsync(st, dst, src)
+}
+
+func (c *callCounts) Record(st device.Stream) (device.Event, error) {
+	c.count(&c.events, 0)
+	c.mu.Lock()
+	fail := c.failEvent
+	c.failEvent = false
+	c.mu.Unlock()
+	if fail {
+		return nil, errInjected
+	}
+	return c.Streams.Record(st)
+}
+
+// oneColumn is a layout of one column of rows of rb bytes, one row a
+// block on a row-sized pool when rb is 1 KiB or more.
+func oneColumn(rb int) *Layout {
+	return &Layout{Type: "Rows", Columns: []Column{{Name: "B", ElemSize: 1, Width: rb}}, Growth: Append}
+}
+
+func seqRows(n, rb int, seed byte) [][]byte {
+	c := make([]byte, n*rb)
+	for i := range c {
+		c[i] = seed + byte(i*31/7)
+	}
+	return [][]byte{c}
+}
+
+// TestCopiesPerRun: a 64-block append into blocks that follow one another
+// in memory issues one copy, synchronous or on a stream, and reads of
+// those rows (Read, ReadRows, ReadAsync) one copy each; copy on write of
+// the 64 blocks one device copy.
+func TestCopiesPerRun(t *testing.T) {
+	c := newCallCounts(t)
+	p, err := NewPool(c, PoolOptions{})
+	check(t, err)
+	defer p.Close()
+	const n, rb = 64, 1024
+	rows := seqRows(n, rb, 1)
+
+	h := must[*Head](t)(p.NewHead(oneColumn(rb), "s"))
+	defer h.Release()
+	c.reset()
+	check(t, h.Append(rows))
+	if c.htod != 1 || c.bytes != n*rb {
+		t.Fatalf("Append of %d one-row blocks: %d copies of %d bytes, want 1 of %d", n, c.htod, c.bytes, n*rb)
+	}
+	got := [][]byte{make([]byte, n*rb)}
+	c.reset()
+	check(t, h.Read(0, n, got))
+	if c.dtoh != 1 || !bytes.Equal(got[0], rows[0]) {
+		t.Fatalf("Read of %d blocks: %d copies (rows equal: %v), want 1", n, c.dtoh, bytes.Equal(got[0], rows[0]))
+	}
+	idx := make([]int, n-2)
+	for i := range idx {
+		idx[i] = i + 1
+	}
+	sub := [][]byte{make([]byte, len(idx)*rb)}
+	c.reset()
+	check(t, h.ReadRows(idx, sub))
+	if c.dtoh != 1 || !bytes.Equal(sub[0], rows[0][rb:(n-1)*rb]) {
+		t.Fatalf("ReadRows of %d consecutive rows over as many blocks: %d copies, want 1", len(idx), c.dtoh)
+	}
+
+	st := must[device.Stream](t)(c.NewStream())
+	defer st.Close()
+	a := must[*Head](t)(p.NewHead(oneColumn(rb), "s"))
+	defer a.Release()
+	c.reset()
+	check(t, a.AppendAsync(st, rows))
+	if c.htodA != 1 || c.events != 1 {
+		t.Fatalf("AppendAsync of %d one-row blocks: %d async copies and %d events, want 1 and 1", n, c.htodA, c.events)
+	}
+	pin := must[[]byte](t)(c.HostAlloc(n * rb))
+	defer c.HostFree(pin)
+	c.reset()
+	check(t, a.ReadAsync(st, 0, n, [][]byte{pin}))
+	check(t, st.Sync())
+	if c.dtohA != 1 || !bytes.Equal(pin, rows[0]) {
+		t.Fatalf("ReadAsync of %d blocks: %d async copies (rows equal: %v), want 1", n, c.dtohA, bytes.Equal(pin, rows[0]))
+	}
+
+	m := must[*Head](t)(p.NewHead(&Layout{Type: "M", Columns: oneColumn(rb).Columns, Growth: Mutable, Bound: n}, "s"))
+	defer m.Release()
+	check(t, m.Write(0, rows))
+	s := must[*Snap](t)(m.Snapshot())
+	defer s.Release()
+	c.reset()
+	if _, err := m.WriteDevice(0, n); err != nil {
+		t.Fatal(err)
+	}
+	if c.dtod != 1 || c.bytes != n*rb {
+		t.Fatalf("copy on write of %d shared blocks: %d device copies of %d bytes, want 1 of %d", n, c.dtod, c.bytes, n*rb)
+	}
+	check(t, m.Read(0, n, got))
+	if !bytes.Equal(got[0], rows[0]) {
+		t.Fatal("the rows copied on write differ")
+	}
+}
+
+// TestAppendAsyncFailedRunChangesNothing: an AppendAsync of several runs
+// (four columns) whose third copy, or whose event, fails answers an error
+// and changes nothing: rows, version, stats, the pool's bytes; the copies
+// queued before the failure landed in blocks given back, and a retry
+// stores the rows once.
+func TestAppendAsyncFailedRunChangesNothing(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		inject func(c *callCounts)
+	}{
+		{"third copy", func(c *callCounts) { c.failAsync = 3 }},
+		{"event", func(c *callCounts) { c.failEvent = true }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cc := newCallCounts(t)
+			p, err := NewPool(cc, PoolOptions{})
+			check(t, err)
+			defer p.Close()
+			l := kvCacheLayout(128)
+			h := must[*Head](t)(p.NewHead(l, "a"))
+			defer h.Release()
+			st := must[device.Stream](t)(cc.NewStream())
+			defer st.Close()
+			first, second := seqKV(l, 40, 1), seqKV(l, 70, 2)
+			check(t, h.AppendAsync(st, first))
+			v, hs, ps := h.Version(), h.Stats(), p.Stats()
+			cc.mu.Lock()
+			c.inject(cc)
+			cc.mu.Unlock()
+			if err := h.AppendAsync(st, second); !errors.Is(err, errInjected) {
+				t.Fatalf("AppendAsync with a failing %s answered %v", c.name, err)
+			}
+			if h.Len() != 40 || h.Version() != v || h.Stats() != hs {
+				t.Errorf("the failed call changed the head: %d rows at version %d (%+v); was 40 at %d (%+v)", h.Len(), h.Version(), h.Stats(), v, hs)
+			}
+			if got := p.Stats(); got.PhysicalBytes != ps.PhysicalBytes || got.LogicalBytes != ps.LogicalBytes || got.Blocks != ps.Blocks {
+				t.Errorf("the failed call changed the pool: %+v; was %+v", got, ps)
+			}
+			check(t, h.AppendAsync(st, second)) // the retry
+			if h.Len() != 110 {
+				t.Fatalf("after the retry: %d rows, want 110", h.Len())
+			}
+			got := zeroRows(l, 110)
+			check(t, h.Read(0, 110, got))
+			for i := range got {
+				if want := append(append([]byte(nil), first[i]...), second[i]...); !bytes.Equal(got[i], want) {
+					t.Fatalf("column %d after the retry differs from the rows appended", i)
+				}
+			}
+		})
+	}
+}
+
+// seqKV returns n rows of l whose bytes derive from seed.
+func seqKV(l *Layout, n int, seed byte) [][]byte {
+	cols := zeroRows(l, n)
+	for i, c := range cols {
+		for k := range c {
+			c[k] = seed + byte(k*7+i)
+		}
+	}
+	return cols
+}
+
+// TestAppendOneRowAllocates nothing: a one-row Append in steady state
+// (the head's blocks come from the pool's free lists, its plan buffer is
+// its own) makes no allocation, amortized over the tree's leaves.
+func TestAppendOneRowAllocatesNothing(t *testing.T) {
+	for _, dim := range []int{128, 512} {
+		l := kvCacheLayout(dim)
+		p := newPool(t, PoolOptions{})
+		row := zeroRows(l, 1)
+		warm := must[*Head](t)(p.NewHead(l, "s"))
+		for range 1024 {
+			check(t, warm.Append(row))
+		}
+		check(t, warm.Release()) // its blocks go back to the free lists
+		h := must[*Head](t)(p.NewHead(l, "s"))
+		defer h.Release()
+		if n := testing.AllocsPerRun(512, func() { check(t, h.Append(row)) }); n != 0 {
+			t.Errorf("row of %d bytes: %v allocations per Append, want 0", l.Columns[0].RowBytes()*2+16, n)
+		}
+	}
+}
+
+// batchCounts is callCounts with the host backend's batches of copies
+// (device.BatchCopier), counted as calls.
+type batchCounts struct {
+	*callCounts
+	batches, asyncBatches int
+	failBatch             bool // the next batch, either kind, fails
+}
+
+func (c *batchCounts) fail() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	f := c.failBatch
+	c.failBatch = false
+	return f
+}
+
+func (c *batchCounts) CopiesHtoD(cs []device.HostCopy) error {
+	c.count(&c.batches, 0)
+	if c.fail() {
+		return errInjected
+	}
+	return c.Backend.(device.BatchCopier).CopiesHtoD(cs)
+}
+
+func (c *batchCounts) CopiesHtoDAsync(st device.Stream, cs []device.HostCopy) error {
+	c.count(&c.asyncBatches, 0)
+	if c.fail() {
+		return errInjected
+	}
+	return c.Backend.(device.BatchCopier).CopiesHtoDAsync(st, cs)
+}
+
+// TestFailedBatchChangesNothing: an Append or an AppendAsync whose batch
+// of copies fails answers the error and changes nothing (rows, version,
+// stats, the pool's bytes); a retry stores the rows once.
+func TestFailedBatchChangesNothing(t *testing.T) {
+	c := &batchCounts{callCounts: newCallCounts(t)}
+	p, err := NewPool(c, PoolOptions{})
+	check(t, err)
+	defer p.Close()
+	l := kvCacheLayout(128)
+	h := must[*Head](t)(p.NewHead(l, "s"))
+	defer h.Release()
+	st := must[device.Stream](t)(c.NewStream())
+	defer st.Close()
+	want := seqKV(l, 5, 1)
+	check(t, h.Append(want))
+	for i, async := range []bool{false, true} {
+		rows := seqKV(l, 3, byte(10+i))
+		v, hs, ps := h.Version(), h.Stats(), p.Stats()
+		c.mu.Lock()
+		c.failBatch = true
+		c.mu.Unlock()
+		if async {
+			err = h.AppendAsync(st, rows)
+		} else {
+			err = h.Append(rows)
+		}
+		if !errors.Is(err, errInjected) {
+			t.Fatalf("async %v: a failing batch answered %v", async, err)
+		}
+		if h.Version() != v || h.Stats() != hs {
+			t.Fatalf("async %v: the failed call changed the head: %+v, was %+v", async, h.Stats(), hs)
+		}
+		if got := p.Stats(); got.PhysicalBytes != ps.PhysicalBytes || got.Blocks != ps.Blocks {
+			t.Fatalf("async %v: the failed call changed the pool: %+v, was %+v", async, got, ps)
+		}
+		if async {
+			check(t, h.AppendAsync(st, rows))
+		} else {
+			check(t, h.Append(rows))
+		}
+		for k := range want {
+			want[k] = append(want[k], rows[k]...)
+		}
+	}
+	got := zeroRows(l, h.Len())
+	check(t, h.Read(0, h.Len(), got))
+	for k := range got {
+		if !bytes.Equal(got[k], want[k]) {
+			t.Fatalf("column %d differs from the rows appended", k)
+		}
+	}
+}
+
+// TestOneRowOneCall: on a backend that takes batches of copies, a one-row
+// Append of four columns (two new blocks, two blocks written past the
+// end) makes one backend call, and an AppendAsync of it queues one piece
+// of work and one event; the rows read back.
+func TestOneRowOneCall(t *testing.T) {
+	c := &batchCounts{callCounts: newCallCounts(t)}
+	p, err := NewPool(c, PoolOptions{})
+	check(t, err)
+	defer p.Close()
+	l := kvCacheLayout(128)
+	h := must[*Head](t)(p.NewHead(l, "s"))
+	defer h.Release()
+	st := must[device.Stream](t)(c.NewStream())
+	defer st.Close()
+	var want [][]byte
+	for i := range 40 {
+		row := seqKV(l, 1, byte(i))
+		c.reset()
+		c.batches, c.asyncBatches = 0, 0
+		if i%2 == 0 {
+			check(t, h.Append(row))
+			if c.batches != 1 || c.htod != 0 {
+				t.Fatalf("row %d: Append made %d batches and %d single copies, want one batch", i, c.batches, c.htod)
+			}
+		} else {
+			check(t, h.AppendAsync(st, row))
+			if c.asyncBatches+c.htodA != 1 || c.events != 1 {
+				t.Fatalf("row %d: AppendAsync queued %d batches, %d single copies and %d events, want one piece of work and one event",
+					i, c.asyncBatches, c.htodA, c.events)
+			}
+		}
+		if want == nil {
+			want = row
+		} else {
+			for k := range want {
+				want[k] = append(want[k], row[k]...)
+			}
+		}
+	}
+	got := zeroRows(l, 40)
+	check(t, h.Read(0, 40, got))
+	for k := range got {
+		if !bytes.Equal(got[k], want[k]) {
+			t.Fatalf("column %d differs from the rows appended", k)
+		}
+	}
+}
+
+// TestRunAllocation: blocks a head took a row at a time for two columns of
+// one size come back to the free lists interleaved (a key block, a value
+// block, ...); an append of 64 rows that reuses them gets each column's
+// blocks in address order, neighbours in one slab, so each column takes
+// one copy, not one per block.
+func TestRunAllocation(t *testing.T) {
+	c := newCallCounts(t)
+	p, err := NewPool(c, PoolOptions{})
+	check(t, err)
+	defer p.Close()
+	l := &Layout{Type: "T", Columns: []Column{{Name: "K", ElemSize: 1, Width: 1024}, {Name: "V", ElemSize: 1, Width: 1024}}, Growth: Append}
+	h := must[*Head](t)(p.NewHead(l, "s"))
+	for range 64 {
+		check(t, h.Append(zeroRows(l, 1)))
+	}
+	check(t, h.Release())
+	h = must[*Head](t)(p.NewHead(l, "s"))
+	defer h.Release()
+	rows := seqKV(l, 64, 5)
+	c.reset()
+	check(t, h.Append(rows))
+	if c.htod != 2 {
+		t.Fatalf("64 rows of two columns into reused blocks: %d copies, want 2", c.htod)
+	}
+	got := zeroRows(l, 64)
+	check(t, h.Read(0, 64, got))
+	for i := range got {
+		if !bytes.Equal(got[i], rows[i]) {
+			t.Fatalf("column %d differs from the rows appended", i)
+		}
+	}
+}

@@ -1,0 +1,231 @@
+package state
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/gpustate/gpustate/runtime/device"
+)
+
+// Serving paths: the calls a serving loop makes per step, each measured
+// through the public API against the baseline a user would pick, side by
+// side in one benchmark (docs/BENCHMARKS.md, "Serving paths"). Every one
+// runs on a pool made with PoolOptions{}, whose blocks follow the rows.
+// `-bench Serving` picks them all.
+
+// BenchmarkServingBulkAppend appends a batch of 1.5 MiB (64K rows of 24
+// bytes in two columns) to a state, against copy() of the same bytes into
+// a preallocated Go buffer of as much memory (64 batches' worth, written in
+// turn, as the head's blocks are; the head starts over every 64 batches):
+// ratio is the store's time over memmove's, the inverse of the throughput
+// ratio.
+func BenchmarkServingBulkAppend(b *testing.B) {
+	const batch = 1 << 16
+	rows := kvRows(batch, 3)
+	p := benchPool(b, benchBackend(b), PoolOptions{})
+	var h *Head
+	n := 0
+	store := func() {
+		if n%64 == 0 {
+			if h != nil {
+				h.Release()
+			}
+			var err error
+			if h, err = p.NewHead(kv(Append, 0, Keep), "s"); err != nil {
+				b.Fatal(err)
+			}
+		}
+		n++
+		if err := h.Append(rows); err != nil {
+			b.Fatal(err)
+		}
+	}
+	dst := make([][]byte, len(rows))
+	for i, c := range rows {
+		dst[i] = make([]byte, 64*len(c))
+	}
+	m := 0
+	memmove := func() {
+		for k, c := range rows {
+			copy(dst[k][m%64*len(c):], c)
+		}
+		m++
+	}
+	// Warm both: the store's slabs and the buffer's pages are touched once.
+	for range 64 {
+		store()
+		memmove()
+	}
+	ta := sideBySide(b, 4, store, "ns/append", memmove, "ns/memmove")
+	b.ReportMetric(float64(len(rows[0])+len(rows[1]))/float64(ta.Nanoseconds())*1e3, "MB/s")
+	h.Release()
+}
+
+// BenchmarkServingAppendAsync appends on a host stream with AppendAsync
+// (staging copy, append, queued copies, an event), 8 calls and then the
+// stream's Sync per round, against the backend's own CopyHtoDAsync of the
+// same bytes from page-locked memory to one allocation, 8 copies and then
+// Sync, alternately. bulk: 496 rows of 528 bytes in four columns (256
+// KiB); row: one row of 2064 bytes in four columns. ratio is the median
+// over rounds of AppendAsync's time over the raw copies'.
+func BenchmarkServingAppendAsync(b *testing.B) {
+	for _, tc := range []struct {
+		name      string
+		dim, rows int
+	}{{"bulk256KiB", 128, 496}, {"row2KiB", 512, 1}} {
+		b.Run(tc.name, func(b *testing.B) { benchAppendAsync(b, kvCacheLayout(tc.dim), tc.rows) })
+	}
+}
+
+func benchAppendAsync(b *testing.B, l *Layout, rows int) {
+	be := device.Host()
+	defer be.Close()
+	sb := be.(device.Streams)
+	p, err := NewPool(be, PoolOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer p.Close()
+	st, err := sb.NewStream()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	l.Growth = Append
+	batch := zeroRows(l, rows)
+	n := 0
+	for _, c := range batch {
+		n += len(c)
+	}
+	pin, err := sb.HostAlloc(n)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer sb.HostFree(pin)
+	dst, err := be.Alloc(n)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer be.Free(dst)
+	const calls = 8
+	store := func() time.Duration {
+		h, err := p.NewHead(l, "a")
+		if err != nil {
+			b.Fatal(err)
+		}
+		start := time.Now()
+		for range calls {
+			if err := h.AppendAsync(st, batch); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := st.Sync(); err != nil {
+			b.Fatal(err)
+		}
+		d := time.Since(start)
+		h.Release()
+		return d
+	}
+	raw := func() time.Duration {
+		start := time.Now()
+		for range calls {
+			if err := sb.CopyHtoDAsync(st, dst, pin); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := st.Sync(); err != nil {
+			b.Fatal(err)
+		}
+		return time.Since(start)
+	}
+	store() // the pool's slabs and staging taken once
+	var ratios []float64
+	var ts, tr time.Duration
+	for i := 0; b.Loop(); i++ {
+		var s, c time.Duration
+		if i%2 == 0 {
+			s, c = store(), raw()
+		} else {
+			c, s = raw(), store()
+		}
+		ts, tr = ts+s, tr+c
+		ratios = append(ratios, float64(s)/float64(c))
+	}
+	slices.Sort(ratios)
+	calls64 := float64(len(ratios) * calls)
+	b.ReportMetric(float64(ts.Nanoseconds())/calls64, "ns/append-async")
+	b.ReportMetric(float64(tr.Nanoseconds())/calls64, "ns/raw-async")
+	b.ReportMetric(ratios[len(ratios)/2], "ratio")
+}
+
+// BenchmarkServingAppendOneRow appends one row (a decode step) to a state,
+// and appends the same bytes to one Go slice per column, regrown by append,
+// side by side: ratio is the store's time over the slices'. Both start
+// over every 4096 rows. 528B: keys and values of 128 two-byte elements and
+// two 8-byte columns; 2KiB: of 512. The store-only sub-benchmarks run the
+// store's side alone, for -benchmem: allocations per row in steady state.
+func BenchmarkServingAppendOneRow(b *testing.B) {
+	for _, dim := range []int{128, 512} {
+		l := kvCacheLayout(dim)
+		name := "528B"
+		if dim == 512 {
+			name = "2KiB"
+		}
+		b.Run(name, func(b *testing.B) {
+			store := oneRowStore(b, l)
+			row := zeroRows(l, 1)
+			plainCols := make([][]byte, len(row))
+			m := 0
+			plain := func() {
+				if m++; m%4096 == 0 {
+					for i := range plainCols {
+						plainCols[i] = nil
+					}
+				}
+				for i, c := range row {
+					plainCols[i] = append(plainCols[i], c...)
+				}
+			}
+			sideBySide(b, 256, store, "store-ns/row", plain, "slice-ns/row")
+		})
+		b.Run(name+"/store-only", func(b *testing.B) {
+			store := oneRowStore(b, l)
+			for range 8192 {
+				store() // steady state: the head's renewals reuse the pool's blocks
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				store()
+			}
+		})
+	}
+}
+
+// oneRowStore returns a function that appends one row of l to a head of a
+// row-sized pool, starting a new head every 4096 rows.
+func oneRowStore(b *testing.B, l *Layout) func() {
+	p := benchPool(b, benchBackend(b), PoolOptions{})
+	row := zeroRows(l, 1)
+	var h *Head
+	renew := func() {
+		if h != nil {
+			h.Release()
+		}
+		var err error
+		if h, err = p.NewHead(l, "s"); err != nil {
+			b.Fatal(err)
+		}
+	}
+	renew()
+	b.Cleanup(func() { h.Release() })
+	n := 0
+	return func() {
+		if n++; n%4096 == 0 {
+			renew()
+		}
+		if err := h.Append(row); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
