@@ -27,6 +27,7 @@ const (
 	tDtoHFixed, tDtoHPer = 70, 0.125
 	tMemsetPer           = 0.0625
 	tFirstPer            = 2 // a first write's extra cost
+	tFirstReadPer        = 1 // a first read's
 	tAlloc               = 1 << 20
 )
 
@@ -51,7 +52,15 @@ func (b *timedBackend) Alloc(n int) (device.Ptr, error) {
 	return b.Backend.Alloc(n)
 }
 func (b *timedBackend) CopyDtoD(dst, src device.Ptr, n int) error {
-	b.charge(tDtoDFixed + tDtoDPer*float64(n))
+	b.mu.Lock()
+	first := !b.touched[src]
+	b.touched[src], b.touched[dst] = true, true
+	b.mu.Unlock()
+	ns := tDtoDFixed + tDtoDPer*float64(n)
+	if first {
+		ns += tFirstReadPer * float64(n)
+	}
+	b.charge(ns)
 	return b.Backend.CopyDtoD(dst, src, n)
 }
 func (b *timedBackend) CopyHtoD(dst device.Ptr, src []byte) error {
@@ -112,6 +121,7 @@ func TestCalibrationPerDirection(t *testing.T) {
 	}
 	near("NewPerByte", m.NewPerByte, tFirstPer)
 	near("NewGrowth", float64(m.NewGrowth), tAlloc)
+	near("NewReadPerByte", m.NewReadPerByte, tFirstReadPer)
 	if m.BlockBytes != p.BlockBytes() {
 		t.Fatalf("the pool's model is of blocks of %d bytes, want %d", m.BlockBytes, p.BlockBytes())
 	}

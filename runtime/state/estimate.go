@@ -74,6 +74,8 @@ func (h *Head) candidate(q, t int, pr *pricing) Candidate {
 	nodes := make([][]bitset, len(h.perBlock)) // per column and level: the nodes copied
 	taken := make([]int64, len(h.perBlock))
 	rows := x.entries[q].rows
+	cp := x.entries[q].cp
+	var unread int64 // seed bytes of blocks no one ever wrote
 	for j := q + 1; j <= t; j++ {
 		d := x.entries[j].d
 		if d.step != nil {
@@ -102,6 +104,9 @@ func (h *Head) candidate(q, t int, pr *pricing) Candidate {
 				if used := min(rows, (bi+1)*per) - bi*per; used > 0 {
 					c.SeedBytes += int64(used * rb)
 					c.Copies++
+					if t := &cp.cols[col]; bi < t.n && t.get(bi).Untouched() {
+						unread += int64(used * rb) // its pages fault on this first read
+					}
 				}
 			}
 			if d.step == nil {
@@ -118,11 +123,13 @@ func (h *Head) candidate(q, t int, pr *pricing) Candidate {
 	}
 	var growths int64
 	c.NewBytes, growths = h.newBytes(taken, pr.free)
+	c.NewBytes += unread
 	if !pr.known {
 		return c
 	}
 	c.model = pr.model.estimate(&c, len(h.rowBytes))
-	c.newCost = time.Duration(float64(c.NewBytes)*pr.model.NewPerByte) + time.Duration(growths)*pr.model.NewGrowth
+	c.newCost = time.Duration(float64(c.NewBytes-unread)*pr.model.NewPerByte+float64(unread)*pr.model.NewReadPerByte) +
+		time.Duration(growths)*pr.model.NewGrowth
 	mid, _, _, _ := pr.f.scale()
 	c.Estimate = time.Duration(float64(c.model)*mid) + c.newCost + c.Replayed
 	return c
