@@ -347,3 +347,41 @@ func TestCalibrationKeepsCachedBlocks(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanPricesUnwrittenSeeds: the seed rows a reconstruction reads of
+// blocks nothing ever wrote (a mutable state's first blocks, zeroed from
+// memory no block used) count as new memory, besides the blocks it takes
+// new, until a reconstruction has read them; rows written before do not.
+func TestPlanPricesUnwrittenSeeds(t *testing.T) {
+	for _, whole := range []bool{false, true} {
+		p := newPool(t, PoolOptions{BlockBytes: 256})
+		fixedModel(p)
+		l := kv(Mutable, 4096, Keep)
+		l.Checkpoint = &CheckpointPolicy{Every: 8, Keep: 4}
+		if whole {
+			l.Checkpoint.Every = 2 // a checkpoint of the rows written whole
+		}
+		h := must[*Head](t)(p.NewHead(l, "me"))
+		defer h.Release()
+		if whole {
+			check(t, h.Write(0, kvRows(4096, 9)))
+			check(t, h.Write(0, kvRows(1, 9)))
+		}
+		for i := range 3 {
+			check(t, h.Write(100+i*400, kvRows(1, byte(i))))
+		}
+		v := h.Version()
+		first := must[Plan](t)(h.Plan(v))
+		if first.SeedBytes == 0 {
+			t.Fatal("a plan with no seed")
+		}
+		check(t, must[*Snap](t)(h.At(v)).Release())
+		again := must[Plan](t)(h.Plan(v))
+		switch {
+		case !whole && (first.NewBytes != first.SeedBytes+int64(first.Blocks*256) || again.NewBytes != 0):
+			t.Fatalf("seeds of unwritten blocks: new bytes %d of %d seed bytes first, %d once read", first.NewBytes, first.SeedBytes, again.NewBytes)
+		case whole && first.NewBytes > int64(first.Blocks*256):
+			t.Fatalf("seeds of written blocks counted new: %d new bytes, %d seed bytes, %d blocks", first.NewBytes, first.SeedBytes, first.Blocks)
+		}
+	}
+}
