@@ -47,6 +47,10 @@ type CostModel struct {
 	NewPerByte float64
 	NewGrowth  time.Duration
 	NewKnown   bool
+	// NewReadPerByte is the cost of the first read of a byte of memory
+	// the pool carved but nothing wrote (a mutable state's rows still
+	// zero): on the host backend, pages the kernel maps on that read.
+	NewReadPerByte float64
 }
 
 // Transfer is the cost of one direction of copy: Fixed + n*PerByte for n
@@ -186,6 +190,7 @@ func (p *Pool) classModel(cls *sizeClass) (CostModel, error) {
 		// New memory is the pool's, whichever class measured it.
 		for _, o := range append([]*CostModel{&p.calib.model}, slices.Collect(maps.Values(p.calib.classes))...) {
 			o.NewPerByte, o.NewGrowth, o.NewKnown = m.NewPerByte, m.NewGrowth, true
+			o.NewReadPerByte = m.NewReadPerByte
 		}
 	}
 	return m, nil
@@ -223,6 +228,7 @@ func (p *Pool) calibrate(cls *sizeClass, pool *CostModel) (CostModel, error) {
 	} else {
 		m.HtoD, m.DtoH = pool.HtoD, pool.DtoH
 		m.NewPerByte, m.NewGrowth, m.NewKnown = pool.NewPerByte, pool.NewGrowth, pool.NewKnown
+		m.NewReadPerByte = pool.NewReadPerByte
 		if !pool.NewKnown {
 			measures = append(measures, c.measureNew) // when these blocks are new
 		}
@@ -239,15 +245,16 @@ func (p *Pool) calibrate(cls *sizeClass, pool *CostModel) (CostModel, error) {
 // calibrator holds what the measurements share: n source blocks, n
 // destination blocks, and the buffer that evicts the CPU's caches.
 type calibrator struct {
-	p        *Pool
-	cls      *sizeClass
-	n        int
-	blks     []*block // src, then dst
-	src, dst []*block
-	evict    []byte
-	fresh    bool            // the blocks are memory new to the pool
-	grow     time.Duration   // with fresh: the growth that made them
-	firsts   []time.Duration // the blocks' first writes, per block, in parts
+	p         *Pool
+	cls       *sizeClass
+	n         int
+	blks      []*block // src, then dst
+	src, dst  []*block
+	evict     []byte
+	fresh     bool            // the blocks are memory new to the pool
+	grow      time.Duration   // with fresh: the growth that made them
+	firsts    []time.Duration // the blocks' first writes, per block, in parts
+	firstRead time.Duration   // the sources' first read, per block
 }
 
 // newPage is the unit new memory is touched in: a page of the host
@@ -308,8 +315,16 @@ func (p *Pool) newCalibrator(cls *sizeClass) (*calibrator, error) {
 	}
 	// Every block is written once before use, and so is every block given
 	// back: an allocation that finds them free never pays their first
-	// touch, which Plan prices for memory new to the pool only.
-	c.firsts, err = c.touch(blks)
+	// touch, which Plan prices for memory new to the pool only. The
+	// sources are first read, untouched, into the touched destinations.
+	c.firsts, err = c.touch(slices.DeleteFunc(slices.Clone(blks), func(b *block) bool { return slices.Contains(c.src, b) }))
+	if err == nil {
+		c.cold()
+		c.firstRead, err = c.timed(c.n, c.copyEach(cls.Bytes()))
+	}
+	if err == nil {
+		err = c.fill(c.src)()
+	}
 	var freed []*block
 	for _, b := range rest {
 		releaseBlock(b, &freed)
@@ -525,10 +540,16 @@ func (c *calibrator) measureNew(m *CostModel) error {
 	if err != nil {
 		return err
 	}
+	read, err := c.median(c.n, c.copyEach(c.cls.Bytes()))
+	if err != nil {
+		return err
+	}
 	f := slices.Clone(c.firsts)
 	slices.Sort(f)
 	first := f[(len(f)-1)/2]
-	m.NewPerByte, m.NewGrowth, m.NewKnown = max(0, float64(first-again)/float64(c.cls.Bytes())), c.grow, true
+	bb := float64(c.cls.Bytes())
+	m.NewPerByte, m.NewGrowth, m.NewKnown = max(0, float64(first-again)/bb), c.grow, true
+	m.NewReadPerByte = max(0, float64(c.firstRead-read)/bb)
 	return nil
 }
 

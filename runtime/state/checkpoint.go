@@ -314,7 +314,9 @@ func (h *Head) applyDeltaWith(r *root, d *delta, rows int, take func(*sizeClass)
 			}
 			if bi < t.n {
 				if used := min(r.rows, (bi+1)*per) - bi*per; used > 0 {
-					if err := h.pool.b.CopyDtoD(nb.Ptr(), t.get(bi).Ptr(), used*rb); err != nil {
+					seed := t.get(bi)
+					seed.Touch() // its pages are mapped now (estimate.go)
+					if err := h.pool.b.CopyDtoD(nb.Ptr(), seed.Ptr(), used*rb); err != nil {
 						releaseBlock(nb, &freed)
 						return r, err
 					}

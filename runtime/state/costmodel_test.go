@@ -27,6 +27,7 @@ const (
 	tDtoHFixed, tDtoHPer = 70, 0.125
 	tMemsetPer           = 0.0625
 	tFirstPer            = 2 // a first write's extra cost
+	tFirstReadPer        = 1 // a first read's
 	tAlloc               = 1 << 20
 )
 
@@ -51,7 +52,15 @@ func (b *timedBackend) Alloc(n int) (device.Ptr, error) {
 	return b.Backend.Alloc(n)
 }
 func (b *timedBackend) CopyDtoD(dst, src device.Ptr, n int) error {
-	b.charge(tDtoDFixed + tDtoDPer*float64(n))
+	b.mu.Lock()
+	first := !b.touched[src]
+	b.touched[src], b.touched[dst] = true, true
+	b.mu.Unlock()
+	ns := tDtoDFixed + tDtoDPer*float64(n)
+	if first {
+		ns += tFirstReadPer * float64(n)
+	}
+	b.charge(ns)
 	return b.Backend.CopyDtoD(dst, src, n)
 }
 func (b *timedBackend) CopyHtoD(dst device.Ptr, src []byte) error {
@@ -112,6 +121,7 @@ func TestCalibrationPerDirection(t *testing.T) {
 	}
 	near("NewPerByte", m.NewPerByte, tFirstPer)
 	near("NewGrowth", float64(m.NewGrowth), tAlloc)
+	near("NewReadPerByte", m.NewReadPerByte, tFirstReadPer)
 	if m.BlockBytes != p.BlockBytes() {
 		t.Fatalf("the pool's model is of blocks of %d bytes, want %d", m.BlockBytes, p.BlockBytes())
 	}
@@ -334,6 +344,44 @@ func TestCalibrationKeepsCachedBlocks(t *testing.T) {
 		if after.CachedBytes != before.CachedBytes || after.Evictions != before.Evictions || after.EvictedBytes != before.EvictedBytes {
 			t.Fatalf("block bytes %d: calibration (err %v) changed the cache: %d cached bytes, %d evictions; before %d, %d",
 				bb, err, after.CachedBytes, after.Evictions, before.CachedBytes, before.Evictions)
+		}
+	}
+}
+
+// TestPlanPricesUnwrittenSeeds: the seed rows a reconstruction reads of
+// blocks nothing ever wrote (a mutable state's first blocks, zeroed from
+// memory no block used) count as new memory, besides the blocks it takes
+// new, until a reconstruction has read them; rows written before do not.
+func TestPlanPricesUnwrittenSeeds(t *testing.T) {
+	for _, whole := range []bool{false, true} {
+		p := newPool(t, PoolOptions{BlockBytes: 256})
+		fixedModel(p)
+		l := kv(Mutable, 4096, Keep)
+		l.Checkpoint = &CheckpointPolicy{Every: 8, Keep: 4}
+		if whole {
+			l.Checkpoint.Every = 2 // a checkpoint of the rows written whole
+		}
+		h := must[*Head](t)(p.NewHead(l, "me"))
+		defer h.Release()
+		if whole {
+			check(t, h.Write(0, kvRows(4096, 9)))
+			check(t, h.Write(0, kvRows(1, 9)))
+		}
+		for i := range 3 {
+			check(t, h.Write(100+i*400, kvRows(1, byte(i))))
+		}
+		v := h.Version()
+		first := must[Plan](t)(h.Plan(v))
+		if first.SeedBytes == 0 {
+			t.Fatal("a plan with no seed")
+		}
+		check(t, must[*Snap](t)(h.At(v)).Release())
+		again := must[Plan](t)(h.Plan(v))
+		switch {
+		case !whole && (first.NewBytes != first.SeedBytes+int64(first.Blocks*256) || again.NewBytes != 0):
+			t.Fatalf("seeds of unwritten blocks: new bytes %d of %d seed bytes first, %d once read", first.NewBytes, first.SeedBytes, again.NewBytes)
+		case whole && first.NewBytes > int64(first.Blocks*256):
+			t.Fatalf("seeds of written blocks counted new: %d new bytes, %d seed bytes, %d blocks", first.NewBytes, first.SeedBytes, first.Blocks)
 		}
 	}
 }

@@ -74,6 +74,8 @@ func (h *Head) candidate(q, t int, pr *pricing) Candidate {
 	nodes := make([][]bitset, len(h.perBlock)) // per column and level: the nodes copied
 	taken := make([]int64, len(h.perBlock))
 	rows := x.entries[q].rows
+	cp := x.entries[q].cp
+	var unread int64 // seed bytes of blocks no one ever wrote
 	for j := q + 1; j <= t; j++ {
 		d := x.entries[j].d
 		if d.step != nil {
@@ -102,6 +104,9 @@ func (h *Head) candidate(q, t int, pr *pricing) Candidate {
 				if used := min(rows, (bi+1)*per) - bi*per; used > 0 {
 					c.SeedBytes += int64(used * rb)
 					c.Copies++
+					if t := &cp.cols[col]; bi < t.n && t.get(bi).Untouched() {
+						unread += int64(used * rb) // its pages fault on this first read
+					}
 				}
 			}
 			if d.step == nil {
@@ -118,11 +123,13 @@ func (h *Head) candidate(q, t int, pr *pricing) Candidate {
 	}
 	var growths int64
 	c.NewBytes, growths = h.newBytes(taken, pr.free)
+	c.NewBytes += unread
 	if !pr.known {
 		return c
 	}
 	c.model = pr.model.estimate(&c, len(h.rowBytes))
-	c.newCost = time.Duration(float64(c.NewBytes)*pr.model.NewPerByte) + time.Duration(growths)*pr.model.NewGrowth
+	c.newCost = time.Duration(float64(c.NewBytes-unread)*pr.model.NewPerByte+float64(unread)*pr.model.NewReadPerByte) +
+		time.Duration(growths)*pr.model.NewGrowth
 	mid, _, _, _ := pr.f.scale()
 	c.Estimate = time.Duration(float64(c.model)*mid) + c.newCost + c.Replayed
 	return c
@@ -132,9 +139,9 @@ func (h *Head) candidate(q, t int, pr *pricing) Candidate {
 // taken, taken[col] of each column, touch (those the free blocks that held
 // rows do not cover: a class's new blocks follow the ones it carved last,
 // so their first page may be touched already, and whole pages would count
-// it twice), and the growths of the pool
-// that make them (each makes a slab's worth of blocks, of which the
-// reconstruction, taking one block at a time, may use one).
+// it twice), and the growths of the pool that make them (each makes a
+// slab's worth of blocks, of which the reconstruction, taking one block at
+// a time, may use one).
 func (h *Head) newBytes(taken []int64, free map[*sizeClass]classFree) (bytes, growths int64) {
 	need := map[*sizeClass]int64{}
 	for col, n := range taken {
@@ -224,7 +231,8 @@ func (h *Head) observe(pl *Plan, replayed time.Duration) {
 	h.pool.observe(h.fitClass(), c, pl.Measured-replayed)
 }
 
-// plan returns the plan for version v. h.mu is held.
+// planAt returns the plan for version v and the index of its entry. h.mu
+// is held.
 func (h *Head) planAt(op string, v Version) (Plan, int, error) {
 	if h.hist == nil {
 		return Plan{}, 0, h.errorf(op, "%s keeps no checkpoints: %w", h.l.Type, ErrNotRetained)
@@ -253,8 +261,8 @@ func (h *Head) planAt(op string, v Version) (Plan, int, error) {
 		// Replayed steps spread as the history's replays did, when it
 		// measured three.
 		sLo, sHi := 1.0, 1.0
-		if mid, l, h, ok := h.hist.stepFit.scale(); ok {
-			sLo, sHi = l/mid, h/mid
+		if mid, l, u, ok := h.hist.stepFit.scale(); ok {
+			sLo, sHi = l/mid, u/mid
 		}
 		pl.Low = time.Duration(float64(pl.model)*lo+float64(pl.Replayed)*sLo) + pl.newCost
 		pl.High = time.Duration(float64(pl.model)*hi+float64(pl.Replayed)*sHi) + pl.newCost

@@ -54,9 +54,11 @@ type Candidate struct {
 	SeedBytes, DeltaBytes int64
 	// Copies counts the device copies, Blocks the blocks taken.
 	Copies, Blocks int
-	// NewBytes are the bytes of the blocks the reconstruction takes
-	// beyond the free blocks of the pool that held rows: memory the pool
-	// never used (on the host backend, pages touched for the first time).
+	// NewBytes are the bytes of memory the reconstruction touches for the
+	// first time (on the host backend, pages that fault): the blocks it
+	// takes beyond the free blocks of the pool that held rows, and the
+	// seed rows it reads of blocks nothing ever wrote (a mutable state's
+	// rows still zero since it was made).
 	NewBytes int64
 	// Steps counts the versions among Deltas made by Step, which the
 	// reconstruction runs again (replay.go); Replayed is the time their

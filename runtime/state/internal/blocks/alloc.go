@@ -80,6 +80,7 @@ func (a *Allocator) Class(bb int) *Class {
 // takes no lock: an owner's one-block alloc and free cycle.
 func (a *Allocator) TakeHot(c *Class, owner string) *Block {
 	if b := c.hot.Load(); b != nil && b.owner == owner && c.hot.CompareAndSwap(b, nil) {
+		b.untouched.Store(false)
 		b.rc.Store(1)
 		return b
 	}
@@ -151,6 +152,7 @@ func (a *Allocator) Alloc(buf []*Block, c *Class, owner string, n int, zero bool
 		}
 	}
 	for _, b := range out {
+		b.untouched.Store(zero && b.zeroed)
 		b.owner, b.zeroed = owner, false
 		b.rc.Store(1)
 	}

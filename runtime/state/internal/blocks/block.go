@@ -24,13 +24,29 @@ type Block struct {
 	rc     atomic.Int32
 	owner  string
 	zeroed bool // reads as zeros; only free blocks on the clean list
-	cls    *Class
-	hook   atomic.Pointer[Hook]
+	// untouched says a zeroed allocation took the block from the clean
+	// list: memory no block used, which nothing has read or written since
+	// (that its holders say: Touch).
+	untouched atomic.Bool
+	cls       *Class
+	hook      atomic.Pointer[Hook]
 }
 
 // Hook is told when the references to a block it is set on drop to one:
 // its holder (the prefix cache) may then be the block's only holder.
 type Hook func(b *Block)
+
+// Untouched reports whether a zeroed allocation took the block from the
+// clean list, and no holder said it touched the block since: memory no
+// block used before (on the host backend, pages never touched, which fault
+// on their first access). Holders that share a block before writing it, as
+// a checkpointed state's first blocks are, keep the mark true until a
+// read they report.
+func (b *Block) Untouched() bool { return b.untouched.Load() }
+
+// Touch says the block's memory was read or written: it is no longer
+// untouched.
+func (b *Block) Touch() { b.untouched.Store(false) }
 
 // Ptr returns the block's device address.
 func (b *Block) Ptr() device.Ptr { return b.ptr }
