@@ -79,12 +79,28 @@ func (a *Allocator) Class(bb int) *Class {
 // it and it is still there, with reference count 1; nil otherwise. It
 // takes no lock: an owner's one-block alloc and free cycle.
 func (a *Allocator) TakeHot(c *Class, owner string) *Block {
-	if b := c.hot.Load(); b != nil && b.owner == owner && c.hot.CompareAndSwap(b, nil) {
-		b.untouched.Store(false)
-		b.rc.Store(1)
-		return b
+	// The block is taken out of the slot before its owner is read: a
+	// block in the slot may be drained and handed to another owner
+	// meanwhile, who writes its owner.
+	b := c.hot.Load()
+	if b == nil || !c.hot.CompareAndSwap(b, nil) {
+		return nil
 	}
-	return nil
+	if b.owner != owner {
+		// Another owner's: back in the slot, or, when a block took the
+		// slot meanwhile, on its owner's free list.
+		if !c.hot.CompareAndSwap(nil, b) {
+			a.mu.Lock()
+			c.putDirtyLocked(b)
+			c.nfree++
+			c.inUse--
+			a.mu.Unlock()
+		}
+		return nil
+	}
+	b.untouched.Store(false)
+	b.rc.Store(1)
+	return b
 }
 
 // Alloc returns n blocks of class c for owner, appended to buf[:0], each

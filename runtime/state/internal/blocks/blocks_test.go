@@ -250,3 +250,43 @@ func TestAllocRuns(t *testing.T) {
 		}
 	}
 }
+
+// An owner that looks in the hot slot while another owner's allocations
+// drain it and take the block back (writing its owner) has no data race
+// with them: TakeHot takes the block out of the slot before it reads its
+// owner (go test -race).
+func TestHotSlotContended(t *testing.T) {
+	a, _ := newAlloc(t, 0)
+	c := a.Class(256)
+	stop := make(chan struct{})
+	looked := make(chan int)
+	go func() {
+		n := 0
+		for {
+			select {
+			case <-stop:
+				looked <- n
+				return
+			default:
+			}
+			if b := a.TakeHot(c, "y"); b != nil {
+				t.Error("y took x's block from the hot slot")
+			}
+			n++
+		}
+	}()
+	for range 5000 {
+		blks, err := a.Alloc(nil, c, "x", 1, false) // drains the slot
+		if err != nil {
+			t.Fatal(err)
+		}
+		if blks[0].Owner() != "x" {
+			t.Fatalf("x got a block of %q", blks[0].Owner())
+		}
+		blks[0].SetRefs(0)
+		a.Free(blks) // into the slot
+	}
+	close(stop)
+	<-looked
+	check(t, a)
+}
