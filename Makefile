@@ -12,7 +12,7 @@ export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 # checks it), and so are tests, which misuse handles on purpose to check the runtime's errors.
 VET_PKGS = $$($(GO) list ./... | grep -v -e /examples/contracts/faulty -e /examples/kvcache/misuse)
 
-.PHONY: all build test generated vettool vet fuzz demo bench gpu-check ptx vet-bench precision golangci-lint golangci-check clean
+.PHONY: all build test generated vettool vet fuzz demo bench gpu-check ptx vet-bench serve-bench precision golangci-lint golangci-check clean
 
 all: build
 
@@ -64,6 +64,10 @@ bench:
 vet-bench: build
 	bash scripts/vetbench.sh
 	bash scripts/vetcost.sh
+
+# The serving paths' figures (docs/BENCHMARKS.md), every row in one run.
+serve-bench:
+	bash scripts/servebench.sh
 	$(GO) test -run='^$$' -bench=VetStateHeavy -benchtime=3x ./analyzers/stcleanup
 
 # statevet over golang.org/x/tools and the standard library: no findings, no failures.

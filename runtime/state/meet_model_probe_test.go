@@ -441,9 +441,18 @@ func rollbackCost(t *testing.T, cycles int) {
 	for range cycles {
 		cycle()
 	}
-	late := batch()
-	ratio := float64(late) / float64(early)
-	t.Logf("rollback cycle after %d cycles: %.2fx the cost of an early one (%v vs %v per 100)", cycles, ratio, late, early)
+	// A loaded machine can stretch one batch; the defect stretches every
+	// one, so a ratio over 3 is measured twice more before it fails
+	// (TestRollbackInvalidateWork counts the work itself).
+	var ratio float64
+	for try := 0; try < 3; try++ {
+		late := batch()
+		ratio = float64(late) / float64(early)
+		t.Logf("rollback cycle after %d cycles: %.2fx the cost of an early one (%v vs %v per 100)", cycles, ratio, late, early)
+		if ratio <= 3 {
+			break
+		}
+	}
 	if ratio > 3 {
 		t.Fatalf("defect class: rollback cost grows with history (descendants=invalidate walks every handle's segment chain): a cycle after %d cycles costs %.1fx an early one", cycles, ratio)
 	}
