@@ -190,9 +190,20 @@ func fill(b []byte, v byte) {
 
 func (h *hostBackend) Sync() error {
 	h.mu.RLock()
-	defer h.mu.RUnlock()
 	if h.closed {
+		h.mu.RUnlock()
 		return ErrClosed
+	}
+	streams := make([]*hostStream, 0, len(h.streams))
+	for s := range h.streams {
+		streams = append(streams, s)
+	}
+	h.mu.RUnlock()
+	// As a device's synchronize does, wait for the work of every stream
+	// too (not holding h.mu: their copies take it). A stream's own error
+	// is its Sync's to answer.
+	for _, s := range streams {
+		s.Sync()
 	}
 	return nil
 }

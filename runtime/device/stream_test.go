@@ -312,3 +312,44 @@ func TestHostKernelBadArgs(t *testing.T) {
 		t.Errorf("Sync after a kernel with too few arguments: %v; want ErrKernelArg", err)
 	}
 }
+
+// TestHostSyncWaitsForStreams: the backend's Sync waits for the work of
+// every stream, as a device's synchronize does; the store falls back on
+// it to fence blocks when it cannot record an event.
+func TestHostSyncWaitsForStreams(t *testing.T) {
+	b := Host()
+	defer b.Close()
+	sb := b.(Streams)
+	st, err := sb.NewStream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	const n = 64 << 20
+	dst, err := b.Alloc(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Free(dst)
+	src, err := sb.HostAlloc(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.HostFree(src)
+	for range 4 {
+		if err := sb.CopyHtoDAsync(st, dst, src); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ev, err := sb.Record(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ev.Close()
+	if err := b.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if done, err := ev.Done(); !done || err != nil {
+		t.Errorf("after Sync, an event recorded after 256 MiB of queued copies: done %v, %v", done, err)
+	}
+}

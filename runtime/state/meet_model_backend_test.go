@@ -47,6 +47,9 @@ type meetBackend struct {
 	// blockFree is closed (the probe of locks held across backend calls).
 	blockFree chan struct{}
 	inFree    chan struct{}
+
+	smu     sync.Mutex
+	streams []*meetStream // every stream made, for Sync
 }
 
 func newMeetBackend() *meetBackend { return &meetBackend{Backend: device.Host()} }
@@ -172,8 +175,28 @@ var (
 func (b *meetBackend) NewStream() (device.Stream, error) {
 	s := &meetStream{b: b, exited: make(chan struct{})}
 	s.cond = sync.NewCond(&s.mu)
+	b.smu.Lock()
+	b.streams = append(b.streams, s)
+	b.smu.Unlock()
 	go s.run()
 	return s, nil
+}
+
+// Sync waits for the host backend and for the work of every stream, as
+// a device's synchronize does (the store falls back on it when it cannot
+// record an event).
+func (b *meetBackend) Sync() error {
+	b.smu.Lock()
+	streams := append([]*meetStream(nil), b.streams...)
+	b.smu.Unlock()
+	for _, s := range streams {
+		s.mu.Lock()
+		for (len(s.ops) > 0 || s.busy) && !s.closed {
+			s.cond.Wait()
+		}
+		s.mu.Unlock()
+	}
+	return b.Backend.Sync()
 }
 
 func (s *meetStream) run() {
