@@ -134,7 +134,7 @@ func (h *hostBackend) CopiesHtoDAsyncRecord(st Stream, copies []HostCopy) (Event
 	h.mu.RUnlock()
 	w := &hostBatch{h: h, s: s}
 	w.copies = append(w.small[:0], copies...)
-	w.ev = hostEvent{s: s, done: make(chan struct{})}
+	w.ev.s = s
 	if err := s.enqueue(w.run); err != nil {
 		return nil, err
 	}
@@ -145,14 +145,8 @@ func (h *hostBackend) CopiesHtoDAsyncRecord(st Stream, copies []HostCopy) (Event
 // error (this batch's own, when it is the first).
 func (w *hostBatch) run() error {
 	err := w.copy()
-	w.s.mu.Lock()
-	w.ev.err = w.s.err
-	w.s.mu.Unlock()
-	if w.ev.err == nil {
-		w.ev.err = err
-	}
 	clear(w.copies) // the sources are the caller's again
-	close(w.ev.done)
+	w.ev.complete(err)
 	return err
 }
 
