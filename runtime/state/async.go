@@ -26,21 +26,20 @@ func (p *Pool) streamsOf(op string) (device.Streams, error) {
 }
 
 // stagingGet returns a page-locked buffer of at least n bytes, reused when
-// one is free: buffers whose copies have landed are free again (reapLocked).
+// one is free: buffers whose copies have landed are free again
+// (reapStagingLocked), polled only when no free buffer fits, so a run of
+// calls polls the events of the calls before it once.
 func (p *Pool) stagingGet(sb device.Streams, n int) ([]byte, error) {
 	p.mu.Lock()
-	p.reapStagingLocked()
-	for i, buf := range p.staging {
-		if cap(buf) >= n {
-			last := len(p.staging) - 1
-			p.staging[i] = p.staging[last]
-			p.staging[last] = nil
-			p.staging = p.staging[:last]
-			p.mu.Unlock()
-			return buf[:n], nil
-		}
+	buf, ok := p.stagingFitLocked(n)
+	if !ok && len(p.busy) > 0 {
+		p.reapStagingLocked()
+		buf, ok = p.stagingFitLocked(n)
 	}
 	p.mu.Unlock()
+	if ok {
+		return buf, nil
+	}
 	size := stagingMin
 	for size < n {
 		size *= 2
@@ -50,6 +49,21 @@ func (p *Pool) stagingGet(sb device.Streams, n int) ([]byte, error) {
 		return nil, err
 	}
 	return buf[:n], nil
+}
+
+// stagingFitLocked takes a free staging buffer of at least n bytes out of
+// the pool's list, if one is there. p.mu is held.
+func (p *Pool) stagingFitLocked(n int) ([]byte, bool) {
+	for i, buf := range p.staging {
+		if cap(buf) >= n {
+			last := len(p.staging) - 1
+			p.staging[i] = p.staging[last]
+			p.staging[last] = nil
+			p.staging = p.staging[:last]
+			return buf[:n], true
+		}
+	}
+	return nil, false
 }
 
 // reapStagingLocked frees the staging buffers whose copies have landed:
