@@ -89,3 +89,80 @@ func (h *hostBackend) CopiesHtoDAsync(st Stream, copies []HostCopy) error {
 		return nil
 	})
 }
+
+// BatchRecorder is an optional interface of a Backend with Streams: it
+// queues a batch of copies from the host and an event after them as one
+// call, which on the host backend is one piece of work on the stream (one
+// wake of its goroutine) rather than two. The state store's AppendAsync
+// uses it where a Backend has it (docs/BENCHMARKS.md, "Serving paths").
+type BatchRecorder interface {
+	// CopiesHtoDAsyncRecord queues the copies on st, as CopiesHtoDAsync
+	// does, then records an event after them, as Record does, and returns
+	// the event. A range outside a live allocation, or a stream closed or
+	// foreign, fails the call and queues nothing; a failure a driver
+	// reports once some copies are queued leaves them queued, as
+	// CopiesHtoDAsync does. The slice of copies may be reused at once;
+	// each Src must stay untouched until the event completes.
+	CopiesHtoDAsyncRecord(st Stream, copies []HostCopy) (Event, error)
+}
+
+var _ BatchRecorder = (*hostBackend)(nil)
+
+// hostBatch is the work CopiesHtoDAsyncRecord queues on a host stream: its
+// copies, then its event, in one allocation for up to four copies.
+type hostBatch struct {
+	h      *hostBackend
+	s      *hostStream
+	copies []HostCopy
+	small  [4]HostCopy
+	ev     hostEvent
+}
+
+func (h *hostBackend) CopiesHtoDAsyncRecord(st Stream, copies []HostCopy) (Event, error) {
+	s, err := h.stream(st)
+	if err != nil {
+		return nil, err
+	}
+	h.mu.RLock()
+	var in region
+	for _, c := range copies {
+		if _, err := h.spanNear(&in, c.Dst, len(c.Src)); err != nil {
+			h.mu.RUnlock()
+			return nil, fmt.Errorf("device: host async copy to device: %w", err)
+		}
+	}
+	h.mu.RUnlock()
+	w := &hostBatch{h: h, s: s}
+	w.copies = append(w.small[:0], copies...)
+	w.ev.s = s
+	if err := s.enqueue(w.run); err != nil {
+		return nil, err
+	}
+	return &w.ev, nil
+}
+
+// run does the copies, then completes the event with the stream's first
+// error (this batch's own, when it is the first).
+func (w *hostBatch) run() error {
+	err := w.copy()
+	clear(w.copies) // the sources are the caller's again
+	w.ev.complete(err)
+	return err
+}
+
+func (w *hostBatch) copy() error {
+	h := w.h
+	h.unmap.RLock()
+	defer h.unmap.RUnlock()
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	var in region
+	for _, c := range w.copies {
+		d, err := h.spanNear(&in, c.Dst, len(c.Src))
+		if err != nil {
+			return fmt.Errorf("device: host async copy to device: %w", err)
+		}
+		copy(d, c.Src)
+	}
+	return nil
+}

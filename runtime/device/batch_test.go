@@ -76,3 +76,69 @@ func testBatchCopies(t *testing.T, b Backend) {
 		t.Fatalf("after CopiesHtoDAsync: %v, rows equal %v", err, bytes.Equal(got, want))
 	}
 }
+
+// TestHostBatchRecord: copies queued with their event in one call land
+// before the event completes, more copies than the batch holds inline
+// included; a bad range or a closed stream fails the call and queues
+// nothing.
+func TestHostBatchRecord(t *testing.T) {
+	b := Host()
+	defer b.Close()
+	testBatchRecord(t, b)
+}
+
+func testBatchRecord(t *testing.T, b Backend) {
+	br := b.(BatchRecorder)
+	sb := b.(Streams)
+	p, err := b.Alloc(4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := sb.NewStream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := []byte("abcdefghij")
+	want := make([]byte, 4096)
+	for _, n := range []int{1, 2, 5} {
+		copies := make([]HostCopy, n)
+		for i := range copies {
+			at := 64*n + 10*i
+			copies[i] = HostCopy{Dst: p + Ptr(at), Src: src[i : i+3]}
+			copy(want[at:], src[i:i+3])
+		}
+		ev, err := br.CopiesHtoDAsyncRecord(st, copies)
+		if err != nil {
+			t.Fatal(err)
+		}
+		copies[0].Dst = p + 4000 // the caller may reuse its slice at once
+		if err := ev.Wait(); err != nil {
+			t.Fatal(err)
+		}
+		if done, err := ev.Done(); !done || err != nil {
+			t.Fatalf("%d copies: event after Wait: done %v, %v", n, done, err)
+		}
+		ev.Close()
+		got := make([]byte, 4096)
+		if err := b.CopyDtoH(got, p); err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("%d copies: after the event: %v, bytes equal %v", n, err, bytes.Equal(got, want))
+		}
+	}
+	bad := []HostCopy{{Dst: p + 500, Src: src}, {Dst: p + 4090, Src: src}}
+	if ev, err := br.CopiesHtoDAsyncRecord(st, bad); !errors.Is(err, ErrInvalidPtr) || ev != nil {
+		t.Fatalf("a batch with a bad range: %v, %v; want no event, ErrInvalidPtr", ev, err)
+	}
+	if err := st.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]byte, 4096)
+	if err := b.CopyDtoH(got, p); err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("a failed batch landed a copy: %v", err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := br.CopiesHtoDAsyncRecord(st, []HostCopy{{Dst: p, Src: src}}); !errors.Is(err, ErrStreamClosed) {
+		t.Fatalf("a batch on a closed stream: %v, want ErrStreamClosed", err)
+	}
+}

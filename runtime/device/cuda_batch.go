@@ -59,3 +59,14 @@ func (c *CUDA) CopiesHtoDAsync(st Stream, copies []HostCopy) error {
 		return nil
 	})
 }
+
+var _ BatchRecorder = (*CUDA)(nil)
+
+// CopiesHtoDAsyncRecord is CopiesHtoDAsync, then Record: the driver's
+// calls are the same either way.
+func (c *CUDA) CopiesHtoDAsyncRecord(st Stream, copies []HostCopy) (Event, error) {
+	if err := c.CopiesHtoDAsync(st, copies); err != nil {
+		return nil, err
+	}
+	return c.Record(st)
+}

@@ -11,3 +11,11 @@ func TestCUDAFakeBatchCopies(t *testing.T) {
 	defer c.Close()
 	testBatchCopies(t, c)
 }
+
+// TestCUDAFakeBatchRecord runs the batch-and-event checks on the CUDA
+// backend over the test driver.
+func TestCUDAFakeBatchRecord(t *testing.T) {
+	c := openFake(t, fakeDriver(t))
+	defer c.Close()
+	testBatchRecord(t, c)
+}

@@ -67,17 +67,16 @@ func newRig(t *testing.T, b Backend, hold func(t *testing.T, st Stream), release
 
 func hostRig(t *testing.T) *asyncRig {
 	h := Host()
-	var gate chan struct{}
+	var gate *hostEvent
 	// The hold is an event only the test completes: a stream waiting for
 	// it holds no memory, so Free does not wait for the hold.
 	hold := func(t *testing.T, st Stream) {
-		gate = make(chan struct{})
-		ev := &hostEvent{s: st.(*hostStream), done: gate}
-		if err := h.(Streams).WaitEvent(st, ev); err != nil {
+		gate = &hostEvent{s: st.(*hostStream)}
+		if err := h.(Streams).WaitEvent(st, gate); err != nil {
 			t.Fatalf("holding the stream: %v", err)
 		}
 	}
-	release := func() { close(gate) }
+	release := func() { gate.complete(nil) }
 	return newRig(t, h, hold, release)
 }
 

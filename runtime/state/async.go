@@ -26,21 +26,20 @@ func (p *Pool) streamsOf(op string) (device.Streams, error) {
 }
 
 // stagingGet returns a page-locked buffer of at least n bytes, reused when
-// one is free: buffers whose copies have landed are free again (reapLocked).
+// one is free: buffers whose copies have landed are free again
+// (reapStagingLocked), polled only when no free buffer fits, so a run of
+// calls polls the events of the calls before it once.
 func (p *Pool) stagingGet(sb device.Streams, n int) ([]byte, error) {
 	p.mu.Lock()
-	p.reapStagingLocked()
-	for i, buf := range p.staging {
-		if cap(buf) >= n {
-			last := len(p.staging) - 1
-			p.staging[i] = p.staging[last]
-			p.staging[last] = nil
-			p.staging = p.staging[:last]
-			p.mu.Unlock()
-			return buf[:n], nil
-		}
+	buf, ok := p.stagingFitLocked(n)
+	if !ok && len(p.busy) > 0 {
+		p.reapStagingLocked()
+		buf, ok = p.stagingFitLocked(n)
 	}
 	p.mu.Unlock()
+	if ok {
+		return buf, nil
+	}
 	size := stagingMin
 	for size < n {
 		size *= 2
@@ -50,6 +49,21 @@ func (p *Pool) stagingGet(sb device.Streams, n int) ([]byte, error) {
 		return nil, err
 	}
 	return buf[:n], nil
+}
+
+// stagingFitLocked takes a free staging buffer of at least n bytes out of
+// the pool's list, if one is there. p.mu is held.
+func (p *Pool) stagingFitLocked(n int) ([]byte, bool) {
+	for i, buf := range p.staging {
+		if cap(buf) >= n {
+			last := len(p.staging) - 1
+			p.staging[i] = p.staging[last]
+			p.staging[last] = nil
+			p.staging = p.staging[:last]
+			return buf[:n], true
+		}
+	}
+	return nil, false
 }
 
 // reapStagingLocked frees the staging buffers whose copies have landed:
@@ -209,11 +223,28 @@ func (h *Head) AppendAsync(st device.Stream, cols [][]byte) error {
 // the columns one after another, as runs lists them), as one piece of work
 // where the backend takes a batch (device.BatchCopier), then the event
 // after them, which says both that the rows are on the device and that
-// the staging buffer is free again. On failure it waits for st (so no
-// copy it queued lands later, in blocks the failed write gives back) and
-// returns the error: the write is aborted before its commit, and changes
-// nothing.
+// the staging buffer is free again; a backend with device.BatchRecorder
+// takes the copies and the event in one call (on the host backend, one
+// piece of work: docs/BENCHMARKS.md, "Serving paths"). On failure it
+// waits for st (so no copy it queued lands later, in blocks the failed
+// write gives back) and returns the error: the write is aborted before
+// its commit, and changes nothing.
 func (h *Head) queueCopies(sb device.Streams, st device.Stream, runs []copyRun, buf []byte) (device.Event, error) {
+	if br, ok := sb.(device.BatchRecorder); ok {
+		cs := h.copies[:0]
+		off := 0
+		for _, r := range runs {
+			cs = append(cs, device.HostCopy{Dst: r.ptr, Src: buf[off : off+r.bytes]})
+			off += r.bytes
+		}
+		ev, err := br.CopiesHtoDAsyncRecord(st, cs)
+		clear(cs)
+		h.copies = cs[:0]
+		if err != nil {
+			return nil, errors.Join(err, st.Sync())
+		}
+		return ev, nil
+	}
 	if err := h.queueRuns(sb, st, runs, buf); err != nil {
 		return nil, errors.Join(err, st.Sync())
 	}
