@@ -21,12 +21,13 @@ type region struct {
 type table struct {
 	regions []region
 	bytes   uint64 // sum of sizes of live allocations
-	// near holds the indices of the last two allocations find searched
-	// for, looked at before the search: a store's copies go to few slabs
-	// in turn (a row's new blocks in one, its partly filled ones in
-	// another). Readers holding the backend's read lock write them, hence
+	// near holds the indices of four allocations find searched for
+	// lately (index i in slot i mod 4), looked at before the search: a
+	// store's copies go to few slabs in turn (a row's new blocks in one
+	// or two, as the free lists give them, its partly filled ones in
+	// others). Readers holding the backend's read lock write them, hence
 	// atomics; an index is only a guess, checked against the range.
-	near [2]atomic.Int32
+	near [4]atomic.Int32
 }
 
 // insert records r. Bases are distinct because live allocations never overlap.
@@ -91,9 +92,9 @@ func (t *table) find(p Ptr, n int) (region, uint64, error) {
 		return region{}, 0, fmt.Errorf("%w: %d bytes at %#x run past the end of its %d-byte allocation at %#x",
 			ErrInvalidPtr, n, uint64(p), r.size, uint64(r.base))
 	}
-	if last := t.near[0].Load(); int(last) != i {
-		t.near[1].Store(last)
-		t.near[0].Store(int32(i))
+	// Direct-mapped: one store at most, and none when i is there already.
+	if k := i & (len(t.near) - 1); int(t.near[k].Load()) != i {
+		t.near[k].Store(int32(i))
 	}
 	return r, off, nil
 }

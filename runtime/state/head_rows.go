@@ -20,8 +20,12 @@ func (h *Head) Append(cols [][]byte) error {
 		return err
 	}
 	from := h.r.rows
-	if _, err := h.apply("Append", hostAppend, from, from+n, from+n, cols); err != nil {
+	if short, err := h.appendRows("Append", cols, n); err != nil {
 		return err
+	} else if !short {
+		if _, err := h.apply("Append", hostAppend, from, from+n, from+n, cols); err != nil {
+			return err
+		}
 	}
 	h.committed(written{from: from, to: from + n, cols: cols})
 	if g := h.group.Load(); g != nil {

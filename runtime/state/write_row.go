@@ -1,0 +1,87 @@
+package state
+
+import "github.com/gpustate/gpustate/runtime/device"
+
+// The short path of Append, for a decode step: a few rows that, in every
+// column, either go on in the column's tail block (held by the head alone)
+// or start one new block past the column's end. It skips the plan of
+// write.go and makes the same version the general path would: the rows
+// copied in one backend batch, the new blocks set, the window expired, the
+// version committed (commitVersion: the lineage, the pool's logical bytes
+// and the parts' changed hooks). Append runs the parts' committed hooks
+// after either path (docs/INTERNALS.md, "The store's map").
+
+// maxRowCols is the most columns the short path takes; a wider layout
+// takes the general path.
+const maxRowCols = 8
+
+// appendRows appends rows [from, from+n) of the batch cols on the short
+// path. It reports false, having done nothing, when the append does not
+// have its shape; on failure it changes nothing and gives back the blocks
+// it took.
+func (h *Head) appendRows(op string, cols [][]byte, n int) (bool, error) {
+	r := h.r
+	if n <= 0 || len(h.rowBytes) > maxRowCols || !r.unique() {
+		return false, nil
+	}
+	from, to := r.rows, r.rows+n
+	var tails [maxRowCols]*block // per column: the tail block written in place, or nil for a new one
+	counts := h.countBuf[:0]
+	need := 0
+	for c, per := range h.perBlock {
+		bi, t, k := from/per, &r.cols[c], 0
+		switch {
+		case (to-1)/per != bi:
+			return false, nil
+		case from%per == 0 && bi == t.n:
+			k = 1
+		case from%per != 0 && bi < t.n && t.uniquePath(bi):
+			tails[c] = t.get(bi)
+		default:
+			return false, nil
+		}
+		counts = append(counts, k)
+		need += k
+	}
+	h.countBuf = counts
+	tx := writeTx{h: h, op: op, kind: hostAppend, from: from, to: to}
+	if err := tx.admit(); err != nil {
+		return true, err
+	}
+	var blks []*block
+	if need > 0 {
+		var err error
+		if blks, err = h.allocCols(h.scratch, counts, false); err != nil {
+			return true, h.errorf(op, "%w", err)
+		}
+		h.scratch = blks[:0]
+		tx.taken = blks
+	}
+	cs := h.copies[:0]
+	for c, b := range tails[:len(counts)] {
+		if b == nil {
+			b, blks = blks[0], blks[1:]
+			tails[c] = b
+		}
+		rb := h.rowBytes[c]
+		off := from % h.perBlock[c] * rb
+		cs = append(cs, device.HostCopy{Dst: b.Ptr() + device.Ptr(off), Src: cols[c][:n*rb]})
+	}
+	err := copiesHtoD(h.pool.b, cs)
+	clear(cs) // the caller's batch is not kept
+	h.copies = cs[:0]
+	if err != nil {
+		return true, tx.abort(err)
+	}
+	var freed []*block
+	for c, k := range counts {
+		if k == 1 {
+			r.cols[c].set(from/h.perBlock[c], tails[c], &freed)
+		}
+	}
+	r.rows = to
+	h.expire(r, &freed)
+	h.commitVersion()
+	h.pool.free(freed)
+	return true, nil
+}
