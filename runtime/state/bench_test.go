@@ -42,29 +42,47 @@ func benchPool(b *testing.B, be device.Backend, opt PoolOptions) *Pool {
 // time over c's, and returns a's mean time per call.
 func sideBySide(b *testing.B, batch int, a func(), unitA string, c func(), unitC string) (meanA time.Duration) {
 	b.Helper()
-	var ta, tc time.Duration
-	var ratios []float64
-	run := func(f func()) time.Duration {
+	return alternate(b, batch, timed(batch, a), unitA, timed(batch, c), unitC)
+}
+
+// timed returns a round of n calls of f that answers its time.
+func timed(n int, f func()) func() time.Duration {
+	return func() time.Duration {
 		start := time.Now()
-		for range batch {
+		for range n {
 			f()
 		}
 		return time.Since(start)
 	}
+}
+
+// alternate runs the rounds a and c in turn until b.Loop ends (which goes
+// first alternates too), each answering its own time, per calls a round.
+// It reports each one's time per call under unitA and unitC (none where
+// the unit is empty) and the median over rounds of a's time over c's as
+// ratio, and returns a's mean time per call.
+func alternate(b *testing.B, per int, a func() time.Duration, unitA string, c func() time.Duration, unitC string) (meanA time.Duration) {
+	b.Helper()
+	var ta, tc time.Duration
+	var ratios []float64
 	for i := 0; b.Loop(); i++ {
 		var da, dc time.Duration
 		if i%2 == 0 {
-			da, dc = run(a), run(c)
+			da, dc = a(), c()
 		} else {
-			dc, da = run(c), run(a)
+			dc, da = c(), a()
 		}
 		ta, tc = ta+da, tc+dc
 		ratios = append(ratios, float64(da)/float64(dc))
 	}
-	n := float64(len(ratios) * batch)
+	n := float64(len(ratios) * per)
 	slices.Sort(ratios)
-	b.ReportMetric(float64(ta.Nanoseconds())/n, unitA)
-	b.ReportMetric(float64(tc.Nanoseconds())/n, unitC)
+	if unitA != "" {
+		b.ReportMetric(float64(ta.Nanoseconds())/n, unitA)
+	}
+	if unitC != "" {
+		b.ReportMetric(float64(tc.Nanoseconds())/n, unitC)
+	}
 	b.ReportMetric(ratios[len(ratios)/2], "ratio")
 	return time.Duration(float64(ta) / n)
 }

@@ -1,7 +1,6 @@
 package state
 
 import (
-	"slices"
 	"testing"
 	"time"
 
@@ -74,15 +73,19 @@ func BenchmarkServingAppendAsync(b *testing.B) {
 		name      string
 		dim, rows int
 	}{{"bulk256KiB", 128, 496}, {"row2KiB", 512, 1}} {
-		b.Run(tc.name, func(b *testing.B) { benchAppendAsync(b, kvCacheLayout(tc.dim), tc.rows) })
+		b.Run(tc.name, func(b *testing.B) { benchAppendAsync(b, PoolOptions{}, kvCacheLayout(tc.dim), tc.rows) })
 	}
 }
 
-func benchAppendAsync(b *testing.B, l *Layout, rows int) {
+// benchAppendAsync measures 8 AppendAsync calls of rows rows of l on a
+// host stream, then the stream's Sync, against 8 CopyHtoDAsync of the same
+// bytes from page-locked memory to one allocation, then Sync, alternately,
+// on a pool made with opt. It returns the bytes of one call.
+func benchAppendAsync(b *testing.B, opt PoolOptions, l *Layout, rows int) (bytes int) {
 	be := device.Host()
 	defer be.Close()
 	sb := be.(device.Streams)
-	p, err := NewPool(be, PoolOptions{})
+	p, err := NewPool(be, opt)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -109,54 +112,41 @@ func benchAppendAsync(b *testing.B, l *Layout, rows int) {
 	}
 	defer be.Free(dst)
 	const calls = 8
-	store := func() time.Duration {
-		h, err := p.NewHead(l, "a")
-		if err != nil {
-			b.Fatal(err)
+	synced := func(queue func()) func() time.Duration {
+		return func() time.Duration {
+			start := time.Now()
+			queue()
+			if err := st.Sync(); err != nil {
+				b.Fatal(err)
+			}
+			return time.Since(start)
 		}
-		start := time.Now()
+	}
+	var h *Head
+	store := synced(func() {
 		for range calls {
 			if err := h.AppendAsync(st, batch); err != nil {
 				b.Fatal(err)
 			}
 		}
-		if err := st.Sync(); err != nil {
-			b.Fatal(err)
-		}
-		d := time.Since(start)
-		h.Release()
-		return d
-	}
-	raw := func() time.Duration {
-		start := time.Now()
+	})
+	raw := synced(func() {
 		for range calls {
 			if err := sb.CopyHtoDAsync(st, dst, pin); err != nil {
 				b.Fatal(err)
 			}
 		}
-		if err := st.Sync(); err != nil {
+	})
+	fresh := func() time.Duration { // a new head a round, made and released untimed
+		if h, err = p.NewHead(l, "a"); err != nil {
 			b.Fatal(err)
 		}
-		return time.Since(start)
+		defer h.Release()
+		return store()
 	}
-	store() // the pool's slabs and staging taken once
-	var ratios []float64
-	var ts, tr time.Duration
-	for i := 0; b.Loop(); i++ {
-		var s, c time.Duration
-		if i%2 == 0 {
-			s, c = store(), raw()
-		} else {
-			c, s = raw(), store()
-		}
-		ts, tr = ts+s, tr+c
-		ratios = append(ratios, float64(s)/float64(c))
-	}
-	slices.Sort(ratios)
-	calls64 := float64(len(ratios) * calls)
-	b.ReportMetric(float64(ts.Nanoseconds())/calls64, "ns/append-async")
-	b.ReportMetric(float64(tr.Nanoseconds())/calls64, "ns/raw-async")
-	b.ReportMetric(ratios[len(ratios)/2], "ratio")
+	fresh() // the pool's slabs and staging taken once
+	alternate(b, calls, fresh, "ns/append-async", raw, "ns/raw-async")
+	return n
 }
 
 // BenchmarkServingAppendOneRow appends one row (a decode step) to a state,

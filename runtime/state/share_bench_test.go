@@ -2,7 +2,6 @@ package state
 
 import (
 	"fmt"
-	"slices"
 	"testing"
 	"time"
 
@@ -255,30 +254,16 @@ func (r *evictRun) refill(n int) {
 // each run refilled after its batch, out of the timing.
 func evictSideBySide(b *testing.B, a *evictRun, unitA string, c *evictRun, unitC string) {
 	const batch = 16
-	var ta, tc time.Duration
-	var ratios []float64
-	run := func(r *evictRun) time.Duration {
-		start := time.Now()
-		for range batch {
-			r.step()
+	run := func(r *evictRun) func() time.Duration {
+		return func() time.Duration {
+			start := time.Now()
+			for range batch {
+				r.step()
+			}
+			d := time.Since(start)
+			r.refill(batch)
+			return d
 		}
-		d := time.Since(start)
-		r.refill(batch)
-		return d
 	}
-	for i := 0; b.Loop(); i++ {
-		var da, dc time.Duration
-		if i%2 == 0 {
-			da, dc = run(a), run(c)
-		} else {
-			dc, da = run(c), run(a)
-		}
-		ta, tc = ta+da, tc+dc
-		ratios = append(ratios, float64(da)/float64(dc))
-	}
-	n := float64(len(ratios) * batch)
-	slices.Sort(ratios)
-	b.ReportMetric(float64(ta.Nanoseconds())/n, unitA)
-	b.ReportMetric(float64(tc.Nanoseconds())/n, unitC)
-	b.ReportMetric(ratios[len(ratios)/2], "ratio")
+	alternate(b, batch, run(a), unitA, run(c), unitC)
 }

@@ -76,73 +76,7 @@ func BenchmarkReleaseRecordStream(b *testing.B) {
 // allocation, each waited for on the stream, alternately in rounds. The
 // ratio metric is the median of AppendAsync's time over the copy's.
 func BenchmarkAppendAsync(b *testing.B) {
-	be := device.Host()
-	defer be.Close()
-	sb := be.(device.Streams)
-	p, err := NewPool(be, PoolOptions{BlockBytes: 64 << 10})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer p.Close()
-	st, err := sb.NewStream()
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer st.Close()
-	const n = 256 << 10
-	l := &Layout{Type: "Rows", Columns: []Column{{Name: "B", ElemSize: 1, Width: 1024}}, Growth: Append}
-	batch := [][]byte{make([]byte, n)}
-	pin, err := sb.HostAlloc(n)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer sb.HostFree(pin)
-	dst, err := be.Alloc(n)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer be.Free(dst)
-	store := func() time.Duration {
-		h, err := p.NewHead(l, "a")
-		if err != nil {
-			b.Fatal(err)
-		}
-		start := time.Now()
-		for range 8 {
-			if err := h.AppendAsync(st, batch); err != nil {
-				b.Fatal(err)
-			}
-		}
-		if err := st.Sync(); err != nil {
-			b.Fatal(err)
-		}
-		d := time.Since(start)
-		h.Release()
-		return d
-	}
-	copyOnly := func() time.Duration {
-		start := time.Now()
-		for range 8 {
-			if err := sb.CopyHtoDAsync(st, dst, pin); err != nil {
-				b.Fatal(err)
-			}
-		}
-		if err := st.Sync(); err != nil {
-			b.Fatal(err)
-		}
-		return time.Since(start)
-	}
-	var ratios []float64
-	for i := 0; b.Loop(); i++ {
-		var s, c time.Duration
-		if i%2 == 0 {
-			s, c = store(), copyOnly()
-		} else {
-			c, s = copyOnly(), store()
-		}
-		ratios = append(ratios, float64(s)/float64(c))
-	}
-	slices.Sort(ratios)
-	b.ReportMetric(ratios[len(ratios)/2], "ratio")
-	b.SetBytes(8 * n)
+	l := &Layout{Type: "Rows", Columns: []Column{{Name: "B", ElemSize: 1, Width: 1024}}}
+	n := benchAppendAsync(b, PoolOptions{BlockBytes: 64 << 10}, l, 256)
+	b.SetBytes(8 * int64(n))
 }
