@@ -336,28 +336,3 @@ func (sh *shape) readAsync(op string, r *root, st device.Stream, from, to int, d
 	}
 	return nil
 }
-
-// columnRuns calls f for each run of rows [from, to) of column i of r that
-// lies in blocks following one another in one allocation: at is the run's
-// byte offset from row from, src where it starts, n its bytes.
-func (sh *shape) columnRuns(r *root, i, from, to int, f func(at int, src device.Ptr, n int) error) error {
-	rb, per, bb := sh.rowBytes[i], sh.perBlock[i], sh.blockBytes[i]
-	t := &r.cols[i]
-	for row := from; row < to; {
-		bi := row / per
-		end := min(to, (bi+1)*per)
-		blk := t.get(bi)
-		for last := blk; end < to && per*rb == bb; end = min(to, end+per) {
-			next := t.get(end / per)
-			if !next.Follows(last) {
-				break
-			}
-			last = next
-		}
-		if err := f((row-from)*rb, blk.Ptr()+device.Ptr((row-bi*per)*rb), (end-row)*rb); err != nil {
-			return err
-		}
-		row = end
-	}
-	return nil
-}

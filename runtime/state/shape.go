@@ -177,17 +177,24 @@ func (sh *shape) read(op string, r *root, from, to int, dst [][]byte) error {
 	return nil
 }
 
-// copyColumn copies rows [from, to) of column i of r, in range, into d.
+// copyColumn copies rows [from, to) of column i of r, in range, into d,
+// one copy a run of neighbouring blocks.
 func (sh *shape) copyColumn(r *root, i, from, to int, d []byte) error {
-	b := sh.pool.b
+	return sh.columnRuns(r, i, from, to, func(at int, src device.Ptr, n int) error {
+		return sh.pool.b.CopyDtoH(d[at:at+n], src)
+	})
+}
+
+// columnRuns calls f for each run of rows [from, to) of column i of r that
+// lies in blocks following one another in one allocation: at is the run's
+// byte offset from row from, src where it starts, n its bytes.
+func (sh *shape) columnRuns(r *root, i, from, to int, f func(at int, src device.Ptr, n int) error) error {
 	rb, per, bb := sh.rowBytes[i], sh.perBlock[i], sh.blockBytes[i]
 	t := &r.cols[i]
 	for row := from; row < to; {
 		bi := row / per
 		end := min(to, (bi+1)*per)
 		blk := t.get(bi)
-		off := (row - bi*per) * rb
-		// Rows in neighbouring blocks come in one copy.
 		for last := blk; end < to && per*rb == bb; end = min(to, end+per) {
 			next := t.get(end / per)
 			if !next.Follows(last) {
@@ -195,7 +202,7 @@ func (sh *shape) copyColumn(r *root, i, from, to int, d []byte) error {
 			}
 			last = next
 		}
-		if err := b.CopyDtoH(d[(row-from)*rb:(end-from)*rb], blk.Ptr()+device.Ptr(off)); err != nil {
+		if err := f((row-from)*rb, blk.Ptr()+device.Ptr((row-bi*per)*rb), (end-row)*rb); err != nil {
 			return err
 		}
 		row = end

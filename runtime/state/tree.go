@@ -131,13 +131,7 @@ func (t *tree) set(i int, b *block, freed *[]*block) {
 		n.kids[k] = c
 		n = c
 	}
-	k := i & (fan - 1)
-	if old := n.blks[k]; old != nil {
-		releaseBlock(old, freed)
-	} else {
-		t.n++
-	}
-	n.blks[k] = b
+	n.put(t, i, b, freed)
 }
 
 // own returns n itself when its holder holds it alone, else a copy that
@@ -344,3 +338,14 @@ type (
 	block     = blocks.Block
 	sizeClass = blocks.Class
 )
+
+// put sets slot i of leaf n of t to b, as set does once the path is t's.
+func (n *node) put(t *tree, i int, b *block, freed *[]*block) {
+	k := i & (fan - 1)
+	if old := n.blks[k]; old != nil {
+		releaseBlock(old, freed)
+	} else {
+		t.n++
+	}
+	n.blks[k] = b
+}

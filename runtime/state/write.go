@@ -418,15 +418,22 @@ func (tx *writeTx) spans() [][]device.Span {
 	out := make([][]device.Span, len(h.rowBytes))
 	for i := range tx.ops {
 		o := &tx.ops[i]
-		b := o.nb
-		if b == nil {
-			b = o.old
-		}
-		per, rb := h.perBlock[o.col], h.rowBytes[o.col]
-		row := o.idx*per + o.off/rb
-		out[o.col] = append(out[o.col], device.Span{Ptr: b.Ptr() + device.Ptr(o.off), Rows: min(tx.to, (o.idx+1)*per) - row})
+		b, rows := tx.lands(o)
+		out[o.col] = append(out[o.col], device.Span{Ptr: b.Ptr() + device.Ptr(o.off), Rows: rows})
 	}
 	return out
+}
+
+// lands returns the block that o's rows lie in once the write commits (o's
+// new block, else its old one) and how many of rows [from, to) it holds.
+func (tx *writeTx) lands(o *blockOp) (*block, int) {
+	b := o.nb
+	if b == nil {
+		b = o.old
+	}
+	per, rb := tx.h.perBlock[o.col], tx.h.rowBytes[o.col]
+	row := o.idx*per + o.off/rb
+	return b, min(tx.to, (o.idx+1)*per) - row
 }
 
 // leaf returns the leaf of t that holds index i, which set made, on a
@@ -437,17 +444,6 @@ func (t *tree) leaf(i int) *node {
 		n = n.kids[(i>>(fanBits*(h-1)))&(fan-1)]
 	}
 	return n
-}
-
-// put sets slot i of leaf n of t to b, as set does once the path is t's.
-func (n *node) put(t *tree, i int, b *block, freed *[]*block) {
-	k := i & (fan - 1)
-	if old := n.blks[k]; old != nil {
-		releaseBlock(old, freed)
-	} else {
-		t.n++
-	}
-	n.blks[k] = b
 }
 
 // copyRun is a range of device memory that one copy fills: rows that
@@ -469,13 +465,8 @@ func (tx *writeTx) runs() []copyRun {
 	var prev *block
 	for i := range tx.ops {
 		o := &tx.ops[i]
-		b := o.nb
-		if b == nil {
-			b = o.old
-		}
-		per, rb := h.perBlock[o.col], h.rowBytes[o.col]
-		row := o.idx*per + o.off/rb
-		n := (min(tx.to, (o.idx+1)*per) - row) * rb
+		b, rows := tx.lands(o)
+		n := rows * h.rowBytes[o.col]
 		ptr := b.Ptr() + device.Ptr(o.off)
 		if k := len(out) - 1; k >= 0 && o.off == 0 && b.Follows(prev) &&
 			out[k].ptr+device.Ptr(out[k].bytes) == ptr {
