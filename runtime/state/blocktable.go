@@ -246,10 +246,7 @@ func (h *Head) BlockTable() (*BlockTable, error) {
 		}
 	}
 	h.tables.list = append(h.tables.list, t)
-	if !h.tables.joined {
-		h.tables.joined = true
-		h.setParts()
-	}
+	h.parts |= partTables
 	return t, nil
 }
 
