@@ -54,7 +54,9 @@ type Head struct {
 //   - moved after the version changed other than by a write (Rollback,
 //     Merge, a rebuild);
 //   - branched when c is made a branch of h;
-//   - release as the head is released, adding the blocks it frees.
+//   - release as the head is released, appending the blocks it frees to
+//     freed and returning it (a slice, not a pointer to one, so that the
+//     caller's list needs no allocation of its own).
 //
 // Release runs the parts in reverse order. lruPart, asyncPart and
 // tablePart embed noHooks for the hooks they have no use for; history and
@@ -65,7 +67,7 @@ type part interface {
 	committed(h *Head, w written)
 	moved(h *Head)
 	branched(h, c *Head)
-	release(h *Head, freed *[]*block)
+	release(h *Head, freed []*block) []*block
 }
 
 // partSet is a head's parts as bits, in hook order: the lowest bit's part
@@ -84,12 +86,12 @@ const (
 // noHooks is the hooks that do nothing.
 type noHooks struct{}
 
-func (noHooks) prepare(*Head, call) error { return nil }
-func (noHooks) changed(*Head)             {}
-func (noHooks) committed(*Head, written)  {}
-func (noHooks) moved(*Head)               {}
-func (noHooks) branched(_, _ *Head)       {}
-func (noHooks) release(*Head, *[]*block)  {}
+func (noHooks) prepare(*Head, call) error                { return nil }
+func (noHooks) changed(*Head)                            {}
+func (noHooks) committed(*Head, written)                 {}
+func (noHooks) moved(*Head)                              {}
+func (noHooks) branched(_, _ *Head)                      {}
+func (noHooks) release(_ *Head, freed []*block) []*block { return freed }
 
 // call is what a call asks of prepare: its name for errors; land: wait
 // for the copies of earlier AppendAsync calls; share: register the

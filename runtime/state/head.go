@@ -155,13 +155,14 @@ func (h *Head) setParts() {
 
 // releaseParts runs the parts' release hooks, the last part first, and
 // forgets them.
-func (h *Head) releaseParts(freed *[]*block) {
+func (h *Head) releaseParts(freed []*block) []*block {
 	for s := h.parts; s != 0; {
 		b := partSet(1) << (7 - bits.LeadingZeros8(uint8(s)))
 		s &^= b
-		h.part(b).release(h, freed)
+		freed = h.part(b).release(h, freed)
 	}
 	h.parts = 0
+	return freed
 }
 
 // Len returns the number of rows (0 once released, or evicted unless reconstructable): for a window state,

@@ -374,8 +374,7 @@ func (h *Head) release() error {
 	// freed grows as blocks are freed: sized by the root's blocks, it
 	// cost a branch of a large state, which frees a few, an allocation of
 	// the whole state's list on every release.
-	var freed []*block
-	h.releaseParts(&freed)
+	freed := h.releaseParts(nil)
 	if h.r != nil {
 		h.r.release(&freed)
 	}

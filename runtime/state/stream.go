@@ -132,9 +132,10 @@ func (ap *asyncPart) branched(h, c *Head) {
 
 // release closes the events of the copies in flight: their blocks wait as
 // pending, recorded on their stream.
-func (ap *asyncPart) release(*Head, *[]*block) {
+func (ap *asyncPart) release(_ *Head, freed []*block) []*block {
 	for _, ev := range ap.inflight {
 		ev.Close()
 	}
 	ap.inflight = nil
+	return freed
 }
