@@ -246,10 +246,7 @@ func (h *Head) BlockTable() (*BlockTable, error) {
 		}
 	}
 	h.tables.list = append(h.tables.list, t)
-	if !h.tables.joined {
-		h.tables.joined = true
-		h.setParts()
-	}
+	h.parts |= partTables
 	return t, nil
 }
 
@@ -261,9 +258,10 @@ func (tp *tablePart) changed(h *Head) {
 }
 
 // release frees h's tables with h.
-func (tp *tablePart) release(h *Head, _ *[]*block) {
+func (tp *tablePart) release(_ *Head, freed []*block) []*block {
 	releaseTables(tp.list)
 	tp.list = nil
+	return freed
 }
 
 // syncTables brings the head's live tables up to date; h.mu is held.

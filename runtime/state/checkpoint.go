@@ -48,7 +48,10 @@ func (x *history) prepare(h *Head, _ call) error {
 func (x *history) branched(_, c *Head) { c.hist = x.clone() }
 
 // release drops the history with its head.
-func (x *history) release(_ *Head, freed *[]*block) { x.releaseAll(freed) }
+func (x *history) release(_ *Head, freed []*block) []*block {
+	x.releaseAll(&freed)
+	return freed
+}
 
 // changed and moved: a rollback or merge sets the history itself
 // (rollbackMove, mergeMove).

@@ -22,6 +22,7 @@ type Head struct {
 	owned    bool     // pos is the tip of a segment only this head writes
 	released bool
 	evicted  bool              // its blocks were taken under memory pressure
+	parts    partSet           // the parts the head has, in hook order (head.go)
 	logical  int64             // this head's share of the pool's LogicalBytes
 	scratch  []*block          // reused by writes for the blocks they take
 	countBuf []int             // reused by writes for their blocks per column
@@ -29,15 +30,14 @@ type Head struct {
 	copies   []device.HostCopy // reused by writes for their copies from the host
 
 	// The head's parts: its features that keep state of their own. The
-	// head calls them through the hooks of part, in the order of parts,
-	// and names no feature otherwise (docs/INTERNALS.md, "The store's
-	// map").
+	// head calls them through the hooks of part, in the order of the set
+	// bits of parts, and names no feature otherwise (docs/INTERNALS.md,
+	// "The store's map").
 	lru    lruPart   // eviction and the use clock (evict.go)
 	async  asyncPart // streams recorded and copies in flight (stream.go, async.go)
 	tables tablePart // live block tables, kept current (blocktable.go)
 	hist   *history  // checkpoints and deltas (checkpoint.go); nil without a policy
 	share  *sharing  // the head's place in its prefix table (share.go); nil without a share key
-	parts  []part    // the parts above the head has, in hook order
 
 	group atomic.Pointer[Group] // the group that holds it as a member (group.go); nil when none
 }
@@ -54,7 +54,9 @@ type Head struct {
 //   - moved after the version changed other than by a write (Rollback,
 //     Merge, a rebuild);
 //   - branched when c is made a branch of h;
-//   - release as the head is released, adding the blocks it frees.
+//   - release as the head is released, appending the blocks it frees to
+//     freed and returning it (a slice, not a pointer to one, so that the
+//     caller's list needs no allocation of its own).
 //
 // Release runs the parts in reverse order. lruPart, asyncPart and
 // tablePart embed noHooks for the hooks they have no use for; history and
@@ -65,18 +67,31 @@ type part interface {
 	committed(h *Head, w written)
 	moved(h *Head)
 	branched(h, c *Head)
-	release(h *Head, freed *[]*block)
+	release(h *Head, freed []*block) []*block
 }
+
+// partSet is a head's parts as bits, in hook order: the lowest bit's part
+// runs first. Iterating over it allocates nothing, and a branch copies one
+// byte rather than a list.
+type partSet uint8
+
+const (
+	partLRU    partSet = 1 << iota // eviction and the use clock, always
+	partAsync                      // once the head has streams or copies in flight
+	partHist                       // with a checkpoint policy
+	partShare                      // with a share key
+	partTables                     // once the head has a block table
+)
 
 // noHooks is the hooks that do nothing.
 type noHooks struct{}
 
-func (noHooks) prepare(*Head, call) error { return nil }
-func (noHooks) changed(*Head)             {}
-func (noHooks) committed(*Head, written)  {}
-func (noHooks) moved(*Head)               {}
-func (noHooks) branched(_, _ *Head)       {}
-func (noHooks) release(*Head, *[]*block)  {}
+func (noHooks) prepare(*Head, call) error                { return nil }
+func (noHooks) changed(*Head)                            {}
+func (noHooks) committed(*Head, written)                 {}
+func (noHooks) moved(*Head)                              {}
+func (noHooks) branched(_, _ *Head)                      {}
+func (noHooks) release(_ *Head, freed []*block) []*block { return freed }
 
 // call is what a call asks of prepare: its name for errors; land: wait
 // for the copies of earlier AppendAsync calls; share: register the
@@ -108,7 +123,6 @@ type lruPart struct {
 // joins the head's parts with its first state.
 type asyncPart struct {
 	noHooks
-	joined   bool // in the head's parts
 	streams  streamSet
 	inflight []device.Event
 }
@@ -117,8 +131,7 @@ type asyncPart struct {
 // it joins the head's parts with the first table.
 type tablePart struct {
 	noHooks
-	joined bool // in the head's parts
-	list   []*BlockTable
+	list []*BlockTable
 }
 
 var headIDs atomic.Uint64

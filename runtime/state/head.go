@@ -2,6 +2,7 @@ package state
 
 import (
 	"fmt"
+	"math/bits"
 )
 
 func (h *Head) describe() string {
@@ -65,8 +66,8 @@ func (h *Head) prepareLocked(c call) error {
 	if h.invalid.Load() {
 		return h.errorf(c.op, "%w", ErrInvalidated)
 	}
-	for _, p := range h.parts {
-		if err := p.prepare(h, c); err != nil {
+	for s := h.parts; s != 0; s &= s - 1 {
+		if err := h.part(s&-s).prepare(h, c); err != nil {
 			return err
 		}
 	}
@@ -98,16 +99,16 @@ func (h *Head) setLogical() {
 	l := h.logicalOf(h.r)
 	h.pool.logical.Add(l - h.logical)
 	h.logical = l
-	for _, p := range h.parts {
-		p.changed(h)
+	for s := h.parts; s != 0; s &= s - 1 {
+		h.part(s & -s).changed(h)
 	}
 }
 
 // committed tells the parts that a write made h's new version: rows
 // [w.from, w.to). h.mu is held.
 func (h *Head) committed(w written) {
-	for _, p := range h.parts {
-		p.committed(h, w)
+	for s := h.parts; s != 0; s &= s - 1 {
+		h.part(s&-s).committed(h, w)
 	}
 }
 
@@ -116,37 +117,52 @@ func (h *Head) committed(w written) {
 // changed and moved hooks. h.mu is held.
 func (h *Head) moved() {
 	h.setLogical()
-	for _, p := range h.parts {
-		p.moved(h)
+	for s := h.parts; s != 0; s &= s - 1 {
+		h.part(s & -s).moved(h)
+	}
+}
+
+// part returns the part of bit b of h.parts.
+func (h *Head) part(b partSet) part {
+	switch b {
+	case partLRU:
+		return &h.lru
+	case partAsync:
+		return &h.async
+	case partHist:
+		return h.hist
+	case partShare:
+		return h.share
+	default:
+		return &h.tables
 	}
 }
 
 // setParts lists h's parts in hook order: eviction, then the async part
 // once it has state, history, sharing, and the block tables once h has
-// one. It runs whenever a part comes or goes.
+// one. It runs whenever history or sharing comes or goes; the async part
+// and the tables join by setting their bit.
 func (h *Head) setParts() {
-	h.parts = append(h.parts[:0], &h.lru)
-	if h.async.joined {
-		h.parts = append(h.parts, &h.async)
-	}
+	s := h.parts&(partAsync|partTables) | partLRU
 	if h.hist != nil {
-		h.parts = append(h.parts, h.hist)
+		s |= partHist
 	}
 	if h.share != nil {
-		h.parts = append(h.parts, h.share)
+		s |= partShare
 	}
-	if h.tables.joined {
-		h.parts = append(h.parts, &h.tables)
-	}
+	h.parts = s
 }
 
 // releaseParts runs the parts' release hooks, the last part first, and
 // forgets them.
-func (h *Head) releaseParts(freed *[]*block) {
-	for i := len(h.parts) - 1; i >= 0; i-- {
-		h.parts[i].release(h, freed)
+func (h *Head) releaseParts(freed []*block) []*block {
+	for s := h.parts; s != 0; {
+		b := partSet(1) << (7 - bits.LeadingZeros8(uint8(s)))
+		s &^= b
+		freed = h.part(b).release(h, freed)
 	}
-	h.parts = nil
+	h.parts = 0
+	return freed
 }
 
 // Len returns the number of rows (0 once released, or evicted unless reconstructable): for a window state,

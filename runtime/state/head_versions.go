@@ -134,8 +134,8 @@ func (h *Head) branchLocked() (*Head, error) {
 	}
 	c := &Head{shape: h.shape, id: headIDs.Add(1), lin: h.lin, r: h.r.retain(), pos: h.pos}
 	c.logical = h.logicalOf(c.r)
-	for _, p := range h.parts {
-		p.branched(h, c)
+	for s := h.parts; s != 0; s &= s - 1 {
+		h.part(s&-s).branched(h, c)
 	}
 	c.setParts()
 	h.lin.heads[c] = struct{}{}
@@ -374,8 +374,7 @@ func (h *Head) release() error {
 	// freed grows as blocks are freed: sized by the root's blocks, it
 	// cost a branch of a large state, which frees a few, an allocation of
 	// the whole state's list on every release.
-	var freed []*block
-	h.releaseParts(&freed)
+	freed := h.releaseParts(nil)
 	if h.r != nil {
 		h.r.release(&freed)
 	}

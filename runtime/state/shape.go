@@ -9,23 +9,31 @@ import (
 
 // shape is what a head and its snapshots know of their layout and pool.
 type shape struct {
-	pool     *Pool
-	l        *Layout
-	owner    Owner
+	pool   *Pool
+	l      *Layout
+	owner  Owner
+	rowSum int64 // bytes of one row over every column
+	rows   int   // rows per block; 0: the pool's one block size
+	*columns
+}
+
+// columns is the per-column part of a shape. It never changes once
+// newShape made it, so every head and snapshot of a line shares one:
+// a branch or a snapshot copies a pointer, not five slices, which keeps
+// Head and Snap small (docs/INTERNALS.md, "The store's map").
+type columns struct {
 	rowBytes []int // per column
 	perBlock []int // rows per block, per column
-	rowSum   int64 // bytes of one row over every column
 	// blockBytes and cls give each column's block size and its class;
 	// classes lists the distinct classes, in the order columns first use
 	// them.
 	blockBytes []int
 	cls        []*sizeClass
 	classes    []*sizeClass
-	rows       int // rows per block; 0: the pool's one block size
 }
 
 func newShape(p *Pool, l *Layout, owner Owner) shape {
-	sh := shape{pool: p, l: l, owner: owner, blockBytes: p.columnBlockBytes(l), rows: p.blockRows(l)}
+	sh := shape{pool: p, l: l, owner: owner, rows: p.blockRows(l), columns: &columns{blockBytes: p.columnBlockBytes(l)}}
 	for i, c := range l.Columns {
 		rb := c.RowBytes()
 		bb := sh.blockBytes[i]

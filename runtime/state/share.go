@@ -560,13 +560,14 @@ func (s *sharing) branched(h, c *Head) { c.share = s.clone(h.pool) }
 
 // release registers, if the streams recorded on h are past them already
 // (Release never waits), the blocks a kernel filled, and leaves the table.
-func (s *sharing) release(h *Head, _ *[]*block) {
+func (s *sharing) release(h *Head, freed []*block) []*block {
 	if s.tab == nil {
-		return
+		return freed
 	}
 	if len(h.async.inflight) == 0 {
 		h.shareFull()
 	}
 	s.dropWaits()
 	h.pool.cache.leave(s.tab)
+	return freed
 }

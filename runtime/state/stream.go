@@ -96,12 +96,7 @@ func checkStream(sb device.Streams, st device.Stream) error {
 }
 
 // join adds the async part to h's parts, once it has state.
-func (ap *asyncPart) join(h *Head) {
-	if !ap.joined {
-		ap.joined = true
-		h.setParts()
-	}
-}
+func (ap *asyncPart) join(h *Head) { h.parts |= partAsync }
 
 // prepare waits, with c.land, until the copies of earlier AppendAsync
 // calls have landed, so that host-side reads, snapshots, branches and
@@ -137,9 +132,10 @@ func (ap *asyncPart) branched(h, c *Head) {
 
 // release closes the events of the copies in flight: their blocks wait as
 // pending, recorded on their stream.
-func (ap *asyncPart) release(*Head, *[]*block) {
+func (ap *asyncPart) release(_ *Head, freed []*block) []*block {
 	for _, ev := range ap.inflight {
 		ev.Close()
 	}
 	ap.inflight = nil
+	return freed
 }
