@@ -30,7 +30,7 @@ var _ BatchCopier = (*hostBackend)(nil)
 func (h *hostBackend) CopiesHtoD(copies []HostCopy) error {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
-	var in region // the allocation of the last copy: a batch's copies often share one
+	var in nearRegions // a batch's copies often share an allocation or two
 	for _, c := range copies {
 		d, err := h.spanNear(&in, c.Dst, len(c.Src))
 		if err != nil {
@@ -41,20 +41,33 @@ func (h *hostBackend) CopiesHtoD(copies []HostCopy) error {
 	return nil
 }
 
+// nearRegions are the allocations a batch's last copies went to, looked
+// in before the table: a row's copies go to a block of each column, and
+// the narrow columns' blocks, which hold many rows, lie in other slabs
+// than the wide ones' new blocks.
+type nearRegions struct {
+	r    [2]region
+	next int // the entry the next miss replaces
+}
+
 // spanNear is span, looking in *in before the table and leaving there the
 // allocation it found. h.mu is held.
-func (h *hostBackend) spanNear(in *region, p Ptr, n int) ([]byte, error) {
+func (h *hostBackend) spanNear(in *nearRegions, p Ptr, n int) ([]byte, error) {
 	if h.closed {
 		return nil, ErrClosed
 	}
-	if off := uint64(p - in.base); in.mem != nil && p >= in.base && n >= 0 && off <= in.size && uint64(n) <= in.size-off {
-		return in.mem[off : off+uint64(n) : off+uint64(n)], nil
+	for k := range in.r {
+		r := &in.r[k]
+		if off := uint64(p - r.base); r.mem != nil && p >= r.base && n >= 0 && off <= r.size && uint64(n) <= r.size-off {
+			return r.mem[off : off+uint64(n) : off+uint64(n)], nil
+		}
 	}
 	r, off, err := h.allocs.find(p, n)
 	if err != nil {
 		return nil, err
 	}
-	*in = r
+	in.r[in.next] = r
+	in.next ^= 1
 	return r.mem[off : off+uint64(n) : off+uint64(n)], nil
 }
 
@@ -64,7 +77,7 @@ func (h *hostBackend) CopiesHtoDAsync(st Stream, copies []HostCopy) error {
 		return err
 	}
 	h.mu.RLock()
-	var in region
+	var in nearRegions
 	for _, c := range copies {
 		if _, err := h.spanNear(&in, c.Dst, len(c.Src)); err != nil {
 			h.mu.RUnlock()
@@ -78,7 +91,7 @@ func (h *hostBackend) CopiesHtoDAsync(st Stream, copies []HostCopy) error {
 		defer h.unmap.RUnlock()
 		h.mu.RLock()
 		defer h.mu.RUnlock()
-		var in region
+		var in nearRegions
 		for _, c := range own {
 			d, err := h.spanNear(&in, c.Dst, len(c.Src))
 			if err != nil {
@@ -124,7 +137,7 @@ func (h *hostBackend) CopiesHtoDAsyncRecord(st Stream, copies []HostCopy) (Event
 		return nil, err
 	}
 	h.mu.RLock()
-	var in region
+	var in nearRegions
 	for _, c := range copies {
 		if _, err := h.spanNear(&in, c.Dst, len(c.Src)); err != nil {
 			h.mu.RUnlock()
@@ -156,7 +169,7 @@ func (w *hostBatch) copy() error {
 	defer h.unmap.RUnlock()
 	h.mu.RLock()
 	defer h.mu.RUnlock()
-	var in region
+	var in nearRegions
 	for _, c := range w.copies {
 		d, err := h.spanNear(&in, c.Dst, len(c.Src))
 		if err != nil {

@@ -21,14 +21,27 @@ type region struct {
 type table struct {
 	regions []region
 	bytes   uint64 // sum of sizes of live allocations
-	// near holds the indices of four allocations find searched for
-	// lately (index i in slot i mod 4), looked at before the search: a
-	// store's copies go to few slabs in turn (a row's new blocks in one
-	// or two, as the free lists give them, its partly filled ones in
-	// others). Readers holding the backend's read lock write them, hence
-	// atomics; an index is only a guess, checked against the range.
-	near [4]atomic.Int32
+	// near is a direct-mapped cache of find's answers, keyed by the
+	// address's page: slot (p>>nearShift) mod nearSlots holds the index of
+	// the allocation find last returned for an address of that page, plus
+	// one (zero: empty). A page lies in one allocation at most (the host
+	// backend maps whole pages), so slots only alias between pages 16 MiB
+	// apart. A store's copies go to blocks spread over many slabs (after a
+	// few generations of a state freed and made again, each column's block
+	// of a row comes from another slab), which a few last answers miss.
+	// Readers holding the backend's read lock write it, hence atomics; an
+	// index is only a guess, checked against the range (inserts and
+	// removes shift them).
+	near [nearSlots]atomic.Int32
+	// last holds the indices find answered last (most recent first),
+	// plus one: a row's copies go to two slabs or so, in turn.
+	last [2]atomic.Int32
 }
+
+const (
+	nearShift = 12
+	nearSlots = 4096
+)
 
 // insert records r. Bases are distinct because live allocations never overlap.
 func (t *table) insert(r region) {
@@ -59,12 +72,16 @@ func (t *table) find(p Ptr, n int) (region, uint64, error) {
 	if n < 0 {
 		return region{}, 0, fmt.Errorf("%w: negative length %d", ErrInvalidSize, n)
 	}
-	for k := range t.near {
-		if i := int(t.near[k].Load()); i < len(t.regions) {
-			r := t.regions[i]
-			if off := uint64(p - r.base); p >= r.base && off < r.size && uint64(n) <= r.size-off {
-				return r, off, nil
-			}
+	for k := range t.last {
+		if r, off, ok := t.guess(int(t.last[k].Load())-1, p, n); ok {
+			return r, off, nil
+		}
+	}
+	slot := &t.near[uint64(p)>>nearShift&(nearSlots-1)]
+	if i := int(slot.Load()) - 1; i >= 0 {
+		if r, off, ok := t.guess(i, p, n); ok {
+			t.used(i)
+			return r, off, nil
 		}
 	}
 	// The last allocation whose base is <= p, by a binary search written
@@ -92,11 +109,31 @@ func (t *table) find(p Ptr, n int) (region, uint64, error) {
 		return region{}, 0, fmt.Errorf("%w: %d bytes at %#x run past the end of its %d-byte allocation at %#x",
 			ErrInvalidPtr, n, uint64(p), r.size, uint64(r.base))
 	}
-	// Direct-mapped: one store at most, and none when i is there already.
-	if k := i & (len(t.near) - 1); int(t.near[k].Load()) != i {
-		t.near[k].Store(int32(i))
+	if int(slot.Load()) != i+1 { // one store at most, none when it is there
+		slot.Store(int32(i + 1))
 	}
+	t.used(i)
 	return r, off, nil
+}
+
+// guess returns allocation i and p's offset in it when i is an allocation
+// that holds the n bytes at p (n >= 0).
+func (t *table) guess(i int, p Ptr, n int) (region, uint64, bool) {
+	if i < 0 || i >= len(t.regions) {
+		return region{}, 0, false
+	}
+	r := &t.regions[i]
+	if off := uint64(p - r.base); p >= r.base && off < r.size && uint64(n) <= r.size-off {
+		return *r, off, true
+	}
+	return region{}, 0, false
+}
+
+// used makes allocation i, which find answers though last did not hold
+// it, the first of last.
+func (t *table) used(i int) {
+	t.last[1].Store(t.last[0].Load())
+	t.last[0].Store(int32(i + 1))
 }
 
 // clear forgets every allocation and returns them.
