@@ -63,3 +63,28 @@ func (p *Pool) free(list []*block) {
 	list = p.rec.fenceRecorded(p.b, p.mem, list)
 	p.mem.Free(list)
 }
+
+// maxFreedList is the longest freed list takeFreed keeps for reuse; a
+// release of a larger state grows its own and leaves it to the collector.
+const maxFreedList = 1 << 16
+
+// takeFreed returns an empty list to gather the blocks a release frees
+// in; freeList frees them and gives the list back.
+func (p *Pool) takeFreed() *[]*block {
+	if l, ok := p.freedLists.Get().(*[]*block); ok {
+		return l
+	}
+	return new([]*block)
+}
+
+// freeList frees the blocks of *l (free) and keeps l for the next
+// takeFreed, emptied, unless it grew past maxFreedList.
+func (p *Pool) freeList(l *[]*block) {
+	p.free(*l)
+	if cap(*l) > maxFreedList {
+		return
+	}
+	clear(*l)
+	*l = (*l)[:0]
+	p.freedLists.Put(l)
+}

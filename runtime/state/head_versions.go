@@ -371,15 +371,17 @@ func (h *Head) release() error {
 	h.lin.mu.Lock()
 	delete(h.lin.heads, h)
 	h.lin.mu.Unlock()
-	// freed grows as blocks are freed: sized by the root's blocks, it
-	// cost a branch of a large state, which frees a few, an allocation of
-	// the whole state's list on every release.
-	freed := h.releaseParts(nil)
+	// freed grows as blocks are freed, in a list the pool reuses: sized
+	// by the root's blocks, it cost a branch of a large state, which
+	// frees a few, an allocation of the whole state's list on every
+	// release.
+	freed := h.pool.takeFreed()
+	*freed = h.releaseParts(*freed)
 	if h.r != nil {
-		h.r.release(&freed)
+		h.r.release(freed)
 	}
 	h.r = nil
-	h.pool.free(freed)
+	h.pool.freeList(freed)
 	h.pool.unregister(h, h.logical)
 	h.logical = 0
 	return nil

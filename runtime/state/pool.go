@@ -137,6 +137,11 @@ type Pool struct {
 	rowSized bool
 
 	rec recorded // the streams recorded on blocks (stream.go)
+	// freedLists holds the lists releases gather freed blocks in
+	// (takeFreed): a released state frees all its blocks at once, and a
+	// list grown afresh for each was most of what a serving loop that
+	// renews its states allocated.
+	freedLists sync.Pool
 
 	mu      sync.Mutex            // guards what follows
 	staging [][]byte              // free page-locked staging buffers (AppendAsync)
@@ -304,8 +309,15 @@ type evictable interface {
 	evict() (int64, bool)
 }
 
-// touch marks a use of a handle for the Evictor.
-func (p *Pool) touch(at *atomic.Uint64) { at.Store(p.clock.Add(1)) }
+// touch marks a use of a handle for the Evictor. A handle whose mark is
+// the clock's last tick is the most recently used already: a serving
+// loop's calls on one head take no locked instruction here.
+func (p *Pool) touch(at *atomic.Uint64) {
+	if now := p.clock.Load(); now != 0 && at.Load() == now {
+		return
+	}
+	at.Store(p.clock.Add(1))
+}
 
 // stagingUse is a staging buffer the copies queued before ev read.
 type stagingUse struct {

@@ -425,3 +425,58 @@ func TestRunAllocation(t *testing.T) {
 		}
 	}
 }
+
+// TestRenewedStateKeepsRowsTogether makes a state of four columns of one
+// block size, one row per block, releases it and makes it again many
+// times: each generation's row must get its blocks where one row's were
+// (freed row by row), so the two wide columns' blocks of a row stay
+// neighbours in one slab. Freed column by column, each generation spread a
+// row's blocks four times wider, and after a few over four slabs.
+func TestRenewedStateKeepsRowsTogether(t *testing.T) {
+	l := kvCacheLayout(128) // keys and values: one row per 256-byte block
+	p := newPool(t, PoolOptions{})
+	row := zeroRows(l, 1)
+	const rows = 512
+	for gen := range 8 {
+		h := must[*Head](t)(p.NewHead(l, "s"))
+		for range rows {
+			check(t, h.Append(row))
+		}
+		apart := 0
+		for i := range rows {
+			k, v := h.r.cols[0].get(i), h.r.cols[1].get(i)
+			if !v.Follows(k) {
+				apart++
+			}
+		}
+		// A slab of 256 blocks splits a row at most once per slab.
+		if apart > rows/64 {
+			t.Fatalf("generation %d: %d of %d rows have their key and value blocks apart", gen, apart, rows)
+		}
+		check(t, h.Release())
+	}
+}
+
+// TestByRow checks the order byRow gives the blocks of columns of unequal
+// lengths, after blocks that are not its to order.
+func TestByRow(t *testing.T) {
+	mk := func(n int) []*block {
+		out := make([]*block, n)
+		for i := range out {
+			out[i] = new(block)
+		}
+		return out
+	}
+	pre, a, b, c := mk(2), mk(3), mk(1), mk(2)
+	list := append(append(append(append([]*block(nil), pre...), a...), b...), c...)
+	byRow(&list, []int{2, 5, 6, 8})
+	want := append(append([]*block(nil), pre...), a[0], b[0], c[0], a[1], c[1], a[2])
+	if len(list) != len(want) {
+		t.Fatalf("len = %d, want %d", len(list), len(want))
+	}
+	for i := range want {
+		if list[i] != want[i] {
+			t.Fatalf("block %d out of place", i)
+		}
+	}
+}

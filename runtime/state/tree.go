@@ -199,15 +199,53 @@ func (r *root) retain() *root {
 
 // release drops one reference to r; the last one releases its trees and
 // appends the blocks left without references to freed.
+//
+// The blocks of several columns are appended row by row (the first block
+// of each column, then the second of each, ...), not column by column:
+// free lists give blocks back in the order they were freed, so a state
+// made again in their place gets each row's blocks of every column from
+// where one row's were, neighbours in one slab, rather than from as many
+// slabs as it has columns.
 func (r *root) release(freed *[]*block) {
 	if r.rc.Add(-1) != 0 {
 		return
 	}
-	for _, t := range r.cols {
+	var cuts [maxRowCols + 1]int
+	cuts[0] = len(*freed)
+	for c, t := range r.cols {
 		if t.root != nil {
 			releaseNode(t.root, freed)
 		}
+		if c+1 < len(cuts) {
+			cuts[c+1] = len(*freed)
+		}
 	}
+	if n := len(r.cols); n > 1 && n <= maxRowCols {
+		byRow(freed, cuts[:n+1])
+	}
+}
+
+// byRow reorders the blocks of *list from cuts[0] on, which are the blocks
+// of one column after another (column c's in [cuts[c], cuts[c+1])), so that
+// they take turns: the first of each column, then the second, and so on,
+// each column's in its own order. A column that holds fewer blocks (wider
+// blocks, or blocks shared and so not freed) drops out when it runs out.
+func byRow(list *[]*block, cuts []int) {
+	from, to := cuts[0], cuts[len(cuts)-1]
+	if to-from < 2 {
+		return
+	}
+	l := *list
+	for k := 0; len(l) < to+(to-from); k++ { // the turns, appended past to
+		for c := range len(cuts) - 1 {
+			if i := cuts[c] + k; i < cuts[c+1] {
+				l = append(l, l[i])
+			}
+		}
+	}
+	copy(l[from:to], l[to:])
+	clear(l[to:])
+	*list = l[:to]
 }
 
 // own returns r itself when its holder holds it alone, else a copy (taking
