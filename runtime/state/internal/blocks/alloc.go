@@ -98,7 +98,7 @@ func (a *Allocator) TakeHot(c *Class, owner string) *Block {
 		}
 		return nil
 	}
-	b.untouched.Store(false)
+	b.Touch()
 	b.rc.Store(1)
 	return b
 }
@@ -168,8 +168,16 @@ func (a *Allocator) Alloc(buf []*Block, c *Class, owner string, n int, zero bool
 		}
 	}
 	for _, b := range out {
-		b.untouched.Store(zero && b.zeroed)
-		b.owner, b.zeroed = owner, false
+		// Written only when they change: an atomic store is a locked
+		// instruction, and a string's a write barrier while the
+		// collector runs; a block mostly goes back to its last owner.
+		if u := zero && b.zeroed; b.untouched.Load() != u {
+			b.untouched.Store(u)
+		}
+		if b.owner != owner {
+			b.owner = owner
+		}
+		b.zeroed = false
 		b.rc.Store(1)
 	}
 	return out, nil

@@ -46,7 +46,11 @@ func (b *Block) Untouched() bool { return b.untouched.Load() }
 
 // Touch says the block's memory was read or written: it is no longer
 // untouched.
-func (b *Block) Touch() { b.untouched.Store(false) }
+func (b *Block) Touch() {
+	if b.untouched.Load() { // a store is a locked instruction: only when it changes
+		b.untouched.Store(false)
+	}
+}
 
 // Ptr returns the block's device address.
 func (b *Block) Ptr() device.Ptr { return b.ptr }
