@@ -206,7 +206,11 @@ func (h *Head) AppendAsync(st device.Stream, cols [][]byte) error {
 		landed, err = h.queueCopies(sb, st, runs, buf)
 		return err
 	}
-	if _, err := h.applyThen("AppendAsync", deviceAppend, from, from+n, from+n, nil, queue); err != nil {
+	short, err := h.appendRows("AppendAsync", cols, n, queue)
+	if err == nil && !short {
+		_, err = h.applyThen("AppendAsync", deviceAppend, from, from+n, from+n, nil, queue)
+	}
+	if err != nil {
 		h.pool.stagingPut(buf)
 		return err
 	}

@@ -20,7 +20,7 @@ func (h *Head) Append(cols [][]byte) error {
 		return err
 	}
 	from := h.r.rows
-	if short, err := h.appendRows("Append", cols, n); err != nil {
+	if short, err := h.appendRows("Append", cols, n, nil); err != nil {
 		return err
 	} else if !short {
 		if _, err := h.apply("Append", hostAppend, from, from+n, from+n, cols); err != nil {

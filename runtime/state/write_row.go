@@ -2,24 +2,27 @@ package state
 
 import "github.com/gpustate/gpustate/runtime/device"
 
-// The short path of Append, for a decode step: a few rows that, in every
-// column, either go on in the column's tail block (held by the head alone)
-// or start one new block past the column's end. It skips the plan of
-// write.go and makes the same version the general path would: the rows
-// copied in one backend batch, the new blocks set, the window expired, the
-// version committed (commitVersion: the lineage, the pool's logical bytes
-// and the parts' changed hooks). Append runs the parts' committed hooks
-// after either path (docs/INTERNALS.md, "The store's map").
+// The short path of Append and AppendAsync, for a decode step: a few rows
+// that, in every column, either go on in the column's tail block (held by
+// the head alone) or start one new block past the column's end. It skips
+// the plan of write.go and makes the same version the general path would:
+// the rows copied in one backend batch (or queued on a stream, with their
+// event, in one), the new blocks set, the window expired, the version
+// committed (commitVersion: the lineage, the pool's logical bytes and the
+// parts' changed hooks). Both calls run the parts' committed hooks after
+// either path (docs/INTERNALS.md, "The store's map").
 
 // maxRowCols is the most columns the short path takes; a wider layout
 // takes the general path.
 const maxRowCols = 8
 
 // appendRows appends rows [from, from+n) of the batch cols on the short
-// path. It reports false, having done nothing, when the append does not
-// have its shape; on failure it changes nothing and gives back the blocks
-// it took.
-func (h *Head) appendRows(op string, cols [][]byte, n int) (bool, error) {
+// path: copied from cols, or, when queue is not nil, by queue, which gets
+// where the rows go, column after column, as applyThen's last step does
+// (AppendAsync). It reports false, having done nothing, when the append
+// does not have its shape; on failure it changes nothing and gives back
+// the blocks it took.
+func (h *Head) appendRows(op string, cols [][]byte, n int, queue func([]copyRun) error) (bool, error) {
 	r := h.r
 	if n <= 0 || len(h.rowBytes) > maxRowCols || !r.unique() {
 		return false, nil
@@ -57,19 +60,24 @@ func (h *Head) appendRows(op string, cols [][]byte, n int) (bool, error) {
 		h.scratch = blks[:0]
 		tx.taken = blks
 	}
-	cs := h.copies[:0]
 	for c, b := range tails[:len(counts)] {
 		if b == nil {
-			b, blks = blks[0], blks[1:]
-			tails[c] = b
+			tails[c], blks = blks[0], blks[1:]
 		}
-		rb := h.rowBytes[c]
-		off := from % h.perBlock[c] * rb
-		cs = append(cs, device.HostCopy{Dst: b.Ptr() + device.Ptr(off), Src: cols[c][:n*rb]})
 	}
-	err := copiesHtoD(h.pool.b, cs)
-	clear(cs) // the caller's batch is not kept
-	h.copies = cs[:0]
+	var err error
+	if queue != nil {
+		err = queue(h.rowRuns(tails[:len(counts)], from, n))
+	} else {
+		cs := h.copies[:0]
+		for c, b := range tails[:len(counts)] {
+			rb := h.rowBytes[c]
+			cs = append(cs, device.HostCopy{Dst: b.Ptr() + device.Ptr(from%h.perBlock[c]*rb), Src: cols[c][:n*rb]})
+		}
+		err = copiesHtoD(h.pool.b, cs)
+		clear(cs) // the caller's batch is not kept
+		h.copies = cs[:0]
+	}
 	if err != nil {
 		return true, tx.abort(err)
 	}
@@ -84,4 +92,15 @@ func (h *Head) appendRows(op string, cols [][]byte, n int) (bool, error) {
 	h.commitVersion()
 	h.pool.free(freed)
 	return true, nil
+}
+
+// rowRuns returns where rows [from, from+n) go in the blocks of each
+// column (dst[c], which holds them whole), column after column.
+func (h *Head) rowRuns(dst []*block, from, n int) []copyRun {
+	runs := make([]copyRun, len(dst))
+	for c, b := range dst {
+		rb := h.rowBytes[c]
+		runs[c] = copyRun{ptr: b.Ptr() + device.Ptr(from%h.perBlock[c]*rb), bytes: n * rb}
+	}
+	return runs
 }
