@@ -99,7 +99,7 @@ func (a *Allocator) TakeHot(c *Class, owner string) *Block {
 		return nil
 	}
 	b.Touch()
-	b.rc.Store(1)
+	b.rc = 1 // the slot's CompareAndSwap took it: nothing else holds it
 	return b
 }
 
@@ -178,7 +178,7 @@ func (a *Allocator) Alloc(buf []*Block, c *Class, owner string, n int, zero bool
 			b.owner = owner
 		}
 		b.zeroed = false
-		b.rc.Store(1)
+		b.rc = 1 // taken under a.mu from a free list: nothing else holds it
 	}
 	return out, nil
 }

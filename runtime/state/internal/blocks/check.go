@@ -62,8 +62,8 @@ func (a *Allocator) checkSlabs() error {
 // in use, inUse of them its own. a.mu is held.
 func (c *Class) check(refs map[*Block]int, inUse int64) error {
 	if b := c.hot.Load(); b != nil {
-		if refs[b] > 0 || b.rc.Load() != 0 || b.cls != c {
-			return fmt.Errorf("hot block %#x is in use (%d references, count %d) or of another class", b.ptr, refs[b], b.rc.Load())
+		if refs[b] > 0 || b.Refs() != 0 || b.cls != c {
+			return fmt.Errorf("hot block %#x is in use (%d references, count %d) or of another class", b.ptr, refs[b], b.Refs())
 		}
 		inUse++ // counted in use until drained
 	}
