@@ -536,8 +536,10 @@ func (m *meet) finish() {
 		m.t.Log("no leak checks: a handle was dropped after a panic")
 		return
 	}
-	m.pool.WaitPending()
+	// Forgotten prefixes that a stream used go behind a fence too: they
+	// are forgotten first, then every fence is waited for.
 	m.pool.ForgetPrefixes("d")
+	m.pool.WaitPending()
 	st := m.pool.Stats()
 	if st.PhysicalBytes == 0 && st.LogicalBytes == 0 && st.Live == 0 && st.Blocks == 0 && st.PendingBytes != 0 {
 		m.fail("pending blocks never returned after every handle was released and WaitPending", "%+v", st)

@@ -180,12 +180,9 @@ var openDefects = func() []string {
 	// stream runs.
 	// A RecordStream that fails after its opening took a pending delta or
 	// freed an old block table changes the pool's figures (nothing leaks).
-	// Pending blocks of a stream whose event record failed may wait for
-	// an event nobody completes.
 	return []string{
 		"history delta captured before the kernel",
 		"a failed RecordStream changed the blocks held",
-		"pending blocks never returned",
 	}
 }()
 
