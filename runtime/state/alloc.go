@@ -66,6 +66,8 @@ func (p *Pool) free(list []*block) {
 
 // maxFreedList is the longest freed list takeFreed keeps for reuse; a
 // release of a larger state grows its own and leaves it to the collector.
+// A kept list is scanned by every collection while it is kept: one of 256K
+// blocks slowed a bulk append loop's other rounds by a third.
 const maxFreedList = 1 << 16
 
 // takeFreed returns an empty list to gather the blocks a release frees

@@ -220,9 +220,32 @@ func (r *root) release(freed *[]*block) {
 			cuts[c+1] = len(*freed)
 		}
 	}
-	if n := len(r.cols); n > 1 && n <= maxRowCols {
+	if n := len(r.cols); n > 1 && n <= maxRowCols && classShared(*freed, cuts[:n+1]) {
 		byRow(freed, cuts[:n+1])
 	}
+}
+
+// classShared reports whether two of the columns whose freed blocks lie
+// between cuts (as byRow takes them) have blocks of one size class, by
+// their first: only then do their blocks go back to one free list, where
+// the order matters.
+func classShared(list []*block, cuts []int) bool {
+	var seen [maxRowCols]*blocks.Class
+	n := 0
+	for c := range len(cuts) - 1 {
+		if cuts[c] == cuts[c+1] {
+			continue
+		}
+		cl := list[cuts[c]].Class()
+		for _, s := range seen[:n] {
+			if s == cl {
+				return true
+			}
+		}
+		seen[n] = cl
+		n++
+	}
+	return false
 }
 
 // byRow reorders the blocks of *list from cuts[0] on, which are the blocks
