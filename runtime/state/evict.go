@@ -5,8 +5,11 @@ package state
 // blocks, waited for when they would make the call succeed; optional
 // state as the Evictor ranks it; then the rebuildable part of
 // reconstructable state. It evicts nothing when all it could evict would
-// still leave the call short, and stops evicting as soon as there is room.
-// It reports whether there is room now (the caller retries). deviceFull
+// still leave the call short, and stops evicting as soon as there is room,
+// counting as room the blocks eviction freed behind a fence (a recorded
+// stream's work may still use them): it then waits for them as for any
+// pending block, rather than evict more and fail with them still
+// pending. It reports whether there is room now (the caller retries). deviceFull
 // says the device itself refused memory, so room under MaxBytes does not
 // count. The caller holds no pool lock (it may hold its own handle's,
 // which makes that handle busy and so spared).
@@ -27,25 +30,33 @@ func (p *Pool) reclaim(c *sizeClass, want int, deviceFull bool) bool {
 	if p.freeable() < short {
 		return false // the call fails anyway: evict nothing
 	}
+	base := p.mem.Stats().Pending
 	for _, r := range []Retention{Optional, Reconstructable} {
 		for {
-			room, progress := p.evictRound(r, c, want, deviceFull)
+			room, progress := p.evictRound(r, c, want, deviceFull, base)
 			if room {
-				return true
+				return p.awaitFenced(c, want, deviceFull)
 			}
 			if !progress {
 				break
 			}
 		}
 	}
-	return false
+	return p.awaitFenced(c, want, deviceFull)
+}
+
+// awaitFenced waits, up to PoolOptions.PendingWait, for the blocks
+// eviction freed behind a fence, and reports whether there is room.
+func (p *Pool) awaitFenced(c *sizeClass, want int, deviceFull bool) bool {
+	return p.mem.AwaitRoom(c, want, deviceFull, p.pendingWait, func() int64 { return 0 })
 }
 
 // evictRound evicts victims of retention r in the Evictor's order until
-// there is room for want blocks of class c. progress says it evicted
-// something (a next round may find more: cached prefix entries are offered
-// a bounded number at a time).
-func (p *Pool) evictRound(r Retention, c *sizeClass, want int, deviceFull bool) (room, progress bool) {
+// there is room for want blocks of class c, or will be once the blocks
+// freed behind a fence since the pool had base bytes pending return.
+// progress says it evicted something (a next round may find more: cached
+// prefix entries are offered a bounded number at a time).
+func (p *Pool) evictRound(r Retention, c *sizeClass, want int, deviceFull bool, base int64) (room, progress bool) {
 	hs, vs := p.victims(r)
 	if len(vs) == 0 {
 		return false, false
@@ -62,7 +73,7 @@ func (p *Pool) evictRound(r Retention, c *sizeClass, want int, deviceFull bool) 
 		progress = true
 		p.evictedBytes.Add(n)
 		p.evictions.Add(1)
-		if p.shortfall(c, want, deviceFull) <= 0 {
+		if short := p.shortfall(c, want, deviceFull); short <= 0 || short <= p.mem.Stats().Pending-base {
 			return true, true
 		}
 	}

@@ -340,3 +340,36 @@ func TestSizeClassesRandom(t *testing.T) {
 		t.Errorf("%d bytes reserved after every release and Trim", s.ReservedBytes)
 	}
 }
+
+// TestEvictionWaitsForTheBlocksItFenced: eviction that frees blocks a
+// recorded stream's work may still use frees them behind a fence, as
+// pending; the allocation waits for them (PoolOptions.PendingWait) rather
+// than evict everything else and then fail with the state already gone
+// (docs/INTERNALS.md: a call that fails anyway changes nothing).
+func TestEvictionWaitsForTheBlocksItFenced(t *testing.T) {
+	r := hostStreamRig(t)
+	p, err := NewPool(r.b, PoolOptions{BlockBytes: 256, MaxBytes: 8 * 256, PendingWait: 30 * time.Second})
+	check(t, err)
+	t.Cleanup(func() { p.Close() })
+	st, err := r.streams().NewStream()
+	check(t, err)
+	t.Cleanup(func() { st.Close() })
+	opt := must[*Head](t)(p.NewHead(wide("Cache", Optional), "o"))
+	fill(t, opt, 6, 10)
+	var once sync.Once
+	let := func() { once.Do(r.release) }
+	t.Cleanup(let)
+	r.hold(t, st)
+	check(t, opt.RecordStream(st)) // work on st reads opt's blocks
+	time.AfterFunc(20*time.Millisecond, let)
+	b := must[*Head](t)(p.NewHead(&Layout{Type: "Big", Columns: []Column{{Name: "Row", ElemSize: 256, Width: 1}}}, "b"))
+	// 4 blocks, 2 free: evicting opt makes the room once st's work is done.
+	if err := b.Append([][]byte{bytes.Repeat([]byte{7}, 4*256)}); err != nil {
+		t.Fatalf("append that evicting the optional head serves, once its fenced blocks return: %v (evicted %d bytes)",
+			err, p.Stats().EvictedBytes)
+	}
+	if got := p.Stats().EvictedBytes; got != 6*256 {
+		t.Errorf("%d bytes evicted; want the optional head's %d", got, 6*256)
+	}
+	check(t, errors.Join(b.Release(), opt.Release()))
+}
