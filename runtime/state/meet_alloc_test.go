@@ -373,3 +373,38 @@ func TestEvictionWaitsForTheBlocksItFenced(t *testing.T) {
 	}
 	check(t, errors.Join(b.Release(), opt.Release()))
 }
+
+// TestEvictionSparesStateQueuedWorkHolds: an optional head whose blocks
+// work queued on a recorded stream still uses, past PoolOptions.PendingWait,
+// is not evicted for an allocation it alone could serve: its blocks would
+// only go pending, and the call would fail with the head gone
+// (docs/INTERNALS.md: a call that fails anyway changes nothing).
+func TestEvictionSparesStateQueuedWorkHolds(t *testing.T) {
+	r := hostStreamRig(t)
+	p, err := NewPool(r.b, PoolOptions{BlockBytes: 256, MaxBytes: 8 * 256, PendingWait: 30 * time.Millisecond})
+	check(t, err)
+	t.Cleanup(func() { p.Close() })
+	st, err := r.streams().NewStream()
+	check(t, err)
+	t.Cleanup(func() { st.Close() })
+	opt := must[*Head](t)(p.NewHead(wide("Cache", Optional), "o"))
+	fill(t, opt, 6, 10)
+	var once sync.Once
+	let := func() { once.Do(r.release) }
+	t.Cleanup(let)
+	r.hold(t, st)
+	check(t, opt.RecordStream(st)) // held work on st reads opt's blocks
+	b := must[*Head](t)(p.NewHead(&Layout{Type: "Big", Columns: []Column{{Name: "Row", ElemSize: 256, Width: 1}}}, "b"))
+	err = b.Append([][]byte{bytes.Repeat([]byte{7}, 4*256)})
+	if !errors.Is(err, ErrNoMemory) {
+		t.Fatalf("append that only the held head's blocks could serve: %v; want ErrNoMemory", err)
+	}
+	if got := p.Stats().EvictedBytes; got != 0 {
+		t.Errorf("%d bytes evicted by a call that failed anyway; want none", got)
+	}
+	let()
+	if got := readWide(t, opt); len(got) != 6*256 {
+		t.Fatalf("the optional head reads %d bytes; want its 6 rows", len(got))
+	}
+	check(t, errors.Join(b.Release(), opt.Release()))
+}

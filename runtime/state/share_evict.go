@@ -134,6 +134,15 @@ func (x *cachedEntry) victim(Retention) (Victim, bool) {
 	return Victim{Owner: string(e.owner), Type: e.tab.typ, Cached: true, Bytes: blockBytes(e.blks), LastUse: x.used}, true
 }
 
+// exclusiveBlocks lists the entry's blocks that only the cache holds.
+func (x *cachedEntry) exclusiveBlocks(f func(*block)) {
+	for _, b := range x.e.blks {
+		if b.Refs() == 1 {
+			f(b)
+		}
+	}
+}
+
 func (x *cachedEntry) evict() (int64, bool) {
 	freed, ok := x.p.cache.drop(x.e, x.used)
 	if !ok {
