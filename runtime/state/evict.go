@@ -50,7 +50,12 @@ func (p *Pool) reclaim(c *sizeClass, want int, deviceFull bool) bool {
 		for {
 			room, progress := p.evictRound(r, c, want, deviceFull, base, busy)
 			if room {
-				return p.awaitFenced(c, want, deviceFull)
+				// There is room, or will be once the fenced blocks
+				// return: the caller retries even when a concurrent
+				// call took it meanwhile, as after any reclaim that
+				// made room.
+				p.awaitFenced(c, want, deviceFull)
+				return true
 			}
 			if !progress {
 				break
