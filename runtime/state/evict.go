@@ -1,12 +1,22 @@
 package state
 
+import (
+	"errors"
+	"time"
+
+	"github.com/gpustate/gpustate/runtime/device"
+)
+
 // reclaim takes back memory for an allocation of want blocks of class c
 // that found no room, in the order docs/INTERNALS.md gives: pending
 // blocks, waited for when they would make the call succeed; optional
 // state as the Evictor ranks it; then the rebuildable part of
 // reconstructable state. It evicts nothing when all it could evict would
-// still leave the call short, and stops evicting as soon as there is room.
-// It reports whether there is room now (the caller retries). deviceFull
+// still leave the call short, and stops evicting as soon as there is room,
+// counting as room the blocks eviction freed behind a fence (a recorded
+// stream's work may still use them): it then waits for them as for any
+// pending block, rather than evict more and fail with them still
+// pending. It reports whether there is room now (the caller retries). deviceFull
 // says the device itself refused memory, so room under MaxBytes does not
 // count. The caller holds no pool lock (it may hold its own handle's,
 // which makes that handle busy and so spared).
@@ -27,10 +37,29 @@ func (p *Pool) reclaim(c *sizeClass, want int, deviceFull bool) bool {
 	if p.freeable() < short {
 		return false // the call fails anyway: evict nothing
 	}
+	// A victim's blocks that queued work still uses would be pending, not
+	// free, once evicted: wait for that work first, and spare the victims
+	// whose work outlasts the wait, so that a call that fails anyway has
+	// evicted nothing.
+	busy := p.awaitVictimWork()
+	if len(busy) > 0 && p.freeable()-p.busyBytes(busy) < short {
+		return false
+	}
+	// Bytes are not room: a block of c needs a free run of its size, and
+	// the victims' blocks may lie apart. Weigh the blocks themselves.
+	if p.mem.ShortfallIf(c, want, deviceFull, p.victimBlocks(busy)) > 0 {
+		return false
+	}
+	var fenced []*block // blocks this reclaim freed behind a fence
 	for _, r := range []Retention{Optional, Reconstructable} {
 		for {
-			room, progress := p.evictRound(r, c, want, deviceFull)
+			room, progress := p.evictRound(r, c, want, deviceFull, &fenced, busy)
 			if room {
+				// There is room, or will be once the fenced blocks
+				// return: the caller retries even when a concurrent
+				// call took it meanwhile, as after any reclaim that
+				// made room.
+				p.awaitFenced(c, want, deviceFull)
 				return true
 			}
 			if !progress {
@@ -38,14 +67,22 @@ func (p *Pool) reclaim(c *sizeClass, want int, deviceFull bool) bool {
 			}
 		}
 	}
-	return false
+	return p.awaitFenced(c, want, deviceFull)
 }
 
-// evictRound evicts victims of retention r in the Evictor's order until
-// there is room for want blocks of class c. progress says it evicted
-// something (a next round may find more: cached prefix entries are offered
-// a bounded number at a time).
-func (p *Pool) evictRound(r Retention, c *sizeClass, want int, deviceFull bool) (room, progress bool) {
+// awaitFenced waits, up to PoolOptions.PendingWait, for the blocks
+// eviction freed behind a fence, and reports whether there is room.
+func (p *Pool) awaitFenced(c *sizeClass, want int, deviceFull bool) bool {
+	return p.mem.AwaitRoom(c, want, deviceFull, p.pendingWait, func() int64 { return 0 })
+}
+
+// evictRound evicts victims of retention r in the Evictor's order, but
+// those the busy streams' work uses, until there is room for want blocks
+// of class c, or will be once the blocks freed behind a fence (*fenced,
+// which it adds to) return. progress says it evicted something (a next
+// round may find more: cached prefix entries are offered a bounded number
+// at a time).
+func (p *Pool) evictRound(r Retention, c *sizeClass, want int, deviceFull bool, fenced *[]*block, busy []device.Stream) (room, progress bool) {
 	hs, vs := p.victims(r)
 	if len(vs) == 0 {
 		return false, false
@@ -55,14 +92,19 @@ func (p *Pool) evictRound(r Retention, c *sizeClass, want int, deviceFull bool) 
 		if v.ID == 0 || v.ID > uint64(len(hs)) {
 			continue // an Evictor that made up a victim
 		}
+		if len(busy) > 0 && p.usesAny(hs[v.ID-1], busy) {
+			continue // queued work still uses its blocks (awaitVictimWork)
+		}
+		rec := p.recordedBlocks(hs[v.ID-1])
 		n, ok := hs[v.ID-1].evict()
 		if !ok {
 			continue
 		}
+		*fenced = append(*fenced, rec...)
 		progress = true
 		p.evictedBytes.Add(n)
 		p.evictions.Add(1)
-		if p.shortfall(c, want, deviceFull) <= 0 {
+		if p.mem.ShortfallIf(c, want, deviceFull, *fenced) <= 0 {
 			return true, true
 		}
 	}
@@ -299,4 +341,251 @@ func (lp *lruPart) prepare(h *Head, c call) error {
 	}
 	h.pool.touch(&lp.lastUse)
 	return nil
+}
+
+// exclusiveLister is a victim that lists the blocks evicting it would free
+// now: those it alone holds. It lists none while it is busy.
+type exclusiveLister interface {
+	exclusiveBlocks(f func(*block))
+}
+
+// exclusiveBlocks calls f with each block of r that only r holds (the
+// blocks exclusiveBytes counts).
+func exclusiveBlocks(r *root, f func(*block)) {
+	if r == nil || r.rc.Load() != 1 {
+		return
+	}
+	for _, t := range r.cols {
+		if t.root != nil {
+			exclusiveNodeBlocks(t.root, f)
+		}
+	}
+}
+
+func exclusiveNodeBlocks(n *node, f func(*block)) {
+	if n.rc.Load() != 1 {
+		return
+	}
+	for _, k := range n.kids {
+		if k != nil {
+			exclusiveNodeBlocks(k, f)
+		}
+	}
+	for _, b := range n.blks {
+		if b != nil && b.Refs() == 1 {
+			f(b)
+		}
+	}
+}
+
+func (h *Head) exclusiveBlocks(f func(*block)) {
+	if !h.mu.TryLock() {
+		return
+	}
+	defer h.mu.Unlock()
+	if h.released || h.evicted || h.r == nil {
+		return
+	}
+	exclusiveBlocks(h.r, f)
+	if h.l.Retention == Optional && h.hist != nil {
+		for _, e := range h.hist.entries {
+			if e.d == nil {
+				continue
+			}
+			for _, col := range e.d.cols {
+				for _, b := range col {
+					if b.Refs() == 1 {
+						f(b)
+					}
+				}
+			}
+		}
+	}
+}
+
+func (s *Snap) exclusiveBlocks(f func(*block)) {
+	if !s.mu.TryLock() {
+		return
+	}
+	defer s.mu.Unlock()
+	if s.released || s.evicted || s.r == nil {
+		return
+	}
+	exclusiveBlocks(s.r, f)
+}
+
+// victimStreams returns the streams recorded on the blocks evicting x would
+// free, added to out.
+func (p *Pool) victimStreams(x evictable, out []device.Stream) []device.Stream {
+	l, ok := x.(exclusiveLister)
+	if !ok || p.rec.n.Load() == 0 {
+		return out
+	}
+	var blks []*block
+	l.exclusiveBlocks(func(b *block) { blks = append(blks, b) })
+	p.rec.mu.Lock()
+	defer p.rec.mu.Unlock()
+	for _, b := range blks {
+		for _, st := range p.rec.of[b] {
+			if !hasStream(out, st) {
+				out = append(out, st)
+			}
+		}
+	}
+	return out
+}
+
+// recordedBlocks returns the blocks evicting x would free that a stream
+// was recorded on: they go behind a fence, pending, not free.
+func (p *Pool) recordedBlocks(x evictable) []*block {
+	l, ok := x.(exclusiveLister)
+	if !ok || p.rec.n.Load() == 0 {
+		return nil
+	}
+	var blks []*block
+	l.exclusiveBlocks(func(b *block) { blks = append(blks, b) })
+	p.rec.mu.Lock()
+	defer p.rec.mu.Unlock()
+	out := blks[:0]
+	for _, b := range blks {
+		if _, ok := p.rec.of[b]; ok {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// victimBlocks returns the blocks evicting every victim would free, but
+// those of the victims the busy streams' work uses: the blocks the
+// optional and reconstructable handles alone hold, and those of every
+// cached prefix entry no head holds.
+func (p *Pool) victimBlocks(busy []device.Stream) []*block {
+	var out []*block
+	for _, r := range []Retention{Optional, Reconstructable} {
+		hs, _ := p.victims(r)
+		for _, h := range hs {
+			if _, cached := h.(*cachedEntry); cached {
+				continue // every free entry is listed below
+			}
+			if l, ok := h.(exclusiveLister); ok && (len(busy) == 0 || !p.usesAny(h, busy)) {
+				l.exclusiveBlocks(func(b *block) { out = append(out, b) })
+			}
+		}
+	}
+	n := len(out)
+	p.cache.freeBlocks(func(b *block) { out = append(out, b) })
+	if len(busy) > 0 && p.rec.n.Load() > 0 {
+		p.rec.mu.Lock()
+		keep := out[:n]
+		for _, b := range out[n:] {
+			if !usesStream(p.rec.of[b], busy) {
+				keep = append(keep, b)
+			}
+		}
+		p.rec.mu.Unlock()
+		out = keep
+	}
+	return out
+}
+
+func usesStream(list, busy []device.Stream) bool {
+	for _, st := range list {
+		if hasStream(busy, st) {
+			return true
+		}
+	}
+	return false
+}
+
+// usesAny reports whether a block evicting x would free is recorded on
+// one of streams.
+func (p *Pool) usesAny(x evictable, streams []device.Stream) bool {
+	for _, st := range p.victimStreams(x, nil) {
+		if hasStream(streams, st) {
+			return true
+		}
+	}
+	return false
+}
+
+// busyBytes returns the bytes the victims that busy streams use would
+// free: eviction spares them.
+func (p *Pool) busyBytes(busy []device.Stream) int64 {
+	var n int64
+	for _, r := range []Retention{Optional, Reconstructable} {
+		hs, vs := p.victims(r)
+		for i, h := range hs {
+			if !p.usesAny(h, busy) {
+				continue
+			}
+			if f, ok := h.(interface{ freeable() int64 }); ok {
+				n += f.freeable()
+			} else {
+				n += vs[i].Bytes
+			}
+		}
+	}
+	return n
+}
+
+// awaitVictimWork waits, up to PoolOptions.PendingWait, for the work
+// queued so far on the streams recorded on the blocks eviction could free,
+// and returns the streams whose work has not completed by then: their
+// victims' blocks would only go pending (docs/INTERNALS.md, memory
+// pressure). A closed or failed stream's work is over.
+func (p *Pool) awaitVictimWork() []device.Stream {
+	if p.rec.n.Load() == 0 {
+		return nil
+	}
+	var sts []device.Stream
+	for _, r := range []Retention{Optional, Reconstructable} {
+		hs, _ := p.victims(r)
+		for _, h := range hs {
+			sts = p.victimStreams(h, sts)
+		}
+	}
+	if len(sts) == 0 {
+		return nil
+	}
+	sb := p.b.(device.Streams) // a stream was recorded: recordStream checked it
+	type mark struct {
+		st device.Stream
+		ev device.Event
+	}
+	var busy []device.Stream
+	var marks []mark
+	for _, st := range sts {
+		ev, err := sb.Record(st)
+		switch {
+		case err == nil:
+			marks = append(marks, mark{st, ev})
+		case !errors.Is(err, device.ErrStreamClosed):
+			busy = append(busy, st) // no event to wait for: spare its victims
+		}
+	}
+	defer func() {
+		for _, m := range marks {
+			m.ev.Close()
+		}
+	}()
+	deadline := time.Now().Add(max(p.pendingWait, 0))
+	for pause := time.Microsecond; ; pause = min(2*pause, time.Millisecond) {
+		left := marks[:0]
+		for _, m := range marks {
+			if done, err := m.ev.Done(); !done && err == nil {
+				left = append(left, m)
+			} else {
+				m.ev.Close()
+			}
+		}
+		marks = left
+		if len(marks) == 0 || !time.Now().Before(deadline) {
+			break
+		}
+		time.Sleep(pause)
+	}
+	for _, m := range marks {
+		busy = append(busy, m.st)
+	}
+	return busy
 }

@@ -267,6 +267,19 @@ func (x groupVictim) victim(r Retention) (Victim, bool) { return x.v, r == Optio
 // listed: the pool counts them before it decides eviction can make room.
 func (x groupVictim) freeable() int64 { return x.v.Bytes }
 
+// exclusiveBlocks lists the blocks only the registered state holds.
+func (x groupVictim) exclusiveBlocks(f func(*block)) {
+	c := &x.p.groups
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if x.e.gone {
+		return
+	}
+	for _, r := range x.e.roots {
+		exclusiveBlocks(r, f)
+	}
+}
+
 func (x groupVictim) evict() (int64, bool) {
 	c := &x.p.groups
 	c.mu.Lock()

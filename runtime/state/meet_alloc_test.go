@@ -340,3 +340,99 @@ func TestSizeClassesRandom(t *testing.T) {
 		t.Errorf("%d bytes reserved after every release and Trim", s.ReservedBytes)
 	}
 }
+
+// TestEvictionWaitsForTheBlocksItFenced: eviction that frees blocks a
+// recorded stream's work may still use frees them behind a fence, as
+// pending; the allocation waits for them (PoolOptions.PendingWait) rather
+// than evict everything else and then fail with the state already gone
+// (docs/INTERNALS.md: a call that fails anyway changes nothing).
+func TestEvictionWaitsForTheBlocksItFenced(t *testing.T) {
+	r := hostStreamRig(t)
+	p, err := NewPool(r.b, PoolOptions{BlockBytes: 256, MaxBytes: 8 * 256, PendingWait: 30 * time.Second})
+	check(t, err)
+	t.Cleanup(func() { p.Close() })
+	st, err := r.streams().NewStream()
+	check(t, err)
+	t.Cleanup(func() { st.Close() })
+	opt := must[*Head](t)(p.NewHead(wide("Cache", Optional), "o"))
+	fill(t, opt, 6, 10)
+	var once sync.Once
+	let := func() { once.Do(r.release) }
+	t.Cleanup(let)
+	r.hold(t, st)
+	check(t, opt.RecordStream(st)) // work on st reads opt's blocks
+	time.AfterFunc(20*time.Millisecond, let)
+	b := must[*Head](t)(p.NewHead(&Layout{Type: "Big", Columns: []Column{{Name: "Row", ElemSize: 256, Width: 1}}}, "b"))
+	// 4 blocks, 2 free: evicting opt makes the room once st's work is done.
+	if err := b.Append([][]byte{bytes.Repeat([]byte{7}, 4*256)}); err != nil {
+		t.Fatalf("append that evicting the optional head serves, once its fenced blocks return: %v (evicted %d bytes)",
+			err, p.Stats().EvictedBytes)
+	}
+	if got := p.Stats().EvictedBytes; got != 6*256 {
+		t.Errorf("%d bytes evicted; want the optional head's %d", got, 6*256)
+	}
+	check(t, errors.Join(b.Release(), opt.Release()))
+}
+
+// TestEvictionSparesStateQueuedWorkHolds: an optional head whose blocks
+// work queued on a recorded stream still uses, past PoolOptions.PendingWait,
+// is not evicted for an allocation it alone could serve: its blocks would
+// only go pending, and the call would fail with the head gone
+// (docs/INTERNALS.md: a call that fails anyway changes nothing).
+func TestEvictionSparesStateQueuedWorkHolds(t *testing.T) {
+	r := hostStreamRig(t)
+	p, err := NewPool(r.b, PoolOptions{BlockBytes: 256, MaxBytes: 8 * 256, PendingWait: 30 * time.Millisecond})
+	check(t, err)
+	t.Cleanup(func() { p.Close() })
+	st, err := r.streams().NewStream()
+	check(t, err)
+	t.Cleanup(func() { st.Close() })
+	opt := must[*Head](t)(p.NewHead(wide("Cache", Optional), "o"))
+	fill(t, opt, 6, 10)
+	var once sync.Once
+	let := func() { once.Do(r.release) }
+	t.Cleanup(let)
+	r.hold(t, st)
+	check(t, opt.RecordStream(st)) // held work on st reads opt's blocks
+	b := must[*Head](t)(p.NewHead(&Layout{Type: "Big", Columns: []Column{{Name: "Row", ElemSize: 256, Width: 1}}}, "b"))
+	err = b.Append([][]byte{bytes.Repeat([]byte{7}, 4*256)})
+	if !errors.Is(err, ErrNoMemory) {
+		t.Fatalf("append that only the held head's blocks could serve: %v; want ErrNoMemory", err)
+	}
+	if got := p.Stats().EvictedBytes; got != 0 {
+		t.Errorf("%d bytes evicted by a call that failed anyway; want none", got)
+	}
+	let()
+	if got := readWide(t, opt); len(got) != 6*256 {
+		t.Fatalf("the optional head reads %d bytes; want its 6 rows", len(got))
+	}
+	check(t, errors.Join(b.Release(), opt.Release()))
+}
+
+// TestEvictionWeighsRunsNotBytes: evicting an optional head whose blocks
+// lie each between two of a mandatory head's frees enough bytes for a
+// larger block but no run of its size: the allocation fails with
+// ErrNoMemory and evicts nothing (docs/INTERNALS.md: a call that fails
+// anyway changes nothing).
+func TestEvictionWeighsRunsNotBytes(t *testing.T) {
+	p := smallPool(t, 16, nil) // slabs of two blocks: an eighth of the cap
+	opt := must[*Head](t)(p.NewHead(wide("Cache", Optional), "o"))
+	m := must[*Head](t)(p.NewHead(wide("Log", Mandatory), "m"))
+	for i := range 8 { // each slab: one block of opt's, one of m's
+		check(t, opt.Append(wideRow(byte(10+i))))
+		check(t, m.Append(wideRow(byte(50+i))))
+	}
+	big := &Layout{Type: "Big", Columns: []Column{{Name: "Row", ElemSize: 256, Width: 1}}, BlockRows: 4}
+	b := must[*Head](t)(p.NewHead(big, "b"))
+	err := b.Append([][]byte{bytes.Repeat([]byte{7}, 4*256)}) // one block of 1 KiB
+	if !errors.Is(err, ErrNoMemory) {
+		t.Fatalf("a 1 KiB block where evicting frees 2 KiB in 256-byte holes: %v; want ErrNoMemory", err)
+	}
+	if got := p.Stats().EvictedBytes; got != 0 {
+		t.Errorf("%d bytes evicted by a call that failed anyway; want none", got)
+	}
+	if got := readWide(t, opt); len(got) != 8*256 {
+		t.Fatalf("the optional head reads %d bytes; want its 8 rows", len(got))
+	}
+	check(t, errors.Join(b.Release(), m.Release(), opt.Release()))
+}

@@ -76,6 +76,7 @@ type ref struct {
 	released bool
 	invalid  bool
 	evicted  bool
+	fromAt   bool // a snapshot At rebuilt from the history
 	tables   []*state.BlockTable
 }
 
