@@ -45,15 +45,10 @@ func (p *Pool) reclaim(c *sizeClass, want int, deviceFull bool) bool {
 	if len(busy) > 0 && p.freeable()-p.busyBytes(busy) < short {
 		return false
 	}
-	// Bytes are not room: a block of c needs a free run of its size, and
-	// the victims' blocks may lie apart. Weigh the blocks themselves.
-	if p.mem.ShortfallIf(c, want, deviceFull, p.victimBlocks(busy)) > 0 {
-		return false
-	}
-	var fenced []*block // blocks this reclaim freed behind a fence
+	base := p.mem.Stats().Pending
 	for _, r := range []Retention{Optional, Reconstructable} {
 		for {
-			room, progress := p.evictRound(r, c, want, deviceFull, &fenced, busy)
+			room, progress := p.evictRound(r, c, want, deviceFull, base, busy)
 			if room {
 				// There is room, or will be once the fenced blocks
 				// return: the caller retries even when a concurrent
@@ -76,13 +71,12 @@ func (p *Pool) awaitFenced(c *sizeClass, want int, deviceFull bool) bool {
 	return p.mem.AwaitRoom(c, want, deviceFull, p.pendingWait, func() int64 { return 0 })
 }
 
-// evictRound evicts victims of retention r in the Evictor's order, but
-// those the busy streams' work uses, until there is room for want blocks
-// of class c, or will be once the blocks freed behind a fence (*fenced,
-// which it adds to) return. progress says it evicted something (a next
-// round may find more: cached prefix entries are offered a bounded number
-// at a time).
-func (p *Pool) evictRound(r Retention, c *sizeClass, want int, deviceFull bool, fenced *[]*block, busy []device.Stream) (room, progress bool) {
+// evictRound evicts victims of retention r in the Evictor's order until
+// there is room for want blocks of class c, or will be once the blocks
+// freed behind a fence since the pool had base bytes pending return.
+// progress says it evicted something (a next round may find more: cached
+// prefix entries are offered a bounded number at a time).
+func (p *Pool) evictRound(r Retention, c *sizeClass, want int, deviceFull bool, base int64, busy []device.Stream) (room, progress bool) {
 	hs, vs := p.victims(r)
 	if len(vs) == 0 {
 		return false, false
@@ -95,16 +89,14 @@ func (p *Pool) evictRound(r Retention, c *sizeClass, want int, deviceFull bool, 
 		if len(busy) > 0 && p.usesAny(hs[v.ID-1], busy) {
 			continue // queued work still uses its blocks (awaitVictimWork)
 		}
-		rec := p.recordedBlocks(hs[v.ID-1])
 		n, ok := hs[v.ID-1].evict()
 		if !ok {
 			continue
 		}
-		*fenced = append(*fenced, rec...)
 		progress = true
 		p.evictedBytes.Add(n)
 		p.evictions.Add(1)
-		if p.mem.ShortfallIf(c, want, deviceFull, *fenced) <= 0 {
+		if short := p.shortfall(c, want, deviceFull); short <= 0 || short <= p.mem.Stats().Pending-base {
 			return true, true
 		}
 	}
@@ -433,68 +425,6 @@ func (p *Pool) victimStreams(x evictable, out []device.Stream) []device.Stream {
 		}
 	}
 	return out
-}
-
-// recordedBlocks returns the blocks evicting x would free that a stream
-// was recorded on: they go behind a fence, pending, not free.
-func (p *Pool) recordedBlocks(x evictable) []*block {
-	l, ok := x.(exclusiveLister)
-	if !ok || p.rec.n.Load() == 0 {
-		return nil
-	}
-	var blks []*block
-	l.exclusiveBlocks(func(b *block) { blks = append(blks, b) })
-	p.rec.mu.Lock()
-	defer p.rec.mu.Unlock()
-	out := blks[:0]
-	for _, b := range blks {
-		if _, ok := p.rec.of[b]; ok {
-			out = append(out, b)
-		}
-	}
-	return out
-}
-
-// victimBlocks returns the blocks evicting every victim would free, but
-// those of the victims the busy streams' work uses: the blocks the
-// optional and reconstructable handles alone hold, and those of every
-// cached prefix entry no head holds.
-func (p *Pool) victimBlocks(busy []device.Stream) []*block {
-	var out []*block
-	for _, r := range []Retention{Optional, Reconstructable} {
-		hs, _ := p.victims(r)
-		for _, h := range hs {
-			if _, cached := h.(*cachedEntry); cached {
-				continue // every free entry is listed below
-			}
-			if l, ok := h.(exclusiveLister); ok && (len(busy) == 0 || !p.usesAny(h, busy)) {
-				l.exclusiveBlocks(func(b *block) { out = append(out, b) })
-			}
-		}
-	}
-	n := len(out)
-	p.cache.freeBlocks(func(b *block) { out = append(out, b) })
-	if len(busy) > 0 && p.rec.n.Load() > 0 {
-		p.rec.mu.Lock()
-		keep := out[:n]
-		for _, b := range out[n:] {
-			if !usesStream(p.rec.of[b], busy) {
-				keep = append(keep, b)
-			}
-		}
-		p.rec.mu.Unlock()
-		out = keep
-	}
-	return out
-}
-
-func usesStream(list, busy []device.Stream) bool {
-	for _, st := range list {
-		if hasStream(busy, st) {
-			return true
-		}
-	}
-	return false
 }
 
 // usesAny reports whether a block evicting x would free is recorded on

@@ -134,20 +134,6 @@ func (x *cachedEntry) victim(Retention) (Victim, bool) {
 	return Victim{Owner: string(e.owner), Type: e.tab.typ, Cached: true, Bytes: blockBytes(e.blks), LastUse: x.used}, true
 }
 
-// freeBlocks calls f with the blocks of every free entry that only the
-// cache holds: those evicting the whole free list would free.
-func (c *prefixCache) freeBlocks(f func(*block)) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for e := c.free.front; e != nil; e = e.next {
-		for _, b := range e.blks {
-			if b.Refs() == 1 {
-				f(b)
-			}
-		}
-	}
-}
-
 // exclusiveBlocks lists the entry's blocks that only the cache holds.
 func (x *cachedEntry) exclusiveBlocks(f func(*block)) {
 	for _, b := range x.e.blks {

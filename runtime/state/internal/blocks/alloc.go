@@ -327,14 +327,32 @@ func (a *Allocator) Stats() Stats {
 }
 
 // Shortfall returns the bytes an allocation of want blocks of class c
-// lacks: zero or less when c's free blocks, the whole blocks of c that the
-// slabs' free runs hold (free extents with the free blocks of the other
-// classes, which every class may carve: room.go), and the room left under
-// MaxBytes (unless the device itself is full) hold them.
+// lacks: zero or less when the free blocks of every class (every class
+// carves from every slab), the whole blocks of c that the slabs' free
+// extents hold, and the room left under MaxBytes (unless the device itself
+// is full) hold them.
 func (a *Allocator) Shortfall(c *Class, want int, deviceFull bool) int64 {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return a.shortfallLocked(c, want, deviceFull, nil)
+	bb := int64(c.bytes)
+	var have int64
+	for _, k := range a.classes {
+		have += k.nfree * int64(k.bytes)
+		if k.hot.Load() != nil {
+			have += int64(k.bytes)
+		}
+	}
+	if a.loose >= bb {
+		for _, s := range a.slabs {
+			for _, e := range s.free {
+				have += e.n / bb * bb
+			}
+		}
+	}
+	if a.maxBytes > 0 && !deviceFull {
+		have += (a.maxBytes - a.reserved) / bb * bb
+	}
+	return int64(want)*bb - have
 }
 
 // Trim returns every free block to its slab's extents and gives the
