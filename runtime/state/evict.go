@@ -341,35 +341,6 @@ type exclusiveLister interface {
 	exclusiveBlocks(f func(*block))
 }
 
-// exclusiveBlocks calls f with each block of r that only r holds (the
-// blocks exclusiveBytes counts).
-func exclusiveBlocks(r *root, f func(*block)) {
-	if r == nil || r.rc.Load() != 1 {
-		return
-	}
-	for _, t := range r.cols {
-		if t.root != nil {
-			exclusiveNodeBlocks(t.root, f)
-		}
-	}
-}
-
-func exclusiveNodeBlocks(n *node, f func(*block)) {
-	if n.rc.Load() != 1 {
-		return
-	}
-	for _, k := range n.kids {
-		if k != nil {
-			exclusiveNodeBlocks(k, f)
-		}
-	}
-	for _, b := range n.blks {
-		if b != nil && b.Refs() == 1 {
-			f(b)
-		}
-	}
-}
-
 func (h *Head) exclusiveBlocks(f func(*block)) {
 	if !h.mu.TryLock() {
 		return

@@ -20,6 +20,11 @@ const (
 	fan     = 1 << fanBits
 )
 
+// maxRowCols is the most columns the short write path takes (write_row.go)
+// and release orders row by row; a wider layout takes the general path,
+// and its freed blocks stay column by column.
+const maxRowCols = 8
+
 // node is a tree node: interior nodes hold kids, leaves hold blocks.
 type node struct {
 	rc   atomic.Int32
@@ -324,6 +329,35 @@ func exclusiveNode(n *node) int64 {
 		}
 	}
 	return c
+}
+
+// exclusiveBlocks calls f with each block of r that only r holds (the
+// blocks exclusiveBytes counts).
+func exclusiveBlocks(r *root, f func(*block)) {
+	if r == nil || r.rc.Load() != 1 {
+		return
+	}
+	for _, t := range r.cols {
+		if t.root != nil {
+			exclusiveNodeBlocks(t.root, f)
+		}
+	}
+}
+
+func exclusiveNodeBlocks(n *node, f func(*block)) {
+	if n.rc.Load() != 1 {
+		return
+	}
+	for _, k := range n.kids {
+		if k != nil {
+			exclusiveNodeBlocks(k, f)
+		}
+	}
+	for _, b := range n.blks {
+		if b != nil && b.Refs() == 1 {
+			f(b)
+		}
+	}
 }
 
 // held returns block i of t, or nil when t holds none there: below lo

@@ -12,10 +12,6 @@ import "github.com/gpustate/gpustate/runtime/device"
 // parts' changed hooks). Both calls run the parts' committed hooks after
 // either path (docs/INTERNALS.md, "The store's map").
 
-// maxRowCols is the most columns the short path takes; a wider layout
-// takes the general path.
-const maxRowCols = 8
-
 // appendRows appends rows [from, from+n) of the batch cols on the short
 // path: copied from cols, or, when queue is not nil, by queue, which gets
 // where the rows go, column after column, as applyThen's last step does
