@@ -349,39 +349,78 @@ func TestCalibrationKeepsCachedBlocks(t *testing.T) {
 }
 
 // TestPlanPricesUnwrittenSeeds: the seed rows a reconstruction reads of
-// blocks nothing ever wrote (a mutable state's first blocks, zeroed from
-// memory no block used) count as new memory, besides the blocks it takes
-// new, until a reconstruction has read them; rows written before do not.
+// blocks nothing ever read or wrote (a mutable state's first blocks, zeroed
+// from memory no block used) count as new memory, besides the blocks it
+// takes new, until something touches them: a reconstruction's read, a
+// Read or ReadRows of the rows, the spans a kernel is given, or a write
+// that copies the block's other rows on write. Writes that cover the
+// blocks whole read nothing of them; rows written before count as read.
 func TestPlanPricesUnwrittenSeeds(t *testing.T) {
-	for _, whole := range []bool{false, true} {
-		p := newPool(t, PoolOptions{BlockBytes: 256})
+	const bb = 256
+	for _, tc := range []struct {
+		name   string
+		before func(h *Head, at []int) // after the first checkpoint, before the writes
+		rows   int                     // rows each write covers, from a block's start
+		unread bool                    // the plan prices the seeds as a first read
+		every  int                     // checkpoints; 0: none past the first
+	}{
+		{"whole blocks", nil, 32, true, 0},
+		{"read", func(h *Head, at []int) {
+			for _, a := range at {
+				check(t, h.Read(a, a+32, [][]byte{make([]byte, 32*16), make([]byte, 32*8)}))
+			}
+		}, 32, false, 0},
+		{"read rows", func(h *Head, at []int) {
+			for _, a := range at {
+				idx := make([]int, 32)
+				for i := range idx {
+					idx[i] = a + i
+				}
+				check(t, h.ReadRows(idx, [][]byte{make([]byte, 32*16), make([]byte, 32*8)}))
+			}
+		}, 32, false, 0},
+		{"spans", func(h *Head, at []int) {
+			for _, a := range at {
+				must[[][]device.Span](t)(h.Spans(a, a+32))
+			}
+		}, 32, false, 0},
+		{"copy on write", nil, 1, false, 0},
+		{"written before", func(h *Head, _ []int) {
+			check(t, h.Write(0, kvRows(4096, 9)))
+			check(t, h.Write(0, kvRows(1, 9))) // a checkpoint of the rows written whole
+		}, 32, false, 2},
+	} {
+		p := newPool(t, PoolOptions{BlockBytes: bb})
 		fixedModel(p)
 		l := kv(Mutable, 4096, Keep)
-		l.Checkpoint = &CheckpointPolicy{Every: 8, Keep: 4}
-		if whole {
-			l.Checkpoint.Every = 2 // a checkpoint of the rows written whole
+		l.Checkpoint = &CheckpointPolicy{Every: 64, Keep: 4}
+		if tc.every > 0 {
+			l.Checkpoint.Every = tc.every
 		}
 		h := must[*Head](t)(p.NewHead(l, "me"))
-		defer h.Release()
-		if whole {
-			check(t, h.Write(0, kvRows(4096, 9)))
-			check(t, h.Write(0, kvRows(1, 9)))
+		at := []int{128, 128 + 512, 128 + 1024}
+		if tc.before != nil {
+			tc.before(h, at)
 		}
-		for i := range 3 {
-			check(t, h.Write(100+i*400, kvRows(1, byte(i))))
+		for i, a := range at {
+			check(t, h.Write(a, kvRows(tc.rows, byte(i))))
 		}
 		v := h.Version()
 		first := must[Plan](t)(h.Plan(v))
 		if first.SeedBytes == 0 {
-			t.Fatal("a plan with no seed")
+			t.Fatalf("%s: a plan with no seed", tc.name)
 		}
 		check(t, must[*Snap](t)(h.At(v)).Release())
 		again := must[Plan](t)(h.Plan(v))
+		taken := int64(first.Blocks * bb)
 		switch {
-		case !whole && (first.NewBytes != first.SeedBytes+int64(first.Blocks*256) || again.NewBytes != 0):
-			t.Fatalf("seeds of unwritten blocks: new bytes %d of %d seed bytes first, %d once read", first.NewBytes, first.SeedBytes, again.NewBytes)
-		case whole && first.NewBytes > int64(first.Blocks*256):
-			t.Fatalf("seeds of written blocks counted new: %d new bytes, %d seed bytes, %d blocks", first.NewBytes, first.SeedBytes, first.Blocks)
+		case tc.unread && (first.NewBytes != first.SeedBytes+taken || again.NewBytes != 0):
+			t.Fatalf("%s: seeds nothing touched: new bytes %d of %d seed bytes and %d taken first, %d once read",
+				tc.name, first.NewBytes, first.SeedBytes, taken, again.NewBytes)
+		case !tc.unread && first.NewBytes > taken:
+			t.Fatalf("%s: seeds touched before counted new: %d new bytes, %d seed bytes, %d taken",
+				tc.name, first.NewBytes, first.SeedBytes, taken)
 		}
+		check(t, h.Release())
 	}
 }

@@ -63,6 +63,9 @@ func (sh *shape) gather(op string, r *root, idx []int, dst [][]byte) error {
 			}
 			bi = row / per
 			src := t.get(bi).Ptr() + device.Ptr((row-bi*per)*rb)
+			for j := bi; j <= (row+n-1)/per; j++ {
+				touched(t.get(j)) // its pages are mapped now (estimate.go)
+			}
 			if err := b.CopyDtoH(d[k*rb:(k+n)*rb], src); err != nil {
 				return sh.errorf(op, "column %s: %w", sh.l.Columns[c].Name, err)
 			}
