@@ -415,7 +415,8 @@ var coldSink atomic.Uint32
 // take is the block allocation of calibration: room the pool has now,
 // never reclaimed.
 func (c *calibrator) take(cls *sizeClass) (*block, error) {
-	b, err := c.p.allocOnce(nil, cls, calibrationOwner, 1, false)
+	var one [1]*block // on the stack: see measureBlock
+	b, err := c.p.allocOnce(one[:0], cls, calibrationOwner, 1, false)
 	if err != nil {
 		return nil, err
 	}
@@ -627,25 +628,41 @@ func (c *calibrator) measureNode(m *CostModel) error {
 // calibNodes is the number of leaves measureNode copies.
 const calibNodes = 64
 
-// measureBlock sets Block from blocks taken from the pool, put into a
-// tree by path copying, and given back when the tree is released.
+// measureBlock sets Block from blocks taken from the pool, each put in a
+// slot of a tree whose path is the tree's alone (as a reconstruction's is
+// once it copied it) in place of the block there, and given back when the
+// next run replaces it. The tree and the list of freed blocks are made
+// once, before the runs: the runs allocate nothing on the Go heap, whose
+// growth into new pages (faults inside a run that came or not as the
+// heap's spans ran out) is no cost of the store's, and made Block vary by
+// five times from one calibration to the next.
 func (c *calibrator) measureBlock(m *CostModel) error {
-	var err error
-	m.Block, err = c.median(c.n, func() error {
-		r := newRoot(1)
-		var freed []*block
+	r := newRoot(1)
+	freed := make([]*block, 0, c.n)
+	for i, b := range c.dst {
+		b.Retain() // the tree's reference: replacing it frees nothing
+		r.cols[0].set(i, b, &freed)
+	}
+	defer func() {
+		r.release(&freed)
+		c.p.free(freed)
+	}()
+	run := func() error {
 		for i := range c.n {
 			b, err := c.take(c.cls)
 			if err != nil {
-				r.release(&freed)
-				c.p.free(freed)
 				return err
 			}
 			r.cols[0].set(i, b, &freed)
 		}
-		r.release(&freed)
 		c.p.free(freed)
+		freed = freed[:0]
 		return nil
-	})
+	}
+	if err := run(); err != nil { // the slots hold taken blocks now
+		return err
+	}
+	var err error
+	m.Block, err = c.median(c.n, run)
 	return err
 }
