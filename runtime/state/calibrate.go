@@ -624,11 +624,11 @@ func (c *calibrator) measureDelta(m *CostModel) error {
 	return nil
 }
 
-// measurePaths sets Node from paths copied in a tree of calibNodes leaves,
-// one leaf each (for blocks larger than a page: see measureNode): the tree holds block records of its own, which no pool
+// measureNode sets Node from paths copied in a tree of calibNodes leaves,
+// one leaf each: the tree holds block records of its own, which no pool
 // allocation ever returns and nothing frees (each keeps a reference
 // besides the tree's).
-func (c *calibrator) measurePaths(m *CostModel) error {
+func (c *calibrator) measureNode(m *CostModel) error {
 	recs := make([]block, calibNodes*fan)
 	base := newRoot(1)
 	var freed []*block
@@ -653,88 +653,6 @@ func (c *calibrator) measurePaths(m *CostModel) error {
 
 // calibNodes is the number of leaves measureNode copies.
 const calibNodes = 64
-
-// measureNode sets Node from a synthetic reconstruction whose deltas each
-// write one row into a block of a leaf of its own, as the reconstruction
-// of writes scattered over a large state does: per delta it walks the path
-// to the block, copies the nodes on it (the leaf, and the nodes above it
-// the first time, each taking a reference to its children), takes a
-// block, copies the seed block and the row. Node is what that costs per
-// node copied beyond what the model prices apart (Block, the two copies,
-// PerDelta), all measured before. Copies of nodes alone (measurePaths),
-// on a tree no block is read from, miss the cold paths and block records
-// a reconstruction of scattered writes meets: they came out at 0.65 us,
-// or at 2-2.5 us where the Go heap grew into new pages under the copies,
-// while such a reconstruction paid about 2 us a node either way. Here the
-// paths, the seed reads and the node copies come as a
-// reconstruction's come. The checkpoint's other slots hold block records
-// of its own, which no pool allocation returns and nothing frees (each
-// keeps a reference besides the tree's). Blocks larger than a page are
-// measured by measurePaths: their seed copies take many times a node's
-// cost and vary by more than it.
-func (c *calibrator) measureNode(m *CostModel) error {
-	if c.cls.Bytes() > newPage {
-		return c.measurePaths(m)
-	}
-	p := c.p
-	l := &Layout{Type: "calibration", Columns: []Column{{ElemSize: 1, Width: calibRowBytes}}, BlockRows: c.cls.Bytes() / calibRowBytes}
-	h := &Head{shape: newShape(p, l, calibrationOwner)}
-	per := h.perBlock[0]
-	recs := make([]block, c.n*fan)
-	base := newRoot(1)
-	var freed []*block
-	var nodes []bitset // per level: the nodes the deltas copy
-	copied := 0
-	for i := range c.n * fan {
-		b := &recs[i]
-		b.SetRefs(2)
-		if i%fan == 0 {
-			b = c.src[i/fan]
-			b.Retain()
-			for lvl, k := 0, i>>fanBits; ; lvl, k = lvl+1, k>>fanBits {
-				if lvl == len(nodes) {
-					nodes = append(nodes, nil)
-				}
-				if nodes[lvl].add(k) {
-					copied++
-				}
-				if k == 0 {
-					break
-				}
-			}
-		}
-		base.cols[0].set(i, b, &freed)
-	}
-	base.rows = c.n * fan * per
-	defer func() {
-		base.release(&freed)
-		p.free(freed)
-	}()
-	deltas := make([]*delta, c.n)
-	for i := range deltas {
-		from := i * fan * per
-		deltas[i] = &delta{from: from, to: from + 1, cols: [][]*block{{c.dst[i]}}, per: []int{per}, bytes: calibRowBytes}
-	}
-	t, err := c.median(c.n, func() error {
-		r := base.retain()
-		var err error
-		for _, d := range deltas {
-			if r, err = h.applyDeltaWith(r, d, base.rows, c.take); err != nil {
-				break
-			}
-		}
-		var freed []*block
-		r.release(&freed)
-		p.free(freed)
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	apart := float64(m.Block) + 2*float64(m.CopyFixed) + float64(c.cls.Bytes()+calibRowBytes)*m.CopyPerByte + float64(m.PerDelta)
-	m.Node = time.Duration(max(0, (float64(t)-apart)*float64(c.n)/float64(copied)))
-	return nil
-}
 
 // measureBlock sets Block from blocks taken from the pool, each put in a
 // slot of a tree whose path is the tree's alone (as a reconstruction's is
