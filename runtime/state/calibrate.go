@@ -35,6 +35,13 @@ type CostModel struct {
 	// path to a block taken (path copying takes a reference to each of
 	// its children).
 	Node time.Duration
+	// CopyAlone is the fixed cost of a copy that no copy just before it
+	// prepared: the first after the CPU's caches were emptied, whose
+	// source, destination and the backend's records of them are all cold,
+	// as a reconstruction's seed copy from a block far from the one it
+	// copied last is. Copies in a row, each from the block after the
+	// last, cost CopyFixed.
+	CopyAlone time.Duration
 	// BlockBytes is the size class the figures above were measured on.
 	BlockBytes int
 	// HtoD and DtoH are copies from and to the host.
@@ -68,7 +75,7 @@ func (m CostModel) estimate(c *Candidate, columns int) time.Duration {
 	ns := float64(m.Fixed) + float64(c.Copies)*float64(m.CopyFixed) +
 		float64(c.SeedBytes+c.DeltaBytes-c.readBytes)*m.CopyPerByte + float64(c.Blocks)*float64(m.Block) +
 		float64(c.Deltas*columns)*float64(m.PerDelta) + m.DtoH.of(c.reads, c.readBytes) +
-		float64(c.nodes)*float64(m.Node)
+		float64(c.nodes)*float64(m.Node) + float64(c.alone)*float64(max(0, m.CopyAlone-m.CopyFixed))
 	return time.Duration(ns)
 }
 
@@ -512,8 +519,26 @@ func (c *calibrator) measureCopies(m *CostModel) error {
 		return err
 	}
 	m.CopyFixed, m.CopyPerByte = line(tSmall, tBig, c.cls.Bytes())
+	// One copy at a time, caches emptied before each, from a different
+	// block each time.
+	var alone [copiesAlone]time.Duration
+	for i := range alone {
+		k := i * c.n / len(alone)
+		c.cold()
+		alone[i], err = c.timed(1, func() error {
+			return c.p.b.CopyDtoD(c.dst[k].Ptr(), c.src[k].Ptr(), calibRowBytes)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	slices.Sort(alone[:])
+	m.CopyAlone = max(m.CopyFixed, alone[len(alone)/2]-time.Duration(calibRowBytes*m.CopyPerByte))
 	return nil
 }
+
+// copiesAlone is the number of copies measureCopies times one at a time.
+const copiesAlone = 7
 
 // line returns the fixed cost and the cost per byte of a copy that took
 // small for calibRowBytes bytes and big for bytes.

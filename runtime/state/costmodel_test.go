@@ -112,6 +112,7 @@ func TestCalibrationPerDirection(t *testing.T) {
 	}
 	near("CopyFixed", float64(m.CopyFixed), tDtoDFixed)
 	near("CopyPerByte", m.CopyPerByte, tDtoDPer)
+	near("CopyAlone", float64(m.CopyAlone), tDtoDFixed) // every copy costs the same here
 	near("HtoD.Fixed", float64(m.HtoD.Fixed), tHtoDFixed)
 	near("HtoD.PerByte", m.HtoD.PerByte, tHtoDPer)
 	near("DtoH.Fixed", float64(m.DtoH.Fixed), tDtoHFixed)
@@ -464,5 +465,42 @@ func TestBlockTakenWithoutAllocating(t *testing.T) {
 		}); n != 0 {
 			t.Errorf("%s: a block taken and put in a tree: %v allocations", tc.name, n)
 		}
+	}
+}
+
+// TestPlanPricesSeedsAlone: a seed copy from a block not next to the one
+// seeded before (writes scattered over a state) is priced at CopyAlone,
+// the others at CopyFixed: one write across k neighbouring blocks seeds
+// one block alone per column, k writes to blocks far apart seed k.
+func TestPlanPricesSeedsAlone(t *testing.T) {
+	const extra = 1000 // ns: CopyAlone beyond CopyFixed
+	for _, scattered := range []bool{false, true} {
+		p := newPool(t, PoolOptions{BlockBytes: 256})
+		fixedModel(p)
+		l := kv(Mutable, 4096, Keep)
+		l.Checkpoint = &CheckpointPolicy{Every: 64, Keep: 4}
+		h := must[*Head](t)(p.NewHead(l, "me"))
+		const k = 4
+		if scattered {
+			for i := range k {
+				check(t, h.Write(100+i*512, kvRows(1, byte(i))))
+			}
+		} else {
+			check(t, h.Write(96, kvRows(k*32, 1))) // 4 blocks of each column, and more of the keys
+		}
+		v := h.Version()
+		base := must[Plan](t)(h.Plan(v))
+		p.calib.mu.Lock()
+		p.calib.model.CopyAlone = p.calib.model.CopyFixed + extra
+		p.calib.mu.Unlock()
+		pl := must[Plan](t)(h.Plan(v))
+		want := 2 // columns
+		if scattered {
+			want = 2 * k
+		}
+		if pl.alone != want || pl.Estimate-base.Estimate != time.Duration(want*extra) {
+			t.Fatalf("scattered %v: %d seeds alone priced %v more, want %d and %v", scattered, pl.alone, pl.Estimate-base.Estimate, want, time.Duration(want*extra))
+		}
+		check(t, h.Release())
 	}
 }

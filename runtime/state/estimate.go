@@ -75,7 +75,11 @@ func (h *Head) candidate(q, t int, pr *pricing) Candidate {
 	taken := make([]int64, len(h.perBlock))
 	rows := x.entries[q].rows
 	cp := x.entries[q].cp
-	var unread int64 // seed bytes of blocks no one ever wrote
+	var unread int64                     // seed bytes of blocks no one ever wrote
+	last := make([]int, len(h.perBlock)) // per column: the block seeded last, -2 for none
+	for col := range last {
+		last[col] = -2
+	}
 	for j := q + 1; j <= t; j++ {
 		d := x.entries[j].d
 		if d.step != nil {
@@ -104,6 +108,10 @@ func (h *Head) candidate(q, t int, pr *pricing) Candidate {
 				if used := min(rows, (bi+1)*per) - bi*per; used > 0 {
 					c.SeedBytes += int64(used * rb)
 					c.Copies++
+					if bi != last[col]+1 {
+						c.alone++ // its metadata and pages are cold: no copy led to it
+					}
+					last[col] = bi
 					if t := &cp.cols[col]; bi < t.n && t.get(bi).Untouched() {
 						unread += int64(used * rb) // its pages fault on this first read
 					}
