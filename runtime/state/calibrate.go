@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/gpustate/gpustate/runtime/device"
 )
 
 // The cost model: what a pool measures of its backend once, for Plan and
@@ -96,6 +98,9 @@ type calibration struct {
 	classes map[int]*CostModel // of other size classes (bytes), measured on first use
 	fits    map[int]*fit       // the model against measured reconstructions, per size class (bytes)
 	now     func() time.Time   // the clock of calibration; nil: time.Now
+	// zeroed holds the size classes a zeroed allocation took blocks of
+	// (*sizeClass → struct{}), whose blocks may lie untouched (freeBlocks).
+	zeroed sync.Map
 }
 
 // fitClass is the size class whose fit serves h: that of its largest
@@ -146,11 +151,24 @@ func (p *Pool) observe(cls int, c *Candidate, measured time.Duration) {
 // many blocks one growth of the class makes.
 func (p *Pool) freeBlocks(c *sizeClass) classFree {
 	used, clean, grow := p.mem.FreeCounts(c)
-	return classFree{used: used, clean: clean, grow: grow}
+	next, ok := p.mem.NextClean(c)
+	_, zeroed := p.calib.zeroed.Load(c)
+	return classFree{used: used, clean: clean, grow: grow, next: next, hasNext: ok, afterWritten: ok && !zeroed}
 }
 
-// classFree is what freeBlocks returns.
-type classFree struct{ used, clean, grow int64 }
+// classFree is what freeBlocks returns, with the address of the clean
+// block an allocation takes first (hasNext false: none), and whether the
+// blocks below it in memory were written (afterWritten): a class carves
+// new blocks only once its clean list is empty, so the blocks below the
+// next one were all taken, and every allocation but a zeroed one writes
+// what it takes (a zeroed one leaves its blocks Untouched). Only a class
+// no zeroed allocation took from is known to be written below.
+type classFree struct {
+	used, clean, grow int64
+	next              device.Ptr
+	hasNext           bool
+	afterWritten      bool
+}
 
 // costModel returns the pool's cost model, measuring it on first use. A
 // measurement that fails (the pool has no room for its blocks) is tried

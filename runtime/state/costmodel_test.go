@@ -504,3 +504,30 @@ func TestPlanPricesSeedsAlone(t *testing.T) {
 		check(t, h.Release())
 	}
 }
+
+// TestPlanCountsNewPages: the clean blocks a reconstruction takes next
+// follow the head's last block, which it wrote; those that lie in that
+// block's page touch no page for the first time, and Plan counts them as
+// no new memory (their bytes were counted before).
+func TestPlanCountsNewPages(t *testing.T) {
+	p := newPool(t, PoolOptions{BlockBytes: 256})
+	fixedModel(p)
+	l := kv(Append, 1<<12, Keep)
+	l.Checkpoint = &CheckpointPolicy{Every: 4, Keep: 4}
+	h := must[*Head](t)(p.NewHead(l, "me"))
+	defer h.Release()
+	for i := range 6 {
+		check(t, h.Append(kvRows(8, byte(i))))
+	}
+	next, ok := p.mem.NextClean(h.cls[0])
+	if !ok || next%newPage == 0 {
+		t.Fatalf("the next clean block at %#x (%v): want one inside a page", uint64(next), ok)
+	}
+	pl := must[Plan](t)(h.Plan(h.Version()))
+	if room := newPage - int64(next%newPage); pl.Blocks == 0 || int64(pl.Blocks*256) > room {
+		t.Fatalf("%d blocks taken, %d bytes left in the page: the test wants some that fit", pl.Blocks, room)
+	}
+	if pl.NewBytes != 0 {
+		t.Fatalf("%d blocks in a page the head's blocks touched: %d new bytes, want 0", pl.Blocks, pl.NewBytes)
+	}
+}

@@ -144,12 +144,16 @@ func (h *Head) candidate(q, t int, pr *pricing) Candidate {
 }
 
 // newBytes returns the bytes of memory new to the pool that the blocks
-// taken, taken[col] of each column, touch (those the free blocks that held
-// rows do not cover: a class's new blocks follow the ones it carved last,
-// so their first page may be touched already, and whole pages would count
-// it twice), and the growths of the pool that make them (each makes a
-// slab's worth of blocks, of which the reconstruction, taking one block at
-// a time, may use one).
+// taken, taken[col] of each column, touch, and the growths of the pool
+// that make them (each makes a slab's worth of blocks, of which the
+// reconstruction, taking one block at a time, may use one). A class's
+// blocks come from the free blocks that held rows first, which are not
+// new; then from its clean blocks, which are: counted by their bytes (a
+// class's new blocks follow the ones it carved last, so their first page
+// may be touched already, and whole pages would count it twice), or, when
+// the first of them follows a block a holder wrote, as the pages that
+// start at or after it (the one it starts inside is touched: a page
+// faults once, whichever block touches it first); then from growths.
 func (h *Head) newBytes(taken []int64, free map[*sizeClass]classFree) (bytes, growths int64) {
 	need := map[*sizeClass]int64{}
 	for col, n := range taken {
@@ -161,7 +165,16 @@ func (h *Head) newBytes(taken []int64, free map[*sizeClass]classFree) (bytes, gr
 		if k == 0 {
 			continue
 		}
-		bytes += k * int64(cls.Bytes())
+		bb := int64(cls.Bytes())
+		clean := min(k, f.clean)
+		if f.hasNext && f.afterWritten {
+			start := int64(f.next)
+			first := (start + newPage - 1) &^ (newPage - 1) // the first page it starts
+			bytes += max(0, (start+clean*bb-first+newPage-1)&^(newPage-1))
+		} else {
+			bytes += clean * bb
+		}
+		bytes += (k - clean) * bb
 		if g := k - f.clean; g > 0 && f.grow > 0 {
 			growths += (g + f.grow - 1) / f.grow
 		}
