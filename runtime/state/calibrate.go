@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/gpustate/gpustate/runtime/device"
 )
 
 // The cost model: what a pool measures of its backend once, for Plan and
@@ -35,6 +37,13 @@ type CostModel struct {
 	// path to a block taken (path copying takes a reference to each of
 	// its children).
 	Node time.Duration
+	// CopyAlone is the fixed cost of a copy that no copy just before it
+	// prepared: the first after the CPU's caches were emptied, whose
+	// source, destination and the backend's records of them are all cold,
+	// as a reconstruction's seed copy from a block far from the one it
+	// copied last is. Copies in a row, each from the block after the
+	// last, cost CopyFixed.
+	CopyAlone time.Duration
 	// BlockBytes is the size class the figures above were measured on.
 	BlockBytes int
 	// HtoD and DtoH are copies from and to the host.
@@ -68,7 +77,7 @@ func (m CostModel) estimate(c *Candidate, columns int) time.Duration {
 	ns := float64(m.Fixed) + float64(c.Copies)*float64(m.CopyFixed) +
 		float64(c.SeedBytes+c.DeltaBytes-c.readBytes)*m.CopyPerByte + float64(c.Blocks)*float64(m.Block) +
 		float64(c.Deltas*columns)*float64(m.PerDelta) + m.DtoH.of(c.reads, c.readBytes) +
-		float64(c.nodes)*float64(m.Node)
+		float64(c.nodes)*float64(m.Node) + float64(c.alone)*float64(max(0, m.CopyAlone-m.CopyFixed))
 	return time.Duration(ns)
 }
 
@@ -89,6 +98,9 @@ type calibration struct {
 	classes map[int]*CostModel // of other size classes (bytes), measured on first use
 	fits    map[int]*fit       // the model against measured reconstructions, per size class (bytes)
 	now     func() time.Time   // the clock of calibration; nil: time.Now
+	// zeroed holds the size classes a zeroed allocation took blocks of
+	// (*sizeClass → struct{}), whose blocks may lie untouched (freeBlocks).
+	zeroed sync.Map
 }
 
 // fitClass is the size class whose fit serves h: that of its largest
@@ -139,11 +151,24 @@ func (p *Pool) observe(cls int, c *Candidate, measured time.Duration) {
 // many blocks one growth of the class makes.
 func (p *Pool) freeBlocks(c *sizeClass) classFree {
 	used, clean, grow := p.mem.FreeCounts(c)
-	return classFree{used: used, clean: clean, grow: grow}
+	next, ok := p.mem.NextClean(c)
+	_, zeroed := p.calib.zeroed.Load(c)
+	return classFree{used: used, clean: clean, grow: grow, next: next, hasNext: ok, afterWritten: ok && !zeroed}
 }
 
-// classFree is what freeBlocks returns.
-type classFree struct{ used, clean, grow int64 }
+// classFree is what freeBlocks returns, with the address of the clean
+// block an allocation takes first (hasNext false: none), and whether the
+// blocks below it in memory were written (afterWritten): a class carves
+// new blocks only once its clean list is empty, so the blocks below the
+// next one were all taken, and every allocation but a zeroed one writes
+// what it takes (a zeroed one leaves its blocks Untouched). Only a class
+// no zeroed allocation took from is known to be written below.
+type classFree struct {
+	used, clean, grow int64
+	next              device.Ptr
+	hasNext           bool
+	afterWritten      bool
+}
 
 // costModel returns the pool's cost model, measuring it on first use. A
 // measurement that fails (the pool has no room for its blocks) is tried
@@ -319,8 +344,7 @@ func (p *Pool) newCalibrator(cls *sizeClass) (*calibrator, error) {
 	// sources are first read, untouched, into the touched destinations.
 	c.firsts, err = c.touch(slices.DeleteFunc(slices.Clone(blks), func(b *block) bool { return slices.Contains(c.src, b) }))
 	if err == nil {
-		c.cold()
-		c.firstRead, err = c.timed(c.n, c.copyEach(cls.Bytes()))
+		c.firstRead, err = c.firstReads()
 	}
 	if err == nil {
 		err = c.fill(c.src)()
@@ -351,6 +375,33 @@ func (c *calibrator) touch(blks []*block) ([]time.Duration, error) {
 		}
 	}
 	return out, nil
+}
+
+// firstReads copies each source block, untouched, to its destination, in
+// up to touchParts parts, and returns the median time per block of the
+// parts: a first read happens once, and one timing of it all came out
+// twice the others now and then (NewReadPerByte of 5.7 against 2.7-3.0).
+func (c *calibrator) firstReads() (time.Duration, error) {
+	parts := min(touchParts, c.n)
+	ts := make([]time.Duration, parts)
+	for i := range ts {
+		lo, hi := i*c.n/parts, (i+1)*c.n/parts
+		c.cold()
+		var err error
+		ts[i], err = c.timed(hi-lo, func() error {
+			for k := lo; k < hi; k++ {
+				if err := c.p.b.CopyDtoD(c.dst[k].Ptr(), c.src[k].Ptr(), c.cls.Bytes()); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return 0, err
+		}
+	}
+	slices.Sort(ts)
+	return ts[(len(ts)-1)/2], nil
 }
 
 // touchParts is the number of parts touch times: the median of several,
@@ -415,7 +466,8 @@ var coldSink atomic.Uint32
 // take is the block allocation of calibration: room the pool has now,
 // never reclaimed.
 func (c *calibrator) take(cls *sizeClass) (*block, error) {
-	b, err := c.p.allocOnce(nil, cls, calibrationOwner, 1, false)
+	var one [1]*block // on the stack: see measureBlock
+	b, err := c.p.allocOnce(one[:0], cls, calibrationOwner, 1, false)
 	if err != nil {
 		return nil, err
 	}
@@ -485,8 +537,26 @@ func (c *calibrator) measureCopies(m *CostModel) error {
 		return err
 	}
 	m.CopyFixed, m.CopyPerByte = line(tSmall, tBig, c.cls.Bytes())
+	// One copy at a time, caches emptied before each, from a different
+	// block each time.
+	var alone [copiesAlone]time.Duration
+	for i := range alone {
+		k := i * c.n / len(alone)
+		c.cold()
+		alone[i], err = c.timed(1, func() error {
+			return c.p.b.CopyDtoD(c.dst[k].Ptr(), c.src[k].Ptr(), calibRowBytes)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	slices.Sort(alone[:])
+	m.CopyAlone = max(m.CopyFixed, alone[len(alone)/2]-time.Duration(calibRowBytes*m.CopyPerByte))
 	return nil
 }
+
+// copiesAlone is the number of copies measureCopies times one at a time.
+const copiesAlone = 7
 
 // line returns the fixed cost and the cost per byte of a copy that took
 // small for calibRowBytes bytes and big for bytes.
@@ -627,25 +697,41 @@ func (c *calibrator) measureNode(m *CostModel) error {
 // calibNodes is the number of leaves measureNode copies.
 const calibNodes = 64
 
-// measureBlock sets Block from blocks taken from the pool, put into a
-// tree by path copying, and given back when the tree is released.
+// measureBlock sets Block from blocks taken from the pool, each put in a
+// slot of a tree whose path is the tree's alone (as a reconstruction's is
+// once it copied it) in place of the block there, and given back when the
+// next run replaces it. The tree and the list of freed blocks are made
+// once, before the runs: the runs allocate nothing on the Go heap, whose
+// growth into new pages (faults inside a run that came or not as the
+// heap's spans ran out) is no cost of the store's, and made Block vary by
+// five times from one calibration to the next.
 func (c *calibrator) measureBlock(m *CostModel) error {
-	var err error
-	m.Block, err = c.median(c.n, func() error {
-		r := newRoot(1)
-		var freed []*block
+	r := newRoot(1)
+	freed := make([]*block, 0, c.n)
+	for i, b := range c.dst {
+		b.Retain() // the tree's reference: replacing it frees nothing
+		r.cols[0].set(i, b, &freed)
+	}
+	defer func() {
+		r.release(&freed)
+		c.p.free(freed)
+	}()
+	run := func() error {
 		for i := range c.n {
 			b, err := c.take(c.cls)
 			if err != nil {
-				r.release(&freed)
-				c.p.free(freed)
 				return err
 			}
 			r.cols[0].set(i, b, &freed)
 		}
-		r.release(&freed)
 		c.p.free(freed)
+		freed = freed[:0]
 		return nil
-	})
+	}
+	if err := run(); err != nil { // the slots hold taken blocks now
+		return err
+	}
+	var err error
+	m.Block, err = c.median(c.n, run)
 	return err
 }

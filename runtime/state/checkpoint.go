@@ -289,7 +289,10 @@ func (h *Head) applyDelta(r *root, d *delta, rows int) (*root, error) {
 
 // takeBlock takes one block of class c for h, reclaiming under pressure.
 func (h *Head) takeBlock(c *sizeClass) (*block, error) {
-	nb, err := h.pool.allocIn(nil, c, h.owner, 1, false)
+	// Into a buffer on the stack, not a slice per block: the Go heap's
+	// new pages fault inside the reconstruction as the pool's do.
+	var one [1]*block
+	nb, err := h.pool.allocIn(one[:0], c, h.owner, 1, false)
 	if err != nil {
 		return nil, err
 	}
@@ -318,7 +321,7 @@ func (h *Head) applyDeltaWith(r *root, d *delta, rows int, take func(*sizeClass)
 			if bi < t.n {
 				if used := min(r.rows, (bi+1)*per) - bi*per; used > 0 {
 					seed := t.get(bi)
-					seed.Touch() // its pages are mapped now (estimate.go)
+					touched(seed) // its pages are mapped now (estimate.go)
 					if err := h.pool.b.CopyDtoD(nb.Ptr(), seed.Ptr(), used*rb); err != nil {
 						releaseBlock(nb, &freed)
 						return r, err

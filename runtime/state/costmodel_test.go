@@ -112,6 +112,7 @@ func TestCalibrationPerDirection(t *testing.T) {
 	}
 	near("CopyFixed", float64(m.CopyFixed), tDtoDFixed)
 	near("CopyPerByte", m.CopyPerByte, tDtoDPer)
+	near("CopyAlone", float64(m.CopyAlone), tDtoDFixed) // every copy costs the same here
 	near("HtoD.Fixed", float64(m.HtoD.Fixed), tHtoDFixed)
 	near("HtoD.PerByte", m.HtoD.PerByte, tHtoDPer)
 	near("DtoH.Fixed", float64(m.DtoH.Fixed), tDtoHFixed)
@@ -349,39 +350,184 @@ func TestCalibrationKeepsCachedBlocks(t *testing.T) {
 }
 
 // TestPlanPricesUnwrittenSeeds: the seed rows a reconstruction reads of
-// blocks nothing ever wrote (a mutable state's first blocks, zeroed from
-// memory no block used) count as new memory, besides the blocks it takes
-// new, until a reconstruction has read them; rows written before do not.
+// blocks nothing ever read or wrote (a mutable state's first blocks, zeroed
+// from memory no block used) count as new memory, besides the blocks it
+// takes new, until something touches them: a reconstruction's read, a
+// Read or ReadRows of the rows, the spans a kernel is given, or a write
+// that copies the block's other rows on write. Writes that cover the
+// blocks whole read nothing of them; rows written before count as read.
 func TestPlanPricesUnwrittenSeeds(t *testing.T) {
-	for _, whole := range []bool{false, true} {
-		p := newPool(t, PoolOptions{BlockBytes: 256})
+	const bb = 256
+	for _, tc := range []struct {
+		name   string
+		before func(h *Head, at []int) // after the first checkpoint, before the writes
+		rows   int                     // rows each write covers, from a block's start
+		unread bool                    // the plan prices the seeds as a first read
+		every  int                     // checkpoints; 0: none past the first
+	}{
+		{"whole blocks", nil, 32, true, 0},
+		{"read", func(h *Head, at []int) {
+			for _, a := range at {
+				check(t, h.Read(a, a+32, [][]byte{make([]byte, 32*16), make([]byte, 32*8)}))
+			}
+		}, 32, false, 0},
+		{"read rows", func(h *Head, at []int) {
+			for _, a := range at {
+				idx := make([]int, 32)
+				for i := range idx {
+					idx[i] = a + i
+				}
+				check(t, h.ReadRows(idx, [][]byte{make([]byte, 32*16), make([]byte, 32*8)}))
+			}
+		}, 32, false, 0},
+		{"spans", func(h *Head, at []int) {
+			for _, a := range at {
+				must[[][]device.Span](t)(h.Spans(a, a+32))
+			}
+		}, 32, false, 0},
+		{"copy on write", nil, 1, false, 0},
+		{"written before", func(h *Head, _ []int) {
+			check(t, h.Write(0, kvRows(4096, 9)))
+			check(t, h.Write(0, kvRows(1, 9))) // a checkpoint of the rows written whole
+		}, 32, false, 2},
+	} {
+		p := newPool(t, PoolOptions{BlockBytes: bb})
 		fixedModel(p)
 		l := kv(Mutable, 4096, Keep)
-		l.Checkpoint = &CheckpointPolicy{Every: 8, Keep: 4}
-		if whole {
-			l.Checkpoint.Every = 2 // a checkpoint of the rows written whole
+		l.Checkpoint = &CheckpointPolicy{Every: 64, Keep: 4}
+		if tc.every > 0 {
+			l.Checkpoint.Every = tc.every
 		}
 		h := must[*Head](t)(p.NewHead(l, "me"))
-		defer h.Release()
-		if whole {
-			check(t, h.Write(0, kvRows(4096, 9)))
-			check(t, h.Write(0, kvRows(1, 9)))
+		at := []int{128, 128 + 512, 128 + 1024}
+		if tc.before != nil {
+			tc.before(h, at)
 		}
-		for i := range 3 {
-			check(t, h.Write(100+i*400, kvRows(1, byte(i))))
+		for i, a := range at {
+			check(t, h.Write(a, kvRows(tc.rows, byte(i))))
 		}
 		v := h.Version()
 		first := must[Plan](t)(h.Plan(v))
 		if first.SeedBytes == 0 {
-			t.Fatal("a plan with no seed")
+			t.Fatalf("%s: a plan with no seed", tc.name)
 		}
 		check(t, must[*Snap](t)(h.At(v)).Release())
 		again := must[Plan](t)(h.Plan(v))
+		taken := int64(first.Blocks * bb)
 		switch {
-		case !whole && (first.NewBytes != first.SeedBytes+int64(first.Blocks*256) || again.NewBytes != 0):
-			t.Fatalf("seeds of unwritten blocks: new bytes %d of %d seed bytes first, %d once read", first.NewBytes, first.SeedBytes, again.NewBytes)
-		case whole && first.NewBytes > int64(first.Blocks*256):
-			t.Fatalf("seeds of written blocks counted new: %d new bytes, %d seed bytes, %d blocks", first.NewBytes, first.SeedBytes, first.Blocks)
+		case tc.unread && (first.NewBytes != first.SeedBytes+taken || again.NewBytes != 0):
+			t.Fatalf("%s: seeds nothing touched: new bytes %d of %d seed bytes and %d taken first, %d once read",
+				tc.name, first.NewBytes, first.SeedBytes, taken, again.NewBytes)
+		case !tc.unread && first.NewBytes > taken:
+			t.Fatalf("%s: seeds touched before counted new: %d new bytes, %d seed bytes, %d taken",
+				tc.name, first.NewBytes, first.SeedBytes, taken)
 		}
+		check(t, h.Release())
+	}
+}
+
+// TestBlockTakenWithoutAllocating: taking a block, as a reconstruction
+// does for each block it copies on write and calibration for each it
+// measures, and putting it in a tree whose path is the tree's alone
+// allocate nothing on the Go heap. A heap growing into new pages faults
+// inside whatever allocates; the cost model prices the store's work, and
+// a measurement or a reconstruction that allocated per block paid those
+// faults now and then: calibration's Block varied by five times.
+func TestBlockTakenWithoutAllocating(t *testing.T) {
+	p := newPool(t, PoolOptions{BlockBytes: 256})
+	l := kv(Append, 1<<12, Keep)
+	h := must[*Head](t)(p.NewHead(l, "me"))
+	defer h.Release()
+	c, err := p.newCalibrator(p.own)
+	check(t, err)
+	defer c.close()
+	r := newRoot(1)
+	var freed []*block
+	for i, b := range c.dst {
+		b.Retain()
+		r.cols[0].set(i, b, &freed)
+	}
+	defer func() {
+		r.release(&freed)
+		p.free(freed)
+	}()
+	freed = make([]*block, 0, 4)
+	for _, tc := range []struct {
+		name string
+		take func(*sizeClass) (*block, error)
+	}{{"Head.takeBlock", h.takeBlock}, {"calibration", c.take}} {
+		if n := testing.AllocsPerRun(100, func() {
+			b, err := tc.take(p.own)
+			check(t, err)
+			r.cols[0].set(0, b, &freed)
+			p.free(freed)
+			freed = freed[:0]
+		}); n != 0 {
+			t.Errorf("%s: a block taken and put in a tree: %v allocations", tc.name, n)
+		}
+	}
+}
+
+// TestPlanPricesSeedsAlone: a seed copy from a block not next to the one
+// seeded before (writes scattered over a state) is priced at CopyAlone,
+// the others at CopyFixed: one write across k neighbouring blocks seeds
+// one block alone per column, k writes to blocks far apart seed k.
+func TestPlanPricesSeedsAlone(t *testing.T) {
+	const extra = 1000 // ns: CopyAlone beyond CopyFixed
+	for _, scattered := range []bool{false, true} {
+		p := newPool(t, PoolOptions{BlockBytes: 256})
+		fixedModel(p)
+		l := kv(Mutable, 4096, Keep)
+		l.Checkpoint = &CheckpointPolicy{Every: 64, Keep: 4}
+		h := must[*Head](t)(p.NewHead(l, "me"))
+		const k = 4
+		if scattered {
+			for i := range k {
+				check(t, h.Write(100+i*512, kvRows(1, byte(i))))
+			}
+		} else {
+			check(t, h.Write(96, kvRows(k*32, 1))) // 4 blocks of each column, and more of the keys
+		}
+		v := h.Version()
+		base := must[Plan](t)(h.Plan(v))
+		p.calib.mu.Lock()
+		p.calib.model.CopyAlone = p.calib.model.CopyFixed + extra
+		p.calib.mu.Unlock()
+		pl := must[Plan](t)(h.Plan(v))
+		want := 2 // columns
+		if scattered {
+			want = 2 * k
+		}
+		if pl.alone != want || pl.Estimate-base.Estimate != time.Duration(want*extra) {
+			t.Fatalf("scattered %v: %d seeds alone priced %v more, want %d and %v", scattered, pl.alone, pl.Estimate-base.Estimate, want, time.Duration(want*extra))
+		}
+		check(t, h.Release())
+	}
+}
+
+// TestPlanCountsNewPages: the clean blocks a reconstruction takes next
+// follow the head's last block, which it wrote; those that lie in that
+// block's page touch no page for the first time, and Plan counts them as
+// no new memory (their bytes were counted before).
+func TestPlanCountsNewPages(t *testing.T) {
+	p := newPool(t, PoolOptions{BlockBytes: 256})
+	fixedModel(p)
+	l := kv(Append, 1<<12, Keep)
+	l.Checkpoint = &CheckpointPolicy{Every: 4, Keep: 4}
+	h := must[*Head](t)(p.NewHead(l, "me"))
+	defer h.Release()
+	for i := range 6 {
+		check(t, h.Append(kvRows(8, byte(i))))
+	}
+	next, ok := p.mem.NextClean(h.cls[0])
+	if !ok || next%newPage == 0 {
+		t.Fatalf("the next clean block at %#x (%v): want one inside a page", uint64(next), ok)
+	}
+	pl := must[Plan](t)(h.Plan(h.Version()))
+	if room := newPage - int64(next%newPage); pl.Blocks == 0 || int64(pl.Blocks*256) > room {
+		t.Fatalf("%d blocks taken, %d bytes left in the page: the test wants some that fit", pl.Blocks, room)
+	}
+	if pl.NewBytes != 0 {
+		t.Fatalf("%d blocks in a page the head's blocks touched: %d new bytes, want 0", pl.Blocks, pl.NewBytes)
 	}
 }

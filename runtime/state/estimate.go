@@ -75,7 +75,11 @@ func (h *Head) candidate(q, t int, pr *pricing) Candidate {
 	taken := make([]int64, len(h.perBlock))
 	rows := x.entries[q].rows
 	cp := x.entries[q].cp
-	var unread int64 // seed bytes of blocks no one ever wrote
+	var unread int64                     // seed bytes of blocks no one ever wrote
+	last := make([]int, len(h.perBlock)) // per column: the block seeded last, -2 for none
+	for col := range last {
+		last[col] = -2
+	}
 	for j := q + 1; j <= t; j++ {
 		d := x.entries[j].d
 		if d.step != nil {
@@ -104,6 +108,10 @@ func (h *Head) candidate(q, t int, pr *pricing) Candidate {
 				if used := min(rows, (bi+1)*per) - bi*per; used > 0 {
 					c.SeedBytes += int64(used * rb)
 					c.Copies++
+					if bi != last[col]+1 {
+						c.alone++ // its metadata and pages are cold: no copy led to it
+					}
+					last[col] = bi
 					if t := &cp.cols[col]; bi < t.n && t.get(bi).Untouched() {
 						unread += int64(used * rb) // its pages fault on this first read
 					}
@@ -136,12 +144,16 @@ func (h *Head) candidate(q, t int, pr *pricing) Candidate {
 }
 
 // newBytes returns the bytes of memory new to the pool that the blocks
-// taken, taken[col] of each column, touch (those the free blocks that held
-// rows do not cover: a class's new blocks follow the ones it carved last,
-// so their first page may be touched already, and whole pages would count
-// it twice), and the growths of the pool that make them (each makes a
-// slab's worth of blocks, of which the reconstruction, taking one block at
-// a time, may use one).
+// taken, taken[col] of each column, touch, and the growths of the pool
+// that make them (each makes a slab's worth of blocks, of which the
+// reconstruction, taking one block at a time, may use one). A class's
+// blocks come from the free blocks that held rows first, which are not
+// new; then from its clean blocks, which are: counted by their bytes (a
+// class's new blocks follow the ones it carved last, so their first page
+// may be touched already, and whole pages would count it twice), or, when
+// the first of them follows a block a holder wrote, as the pages that
+// start at or after it (the one it starts inside is touched: a page
+// faults once, whichever block touches it first); then from growths.
 func (h *Head) newBytes(taken []int64, free map[*sizeClass]classFree) (bytes, growths int64) {
 	need := map[*sizeClass]int64{}
 	for col, n := range taken {
@@ -153,7 +165,16 @@ func (h *Head) newBytes(taken []int64, free map[*sizeClass]classFree) (bytes, gr
 		if k == 0 {
 			continue
 		}
-		bytes += k * int64(cls.Bytes())
+		bb := int64(cls.Bytes())
+		clean := min(k, f.clean)
+		if f.hasNext && f.afterWritten {
+			start := int64(f.next)
+			first := (start + newPage - 1) &^ (newPage - 1) // the first page it starts
+			bytes += max(0, (start+clean*bb-first+newPage-1)&^(newPage-1))
+		} else {
+			bytes += clean * bb
+		}
+		bytes += (k - clean) * bb
 		if g := k - f.clean; g > 0 && f.grow > 0 {
 			growths += (g + f.grow - 1) / f.grow
 		}
@@ -178,6 +199,30 @@ func (h *Head) pricing(op string) (*pricing, error) {
 		pr.free[c] = h.pool.freeBlocks(c)
 	}
 	return pr, nil
+}
+
+// touched says that b's memory is being read or written: a block taken
+// zeroed from the clean list is priced as a first read (its pages fault,
+// on the host backend) only while nothing touched it (Block.Untouched,
+// docs/INTERNALS.md). Every path that reads or writes a head's blocks says
+// so here: reads (Read, ReadRows, the spans handed to kernels and step
+// functions), writes in place and copies on write, and a reconstruction's
+// seed copies. A load first, so that the common case writes nothing.
+func touched(b *block) {
+	if b.Untouched() {
+		b.Touch()
+	}
+}
+
+// touchOld says which old blocks a write read or wrote: those it copies
+// rows of onto their new blocks (copy on write) and those it writes in
+// place.
+func (tx *writeTx) touchOld() {
+	for i := range tx.ops {
+		if o := &tx.ops[i]; o.old != nil && (o.nb == nil || o.keep > 0) {
+			touched(o.old)
+		}
+	}
 }
 
 // pointers returns pointers to the elements of cs.

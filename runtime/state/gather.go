@@ -52,17 +52,20 @@ func (sh *shape) gather(op string, r *root, idx []int, dst [][]byte) error {
 			// the same block or in the next one when it follows in
 			// memory.
 			n := 1
-			for last := t.get(bi); k+n < len(idx) && idx[k+n] == row+n; n++ {
+			first := t.get(bi)
+			touched(first) // its pages are mapped now (estimate.go)
+			for last := first; k+n < len(idx) && idx[k+n] == row+n; n++ {
 				if nb := (row + n) / per; nb != bi {
 					next := t.get(nb)
 					if per*rb != bb || !next.Follows(last) {
 						break
 					}
+					touched(next)
 					bi, last = nb, next
 				}
 			}
 			bi = row / per
-			src := t.get(bi).Ptr() + device.Ptr((row-bi*per)*rb)
+			src := first.Ptr() + device.Ptr((row-bi*per)*rb)
 			if err := b.CopyDtoH(d[k*rb:(k+n)*rb], src); err != nil {
 				return sh.errorf(op, "column %s: %w", sh.l.Columns[c].Name, err)
 			}

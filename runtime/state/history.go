@@ -78,6 +78,7 @@ type Candidate struct {
 	reads     int
 	readBytes int64
 	nodes     int // tree nodes copied on the paths to the blocks taken
+	alone     int // seed copies from a block not next to the one seeded before (CostModel.CopyAlone)
 }
 
 type delta struct {

@@ -151,6 +151,7 @@ func (h *Head) applyThen(op string, kind writeKind, from, to, newRows int, cols 
 	if err := tx.writeVisible(); err != nil {
 		return nil, tx.abort(err)
 	}
+	tx.touchOld() // for the cost model (estimate.go)
 	if last != nil {
 		if err := last(tx.runs()); err != nil {
 			return nil, tx.abort(err)
