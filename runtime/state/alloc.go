@@ -21,9 +21,6 @@ func (p *Pool) allocIn(buf []*block, c *sizeClass, owner Owner, n int, zero bool
 	if n <= 0 {
 		return buf[:0], nil
 	}
-	if zero {
-		p.calib.zeroed.Store(c, struct{}{}) // for the cost model (classFree)
-	}
 	if n == 1 && !zero {
 		// The owner's block freed last, if it is still hot: no lock.
 		if b := p.mem.TakeHot(c, string(owner)); b != nil {

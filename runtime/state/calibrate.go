@@ -98,9 +98,6 @@ type calibration struct {
 	classes map[int]*CostModel // of other size classes (bytes), measured on first use
 	fits    map[int]*fit       // the model against measured reconstructions, per size class (bytes)
 	now     func() time.Time   // the clock of calibration; nil: time.Now
-	// zeroed holds the size classes a zeroed allocation took blocks of
-	// (*sizeClass → struct{}), whose blocks may lie untouched (freeBlocks).
-	zeroed sync.Map
 }
 
 // fitClass is the size class whose fit serves h: that of its largest
@@ -152,7 +149,7 @@ func (p *Pool) observe(cls int, c *Candidate, measured time.Duration) {
 func (p *Pool) freeBlocks(c *sizeClass) classFree {
 	used, clean, grow := p.mem.FreeCounts(c)
 	next, ok := p.mem.NextClean(c)
-	_, zeroed := p.calib.zeroed.Load(c)
+	zeroed := c.ZeroTaken()
 	return classFree{used: used, clean: clean, grow: grow, next: next, hasNext: ok, afterWritten: ok && !zeroed}
 }
 

@@ -321,7 +321,7 @@ func (h *Head) applyDeltaWith(r *root, d *delta, rows int, take func(*sizeClass)
 			if bi < t.n {
 				if used := min(r.rows, (bi+1)*per) - bi*per; used > 0 {
 					seed := t.get(bi)
-					touched(seed) // its pages are mapped now (estimate.go)
+					seed.Touch() // its pages are mapped now (estimate.go)
 					if err := h.pool.b.CopyDtoD(nb.Ptr(), seed.Ptr(), used*rb); err != nil {
 						releaseBlock(nb, &freed)
 						return r, err

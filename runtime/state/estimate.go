@@ -201,29 +201,13 @@ func (h *Head) pricing(op string) (*pricing, error) {
 	return pr, nil
 }
 
-// touched says that b's memory is being read or written: a block taken
-// zeroed from the clean list is priced as a first read (its pages fault,
-// on the host backend) only while nothing touched it (Block.Untouched,
-// docs/INTERNALS.md). Every path that reads or writes a head's blocks says
-// so here: reads (Read, ReadRows, the spans handed to kernels and step
-// functions), writes in place and copies on write, and a reconstruction's
-// seed copies. A load first, so that the common case writes nothing.
-func touched(b *block) {
-	if b.Untouched() {
-		b.Touch()
-	}
-}
-
-// touchOld says which old blocks a write read or wrote: those it copies
-// rows of onto their new blocks (copy on write) and those it writes in
-// place.
-func (tx *writeTx) touchOld() {
-	for i := range tx.ops {
-		if o := &tx.ops[i]; o.old != nil && (o.nb == nil || o.keep > 0) {
-			touched(o.old)
-		}
-	}
-}
+// Untouched blocks: a block taken zeroed from the clean list is priced as
+// a first read (its pages fault, on the host backend) only while nothing
+// touched it (Block.Untouched, docs/INTERNALS.md). Every path that reads or
+// writes a head's blocks says so with Block.Touch: reads (Read, ReadRows,
+// the spans handed to kernels and step functions), writes in place and
+// copies on write (writeTx.touchOld), and a reconstruction's seed copies.
+// Touch loads first, so that the common case writes nothing.
 
 // pointers returns pointers to the elements of cs.
 func pointers(cs []Candidate) []*Candidate {

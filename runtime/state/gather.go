@@ -53,14 +53,14 @@ func (sh *shape) gather(op string, r *root, idx []int, dst [][]byte) error {
 			// memory.
 			n := 1
 			first := t.get(bi)
-			touched(first) // its pages are mapped now (estimate.go)
+			first.Touch() // its pages are mapped now (estimate.go)
 			for last := first; k+n < len(idx) && idx[k+n] == row+n; n++ {
 				if nb := (row + n) / per; nb != bi {
 					next := t.get(nb)
 					if per*rb != bb || !next.Follows(last) {
 						break
 					}
-					touched(next)
+					next.Touch()
 					bi, last = nb, next
 				}
 			}

@@ -203,13 +203,13 @@ func (sh *shape) columnRuns(r *root, i, from, to int, f func(at int, src device.
 		bi := row / per
 		end := min(to, (bi+1)*per)
 		blk := t.get(bi)
-		touched(blk) // its pages are mapped now (estimate.go)
+		blk.Touch() // its pages are mapped now (estimate.go)
 		for last := blk; end < to && per*rb == bb; end = min(to, end+per) {
 			next := t.get(end / per)
 			if !next.Follows(last) {
 				break
 			}
-			touched(next)
+			next.Touch()
 			last = next
 		}
 		if err := f((row-from)*rb, blk.Ptr()+device.Ptr((row-bi*per)*rb), (end-row)*rb); err != nil {
@@ -236,7 +236,7 @@ func (sh *shape) spans(op string, r *root, from, to int) ([][]device.Span, error
 			bi := row / per
 			end := min(to, (bi+1)*per)
 			b := t.get(bi)
-			touched(b) // the caller reads or writes it (estimate.go)
+			b.Touch() // the caller reads or writes it (estimate.go)
 			out[i] = append(out[i], device.Span{Ptr: b.Ptr() + device.Ptr((row-bi*per)*rb), Rows: end - row})
 			row = end
 		}

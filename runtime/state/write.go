@@ -512,3 +512,14 @@ func (tx *writeTx) commit(newRows int) *root {
 	h.pool.free(freed)
 	return r
 }
+
+// touchOld says which old blocks a write read or wrote: those it copies
+// rows of onto their new blocks (copy on write) and those it writes in
+// place.
+func (tx *writeTx) touchOld() {
+	for i := range tx.ops {
+		if o := &tx.ops[i]; o.old != nil && (o.nb == nil || o.keep > 0) {
+			o.old.Touch()
+		}
+	}
+}

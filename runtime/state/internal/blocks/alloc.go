@@ -123,6 +123,9 @@ func (a *Allocator) Alloc(buf []*Block, c *Class, owner string, n int, zero bool
 	if cap(out) < n {
 		out = make([]*Block, 0, n)
 	}
+	if zero && !c.zeroTaken.Load() {
+		c.zeroTaken.Store(true)
+	}
 	var wipe []*Block // taken from a dirty list: to zero before use
 	a.mu.Lock()
 	c.drainHotLocked()

@@ -20,7 +20,15 @@ type Class struct {
 	// one-block allocation: both take no lock (Free, TakeHot). It counts
 	// in inUse until a locked path drains it to a free list (drainHot).
 	hot atomic.Pointer[Block]
+	// zeroTaken says a zeroed allocation took blocks of the class: its
+	// blocks may lie untouched (Block.Untouched).
+	zeroTaken atomic.Bool
 }
+
+// ZeroTaken reports whether a zeroed allocation ever took blocks of c,
+// whose blocks may then lie untouched; blocks of a class no zeroed
+// allocation took were all written by the allocations that took them.
+func (c *Class) ZeroTaken() bool { return c.zeroTaken.Load() }
 
 // drainHotLocked puts c's hot block, if any, on its owner's free list, so
 // that locked paths see every free block. a.mu is held.
