@@ -33,9 +33,6 @@ type table struct {
 	// index is only a guess, checked against the range (inserts and
 	// removes shift them).
 	near [nearSlots]atomic.Int32
-	// last holds the indices find answered last (most recent first),
-	// plus one: a row's copies go to two slabs or so, in turn.
-	last [2]atomic.Int32
 }
 
 const (
@@ -72,17 +69,9 @@ func (t *table) find(p Ptr, n int) (region, uint64, error) {
 	if n < 0 {
 		return region{}, 0, fmt.Errorf("%w: negative length %d", ErrInvalidSize, n)
 	}
-	for k := range t.last {
-		if r, off, ok := t.guess(int(t.last[k].Load())-1, p, n); ok {
-			return r, off, nil
-		}
-	}
 	slot := &t.near[uint64(p)>>nearShift&(nearSlots-1)]
-	if i := int(slot.Load()) - 1; i >= 0 {
-		if r, off, ok := t.guess(i, p, n); ok {
-			t.used(i)
-			return r, off, nil
-		}
+	if r, off, ok := t.guess(int(slot.Load())-1, p, n); ok {
+		return r, off, nil
 	}
 	// The last allocation whose base is <= p, by a binary search written
 	// out: every copy passes here, and a comparison function called at
@@ -112,7 +101,6 @@ func (t *table) find(p Ptr, n int) (region, uint64, error) {
 	if int(slot.Load()) != i+1 { // one store at most, none when it is there
 		slot.Store(int32(i + 1))
 	}
-	t.used(i)
 	return r, off, nil
 }
 
@@ -127,13 +115,6 @@ func (t *table) guess(i int, p Ptr, n int) (region, uint64, bool) {
 		return *r, off, true
 	}
 	return region{}, 0, false
-}
-
-// used makes allocation i, which find answers though last did not hold
-// it, the first of last.
-func (t *table) used(i int) {
-	t.last[1].Store(t.last[0].Load())
-	t.last[0].Store(int32(i + 1))
 }
 
 // clear forgets every allocation and returns them.
