@@ -480,3 +480,28 @@ func TestByRow(t *testing.T) {
 		}
 	}
 }
+
+// TestRenewedBulkStateKeepsRuns is TestRenewedStateKeepsRowsTogether for a
+// state written in bulk: its columns lie in runs, which its release gives
+// back in column order, so a state made again in its place in bulk copies
+// each column in a few runs, generation after generation.
+func TestRenewedBulkStateKeepsRuns(t *testing.T) {
+	c := newCallCounts(t)
+	p, err := NewPool(c, PoolOptions{})
+	check(t, err)
+	defer p.Close()
+	l := kvCacheLayout(128)
+	const rows = 192
+	batch := seqKV(l, rows, 1)
+	for gen := range 6 {
+		h := must[*Head](t)(p.NewHead(l, "s"))
+		for range 4 {
+			c.reset()
+			check(t, h.Append(batch))
+			if c.htod > 8 {
+				t.Fatalf("generation %d: an append of %d rows in four columns took %d copies, want a few runs", gen, rows, c.htod)
+			}
+		}
+		check(t, h.Release())
+	}
+}

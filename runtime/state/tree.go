@@ -205,12 +205,14 @@ func (r *root) retain() *root {
 // release drops one reference to r; the last one releases its trees and
 // appends the blocks left without references to freed.
 //
-// The blocks of several columns are appended row by row (the first block
-// of each column, then the second of each, ...), not column by column:
-// free lists give blocks back in the order they were freed, so a state
-// made again in their place gets each row's blocks of every column from
-// where one row's were, neighbours in one slab, rather than from as many
-// slabs as it has columns.
+// Free lists give blocks back in the order they were freed, so the order
+// of the freed list is the layout of the next state made in their place.
+// A state written a row at a time has the blocks of a row side by side;
+// its blocks are appended row by row (the first block of each column, then
+// the second of each, ...), so that the next one gets each row's blocks of
+// every column from where one row's were, rather than from as many slabs as
+// it has columns. A state written in bulk, whose columns lie in runs, keeps
+// column order, which gives the runs back.
 func (r *root) release(freed *[]*block) {
 	if r.rc.Add(-1) != 0 {
 		return
@@ -225,9 +227,18 @@ func (r *root) release(freed *[]*block) {
 			cuts[c+1] = len(*freed)
 		}
 	}
-	if n := len(r.cols); n > 1 && n <= maxRowCols && classShared(*freed, cuts[:n+1]) {
+	if n := len(r.cols); n > 1 && n <= maxRowCols && classShared(*freed, cuts[:n+1]) && !inRuns(*freed, cuts[0]) {
 		byRow(freed, cuts[:n+1])
 	}
+}
+
+// inRuns reports whether the first column's first two freed blocks (from
+// list[from] on) follow one another: a state written in bulk, whose blocks
+// of each column lie in runs that column order gives back as runs. A state
+// written a row at a time has a row's blocks of every column side by side
+// instead, which row order gives back.
+func inRuns(list []*block, from int) bool {
+	return len(list) > from+1 && list[from+1].Follows(list[from])
 }
 
 // classShared reports whether two of the columns whose freed blocks lie
