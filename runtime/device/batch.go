@@ -46,8 +46,8 @@ func (h *hostBackend) CopiesHtoD(copies []HostCopy) error {
 // the narrow columns' blocks, which hold many rows, lie in other slabs
 // than the wide ones' new blocks.
 type nearRegions struct {
-	r    [2]region
-	next int // the entry the next miss replaces
+	r    [2]*region // in the table, whose entries stay put while h.mu is held
+	next int        // the entry the next miss replaces
 }
 
 // spanNear is span, looking in *in before the table and leaving there the
@@ -56,16 +56,19 @@ func (h *hostBackend) spanNear(in *nearRegions, p Ptr, n int) ([]byte, error) {
 	if h.closed {
 		return nil, ErrClosed
 	}
-	for k := range in.r {
-		r := &in.r[k]
-		if off := uint64(p - r.base); r.mem != nil && p >= r.base && n >= 0 && off <= r.size && uint64(n) <= r.size-off {
+	for _, r := range in.r {
+		if r == nil {
+			break
+		}
+		if off := uint64(p - r.base); p >= r.base && n >= 0 && off <= r.size && uint64(n) <= r.size-off {
 			return r.mem[off : off+uint64(n) : off+uint64(n)], nil
 		}
 	}
-	r, off, err := h.allocs.find(p, n)
+	i, off, err := h.allocs.at(p, n)
 	if err != nil {
 		return nil, err
 	}
+	r := &h.allocs.regions[i]
 	in.r[in.next] = r
 	in.next ^= 1
 	return r.mem[off : off+uint64(n) : off+uint64(n)], nil

@@ -66,12 +66,25 @@ func (t *table) remove(p Ptr) (region, error) {
 // offset in it. The range must lie inside one live allocation; a zero-length
 // range may start at the allocation's end.
 func (t *table) find(p Ptr, n int) (region, uint64, error) {
+	i, off, err := t.at(p, n)
+	if err != nil {
+		return region{}, 0, err
+	}
+	return t.regions[i], off, nil
+}
+
+// at is find answering the allocation's index in t.regions, which stays
+// valid while the backend's lock is held.
+func (t *table) at(p Ptr, n int) (int, uint64, error) {
 	if n < 0 {
-		return region{}, 0, fmt.Errorf("%w: negative length %d", ErrInvalidSize, n)
+		return 0, 0, fmt.Errorf("%w: negative length %d", ErrInvalidSize, n)
 	}
 	slot := &t.near[uint64(p)>>nearShift&(nearSlots-1)]
-	if r, off, ok := t.guess(int(slot.Load())-1, p, n); ok {
-		return r, off, nil
+	if i := int(slot.Load()) - 1; i >= 0 && i < len(t.regions) {
+		r := &t.regions[i]
+		if off := uint64(p - r.base); p >= r.base && off < r.size && uint64(n) <= r.size-off {
+			return i, off, nil
+		}
 	}
 	// The last allocation whose base is <= p, by a binary search written
 	// out: every copy passes here, and a comparison function called at
@@ -87,34 +100,21 @@ func (t *table) find(p Ptr, n int) (region, uint64, error) {
 	}
 	i := lo - 1
 	if i < 0 {
-		return region{}, 0, fmt.Errorf("%w: %#x is not in a live allocation", ErrInvalidPtr, uint64(p))
+		return 0, 0, fmt.Errorf("%w: %#x is not in a live allocation", ErrInvalidPtr, uint64(p))
 	}
-	r := t.regions[i]
+	r := &t.regions[i]
 	off := uint64(p - r.base)
 	if off > r.size || (off == r.size && n > 0) {
-		return region{}, 0, fmt.Errorf("%w: %#x is not in a live allocation", ErrInvalidPtr, uint64(p))
+		return 0, 0, fmt.Errorf("%w: %#x is not in a live allocation", ErrInvalidPtr, uint64(p))
 	}
 	if uint64(n) > r.size-off {
-		return region{}, 0, fmt.Errorf("%w: %d bytes at %#x run past the end of its %d-byte allocation at %#x",
+		return 0, 0, fmt.Errorf("%w: %d bytes at %#x run past the end of its %d-byte allocation at %#x",
 			ErrInvalidPtr, n, uint64(p), r.size, uint64(r.base))
 	}
 	if int(slot.Load()) != i+1 { // one store at most, none when it is there
 		slot.Store(int32(i + 1))
 	}
-	return r, off, nil
-}
-
-// guess returns allocation i and p's offset in it when i is an allocation
-// that holds the n bytes at p (n >= 0).
-func (t *table) guess(i int, p Ptr, n int) (region, uint64, bool) {
-	if i < 0 || i >= len(t.regions) {
-		return region{}, 0, false
-	}
-	r := &t.regions[i]
-	if off := uint64(p - r.base); p >= r.base && off < r.size && uint64(n) <= r.size-off {
-		return *r, off, true
-	}
-	return region{}, 0, false
+	return i, off, nil
 }
 
 // clear forgets every allocation and returns them.
