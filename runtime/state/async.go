@@ -200,27 +200,42 @@ func (h *Head) AppendAsync(st device.Stream, cols [][]byte) error {
 		off += copy(buf[off:], c)
 	}
 	from := h.r.rows
-	var landed device.Event
-	queue := func(runs []copyRun) error {
-		var err error
-		landed, err = h.queueCopies(sb, st, runs, buf)
-		return err
-	}
-	short, err := h.appendRows("AppendAsync", cols, n, queue)
+	q := rowQueue{sb: sb, st: st, buf: buf}
+	short, err := h.appendRows("AppendAsync", cols, n, &q)
 	if err == nil && !short {
-		_, err = h.applyThen("AppendAsync", deviceAppend, from, from+n, from+n, nil, queue)
+		_, err = h.applyThen("AppendAsync", deviceAppend, from, from+n, from+n, nil, q.queue(h))
 	}
 	if err != nil {
 		h.pool.stagingPut(buf)
 		return err
 	}
 	h.committed(written{from: from, to: from + n, device: true})
-	ev := &sharedEvent{Event: landed}
+	ev := &sharedEvent{Event: q.landed}
 	ev.refs.Store(2)
 	h.pool.recordAppend(&h.shape, h.r, from, from+n, st, buf, ev)
 	h.async.join(h)
 	h.async.inflight = append(h.async.inflight, ev)
 	return nil
+}
+
+// rowQueue is where AppendAsync queues its copies: from buf, the staging
+// buffer that holds the rows column after column, on st; landed is the
+// event after them.
+type rowQueue struct {
+	sb     device.Streams
+	st     device.Stream
+	buf    []byte
+	landed device.Event
+}
+
+// queue returns applyThen's last step for the general path: q's copies to
+// the runs it gets.
+func (q *rowQueue) queue(h *Head) func([]copyRun) error {
+	return func(runs []copyRun) error {
+		var err error
+		q.landed, err = h.queueCopies(q.sb, q.st, runs, q.buf)
+		return err
+	}
 }
 
 // queueCopies queues on st the copies of buf's rows to runs (buf holds

@@ -13,12 +13,11 @@ import "github.com/gpustate/gpustate/runtime/device"
 // either path (docs/INTERNALS.md, "The store's map").
 
 // appendRows appends rows [from, from+n) of the batch cols on the short
-// path: copied from cols, or, when queue is not nil, by queue, which gets
-// where the rows go, column after column, as applyThen's last step does
-// (AppendAsync). It reports false, having done nothing, when the append
-// does not have its shape; on failure it changes nothing and gives back
-// the blocks it took.
-func (h *Head) appendRows(op string, cols [][]byte, n int, queue func([]copyRun) error) (bool, error) {
+// path: copied from cols, or, when q is not nil, queued from q's staging
+// buffer (AppendAsync). It reports false, having done nothing, when the
+// append does not have its shape; on failure it changes nothing and gives
+// back the blocks it took.
+func (h *Head) appendRows(op string, cols [][]byte, n int, q *rowQueue) (bool, error) {
 	r := h.r
 	if n <= 0 || len(h.rowBytes) > maxRowCols || !r.unique() {
 		return false, nil
@@ -62,8 +61,9 @@ func (h *Head) appendRows(op string, cols [][]byte, n int, queue func([]copyRun)
 		}
 	}
 	var err error
-	if queue != nil {
-		err = queue(h.rowRuns(tails[:len(counts)], from, n))
+	if q != nil {
+		var runs [maxRowCols]copyRun
+		q.landed, err = h.queueCopies(q.sb, q.st, h.rowRuns(runs[:0], tails[:len(counts)], from, n), q.buf)
 	} else {
 		cs := h.copies[:0]
 		for c, b := range tails[:len(counts)] {
@@ -90,13 +90,12 @@ func (h *Head) appendRows(op string, cols [][]byte, n int, queue func([]copyRun)
 	return true, nil
 }
 
-// rowRuns returns where rows [from, from+n) go in the blocks of each
-// column (dst[c], which holds them whole), column after column.
-func (h *Head) rowRuns(dst []*block, from, n int) []copyRun {
-	runs := make([]copyRun, len(dst))
+// rowRuns appends to runs where rows [from, from+n) go in the blocks of
+// each column (dst[c], which holds them whole), column after column.
+func (h *Head) rowRuns(runs []copyRun, dst []*block, from, n int) []copyRun {
 	for c, b := range dst {
 		rb := h.rowBytes[c]
-		runs[c] = copyRun{ptr: b.Ptr() + device.Ptr(from%h.perBlock[c]*rb), bytes: n * rb}
+		runs = append(runs, copyRun{ptr: b.Ptr() + device.Ptr(from%h.perBlock[c]*rb), bytes: n * rb})
 	}
 	return runs
 }
