@@ -218,16 +218,6 @@ func (h *Head) AppendAsync(st device.Stream, cols [][]byte) error {
 	return nil
 }
 
-// rowQueue is where AppendAsync queues its copies: from buf, the staging
-// buffer that holds the rows column after column, on st; landed is the
-// event after them.
-type rowQueue struct {
-	sb     device.Streams
-	st     device.Stream
-	buf    []byte
-	landed device.Event
-}
-
 // queue returns applyThen's last step for the general path: q's copies to
 // the runs it gets.
 func (q *rowQueue) queue(h *Head) func([]copyRun) error {

@@ -99,3 +99,13 @@ func (h *Head) rowRuns(runs []copyRun, dst []*block, from, n int) []copyRun {
 	}
 	return runs
 }
+
+// rowQueue is where AppendAsync queues its copies: from buf, the staging
+// buffer that holds the rows column after column, on st; landed is the
+// event after them.
+type rowQueue struct {
+	sb     device.Streams
+	st     device.Stream
+	buf    []byte
+	landed device.Event
+}
