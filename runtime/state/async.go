@@ -228,67 +228,6 @@ func (q *rowQueue) queue(h *Head) func([]copyRun) error {
 	}
 }
 
-// queueCopies queues on st the copies of buf's rows to runs (buf holds
-// the columns one after another, as runs lists them), as one piece of work
-// where the backend takes a batch (device.BatchCopier), then the event
-// after them, which says both that the rows are on the device and that
-// the staging buffer is free again; a backend with device.BatchRecorder
-// takes the copies and the event in one call (on the host backend, one
-// piece of work: docs/BENCHMARKS.md, "Serving paths"). On failure it
-// waits for st (so no copy it queued lands later, in blocks the failed
-// write gives back) and returns the error: the write is aborted before
-// its commit, and changes nothing.
-func (h *Head) queueCopies(sb device.Streams, st device.Stream, runs []copyRun, buf []byte) (device.Event, error) {
-	if br, ok := sb.(device.BatchRecorder); ok {
-		cs := h.copies[:0]
-		off := 0
-		for _, r := range runs {
-			cs = append(cs, device.HostCopy{Dst: r.ptr, Src: buf[off : off+r.bytes]})
-			off += r.bytes
-		}
-		ev, err := br.CopiesHtoDAsyncRecord(st, cs)
-		clear(cs)
-		h.copies = cs[:0]
-		if err != nil {
-			return nil, errors.Join(err, st.Sync())
-		}
-		return ev, nil
-	}
-	if err := h.queueRuns(sb, st, runs, buf); err != nil {
-		return nil, errors.Join(err, st.Sync())
-	}
-	ev, err := sb.Record(st)
-	if err != nil {
-		return nil, errors.Join(err, st.Sync())
-	}
-	return ev, nil
-}
-
-// queueRuns queues the copies of queueCopies.
-func (h *Head) queueRuns(sb device.Streams, st device.Stream, runs []copyRun, buf []byte) error {
-	bc, batch := sb.(device.BatchCopier)
-	if !batch || len(runs) == 1 {
-		off := 0
-		for _, r := range runs {
-			if err := sb.CopyHtoDAsync(st, r.ptr, buf[off:off+r.bytes]); err != nil {
-				return err
-			}
-			off += r.bytes
-		}
-		return nil
-	}
-	cs := h.copies[:0]
-	off := 0
-	for _, r := range runs {
-		cs = append(cs, device.HostCopy{Dst: r.ptr, Src: buf[off : off+r.bytes]})
-		off += r.bytes
-	}
-	err := bc.CopiesHtoDAsync(st, cs)
-	clear(cs)
-	h.copies = cs[:0]
-	return err
-}
-
 // stagingPut gives back a buffer nothing uses.
 func (p *Pool) stagingPut(buf []byte) {
 	p.mu.Lock()
