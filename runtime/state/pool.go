@@ -44,8 +44,11 @@ type PoolOptions struct {
 	// PendingWait bounds how long an allocation that finds no room waits
 	// for pending blocks (released while a recorded stream's work may
 	// still use them, see RecordStream) when they would make it succeed,
-	// before it evicts anything: zero means one second, a negative value
-	// never waits.
+	// before it evicts anything; and, when it evicts, for the work queued
+	// on the streams recorded on its victims' blocks (victims whose work
+	// outlasts the wait are spared) and for the blocks eviction itself
+	// freed behind a fence. Zero means one second, a negative value never
+	// waits.
 	PendingWait time.Duration
 }
 
