@@ -45,6 +45,15 @@ func (p *Pool) reclaim(c *sizeClass, want int, deviceFull bool) bool {
 	if len(busy) > 0 && p.freeable()-p.busyBytes(busy) < short {
 		return false
 	}
+	// Bytes are not room: a block of c needs a free run of its size, and
+	// other classes' blocks make one only with free neighbours. When the
+	// victims' own blocks of c cover what c lacks, they make the room; else
+	// weigh every block eviction would free, merged into runs.
+	if own := p.mem.OwnShortfall(c, want, deviceFull); own > 0 && !p.victimsCover(c, own, busy) {
+		if p.mem.ShortfallIf(c, want, deviceFull, p.victimBlocks(busy)) > 0 {
+			return false
+		}
+	}
 	base := p.mem.Stats().Pending
 	for _, r := range []Retention{Optional, Reconstructable} {
 		for {
@@ -489,4 +498,73 @@ func (p *Pool) awaitVictimWork() []device.Stream {
 		busy = append(busy, m.st)
 	}
 	return busy
+}
+
+// victimsCover reports whether the blocks of class c that evicting the
+// victims would free (but those the busy streams' work uses) come to own
+// bytes: it walks the victims, in no particular order, until they do, so
+// that the common case, victims of the class the allocation wants, looks
+// at one or two.
+func (p *Pool) victimsCover(c *sizeClass, own int64, busy []device.Stream) bool {
+	var got int64
+	for _, r := range []Retention{Optional, Reconstructable} {
+		hs, _ := p.victims(r)
+		for _, h := range hs {
+			l, ok := h.(exclusiveLister)
+			if !ok || (len(busy) > 0 && p.usesAny(h, busy)) {
+				continue
+			}
+			l.exclusiveBlocks(func(b *block) {
+				if b.Class() == c {
+					got += int64(b.Bytes())
+				}
+			})
+			if got >= own {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// victimBlocks returns the blocks evicting every victim would free, but
+// those of the victims the busy streams' work uses: the blocks the
+// optional and reconstructable handles alone hold, and those of every
+// cached prefix entry no head holds.
+func (p *Pool) victimBlocks(busy []device.Stream) []*block {
+	var out []*block
+	for _, r := range []Retention{Optional, Reconstructable} {
+		hs, _ := p.victims(r)
+		for _, h := range hs {
+			if _, cached := h.(*cachedEntry); cached {
+				continue // every free entry is listed below
+			}
+			if l, ok := h.(exclusiveLister); ok && (len(busy) == 0 || !p.usesAny(h, busy)) {
+				l.exclusiveBlocks(func(b *block) { out = append(out, b) })
+			}
+		}
+	}
+	n := len(out)
+	p.cache.freeBlocks(func(b *block) { out = append(out, b) })
+	if len(busy) > 0 && p.rec.n.Load() > 0 {
+		p.rec.mu.Lock()
+		keep := out[:n]
+		for _, b := range out[n:] {
+			if !usesStream(p.rec.of[b], busy) {
+				keep = append(keep, b)
+			}
+		}
+		p.rec.mu.Unlock()
+		out = keep
+	}
+	return out
+}
+
+func usesStream(list, busy []device.Stream) bool {
+	for _, st := range list {
+		if hasStream(busy, st) {
+			return true
+		}
+	}
+	return false
 }

@@ -408,3 +408,31 @@ func TestEvictionSparesStateQueuedWorkHolds(t *testing.T) {
 	}
 	check(t, errors.Join(b.Release(), opt.Release()))
 }
+
+// TestEvictionWeighsRunsNotBytes: evicting an optional head whose blocks
+// lie each between two of a mandatory head's frees enough bytes for a
+// larger block but no run of its size: the allocation fails with
+// ErrNoMemory and evicts nothing (docs/INTERNALS.md: a call that fails
+// anyway changes nothing).
+func TestEvictionWeighsRunsNotBytes(t *testing.T) {
+	p := smallPool(t, 16, nil) // slabs of two blocks: an eighth of the cap
+	opt := must[*Head](t)(p.NewHead(wide("Cache", Optional), "o"))
+	m := must[*Head](t)(p.NewHead(wide("Log", Mandatory), "m"))
+	for i := range 8 { // each slab: one block of opt's, one of m's
+		check(t, opt.Append(wideRow(byte(10+i))))
+		check(t, m.Append(wideRow(byte(50+i))))
+	}
+	big := &Layout{Type: "Big", Columns: []Column{{Name: "Row", ElemSize: 256, Width: 1}}, BlockRows: 4}
+	b := must[*Head](t)(p.NewHead(big, "b"))
+	err := b.Append([][]byte{bytes.Repeat([]byte{7}, 4*256)}) // one block of 1 KiB
+	if !errors.Is(err, ErrNoMemory) {
+		t.Fatalf("a 1 KiB block where evicting frees 2 KiB in 256-byte holes: %v; want ErrNoMemory", err)
+	}
+	if got := p.Stats().EvictedBytes; got != 0 {
+		t.Errorf("%d bytes evicted by a call that failed anyway; want none", got)
+	}
+	if got := readWide(t, opt); len(got) != 8*256 {
+		t.Fatalf("the optional head reads %d bytes; want its 8 rows", len(got))
+	}
+	check(t, errors.Join(b.Release(), m.Release(), opt.Release()))
+}

@@ -276,3 +276,17 @@ func (c *prefixCache) forgetLocked(b *block) {
 	}
 	b.SetHook(nil)
 }
+
+// freeBlocks calls f with the blocks of every free entry that only the
+// cache holds: those evicting the whole free list would free.
+func (c *prefixCache) freeBlocks(f func(*block)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for e := c.free.front; e != nil; e = e.next {
+		for _, b := range e.blks {
+			if b.Refs() == 1 {
+				f(b)
+			}
+		}
+	}
+}

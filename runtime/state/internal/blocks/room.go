@@ -1,0 +1,136 @@
+package blocks
+
+import (
+	"cmp"
+	"slices"
+
+	"github.com/gpustate/gpustate/runtime/device"
+)
+
+// Room: what an allocation of one class can reach once it takes the free
+// blocks of the other classes back to the slabs' extents (growLocked).
+// Only whole blocks of the class fit in each free run of a slab: bytes of
+// other classes' free blocks count only where they make such a run with
+// their neighbours (docs/INTERNALS.md, "Memory pressure").
+
+// OwnShortfall returns the bytes an allocation of want blocks of class c
+// lacks counting only what c itself can take without the free blocks of
+// other classes: c's free blocks, the whole blocks of c the slabs' free
+// extents hold, and the room left under MaxBytes (unless the device
+// itself is full). Shortfall counts the other classes' free blocks as
+// bytes too, which only a merge with their neighbours makes room of.
+func (a *Allocator) OwnShortfall(c *Class, want int, deviceFull bool) int64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	bb := int64(c.bytes)
+	have := c.nfree * bb
+	if c.hot.Load() != nil {
+		have += bb
+	}
+	if a.loose >= bb {
+		for _, s := range a.slabs {
+			for _, e := range s.free {
+				have += e.n / bb * bb
+			}
+		}
+	}
+	if a.maxBytes > 0 && !deviceFull {
+		have += (a.maxBytes - a.reserved) / bb * bb
+	}
+	return int64(want)*bb - have
+}
+
+// ShortfallIf returns the bytes an allocation of want blocks of class c
+// lacks once the blocks of extra are free too (the blocks an eviction
+// would free, that the caller weighs before it evicts), counting only the
+// whole blocks of c each free run of a slab would hold: its free extents
+// merged with the free blocks of the other classes, as growLocked's
+// take-back would merge them. It walks every free block: the caller asks
+// only when its own blocks do not settle the question (OwnShortfall).
+func (a *Allocator) ShortfallIf(c *Class, want int, deviceFull bool, extra []*Block) int64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.shortfallLocked(c, want, deviceFull, extra)
+}
+
+// shortfallLocked returns the bytes an allocation of want blocks of class
+// c lacks, with the blocks of extra free as well (those free already
+// count once): c's free blocks, the whole blocks of c that each free run
+// of a slab holds (its free extents merged with the free blocks of the
+// other classes), and the room left under MaxBytes unless the device
+// itself is full. a.mu is held.
+func (a *Allocator) shortfallLocked(c *Class, want int, deviceFull bool, extra []*Block) int64 {
+	bb := int64(c.bytes)
+	have := c.nfree * bb
+	if c.hot.Load() != nil {
+		have += bb
+	}
+	type run struct{ off, n int64 }
+	runs := make(map[device.Ptr][]run)
+	var seen map[*Block]bool
+	if len(extra) > 0 {
+		seen = make(map[*Block]bool)
+	}
+	add := func(b *Block) {
+		if seen != nil {
+			seen[b] = true
+		}
+		if b.cls != c {
+			runs[b.slab] = append(runs[b.slab], run{int64(b.ptr - b.slab), int64(b.cls.bytes)})
+		}
+	}
+	for _, k := range a.classes {
+		if k == c && seen == nil {
+			continue // counted in nfree
+		}
+		for _, b := range k.clean {
+			add(b)
+		}
+		for _, fl := range k.dirty {
+			for _, b := range fl.blocks {
+				add(b)
+			}
+		}
+		if b := k.hot.Load(); b != nil {
+			add(b)
+		}
+	}
+	for _, b := range extra {
+		if seen[b] {
+			continue
+		}
+		seen[b] = true
+		if b.cls == c {
+			have += bb
+		} else {
+			runs[b.slab] = append(runs[b.slab], run{int64(b.ptr - b.slab), int64(b.cls.bytes)})
+		}
+	}
+	for _, s := range a.slabs {
+		rs := runs[s.ptr]
+		if len(rs) == 0 {
+			for _, e := range s.free {
+				have += e.n / bb * bb
+			}
+			continue
+		}
+		for _, e := range s.free {
+			rs = append(rs, run{e.off, e.n})
+		}
+		slices.SortFunc(rs, func(x, y run) int { return cmp.Compare(x.off, y.off) })
+		cur := rs[0]
+		for _, r := range rs[1:] {
+			if cur.off+cur.n == r.off {
+				cur.n += r.n
+				continue
+			}
+			have += cur.n / bb * bb
+			cur = r
+		}
+		have += cur.n / bb * bb
+	}
+	if a.maxBytes > 0 && !deviceFull {
+		have += (a.maxBytes - a.reserved) / bb * bb
+	}
+	return int64(want)*bb - have
+}
