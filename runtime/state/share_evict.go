@@ -134,8 +134,16 @@ func (x *cachedEntry) victim(Retention) (Victim, bool) {
 	return Victim{Owner: string(e.owner), Type: e.tab.typ, Cached: true, Bytes: blockBytes(e.blks), LastUse: x.used}, true
 }
 
-// exclusiveBlocks lists the entry's blocks that only the cache holds.
+// exclusiveBlocks lists the entry's blocks that only the cache holds, none
+// once the entry is out of the cache (a concurrent reclaim evicted it, and
+// its blocks may be another state's by now).
 func (x *cachedEntry) exclusiveBlocks(f func(*block)) {
+	c := &x.p.cache
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if x.e.gone {
+		return
+	}
 	for _, b := range x.e.blks {
 		if b.Refs() == 1 {
 			f(b)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/gpustate/gpustate/runtime/device"
 )
@@ -99,7 +100,7 @@ func (a *Allocator) TakeHot(c *Class, owner string) *Block {
 		return nil
 	}
 	b.Touch()
-	b.rc = 1 // the slot's CompareAndSwap took it: nothing else holds it
+	atomic.StoreInt32(&b.rc, 1)
 	return b
 }
 
@@ -181,7 +182,7 @@ func (a *Allocator) Alloc(buf []*Block, c *Class, owner string, n int, zero bool
 			b.owner = owner
 		}
 		b.zeroed = false
-		b.rc = 1 // taken under a.mu from a free list: nothing else holds it
+		atomic.StoreInt32(&b.rc, 1)
 	}
 	return out, nil
 }

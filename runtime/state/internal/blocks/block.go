@@ -19,13 +19,9 @@ import (
 // zeroed since its owner gave it back. It is the only mark of a clean
 // block: no owner, the empty one included, stands for "zeroed".
 type Block struct {
-	ptr  device.Ptr
-	slab device.Ptr // the allocation the block was carved from
-	// rc is the reference count, changed by sync/atomic's functions;
-	// the allocator writes it plainly as it hands a block out, when nothing
-	// else holds it (a locked instruction per block was a tenth of a
-	// one-row append's time).
-	rc     int32
+	ptr    device.Ptr
+	slab   device.Ptr // the allocation the block was carved from
+	rc     int32      // the reference count, read and changed by sync/atomic's functions only
 	owner  string
 	zeroed bool // reads as zeros; only free blocks on the clean list
 	// untouched says a zeroed allocation took the block from the clean
