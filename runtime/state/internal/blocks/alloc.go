@@ -338,25 +338,17 @@ func (a *Allocator) Stats() Stats {
 func (a *Allocator) Shortfall(c *Class, want int, deviceFull bool) int64 {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	bb := int64(c.bytes)
-	var have int64
+	var others int64 // the other classes' free blocks, as bytes
 	for _, k := range a.classes {
-		have += k.nfree * int64(k.bytes)
+		if k == c {
+			continue
+		}
+		others += k.nfree * int64(k.bytes)
 		if k.hot.Load() != nil {
-			have += int64(k.bytes)
+			others += int64(k.bytes)
 		}
 	}
-	if a.loose >= bb {
-		for _, s := range a.slabs {
-			for _, e := range s.free {
-				have += e.n / bb * bb
-			}
-		}
-	}
-	if a.maxBytes > 0 && !deviceFull {
-		have += (a.maxBytes - a.reserved) / bb * bb
-	}
-	return int64(want)*bb - have
+	return a.ownShortfallLocked(c, want, deviceFull) - others
 }
 
 // Trim returns every free block to its slab's extents and gives the

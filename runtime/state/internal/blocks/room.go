@@ -22,6 +22,11 @@ import (
 func (a *Allocator) OwnShortfall(c *Class, want int, deviceFull bool) int64 {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	return a.ownShortfallLocked(c, want, deviceFull)
+}
+
+// ownShortfallLocked is OwnShortfall with a.mu held.
+func (a *Allocator) ownShortfallLocked(c *Class, want int, deviceFull bool) int64 {
 	bb := int64(c.bytes)
 	have := c.nfree * bb
 	if c.hot.Load() != nil {
