@@ -272,42 +272,16 @@ func (s *Snap) victim(r Retention) (Victim, bool) {
 }
 
 // freeable returns the bytes evicting h would free now; 0 when it is busy.
-func (h *Head) freeable() int64 {
-	if !h.mu.TryLock() {
-		return 0
-	}
-	defer h.mu.Unlock()
-	if h.released || h.evicted || h.r == nil {
-		return 0
-	}
-	n := exclusiveBytes(h.r)
-	if h.l.Retention == Optional && h.hist != nil && n > 0 {
-		for _, e := range h.hist.entries {
-			if e.d == nil {
-				continue
-			}
-			for _, col := range e.d.cols {
-				for _, b := range col {
-					if b.Refs() == 1 {
-						n += int64(b.Bytes())
-					}
-				}
-			}
-		}
-	}
-	return n
-}
+func (h *Head) freeable() int64 { return sumBytes(h) }
 
 // freeable returns the bytes evicting s would free now; 0 when it is busy.
-func (s *Snap) freeable() int64 {
-	if !s.mu.TryLock() {
-		return 0
-	}
-	defer s.mu.Unlock()
-	if s.released || s.evicted || s.r == nil {
-		return 0
-	}
-	return exclusiveBytes(s.r)
+func (s *Snap) freeable() int64 { return sumBytes(s) }
+
+// sumBytes is the bytes of the blocks x lists (exclusiveBlocks).
+func sumBytes(x exclusiveLister) int64 {
+	var n int64
+	x.exclusiveBlocks(func(b *block) { n += int64(b.Bytes()) })
+	return n
 }
 
 func (s *Snap) evict() (int64, bool) {
@@ -350,6 +324,8 @@ type exclusiveLister interface {
 	exclusiveBlocks(f func(*block))
 }
 
+// exclusiveBlocks lists the blocks only h's version holds and, when there
+// are any (eviction takes nothing else), the history's of an optional head.
 func (h *Head) exclusiveBlocks(f func(*block)) {
 	if !h.mu.TryLock() {
 		return
@@ -358,8 +334,9 @@ func (h *Head) exclusiveBlocks(f func(*block)) {
 	if h.released || h.evicted || h.r == nil {
 		return
 	}
-	exclusiveBlocks(h.r, f)
-	if h.l.Retention == Optional && h.hist != nil {
+	some := false
+	exclusiveBlocks(h.r, func(b *block) { some = true; f(b) })
+	if some && h.l.Retention == Optional && h.hist != nil {
 		for _, e := range h.hist.entries {
 			if e.d == nil {
 				continue
@@ -410,12 +387,7 @@ func (p *Pool) victimStreams(x evictable, out []device.Stream) []device.Stream {
 // usesAny reports whether a block evicting x would free is recorded on
 // one of streams.
 func (p *Pool) usesAny(x evictable, streams []device.Stream) bool {
-	for _, st := range p.victimStreams(x, nil) {
-		if hasStream(streams, st) {
-			return true
-		}
-	}
-	return false
+	return usesStream(p.victimStreams(x, nil), streams)
 }
 
 // busyBytes returns the bytes the victims that busy streams use would
@@ -560,6 +532,7 @@ func (p *Pool) victimBlocks(busy []device.Stream) []*block {
 	return out
 }
 
+// usesStream reports whether list holds one of busy's streams.
 func usesStream(list, busy []device.Stream) bool {
 	for _, st := range list {
 		if hasStream(busy, st) {

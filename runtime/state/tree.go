@@ -312,38 +312,12 @@ func blockBytes(list []*block) int64 { return blocks.Bytes(list) }
 // exclusiveBytes is the bytes of the blocks of r that only r holds: those
 // its release would free.
 func exclusiveBytes(r *root) int64 {
-	if r == nil || r.rc.Load() != 1 {
-		return 0
-	}
 	var n int64
-	for _, t := range r.cols {
-		if t.root != nil {
-			n += exclusiveNode(t.root)
-		}
-	}
+	exclusiveBlocks(r, func(b *block) { n += int64(b.Bytes()) })
 	return n
 }
 
-func exclusiveNode(n *node) int64 {
-	if n.rc.Load() != 1 {
-		return 0
-	}
-	var c int64
-	for _, k := range n.kids {
-		if k != nil {
-			c += exclusiveNode(k)
-		}
-	}
-	for _, b := range n.blks {
-		if b != nil && b.Refs() == 1 {
-			c += int64(b.Bytes())
-		}
-	}
-	return c
-}
-
-// exclusiveBlocks calls f with each block of r that only r holds (the
-// blocks exclusiveBytes counts).
+// exclusiveBlocks calls f with each block of r that only r holds.
 func exclusiveBlocks(r *root, f func(*block)) {
 	if r == nil || r.rc.Load() != 1 {
 		return
