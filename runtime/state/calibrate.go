@@ -9,7 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/gpustate/gpustate/runtime/device"
+	"github.com/gpustate/gpustate/runtime/state/internal/blocks"
 )
 
 // The cost model: what a pool measures of its backend once, for Plan and
@@ -141,30 +141,22 @@ func (p *Pool) observe(cls int, c *Candidate, measured time.Duration) {
 	f.observe(c.model, measured-c.newCost)
 }
 
-// freeBlocks returns what class c has free: the blocks that held rows,
-// which an allocation takes before memory new to the pool, and the clean
-// ones, carved from slab space no block used (on the host backend, pages
-// not yet touched), which count as new memory but need no growth; and how
-// many blocks one growth of the class makes.
+// freeBlocks returns what class c has free (blocks.Free), and whether the
+// blocks below the next clean one in memory were written (afterWritten):
+// a class carves new blocks only once its clean list is empty, so the
+// blocks below the next one were all taken, and every allocation but a
+// zeroed one writes what it takes (a zeroed one leaves its blocks
+// Untouched). Only a class no zeroed allocation took from is known to be
+// written below.
 func (p *Pool) freeBlocks(c *sizeClass) classFree {
-	used, clean, grow := p.mem.FreeCounts(c)
-	next, ok := p.mem.NextClean(c)
-	zeroed := c.ZeroTaken()
-	return classFree{used: used, clean: clean, grow: grow, next: next, hasNext: ok, afterWritten: ok && !zeroed}
+	f := p.mem.FreeCounts(c)
+	return classFree{Free: f, afterWritten: f.HasNext && !c.ZeroTaken()}
 }
 
-// classFree is what freeBlocks returns, with the address of the clean
-// block an allocation takes first (hasNext false: none), and whether the
-// blocks below it in memory were written (afterWritten): a class carves
-// new blocks only once its clean list is empty, so the blocks below the
-// next one were all taken, and every allocation but a zeroed one writes
-// what it takes (a zeroed one leaves its blocks Untouched). Only a class
-// no zeroed allocation took from is known to be written below.
+// classFree is what freeBlocks returns.
 type classFree struct {
-	used, clean, grow int64
-	next              device.Ptr
-	hasNext           bool
-	afterWritten      bool
+	blocks.Free
+	afterWritten bool
 }
 
 // costModel returns the pool's cost model, measuring it on first use. A

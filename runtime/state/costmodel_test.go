@@ -519,7 +519,8 @@ func TestPlanCountsNewPages(t *testing.T) {
 	for i := range 6 {
 		check(t, h.Append(kvRows(8, byte(i))))
 	}
-	next, ok := p.mem.NextClean(h.cls[0])
+	f := p.mem.FreeCounts(h.cls[0])
+	next, ok := f.Next, f.HasNext
 	if !ok || next%newPage == 0 {
 		t.Fatalf("the next clean block at %#x (%v): want one inside a page", uint64(next), ok)
 	}

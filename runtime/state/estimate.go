@@ -161,22 +161,22 @@ func (h *Head) newBytes(taken []int64, free map[*sizeClass]classFree) (bytes, gr
 	}
 	for cls, n := range need {
 		f := free[cls]
-		k := max(0, n-f.used)
+		k := max(0, n-f.Used)
 		if k == 0 {
 			continue
 		}
 		bb := int64(cls.Bytes())
-		clean := min(k, f.clean)
-		if f.hasNext && f.afterWritten {
-			start := int64(f.next)
+		clean := min(k, f.Clean)
+		if f.afterWritten { // implies HasNext
+			start := int64(f.Next)
 			first := (start + newPage - 1) &^ (newPage - 1) // the first page it starts
 			bytes += max(0, (start+clean*bb-first+newPage-1)&^(newPage-1))
 		} else {
 			bytes += clean * bb
 		}
 		bytes += (k - clean) * bb
-		if g := k - f.clean; g > 0 && f.grow > 0 {
-			growths += (g + f.grow - 1) / f.grow
+		if g := k - f.Clean; g > 0 && f.Grow > 0 {
+			growths += (g + f.Grow - 1) / f.Grow
 		}
 	}
 	return bytes, growths

@@ -1,6 +1,10 @@
 package blocks
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+
+	"github.com/gpustate/gpustate/runtime/device"
+)
 
 // Class is the blocks of one size: its free lists and counts. An
 // allocator holds one class per block size its callers use; every class
@@ -167,18 +171,32 @@ func (c *Class) putLocked(list []*Block) {
 // Bytes returns the size of the class's blocks.
 func (c *Class) Bytes() int { return c.bytes }
 
-// FreeCounts returns what class c has free, for a cost estimate: the
-// blocks that held rows (the hot one counted), which an allocation takes
-// before memory new to the pool; the clean ones, carved from slab space no
-// block used (on the host backend, pages not yet touched); and how many
-// blocks one growth of c makes.
-func (a *Allocator) FreeCounts(c *Class) (used, clean, grow int64) {
+// Free is what a class has free, for a cost estimate (FreeCounts).
+type Free struct {
+	// Used counts the free blocks that held rows (the hot one counted),
+	// which an allocation takes before memory new to the pool; Clean the
+	// ones carved from slab space no block used (on the host backend,
+	// pages not yet touched); Grow how many blocks one growth makes.
+	Used, Clean, Grow int64
+	// Next is the address of the clean block an allocation takes first
+	// (Alloc pops the clean list's top, which walks memory upwards), when
+	// HasNext: the cost model counts the pages the next new blocks touch
+	// first from it.
+	Next    device.Ptr
+	HasNext bool
+}
+
+// FreeCounts returns what class c has free, in one hold of the lock.
+func (a *Allocator) FreeCounts(c *Class) Free {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	clean = int64(len(c.clean))
-	used = c.nfree - clean
+	f := Free{Clean: int64(len(c.clean)), Grow: a.growBlocks(c, 1)}
+	f.Used = c.nfree - f.Clean
 	if c.hot.Load() != nil {
-		used++
+		f.Used++
 	}
-	return used, clean, a.growBlocks(c, 1)
+	if len(c.clean) > 0 {
+		f.Next, f.HasNext = c.clean[len(c.clean)-1].ptr, true
+	}
+	return f
 }
