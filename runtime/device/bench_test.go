@@ -243,3 +243,75 @@ func sizeName(n int) string {
 	}
 	return fmt.Sprintf("%dKiB", n>>10)
 }
+
+// BenchmarkHostRowCopies is a one-row append's backend call on the host
+// backend: CopiesHtoD of a 528-byte row's four columns, two 256-byte ones
+// to neighbouring blocks of one 64 KiB slab and two 8-byte ones to a block
+// of another, rows moving through 80 slabs as a state's do, against copy()
+// of the same bytes into Go buffers laid out the same way. ratio is the
+// batch's time over the copies' (docs/BENCHMARKS.md, "Serving paths").
+func BenchmarkHostRowCopies(b *testing.B) {
+	h := Host()
+	defer h.Close()
+	bc := h.(BatchCopier)
+	const slabs, slabBytes = 80, 64 << 10
+	var ptrs []Ptr
+	mem := make([][]byte, slabs)
+	for i := range slabs {
+		p, err := h.Alloc(slabBytes)
+		if err != nil {
+			b.Fatal(err)
+		}
+		ptrs = append(ptrs, p)
+		mem[i] = make([]byte, slabBytes)
+	}
+	src := make([]byte, 256)
+	cs := make([]HostCopy, 4)
+	// where row i goes: its wide blocks in slab w, at off; its narrow ones
+	// in slab n, at noff
+	at := func(i int) (w, off, n, noff int) {
+		return i / 128 % 64, i % 128 * 512, 64 + i/4096%16, i % 4096 * 16
+	}
+	i, j := 0, 0
+	batch := func() {
+		w, off, n, noff := at(i)
+		cs[0] = HostCopy{Dst: ptrs[w] + Ptr(off), Src: src}
+		cs[1] = HostCopy{Dst: ptrs[w] + Ptr(off+256), Src: src}
+		cs[2] = HostCopy{Dst: ptrs[n] + Ptr(noff), Src: src[:8]}
+		cs[3] = HostCopy{Dst: ptrs[n] + Ptr(noff+8), Src: src[:8]}
+		if err := bc.CopiesHtoD(cs); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+	plain := func() {
+		w, off, n, noff := at(j)
+		copy(mem[w][off:], src)
+		copy(mem[w][off+256:], src)
+		copy(mem[n][noff:], src[:8])
+		copy(mem[n][noff+8:], src[:8])
+		j++
+	}
+	const per = 256
+	var ratios []float64
+	var tb, tp time.Duration
+	for b.Loop() {
+		start := time.Now()
+		for range per {
+			batch()
+		}
+		db := time.Since(start)
+		start = time.Now()
+		for range per {
+			plain()
+		}
+		dp := time.Since(start)
+		tb, tp = tb+db, tp+dp
+		ratios = append(ratios, float64(db)/float64(dp))
+	}
+	slices.Sort(ratios)
+	n := float64(len(ratios) * per)
+	b.ReportMetric(float64(tb.Nanoseconds())/n, "ns/batch")
+	b.ReportMetric(float64(tp.Nanoseconds())/n, "ns/copies")
+	b.ReportMetric(ratios[len(ratios)/2], "ratio")
+}
