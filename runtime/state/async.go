@@ -137,15 +137,17 @@ func (p *Pool) recordAppend(sh *shape, r *root, from, to int, st device.Stream, 
 
 // recordRowsLocked is recordRows with p.rec.mu held.
 func (p *Pool) recordRowsLocked(sh *shape, r *root, from, to int, st device.Stream) {
+	var added int64
 	for ci := range r.cols {
 		per := sh.perBlock[ci]
 		t := &r.cols[ci]
 		for bi := from / per; bi*per < to && bi < t.n; bi++ {
-			if b := t.get(bi); b != nil {
-				p.rec.addLocked(b, st)
+			if b := t.get(bi); b != nil && p.rec.addLocked(b, st) {
+				added++
 			}
 		}
 	}
+	p.rec.n.Add(added)
 }
 
 // AppendAsync appends the rows of a batch as a new version, as Append

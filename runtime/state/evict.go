@@ -375,7 +375,7 @@ func (p *Pool) victimStreams(x evictable, out []device.Stream) []device.Stream {
 	p.rec.mu.Lock()
 	defer p.rec.mu.Unlock()
 	for _, b := range blks {
-		for _, st := range p.rec.of[b] {
+		for _, st := range streamsOn(b) {
 			if !hasStream(out, st) {
 				out = append(out, st)
 			}
@@ -522,7 +522,7 @@ func (p *Pool) victimBlocks(busy []device.Stream) []*block {
 		p.rec.mu.Lock()
 		keep := out[:n]
 		for _, b := range out[n:] {
-			if !usesStream(p.rec.of[b], busy) {
+			if !usesStream(streamsOn(b), busy) {
 				keep = append(keep, b)
 			}
 		}

@@ -2,6 +2,7 @@ package state
 
 import (
 	"errors"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -13,37 +14,41 @@ import (
 // them a block freed while that work may run goes behind (stream.go).
 
 // recorded is the streams whose work may use each block (RecordStream,
-// the async paths): the block's fence when it is freed. The blocks know
-// nothing of it; free looks each block up while any is recorded.
+// the async paths): the block's fence when it is freed. Each block
+// carries its own (blocks.Uses), as a cache line it is written through
+// anyway, where a map keyed by block cost a miss per block on both
+// sides; mu guards every block's Uses.
 type recorded struct {
 	mu sync.Mutex
-	of map[*block][]device.Stream
-	n  atomic.Int64 // len(of), read without mu
-	// last is the list of the last stream recorded alone, which the
-	// blocks recorded on it alone share (full, so that recording a second
-	// stream on one copies it): a bulk async call records one stream on
-	// many blocks without a list each.
-	last []device.Stream
+	n  atomic.Int64 // the blocks with streams recorded, read without mu
+	// last is the Uses of the last stream recorded alone, which the
+	// blocks recorded on it alone share.
+	last *blocks.Uses
 }
 
-// addLocked records st on b. rec.mu is held.
-func (rec *recorded) addLocked(b *block, st device.Stream) {
-	list := rec.of[b]
-	if hasStream(list, st) {
-		return
-	}
-	if rec.of == nil {
-		rec.of = make(map[*block][]device.Stream)
-	}
-	if list == nil {
-		rec.n.Add(1)
-		if len(rec.last) == 0 || rec.last[0] != st {
-			rec.last = []device.Stream{st}
+// addLocked records st on b and reports whether b had no stream recorded
+// before: the caller adds those to rec.n. rec.mu is held.
+func (rec *recorded) addLocked(b *block, st device.Stream) bool {
+	u := b.Uses()
+	switch {
+	case u == nil:
+		if rec.last == nil || rec.last.Streams[0] != st {
+			rec.last = &blocks.Uses{Streams: []device.Stream{st}}
 		}
-		rec.of[b] = rec.last
-		return
+		b.SetUses(rec.last)
+		return true
+	case !hasStream(u.Streams, st):
+		b.SetUses(&blocks.Uses{Streams: append(slices.Clip(u.Streams), st)})
 	}
-	rec.of[b] = append(list, st)
+	return false
+}
+
+// streamsOn returns the streams recorded on b. rec.mu is held.
+func streamsOn(b *block) []device.Stream {
+	if u := b.Uses(); u != nil {
+		return u.Streams
+	}
+	return nil
 }
 
 // fenceRecorded takes the blocks of list that a stream was recorded on out
@@ -55,23 +60,27 @@ func (rec *recorded) fenceRecorded(be device.Backend, mem *blocks.Allocator, lis
 	}
 	var fenced []*block
 	var streams []device.Stream
+	var last *blocks.Uses
 	rec.mu.Lock()
 	rest := list[:0:0]
 	for _, b := range list {
-		sts, ok := rec.of[b]
-		if !ok {
+		u := b.Uses()
+		if u == nil {
 			rest = append(rest, b)
 			continue
 		}
-		delete(rec.of, b)
-		rec.n.Add(-1)
-		for _, st := range sts {
-			if !hasStream(streams, st) {
-				streams = append(streams, st)
+		b.SetUses(nil)
+		if u != last { // blocks recorded together share one
+			last = u
+			for _, st := range u.Streams {
+				if !hasStream(streams, st) {
+					streams = append(streams, st)
+				}
 			}
 		}
 		fenced = append(fenced, b)
 	}
+	rec.n.Add(-int64(len(fenced)))
 	rec.mu.Unlock()
 	if len(fenced) > 0 {
 		mem.FreeAfter(fenced, fence(be, streams))
@@ -79,11 +88,11 @@ func (rec *recorded) fenceRecorded(be device.Backend, mem *blocks.Allocator, lis
 	return rest
 }
 
-// forgetRecorded forgets every recorded block, for Close.
+// forget forgets every recorded block, for Close, which frees them all.
 func (rec *recorded) forget() {
 	rec.mu.Lock()
-	rec.of = nil
 	rec.n.Store(0)
+	rec.last = nil
 	rec.mu.Unlock()
 }
 

@@ -32,14 +32,16 @@ func (p *Pool) recordStream(r *root, st device.Stream) error {
 	}
 	p.rec.mu.Lock()
 	defer p.rec.mu.Unlock()
+	var added int64
 	for ci := range r.cols {
 		t := &r.cols[ci]
 		for i := t.lo; i < t.n; i++ {
-			if b := t.held(i); b != nil {
-				p.rec.addLocked(b, st)
+			if b := t.held(i); b != nil && p.rec.addLocked(b, st) {
+				added++
 			}
 		}
 	}
+	p.rec.n.Add(added)
 	return nil
 }
 

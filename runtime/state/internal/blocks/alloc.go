@@ -162,7 +162,7 @@ func (a *Allocator) Alloc(buf []*Block, c *Class, owner string, n int, zero bool
 	for i, b := range wipe {
 		if err := a.b.Memset(b.ptr, 0, c.bytes); err != nil {
 			for _, w := range wipe[:i] {
-				w.zeroed = true // nobody's rows: back to the clean list
+				w.flags.Or(zeroedFlag) // nobody's rows: back to the clean list
 			}
 			a.mu.Lock()
 			c.inUse -= int64(n)
@@ -175,14 +175,26 @@ func (a *Allocator) Alloc(buf []*Block, c *Class, owner string, n int, zero bool
 		// Written only when they change: an atomic store is a locked
 		// instruction, and a string's a write barrier while the
 		// collector runs; a block mostly goes back to its last owner.
-		if u := zero && b.zeroed; b.untouched.Load() != u {
-			b.untouched.Store(u)
+		// Taken, a block is not zeroed; it is untouched when a zeroed
+		// allocation took it zeroed.
+		f := b.flags.Load()
+		var want uint32
+		if zero && f&zeroedFlag != 0 {
+			want = untouchedFlag
+		}
+		if f != want {
+			b.flags.Store(want)
 		}
 		if b.owner != owner {
 			b.owner = owner
 		}
-		b.zeroed = false
-		atomic.StoreInt32(&b.rc, 1)
+		// A plain store: nothing holds a free block, and whoever reads
+		// a count holds the block or the lock that keeps it from being
+		// freed, so a stale read is a race the detector reports. The
+		// locked store waited, per block, for a line the goroutine that
+		// freed the block behind its fence last wrote: an AppendAsync of
+		// 256 KiB ran 1.8x as long (docs/BENCHMARKS.md, "Serving paths").
+		b.rc = 1
 	}
 	return out, nil
 }

@@ -14,23 +14,40 @@ import (
 
 // Block is one fixed-size block of device memory. Its reference count
 // counts what holds it (tree leaves, deltas, a cache); owner is the owner
-// whose rows it holds (or last held, when free). zeroed says the block
-// reads as zeros and holds nobody's rows: a block fresh from a slab or
-// zeroed since its owner gave it back. It is the only mark of a clean
-// block: no owner, the empty one included, stands for "zeroed".
+// whose rows it holds (or last held, when free). Its zeroed flag says the
+// block reads as zeros and holds nobody's rows: a block fresh from a slab
+// or zeroed since its owner gave it back. It is the only mark of a clean
+// block: no owner, the empty one included, stands for "zeroed". A Block
+// is 64 bytes, one cache line: the flags share a word with the count.
 type Block struct {
-	ptr    device.Ptr
-	slab   device.Ptr // the allocation the block was carved from
-	rc     int32      // the reference count, read and changed by sync/atomic's functions only
-	owner  string
-	zeroed bool // reads as zeros; only free blocks on the clean list
-	// untouched says a zeroed allocation took the block from the clean
-	// list: memory no block used, which nothing has read or written since
-	// (that its holders say: Touch).
-	untouched atomic.Bool
-	cls       *Class
-	hook      atomic.Pointer[Hook]
+	ptr   device.Ptr
+	slab  device.Ptr // the allocation the block was carved from
+	rc    int32      // the reference count, changed by sync/atomic's functions but as Alloc hands the block out
+	flags atomic.Uint32
+	owner string
+	cls   *Class
+	hook  atomic.Pointer[Hook]
+	uses  *Uses
 }
+
+// The flags of a block.
+const (
+	// zeroedFlag: the block reads as zeros; only free blocks on the clean
+	// list.
+	zeroedFlag uint32 = 1 << iota
+	// untouchedFlag: a zeroed allocation took the block from the clean
+	// list, memory no block used, which nothing has read or written since
+	// (that its holders say: Touch).
+	untouchedFlag
+)
+
+// Uses is the streams whose queued work may use a block (RecordStream and
+// the async paths of runtime/state): the fence it is freed behind. One
+// Uses is shared by the blocks recorded on the same streams and never
+// changed once set, so that a bulk async call records its stream on many
+// blocks without a list each; recording another stream on a block gives
+// it a new one.
+type Uses struct{ Streams []device.Stream }
 
 // Hook is told when the references to a block it is set on drop to one:
 // its holder (the prefix cache) may then be the block's only holder.
@@ -42,13 +59,13 @@ type Hook func(b *Block)
 // on their first access). Holders that share a block before writing it, as
 // a checkpointed state's first blocks are, keep the mark true until a
 // read they report.
-func (b *Block) Untouched() bool { return b.untouched.Load() }
+func (b *Block) Untouched() bool { return b.flags.Load()&untouchedFlag != 0 }
 
 // Touch says the block's memory was read or written: it is no longer
 // untouched.
 func (b *Block) Touch() {
-	if b.untouched.Load() { // a store is a locked instruction: only when it changes
-		b.untouched.Store(false)
+	if b.flags.Load()&untouchedFlag != 0 { // a locked instruction: only when it changes
+		b.flags.And(^untouchedFlag)
 	}
 }
 
@@ -65,7 +82,14 @@ func (b *Block) Class() *Class { return b.cls }
 func (b *Block) Owner() string { return b.owner }
 
 // Zeroed reports whether the block is marked as reading zeros.
-func (b *Block) Zeroed() bool { return b.zeroed }
+func (b *Block) Zeroed() bool { return b.flags.Load()&zeroedFlag != 0 }
+
+// Uses returns the streams recorded on b, or nil. Its holders synchronize
+// Uses and SetUses among themselves: the blocks package reads neither.
+func (b *Block) Uses() *Uses { return b.uses }
+
+// SetUses sets (nil: clears) the streams recorded on b.
+func (b *Block) SetUses(u *Uses) { b.uses = u }
 
 // Refs returns the block's reference count.
 func (b *Block) Refs() int32 { return atomic.LoadInt32(&b.rc) }

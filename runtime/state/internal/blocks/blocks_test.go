@@ -5,6 +5,7 @@ import (
 	"errors"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/gpustate/gpustate/runtime/device"
 )
@@ -289,4 +290,12 @@ func TestHotSlotContended(t *testing.T) {
 	close(stop)
 	<-looked
 	check(t, a)
+}
+
+// TestBlockIsOneCacheLine keeps a Block at 64 bytes: a release walks
+// thousands of them, one line each.
+func TestBlockIsOneCacheLine(t *testing.T) {
+	if n := unsafe.Sizeof(Block{}); n != 64 {
+		t.Errorf("a Block is %d bytes, want 64", n)
+	}
 }

@@ -12,7 +12,7 @@ func (a *Allocator) Check(refs map[*Block]int) error {
 	defer a.mu.Unlock()
 	used := map[*Class]int64{}
 	for b := range refs {
-		if b.zeroed {
+		if b.Zeroed() {
 			return fmt.Errorf("block %#x in use is marked zeroed", b.ptr)
 		}
 		used[b.cls]++
@@ -85,7 +85,7 @@ func (c *Class) check(refs map[*Block]int, inUse int64) error {
 		if err := check(b); err != nil {
 			return err
 		}
-		if !b.zeroed {
+		if !b.Zeroed() {
 			return fmt.Errorf("clean block %#x is not marked zeroed (owner %q)", b.ptr, b.owner)
 		}
 	}
@@ -97,7 +97,7 @@ func (c *Class) check(refs map[*Block]int, inUse int64) error {
 			if b.owner != o {
 				return fmt.Errorf("block %#x on %q's list has owner %q", b.ptr, o, b.owner)
 			}
-			if b.zeroed {
+			if b.Zeroed() {
 				return fmt.Errorf("zeroed block %#x on %q's list, not the clean one", b.ptr, o)
 			}
 		}

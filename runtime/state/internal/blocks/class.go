@@ -12,7 +12,7 @@ import (
 // are guarded by the allocator's mu.
 type Class struct {
 	bytes   int
-	clean   []*Block             // zeroed blocks (block.zeroed)
+	clean   []*Block             // zeroed blocks (Block.Zeroed)
 	dirty   map[string]*freeList // free blocks not zeroed, by the owner whose rows they held
 	sweepAt int                  // the size of dirty at which empty lists are swept
 	// lastOwner's free list is lastList: the last one looked up.
@@ -160,7 +160,7 @@ func (c *Class) sweepLocked() {
 func (c *Class) putLocked(list []*Block) {
 	c.nfree += int64(len(list))
 	for _, b := range list {
-		if b.zeroed {
+		if b.Zeroed() {
 			c.clean = append(c.clean, b)
 		} else {
 			c.putDirtyLocked(b)

@@ -143,19 +143,36 @@ func (a *Allocator) carveLocked(c *Class, most int64) int64 {
 	return got
 }
 
+// blockChunk is how many Blocks one array holds: 4 KiB of them, a page.
+const blockChunk = 64
+
 // addBlocksLocked makes k blocks of class c from the bytes at off in s and
 // puts them on c's free lists, so that they pop in address order: on the
 // clean list, or, from a dirty extent, on the list of the empty owner,
 // which no call allocates for and so every owner zeroes before use.
+//
+// The Blocks are made blockChunk to an array, in address order: a call
+// that takes or frees a run of blocks walks their structs in order, a page
+// at a time, where one allocation each left them anywhere in the heap and
+// cost a cache and TLB miss per block (docs/BENCHMARKS.md, "Serving
+// paths"). A chunk lives while any of its blocks does, so what a slab's
+// churn can keep is a chunk per live block at most.
 func (a *Allocator) addBlocksLocked(c *Class, s *slab, off, k int64, dirty bool) {
 	bb := int64(c.bytes)
 	a.loose -= k * bb
 	c.nfree += k
+	var chunk []Block
 	for i := k - 1; i >= 0; i-- {
-		b := &Block{ptr: s.ptr + device.Ptr(off+i*bb), slab: s.ptr, cls: c, zeroed: !dirty}
+		if len(chunk) == 0 {
+			chunk = make([]Block, i%blockChunk+1) // chunk[j] is block i-i%blockChunk+j
+		}
+		b := &chunk[len(chunk)-1]
+		chunk = chunk[:len(chunk)-1]
+		b.ptr, b.slab, b.cls = s.ptr+device.Ptr(off+i*bb), s.ptr, c
 		if dirty {
 			c.putDirtyLocked(b)
 		} else {
+			b.flags.Store(zeroedFlag)
 			c.clean = append(c.clean, b)
 		}
 	}
