@@ -171,12 +171,18 @@ func (a *Allocator) Alloc(buf []*Block, c *Class, owner string, n int, zero bool
 			return nil, fmt.Errorf("state: zeroing a reused block: %w", err)
 		}
 	}
+	handOut(out, owner, zero)
+	return out, nil
+}
+
+// handOut marks the blocks an allocation took as owner's, each with one
+// reference: not zeroed; untouched when a zeroed allocation (zero) took
+// it zeroed.
+func handOut(out []*Block, owner string, zero bool) {
 	for _, b := range out {
 		// Written only when they change: an atomic store is a locked
 		// instruction, and a string's a write barrier while the
 		// collector runs; a block mostly goes back to its last owner.
-		// Taken, a block is not zeroed; it is untouched when a zeroed
-		// allocation took it zeroed.
 		f := b.flags.Load()
 		var want uint32
 		if zero && f&zeroedFlag != 0 {
@@ -196,7 +202,6 @@ func (a *Allocator) Alloc(buf []*Block, c *Class, owner string, n int, zero bool
 		// 256 KiB ran 1.8x as long (docs/BENCHMARKS.md, "Serving paths").
 		b.rc = 1
 	}
-	return out, nil
 }
 
 // byAddress orders the blocks one allocation took by address, so that
