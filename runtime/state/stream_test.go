@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/gpustate/gpustate/runtime/device"
 )
@@ -272,3 +273,66 @@ func TestRecordStreamErrors(t *testing.T) {
 
 // plainBackend hides a backend's optional interfaces.
 type plainBackend struct{ device.Backend }
+
+// TestStreamsRecordedPerBlock: the blocks recorded on one stream share one
+// record of it, and recording a second stream on some of them gives those
+// their own. Released with the second stream held back, the blocks only
+// the first used are free once it is done; the others stay pending until
+// the second is let go. The host rig alone: the fake driver's hold holds
+// every stream, and this needs one held and one running.
+func TestStreamsRecordedPerBlock(t *testing.T) {
+	r := hostStreamRig(t)
+	const rowBytes = 256
+	l := &Layout{Type: "Rows", Columns: []Column{{Name: "B", ElemSize: 1, Width: rowBytes}}, Growth: Append}
+	p, err := NewPool(r.b, PoolOptions{BlockBytes: rowBytes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	var sts [2]device.Stream
+	for i := range sts {
+		if sts[i], err = r.streams().NewStream(); err != nil {
+			t.Fatal(err)
+		}
+		defer sts[i].Close()
+	}
+	heads := make([]*Head, 2)
+	for i, rows := range []int{4, 2} {
+		if heads[i], err = p.NewHead(l, "o"); err != nil {
+			t.Fatal(err)
+		}
+		if err := heads[i].Append([][]byte{bytes.Repeat([]byte{byte(i + 1)}, rows*rowBytes)}); err != nil {
+			t.Fatal(err)
+		}
+		if err := heads[i].RecordStream(sts[0]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.hold(t, sts[1])
+	if err := heads[1].RecordStream(sts[1]); err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range heads {
+		if err := h.Release(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := sts[0].Sync(); err != nil {
+		t.Fatal(err)
+	}
+	// The blocks only the first stream used come back on their own
+	// goroutine once its event is done: wait for that, not for the rest.
+	deadline := time.Now().Add(10 * time.Second)
+	for p.Stats().PendingBytes != 2*rowBytes && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if s := p.Stats(); s.PendingBytes != 2*rowBytes || s.FreeBlocks < 4 {
+		t.Errorf("with the second stream held: %d pending bytes, %d free blocks; want %d, at least 4",
+			s.PendingBytes, s.FreeBlocks, 2*rowBytes)
+	}
+	r.release()
+	p.WaitPending()
+	if s := p.Stats(); s.PendingBytes != 0 || s.FreeBlocks < 6 {
+		t.Errorf("with both streams done: %d pending bytes, %d free blocks; want 0, at least 6", s.PendingBytes, s.FreeBlocks)
+	}
+}
