@@ -12,7 +12,7 @@ export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 # checks it), and so are tests, which misuse handles on purpose to check the runtime's errors.
 VET_PKGS = $$($(GO) list ./... | grep -v -e /examples/contracts/faulty -e /examples/kvcache/misuse)
 
-.PHONY: all build test generated vettool vet fuzz demo bench gpu-check ptx vet-bench serve-bench precision golangci-lint golangci-check clean
+.PHONY: all build test generated vettool vet fuzz demo bench gpu-check gpu-bundle ptx vet-bench serve-bench precision golangci-lint golangci-check clean
 
 all: build
 
@@ -88,6 +88,13 @@ golangci-check: golangci-lint
 # On a machine with an NVIDIA GPU: the CUDA backend's tests and benchmarks.
 gpu-check:
 	bash scripts/gpu-check.sh
+
+# gpu-check's test binaries, for a GPU machine without Go: copy the repository with bin/gpu-check
+# there and run GPUCHECK_TESTBIN=bin/gpu-check bash scripts/gpu-check.sh.
+GPU_PKGS = runtime/device runtime/device/nvml examples/kvcache/kernels runtime/state
+gpu-bundle:
+	@mkdir -p bin/gpu-check
+	for p in $(GPU_PKGS); do $(GO) test -c -o bin/gpu-check/$$(echo $$p | tr / _).test ./$$p || exit; done
 
 # The kvcache example's kernels: CUDA C to PTX with LLVM's NVPTX backend (Debian's clang; no CUDA
 # toolkit), installing clang where it is missing. TestPTXUpToDate checks the committed PTX.

@@ -8,7 +8,9 @@
 #
 # Environment: GPUSTATE_LIBCUDA (a driver library other than libcuda.so.1),
 # GPUSTATE_LIBNVML (likewise for NVML), CUDA_VISIBLE_DEVICES (device 0 of
-# what it leaves is used), GPUCHECK_BENCHTIME (default 0.5s).
+# what it leaves is used), GPUCHECK_BENCHTIME (default 0.5s), GPUCHECK_TESTBIN
+# (a folder of test binaries that make gpu-bundle built, for a GPU machine
+# without Go: they run in place of go test, each in its package's folder).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -30,13 +32,41 @@ run_step() {
 	local log=$1 what=$2 left rc=0
 	shift 2
 	left=$(remaining)
-	timeout "$left" "$@" >"$log" 2>&1 || rc=$?
+	timeout "$left" bash -c '"$@"' run_step "$@" >"$log" 2>&1 || rc=$?
 	((rc == 0)) && return 0
 	grep -v -e 'Wdeprecated' -e '^cgo-gcc-prolog' -e 'note: declared here' -e '^ *[0-9]* | ' -e '^ *| ' "$log" | tail -60 >&2
 	((rc == 124)) && fail "$what ran past the ${budget}s budget"
 	grep -q -e 'no CUDA device' -e CUDA_ERROR_NO_DEVICE -e CUDA_ERROR_STUB_LIBRARY "$log" && fail "$what: the CUDA driver reports no usable device (see above)"
 	fail "$what failed (see above)"
 }
+
+# gotest runs package $1's tests with the test binary's flags that follow:
+# through go test, or the binary GPUCHECK_TESTBIN holds for that package.
+gotest() {
+	local pkg=$1
+	shift
+	if [[ -z ${GPUCHECK_TESTBIN:-} ]]; then
+		"$GO" test "$@" "./$pkg"
+		return
+	fi
+	local bin
+	bin=$(cd "$GPUCHECK_TESTBIN" && pwd)/$(tr / _ <<<"$pkg").test
+	[[ -x $bin ]] || { echo "gpu-check: no test binary $bin (make gpu-bundle builds it)"; return 1; }
+	(cd "$pkg" && "$bin" "$@")
+}
+
+# gotests runs gotest for each package of the list $1, stopping at a failure.
+gotests() {
+	local pkg pkgs=$1
+	shift
+	for pkg in $pkgs; do
+		echo "gpu-check: package $pkg"
+		gotest "$pkg" "$@" || return
+	done
+}
+
+export GO GPUCHECK_TESTBIN=${GPUCHECK_TESTBIN:-}
+export -f gotest gotests
 
 # remaining prints the seconds left of the budget, failing when none are.
 remaining() {
@@ -73,26 +103,26 @@ export GPUSTATE_BACKEND=cuda
 # real device (TestReal), the kvcache example's PTX kernels on the device
 # (TestKernelsCUDA).
 echo "gpu-check: tests (GPUSTATE_BACKEND=cuda)"
-run_step "$out/test.txt" tests "$GO" test -count=1 -v -run 'CUDA|Open|Real|Scenarios' \
-	./runtime/device ./runtime/device/nvml ./examples/kvcache/kernels
-grep -E '^(---|ok|FAIL)|^\s+(---|nvml_cgo_test.go)' "$out/test.txt" | grep -v '^=== ' || true
+run_step "$out/test.txt" tests gotests "runtime/device runtime/device/nvml examples/kvcache/kernels" \
+	-test.count=1 -test.v -test.run 'CUDA|Open|Real|Scenarios'
+grep -E '^(---|ok|FAIL|gpu-check: package)|^\s+(---|nvml_cgo_test.go)' "$out/test.txt" | grep -v '^=== ' || true
 grep -q -- '--- PASS: TestCUDAReal' "$out/test.txt" || fail "TestCUDAReal did not run"
 grep -q -- '--- PASS: TestKernelsCUDA' "$out/test.txt" || fail "TestKernelsCUDA did not run"
 
 # 3. Benchmarks of the device layer: memmove, the host backend, the CUDA
 # backend and the bare driver, side by side.
 echo "gpu-check: device benchmarks (benchtime $benchtime)"
-run_step "$out/bench.txt" "device benchmarks" "$GO" test -count=1 -run '^$' -bench 'Device/' \
-	-benchtime "$benchtime" ./runtime/device
+run_step "$out/bench.txt" "device benchmarks" gotest runtime/device -test.count=1 -test.run '^$' \
+	-test.bench 'Device/' -test.benchtime "$benchtime"
 grep '^Benchmark' "$out/bench.txt"
 
 # 4. The store's benchmarks, where it has them; with GPUSTATE_BACKEND=cuda
 # those that open their backend with device.Open run on the GPU.
 store=""
-if "$GO" test -list 'Benchmark' ./runtime/state 2>/dev/null | grep -q '^Benchmark'; then
+if gotest runtime/state -test.list 'Benchmark' 2>/dev/null | grep -q '^Benchmark'; then
 	echo "gpu-check: state store benchmarks"
-	run_step "$out/state.txt" "state store benchmarks" "$GO" test -count=1 -run '^$' -bench . \
-		-benchtime "$benchtime" ./runtime/state
+	run_step "$out/state.txt" "state store benchmarks" gotest runtime/state -test.count=1 -test.run '^$' \
+		-test.bench . -test.benchtime "$benchtime"
 	grep '^Benchmark' "$out/state.txt"
 	store="$out/state.txt"
 else
