@@ -57,7 +57,7 @@ func (h *Head) plan(kind writeKind, from, to int, cols [][]byte) []blockOp {
 					op.keep = used * rb
 				}
 				op.keep = min(op.keep, bb)
-				op.nb = &block{} // marks a copy; filled by alloc
+				op.nb = copyMark // filled by take
 			}
 			ops = append(ops, op)
 			row = end
@@ -65,6 +65,11 @@ func (h *Head) plan(kind writeKind, from, to int, cols [][]byte) []blockOp {
 	}
 	return ops
 }
+
+// copyMark stands in the plan for the new block of a copy on write until
+// take hands it a real one: a block of its own per operation was most of
+// what a copy on write of a whole state allocated.
+var copyMark = new(block)
 
 // maxKeptOps is the most block operations a head keeps a buffer for
 // between writes: a decode step's plan reuses it, a bulk write's plan
@@ -119,6 +124,7 @@ type writeTx struct {
 	from, to int
 	ops      []blockOp
 	taken    []*block // every block alloc gave the write, for undo
+	leaf     [fan]*block
 }
 
 // apply plans and performs a write of rows [from, to) and commits it as a
@@ -493,6 +499,11 @@ func (tx *writeTx) commit(newRows int) *root {
 			continue
 		}
 		t := &r.cols[o.col]
+		if leaf, ok := tx.wholeLeaf(i); ok {
+			t.setLeaf(o.idx, leaf, &freed)
+			i += fan - 1
+			continue
+		}
 		t.set(o.idx, o.nb, &freed)
 		// The operations after it in the same leaf set their slots
 		// there: the path from the root is the tree's alone now.
@@ -511,6 +522,25 @@ func (tx *writeTx) commit(newRows int) *root {
 	h.commitVersion()
 	h.pool.free(freed)
 	return r
+}
+
+// wholeLeaf returns the new blocks of ops[i] and the fan-1 operations
+// after it when they replace one whole leaf of a column: indices [k*fan,
+// (k+1)*fan), each with a new block.
+func (tx *writeTx) wholeLeaf(i int) (*[fan]*block, bool) {
+	o := &tx.ops[i]
+	if o.idx&(fan-1) != 0 || i+fan > len(tx.ops) {
+		return nil, false
+	}
+	leaf := &tx.leaf
+	for k := range fan {
+		n := &tx.ops[i+k]
+		if n.nb == nil || n.col != o.col || n.idx != o.idx+k {
+			return nil, false
+		}
+		leaf[k] = n.nb
+	}
+	return leaf, true
 }
 
 // touchOld says which old blocks a write read or wrote: those it copies

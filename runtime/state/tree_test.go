@@ -1,0 +1,109 @@
+package state
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/gpustate/gpustate/runtime/device"
+)
+
+// TestSetLeafMatchesSet: replacing a whole leaf with setLeaf leaves a tree,
+// its blocks' reference counts and the freed list as setting the leaf's
+// blocks one at a time does, whether another version shares the tree or
+// not, over full and partial leaves and leaves past the end.
+func TestSetLeafMatchesSet(t *testing.T) {
+	be := device.Host()
+	defer be.Close()
+	p, err := NewPool(be, PoolOptions{})
+	check(t, err)
+	defer p.Close()
+	for _, n := range []int{0, 5, fan, 2 * fan, 3*fan + 7, fan * fan, fan*fan + 1} {
+		for k := 0; k*fan <= n; k += max(1, n/fan/3) {
+			for _, shared := range []bool{false, true} {
+				t.Run(fmt.Sprintf("n=%d/leaf=%d/shared=%v", n, k, shared), func(t *testing.T) {
+					setLeafCase(t, p, n, k, shared)
+				})
+			}
+		}
+	}
+}
+
+// setLeafCase builds two trees of n blocks, block for block alike, shares
+// both when shared, then replaces leaf k: on one with setLeaf, on the other
+// with set, and compares them, before and after every reference is gone.
+func setLeafCase(t *testing.T, p *Pool, n, k int, shared bool) {
+	pa, err := p.alloc("s", n+fan, false)
+	check(t, err)
+	pb, err := p.alloc("s", n+fan, false)
+	check(t, err)
+	pair := map[*block]*block{}
+	index := map[*block]int{}
+	for i := range pa {
+		pair[pa[i]], index[pa[i]], index[pb[i]] = pb[i], i, i
+	}
+	var a, b tree
+	var fa, fb []*block
+	for i := range n {
+		a.set(i, pa[i], &fa)
+		b.set(i, pb[i], &fb)
+	}
+	var sa, sb tree // the other version
+	if shared && n > 0 {
+		sa, sb = a, b
+		a.root.rc.Add(1)
+		b.root.rc.Add(1)
+	}
+	var leaf [fan]*block
+	copy(leaf[:], pa[n:])
+	a.setLeaf(k*fan, &leaf, &fa)
+	for i := range fan {
+		b.set(k*fan+i, pb[n+i], &fb)
+	}
+	compare := func(when string) {
+		t.Helper()
+		if a.n != b.n || a.height != b.height {
+			t.Fatalf("%s: setLeaf gives n %d height %d, set n %d height %d", when, a.n, a.height, b.n, b.height)
+		}
+		for i := range max(a.n, n) + fan {
+			if x, y := a.held(i), b.held(i); (x == nil) != (y == nil) || x != nil && pair[x] != y {
+				t.Fatalf("%s: block %d differs", when, i)
+			}
+		}
+		for x, y := range pair {
+			if x.Refs() != y.Refs() {
+				t.Fatalf("%s: block %d has %d references after setLeaf, %d after set", when, index[x], x.Refs(), y.Refs())
+			}
+		}
+		ia, ib := indices(fa, index), indices(fb, index)
+		if !slices.Equal(ia, ib) {
+			t.Fatalf("%s: setLeaf freed %v, set freed %v", when, ia, ib)
+		}
+	}
+	compare("after the leaf's write")
+	for _, tr := range []*tree{&a, &sa} {
+		if tr.root != nil {
+			releaseNode(tr.root, &fa)
+		}
+	}
+	for _, tr := range []*tree{&b, &sb} {
+		if tr.root != nil {
+			releaseNode(tr.root, &fb)
+		}
+	}
+	compare("after release")
+	if len(fa) != len(pa) {
+		t.Fatalf("after release: %d of %d blocks freed", len(fa), len(pa))
+	}
+	p.free(fa)
+	p.free(fb)
+}
+
+// indices returns the indices of list's blocks, in order.
+func indices(list []*block, index map[*block]int) []int {
+	out := make([]int, len(list))
+	for i, b := range list {
+		out[i] = index[b]
+	}
+	return out
+}
