@@ -29,6 +29,7 @@ type asyncDriver struct {
 	cuStreamWaitEvent   func(s, e uintptr, flags uint32) cuResult
 	cuMemcpyHtoDAsync   func(dst uint64, src unsafe.Pointer, n uint64, s uintptr) cuResult
 	cuMemcpyDtoHAsync   func(dst unsafe.Pointer, src uint64, n uint64, s uintptr) cuResult
+	cuMemcpyDtoDAsync   func(dst, src uint64, n uint64, s uintptr) cuResult
 	cuMemHostAlloc      func(p **byte, n uint64, flags uint32) cuResult
 	cuMemFreeHost       func(p unsafe.Pointer) cuResult
 	cuModuleLoadData    func(m *uintptr, image *byte) cuResult
@@ -54,6 +55,7 @@ func bindAsync(h uintptr, a *asyncDriver) {
 		{"cuStreamWaitEvent", &a.cuStreamWaitEvent},
 		{"cuMemcpyHtoDAsync_v2", &a.cuMemcpyHtoDAsync},
 		{"cuMemcpyDtoHAsync_v2", &a.cuMemcpyDtoHAsync},
+		{"cuMemcpyDtoDAsync_v2", &a.cuMemcpyDtoDAsync},
 		{"cuMemHostAlloc", &a.cuMemHostAlloc},
 		{"cuMemFreeHost", &a.cuMemFreeHost},
 		{"cuModuleLoadData", &a.cuModuleLoadData},
@@ -224,6 +226,30 @@ func (c *CUDA) CopyHtoDAsync(st Stream, dst Ptr, src []byte) error {
 		}
 		if r := c.d.async.cuMemcpyHtoDAsync(uint64(dst), unsafe.Pointer(unsafe.SliceData(src)), uint64(len(src)), h); r != cuSuccess {
 			return fmt.Errorf("device: cuda async copy of %d bytes to %#x: %w", len(src), uint64(dst), c.d.error("cuMemcpyHtoDAsync_v2", r))
+		}
+		return nil
+	})
+}
+
+var _ StreamCopier = (*CUDA)(nil)
+
+func (c *CUDA) CopyDtoDAsync(st Stream, dst, src Ptr, bytes int) error {
+	h, err := c.handle(st)
+	if err != nil {
+		return err
+	}
+	return c.call(func() error {
+		if err := c.check(src, bytes); err != nil {
+			return fmt.Errorf("device: cuda async copy from %#x: %w", uint64(src), err)
+		}
+		if err := c.check(dst, bytes); err != nil {
+			return fmt.Errorf("device: cuda async copy to %#x: %w", uint64(dst), err)
+		}
+		if bytes == 0 {
+			return nil
+		}
+		if r := c.d.async.cuMemcpyDtoDAsync(uint64(dst), uint64(src), uint64(bytes), h); r != cuSuccess {
+			return fmt.Errorf("device: cuda async copy of %d bytes from %#x to %#x: %w", bytes, uint64(src), uint64(dst), c.d.error("cuMemcpyDtoDAsync_v2", r))
 		}
 		return nil
 	})

@@ -205,6 +205,35 @@ func (h *hostBackend) CopyHtoDAsync(st Stream, dst Ptr, src []byte) error {
 	return s.enqueue(h.withSpan(dst, len(src), "async copy to device", func(b []byte) { copy(b, src) }))
 }
 
+var _ StreamCopier = (*hostBackend)(nil)
+
+func (h *hostBackend) CopyDtoDAsync(st Stream, dst, src Ptr, bytes int) error {
+	s, err := h.stream(st)
+	if err != nil {
+		return err
+	}
+	if err := h.checkLive(src, bytes); err != nil {
+		return fmt.Errorf("device: host async copy from %#x: %w", uint64(src), err)
+	}
+	if err := h.checkLive(dst, bytes); err != nil {
+		return fmt.Errorf("device: host async copy to %#x: %w", uint64(dst), err)
+	}
+	return s.enqueue(func() error {
+		h.unmap.RLock()
+		defer h.unmap.RUnlock()
+		from, err := h.lookup(src, bytes)
+		if err != nil {
+			return fmt.Errorf("device: host async copy from %#x: %w", uint64(src), err)
+		}
+		to, err := h.lookup(dst, bytes)
+		if err != nil {
+			return fmt.Errorf("device: host async copy to %#x: %w", uint64(dst), err)
+		}
+		copy(to, from)
+		return nil
+	})
+}
+
 func (h *hostBackend) CopyDtoHAsync(st Stream, dst []byte, src Ptr) error {
 	s, err := h.stream(st)
 	if err != nil {

@@ -32,6 +32,17 @@ type Streams interface {
 	HostFree(b []byte) error
 }
 
+// StreamCopier is the optional interface of a backend with Streams that
+// also queues copies between two ranges of device memory on a stream, after
+// the work queued there before. The state store copies a kernel's rows into
+// its history this way, so that the copy sees what the kernel wrote
+// without the call that takes it waiting for the kernel.
+type StreamCopier interface {
+	// CopyDtoDAsync queues a copy of bytes bytes from src to dst, both
+	// device memory, on st.
+	CopyDtoDAsync(st Stream, dst, src Ptr, bytes int) error
+}
+
 // Stream is an ordered queue of device work on one backend.
 type Stream interface {
 	// Sync waits until every piece of work queued so far has completed and

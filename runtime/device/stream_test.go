@@ -143,6 +143,63 @@ func testAsync(t *testing.T, rig func(t *testing.T) *asyncRig) {
 			t.Fatal(err)
 		}
 	})
+	t.Run("DeviceCopy", func(t *testing.T) {
+		r := rig(t)
+		defer r.b.Close()
+		sc, ok := r.b.(StreamCopier)
+		if !ok {
+			t.Fatalf("%s backend does not implement StreamCopier", r.b.Name())
+		}
+		st, err := r.s.NewStream()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		const n = 1024
+		p, err := r.b.Alloc(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		q, err := r.b.Alloc(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := sc.CopyDtoDAsync(st, q, p+1, n); err == nil {
+			t.Fatal("CopyDtoDAsync from past an allocation's end succeeded")
+		}
+		if err := sc.CopyDtoDAsync(st, q+1, p, n); err == nil {
+			t.Fatal("CopyDtoDAsync to past an allocation's end succeeded")
+		}
+		r.hold(t, st)
+		if err := r.k.Launch(st, r.fill, Dim3{X: 1}, Dim3{X: 128}, 0, p, uint32(9), uint64(n/2)); err != nil {
+			t.Fatal(err)
+		}
+		if err := sc.CopyDtoDAsync(st, q, p, n); err != nil {
+			t.Fatal(err)
+		}
+		ev, err := r.s.Record(st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ev.Close()
+		got := make([]byte, n)
+		if err := r.b.CopyDtoH(got, q); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, make([]byte, n)) {
+			t.Fatal("the device copy ran before the stream was let go")
+		}
+		r.release()
+		if err := ev.Wait(); err != nil {
+			t.Fatalf("Wait: %v", err)
+		}
+		if err := r.b.CopyDtoH(got, q); err != nil {
+			t.Fatal(err)
+		}
+		if want := append(bytes.Repeat([]byte{9}, n/2), make([]byte, n/2)...); !bytes.Equal(got, want) {
+			t.Fatalf("the device copy did not see the kernel before it: got %v... %v", got[:4], got[n-4:])
+		}
+	})
 	t.Run("CrossStreamWait", func(t *testing.T) {
 		r := rig(t)
 		defer r.b.Close()

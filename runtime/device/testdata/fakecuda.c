@@ -89,7 +89,7 @@ static const char *names[] = {
 	"cuEventDestroy_v2", "cuStreamWaitEvent", "cuMemcpyHtoDAsync_v2",
 	"cuMemcpyDtoHAsync_v2", "cuMemHostAlloc", "cuMemFreeHost",
 	"cuModuleLoadData", "cuModuleGetFunction", "cuModuleUnload",
-	"cuLaunchKernel",
+	"cuLaunchKernel", "cuMemcpyDtoDAsync_v2",
 };
 #define NFN (int)(sizeof names / sizeof names[0])
 

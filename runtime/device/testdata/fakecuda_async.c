@@ -93,7 +93,7 @@ static CUresult run(struct op *o) {
 		return ILLEGAL_ADDRESS;
 	switch (o->kind) {
 	case OP_COPY:
-		memcpy(o->dst, o->src, o->n);
+		memmove(o->dst, o->src, o->n);
 		break;
 	case OP_FILL:
 		memset(o->dst, o->value, o->n);
@@ -329,6 +329,24 @@ CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t n, CUstre
 	o->n = n;
 	o->check = dst;
 	o->checkn = n;
+	return push(s, o);
+}
+
+CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s) {
+	ENTER("cuMemcpyDtoDAsync_v2");
+	NEEDCTX();
+	if (checkrange(dst, n) != SUCCESS || checkrange(src, n) != SUCCESS)
+		return INVALID_VALUE;
+	struct op *o = newop(OP_COPY);
+	if (o == NULL)
+		return OUT_OF_MEMORY;
+	o->dst = (void *)(uintptr_t)dst;
+	o->src = (const void *)(uintptr_t)src;
+	o->n = n;
+	o->check = dst;
+	o->checkn = n;
+	o->check2 = src;
+	o->check2n = n;
 	return push(s, o);
 }
 
