@@ -1,6 +1,7 @@
 package state
 
 import (
+	"errors"
 	"math/bits"
 	"time"
 
@@ -31,14 +32,25 @@ func (x *history) committed(h *Head, w written) {
 		x.pending = &pendingDelta{w.from, w.to}
 		return
 	}
-	h.capture(w.from, w.to)
+	h.capture(w.from, w.to, nil)
 }
 
 // prepare takes the delta of a kernel's write the version before left
-// pending.
-func (x *history) prepare(h *Head, _ call) error {
+// pending: in stream order, after the work queued on the streams the head
+// was recorded on and on the one a RecordStream names (the kernel's), so
+// that the copy sees the kernel's rows without the call waiting for it.
+func (x *history) prepare(h *Head, c call) error {
 	if x.pending != nil {
-		h.flush()
+		var on []device.Stream
+		if c.st != nil {
+			on = append(on, c.st) // the kernel's: the one to copy on
+		}
+		for _, st := range h.async.streams.get() {
+			if !hasStream(on, st) {
+				on = append(on, st)
+			}
+		}
+		h.flush(on)
 	}
 	return nil
 }
@@ -58,19 +70,21 @@ func (x *history) release(_ *Head, freed []*block) []*block {
 func (x *history) changed(*Head) {}
 func (x *history) moved(*Head)   {}
 
-// flush takes the delta of the pending device write. h.mu is held.
-func (h *Head) flush() {
+// flush takes the delta of the pending device write, on streams on (see
+// capture). h.mu is held.
+func (h *Head) flush(on []device.Stream) {
 	p := h.hist.pending
 	h.hist.pending = nil
-	h.capture(p.from, p.to)
+	h.capture(p.from, p.to, on)
 }
 
 // capture appends an entry for h's version, with a copy of rows [from, to)
 // as its delta, then takes a checkpoint when the policy says so and drops
-// what is past Keep. h.mu is held.
-func (h *Head) capture(from, to int) {
+// what is past Keep. With streams on, the copy is queued after their work
+// (copyDeltaOn). h.mu is held.
+func (h *Head) capture(from, to int, on []device.Stream) {
 	e := entry{pos: h.pos, rows: h.r.rows}
-	if d, err := h.copyDelta(h.r, from, to); err == nil {
+	if d, err := h.copyDelta(h.r, from, to, on); err == nil {
 		e.d = d
 	}
 	h.addEntry(e)
@@ -96,8 +110,10 @@ func (h *Head) addEntry(e entry) {
 	h.pool.free(freed)
 }
 
-// copyDelta copies rows [from, to) of r into new blocks, packed.
-func (h *Head) copyDelta(r *root, from, to int) (*delta, error) {
+// copyDelta copies rows [from, to) of r into new blocks, packed: at once,
+// or queued after the work on streams on where there are any and the
+// backend queues device copies (device.StreamCopier).
+func (h *Head) copyDelta(r *root, from, to int, on []device.Stream) (*delta, error) {
 	d := &delta{from: from, to: to, cols: make([][]*block, len(h.rowBytes)), per: make([]int, len(h.rowBytes))}
 	for c, per := range h.perBlock {
 		d.bytes += int64((to - from) * h.rowBytes[c])
@@ -120,26 +136,85 @@ func (h *Head) copyDelta(r *root, from, to int) (*delta, error) {
 	if err != nil {
 		return nil, err
 	}
+	all := blks
 	for c, per := range d.per {
 		k := (to - from + per - 1) / per
 		d.cols[c], blks = blks[:k:k], blks[k:]
 	}
+	copyFn, st, err := h.deltaCopier(all, on)
+	if err != nil {
+		h.releaseDelta(d)
+		return nil, err
+	}
 	for c := range h.rowBytes {
-		if err := h.copyRows(treeLoc(&r.cols[c], h.perBlock[c], h.rowBytes[c]), deltaLoc(d, c, d.per[c], h.rowBytes[c]), c, from, to, false); err != nil {
-			var freed []*block
-			for _, col := range d.cols {
-				for _, b := range col {
-					releaseBlock(b, &freed)
-				}
-			}
-			h.pool.free(freed)
+		if err := h.copyRows(treeLoc(&r.cols[c], h.perBlock[c], h.rowBytes[c]), deltaLoc(d, c, d.per[c], h.rowBytes[c]), from, to, h.rowBytes[c], copyFn); err != nil {
+			h.releaseDelta(d)
 			return nil, err
 		}
+	}
+	if st != nil {
+		ev, err := h.pool.b.(device.Streams).Record(st)
+		if err != nil {
+			h.releaseDelta(d)
+			return nil, err
+		}
+		d.ready = &deltaReady{ev: ev}
+		d.ready.refs.Store(1)
 	}
 	for _, col := range d.cols {
 		h.hist.held.Add(blockBytes(col))
 	}
 	return d, nil
+}
+
+// deltaCopier returns how copyDelta copies the rows of a delta into its
+// blocks bs: on the first open stream of on, after the work queued on it
+// and on the others, returned as st, when the backend queues device copies
+// (the blocks are recorded on st, so that none is reused before the copies
+// ran); else at once, st nil. A closed stream is passed over: its work has
+// completed. A stream that fails otherwise fails the copy, as copying at
+// once could read rows its kernel has not written.
+func (h *Head) deltaCopier(bs []*block, on []device.Stream) (func(dst, src device.Ptr, n int) error, device.Stream, error) {
+	sc, ok := h.pool.b.(device.StreamCopier)
+	sb, ok2 := h.pool.b.(device.Streams)
+	if !ok || !ok2 {
+		return h.pool.b.CopyDtoD, nil, nil
+	}
+	var st device.Stream
+	for _, o := range on {
+		ev, err := sb.Record(o)
+		if errors.Is(err, device.ErrStreamClosed) {
+			continue
+		}
+		if err == nil && st != nil {
+			err = sb.WaitEvent(st, ev)
+		}
+		if ev != nil {
+			ev.Close()
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		if st == nil {
+			st = o
+		}
+	}
+	if st == nil {
+		return h.pool.b.CopyDtoD, nil, nil
+	}
+	h.pool.recordBlocks(bs, st)
+	return func(dst, src device.Ptr, n int) error { return sc.CopyDtoDAsync(st, dst, src, n) }, st, nil
+}
+
+// releaseDelta gives back the blocks of a delta that was never stored.
+func (h *Head) releaseDelta(d *delta) {
+	var freed []*block
+	for _, col := range d.cols {
+		for _, b := range col {
+			releaseBlock(b, &freed)
+		}
+	}
+	h.pool.free(freed)
 }
 
 // A locator gives, for a row, where it lies and how many rows follow it in
@@ -160,15 +235,14 @@ func deltaLoc(d *delta, c, per, rb int) locator {
 	}
 }
 
-// copyRows copies rows [from, to) of column c from src to dst (toSrc
-// false) in as few device copies as the block boundaries allow.
-func (h *Head) copyRows(src, dst locator, c, from, to int, _ bool) error {
-	rb := h.rowBytes[c]
+// copyRows copies rows [from, to) of rb bytes from src to dst with copy,
+// in as few device copies as the block boundaries allow.
+func (h *Head) copyRows(src, dst locator, from, to, rb int, copy func(dst, src device.Ptr, n int) error) error {
 	for row := from; row < to; {
 		s, sn := src(row)
 		d, dn := dst(row)
 		n := min(sn, dn, to-row)
-		if err := h.pool.b.CopyDtoD(d, s, n*rb); err != nil {
+		if err := copy(d, s, n*rb); err != nil {
 			return err
 		}
 		row += n
@@ -333,7 +407,10 @@ func (h *Head) applyDeltaWith(r *root, d *delta, rows int, take func(*sizeClass)
 		if d.step != nil {
 			continue // the step function writes the rows (replayStep)
 		}
-		if err := h.copyRows(deltaLoc(d, c, d.per[c], rb), treeLoc(t, per, rb), c, d.from, d.to, false); err != nil {
+		if err := d.wait(); err != nil {
+			return r, err
+		}
+		if err := h.copyRows(deltaLoc(d, c, d.per[c], rb), treeLoc(t, per, rb), d.from, d.to, rb, h.pool.b.CopyDtoD); err != nil {
 			return r, err
 		}
 	}

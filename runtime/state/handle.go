@@ -99,6 +99,7 @@ func (noHooks) release(_ *Head, freed []*block) []*block { return freed }
 type call struct {
 	op          string
 	land, share bool
+	st          device.Stream // RecordStream's stream
 }
 
 // written is a version a write just committed: rows [from, to), whose

@@ -2,8 +2,10 @@ package state
 
 import (
 	"cmp"
+	"fmt"
 	"math"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -82,11 +84,54 @@ type Candidate struct {
 }
 
 type delta struct {
-	from, to int        // rows written
-	cols     [][]*block // per column, rows [from, to) packed from the first block
-	per      []int      // per column, rows per block of cols
-	bytes    int64      // bytes of the rows
-	step     *stepRec   // a version Step made: rows [from, to) are rebuilt by running it again, cols is nil
+	from, to int         // rows written
+	cols     [][]*block  // per column, rows [from, to) packed from the first block
+	per      []int       // per column, rows per block of cols
+	bytes    int64       // bytes of the rows
+	step     *stepRec    // a version Step made: rows [from, to) are rebuilt by running it again, cols is nil
+	ready    *deltaReady // copied in stream order: the copies' event; nil once landed or when copied at once
+}
+
+// deltaReady is the event after the copies of a delta taken in stream
+// order (a kernel's rows, copyDelta); the histories that share the delta
+// share it, and the last to drop the delta closes it.
+type deltaReady struct {
+	mu   sync.Mutex
+	ev   device.Event // nil once waited for
+	refs atomic.Int32
+}
+
+// wait waits until d's rows have landed in its blocks; a stream's failure
+// is the delta's, for every later wait too.
+func (d *delta) wait() error {
+	r := d.ready
+	if r == nil {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.ev == nil {
+		return nil
+	}
+	if err := r.ev.Wait(); err != nil {
+		return fmt.Errorf("a kernel's rows copied into history: %w", err)
+	}
+	r.ev.Close()
+	r.ev = nil
+	return nil
+}
+
+// drop gives up one history's hold on r.
+func (r *deltaReady) drop() {
+	if r.refs.Add(-1) != 0 {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.ev != nil {
+		r.ev.Close()
+		r.ev = nil
+	}
 }
 
 type entry struct {
@@ -137,6 +182,9 @@ func (x *history) clone() *history {
 					b.Retain()
 				}
 			}
+			if e.d.ready != nil {
+				e.d.ready.refs.Add(1)
+			}
 		}
 	}
 	return &c
@@ -169,6 +217,9 @@ func (x *history) dropDelta(i int, freed *[]*block) {
 		}
 	}
 	x.held.Add(-gone)
+	if e.d.ready != nil {
+		e.d.ready.drop()
+	}
 	e.d = nil
 }
 

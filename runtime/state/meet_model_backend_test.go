@@ -168,8 +168,9 @@ type meetEvent struct {
 }
 
 var (
-	_ device.Streams     = (*meetBackend)(nil)
-	_ device.AllocZeroer = (*meetBackend)(nil)
+	_ device.Streams      = (*meetBackend)(nil)
+	_ device.StreamCopier = (*meetBackend)(nil)
+	_ device.AllocZeroer  = (*meetBackend)(nil)
 )
 
 func (b *meetBackend) NewStream() (device.Stream, error) {
@@ -278,6 +279,17 @@ func (b *meetBackend) CopyHtoDAsync(st device.Stream, dst device.Ptr, src []byte
 		return err
 	}
 	return s.do(func() error { return b.Backend.CopyHtoD(dst, src) })
+}
+
+func (b *meetBackend) CopyDtoDAsync(st device.Stream, dst, src device.Ptr, n int) error {
+	s, err := b.stream(st)
+	if err != nil {
+		return err
+	}
+	if err := b.check(mAsync, "async copy on device"); err != nil {
+		return err
+	}
+	return s.do(func() error { return b.Backend.CopyDtoD(dst, src, n) })
 }
 
 func (b *meetBackend) CopyDtoHAsync(st device.Stream, dst []byte, src device.Ptr) error {

@@ -403,9 +403,9 @@ func (x *ref) read(from, to int, dst [][]byte) error {
 	return x.snap.Read(from, to, dst)
 }
 
-// staleDeltaClass is the open defect of a device write's history delta
-// taken before its kernel ran (openDefects): At rebuilds the rows the
-// version had before the kernel.
+// staleDeltaClass is the defect of a device write's history delta taken
+// before its kernel ran: At rebuilds the rows the version had before the
+// kernel.
 const staleDeltaClass = "history delta captured before the kernel recorded on its stream wrote the rows (At reads stale rows; beyond issue 21's thirteen)"
 
 func (m *meet) contentClass(x *ref) string {

@@ -18,6 +18,15 @@ import (
 
 // recordStream marks the blocks of r as used by st.
 func (p *Pool) recordStream(r *root, st device.Stream) error {
+	if err := p.checkRecord(st); err != nil {
+		return err
+	}
+	p.recordChecked(r, st)
+	return nil
+}
+
+// checkRecord fails unless st is a live stream of p's backend.
+func (p *Pool) checkRecord(st device.Stream) error {
 	if st == nil {
 		return errors.New("RecordStream of a nil stream")
 	}
@@ -30,6 +39,11 @@ func (p *Pool) recordStream(r *root, st device.Stream) error {
 	if err := checkStream(sb, st); err != nil {
 		return fmt.Errorf("RecordStream: %w", err)
 	}
+	return nil
+}
+
+// recordChecked is recordStream of a stream checkRecord passed.
+func (p *Pool) recordChecked(r *root, st device.Stream) {
 	p.rec.mu.Lock()
 	defer p.rec.mu.Unlock()
 	var added int64
@@ -42,7 +56,6 @@ func (p *Pool) recordStream(r *root, st device.Stream) error {
 		}
 	}
 	p.rec.n.Add(added)
-	return nil
 }
 
 // RecordStream says that work queued on st uses the rows h holds now: the
@@ -52,13 +65,18 @@ func (p *Pool) recordStream(r *root, st device.Stream) error {
 func (h *Head) RecordStream(st device.Stream) error {
 	// No registration of kernel-written blocks at the start of this call:
 	// the kernel st runs may be the one writing them (docs/INTERNALS.md).
-	if err := h.open(call{op: "RecordStream", land: true}); err != nil {
+	// The stream is checked before the opening, which may take the
+	// history's copy of a kernel's rows: a call that fails changes nothing.
+	if h != nil && h.pool != nil {
+		if err := h.pool.checkRecord(st); err != nil {
+			return h.errorf("RecordStream", "%w", err)
+		}
+	}
+	if err := h.open(call{op: "RecordStream", land: true, st: st}); err != nil {
 		return err
 	}
 	defer h.end()
-	if err := h.pool.recordStream(h.r, st); err != nil {
-		return h.errorf("RecordStream", "%w", err)
-	}
+	h.pool.recordChecked(h.r, st)
 	h.async.join(h)
 	h.async.streams.add(st)
 	if h.share != nil && h.share.tab != nil && !h.share.broken {
