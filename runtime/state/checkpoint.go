@@ -202,7 +202,7 @@ func (h *Head) deltaCopier(bs []*block, on []device.Stream) (func(dst, src devic
 	if st == nil {
 		return h.pool.b.CopyDtoD, nil, nil
 	}
-	h.pool.recordBlocks(bs, st)
+	h.pool.rec.addAll(bs, st)
 	return func(dst, src device.Ptr, n int) error { return sc.CopyDtoDAsync(st, dst, src, n) }, st, nil
 }
 

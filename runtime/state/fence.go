@@ -43,17 +43,17 @@ func (rec *recorded) addLocked(b *block, st device.Stream) bool {
 	return false
 }
 
-// recordBlocks records st on blocks bs: work queued on st uses them.
-func (p *Pool) recordBlocks(bs []*block, st device.Stream) {
-	p.rec.mu.Lock()
-	defer p.rec.mu.Unlock()
+// addAll records st on blocks bs: work queued on st uses them.
+func (rec *recorded) addAll(bs []*block, st device.Stream) {
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
 	var added int64
 	for _, b := range bs {
-		if p.rec.addLocked(b, st) {
+		if rec.addLocked(b, st) {
 			added++
 		}
 	}
-	p.rec.n.Add(added)
+	rec.n.Add(added)
 }
 
 // streamsOn returns the streams recorded on b. rec.mu is held.
