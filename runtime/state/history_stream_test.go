@@ -13,12 +13,7 @@ import (
 // history's copy of those rows is the kernel's: At of that version, after
 // later writes, reads what the kernel wrote, not the rows before it.
 func TestKernelRowsInHistory(t *testing.T) {
-	for _, c := range []struct {
-		name string
-		rig  func(*testing.T) *streamRig
-	}{{"host", hostStreamRig}, {"fakecuda", fakeStreamRig}} {
-		t.Run(c.name, func(t *testing.T) { testKernelRowsInHistory(t, c.rig(t)) })
-	}
+	eachStreamRig(t, testKernelRowsInHistory)
 }
 
 func testKernelRowsInHistory(t *testing.T, r *streamRig) {

@@ -253,12 +253,7 @@ func TestMeetShareReusedLayout(t *testing.T) {
 // version reads that version's blocks, though a later copy-on-write write
 // replaces one of them before the kernel runs.
 func TestMeetTableStreamOrder(t *testing.T) {
-	for _, c := range []struct {
-		name string
-		rig  func(*testing.T) *streamRig
-	}{{"host", hostStreamRig}, {"fakecuda", fakeStreamRig}} {
-		t.Run(c.name, func(t *testing.T) { testTableStreamOrder(t, c.rig(t)) })
-	}
+	eachStreamRig(t, testTableStreamOrder)
 }
 
 func testTableStreamOrder(t *testing.T, r *streamRig) {

@@ -74,6 +74,17 @@ func loadFill(t *testing.T, b device.Backend) device.Function {
 	return f
 }
 
+// eachStreamRig runs test on the host backend's rig and on the fake
+// driver's, each in a subtest.
+func eachStreamRig(t *testing.T, test func(*testing.T, *streamRig)) {
+	for _, c := range []struct {
+		name string
+		rig  func(*testing.T) *streamRig
+	}{{"host", hostStreamRig}, {"fakecuda", fakeStreamRig}} {
+		t.Run(c.name, func(t *testing.T) { test(t, c.rig(t)) })
+	}
+}
+
 func hostStreamRig(t *testing.T) *streamRig {
 	b := device.Host()
 	t.Cleanup(func() { b.Close() })
@@ -101,12 +112,7 @@ func hostStreamRig(t *testing.T) *streamRig {
 // while it is held back, are neither reused nor zeroed for another owner
 // until the event after it completes; then they are free again.
 func TestReleaseWaitsForInFlightKernel(t *testing.T) {
-	for _, c := range []struct {
-		name string
-		rig  func(*testing.T) *streamRig
-	}{{"host", hostStreamRig}, {"fakecuda", fakeStreamRig}} {
-		t.Run(c.name, func(t *testing.T) { testReleaseWaits(t, c.rig(t)) })
-	}
+	eachStreamRig(t, testReleaseWaits)
 }
 
 func testReleaseWaits(t *testing.T, r *streamRig) {
