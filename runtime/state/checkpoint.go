@@ -81,7 +81,7 @@ func (h *Head) flush(on []device.Stream) {
 // capture appends an entry for h's version, with a copy of rows [from, to)
 // as its delta, then takes a checkpoint when the policy says so and drops
 // what is past Keep. With streams on, the copy is queued after their work
-// (copyDeltaOn). h.mu is held.
+// (deltaCopier). h.mu is held.
 func (h *Head) capture(from, to int, on []device.Stream) {
 	e := entry{pos: h.pos, rows: h.r.rows}
 	if d, err := h.copyDelta(h.r, from, to, on); err == nil {
@@ -235,14 +235,14 @@ func deltaLoc(d *delta, c, per, rb int) locator {
 	}
 }
 
-// copyRows copies rows [from, to) of rb bytes from src to dst with copy,
-// in as few device copies as the block boundaries allow.
-func (h *Head) copyRows(src, dst locator, from, to, rb int, copy func(dst, src device.Ptr, n int) error) error {
+// copyRows copies rows [from, to) of rb bytes from src to dst with cp, in
+// as few device copies as the block boundaries allow.
+func (h *Head) copyRows(src, dst locator, from, to, rb int, cp func(dst, src device.Ptr, n int) error) error {
 	for row := from; row < to; {
 		s, sn := src(row)
 		d, dn := dst(row)
 		n := min(sn, dn, to-row)
-		if err := copy(d, s, n*rb); err != nil {
+		if err := cp(d, s, n*rb); err != nil {
 			return err
 		}
 		row += n
