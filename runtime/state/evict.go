@@ -105,7 +105,18 @@ func (p *Pool) evictRound(r Retention, c *sizeClass, want int, deviceFull bool, 
 		progress = true
 		p.evictedBytes.Add(n)
 		p.evictions.Add(1)
-		if short := p.shortfall(c, want, deviceFull); short <= 0 || short <= p.mem.Stats().Pending-base {
+		short := p.shortfall(c, want, deviceFull)
+		if short > 0 && p.mem.Stats().Pending > base {
+			// The blocks eviction freed behind a fence make room only
+			// where they lie in runs of c's size: wait for them and
+			// count again. Those the wait leaves fenced are counted on
+			// when they cover the bytes.
+			p.awaitFenced(c, want, deviceFull)
+			if short = p.shortfall(c, want, deviceFull); short > 0 && short <= p.mem.Stats().Pending-base {
+				return true, true
+			}
+		}
+		if short <= 0 {
 			return true, true
 		}
 	}

@@ -613,7 +613,9 @@ func modelSteps(t testing.TB, def int) int {
 // 256-byte blocks, both under a MaxBytes cap.
 func TestMeetModel(t *testing.T) {
 	steps := modelSteps(t, 400)
-	seeds := []uint64{1, 2, 3, 4}
+	// 151: an eviction stopped when blocks of other classes, which made no
+	// run of the size wanted, looked like room; the call then failed.
+	seeds := []uint64{1, 2, 3, 4, 151}
 	if s := os.Getenv("GPUSTATE_MODEL_SEED"); s != "" {
 		n, err := strconv.ParseUint(s, 10, 64)
 		if err != nil {

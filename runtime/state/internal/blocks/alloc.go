@@ -348,13 +348,28 @@ func (a *Allocator) Stats() Stats {
 }
 
 // Shortfall returns the bytes an allocation of want blocks of class c
-// lacks: zero or less when the free blocks of every class (every class
-// carves from every slab), the whole blocks of c that the slabs' free
-// extents hold, and the room left under MaxBytes (unless the device itself
-// is full) hold them.
+// lacks: zero or less when c's free blocks, the whole blocks of c that the
+// slabs' free runs hold (their free extents merged with the free blocks of
+// the other classes, as growLocked's take-back merges them), and the room
+// left under MaxBytes (unless the device itself is full) hold them. The
+// quick count (quickShortfallLocked) answers when it finds a shortfall;
+// when it finds room, the exact count walks the free blocks
+// (shortfallLocked): blocks of other classes that lie in no run of c's
+// size make none, and an eviction that stopped on the quick count's room
+// left the allocation short.
 func (a *Allocator) Shortfall(c *Class, want int, deviceFull bool) int64 {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if short := a.quickShortfallLocked(c, want, deviceFull); short > 0 {
+		return short
+	}
+	return a.shortfallLocked(c, want, deviceFull, nil)
+}
+
+// quickShortfallLocked returns at most the bytes an allocation of want
+// blocks of class c lacks: OwnShortfall less the other classes' free
+// blocks, taken as bytes. a.mu is held.
+func (a *Allocator) quickShortfallLocked(c *Class, want int, deviceFull bool) int64 {
 	var others int64 // the other classes' free blocks, as bytes
 	for _, k := range a.classes {
 		if k == c {

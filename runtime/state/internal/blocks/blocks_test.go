@@ -169,6 +169,80 @@ func TestTrimAndClasses(t *testing.T) {
 	check(t, a)
 }
 
+// Shortfall counts the free blocks of other classes as room only where
+// they make a run of the class's size: a block of 256 and one of 768 bytes
+// in two slabs, each beside a block in use, make no room for one of 1024,
+// and two neighbouring free blocks of 512 do. Alloc agrees each time.
+func TestShortfallCountsRuns(t *testing.T) {
+	a, _ := newAlloc(t, 4096)
+	take := func(size, n int) []*Block {
+		t.Helper()
+		blks, err := a.Alloc(nil, a.Class(size), "x", n, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return blks
+	}
+	free := func(blks ...*Block) {
+		t.Helper()
+		for _, b := range blks {
+			if !b.Release() {
+				t.Fatal("a block held once was not freed by its release")
+			}
+		}
+		a.Free(blks)
+	}
+	// Slabs of 512, 1536 and 2048 bytes: the cap, reached.
+	small, mid, half := take(256, 2), take(768, 2), take(512, 4)
+	if st := a.Stats(); st.Reserved != 4096 || st.Slabs != 3 {
+		t.Fatalf("stats %+v, want 4096 bytes reserved in 3 slabs", st)
+	}
+	free(small[1], mid[0])
+	large := a.Class(1024)
+	if short := a.Shortfall(large, 1, false); short != 1024 {
+		t.Fatalf("shortfall %d with 1024 bytes free in runs of 256 and 768, want 1024", short)
+	}
+	if _, err := a.Alloc(nil, large, "y", 1, false); !errors.Is(err, errNoMem) {
+		t.Fatalf("Alloc of 1024 bytes with no run of them: %v, want no memory", err)
+	}
+	free(half[0], half[1])
+	if short := a.Shortfall(large, 1, false); short > 0 {
+		t.Fatalf("shortfall %d with two neighbouring free blocks of 512, want none", short)
+	}
+	l := take(1024, 1)
+	check(t, a, append([]*Block{small[0], mid[1], half[2], half[3]}, l...)...)
+}
+
+// A wholly free slab too small for a block of the class counts as room
+// under the cap: the allocation gives it back for a new slab.
+func TestShortfallCountsSlabsGivenBack(t *testing.T) {
+	a, _ := newAlloc(t, 2048)
+	var held []*Block
+	for _, size := range []int{256, 768, 512, 512} {
+		blks, err := a.Alloc(nil, a.Class(size), "x", 1, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, blks...)
+	}
+	if st := a.Stats(); st.Reserved != 2048 || st.Slabs != 4 {
+		t.Fatalf("stats %+v, want 2048 bytes reserved in a slab a block", st)
+	}
+	for _, b := range held[:2] {
+		b.Release()
+	}
+	a.Free(held[:2])
+	large := a.Class(1024)
+	if short := a.Shortfall(large, 1, false); short > 0 {
+		t.Fatalf("shortfall %d with two wholly free slabs of 1024 bytes in all, want none", short)
+	}
+	l, err := a.Alloc(nil, large, "y", 1, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(t, a, append(held[2:], l...)...)
+}
+
 // A block's hook is told when its references drop to one, and only then;
 // the last release reports the block free without a call.
 func TestReleaseHook(t *testing.T) {

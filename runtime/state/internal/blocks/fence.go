@@ -134,9 +134,12 @@ func (a *Allocator) AwaitRoom(c *Class, want int, deviceFull bool, wait time.Dur
 			a.changed = make(chan struct{})
 		}
 		changed := a.changed
+		// Bytes that no count of bytes can make up: pending blocks may
+		// make runs with free blocks the exact count found no run in.
+		least := a.quickShortfallLocked(c, want, deviceFull)
 		a.mu.Unlock()
-		if pending < short && !checked {
-			if pending+evictable() < short {
+		if pending < least && !checked {
+			if pending+evictable() < least {
 				return false // nothing makes the room: fail now
 			}
 			checked = true

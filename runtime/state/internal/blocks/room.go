@@ -63,7 +63,8 @@ func (a *Allocator) ShortfallIf(c *Class, want int, deviceFull bool, extra []*Bl
 // count once): c's free blocks, the whole blocks of c that each free run
 // of a slab holds (its free extents merged with the free blocks of the
 // other classes), and the room left under MaxBytes unless the device
-// itself is full. a.mu is held.
+// itself is full, which the wholly free slabs too small for a block of c
+// add to, since growLocked gives them back for a new slab. a.mu is held.
 func (a *Allocator) shortfallLocked(c *Class, want int, deviceFull bool, extra []*Block) int64 {
 	bb := int64(c.bytes)
 	have := c.nfree * bb
@@ -111,31 +112,35 @@ func (a *Allocator) shortfallLocked(c *Class, want int, deviceFull bool, extra [
 			runs[b.slab] = append(runs[b.slab], run{int64(b.ptr - b.slab), int64(b.cls.bytes)})
 		}
 	}
+	var dropped int64 // the bytes of the wholly free slabs too small for a block of c
 	for _, s := range a.slabs {
 		rs := runs[s.ptr]
-		if len(rs) == 0 {
-			for _, e := range s.free {
-				have += e.n / bb * bb
-			}
-			continue
-		}
 		for _, e := range s.free {
 			rs = append(rs, run{e.off, e.n})
 		}
-		slices.SortFunc(rs, func(x, y run) int { return cmp.Compare(x.off, y.off) })
-		cur := rs[0]
-		for _, r := range rs[1:] {
-			if cur.off+cur.n == r.off {
-				cur.n += r.n
-				continue
-			}
-			have += cur.n / bb * bb
-			cur = r
+		if len(rs) == 0 {
+			continue
 		}
-		have += cur.n / bb * bb
+		slices.SortFunc(rs, func(x, y run) int { return cmp.Compare(x.off, y.off) })
+		merged := rs[:1]
+		for _, r := range rs[1:] {
+			if cur := &merged[len(merged)-1]; cur.off+cur.n == r.off {
+				cur.n += r.n
+			} else {
+				merged = append(merged, r)
+			}
+		}
+		if len(merged) == 1 && merged[0].n == s.bytes && s.bytes < bb {
+			// growLocked gives the slab back to make a new one.
+			dropped += s.bytes
+			continue
+		}
+		for _, r := range merged {
+			have += r.n / bb * bb
+		}
 	}
 	if a.maxBytes > 0 && !deviceFull {
-		have += (a.maxBytes - a.reserved) / bb * bb
+		have += (a.maxBytes - a.reserved + dropped) / bb * bb
 	}
 	return int64(want)*bb - have
 }
