@@ -106,11 +106,11 @@ func benchBackend(b *testing.B, name string, open func(b *testing.B) (Backend, *
 			}, nil},
 			{"HtoD", func(e *benchEnv) error { return e.be.CopyHtoD(e.dst, e.host) },
 				func(e *benchEnv) cuResult {
-					return e.c.d.cuMemcpyHtoD(uint64(e.dst), unsafe.Pointer(&e.host[0]), n)
+					return e.c.d.memcpyHtoD(uint64(e.dst), unsafe.Pointer(&e.host[0]), n)
 				}},
 			{"DtoH", func(e *benchEnv) error { return e.be.CopyDtoH(e.host, e.src) },
 				func(e *benchEnv) cuResult {
-					return e.c.d.cuMemcpyDtoH(unsafe.Pointer(&e.host[0]), uint64(e.src), n)
+					return e.c.d.memcpyDtoH(unsafe.Pointer(&e.host[0]), uint64(e.src), n)
 				}},
 			{"DtoD", func(e *benchEnv) error {
 				if err := e.be.CopyDtoD(e.dst, e.src, size); err != nil {
@@ -118,10 +118,10 @@ func benchBackend(b *testing.B, name string, open func(b *testing.B) (Backend, *
 				}
 				return e.be.Sync()
 			}, func(e *benchEnv) cuResult {
-				if r := e.c.d.cuMemcpyDtoD(uint64(e.dst), uint64(e.src), n); r != cuSuccess {
+				if r := e.c.d.memcpyDtoD(uint64(e.dst), uint64(e.src), n); r != cuSuccess {
 					return r
 				}
-				return e.c.d.cuCtxSynchronize()
+				return e.c.d.ctxSynchronize()
 			}},
 			{"Memset", func(e *benchEnv) error {
 				if err := e.be.Memset(e.dst, 0x5a, size); err != nil {
@@ -129,10 +129,10 @@ func benchBackend(b *testing.B, name string, open func(b *testing.B) (Backend, *
 				}
 				return e.be.Sync()
 			}, func(e *benchEnv) cuResult {
-				if r := e.c.d.cuMemsetD8(uint64(e.dst), 0x5a, n); r != cuSuccess {
+				if r := e.c.d.memsetD8(uint64(e.dst), 0x5a, n); r != cuSuccess {
 					return r
 				}
-				return e.c.d.cuCtxSynchronize()
+				return e.c.d.ctxSynchronize()
 			}},
 		}
 		for _, o := range ops {
@@ -147,7 +147,7 @@ func benchBackend(b *testing.B, name string, open func(b *testing.B) (Backend, *
 				defer runtime.UnlockOSThread()
 				baselines := []baseline{{"memmove", func() error { copy(e.b, e.a); return nil }}}
 				if c != nil && o.driver != nil {
-					if r := c.d.cuCtxSetCurrent(c.ctx); r != cuSuccess {
+					if r := c.d.ctxSetCurrent(c.ctx); r != cuSuccess {
 						b.Fatal(c.d.error("cuCtxSetCurrent", r))
 					}
 					baselines = append(baselines, baseline{"driver", func() error {

@@ -65,8 +65,14 @@ var _ Backend = (*CUDA)(nil)
 // library, or there are fewer devices than opt.Device+1, the error wraps
 // ErrNoDevice. A library that loads but lacks a required symbol, an explicit
 // library path that does not load, or any other driver failure is an error
-// that does not.
+// that does not. On a 32-bit platform, where NVIDIA ships no driver, the
+// error wraps ErrNoDevice too.
 func OpenCUDA(opt CUDAOptions) (*CUDA, error) {
+	if unsafe.Sizeof(uintptr(0)) < 8 {
+		// The driver's calls pass each argument, 64-bit ones included,
+		// in one word (cuda_call.go).
+		return nil, fmt.Errorf("device: cuda: the CUDA backend runs only on 64-bit platforms: %w", ErrNoDevice)
+	}
 	d, err := loadDriver(opt.Library)
 	if err != nil {
 		return nil, err
@@ -129,7 +135,7 @@ func (c *CUDA) UUID() (string, error) {
 // context runs between them.
 func (c *CUDA) enter() error {
 	runtime.LockOSThread()
-	if r := c.d.cuCtxSetCurrent(c.ctx); r != cuSuccess {
+	if r := c.d.ctxSetCurrent(c.ctx); r != cuSuccess {
 		runtime.UnlockOSThread()
 		return c.d.error("cuCtxSetCurrent", r)
 	}
@@ -149,7 +155,7 @@ func (c *CUDA) Alloc(bytes int) (Ptr, error) {
 		if r := c.d.cuMemAlloc(&p, uint64(bytes)); r != cuSuccess {
 			return fmt.Errorf("device: cuda alloc of %d bytes: %w", bytes, c.d.error("cuMemAlloc_v2", r))
 		}
-		if r := c.d.cuMemsetD8(p, 0, uint64(bytes)); r != cuSuccess {
+		if r := c.d.memsetD8(p, 0, uint64(bytes)); r != cuSuccess {
 			err := fmt.Errorf("device: cuda alloc of %d bytes: zeroing: %w", bytes, c.d.error("cuMemsetD8_v2", r))
 			if r := c.d.cuMemFree(p); r != cuSuccess {
 				err = errors.Join(err, c.d.error("cuMemFree_v2", r))
@@ -249,7 +255,7 @@ func (c *CUDA) CopyHtoD(dst Ptr, src []byte) error {
 		return err
 	}
 	defer c.exit()
-	if r := c.d.cuMemcpyHtoD(uint64(dst), unsafe.Pointer(unsafe.SliceData(src)), uint64(len(src))); r != cuSuccess {
+	if r := c.d.memcpyHtoD(uint64(dst), unsafe.Pointer(unsafe.SliceData(src)), uint64(len(src))); r != cuSuccess {
 		return fmt.Errorf("device: cuda copy of %d bytes to %#x: %w", len(src), uint64(dst), c.d.error("cuMemcpyHtoD_v2", r))
 	}
 	return nil
@@ -269,7 +275,7 @@ func (c *CUDA) CopyDtoH(dst []byte, src Ptr) error {
 		return err
 	}
 	defer c.exit()
-	if r := c.d.cuMemcpyDtoH(unsafe.Pointer(unsafe.SliceData(dst)), uint64(src), uint64(len(dst))); r != cuSuccess {
+	if r := c.d.memcpyDtoH(unsafe.Pointer(unsafe.SliceData(dst)), uint64(src), uint64(len(dst))); r != cuSuccess {
 		return fmt.Errorf("device: cuda copy of %d bytes from %#x: %w", len(dst), uint64(src), c.d.error("cuMemcpyDtoH_v2", r))
 	}
 	return nil
@@ -292,7 +298,7 @@ func (c *CUDA) CopyDtoD(dst, src Ptr, bytes int) error {
 		return err
 	}
 	defer c.exit()
-	if r := c.d.cuMemcpyDtoD(uint64(dst), uint64(src), uint64(bytes)); r != cuSuccess {
+	if r := c.d.memcpyDtoD(uint64(dst), uint64(src), uint64(bytes)); r != cuSuccess {
 		return fmt.Errorf("device: cuda copy of %d bytes from %#x to %#x: %w", bytes, uint64(src), uint64(dst), c.d.error("cuMemcpyDtoD_v2", r))
 	}
 	return nil
@@ -312,7 +318,7 @@ func (c *CUDA) Memset(dst Ptr, value byte, bytes int) error {
 		return err
 	}
 	defer c.exit()
-	if r := c.d.cuMemsetD8(uint64(dst), value, uint64(bytes)); r != cuSuccess {
+	if r := c.d.memsetD8(uint64(dst), value, uint64(bytes)); r != cuSuccess {
 		return fmt.Errorf("device: cuda memset of %d bytes at %#x: %w", bytes, uint64(dst), c.d.error("cuMemsetD8_v2", r))
 	}
 	return nil
@@ -321,7 +327,7 @@ func (c *CUDA) Memset(dst Ptr, value byte, bytes int) error {
 // Sync waits for the device to finish all work issued in the context.
 func (c *CUDA) Sync() error {
 	return c.callBlocking(func() error {
-		if r := c.d.cuCtxSynchronize(); r != cuSuccess {
+		if r := c.d.ctxSynchronize(); r != cuSuccess {
 			return c.d.error("cuCtxSynchronize", r)
 		}
 		return nil
@@ -381,7 +387,7 @@ func (c *CUDA) Close() error {
 			errs = append(errs, fmt.Errorf("device: cuda close: free %#x: %w", uint64(r.base), c.d.error("cuMemFree_v2", res)))
 		}
 	}
-	if r := c.d.cuCtxSetCurrent(0); r != cuSuccess {
+	if r := c.d.ctxSetCurrent(0); r != cuSuccess {
 		errs = append(errs, c.d.error("cuCtxSetCurrent", r))
 	}
 	if r := c.d.cuDevicePrimaryCtxRelease(c.dev); r != cuSuccess {
@@ -392,7 +398,9 @@ func (c *CUDA) Close() error {
 
 // driver holds the entry points of one loaded driver library. The fields are
 // set once by loadDriver; optional entry points are nil when the library
-// lacks them.
+// lacks them. Those called rarely are functions made by
+// purego.RegisterFunc; those called per operation are procs, called
+// through the typed methods of cuda_call.go.
 type driver struct {
 	path     string
 	uuidName string // the symbol cuDeviceGetUuid was bound to
@@ -405,15 +413,16 @@ type driver struct {
 	cuDeviceGetUuid           func(uuid *[16]byte, dev int32) cuResult // optional
 	cuDevicePrimaryCtxRetain  func(ctx *uintptr, dev int32) cuResult
 	cuDevicePrimaryCtxRelease func(dev int32) cuResult
-	cuCtxSetCurrent           func(ctx uintptr) cuResult
-	cuCtxSynchronize          func() cuResult
 	cuMemAlloc                func(p *uint64, n uint64) cuResult
 	cuMemFree                 func(p uint64) cuResult
-	cuMemcpyHtoD              func(dst uint64, src unsafe.Pointer, n uint64) cuResult
-	cuMemcpyDtoH              func(dst unsafe.Pointer, src uint64, n uint64) cuResult
-	cuMemcpyDtoD              func(dst, src uint64, n uint64) cuResult
-	cuMemsetD8                func(dst uint64, value uint8, n uint64) cuResult
 	cuMemGetInfo              func(free, total *uint64) cuResult
+
+	cuCtxSetCurrent  proc
+	cuCtxSynchronize proc
+	cuMemcpyHtoD     proc
+	cuMemcpyDtoH     proc
+	cuMemcpyDtoD     proc
+	cuMemsetD8       proc
 
 	async asyncDriver // streams, events, async copies and kernels (optional)
 }
@@ -529,7 +538,7 @@ func bind(h uintptr, path string) (*driver, error) {
 			missing = append(missing, names[0])
 			continue
 		}
-		purego.RegisterFunc(s.fn, p)
+		bindEntry(s.fn, p)
 	}
 	if missing != nil {
 		return nil, fmt.Errorf("device: cuda: %s lacks required symbols %v", path, missing)
@@ -546,6 +555,16 @@ func bind(h uintptr, path string) (*driver, error) {
 		}
 	}
 	return d, nil
+}
+
+// bindEntry points fn, a *proc or a pointer to a function variable, at
+// the entry point at p.
+func bindEntry(fn any, p uintptr) {
+	if pp, ok := fn.(*proc); ok {
+		*pp = proc(p)
+		return
+	}
+	registerFunc(fn, p)
 }
 
 // error turns a driver result into a *CUDAError for the call fn.

@@ -27,7 +27,7 @@ func (c *CUDA) CopiesHtoD(copies []HostCopy) error {
 		if len(cp.Src) == 0 {
 			continue
 		}
-		if r := c.d.cuMemcpyHtoD(uint64(cp.Dst), unsafe.Pointer(unsafe.SliceData(cp.Src)), uint64(len(cp.Src))); r != cuSuccess {
+		if r := c.d.memcpyHtoD(uint64(cp.Dst), unsafe.Pointer(unsafe.SliceData(cp.Src)), uint64(len(cp.Src))); r != cuSuccess {
 			return fmt.Errorf("device: cuda copy of %d bytes to %#x: %w", len(cp.Src), uint64(cp.Dst), c.d.error("cuMemcpyHtoD_v2", r))
 		}
 	}
@@ -52,7 +52,7 @@ func (c *CUDA) CopiesHtoDAsync(st Stream, copies []HostCopy) error {
 			if len(cp.Src) == 0 {
 				continue
 			}
-			if r := c.d.async.cuMemcpyHtoDAsync(uint64(cp.Dst), unsafe.Pointer(unsafe.SliceData(cp.Src)), uint64(len(cp.Src)), h); r != cuSuccess {
+			if r := c.d.async.memcpyHtoDAsync(uint64(cp.Dst), unsafe.Pointer(unsafe.SliceData(cp.Src)), uint64(len(cp.Src)), h); r != cuSuccess {
 				return fmt.Errorf("device: cuda async copy of %d bytes to %#x: %w", len(cp.Src), uint64(cp.Dst), c.d.error("cuMemcpyHtoDAsync_v2", r))
 			}
 		}

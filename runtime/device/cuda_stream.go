@@ -20,22 +20,24 @@ type asyncDriver struct {
 
 	cuStreamCreate      func(s *uintptr, flags uint32) cuResult
 	cuStreamDestroy     func(s uintptr) cuResult
-	cuStreamSynchronize func(s uintptr) cuResult
-	cuEventCreate       func(e *uintptr, flags uint32) cuResult
-	cuEventRecord       func(e, s uintptr) cuResult
-	cuEventQuery        func(e uintptr) cuResult
-	cuEventSynchronize  func(e uintptr) cuResult
-	cuEventDestroy      func(e uintptr) cuResult
-	cuStreamWaitEvent   func(s, e uintptr, flags uint32) cuResult
-	cuMemcpyHtoDAsync   func(dst uint64, src unsafe.Pointer, n uint64, s uintptr) cuResult
-	cuMemcpyDtoHAsync   func(dst unsafe.Pointer, src uint64, n uint64, s uintptr) cuResult
-	cuMemcpyDtoDAsync   func(dst, src uint64, n uint64, s uintptr) cuResult
 	cuMemHostAlloc      func(p **byte, n uint64, flags uint32) cuResult
 	cuMemFreeHost       func(p unsafe.Pointer) cuResult
 	cuModuleLoadData    func(m *uintptr, image *byte) cuResult
 	cuModuleGetFunction func(f *uintptr, m uintptr, name *byte) cuResult
 	cuModuleUnload      func(m uintptr) cuResult
-	cuLaunchKernel      func(f uintptr, gx, gy, gz, bx, by, bz, shared uint32, s uintptr, params unsafe.Pointer, extra unsafe.Pointer) cuResult
+
+	// Called per operation, through the methods of cuda_call.go.
+	cuStreamSynchronize proc
+	cuEventCreate       proc
+	cuEventRecord       proc
+	cuEventQuery        proc
+	cuEventSynchronize  proc
+	cuEventDestroy      proc
+	cuStreamWaitEvent   proc
+	cuMemcpyHtoDAsync   proc
+	cuMemcpyDtoHAsync   proc
+	cuMemcpyDtoDAsync   proc
+	cuLaunchKernel      proc
 }
 
 // bindAsync binds the optional entry points of h, recording the missing.
@@ -68,7 +70,7 @@ func bindAsync(h uintptr, a *asyncDriver) {
 			a.missing = append(a.missing, s.name)
 			continue
 		}
-		registerFunc(s.fn, p)
+		bindEntry(s.fn, p)
 	}
 }
 
@@ -160,7 +162,7 @@ func (s *cudaStream) Sync() error {
 		return err
 	}
 	return s.c.callBlocking(func() error {
-		if r := s.c.d.async.cuStreamSynchronize(h); r != cuSuccess {
+		if r := s.c.d.async.streamSynchronize(h); r != cuSuccess {
 			return s.c.d.error("cuStreamSynchronize", r)
 		}
 		return nil
@@ -185,7 +187,7 @@ func (s *cudaStream) Close() error {
 func (c *CUDA) destroyStream(h uintptr) error {
 	return c.callBlocking(func() error {
 		var errs []error
-		if r := c.d.async.cuStreamSynchronize(h); r != cuSuccess {
+		if r := c.d.async.streamSynchronize(h); r != cuSuccess {
 			errs = append(errs, c.d.error("cuStreamSynchronize", r))
 		}
 		if r := c.d.async.cuStreamDestroy(h); r != cuSuccess {
@@ -224,7 +226,7 @@ func (c *CUDA) CopyHtoDAsync(st Stream, dst Ptr, src []byte) error {
 		if len(src) == 0 {
 			return nil
 		}
-		if r := c.d.async.cuMemcpyHtoDAsync(uint64(dst), unsafe.Pointer(unsafe.SliceData(src)), uint64(len(src)), h); r != cuSuccess {
+		if r := c.d.async.memcpyHtoDAsync(uint64(dst), unsafe.Pointer(unsafe.SliceData(src)), uint64(len(src)), h); r != cuSuccess {
 			return fmt.Errorf("device: cuda async copy of %d bytes to %#x: %w", len(src), uint64(dst), c.d.error("cuMemcpyHtoDAsync_v2", r))
 		}
 		return nil
@@ -248,7 +250,7 @@ func (c *CUDA) CopyDtoDAsync(st Stream, dst, src Ptr, bytes int) error {
 		if bytes == 0 {
 			return nil
 		}
-		if r := c.d.async.cuMemcpyDtoDAsync(uint64(dst), uint64(src), uint64(bytes), h); r != cuSuccess {
+		if r := c.d.async.memcpyDtoDAsync(uint64(dst), uint64(src), uint64(bytes), h); r != cuSuccess {
 			return fmt.Errorf("device: cuda async copy of %d bytes from %#x to %#x: %w", bytes, uint64(src), uint64(dst), c.d.error("cuMemcpyDtoDAsync_v2", r))
 		}
 		return nil
@@ -267,7 +269,7 @@ func (c *CUDA) CopyDtoHAsync(st Stream, dst []byte, src Ptr) error {
 		if len(dst) == 0 {
 			return nil
 		}
-		if r := c.d.async.cuMemcpyDtoHAsync(unsafe.Pointer(unsafe.SliceData(dst)), uint64(src), uint64(len(dst)), h); r != cuSuccess {
+		if r := c.d.async.memcpyDtoHAsync(unsafe.Pointer(unsafe.SliceData(dst)), uint64(src), uint64(len(dst)), h); r != cuSuccess {
 			return fmt.Errorf("device: cuda async copy of %d bytes from %#x: %w", len(dst), uint64(src), c.d.error("cuMemcpyDtoHAsync_v2", r))
 		}
 		return nil
@@ -281,12 +283,12 @@ func (c *CUDA) Record(st Stream) (Event, error) {
 	}
 	ev := &cudaEvent{c: c}
 	err = c.call(func() error {
-		if r := c.d.async.cuEventCreate(&ev.h, cuEventDisableTiming); r != cuSuccess {
+		if r := c.d.async.eventCreate(&ev.h, cuEventDisableTiming); r != cuSuccess {
 			return c.d.error("cuEventCreate", r)
 		}
-		if r := c.d.async.cuEventRecord(ev.h, h); r != cuSuccess {
+		if r := c.d.async.eventRecord(ev.h, h); r != cuSuccess {
 			err := c.d.error("cuEventRecord", r)
-			if r := c.d.async.cuEventDestroy(ev.h); r != cuSuccess {
+			if r := c.d.async.eventDestroy(ev.h); r != cuSuccess {
 				err = errors.Join(err, c.d.error("cuEventDestroy_v2", r))
 			}
 			return err
@@ -314,7 +316,7 @@ func (c *CUDA) WaitEvent(st Stream, ev Event) error {
 		return fmt.Errorf("device: cuda: event: %w", ErrStreamClosed)
 	}
 	return c.call(func() error {
-		if r := c.d.async.cuStreamWaitEvent(h, e.h, 0); r != cuSuccess {
+		if r := c.d.async.streamWaitEvent(h, e.h, 0); r != cuSuccess {
 			return c.d.error("cuStreamWaitEvent", r)
 		}
 		return nil
@@ -329,7 +331,7 @@ func (e *cudaEvent) Done() (bool, error) {
 	}
 	done := false
 	err := e.c.call(func() error {
-		switch r := e.c.d.async.cuEventQuery(e.h); r {
+		switch r := e.c.d.async.eventQuery(e.h); r {
 		case cuSuccess:
 			done = true
 		case cuErrNotReady:
@@ -349,7 +351,7 @@ func (e *cudaEvent) Wait() error {
 		return fmt.Errorf("device: cuda: event: %w", ErrStreamClosed)
 	}
 	return e.c.callBlocking(func() error {
-		if r := e.c.d.async.cuEventSynchronize(e.h); r != cuSuccess {
+		if r := e.c.d.async.eventSynchronize(e.h); r != cuSuccess {
 			return e.c.d.error("cuEventSynchronize", r)
 		}
 		return nil
@@ -365,7 +367,7 @@ func (e *cudaEvent) Close() error {
 	h := e.h
 	e.h = 0
 	return e.c.call(func() error {
-		if r := e.c.d.async.cuEventDestroy(h); r != cuSuccess {
+		if r := e.c.d.async.eventDestroy(h); r != cuSuccess {
 			return e.c.d.error("cuEventDestroy_v2", r)
 		}
 		return nil
@@ -532,7 +534,7 @@ func (c *CUDA) Launch(st Stream, fn Function, grid, block Dim3, sharedBytes int,
 	pin.Pin(&params[0])
 	grid, block = grid.norm(), block.norm()
 	return c.call(func() error {
-		if r := c.d.async.cuLaunchKernel(f.h, grid.X, grid.Y, grid.Z, block.X, block.Y, block.Z, uint32(sharedBytes), h, unsafe.Pointer(&params[0]), nil); r != cuSuccess {
+		if r := c.d.async.launchKernel(f.h, grid, block, uint32(sharedBytes), h, unsafe.Pointer(&params[0]), nil); r != cuSuccess {
 			return fmt.Errorf("device: cuda launch %s: %w", f.name, c.d.error("cuLaunchKernel", r))
 		}
 		return nil
