@@ -239,7 +239,7 @@ func seqKV(l *Layout, n int, seed byte) [][]byte {
 	return cols
 }
 
-// TestAppendOneRowAllocates nothing: a one-row Append in steady state
+// TestAppendOneRowAllocatesNothing: a one-row Append in steady state
 // (the head's blocks come from the pool's free lists, its plan buffer is
 // its own) makes no allocation, amortized over the tree's leaves, on the
 // host backend and on the CUDA backend over the fake driver.
