@@ -66,7 +66,8 @@ func streamsOn(b *block) []device.Stream {
 
 // fenceRecorded takes the blocks of list that a stream was recorded on out
 // of it and frees them behind a fence of events on those streams; it
-// returns the others, for the caller to free at once.
+// returns the others, for the caller to free at once, in list's own
+// memory.
 func (rec *recorded) fenceRecorded(be device.Backend, mem *blocks.Allocator, list []*block) []*block {
 	if rec.n.Load() == 0 {
 		return list
@@ -75,14 +76,19 @@ func (rec *recorded) fenceRecorded(be device.Backend, mem *blocks.Allocator, lis
 	var streams []device.Stream
 	var last *blocks.Uses
 	rec.mu.Lock()
-	rest := list[:0:0]
-	for _, b := range list {
+	rest := list[:0] // in place: it never passes the block being read
+	for i, b := range list {
 		u := b.Uses()
 		if u == nil {
 			rest = append(rest, b)
 			continue
 		}
 		b.SetUses(nil)
+		if fenced == nil {
+			// Sized once: grown by doubling, it was half of what a
+			// serving loop that renews its states allocated.
+			fenced = make([]*block, 0, len(list)-i)
+		}
 		if u != last { // blocks recorded together share one
 			last = u
 			for _, st := range u.Streams {
