@@ -360,7 +360,11 @@ func (a *Allocator) Stats() Stats {
 func (a *Allocator) Shortfall(c *Class, want int, deviceFull bool) int64 {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if short := a.quickShortfallLocked(c, want, deviceFull); short > 0 {
+	own := a.ownShortfallLocked(c, want, deviceFull)
+	if own <= 0 {
+		return own // c's own room: no walk (an eviction that freed a block of c)
+	}
+	if short := own - a.othersFreeLocked(c); short > 0 {
 		return short
 	}
 	return a.shortfallLocked(c, want, deviceFull, nil)
@@ -370,7 +374,13 @@ func (a *Allocator) Shortfall(c *Class, want int, deviceFull bool) int64 {
 // blocks of class c lacks: OwnShortfall less the other classes' free
 // blocks, taken as bytes. a.mu is held.
 func (a *Allocator) quickShortfallLocked(c *Class, want int, deviceFull bool) int64 {
-	var others int64 // the other classes' free blocks, as bytes
+	return a.ownShortfallLocked(c, want, deviceFull) - a.othersFreeLocked(c)
+}
+
+// othersFreeLocked returns the bytes of the free blocks of every class but
+// c. a.mu is held.
+func (a *Allocator) othersFreeLocked(c *Class) int64 {
+	var others int64
 	for _, k := range a.classes {
 		if k == c {
 			continue
@@ -380,7 +390,7 @@ func (a *Allocator) quickShortfallLocked(c *Class, want int, deviceFull bool) in
 			others += int64(k.bytes)
 		}
 	}
-	return a.ownShortfallLocked(c, want, deviceFull) - others
+	return others
 }
 
 // Trim returns every free block to its slab's extents and gives the
