@@ -60,11 +60,8 @@ func (h *Head) open(c call) error {
 // history takes the delta a kernel's write left pending, and sharing
 // registers the blocks that rows a kernel wrote filled (c.share).
 func (h *Head) prepareLocked(c call) error {
-	if h.released {
-		return h.errorf(c.op, "%w", ErrReleased)
-	}
-	if h.invalid.Load() {
-		return h.errorf(c.op, "%w", ErrInvalidated)
+	if err := h.usableLocked(c.op); err != nil {
+		return err
 	}
 	for s := h.parts; s != 0; s &= s - 1 {
 		if err := h.part(s&-s).prepare(h, c); err != nil {
@@ -72,6 +69,29 @@ func (h *Head) prepareLocked(c call) error {
 		}
 	}
 	return nil
+}
+
+// usableLocked fails when h is released or invalidated. h.mu is held.
+func (h *Head) usableLocked(op string) error {
+	if h.released {
+		return h.errorf(op, "%w", ErrReleased)
+	}
+	if h.invalid.Load() {
+		return h.errorf(op, "%w", ErrInvalidated)
+	}
+	return nil
+}
+
+// usable is usableLocked for a call that has not opened h: it answers, as
+// open would, for the checks a call makes before its opening.
+func (h *Head) usable(op string) error {
+	if err := h.pool.enter(); err != nil {
+		return h.errorf(op, "%w", err)
+	}
+	defer h.pool.leave()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.usableLocked(op)
 }
 
 // end ends a call begun by begin.

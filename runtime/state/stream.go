@@ -67,7 +67,11 @@ func (h *Head) RecordStream(st device.Stream) error {
 	// the kernel st runs may be the one writing them (docs/INTERNALS.md).
 	// The stream is checked before the opening, which may take the
 	// history's copy of a kernel's rows: a call that fails changes nothing.
+	// A released or invalidated head says so first, as every call does.
 	if h != nil && h.pool != nil {
+		if err := h.usable("RecordStream"); err != nil {
+			return err
+		}
 		if err := h.pool.checkRecord(st); err != nil {
 			return h.errorf("RecordStream", "%w", err)
 		}
