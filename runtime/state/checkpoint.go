@@ -1,8 +1,10 @@
 package state
 
 import (
+	"cmp"
 	"errors"
 	"math/bits"
+	"slices"
 	"time"
 
 	"github.com/gpustate/gpustate/placement"
@@ -316,18 +318,26 @@ func (h *Head) At(v Version) (*Snap, error) {
 }
 
 // reconstruct returns a new root for entry t: entry q's checkpoint with
-// the deltas of entries q+1..t applied. On failure it gives back every
-// block it took.
+// the deltas of entries q+1..t applied. It takes every block the deltas
+// copy on write in one allocation first (rebuildNeed), so that memory
+// pressure fails it, or evicts for it, once: block by block, a later
+// delta could fail after an earlier one's allocation had evicted others'
+// state. On failure it gives back every block it took.
 func (h *Head) reconstruct(q, t int) (*root, error) {
 	x := h.hist
+	res, err := h.reserveBlocks(h.rebuildNeed(q, t))
+	if err != nil {
+		return nil, err
+	}
+	defer res.giveBack(h.pool)
 	r := x.entries[q].cp.retain()
 	for j := q + 1; j <= t; j++ {
 		var err error
 		d := x.entries[j].d
 		if d.step != nil {
-			r, err = h.replayStep(r, d, x.entries[j].rows)
+			r, err = h.replayStep(r, d, x.entries[j].rows, res.take)
 		} else {
-			r, err = h.applyDelta(r, d, x.entries[j].rows)
+			r, err = h.applyDeltaWith(r, d, x.entries[j].rows, res.take)
 		}
 		if err != nil {
 			var freed []*block
@@ -337,6 +347,74 @@ func (h *Head) reconstruct(q, t int) (*root, error) {
 		}
 	}
 	return r, nil
+}
+
+// rebuildNeed returns, per column, the blocks applying the deltas of
+// entries q+1..t to entry q's checkpoint takes: one for each block index
+// any of them writes, the first time only (the checkpoint's blocks are
+// shared, so the first write copies; past it the block is the rebuild's
+// own).
+func (h *Head) rebuildNeed(q, t int) []int {
+	x := h.hist
+	need := make([]int, len(h.perBlock))
+	for c, per := range h.perBlock {
+		var spans [][2]int // block indices [lo, hi) each delta writes
+		for j := q + 1; j <= t; j++ {
+			if d := x.entries[j].d; d.to > d.from {
+				spans = append(spans, [2]int{d.from / per, (d.to + per - 1) / per})
+			}
+		}
+		slices.SortFunc(spans, func(a, b [2]int) int { return cmp.Compare(a[0], b[0]) })
+		end := 0 // the union's count, up to index end
+		for _, s := range spans {
+			lo := max(s[0], end)
+			if s[1] > lo {
+				need[c] += s[1] - lo
+				end = s[1]
+			}
+		}
+	}
+	return need
+}
+
+// blockReserve is the blocks a reconstruction took up front, by class.
+type blockReserve struct {
+	h     *Head
+	byCls map[*sizeClass][]*block
+}
+
+// reserveBlocks takes counts[c] blocks of column c's class, all or none.
+func (h *Head) reserveBlocks(counts []int) (*blockReserve, error) {
+	blks, err := h.allocCols(nil, counts, false)
+	if err != nil {
+		return nil, err
+	}
+	res := &blockReserve{h: h, byCls: make(map[*sizeClass][]*block)}
+	for _, b := range blks {
+		res.byCls[b.Class()] = append(res.byCls[b.Class()], b)
+	}
+	return res, nil
+}
+
+// take hands out a reserved block of class c; past the reserve (which
+// rebuildNeed sizes to what the deltas write) it allocates one.
+func (res *blockReserve) take(c *sizeClass) (*block, error) {
+	if l := res.byCls[c]; len(l) > 0 {
+		res.byCls[c] = l[:len(l)-1]
+		return l[len(l)-1], nil
+	}
+	return res.h.takeBlock(c)
+}
+
+// giveBack frees the reserved blocks nothing took.
+func (res *blockReserve) giveBack(p *Pool) {
+	var freed []*block
+	for _, l := range res.byCls {
+		for _, b := range l {
+			releaseBlock(b, &freed)
+		}
+	}
+	p.free(freed)
 }
 
 // LastReconstruction returns the plan the last At on h performed, with
@@ -353,14 +431,6 @@ func (h *Head) LastReconstruction() (Plan, bool) {
 	return *h.hist.last, true
 }
 
-// applyDelta writes d into r, a root the caller holds a reference to and
-// that nobody else changes, giving it rows rows. It returns the root to
-// hold (r itself, or r's copy); on failure the caller still holds a root
-// to release.
-func (h *Head) applyDelta(r *root, d *delta, rows int) (*root, error) {
-	return h.applyDeltaWith(r, d, rows, h.takeBlock)
-}
-
 // takeBlock takes one block of class c for h, reclaiming under pressure.
 func (h *Head) takeBlock(c *sizeClass) (*block, error) {
 	// Into a buffer on the stack, not a slice per block: the Go heap's
@@ -373,8 +443,10 @@ func (h *Head) takeBlock(c *sizeClass) (*block, error) {
 	return nb[0], nil
 }
 
-// applyDeltaWith is applyDelta taking the blocks it copies on write with
-// take.
+// applyDeltaWith writes d into r, a root the caller holds a reference to
+// and that nobody else changes, giving it rows rows, with the blocks it
+// copies on write from take. It returns the root to hold (r itself, or r's
+// copy); on failure the caller still holds a root to release.
 func (h *Head) applyDeltaWith(r *root, d *delta, rows int, take func(*sizeClass) (*block, error)) (*root, error) {
 	var freed []*block
 	r = r.own(&freed)
@@ -382,6 +454,9 @@ func (h *Head) applyDeltaWith(r *root, d *delta, rows int, take func(*sizeClass)
 	// freed too, not the slice as it was here.
 	defer func() { h.pool.free(freed) }()
 	for c, per := range h.perBlock {
+		if d.to <= d.from {
+			break // no rows written: nothing to copy on write
+		}
 		t := &r.cols[c]
 		rb := h.rowBytes[c]
 		for bi := d.from / per; bi*per < d.to; bi++ {

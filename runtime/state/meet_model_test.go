@@ -613,9 +613,13 @@ func modelSteps(t testing.TB, def int) int {
 // 256-byte blocks, both under a MaxBytes cap.
 func TestMeetModel(t *testing.T) {
 	steps := modelSteps(t, 400)
-	// 151: an eviction stopped when blocks of other classes, which made no
-	// run of the size wanted, looked like room; the call then failed.
-	seeds := []uint64{1, 2, 3, 4, 151}
+	// Seeds past 4 replay defects the model found: 151, an eviction that
+	// stopped when blocks of other classes, which made no run of the size
+	// wanted, looked like room, and the call then failed; 381, a
+	// reconstruction that evicted for one delta's block and failed for a
+	// later one's; 455, a RecordStream on an invalidated head that failed
+	// its stream's check first.
+	seeds := []uint64{1, 2, 3, 4, 151, 381, 455}
 	if s := os.Getenv("GPUSTATE_MODEL_SEED"); s != "" {
 		n, err := strconv.ParseUint(s, 10, 64)
 		if err != nil {

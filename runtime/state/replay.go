@@ -135,12 +135,12 @@ func (h *Head) restoreInPlace(tx *writeTx) error {
 }
 
 // replayStep runs the step of d again on r, a root the caller holds and
-// nobody else changes, after copying the blocks r shares (applyDelta with
-// a step delta copies and writes nothing). With verify it checks the rows
+// nobody else changes, after copying the blocks r shares (applyDeltaWith
+// with a step delta copies and writes nothing). With verify it checks the rows
 // against the hash Step recorded. On failure the caller still holds a
 // root to release.
-func (h *Head) replayStep(r *root, d *delta, rows int) (*root, error) {
-	r, err := h.applyDelta(r, d, rows)
+func (h *Head) replayStep(r *root, d *delta, rows int, take func(*sizeClass) (*block, error)) (*root, error) {
+	r, err := h.applyDeltaWith(r, d, rows, take)
 	if err != nil {
 		return r, err
 	}
