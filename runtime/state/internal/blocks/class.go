@@ -130,15 +130,31 @@ func appendPopped(out, top []*Block) []*Block {
 
 // putDirtyLocked puts b on the free list of the owner whose rows it holds.
 func (c *Class) putDirtyLocked(b *Block) {
-	fl := c.listLocked(b.owner)
+	fl := c.dirtyListLocked(b.owner)
+	fl.blocks = append(fl.blocks, b)
+}
+
+// putDirtyRunLocked puts the blocks of bs, whose rows owner o holds, on
+// its free list, the last first, as putDirtyLocked would one at a time
+// from the last; it reads no block.
+func (c *Class) putDirtyRunLocked(o string, bs []*Block) {
+	fl := c.dirtyListLocked(o)
+	for i := len(bs) - 1; i >= 0; i-- {
+		fl.blocks = append(fl.blocks, bs[i])
+	}
+}
+
+// dirtyListLocked returns owner o's free list, made when it has none.
+func (c *Class) dirtyListLocked(o string) *freeList {
+	fl := c.listLocked(o)
 	if fl == nil {
 		if len(c.dirty) >= c.sweepAt {
 			c.sweepLocked()
 		}
 		fl = &freeList{}
-		c.dirty[b.owner] = fl
+		c.dirty[o] = fl
 	}
-	fl.blocks = append(fl.blocks, b)
+	return fl
 }
 
 // sweepLocked forgets the empty free lists, so that the map grows with

@@ -46,14 +46,29 @@ func (a *Allocator) FreeAfter(list []*Block, fence func()) {
 	if len(list) == 0 {
 		return
 	}
+	// The class and owner of each stretch of blocks, read here: the
+	// goroutine that frees them after the fence then reads no block. Its
+	// reads left every block's line shared with another core, and the
+	// allocation that next handed the block out waited for that line
+	// before it could write the count.
+	var runs []freedRun
+	var pending int64
+	for _, b := range list {
+		if k := len(runs) - 1; k >= 0 && runs[k].cls == b.cls && runs[k].owner == b.owner {
+			runs[k].n++
+		} else {
+			runs = append(runs, freedRun{cls: b.cls, owner: b.owner, n: 1})
+		}
+		pending += int64(b.cls.bytes)
+	}
 	a.mu.Lock()
 	if a.closed {
 		a.mu.Unlock()
 		return
 	}
-	for _, b := range list {
-		a.pendingBytes += int64(b.cls.bytes)
-		b.cls.inUse--
+	a.pendingBytes += pending
+	for _, r := range runs {
+		r.cls.inUse -= int64(r.n)
 	}
 	done := a.addBatchLocked()
 	a.mu.Unlock()
@@ -61,17 +76,27 @@ func (a *Allocator) FreeAfter(list []*Block, fence func()) {
 		fence()
 		a.mu.Lock()
 		defer a.mu.Unlock()
-		// In the order Free would have pushed them.
-		for i := len(list) - 1; i >= 0; i-- {
-			b := list[i]
+		// In the order Free would have pushed them: the last first.
+		end := len(list)
+		for k := len(runs) - 1; k >= 0; k-- {
+			r := runs[k]
 			if !a.closed {
-				b.cls.putDirtyLocked(b)
-				b.cls.nfree++
+				r.cls.putDirtyRunLocked(r.owner, list[end-r.n:end])
+				r.cls.nfree += int64(r.n)
 			}
-			a.pendingBytes -= int64(b.cls.bytes)
+			end -= r.n
 		}
+		a.pendingBytes -= pending
 		a.endBatchLocked(done)
 	}()
+}
+
+// freedRun is a stretch of blocks of one class and owner in a list
+// FreeAfter frees.
+type freedRun struct {
+	cls   *Class
+	owner string
+	n     int
 }
 
 // Later runs fence and then after on a goroutine of their own, as a batch
