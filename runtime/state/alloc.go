@@ -53,6 +53,20 @@ func (p *Pool) allocOnce(buf []*block, c *sizeClass, owner Owner, n int, zero bo
 	return p.mem.Alloc(buf, c, string(owner), n, zero)
 }
 
+// takeOne is allocIn of one block with no reclaim: ErrNoMemory when the
+// pool has no room for it.
+func (p *Pool) takeOne(c *sizeClass, owner Owner) (*block, error) {
+	if b := p.mem.TakeHot(c, string(owner)); b != nil {
+		return b, nil
+	}
+	var one [1]*block
+	b, err := p.allocOnce(one[:0], c, owner, 1, false)
+	if err != nil {
+		return nil, err
+	}
+	return b[0], nil
+}
+
 // free gives blocks whose reference count reached zero back to the
 // allocator. Blocks a recorded stream used wait behind a fence for that
 // stream's work first (see RecordStream); free itself never waits.

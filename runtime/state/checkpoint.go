@@ -318,17 +318,15 @@ func (h *Head) At(v Version) (*Snap, error) {
 }
 
 // reconstruct returns a new root for entry t: entry q's checkpoint with
-// the deltas of entries q+1..t applied. It takes every block the deltas
-// copy on write in one allocation first (rebuildNeed), so that memory
-// pressure fails it, or evicts for it, once: block by block, a later
+// the deltas of entries q+1..t applied. Under memory pressure it takes
+// every block the deltas still need in one allocation (blockReserve), so
+// that pressure fails it, or evicts for it, once: block by block, a later
 // delta could fail after an earlier one's allocation had evicted others'
 // state. On failure it gives back every block it took.
 func (h *Head) reconstruct(q, t int) (*root, error) {
 	x := h.hist
-	res, err := h.reserveBlocks(h.rebuildNeed(q, t))
-	if err != nil {
-		return nil, err
-	}
+	res := &blockReserve{h: h, q: q, t: t}
+	res.taken = res.inline[:0]
 	defer res.giveBack(h.pool)
 	r := x.entries[q].cp.retain()
 	for j := q + 1; j <= t; j++ {
@@ -377,33 +375,81 @@ func (h *Head) rebuildNeed(q, t int) []int {
 	return need
 }
 
-// blockReserve is the blocks a reconstruction took up front, by class.
+// blockReserve hands a reconstruction its blocks: one at a time while
+// the pool has room, with no reclaim; at the first that finds none, every
+// block the deltas of entries q+1..t still need (rebuildNeed, less those
+// taken) in one allocation, all or none, which reclaims.
 type blockReserve struct {
-	h     *Head
-	byCls map[*sizeClass][]*block
+	h      *Head
+	q, t   int
+	taken  []classCount // the blocks taken one at a time, by class
+	inline [4]classCount
+	byCls  map[*sizeClass][]*block // the blocks taken in one allocation, left
 }
 
-// reserveBlocks takes counts[c] blocks of column c's class, all or none.
-func (h *Head) reserveBlocks(counts []int) (*blockReserve, error) {
-	blks, err := h.allocCols(nil, counts, false)
-	if err != nil {
-		return nil, err
-	}
-	res := &blockReserve{h: h, byCls: make(map[*sizeClass][]*block)}
-	for _, b := range blks {
-		res.byCls[b.Class()] = append(res.byCls[b.Class()], b)
-	}
-	return res, nil
+// classCount counts blocks of one class.
+type classCount struct {
+	cls *sizeClass
+	n   int
 }
 
-// take hands out a reserved block of class c; past the reserve (which
-// rebuildNeed sizes to what the deltas write) it allocates one.
+// take hands out a block of class c.
 func (res *blockReserve) take(c *sizeClass) (*block, error) {
+	h := res.h
+	if res.byCls == nil {
+		b, err := h.pool.takeOne(c, h.owner)
+		if err == nil {
+			res.count(c)
+			return b, nil
+		}
+		if !errors.Is(err, ErrNoMemory) {
+			return nil, err
+		}
+		if err := res.reserve(); err != nil {
+			return nil, err
+		}
+	}
 	if l := res.byCls[c]; len(l) > 0 {
 		res.byCls[c] = l[:len(l)-1]
 		return l[len(l)-1], nil
 	}
-	return res.h.takeBlock(c)
+	return h.takeBlock(c) // past the count: one more, reclaiming
+}
+
+// count counts one block of class c taken.
+func (res *blockReserve) count(c *sizeClass) {
+	for i := range res.taken {
+		if res.taken[i].cls == c {
+			res.taken[i].n++
+			return
+		}
+	}
+	res.taken = append(res.taken, classCount{c, 1})
+}
+
+// reserve takes the blocks still needed, all or none.
+func (res *blockReserve) reserve() error {
+	h := res.h
+	counts := h.rebuildNeed(res.q, res.t)
+	left := slices.Clone(res.taken) // taken already, counted against the columns in turn
+	for c := range counts {
+		for i := range left {
+			if left[i].cls == h.cls[c] {
+				k := min(counts[c], left[i].n)
+				left[i].n -= k
+				counts[c] -= k
+			}
+		}
+	}
+	blks, err := h.allocCols(nil, counts, false)
+	if err != nil {
+		return err
+	}
+	res.byCls = make(map[*sizeClass][]*block)
+	for _, b := range blks {
+		res.byCls[b.Class()] = append(res.byCls[b.Class()], b)
+	}
+	return nil
 }
 
 // giveBack frees the reserved blocks nothing took.
