@@ -41,6 +41,20 @@ func (p *Pool) allocIn(buf []*block, c *sizeClass, owner Owner, n int, zero bool
 	}
 }
 
+// roomForAll reports whether eviction, with the blocks pending now, could
+// make room for ns[i] blocks of classes[i] for every i: the bytes short,
+// each class's alone or all of them in bytes, whichever is more, are at
+// most what eviction could free and the pending blocks give back.
+func (p *Pool) roomForAll(classes []*sizeClass, ns []int, deviceFull bool) bool {
+	var short, want int64
+	for i, cl := range classes {
+		want += int64(ns[i]) * int64(cl.Bytes())
+		short = max(short, p.shortfall(cl, ns[i], deviceFull))
+	}
+	short = max(short, want-p.mem.Room(deviceFull))
+	return short <= p.freeable()+p.mem.Stats().Pending
+}
+
 // maxAllocTries bounds the reclaims of one allocation: each one made room,
 // but other calls may take it first.
 const maxAllocTries = 8
@@ -53,14 +67,27 @@ func (p *Pool) allocOnce(buf []*block, c *sizeClass, owner Owner, n int, zero bo
 	return p.mem.Alloc(buf, c, string(owner), n, zero)
 }
 
-// takeOne is allocIn of one block with no reclaim: ErrNoMemory when the
-// pool has no room for it.
-func (p *Pool) takeOne(c *sizeClass, owner Owner) (*block, error) {
-	if b := p.mem.TakeHot(c, string(owner)); b != nil {
-		return b, nil
+// allocTry is allocIn with no reclaim: ErrNoMemory when the pool has no
+// room for the n blocks now.
+func (p *Pool) allocTry(buf []*block, c *sizeClass, owner Owner, n int, zero bool) ([]*block, error) {
+	if n <= 0 {
+		return buf[:0], nil
 	}
+	if n == 1 && !zero {
+		if b := p.mem.TakeHot(c, string(owner)); b != nil {
+			return append(buf[:0], b), nil
+		}
+	}
+	if err := p.mem.Fits(c, n); err != nil {
+		return buf[:0], err
+	}
+	return p.mem.Alloc(buf, c, string(owner), n, zero)
+}
+
+// takeOne is allocTry of one block.
+func (p *Pool) takeOne(c *sizeClass, owner Owner) (*block, error) {
 	var one [1]*block
-	b, err := p.allocOnce(one[:0], c, owner, 1, false)
+	b, err := p.allocTry(one[:0], c, owner, 1, false)
 	if err != nil {
 		return nil, err
 	}

@@ -436,3 +436,30 @@ func TestEvictionWeighsRunsNotBytes(t *testing.T) {
 	}
 	check(t, errors.Join(b.Release(), m.Release(), opt.Release()))
 }
+
+// An allocation of blocks of two classes evicts for none of them when the
+// victims cannot make room for both: the call fails having evicted
+// nothing, however the first class's room would have come.
+func TestEvictionWeighsEveryClass(t *testing.T) {
+	p := smallPool(t, 16, nil)
+	m := must[*Head](t)(p.NewHead(wide("Log", Mandatory), "m"))
+	for i := range 12 { // 3 KiB of the cap's 4
+		check(t, m.Append(wideRow(byte(i))))
+	}
+	big := &Layout{Type: "Big", Columns: []Column{{Name: "Row", ElemSize: 256, Width: 1}}, BlockRows: 4, Retention: Optional}
+	opt := must[*Head](t)(p.NewHead(big, "o"))
+	check(t, opt.Append([][]byte{bytes.Repeat([]byte{7}, 4*256)})) // one block of 1 KiB: the last
+	if st := p.Stats(); st.EvictedBytes != 0 || st.ReservedBytes != 4096 || st.FreeBlocks != 0 {
+		t.Fatalf("stats %+v after filling the pool; want 4 KiB reserved, no block free, nothing evicted", st)
+	}
+	pair := &Layout{Type: "Pair", Columns: []Column{{Name: "Wide", ElemSize: 256, Width: 1}, {Name: "Narrow", ElemSize: 8, Width: 1}}, BlockRows: 4}
+	h := must[*Head](t)(p.NewHead(pair, "h"))
+	err := h.Append([][]byte{bytes.Repeat([]byte{1}, 4*256), bytes.Repeat([]byte{2}, 4*8)}) // a block of 1 KiB and one of 256 bytes
+	if !errors.Is(err, ErrNoMemory) {
+		t.Fatalf("1280 bytes of blocks where evicting frees 1 KiB: %v; want ErrNoMemory", err)
+	}
+	if got := p.Stats().EvictedBytes; got != 0 {
+		t.Errorf("%d bytes evicted by a call that failed anyway; want none", got)
+	}
+	check(t, errors.Join(h.Release(), m.Release(), opt.Release()))
+}

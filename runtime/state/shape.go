@@ -1,6 +1,7 @@
 package state
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 
@@ -58,7 +59,10 @@ func newShape(p *Pool, l *Layout, owner Owner) shape {
 // several classes it takes each class's blocks into buf's first half,
 // then puts them in column order in its second half and back: a buffer
 // reused from one call to the next (Head.scratch) makes it allocate
-// nothing.
+// nothing. Several classes are taken with no reclaim first; only when
+// eviction could make room for every one of them are they taken again
+// with it, so that a call that fails anyway evicts nothing for the
+// classes before the one that fails.
 func (sh *shape) allocCols(buf []*block, counts []int, zero bool) ([]*block, error) {
 	p := sh.pool
 	total := 0
@@ -68,30 +72,17 @@ func (sh *shape) allocCols(buf []*block, counts []int, zero bool) ([]*block, err
 	if len(sh.classes) == 1 {
 		return p.allocIn(buf, sh.classes[0], sh.owner, total, zero)
 	}
-	out := buf[:0]
 	var start [8]int // where each class's blocks start in out
 	first := start[:0]
 	if len(sh.classes) > len(start) {
 		first = make([]int, 0, len(sh.classes))
 	}
-	for _, cl := range sh.classes {
-		n := 0
-		for c, k := range counts {
-			if sh.cls[c] == cl {
-				n += k
-			}
-		}
-		first = append(first, len(out))
-		blks, err := p.allocIn(out[len(out):len(out)], cl, sh.owner, n, zero)
-		if err != nil {
-			var back []*block
-			for _, b := range out {
-				releaseBlock(b, &back)
-			}
-			p.free(back)
-			return buf[:0], err
-		}
-		out = append(out, blks...) // blks lies there already, unless allocIn grew it
+	out, first, err := sh.takeClasses(buf[:0], first, counts, zero, p.allocTry)
+	if err != nil && errors.Is(err, ErrNoMemory) && sh.pool.roomForAll(sh.classes, sh.classCounts(counts), errors.Is(err, device.ErrOutOfMemory)) {
+		out, first, err = sh.takeClasses(buf[:0], first[:0], counts, zero, p.allocIn)
+	}
+	if err != nil {
+		return buf[:0], err
 	}
 	out = slices.Grow(out, total) // after the allocations, which refuse sizes beyond the pool
 	ordered := out[total:total]
@@ -103,6 +94,47 @@ func (sh *shape) allocCols(buf []*block, counts []int, zero bool) ([]*block, err
 	copy(out, ordered)
 	clear(ordered)
 	return out[:total], nil
+}
+
+// takeClasses takes each class's blocks for counts with alloc, appended
+// to out, and where each class's start in first; all or none.
+func (sh *shape) takeClasses(out []*block, first []int, counts []int, zero bool,
+	alloc func([]*block, *sizeClass, Owner, int, bool) ([]*block, error)) ([]*block, []int, error) {
+	for _, cl := range sh.classes {
+		first = append(first, len(out))
+		blks, err := alloc(out[len(out):len(out)], cl, sh.owner, sh.classCount(cl, counts), zero)
+		if err != nil {
+			var back []*block
+			for _, b := range out {
+				releaseBlock(b, &back)
+			}
+			sh.pool.free(back)
+			return out[:0], first, err
+		}
+		out = append(out, blks...) // blks lies there already, unless alloc grew it
+	}
+	return out, first, nil
+}
+
+// classCounts returns, per class of sh.classes, the blocks counts asks
+// for.
+func (sh *shape) classCounts(counts []int) []int {
+	ns := make([]int, len(sh.classes))
+	for i, cl := range sh.classes {
+		ns[i] = sh.classCount(cl, counts)
+	}
+	return ns
+}
+
+// classCount returns the blocks of class cl that counts asks for.
+func (sh *shape) classCount(cl *sizeClass, counts []int) int {
+	n := 0
+	for c, k := range counts {
+		if sh.cls[c] == cl {
+			n += k
+		}
+	}
+	return n
 }
 
 // physical returns the bytes of the blocks r references.

@@ -45,6 +45,26 @@ func (a *Allocator) ownShortfallLocked(c *Class, want int, deviceFull bool) int6
 	return int64(want)*bb - have
 }
 
+// Room returns the bytes free for blocks of any class: every class's free
+// blocks, the slabs' free extents and, unless the device itself is full,
+// the room left under MaxBytes. No allocation of several classes can
+// take more than that without freeing some.
+func (a *Allocator) Room(deviceFull bool) int64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	room := a.loose
+	for _, k := range a.classes {
+		room += k.nfree * int64(k.bytes)
+		if k.hot.Load() != nil {
+			room += int64(k.bytes)
+		}
+	}
+	if a.maxBytes > 0 && !deviceFull {
+		room += a.maxBytes - a.reserved
+	}
+	return room
+}
+
 // ShortfallIf returns the bytes an allocation of want blocks of class c
 // lacks once the blocks of extra are free too (the blocks an eviction
 // would free, that the caller weighs before it evicts), counting only the
