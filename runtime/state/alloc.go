@@ -18,27 +18,20 @@ func (p *Pool) alloc(owner Owner, n int, zero bool) ([]*block, error) {
 // while reclaiming makes room (a few times: other calls may take it
 // first).
 func (p *Pool) allocIn(buf []*block, c *sizeClass, owner Owner, n int, zero bool) ([]*block, error) {
-	if n <= 0 {
-		return buf[:0], nil
+	out, err := p.allocTry(buf, c, owner, n, zero)
+	if err == nil || !errors.Is(err, ErrNoMemory) || p.mem.Fits(c, n) != nil {
+		return out, err // no reclaim makes room for more than the pool holds
 	}
-	if n == 1 && !zero {
-		// The owner's block freed last, if it is still hot: no lock.
-		if b := p.mem.TakeHot(c, string(owner)); b != nil {
-			return append(buf[:0], b), nil
-		}
-	}
-	if err := p.mem.Fits(c, n); err != nil {
-		return buf[:0], err
-	}
-	for tries := 0; ; tries++ {
-		out, err := p.mem.Alloc(buf, c, string(owner), n, zero)
-		if err == nil || !errors.Is(err, ErrNoMemory) || tries == maxAllocTries {
-			return out, err
-		}
+	for range maxAllocTries {
 		if !p.reclaim(c, n, errors.Is(err, device.ErrOutOfMemory)) {
-			return out, err
+			break
+		}
+		out, err = p.mem.Alloc(buf, c, string(owner), n, zero)
+		if err == nil || !errors.Is(err, ErrNoMemory) {
+			break
 		}
 	}
+	return out, err
 }
 
 // roomForAll reports whether eviction, with the blocks pending now, could
@@ -74,6 +67,7 @@ func (p *Pool) allocTry(buf []*block, c *sizeClass, owner Owner, n int, zero boo
 		return buf[:0], nil
 	}
 	if n == 1 && !zero {
+		// The owner's block freed last, if it is still hot: no lock.
 		if b := p.mem.TakeHot(c, string(owner)); b != nil {
 			return append(buf[:0], b), nil
 		}
