@@ -2,6 +2,7 @@ package state
 
 import (
 	"slices"
+	"sync"
 	"sync/atomic"
 
 	"github.com/gpustate/gpustate/runtime/state/internal/blocks"
@@ -144,8 +145,7 @@ func (t *tree) leafSlot(i int, freed *[]*block) **node {
 		t.height = 1
 	}
 	for i >= capacity(t.height) {
-		up := &node{kids: make([]*node, fan)}
-		up.rc.Store(1)
+		up := newInterior()
 		up.kids[0] = t.root // the tree's reference moves to up
 		t.root = up
 		t.height++
@@ -154,8 +154,7 @@ func (t *tree) leafSlot(i int, freed *[]*block) **node {
 	for h := t.height; h > 1; h-- {
 		n := *slot
 		if n == nil {
-			n = &node{kids: make([]*node, fan)}
-			n.rc.Store(1)
+			n = newInterior()
 		} else {
 			n = own(n, freed)
 		}
@@ -165,11 +164,60 @@ func (t *tree) leafSlot(i int, freed *[]*block) **node {
 	return slot
 }
 
-// newLeaf returns an empty leaf with one reference.
-func newLeaf() *node {
-	n := &node{blks: make([]*block, fan)}
+// A node and its slots are one allocation (leafNode, interiorNode), and
+// a node whose last reference is dropped is emptied and kept for the next
+// one made (leaves, interiors): a decode step that starts a leaf every 32
+// rows, and a bulk append's leaves, then allocate nothing once a head's
+// release has given its nodes back, and start no collection.
+var leaves, interiors sync.Pool
+
+// leafNode is a leaf and its slots, made in one allocation.
+type leafNode struct {
+	node
+	slots [fan]*block
+}
+
+// interiorNode is an interior node and its slots, made in one allocation.
+type interiorNode struct {
+	node
+	slots [fan]*node
+}
+
+// newInterior returns an empty interior node with one reference.
+func newInterior() *node {
+	n, _ := interiors.Get().(*node)
+	if n == nil {
+		in := &interiorNode{}
+		in.kids = in.slots[:]
+		n = &in.node
+	}
 	n.rc.Store(1)
 	return n
+}
+
+// newLeaf returns an empty leaf with one reference.
+func newLeaf() *node {
+	n, _ := leaves.Get().(*node)
+	if n == nil {
+		l := &leafNode{}
+		l.blks = l.slots[:]
+		n = &l.node
+	}
+	n.rc.Store(1)
+	return n
+}
+
+// recycle empties n, whose last reference was dropped, and keeps it for
+// newLeaf or newInterior: nothing reaches a node but through a counted
+// reference.
+func recycle(n *node) {
+	if n.kids != nil {
+		clear(n.kids)
+		interiors.Put(n)
+		return
+	}
+	clear(n.blks)
+	leaves.Put(n)
 }
 
 // own returns n itself when its holder holds it alone, else a copy that
@@ -179,10 +227,9 @@ func own(n *node, freed *[]*block) *node {
 	if n.rc.Load() == 1 {
 		return n
 	}
-	c := &node{}
-	c.rc.Store(1)
+	var c *node
 	if n.kids != nil {
-		c.kids = make([]*node, fan)
+		c = newInterior()
 		copy(c.kids, n.kids)
 		for _, k := range c.kids {
 			if k != nil {
@@ -190,7 +237,7 @@ func own(n *node, freed *[]*block) *node {
 			}
 		}
 	} else {
-		c.blks = make([]*block, fan)
+		c = newLeaf()
 		copy(c.blks, n.blks)
 		for _, b := range c.blks {
 			if b != nil {
@@ -218,6 +265,7 @@ func releaseNode(n *node, freed *[]*block) {
 			releaseBlock(b, freed)
 		}
 	}
+	recycle(n)
 }
 
 // releaseBlock drops one reference to b, appending it to freed when it
