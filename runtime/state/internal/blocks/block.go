@@ -22,7 +22,7 @@ import (
 type Block struct {
 	ptr   device.Ptr
 	slab  device.Ptr // the allocation the block was carved from
-	rc    int32      // the reference count, changed by sync/atomic's functions but as Alloc hands the block out
+	rc    int32      // the reference count, changed by sync/atomic's functions but as Alloc hands the block out and Release drops a sole one
 	flags atomic.Uint32
 	owner string
 	cls   *Class
@@ -105,6 +105,13 @@ func (b *Block) SetRefs(n int32) { atomic.StoreInt32(&b.rc, n) }
 // the block is then the caller's to give back (Allocator.Free). When one
 // reference is left, b's hook, if any, is told.
 func (b *Block) Release() bool {
+	if atomic.LoadInt32(&b.rc) == 1 {
+		// The caller holds the only reference: nobody else may take one
+		// (a reference is taken only by a holder of one) or drop one, so
+		// a plain store, with no locked instruction, drops it.
+		b.rc = 0
+		return true
+	}
 	switch atomic.AddInt32(&b.rc, -1) {
 	case 0:
 		return true
