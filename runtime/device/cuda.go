@@ -53,10 +53,18 @@ type CUDA struct {
 	// for it. Close waits for them before it tears the context down.
 	blocking sync.WaitGroup
 
-	smu     sync.Mutex // guards streams and pinned
+	smu     sync.Mutex // guards streams, pinned and spare
 	streams map[*cudaStream]struct{}
 	pinned  map[*byte]int // page-locked buffers by start
+	// spare holds driver events closed by Event.Close, up to
+	// maxSpareEvents, for Record to record again: a staged async write
+	// records an event a call, and creating and destroying one are two
+	// more driver calls each time.
+	spare []uintptr
 }
+
+// maxSpareEvents is the most closed driver events a CUDA backend keeps.
+const maxSpareEvents = 64
 
 var _ Backend = (*CUDA)(nil)
 
@@ -381,6 +389,12 @@ func (c *CUDA) Close() error {
 		}
 	}
 	c.pinned = nil
+	for _, h := range c.spare {
+		if r := c.d.async.eventDestroy(h); r != cuSuccess {
+			errs = append(errs, c.d.error("cuEventDestroy_v2", r))
+		}
+	}
+	c.spare = nil
 	c.smu.Unlock()
 	for _, r := range c.allocs.clear() {
 		if res := c.d.cuMemFree(uint64(r.base)); res != cuSuccess {

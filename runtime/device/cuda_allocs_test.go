@@ -79,3 +79,107 @@ func TestCUDAFakeCallsAllocateNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestCUDAFakeEventsReused: an event Close gives up is recorded again by
+// the next Record rather than destroyed and created anew (two driver calls
+// a staged async write saves), no more than maxSpareEvents are kept, and
+// the backend's Close destroys those it kept.
+func TestCUDAFakeEventsReused(t *testing.T) {
+	f := fakeDriver(t)
+	c := openFake(t, f)
+	st, err := c.NewStream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	created, destroyed := f.Get("calls:cuEventCreate"), f.Get("calls:cuEventDestroy_v2")
+	for range 100 {
+		ev, err := c.Record(st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := ev.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := f.Get("calls:cuEventCreate") - created; n != 1 {
+		t.Errorf("100 Record and Close in turn created %d driver events, want 1", n)
+	}
+	if n := f.Get("calls:cuEventDestroy_v2") - destroyed; n != 0 {
+		t.Errorf("100 Record and Close in turn destroyed %d driver events, want 0", n)
+	}
+	// Held at once, then closed: the backend keeps maxSpareEvents.
+	evs := make([]Event, maxSpareEvents+8)
+	for i := range evs {
+		if evs[i], err = c.Record(st); err != nil {
+			t.Fatal(err)
+		}
+	}
+	destroyed = f.Get("calls:cuEventDestroy_v2")
+	for _, ev := range evs {
+		if err := ev.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := f.Get("calls:cuEventDestroy_v2") - destroyed; n != 8 {
+		t.Errorf("closing %d events destroyed %d, want 8", len(evs), n)
+	}
+	if err := st.Sync(); err != nil { // a destroyed event goes once its record ran
+		t.Fatal(err)
+	}
+	if n := f.Get("events"); n != maxSpareEvents {
+		t.Errorf("%d driver events live with every Event closed, want the %d kept", n, maxSpareEvents)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := f.Get("events"); n != 0 {
+		t.Errorf("%d driver events live after Close, want 0", n)
+	}
+}
+
+// TestCUDAFakeReusedEventWaitsForItsRecord: a driver event recorded again
+// on reuse is not done while its new record is queued, though its old one
+// has run.
+func TestCUDAFakeReusedEventWaitsForItsRecord(t *testing.T) {
+	f := fakeDriver(t)
+	c := openFake(t, f)
+	defer c.Close()
+	st, err := c.NewStream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ev, err := c.Record(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ev.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if err := ev.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f.Must(t, "hold", 1) // queued work waits
+	defer f.Set("hold", 0)
+	again, err := c.Record(st) // the same driver event, recorded anew
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again.Close()
+	if n := f.Get("calls:cuEventCreate"); n != 1 {
+		t.Fatalf("%d driver events created, want the first reused", n)
+	}
+	if done, err := again.Done(); done || err != nil {
+		t.Errorf("reused event with its record queued: done %v, %v; want false, nil", done, err)
+	}
+	f.Set("hold", 0)
+	if err := again.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if done, err := again.Done(); !done || err != nil {
+		t.Errorf("reused event after its record ran: done %v, %v; want true, nil", done, err)
+	}
+}

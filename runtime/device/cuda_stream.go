@@ -283,8 +283,10 @@ func (c *CUDA) Record(st Stream) (Event, error) {
 	}
 	ev := &cudaEvent{c: c}
 	err = c.call(func() error {
-		if r := c.d.async.eventCreate(&ev.h, cuEventDisableTiming); r != cuSuccess {
-			return c.d.error("cuEventCreate", r)
+		if ev.h = c.takeSpareEvent(); ev.h == 0 {
+			if r := c.d.async.eventCreate(&ev.h, cuEventDisableTiming); r != cuSuccess {
+				return c.d.error("cuEventCreate", r)
+			}
 		}
 		if r := c.d.async.eventRecord(ev.h, h); r != cuSuccess {
 			err := c.d.error("cuEventRecord", r)
@@ -321,6 +323,34 @@ func (c *CUDA) WaitEvent(st Stream, ev Event) error {
 		}
 		return nil
 	})
+}
+
+// takeSpareEvent returns a driver event Close kept, 0 when none is kept.
+// A record made on it since (a wait queued on another stream) stays as it
+// was: the driver's waits wait for the record made before them.
+func (c *CUDA) takeSpareEvent() uintptr {
+	c.smu.Lock()
+	defer c.smu.Unlock()
+	n := len(c.spare)
+	if n == 0 {
+		return 0
+	}
+	h := c.spare[n-1]
+	c.spare = c.spare[:n-1]
+	return h
+}
+
+// keepSpareEvent keeps h, a driver event its Event no longer holds, for
+// Record, and reports whether it did: not past maxSpareEvents. Called in
+// c.call, so that Close, which destroys the kept ones, is not under way.
+func (c *CUDA) keepSpareEvent(h uintptr) bool {
+	c.smu.Lock()
+	defer c.smu.Unlock()
+	if len(c.spare) >= maxSpareEvents {
+		return false
+	}
+	c.spare = append(c.spare, h)
+	return true
 }
 
 func (e *cudaEvent) Done() (bool, error) {
@@ -367,6 +397,9 @@ func (e *cudaEvent) Close() error {
 	h := e.h
 	e.h = 0
 	return e.c.call(func() error {
+		if e.c.keepSpareEvent(h) {
+			return nil
+		}
 		if r := e.c.d.async.eventDestroy(h); r != cuSuccess {
 			return e.c.d.error("cuEventDestroy_v2", r)
 		}

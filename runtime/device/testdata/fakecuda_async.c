@@ -8,8 +8,13 @@
 
 enum { OP_COPY, OP_RECORD, OP_WAIT, OP_FILL, OP_NOP };
 
+/* An event counts its records: recorded, the last one made; completed, the
+ * last one its stream reached. It is done when completed catches up with
+ * recorded, and a wait waits for the record made before it, as the real
+ * driver's do: recording an event again while an earlier record is queued
+ * (an event reused) is not done when the earlier one is reached. */
 struct fake_event {
-	int done;
+	long long recorded, completed;
 	CUresult err;
 	int refs; /* the handle, and each queued op that names the event */
 };
@@ -26,6 +31,7 @@ struct op {
 	size_t check2n;
 	unsigned char value;	/* OP_FILL */
 	struct fake_event *ev;	/* OP_RECORD, OP_WAIT */
+	long long seq;		/* OP_RECORD: its record; OP_WAIT: the one waited for */
 	struct op *next;
 };
 
@@ -116,11 +122,13 @@ static void *stream_main(void *arg) {
 			s->tail = NULL;
 		s->busy = 1;
 		if (o->kind == OP_RECORD) {
-			o->ev->err = s->err;
-			o->ev->done = 1;
+			if (o->seq > o->ev->completed) {
+				o->ev->completed = o->seq;
+				o->ev->err = s->err;
+			}
 			unref(o->ev);
 		} else if (o->kind == OP_WAIT) {
-			while (!o->ev->done)
+			while (o->ev->completed < o->seq)
 				pthread_cond_wait(&scv, &smu);
 			unref(o->ev);
 		} else {
@@ -224,7 +232,6 @@ CUresult cuEventCreate(CUevent *pe, unsigned int flags) {
 	struct fake_event *e = calloc(1, sizeof *e);
 	if (e == NULL)
 		return OUT_OF_MEMORY;
-	e->done = 1;
 	e->refs = 1;
 	pthread_mutex_lock(&smu);
 	nevents++;
@@ -240,7 +247,8 @@ CUresult cuEventRecord(CUevent e, CUstream s) {
 		return INVALID_HANDLE;
 	if (s == NULL) {
 		pthread_mutex_lock(&smu);
-		e->done = 1;
+		e->completed = ++e->recorded;
+		e->err = SUCCESS;
 		pthread_cond_broadcast(&scv);
 		pthread_mutex_unlock(&smu);
 		return SUCCESS;
@@ -250,8 +258,7 @@ CUresult cuEventRecord(CUevent e, CUstream s) {
 		return OUT_OF_MEMORY;
 	o->ev = e;
 	pthread_mutex_lock(&smu);
-	e->done = 0;
-	e->err = SUCCESS;
+	o->seq = ++e->recorded;
 	e->refs++;
 	pthread_mutex_unlock(&smu);
 	return push(s, o);
@@ -263,7 +270,7 @@ CUresult cuEventQuery(CUevent e) {
 	if (e == NULL)
 		return INVALID_HANDLE;
 	pthread_mutex_lock(&smu);
-	CUresult r = e->done ? e->err : NOT_READY;
+	CUresult r = e->completed >= e->recorded ? e->err : NOT_READY;
 	pthread_mutex_unlock(&smu);
 	return r;
 }
@@ -274,7 +281,8 @@ CUresult cuEventSynchronize(CUevent e) {
 	if (e == NULL)
 		return INVALID_HANDLE;
 	pthread_mutex_lock(&smu);
-	while (!e->done)
+	long long want = e->recorded;
+	while (e->completed < want)
 		pthread_cond_wait(&scv, &smu);
 	CUresult r = e->err;
 	pthread_mutex_unlock(&smu);
@@ -301,7 +309,8 @@ CUresult cuStreamWaitEvent(CUstream s, CUevent e, unsigned int flags) {
 		return INVALID_VALUE;
 	if (s == NULL) {
 		pthread_mutex_lock(&smu);
-		while (!e->done)
+		long long want = e->recorded;
+		while (e->completed < want)
 			pthread_cond_wait(&scv, &smu);
 		pthread_mutex_unlock(&smu);
 		return SUCCESS;
@@ -311,6 +320,7 @@ CUresult cuStreamWaitEvent(CUstream s, CUevent e, unsigned int flags) {
 		return OUT_OF_MEMORY;
 	o->ev = e;
 	pthread_mutex_lock(&smu);
+	o->seq = e->recorded;
 	e->refs++;
 	pthread_mutex_unlock(&smu);
 	return push(s, o);
