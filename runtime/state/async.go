@@ -3,6 +3,7 @@ package state
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sync/atomic"
 
 	"github.com/gpustate/gpustate/runtime/device"
@@ -68,14 +69,25 @@ func (p *Pool) stagingFitLocked(n int) ([]byte, bool) {
 
 // reapStagingLocked frees the staging buffers whose copies have landed:
 // each call polls the events of those in use, without waiting, instead
-// of a goroutine per call waiting for one. p.mu is held.
+// of a goroutine per call waiting for one. A stream runs its work in
+// order, so once one of its events is not done, its later ones are not
+// polled: a reap polls the buffers that landed and one more a stream, not
+// every buffer in use. p.mu is held.
 func (p *Pool) reapStagingLocked() {
+	var waiting [4]device.Stream // streams met with an event not done
+	nw := 0
 	keep := p.busy[:0]
 	for _, u := range p.busy {
-		if done, _ := u.ev.Done(); done { // a failed copy is over too
-			u.ev.Close()
-			p.staging = append(p.staging, u.buf[:cap(u.buf)])
-			continue
+		if !slices.Contains(waiting[:nw], u.st) {
+			if done, _ := u.ev.Done(); done { // a failed copy is over too
+				u.ev.Close()
+				p.staging = append(p.staging, u.buf[:cap(u.buf)])
+				continue
+			}
+			if nw < len(waiting) {
+				waiting[nw] = u.st
+				nw++
+			}
 		}
 		keep = append(keep, u)
 	}
@@ -131,7 +143,7 @@ func (p *Pool) recordRows(sh *shape, r *root, from, to int, st device.Stream) {
 func (p *Pool) recordAppend(sh *shape, r *root, from, to int, st device.Stream, buf []byte, ev device.Event) {
 	p.recordRows(sh, r, from, to, st)
 	p.mu.Lock()
-	p.busy = append(p.busy, stagingUse{buf: buf, ev: ev})
+	p.busy = append(p.busy, stagingUse{buf: buf, st: st, ev: ev})
 	p.mu.Unlock()
 }
 
@@ -216,8 +228,24 @@ func (h *Head) AppendAsync(st device.Stream, cols [][]byte) error {
 	ev.refs.Store(2)
 	h.pool.recordAppend(&h.shape, h.r, from, from+n, st, buf, ev)
 	h.async.join(h)
-	h.async.inflight = append(h.async.inflight, ev)
+	h.async.inFlight(st, ev)
 	return nil
+}
+
+// inFlight adds ev, the event after an AppendAsync call's copies on st,
+// to those a landing waits for. Work on a stream runs in order and its
+// first failure stays with it, so ev stands for the earlier event on st,
+// which it replaces: a head that appends on one stream holds one event,
+// however many calls it makes before a read waits for them.
+func (ap *asyncPart) inFlight(st device.Stream, ev device.Event) {
+	for i := range ap.inflight {
+		if f := &ap.inflight[i]; f.st == st {
+			f.ev.Close()
+			f.ev = ev
+			return
+		}
+	}
+	ap.inflight = append(ap.inflight, streamEvent{st: st, ev: ev})
 }
 
 // queue returns applyThen's last step for the general path: q's copies to

@@ -80,3 +80,54 @@ func TestAppendAsync(t *testing.T) {
 		})
 	}
 }
+
+// TestAppendAsyncEventsPerStream: a head that appends on a stream many
+// times before anything waits holds one event a stream (the last: a
+// stream runs in order), and a call that finds every staging buffer in
+// use polls one event of a stream whose copies have not run, not each
+// buffer's; the rows all land once the stream runs.
+func TestAppendAsyncEventsPerStream(t *testing.T) {
+	eachStreamRig(t, func(t *testing.T, r *streamRig) {
+		p := must[*Pool](t)(NewPool(r.b, PoolOptions{}))
+		defer p.Close()
+		h := must[*Head](t)(p.NewHead(kv(Append, 0, Keep), "a"))
+		defer h.Release()
+		st := must[device.Stream](t)(r.streams().NewStream())
+		defer st.Close()
+		other := must[device.Stream](t)(r.streams().NewStream())
+		defer other.Close()
+		r.hold(t, st)
+		var polled int64
+		if r.polls != nil {
+			polled = r.polls()
+		}
+		const calls = 64
+		for i := range calls {
+			on := st
+			if i%8 == 7 {
+				on = other
+			}
+			check(t, h.AppendAsync(on, kvRows(1, byte(i))))
+		}
+		if n := len(h.async.inflight); n != 2 {
+			t.Errorf("%d calls on two streams left %d events in flight, want 2", calls, n)
+		}
+		if r.polls != nil {
+			if n := r.polls() - polled; n > 2*calls {
+				t.Errorf("%d calls with their copies held polled %d events, want at most %d", calls, n, 2*calls)
+			}
+		}
+		r.release()
+		got := [][]byte{make([]byte, calls*16), make([]byte, calls*8)}
+		check(t, h.Read(0, calls, got))
+		for i := range calls {
+			want := kvRows(1, byte(i))
+			if !bytes.Equal(got[0][i*16:(i+1)*16], want[0]) || !bytes.Equal(got[1][i*8:(i+1)*8], want[1]) {
+				t.Fatalf("row %d: read %x %x, want %x %x", i, got[0][i*16:(i+1)*16], got[1][i*8:(i+1)*8], want[0], want[1])
+			}
+		}
+		if n := len(h.async.inflight); n != 0 {
+			t.Errorf("%d events in flight after a read landed the rows", n)
+		}
+	})
+}

@@ -119,13 +119,19 @@ type lruPart struct {
 }
 
 // asyncPart is the device work a head's rows take part in: the streams
-// recorded on it (RecordStream, or on the head it was branched from) and
-// the events after the copies of AppendAsync calls not yet waited for. It
-// joins the head's parts with its first state.
+// recorded on it (RecordStream, or on the head it was branched from) and,
+// per stream, the event after the copies of the last AppendAsync call on
+// it not yet waited for. It joins the head's parts with its first state.
 type asyncPart struct {
 	noHooks
 	streams  streamSet
-	inflight []device.Event
+	inflight []streamEvent
+}
+
+// streamEvent is an event recorded on a stream.
+type streamEvent struct {
+	st device.Stream
+	ev device.Event
 }
 
 // tablePart is the head's live block tables, kept current with its root;

@@ -322,8 +322,9 @@ func (p *Pool) touch(at *atomic.Uint64) {
 	at.Store(p.clock.Add(1))
 }
 
-// stagingUse is a staging buffer the copies queued before ev read.
+// stagingUse is a staging buffer the copies queued on st before ev read.
 type stagingUse struct {
 	buf []byte
+	st  device.Stream
 	ev  device.Event
 }

@@ -137,9 +137,10 @@ func (ap *asyncPart) prepare(h *Head, c call) error {
 // land waits for the copies in flight. h.mu is held.
 func (ap *asyncPart) land() error {
 	var errs []error
-	for _, ev := range ap.inflight {
-		errs = append(errs, ev.Wait(), ev.Close())
+	for _, f := range ap.inflight {
+		errs = append(errs, f.ev.Wait(), f.ev.Close())
 	}
+	clear(ap.inflight)
 	ap.inflight = ap.inflight[:0]
 	return errors.Join(errs...)
 }
@@ -157,8 +158,8 @@ func (ap *asyncPart) branched(h, c *Head) {
 // release closes the events of the copies in flight: their blocks wait as
 // pending, recorded on their stream.
 func (ap *asyncPart) release(_ *Head, freed []*block) []*block {
-	for _, ev := range ap.inflight {
-		ev.Close()
+	for _, f := range ap.inflight {
+		f.ev.Close()
 	}
 	ap.inflight = nil
 	return freed

@@ -25,5 +25,6 @@ func fakeStreamRig(t *testing.T) *streamRig {
 		fill:    loadFill(t, c),
 		hold:    func(t *testing.T, _ device.Stream) { set("hold", 1) },
 		release: func() { set("hold", 0) },
+		polls:   func() int64 { return f.Get("calls:cuEventQuery") },
 	}
 }

@@ -56,6 +56,7 @@ type streamRig struct {
 	fill    device.Function
 	hold    func(t *testing.T, st device.Stream)
 	release func()
+	polls   func() int64 // the events polled so far (Done); nil where not counted
 }
 
 func (r *streamRig) streams() device.Streams { return r.b.(device.Streams) }
