@@ -307,12 +307,19 @@ func (a *Allocator) Free(list []*Block) {
 	if a.closed {
 		return
 	}
-	// Pushed last first, so that they pop in the order they came.
-	for i := len(list) - 1; i >= 0; i-- {
-		b := list[i]
-		b.cls.putDirtyLocked(b)
-		b.cls.nfree++
-		b.cls.inUse--
+	// Pushed last first, so that they pop in the order they came: a
+	// stretch of one class and owner at a time, its free list looked up
+	// once.
+	for end := len(list); end > 0; {
+		b := list[end-1]
+		start := end - 1
+		for start > 0 && list[start-1].cls == b.cls && list[start-1].owner == b.owner {
+			start--
+		}
+		b.cls.putDirtyRunLocked(b.owner, list[start:end])
+		b.cls.nfree += int64(end - start)
+		b.cls.inUse -= int64(end - start)
+		end = start
 	}
 }
 

@@ -1,6 +1,7 @@
 package blocks
 
 import (
+	"slices"
 	"sync/atomic"
 
 	"github.com/gpustate/gpustate/runtime/device"
@@ -139,8 +140,11 @@ func (c *Class) putDirtyLocked(b *Block) {
 // from the last; it reads no block.
 func (c *Class) putDirtyRunLocked(o string, bs []*Block) {
 	fl := c.dirtyListLocked(o)
-	for i := len(bs) - 1; i >= 0; i-- {
-		fl.blocks = append(fl.blocks, bs[i])
+	n := len(fl.blocks)
+	fl.blocks = slices.Grow(fl.blocks, len(bs))[:n+len(bs)]
+	top := fl.blocks[n:]
+	for i, b := range bs {
+		top[len(bs)-1-i] = b
 	}
 }
 
