@@ -231,12 +231,24 @@ func byAddress(list []*Block) {
 		return
 	}
 	cuts[n] = len(list)
-	tmp := make([]*Block, 0, len(list))
+	scratch, _ := mergeScratch.Get().(*[]*Block)
+	if scratch == nil {
+		scratch = new([]*Block)
+	}
+	tmp := slices.Grow((*scratch)[:0], len(list))
 	for k := range n {
 		tmp = mergeByAddress(tmp[:0], list[:cuts[k]], list[cuts[k]:cuts[k+1]])
 		copy(list, tmp)
 	}
+	clear(tmp)
+	*scratch = tmp[:0]
+	mergeScratch.Put(scratch)
 }
+
+// mergeScratch holds byAddress's merge buffers between calls: an async
+// bulk append's allocation merges thousands of blocks a call, and a
+// buffer made each time was garbage for the collector.
+var mergeScratch sync.Pool
 
 // mergeByAddress appends to out the blocks of a and b, each in address
 // order, in address order.
