@@ -131,3 +131,43 @@ func TestAppendAsyncEventsPerStream(t *testing.T) {
 		}
 	})
 }
+
+// TestAppendAsyncRowJoinsColumns: a decode step's AppendAsync copies the
+// rows of columns whose blocks follow one another (keys and values, taken
+// side by side) in one copy, as the staging buffer holds the columns one
+// after another; the narrow columns, whose blocks hold 32 rows, take one
+// each. The rows land where reads find them.
+func TestAppendAsyncRowJoinsColumns(t *testing.T) {
+	c := newCallCounts(t)
+	p := must[*Pool](t)(NewPool(c, PoolOptions{}))
+	defer p.Close()
+	l := kvCacheLayout(512)
+	l.Growth = Append
+	h := must[*Head](t)(p.NewHead(l, "a"))
+	defer h.Release()
+	st := must[device.Stream](t)(c.NewStream())
+	defer st.Close()
+	rows := make([][][]byte, 8)
+	for i := range rows {
+		rows[i] = zeroRows(l, 1)
+		for k := range rows[i] {
+			for j := range rows[i][k] {
+				rows[i][k][j] = byte(i*7 + k*3 + j)
+			}
+		}
+		c.reset()
+		check(t, h.AppendAsync(st, rows[i]))
+		if c.htodA != 3 {
+			t.Errorf("row %d: %d copies queued, want 3 (keys and values in one)", i, c.htodA)
+		}
+	}
+	for i, want := range rows {
+		got := zeroRows(l, 1)
+		check(t, h.Read(i, i+1, got))
+		for k := range got {
+			if !bytes.Equal(got[k], want[k]) {
+				t.Fatalf("row %d column %d: read other bytes than appended", i, k)
+			}
+		}
+	}
+}

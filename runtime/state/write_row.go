@@ -95,11 +95,20 @@ func (h *Head) appendRows(op string, cols [][]byte, n int, q *rowQueue) (bool, e
 }
 
 // rowRuns appends to runs where rows [from, from+n) go in the blocks of
-// each column (dst[c], which holds them whole), column after column.
+// each column (dst[c], which holds them whole), column after column, a
+// column's rows joined with the column's before when they begin where
+// those end, in the block that follows in one allocation: the staging
+// buffer holds the columns one after another, so one copy fills both (a
+// key block and its value block, taken side by side).
 func (h *Head) rowRuns(runs []copyRun, dst []*block, from, n int) []copyRun {
 	for c, b := range dst {
 		rb := h.rowBytes[c]
-		runs = append(runs, copyRun{ptr: b.Ptr() + device.Ptr(from%h.perBlock[c]*rb), bytes: n * rb})
+		ptr := b.Ptr() + device.Ptr(from%h.perBlock[c]*rb)
+		if k := len(runs) - 1; c > 0 && k >= 0 && b.Follows(dst[c-1]) && runs[k].ptr+device.Ptr(runs[k].bytes) == ptr {
+			runs[k].bytes += n * rb
+			continue
+		}
+		runs = append(runs, copyRun{ptr: ptr, bytes: n * rb})
 	}
 	return runs
 }
