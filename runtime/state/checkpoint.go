@@ -523,7 +523,7 @@ func (h *Head) applyDeltaWith(r *root, d *delta, rows int, take func(*sizeClass)
 					}
 				}
 			}
-			t.set(bi, nb, &freed)
+			t.setNew(bi, nb, &freed)
 		}
 		if d.step != nil {
 			continue // the step function writes the rows (replayStep)

@@ -106,12 +106,18 @@ func capacity(h int) int {
 // copying the shared nodes on the path. The block that was at i, if any,
 // loses t's reference; it is appended to freed when no reference is left.
 // set takes over the caller's reference to b.
-func (t *tree) set(i int, b *block, freed *[]*block) {
-	slot := t.leafSlot(i, freed)
+func (t *tree) set(i int, b *block, freed *[]*block) { t.setWith(i, b, freed, false) }
+
+// setNew is set with the nodes it copies or adds made new, none reused:
+// a reconstruction's, as the cost model prices them (Pool.calibrate).
+func (t *tree) setNew(i int, b *block, freed *[]*block) { t.setWith(i, b, freed, true) }
+
+func (t *tree) setWith(i int, b *block, freed *[]*block, fresh bool) {
+	slot := t.leafSlotWith(i, freed, fresh)
 	if *slot == nil {
-		*slot = newLeaf()
+		*slot = newLeafWith(fresh)
 	} else {
-		*slot = own(*slot, freed)
+		*slot = ownWith(*slot, freed, fresh)
 	}
 	(*slot).put(t, i, b, freed)
 }
@@ -140,12 +146,16 @@ func (t *tree) setLeaf(i int, bs *[fan]*block, freed *[]*block) {
 // leafSlot returns where t keeps the leaf of index i, after growing t to
 // reach i and making the interior nodes on the path t's alone; the leaf
 // there, which may be nil, is left as it is.
-func (t *tree) leafSlot(i int, freed *[]*block) **node {
+func (t *tree) leafSlot(i int, freed *[]*block) **node { return t.leafSlotWith(i, freed, false) }
+
+// leafSlotWith is leafSlot with the nodes it adds or copies made new when
+// fresh.
+func (t *tree) leafSlotWith(i int, freed *[]*block, fresh bool) **node {
 	if t.root == nil {
 		t.height = 1
 	}
 	for i >= capacity(t.height) {
-		up := newInterior()
+		up := newInteriorWith(fresh)
 		up.kids[0] = t.root // the tree's reference moves to up
 		t.root = up
 		t.height++
@@ -154,9 +164,9 @@ func (t *tree) leafSlot(i int, freed *[]*block) **node {
 	for h := t.height; h > 1; h-- {
 		n := *slot
 		if n == nil {
-			n = newInterior()
+			n = newInteriorWith(fresh)
 		} else {
-			n = own(n, freed)
+			n = ownWith(n, freed, fresh)
 		}
 		*slot = n
 		slot = &n.kids[(i>>(fanBits*(h-1)))&(fan-1)]
@@ -171,6 +181,10 @@ func (t *tree) leafSlot(i int, freed *[]*block) **node {
 // release has given its nodes back, and start no collection.
 var leaves, interiors sync.Pool
 
+// calibrating counts the calibrations under way, during which nodes are
+// made new and none are kept (Pool.calibrate says why).
+var calibrating atomic.Int32
+
 // leafNode is a leaf and its slots, made in one allocation.
 type leafNode struct {
 	node
@@ -184,8 +198,14 @@ type interiorNode struct {
 }
 
 // newInterior returns an empty interior node with one reference.
-func newInterior() *node {
-	n, _ := interiors.Get().(*node)
+func newInterior() *node { return newInteriorWith(false) }
+
+// newInteriorWith is newInterior, made new when fresh.
+func newInteriorWith(fresh bool) *node {
+	var n *node
+	if !fresh && calibrating.Load() == 0 {
+		n, _ = interiors.Get().(*node)
+	}
 	if n == nil {
 		in := &interiorNode{}
 		in.kids = in.slots[:]
@@ -196,8 +216,14 @@ func newInterior() *node {
 }
 
 // newLeaf returns an empty leaf with one reference.
-func newLeaf() *node {
-	n, _ := leaves.Get().(*node)
+func newLeaf() *node { return newLeafWith(false) }
+
+// newLeafWith is newLeaf, made new when fresh.
+func newLeafWith(fresh bool) *node {
+	var n *node
+	if !fresh && calibrating.Load() == 0 {
+		n, _ = leaves.Get().(*node)
+	}
 	if n == nil {
 		l := &leafNode{}
 		l.blks = l.slots[:]
@@ -211,6 +237,9 @@ func newLeaf() *node {
 // newLeaf or newInterior: nothing reaches a node but through a counted
 // reference.
 func recycle(n *node) {
+	if calibrating.Load() != 0 {
+		return
+	}
 	if n.kids != nil {
 		clear(n.kids)
 		interiors.Put(n)
@@ -223,13 +252,16 @@ func recycle(n *node) {
 // own returns n itself when its holder holds it alone, else a copy that
 // the holder holds alone (taking references to n's children), giving up the
 // holder's reference to n.
-func own(n *node, freed *[]*block) *node {
+func own(n *node, freed *[]*block) *node { return ownWith(n, freed, false) }
+
+// ownWith is own, its copy made new when fresh.
+func ownWith(n *node, freed *[]*block, fresh bool) *node {
 	if n.rc.Load() == 1 {
 		return n
 	}
 	var c *node
 	if n.kids != nil {
-		c = newInterior()
+		c = newInteriorWith(fresh)
 		copy(c.kids, n.kids)
 		for _, k := range c.kids {
 			if k != nil {
@@ -237,7 +269,7 @@ func own(n *node, freed *[]*block) *node {
 			}
 		}
 	} else {
-		c = newLeaf()
+		c = newLeafWith(fresh)
 		copy(c.blks, n.blks)
 		for _, b := range c.blks {
 			if b != nil {
