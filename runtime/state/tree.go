@@ -197,10 +197,8 @@ type interiorNode struct {
 	slots [fan]*node
 }
 
-// newInterior returns an empty interior node with one reference.
-func newInterior() *node { return newInteriorWith(false) }
-
-// newInteriorWith is newInterior, made new when fresh.
+// newInteriorWith returns an empty interior node with one reference,
+// made new when fresh, else a kept one where there is one.
 func newInteriorWith(fresh bool) *node {
 	var n *node
 	if !fresh && calibrating.Load() == 0 {
@@ -234,7 +232,7 @@ func newLeafWith(fresh bool) *node {
 }
 
 // recycle empties n, whose last reference was dropped, and keeps it for
-// newLeaf or newInterior: nothing reaches a node but through a counted
+// newLeafWith or newInteriorWith: nothing reaches a node but through a counted
 // reference.
 func recycle(n *node) {
 	if calibrating.Load() != 0 {
