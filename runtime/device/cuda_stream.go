@@ -326,8 +326,9 @@ func (c *CUDA) WaitEvent(st Stream, ev Event) error {
 }
 
 // takeSpareEvent returns a driver event Close kept, 0 when none is kept.
-// A record made on it since (a wait queued on another stream) stays as it
-// was: the driver's waits wait for the record made before them.
+// Recording it again leaves alone the waits queued on it before (another
+// stream's WaitEvent): the driver's waits wait for the record made before
+// them.
 func (c *CUDA) takeSpareEvent() uintptr {
 	c.smu.Lock()
 	defer c.smu.Unlock()
