@@ -120,6 +120,7 @@ type meet struct {
 	heads   []*ref
 	snaps   []*ref
 	streams []*meetStream
+	asyncs  int           // AppendAsync calls: every other one leaves its copies queued
 	foreign device.Stream // a stream of another backend
 	shared  *state.Layout // one Layout value, reused for every shared head
 	widened int           // times shared was widened in place
@@ -361,7 +362,10 @@ func (m *meet) appended(x *ref, cols [][]byte) {
 }
 
 // appendAsync appends through AppendAsync on a model stream: a failed call
-// must append nothing (a retry would store the rows twice).
+// must append nothing (a retry would store the rows twice). Every other
+// call leaves its copies queued, so that the head holds calls in flight on
+// several streams at once (one event a stream stands for its earlier
+// calls) when a later step lands them.
 func (m *meet) appendAsync(x *ref, cols [][]byte) {
 	st := m.stream()
 	err := x.head.AppendAsync(st, cols)
@@ -372,6 +376,9 @@ func (m *meet) appendAsync(x *ref, cols [][]byte) {
 		m.appended(x, cols) // as the store has it, to look past the failure
 		m.fail("AppendAsync failed after committing the rows (a retry stores them twice)",
 			"%v; the head now has %d rows at version %d, had %d at %d", err, n, v, rows, was)
+	}
+	if m.asyncs++; m.asyncs%2 == 0 {
+		return // not drawn from rng, so that the seeds' steps stay as they were
 	}
 	if err := st.Sync(); err != nil && !errors.Is(err, errMeetInjected) {
 		m.fail("stream failed", "the async append's stream: %v", err)
