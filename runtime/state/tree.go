@@ -122,6 +122,28 @@ func (t *tree) setWith(i int, b *block, freed *[]*block, fresh bool) {
 	(*slot).put(t, i, b, freed)
 }
 
+// appendBlocks puts bs at indices [t.n, t.n+len(bs)) of t, which belongs
+// to a unique root, as set would one at a time, but a leaf at a time: the
+// slots past t.n are empty. It takes over the caller's references to bs.
+func (t *tree) appendBlocks(bs []*block, freed *[]*block) {
+	for len(bs) > 0 {
+		i := t.n
+		slot := t.leafSlot(i, freed)
+		if *slot == nil {
+			*slot = newLeaf()
+		} else {
+			*slot = own(*slot, freed)
+		}
+		leaf := (*slot).blks[i&(fan-1):]
+		k := min(len(leaf), len(bs))
+		for j, b := range bs[:k] {
+			leaf[j] = b
+		}
+		t.n += k
+		bs = bs[k:]
+	}
+}
+
 // setLeaf puts the fan blocks bs at indices [i, i+fan) of t, i a multiple
 // of fan, as set would one at a time, but in a new leaf: when another
 // version shares the old leaf, its blocks are not each retained by a copy

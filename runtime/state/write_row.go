@@ -6,12 +6,14 @@ import (
 	"github.com/gpustate/gpustate/runtime/device"
 )
 
-// The short path of Append and AppendAsync, for a decode step: a few rows
-// that, in every column, either go on in the column's tail block (held by
-// the head alone) or start one new block past the column's end. It skips
-// the plan of write.go and makes the same version the general path would:
-// the rows copied in one backend batch (or queued on a stream, with their
-// event, in one), the new blocks set, the window expired, the version
+// The short path of Append and AppendAsync: an append to a head held
+// alone whose rows, in every column, go on in the column's tail block
+// (held by the head alone) and then in new blocks past the column's end,
+// as a decode step's row and a prefill's batch do. It skips the plan of
+// write.go and makes the same version the general path would: the rows
+// copied in one backend batch (or queued on a stream, with their event,
+// in one), one copy per run of blocks that follow one another in memory;
+// the new blocks set a leaf at a time; the window expired, the version
 // committed (commitVersion: the lineage, the pool's logical bytes and the
 // parts' changed hooks). Both calls run the parts' committed hooks after
 // either path (docs/INTERNALS.md, "The store's map").
@@ -34,7 +36,7 @@ func (h *Head) appendRows(op string, cols [][]byte, n int, q *rowQueue) (bool, e
 		bi, t, k := from/per, &r.cols[c], 0
 		switch {
 		case (to-1)/per != bi:
-			return false, nil
+			return h.appendBulk(op, cols, n, q) // more than one block
 		case from%per == 0 && bi == t.n:
 			k = 1
 		case from%per != 0 && bi < t.n && t.uniquePath(bi):
@@ -47,27 +49,18 @@ func (h *Head) appendRows(op string, cols [][]byte, n int, q *rowQueue) (bool, e
 	}
 	h.countBuf = counts
 	tx := writeTx{h: h, op: op, kind: hostAppend, from: from, to: to}
-	if err := tx.admit(); err != nil {
+	blks, err := h.appendTake(&tx, counts, need)
+	if err != nil {
 		return true, err
-	}
-	var blks []*block
-	if need > 0 {
-		var err error
-		if blks, err = h.allocCols(h.scratch, counts, false); err != nil {
-			return true, h.errorf(op, "%w", err)
-		}
-		h.scratch = blks[:0]
-		tx.taken = blks
 	}
 	for c, b := range tails[:len(counts)] {
 		if b == nil {
 			tails[c], blks = blks[0], blks[1:]
 		}
 	}
-	var err error
 	if q != nil {
 		var runs [maxRowCols]copyRun
-		q.landed, err = h.queueCopies(q.sb, q.st, h.rowRuns(runs[:0], tails[:len(counts)], from, n), q.buf)
+		q.landed, err = h.queueCopies(q.sb, q.st, h.rowRuns(runs[:0], tails[:len(counts)], from, to), q.buf)
 	} else {
 		cs := h.copies[:0]
 		for c, b := range tails[:len(counts)] {
@@ -87,30 +80,166 @@ func (h *Head) appendRows(op string, cols [][]byte, n int, q *rowQueue) (bool, e
 			r.cols[c].set(from/h.perBlock[c], tails[c], &freed)
 		}
 	}
+	h.commitAppend(r, to, freed)
+	return true, nil
+}
+
+// appendTake admits the append tx and takes the need new blocks it
+// writes, counts[c] for column c, in column order.
+func (h *Head) appendTake(tx *writeTx, counts []int, need int) ([]*block, error) {
+	if err := tx.admit(); err != nil {
+		return nil, err
+	}
+	if need == 0 {
+		return nil, nil
+	}
+	blks, err := h.allocCols(h.scratch, counts, false)
+	if err != nil {
+		return nil, h.errorf(tx.op, "%w", err)
+	}
+	h.scratch = blks[:0]
+	tx.taken = blks
+	return blks, nil
+}
+
+// appendBulk is appendRows for rows that take more than one block in some
+// column: in every column they go on in the tail block (held by the head
+// alone), then in new blocks past the column's end, copied a run of
+// neighbouring blocks at a time, and set a leaf at a time. It reports
+// false, having done nothing, when the append does not have that shape.
+func (h *Head) appendBulk(op string, cols [][]byte, n int, q *rowQueue) (bool, error) {
+	r := h.r
+	from, to := r.rows, r.rows+n
+	var tails [maxRowCols]*block // per column: the tail block written in place, or nil
+	counts := h.countBuf[:0]
+	need := 0
+	for c, per := range h.perBlock {
+		t := &r.cols[c]
+		next := from / per // the index of the column's first new block
+		if from%per != 0 {
+			if next >= t.n || !t.uniquePath(next) {
+				return false, nil // a copy on write: the general path
+			}
+			tails[c] = t.get(next)
+			next++
+		}
+		k := max(0, (to+per-1)/per-next)
+		if k > 0 && next != t.n {
+			return false, nil
+		}
+		counts = append(counts, k)
+		need += k
+	}
+	h.countBuf = counts
+	tx := writeTx{h: h, op: op, kind: hostAppend, from: from, to: to}
+	blks, err := h.appendTake(&tx, counts, need)
+	if err != nil {
+		return true, err
+	}
+	if q != nil {
+		var runs [2 * maxRowCols]copyRun
+		q.landed, err = h.queueCopies(q.sb, q.st, h.appendRuns(runs[:0], tails[:len(counts)], blks, counts, from, to), q.buf)
+	} else {
+		err = h.copyAppend(cols, tails[:len(counts)], blks, counts, from, to)
+	}
+	if err != nil {
+		return true, tx.abort(err)
+	}
+	var freed []*block
+	for c, k := range counts {
+		r.cols[c].appendBlocks(blks[:k], &freed)
+		blks = blks[k:]
+	}
+	h.commitAppend(r, to, freed)
+	return true, nil
+}
+
+// commitAppend makes r, with rows up to to, the head's new version: the
+// window expired, the version committed, freed given back.
+func (h *Head) commitAppend(r *root, to int, freed []*block) {
 	r.rows = to
 	h.expire(r, &freed)
 	h.commitVersion()
 	h.pool.free(freed)
-	return true, nil
 }
 
-// rowRuns appends to runs where rows [from, from+n) go in the blocks of
-// each column (dst[c], which holds them whole), column after column, a
-// column's rows joined with the column's before when they begin where
-// those end, in the block that follows in one allocation: the staging
-// buffer holds the columns one after another, so one copy fills both (a
-// key block and its value block, taken side by side).
-func (h *Head) rowRuns(runs []copyRun, dst []*block, from, n int) []copyRun {
-	for c, b := range dst {
-		rb := h.rowBytes[c]
-		ptr := b.Ptr() + device.Ptr(from%h.perBlock[c]*rb)
-		if k := len(runs) - 1; c > 0 && k >= 0 && b.Follows(dst[c-1]) && runs[k].ptr+device.Ptr(runs[k].bytes) == ptr {
-			runs[k].bytes += n * rb
-			continue
+// copyAppend copies rows [from, to) of cols where appendRows puts them:
+// per column, the rest of its tail block (tails[c], when not nil), then
+// its counts[c] new blocks, taken in column order from blks; all in one
+// backend batch.
+func (h *Head) copyAppend(cols [][]byte, tails, blks []*block, counts []int, from, to int) error {
+	cs := h.copies[:0]
+	var buf [2]copyRun
+	for c, k := range counts {
+		runs, _ := h.appendColumnRuns(buf[:0], nil, c, tails[c], blks[:k], from, to)
+		blks = blks[k:]
+		src := cols[c]
+		for _, r := range runs {
+			cs = append(cs, device.HostCopy{Dst: r.ptr, Src: src[:r.bytes]})
+			src = src[r.bytes:]
 		}
-		runs = append(runs, copyRun{ptr: ptr, bytes: n * rb})
+	}
+	err := copiesHtoD(h.pool.b, cs)
+	clear(cs) // the caller's batch is not kept
+	h.copies = cs[:0]
+	return err
+}
+
+// appendRuns appends to runs where rows [from, to) go, as copyAppend
+// writes them, column after column, a column's rows joined with the
+// column's before when they begin where those end, in the block that
+// follows in one allocation: the staging buffer holds the columns one
+// after another, so one copy fills both (a key block and its value block,
+// taken side by side).
+func (h *Head) appendRuns(runs []copyRun, tails, blks []*block, counts []int, from, to int) []copyRun {
+	var prev *block
+	for c, k := range counts {
+		runs, prev = h.appendColumnRuns(runs, prev, c, tails[c], blks[:k], from, to)
+		blks = blks[k:]
 	}
 	return runs
+}
+
+// rowRuns is appendRuns for rows that take one block in every column,
+// dst[c]: the tail block or a new one.
+func (h *Head) rowRuns(runs []copyRun, dst []*block, from, to int) []copyRun {
+	var prev *block
+	for c, b := range dst {
+		runs, prev = h.appendColumnRuns(runs, prev, c, b, nil, from, to)
+	}
+	return runs
+}
+
+// appendColumnRuns appends to runs where rows [from, to) of column c go:
+// the rest of tail, when not nil, then the new blocks nb, neighbouring
+// blocks joined into one run, the first also with the last of runs when
+// that ends where it begins, at the end of prev; it returns the runs and
+// the block the last one ends in.
+func (h *Head) appendColumnRuns(runs []copyRun, prev *block, c int, tail *block, nb []*block, from, to int) ([]copyRun, *block) {
+	rb, per := h.rowBytes[c], h.perBlock[c]
+	row := from
+	if tail != nil {
+		k := min(to, (from/per+1)*per) - from
+		runs = addRun(runs, prev, tail, tail.Ptr()+device.Ptr(from%per*rb), k*rb)
+		prev, row = tail, from+k
+	}
+	for _, b := range nb {
+		k := min(to-row, per)
+		runs = addRun(runs, prev, b, b.Ptr(), k*rb)
+		prev, row = b, row+k
+	}
+	return runs, prev
+}
+
+// addRun appends to runs the range [ptr, ptr+bytes) of block b, joined
+// with the last run when that ends where it begins and b follows prev,
+// the block the last run ends in, in one allocation.
+func addRun(runs []copyRun, prev, b *block, ptr device.Ptr, bytes int) []copyRun {
+	if k := len(runs) - 1; k >= 0 && prev != nil && runs[k].ptr+device.Ptr(runs[k].bytes) == ptr && b.Follows(prev) {
+		runs[k].bytes += bytes
+		return runs
+	}
+	return append(runs, copyRun{ptr: ptr, bytes: bytes})
 }
 
 // rowQueue is where AppendAsync queues its copies: from buf, the staging

@@ -31,7 +31,9 @@ func TestAppendRowsShortPath(t *testing.T) {
 			snaps = append(snaps, must[*Snap](t)(one.Snapshot()))
 		}
 	}
+	hold := must[*Snap](t)(all.Snapshot()) // a shared root: the general path
 	check(t, all.Append(rows))
+	check(t, hold.Release())
 	if !equalCols(readAll(t, one), readAll(t, all)) {
 		t.Fatal("rows appended one at a time differ from the batch")
 	}
@@ -54,11 +56,13 @@ func TestAppendRowsShortPath(t *testing.T) {
 }
 
 // TestAppendRowsFaults fails each backend call of a one-row append that
-// writes in place (37 rows) and of one that starts new blocks (32 rows):
-// the failed call changes neither the head nor the pool.
+// writes in place (after 37 rows) and of one that starts new blocks
+// (after 32), and of a bulk append of 100 rows after 37 (the tail block,
+// then new ones): the failed call changes neither the head nor the pool.
 func TestAppendRowsFaults(t *testing.T) {
-	for _, rows := range []int{37, 32} {
-		t.Run(fmt.Sprint(rows), func(t *testing.T) {
+	for _, tc := range []struct{ rows, add int }{{37, 1}, {32, 1}, {37, 100}} {
+		rows := tc.rows
+		t.Run(fmt.Sprintf("%d+%d", rows, tc.add), func(t *testing.T) {
 			for k := 0; ; k++ {
 				fb := newFaultBackend(device.Host())
 				p := must[*Pool](t)(NewPool(fb, PoolOptions{BlockBytes: 256}))
@@ -66,7 +70,7 @@ func TestAppendRowsFaults(t *testing.T) {
 				check(t, h.Append(kvRows(rows, 1)))
 				before, st, pst := readAll(t, h), h.Stats(), p.Stats()
 				fb.arm(opAll, k)
-				err := h.Append(kvRows(1, 2))
+				err := h.Append(kvRows(tc.add, 2))
 				if !fb.disarm() {
 					check(t, err)
 					if k == 0 {
@@ -93,4 +97,97 @@ func TestAppendRowsFaults(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestAppendBulkShortPath appends batches of 1 to 100 rows (across tail
+// blocks and whole leaves: the bulk short path, appendBulk) to one head,
+// and the same batches to another whose every append takes the general
+// path (a snapshot is held across it, so the root is shared), on pools
+// of fixed and of row-sized blocks, with a window and with checkpoints:
+// the rows, the versions, the reconstructions and the pool's bytes agree,
+// and snapshots of the first head keep their rows while it goes on.
+func TestAppendBulkShortPath(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opt  PoolOptions
+		l    func() *Layout
+	}{
+		{"plain", PoolOptions{BlockBytes: 256}, func() *Layout { return kv(Append, 0, Keep) }},
+		{"rowsized", PoolOptions{}, func() *Layout { return kv(Append, 0, Keep) }},
+		{"window", PoolOptions{BlockBytes: 256}, func() *Layout { l := kv(Append, 0, Keep); l.Window = 150; return l }},
+		{"checkpoints", PoolOptions{BlockBytes: 256}, func() *Layout {
+			l := kv(Append, 0, Keep)
+			l.Checkpoint = &CheckpointPolicy{Every: 4, Keep: 3}
+			return l
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newPool(t, tc.opt)
+			short := must[*Head](t)(p.NewHead(tc.l(), "short"))
+			general := must[*Head](t)(p.NewHead(tc.l(), "general"))
+			type kept struct {
+				s    *Snap
+				rows [][]byte
+			}
+			var snaps []kept
+			var versions []Version
+			for i, n := range []int{1, 5, 16, 17, 40, 3, 64, 100, 31, 33, 2, 96, 1, 70} {
+				rows := kvRows(n, byte(i))
+				check(t, short.Append(rows))
+				hold := must[*Snap](t)(general.Snapshot())
+				check(t, general.Append(rows))
+				check(t, hold.Release())
+				if short.Len() != general.Len() || short.Version() != Version(i+1) || general.Version() != Version(i+1) {
+					t.Fatalf("batch %d: %d rows at version %d, general path %d at %d", i, short.Len(), short.Version(), general.Len(), general.Version())
+				}
+				if got, want := readLive(t, short, tc.l()), readLive(t, general, tc.l()); !equalCols(got, want) {
+					t.Fatalf("batch %d of %d rows: the short path's rows differ from the general path's", i, n)
+				}
+				if i%4 == 1 {
+					s := must[*Snap](t)(short.Snapshot())
+					snaps = append(snaps, kept{s, readLive(t, s, tc.l())})
+				}
+				versions = append(versions, short.Version())
+			}
+			for k, s := range snaps {
+				if !equalCols(readLive(t, s.s, tc.l()), s.rows) {
+					t.Fatalf("snapshot %d changed after later appends", k)
+				}
+				check(t, s.s.Release())
+			}
+			if tc.l().Checkpoint != nil {
+				for _, v := range versions[len(versions)-6:] {
+					a := must[*Snap](t)(short.At(v))
+					b := must[*Snap](t)(general.At(v))
+					if !equalCols(readLive(t, a, tc.l()), readLive(t, b, tc.l())) {
+						t.Fatalf("version %d reconstructs differently", v)
+					}
+					check(t, a.Release())
+					check(t, b.Release())
+				}
+			}
+			if err := checkInvariants(p); err != nil {
+				t.Fatal(err)
+			}
+			if a, b := short.Stats(), general.Stats(); a.LogicalBytes != b.LogicalBytes || a.PhysicalBytes != b.PhysicalBytes {
+				t.Fatalf("stats %+v, general path %+v", a, b)
+			}
+			check(t, short.Release())
+			check(t, general.Release())
+		})
+	}
+}
+
+// readLive returns the rows of x that its layout l keeps readable: all of
+// them, or the last Window.
+func readLive(t *testing.T, x reader, l *Layout) [][]byte {
+	t.Helper()
+	n := x.Len()
+	from := 0
+	if l.Window > 0 {
+		from = max(0, n-l.Window)
+	}
+	dst := [][]byte{make([]byte, (n-from)*16), make([]byte, (n-from)*8)}
+	check(t, x.Read(from, n, dst))
+	return dst
 }
