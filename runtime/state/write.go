@@ -124,7 +124,6 @@ type writeTx struct {
 	from, to int
 	ops      []blockOp
 	taken    []*block // every block alloc gave the write, for undo
-	leaf     [fan]*block
 }
 
 // apply plans and performs a write of rows [from, to) and commits it as a
@@ -492,6 +491,7 @@ func (tx *writeTx) runs() []copyRun {
 func (tx *writeTx) commit(newRows int) *root {
 	h := tx.h
 	var freed []*block
+	var leaf [fan]*block // wholeLeaf's
 	r := h.r.own(&freed)
 	for i := 0; i < len(tx.ops); i++ {
 		o := &tx.ops[i]
@@ -499,8 +499,8 @@ func (tx *writeTx) commit(newRows int) *root {
 			continue
 		}
 		t := &r.cols[o.col]
-		if leaf, ok := tx.wholeLeaf(i); ok {
-			t.setLeaf(o.idx, leaf, &freed)
+		if tx.wholeLeaf(i, &leaf) {
+			t.setLeaf(o.idx, &leaf, &freed)
 			i += fan - 1
 			continue
 		}
@@ -524,23 +524,22 @@ func (tx *writeTx) commit(newRows int) *root {
 	return r
 }
 
-// wholeLeaf returns the new blocks of ops[i] and the fan-1 operations
-// after it when they replace one whole leaf of a column: indices [k*fan,
-// (k+1)*fan), each with a new block.
-func (tx *writeTx) wholeLeaf(i int) (*[fan]*block, bool) {
+// wholeLeaf reports whether ops[i] and the fan-1 operations after it
+// replace one whole leaf of a column (indices [k*fan, (k+1)*fan), each
+// with a new block), and puts their new blocks in leaf when they do.
+func (tx *writeTx) wholeLeaf(i int, leaf *[fan]*block) bool {
 	o := &tx.ops[i]
 	if o.idx&(fan-1) != 0 || i+fan > len(tx.ops) {
-		return nil, false
+		return false
 	}
-	leaf := &tx.leaf
 	for k := range fan {
 		n := &tx.ops[i+k]
 		if n.nb == nil || n.col != o.col || n.idx != o.idx+k {
-			return nil, false
+			return false
 		}
 		leaf[k] = n.nb
 	}
-	return leaf, true
+	return true
 }
 
 // touchOld says which old blocks a write read or wrote: those it copies
