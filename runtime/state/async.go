@@ -153,8 +153,8 @@ func (p *Pool) recordRowsLocked(sh *shape, r *root, from, to int, st device.Stre
 	for ci := range r.cols {
 		per := sh.perBlock[ci]
 		t := &r.cols[ci]
-		for bi := from / per; bi*per < to && bi < t.n; bi++ {
-			if b := t.get(bi); b != nil && p.rec.addLocked(b, st) {
+		for b := range t.heldIn(from/per, (to+per-1)/per) {
+			if p.rec.addLocked(b, st) {
 				added++
 			}
 		}

@@ -49,8 +49,8 @@ func (p *Pool) recordChecked(r *root, st device.Stream) {
 	var added int64
 	for ci := range r.cols {
 		t := &r.cols[ci]
-		for i := t.lo; i < t.n; i++ {
-			if b := t.held(i); b != nil && p.rec.addLocked(b, st) {
+		for b := range t.heldIn(t.lo, t.n) {
+			if p.rec.addLocked(b, st) {
 				added++
 			}
 		}

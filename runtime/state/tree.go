@@ -1,6 +1,7 @@
 package state
 
 import (
+	"iter"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -501,6 +502,34 @@ func (t *tree) held(i int) *block {
 		}
 	}
 	return n.blks[i&(fan-1)]
+}
+
+// heldIn yields the blocks t holds at indices [lo, hi), in order, a leaf
+// at a time: the indices expired or never set are skipped.
+func (t *tree) heldIn(lo, hi int) iter.Seq[*block] {
+	return func(yield func(*block) bool) {
+		for i := max(lo, t.lo); i < min(hi, t.n); {
+			end := min(hi, t.n, (i|(fan-1))+1) // the end of i's leaf
+			if leaf := t.leafAt(i); leaf != nil {
+				for _, b := range leaf.blks[i&(fan-1) : (end-1)&(fan-1)+1] {
+					if b != nil && !yield(b) {
+						return
+					}
+				}
+			}
+			i = end
+		}
+	}
+}
+
+// leafAt returns the leaf of t that holds index i, nil when the path to
+// it was dropped.
+func (t *tree) leafAt(i int) *node {
+	n := t.root
+	for h := t.height; h > 1 && n != nil; h-- {
+		n = n.kids[(i>>(fanBits*(h-1)))&(fan-1)]
+	}
+	return n
 }
 
 // drop releases t's references to blocks [t.lo, hi), in a tree of a root

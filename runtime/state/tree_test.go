@@ -107,3 +107,63 @@ func indices(list []*block, index map[*block]int) []int {
 	}
 	return out
 }
+
+// TestAppendBlocksAndHeldIn appends blocks in chunks of 1 to 70 with
+// appendBlocks to one tree and one at a time with set to another (a
+// version sharing the first now and then), drops a prefix of both as a
+// window does, and checks that both hold the same blocks at every index
+// and that heldIn yields, over ranges of every kind, what held finds.
+func TestAppendBlocksAndHeldIn(t *testing.T) {
+	p := newPool(t, PoolOptions{BlockBytes: 256})
+	const total = 3*fan*fan + 11
+	blks, err := p.alloc("s", total, false)
+	check(t, err)
+	var a, b tree
+	var fa, fb []*block
+	var shared []tree
+	for i, k := 0, 1; i < total; k = k%70 + 1 {
+		chunk := blks[i:min(total, i+k)]
+		if k%9 == 0 && a.root != nil {
+			a.root.rc.Add(1) // another version holds the tree as it is
+			shared = append(shared, a)
+		}
+		for _, x := range chunk {
+			x.Retain() // b's reference
+		}
+		a.appendBlocks(chunk, &fa)
+		for j, x := range chunk {
+			b.set(i+j, x, &fb)
+		}
+		i += len(chunk)
+	}
+	if a.n != total || b.n != total {
+		t.Fatalf("%d and %d blocks, want %d", a.n, b.n, total)
+	}
+	a.drop(fan*fan+5, &fa)
+	b.drop(fan*fan+5, &fb)
+	for i := range total {
+		if a.held(i) != b.held(i) {
+			t.Fatalf("index %d: %p against %p", i, a.held(i), b.held(i))
+		}
+	}
+	for _, r := range [][2]int{{0, total}, {0, 0}, {5, 6}, {fan - 1, fan + 1}, {fan*fan - 3, fan*fan + 40}, {fan*fan + 5, total + 9}, {total - 1, total}, {2 * fan, 2*fan + fan}} {
+		var want []*block
+		for i := r[0]; i < r[1]; i++ {
+			if x := a.held(i); x != nil {
+				want = append(want, x)
+			}
+		}
+		if got := slices.Collect(a.heldIn(r[0], r[1])); !slices.Equal(got, want) {
+			t.Fatalf("heldIn(%d, %d): %d blocks, want %d", r[0], r[1], len(got), len(want))
+		}
+	}
+	for _, s := range shared {
+		releaseNode(s.root, &fa)
+	}
+	releaseNode(a.root, &fa)
+	releaseNode(b.root, &fb)
+	if len(fa)+len(fb) != total {
+		t.Fatalf("%d blocks freed, want %d", len(fa)+len(fb), total)
+	}
+	p.free(append(fa, fb...))
+}
