@@ -105,9 +105,17 @@ func (h *Head) AppendDevice(n int) ([][]device.Span, error) {
 		return nil, err
 	}
 	from := h.r.rows
-	spans, err := h.apply("AppendDevice", deviceAppend, from, from+n, from+n, nil)
-	if err != nil {
+	short, err := h.appendRows("AppendDevice", nil, n, nil)
+	var spans [][]device.Span
+	switch {
+	case err != nil:
 		return nil, err
+	case short:
+		spans, _ = h.spans("AppendDevice", h.r, from, from+n) // in range by construction
+	default:
+		if spans, err = h.apply("AppendDevice", deviceAppend, from, from+n, from+n, nil); err != nil {
+			return nil, err
+		}
 	}
 	h.committed(written{from: from, to: from + n, device: true})
 	return spans, nil

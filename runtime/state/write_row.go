@@ -6,21 +6,23 @@ import (
 	"github.com/gpustate/gpustate/runtime/device"
 )
 
-// The short path of Append and AppendAsync: an append to a head held
-// alone whose rows, in every column, go on in the column's tail block
-// (held by the head alone) and then in new blocks past the column's end,
-// as a decode step's row and a prefill's batch do. It skips the plan of
-// write.go and makes the same version the general path would: the rows
+// The short path of Append, AppendAsync and AppendDevice: an append to a
+// head held alone whose rows, in every column, go on in the column's tail
+// block (held by the head alone) and then in new blocks past the column's
+// end, as a decode step's row and a prefill's batch do. It skips the plan
+// of write.go and makes the same version the general path would: the rows
 // copied in one backend batch (or queued on a stream, with their event,
-// in one), one copy per run of blocks that follow one another in memory;
-// the new blocks set a leaf at a time; the window expired, the version
-// committed (commitVersion: the lineage, the pool's logical bytes and the
-// parts' changed hooks). Both calls run the parts' committed hooks after
-// either path (docs/INTERNALS.md, "The store's map").
+// in one; or left for a kernel), one copy per run of blocks that follow
+// one another in memory; the new blocks set a leaf at a time; the window
+// expired, the version committed (commitVersion: the lineage, the pool's
+// logical bytes and the parts' changed hooks). The calls run the parts'
+// committed hooks after either path (docs/INTERNALS.md, "The store's
+// map").
 
 // appendRows appends rows [from, from+n) of the batch cols on the short
 // path: copied from cols, or, when q is not nil, queued from q's staging
-// buffer (AppendAsync). It reports false, having done nothing, when the
+// buffer (AppendAsync), or, with neither, left for a kernel to write
+// (AppendDevice). It reports false, having done nothing, when the
 // append does not have its shape; on failure it changes nothing and gives
 // back the blocks it took.
 func (h *Head) appendRows(op string, cols [][]byte, n int, q *rowQueue) (bool, error) {
@@ -58,10 +60,11 @@ func (h *Head) appendRows(op string, cols [][]byte, n int, q *rowQueue) (bool, e
 			tails[c], blks = blks[0], blks[1:]
 		}
 	}
-	if q != nil {
+	switch {
+	case q != nil:
 		var runs [maxRowCols]copyRun
 		q.landed, err = h.queueCopies(q.sb, q.st, h.rowRuns(runs[:0], tails[:len(counts)], from, to), q.buf)
-	} else {
+	case cols != nil:
 		cs := h.copies[:0]
 		for c, b := range tails[:len(counts)] {
 			rb := h.rowBytes[c]
@@ -136,10 +139,11 @@ func (h *Head) appendBulk(op string, cols [][]byte, n int, q *rowQueue) (bool, e
 	if err != nil {
 		return true, err
 	}
-	if q != nil {
+	switch {
+	case q != nil:
 		var runs [2 * maxRowCols]copyRun
 		q.landed, err = h.queueCopies(q.sb, q.st, h.appendRuns(runs[:0], tails[:len(counts)], blks, counts, from, to), q.buf)
-	} else {
+	case cols != nil:
 		err = h.copyAppend(cols, tails[:len(counts)], blks, counts, from, to)
 	}
 	if err != nil {

@@ -100,8 +100,9 @@ func TestAppendRowsFaults(t *testing.T) {
 }
 
 // TestAppendBulkShortPath appends batches of 1 to 100 rows (across tail
-// blocks and whole leaves: the bulk short path, appendBulk) to one head,
-// and the same batches to another whose every append takes the general
+// blocks and whole leaves: the bulk short path, appendBulk), with Append
+// and with AppendDevice (the rows copied to its spans), to one head, and
+// the same batches to another whose every append takes the general
 // path (a snapshot is held across it, so the root is shared), on pools
 // of fixed and of row-sized blocks, with a window and with checkpoints:
 // the rows, the versions, the reconstructions and the pool's bytes agree,
@@ -133,9 +134,16 @@ func TestAppendBulkShortPath(t *testing.T) {
 			var versions []Version
 			for i, n := range []int{1, 5, 16, 17, 40, 3, 64, 100, 31, 33, 2, 96, 1, 70} {
 				rows := kvRows(n, byte(i))
-				check(t, short.Append(rows))
+				appendTo := func(h *Head) {
+					if i%3 == 2 {
+						appendDevice(t, p, h, rows)
+					} else {
+						check(t, h.Append(rows))
+					}
+				}
+				appendTo(short)
 				hold := must[*Snap](t)(general.Snapshot())
-				check(t, general.Append(rows))
+				appendTo(general)
 				check(t, hold.Release())
 				if short.Len() != general.Len() || short.Version() != Version(i+1) || general.Version() != Version(i+1) {
 					t.Fatalf("batch %d: %d rows at version %d, general path %d at %d", i, short.Len(), short.Version(), general.Len(), general.Version())
@@ -190,4 +198,19 @@ func readLive(t *testing.T, x reader, l *Layout) [][]byte {
 	dst := [][]byte{make([]byte, (n-from)*16), make([]byte, (n-from)*8)}
 	check(t, x.Read(from, n, dst))
 	return dst
+}
+
+// appendDevice appends rows (kv's two columns) with AppendDevice and
+// copies them to the spans it returns, as a kernel would write them.
+func appendDevice(t *testing.T, p *Pool, h *Head, rows [][]byte) {
+	t.Helper()
+	spans := must[[][]device.Span](t)(h.AppendDevice(len(rows[1]) / 8))
+	for c, col := range spans {
+		src := rows[c]
+		for _, sp := range col {
+			k := sp.Rows * []int{16, 8}[c]
+			check(t, p.Backend().CopyHtoD(sp.Ptr, src[:k]))
+			src = src[k:]
+		}
+	}
 }
