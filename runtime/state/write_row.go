@@ -114,26 +114,10 @@ func (h *Head) appendBulk(op string, cols [][]byte, n int, q *rowQueue) (bool, e
 	r := h.r
 	from, to := r.rows, r.rows+n
 	var tails [maxRowCols]*block // per column: the tail block written in place, or nil
-	counts := h.countBuf[:0]
-	need := 0
-	for c, per := range h.perBlock {
-		t := &r.cols[c]
-		next := from / per // the index of the column's first new block
-		if from%per != 0 {
-			if next >= t.n || !t.uniquePath(next) {
-				return false, nil // a copy on write: the general path
-			}
-			tails[c] = t.get(next)
-			next++
-		}
-		k := max(0, (to+per-1)/per-next)
-		if k > 0 && next != t.n {
-			return false, nil
-		}
-		counts = append(counts, k)
-		need += k
+	counts, need, ok := h.bulkCounts(r, from, to, &tails)
+	if !ok {
+		return false, nil
 	}
-	h.countBuf = counts
 	tx := writeTx{h: h, op: op, kind: hostAppend, from: from, to: to}
 	blks, err := h.appendTake(&tx, counts, need)
 	if err != nil {
@@ -156,6 +140,36 @@ func (h *Head) appendBulk(op string, cols [][]byte, n int, q *rowQueue) (bool, e
 	}
 	h.commitAppend(r, to, freed)
 	return true, nil
+}
+
+// bulkCounts returns, per column, the new blocks an append of rows
+// [from, to) to r takes, and their sum, and sets tails[c] to the
+// column's tail block when the rows begin inside it. It reports false
+// when the append does not have the short path's shape: a tail block
+// another version shares (a copy on write: the general path), or blocks
+// past a column's end.
+func (h *Head) bulkCounts(r *root, from, to int, tails *[maxRowCols]*block) ([]int, int, bool) {
+	counts := h.countBuf[:0]
+	need := 0
+	for c, per := range h.perBlock {
+		t := &r.cols[c]
+		next := from / per // the index of the column's first new block
+		if from%per != 0 {
+			if next >= t.n || !t.uniquePath(next) {
+				return nil, 0, false
+			}
+			tails[c] = t.get(next)
+			next++
+		}
+		k := max(0, (to+per-1)/per-next)
+		if k > 0 && next != t.n {
+			return nil, 0, false
+		}
+		counts = append(counts, k)
+		need += k
+	}
+	h.countBuf = counts
+	return counts, need, true
 }
 
 // commitAppend makes r, with rows up to to, the head's new version: the
