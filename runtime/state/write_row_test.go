@@ -214,3 +214,30 @@ func appendDevice(t *testing.T, p *Pool, h *Head, rows [][]byte) {
 		}
 	}
 }
+
+// TestAppendBulkNoMemory appends, on the bulk short path, more rows than a
+// capped pool has room for: the append fails with ErrNoMemory and changes
+// neither the head nor the pool, and one that fits goes on after it.
+func TestAppendBulkNoMemory(t *testing.T) {
+	p := newPool(t, PoolOptions{BlockBytes: 256, MaxBytes: 64 << 10})
+	h := must[*Head](t)(p.NewHead(kv(Append, 0, Keep), "me"))
+	check(t, h.Append(kvRows(37, 1))) // a tail block in each column
+	before, st, pst := readAll(t, h), h.Stats(), p.Stats()
+	if err := h.Append(kvRows(4000, 2)); !errors.Is(err, ErrNoMemory) {
+		t.Fatalf("an append past the cap: %v, want ErrNoMemory", err)
+	}
+	pst2 := p.Stats()
+	if !equalCols(before, readAll(t, h)) || h.Stats() != st ||
+		pst2.PhysicalBytes != pst.PhysicalBytes || pst2.LogicalBytes != pst.LogicalBytes {
+		t.Fatal("the failed append changed the head or the pool")
+	}
+	if err := checkInvariants(p); err != nil {
+		t.Fatal(err)
+	}
+	rows := kvRows(100, 3)
+	check(t, h.Append(rows))
+	if got := readAll(t, h); !equalCols(got, concat(before, rows)) {
+		t.Fatal("the append after the failed one stored other rows")
+	}
+	check(t, h.Release())
+}
