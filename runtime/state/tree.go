@@ -491,17 +491,13 @@ func exclusiveNodeBlocks(n *node, f func(*block)) {
 // (expired, its subtree perhaps pruned) or past the end. Walks over every
 // block of a tree use it, so that a window's dropped blocks are skipped.
 func (t *tree) held(i int) *block {
-	if i < t.lo || i >= t.n || t.root == nil {
+	if i < t.lo || i >= t.n {
 		return nil
 	}
-	n := t.root
-	for h := t.height; h > 1; h-- {
-		n = n.kids[(i>>(fanBits*(h-1)))&(fan-1)]
-		if n == nil {
-			return nil
-		}
+	if leaf := t.leafAt(i); leaf != nil {
+		return leaf.blks[i&(fan-1)]
 	}
-	return n.blks[i&(fan-1)]
+	return nil
 }
 
 // heldIn yields the blocks t holds at indices [lo, hi), in order, a leaf

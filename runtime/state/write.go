@@ -442,16 +442,6 @@ func (tx *writeTx) lands(o *blockOp) (*block, int) {
 	return b, min(tx.to, (o.idx+1)*per) - row
 }
 
-// leaf returns the leaf of t that holds index i, which set made, on a
-// path t alone holds.
-func (t *tree) leaf(i int) *node {
-	n := t.root
-	for h := t.height; h > 1; h-- {
-		n = n.kids[(i>>(fanBits*(h-1)))&(fan-1)]
-	}
-	return n
-}
-
 // copyRun is a range of device memory that one copy fills: rows that
 // follow one another in blocks that follow one another in one allocation.
 type copyRun struct {
@@ -507,7 +497,7 @@ func (tx *writeTx) commit(newRows int) *root {
 		t.set(o.idx, o.nb, &freed)
 		// The operations after it in the same leaf set their slots
 		// there: the path from the root is the tree's alone now.
-		for leaf := t.leaf(o.idx); i+1 < len(tx.ops); i++ {
+		for leaf := t.leafAt(o.idx); i+1 < len(tx.ops); i++ {
 			next := &tx.ops[i+1]
 			if next.nb == nil || next.col != o.col || next.idx != o.idx+1 || next.idx&(fan-1) == 0 {
 				break
