@@ -1,6 +1,7 @@
 package state
 
 import (
+	"cmp"
 	"errors"
 	"math"
 	"sync"
@@ -18,6 +19,7 @@ type timedBackend struct {
 	mu      sync.Mutex
 	ns      int64
 	touched map[device.Ptr]bool // blocks written at least once (Memset)
+	alloc   float64             // what Alloc costs; zero: tAlloc
 }
 
 // The costs timedBackend charges: nanoseconds, fixed and per byte.
@@ -48,7 +50,10 @@ func (b *timedBackend) now() time.Time {
 	return time.Unix(0, b.ns)
 }
 func (b *timedBackend) Alloc(n int) (device.Ptr, error) {
-	b.charge(tAlloc)
+	b.mu.Lock()
+	cost := cmp.Or(b.alloc, tAlloc)
+	b.mu.Unlock()
+	b.charge(cost)
 	return b.Backend.Alloc(n)
 }
 func (b *timedBackend) CopyDtoD(dst, src device.Ptr, n int) error {
@@ -530,5 +535,48 @@ func TestPlanCountsNewPages(t *testing.T) {
 	}
 	if pl.NewBytes != 0 {
 		t.Fatalf("%d blocks in a page the head's blocks touched: %d new bytes, want 0", pl.Blocks, pl.NewBytes)
+	}
+}
+
+// TestPlanPricesGrowthsMeasured: a growth of the pool is priced at the
+// calibration's NewGrowth until the class grew a few times, then at the
+// median time of its last growths, which follows the backend when its
+// allocations grow dearer.
+func TestPlanPricesGrowthsMeasured(t *testing.T) {
+	p, be := timedPool(t, PoolOptions{BlockBytes: 256})
+	must[CostModel](t)(p.CostModel()) // on memory new to the pool
+	h := must[*Head](t)(p.NewHead(cpLayout(Mandatory), "me"))
+	defer h.Release()
+	// Two growths' worth of blocks past the clean ones, in column 0.
+	growBy := func() time.Duration {
+		t.Helper()
+		pr := must[*pricing](t)(h.pricing("test"))
+		f := pr.free[h.cls[0]]
+		taken := make([]int64, len(h.perBlock))
+		taken[0] = f.Used + f.Clean + 2*f.Grow
+		_, grow := h.newBytes(taken, pr)
+		if pr.model.NewGrowth != tAlloc {
+			t.Fatalf("the calibration measured a growth at %v, want %v", pr.model.NewGrowth, time.Duration(tAlloc))
+		}
+		return grow
+	}
+	if got := growBy(); got != 2*tAlloc {
+		t.Fatalf("two growths priced at %v before the class grew thrice, want %v", got, time.Duration(2*tAlloc))
+	}
+	be.mu.Lock()
+	be.alloc = 3 * tAlloc
+	be.mu.Unlock()
+	var held []*block
+	for range 5 { // each takes every free block and one more
+		f := p.mem.FreeCounts(h.cls[0])
+		held = append(held, must[[]*block](t)(p.allocIn(nil, h.cls[0], "grow", int(f.Used+f.Clean)+1, false))...)
+	}
+	var freed []*block
+	for _, b := range held {
+		releaseBlock(b, &freed)
+	}
+	p.free(freed)
+	if got := growBy(); got != 6*tAlloc {
+		t.Fatalf("two growths priced at %v after five cost %v each, want %v", got, time.Duration(3*tAlloc), time.Duration(6*tAlloc))
 	}
 }

@@ -129,32 +129,35 @@ func (h *Head) candidate(q, t int, pr *pricing) Candidate {
 		c.DeltaBytes += d.replayBytes()
 		rows = x.entries[j].rows
 	}
-	var growths int64
-	c.NewBytes, growths = h.newBytes(taken, pr.free)
+	var grow time.Duration
+	c.NewBytes, grow = h.newBytes(taken, pr)
 	c.NewBytes += unread
 	if !pr.known {
 		return c
 	}
 	c.model = pr.model.estimate(&c, len(h.rowBytes))
-	c.newCost = time.Duration(float64(c.NewBytes-unread)*pr.model.NewPerByte+float64(unread)*pr.model.NewReadPerByte) +
-		time.Duration(growths)*pr.model.NewGrowth
+	c.newCost = time.Duration(float64(c.NewBytes-unread)*pr.model.NewPerByte+float64(unread)*pr.model.NewReadPerByte) + grow
 	mid, _, _, _ := pr.f.scale()
 	c.Estimate = time.Duration(float64(c.model)*mid) + c.newCost + c.Replayed
 	return c
 }
 
 // newBytes returns the bytes of memory new to the pool that the blocks
-// taken, taken[col] of each column, touch, and the growths of the pool
-// that make them (each makes a slab's worth of blocks, of which the
-// reconstruction, taking one block at a time, may use one). A class's
+// taken, taken[col] of each column, touch, and the cost of the growths of
+// the pool that make them (each makes a slab's worth of blocks, of which
+// the reconstruction, taking one block at a time, may use one). A class's
 // blocks come from the free blocks that held rows first, which are not
 // new; then from its clean blocks, which are: counted by their bytes (a
 // class's new blocks follow the ones it carved last, so their first page
 // may be touched already, and whole pages would count it twice), or, when
 // the first of them follows a block a holder wrote, as the pages that
 // start at or after it (the one it starts inside is touched: a page
-// faults once, whichever block touches it first); then from growths.
-func (h *Head) newBytes(taken []int64, free map[*sizeClass]classFree) (bytes, growths int64) {
+// faults once, whichever block touches it first); then from growths. A
+// growth is priced at the median time of the class's last growths once it
+// grew a few times (blocks.Free.GrowTime: one timed in calibration was
+// 0.3-3x the median of the next), else at the model's NewGrowth.
+func (h *Head) newBytes(taken []int64, pr *pricing) (bytes int64, grow time.Duration) {
+	free := pr.free
 	need := map[*sizeClass]int64{}
 	for col, n := range taken {
 		need[h.cls[col]] += n
@@ -176,10 +179,14 @@ func (h *Head) newBytes(taken []int64, free map[*sizeClass]classFree) (bytes, gr
 		}
 		bytes += (k - clean) * bb
 		if g := k - f.Clean; g > 0 && f.Grow > 0 {
-			growths += (g + f.Grow - 1) / f.Grow
+			each := f.GrowTime
+			if each == 0 {
+				each = pr.model.NewGrowth
+			}
+			grow += time.Duration((g+f.Grow-1)/f.Grow) * each
 		}
 	}
-	return bytes, growths
+	return bytes, grow
 }
 
 // pricing returns what h's candidates are priced by: the cost model of

@@ -209,18 +209,20 @@ func NewPool(b device.Backend, opt PoolOptions) (*Pool, error) {
 	if wait == 0 {
 		wait = defaultPendingWait
 	}
-	mem := blocks.New(b, blocks.Options{MaxBytes: opt.MaxBytes, NoMemory: ErrNoMemory})
-	return &Pool{
+	p := &Pool{
 		evictor:     ev,
 		pendingWait: wait,
 		b:           b,
 		blockBytes:  bb,
 		telemetry:   opt.Telemetry,
-		mem:         mem,
-		own:         mem.Class(bb),
 		rowSized:    opt.BlockBytes == 0,
 		live:        make(map[handle]struct{}),
-	}, nil
+	}
+	// Growths are timed by calibration's clock: the cost model prices
+	// them by those times once there are a few (estimate.go).
+	p.mem = blocks.New(b, blocks.Options{MaxBytes: opt.MaxBytes, NoMemory: ErrNoMemory, Now: p.calibNow})
+	p.own = p.mem.Class(bb)
+	return p, nil
 }
 
 // Backend returns the pool's backend.

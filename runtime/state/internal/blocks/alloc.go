@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/gpustate/gpustate/runtime/device"
 )
@@ -27,6 +28,8 @@ type Options struct {
 	// NoMemory is the error every out-of-memory failure wraps (the store's
 	// ErrNoMemory).
 	NoMemory error
+	// Now is the clock growths are timed by (FreeCounts); nil: time.Now.
+	Now func() time.Time
 }
 
 // Allocator hands out blocks of device memory carved from slabs, in size
@@ -37,6 +40,7 @@ type Allocator struct {
 	b        device.Backend
 	maxBytes int64
 	noMem    error
+	now      func() time.Time
 
 	mu     sync.Mutex
 	closed bool
@@ -57,8 +61,12 @@ func New(b device.Backend, opt Options) *Allocator {
 	if noMem == nil {
 		noMem = errors.New("out of memory")
 	}
+	now := opt.Now
+	if now == nil {
+		now = time.Now
+	}
 	return &Allocator{
-		b: b, maxBytes: opt.MaxBytes, noMem: noMem,
+		b: b, maxBytes: opt.MaxBytes, noMem: noMem, now: now,
 		slabOf:  make(map[device.Ptr]*slab),
 		classes: make(map[int]*Class),
 	}

@@ -373,3 +373,56 @@ func TestBlockIsOneCacheLine(t *testing.T) {
 		t.Errorf("a Block is %d bytes, want 64", n)
 	}
 }
+
+// A class's growths are timed by the allocator's clock, and FreeCounts
+// reports the median of the last growthsKept once there are
+// growthsTrusted: none before, and an old growth drops out of the median
+// as new ones come.
+func TestGrowthTimes(t *testing.T) {
+	var clock time.Duration
+	be := &costlyAlloc{Backend: device.Host(), clock: &clock}
+	a := New(be, Options{NoMemory: errNoMem, Now: func() time.Time { return time.Unix(0, int64(clock)) }})
+	defer a.Close("test")
+	c := a.Class(256)
+	grow := func(cost time.Duration) {
+		t.Helper()
+		be.cost = cost
+		if _, err := a.Alloc(nil, c, "x", SlabBlocks, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := func(d time.Duration) {
+		t.Helper()
+		if f := a.FreeCounts(c); f.GrowTime != d {
+			t.Fatalf("GrowTime %v, want %v", f.GrowTime, d)
+		}
+	}
+	grow(5 * time.Millisecond)
+	grow(time.Millisecond)
+	want(0) // two growths: not yet
+	grow(9 * time.Millisecond)
+	want(5 * time.Millisecond)
+	for range growthsKept {
+		grow(time.Millisecond)
+	}
+	want(time.Millisecond)
+	for range growthsKept/2 + 1 {
+		grow(7 * time.Millisecond) // a new regime, the majority of the last
+	}
+	want(7 * time.Millisecond)
+	if got := a.FreeCounts(a.Class(512)); got.GrowTime != 0 {
+		t.Fatalf("a class that never grew: GrowTime %v", got.GrowTime)
+	}
+}
+
+// costlyAlloc is a backend whose Alloc advances a clock by cost.
+type costlyAlloc struct {
+	device.Backend
+	clock *time.Duration
+	cost  time.Duration
+}
+
+func (b *costlyAlloc) Alloc(n int) (device.Ptr, error) {
+	*b.clock += b.cost
+	return b.Backend.Alloc(n)
+}

@@ -3,6 +3,7 @@ package blocks
 import (
 	"slices"
 	"sync/atomic"
+	"time"
 
 	"github.com/gpustate/gpustate/runtime/device"
 )
@@ -28,6 +29,35 @@ type Class struct {
 	// zeroTaken says a zeroed allocation took blocks of the class: its
 	// blocks may lie untouched (Block.Untouched).
 	zeroTaken atomic.Bool
+	// growths are the times of the class's last growths (a slab from the
+	// backend and its blocks' records), a ring written at ngrowths.
+	growths  [growthsKept]time.Duration
+	ngrowths int
+}
+
+// growthsKept is how many of a class's growths FreeCounts's GrowTime is
+// the median of, and growthsTrusted how many it needs to be given.
+const (
+	growthsKept    = 9
+	growthsTrusted = 3
+)
+
+// grew records a growth of c that took d. a.mu is held.
+func (c *Class) grew(d time.Duration) {
+	c.growths[c.ngrowths%growthsKept] = d
+	c.ngrowths++
+}
+
+// growTime returns the median of c's last growths, zero when it grew
+// fewer than growthsTrusted times. a.mu is held.
+func (c *Class) growTime() time.Duration {
+	n := min(c.ngrowths, growthsKept)
+	if n < growthsTrusted {
+		return 0
+	}
+	last := c.growths
+	slices.Sort(last[:n])
+	return last[n/2]
 }
 
 // ZeroTaken reports whether a zeroed allocation ever took blocks of c,
@@ -198,6 +228,10 @@ type Free struct {
 	// ones carved from slab space no block used (on the host backend,
 	// pages not yet touched); Grow how many blocks one growth makes.
 	Used, Clean, Grow int64
+	// GrowTime is the median time of the class's last growths, zero
+	// until it grew a few times: a moving measure of what Grow blocks
+	// new to the pool cost besides their pages.
+	GrowTime time.Duration
 	// Next is the address of the clean block an allocation takes first
 	// (Alloc pops the clean list's top, which walks memory upwards), when
 	// HasNext: the cost model counts the pages the next new blocks touch
@@ -210,7 +244,7 @@ type Free struct {
 func (a *Allocator) FreeCounts(c *Class) Free {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	f := Free{Clean: int64(len(c.clean)), Grow: a.growBlocks(c, 1)}
+	f := Free{Clean: int64(len(c.clean)), Grow: a.growBlocks(c, 1), GrowTime: c.growTime()}
 	f.Used = c.nfree - f.Clean
 	if c.hot.Load() != nil {
 		f.Used++

@@ -263,6 +263,7 @@ func (a *Allocator) newSlabLocked(c *Class, want int, nb int64) error {
 	}
 	a.reserved += nb * bb
 	a.mu.Unlock()
+	start := a.now()
 	ptr, err := a.b.Alloc(int(nb * bb))
 	if err != nil && nb > int64(want) && errors.Is(err, device.ErrOutOfMemory) {
 		a.mu.Lock()
@@ -287,6 +288,7 @@ func (a *Allocator) newSlabLocked(c *Class, want int, nb int64) error {
 	a.slabOf[ptr] = s
 	a.loose += s.bytes
 	a.addBlocksLocked(c, s, 0, nb, false)
+	c.grew(a.now().Sub(start))
 	return nil
 }
 
