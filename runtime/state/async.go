@@ -179,7 +179,7 @@ func (p *Pool) recordRowsLocked(sh *shape, r *root, from, to int, st device.Stre
 //
 //state:appends
 func (h *Head) AppendAsync(st device.Stream, cols [][]byte) error {
-	if err := h.open(call{op: "AppendAsync", share: true}); err != nil { // lockAsync, with no closure
+	if err := h.open(call{op: "AppendAsync", share: true}); err != nil { // not land: the stream orders earlier copies
 		return err
 	}
 	defer h.end()
@@ -271,21 +271,19 @@ func (p *Pool) stagingPut(buf []byte) {
 // completes; memory from the backend's HostAlloc makes the copies truly
 // asynchronous.
 func (h *Head) ReadAsync(st device.Stream, from, to int, dst [][]byte) error {
-	unlock, err := h.lockAsync("ReadAsync")
-	if err != nil {
+	if err := h.open(call{op: "ReadAsync", share: true}); err != nil { // not land: the stream orders earlier copies
 		return err
 	}
-	defer unlock()
+	defer h.end()
 	return h.readAsync("ReadAsync", h.r, st, from, to, dst)
 }
 
 // ReadAsync is Head.ReadAsync for a snapshot.
 func (s *Snap) ReadAsync(st device.Stream, from, to int, dst [][]byte) error {
-	unlock, err := s.rlock("ReadAsync")
-	if err != nil {
+	if err := s.begin("ReadAsync"); err != nil {
 		return err
 	}
-	defer unlock()
+	defer s.end()
 	return s.readAsync("ReadAsync", s.r, st, from, to, dst)
 }
 

@@ -225,11 +225,10 @@ func (p *Pool) freeLater(ptrs []device.Ptr, streams []device.Stream) error {
 //
 //state:acquire
 func (h *Head) BlockTable() (*BlockTable, error) {
-	unlock, err := h.lock("BlockTable")
-	if err != nil {
+	if err := h.begin("BlockTable"); err != nil {
 		return nil, err
 	}
-	defer unlock()
+	defer h.end()
 	t, err := h.pool.newTable(&h.shape, h.r, h.recordedStreams)
 	if err != nil {
 		return nil, h.errorf("BlockTable", "%w", err)

@@ -268,11 +268,10 @@ func copies(from, to, per int) int {
 // line: the checkpoint it would seed from, the deltas it would apply, the
 // estimated cost, and the alternatives. It reconstructs nothing.
 func (h *Head) Plan(v Version) (Plan, error) {
-	unlock, err := h.lock("Plan")
-	if err != nil {
+	if err := h.begin("Plan"); err != nil {
 		return Plan{}, err
 	}
-	defer unlock()
+	defer h.end()
 	p, _, err := h.planAt("Plan", v)
 	return p, err
 }
@@ -285,11 +284,10 @@ func (h *Head) Plan(v Version) (Plan, error) {
 //
 //state:acquire
 func (h *Head) At(v Version) (*Snap, error) {
-	unlock, err := h.lock("At")
-	if err != nil {
+	if err := h.begin("At"); err != nil {
 		return nil, err
 	}
-	defer unlock()
+	defer h.end()
 	p, t, err := h.planAt("At", v)
 	if err != nil {
 		return nil, err

@@ -28,6 +28,8 @@ type Head struct {
 	countBuf []int             // reused by writes for their blocks per column
 	ops      []blockOp         // reused by small writes for their plans (write.go)
 	copies   []device.HostCopy // reused by writes for their copies from the host
+	freed    []*block          // reused by writes for the blocks they give back (freeing)
+	saved    []byte            // reused by writes in place for what they overwrite
 
 	// The head's parts: its features that keep state of their own. The
 	// head calls them through the hooks of part, in the order of the set

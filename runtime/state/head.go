@@ -11,27 +11,8 @@ func (h *Head) describe() string {
 
 func (h *Head) logicalBytes() int64 { return h.logical }
 
-// lock starts a call: it holds the pool open and h's lock, and fails when
-// h is released or invalidated.
-func (h *Head) lock(op string) (func(), error) {
-	if err := h.begin(op); err != nil {
-		return nil, err
-	}
-	return h.end, nil
-}
-
-// lockAsync is lock for the calls that run on a stream (AppendAsync,
-// ReadAsync): they leave the copies of earlier ones in flight, as the
-// stream orders them.
-func (h *Head) lockAsync(op string) (func(), error) {
-	if err := h.open(call{op: op, share: true}); err != nil {
-		return nil, err
-	}
-	return h.end, nil
-}
-
-// begin is lock without the closure, for the reads that allocate
-// nothing: a nil error must be followed by end.
+// begin starts a call: it holds the pool open and h's lock, and fails
+// when h is released or invalidated. A nil error must be followed by end.
 func (h *Head) begin(op string) error { return h.open(call{op: op, land: true, share: true}) }
 
 // open starts a call: it holds the pool open and h's lock, and prepares

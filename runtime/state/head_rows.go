@@ -60,11 +60,10 @@ func (h *Head) checkAppend(op string, n int) error {
 //
 //state:mutates
 func (h *Head) Write(at int, cols [][]byte) error {
-	unlock, err := h.lock("Write")
-	if err != nil {
+	if err := h.begin("Write"); err != nil {
 		return err
 	}
-	defer unlock()
+	defer h.end()
 	n, err := h.batchRows("Write", cols)
 	if err != nil {
 		return err
@@ -96,11 +95,10 @@ func (h *Head) checkWrite(op string, from, to int) error {
 //
 //state:appends
 func (h *Head) AppendDevice(n int) ([][]device.Span, error) {
-	unlock, err := h.lock("AppendDevice")
-	if err != nil {
+	if err := h.begin("AppendDevice"); err != nil {
 		return nil, err
 	}
-	defer unlock()
+	defer h.end()
 	if err := h.checkAppend("AppendDevice", n); err != nil {
 		return nil, err
 	}
@@ -128,11 +126,10 @@ func (h *Head) AppendDevice(n int) ([][]device.Span, error) {
 //
 //state:mutates
 func (h *Head) WriteDevice(from, to int) ([][]device.Span, error) {
-	unlock, err := h.lock("WriteDevice")
-	if err != nil {
+	if err := h.begin("WriteDevice"); err != nil {
 		return nil, err
 	}
-	defer unlock()
+	defer h.end()
 	if err := h.checkWrite("WriteDevice", from, to); err != nil {
 		return nil, err
 	}
@@ -159,10 +156,9 @@ func (h *Head) Read(from, to int, dst [][]byte) error {
 //
 //state:view
 func (h *Head) Spans(from, to int) ([][]device.Span, error) {
-	unlock, err := h.lock("Spans")
-	if err != nil {
+	if err := h.begin("Spans"); err != nil {
 		return nil, err
 	}
-	defer unlock()
+	defer h.end()
 	return h.spans("Spans", h.r, from, to)
 }

@@ -91,11 +91,10 @@ func (h *Head) Stats() Stats {
 //
 //state:acquire
 func (h *Head) Snapshot() (*Snap, error) {
-	unlock, err := h.lock("Snapshot")
-	if err != nil {
+	if err := h.begin("Snapshot"); err != nil {
 		return nil, err
 	}
-	defer unlock()
+	defer h.end()
 	return h.snapshotLocked()
 }
 
@@ -117,11 +116,10 @@ func (h *Head) snapshotLocked() (*Snap, error) {
 //
 //state:acquire
 func (h *Head) Branch() (*Head, error) {
-	unlock, err := h.lock("Branch")
-	if err != nil {
+	if err := h.begin("Branch"); err != nil {
 		return nil, err
 	}
-	defer unlock()
+	defer h.end()
 	return h.branchLocked()
 }
 
@@ -157,11 +155,10 @@ func (h *Head) Merge(child *Head) error {
 		return err
 	}
 	if child == h {
-		unlock, err := h.lock("Merge")
-		if err != nil {
+		if err := h.begin("Merge"); err != nil {
 			return err
 		}
-		unlock()
+		h.end()
 		return nil
 	}
 	if err := h.pool.enter(); err != nil {
@@ -236,11 +233,10 @@ func (h *Head) Rollback(to *Snap) error {
 	if err := h.rollbackArg(to); err != nil {
 		return err
 	}
-	unlock, err := h.lock("Rollback")
-	if err != nil {
+	if err := h.begin("Rollback"); err != nil {
 		return err
 	}
-	defer unlock()
+	defer h.end()
 	to.mu.RLock()
 	defer to.mu.RUnlock()
 	h.lin.mu.Lock()

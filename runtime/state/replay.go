@@ -33,11 +33,10 @@ var replaySeed = maphash.MakeSeed()
 //
 //state:mutates
 func (h *Head) Step(in [][]byte, verify bool, f StepFunc) error {
-	unlock, err := h.lock("Step")
-	if err != nil {
+	if err := h.begin("Step"); err != nil {
 		return err
 	}
-	defer unlock()
+	defer h.end()
 	switch {
 	case h.l.Growth != Mutable:
 		return h.errorf("Step", "a step rewrites the rows of a mutable state, and this one only appends: %w", ErrRange)

@@ -526,3 +526,52 @@ func TestRenewedBulkStateKeepsRuns(t *testing.T) {
 		check(t, h.Release())
 	}
 }
+
+// TestCallsAllocateOnlyWhatTheyHandOut: a decode step's calls take their
+// locks without allocating; a write in place allocates nothing, and the
+// calls that hand spans to a kernel allocate the spans alone, every
+// column's in one array.
+func TestCallsAllocateOnlyWhatTheyHandOut(t *testing.T) {
+	p := newPool(t, PoolOptions{})
+	l := kvCacheLayout(128)
+	l.Growth, l.Bound = Mutable, 4096
+	m := must[*Head](t)(p.NewHead(l, "s"))
+	defer m.Release()
+	row := zeroRows(l, 1)
+	check(t, m.Write(7, row)) // its blocks are m's alone from here
+	for range 20000 {
+		check(t, m.Write(7, row))
+	}
+	if n := testing.AllocsPerRun(100, func() { check(t, m.Write(7, row)) }); n != 0 {
+		t.Errorf("Write of one row in place: %v allocations, want 0", n)
+	}
+	if n := testing.AllocsPerRun(100, func() { must[[][]device.Span](t)(m.WriteDevice(7, 8)) }); n != 2 {
+		t.Errorf("WriteDevice of one row in place: %v allocations, want 2 (the spans)", n)
+	}
+	a := kvCacheLayout(128)
+	a.Growth = Append
+	h := must[*Head](t)(p.NewHead(a, "s"))
+	defer h.Release()
+	for range 64 {
+		check(t, h.Append(row))
+	}
+	if n := testing.AllocsPerRun(100, func() { must[[][]device.Span](t)(h.AppendDevice(1)) }); n != 2 {
+		t.Errorf("AppendDevice of one row: %v allocations, want 2 (the spans)", n)
+	}
+	s := must[*Snap](t)(h.Snapshot())
+	defer s.Release()
+	if n := testing.AllocsPerRun(100, func() { must[[][]device.Span](t)(s.Spans(0, 64)) }); n != 2 {
+		t.Errorf("Snap.Spans of 64 rows: %v allocations, want 2 (the spans)", n)
+	}
+	// A window's append gives back the blocks that slid out of it.
+	w := kvCacheLayout(128)
+	w.Growth, w.Window = Append, 256
+	wh := must[*Head](t)(p.NewHead(w, "s"))
+	defer wh.Release()
+	for range 1024 {
+		check(t, wh.Append(row))
+	}
+	if n := testing.AllocsPerRun(100, func() { check(t, wh.Append(row)) }); n != 0 {
+		t.Errorf("Append of one row to a window: %v allocations, want 0", n)
+	}
+}

@@ -258,11 +258,22 @@ func (sh *shape) spans(op string, r *root, from, to int) ([][]device.Span, error
 		return nil, err
 	}
 	out := make([][]device.Span, len(sh.rowBytes))
+	var all []device.Span // every column's spans, in one allocation
+	if from < to {
+		n := 0
+		for _, per := range sh.perBlock {
+			n += (to-1)/per - from/per + 1
+		}
+		all = make([]device.Span, 0, n)
+	}
 	for i := range out {
 		rb, per := sh.rowBytes[i], sh.perBlock[i]
 		t := &r.cols[i]
 		if from < to {
-			out[i] = make([]device.Span, 0, (to-1)/per-from/per+1)
+			// Capped at the column's spans, so that a caller's append to
+			// one column does not write over the next.
+			k := (to-1)/per - from/per + 1
+			out[i], all = all[:0:k], all[k:k:cap(all)]
 		}
 		for row := from; row < to; {
 			bi := row / per

@@ -171,11 +171,10 @@ func (c *prefixCache) lookupLocked(t *prefixTable, parent *prefixEntry, keys []b
 //
 //state:appends
 func (h *Head) AdoptPrefix(keys []byte) (int, error) {
-	unlock, err := h.lock("AdoptPrefix")
-	if err != nil {
+	if err := h.begin("AdoptPrefix"); err != nil {
 		return 0, err
 	}
-	defer unlock()
+	defer h.end()
 	s := h.share
 	if s == nil {
 		return 0, h.errorf("AdoptPrefix", "the layout has no ShareKey: %w", ErrShape)

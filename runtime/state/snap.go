@@ -12,17 +12,9 @@ func (s *Snap) describe() string {
 
 func (s *Snap) logicalBytes() int64 { return s.logical }
 
-// rlock starts a read: it holds the pool open and s's read lock, and fails
-// when s is released or invalidated.
-func (s *Snap) rlock(op string) (func(), error) {
-	if err := s.begin(op); err != nil {
-		return nil, err
-	}
-	return s.end, nil
-}
-
-// begin is rlock without the closure, for the reads that allocate
-// nothing: a nil error must be followed by end.
+// begin starts a read of s: it holds the pool open and s's read lock,
+// and fails when s is released or invalidated. A nil error must be
+// followed by end.
 func (s *Snap) begin(op string) error {
 	if s == nil {
 		return errNil("Snap", op)
@@ -67,11 +59,10 @@ func (s *Snap) Read(from, to int, dst [][]byte) error {
 //
 //state:view
 func (s *Snap) Spans(from, to int) ([][]device.Span, error) {
-	unlock, err := s.rlock("Spans")
-	if err != nil {
+	if err := s.begin("Spans"); err != nil {
 		return nil, err
 	}
-	defer unlock()
+	defer s.end()
 	return s.spans("Spans", s.r, from, to)
 }
 
@@ -159,11 +150,10 @@ func (s *Snap) Release() error {
 //
 //state:acquire
 func (s *Snap) BlockTable() (*BlockTable, error) {
-	unlock, err := s.rlock("BlockTable")
-	if err != nil {
+	if err := s.begin("BlockTable"); err != nil {
 		return nil, err
 	}
-	defer unlock()
+	defer s.end()
 	t, err := s.pool.newTable(&s.shape, s.r, s.recordedStreams)
 	if err != nil {
 		return nil, s.errorf("BlockTable", "%w", err)

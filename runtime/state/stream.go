@@ -94,11 +94,10 @@ func (h *Head) RecordStream(st device.Stream) error {
 // has completed, even when the snapshot is released first. It needs a
 // backend with device.Streams; it never waits.
 func (s *Snap) RecordStream(st device.Stream) error {
-	unlock, err := s.rlock("RecordStream")
-	if err != nil {
+	if err := s.begin("RecordStream"); err != nil {
 		return err
 	}
-	defer unlock()
+	defer s.end()
 	if err := s.pool.recordStream(s.r, st); err != nil {
 		return s.errorf("RecordStream", "%w", err)
 	}

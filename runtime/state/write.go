@@ -363,7 +363,9 @@ func (tx *writeTx) run(i int, fresh bool) ([]byte, int) {
 // run of blocks that follow one another, keeping what each write replaces
 // (but the last's) so that a failure can put it back.
 func (tx *writeTx) writeVisible() error {
-	var runs []visibleRun
+	h := tx.h
+	var buf [8]visibleRun // a decode step's runs, on the stack
+	runs := buf[:0]
 	for i := 0; i < len(tx.ops); i++ {
 		if o := &tx.ops[i]; o.visible && o.src != nil {
 			src, last := tx.run(i, oldBlock)
@@ -371,11 +373,23 @@ func (tx *writeTx) writeVisible() error {
 			i = last
 		}
 	}
-	b := tx.h.pool.b
+	n := 0 // the bytes to save
+	for _, r := range runs[:max(0, len(runs)-1)] {
+		n += len(r.src)
+	}
+	saved := h.saved
+	if cap(saved) < n {
+		saved = make([]byte, n)
+	}
+	if cap(saved) <= maxKeptSaved {
+		h.saved = saved // short: kept for the next write
+	}
+	saved = saved[:n]
+	b := h.pool.b
 	for k := range runs {
 		r := &runs[k]
 		if k < len(runs)-1 {
-			r.saved = make([]byte, len(r.src))
+			r.saved, saved = saved[:len(r.src):len(r.src)], saved[len(r.src):]
 			if err := b.CopyDtoH(r.saved, r.dst); err != nil {
 				return errors.Join(err, tx.restore(runs[:k]))
 			}
@@ -386,6 +400,10 @@ func (tx *writeTx) writeVisible() error {
 	}
 	return nil
 }
+
+// maxKeptSaved bounds the buffer a head keeps for what its next write in
+// place overwrites (writeVisible): a decode step's, not a bulk write's.
+const maxKeptSaved = 4 << 10
 
 // visibleRun is one in-place copy over rows a reader may see: src to dst,
 // and what dst held before.
@@ -480,7 +498,7 @@ func (tx *writeTx) runs() []copyRun {
 // It cannot fail.
 func (tx *writeTx) commit(newRows int) *root {
 	h := tx.h
-	var freed []*block
+	freed := h.freeing()
 	var leaf [fan]*block // wholeLeaf's
 	r := h.r.own(&freed)
 	for i := 0; i < len(tx.ops); i++ {
@@ -510,8 +528,27 @@ func (tx *writeTx) commit(newRows int) *root {
 	h.expire(r, &freed)
 	h.r = r
 	h.commitVersion()
-	h.pool.free(freed)
+	h.free(freed)
 	return r
+}
+
+// maxKeptFreed is the longest list of freed blocks a head keeps for its
+// next write (freeing).
+const maxKeptFreed = 64
+
+// freeing returns an empty list for a write to gather the blocks it gives
+// back in, which free frees: the head's own, so that a decode step that
+// replaces blocks allocates no list. h.mu is held.
+func (h *Head) freeing() []*block { return h.freed[:0] }
+
+// free gives back the blocks of freed, a list from freeing, and keeps the
+// list when it is short. h.mu is held.
+func (h *Head) free(freed []*block) {
+	h.pool.free(freed)
+	if cap(freed) <= maxKeptFreed {
+		clear(freed)
+		h.freed = freed[:0]
+	}
 }
 
 // wholeLeaf reports whether ops[i] and the fan-1 operations after it

@@ -77,7 +77,7 @@ func (h *Head) appendRows(op string, cols [][]byte, n int, q *rowQueue) (bool, e
 	if err != nil {
 		return true, tx.abort(err)
 	}
-	var freed []*block
+	freed := h.freeing()
 	for c, k := range counts {
 		if k == 1 {
 			r.cols[c].set(from/h.perBlock[c], tails[c], &freed)
@@ -133,7 +133,7 @@ func (h *Head) appendBulk(op string, cols [][]byte, n int, q *rowQueue) (bool, e
 	if err != nil {
 		return true, tx.abort(err)
 	}
-	var freed []*block
+	freed := h.freeing()
 	for c, k := range counts {
 		r.cols[c].appendBlocks(blks[:k], &freed)
 		blks = blks[k:]
@@ -178,7 +178,7 @@ func (h *Head) commitAppend(r *root, to int, freed []*block) {
 	r.rows = to
 	h.expire(r, &freed)
 	h.commitVersion()
-	h.pool.free(freed)
+	h.free(freed)
 }
 
 // copyAppend copies rows [from, to) of cols where appendRows puts them:
