@@ -107,6 +107,63 @@ func (h *hostBackend) CopiesHtoDAsync(st Stream, copies []HostCopy) error {
 	})
 }
 
+// HostRead is one copy from device memory to host memory: Src to Dst.
+type HostRead struct {
+	Dst []byte
+	Src Ptr
+}
+
+// BatchReader is an optional interface of a Backend with Streams that
+// queues several copies to the host in one call: a state's asynchronous
+// read of rows that lie in many blocks checks every range and takes the
+// backend's lock once, and on the host backend queues one piece of work
+// rather than one a block. A store uses it where a Backend has it, else
+// queues the copies one by one.
+type BatchReader interface {
+	// CopiesDtoHAsync queues the copies on st as one piece of work, after
+	// checking every range; a range outside a live allocation fails the
+	// call and queues nothing. As with CopyDtoHAsync, each Dst is written
+	// by the time an event recorded after the call completes, and must
+	// not be read or written before; the slice of copies itself may be
+	// reused at once.
+	CopiesDtoHAsync(st Stream, copies []HostRead) error
+}
+
+var _ BatchReader = (*hostBackend)(nil)
+
+func (h *hostBackend) CopiesDtoHAsync(st Stream, copies []HostRead) error {
+	s, err := h.stream(st)
+	if err != nil {
+		return err
+	}
+	h.mu.RLock()
+	var in nearRegions
+	for _, c := range copies {
+		if _, err := h.spanNear(&in, c.Src, len(c.Dst)); err != nil {
+			h.mu.RUnlock()
+			return fmt.Errorf("device: host async copy to host: %w", err)
+		}
+	}
+	h.mu.RUnlock()
+	own := append([]HostRead(nil), copies...)
+	return s.enqueue(func() error {
+		h.unmap.RLock()
+		defer h.unmap.RUnlock()
+		h.mu.RLock()
+		defer h.mu.RUnlock()
+		var in nearRegions
+		for _, c := range own {
+			d, err := h.spanNear(&in, c.Src, len(c.Dst))
+			if err != nil {
+				return fmt.Errorf("device: host async copy to host: %w", err)
+			}
+			copy(c.Dst, d)
+		}
+		clear(own) // the destinations are the caller's again
+		return nil
+	})
+}
+
 // BatchRecorder is an optional interface of a Backend with Streams: it
 // queues a batch of copies from the host and an event after them as one
 // call, which on the host backend is one piece of work on the stream (one

@@ -142,3 +142,57 @@ func testBatchRecord(t *testing.T, b Backend) {
 		t.Fatalf("a batch on a closed stream: %v, want ErrStreamClosed", err)
 	}
 }
+
+// TestHostBatchReads: a batch of copies to the host lands as the copies
+// one by one would, from one allocation and from two; a batch with a
+// range outside any allocation fails and queues nothing (the copy before
+// the bad one does not land either); the caller may reuse its slice of
+// copies at once.
+func TestHostBatchReads(t *testing.T) {
+	b := Host()
+	defer b.Close()
+	testBatchReads(t, b)
+}
+
+func testBatchReads(t *testing.T, b Backend) {
+	br := b.(BatchReader)
+	p, err := b.Alloc(4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := b.Alloc(4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.CopyHtoD(p+100, []byte("abcdefgh")); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.CopyHtoD(q+4092, []byte("wxyz")); err != nil {
+		t.Fatal(err)
+	}
+	st, err := b.(Streams).NewStream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	a, c, d := make([]byte, 3), make([]byte, 5), make([]byte, 4)
+	copies := []HostRead{{Dst: a, Src: p + 100}, {Dst: d, Src: q + 4092}, {Dst: c, Src: p + 103}}
+	if err := br.CopiesDtoHAsync(st, copies); err != nil {
+		t.Fatal(err)
+	}
+	copies[0].Src = p // the caller may reuse its slice at once
+	spoiled := []byte("untouched")
+	bad := []HostRead{{Dst: spoiled[:4], Src: p + 100}, {Dst: make([]byte, 8), Src: q + 4090}}
+	if err := br.CopiesDtoHAsync(st, bad); !errors.Is(err, ErrInvalidPtr) {
+		t.Fatalf("an async batch with a bad range: %v, want ErrInvalidPtr", err)
+	}
+	if err := st.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if string(a) != "abc" || string(c) != "defgh" || string(d) != "wxyz" {
+		t.Fatalf("after CopiesDtoHAsync: %q %q %q, want \"abc\" \"defgh\" \"wxyz\"", a, c, d)
+	}
+	if string(spoiled) != "untouched" {
+		t.Fatalf("a batch that failed its checks wrote %q", spoiled)
+	}
+}

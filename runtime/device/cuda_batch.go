@@ -60,6 +60,34 @@ func (c *CUDA) CopiesHtoDAsync(st Stream, copies []HostCopy) error {
 	})
 }
 
+var _ BatchReader = (*CUDA)(nil)
+
+// CopiesDtoHAsync queues the copies to the host on st, every range checked
+// first, with the context made current once. A copy the driver refuses
+// after others were queued fails the call with those queued.
+func (c *CUDA) CopiesDtoHAsync(st Stream, copies []HostRead) error {
+	h, err := c.handle(st)
+	if err != nil {
+		return err
+	}
+	return c.call(func() error {
+		for _, cp := range copies {
+			if err := c.check(cp.Src, len(cp.Dst)); err != nil {
+				return fmt.Errorf("device: cuda async copy to host: %w", err)
+			}
+		}
+		for _, cp := range copies {
+			if len(cp.Dst) == 0 {
+				continue
+			}
+			if r := c.d.async.memcpyDtoHAsync(unsafe.Pointer(unsafe.SliceData(cp.Dst)), uint64(cp.Src), uint64(len(cp.Dst)), h); r != cuSuccess {
+				return fmt.Errorf("device: cuda async copy of %d bytes from %#x: %w", len(cp.Dst), uint64(cp.Src), c.d.error("cuMemcpyDtoHAsync_v2", r))
+			}
+		}
+		return nil
+	})
+}
+
 var _ BatchRecorder = (*CUDA)(nil)
 
 // CopiesHtoDAsyncRecord is CopiesHtoDAsync, then Record: the driver's

@@ -19,3 +19,11 @@ func TestCUDAFakeBatchRecord(t *testing.T) {
 	defer c.Close()
 	testBatchRecord(t, c)
 }
+
+// TestCUDAFakeBatchReads runs the batched reads' checks on the CUDA
+// backend over the test driver.
+func TestCUDAFakeBatchReads(t *testing.T) {
+	c := openFake(t, fakeDriver(t))
+	defer c.Close()
+	testBatchReads(t, c)
+}

@@ -302,11 +302,29 @@ func (sh *shape) readAsync(op string, r *root, st device.Stream, from, to int, d
 		return sh.errorf(op, "%w", err)
 	}
 	sh.pool.recordRows(sh, r, from, to, st)
+	br, batch := sb.(device.BatchReader)
+	var reads []device.HostRead // with batch: every run of every column, queued in one call
+	if batch && from < to {
+		n := 0 // at most a run a block
+		for _, per := range sh.perBlock {
+			n += (to-1)/per - from/per + 1
+		}
+		reads = make([]device.HostRead, 0, n)
+	}
 	for i, d := range dst {
 		err := sh.columnRuns(r, i, from, to, func(at int, src device.Ptr, n int) error {
+			if batch {
+				reads = append(reads, device.HostRead{Dst: d[at : at+n], Src: src})
+				return nil
+			}
 			return sb.CopyDtoHAsync(st, d[at:at+n], src)
 		})
 		if err != nil {
+			return sh.errorf(op, "%w", err)
+		}
+	}
+	if batch && len(reads) > 0 {
+		if err := br.CopiesDtoHAsync(st, reads); err != nil {
 			return sh.errorf(op, "%w", err)
 		}
 	}

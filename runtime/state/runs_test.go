@@ -285,8 +285,8 @@ func testAppendOneRowAllocatesNothing(t *testing.T, r *streamRig) {
 // (device.BatchCopier), counted as calls.
 type batchCounts struct {
 	*callCounts
-	batches, asyncBatches int
-	failBatch             bool // the next batch, either kind, fails
+	batches, asyncBatches, readBatches int
+	failBatch                          bool // the next batch, any kind, fails
 }
 
 func (c *batchCounts) fail() bool {
@@ -311,6 +311,69 @@ func (c *batchCounts) CopiesHtoDAsync(st device.Stream, cs []device.HostCopy) er
 		return errInjected
 	}
 	return c.Backend.(device.BatchCopier).CopiesHtoDAsync(st, cs)
+}
+
+func (c *batchCounts) CopiesDtoHAsync(st device.Stream, cs []device.HostRead) error {
+	c.count(&c.readBatches, 0)
+	if c.fail() {
+		return errInjected
+	}
+	return c.Backend.(device.BatchReader).CopiesDtoHAsync(st, cs)
+}
+
+// TestReadAsyncOneBatch: an asynchronous read of rows that lie in many
+// blocks apart (rows appended one at a time, a key block and a value
+// block each) queues every copy in one batch where the backend takes
+// batches, from a head and from a snapshot; a failing batch fails the
+// read.
+func TestReadAsyncOneBatch(t *testing.T) {
+	c := &batchCounts{callCounts: newCallCounts(t)}
+	p := must[*Pool](t)(NewPool(c, PoolOptions{}))
+	defer p.Close()
+	l := kvCacheLayout(128)
+	l.Growth = Append
+	h := must[*Head](t)(p.NewHead(l, "s"))
+	defer h.Release()
+	want := seqKV(l, 40, 3)
+	for i := range 40 {
+		row := make([][]byte, len(want))
+		for k, col := range want {
+			n := len(col) / 40
+			row[k] = col[i*n : (i+1)*n]
+		}
+		check(t, h.Append(row))
+	}
+	s := must[*Snap](t)(h.Snapshot())
+	defer s.Release()
+	st := must[device.Stream](t)(c.NewStream())
+	defer st.Close()
+	for _, read := range []struct {
+		name string
+		f    func(dst [][]byte) error
+	}{
+		{"Head.ReadAsync", func(dst [][]byte) error { return h.ReadAsync(st, 0, 40, dst) }},
+		{"Snap.ReadAsync", func(dst [][]byte) error { return s.ReadAsync(st, 0, 40, dst) }},
+	} {
+		c.reset()
+		c.readBatches = 0
+		got := zeroRows(l, 40)
+		check(t, read.f(got))
+		check(t, st.Sync())
+		if c.readBatches != 1 || c.dtohA != 0 {
+			t.Fatalf("%s of 40 rows in 80 blocks apart: %d batches and %d single copies, want 1 and 0", read.name, c.readBatches, c.dtohA)
+		}
+		for k := range want {
+			if !bytes.Equal(got[k], want[k]) {
+				t.Fatalf("%s: column %d differs", read.name, k)
+			}
+		}
+		c.mu.Lock()
+		c.failBatch = true
+		c.mu.Unlock()
+		if err := read.f(got); !errors.Is(err, errInjected) {
+			t.Fatalf("%s with a failing batch: %v", read.name, err)
+		}
+	}
 }
 
 // TestFailedBatchChangesNothing: an Append or an AppendAsync whose batch

@@ -390,3 +390,45 @@ func BenchmarkServingAppendDevice(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkServingReadAsync reads 8 rows of the 528 B layout back to the
+// host on a stream and waits for them: rows appended one at a time, so
+// that their key and value blocks lie apart (16 of them, and the narrow
+// columns' block). -benchmem shows the calls' allocations.
+func BenchmarkServingReadAsync(b *testing.B) {
+	be := device.Host()
+	defer be.Close()
+	p, err := NewPool(be, PoolOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer p.Close()
+	l := kvCacheLayout(128)
+	l.Growth = Append
+	h, err := p.NewHead(l, "s")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer h.Release()
+	row := zeroRows(l, 1)
+	for range 256 {
+		if err := h.Append(row); err != nil {
+			b.Fatal(err)
+		}
+	}
+	st, err := be.(device.Streams).NewStream()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	dst := zeroRows(l, 8)
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := h.ReadAsync(st, 100, 108, dst); err != nil {
+			b.Fatal(err)
+		}
+		if err := st.Sync(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
