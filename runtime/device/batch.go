@@ -90,7 +90,7 @@ func (h *hostBackend) CopiesHtoDAsync(st Stream, copies []HostCopy) error {
 	}
 	h.mu.RUnlock()
 	own := append([]HostCopy(nil), copies...)
-	return s.enqueue(func() error {
+	return s.enqueue(opFunc(func() error {
 		h.unmap.RLock()
 		defer h.unmap.RUnlock()
 		h.mu.RLock()
@@ -104,7 +104,7 @@ func (h *hostBackend) CopiesHtoDAsync(st Stream, copies []HostCopy) error {
 			copy(d, c.Src)
 		}
 		return nil
-	})
+	}))
 }
 
 // HostRead is one copy from device memory to host memory: Src to Dst.
@@ -146,7 +146,7 @@ func (h *hostBackend) CopiesDtoHAsync(st Stream, copies []HostRead) error {
 	}
 	h.mu.RUnlock()
 	own := append([]HostRead(nil), copies...)
-	return s.enqueue(func() error {
+	return s.enqueue(opFunc(func() error {
 		h.unmap.RLock()
 		defer h.unmap.RUnlock()
 		h.mu.RLock()
@@ -161,7 +161,7 @@ func (h *hostBackend) CopiesDtoHAsync(st Stream, copies []HostRead) error {
 		}
 		clear(own) // the destinations are the caller's again
 		return nil
-	})
+	}))
 }
 
 // BatchRecorder is an optional interface of a Backend with Streams: it
@@ -209,7 +209,7 @@ func (h *hostBackend) CopiesHtoDAsyncRecord(st Stream, copies []HostCopy) (Event
 	w := &hostBatch{h: h, s: s}
 	w.copies = append(w.small[:0], copies...)
 	w.ev.s = s
-	if err := s.enqueue(w.run); err != nil {
+	if err := s.enqueue(w); err != nil {
 		return nil, err
 	}
 	return &w.ev, nil

@@ -58,7 +58,7 @@ type hostStream struct {
 
 	mu     sync.Mutex
 	cond   *sync.Cond // signalled when ops grows or running ends
-	ops    []func() error
+	ops    []hostOp
 	busy   bool  // an op is running
 	err    error // the first error an op met
 	closed bool
@@ -121,7 +121,7 @@ func (s *hostStream) run() {
 		s.ops = s.ops[1:]
 		s.busy = true
 		s.mu.Unlock()
-		err := op()
+		err := op.run()
 		s.mu.Lock()
 		s.busy = false
 		if err != nil && s.err == nil {
@@ -131,8 +131,18 @@ func (s *hostStream) run() {
 	}
 }
 
+// hostOp is a piece of work queued on a host stream: a type with the
+// work as a method queues itself without a closure (hostBatch), a closure
+// queues as an opFunc.
+type hostOp interface{ run() error }
+
+// opFunc is a closure queued on a host stream.
+type opFunc func() error
+
+func (f opFunc) run() error { return f() }
+
 // enqueue adds op to the stream.
-func (s *hostStream) enqueue(op func() error) error {
+func (s *hostStream) enqueue(op hostOp) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -202,7 +212,7 @@ func (h *hostBackend) CopyHtoDAsync(st Stream, dst Ptr, src []byte) error {
 	if err := h.checkLive(dst, len(src)); err != nil {
 		return fmt.Errorf("device: host async copy to device: %w", err)
 	}
-	return s.enqueue(h.withSpan(dst, len(src), "async copy to device", func(b []byte) { copy(b, src) }))
+	return s.enqueue(opFunc(h.withSpan(dst, len(src), "async copy to device", func(b []byte) { copy(b, src) })))
 }
 
 var _ StreamCopier = (*hostBackend)(nil)
@@ -218,7 +228,7 @@ func (h *hostBackend) CopyDtoDAsync(st Stream, dst, src Ptr, bytes int) error {
 	if err := h.checkLive(dst, bytes); err != nil {
 		return fmt.Errorf("device: host async copy to %#x: %w", uint64(dst), err)
 	}
-	return s.enqueue(func() error {
+	return s.enqueue(opFunc(func() error {
 		h.unmap.RLock()
 		defer h.unmap.RUnlock()
 		from, err := h.lookup(src, bytes)
@@ -231,7 +241,7 @@ func (h *hostBackend) CopyDtoDAsync(st Stream, dst, src Ptr, bytes int) error {
 		}
 		copy(to, from)
 		return nil
-	})
+	}))
 }
 
 func (h *hostBackend) CopyDtoHAsync(st Stream, dst []byte, src Ptr) error {
@@ -242,7 +252,7 @@ func (h *hostBackend) CopyDtoHAsync(st Stream, dst []byte, src Ptr) error {
 	if err := h.checkLive(src, len(dst)); err != nil {
 		return fmt.Errorf("device: host async copy to host: %w", err)
 	}
-	return s.enqueue(h.withSpan(src, len(dst), "async copy to host", func(b []byte) { copy(dst, b) }))
+	return s.enqueue(opFunc(h.withSpan(src, len(dst), "async copy to host", func(b []byte) { copy(dst, b) })))
 }
 
 // checkLive checks a range when the call is made; the queue checks it again
@@ -260,10 +270,10 @@ func (h *hostBackend) Record(st Stream) (Event, error) {
 		return nil, err
 	}
 	ev := &hostEvent{s: s}
-	err = s.enqueue(func() error {
+	err = s.enqueue(opFunc(func() error {
 		ev.complete(nil)
 		return nil
-	})
+	}))
 	if err != nil {
 		return nil, err
 	}
@@ -279,7 +289,7 @@ func (h *hostBackend) WaitEvent(st Stream, ev Event) error {
 	if !ok || e == nil || e.s.h != h {
 		return fmt.Errorf("device: host: event %T: %w", ev, ErrStreamClosed)
 	}
-	return s.enqueue(func() error { e.Wait(); return nil })
+	return s.enqueue(opFunc(func() error { e.Wait(); return nil }))
 }
 
 func (e *hostEvent) Done() (bool, error) {
@@ -372,7 +382,7 @@ func (h *hostBackend) Launch(st Stream, fn Function, grid, block Dim3, sharedByt
 	}
 	args = append([]any(nil), args...)
 	grid, block = grid.norm(), block.norm()
-	return s.enqueue(func() (err error) {
+	return s.enqueue(opFunc(func() (err error) {
 		h.unmap.RLock()
 		defer h.unmap.RUnlock()
 		// A Go kernel that panics (arguments of the wrong types, say)
@@ -386,7 +396,7 @@ func (h *hostBackend) Launch(st Stream, fn Function, grid, block Dim3, sharedByt
 			return fmt.Errorf("device: host kernel %s: %w", f.name, err)
 		}
 		return nil
-	})
+	}))
 }
 
 // hostMemory is the HostMemory a kernel sees; the stream holds h.unmap
