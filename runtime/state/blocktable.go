@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/gpustate/gpustate/runtime/device"
 )
@@ -77,27 +78,37 @@ func (t *BlockTable) releaseLocked() error {
 	return t.pool.freeLater(ptrs, t.streams())
 }
 
-// sync brings the table up to date with r. A failure leaves each column
-// as it was (a table of the version before) and is reported by Column
-// until a later sync succeeds.
-func (t *BlockTable) sync(r *root) {
+// sync brings the table up to date with r, whose rows before from are
+// those of the version the table stood for (a write's first row; 0 when
+// any may differ). A failure leaves each column as it was (a table of the
+// version before) and is reported by Column until a later sync succeeds.
+func (t *BlockTable) sync(r *root, from int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.released {
 		return
 	}
-	if err := t.syncLocked(r); err != nil {
+	if t.err != nil {
+		from = 0 // the table stands for an older version
+	}
+	if err := t.syncFrom(r, from); err != nil {
 		t.err = fmt.Errorf("state: block table: %w", err)
 		return
 	}
 	t.err = nil
 }
 
-func (t *BlockTable) syncLocked(r *root) error {
+func (t *BlockTable) syncLocked(r *root) error { return t.syncFrom(r, 0) }
+
+// syncFrom is sync with t.mu held: the entries of the blocks that hold
+// rows before from are left unexamined, so that a decode step's append
+// costs the entries of its own blocks, not every entry of the table.
+func (t *BlockTable) syncFrom(r *root, from int) error {
 	var old []device.Ptr // allocations columns moved from, freed together
 	var err error
 	for ci := range t.cols {
-		if err = t.syncColumn(&t.cols[ci], &r.cols[ci], &old); err != nil {
+		c := &t.cols[ci]
+		if err = t.syncColumn(c, &r.cols[ci], from/c.perBlock, &old); err != nil {
 			break
 		}
 	}
@@ -106,47 +117,49 @@ func (t *BlockTable) syncLocked(r *root) error {
 	return err
 }
 
-// syncColumn brings c up to date with tr. Entries past those the
-// allocation ever held are written in place; when an entry it held
-// changes, or the column outgrows it, every entry goes to a new
-// allocation and the old one is freed after the recorded streams, so a
-// kernel queued with the old one reads the blocks of its version.
-func (t *BlockTable) syncColumn(c *tableCol, tr *tree, old *[]device.Ptr) error {
+// syncColumn brings c up to date with tr, whose entries below start are
+// those c holds already. Entries past those the allocation ever held are
+// written in place; when an entry it held changes, or the column outgrows
+// it, every entry goes to a new allocation and the old one is freed after
+// the recorded streams, so a kernel queued with the old one reads the
+// blocks of its version.
+func (t *BlockTable) syncColumn(c *tableCol, tr *tree, start int, old *[]device.Ptr) error {
 	n := tr.n
-	want := make([]uint64, n)
-	for i := range want {
-		switch {
-		case i >= tr.lo:
-			want[i] = uint64(tr.held(i).Ptr())
-		case i < len(c.dev):
-			// An expired block: no reader of this version reads the
-			// entry, a kernel of an earlier one may; it stays.
-			want[i] = c.dev[i]
-		}
-	}
+	start = min(start, n, len(c.dev))
 	moved := n > c.capacity
-	for i := 0; i < min(n, len(c.dev)) && !moved; i++ {
-		moved = want[i] != c.dev[i]
+	for i := start; i < min(n, len(c.dev)) && !moved; i++ {
+		moved = i >= tr.lo && uint64(tr.held(i).Ptr()) != c.dev[i]
 	}
 	if !moved {
-		if n > len(c.dev) {
-			if err := t.pool.b.CopyHtoD(c.ptr+device.Ptr(8*len(c.dev)), entryBytes(want[len(c.dev):])); err != nil {
+		if k := len(c.dev); n > k {
+			c.dev = slices.Grow(c.dev, n-k)[:n]
+			clear(c.dev[k:])
+			fillEntries(c.dev[k:], tr, k, n)
+			t.buf = entryBytes(t.buf[:0], c.dev[k:])
+			if err := t.pool.b.CopyHtoD(c.ptr+device.Ptr(8*k), t.buf); err != nil {
+				c.dev = c.dev[:k]
 				return err
 			}
-			c.dev = append(c.dev, want[len(c.dev):]...)
 		}
 		c.n = n
 		return nil
 	}
+	// Room for half as many entries again: appends write theirs in place
+	// until then, so a decode step moves the table once in many.
 	capacity := max(c.capacity, 8)
-	for capacity < n {
+	for capacity < n+n/2 {
 		capacity *= 2
 	}
+	want := make([]uint64, n, capacity)
+	// An expired block's entry stays: no reader of this version reads it,
+	// a kernel of an earlier one may.
+	copy(want, c.dev[:min(tr.lo, len(c.dev))])
+	fillEntries(want, tr, 0, n)
 	ptr, err := t.pool.b.Alloc(8 * capacity)
 	if err != nil {
 		return err
 	}
-	if err := t.pool.b.CopyHtoD(ptr, entryBytes(want)); err != nil {
+	if err := t.pool.b.CopyHtoD(ptr, entryBytes(nil, want)); err != nil {
 		return errors.Join(err, t.pool.b.Free(ptr))
 	}
 	if c.ptr != 0 {
@@ -156,8 +169,27 @@ func (t *BlockTable) syncColumn(c *tableCol, tr *tree, old *[]device.Ptr) error 
 	return nil
 }
 
-func entryBytes(es []uint64) []byte {
-	buf := make([]byte, 0, 8*len(es))
+// fillEntries sets dst[i-from] to the address of tr's block i for i in
+// [from, to) past the expired ones (tr.lo), a leaf at a time; the others
+// are left as they are (0 in a new table: a block that expired before a
+// table held it).
+func fillEntries(dst []uint64, tr *tree, from, to int) {
+	for i := max(from, tr.lo); i < to; {
+		end := min(to, i&^(fan-1)+fan) // the end of i's leaf
+		if leaf := tr.leafAt(i); leaf != nil {
+			for ; i < end; i++ {
+				if b := leaf.blks[i&(fan-1)]; b != nil {
+					dst[i-from] = uint64(b.Ptr())
+				}
+			}
+		}
+		i = end
+	}
+}
+
+// entryBytes appends the entries es to buf as the device holds them.
+func entryBytes(buf []byte, es []uint64) []byte {
+	buf = slices.Grow(buf, 8*len(es))
 	for _, e := range es {
 		buf = binary.LittleEndian.AppendUint64(buf, e)
 	}
@@ -241,7 +273,7 @@ func (h *Head) BlockTable() (*BlockTable, error) {
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		if !h.released && h.r != nil {
-			t.sync(h.r)
+			t.sync(h.r, 0)
 		}
 	}
 	h.tables.list = append(h.tables.list, t)
@@ -249,10 +281,20 @@ func (h *Head) BlockTable() (*BlockTable, error) {
 	return t, nil
 }
 
-// changed brings h's tables up to date with its new root.
+// changed brings h's tables up to date with its new root: from the row
+// a write committing it set (tp.from), else whole.
 func (tp *tablePart) changed(h *Head) {
 	if len(tp.list) > 0 {
-		h.syncTables()
+		h.syncTables(tp.from)
+	}
+	tp.from = 0
+}
+
+// writing tells h's tables, before a write commits, the first row it
+// changes: the entries of the blocks before it stay. h.mu is held.
+func (h *Head) writing(from int) {
+	if len(h.tables.list) > 0 {
+		h.tables.from = from
 	}
 }
 
@@ -263,15 +305,16 @@ func (tp *tablePart) release(_ *Head, freed []*block) []*block {
 	return freed
 }
 
-// syncTables brings the head's live tables up to date; h.mu is held.
-func (h *Head) syncTables() {
+// syncTables brings the head's live tables up to date, from row from
+// (BlockTable.sync); h.mu is held.
+func (h *Head) syncTables(from int) {
 	live := h.tables.list[:0]
 	for _, t := range h.tables.list {
 		t.mu.Lock()
 		rel := t.released
 		t.mu.Unlock()
 		if !rel {
-			t.sync(h.r)
+			t.sync(h.r, from)
 			live = append(live, t)
 		}
 	}

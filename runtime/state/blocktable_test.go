@@ -119,6 +119,79 @@ func TestBlockTable(t *testing.T) {
 	}
 }
 
+// TestBlockTableDecodeSteps: a head's table follows a decode loop's
+// one-row appends in place, at no cost that grows with the state (no
+// allocation per step, the table's address kept while it has room), and
+// still moves, with every entry right, when a write in the middle
+// replaces a block a snapshot shares, or a window slides past its first
+// entries.
+func TestBlockTableDecodeSteps(t *testing.T) {
+	p := newPool(t, PoolOptions{})
+	l := kvCacheLayout(128)
+	l.Growth = Append
+	h := must[*Head](t)(p.NewHead(l, "s"))
+	defer h.Release()
+	row := zeroRows(l, 1)
+	for range 2048 {
+		check(t, h.Append(row))
+	}
+	bt := must[*BlockTable](t)(h.BlockTable())
+	defer bt.Release()
+	entries := func(what string) {
+		t.Helper()
+		sp := must[[][]device.Span](t)(h.Spans(0, h.Len()))
+		for col := range l.Columns {
+			c := must[TableColumn](t)(bt.Column(col))
+			want := spanBases(t, sp, col, c.RowBytes, c.RowsPerBlock)
+			if got := tableEntries(t, p.Backend(), bt, col); !equalPtrs(got, want) {
+				t.Fatalf("%s: column %d: %d entries differ from the head's %d blocks", what, col, len(got), len(want))
+			}
+		}
+	}
+	at := must[TableColumn](t)(bt.Column(0)).Ptr
+	if n := testing.AllocsPerRun(512, func() { check(t, h.Append(row)) }); n != 0 {
+		t.Errorf("a one-row append with a live table: %v allocations, want 0", n)
+	}
+	entries("after 512 more rows")
+	if got := must[TableColumn](t)(bt.Column(0)).Ptr; got != at {
+		t.Error("the table moved on appends it had room for")
+	}
+
+	m := must[*Head](t)(p.NewHead(&Layout{Type: "M", Columns: l.Columns, Growth: Mutable, Bound: 1024}, "s"))
+	defer m.Release()
+	check(t, m.Write(0, zeroRows(l, 1024)))
+	mt := must[*BlockTable](t)(m.BlockTable())
+	defer mt.Release()
+	s := must[*Snap](t)(m.Snapshot())
+	defer s.Release()
+	before := must[TableColumn](t)(mt.Column(0)).Ptr
+	check(t, m.Write(700, row)) // replaces block 700, which s shares
+	if must[TableColumn](t)(mt.Column(0)).Ptr == before {
+		t.Error("a write that replaced a shared block left the table where kernels of the old version read it")
+	}
+	sp := must[[][]device.Span](t)(m.Spans(0, 1024))
+	if got := tableEntries(t, p.Backend(), mt, 0); !equalPtrs(got, spanBases(t, sp, 0, 256, 1)) {
+		t.Error("after a write in the middle: the table does not name the head's blocks")
+	}
+
+	w := kvCacheLayout(128)
+	w.Growth, w.Window = Append, 100
+	wh := must[*Head](t)(p.NewHead(w, "s"))
+	defer wh.Release()
+	wt := must[*BlockTable](t)(wh.BlockTable())
+	defer wt.Release()
+	for i := range 300 {
+		check(t, wh.Append(row))
+		if i%97 == 0 || i == 299 {
+			sp := must[[][]device.Span](t)(wh.Spans(wh.Oldest(), wh.Len()))
+			got := tableEntries(t, p.Backend(), wt, 0)
+			if want := spanBases(t, sp, 0, 256, 1); !equalPtrs(got[wh.Oldest():], want) {
+				t.Fatalf("a window of %d rows at row %d: the table's live entries differ from the head's blocks", w.Window, wh.Len())
+			}
+		}
+	}
+}
+
 // allocCounter counts the backend allocations not freed.
 type allocCounter struct {
 	device.Backend

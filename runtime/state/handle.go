@@ -141,6 +141,7 @@ type streamEvent struct {
 type tablePart struct {
 	noHooks
 	list []*BlockTable
+	from int // the first row the write committing now changed (writing); 0: any
 }
 
 var headIDs atomic.Uint64
@@ -251,6 +252,7 @@ type BlockTable struct {
 	cols     []tableCol
 	err      error // the last failure to bring the table up to date; nil once rebuilt
 	released bool
+	buf      []byte // reused for the entries a sync writes in place
 }
 
 type tableCol struct {

@@ -527,6 +527,7 @@ func (tx *writeTx) commit(newRows int) *root {
 	r.rows = newRows
 	h.expire(r, &freed)
 	h.r = r
+	h.writing(tx.from)
 	h.commitVersion()
 	h.free(freed)
 	return r
