@@ -281,20 +281,11 @@ func (h *Head) BlockTable() (*BlockTable, error) {
 	return t, nil
 }
 
-// changed brings h's tables up to date with its new root: from the row
-// a write committing it set (tp.from), else whole.
+// changed brings h's tables up to date with its new root, from the first
+// row the change touched (Head.writing).
 func (tp *tablePart) changed(h *Head) {
 	if len(tp.list) > 0 {
-		h.syncTables(tp.from)
-	}
-	tp.from = 0
-}
-
-// writing tells h's tables, before a write commits, the first row it
-// changes: the entries of the blocks before it stay. h.mu is held.
-func (h *Head) writing(from int) {
-	if len(h.tables.list) > 0 {
-		h.tables.from = from
+		h.syncTables(h.writeFrom)
 	}
 }
 

@@ -28,8 +28,11 @@ type Head struct {
 	countBuf []int             // reused by writes for their blocks per column
 	ops      []blockOp         // reused by small writes for their plans (write.go)
 	copies   []device.HostCopy // reused by writes for their copies from the host
-	freed    []*block          // reused by writes for the blocks they give back (freeing)
-	saved    []byte            // reused by writes in place for what they overwrite
+	// writeFrom is the first row of the write committing now (writing),
+	// 0 when the change may touch any row; setLogical resets it.
+	writeFrom int
+	freed     []*block // reused by writes for the blocks they give back (freeing)
+	saved     []byte   // reused by writes in place for what they overwrite
 
 	// The head's parts: its features that keep state of their own. The
 	// head calls them through the hooks of part, in the order of the set
@@ -128,6 +131,15 @@ type asyncPart struct {
 	noHooks
 	streams  streamSet
 	inflight []streamEvent
+	marks    []streamMark // per stream RecordStream recorded on the head
+}
+
+// streamMark says how far the head's blocks carry a stream: per column,
+// the blocks below upTo[c] (from the column's first live one) were
+// recorded on st and are still the head's.
+type streamMark struct {
+	st   device.Stream
+	upTo []int
 }
 
 // streamEvent is an event recorded on a stream.
@@ -141,7 +153,6 @@ type streamEvent struct {
 type tablePart struct {
 	noHooks
 	list []*BlockTable
-	from int // the first row the write committing now changed (writing); 0: any
 }
 
 var headIDs atomic.Uint64
@@ -215,6 +226,13 @@ func (ss *streamSet) add(st device.Stream) {
 	if !hasStream(ss.list, st) {
 		ss.list = append(ss.list, st)
 	}
+}
+
+// has reports whether st was recorded.
+func (ss *streamSet) has(st device.Stream) bool {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return hasStream(ss.list, st)
 }
 
 func (ss *streamSet) get() []device.Stream {

@@ -95,7 +95,8 @@ func (h *Head) commitVersion() {
 }
 
 // setLogical brings the pool's LogicalBytes up to date with h's rows, and
-// tells the parts that h's root changed.
+// tells the parts that h's root changed: from row h.writeFrom on, when a
+// write set it (writing), else anywhere.
 func (h *Head) setLogical() {
 	l := h.logicalOf(h.r)
 	h.pool.logical.Add(l - h.logical)
@@ -103,7 +104,14 @@ func (h *Head) setLogical() {
 	for s := h.parts; s != 0; s &= s - 1 {
 		h.part(s & -s).changed(h)
 	}
+	h.writeFrom = 0
 }
+
+// writing tells the parts, before a write commits, the first row it
+// changes: the blocks that hold rows before it are the version before's.
+// A part that keeps work per block (block tables, streams recorded) then
+// redoes only the blocks from there. h.mu is held.
+func (h *Head) writing(from int) { h.writeFrom = from }
 
 // committed tells the parts that a write made h's new version: rows
 // [w.from, w.to). h.mu is held.

@@ -437,17 +437,56 @@ func BenchmarkServingReadAsync(b *testing.B) {
 // BenchmarkServingAppendTable appends rows one at a time (a decode step)
 // to a head of the 528 B layout that holds a live block table, as a head
 // whose kernels read it does, at a context of 256, 4096 and 16384 rows,
-// side by side with a head of as many rows and no table: ratio is the
-// median over rounds of 256 appends of the first's time over the
-// second's. The heads are made anew, untimed, each round.
+// side by side with a head of as many rows and no table (decodeSideBySide).
 func BenchmarkServingAppendTable(b *testing.B) {
+	decodeSideBySide(b, benchBackend(b), "table-ns/row", func(h *Head) func() {
+		t, err := h.BlockTable()
+		if err != nil {
+			b.Fatal(err)
+		}
+		return func() { t.Release() }
+	}, nil)
+}
+
+// BenchmarkServingRecordStream is a decode step that records its stream
+// on the head after each one-row append (the kernel that reads every row
+// of the state was queued on it), against the appends alone, as
+// BenchmarkServingAppendTable; the head recorded the stream once before.
+func BenchmarkServingRecordStream(b *testing.B) {
+	be := benchBackend(b)
+	sb, ok := be.(device.Streams)
+	if !ok {
+		b.Skip("the backend has no streams")
+	}
+	st, err := sb.NewStream()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	record := func(h *Head) {
+		if err := h.RecordStream(st); err != nil {
+			b.Fatal(err)
+		}
+	}
+	// Recorded once before the rounds, as a session's first step records
+	// all its rows once.
+	decodeSideBySide(b, be, "recorded-ns/row", func(h *Head) func() { record(h); return func() {} }, record)
+}
+
+// decodeSideBySide runs rounds of 256 one-row appends to two heads of the
+// 528 B layout on be with ctx rows already, at a ctx of 256, 4096 and 16384: one
+// with setup done on it (nil: none) and after, each append, step (nil:
+// none); the other plain. ratio is the median over rounds of the first's
+// time over the second's. The heads are made anew, untimed, each round,
+// and each is made first and timed first in turn.
+func decodeSideBySide(b *testing.B, be device.Backend, unit string, setup func(*Head) func(), step func(*Head)) {
 	l := kvCacheLayout(128)
 	l.Growth = Append
 	row := zeroRows(l, 1)
 	for _, ctx := range []int{256, 4096, 16384} {
 		b.Run(fmt.Sprint(ctx), func(b *testing.B) {
-			p := benchPool(b, benchBackend(b), PoolOptions{})
-			head := func(table bool) (*Head, func()) {
+			p := benchPool(b, be, PoolOptions{})
+			head := func(with bool) (*Head, func()) {
 				h, err := p.NewHead(l, "s")
 				if err != nil {
 					b.Fatal(err)
@@ -457,46 +496,46 @@ func BenchmarkServingAppendTable(b *testing.B) {
 						b.Fatal(err)
 					}
 				}
-				if !table {
-					return h, func() { h.Release() }
+				end := func() {}
+				if with && setup != nil {
+					end = setup(h)
 				}
-				t, err := h.BlockTable()
-				if err != nil {
-					b.Fatal(err)
-				}
-				return h, func() { t.Release(); h.Release() }
+				return h, func() { end(); h.Release() }
 			}
-			appends := func(h *Head) time.Duration {
+			appends := func(h *Head, with bool) time.Duration {
 				start := time.Now()
 				for range 256 {
 					if err := h.Append(row); err != nil {
 						b.Fatal(err)
 					}
+					if with && step != nil {
+						step(h)
+					}
 				}
 				return time.Since(start)
 			}
-			var tt, tp time.Duration
+			var tw, tp time.Duration
 			var ratios []float64
 			for i := 0; b.Loop(); i++ {
-				var ht, hp *Head
-				var endT, endP func()
-				var dt, dp time.Duration
-				if i%2 == 0 { // each made first and timed first in turn
-					ht, endT = head(true)
+				var hw, hp *Head
+				var endW, endP func()
+				var dw, dp time.Duration
+				if i%2 == 0 {
+					hw, endW = head(true)
 					hp, endP = head(false)
-					dt, dp = appends(ht), appends(hp)
+					dw, dp = appends(hw, true), appends(hp, false)
 				} else {
 					hp, endP = head(false)
-					ht, endT = head(true)
-					dp, dt = appends(hp), appends(ht)
+					hw, endW = head(true)
+					dp, dw = appends(hp, false), appends(hw, true)
 				}
-				endT()
+				endW()
 				endP()
-				tt, tp = tt+dt, tp+dp
-				ratios = append(ratios, float64(dt)/float64(dp))
+				tw, tp = tw+dw, tp+dp
+				ratios = append(ratios, float64(dw)/float64(dp))
 			}
 			n := float64(len(ratios) * 256)
-			b.ReportMetric(float64(tt.Nanoseconds())/n, "table-ns/row")
+			b.ReportMetric(float64(tw.Nanoseconds())/n, unit)
 			b.ReportMetric(float64(tp.Nanoseconds())/n, "plain-ns/row")
 			b.ReportMetric(median(ratios), "ratio")
 		})

@@ -16,15 +16,6 @@ import (
 // per batch of released blocks waits for the events and then hands the
 // blocks to the free lists; the releasing call never waits.
 
-// recordStream marks the blocks of r as used by st.
-func (p *Pool) recordStream(r *root, st device.Stream) error {
-	if err := p.checkRecord(st); err != nil {
-		return err
-	}
-	p.recordChecked(r, st)
-	return nil
-}
-
 // checkRecord fails unless st is a live stream of p's backend.
 func (p *Pool) checkRecord(st device.Stream) error {
 	if st == nil {
@@ -42,14 +33,25 @@ func (p *Pool) checkRecord(st device.Stream) error {
 	return nil
 }
 
-// recordChecked is recordStream of a stream checkRecord passed.
-func (p *Pool) recordChecked(r *root, st device.Stream) {
+// recordChecked marks the blocks of r as used by st, a stream checkRecord
+// passed.
+func (p *Pool) recordChecked(r *root, st device.Stream) { p.recordFrom(r, st, nil) }
+
+// recordFrom is recordChecked for the blocks of each column c from index
+// from[c] on (those before it carry st already), and sets from[c] to the
+// column's end; from nil is every block.
+func (p *Pool) recordFrom(r *root, st device.Stream, from []int) {
 	p.rec.mu.Lock()
 	defer p.rec.mu.Unlock()
 	var added int64
 	for ci := range r.cols {
 		t := &r.cols[ci]
-		for b := range t.heldIn(t.lo, t.n) {
+		lo := t.lo
+		if from != nil {
+			lo = max(lo, from[ci])
+			from[ci] = t.n
+		}
+		for b := range t.heldIn(lo, t.n) {
 			if p.rec.addLocked(b, st) {
 				added++
 			}
@@ -80,7 +82,10 @@ func (h *Head) RecordStream(st device.Stream) error {
 		return err
 	}
 	defer h.end()
-	h.pool.recordChecked(h.r, st)
+	// A decode step records its stream once a step: only the blocks the
+	// head took since the last time are walked (streamMark), not the
+	// whole state.
+	h.pool.recordFrom(h.r, st, h.async.mark(st, len(h.r.cols)))
 	h.async.join(h)
 	h.async.streams.add(st)
 	if h.share != nil && h.share.tab != nil && !h.share.broken {
@@ -98,10 +103,13 @@ func (s *Snap) RecordStream(st device.Stream) error {
 		return err
 	}
 	defer s.end()
-	if err := s.pool.recordStream(s.r, st); err != nil {
+	if err := s.pool.checkRecord(st); err != nil {
 		return s.errorf("RecordStream", "%w", err)
 	}
-	s.streams.add(st)
+	if !s.streams.has(st) { // a snapshot's blocks never change: once is enough
+		s.pool.recordChecked(s.r, st)
+		s.streams.add(st)
+	}
 	return nil
 }
 
@@ -116,6 +124,28 @@ func checkStream(sb device.Streams, st device.Stream) error {
 		return err
 	}
 	return ev.Close()
+}
+
+// mark returns how far h's blocks of each of cols columns carry st (a
+// new mark, from the start, the first time). h.mu is held.
+func (ap *asyncPart) mark(st device.Stream, cols int) []int {
+	for _, m := range ap.marks {
+		if m.st == st {
+			return m.upTo
+		}
+	}
+	ap.marks = append(ap.marks, streamMark{st: st, upTo: make([]int, cols)})
+	return ap.marks[len(ap.marks)-1].upTo
+}
+
+// changed takes the marks back to the blocks of the first row the change
+// touched (Head.writing): a block from there on may be new.
+func (ap *asyncPart) changed(h *Head) {
+	for _, m := range ap.marks {
+		for c, per := range h.perBlock {
+			m.upTo[c] = min(m.upTo[c], h.writeFrom/per)
+		}
+	}
 }
 
 // join adds the async part to h's parts, once it has state.

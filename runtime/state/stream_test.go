@@ -3,6 +3,7 @@ package state
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -342,4 +343,72 @@ func TestStreamsRecordedPerBlock(t *testing.T) {
 	if s := p.Stats(); s.PendingBytes != 0 || s.FreeBlocks < 6 {
 		t.Errorf("with both streams done: %d pending bytes, %d free blocks; want 0, at least 6", s.PendingBytes, s.FreeBlocks)
 	}
+}
+
+// TestRecordStreamAgain: a head that records its stream every step walks
+// only the blocks it took since (streamMark), and still leaves every block
+// it holds carrying the stream: after appends, a copy on write in the
+// middle of a mutable state, a rollback and a window's slide; a snapshot
+// recorded twice, likewise.
+func TestRecordStreamAgain(t *testing.T) {
+	b := device.Host()
+	defer b.Close()
+	p := must[*Pool](t)(NewPool(b, PoolOptions{}))
+	defer p.Close()
+	st := must[device.Stream](t)(b.(device.Streams).NewStream())
+	defer st.Close()
+	all := func(what string, r *root) {
+		t.Helper()
+		for ci := range r.cols {
+			tr := &r.cols[ci]
+			for i := tr.lo; i < tr.n; i++ {
+				if !hasStream(streamsOn(tr.held(i)), st) {
+					t.Fatalf("%s: column %d block %d does not carry the stream", what, ci, i)
+				}
+			}
+		}
+	}
+	l := kvCacheLayout(128)
+	l.Growth, l.Window = Append, 300
+	h := must[*Head](t)(p.NewHead(l, "s"))
+	defer h.Release()
+	row := zeroRows(l, 1)
+	s0 := must[*Snap](t)(h.Snapshot())
+	defer s0.Release()
+	for i := range 500 {
+		check(t, h.Append(row))
+		check(t, h.RecordStream(st))
+		if i%101 == 0 {
+			all(fmt.Sprintf("after %d appends", i+1), h.r)
+		}
+	}
+	all("after the window slid", h.r)
+	check(t, h.Rollback(s0))
+	check(t, h.Append(zeroRows(l, 40)))
+	check(t, h.RecordStream(st))
+	all("after a rollback", h.r)
+
+	m := must[*Head](t)(p.NewHead(&Layout{Type: "M", Columns: l.Columns, Growth: Mutable, Bound: 256}, "s"))
+	defer m.Release()
+	check(t, m.Write(0, zeroRows(l, 256)))
+	check(t, m.RecordStream(st))
+	s := must[*Snap](t)(m.Snapshot())
+	defer s.Release()
+	check(t, m.Write(100, row)) // a new block 100: s holds the old one
+	check(t, m.RecordStream(st))
+	all("after a copy on write in the middle", m.r)
+	m2 := must[*Head](t)(p.NewHead(&Layout{Type: "M", Columns: l.Columns, Growth: Mutable, Bound: 256}, "s"))
+	defer m2.Release()
+	check(t, m2.Write(0, zeroRows(l, 256)))
+	u := must[*Snap](t)(m2.Snapshot())
+	defer u.Release()
+	check(t, m2.Write(50, row)) // u's block 50 is never m2's while it records
+	check(t, m2.Write(200, row))
+	check(t, m2.RecordStream(st))
+	check(t, m2.Rollback(u)) // not a write: any block may be new to the head
+	check(t, m2.RecordStream(st))
+	all("after a rollback to blocks never recorded", m2.r)
+	check(t, s.RecordStream(st))
+	check(t, s.RecordStream(st))
+	all("a snapshot recorded twice", s.r)
 }
