@@ -3,6 +3,7 @@ package state
 import (
 	"bytes"
 	"errors"
+	"runtime"
 	"sync"
 	"testing"
 
@@ -636,5 +637,43 @@ func TestCallsAllocateOnlyWhatTheyHandOut(t *testing.T) {
 	}
 	if n := testing.AllocsPerRun(100, func() { check(t, wh.Append(row)) }); n != 0 {
 		t.Errorf("Append of one row to a window: %v allocations, want 0", n)
+	}
+}
+
+// TestSnapshotStepCostsNoLength: a decode loop that snapshots every step
+// (speculative decoding's draft point) releases the step before's
+// snapshot, which frees a path's worth of the tree: the bytes a step
+// allocates do not grow with the state (room for every block of the
+// released root was 135 KB a step at 8192 rows).
+func TestSnapshotStepCostsNoLength(t *testing.T) {
+	p := newPool(t, PoolOptions{})
+	l := kvCacheLayout(128)
+	l.Growth = Append
+	h := must[*Head](t)(p.NewHead(l, "s"))
+	defer h.Release()
+	row := zeroRows(l, 1)
+	for range 8192 {
+		check(t, h.Append(row))
+	}
+	prev := must[*Snap](t)(h.Snapshot())
+	step := func() {
+		check(t, h.Append(row))
+		s := must[*Snap](t)(h.Snapshot())
+		check(t, prev.Release())
+		prev = s
+	}
+	for range 64 {
+		step()
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	const steps = 256
+	for range steps {
+		step()
+	}
+	runtime.ReadMemStats(&after)
+	check(t, prev.Release())
+	if per := (after.TotalAlloc - before.TotalAlloc) / steps; per > 16<<10 {
+		t.Errorf("a step of append, snapshot and release at 8192 rows allocates %d bytes, want at most 16 KiB", per)
 	}
 }

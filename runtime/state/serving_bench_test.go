@@ -473,6 +473,31 @@ func BenchmarkServingRecordStream(b *testing.B) {
 	decodeSideBySide(b, be, "recorded-ns/row", func(h *Head) func() { record(h); return func() {} }, record)
 }
 
+// BenchmarkServingSnapshotStep is a decode step that takes a snapshot
+// after each one-row append and releases the step before's (speculative
+// decoding's draft point), against the appends alone, as
+// BenchmarkServingAppendTable.
+func BenchmarkServingSnapshotStep(b *testing.B) {
+	last := map[*Head]*Snap{}
+	decodeSideBySide(b, benchBackend(b), "snapshot-ns/row", func(h *Head) func() {
+		return func() {
+			if s := last[h]; s != nil {
+				s.Release()
+				delete(last, h)
+			}
+		}
+	}, func(h *Head) {
+		s, err := h.Snapshot()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if prev := last[h]; prev != nil {
+			prev.Release()
+		}
+		last[h] = s
+	})
+}
+
 // decodeSideBySide runs rounds of 256 one-row appends to two heads of the
 // 528 B layout on be with ctx rows already, at a ctx of 256, 4096 and 16384: one
 // with setup done on it (nil: none) and after, each append, step (nil:

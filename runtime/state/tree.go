@@ -321,6 +321,24 @@ func releaseNode(n *node, freed *[]*block) {
 	recycle(n)
 }
 
+// unshared reports whether n, a node of the given height, and its first
+// subtree are held by one reference each: a hint (the counts may change
+// meanwhile) that releasing n frees its blocks, where a tree that shares
+// its older subtrees with another (path copying) frees one path.
+func unshared(n *node, height int) bool {
+	if n.rc.Load() != 1 {
+		return false
+	}
+	if height > 1 {
+		for _, k := range n.kids {
+			if k != nil {
+				return k.rc.Load() == 1
+			}
+		}
+	}
+	return true
+}
+
 // releaseBlock drops one reference to b, appending it to freed when it
 // was the last; a block left with one reference tells its release hook
 // (the prefix cache's, which may hold it alone now).
@@ -354,9 +372,14 @@ func (r *root) release(freed *[]*block) {
 	// Room for every block up front: a large state's list would otherwise
 	// grow by doubling, copying itself over again (a tenth of a bulk
 	// append loop's time, which releases 200,000 blocks every 64 rounds).
+	// Not for a root whose subtrees others share (a snapshot or checkpoint
+	// of a head that wrote since frees a path's worth): room for all its
+	// blocks made each such release cost the state's length.
 	total := 0
 	for _, t := range r.cols {
-		total += t.n - t.lo
+		if t.root != nil && unshared(t.root, t.height) {
+			total += t.n - t.lo
+		}
 	}
 	*freed = slices.Grow(*freed, total)
 	var cuts [maxRowCols + 1]int
