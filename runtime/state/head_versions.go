@@ -1,6 +1,9 @@
 package state
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+)
 
 // NewHead returns a new head of layout l for owner, at version 0: an
 // append state with no rows, or a mutable state of l.Bound rows that read
@@ -292,12 +295,27 @@ func (h *Head) rollbackMove(to *Snap, freed *[]*block) {
 	if h.l.Descendants == Invalidate {
 		h.lin.invalidate(h, to.pos)
 	}
+	h.writeFrom = h.sameRows(to.r)
 	h.r.release(freed)
 	h.r = to.r.retain()
 	h.pos, h.owned = to.pos, false
 	if h.hist != nil {
 		h.hist.rollback(to.pos, to.r, freed)
 	}
+}
+
+// sameRows returns the rows before which h's root and r hold the same
+// blocks in every column: the parts (block tables, streams recorded) keep
+// their work for those when h moves to r (Head.writing). h.mu is held.
+func (h *Head) sameRows(r *root) int {
+	if h.r == nil || r == nil {
+		return 0
+	}
+	rows := math.MaxInt
+	for c, per := range h.perBlock {
+		rows = min(rows, firstDiff(&h.r.cols[c], &r.cols[c])*per)
+	}
+	return rows
 }
 
 // mergeCheck checks that h can fast-forward to child, changing nothing:
@@ -316,6 +334,7 @@ func (h *Head) mergeCheck(child *Head) error {
 // mergeMove fast-forwards h to child, which mergeCheck accepted, under the
 // same locks, adding the blocks h gives up to freed; moved finishes.
 func (h *Head) mergeMove(child *Head, freed *[]*block) {
+	h.writeFrom = h.sameRows(child.r)
 	h.r.release(freed)
 	h.r = child.r.retain()
 	h.pos, h.owned = child.pos, false

@@ -498,6 +498,48 @@ func BenchmarkServingSnapshotStep(b *testing.B) {
 	})
 }
 
+// BenchmarkServingSpeculativeStep is speculative decoding's rejected
+// draft after each one-row append: a snapshot, four draft rows appended
+// and the stream their kernel ran on recorded, then a rollback to the
+// snapshot, against the appends alone, as BenchmarkServingAppendTable;
+// the head recorded the stream once before.
+func BenchmarkServingSpeculativeStep(b *testing.B) {
+	be := benchBackend(b)
+	sb, ok := be.(device.Streams)
+	if !ok {
+		b.Skip("the backend has no streams")
+	}
+	st, err := sb.NewStream()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	draft := zeroRows(kvCacheLayout(128), 4)
+	decodeSideBySide(b, be, "speculative-ns/row", func(h *Head) func() {
+		if err := h.RecordStream(st); err != nil {
+			b.Fatal(err)
+		}
+		return func() {}
+	}, func(h *Head) {
+		s, err := h.Snapshot()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := h.Append(draft); err != nil {
+			b.Fatal(err)
+		}
+		if err := h.RecordStream(st); err != nil {
+			b.Fatal(err)
+		}
+		if err := h.Rollback(s); err != nil {
+			b.Fatal(err)
+		}
+		if err := s.Release(); err != nil {
+			b.Fatal(err)
+		}
+	})
+}
+
 // decodeSideBySide runs rounds of 256 one-row appends to two heads of the
 // 528 B layout on be with ctx rows already, at a ctx of 256, 4096 and 16384: one
 // with setup done on it (nil: none) and after, each append, step (nil:

@@ -321,6 +321,43 @@ func releaseNode(n *node, freed *[]*block) {
 	recycle(n)
 }
 
+// firstDiff returns the first block index, below both trees' ends, at
+// which a and b hold different blocks (the lesser end when none), walking
+// only the subtrees they do not share: a rollback or merge to a version
+// of the same line finds where the two part in a path or two. It is 0,
+// anywhere, when their heights or expired ends differ.
+func firstDiff(a, b *tree) int {
+	if a.height != b.height || a.lo != b.lo {
+		return 0
+	}
+	return diffNodes(a.root, b.root, a.height, 0, min(a.n, b.n))
+}
+
+// diffNodes is firstDiff below nodes x and y of the given height, whose
+// first block is base; n when they hold the same blocks below n.
+func diffNodes(x, y *node, height, base, n int) int {
+	switch {
+	case base >= n || x == y:
+		return n
+	case x == nil || y == nil:
+		return base
+	case height == 1:
+		for i := range min(fan, n-base) {
+			if x.blks[i] != y.blks[i] {
+				return base + i
+			}
+		}
+		return n
+	}
+	span := 1 << (fanBits * (height - 1))
+	for i := range fan {
+		if d := diffNodes(x.kids[i], y.kids[i], height-1, base+i*span, n); d < n {
+			return d
+		}
+	}
+	return n
+}
+
 // unshared reports whether n, a node of the given height, and its first
 // subtree are held by one reference each: a hint (the counts may change
 // meanwhile) that releasing n frees its blocks, where a tree that shares

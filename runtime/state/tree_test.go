@@ -167,3 +167,62 @@ func TestAppendBlocksAndHeldIn(t *testing.T) {
 	}
 	p.free(append(fa, fb...))
 }
+
+// TestFirstDiff: firstDiff finds the first index at which two versions of
+// a tree hold different blocks, as a walk over every index does, when one
+// was written at a few places since it shared the other's nodes (path
+// copying), grew past it, or expired its first blocks.
+func TestFirstDiff(t *testing.T) {
+	p := newPool(t, PoolOptions{BlockBytes: 256})
+	const total = 2*fan*fan + 7
+	blks, err := p.alloc("s", total+40, false)
+	check(t, err)
+	var a tree
+	var freed []*block
+	a.appendBlocks(blks[:total], &freed)
+	spare := blks[total:]
+	brute := func(x, y *tree) int {
+		if x.height != y.height || x.lo != y.lo {
+			return 0
+		}
+		for i := range min(x.n, y.n) {
+			if x.held(i) != y.held(i) {
+				return i
+			}
+		}
+		return min(x.n, y.n)
+	}
+	var kept []tree
+	for _, at := range [][]int{{}, {total - 1}, {fan*fan + 3, 40}, {0}, {fan, fan*fan - 1, total - 2}} {
+		s := a
+		s.root.rc.Add(1) // another version holds a as it is
+		kept = append(kept, s)
+		for _, i := range at {
+			b := spare[0]
+			spare = spare[1:]
+			a.set(i, b, &freed)
+		}
+		if got, want := firstDiff(&a, &s), brute(&a, &s); got != want {
+			t.Fatalf("written at %v: firstDiff %d, want %d", at, got, want)
+		}
+		if got := firstDiff(&s, &s); got != s.n {
+			t.Fatalf("a tree against itself: %d, want its end %d", got, s.n)
+		}
+	}
+	s := a
+	s.root.rc.Add(1)
+	kept = append(kept, s)
+	a.appendBlocks(spare[:3], &freed)
+	if got := firstDiff(&a, &s); got != s.n {
+		t.Fatalf("grown past the other: %d, want the other's end %d", got, s.n)
+	}
+	a.drop(5, &freed)
+	if got := firstDiff(&a, &s); got != 0 {
+		t.Fatalf("expired blocks on one side only: %d, want 0", got)
+	}
+	for _, k := range kept {
+		releaseNode(k.root, &freed)
+	}
+	releaseNode(a.root, &freed)
+	p.free(freed)
+}
