@@ -68,14 +68,14 @@ func (t *BlockTable) releaseLocked() error {
 	t.pool.mu.Lock()
 	delete(t.pool.tables, t)
 	t.pool.mu.Unlock()
-	var ptrs []device.Ptr
+	var mem []tableMem
 	for _, c := range t.cols {
 		if c.ptr != 0 {
-			ptrs = append(ptrs, c.ptr)
+			mem = append(mem, tableMem{c.ptr, 8 * c.capacity})
 		}
 	}
 	t.cols = nil
-	return t.pool.freeLater(ptrs, t.streams())
+	return t.pool.freeLater(mem, t.streams())
 }
 
 // sync brings the table up to date with r, whose rows before from are
@@ -104,7 +104,7 @@ func (t *BlockTable) syncLocked(r *root) error { return t.syncFrom(r, 0) }
 // rows before from are left unexamined, so that a decode step's append
 // costs the entries of its own blocks, not every entry of the table.
 func (t *BlockTable) syncFrom(r *root, from int) error {
-	var old []device.Ptr // allocations columns moved from, freed together
+	var old []tableMem // allocations columns moved from, freed together
 	var err error
 	for ci := range t.cols {
 		c := &t.cols[ci]
@@ -123,7 +123,7 @@ func (t *BlockTable) syncFrom(r *root, from int) error {
 // it, every entry goes to a new allocation and the old one is freed after
 // the recorded streams, so a kernel queued with the old one reads the
 // blocks of its version.
-func (t *BlockTable) syncColumn(c *tableCol, tr *tree, start int, old *[]device.Ptr) error {
+func (t *BlockTable) syncColumn(c *tableCol, tr *tree, start int, old *[]tableMem) error {
 	n := tr.n
 	start = min(start, n, len(c.dev))
 	moved := n > c.capacity
@@ -155,7 +155,7 @@ func (t *BlockTable) syncColumn(c *tableCol, tr *tree, start int, old *[]device.
 	// a kernel of an earlier one may.
 	copy(want, c.dev[:min(tr.lo, len(c.dev))])
 	fillEntries(want, tr, 0, n)
-	ptr, err := t.pool.b.Alloc(8 * capacity)
+	ptr, err := t.pool.tableAlloc(8 * capacity)
 	if err != nil {
 		return err
 	}
@@ -163,7 +163,7 @@ func (t *BlockTable) syncColumn(c *tableCol, tr *tree, start int, old *[]device.
 		return errors.Join(err, t.pool.b.Free(ptr))
 	}
 	if c.ptr != 0 {
-		*old = append(*old, c.ptr)
+		*old = append(*old, tableMem{c.ptr, 8 * c.capacity})
 	}
 	c.ptr, c.capacity, c.n, c.dev = ptr, capacity, n, want
 	return nil
@@ -229,25 +229,78 @@ func (p *Pool) releaseLiveTables() error {
 	return errors.Join(errs...)
 }
 
-// freeLater frees backend allocations once the streams' work queued so
-// far is done, without waiting; Close and WaitPending wait for it.
-func (p *Pool) freeLater(ptrs []device.Ptr, streams []device.Stream) error {
-	if len(ptrs) == 0 {
+// tableMem is a backend allocation a table's column held: its address and
+// bytes.
+type tableMem struct {
+	ptr   device.Ptr
+	bytes int
+}
+
+// maxTableMem bounds the allocations the pool keeps for the next tables
+// (tableAlloc).
+const maxTableMem = 16
+
+// tableAlloc returns device memory of bytes bytes for a table's column: a
+// kept allocation of that size, else a new one. A decode loop that
+// snapshots each step moves the tables of the columns whose shared tail
+// block it copies each step; a backend Alloc and Free a step (mmap and
+// munmap on the host, cuMemAlloc and cuMemFree on a device) cost more
+// than the entries.
+func (p *Pool) tableAlloc(bytes int) (device.Ptr, error) {
+	p.mu.Lock()
+	for i, m := range p.tableMem {
+		if m.bytes == bytes {
+			p.tableMem = slices.Delete(p.tableMem, i, i+1)
+			p.mu.Unlock()
+			return m.ptr, nil
+		}
+	}
+	p.mu.Unlock()
+	return p.b.Alloc(bytes)
+}
+
+// freeLater gives back table memory once the streams' work queued so far
+// is done, without waiting (Close and WaitPending wait for it): kept for
+// the next tables while the pool keeps fewer than maxTableMem and is open,
+// else freed.
+func (p *Pool) freeLater(mem []tableMem, streams []device.Stream) error {
+	if len(mem) == 0 {
 		return nil
 	}
 	if len(streams) == 0 {
-		var errs []error
-		for _, ptr := range ptrs {
-			errs = append(errs, p.b.Free(ptr))
-		}
-		return errors.Join(errs...)
+		return p.keepTableMem(mem)
 	}
 	p.mem.Later(fence(p.b, streams), func() {
-		for _, ptr := range ptrs {
-			p.b.Free(ptr) // nobody is left to tell of a failure
-		}
+		p.keepTableMem(mem) // nobody is left to tell of a failure
 	})
 	return nil
+}
+
+// keepTableMem keeps what of mem the pool has room for and frees the rest.
+func (p *Pool) keepTableMem(mem []tableMem) error {
+	p.mu.Lock()
+	k := 0
+	if !p.closed {
+		k = min(len(mem), maxTableMem-len(p.tableMem))
+		p.tableMem = append(p.tableMem, mem[:k]...)
+	}
+	p.mu.Unlock()
+	var errs []error
+	for _, m := range mem[k:] {
+		errs = append(errs, p.b.Free(m.ptr))
+	}
+	return errors.Join(errs...)
+}
+
+// freeTableMemLocked frees the table memory the pool kept, for Close.
+// p.mu is held.
+func (p *Pool) freeTableMemLocked() error {
+	var errs []error
+	for _, m := range p.tableMem {
+		errs = append(errs, p.b.Free(m.ptr))
+	}
+	p.tableMem = nil
+	return errors.Join(errs...)
 }
 
 // BlockTable returns a device-resident table of the head's blocks, kept

@@ -192,11 +192,12 @@ func TestBlockTableDecodeSteps(t *testing.T) {
 	}
 }
 
-// allocCounter counts the backend allocations not freed.
+// allocCounter counts the backend allocations not freed, and the calls.
 type allocCounter struct {
 	device.Backend
-	mu   sync.Mutex
-	live map[device.Ptr]int
+	mu            sync.Mutex
+	live          map[device.Ptr]int
+	allocs, frees int
 }
 
 func (a *allocCounter) Alloc(n int) (device.Ptr, error) {
@@ -204,6 +205,7 @@ func (a *allocCounter) Alloc(n int) (device.Ptr, error) {
 	if err == nil {
 		a.mu.Lock()
 		a.live[p] = n
+		a.allocs++
 		a.mu.Unlock()
 	}
 	return p, err
@@ -212,8 +214,67 @@ func (a *allocCounter) Alloc(n int) (device.Ptr, error) {
 func (a *allocCounter) Free(p device.Ptr) error {
 	a.mu.Lock()
 	delete(a.live, p)
+	a.frees++
 	a.mu.Unlock()
 	return a.Backend.Free(p)
+}
+
+// TestTableMemoryKept: a decode loop that snapshots every step moves the
+// table of each column whose shared tail block it copies, every step; the
+// memory of the tables it moves from is kept for the next ones, so the
+// loop makes no backend allocation or free of its own after the first
+// steps, and every entry stays right. Close frees what was kept.
+func TestTableMemoryKept(t *testing.T) {
+	b := &allocCounter{Backend: device.Host(), live: map[device.Ptr]int{}}
+	p := must[*Pool](t)(NewPool(b, PoolOptions{}))
+	l := kvCacheLayout(128)
+	l.Growth = Append
+	h := must[*Head](t)(p.NewHead(l, "s"))
+	row := zeroRows(l, 1)
+	check(t, h.Append(zeroRows(l, 2000)))
+	bt := must[*BlockTable](t)(h.BlockTable())
+	var prev *Snap
+	step := func() {
+		check(t, h.Append(row))
+		s := must[*Snap](t)(h.Snapshot())
+		if prev != nil {
+			check(t, prev.Release())
+		}
+		prev = s
+	}
+	for range 8 {
+		step()
+	}
+	moved := must[TableColumn](t)(bt.Column(2)).Ptr
+	b.mu.Lock()
+	allocs, frees := b.allocs, b.frees
+	b.mu.Unlock()
+	for range 40 { // fewer than a new block of the wide columns' slabs holds
+		step()
+	}
+	b.mu.Lock()
+	allocs, frees = b.allocs-allocs, b.frees-frees
+	b.mu.Unlock()
+	if allocs != 0 || frees != 0 {
+		t.Errorf("40 steps: %d backend allocations and %d frees, want none", allocs, frees)
+	}
+	if must[TableColumn](t)(bt.Column(2)).Ptr == moved {
+		t.Error("the narrow column's table did not move: the test moves nothing")
+	}
+	sp := must[[][]device.Span](t)(h.Spans(0, h.Len()))
+	for col := range l.Columns {
+		c := must[TableColumn](t)(bt.Column(col))
+		if got, want := tableEntries(t, p.Backend(), bt, col), spanBases(t, sp, col, c.RowBytes, c.RowsPerBlock); !equalPtrs(got, want) {
+			t.Fatalf("column %d: the table does not name the head's blocks", col)
+		}
+	}
+	check(t, prev.Release())
+	check(t, bt.Release())
+	check(t, h.Release())
+	check(t, p.Close())
+	if len(b.live) != 0 {
+		t.Fatalf("%d backend allocations left after Close", len(b.live))
+	}
 }
 
 // TestCloseFreesLiveTables: the tables of heads and snapshots still live

@@ -150,7 +150,10 @@ type Pool struct {
 	staging [][]byte              // free page-locked staging buffers (AppendAsync)
 	busy    []stagingUse          // staging buffers queued copies may still read (async.go)
 	tables  map[releaser]struct{} // live block tables, each a backend allocation
-	live    map[handle]struct{}
+	// tableMem is the memory of tables moved or released, kept for the
+	// next ones (tableAlloc).
+	tableMem []tableMem
+	live     map[handle]struct{}
 
 	logical atomic.Int64
 	history atomic.Int64 // bytes of delta blocks held by histories

@@ -86,6 +86,9 @@ func (p *Pool) Close() error {
 	if err := p.freeStagingLocked(); err != nil {
 		errs = append(errs, fmt.Errorf("state: pool close: %w", err))
 	}
+	if err := p.freeTableMemLocked(); err != nil {
+		errs = append(errs, fmt.Errorf("state: pool close: %w", err))
+	}
 	p.live = nil
 	p.cache.reset()
 	p.groups.reset()

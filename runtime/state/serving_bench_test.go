@@ -498,6 +498,36 @@ func BenchmarkServingSnapshotStep(b *testing.B) {
 	})
 }
 
+// BenchmarkServingSnapshotTableStep is BenchmarkServingSnapshotStep on a
+// head that holds a live block table: each step's snapshot shares the
+// narrow columns' tail blocks, so the next append copies them and moves
+// those columns' tables.
+func BenchmarkServingSnapshotTableStep(b *testing.B) {
+	last := map[*Head]*Snap{}
+	decodeSideBySide(b, benchBackend(b), "snapshot-table-ns/row", func(h *Head) func() {
+		t, err := h.BlockTable()
+		if err != nil {
+			b.Fatal(err)
+		}
+		return func() {
+			if s := last[h]; s != nil {
+				s.Release()
+				delete(last, h)
+			}
+			t.Release()
+		}
+	}, func(h *Head) {
+		s, err := h.Snapshot()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if prev := last[h]; prev != nil {
+			prev.Release()
+		}
+		last[h] = s
+	})
+}
+
 // BenchmarkServingSpeculativeStep is speculative decoding's rejected
 // draft after each one-row append: a snapshot, four draft rows appended
 // and the stream their kernel ran on recorded, then a rollback to the
