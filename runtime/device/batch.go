@@ -76,6 +76,16 @@ func (h *hostBackend) spanNear(in *nearRegions, p Ptr, n int) ([]byte, error) {
 }
 
 func (h *hostBackend) CopiesHtoDAsync(st Stream, copies []HostCopy) error {
+	return queueCopies(h, st, copies, "device: host async copy to device",
+		func(c HostCopy) (Ptr, int) { return c.Dst, len(c.Src) },
+		func(c HostCopy, d []byte) { copy(d, c.Src) })
+}
+
+// queueCopies queues copies on st as one piece of work, every range
+// checked first: span says where each copy's device memory lies, and move
+// copies between it and the host once it is found, on the stream. The
+// copies are the caller's again once they ran.
+func queueCopies[C any](h *hostBackend, st Stream, copies []C, what string, span func(C) (Ptr, int), move func(C, []byte)) error {
 	s, err := h.stream(st)
 	if err != nil {
 		return err
@@ -83,13 +93,14 @@ func (h *hostBackend) CopiesHtoDAsync(st Stream, copies []HostCopy) error {
 	h.mu.RLock()
 	var in nearRegions
 	for _, c := range copies {
-		if _, err := h.spanNear(&in, c.Dst, len(c.Src)); err != nil {
+		p, n := span(c)
+		if _, err := h.spanNear(&in, p, n); err != nil {
 			h.mu.RUnlock()
-			return fmt.Errorf("device: host async copy to device: %w", err)
+			return fmt.Errorf("%s: %w", what, err)
 		}
 	}
 	h.mu.RUnlock()
-	own := append([]HostCopy(nil), copies...)
+	own := append([]C(nil), copies...)
 	return s.enqueue(opFunc(func() error {
 		h.unmap.RLock()
 		defer h.unmap.RUnlock()
@@ -97,12 +108,14 @@ func (h *hostBackend) CopiesHtoDAsync(st Stream, copies []HostCopy) error {
 		defer h.mu.RUnlock()
 		var in nearRegions
 		for _, c := range own {
-			d, err := h.spanNear(&in, c.Dst, len(c.Src))
+			p, n := span(c)
+			d, err := h.spanNear(&in, p, n)
 			if err != nil {
-				return fmt.Errorf("device: host async copy to device: %w", err)
+				return fmt.Errorf("%s: %w", what, err)
 			}
-			copy(d, c.Src)
+			move(c, d)
 		}
+		clear(own) // the caller's buffers are not kept
 		return nil
 	}))
 }
@@ -132,36 +145,9 @@ type BatchReader interface {
 var _ BatchReader = (*hostBackend)(nil)
 
 func (h *hostBackend) CopiesDtoHAsync(st Stream, copies []HostRead) error {
-	s, err := h.stream(st)
-	if err != nil {
-		return err
-	}
-	h.mu.RLock()
-	var in nearRegions
-	for _, c := range copies {
-		if _, err := h.spanNear(&in, c.Src, len(c.Dst)); err != nil {
-			h.mu.RUnlock()
-			return fmt.Errorf("device: host async copy to host: %w", err)
-		}
-	}
-	h.mu.RUnlock()
-	own := append([]HostRead(nil), copies...)
-	return s.enqueue(opFunc(func() error {
-		h.unmap.RLock()
-		defer h.unmap.RUnlock()
-		h.mu.RLock()
-		defer h.mu.RUnlock()
-		var in nearRegions
-		for _, c := range own {
-			d, err := h.spanNear(&in, c.Src, len(c.Dst))
-			if err != nil {
-				return fmt.Errorf("device: host async copy to host: %w", err)
-			}
-			copy(c.Dst, d)
-		}
-		clear(own) // the destinations are the caller's again
-		return nil
-	}))
+	return queueCopies(h, st, copies, "device: host async copy to host",
+		func(c HostRead) (Ptr, int) { return c.Src, len(c.Dst) },
+		func(c HostRead, d []byte) { copy(c.Dst, d) })
 }
 
 // BatchRecorder is an optional interface of a Backend with Streams: it

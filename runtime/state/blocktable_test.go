@@ -127,14 +127,7 @@ func TestBlockTable(t *testing.T) {
 // entries.
 func TestBlockTableDecodeSteps(t *testing.T) {
 	p := newPool(t, PoolOptions{})
-	l := kvCacheLayout(128)
-	l.Growth = Append
-	h := must[*Head](t)(p.NewHead(l, "s"))
-	defer h.Release()
-	row := zeroRows(l, 1)
-	for range 2048 {
-		check(t, h.Append(row))
-	}
+	h, l, row := decodeHead(t, p, 2048)
 	bt := must[*BlockTable](t)(h.BlockTable())
 	defer bt.Release()
 	entries := func(what string) {

@@ -646,15 +646,7 @@ func TestCallsAllocateOnlyWhatTheyHandOut(t *testing.T) {
 // allocates do not grow with the state (room for every block of the
 // released root was 135 KB a step at 8192 rows).
 func TestSnapshotStepCostsNoLength(t *testing.T) {
-	p := newPool(t, PoolOptions{})
-	l := kvCacheLayout(128)
-	l.Growth = Append
-	h := must[*Head](t)(p.NewHead(l, "s"))
-	defer h.Release()
-	row := zeroRows(l, 1)
-	for range 8192 {
-		check(t, h.Append(row))
-	}
+	h, _, row := decodeHead(t, newPool(t, PoolOptions{}), 8192)
 	prev := must[*Snap](t)(h.Snapshot())
 	step := func() {
 		check(t, h.Append(row))
@@ -676,4 +668,20 @@ func TestSnapshotStepCostsNoLength(t *testing.T) {
 	if per := (after.TotalAlloc - before.TotalAlloc) / steps; per > 16<<10 {
 		t.Errorf("a step of append, snapshot and release at 8192 rows allocates %d bytes, want at most 16 KiB", per)
 	}
+}
+
+// decodeHead returns a head of p, of the 528 B layout l (append), with
+// rows rows appended one at a time as a decode loop does, and a row of
+// it; the head is released when t ends.
+func decodeHead(t *testing.T, p *Pool, rows int) (*Head, *Layout, [][]byte) {
+	t.Helper()
+	l := kvCacheLayout(128)
+	l.Growth = Append
+	h := must[*Head](t)(p.NewHead(l, "s"))
+	t.Cleanup(func() { h.Release() })
+	row := zeroRows(l, 1)
+	for range rows {
+		check(t, h.Append(row))
+	}
+	return h, l, row
 }

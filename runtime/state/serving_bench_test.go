@@ -453,16 +453,7 @@ func BenchmarkServingAppendTable(b *testing.B) {
 // of the state was queued on it), against the appends alone, as
 // BenchmarkServingAppendTable; the head recorded the stream once before.
 func BenchmarkServingRecordStream(b *testing.B) {
-	be := benchBackend(b)
-	sb, ok := be.(device.Streams)
-	if !ok {
-		b.Skip("the backend has no streams")
-	}
-	st, err := sb.NewStream()
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer st.Close()
+	be, st := benchStream(b)
 	record := func(h *Head) {
 		if err := h.RecordStream(st); err != nil {
 			b.Fatal(err)
@@ -477,44 +468,38 @@ func BenchmarkServingRecordStream(b *testing.B) {
 // after each one-row append and releases the step before's (speculative
 // decoding's draft point), against the appends alone, as
 // BenchmarkServingAppendTable.
-func BenchmarkServingSnapshotStep(b *testing.B) {
-	last := map[*Head]*Snap{}
-	decodeSideBySide(b, benchBackend(b), "snapshot-ns/row", func(h *Head) func() {
-		return func() {
-			if s := last[h]; s != nil {
-				s.Release()
-				delete(last, h)
-			}
-		}
-	}, func(h *Head) {
-		s, err := h.Snapshot()
-		if err != nil {
-			b.Fatal(err)
-		}
-		if prev := last[h]; prev != nil {
-			prev.Release()
-		}
-		last[h] = s
-	})
-}
+func BenchmarkServingSnapshotStep(b *testing.B) { benchSnapshotStep(b, false) }
 
 // BenchmarkServingSnapshotTableStep is BenchmarkServingSnapshotStep on a
 // head that holds a live block table: each step's snapshot shares the
 // narrow columns' tail blocks, so the next append copies them and moves
 // those columns' tables.
-func BenchmarkServingSnapshotTableStep(b *testing.B) {
+func BenchmarkServingSnapshotTableStep(b *testing.B) { benchSnapshotStep(b, true) }
+
+// benchSnapshotStep is BenchmarkServingSnapshotStep, on heads that hold a
+// live block table with table.
+func benchSnapshotStep(b *testing.B, table bool) {
 	last := map[*Head]*Snap{}
-	decodeSideBySide(b, benchBackend(b), "snapshot-table-ns/row", func(h *Head) func() {
-		t, err := h.BlockTable()
-		if err != nil {
-			b.Fatal(err)
+	unit := "snapshot-ns/row"
+	if table {
+		unit = "snapshot-table-ns/row"
+	}
+	decodeSideBySide(b, benchBackend(b), unit, func(h *Head) func() {
+		var t *BlockTable
+		if table {
+			var err error
+			if t, err = h.BlockTable(); err != nil {
+				b.Fatal(err)
+			}
 		}
 		return func() {
 			if s := last[h]; s != nil {
 				s.Release()
 				delete(last, h)
 			}
-			t.Release()
+			if t != nil {
+				t.Release()
+			}
 		}
 	}, func(h *Head) {
 		s, err := h.Snapshot()
@@ -534,16 +519,7 @@ func BenchmarkServingSnapshotTableStep(b *testing.B) {
 // snapshot, against the appends alone, as BenchmarkServingAppendTable;
 // the head recorded the stream once before.
 func BenchmarkServingSpeculativeStep(b *testing.B) {
-	be := benchBackend(b)
-	sb, ok := be.(device.Streams)
-	if !ok {
-		b.Skip("the backend has no streams")
-	}
-	st, err := sb.NewStream()
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer st.Close()
+	be, st := benchStream(b)
 	draft := zeroRows(kvCacheLayout(128), 4)
 	decodeSideBySide(b, be, "speculative-ns/row", func(h *Head) func() {
 		if err := h.RecordStream(st); err != nil {
@@ -568,6 +544,22 @@ func BenchmarkServingSpeculativeStep(b *testing.B) {
 			b.Fatal(err)
 		}
 	})
+}
+
+// benchStream returns the benchmarks' backend and a stream of it, closed
+// when b ends; b is skipped on a backend with no streams.
+func benchStream(b *testing.B) (device.Backend, device.Stream) {
+	be := benchBackend(b)
+	sb, ok := be.(device.Streams)
+	if !ok {
+		b.Skip("the backend has no streams")
+	}
+	st, err := sb.NewStream()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { st.Close() })
+	return be, st
 }
 
 // decodeSideBySide runs rounds of 256 one-row appends to two heads of the
