@@ -229,13 +229,6 @@ func (p *Pool) releaseLiveTables() error {
 	return errors.Join(errs...)
 }
 
-// tableMem is a backend allocation a table's column held: its address and
-// bytes.
-type tableMem struct {
-	ptr   device.Ptr
-	bytes int
-}
-
 // maxTableMem bounds the allocations the pool keeps for the next tables
 // (tableAlloc).
 const maxTableMem = 16

@@ -172,6 +172,13 @@ type Pool struct {
 	evictions, adoptCalls, adoptHits, adoptedRows atomic.Int64
 }
 
+// tableMem is a backend allocation a block table's column held: its
+// address and bytes (blocktable.go).
+type tableMem struct {
+	ptr   device.Ptr
+	bytes int
+}
+
 // releaser is a live block table, as the pool knows it: Close releases
 // the tables still live (blocktable.go).
 type releaser interface{ Release() error }
