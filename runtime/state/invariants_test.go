@@ -151,3 +151,50 @@ func present(t tree, i int) bool {
 	}
 	return n != nil && n.blks[i&(fan-1)] != nil
 }
+
+// checkStreamMarks checks that every live head's stream marks are honest
+// (streamMark): each block a mark says carries its stream does. A mark
+// left too high after a change of version lets a later RecordStream skip
+// a block that work on the stream reads, which could then be freed and
+// reused under that work.
+func checkStreamMarks(p *Pool) error {
+	if err := p.enter(); err != nil {
+		return nil // closed: nothing is live
+	}
+	defer p.leave()
+	p.mu.Lock()
+	var heads []*Head
+	for x := range p.live {
+		if h, ok := x.(*Head); ok {
+			heads = append(heads, h)
+		}
+	}
+	p.mu.Unlock()
+	for _, h := range heads {
+		if err := h.checkMarks(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (h *Head) checkMarks() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.r == nil {
+		return nil
+	}
+	h.pool.rec.mu.Lock()
+	defer h.pool.rec.mu.Unlock()
+	for _, m := range h.async.marks {
+		for c := range h.r.cols {
+			t := &h.r.cols[c]
+			for i := t.lo; i < min(m.upTo[c], t.n); i++ {
+				if b := t.held(i); b != nil && !hasStream(streamsOn(b), m.st) {
+					return fmt.Errorf("%s: column %d block %d is below the stream's mark (%d) and does not carry it", h.describe(), c, i, m.upTo[c])
+				}
+			}
+		}
+	}
+	return nil
+}

@@ -435,6 +435,9 @@ func (m *meet) needRows(l *state.Layout, rows int) int64 {
 
 // verify compares every live handle with the reference, and its tables.
 func (m *meet) verify() {
+	if err := state.CheckStreamMarks(m.pool); err != nil {
+		m.fail("a stream mark says a block carries its stream, and it does not", "%v", err)
+	}
 	for _, list := range [][]*ref{m.heads, m.snaps} {
 		for _, x := range list {
 			if !x.released {
