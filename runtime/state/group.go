@@ -227,9 +227,10 @@ func (g *Group) Branch() (*Group, error) {
 		}
 		heads = append(heads, c)
 	}
+	tip := g.tip
 	g.end(g.order, nil)
 	b := couple(g.pool, g.owner, heads)
-	b.domain, b.layouts = g.domain, g.layouts // a branch registers in its parent's table
+	b.domain, b.layouts, b.tip = g.domain, g.layouts, tip // a branch registers in its parent's table
 	return b, nil
 }
 

@@ -1,6 +1,11 @@
 package state
 
-import "testing"
+import (
+	"encoding/binary"
+	"fmt"
+	"testing"
+	"time"
+)
 
 // Group calls against the same calls on the members one by one
 // (docs/BENCHMARKS.md, "Groups"): a KV cache of 256 rows and a recurrent
@@ -81,5 +86,85 @@ func BenchmarkGroupRollbackMembers(b *testing.B) {
 		check(b, r.Rollback(s1))
 		s0.Release()
 		s1.Release()
+	}
+}
+
+// hybridKV is the shared member of a hybrid decoder's group: a token (the
+// key) and a 256-wide half-precision key and value per row.
+var hybridKV = &Layout{Type: "HybridKV", Growth: Append, ShareKey: "Tok", Columns: []Column{
+	{Name: "Tok", ElemSize: 4, Width: 1}, {Name: "K", ElemSize: 2, Width: 128}, {Name: "V", ElemSize: 2, Width: 128},
+}}
+
+// hybridRec is its recurrent member: 4 KiB of state, rewritten each token.
+var hybridRec = &Layout{Type: "HybridRec", Growth: Mutable, Bound: 1, Descendants: Invalidate,
+	Columns: []Column{{Name: "H", ElemSize: 4, Width: 1024}}}
+
+// BenchmarkServingSharedGroupStep is a hybrid decoder's step, on a group
+// of a shared KV member and a recurrent one: the recurrent state written,
+// then the token's KV row appended, at a context of 256, 4096 and 16384
+// tokens, in a sharing domain (NewSharedGroup: every 16th append registers
+// the members' states) against the same group made by NewGroup. Each round
+// decodes 256 tokens on fresh groups of either kind, whose prompts differ
+// from every other round's; the domain is forgotten after it.
+func BenchmarkServingSharedGroupStep(b *testing.B) {
+	kv := zeroRows(hybridKV, 1)
+	h := zeroRows(hybridRec, 1)
+	for _, ctx := range []int{256, 4096, 16384} {
+		b.Run(fmt.Sprint(ctx), func(b *testing.B) {
+			p := benchPool(b, benchBackend(b), PoolOptions{})
+			step := func(g *Group, tok uint32) {
+				binary.LittleEndian.PutUint32(kv[0], tok)
+				binary.LittleEndian.PutUint32(h[0], tok)
+				if err := g.Head(1).Write(0, h); err != nil {
+					b.Fatal(err)
+				}
+				if err := g.Head(0).Append(kv); err != nil {
+					b.Fatal(err)
+				}
+			}
+			group := func(shared bool, round int) *Group {
+				var g *Group
+				var err error
+				if shared {
+					g, err = NewSharedGroup(p, "s", "tenant", hybridKV, hybridRec)
+				} else {
+					g, err = NewGroup(p, "s", hybridKV, hybridRec)
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+				for i := range ctx {
+					step(g, uint32(round<<20+i))
+				}
+				return g
+			}
+			decode := func(g *Group, round int) time.Duration {
+				start := time.Now()
+				for i := range 256 {
+					step(g, uint32(round<<20+ctx+i))
+				}
+				return time.Since(start)
+			}
+			var ts, tp time.Duration
+			var ratios []float64
+			for i := 0; b.Loop(); i++ {
+				gs, gp := group(true, i), group(false, i)
+				var ds, dp time.Duration
+				if i%2 == 0 {
+					ds, dp = decode(gs, i), decode(gp, i)
+				} else {
+					dp, ds = decode(gp, i), decode(gs, i)
+				}
+				check(b, gs.Release())
+				check(b, gp.Release())
+				p.ForgetPrefixes("tenant")
+				ts, tp = ts+ds, tp+dp
+				ratios = append(ratios, float64(ds)/float64(dp))
+			}
+			n := float64(len(ratios) * 256)
+			b.ReportMetric(float64(ts.Nanoseconds())/n, "shared-ns/token")
+			b.ReportMetric(float64(tp.Nanoseconds())/n, "plain-ns/token")
+			b.ReportMetric(median(ratios), "ratio")
+		})
 	}
 }

@@ -1,7 +1,9 @@
 package state
 
 import (
+	"bytes"
 	"fmt"
+	"hash/maphash"
 	"slices"
 )
 
@@ -20,12 +22,26 @@ import (
 //
 // The registrations are the pool's group cache, one table per layouts and
 // domain, apart from the prefix cache of single heads: its entries hold
-// whole states, not blocks. They are optional retention: under memory
+// whole states, not blocks. A table is a tree of chains, as the prefix
+// cache's: an entry per block of the shared member's rows, found by the
+// hash of its keys chained with its parent's, keeping its own block's keys
+// only, and the state registered at its end, if any. A registration reads
+// back only the keys of the blocks since the group's last one (its tip),
+// once it has checked that the shared member still begins with the tip's
+// chain: the tip's registered root and the member's root share their
+// blocks up to where they part (firstDiff), so a rollback or a merge
+// costs the walk of a path or two, not a read of every key. A decode step
+// therefore costs the same whatever the context's length, and a table's
+// keys take the bytes of its distinct blocks, not of every prefix again.
+//
+// The registered states are optional retention: under memory
 // pressure the Evictor ranks them with the other optional state (Victim
 // Cached), and PoolStats.CachedBytes counts the blocks only they hold.
-// ForgetPrefixes forgets a domain's. The shared member is made by NewHead,
-// not NewSharedHead, so that its own AdoptPrefix adopts nothing: a member
-// that adopted its rows alone would leave the others behind.
+// Evicting a state leaves its entry while entries follow it, so the
+// chains past it stay whole. ForgetPrefixes forgets a domain's. The
+// shared member is made by NewHead, not NewSharedHead, so that its own
+// AdoptPrefix adopts nothing: a member that adopted its rows alone would
+// leave the others behind.
 //
 // Lock order: a member's mu (the group's members by try-lock only), then
 // the group cache's mu, then the pool's mu.
@@ -59,9 +75,70 @@ func (c *groupCache) table(g *Group, create bool) *groupTable {
 	if !create {
 		return nil
 	}
-	t := &groupTable{layouts: g.layouts, domain: g.domain, entries: make(map[string]*groupEntry)}
+	if len(c.tables) == 0 {
+		c.seed = maphash.MakeSeed()
+	}
+	t := &groupTable{layouts: g.layouts, domain: g.domain, buckets: make(map[uint64][]*groupEntry)}
 	c.tables = append(c.tables, t)
 	return t
+}
+
+// chainHash is the hash of a block whose keys are keys after parent's
+// chain (nil: the start of one).
+func (c *groupCache) chainHash(parent *groupEntry, keys []byte) uint64 {
+	var ph uint64
+	if parent != nil {
+		ph = parent.hash
+	}
+	if c.hash != nil {
+		return c.hash(ph, keys)
+	}
+	return chainHash(c.seed, ph, keys)
+}
+
+// findLocked returns the entry of t after parent whose keys are keys, nil
+// when none. A hash match is not trusted: the parent and the keys are
+// compared. c.mu is held.
+func (c *groupCache) findLocked(t *groupTable, parent *groupEntry, keys []byte) *groupEntry {
+	for _, e := range t.buckets[c.chainHash(parent, keys)] {
+		if e.parent == parent && bytes.Equal(e.keys, keys) {
+			return e
+		}
+	}
+	return nil
+}
+
+// addLocked adds to t the entry after parent of a block whose keys are
+// keys, ending at rows. c.mu is held.
+func (c *groupCache) addLocked(t *groupTable, parent *groupEntry, keys []byte, rows int) *groupEntry {
+	e := &groupEntry{tab: t, parent: parent, hash: c.chainHash(parent, keys), keys: bytes.Clone(keys), rows: rows}
+	t.buckets[e.hash] = append(t.buckets[e.hash], e)
+	t.n++
+	if parent != nil {
+		parent.kids++
+	}
+	return e
+}
+
+// tipLocked returns the entry of the chain from e (a group's tip) that
+// the shared member's rows begin with, nil when none: cur is its key
+// column's tree, per its rows per block. The nearest entry up the chain
+// that holds a state shows, by the blocks its root shares with cur, how
+// much of the chain is the member's still. c.mu is held.
+func tipLocked(e *groupEntry, shared, key int, cur *tree, per int) *groupEntry {
+	// An entry in its table has every entry before it there too (pruning
+	// takes out only entries nothing follows).
+	for e != nil && !e.gone && e.roots == nil {
+		e = e.parent
+	}
+	if e == nil || e.gone {
+		return nil
+	}
+	same := firstDiff(&e.roots[shared].cols[key], cur) * per
+	for e != nil && e.rows > same {
+		e = e.parent
+	}
+	return e
 }
 
 // appended is the hook of Head.Append on a member h of a group: when h is
@@ -75,11 +152,6 @@ func (g *Group) appended(h *Head) {
 	per, rows := h.perBlock[0], h.r.rows
 	if rows == 0 || rows%per != 0 {
 		return
-	}
-	key := h.l.shareColumn()
-	keys := make([]byte, rows*h.l.Columns[key].ElemSize)
-	if err := h.copyColumn(h.r, key, 0, rows, keys); err != nil {
-		return // a cache: the block goes unregistered
 	}
 	roots := make([]*root, len(g.heads))
 	var locked []*Head
@@ -100,18 +172,48 @@ func (g *Group) appended(h *Head) {
 		}
 		roots[i] = m.r
 	}
+	key := h.l.shareColumn()
 	c := &g.pool.groups
+	c.mu.Lock()
+	parent := tipLocked(g.tip, g.shared, key, &h.r.cols[key], per)
+	c.mu.Unlock()
+	from := 0
+	if parent != nil {
+		from = parent.rows
+	}
+	// The keys of the blocks past the tip's chain, read outside the
+	// cache's lock: a device copy.
+	blockKeys := per * h.l.Columns[key].ElemSize
+	keys := make([]byte, (rows-from)/per*blockKeys)
+	if len(keys) > 0 {
+		if err := h.copyColumn(h.r, key, from, rows, keys); err != nil {
+			return // a cache: the block goes unregistered
+		}
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	t := c.table(g, true)
-	if e := t.entries[string(keys)]; e != nil && !e.gone {
-		e.used = g.pool.clock.Add(1)
-		return
+	if parent != nil && (parent.gone || parent.tab != t) {
+		return // forgotten meanwhile; the next registration starts over
+	}
+	e := parent
+	for i := range len(keys) / blockKeys {
+		k := keys[i*blockKeys : (i+1)*blockKeys]
+		next := c.findLocked(t, e, k)
+		if next == nil {
+			next = c.addLocked(t, e, k, from+(i+1)*per)
+		}
+		e = next
+	}
+	g.tip = e
+	e.used = g.pool.clock.Add(1)
+	if e.roots != nil {
+		return // registered already
 	}
 	for _, r := range roots {
 		r.retain()
 	}
-	t.entries[string(keys)] = &groupEntry{tab: t, keys: string(keys), rows: rows, roots: roots, owner: g.owner, used: g.pool.clock.Add(1)}
+	e.roots, e.owner = roots, g.owner
 }
 
 // AdoptPrefix gives the members of a group whose shared member is empty
@@ -146,57 +248,90 @@ func (g *Group) AdoptPrefix(keys []byte) (int, error) {
 	if g.domain == "" {
 		return 0, nil
 	}
-	e := g.pool.groups.lookup(g, keys, h.perBlock[0]*ks)
+	e, roots := g.pool.groups.lookup(g, keys, h.perBlock[0]*ks)
 	if e == nil {
 		return 0, nil
 	}
 	for i, m := range g.heads {
 		var freed []*block
 		m.r.release(&freed)
-		m.r = e.roots[i] // lookup took a reference for each member
+		m.r = roots[i] // lookup took a reference for each member
 		m.commitVersion()
 		m.pool.free(freed)
 		m.committed(written{to: m.r.rows})
 	}
+	g.tip = e
 	return e.rows, nil
 }
 
 // lookup returns the entry of g's table at the longest prefix of keys, in
-// blocks of blockKeys bytes, taking one reference to each of its roots for
-// the caller; nil when none.
-func (c *groupCache) lookup(g *Group, keys []byte, blockKeys int) *groupEntry {
+// blocks of blockKeys bytes, that holds a state, and its roots, taking one
+// reference to each for the caller; nil when none.
+func (c *groupCache) lookup(g *Group, keys []byte, blockKeys int) (*groupEntry, []*root) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	t := c.table(g, false)
 	if t == nil {
-		return nil
+		return nil, nil
 	}
-	for n := len(keys) / blockKeys; n > 0; n-- {
-		e := t.entries[string(keys[:n*blockKeys])]
-		if e == nil || e.gone {
-			continue
+	var found, e *groupEntry
+	for i := range len(keys) / blockKeys {
+		if e = c.findLocked(t, e, keys[i*blockKeys:(i+1)*blockKeys]); e == nil {
+			break
 		}
-		e.used = g.pool.clock.Add(1)
-		for _, r := range e.roots {
-			r.retain()
+		if e.roots != nil {
+			found = e
 		}
-		return e
 	}
-	return nil
+	if found == nil {
+		return nil, nil
+	}
+	found.used = g.pool.clock.Add(1)
+	for _, r := range found.roots {
+		r.retain()
+	}
+	return found, slices.Clone(found.roots)
 }
 
-// dropLocked takes e out of its table and gives back the blocks only it
-// held; c.mu is held. It returns the blocks to free.
-func (e *groupEntry) dropLocked(freed *[]*block) {
-	if e.gone {
-		return
-	}
-	e.gone = true
-	delete(e.tab.entries, e.keys)
+// dropStateLocked gives back e's registered state, appending the blocks
+// only it held to freed, and takes out of the table the entries that
+// neither hold a state nor lead to one any more. c.mu is held.
+func (e *groupEntry) dropStateLocked(freed *[]*block) {
 	for _, r := range e.roots {
 		r.release(freed)
 	}
 	e.roots = nil
+	for e != nil && !e.gone && e.roots == nil && e.kids == 0 {
+		e.gone = true
+		t := e.tab
+		b := t.buckets[e.hash]
+		if i := slices.Index(b, e); i >= 0 {
+			b = slices.Delete(b, i, i+1)
+		}
+		if len(b) == 0 {
+			delete(t.buckets, e.hash)
+		} else {
+			t.buckets[e.hash] = b
+		}
+		t.n--
+		if e.parent != nil {
+			e.parent.kids--
+		}
+		e = e.parent
+	}
+}
+
+// states calls f with each entry of c that holds a state. c.mu is held.
+func (c *groupCache) states(f func(*groupEntry)) {
+	for _, t := range c.tables {
+		for _, b := range t.buckets {
+			for _, e := range b {
+				if e.roots != nil {
+					f(e)
+				}
+			}
+		}
+	}
 }
 
 // cachedBytes is the bytes of the blocks only registered states hold.
@@ -204,13 +339,11 @@ func (c *groupCache) cachedBytes() int64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var n int64
-	for _, t := range c.tables {
-		for _, e := range t.entries {
-			for _, r := range e.roots {
-				n += exclusiveBytes(r)
-			}
+	c.states(func(e *groupEntry) {
+		for _, r := range e.roots {
+			n += exclusiveBytes(r)
 		}
-	}
+	})
 	return n
 }
 
@@ -224,9 +357,15 @@ func (c *groupCache) forget(d Domain) []*block {
 		if t.domain != d {
 			return false
 		}
-		for _, e := range t.entries {
-			e.dropLocked(&freed)
+		for _, b := range t.buckets {
+			for _, e := range b {
+				for _, r := range e.roots {
+					r.release(&freed)
+				}
+				e.roots, e.gone = nil, true
+			}
 		}
+		t.buckets, t.n = nil, 0
 		return true
 	})
 	return freed
@@ -237,20 +376,18 @@ func (c *groupCache) victims(p *Pool) []evictable {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var out []evictable
-	for _, t := range c.tables {
-		for _, e := range t.entries {
-			var bytes int64
-			for _, r := range e.roots {
-				bytes += exclusiveBytes(r)
-			}
-			if bytes == 0 {
-				continue // every block is held elsewhere too: evicting frees nothing
-			}
-			out = append(out, groupVictim{p: p, e: e, v: Victim{
-				Owner: string(e.owner), Type: fmt.Sprintf("group state at %d rows", e.rows), Cached: true, Bytes: bytes, LastUse: e.used,
-			}})
+	c.states(func(e *groupEntry) {
+		var bytes int64
+		for _, r := range e.roots {
+			bytes += exclusiveBytes(r)
 		}
-	}
+		if bytes == 0 {
+			return // every block is held elsewhere too: evicting frees nothing
+		}
+		out = append(out, groupVictim{p: p, e: e, v: Victim{
+			Owner: string(e.owner), Type: fmt.Sprintf("group state at %d rows", e.rows), Cached: true, Bytes: bytes, LastUse: e.used,
+		}})
+	})
 	return out
 }
 
@@ -272,9 +409,6 @@ func (x groupVictim) exclusiveBlocks(f func(*block)) {
 	c := &x.p.groups
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if x.e.gone {
-		return
-	}
 	for _, r := range x.e.roots {
 		exclusiveBlocks(r, f)
 	}
@@ -283,12 +417,12 @@ func (x groupVictim) exclusiveBlocks(f func(*block)) {
 func (x groupVictim) evict() (int64, bool) {
 	c := &x.p.groups
 	c.mu.Lock()
-	if x.e.gone {
+	if x.e.roots == nil {
 		c.mu.Unlock()
 		return 0, false
 	}
 	var freed []*block
-	x.e.dropLocked(&freed)
+	x.e.dropStateLocked(&freed)
 	c.mu.Unlock()
 	x.p.free(freed)
 	return blockBytes(freed), len(freed) > 0

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"sync"
 	"testing"
@@ -311,4 +312,232 @@ func TestGroupPrefixConcurrent(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+}
+
+// TestGroupPrefixChainModel runs hybrid sessions that feed their prompts
+// in chunks of any size, draft tokens and roll them back, branch, and
+// lose registered states to eviction, against a reference of every prefix
+// whose state a group registered: an adoption takes the longest, restored
+// to its state there. Prompts run past 32 blocks, where the shared
+// member's tree grows a level.
+func TestGroupPrefixChainModel(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 11))
+	p := newPool(t, PoolOptions{})
+	bases := make([][]uint32, 3)
+	for i := range bases {
+		for range 700 {
+			bases[i] = append(bases[i], uint32(rng.IntN(3)))
+		}
+	}
+	registered := map[string]bool{}
+	// feed writes the recurrent state after toks, then appends their KV
+	// rows in one call, as a chunk of prefill; seq is what g has fed.
+	feed := func(g *Group, seq *[]uint32, toks []uint32) {
+		t.Helper()
+		*seq = append(*seq, toks...)
+		check(t, g.Head(1).Write(0, [][]byte{recAfter(*seq)}))
+		var keys, vals []byte
+		for _, tok := range toks {
+			r := tokRow(tok)
+			keys, vals = append(keys, r[0]...), append(vals, r[1]...)
+		}
+		check(t, g.Head(0).Append([][]byte{keys, vals}))
+		if len(*seq)%16 == 0 {
+			registered[string(keysOf(*seq))] = true
+		}
+	}
+	random := func(n int) []uint32 {
+		out := make([]uint32, n)
+		for i := range out {
+			out[i] = uint32(rng.IntN(3))
+		}
+		return out
+	}
+	var evictions int
+	for step := range groupModelSteps(t, 40) {
+		if rng.IntN(10) == 0 {
+			p.ForgetPrefixes("tenant")
+			clear(registered)
+		}
+		base := bases[rng.IntN(len(bases))]
+		prompt := slices.Clone(base[:1+rng.IntN(len(base))])
+		if rng.IntN(3) == 0 {
+			prompt[rng.IntN(len(prompt))] = 7 // leaves the base somewhere
+		}
+		g := must[*Group](t)(NewSharedGroup(p, Owner(fmt.Sprint("s", step)), "tenant", tokLayout, groupRecLayout))
+		want := 0
+		for n := 16; n <= len(prompt)-1; n += 16 {
+			if registered[string(keysOf(prompt[:n]))] {
+				want = n
+			}
+		}
+		n, err := g.AdoptPrefix(keysOf(prompt[:len(prompt)-1]))
+		if err != nil || n != want {
+			t.Fatalf("step %d: AdoptPrefix = %d, %v; the reference says %d", step, n, err, want)
+		}
+		if !bytes.Equal(readRec(t, g.Head(1)), recAfter(prompt[:n])) {
+			t.Fatalf("step %d: recurrent state after adopting %d rows", step, n)
+		}
+		seq := slices.Clone(prompt[:n])
+		for len(seq) < len(prompt) {
+			switch rng.IntN(8) {
+			case 0: // a rejected draft
+				cut := must[*GroupSnap](t)(g.Snapshot())
+				draft := slices.Clone(seq)
+				for range 1 + rng.IntN(3) {
+					feed(g, &draft, random(1+rng.IntN(20)))
+				}
+				check(t, g.Rollback(cut))
+				check(t, cut.Release())
+			case 1: // a branch that explores and goes
+				b := must[*Group](t)(g.Branch())
+				other := slices.Clone(seq)
+				feed(b, &other, random(1+rng.IntN(40)))
+				check(t, b.Release())
+			case 2: // the evictor takes a registered state
+				vs := p.groups.victims(p)
+				if len(vs) == 0 {
+					break
+				}
+				v := vs[rng.IntN(len(vs))].(groupVictim)
+				var keys []byte
+				for x := v.e; x != nil; x = x.parent {
+					keys = append(slices.Clone(x.keys), keys...)
+				}
+				if _, ok := v.evict(); !ok || v.e.roots != nil {
+					t.Fatalf("step %d: evicting the state at %d rows freed nothing", step, v.e.rows)
+				}
+				evictions++
+				delete(registered, string(keys))
+			}
+			k := min(len(prompt)-len(seq), 1+rng.IntN(40))
+			feed(g, &seq, prompt[len(seq):len(seq)+k])
+		}
+		got := readGroupCols(t, g.Head(0), 2)
+		var wantKeys, wantVals []byte
+		for _, tok := range prompt {
+			r := tokRow(tok)
+			wantKeys, wantVals = append(wantKeys, r[0]...), append(wantVals, r[1]...)
+		}
+		if !bytes.Equal(got[0], wantKeys) || !bytes.Equal(got[1], wantVals) || !bytes.Equal(readRec(t, g.Head(1)), recAfter(prompt)) {
+			t.Fatalf("step %d: the session does not read as its prompt computed", step)
+		}
+		check(t, g.Release())
+		checkGroupTables(t, p)
+	}
+	if evictions == 0 {
+		t.Fatal("no registered state was evicted: the model did not reach eviction")
+	}
+	if p.ForgetPrefixes("tenant"); p.Stats().CachedBytes != 0 {
+		t.Fatalf("%d cached bytes after forgetting the tenant", p.Stats().CachedBytes)
+	}
+}
+
+// checkGroupTables checks the group cache's tables: every entry in its
+// bucket by the hash of its chain, its parent in the table, its kids
+// counted, a block's keys each, and none that neither holds a state nor
+// leads to one.
+func checkGroupTables(t *testing.T, p *Pool) {
+	t.Helper()
+	c := &p.groups
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, tab := range c.tables {
+		kids := map[*groupEntry]int{}
+		n := 0
+		for h, b := range tab.buckets {
+			for _, e := range b {
+				n++
+				if e.gone || e.tab != tab || c.chainHash(e.parent, e.keys) != h {
+					t.Fatalf("entry at %d rows: gone %v, in its table %v, in its bucket %v", e.rows, e.gone, e.tab == tab, c.chainHash(e.parent, e.keys) == h)
+				}
+				if e.parent != nil {
+					if e.parent.gone || e.parent.rows+len(e.keys)/4 != e.rows {
+						t.Fatalf("entry at %d rows: parent gone %v at %d rows", e.rows, e.parent.gone, e.parent.rows)
+					}
+					kids[e.parent]++
+				} else if len(e.keys)/4 != e.rows {
+					t.Fatalf("first entry at %d rows holds %d keys", e.rows, len(e.keys)/4)
+				}
+			}
+		}
+		if n != tab.n {
+			t.Fatalf("table counts %d entries, holds %d", tab.n, n)
+		}
+		for _, b := range tab.buckets {
+			for _, e := range b {
+				if e.kids != kids[e] {
+					t.Fatalf("entry at %d rows counts %d kids, has %d", e.rows, e.kids, kids[e])
+				}
+				if e.kids == 0 && e.roots == nil {
+					t.Fatalf("entry at %d rows holds no state and leads to none", e.rows)
+				}
+			}
+		}
+	}
+}
+
+// TestGroupPrefixStepCostsNoLength: a hybrid decode step in a sharing
+// domain allocates as much at 8192 tokens as at 1024 (a registration
+// reads back the keys of its own block, not of the whole prefix), and the
+// table keeps each block's keys once. Both lengths give the shared
+// member's trees the same height: the paths a registration makes the next
+// append copy are as long.
+func TestGroupPrefixStepCostsNoLength(t *testing.T) {
+	p := newPool(t, PoolOptions{})
+	long := *tokLayout
+	long.Bound = 16384
+	perStep := func(ctx int) uint64 {
+		g := must[*Group](t)(NewSharedGroup(p, "s", "tenant", &long, groupRecLayout))
+		defer g.Release()
+		var seq []uint32
+		step := func(toks []uint32) {
+			seq = append(seq, toks...)
+			check(t, g.Head(1).Write(0, [][]byte{recAfter(seq[len(seq)-1:])}))
+			var keys, vals []byte
+			for _, tok := range toks {
+				r := tokRow(tok)
+				keys, vals = append(keys, r[0]...), append(vals, r[1]...)
+			}
+			check(t, g.Head(0).Append([][]byte{keys, vals}))
+		}
+		for len(seq) < ctx {
+			toks := make([]uint32, 64)
+			for i := range toks {
+				toks[i] = uint32(ctx + len(seq) + i)
+			}
+			step(toks)
+		}
+		one := []uint32{0}
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		const steps = 512
+		for i := range steps {
+			one[0] = uint32(ctx + len(seq) + i)
+			step(one)
+		}
+		runtime.ReadMemStats(&after)
+		return (after.TotalAlloc - before.TotalAlloc) / steps
+	}
+	short, far := perStep(1024), perStep(8192)
+	if far > short+short/2 {
+		t.Errorf("a decode step allocates %d bytes at 8192 tokens, %d at 1024: it grows with the context", far, short)
+	}
+	// 1024+512 and 8192+512 tokens, 16 to a block, in chains that share
+	// nothing: an entry per block, each with its own block's keys.
+	c := &p.groups
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	entries, keys := 0, 0
+	for _, tab := range c.tables {
+		for _, b := range tab.buckets {
+			for _, e := range b {
+				entries++
+				keys += len(e.keys)
+			}
+		}
+	}
+	if want := (1024 + 512 + 8192 + 512) / 16; entries != want || keys != want*16*4 {
+		t.Errorf("the table holds %d entries and %d bytes of keys; want %d and %d", entries, keys, want, want*16*4)
+	}
 }

@@ -319,6 +319,11 @@ type Group struct {
 	shared  int
 	domain  Domain
 	layouts []*Layout
+	// tip is the entry of the group's table last registered or adopted:
+	// where the next registration's chain is looked for first. Its
+	// holder's members may have moved since; a registration checks it.
+	// The shared member's mu guards it.
+	tip *groupEntry
 
 	mu       sync.Mutex // serializes the group's calls
 	released bool

@@ -2,7 +2,6 @@ package state
 
 import (
 	"bytes"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/maphash"
@@ -132,13 +131,7 @@ func (c *prefixCache) chainHash(parent uint64, keys []byte) uint64 {
 	if c.hash != nil {
 		return c.hash(parent, keys)
 	}
-	var mh maphash.Hash
-	mh.SetSeed(c.seed)
-	var b [8]byte
-	binary.LittleEndian.PutUint64(b[:], parent)
-	mh.Write(b[:])
-	mh.Write(keys)
-	return mh.Sum64()
+	return chainHash(c.seed, parent, keys)
 }
 
 // hashOf is the chain hash of parent, 0 for the start of a chain.

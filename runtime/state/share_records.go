@@ -1,6 +1,7 @@
 package state
 
 import (
+	"encoding/binary"
 	"hash/maphash"
 	"sync"
 	"sync/atomic"
@@ -122,23 +123,46 @@ type shareWait struct {
 type groupCache struct {
 	mu     sync.Mutex
 	tables []*groupTable
+	seed   maphash.Seed
+	// hash, when set, replaces the chain hash (tests make it collide).
+	hash func(parent uint64, keys []byte) uint64
 }
 
 // groupTable holds the registered states of the groups of one list of
-// layouts (by identity, as the prefix cache finds layouts) in one domain.
+// layouts (by identity, as the prefix cache finds layouts) in one domain,
+// as chains of entries, one per block of the shared member's rows.
 type groupTable struct {
 	layouts []*Layout
 	domain  Domain
-	entries map[string]*groupEntry // by the key bytes of the prefix
+	buckets map[uint64][]*groupEntry // by the hash of their chain
+	n       int                      // entries
 }
 
-// groupEntry is the state of every member at one prefix.
+// groupEntry is one block of a registered prefix: the shared member's keys
+// in it, chained to the block before, and, when a group registered its
+// state at the block's end, every member's root there. An entry stays in
+// its table while it holds a state or other entries follow it, so that a
+// state evicted in the middle of a chain leaves the chain whole.
 type groupEntry struct {
-	tab   *groupTable
-	keys  string
-	rows  int     // the shared member's rows
-	roots []*root // per member; the entry holds one reference to each
-	owner Owner
-	used  uint64
-	gone  bool
+	tab    *groupTable
+	parent *groupEntry
+	hash   uint64  // of the keys of every block up to this one's end
+	keys   []byte  // the shared member's keys in this block
+	rows   int     // the shared member's rows at the block's end
+	kids   int     // entries whose parent this one is
+	roots  []*root // per member, one reference each; nil: no state registered here
+	owner  Owner
+	used   uint64
+	gone   bool // out of its table
+}
+
+// chainHash hashes keys after the chain whose hash is parent, with seed.
+func chainHash(seed maphash.Seed, parent uint64, keys []byte) uint64 {
+	var mh maphash.Hash
+	mh.SetSeed(seed)
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], parent)
+	mh.Write(b[:])
+	mh.Write(keys)
+	return mh.Sum64()
 }

@@ -324,13 +324,26 @@ func releaseNode(n *node, freed *[]*block) {
 // firstDiff returns the first block index, below both trees' ends, at
 // which a and b hold different blocks (the lesser end when none), walking
 // only the subtrees they do not share: a rollback or merge to a version
-// of the same line finds where the two part in a path or two. It is 0,
-// anywhere, when their heights or expired ends differ.
+// of the same line finds where the two part in a path or two. A tree that
+// grew taller keeps its old root as its first subtree, so the taller one
+// is compared from its first subtree of the other's height. It is 0,
+// anywhere, when their expired ends differ.
 func firstDiff(a, b *tree) int {
-	if a.height != b.height || a.lo != b.lo {
+	if a.lo != b.lo {
 		return 0
 	}
-	return diffNodes(a.root, b.root, a.height, 0, min(a.n, b.n))
+	n := min(a.n, b.n)
+	if n == 0 {
+		return 0
+	}
+	x, y := a.root, b.root
+	for h := a.height; h > b.height && x != nil; h-- {
+		x = x.kids[0]
+	}
+	for h := b.height; h > a.height && y != nil; h-- {
+		y = y.kids[0]
+	}
+	return diffNodes(x, y, min(a.height, b.height), 0, n)
 }
 
 // diffNodes is firstDiff below nodes x and y of the given height, whose

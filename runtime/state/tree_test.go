@@ -182,7 +182,7 @@ func TestFirstDiff(t *testing.T) {
 	a.appendBlocks(blks[:total], &freed)
 	spare := blks[total:]
 	brute := func(x, y *tree) int {
-		if x.height != y.height || x.lo != y.lo {
+		if x.lo != y.lo {
 			return 0
 		}
 		for i := range min(x.n, y.n) {
@@ -220,6 +220,27 @@ func TestFirstDiff(t *testing.T) {
 	if got := firstDiff(&a, &s); got != 0 {
 		t.Fatalf("expired blocks on one side only: %d, want 0", got)
 	}
+	// A tree that grew a level keeps its old root as its first subtree:
+	// compared from there, both ways.
+	extra := must[[]*block](t)(p.alloc("s", fan*fan+5, false))
+	var c tree
+	c.appendBlocks(extra[:fan*fan], &freed)
+	low := c
+	low.root.rc.Add(1)
+	kept = append(kept, low)
+	c.appendBlocks(extra[fan*fan:fan*fan+2], &freed)
+	if c.height != low.height+1 {
+		t.Fatalf("heights %d and %d; the test wants one level apart", c.height, low.height)
+	}
+	for k, at := range []int{-1, fan*fan - 1, fan + 1, 0} {
+		if at >= 0 {
+			c.set(at, extra[fan*fan+1+k], &freed)
+		}
+		if got, want := firstDiff(&c, &low), brute(&c, &low); got != want || firstDiff(&low, &c) != want {
+			t.Fatalf("one level apart, written at %d: firstDiff %d and %d, want %d", at, got, firstDiff(&low, &c), want)
+		}
+	}
+	releaseNode(c.root, &freed)
 	for _, k := range kept {
 		releaseNode(k.root, &freed)
 	}
