@@ -115,9 +115,7 @@ var methodTable = []methodSpec{
 	{name: "RecordStream", recv: RecvHead, when: "always", doc: para(
 		"RecordStream says that work queued on st (a kernel, an async copy) uses the blocks the state holds now. When they are released, rolled back away or replaced by copy-on-write, the pool keeps them pending, neither reused nor zeroed for another owner, until an event recorded on st after that work completes; the caller never waits. It needs a backend with device.Streams."),
 		code: headStreamCall("RecordStream")},
-	{name: "BlockTable", recv: RecvHead, directive: "acquire", when: "always", doc: para(
-		"BlockTable returns a device-resident table of the state's blocks, per field (in field order): the base address of each block, so that a kernel finds row r at table[r / RowsPerBlock] + (r % RowsPerBlock) * RowBytes. Writes, rollbacks and merges of the state keep it current. Release it when done; releasing the state releases it too."),
-		code: headTableCall},
+	{name: "BlockTable", recv: RecvHead, directive: "acquire", when: "always", doc: blockTableDoc, code: headTableCall},
 	{name: "Release", recv: RecvHead, directive: "release", when: "always", doc: releaseDoc, code: headCall("Release", jen.Error())},
 
 	{name: "Read", recv: RecvSnapshot, when: "snapshot immutable", ok: snapshot, doc: readDoc("snapshot"), code: (*model).snapReadCode},
@@ -232,6 +230,16 @@ func lenDoc(c *contract.Contract) []string {
 		return []string{"Len returns the number of rows ever appended: row indices stay stable, and rows [Oldest(), Len()) are readable."}
 	}
 	return []string{"Len returns the number of rows the state holds."}
+}
+
+// blockTableDoc documents the head's BlockTable; a window's table starts
+// at its first block kept (TableColumn.First).
+func blockTableDoc(c *contract.Contract) []string {
+	at := "table[r / RowsPerBlock] + (r % RowsPerBlock) * RowBytes."
+	if window(c) {
+		at = "table[r / RowsPerBlock - First] + (r % RowsPerBlock) * RowBytes, First being the block of the table's first entry: expired blocks leave the table."
+	}
+	return []string{"BlockTable returns a device-resident table of the state's blocks, per field (in field order): the base address of each block, so that a kernel finds row r at " + at + " Writes, rollbacks and merges of the state keep it current. Release it when done; releasing the state releases it too."}
 }
 
 func boundDoc(c *contract.Contract) []string {

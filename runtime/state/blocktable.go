@@ -11,12 +11,18 @@ import (
 
 // TableColumn locates one column's table.
 type TableColumn struct {
-	// Ptr is the table's device address (0 while the column has no block).
-	// It changes when a write changes an entry earlier versions had.
+	// Ptr is the table's device address (0 while the column has no block):
+	// the entry of block First. It changes when a write changes an entry
+	// earlier versions had.
 	Ptr device.Ptr
-	// Blocks is the number of entries; RowsPerBlock and RowBytes place
+	// First is the block of the table's first entry: 0, but for a window
+	// state, whose expired blocks leave the table as it moves, so that the
+	// table of a window that slides for ever stays the window's size.
+	// Blocks is the column's blocks, expired ones included: the table
+	// holds the entries of blocks [First, Blocks), and a kernel finds row
+	// r at entry r/RowsPerBlock - First. RowsPerBlock and RowBytes place
 	// rows inside a block.
-	Blocks, RowsPerBlock, RowBytes int
+	First, Blocks, RowsPerBlock, RowBytes int
 }
 
 // Column returns column i's table as it stands. The error is the failure
@@ -44,7 +50,7 @@ func (t *BlockTable) Column(i int) (TableColumn, error) {
 		return TableColumn{}, fmt.Errorf("state: block table column %d of %d: %w", i, len(t.cols), ErrRange)
 	}
 	c := t.cols[i]
-	return TableColumn{Ptr: c.ptr, Blocks: c.n, RowsPerBlock: c.perBlock, RowBytes: c.rowBytes}, nil
+	return TableColumn{Ptr: c.ptr, First: c.first, Blocks: c.n, RowsPerBlock: c.perBlock, RowBytes: c.rowBytes}, nil
 }
 
 // Release frees the table's device memory (once the streams recorded on
@@ -122,19 +128,24 @@ func (t *BlockTable) syncFrom(r *root, from int) error {
 // written in place; when an entry it held changes, or the column outgrows
 // it, every entry goes to a new allocation and the old one is freed after
 // the recorded streams, so a kernel queued with the old one reads the
-// blocks of its version.
+// blocks of its version. A new allocation starts at the tree's first
+// block held (tr.lo): a window's expired blocks are left behind, and a
+// window that slides moves its table once in as many appends as the
+// allocation has room for past the window's blocks.
 func (t *BlockTable) syncColumn(c *tableCol, tr *tree, start int, old *[]tableMem) error {
 	n := tr.n
-	start = min(start, n, len(c.dev))
-	moved := n > c.capacity
-	for i := start; i < min(n, len(c.dev)) && !moved; i++ {
-		moved = i >= tr.lo && uint64(tr.held(i).Ptr()) != c.dev[i]
+	end := c.first + len(c.dev) // past the entries the allocation ever held
+	start = max(min(start, n, end), c.first)
+	moved := n-c.first > c.capacity || (tr.lo < c.first && tr.lo < n)
+	for i := start; i < min(n, end) && !moved; i++ {
+		moved = i >= tr.lo && uint64(tr.held(i).Ptr()) != c.dev[i-c.first]
 	}
 	if !moved {
-		if k := len(c.dev); n > k {
-			c.dev = slices.Grow(c.dev, n-k)[:n]
+		if n > end {
+			k := len(c.dev)
+			c.dev = slices.Grow(c.dev, n-end)[:n-c.first]
 			clear(c.dev[k:])
-			fillEntries(c.dev[k:], tr, k, n)
+			fillEntries(c.dev[k:], tr, end, n)
 			t.buf = entryBytes(t.buf[:0], c.dev[k:])
 			if err := t.pool.b.CopyHtoD(c.ptr+device.Ptr(8*k), t.buf); err != nil {
 				c.dev = c.dev[:k]
@@ -145,16 +156,17 @@ func (t *BlockTable) syncColumn(c *tableCol, tr *tree, start int, old *[]tableMe
 		return nil
 	}
 	// Room for half as many entries again: appends write theirs in place
-	// until then, so a decode step moves the table once in many.
+	// until then, so a decode step moves the table once in many. No kernel
+	// reads an expired block's entry through the new allocation: those
+	// queued before read the old one.
+	first := min(tr.lo, n)
+	live := n - first
 	capacity := max(c.capacity, 8)
-	for capacity < n+n/2 {
+	for capacity < live+live/2 {
 		capacity *= 2
 	}
-	want := make([]uint64, n, capacity)
-	// An expired block's entry stays: no reader of this version reads it,
-	// a kernel of an earlier one may.
-	copy(want, c.dev[:min(tr.lo, len(c.dev))])
-	fillEntries(want, tr, 0, n)
+	want := make([]uint64, live, capacity)
+	fillEntries(want, tr, first, n)
 	ptr, err := t.pool.tableAlloc(8 * capacity)
 	if err != nil {
 		return err
@@ -165,7 +177,7 @@ func (t *BlockTable) syncColumn(c *tableCol, tr *tree, start int, old *[]tableMe
 	if c.ptr != 0 {
 		*old = append(*old, tableMem{c.ptr, 8 * c.capacity})
 	}
-	c.ptr, c.capacity, c.n, c.dev = ptr, capacity, n, want
+	c.ptr, c.capacity, c.first, c.n, c.dev = ptr, capacity, first, n, want
 	return nil
 }
 

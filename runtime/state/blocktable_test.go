@@ -9,23 +9,24 @@ import (
 	"github.com/gpustate/gpustate/runtime/device"
 )
 
-// tableEntries reads column i of t from the device.
+// tableEntries reads column i of t from the device: the entry of block k
+// at k, zero below the table's first.
 func tableEntries(t *testing.T, b device.Backend, bt *BlockTable, i int) []device.Ptr {
 	t.Helper()
 	c, err := bt.Column(i)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Blocks == 0 {
+	if c.Blocks <= c.First {
 		return nil
 	}
-	raw := make([]byte, 8*c.Blocks)
+	raw := make([]byte, 8*(c.Blocks-c.First))
 	if err := b.CopyDtoH(raw, c.Ptr); err != nil {
 		t.Fatal(err)
 	}
 	out := make([]device.Ptr, c.Blocks)
-	for k := range out {
-		out[k] = device.Ptr(binary.LittleEndian.Uint64(raw[8*k:]))
+	for k := c.First; k < c.Blocks; k++ {
+		out[k] = device.Ptr(binary.LittleEndian.Uint64(raw[8*(k-c.First):]))
 	}
 	return out
 }
@@ -173,16 +174,45 @@ func TestBlockTableDecodeSteps(t *testing.T) {
 	defer wh.Release()
 	wt := must[*BlockTable](t)(wh.BlockTable())
 	defer wt.Release()
-	for i := range 300 {
-		check(t, wh.Append(row))
-		if i%97 == 0 || i == 299 {
-			sp := must[[][]device.Span](t)(wh.Spans(wh.Oldest(), wh.Len()))
-			got := tableEntries(t, p.Backend(), wt, 0)
-			if want := spanBases(t, sp, 0, 256, 1); !equalPtrs(got[wh.Oldest():], want) {
-				t.Fatalf("a window of %d rows at row %d: the table's live entries differ from the head's blocks", w.Window, wh.Len())
-			}
+	window := func(what string) {
+		t.Helper()
+		sp := must[[][]device.Span](t)(wh.Spans(wh.Oldest(), wh.Len()))
+		got := tableEntries(t, p.Backend(), wt, 0)
+		if want := spanBases(t, sp, 0, 256, 1); len(got) < wh.Len() || !equalPtrs(got[wh.Oldest():], want) {
+			t.Fatalf("%s, a window of %d rows at row %d: the table's live entries differ from the head's blocks", what, w.Window, wh.Len())
 		}
 	}
+	var old *Snap
+	for i := range 20000 {
+		check(t, wh.Append(row))
+		if i == 150 {
+			old = must[*Snap](t)(wh.Snapshot())
+		}
+		if i%997 == 0 {
+			window("sliding")
+		}
+	}
+	// The table holds the window's blocks, not one entry per block ever:
+	// the column of 256-byte rows has a block a row.
+	c := must[TableColumn](t)(wt.Column(0))
+	if c.First < wh.Len()-2*w.Window || c.Blocks != wh.Len() {
+		t.Errorf("after 20000 rows of a window of %d: the table holds blocks [%d, %d)", w.Window, c.First, c.Blocks)
+	}
+	if cp := wt.cols[0].capacity; cp > 4*w.Window {
+		t.Errorf("after 20000 rows of a window of %d: the table has room for %d entries", w.Window, cp)
+	}
+	// Back to a version whose window is 19849 rows behind: its blocks
+	// come back into the table.
+	check(t, wh.Rollback(old))
+	window("rolled back")
+	if c := must[TableColumn](t)(wt.Column(0)); c.First > wh.Oldest() {
+		t.Errorf("rolled back to rows [%d, %d): the table starts at block %d", wh.Oldest(), wh.Len(), c.First)
+	}
+	check(t, old.Release())
+	for range 300 {
+		check(t, wh.Append(row))
+	}
+	window("after the rollback")
 }
 
 // allocCounter counts the backend allocations not freed, and the calls.

@@ -245,7 +245,8 @@ func (ss *streamSet) get() []device.Stream {
 // per column: an array of the blocks' base addresses (little-endian u64,
 // one per block, in row order), so that a kernel finds logical row r of a
 // column at table[r / RowsPerBlock] + (r % RowsPerBlock) * RowBytes with no
-// host round trip (the block tables of paged attention). A snapshot's table
+// host round trip (the block tables of paged attention); for a window
+// state, at table[r / RowsPerBlock - First] (TableColumn). A snapshot's table
 // never changes. A head's follows the head's writes, rollbacks and merges,
 // in stream order (docs/INTERNALS.md): entries are only ever added in
 // place past those any earlier version had; a change to an entry an
@@ -276,9 +277,11 @@ type BlockTable struct {
 type tableCol struct {
 	ptr      device.Ptr // nil until the column has a block
 	capacity int        // entries the allocation at ptr holds
-	n        int        // entries of the version the table stands for
-	// dev is what the allocation at ptr holds, up to the most entries any
-	// version had in it: kernels queued at those versions may read them.
+	first    int        // the block of the allocation's first entry
+	n        int        // blocks of the version the table stands for
+	// dev is what the allocation at ptr holds, from block first up to the
+	// most blocks any version had in it: kernels queued at those versions
+	// may read them.
 	dev      []uint64
 	perBlock int
 	rowBytes int

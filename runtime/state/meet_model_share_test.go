@@ -319,7 +319,7 @@ func (m *meet) tableKernel() {
 // through the table's entries.
 func readThroughTable(b device.Backend, tc state.TableColumn, rows int, out []byte) error {
 	per, rb := tc.RowsPerBlock, tc.RowBytes
-	if per <= 0 || tc.Blocks*per < rows {
+	if per <= 0 || tc.Blocks*per < rows || tc.First != 0 {
 		return errors.New("table too short")
 	}
 	raw := make([]byte, 8*tc.Blocks)

@@ -509,14 +509,17 @@ func (m *meet) checkTable(x *ref, t *state.BlockTable) {
 		if rows == 0 {
 			continue
 		}
-		raw := make([]byte, 8*tc.Blocks)
+		if tc.First > floor/per {
+			m.fail("block table stale", "the table starts at block %d; the window's first readable row %d is in block %d", tc.First, floor, floor/per)
+		}
+		raw := make([]byte, 8*(tc.Blocks-tc.First))
 		if err := inner.CopyDtoH(raw, tc.Ptr); err != nil {
 			m.fail("block table stale", "reading the table: %v", err)
 		}
 		for b := floor / per; b*per < rows; b++ {
 			lo, hi := max(b*per, floor), min((b+1)*per, rows)
 			got := make([]byte, (hi-lo)*rb)
-			p := device.Ptr(binary.LittleEndian.Uint64(raw[8*b:])) + device.Ptr((lo-b*per)*rb)
+			p := device.Ptr(binary.LittleEndian.Uint64(raw[8*(b-tc.First):])) + device.Ptr((lo-b*per)*rb)
 			if err := inner.CopyDtoH(got, p); err != nil || !bytes.Equal(got, x.cols[ci][lo*rb:hi*rb]) {
 				m.fail("block table stale (an entry does not locate the handle's rows)",
 					"%s of %s, column %d, entry %d (rows [%d, %d)): %v", x.kind(), x.lin.layout.Type, ci, b, lo, hi, err)

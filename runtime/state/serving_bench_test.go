@@ -448,6 +448,21 @@ func BenchmarkServingAppendTable(b *testing.B) {
 	}, nil)
 }
 
+// BenchmarkServingWindowTable is BenchmarkServingAppendTable on a window
+// of 1024 rows: the head with a live table against one without, both of
+// the window's layout.
+func BenchmarkServingWindowTable(b *testing.B) {
+	l := kvCacheLayout(128)
+	l.Growth, l.Window = Append, 1024
+	decodeLayoutSideBySide(b, benchBackend(b), l, "table-ns/row", func(h *Head) func() {
+		t, err := h.BlockTable()
+		if err != nil {
+			b.Fatal(err)
+		}
+		return func() { t.Release() }
+	}, nil)
+}
+
 // BenchmarkServingRecordStream is a decode step that records its stream
 // on the head after each one-row append (the kernel that reads every row
 // of the state was queued on it), against the appends alone, as
@@ -571,6 +586,11 @@ func benchStream(b *testing.B) (device.Backend, device.Stream) {
 func decodeSideBySide(b *testing.B, be device.Backend, unit string, setup func(*Head) func(), step func(*Head)) {
 	l := kvCacheLayout(128)
 	l.Growth = Append
+	decodeLayoutSideBySide(b, be, l, unit, setup, step)
+}
+
+// decodeLayoutSideBySide is decodeSideBySide on heads of layout l.
+func decodeLayoutSideBySide(b *testing.B, be device.Backend, l *Layout, unit string, setup func(*Head) func(), step func(*Head)) {
 	row := zeroRows(l, 1)
 	for _, ctx := range []int{256, 4096, 16384} {
 		b.Run(fmt.Sprint(ctx), func(b *testing.B) {

@@ -196,9 +196,10 @@ func (s *TransitionState) RecordStream(st device.Stream) error {
 
 // BlockTable returns a device-resident table of the state's blocks, per field
 // (in field order): the base address of each block, so that a kernel finds row
-// r at table[r / RowsPerBlock] + (r % RowsPerBlock) * RowBytes. Writes,
-// rollbacks and merges of the state keep it current. Release it when done;
-// releasing the state releases it too.
+// r at table[r / RowsPerBlock - First] + (r % RowsPerBlock) * RowBytes, First
+// being the block of the table's first entry: expired blocks leave the table.
+// Writes, rollbacks and merges of the state keep it current. Release it when
+// done; releasing the state releases it too.
 //
 //state:acquire
 func (s *TransitionState) BlockTable() (*state.BlockTable, error) {

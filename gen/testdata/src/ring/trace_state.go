@@ -163,9 +163,10 @@ func (s *TraceState) RecordStream(st device.Stream) error {
 
 // BlockTable returns a device-resident table of the state's blocks, per field
 // (in field order): the base address of each block, so that a kernel finds row
-// r at table[r / RowsPerBlock] + (r % RowsPerBlock) * RowBytes. Writes,
-// rollbacks and merges of the state keep it current. Release it when done;
-// releasing the state releases it too.
+// r at table[r / RowsPerBlock - First] + (r % RowsPerBlock) * RowBytes, First
+// being the block of the table's first entry: expired blocks leave the table.
+// Writes, rollbacks and merges of the state keep it current. Release it when
+// done; releasing the state releases it too.
 //
 //state:acquire
 func (s *TraceState) BlockTable() (*state.BlockTable, error) {
