@@ -45,7 +45,8 @@ func (p *Pool) roomForAll(classes []*sizeClass, ns []int, deviceFull bool) bool 
 		short = max(short, p.shortfall(cl, ns[i], deviceFull))
 	}
 	short = max(short, want-p.mem.Room(deviceFull))
-	return short <= p.freeable()+p.mem.Stats().Pending
+	pending := p.mem.Stats().Pending
+	return short <= p.freeable(short-pending)+pending
 }
 
 // maxAllocTries bounds the reclaims of one allocation: each one made room,

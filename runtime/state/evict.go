@@ -34,7 +34,7 @@ func (p *Pool) reclaim(c *sizeClass, want int, deviceFull bool) bool {
 	if short <= 0 {
 		return true
 	}
-	if p.freeable() < short {
+	if p.freeable(short) < short {
 		return false // the call fails anyway: evict nothing
 	}
 	// A victim's blocks that queued work still uses would be pending, not
@@ -42,8 +42,10 @@ func (p *Pool) reclaim(c *sizeClass, want int, deviceFull bool) bool {
 	// whose work outlasts the wait, so that a call that fails anyway has
 	// evicted nothing.
 	busy := p.awaitVictimWork()
-	if len(busy) > 0 && p.freeable()-p.busyBytes(busy) < short {
-		return false
+	if len(busy) > 0 {
+		if spared := p.busyBytes(busy); p.freeable(short+spared)-spared < short {
+			return false
+		}
 	}
 	// Bytes are not room: a block of c needs a free run of its size, and
 	// other classes' blocks make one only with free neighbours. When the
@@ -77,7 +79,7 @@ func (p *Pool) reclaim(c *sizeClass, want int, deviceFull bool) bool {
 // awaitFenced waits, up to PoolOptions.PendingWait, for the blocks
 // eviction freed behind a fence, and reports whether there is room.
 func (p *Pool) awaitFenced(c *sizeClass, want int, deviceFull bool) bool {
-	return p.mem.AwaitRoom(c, want, deviceFull, p.pendingWait, func() int64 { return 0 })
+	return p.mem.AwaitRoom(c, want, deviceFull, p.pendingWait, func(int64) int64 { return 0 })
 }
 
 // evictRound evicts victims of retention r in the Evictor's order until
@@ -129,18 +131,24 @@ func (p *Pool) shortfall(c *sizeClass, want int, deviceFull bool) int64 {
 	return p.mem.Shortfall(c, want, deviceFull)
 }
 
-// freeable returns the bytes eviction could free now: the blocks only
-// optional and rebuildable reconstructable handles hold, and the cached
-// prefix blocks no head holds.
-func (p *Pool) freeable() int64 {
+// freeable returns the bytes eviction could free now, or at least need
+// of them: the blocks only optional and rebuildable reconstructable
+// handles hold, the cached prefix blocks no head holds, and the blocks
+// only registered group states hold, counted from the least recently used
+// state until need is reached (the states are a cache that may be large).
+func (p *Pool) freeable(need int64) int64 {
 	n := p.cache.cachedBytes()
 	for _, r := range []Retention{Optional, Reconstructable} {
-		hs, _ := p.victims(r)
-		for _, h := range hs {
+		for _, h := range p.handleVictims() {
 			if f, ok := h.(interface{ freeable() int64 }); ok {
-				n += f.freeable()
+				if _, ok := h.victim(r); ok {
+					n += f.freeable()
+				}
 			}
 		}
+	}
+	if n < need {
+		n += p.groups.freeable(need - n)
 	}
 	return n
 }
@@ -148,14 +156,7 @@ func (p *Pool) freeable() int64 {
 // victims returns the live handles of retention r that may be evicted,
 // and their descriptions, whose IDs index the first slice from 1.
 func (p *Pool) victims(r Retention) ([]evictable, []Victim) {
-	p.mu.Lock()
-	live := make([]evictable, 0, len(p.live))
-	for h := range p.live {
-		if e, ok := h.(evictable); ok {
-			live = append(live, e)
-		}
-	}
-	p.mu.Unlock()
+	live := p.handleVictims()
 	if r == Optional {
 		live = append(live, p.cache.victims(p)...)
 		live = append(live, p.groups.victims(p)...)
@@ -172,6 +173,21 @@ func (p *Pool) victims(r Retention) ([]evictable, []Victim) {
 		vs = append(vs, v)
 	}
 	return hs, vs
+}
+
+// handleVictims returns the live handles that may be evicted, heads and
+// snapshots, of any retention (their victim method says which); the
+// caches' entries are not handles.
+func (p *Pool) handleVictims() []evictable {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	live := make([]evictable, 0, len(p.live))
+	for h := range p.live {
+		if e, ok := h.(evictable); ok {
+			live = append(live, e)
+		}
+	}
+	return live
 }
 
 func (h *Head) victim(r Retention) (Victim, bool) {
@@ -519,8 +535,9 @@ func (p *Pool) victimBlocks(busy []device.Stream) []*block {
 	for _, r := range []Retention{Optional, Reconstructable} {
 		hs, _ := p.victims(r)
 		for _, h := range hs {
-			if _, cached := h.(*cachedEntry); cached {
-				continue // every free entry is listed below
+			switch h.(type) {
+			case *cachedEntry, groupVictim:
+				continue // every free entry and state is listed below
 			}
 			if l, ok := h.(exclusiveLister); ok && (len(busy) == 0 || !p.usesAny(h, busy)) {
 				l.exclusiveBlocks(func(b *block) { out = append(out, b) })
@@ -529,6 +546,7 @@ func (p *Pool) victimBlocks(busy []device.Stream) []*block {
 	}
 	n := len(out)
 	p.cache.freeBlocks(func(b *block) { out = append(out, b) })
+	p.groups.freeBlocks(func(b *block) { out = append(out, b) })
 	if len(busy) > 0 && p.rec.n.Load() > 0 {
 		p.rec.mu.Lock()
 		keep := out[:n]

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/gpustate/gpustate/runtime/device"
 )
 
 // Group calls against the same calls on the members one by one
@@ -167,4 +169,96 @@ func BenchmarkServingSharedGroupStep(b *testing.B) {
 			b.ReportMetric(median(ratios), "ratio")
 		})
 	}
+}
+
+// Group states under memory pressure: BenchmarkEvictGroupStates is
+// BenchmarkEvictCached for the states shared groups register. A pool of
+// 256-byte blocks is filled with registered states, each holding two
+// blocks it alone holds until the next registration of its chain shares
+// one (its recurrent state, and the KV block it filled), in chains of 16
+// by groups released at once; then each append of one block by another
+// head evicts one state. 64k states against 1k: the cost of finding a
+// victim must not grow with the states.
+func BenchmarkEvictGroupStates(b *testing.B) {
+	large, small := newGroupEvictRun(b, 64<<10), newGroupEvictRun(b, 1<<10)
+	const batch = 16
+	run := func(r *groupEvictRun) func() time.Duration {
+		return func() time.Duration {
+			start := time.Now()
+			for range batch {
+				r.step()
+			}
+			d := time.Since(start)
+			r.refill(batch)
+			return d
+		}
+	}
+	alternate(b, batch, run(large), "ns/evict-64k-states", run(small), "ns/evict-1k-states")
+}
+
+// evictKV and evictRec are a shared group's members on a pool of 256-byte
+// blocks: 64 tokens fill a KV block, and the recurrent state is a block.
+var (
+	evictKV  = &Layout{Type: "EvictKV", Growth: Append, ShareKey: "Tok", Columns: []Column{{Name: "Tok", ElemSize: 4, Width: 1}}}
+	evictRec = &Layout{Type: "EvictRec", Growth: Mutable, Bound: 1, Descendants: Invalidate, Columns: []Column{{Name: "H", ElemSize: 8, Width: 1}}}
+	evictRow = &Layout{Type: "EvictRow", Growth: Append, Columns: []Column{{Name: "X", ElemSize: 64, Width: 1}}}
+)
+
+type groupEvictRun struct {
+	b      *testing.B
+	p      *Pool
+	m      *Head // the head whose appends evict
+	tokens uint32
+	row    [][]byte
+}
+
+func newGroupEvictRun(b *testing.B, states int) *groupEvictRun {
+	// Two blocks a state: the cap is what the states take.
+	p := benchPool(b, device.Host(), PoolOptions{BlockBytes: 256, MaxBytes: int64(2*states) * 256})
+	r := &groupEvictRun{b: b, p: p, row: zeroRows(evictRow, 4)}
+	r.cache(states / 16)
+	if st := p.Stats(); st.Evictions != 0 || st.Blocks != int64(2*states) {
+		b.Fatalf("filling the pool with %d states took %d blocks and evicted %d", states, st.Blocks, st.Evictions)
+	}
+	b.Cleanup(func() {
+		if r.m != nil {
+			r.m.Release()
+		}
+	})
+	return r
+}
+
+// cache registers n chains of 16 states of new tokens, each by a group
+// released at once.
+func (r *groupEvictRun) cache(n int) {
+	keys := make([]byte, 4*64)
+	h := [][]byte{make([]byte, 8)}
+	for range n {
+		g := must[*Group](r.b)(NewSharedGroup(r.p, "w", "d", evictKV, evictRec))
+		for range 16 {
+			for i := range 64 {
+				binary.LittleEndian.PutUint32(keys[4*i:], r.tokens)
+				r.tokens++
+			}
+			binary.LittleEndian.PutUint32(h[0], r.tokens)
+			check(r.b, g.Head(1).Write(0, h))
+			check(r.b, g.Head(0).Append([][]byte{keys}))
+		}
+		check(r.b, g.Release())
+	}
+}
+
+// step appends one block of rows to the evicting head: timed.
+func (r *groupEvictRun) step() {
+	if r.m == nil {
+		r.m = must[*Head](r.b)(r.p.NewHead(evictRow, "m"))
+	}
+	check(r.b, r.m.Append(r.row))
+}
+
+// refill gives back what n steps took, as states registered anew: untimed.
+func (r *groupEvictRun) refill(n int) {
+	check(r.b, r.m.Release())
+	r.m = nil
+	r.cache((n + 15) / 16)
 }

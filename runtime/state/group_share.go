@@ -206,14 +206,21 @@ func (g *Group) appended(h *Head) {
 		e = next
 	}
 	g.tip = e
-	e.used = g.pool.clock.Add(1)
-	if e.roots != nil {
-		return // registered already
+	if e.roots == nil {
+		for _, r := range roots {
+			r.retain()
+		}
+		e.roots, e.owner = roots, g.owner
 	}
-	for _, r := range roots {
-		r.retain()
-	}
-	e.roots, e.owner = roots, g.owner
+	c.usedLocked(e, g.pool)
+}
+
+// usedLocked stamps e, which holds a state, with p's use clock, and puts
+// it at the back of the list of states. c.mu is held.
+func (c *groupCache) usedLocked(e *groupEntry, p *Pool) {
+	e.used = p.clock.Add(1)
+	c.states.remove(e)
+	c.states.pushBack(e)
 }
 
 // AdoptPrefix gives the members of a group whose shared member is empty
@@ -286,7 +293,7 @@ func (c *groupCache) lookup(g *Group, keys []byte, blockKeys int) (*groupEntry, 
 	if found == nil {
 		return nil, nil
 	}
-	found.used = g.pool.clock.Add(1)
+	c.usedLocked(found, g.pool)
 	for _, r := range found.roots {
 		r.retain()
 	}
@@ -296,11 +303,12 @@ func (c *groupCache) lookup(g *Group, keys []byte, blockKeys int) (*groupEntry, 
 // dropStateLocked gives back e's registered state, appending the blocks
 // only it held to freed, and takes out of the table the entries that
 // neither hold a state nor lead to one any more. c.mu is held.
-func (e *groupEntry) dropStateLocked(freed *[]*block) {
+func (c *groupCache) dropStateLocked(e *groupEntry, freed *[]*block) {
 	for _, r := range e.roots {
 		r.release(freed)
 	}
 	e.roots = nil
+	c.states.remove(e)
 	for e != nil && !e.gone && e.roots == nil && e.kids == 0 {
 		e.gone = true
 		t := e.tab
@@ -321,30 +329,51 @@ func (e *groupEntry) dropStateLocked(freed *[]*block) {
 	}
 }
 
-// states calls f with each entry of c that holds a state. c.mu is held.
-func (c *groupCache) states(f func(*groupEntry)) {
-	for _, t := range c.tables {
-		for _, b := range t.buckets {
-			for _, e := range b {
-				if e.roots != nil {
-					f(e)
-				}
-			}
-		}
+// stateBytes is the bytes of the blocks only e's state holds. c.mu is
+// held.
+func stateBytes(e *groupEntry) int64 {
+	var n int64
+	for _, r := range e.roots {
+		n += exclusiveBytes(r)
 	}
+	return n
 }
 
-// cachedBytes is the bytes of the blocks only registered states hold.
+// cachedBytes is the bytes of the blocks only registered states hold: a
+// walk of every state, for PoolStats.
 func (c *groupCache) cachedBytes() int64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var n int64
-	c.states(func(e *groupEntry) {
-		for _, r := range e.roots {
-			n += exclusiveBytes(r)
-		}
-	})
+	for e := c.states.front; e != nil; e = e.next {
+		n += stateBytes(e)
+	}
 	return n
+}
+
+// freeable returns the bytes evicting registered states would free,
+// counted from the least recently used until need is reached: a reclaim
+// asks whether eviction can make its room, and the answer costs the
+// states it takes, not every state.
+func (c *groupCache) freeable(need int64) int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var n int64
+	for e := c.states.front; e != nil && n < need; e = e.next {
+		n += stateBytes(e)
+	}
+	return n
+}
+
+// freeBlocks calls f with every block only registered states hold.
+func (c *groupCache) freeBlocks(f func(*block)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for e := c.states.front; e != nil; e = e.next {
+		for _, r := range e.roots {
+			exclusiveBlocks(r, f)
+		}
+	}
 }
 
 // forget drops the registered states of domain d; Pool.ForgetPrefixes
@@ -362,6 +391,7 @@ func (c *groupCache) forget(d Domain) []*block {
 				for _, r := range e.roots {
 					r.release(&freed)
 				}
+				c.states.remove(e)
 				e.roots, e.gone = nil, true
 			}
 		}
@@ -371,23 +401,30 @@ func (c *groupCache) forget(d Domain) []*block {
 	return freed
 }
 
-// victims lists the registered states as optional victims.
+// maxGroupVictims bounds the registered states one reclaim round ranks: a
+// state's bytes are a walk of its members' unshared nodes, where a cached
+// prefix entry's are its blocks'.
+const maxGroupVictims = 16
+
+// victims lists, as optional victims, the least recently used registered
+// states that would free something, maxGroupVictims at most: a reclaim
+// round reads the front of the list, never the whole of it.
 func (c *groupCache) victims(p *Pool) []evictable {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var out []evictable
-	c.states(func(e *groupEntry) {
-		var bytes int64
-		for _, r := range e.roots {
-			bytes += exclusiveBytes(r)
-		}
+	for e := c.states.front; e != nil && len(out) < maxGroupVictims; e = e.next {
+		bytes := stateBytes(e)
 		if bytes == 0 {
-			return // every block is held elsewhere too: evicting frees nothing
+			continue // every block is held elsewhere too: evicting frees nothing
+		}
+		if e.typ == "" {
+			e.typ = fmt.Sprintf("group state at %d rows", e.rows)
 		}
 		out = append(out, groupVictim{p: p, e: e, v: Victim{
-			Owner: string(e.owner), Type: fmt.Sprintf("group state at %d rows", e.rows), Cached: true, Bytes: bytes, LastUse: e.used,
+			Owner: string(e.owner), Type: e.typ, Cached: true, Bytes: bytes, LastUse: e.used,
 		}})
-	})
+	}
 	return out
 }
 
@@ -399,10 +436,6 @@ type groupVictim struct {
 }
 
 func (x groupVictim) victim(r Retention) (Victim, bool) { return x.v, r == Optional }
-
-// freeable returns the bytes evicting the registered state frees, as
-// listed: the pool counts them before it decides eviction can make room.
-func (x groupVictim) freeable() int64 { return x.v.Bytes }
 
 // exclusiveBlocks lists the blocks only the registered state holds.
 func (x groupVictim) exclusiveBlocks(f func(*block)) {
@@ -422,7 +455,7 @@ func (x groupVictim) evict() (int64, bool) {
 		return 0, false
 	}
 	var freed []*block
-	x.e.dropStateLocked(&freed)
+	c.dropStateLocked(x.e, &freed)
 	c.mu.Unlock()
 	x.p.free(freed)
 	return blockBytes(freed), len(freed) > 0
@@ -432,6 +465,6 @@ func (x groupVictim) evict() (int64, bool) {
 // every slab.
 func (c *groupCache) reset() {
 	c.mu.Lock()
-	c.tables = nil
+	c.tables, c.states = nil, lruList[groupEntry, *groupEntry]{}
 	c.mu.Unlock()
 }

@@ -442,6 +442,17 @@ func checkGroupTables(t *testing.T, p *Pool) {
 	c := &p.groups
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	listed := 0
+	var used uint64
+	for e := c.states.front; e != nil; e = e.next {
+		if e.gone || e.roots == nil || e.used < used {
+			t.Fatalf("the list of states holds an entry at %d rows: gone %v, with a state %v, used at %d after %d", e.rows, e.gone, e.roots != nil, e.used, used)
+		}
+		listed, used = listed+1, e.used
+	}
+	if listed != c.states.n {
+		t.Fatalf("the list of states counts %d, holds %d", c.states.n, listed)
+	}
 	for _, tab := range c.tables {
 		kids := map[*groupEntry]int{}
 		n := 0
@@ -466,6 +477,9 @@ func checkGroupTables(t *testing.T, p *Pool) {
 		}
 		for _, b := range tab.buckets {
 			for _, e := range b {
+				if e.listed != (e.roots != nil) {
+					t.Fatalf("entry at %d rows: holds a state %v, in the list of states %v", e.rows, e.roots != nil, e.listed)
+				}
 				if e.kids != kids[e] {
 					t.Fatalf("entry at %d rows counts %d kids, has %d", e.rows, e.kids, kids[e])
 				}
@@ -540,4 +554,46 @@ func TestGroupPrefixStepCostsNoLength(t *testing.T) {
 	if want := (1024 + 512 + 8192 + 512) / 16; entries != want || keys != want*16*4 {
 		t.Errorf("the table holds %d entries and %d bytes of keys; want %d and %d", entries, keys, want, want*16*4)
 	}
+}
+
+// TestGroupPrefixEvictionMany: an allocation that needs the room of
+// hundreds of registered states gets it, though a reclaim round ranks a
+// few of them at a time, and one that no eviction could serve fails
+// having evicted nothing.
+func TestGroupPrefixEvictionMany(t *testing.T) {
+	const states = 512
+	p := newPool(t, PoolOptions{BlockBytes: 256, MaxBytes: 2 * states * 256})
+	keys := make([]byte, 4*64)
+	h := [][]byte{make([]byte, 8)}
+	tok := uint32(0)
+	for range states / 16 {
+		g := must[*Group](t)(NewSharedGroup(p, "w", "d", evictKV, evictRec))
+		for range 16 {
+			for i := range 64 {
+				binary.LittleEndian.PutUint32(keys[4*i:], tok)
+				tok++
+			}
+			binary.LittleEndian.PutUint32(h[0], tok)
+			check(t, g.Head(1).Write(0, h))
+			check(t, g.Head(0).Append([][]byte{keys}))
+		}
+		check(t, g.Release())
+	}
+	if st := p.Stats(); st.Blocks != 2*states || st.Evictions != 0 {
+		t.Fatalf("filled with %d blocks, %d evictions; want %d and none", st.Blocks, st.Evictions, 2*states)
+	}
+	huge := &Layout{Type: "Huge", Columns: []Column{{Name: "A", ElemSize: 256, Width: 1}}, Growth: Mutable, Bound: 4 * states}
+	if _, err := p.NewHead(huge, "z"); !errors.Is(err, ErrNoMemory) {
+		t.Fatalf("a head larger than the pool: %v; want ErrNoMemory", err)
+	}
+	if st := p.Stats(); st.Evictions != 0 {
+		t.Fatalf("a call that failed anyway evicted %d states", st.Evictions)
+	}
+	big := &Layout{Type: "Big", Columns: []Column{{Name: "A", ElemSize: 256, Width: 1}}, Growth: Mutable, Bound: states - 12}
+	b := must[*Head](t)(p.NewHead(big, "z"))
+	defer b.Release()
+	if st := p.Stats(); st.EvictedBytes < (states-12)*256 || st.Evictions <= maxGroupVictims {
+		t.Fatalf("%d evictions of %d bytes made the room of %d blocks; want more than a round's %d", st.Evictions, st.EvictedBytes, states-12, maxGroupVictims)
+	}
+	checkGroupTables(t, p)
 }

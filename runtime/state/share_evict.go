@@ -28,35 +28,6 @@ import "github.com/gpustate/gpustate/runtime/state/internal/blocks"
 // maxCachedVictims bounds the cached entries one reclaim round ranks.
 const maxCachedVictims = 64
 
-func (l *entryList) pushBack(e *prefixEntry) {
-	e.prev, e.next, e.listed = l.back, nil, true
-	if l.back != nil {
-		l.back.next = e
-	} else {
-		l.front = e
-	}
-	l.back = e
-	l.n++
-}
-
-func (l *entryList) remove(e *prefixEntry) {
-	if !e.listed {
-		return
-	}
-	if e.prev != nil {
-		e.prev.next = e.next
-	} else {
-		l.front = e.next
-	}
-	if e.next != nil {
-		e.next.prev = e.prev
-	} else {
-		l.back = e.prev
-	}
-	e.prev, e.next, e.listed = nil, nil, false
-	l.n--
-}
-
 // holdLocked adds one reason for e to stay out of the list of free
 // entries: a block of its that a head holds, or an entry after it that is
 // not free. When e was free, it leaves the list, and so do the free

@@ -70,10 +70,11 @@ type prefixEntry struct {
 	// busy counts e's reasons to stay out of the cache's list of free
 	// entries: its blocks a head holds, and the entries after it that are
 	// not free. listed says it is in the list, between prev and next.
-	busy       int
-	listed     bool
-	prev, next *prefixEntry
+	busy int
+	lruLinks[prefixEntry]
 }
+
+func (e *prefixEntry) links() *lruLinks[prefixEntry] { return &e.lruLinks }
 
 // cacheRef is the cache's record of one block it holds a reference to.
 type cacheRef struct {
@@ -85,9 +86,57 @@ type cacheRef struct {
 
 // entryList is the cache's list of free entries, least recently freed
 // first (share_evict.go).
-type entryList struct {
-	front, back *prefixEntry
+type entryList = lruList[prefixEntry, *prefixEntry]
+
+// lruList is a list of entries linked through their lruLinks, least
+// recently used first: the caches' lists of victims, read from the front.
+type lruList[E any, P linked[E]] struct {
+	front, back P
 	n           int
+}
+
+// linked is a pointer to an entry of an lruList.
+type linked[E any] interface {
+	*E
+	links() *lruLinks[E]
+}
+
+// lruLinks is an entry's place in an lruList: listed says it is in one,
+// between prev and next.
+type lruLinks[E any] struct {
+	prev, next *E
+	listed     bool
+}
+
+func (l *lruList[E, P]) pushBack(e P) {
+	k := e.links()
+	k.prev, k.next, k.listed = l.back, nil, true
+	if l.back != nil {
+		l.back.links().next = e
+	} else {
+		l.front = e
+	}
+	l.back = e
+	l.n++
+}
+
+func (l *lruList[E, P]) remove(e P) {
+	k := e.links()
+	if !k.listed {
+		return
+	}
+	if k.prev != nil {
+		P(k.prev).links().next = k.next
+	} else {
+		l.front = k.next
+	}
+	if k.next != nil {
+		P(k.next).links().prev = k.prev
+	} else {
+		l.back = k.prev
+	}
+	k.prev, k.next, k.listed = nil, nil, false
+	l.n--
 }
 
 // sharing is a shared head's place in its table.
@@ -126,6 +175,9 @@ type groupCache struct {
 	seed   maphash.Seed
 	// hash, when set, replaces the chain hash (tests make it collide).
 	hash func(parent uint64, keys []byte) uint64
+	// states lists the entries that hold a state, least recently
+	// registered or adopted first: the victims, read from the front.
+	states lruList[groupEntry, *groupEntry]
 }
 
 // groupTable holds the registered states of the groups of one list of
@@ -153,8 +205,12 @@ type groupEntry struct {
 	roots  []*root // per member, one reference each; nil: no state registered here
 	owner  Owner
 	used   uint64
-	gone   bool // out of its table
+	gone   bool   // out of its table
+	typ    string // its Victim.Type, made when it is first a victim
+	lruLinks[groupEntry]
 }
+
+func (e *groupEntry) links() *lruLinks[groupEntry] { return &e.lruLinks }
 
 // chainHash hashes keys after the chain whose hash is parent, with seed.
 func chainHash(seed maphash.Seed, parent uint64, keys []byte) uint64 {

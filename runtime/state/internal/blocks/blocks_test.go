@@ -117,11 +117,11 @@ func TestFence(t *testing.T) {
 	if st := a.Stats(); st.Pending != 8*256 || st.Free != 0 {
 		t.Fatalf("stats %+v, want 2048 bytes pending and nothing free", st)
 	}
-	if a.AwaitRoom(c, 9, false, time.Second, func() int64 { return 0 }) {
+	if a.AwaitRoom(c, 9, false, time.Second, func(int64) int64 { return 0 }) {
 		t.Fatal("AwaitRoom found room that pending blocks cannot make")
 	}
 	time.AfterFunc(10*time.Millisecond, func() { close(gate) })
-	if !a.AwaitRoom(c, 8, false, 10*time.Second, func() int64 { return 0 }) {
+	if !a.AwaitRoom(c, 8, false, 10*time.Second, func(int64) int64 { return 0 }) {
 		t.Fatal("AwaitRoom did not wait for the pending blocks")
 	}
 	a.WaitPending()

@@ -133,11 +133,12 @@ func (a *Allocator) WaitPending() int64 {
 // AwaitRoom is the first step of reclaiming room for an allocation of
 // want blocks of class c that found none: when the pending blocks would
 // make it succeed, alone or with the bytes more that evictable reports the
-// caller could free, it waits for batches to complete, one after another,
+// caller could free (asked for at least need bytes, it may stop counting
+// there), it waits for batches to complete, one after another,
 // up to wait (negative: it never waits), rather than have the caller fail
 // or evict while the device work finishes. It reports whether there is
 // room now.
-func (a *Allocator) AwaitRoom(c *Class, want int, deviceFull bool, wait time.Duration, evictable func() int64) bool {
+func (a *Allocator) AwaitRoom(c *Class, want int, deviceFull bool, wait time.Duration, evictable func(need int64) int64) bool {
 	if wait < 0 {
 		return a.Shortfall(c, want, deviceFull) <= 0
 	}
@@ -164,7 +165,7 @@ func (a *Allocator) AwaitRoom(c *Class, want int, deviceFull bool, wait time.Dur
 		least := a.quickShortfallLocked(c, want, deviceFull)
 		a.mu.Unlock()
 		if pending < least && !checked {
-			if pending+evictable() < least {
+			if pending+evictable(least-pending) < least {
 				return false // nothing makes the room: fail now
 			}
 			checked = true
