@@ -131,26 +131,31 @@ func (p *Pool) shortfall(c *sizeClass, want int, deviceFull bool) int64 {
 	return p.mem.Shortfall(c, want, deviceFull)
 }
 
-// freeable returns the bytes eviction could free now, or at least need
-// of them: the blocks only optional and rebuildable reconstructable
-// handles hold, the cached prefix blocks no head holds, and the blocks
-// only registered group states hold, counted from the least recently used
-// state until need is reached (the states are a cache that may be large).
+// freeable returns the bytes eviction could free now, counted until they
+// reach need: the cached prefix blocks no head holds, the blocks only
+// optional and rebuildable reconstructable handles hold (a walk of each
+// one's tree), and the blocks only registered group states hold, from
+// the least recently used state on. Its callers ask whether eviction can
+// make a call's room, and the answer costs the victims that make it, not
+// every victim.
 func (p *Pool) freeable(need int64) int64 {
 	n := p.cache.cachedBytes()
+	if n >= need {
+		return n
+	}
+	hs := p.handleVictims()
 	for _, r := range []Retention{Optional, Reconstructable} {
-		for _, h := range p.handleVictims() {
+		for _, h := range hs {
 			if f, ok := h.(interface{ freeable() int64 }); ok {
 				if _, ok := h.victim(r); ok {
-					n += f.freeable()
+					if n += f.freeable(); n >= need {
+						return n
+					}
 				}
 			}
 		}
 	}
-	if n < need {
-		n += p.groups.freeable(need - n)
-	}
-	return n
+	return n + p.groups.freeable(need-n)
 }
 
 // victims returns the live handles of retention r that may be evicted,
