@@ -454,13 +454,25 @@ func BenchmarkServingAppendTable(b *testing.B) {
 func BenchmarkServingWindowTable(b *testing.B) {
 	l := kvCacheLayout(128)
 	l.Growth, l.Window = Append, 1024
-	decodeLayoutSideBySide(b, benchBackend(b), l, "table-ns/row", func(h *Head) func() {
+	decodeLayoutSideBySide(b, benchBackend(b), l, l, "table-ns/row", func(h *Head) func() {
 		t, err := h.BlockTable()
 		if err != nil {
 			b.Fatal(err)
 		}
 		return func() { t.Release() }
 	}, nil)
+}
+
+// BenchmarkServingCheckpointStep is a decode step of a head whose
+// contract keeps history (a checkpoint every 16 versions, 8 kept, so a
+// rollback or At can reach back): one-row appends against the same
+// appends to a head of the same columns without history.
+func BenchmarkServingCheckpointStep(b *testing.B) {
+	plain := kvCacheLayout(128)
+	plain.Growth = Append
+	l := kvCacheLayout(128)
+	l.Growth, l.Checkpoint = Append, &CheckpointPolicy{Every: 16, Keep: 8}
+	decodeLayoutSideBySide(b, benchBackend(b), l, plain, "checkpoint-ns/row", nil, nil)
 }
 
 // BenchmarkServingRecordStream is a decode step that records its stream
@@ -586,17 +598,22 @@ func benchStream(b *testing.B) (device.Backend, device.Stream) {
 func decodeSideBySide(b *testing.B, be device.Backend, unit string, setup func(*Head) func(), step func(*Head)) {
 	l := kvCacheLayout(128)
 	l.Growth = Append
-	decodeLayoutSideBySide(b, be, l, unit, setup, step)
+	decodeLayoutSideBySide(b, be, l, l, unit, setup, step)
 }
 
-// decodeLayoutSideBySide is decodeSideBySide on heads of layout l.
-func decodeLayoutSideBySide(b *testing.B, be device.Backend, l *Layout, unit string, setup func(*Head) func(), step func(*Head)) {
+// decodeLayoutSideBySide is decodeSideBySide on heads of layout l, the
+// plain one of layout plain (of the same columns).
+func decodeLayoutSideBySide(b *testing.B, be device.Backend, l, plain *Layout, unit string, setup func(*Head) func(), step func(*Head)) {
 	row := zeroRows(l, 1)
 	for _, ctx := range []int{256, 4096, 16384} {
 		b.Run(fmt.Sprint(ctx), func(b *testing.B) {
 			p := benchPool(b, be, PoolOptions{})
 			head := func(with bool) (*Head, func()) {
-				h, err := p.NewHead(l, "s")
+				hl := plain
+				if with {
+					hl = l
+				}
+				h, err := p.NewHead(hl, "s")
 				if err != nil {
 					b.Fatal(err)
 				}
