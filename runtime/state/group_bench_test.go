@@ -181,19 +181,7 @@ func BenchmarkServingSharedGroupStep(b *testing.B) {
 // victim must not grow with the states.
 func BenchmarkEvictGroupStates(b *testing.B) {
 	large, small := newGroupEvictRun(b, 64<<10), newGroupEvictRun(b, 1<<10)
-	const batch = 16
-	run := func(r *groupEvictRun) func() time.Duration {
-		return func() time.Duration {
-			start := time.Now()
-			for range batch {
-				r.step()
-			}
-			d := time.Since(start)
-			r.refill(batch)
-			return d
-		}
-	}
-	alternate(b, batch, run(large), "ns/evict-64k-states", run(small), "ns/evict-1k-states")
+	evictSideBySide(b, large, "ns/evict-64k-states", small, "ns/evict-1k-states")
 }
 
 // evictKV and evictRec are a shared group's members on a pool of 256-byte
@@ -228,23 +216,27 @@ func newGroupEvictRun(b *testing.B, states int) *groupEvictRun {
 	return r
 }
 
-// cache registers n chains of 16 states of new tokens, each by a group
-// released at once.
-func (r *groupEvictRun) cache(n int) {
+// cache registers n chains of 16 states of new tokens.
+func (r *groupEvictRun) cache(n int) { registerChains(r.b, r.p, n, &r.tokens) }
+
+// registerChains registers in p n chains of 16 states of the evictKV and
+// evictRec group, each by a group released at once, the tokens from *tok
+// on, 64 a state.
+func registerChains(t testing.TB, p *Pool, n int, tok *uint32) {
 	keys := make([]byte, 4*64)
 	h := [][]byte{make([]byte, 8)}
 	for range n {
-		g := must[*Group](r.b)(NewSharedGroup(r.p, "w", "d", evictKV, evictRec))
+		g := must[*Group](t)(NewSharedGroup(p, "w", "d", evictKV, evictRec))
 		for range 16 {
 			for i := range 64 {
-				binary.LittleEndian.PutUint32(keys[4*i:], r.tokens)
-				r.tokens++
+				binary.LittleEndian.PutUint32(keys[4*i:], *tok)
+				*tok++
 			}
-			binary.LittleEndian.PutUint32(h[0], r.tokens)
-			check(r.b, g.Head(1).Write(0, h))
-			check(r.b, g.Head(0).Append([][]byte{keys}))
+			binary.LittleEndian.PutUint32(h[0], *tok)
+			check(t, g.Head(1).Write(0, h))
+			check(t, g.Head(0).Append([][]byte{keys}))
 		}
-		check(r.b, g.Release())
+		check(t, g.Release())
 	}
 }
 

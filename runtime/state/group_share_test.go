@@ -224,19 +224,7 @@ func TestGroupPrefixModel(t *testing.T) {
 		}
 		g := must[*Group](t)(NewSharedGroup(p, Owner(fmt.Sprint("s", step)), "tenant", tokLayout, groupRecLayout))
 		live = append(live, g)
-		want := 0
-		for n := 16; n <= len(prompt)-1; n += 16 {
-			if registered[string(keysOf(prompt[:n]))] {
-				want = n
-			}
-		}
-		n, err := g.AdoptPrefix(keysOf(prompt[:len(prompt)-1]))
-		if err != nil || n != want {
-			t.Fatalf("step %d: AdoptPrefix = %d, %v; the reference says %d", step, n, err, want)
-		}
-		if !bytes.Equal(readRec(t, g.Head(1)), recAfter(prompt[:n])) {
-			t.Fatalf("step %d: recurrent state after adopting %d rows", step, n)
-		}
+		n := adoptChecked(t, g, prompt, registered, step)
 		h := recAfter(prompt[:n])
 		for i, tok := range prompt[n:] {
 			for j := range h {
@@ -248,21 +236,50 @@ func TestGroupPrefixModel(t *testing.T) {
 				registered[string(keysOf(prompt[:k]))] = true
 			}
 		}
-		got := readGroupCols(t, g.Head(0), 2)
-		var wantKeys, wantVals []byte
-		for _, tok := range prompt {
-			r := tokRow(tok)
-			wantKeys, wantVals = append(wantKeys, r[0]...), append(wantVals, r[1]...)
-		}
-		if !bytes.Equal(got[0], wantKeys) || !bytes.Equal(got[1], wantVals) || !bytes.Equal(readRec(t, g.Head(1)), recAfter(prompt)) {
-			t.Fatalf("step %d: the session does not read as its prompt computed", step)
-		}
+		checkSession(t, g, prompt, step)
 	}
 	for _, g := range live {
 		check(t, g.Release())
 	}
 	if p.ForgetPrefixes("tenant"); p.Stats().CachedBytes != 0 {
 		t.Fatalf("%d cached bytes after forgetting the tenant", p.Stats().CachedBytes)
+	}
+}
+
+// adoptChecked adopts for g, empty, the longest registered prefix of
+// prompt but its last token, and checks it against the reference: the
+// prefixes of whole blocks registered holds, and the recurrent state at
+// it. It returns the rows adopted.
+func adoptChecked(t *testing.T, g *Group, prompt []uint32, registered map[string]bool, step int) int {
+	t.Helper()
+	want := 0
+	for n := 16; n <= len(prompt)-1; n += 16 {
+		if registered[string(keysOf(prompt[:n]))] {
+			want = n
+		}
+	}
+	n, err := g.AdoptPrefix(keysOf(prompt[:len(prompt)-1]))
+	if err != nil || n != want {
+		t.Fatalf("step %d: AdoptPrefix = %d, %v; the reference says %d", step, n, err, want)
+	}
+	if !bytes.Equal(readRec(t, g.Head(1)), recAfter(prompt[:n])) {
+		t.Fatalf("step %d: recurrent state after adopting %d rows", step, n)
+	}
+	return n
+}
+
+// checkSession checks that g reads as if it had computed every row of
+// prompt.
+func checkSession(t *testing.T, g *Group, prompt []uint32, step int) {
+	t.Helper()
+	got := readGroupCols(t, g.Head(0), 2)
+	var wantKeys, wantVals []byte
+	for _, tok := range prompt {
+		r := tokRow(tok)
+		wantKeys, wantVals = append(wantKeys, r[0]...), append(wantVals, r[1]...)
+	}
+	if !bytes.Equal(got[0], wantKeys) || !bytes.Equal(got[1], wantVals) || !bytes.Equal(readRec(t, g.Head(1)), recAfter(prompt)) {
+		t.Fatalf("step %d: the session does not read as its prompt computed", step)
 	}
 }
 
@@ -365,19 +382,7 @@ func TestGroupPrefixChainModel(t *testing.T) {
 			prompt[rng.IntN(len(prompt))] = 7 // leaves the base somewhere
 		}
 		g := must[*Group](t)(NewSharedGroup(p, Owner(fmt.Sprint("s", step)), "tenant", tokLayout, groupRecLayout))
-		want := 0
-		for n := 16; n <= len(prompt)-1; n += 16 {
-			if registered[string(keysOf(prompt[:n]))] {
-				want = n
-			}
-		}
-		n, err := g.AdoptPrefix(keysOf(prompt[:len(prompt)-1]))
-		if err != nil || n != want {
-			t.Fatalf("step %d: AdoptPrefix = %d, %v; the reference says %d", step, n, err, want)
-		}
-		if !bytes.Equal(readRec(t, g.Head(1)), recAfter(prompt[:n])) {
-			t.Fatalf("step %d: recurrent state after adopting %d rows", step, n)
-		}
+		n := adoptChecked(t, g, prompt, registered, step)
 		seq := slices.Clone(prompt[:n])
 		for len(seq) < len(prompt) {
 			switch rng.IntN(8) {
@@ -413,15 +418,7 @@ func TestGroupPrefixChainModel(t *testing.T) {
 			k := min(len(prompt)-len(seq), 1+rng.IntN(40))
 			feed(g, &seq, prompt[len(seq):len(seq)+k])
 		}
-		got := readGroupCols(t, g.Head(0), 2)
-		var wantKeys, wantVals []byte
-		for _, tok := range prompt {
-			r := tokRow(tok)
-			wantKeys, wantVals = append(wantKeys, r[0]...), append(wantVals, r[1]...)
-		}
-		if !bytes.Equal(got[0], wantKeys) || !bytes.Equal(got[1], wantVals) || !bytes.Equal(readRec(t, g.Head(1)), recAfter(prompt)) {
-			t.Fatalf("step %d: the session does not read as its prompt computed", step)
-		}
+		checkSession(t, g, prompt, step)
 		check(t, g.Release())
 		checkGroupTables(t, p)
 	}
@@ -563,22 +560,8 @@ func TestGroupPrefixStepCostsNoLength(t *testing.T) {
 func TestGroupPrefixEvictionMany(t *testing.T) {
 	const states = 512
 	p := newPool(t, PoolOptions{BlockBytes: 256, MaxBytes: 2 * states * 256})
-	keys := make([]byte, 4*64)
-	h := [][]byte{make([]byte, 8)}
-	tok := uint32(0)
-	for range states / 16 {
-		g := must[*Group](t)(NewSharedGroup(p, "w", "d", evictKV, evictRec))
-		for range 16 {
-			for i := range 64 {
-				binary.LittleEndian.PutUint32(keys[4*i:], tok)
-				tok++
-			}
-			binary.LittleEndian.PutUint32(h[0], tok)
-			check(t, g.Head(1).Write(0, h))
-			check(t, g.Head(0).Append([][]byte{keys}))
-		}
-		check(t, g.Release())
-	}
+	var tok uint32
+	registerChains(t, p, states/16, &tok)
 	if st := p.Stats(); st.Blocks != 2*states || st.Evictions != 0 {
 		t.Fatalf("filled with %d blocks, %d evictions; want %d and none", st.Blocks, st.Evictions, 2*states)
 	}

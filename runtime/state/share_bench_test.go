@@ -250,11 +250,18 @@ func (r *evictRun) refill(n int) {
 	r.cache(n / r.depth)
 }
 
+// evictStepper is a pool under memory pressure whose steps each evict,
+// refilled after a batch: evictRun, groupEvictRun.
+type evictStepper interface {
+	step()
+	refill(n int)
+}
+
 // evictSideBySide is sideBySide for two evictRuns, batches of 16 appends,
 // each run refilled after its batch, out of the timing.
-func evictSideBySide(b *testing.B, a *evictRun, unitA string, c *evictRun, unitC string) {
+func evictSideBySide(b *testing.B, a evictStepper, unitA string, c evictStepper, unitC string) {
 	const batch = 16
-	run := func(r *evictRun) func() time.Duration {
+	run := func(r evictStepper) func() time.Duration {
 		return func() time.Duration {
 			start := time.Now()
 			for range batch {
