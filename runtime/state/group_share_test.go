@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"runtime"
 	"slices"
+	"strconv"
 	"sync"
 	"testing"
 )
@@ -336,9 +338,23 @@ func TestGroupPrefixConcurrent(t *testing.T) {
 // lose registered states to eviction, against a reference of every prefix
 // whose state a group registered: an adoption takes the longest, restored
 // to its state there. Prompts run past 32 blocks, where the shared
-// member's tree grows a level.
+// member's tree grows a level. GPUSTATE_MODEL_SEED runs one seed.
 func TestGroupPrefixChainModel(t *testing.T) {
-	rng := rand.New(rand.NewPCG(7, 11))
+	seeds := []uint64{7}
+	if s := os.Getenv("GPUSTATE_MODEL_SEED"); s != "" {
+		n, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seeds = []uint64{n}
+	}
+	for _, seed := range seeds {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) { runGroupPrefixChainModel(t, seed) })
+	}
+}
+
+func runGroupPrefixChainModel(t *testing.T, seed uint64) {
+	rng := rand.New(rand.NewPCG(seed, 11))
 	p := newPool(t, PoolOptions{})
 	bases := make([][]uint32, 3)
 	for i := range bases {
