@@ -349,13 +349,18 @@ func TestGroupPrefixChainModel(t *testing.T) {
 		seeds = []uint64{n}
 	}
 	for _, seed := range seeds {
-		t.Run(fmt.Sprint(seed), func(t *testing.T) { runGroupPrefixChainModel(t, seed) })
+		t.Run(fmt.Sprint(seed), func(t *testing.T) { runGroupPrefixChainModel(t, seed, false) })
 	}
+	// Every chain hash the same: a match is never trusted on its hash.
+	t.Run("collisions", func(t *testing.T) { runGroupPrefixChainModel(t, seeds[0], true) })
 }
 
-func runGroupPrefixChainModel(t *testing.T, seed uint64) {
+func runGroupPrefixChainModel(t *testing.T, seed uint64, collide bool) {
 	rng := rand.New(rand.NewPCG(seed, 11))
 	p := newPool(t, PoolOptions{})
+	if collide {
+		p.groups.hash = func(uint64, []byte) uint64 { return 1 }
+	}
 	bases := make([][]uint32, 3)
 	for i := range bases {
 		for range 700 {
