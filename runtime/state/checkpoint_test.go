@@ -57,11 +57,7 @@ func TestModelAt(t *testing.T) {
 		steps = max(n/5, 1)
 	}
 	seeds := []uint64{1, 2, 3}
-	if s := os.Getenv("GPUSTATE_MODEL_SEED"); s != "" {
-		n, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			t.Fatal(err)
-		}
+	if n, ok := envSeed(t); ok {
 		seeds = []uint64{n}
 	}
 	for _, seed := range seeds {

@@ -6,10 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"runtime"
 	"slices"
-	"strconv"
 	"sync"
 	"testing"
 )
@@ -341,11 +339,7 @@ func TestGroupPrefixConcurrent(t *testing.T) {
 // member's tree grows a level. GPUSTATE_MODEL_SEED runs one seed.
 func TestGroupPrefixChainModel(t *testing.T) {
 	seeds := []uint64{7}
-	if s := os.Getenv("GPUSTATE_MODEL_SEED"); s != "" {
-		n, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			t.Fatal(err)
-		}
+	if n, ok := envSeed(t); ok {
 		seeds = []uint64{n}
 	}
 	for _, seed := range seeds {

@@ -744,15 +744,25 @@ func modelSteps(t *testing.T, def int) int {
 	return n
 }
 
+// envSeed returns the seed GPUSTATE_MODEL_SEED names, when set: a model
+// test then runs that one seed.
+func envSeed(t *testing.T) (uint64, bool) {
+	s := os.Getenv("GPUSTATE_MODEL_SEED")
+	if s == "" {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		t.Fatalf("GPUSTATE_MODEL_SEED=%q: %v", s, err)
+	}
+	return n, true
+}
+
 // TestModel runs the model-based test for several seeds.
 func TestModel(t *testing.T) {
 	steps := modelSteps(t, 1000)
 	seeds := []uint64{1, 2, 3, 4}
-	if s := os.Getenv("GPUSTATE_MODEL_SEED"); s != "" {
-		n, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			t.Fatalf("GPUSTATE_MODEL_SEED=%q: %v", s, err)
-		}
+	if n, ok := envSeed(t); ok {
 		seeds = []uint64{n}
 	} else if testing.Short() {
 		seeds = seeds[:1]
