@@ -83,7 +83,7 @@ func (h *Head) flush(on []device.Stream) {
 // capture appends an entry for h's version, with a copy of rows [from, to)
 // as its delta, then takes a checkpoint when the policy says so and drops
 // what is past Keep. With streams on, the copy is queued after their work
-// (deltaCopier). h.mu is held.
+// (deltaStream). h.mu is held.
 func (h *Head) capture(from, to int, on []device.Stream) {
 	e := entry{pos: h.pos, rows: h.r.rows}
 	if d, err := h.copyDelta(h.r, from, to, on); err == nil {
@@ -107,6 +107,11 @@ func (h *Head) addEntry(e entry) {
 		x.since, x.sinceBytes = 0, 0
 	}
 	x.entries = append(x.entries, e)
+	if e.cp == nil {
+		// Only a checkpoint can put the history past Keep: trim would
+		// walk every entry and drop nothing.
+		return
+	}
 	var freed []*block
 	x.trim(&freed)
 	h.pool.free(freed)
@@ -116,7 +121,7 @@ func (h *Head) addEntry(e entry) {
 // or queued after the work on streams on where there are any and the
 // backend queues device copies (device.StreamCopier).
 func (h *Head) copyDelta(r *root, from, to int, on []device.Stream) (*delta, error) {
-	d := &delta{from: from, to: to, cols: make([][]*block, len(h.rowBytes)), per: make([]int, len(h.rowBytes))}
+	d, buf := newDelta(from, to, len(h.rowBytes))
 	for c, per := range h.perBlock {
 		d.bytes += int64((to - from) * h.rowBytes[c])
 		d.per[c] = per
@@ -127,13 +132,13 @@ func (h *Head) copyDelta(r *root, from, to int, on []device.Stream) (*delta, err
 	var blks []*block
 	var err error
 	if h.rows > 0 {
-		blks, err = h.allocDelta(d)
+		blks, err = h.allocDelta(d, buf)
 	} else {
 		counts := make([]int, len(h.perBlock))
 		for c, per := range h.perBlock {
 			counts[c] = (to - from + per - 1) / per
 		}
-		blks, err = h.allocCols(nil, counts, false)
+		blks, err = h.allocCols(buf, counts, false)
 	}
 	if err != nil {
 		return nil, err
@@ -143,10 +148,15 @@ func (h *Head) copyDelta(r *root, from, to int, on []device.Stream) (*delta, err
 		k := (to - from + per - 1) / per
 		d.cols[c], blks = blks[:k:k], blks[k:]
 	}
-	copyFn, st, err := h.deltaCopier(all, on)
+	st, err := h.deltaStream(all, on)
 	if err != nil {
 		h.releaseDelta(d)
 		return nil, err
+	}
+	copyFn := h.pool.b.CopyDtoD
+	if st != nil {
+		sc := h.pool.b.(device.StreamCopier)
+		copyFn = func(dst, src device.Ptr, n int) error { return sc.CopyDtoDAsync(st, dst, src, n) }
 	}
 	for c := range h.rowBytes {
 		if err := h.copyRows(treeLoc(&r.cols[c], h.perBlock[c], h.rowBytes[c]), deltaLoc(d, c, d.per[c], h.rowBytes[c]), from, to, h.rowBytes[c], copyFn); err != nil {
@@ -169,18 +179,19 @@ func (h *Head) copyDelta(r *root, from, to int, on []device.Stream) (*delta, err
 	return d, nil
 }
 
-// deltaCopier returns how copyDelta copies the rows of a delta into its
-// blocks bs: on the first open stream of on, after the work queued on it
-// and on the others, returned as st, when the backend queues device copies
-// (the blocks are recorded on st, so that none is reused before the copies
-// ran); else at once, st nil. A closed stream is passed over: its work has
-// completed. A stream that fails otherwise fails the copy, as copying at
-// once could read rows its kernel has not written.
-func (h *Head) deltaCopier(bs []*block, on []device.Stream) (func(dst, src device.Ptr, n int) error, device.Stream, error) {
-	sc, ok := h.pool.b.(device.StreamCopier)
+// deltaStream returns the stream copyDelta queues the copies of a
+// delta's rows into its blocks bs on: the first open stream of on, after
+// the work queued on it and on the others, when the backend queues device
+// copies (the blocks are recorded on it, so that none is reused before
+// the copies ran); else nil, and the rows are copied at once. A closed
+// stream is passed over: its work has completed. A stream that fails
+// otherwise fails the copy, as copying at once could read rows its kernel
+// has not written.
+func (h *Head) deltaStream(bs []*block, on []device.Stream) (device.Stream, error) {
+	_, ok := h.pool.b.(device.StreamCopier)
 	sb, ok2 := h.pool.b.(device.Streams)
 	if !ok || !ok2 {
-		return h.pool.b.CopyDtoD, nil, nil
+		return nil, nil
 	}
 	var st device.Stream
 	for _, o := range on {
@@ -195,17 +206,16 @@ func (h *Head) deltaCopier(bs []*block, on []device.Stream) (func(dst, src devic
 			ev.Close()
 		}
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		if st == nil {
 			st = o
 		}
 	}
-	if st == nil {
-		return h.pool.b.CopyDtoD, nil, nil
+	if st != nil {
+		h.pool.rec.addAll(bs, st)
 	}
-	h.pool.rec.addAll(bs, st)
-	return func(dst, src device.Ptr, n int) error { return sc.CopyDtoDAsync(st, dst, src, n) }, st, nil
+	return st, nil
 }
 
 // releaseDelta gives back the blocks of a delta that was never stored.
@@ -541,10 +551,18 @@ func (h *Head) applyDeltaWith(r *root, d *delta, rows int, take func(*sizeClass)
 // the delta rather than to the columns: a delta smaller than a block takes
 // a block of its own rows (rounded up by deltaRows, then to blockAlign),
 // so that history costs about the bytes its deltas change. It sets d.per
-// and returns the blocks in column order; all or none.
-func (sh *shape) allocDelta(d *delta) ([]*block, error) {
+// and returns the blocks in column order, appended to buf[:0]; all or
+// none. Columns whose deltas share a class (a decode step's one row
+// rounds every column of a KV cache up to one blockAlign) are taken in
+// one allocation.
+func (sh *shape) allocDelta(d *delta, buf []*block) ([]*block, error) {
 	n := d.to - d.from
-	var out []*block
+	var small [8]*sizeClass
+	cls := small[:0]
+	if len(sh.perBlock) > len(small) {
+		cls = make([]*sizeClass, 0, len(sh.perBlock))
+	}
+	total, same := 0, true
 	for c, per := range sh.perBlock {
 		rb := sh.rowBytes[c]
 		cl := sh.cls[c]
@@ -554,16 +572,26 @@ func (sh *shape) allocDelta(d *delta) ([]*block, error) {
 			per = bb / rb
 		}
 		d.per[c] = per
-		blks, err := sh.pool.allocIn(nil, cl, sh.owner, (n+per-1)/per, false)
+		cls = append(cls, cl)
+		total += (n + per - 1) / per
+		same = same && cl == cls[0]
+	}
+	if same {
+		return sh.pool.allocIn(buf, cls[0], sh.owner, total, false)
+	}
+	out := buf[:0]
+	for c, cl := range cls {
+		per := d.per[c]
+		blks, err := sh.pool.allocIn(out[len(out):], cl, sh.owner, (n+per-1)/per, false)
 		if err != nil {
 			var back []*block
 			for _, b := range out {
 				releaseBlock(b, &back)
 			}
 			sh.pool.free(back)
-			return nil, err
+			return buf[:0], err
 		}
-		out = append(out, blks...)
+		out = append(out, blks...) // blks lies there already, unless allocIn grew it
 	}
 	return out, nil
 }

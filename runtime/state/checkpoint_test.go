@@ -503,3 +503,39 @@ func TestCheckpointGap(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestCheckpointStepAllocations: a checkpointed decode step stores its
+// one-row delta in one allocation (the delta with its columns' blocks),
+// its blocks taken in one call, and walks the history only when it takes
+// a checkpoint. It made 11-12 allocations a step before; the history's
+// shape is checkInvariants'.
+func TestCheckpointStepAllocations(t *testing.T) {
+	if raceDetector {
+		t.Skip("sync.Pool drops the nodes kept for reuse at random under the race detector")
+	}
+	be := device.Host()
+	defer be.Close()
+	p := must[*Pool](t)(NewPool(be, PoolOptions{}))
+	defer p.Close()
+	l := kvCacheLayout(128)
+	l.Growth, l.Checkpoint = Append, &CheckpointPolicy{Every: 16, Keep: 8}
+	row := zeroRows(l, 1)
+	h := must[*Head](t)(p.NewHead(l, "s"))
+	defer h.Release()
+	for range 1024 { // past Keep: the history trims as it goes
+		check(t, h.Append(row))
+	}
+	// Counted over 128 steps: AllocsPerRun rounds down.
+	n := testing.AllocsPerRun(4, func() {
+		for range 128 {
+			check(t, h.Append(row))
+		}
+	})
+	if n > 2*128 {
+		t.Errorf("%v allocations per 128 checkpointed steps, want at most %d", n, 2*128)
+	}
+	check(t, checkInvariants(p))
+	if got, want := len(h.hist.roots()), l.Checkpoint.Keep; got != want {
+		t.Errorf("history holds %d checkpoints, want %d", got, want)
+	}
+}

@@ -92,6 +92,27 @@ type delta struct {
 	ready    *deltaReady // copied in stream order: the copies' event; nil once landed or when copied at once
 }
 
+// deltaMem is a delta with room for the usual one in the same allocation:
+// its columns, their rows per block and their blocks, for a checkpointed
+// decode step's one-row delta of up to four columns.
+type deltaMem struct {
+	d    delta
+	cols [4][]*block
+	per  [4]int
+	blks [4]*block
+}
+
+// newDelta returns a delta of rows [from, to) of ncols columns, and a
+// buffer for its blocks: the delta's own room where they fit.
+func newDelta(from, to, ncols int) (*delta, []*block) {
+	if ncols > len(deltaMem{}.cols) {
+		return &delta{from: from, to: to, cols: make([][]*block, ncols), per: make([]int, ncols)}, nil
+	}
+	m := &deltaMem{d: delta{from: from, to: to}}
+	m.d.cols, m.d.per = m.cols[:ncols:ncols], m.per[:ncols:ncols]
+	return &m.d, m.blks[:0]
+}
+
 // deltaReady is the event after the copies of a delta taken in stream
 // order (a kernel's rows, copyDelta); the histories that share the delta
 // share it, and the last to drop the delta closes it.

@@ -34,6 +34,10 @@ func checkInvariants(p *Pool) error {
 				shapes[x.r] = x.shape
 			}
 			if x.hist != nil {
+				if err := checkHistoryShape(x.hist); err != nil {
+					x.mu.Unlock()
+					return err
+				}
 				for _, r := range x.hist.roots() {
 					rootRefs[r]++
 					shapes[r] = x.shape
@@ -195,6 +199,22 @@ func (h *Head) checkMarks() error {
 				}
 			}
 		}
+	}
+	return nil
+}
+
+// checkHistoryShape checks what trimming keeps of a history: its oldest
+// entry is a checkpoint with no delta, and it holds at most Keep
+// checkpoints (a head trims only when it takes one).
+func checkHistoryShape(x *history) error {
+	if len(x.entries) == 0 {
+		return fmt.Errorf("a history with no entries")
+	}
+	if e := x.entries[0]; e.cp == nil || e.d != nil {
+		return fmt.Errorf("the oldest entry of a history, version %d: checkpoint %v, delta %v", e.pos.v, e.cp != nil, e.d != nil)
+	}
+	if n := len(x.roots()); x.policy.Keep > 0 && n > x.policy.Keep {
+		return fmt.Errorf("a history holds %d checkpoints, Keep is %d", n, x.policy.Keep)
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -51,7 +52,11 @@ type Allocator struct {
 	loose    int64
 	reserved int64
 	classes  map[int]*Class
-	fences   // blocks freed while device work may use them (fence.go)
+	// byBytes is a copy of classes that Class reads without mu: a
+	// checkpointed decode step looks up its deltas' classes every row.
+	// It is replaced, never changed, when classes is.
+	byBytes atomic.Pointer[map[int]*Class]
+	fences  // blocks freed while device work may use them (fence.go)
 }
 
 // New returns an allocator over b. It takes no device memory until the
@@ -74,14 +79,27 @@ func New(b device.Backend, opt Options) *Allocator {
 
 // Class returns the size class of blocks of bb bytes, making it.
 func (a *Allocator) Class(bb int) *Class {
+	if m := a.byBytes.Load(); m != nil {
+		if c := (*m)[bb]; c != nil {
+			return c
+		}
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	c := a.classes[bb]
 	if c == nil {
 		c = newClass(bb)
 		a.classes[bb] = c
+		a.publishClassesLocked()
 	}
 	return c
+}
+
+// publishClassesLocked gives Class's lookups a copy of a.classes. a.mu
+// is held.
+func (a *Allocator) publishClassesLocked() {
+	m := maps.Clone(a.classes)
+	a.byBytes.Store(&m)
 }
 
 // TakeHot returns the block of class c freed last alone when owner freed
@@ -447,6 +465,7 @@ func (a *Allocator) Close(what string) error {
 	for bb := range a.classes {
 		a.classes[bb] = newClass(bb)
 	}
+	a.publishClassesLocked()
 	a.reserved, a.pendingBytes, a.loose = 0, 0, 0
 	a.mu.Unlock()
 	_, err := a.freeSlabs(slabs, what)
