@@ -41,6 +41,49 @@ func (h *hostBackend) CopiesHtoD(copies []HostCopy) error {
 	return nil
 }
 
+// DeviceCopy is one copy within device memory: Bytes bytes from Src to
+// Dst.
+type DeviceCopy struct {
+	Dst, Src Ptr
+	Bytes    int
+}
+
+// DeviceBatchCopier is an optional interface of a Backend that issues
+// several copies within device memory in one call: a checkpointed state's
+// delta, a row of each column copied into history every step, checks its
+// ranges and takes the backend's lock once. A store uses it where a
+// Backend has it, else copies one by one.
+type DeviceBatchCopier interface {
+	// CopiesDtoD copies each Src range to its Dst, in order, after
+	// checking every range: a range outside a live allocation fails the
+	// call and copies nothing. A copy the driver refuses stops the call;
+	// the copies before it are done. Ranges of one copy may overlap, as
+	// CopyDtoD's may.
+	CopiesDtoD(copies []DeviceCopy) error
+}
+
+var _ DeviceBatchCopier = (*hostBackend)(nil)
+
+func (h *hostBackend) CopiesDtoD(copies []DeviceCopy) error {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	var in nearRegions
+	for _, c := range copies {
+		if _, err := h.spanNear(&in, c.Src, c.Bytes); err != nil {
+			return fmt.Errorf("device: host copy from %#x: %w", uint64(c.Src), err)
+		}
+		if _, err := h.spanNear(&in, c.Dst, c.Bytes); err != nil {
+			return fmt.Errorf("device: host copy to %#x: %w", uint64(c.Dst), err)
+		}
+	}
+	for _, c := range copies {
+		s, _ := h.spanNear(&in, c.Src, c.Bytes) // checked above, under the same lock
+		d, _ := h.spanNear(&in, c.Dst, c.Bytes)
+		copy(d, s) // memmove: overlapping ranges are handled
+	}
+	return nil
+}
+
 // nearRegions are the allocations a batch's last copies went to, looked
 // in before the table: a row's copies go to a block of each column, and
 // the narrow columns' blocks, which hold many rows, lie in other slabs

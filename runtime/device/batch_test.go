@@ -3,6 +3,7 @@ package device
 import (
 	"bytes"
 	"errors"
+	"slices"
 	"testing"
 )
 
@@ -194,5 +195,80 @@ func testBatchReads(t *testing.T, b Backend) {
 	}
 	if string(spoiled) != "untouched" {
 		t.Fatalf("a batch that failed its checks wrote %q", spoiled)
+	}
+}
+
+// TestHostDeviceBatchCopies: a batch of copies within device memory lands
+// as the copies one by one would, overlapping ones included; a batch with
+// a range outside any allocation fails and copies nothing, the copies
+// before the bad one included.
+func TestHostDeviceBatchCopies(t *testing.T) {
+	b := Host()
+	defer b.Close()
+	testDeviceBatchCopies(t, b)
+}
+
+func testDeviceBatchCopies(t *testing.T, b Backend) {
+	bc := b.(DeviceBatchCopier)
+	p, err := b.Alloc(4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := b.Alloc(4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := make([]byte, 4096)
+	for i := range src {
+		src[i] = byte(i*7 + 1)
+	}
+	if err := b.CopyHtoD(p, src); err != nil {
+		t.Fatal(err)
+	}
+	zero := make([]byte, 4096)
+	if err := b.CopyHtoD(q, zero); err != nil {
+		t.Fatal(err)
+	}
+	// One copy a column, as a delta's: p to q and back, then one within p
+	// that overlaps itself.
+	copies := []DeviceCopy{{Dst: q, Src: p + 256, Bytes: 256}, {Dst: q + 1024, Src: p, Bytes: 8}, {Dst: p + 2048, Src: q + 1024, Bytes: 8}, {Dst: p + 3001, Src: p + 3000, Bytes: 100}}
+	wantP := slices.Clone(src)
+	wantQ := slices.Clone(zero)
+	copy(wantQ[0:256], wantP[256:512])
+	copy(wantQ[1024:1032], wantP[0:8])
+	copy(wantP[2048:2056], wantQ[1024:1032])
+	copy(wantP[3001:3101], wantP[3000:3100])
+	if err := bc.CopiesDtoD(copies); err != nil {
+		t.Fatal(err)
+	}
+	gotP, gotQ := make([]byte, 4096), make([]byte, 4096)
+	if err := b.CopyDtoH(gotP, p); err != nil || !bytes.Equal(gotP, wantP) {
+		t.Fatalf("after CopiesDtoD, the first allocation: %v, equal %v", err, bytes.Equal(gotP, wantP))
+	}
+	if err := b.CopyDtoH(gotQ, q); err != nil || !bytes.Equal(gotQ, wantQ) {
+		t.Fatalf("after CopiesDtoD, the second allocation: %v, equal %v", err, bytes.Equal(gotQ, wantQ))
+	}
+	for _, bad := range [][]DeviceCopy{
+		{{Dst: q + 512, Src: p, Bytes: 8}, {Dst: q, Src: p + 4090, Bytes: 8}}, // a source past its allocation
+		{{Dst: q + 512, Src: p, Bytes: 8}, {Dst: q + 4095, Src: p, Bytes: 2}}, // a destination past its allocation
+		{{Dst: q + 512, Src: p, Bytes: -1}},
+	} {
+		if err := bc.CopiesDtoD(bad); err == nil {
+			t.Fatalf("%v: no error", bad)
+		}
+		if err := b.CopyDtoH(gotQ, q); err != nil || !bytes.Equal(gotQ, wantQ) {
+			t.Fatalf("%v: a failed batch copied something (%v)", bad, err)
+		}
+	}
+	if err := bc.CopiesDtoD(nil); err != nil {
+		t.Fatalf("no copies: %v", err)
+	}
+	for _, a := range []Ptr{p, q} {
+		if err := b.Free(a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := bc.CopiesDtoD([]DeviceCopy{{Dst: q, Src: p, Bytes: 8}}); !errors.Is(err, ErrInvalidPtr) {
+		t.Fatalf("copies between freed allocations: %v, want ErrInvalidPtr", err)
 	}
 }

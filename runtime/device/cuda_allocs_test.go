@@ -33,6 +33,7 @@ func TestCUDAFakeCallsAllocateNothing(t *testing.T) {
 	}
 	defer ev.Close()
 	copies := []HostCopy{{Dst: p, Src: buf[:528]}, {Dst: q + 64, Src: buf[528:1024]}}
+	dcopies := []DeviceCopy{{Dst: q, Src: p, Bytes: 528}, {Dst: q + 1024, Src: p + 64, Bytes: 256}}
 	async := []HostCopy{{Dst: p, Src: pinned[:528]}, {Dst: q + 64, Src: pinned[528:1024]}}
 	recordAndClose := func(ev Event, err error) error {
 		if err != nil {
@@ -51,6 +52,7 @@ func TestCUDAFakeCallsAllocateNothing(t *testing.T) {
 		{"Memset", 0, func() error { return c.Memset(p, 7, 4096) }},
 		{"Sync", 0, c.Sync},
 		{"CopiesHtoD", 0, func() error { return c.CopiesHtoD(copies) }},
+		{"CopiesDtoD", 0, func() error { return c.CopiesDtoD(dcopies) }},
 		{"CopyHtoDAsync", 0, func() error { return c.CopyHtoDAsync(st, p, pinned) }},
 		{"CopyDtoHAsync", 0, func() error { return c.CopyDtoHAsync(st, pinned, q) }},
 		{"CopyDtoDAsync", 0, func() error { return c.CopyDtoDAsync(st, q, p, 4096) }},

@@ -34,6 +34,36 @@ func (c *CUDA) CopiesHtoD(copies []HostCopy) error {
 	return nil
 }
 
+var _ DeviceBatchCopier = (*CUDA)(nil)
+
+// CopiesDtoD copies each Src range to its Dst: every range is checked
+// first, and the copies run with the context made current once.
+func (c *CUDA) CopiesDtoD(copies []DeviceCopy) error {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	for _, cp := range copies {
+		if err := c.check(cp.Src, cp.Bytes); err != nil {
+			return fmt.Errorf("device: cuda copy from %#x: %w", uint64(cp.Src), err)
+		}
+		if err := c.check(cp.Dst, cp.Bytes); err != nil {
+			return fmt.Errorf("device: cuda copy to %#x: %w", uint64(cp.Dst), err)
+		}
+	}
+	if err := c.enter(); err != nil {
+		return err
+	}
+	defer c.exit()
+	for _, cp := range copies {
+		if cp.Bytes == 0 {
+			continue
+		}
+		if r := c.d.memcpyDtoD(uint64(cp.Dst), uint64(cp.Src), uint64(cp.Bytes)); r != cuSuccess {
+			return fmt.Errorf("device: cuda copy of %d bytes from %#x to %#x: %w", cp.Bytes, uint64(cp.Src), uint64(cp.Dst), c.d.error("cuMemcpyDtoD_v2", r))
+		}
+	}
+	return nil
+}
+
 // CopiesHtoDAsync queues the copies on st, every range checked first, with
 // the context made current once. A copy the driver refuses after others
 // were queued fails the call with those queued.

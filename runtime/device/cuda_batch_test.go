@@ -12,6 +12,14 @@ func TestCUDAFakeBatchCopies(t *testing.T) {
 	testBatchCopies(t, c)
 }
 
+// TestCUDAFakeDeviceBatchCopies runs the checks of copies within device
+// memory in one call on the CUDA backend over the test driver.
+func TestCUDAFakeDeviceBatchCopies(t *testing.T) {
+	c := openFake(t, fakeDriver(t))
+	defer c.Close()
+	testDeviceBatchCopies(t, c)
+}
+
 // TestCUDAFakeBatchRecord runs the batch-and-event checks on the CUDA
 // backend over the test driver.
 func TestCUDAFakeBatchRecord(t *testing.T) {

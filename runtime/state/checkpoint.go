@@ -153,13 +153,32 @@ func (h *Head) copyDelta(r *root, from, to int, on []device.Stream) (*delta, err
 		h.releaseDelta(d)
 		return nil, err
 	}
+	// The copies: queued on st; else gathered and made in one call where
+	// the backend takes batches (a decode step's delta is a copy a
+	// column); else made one by one.
+	batch := h.hist.copies[:0]
+	bc, batched := h.pool.b.(device.DeviceBatchCopier)
 	copyFn := h.pool.b.CopyDtoD
-	if st != nil {
+	switch {
+	case st != nil:
 		sc := h.pool.b.(device.StreamCopier)
 		copyFn = func(dst, src device.Ptr, n int) error { return sc.CopyDtoDAsync(st, dst, src, n) }
+	case batched:
+		copyFn = func(dst, src device.Ptr, n int) error {
+			batch = append(batch, device.DeviceCopy{Dst: dst, Src: src, Bytes: n})
+			return nil
+		}
 	}
 	for c := range h.rowBytes {
 		if err := h.copyRows(treeLoc(&r.cols[c], h.perBlock[c], h.rowBytes[c]), deltaLoc(d, c, d.per[c], h.rowBytes[c]), from, to, h.rowBytes[c], copyFn); err != nil {
+			h.releaseDelta(d)
+			return nil, err
+		}
+	}
+	if len(batch) > 0 {
+		err := bc.CopiesDtoD(batch)
+		h.hist.copies = batch[:0]
+		if err != nil {
 			h.releaseDelta(d)
 			return nil, err
 		}

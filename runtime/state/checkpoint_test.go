@@ -442,10 +442,33 @@ func TestCheckpointBudget(t *testing.T) {
 
 // A delta that cannot be stored leaves a gap: the write succeeds, versions
 // that need the delta answer ErrNotRetained, and the others are still
-// reconstructed, from the checkpoints on their side of the gap.
+// reconstructed, from the checkpoints on their side of the gap. The delta's
+// copies are made one by one, and in one call on a backend that takes
+// batches (device.DeviceBatchCopier).
 func TestCheckpointGap(t *testing.T) {
-	fb := newFaultBackend(device.Host())
-	p, err := NewPool(fb, PoolOptions{BlockBytes: 256})
+	t.Run("one-by-one", func(t *testing.T) {
+		fb := newFaultBackend(device.Host())
+		testCheckpointGap(t, fb, fb)
+	})
+	t.Run("batched", func(t *testing.T) {
+		fb := newFaultBackend(device.Host())
+		testCheckpointGap(t, faultBatches{fb}, fb)
+	})
+}
+
+// faultBatches is a faultBackend with device.DeviceBatchCopier: a batch
+// is one call, which an armed copy fault fails whole.
+type faultBatches struct{ *faultBackend }
+
+func (f faultBatches) CopiesDtoD(copies []device.DeviceCopy) error {
+	if err := f.check(opCopy, "copies on device"); err != nil {
+		return err
+	}
+	return f.Backend.(device.DeviceBatchCopier).CopiesDtoD(copies)
+}
+
+func testCheckpointGap(t *testing.T, be device.Backend, fb *faultBackend) {
+	p, err := NewPool(be, PoolOptions{BlockBytes: 256})
 	check(t, err)
 	defer p.Close()
 	l := kv(Mutable, 64, Keep)

@@ -182,6 +182,8 @@ type history struct {
 	// (PoolStats.HistoryBytes): added to when a delta is stored, taken from
 	// when its blocks' last reference goes.
 	held *atomic.Int64
+	// copies is copyDelta's batch of device copies, kept for the next.
+	copies []device.DeviceCopy
 }
 
 func newHistory(p *CheckpointPolicy, pos position, r *root, held *atomic.Int64) *history {
@@ -192,7 +194,7 @@ func newHistory(p *CheckpointPolicy, pos position, r *root, held *atomic.Int64) 
 func (x *history) clone() *history {
 	c := *x
 	c.entries = slices.Clone(x.entries)
-	c.pending, c.last = nil, nil
+	c.pending, c.last, c.copies = nil, nil, nil // copies: the buffer is x's own
 	for _, e := range c.entries {
 		if e.cp != nil {
 			e.cp.retain()
