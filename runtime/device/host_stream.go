@@ -56,9 +56,14 @@ var (
 type hostStream struct {
 	h *hostBackend
 
-	mu     sync.Mutex
-	cond   *sync.Cond // signalled when ops grows or running ends
+	mu   sync.Mutex
+	cond *sync.Cond // signalled when ops grows or running ends
+	// ops[next:] is the queue; ops is emptied when it drains, and moved
+	// to its start when the ops taken fill half of it (pop), so that it
+	// keeps its array: a queue sliced from its front grew a new one
+	// every few enqueues.
 	ops    []hostOp
+	next   int
 	busy   bool  // an op is running
 	err    error // the first error an op met
 	closed bool
@@ -116,9 +121,7 @@ func (s *hostStream) run() {
 			s.mu.Unlock()
 			return
 		}
-		op := s.ops[0]
-		s.ops[0] = nil
-		s.ops = s.ops[1:]
+		op := s.pop()
 		s.busy = true
 		s.mu.Unlock()
 		err := op.run()
@@ -129,6 +132,22 @@ func (s *hostStream) run() {
 		}
 		s.cond.Broadcast()
 	}
+}
+
+// pop takes the queue's first op. s.mu is held; the queue holds one.
+func (s *hostStream) pop() hostOp {
+	op := s.ops[s.next]
+	s.ops[s.next] = nil
+	s.next++
+	switch {
+	case s.next == len(s.ops):
+		s.ops, s.next = s.ops[:0], 0
+	case s.next >= 64 && 2*s.next >= len(s.ops): // a queue that never drains
+		n := copy(s.ops, s.ops[s.next:])
+		clear(s.ops[n:])
+		s.ops, s.next = s.ops[:n], 0
+	}
+	return op
 }
 
 // hostOp is a piece of work queued on a host stream: a type with the

@@ -105,3 +105,53 @@ func TestFill(t *testing.T) {
 		}
 	}
 }
+
+// TestHostStreamQueueKeepsItsArray: a host stream's queue pops in order,
+// reuses its array once it drains, and stays within an array of 128
+// when twenty ops wait at all times (ops queued as fast as they run).
+func TestHostStreamQueueKeepsItsArray(t *testing.T) {
+	s := &hostStream{}
+	run := func(op hostOp) {
+		if err := op.run(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var ran []int
+	push := func(i int) { s.ops = append(s.ops, opFunc(func() error { ran = append(ran, i); return nil })) }
+	for i := range 10 {
+		push(i)
+	}
+	arr := &s.ops[:1][0]
+	for range 10 {
+		run(s.pop())
+	}
+	push(10)
+	if len(s.ops) != 1 || &s.ops[0] != arr {
+		t.Fatalf("after draining, the queue holds %d ops in a new array: %v", len(s.ops), &s.ops[0] != arr)
+	}
+	run(s.pop())
+	next := 11
+	for range 20 { // twenty queued at all times
+		push(next)
+		next++
+	}
+	for range 100000 {
+		run(s.pop())
+		push(next)
+		next++
+		if len(s.ops) > 128 {
+			t.Fatalf("a queue of %d ops in an array of %d", len(s.ops)-s.next, len(s.ops))
+		}
+	}
+	for len(s.ops) > 0 {
+		run(s.pop())
+	}
+	for i, v := range ran {
+		if v != i {
+			t.Fatalf("op %d ran as the %d-th", v, i)
+		}
+	}
+	if len(ran) != next {
+		t.Fatalf("%d ops ran, %d queued", len(ran), next)
+	}
+}
