@@ -157,14 +157,7 @@ func TestHostBatchReads(t *testing.T) {
 
 func testBatchReads(t *testing.T, b Backend) {
 	br := b.(BatchReader)
-	p, err := b.Alloc(4096)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q, err := b.Alloc(4096)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, q := allocTwo(t, b)
 	if err := b.CopyHtoD(p+100, []byte("abcdefgh")); err != nil {
 		t.Fatal(err)
 	}
@@ -210,14 +203,7 @@ func TestHostDeviceBatchCopies(t *testing.T) {
 
 func testDeviceBatchCopies(t *testing.T, b Backend) {
 	bc := b.(DeviceBatchCopier)
-	p, err := b.Alloc(4096)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q, err := b.Alloc(4096)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, q := allocTwo(t, b)
 	src := make([]byte, 4096)
 	for i := range src {
 		src[i] = byte(i*7 + 1)
@@ -271,4 +257,17 @@ func testDeviceBatchCopies(t *testing.T, b Backend) {
 	if err := bc.CopiesDtoD([]DeviceCopy{{Dst: q, Src: p, Bytes: 8}}); !errors.Is(err, ErrInvalidPtr) {
 		t.Fatalf("copies between freed allocations: %v, want ErrInvalidPtr", err)
 	}
+}
+
+// allocTwo returns two allocations of 4096 bytes on b.
+func allocTwo(t *testing.T, b Backend) (p, q Ptr) {
+	t.Helper()
+	var err error
+	if p, err = b.Alloc(4096); err != nil {
+		t.Fatal(err)
+	}
+	if q, err = b.Alloc(4096); err != nil {
+		t.Fatal(err)
+	}
+	return p, q
 }
