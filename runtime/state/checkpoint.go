@@ -571,17 +571,14 @@ func (h *Head) applyDeltaWith(r *root, d *delta, rows int, take func(*sizeClass)
 // a block of its own rows (rounded up by deltaRows, then to blockAlign),
 // so that history costs about the bytes its deltas change. It sets d.per
 // and returns the blocks in column order, appended to buf[:0]; all or
-// none. Columns whose deltas share a class (a decode step's one row
-// rounds every column of a KV cache up to one blockAlign) are taken in
-// one allocation.
+// none (allocColsOf: columns whose deltas share a class, as a decode
+// step's one row of every column of a KV cache does, are one allocation).
 func (sh *shape) allocDelta(d *delta, buf []*block) ([]*block, error) {
 	n := d.to - d.from
-	var small [8]*sizeClass
-	cls := small[:0]
-	if len(sh.perBlock) > len(small) {
-		cls = make([]*sizeClass, 0, len(sh.perBlock))
-	}
-	total, same := 0, true
+	var cls, classes [8]*sizeClass
+	var counts [8]int
+	k := colClasses{cls: cls[:0], classes: classes[:0]}
+	ns := counts[:0]
 	for c, per := range sh.perBlock {
 		rb := sh.rowBytes[c]
 		cl := sh.cls[c]
@@ -591,28 +588,13 @@ func (sh *shape) allocDelta(d *delta, buf []*block) ([]*block, error) {
 			per = bb / rb
 		}
 		d.per[c] = per
-		cls = append(cls, cl)
-		total += (n + per - 1) / per
-		same = same && cl == cls[0]
-	}
-	if same {
-		return sh.pool.allocIn(buf, cls[0], sh.owner, total, false)
-	}
-	out := buf[:0]
-	for c, cl := range cls {
-		per := d.per[c]
-		blks, err := sh.pool.allocIn(out[len(out):], cl, sh.owner, (n+per-1)/per, false)
-		if err != nil {
-			var back []*block
-			for _, b := range out {
-				releaseBlock(b, &back)
-			}
-			sh.pool.free(back)
-			return buf[:0], err
+		k.cls = append(k.cls, cl)
+		if !slices.Contains(k.classes, cl) {
+			k.classes = append(k.classes, cl)
 		}
-		out = append(out, blks...) // blks lies there already, unless allocIn grew it
+		ns = append(ns, (n+per-1)/per)
 	}
-	return out, nil
+	return sh.allocColsOf(&k, buf, ns, false)
 }
 
 // deltaRows rounds a delta's rows up to one of few sizes, so that deltas

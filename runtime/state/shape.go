@@ -25,12 +25,17 @@ type shape struct {
 type columns struct {
 	rowBytes []int // per column
 	perBlock []int // rows per block, per column
-	// blockBytes and cls give each column's block size and its class;
-	// classes lists the distinct classes, in the order columns first use
-	// them.
+	// blockBytes gives each column's block size, colClasses its class.
 	blockBytes []int
-	cls        []*sizeClass
-	classes    []*sizeClass
+	colClasses
+}
+
+// colClasses gives each column's block class (cls) and lists the distinct
+// classes, in the order columns first use them (classes): a shape's, or
+// a delta's, whose blocks are sized to its rows (allocDelta).
+type colClasses struct {
+	cls     []*sizeClass
+	classes []*sizeClass
 }
 
 func newShape(p *Pool, l *Layout, owner Owner) shape {
@@ -55,54 +60,61 @@ func newShape(p *Pool, l *Layout, owner Owner) shape {
 }
 
 // allocCols returns, for each column c, counts[c] new blocks of its size
-// for the owner, in column order, appended to buf[:0]; all or none. With
-// several classes it takes each class's blocks into buf's first half,
-// then puts them in column order in its second half and back: a buffer
-// reused from one call to the next (Head.scratch) makes it allocate
-// nothing. Several classes are taken with no reclaim first; only when
-// eviction could make room for every one of them are they taken again
-// with it, so that a call that fails anyway evicts nothing for the
-// classes before the one that fails.
+// for the owner, in column order, appended to buf[:0]; all or none
+// (allocColsOf).
 func (sh *shape) allocCols(buf []*block, counts []int, zero bool) ([]*block, error) {
+	return sh.allocColsOf(&sh.colClasses, buf, counts, zero)
+}
+
+// allocColsOf returns, for each column c, counts[c] new blocks of class
+// k.cls[c] for the owner, in column order, appended to buf[:0]; all or
+// none. With several classes it takes each class's blocks into buf's
+// first half, then puts them in column order in its second half and back:
+// a buffer reused from one call to the next (Head.scratch) makes it
+// allocate nothing. Several classes are taken with no reclaim first; only
+// when eviction could make room for every one of them are they taken
+// again with it, so that a call that fails anyway evicts nothing for the
+// classes before the one that fails.
+func (sh *shape) allocColsOf(k *colClasses, buf []*block, counts []int, zero bool) ([]*block, error) {
 	p := sh.pool
 	total := 0
-	for _, k := range counts {
-		total += k
+	for _, n := range counts {
+		total += n
 	}
-	if len(sh.classes) == 1 {
-		return p.allocIn(buf, sh.classes[0], sh.owner, total, zero)
+	if len(k.classes) == 1 {
+		return p.allocIn(buf, k.classes[0], sh.owner, total, zero)
 	}
 	var start [8]int // where each class's blocks start in out
 	first := start[:0]
-	if len(sh.classes) > len(start) {
-		first = make([]int, 0, len(sh.classes))
+	if len(k.classes) > len(start) {
+		first = make([]int, 0, len(k.classes))
 	}
-	out, first, err := sh.takeClasses(buf[:0], first, counts, zero, p.allocTry)
-	if err != nil && errors.Is(err, ErrNoMemory) && sh.pool.roomForAll(sh.classes, sh.classCounts(counts), errors.Is(err, device.ErrOutOfMemory)) {
-		out, first, err = sh.takeClasses(buf[:0], first[:0], counts, zero, p.allocIn)
+	out, first, err := sh.takeClasses(k, buf[:0], first, counts, zero, p.allocTry)
+	if err != nil && errors.Is(err, ErrNoMemory) && sh.pool.roomForAll(k.classes, k.classCounts(counts), errors.Is(err, device.ErrOutOfMemory)) {
+		out, first, err = sh.takeClasses(k, buf[:0], first[:0], counts, zero, p.allocIn)
 	}
 	if err != nil {
 		return buf[:0], err
 	}
 	out = slices.Grow(out, total) // after the allocations, which refuse sizes beyond the pool
 	ordered := out[total:total]
-	for c, k := range counts {
-		ci := slices.Index(sh.classes, sh.cls[c])
-		ordered = append(ordered, out[first[ci]:first[ci]+k]...)
-		first[ci] += k
+	for c, n := range counts {
+		ci := slices.Index(k.classes, k.cls[c])
+		ordered = append(ordered, out[first[ci]:first[ci]+n]...)
+		first[ci] += n
 	}
 	copy(out, ordered)
 	clear(ordered)
 	return out[:total], nil
 }
 
-// takeClasses takes each class's blocks for counts with alloc, appended
-// to out, and where each class's start in first; all or none.
-func (sh *shape) takeClasses(out []*block, first []int, counts []int, zero bool,
+// takeClasses takes each class of k's blocks for counts with alloc,
+// appended to out, and where each class's start in first; all or none.
+func (sh *shape) takeClasses(k *colClasses, out []*block, first []int, counts []int, zero bool,
 	alloc func([]*block, *sizeClass, Owner, int, bool) ([]*block, error)) ([]*block, []int, error) {
-	for _, cl := range sh.classes {
+	for _, cl := range k.classes {
 		first = append(first, len(out))
-		blks, err := alloc(out[len(out):len(out)], cl, sh.owner, sh.classCount(cl, counts), zero)
+		blks, err := alloc(out[len(out):len(out)], cl, sh.owner, k.classCount(cl, counts), zero)
 		if err != nil {
 			var back []*block
 			for _, b := range out {
@@ -116,22 +128,22 @@ func (sh *shape) takeClasses(out []*block, first []int, counts []int, zero bool,
 	return out, first, nil
 }
 
-// classCounts returns, per class of sh.classes, the blocks counts asks
+// classCounts returns, per class of k.classes, the blocks counts asks
 // for.
-func (sh *shape) classCounts(counts []int) []int {
-	ns := make([]int, len(sh.classes))
-	for i, cl := range sh.classes {
-		ns[i] = sh.classCount(cl, counts)
+func (k *colClasses) classCounts(counts []int) []int {
+	ns := make([]int, len(k.classes))
+	for i, cl := range k.classes {
+		ns[i] = k.classCount(cl, counts)
 	}
 	return ns
 }
 
 // classCount returns the blocks of class cl that counts asks for.
-func (sh *shape) classCount(cl *sizeClass, counts []int) int {
+func (k *colClasses) classCount(cl *sizeClass, counts []int) int {
 	n := 0
-	for c, k := range counts {
-		if sh.cls[c] == cl {
-			n += k
+	for c, m := range counts {
+		if k.cls[c] == cl {
+			n += m
 		}
 	}
 	return n
