@@ -533,7 +533,7 @@ func (h *Head) applyDeltaWith(r *root, d *delta, rows int, take func(*sizeClass)
 		t := &r.cols[c]
 		rb := h.rowBytes[c]
 		for bi := d.from / per; bi*per < d.to; bi++ {
-			if bi < t.n && t.uniquePath(bi) {
+			if bi < t.n && t.writable(bi, h.owner) {
 				continue
 			}
 			nb, err := take(h.cls[c])

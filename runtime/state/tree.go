@@ -78,10 +78,16 @@ func (t *tree) get(i int) *block {
 	return n.blks[i&(fan-1)]
 }
 
-// uniquePath reports whether block i of t is reachable only through t (a
-// tree of a unique root): every node on its path and the block itself are
-// held once. Only such a block may be written in place.
-func (t *tree) uniquePath(i int) bool {
+// writable reports whether block i of t may be written in place by a head
+// of owner: every node on its path and the block itself are held once
+// (t's root alone reaches it), and the block is owner's. This is the one
+// rule every write path asks (plan, the row and bulk appends, the
+// rebuilds of history and replay): a block another owner's blocks were
+// carved for (one adopted from a prefix cache, or from a group's
+// registered state, that the cache let go of) is copied on write instead,
+// even when nothing else holds it, since a block goes back to its owner's
+// free list unzeroed (docs/INTERNALS.md, "Isolation").
+func (t *tree) writable(i int, owner Owner) bool {
 	n := t.root
 	for h := t.height; h > 1; h-- {
 		if n.rc.Load() != 1 {
@@ -89,7 +95,8 @@ func (t *tree) uniquePath(i int) bool {
 		}
 		n = n.kids[(i>>(fanBits*(h-1)))&(fan-1)]
 	}
-	return n.rc.Load() == 1 && n.blks[i&(fan-1)].Refs() == 1
+	b := n.blks[i&(fan-1)]
+	return n.rc.Load() == 1 && b.Refs() == 1 && b.Owner() == string(owner)
 }
 
 // capacity returns the number of blocks a tree of height h can hold.

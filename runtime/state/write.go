@@ -45,7 +45,7 @@ func (h *Head) plan(kind writeKind, from, to int, cols [][]byte) []blockOp {
 			switch {
 			case op.old == nil:
 				// A new block past the column's end.
-			case rootUnique && t.uniquePath(bi):
+			case rootUnique && t.writable(bi, h.owner):
 				if kind == hostWrite && row == start && end == start+used {
 					op.keep = -1 // covers the block: a new one, if memory allows
 				}
