@@ -230,7 +230,7 @@ func (g *Group) Branch() (*Group, error) {
 	tip := g.tip
 	g.end(g.order, nil)
 	b := couple(g.pool, g.owner, heads)
-	b.domain, b.layouts, b.tip = g.domain, g.layouts, tip // a branch registers in its parent's table
+	b.domain, b.key, b.tip = g.domain, g.key, tip // a branch registers in its parent's table
 	return b, nil
 }
 

@@ -2,6 +2,8 @@ package state
 
 import (
 	"bytes"
+	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/gpustate/gpustate/runtime/device"
@@ -71,5 +73,75 @@ func TestGroupAdoptedStateWrittenInPlaceStaysIsolated(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestGroupReusedLayoutFindsItsOwnTable: a Layout value reused after a
+// column was widened keys a group table of its own, as it keys a prefix
+// table of its own for a single head: a group of the widened layouts
+// adopts none of the states registered with the narrower rows, whose
+// blocks it would read past into another owner's.
+func TestGroupReusedLayoutFindsItsOwnTable(t *testing.T) {
+	p := newPool(t, PoolOptions{})
+	recL := rec(Invalidate)
+	tokL := *tokLayout
+	tokL.Columns = slices.Clone(tokLayout.Columns)
+	a := must[*Group](t)(NewSharedGroup(p, "a", "tenant", &tokL, recL))
+	prompt := make([]uint32, 32)
+	for i := range prompt {
+		prompt[i] = uint32(i + 1)
+		feedTok(t, a, prompt[i])
+	}
+	check(t, a.Release())
+	// Another owner's rows, next to the registered blocks.
+	c := must[*Head](t)(p.NewHead(recL, "carol"))
+	defer c.Release()
+	check(t, c.Write(0, [][]byte{bytes.Repeat([]byte{0xcc}, 4*8)}))
+
+	recL.Columns[0].Width = 2 // the same Layout value, a wider row
+	b := must[*Group](t)(NewSharedGroup(p, "b", "tenant", &tokL, recL))
+	defer b.Release()
+	if n, err := b.AdoptPrefix(keysOf(prompt)); n != 0 || err != nil {
+		t.Fatalf("a group of the widened layout adopted %d rows (%v) of states registered with the narrower one", n, err)
+	}
+	dst := [][]byte{make([]byte, 4*16)}
+	check(t, b.Head(1).Read(0, 4, dst))
+	if bytes.Contains(dst[0], []byte{0xcc}) {
+		t.Fatalf("the widened state reads another owner's rows: %x", dst[0])
+	}
+}
+
+// TestGroupTablesFollowTheDomainsInUse: a group table whose last state is
+// evicted or forgotten goes, so that registering costs the same whatever
+// the number of domains seen before.
+func TestGroupTablesFollowTheDomainsInUse(t *testing.T) {
+	p := newPool(t, PoolOptions{})
+	for i := range 50 {
+		d := Domain(fmt.Sprint("tenant", i))
+		g := must[*Group](t)(NewSharedGroup(p, Owner(d), d, tokLayout, groupRecLayout))
+		for tok := range 16 {
+			feedTok(t, g, uint32(tok))
+		}
+		check(t, g.Release())
+		if i%2 == 0 { // evicted, as reclaim would
+			var mine []*groupEntry
+			for e := p.groups.states.front; e != nil; e = e.next {
+				if e.tab.key.d == d {
+					mine = append(mine, e)
+				}
+			}
+			for _, e := range mine {
+				groupVictim{p: p, e: e}.evict()
+			}
+		}
+	}
+	if n := len(p.groups.tables); n != 25 {
+		t.Fatalf("%d group tables for 25 domains with registered states", n)
+	}
+	for i := range 50 {
+		p.ForgetPrefixes(Domain(fmt.Sprint("tenant", i)))
+	}
+	if n := len(p.groups.tables); n != 0 {
+		t.Fatalf("%d group tables left once every domain was forgotten", n)
 	}
 }

@@ -59,27 +59,23 @@ func NewSharedGroup(p *Pool, owner Owner, domain Domain, layouts ...*Layout) (*G
 	}
 	if domain != "" && g.shared >= 0 {
 		g.domain = domain
-		g.layouts = slices.Clone(layouts)
+		g.key = groupKeyOf(g.heads, layouts, domain)
 	}
 	return g, nil
 }
 
-// table returns the group table of g's layouts and domain, making it when
-// create is set; nil when none. c.mu is held.
+// table returns the group table of g's key, making it when create is
+// set; nil when none. c.mu is held.
 func (c *groupCache) table(g *Group, create bool) *groupTable {
-	for _, t := range c.tables {
-		if t.domain == g.domain && slices.Equal(t.layouts, g.layouts) {
-			return t
-		}
+	if t := c.tables[g.key]; t != nil || !create {
+		return t
 	}
-	if !create {
-		return nil
-	}
-	if len(c.tables) == 0 {
+	if c.tables == nil {
+		c.tables = make(map[groupKey]*groupTable)
 		c.seed = maphash.MakeSeed()
 	}
-	t := &groupTable{layouts: g.layouts, domain: g.domain, buckets: make(map[uint64][]*groupEntry)}
-	c.tables = append(c.tables, t)
+	t := &groupTable{key: g.key, buckets: make(map[uint64][]*groupEntry)}
+	c.tables[g.key] = t
 	return t
 }
 
@@ -322,6 +318,9 @@ func (c *groupCache) dropStateLocked(e *groupEntry, freed *[]*block) {
 			t.buckets[e.hash] = b
 		}
 		t.n--
+		if t.n == 0 && c.tables[t.key] == t {
+			delete(c.tables, t.key) // the tables follow the domains in use
+		}
 		if e.parent != nil {
 			e.parent.kids--
 		}
@@ -382,10 +381,11 @@ func (c *groupCache) forget(d Domain) []*block {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var freed []*block
-	c.tables = slices.DeleteFunc(c.tables, func(t *groupTable) bool {
-		if t.domain != d {
-			return false
+	for k, t := range c.tables {
+		if k.d != d {
+			continue
 		}
+		delete(c.tables, k)
 		for _, b := range t.buckets {
 			for _, e := range b {
 				for _, r := range e.roots {
@@ -396,8 +396,7 @@ func (c *groupCache) forget(d Domain) []*block {
 			}
 		}
 		t.buckets, t.n = nil, 0
-		return true
-	})
+	}
 	return freed
 }
 

@@ -317,11 +317,11 @@ type Group struct {
 	heads []*Head // the members, in declaration order
 	order []*Head // the members by id: the order of their locks
 	// shared is the index of the first member whose layout has a
-	// ShareKey, -1 when none; domain and layouts, set by NewSharedGroup,
+	// ShareKey, -1 when none; domain and key, set by NewSharedGroup,
 	// find the group's table of registered states (group_share.go).
-	shared  int
-	domain  Domain
-	layouts []*Layout
+	shared int
+	domain Domain
+	key    groupKey
 	// tip is the entry of the group's table last registered or adopted:
 	// where the next registration's chain is looked for first. Its
 	// holder's members may have moved since; a registration checks it.

@@ -71,9 +71,19 @@ func (p *Pool) NewSharedHead(l *Layout, owner Owner, domain Domain) (*Head, erro
 		return nil, err
 	}
 	if domain != "" {
-		h.share.tab = p.cache.join(tableKey{l, h.shareSig(), domain}, l.Type, &p.clock)
+		h.share.tab = p.cache.join(h.shareKey(l, domain), l.Type, &p.clock)
 	}
 	return h, nil
+}
+
+// shareKey is the key of the table that a head made from the caller's
+// layout l registers in, in domain d: l's identity, and what the layout
+// held when the head copied it (shareSig). It is the one keying of the
+// shared tables: a single head's prefix table has it, and a group's table
+// has its members' (groupKeyOf), so that a Layout value reused after a
+// change finds a table of its own in both.
+func (sh *shape) shareKey(l *Layout, d Domain) tableKey {
+	return tableKey{l: l, sig: sh.shareSig(), d: d}
 }
 
 // shareSig describes what a block of the head's layout holds: the layout's

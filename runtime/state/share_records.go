@@ -2,7 +2,9 @@ package state
 
 import (
 	"encoding/binary"
+	"fmt"
 	"hash/maphash"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -171,7 +173,7 @@ type shareWait struct {
 // groupCache is a pool's cache of registered group states.
 type groupCache struct {
 	mu     sync.Mutex
-	tables []*groupTable
+	tables map[groupKey]*groupTable
 	seed   maphash.Seed
 	// hash, when set, replaces the chain hash (tests make it collide).
 	hash func(parent uint64, keys []byte) uint64
@@ -180,14 +182,31 @@ type groupCache struct {
 	states lruList[groupEntry, *groupEntry]
 }
 
-// groupTable holds the registered states of the groups of one list of
-// layouts (by identity, as the prefix cache finds layouts) in one domain,
-// as chains of entries, one per block of the shared member's rows.
+// groupTable holds the registered states of the groups of one key (their
+// members' layouts, by identity and content, and their domain), as chains
+// of entries, one per block of the shared member's rows.
 type groupTable struct {
-	layouts []*Layout
-	domain  Domain
+	key     groupKey
 	buckets map[uint64][]*groupEntry // by the hash of their chain
 	n       int                      // entries
+}
+
+// groupKey finds a group's table: its members' tableKeys (shape.shareKey),
+// written out in member order, and the domain.
+type groupKey struct {
+	members string
+	d       Domain
+}
+
+// groupKeyOf is the key of the table of a group of heads made from the
+// caller's layouts, in domain d.
+func groupKeyOf(heads []*Head, layouts []*Layout, d Domain) groupKey {
+	var b strings.Builder
+	for i, h := range heads {
+		k := h.shareKey(layouts[i], d)
+		fmt.Fprintf(&b, "%p %s\n", k.l, k.sig)
+	}
+	return groupKey{members: b.String(), d: d}
 }
 
 // groupEntry is one block of a registered prefix: the shared member's keys
