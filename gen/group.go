@@ -61,6 +61,8 @@ func (m *groupModel) names() contract.Names { return contract.GeneratedNames(m.g
 // Helper and field names of a group's file: with a leading underscore, so
 // that no member's accessor and no user declaration takes them.
 func wrapName(typ string) string      { return "_" + typ + "_wrap" }
+func groupOfName(typ string) string   { return "_" + typ + "_group" }
+func cutOfName(typ string) string     { return "_" + typ + "_cut" }
 func memberField(name string) string  { return "_" + name }
 func groupField() string              { return "_group" }
 func cutField() string                { return "_cut" }
@@ -77,9 +79,9 @@ func GroupNames(g *contract.Group, members []*contract.Contract) []string {
 	}
 	out = append(out, n.Head)
 	if m.snapshot() {
-		out = append(out, n.Snapshot)
+		out = append(out, n.Snapshot, cutOfName(g.Type))
 	}
-	return append(out, wrapName(g.Type))
+	return append(out, wrapName(g.Type), groupOfName(g.Type))
 }
 
 // groupMembers returns, for each type generated for group g, the names its
@@ -154,7 +156,7 @@ func (m *groupModel) decls() []jen.Code {
 	if m.shared() {
 		out = append(out, m.sharedCtorCode())
 	}
-	out = append(out, m.wrapCode())
+	out = append(out, m.wrapCode(), m.groupOfCode())
 	out = append(out, m.accessors()...)
 	if m.snapshot() {
 		out = append(out, m.snapshotCode())
@@ -173,7 +175,7 @@ func (m *groupModel) decls() []jen.Code {
 	}
 	out = append(out, m.statsCode(), m.releaseCode())
 	if m.snapshot() {
-		out = append(out, m.snapDecl())
+		out = append(out, m.snapDecl(), m.cutOfCode())
 		out = append(out, m.snapAccessors()...)
 		out = append(out, m.snapReleaseCode())
 	}
@@ -304,10 +306,32 @@ func (m *groupModel) wrapCode() jen.Code {
 	)
 }
 
+// groupOfCode renders the helper that gives a group handle's
+// *state.Group, nil for a nil handle: the store's group answers
+// state.ErrReleased on a nil receiver, as heads do.
+func (m *groupModel) groupOfCode() jen.Code {
+	return doc([]string{
+		fmt.Sprintf("%s returns the group g wraps; nil for a nil g, which the store answers with state.ErrReleased.", groupOfName(m.g.Type)),
+	}).Func().Id(groupOfName(m.g.Type)).Params(m.recv()).Op("*").Qual(statePkg, "Group").Block(
+		jen.If(jen.Id("g").Op("==").Nil()).Block(jen.Return(jen.Nil())),
+		jen.Return(jen.Id("g").Dot(groupField())),
+	)
+}
+
+// cutOfCode renders groupOfCode's twin for the group's snapshot.
+func (m *groupModel) cutOfCode() jen.Code {
+	return doc([]string{
+		fmt.Sprintf("%s returns the cut v wraps; nil for a nil v.", cutOfName(m.g.Type)),
+	}).Func().Id(cutOfName(m.g.Type)).Params(m.snapRecv()).Op("*").Qual(statePkg, "GroupSnap").Block(
+		jen.If(jen.Id("v").Op("==").Nil()).Block(jen.Return(jen.Nil())),
+		jen.Return(jen.Id("v").Dot(cutField())),
+	)
+}
+
 func (m *groupModel) recv() *jen.Statement     { return jen.Id("g").Op("*").Id(m.names().Head) }
 func (m *groupModel) snapRecv() *jen.Statement { return jen.Id("v").Op("*").Id(m.names().Snapshot) }
 func (m *groupModel) gcall(name string, args ...jen.Code) *jen.Statement {
-	return jen.Id("g").Dot(groupField()).Dot(name).Call(args...)
+	return jen.Id(groupOfName(m.g.Type)).Call(jen.Id("g")).Dot(name).Call(args...)
 }
 
 func (m *groupModel) accessors() []jen.Code {
@@ -317,6 +341,7 @@ func (m *groupModel) accessors() []jen.Code {
 		out = append(out, doc([]string{
 			fmt.Sprintf("%s returns the group's %s state, coupled: write, read, snapshot and branch it as any %s; roll it back, merge it and release it through the group, as its own Rollback, Merge and Release answer state.ErrCoupled.", mem.Name, mem.Type, head),
 		}, "view").Func().Params(m.recv()).Id(mem.Name).Params().Op("*").Id(head).Block(
+			jen.If(jen.Id("g").Op("==").Nil()).Block(jen.Return(jen.Nil())),
 			jen.Return(jen.Id("g").Dot(memberField(mem.Name))),
 		))
 	}
@@ -358,9 +383,7 @@ func (m *groupModel) mergeCode() jen.Code {
 	return doc([]string{
 		"Merge fast-forwards every member to the matching member of child, a branch of the group, or none of them: every member is checked first, and when one has changed since the branch (state.ErrDiverged) or cannot move, no member moves. The child stays live and must still be released.",
 	}, "mutates").Func().Params(m.recv()).Id("Merge").Params(jen.Id("child").Op("*").Id(n.Head)).Error().Block(
-		jen.Var().Id("c").Op("*").Qual(statePkg, "Group"),
-		jen.If(jen.Id("child").Op("!=").Nil()).Block(jen.Id("c").Op("=").Id("child").Dot(groupField())),
-		jen.Return(m.gcall("Merge", jen.Id("c"))),
+		jen.Return(m.gcall("Merge", jen.Id(groupOfName(m.g.Type)).Call(jen.Id("child")))),
 	)
 }
 
@@ -369,9 +392,7 @@ func (m *groupModel) rollbackCode() jen.Code {
 	return doc([]string{
 		"Rollback moves every member back to its part of the cut to, or none of them: every member is checked first (ancestry, owner, invalidation, eviction), and a cut that any member has invalidated answers state.ErrInvalidated with no member moved. Each member then applies its own descendants rule to the snapshots and branches taken after the cut.",
 	}, "mutates").Func().Params(m.recv()).Id("Rollback").Params(jen.Id("to").Op("*").Id(n.Snapshot)).Error().Block(
-		jen.Var().Id("cut").Op("*").Qual(statePkg, "GroupSnap"),
-		jen.If(jen.Id("to").Op("!=").Nil()).Block(jen.Id("cut").Op("=").Id("to").Dot(cutField())),
-		jen.Return(m.gcall("Rollback", jen.Id("cut"))),
+		jen.Return(m.gcall("Rollback", jen.Id(cutOfName(m.g.Type)).Call(jen.Id("to")))),
 	)
 }
 
@@ -408,6 +429,7 @@ func (m *groupModel) snapAccessors() []jen.Code {
 		out = append(out, doc([]string{
 			fmt.Sprintf("%s returns the cut's snapshot of member %s. It belongs to the cut: release the cut.", mem.Name, mem.Name),
 		}, "view").Func().Params(m.snapRecv()).Id(mem.Name).Params().Op("*").Id(snap).Block(
+			jen.If(jen.Id("v").Op("==").Nil()).Block(jen.Return(jen.Nil())),
 			jen.Return(jen.Id("v").Dot(memberField(mem.Name))),
 		))
 	}
@@ -418,7 +440,7 @@ func (m *groupModel) snapReleaseCode() jen.Code {
 	return doc([]string{
 		"Release gives the cut's hold on the members' blocks back to the pool. Release is idempotent; every other method of a released cut's snapshots returns state.ErrReleased.",
 	}, "release").Func().Params(m.snapRecv()).Id("Release").Params().Error().Block(
-		jen.Return(jen.Id("v").Dot(cutField()).Dot("Release").Call()),
+		jen.Return(jen.Id(cutOfName(m.g.Type)).Call(jen.Id("v")).Dot("Release").Call()),
 	)
 }
 

@@ -161,14 +161,11 @@ func doc(paragraphs []string, directives ...string) *jen.Statement {
 
 // layoutDecl declares the store layout of the type.
 func (m *model) layoutDecl() jen.Code {
-	cols := make([]jen.Code, len(m.fields))
+	fields := make([]contract.Field, len(m.fields))
 	for i, f := range m.fields {
-		cols[i] = jen.Values(
-			key("Name", jen.Lit(f.Name)),
-			key("ElemSize", jen.Lit(int(f.ElemSize))),
-			key("Width", jen.Lit(f.Width)),
-		)
+		fields[i] = f.Field
 	}
+	cols := columns(fields)
 	growth := "Append"
 	if m.mutable() {
 		growth = "Mutable"
@@ -208,6 +205,9 @@ func (m *model) layoutDecl() jen.Code {
 		policy = append(policy, key("Keep", jen.Lit(cp.Keep)))
 		items = append(items, key("Checkpoint", jen.Op("&").Qual(statePkg, "CheckpointPolicy").Values(policy...)))
 	}
+	if replayed(m.c) {
+		items = append(items, key("Input", jen.Index().Qual(statePkg, "Column").Custom(multi, columns(m.c.Replay.Fields)...)))
+	}
 	// Mandatory is the zero value: only the others are written.
 	switch m.c.Retention {
 	case contract.RetentionOptional:
@@ -218,6 +218,19 @@ func (m *model) layoutDecl() jen.Code {
 	return doc([]string{
 		fmt.Sprintf("%s is how the store holds %s: one column per field, %s.", m.layout(), m.typ(), lawShort(m.c)),
 	}).Var().Id(m.layout()).Op("=").Qual(statePkg, "Layout").Custom(multi, items...)
+}
+
+// columns renders the store columns of fields, one per field.
+func columns(fields []contract.Field) []jen.Code {
+	cols := make([]jen.Code, len(fields))
+	for i, f := range fields {
+		cols[i] = jen.Values(
+			key("Name", jen.Lit(f.Name)),
+			key("ElemSize", jen.Lit(int(f.ElemSize))),
+			key("Width", jen.Lit(f.Width)),
+		)
+	}
+	return cols
 }
 
 // multi renders a composite literal's elements one per line.

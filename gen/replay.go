@@ -48,12 +48,16 @@ func (m *model) stepCode() *jen.Statement {
 		input = jen.Id(in).Custom(multi, fields...)
 	}
 	fn := jen.Func().Params(jen.Id("dst").Id(m.spans()), jen.Id("in").Id(in)).Error()
+	// A nil f reaches the store as nil, which answers state.ErrShape.
 	return jen.Func().Params(m.recv()).Id("Step").Params(jen.Id("in").Id(in), jen.Id("f").Add(fn)).Error().Block(
-		jen.Return(m.hcall("Step", batch, jen.Lit(m.c.Replay.Verify),
-			jen.Func().Params(jen.Id("spans").Index().Index().Qual(devicePkg, "Span"), jen.Id("cols").Index().Index().Byte()).Error().Block(
+		jen.Var().Id("step").Qual(statePkg, "StepFunc"),
+		jen.If(jen.Id("f").Op("!=").Nil()).Block(
+			jen.Id("step").Op("=").Func().Params(jen.Id("spans").Index().Index().Qual(devicePkg, "Span"), jen.Id("cols").Index().Index().Byte()).Error().Block(
 				jen.List(jen.Id("dst"), jen.Id("_")).Op(":=").Id(m.toSpans()).Call(jen.Id("spans"), jen.Nil()),
 				jen.Return(jen.Id("f").Call(jen.Id("dst"), input)),
-			))),
+			),
+		),
+		jen.Return(m.hcall("Step", batch, jen.Lit(m.c.Replay.Verify), jen.Id("step"))),
 	)
 }
 

@@ -351,8 +351,18 @@ func (h *Head) At(v Version) (*Snap, error) {
 // delta could fail after an earlier one's allocation had evicted others'
 // state. On failure it gives back every block it took.
 func (h *Head) reconstruct(q, t int) (*root, error) {
+	r, spare, err := h.reconstructInto(q, t, nil)
+	h.pool.free(spare)
+	return r, err
+}
+
+// reconstructInto is reconstruct taking its blocks from spare first (the
+// head's own blocks, which it writes without zeroing), and returns the
+// spares it did not use, with those of a failed rebuild, for the caller
+// to keep or free.
+func (h *Head) reconstructInto(q, t int, spare []*block) (*root, []*block, error) {
 	x := h.hist
-	res := &blockReserve{h: h, q: q, t: t}
+	res := &blockReserve{h: h, q: q, t: t, spare: spare}
 	res.taken = res.inline[:0]
 	defer res.giveBack(h.pool)
 	r := x.entries[q].cp.retain()
@@ -365,13 +375,11 @@ func (h *Head) reconstruct(q, t int) (*root, error) {
 			r, err = h.applyDeltaWith(r, d, x.entries[j].rows, res.take)
 		}
 		if err != nil {
-			var freed []*block
-			r.release(&freed)
-			h.pool.free(freed)
-			return nil, err
+			r.release(&res.spare)
+			return nil, res.spare, err
 		}
 	}
-	return r, nil
+	return r, res.spare, nil
 }
 
 // rebuildNeed returns, per column, the blocks applying the deltas of
@@ -412,6 +420,7 @@ type blockReserve struct {
 	taken  []classCount // the blocks taken one at a time, by class
 	inline [4]classCount
 	byCls  map[*sizeClass][]*block // the blocks taken in one allocation, left
+	spare  []*block                // the caller's blocks, handed out first
 }
 
 // classCount counts blocks of one class.
@@ -423,6 +432,13 @@ type classCount struct {
 // take hands out a block of class c.
 func (res *blockReserve) take(c *sizeClass) (*block, error) {
 	h := res.h
+	for i := len(res.spare) - 1; i >= 0; i-- {
+		if b := res.spare[i]; b.Class() == c && b.Owner() == string(h.owner) {
+			res.spare = slices.Delete(res.spare, i, i+1)
+			b.SetRefs(1)
+			return b, nil
+		}
+	}
 	if res.byCls == nil {
 		b, err := h.pool.takeOne(c, h.owner)
 		if err == nil {
@@ -533,7 +549,7 @@ func (h *Head) applyDeltaWith(r *root, d *delta, rows int, take func(*sizeClass)
 		t := &r.cols[c]
 		rb := h.rowBytes[c]
 		for bi := d.from / per; bi*per < d.to; bi++ {
-			if bi < t.n && t.writable(bi, h.owner) {
+			if bi < t.n && t.writable(bi, string(h.owner)) {
 				continue
 			}
 			nb, err := take(h.cls[c])

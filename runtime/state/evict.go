@@ -272,7 +272,7 @@ func (h *Head) evict() (int64, bool) {
 // rebuild gives an evicted reconstructable head its version back from its
 // checkpoint and deltas. h.mu is held.
 func (h *Head) rebuild(op string) error {
-	if h.l.Retention != Reconstructable || h.hist == nil {
+	if (h.l.Retention != Reconstructable && !h.lost) || h.hist == nil {
 		return h.errorf(op, "%w", ErrEvicted)
 	}
 	q, t, ok := h.rebuildPath()
@@ -283,7 +283,7 @@ func (h *Head) rebuild(op string) error {
 	if err != nil {
 		return h.errorf(op, "rebuilding evicted version %d: %w", h.pos.v, err)
 	}
-	h.r, h.evicted = r, false
+	h.r, h.evicted, h.lost = r, false, false
 	h.pool.rebuiltBytes.Add(exclusiveBytes(r))
 	h.moved()
 	return nil

@@ -78,8 +78,13 @@ func (g *Group) Head(i int) *Head {
 	return g.heads[i]
 }
 
-// Owner returns the members' owner.
-func (g *Group) Owner() Owner { return g.owner }
+// Owner returns the members' owner; "" for a nil group.
+func (g *Group) Owner() Owner {
+	if g == nil {
+		return ""
+	}
+	return g.owner
+}
 
 func (g *Group) errorf(op, format string, args ...any) error {
 	return fmt.Errorf("state: group.%s: "+format, append([]any{op}, args...)...)

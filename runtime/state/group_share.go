@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"slices"
+	"strings"
 )
 
 // Group prefix sharing (docs/GUIDE.md, "Coupled state"): hybrid prefix
@@ -62,6 +63,17 @@ func NewSharedGroup(p *Pool, owner Owner, domain Domain, layouts ...*Layout) (*G
 		g.key = groupKeyOf(g.heads, layouts, domain)
 	}
 	return g, nil
+}
+
+// groupKeyOf is the key of the table of a group of heads made from the
+// caller's layouts, in domain d.
+func groupKeyOf(heads []*Head, layouts []*Layout, d Domain) groupKey {
+	var b strings.Builder
+	for i, h := range heads {
+		k := h.shareKey(layouts[i], d)
+		fmt.Fprintf(&b, "%p %s\n", k.l, k.sig)
+	}
+	return groupKey{members: b.String(), d: d}
 }
 
 // table returns the group table of g's key, making it when create is

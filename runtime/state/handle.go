@@ -22,6 +22,7 @@ type Head struct {
 	owned    bool     // pos is the tip of a segment only this head writes
 	released bool
 	evicted  bool              // its blocks were taken under memory pressure
+	lost     bool              // evicted by a failed step's restore: rebuilt whatever its retention
 	parts    partSet           // the parts the head has, in hook order (head.go)
 	logical  int64             // this head's share of the pool's LogicalBytes
 	scratch  []*block          // reused by writes for the blocks they take

@@ -124,6 +124,11 @@ type Layout struct {
 	// width 1 and an integer element type; the layout has append growth
 	// and no window.
 	ShareKey string
+	// Input, for a state replayed through Head.Step, is the step input's
+	// columns (the contract's //state:replay input=T): Step answers
+	// ErrShape for an input of another number of columns, or one whose
+	// length is no multiple of its row. Nil: inputs are not checked.
+	Input []Column
 }
 
 // check validates l for a pool with blocks of blockBytes bytes.

@@ -26,9 +26,10 @@ var replaySeed = maphash.MakeSeed()
 // With verify, Step records a hash of the rows f produced, and a
 // reconstruction whose rows hash otherwise answers ErrReplayDiverged.
 //
-// When f fails, Step returns an error wrapping f's and the head is as
-// before, even if f wrote rows: the version before is rebuilt from its
-// last checkpoint by replay (failures pay, steps do not). Where the
+// When f fails, or panics, Step returns an error wrapping f's (or
+// panics on with f's value) and the head is as before, even if f wrote
+// rows: the version before is rebuilt from its last checkpoint by
+// replay, into the blocks f wrote (failures pay, steps do not). Where the
 // history cannot rebuild that version, Step runs f on copies instead.
 //
 //state:mutates
@@ -44,6 +45,9 @@ func (h *Head) Step(in [][]byte, verify bool, f StepFunc) error {
 		return h.errorf("Step", "%s keeps no checkpoints to replay from: %w", h.l.Type, ErrNotRetained)
 	case f == nil:
 		return h.errorf("Step", "nil step function: %w", ErrShape)
+	}
+	if err := h.checkInput(in); err != nil {
+		return err
 	}
 	rec := &stepRec{in: make([][]byte, len(in)), f: f, verify: verify, state: h.rowSum * int64(h.r.rows)}
 	var inBytes int64
@@ -63,8 +67,9 @@ func (h *Head) Step(in [][]byte, verify bool, f StepFunc) error {
 		}
 	}()
 	rows := h.r.rows
-	tx := writeTx{h: h, op: "Step", kind: deviceWrite, from: 0, to: rows}
+	tx := writeTx{h: h, op: "Step", kind: deviceWrite, from: 0, to: rows, rebuild: restoreInPlace}
 	tx.ops = h.plan(deviceWrite, 0, rows, nil)
+	defer tx.doneOps()
 	if err := tx.take(); err != nil {
 		return err
 	}
@@ -73,8 +78,12 @@ func (h *Head) Step(in [][]byte, verify bool, f StepFunc) error {
 	}
 	spans := tx.spans()
 	start := time.Now()
-	ferr := f(spans, in)
+	ferr, panicked := runStep(f, spans, rec.in)
 	rec.took = time.Since(start)
+	if panicked != nil {
+		tx.abort(ferr)
+		panic(panicked.v) // the head is as before; the panic is the caller's
+	}
 	if ferr != nil {
 		ferr = fmt.Errorf("the step function failed: %w", ferr)
 	} else if verify {
@@ -83,23 +92,58 @@ func (h *Head) Step(in [][]byte, verify bool, f StepFunc) error {
 		}
 	}
 	if ferr != nil {
-		tx.abort(ferr) // the new blocks go back
-		if err := h.restoreInPlace(&tx); err != nil {
-			return h.errorf("Step", "%w; rebuilding the version before it: %w", ferr, err)
-		}
-		return h.errorf("Step", "%w", ferr)
+		return tx.abort(ferr)
 	}
 	tx.commit(rows)
 	h.addEntry(entry{pos: h.pos, rows: rows, d: &delta{from: 0, to: rows, bytes: inBytes, step: rec}})
 	return nil
 }
 
-// restoreInPlace gives h back the rows of its version after a failed
-// step wrote some in place: it rebuilds the version from its checkpoint
-// by replay. When nothing was written in place it does nothing. When the
-// rebuild fails the head is left evicted (its rows are lost; a
-// reconstructable head rebuilds on its next call) rather than wrong.
-func (h *Head) restoreInPlace(tx *writeTx) error {
+// checkInput answers ErrShape for a step input that is not of the
+// layout's input columns.
+func (h *Head) checkInput(in [][]byte) error {
+	cols := h.l.Input
+	if cols == nil {
+		return nil
+	}
+	if len(in) != len(cols) {
+		return h.errorf("Step", "an input of %d columns, not %d: %w", len(in), len(cols), ErrShape)
+	}
+	for i, c := range cols {
+		if rb := c.ElemSize * c.Width; rb > 0 && len(in[i])%rb != 0 {
+			return h.errorf("Step", "input column %s has %d bytes, not a multiple of its %d-byte row: %w", c.Name, len(in[i]), rb, ErrShape)
+		}
+	}
+	return nil
+}
+
+// stepPanic carries the value a step function panicked with.
+type stepPanic struct{ v any }
+
+// runStep runs f, turning a panic into an error (and the value to panic
+// on with once the write is undone).
+func runStep(f StepFunc, spans [][]device.Span, in [][]byte) (err error, p *stepPanic) {
+	defer func() {
+		if v := recover(); v != nil {
+			p = &stepPanic{v}
+			err = fmt.Errorf("the step function panicked: %v", v)
+		}
+	}()
+	return f(spans, in), nil
+}
+
+// restoreInPlace gives h back the rows of its version after a write
+// whose caller wrote rows in place (a step function) failed: it rebuilds
+// the version from its checkpoint by replay, into the blocks the caller
+// wrote and those the write took, so that the rebuild needs no memory the
+// head did not hold (a full pool, or freed blocks waiting behind a
+// recorded kernel, cannot fail it). When nothing was written in place it
+// does nothing. When the rebuild fails all the same (a backend fault) the
+// head keeps its history and is rebuilt, whatever its retention, at the
+// start of its next call, which answers the error while it fails: the
+// version is never lost.
+func restoreInPlace(tx *writeTx, spare []*block) ([]*block, error) {
+	h := tx.h
 	inPlace := false
 	for i := range tx.ops {
 		if tx.ops[i].nb == nil {
@@ -108,29 +152,21 @@ func (h *Head) restoreInPlace(tx *writeTx) error {
 		}
 	}
 	if !inPlace {
-		return nil
+		return spare, nil
 	}
-	// The rows f wrote go first, so that the rebuild may take their
-	// blocks: under a full pool it needs no more than they held.
-	var freed []*block
-	h.r.release(&freed)
+	h.r.release(&spare) // the blocks only h held: those the caller wrote
 	h.r = nil
-	h.pool.free(freed)
-	q, t, ok := h.rebuildPath()
-	var r *root
-	err := ErrNotRetained
-	if ok {
-		r, err = h.reconstruct(q, t)
-	}
+	q, t, _ := h.rebuildPath() // Step took a guard where there is none
+	r, spare, err := h.reconstructInto(q, t, spare)
 	if err != nil {
-		h.r, h.evicted = nil, true
+		h.r, h.evicted, h.lost = nil, true, true
 		h.pool.logical.Add(-h.logical)
 		h.logical = 0
-		return err
+		return spare, err
 	}
 	h.r = r
 	h.setLogical() // brings block tables up to date
-	return nil
+	return spare, nil
 }
 
 // replayStep runs the step of d again on r, a root the caller holds and

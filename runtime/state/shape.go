@@ -353,3 +353,25 @@ type Stats struct {
 	Checkpoints  int
 	HistoryBytes int64
 }
+
+// shareSig describes what a block of the head's layout holds: the layout's
+// fields and, per column, its row and block sizes. Heads share blocks only
+// when it is equal.
+func (sh *shape) shareSig() string {
+	l := sh.l
+	s := fmt.Sprintf("%q %d %d %d %q", l.Type, l.Growth, l.Bound, l.BlockRows, l.ShareKey)
+	for i, c := range l.Columns {
+		s += fmt.Sprintf(" %q:%d*%d/%d/%d", c.Name, c.ElemSize, c.Width, sh.blockBytes[i], sh.perBlock[i])
+	}
+	return s
+}
+
+// shareKey is the key of the table that a head made from the caller's
+// layout l registers in, in domain d: l's identity, and what the layout
+// held when the head copied it (shareSig). It is the one keying of the
+// shared tables: a single head's prefix table has it, and a group's table
+// has its members' (groupKeyOf), so that a Layout value reused after a
+// change finds a table of its own in both.
+func (sh *shape) shareKey(l *Layout, d Domain) tableKey {
+	return tableKey{l: l, sig: sh.shareSig(), d: d}
+}

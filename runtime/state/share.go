@@ -76,28 +76,6 @@ func (p *Pool) NewSharedHead(l *Layout, owner Owner, domain Domain) (*Head, erro
 	return h, nil
 }
 
-// shareKey is the key of the table that a head made from the caller's
-// layout l registers in, in domain d: l's identity, and what the layout
-// held when the head copied it (shareSig). It is the one keying of the
-// shared tables: a single head's prefix table has it, and a group's table
-// has its members' (groupKeyOf), so that a Layout value reused after a
-// change finds a table of its own in both.
-func (sh *shape) shareKey(l *Layout, d Domain) tableKey {
-	return tableKey{l: l, sig: sh.shareSig(), d: d}
-}
-
-// shareSig describes what a block of the head's layout holds: the layout's
-// fields and, per column, its row and block sizes. Heads share blocks only
-// when it is equal.
-func (sh *shape) shareSig() string {
-	l := sh.l
-	s := fmt.Sprintf("%q %d %d %d %q", l.Type, l.Growth, l.Bound, l.BlockRows, l.ShareKey)
-	for i, c := range l.Columns {
-		s += fmt.Sprintf(" %q:%d*%d/%d/%d", c.Name, c.ElemSize, c.Width, sh.blockBytes[i], sh.perBlock[i])
-	}
-	return s
-}
-
 // join returns the table of key k, of layout type typ, making it, for a
 // new head that registers in it; the head leaves it at its release. clock
 // is the pool's use clock.

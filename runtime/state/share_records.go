@@ -2,9 +2,7 @@ package state
 
 import (
 	"encoding/binary"
-	"fmt"
 	"hash/maphash"
-	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -196,17 +194,6 @@ type groupTable struct {
 type groupKey struct {
 	members string
 	d       Domain
-}
-
-// groupKeyOf is the key of the table of a group of heads made from the
-// caller's layouts, in domain d.
-func groupKeyOf(heads []*Head, layouts []*Layout, d Domain) groupKey {
-	var b strings.Builder
-	for i, h := range heads {
-		k := h.shareKey(layouts[i], d)
-		fmt.Fprintf(&b, "%p %s\n", k.l, k.sig)
-	}
-	return groupKey{members: b.String(), d: d}
 }
 
 // groupEntry is one block of a registered prefix: the shared member's keys

@@ -87,7 +87,7 @@ func (t *tree) get(i int) *block {
 // registered state, that the cache let go of) is copied on write instead,
 // even when nothing else holds it, since a block goes back to its owner's
 // free list unzeroed (docs/INTERNALS.md, "Isolation").
-func (t *tree) writable(i int, owner Owner) bool {
+func (t *tree) writable(i int, owner string) bool {
 	n := t.root
 	for h := t.height; h > 1; h-- {
 		if n.rc.Load() != 1 {
@@ -96,7 +96,7 @@ func (t *tree) writable(i int, owner Owner) bool {
 		n = n.kids[(i>>(fanBits*(h-1)))&(fan-1)]
 	}
 	b := n.blks[i&(fan-1)]
-	return n.rc.Load() == 1 && b.Refs() == 1 && b.Owner() == string(owner)
+	return n.rc.Load() == 1 && b.Refs() == 1 && b.Owner() == owner
 }
 
 // capacity returns the number of blocks a tree of height h can hold.

@@ -45,7 +45,7 @@ func (h *Head) plan(kind writeKind, from, to int, cols [][]byte) []blockOp {
 			switch {
 			case op.old == nil:
 				// A new block past the column's end.
-			case rootUnique && t.writable(bi, h.owner):
+			case rootUnique && t.writable(bi, string(h.owner)):
 				if kind == hostWrite && row == start && end == start+used {
 					op.keep = -1 // covers the block: a new one, if memory allows
 				}
@@ -124,6 +124,11 @@ type writeTx struct {
 	from, to int
 	ops      []blockOp
 	taken    []*block // every block alloc gave the write, for undo
+	// rebuild, when not nil, is how an abort gives the head back the
+	// version before when the caller writes the rows in place through
+	// the spans (a step function: restoreInPlace), given the blocks the
+	// write took and returning those it did not use.
+	rebuild func(tx *writeTx, spare []*block) ([]*block, error)
 }
 
 // apply plans and performs a write of rows [from, to) and commits it as a
@@ -424,12 +429,22 @@ func (tx *writeTx) restore(runs []visibleRun) error {
 	return errors.Join(errs...)
 }
 
-// abort gives back every block the write took and returns err with the
-// call's context.
+// abort undoes a write that failed before its commit, the one way every
+// write path undoes: it gives back every block the write took and, where
+// the caller wrote rows in place, rebuilds the version before into the
+// blocks involved (tx.rebuild). It returns err with the call's
+// context.
 func (tx *writeTx) abort(err error) error {
 	var back []*block
 	for _, b := range tx.taken {
 		releaseBlock(b, &back)
+	}
+	tx.taken = nil
+	if tx.rebuild != nil {
+		var rerr error
+		if back, rerr = tx.rebuild(tx, back); rerr != nil {
+			err = fmt.Errorf("%w; rebuilding the version before it: %w", err, rerr)
+		}
 	}
 	tx.h.pool.free(back)
 	return tx.h.errorf(tx.op, "%w", err)

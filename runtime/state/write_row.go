@@ -41,7 +41,7 @@ func (h *Head) appendRows(op string, cols [][]byte, n int, q *rowQueue) (bool, e
 			return h.appendBulk(op, cols, n, q) // more than one block
 		case from%per == 0 && bi == t.n:
 			k = 1
-		case from%per != 0 && bi < t.n && t.writable(bi, h.owner):
+		case from%per != 0 && bi < t.n && t.writable(bi, string(h.owner)):
 			tails[c] = t.get(bi)
 		default:
 			return false, nil
@@ -155,7 +155,7 @@ func (h *Head) bulkCounts(r *root, from, to int, tails *[maxRowCols]*block) ([]i
 		t := &r.cols[c]
 		next := from / per // the index of the column's first new block
 		if from%per != 0 {
-			if next >= t.n || !t.writable(next, h.owner) {
+			if next >= t.n || !t.writable(next, string(h.owner)) {
 				return nil, 0, false
 			}
 			tails[c] = t.get(next)

@@ -63,12 +63,24 @@ func _Decoder_wrap(g *state.Group) *DecoderState {
 	}
 }
 
+// _Decoder_group returns the group g wraps; nil for a nil g, which the store
+// answers with state.ErrReleased.
+func _Decoder_group(g *DecoderState) *state.Group {
+	if g == nil {
+		return nil
+	}
+	return g._group
+}
+
 // KV returns the group's KVCache state, coupled: write, read, snapshot and
 // branch it as any KVCacheState; roll it back, merge it and release it through
 // the group, as its own Rollback, Merge and Release answer state.ErrCoupled.
 //
 //state:view
 func (g *DecoderState) KV() *KVCacheState {
+	if g == nil {
+		return nil
+	}
 	return g._KV
 }
 
@@ -79,6 +91,9 @@ func (g *DecoderState) KV() *KVCacheState {
 //
 //state:view
 func (g *DecoderState) Rec() *RecurrentState {
+	if g == nil {
+		return nil
+	}
 	return g._Rec
 }
 
@@ -92,7 +107,7 @@ func (g *DecoderState) Rec() *RecurrentState {
 //
 //state:acquire
 func (g *DecoderState) Snapshot() (*DecoderSnapshot, error) {
-	cut, err := g._group.Snapshot()
+	cut, err := _Decoder_group(g).Snapshot()
 	if err != nil {
 		return nil, err
 	}
@@ -113,7 +128,7 @@ func (g *DecoderState) Snapshot() (*DecoderSnapshot, error) {
 //
 //state:acquire
 func (g *DecoderState) Branch() (*DecoderState, error) {
-	b, err := g._group.Branch()
+	b, err := _Decoder_group(g).Branch()
 	if err != nil {
 		return nil, err
 	}
@@ -127,11 +142,7 @@ func (g *DecoderState) Branch() (*DecoderState, error) {
 //
 //state:mutates
 func (g *DecoderState) Merge(child *DecoderState) error {
-	var c *state.Group
-	if child != nil {
-		c = child._group
-	}
-	return g._group.Merge(c)
+	return _Decoder_group(g).Merge(_Decoder_group(child))
 }
 
 // Rollback moves every member back to its part of the cut to, or none of them:
@@ -142,11 +153,7 @@ func (g *DecoderState) Merge(child *DecoderState) error {
 //
 //state:mutates
 func (g *DecoderState) Rollback(to *DecoderSnapshot) error {
-	var cut *state.GroupSnap
-	if to != nil {
-		cut = to._cut
-	}
-	return g._group.Rollback(cut)
+	return _Decoder_group(g).Rollback(_Decoder_cut(to))
 }
 
 // AdoptPrefix gives an empty group the states every member had at the longest
@@ -159,13 +166,13 @@ func (g *DecoderState) Rollback(to *DecoderSnapshot) error {
 //
 //state:appends
 func (g *DecoderState) AdoptPrefix(keys []Token) (int, error) {
-	return g._group.AdoptPrefix(state.Bytes(keys))
+	return _Decoder_group(g).AdoptPrefix(state.Bytes(keys))
 }
 
 // Stats reports the members' logical and physical bytes, summed; each member's
 // own Stats has its version and rows.
 func (g *DecoderState) Stats() state.Stats {
-	return g._group.Stats()
+	return _Decoder_group(g).Stats()
 }
 
 // Release releases every member; snapshots taken from the group or its members
@@ -174,7 +181,7 @@ func (g *DecoderState) Stats() state.Stats {
 //
 //state:release
 func (g *DecoderState) Release() error {
-	return g._group.Release()
+	return _Decoder_group(g).Release()
 }
 
 // DecoderSnapshot is one consistent cut of a Decoder group: an immutable
@@ -187,11 +194,22 @@ type DecoderSnapshot struct {
 	_Rec *RecurrentSnapshot
 }
 
+// _Decoder_cut returns the cut v wraps; nil for a nil v.
+func _Decoder_cut(v *DecoderSnapshot) *state.GroupSnap {
+	if v == nil {
+		return nil
+	}
+	return v._cut
+}
+
 // KV returns the cut's snapshot of member KV. It belongs to the cut: release
 // the cut.
 //
 //state:view
 func (v *DecoderSnapshot) KV() *KVCacheSnapshot {
+	if v == nil {
+		return nil
+	}
 	return v._KV
 }
 
@@ -200,6 +218,9 @@ func (v *DecoderSnapshot) KV() *KVCacheSnapshot {
 //
 //state:view
 func (v *DecoderSnapshot) Rec() *RecurrentSnapshot {
+	if v == nil {
+		return nil
+	}
 	return v._Rec
 }
 
@@ -209,5 +230,5 @@ func (v *DecoderSnapshot) Rec() *RecurrentSnapshot {
 //
 //state:release
 func (v *DecoderSnapshot) Release() error {
-	return v._cut.Release()
+	return _Decoder_cut(v).Release()
 }

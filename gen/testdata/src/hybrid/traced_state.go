@@ -41,6 +41,15 @@ func _Traced_wrap(g *state.Group) *TracedState {
 	}
 }
 
+// _Traced_group returns the group g wraps; nil for a nil g, which the store
+// answers with state.ErrReleased.
+func _Traced_group(g *TracedState) *state.Group {
+	if g == nil {
+		return nil
+	}
+	return g._group
+}
+
 // Rec returns the group's Recurrent state, coupled: write, read, snapshot and
 // branch it as any RecurrentState; roll it back, merge it and release it
 // through the group, as its own Rollback, Merge and Release answer
@@ -48,6 +57,9 @@ func _Traced_wrap(g *state.Group) *TracedState {
 //
 //state:view
 func (g *TracedState) Rec() *RecurrentState {
+	if g == nil {
+		return nil
+	}
 	return g._Rec
 }
 
@@ -57,6 +69,9 @@ func (g *TracedState) Rec() *RecurrentState {
 //
 //state:view
 func (g *TracedState) Log() *LogState {
+	if g == nil {
+		return nil
+	}
 	return g._Log
 }
 
@@ -70,7 +85,7 @@ func (g *TracedState) Log() *LogState {
 //
 //state:acquire
 func (g *TracedState) Snapshot() (*TracedSnapshot, error) {
-	cut, err := g._group.Snapshot()
+	cut, err := _Traced_group(g).Snapshot()
 	if err != nil {
 		return nil, err
 	}
@@ -89,17 +104,13 @@ func (g *TracedState) Snapshot() (*TracedSnapshot, error) {
 //
 //state:mutates
 func (g *TracedState) Rollback(to *TracedSnapshot) error {
-	var cut *state.GroupSnap
-	if to != nil {
-		cut = to._cut
-	}
-	return g._group.Rollback(cut)
+	return _Traced_group(g).Rollback(_Traced_cut(to))
 }
 
 // Stats reports the members' logical and physical bytes, summed; each member's
 // own Stats has its version and rows.
 func (g *TracedState) Stats() state.Stats {
-	return g._group.Stats()
+	return _Traced_group(g).Stats()
 }
 
 // Release releases every member; snapshots taken from the group or its members
@@ -108,7 +119,7 @@ func (g *TracedState) Stats() state.Stats {
 //
 //state:release
 func (g *TracedState) Release() error {
-	return g._group.Release()
+	return _Traced_group(g).Release()
 }
 
 // TracedSnapshot is one consistent cut of a Traced group: an immutable
@@ -121,11 +132,22 @@ type TracedSnapshot struct {
 	_Log *LogSnapshot
 }
 
+// _Traced_cut returns the cut v wraps; nil for a nil v.
+func _Traced_cut(v *TracedSnapshot) *state.GroupSnap {
+	if v == nil {
+		return nil
+	}
+	return v._cut
+}
+
 // Rec returns the cut's snapshot of member Rec. It belongs to the cut: release
 // the cut.
 //
 //state:view
 func (v *TracedSnapshot) Rec() *RecurrentSnapshot {
+	if v == nil {
+		return nil
+	}
 	return v._Rec
 }
 
@@ -134,6 +156,9 @@ func (v *TracedSnapshot) Rec() *RecurrentSnapshot {
 //
 //state:view
 func (v *TracedSnapshot) Log() *LogSnapshot {
+	if v == nil {
+		return nil
+	}
 	return v._Log
 }
 
@@ -143,5 +168,5 @@ func (v *TracedSnapshot) Log() *LogSnapshot {
 //
 //state:release
 func (v *TracedSnapshot) Release() error {
-	return v._cut.Release()
+	return _Traced_cut(v).Release()
 }

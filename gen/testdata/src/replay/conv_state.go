@@ -18,6 +18,11 @@ var _Conv_layout = state.Layout{
 	Bound:       8,
 	Descendants: state.Invalidate,
 	Checkpoint:  &state.CheckpointPolicy{Every: 8, Keep: 2},
+	Input: []state.Column{
+		{Name: "A", ElemSize: 2, Width: 4},
+		{Name: "B", ElemSize: 1, Width: 1},
+		{Name: "C", ElemSize: 2, Width: 1},
+	},
 }
 
 // ConvState is a live Conv state.
@@ -187,18 +192,22 @@ func (s *ConvState) WriteDevice(from, to int) (ConvSpans, error) {
 //
 //state:mutates
 func (s *ConvState) Step(in ConvIn, f func(dst ConvSpans, in ConvIn) error) error {
+	var step state.StepFunc
+	if f != nil {
+		step = func(spans [][]device.Span, cols [][]byte) error {
+			dst, _ := _Conv_spans(spans, nil)
+			return f(dst, ConvIn{
+				A: state.Rows[int16](cols[0]),
+				B: state.Rows[int8](cols[1]),
+				C: state.Rows[[2]uint8](cols[2]),
+			})
+		}
+	}
 	return _Conv_head(s).Step([][]byte{
 		state.Bytes(in.A),
 		state.Bytes(in.B),
 		state.Bytes(in.C),
-	}, false, func(spans [][]device.Span, cols [][]byte) error {
-		dst, _ := _Conv_spans(spans, nil)
-		return f(dst, ConvIn{
-			A: state.Rows[int16](cols[0]),
-			B: state.Rows[int8](cols[1]),
-			C: state.Rows[[2]uint8](cols[2]),
-		})
-	})
+	}, false, step)
 }
 
 // Spans locates rows [from, to) in device memory, for kernels that read them.

@@ -19,6 +19,10 @@ var _Recurrent_layout = state.Layout{
 	Bound:       4,
 	Descendants: state.Invalidate,
 	Checkpoint:  &state.CheckpointPolicy{Every: 16, Keep: 4},
+	Input: []state.Column{
+		{Name: "X", ElemSize: 4, Width: 64},
+		{Name: "Tok", ElemSize: 4, Width: 1},
+	},
 }
 
 // RecurrentState is a live Recurrent state: recurrent layers' state of one
@@ -210,10 +214,14 @@ func (s *RecurrentState) WriteDevice(from, to int) (RecurrentSpans, error) {
 //
 //state:mutates
 func (s *RecurrentState) Step(in RecInput, f func(dst RecurrentSpans, in RecInput) error) error {
-	return _Recurrent_head(s).Step([][]byte{state.Bytes(in.X), state.Bytes(in.Tok)}, true, func(spans [][]device.Span, cols [][]byte) error {
-		dst, _ := _Recurrent_spans(spans, nil)
-		return f(dst, RecInput{X: state.Rows[float32](cols[0]), Tok: state.Rows[Token](cols[1])})
-	})
+	var step state.StepFunc
+	if f != nil {
+		step = func(spans [][]device.Span, cols [][]byte) error {
+			dst, _ := _Recurrent_spans(spans, nil)
+			return f(dst, RecInput{X: state.Rows[float32](cols[0]), Tok: state.Rows[Token](cols[1])})
+		}
+	}
+	return _Recurrent_head(s).Step([][]byte{state.Bytes(in.X), state.Bytes(in.Tok)}, true, step)
 }
 
 // Spans locates rows [from, to) in device memory, for kernels that read them.
