@@ -67,21 +67,21 @@ func (h *Head) Step(in [][]byte, verify bool, f StepFunc) error {
 		}
 	}()
 	rows := h.r.rows
-	tx := writeTx{h: h, op: "Step", kind: deviceWrite, from: 0, to: rows, rebuild: restoreInPlace}
+	tx := writeTx{h: h, op: "Step", kind: deviceWrite, from: 0, to: rows}
 	tx.ops = h.plan(deviceWrite, 0, rows, nil)
 	defer tx.doneOps()
 	if err := tx.take(); err != nil {
 		return err
 	}
 	if err := tx.fillNewBlocks(); err != nil {
-		return tx.abort(err)
+		return tx.abortStep(err)
 	}
 	spans := tx.spans()
 	start := time.Now()
 	ferr, panicked := runStep(f, spans, rec.in)
 	rec.took = time.Since(start)
 	if panicked != nil {
-		tx.abort(ferr)
+		tx.abortStep(ferr)
 		panic(panicked.v) // the head is as before; the panic is the caller's
 	}
 	if ferr != nil {
@@ -92,7 +92,7 @@ func (h *Head) Step(in [][]byte, verify bool, f StepFunc) error {
 		}
 	}
 	if ferr != nil {
-		return tx.abort(ferr)
+		return tx.abortStep(ferr)
 	}
 	tx.commit(rows)
 	h.addEntry(entry{pos: h.pos, rows: rows, d: &delta{from: 0, to: rows, bytes: inBytes, step: rec}})
@@ -130,6 +130,18 @@ func runStep(f StepFunc, spans [][]device.Span, in [][]byte) (err error, p *step
 		}
 	}()
 	return f(spans, in), nil
+}
+
+// abortStep is writeTx.abort for a step: the write's blocks given back
+// (undo), and the version before rebuilt where the step function wrote
+// rows in place (restoreInPlace).
+func (tx *writeTx) abortStep(err error) error {
+	back, rerr := restoreInPlace(tx, tx.undo(nil))
+	if rerr != nil {
+		err = fmt.Errorf("%w; rebuilding the version before it: %w", err, rerr)
+	}
+	tx.h.pool.free(back)
+	return tx.h.errorf(tx.op, "%w", err)
 }
 
 // restoreInPlace gives h back the rows of its version after a write

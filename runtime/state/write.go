@@ -124,11 +124,6 @@ type writeTx struct {
 	from, to int
 	ops      []blockOp
 	taken    []*block // every block alloc gave the write, for undo
-	// rebuild, when not nil, is how an abort gives the head back the
-	// version before when the caller writes the rows in place through
-	// the spans (a step function: restoreInPlace), given the blocks the
-	// write took and returning those it did not use.
-	rebuild func(tx *writeTx, spare []*block) ([]*block, error)
 }
 
 // apply plans and performs a write of rows [from, to) and commits it as a
@@ -429,25 +424,23 @@ func (tx *writeTx) restore(runs []visibleRun) error {
 	return errors.Join(errs...)
 }
 
-// abort undoes a write that failed before its commit, the one way every
-// write path undoes: it gives back every block the write took and, where
-// the caller wrote rows in place, rebuilds the version before into the
-// blocks involved (tx.rebuild). It returns err with the call's
-// context.
+// abort undoes a write that failed before its commit: it gives back
+// every block the write took (undo) and returns err with the call's
+// context. A write whose caller wrote rows in place (Step) aborts with
+// abortStep, which rebuilds the version before into those blocks.
 func (tx *writeTx) abort(err error) error {
-	var back []*block
+	tx.h.pool.free(tx.undo(nil))
+	return tx.h.errorf(tx.op, "%w", err)
+}
+
+// undo drops the write's references to the blocks it took and appends to
+// back those it held alone: every abort's first step.
+func (tx *writeTx) undo(back []*block) []*block {
 	for _, b := range tx.taken {
 		releaseBlock(b, &back)
 	}
 	tx.taken = nil
-	if tx.rebuild != nil {
-		var rerr error
-		if back, rerr = tx.rebuild(tx, back); rerr != nil {
-			err = fmt.Errorf("%w; rebuilding the version before it: %w", err, rerr)
-		}
-	}
-	tx.h.pool.free(back)
-	return tx.h.errorf(tx.op, "%w", err)
+	return back
 }
 
 // spans returns, per column, where rows [from, to) lie once the write
