@@ -134,10 +134,10 @@ func (p *Pool) shortfall(c *sizeClass, want int, deviceFull bool) int64 {
 // freeable returns the bytes eviction could free now, counted until they
 // reach need: the cached prefix blocks no head holds, the blocks only
 // optional and rebuildable reconstructable handles hold (a walk of each
-// one's tree), and the blocks only registered group states hold, from
-// the least recently used state on. Its callers ask whether eviction can
-// make a call's room, and the answer costs the victims that make it, not
-// every victim.
+// one's tree), and the blocks only registered group states hold, each
+// counted once whichever states hold it (groupCache.freeable). Its
+// callers ask whether eviction can make a call's room, and the answer
+// costs the victims that make it, not every victim.
 func (p *Pool) freeable(need int64) int64 {
 	n := p.cache.cachedBytes()
 	if n >= need {

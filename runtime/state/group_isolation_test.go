@@ -145,3 +145,36 @@ func TestGroupTablesFollowTheDomainsInUse(t *testing.T) {
 		t.Fatalf("%d group tables left once every domain was forgotten", n)
 	}
 }
+
+// TestGroupStatesSharingBlocksAreCountedAndEvicted: the states one group
+// registers along its chain share their prefix blocks and, where a member
+// did not change, that member's root. Counted each alone, those blocks
+// appear in no figure and weigh nothing for eviction; counted once
+// whoever holds them, PoolStats.CachedBytes is every byte the states
+// hold, and a mandatory allocation that needs all of it evicts them.
+func TestGroupStatesSharingBlocksAreCountedAndEvicted(t *testing.T) {
+	p := newPool(t, PoolOptions{MaxBytes: 64 << 10})
+	recL := rec(Invalidate)
+	g := must[*Group](t)(NewSharedGroup(p, "a", "tenant", tokLayout, recL))
+	check(t, g.Head(1).Write(0, recRow(7))) // the recurrent state never changes again
+	for tok := range 160 {
+		check(t, g.Head(0).Append(tokRow(uint32(tok))))
+	}
+	check(t, g.Release())
+	st := p.Stats()
+	if st.Live != 0 || st.PhysicalBytes == 0 || st.CachedBytes != st.PhysicalBytes {
+		t.Fatalf("with only registered states left: %d live, %d physical bytes, %d cached; want every physical byte cached",
+			st.Live, st.PhysicalBytes, st.CachedBytes)
+	}
+	// A mandatory state that needs the whole pool: every registered state
+	// must go.
+	big := &Layout{Type: "Big", Columns: []Column{{Name: "A", ElemSize: 1024, Width: 1}}, Growth: Mutable, Bound: 64}
+	h, err := p.NewHead(big, "z")
+	if err != nil {
+		t.Fatalf("a head that needs the registered states' room: %v (cached %d of %d reserved)", err, st.CachedBytes, st.ReservedBytes)
+	}
+	defer h.Release()
+	if st := p.Stats(); st.CachedBytes != 0 {
+		t.Fatalf("%d cached bytes left after the pool needed all of it", st.CachedBytes)
+	}
+}

@@ -350,41 +350,62 @@ func stateBytes(e *groupEntry) int64 {
 	return n
 }
 
-// cachedBytes is the bytes of the blocks only registered states hold: a
-// walk of every state, for PoolStats.
+// cachedBytes is the bytes of the blocks only registered states hold,
+// each counted once whichever states hold it (onlyBlocks): what
+// evicting every state frees. PoolStats.CachedBytes and reclaim's
+// freeable read it.
 func (c *groupCache) cachedBytes() int64 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	var n int64
-	for e := c.states.front; e != nil; e = e.next {
-		n += stateBytes(e)
-	}
+	c.freeBlocks(func(b *block) { n += int64(b.Bytes()) })
 	return n
 }
 
-// freeable returns the bytes evicting registered states would free,
-// counted from the least recently used until need is reached: a reclaim
-// asks whether eviction can make its room, and the answer costs the
-// states it takes, not every state.
-func (c *groupCache) freeable(need int64) int64 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	var n int64
-	for e := c.states.front; e != nil && n < need; e = e.next {
-		n += stateBytes(e)
-	}
-	return n
-}
-
-// freeBlocks calls f with every block only registered states hold.
+// freeBlocks calls f once with every block only registered states hold.
 func (c *groupCache) freeBlocks(f func(*block)) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for e := c.states.front; e != nil; e = e.next {
-		for _, r := range e.roots {
-			exclusiveBlocks(r, f)
+	refs, _ := c.frontRootsLocked(-1)
+	onlyBlocks(refs, f)
+}
+
+// freeable returns the bytes evicting the least recently used registered
+// states would free, jointly (onlyBlocks), taking from the front of the
+// list twice as many states each time until they free need or every
+// state is taken: a reclaim asks whether eviction can make its room, and
+// the answer costs about the states that make it, not every state. The
+// blocks the front states hold alone are counted first: where they make
+// need, so do the blocks the states hold jointly, which are more.
+func (c *groupCache) freeable(need int64) int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var alone int64
+	for e := c.states.front; e != nil && alone < need; e = e.next {
+		alone += stateBytes(e)
+	}
+	if alone >= need {
+		return alone
+	}
+	for k := maxGroupVictims; ; k *= 2 {
+		refs, all := c.frontRootsLocked(k)
+		var n int64
+		onlyBlocks(refs, func(b *block) { n += int64(b.Bytes()) })
+		if n >= need || all {
+			return n
 		}
 	}
+}
+
+// frontRootsLocked returns the roots the k least recently used states
+// hold (every state's for k < 0), and whether that is every state. c.mu
+// is held.
+func (c *groupCache) frontRootsLocked(k int) ([]*root, bool) {
+	var refs []*root
+	e := c.states.front
+	for ; e != nil && k != 0; e = e.next {
+		refs = append(refs, e.roots...)
+		k--
+	}
+	return refs, e == nil
 }
 
 // forget drops the registered states of domain d; Pool.ForgetPrefixes
@@ -419,7 +440,11 @@ const maxGroupVictims = 16
 
 // victims lists, as optional victims, the least recently used registered
 // states that would free something, maxGroupVictims at most: a reclaim
-// round reads the front of the list, never the whole of it.
+// round reads the front of the list, never the whole of it. A state whose
+// every block another state holds too is left for a later round: of the
+// states that share blocks along a chain, the one registered last holds
+// its last block alone, and once it goes the blocks it shared are the
+// others' alone (freeable counts them so from the start).
 func (c *groupCache) victims(p *Pool) []evictable {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -427,7 +452,7 @@ func (c *groupCache) victims(p *Pool) []evictable {
 	for e := c.states.front; e != nil && len(out) < maxGroupVictims; e = e.next {
 		bytes := stateBytes(e)
 		if bytes == 0 {
-			continue // every block is held elsewhere too: evicting frees nothing
+			continue // every block is held elsewhere too: evicting frees nothing now
 		}
 		if e.typ == "" {
 			e.typ = fmt.Sprintf("group state at %d rows", e.rows)

@@ -539,6 +539,73 @@ func exclusiveBytes(r *root) int64 {
 	return n
 }
 
+// onlyBlocks calls f once with each block that only the references refs
+// reach: refs lists one reference to a root per holder (a root held twice
+// through them is listed twice), and a block is theirs when every root,
+// node and block on each of its paths is held through them alone. This is
+// the one count of what dropping a set of holders frees, for holders that
+// share nodes and blocks among themselves (a group's registered states
+// along one chain share their prefix and their members' unchanged roots):
+// each block is counted once, whoever of them holds it, where summing
+// each holder's exclusiveBlocks would count the shared ones nowhere.
+// A node's height (1 for a leaf) never changes, and a node is reached
+// only from roots' trees of its height or from nodes one higher, so the
+// references to every node are counted before it is judged.
+func onlyBlocks(refs []*root, f func(*block)) {
+	if len(refs) == 1 {
+		exclusiveBlocks(refs[0], f)
+		return
+	}
+	held := make(map[*root]int32, len(refs))
+	for _, r := range refs {
+		held[r]++
+	}
+	nodes := map[*node]int32{}
+	var byHeight [][]*node
+	reach := func(n *node, h int) {
+		if nodes[n] == 0 {
+			for len(byHeight) <= h {
+				byHeight = append(byHeight, nil)
+			}
+			byHeight[h] = append(byHeight[h], n)
+		}
+		nodes[n]++
+	}
+	for r, k := range held {
+		if r.rc.Load() != k {
+			continue // held elsewhere too
+		}
+		for _, t := range r.cols {
+			if t.root != nil {
+				reach(t.root, t.height)
+			}
+		}
+	}
+	blks := map[*block]int32{}
+	for h := len(byHeight) - 1; h >= 1; h-- {
+		for _, n := range byHeight[h] {
+			if n.rc.Load() != nodes[n] {
+				continue
+			}
+			for _, k := range n.kids {
+				if k != nil {
+					reach(k, h-1)
+				}
+			}
+			for _, b := range n.blks {
+				if b != nil {
+					blks[b]++
+				}
+			}
+		}
+	}
+	for b, k := range blks {
+		if b.Refs() == k {
+			f(b)
+		}
+	}
+}
+
 // exclusiveBlocks calls f with each block of r that only r holds.
 func exclusiveBlocks(r *root, f func(*block)) {
 	if r == nil || r.rc.Load() != 1 {
