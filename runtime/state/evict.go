@@ -2,6 +2,7 @@ package state
 
 import (
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/gpustate/gpustate/runtime/device"
@@ -187,7 +188,18 @@ func (p *Pool) handleVictims() []evictable {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	live := make([]evictable, 0, len(p.live))
+	var groups []*Group
 	for h := range p.live {
+		if hd, ok := h.(*Head); ok {
+			if g := hd.group.Load(); g != nil {
+				// A group is one victim: its members go together.
+				if !slices.Contains(groups, g) {
+					groups = append(groups, g)
+					live = append(live, groupVictims{g})
+				}
+				continue
+			}
+		}
 		if e, ok := h.(evictable); ok {
 			live = append(live, e)
 		}
@@ -240,20 +252,33 @@ func (h *Head) rebuildPath() (q, t int, ok bool) {
 }
 
 func (h *Head) evict() (int64, bool) {
+	if h.group.Load() != nil {
+		return 0, false // a member goes with its group (groupVictims)
+	}
 	if !h.mu.TryLock() {
 		return 0, false
 	}
 	defer h.mu.Unlock()
-	if h.released || h.evicted || h.r == nil {
-		return 0, false
-	}
-	optional := h.l.Retention == Optional
-	if !optional && !h.rebuildable() {
-		return 0, false
-	}
-	if exclusiveBytes(h.r) == 0 {
+	if !h.evictableLocked() || exclusiveBytes(h.r) == 0 {
 		return 0, false // every block is shared: evicting frees nothing
 	}
+	return h.evictLocked(), true
+}
+
+// evictableLocked reports whether h may be evicted now: live, in device
+// memory, and optional or rebuildable. h.mu is held.
+func (h *Head) evictableLocked() bool {
+	if h.released || h.evicted || h.r == nil {
+		return false
+	}
+	return h.l.Retention == Optional || h.rebuildable()
+}
+
+// evictLocked drops h's version (and an optional head's history) and
+// returns the bytes that reached no reference. h.mu is held, and
+// evictableLocked said yes.
+func (h *Head) evictLocked() int64 {
+	optional := h.l.Retention == Optional
 	var freed []*block
 	h.r.release(&freed)
 	h.r = nil
@@ -266,7 +291,7 @@ func (h *Head) evict() (int64, bool) {
 	h.pool.free(freed)
 	h.pool.logical.Add(-h.logical)
 	h.logical = 0
-	return blockBytes(freed), true
+	return blockBytes(freed)
 }
 
 // rebuild gives an evicted reconstructable head its version back from its

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync/atomic"
 )
 
@@ -48,6 +49,11 @@ func NewGroup(p *Pool, owner Owner, layouts ...*Layout) (*Group, error) {
 // couple makes a group of heads no group holds.
 func couple(p *Pool, owner Owner, heads []*Head) *Group {
 	g := &Group{id: groupIDs.Add(1), pool: p, owner: owner, heads: heads, order: byID(heads), shared: -1}
+	types := make([]string, len(heads))
+	for i, h := range heads {
+		types[i] = h.l.Type
+	}
+	g.victimType = "group of " + strings.Join(types, ", ")
 	for i, h := range heads {
 		if h.l.ShareKey != "" {
 			g.shared = i

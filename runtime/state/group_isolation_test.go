@@ -2,6 +2,7 @@ package state
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"slices"
 	"testing"
@@ -176,5 +177,33 @@ func TestGroupStatesSharingBlocksAreCountedAndEvicted(t *testing.T) {
 	defer h.Release()
 	if st := p.Stats(); st.CachedBytes != 0 {
 		t.Fatalf("%d cached bytes left after the pool needed all of it", st.CachedBytes)
+	}
+}
+
+// TestOptionalGroupIsOneVictim: under memory pressure an optional group
+// is evicted whole, never one member with its partner kept.
+func TestOptionalGroupIsOneVictim(t *testing.T) {
+	p := newPool(t, PoolOptions{MaxBytes: 64 << 10})
+	kvL := kv(Append, 1024, Invalidate)
+	kvL.Retention = Optional
+	recL := rec(Invalidate)
+	recL.Retention = Optional
+	g := must[*Group](t)(NewGroup(p, "a", kvL, recL))
+	defer g.Release()
+	check(t, g.Head(0).Append(kvRows(512, 1))) // 12 KiB: the victim the pool needs
+	check(t, g.Head(1).Write(0, recRow(3)))
+	big := &Layout{Type: "Big", Columns: []Column{{Name: "A", ElemSize: 1024, Width: 1}}, Growth: Mutable, Bound: 56}
+	h, err := p.NewHead(big, "z")
+	if err != nil {
+		t.Fatalf("a mandatory head that needs the group's room: %v", err)
+	}
+	defer h.Release()
+	_, kvErr := g.Head(0).Snapshot()
+	recErr := g.Head(1).Read(0, 4, [][]byte{make([]byte, 32)})
+	if !errors.Is(kvErr, ErrEvicted) || !errors.Is(recErr, ErrEvicted) {
+		t.Fatalf("after eviction: KV answers %v, Rec answers %v; want both evicted", kvErr, recErr)
+	}
+	if st := p.Stats(); st.Evictions != 1 {
+		t.Fatalf("%d evictions; want the group as one", st.Evictions)
 	}
 }

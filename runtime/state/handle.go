@@ -328,6 +328,8 @@ type Group struct {
 	// holder's members may have moved since; a registration checks it.
 	// The shared member's mu guards it.
 	tip *groupEntry
+	// victimType names the group for the Evictor: its members' types.
+	victimType string
 
 	mu       sync.Mutex // serializes the group's calls
 	released bool
