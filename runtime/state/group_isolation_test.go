@@ -207,3 +207,27 @@ func TestOptionalGroupIsOneVictim(t *testing.T) {
 		t.Fatalf("%d evictions; want the group as one", st.Evictions)
 	}
 }
+
+// TestGroupAdoptionIsCounted: a group's AdoptPrefix counts in PoolStats
+// as a head's does: a call, and on a hit the rows adopted.
+func TestGroupAdoptionIsCounted(t *testing.T) {
+	p := newPool(t, PoolOptions{})
+	a := must[*Group](t)(NewSharedGroup(p, "a", "tenant", tokLayout, groupRecLayout))
+	prompt := make([]uint32, 40)
+	for i := range prompt {
+		prompt[i] = uint32(i + 1)
+		feedTok(t, a, prompt[i])
+	}
+	check(t, a.Release())
+	b := must[*Group](t)(NewSharedGroup(p, "b", "tenant", tokLayout, groupRecLayout))
+	defer b.Release()
+	n := must[int](t)(b.AdoptPrefix(keysOf(prompt)))
+	c := must[*Group](t)(NewSharedGroup(p, "c", "tenant", tokLayout, groupRecLayout))
+	defer c.Release()
+	must[int](t)(c.AdoptPrefix(keysOf([]uint32{99, 98})))
+	st := p.Stats()
+	if n != 32 || st.AdoptCalls != 2 || st.AdoptHits != 1 || st.AdoptedRows != 32 {
+		t.Fatalf("adopted %d rows; stats count %d calls, %d hits, %d rows; want 2 calls, 1 hit, 32 rows",
+			n, st.AdoptCalls, st.AdoptHits, st.AdoptedRows)
+	}
+}

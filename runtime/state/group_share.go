@@ -265,8 +265,10 @@ func (g *Group) AdoptPrefix(keys []byte) (int, error) {
 	}
 	e, roots := g.pool.groups.lookup(g, keys, h.perBlock[0]*ks)
 	if e == nil {
+		g.pool.adopted(0)
 		return 0, nil
 	}
+	g.pool.adopted(e.rows)
 	for i, m := range g.heads {
 		var freed []*block
 		m.r.release(&freed)

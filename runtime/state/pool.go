@@ -340,3 +340,14 @@ type stagingUse struct {
 	st  device.Stream
 	ev  device.Event
 }
+
+// adopted counts one AdoptPrefix call that looked a prefix up, of a head
+// or of a group, and the rows it adopted (0: a miss): PoolStats's
+// AdoptCalls, AdoptHits and AdoptedRows.
+func (p *Pool) adopted(rows int) {
+	p.adoptCalls.Add(1)
+	if rows > 0 {
+		p.adoptHits.Add(1)
+		p.adoptedRows.Add(int64(rows))
+	}
+}

@@ -169,13 +169,13 @@ func (h *Head) AdoptPrefix(keys []byte) (int, error) {
 	if s.tab == nil {
 		return 0, nil
 	}
-	h.pool.adoptCalls.Add(1)
 	per := h.perBlock[0]
 	n := len(keys) / s.ks / per
 	if b := h.l.Bound; b > 0 {
 		n = min(n, b/per)
 	}
 	chain := h.pool.cache.adopt(s.tab, keys, per*s.ks, n)
+	h.pool.adopted(len(chain) * per)
 	if len(chain) == 0 {
 		return 0, nil
 	}
@@ -192,8 +192,6 @@ func (h *Head) AdoptPrefix(keys []byte) (int, error) {
 	h.pool.free(freed)
 	s.reg, s.last, s.tail, s.known = len(chain), chain[len(chain)-1], s.tail[:0], r.rows
 	h.committed(written{to: r.rows})
-	h.pool.adoptHits.Add(1)
-	h.pool.adoptedRows.Add(int64(r.rows))
 	return r.rows, nil
 }
 
