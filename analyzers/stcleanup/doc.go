@@ -42,9 +42,12 @@
 // (in a loop, say) before its release, also when a second variable keeps
 // it across the loop's runs (last = v) and is overwritten in turn, and a
 // resource kept only in a field of a local struct (a named result) that is
-// then cleared. Keeping only the error, _, err := acquire(), is not
-// reported: the caller expects the call to fail; nor is handing both
-// results on, f(acquire()).
+// then cleared. Keeping only the error is a discard too, in every form
+// (_, err := s.Snapshot(), if _, err := s.Branch(); err != nil,
+// var _, err = acquire()): when the call succeeds nobody holds the
+// resource, and the message says to assign it and release it after the
+// error check. Handing both results on, f(acquire()), is not reported:
+// the callee decides.
 //
 // The analysis errs toward silence: values merged from several paths may be
 // released through any variable that held them, the result of a call may

@@ -64,6 +64,13 @@ func report(pass *analysis.Pass, o *ownership.Oracle, l stownership.Leak) {
 	by := l.Fn.Name()
 	d := analysis.Diagnostic{Pos: l.Call.Pos(), End: l.Call.End()}
 	switch l.Kind {
+	case stownership.LeakBlank:
+		// _, err := acquire(): on success the resource is held by nobody.
+		if rel != "" {
+			d.Message = fmt.Sprintf("%s acquired by %s is discarded: _ drops it when the call succeeds; assign it to a variable and call its %s method after the error check", typ, by, rel)
+		} else {
+			d.Message = fmt.Sprintf("%s acquired by %s is discarded: _ drops it when the call succeeds; assign it to a variable and release it after the error check", typ, by)
+		}
 	case stownership.LeakDiscarded:
 		if rel != "" {
 			d.Message = fmt.Sprintf("%s acquired by %s is discarded; assign it and call its %s method when done", typ, by, rel)

@@ -223,12 +223,12 @@ func (c *cleanup) lost(st ostate, id int, at ast.Node) {
 // variable errLHS, when the callee has an error result).
 func (c *cleanup) acquire(st ostate, id int, stmt ast.Node, l, errLHS ast.Expr) {
 	if isBlank(l) {
+		// A result assigned to _ is discarded, with or without its error
+		// (_, err := s.Snapshot(): on success nobody holds the snapshot).
 		st[id] = obl{}
-		// _, err := Acquire() keeps only the error: the caller expects the
-		// call to fail (a test of a bad argument, say), so only a result
-		// discarded together with its error is reported.
-		if errLHS == nil || isBlank(errLHS) || !c.obls[id].errRes {
-			c.discard(id)
+		c.discard(id)
+		if c.record && errLHS != nil && !isBlank(errLHS) {
+			c.blank[id] = true
 		}
 		return
 	}

@@ -29,6 +29,7 @@ type LeakKind int
 const (
 	LeakExit        LeakKind = iota // still held when the function returns
 	LeakDiscarded                   // the result was never kept
+	LeakBlank                       // the result was assigned to _ and its error kept (_, err := acquire())
 	LeakOverwritten                 // its last holder was overwritten before a release
 )
 
@@ -139,6 +140,7 @@ type cleanup struct {
 	exitAt    map[int]ast.Node
 	lostAt    map[int]ast.Node
 	discarded map[int]bool
+	blank     map[int]bool // discarded to _ with the error kept
 	escaped   map[int]bool
 	defs      map[int]ast.Stmt
 	holderOf  map[int]*types.Var
@@ -314,6 +316,7 @@ func (c *cleanup) replay(ins []ostate) {
 	c.exitAt = make(map[int]ast.Node)
 	c.lostAt = make(map[int]ast.Node)
 	c.discarded = make(map[int]bool)
+	c.blank = make(map[int]bool)
 	c.escaped = make(map[int]bool)
 	c.defs = make(map[int]ast.Stmt)
 	c.holderOf = make(map[int]*types.Var)
@@ -350,6 +353,8 @@ func (c *cleanup) result() *funcResult {
 		}
 		l := Leak{Call: ob.call, Fn: ob.fn, Holder: c.holderOf[id], Def: c.defs[id], Escapes: c.escaped[id]}
 		switch {
+		case c.blank[id]:
+			l.Kind = LeakBlank
 		case c.discarded[id]:
 			l.Kind = LeakDiscarded
 		case c.lostAt[id] != nil:
