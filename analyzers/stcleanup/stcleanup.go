@@ -39,18 +39,19 @@ func run(pass *analysis.Pass, own *analysis.Analyzer) (any, error) {
 		return nil, nil
 	}
 	for _, l := range res.Leaks {
-		if !res.Withheld(resultType(pass, l.Call)) {
+		if !res.Withheld(resultType(pass, l.Call, l.Result)) {
 			report(pass, res.Oracle, l)
 		}
 	}
 	return nil, nil
 }
 
-// resultType returns the type of the resource an acquiring call returns.
-func resultType(pass *analysis.Pass, call *ast.CallExpr) types.Type {
+// resultType returns the type of result i of an acquiring call: the
+// resource.
+func resultType(pass *analysis.Pass, call *ast.CallExpr, i int) types.Type {
 	t := pass.TypesInfo.TypeOf(call)
 	if tup, ok := t.(*types.Tuple); ok && tup.Len() > 0 {
-		t = tup.At(0).Type()
+		t = tup.At(min(i, tup.Len()-1)).Type()
 	}
 	return t
 }
@@ -58,7 +59,7 @@ func resultType(pass *analysis.Pass, call *ast.CallExpr) types.Type {
 // report reports one leak, with the exit it leaks through or the statement
 // that overwrites it, and where a deferred release is right, its fix.
 func report(pass *analysis.Pass, o *ownership.Oracle, l stownership.Leak) {
-	t := resultType(pass, l.Call)
+	t := resultType(pass, l.Call, l.Result)
 	typ := ownership.TypeName(t)
 	rel := o.ReleaseMethod(t)
 	by := l.Fn.Name()
@@ -82,6 +83,10 @@ func report(pass *analysis.Pass, o *ownership.Oracle, l stownership.Leak) {
 		d.Related = []analysis.RelatedInformation{related(pass, l.At, "overwritten here")}
 	case stownership.LeakExit:
 		switch {
+		case l.BesideError && l.Holder != nil && rel != "":
+			d.Message = fmt.Sprintf("%s acquired by %s is returned beside a non-nil error, and callers discard results on error; call %s.%s() before that return and return nil in its place", typ, by, l.Holder.Name(), rel)
+		case l.BesideError:
+			d.Message = fmt.Sprintf("%s acquired by %s is returned beside a non-nil error, and callers discard results on error; release it before that return and return nil in its place", typ, by)
 		case l.Escapes && l.Holder != nil && rel != "":
 			// Kept on the success path (stored in a map, returned): a
 			// deferred release would release what is kept.
@@ -94,6 +99,9 @@ func report(pass *analysis.Pass, o *ownership.Oracle, l stownership.Leak) {
 			d.Message = fmt.Sprintf("%s acquired by %s is not released on every path; release it before each return", typ, by)
 		}
 		d.Related = []analysis.RelatedInformation{related(pass, l.At, "this return leaks it")}
+		if l.BesideError {
+			break
+		}
 		if fix := deferFix(pass, l, rel); fix != nil {
 			d.SuggestedFixes = []analysis.SuggestedFix{*fix}
 		}

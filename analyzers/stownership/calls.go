@@ -4,6 +4,8 @@ import (
 	"go/ast"
 	"go/token"
 	"go/types"
+	"slices"
+	"strings"
 
 	"github.com/gpustate/gpustate/analyzers/internal/dataflow"
 	"github.com/gpustate/gpustate/analyzers/internal/ownership"
@@ -51,6 +53,11 @@ func (c *cleanup) call(st ostate, call *ast.CallExpr, goStmt bool) {
 		c.receiver(st, fn, kind, recv, goStmt)
 	} else if kind == ownership.Dynamic {
 		c.expr(st, call.Fun)
+		// release() or defer release(), the releaser returned beside a
+		// resource: only releasers hold resources among func values.
+		if v := c.localVar(call.Fun); v != nil && !goStmt && isFunc(v.Type()) {
+			c.discharge(st, c.known(v), release)
+		}
 	}
 	for j, arg := range call.Args {
 		c.argument(st, call, fn, kind, j, arg, goStmt)
@@ -129,15 +136,62 @@ func (c *cleanup) argument(st ostate, call *ast.CallExpr, fn *types.Func, kind o
 		return
 	}
 	pi := ownership.ParamIndex(fn, j)
-	c.expr(st, arg)
 	switch {
 	case c.o.Releases(fn, pi):
+		c.expr(st, arg)
 		c.discharge(st, c.rootBits(arg), release)
 	case c.o.Disposes(fn, pi):
+		c.expr(st, arg)
 		c.discharge(st, c.rootBits(arg), dispose)
 	case c.o.Takes(fn, pi):
+		c.expr(st, arg)
 		c.discharge(st, c.rootBits(arg), store)
+	case c.o.TakesOnSuccess(fn, pi):
+		c.expr(st, arg)
+		if ev := c.onSuccess[call]; ev != nil {
+			c.pending = append(c.pending, pendingTake{m: c.rootBits(arg), err: ev})
+		} else {
+			// The call's error is not kept in a variable (returned or
+			// passed on): assume it succeeds.
+			c.discharge(st, c.rootBits(arg), store)
+		}
+	default:
+		c.borrow(st, arg)
 	}
+}
+
+// borrow evaluates an argument the callee borrows: a composite literal
+// (Desc{Shader: sh}, &Opts{...}) passed straight to the call is a
+// temporary, so what it holds is borrowed with it, not stored
+// (docs/DIRECTIVES.md); an acquiring call inside it is discarded.
+func (c *cleanup) borrow(st ostate, arg ast.Expr) {
+	x := ast.Unparen(arg)
+	if u, ok := x.(*ast.UnaryExpr); ok && u.Op == token.AND {
+		x = ast.Unparen(u.X)
+	}
+	lit, ok := x.(*ast.CompositeLit)
+	if !ok {
+		c.expr(st, arg)
+		return
+	}
+	for _, elt := range lit.Elts {
+		if kv, ok := elt.(*ast.KeyValueExpr); ok {
+			c.expr(st, kv.Key)
+			elt = kv.Value
+		}
+		if call, id := c.site(elt); id >= 0 {
+			c.call(st, call, false)
+			c.discard(id)
+			continue
+		}
+		c.borrow(st, elt)
+	}
+}
+
+// isFunc reports whether t is a func type.
+func isFunc(t types.Type) bool {
+	_, ok := t.Underlying().(*types.Signature)
+	return ok
 }
 
 // callValueArg evaluates the j-th argument of a call of a function value.
@@ -147,7 +201,7 @@ func (c *cleanup) argument(st ostate, call *ast.CallExpr, fn *types.Func, kind o
 // seen through: the discharge its body makes of the parameter on every
 // path is the call's.
 func (c *cleanup) callValueArg(st ostate, call *ast.CallExpr, j int, arg ast.Expr) {
-	c.expr(st, arg)
+	c.borrow(st, arg)
 	lit, ok := ast.Unparen(call.Fun).(*ast.FuncLit)
 	if !ok {
 		return
@@ -165,6 +219,117 @@ func (c *cleanup) callValueArg(st ostate, call *ast.CallExpr, j int, arg ast.Exp
 // returned as the first result makes the function an acquirer), and every
 // obligation still live leaks through this exit.
 func (c *cleanup) ret(st ostate, r *ast.ReturnStmt) {
+	// A resource returned beside a non-nil error is not handed back:
+	// callers discard the results on error (docs/DIRECTIVES.md).
+	beside := c.besideError(st, r)
+	saved := make(map[int]obl, len(beside))
+	for _, id := range beside {
+		saved[id] = st[id]
+	}
+	c.besideNow = beside
+	c.retResults(st, r)
+	c.besideNow = nil
+	for id, ob := range saved {
+		st[id] = ob
+		if c.record {
+			c.besideAt[id] = r
+		}
+	}
+	for id := range c.obls {
+		if st[id].live && st[id].taken != 0 {
+			// Given to a takes-onsuccess callee whose error is
+			// returned unchecked: the caller's caller decides.
+			st[id] = obl{}
+		}
+	}
+	c.retExit(st, r)
+}
+
+// besideError returns the acquire obligations, live at return r, whose
+// error result is known non-nil there: an error variable proved non-nil
+// on every path to r, or a value that cannot be nil (fmt.Errorf(...),
+// errors.New(...), &E{...}, a package's ErrX).
+func (c *cleanup) besideError(st ostate, r *ast.ReturnStmt) []int {
+	res := c.in.Sig.Results()
+	n := res.Len()
+	if n < 2 || !types.Identical(res.At(n-1).Type(), errorType) {
+		return nil
+	}
+	var errVar *types.Var
+	always := false
+	switch {
+	case len(r.Results) == 0:
+		if len(c.in.Results) == n {
+			errVar = c.in.Results[n-1]
+		}
+	case len(r.Results) == n:
+		e := r.Results[n-1]
+		if v := dataflow.VarOf(c.info, e); v != nil && c.local(v) {
+			errVar = v
+		} else {
+			always = c.nonNilError(e)
+		}
+	}
+	var b uint64
+	if errVar != nil {
+		b = c.known(errVar)
+	}
+	if b == 0 && !always {
+		return nil
+	}
+	// The variables the other results hand back.
+	var held uint64
+	if len(r.Results) == 0 {
+		for _, v := range c.in.Results[:n-1] {
+			held |= c.known(v)
+		}
+	} else {
+		for _, e := range r.Results[:n-1] {
+			held |= c.refs(e)
+		}
+	}
+	var ids []int
+	for id, ob := range c.obls {
+		if ob.call != nil && st[id].live && (st[id].holders|st[id].olds)&held != 0 && (always || st[id].nonnils&b != 0) {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+// nonNilError reports whether e is an error value that cannot be nil.
+func (c *cleanup) nonNilError(e ast.Expr) bool {
+	switch x := ast.Unparen(e).(type) {
+	case *ast.UnaryExpr:
+		_, ok := ast.Unparen(x.X).(*ast.CompositeLit)
+		return x.Op == token.AND && ok
+	case *ast.CompositeLit:
+		return true
+	case *ast.CallExpr:
+		fn, kind, _ := c.o.Callee(c.info, x)
+		if kind != ownership.Static || fn == nil || fn.Pkg() == nil {
+			return false
+		}
+		name := fn.Pkg().Path() + "." + fn.Name()
+		return name == "fmt.Errorf" || name == "errors.New"
+	case *ast.Ident, *ast.SelectorExpr:
+		// A package's sentinel error, ErrClosed.
+		var id *ast.Ident
+		if sel, ok := x.(*ast.SelectorExpr); ok {
+			id = sel.Sel
+		} else {
+			id = x.(*ast.Ident)
+		}
+		v, ok := c.info.Uses[id].(*types.Var)
+		return ok && v.Pkg() != nil && v.Parent() == v.Pkg().Scope() && strings.HasPrefix(v.Name(), "Err")
+	}
+	return false
+}
+
+// retResults evaluates the results of a return: returned values escape,
+// and a resource returned as the first result makes the function an
+// acquirer.
+func (c *cleanup) retResults(st ostate, r *ast.ReturnStmt) {
 	if len(r.Results) == 0 {
 		var m uint64
 		for i, v := range c.in.Results {
@@ -200,7 +365,13 @@ func (c *cleanup) ret(st ostate, r *ast.ReturnStmt) {
 			}
 			c.escape(st, e)
 		}
+		c.noteReleaser(st, r)
 	}
+}
+
+// retExit ends the function at return r: deferred closures run, and what
+// is still live leaks through r.
+func (c *cleanup) retExit(st ostate, r *ast.ReturnStmt) {
 	// Deferred closures see what the variables hold at exit.
 	c.discharge(st, st[len(st)-1].holders, release)
 	c.discharge(st, st[len(st)-1].errs, dispose)
@@ -234,6 +405,9 @@ func (c *cleanup) noteAcquirer(st ostate, m uint64, t types.Type) {
 	wrapper := c.wrapperType(t)
 	for id := range c.obls {
 		ob := c.obls[id]
+		if slices.Contains(c.besideNow, id) {
+			continue
+		}
 		if st[id].live && st[id].holders&m != 0 && ob.call != nil && (wrapper || types.Identical(t, firstResult(c.info, ob.call))) {
 			c.acquirer = true
 		}
@@ -290,6 +464,34 @@ func firstResult(info *types.Info, call *ast.CallExpr) types.Type {
 		t = tup.At(0).Type()
 	}
 	return t
+}
+
+// noteReleaser records, in the final pass, that return r hands back, beside
+// its first result, a func that releases it: a literal whose body releases
+// the variable returned first (return w, func() { w.Close() }, nil), or
+// that variable's release method value (return w, w.Close, nil).
+func (c *cleanup) noteReleaser(st ostate, r *ast.ReturnStmt) {
+	if !c.record || len(r.Results) < 2 {
+		return
+	}
+	v := dataflow.VarOf(c.info, r.Results[0])
+	if v == nil || !c.local(v) {
+		return
+	}
+	for i, e := range r.Results[1:] {
+		switch x := ast.Unparen(e).(type) {
+		case *ast.FuncLit:
+			if sig, ok := c.info.TypeOf(x).(*types.Signature); ok && sig.Params().Len() == 0 && c.releasesEach(x.Body.List, v) == release {
+				c.releaser = i + 2
+			}
+		case *ast.SelectorExpr:
+			if sel, ok := c.info.Selections[x]; ok && sel.Kind() == types.MethodVal && dataflow.VarOf(c.info, x.X) == v {
+				if fn, ok := sel.Obj().(*types.Func); ok && c.o.Releases(fn, -1) {
+					c.releaser = i + 2
+				}
+			}
+		}
+	}
 }
 
 // noteAcquirerCall records, in the final pass, that the function returns

@@ -13,7 +13,9 @@ import (
 // id is dropped at the call.
 func (c *cleanup) discard(id int) {
 	if c.record {
-		c.discarded[id] = true
+		for _, j := range c.sameCall(id) {
+			c.discarded[j] = true
+		}
 	}
 }
 
@@ -298,7 +300,7 @@ func (c *cleanup) watch(lit *ast.FuncLit) (rel, disp uint64) {
 			return true
 		}
 		v, ok := c.info.Uses[id].(*types.Var)
-		if !ok || seen[v] || !c.local(v) || isBasic(v.Type()) {
+		if !ok || seen[v] || !c.local(v) || isBasic(v.Type()) && c.known(v) == 0 {
 			return true
 		}
 		seen[v] = true
