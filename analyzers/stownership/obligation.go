@@ -43,8 +43,8 @@ type Leak struct {
 	// BesideError reports that the exit returns the resource beside a
 	// non-nil error, which callers discard.
 	BesideError bool
-	At     ast.Node   // the return it leaks through, or the overwriting statement; nil when discarded
-	Holder *types.Var // the variable the acquire assigned, when one did
+	At          ast.Node   // the return it leaks through, or the overwriting statement; nil when discarded
+	Holder      *types.Var // the variable the acquire assigned, when one did
 	// Def is the statement that assigned the acquired value to Holder, and
 	// Escapes reports whether the value escapes (is returned, stored or
 	// handed on) on some path: a deferred release is then wrong.
@@ -157,7 +157,7 @@ type cleanup struct {
 	exitAt    map[int]ast.Node
 	lostAt    map[int]ast.Node
 	discarded map[int]bool
-	blank     map[int]bool // discarded to _ with the error kept
+	blank     map[int]bool     // discarded to _ with the error kept
 	besideAt  map[int]ast.Node // returned beside a non-nil error there
 	escaped   map[int]bool
 	defs      map[int]ast.Stmt

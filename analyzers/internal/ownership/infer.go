@@ -12,7 +12,7 @@ import (
 // releases, or releases or keeps, on every path.
 type Summary struct {
 	Acquirer bool
-	Releaser int // the index, plus one, of a returned func() that releases the first result; 0: none
+	Releaser int   // the index, plus one, of a returned func() that releases the first result; 0: none
 	Takes    []int // released or kept on every path
 	Releases []int // released on every path
 	Disposes []int // released, or given to a method that may be the release, on every path
