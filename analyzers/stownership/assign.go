@@ -85,6 +85,7 @@ func (c *cleanup) assignParallel(st ostate, stmt ast.Node, lhs, rhs []ast.Expr) 
 	sites := make([]int, len(rhs))
 	alias := make([]uint64, len(rhs))
 	derived := make([]uint64, len(rhs))
+	litSites := make([][]int, len(rhs))
 	for i, r := range rhs {
 		sites[i] = -1
 		if call, id := c.site(r); id >= 0 {
@@ -92,7 +93,11 @@ func (c *cleanup) assignParallel(st ostate, stmt ast.Node, lhs, rhs []ast.Expr) 
 			sites[i] = id
 			continue
 		}
+		// w := &batch{ctx: b.NewContext()}: w holds the new context.
+		c.collecting = len(lhs) == len(rhs) && (c.localVar(lhs[i]) != nil || c.fieldOfLocal(lhs[i]) != nil)
 		alias[i], derived[i] = c.aliasExpr(st, r)
+		c.collecting = false
+		litSites[i], c.litSites = c.litSites, nil
 	}
 	c.lhsUses(st, lhs)
 	for i, l := range lhs {
@@ -114,6 +119,13 @@ func (c *cleanup) assignParallel(st ostate, stmt ast.Node, lhs, rhs []ast.Expr) 
 	for i, l := range lhs {
 		if sites[i] >= 0 && !isBlank(l) {
 			c.acquire(st, sites[i], stmt, l, nil)
+		}
+		for _, id := range litSites[i] {
+			c.acquire(st, id, stmt, l, nil)
+			if c.record {
+				delete(c.holderOf, id) // held by the struct, not as itself
+				delete(c.defs, id)
+			}
 		}
 	}
 }
@@ -314,6 +326,14 @@ func (c *cleanup) acquire(st ostate, id int, stmt ast.Node, l, errLHS ast.Expr) 
 	}
 	v := c.localVar(l)
 	if v == nil {
+		if fv := c.fieldOfLocal(l); fv != nil {
+			// out.ctx = b.NewContext(): held by the local struct.
+			if b := c.bit(fv); b != 0 {
+				g := st[len(st)-1]
+				st[id] = obl{live: true, holders: b, nils: g.nils, nonnils: g.nonnils, trues: g.trues, falses: g.falses}
+				return
+			}
+		}
 		st[id] = obl{} // stored straight into a field, global or element
 		if c.record {
 			c.escaped[id] = true

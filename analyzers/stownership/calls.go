@@ -245,10 +245,12 @@ func (c *cleanup) ret(st ostate, r *ast.ReturnStmt) {
 	c.retExit(st, r)
 }
 
-// besideError returns the acquire obligations, live at return r, whose
-// error result is known non-nil there: an error variable proved non-nil
-// on every path to r, or a value that cannot be nil (fmt.Errorf(...),
-// errors.New(...), &E{...}, a package's ErrX).
+// besideError returns the acquire obligations, live at return r, that r
+// hands back beside an error known non-nil there (an error variable proved
+// non-nil on every path to r, or a value that cannot be nil:
+// fmt.Errorf(...), errors.New(...), &E{...}, a package's ErrX), or in a
+// named result that a deferred closure sets to nil when the error is not
+// nil and the error is not known nil.
 func (c *cleanup) besideError(st ostate, r *ast.ReturnStmt) []int {
 	res := c.in.Sig.Results()
 	n := res.Len()
@@ -256,7 +258,7 @@ func (c *cleanup) besideError(st ostate, r *ast.ReturnStmt) []int {
 		return nil
 	}
 	var errVar *types.Var
-	always := false
+	always, isNil := false, false
 	switch {
 	case len(r.Results) == 0:
 		if len(c.in.Results) == n {
@@ -268,29 +270,39 @@ func (c *cleanup) besideError(st ostate, r *ast.ReturnStmt) []int {
 			errVar = v
 		} else {
 			always = c.nonNilError(e)
+			isNil = dataflow.IsNil(c.info, e)
 		}
+	default:
+		return nil
 	}
 	var b uint64
 	if errVar != nil {
 		b = c.known(errVar)
 	}
-	if b == 0 && !always {
-		return nil
-	}
-	// The variables the other results hand back.
-	var held uint64
-	if len(r.Results) == 0 {
-		for _, v := range c.in.Results[:n-1] {
-			held |= c.known(v)
+	// What result i hands back.
+	held := func(i int) uint64 {
+		if len(r.Results) == 0 {
+			return c.known(c.in.Results[i])
 		}
-	} else {
-		for _, e := range r.Results[:n-1] {
-			held |= c.refs(e)
+		return c.refs(r.Results[i])
+	}
+	var all, dropped uint64
+	for i := range n - 1 {
+		all |= held(i)
+		if slices.Contains(c.dropOnErr, i) {
+			dropped |= held(i)
 		}
 	}
 	var ids []int
 	for id, ob := range c.obls {
-		if ob.call != nil && st[id].live && (st[id].holders|st[id].olds)&held != 0 && (always || st[id].nonnils&b != 0) {
+		if ob.call == nil || !st[id].live {
+			continue
+		}
+		h := st[id].holders | st[id].olds
+		switch {
+		case h&all != 0 && (always || st[id].nonnils&b != 0):
+			ids = append(ids, id)
+		case h&dropped != 0 && !isNil && (b == 0 || st[id].nils&b == 0):
 			ids = append(ids, id)
 		}
 	}
@@ -321,7 +333,7 @@ func (c *cleanup) nonNilError(e ast.Expr) bool {
 			id = x.(*ast.Ident)
 		}
 		v, ok := c.info.Uses[id].(*types.Var)
-		return ok && v.Pkg() != nil && v.Parent() == v.Pkg().Scope() && strings.HasPrefix(v.Name(), "Err")
+		return ok && v.Pkg() != nil && v.Parent() == v.Pkg().Scope() && strings.HasPrefix(strings.ToLower(v.Name()), "err")
 	}
 	return false
 }
@@ -361,6 +373,11 @@ func (c *cleanup) retResults(st ostate, r *ast.ReturnStmt) {
 					c.noteAcquirer(st, c.known(v), v.Type())
 				} else {
 					c.noteAcquirer(st, c.litBits(e), c.info.TypeOf(e))
+					// return &batch{ctx: b.NewContext()}: the struct
+					// is acquired when it has a release method.
+					if c.litHasSite(e) && c.wrapperType(c.info.TypeOf(e)) {
+						c.noteAcquirerCall()
+					}
 				}
 			}
 			c.escape(st, e)
@@ -455,6 +472,28 @@ func (c *cleanup) litBits(e ast.Expr) uint64 {
 		}
 	}
 	return m
+}
+
+// litHasSite reports whether e is a composite literal (or its address)
+// with an acquiring call among its elements, nested literals included.
+func (c *cleanup) litHasSite(e ast.Expr) bool {
+	x := ast.Unparen(e)
+	if u, ok := x.(*ast.UnaryExpr); ok && u.Op == token.AND {
+		x = ast.Unparen(u.X)
+	}
+	lit, ok := x.(*ast.CompositeLit)
+	if !ok {
+		return false
+	}
+	for _, elt := range lit.Elts {
+		if kv, ok := elt.(*ast.KeyValueExpr); ok {
+			elt = kv.Value
+		}
+		if _, id := c.site(elt); id >= 0 || c.litHasSite(elt) {
+			return true
+		}
+	}
+	return false
 }
 
 // firstResult returns the type of the first result of call.

@@ -117,9 +117,17 @@ func mayWrap(t types.Type) bool {
 // aliasEach returns what the values es, held together (the elements of a
 // composite literal, the arguments of append), hold: a value that is a
 // resource site escapes into them.
-func (c *cleanup) aliasEach(st ostate, es []ast.Expr) (m, derived uint64) {
+//
+// In a composite literal assigned to a local variable (collecting), an
+// acquiring call is noted in litSites instead: the variable holds it.
+func (c *cleanup) aliasEach(st ostate, es []ast.Expr, lit bool) (m, derived uint64) {
 	for _, e := range es {
-		if _, id := c.site(e); id >= 0 {
+		if call, id := c.site(e); id >= 0 {
+			if lit && c.collecting {
+				c.call(st, call, false)
+				c.litSites = append(c.litSites, id)
+				continue
+			}
 			c.escape(st, e)
 			continue
 		}
@@ -150,7 +158,7 @@ func (c *cleanup) aliasExpr(st ostate, e ast.Expr) (m, derived uint64) {
 			}
 			values[i] = elt
 		}
-		return c.aliasEach(st, values)
+		return c.aliasEach(st, values, true)
 	case *ast.UnaryExpr:
 		if lit, ok := ast.Unparen(x.X).(*ast.CompositeLit); ok && x.Op == token.AND {
 			return c.aliasExpr(st, lit)
@@ -180,7 +188,10 @@ func (c *cleanup) aliasExpr(st ostate, e ast.Expr) (m, derived uint64) {
 			// append(list, v) holds what list and v hold: the value goes
 			// where the slice goes (a local slice keeps it in the
 			// function; one stored or returned lets it escape).
-			return c.aliasEach(st, x.Args)
+			collecting := c.collecting
+			c.collecting = false
+			defer func() { c.collecting = collecting }()
+			return c.aliasEach(st, x.Args, false)
 		}
 		if kind != ownership.Builtin && mayWrap(c.info.TypeOf(x)) {
 			c.expr(st, e)

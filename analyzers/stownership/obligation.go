@@ -151,6 +151,15 @@ type cleanup struct {
 	onSuccess map[*ast.CallExpr]*types.Var
 	pending   []pendingTake
 	fresh     map[*types.Var]bool // local pointers only ever set to a new struct (&T{}, new(T))
+	// collecting is set while the right-hand side of an assignment to a
+	// local variable is evaluated: acquiring calls in its composite
+	// literals go to litSites, held by the variable.
+	collecting bool
+	litSites   []int
+	// dropOnErr are the named results that a deferred closure sets to nil
+	// when the error result is not nil: on such a return they hand
+	// nothing back.
+	dropOnErr []int
 
 	// recording, in the final pass only
 	record    bool
@@ -341,9 +350,42 @@ func (c *cleanup) scanBody() {
 					c.fresh[v] = false // its address is taken: it may change behind our back
 				}
 			}
+		case *ast.DeferStmt:
+			if lit, ok := ast.Unparen(n.Call.Fun).(*ast.FuncLit); ok {
+				c.noteDrops(lit)
+			}
 		}
 		return true
 	})
+}
+
+// noteDrops records the named results that a deferred closure sets to nil
+// under a check that the error result is not nil:
+// defer func() { if err != nil { out = nil } }().
+func (c *cleanup) noteDrops(lit *ast.FuncLit) {
+	res := c.in.Results
+	if len(res) < 2 || !types.Identical(res[len(res)-1].Type(), errorType) {
+		return
+	}
+	errRes := res[len(res)-1]
+	for _, s := range lit.Body.List {
+		ifs, ok := s.(*ast.IfStmt)
+		if !ok || ifs.Init != nil || !slices.Contains(dataflow.Imply(c.info, ifs.Cond, true).NonNil, errRes) {
+			continue
+		}
+		for _, b := range ifs.Body.List {
+			as, ok := b.(*ast.AssignStmt)
+			if !ok || len(as.Lhs) != len(as.Rhs) {
+				continue
+			}
+			for i, l := range as.Lhs {
+				v := dataflow.VarOf(c.info, l)
+				if j := slices.Index(res, v); j >= 0 && j < len(res)-1 && dataflow.IsNil(c.info, as.Rhs[i]) && c.releasesEach(ifs.Body.List, v) < 0 {
+					c.dropOnErr = append(c.dropOnErr, j)
+				}
+			}
+		}
+	}
 }
 
 // noteOnSuccess maps a call assigned to lhs that hands a parameter to a
@@ -386,18 +428,16 @@ func (c *cleanup) noteFresh(lhs, rhs []ast.Expr) {
 	}
 }
 
-// isParam reports whether v is a parameter, result or the receiver of the
-// analyzed function.
+// isParam reports whether v is a parameter or the receiver of the analyzed
+// function (a named result starts nil).
 func (c *cleanup) isParam(v *types.Var) bool {
 	sig := c.in.Sig
 	if sig.Recv() == v {
 		return true
 	}
-	for _, t := range []*types.Tuple{sig.Params(), sig.Results()} {
-		for p := range t.Variables() {
-			if p == v {
-				return true
-			}
+	for p := range sig.Params().Variables() {
+		if p == v {
+			return true
 		}
 	}
 	return false
