@@ -167,7 +167,7 @@ func (p *pkgParser) externFits(fn *types.Func, verb arg, names []arg, path arg) 
 	switch {
 	case needsMethod(verb.value) && sig.Recv() == nil:
 		msg := map[string]string{
-			"release": "it releases its receiver; use //state:extern takes NAME for the parameter it releases",
+			"release": "it releases its receiver; use //state:extern frees NAME for the parameter it releases",
 			"mutates": "it changes its receiver; use //state:extern writes NAME for a parameter it writes through",
 			"appends": "it grows its receiver",
 			"view":    "its first result aliases the receiver",

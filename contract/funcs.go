@@ -421,7 +421,7 @@ func (fp *funcParse) marker(d *directive) bool {
 	case "release":
 		if !fp.method {
 			p.errorf("", d.pos, d.end,
-				"//state:release applies to a method (it releases its receiver), and %s is a plain func; use //state:takes NAME for the parameter it releases", what)
+				"//state:release applies to a method (it releases its receiver), and %s is a plain func; use //state:frees NAME for the parameter it releases", what)
 			return false
 		}
 		f.Release = true

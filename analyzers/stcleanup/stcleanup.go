@@ -62,6 +62,9 @@ func report(pass *analysis.Pass, o *ownership.Oracle, l stownership.Leak) {
 	t := resultType(pass, l.Call, l.Result)
 	typ := ownership.TypeName(t)
 	rel := o.ReleaseMethod(t)
+	if rel != "" && releaseTakesArgs(t, rel) {
+		rel = "" // w.release(dev): the message cannot write the call
+	}
 	by := l.Fn.Name()
 	d := analysis.Diagnostic{Pos: l.Call.Pos(), End: l.Call.End()}
 	switch l.Kind {
@@ -107,6 +110,22 @@ func report(pass *analysis.Pass, o *ownership.Oracle, l stownership.Leak) {
 		}
 	}
 	pass.Report(d)
+}
+
+// releaseTakesArgs reports whether the method name of t (or *t) takes
+// arguments.
+func releaseTakesArgs(t types.Type, name string) bool {
+	var pkg *types.Package
+	u := types.Unalias(t)
+	if p, ok := u.(*types.Pointer); ok {
+		u = types.Unalias(p.Elem())
+	}
+	if n, ok := u.(*types.Named); ok {
+		pkg = n.Obj().Pkg()
+	}
+	obj, _, _ := types.LookupFieldOrMethod(t, true, pkg, name)
+	fn, ok := obj.(*types.Func)
+	return ok && fn.Signature().Params().Len() > 0
 }
 
 // related points at the exit a resource leaks through, or the statement

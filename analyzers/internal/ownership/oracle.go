@@ -312,7 +312,7 @@ func (o *Oracle) Mutates(fn *types.Func) bool {
 }
 
 // ReleaseMethod returns the name of a method of t (or *t) that releases its
-// receiver, or "".
+// receiver, one without arguments where there is one, or "".
 func (o *Oracle) ReleaseMethod(t types.Type) string {
 	if t == nil {
 		return ""
@@ -327,14 +327,18 @@ func (o *Oracle) ReleaseMethod(t types.Type) string {
 	if _, ok := types.Unalias(t).(*types.Pointer); !ok && !types.IsInterface(t) {
 		cands = append(cands, types.NewPointer(t))
 	}
+	// A release without arguments first (Close), then one that takes
+	// some (w.release(dev)).
 search:
-	for _, c := range cands {
-		ms := types.NewMethodSet(c)
-		for i := range ms.Len() {
-			fn, ok := ms.At(i).Obj().(*types.Func)
-			if ok && o.Releases(fn.Origin(), -1) {
-				name = fn.Name()
-				break search
+	for _, withArgs := range []bool{false, true} {
+		for _, c := range cands {
+			ms := types.NewMethodSet(c)
+			for i := range ms.Len() {
+				fn, ok := ms.At(i).Obj().(*types.Func)
+				if ok && (fn.Signature().Params().Len() > 0) == withArgs && o.Releases(fn.Origin(), -1) {
+					name = fn.Name()
+					break search
+				}
 			}
 		}
 	}

@@ -405,3 +405,38 @@ func commands(dev *vk.Device) error {
 	cmd.Record()
 	return nil
 }
+
+// ---- a struct released by a method with an argument ----
+
+// newView returns a window holding a new buffer: the window is acquired.
+func newView(dev *vk.Device) (*window, error) {
+	b, err := vk.NewBuffer(dev)
+	if err != nil {
+		return nil, err
+	}
+	return &window{buf: b}, nil
+}
+
+func viewLeak(dev *vk.Device, bad bool) error {
+	w, err := newView(dev) // want `window acquired by newView is not released on every path; release it before each return`
+	if err != nil {
+		return err
+	}
+	if bad {
+		return errors.New("bad")
+	}
+	w.release(dev)
+	return nil
+}
+
+func view(dev *vk.Device, bad bool) error {
+	w, err := newView(dev)
+	if err != nil {
+		return err
+	}
+	defer w.release(dev)
+	if bad {
+		return errors.New("bad")
+	}
+	return nil
+}
