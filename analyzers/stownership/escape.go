@@ -210,7 +210,8 @@ func (c *cleanup) aliasExpr(st ostate, e ast.Expr) (m, derived uint64) {
 }
 
 // wrapped returns the variables whose resources the result of a call with
-// arguments args may hold: r := bufio.NewReader(f) may hold f, so releasing
+// arguments args may hold: r := bufio.NewReader(f) may hold f (and
+// r := wrap(&cfg{f: f}) too), so releasing
 // or returning r counts for f (only more holders: never a finding more).
 // An argument that is the variable itself hands the variable on; one that
 // is only a part of it (s.rows, s.buf[i:]) derives from it, which is
@@ -219,6 +220,9 @@ func (c *cleanup) aliasExpr(st ostate, e ast.Expr) (m, derived uint64) {
 // take its receiver.
 func (c *cleanup) wrapped(args []ast.Expr) (m, derived uint64) {
 	for _, a := range args {
+		// A temporary literal (wrap(&cfg{f: f})) is borrowed by the call,
+		// but its result may hold what the literal holds.
+		m |= c.litBits(a)
 		v := dataflow.Root(c.info, a)
 		if v == nil {
 			continue

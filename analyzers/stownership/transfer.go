@@ -42,8 +42,14 @@ func (c *cleanup) node(st ostate, n ast.Node) {
 			return
 		}
 		c.call(st, n.Call, false)
+		if _, id := c.site(n.Call); id >= 0 {
+			c.discard(id) // defer s.Snapshot(): nobody keeps the result
+		}
 	case *ast.GoStmt:
 		c.call(st, n.Call, true)
+		if _, id := c.site(n.Call); id >= 0 {
+			c.discard(id)
+		}
 	case *ast.SendStmt:
 		c.expr(st, n.Chan)
 		if c.commSend[n] {

@@ -42,6 +42,11 @@ func discardedBlank(p *res.Pool) {
 	_, _ = res.NewState(p) // want `State acquired by NewState is discarded`
 }
 
+func discardedDeferGo(s *res.State) {
+	defer res.Open() // want `State acquired by Open is discarded`
+	go res.Open()    // want `State acquired by Open is discarded`
+}
+
 // Keeping only the error: on success the resource is held by nobody, in
 // every form of the assignment.
 func discardedKeepErr(t *testing.T, s *res.State) error {

@@ -440,3 +440,17 @@ func view(dev *vk.Device, bad bool) error {
 	}
 	return nil
 }
+
+// ---- a temporary whose callee's result may keep it ----
+
+type renderer struct{ d *vk.Desc }
+
+func newRenderer(d *vk.Desc) *renderer { return &renderer{d: d} }
+
+func rendererKept(dev *vk.Device) (*renderer, error) {
+	sh, err := vk.NewShader(dev)
+	if err != nil {
+		return nil, err
+	}
+	return newRenderer(&vk.Desc{Shader: sh}), nil
+}
