@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"example.com/vk"
+	"gfxutil"
 )
 
 // ---- frees: a function that destroys its argument; acquire 0 1 ----
@@ -453,4 +454,14 @@ func rendererKept(dev *vk.Device) (*renderer, error) {
 		return nil, err
 	}
 	return newRenderer(&vk.Desc{Shader: sh}), nil
+}
+
+// An error mapper of another package, known through its fact.
+func bufferMappedAcross(dev *vk.Device) error {
+	b, err := vk.NewBuffer(dev)
+	if err := gfxutil.Map(err); err != nil {
+		return err
+	}
+	defer b.Destroy()
+	return b.Write(nil)
 }
