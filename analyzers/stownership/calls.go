@@ -346,16 +346,17 @@ func (c *cleanup) retResults(st ostate, r *ast.ReturnStmt) {
 		var m uint64
 		for i, v := range c.in.Results {
 			b := c.known(v)
-			if i == 0 {
-				c.noteAcquirer(st, b, v.Type())
-			}
+			c.noteAcquirer(st, i, b, v.Type())
 			m |= b
 		}
 		c.discharge(st, m, store)
 	} else if len(r.Results) == 1 && c.in.Sig.Results().Len() > 1 {
 		if call, id := c.site(r.Results[0]); id >= 0 {
 			c.call(st, call, false)
-			c.noteAcquirerCall()
+			// return CreateImage(dev): what it acquires, this acquires.
+			for _, j := range c.sameCall(id) {
+				c.noteAcquirerCall(c.obls[j].result)
+			}
 		} else {
 			c.escape(st, r.Results[0])
 		}
@@ -363,21 +364,17 @@ func (c *cleanup) retResults(st ostate, r *ast.ReturnStmt) {
 		for i, e := range r.Results {
 			if call, id := c.site(e); id >= 0 {
 				c.call(st, call, false)
-				if i == 0 {
-					c.noteAcquirerCall()
-				}
+				c.noteAcquirerCall(i)
 				continue
 			}
-			if i == 0 {
-				if v := dataflow.VarOf(c.info, e); v != nil {
-					c.noteAcquirer(st, c.known(v), v.Type())
-				} else {
-					c.noteAcquirer(st, c.litBits(e), c.info.TypeOf(e))
-					// return &batch{ctx: b.NewContext()}: the struct
-					// is acquired when it has a release method.
-					if c.litHasSite(e) && c.wrapperType(c.info.TypeOf(e)) {
-						c.noteAcquirerCall()
-					}
+			if v := dataflow.VarOf(c.info, e); v != nil {
+				c.noteAcquirer(st, i, c.known(v), v.Type())
+			} else if i == 0 {
+				c.noteAcquirer(st, i, c.litBits(e), c.info.TypeOf(e))
+				// return &batch{ctx: b.NewContext()}: the struct
+				// is acquired when it has a release method.
+				if c.litHasSite(e) && c.wrapperType(c.info.TypeOf(e)) {
+					c.noteAcquirerCall(0)
 				}
 			}
 			c.escape(st, e)
@@ -415,18 +412,22 @@ func (c *cleanup) retExit(st ostate, r *ast.ReturnStmt) {
 // method of its own that wraps one (return &conn{s: s}, nil: the struct is
 // acquired, docs/analyzers/stcleanup.md), not a wrapper that merely may
 // hold one, such as a bufio.Writer over a file.
-func (c *cleanup) noteAcquirer(st ostate, m uint64, t types.Type) {
+//
+// Result i > 0 is acquired too when it returns an outstanding resource of
+// its own type (return img, mem, nil after vk.CreateImage): the function
+// acquires several results (//state:acquire 0 1).
+func (c *cleanup) noteAcquirer(st ostate, i int, m uint64, t types.Type) {
 	if !c.record || m == 0 || t == nil {
 		return
 	}
-	wrapper := c.wrapperType(t)
+	wrapper := i == 0 && c.wrapperType(t)
 	for id := range c.obls {
 		ob := c.obls[id]
 		if slices.Contains(c.besideNow, id) {
 			continue
 		}
-		if st[id].live && st[id].holders&m != 0 && ob.call != nil && (wrapper || types.Identical(t, firstResult(c.info, ob.call))) {
-			c.acquirer = true
+		if st[id].live && st[id].holders&m != 0 && ob.call != nil && (wrapper || types.Identical(t, resultAt(c.info, ob.call, ob.result))) {
+			c.noteAcquirerCall(i)
 		}
 	}
 }
@@ -496,11 +497,11 @@ func (c *cleanup) litHasSite(e ast.Expr) bool {
 	return false
 }
 
-// firstResult returns the type of the first result of call.
-func firstResult(info *types.Info, call *ast.CallExpr) types.Type {
+// resultAt returns the type of result i of call.
+func resultAt(info *types.Info, call *ast.CallExpr, i int) types.Type {
 	t := info.TypeOf(call)
 	if tup, ok := t.(*types.Tuple); ok && tup.Len() > 0 {
-		t = tup.At(0).Type()
+		t = tup.At(min(i, tup.Len()-1)).Type()
 	}
 	return t
 }
@@ -534,9 +535,13 @@ func (c *cleanup) noteReleaser(st ostate, r *ast.ReturnStmt) {
 }
 
 // noteAcquirerCall records, in the final pass, that the function returns
-// the result of an acquiring call as its first result.
-func (c *cleanup) noteAcquirerCall() {
-	if c.record {
+// an acquired resource as its result i.
+func (c *cleanup) noteAcquirerCall(i int) {
+	switch {
+	case !c.record:
+	case i == 0:
 		c.acquirer = true
+	case !slices.Contains(c.acquired, i):
+		c.acquired = append(c.acquired, i)
 	}
 }

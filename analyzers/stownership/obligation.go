@@ -172,6 +172,7 @@ type cleanup struct {
 	defs      map[int]ast.Stmt
 	holderOf  map[int]*types.Var
 	acquirer  bool
+	acquired  []int // results after the first that are acquired too
 	releaser  int   // a returned func() releasing the first result: its index plus one
 	besideNow []int // obligations returned beside a non-nil error, while a return is evaluated
 	seedFail  map[int]bool
@@ -550,6 +551,7 @@ func (c *cleanup) result() *funcResult {
 	if c.acquirer {
 		res.Releaser = c.releaser
 	}
+	res.Results = c.acquired
 	for id, ob := range c.obls {
 		if ob.call == nil {
 			if !c.seedFail[id] {

@@ -39,6 +39,9 @@ type Fact struct {
 	// releasing the first result (return w, func() { w.Close() }, nil);
 	// 0: none.
 	Releaser int
+	// Results lists the results after the first that the function also
+	// returns acquired and not released (return img, mem, nil).
+	Results []int
 }
 
 // AFact marks Fact as an analysis fact.
@@ -63,6 +66,7 @@ func (f *Fact) String() string {
 	list("releases", f.Releases)
 	list("disposes", f.Disposes)
 	list("writes", f.Writes)
+	list("results", f.Results)
 	if f.ErrMap {
 		parts = append(parts, "errmap")
 	}
@@ -73,5 +77,5 @@ func (f *Fact) String() string {
 }
 
 func (f *Fact) empty() bool {
-	return !f.Acquirer && len(f.Takes) == 0 && len(f.Releases) == 0 && len(f.Disposes) == 0 && len(f.Writes) == 0 && !f.ErrMap && f.Releaser == 0
+	return !f.Acquirer && len(f.Takes) == 0 && len(f.Releases) == 0 && len(f.Disposes) == 0 && len(f.Writes) == 0 && !f.ErrMap && f.Releaser == 0 && len(f.Results) == 0
 }

@@ -16,6 +16,7 @@ type Summary struct {
 	Takes    []int // released or kept on every path
 	Releases []int // released on every path
 	Disposes []int // released, or given to a method that may be the release, on every path
+	Results  []int // results after the first that are acquired too
 }
 
 // maxRounds bounds the inference of facts that depend on each other
@@ -173,8 +174,9 @@ func (o *Oracle) merge(fn *types.Func, s *Summary) bool {
 		Writes:   fact.Writes,
 		ErrMap:   fact.ErrMap,
 		Releaser: max(fact.Releaser, s.Releaser),
+		Results:  union(fact.Results, s.Results),
 	}
-	if next.Acquirer == fact.Acquirer && next.Releaser == fact.Releaser && slices.Equal(next.Takes, fact.Takes) && slices.Equal(next.Releases, fact.Releases) && slices.Equal(next.Disposes, fact.Disposes) {
+	if next.Acquirer == fact.Acquirer && next.Releaser == fact.Releaser && slices.Equal(next.Results, fact.Results) && slices.Equal(next.Takes, fact.Takes) && slices.Equal(next.Releases, fact.Releases) && slices.Equal(next.Disposes, fact.Disposes) {
 		return false
 	}
 	o.local[fn] = next

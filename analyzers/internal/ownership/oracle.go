@@ -99,7 +99,7 @@ func (o *Oracle) Acquires(fn *types.Func) bool {
 		return true
 	}
 	f := o.Fact(fn)
-	return f != nil && f.Acquirer
+	return f != nil && (f.Acquirer || len(f.Results) > 0)
 }
 
 // AcquiredResults returns the indices of fn's results that are each a new
@@ -108,10 +108,15 @@ func (o *Oracle) AcquiredResults(fn *types.Func) []int {
 	if d := o.Dir(fn); d != nil && d.Acquire {
 		return d.AcquiredResults()
 	}
-	if f := o.Fact(fn); f != nil && f.Acquirer {
-		return []int{0}
+	f := o.Fact(fn)
+	if f == nil {
+		return nil
 	}
-	return nil
+	var rs []int
+	if f.Acquirer {
+		rs = append(rs, 0)
+	}
+	return append(rs, f.Results...)
 }
 
 // Releaser returns the index of the result of fn that releases what it
