@@ -99,7 +99,43 @@ type Func struct {
 	Takes                                    []string  // parameter names
 	Writes                                   []string  // parameter names
 
+	// Frees lists the parameters the function releases (//state:frees
+	// NAME): after the call they are released.
+	Frees []string
+	// TakesOnSuccess lists the parameters it takes only when its error
+	// result is nil (//state:takes NAME onsuccess).
+	TakesOnSuccess []string
+	// Results lists the results that are each a new resource
+	// (//state:acquire N...), 0-based; nil with Acquire set means the
+	// first result alone.
+	Results []int
+	// Releaser is the index of a returned func() that releases the
+	// acquired resource (//state:acquire release=N), plus one; 0: none.
+	Releaser int
+	// Child names the parameter the first result belongs to
+	// (//state:child NAME), or "recv" for the receiver; "": none.
+	Child string
+	// Valid marks a method that reports whether its receiver holds a
+	// resource (//state:valid).
+	Valid bool
+	// ErrMap marks a func that returns a nil error exactly when its error
+	// argument is nil (//state:errmap).
+	ErrMap bool
+
 	obj *types.Func
+}
+
+// AcquiredResults returns the indices of the results that are new
+// resources: Results, or the first result alone for a bare
+// //state:acquire; nil when the func acquires nothing.
+func (f *Func) AcquiredResults() []int {
+	switch {
+	case f == nil || !f.Acquire:
+		return nil
+	case len(f.Results) > 0:
+		return f.Results
+	}
+	return []int{0}
 }
 
 // Object returns the function the directives were parsed from, or nil when

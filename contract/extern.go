@@ -6,6 +6,7 @@ import (
 	"go/types"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -176,8 +177,8 @@ func (p *pkgParser) extern(d *directive) {
 		p.errorf("", d.argErr.pos, d.argErr.end, "malformed argument in %s: %s", what, d.argErr.msg)
 		return
 	}
-	for _, a := range d.args {
-		if a.key != "" {
+	for i, a := range d.args {
+		if a.key != "" && !(a.key == "release" && i > 0 && d.args[0].key == "" && d.args[0].value == "acquire") {
 			p.errorf("", a.pos, a.end, "%s takes a directive, parameter names and a full name, not key=value; remove %s", what, quote(a.key+"="+a.value))
 			return
 		}
@@ -200,13 +201,20 @@ func (p *pkgParser) extern(d *directive) {
 		p.errorf("", path.pos, path.end, "malformed full name %s in %s: %s", quote(path.value), what, why)
 		return
 	}
-	named := verb.value == "takes" || verb.value == "writes"
+	onsuccess := false
+	if n := len(names); verb.value == "takes" && n > 1 && names[n-1].key == "" && names[n-1].value == "onsuccess" {
+		names, onsuccess = names[:n-1], true
+	}
+	named := verb.value == "takes" || verb.value == "writes" || verb.value == "frees" || verb.value == "child"
 	switch {
 	case named && len(names) == 0:
 		p.errorf("", verb.pos, verb.end, "%s %s needs a parameter name before the full name; write //state:extern %s NAME %s", what, verb.value, verb.value, path.value)
 		return
-	case !named && len(names) > 0:
+	case !named && len(names) > 0 && (verb.value != "acquire" || !slices.ContainsFunc(names, isIndex)):
 		p.errorf("", names[0].pos, names[len(names)-1].end, "%s %s takes no parameter names; remove %s", what, verb.value, quote(names[0].value))
+		return
+	case verb.value == "child" && len(names) > 1:
+		p.errorf("", names[1].pos, names[len(names)-1].end, "%s child takes one parameter name, or recv; remove %s", what, quote(names[1].value))
 		return
 	}
 	e := &Extern{Name: xs[0].key(), Pos: d.pos, Func: Func{Name: path.value, Pos: d.pos}}
@@ -224,7 +232,52 @@ func (p *pkgParser) extern(d *directive) {
 		p.errorf("", verb.pos, verb.end, "%s %s applies to a method, and %s names a plain func", what, verb.value, path.value)
 		return
 	}
+	if !p.externDirective(e, r.fn, verb, names, path) {
+		return
+	}
+	if onsuccess {
+		if r.fn != nil && !lastIsError(r.fn.Signature().Results()) {
+			last := d.args[len(d.args)-2]
+			p.errorf("", last.pos, last.end,
+				"%s takes ... onsuccess on %s: it has no error result, so it cannot take a parameter only on success; remove onsuccess", what, path.value)
+			return
+		}
+		verb.value = "takes onsuccess"
+	}
 	p.recordExtern(e, verb, names)
+}
+
+// externDirective checks and records, through the parser of doc
+// directives, the verbs of an extern line whose arguments are more than
+// parameter names (acquire N... release=N, child, valid, errmap) on e,
+// against fn's signature (nil: unknown), and reports whether it applies.
+func (p *pkgParser) externDirective(e *Extern, fn *types.Func, verb arg, names []arg, path arg) bool {
+	switch verb.value {
+	case "acquire", "child", "valid", "errmap":
+	default:
+		return true
+	}
+	sig := funcSig{name: path.value, obj: fn}
+	if fn != nil {
+		sig.method = fn.Signature().Recv() != nil
+	}
+	d := &directive{verb: verb.value, pos: verb.pos, end: verb.end, verbPos: verb.pos, verbEnd: verb.end, args: names}
+	if len(names) > 0 {
+		d.end = names[len(names)-1].end
+	}
+	fp := newFuncParse(p, sig, d)
+	fp.what = path.value
+	if fn == nil {
+		fp.unknown, fp.nresults = true, -1
+	}
+	ndiag := len(p.out.Diagnostics)
+	fp.directive(d)
+	if len(p.out.Diagnostics) > ndiag || !fp.recorded {
+		return false
+	}
+	f := &e.Func
+	f.Results, f.Releaser, f.Child, f.Valid, f.ErrMap = fp.f.Results, fp.f.Releaser, fp.f.Child, fp.f.Valid, fp.f.ErrMap
+	return true
 }
 
 // externVerbOK reports a verb that is no function directive, and returns
@@ -251,7 +304,7 @@ func (p *pkgParser) externVerbOK(verb arg) bool {
 }
 
 func needsMethod(verb string) bool {
-	return verb == "release" || verb == "mutates" || verb == "appends" || verb == "view"
+	return verb == "release" || verb == "mutates" || verb == "appends" || verb == "view" || verb == "valid"
 }
 
 // recordExtern adds e, with the directive of verb and names, to the
@@ -271,11 +324,18 @@ func (p *pkgParser) recordExtern(e *Extern, verb arg, names []arg) {
 		f.View = true
 	case "takes":
 		f.Takes = argValues(names)
+	case "takes onsuccess":
+		f.TakesOnSuccess = argValues(names)
+	case "frees":
+		f.Frees = argValues(names)
+	case "child", "valid", "errmap":
+		// recorded by externDirective
 	case "writes":
 		f.Writes = argValues(names)
 	}
 	for _, prev := range p.out.Externs {
-		if prev.Name == e.Name && externVerbOf(&prev.Func) == verb.value && slices.Equal(prev.Func.Takes, f.Takes) && slices.Equal(prev.Func.Writes, f.Writes) {
+		if prev.Name == e.Name && externVerbOf(&prev.Func) == externVerbOf(f) && slices.Equal(prev.Func.Takes, f.Takes) && slices.Equal(prev.Func.Writes, f.Writes) &&
+			slices.Equal(prev.Func.Frees, f.Frees) && slices.Equal(prev.Func.TakesOnSuccess, f.TakesOnSuccess) && prev.Func.Child == f.Child {
 			p.errorf("", e.Pos, e.Pos+token.Pos(len("//state:extern")),
 				"repeated //state:extern %s for %s (first at line %d); keep one", verb.value, e.Name, p.line(prev.Pos))
 			return
@@ -299,8 +359,28 @@ func externVerbOf(f *Func) string {
 		return "view"
 	case len(f.Takes) > 0:
 		return "takes"
+	case len(f.TakesOnSuccess) > 0:
+		return "takes onsuccess"
+	case len(f.Frees) > 0:
+		return "frees"
+	case f.Child != "":
+		return "child"
+	case f.Valid:
+		return "valid"
+	case f.ErrMap:
+		return "errmap"
 	}
 	return "writes"
+}
+
+// isIndex reports whether a is a result index or a key=value argument:
+// not a parameter name.
+func isIndex(a arg) bool {
+	if a.key != "" {
+		return true
+	}
+	_, err := strconv.Atoi(a.value)
+	return err == nil
 }
 
 func argValues(as []arg) []string {

@@ -167,16 +167,29 @@ func (p *pkgParser) externFits(fn *types.Func, verb arg, names []arg, path arg) 
 	switch {
 	case needsMethod(verb.value) && sig.Recv() == nil:
 		msg := map[string]string{
-			"release": "it releases its receiver; use //state:extern takes NAME for the parameter it releases",
+			"release": "it releases its receiver; use //state:extern frees NAME for the parameter it releases",
 			"mutates": "it changes its receiver; use //state:extern writes NAME for a parameter it writes through",
 			"appends": "it grows its receiver",
 			"view":    "its first result aliases the receiver",
+			"valid":   "it reports whether its receiver holds a resource",
 		}[verb.value]
 		p.errorf("", verb.pos, verb.end, "//state:extern %s applies to a method (%s), and %s is a plain func", verb.value, msg, path.value)
 		return false
 	case (verb.value == "acquire" || verb.value == "view") && sig.Results().Len() == 0:
 		p.errorf("", verb.pos, verb.end, "//state:extern %s on %s: it returns nothing, but its first result must be the resource", verb.value, path.value)
 		return false
+	}
+	switch verb.value {
+	case "acquire", "valid", "errmap":
+		return true // checked by externDirective
+	case "child":
+		if len(names) == 1 && names[0].value == "recv" {
+			if sig.Recv() == nil {
+				p.errorf("", names[0].pos, names[0].end, "//state:extern child recv on %s: a plain func has no receiver; name the parameter the result belongs to", path.value)
+				return false
+			}
+			return true
+		}
 	}
 	ok := true
 	for _, a := range names {

@@ -18,7 +18,7 @@ const (
 // Verbs of the directive language.
 var (
 	typeVerbs = []string{"contract", "growth", "owner", "retention", "snapshot", "branch", "rollback", "checkpoint", "cleanup", "block", "share", "replay", "group"}
-	funcVerbs = []string{"acquire", "release", "takes", "mutates", "appends", "view", "writes"}
+	funcVerbs = []string{"acquire", "release", "takes", "mutates", "appends", "view", "writes", "frees", "child", "valid", "errmap"}
 	allVerbs  = append(append([]string{}, typeVerbs...), funcVerbs...)
 )
 

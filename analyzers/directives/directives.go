@@ -77,13 +77,28 @@ func (f *FuncFact) String() string {
 	for _, x := range []struct {
 		on   bool
 		verb string
-	}{{fn.Acquire, "acquire"}, {fn.Release, "release"}, {fn.Mutates && !fn.Appends, "mutates"}, {fn.Appends, "appends"}, {fn.View, "view"}} {
+	}{{fn.Acquire, "acquire"}, {fn.Release, "release"}, {fn.Mutates && !fn.Appends, "mutates"}, {fn.Appends, "appends"}, {fn.View, "view"}, {fn.Valid, "valid"}, {fn.ErrMap, "errmap"}} {
 		if x.on {
 			b.WriteString(" " + x.verb)
 		}
 	}
+	for _, n := range fn.Results {
+		fmt.Fprintf(&b, " result=%d", n)
+	}
+	if fn.Releaser > 0 {
+		fmt.Fprintf(&b, " releaser=%d", fn.Releaser-1)
+	}
 	for _, n := range fn.Takes {
 		b.WriteString(" takes=" + n)
+	}
+	for _, n := range fn.TakesOnSuccess {
+		b.WriteString(" takes=" + n + "(onsuccess)")
+	}
+	for _, n := range fn.Frees {
+		b.WriteString(" frees=" + n)
+	}
+	if fn.Child != "" {
+		b.WriteString(" child=" + fn.Child)
 	}
 	for _, n := range fn.Writes {
 		b.WriteString(" writes=" + n)
@@ -263,6 +278,9 @@ func run(pass *analysis.Pass) (any, error) {
 			fact.Func.Pos = 0
 			fact.Func.Takes = append([]string(nil), f.Takes...)
 			fact.Func.Writes = append([]string(nil), f.Writes...)
+			fact.Func.Frees = append([]string(nil), f.Frees...)
+			fact.Func.TakesOnSuccess = append([]string(nil), f.TakesOnSuccess...)
+			fact.Func.Results = append([]int(nil), f.Results...)
 			pass.ExportObjectFact(obj, fact)
 		}
 	}

@@ -74,7 +74,14 @@ func TestFacts(t *testing.T) {
 // that declares them and by every package that imports it, directly or
 // not; and those of directives on interface methods.
 func TestExternFacts(t *testing.T) {
-	analysistest.Run(t, analysistest.TestData(), directives.Analyzer, "ext", "fapp", "ftop", "ifc")
+	analysistest.Run(t, analysistest.TestData(), directives.Analyzer, "ext", "fapp", "ftop", "ifc", "vkext")
+}
+
+// TestBindingVerbs checks that the verbs of bindings (frees, acquire N,
+// release=N, takes onsuccess, child, valid, errmap) travel as facts, on
+// extern lines and on declarations, to importers.
+func TestBindingVerbs(t *testing.T) {
+	analysistest.Run(t, analysistest.TestData(), probe, "vkapp")
 }
 
 // TestExternResult checks that Result.Func answers for calls through an

@@ -94,6 +94,15 @@ func mergeFunc(a, b *contract.Func) *contract.Func {
 	c.View = a.View || b.View
 	c.Takes = union(a.Takes, b.Takes)
 	c.Writes = union(a.Writes, b.Writes)
+	c.Frees = union(a.Frees, b.Frees)
+	c.TakesOnSuccess = union(a.TakesOnSuccess, b.TakesOnSuccess)
+	c.Results = unionInts(a.Results, b.Results)
+	c.Releaser = max(a.Releaser, b.Releaser)
+	if c.Child == "" {
+		c.Child = b.Child
+	}
+	c.Valid = a.Valid || b.Valid
+	c.ErrMap = a.ErrMap || b.ErrMap
 	return &c
 }
 
@@ -104,6 +113,18 @@ func union(a, b []string) []string {
 	for _, s := range slices.Concat(a, b) {
 		if !slices.Contains(out, s) {
 			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// unionInts returns the indices of a followed by those of b not in a, in a
+// new slice (nil when both are empty).
+func unionInts(a, b []int) []int {
+	var out []int
+	for _, n := range slices.Concat(a, b) {
+		if !slices.Contains(out, n) {
+			out = append(out, n)
 		}
 	}
 	return out

@@ -42,9 +42,39 @@
 // (in a loop, say) before its release, also when a second variable keeps
 // it across the loop's runs (last = v) and is overwritten in turn, and a
 // resource kept only in a field of a local struct (a named result) that is
-// then cleared. Keeping only the error, _, err := acquire(), is not
-// reported: the caller expects the call to fail; nor is handing both
-// results on, f(acquire()).
+// then cleared. Keeping only the error is a discard too, in every form
+// (_, err := s.Snapshot(), if _, err := s.Branch(); err != nil,
+// var _, err = acquire()): when the call succeeds nobody holds the
+// resource, and the message says to assign it and release it after the
+// error check. Handing both results on, f(acquire()), is not reported:
+// the callee decides.
+//
+// Bindings (docs/DIRECTIVES.md): a //state:frees parameter, or a function
+// that releases its parameter on every path, releases the argument; each
+// result of //state:acquire N... is an obligation of its own; a comparison
+// of a handle with its type's zero value (nil, 0, an empty struct) or a
+// //state:valid method answering false proves there is nothing to release;
+// an error mapper's result (//state:errmap, or a function that returns nil
+// exactly when its error argument is nil) checks the call's error; a
+// //state:takes NAME onsuccess callee takes the argument only where its
+// error is nil (unless that error is returned or dropped unchecked); a
+// releaser returned beside the resource (w, release, err := newWindow())
+// releases it when called or deferred. A //state:child result needs no
+// release.
+//
+// Temporaries and local structs: a composite literal passed straight to a
+// call (Desc{Shader: sh}, &Opts{...}) is borrowed with what it holds, and
+// an acquire inside it is discarded. A resource stored in a field of a
+// local struct (a named result, a pointer that only holds a new struct, a
+// literal assigned to a local) stays tracked through the struct: its
+// release method (one with arguments too, w.release(dev)) releases it,
+// returning it hands it on, clearing the field drops it.
+//
+// A resource returned beside a non-nil error (return b, err after
+// if err != nil; return b, fmt.Errorf(...); a bare return with the named
+// error known non-nil; a named result that a deferred closure sets to nil
+// when the error is not nil) is not handed back: callers discard results
+// on error, so it leaks through that return.
 //
 // The analysis errs toward silence: values merged from several paths may be
 // released through any variable that held them, the result of a call may

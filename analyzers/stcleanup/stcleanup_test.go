@@ -9,7 +9,7 @@ import (
 )
 
 func TestLeaks(t *testing.T) {
-	analysistest.Run(t, analysistest.TestData(), stcleanup.Analyzer, "a", "b", "cascade", "mainprog", "handleerr", "releaseall", "share", "ignore", "borrow", "resourcecalls", "advice")
+	analysistest.Run(t, analysistest.TestData(), stcleanup.Analyzer, "a", "b", "cascade", "mainprog", "handleerr", "releaseall", "share", "ignore", "borrow", "resourcecalls", "advice", "gfx", "engine")
 }
 
 func TestFix(t *testing.T) {

@@ -11,7 +11,7 @@ import (
 )
 
 func Test(t *testing.T) {
-	analysistest.Run(t, analysistest.TestData(), stcontract.Analyzer, "valid", "bad", "edge", "funcs", "onefault", "ignore", "window", "share", "replay", "groups", "extern", "ifacedirs")
+	analysistest.Run(t, analysistest.TestData(), stcontract.Analyzer, "valid", "bad", "edge", "funcs", "onefault", "ignore", "window", "share", "replay", "groups", "extern", "ifacedirs", "bindings")
 }
 
 func TestFixes(t *testing.T) {

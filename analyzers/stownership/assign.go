@@ -55,8 +55,25 @@ func (c *cleanup) assignTuple(st ostate, stmt ast.Node, lhs []ast.Expr, rhs ast.
 	}
 	c.lhsUses(st, lhs)
 	c.kill(st, c.lhsVars(lhs), stmt)
-	if id >= 0 {
-		c.acquire(st, id, stmt, lhs[0], lhs[len(lhs)-1])
+	if id < 0 {
+		return
+	}
+	ids := c.sameCall(id)
+	for _, j := range ids {
+		if r := c.obls[j].result; r < len(lhs) {
+			c.acquire(st, j, stmt, lhs[r], lhs[len(lhs)-1])
+		}
+	}
+	// A releaser returned beside the resource (w, release, err :=
+	// newWindow()) holds it: calling it, or deferring it, releases it.
+	if r := c.o.Releaser(c.obls[id].fn); r >= 0 && r < len(lhs) {
+		if rv := c.localVar(lhs[r]); rv != nil {
+			for _, j := range ids {
+				if st[j].live {
+					st[j].holders |= c.bit(rv)
+				}
+			}
+		}
 	}
 }
 
@@ -68,6 +85,7 @@ func (c *cleanup) assignParallel(st ostate, stmt ast.Node, lhs, rhs []ast.Expr) 
 	sites := make([]int, len(rhs))
 	alias := make([]uint64, len(rhs))
 	derived := make([]uint64, len(rhs))
+	litSites := make([][]int, len(rhs))
 	for i, r := range rhs {
 		sites[i] = -1
 		if call, id := c.site(r); id >= 0 {
@@ -75,7 +93,11 @@ func (c *cleanup) assignParallel(st ostate, stmt ast.Node, lhs, rhs []ast.Expr) 
 			sites[i] = id
 			continue
 		}
+		// w := &batch{ctx: b.NewContext()}: w holds the new context.
+		c.collecting = len(lhs) == len(rhs) && (c.localVar(lhs[i]) != nil || c.fieldOfLocal(lhs[i]) != nil)
 		alias[i], derived[i] = c.aliasExpr(st, r)
+		c.collecting = false
+		litSites[i], c.litSites = c.litSites, nil
 	}
 	c.lhsUses(st, lhs)
 	for i, l := range lhs {
@@ -98,6 +120,13 @@ func (c *cleanup) assignParallel(st ostate, stmt ast.Node, lhs, rhs []ast.Expr) 
 		if sites[i] >= 0 && !isBlank(l) {
 			c.acquire(st, sites[i], stmt, l, nil)
 		}
+		for _, id := range litSites[i] {
+			c.acquire(st, id, stmt, l, nil)
+			if c.record {
+				delete(c.holderOf, id) // held by the struct, not as itself
+				delete(c.defs, id)
+			}
+		}
 	}
 }
 
@@ -111,15 +140,49 @@ func (c *cleanup) assignParallel(st ostate, stmt ast.Node, lhs, rhs []ast.Expr) 
 func (c *cleanup) rebind(st ostate, stmt ast.Node, lhs, rhs []ast.Expr, alias, derived []uint64) {
 	killed := c.lhsVars(lhs)
 	var nils uint64
+	mapped := make([]uint64, len(lhs)) // err2 := mapErr(err): err2 stands for err
 	for i, l := range lhs {
-		if v := c.localVar(l); v != nil && dataflow.IsNil(c.info, rhs[i]) && types.Identical(v.Type(), c.errType) {
+		v := c.localVar(l)
+		if v == nil || !types.Identical(v.Type(), c.errType) {
+			continue
+		}
+		if dataflow.IsNil(c.info, rhs[i]) {
 			nils |= c.bit(v)
+		}
+		if call, ok := ast.Unparen(rhs[i]).(*ast.CallExpr); ok {
+			if a := c.errMapArg(call); a != nil {
+				if av := dataflow.VarOf(c.info, a); av != nil {
+					mapped[i] = c.known(av)
+				}
+			}
 		}
 	}
 	for id := range c.obls {
 		ob := &st[id]
 		if !ob.live {
 			continue
+		}
+		if ob.taken&killed != 0 {
+			// The error of a takes-onsuccess call is overwritten
+			// unchecked: assume the callee took it.
+			*ob = obl{}
+			continue
+		}
+		var errs, mnils, mnonnils uint64
+		for i, l := range lhs {
+			if mapped[i] == 0 {
+				continue
+			}
+			b := c.bit(c.localVar(l))
+			if ob.errs&mapped[i] != 0 {
+				errs |= b
+			}
+			if ob.nils&mapped[i] != 0 {
+				mnils |= b
+			}
+			if ob.nonnils&mapped[i] != 0 {
+				mnonnils |= b
+			}
 		}
 		var add, addOld uint64
 		for i, l := range lhs {
@@ -139,8 +202,9 @@ func (c *cleanup) rebind(st ostate, stmt ast.Node, lhs, rhs []ast.Expr, alias, d
 		old, olds := ob.holders, ob.olds
 		ob.holders = ob.holders&^killed | add
 		ob.olds = ob.olds&^killed | addOld
-		ob.errs &^= killed
-		ob.nils = ob.nils&^killed | nils
+		ob.errs = ob.errs&^killed | errs
+		ob.nils = ob.nils&^killed | nils | mnils
+		ob.nonnils = ob.nonnils&^killed | mnonnils
 		ob.trues &^= killed
 		ob.falses &^= killed
 		if old != 0 && ob.holders == 0 || olds != 0 && ob.olds == 0 {
@@ -149,8 +213,28 @@ func (c *cleanup) rebind(st ostate, stmt ast.Node, lhs, rhs []ast.Expr, alias, d
 	}
 	g := &st[len(st)-1]
 	g.nils = g.nils&^killed | nils
+	g.nonnils &^= killed
 	g.trues &^= killed
 	g.falses &^= killed
+}
+
+// applyPending records the hand-offs of the statement just evaluated to
+// takes-onsuccess callees: what they were given is taken where the error
+// variable of the call is nil.
+func (c *cleanup) applyPending(st ostate) {
+	for _, p := range c.pending {
+		b := c.bit(p.err)
+		for id := range c.obls {
+			if st[id].live && st[id].holders&p.m != 0 {
+				if b == 0 {
+					st[id] = obl{}
+					continue
+				}
+				st[id].taken |= b
+			}
+		}
+	}
+	c.pending = c.pending[:0]
 }
 
 // lhsUses evaluates the operands of non-variable assignment targets (the
@@ -182,6 +266,7 @@ func (c *cleanup) kill(st ostate, m uint64, at ast.Node) {
 	}
 	g := &st[len(st)-1]
 	g.nils &^= m
+	g.nonnils &^= m
 	g.trues &^= m
 	g.falses &^= m
 	for id := range c.obls {
@@ -189,6 +274,11 @@ func (c *cleanup) kill(st ostate, m uint64, at ast.Node) {
 		if !ob.live {
 			continue
 		}
+		if ob.taken&m != 0 {
+			*ob = obl{} // a takes-onsuccess call's error overwritten unchecked
+			continue
+		}
+		ob.nonnils &^= m
 		old, olds := ob.holders, ob.olds
 		ob.holders &^= m
 		ob.olds &^= m
@@ -223,17 +313,27 @@ func (c *cleanup) lost(st ostate, id int, at ast.Node) {
 // variable errLHS, when the callee has an error result).
 func (c *cleanup) acquire(st ostate, id int, stmt ast.Node, l, errLHS ast.Expr) {
 	if isBlank(l) {
+		// A result assigned to _ is discarded, with or without its error
+		// (_, err := s.Snapshot(): on success nobody holds the snapshot).
 		st[id] = obl{}
-		// _, err := Acquire() keeps only the error: the caller expects the
-		// call to fail (a test of a bad argument, say), so only a result
-		// discarded together with its error is reported.
-		if errLHS == nil || isBlank(errLHS) || !c.obls[id].errRes {
-			c.discard(id)
+		if c.record {
+			c.discarded[id] = true
+			if errLHS != nil && !isBlank(errLHS) {
+				c.blank[id] = true
+			}
 		}
 		return
 	}
 	v := c.localVar(l)
 	if v == nil {
+		if fv := c.fieldOfLocal(l); fv != nil {
+			// out.ctx = b.NewContext(): held by the local struct.
+			if b := c.bit(fv); b != 0 {
+				g := st[len(st)-1]
+				st[id] = obl{live: true, holders: b, nils: g.nils, nonnils: g.nonnils, trues: g.trues, falses: g.falses}
+				return
+			}
+		}
 		st[id] = obl{} // stored straight into a field, global or element
 		if c.record {
 			c.escaped[id] = true
@@ -241,7 +341,7 @@ func (c *cleanup) acquire(st ostate, id int, stmt ast.Node, l, errLHS ast.Expr) 
 		return
 	}
 	g := st[len(st)-1]
-	ob := obl{live: true, holders: c.bit(v), nils: g.nils, trues: g.trues, falses: g.falses}
+	ob := obl{live: true, holders: c.bit(v), nils: g.nils, nonnils: g.nonnils, trues: g.trues, falses: g.falses}
 	if prev := st[id]; prev.live {
 		// The resource of the call's previous run (a loop) is still
 		// held: by the variables that are not the one assigned now.
@@ -264,23 +364,47 @@ func (c *cleanup) acquire(st ostate, id int, stmt ast.Node, l, errLHS ast.Expr) 
 // fieldOfLocal returns v when l is a field v.f of a local variable v of
 // struct type (not through a pointer): storing into it keeps the value in
 // the function.
+// A field path may be nested (v.inner.f), and may start through a local
+// pointer that only ever holds a new struct (w := &window{}; w.tex = t):
+// the struct is the function's own, and the resource stays tracked
+// through v until v is released, returned or stored.
 func (c *cleanup) fieldOfLocal(l ast.Expr) *types.Var {
 	sel, ok := ast.Unparen(l).(*ast.SelectorExpr)
 	if !ok {
 		return nil
 	}
-	s, ok := c.info.Selections[sel]
-	if !ok || s.Kind() != types.FieldVal || s.Indirect() || len(s.Index()) != 1 {
+	for {
+		s, ok := c.info.Selections[sel]
+		if !ok || s.Kind() != types.FieldVal {
+			return nil
+		}
+		x := ast.Unparen(sel.X)
+		if inner, ok := x.(*ast.SelectorExpr); ok {
+			if s.Indirect() {
+				return nil
+			}
+			sel = inner
+			continue
+		}
+		v := c.localVar(x)
+		if v == nil {
+			return nil
+		}
+		switch u := v.Type().Underlying().(type) {
+		case *types.Struct:
+			if s.Indirect() && len(s.Index()) > 1 {
+				return nil // through an embedded pointer
+			}
+			return v
+		case *types.Pointer:
+			if c.fresh[v] && len(s.Index()) == 1 {
+				if _, ok := u.Elem().Underlying().(*types.Struct); ok {
+					return v
+				}
+			}
+		}
 		return nil
 	}
-	v := c.localVar(sel.X)
-	if v == nil {
-		return nil
-	}
-	if _, ok := v.Type().Underlying().(*types.Struct); !ok {
-		return nil
-	}
-	return v
 }
 
 // storeField handles v.f = rhs for a local struct v (a named result, say):

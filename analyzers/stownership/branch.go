@@ -22,10 +22,14 @@ func (c *cleanup) edge(b *cfg.Block, succ int, out ostate) ostate {
 	if cond == nil {
 		return out
 	}
-	imp := dataflow.Imply(c.info, cond, succ == 0)
+	imp := dataflow.ImplyWith(c.info, cond, succ == 0, c.hooks)
 	var nonNil, isNil, isTrue, isFalse uint64
 	for _, v := range imp.NonNil {
-		nonNil |= c.known(v)
+		if types.Identical(v.Type(), c.errType) && c.local(v) {
+			nonNil |= c.bit(v) // known non-nil from here on: see besideError
+		} else {
+			nonNil |= c.known(v)
+		}
 	}
 	for _, v := range imp.Nil {
 		isNil |= c.known(v)
@@ -60,12 +64,16 @@ func (c *cleanup) edge(b *cfg.Block, succ int, out ostate) ostate {
 			*o = obl{live: true, holders: o.olds &^ isNil, nils: o.nils, trues: o.trues, falses: o.falses}
 			continue
 		}
-		if i < len(c.obls) && (o.errs&nonNil != 0 || o.holders&isNil != 0 || contradicts(*o)) {
+		if i < len(c.obls) && (o.errs&nonNil != 0 || o.holders&isNil != 0 || o.taken&isNil != 0 || contradicts(*o)) {
+			// Never acquired, null, or taken by a takes-onsuccess
+			// callee that succeeded.
 			*o = obl{}
 			continue
 		}
 		o.olds &^= isNil
+		o.taken &^= nonNil // the callee failed: the caller still owns it
 		o.nils = o.nils&^nonNil | isNil&c.errVars
+		o.nonnils = o.nonnils&^isNil | nonNil&c.errVars
 		o.trues = o.trues&^isFalse | isTrue
 		o.falses = o.falses&^isTrue | isFalse
 	}

@@ -13,7 +13,9 @@ import (
 // id is dropped at the call.
 func (c *cleanup) discard(id int) {
 	if c.record {
-		c.discarded[id] = true
+		for _, j := range c.sameCall(id) {
+			c.discarded[j] = true
+		}
 	}
 }
 
@@ -115,9 +117,17 @@ func mayWrap(t types.Type) bool {
 // aliasEach returns what the values es, held together (the elements of a
 // composite literal, the arguments of append), hold: a value that is a
 // resource site escapes into them.
-func (c *cleanup) aliasEach(st ostate, es []ast.Expr) (m, derived uint64) {
+//
+// In a composite literal assigned to a local variable (collecting), an
+// acquiring call is noted in litSites instead: the variable holds it.
+func (c *cleanup) aliasEach(st ostate, es []ast.Expr, lit bool) (m, derived uint64) {
 	for _, e := range es {
-		if _, id := c.site(e); id >= 0 {
+		if call, id := c.site(e); id >= 0 {
+			if lit && c.collecting {
+				c.call(st, call, false)
+				c.litSites = append(c.litSites, id)
+				continue
+			}
 			c.escape(st, e)
 			continue
 		}
@@ -148,7 +158,7 @@ func (c *cleanup) aliasExpr(st ostate, e ast.Expr) (m, derived uint64) {
 			}
 			values[i] = elt
 		}
-		return c.aliasEach(st, values)
+		return c.aliasEach(st, values, true)
 	case *ast.UnaryExpr:
 		if lit, ok := ast.Unparen(x.X).(*ast.CompositeLit); ok && x.Op == token.AND {
 			return c.aliasExpr(st, lit)
@@ -178,7 +188,10 @@ func (c *cleanup) aliasExpr(st ostate, e ast.Expr) (m, derived uint64) {
 			// append(list, v) holds what list and v hold: the value goes
 			// where the slice goes (a local slice keeps it in the
 			// function; one stored or returned lets it escape).
-			return c.aliasEach(st, x.Args)
+			collecting := c.collecting
+			c.collecting = false
+			defer func() { c.collecting = collecting }()
+			return c.aliasEach(st, x.Args, false)
 		}
 		if kind != ownership.Builtin && mayWrap(c.info.TypeOf(x)) {
 			c.expr(st, e)
@@ -197,7 +210,8 @@ func (c *cleanup) aliasExpr(st ostate, e ast.Expr) (m, derived uint64) {
 }
 
 // wrapped returns the variables whose resources the result of a call with
-// arguments args may hold: r := bufio.NewReader(f) may hold f, so releasing
+// arguments args may hold: r := bufio.NewReader(f) may hold f (and
+// r := wrap(&cfg{f: f}) too), so releasing
 // or returning r counts for f (only more holders: never a finding more).
 // An argument that is the variable itself hands the variable on; one that
 // is only a part of it (s.rows, s.buf[i:]) derives from it, which is
@@ -206,6 +220,9 @@ func (c *cleanup) aliasExpr(st ostate, e ast.Expr) (m, derived uint64) {
 // take its receiver.
 func (c *cleanup) wrapped(args []ast.Expr) (m, derived uint64) {
 	for _, a := range args {
+		// A temporary literal (wrap(&cfg{f: f})) is borrowed by the call,
+		// but its result may hold what the literal holds.
+		m |= c.litBits(a)
 		v := dataflow.Root(c.info, a)
 		if v == nil {
 			continue
@@ -298,7 +315,7 @@ func (c *cleanup) watch(lit *ast.FuncLit) (rel, disp uint64) {
 			return true
 		}
 		v, ok := c.info.Uses[id].(*types.Var)
-		if !ok || seen[v] || !c.local(v) || isBasic(v.Type()) {
+		if !ok || seen[v] || !c.local(v) || isBasic(v.Type()) && c.known(v) == 0 {
 			return true
 		}
 		seen[v] = true

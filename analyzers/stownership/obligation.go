@@ -2,6 +2,7 @@ package stownership
 
 import (
 	"go/ast"
+	"go/token"
 	"go/types"
 	"slices"
 
@@ -29,6 +30,7 @@ type LeakKind int
 const (
 	LeakExit        LeakKind = iota // still held when the function returns
 	LeakDiscarded                   // the result was never kept
+	LeakBlank                       // the result was assigned to _ and its error kept (_, err := acquire())
 	LeakOverwritten                 // its last holder was overwritten before a release
 )
 
@@ -36,9 +38,13 @@ const (
 type Leak struct {
 	Call   *ast.CallExpr // the acquiring call
 	Fn     *types.Func   // the function it calls
+	Result int           // the index of the acquired result
 	Kind   LeakKind
-	At     ast.Node   // the return it leaks through, or the overwriting statement; nil when discarded
-	Holder *types.Var // the variable the acquire assigned, when one did
+	// BesideError reports that the exit returns the resource beside a
+	// non-nil error, which callers discard.
+	BesideError bool
+	At          ast.Node   // the return it leaks through, or the overwriting statement; nil when discarded
+	Holder      *types.Var // the variable the acquire assigned, when one did
 	// Def is the statement that assigned the acquired value to Holder, and
 	// Escapes reports whether the value escapes (is returned, stored or
 	// handed on) on some path: a deferred release is then wrong.
@@ -80,6 +86,7 @@ const (
 type obligation struct {
 	call     *ast.CallExpr
 	fn       *types.Func
+	result   int  // the index of the acquired result
 	param    int  // seeded parameter index, when call is nil
 	minLevel int  // weakest discharge that ends it: weak for acquires
 	errRes   bool // the acquiring function has a trailing error result
@@ -107,6 +114,8 @@ type obl struct {
 	olds          uint64
 	errs          uint64
 	nils          uint64
+	nonnils       uint64 // error variables known non-nil where live
+	taken         uint64 // error variables whose nil value means a takes-onsuccess callee took it
 	trues, falses uint64 // boolean variables known true (false) where live
 }
 
@@ -133,16 +142,39 @@ type cleanup struct {
 	litRel   map[*ast.FuncLit]uint64     // cache: variables a literal releases
 	errType  types.Type
 	errVars  uint64 // indexed variables of type error
+	hooks    *dataflow.Hooks
+
+	// onSuccess maps a call with a //state:takes NAME onsuccess parameter
+	// to the error variable its assignment sets; pending are the
+	// holders handed to such calls in the statement being evaluated, with
+	// that variable, applied once the assignment is done.
+	onSuccess map[*ast.CallExpr]*types.Var
+	pending   []pendingTake
+	fresh     map[*types.Var]bool // local pointers only ever set to a new struct (&T{}, new(T))
+	// collecting is set while the right-hand side of an assignment to a
+	// local variable is evaluated: acquiring calls in its composite
+	// literals go to litSites, held by the variable.
+	collecting bool
+	litSites   []int
+	// dropOnErr are the named results that a deferred closure sets to nil
+	// when the error result is not nil: on such a return they hand
+	// nothing back.
+	dropOnErr []int
 
 	// recording, in the final pass only
 	record    bool
 	exitAt    map[int]ast.Node
 	lostAt    map[int]ast.Node
 	discarded map[int]bool
+	blank     map[int]bool     // discarded to _ with the error kept
+	besideAt  map[int]ast.Node // returned beside a non-nil error there
 	escaped   map[int]bool
 	defs      map[int]ast.Stmt
 	holderOf  map[int]*types.Var
 	acquirer  bool
+	acquired  []int // results after the first that are acquired too
+	releaser  int   // a returned func() releasing the first result: its index plus one
+	besideNow []int // obligations returned beside a non-nil error, while a return is evaluated
 	seedFail  map[int]bool
 }
 
@@ -175,7 +207,7 @@ func analyzeBody(in *funcInput) (*funcResult, bool) {
 
 // newCleanup returns the analysis of one body, with nothing indexed yet.
 func newCleanup(in *funcInput) *cleanup {
-	return &cleanup{
+	c := &cleanup{
 		in:       in,
 		info:     in.Info,
 		o:        in.Oracle,
@@ -186,7 +218,42 @@ func newCleanup(in *funcInput) *cleanup {
 		free:     make(map[*ast.FuncLit]uint64),
 		litRel:   make(map[*ast.FuncLit]uint64),
 		errType:  errorType,
+
+		onSuccess: make(map[*ast.CallExpr]*types.Var),
+		fresh:     make(map[*types.Var]bool),
 	}
+	c.hooks = &dataflow.Hooks{
+		ErrArg: c.errMapArg,
+		Valid: func(call *ast.CallExpr) ast.Expr {
+			if fn, _, recv := c.o.Callee(c.info, call); fn != nil && recv != nil && len(call.Args) == 0 && c.o.Valid(fn) {
+				return recv
+			}
+			return nil
+		},
+	}
+	return c
+}
+
+// errMapArg returns the error argument of a call of an error mapper
+// (//state:errmap, declared or inferred), or nil.
+func (c *cleanup) errMapArg(call *ast.CallExpr) ast.Expr {
+	fn, kind, _ := c.o.Callee(c.info, call)
+	if kind != ownership.Static || fn == nil || !c.o.ErrMap(fn) {
+		return nil
+	}
+	for _, a := range call.Args {
+		if types.Identical(c.info.TypeOf(a), errorType) {
+			return a
+		}
+	}
+	return nil
+}
+
+// pendingTake is a hand-off to a //state:takes NAME onsuccess parameter:
+// the holders m are taken when err is nil.
+type pendingTake struct {
+	m   uint64
+	err *types.Var
 }
 
 // obligations creates the obligations of the acquiring calls, then two of
@@ -199,9 +266,17 @@ func (c *cleanup) obligations() (ostate, bool) {
 	for _, call := range in.Sites {
 		fn, _, _ := c.o.Callee(c.info, call)
 		c.siteID[call] = len(c.obls)
-		c.obls = append(c.obls, obligation{call: call, fn: fn, minLevel: weak, errRes: HasErrorResult(fn)})
+		results := c.o.AcquiredResults(fn)
+		if len(results) == 0 {
+			results = []int{0}
+		}
+		// One obligation per acquired result (//state:acquire 0 1: an
+		// image and its memory), consecutive.
+		for _, r := range results {
+			c.obls = append(c.obls, obligation{call: call, fn: fn, result: r, minLevel: weak, errRes: HasErrorResult(fn)})
+		}
 	}
-	entry := make(ostate, len(in.Sites), len(in.Sites)+3*len(in.Seeds)+1)
+	entry := make(ostate, len(c.obls), len(c.obls)+3*len(in.Seeds)+1)
 	for _, p := range in.Seeds {
 		v := ownership.ParamVar(in.Sig, p)
 		if v == nil {
@@ -219,6 +294,21 @@ func (c *cleanup) obligations() (ostate, bool) {
 		}
 	}
 	return entry, true
+}
+
+// sameCall returns the obligations of the acquiring call of obligation id:
+// one per acquired result, consecutive.
+func (c *cleanup) sameCall(id int) []int {
+	first := c.siteID[c.obls[id].call]
+	end := first
+	for end < len(c.obls) && c.obls[end].call == c.obls[id].call {
+		end++
+	}
+	ids := make([]int, 0, end-first)
+	for j := first; j < end; j++ {
+		ids = append(ids, j)
+	}
+	return ids
 }
 
 // scanBody finds the branch conditions of the body and the parts of its
@@ -241,9 +331,129 @@ func (c *cleanup) scanBody() {
 			if send, ok := n.Comm.(*ast.SendStmt); ok {
 				c.commSend[send] = true
 			}
+		case *ast.AssignStmt:
+			if len(n.Rhs) == 1 {
+				c.noteOnSuccess(n.Lhs, n.Rhs[0])
+			}
+			c.noteFresh(n.Lhs, n.Rhs)
+		case *ast.ValueSpec:
+			lhs := make([]ast.Expr, len(n.Names))
+			for i, id := range n.Names {
+				lhs[i] = id
+			}
+			if len(n.Values) == 1 {
+				c.noteOnSuccess(lhs, n.Values[0])
+			}
+			c.noteFresh(lhs, n.Values)
+		case *ast.UnaryExpr:
+			if n.Op == token.AND {
+				if v := c.localVar(n.X); v != nil {
+					c.fresh[v] = false // its address is taken: it may change behind our back
+				}
+			}
+		case *ast.DeferStmt:
+			if lit, ok := ast.Unparen(n.Call.Fun).(*ast.FuncLit); ok {
+				c.noteDrops(lit)
+			}
 		}
 		return true
 	})
+}
+
+// noteDrops records the named results that a deferred closure sets to nil
+// under a check that the error result is not nil:
+// defer func() { if err != nil { out = nil } }().
+func (c *cleanup) noteDrops(lit *ast.FuncLit) {
+	res := c.in.Results
+	if len(res) < 2 || !types.Identical(res[len(res)-1].Type(), errorType) {
+		return
+	}
+	errRes := res[len(res)-1]
+	for _, s := range lit.Body.List {
+		ifs, ok := s.(*ast.IfStmt)
+		if !ok || ifs.Init != nil || !slices.Contains(dataflow.Imply(c.info, ifs.Cond, true).NonNil, errRes) {
+			continue
+		}
+		for _, b := range ifs.Body.List {
+			as, ok := b.(*ast.AssignStmt)
+			if !ok || len(as.Lhs) != len(as.Rhs) {
+				continue
+			}
+			for i, l := range as.Lhs {
+				v := dataflow.VarOf(c.info, l)
+				if j := slices.Index(res, v); j >= 0 && j < len(res)-1 && dataflow.IsNil(c.info, as.Rhs[i]) && c.releasesEach(ifs.Body.List, v) < 0 {
+					c.dropOnErr = append(c.dropOnErr, j)
+				}
+			}
+		}
+	}
+}
+
+// noteOnSuccess maps a call assigned to lhs that hands a parameter to a
+// //state:takes NAME onsuccess callee to the error variable it sets.
+func (c *cleanup) noteOnSuccess(lhs []ast.Expr, rhs ast.Expr) {
+	call, ok := ast.Unparen(rhs).(*ast.CallExpr)
+	if !ok {
+		return
+	}
+	fn, kind, _ := c.o.Callee(c.info, call)
+	if kind != ownership.Static || fn == nil {
+		return
+	}
+	d := c.o.Dir(fn)
+	if d == nil || len(d.TakesOnSuccess) == 0 {
+		return
+	}
+	if v := c.localVar(lhs[len(lhs)-1]); v != nil && types.Identical(v.Type(), errorType) {
+		c.onSuccess[call] = v
+	}
+}
+
+// noteFresh records which local pointer variables are only ever assigned
+// a new struct (&T{...} or new(T)): a store into a field through one stays
+// in the function (see fieldOfLocal).
+func (c *cleanup) noteFresh(lhs, rhs []ast.Expr) {
+	for i, l := range lhs {
+		v := c.localVar(l)
+		if v == nil {
+			continue
+		}
+		if _, ok := v.Type().Underlying().(*types.Pointer); !ok {
+			continue
+		}
+		fresh := len(lhs) == len(rhs) && isNew(c.info, rhs[i]) && !c.isParam(v)
+		if prev, seen := c.fresh[v]; seen {
+			fresh = fresh && prev
+		}
+		c.fresh[v] = fresh
+	}
+}
+
+// isParam reports whether v is a parameter or the receiver of the analyzed
+// function (a named result starts nil).
+func (c *cleanup) isParam(v *types.Var) bool {
+	sig := c.in.Sig
+	if sig.Recv() == v {
+		return true
+	}
+	for p := range sig.Params().Variables() {
+		if p == v {
+			return true
+		}
+	}
+	return false
+}
+
+// isNew reports whether e is &T{...} or new(T).
+func isNew(info *types.Info, e ast.Expr) bool {
+	switch x := ast.Unparen(e).(type) {
+	case *ast.UnaryExpr:
+		_, ok := ast.Unparen(x.X).(*ast.CompositeLit)
+		return x.Op == token.AND && ok
+	case *ast.CallExpr:
+		return ownership.BuiltinName(info, x) == "new"
+	}
+	return false
 }
 
 // problem returns the dataflow problem of the body from entry. The last
@@ -299,6 +509,8 @@ func join(a, b ostate) ostate {
 				olds:    a[i].olds | b[i].olds,
 				errs:    a[i].errs | b[i].errs,
 				nils:    a[i].nils & b[i].nils,
+				nonnils: a[i].nonnils & b[i].nonnils,
+				taken:   a[i].taken | b[i].taken,
 				trues:   a[i].trues & b[i].trues,
 				falses:  a[i].falses & b[i].falses,
 			}
@@ -314,6 +526,8 @@ func (c *cleanup) replay(ins []ostate) {
 	c.exitAt = make(map[int]ast.Node)
 	c.lostAt = make(map[int]ast.Node)
 	c.discarded = make(map[int]bool)
+	c.blank = make(map[int]bool)
+	c.besideAt = make(map[int]ast.Node)
 	c.escaped = make(map[int]bool)
 	c.defs = make(map[int]ast.Stmt)
 	c.holderOf = make(map[int]*types.Var)
@@ -334,6 +548,10 @@ func (c *cleanup) replay(ins []ostate) {
 // the parameters it takes or releases on every path.
 func (c *cleanup) result() *funcResult {
 	res := &funcResult{Summary: ownership.Summary{Acquirer: c.acquirer}}
+	if c.acquirer {
+		res.Releaser = c.releaser
+	}
+	res.Results = c.acquired
 	for id, ob := range c.obls {
 		if ob.call == nil {
 			if !c.seedFail[id] {
@@ -348,14 +566,17 @@ func (c *cleanup) result() *funcResult {
 			}
 			continue
 		}
-		l := Leak{Call: ob.call, Fn: ob.fn, Holder: c.holderOf[id], Def: c.defs[id], Escapes: c.escaped[id]}
+		l := Leak{Call: ob.call, Fn: ob.fn, Result: ob.result, Holder: c.holderOf[id], Def: c.defs[id], Escapes: c.escaped[id]}
 		switch {
+		case c.blank[id]:
+			l.Kind = LeakBlank
 		case c.discarded[id]:
 			l.Kind = LeakDiscarded
 		case c.lostAt[id] != nil:
 			l.Kind, l.At = LeakOverwritten, c.lostAt[id]
 		case c.exitAt[id] != nil:
 			l.Kind, l.At = LeakExit, c.exitAt[id]
+			l.BesideError = c.besideAt[id] == l.At
 		default:
 			continue
 		}

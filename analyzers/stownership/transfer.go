@@ -18,6 +18,7 @@ func (c *cleanup) node(st ostate, n ast.Node) {
 	case *ast.AssignStmt:
 		if n.Tok == token.DEFINE || n.Tok == token.ASSIGN {
 			c.assign(st, n, n.Lhs, n.Rhs)
+			c.applyPending(st)
 			return
 		}
 		for _, e := range n.Lhs {
@@ -32,6 +33,7 @@ func (c *cleanup) node(st ostate, n ast.Node) {
 			lhs[i] = id
 		}
 		c.assign(st, n, lhs, n.Values)
+		c.applyPending(st)
 	case *ast.ReturnStmt:
 		c.ret(st, n)
 	case *ast.DeferStmt:
@@ -40,8 +42,14 @@ func (c *cleanup) node(st ostate, n ast.Node) {
 			return
 		}
 		c.call(st, n.Call, false)
+		if _, id := c.site(n.Call); id >= 0 {
+			c.discard(id) // defer s.Snapshot(): nobody keeps the result
+		}
 	case *ast.GoStmt:
 		c.call(st, n.Call, true)
+		if _, id := c.site(n.Call); id >= 0 {
+			c.discard(id)
+		}
 	case *ast.SendStmt:
 		c.expr(st, n.Chan)
 		if c.commSend[n] {
@@ -140,7 +148,7 @@ func (c *cleanup) stmtReleases(s ast.Stmt, val *types.Var) int {
 		if s.Init != nil {
 			return c.stmtReleases(s.Init, val)
 		}
-		if s.Else == nil && (slices.Contains(dataflow.Imply(c.info, s.Cond, true).NonNil, val) || c.testsError(s.Cond) || c.onceGuard(s)) {
+		if s.Else == nil && (slices.Contains(dataflow.ImplyWith(c.info, s.Cond, true, c.hooks).NonNil, val) || c.testsError(s.Cond) || c.onceGuard(s)) {
 			return c.releasesEach(s.Body.List, val)
 		}
 	}

@@ -5,10 +5,13 @@
 //
 // streleased: report uses of a resource after its release
 //
-// A variable whose value was released (by a //state:release method, or by
-// a function that releases that parameter on every path) on every path to
-// a later use of it is reported at that use: a method call, a field read,
-// an argument. Release helpers need no directive: releaseAll(a, b) releases
+// A variable whose value was released (by a //state:release method, a
+// //state:frees parameter such as DestroyImage(dev, img), or a function that
+// releases that parameter on every path) on every path to a later use of
+// it is reported at that use: a method call, a field read, an argument. A
+// //state:child result assigned once to a variable (cmd := pool.Alloc()) is
+// released with its parent: using it after the parent's release is
+// reported too. Release helpers need no directive: releaseAll(a, b) releases
 // a and b whether releaseAll takes ...*T, ...io.Closer-like interfaces or
 // ...T over a type parameter, as long as it calls on every path a method of
 // the parameter's type that is the argument's release method (xs... hands

@@ -66,6 +66,10 @@ type checker struct {
 	copies  []aliasCopy                 // w := v between local variables
 	aliases map[*types.Var][]*types.Var // variables that hold the same handle for their whole life
 	copyOf  map[*ast.AssignStmt][]aliasCopy
+	// children maps a local variable to the local variables assigned
+	// once a //state:child result of it (cmd := pool.Alloc()): released
+	// with it.
+	children map[*types.Var][]*types.Var
 }
 
 // aliasCopy is an assignment w := v (or w = v) of one local variable to
@@ -91,6 +95,8 @@ func checkFunc(pass *analysis.Pass, res *ownership.Result, f *ownership.Func) {
 		defs:    make(map[*types.Var]int),
 		aliases: make(map[*types.Var][]*types.Var),
 		copyOf:  make(map[*ast.AssignStmt][]aliasCopy),
+
+		children: make(map[*types.Var][]*types.Var),
 	}
 	c.scanAliases(f)
 	c.scan(f)
@@ -210,6 +216,7 @@ func (c *checker) scanAliases(f *ownership.Func) {
 		}
 		return true
 	})
+	c.scanChildren(f)
 	for _, cp := range c.copies {
 		if c.defs[cp.w] == 1 && c.defs[cp.v] <= 1 {
 			c.aliases[cp.w] = append(c.aliases[cp.w], cp.v)
@@ -227,6 +234,42 @@ func (c *checker) scanAliases(f *ownership.Func) {
 					c.skip[ast.Unparen(as.Rhs[i]).(*ast.Ident)] = true
 				}
 			}
+		}
+		return true
+	})
+}
+
+// scanChildren finds the local variables, each assigned once, that hold a
+// //state:child result of another local variable (cmd := pool.Alloc(),
+// cmd := alloc(pool)): using them after the parent's release is a use
+// after release.
+func (c *checker) scanChildren(f *ownership.Func) {
+	ast.Inspect(f.Body(), func(n ast.Node) bool {
+		as, ok := n.(*ast.AssignStmt)
+		if !ok || len(as.Rhs) != 1 {
+			return true
+		}
+		call, ok := ast.Unparen(as.Rhs[0]).(*ast.CallExpr)
+		if !ok {
+			return true
+		}
+		fn, _, recv := c.o.Callee(c.info, call)
+		if fn == nil {
+			return true
+		}
+		var parent ast.Expr
+		switch i := c.o.Child(fn); {
+		case i == -1:
+			parent = recv
+		case i >= 0 && i < len(call.Args):
+			parent = call.Args[i]
+		}
+		if parent == nil {
+			return true
+		}
+		p, child := c.local(parent), c.local(as.Lhs[0])
+		if p != nil && child != nil && c.defs[child] == 1 {
+			c.children[p] = append(c.children[p], child)
 		}
 		return true
 	})
@@ -270,6 +313,9 @@ func (c *checker) releases(call *ast.CallExpr, fnNode ast.Node) {
 		}
 		m |= b
 		for _, w := range c.aliases[v] {
+			mark(w)
+		}
+		for _, w := range c.children[v] {
 			mark(w)
 		}
 	}

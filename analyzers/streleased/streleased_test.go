@@ -9,5 +9,5 @@ import (
 )
 
 func TestUseAfterRelease(t *testing.T) {
-	analysistest.Run(t, analysistest.TestData(), streleased.Analyzer, "a", "alias", "share", "ignore")
+	analysistest.Run(t, analysistest.TestData(), streleased.Analyzer, "a", "alias", "share", "ignore", "freed")
 }

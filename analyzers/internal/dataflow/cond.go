@@ -2,6 +2,7 @@ package dataflow
 
 import (
 	"go/ast"
+	"go/constant"
 	"go/token"
 	"go/types"
 
@@ -56,10 +57,30 @@ type Implied struct {
 	True, False []*types.Var // boolean variables
 }
 
+// Hooks tell ImplyWith about calls whose meaning comes from directives.
+type Hooks struct {
+	// ErrArg returns the error argument of a call of an error mapper
+	// (//state:errmap: its result is nil exactly when the argument is), or
+	// nil.
+	ErrArg func(call *ast.CallExpr) ast.Expr
+	// Valid returns the receiver of a call of a //state:valid method (true
+	// exactly when the receiver holds a resource), or nil.
+	Valid func(call *ast.CallExpr) ast.Expr
+}
+
 // Imply returns what cond proves when it evaluates to truth. It understands
 // !, &&, ||, parentheses, comparisons of a variable with nil, and boolean
 // variables.
 func Imply(info *types.Info, cond ast.Expr, truth bool) Implied {
+	return ImplyWith(info, cond, truth, nil)
+}
+
+// ImplyWith is Imply that also understands, with h, comparisons of a
+// variable with its type's zero value (0, "", an empty composite literal:
+// a null handle whatever its type), calls of valid methods, and
+// comparisons of an error mapper's result with nil (a check of its
+// argument).
+func ImplyWith(info *types.Info, cond ast.Expr, truth bool, h *Hooks) Implied {
 	var r Implied
 	var walk func(e ast.Expr, truth bool)
 	walk = func(e ast.Expr, truth bool) {
@@ -79,6 +100,18 @@ func Imply(info *types.Info, cond ast.Expr, truth bool) Implied {
 				walk(e.X, !truth)
 			}
 		case *ast.CallExpr:
+			if h != nil && h.Valid != nil {
+				if recv := h.Valid(e); recv != nil {
+					if v := VarOf(info, recv); v != nil {
+						if truth {
+							r.NonNil = append(r.NonNil, v)
+						} else {
+							r.Nil = append(r.Nil, v)
+						}
+					}
+					return
+				}
+			}
 			// A predicate of an error (errors.Is(err, ErrX), isFault(err))
 			// holds, as far as the analyzers care, only of a non-nil error:
 			// taking that as proved keeps them quiet on such branches. The
@@ -109,11 +142,17 @@ func Imply(info *types.Info, cond ast.Expr, truth bool) Implied {
 				}
 			case token.EQL, token.NEQ:
 				x, y := e.X, e.Y
-				if IsNil(info, x) {
+				null := func(e ast.Expr) bool { return IsNil(info, e) || h != nil && isZeroValue(info, e) }
+				if null(x) {
 					x, y = y, x
 				}
-				if !IsNil(info, y) {
+				if !null(y) {
 					return
+				}
+				if call, ok := ast.Unparen(x).(*ast.CallExpr); ok && h != nil && h.ErrArg != nil && IsNil(info, y) {
+					if a := h.ErrArg(call); a != nil {
+						x = a // errmap(err) != nil checks err
+					}
 				}
 				v := VarOf(info, x)
 				if v == nil {
@@ -136,6 +175,25 @@ var errorType = types.Universe.Lookup("error").Type()
 func isBool(t types.Type) bool {
 	b, ok := t.Underlying().(*types.Basic)
 	return ok && b.Info()&types.IsBoolean != 0
+}
+
+// isZeroValue reports whether e is the zero value of a non-boolean type: a
+// constant 0 or "", or a composite literal without elements.
+func isZeroValue(info *types.Info, e ast.Expr) bool {
+	if lit, ok := ast.Unparen(e).(*ast.CompositeLit); ok {
+		return len(lit.Elts) == 0
+	}
+	tv, ok := info.Types[e]
+	if !ok || tv.Value == nil {
+		return false
+	}
+	switch tv.Value.Kind() {
+	case constant.Int, constant.Float:
+		return constant.Sign(tv.Value) == 0
+	case constant.String:
+		return constant.StringVal(tv.Value) == ""
+	}
+	return false
 }
 
 // IsNil reports whether e is the predeclared nil.

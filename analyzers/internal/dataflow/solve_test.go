@@ -174,3 +174,54 @@ func f(a, b *int, ok bool, err error) {
 		t.Errorf("false: %+v, want nothing", imp)
 	}
 }
+
+// TestImplyWith checks the null tests of handles that are not pointers (a
+// comparison with the zero value, a valid method) and the check of an
+// error through an error mapper; Imply without hooks sees none of them.
+func TestImplyWith(t *testing.T) {
+	fd, _, info := parseFunc(t, `package p
+
+type Tex uint32
+type Desc struct{ n int }
+
+func (t Tex) Valid() bool { return t != 0 }
+func mapErr(err error) error { return err }
+
+func f(t, u Tex, d Desc, name string, err error) {
+	if !t.Valid() || u == 0 || d == (Desc{}) || name == "" || mapErr(err) != nil {
+	}
+}`)
+	cond := fd.Body.List[0].(*ast.IfStmt).Cond
+	h := &dataflow.Hooks{
+		Valid: func(call *ast.CallExpr) ast.Expr {
+			if sel, ok := call.Fun.(*ast.SelectorExpr); ok && sel.Sel.Name == "Valid" {
+				return sel.X
+			}
+			return nil
+		},
+		ErrArg: func(call *ast.CallExpr) ast.Expr {
+			if id, ok := call.Fun.(*ast.Ident); ok && id.Name == "mapErr" {
+				return call.Args[0]
+			}
+			return nil
+		},
+	}
+	names := func(vs []*types.Var) []string {
+		var s []string
+		for _, v := range vs {
+			s = append(s, v.Name())
+		}
+		return s
+	}
+	// The disjunction false: t valid, u, d and name not zero, err nil.
+	imp := dataflow.ImplyWith(info, cond, false, h)
+	if got := names(imp.NonNil); !slices.Equal(got, []string{"t", "u", "d", "name"}) {
+		t.Errorf("false: NonNil = %v, want [t u d name]", got)
+	}
+	if got := names(imp.Nil); !slices.Equal(got, []string{"err"}) {
+		t.Errorf("false: Nil = %v, want [err]", got)
+	}
+	if imp := dataflow.Imply(info, cond, false); len(imp.NonNil)+len(imp.Nil) != 0 {
+		t.Errorf("Imply without hooks: %+v, want nothing", imp)
+	}
+}

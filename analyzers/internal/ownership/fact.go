@@ -31,6 +31,17 @@ type Fact struct {
 	// a method of the parameter's type, the call releases it.
 	Disposes []int
 	Writes   []int // writes through these parameters
+	// ErrMap marks a function that returns a nil error exactly when its
+	// error argument is nil (return nil under a nil check of it, and a
+	// value that cannot be nil everywhere else).
+	ErrMap bool
+	// Releaser is the index, plus one, of a result that is a func()
+	// releasing the first result (return w, func() { w.Close() }, nil);
+	// 0: none.
+	Releaser int
+	// Results lists the results after the first that the function also
+	// returns acquired and not released (return img, mem, nil).
+	Results []int
 }
 
 // AFact marks Fact as an analysis fact.
@@ -55,9 +66,16 @@ func (f *Fact) String() string {
 	list("releases", f.Releases)
 	list("disposes", f.Disposes)
 	list("writes", f.Writes)
+	list("results", f.Results)
+	if f.ErrMap {
+		parts = append(parts, "errmap")
+	}
+	if f.Releaser > 0 {
+		parts = append(parts, fmt.Sprintf("releaser(%d)", f.Releaser-1))
+	}
 	return strings.Join(parts, " ")
 }
 
 func (f *Fact) empty() bool {
-	return !f.Acquirer && len(f.Takes) == 0 && len(f.Releases) == 0 && len(f.Disposes) == 0 && len(f.Writes) == 0
+	return !f.Acquirer && len(f.Takes) == 0 && len(f.Releases) == 0 && len(f.Disposes) == 0 && len(f.Writes) == 0 && !f.ErrMap && f.Releaser == 0 && len(f.Results) == 0
 }

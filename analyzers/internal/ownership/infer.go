@@ -12,9 +12,11 @@ import (
 // releases, or releases or keeps, on every path.
 type Summary struct {
 	Acquirer bool
+	Releaser int   // the index, plus one, of a returned func() that releases the first result; 0: none
 	Takes    []int // released or kept on every path
 	Releases []int // released on every path
 	Disposes []int // released, or given to a method that may be the release, on every path
+	Results  []int // results after the first that are acquired too
 }
 
 // maxRounds bounds the inference of facts that depend on each other
@@ -170,8 +172,11 @@ func (o *Oracle) merge(fn *types.Func, s *Summary) bool {
 		Releases: union(fact.Releases, s.Releases),
 		Disposes: union(fact.Disposes, s.Disposes, s.Releases),
 		Writes:   fact.Writes,
+		ErrMap:   fact.ErrMap,
+		Releaser: max(fact.Releaser, s.Releaser),
+		Results:  union(fact.Results, s.Results),
 	}
-	if next.Acquirer == fact.Acquirer && slices.Equal(next.Takes, fact.Takes) && slices.Equal(next.Releases, fact.Releases) && slices.Equal(next.Disposes, fact.Disposes) {
+	if next.Acquirer == fact.Acquirer && next.Releaser == fact.Releaser && slices.Equal(next.Results, fact.Results) && slices.Equal(next.Takes, fact.Takes) && slices.Equal(next.Releases, fact.Releases) && slices.Equal(next.Disposes, fact.Disposes) {
 		return false
 	}
 	o.local[fn] = next

@@ -93,19 +93,95 @@ func (o *Oracle) IsSnapshot(t types.Type) bool {
 	return o.dirs != nil && t != nil && o.dirs.IsSnapshot(t)
 }
 
-// Acquires reports whether fn's first result is a resource the caller must release.
+// Acquires reports whether a result of fn is a resource the caller must release.
 func (o *Oracle) Acquires(fn *types.Func) bool {
 	if d := o.Dir(fn); d != nil && d.Acquire {
 		return true
 	}
 	f := o.Fact(fn)
-	return f != nil && f.Acquirer
+	return f != nil && (f.Acquirer || len(f.Results) > 0)
 }
 
-// Releases reports whether calling fn releases parameter i (-1: the receiver).
+// AcquiredResults returns the indices of fn's results that are each a new
+// resource (//state:acquire N..., else the first), or nil.
+func (o *Oracle) AcquiredResults(fn *types.Func) []int {
+	if d := o.Dir(fn); d != nil && d.Acquire {
+		return d.AcquiredResults()
+	}
+	f := o.Fact(fn)
+	if f == nil {
+		return nil
+	}
+	var rs []int
+	if f.Acquirer {
+		rs = append(rs, 0)
+	}
+	return append(rs, f.Results...)
+}
+
+// Releaser returns the index of the result of fn that releases what it
+// acquires (a returned func()), declared or inferred, or -1.
+func (o *Oracle) Releaser(fn *types.Func) int {
+	if d := o.Dir(fn); d != nil && d.Releaser > 0 {
+		return d.Releaser - 1
+	}
+	if f := o.Fact(fn); f != nil && f.Releaser > 0 {
+		return f.Releaser - 1
+	}
+	return -1
+}
+
+// Child returns the parameter (-1: the receiver) that fn's first result
+// belongs to (//state:child), or -2.
+func (o *Oracle) Child(fn *types.Func) int {
+	d := o.Dir(fn)
+	if d == nil || d.Child == "" {
+		return -2
+	}
+	if d.Child == "recv" {
+		return -1
+	}
+	sig := fn.Signature()
+	for i := range sig.Params().Len() {
+		if sig.Params().At(i).Name() == d.Child {
+			return i
+		}
+	}
+	return -2
+}
+
+// Valid reports whether fn reports whether its receiver holds a resource
+// (//state:valid).
+func (o *Oracle) Valid(fn *types.Func) bool {
+	d := o.Dir(fn)
+	return d != nil && d.Valid
+}
+
+// ErrMap reports whether fn returns a nil error exactly when its error
+// argument is nil (//state:errmap, or inferred).
+func (o *Oracle) ErrMap(fn *types.Func) bool {
+	if d := o.Dir(fn); d != nil && d.ErrMap {
+		return true
+	}
+	f := o.Fact(fn)
+	return f != nil && f.ErrMap
+}
+
+// TakesOnSuccess reports whether fn takes parameter i only when its error
+// result is nil (//state:takes NAME onsuccess).
+func (o *Oracle) TakesOnSuccess(fn *types.Func, i int) bool {
+	d := o.Dir(fn)
+	return d != nil && len(d.TakesOnSuccess) > 0 && slices.Contains(d.TakesOnSuccess, paramName(fn, i))
+}
+
+// Releases reports whether calling fn releases parameter i (-1: the
+// receiver): a release method, a //state:frees parameter, or inferred.
 func (o *Oracle) Releases(fn *types.Func, i int) bool {
 	if d := o.Dir(fn); d != nil {
 		if i == -1 && d.Release {
+			return true
+		}
+		if i >= 0 && len(d.Frees) > 0 && slices.Contains(d.Frees, paramName(fn, i)) {
 			return true
 		}
 	}
@@ -241,7 +317,7 @@ func (o *Oracle) Mutates(fn *types.Func) bool {
 }
 
 // ReleaseMethod returns the name of a method of t (or *t) that releases its
-// receiver, or "".
+// receiver, one without arguments where there is one, or "".
 func (o *Oracle) ReleaseMethod(t types.Type) string {
 	if t == nil {
 		return ""
@@ -256,14 +332,18 @@ func (o *Oracle) ReleaseMethod(t types.Type) string {
 	if _, ok := types.Unalias(t).(*types.Pointer); !ok && !types.IsInterface(t) {
 		cands = append(cands, types.NewPointer(t))
 	}
+	// A release without arguments first (Close), then one that takes
+	// some (w.release(dev)).
 search:
-	for _, c := range cands {
-		ms := types.NewMethodSet(c)
-		for i := range ms.Len() {
-			fn, ok := ms.At(i).Obj().(*types.Func)
-			if ok && o.Releases(fn.Origin(), -1) {
-				name = fn.Name()
-				break search
+	for _, withArgs := range []bool{false, true} {
+		for _, c := range cands {
+			ms := types.NewMethodSet(c)
+			for i := range ms.Len() {
+				fn, ok := ms.At(i).Obj().(*types.Func)
+				if ok && (fn.Signature().Params().Len() > 0) == withArgs && o.Releases(fn.Origin(), -1) {
+					name = fn.Name()
+					break search
+				}
 			}
 		}
 	}

@@ -29,3 +29,9 @@ var writesAnalyzer = &analysis.Analyzer{
 func TestWrites(t *testing.T) {
 	analysistest.Run(t, analysistest.TestData(), writesAnalyzer, "writes")
 }
+
+// TestErrMaps checks the inferred errmap facts: both shapes, and the
+// look-alikes that can answer nil for a non-nil error.
+func TestErrMaps(t *testing.T) {
+	analysistest.Run(t, analysistest.TestData(), writesAnalyzer, "errmap")
+}

@@ -58,6 +58,7 @@ func Build(pass *analysis.Pass, dirs Directives) *Result {
 	res := &Result{Dirs: dirs, Oracle: o}
 	insp := pass.ResultOf[inspect.Analyzer].(*inspector.Inspector)
 	inferWrites(pass.TypesInfo, o, insp)
+	inferErrMaps(pass.TypesInfo, o, insp)
 	if dirs.Active() {
 		res.Funcs = collectFuncs(pass, insp)
 	}
@@ -117,7 +118,7 @@ func (r *Result) Export(pass *analysis.Pass) {
 // receiver that sets its own fields is a write nobody asks about across
 // packages).
 func exported(fn *types.Func, f *Fact) *Fact {
-	ex := &Fact{Acquirer: f.Acquirer, Takes: f.Takes, Releases: f.Releases}
+	ex := &Fact{Acquirer: f.Acquirer, Takes: f.Takes, Releases: f.Releases, ErrMap: f.ErrMap, Releaser: f.Releaser, Results: f.Results}
 	if !slices.Equal(f.Disposes, f.Releases) {
 		ex.Disposes = f.Disposes // the common case, equal, travels as Releases alone
 	}

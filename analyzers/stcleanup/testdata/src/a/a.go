@@ -42,11 +42,50 @@ func discardedBlank(p *res.Pool) {
 	_, _ = res.NewState(p) // want `State acquired by NewState is discarded`
 }
 
-// Keeping only the error: the caller expects the call to fail.
-func expectFailure(t *testing.T) {
-	if _, err := res.NewState(nil); err == nil {
+func discardedDeferGo(s *res.State) {
+	defer res.Open() // want `State acquired by Open is discarded`
+	go res.Open()    // want `State acquired by Open is discarded`
+}
+
+// Keeping only the error: on success the resource is held by nobody, in
+// every form of the assignment.
+func discardedKeepErr(t *testing.T, s *res.State) error {
+	if _, err := res.NewState(nil); err == nil { // want `State acquired by NewState is discarded: _ drops it when the call succeeds; assign it to a variable and call its Release method after the error check`
 		t.Error("NewState with a nil pool")
 	}
+	_, err := s.Snapshot() // want `Snap acquired by Snapshot is discarded: _ drops it`
+	if err != nil {
+		return err
+	}
+	if _, err := s.Branch(); err != nil { // want `State acquired by Branch is discarded: _ drops it`
+		return err
+	}
+	var _, err2 = s.Branch() // want `State acquired by Branch is discarded: _ drops it`
+	_, err = s.Snapshot()    // want `Snap acquired by Snapshot is discarded: _ drops it`
+	return errors.Join(err, err2)
+}
+
+// The correct twin of discardedKeepErr: the result is kept and released.
+func keptWithErr(t *testing.T, s *res.State) error {
+	if v, err := res.NewState(nil); err == nil {
+		t.Error("NewState with a nil pool")
+		v.Release()
+	}
+	v, err := s.Snapshot()
+	if err != nil {
+		return err
+	}
+	defer v.Release()
+	if b, err := s.Branch(); err != nil {
+		return err
+	} else {
+		b.Release()
+	}
+	return nil
+}
+
+// Handing both results on: the callee decides.
+func handedOn(t *testing.T) {
 	if err := second(res.NewState(nil)); err == nil {
 		t.Error("NewState with a nil pool")
 	}

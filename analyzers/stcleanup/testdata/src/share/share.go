@@ -98,6 +98,12 @@ func overwrittenShared(p *state.Pool, prompts [][]int32) error {
 	return nil
 }
 
+// Keeping only the error drops the head when the call succeeds.
+func discardedKeepErr(p *state.Pool, l *state.Layout) bool {
+	_, err := p.NewSharedHead(l, "req", "tenant") // want `Head acquired by NewSharedHead is discarded: _ drops it when the call succeeds`
+	return err != nil
+}
+
 // ---- no leaks ----
 
 func deferShared(p *state.Pool, keys []int32, rows kv.Prompt) (int, error) {
@@ -147,9 +153,4 @@ func deferSharedHead(p *state.Pool, l *state.Layout, keys []byte) (int, error) {
 	}
 	defer h.Release()
 	return h.AdoptPrefix(keys)
-}
-
-func expectFailure(p *state.Pool, l *state.Layout) bool {
-	_, err := p.NewSharedHead(l, "req", "tenant")
-	return err != nil
 }

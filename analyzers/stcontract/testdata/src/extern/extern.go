@@ -32,7 +32,7 @@ var _ = gpu.Sync
 
 // Verbs that cannot apply.
 
-//state:extern release example.com/gpu.Sync // want `//state:extern release applies to a method \(it releases its receiver; use //state:extern takes NAME`
+//state:extern release example.com/gpu.Sync // want `//state:extern release applies to a method \(it releases its receiver; use //state:extern frees NAME`
 //state:extern release other.com/x.Free // want `//state:extern release applies to a method, and other.com/x.Free names a plain func`
 //state:extern acquire example.com/gpu.Sync // want `//state:extern acquire on example.com/gpu.Sync: it returns nothing`
 //state:extern takes buf example.com/gpu.(*Pool).Put // want `//state:extern takes buf names no parameter of example.com/gpu.\(\*Pool\).Put; the parameters are b, n`

@@ -3,7 +3,7 @@ package funcs
 // Buffer is a resource.
 type Buffer struct{ data []float32 }
 
-//state:release // want `//state:release applies to a method \(it releases its receiver\), and func Free is a plain func; use //state:takes NAME`
+//state:release // want `//state:release applies to a method \(it releases its receiver\), and func Free is a plain func; use //state:frees NAME`
 func Free(b *Buffer) {}
 
 //state:mutates // want `//state:mutates applies to a method \(it changes its receiver\), and func Mut is a plain func`
