@@ -182,8 +182,10 @@ type actionErr struct {
 	err           string
 }
 
-// printText prints the findings as go vet does: "file:line:col: message",
-// a line for each related position, and context lines when asked.
+// printText prints the findings as go vet does, "file:line:col: message",
+// with the analyzer's name after the message, as staticcheck prints its
+// check's ("(stcleanup)": the NAME of //statevet:ignore NAME), then a line
+// for each related position, and context lines when asked.
 func printText(w io.Writer, res *result, context int) {
 	for _, e := range res.errs {
 		// An analyzer whose prerequisite failed says nothing the failed
@@ -199,7 +201,7 @@ func printText(w io.Writer, res *result, context int) {
 				printContext(w, parsePosn(posn), parsePosn(end), context)
 			}
 		}
-		line(f.diag.Posn, f.diag.End, f.diag.Message)
+		line(f.diag.Posn, f.diag.End, f.diag.Message+" ("+f.analyzer+")")
 		for _, r := range f.diag.Related {
 			line(r.Posn, r.End, "\t"+r.Message)
 		}
