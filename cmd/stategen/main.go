@@ -34,6 +34,13 @@
 //	-blockbytes N the pool's PoolOptions.BlockBytes the report prices the
 //	              state's blocks at (0: the runtime's own choice)
 //	-version      print stategen's version and exit
+//	-V=full       print the version line go vet asks of a vet tool, as
+//	              statevet -V=full does
+//
+// "stategen help" prints the usage and the flags, "stategen help FLAG"
+// what one flag does. The exit status is 0 when done, 1 for contract
+// errors, stale files under -check or a failure, 2 for bad usage (an
+// unknown flag, help for no such flag), as go vet and statevet exit.
 package main
 
 import (
@@ -112,25 +119,27 @@ func run(args []string, stdout, stderr io.Writer) int {
 func parseArgs(args []string, stdout, stderr io.Writer) (opts options, code int) {
 	flags := flag.NewFlagSet("stategen", flag.ContinueOnError)
 	flags.SetOutput(stderr)
-	var showVersion bool
+	var versions version.Flags
 	flags.BoolVar(&opts.check, "check", false, "write nothing; exit 1 when a generated file is missing, out of date or left over")
 	flags.StringVar(&opts.report, "report", "", "write the contract of every state type as Markdown to `file` (- for standard output), with an SVG chart per checkpointed type beside it")
 	flags.Int64Var(&opts.blockBytes, "blockbytes", 0, "price the report's blocks at the pool's PoolOptions.BlockBytes `n` (0: the runtime's choice)")
-	flags.BoolVar(&showVersion, "version", false, "print stategen's version and exit")
-	flags.Usage = func() {
-		fmt.Fprintf(stderr, "usage: stategen [-check] [-report file] [-blockbytes n] [packages]\n\n")
-		fmt.Fprintf(stderr, "With no packages, stategen generates the package in the current directory\n(as go generate runs it). Flags:\n")
-		flags.PrintDefaults()
-	}
+	versions.Register(flags)
+	flags.Usage = func() { usage(stderr, flags) }
 	if err := flags.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return opts, 0
 		}
 		return opts, 2
 	}
-	if showVersion {
-		fmt.Fprintf(stdout, "stategen %s\n", version.String())
+	if done, err := versions.Print(stdout, "stategen"); done {
+		if err != nil {
+			fmt.Fprintf(stderr, "stategen: %v\n", err)
+			return opts, 1
+		}
 		return opts, 0
+	}
+	if flags.Arg(0) == "help" {
+		return opts, help(stdout, stderr, flags, flags.Args()[1:])
 	}
 	if opts.blockBytes < 0 {
 		fmt.Fprintln(stderr, "stategen: -blockbytes must be 0 (the runtime's choice) or a block size in bytes")
@@ -150,6 +159,46 @@ func parseArgs(args []string, stdout, stderr io.Writer) (opts options, code int)
 		opts.patterns = []string{"."}
 	}
 	return opts, -1
+}
+
+// usage prints how to run stategen and its flags.
+func usage(w io.Writer, flags *flag.FlagSet) {
+	fmt.Fprintf(w, `usage: stategen [-check] [-report file] [-blockbytes n] [packages]
+       stategen help [flag]
+       stategen -version
+
+With no packages, stategen generates the package in the current directory
+(as go generate runs it). Exit status: 0 done, 1 contract errors, stale
+files under -check or a failure, 2 bad usage. Flags:
+`)
+	flags.SetOutput(w)
+	flags.PrintDefaults()
+}
+
+// help prints the usage, or what each flag named does, and returns the
+// exit code: 2, after saying so, when a name is no flag's (as go help does
+// for an unknown topic).
+func help(stdout, stderr io.Writer, flags *flag.FlagSet, names []string) int {
+	if len(names) == 0 {
+		usage(stdout, flags)
+		return 0
+	}
+	code := 0
+	for _, name := range names {
+		f := flags.Lookup(strings.TrimLeft(name, "-"))
+		if f == nil {
+			fmt.Fprintf(stderr, "stategen: no flag %q; run 'stategen help' for the flags\n", name)
+			code = 2
+			continue
+		}
+		arg, text := flag.UnquoteUsage(f)
+		fmt.Fprintf(stdout, "-%s", f.Name)
+		if arg != "" {
+			fmt.Fprintf(stdout, " %s", arg)
+		}
+		fmt.Fprintf(stdout, ": %s\n", text)
+	}
+	return code
 }
 
 // checkChanges reports, for -check, the files not up to date.

@@ -258,7 +258,12 @@ func TestVetToolArgs(t *testing.T) {
 		args []string
 		vet  bool
 	}{
-		{[]string{"-V=full"}, true},
+		// The version flags alone are the standalone command's, which
+		// answers -V=full as go vet expects.
+		{[]string{"-V=full"}, false},
+		{[]string{"-V"}, false},
+		{[]string{"-version"}, false},
+		{[]string{"-V=full", "-json"}, true},
 		{[]string{"-flags"}, true},
 		{[]string{"-stcontract", "/tmp/go-build/vet.cfg"}, true},
 		{[]string{"./..."}, false},
