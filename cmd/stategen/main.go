@@ -25,7 +25,9 @@
 // Flags:
 //
 //	-check        write nothing; exit 1 when a generated file is missing,
-//	              out of date or left over (for CI)
+//	              out of date or left over, or a report that -report names,
+//	              or a //go:generate line of the package runs stategen with,
+//	              or a chart beside it, is missing or out of date (for CI)
 //	-report FILE  also write the contract of every state type as Markdown,
 //	              replacing FILE atomically (a regular file; a device such as
 //	              /dev/stdout is written in place), with an SVG chart of each
@@ -105,7 +107,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	if opts.check {
-		return checkChanges(stderr, changes)
+		reports, err := reportChanges(pkgs, opts)
+		if err != nil {
+			fmt.Fprintf(stderr, "stategen: %v\n", err)
+			return 1
+		}
+		return checkChanges(stderr, append(changes, reports...))
 	}
 	if err := apply(pkgs, changes, opts, stdout); err != nil {
 		fmt.Fprintf(stderr, "stategen: %v\n", err)
@@ -117,13 +124,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 // parseArgs reads the flags and packages; code is the exit code when the
 // command is done already (help, bad usage), -1 when it goes on.
 func parseArgs(args []string, stdout, stderr io.Writer) (opts options, code int) {
-	flags := flag.NewFlagSet("stategen", flag.ContinueOnError)
-	flags.SetOutput(stderr)
 	var versions version.Flags
-	flags.BoolVar(&opts.check, "check", false, "write nothing; exit 1 when a generated file is missing, out of date or left over")
-	flags.StringVar(&opts.report, "report", "", "write the contract of every state type as Markdown to `file` (- for standard output), with an SVG chart per checkpointed type beside it")
-	flags.Int64Var(&opts.blockBytes, "blockbytes", 0, "price the report's blocks at the pool's PoolOptions.BlockBytes `n` (0: the runtime's choice)")
-	versions.Register(flags)
+	flags := newFlags(&opts, &versions)
+	flags.SetOutput(stderr)
 	flags.Usage = func() { usage(stderr, flags) }
 	if err := flags.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -145,8 +148,8 @@ func parseArgs(args []string, stdout, stderr io.Writer) (opts options, code int)
 		fmt.Fprintln(stderr, "stategen: -blockbytes must be 0 (the runtime's choice) or a block size in bytes")
 		return opts, 2
 	}
-	if opts.check && opts.report != "" {
-		fmt.Fprintln(stderr, "stategen: -check writes nothing, so it takes no -report")
+	if opts.check && opts.report == "-" {
+		fmt.Fprintln(stderr, "stategen: -check compares the report with the file -report names; - names none")
 		return opts, 2
 	}
 	opts.patterns = flags.Args()
@@ -159,6 +162,18 @@ func parseArgs(args []string, stdout, stderr io.Writer) (opts options, code int)
 		opts.patterns = []string{"."}
 	}
 	return opts, -1
+}
+
+// newFlags returns stategen's flag set, which sets opts and versions: the
+// command's, and the one that reads the arguments of a //go:generate line
+// for -check.
+func newFlags(opts *options, versions *version.Flags) *flag.FlagSet {
+	flags := flag.NewFlagSet("stategen", flag.ContinueOnError)
+	flags.BoolVar(&opts.check, "check", false, "write nothing; exit 1 when a generated file, a report or a chart is missing, out of date or left over")
+	flags.StringVar(&opts.report, "report", "", "write the contract of every state type as Markdown to `file` (- for standard output), with an SVG chart per checkpointed type beside it; with -check, compare them instead")
+	flags.Int64Var(&opts.blockBytes, "blockbytes", 0, "price the report's blocks at the pool's PoolOptions.BlockBytes `n` (0: the runtime's choice)")
+	versions.Register(flags)
+	return flags
 }
 
 // usage prints how to run stategen and its flags.
@@ -206,11 +221,15 @@ func checkChanges(stderr io.Writer, changes []change) int {
 	for _, c := range changes {
 		fmt.Fprintf(stderr, "%s: %s\n", relPath(c.path), c.why)
 	}
-	if len(changes) > 0 {
+	switch len(changes) {
+	case 0:
+		return 0
+	case 1:
+		fmt.Fprintf(stderr, "stategen: 1 generated file is not up to date; run go generate\n")
+	default:
 		fmt.Fprintf(stderr, "stategen: %d generated files are not up to date; run go generate\n", len(changes))
-		return 1
 	}
-	return 0
+	return 1
 }
 
 // apply makes the changes and writes the report (see writeReport). The
