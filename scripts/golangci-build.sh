@@ -9,7 +9,7 @@ out=${1:-bin/golangci-lint-statevet}
 ver=$(sed -n 's|^[[:space:]]*github.com/golangci/golangci-lint/v2 \(v[^ ]*\).*|\1|p' tools/golangci-lint/go.mod)
 echo "golangci-lint: building $out: golangci-lint $ver with the statevet analyzers compiled in (tools/golangci-lint)"
 echo "golangci-lint: a cold build (empty module and build caches) downloads golangci-lint's ~200 modules and compiles them:"
-echo "golangci-lint: 7 to 8 minutes on 2 busy cores, then about a minute of go vet; with warm caches, seconds"
+echo "golangci-lint: 3 minutes on 2 cores, up to 8 when they are busy, then about a minute of go vet; with warm caches, seconds"
 mkdir -p "$(dirname "$out")"
 
 # timed WHAT CMD...: runs CMD in tools/golangci-lint, saying every 30 seconds how long it has
