@@ -281,8 +281,12 @@ func rollbackDoc(c *contract.Contract) []string {
 }
 
 func atDoc(c *contract.Contract) []string {
+	after := "plus the writes after it"
+	if c.Replay != nil {
+		after = "by running the steps after it again on their recorded inputs"
+	}
 	return []string{
-		fmt.Sprintf("At reconstructs version v of the state's own history from the cheapest checkpoint plus the writes after it (%s). It returns state.ErrNotRetained when the history no longer holds v.", checkpointShort(c.Checkpoint)),
+		fmt.Sprintf("At reconstructs version v of the state's own history from the cheapest checkpoint %s (%s). It returns state.ErrNotRetained when the history no longer holds v.", after, checkpointShort(c.Checkpoint)),
 		releaseDuty("snapshot"),
 	}
 }

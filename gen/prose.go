@@ -184,6 +184,9 @@ func historyRule(c *contract.Contract) string {
 	if c.Checkpoint == nil || c.Snapshot == contract.SnapshotNone {
 		return "No history is kept: past versions live only as long as snapshots of them."
 	}
+	if c.Replay != nil {
+		return fmt.Sprintf("History is kept with %s and the input of every Step (replay); a past version is reconstructed from the cheapest compatible checkpoint by running the steps after it again on their recorded inputs (versions made by Write apply their write sets). Checkpoints live in device memory and do not survive the process.", checkpointShort(c.Checkpoint))
+	}
 	return fmt.Sprintf("History is kept with %s; a past version is reconstructed from the cheapest compatible checkpoint plus the writes after it. Checkpoints live in device memory and do not survive the process.", checkpointShort(c.Checkpoint))
 }
 
