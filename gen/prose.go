@@ -315,3 +315,24 @@ func windowBytes(c *contract.Contract) string {
 	}
 	return BytesExact(c.Window*rowBytes(c)) + " in the window"
 }
+
+// article returns word after its indefinite article: "a Recurrent", "an
+// AttnKV", "an owner", "a user". The article goes by the first letter, a
+// vowel taking "an", except a u read as "you" (Unit, User, Uniform).
+func article(word string) string {
+	lower := strings.ToLower(word)
+	switch {
+	case lower == "":
+		return word
+	case strings.HasPrefix(lower, "u"):
+		for _, you := range []string{"uni", "use", "usa", "usu", "uti", "ura", "ure", "uri", "uro", "ubi"} {
+			if strings.HasPrefix(lower, you) {
+				return "a " + word
+			}
+		}
+		return "an " + word
+	case strings.ContainsRune("aeio", rune(lower[0])):
+		return "an " + word
+	}
+	return "a " + word
+}
