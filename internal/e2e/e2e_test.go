@@ -427,7 +427,9 @@ func commands(t *testing.T, b block) []string {
 
 // imports are the packages a guide block may use without importing them.
 var imports = map[string]string{
+	"binary":       "encoding/binary",
 	"errors":       "errors",
+	"math":         "math",
 	"fmt":          "fmt",
 	"io":           "io",
 	"device":       modulePath + "/runtime/device",
