@@ -2,13 +2,16 @@
 //
 // For each type whose doc comment holds //state:contract, stategen writes the
 // file t_state.go (the type's name in lower case) next to it, with the API
-// its contract allows: see package gen. Run it from go generate,
+// its contract allows: see package gen. Run it from go generate, as a tool
+// of the module (go get -tool, or the go mod edit -tool of the README),
 //
-//	//go:generate go run github.com/gpustate/gpustate/cmd/stategen
+//	//go:generate go tool stategen
 //
-// which runs it on the package of the file ($GOFILE, $GOPACKAGE); one such
-// line per package is enough, as every state type of the package is
-// generated. Or run it on package patterns:
+// or, without the tool directive, as go run
+// github.com/gpustate/gpustate/cmd/stategen. go generate runs it on the
+// package of the file ($GOFILE, $GOPACKAGE); one such line per package is
+// enough, as every state type of the package is generated. Or run it on
+// package patterns:
 //
 //	stategen ./...
 //
