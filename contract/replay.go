@@ -1,6 +1,7 @@
 package contract
 
 import (
+	"cmp"
 	"fmt"
 	"go/ast"
 	"go/token"
@@ -77,9 +78,14 @@ func (cp *contractParse) replayCheck() {
 	obj := cp.p.pkg.Scope().Lookup(in)
 	tn, ok := obj.(*types.TypeName)
 	if !ok {
-		if obj == nil {
+		switch {
+		case obj == nil && types.Universe.Lookup(in) != nil:
+			elem := map[string]string{"int": "int64", "uint": "uint64", "int8": "int8", "int16": "int16", "int32": "int32", "int64": "int64",
+				"uint8": "uint8", "uint16": "uint16", "uint32": "uint32", "uint64": "uint64", "float64": "float64", "byte": "byte", "rune": "rune"}[in]
+			at("is a predeclared type, not a struct type of the package; declare type %sInput struct{ X []%s } beside %s and name it", name, cmp.Or(elem, "float32"), name)
+		case obj == nil:
 			at("names no type of the package; declare type %s struct{ Field []Elem } beside %s", in, name)
-		} else {
+		default:
 			at("is not a type; name a struct type declared in this package")
 		}
 		return

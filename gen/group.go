@@ -187,7 +187,7 @@ func (m *groupModel) decls() []jen.Code {
 func (m *groupModel) memberList() string {
 	parts := make([]string, len(m.g.Members))
 	for i, mem := range m.g.Members {
-		parts[i] = fmt.Sprintf("%s (a %s state)", mem.Name, mem.Type)
+		parts[i] = fmt.Sprintf("%s (%s state)", mem.Name, article(mem.Type))
 	}
 	if len(parts) == 2 {
 		return parts[0] + " and " + parts[1]
@@ -214,7 +214,7 @@ func (m *groupModel) ops() string {
 
 func (m *groupModel) headDecl() jen.Code {
 	n := m.names()
-	first := fmt.Sprintf("%s is a live %s group of a %s", n.Head, m.g.Type, m.g.Owner)
+	first := fmt.Sprintf("%s is a live %s group of %s", n.Head, m.g.Type, article(m.g.Owner))
 	if p := strings.TrimSuffix(strings.TrimSpace(m.g.Purpose), "."); p != "" {
 		first += ": " + p
 	}
@@ -242,7 +242,7 @@ func (m *groupModel) ctorCode() jen.Code {
 	n := m.names()
 	args := append([]jen.Code{jen.Id("p"), jen.Id("owner")}, m.layouts()...)
 	return doc([]string{
-		fmt.Sprintf("%s creates a %s group in pool p, owned by owner (a %s): a new state of each member, or none when one cannot be made.", n.Ctor, m.g.Type, m.g.Owner),
+		fmt.Sprintf("%s creates %s group in pool p, owned by owner (%s): a new state of each member, or none when one cannot be made.", n.Ctor, article(m.g.Type), article(m.g.Owner)),
 		releaseDuty("group"),
 	}, "acquire").Func().Id(n.Ctor).Params(
 		jen.Id("p").Op("*").Qual(statePkg, "Pool"),
@@ -255,7 +255,7 @@ func (m *groupModel) sharedCtorCode() jen.Code {
 	args := append([]jen.Code{jen.Id("p"), jen.Id("owner"), jen.Id("domain")}, m.layouts()...)
 	mem := m.g.Members[m.sharedIndex()].Name
 	return doc([]string{
-		fmt.Sprintf("%s creates a %s group in pool p, owned by owner (a %s), in the sharing domain domain: every member, or none. Whenever an Append of %s ends at a block boundary, the group registers the state of every member as it is then (copy-on-write, as a snapshot holds it), so that a later group of the domain adopts it with AdoptPrefix instead of computing it again. Write the other members for a token before appending its %s row. The registered states are optional retention: the pool evicts them under memory pressure.", n.SharedCtor, m.g.Type, m.g.Owner, mem, mem),
+		fmt.Sprintf("%s creates %s group in pool p, owned by owner (%s), in the sharing domain domain: every member, or none. Whenever an Append of %s ends at a block boundary, the group registers the state of every member as it is then (copy-on-write, as a snapshot holds it), so that a later group of the domain adopts it with AdoptPrefix instead of computing it again. Write the other members for a token before appending its %s row. The registered states are optional retention: the pool evicts them under memory pressure.", n.SharedCtor, article(m.g.Type), article(m.g.Owner), mem, mem),
 		releaseDuty("group"),
 	}, "acquire").Func().Id(n.SharedCtor).Params(
 		jen.Id("p").Op("*").Qual(statePkg, "Pool"),
@@ -418,7 +418,7 @@ func (m *groupModel) snapDecl() jen.Code {
 		fields = append(fields, jen.Id(memberField(mem.Name)).Op("*").Id(contract.GeneratedNames(m.members[i].Type).Snapshot))
 	}
 	return doc([]string{
-		fmt.Sprintf("%s is one consistent cut of a %s group: an immutable snapshot of each member, taken together.", n.Snapshot, m.g.Type),
+		fmt.Sprintf("%s is one consistent cut of %s group: an immutable snapshot of each member, taken together.", n.Snapshot, article(m.g.Type)),
 	}, "snapshot").Type().Id(n.Snapshot).Struct(fields...)
 }
 

@@ -90,7 +90,7 @@ func wrapLoaded(pkgs []*packages.Package) ([]*Package, error) {
 		bad := len(p.Syntax) == 0 || p.Types == nil || p.TypesInfo == nil
 		for _, e := range p.Errors {
 			if e.Kind == packages.ParseError || (bad && e.Kind != packages.TypeError) {
-				errs = append(errs, errors.New(e.Error()))
+				errs = append(errs, loadError(e))
 				bad = true
 			}
 		}
@@ -265,4 +265,14 @@ func (p *Package) model(c *contract.Contract) (*model, error) {
 // Position returns the position of pos in p's files.
 func (p *Package) Position(pos token.Pos) token.Position {
 	return p.Fset.Position(pos)
+}
+
+// loadError is e as the go command prints it: "file:line:col: message", or
+// the message alone where e has no position (packages.Error.Error writes
+// "-: message" then).
+func loadError(e packages.Error) error {
+	if e.Pos == "" || e.Pos == "-" {
+		return errors.New(e.Msg)
+	}
+	return errors.New(e.Pos + ": " + e.Msg)
 }

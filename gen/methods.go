@@ -144,9 +144,9 @@ var methodTable = []methodSpec{
 // Doc comments that depend on the contract.
 
 func ctorDoc(c *contract.Contract) []string {
-	first := fmt.Sprintf("%s creates an empty %s state in pool p, owned by owner (a %s).", ctorName(c.Type), c.Type, c.Owner)
+	first := fmt.Sprintf("%s creates an empty %s state in pool p, owned by owner (%s).", ctorName(c.Type), c.Type, article(c.Owner))
 	if mutable(c) {
-		first = fmt.Sprintf("%s creates a %s state of %d rows, all zero, in pool p, owned by owner (a %s).", ctorName(c.Type), c.Type, c.Bound, c.Owner)
+		first = fmt.Sprintf("%s creates %s state of %d rows, all zero, in pool p, owned by owner (%s).", ctorName(c.Type), article(c.Type), c.Bound, article(c.Owner))
 	}
 	first += " The owner alone writes the state; its blocks are never shared with another owner's."
 	return []string{first, releaseDuty("state")}
@@ -154,8 +154,8 @@ func ctorDoc(c *contract.Contract) []string {
 
 func sharedCtorDoc(c *contract.Contract) []string {
 	return []string{
-		fmt.Sprintf("%s creates an empty %s state in pool p, owned by owner (a %s), in the sharing domain domain. Each full block the state appends is registered under its %s values and those of every block before it, so that a later state of the same domain takes it with AdoptPrefix instead of computing and storing its rows again. Blocks are shared only between the states of one non-empty domain (a tenant, a model, an adapter); the empty domain shares with nobody, and its states are those of %s. The owner alone writes the state; shared blocks are read only, by every holder.",
-			sharedCtorName(c.Type), c.Type, c.Owner, c.ShareKey, ctorName(c.Type)),
+		fmt.Sprintf("%s creates an empty %s state in pool p, owned by owner (%s), in the sharing domain domain. Each full block the state appends is registered under its %s values and those of every block before it, so that a later state of the same domain takes it with AdoptPrefix instead of computing and storing its rows again. Blocks are shared only between the states of one non-empty domain (a tenant, a model, an adapter); the empty domain shares with nobody, and its states are those of %s. The owner alone writes the state; shared blocks are read only, by every holder.",
+			sharedCtorName(c.Type), c.Type, article(c.Owner), c.ShareKey, ctorName(c.Type)),
 		releaseDuty("state"),
 	}
 }
@@ -281,8 +281,12 @@ func rollbackDoc(c *contract.Contract) []string {
 }
 
 func atDoc(c *contract.Contract) []string {
+	after := "plus the writes after it"
+	if c.Replay != nil {
+		after = "by running the steps after it again on their recorded inputs"
+	}
 	return []string{
-		fmt.Sprintf("At reconstructs version v of the state's own history from the cheapest checkpoint plus the writes after it (%s). It returns state.ErrNotRetained when the history no longer holds v.", checkpointShort(c.Checkpoint)),
+		fmt.Sprintf("At reconstructs version v of the state's own history from the cheapest checkpoint %s (%s). It returns state.ErrNotRetained when the history no longer holds v.", after, checkpointShort(c.Checkpoint)),
 		releaseDuty("snapshot"),
 	}
 }

@@ -184,6 +184,9 @@ func historyRule(c *contract.Contract) string {
 	if c.Checkpoint == nil || c.Snapshot == contract.SnapshotNone {
 		return "No history is kept: past versions live only as long as snapshots of them."
 	}
+	if c.Replay != nil {
+		return fmt.Sprintf("History is kept with %s and the input of every Step (replay); a past version is reconstructed from the cheapest compatible checkpoint by running the steps after it again on their recorded inputs (versions made by Write apply their write sets). Checkpoints live in device memory and do not survive the process.", checkpointShort(c.Checkpoint))
+	}
 	return fmt.Sprintf("History is kept with %s; a past version is reconstructed from the cheapest compatible checkpoint plus the writes after it. Checkpoints live in device memory and do not survive the process.", checkpointShort(c.Checkpoint))
 }
 
@@ -311,4 +314,25 @@ func windowBytes(c *contract.Contract) string {
 		return "more than " + BytesExact(math.MaxInt64)
 	}
 	return BytesExact(c.Window*rowBytes(c)) + " in the window"
+}
+
+// article returns word after its indefinite article: "a Recurrent", "an
+// AttnKV", "an owner", "a user". The article goes by the first letter, a
+// vowel taking "an", except a u read as "you" (Unit, User, Uniform).
+func article(word string) string {
+	lower := strings.ToLower(word)
+	switch {
+	case lower == "":
+		return word
+	case strings.HasPrefix(lower, "u"):
+		for _, you := range []string{"uni", "use", "usa", "usu", "uti", "ura", "ure", "uri", "uro", "ubi"} {
+			if strings.HasPrefix(lower, you) {
+				return "a " + word
+			}
+		}
+		return "an " + word
+	case strings.ContainsRune("aeio", rune(lower[0])):
+		return "an " + word
+	}
+	return "a " + word
 }

@@ -475,7 +475,7 @@ func (m *model) snapSpansCode() *jen.Statement {
 // snapDecl declares the snapshot type.
 func (m *model) snapDecl() jen.Code {
 	return doc([]string{
-		fmt.Sprintf("%s is an immutable version of a %s state: what it reads never changes, whatever happens later to the state, its branches or the pool. Its spans are read only, by contract.", m.snap(), m.typ()),
+		fmt.Sprintf("%s is an immutable version of %s state: what it reads never changes, whatever happens later to the state, its branches or the pool. Its spans are read only, by contract.", m.snap(), article(m.typ())),
 	}, "snapshot").Type().Id(m.snap()).Struct(
 		jen.Id("snap").Op("*").Qual(statePkg, "Snap"),
 	)
@@ -488,7 +488,7 @@ func (m *model) spansDecl() jen.Code {
 		fields[i] = jen.Id(f.Name).Index().Qual(devicePkg, "Span")
 	}
 	return doc([]string{
-		fmt.Sprintf("%s locates rows of a %s state in device memory: for each field, one span per block the rows lie in, in row order.", m.spans(), m.typ()),
+		fmt.Sprintf("%s locates rows of %s state in device memory: for each field, one span per block the rows lie in, in row order.", m.spans(), article(m.typ())),
 	}).Type().Id(m.spans()).Struct(fields...)
 }
 

@@ -2,13 +2,16 @@
 //
 // For each type whose doc comment holds //state:contract, stategen writes the
 // file t_state.go (the type's name in lower case) next to it, with the API
-// its contract allows: see package gen. Run it from go generate,
+// its contract allows: see package gen. Run it from go generate, as a tool
+// of the module (go get -tool, or the go mod edit -tool of the README),
 //
-//	//go:generate go run github.com/gpustate/gpustate/cmd/stategen
+//	//go:generate go tool stategen
 //
-// which runs it on the package of the file ($GOFILE, $GOPACKAGE); one such
-// line per package is enough, as every state type of the package is
-// generated. Or run it on package patterns:
+// or, without the tool directive, as go run
+// github.com/gpustate/gpustate/cmd/stategen. go generate runs it on the
+// package of the file ($GOFILE, $GOPACKAGE); one such line per package is
+// enough, as every state type of the package is generated. Or run it on
+// package patterns:
 //
 //	stategen ./...
 //
@@ -25,7 +28,9 @@
 // Flags:
 //
 //	-check        write nothing; exit 1 when a generated file is missing,
-//	              out of date or left over (for CI)
+//	              out of date or left over, or a report that -report names,
+//	              or a //go:generate line of the package runs stategen with,
+//	              or a chart beside it, is missing or out of date (for CI)
 //	-report FILE  also write the contract of every state type as Markdown,
 //	              replacing FILE atomically (a regular file; a device such as
 //	              /dev/stdout is written in place), with an SVG chart of each
@@ -34,6 +39,13 @@
 //	-blockbytes N the pool's PoolOptions.BlockBytes the report prices the
 //	              state's blocks at (0: the runtime's own choice)
 //	-version      print stategen's version and exit
+//	-V=full       print the version line go vet asks of a vet tool, as
+//	              statevet -V=full does
+//
+// "stategen help" prints the usage and the flags, "stategen help FLAG"
+// what one flag does. The exit status is 0 when done, 1 for contract
+// errors, stale files under -check or a failure, 2 for bad usage (an
+// unknown flag, help for no such flag), as go vet and statevet exit.
 package main
 
 import (
@@ -98,7 +110,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	if opts.check {
-		return checkChanges(stderr, changes)
+		reports, err := reportChanges(pkgs, opts)
+		if err != nil {
+			fmt.Fprintf(stderr, "stategen: %v\n", err)
+			return 1
+		}
+		return checkChanges(stderr, append(changes, reports...))
 	}
 	if err := apply(pkgs, changes, opts, stdout); err != nil {
 		fmt.Fprintf(stderr, "stategen: %v\n", err)
@@ -110,34 +127,32 @@ func run(args []string, stdout, stderr io.Writer) int {
 // parseArgs reads the flags and packages; code is the exit code when the
 // command is done already (help, bad usage), -1 when it goes on.
 func parseArgs(args []string, stdout, stderr io.Writer) (opts options, code int) {
-	flags := flag.NewFlagSet("stategen", flag.ContinueOnError)
+	var versions version.Flags
+	flags := newFlags(&opts, &versions)
 	flags.SetOutput(stderr)
-	var showVersion bool
-	flags.BoolVar(&opts.check, "check", false, "write nothing; exit 1 when a generated file is missing, out of date or left over")
-	flags.StringVar(&opts.report, "report", "", "write the contract of every state type as Markdown to `file` (- for standard output), with an SVG chart per checkpointed type beside it")
-	flags.Int64Var(&opts.blockBytes, "blockbytes", 0, "price the report's blocks at the pool's PoolOptions.BlockBytes `n` (0: the runtime's choice)")
-	flags.BoolVar(&showVersion, "version", false, "print stategen's version and exit")
-	flags.Usage = func() {
-		fmt.Fprintf(stderr, "usage: stategen [-check] [-report file] [-blockbytes n] [packages]\n\n")
-		fmt.Fprintf(stderr, "With no packages, stategen generates the package in the current directory\n(as go generate runs it). Flags:\n")
-		flags.PrintDefaults()
-	}
+	flags.Usage = func() { usage(stderr, flags) }
 	if err := flags.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return opts, 0
 		}
 		return opts, 2
 	}
-	if showVersion {
-		fmt.Fprintf(stdout, "stategen %s\n", version.String())
+	if done, err := versions.Print(stdout, "stategen"); done {
+		if err != nil {
+			fmt.Fprintf(stderr, "stategen: %v\n", err)
+			return opts, 1
+		}
 		return opts, 0
+	}
+	if flags.Arg(0) == "help" {
+		return opts, help(stdout, stderr, flags, flags.Args()[1:])
 	}
 	if opts.blockBytes < 0 {
 		fmt.Fprintln(stderr, "stategen: -blockbytes must be 0 (the runtime's choice) or a block size in bytes")
 		return opts, 2
 	}
-	if opts.check && opts.report != "" {
-		fmt.Fprintln(stderr, "stategen: -check writes nothing, so it takes no -report")
+	if opts.check && opts.report == "-" {
+		fmt.Fprintln(stderr, "stategen: -check compares the report with the file -report names; - names none")
 		return opts, 2
 	}
 	opts.patterns = flags.Args()
@@ -152,16 +167,72 @@ func parseArgs(args []string, stdout, stderr io.Writer) (opts options, code int)
 	return opts, -1
 }
 
+// newFlags returns stategen's flag set, which sets opts and versions: the
+// command's, and the one that reads the arguments of a //go:generate line
+// for -check.
+func newFlags(opts *options, versions *version.Flags) *flag.FlagSet {
+	flags := flag.NewFlagSet("stategen", flag.ContinueOnError)
+	flags.BoolVar(&opts.check, "check", false, "write nothing; exit 1 when a generated file, a report or a chart is missing, out of date or left over")
+	flags.StringVar(&opts.report, "report", "", "write the contract of every state type as Markdown to `file` (- for standard output), with an SVG chart per checkpointed type beside it; with -check, compare them instead")
+	flags.Int64Var(&opts.blockBytes, "blockbytes", 0, "price the report's blocks at the pool's PoolOptions.BlockBytes `n` (0: the runtime's choice)")
+	versions.Register(flags)
+	return flags
+}
+
+// usage prints how to run stategen and its flags.
+func usage(w io.Writer, flags *flag.FlagSet) {
+	fmt.Fprintf(w, `usage: stategen [-check] [-report file] [-blockbytes n] [packages]
+       stategen help [flag]
+       stategen -version
+
+With no packages, stategen generates the package in the current directory
+(as go generate runs it). Exit status: 0 done, 1 contract errors, stale
+files under -check or a failure, 2 bad usage. Flags:
+`)
+	flags.SetOutput(w)
+	flags.PrintDefaults()
+}
+
+// help prints the usage, or what each flag named does, and returns the
+// exit code: 2, after saying so, when a name is no flag's (as go help does
+// for an unknown topic).
+func help(stdout, stderr io.Writer, flags *flag.FlagSet, names []string) int {
+	if len(names) == 0 {
+		usage(stdout, flags)
+		return 0
+	}
+	code := 0
+	for _, name := range names {
+		f := flags.Lookup(strings.TrimLeft(name, "-"))
+		if f == nil {
+			fmt.Fprintf(stderr, "stategen: no flag %q; run 'stategen help' for the flags\n", name)
+			code = 2
+			continue
+		}
+		arg, text := flag.UnquoteUsage(f)
+		fmt.Fprintf(stdout, "-%s", f.Name)
+		if arg != "" {
+			fmt.Fprintf(stdout, " %s", arg)
+		}
+		fmt.Fprintf(stdout, ": %s\n", text)
+	}
+	return code
+}
+
 // checkChanges reports, for -check, the files not up to date.
 func checkChanges(stderr io.Writer, changes []change) int {
 	for _, c := range changes {
 		fmt.Fprintf(stderr, "%s: %s\n", relPath(c.path), c.why)
 	}
-	if len(changes) > 0 {
+	switch len(changes) {
+	case 0:
+		return 0
+	case 1:
+		fmt.Fprintf(stderr, "stategen: 1 generated file is not up to date; run go generate\n")
+	default:
 		fmt.Fprintf(stderr, "stategen: %d generated files are not up to date; run go generate\n", len(changes))
-		return 1
 	}
-	return 0
+	return 1
 }
 
 // apply makes the changes and writes the report (see writeReport). The

@@ -142,8 +142,14 @@ func (r *rendered) write(stdout io.Writer) error {
 			return err
 		}
 	}
-	if err := removeStaleCharts(dir, strings.TrimSuffix(filepath.Base(r.path), filepath.Ext(r.path)), keep); err != nil {
+	stale, err := staleCharts(dir, strings.TrimSuffix(filepath.Base(r.path), filepath.Ext(r.path)), keep)
+	if err != nil {
 		return err
+	}
+	for _, path := range stale {
+		if err := os.Remove(path); err != nil {
+			return err
+		}
 	}
 	return replaceIfChanged(r.path, r.md)
 }
@@ -173,13 +179,14 @@ func replaceIfChanged(path string, data []byte) error {
 	return writeFile(path, data)
 }
 
-// removeStaleCharts removes the charts stategen wrote beside the report
-// named prefix that the report no longer links.
-func removeStaleCharts(dir, prefix string, keep map[string]bool) error {
+// staleCharts returns the charts stategen wrote beside the report named
+// prefix that the report no longer links.
+func staleCharts(dir, prefix string, keep map[string]bool) ([]string, error) {
 	matches, err := filepath.Glob(filepath.Join(dir, globEscape(prefix)+"-*.svg"))
 	if err != nil {
-		return err
+		return nil, err
 	}
+	var stale []string
 	for _, m := range matches {
 		if keep[filepath.Base(m)] {
 			continue
@@ -191,17 +198,15 @@ func removeStaleCharts(dir, prefix string, keep map[string]bool) error {
 		head := make([]byte, 512)
 		f, err := os.Open(m)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		n, _ := io.ReadFull(f, head)
 		f.Close()
 		if bytes.Contains(head[:n], []byte(report.SVGMarker)) {
-			if err := os.Remove(m); err != nil {
-				return err
-			}
+			stale = append(stale, m)
 		}
 	}
-	return nil
+	return stale, nil
 }
 
 // globEscape escapes the pattern characters of s for filepath.Glob.

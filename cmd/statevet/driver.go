@@ -11,12 +11,15 @@ import (
 	"strings"
 
 	"golang.org/x/tools/go/analysis"
+
+	"github.com/gpustate/gpustate/internal/version"
 )
 
 // Exit codes of a standalone run, those of the multichecker driver.
 const (
 	exitClean    = 0 // no findings
 	exitError    = 1 // packages that do not load, or an analyzer failed
+	exitUsage    = 2 // bad flags, no packages, help for no such analyzer
 	exitFindings = 3 // findings (after -fix: findings that remain)
 )
 
@@ -28,6 +31,7 @@ type options struct {
 	tests     bool
 	context   int
 	enable    map[string]*triState // -NAME, -NAME=false
+	version   version.Flags        // -version, -V (as stategen's)
 }
 
 // triState is a boolean flag that remembers whether it was set.
@@ -66,6 +70,7 @@ func flags(analyzers []*analysis.Analyzer, stderr io.Writer) (*flag.FlagSet, *op
 	fs.StringVar(&o.tags, "tags", "", "comma-separated build tags, passed to go vet as -tags")
 	fs.BoolVar(&o.tests, "test", true, "report findings in test files too (go vet analyzes them either way)")
 	fs.IntVar(&o.context, "c", -1, "print this many lines of source context around each finding (-1: none)")
+	o.version.Register(fs)
 	for _, a := range analyzers {
 		t := new(triState)
 		o.enable[a.Name] = t
@@ -102,15 +107,21 @@ func standalone(args []string, analyzers []*analysis.Analyzer, stdout, stderr io
 		if errors.Is(err, flag.ErrHelp) {
 			return exitClean
 		}
-		return 2
+		return exitUsage
+	}
+	if done, err := o.version.Print(stdout, "statevet"); done {
+		if err != nil {
+			fmt.Fprintf(stderr, "statevet: %v\n", err)
+			return exitError
+		}
+		return exitClean
 	}
 	if fs.NArg() == 0 {
 		usage(stderr)
-		return exitError
+		return exitUsage
 	}
 	if fs.Arg(0) == "help" {
-		help(stdout, analyzers, fs, fs.Args()[1:])
-		return exitClean
+		return help(stdout, stderr, analyzers, fs, fs.Args()[1:])
 	}
 	analyzers = o.selected(analyzers)
 	res, code := goVet(fs.Args(), analyzers, o, stderr)
@@ -136,7 +147,7 @@ func standalone(args []string, analyzers []*analysis.Analyzer, stdout, stderr io
 	}
 	if o.json && o.sarif {
 		fmt.Fprintf(stderr, "statevet: -json and -sarif exclude each other\n")
-		return 2
+		return exitUsage
 	}
 	if o.sarif {
 		if err := printSARIF(stdout, res, analyzers); err != nil {
@@ -182,8 +193,10 @@ type actionErr struct {
 	err           string
 }
 
-// printText prints the findings as go vet does: "file:line:col: message",
-// a line for each related position, and context lines when asked.
+// printText prints the findings as go vet does, "file:line:col: message",
+// with the analyzer's name after the message, as staticcheck prints its
+// check's ("(stcleanup)": the NAME of //statevet:ignore NAME), then a line
+// for each related position, and context lines when asked.
 func printText(w io.Writer, res *result, context int) {
 	for _, e := range res.errs {
 		// An analyzer whose prerequisite failed says nothing the failed
@@ -199,7 +212,7 @@ func printText(w io.Writer, res *result, context int) {
 				printContext(w, parsePosn(posn), parsePosn(end), context)
 			}
 		}
-		line(f.diag.Posn, f.diag.End, f.diag.Message)
+		line(f.diag.Posn, f.diag.End, f.diag.Message+" ("+f.analyzer+")")
 		for _, r := range f.diag.Related {
 			line(r.Posn, r.End, "\t"+r.Message)
 		}

@@ -122,7 +122,9 @@ func TestStandalone(t *testing.T) {
 		}
 		for _, args := range [][]string{{"-tags=special"}, {"-tags", "special"}, {"-tags", "other,special"}} {
 			_, stderr, code := exitCode(t, mod, env, bin, append(args, "./tagged")...)
-			if code != exitFindings || !strings.Contains(stderr, "tagged/special.go:5:1: "+noOwner) {
+			// The finding's line ends with its analyzer's name.
+			if code != exitFindings || !strings.Contains(stderr, "tagged/special.go:5:1: "+noOwner) ||
+				!strings.Contains(stderr, "(stcontract)\n") {
 				t.Errorf("%v: exit %d, stderr:\n%s\nwant exit %d and %q", args, code, stderr, exitFindings, noOwner)
 			}
 		}
@@ -256,7 +258,12 @@ func TestVetToolArgs(t *testing.T) {
 		args []string
 		vet  bool
 	}{
-		{[]string{"-V=full"}, true},
+		// The version flags alone are the standalone command's, which
+		// answers -V=full as go vet expects.
+		{[]string{"-V=full"}, false},
+		{[]string{"-V"}, false},
+		{[]string{"-version"}, false},
+		{[]string{"-V=full", "-json"}, true},
 		{[]string{"-flags"}, true},
 		{[]string{"-stcontract", "/tmp/go-build/vet.cfg"}, true},
 		{[]string{"./..."}, false},

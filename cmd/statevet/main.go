@@ -32,37 +32,29 @@
 // suggested fixes, prints a line for each one applied (file:line: what it
 // changed), then reports the findings that remain and exits 3 if any do.
 // Without -json or -sarif, the exit code is 0 with no findings, 3 with
-// findings, 1 when packages do not build or an analyzer fails.
+// findings (as the go/analysis drivers exit), 1 when packages do not build
+// or an analyzer fails, 2 for bad usage (an unknown flag, no packages,
+// help for no such analyzer), as go vet and stategen exit.
 //
-// A finding is silenced deliberately by a comment on its line or the line
-// above: //statevet:ignore ANALYZER reason="why". The reason is required,
-// and an ignore that silences nothing is itself a finding.
+// Text findings end with their analyzer's name, "(stcleanup)". A finding
+// is silenced deliberately by a comment on its line or the line above:
+// //statevet:ignore ANALYZER reason="why". The reason is required, and an
+// ignore that silences nothing is itself a finding.
 //
 // "statevet help" lists the analyzers, "statevet help NAME" documents one.
-// Packages that neither declare //state: directives nor import a package
+// -version prints the version, -V=full the line go vet asks of a vet tool;
+// stategen takes the same flags. Packages that neither declare //state: directives nor import a package
 // that does are skipped after a byte scan of their comments.
 package main
 
 import (
-	"crypto/sha256"
-	"fmt"
-	"io"
 	"os"
 	"strings"
 
 	"golang.org/x/tools/go/analysis/unitchecker"
-
-	"github.com/gpustate/gpustate/internal/version"
 )
 
 func main() {
-	if len(os.Args) == 2 && strings.TrimLeft(os.Args[1], "-") == "V=full" {
-		if err := printVersion(os.Stdout); err != nil {
-			fmt.Fprintf(os.Stderr, "statevet: %v\n", err)
-			os.Exit(1)
-		}
-		os.Exit(0)
-	}
 	if vetTool(os.Args[1:]) {
 		unitchecker.Main(append(vetSuite, suite...)...) // does not return
 	}
@@ -70,8 +62,17 @@ func main() {
 }
 
 // vetTool reports whether go vet runs statevet as its -vettool: it asks
-// for the version (-V=full) or the flags (-flags), or passes a .cfg file.
+// for the flags (-flags) or passes a .cfg file, or asks for the version
+// (-V=full) beside other flags. The version flags alone are the standalone
+// command's, which prints the -V=full line go vet expects (see
+// version.Full).
 func vetTool(args []string) bool {
+	if len(args) == 1 {
+		switch strings.TrimLeft(args[0], "-") {
+		case "V", "V=full", "version":
+			return false
+		}
+	}
 	for _, a := range args {
 		switch strings.TrimLeft(a, "-") {
 		case "V=full", "V", "flags":
@@ -79,26 +80,4 @@ func vetTool(args []string) bool {
 		}
 	}
 	return len(args) > 0 && strings.HasSuffix(args[len(args)-1], ".cfg")
-}
-
-// printVersion answers -V=full as the go command expects of a vet tool
-// (it keys its cache on the line): "NAME version devel ... buildID=HASH",
-// with the hash of the executable, and gpustate's version where the
-// analysis framework writes "comments-go-here".
-func printVersion(w io.Writer) error {
-	exe, err := os.Executable()
-	if err != nil {
-		return err
-	}
-	f, err := os.Open(exe)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return err
-	}
-	_, err = fmt.Fprintf(w, "%s version devel gpustate-%s buildID=%02x\n", exe, version.String(), h.Sum(nil))
-	return err
 }

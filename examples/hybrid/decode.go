@@ -1,19 +1,23 @@
 package main
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/gpustate/gpustate/examples/hybrid/decoder"
+	"github.com/gpustate/gpustate/runtime/device"
 	"github.com/gpustate/gpustate/runtime/state"
 )
 
 // feed runs token through the model on a session's group: the attention
 // layers read the KV cache (in place, through its block tables, when the
 // kernel runs on this backend; else copied to the host), the recurrent
-// layers the recurrent state; then it appends the token's KV row and
-// writes the new recurrent state, and returns the next token's scores.
+// layers the recurrent state; then it steps the recurrent state with the
+// layers' inputs (Step: the history keeps the inputs), appends the token's
+// KV row, and returns the next token's scores.
 func feed(kn *kernel, s *decoder.DecoderState, token int32) (_ [vocab]float32, err error) {
 	kv, rec := s.KV(), s.Rec()
 	h, err := rec.Read(0, decoder.RecLayers)
@@ -21,7 +25,7 @@ func feed(kn *kernel, s *decoder.DecoderState, token int32) (_ [vocab]float32, e
 		return [vocab]float32{}, err
 	}
 	var ctx attender
-	if kn != nil && kv.Len() > 0 {
+	if kn.attends() && kv.Len() > 0 {
 		tab, err := kv.BlockTable()
 		if err != nil {
 			return [vocab]float32{}, err
@@ -43,26 +47,52 @@ func feed(kn *kernel, s *decoder.DecoderState, token int32) (_ [vocab]float32, e
 		}
 		ctx = context{keys: rows.Keys, values: rows.Values}
 	}
-	row, logits, err := forward(ctx, h.H, token, kv.Len())
+	in := decoder.RecInput{X: make([]float32, decoder.RecLayers*dim)}
+	row, logits, err := forward(ctx, h.H, token, kv.Len(), in.X)
 	if err != nil {
 		return [vocab]float32{}, err
 	}
 	// The recurrent state first: an append that fills a KV block registers
 	// every member's state as it is then, for sessions that share the
 	// prefix (NewDecoderStateShared).
-	if err := advance(rec, h.H); err != nil {
+	if err := rec.Step(in, stepOn(kn.b)); err != nil {
 		return [vocab]float32{}, err
 	}
 	return logits, kv.Append(row)
 }
 
-// advance stores the recurrent layers' new state h, written whole with
-// Write. This is the seam for replay (docs/GUIDE.md, "Replay"): once the
-// Recurrent contract declares //state:replay, the call becomes
-// rec.Step(token, stepRecurrent), recording the token instead of the
-// state, so that a rollback rebuilds the state from inputs.
-func advance(rec *decoder.RecurrentState, h []float32) error {
-	return rec.Write(0, decoder.Recurrent{H: h})
+// stepOn returns the recurrent layers' step on backend b, as Step runs it:
+// dst locates the layers' rows in device memory, one per layer; the step
+// copies them to the host, applies each layer's recurrence to its input
+// row, and copies them back. The history keeps in, not the rows: a
+// rollback to a version rebuilt by At, or a failed step, runs the step
+// again on the recorded input, and recur computes the same rows from the
+// same rows and input (the contract's verify=hash checks that it does).
+func stepOn(b device.Backend) func(dst decoder.RecurrentSpans, in decoder.RecInput) error {
+	return func(dst decoder.RecurrentSpans, in decoder.RecInput) error {
+		layer := 0
+		for _, sp := range dst.H {
+			buf := make([]byte, sp.Rows*4*dim)
+			if err := b.CopyDtoH(buf, sp.Ptr); err != nil {
+				return err
+			}
+			for r := range sp.Rows {
+				var h [dim]float32
+				for i := range dim {
+					h[i] = f32(buf, r*dim+i)
+				}
+				recur(h[:], layer, in.X[layer*dim:(layer+1)*dim])
+				for i := range dim {
+					binary.LittleEndian.PutUint32(buf[4*(r*dim+i):], math.Float32bits(h[i]))
+				}
+				layer++
+			}
+			if err := b.CopyHtoD(sp.Ptr, buf); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 }
 
 // prefill feeds the prompt and returns the scores after its last token.

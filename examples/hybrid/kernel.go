@@ -22,9 +22,10 @@ const attendName = "hybrid_attend"
 
 var registerErr = device.RegisterHostKernel(attendName, attendHost)
 
-// kernel is the attention kernel loaded on one backend, with a stream and
-// a device buffer for its operands: q, k, v, then the output, dim floats
-// each.
+// kernel is the backend the decoder runs on and, where the backend can run
+// it, the attention kernel loaded there, with a stream and a device buffer
+// for its operands: q, k, v, then the output, dim floats each. Without the
+// kernel (fn nil), attention reads the rows to the host.
 type kernel struct {
 	b   device.Backend
 	k   device.Kernels
@@ -35,8 +36,8 @@ type kernel struct {
 	buf device.Ptr
 }
 
-// loadKernel loads hybrid_attend on b, or returns nil when b cannot run
-// it (the caller then attends on the host).
+// loadKernel loads hybrid_attend on b; where b cannot run it, the kernel
+// it returns attends on the host.
 func loadKernel(b device.Backend) (*kernel, error) {
 	if registerErr != nil {
 		return nil, registerErr
@@ -44,7 +45,7 @@ func loadKernel(b device.Backend) (*kernel, error) {
 	k, ok := b.(device.Kernels)
 	ss, ok2 := b.(device.Streams)
 	if !ok || !ok2 || b.Name() != "host" {
-		return nil, nil
+		return &kernel{b: b}, nil
 	}
 	kn := &kernel{b: b, k: k, ss: ss}
 	var err error
@@ -62,8 +63,14 @@ func loadKernel(b device.Backend) (*kernel, error) {
 	return kn, nil
 }
 
+// attends reports whether attention runs as the kernel.
+func (kn *kernel) attends() bool { return kn.fn != nil }
+
 // Close frees the buffer and unloads the module.
 func (kn *kernel) Close() error {
+	if kn.mod == nil {
+		return nil
+	}
 	var errs []error
 	if kn.buf != 0 {
 		errs = append(errs, kn.b.Free(kn.buf))

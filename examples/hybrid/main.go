@@ -92,8 +92,8 @@ func run(w io.Writer, cfg config) (err error) {
 	if err != nil {
 		return err
 	}
-	if kn != nil {
-		defer func() { err = errors.Join(err, kn.Close()) }()
+	defer func() { err = errors.Join(err, kn.Close()) }()
+	if kn.attends() {
 		fmt.Fprintf(w, "backend: %s; attention runs as the %s kernel, reading the KV rows in place through block tables\n", b.Name(), attendName)
 	} else {
 		fmt.Fprintf(w, "backend: %s; attention reads the KV rows to the host (no %s kernel on this backend)\n", b.Name(), attendName)

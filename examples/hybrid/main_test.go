@@ -12,8 +12,8 @@ import (
 )
 
 // testPool returns a pool on the host backend and the attention kernel
-// loaded on it; in -short mode the kernel is left out (nil), so the host
-// path runs.
+// loaded on it; in -short mode the kernel is left out (attention on the
+// host), so the host path runs.
 func testPool(t *testing.T) (*state.Pool, *kernel) {
 	t.Helper()
 	b := device.Host()
@@ -21,17 +21,15 @@ func testPool(t *testing.T) (*state.Pool, *kernel) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var kn *kernel
+	kn := &kernel{b: b}
 	if !testing.Short() {
-		if kn, err = loadKernel(b); err != nil || kn == nil {
+		if kn, err = loadKernel(b); err != nil || !kn.attends() {
 			t.Fatalf("the host backend runs no %s kernel: %v", attendName, err)
 		}
 	}
 	t.Cleanup(func() {
-		if kn != nil {
-			if err := kn.Close(); err != nil {
-				t.Error(err)
-			}
+		if err := kn.Close(); err != nil {
+			t.Error(err)
 		}
 		if err := p.Close(); err != nil {
 			t.Error(err)
@@ -45,7 +43,7 @@ func testPool(t *testing.T) (*state.Pool, *kernel) {
 // the host's over rows read back, to the bit, for every layer.
 func TestKernelMatchesHost(t *testing.T) {
 	p, kn := testPool(t)
-	if kn == nil {
+	if !kn.attends() {
 		t.Skip("-short: no kernel")
 	}
 	s, err := decoder.NewDecoderState(p, "s")
@@ -53,7 +51,7 @@ func TestKernelMatchesHost(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Release()
-	if _, err := prefill(nil, s, promptTokens(40)); err != nil {
+	if _, err := prefill(&kernel{b: p.Backend()}, s, promptTokens(40)); err != nil {
 		t.Fatal(err)
 	}
 	rows, err := s.KV().Read(0, s.KV().Len())
@@ -185,6 +183,45 @@ func TestBeamsEqualPlain(t *testing.T) {
 		}
 		if width == 1 && !slices.Equal(got[0].tokens, greedy(prompt, 6)) {
 			t.Errorf("a beam of width 1 is not greedy decoding: %v", got[0].tokens)
+		}
+	}
+}
+
+// TestRecurrentReplay checks the recurrent state's replayed history: At
+// rebuilds the state after token t from a checkpoint by running the
+// recorded steps (stepOn) again, and the rows equal those of decoding
+// without gpustate after t tokens, to the bit.
+func TestRecurrentReplay(t *testing.T) {
+	p, kn := testPool(t)
+	s, err := decoder.NewDecoderState(p, "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Release()
+	prompt := promptTokens(40)
+	ref := newPlain()
+	var versions []state.Version
+	var want [][]float32
+	for _, tok := range prompt {
+		if _, err := feed(kn, s, tok); err != nil {
+			t.Fatal(err)
+		}
+		ref.feed(tok)
+		versions = append(versions, s.Rec().Version())
+		want = append(want, slices.Clone(ref.h))
+	}
+	for _, i := range []int{0, 15, 16, 27, 39} {
+		past, err := s.Rec().At(versions[i])
+		if err != nil {
+			t.Fatalf("At(the version after token %d): %v", i, err)
+		}
+		got, err := past.Read(0, decoder.RecLayers)
+		past.Release()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got.H, want[i]) {
+			t.Errorf("after token %d, rebuilt by replay: %v...; decoding without gpustate: %v...", i, got.H[:4], want[i][:4])
 		}
 	}
 }

@@ -175,8 +175,10 @@ func attend(q, k, v *[dim]float32, n int, keyOf, valueOf func(j int) []float32) 
 // forward runs one token at position pos through the model, given what it
 // attends over and the recurrent state h (decoder.RecLayers rows of dim
 // floats, updated in place). It returns the token's KV cache row and the
-// scores of the next token.
-func forward(ctx attender, h []float32, token int32, pos int) (decoder.KVCache, [vocab]float32, error) {
+// scores of the next token; when xs is not nil, it records there the input
+// of each recurrent layer (decoder.RecLayers rows of dim floats), what
+// recur needs to make the same update again.
+func forward(ctx attender, h []float32, token int32, pos int, xs []float32) (decoder.KVCache, [vocab]float32, error) {
 	x := model.embed[token]
 	for i := range dim {
 		x[i] += model.pos[pos%16][i]
@@ -185,11 +187,10 @@ func forward(ctx attender, h []float32, token int32, pos int) (decoder.KVCache, 
 	for l := range decoder.AttnLayers {
 		// A recurrent layer: the gated linear recurrence.
 		hl := h[l*dim : (l+1)*dim]
-		a, u := matvec(&model.gate[l], x[:]), matvec(&model.in[l], x[:])
-		for i := range dim {
-			g := sigmoid(a[i])
-			hl[i] = g*hl[i] + (1-g)*u[i]
+		if xs != nil {
+			copy(xs[l*dim:], x[:])
 		}
+		recur(hl, l, x[:])
 		r := matvec(&model.out[l], hl)
 		for i := range dim {
 			x[i] += r[i]
@@ -218,9 +219,19 @@ func forward(ctx attender, h []float32, token int32, pos int) (decoder.KVCache, 
 	return row, logits, nil
 }
 
+// recur is recurrent layer l's step: its gated linear recurrence updates
+// the layer's state h (dim floats) in place from the layer's input x.
+func recur(h []float32, l int, x []float32) {
+	a, u := matvec(&model.gate[l], x), matvec(&model.in[l], x)
+	for i := range dim {
+		g := sigmoid(a[i])
+		h[i] = g*h[i] + (1-g)*u[i]
+	}
+}
+
 // plainForward is forward over a host context, which cannot fail.
 func plainForward(ctx context, h []float32, token int32, pos int) (decoder.KVCache, [vocab]float32) {
-	row, logits, _ := forward(ctx, h, token, pos)
+	row, logits, _ := forward(ctx, h, token, pos, nil)
 	return row, logits
 }
 

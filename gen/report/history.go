@@ -39,6 +39,9 @@ type workload struct {
 	delta  int64 // bytes one version's delta holds, in blocks of its own
 	state  int64 // bytes the head itself holds at the bound, in blocks (0: no bound)
 	about  string
+	// replayed is set for a state with a replay line: a version's delta is
+	// its step's input, and a reconstruction runs the steps again.
+	replayed bool
 	// estimated is set when the policy spaces checkpoints by a budget and
 	// every is what the budget makes of apply bytes a version; capped when
 	// the runtime's cap of placement.MaxSpacing versions decides it instead.
@@ -81,6 +84,9 @@ func budgetSpacing(c *contract.Contract) (every int, capped bool) {
 	cp := c.Checkpoint
 	step := func(every int) (int, bool) {
 		apply := versionBytes(c, int64(every)*int64(cp.Keep))
+		if in := inputBytes(c); in > 0 {
+			apply = in // the runtime counts a step's input, not the rows it rewrites
+		}
 		if apply <= 0 {
 			return placement.MaxSpacing, true
 		}
@@ -137,6 +143,15 @@ func historyWorkload(c *contract.Contract, blockBytes int64) (workload, string, 
 		}
 		s := c.Bound * rb
 		w.apply, w.seed, w.memory, w.delta = s, w.state, w.state, deltaBytes(fbs, c.Bound)
+		if in := inputBytes(c); in > 0 {
+			w.delta, w.replayed = in, true
+			w.about = fmt.Sprintf("every version is a Step that rewrites all %d rows (%s, %s in blocks), the most a version can write. "+
+				"A reconstruction copies its checkpoint's blocks on write (%s) and runs each step again, counted here as the %s it rewrites "+
+				"(Plan prices it by the time the step took); a checkpoint holds a whole version (%s) once the head has rewritten it; "+
+				"each version's delta is its recorded input (%s) and step function, not the rows it wrote",
+				c.Bound, gen.Bytes(s), gen.Bytes(w.state), gen.Bytes(w.state), gen.Bytes(s), gen.Bytes(w.state), gen.Bytes(in))
+			return w, "", true
+		}
 		w.about = fmt.Sprintf("every version rewrites all %d rows (%s, %s in blocks), as a simulation step does: the most a version can write. "+
 			"A reconstruction copies its checkpoint's blocks on write (%s) and applies each delta in full; "+
 			"a checkpoint holds a whole version (%s) once the head has rewritten it; each version's delta holds its rows in blocks of its own (%s)",
@@ -301,9 +316,12 @@ type history struct {
 	typ     string
 	cp      *contract.Checkpoint
 	refused string // why no trade-off is charted; "" when one is
-	w       workload
-	ch      chart
-	front   []placement.Placement
+	// replayed is set for a state with a replay line, whose versions made
+	// by Step keep their inputs, not write sets.
+	replayed bool
+	w        workload
+	ch       chart
+	front    []placement.Placement
 	// declared is the placement the declared policy makes, a checkpoint
 	// every w.every versions; same is the front's point with as many
 	// checkpoints that costs as much (-1 for none), marked in the table.
@@ -318,7 +336,7 @@ func newHistory(c *contract.Contract, blockBytes int64) *history {
 	if c.Checkpoint == nil || c.Snapshot == contract.SnapshotNone {
 		return nil
 	}
-	h := &history{typ: c.Type, cp: c.Checkpoint, same: -1}
+	h := &history{typ: c.Type, cp: c.Checkpoint, same: -1, replayed: c.Replay != nil}
 	w, why, ok := historyWorkload(c, blockBytes)
 	if !ok {
 		h.refused = why
@@ -348,8 +366,13 @@ func newHistory(c *contract.Contract, blockBytes int64) *history {
 func (h *history) write(b *bytes.Buffer) {
 	fmt.Fprintf(b, "\n### Past versions of %s\n\n", h.typ)
 	b.WriteString("`At(v)` reconstructs version v of the head's own line as a snapshot: it seeds from a kept checkpoint at or before v " +
-		"(a copy-on-write snapshot, taken in O(1)) and applies the deltas after it (each version's write set, copied on the device when it was written). " +
-		"`Plan(v)` chooses, without doing it, the checkpoint q of least estimated cost " +
+		"(a copy-on-write snapshot, taken in O(1)) and applies the deltas after it ")
+	if h.replayed {
+		b.WriteString("(each version made by `Step` runs its step function again on its recorded input; one made by `Write` or `WriteDevice` applies its write set). ")
+	} else {
+		b.WriteString("(each version's write set, copied on the device when it was written). ")
+	}
+	b.WriteString("`Plan(v)` chooses, without doing it, the checkpoint q of least estimated cost " +
 		"R(v) = seed(q) + apply(q+1) + ... + apply(v) + verify(v), with costs from the pool's calibrated copy bandwidths, and lists the alternatives: " +
 		"the nearest checkpoint is not assumed cheapest. `Rollback` accepts the snapshot `At` returns.\n\n")
 	h.writeWindow(b)

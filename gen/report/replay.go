@@ -17,10 +17,7 @@ func replayText(c *contract.Contract) string {
 	if r == nil || cp == nil || cp.Keep <= 0 || c.Growth != contract.GrowthMutable {
 		return ""
 	}
-	var in int64
-	for _, f := range r.Fields {
-		in += f.RowBytes
-	}
+	in := inputBytes(c)
 	state := c.Bound * gen.RowBytes(c)
 	if in <= 0 || state <= 0 {
 		return ""
@@ -43,4 +40,18 @@ func replayText(c *contract.Contract) string {
 	}
 	b.WriteString("\n")
 	return b.String()
+}
+
+// inputBytes returns the bytes of one input row of a replayed contract,
+// what its history keeps of each version made by Step; 0 without a replay
+// line.
+func inputBytes(c *contract.Contract) int64 {
+	if c.Replay == nil {
+		return 0
+	}
+	var in int64
+	for _, f := range c.Replay.Fields {
+		in += f.RowBytes
+	}
+	return in
 }

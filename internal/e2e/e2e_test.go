@@ -8,6 +8,8 @@ import (
 	"go/parser"
 	"go/token"
 	"maps"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +17,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -35,9 +38,15 @@ const modulePath = "github.com/gpustate/gpustate"
 // checks that the guide's functions do what the guide says, and the guide's
 // example of a leak must be reported by statevet under both drivers.
 //
-// It needs the go command and sh. Modules come from the module cache, which
-// building this repository has filled, or from GOPROXY; the README's setup
-// copies the checkout's go.sum, so no checksum database is asked.
+// The checkout is a fresh clone: the files git tracks (and those it would
+// track, not ignored), copied into a directory of their own, so nothing
+// built or ignored in this one is there. The first module proxy answers
+// 403 for this module's paths, as some proxies answer for a path not
+// published: the checkout's setup must ask it nothing about them. It needs
+// the go command and sh (and git, for the clone; without it, the checkout
+// itself). Modules come from the module cache, which building this
+// repository has filled, or from the caller's GOPROXY; the README's setup
+// copies the checkout's go.sum for the modules the checkout needs.
 func TestFirstHour(t *testing.T) {
 	goBin, err := exec.LookPath("go")
 	if err != nil {
@@ -50,7 +59,7 @@ func TestFirstHour(t *testing.T) {
 	readme := markedBlocks(t, filepath.Join(root, "README.md"))
 	guide := markedBlocks(t, filepath.Join(root, "docs", "GUIDE.md"))
 
-	m := &module{dir: t.TempDir(), env: append(moduleEnv(t, goBin), "GPUSTATE="+root)}
+	m := &module{dir: t.TempDir(), env: append(moduleEnv(t, goBin, forbiddingProxy(t)), "GPUSTATE="+freshClone(t, root))}
 	checkoutSetup := one(t, readme, "setup", "checkout")
 	samePublished(t, checkoutSetup, one(t, readme, "setup", "published"))
 	m.setUp(t, checkoutSetup)
@@ -232,16 +241,17 @@ func (m *module) writeSources(t *testing.T, readme, guide []block) {
 
 // moduleEnv is the environment of the go commands in the new module: no
 // workspace, no GOFLAGS of the caller, this toolchain, the host backend.
-// GOPROXY keeps the caller's proxies but falls back to "off" on any error:
-// this module is found through its replace directive, and a proxy that
-// answers the lookups of its packages' paths with 403 rather than 404 must
-// not stop go get.
-func moduleEnv(t *testing.T, goBin string) []string {
+// The module proxy is forbidding's, then the caller's proxies after a
+// comma: the go command goes on to the next proxy only when one answers
+// 404 or 410, so a 403 from the first stops every lookup of gpustate's
+// paths, while public modules the cache lacks (a tool's test dependencies
+// that go mod tidy records) still come from the caller's proxies.
+func moduleEnv(t *testing.T, goBin, forbidding string) []string {
 	out, err := exec.Command(goBin, "env", "GOPROXY").Output()
 	if err != nil {
 		t.Fatalf("go env GOPROXY: %v", err)
 	}
-	var proxies []string
+	proxies := []string{forbidding}
 	for _, p := range strings.FieldsFunc(strings.TrimSpace(string(out)), func(r rune) bool { return r == ',' || r == '|' }) {
 		if p != "direct" && p != "off" {
 			proxies = append(proxies, p)
@@ -251,10 +261,72 @@ func moduleEnv(t *testing.T, goBin string) []string {
 		"GOWORK=off",
 		"GOFLAGS=",
 		"GOTOOLCHAIN=local",
-		"GOPROXY="+strings.Join(append(proxies, "off"), "|"),
+		"GOPROXY="+strings.Join(append(proxies, "off"), ","),
 		"GPUSTATE_BACKEND=host",
 		"PATH="+filepath.Dir(goBin)+string(os.PathListSeparator)+os.Getenv("PATH"),
 	)
+}
+
+// forbiddingProxy starts a module proxy on a loopback address that answers
+// 403 Forbidden to every request for a path of this module, as some
+// proxies answer for a path not published (where others answer 404, after
+// which the go command tries the next proxy), and 404 to the rest, and
+// returns its URL. The test fails if the go command asked it about this
+// module: a 403 stops go get, and the README's setup must ask nothing.
+func forbiddingProxy(t *testing.T) string {
+	var mu sync.Mutex
+	var asked []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !strings.HasPrefix(r.URL.Path, "/"+modulePath+"/") && r.URL.Path != "/"+modulePath {
+			http.NotFound(w, r)
+			return
+		}
+		mu.Lock()
+		asked = append(asked, r.URL.Path)
+		mu.Unlock()
+		http.Error(w, "forbidden", http.StatusForbidden)
+	}))
+	t.Cleanup(func() {
+		srv.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		if len(asked) > 0 {
+			t.Errorf("the module proxy was asked about %s (and answered 403): %s", modulePath, strings.Join(asked, " "))
+		}
+	})
+	return srv.URL
+}
+
+// freshClone copies into a new directory the files of the work tree at
+// root that a clone of it holds: those git tracks, and those it would
+// (untracked, not ignored), so that edits not yet committed are tested
+// too. Without git, or outside a git work tree, it returns root.
+func freshClone(t *testing.T, root string) string {
+	out, err := exec.Command("git", "-C", root, "ls-files", "-z", "--cached", "--others", "--exclude-standard").Output()
+	if err != nil {
+		t.Logf("no git work tree at %s (%v): the checkout stands for its clone", root, err)
+		return root
+	}
+	dir := filepath.Join(t.TempDir(), "gpustate")
+	for _, name := range strings.Split(strings.TrimRight(string(out), "\x00"), "\x00") {
+		from := filepath.Join(root, name)
+		info, err := os.Lstat(from)
+		if err != nil || !info.Mode().IsRegular() {
+			continue // deleted from the work tree, or a link or submodule
+		}
+		to := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		data, err := os.ReadFile(from)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(to, data, info.Mode().Perm()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
 }
 
 // checkout returns the root of the module this test belongs to.
@@ -355,7 +427,9 @@ func commands(t *testing.T, b block) []string {
 
 // imports are the packages a guide block may use without importing them.
 var imports = map[string]string{
+	"binary":       "encoding/binary",
 	"errors":       "errors",
+	"math":         "math",
 	"fmt":          "fmt",
 	"io":           "io",
 	"device":       modulePath + "/runtime/device",

@@ -500,6 +500,9 @@ func dlopen(name string) (uintptr, error) {
 		if err == nil {
 			err = errors.New("not loaded")
 		}
+		if strings.Contains(err.Error(), name) {
+			return 0, err // dlerror names the path already
+		}
 		return 0, fmt.Errorf("%s: %v", name, err)
 	}
 	return h, nil

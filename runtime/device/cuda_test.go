@@ -342,6 +342,11 @@ func TestOpenDefaultLibrary(t *testing.T) {
 	if _, err := Open(); !errors.Is(err, ErrNoDevice) || !strings.Contains(err.Error(), "libcuda.so.1") {
 		t.Fatalf("GPUSTATE_BACKEND=cuda without a driver library: got %v, want ErrNoDevice naming libcuda.so.1", err)
 	}
+	// Each path once, and the package's prefix once: dlerror's message
+	// names the path already.
+	if _, err := Open(); strings.Count(err.Error(), "libcuda.so.1") != 1 || strings.Count(err.Error(), "device: cuda:") != 1 {
+		t.Errorf("GPUSTATE_BACKEND=cuda without a driver library: %q repeats a path or its prefix", err)
+	}
 }
 
 // TestCUDASetsContext clears the calling thread's current context before

@@ -36,7 +36,7 @@ func Open() (Backend, error) {
 	case "cuda":
 		b, err := openCUDA()
 		if err != nil {
-			return nil, fmt.Errorf("device: %s=cuda: %w", EnvBackend, err)
+			return nil, fmt.Errorf("%w (%s=cuda)", err, EnvBackend)
 		}
 		return b, nil
 	case "", "auto":

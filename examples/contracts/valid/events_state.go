@@ -186,7 +186,7 @@ func (s *EventsState) Release() error {
 	return _Events_head(s).Release()
 }
 
-// EventsSnapshot is an immutable version of a Events state: what it reads
+// EventsSnapshot is an immutable version of an Events state: what it reads
 // never changes, whatever happens later to the state, its branches or the
 // pool. Its spans are read only, by contract.
 //
@@ -275,8 +275,8 @@ func (v *EventsSnapshot) Release() error {
 	return _Events_snap(v).Release()
 }
 
-// EventsSpans locates rows of a Events state in device memory: for each field,
-// one span per block the rows lie in, in row order.
+// EventsSpans locates rows of an Events state in device memory: for each
+// field, one span per block the rows lie in, in row order.
 type EventsSpans struct {
 	At   []device.Span
 	Kind []device.Span

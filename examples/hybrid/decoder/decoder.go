@@ -41,16 +41,30 @@ type KVCache struct {
 }
 
 // Recurrent is the recurrent layers' state: one row per layer, the layer's
-// gated linear recurrence h, written in place after every token.
+// gated linear recurrence h, rewritten in place after every token by Step.
+// Its history is the steps' inputs, not the rows they wrote: a past version
+// is rebuilt from a checkpoint by running the steps again.
 //
 //state:contract purpose="recurrent layers' state of one session"
 //state:growth mutable bound=RecLayers
 //state:owner session
 //state:branch isolated merge=fastforward
 //state:rollback descendants=invalidate
+//state:checkpoint every=16 keep=4
+//state:replay input=RecInput verify=hash
 //state:cleanup on=session-end
 type Recurrent struct {
 	H []float32 `state:"width=16"` // Dim
+}
+
+// RecInput is the input of one recurrent step: the vector each recurrent
+// layer reads, one row per layer. A layer after the first reads what the
+// attention layers before it made of the cached rows, so the token alone
+// does not determine the step; its inputs do. (In this small model an
+// input is as large as the state; a real state-space layer's state is
+// many times its input.)
+type RecInput struct {
+	X []float32 `state:"width=16"` // Dim
 }
 
 // Decoder is one session's state: the KV cache and the recurrent state,

@@ -17,6 +17,10 @@ var _Recurrent_layout = state.Layout{
 	Growth:      state.Mutable,
 	Bound:       2,
 	Descendants: state.Invalidate,
+	Checkpoint:  &state.CheckpointPolicy{Every: 16, Keep: 4},
+	Input: []state.Column{
+		{Name: "X", ElemSize: 4, Width: 16},
+	},
 }
 
 // RecurrentState is a live Recurrent state: recurrent layers' state of one
@@ -35,9 +39,13 @@ var _Recurrent_layout = state.Layout{
 // another's writes. A branch merges back only as a fast-forward, when its
 // parent has not changed since the branch point. Rollback returns to an
 // ancestor snapshot of the same owner; snapshots and branches of the abandoned
-// line are invalidated (descendants=invalidate). No history is kept: past
-// versions live only as long as snapshots of them. Retention is mandatory: the
-// state is never evicted.
+// line are invalidated (descendants=invalidate). History is kept with a
+// checkpoint every 16 versions, the last 4 kept and the input of every Step
+// (replay); a past version is reconstructed from the cheapest compatible
+// checkpoint by running the steps after it again on their recorded inputs
+// (versions made by Write apply their write sets). Checkpoints live in device
+// memory and do not survive the process. Retention is mandatory: the state is
+// never evicted.
 type RecurrentState struct {
 	h *state.Head
 }
@@ -181,6 +189,30 @@ func (s *RecurrentState) Rollback(to *RecurrentSnapshot) error {
 	return _Recurrent_head(s).Rollback(snap)
 }
 
+// At reconstructs version v of the state's own history from the cheapest
+// checkpoint by running the steps after it again on their recorded inputs (a
+// checkpoint every 16 versions, the last 4 kept). It returns
+// state.ErrNotRetained when the history no longer holds v.
+//
+// The caller must Release the snapshot on every path (statevet's stcleanup
+// checks it).
+//
+//state:acquire
+func (s *RecurrentState) At(v state.Version) (*RecurrentSnapshot, error) {
+	snap, err := _Recurrent_head(s).At(v)
+	if err != nil {
+		return nil, err
+	}
+	return &RecurrentSnapshot{snap: snap}, nil
+}
+
+// Plan explains how At would reconstruct version v: the checkpoint it would
+// start from, the writes it would replay and the estimated cost. It
+// reconstructs nothing.
+func (s *RecurrentState) Plan(v state.Version) (state.Plan, error) {
+	return _Recurrent_head(s).Plan(v)
+}
+
 // Stats reports the state's version, rows, logical bytes (the rows it reads
 // as) and physical bytes (the blocks it holds, shared ones included).
 func (s *RecurrentState) Stats() state.Stats {
@@ -196,6 +228,32 @@ func (s *RecurrentState) Stats() state.Stats {
 //state:mutates
 func (s *RecurrentState) WriteDevice(from, to int) (RecurrentSpans, error) {
 	return _Recurrent_spans(_Recurrent_head(s).WriteDevice(from, to))
+}
+
+// Step makes a new version by running f on the state's rows in place: dst
+// locates every row, and f computes the next rows from them and in. Blocks a
+// snapshot, a branch or a checkpoint still holds are copied first, and no
+// others. The history keeps in and f, not the rows f wrote, so At and Rollback
+// rebuild the version by running f on in again (a checkpoint every 16
+// versions, the last 4 kept); f must compute the same rows from the same rows
+// and input, must not keep or change in, and must not call the state.
+//
+// When f fails, Step returns an error wrapping f's and the state is as before,
+// even if f wrote rows: the version before is rebuilt from its last checkpoint
+// by replay. Each step records a 64-bit hash of the rows it produced
+// (verify=hash), and a reconstruction whose rows hash otherwise answers
+// state.ErrReplayDiverged and keeps nothing.
+//
+//state:mutates
+func (s *RecurrentState) Step(in RecInput, f func(dst RecurrentSpans, in RecInput) error) error {
+	var step state.StepFunc
+	if f != nil {
+		step = func(spans [][]device.Span, cols [][]byte) error {
+			dst, _ := _Recurrent_spans(spans, nil)
+			return f(dst, RecInput{X: state.Rows[float32](cols[0])})
+		}
+	}
+	return _Recurrent_head(s).Step([][]byte{state.Bytes(in.X)}, true, step)
 }
 
 // Spans locates rows [from, to) in device memory, for kernels that read them.

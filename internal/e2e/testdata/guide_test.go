@@ -135,3 +135,103 @@ func TestGuideSharing(t *testing.T) {
 		}
 	}
 }
+
+// TestGuideReplay checks the guide's replayed: At rebuilds the version
+// after the first step from the recorded inputs, and its rows are those
+// the first step wrote (h = 0/2 + x of the first input); and stepRecurrent
+// leaves the head at the rows of every step.
+func TestGuideReplay(t *testing.T) {
+	b := device.Host()
+	p, err := state.NewPool(b, state.PoolOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := p.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
+	rec, err := NewRecurrentState(p, "session-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rec.Release()
+	var inputs []RecInput
+	want := make([]float32, Layers*Dim) // the head's rows after every step
+	for i := range 20 {
+		in := RecInput{X: make([]float32, Layers*Dim)}
+		for j := range in.X {
+			in.X[j] = float32(i*1000 + j)
+			want[j] = want[j]/2 + in.X[j]
+		}
+		inputs = append(inputs, in)
+	}
+	got, err := replayed(b, rec, inputs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got.H, inputs[0].X) {
+		t.Errorf("the version after the first step, rebuilt by At: %v..., want the first input %v...", got.H[:4], inputs[0].X[:4])
+	}
+	head, err := rec.Read(0, Layers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(head.H, want) {
+		t.Errorf("the head after 20 steps: %v..., want %v...", head.H[:4], want[:4])
+	}
+}
+
+// TestGuideGroup checks the guide's acceptDrafts: of 4 drafts, the session
+// keeps the accepted ones, in both members, and the rejected ones leave no
+// trace in either.
+func TestGuideGroup(t *testing.T) {
+	b := device.Host()
+	p, err := state.NewPool(b, state.PoolOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := p.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
+	// feed appends a KV row and steps the recurrent state with the token.
+	feed := func(s *DecoderState, tok int32) error {
+		kv := AttnKV{Keys: make([]float32, Dim), Values: make([]float32, Dim)}
+		kv.Keys[0] = float32(tok)
+		if err := s.KV().Append(kv); err != nil {
+			return err
+		}
+		in := RecInput{X: make([]float32, Layers*Dim)}
+		for j := range in.X {
+			in.X[j] = float32(tok)
+		}
+		return s.Rec().Step(in, stepRecurrent(b))
+	}
+	for accepted := range 5 {
+		s, err := NewDecoderState(p, "session-2")
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, err := acceptDrafts(s, []int32{1, 2, 3, 4}, feed, func() int { return accepted })
+		if err != nil || n != accepted {
+			t.Errorf("acceptDrafts with %d accepted = %d, %v", accepted, n, err)
+		}
+		// The recurrence h = h/2 + tok over the accepted tokens 1..n.
+		var h float32
+		for tok := 1; tok <= accepted; tok++ {
+			h = h/2 + float32(tok)
+		}
+		rec, err := s.Rec().Read(0, Layers)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.KV().Len() != accepted || rec.H[0] != h {
+			t.Errorf("%d accepted: %d KV rows and h[0] = %v; want %d rows and %v", accepted, s.KV().Len(), rec.H[0], accepted, h)
+		}
+		if err := s.Release(); err != nil {
+			t.Error(err)
+		}
+	}
+}

@@ -37,10 +37,12 @@ var _Conv_layout = state.Layout{
 // Snapshots are immutable and cost O(1): no rows are copied, and a snapshot
 // stays readable after its state is released. The state is never branched
 // (branch none). The state is never rolled back. History is kept with a
-// checkpoint every 8 versions, the last 2 kept; a past version is
-// reconstructed from the cheapest compatible checkpoint plus the writes after
-// it. Checkpoints live in device memory and do not survive the process.
-// Retention is mandatory: the state is never evicted.
+// checkpoint every 8 versions, the last 2 kept and the input of every Step
+// (replay); a past version is reconstructed from the cheapest compatible
+// checkpoint by running the steps after it again on their recorded inputs
+// (versions made by Write apply their write sets). Checkpoints live in device
+// memory and do not survive the process. Retention is mandatory: the state is
+// never evicted.
 type ConvState struct {
 	h *state.Head
 }
@@ -138,8 +140,9 @@ func (s *ConvState) Snapshot() (*ConvSnapshot, error) {
 }
 
 // At reconstructs version v of the state's own history from the cheapest
-// checkpoint plus the writes after it (a checkpoint every 8 versions, the last
-// 2 kept). It returns state.ErrNotRetained when the history no longer holds v.
+// checkpoint by running the steps after it again on their recorded inputs (a
+// checkpoint every 8 versions, the last 2 kept). It returns
+// state.ErrNotRetained when the history no longer holds v.
 //
 // The caller must Release the snapshot on every path (statevet's stcleanup
 // checks it).

@@ -40,10 +40,11 @@ var _Recurrent_layout = state.Layout{
 // (branch none). Rollback returns to an ancestor snapshot of the same owner;
 // snapshots and branches of the abandoned line are invalidated
 // (descendants=invalidate). History is kept with a checkpoint every 16
-// versions, the last 4 kept; a past version is reconstructed from the cheapest
-// compatible checkpoint plus the writes after it. Checkpoints live in device
-// memory and do not survive the process. Retention is mandatory: the state is
-// never evicted.
+// versions, the last 4 kept and the input of every Step (replay); a past
+// version is reconstructed from the cheapest compatible checkpoint by running
+// the steps after it again on their recorded inputs (versions made by Write
+// apply their write sets). Checkpoints live in device memory and do not
+// survive the process. Retention is mandatory: the state is never evicted.
 type RecurrentState struct {
 	h *state.Head
 }
@@ -158,9 +159,9 @@ func (s *RecurrentState) Rollback(to *RecurrentSnapshot) error {
 }
 
 // At reconstructs version v of the state's own history from the cheapest
-// checkpoint plus the writes after it (a checkpoint every 16 versions, the
-// last 4 kept). It returns state.ErrNotRetained when the history no longer
-// holds v.
+// checkpoint by running the steps after it again on their recorded inputs (a
+// checkpoint every 16 versions, the last 4 kept). It returns
+// state.ErrNotRetained when the history no longer holds v.
 //
 // The caller must Release the snapshot on every path (statevet's stcleanup
 // checks it).

@@ -44,6 +44,13 @@ type NoCheckpoint struct{ H []float32 }
 //state:replay input=RecInptu // want `input RecInptu in //state:replay of Missing names no type of the package`
 type Missing struct{ H []float32 }
 
+//state:contract
+//state:growth mutable bound=Layers
+//state:owner session
+//state:checkpoint every=16 keep=4
+//state:replay input=int // want `input int in //state:replay of Predeclared is a predeclared type, not a struct type of the package; declare type PredeclaredInput struct\{ X \[\]int64 \} beside Predeclared and name it`
+type Predeclared struct{ H []float32 }
+
 // Words is no input: a field of strings.
 type Words struct{ W []string }
 
