@@ -81,93 +81,111 @@ func Imply(info *types.Info, cond ast.Expr, truth bool) Implied {
 // comparisons of an error mapper's result with nil (a check of its
 // argument).
 func ImplyWith(info *types.Info, cond ast.Expr, truth bool, h *Hooks) Implied {
-	var r Implied
-	var walk func(e ast.Expr, truth bool)
-	walk = func(e ast.Expr, truth bool) {
-		switch e := ast.Unparen(e).(type) {
-		case *ast.Ident:
-			v, ok := info.Uses[e].(*types.Var)
-			if !ok || !isBool(v.Type()) {
-				return
-			}
+	im := implier{info: info, h: h}
+	im.walk(cond, truth)
+	return im.r
+}
+
+// implier gathers what a condition proves, one operand at a time.
+type implier struct {
+	info *types.Info
+	h    *Hooks
+	r    Implied
+}
+
+func (im *implier) walk(e ast.Expr, truth bool) {
+	switch e := ast.Unparen(e).(type) {
+	case *ast.Ident:
+		v, ok := im.info.Uses[e].(*types.Var)
+		if !ok || !isBool(v.Type()) {
+			return
+		}
+		if truth {
+			im.r.True = append(im.r.True, v)
+		} else {
+			im.r.False = append(im.r.False, v)
+		}
+	case *ast.UnaryExpr:
+		if e.Op == token.NOT {
+			im.walk(e.X, !truth)
+		}
+	case *ast.CallExpr:
+		im.call(e, truth)
+	case *ast.BinaryExpr:
+		switch e.Op {
+		case token.LAND:
 			if truth {
-				r.True = append(r.True, v)
-			} else {
-				r.False = append(r.False, v)
+				im.walk(e.X, true)
+				im.walk(e.Y, true)
 			}
-		case *ast.UnaryExpr:
-			if e.Op == token.NOT {
-				walk(e.X, !truth)
+		case token.LOR:
+			if !truth {
+				im.walk(e.X, false)
+				im.walk(e.Y, false)
 			}
-		case *ast.CallExpr:
-			if h != nil && h.Valid != nil {
-				if recv := h.Valid(e); recv != nil {
-					if v := VarOf(info, recv); v != nil {
-						if truth {
-							r.NonNil = append(r.NonNil, v)
-						} else {
-							r.Nil = append(r.Nil, v)
-						}
-					}
-					return
-				}
+		case token.EQL, token.NEQ:
+			im.compare(e, truth)
+		}
+	}
+}
+
+// nullity records v as non-nil when nonNil, else as nil.
+func (im *implier) nullity(v *types.Var, nonNil bool) {
+	if nonNil {
+		im.r.NonNil = append(im.r.NonNil, v)
+	} else {
+		im.r.Nil = append(im.r.Nil, v)
+	}
+}
+
+// call handles a call in a condition: a valid method, or a predicate of
+// an error.
+func (im *implier) call(e *ast.CallExpr, truth bool) {
+	if im.h != nil && im.h.Valid != nil {
+		if recv := im.h.Valid(e); recv != nil {
+			if v := VarOf(im.info, recv); v != nil {
+				im.nullity(v, truth)
 			}
-			// A predicate of an error (errors.Is(err, ErrX), isFault(err))
-			// holds, as far as the analyzers care, only of a non-nil error:
-			// taking that as proved keeps them quiet on such branches. The
-			// assertion helpers assert.NoError and assert.Nil hold of a nil
-			// one, so their failure proves it non-nil.
-			nilCheck := false
-			if sel, ok := ast.Unparen(e.Fun).(*ast.SelectorExpr); ok {
-				nilCheck = sel.Sel.Name == "NoError" || sel.Sel.Name == "Nil"
-			}
-			if truth != nilCheck {
-				for _, a := range e.Args {
-					if v := VarOf(info, a); v != nil && types.Identical(v.Type(), errorType) {
-						r.NonNil = append(r.NonNil, v)
-					}
-				}
-			}
-		case *ast.BinaryExpr:
-			switch e.Op {
-			case token.LAND:
-				if truth {
-					walk(e.X, true)
-					walk(e.Y, true)
-				}
-			case token.LOR:
-				if !truth {
-					walk(e.X, false)
-					walk(e.Y, false)
-				}
-			case token.EQL, token.NEQ:
-				x, y := e.X, e.Y
-				null := func(e ast.Expr) bool { return IsNil(info, e) || h != nil && isZeroValue(info, e) }
-				if null(x) {
-					x, y = y, x
-				}
-				if !null(y) {
-					return
-				}
-				if call, ok := ast.Unparen(x).(*ast.CallExpr); ok && h != nil && h.ErrArg != nil && IsNil(info, y) {
-					if a := h.ErrArg(call); a != nil {
-						x = a // errmap(err) != nil checks err
-					}
-				}
-				v := VarOf(info, x)
-				if v == nil {
-					return
-				}
-				if (e.Op == token.NEQ) == truth {
-					r.NonNil = append(r.NonNil, v)
-				} else {
-					r.Nil = append(r.Nil, v)
-				}
+			return
+		}
+	}
+	// A predicate of an error (errors.Is(err, ErrX), isFault(err)) holds,
+	// as far as the analyzers care, only of a non-nil error: taking that
+	// as proved keeps them quiet on such branches. The assertion helpers
+	// assert.NoError and assert.Nil hold of a nil one, so their failure
+	// proves it non-nil.
+	nilCheck := false
+	if sel, ok := ast.Unparen(e.Fun).(*ast.SelectorExpr); ok {
+		nilCheck = sel.Sel.Name == "NoError" || sel.Sel.Name == "Nil"
+	}
+	if truth != nilCheck {
+		for _, a := range e.Args {
+			if v := VarOf(im.info, a); v != nil && types.Identical(v.Type(), errorType) {
+				im.r.NonNil = append(im.r.NonNil, v)
 			}
 		}
 	}
-	walk(cond, truth)
-	return r
+}
+
+// compare handles == and != against nil or a zero value.
+func (im *implier) compare(e *ast.BinaryExpr, truth bool) {
+	info, h := im.info, im.h
+	x, y := e.X, e.Y
+	null := func(e ast.Expr) bool { return IsNil(info, e) || h != nil && isZeroValue(info, e) }
+	if null(x) {
+		x, y = y, x
+	}
+	if !null(y) {
+		return
+	}
+	if call, ok := ast.Unparen(x).(*ast.CallExpr); ok && h != nil && h.ErrArg != nil && IsNil(info, y) {
+		if a := h.ErrArg(call); a != nil {
+			x = a // errmap(err) != nil checks err
+		}
+	}
+	if v := VarOf(info, x); v != nil {
+		im.nullity(v, (e.Op == token.NEQ) == truth)
+	}
 }
 
 var errorType = types.Universe.Lookup("error").Type()
