@@ -15,8 +15,10 @@ func TestNilGroupHandles(t *testing.T) {
 	if g.KV() != nil || g.Rec() != nil || v.KV() != nil || v.Rec() != nil {
 		t.Error("a nil handle's members are not nil")
 	}
-	_, snapErr := g.Snapshot()
-	_, branchErr := g.Branch()
+	snap, snapErr := g.Snapshot()
+	defer snap.Release()
+	branch, branchErr := g.Branch()
+	defer branch.Release()
 	_, adoptErr := g.AdoptPrefix([]int32{1})
 	for name, err := range map[string]error{
 		"Snapshot":         snapErr,

@@ -27,14 +27,22 @@ func TestGeneratedNilHandles(t *testing.T) {
 	_, errs["Read"] = s.Read(0, 0)
 	_, errs["ReadRows"] = s.ReadRows(nil)
 	_, errs["AdoptPrefix"] = s.AdoptPrefix(nil)
-	_, errs["Snapshot"] = s.Snapshot()
-	_, errs["Branch"] = s.Branch()
+	snap, snapErr := s.Snapshot()
+	defer snap.Release()
+	errs["Snapshot"] = snapErr
+	branch, branchErr := s.Branch()
+	defer branch.Release()
+	errs["Branch"] = branchErr
 	_, errs["AppendDevice"] = s.AppendDevice(1)
 	_, errs["Spans"] = s.Spans(0, 0)
-	_, errs["BlockTable"] = s.BlockTable()
+	table, tableErr := s.BlockTable()
+	defer table.Release()
+	errs["BlockTable"] = tableErr
 	_, errs["Snapshot.Read"] = v.Read(0, 0)
 	_, errs["Snapshot.Spans"] = v.Spans(0, 0)
-	_, errs["Snapshot.BlockTable"] = v.BlockTable()
+	vtable, vtableErr := v.BlockTable()
+	defer vtable.Release()
+	errs["Snapshot.BlockTable"] = vtableErr
 	for name, err := range errs {
 		if !errors.Is(err, state.ErrReleased) {
 			t.Errorf("%s on a nil handle: %v; want state.ErrReleased", name, err)
