@@ -242,6 +242,10 @@ func (g *Group) Branch() (*Group, error) {
 	g.end(g.order, nil)
 	b := couple(g.pool, g.owner, heads)
 	b.domain, b.key, b.tip = g.domain, g.key, tip // a branch registers in its parent's table
+	if b.domain != "" {
+		b.heads[b.shared].gshare = &groupShare{}
+		b.heads[b.shared].setParts()
+	}
 	return b, nil
 }
 

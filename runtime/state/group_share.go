@@ -61,6 +61,8 @@ func NewSharedGroup(p *Pool, owner Owner, domain Domain, layouts ...*Layout) (*G
 	if domain != "" && g.shared >= 0 {
 		g.domain = domain
 		g.key = groupKeyOf(g.heads, layouts, domain)
+		g.heads[g.shared].gshare = &groupShare{} // registrations of kernel-written rows
+		g.heads[g.shared].setParts()
 	}
 	return g, nil
 }
@@ -151,15 +153,23 @@ func tipLocked(e *groupEntry, shared, key int, cur *tree, per int) *groupEntry {
 
 // appended is the hook of Head.Append on a member h of a group: when h is
 // the shared member and its rows end at a block boundary, the group
-// registers every member's state. h.mu is held; the other members are
-// taken by try-lock, so that no lock is awaited out of order.
+// registers every member's state. h.mu is held.
 func (g *Group) appended(h *Head) {
-	if g.domain == "" || g.shared < 0 || g.heads[g.shared] != h || h.r == nil {
-		return
+	if roots := g.cut(h); roots != nil {
+		g.register(h, roots)
 	}
-	per, rows := h.perBlock[0], h.r.rows
-	if rows == 0 || rows%per != 0 {
-		return
+}
+
+// cut returns every member's root, one reference each, when h is the
+// group's shared member and its rows end at a block boundary, and every
+// member can be registered now; nil otherwise. h.mu is held; the other
+// members are taken by try-lock, so that no lock is awaited out of order.
+func (g *Group) cut(h *Head) []*root {
+	if g.domain == "" || g.shared < 0 || g.heads[g.shared] != h || h.r == nil {
+		return nil
+	}
+	if per, rows := h.perBlock[0], h.r.rows; rows == 0 || rows%per != 0 {
+		return nil
 	}
 	roots := make([]*root, len(g.heads))
 	var locked []*Head
@@ -171,19 +181,44 @@ func (g *Group) appended(h *Head) {
 	for i, m := range g.heads {
 		if m != h {
 			if !m.mu.TryLock() {
-				return
+				return nil
 			}
 			locked = append(locked, m)
+			if len(m.async.inflight) > 0 {
+				return nil
+			}
 		}
-		if m.released || m.evicted || m.invalid.Load() || m.r == nil || len(m.async.inflight) > 0 {
-			return
+		if m.released || m.evicted || m.invalid.Load() || m.r == nil {
+			return nil
 		}
 		roots[i] = m.r
 	}
-	key := h.l.shareColumn()
+	for _, r := range roots {
+		r.retain()
+	}
+	return roots
+}
+
+// register registers roots, a cut of g's members (one reference each,
+// which register takes over), at the end of the shared member's rows in
+// it, chained after g's tip. h, the shared member, is locked.
+func (g *Group) register(h *Head, roots []*root) {
+	keep := false
+	defer func() {
+		if !keep {
+			var freed []*block
+			for _, r := range roots {
+				r.release(&freed)
+			}
+			g.pool.free(freed)
+		}
+	}()
+	key, per := h.l.shareColumn(), h.perBlock[0]
+	cur := roots[g.shared]
+	rows := cur.rows
 	c := &g.pool.groups
 	c.mu.Lock()
-	parent := tipLocked(g.tip, g.shared, key, &h.r.cols[key], per)
+	parent := tipLocked(g.tip, g.shared, key, &cur.cols[key], per)
 	c.mu.Unlock()
 	from := 0
 	if parent != nil {
@@ -194,7 +229,7 @@ func (g *Group) appended(h *Head) {
 	blockKeys := per * h.l.Columns[key].ElemSize
 	keys := make([]byte, (rows-from)/per*blockKeys)
 	if len(keys) > 0 {
-		if err := h.copyColumn(h.r, key, from, rows, keys); err != nil {
+		if err := h.copyColumn(cur, key, from, rows, keys); err != nil {
 			return // a cache: the block goes unregistered
 		}
 	}
@@ -213,12 +248,12 @@ func (g *Group) appended(h *Head) {
 		}
 		e = next
 	}
+	if e == nil {
+		return
+	}
 	g.tip = e
 	if e.roots == nil {
-		for _, r := range roots {
-			r.retain()
-		}
-		e.roots, e.owner = roots, g.owner
+		e.roots, e.owner, keep = roots, g.owner, true
 	}
 	c.usedLocked(e, g.pool)
 }
@@ -229,56 +264,6 @@ func (c *groupCache) usedLocked(e *groupEntry, p *Pool) {
 	e.used = p.clock.Add(1)
 	c.states.remove(e)
 	c.states.pushBack(e)
-}
-
-// AdoptPrefix gives the members of a group whose shared member is empty
-// the states registered at the longest prefix of keys (the key column's
-// values of the shared member, as bytes) that a group of the same layouts
-// and domain registered, each as a new version, and returns the rows of
-// the shared member adopted: a multiple of its block's rows. The caller
-// computes only the rest. A group whose shared member has rows answers
-// ErrRange; one of the empty domain, or made by NewGroup, adopts nothing.
-// Every member moves, or none.
-//
-//state:appends
-func (g *Group) AdoptPrefix(keys []byte) (int, error) {
-	if g == nil {
-		return 0, g.begin("AdoptPrefix", nil, nil)
-	}
-	if err := g.begin("AdoptPrefix", g.order, nil); err != nil {
-		return 0, err
-	}
-	defer g.end(g.order, nil)
-	if g.shared < 0 {
-		return 0, g.errorf("AdoptPrefix", "no member's layout has a ShareKey: %w", ErrShape)
-	}
-	h := g.heads[g.shared]
-	ks := h.l.Columns[h.l.shareColumn()].ElemSize
-	if len(keys)%ks != 0 {
-		return 0, g.errorf("AdoptPrefix", "%d bytes of keys, not a multiple of the key's %d bytes: %w", len(keys), ks, ErrShape)
-	}
-	if h.r.rows != 0 {
-		return 0, g.errorf("AdoptPrefix", "member %s has %d rows; a prefix is adopted by an empty group: %w", h.l.Type, h.r.rows, ErrRange)
-	}
-	if g.domain == "" {
-		return 0, nil
-	}
-	e, roots := g.pool.groups.lookup(g, keys, h.perBlock[0]*ks)
-	if e == nil {
-		g.pool.adopted(0)
-		return 0, nil
-	}
-	g.pool.adopted(e.rows)
-	for i, m := range g.heads {
-		var freed []*block
-		m.r.release(&freed)
-		m.r = roots[i] // lookup took a reference for each member
-		m.commitVersion()
-		m.pool.free(freed)
-		m.committed(written{to: m.r.rows})
-	}
-	g.tip = e
-	return e.rows, nil
 }
 
 // lookup returns the entry of g's table at the longest prefix of keys, in

@@ -39,11 +39,12 @@ type Head struct {
 	// head calls them through the hooks of part, in the order of the set
 	// bits of parts, and names no feature otherwise (docs/INTERNALS.md,
 	// "The store's map").
-	lru    lruPart   // eviction and the use clock (evict.go)
-	async  asyncPart // streams recorded and copies in flight (stream.go, async.go)
-	tables tablePart // live block tables, kept current (blocktable.go)
-	hist   *history  // checkpoints and deltas (checkpoint.go); nil without a policy
-	share  *sharing  // the head's place in its prefix table (share.go); nil without a share key
+	lru    lruPart     // eviction and the use clock (evict.go)
+	async  asyncPart   // streams recorded and copies in flight (stream.go, async.go)
+	tables tablePart   // live block tables, kept current (blocktable.go)
+	hist   *history    // checkpoints and deltas (checkpoint.go); nil without a policy
+	share  *sharing    // the head's place in its prefix table (share.go); nil without a share key
+	gshare *groupShare // the shared member's registrations waiting for kernels (group_pending.go); nil elsewhere
 
 	group atomic.Pointer[Group] // the group that holds it as a member (group.go); nil when none
 }
@@ -86,6 +87,7 @@ const (
 	partAsync                      // once the head has streams or copies in flight
 	partHist                       // with a checkpoint policy
 	partShare                      // with a share key
+	partGroup                      // the shared member of a group that shares prefixes
 	partTables                     // once the head has a block table
 )
 
@@ -114,6 +116,7 @@ type call struct {
 type written struct {
 	from, to int
 	device   bool
+	async    bool // the device rows are an AppendAsync's, its copies queued already
 	cols     [][]byte
 }
 

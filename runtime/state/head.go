@@ -142,6 +142,8 @@ func (h *Head) part(b partSet) part {
 		return h.hist
 	case partShare:
 		return h.share
+	case partGroup:
+		return h.gshare
 	default:
 		return &h.tables
 	}
@@ -158,6 +160,9 @@ func (h *Head) setParts() {
 	}
 	if h.share != nil {
 		s |= partShare
+	}
+	if h.gshare != nil {
+		s |= partGroup
 	}
 	h.parts = s
 }

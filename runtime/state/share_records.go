@@ -172,7 +172,10 @@ type shareWait struct {
 type groupCache struct {
 	mu     sync.Mutex
 	tables map[groupKey]*groupTable
-	seed   maphash.Seed
+	// waiting lists, per key, the groups with registrations waiting for
+	// kernels, which AdoptPrefix polls (group_pending.go).
+	waiting map[groupKey][]poller
+	seed    maphash.Seed
 	// hash, when set, replaces the chain hash (tests make it collide).
 	hash func(parent uint64, keys []byte) uint64
 	// states lists the entries that hold a state, least recently
@@ -228,3 +231,25 @@ func chainHash(seed maphash.Seed, parent uint64, keys []byte) uint64 {
 	mh.Write(keys)
 	return mh.Sum64()
 }
+
+// groupShare is the place of a group's shared member in its group's
+// registrations: the registrations of rows a kernel writes, waiting for
+// it (group_pending.go).
+type groupShare struct {
+	pending []groupPending
+}
+
+// groupPending is a registration of a group's state at a device append of
+// its shared member that ended at a block boundary: every member's root
+// then, one reference each, registered once the rows are written. armed:
+// the kernels writing them are queued, and evs (nil: none to wait for)
+// complete after them.
+type groupPending struct {
+	roots []*root
+	armed bool
+	evs   []device.Event
+}
+
+// poller is a group with registrations waiting for kernels: poll
+// registers those whose rows are written, if its shared member is free.
+type poller interface{ poll() }

@@ -91,6 +91,9 @@ func (h *Head) RecordStream(st device.Stream) error {
 	if h.share != nil && h.share.tab != nil && !h.share.broken {
 		h.markWritten(h.async.streams.get()) // rows a kernel queued before this call writes
 	}
+	if h.gshare != nil && len(h.gshare.pending) > 0 {
+		h.gshare.settle(h, true) // a group's, likewise
+	}
 	return nil
 }
 
