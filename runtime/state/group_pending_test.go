@@ -93,3 +93,51 @@ func TestGroupAdoptsIdleKernelWriter(t *testing.T) {
 		t.Fatalf("adopted %d rows of an idle writer's completed prefill; want 16", n)
 	}
 }
+
+// TestHeadAdoptsIdleKernelWriter: TestGroupAdoptsIdleKernelWriter for a
+// single shared head: its kernel-written blocks join the prefix cache
+// once their events complete, without another call of the writer.
+func TestHeadAdoptsIdleKernelWriter(t *testing.T) {
+	b := device.Host()
+	p, err := NewPool(b, PoolOptions{})
+	check(t, err)
+	defer p.Close()
+	a := must[*Head](t)(p.NewSharedHead(tokLayout, "a", "tenant"))
+	defer a.Release()
+	st := must[device.Stream](t)(b.(device.Streams).NewStream())
+	defer st.Close()
+	check(t, a.RecordStream(st))
+	gate.Lock()
+	gate.ch = make(chan struct{})
+	gate.Unlock()
+	opened := false
+	defer func() {
+		if !opened {
+			close(gate.ch)
+		}
+	}()
+	fn := must[device.Function](t)(must[device.Module](t)(b.(device.Kernels).LoadModule(streamPTX)).Function(gateKernel))
+	prompt := make([]uint32, 16)
+	spans := must[[][]device.Span](t)(a.AppendDevice(16))
+	for i := range prompt {
+		prompt[i] = uint32(i + 1)
+		for c, col := range tokRow(prompt[i]) {
+			check(t, b.CopyHtoD(spans[c][0].Ptr+device.Ptr(i*len(col)), col))
+		}
+	}
+	check(t, b.(device.Kernels).Launch(st, fn, device.Dim3{X: 1}, device.Dim3{X: 1}, 0))
+	check(t, a.RecordStream(st)) // the writer goes idle
+	c := must[*Head](t)(p.NewSharedHead(tokLayout, "c", "tenant"))
+	defer c.Release()
+	if n := must[int](t)(c.AdoptPrefix(keysOf(prompt))); n != 0 {
+		t.Fatalf("adopted %d rows while the kernel writing them had not run", n)
+	}
+	close(gate.ch)
+	opened = true
+	check(t, st.Sync())
+	d := must[*Head](t)(p.NewSharedHead(tokLayout, "d", "tenant"))
+	defer d.Release()
+	if n := must[int](t)(d.AdoptPrefix(keysOf(prompt))); n != 16 {
+		t.Fatalf("adopted %d rows of an idle writer's completed prefill; want 16", n)
+	}
+}

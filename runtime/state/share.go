@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
+	"slices"
 	"sync/atomic"
 
 	"github.com/gpustate/gpustate/runtime/device"
@@ -174,6 +175,7 @@ func (h *Head) AdoptPrefix(keys []byte) (int, error) {
 	if b := h.l.Bound; b > 0 {
 		n = min(n, b/per)
 	}
+	h.pool.cache.pollWaiting(s.tab, h)
 	chain := h.pool.cache.adopt(s.tab, keys, per*s.ks, n)
 	h.pool.adopted(len(chain) * per)
 	if len(chain) == 0 {
@@ -240,7 +242,12 @@ func (h *Head) shareAppended(from int, keys []byte) {
 // kernel wrote). Registration is a cache's: when the keys cannot be read
 // back, the blocks stay unregistered and the next call tries again. h.mu
 // is held, and no copy of h's is in flight.
-func (h *Head) shareFull() {
+func (h *Head) shareFull() { h.shareFullIf(true) }
+
+// shareFullIf is shareFull; with arm false it records no new batch of
+// events (written): the caller is not the writer, whose kernels may not
+// be queued yet (an adoption polling the table's waiting heads).
+func (h *Head) shareFullIf(arm bool) {
 	s := h.share
 	if s == nil || s.tab == nil || h.r == nil {
 		return
@@ -253,7 +260,7 @@ func (h *Head) shareFull() {
 	if s.known < full*per {
 		// Rows a kernel writes join the cache only once the streams
 		// recorded on the head are past that kernel.
-		if full = min(full, max(s.known, h.written())/per); full <= s.reg {
+		if full = min(full, max(s.known, h.written(arm))/per); full <= s.reg {
 			return
 		}
 	}
@@ -285,7 +292,7 @@ func (h *Head) shareFull() {
 // waited for; a new batch is recorded, covering every row, when rows past
 // the last batch fill a block (its kernels were queued before this call).
 // h.mu is held.
-func (h *Head) written() int {
+func (h *Head) written(arm bool) int {
 	s := h.share
 	streams := h.async.streams.get()
 	if len(streams) == 0 {
@@ -309,7 +316,12 @@ func (h *Head) written() int {
 		}
 		s.ready = max(s.ready, w.rows)
 	}
-	h.markWritten(streams)
+	if len(s.waits) == 0 {
+		h.pool.cache.waiting(s.tab, h, false)
+	}
+	if arm {
+		h.markWritten(streams)
+	}
 	return s.ready
 }
 
@@ -328,6 +340,7 @@ func (h *Head) markWritten(streams []device.Stream) {
 	if h.r.rows/per > last/per && h.r.rows/per > s.reg {
 		if evs, ok := h.pool.recordAll(streams); ok {
 			s.waits = append(s.waits, shareWait{evs: evs, rows: h.r.rows})
+			h.pool.cache.waiting(s.tab, h, true) // adoptions poll it (pollWaiting)
 		}
 	}
 }
@@ -546,6 +559,48 @@ func (s *sharing) release(h *Head, freed []*block) []*block {
 		h.shareFull()
 	}
 	s.dropWaits()
+	h.pool.cache.waiting(s.tab, h, false)
 	h.pool.cache.leave(s.tab)
 	return freed
+}
+
+// waiting adds h to, or takes it out of, t's heads whose kernel-filled
+// blocks wait for events.
+func (c *prefixCache) waiting(t *prefixTable, h *Head, add bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	i := slices.Index(t.waiting, poller(h))
+	switch {
+	case add && i < 0:
+		t.waiting = append(t.waiting, h)
+	case !add && i >= 0:
+		t.waiting = slices.Delete(t.waiting, i, i+1)
+	}
+}
+
+// pollWaiting registers, for an adoption by h from t, the blocks of t's
+// other waiting heads whose events have completed, so that a writer that
+// went idle after its kernel's prefill is adopted from all the same.
+func (c *prefixCache) pollWaiting(t *prefixTable, h *Head) {
+	c.mu.Lock()
+	others := slices.Clone(t.waiting)
+	c.mu.Unlock()
+	for _, o := range others {
+		if o != poller(h) {
+			o.poll()
+		}
+	}
+}
+
+// poll registers h's kernel-filled blocks whose recorded events have
+// completed, when h is free (try-lock: a busy head registers at its own
+// call), recording no new events.
+func (h *Head) poll() {
+	if !h.mu.TryLock() {
+		return
+	}
+	defer h.mu.Unlock()
+	if !h.released && h.share != nil && len(h.share.waits) > 0 && len(h.async.inflight) == 0 {
+		h.shareFullIf(false)
+	}
 }

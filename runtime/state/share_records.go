@@ -52,6 +52,9 @@ type prefixTable struct {
 	buckets map[uint64][]*prefixEntry
 	n       int // entries
 	heads   int // live heads that register in it
+	// waiting lists the heads with blocks a kernel filled whose events
+	// are recorded but not yet seen complete, which adoptions poll.
+	waiting []poller
 }
 
 // prefixEntry is one cached block of every column: block index depth of
