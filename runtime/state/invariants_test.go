@@ -17,12 +17,27 @@ const slabBlocks = blocks.SlabBlocks
 func checkInvariants(p *Pool) error {
 	p.closeMu.Lock()
 	defer p.closeMu.Unlock()
+	// The caches' references, taken before the pool's lock (their locks
+	// come first): the prefix cache's blocks, the group cache's roots.
+	rootRefs := map[*root]int{}
+	var cacheBlocks []*block
+	p.cache.mu.Lock()
+	for b := range p.cache.refs {
+		cacheBlocks = append(cacheBlocks, b)
+	}
+	p.cache.mu.Unlock()
+	p.groups.mu.Lock()
+	for e := p.groups.states.front; e != nil; e = e.next {
+		for _, r := range e.roots {
+			rootRefs[r]++
+		}
+	}
+	p.groups.mu.Unlock()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
 		return nil
 	}
-	rootRefs := map[*root]int{}
 	var histBlocks []*block
 	var shapes = map[*root]shape{}
 	for h := range p.live {
@@ -32,6 +47,14 @@ func checkInvariants(p *Pool) error {
 			if x.r != nil {
 				rootRefs[x.r]++
 				shapes[x.r] = x.shape
+			}
+			if g := x.group.Load(); g != nil && x.gshare != nil {
+				for _, pd := range x.gshare.pending {
+					for i, r := range pd.roots {
+						rootRefs[r]++
+						shapes[r] = g.heads[i].shape
+					}
+				}
 			}
 			if x.hist != nil {
 				if err := checkHistoryShape(x.hist); err != nil {
@@ -77,8 +100,15 @@ func checkInvariants(p *Pool) error {
 		if got := int(r.rc.Load()); got != refs {
 			return fmt.Errorf("root with %d rows has count %d, %d references", r.rows, got, refs)
 		}
-		sh := shapes[r]
+		sh, known := shapes[r] // a registered group state's root has none at hand
 		for c, t := range r.cols {
+			if !known {
+				if t.root != nil {
+					nodeRefs[t.root]++
+					walk(t.root, seen)
+				}
+				continue
+			}
 			per := sh.perBlock[c]
 			if want := (r.rows + per - 1) / per; t.n != want {
 				return fmt.Errorf("column %d of a root with %d rows holds %d blocks, want %d", c, r.rows, t.n, want)
@@ -107,6 +137,9 @@ func checkInvariants(p *Pool) error {
 			nodeRefs[t.root]++
 			walk(t.root, seen)
 		}
+	}
+	for _, b := range cacheBlocks {
+		blockRefs[b]++
 	}
 	deltaBlocks := map[*block]bool{}
 	for _, b := range histBlocks {
