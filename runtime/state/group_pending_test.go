@@ -2,6 +2,7 @@ package state
 
 import (
 	"bytes"
+	"sync"
 	"testing"
 
 	"github.com/gpustate/gpustate/runtime/device"
@@ -60,16 +61,8 @@ func TestGroupAdoptsIdleKernelWriter(t *testing.T) {
 	st := must[device.Stream](t)(b.(device.Streams).NewStream())
 	defer st.Close()
 	check(t, a.Head(0).RecordStream(st))
-	gate.Lock()
-	gate.ch = make(chan struct{})
-	gate.Unlock()
-	opened := false
-	defer func() {
-		if !opened {
-			close(gate.ch)
-		}
-	}()
-	fn := must[device.Function](t)(must[device.Module](t)(b.(device.Kernels).LoadModule(streamPTX)).Function(gateKernel))
+	fn, open := closedGate(t, b)
+	defer open()
 	prompt := make([]uint32, 16)
 	for i := range prompt {
 		prompt[i] = uint32(i + 1)
@@ -84,8 +77,7 @@ func TestGroupAdoptsIdleKernelWriter(t *testing.T) {
 	if n := must[int](t)(c.AdoptPrefix(keysOf(prompt))); n != 0 {
 		t.Fatalf("adopted %d rows while the kernel writing them had not run", n)
 	}
-	close(gate.ch)
-	opened = true
+	open()
 	check(t, st.Sync())
 	d := must[*Group](t)(NewSharedGroup(p, "d", "tenant", tokLayout, groupRecLayout))
 	defer d.Release()
@@ -107,16 +99,8 @@ func TestHeadAdoptsIdleKernelWriter(t *testing.T) {
 	st := must[device.Stream](t)(b.(device.Streams).NewStream())
 	defer st.Close()
 	check(t, a.RecordStream(st))
-	gate.Lock()
-	gate.ch = make(chan struct{})
-	gate.Unlock()
-	opened := false
-	defer func() {
-		if !opened {
-			close(gate.ch)
-		}
-	}()
-	fn := must[device.Function](t)(must[device.Module](t)(b.(device.Kernels).LoadModule(streamPTX)).Function(gateKernel))
+	fn, open := closedGate(t, b)
+	defer open()
 	prompt := make([]uint32, 16)
 	spans := must[[][]device.Span](t)(a.AppendDevice(16))
 	for i := range prompt {
@@ -132,12 +116,24 @@ func TestHeadAdoptsIdleKernelWriter(t *testing.T) {
 	if n := must[int](t)(c.AdoptPrefix(keysOf(prompt))); n != 0 {
 		t.Fatalf("adopted %d rows while the kernel writing them had not run", n)
 	}
-	close(gate.ch)
-	opened = true
+	open()
 	check(t, st.Sync())
 	d := must[*Head](t)(p.NewSharedHead(tokLayout, "d", "tenant"))
 	defer d.Release()
 	if n := must[int](t)(d.AdoptPrefix(keysOf(prompt))); n != 16 {
 		t.Fatalf("adopted %d rows of an idle writer's completed prefill; want 16", n)
 	}
+}
+
+// closedGate closes the gate kernel's gate on the host backend b and
+// returns the kernel and the func that opens the gate (once; later calls
+// do nothing), which the test defers so that a stream it holds drains.
+func closedGate(t *testing.T, b device.Backend) (device.Function, func()) {
+	t.Helper()
+	gate.Lock()
+	gate.ch = make(chan struct{})
+	gate.Unlock()
+	var once sync.Once
+	fn := must[device.Function](t)(must[device.Module](t)(b.(device.Kernels).LoadModule(streamPTX)).Function(gateKernel))
+	return fn, func() { once.Do(func() { close(gate.ch) }) }
 }

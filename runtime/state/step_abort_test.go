@@ -77,13 +77,10 @@ func TestStepFailureInAFullPoolKeepsTheHead(t *testing.T) {
 	}
 	st := must[device.Stream](t)(b.(device.Streams).NewStream())
 	defer st.Close()
-	gate.Lock()
-	gate.ch = make(chan struct{})
-	gate.Unlock()
-	fn := must[device.Function](t)(must[device.Module](t)(b.(device.Kernels).LoadModule(streamPTX)).Function(gateKernel))
+	fn, open := closedGate(t, b)
+	defer open() // before the pool's Close, which waits for the stream
 	check(t, b.(device.Kernels).Launch(st, fn, device.Dim3{X: 1}, device.Dim3{X: 1}, 0))
 	check(t, h.RecordStream(st))
-	defer close(gate.ch) // before the pool's Close, which waits for the stream
 	v := h.Version()
 	err = h.Step([][]byte{{9}}, true, junkStep(b, nil))
 	if !errors.Is(err, errStep) || errors.Is(err, ErrNoMemory) || errors.Is(err, ErrEvicted) {
