@@ -68,19 +68,32 @@ func (g *Group) AdoptPrefix(keys []byte) (int, error) {
 	return e.rows, nil
 }
 
-// committed takes the cut of a device append of the shared member (h)
-// that ended at a block boundary, pending until its rows are written.
+// committed registers the group's states when an append of the shared
+// member (h) ends at a block boundary: at once for rows from the host
+// (appended), and for rows a kernel writes (a device append) by the cut
+// taken now, pending until they are written.
 func (gs *groupShare) committed(h *Head, w written) {
 	g := h.group.Load()
-	if !w.device || g == nil {
+	if g == nil {
 		return
 	}
-	roots := g.cut(h)
+	if !w.device {
+		if w.cols != nil {
+			g.appended(h)
+		}
+		return
+	}
+	roots, streams := g.cut(h)
 	if roots == nil {
 		return
 	}
-	p := groupPending{roots: roots}
-	if w.async {
+	p := groupPending{roots: roots, streams: streams}
+	if w.async != nil {
+		// The copies are queued, on a stream the head may not have
+		// recorded: events after them, and after the members' work.
+		if !slices.Contains(p.streams, w.async) {
+			p.streams = append(p.streams, w.async)
+		}
 		gs.arm(h, &p)
 	}
 	gs.pending = append(gs.pending, p)
@@ -115,11 +128,18 @@ func (gs *groupShare) release(h *Head, freed []*block) []*block {
 	return freed
 }
 
-// arm records on h's recorded streams the events after which p's rows are
-// written: the kernels writing them are queued. With no stream recorded
-// the caller wrote them already. A failed record leaves p unarmed.
+// arm records on h's recorded streams, and on those the cut found, the
+// events after which p's rows are written: the kernels writing them are
+// queued. With no stream the caller wrote them already. A failed record
+// leaves p unarmed.
 func (gs *groupShare) arm(h *Head, p *groupPending) {
-	if streams := h.async.streams.get(); len(streams) > 0 {
+	streams := p.streams
+	for _, st := range h.async.streams.get() {
+		if !slices.Contains(streams, st) {
+			streams = append(streams, st)
+		}
+	}
+	if len(streams) > 0 {
 		evs, ok := h.pool.recordAll(streams)
 		if !ok {
 			return
@@ -164,6 +184,26 @@ func (gs *groupShare) settle(h *Head, arm bool) {
 	gs.pending = keep
 	if len(keep) == 0 && g != nil {
 		g.pool.groups.unwait(g)
+	}
+}
+
+// appended follows an Append of h, the group's shared member: when its
+// rows end at a block boundary, the group registers every member's state,
+// at once, or once the work queued on the members' recorded streams has
+// run. h.mu is held.
+func (g *Group) appended(h *Head) {
+	roots, streams := g.cut(h)
+	switch {
+	case roots == nil:
+	case len(streams) > 0:
+		// Work queued on a member's recorded streams may still write
+		// its rows: register once it has run.
+		p := groupPending{roots: roots, streams: streams}
+		h.gshare.arm(h, &p)
+		h.gshare.pending = append(h.gshare.pending, p)
+		g.pool.groups.wait(g)
+	default:
+		g.register(h, roots)
 	}
 }
 

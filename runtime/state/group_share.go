@@ -6,6 +6,8 @@ import (
 	"hash/maphash"
 	"slices"
 	"strings"
+
+	"github.com/gpustate/gpustate/runtime/device"
 )
 
 // Group prefix sharing (docs/GUIDE.md, "Coupled state"): hybrid prefix
@@ -151,27 +153,22 @@ func tipLocked(e *groupEntry, shared, key int, cur *tree, per int) *groupEntry {
 	return e
 }
 
-// appended is the hook of Head.Append on a member h of a group: when h is
-// the shared member and its rows end at a block boundary, the group
-// registers every member's state. h.mu is held.
-func (g *Group) appended(h *Head) {
-	if roots := g.cut(h); roots != nil {
-		g.register(h, roots)
-	}
-}
-
 // cut returns every member's root, one reference each, when h is the
 // group's shared member and its rows end at a block boundary, and every
-// member can be registered now; nil otherwise. h.mu is held; the other
+// member can be registered now, with the streams recorded on the members
+// (their queued work may still write the rows); nil otherwise. A member
+// whose last call made rows a kernel writes, or with copies in flight,
+// cannot be registered until its next call. h.mu is held; the other
 // members are taken by try-lock, so that no lock is awaited out of order.
-func (g *Group) cut(h *Head) []*root {
+func (g *Group) cut(h *Head) ([]*root, []device.Stream) {
 	if g.domain == "" || g.shared < 0 || g.heads[g.shared] != h || h.r == nil {
-		return nil
+		return nil, nil
 	}
 	if per, rows := h.perBlock[0], h.r.rows; rows == 0 || rows%per != 0 {
-		return nil
+		return nil, nil
 	}
 	roots := make([]*root, len(g.heads))
+	var streams []device.Stream
 	var locked []*Head
 	defer func() {
 		for _, m := range locked {
@@ -181,22 +178,27 @@ func (g *Group) cut(h *Head) []*root {
 	for i, m := range g.heads {
 		if m != h {
 			if !m.mu.TryLock() {
-				return nil
+				return nil, nil
 			}
 			locked = append(locked, m)
-			if len(m.async.inflight) > 0 {
-				return nil
+			if len(m.async.inflight) > 0 || m.deviceRows {
+				return nil, nil
 			}
 		}
 		if m.released || m.evicted || m.invalid.Load() || m.r == nil {
-			return nil
+			return nil, nil
 		}
 		roots[i] = m.r
+		for _, st := range m.async.streams.get() {
+			if !slices.Contains(streams, st) {
+				streams = append(streams, st)
+			}
+		}
 	}
 	for _, r := range roots {
 		r.retain()
 	}
-	return roots
+	return roots, streams
 }
 
 // register registers roots, a cut of g's members (one reference each,

@@ -21,14 +21,18 @@ type Head struct {
 	pos      position // written with lin.mu held too
 	owned    bool     // pos is the tip of a segment only this head writes
 	released bool
-	evicted  bool              // its blocks were taken under memory pressure
-	lost     bool              // evicted by a failed step's restore: rebuilt whatever its retention
-	parts    partSet           // the parts the head has, in hook order (head.go)
-	logical  int64             // this head's share of the pool's LogicalBytes
-	scratch  []*block          // reused by writes for the blocks they take
-	countBuf []int             // reused by writes for their blocks per column
-	ops      []blockOp         // reused by small writes for their plans (write.go)
-	copies   []device.HostCopy // reused by writes for their copies from the host
+	evicted  bool // its blocks were taken under memory pressure
+	lost     bool // evicted by a failed step's restore: rebuilt whatever its retention
+	// deviceRows: the last call made rows a kernel writes (AppendDevice,
+	// WriteDevice, AppendAsync); the spans are the caller's until the
+	// next call, so a group's cut skips the head until then.
+	deviceRows bool
+	parts      partSet           // the parts the head has, in hook order (head.go)
+	logical    int64             // this head's share of the pool's LogicalBytes
+	scratch    []*block          // reused by writes for the blocks they take
+	countBuf   []int             // reused by writes for their blocks per column
+	ops        []blockOp         // reused by small writes for their plans (write.go)
+	copies     []device.HostCopy // reused by writes for their copies from the host
 	// writeFrom is the first row of the write committing now (writing),
 	// 0 when the change may touch any row; setLogical resets it.
 	writeFrom int
@@ -116,7 +120,7 @@ type call struct {
 type written struct {
 	from, to int
 	device   bool
-	async    bool // the device rows are an AppendAsync's, its copies queued already
+	async    device.Stream // the device rows are an AppendAsync's, its copies queued on async already
 	cols     [][]byte
 }
 

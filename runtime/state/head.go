@@ -44,6 +44,7 @@ func (h *Head) prepareLocked(c call) error {
 	if err := h.usableLocked(c.op); err != nil {
 		return err
 	}
+	h.deviceRows = false // the caller's kernels are queued by now
 	for s := h.parts; s != 0; s &= s - 1 {
 		if err := h.part(s&-s).prepare(h, c); err != nil {
 			return err
@@ -116,6 +117,7 @@ func (h *Head) writing(from int) { h.writeFrom = from }
 // committed tells the parts that a write made h's new version: rows
 // [w.from, w.to). h.mu is held.
 func (h *Head) committed(w written) {
+	h.deviceRows = w.device
 	for s := h.parts; s != 0; s &= s - 1 {
 		h.part(s&-s).committed(h, w)
 	}

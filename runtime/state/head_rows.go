@@ -27,10 +27,7 @@ func (h *Head) Append(cols [][]byte) error {
 			return err
 		}
 	}
-	h.committed(written{from: from, to: from + n, cols: cols})
-	if g := h.group.Load(); g != nil {
-		g.appended(h) // group prefix sharing (group_share.go)
-	}
+	h.committed(written{from: from, to: from + n, cols: cols}) // a shared group registers here (group_pending.go)
 	return nil
 }
 

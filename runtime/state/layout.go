@@ -148,6 +148,12 @@ func (l *Layout) check(blockBytes int) error {
 			return &rowSizeError{typ: l.Type, col: c, blockBytes: blockBytes}
 		}
 	}
+	for _, c := range l.Input {
+		if c.ElemSize <= 0 || c.Width <= 0 {
+			return fmt.Errorf("state: input column %s of %s has element size %d and width %d, both must be positive: %w",
+				c.Name, l.Type, c.ElemSize, c.Width, ErrShape)
+		}
+	}
 	if l.Bound > maxInt/4 {
 		return fmt.Errorf("state: layout of %s has a bound of %d rows, more than a state can hold: %w", l.Type, l.Bound, ErrShape)
 	}
@@ -189,6 +195,9 @@ func (l *Layout) check(blockBytes int) error {
 func (l *Layout) clone() *Layout {
 	c := *l
 	c.Columns = append([]Column(nil), l.Columns...)
+	if l.Input != nil {
+		c.Input = append([]Column(nil), l.Input...)
+	}
 	if l.Checkpoint != nil {
 		cp := *l.Checkpoint
 		c.Checkpoint = &cp

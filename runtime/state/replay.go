@@ -110,7 +110,7 @@ func (h *Head) checkInput(in [][]byte) error {
 		return h.errorf("Step", "an input of %d columns, not %d: %w", len(in), len(cols), ErrShape)
 	}
 	for i, c := range cols {
-		if rb := c.ElemSize * c.Width; rb > 0 && len(in[i])%rb != 0 {
+		if rb := c.ElemSize * c.Width; len(in[i])%rb != 0 { // rb > 0: Layout.check
 			return h.errorf("Step", "input column %s has %d bytes, not a multiple of its %d-byte row: %w", c.Name, len(in[i]), rb, ErrShape)
 		}
 	}

@@ -359,7 +359,7 @@ type Stats struct {
 // when it is equal.
 func (sh *shape) shareSig() string {
 	l := sh.l
-	s := fmt.Sprintf("%q %d %d %d %q", l.Type, l.Growth, l.Bound, l.BlockRows, l.ShareKey)
+	s := fmt.Sprintf("%q %d %d %d %d %q", l.Type, l.Growth, l.Bound, l.Window, l.BlockRows, l.ShareKey)
 	for i, c := range l.Columns {
 		s += fmt.Sprintf(" %q:%d*%d/%d/%d", c.Name, c.ElemSize, c.Width, sh.blockBytes[i], sh.perBlock[i])
 	}

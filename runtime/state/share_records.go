@@ -248,9 +248,10 @@ type groupShare struct {
 // the kernels writing them are queued, and evs (nil: none to wait for)
 // complete after them.
 type groupPending struct {
-	roots []*root
-	armed bool
-	evs   []device.Event
+	roots   []*root
+	streams []device.Stream // recorded on the members when the cut was taken
+	armed   bool
+	evs     []device.Event
 }
 
 // poller is a group with registrations waiting for kernels: poll
