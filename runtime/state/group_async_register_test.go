@@ -3,8 +3,6 @@ package state
 import (
 	"bytes"
 	"testing"
-
-	"github.com/gpustate/gpustate/runtime/device"
 )
 
 // TestGroupRegistersAsyncRowsOnceLanded: a shared group member filled by
@@ -13,14 +11,7 @@ import (
 // stream): no adoption sees rows not yet copied, nor keys read before the
 // copy, and once they land the prompt is adopted.
 func TestGroupRegistersAsyncRowsOnceLanded(t *testing.T) {
-	r := hostStreamRig(t)
-	p, err := NewPool(r.b, PoolOptions{})
-	check(t, err)
-	defer p.Close()
-	a := must[*Group](t)(NewSharedGroup(p, "a", "tenant", tokLayout, groupRecLayout))
-	defer a.Release()
-	st := must[device.Stream](t)(r.streams().NewStream())
-	defer st.Close()
+	r, p, a, st := streamedGroup(t)
 	r.hold(t, st)
 	released := false
 	defer func() {

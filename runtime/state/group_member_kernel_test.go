@@ -14,19 +14,12 @@ import (
 // AdoptPrefix never adopts a state the kernel has not written yet.
 func TestGroupWaitsForMembersKernels(t *testing.T) {
 	for _, dev := range []bool{false, true} {
-		t.Run(map[bool]string{false: "Append", true: "AppendDevice"}[dev], func(t *testing.T) { breakRecKernel(t, dev) })
+		t.Run(map[bool]string{false: "Append", true: "AppendDevice"}[dev], func(t *testing.T) { waitForMembersKernels(t, dev) })
 	}
 }
 
-func breakRecKernel(t *testing.T, dev bool) {
-	r := hostStreamRig(t)
-	p, err := NewPool(r.b, PoolOptions{})
-	check(t, err)
-	defer p.Close()
-	a := must[*Group](t)(NewSharedGroup(p, "a", "tenant", tokLayout, groupRecLayout))
-	defer a.Release()
-	st := must[device.Stream](t)(r.streams().NewStream())
-	defer st.Close()
+func waitForMembersKernels(t *testing.T, dev bool) {
+	r, p, a, st := streamedGroup(t)
 	check(t, a.Head(1).RecordStream(st))
 	prompt := make([]uint32, 16)
 	for i := range prompt {

@@ -137,3 +137,19 @@ func closedGate(t *testing.T, b device.Backend) (device.Function, func()) {
 	fn := must[device.Function](t)(must[device.Module](t)(b.(device.Kernels).LoadModule(streamPTX)).Function(gateKernel))
 	return fn, func() { once.Do(func() { close(gate.ch) }) }
 }
+
+// streamedGroup returns the host backend's stream rig, a pool on it, a
+// shared group of owner a in domain tenant, and a stream, each closed or
+// released when the test ends (after its defers, which open held gates).
+func streamedGroup(t *testing.T) (*streamRig, *Pool, *Group, device.Stream) {
+	t.Helper()
+	r := hostStreamRig(t)
+	p, err := NewPool(r.b, PoolOptions{})
+	check(t, err)
+	t.Cleanup(func() { p.Close() })
+	a := must[*Group](t)(NewSharedGroup(p, "a", "tenant", tokLayout, groupRecLayout))
+	t.Cleanup(func() { a.Release() })
+	st := must[device.Stream](t)(r.streams().NewStream())
+	t.Cleanup(func() { st.Close() })
+	return r, p, a, st
+}
