@@ -87,13 +87,18 @@ func (gs *groupShare) committed(h *Head, w written) {
 	if roots == nil {
 		return
 	}
-	p := groupPending{roots: roots, streams: streams}
-	if w.async != nil {
+	if w.async != nil && !slices.Contains(streams, w.async) {
 		// The copies are queued, on a stream the head may not have
 		// recorded: events after them, and after the members' work.
-		if !slices.Contains(p.streams, w.async) {
-			p.streams = append(p.streams, w.async)
-		}
+		streams = append(streams, w.async)
+	}
+	gs.hold(h, g, groupPending{roots: roots, streams: streams}, w.async != nil)
+}
+
+// hold keeps p pending until its rows are written, armed now when the
+// work writing them is queued already.
+func (gs *groupShare) hold(h *Head, g *Group, p groupPending, queued bool) {
+	if queued {
 		gs.arm(h, &p)
 	}
 	gs.pending = append(gs.pending, p)
@@ -133,7 +138,7 @@ func (gs *groupShare) release(h *Head, freed []*block) []*block {
 // queued. With no stream the caller wrote them already. A failed record
 // leaves p unarmed.
 func (gs *groupShare) arm(h *Head, p *groupPending) {
-	streams := p.streams
+	streams := slices.Clone(p.streams)
 	for _, st := range h.async.streams.get() {
 		if !slices.Contains(streams, st) {
 			streams = append(streams, st)
@@ -198,10 +203,7 @@ func (g *Group) appended(h *Head) {
 	case len(streams) > 0:
 		// Work queued on a member's recorded streams may still write
 		// its rows: register once it has run.
-		p := groupPending{roots: roots, streams: streams}
-		h.gshare.arm(h, &p)
-		h.gshare.pending = append(h.gshare.pending, p)
-		g.pool.groups.wait(g)
+		h.gshare.hold(h, g, groupPending{roots: roots, streams: streams}, true)
 	default:
 		g.register(h, roots)
 	}
