@@ -31,11 +31,15 @@ func (p *Pool) reclaim(c *sizeClass, want int, deviceFull bool) bool {
 	if p.mem.AwaitRoom(c, want, deviceFull, p.pendingWait, p.freeable) {
 		return true
 	}
-	short := p.shortfall(c, want, deviceFull)
-	if short <= 0 {
+	if p.shortfall(c, want, deviceFull) <= 0 {
 		return true
 	}
-	if p.freeable(short) < short {
+	// The bytes eviction must free at least: what the call wants beyond
+	// every free byte. The shortfall, counted in runs of c's size, may be
+	// more, since freed blocks merge with free neighbours into runs; the
+	// runs are weighed below.
+	need := int64(want)*int64(c.Bytes()) - p.mem.Room(deviceFull)
+	if p.freeable(need) < need {
 		return false // the call fails anyway: evict nothing
 	}
 	// A victim's blocks that queued work still uses would be pending, not
@@ -44,7 +48,7 @@ func (p *Pool) reclaim(c *sizeClass, want int, deviceFull bool) bool {
 	// evicted nothing.
 	busy := p.awaitVictimWork()
 	if len(busy) > 0 {
-		if spared := p.busyBytes(busy); p.freeable(short+spared)-spared < short {
+		if spared := p.busyBytes(busy); p.freeable(need+spared)-spared < need {
 			return false
 		}
 	}

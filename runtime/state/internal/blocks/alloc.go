@@ -169,6 +169,16 @@ func (a *Allocator) Alloc(buf []*Block, c *Class, owner string, n int, zero bool
 			out, wipe = c.takeLocked(out, wipe, owner, n, zero)
 		}
 	}
+	if len(out) < n && errors.Is(growErr, a.noMem) {
+		// c's own free blocks, those out took included, may split the
+		// free bytes of their slabs into runs too short for a block.
+		c.putLocked(out)
+		out, wipe = out[:0], wipe[:0]
+		if a.regrowLocked(c, n) {
+			growErr = nil
+			out, wipe = c.takeLocked(out, wipe, owner, n, zero)
+		}
+	}
 	if len(out) < n {
 		c.putLocked(out)
 		free, reserved, pending := c.nfree, a.reserved, a.pendingBytes
@@ -393,15 +403,14 @@ func (a *Allocator) Stats() Stats {
 }
 
 // Shortfall returns the bytes an allocation of want blocks of class c
-// lacks: zero or less when c's free blocks, the whole blocks of c that the
-// slabs' free runs hold (their free extents merged with the free blocks of
-// the other classes, as growLocked's take-back merges them), and the room
-// left under MaxBytes (unless the device itself is full) hold them. The
-// quick count (quickShortfallLocked) answers when it finds a shortfall;
-// when it finds room, the exact count walks the free blocks
-// (shortfallLocked): blocks of other classes that lie in no run of c's
-// size make none, and an eviction that stopped on the quick count's room
-// left the allocation short.
+// lacks: zero or less when c's own room holds them (its free blocks, the
+// whole blocks of c in the slabs' free extents, the room left under
+// MaxBytes unless the device itself is full), or, counted exactly, the
+// room an allocation reaches once every free block is back in its slab
+// (regrowLocked): the whole blocks of c in each free run of the slabs in
+// use, and the wholly free slabs pooled with the cap's room. When even
+// every free byte would not hold them it answers that lower bound
+// (leastShortfallLocked) without walking the free blocks.
 func (a *Allocator) Shortfall(c *Class, want int, deviceFull bool) int64 {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -409,33 +418,18 @@ func (a *Allocator) Shortfall(c *Class, want int, deviceFull bool) int64 {
 	if own <= 0 {
 		return own // c's own room: no walk (an eviction that freed a block of c)
 	}
-	if short := own - a.othersFreeLocked(c); short > 0 {
-		return short
+	if least := a.leastShortfallLocked(c, want, deviceFull); least > 0 {
+		return least
 	}
 	return a.shortfallLocked(c, want, deviceFull, nil)
 }
 
-// quickShortfallLocked returns at most the bytes an allocation of want
-// blocks of class c lacks: OwnShortfall less the other classes' free
-// blocks, taken as bytes. a.mu is held.
-func (a *Allocator) quickShortfallLocked(c *Class, want int, deviceFull bool) int64 {
-	return a.ownShortfallLocked(c, want, deviceFull) - a.othersFreeLocked(c)
-}
-
-// othersFreeLocked returns the bytes of the free blocks of every class but
-// c. a.mu is held.
-func (a *Allocator) othersFreeLocked(c *Class) int64 {
-	var others int64
-	for _, k := range a.classes {
-		if k == c {
-			continue
-		}
-		others += k.nfree * int64(k.bytes)
-		if k.hot.Load() != nil {
-			others += int64(k.bytes)
-		}
-	}
-	return others
+// leastShortfallLocked returns the bytes an allocation of want blocks of
+// class c lacks at least: what it wants beyond every free byte (Room).
+// Free bytes make blocks only in runs of c's size, so the exact shortfall
+// may be more, never less. a.mu is held.
+func (a *Allocator) leastShortfallLocked(c *Class, want int, deviceFull bool) int64 {
+	return int64(want)*int64(c.bytes) - a.roomLocked(deviceFull)
 }
 
 // Trim returns every free block to its slab's extents and gives the

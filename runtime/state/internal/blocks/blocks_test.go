@@ -426,3 +426,46 @@ func (b *costlyAlloc) Alloc(n int) (device.Ptr, error) {
 	*b.clock += b.cost
 	return b.Backend.Alloc(n)
 }
+
+// A class's own free blocks, carved where other classes' blocks were, can
+// split a slab's free bytes into runs too short for a block: an
+// allocation that finds no other room gives every free block back to its
+// slab, and so reaches every byte no block holds (here the two blocks of
+// a slab that holds nothing).
+func TestAllocReachesRoomItsOwnBlocksSplit(t *testing.T) {
+	a, _ := newAlloc(t, 8<<10)
+	small, large := a.Class(64), a.Class(1024)
+	free := func(list []*Block) {
+		for _, b := range list {
+			b.SetRefs(0)
+		}
+		a.Free(list)
+	}
+	smalls := must(a.Alloc(nil, small, "x", 32, false)) // a slab of 2 KiB
+	larges := must(a.Alloc(nil, large, "y", 6, false))  // the cap's other 6 KiB
+	free(smalls[8:])
+	one := must(a.Alloc(nil, large, "y", 1, false)) // carved at 512, from the small blocks taken back
+	free(one)
+	free(smalls[:8])
+	check(t, a, larges...)
+	two, err := a.Alloc(nil, large, "y", 2, false)
+	if err != nil {
+		t.Fatalf("two blocks of a slab that holds nothing: %v (shortfall %d)", err, a.Shortfall(large, 2, false))
+	}
+	check(t, a, append(larges, two...)...)
+	if sh := a.Shortfall(large, 1, false); sh <= 0 {
+		t.Fatalf("shortfall %d for a block in a full pool", sh)
+	}
+	free(two)
+	if sh := a.Shortfall(large, 2, false); sh > 0 {
+		t.Fatalf("shortfall %d for the two blocks just freed", sh)
+	}
+	free(larges)
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}

@@ -24,7 +24,8 @@ func (a *Allocator) Check(refs map[*Block]int) error {
 		}
 		reserved += (c.nfree + c.inUse) * int64(c.bytes)
 	}
-	reserved += a.loose // the slabs' free extents
+	reserved += a.loose        // the slabs' free extents
+	reserved += a.pendingBytes // freed behind fences that have not returned
 	if err := a.checkSlabs(); err != nil {
 		return err
 	}

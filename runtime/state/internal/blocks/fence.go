@@ -162,7 +162,7 @@ func (a *Allocator) AwaitRoom(c *Class, want int, deviceFull bool, wait time.Dur
 		changed := a.changed
 		// Bytes that no count of bytes can make up: pending blocks may
 		// make runs with free blocks the exact count found no run in.
-		least := a.quickShortfallLocked(c, want, deviceFull)
+		least := a.leastShortfallLocked(c, want, deviceFull)
 		a.mu.Unlock()
 		if pending < least && !checked {
 			if pending+evictable(least-pending) < least {

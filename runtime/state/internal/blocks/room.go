@@ -52,6 +52,11 @@ func (a *Allocator) ownShortfallLocked(c *Class, want int, deviceFull bool) int6
 func (a *Allocator) Room(deviceFull bool) int64 {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	return a.roomLocked(deviceFull)
+}
+
+// roomLocked is Room with a.mu held.
+func (a *Allocator) roomLocked(deviceFull bool) int64 {
 	room := a.loose
 	for _, k := range a.classes {
 		room += k.nfree * int64(k.bytes)
@@ -80,35 +85,26 @@ func (a *Allocator) ShortfallIf(c *Class, want int, deviceFull bool, extra []*Bl
 
 // shortfallLocked returns the bytes an allocation of want blocks of class
 // c lacks, with the blocks of extra free as well (those free already
-// count once): c's free blocks, the whole blocks of c that each free run
-// of a slab holds (its free extents merged with the free blocks of the
-// other classes), and the room left under MaxBytes unless the device
-// itself is full, which the wholly free slabs too small for a block of c
-// add to, since growLocked gives them back for a new slab. a.mu is held.
+// count once), against the room regrowLocked reaches: the whole blocks of
+// c that each free run of a slab holds (its free extents merged with the
+// free blocks of every class, c's included), and, under MaxBytes with a
+// device not full, the cap's room pooled with the wholly free slabs,
+// which it gives back for a new slab (without a cap, or with the device
+// full, only the slabs too small for a block of c are given back; the
+// others count as runs). a.mu is held.
 func (a *Allocator) shortfallLocked(c *Class, want int, deviceFull bool, extra []*Block) int64 {
 	bb := int64(c.bytes)
-	have := c.nfree * bb
-	if c.hot.Load() != nil {
-		have += bb
-	}
+	var have int64
 	type run struct{ off, n int64 }
 	runs := make(map[device.Ptr][]run)
-	var seen map[*Block]bool
-	if len(extra) > 0 {
-		seen = make(map[*Block]bool)
-	}
+	seen := make(map[*Block]bool)
 	add := func(b *Block) {
-		if seen != nil {
+		if !seen[b] {
 			seen[b] = true
-		}
-		if b.cls != c {
 			runs[b.slab] = append(runs[b.slab], run{int64(b.ptr - b.slab), int64(b.cls.bytes)})
 		}
 	}
 	for _, k := range a.classes {
-		if k == c && seen == nil {
-			continue // counted in nfree
-		}
 		for _, b := range k.clean {
 			add(b)
 		}
@@ -122,15 +118,7 @@ func (a *Allocator) shortfallLocked(c *Class, want int, deviceFull bool, extra [
 		}
 	}
 	for _, b := range extra {
-		if seen[b] {
-			continue
-		}
-		seen[b] = true
-		if b.cls == c {
-			have += bb
-		} else {
-			runs[b.slab] = append(runs[b.slab], run{int64(b.ptr - b.slab), int64(b.cls.bytes)})
-		}
+		add(b)
 	}
 	var dropped int64 // the bytes of the wholly free slabs too small for a block of c
 	for _, s := range a.slabs {
@@ -150,8 +138,8 @@ func (a *Allocator) shortfallLocked(c *Class, want int, deviceFull bool, extra [
 				merged = append(merged, r)
 			}
 		}
-		if len(merged) == 1 && merged[0].n == s.bytes && s.bytes < bb {
-			// growLocked gives the slab back to make a new one.
+		if len(merged) == 1 && merged[0].n == s.bytes && (s.bytes < bb || a.maxBytes > 0 && !deviceFull) {
+			// regrowLocked gives the slab back to make a new one.
 			dropped += s.bytes
 			continue
 		}

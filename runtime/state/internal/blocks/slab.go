@@ -109,6 +109,28 @@ func (a *Allocator) growLocked(c *Class, want int) error {
 	return err
 }
 
+// regrowLocked is the last resort of an allocation of want blocks of
+// class c that growLocked left short, and reports whether c has them
+// free now. A block of c carved where another class's blocks were splits
+// its slab's free bytes into runs too short for a block, and carving
+// splits a slab no block holds: every free block, c's own included, goes
+// back to its slab's extents, and c carves what it can from them. When
+// that is not enough, the slabs then wholly free go back to the backend
+// and c grows from the rest, a new slab included; with none to give back,
+// the backend is not asked again. a.mu is held, and let go across
+// backend calls.
+func (a *Allocator) regrowLocked(c *Class, want int) bool {
+	a.takeBackLocked(nil)
+	gone := a.dropWhollyFreeLocked()
+	if len(gone) == 0 {
+		return a.carveLocked(c, int64(want)) == int64(want)
+	}
+	a.mu.Unlock()
+	a.freeSlabs(gone, "taking back free slabs") // nobody to tell: the allocation goes on
+	a.mu.Lock()
+	return a.growLocked(c, want) == nil
+}
+
 // carveLocked carves up to most blocks of class c from the free extents,
 // the first that fit first, onto c's free lists, and returns how many it
 // carved. a.mu is held.
