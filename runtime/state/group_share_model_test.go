@@ -2,9 +2,11 @@ package state
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -267,6 +269,9 @@ func (m *sgModel) do() {
 	case op < 36:
 		m.op = "drain"
 		m.drain()
+	case op < 37 && len(m.live) < 8:
+		m.op = "adopt, forget, write"
+		m.adoptForgetWrite()
 	default: // pressure: a mandatory state of another owner comes and goes
 		m.op = "pressure"
 		l := &Layout{Type: "Big", Columns: []Column{{Name: "A", ElemSize: 1024, Width: 1}}, Growth: Mutable, Bound: 16 + m.rng.IntN(32)}
@@ -432,13 +437,15 @@ func (m *sgModel) kernelPrefill(s *sgSession) {
 		}
 		s.streamed = true
 	}
-	for len(s.rest) > 0 && (len(s.tokens) == 0 || len(s.tokens)%16 != 0) {
+	fed := 0
+	for len(s.rest) > 0 && (fed == 0 || len(s.tokens)%16 != 0) {
 		if !m.feed(s, true) {
 			return
 		}
+		fed++
 	}
-	if len(s.tokens)%16 != 0 {
-		return
+	if fed == 0 || len(s.tokens)%16 != 0 {
+		return // no block filled: nothing registers
 	}
 	if err := s.g.Head(0).RecordStream(m.st); err != nil {
 		m.fatalf("RecordStream: %v", err)
@@ -455,6 +462,53 @@ func (m *sgModel) kernelPrefill(s *sgSession) {
 	prompt := slices.Clone(s.tokens)
 	prompt = append(prompt, uint32(32+16*o))
 	m.adoptInto(next, prompt)
+}
+
+// adoptForgetWrite is the path where a write in place would reach another
+// owner's blocks: a session adopts a registered prefix, its domain is forgotten
+// (it holds the adopted blocks alone), it writes a state of its own and
+// goes, and every owner then makes fresh state.
+func (m *sgModel) adoptForgetWrite() {
+	m.forgetIfEvicted()
+	var keys []sgRegKey
+	for k, tab := range m.reg {
+		if k.width == m.width && len(tab) > 0 {
+			keys = append(keys, k)
+		}
+	}
+	if len(keys) == 0 {
+		return
+	}
+	slices.SortFunc(keys, func(a, b sgRegKey) int { return cmp.Or(cmp.Compare(a.lay, b.lay), cmp.Compare(a.d, b.d)) })
+	k := keys[m.rng.IntN(len(keys))]
+	prefixes := slices.Sorted(maps.Keys(m.reg[k]))
+	key := prefixes[m.rng.IntN(len(prefixes))]
+	prompt := make([]uint32, len(key)/4)
+	for i := range prompt {
+		prompt[i] = binary.LittleEndian.Uint32([]byte(key[4*i:]))
+	}
+	n := len(m.live)
+	m.adoptInto(&sgSession{owner: m.rng.IntN(sgOwners), lay: k.lay, width: k.width, d: k.d}, prompt)
+	if len(m.live) == n {
+		return
+	}
+	s := m.live[n]
+	if len(s.tokens) == 0 {
+		return
+	}
+	m.p.ForgetPrefixes(s.d)
+	for k := range m.reg {
+		if k.d == s.d {
+			delete(m.reg, k)
+		}
+	}
+	s.rest = append([]uint32{uint32(32 + 16*s.owner)}, s.rest...)
+	if m.feed(s, false) {
+		m.release(s)
+	}
+	for o := range sgOwners {
+		m.freshState(o)
+	}
 }
 
 // freshState checks that owner o's fresh state reads nothing o did not
