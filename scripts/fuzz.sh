@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A short run of every fuzz target in the module, then the state store's model-based tests run
 # long: GPUSTATE_MODEL_STEPS steps per seed of TestModel (TestModelAt takes a fifth as many,
-# TestShareModel a tenth, TestMeetModel, the feature-interaction model, a hundredth, under the
+# TestShareModel a tenth, TestInteractionModel, the feature-interaction model, a hundredth, under the
 # race detector where cgo works).
 # Both model tests cost the same per step however long they run, so the long run takes a time
 # proportional to the steps (about three minutes for 200000 on one core); the timeout is a guard.
@@ -27,5 +27,5 @@ if [ -d runtime/state ]; then
   # runs its kernels on stream goroutines: a hundredth as many steps, under the race detector.
   race=
   if [ "$(go env CGO_ENABLED)" = 1 ] && command -v gcc >/dev/null; then race=-race; fi
-  GPUSTATE_MODEL_STEPS=$((steps / 100)) go test $race -count=1 -timeout=30m -run '^TestMeetModel$' ./runtime/state
+  GPUSTATE_MODEL_STEPS=$((steps / 100)) go test $race -count=1 -timeout=30m -run '^TestInteractionModel$' ./runtime/state
 fi

@@ -14,10 +14,10 @@ import (
 // Where streams, block tables, windows and prefix sharing meet (issue 21):
 // each test reproduces one defect through the public API.
 
-// TestMeetNilReceivers: every exported method on a nil head, snapshot,
+// TestNilReceivers: every exported method on a nil head, snapshot,
 // pool or block table answers (ErrReleased where it returns an error)
 // instead of panicking.
-func TestMeetNilReceivers(t *testing.T) {
+func TestNilReceivers(t *testing.T) {
 	var h *Head
 	var s *Snap
 	var p *Pool
@@ -80,9 +80,9 @@ func TestMeetNilReceivers(t *testing.T) {
 	}
 }
 
-// TestMeetClosedPoolReportsNothing: a head and a snapshot of a closed pool
+// TestClosedPoolReportsNothing: a head and a snapshot of a closed pool
 // report no rows and no bytes, as released handles do.
-func TestMeetClosedPoolReportsNothing(t *testing.T) {
+func TestClosedPoolReportsNothing(t *testing.T) {
 	p, err := NewPool(device.Host(), PoolOptions{BlockBytes: 256})
 	check(t, err)
 	h := must[*Head](t)(p.NewHead(kv(Append, 0, Keep), "a"))
@@ -104,9 +104,9 @@ func TestMeetClosedPoolReportsNothing(t *testing.T) {
 	check(t, s.Release())
 }
 
-// TestMeetRecordStreamForeign: a stream of another backend is an error
+// TestRecordStreamForeign: a stream of another backend is an error
 // for RecordStream, on heads and snapshots, and records nothing.
-func TestMeetRecordStreamForeign(t *testing.T) {
+func TestRecordStreamForeign(t *testing.T) {
 	r := hostStreamRig(t)
 	p, err := NewPool(r.b, PoolOptions{BlockBytes: 256})
 	check(t, err)
@@ -168,9 +168,9 @@ func checkTable(t *testing.T, what string, b device.Backend, bt *BlockTable, spa
 	}
 }
 
-// TestMeetWindowTablesAndStreams: block tables and RecordStream on window
+// TestWindowTablesAndStreams: block tables and RecordStream on window
 // states whose early blocks (whole subtrees of them) expired.
-func TestMeetWindowTablesAndStreams(t *testing.T) {
+func TestWindowTablesAndStreams(t *testing.T) {
 	r := hostStreamRig(t)
 	p, err := NewPool(r.b, PoolOptions{BlockBytes: 256})
 	check(t, err)
@@ -213,11 +213,11 @@ func TestMeetWindowTablesAndStreams(t *testing.T) {
 	checkTable(t, "the live table after a recorded append", p.Backend(), live, h.Spans, h.Oldest(), h.Len())
 }
 
-// TestMeetShareReusedLayout: a Layout value reused after a column was
+// TestShareReusedLayout: a Layout value reused after a column was
 // widened opens a prefix table of its own: a shared head of the wider
 // layout adopts none of the narrower blocks (whose rows it would read
 // past, into another owner's), and reads its own rows.
-func TestMeetShareReusedLayout(t *testing.T) {
+func TestShareReusedLayout(t *testing.T) {
 	p := newPool(t, PoolOptions{})
 	l := prompt(16, 0)
 	toks := tokens(3, 40)
@@ -249,10 +249,10 @@ func TestMeetShareReusedLayout(t *testing.T) {
 	}
 }
 
-// TestMeetTableStreamOrder: a kernel queued with a head's table at one
+// TestTableStreamOrder: a kernel queued with a head's table at one
 // version reads that version's blocks, though a later copy-on-write write
 // replaces one of them before the kernel runs.
-func TestMeetTableStreamOrder(t *testing.T) {
+func TestTableStreamOrder(t *testing.T) {
 	eachStreamRig(t, testTableStreamOrder)
 }
 
@@ -341,10 +341,10 @@ func (f *tableFaults) arm(on bool) {
 	f.mu.Unlock()
 }
 
-// TestMeetTableFailureRecovers: a failed block-table update shows in
+// TestTableFailureRecovers: a failed block-table update shows in
 // Column (the write's rows are committed, so the write succeeds) and the
 // table is rebuilt by the next call once the device works again.
-func TestMeetTableFailureRecovers(t *testing.T) {
+func TestTableFailureRecovers(t *testing.T) {
 	f := &tableFaults{Backend: device.Host(), tables: map[device.Ptr]int{}}
 	p, err := NewPool(f, PoolOptions{BlockBytes: 256})
 	check(t, err)
@@ -414,10 +414,10 @@ func (f *asyncFaults) Record(st device.Stream) (device.Event, error) {
 	return f.Streams.Record(st)
 }
 
-// TestMeetAppendAsyncFailureChangesNothing: an AppendAsync whose copy or
+// TestAppendAsyncFailureChangesNothing: an AppendAsync whose copy or
 // event fails answers an error and changes nothing (rows, version, stats),
 // so a retry stores the rows once.
-func TestMeetAppendAsyncFailureChangesNothing(t *testing.T) {
+func TestAppendAsyncFailureChangesNothing(t *testing.T) {
 	for _, c := range []struct {
 		name   string
 		inject func(f *asyncFaults)
@@ -469,11 +469,11 @@ func TestMeetAppendAsyncFailureChangesNothing(t *testing.T) {
 	}
 }
 
-// TestMeetSharePrefixAfterKernel: blocks a kernel fills join the prefix
+// TestSharePrefixAfterKernel: blocks a kernel fills join the prefix
 // cache only once the streams recorded on the head are past the kernel:
 // while it is held back, a prompt of what the blocks held before adopts
 // nothing; once it ran, the real prompt adopts them, with the kernel's rows.
-func TestMeetSharePrefixAfterKernel(t *testing.T) {
+func TestSharePrefixAfterKernel(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		rig  func(*testing.T) *streamRig
