@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/gpustate/gpustate/runtime/device"
+	"github.com/gpustate/gpustate/runtime/state/internal/statetest"
 )
 
 // recordCounts is batchCounts with device.BatchRecorder: a batch of copies
@@ -18,7 +19,7 @@ type recordCounts struct {
 func (c *recordCounts) CopiesHtoDAsyncRecord(st device.Stream, cs []device.HostCopy) (device.Event, error) {
 	c.count(&c.records, 0)
 	if c.fail() {
-		return nil, errInjected
+		return nil, statetest.ErrInjected
 	}
 	return c.Backend.(device.BatchRecorder).CopiesHtoDAsyncRecord(st, cs)
 }
@@ -60,7 +61,7 @@ func TestAppendAsyncOneRecord(t *testing.T) {
 	c.mu.Lock()
 	c.failBatch = true
 	c.mu.Unlock()
-	if err := h.AppendAsync(st, rows); !errors.Is(err, errInjected) {
+	if err := h.AppendAsync(st, rows); !errors.Is(err, statetest.ErrInjected) {
 		t.Fatalf("a failing batch record answered %v", err)
 	}
 	if h.Version() != v || h.Stats() != hs {

@@ -1,23 +1,27 @@
 package state_test
 
 import (
-	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
 
 	"github.com/gpustate/gpustate/runtime/device"
+	"github.com/gpustate/gpustate/runtime/state/internal/statetest"
 )
 
-// The feature-interaction model's backend: the host backend behind a
-// wrapper that injects faults, counts calls, can block Free, and runs
-// streams of its own. Its streams are ordered queues, each run by its own
-// goroutine as the host backend's are, but the model can queue plain Go
-// work on them (a "kernel" that fills spans or reads a block table) and
-// gates that hold a stream without holding any backend lock, so queued work
-// really completes later and at a point the model chooses.
-
-var errInjected = errors.New("interaction model: injected fault")
+// The interaction model's backend: the host backend behind a wrapper that
+// injects faults, counts calls, can block Free, and runs streams of its
+// own. Its streams are ordered queues, each run by its own goroutine as the
+// host backend's are, but the model can queue plain Go work on them (a
+// "kernel" that fills spans or reads a block table) and gates that hold a
+// stream without holding any backend lock, so queued work really completes
+// later and at a point the model chooses.
+//
+// It stays here rather than in internal/statetest: its streams run the
+// model's kernels and gates, and its faults are armed per method (backendOp)
+// by the model's random steps; rebuilt on statetest.Faults, whose kinds are
+// coarser, the seeds that replay past defects would run other sequences.
+// Its faults return statetest.ErrInjected.
 
 type backendOp int
 
@@ -89,7 +93,7 @@ func (b *interactionBackend) check(k backendOp, what string) error {
 		return nil
 	}
 	b.armed, b.fired = 0, true
-	return fmt.Errorf("%s: %w", what, errInjected)
+	return fmt.Errorf("%s: %w", what, statetest.ErrInjected)
 }
 
 // AllocZeroes passes on what the host backend says of its fresh memory.

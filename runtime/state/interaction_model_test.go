@@ -4,14 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"runtime/debug"
-	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/gpustate/gpustate/runtime/device"
 	"github.com/gpustate/gpustate/runtime/state"
+	"github.com/gpustate/gpustate/runtime/state/internal/statetest"
 )
 
 // The interaction model of the public API: seeded random sequences that
@@ -28,11 +27,8 @@ import (
 //
 // Every check names the property it guards as "defect class: ...", so that
 // a failure points at the feature interaction that broke.
-// GPUSTATE_MODEL_STEPS sets the steps per seed, GPUSTATE_MODEL_SEED replays
-// one seed, and GPUSTATE_MEET_SKIP (a comma-separated list of words of
-// defect classes, or * for all) lets a run look past the failures it
-// matches: each is logged when first met and counted, the step ends, and
-// the test still fails at the end, naming every class met.
+// -model.steps sets the steps per seed and -model.seed runs one seed
+// (main_test.go); a failure prints the command that replays it.
 
 type refLin struct {
 	owner  state.Owner
@@ -126,13 +122,11 @@ type interaction struct {
 	widened int           // times shared was widened in place
 	owners  int
 	counts  map[string]int
-	skip    []string
-	skipped map[string]int
 	faulted bool  // the step's call failed by an injected fault or ErrNoMemory
 	lastErr error // that failure
 	need    int64 // about the bytes the step's call takes (0: unknown)
 	before  state.PoolStats
-	// skipping: a failure of the step was skipped (GPUSTATE_MEET_SKIP):
+	// skipping: a failure of the step was an open defect's (openDefects):
 	// the step's later checks would only repeat it.
 	skipping bool
 	cur      *ref               // the handle the step picked last, for messages
@@ -141,28 +135,19 @@ type interaction struct {
 	open     map[string]int     // failures of openDefects, by class
 }
 
-// fail reports a violated property. Classes matching GPUSTATE_MEET_SKIP
-// are logged and counted instead, and the step goes on.
+// fail reports a violated property: its defect class, the seed and step,
+// and the command that replays the run up to the failing step. Classes of
+// openDefects are logged and counted instead, and the step ends.
 func (m *interaction) fail(class, format string, args ...any) {
 	m.t.Helper()
-	msg := fmt.Sprintf("seed %d step %d (%s): defect class: %s: %s\nreplay: GPUSTATE_MODEL_SEED=%d GPUSTATE_MODEL_STEPS=%d go test -race -run 'TestInteractionModel' ./runtime/state",
-		m.seed, m.step, m.op, class, fmt.Sprintf(format, args...), m.seed, m.step+1)
+	msg := fmt.Sprintf("seed %d step %d (%s): defect class: %s: %s\nreplay: %s",
+		m.seed, m.step, m.op, class, fmt.Sprintf(format, args...), statetest.Replay(m.t, m.seed, m.step+1, "-race"))
 	for _, w := range openDefects {
 		if strings.Contains(class, w) {
 			if m.open[class] == 0 {
 				m.t.Log("open defect, not yet fixed (docs/INTERNALS.md): " + msg)
 			}
 			m.open[class]++
-			m.skipping = true
-			panic(skipStep{})
-		}
-	}
-	for _, w := range m.skip {
-		if w == "*" || w != "" && strings.Contains(class, w) {
-			if m.skipped[class] == 0 {
-				m.t.Log("skipped: " + msg)
-			}
-			m.skipped[class]++
 			m.skipping = true
 			panic(skipStep{})
 		}
@@ -176,11 +161,11 @@ func (m *interaction) fail(class, format string, args ...any) {
 // and RecordStream checks its stream before its opening takes anything.
 var openDefects []string
 
-// skipStep unwinds a step whose failure was skipped.
+// skipStep unwinds a step whose failure was an open defect's.
 type skipStep struct{}
 
 func faultErr(err error) bool {
-	return err != nil && (errors.Is(err, errInjected) || errors.Is(err, state.ErrNoMemory))
+	return err != nil && (errors.Is(err, statetest.ErrInjected) || errors.Is(err, state.ErrNoMemory))
 }
 
 // expect checks err against want (nil: success). An unexpected fault
@@ -380,7 +365,7 @@ func (m *interaction) appendAsync(x *ref, cols [][]byte) {
 	if m.asyncs++; m.asyncs%2 == 0 {
 		return // not drawn from rng, so that the seeds' steps stay as they were
 	}
-	if err := st.Sync(); err != nil && !errors.Is(err, errInjected) {
+	if err := st.Sync(); err != nil && !errors.Is(err, statetest.ErrInjected) {
 		m.fail("stream failed", "the async append's stream: %v", err)
 	}
 }
@@ -538,7 +523,7 @@ func (m *interaction) meanwhile(x *ref) {
 // freed under it).
 func (m *interaction) settle(st *interactionStream, g *gate) {
 	g.open()
-	if err := st.Sync(); err != nil && !errors.Is(err, errInjected) {
+	if err := st.Sync(); err != nil && !errors.Is(err, statetest.ErrInjected) {
 		m.fail("memory freed under a queued kernel", "stream: %v", err)
 	}
 }
@@ -602,24 +587,11 @@ func (m *interaction) guard(what string, f func()) {
 	f()
 }
 
-// modelSteps returns GPUSTATE_MODEL_STEPS, or def.
-func modelSteps(t testing.TB, def int) int {
-	s := os.Getenv("GPUSTATE_MODEL_STEPS")
-	if s == "" {
-		return def
-	}
-	n, err := strconv.Atoi(s)
-	if err != nil {
-		t.Fatalf("GPUSTATE_MODEL_STEPS=%q: %v", s, err)
-	}
-	return n
-}
-
 // TestInteractionModel runs the feature-interaction model for several seeds:
 // even seeds on a pool whose blocks follow the rows, odd ones on one of
 // 256-byte blocks, both under a MaxBytes cap.
 func TestInteractionModel(t *testing.T) {
-	steps := modelSteps(t, 400)
+	steps := statetest.Steps(400, 1)
 	// Seeds past 4 replay defects the model found: 151, an eviction that
 	// stopped when blocks of other classes, which made no run of the size
 	// wanted, looked like room, and the call then failed; 381, a
@@ -627,11 +599,7 @@ func TestInteractionModel(t *testing.T) {
 	// later one's; 455, a RecordStream on an invalidated head that failed
 	// its stream's check first.
 	seeds := []uint64{1, 2, 3, 4, 151, 381, 455}
-	if s := os.Getenv("GPUSTATE_MODEL_SEED"); s != "" {
-		n, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			t.Fatalf("GPUSTATE_MODEL_SEED=%q: %v", s, err)
-		}
+	if n, ok := statetest.Seed(); ok {
 		seeds = []uint64{n}
 	} else if testing.Short() {
 		seeds = seeds[:2]
@@ -668,8 +636,7 @@ func newInteraction(t testing.TB, seed uint64) *interaction {
 		t.Fatal(err)
 	}
 	m := &interaction{t: t, seed: seed, rng: rand.New(rand.NewPCG(seed, seed^0x5eed)), be: be, pool: p, capB: opt.MaxBytes,
-		foreign: fst, counts: map[string]int{}, skipped: map[string]int{}, open: map[string]int{},
-		skip: strings.Split(os.Getenv("GPUSTATE_MEET_SKIP"), ",")}
+		foreign: fst, counts: map[string]int{}, open: map[string]int{}}
 	m.shared = sharedLayout(4)
 	t.Cleanup(func() { fst.Close() })
 	return m

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/gpustate/gpustate/runtime/device"
+	"github.com/gpustate/gpustate/runtime/state/internal/statetest"
 )
 
 // callCounts wraps the host backend and counts its copies and events, so
@@ -68,7 +69,7 @@ func (c *callCounts) CopyHtoDAsync(st device.Stream, dst device.Ptr, src []byte)
 	}
 	c.mu.Unlock()
 	if fail {
-		return errInjected
+		return statetest.ErrInjected
 	}
 	return c.Streams.CopyHtoDAsync(st, dst, src)
 }
@@ -85,7 +86,7 @@ func (c *callCounts) Record(st device.Stream) (device.Event, error) {
 	c.failEvent = false
 	c.mu.Unlock()
 	if fail {
-		return nil, errInjected
+		return nil, statetest.ErrInjected
 	}
 	return c.Streams.Record(st)
 }
@@ -205,7 +206,7 @@ func TestAppendAsyncFailedRunChangesNothing(t *testing.T) {
 			cc.mu.Lock()
 			c.inject(cc)
 			cc.mu.Unlock()
-			if err := h.AppendAsync(st, second); !errors.Is(err, errInjected) {
+			if err := h.AppendAsync(st, second); !errors.Is(err, statetest.ErrInjected) {
 				t.Fatalf("AppendAsync with a failing %s answered %v", c.name, err)
 			}
 			if h.Len() != 40 || h.Version() != v || h.Stats() != hs {
@@ -301,7 +302,7 @@ func (c *batchCounts) fail() bool {
 func (c *batchCounts) CopiesHtoD(cs []device.HostCopy) error {
 	c.count(&c.batches, 0)
 	if c.fail() {
-		return errInjected
+		return statetest.ErrInjected
 	}
 	return c.Backend.(device.BatchCopier).CopiesHtoD(cs)
 }
@@ -309,7 +310,7 @@ func (c *batchCounts) CopiesHtoD(cs []device.HostCopy) error {
 func (c *batchCounts) CopiesHtoDAsync(st device.Stream, cs []device.HostCopy) error {
 	c.count(&c.asyncBatches, 0)
 	if c.fail() {
-		return errInjected
+		return statetest.ErrInjected
 	}
 	return c.Backend.(device.BatchCopier).CopiesHtoDAsync(st, cs)
 }
@@ -317,7 +318,7 @@ func (c *batchCounts) CopiesHtoDAsync(st device.Stream, cs []device.HostCopy) er
 func (c *batchCounts) CopiesDtoHAsync(st device.Stream, cs []device.HostRead) error {
 	c.count(&c.readBatches, 0)
 	if c.fail() {
-		return errInjected
+		return statetest.ErrInjected
 	}
 	return c.Backend.(device.BatchReader).CopiesDtoHAsync(st, cs)
 }
@@ -371,7 +372,7 @@ func TestReadAsyncOneBatch(t *testing.T) {
 		c.mu.Lock()
 		c.failBatch = true
 		c.mu.Unlock()
-		if err := read.f(got); !errors.Is(err, errInjected) {
+		if err := read.f(got); !errors.Is(err, statetest.ErrInjected) {
 			t.Fatalf("%s with a failing batch: %v", read.name, err)
 		}
 	}
@@ -403,7 +404,7 @@ func TestFailedBatchChangesNothing(t *testing.T) {
 		} else {
 			err = h.Append(rows)
 		}
-		if !errors.Is(err, errInjected) {
+		if !errors.Is(err, statetest.ErrInjected) {
 			t.Fatalf("async %v: a failing batch answered %v", async, err)
 		}
 		if h.Version() != v || h.Stats() != hs {
