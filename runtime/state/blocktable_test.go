@@ -215,7 +215,8 @@ func TestBlockTableDecodeSteps(t *testing.T) {
 	window("after the rollback")
 }
 
-// allocCounter counts the backend allocations not freed, and the calls.
+// allocCounter counts the backend allocations not freed, and the calls:
+// statetest.Counts counts calls, not which allocations are still live.
 type allocCounter struct {
 	device.Backend
 	mu            sync.Mutex

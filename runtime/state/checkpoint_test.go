@@ -435,7 +435,7 @@ func TestCheckpointGap(t *testing.T) {
 type faultBatches struct{ *statetest.Faults }
 
 func (f faultBatches) CopiesDtoD(copies []device.DeviceCopy) error {
-	if err := f.Check(statetest.OpCopy, "copies on device"); err != nil {
+	if err := f.Check(statetest.OpCopy, "CopiesDtoD"); err != nil {
 		return err
 	}
 	return f.Backend.(device.DeviceBatchCopier).CopiesDtoD(copies)

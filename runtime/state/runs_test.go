@@ -12,7 +12,9 @@ import (
 )
 
 // callCounts wraps the host backend and counts its copies and events, so
-// that tests can assert that copies are issued per run of blocks.
+// that tests can assert that copies are issued per run of blocks. Unlike
+// statetest.Counts it shows the host's streams (and, in batchCounts and
+// recordCounts, its batches), and its faults are a statetest.Faults.
 type callCounts struct {
 	device.Backend
 	device.Streams
@@ -20,16 +22,15 @@ type callCounts struct {
 	htod, dtoh, dtod, htodA, dtohA, n int
 	events                            int
 	bytes                             int64
-	// failAsync > 0 fails the failAsync-th async copy from now on;
-	// failEvent fails the next event recorded.
-	failAsync int
-	failEvent bool
+	// faults decides which CopyHtoDAsync or Record fails (armed by a
+	// test); the calls go to the host backend whatever it decides.
+	faults *statetest.Faults
 }
 
 func newCallCounts(t testing.TB) *callCounts {
 	b := device.Host()
 	t.Cleanup(func() { b.Close() })
-	return &callCounts{Backend: b, Streams: b.(device.Streams)}
+	return &callCounts{Backend: b, Streams: b.(device.Streams), faults: statetest.NewFaults(b)}
 }
 
 func (c *callCounts) count(k *int, n int) {
@@ -62,14 +63,8 @@ func (c *callCounts) CopyDtoD(dst, src device.Ptr, n int) error {
 
 func (c *callCounts) CopyHtoDAsync(st device.Stream, dst device.Ptr, src []byte) error {
 	c.count(&c.htodA, len(src))
-	c.mu.Lock()
-	fail := c.failAsync == 1
-	if c.failAsync > 0 {
-		c.failAsync--
-	}
-	c.mu.Unlock()
-	if fail {
-		return statetest.ErrInjected
+	if err := c.faults.Check(statetest.OpAsync, "CopyHtoDAsync"); err != nil {
+		return err
 	}
 	return c.Streams.CopyHtoDAsync(st, dst, src)
 }
@@ -81,12 +76,8 @@ func (c *callCounts) CopyDtoHAsync(st device.Stream, dst []byte, src device.Ptr)
 
 func (c *callCounts) Record(st device.Stream) (device.Event, error) {
 	c.count(&c.events, 0)
-	c.mu.Lock()
-	fail := c.failEvent
-	c.failEvent = false
-	c.mu.Unlock()
-	if fail {
-		return nil, statetest.ErrInjected
+	if err := c.faults.Check(statetest.OpRecord, "Record"); err != nil {
+		return nil, err
 	}
 	return c.Streams.Record(st)
 }
@@ -187,8 +178,8 @@ func TestAppendAsyncFailedRunChangesNothing(t *testing.T) {
 		name   string
 		inject func(c *callCounts)
 	}{
-		{"third copy", func(c *callCounts) { c.failAsync = 3 }},
-		{"event", func(c *callCounts) { c.failEvent = true }},
+		{"third copy", func(c *callCounts) { c.faults.ArmMethod("CopyHtoDAsync", 2) }},
+		{"event", func(c *callCounts) { c.faults.Arm(statetest.OpRecord, 0) }},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			cc := newCallCounts(t)
@@ -203,9 +194,7 @@ func TestAppendAsyncFailedRunChangesNothing(t *testing.T) {
 			first, second := seqKV(l, 40, 1), seqKV(l, 70, 2)
 			check(t, h.AppendAsync(st, first))
 			v, hs, ps := h.Version(), h.Stats(), p.Stats()
-			cc.mu.Lock()
 			c.inject(cc)
-			cc.mu.Unlock()
 			if err := h.AppendAsync(st, second); !errors.Is(err, statetest.ErrInjected) {
 				t.Fatalf("AppendAsync with a failing %s answered %v", c.name, err)
 			}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/gpustate/gpustate/runtime/device"
+	"github.com/gpustate/gpustate/runtime/state/internal/statetest"
 )
 
 // Where streams, block tables, windows and prefix sharing meet (issue 21):
@@ -301,7 +302,8 @@ func testTableStreamOrder(t *testing.T, r *streamRig) {
 }
 
 // tableFaults fails the allocations of block tables (small ones) and the
-// copies into them while armed.
+// copies into them while armed. Not statetest.Faults: it picks its calls by
+// size and by destination address, which a Faults predicate does not see.
 type tableFaults struct {
 	device.Backend
 	mu     sync.Mutex
@@ -375,60 +377,25 @@ func TestTableFailureRecovers(t *testing.T) {
 	checkTable(t, "after the next write", p.Backend(), bt, h.Spans, 0, h.Len())
 }
 
-// asyncFaults fails, on demand, the async copies or the n-th event
-// recorded from now on the host backend's streams.
-type asyncFaults struct {
-	device.Backend
-	device.Streams
-	mu        sync.Mutex
-	failCopy  bool
-	failEvent int // 1: the next Record fails; 0: none
-}
-
-func newAsyncFaults(t *testing.T) *asyncFaults {
-	b := device.Host()
-	t.Cleanup(func() { b.Close() })
-	return &asyncFaults{Backend: b, Streams: b.(device.Streams)}
-}
-
-func (f *asyncFaults) CopyHtoDAsync(st device.Stream, dst device.Ptr, src []byte) error {
-	f.mu.Lock()
-	fail := f.failCopy
-	f.mu.Unlock()
-	if fail {
-		return errors.New("injected async copy failure")
-	}
-	return f.Streams.CopyHtoDAsync(st, dst, src)
-}
-
-func (f *asyncFaults) Record(st device.Stream) (device.Event, error) {
-	f.mu.Lock()
-	n := f.failEvent
-	if n > 0 {
-		f.failEvent--
-	}
-	f.mu.Unlock()
-	if n == 1 {
-		return nil, errors.New("injected event record failure")
-	}
-	return f.Streams.Record(st)
-}
-
 // TestAppendAsyncFailureChangesNothing: an AppendAsync whose copy or
 // event fails answers an error and changes nothing (rows, version, stats),
 // so a retry stores the rows once.
 func TestAppendAsyncFailureChangesNothing(t *testing.T) {
 	for _, c := range []struct {
 		name   string
-		inject func(f *asyncFaults)
+		inject func(f *statetest.StreamFaults)
 	}{
-		{"copy", func(f *asyncFaults) { f.failCopy = true }},
+		{"copy", func(f *statetest.StreamFaults) {
+			f.FailWhen(func(_ statetest.Op, method string) bool { return method == "CopyHtoDAsync" })
+		}},
 		// One event follows the copies: the rows landed, the staging
 		// buffer is free again.
-		{"event", func(f *asyncFaults) { f.failEvent = 1 }},
+		{"event", func(f *statetest.StreamFaults) { f.Arm(statetest.OpRecord, 0) }},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			f := newAsyncFaults(t)
+			b := device.Host()
+			t.Cleanup(func() { b.Close() })
+			f := statetest.NewStreamFaults(b)
 			p, err := NewPool(f, PoolOptions{BlockBytes: 256})
 			check(t, err)
 			defer p.Close()
@@ -440,15 +407,11 @@ func TestAppendAsyncFailureChangesNothing(t *testing.T) {
 			s := must[*Snap](t)(h.Snapshot()) // the next append copies the shared block
 			defer s.Release()
 			v, hs, ps := h.Version(), h.Stats(), p.Stats()
-			f.mu.Lock()
 			c.inject(f)
-			f.mu.Unlock()
 			if err := h.AppendAsync(st, kvRows(30, 2)); err == nil {
 				t.Fatal("AppendAsync with a failing stream answered nil")
 			}
-			f.mu.Lock()
-			f.failCopy, f.failEvent = false, 0
-			f.mu.Unlock()
+			f.Disarm()
 			p.WaitPending()
 			if h.Len() != 20 || h.Version() != v || h.Stats() != hs {
 				t.Errorf("the failed call changed the head: %d rows at version %d (%+v); was 20 at %d (%+v)", h.Len(), h.Version(), h.Stats(), v, hs)

@@ -19,23 +19,29 @@ const (
 	OpAlloc  Op = 1 << iota // Alloc
 	OpCopy                  // CopyHtoD, CopyDtoH, CopyDtoD, and batches a wrapper adds
 	OpMemset                // Memset
-	OpAll    = OpAlloc | OpCopy | OpMemset
+	OpAsync                 // CopyHtoDAsync, CopyDtoHAsync (StreamFaults)
+	OpRecord                // Record (StreamFaults)
+
+	// OpAll is every call of device.Backend that Faults wraps.
+	OpAll = OpAlloc | OpCopy | OpMemset
 )
 
-// Faults wraps a backend and fails one of its calls on demand: the n-th
-// call (counted from Arm) of the kinds armed, or every call a predicate
-// (FailWhen) picks. It counts every call. Only the methods of
-// device.Backend are wrapped: a test that needs an optional interface
-// (batches, streams) embeds a *Faults in a type of its own and calls
+// Faults wraps a backend and fails its calls on demand: the n-th call
+// (counted from the arming) of the kinds armed (Arm) or of one method
+// (ArmMethod), or every call a predicate picks (FailWhen). It counts every
+// call. Only the methods of device.Backend are wrapped; StreamFaults adds
+// the streams' copies and events, and a test that needs another optional
+// interface (batches) embeds a *Faults in a type of its own and calls
 // Check in its methods.
 type Faults struct {
 	device.Backend
 
 	mu     sync.Mutex
 	kinds  Op
-	left   int // calls of the armed kinds before the one that fails; -1: none armed
+	method string
+	left   int // armed calls before the one that fails; -1: none armed
 	fired  bool
-	when   func(op Op, what string) bool
+	when   func(op Op, method string) bool
 	calls  int
 	allocs int
 }
@@ -49,20 +55,28 @@ func NewFaults(b device.Backend) *Faults {
 func (f *Faults) Arm(kinds Op, n int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.kinds, f.left, f.fired = kinds, n, false
+	f.kinds, f.method, f.left, f.fired = kinds, "", n, false
+}
+
+// ArmMethod makes the n-th next call of the named method fail (n counted
+// from 0): "CopyHtoDAsync", or the name a wrapper passes to Check.
+func (f *Faults) ArmMethod(method string, n int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.kinds, f.method, f.left, f.fired = 0, method, n, false
 }
 
 // FailWhen makes every call for which pred returns true fail, until
-// Disarm or FailWhen(nil). pred gets the call's kind and a short name
-// ("alloc", "copy to device", ...) and runs under the backend's lock.
-func (f *Faults) FailWhen(pred func(op Op, what string) bool) {
+// Disarm or FailWhen(nil). pred gets the call's kind and method name and
+// runs under the backend's lock.
+func (f *Faults) FailWhen(pred func(op Op, method string) bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.when, f.fired = pred, false
 }
 
 // Disarm cancels the armed fault and any predicate, and reports whether a
-// fault fired since the last Arm or FailWhen.
+// fault fired since the last arming.
 func (f *Faults) Disarm() bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -85,18 +99,19 @@ func (f *Faults) Allocs() int {
 	return f.allocs
 }
 
-// Check counts a call of kind op and returns the injected error when it
-// is the one to fail: wrapped in device.ErrOutOfMemory for an Alloc.
-// Wrappers that add methods call it before forwarding.
-func (f *Faults) Check(op Op, what string) error {
+// Check counts a call of method, of kind op, and returns the injected
+// error when it is the one to fail: wrapped in device.ErrOutOfMemory for
+// an Alloc. Wrappers that add methods call it before forwarding; a test's
+// own wrapper may also call it only to decide when to fail.
+func (f *Faults) Check(op Op, method string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls++
 	if op == OpAlloc {
 		f.allocs++
 	}
-	fail := f.when != nil && f.when(op, what)
-	if !fail && f.left >= 0 && f.kinds&op != 0 {
+	fail := f.when != nil && f.when(op, method)
+	if !fail && f.left >= 0 && (f.kinds&op != 0 || f.method != "" && f.method == method) {
 		if f.left > 0 {
 			f.left--
 			return nil
@@ -108,44 +123,83 @@ func (f *Faults) Check(op Op, what string) error {
 	}
 	f.fired = true
 	if op == OpAlloc {
-		return fmt.Errorf("%s: %w: %w", what, ErrInjected, device.ErrOutOfMemory)
+		return fmt.Errorf("%s: %w: %w", method, ErrInjected, device.ErrOutOfMemory)
 	}
-	return fmt.Errorf("%s: %w", what, ErrInjected)
+	return fmt.Errorf("%s: %w", method, ErrInjected)
 }
 
 func (f *Faults) Alloc(n int) (device.Ptr, error) {
-	if err := f.Check(OpAlloc, "alloc"); err != nil {
+	if err := f.Check(OpAlloc, "Alloc"); err != nil {
 		return 0, err
 	}
 	return f.Backend.Alloc(n)
 }
 
 func (f *Faults) CopyHtoD(dst device.Ptr, src []byte) error {
-	if err := f.Check(OpCopy, "copy to device"); err != nil {
+	if err := f.Check(OpCopy, "CopyHtoD"); err != nil {
 		return err
 	}
 	return f.Backend.CopyHtoD(dst, src)
 }
 
 func (f *Faults) CopyDtoH(dst []byte, src device.Ptr) error {
-	if err := f.Check(OpCopy, "copy to host"); err != nil {
+	if err := f.Check(OpCopy, "CopyDtoH"); err != nil {
 		return err
 	}
 	return f.Backend.CopyDtoH(dst, src)
 }
 
 func (f *Faults) CopyDtoD(dst, src device.Ptr, n int) error {
-	if err := f.Check(OpCopy, "copy on device"); err != nil {
+	if err := f.Check(OpCopy, "CopyDtoD"); err != nil {
 		return err
 	}
 	return f.Backend.CopyDtoD(dst, src, n)
 }
 
 func (f *Faults) Memset(dst device.Ptr, v byte, n int) error {
-	if err := f.Check(OpMemset, "memset"); err != nil {
+	if err := f.Check(OpMemset, "Memset"); err != nil {
 		return err
 	}
 	return f.Backend.Memset(dst, v, n)
+}
+
+// StreamFaults is Faults over a backend with streams: it also shows
+// device.Streams, and fails its async copies (OpAsync) and Record
+// (OpRecord) as armed. Its other optional interfaces stay hidden.
+type StreamFaults struct {
+	*Faults
+	device.Streams
+}
+
+// NewStreamFaults returns b wrapped, with no fault armed; b must
+// implement device.Streams.
+func NewStreamFaults(b device.Backend) *StreamFaults {
+	s, ok := b.(device.Streams)
+	if !ok {
+		panic(fmt.Sprintf("statetest: backend %T has no streams", b))
+	}
+	return &StreamFaults{Faults: NewFaults(b), Streams: s}
+}
+
+func (f *StreamFaults) CopyHtoDAsync(st device.Stream, dst device.Ptr, src []byte) error {
+	if err := f.Check(OpAsync, "CopyHtoDAsync"); err != nil {
+		return err
+	}
+	return f.Streams.CopyHtoDAsync(st, dst, src)
+}
+
+func (f *StreamFaults) CopyDtoHAsync(st device.Stream, dst []byte, src device.Ptr) error {
+	if err := f.Check(OpAsync, "CopyDtoHAsync"); err != nil {
+		return err
+	}
+	return f.Streams.CopyDtoHAsync(st, dst, src)
+}
+
+func (f *StreamFaults) Record(st device.Stream) (device.Event, error) {
+	if err := f.Check(OpRecord, "Record"); err != nil {
+		return nil, err
+	}
+	return f.Streams.Record(st)
 }
 
 // Counts wraps a backend and counts its calls and the bytes they move, by

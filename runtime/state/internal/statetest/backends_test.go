@@ -57,7 +57,7 @@ func TestFaultsFailWhen(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Free(p)
-	f.FailWhen(func(op Op, what string) bool { return what == "copy to host" })
+	f.FailWhen(func(op Op, method string) bool { return method == "CopyDtoH" })
 	for range 2 {
 		if err := f.CopyDtoH(make([]byte, 8), p); !errors.Is(err, ErrInjected) {
 			t.Fatalf("copy to host: %v, want ErrInjected every time", err)
@@ -131,4 +131,40 @@ func TestPlainHidesOptionalInterfaces(t *testing.T) {
 	if _, ok := pb.(device.Streams); ok {
 		t.Error("Plain shows device.Streams")
 	}
+}
+
+func TestFaultsArmMethod(t *testing.T) {
+	f := NewStreamFaults(hostBackend(t))
+	st, err := f.NewStream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	p, err := f.Alloc(64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Free(p)
+	f.ArmMethod("CopyHtoDAsync", 1)
+	if err := f.CopyDtoHAsync(st, make([]byte, 8), p); err != nil {
+		t.Fatalf("another method: %v", err)
+	}
+	if err := f.CopyHtoDAsync(st, p, make([]byte, 8)); err != nil {
+		t.Fatalf("the first CopyHtoDAsync: %v", err)
+	}
+	if err := f.CopyHtoDAsync(st, p, make([]byte, 8)); !errors.Is(err, ErrInjected) {
+		t.Fatalf("the second CopyHtoDAsync: %v, want ErrInjected", err)
+	}
+	f.Arm(OpRecord, 0)
+	if _, err := f.Record(st); !errors.Is(err, ErrInjected) {
+		t.Fatalf("armed Record: %v, want ErrInjected", err)
+	}
+	ev, err := f.Record(st)
+	if err != nil {
+		t.Fatalf("the next Record: %v", err)
+	}
+	if err := ev.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	ev.Close()
 }
