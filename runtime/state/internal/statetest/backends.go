@@ -3,6 +3,7 @@ package statetest
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
 
 	"github.com/gpustate/gpustate/runtime/device"
@@ -204,18 +205,28 @@ func (f *StreamFaults) Record(st device.Stream) (device.Event, error) {
 
 // Counts wraps a backend and counts its calls and the bytes they move, by
 // method name ("Alloc", "Free", "CopyHtoD", "CopyDtoH", "CopyDtoD",
-// "Memset"). Like Faults it wraps device.Backend's methods only.
+// "Memset"), and keeps the allocations not freed yet. Like Faults it wraps
+// device.Backend's methods only.
 type Counts struct {
 	device.Backend
 
 	mu    sync.Mutex
 	calls map[string]int
 	bytes map[string]int64
+	live  map[device.Ptr]int
 }
 
 // NewCounts returns b wrapped, with every count 0.
 func NewCounts(b device.Backend) *Counts {
-	return &Counts{Backend: b, calls: map[string]int{}, bytes: map[string]int64{}}
+	return &Counts{Backend: b, calls: map[string]int{}, bytes: map[string]int64{}, live: map[device.Ptr]int{}}
+}
+
+// Live returns the allocations made through c and not freed yet, with
+// their sizes (Reset leaves them).
+func (c *Counts) Live() map[device.Ptr]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return maps.Clone(c.live)
 }
 
 // Count adds a call of method moving n bytes; wrappers that add methods
@@ -252,11 +263,20 @@ func (c *Counts) Reset() {
 
 func (c *Counts) Alloc(n int) (device.Ptr, error) {
 	c.Count("Alloc", n)
-	return c.Backend.Alloc(n)
+	p, err := c.Backend.Alloc(n)
+	if err == nil {
+		c.mu.Lock()
+		c.live[p] = n
+		c.mu.Unlock()
+	}
+	return p, err
 }
 
 func (c *Counts) Free(p device.Ptr) error {
 	c.Count("Free", 0)
+	c.mu.Lock()
+	delete(c.live, p)
+	c.mu.Unlock()
 	return c.Backend.Free(p)
 }
 

@@ -92,11 +92,14 @@ func TestCounts(t *testing.T) {
 		t.Errorf("counts: %v calls, %v bytes", c.calls, c.bytes)
 	}
 	c.Reset()
+	if live := c.Live(); len(live) != 1 || live[p] != 64 {
+		t.Errorf("Live before the Free: %v, want the one allocation", live)
+	}
 	if err := c.Free(p); err != nil {
 		t.Fatal(err)
 	}
-	if c.Calls("CopyDtoD") != 0 || c.Calls("Free") != 1 {
-		t.Errorf("after Reset and a Free: %v", c.calls)
+	if c.Calls("CopyDtoD") != 0 || c.Calls("Free") != 1 || len(c.Live()) != 0 {
+		t.Errorf("after Reset and a Free: %v, live %v", c.calls, c.Live())
 	}
 }
 
