@@ -273,41 +273,36 @@ func testAppendOneRowAllocatesNothing(t *testing.T, r *streamRig) {
 }
 
 // batchCounts is callCounts with the host backend's batches of copies
-// (device.BatchCopier), counted as calls.
+// (device.BatchCopier), counted as calls; to callCounts' faults a batch
+// is a call of kind statetest.OpCopy.
 type batchCounts struct {
 	*callCounts
 	batches, asyncBatches, readBatches int
-	failBatch                          bool // the next batch, any kind, fails
 }
 
-func (c *batchCounts) fail() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	f := c.failBatch
-	c.failBatch = false
-	return f
-}
+// failBatch makes the next batch, any kind, fail.
+func (c *batchCounts) failBatch() { c.faults.Arm(statetest.OpCopy, 0) }
 
 func (c *batchCounts) CopiesHtoD(cs []device.HostCopy) error {
 	c.count(&c.batches, 0)
-	if c.fail() {
-		return statetest.ErrInjected
+	if err := c.faults.Check(statetest.OpCopy, "CopiesHtoD"); err != nil {
+		return err
 	}
 	return c.Backend.(device.BatchCopier).CopiesHtoD(cs)
 }
 
 func (c *batchCounts) CopiesHtoDAsync(st device.Stream, cs []device.HostCopy) error {
 	c.count(&c.asyncBatches, 0)
-	if c.fail() {
-		return statetest.ErrInjected
+	if err := c.faults.Check(statetest.OpCopy, "CopiesHtoDAsync"); err != nil {
+		return err
 	}
 	return c.Backend.(device.BatchCopier).CopiesHtoDAsync(st, cs)
 }
 
 func (c *batchCounts) CopiesDtoHAsync(st device.Stream, cs []device.HostRead) error {
 	c.count(&c.readBatches, 0)
-	if c.fail() {
-		return statetest.ErrInjected
+	if err := c.faults.Check(statetest.OpCopy, "CopiesDtoHAsync"); err != nil {
+		return err
 	}
 	return c.Backend.(device.BatchReader).CopiesDtoHAsync(st, cs)
 }
@@ -359,7 +354,7 @@ func TestReadAsyncOneBatch(t *testing.T) {
 			}
 		}
 		c.mu.Lock()
-		c.failBatch = true
+		c.failBatch()
 		c.mu.Unlock()
 		if err := read.f(got); !errors.Is(err, statetest.ErrInjected) {
 			t.Fatalf("%s with a failing batch: %v", read.name, err)
@@ -386,7 +381,7 @@ func TestFailedBatchChangesNothing(t *testing.T) {
 		rows := seqKV(l, 3, byte(10+i))
 		v, hs, ps := h.Version(), h.Stats(), p.Stats()
 		c.mu.Lock()
-		c.failBatch = true
+		c.failBatch()
 		c.mu.Unlock()
 		if async {
 			err = h.AppendAsync(st, rows)
