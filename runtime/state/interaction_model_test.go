@@ -587,7 +587,7 @@ func (m *interaction) guard(what string, f func()) {
 	f()
 }
 
-// TestInteractionModel runs the feature-interaction model for several seeds:
+// TestInteractionModel runs the interaction model for several seeds:
 // even seeds on a pool whose blocks follow the rows, odd ones on one of
 // 256-byte blocks, both under a MaxBytes cap.
 func TestInteractionModel(t *testing.T) {
