@@ -3,6 +3,7 @@
 GO      ?= go
 PKGS    ?= ./...
 FUZZTIME ?= 30s
+MODELSTEPS ?= 200000
 
 # go-nvml's header marks many entry points deprecated; setting CGO_CFLAGS replaces Go's default,
 # so keep -O2 -g. Never add -z now to link flags: go-nvml resolves its symbols lazily.
@@ -48,9 +49,10 @@ vet: build
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' | grep -v /testdata/))" || { echo "not gofmt'd:"; gofmt -l $$(git ls-files '*.go' | grep -v /testdata/); exit 1; }
 	./bin/statevet -test=false $(VET_PKGS)
 
-# A short fuzz run of every fuzz target, and the state store's model test run long.
+# A short fuzz run of every fuzz target, and the state store's model tests run long
+# (MODELSTEPS steps per seed, their -model.steps flag).
 fuzz:
-	bash scripts/fuzz.sh $(FUZZTIME)
+	bash scripts/fuzz.sh $(FUZZTIME) $(MODELSTEPS)
 
 demo: build
 	bash scripts/demo.sh

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # A short run of every fuzz target in the module, then the state store's model-based tests run
-# long: GPUSTATE_MODEL_STEPS steps per seed of TestModel (TestModelAt takes a fifth as many,
-# TestShareModel a tenth, TestMeetModel, the feature-interaction model, a hundredth, under the
-# race detector where cgo works).
+# long: $2 (default 200000) steps per seed of TestModel, passed as the tests' -model.steps flag
+# (TestModelAt takes a fifth as many, TestShareModel a tenth, TestInteractionModel, the interaction
+# model of the public API, a hundredth, under the race detector where cgo works).
 # Both model tests cost the same per step however long they run, so the long run takes a time
 # proportional to the steps (about three minutes for 200000 on one core); the timeout is a guard.
 set -euo pipefail
@@ -15,17 +15,17 @@ for pkg in $(go list ./...); do
   done
 done
 if [ -d runtime/state ]; then
-  steps=${GPUSTATE_MODEL_STEPS:-200000}
+  steps=${2:-200000}
   echo "== runtime/state model tests, long ($steps steps)"
-  GPUSTATE_MODEL_STEPS=$steps go test -count=1 -timeout=30m -run '^TestModel(At)?$' ./runtime/state
+  go test -count=1 -timeout=30m -run '^TestModel(At)?$' ./runtime/state -args -model.steps=$steps
   # The sharing model's cache grows over a run, and each step checks it whole: a tenth as many.
-  GPUSTATE_MODEL_STEPS=$((steps / 10)) go test -count=1 -timeout=30m -run '^TestShareModel$' ./runtime/state
+  go test -count=1 -timeout=30m -run '^TestShareModel$' ./runtime/state -args -model.steps=$((steps / 10))
   # The replay model (Step, At and Rollback by replay): a tenth as many, each step runs a step function.
-  GPUSTATE_MODEL_STEPS=$((steps / 10)) go test -count=1 -timeout=30m -run '^TestReplayModel$' ./runtime/state
-  GPUSTATE_MODEL_STEPS=$steps go test -count=1 -timeout=30m -run '^TestGroup(Prefix)?Model$' ./runtime/state
-  # The feature-interaction model compares every handle and every block table at each step and
+  go test -count=1 -timeout=30m -run '^TestReplayModel$' ./runtime/state -args -model.steps=$((steps / 10))
+  go test -count=1 -timeout=30m -run '^TestGroup(Prefix)?Model$' ./runtime/state -args -model.steps=$steps
+  # The interaction model compares every handle and every block table at each step and
   # runs its kernels on stream goroutines: a hundredth as many steps, under the race detector.
   race=
   if [ "$(go env CGO_ENABLED)" = 1 ] && command -v gcc >/dev/null; then race=-race; fi
-  GPUSTATE_MODEL_STEPS=$((steps / 100)) go test $race -count=1 -timeout=30m -run '^TestMeetModel$' ./runtime/state
+  go test $race -count=1 -timeout=30m -run '^TestInteractionModel$' ./runtime/state -args -model.steps=$((steps / 100))
 fi

@@ -6,10 +6,11 @@ import (
 	"testing"
 
 	"github.com/gpustate/gpustate/runtime/device"
+	"github.com/gpustate/gpustate/runtime/state/internal/statetest"
 )
 
 // recordCounts is batchCounts with device.BatchRecorder: a batch of copies
-// and its event in one call, counted as such, failing as failBatch says.
+// and its event in one call, counted as such, failing as failBatch arms.
 type recordCounts struct {
 	*batchCounts
 	records int
@@ -17,8 +18,8 @@ type recordCounts struct {
 
 func (c *recordCounts) CopiesHtoDAsyncRecord(st device.Stream, cs []device.HostCopy) (device.Event, error) {
 	c.count(&c.records, 0)
-	if c.fail() {
-		return nil, errInjected
+	if err := c.faults.Check(statetest.OpCopy, "CopiesHtoDAsyncRecord"); err != nil {
+		return nil, err
 	}
 	return c.Backend.(device.BatchRecorder).CopiesHtoDAsyncRecord(st, cs)
 }
@@ -58,9 +59,9 @@ func TestAppendAsyncOneRecord(t *testing.T) {
 	rows := seqKV(l, 3, 99)
 	v, hs, ps := h.Version(), h.Stats(), p.Stats()
 	c.mu.Lock()
-	c.failBatch = true
+	c.failBatch()
 	c.mu.Unlock()
-	if err := h.AppendAsync(st, rows); !errors.Is(err, errInjected) {
+	if err := h.AppendAsync(st, rows); !errors.Is(err, statetest.ErrInjected) {
 		t.Fatalf("a failing batch record answered %v", err)
 	}
 	if h.Version() != v || h.Stats() != hs {

@@ -3,10 +3,10 @@ package state
 import (
 	"encoding/binary"
 	"errors"
-	"sync"
 	"testing"
 
 	"github.com/gpustate/gpustate/runtime/device"
+	"github.com/gpustate/gpustate/runtime/state/internal/statetest"
 )
 
 // tableEntries reads column i of t from the device: the entry of block k
@@ -215,40 +215,13 @@ func TestBlockTableDecodeSteps(t *testing.T) {
 	window("after the rollback")
 }
 
-// allocCounter counts the backend allocations not freed, and the calls.
-type allocCounter struct {
-	device.Backend
-	mu            sync.Mutex
-	live          map[device.Ptr]int
-	allocs, frees int
-}
-
-func (a *allocCounter) Alloc(n int) (device.Ptr, error) {
-	p, err := a.Backend.Alloc(n)
-	if err == nil {
-		a.mu.Lock()
-		a.live[p] = n
-		a.allocs++
-		a.mu.Unlock()
-	}
-	return p, err
-}
-
-func (a *allocCounter) Free(p device.Ptr) error {
-	a.mu.Lock()
-	delete(a.live, p)
-	a.frees++
-	a.mu.Unlock()
-	return a.Backend.Free(p)
-}
-
 // TestTableMemoryKept: a decode loop that snapshots every step moves the
 // table of each column whose shared tail block it copies, every step; the
 // memory of the tables it moves from is kept for the next ones, so the
 // loop makes no backend allocation or free of its own after the first
 // steps, and every entry stays right. Close frees what was kept.
 func TestTableMemoryKept(t *testing.T) {
-	b := &allocCounter{Backend: device.Host(), live: map[device.Ptr]int{}}
+	b := statetest.NewCounts(device.Host())
 	p := must[*Pool](t)(NewPool(b, PoolOptions{}))
 	l := kvCacheLayout(128)
 	l.Growth = Append
@@ -269,15 +242,11 @@ func TestTableMemoryKept(t *testing.T) {
 		step()
 	}
 	moved := must[TableColumn](t)(bt.Column(2)).Ptr
-	b.mu.Lock()
-	allocs, frees := b.allocs, b.frees
-	b.mu.Unlock()
+	allocs, frees := b.Calls("Alloc"), b.Calls("Free")
 	for range 40 { // fewer than a new block of the wide columns' slabs holds
 		step()
 	}
-	b.mu.Lock()
-	allocs, frees = b.allocs-allocs, b.frees-frees
-	b.mu.Unlock()
+	allocs, frees = b.Calls("Alloc")-allocs, b.Calls("Free")-frees
 	if allocs != 0 || frees != 0 {
 		t.Errorf("40 steps: %d backend allocations and %d frees, want none", allocs, frees)
 	}
@@ -295,8 +264,8 @@ func TestTableMemoryKept(t *testing.T) {
 	check(t, bt.Release())
 	check(t, h.Release())
 	check(t, p.Close())
-	if len(b.live) != 0 {
-		t.Fatalf("%d backend allocations left after Close", len(b.live))
+	if live := b.Live(); len(live) != 0 {
+		t.Fatalf("%d backend allocations left after Close", len(live))
 	}
 }
 
@@ -304,7 +273,7 @@ func TestTableMemoryKept(t *testing.T) {
 // when the pool closes are backend allocations of their own, and Close
 // gives them back with the slabs.
 func TestCloseFreesLiveTables(t *testing.T) {
-	b := &allocCounter{Backend: device.Host(), live: map[device.Ptr]int{}}
+	b := statetest.NewCounts(device.Host())
 	p, err := NewPool(b, PoolOptions{})
 	check(t, err)
 	h := must[*Head](t)(p.NewHead(kv(Append, 0, Keep), "s"))
@@ -315,7 +284,7 @@ func TestCloseFreesLiveTables(t *testing.T) {
 	if err := p.Close(); err == nil {
 		t.Fatal("Close with live handles reported nothing")
 	}
-	if len(b.live) != 0 {
-		t.Fatalf("%d backend allocations left after Close: %v", len(b.live), b.live)
+	if live := b.Live(); len(live) != 0 {
+		t.Fatalf("%d backend allocations left after Close: %v", len(live), live)
 	}
 }

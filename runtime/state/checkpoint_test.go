@@ -4,12 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"slices"
-	"strconv"
 	"testing"
 
 	"github.com/gpustate/gpustate/runtime/device"
+	"github.com/gpustate/gpustate/runtime/state/internal/statetest"
 )
 
 // lineEntry is the test's own account of a head's retained line.
@@ -42,24 +41,14 @@ const (
 // checkpointed heads, and checks after every step that At(v) reads as the
 // recorded content of v for every retained version of each head's line,
 // that older versions answer ErrNotRetained, and that Plan's choice is the
-// cheapest candidate. GPUSTATE_MODEL_STEPS and GPUSTATE_MODEL_SEED as for
-// TestModel. A step's checks cost the same however long the run: the
+// cheapest candidate. -model.steps (a fifth as many) and -model.seed as
+// for TestModel. A step's checks cost the same however long the run: the
 // population is bounded, the versions that left a line are checked once
 // when they leave it and then by sample, and the recorded content of
 // versions no handle can reach again is dropped.
 func TestModelAt(t *testing.T) {
-	steps := 200
-	if s := os.Getenv("GPUSTATE_MODEL_STEPS"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		steps = max(n/5, 1)
-	}
-	seeds := []uint64{1, 2, 3}
-	if n, ok := envSeed(t); ok {
-		seeds = []uint64{n}
-	}
+	steps := statetest.Steps(200, 5)
+	seeds := statetest.Seeds(1, 2, 3)
 	for _, seed := range seeds {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) { runModelAt(t, seed, steps) })
 	}
@@ -70,8 +59,8 @@ func runModelAt(t *testing.T, seed uint64, steps int) {
 	sample := rand.New(rand.NewPCG(seed, 78)) // for checks only: rng's sequence is the run's
 	fail := func(step int, format string, args ...any) {
 		t.Helper()
-		t.Fatalf("seed %d step %d: %s\nreplay: GPUSTATE_MODEL_SEED=%d go test -run TestModelAt ./runtime/state",
-			seed, step, fmt.Sprintf(format, args...), seed)
+		t.Fatalf("seed %d step %d: %s\nreplay: %s",
+			seed, step, fmt.Sprintf(format, args...), statetest.Replay(t, seed, 0))
 	}
 	var base device.Backend = device.Host()
 	if seed%2 == 0 {
@@ -330,7 +319,7 @@ func runModelAt(t *testing.T, seed uint64, steps int) {
 func TestPlanAgainstExecution(t *testing.T) {
 	for _, g := range []Growth{Append, Mutable} {
 		t.Run(g.String(), func(t *testing.T) {
-			cb := &countBackend{Backend: device.Host()}
+			cb := statetest.NewCounts(device.Host())
 			p, err := NewPool(cb, PoolOptions{BlockBytes: 256})
 			check(t, err)
 			defer p.Close()
@@ -359,10 +348,10 @@ func TestPlanAgainstExecution(t *testing.T) {
 				for h.hist.entries[q].pos.v != c.Checkpoint {
 					q--
 				}
-				cb.reset()
+				cb.Reset()
 				r, err := h.reconstruct(q, tIdx)
 				check(t, err)
-				copies, bytes := cb.copies, cb.bytes
+				copies, bytes := cb.Calls("CopyDtoD"), cb.Bytes("CopyDtoD")
 				var freed []*block
 				st := p.Stats()
 				r.release(&freed)
@@ -378,21 +367,6 @@ func TestPlanAgainstExecution(t *testing.T) {
 			}
 		})
 	}
-}
-
-// countBackend counts device-to-device copies and their bytes.
-type countBackend struct {
-	device.Backend
-	copies int
-	bytes  int64
-}
-
-func (c *countBackend) reset() { c.copies, c.bytes = 0, 0 }
-
-func (c *countBackend) CopyDtoD(dst, src device.Ptr, n int) error {
-	c.copies++
-	c.bytes += int64(n)
-	return c.Backend.CopyDtoD(dst, src, n)
 }
 
 // With a Budget, a checkpoint comes whenever the deltas since the last one
@@ -447,27 +421,27 @@ func TestCheckpointBudget(t *testing.T) {
 // batches (device.DeviceBatchCopier).
 func TestCheckpointGap(t *testing.T) {
 	t.Run("one-by-one", func(t *testing.T) {
-		fb := newFaultBackend(device.Host())
+		fb := statetest.NewFaults(device.Host())
 		testCheckpointGap(t, fb, fb)
 	})
 	t.Run("batched", func(t *testing.T) {
-		fb := newFaultBackend(device.Host())
+		fb := statetest.NewFaults(device.Host())
 		testCheckpointGap(t, faultBatches{fb}, fb)
 	})
 }
 
-// faultBatches is a faultBackend with device.DeviceBatchCopier: a batch
+// faultBatches is statetest.Faults with device.DeviceBatchCopier: a batch
 // is one call, which an armed copy fault fails whole.
-type faultBatches struct{ *faultBackend }
+type faultBatches struct{ *statetest.Faults }
 
 func (f faultBatches) CopiesDtoD(copies []device.DeviceCopy) error {
-	if err := f.check(opCopy, "copies on device"); err != nil {
+	if err := f.Check(statetest.OpCopy, "CopiesDtoD"); err != nil {
 		return err
 	}
 	return f.Backend.(device.DeviceBatchCopier).CopiesDtoD(copies)
 }
 
-func testCheckpointGap(t *testing.T, be device.Backend, fb *faultBackend) {
+func testCheckpointGap(t *testing.T, be device.Backend, fb *statetest.Faults) {
 	p, err := NewPool(be, PoolOptions{BlockBytes: 256})
 	check(t, err)
 	defer p.Close()
@@ -486,9 +460,9 @@ func testCheckpointGap(t *testing.T, be device.Backend, fb *faultBackend) {
 	// Version 4: fail the copies one by one until the write itself
 	// succeeds and a later copy, the delta's, fails.
 	for k := 0; ; k++ {
-		fb.arm(opCopy, k)
+		fb.Arm(statetest.OpCopy, k)
 		err := h.Write(7, kvRows(4, 44))
-		fired := fb.disarm()
+		fired := fb.Disarm()
 		if err == nil {
 			if !fired {
 				t.Fatal("no copy of the delta failed")

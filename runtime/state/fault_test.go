@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/gpustate/gpustate/runtime/device"
+	"github.com/gpustate/gpustate/runtime/state/internal/statetest"
 )
 
 // TestFaults fails, one at a time, every backend call each operation makes
@@ -15,14 +16,14 @@ import (
 func TestFaults(t *testing.T) {
 	type setup struct {
 		p    *Pool
-		fb   *faultBackend
+		fb   *statetest.Faults
 		h    *Head
 		keep []*Snap
 	}
 	// prepare makes a head with rows in several blocks, a snapshot sharing
 	// them when shared, and dirty blocks of another owner in the pool.
 	prepare := func(t *testing.T, g Growth, shared bool, maxBytes int64) *setup {
-		fb := newFaultBackend(device.Host())
+		fb := statetest.NewFaults(device.Host())
 		p, err := NewPool(fb, PoolOptions{BlockBytes: 256, MaxBytes: maxBytes})
 		check(t, err)
 		other := must[*Head](t)(p.NewHead(kv(Append, 0, Keep), "other"))
@@ -83,9 +84,9 @@ func TestFaults(t *testing.T) {
 					s := prepare(t, op.growth, op.shared, maxBytes)
 					before, st := readAll(t, s.h), s.h.Stats()
 					pst := s.p.Stats()
-					s.fb.arm(opAll, k)
+					s.fb.Arm(statetest.OpAll, k)
 					err := op.run(s.h)
-					fired := s.fb.disarm()
+					fired := s.fb.Disarm()
 					if !fired {
 						if err != nil && !errors.Is(err, ErrNoMemory) {
 							t.Fatalf("with no fault: %v", err)
@@ -102,7 +103,7 @@ func TestFaults(t *testing.T) {
 					if err == nil {
 						t.Fatalf("call %d failed, the operation succeeded", k)
 					}
-					if !errors.Is(err, errInjected) {
+					if !errors.Is(err, statetest.ErrInjected) {
 						t.Fatalf("call %d: error %v does not wrap the backend's", k, err)
 					}
 					if errors.Is(err, device.ErrOutOfMemory) != errors.Is(err, ErrNoMemory) {

@@ -4,10 +4,10 @@ import (
 	"bytes"
 	"errors"
 	"math/rand/v2"
-	"os"
 	"slices"
-	"strconv"
 	"testing"
+
+	"github.com/gpustate/gpustate/runtime/state/internal/statetest"
 )
 
 // TestGroupModel runs random group calls (member writes, cuts, branches,
@@ -23,18 +23,9 @@ func TestGroupModel(t *testing.T) {
 	}
 }
 
-// groupModelSteps returns n, or GPUSTATE_MODEL_STEPS/10 when set (make fuzz
+// groupModelSteps returns n, or -model.steps/10 when set (make fuzz
 // runs the models long; a step here reads every live group and cut).
-func groupModelSteps(t *testing.T, n int) int {
-	if s := os.Getenv("GPUSTATE_MODEL_STEPS"); s != "" {
-		v, err := strconv.Atoi(s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return max(v/10, 1)
-	}
-	return n
-}
+func groupModelSteps(_ *testing.T, n int) int { return statetest.Steps(n, 10) }
 
 // gmVersion is one version of one member in the reference: its rows.
 type gmVersion struct {

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"sync"
 	"testing"
+
+	"github.com/gpustate/gpustate/runtime/state/internal/statetest"
 )
 
 // tokLayout is a shared append layout: a token column (the key) and a
@@ -336,10 +338,10 @@ func TestGroupPrefixConcurrent(t *testing.T) {
 // lose registered states to eviction, against a reference of every prefix
 // whose state a group registered: an adoption takes the longest, restored
 // to its state there. Prompts run past 32 blocks, where the shared
-// member's tree grows a level. GPUSTATE_MODEL_SEED runs one seed.
+// member's tree grows a level. -model.seed runs one seed.
 func TestGroupPrefixChainModel(t *testing.T) {
 	seeds := []uint64{7}
-	if n, ok := envSeed(t); ok {
+	if n, ok := statetest.Seed(); ok {
 		seeds = []uint64{n}
 	}
 	for _, seed := range seeds {

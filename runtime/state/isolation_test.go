@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/gpustate/gpustate/runtime/device"
+	"github.com/gpustate/gpustate/runtime/state/internal/statetest"
 )
 
 // TestEmptyOwner: a state needs an owner; the empty one is refused with
@@ -36,18 +37,18 @@ func TestIsolationAfterFailedAlloc(t *testing.T) {
 	}
 	type fault struct {
 		name  string
-		kinds opKind
+		kinds statetest.Op
 		n     int
 		max   int64
 	}
 	var faults []fault
 	for k := range xBlocks {
-		faults = append(faults, fault{fmt.Sprintf("memset %d", k), opMemset, k, 0})
+		faults = append(faults, fault{fmt.Sprintf("memset %d", k), statetest.OpMemset, k, 0})
 	}
-	faults = append(faults, fault{"slab alloc", opAlloc, 0, 0}, fault{"cap", 0, -1, 256 * 300})
+	faults = append(faults, fault{"slab alloc", statetest.OpAlloc, 0, 0}, fault{"cap", 0, -1, 256 * 300})
 	for _, f := range faults {
 		t.Run(f.name, func(t *testing.T) {
-			fb := newFaultBackend(device.Host())
+			fb := statetest.NewFaults(device.Host())
 			p, err := NewPool(fb, PoolOptions{BlockBytes: 256, MaxBytes: f.max})
 			check(t, err)
 			defer p.Close()
@@ -62,14 +63,14 @@ func TestIsolationAfterFailedAlloc(t *testing.T) {
 			must[[][]device.Span](t)(filler.AppendDevice(clean))
 			// Owner z's allocation takes x's blocks and fails.
 			if f.kinds != 0 {
-				fb.arm(f.kinds, f.n)
+				fb.Arm(f.kinds, f.n)
 			}
 			want := xBlocks
-			if f.kinds != opMemset {
+			if f.kinds != statetest.OpMemset {
 				want = 300 // more than the pool has free: it must grow
 			}
 			z, err := p.NewHead(grid(want), "z")
-			fired := fb.disarm()
+			fired := fb.Disarm()
 			if err == nil || (f.kinds != 0 && !fired) {
 				t.Fatalf("z's allocation: %v (fault fired: %v), want a failure", err, fired)
 			}

@@ -5,20 +5,19 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"slices"
 	"sort"
-	"strconv"
 	"testing"
 
 	"github.com/gpustate/gpustate/runtime/device"
+	"github.com/gpustate/gpustate/runtime/state/internal/statetest"
 )
 
 // The model-based test runs long seeded sequences of operations on the
 // store and on a plain reference model that copies everything, and
 // compares after every step the content, version, rows and errors of every
-// handle. GPUSTATE_MODEL_STEPS sets the steps per seed,
-// GPUSTATE_MODEL_SEED replays one seed.
+// handle. -model.steps sets the steps per seed, -model.seed runs one seed
+// (main_test.go); a failure prints the command that replays it.
 
 type mLineage struct {
 	owner  Owner
@@ -81,7 +80,7 @@ type model struct {
 	seed    uint64
 	step    int
 	rng     *rand.Rand
-	fb      *faultBackend
+	fb      *statetest.Faults
 	pool    *Pool
 	other   *Pool // a second pool, for foreign handles
 	heads   []*mHandle
@@ -113,8 +112,8 @@ func (m *model) count(err error) {
 
 func (m *model) fatalf(format string, args ...any) {
 	m.t.Helper()
-	m.t.Fatalf("seed %d step %d (%s): %s\nreplay: GPUSTATE_MODEL_SEED=%d go test -run TestModel ./runtime/state",
-		m.seed, m.step, m.lastOp, fmt.Sprintf(format, args...), m.seed)
+	m.t.Fatalf("seed %d step %d (%s): %s\nreplay: %s",
+		m.seed, m.step, m.lastOp, fmt.Sprintf(format, args...), statetest.Replay(m.t, m.seed, 0))
 }
 
 func (m *model) randLayout() *Layout {
@@ -176,7 +175,7 @@ func (m *model) expect(err, want error) {
 // faulted reports whether err is an injected or out-of-memory failure, which
 // the model does not predict: the test then checks that nothing changed.
 func faulted(err error) bool {
-	return err != nil && (errors.Is(err, errInjected) || errors.Is(err, ErrNoMemory))
+	return err != nil && (errors.Is(err, statetest.ErrInjected) || errors.Is(err, ErrNoMemory))
 }
 
 func (m *model) pick(list []*mHandle) *mHandle {
@@ -730,39 +729,11 @@ func kind(x *mHandle) string {
 	return "snapshot"
 }
 
-// modelSteps returns the steps per seed of a model test: GPUSTATE_MODEL_STEPS,
-// or def.
-func modelSteps(t *testing.T, def int) int {
-	s := os.Getenv("GPUSTATE_MODEL_STEPS")
-	if s == "" {
-		return def
-	}
-	n, err := strconv.Atoi(s)
-	if err != nil {
-		t.Fatalf("GPUSTATE_MODEL_STEPS=%q: %v", s, err)
-	}
-	return n
-}
-
-// envSeed returns the seed GPUSTATE_MODEL_SEED names, when set: a model
-// test then runs that one seed.
-func envSeed(t *testing.T) (uint64, bool) {
-	s := os.Getenv("GPUSTATE_MODEL_SEED")
-	if s == "" {
-		return 0, false
-	}
-	n, err := strconv.ParseUint(s, 10, 64)
-	if err != nil {
-		t.Fatalf("GPUSTATE_MODEL_SEED=%q: %v", s, err)
-	}
-	return n, true
-}
-
 // TestModel runs the model-based test for several seeds.
 func TestModel(t *testing.T) {
 	steps := modelSteps(t, 1000)
 	seeds := []uint64{1, 2, 3, 4}
-	if n, ok := envSeed(t); ok {
+	if n, ok := statetest.Seed(); ok {
 		seeds = []uint64{n}
 	} else if testing.Short() {
 		seeds = seeds[:1]
@@ -792,7 +763,7 @@ func runModel(t *testing.T, seed uint64, steps int, maxBlocks int64) {
 	if seed%2 == 0 {
 		base = newArena(32 << 20)
 	}
-	fb := newFaultBackend(base)
+	fb := statetest.NewFaults(base)
 	blockBytes := []int{256, 512, 1024}[seed%3]
 	if maxBlocks == 0 {
 		maxBlocks = int64(800 + seed%3*400)
@@ -883,12 +854,12 @@ func runModel(t *testing.T, seed uint64, steps int, maxBlocks int64) {
 		// nothing, which verify checks against the unchanged model.
 		armed := m.rng.IntN(4) == 0
 		if armed {
-			fb.arm(opKind(1+m.rng.IntN(int(opAll))), m.rng.IntN(4))
+			fb.Arm(statetest.Op(1+m.rng.IntN(int(statetest.OpAll))), m.rng.IntN(4))
 		}
 		before := p.Stats()
 		m.failed = false
 		ops[i].f()
-		if fired := fb.disarm(); fired && m.failed {
+		if fired := fb.Disarm(); fired && m.failed {
 			after := p.Stats()
 			if after.EvictedBytes != before.EvictedBytes {
 				// Eviction took optional state before the fault: a change

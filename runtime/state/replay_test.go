@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/gpustate/gpustate/runtime/device"
+	"github.com/gpustate/gpustate/runtime/state/internal/statetest"
 )
 
 // recLayout is a mutable kv layout of 10 rows with checkpoints, for
@@ -67,15 +68,16 @@ var errStep = errors.New("step failed on purpose")
 // Writes, Snapshots, Rollbacks and At on a replayed state against a full
 // copy of every version: the head reads as the reference after every
 // step, and At(v) of every version it can rebuild reads as v did.
-// GPUSTATE_MODEL_STEPS sets the steps per seed (make fuzz runs it long).
+// -model.steps sets the steps per seed (make fuzz runs it long).
 func TestReplayModel(t *testing.T) {
 	steps := modelSteps(t, 400)
-	for seed := range uint64(6) {
+	for _, seed := range statetest.Seeds(0, 1, 2, 3, 4, 5) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) { runReplayModel(t, seed, steps) })
 	}
 }
 
 func runReplayModel(t *testing.T, seed uint64, steps int) {
+	statetest.LogReplay(t, seed)
 	rng := rand.New(rand.NewPCG(seed, 7))
 	p := newPool(t, PoolOptions{BlockBytes: 64})
 	fixedModel(p)
@@ -191,7 +193,7 @@ func (x *history) versions() []Version {
 // TestStepInPlace checks that steps between checkpoints copy no block when
 // nothing else holds the rows, and copy every block a snapshot holds.
 func TestStepInPlace(t *testing.T) {
-	cb := &countBackend{Backend: device.Host()}
+	cb := statetest.NewCounts(device.Host())
 	p, err := NewPool(cb, PoolOptions{BlockBytes: 64})
 	check(t, err)
 	defer p.Close()
@@ -203,13 +205,13 @@ func TestStepInPlace(t *testing.T) {
 	f := stepOn(p.Backend(), []int{16, 8}, false)
 	in := [][]byte{{1, 2, 3}}
 	check(t, h.Step(in, false, f)) // the first copies the checkpoint's blocks
-	cb.reset()
+	cb.Reset()
 	before := p.Stats().Blocks
 	for range 5 {
 		check(t, h.Step(in, false, f))
 	}
-	if cb.copies != 0 || p.Stats().Blocks != before {
-		t.Fatalf("steps with nothing else holding the rows made %d device copies and took %d blocks", cb.copies, p.Stats().Blocks-before)
+	if cb.Calls("CopyDtoD") != 0 || p.Stats().Blocks != before {
+		t.Fatalf("steps with nothing else holding the rows made %d device copies and took %d blocks", cb.Calls("CopyDtoD"), p.Stats().Blocks-before)
 	}
 	s := must[*Snap](t)(h.Snapshot())
 	defer s.Release()
@@ -217,8 +219,8 @@ func TestStepInPlace(t *testing.T) {
 	// 40 rows: 3 blocks of keys, 2 of values, each copied once (the rows
 	// they hold, 16 and 8 bytes a row); blocks that follow one another in
 	// memory come in one copy.
-	if want := int64(40 * (16 + 8)); cb.bytes != want || cb.copies < 2 || cb.copies > 5 {
-		t.Fatalf("a step after a snapshot copied %d bytes in %d copies, want %d (every block it shares) in 2 to 5", cb.bytes, cb.copies, want)
+	if want := int64(40 * (16 + 8)); cb.Bytes("CopyDtoD") != want || cb.Calls("CopyDtoD") < 2 || cb.Calls("CopyDtoD") > 5 {
+		t.Fatalf("a step after a snapshot copied %d bytes in %d copies, want %d (every block it shares) in 2 to 5", cb.Bytes("CopyDtoD"), cb.Calls("CopyDtoD"), want)
 	}
 	if st := h.Stats(); st.HistoryBytes != 7*3 {
 		t.Fatalf("HistoryBytes %d, want the 7 inputs of 3 bytes", st.HistoryBytes)

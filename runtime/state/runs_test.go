@@ -8,10 +8,13 @@ import (
 	"testing"
 
 	"github.com/gpustate/gpustate/runtime/device"
+	"github.com/gpustate/gpustate/runtime/state/internal/statetest"
 )
 
 // callCounts wraps the host backend and counts its copies and events, so
-// that tests can assert that copies are issued per run of blocks.
+// that tests can assert that copies are issued per run of blocks. Unlike
+// statetest.Counts it shows the host's streams (and, in batchCounts and
+// recordCounts, its batches), and its faults are a statetest.Faults.
 type callCounts struct {
 	device.Backend
 	device.Streams
@@ -19,16 +22,15 @@ type callCounts struct {
 	htod, dtoh, dtod, htodA, dtohA, n int
 	events                            int
 	bytes                             int64
-	// failAsync > 0 fails the failAsync-th async copy from now on;
-	// failEvent fails the next event recorded.
-	failAsync int
-	failEvent bool
+	// faults decides which CopyHtoDAsync or Record fails (armed by a
+	// test); the calls go to the host backend whatever it decides.
+	faults *statetest.Faults
 }
 
 func newCallCounts(t testing.TB) *callCounts {
 	b := device.Host()
 	t.Cleanup(func() { b.Close() })
-	return &callCounts{Backend: b, Streams: b.(device.Streams)}
+	return &callCounts{Backend: b, Streams: b.(device.Streams), faults: statetest.NewFaults(b)}
 }
 
 func (c *callCounts) count(k *int, n int) {
@@ -61,14 +63,8 @@ func (c *callCounts) CopyDtoD(dst, src device.Ptr, n int) error {
 
 func (c *callCounts) CopyHtoDAsync(st device.Stream, dst device.Ptr, src []byte) error {
 	c.count(&c.htodA, len(src))
-	c.mu.Lock()
-	fail := c.failAsync == 1
-	if c.failAsync > 0 {
-		c.failAsync--
-	}
-	c.mu.Unlock()
-	if fail {
-		return errInjected
+	if err := c.faults.Check(statetest.OpAsync, "CopyHtoDAsync"); err != nil {
+		return err
 	}
 	return c.Streams.CopyHtoDAsync(st, dst, src)
 }
@@ -80,12 +76,8 @@ func (c *callCounts) CopyDtoHAsync(st device.Stream, dst []byte, src device.Ptr)
 
 func (c *callCounts) Record(st device.Stream) (device.Event, error) {
 	c.count(&c.events, 0)
-	c.mu.Lock()
-	fail := c.failEvent
-	c.failEvent = false
-	c.mu.Unlock()
-	if fail {
-		return nil, errInjected
+	if err := c.faults.Check(statetest.OpRecord, "Record"); err != nil {
+		return nil, err
 	}
 	return c.Streams.Record(st)
 }
@@ -186,8 +178,8 @@ func TestAppendAsyncFailedRunChangesNothing(t *testing.T) {
 		name   string
 		inject func(c *callCounts)
 	}{
-		{"third copy", func(c *callCounts) { c.failAsync = 3 }},
-		{"event", func(c *callCounts) { c.failEvent = true }},
+		{"third copy", func(c *callCounts) { c.faults.ArmMethod("CopyHtoDAsync", 2) }},
+		{"event", func(c *callCounts) { c.faults.Arm(statetest.OpRecord, 0) }},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			cc := newCallCounts(t)
@@ -202,10 +194,8 @@ func TestAppendAsyncFailedRunChangesNothing(t *testing.T) {
 			first, second := seqKV(l, 40, 1), seqKV(l, 70, 2)
 			check(t, h.AppendAsync(st, first))
 			v, hs, ps := h.Version(), h.Stats(), p.Stats()
-			cc.mu.Lock()
 			c.inject(cc)
-			cc.mu.Unlock()
-			if err := h.AppendAsync(st, second); !errors.Is(err, errInjected) {
+			if err := h.AppendAsync(st, second); !errors.Is(err, statetest.ErrInjected) {
 				t.Fatalf("AppendAsync with a failing %s answered %v", c.name, err)
 			}
 			if h.Len() != 40 || h.Version() != v || h.Stats() != hs {
@@ -283,41 +273,36 @@ func testAppendOneRowAllocatesNothing(t *testing.T, r *streamRig) {
 }
 
 // batchCounts is callCounts with the host backend's batches of copies
-// (device.BatchCopier), counted as calls.
+// (device.BatchCopier), counted as calls; to callCounts' faults a batch
+// is a call of kind statetest.OpCopy.
 type batchCounts struct {
 	*callCounts
 	batches, asyncBatches, readBatches int
-	failBatch                          bool // the next batch, any kind, fails
 }
 
-func (c *batchCounts) fail() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	f := c.failBatch
-	c.failBatch = false
-	return f
-}
+// failBatch makes the next batch, any kind, fail.
+func (c *batchCounts) failBatch() { c.faults.Arm(statetest.OpCopy, 0) }
 
 func (c *batchCounts) CopiesHtoD(cs []device.HostCopy) error {
 	c.count(&c.batches, 0)
-	if c.fail() {
-		return errInjected
+	if err := c.faults.Check(statetest.OpCopy, "CopiesHtoD"); err != nil {
+		return err
 	}
 	return c.Backend.(device.BatchCopier).CopiesHtoD(cs)
 }
 
 func (c *batchCounts) CopiesHtoDAsync(st device.Stream, cs []device.HostCopy) error {
 	c.count(&c.asyncBatches, 0)
-	if c.fail() {
-		return errInjected
+	if err := c.faults.Check(statetest.OpCopy, "CopiesHtoDAsync"); err != nil {
+		return err
 	}
 	return c.Backend.(device.BatchCopier).CopiesHtoDAsync(st, cs)
 }
 
 func (c *batchCounts) CopiesDtoHAsync(st device.Stream, cs []device.HostRead) error {
 	c.count(&c.readBatches, 0)
-	if c.fail() {
-		return errInjected
+	if err := c.faults.Check(statetest.OpCopy, "CopiesDtoHAsync"); err != nil {
+		return err
 	}
 	return c.Backend.(device.BatchReader).CopiesDtoHAsync(st, cs)
 }
@@ -369,9 +354,9 @@ func TestReadAsyncOneBatch(t *testing.T) {
 			}
 		}
 		c.mu.Lock()
-		c.failBatch = true
+		c.failBatch()
 		c.mu.Unlock()
-		if err := read.f(got); !errors.Is(err, errInjected) {
+		if err := read.f(got); !errors.Is(err, statetest.ErrInjected) {
 			t.Fatalf("%s with a failing batch: %v", read.name, err)
 		}
 	}
@@ -396,14 +381,14 @@ func TestFailedBatchChangesNothing(t *testing.T) {
 		rows := seqKV(l, 3, byte(10+i))
 		v, hs, ps := h.Version(), h.Stats(), p.Stats()
 		c.mu.Lock()
-		c.failBatch = true
+		c.failBatch()
 		c.mu.Unlock()
 		if async {
 			err = h.AppendAsync(st, rows)
 		} else {
 			err = h.Append(rows)
 		}
-		if !errors.Is(err, errInjected) {
+		if !errors.Is(err, statetest.ErrInjected) {
 			t.Fatalf("async %v: a failing batch answered %v", async, err)
 		}
 		if h.Version() != v || h.Stats() != hs {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/gpustate/gpustate/runtime/device"
+	"github.com/gpustate/gpustate/runtime/state/internal/statetest"
 )
 
 // The sharing model: the same seeded sessions run on a pool whose heads
@@ -27,7 +28,7 @@ type shareSession struct {
 
 func TestShareModel(t *testing.T) {
 	steps := modelSteps(t, 1000)
-	for seed := range uint64(6) {
+	for _, seed := range statetest.Seeds(0, 1, 2, 3, 4, 5) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			capped := seed%3 == 2
 			adopted, evicted := runShareModel(t, seed, steps, capped)
@@ -54,6 +55,7 @@ func FuzzShareModel(f *testing.F) {
 // runShareModel runs steps seeded steps, with a cap on the sharing pool
 // when capped, and returns the rows adopted and the bytes evicted.
 func runShareModel(t *testing.T, seed uint64, steps int, capped bool) (adopted int, evicted int64) {
+	statetest.LogReplay(t, seed)
 	rng := rand.New(rand.NewPCG(seed, seed*7+1))
 	l := prompt(4, 96)
 	l.Descendants = Keep

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/gpustate/gpustate/runtime/device"
+	"github.com/gpustate/gpustate/runtime/state/internal/statetest"
 )
 
 // The abort of a failed step (writeTx.abort with callerWrites): the head
@@ -93,18 +94,18 @@ func TestStepFailureInAFullPoolKeepsTheHead(t *testing.T) {
 // failed step meets a backend fault, the mandatory head is not lost: its
 // next call rebuilds it, and it reads as before.
 func TestStepFailureWhoseRebuildFaultsKeepsTheHead(t *testing.T) {
-	fb := newFaultBackend(device.Host())
+	fb := statetest.NewFaults(device.Host())
 	p, err := NewPool(fb, PoolOptions{BlockBytes: 64})
 	check(t, err)
 	defer p.Close()
 	h, rows := stepHead(t, p)
 	defer h.Release()
 	v := h.Version()
-	err = h.Step([][]byte{{9}}, true, junkStep(fb, func() { fb.arm(opCopy, 0) }))
-	if !fb.disarm() {
+	err = h.Step([][]byte{{9}}, true, junkStep(fb, func() { fb.Arm(statetest.OpCopy, 0) }))
+	if !fb.Disarm() {
 		t.Fatal("the rebuild made no copy to fail")
 	}
-	if !errors.Is(err, errStep) || !errors.Is(err, errInjected) {
+	if !errors.Is(err, errStep) || !errors.Is(err, statetest.ErrInjected) {
 		t.Fatalf("a failing step whose rebuild faulted answered %v; want both errors", err)
 	}
 	sameHead(t, "after a failed step whose rebuild faulted", h, v, rows)

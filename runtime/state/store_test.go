@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/gpustate/gpustate/runtime/device"
+	"github.com/gpustate/gpustate/runtime/state/internal/statetest"
 )
 
 // kv is a two-column layout: keys of 4 int32 and values of one float64.
@@ -476,7 +477,7 @@ func TestPoolCloseNamesLiveHandles(t *testing.T) {
 }
 
 func TestPoolMaxBytesAndReuse(t *testing.T) {
-	fb := newFaultBackend(device.Host())
+	fb := statetest.NewFaults(device.Host())
 	p, err := NewPool(fb, PoolOptions{BlockBytes: 256, MaxBytes: 256 * 20})
 	check(t, err)
 	defer p.Close()
@@ -493,13 +494,13 @@ func TestPoolMaxBytesAndReuse(t *testing.T) {
 	if st.ReservedBytes != 256*20 || st.PhysicalBytes != 256*20 || st.Blocks != 20 || st.FreeBlocks != 0 {
 		t.Fatalf("stats at the cap: %+v", st)
 	}
-	allocs := fb.allocs
+	allocs := fb.Allocs()
 	check(t, h.Release())
 	// Reuse by another owner: no new backend allocation, and zeros.
 	m := must[*Head](t)(p.NewHead(&Layout{Type: "M", Columns: l.Columns, Growth: Mutable, Bound: 20}, "b"))
 	defer m.Release()
-	if fb.allocs != allocs {
-		t.Fatalf("reusing free blocks took %d backend allocations", fb.allocs-allocs)
+	if fb.Allocs() != allocs {
+		t.Fatalf("reusing free blocks took %d backend allocations", fb.Allocs()-allocs)
 	}
 	dst := [][]byte{make([]byte, 256*20)}
 	check(t, m.Read(0, 20, dst))
@@ -511,7 +512,7 @@ func TestPoolMaxBytesAndReuse(t *testing.T) {
 // Blocks the same owner freed come back without zeroing; another owner's
 // are zeroed first.
 func TestZeroingAcrossOwners(t *testing.T) {
-	fb := newFaultBackend(device.Host())
+	fb := statetest.NewFaults(device.Host())
 	p, err := NewPool(fb, PoolOptions{BlockBytes: 256})
 	check(t, err)
 	defer p.Close()

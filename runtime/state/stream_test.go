@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gpustate/gpustate/runtime/device"
+	"github.com/gpustate/gpustate/runtime/state/internal/statetest"
 )
 
 // The kernels the stream tests launch: fill sets n bytes at dst (Go here,
@@ -267,7 +268,7 @@ func TestRecordStreamErrors(t *testing.T) {
 	if err := h.RecordStream(st); !errors.Is(err, ErrReleased) {
 		t.Errorf("RecordStream on a released head: %v; want ErrReleased", err)
 	}
-	q, err := NewPool(plainBackend{device.Host()}, PoolOptions{})
+	q, err := NewPool(statetest.Plain{Backend: device.Host()}, PoolOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -278,9 +279,6 @@ func TestRecordStreamErrors(t *testing.T) {
 		t.Errorf("RecordStream on a backend without streams: %v; want ErrUnsupported", err)
 	}
 }
-
-// plainBackend hides a backend's optional interfaces.
-type plainBackend struct{ device.Backend }
 
 // TestStreamsRecordedPerBlock: the blocks recorded on one stream share one
 // record of it, and recording a second stream on some of them gives those

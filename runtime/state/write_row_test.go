@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/gpustate/gpustate/runtime/device"
+	"github.com/gpustate/gpustate/runtime/state/internal/statetest"
 )
 
 // TestAppendRowsShortPath appends one row at a time across block
@@ -64,14 +65,14 @@ func TestAppendRowsFaults(t *testing.T) {
 		rows := tc.rows
 		t.Run(fmt.Sprintf("%d+%d", rows, tc.add), func(t *testing.T) {
 			for k := 0; ; k++ {
-				fb := newFaultBackend(device.Host())
+				fb := statetest.NewFaults(device.Host())
 				p := must[*Pool](t)(NewPool(fb, PoolOptions{BlockBytes: 256}))
 				h := must[*Head](t)(p.NewHead(kv(Append, 0, Keep), "me"))
 				check(t, h.Append(kvRows(rows, 1)))
 				before, st, pst := readAll(t, h), h.Stats(), p.Stats()
-				fb.arm(opAll, k)
+				fb.Arm(statetest.OpAll, k)
 				err := h.Append(kvRows(tc.add, 2))
-				if !fb.disarm() {
+				if !fb.Disarm() {
 					check(t, err)
 					if k == 0 {
 						t.Fatal("the append made no backend call")
@@ -80,7 +81,7 @@ func TestAppendRowsFaults(t *testing.T) {
 					check(t, p.Close())
 					return
 				}
-				if !errors.Is(err, errInjected) {
+				if !errors.Is(err, statetest.ErrInjected) {
 					t.Fatalf("call %d: %v", k, err)
 				}
 				pst2 := p.Stats()

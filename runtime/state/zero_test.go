@@ -5,23 +5,13 @@ import (
 	"testing"
 
 	"github.com/gpustate/gpustate/runtime/device"
+	"github.com/gpustate/gpustate/runtime/state/internal/statetest"
 )
 
-// memsetCounter counts the bytes a backend is asked to zero; zeroes says
-// whether it claims fresh memory reads as zeros.
-type memsetCounter struct {
-	device.Backend
-	bytes int
-}
+// zeroingCounts is statetest.Counts that claims fresh memory reads as zeros.
+type zeroingCounts struct{ *statetest.Counts }
 
-func (m *memsetCounter) Memset(dst device.Ptr, v byte, n int) error {
-	m.bytes += n
-	return m.Backend.Memset(dst, v, n)
-}
-
-type zeroingCounter struct{ *memsetCounter }
-
-func (zeroingCounter) AllocZeroes() bool { return true }
+func (zeroingCounts) AllocZeroes() bool { return true }
 
 func TestSlabGrowthZeroesOnlyWhatIsNotKnownZero(t *testing.T) {
 	for _, tc := range []struct {
@@ -29,18 +19,18 @@ func TestSlabGrowthZeroesOnlyWhatIsNotKnownZero(t *testing.T) {
 		known  bool
 		zeroed int // bytes zeroed for the first slab
 	}{{"plain backend", false, 256 * 256}, {"backend that allocates zeros", true, 0}} {
-		mc := &memsetCounter{Backend: device.Host()}
+		mc := statetest.NewCounts(device.Host())
 		var b device.Backend = mc
 		if tc.known {
-			b = zeroingCounter{mc}
+			b = zeroingCounts{mc}
 		}
 		p, err := NewPool(b, PoolOptions{BlockBytes: 256})
 		if err != nil {
 			t.Fatal(err)
 		}
 		h := must[*Head](t)(p.NewHead(&Layout{Type: "M", Columns: []Column{{Name: "A", ElemSize: 1, Width: 256}}, Growth: Mutable, Bound: 4}, "a"))
-		if mc.bytes != tc.zeroed {
-			t.Errorf("%s: %d bytes zeroed for a new slab, want %d", tc.name, mc.bytes, tc.zeroed)
+		if got := mc.Bytes("Memset"); got != int64(tc.zeroed) {
+			t.Errorf("%s: %d bytes zeroed for a new slab, want %d", tc.name, got, tc.zeroed)
 		}
 		dst := [][]byte{make([]byte, 4*256)}
 		check(t, h.Read(0, 4, dst))

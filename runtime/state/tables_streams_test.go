@@ -9,15 +9,16 @@ import (
 	"testing"
 
 	"github.com/gpustate/gpustate/runtime/device"
+	"github.com/gpustate/gpustate/runtime/state/internal/statetest"
 )
 
 // Where streams, block tables, windows and prefix sharing meet (issue 21):
 // each test reproduces one defect through the public API.
 
-// TestMeetNilReceivers: every exported method on a nil head, snapshot,
+// TestNilReceivers: every exported method on a nil head, snapshot,
 // pool or block table answers (ErrReleased where it returns an error)
 // instead of panicking.
-func TestMeetNilReceivers(t *testing.T) {
+func TestNilReceivers(t *testing.T) {
 	var h *Head
 	var s *Snap
 	var p *Pool
@@ -80,9 +81,9 @@ func TestMeetNilReceivers(t *testing.T) {
 	}
 }
 
-// TestMeetClosedPoolReportsNothing: a head and a snapshot of a closed pool
+// TestClosedPoolReportsNothing: a head and a snapshot of a closed pool
 // report no rows and no bytes, as released handles do.
-func TestMeetClosedPoolReportsNothing(t *testing.T) {
+func TestClosedPoolReportsNothing(t *testing.T) {
 	p, err := NewPool(device.Host(), PoolOptions{BlockBytes: 256})
 	check(t, err)
 	h := must[*Head](t)(p.NewHead(kv(Append, 0, Keep), "a"))
@@ -104,9 +105,9 @@ func TestMeetClosedPoolReportsNothing(t *testing.T) {
 	check(t, s.Release())
 }
 
-// TestMeetRecordStreamForeign: a stream of another backend is an error
+// TestRecordStreamForeign: a stream of another backend is an error
 // for RecordStream, on heads and snapshots, and records nothing.
-func TestMeetRecordStreamForeign(t *testing.T) {
+func TestRecordStreamForeign(t *testing.T) {
 	r := hostStreamRig(t)
 	p, err := NewPool(r.b, PoolOptions{BlockBytes: 256})
 	check(t, err)
@@ -168,9 +169,9 @@ func checkTable(t *testing.T, what string, b device.Backend, bt *BlockTable, spa
 	}
 }
 
-// TestMeetWindowTablesAndStreams: block tables and RecordStream on window
+// TestWindowTablesAndStreams: block tables and RecordStream on window
 // states whose early blocks (whole subtrees of them) expired.
-func TestMeetWindowTablesAndStreams(t *testing.T) {
+func TestWindowTablesAndStreams(t *testing.T) {
 	r := hostStreamRig(t)
 	p, err := NewPool(r.b, PoolOptions{BlockBytes: 256})
 	check(t, err)
@@ -213,11 +214,11 @@ func TestMeetWindowTablesAndStreams(t *testing.T) {
 	checkTable(t, "the live table after a recorded append", p.Backend(), live, h.Spans, h.Oldest(), h.Len())
 }
 
-// TestMeetShareReusedLayout: a Layout value reused after a column was
+// TestShareReusedLayout: a Layout value reused after a column was
 // widened opens a prefix table of its own: a shared head of the wider
 // layout adopts none of the narrower blocks (whose rows it would read
 // past, into another owner's), and reads its own rows.
-func TestMeetShareReusedLayout(t *testing.T) {
+func TestShareReusedLayout(t *testing.T) {
 	p := newPool(t, PoolOptions{})
 	l := prompt(16, 0)
 	toks := tokens(3, 40)
@@ -249,10 +250,10 @@ func TestMeetShareReusedLayout(t *testing.T) {
 	}
 }
 
-// TestMeetTableStreamOrder: a kernel queued with a head's table at one
+// TestTableStreamOrder: a kernel queued with a head's table at one
 // version reads that version's blocks, though a later copy-on-write write
 // replaces one of them before the kernel runs.
-func TestMeetTableStreamOrder(t *testing.T) {
+func TestTableStreamOrder(t *testing.T) {
 	eachStreamRig(t, testTableStreamOrder)
 }
 
@@ -301,7 +302,8 @@ func testTableStreamOrder(t *testing.T, r *streamRig) {
 }
 
 // tableFaults fails the allocations of block tables (small ones) and the
-// copies into them while armed.
+// copies into them while armed. Not statetest.Faults: it picks its calls by
+// size and by destination address, which a Faults predicate does not see.
 type tableFaults struct {
 	device.Backend
 	mu     sync.Mutex
@@ -341,10 +343,10 @@ func (f *tableFaults) arm(on bool) {
 	f.mu.Unlock()
 }
 
-// TestMeetTableFailureRecovers: a failed block-table update shows in
+// TestTableFailureRecovers: a failed block-table update shows in
 // Column (the write's rows are committed, so the write succeeds) and the
 // table is rebuilt by the next call once the device works again.
-func TestMeetTableFailureRecovers(t *testing.T) {
+func TestTableFailureRecovers(t *testing.T) {
 	f := &tableFaults{Backend: device.Host(), tables: map[device.Ptr]int{}}
 	p, err := NewPool(f, PoolOptions{BlockBytes: 256})
 	check(t, err)
@@ -375,60 +377,25 @@ func TestMeetTableFailureRecovers(t *testing.T) {
 	checkTable(t, "after the next write", p.Backend(), bt, h.Spans, 0, h.Len())
 }
 
-// asyncFaults fails, on demand, the async copies or the n-th event
-// recorded from now on the host backend's streams.
-type asyncFaults struct {
-	device.Backend
-	device.Streams
-	mu        sync.Mutex
-	failCopy  bool
-	failEvent int // 1: the next Record fails; 0: none
-}
-
-func newAsyncFaults(t *testing.T) *asyncFaults {
-	b := device.Host()
-	t.Cleanup(func() { b.Close() })
-	return &asyncFaults{Backend: b, Streams: b.(device.Streams)}
-}
-
-func (f *asyncFaults) CopyHtoDAsync(st device.Stream, dst device.Ptr, src []byte) error {
-	f.mu.Lock()
-	fail := f.failCopy
-	f.mu.Unlock()
-	if fail {
-		return errors.New("injected async copy failure")
-	}
-	return f.Streams.CopyHtoDAsync(st, dst, src)
-}
-
-func (f *asyncFaults) Record(st device.Stream) (device.Event, error) {
-	f.mu.Lock()
-	n := f.failEvent
-	if n > 0 {
-		f.failEvent--
-	}
-	f.mu.Unlock()
-	if n == 1 {
-		return nil, errors.New("injected event record failure")
-	}
-	return f.Streams.Record(st)
-}
-
-// TestMeetAppendAsyncFailureChangesNothing: an AppendAsync whose copy or
+// TestAppendAsyncFailureChangesNothing: an AppendAsync whose copy or
 // event fails answers an error and changes nothing (rows, version, stats),
 // so a retry stores the rows once.
-func TestMeetAppendAsyncFailureChangesNothing(t *testing.T) {
+func TestAppendAsyncFailureChangesNothing(t *testing.T) {
 	for _, c := range []struct {
 		name   string
-		inject func(f *asyncFaults)
+		inject func(f *statetest.StreamFaults)
 	}{
-		{"copy", func(f *asyncFaults) { f.failCopy = true }},
+		{"copy", func(f *statetest.StreamFaults) {
+			f.FailWhen(func(_ statetest.Op, method string) bool { return method == "CopyHtoDAsync" })
+		}},
 		// One event follows the copies: the rows landed, the staging
 		// buffer is free again.
-		{"event", func(f *asyncFaults) { f.failEvent = 1 }},
+		{"event", func(f *statetest.StreamFaults) { f.Arm(statetest.OpRecord, 0) }},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			f := newAsyncFaults(t)
+			b := device.Host()
+			t.Cleanup(func() { b.Close() })
+			f := statetest.NewStreamFaults(b)
 			p, err := NewPool(f, PoolOptions{BlockBytes: 256})
 			check(t, err)
 			defer p.Close()
@@ -440,15 +407,11 @@ func TestMeetAppendAsyncFailureChangesNothing(t *testing.T) {
 			s := must[*Snap](t)(h.Snapshot()) // the next append copies the shared block
 			defer s.Release()
 			v, hs, ps := h.Version(), h.Stats(), p.Stats()
-			f.mu.Lock()
 			c.inject(f)
-			f.mu.Unlock()
 			if err := h.AppendAsync(st, kvRows(30, 2)); err == nil {
 				t.Fatal("AppendAsync with a failing stream answered nil")
 			}
-			f.mu.Lock()
-			f.failCopy, f.failEvent = false, 0
-			f.mu.Unlock()
+			f.Disarm()
 			p.WaitPending()
 			if h.Len() != 20 || h.Version() != v || h.Stats() != hs {
 				t.Errorf("the failed call changed the head: %d rows at version %d (%+v); was 20 at %d (%+v)", h.Len(), h.Version(), h.Stats(), v, hs)
@@ -469,11 +432,11 @@ func TestMeetAppendAsyncFailureChangesNothing(t *testing.T) {
 	}
 }
 
-// TestMeetSharePrefixAfterKernel: blocks a kernel fills join the prefix
+// TestSharePrefixAfterKernel: blocks a kernel fills join the prefix
 // cache only once the streams recorded on the head are past the kernel:
 // while it is held back, a prompt of what the blocks held before adopts
 // nothing; once it ran, the real prompt adopts them, with the kernel's rows.
-func TestMeetSharePrefixAfterKernel(t *testing.T) {
+func TestSharePrefixAfterKernel(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		rig  func(*testing.T) *streamRig

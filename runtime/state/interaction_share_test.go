@@ -10,20 +10,20 @@ import (
 	"github.com/gpustate/gpustate/runtime/state"
 )
 
-// The meet model's shared prefixes, and kernels that read block tables.
+// The interaction model's shared prefixes, and kernels that read block tables.
 // A shared head's rows derive from its keys (each row from every key up to
 // it, as a decoder's keys and values do), so any prefix adopted from the
 // cache must read as the rows the head's own keys give.
 
-const meetSharedRows = 16
+const sharedBlockRows = 16
 
 func sharedLayout(width int) *state.Layout {
 	return &state.Layout{
-		Type:      "MeetPrompt",
+		Type:      "Prompt",
 		Columns:   []state.Column{{Name: "KV", ElemSize: 4, Width: width}, {Name: "Token", ElemSize: 4, Width: 1}},
 		Growth:    state.Append,
 		Bound:     256,
-		BlockRows: meetSharedRows,
+		BlockRows: sharedBlockRows,
 		ShareKey:  "Token",
 	}
 }
@@ -61,9 +61,9 @@ func keyBytes(toks []int32) []byte {
 }
 
 // template returns a prompt of a few shared beginnings, then new tokens.
-func (m *meet) template() []int32 {
+func (m *interaction) template() []int32 {
 	base := int32(1 + m.rng.IntN(3))
-	n := m.rng.IntN(3 * meetSharedRows)
+	n := m.rng.IntN(3 * sharedBlockRows)
 	out := make([]int32, 0, n+8)
 	for i := range n {
 		out = append(out, base*1000+int32(i)+1)
@@ -71,7 +71,7 @@ func (m *meet) template() []int32 {
 	return append(out, m.newTokens(m.rng.IntN(8))...)
 }
 
-func (m *meet) newTokens(n int) []int32 {
+func (m *interaction) newTokens(n int) []int32 {
 	out := make([]int32, n)
 	for i := range out {
 		out[i] = 900000 + m.rng.Int32N(3)
@@ -81,7 +81,7 @@ func (m *meet) newTokens(n int) []int32 {
 
 // sharedSession starts a shared session that adopts what it can of a
 // prompt and appends the rest, or extends one.
-func (m *meet) sharedSession() {
+func (m *interaction) sharedSession() {
 	if x := m.pickHead("shared"); x != nil && m.rng.IntN(2) == 0 {
 		more := m.newTokens(1 + m.rng.IntN(20))
 		if x.stateErr() != nil || len(x.toks)+len(more) > 256 {
@@ -126,7 +126,7 @@ func (m *meet) sharedSession() {
 }
 
 // checkAdopted reads the rows a head just adopted.
-func (m *meet) checkAdopted(x *ref, n int) {
+func (m *interaction) checkAdopted(x *ref, n int) {
 	dst := [][]byte{make([]byte, n*x.lin.layout.Columns[0].RowBytes()), make([]byte, 4*n)}
 	err := x.head.Read(0, n, dst)
 	if faultErr(err) {
@@ -152,7 +152,7 @@ func (m *meet) checkAdopted(x *ref, n int) {
 // widenShared widens the KV column of the one shared Layout value the
 // model reuses: heads made from it now are of another layout, and must
 // never adopt blocks of the narrower one.
-func (m *meet) widenShared() {
+func (m *interaction) widenShared() {
 	if m.widened >= 3 {
 		return
 	}
@@ -165,13 +165,13 @@ func (m *meet) widenShared() {
 // queued on a recorded stream, gated: while it has not run, the blocks hold
 // no keys yet, so no prompt may adopt them; once it has, the head's own
 // prompt adopts every full block the head holds.
-func (m *meet) sharedDeviceAppend() {
+func (m *interaction) sharedDeviceAppend() {
 	x := m.pickHead("shared")
 	if x == nil || x.stateErr() != nil {
 		return
 	}
 	from := len(x.toks)
-	k := meetSharedRows - from%meetSharedRows + meetSharedRows*m.rng.IntN(2)
+	k := sharedBlockRows - from%sharedBlockRows + sharedBlockRows*m.rng.IntN(2)
 	if from+k > 256 {
 		return
 	}
@@ -197,7 +197,7 @@ func (m *meet) sharedDeviceAppend() {
 		// before from, zeros (fresh blocks) after.
 		keys := append(keyBytes(toks[:from]), make([]byte, 4*k)...)
 		n, err := probe.AdoptPrefix(keys)
-		if err == nil && n > from/meetSharedRows*meetSharedRows && sameWidth(m.shared, x.lin.layout) {
+		if err == nil && n > from/sharedBlockRows*sharedBlockRows && sameWidth(m.shared, x.lin.layout) {
 			probe.Release()
 			m.pool.ForgetPrefixes("d") // to look past it: no later prompt adopts the garbage
 			m.fail("prefix registered before the kernel that writes it ran (garbage keys adopted)",
@@ -213,11 +213,11 @@ func sameWidth(a, b *state.Layout) bool { return a.Columns[0].Width == b.Columns
 
 // checkRegistered checks that a head's own prompt adopts every full block
 // the head holds, once the kernels that wrote them are done.
-func (m *meet) checkRegistered(x *ref) {
+func (m *interaction) checkRegistered(x *ref) {
 	if !sameWidth(m.shared, x.lin.layout) {
 		return
 	}
-	want := len(x.toks) / meetSharedRows * meetSharedRows
+	want := len(x.toks) / sharedBlockRows * sharedBlockRows
 	got := 0
 	for try := 0; try < 50 && got < want; try++ {
 		if try > 0 {
@@ -243,7 +243,7 @@ func (m *meet) checkRegistered(x *ref) {
 }
 
 // queueCopy queues on st a kernel that writes cols through spans.
-func (m *meet) queueCopy(st *meetStream, l *state.Layout, spans [][]device.Span, cols [][]byte) {
+func (m *interaction) queueCopy(st *interactionStream, l *state.Layout, spans [][]device.Span, cols [][]byte) {
 	inner := m.be.Backend
 	type w struct {
 		p device.Ptr
@@ -272,7 +272,7 @@ func (m *meet) queueCopy(st *meetStream, l *state.Layout, spans [][]device.Span,
 // the head's first column through its block table, and before it runs
 // writes the head with copy-on-write: the kernel must read the version it
 // was queued at.
-func (m *meet) tableKernel() {
+func (m *interaction) tableKernel() {
 	x := m.pickHead([]string{"mutable", "ckpt"}[m.rng.IntN(2)])
 	if x == nil || x.stateErr() != nil || x.rows() == 0 {
 		return
@@ -337,7 +337,7 @@ func readThroughTable(b device.Backend, tc state.TableColumn, rows int, out []by
 }
 
 // writeRowsOf writes at least one row of x (a mutable head).
-func (m *meet) writeRowsOf(x *ref) {
+func (m *interaction) writeRowsOf(x *ref) {
 	l := x.lin.layout
 	at := m.rng.IntN(x.rows())
 	n := 1 + m.rng.IntN(x.rows()-at)

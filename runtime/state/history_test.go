@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gpustate/gpustate/runtime/device"
+	"github.com/gpustate/gpustate/runtime/state/internal/statetest"
 )
 
 // Regression tests for where history (checkpoints, reconstruction, the
@@ -28,7 +29,7 @@ func cpLayout(ret Retention) *Layout {
 // copies on write, and checks that the failed reconstruction gave back
 // every block it took: the pool's blocks in use are as before.
 func TestAtFailureLeaksNothing(t *testing.T) {
-	fb := newFaultBackend(device.Host())
+	fb := statetest.NewFaults(device.Host())
 	p, err := NewPool(fb, PoolOptions{BlockBytes: 256})
 	check(t, err)
 	defer p.Close()
@@ -40,11 +41,11 @@ func TestAtFailureLeaksNothing(t *testing.T) {
 		vs = append(vs, h.Version())
 	}
 	before := p.Stats()
-	fb.arm(opCopy, 0) // the seed copy of the first block the delta writes
-	if _, err := h.At(vs[1]); !errors.Is(err, errInjected) {
+	fb.Arm(statetest.OpCopy, 0) // the seed copy of the first block the delta writes
+	if _, err := h.At(vs[1]); !errors.Is(err, statetest.ErrInjected) {
 		t.Fatalf("At with a failing copy: %v, want the injected fault", err)
 	}
-	if !fb.disarm() {
+	if !fb.Disarm() {
 		t.Fatal("the fault did not fire")
 	}
 	after := p.Stats()
@@ -64,7 +65,7 @@ func TestAtFailureLeaksNothing(t *testing.T) {
 // reconstructable head, fails the rebuild its next call makes, and checks
 // that the blocks the rebuild took went back.
 func TestRebuildFailureLeaksNothing(t *testing.T) {
-	fb := newFaultBackend(device.Host())
+	fb := statetest.NewFaults(device.Host())
 	p, err := NewPool(fb, PoolOptions{BlockBytes: 256, MaxBytes: 64 * 256})
 	check(t, err)
 	defer p.Close()
@@ -85,12 +86,12 @@ func TestRebuildFailureLeaksNothing(t *testing.T) {
 		check(t, m.Release())
 	}
 	before := p.Stats()
-	fb.arm(opCopy, 0) // the seed copy of the first block the rebuild copies on write
+	fb.Arm(statetest.OpCopy, 0) // the seed copy of the first block the rebuild copies on write
 	dst := [][]byte{make([]byte, 16), make([]byte, 8)}
-	if err := h.Read(0, 1, dst); !errors.Is(err, errInjected) {
+	if err := h.Read(0, 1, dst); !errors.Is(err, statetest.ErrInjected) {
 		t.Fatalf("Read with a failing rebuild: %v, want the injected fault", err)
 	}
-	fb.disarm()
+	fb.Disarm()
 	if after := p.Stats(); after.Blocks != before.Blocks {
 		t.Fatalf("a failed rebuild kept blocks: %d in use, %d before", after.Blocks, before.Blocks)
 	}

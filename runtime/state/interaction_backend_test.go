@@ -1,28 +1,32 @@
 package state_test
 
 import (
-	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
 
 	"github.com/gpustate/gpustate/runtime/device"
+	"github.com/gpustate/gpustate/runtime/state/internal/statetest"
 )
 
-// The feature-interaction model's backend: the host backend behind a
-// wrapper that injects faults, counts calls, can block Free, and runs
-// streams of its own. Its streams are ordered queues, each run by its own
-// goroutine as the host backend's are, but the model can queue plain Go
-// work on them (a "kernel" that fills spans or reads a block table) and
-// gates that hold a stream without holding any backend lock, so queued work
-// really completes later and at a point the model chooses.
+// The interaction model's backend: the host backend behind a wrapper that
+// injects faults, counts calls, can block Free, and runs streams of its
+// own. Its streams are ordered queues, each run by its own goroutine as the
+// host backend's are, but the model can queue plain Go work on them (a
+// "kernel" that fills spans or reads a block table) and gates that hold a
+// stream without holding any backend lock, so queued work really completes
+// later and at a point the model chooses.
+//
+// It stays here rather than in internal/statetest: its streams run the
+// model's kernels and gates, and its faults are armed per method (backendOp)
+// by the model's random steps; rebuilt on statetest.Faults, whose kinds are
+// coarser, the seeds that replay past defects would run other sequences.
+// Its faults return statetest.ErrInjected.
 
-var errMeetInjected = errors.New("meet model: injected fault")
-
-type meetOp int
+type backendOp int
 
 const (
-	mAlloc meetOp = 1 << iota
+	mAlloc backendOp = 1 << iota
 	mCopyHtoD
 	mCopyDtoH
 	mCopyDtoD
@@ -32,12 +36,12 @@ const (
 	mAll    = mAlloc | mCopyHtoD | mCopyDtoH | mCopyDtoD | mMemset | mAsync | mRecord
 )
 
-type meetBackend struct {
+type interactionBackend struct {
 	device.Backend // the host backend
 
 	mu    sync.Mutex
-	armed meetOp // kinds that fail once the countdown ends
-	after int    // calls of an armed kind to let through first
+	armed backendOp // kinds that fail once the countdown ends
+	after int       // calls of an armed kind to let through first
 	fired bool
 
 	calls atomic.Int64 // every call to the wrapped backend
@@ -49,20 +53,20 @@ type meetBackend struct {
 	inFree    chan struct{}
 
 	smu     sync.Mutex
-	streams []*meetStream // every stream made, for Sync
+	streams []*interactionStream // every stream made, for Sync
 }
 
-func newMeetBackend() *meetBackend { return &meetBackend{Backend: device.Host()} }
+func newInteractionBackend() *interactionBackend { return &interactionBackend{Backend: device.Host()} }
 
 // arm makes the call after the next n calls of the kinds in k fail.
-func (b *meetBackend) arm(k meetOp, n int) {
+func (b *interactionBackend) arm(k backendOp, n int) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.armed, b.after, b.fired = k, n, false
 }
 
 // disarm stops injecting and reports whether a fault fired since arm.
-func (b *meetBackend) disarm() bool {
+func (b *interactionBackend) disarm() bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	fired := b.fired
@@ -71,13 +75,13 @@ func (b *meetBackend) disarm() bool {
 }
 
 // hasFired reports whether a fault fired since arm.
-func (b *meetBackend) hasFired() bool {
+func (b *interactionBackend) hasFired() bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.fired
 }
 
-func (b *meetBackend) check(k meetOp, what string) error {
+func (b *interactionBackend) check(k backendOp, what string) error {
 	b.calls.Add(1)
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -89,23 +93,23 @@ func (b *meetBackend) check(k meetOp, what string) error {
 		return nil
 	}
 	b.armed, b.fired = 0, true
-	return fmt.Errorf("%s: %w", what, errMeetInjected)
+	return fmt.Errorf("%s: %w", what, statetest.ErrInjected)
 }
 
 // AllocZeroes passes on what the host backend says of its fresh memory.
-func (b *meetBackend) AllocZeroes() bool {
+func (b *interactionBackend) AllocZeroes() bool {
 	z, ok := b.Backend.(device.AllocZeroer)
 	return ok && z.AllocZeroes()
 }
 
-func (b *meetBackend) Alloc(n int) (device.Ptr, error) {
+func (b *interactionBackend) Alloc(n int) (device.Ptr, error) {
 	if err := b.check(mAlloc, "alloc"); err != nil {
 		return 0, err
 	}
 	return b.Backend.Alloc(n)
 }
 
-func (b *meetBackend) Free(p device.Ptr) error {
+func (b *interactionBackend) Free(p device.Ptr) error {
 	b.calls.Add(1)
 	b.frees.Add(1)
 	b.mu.Lock()
@@ -121,37 +125,37 @@ func (b *meetBackend) Free(p device.Ptr) error {
 	return b.Backend.Free(p)
 }
 
-func (b *meetBackend) CopyHtoD(dst device.Ptr, src []byte) error {
+func (b *interactionBackend) CopyHtoD(dst device.Ptr, src []byte) error {
 	if err := b.check(mCopyHtoD, "copy to device"); err != nil {
 		return err
 	}
 	return b.Backend.CopyHtoD(dst, src)
 }
 
-func (b *meetBackend) CopyDtoH(dst []byte, src device.Ptr) error {
+func (b *interactionBackend) CopyDtoH(dst []byte, src device.Ptr) error {
 	if err := b.check(mCopyDtoH, "copy to host"); err != nil {
 		return err
 	}
 	return b.Backend.CopyDtoH(dst, src)
 }
 
-func (b *meetBackend) CopyDtoD(dst, src device.Ptr, n int) error {
+func (b *interactionBackend) CopyDtoD(dst, src device.Ptr, n int) error {
 	if err := b.check(mCopyDtoD, "copy on device"); err != nil {
 		return err
 	}
 	return b.Backend.CopyDtoD(dst, src, n)
 }
 
-func (b *meetBackend) Memset(dst device.Ptr, v byte, n int) error {
+func (b *interactionBackend) Memset(dst device.Ptr, v byte, n int) error {
 	if err := b.check(mMemset, "memset"); err != nil {
 		return err
 	}
 	return b.Backend.Memset(dst, v, n)
 }
 
-// meetStream is an ordered queue of work run by its own goroutine.
-type meetStream struct {
-	b      *meetBackend
+// interactionStream is an ordered queue of work run by its own goroutine.
+type interactionStream struct {
+	b      *interactionBackend
 	mu     sync.Mutex
 	cond   *sync.Cond
 	ops    []func() error
@@ -161,20 +165,20 @@ type meetStream struct {
 	exited chan struct{}
 }
 
-type meetEvent struct {
-	s    *meetStream
+type interactionEvent struct {
+	s    *interactionStream
 	done chan struct{}
 	err  error
 }
 
 var (
-	_ device.Streams      = (*meetBackend)(nil)
-	_ device.StreamCopier = (*meetBackend)(nil)
-	_ device.AllocZeroer  = (*meetBackend)(nil)
+	_ device.Streams      = (*interactionBackend)(nil)
+	_ device.StreamCopier = (*interactionBackend)(nil)
+	_ device.AllocZeroer  = (*interactionBackend)(nil)
 )
 
-func (b *meetBackend) NewStream() (device.Stream, error) {
-	s := &meetStream{b: b, exited: make(chan struct{})}
+func (b *interactionBackend) NewStream() (device.Stream, error) {
+	s := &interactionStream{b: b, exited: make(chan struct{})}
 	s.cond = sync.NewCond(&s.mu)
 	b.smu.Lock()
 	b.streams = append(b.streams, s)
@@ -186,9 +190,9 @@ func (b *meetBackend) NewStream() (device.Stream, error) {
 // Sync waits for the host backend and for the work of every stream, as
 // a device's synchronize does (the store falls back on it when it cannot
 // record an event).
-func (b *meetBackend) Sync() error {
+func (b *interactionBackend) Sync() error {
 	b.smu.Lock()
-	streams := append([]*meetStream(nil), b.streams...)
+	streams := append([]*interactionStream(nil), b.streams...)
 	b.smu.Unlock()
 	for _, s := range streams {
 		s.mu.Lock()
@@ -200,7 +204,7 @@ func (b *meetBackend) Sync() error {
 	return b.Backend.Sync()
 }
 
-func (s *meetStream) run() {
+func (s *interactionStream) run() {
 	defer close(s.exited)
 	s.mu.Lock()
 	for {
@@ -226,7 +230,7 @@ func (s *meetStream) run() {
 }
 
 // do queues op on the stream: the model's kernels and gates.
-func (s *meetStream) do(op func() error) error {
+func (s *interactionStream) do(op func() error) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -237,7 +241,7 @@ func (s *meetStream) do(op func() error) error {
 	return nil
 }
 
-func (s *meetStream) Sync() error {
+func (s *interactionStream) Sync() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for len(s.ops) > 0 || s.busy {
@@ -246,7 +250,7 @@ func (s *meetStream) Sync() error {
 	return s.err
 }
 
-func (s *meetStream) Close() error {
+func (s *interactionStream) Close() error {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -262,15 +266,15 @@ func (s *meetStream) Close() error {
 }
 
 // stream checks that st is a stream of b.
-func (b *meetBackend) stream(st device.Stream) (*meetStream, error) {
-	s, ok := st.(*meetStream)
+func (b *interactionBackend) stream(st device.Stream) (*interactionStream, error) {
+	s, ok := st.(*interactionStream)
 	if !ok || s == nil || s.b != b {
-		return nil, fmt.Errorf("meet backend: stream %T of another backend: %w", st, device.ErrStreamClosed)
+		return nil, fmt.Errorf("interaction backend: stream %T of another backend: %w", st, device.ErrStreamClosed)
 	}
 	return s, nil
 }
 
-func (b *meetBackend) CopyHtoDAsync(st device.Stream, dst device.Ptr, src []byte) error {
+func (b *interactionBackend) CopyHtoDAsync(st device.Stream, dst device.Ptr, src []byte) error {
 	s, err := b.stream(st)
 	if err != nil {
 		return err
@@ -281,7 +285,7 @@ func (b *meetBackend) CopyHtoDAsync(st device.Stream, dst device.Ptr, src []byte
 	return s.do(func() error { return b.Backend.CopyHtoD(dst, src) })
 }
 
-func (b *meetBackend) CopyDtoDAsync(st device.Stream, dst, src device.Ptr, n int) error {
+func (b *interactionBackend) CopyDtoDAsync(st device.Stream, dst, src device.Ptr, n int) error {
 	s, err := b.stream(st)
 	if err != nil {
 		return err
@@ -292,7 +296,7 @@ func (b *meetBackend) CopyDtoDAsync(st device.Stream, dst, src device.Ptr, n int
 	return s.do(func() error { return b.Backend.CopyDtoD(dst, src, n) })
 }
 
-func (b *meetBackend) CopyDtoHAsync(st device.Stream, dst []byte, src device.Ptr) error {
+func (b *interactionBackend) CopyDtoHAsync(st device.Stream, dst []byte, src device.Ptr) error {
 	s, err := b.stream(st)
 	if err != nil {
 		return err
@@ -303,7 +307,7 @@ func (b *meetBackend) CopyDtoHAsync(st device.Stream, dst []byte, src device.Ptr
 	return s.do(func() error { return b.Backend.CopyDtoH(dst, src) })
 }
 
-func (b *meetBackend) Record(st device.Stream) (device.Event, error) {
+func (b *interactionBackend) Record(st device.Stream) (device.Event, error) {
 	s, err := b.stream(st)
 	if err != nil {
 		return nil, err
@@ -311,7 +315,7 @@ func (b *meetBackend) Record(st device.Stream) (device.Event, error) {
 	if err := b.check(mRecord, "record"); err != nil {
 		return nil, err
 	}
-	ev := &meetEvent{s: s, done: make(chan struct{})}
+	ev := &interactionEvent{s: s, done: make(chan struct{})}
 	err = s.do(func() error {
 		s.mu.Lock()
 		ev.err = s.err
@@ -325,28 +329,28 @@ func (b *meetBackend) Record(st device.Stream) (device.Event, error) {
 	return ev, nil
 }
 
-func (b *meetBackend) WaitEvent(st device.Stream, ev device.Event) error {
+func (b *interactionBackend) WaitEvent(st device.Stream, ev device.Event) error {
 	s, err := b.stream(st)
 	if err != nil {
 		return err
 	}
-	e, ok := ev.(*meetEvent)
+	e, ok := ev.(*interactionEvent)
 	if !ok || e == nil || e.s.b != b {
-		return fmt.Errorf("meet backend: event %T: %w", ev, device.ErrStreamClosed)
+		return fmt.Errorf("interaction backend: event %T: %w", ev, device.ErrStreamClosed)
 	}
 	return s.do(func() error { <-e.done; return nil })
 }
 
-func (b *meetBackend) HostAlloc(n int) ([]byte, error) {
+func (b *interactionBackend) HostAlloc(n int) ([]byte, error) {
 	if n <= 0 {
 		return nil, device.ErrInvalidSize
 	}
 	return make([]byte, n), nil
 }
 
-func (b *meetBackend) HostFree(buf []byte) error { return nil }
+func (b *interactionBackend) HostFree(buf []byte) error { return nil }
 
-func (e *meetEvent) Done() (bool, error) {
+func (e *interactionEvent) Done() (bool, error) {
 	select {
 	case <-e.done:
 		return true, e.err
@@ -355,12 +359,12 @@ func (e *meetEvent) Done() (bool, error) {
 	}
 }
 
-func (e *meetEvent) Wait() error {
+func (e *interactionEvent) Wait() error {
 	<-e.done
 	return e.err
 }
 
-func (e *meetEvent) Close() error { return nil }
+func (e *interactionEvent) Close() error { return nil }
 
 // gate holds a stream until open is called: work queued after it runs
 // only then. It holds no backend lock meanwhile.
@@ -369,7 +373,7 @@ type gate struct {
 	once sync.Once
 }
 
-func (s *meetStream) gate() *gate {
+func (s *interactionStream) gate() *gate {
 	g := &gate{ch: make(chan struct{})}
 	s.do(func() error { <-g.ch; return nil })
 	return g

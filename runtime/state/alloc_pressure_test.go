@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gpustate/gpustate/runtime/device"
+	"github.com/gpustate/gpustate/runtime/state/internal/statetest"
 )
 
 // Where the allocator meets the other features: pending blocks, eviction,
@@ -116,40 +117,11 @@ func TestAllocFailsWithoutEvicting(t *testing.T) {
 	check(t, errors.Join(b.Release(), m.Release(), opt.Release()))
 }
 
-// gatedBackend is a backend whose Free, once armed, waits until the test
-// lets it go: a Free that waits for work queued on streams.
-type gatedBackend struct {
-	device.Backend
-	mu      sync.Mutex
-	gate    chan struct{}
-	entered chan struct{}
-}
-
-func (g *gatedBackend) arm() (entered chan struct{}, let func()) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.gate, g.entered = make(chan struct{}), make(chan struct{}, 16)
-	gate := g.gate
-	var once sync.Once
-	return g.entered, func() { once.Do(func() { close(gate) }) }
-}
-
-func (g *gatedBackend) Free(p device.Ptr) error {
-	g.mu.Lock()
-	gate, entered := g.gate, g.entered
-	g.mu.Unlock()
-	if gate != nil {
-		entered <- struct{}{}
-		<-gate
-	}
-	return g.Backend.Free(p)
-}
-
 // TestTrimFreesWithoutThePoolLock: while Trim's Free of a slab waits (as
 // a backend's Free waits for stream work), another session reads, appends
 // and the pool reports its stats: no pool lock is held across the call.
 func TestTrimFreesWithoutThePoolLock(t *testing.T) {
-	g := &gatedBackend{Backend: device.Host()}
+	g := &statetest.GatedFree{Backend: device.Host()}
 	defer g.Backend.Close()
 	p, err := NewPool(g, PoolOptions{BlockBytes: 256})
 	check(t, err)
@@ -159,7 +131,7 @@ func TestTrimFreesWithoutThePoolLock(t *testing.T) {
 	a := must[*Head](t)(p.NewHead(wide("Log", Mandatory), "a"))
 	fill(t, a, 2*slabBlocks, 9) // a second slab, wholly free once a goes
 	check(t, a.Release())
-	entered, let := g.arm()
+	entered, let := g.Arm()
 	defer let()
 	trimmed := make(chan error, 1)
 	go func() {

@@ -11,20 +11,20 @@ import (
 	"github.com/gpustate/gpustate/runtime/state"
 )
 
-// The meet model's probes: small pools of their own, set up by the model's
+// The interaction model's probes: small pools of their own, set up by the model's
 // random numbers, where a property needs a pool in a known state: full of
 // optional state, with blocks pending behind a kernel, with a backend call
 // that blocks, closed under live handles; nil handles; a generated type's
 // ReadInto; and, as a test of its own, the cost of rollback over a long
 // history.
 
-type meetProbe struct {
+type probeEntry struct {
 	name string
 	f    func()
 }
 
-func (m *meet) probes() []meetProbe {
-	return []meetProbe{
+func (m *interaction) probes() []probeEntry {
+	return []probeEntry{
 		{"pending blocks under the cap", m.probePending},
 		{"plan in a full pool", m.probePlan},
 		{"a blocking Free", m.probeBlockingFree},
@@ -36,13 +36,13 @@ func (m *meet) probes() []meetProbe {
 	}
 }
 
-// probe runs a random probe; runMeet also runs each once per seed.
-func (m *meet) probe() {
+// probe runs a random probe; runInteraction also runs each once per seed.
+func (m *interaction) probe() {
 	ps := m.probes()
 	m.runProbe(ps[m.rng.IntN(len(ps))])
 }
 
-func (m *meet) runProbe(p meetProbe) {
+func (m *interaction) runProbe(p probeEntry) {
 	m.op = "probe: " + p.name
 	p.f()
 }
@@ -50,16 +50,16 @@ func (m *meet) runProbe(p meetProbe) {
 // probeClasses makes one-row heads of many row sizes in a pool whose
 // blocks follow the rows, under a cap far above what they hold: every
 // allocation must succeed (a cap is usable whatever the size classes).
-func (m *meet) probeClasses() {
+func (m *interaction) probeClasses() {
 	const capBytes = 4 << 20
-	p, err := state.NewPool(newMeetBackend(), state.PoolOptions{MaxBytes: capBytes})
+	p, err := state.NewPool(newInteractionBackend(), state.PoolOptions{MaxBytes: capBytes})
 	if err != nil {
 		m.t.Fatal(err)
 	}
 	var hs []*state.Head
 	base := 1 + m.rng.IntN(8)
 	for i := range 16 {
-		l := &state.Layout{Type: "MeetClass", Columns: []state.Column{{Name: "V", ElemSize: 8, Width: 32 * (base + i)}}, Growth: state.Append}
+		l := &state.Layout{Type: "ProbeClass", Columns: []state.Column{{Name: "V", ElemSize: 8, Width: 32 * (base + i)}}, Growth: state.Append}
 		h, err := p.NewHead(l, state.Owner(fmt.Sprint("c", i)))
 		if err != nil {
 			m.t.Fatal(err)
@@ -77,12 +77,12 @@ func (m *meet) probeClasses() {
 // probeReconstruct makes reconstructions fail at a backend call, through
 // At and through the rebuild of an evicted reconstructable head: a failed
 // one leaves the pool's blocks as they were.
-func (m *meet) probeReconstruct() {
+func (m *interaction) probeReconstruct() {
 	p, be, l := m.smallPool(48)
 	if _, err := p.CostModel(); err != nil { // calibrated first: not under test here
 		m.t.Fatalf("probe setup: %v", err)
 	}
-	cl := &state.Layout{Type: "MeetProbeCkpt", Columns: l.Columns, Growth: state.Mutable, Bound: 4, BlockRows: 1,
+	cl := &state.Layout{Type: "ProbeCkpt", Columns: l.Columns, Growth: state.Mutable, Bound: 4, BlockRows: 1,
 		Checkpoint: &state.CheckpointPolicy{Every: 3, Keep: 2}, Retention: state.Reconstructable}
 	c, err := p.NewHead(cl, "c")
 	if err != nil {
@@ -111,7 +111,7 @@ func (m *meet) probeReconstruct() {
 
 // probeRebuild evicts the reconstructable head c by filling the pool,
 // frees the room again, and makes its rebuild fail.
-func (m *meet) probeRebuild(p *state.Pool, be *meetBackend, l *state.Layout, c *state.Head) {
+func (m *interaction) probeRebuild(p *state.Pool, be *interactionBackend, l *state.Layout, c *state.Head) {
 	var fill []*state.Head
 	for i := 0; i < 60 && p.Stats().EvictedBytes == 0; i++ {
 		fill = append(fill, m.mustHead(p, l, state.Owner(fmt.Sprint("f", i)), 1))
@@ -140,17 +140,17 @@ func (m *meet) probeRebuild(p *state.Pool, be *meetBackend, l *state.Layout, c *
 
 // smallPool returns a pool of 256-byte blocks capped at n blocks, on a
 // backend of its own, and a layout of one 256-byte row per block.
-func (m *meet) smallPool(n int) (*state.Pool, *meetBackend, *state.Layout) {
-	be := newMeetBackend()
+func (m *interaction) smallPool(n int) (*state.Pool, *interactionBackend, *state.Layout) {
+	be := newInteractionBackend()
 	p, err := state.NewPool(be, state.PoolOptions{BlockBytes: 256, MaxBytes: int64(n) * 256})
 	if err != nil {
 		m.t.Fatal(err)
 	}
-	l := &state.Layout{Type: "MeetProbe", Columns: []state.Column{{Name: "V", ElemSize: 4, Width: 64}}, Growth: state.Append, BlockRows: 1}
+	l := &state.Layout{Type: "Probe", Columns: []state.Column{{Name: "V", ElemSize: 4, Width: 64}}, Growth: state.Append, BlockRows: 1}
 	return p, be, l
 }
 
-func (m *meet) closeProbe(p *state.Pool, hs ...*state.Head) {
+func (m *interaction) closeProbe(p *state.Pool, hs ...*state.Head) {
 	for _, h := range hs {
 		h.Release()
 	}
@@ -164,7 +164,7 @@ func (m *meet) closeProbe(p *state.Pool, hs ...*state.Head) {
 // finishes a moment later, and allocates at once: the reference holds no
 // more than the cap, so the call waits for the pending blocks instead of
 // failing, and evicts no optional state.
-func (m *meet) probePending() {
+func (m *interaction) probePending() {
 	const capBlocks = 64
 	p, be, l := m.smallPool(capBlocks)
 	k := 16 + m.rng.IntN(40)
@@ -177,7 +177,7 @@ func (m *meet) probePending() {
 	if err := a.RecordStream(st); err != nil {
 		m.fail("RecordStream", "%v", err)
 	}
-	st.(*meetStream).do(func() error { time.Sleep(2 * time.Millisecond); return nil })
+	st.(*interactionStream).do(func() error { time.Sleep(2 * time.Millisecond); return nil })
 	a.Release()
 	j := 1 + m.rng.IntN(k)
 	b, err := p.NewHead(l, "b")
@@ -196,7 +196,7 @@ func (m *meet) probePending() {
 }
 
 // mustHead returns a head of l for owner with rows rows.
-func (m *meet) mustHead(p *state.Pool, l *state.Layout, owner state.Owner, rows int) *state.Head {
+func (m *interaction) mustHead(p *state.Pool, l *state.Layout, owner state.Owner, rows int) *state.Head {
 	h, err := p.NewHead(l, owner)
 	if err != nil {
 		m.t.Fatal(err)
@@ -212,9 +212,9 @@ func (m *meet) mustHead(p *state.Pool, l *state.Layout, owner state.Owner, rows 
 // probePlan fills a small pool with optional state and asks a checkpointed
 // head for a plan, its pool's first: Plan reconstructs nothing, so it
 // evicts nothing.
-func (m *meet) probePlan() {
+func (m *interaction) probePlan() {
 	p, _, l := m.smallPool(32 + m.rng.IntN(32))
-	cl := &state.Layout{Type: "MeetProbeCkpt", Columns: l.Columns, Growth: state.Mutable, Bound: 2, BlockRows: 1,
+	cl := &state.Layout{Type: "ProbeCkpt", Columns: l.Columns, Growth: state.Mutable, Bound: 2, BlockRows: 1,
 		Checkpoint: &state.CheckpointPolicy{Every: 1, Keep: 2}}
 	c, err := p.NewHead(cl, "c")
 	if err != nil {
@@ -242,13 +242,13 @@ func (m *meet) probePlan() {
 // probeBlockingFree makes the backend's Free block while Trim gives a slab
 // back, and checks that calls on an unrelated head complete meanwhile: no
 // pool lock is held across a backend call that waits.
-func (m *meet) probeBlockingFree() {
-	be := newMeetBackend()
+func (m *interaction) probeBlockingFree() {
+	be := newInteractionBackend()
 	p, err := state.NewPool(be, state.PoolOptions{BlockBytes: 256})
 	if err != nil {
 		m.t.Fatal(err)
 	}
-	l := &state.Layout{Type: "MeetProbe", Columns: []state.Column{{Name: "V", ElemSize: 4, Width: 4}}, Growth: state.Append, BlockRows: 1}
+	l := &state.Layout{Type: "Probe", Columns: []state.Column{{Name: "V", ElemSize: 4, Width: 4}}, Growth: state.Append, BlockRows: 1}
 	u := m.mustHead(p, l, "u", 3)
 	vl := *l
 	vl.Columns = []state.Column{{Name: "W", ElemSize: 4, Width: 64}}
@@ -299,7 +299,7 @@ func (m *meet) probeBlockingFree() {
 
 // probeClosed closes a pool under live handles: they then answer
 // ErrReleased and report no rows and no bytes.
-func (m *meet) probeClosed() {
+func (m *interaction) probeClosed() {
 	p, _, l := m.smallPool(64)
 	h := m.mustHead(p, l, "h", 1+m.rng.IntN(8))
 	s, err := h.Snapshot()
@@ -320,7 +320,7 @@ func (m *meet) probeClosed() {
 }
 
 // probeNil calls methods on nil handles: each answers, none panics.
-func (m *meet) probeNil() {
+func (m *interaction) probeNil() {
 	var h *state.Head
 	var s *state.Snap
 	var t *state.BlockTable
@@ -357,8 +357,8 @@ func (m *meet) probeNil() {
 
 // probeReadInto makes a generated ReadInto fail (a backend fault, then a
 // closed pool): dst must be left as it was.
-func (m *meet) probeReadInto() {
-	be := newMeetBackend()
+func (m *interaction) probeReadInto() {
+	be := newInteractionBackend()
 	p, err := state.NewPool(be, state.PoolOptions{})
 	if err != nil {
 		m.t.Fatal(err)
@@ -399,7 +399,7 @@ func rollbackCost(t *testing.T, cycles int) {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	l := &state.Layout{Type: "MeetRollback", Columns: []state.Column{{Name: "V", ElemSize: 4, Width: 1}}, Growth: state.Append,
+	l := &state.Layout{Type: "RollbackCost", Columns: []state.Column{{Name: "V", ElemSize: 4, Width: 1}}, Growth: state.Append,
 		Descendants: state.Invalidate, BlockRows: 16}
 	h, err := p.NewHead(l, "r")
 	if err != nil {

@@ -4,17 +4,16 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"runtime/debug"
-	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/gpustate/gpustate/runtime/device"
 	"github.com/gpustate/gpustate/runtime/state"
+	"github.com/gpustate/gpustate/runtime/state/internal/statetest"
 )
 
-// The feature-interaction model ("meet model"): seeded random sequences that
+// The interaction model of the public API: seeded random sequences that
 // mix window states, shared prefixes, device writes whose kernels run later
 // on recorded streams, block tables, eviction under MaxBytes with optional
 // and reconstructable retention, checkpoints and reconstruction (At, Plan),
@@ -24,15 +23,12 @@ import (
 // reference. Backend faults are injected now and then; a failed call must
 // then change nothing. Probes of the pool under pressure, of locks held
 // across blocking backend calls and of the cost of rollback run as steps
-// too (meet_model_probe_test.go).
+// too (interaction_probe_test.go).
 //
 // Every check names the property it guards as "defect class: ...", so that
 // a failure points at the feature interaction that broke.
-// GPUSTATE_MODEL_STEPS sets the steps per seed, GPUSTATE_MODEL_SEED replays
-// one seed, and GPUSTATE_MEET_SKIP (a comma-separated list of words of
-// defect classes, or * for all) lets a run look past the failures it
-// matches: each is logged when first met and counted, the step ends, and
-// the test still fails at the end, naming every class met.
+// -model.steps sets the steps per seed and -model.seed runs one seed
+// (main_test.go); a failure prints the command that replays it.
 
 type refLin struct {
 	owner  state.Owner
@@ -108,61 +104,50 @@ func (x *ref) stateErr() error {
 	return nil
 }
 
-type meet struct {
+type interaction struct {
 	t       testing.TB
 	seed    uint64
 	step    int
 	op      string
 	rng     *rand.Rand
-	be      *meetBackend
+	be      *interactionBackend
 	pool    *state.Pool
 	capB    int64
 	heads   []*ref
 	snaps   []*ref
-	streams []*meetStream
+	streams []*interactionStream
 	asyncs  int           // AppendAsync calls: every other one leaves its copies queued
 	foreign device.Stream // a stream of another backend
 	shared  *state.Layout // one Layout value, reused for every shared head
 	widened int           // times shared was widened in place
 	owners  int
 	counts  map[string]int
-	skip    []string
-	skipped map[string]int
 	faulted bool  // the step's call failed by an injected fault or ErrNoMemory
 	lastErr error // that failure
 	need    int64 // about the bytes the step's call takes (0: unknown)
 	before  state.PoolStats
-	// skipping: a failure of the step was skipped (GPUSTATE_MEET_SKIP):
+	// skipping: a failure of the step was an open defect's (openDefects):
 	// the step's later checks would only repeat it.
 	skipping bool
-	cur      *ref           // the handle the step picked last, for messages
-	held     *meetStream    // a stream held by a gate: no call waits for it
-	broken   bool           // a handle was dropped after a panic: no leak checks
-	open     map[string]int // failures of openDefects, by class
+	cur      *ref               // the handle the step picked last, for messages
+	held     *interactionStream // a stream held by a gate: no call waits for it
+	broken   bool               // a handle was dropped after a panic: no leak checks
+	open     map[string]int     // failures of openDefects, by class
 }
 
-// fail reports a violated property. Classes matching GPUSTATE_MEET_SKIP
-// are logged and counted instead, and the step goes on.
-func (m *meet) fail(class, format string, args ...any) {
+// fail reports a violated property: its defect class, the seed and step,
+// and the command that replays the run up to the failing step. Classes of
+// openDefects are logged and counted instead, and the step ends.
+func (m *interaction) fail(class, format string, args ...any) {
 	m.t.Helper()
-	msg := fmt.Sprintf("seed %d step %d (%s): defect class: %s: %s\nreplay: GPUSTATE_MODEL_SEED=%d GPUSTATE_MODEL_STEPS=%d go test -race -run 'TestMeetModel' ./runtime/state",
-		m.seed, m.step, m.op, class, fmt.Sprintf(format, args...), m.seed, m.step+1)
+	msg := fmt.Sprintf("seed %d step %d (%s): defect class: %s: %s\nreplay: %s",
+		m.seed, m.step, m.op, class, fmt.Sprintf(format, args...), statetest.Replay(m.t, m.seed, m.step+1, "-race"))
 	for _, w := range openDefects {
 		if strings.Contains(class, w) {
 			if m.open[class] == 0 {
 				m.t.Log("open defect, not yet fixed (docs/INTERNALS.md): " + msg)
 			}
 			m.open[class]++
-			m.skipping = true
-			panic(skipStep{})
-		}
-	}
-	for _, w := range m.skip {
-		if w == "*" || w != "" && strings.Contains(class, w) {
-			if m.skipped[class] == 0 {
-				m.t.Log("skipped: " + msg)
-			}
-			m.skipped[class]++
 			m.skipping = true
 			panic(skipStep{})
 		}
@@ -176,17 +161,17 @@ func (m *meet) fail(class, format string, args ...any) {
 // and RecordStream checks its stream before its opening takes anything.
 var openDefects []string
 
-// skipStep unwinds a step whose failure was skipped.
+// skipStep unwinds a step whose failure was an open defect's.
 type skipStep struct{}
 
 func faultErr(err error) bool {
-	return err != nil && (errors.Is(err, errMeetInjected) || errors.Is(err, state.ErrNoMemory))
+	return err != nil && (errors.Is(err, statetest.ErrInjected) || errors.Is(err, state.ErrNoMemory))
 }
 
 // expect checks err against want (nil: success). An unexpected fault
 // (injected, or the pool out of memory) is counted and returns false:
 // the reference is left as it was, and verify checks that the store is too.
-func (m *meet) expect(err, want error) bool {
+func (m *interaction) expect(err, want error) bool {
 	m.t.Helper()
 	if want == nil && errors.Is(err, state.ErrEvicted) {
 		// Taken under pressure since the last verify (by a rebuild
@@ -213,7 +198,7 @@ func (m *meet) expect(err, want error) bool {
 	return false
 }
 
-func (m *meet) pick(list []*ref) *ref {
+func (m *interaction) pick(list []*ref) *ref {
 	if len(list) == 0 {
 		return nil
 	}
@@ -222,7 +207,7 @@ func (m *meet) pick(list []*ref) *ref {
 }
 
 // pickHead returns a live head, one of family fam when fam is not "".
-func (m *meet) pickHead(fam string) *ref {
+func (m *interaction) pickHead(fam string) *ref {
 	var fit []*ref
 	for _, x := range m.heads {
 		if !x.released && (fam == "" || x.lin.family == fam) {
@@ -232,7 +217,7 @@ func (m *meet) pickHead(fam string) *ref {
 	return m.pick(fit)
 }
 
-func (m *meet) randBytes(n int) []byte {
+func (m *interaction) randBytes(n int) []byte {
 	b := make([]byte, n)
 	for i := range b {
 		b[i] = byte(m.rng.UintN(255)) + 1
@@ -240,7 +225,7 @@ func (m *meet) randBytes(n int) []byte {
 	return b
 }
 
-func (m *meet) randBatch(l *state.Layout, n int) [][]byte {
+func (m *interaction) randBatch(l *state.Layout, n int) [][]byte {
 	cols := make([][]byte, len(l.Columns))
 	for i, c := range l.Columns {
 		cols[i] = m.randBytes(n * c.RowBytes())
@@ -257,7 +242,7 @@ func cloneCols(cols [][]byte) [][]byte {
 }
 
 // commit records a new version of x with rows cols.
-func (m *meet) commit(x *ref, cols [][]byte) {
+func (m *interaction) commit(x *ref, cols [][]byte) {
 	x.lin.last++
 	x.lin.parent[x.lin.last] = x.v
 	x.v = x.lin.last
@@ -267,15 +252,15 @@ func (m *meet) commit(x *ref, cols [][]byte) {
 	}
 }
 
-func (m *meet) newOwner() state.Owner {
+func (m *interaction) newOwner() state.Owner {
 	m.owners++
 	return state.Owner(fmt.Sprint("o", m.owners))
 }
 
 // randLayout returns a layout of one of the model's families.
-func (m *meet) randLayout(fam string) *state.Layout {
+func (m *interaction) randLayout(fam string) *state.Layout {
 	r := m.rng
-	l := &state.Layout{Type: "Meet" + fam, Descendants: state.Descendants(r.IntN(2))}
+	l := &state.Layout{Type: "Interaction" + fam, Descendants: state.Descendants(r.IntN(2))}
 	for range 1 + r.IntN(2) {
 		l.Columns = append(l.Columns, state.Column{Name: fmt.Sprint("C", len(l.Columns)), ElemSize: []int{1, 2, 4, 8}[r.IntN(4)], Width: 1 + r.IntN(6)})
 	}
@@ -305,7 +290,7 @@ func (m *meet) randLayout(fam string) *state.Layout {
 
 var families = []string{"append", "mutable", "window", "ckpt"}
 
-func (m *meet) newHead() {
+func (m *interaction) newHead() {
 	fam := families[m.rng.IntN(len(families))]
 	l := m.randLayout(fam)
 	m.need = m.needRows(l, max(l.Bound, 0))
@@ -328,7 +313,7 @@ func (m *meet) newHead() {
 }
 
 // appendRows appends host rows to an append head (window heads included).
-func (m *meet) appendRows() {
+func (m *interaction) appendRows() {
 	x := m.pickHead([]string{"append", "window"}[m.rng.IntN(2)])
 	if x == nil {
 		return
@@ -353,7 +338,7 @@ func (m *meet) appendRows() {
 	}
 }
 
-func (m *meet) appended(x *ref, cols [][]byte) {
+func (m *interaction) appended(x *ref, cols [][]byte) {
 	next := cloneCols(x.cols)
 	for i := range next {
 		next[i] = append(next[i], cols[i]...)
@@ -366,7 +351,7 @@ func (m *meet) appended(x *ref, cols [][]byte) {
 // call leaves its copies queued, so that the head holds calls in flight on
 // several streams at once (one event a stream stands for its earlier
 // calls) when a later step lands them.
-func (m *meet) appendAsync(x *ref, cols [][]byte) {
+func (m *interaction) appendAsync(x *ref, cols [][]byte) {
 	st := m.stream()
 	err := x.head.AppendAsync(st, cols)
 	if m.expect(err, nil) {
@@ -380,12 +365,12 @@ func (m *meet) appendAsync(x *ref, cols [][]byte) {
 	if m.asyncs++; m.asyncs%2 == 0 {
 		return // not drawn from rng, so that the seeds' steps stay as they were
 	}
-	if err := st.Sync(); err != nil && !errors.Is(err, errMeetInjected) {
+	if err := st.Sync(); err != nil && !errors.Is(err, statetest.ErrInjected) {
 		m.fail("stream failed", "the async append's stream: %v", err)
 	}
 }
 
-func (m *meet) writeRows() {
+func (m *interaction) writeRows() {
 	x := m.pickHead([]string{"mutable", "ckpt"}[m.rng.IntN(2)])
 	if x == nil {
 		return
@@ -406,13 +391,13 @@ func (m *meet) writeRows() {
 }
 
 // stream returns one of the model's streams.
-func (m *meet) stream() *meetStream {
+func (m *interaction) stream() *interactionStream {
 	if len(m.streams) < 3 {
 		st, err := m.be.NewStream()
 		if err != nil {
 			m.t.Fatal(err)
 		}
-		m.streams = append(m.streams, st.(*meetStream))
+		m.streams = append(m.streams, st.(*interactionStream))
 	}
 	for {
 		st := m.streams[m.rng.IntN(len(m.streams))]
@@ -425,7 +410,7 @@ func (m *meet) stream() *meetStream {
 // kernelFill queues on st a kernel that writes rows through spans, and
 // returns per column the bytes it writes (those of base where a span is
 // left alone, with all false).
-func (m *meet) kernelFill(st *meetStream, l *state.Layout, spans [][]device.Span, base [][]byte, all bool) [][]byte {
+func (m *interaction) kernelFill(st *interactionStream, l *state.Layout, spans [][]device.Span, base [][]byte, all bool) [][]byte {
 	out := cloneCols(base)
 	type w struct {
 		p device.Ptr
@@ -461,7 +446,7 @@ func (m *meet) kernelFill(st *meetStream, l *state.Layout, spans [][]device.Span
 // deviceWrite writes rows of a head through spans, with a kernel queued on
 // a recorded stream, gated so that it runs after later calls: a release or
 // a write elsewhere meanwhile must not hand its blocks on.
-func (m *meet) deviceWrite() {
+func (m *interaction) deviceWrite() {
 	x := m.pickHead(families[m.rng.IntN(len(families))])
 	if x == nil {
 		return
@@ -523,7 +508,7 @@ func (m *meet) deviceWrite() {
 
 // meanwhile runs, while a kernel is queued, a call that frees or takes
 // blocks elsewhere: a release, a rollback or a host append.
-func (m *meet) meanwhile(x *ref) {
+func (m *interaction) meanwhile(x *ref) {
 	switch m.rng.IntN(4) {
 	case 0:
 		m.guard("release while a kernel is queued", m.release)
@@ -536,15 +521,15 @@ func (m *meet) meanwhile(x *ref) {
 
 // settle opens g and waits for st: its work must not have failed (a block
 // freed under it).
-func (m *meet) settle(st *meetStream, g *gate) {
+func (m *interaction) settle(st *interactionStream, g *gate) {
 	g.open()
-	if err := st.Sync(); err != nil && !errors.Is(err, errMeetInjected) {
+	if err := st.Sync(); err != nil && !errors.Is(err, statetest.ErrInjected) {
 		m.fail("memory freed under a queued kernel", "stream: %v", err)
 	}
 }
 
 // where names the family and kind of the handle the step picked last.
-func (m *meet) where() string {
+func (m *interaction) where() string {
 	if m.cur == nil {
 		return ""
 	}
@@ -554,7 +539,7 @@ func (m *meet) where() string {
 // panicked fails the model for a panic in what. The handle the step
 // picked may be left locked by it: to look past the failure, it leaves
 // the model unreleased, and the leak checks at the end are off.
-func (m *meet) panicked(what string, r any) {
+func (m *interaction) panicked(what string, r any) {
 	m.t.Helper()
 	where := m.where()
 	if x := m.cur; x != nil {
@@ -589,7 +574,7 @@ func storeFrames(stack []byte) string {
 }
 
 // guard runs f, turning a panic into a failure of its own class.
-func (m *meet) guard(what string, f func()) {
+func (m *interaction) guard(what string, f func()) {
 	m.t.Helper()
 	defer func() {
 		if r := recover(); r != nil {
@@ -602,24 +587,11 @@ func (m *meet) guard(what string, f func()) {
 	f()
 }
 
-// modelSteps returns GPUSTATE_MODEL_STEPS, or def.
-func modelSteps(t testing.TB, def int) int {
-	s := os.Getenv("GPUSTATE_MODEL_STEPS")
-	if s == "" {
-		return def
-	}
-	n, err := strconv.Atoi(s)
-	if err != nil {
-		t.Fatalf("GPUSTATE_MODEL_STEPS=%q: %v", s, err)
-	}
-	return n
-}
-
-// TestMeetModel runs the feature-interaction model for several seeds:
+// TestInteractionModel runs the interaction model for several seeds:
 // even seeds on a pool whose blocks follow the rows, odd ones on one of
 // 256-byte blocks, both under a MaxBytes cap.
-func TestMeetModel(t *testing.T) {
-	steps := modelSteps(t, 400)
+func TestInteractionModel(t *testing.T) {
+	steps := statetest.Steps(400, 1)
 	// Seeds past 4 replay defects the model found: 151, an eviction that
 	// stopped when blocks of other classes, which made no run of the size
 	// wanted, looked like room, and the call then failed; 381, a
@@ -627,33 +599,29 @@ func TestMeetModel(t *testing.T) {
 	// later one's; 455, a RecordStream on an invalidated head that failed
 	// its stream's check first.
 	seeds := []uint64{1, 2, 3, 4, 151, 381, 455}
-	if s := os.Getenv("GPUSTATE_MODEL_SEED"); s != "" {
-		n, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			t.Fatalf("GPUSTATE_MODEL_SEED=%q: %v", s, err)
-		}
+	if n, ok := statetest.Seed(); ok {
 		seeds = []uint64{n}
 	} else if testing.Short() {
 		seeds = seeds[:2]
 	}
 	for _, seed := range seeds {
-		t.Run(fmt.Sprint(seed), func(t *testing.T) { runMeet(t, seed, steps) })
+		t.Run(fmt.Sprint(seed), func(t *testing.T) { runInteraction(t, seed, steps) })
 	}
 	t.Run("rollback-cost", func(t *testing.T) { rollbackCost(t, max(steps*25, 10000)) })
 }
 
-// FuzzMeetModel runs the model from fuzzed seeds (make fuzz).
-func FuzzMeetModel(f *testing.F) {
+// FuzzInteractionModel runs the model from fuzzed seeds (make fuzz).
+func FuzzInteractionModel(f *testing.F) {
 	for seed := range uint64(4) {
 		f.Add(seed, uint8(40))
 	}
 	f.Fuzz(func(t *testing.T, seed uint64, steps uint8) {
-		runMeet(t, seed, int(steps))
+		runInteraction(t, seed, int(steps))
 	})
 }
 
-func newMeet(t testing.TB, seed uint64) *meet {
-	be := newMeetBackend()
+func newInteraction(t testing.TB, seed uint64) *interaction {
+	be := newInteractionBackend()
 	opt := state.PoolOptions{BlockBytes: 256, MaxBytes: 96 << 10}
 	if seed%2 == 0 {
 		opt = state.PoolOptions{MaxBytes: 1 << 20}
@@ -662,27 +630,26 @@ func newMeet(t testing.TB, seed uint64) *meet {
 	if err != nil {
 		t.Fatal(err)
 	}
-	other := newMeetBackend()
+	other := newInteractionBackend()
 	fst, err := other.NewStream()
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := &meet{t: t, seed: seed, rng: rand.New(rand.NewPCG(seed, seed^0x5eed)), be: be, pool: p, capB: opt.MaxBytes,
-		foreign: fst, counts: map[string]int{}, skipped: map[string]int{}, open: map[string]int{},
-		skip: strings.Split(os.Getenv("GPUSTATE_MEET_SKIP"), ",")}
+	m := &interaction{t: t, seed: seed, rng: rand.New(rand.NewPCG(seed, seed^0x5eed)), be: be, pool: p, capB: opt.MaxBytes,
+		foreign: fst, counts: map[string]int{}, open: map[string]int{}}
 	m.shared = sharedLayout(4)
 	t.Cleanup(func() { fst.Close() })
 	return m
 }
 
-type meetOpEntry struct {
+type stepEntry struct {
 	name   string
 	weight int
 	f      func()
 }
 
-func (m *meet) ops() []meetOpEntry {
-	return []meetOpEntry{
+func (m *interaction) ops() []stepEntry {
+	return []stepEntry{
 		{"new head", 3, m.newHead},
 		{"append", 8, m.appendRows},
 		{"write", 6, m.writeRows},
@@ -706,8 +673,8 @@ func (m *meet) ops() []meetOpEntry {
 	}
 }
 
-func runMeet(t testing.TB, seed uint64, steps int) {
-	m := newMeet(t, seed)
+func runInteraction(t testing.TB, seed uint64, steps int) {
+	m := newInteraction(t, seed)
 	ops := m.ops()
 	total := 0
 	for _, o := range ops {
