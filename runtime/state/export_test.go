@@ -14,7 +14,7 @@ var CheckStreamMarks = checkStreamMarks
 // package called them (TestExportsHaveCallersOutside), so they exist for
 // the tests alone, which read a handle's owner, layout or last
 // reconstruction, a pool's cost model, and queue copies on a stream (no
-// generated method wraps appendAsync and readAsync yet: SPEC section 3
+// generated method wraps appendAsync and readAsync yet: the generated API
 // names none).
 
 // AppendAsync is appendAsync.
