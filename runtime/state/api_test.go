@@ -72,8 +72,10 @@ func collectAPIUse() (*apiUse, string) {
 	}
 	var users []string
 	for _, p := range listed {
-		if _, ok := p.Imports[statePath]; ok && !isStateItself(p.PkgPath) && !slices.Contains(users, p.PkgPath) {
-			users = append(users, p.PkgPath)
+		// An external test package (p_test) loads with p's pattern.
+		path := strings.TrimSuffix(p.PkgPath, "_test")
+		if _, ok := p.Imports[statePath]; ok && path != statePath && !slices.Contains(users, path) {
+			users = append(users, path)
 		}
 	}
 	if len(users) < 10 {
