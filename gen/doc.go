@@ -10,14 +10,23 @@
 // declared under //go:build cuda), holding the API the contract allows and
 // nothing more:
 //
-//   - TState, the live head, with NewTState, Read, Len, Bound, Version, Stats,
-//     Spans and Release always; Append and AppendDevice for append growth,
-//     Write and WriteDevice for mutable growth; Snapshot with an immutable
-//     snapshot; Branch with isolated branches; Merge with merge=fastforward;
-//     Rollback with a rollback line; At and Plan with checkpoints;
+//   - TState, the live head, with NewTState, Read, ReadRows, ReadInto, Len,
+//     Version, Stats, Spans, RecordStream, BlockTable and Release always;
+//     Bound without a window, Window and Oldest with one; Append and
+//     AppendDevice for append growth, Write and WriteDevice for mutable
+//     growth; Snapshot with an immutable snapshot; Branch with isolated
+//     branches; Merge with merge=fastforward; Rollback with a rollback line;
+//     At and Plan with checkpoints; Step with a replay line (replay.go);
 //     NewTStateShared and AdoptPrefix with a share line.
-//   - TSnapshot, an immutable version (generated unless snapshot none).
+//   - TSnapshot, an immutable version (generated unless snapshot none), with
+//     Read, ReadRows, ReadInto, Spans, RecordStream, BlockTable, Len,
+//     Version and Release; Oldest with a window.
 //   - TSpans, the device location of rows, one []device.Span per field.
+//   - For a //state:group type G (group.go), GState with NewGState, one
+//     accessor per member (its TState), Stats and Release; Snapshot,
+//     Branch, Merge and Rollback when every member has them; NewGStateShared
+//     and AdoptPrefix when a member shares a prefix. GSnapshot, with one
+//     accessor per member (its TSnapshot) and Release.
 //
 // A method the contract does not allow is not generated, so its misuse is a
 // compile error. Every method carries the function directive statevet reads

@@ -34,6 +34,7 @@ func TestRun(t *testing.T) {
 		"fits only by eviction: 2 of 4 PromptCache states evicted",
 		"evicted prefix-0 answers state.ErrEvicted on Read, and its Release succeeds",
 		"mandatory session's 32 rows read back intact; pool stats: 96.0 KiB evicted",
+		"every state released: Trim gives 192.5 KiB back to the device, 0 B stays reserved",
 		"the pool holds 0 live handles",
 	} {
 		if !strings.Contains(out.String(), want) {

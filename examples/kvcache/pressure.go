@@ -99,5 +99,25 @@ func pressure(w io.Writer, b device.Backend) (err error) {
 	ps := p.Stats()
 	fmt.Fprintf(w, "  mandatory session's %d rows read back intact; pool stats: %s evicted, %s in use of %s reserved\n",
 		s.Len(), size(ps.EvictedBytes), size(ps.PhysicalBytes), size(ps.ReservedBytes))
-	return s.Release()
+	if err := s.Release(); err != nil {
+		return err
+	}
+	return trim(w, p, pcs)
+}
+
+// trim releases the prompt caches, then gives the pool's wholly free slabs
+// back to the device: what a server does once a burst of sessions is over.
+func trim(w io.Writer, p *state.Pool, pcs []*cache.PromptCacheState) error {
+	for _, c := range pcs {
+		if err := c.Release(); err != nil {
+			return err
+		}
+	}
+	trimmed, err := p.Trim()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "  every state released: Trim gives %s back to the device, %s stays reserved\n",
+		size(trimmed), size(p.Stats().ReservedBytes))
+	return nil
 }

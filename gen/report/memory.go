@@ -12,7 +12,7 @@ import (
 )
 
 // What the state holds in memory, priced in the blocks runtime/state
-// holds it in (docs/INTERNALS.md, "Blocks"): on a pool made with
+// holds it in (docs/INTERNALS.md, "Memory pressure"): on a pool made with
 // PoolOptions.BlockBytes 0 each field's blocks hold the same rows
 // (placement's rule, or the contract's //state:block rows); on a pool with
 // a block size every field gets blocks of that size, except that a state

@@ -9,8 +9,8 @@ import (
 	"testing"
 )
 
-// TestEveryDirectiveDocumented checks docs/DIRECTIVES.md, "every directive":
-// each //state: verb the README, the guide and the examples write (groups,
+// TestEveryDirectiveDocumented checks that docs/DIRECTIVES.md documents
+// every directive: each //state: verb the README, the guide and the examples write (groups,
 // replay, ...) has a row of its own in one of its tables, and each type
 // directive appears in its findings table, "What each analyzer reports". A verb the examples use and the reference leaves out is a user
 // left to read the code.

@@ -43,7 +43,7 @@ func (p *Pool) blockRows(l *Layout) int {
 		// column's rows fit the pool's block.
 		rows := maxInt
 		for _, c := range l.Columns {
-			rows = min(rows, p.blockBytes/c.RowBytes())
+			rows = min(rows, p.blockBytes/c.rowBytes())
 		}
 		return max(rows, 1)
 	}
@@ -52,7 +52,7 @@ func (p *Pool) blockRows(l *Layout) int {
 	}
 	var sum int64
 	for _, c := range l.Columns {
-		sum += int64(c.RowBytes())
+		sum += int64(c.rowBytes())
 	}
 	if l.ShareKey != "" {
 		return placement.SharedRows(sum, 0)
@@ -70,7 +70,7 @@ func (p *Pool) columnBlockBytes(l *Layout) []int {
 			out[i] = p.blockBytes
 			continue
 		}
-		bb := placement.FieldBlockBytes(int64(c.RowBytes()), rows, maxBlockBytes)
+		bb := placement.FieldBlockBytes(int64(c.rowBytes()), rows, maxBlockBytes)
 		if bb < 0 {
 			bb = maxBlockBytes // a block of one row at most, which the layout check allows
 		}

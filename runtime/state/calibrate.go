@@ -2,7 +2,6 @@ package state
 
 import (
 	"errors"
-	"fmt"
 	"maps"
 	"slices"
 	"sync"
@@ -79,16 +78,6 @@ func (m CostModel) estimate(c *Candidate, columns int) time.Duration {
 		float64(c.Deltas*columns)*float64(m.PerDelta) + m.DtoH.of(c.reads, c.readBytes) +
 		float64(c.nodes)*float64(m.Node) + float64(c.alone)*float64(max(0, m.CopyAlone-m.CopyFixed))
 	return time.Duration(ns)
-}
-
-// CostModel returns the pool's cost model, measuring the backend on first
-// use.
-func (p *Pool) CostModel() (CostModel, error) {
-	if err := p.enter(); err != nil {
-		return CostModel{}, fmt.Errorf("state: CostModel: %w", err)
-	}
-	defer p.leave()
-	return p.costModel()
 }
 
 type calibration struct {

@@ -506,20 +506,6 @@ func (res *blockReserve) giveBack(p *Pool) {
 	p.free(freed)
 }
 
-// LastReconstruction returns the plan the last At on h performed, with
-// the cost it measured; false when At has not run.
-func (h *Head) LastReconstruction() (Plan, bool) {
-	if h == nil {
-		return Plan{}, false
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.hist == nil || h.hist.last == nil {
-		return Plan{}, false
-	}
-	return *h.hist.last, true
-}
-
 // takeBlock takes one block of class c for h, reclaiming under pressure.
 func (h *Head) takeBlock(c *sizeClass) (*block, error) {
 	// Into a buffer on the stack, not a slice per block: the Go heap's

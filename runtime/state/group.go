@@ -66,14 +66,6 @@ func couple(p *Pool, owner Owner, heads []*Head) *Group {
 	return g
 }
 
-// Len returns the number of members.
-func (g *Group) Len() int {
-	if g == nil {
-		return 0
-	}
-	return len(g.heads)
-}
-
 // Head returns member i, in the order the group was made with: the head
 // itself, coupled (its Rollback, Merge and Release answer ErrCoupled).
 // It returns nil for an i out of range.

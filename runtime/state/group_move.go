@@ -114,14 +114,6 @@ func (g *Group) Merge(child *Group) error {
 	return nil
 }
 
-// Len returns the number of members' snapshots.
-func (v *GroupSnap) Len() int {
-	if v == nil {
-		return 0
-	}
-	return len(v.snaps)
-}
-
 // Snap returns member i's snapshot; nil for an i out of range. It belongs
 // to the cut: release the cut, not the member's snapshot.
 func (v *GroupSnap) Snap(i int) *Snap {

@@ -218,22 +218,6 @@ func (h *Head) Version() Version {
 	return h.pos.v
 }
 
-// Owner returns the head's owner.
-func (h *Head) Owner() Owner {
-	if h == nil {
-		return ""
-	}
-	return h.owner
-}
-
-// Layout returns a copy of the head's layout.
-func (h *Head) Layout() *Layout {
-	if h == nil {
-		return nil
-	}
-	return h.l.clone()
-}
-
 // uncoupled answers ErrCoupled when h is a member of a group: op moves or
 // releases h, which is the group's to do.
 func (h *Head) uncoupled(op string) error {

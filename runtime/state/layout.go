@@ -69,8 +69,8 @@ type Column struct {
 	Width    int
 }
 
-// RowBytes returns the bytes of one row of the column.
-func (c Column) RowBytes() int { return c.ElemSize * c.Width }
+// rowBytes returns the bytes of one row of the column.
+func (c Column) rowBytes() int { return c.ElemSize * c.Width }
 
 // CheckpointPolicy keeps past versions of a head reconstructable by At.
 // The head's first version is a checkpoint; after it, one every Every

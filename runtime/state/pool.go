@@ -75,7 +75,8 @@ type PoolStats struct {
 	ReservedBytes int64
 	// Live counts the live heads and snapshots.
 	Live int
-	// BlockBytes is the pool's block size.
+	// BlockBytes is the pool's own block size: PoolOptions.BlockBytes, or
+	// DefaultBlockBytes for a pool whose blocks follow its layouts' rows.
 	BlockBytes int
 	// Blocks and FreeBlocks count the blocks in use and the blocks carved
 	// from slabs and free.
@@ -241,15 +242,6 @@ func (p *Pool) Backend() device.Backend {
 		return nil
 	}
 	return p.b
-}
-
-// BlockBytes returns the pool's own block size: PoolOptions.BlockBytes,
-// or DefaultBlockBytes for a pool whose blocks follow its layouts' rows.
-func (p *Pool) BlockBytes() int {
-	if p == nil {
-		return 0
-	}
-	return p.blockBytes
 }
 
 // enter starts a handle call: it read-holds closeMu until leave, and

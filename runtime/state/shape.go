@@ -41,7 +41,7 @@ type colClasses struct {
 func newShape(p *Pool, l *Layout, owner Owner) shape {
 	sh := shape{pool: p, l: l, owner: owner, rows: p.blockRows(l), columns: &columns{blockBytes: p.columnBlockBytes(l)}}
 	for i, c := range l.Columns {
-		rb := c.RowBytes()
+		rb := c.rowBytes()
 		bb := sh.blockBytes[i]
 		cl := p.mem.Class(bb)
 		sh.cls = append(sh.cls, cl)

@@ -35,7 +35,7 @@ import (
 // compares both, so a collision costs a comparison, never a wrong row. A
 // block keeps the owner that wrote it; when the last reference to it goes,
 // it returns to that owner's free list and is zeroed before any other
-// owner gets it, as every block is (section 4's rule).
+// owner gets it, as every block is (docs/GUIDE.md, "Owners").
 //
 // Retention. An entry holds one reference to each of its blocks, so a
 // cached prefix outlives the heads that wrote and adopted it. An entry no

@@ -87,28 +87,6 @@ func (s *Snap) Version() Version {
 	return s.pos.v
 }
 
-// Owner returns the snapshot's owner.
-func (s *Snap) Owner() Owner {
-	if s == nil {
-		return ""
-	}
-	return s.owner
-}
-
-// Stats returns the snapshot's version, rows, logical and physical bytes
-// (none once released, or once its pool is closed).
-func (s *Snap) Stats() Stats {
-	if s == nil {
-		return Stats{}
-	}
-	if s.pool.isClosed() {
-		return Stats{Version: s.pos.v}
-	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	return s.stats(s.r, s.pos.v)
-}
-
 // Release gives up s and the blocks only it holds. Releasing twice does
 // nothing; every other call on a released snapshot returns ErrReleased.
 //

@@ -86,7 +86,7 @@ func (t *tree) get(i int) *block {
 // carved for (one adopted from a prefix cache, or from a group's
 // registered state, that the cache let go of) is copied on write instead,
 // even when nothing else holds it, since a block goes back to its owner's
-// free list unzeroed (docs/INTERNALS.md, "Isolation").
+// free list unzeroed (docs/INTERNALS.md, "The store's map").
 func (t *tree) writable(i int, owner string) bool {
 	n := t.root
 	for h := t.height; h > 1; h-- {

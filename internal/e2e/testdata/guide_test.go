@@ -40,8 +40,8 @@ func TestGuide(t *testing.T) {
 			t.Error(err)
 		}
 	}()
-	if p.BlockBytes() != 4<<10 {
-		t.Errorf("newPool: blocks of %d bytes, want 4 KiB", p.BlockBytes())
+	if bb := p.Stats().BlockBytes; bb != 4<<10 {
+		t.Errorf("newPool: blocks of %d bytes, want 4 KiB", bb)
 	}
 	if s, err := openSession(p, ""); err == nil {
 		s.Release()
