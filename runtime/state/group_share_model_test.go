@@ -164,8 +164,8 @@ var sgDomains = []Domain{"d0", "d1"}
 
 func (m *sgModel) fatalf(format string, args ...any) {
 	m.t.Helper()
-	m.t.Fatalf("seed %d step %d (%s): %s\nreplay: GPUSTATE_MODEL_STEPS=%d go test -run 'TestSharedGroupModel/%d' ./runtime/state",
-		m.seed, m.step, m.op, fmt.Sprintf(format, args...), m.step+1, m.seed)
+	m.t.Fatalf("seed %d step %d (%s): %s\nreplay: go test ./runtime/state -run '^TestSharedGroupModel$/^%d$' -args -model.steps=%d",
+		m.seed, m.step, m.op, fmt.Sprintf(format, args...), m.seed, m.step+1)
 }
 
 // sees adds the words of rows to what owner o has held.
