@@ -243,13 +243,7 @@ func (m *sgModel) do() {
 		m.kernelPrefill(m.live[m.rng.IntN(len(m.live))])
 	case op < 30:
 		m.op = "forget"
-		d := sgDomains[m.rng.IntN(2)]
-		m.p.ForgetPrefixes(d)
-		for k := range m.reg {
-			if k.d == d {
-				delete(m.reg, k)
-			}
-		}
+		m.forget(sgDomains[m.rng.IntN(2)])
 	case op < 32 && len(m.live) > 0:
 		i := m.rng.IntN(len(m.live))
 		m.op = "release"
@@ -277,6 +271,16 @@ func (m *sgModel) do() {
 		l := &Layout{Type: "Big", Columns: []Column{{Name: "A", ElemSize: 1024, Width: 1}}, Growth: Mutable, Bound: 16 + m.rng.IntN(32)}
 		if h, err := m.p.NewHead(l, "z"); err == nil {
 			check(m.t, h.Release())
+		}
+	}
+}
+
+// forget forgets domain d's prefixes, in the pool and the reference.
+func (m *sgModel) forget(d Domain) {
+	m.p.ForgetPrefixes(d)
+	for k := range m.reg {
+		if k.d == d {
+			delete(m.reg, k)
 		}
 	}
 }
@@ -496,12 +500,7 @@ func (m *sgModel) adoptForgetWrite() {
 	if len(s.tokens) == 0 {
 		return
 	}
-	m.p.ForgetPrefixes(s.d)
-	for k := range m.reg {
-		if k.d == s.d {
-			delete(m.reg, k)
-		}
-	}
+	m.forget(s.d)
 	s.rest = append([]uint32{uint32(32 + 16*s.owner)}, s.rest...)
 	if m.feed(s, false) {
 		m.release(s)
