@@ -88,6 +88,22 @@ func (g *Group) errorf(op, format string, args ...any) error {
 	return fmt.Errorf("state: group.%s: "+format, append([]any{op}, args...)...)
 }
 
+// live answers ErrReleased for a nil or released group: a call checks it
+// before its arguments, so that a released group answers ErrReleased
+// whatever it is passed. begin checks it again, under the locks.
+func (g *Group) live(op string) error {
+	if g == nil {
+		return fmt.Errorf("state: group.%s: nil group: %w", op, ErrReleased)
+	}
+	g.mu.Lock()
+	released := g.released
+	g.mu.Unlock()
+	if released {
+		return g.errorf(op, "%w", ErrReleased)
+	}
+	return nil
+}
+
 // begin starts a group call: the mu of g and of child, if any, held (in
 // id order), the pool open, every head of heads (sorted by id, each once:
 // g.byID, or byID of several groups' heads) locked in that order and

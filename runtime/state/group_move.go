@@ -1,7 +1,6 @@
 package state
 
 import (
-	"fmt"
 	"slices"
 )
 
@@ -16,8 +15,8 @@ import (
 //
 //state:mutates
 func (g *Group) Rollback(to *GroupSnap) error {
-	if g == nil {
-		return fmt.Errorf("state: group.Rollback: nil group: %w", ErrReleased)
+	if err := g.live("Rollback"); err != nil {
+		return err
 	}
 	if to == nil || len(to.snaps) != len(g.heads) {
 		return g.errorf("Rollback", "the snapshot is no cut of this group's members: %w", ErrNotAncestor)
@@ -69,8 +68,8 @@ func (g *Group) Rollback(to *GroupSnap) error {
 //
 //state:mutates
 func (g *Group) Merge(child *Group) error {
-	if g == nil {
-		return fmt.Errorf("state: group.Merge: nil group: %w", ErrReleased)
+	if err := g.live("Merge"); err != nil {
+		return err
 	}
 	if child == nil || len(child.heads) != len(g.heads) {
 		return g.errorf("Merge", "the child is no branch of this group: %w", ErrDiverged)

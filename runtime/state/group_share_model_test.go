@@ -2,11 +2,9 @@ package state
 
 import (
 	"bytes"
-	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"maps"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -19,10 +17,12 @@ import (
 // that share prefixes across owners and two domains, tokens fed by Append
 // and by AppendDevice (registered once written), prefills a kernel writes
 // on a recorded stream before its writer goes idle, steps that fail or
-// panic after writing in place, ForgetPrefixes, a Layout value widened in
-// place between sessions, mandatory and optional groups under a pool cap
-// that makes the Evictor take groups, and owners that come back for fresh
-// state. Against its reference it checks, after every step:
+// panic after writing in place, ForgetPrefixes, hand-offs (a prefix one
+// owner filled, adopted by another who writes it in place once its domain
+// is forgotten), a Layout value widened in place between sessions,
+// mandatory and optional groups under a pool cap that makes the Evictor
+// take groups, and owners that come back for fresh state. Against its
+// reference it checks, after every step:
 //
 //   - rows: each live session reads as its reference (its KV rows are its
 //     own tokens, its recurrent state the state after them);
@@ -214,7 +214,7 @@ func runSharedGroupModel(t *testing.T, seed uint64, steps int) {
 	if st := p.Stats(); st.Live != 0 || st.PhysicalBytes != 0 || st.CachedBytes != 0 {
 		t.Fatalf("seed %d: after every release and forget: %d live, %d physical, %d cached bytes", seed, st.Live, st.PhysicalBytes, st.CachedBytes)
 	}
-	for _, c := range []string{"adoption checked", "isolation checked", "drain", "kernel prefill"} {
+	for _, c := range []string{"adoption checked", "isolation checked", "drain", "kernel prefill", "hand-off"} {
 		if m.counts[c] == 0 {
 			t.Errorf("seed %d: no %q in %d steps: the model no longer reaches it (%v)", seed, c, steps, m.counts)
 		}
@@ -469,30 +469,30 @@ func (m *sgModel) kernelPrefill(s *sgSession) {
 }
 
 // adoptForgetWrite is the path where a write in place would reach another
-// owner's blocks: a session adopts a registered prefix, its domain is forgotten
-// (it holds the adopted blocks alone), it writes a state of its own and
-// goes, and every owner then makes fresh state.
+// owner's blocks: a session of one owner fills a prompt to a block
+// boundary (registered) and goes; a session of another owner adopts it,
+// its domain is forgotten (it holds the adopted blocks alone), it steps
+// and goes; and every owner then makes fresh state.
 func (m *sgModel) adoptForgetWrite() {
-	m.forgetIfEvicted()
-	var keys []sgRegKey
-	for k, tab := range m.reg {
-		if k.width == m.width && len(tab) > 0 {
-			keys = append(keys, k)
-		}
-	}
-	if len(keys) == 0 {
-		return
-	}
-	slices.SortFunc(keys, func(a, b sgRegKey) int { return cmp.Or(cmp.Compare(a.lay, b.lay), cmp.Compare(a.d, b.d)) })
-	k := keys[m.rng.IntN(len(keys))]
-	prefixes := slices.Sorted(maps.Keys(m.reg[k]))
-	key := prefixes[m.rng.IntN(len(prefixes))]
-	prompt := make([]uint32, len(key)/4)
-	for i := range prompt {
-		prompt[i] = binary.LittleEndian.Uint32([]byte(key[4*i:]))
+	a := m.rng.IntN(sgOwners)
+	lay, d := m.rng.IntN(2), sgDomains[m.rng.IntN(2)]
+	prompt := slices.Clone(m.bases[m.rng.IntN(len(m.bases))][:16*m.rng.IntN(3)])
+	for len(prompt)%16 != 0 || len(prompt) == 0 {
+		prompt = append(prompt, uint32(32+16*a+m.rng.IntN(16)))
 	}
 	n := len(m.live)
-	m.adoptInto(&sgSession{owner: m.rng.IntN(sgOwners), lay: k.lay, width: k.width, d: k.d}, prompt)
+	m.adoptInto(&sgSession{owner: a, lay: lay, width: m.width, d: d}, prompt)
+	if len(m.live) == n {
+		return
+	}
+	for s := m.live[n]; len(s.rest) > 0; {
+		if !m.feed(s, false) {
+			return // released
+		}
+	}
+	m.release(m.live[n])
+	b := (a + 1 + m.rng.IntN(sgOwners-1)) % sgOwners
+	m.adoptInto(&sgSession{owner: b, lay: lay, width: m.width, d: d}, prompt)
 	if len(m.live) == n {
 		return
 	}
@@ -500,8 +500,9 @@ func (m *sgModel) adoptForgetWrite() {
 	if len(s.tokens) == 0 {
 		return
 	}
-	m.forget(s.d)
-	s.rest = append([]uint32{uint32(32 + 16*s.owner)}, s.rest...)
+	m.counts["hand-off"]++
+	m.forget(d)
+	s.rest = append([]uint32{uint32(32 + 16*b)}, s.rest...)
 	if m.feed(s, false) {
 		m.release(s)
 	}
@@ -515,21 +516,29 @@ func (m *sgModel) adoptForgetWrite() {
 func (m *sgModel) freshState(o int) {
 	owner := Owner(fmt.Sprint("o", o))
 	probeL := rec(Invalidate)
-	appL := &Layout{Type: "App", Columns: probeL.Columns, Growth: Append, Bound: 256, BlockRows: 128}
+	appL := &Layout{Type: "App", Columns: probeL.Columns, Growth: Append, Bound: 8 * 128, BlockRows: 128}
 	for _, l := range []*Layout{probeL, appL} {
 		h, err := m.p.NewHead(l, owner)
 		if errors.Is(err, ErrNoMemory) {
 			continue
 		}
 		check(m.t, err)
+		rows := 4
 		if l.Growth == Append {
-			if _, err := h.AppendDevice(4); err != nil {
+			// As many blocks as there is room for, up to 8: the owner's
+			// free blocks, whichever it was given back last.
+			for rows = l.Bound; rows > 0; rows -= l.BlockRows {
+				if _, err = h.AppendDevice(rows); err == nil {
+					break
+				}
+			}
+			if err != nil {
 				check(m.t, h.Release())
 				continue
 			}
 		}
-		got := [][]byte{make([]byte, 4*8)}
-		check(m.t, h.Read(0, 4, got))
+		got := [][]byte{make([]byte, rows*8)}
+		check(m.t, h.Read(0, rows, got))
 		check(m.t, h.Release())
 		m.counts["isolation checked"]++
 		for i := 0; i < len(got[0]); i += 8 {

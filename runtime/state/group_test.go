@@ -309,3 +309,46 @@ func TestGroupNil(t *testing.T) {
 		t.Error("nil group or cut")
 	}
 }
+
+// TestReleasedAnswersReleased: a released group or head answers
+// ErrReleased from Merge and Rollback whatever it is passed (nil, a
+// stranger, its own branch or snapshot), before it looks at the argument.
+func TestReleasedAnswersReleased(t *testing.T) {
+	p := newPool(t, PoolOptions{})
+	g := must[*Group](t)(NewGroup(p, "me", tokLayout, rec(Invalidate)))
+	cut := must[*GroupSnap](t)(g.Snapshot())
+	defer cut.Release()
+	br := must[*Group](t)(g.Branch())
+	defer br.Release()
+	check(t, g.Release())
+	for name, err := range map[string]error{
+		"Merge(nil)":      g.Merge(nil),
+		"Merge(branch)":   g.Merge(br),
+		"Rollback(nil)":   g.Rollback(nil),
+		"Rollback(cut)":   g.Rollback(cut),
+		"AdoptPrefix":     nilErr(g.AdoptPrefix(keysOf([]uint32{1}))),
+		"Snapshot":        nilErr(g.Snapshot()),
+		"Branch":          nilErr(g.Branch()),
+		"member Rollback": g.Head(1).Rollback(nil),
+	} {
+		if !errors.Is(err, ErrReleased) {
+			t.Errorf("released group %s: %v; want ErrReleased", name, err)
+		}
+	}
+	h := must[*Head](t)(p.NewHead(rec(Invalidate), "me"))
+	snap := must[*Snap](t)(h.Snapshot())
+	defer snap.Release()
+	check(t, h.Release())
+	for name, err := range map[string]error{
+		"Merge(nil)":     h.Merge(nil),
+		"Rollback(nil)":  h.Rollback(nil),
+		"Rollback(snap)": h.Rollback(snap),
+	} {
+		if !errors.Is(err, ErrReleased) {
+			t.Errorf("released head %s: %v; want ErrReleased", name, err)
+		}
+	}
+}
+
+// nilErr returns a call's error, its value dropped.
+func nilErr[T any](_ T, err error) error { return err }

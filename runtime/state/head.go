@@ -226,3 +226,16 @@ func (h *Head) uncoupled(op string) error {
 	}
 	return nil
 }
+
+// live answers ErrReleased for a released head. Merge and Rollback check
+// it before their arguments, so that a released head answers ErrReleased
+// whatever it is passed; begin checks it again under the lock it holds.
+func (h *Head) live(op string) error {
+	h.mu.Lock()
+	released := h.released
+	h.mu.Unlock()
+	if released {
+		return h.errorf(op, "%w", ErrReleased)
+	}
+	return nil
+}

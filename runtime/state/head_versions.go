@@ -154,6 +154,11 @@ func (h *Head) Merge(child *Head) error {
 	if err := h.uncoupled("Merge"); err != nil {
 		return err
 	}
+	if h != nil {
+		if err := h.live("Merge"); err != nil {
+			return err
+		}
+	}
 	if err := h.checkChild(child); err != nil {
 		return err
 	}
@@ -231,6 +236,9 @@ func (h *Head) Rollback(to *Snap) error {
 		return errNil("Head", "Rollback")
 	}
 	if err := h.uncoupled("Rollback"); err != nil {
+		return err
+	}
+	if err := h.live("Rollback"); err != nil {
 		return err
 	}
 	if err := h.rollbackArg(to); err != nil {

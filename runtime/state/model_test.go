@@ -475,6 +475,8 @@ func (m *model) merge() {
 	}
 	var want error
 	switch {
+	case x.released: // before the argument is looked at
+		want = ErrReleased
 	case c.lin.owner != x.lin.owner:
 		want = ErrOwner
 	case c.lin != x.lin:
@@ -523,10 +525,10 @@ func (m *model) rollback() {
 	}
 	var want error
 	switch {
+	case x.released: // before the argument is looked at
+		want = ErrReleased
 	case to.lin.owner != x.lin.owner:
 		want = ErrOwner
-	case x.released:
-		want = ErrReleased
 	case x.invalid:
 		want = ErrInvalidated
 	case x.evicted:
