@@ -105,13 +105,15 @@ func (p *Pool) evictRound(r Retention, c *sizeClass, want int, deviceFull bool, 
 		if len(busy) > 0 && p.usesAny(hs[v.ID-1], busy) {
 			continue // queued work still uses its blocks (awaitVictimWork)
 		}
-		n, ok := hs[v.ID-1].evict()
+		n, moved, ok := p.evictOne(hs[v.ID-1])
 		if !ok {
 			continue
 		}
 		progress = true
-		p.evictedBytes.Add(n)
-		p.evictions.Add(1)
+		if !moved {
+			p.evictedBytes.Add(n)
+			p.evictions.Add(1)
+		}
 		short := p.shortfall(c, want, deviceFull)
 		if short > 0 && p.mem.Stats().Pending > base {
 			// The blocks eviction freed behind a fence make room only
@@ -128,6 +130,23 @@ func (p *Pool) evictRound(r Retention, c *sizeClass, want int, deviceFull bool, 
 		}
 	}
 	return false, progress
+}
+
+// evictOne takes victim e's device blocks: to the host tier where the pool
+// has one and it takes e (moved), else dropped. A move that failed drops
+// nothing: e stays as it was, and the round goes on to the next victim.
+func (p *Pool) evictOne(e evictable) (n int64, moved, ok bool) {
+	if m, isMover := e.(tierMover); isMover && p.tier != nil {
+		n, moved, err := m.moveOut()
+		if moved {
+			return n, true, true
+		}
+		if err != nil {
+			return 0, false, false
+		}
+	}
+	n, ok = e.evict()
+	return n, false, ok
 }
 
 // shortfall returns the bytes an allocation of want blocks of class c
@@ -366,12 +385,17 @@ func (s *Snap) evict() (int64, bool) {
 	return blockBytes(freed), true
 }
 
-// prepare rebuilds an evicted reconstructable head (or fails the call
-// with ErrEvicted or ErrNotRetained), then stamps the pool's use clock for
+// prepare brings a head back from the host tier, rebuilds an evicted
+// reconstructable head (or fails the call with ErrEvicted or
+// ErrNotRetained), then stamps the pool's use clock for
 // the Evictor.
 func (lp *lruPart) prepare(h *Head, c call) error {
 	if h.evicted {
-		if err := h.rebuild(c.op); err != nil {
+		rebuild := h.rebuild
+		if h.tier != nil {
+			rebuild = h.bringBackLocked
+		}
+		if err := rebuild(c.op); err != nil {
 			return err
 		}
 	}

@@ -23,6 +23,9 @@ type Head struct {
 	released bool
 	evicted  bool // its blocks were taken under memory pressure
 	lost     bool // evicted by a failed step's restore: rebuilt whatever its retention
+	// tier is the head's version in the host tier (tier.go), where the
+	// pool moved it instead of dropping it; the head is evicted meanwhile.
+	tier *tierImage
 	// deviceRows: the last call made rows a kernel writes (AppendDevice,
 	// WriteDevice, AppendAsync); the spans are the caller's until the
 	// next call, so a group's cut skips the head until then.
@@ -207,6 +210,7 @@ type Snap struct {
 	mu       sync.RWMutex // read-held by reads, write-held by Release
 	released bool
 	evicted  bool          // its blocks were taken under memory pressure
+	tier     *tierImage    // its version in the host tier, when evicted there (tier.go)
 	lastUse  atomic.Uint64 // the pool's use clock at its last call
 
 	tmu     sync.Mutex    // guards tables

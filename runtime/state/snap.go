@@ -23,6 +23,16 @@ func (s *Snap) begin(op string) error {
 		return s.errorf(op, "%w", err)
 	}
 	s.mu.RLock()
+	for s.tier != nil && !s.released {
+		// In the host tier: bring it back under the write lock, then
+		// read as any call does.
+		s.mu.RUnlock()
+		if err := s.back(op); err != nil {
+			s.pool.leave()
+			return err
+		}
+		s.mu.RLock()
+	}
 	if s.released {
 		s.end()
 		return s.errorf(op, "snapshot: %w", ErrReleased)
@@ -37,6 +47,17 @@ func (s *Snap) begin(op string) error {
 	}
 	s.pool.touch(&s.lastUse)
 	return nil
+}
+
+// back brings s back from the host tier, if it is there, under its write
+// lock. The caller holds the pool open and not s's lock.
+func (s *Snap) back(op string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.tier == nil || s.released {
+		return nil
+	}
+	return s.bringBackLocked(op)
 }
 
 // end ends a read begun by begin.
@@ -74,6 +95,9 @@ func (s *Snap) Len() int {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.r == nil {
+		if s.tier != nil {
+			return s.tier.rows
+		}
 		return 0
 	}
 	return s.r.rows
@@ -118,6 +142,8 @@ func (s *Snap) Release() error {
 		s.r.release(&freed)
 	}
 	s.r = nil
+	s.pool.tierRelease(s.tier)
+	s.tier = nil
 	s.pool.free(freed)
 	s.pool.unregister(s, s.logical)
 	return nil
