@@ -1,7 +1,5 @@
 package state
 
-
-
 // Moves between device memory and the host tier (tier.go): heads,
 // snapshots and groups. A handle in the tier is evicted (its root is nil)
 // and holds its image; its calls bring it back first, its metadata (Len,
@@ -285,4 +283,3 @@ func (p *Pool) tierRelease(img *tierImage) {
 		p.tier.free(img)
 	}
 }
-

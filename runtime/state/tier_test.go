@@ -1,0 +1,383 @@
+package state
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/gpustate/gpustate/runtime/device"
+	"github.com/gpustate/gpustate/runtime/state/internal/statetest"
+)
+
+// tierPool holds n blocks of 256 bytes in device memory and tier bytes in
+// the host tier.
+func tierPool(t *testing.T, n int, tier int64) *Pool {
+	return newPool(t, PoolOptions{BlockBytes: 256, MaxBytes: int64(n) * 256, HostTier: tier})
+}
+
+// optionalHeads makes n optional heads of two rows each, owner o<i>, rows
+// seeded 10*i, used in order: head 0 is the least recently used.
+func optionalHeads(t *testing.T, p *Pool, n int) []*Head {
+	t.Helper()
+	var hs []*Head
+	for i := range n {
+		h := must[*Head](t)(p.NewHead(wide("Cache", Optional), Owner(fmt.Sprint("o", i))))
+		t.Cleanup(func() { h.Release() })
+		fill(t, h, 2, byte(10*i))
+		hs = append(hs, h)
+	}
+	return hs
+}
+
+// headOf is p.NewHead, released when the test ends (before its pool
+// closes).
+func headOf(t *testing.T, p *Pool, l *Layout, o Owner) *Head {
+	t.Helper()
+	h := must[*Head](t)(p.NewHead(l, o))
+	t.Cleanup(func() { h.Release() })
+	return h
+}
+
+func wantRows(i int) []byte { return catWide(wideRow(byte(10*i)), wideRow(byte(10*i+1))) }
+
+func checkInv(t *testing.T, p *Pool) {
+	t.Helper()
+	if err := checkInvariants(p); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestTierMovesAndBringsBack: where the pool would evict an optional head,
+// it moves it to the host tier; Len, Version and Stats answer from the
+// image without bringing it back, and a read brings it back with the same
+// rows and version. Nothing was dropped.
+func TestTierMovesAndBringsBack(t *testing.T) {
+	p := tierPool(t, 8, 64<<10)
+	opt := optionalHeads(t, p, 4)
+	victim := opt[0]
+	v := victim.Version()
+	m := headOf(t, p, wide("Session", Mandatory), "m")
+	fill(t, m, 2, 200)
+	st := p.Stats()
+	if st.TierBytes != 512 || st.TierOut != 512 || st.EvictedBytes != 0 || st.Evictions != 0 {
+		t.Fatalf("after the move: tier %d bytes, out %d, evicted %d bytes in %d; want 512, 512, 0, 0",
+			st.TierBytes, st.TierOut, st.EvictedBytes, st.Evictions)
+	}
+	if victim.r != nil || victim.tier == nil {
+		t.Fatal("the least recently used optional head is not in the tier")
+	}
+	checkInv(t, p)
+	// Metadata answers from the image.
+	if n, got, s := victim.Len(), victim.Version(), victim.Stats(); n != 2 || got != v || s.Rows != 2 || s.LogicalBytes != 512 || s.Version != v {
+		t.Fatalf("in the tier: Len %d, Version %d, Stats %+v; want 2, %d, 2 rows of 512 bytes", n, got, s, v)
+	}
+	if victim.Bound() != 0 || victim.tier == nil || p.Stats().TierIn != 0 {
+		t.Fatal("Len, Version, Bound or Stats brought the head back")
+	}
+	// A read brings it back (another head goes to the tier for its room).
+	if got := readWide(t, victim); !bytes.Equal(got, wantRows(0)) {
+		t.Fatal("rows brought back from the tier differ")
+	}
+	if victim.Version() != v {
+		t.Fatalf("version %d after the tier, want %d", victim.Version(), v)
+	}
+	st = p.Stats()
+	if st.TierIn != 512 || st.TierOut != 1024 || st.TierBytes != 512 || st.EvictedBytes != 0 {
+		t.Fatalf("after the return: in %d, out %d, tier %d, evicted %d; want 512, 1024, 512, 0", st.TierIn, st.TierOut, st.TierBytes, st.EvictedBytes)
+	}
+	// The head goes on as before: a write after the return.
+	check(t, victim.Append(wideRow(7)))
+	if got := readWide(t, victim); !bytes.Equal(got, append(wantRows(0), wideRow(7)[0]...)) {
+		t.Fatal("an append after the return")
+	}
+	for i, h := range opt {
+		if got := readWide(t, h); i > 0 && !bytes.Equal(got, wantRows(i)) {
+			t.Fatalf("optional head %d changed", i)
+		}
+	}
+	checkInv(t, p)
+}
+
+// TestTierFullDrops: the tier drops its own victims, the Evictor's
+// choice, when it is full; a state dropped from the tier answers
+// ErrEvicted and counts in EvictedBytes and TierDropped.
+func TestTierFullDrops(t *testing.T) {
+	p := tierPool(t, 6, 512) // the tier holds one state
+	opt := optionalHeads(t, p, 3)
+	a := headOf(t, p, wide("Session", Mandatory), "m")
+	fill(t, a, 2, 100) // opt[0] to the tier
+	fill(t, a, 2, 110) // opt[1] to the tier, opt[0] dropped from it
+	if err := opt[0].Read(0, 1, [][]byte{make([]byte, 256)}); !errors.Is(err, ErrEvicted) {
+		t.Fatalf("a head the tier dropped: %v, want ErrEvicted", err)
+	}
+	if n := opt[0].Len(); n != 0 {
+		t.Fatalf("a head the tier dropped has %d rows", n)
+	}
+	st := p.Stats()
+	if st.TierDropped != 512 || st.EvictedBytes != 512 || st.Evictions != 1 || st.TierBytes != 512 || st.TierOut != 1024 {
+		t.Fatalf("dropped %d, evicted %d bytes in %d, tier %d, out %d; want 512, 512, 1, 512, 1024", st.TierDropped, st.EvictedBytes, st.Evictions, st.TierBytes, st.TierOut)
+	}
+	if opt[1].Len() != 2 || opt[1].tier == nil {
+		t.Fatal("the head moved last is not in the tier")
+	}
+	checkInv(t, p)
+	check(t, a.Release())
+	if got := readWide(t, opt[1]); !bytes.Equal(got, wantRows(1)) {
+		t.Fatal("rows brought back from the tier differ")
+	}
+	checkInv(t, p)
+}
+
+// TestTierKeepsSharedBlocks: a head whose blocks a snapshot holds too is
+// not moved (the tier takes only what a victim holds alone): it is
+// dropped as without a tier, and its snapshot keeps its rows.
+func TestTierKeepsSharedBlocks(t *testing.T) {
+	p := tierPool(t, 6, 64<<10)
+	h := headOf(t, p, wide("Cache", Optional), "a")
+	fill(t, h, 2, 1)
+	s := must[*Snap](t)(h.Snapshot())
+	defer s.Release()
+	fill(t, h, 1, 9) // two blocks shared, one its own
+	m := headOf(t, p, wide("Session", Mandatory), "m")
+	fill(t, m, 4, 50)
+	if err := h.Read(0, 1, [][]byte{make([]byte, 256)}); !errors.Is(err, ErrEvicted) {
+		t.Fatalf("a head that shares blocks with a snapshot: %v, want it dropped (ErrEvicted)", err)
+	}
+	if st := p.Stats(); st.TierOut != 0 || st.TierBytes != 0 || st.EvictedBytes != 256 {
+		t.Fatalf("tier out %d, tier %d, evicted %d; want 0, 0, 256", st.TierOut, st.TierBytes, st.EvictedBytes)
+	}
+	if got := readWide(t, s); !bytes.Equal(got, catWide(wideRow(1), wideRow(2))) {
+		t.Fatal("the snapshot lost its rows")
+	}
+	checkInv(t, p)
+}
+
+// TestTierSnapshot: an optional snapshot that holds its blocks alone moves
+// to the tier and comes back on a read.
+func TestTierSnapshot(t *testing.T) {
+	p := tierPool(t, 4, 64<<10)
+	h := headOf(t, p, wide("Cache", Optional), "a")
+	fill(t, h, 2, 30)
+	s := must[*Snap](t)(h.Snapshot())
+	defer s.Release()
+	check(t, h.Release())
+	m := headOf(t, p, wide("Session", Mandatory), "m")
+	fill(t, m, 3, 50)
+	if s.tier == nil || s.Len() != 2 || s.Stats().Rows != 2 {
+		t.Fatal("the snapshot is not in the tier, or its metadata is lost")
+	}
+	check(t, m.Release())
+	if got := readWide(t, s); !bytes.Equal(got, catWide(wideRow(30), wideRow(31))) {
+		t.Fatal("the snapshot's rows brought back differ")
+	}
+	if st := p.Stats(); st.TierIn != 512 || st.TierBytes != 0 {
+		t.Fatalf("tier in %d, tier %d; want 512, 0", st.TierIn, st.TierBytes)
+	}
+	checkInv(t, p)
+}
+
+// TestTierGroupMovesWhole: an optional group moves to the tier as one, and
+// a call on one member brings both back.
+func TestTierGroupMovesWhole(t *testing.T) {
+	p := newPool(t, PoolOptions{MaxBytes: 64 << 10, HostTier: 1 << 20})
+	kvL := kv(Append, 1024, Invalidate)
+	kvL.Retention = Optional
+	recL := rec(Invalidate)
+	recL.Retention = Optional
+	g := must[*Group](t)(NewGroup(p, "a", kvL, recL))
+	defer g.Release()
+	check(t, g.Head(0).Append(kvRows(512, 1)))
+	check(t, g.Head(1).Write(0, recRow(3)))
+	v0, v1 := g.Head(0).Version(), g.Head(1).Version()
+	wantKV := [][]byte{make([]byte, 512*16), make([]byte, 512*8)}
+	check(t, g.Head(0).Read(0, 512, wantKV))
+	wantRec := make([]byte, 32)
+	check(t, g.Head(1).Read(0, 4, [][]byte{wantRec}))
+	big := &Layout{Type: "Big", Columns: []Column{{Name: "A", ElemSize: 1024, Width: 1}}, Growth: Mutable, Bound: 56}
+	h := headOf(t, p, big, "z")
+	if g.Head(0).tier == nil || g.Head(1).tier == nil {
+		t.Fatal("the group did not move to the tier whole")
+	}
+	if st := p.Stats(); st.Evictions != 0 || st.EvictedBytes != 0 || st.TierBytes == 0 {
+		t.Fatalf("evictions %d of %d bytes, tier %d; want the group in the tier", st.Evictions, st.EvictedBytes, st.TierBytes)
+	}
+	checkInv(t, p)
+	check(t, h.Release())
+	got := make([]byte, 32)
+	check(t, g.Head(1).Read(0, 4, [][]byte{got}))
+	if g.Head(0).tier != nil || p.Stats().TierBytes != 0 {
+		t.Fatal("a call on one member left the other in the tier")
+	}
+	gotKV := [][]byte{make([]byte, 512*16), make([]byte, 512*8)}
+	check(t, g.Head(0).Read(0, 512, gotKV))
+	if !bytes.Equal(got, wantRec) || !bytes.Equal(gotKV[0], wantKV[0]) || !bytes.Equal(gotKV[1], wantKV[1]) || g.Head(0).Version() != v0 || g.Head(1).Version() != v1 {
+		t.Fatal("the members' rows or versions changed in the tier")
+	}
+	checkInv(t, p)
+}
+
+// TestTierIsolation: tier memory that held one owner's rows is zeroed
+// before another owner's state takes it, and a state moved out and back
+// reads its own rows only.
+func TestTierIsolation(t *testing.T) {
+	p := newPool(t, PoolOptions{BlockBytes: 1024, MaxBytes: 4 * 1024, HostTier: 4096})
+	l := wide("Cache", Optional) // 256-byte rows in 1 KiB blocks
+	a := must[*Head](t)(p.NewHead(l, "A"))
+	for range 4 {
+		check(t, a.Append([][]byte{bytes.Repeat([]byte{0xAA}, 256)}))
+	}
+	m := headOf(t, p, wide("Session", Mandatory), "m")
+	fill(t, m, 16, 1) // a to the tier
+	if a.tier == nil {
+		t.Fatal("A's head is not in the tier")
+	}
+	check(t, a.Release()) // its tier bytes are free, tagged A's
+	check(t, m.Release())
+	// Every tier byte B is handed now held A's rows: all zeros.
+	spans, ok := p.tier.alloc(4096, "B")
+	if !ok {
+		t.Fatal("the tier has no room for B")
+	}
+	for _, sp := range spans {
+		if bytes.IndexByte(sp.bytes(), 0xAA) >= 0 {
+			t.Fatal("owner B was handed tier memory that holds owner A's rows")
+		}
+	}
+	p.tier.free(&tierImage{owner: "B", spans: spans, bytes: 4096})
+	// B's own state, one row in a block, out and back: B reads its rows
+	// and its block holds nothing of A's.
+	b := must[*Head](t)(p.NewHead(l, "B"))
+	check(t, b.Append([][]byte{bytes.Repeat([]byte{0xBB}, 256)}))
+	m2 := headOf(t, p, wide("Session", Mandatory), "m")
+	fill(t, m2, 16, 1) // b to the tier
+	if b.tier == nil {
+		t.Fatal("B's head is not in the tier")
+	}
+	check(t, m2.Release())
+	spans2 := must[[][]device.Span](t)(b.Spans(0, 1))
+	blk := make([]byte, 1024)
+	check(t, p.b.CopyDtoH(blk, spans2[0][0].Ptr))
+	if bytes.IndexByte(blk, 0xAA) >= 0 || !bytes.Equal(blk[:256], bytes.Repeat([]byte{0xBB}, 256)) {
+		t.Fatal("B's block brought back from the tier holds another owner's bytes or lost its own")
+	}
+	check(t, b.Release())
+	checkInv(t, p)
+	if st := p.Stats(); st.TierBytes != 0 {
+		t.Fatalf("%d bytes in the tier after every handle was released", st.TierBytes)
+	}
+}
+
+// TestTierEmptiesOnReleaseAndClose: after every handle is released the
+// tier holds nothing; a pool closed with states in the tier gives the
+// tier's memory back too.
+func TestTierEmptiesOnReleaseAndClose(t *testing.T) {
+	p := tierPool(t, 6, 64<<10)
+	opt := optionalHeads(t, p, 3)
+	m := headOf(t, p, wide("Session", Mandatory), "m")
+	fill(t, m, 4, 1)
+	if st := p.Stats(); st.TierBytes != 1024 {
+		t.Fatalf("tier %d bytes, want two heads' 1024", st.TierBytes)
+	}
+	p.ForgetPrefixes("d") // nothing of a domain: the tier keeps the heads
+	for _, h := range opt {
+		check(t, h.Release())
+	}
+	check(t, m.Release())
+	checkInv(t, p)
+	if st := p.Stats(); st.TierBytes != 0 || p.tier.used != 0 || len(p.tier.owned) != 0 {
+		t.Fatalf("%d bytes in the tier after every handle was released", st.TierBytes)
+	}
+	q, err := NewPool(device.Host(), PoolOptions{BlockBytes: 256, MaxBytes: 4 * 256, HostTier: 64 << 10})
+	check(t, err)
+	var hs []*Head
+	for i := range 2 {
+		h := must[*Head](t)(q.NewHead(wide("Cache", Optional), Owner(fmt.Sprint("o", i))))
+		fill(t, h, 2, byte(10*i))
+		hs = append(hs, h)
+	}
+	fill(t, must[*Head](t)(q.NewHead(wide("Session", Mandatory), "m")), 2, 1)
+	if hs[0].tier == nil {
+		t.Fatal("no head in the tier before close")
+	}
+	if err := q.Close(); err == nil {
+		t.Fatal("close with live handles answered nil")
+	}
+	if st := q.Stats(); st.TierBytes != 0 || len(q.tier.slabs) != 0 {
+		t.Fatalf("a closed pool's tier holds %d bytes in %d slabs", st.TierBytes, len(q.tier.slabs))
+	}
+}
+
+// TestTierFaults: a copy to the tier that fails drops nothing and leaks
+// nothing (the state stays in device memory, the tier is as it was); a
+// copy back that fails answers the error and keeps the state in the tier.
+func TestTierFaults(t *testing.T) {
+	fb := statetest.NewFaults(device.Host())
+	p, err := NewPool(fb, PoolOptions{BlockBytes: 256, MaxBytes: 5 * 256, HostTier: 64 << 10})
+	check(t, err)
+	defer p.Close()
+	opt := optionalHeads(t, p, 2)
+	m := headOf(t, p, wide("Session", Mandatory), "m")
+	fill(t, m, 1, 1)
+	fb.ArmMethod("CopyDtoH", 0)
+	check(t, m.Append(wideRow(2))) // opt[0]'s move fails: opt[1] moves instead
+	if !fb.Disarm() {
+		t.Fatal("no copy to the tier was made")
+	}
+	if opt[0].tier != nil || opt[0].r == nil || opt[1].tier == nil {
+		t.Fatal("a failed move took the head, or the next victim was not moved")
+	}
+	if got := readWide(t, opt[0]); !bytes.Equal(got, wantRows(0)) {
+		t.Fatal("a failed move changed the head's rows")
+	}
+	if st := p.Stats(); st.TierBytes != 512 || st.TierOut != 512 || st.EvictedBytes != 0 {
+		t.Fatalf("tier %d, out %d, evicted %d; want 512, 512, 0", st.TierBytes, st.TierOut, st.EvictedBytes)
+	}
+	checkInv(t, p)
+	// The copy back fails: the head answers the error and stays there.
+	check(t, m.Release())
+	v := opt[1].Version()
+	fb.ArmMethod("CopyHtoD", 0)
+	err = opt[1].Read(0, 2, [][]byte{make([]byte, 512)})
+	if !errors.Is(err, statetest.ErrInjected) {
+		t.Fatalf("a failed copy back answered %v, want the injected error", err)
+	}
+	fb.Disarm()
+	if opt[1].tier == nil || opt[1].r != nil || p.Stats().TierBytes != 512 || p.Stats().TierIn != 0 {
+		t.Fatal("a failed copy back left the tier")
+	}
+	checkInv(t, p)
+	if got := readWide(t, opt[1]); !bytes.Equal(got, wantRows(1)) || opt[1].Version() != v {
+		t.Fatal("rows brought back after a failed try differ")
+	}
+	checkInv(t, p)
+	for _, h := range opt {
+		check(t, h.Release())
+	}
+}
+
+// TestPrefetch: Prefetch brings a head back from the tier; on a head in
+// device memory it answers nil, on a released or nil head ErrReleased.
+func TestPrefetch(t *testing.T) {
+	p := tierPool(t, 6, 64<<10)
+	opt := optionalHeads(t, p, 2)
+	check(t, opt[1].Prefetch())
+	m := headOf(t, p, wide("Session", Mandatory), "m")
+	fill(t, m, 3, 1) // opt[0] to the tier
+	if opt[0].tier == nil {
+		t.Fatal("no head in the tier")
+	}
+	check(t, m.Release())
+	check(t, opt[0].Prefetch())
+	if opt[0].tier != nil || p.Stats().TierIn != 512 {
+		t.Fatal("Prefetch did not bring the head back")
+	}
+	check(t, opt[0].Release())
+	if err := opt[0].Prefetch(); !errors.Is(err, ErrReleased) {
+		t.Fatalf("Prefetch on a released head: %v", err)
+	}
+	var nilHead *Head
+	if err := nilHead.Prefetch(); !errors.Is(err, ErrReleased) {
+		t.Fatalf("Prefetch on a nil head: %v", err)
+	}
+}
