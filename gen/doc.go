@@ -17,7 +17,8 @@
 //     growth; Snapshot with an immutable snapshot; Branch with isolated
 //     branches; Merge with merge=fastforward; Rollback with a rollback line;
 //     At and Plan with checkpoints; Step with a replay line (replay.go);
-//     NewTStateShared and AdoptPrefix with a share line.
+//     NewTStateShared and AdoptPrefix with a share line; Prefetch with
+//     optional retention.
 //   - TSnapshot, an immutable version (generated unless snapshot none), with
 //     Read, ReadRows, ReadInto, Spans, RecordStream, BlockTable, Len,
 //     Version and Release; Oldest with a window.
