@@ -385,24 +385,6 @@ func (s *Snap) evict() (int64, bool) {
 	return blockBytes(freed), true
 }
 
-// prepare brings a head back from the host tier, rebuilds an evicted
-// reconstructable head (or fails the call with ErrEvicted or
-// ErrNotRetained), then stamps the pool's use clock for
-// the Evictor.
-func (lp *lruPart) prepare(h *Head, c call) error {
-	if h.evicted {
-		rebuild := h.rebuild
-		if h.tier != nil {
-			rebuild = h.bringBackLocked
-		}
-		if err := rebuild(c.op); err != nil {
-			return err
-		}
-	}
-	h.pool.touch(&lp.lastUse)
-	return nil
-}
-
 // exclusiveLister is a victim that lists the blocks evicting it would free
 // now: those it alone holds. It lists none while it is busy.
 type exclusiveLister interface {

@@ -60,6 +60,17 @@ func (s *Snap) back(op string) error {
 	return s.bringBackLocked(op)
 }
 
+// bringBackLocked gives s its version back from the tier. s.mu is
+// write-held.
+func (s *Snap) bringBackLocked(op string) error {
+	r, err := s.pool.tierBack(&s.shape, s.tier)
+	if err != nil {
+		return s.errorf(op, "bringing snapshot %d back from the host tier: %w", s.pos.v, err)
+	}
+	s.r, s.evicted, s.tier = r, false, nil
+	return nil
+}
+
 // end ends a read begun by begin.
 func (s *Snap) end() {
 	s.mu.RUnlock()

@@ -74,9 +74,16 @@ func (h *Head) bringBackLocked(op string) error {
 	return nil
 }
 
-// inTier describes h for the tier's Evictor (tierVictim).
+// inTier describes h for the tier's Evictor (tierVictim); a group's first
+// member by id describes the group.
 func (h *Head) inTier() (Victim, bool) {
-	if h.group.Load() != nil || !h.mu.TryLock() {
+	if g := h.group.Load(); g != nil {
+		if h != g.order[0] {
+			return Victim{}, false
+		}
+		return groupVictims{g}.inTier()
+	}
+	if !h.mu.TryLock() {
 		return Victim{}, false
 	}
 	defer h.mu.Unlock()
@@ -86,10 +93,16 @@ func (h *Head) inTier() (Victim, bool) {
 	return Victim{Owner: string(h.owner), Type: h.l.Type, Bytes: h.tier.bytes, LastUse: h.lru.lastUse.Load()}, true
 }
 
-// dropTier drops h's image: h is evicted as it would have been without a
-// tier (tierVictim).
+// dropTier drops h's image, a group's first member by id every member's:
+// h is evicted as it would have been without a tier (tierVictim).
 func (h *Head) dropTier() (int64, bool) {
-	if h.group.Load() != nil || !h.mu.TryLock() {
+	if g := h.group.Load(); g != nil {
+		if h != g.order[0] {
+			return 0, false
+		}
+		return groupVictims{g}.dropTier()
+	}
+	if !h.mu.TryLock() {
 		return 0, false
 	}
 	defer h.mu.Unlock()
@@ -144,17 +157,6 @@ func (s *Snap) moveOut() (int64, bool, error) {
 	s.pool.free(freed)
 	s.pool.tier.out.Add(img.bytes)
 	return blockBytes(freed), true, nil
-}
-
-// bringBackLocked gives s its version back from the tier. s.mu is
-// write-held.
-func (s *Snap) bringBackLocked(op string) error {
-	r, err := s.pool.tierBack(&s.shape, s.tier)
-	if err != nil {
-		return s.errorf(op, "bringing snapshot %d back from the host tier: %w", s.pos.v, err)
-	}
-	s.r, s.evicted, s.tier = r, false, nil
-	return nil
 }
 
 // inTier describes s for the tier's Evictor (tierVictim).
@@ -213,7 +215,7 @@ func (x groupVictims) moveOut() (int64, bool, error) {
 		}
 		blks[h] = b
 	}
-	skip := func(e evictable) bool { gv, ok := e.(groupVictims); return ok && gv.g == x.g }
+	skip := func(v tierVictim) bool { h, ok := v.(*Head); return ok && h.group.Load() == x.g }
 	imgs := make([]*tierImage, 0, len(x.g.heads))
 	for _, h := range x.g.heads {
 		img, moved, err := h.pool.tierCopy(h.r, blks[h], h.owner, skip)
@@ -277,9 +279,20 @@ func (x groupVictims) dropTier() (int64, bool) {
 	return n, true
 }
 
-// tierRelease drops what a released handle kept in the tier.
-func (p *Pool) tierRelease(img *tierImage) {
-	if img != nil {
-		p.tier.free(img)
+// prepare brings a head back from the host tier, rebuilds an evicted
+// reconstructable head (or fails the call with ErrEvicted or
+// ErrNotRetained), then stamps the pool's use clock for
+// the Evictor.
+func (lp *lruPart) prepare(h *Head, c call) error {
+	if h.evicted {
+		rebuild := h.rebuild
+		if h.tier != nil {
+			rebuild = h.bringBackLocked
+		}
+		if err := rebuild(c.op); err != nil {
+			return err
+		}
 	}
+	h.pool.touch(&lp.lastUse)
+	return nil
 }
