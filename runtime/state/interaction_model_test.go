@@ -597,12 +597,14 @@ func TestInteractionModel(t *testing.T) {
 	// wanted, looked like room, and the call then failed; 381, a
 	// reconstruction that evicted for one delta's block and failed for a
 	// later one's; 455, a RecordStream on an invalidated head that failed
-	// its stream's check first.
-	seeds := []uint64{1, 2, 3, 4, 151, 381, 455}
+	// its stream's check first. Seeds from tierSeeds on run with a host
+	// tier (newInteraction): optional state moves there and back, and
+	// every check holds as without it.
+	seeds := []uint64{1, 2, 3, 4, 151, 381, 455, tierSeeds + 1, tierSeeds + 5}
 	if n, ok := statetest.Seed(); ok {
 		seeds = []uint64{n}
 	} else if testing.Short() {
-		seeds = seeds[:2]
+		seeds = []uint64{1, 2, tierSeeds + 1}
 	}
 	for _, seed := range seeds {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) { runInteraction(t, seed, steps) })
@@ -620,11 +622,20 @@ func FuzzInteractionModel(f *testing.F) {
 	})
 }
 
+// tierSeeds is the first seed whose pool has a host tier, of a size that
+// fills: the tier takes optional state, brings it back, and drops its own.
+const tierSeeds = 1000
+
 func newInteraction(t testing.TB, seed uint64) *interaction {
 	be := newInteractionBackend()
 	opt := state.PoolOptions{BlockBytes: 256, MaxBytes: 96 << 10}
 	if seed%2 == 0 {
 		opt = state.PoolOptions{MaxBytes: 1 << 20}
+	}
+	if seed >= tierSeeds {
+		// A cap that eviction meets, and a tier that fills in its turn.
+		opt.MaxBytes /= 8
+		opt.HostTier = opt.MaxBytes / 6
 	}
 	p, err := state.NewPool(be, opt)
 	if err != nil {

@@ -470,6 +470,9 @@ func (m *interaction) verifyOne(x *ref) {
 		m.fail("evicted state came back", "%s reads with %v", x.kind(), err)
 	case errors.Is(err, state.ErrNoMemory) && l.Retention == state.Reconstructable:
 		return // its rebuild finds no room now
+	case errors.Is(err, state.ErrNoMemory) && l.Retention == state.Optional && m.pool.Stats().TierBytes > 0:
+		m.counts["in the host tier, no room to return"]++
+		return // in the host tier, and its return finds no room now
 	case err != nil:
 		m.fail("mandatory state lost (read fails)", "%v %s of %s: %v", l.Retention, x.kind(), l.Type, err)
 	}
@@ -563,6 +566,13 @@ func (m *interaction) finish() {
 	if st.PhysicalBytes != 0 || st.LogicalBytes != 0 || st.Live != 0 || st.PendingBytes != 0 || st.Blocks != 0 {
 		m.fail("leak: blocks in use after every handle was released (a failed reconstruction keeps a block)", "%+v", st)
 	}
+	if st.TierBytes != 0 {
+		m.fail("leak: the host tier holds bytes after every handle was released", "%+v", st)
+	}
+	if st.TierIn > st.TierOut || st.TierDropped > st.TierOut {
+		m.fail("the host tier brought back or dropped more than it took", "%+v", st)
+	}
+	m.t.Logf("host tier: out %d, in %d, dropped %d bytes", st.TierOut, st.TierIn, st.TierDropped)
 	if _, err := m.pool.Trim(); err != nil {
 		m.fail("Trim at the end", "%v", err)
 	}
