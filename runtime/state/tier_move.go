@@ -7,12 +7,15 @@ package state
 
 // tierableLocked reports whether the tier may take h now, and lists its
 // blocks: optional, in device memory, every block and node held by h
-// alone, no history, no prefix sharing, no copy in flight. h.mu is held.
+// alone, no history, no prefix sharing, no copy in flight, and no rows a
+// kernel may still be writing (deviceRows: the spans are the caller's
+// until its next call, and a copy now would keep what they held before).
+// h.mu is held.
 func (h *Head) tierableLocked() ([]*block, bool) {
 	if h.pool.tier == nil || h.l.Retention != Optional || !h.evictableLocked() {
 		return nil, false
 	}
-	if h.hist != nil || h.share != nil || h.gshare != nil || len(h.async.inflight) > 0 {
+	if h.hist != nil || h.share != nil || h.gshare != nil || len(h.async.inflight) > 0 || h.deviceRows {
 		return nil, false
 	}
 	return wholly(h.r, nil)

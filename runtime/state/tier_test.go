@@ -381,3 +381,20 @@ func TestPrefetch(t *testing.T) {
 		t.Fatalf("Prefetch on a nil head: %v", err)
 	}
 }
+
+// TestTierLeavesKernelRows: a head whose last call handed out rows for a
+// kernel to write is not copied to the tier (the copy would keep what the
+// rows held before the kernel ran): it is dropped as without a tier.
+func TestTierLeavesKernelRows(t *testing.T) {
+	p := tierPool(t, 4, 64<<10)
+	h := headOf(t, p, wide("Cache", Optional), "a")
+	must[[][]device.Span](t)(h.AppendDevice(2))
+	m := headOf(t, p, wide("Session", Mandatory), "m")
+	fill(t, m, 3, 1)
+	if st := p.Stats(); st.TierOut != 0 || st.EvictedBytes != 512 {
+		t.Fatalf("tier out %d, evicted %d; want 0, 512", st.TierOut, st.EvictedBytes)
+	}
+	if err := h.Read(0, 1, [][]byte{make([]byte, 256)}); !errors.Is(err, ErrEvicted) {
+		t.Fatalf("a head with kernel rows: %v, want ErrEvicted", err)
+	}
+}
