@@ -12,8 +12,9 @@ import (
 // tierCopy copies the blocks of r, which wholly said are its holder's
 // alone, to the tier: an image for owner, or an error (nothing is kept
 // then). moved is false, with no error, when the tier cannot hold it even
-// once its own victims are dropped. The streams recorded on the blocks are
-// waited for first: their work may still write them.
+// once its own victims are dropped, or the work queued on the streams
+// recorded on the blocks failed. That work is waited for first: it may
+// still write them.
 func (p *Pool) tierCopy(r *root, blks []*block, owner Owner, skip func(tierVictim) bool) (*tierImage, bool, error) {
 	img := &tierImage{owner: owner, rows: r.rows, cols: make([]tierCol, len(r.cols))}
 	for c, t := range r.cols {
@@ -24,7 +25,10 @@ func (p *Pool) tierCopy(r *root, blks []*block, owner Owner, skip func(tierVicti
 		return nil, false, nil
 	}
 	if err := p.awaitRecorded(blks); err != nil {
-		return nil, false, err
+		// The work a stream queued on the blocks failed: what they hold
+		// is no state worth keeping, and the pool drops it as it would
+		// without a tier.
+		return nil, false, nil
 	}
 	for {
 		if spans, ok := p.tier.alloc(img.bytes, owner); ok {

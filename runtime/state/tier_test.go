@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/gpustate/gpustate/runtime/device"
 	"github.com/gpustate/gpustate/runtime/state/internal/statetest"
@@ -397,4 +398,38 @@ func TestTierLeavesKernelRows(t *testing.T) {
 	if err := h.Read(0, 1, [][]byte{make([]byte, 256)}); !errors.Is(err, ErrEvicted) {
 		t.Fatalf("a head with kernel rows: %v, want ErrEvicted", err)
 	}
+}
+
+// TestTierAfterRecordedWork: a head whose blocks a recorded stream's work
+// writes moves to the tier only after that work: the rows brought back
+// are the kernel's.
+func TestTierAfterRecordedWork(t *testing.T) {
+	eachStreamRig(t, func(t *testing.T, r *streamRig) {
+		p, err := NewPool(r.b, PoolOptions{BlockBytes: 256, MaxBytes: 4 * 256, HostTier: 64 << 10})
+		check(t, err)
+		t.Cleanup(func() { p.Close() })
+		h := headOf(t, p, wide("Cache", Optional), "a")
+		fill(t, h, 2, 40)
+		st, err := r.streams().NewStream()
+		check(t, err)
+		defer st.Close()
+		spans := must[[][]device.Span](t)(h.Spans(0, 1))
+		r.hold(t, st)
+		check(t, r.kernels().Launch(st, r.fill, device.Dim3{}, device.Dim3{X: 64}, 0, spans[0][0].Ptr, uint32(0x5A), uint64(256)))
+		check(t, h.RecordStream(st))
+		go func() {
+			time.Sleep(20 * time.Millisecond)
+			r.release()
+		}()
+		m := headOf(t, p, wide("Session", Mandatory), "m")
+		fill(t, m, 3, 1) // waits for the held work, then moves h
+		if h.tier == nil || p.Stats().TierOut != 512 {
+			t.Fatal("the head was not moved to the tier once its stream's work was done")
+		}
+		check(t, m.Release())
+		if got := readWide(t, h); !bytes.Equal(got, append(bytes.Repeat([]byte{0x5A}, 256), wideRow(41)[0]...)) {
+			t.Fatal("the rows brought back are not those the kernel wrote")
+		}
+		checkInv(t, p)
+	})
 }
