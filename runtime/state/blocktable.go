@@ -330,6 +330,16 @@ func (h *Head) BlockTable() (*BlockTable, error) {
 		defer h.pool.closeMu.RUnlock()
 		h.mu.Lock()
 		defer h.mu.Unlock()
+		if h.tier != nil && !h.released {
+			// In the host tier: its call brings it back, and the
+			// tables follow the blocks it comes back to.
+			if err := h.prepareLocked(call{op: "BlockTable"}); err != nil {
+				t.mu.Lock()
+				t.err = fmt.Errorf("state: block table: %w", err)
+				t.mu.Unlock()
+				return
+			}
+		}
 		if !h.released && h.r != nil {
 			t.sync(h.r, 0)
 		}

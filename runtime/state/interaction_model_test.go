@@ -179,6 +179,14 @@ func (m *interaction) expect(err, want error) bool {
 		m.counts[m.op+": evicted"]++
 		return false
 	}
+	if faultErr(err) && want != nil && !errors.Is(want, state.ErrNoMemory) && m.pool.Stats().TierBytes > 0 {
+		// A state in the host tier whose return failed (no room, a
+		// fault): the call answers that before its own checks, as a
+		// rebuild's does.
+		m.faulted, m.lastErr = true, err
+		m.counts[m.op+": no room to return from the host tier"]++
+		return false
+	}
 	if want == nil && faultErr(err) {
 		m.faulted, m.lastErr = true, err
 		m.counts[m.op+": fault"]++

@@ -81,12 +81,15 @@ func (m *interaction) protect(what string, f func()) {
 // fails only when the pool is more than half full.
 func (m *interaction) checkFailed(before state.PoolStats, fired bool) {
 	after := m.pool.Stats()
-	evicted := after.EvictedBytes != before.EvictedBytes
+	// A move to the host tier is an eviction here, and a return from it
+	// a rebuild: it stands even when the call then fails.
+	moved := after.TierOut != before.TierOut
+	evicted := after.EvictedBytes != before.EvictedBytes || moved
 	// A rebuild of an evicted reconstructable head (at the start of a
 	// call) stands even when the call then fails.
-	rebuilt := after.RebuiltBytes != before.RebuiltBytes
+	rebuilt := after.RebuiltBytes != before.RebuiltBytes || after.TierIn != before.TierIn
 	if !fired && errors.Is(m.lastErr, state.ErrNoMemory) {
-		if evicted {
+		if evicted && !rebuilt {
 			m.fail("eviction by a call that failed (ErrNoMemory after evicting optional state)",
 				"evicted %d bytes, then failed: %v", after.EvictedBytes-before.EvictedBytes, m.lastErr)
 		}
@@ -346,13 +349,16 @@ func (m *interaction) plan() {
 	if x == nil || x.stateErr() != nil {
 		return
 	}
-	before := m.pool.Stats().EvictedBytes
+	before := m.pool.Stats()
 	_, err := x.head.Plan(m.ancestorVersion(x))
 	if !errors.Is(err, state.ErrNotRetained) {
 		m.expect(err, nil)
 	}
-	if after := m.pool.Stats().EvictedBytes; after != before {
-		m.fail("Plan evicted optional state", "evicted %d bytes", after-before)
+	// Plan's opening rebuilds an evicted reconstructable head, as every
+	// call's does, and that allocation may evict: only Plan's own work
+	// must not.
+	if after := m.pool.Stats(); after.EvictedBytes != before.EvictedBytes && after.RebuiltBytes == before.RebuiltBytes {
+		m.fail("Plan evicted optional state", "evicted %d bytes", after.EvictedBytes-before.EvictedBytes)
 	}
 }
 

@@ -23,7 +23,7 @@ func (s *Snap) begin(op string) error {
 		return s.errorf(op, "%w", err)
 	}
 	s.mu.RLock()
-	for s.tier != nil && !s.released {
+	for s.tier != nil && !s.released && !s.invalid.Load() {
 		// In the host tier: bring it back under the write lock, then
 		// read as any call does.
 		s.mu.RUnlock()
@@ -54,8 +54,8 @@ func (s *Snap) begin(op string) error {
 func (s *Snap) back(op string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.tier == nil || s.released {
-		return nil
+	if s.tier == nil || s.released || s.invalid.Load() {
+		return nil // the caller answers for a released or invalidated one
 	}
 	return s.bringBackLocked(op)
 }

@@ -1,5 +1,7 @@
 package state
 
+import "errors"
+
 // Moves between device memory and the host tier (tier.go): heads,
 // snapshots and groups. A handle in the tier is evicted (its root is nil)
 // and holds its image; its calls bring it back first, its metadata (Len,
@@ -44,6 +46,13 @@ func (h *Head) moveOut() (int64, bool, error) {
 // tierCommitLocked frees h's device blocks once img holds them, and
 // returns their bytes. h.mu is held.
 func (h *Head) tierCommitLocked(img *tierImage) int64 {
+	// The tables stand for blocks freed now: Column brings the head back
+	// before it answers again (BlockTable's refresh).
+	for _, t := range h.tables.list {
+		t.mu.Lock()
+		t.err = errInTier
+		t.mu.Unlock()
+	}
 	var freed []*block
 	h.r.release(&freed)
 	h.r, h.evicted, h.tier = nil, true, img
@@ -51,6 +60,10 @@ func (h *Head) tierCommitLocked(img *tierImage) int64 {
 	h.pool.tier.out.Add(img.bytes)
 	return blockBytes(freed)
 }
+
+// errInTier is what a table of a head in the host tier holds until the
+// head comes back.
+var errInTier = errors.New("state: block table: the head is in the host tier")
 
 // bringBackLocked gives h its version back from the tier; an error leaves
 // it there. A group's other members come back with it, those whose lock
@@ -144,6 +157,14 @@ func (s *Snap) moveOut() (int64, bool, error) {
 	}
 	defer s.mu.Unlock()
 	if s.released || s.evicted || s.r == nil {
+		return 0, false, nil
+	}
+	// A snapshot's tables never change: kernels may read its blocks
+	// through them at any time, so it stays where they point.
+	s.tmu.Lock()
+	tables := len(s.tables)
+	s.tmu.Unlock()
+	if tables > 0 {
 		return 0, false, nil
 	}
 	blks, ok := wholly(s.r, nil)
