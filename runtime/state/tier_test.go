@@ -2,6 +2,7 @@ package state
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"testing"
@@ -432,4 +433,36 @@ func TestTierAfterRecordedWork(t *testing.T) {
 		}
 		checkInv(t, p)
 	})
+}
+
+// TestTierBlockTable: a head's block table stands for the blocks the move
+// to the tier frees; Column brings the head back and answers the entries
+// of the blocks it came back to, which hold its rows.
+func TestTierBlockTable(t *testing.T) {
+	p := tierPool(t, 6, 64<<10)
+	h := headOf(t, p, wide("Cache", Optional), "a")
+	fill(t, h, 2, 40)
+	tb := must[*BlockTable](t)(h.BlockTable())
+	defer tb.Release()
+	m := headOf(t, p, wide("Session", Mandatory), "m")
+	fill(t, m, 5, 1) // the head (2 blocks) goes to the tier
+	if h.tier == nil {
+		t.Fatal("the head is not in the tier")
+	}
+	check(t, m.Release())
+	tc := must[TableColumn](t)(tb.Column(0))
+	if h.tier != nil || p.Stats().TierIn != 512 {
+		t.Fatal("Column did not bring the head back")
+	}
+	entries := make([]byte, 16)
+	check(t, p.b.CopyDtoH(entries, tc.Ptr))
+	for i := range 2 {
+		ptr := device.Ptr(binary.LittleEndian.Uint64(entries[8*i:]))
+		row := make([]byte, 256)
+		check(t, p.b.CopyDtoH(row, ptr))
+		if !bytes.Equal(row, wideRow(byte(40+i))[0]) {
+			t.Fatalf("entry %d of the table after the return points at other rows", i)
+		}
+	}
+	checkInv(t, p)
 }
