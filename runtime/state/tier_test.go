@@ -5,6 +5,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -460,9 +463,121 @@ func TestTierBlockTable(t *testing.T) {
 		ptr := device.Ptr(binary.LittleEndian.Uint64(entries[8*i:]))
 		row := make([]byte, 256)
 		check(t, p.b.CopyDtoH(row, ptr))
-		if !bytes.Equal(row, wideRow(byte(40+i))[0]) {
+		if !bytes.Equal(row, wideRow(byte(40 + i))[0]) {
 			t.Fatalf("entry %d of the table after the return points at other rows", i)
 		}
 	}
 	checkInv(t, p)
+}
+
+// TestTierConcurrent runs sessions on optional heads and groups at once in
+// a pool far smaller than their rows, with a tier that holds about half
+// of what spills: states move out, come back and are dropped under every
+// call, and each session's rows stay its own. Run it with -race.
+func TestTierConcurrent(t *testing.T) {
+	p := newPool(t, PoolOptions{BlockBytes: 256, MaxBytes: 24 * 256, HostTier: 16 * 256})
+	kvL := kv(Append, 1024, Invalidate)
+	kvL.Retention = Optional
+	recL := rec(Invalidate)
+	recL.Retention = Optional
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for w := range 6 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(w), 7))
+			owner := Owner(fmt.Sprint("w", w))
+			var h *Head
+			var g *Group
+			var want []byte
+			var snap *Snap
+			var snapWant []byte
+			defer func() {
+				h.Release()
+				g.Release()
+				snap.Release()
+			}()
+			for i := range 300 {
+				if h == nil {
+					var err error
+					if h, err = p.NewHead(wide("Cache", Optional), owner); err != nil {
+						errs <- err
+						return
+					}
+					want = nil
+				}
+				switch rng.IntN(6) {
+				case 0, 1:
+					row := wideRow(byte(w*40 + i))
+					if err := h.Append(row); errors.Is(err, ErrEvicted) {
+						h.Release()
+						h = nil
+					} else if err == nil {
+						want = append(want, row[0]...)
+					} else if !errors.Is(err, ErrNoMemory) {
+						errs <- err
+						return
+					}
+				case 2:
+					dst := make([]byte, len(want))
+					err := h.Read(0, len(want)/256, [][]byte{dst})
+					switch {
+					case errors.Is(err, ErrEvicted):
+						h.Release()
+						h = nil
+					case err == nil && !bytes.Equal(dst, want):
+						errs <- fmt.Errorf("worker %d: rows read back differ", w)
+						return
+					case err != nil && !errors.Is(err, ErrNoMemory):
+						errs <- err
+						return
+					}
+				case 3:
+					if err := h.Prefetch(); err != nil && !errors.Is(err, ErrEvicted) && !errors.Is(err, ErrNoMemory) {
+						errs <- err
+						return
+					}
+				case 4:
+					if snap != nil {
+						dst := make([]byte, len(snapWant))
+						err := snap.Read(0, len(snapWant)/256, [][]byte{dst})
+						if err == nil && !bytes.Equal(dst, snapWant) {
+							errs <- fmt.Errorf("worker %d: a snapshot's rows differ", w)
+							return
+						}
+						snap.Release()
+						snap = nil
+					} else if s, err := h.Snapshot(); err == nil {
+						snap, snapWant = s, slices.Clone(want)
+					}
+				case 5:
+					if g == nil {
+						var err error
+						if g, err = NewGroup(p, owner, kvL, recL); err != nil {
+							continue
+						}
+					}
+					if err := g.Head(0).Append(kvRows(4, byte(i))); errors.Is(err, ErrEvicted) {
+						g.Release()
+						g = nil
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	checkInv(t, p)
+	st := p.Stats()
+	t.Logf("tier: out %d, in %d, dropped %d; evicted %d", st.TierOut, st.TierIn, st.TierDropped, st.EvictedBytes)
+	if st.TierOut == 0 || st.TierIn == 0 {
+		t.Fatal("nothing moved through the tier")
+	}
+	if st.TierBytes != 0 {
+		t.Fatalf("%d bytes left in the tier after every handle was released", st.TierBytes)
+	}
 }
