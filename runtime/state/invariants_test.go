@@ -180,6 +180,9 @@ func checkInvariants(p *Pool) error {
 	if err := p.mem.Check(blockRefs); err != nil {
 		return err
 	}
+	for _, x := range p.tierPx.list() {
+		tierBytes += x.img.bytes
+	}
 	if p.tier != nil {
 		if err := p.tier.check(tierBytes); err != nil {
 			return err

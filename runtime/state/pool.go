@@ -175,9 +175,10 @@ type Pool struct {
 	history atomic.Int64 // bytes of delta blocks held by histories
 	calib   calibration
 
-	tier   *hostTier   // the host tier (tier.go); nil without PoolOptions.HostTier
-	cache  prefixCache // shared prefix blocks (NewSharedHead)
-	groups groupCache  // registered group states (NewSharedGroup)
+	tier   *hostTier    // the host tier (tier.go); nil without PoolOptions.HostTier
+	tierPx tierPrefixes // cached prefix blocks in the host tier (share.go)
+	cache  prefixCache  // shared prefix blocks (NewSharedHead)
+	groups groupCache   // registered group states (NewSharedGroup)
 
 	evictor      Evictor
 	pendingWait  time.Duration // PoolOptions.PendingWait, defaulted

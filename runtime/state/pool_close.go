@@ -102,6 +102,7 @@ func (p *Pool) Close() error {
 		errs = append(errs, err)
 	}
 	if p.tier != nil {
+		p.tierPx.forget("", true)
 		if err := p.tier.close(); err != nil {
 			errs = append(errs, err)
 		}

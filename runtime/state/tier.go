@@ -20,6 +20,11 @@ func (p *Pool) tierCopy(r *root, blks []*block, owner Owner, skip func(tierVicti
 	for c, t := range r.cols {
 		img.cols[c] = tierCol{lo: t.lo, n: t.n}
 	}
+	return p.tierSave(img, blks, skip)
+}
+
+// tierSave copies blks to the tier as img's bytes, as tierCopy says.
+func (p *Pool) tierSave(img *tierImage, blks []*block, skip func(tierVictim) bool) (*tierImage, bool, error) {
 	img.bytes = blockBytes(blks)
 	if img.bytes > p.tier.max {
 		return nil, false, nil
@@ -31,7 +36,7 @@ func (p *Pool) tierCopy(r *root, blks []*block, owner Owner, skip func(tierVicti
 		return nil, false, nil
 	}
 	for {
-		if spans, ok := p.tier.alloc(img.bytes, owner); ok {
+		if spans, ok := p.tier.alloc(img.bytes, img.owner); ok {
 			img.spans = spans
 			break
 		}
@@ -196,6 +201,9 @@ func (p *Pool) tierDropOne(skip func(tierVictim) bool) bool {
 		}
 	}
 	p.mu.Unlock()
+	for _, x := range p.tierPx.list() {
+		live = append(live, tierPrefixVictim{p, x})
+	}
 	var hs []tierVictim
 	var vs []Victim
 	for _, x := range live {
@@ -233,4 +241,72 @@ func (p *Pool) tierRelease(img *tierImage) {
 	if img != nil {
 		p.tier.free(img)
 	}
+}
+
+// tierPrefixVictim is a cached prefix block in the tier as the tier's
+// Evictor sees it.
+type tierPrefixVictim struct {
+	p *Pool
+	x *tierPrefix
+}
+
+func (v tierPrefixVictim) inTier() (Victim, bool) {
+	return Victim{Owner: string(v.x.owner), Type: v.x.tk.l.Type, Cached: true, Bytes: v.x.img.bytes, LastUse: v.x.used}, true
+}
+
+// dropTier drops the record, unless a lookup took it since it was listed.
+func (v tierPrefixVictim) dropTier() (int64, bool) {
+	tp := &v.p.tierPx
+	tp.mu.Lock()
+	ok := tp.removeLocked(v.x)
+	tp.mu.Unlock()
+	if !ok {
+		return 0, false
+	}
+	v.p.tier.free(v.x.img)
+	return v.x.img.bytes, true
+}
+
+// tierForget drops the cached prefix blocks of domain d from the tier
+// (every domain's when all), and returns their bytes.
+func (p *Pool) tierForget(d Domain, all bool) int64 {
+	var n int64
+	for _, x := range p.tierPx.forget(d, all) {
+		if p.tier != nil {
+			p.tier.free(x.img)
+		}
+		n += x.img.bytes
+	}
+	return n
+}
+
+// tierBlocks brings a cached prefix block back from the tier: one new
+// block per column of sh's layout, of the owner that wrote them, holding
+// what they held. An error leaves x in the tier and takes nothing. The
+// caller holds no cache lock: the allocation may reclaim.
+func (p *Pool) tierBlocks(sh *shape, x *tierPrefix) ([]*block, error) {
+	blks := make([]*block, 0, len(sh.cls))
+	giveBack := func() {
+		var back []*block
+		for _, b := range blks {
+			releaseBlock(b, &back)
+		}
+		p.free(back)
+	}
+	for _, cl := range sh.cls {
+		b, err := p.allocIn(nil, cl, x.owner, 1, false)
+		if err != nil {
+			giveBack()
+			return nil, err
+		}
+		blks = append(blks, b[0])
+	}
+	if err := p.tierRuns(x.img, blks, func(src []byte, dst device.Ptr) error { return p.b.CopyHtoD(dst, src) }); err != nil {
+		giveBack()
+		return nil, err
+	}
+	for _, b := range blks {
+		b.Touch()
+	}
+	return blks, nil
 }

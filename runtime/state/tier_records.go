@@ -305,3 +305,102 @@ func whollyNode(n *node, out []*block) ([]*block, bool) {
 	}
 	return out, true
 }
+
+// tierPrefixes is the host tier's part of the prefix cache: the cached
+// blocks the pool moved there instead of dropping them, one record per
+// entry, found by its table and the keys of its whole chain from the
+// first block (so that a record is never taken for another chain's, whatever
+// the hashes). Its lock comes after the cache's.
+type tierPrefixes struct {
+	mu sync.Mutex
+	m  map[tableKey]map[string]*tierPrefix
+}
+
+// tierPrefix is one cached entry in the tier: its blocks, one per column,
+// the owner they keep and the pool's use clock when it moved.
+type tierPrefix struct {
+	tk    tableKey
+	chain string // the key column's bytes of every block of the chain, this one last
+	key   int    // the key column
+	owner Owner
+	used  uint64
+	img   *tierImage
+}
+
+// add records x.
+func (tp *tierPrefixes) add(x *tierPrefix) {
+	tp.mu.Lock()
+	defer tp.mu.Unlock()
+	if tp.m == nil {
+		tp.m = map[tableKey]map[string]*tierPrefix{}
+	}
+	byChain := tp.m[x.tk]
+	if byChain == nil {
+		byChain = map[string]*tierPrefix{}
+		tp.m[x.tk] = byChain
+	}
+	byChain[x.chain] = x
+}
+
+// take removes and returns the record of chain in tk's table, if any.
+func (tp *tierPrefixes) take(tk tableKey, chain []byte) *tierPrefix {
+	tp.mu.Lock()
+	defer tp.mu.Unlock()
+	byChain := tp.m[tk]
+	x := byChain[string(chain)]
+	if x != nil {
+		tp.removeLocked(x)
+	}
+	return x
+}
+
+// has reports whether tk's table has records in the tier.
+func (tp *tierPrefixes) has(tk tableKey) bool {
+	tp.mu.Lock()
+	defer tp.mu.Unlock()
+	return len(tp.m[tk]) > 0
+}
+
+// removeLocked removes x. tp.mu is held.
+func (tp *tierPrefixes) removeLocked(x *tierPrefix) bool {
+	byChain := tp.m[x.tk]
+	if byChain[x.chain] != x {
+		return false
+	}
+	delete(byChain, x.chain)
+	if len(byChain) == 0 {
+		delete(tp.m, x.tk)
+	}
+	return true
+}
+
+// list returns every record.
+func (tp *tierPrefixes) list() []*tierPrefix {
+	tp.mu.Lock()
+	defer tp.mu.Unlock()
+	var out []*tierPrefix
+	for _, byChain := range tp.m {
+		for _, x := range byChain {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// forget removes the records of domain d (every one when all) and returns
+// them.
+func (tp *tierPrefixes) forget(d Domain, all bool) []*tierPrefix {
+	tp.mu.Lock()
+	defer tp.mu.Unlock()
+	var out []*tierPrefix
+	for tk, byChain := range tp.m {
+		if !all && tk.d != d {
+			continue
+		}
+		for _, x := range byChain {
+			out = append(out, x)
+		}
+		delete(tp.m, tk)
+	}
+	return out
+}

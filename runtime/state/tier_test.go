@@ -581,3 +581,59 @@ func TestTierConcurrent(t *testing.T) {
 		t.Fatalf("%d bytes left in the tier after every handle was released", st.TierBytes)
 	}
 }
+
+// TestTierCachedPrefix: cached prefix blocks no head holds move to the
+// tier where the pool would drop them, keeping their owner; an
+// AdoptPrefix of their chain brings them back, cached again, with the
+// same rows; ForgetPrefixes drops a domain's blocks from the tier too.
+func TestTierCachedPrefix(t *testing.T) {
+	l := prompt(4, 64)
+	// Blocks of 4 rows: 128 bytes of KV and 16 of Token, both 256 after
+	// alignment. 12 blocks of 256 bytes in all.
+	p := newPool(t, PoolOptions{BlockBytes: 256, MaxBytes: 12 * 256, HostTier: 64 << 10})
+	toks := tokens(5, 16)
+	a, _ := session(t, p, l, "a", "d", toks) // 4 blocks per column: 8 blocks
+	check(t, a.Release())
+	m := headOf(t, p, l, "m")
+	check(t, m.Append(promptRows(tokens(6, 12), 0, 12))) // 6 blocks: 4 free, the chain's last entry (2 blocks) moves
+	st := p.Stats()
+	if st.EvictedBytes != 0 || st.TierBytes != 2*256 || st.TierOut != 2*256 || st.CachedBytes != 6*256 {
+		t.Fatalf("evicted %d, tier %d, out %d, cached %d; want 0, 512, 512, 1536", st.EvictedBytes, st.TierBytes, st.TierOut, st.CachedBytes)
+	}
+	checkInv(t, p)
+	check(t, m.Release())
+	b := must[*Head](t)(p.NewSharedHead(l, "b", "d"))
+	defer b.Release()
+	if n := must[int](t)(b.AdoptPrefix(keyBytes(toks))); n != 16 {
+		t.Fatalf("adopted %d rows, want all 16: the tier's blocks are the chain's end", n)
+	}
+	samePrompt(t, "what the tier brought back", readPrompt(t, b), promptRows(toks, 0, 16))
+	for c := range 2 {
+		if o := b.r.cols[c].get(3).Owner(); o != "a" {
+			t.Fatalf("a block brought back for b is of owner %q, want a's, who wrote it", o)
+		}
+	}
+	if st := p.Stats(); st.TierIn != 2*256 || st.TierBytes != 0 || st.AdoptedRows != 16 {
+		t.Fatalf("tier in %d, tier %d, adopted rows %d; want 512, 0, 16", st.TierIn, st.TierBytes, st.AdoptedRows)
+	}
+	checkInv(t, p)
+	// Cached again: a third session adopts them from device memory.
+	check(t, b.Release())
+	c := must[*Head](t)(p.NewSharedHead(l, "c", "d"))
+	defer c.Release()
+	if n := must[int](t)(c.AdoptPrefix(keyBytes(toks))); n != 16 {
+		t.Fatalf("adopted %d rows after the return, want 16", n)
+	}
+	check(t, c.Release())
+	// Pushed out again, then forgotten with the domain.
+	m2 := headOf(t, p, l, "m")
+	check(t, m2.Append(promptRows(tokens(6, 12), 0, 12)))
+	if p.Stats().TierBytes == 0 {
+		t.Fatal("nothing moved to the tier the second time")
+	}
+	p.ForgetPrefixes("d")
+	if st := p.Stats(); st.TierBytes != 0 || st.CachedBytes != 0 {
+		t.Fatalf("after ForgetPrefixes: tier %d, cached %d; want 0, 0", st.TierBytes, st.CachedBytes)
+	}
+	checkInv(t, p)
+}
