@@ -637,3 +637,42 @@ func TestTierCachedPrefix(t *testing.T) {
 	}
 	checkInv(t, p)
 }
+
+// TestTierFragmented: a state whose image lies in several extents of a
+// fragmented tier, its blocks straddling them, comes back whole.
+func TestTierFragmented(t *testing.T) {
+	p := newPool(t, PoolOptions{BlockBytes: 1024, HostTier: 8 << 10})
+	h := headOf(t, p, &Layout{Type: "Cache", Columns: []Column{{Name: "Row", ElemSize: 8, Width: 64}}, Retention: Optional}, "a")
+	want := make([]byte, 4*512)
+	for i := range want {
+		want[i] = byte(i * 13)
+	}
+	check(t, h.Append([][]byte{want})) // 4 rows of 512 bytes: 2 blocks of 1 KiB
+	// Holes of 256 bytes between extents held by another owner.
+	var held []*tierImage
+	for range 8 {
+		spans, ok := p.tier.alloc(256, "x")
+		if !ok {
+			t.Fatal("no room in the tier")
+		}
+		held = append(held, &tierImage{owner: "x", spans: spans, bytes: 256})
+	}
+	for i := 0; i < len(held); i += 2 {
+		p.tier.free(held[i])
+	}
+	if _, moved, err := h.moveOut(); !moved || err != nil {
+		t.Fatalf("move out: %v, %v", moved, err)
+	}
+	if len(h.tier.spans) < 2 {
+		t.Fatalf("the image lies in %d span: the test made no fragments", len(h.tier.spans))
+	}
+	got := make([]byte, len(want))
+	check(t, h.Read(0, 4, [][]byte{got}))
+	if !bytes.Equal(got, want) {
+		t.Fatal("rows brought back from a fragmented tier differ")
+	}
+	for i := 1; i < len(held); i += 2 {
+		p.tier.free(held[i])
+	}
+	checkInv(t, p)
+}
