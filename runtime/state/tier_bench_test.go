@@ -1,6 +1,7 @@
 package state
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -64,7 +65,8 @@ func BenchmarkTierBringBack1MiB(b *testing.B) {
 // than device memory and smaller than the tier, visited at random: a
 // prompt the pool dropped is computed again (its rows appended anew).
 // It reports the prompt rows computed again per visit without a tier and
-// with one (docs/BENCHMARKS.md, "The host tier").
+// with one (docs/BENCHMARKS.md, "The host tier"): for optional heads, and
+// for sessions that adopt a prompt's cached prefix blocks.
 func BenchmarkTierPromptRecompute(b *testing.B) {
 	const prompts, rows, resident = 64, 64, 16 // device memory holds 16 prompts
 	l := &Layout{Type: "Prompt", Columns: []Column{{Name: "KV", ElemSize: 4, Width: 256}}, Retention: Optional}
@@ -106,13 +108,55 @@ func BenchmarkTierPromptRecompute(b *testing.B) {
 		}
 		return recomputed
 	}
+	// shared serves the prompts as sessions of one domain: each visit
+	// adopts what the cache holds of its prompt, computes the rest and
+	// releases, which leaves its blocks cached; the pool pushes the
+	// cached blocks out, to the tier where it has one.
+	sl := &Layout{Type: "Shared", Columns: []Column{{Name: "KV", ElemSize: 4, Width: 64}, {Name: "Token", ElemSize: 4, Width: 1}},
+		Growth: Append, Bound: rows, BlockRows: 16, ShareKey: "Token"}
+	const blockBytes = 16*256 + 256 // a block of each column
+	shared := func(tier int64, visits int) (recomputed int) {
+		be := benchBackend(b)
+		p := benchPool(b, be, PoolOptions{MaxBytes: resident * rows / 16 * blockBytes, HostTier: tier})
+		seen := make([]bool, prompts)
+		rng := rand.New(rand.NewPCG(1, 2))
+		kv := make([]byte, rows*256)
+		for range visits {
+			i := rng.IntN(prompts)
+			toks := make([]byte, rows*4)
+			for r := range rows {
+				binary.LittleEndian.PutUint32(toks[4*r:], uint32(i*rows+r))
+			}
+			h, err := p.NewSharedHead(sl, "s", "d")
+			if err != nil {
+				b.Fatal(err)
+			}
+			n, err := h.AdoptPrefix(toks)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := h.Append([][]byte{kv[n*256:], toks[n*4:]}); err != nil {
+				b.Fatal(err)
+			}
+			if seen[i] {
+				recomputed += rows - n
+			}
+			seen[i] = true
+			h.Release()
+		}
+		return recomputed
+	}
 	const visits = 1000
-	var off, on int
+	var off, on, soff, son int
 	for b.Loop() {
 		off += serve(0, visits)
 		on += serve(prompts*rows*1024*2, visits)
+		soff += shared(0, visits)
+		son += shared(prompts*rows/16*blockBytes*2, visits)
 	}
 	n := float64(b.N * visits)
 	b.ReportMetric(float64(off)/n, "rows-recomputed/visit-no-tier")
 	b.ReportMetric(float64(on)/n, "rows-recomputed/visit-tier")
+	b.ReportMetric(float64(soff)/n, "shared-rows-recomputed/visit-no-tier")
+	b.ReportMetric(float64(son)/n, "shared-rows-recomputed/visit-tier")
 }
