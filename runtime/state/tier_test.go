@@ -676,3 +676,63 @@ func TestTierFragmented(t *testing.T) {
 	}
 	checkInv(t, p)
 }
+
+// TestTierCallsBringBack: the calls that use a head's rows bring it back
+// from the tier first: Spans, RecordStream, Snapshot, Branch.
+func TestTierCallsBringBack(t *testing.T) {
+	calls := map[string]func(t *testing.T, h *Head){
+		"Spans": func(t *testing.T, h *Head) { must[[][]device.Span](t)(h.Spans(0, 2)) },
+		"RecordStream": func(t *testing.T, h *Head) {
+			st := must[device.Stream](t)(h.pool.b.(device.Streams).NewStream())
+			defer st.Close()
+			check(t, h.RecordStream(st))
+		},
+		"Snapshot": func(t *testing.T, h *Head) { check(t, must[*Snap](t)(h.Snapshot()).Release()) },
+		"Branch":   func(t *testing.T, h *Head) { check(t, must[*Head](t)(h.Branch()).Release()) },
+	}
+	for name, call := range calls {
+		t.Run(name, func(t *testing.T) {
+			p := tierPool(t, 4, 64<<10)
+			h := headOf(t, p, wide("Cache", Optional), "a")
+			fill(t, h, 2, 40)
+			m := headOf(t, p, wide("Session", Mandatory), "m")
+			fill(t, m, 3, 1)
+			if h.tier == nil {
+				t.Fatal("the head is not in the tier")
+			}
+			check(t, m.Release())
+			call(t, h)
+			if st := p.Stats(); st.TierIn != 512 || st.TierBytes != 0 || h.tier != nil {
+				t.Fatalf("after %s: tier in %d, tier %d; want the head back", name, st.TierIn, st.TierBytes)
+			}
+			if got := readWide(t, h); !bytes.Equal(got, catWide(wideRow(40), wideRow(41))) {
+				t.Fatalf("after %s: rows differ", name)
+			}
+			checkInv(t, p)
+		})
+	}
+}
+
+// TestTierRollbackTarget: a rollback to a snapshot in the tier brings the
+// snapshot back first, and the head takes its rows.
+func TestTierRollbackTarget(t *testing.T) {
+	p := tierPool(t, 5, 64<<10)
+	l := &Layout{Type: "Cache", Columns: []Column{{Name: "Row", ElemSize: 8, Width: 32}}, Growth: Mutable, Bound: 2, Retention: Optional}
+	h := headOf(t, p, l, "a")
+	check(t, h.Write(0, [][]byte{catWide(wideRow(1), wideRow(2))}))
+	s := must[*Snap](t)(h.Snapshot())
+	defer s.Release()
+	v := s.Version()
+	check(t, h.Write(0, [][]byte{catWide(wideRow(7), wideRow(8))})) // copies both blocks: the snapshot holds its own
+	m := headOf(t, p, wide("Session", Mandatory), "m")
+	fill(t, m, 2, 50)
+	if s.tier == nil || h.tier != nil {
+		t.Fatalf("snapshot in the tier: %v, head: %v; want the snapshot only", s.tier != nil, h.tier != nil)
+	}
+	check(t, m.Release())
+	check(t, h.Rollback(s))
+	if got := readWide(t, h); !bytes.Equal(got, catWide(wideRow(1), wideRow(2))) || h.Version() != v {
+		t.Fatal("the rollback to a snapshot brought back from the tier took other rows")
+	}
+	checkInv(t, p)
+}
