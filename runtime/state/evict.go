@@ -2,6 +2,7 @@ package state
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"time"
 
@@ -302,6 +303,7 @@ func (h *Head) evictableLocked() bool {
 // evictableLocked said yes.
 func (h *Head) evictLocked() int64 {
 	optional := h.l.Retention == Optional
+	h.tablesGone(errEvictedTable)
 	var freed []*block
 	h.r.release(&freed)
 	h.r = nil
@@ -316,6 +318,10 @@ func (h *Head) evictLocked() int64 {
 	h.logical = 0
 	return blockBytes(freed)
 }
+
+// errEvictedTable is what a table of an evicted head holds until the head
+// is rebuilt: a kernel given its entries would read blocks eviction freed.
+var errEvictedTable = fmt.Errorf("state: block table: the head was evicted: %w", ErrEvicted)
 
 // rebuild gives an evicted reconstructable head its version back from its
 // checkpoint and deltas. h.mu is held.

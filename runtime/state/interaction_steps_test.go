@@ -91,7 +91,8 @@ func (m *interaction) checkFailed(before state.PoolStats, fired bool) {
 	if !fired && errors.Is(m.lastErr, state.ErrNoMemory) {
 		if evicted && !rebuilt {
 			m.fail("eviction by a call that failed (ErrNoMemory after evicting optional state)",
-				"evicted %d bytes, then failed: %v", after.EvictedBytes-before.EvictedBytes, m.lastErr)
+				"evicted %d bytes (moved %d to the host tier, which dropped %d), then failed: %v", after.EvictedBytes-before.EvictedBytes,
+				after.TierOut-before.TierOut, after.TierDropped-before.TierDropped, m.lastErr)
 		}
 		used := before.PhysicalBytes - before.CachedBytes
 		if m.need > 0 && used+before.PendingBytes+m.need <= m.capB/2 {

@@ -48,11 +48,7 @@ func (h *Head) moveOut() (int64, bool, error) {
 func (h *Head) tierCommitLocked(img *tierImage) int64 {
 	// The tables stand for blocks freed now: Column brings the head back
 	// before it answers again (BlockTable's refresh).
-	for _, t := range h.tables.list {
-		t.mu.Lock()
-		t.err = errInTier
-		t.mu.Unlock()
-	}
+	h.tablesGone(errInTier)
 	var freed []*block
 	h.r.release(&freed)
 	h.r, h.evicted, h.tier = nil, true, img
