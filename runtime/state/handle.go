@@ -268,8 +268,11 @@ func (ss *streamSet) get() []device.Stream {
 // the streams recorded on the head are done with it. Take Ptr from Column
 // for each launch. When the device fails to bring the table up to date,
 // Column reports it until a later call on the head, or Column itself,
-// rebuilds it. Release it when done; releasing its head or snapshot
-// releases it too.
+// rebuilds it. When the head is evicted or moved to the host tier, its
+// blocks are freed: Column rebuilds it or brings it back first, and
+// answers the error (ErrEvicted for a head the pool dropped) when it
+// cannot. Release it when done; releasing its head or snapshot releases
+// it too.
 type BlockTable struct {
 	pool *Pool
 	// streams returns the streams recorded on the table's handle: frees of
