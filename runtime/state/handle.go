@@ -61,7 +61,8 @@ type Head struct {
 //     call, which changes nothing;
 //   - changed when the head's root is a new one (a write, a rollback, a
 //     merge, an adoption, a rebuild);
-//   - committed after a write made a new version;
+//   - committed after a write made a new version (called directly by
+//     Head.committed, not through this interface: see there);
 //   - moved after the version changed other than by a write (Rollback,
 //     Merge, a rebuild);
 //   - branched when c is made a branch of h;
@@ -75,7 +76,6 @@ type Head struct {
 type part interface {
 	prepare(h *Head, c call) error
 	changed(h *Head)
-	committed(h *Head, w written)
 	moved(h *Head)
 	branched(h, c *Head)
 	release(h *Head, freed []*block) []*block
@@ -100,7 +100,6 @@ type noHooks struct{}
 
 func (noHooks) prepare(*Head, call) error                { return nil }
 func (noHooks) changed(*Head)                            {}
-func (noHooks) committed(*Head, written)                 {}
 func (noHooks) moved(*Head)                              {}
 func (noHooks) branched(_, _ *Head)                      {}
 func (noHooks) release(_ *Head, freed []*block) []*block { return freed }
@@ -120,7 +119,6 @@ type call struct {
 type written struct {
 	from, to int
 	device   bool
-	async    device.Stream // the device rows are an AppendAsync's, its copies queued on async already
 	cols     [][]byte
 }
 

@@ -49,10 +49,23 @@ type root struct {
 	rc   atomic.Int32
 	rows int
 	cols []tree
+	// inline holds cols for up to rootInline columns, so that a root is
+	// one allocation: a write after a snapshot makes one (own).
+	inline [rootInline]tree
 }
 
+// rootInline is the columns a root holds without an allocation of its
+// own: most layouts have no more.
+const rootInline = 3
+
+// newRoot returns a root of ncols empty columns, held once.
 func newRoot(ncols int) *root {
-	r := &root{cols: make([]tree, ncols)}
+	r := &root{}
+	if ncols <= rootInline {
+		r.cols = r.inline[:ncols:ncols]
+	} else {
+		r.cols = make([]tree, ncols)
+	}
 	r.rc.Store(1)
 	return r
 }
@@ -516,8 +529,8 @@ func (r *root) own(freed *[]*block) *root {
 	if r.unique() {
 		return r
 	}
-	c := &root{rows: r.rows, cols: make([]tree, len(r.cols))}
-	c.rc.Store(1)
+	c := newRoot(len(r.cols))
+	c.rows = r.rows
 	copy(c.cols, r.cols)
 	for _, t := range c.cols {
 		if t.root != nil {
