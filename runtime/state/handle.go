@@ -38,6 +38,10 @@ type Head struct {
 	writeFrom int
 	freed     []*block // reused by writes for the blocks they give back (freeing)
 	saved     []byte   // reused by writes in place for what they overwrite
+	// stepCols and stepSpans are Step's spans, reused: the step function
+	// may use them during its call only (writeTx.spans).
+	stepCols  [][]device.Span
+	stepSpans []device.Span
 
 	// The head's parts: its features that keep state of their own. The
 	// head calls them through the hooks of part, in the order of the set

@@ -202,8 +202,8 @@ func (h *Head) Merge(child *Head) error {
 		h.lin.mu.Unlock()
 		return err
 	}
-	var freed []*block
-	h.mergeMove(child, &freed)
+	freed := h.pool.takeFreed()
+	h.mergeMove(child, freed)
 	h.lin.mu.Unlock()
 	h.finishMove(freed)
 	return nil
@@ -255,8 +255,8 @@ func (h *Head) Rollback(to *Snap) error {
 		h.lin.mu.Unlock()
 		return err
 	}
-	var freed []*block
-	h.rollbackMove(to, &freed)
+	freed := h.pool.takeFreed()
+	h.rollbackMove(to, freed)
 	h.lin.mu.Unlock()
 	h.finishMove(freed)
 	return nil
@@ -354,11 +354,11 @@ func (h *Head) mergeMove(child *Head, freed *[]*block) {
 }
 
 // finishMove finishes a rollback or merge once h.lin.mu is released: the
-// pool's accounting and the parts' hooks (moved), then the blocks given
-// up.
-func (h *Head) finishMove(freed []*block) {
+// parts' moved hooks, then the blocks the move freed, gathered in a list
+// of takeFreed's.
+func (h *Head) finishMove(freed *[]*block) {
 	h.moved()
-	h.pool.free(freed)
+	h.pool.freeList(freed)
 }
 
 // Release gives up h and the blocks only it holds. Releasing twice does

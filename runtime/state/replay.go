@@ -49,12 +49,10 @@ func (h *Head) Step(in [][]byte, verify bool, f StepFunc) error {
 	if err := h.checkInput(in); err != nil {
 		return err
 	}
-	rec := &stepRec{in: make([][]byte, len(in)), f: f, verify: verify, state: h.rowSum * int64(h.r.rows)}
-	var inBytes int64
-	for i, col := range in {
-		rec.in[i] = append([]byte(nil), col...)
-		inBytes += int64(len(col))
-	}
+	m := &stepMem{}
+	rec := &m.rec
+	*rec = stepRec{f: f, verify: verify, state: h.rowSum * int64(h.r.rows)}
+	inBytes := m.keep(in)
 	var guard *root // holds the version before when no replay can rebuild it
 	if _, _, ok := h.rebuildPath(); !ok {
 		guard = h.r.retain()
@@ -95,8 +93,39 @@ func (h *Head) Step(in [][]byte, verify bool, f StepFunc) error {
 		return tx.abortStep(ferr)
 	}
 	tx.commit(rows)
-	h.addEntry(entry{pos: h.pos, rows: rows, d: &delta{from: 0, to: rows, bytes: inBytes, step: rec}})
+	m.d = delta{from: 0, to: rows, bytes: inBytes, step: rec}
+	h.addEntry(entry{pos: h.pos, rows: rows, d: &m.d})
 	return nil
+}
+
+// stepMem is a step's delta and its record in one allocation, with room
+// for the slices of up to two input columns; the input's bytes are one
+// more (keep).
+type stepMem struct {
+	d   delta
+	rec stepRec
+	in  [2][]byte
+}
+
+// keep copies the step's input into m's record, all its columns in one
+// buffer, and returns its bytes.
+func (m *stepMem) keep(in [][]byte) int64 {
+	if len(in) <= len(m.in) {
+		m.rec.in = m.in[:len(in)]
+	} else {
+		m.rec.in = make([][]byte, len(in))
+	}
+	total := 0
+	for _, col := range in {
+		total += len(col)
+	}
+	buf := make([]byte, 0, total)
+	for i, col := range in {
+		start := len(buf)
+		buf = append(buf, col...)
+		m.rec.in[i] = buf[start:len(buf):len(buf)]
+	}
+	return int64(total)
 }
 
 // checkInput answers ErrShape for a step input that is not of the

@@ -113,12 +113,12 @@ func (s *Snap) Release() error {
 	releaseTables(s.tables)
 	s.tables = nil
 	s.tmu.Unlock()
-	var freed []*block
+	freed := s.pool.takeFreed()
 	if s.r != nil {
-		s.r.release(&freed)
+		s.r.release(freed)
 	}
 	s.r = nil
-	s.pool.free(freed)
+	s.pool.freeList(freed)
 	s.pool.unregister(s, s.logical)
 	return nil
 }

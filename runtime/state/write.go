@@ -445,13 +445,29 @@ func (tx *writeTx) undo(back []*block) []*block {
 
 // spans returns, per column, where rows [from, to) lie once the write
 // commits: in the new block of each operation, else in the old one.
+//
+// The spans are the head's to reuse (a step a decode step, they were most
+// of what it allocated): valid until the next call on h, which a step
+// function, that must not call the state, never makes.
 func (tx *writeTx) spans() [][]device.Span {
 	h := tx.h
-	out := make([][]device.Span, len(h.rowBytes))
-	for i := range tx.ops {
-		o := &tx.ops[i]
-		b, rows := tx.lands(o)
-		out[o.col] = append(out[o.col], device.Span{Ptr: b.Ptr() + device.Ptr(o.off), Rows: rows})
+	ncols := len(h.rowBytes)
+	if cap(h.stepCols) < ncols {
+		h.stepCols = make([][]device.Span, ncols)
+	}
+	if cap(h.stepSpans) < len(tx.ops) {
+		h.stepSpans = make([]device.Span, len(tx.ops))
+	}
+	out, flat := h.stepCols[:ncols], h.stepSpans[:0]
+	for c := range out {
+		start := len(flat)
+		for i := range tx.ops {
+			if o := &tx.ops[i]; o.col == c {
+				b, rows := tx.lands(o)
+				flat = append(flat, device.Span{Ptr: b.Ptr() + device.Ptr(o.off), Rows: rows})
+			}
+		}
+		out[c] = flat[start:len(flat):len(flat)]
 	}
 	return out
 }
