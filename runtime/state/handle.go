@@ -27,21 +27,12 @@ type Head struct {
 	// WriteDevice, AppendAsync); the spans are the caller's until the
 	// next call, so a group's cut skips the head until then.
 	deviceRows bool
-	parts      partSet           // the parts the head has, in hook order (head.go)
-	logical    int64             // this head's share of the pool's LogicalBytes
-	scratch    []*block          // reused by writes for the blocks they take
-	countBuf   []int             // reused by writes for their blocks per column
-	ops        []blockOp         // reused by small writes for their plans (write.go)
-	copies     []device.HostCopy // reused by writes for their copies from the host
+	parts      partSet // the parts the head has, in hook order (head.go)
+	writeBufs          // what its writes reuse, from the pool's spares (write_bufs.go)
+	logical    int64   // this head's share of the pool's LogicalBytes
 	// writeFrom is the first row of the write committing now (writing),
 	// 0 when the change may touch any row; setLogical resets it.
 	writeFrom int
-	freed     []*block // reused by writes for the blocks they give back (freeing)
-	saved     []byte   // reused by writes in place for what they overwrite
-	// stepCols and stepSpans are Step's spans, reused: the step function
-	// may use them during its call only (writeTx.spans).
-	stepCols  [][]device.Span
-	stepSpans []device.Span
 
 	// The head's parts: its features that keep state of their own. The
 	// head calls them through the hooks of part, in the order of the set

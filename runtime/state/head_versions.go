@@ -31,6 +31,7 @@ func (p *Pool) NewHead(l *Layout, owner Owner) (*Head, error) {
 	defer p.leave()
 	l = l.clone()
 	h := &Head{shape: newShape(p, l, owner), id: headIDs.Add(1), lin: newLineage(owner), owned: true}
+	p.spares.take(&h.writeBufs)
 	h.pos = position{seg: &segment{}}
 	if k := l.shareColumn(); k >= 0 {
 		h.share = &sharing{key: k, ks: l.Columns[k].ElemSize}
@@ -134,6 +135,7 @@ func (h *Head) branchLocked() (*Head, error) {
 		return nil, h.errorf("Branch", "%w", ErrInvalidated)
 	}
 	c := &Head{shape: h.shape, id: headIDs.Add(1), lin: h.lin, r: h.r.retain(), pos: h.pos}
+	h.pool.spares.take(&c.writeBufs)
 	c.logical = h.logicalOf(c.r)
 	for s := h.parts; s != 0; s &= s - 1 {
 		h.part(s&-s).branched(h, c)
@@ -407,5 +409,6 @@ func (h *Head) release() error {
 	h.pool.freeList(freed)
 	h.pool.unregister(h, h.logical)
 	h.logical = 0
+	h.pool.spares.put(&h.writeBufs)
 	return nil
 }
