@@ -223,7 +223,7 @@ func (h *Head) appendAsync(st device.Stream, cols [][]byte) error {
 		h.pool.stagingPut(buf)
 		return err
 	}
-	h.committedAsync(written{from: from, to: from + n, device: true}, st)
+	h.committed(written{from: from, to: from + n, device: true, async: st})
 	ev := &sharedEvent{Event: q.landed}
 	ev.refs.Store(2)
 	h.pool.recordAppend(&h.shape, h.r, from, from+n, st, buf, ev)

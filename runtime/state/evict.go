@@ -301,7 +301,7 @@ func (h *Head) evictLocked() int64 {
 // rebuild gives an evicted reconstructable head its version back from its
 // checkpoint and deltas. h.mu is held.
 func (h *Head) rebuild(op string) error {
-	if (h.l.Retention != Reconstructable && !h.lost) || h.hist == nil {
+	if h.evictedForGood() {
 		return h.errorf(op, "%w", ErrEvicted)
 	}
 	q, t, ok := h.rebuildPath()

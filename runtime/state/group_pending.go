@@ -1,10 +1,6 @@
 package state
 
-import (
-	"slices"
-
-	"github.com/gpustate/gpustate/runtime/device"
-)
+import "slices"
 
 // Registrations of rows a kernel writes. A group registers its members'
 // states when an append of its shared member ends at a block boundary
@@ -75,17 +71,14 @@ func (g *Group) AdoptPrefix(keys []byte) (int, error) {
 // committed registers the group's states when an append of the shared
 // member (h) ends at a block boundary: at once for rows from the host
 // (appended), and for rows a kernel writes (a device append) by the cut
-// taken now, pending until they are written. It takes of the write
-// (written) only what it uses, so that the caller's rows do not escape:
-// whether a kernel writes the rows (onDevice), whether they came from the
-// host (hostRows), and the stream an AppendAsync queued its copies on.
-func (gs *groupShare) committed(h *Head, onDevice, hostRows bool, async device.Stream) {
+// taken now, pending until they are written.
+func (gs *groupShare) committed(h *Head, w written) {
 	g := h.group.Load()
 	if g == nil {
 		return
 	}
-	if !onDevice {
-		if hostRows {
+	if !w.device {
+		if w.host {
 			g.appended(h)
 		}
 		return
@@ -94,12 +87,12 @@ func (gs *groupShare) committed(h *Head, onDevice, hostRows bool, async device.S
 	if roots == nil {
 		return
 	}
-	if async != nil && !slices.Contains(streams, async) {
+	if w.async != nil && !slices.Contains(streams, w.async) {
 		// The copies are queued, on a stream the head may not have
 		// recorded: events after them, and after the members' work.
-		streams = append(streams, async)
+		streams = append(streams, w.async)
 	}
-	gs.hold(h, g, groupPending{roots: roots, streams: streams}, async != nil)
+	gs.hold(h, g, groupPending{roots: roots, streams: streams}, w.async != nil)
 }
 
 // hold keeps p pending until its rows are written, armed now when the

@@ -48,6 +48,13 @@ type Head struct {
 	group atomic.Pointer[Group] // the group that holds it as a member (group.go); nil when none
 }
 
+// evictedForGood reports whether h was evicted and no call rebuilds it:
+// its retention is optional and no failed step lost it, or it keeps no
+// history. h.mu is held.
+func (h *Head) evictedForGood() bool {
+	return h.evicted && ((h.l.Retention != Reconstructable && !h.lost) || h.hist == nil)
+}
+
 // part is a feature of a head with state of its own. Its hooks run with
 // the head's lock held:
 //
@@ -56,8 +63,7 @@ type Head struct {
 //     call, which changes nothing;
 //   - changed when the head's root is a new one (a write, a rollback, a
 //     merge, an adoption, a rebuild);
-//   - committed after a write made a new version (called directly by
-//     Head.committed, not through this interface: see there);
+//   - committed after a write made a new version;
 //   - moved after the version changed other than by a write (Rollback,
 //     Merge, a rebuild);
 //   - branched when c is made a branch of h;
@@ -71,6 +77,7 @@ type Head struct {
 type part interface {
 	prepare(h *Head, c call) error
 	changed(h *Head)
+	committed(h *Head, w written)
 	moved(h *Head)
 	branched(h, c *Head)
 	release(h *Head, freed []*block) []*block
@@ -94,6 +101,7 @@ const (
 type noHooks struct{}
 
 func (noHooks) prepare(*Head, call) error                { return nil }
+func (noHooks) committed(*Head, written)                 {}
 func (noHooks) changed(*Head)                            {}
 func (noHooks) moved(*Head)                              {}
 func (noHooks) branched(_, _ *Head)                      {}
@@ -110,11 +118,18 @@ type call struct {
 
 // written is a version a write just committed: rows [from, to), whose
 // bytes are final (host rows, adopted blocks) unless device (a kernel
-// writes them after the call); cols holds the host batch of an Append.
+// writes them after the call). An Append from the host sets host, and
+// key to its rows of the share key's column, which sharing registers.
+// It holds no slice of the caller's columns: the hooks run through the
+// part interface, whose arguments the compiler takes to escape, and a
+// batch's slice of columns, which every generated Append and Write
+// builds, would then be allocated on every call.
 type written struct {
 	from, to int
 	device   bool
-	cols     [][]byte
+	async    device.Stream // the device rows are an AppendAsync's, its copies queued on async already
+	host     bool
+	key      []byte
 }
 
 // lruPart is the head's place in eviction: the pool's use clock at its
@@ -338,14 +353,3 @@ type Group struct {
 func (h *Head) recordedStreams() []device.Stream { return h.async.streams.get() }
 
 func (s *Snap) recordedStreams() []device.Stream { return s.streams.get() }
-
-// blockOp is what a write does to one block of one column.
-type blockOp struct {
-	col, idx int
-	old      *block // the block at idx; nil past the column's last block
-	nb       *block // the new block that replaces old; nil writes old in place
-	keep     int    // bytes of old to copy into nb first; -1: old is covered whole, replace it if the pool has room
-	off      int    // byte offset in the block where src goes
-	src      []byte // host rows to write; nil for none
-	visible  bool   // an in-place write over rows a reader may see
-}

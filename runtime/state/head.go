@@ -3,8 +3,6 @@ package state
 import (
 	"fmt"
 	"math/bits"
-
-	"github.com/gpustate/gpustate/runtime/device"
 )
 
 func (h *Head) describe() string {
@@ -118,29 +116,10 @@ func (h *Head) writing(from int) { h.writeFrom = from }
 
 // committed tells the parts that a write made h's new version: rows
 // [w.from, w.to). h.mu is held.
-//
-// Unlike the other hooks, committed is no method of the part interface:
-// Head.committed calls the parts that have it (history, sharing, the
-// group's registrations) directly, in hook order. The compiler cannot
-// see what a method called through an interface keeps, so w.cols, the
-// caller's rows, would escape, and every generated Append and Write
-// would allocate the slice of its columns.
-func (h *Head) committed(w written) { h.committedAsync(w, nil) }
-
-// committedAsync is committed for an AppendAsync, whose copies are queued
-// on async already. The stream is no field of written: the compiler
-// tracks a struct's fields as one, and the stream, which the group's
-// registrations keep, would make w.cols escape with it.
-func (h *Head) committedAsync(w written, async device.Stream) {
+func (h *Head) committed(w written) {
 	h.deviceRows = w.device
-	if h.parts&partHist != 0 {
-		h.hist.committed(h, w)
-	}
-	if h.parts&partShare != 0 {
-		h.share.committed(h, w)
-	}
-	if h.parts&partGroup != 0 {
-		h.gshare.committed(h, w.device, w.cols != nil, async)
+	for s := h.parts; s != 0; s &= s - 1 {
+		h.part(s&-s).committed(h, w)
 	}
 }
 

@@ -27,7 +27,11 @@ func (h *Head) Append(cols [][]byte) error {
 			return err
 		}
 	}
-	h.committed(written{from: from, to: from + n, cols: cols}) // a shared group registers here (group_pending.go)
+	w := written{from: from, to: from + n, host: true}
+	if h.share != nil {
+		w.key = cols[h.share.key]
+	}
+	h.committed(w) // a shared group registers here (group_pending.go)
 	return nil
 }
 

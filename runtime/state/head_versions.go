@@ -191,6 +191,18 @@ func (h *Head) Merge(child *Head) error {
 	if h.invalid.Load() || child.invalid.Load() {
 		return h.errorf("Merge", "%w", ErrInvalidated)
 	}
+	// A merge of heads whose versions diverged answers so before an
+	// evicted one is rebuilt, which would take memory, and evict others'
+	// state, for a call that fails anyway. (A head evicted for good
+	// answers ErrEvicted from its preparation, as before.)
+	if (h.evicted || child.evicted) && !h.evictedForGood() && !child.evictedForGood() {
+		h.lin.mu.Lock()
+		err := h.mergeCheck(child)
+		h.lin.mu.Unlock()
+		if err != nil {
+			return err
+		}
+	}
 	// Both heads are prepared as every call prepares them (open): an
 	// evicted one is rebuilt, copies in flight land, pending deltas are
 	// taken, kernel-filled blocks are registered, the use clock ticks.

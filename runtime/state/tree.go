@@ -112,6 +112,20 @@ func (t *tree) writable(i int, owner string) bool {
 	return n.rc.Load() == 1 && b.Refs() == 1 && b.Owner() == owner
 }
 
+// appendsInPlace reports whether an append may write bytes [from, to) of
+// block i of t in place although other versions hold the block too (a
+// snapshot, a branch, a checkpoint of the rows before): from is where
+// the appending version's rows in the block end, and the block's fill
+// (the bytes any holder wrote) ends there too, so no version reads the
+// bytes it writes; it claims them (Block.ClaimFill). The block must be
+// owner's, as writable asks. It is the other half of the rule for writing
+// in place: writable says when a block is the writer's alone, this when
+// an append only adds to a block others share.
+func (t *tree) appendsInPlace(i int, owner string, from, to int) bool {
+	b := t.get(i)
+	return b.Owner() == owner && b.ClaimFill(from, to)
+}
+
 // capacity returns the number of blocks a tree of height h can hold.
 func capacity(h int) int {
 	if h == 0 {

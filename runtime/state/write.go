@@ -28,6 +28,7 @@ const (
 func (h *Head) plan(kind writeKind, from, to int, cols [][]byte) []blockOp {
 	ops := h.opsBuf(from, to)
 	rootUnique := h.r.unique()
+	appends := kind == hostAppend || kind == deviceAppend
 	for c := range h.rowBytes {
 		rb, per, bb := h.rowBytes[c], h.perBlock[c], h.blockBytes[c]
 		t := &h.r.cols[c]
@@ -42,6 +43,9 @@ func (h *Head) plan(kind writeKind, from, to int, cols [][]byte) []blockOp {
 				op.old = t.get(bi)
 			}
 			used := min(h.r.rows, (bi+1)*per) - start // rows of the block in the version
+			if appends {
+				op.fill = (end - start) * rb
+			}
 			switch {
 			case op.old == nil:
 				// A new block past the column's end.
@@ -50,6 +54,11 @@ func (h *Head) plan(kind writeKind, from, to int, cols [][]byte) []blockOp {
 					op.keep = -1 // covers the block: a new one, if memory allows
 				}
 				op.visible = kind == hostWrite
+				if appends {
+					op.old.SetFill(op.fill) // the block is this version's alone
+				}
+			case appends && t.appendsInPlace(bi, string(h.owner), used*rb, op.fill):
+				// Others hold the block; the rows go past all of theirs.
 			default:
 				if kind == hostWrite && row == start && end == start+used {
 					op.keep = 0
@@ -536,6 +545,9 @@ func (tx *writeTx) commit(newRows int) *root {
 			i += fan - 1
 			continue
 		}
+		if o.fill > 0 {
+			o.nb.SetFill(o.fill)
+		}
 		t.set(o.idx, o.nb, &freed)
 		// The operations after it in the same leaf set their slots
 		// there: the path from the root is the tree's alone now.
@@ -543,6 +555,9 @@ func (tx *writeTx) commit(newRows int) *root {
 			next := &tx.ops[i+1]
 			if next.nb == nil || next.col != o.col || next.idx != o.idx+1 || next.idx&(fan-1) == 0 {
 				break
+			}
+			if next.fill > 0 {
+				next.nb.SetFill(next.fill)
 			}
 			leaf.put(t, next.idx, next.nb, &freed)
 			o = next
@@ -590,6 +605,11 @@ func (tx *writeTx) wholeLeaf(i int, leaf *[fan]*block) bool {
 			return false
 		}
 		leaf[k] = n.nb
+	}
+	for k := range fan {
+		if n := &tx.ops[i+k]; n.fill > 0 {
+			n.nb.SetFill(n.fill)
+		}
 	}
 	return true
 }

@@ -1,10 +1,25 @@
 package state
 
+// The records of a write: the operations its plan makes (write.go) and
+// the buffers a head's writes reuse from call to call.
+
 import (
 	"sync"
 
 	"github.com/gpustate/gpustate/runtime/device"
 )
+
+// blockOp is what a write does to one block of one column.
+type blockOp struct {
+	col, idx int
+	old      *block // the block at idx; nil past the column's last block
+	nb       *block // the new block that replaces old; nil writes old in place
+	keep     int    // bytes of old to copy into nb first; -1: old is covered whole, replace it if the pool has room
+	off      int    // byte offset in the block where src goes
+	src      []byte // host rows to write; nil for none
+	visible  bool   // an in-place write over rows a reader may see
+	fill     int    // an append's: the bytes of the block its version holds after it (Block.SetFill)
+}
 
 // writeBufs are the buffers a head's writes reuse from call to call, so
 // that a decode step allocates none. A released head gives them to its
