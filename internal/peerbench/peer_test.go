@@ -52,8 +52,9 @@ func newPool(tb testing.TB) *state.Pool {
 
 // BenchmarkPeer runs each workload's rounds on the store and on the peer,
 // alternated, and reports per step the CPU time of each (the process's,
-// garbage collection included), their ratio, and each side's allocations.
-// One b.N is one round of each side.
+// garbage collection included, after a collection before each round),
+// their ratio, and each side's allocations. One b.N is one round of each
+// side.
 func BenchmarkPeer(b *testing.B) {
 	for _, w := range workloads {
 		b.Run(w.name, func(b *testing.B) {
@@ -70,6 +71,10 @@ func BenchmarkPeer(b *testing.B) {
 					if i%2 == 1 {
 						s = []side{peer, store}[k]
 					}
+					// A collection now, untimed, so that neither side's
+					// CPU time counts the other's garbage: the process's
+					// time includes the collector's workers.
+					runtime.GC()
 					a0, t0 := mallocs(), cpuTime()
 					n, _ := s.round(uint64(i + 1))
 					dt, da := cpuTime()-t0, mallocs()-a0
