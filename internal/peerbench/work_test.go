@@ -58,8 +58,7 @@ var workloads = []workload{
 
 // ---- rows, shared by both sides ----
 
-// fillRow sets row i of r (a one-row Ctx, or a peer's columns at i) to
-// token tok's row.
+// fillKV fills keys and values with token tok's.
 func fillKV(keys, values []float32, tok int32) {
 	for j := range keys {
 		keys[j] = float32(tok) + float32(j)/256
@@ -495,8 +494,8 @@ func newPeerC(sz sizes) side {
 	return &peerC{sz: sz, row: newRow(), dst: newRow(), ss: make([]rows, sz.sessions)}
 }
 
-func (s *peerC) round(seed uint64) (int, uint64) {
-	rng := rand.New(rand.NewPCG(seed, 3))
+// prefill gives every session its prompt, as the store's sides append it.
+func (s *peerC) prefill() {
 	for i := range s.ss {
 		c := &s.ss[i]
 		c.truncate(0)
@@ -505,6 +504,11 @@ func (s *peerC) round(seed uint64) (int, uint64) {
 			c.push(r.Keys, r.Values, r.Token[0])
 		}
 	}
+}
+
+func (s *peerC) round(seed uint64) (int, uint64) {
+	rng := rand.New(rand.NewPCG(seed, 3))
+	s.prefill()
 	var sum uint64
 	for t := range s.sz.steps {
 		for i := range s.ss {
@@ -531,7 +535,8 @@ func (s *peerC) close() error { return nil }
 
 // ---- d and dr: speculative decoding of a hybrid model ----
 
-// hybrid is what storeD needs of HybridState and HybridRState.
+// storeD runs (d) on HybridState groups, or (dr) on HybridRState groups
+// whose recurrent state steps through Step.
 type storeD struct {
 	p       *state.Pool
 	sz      sizes
@@ -698,13 +703,8 @@ func (s *peerD) token(i int, tok int32) {
 
 func (s *peerD) round(seed uint64) (int, uint64) {
 	rng := rand.New(rand.NewPCG(seed, 3))
+	s.prefill()
 	for i := range s.ss {
-		c := &s.ss[i]
-		c.truncate(0)
-		for j := range s.sz.prompt {
-			r := rowOf(s.row, int32(i*1000+j))
-			c.push(r.Keys, r.Values, r.Token[0])
-		}
 		s.cur[i] = 0
 		clear(s.ring[i][0])
 	}
