@@ -88,6 +88,8 @@ var methodTable = []methodSpec{
 	{name: "Read", recv: RecvHead, when: "always", doc: readDoc("state"), code: (*model).headReadCode},
 	{name: "ReadRows", recv: RecvHead, when: "always", doc: readRowsDoc("state"), code: readRowsCode(RecvHead)},
 	{name: "ReadInto", recv: RecvHead, when: "always", doc: readIntoDoc("state"), code: readIntoCode(RecvHead)},
+	{name: "ReadRowsInto", recv: RecvHead, when: "always", doc: readRowsIntoDoc("state"), code: readRowsIntoCode(RecvHead)},
+	{name: "ReadFields", recv: RecvHead, when: "always", doc: readFieldsDoc("state"), code: readFieldsCode(RecvHead)},
 	{name: "Len", recv: RecvHead, when: "always", doc: lenDoc, code: headCall("Len", jen.Int())},
 	{name: "Bound", recv: RecvHead, when: "no window", ok: noWindow, doc: boundDoc, code: headCall("Bound", jen.Int())},
 	{name: "Window", recv: RecvHead, when: "window=W", ok: window, doc: windowDoc, code: headCall("Window", jen.Int())},
@@ -121,6 +123,8 @@ var methodTable = []methodSpec{
 	{name: "Read", recv: RecvSnapshot, when: "snapshot immutable", ok: snapshot, doc: readDoc("snapshot"), code: (*model).snapReadCode},
 	{name: "ReadRows", recv: RecvSnapshot, when: "snapshot immutable", ok: snapshot, doc: readRowsDoc("snapshot"), code: readRowsCode(RecvSnapshot)},
 	{name: "ReadInto", recv: RecvSnapshot, when: "snapshot immutable", ok: snapshot, doc: readIntoDoc("snapshot"), code: readIntoCode(RecvSnapshot)},
+	{name: "ReadRowsInto", recv: RecvSnapshot, when: "snapshot immutable", ok: snapshot, doc: readRowsIntoDoc("snapshot"), code: readRowsIntoCode(RecvSnapshot)},
+	{name: "ReadFields", recv: RecvSnapshot, when: "snapshot immutable", ok: snapshot, doc: readFieldsDoc("snapshot"), code: readFieldsCode(RecvSnapshot)},
 	{name: "Spans", recv: RecvSnapshot, directive: "view", when: "snapshot immutable", ok: snapshot, doc: para(
 		"Spans locates rows [from, to) of the snapshot in device memory, for kernels that read them. They are read only, by contract: the blocks are shared with the state and its branches, and statevet reports a write through them."),
 		code: (*model).snapSpansCode},
@@ -209,6 +213,18 @@ func readRowsDoc(what string) func(c *contract.Contract) []string {
 func readIntoDoc(what string) func(c *contract.Contract) []string {
 	return func(c *contract.Contract) []string {
 		return []string{fmt.Sprintf("ReadInto copies rows [from, to) of the %s into dst, reslicing each field of dst to the rows read and reusing its capacity: a batch read again and again allocates nothing once its fields are large enough. It returns state.ErrRange unless 0 <= from <= to <= Len().%s A failed ReadInto leaves dst as it was.", what, expiredNote(c))}
+	}
+}
+
+func readRowsIntoDoc(what string) func(c *contract.Contract) []string {
+	return func(c *contract.Contract) []string {
+		return []string{fmt.Sprintf("ReadRowsInto copies the rows of the %s at indices idx, in that order, into dst, as ReadRows does, reslicing each field of dst to len(idx) rows and reusing its capacity: a sampled minibatch gathered again and again allocates nothing once its fields are large enough. Indices may repeat; each must lie in [0, Len()), else state.ErrRange.%s A failed ReadRowsInto leaves dst as it was.", what, expiredNote(c))}
+	}
+}
+
+func readFieldsDoc(what string) func(c *contract.Contract) []string {
+	return func(c *contract.Contract) []string {
+		return []string{fmt.Sprintf("ReadFields copies rows [from, to) of the %s into the fields of dst that are not nil, as ReadInto does, and reads nothing of the fields dst leaves nil: a read of one field copies none of the others. A field is read when it holds a slice that is not nil, even an empty one (make([]E, 0, n)); a reslice of a nil slice is nil. It returns state.ErrRange unless 0 <= from <= to <= Len().%s A failed ReadFields leaves dst as it was.", what, expiredNote(c))}
 	}
 }
 

@@ -99,6 +99,53 @@ func (s *EventsState) ReadInto(dst *Events, from, to int) error {
 	return nil
 }
 
+// ReadRowsInto copies the rows of the state at indices idx, in that order,
+// into dst, as ReadRows does, reslicing each field of dst to len(idx) rows and
+// reusing its capacity: a sampled minibatch gathered again and again allocates
+// nothing once its fields are large enough. Indices may repeat; each must lie
+// in [0, Len()), else state.ErrRange. A failed ReadRowsInto leaves dst as it
+// was.
+func (s *EventsState) ReadRowsInto(dst *Events, idx []int) error {
+	h := _Events_head(s)
+	if dst == nil {
+		return h.ReadRows(idx, nil)
+	}
+	rows := *dst
+	rows.At = state.Resize(rows.At, len(idx))
+	rows.Kind = state.Resize(rows.Kind, len(idx))
+	if err := h.ReadRows(idx, [][]byte{state.Bytes(rows.At), state.Bytes(rows.Kind)}); err != nil {
+		return err
+	}
+	*dst = rows
+	return nil
+}
+
+// ReadFields copies rows [from, to) of the state into the fields of dst that
+// are not nil, as ReadInto does, and reads nothing of the fields dst leaves
+// nil: a read of one field copies none of the others. A field is read when it
+// holds a slice that is not nil, even an empty one (make([]E, 0, n)); a
+// reslice of a nil slice is nil. It returns state.ErrRange unless 0 <= from <=
+// to <= Len(). A failed ReadFields leaves dst as it was.
+func (s *EventsState) ReadFields(dst *Events, from, to int) error {
+	h := _Events_head(s)
+	if dst == nil || from < 0 || to < from || to > h.Len() {
+		return h.ReadColumns(from, to, nil)
+	}
+	n := to - from
+	rows := *dst
+	if rows.At != nil {
+		rows.At = state.Resize(rows.At, n)
+	}
+	if rows.Kind != nil {
+		rows.Kind = state.Resize(rows.Kind, n)
+	}
+	if err := h.ReadColumns(from, to, [][]byte{state.Bytes(rows.At), state.Bytes(rows.Kind)}); err != nil {
+		return err
+	}
+	*dst = rows
+	return nil
+}
+
 // Len returns the number of rows the state holds.
 func (s *EventsState) Len() int {
 	return _Events_head(s).Len()
@@ -223,6 +270,53 @@ func (v *EventsSnapshot) ReadInto(dst *Events, from, to int) error {
 	rows.At = state.Resize(rows.At, n)
 	rows.Kind = state.Resize(rows.Kind, n)
 	if err := snap.Read(from, to, [][]byte{state.Bytes(rows.At), state.Bytes(rows.Kind)}); err != nil {
+		return err
+	}
+	*dst = rows
+	return nil
+}
+
+// ReadRowsInto copies the rows of the snapshot at indices idx, in that order,
+// into dst, as ReadRows does, reslicing each field of dst to len(idx) rows and
+// reusing its capacity: a sampled minibatch gathered again and again allocates
+// nothing once its fields are large enough. Indices may repeat; each must lie
+// in [0, Len()), else state.ErrRange. A failed ReadRowsInto leaves dst as it
+// was.
+func (v *EventsSnapshot) ReadRowsInto(dst *Events, idx []int) error {
+	snap := _Events_snap(v)
+	if dst == nil {
+		return snap.ReadRows(idx, nil)
+	}
+	rows := *dst
+	rows.At = state.Resize(rows.At, len(idx))
+	rows.Kind = state.Resize(rows.Kind, len(idx))
+	if err := snap.ReadRows(idx, [][]byte{state.Bytes(rows.At), state.Bytes(rows.Kind)}); err != nil {
+		return err
+	}
+	*dst = rows
+	return nil
+}
+
+// ReadFields copies rows [from, to) of the snapshot into the fields of dst
+// that are not nil, as ReadInto does, and reads nothing of the fields dst
+// leaves nil: a read of one field copies none of the others. A field is read
+// when it holds a slice that is not nil, even an empty one (make([]E, 0, n));
+// a reslice of a nil slice is nil. It returns state.ErrRange unless 0 <= from
+// <= to <= Len(). A failed ReadFields leaves dst as it was.
+func (v *EventsSnapshot) ReadFields(dst *Events, from, to int) error {
+	snap := _Events_snap(v)
+	if dst == nil || from < 0 || to < from || to > snap.Len() {
+		return snap.ReadColumns(from, to, nil)
+	}
+	n := to - from
+	rows := *dst
+	if rows.At != nil {
+		rows.At = state.Resize(rows.At, n)
+	}
+	if rows.Kind != nil {
+		rows.Kind = state.Resize(rows.Kind, n)
+	}
+	if err := snap.ReadColumns(from, to, [][]byte{state.Bytes(rows.At), state.Bytes(rows.Kind)}); err != nil {
 		return err
 	}
 	*dst = rows

@@ -100,6 +100,53 @@ func (s *SamplesState) ReadInto(dst *Samples, from, to int) error {
 	return nil
 }
 
+// ReadRowsInto copies the rows of the state at indices idx, in that order,
+// into dst, as ReadRows does, reslicing each field of dst to len(idx) rows and
+// reusing its capacity: a sampled minibatch gathered again and again allocates
+// nothing once its fields are large enough. Indices may repeat; each must lie
+// in [0, Len()), else state.ErrRange. A failed ReadRowsInto leaves dst as it
+// was.
+func (s *SamplesState) ReadRowsInto(dst *Samples, idx []int) error {
+	h := _Samples_head(s)
+	if dst == nil {
+		return h.ReadRows(idx, nil)
+	}
+	rows := *dst
+	rows.Left = gpustatestate.Resize(rows.Left, len(idx))
+	rows.Right = gpustatestate.Resize(rows.Right, len(idx))
+	if err := h.ReadRows(idx, [][]byte{gpustatestate.Bytes(rows.Left), gpustatestate.Bytes(rows.Right)}); err != nil {
+		return err
+	}
+	*dst = rows
+	return nil
+}
+
+// ReadFields copies rows [from, to) of the state into the fields of dst that
+// are not nil, as ReadInto does, and reads nothing of the fields dst leaves
+// nil: a read of one field copies none of the others. A field is read when it
+// holds a slice that is not nil, even an empty one (make([]E, 0, n)); a
+// reslice of a nil slice is nil. It returns state.ErrRange unless 0 <= from <=
+// to <= Len(). A failed ReadFields leaves dst as it was.
+func (s *SamplesState) ReadFields(dst *Samples, from, to int) error {
+	h := _Samples_head(s)
+	if dst == nil || from < 0 || to < from || to > h.Len() {
+		return h.ReadColumns(from, to, nil)
+	}
+	n := to - from
+	rows := *dst
+	if rows.Left != nil {
+		rows.Left = gpustatestate.Resize(rows.Left, n)
+	}
+	if rows.Right != nil {
+		rows.Right = gpustatestate.Resize(rows.Right, n)
+	}
+	if err := h.ReadColumns(from, to, [][]byte{gpustatestate.Bytes(rows.Left), gpustatestate.Bytes(rows.Right)}); err != nil {
+		return err
+	}
+	*dst = rows
+	return nil
+}
+
 // Len returns the number of rows the state holds: always 48000.
 func (s *SamplesState) Len() int {
 	return _Samples_head(s).Len()
@@ -242,6 +289,53 @@ func (v *SamplesSnapshot) ReadInto(dst *Samples, from, to int) error {
 	rows.Left = gpustatestate.Resize(rows.Left, n)
 	rows.Right = gpustatestate.Resize(rows.Right, n)
 	if err := snap.Read(from, to, [][]byte{gpustatestate.Bytes(rows.Left), gpustatestate.Bytes(rows.Right)}); err != nil {
+		return err
+	}
+	*dst = rows
+	return nil
+}
+
+// ReadRowsInto copies the rows of the snapshot at indices idx, in that order,
+// into dst, as ReadRows does, reslicing each field of dst to len(idx) rows and
+// reusing its capacity: a sampled minibatch gathered again and again allocates
+// nothing once its fields are large enough. Indices may repeat; each must lie
+// in [0, Len()), else state.ErrRange. A failed ReadRowsInto leaves dst as it
+// was.
+func (v *SamplesSnapshot) ReadRowsInto(dst *Samples, idx []int) error {
+	snap := _Samples_snap(v)
+	if dst == nil {
+		return snap.ReadRows(idx, nil)
+	}
+	rows := *dst
+	rows.Left = gpustatestate.Resize(rows.Left, len(idx))
+	rows.Right = gpustatestate.Resize(rows.Right, len(idx))
+	if err := snap.ReadRows(idx, [][]byte{gpustatestate.Bytes(rows.Left), gpustatestate.Bytes(rows.Right)}); err != nil {
+		return err
+	}
+	*dst = rows
+	return nil
+}
+
+// ReadFields copies rows [from, to) of the snapshot into the fields of dst
+// that are not nil, as ReadInto does, and reads nothing of the fields dst
+// leaves nil: a read of one field copies none of the others. A field is read
+// when it holds a slice that is not nil, even an empty one (make([]E, 0, n));
+// a reslice of a nil slice is nil. It returns state.ErrRange unless 0 <= from
+// <= to <= Len(). A failed ReadFields leaves dst as it was.
+func (v *SamplesSnapshot) ReadFields(dst *Samples, from, to int) error {
+	snap := _Samples_snap(v)
+	if dst == nil || from < 0 || to < from || to > snap.Len() {
+		return snap.ReadColumns(from, to, nil)
+	}
+	n := to - from
+	rows := *dst
+	if rows.Left != nil {
+		rows.Left = gpustatestate.Resize(rows.Left, n)
+	}
+	if rows.Right != nil {
+		rows.Right = gpustatestate.Resize(rows.Right, n)
+	}
+	if err := snap.ReadColumns(from, to, [][]byte{gpustatestate.Bytes(rows.Left), gpustatestate.Bytes(rows.Right)}); err != nil {
 		return err
 	}
 	*dst = rows

@@ -95,6 +95,49 @@ func (s *FieldState) ReadInto(dst *Field, from, to int) error {
 	return nil
 }
 
+// ReadRowsInto copies the rows of the state at indices idx, in that order,
+// into dst, as ReadRows does, reslicing each field of dst to len(idx) rows and
+// reusing its capacity: a sampled minibatch gathered again and again allocates
+// nothing once its fields are large enough. Indices may repeat; each must lie
+// in [0, Len()), else state.ErrRange. A failed ReadRowsInto leaves dst as it
+// was.
+func (s *FieldState) ReadRowsInto(dst *Field, idx []int) error {
+	h := _Field_head(s)
+	if dst == nil {
+		return h.ReadRows(idx, nil)
+	}
+	rows := *dst
+	rows.Cells = state.Resize(rows.Cells, len(idx)*4)
+	if err := h.ReadRows(idx, [][]byte{state.Bytes(rows.Cells)}); err != nil {
+		return err
+	}
+	*dst = rows
+	return nil
+}
+
+// ReadFields copies rows [from, to) of the state into the fields of dst that
+// are not nil, as ReadInto does, and reads nothing of the fields dst leaves
+// nil: a read of one field copies none of the others. A field is read when it
+// holds a slice that is not nil, even an empty one (make([]E, 0, n)); a
+// reslice of a nil slice is nil. It returns state.ErrRange unless 0 <= from <=
+// to <= Len(). A failed ReadFields leaves dst as it was.
+func (s *FieldState) ReadFields(dst *Field, from, to int) error {
+	h := _Field_head(s)
+	if dst == nil || from < 0 || to < from || to > h.Len() {
+		return h.ReadColumns(from, to, nil)
+	}
+	n := to - from
+	rows := *dst
+	if rows.Cells != nil {
+		rows.Cells = state.Resize(rows.Cells, n*4)
+	}
+	if err := h.ReadColumns(from, to, [][]byte{state.Bytes(rows.Cells)}); err != nil {
+		return err
+	}
+	*dst = rows
+	return nil
+}
+
 // Len returns the number of rows the state holds: always 4096.
 func (s *FieldState) Len() int {
 	return _Field_head(s).Len()

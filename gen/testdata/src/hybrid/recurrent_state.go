@@ -100,6 +100,49 @@ func (s *RecurrentState) ReadInto(dst *Recurrent, from, to int) error {
 	return nil
 }
 
+// ReadRowsInto copies the rows of the state at indices idx, in that order,
+// into dst, as ReadRows does, reslicing each field of dst to len(idx) rows and
+// reusing its capacity: a sampled minibatch gathered again and again allocates
+// nothing once its fields are large enough. Indices may repeat; each must lie
+// in [0, Len()), else state.ErrRange. A failed ReadRowsInto leaves dst as it
+// was.
+func (s *RecurrentState) ReadRowsInto(dst *Recurrent, idx []int) error {
+	h := _Recurrent_head(s)
+	if dst == nil {
+		return h.ReadRows(idx, nil)
+	}
+	rows := *dst
+	rows.H = state.Resize(rows.H, len(idx)*16)
+	if err := h.ReadRows(idx, [][]byte{state.Bytes(rows.H)}); err != nil {
+		return err
+	}
+	*dst = rows
+	return nil
+}
+
+// ReadFields copies rows [from, to) of the state into the fields of dst that
+// are not nil, as ReadInto does, and reads nothing of the fields dst leaves
+// nil: a read of one field copies none of the others. A field is read when it
+// holds a slice that is not nil, even an empty one (make([]E, 0, n)); a
+// reslice of a nil slice is nil. It returns state.ErrRange unless 0 <= from <=
+// to <= Len(). A failed ReadFields leaves dst as it was.
+func (s *RecurrentState) ReadFields(dst *Recurrent, from, to int) error {
+	h := _Recurrent_head(s)
+	if dst == nil || from < 0 || to < from || to > h.Len() {
+		return h.ReadColumns(from, to, nil)
+	}
+	n := to - from
+	rows := *dst
+	if rows.H != nil {
+		rows.H = state.Resize(rows.H, n*16)
+	}
+	if err := h.ReadColumns(from, to, [][]byte{state.Bytes(rows.H)}); err != nil {
+		return err
+	}
+	*dst = rows
+	return nil
+}
+
 // Len returns the number of rows the state holds: always 4.
 func (s *RecurrentState) Len() int {
 	return _Recurrent_head(s).Len()
@@ -270,6 +313,49 @@ func (v *RecurrentSnapshot) ReadInto(dst *Recurrent, from, to int) error {
 	rows := *dst
 	rows.H = state.Resize(rows.H, n*16)
 	if err := snap.Read(from, to, [][]byte{state.Bytes(rows.H)}); err != nil {
+		return err
+	}
+	*dst = rows
+	return nil
+}
+
+// ReadRowsInto copies the rows of the snapshot at indices idx, in that order,
+// into dst, as ReadRows does, reslicing each field of dst to len(idx) rows and
+// reusing its capacity: a sampled minibatch gathered again and again allocates
+// nothing once its fields are large enough. Indices may repeat; each must lie
+// in [0, Len()), else state.ErrRange. A failed ReadRowsInto leaves dst as it
+// was.
+func (v *RecurrentSnapshot) ReadRowsInto(dst *Recurrent, idx []int) error {
+	snap := _Recurrent_snap(v)
+	if dst == nil {
+		return snap.ReadRows(idx, nil)
+	}
+	rows := *dst
+	rows.H = state.Resize(rows.H, len(idx)*16)
+	if err := snap.ReadRows(idx, [][]byte{state.Bytes(rows.H)}); err != nil {
+		return err
+	}
+	*dst = rows
+	return nil
+}
+
+// ReadFields copies rows [from, to) of the snapshot into the fields of dst
+// that are not nil, as ReadInto does, and reads nothing of the fields dst
+// leaves nil: a read of one field copies none of the others. A field is read
+// when it holds a slice that is not nil, even an empty one (make([]E, 0, n));
+// a reslice of a nil slice is nil. It returns state.ErrRange unless 0 <= from
+// <= to <= Len(). A failed ReadFields leaves dst as it was.
+func (v *RecurrentSnapshot) ReadFields(dst *Recurrent, from, to int) error {
+	snap := _Recurrent_snap(v)
+	if dst == nil || from < 0 || to < from || to > snap.Len() {
+		return snap.ReadColumns(from, to, nil)
+	}
+	n := to - from
+	rows := *dst
+	if rows.H != nil {
+		rows.H = state.Resize(rows.H, n*16)
+	}
+	if err := snap.ReadColumns(from, to, [][]byte{state.Bytes(rows.H)}); err != nil {
 		return err
 	}
 	*dst = rows

@@ -98,6 +98,53 @@ func (s *PrivateState) ReadInto(dst *Private, from, to int) error {
 	return nil
 }
 
+// ReadRowsInto copies the rows of the state at indices idx, in that order,
+// into dst, as ReadRows does, reslicing each field of dst to len(idx) rows and
+// reusing its capacity: a sampled minibatch gathered again and again allocates
+// nothing once its fields are large enough. Indices may repeat; each must lie
+// in [0, Len()), else state.ErrRange. A failed ReadRowsInto leaves dst as it
+// was.
+func (s *PrivateState) ReadRowsInto(dst *Private, idx []int) error {
+	h := _Private_head(s)
+	if dst == nil {
+		return h.ReadRows(idx, nil)
+	}
+	rows := *dst
+	rows.Toks = state.Resize(rows.Toks, len(idx))
+	rows.Keys = state.Resize(rows.Keys, len(idx)*64)
+	if err := h.ReadRows(idx, [][]byte{state.Bytes(rows.Toks), state.Bytes(rows.Keys)}); err != nil {
+		return err
+	}
+	*dst = rows
+	return nil
+}
+
+// ReadFields copies rows [from, to) of the state into the fields of dst that
+// are not nil, as ReadInto does, and reads nothing of the fields dst leaves
+// nil: a read of one field copies none of the others. A field is read when it
+// holds a slice that is not nil, even an empty one (make([]E, 0, n)); a
+// reslice of a nil slice is nil. It returns state.ErrRange unless 0 <= from <=
+// to <= Len(). A failed ReadFields leaves dst as it was.
+func (s *PrivateState) ReadFields(dst *Private, from, to int) error {
+	h := _Private_head(s)
+	if dst == nil || from < 0 || to < from || to > h.Len() {
+		return h.ReadColumns(from, to, nil)
+	}
+	n := to - from
+	rows := *dst
+	if rows.Toks != nil {
+		rows.Toks = state.Resize(rows.Toks, n)
+	}
+	if rows.Keys != nil {
+		rows.Keys = state.Resize(rows.Keys, n*64)
+	}
+	if err := h.ReadColumns(from, to, [][]byte{state.Bytes(rows.Toks), state.Bytes(rows.Keys)}); err != nil {
+		return err
+	}
+	*dst = rows
+	return nil
+}
+
 // Len returns the number of rows the state holds.
 func (s *PrivateState) Len() int {
 	return _Private_head(s).Len()
@@ -222,6 +269,53 @@ func (v *PrivateSnapshot) ReadInto(dst *Private, from, to int) error {
 	rows.Toks = state.Resize(rows.Toks, n)
 	rows.Keys = state.Resize(rows.Keys, n*64)
 	if err := snap.Read(from, to, [][]byte{state.Bytes(rows.Toks), state.Bytes(rows.Keys)}); err != nil {
+		return err
+	}
+	*dst = rows
+	return nil
+}
+
+// ReadRowsInto copies the rows of the snapshot at indices idx, in that order,
+// into dst, as ReadRows does, reslicing each field of dst to len(idx) rows and
+// reusing its capacity: a sampled minibatch gathered again and again allocates
+// nothing once its fields are large enough. Indices may repeat; each must lie
+// in [0, Len()), else state.ErrRange. A failed ReadRowsInto leaves dst as it
+// was.
+func (v *PrivateSnapshot) ReadRowsInto(dst *Private, idx []int) error {
+	snap := _Private_snap(v)
+	if dst == nil {
+		return snap.ReadRows(idx, nil)
+	}
+	rows := *dst
+	rows.Toks = state.Resize(rows.Toks, len(idx))
+	rows.Keys = state.Resize(rows.Keys, len(idx)*64)
+	if err := snap.ReadRows(idx, [][]byte{state.Bytes(rows.Toks), state.Bytes(rows.Keys)}); err != nil {
+		return err
+	}
+	*dst = rows
+	return nil
+}
+
+// ReadFields copies rows [from, to) of the snapshot into the fields of dst
+// that are not nil, as ReadInto does, and reads nothing of the fields dst
+// leaves nil: a read of one field copies none of the others. A field is read
+// when it holds a slice that is not nil, even an empty one (make([]E, 0, n));
+// a reslice of a nil slice is nil. It returns state.ErrRange unless 0 <= from
+// <= to <= Len(). A failed ReadFields leaves dst as it was.
+func (v *PrivateSnapshot) ReadFields(dst *Private, from, to int) error {
+	snap := _Private_snap(v)
+	if dst == nil || from < 0 || to < from || to > snap.Len() {
+		return snap.ReadColumns(from, to, nil)
+	}
+	n := to - from
+	rows := *dst
+	if rows.Toks != nil {
+		rows.Toks = state.Resize(rows.Toks, n)
+	}
+	if rows.Keys != nil {
+		rows.Keys = state.Resize(rows.Keys, n*64)
+	}
+	if err := snap.ReadColumns(from, to, [][]byte{state.Bytes(rows.Toks), state.Bytes(rows.Keys)}); err != nil {
 		return err
 	}
 	*dst = rows

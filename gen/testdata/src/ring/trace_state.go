@@ -103,6 +103,51 @@ func (s *TraceState) ReadInto(dst *Trace, from, to int) error {
 	return nil
 }
 
+// ReadRowsInto copies the rows of the state at indices idx, in that order,
+// into dst, as ReadRows does, reslicing each field of dst to len(idx) rows and
+// reusing its capacity: a sampled minibatch gathered again and again allocates
+// nothing once its fields are large enough. Indices may repeat; each must lie
+// in [0, Len()), else state.ErrRange. Rows below Oldest() left the window of
+// 64 rows and answer state.ErrExpired. A failed ReadRowsInto leaves dst as it
+// was.
+func (s *TraceState) ReadRowsInto(dst *Trace, idx []int) error {
+	h := _Trace_head(s)
+	if dst == nil {
+		return h.ReadRows(idx, nil)
+	}
+	rows := *dst
+	rows.Value = state.Resize(rows.Value, len(idx))
+	if err := h.ReadRows(idx, [][]byte{state.Bytes(rows.Value)}); err != nil {
+		return err
+	}
+	*dst = rows
+	return nil
+}
+
+// ReadFields copies rows [from, to) of the state into the fields of dst that
+// are not nil, as ReadInto does, and reads nothing of the fields dst leaves
+// nil: a read of one field copies none of the others. A field is read when it
+// holds a slice that is not nil, even an empty one (make([]E, 0, n)); a
+// reslice of a nil slice is nil. It returns state.ErrRange unless 0 <= from <=
+// to <= Len(). Rows below Oldest() left the window of 64 rows and answer
+// state.ErrExpired. A failed ReadFields leaves dst as it was.
+func (s *TraceState) ReadFields(dst *Trace, from, to int) error {
+	h := _Trace_head(s)
+	if dst == nil || from < 0 || to < from || to > h.Len() || from < to && from < h.Oldest() {
+		return h.ReadColumns(from, to, nil)
+	}
+	n := to - from
+	rows := *dst
+	if rows.Value != nil {
+		rows.Value = state.Resize(rows.Value, n)
+	}
+	if err := h.ReadColumns(from, to, [][]byte{state.Bytes(rows.Value)}); err != nil {
+		return err
+	}
+	*dst = rows
+	return nil
+}
+
 // Len returns the number of rows ever appended: row indices stay stable, and
 // rows [Oldest(), Len()) are readable.
 func (s *TraceState) Len() int {

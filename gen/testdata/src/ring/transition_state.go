@@ -118,6 +118,67 @@ func (s *TransitionState) ReadInto(dst *Transition, from, to int) error {
 	return nil
 }
 
+// ReadRowsInto copies the rows of the state at indices idx, in that order,
+// into dst, as ReadRows does, reslicing each field of dst to len(idx) rows and
+// reusing its capacity: a sampled minibatch gathered again and again allocates
+// nothing once its fields are large enough. Indices may repeat; each must lie
+// in [0, Len()), else state.ErrRange. Rows below Oldest() left the window of
+// 4096 rows and answer state.ErrExpired. A failed ReadRowsInto leaves dst as
+// it was.
+func (s *TransitionState) ReadRowsInto(dst *Transition, idx []int) error {
+	h := _Transition_head(s)
+	if dst == nil {
+		return h.ReadRows(idx, nil)
+	}
+	rows := *dst
+	rows.Obs = state.Resize(rows.Obs, len(idx)*4)
+	rows.Action = state.Resize(rows.Action, len(idx))
+	rows.Reward = state.Resize(rows.Reward, len(idx))
+	if err := h.ReadRows(idx, [][]byte{
+		state.Bytes(rows.Obs),
+		state.Bytes(rows.Action),
+		state.Bytes(rows.Reward),
+	}); err != nil {
+		return err
+	}
+	*dst = rows
+	return nil
+}
+
+// ReadFields copies rows [from, to) of the state into the fields of dst that
+// are not nil, as ReadInto does, and reads nothing of the fields dst leaves
+// nil: a read of one field copies none of the others. A field is read when it
+// holds a slice that is not nil, even an empty one (make([]E, 0, n)); a
+// reslice of a nil slice is nil. It returns state.ErrRange unless 0 <= from <=
+// to <= Len(). Rows below Oldest() left the window of 4096 rows and answer
+// state.ErrExpired. A failed ReadFields leaves dst as it was.
+func (s *TransitionState) ReadFields(dst *Transition, from, to int) error {
+	h := _Transition_head(s)
+	if dst == nil || from < 0 || to < from || to > h.Len() || from < to && from < h.Oldest() {
+		return h.ReadColumns(from, to, nil)
+	}
+	n := to - from
+	rows := *dst
+	if rows.Obs != nil {
+		rows.Obs = state.Resize(rows.Obs, n*4)
+	}
+	if rows.Action != nil {
+		rows.Action = state.Resize(rows.Action, n)
+	}
+	if rows.Reward != nil {
+		rows.Reward = state.Resize(rows.Reward, n)
+	}
+	if err := h.ReadColumns(from, to, [][]byte{
+		state.Bytes(rows.Obs),
+		state.Bytes(rows.Action),
+		state.Bytes(rows.Reward),
+	}); err != nil {
+		return err
+	}
+	*dst = rows
+	return nil
+}
+
 // Len returns the number of rows ever appended: row indices stay stable, and
 // rows [Oldest(), Len()) are readable.
 func (s *TransitionState) Len() int {
@@ -256,6 +317,67 @@ func (v *TransitionSnapshot) ReadInto(dst *Transition, from, to int) error {
 	rows.Action = state.Resize(rows.Action, n)
 	rows.Reward = state.Resize(rows.Reward, n)
 	if err := snap.Read(from, to, [][]byte{
+		state.Bytes(rows.Obs),
+		state.Bytes(rows.Action),
+		state.Bytes(rows.Reward),
+	}); err != nil {
+		return err
+	}
+	*dst = rows
+	return nil
+}
+
+// ReadRowsInto copies the rows of the snapshot at indices idx, in that order,
+// into dst, as ReadRows does, reslicing each field of dst to len(idx) rows and
+// reusing its capacity: a sampled minibatch gathered again and again allocates
+// nothing once its fields are large enough. Indices may repeat; each must lie
+// in [0, Len()), else state.ErrRange. Rows below Oldest() left the window of
+// 4096 rows and answer state.ErrExpired. A failed ReadRowsInto leaves dst as
+// it was.
+func (v *TransitionSnapshot) ReadRowsInto(dst *Transition, idx []int) error {
+	snap := _Transition_snap(v)
+	if dst == nil {
+		return snap.ReadRows(idx, nil)
+	}
+	rows := *dst
+	rows.Obs = state.Resize(rows.Obs, len(idx)*4)
+	rows.Action = state.Resize(rows.Action, len(idx))
+	rows.Reward = state.Resize(rows.Reward, len(idx))
+	if err := snap.ReadRows(idx, [][]byte{
+		state.Bytes(rows.Obs),
+		state.Bytes(rows.Action),
+		state.Bytes(rows.Reward),
+	}); err != nil {
+		return err
+	}
+	*dst = rows
+	return nil
+}
+
+// ReadFields copies rows [from, to) of the snapshot into the fields of dst
+// that are not nil, as ReadInto does, and reads nothing of the fields dst
+// leaves nil: a read of one field copies none of the others. A field is read
+// when it holds a slice that is not nil, even an empty one (make([]E, 0, n));
+// a reslice of a nil slice is nil. It returns state.ErrRange unless 0 <= from
+// <= to <= Len(). Rows below Oldest() left the window of 4096 rows and answer
+// state.ErrExpired. A failed ReadFields leaves dst as it was.
+func (v *TransitionSnapshot) ReadFields(dst *Transition, from, to int) error {
+	snap := _Transition_snap(v)
+	if dst == nil || from < 0 || to < from || to > snap.Len() || from < to && from < snap.Oldest() {
+		return snap.ReadColumns(from, to, nil)
+	}
+	n := to - from
+	rows := *dst
+	if rows.Obs != nil {
+		rows.Obs = state.Resize(rows.Obs, n*4)
+	}
+	if rows.Action != nil {
+		rows.Action = state.Resize(rows.Action, n)
+	}
+	if rows.Reward != nil {
+		rows.Reward = state.Resize(rows.Reward, n)
+	}
+	if err := snap.ReadColumns(from, to, [][]byte{
 		state.Bytes(rows.Obs),
 		state.Bytes(rows.Action),
 		state.Bytes(rows.Reward),
