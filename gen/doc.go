@@ -12,17 +12,17 @@
 //
 //   - TState, the live head, with NewTState, Read, ReadRows, ReadInto,
 //     ReadRowsInto, ReadFields, Len, Version, Stats, Spans, RecordStream,
-//     BlockTable and Release always;
-//     Bound without a window, Window and Oldest with one; Append and
-//     AppendDevice for append growth, Write and WriteDevice for mutable
+//     BlockTable, ReadAsync and Release always;
+//     Bound without a window, Window and Oldest with one; Append,
+//     AppendDevice and AppendAsync for append growth, Write and WriteDevice for mutable
 //     growth; Snapshot with an immutable snapshot; Branch with isolated
 //     branches; Merge with merge=fastforward; Rollback with a rollback line;
 //     At and Plan with checkpoints; Step with a replay line (replay.go);
 //     NewTStateShared and AdoptPrefix with a share line.
 //   - TSnapshot, an immutable version (generated unless snapshot none), with
-//     Read, ReadRows, ReadInto, ReadRowsInto, ReadFields, Spans,
-//     RecordStream, BlockTable, Len, Version and Release; Oldest with a
-//     window.
+//     Read, ReadRows, ReadInto, ReadRowsInto, ReadFields, ReadAsync,
+//     Spans, RecordStream, BlockTable, Len, Version and Release; Oldest
+//     with a window.
 //   - TSpans, the device location of rows, one []device.Span per field.
 //   - For a //state:group type G (group.go), GState with NewGState, one
 //     accessor per member (its TState), Stats and Release; Snapshot,

@@ -111,9 +111,11 @@ var methodTable = []methodSpec{
 		"Stats reports the state's version, rows, logical bytes (the rows it reads as) and physical bytes (the blocks it holds, shared ones included)."),
 		code: headCall("Stats", jen.Qual(statePkg, "Stats"))},
 	{name: "AppendDevice", recv: RecvHead, directive: "appends", when: "growth append", ok: appends, doc: appendDeviceDoc, code: (*model).appendDeviceCode},
+	{name: "AppendAsync", recv: RecvHead, directive: "appends", when: "growth append", ok: appends, doc: appendAsyncDoc, code: (*model).appendAsyncCode},
 	{name: "WriteDevice", recv: RecvHead, directive: "mutates", when: "growth mutable", ok: mutable, doc: writeDeviceDoc, code: (*model).writeDeviceCode},
 	{name: "Step", recv: RecvHead, directive: "mutates", when: "a replay line", ok: replayed, doc: stepDoc, code: (*model).stepCode},
 	{name: "Spans", recv: RecvHead, directive: "view", when: "always", doc: spansDoc, code: (*model).headSpansCode},
+	{name: "ReadAsync", recv: RecvHead, when: "always", doc: readAsyncDoc("state"), code: readAsyncCode(RecvHead)},
 	{name: "RecordStream", recv: RecvHead, when: "always", doc: para(
 		"RecordStream says that work queued on st (a kernel, an async copy) uses the blocks the state holds now. When they are released, rolled back away or replaced by copy-on-write, the pool keeps them pending, neither reused nor zeroed for another owner, until an event recorded on st after that work completes; the caller never waits. It needs a backend with device.Streams."),
 		code: headStreamCall("RecordStream")},
@@ -128,6 +130,7 @@ var methodTable = []methodSpec{
 	{name: "Spans", recv: RecvSnapshot, directive: "view", when: "snapshot immutable", ok: snapshot, doc: para(
 		"Spans locates rows [from, to) of the snapshot in device memory, for kernels that read them. They are read only, by contract: the blocks are shared with the state and its branches, and statevet reports a write through them."),
 		code: (*model).snapSpansCode},
+	{name: "ReadAsync", recv: RecvSnapshot, when: "snapshot immutable", ok: snapshot, doc: readAsyncDoc("snapshot"), code: readAsyncCode(RecvSnapshot)},
 	{name: "RecordStream", recv: RecvSnapshot, when: "snapshot immutable", ok: snapshot, doc: para(
 		"RecordStream says that work queued on st (a kernel, an async copy) uses the blocks the snapshot holds now. When they are released, rolled back away or replaced by copy-on-write, the pool keeps them pending, neither reused nor zeroed for another owner, until an event recorded on st after that work completes; the caller never waits. It needs a backend with device.Streams."),
 		code: snapStreamCall("RecordStream")},
@@ -316,6 +319,25 @@ func appendDeviceDoc(c *contract.Contract) []string {
 		p += fmt.Sprintf(" It returns state.ErrBound, and appends nothing, when n is more than the window of %d rows.", c.Window)
 	}
 	return []string{p}
+}
+
+func appendAsyncDoc(c *contract.Contract) []string {
+	p := "AppendAsync appends the rows of a batch as Append does, in a new version, but queues their copies to the device on st and returns without waiting for them: the batch is staged in page-locked memory first, so the caller may reuse it at once. Work queued on st after the call sees the rows (a kernel, a ReadAsync); work on another stream must wait for an event recorded on st; every other call on the state waits for the copies to land first. It needs a backend with device.Streams (else an error wrapping errors.ErrUnsupported); a closed stream, or one of another backend, is an error."
+	if bounded(c) {
+		p += fmt.Sprintf(" It returns state.ErrBound, and appends nothing, when the rows would pass the bound of %d.", c.Bound)
+	}
+	if window(c) {
+		p += fmt.Sprintf(" It returns state.ErrBound, and appends nothing, when the batch holds more than the window of %d rows.", c.Window)
+	}
+	return []string{p, "A failed AppendAsync changes nothing, so it may be retried."}
+}
+
+func readAsyncDoc(what string) func(c *contract.Contract) []string {
+	return func(c *contract.Contract) []string {
+		return []string{
+			fmt.Sprintf("ReadAsync queues on st the copies of rows [from, to) of the %s into dst, reslicing each field of dst to the rows read and reusing its capacity as ReadInto does, and returns without waiting for them. It records the blocks it reads on st (RecordStream), so the %s may be released or written at once. dst holds the rows once the work queued on st so far has completed (st.Sync, or an event recorded on st after the call); until then its fields must be neither read nor changed. Fields in memory from the backend's HostAlloc make the copies truly asynchronous on CUDA. It needs a backend with device.Streams (else an error wrapping errors.ErrUnsupported). It returns state.ErrRange unless 0 <= from <= to <= Len().%s A failed ReadAsync leaves dst as it was.", what, what, expiredNote(c)),
+		}
+	}
 }
 
 func writeDeviceDoc(c *contract.Contract) []string {

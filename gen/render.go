@@ -448,6 +448,12 @@ func (m *model) appendDeviceCode() *jen.Statement {
 	)
 }
 
+func (m *model) appendAsyncCode() *jen.Statement {
+	return jen.Func().Params(m.recv()).Id("AppendAsync").Params(jen.Id("st").Qual(devicePkg, "Stream"), jen.Id("rows").Id(m.typ())).Error().Block(
+		jen.Return(m.hcall("AppendAsync", jen.Id("st"), m.batch("rows"))),
+	)
+}
+
 func (m *model) writeDeviceCode() *jen.Statement {
 	return jen.Func().Params(m.recv()).Id("WriteDevice").Params(fromTo()).Params(jen.Id(m.spans()), jen.Error()).Block(
 		jen.Return(jen.Id(m.toSpans()).Call(m.hcall("WriteDevice", jen.Id("from"), jen.Id("to")))),

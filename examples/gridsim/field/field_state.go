@@ -242,6 +242,32 @@ func (s *FieldState) Spans(from, to int) (FieldSpans, error) {
 	return _Field_spans(_Field_head(s).Spans(from, to))
 }
 
+// ReadAsync queues on st the copies of rows [from, to) of the state into dst,
+// reslicing each field of dst to the rows read and reusing its capacity as
+// ReadInto does, and returns without waiting for them. It records the blocks
+// it reads on st (RecordStream), so the state may be released or written at
+// once. dst holds the rows once the work queued on st so far has completed
+// (st.Sync, or an event recorded on st after the call); until then its fields
+// must be neither read nor changed. Fields in memory from the backend's
+// HostAlloc make the copies truly asynchronous on CUDA. It needs a backend
+// with device.Streams (else an error wrapping errors.ErrUnsupported). It
+// returns state.ErrRange unless 0 <= from <= to <= Len(). A failed ReadAsync
+// leaves dst as it was.
+func (s *FieldState) ReadAsync(st device.Stream, dst *Field, from, to int) error {
+	h := _Field_head(s)
+	if dst == nil || from < 0 || to < from || to > h.Len() {
+		return h.ReadAsync(st, from, to, nil)
+	}
+	n := to - from
+	rows := *dst
+	rows.Cells = state.Resize(rows.Cells, n*64)
+	if err := h.ReadAsync(st, from, to, [][]byte{state.Bytes(rows.Cells)}); err != nil {
+		return err
+	}
+	*dst = rows
+	return nil
+}
+
 // RecordStream says that work queued on st (a kernel, an async copy) uses the
 // blocks the state holds now. When they are released, rolled back away or
 // replaced by copy-on-write, the pool keeps them pending, neither reused nor
@@ -364,6 +390,32 @@ func (v *FieldSnapshot) ReadFields(dst *Field, from, to int) error {
 //state:view
 func (v *FieldSnapshot) Spans(from, to int) (FieldSpans, error) {
 	return _Field_spans(_Field_snap(v).Spans(from, to))
+}
+
+// ReadAsync queues on st the copies of rows [from, to) of the snapshot into
+// dst, reslicing each field of dst to the rows read and reusing its capacity
+// as ReadInto does, and returns without waiting for them. It records the
+// blocks it reads on st (RecordStream), so the snapshot may be released or
+// written at once. dst holds the rows once the work queued on st so far has
+// completed (st.Sync, or an event recorded on st after the call); until then
+// its fields must be neither read nor changed. Fields in memory from the
+// backend's HostAlloc make the copies truly asynchronous on CUDA. It needs a
+// backend with device.Streams (else an error wrapping errors.ErrUnsupported).
+// It returns state.ErrRange unless 0 <= from <= to <= Len(). A failed
+// ReadAsync leaves dst as it was.
+func (v *FieldSnapshot) ReadAsync(st device.Stream, dst *Field, from, to int) error {
+	snap := _Field_snap(v)
+	if dst == nil || from < 0 || to < from || to > snap.Len() {
+		return snap.ReadAsync(st, from, to, nil)
+	}
+	n := to - from
+	rows := *dst
+	rows.Cells = state.Resize(rows.Cells, n*64)
+	if err := snap.ReadAsync(st, from, to, [][]byte{state.Bytes(rows.Cells)}); err != nil {
+		return err
+	}
+	*dst = rows
+	return nil
 }
 
 // RecordStream says that work queued on st (a kernel, an async copy) uses the

@@ -200,6 +200,28 @@ func (s *PromptCacheState) AppendDevice(n int) (PromptCacheSpans, error) {
 	return _PromptCache_spans(_PromptCache_head(s).AppendDevice(n))
 }
 
+// AppendAsync appends the rows of a batch as Append does, in a new version,
+// but queues their copies to the device on st and returns without waiting for
+// them: the batch is staged in page-locked memory first, so the caller may
+// reuse it at once. Work queued on st after the call sees the rows (a kernel,
+// a ReadAsync); work on another stream must wait for an event recorded on st;
+// every other call on the state waits for the copies to land first. It needs a
+// backend with device.Streams (else an error wrapping errors.ErrUnsupported);
+// a closed stream, or one of another backend, is an error. It returns
+// state.ErrBound, and appends nothing, when the rows would pass the bound of
+// 512.
+//
+// A failed AppendAsync changes nothing, so it may be retried.
+//
+//state:appends
+func (s *PromptCacheState) AppendAsync(st device.Stream, rows PromptCache) error {
+	return _PromptCache_head(s).AppendAsync(st, [][]byte{
+		state.Bytes(rows.Keys),
+		state.Bytes(rows.Values),
+		state.Bytes(rows.Token),
+	})
+}
+
 // Spans locates rows [from, to) in device memory, for kernels that read them.
 // The blocks may be shared with snapshots and branches: write rows through
 // AppendDevice, never through these spans.
@@ -207,6 +229,38 @@ func (s *PromptCacheState) AppendDevice(n int) (PromptCacheSpans, error) {
 //state:view
 func (s *PromptCacheState) Spans(from, to int) (PromptCacheSpans, error) {
 	return _PromptCache_spans(_PromptCache_head(s).Spans(from, to))
+}
+
+// ReadAsync queues on st the copies of rows [from, to) of the state into dst,
+// reslicing each field of dst to the rows read and reusing its capacity as
+// ReadInto does, and returns without waiting for them. It records the blocks
+// it reads on st (RecordStream), so the state may be released or written at
+// once. dst holds the rows once the work queued on st so far has completed
+// (st.Sync, or an event recorded on st after the call); until then its fields
+// must be neither read nor changed. Fields in memory from the backend's
+// HostAlloc make the copies truly asynchronous on CUDA. It needs a backend
+// with device.Streams (else an error wrapping errors.ErrUnsupported). It
+// returns state.ErrRange unless 0 <= from <= to <= Len(). A failed ReadAsync
+// leaves dst as it was.
+func (s *PromptCacheState) ReadAsync(st device.Stream, dst *PromptCache, from, to int) error {
+	h := _PromptCache_head(s)
+	if dst == nil || from < 0 || to < from || to > h.Len() {
+		return h.ReadAsync(st, from, to, nil)
+	}
+	n := to - from
+	rows := *dst
+	rows.Keys = state.Resize(rows.Keys, n*256)
+	rows.Values = state.Resize(rows.Values, n*256)
+	rows.Token = state.Resize(rows.Token, n)
+	if err := h.ReadAsync(st, from, to, [][]byte{
+		state.Bytes(rows.Keys),
+		state.Bytes(rows.Values),
+		state.Bytes(rows.Token),
+	}); err != nil {
+		return err
+	}
+	*dst = rows
+	return nil
 }
 
 // RecordStream says that work queued on st (a kernel, an async copy) uses the

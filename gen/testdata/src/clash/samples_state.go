@@ -223,6 +223,33 @@ func (s *SamplesState) Spans(from, to int) (SamplesSpans, error) {
 	return _Samples_spans(_Samples_head(s).Spans(from, to))
 }
 
+// ReadAsync queues on st the copies of rows [from, to) of the state into dst,
+// reslicing each field of dst to the rows read and reusing its capacity as
+// ReadInto does, and returns without waiting for them. It records the blocks
+// it reads on st (RecordStream), so the state may be released or written at
+// once. dst holds the rows once the work queued on st so far has completed
+// (st.Sync, or an event recorded on st after the call); until then its fields
+// must be neither read nor changed. Fields in memory from the backend's
+// HostAlloc make the copies truly asynchronous on CUDA. It needs a backend
+// with device.Streams (else an error wrapping errors.ErrUnsupported). It
+// returns state.ErrRange unless 0 <= from <= to <= Len(). A failed ReadAsync
+// leaves dst as it was.
+func (s *SamplesState) ReadAsync(st gpustatedevice.Stream, dst *Samples, from, to int) error {
+	h := _Samples_head(s)
+	if dst == nil || from < 0 || to < from || to > h.Len() {
+		return h.ReadAsync(st, from, to, nil)
+	}
+	n := to - from
+	rows := *dst
+	rows.Left = gpustatestate.Resize(rows.Left, n)
+	rows.Right = gpustatestate.Resize(rows.Right, n)
+	if err := h.ReadAsync(st, from, to, [][]byte{gpustatestate.Bytes(rows.Left), gpustatestate.Bytes(rows.Right)}); err != nil {
+		return err
+	}
+	*dst = rows
+	return nil
+}
+
 // RecordStream says that work queued on st (a kernel, an async copy) uses the
 // blocks the state holds now. When they are released, rolled back away or
 // replaced by copy-on-write, the pool keeps them pending, neither reused nor
@@ -349,6 +376,33 @@ func (v *SamplesSnapshot) ReadFields(dst *Samples, from, to int) error {
 //state:view
 func (v *SamplesSnapshot) Spans(from, to int) (SamplesSpans, error) {
 	return _Samples_spans(_Samples_snap(v).Spans(from, to))
+}
+
+// ReadAsync queues on st the copies of rows [from, to) of the snapshot into
+// dst, reslicing each field of dst to the rows read and reusing its capacity
+// as ReadInto does, and returns without waiting for them. It records the
+// blocks it reads on st (RecordStream), so the snapshot may be released or
+// written at once. dst holds the rows once the work queued on st so far has
+// completed (st.Sync, or an event recorded on st after the call); until then
+// its fields must be neither read nor changed. Fields in memory from the
+// backend's HostAlloc make the copies truly asynchronous on CUDA. It needs a
+// backend with device.Streams (else an error wrapping errors.ErrUnsupported).
+// It returns state.ErrRange unless 0 <= from <= to <= Len(). A failed
+// ReadAsync leaves dst as it was.
+func (v *SamplesSnapshot) ReadAsync(st gpustatedevice.Stream, dst *Samples, from, to int) error {
+	snap := _Samples_snap(v)
+	if dst == nil || from < 0 || to < from || to > snap.Len() {
+		return snap.ReadAsync(st, from, to, nil)
+	}
+	n := to - from
+	rows := *dst
+	rows.Left = gpustatestate.Resize(rows.Left, n)
+	rows.Right = gpustatestate.Resize(rows.Right, n)
+	if err := snap.ReadAsync(st, from, to, [][]byte{gpustatestate.Bytes(rows.Left), gpustatestate.Bytes(rows.Right)}); err != nil {
+		return err
+	}
+	*dst = rows
+	return nil
 }
 
 // RecordStream says that work queued on st (a kernel, an async copy) uses the
