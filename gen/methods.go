@@ -104,6 +104,8 @@ var methodTable = []methodSpec{
 		code: (*model).mergeCode},
 	{name: "Rollback", recv: RecvHead, directive: "mutates", when: "a rollback line", ok: rollback, doc: rollbackDoc, code: (*model).rollbackCode},
 	{name: "At", recv: RecvHead, directive: "acquire", when: "a checkpoint line", ok: history, doc: atDoc, code: (*model).atCode},
+	{name: "VersionAt", recv: RecvHead, when: "growth append, a checkpoint line", ok: func(c *contract.Contract) bool { return appends(c) && history(c) }, doc: versionAtDoc,
+		code: (*model).versionAtCode},
 	{name: "Plan", recv: RecvHead, when: "a checkpoint line", ok: history, doc: para(
 		"Plan explains how At would reconstruct version v: the checkpoint it would start from, the writes it would replay and the estimated cost. It reconstructs nothing."),
 		code: (*model).planCode},
@@ -308,6 +310,10 @@ func atDoc(c *contract.Contract) []string {
 		fmt.Sprintf("At reconstructs version v of the state's own history from the cheapest checkpoint %s (%s). It returns state.ErrNotRetained when the history no longer holds v.", after, checkpointShort(c.Checkpoint)),
 		releaseDuty("snapshot"),
 	}
+}
+
+func versionAtDoc(c *contract.Contract) []string {
+	return []string{fmt.Sprintf("VersionAt returns the last version of the state's own history that held exactly n rows, so that a caller who knows how many rows it had (the tokens it accepted) needs no table of versions: At(v) rebuilds that version, and Rollback takes the snapshot At returns. It returns state.ErrRange unless 0 <= n <= Len(), and state.ErrNotRetained for a row count no retained version had: one inside an append's batch, or one older than the oldest checkpoint kept (%s).", checkpointShort(c.Checkpoint))}
 }
 
 func appendDeviceDoc(c *contract.Contract) []string {

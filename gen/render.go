@@ -436,6 +436,12 @@ func (m *model) atCode() *jen.Statement {
 	)
 }
 
+func (m *model) versionAtCode() *jen.Statement {
+	return jen.Func().Params(m.recv()).Id("VersionAt").Params(jen.Id("n").Int()).Params(jen.Qual(statePkg, "Version"), jen.Error()).Block(
+		jen.Return(m.hcall("VersionAt", jen.Id("n"))),
+	)
+}
+
 func (m *model) planCode() *jen.Statement {
 	return jen.Func().Params(m.recv()).Id("Plan").Params(jen.Id("v").Qual(statePkg, "Version")).Params(jen.Qual(statePkg, "Plan"), jen.Error()).Block(
 		jen.Return(m.hcall("Plan", jen.Id("v"))),

@@ -313,6 +313,11 @@ func (m *interaction) at() {
 	if !m.expect(err, nil) {
 		return
 	}
+	// The head's own version is the last with its rows (a mutable head
+	// always has Bound): VersionAt answers it from the history.
+	if vv, err := x.head.VersionAt(x.rows()); m.expect(err, nil) && vv != x.v {
+		m.fail("VersionAt answers another version", "VersionAt(%d) = %d, the head is at %d", x.rows(), vv, x.v)
+	}
 	y := &ref{lin: x.lin, snap: s, v: v, cols: cloneCols(x.lin.vers[v]), fromAt: true}
 	if s.Version() != v {
 		m.fail("At answers another version", "At(%d) is at %d", v, s.Version())

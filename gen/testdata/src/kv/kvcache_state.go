@@ -283,6 +283,17 @@ func (s *KVCacheState) At(v state.Version) (*KVCacheSnapshot, error) {
 	return &KVCacheSnapshot{snap: snap}, nil
 }
 
+// VersionAt returns the last version of the state's own history that held
+// exactly n rows, so that a caller who knows how many rows it had (the tokens
+// it accepted) needs no table of versions: At(v) rebuilds that version, and
+// Rollback takes the snapshot At returns. It returns state.ErrRange unless 0
+// <= n <= Len(), and state.ErrNotRetained for a row count no retained version
+// had: one inside an append's batch, or one older than the oldest checkpoint
+// kept (a checkpoint every 64 versions, the last 8 kept).
+func (s *KVCacheState) VersionAt(n int) (state.Version, error) {
+	return _KVCache_head(s).VersionAt(n)
+}
+
 // Plan explains how At would reconstruct version v: the checkpoint it would
 // start from, the writes it would replay and the estimated cost. It
 // reconstructs nothing.
