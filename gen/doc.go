@@ -18,7 +18,7 @@
 //     growth; Snapshot with an immutable snapshot; Branch with isolated
 //     branches; Merge with merge=fastforward; Rollback with a rollback line;
 //     At and Plan with checkpoints, and VersionAt with checkpoints on
-//     append growth; Step with a replay line (replay.go);
+//     append growth; Step and StepHost with a replay line (replay.go);
 //     NewTStateShared and AdoptPrefix with a share line.
 //   - TSnapshot, an immutable version (generated unless snapshot none), with
 //     Read, ReadRows, ReadInto, ReadRowsInto, ReadFields, ReadAsync,

@@ -116,6 +116,7 @@ var methodTable = []methodSpec{
 	{name: "AppendAsync", recv: RecvHead, directive: "appends", when: "growth append", ok: appends, doc: appendAsyncDoc, code: (*model).appendAsyncCode},
 	{name: "WriteDevice", recv: RecvHead, directive: "mutates", when: "growth mutable", ok: mutable, doc: writeDeviceDoc, code: (*model).writeDeviceCode},
 	{name: "Step", recv: RecvHead, directive: "mutates", when: "a replay line", ok: replayed, doc: stepDoc, code: (*model).stepCode},
+	{name: "StepHost", recv: RecvHead, directive: "mutates", when: "a replay line", ok: replayed, doc: stepHostDoc, code: (*model).stepHostCode},
 	{name: "Spans", recv: RecvHead, directive: "view", when: "always", doc: spansDoc, code: (*model).headSpansCode},
 	{name: "ReadAsync", recv: RecvHead, when: "always", doc: readAsyncDoc("state"), code: readAsyncCode(RecvHead)},
 	{name: "RecordStream", recv: RecvHead, when: "always", doc: para(

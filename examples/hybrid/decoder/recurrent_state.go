@@ -299,6 +299,33 @@ func (s *RecurrentState) Step(in RecInput, f func(dst RecurrentSpans, in RecInpu
 	return _Recurrent_head(s).Step([][]byte{state.Bytes(in.X)}, true, step)
 }
 
+// StepHost is Step for a step function written in Go: f gets every row of the
+// state as a Recurrent, whose fields it rewrites in place (or replaces with
+// slices of the same lengths), and in. The runtime copies the rows out of
+// device memory before f runs and back after it returns, and copies nothing
+// where the backend's device memory is host memory (the host backend): there
+// rows are the state's own bytes. f must not keep rows or in, and must not
+// call the state. The history keeps in and f, so At and Rollback rebuild the
+// version by running f again (a checkpoint every 16 versions, the last 4
+// kept).
+//
+// When f fails, or leaves a field of another length (state.ErrShape), StepHost
+// returns an error wrapping it and the state is as before. StepHost(in, nil)
+// answers state.ErrShape.
+//
+//state:mutates
+func (s *RecurrentState) StepHost(in RecInput, f func(rows *Recurrent, in RecInput) error) error {
+	var step func(rows, in [][]byte) ([][]byte, error)
+	if f != nil {
+		step = func(rows, cols [][]byte) ([][]byte, error) {
+			r := Recurrent{H: state.Rows[float32](rows[0])}
+			err := f(&r, RecInput{X: state.Rows[float32](cols[0])})
+			return [][]byte{state.Bytes(r.H)}, err
+		}
+	}
+	return _Recurrent_head(s).StepHost([][]byte{state.Bytes(in.X)}, true, step)
+}
+
 // Spans locates rows [from, to) in device memory, for kernels that read them.
 // The blocks may be shared with snapshots and branches: write rows through
 // WriteDevice, never through these spans.

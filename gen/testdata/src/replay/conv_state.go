@@ -256,6 +256,40 @@ func (s *ConvState) Step(in ConvIn, f func(dst ConvSpans, in ConvIn) error) erro
 	}, false, step)
 }
 
+// StepHost is Step for a step function written in Go: f gets every row of the
+// state as a Conv, whose fields it rewrites in place (or replaces with slices
+// of the same lengths), and in. The runtime copies the rows out of device
+// memory before f runs and back after it returns, and copies nothing where the
+// backend's device memory is host memory (the host backend): there rows are
+// the state's own bytes. f must not keep rows or in, and must not call the
+// state. The history keeps in and f, so At and Rollback rebuild the version by
+// running f again (a checkpoint every 8 versions, the last 2 kept).
+//
+// When f fails, or leaves a field of another length (state.ErrShape), StepHost
+// returns an error wrapping it and the state is as before. StepHost(in, nil)
+// answers state.ErrShape.
+//
+//state:mutates
+func (s *ConvState) StepHost(in ConvIn, f func(rows *Conv, in ConvIn) error) error {
+	var step func(rows, in [][]byte) ([][]byte, error)
+	if f != nil {
+		step = func(rows, cols [][]byte) ([][]byte, error) {
+			r := Conv{W: state.Rows[int16](rows[0])}
+			err := f(&r, ConvIn{
+				A: state.Rows[int16](cols[0]),
+				B: state.Rows[int8](cols[1]),
+				C: state.Rows[[2]uint8](cols[2]),
+			})
+			return [][]byte{state.Bytes(r.W)}, err
+		}
+	}
+	return _Conv_head(s).StepHost([][]byte{
+		state.Bytes(in.A),
+		state.Bytes(in.B),
+		state.Bytes(in.C),
+	}, false, step)
+}
+
 // Spans locates rows [from, to) in device memory, for kernels that read them.
 // The blocks may be shared with snapshots and branches: write rows through
 // WriteDevice, never through these spans.
