@@ -15,6 +15,18 @@ func hostRecur(rows, in [][]byte) ([][]byte, error) {
 	return rows, nil
 }
 
+// hostStepFail is hostRecur; with fail, it writes the new rows of every
+// column (in place, on the host backend), then fails.
+func hostStepFail(fail bool) func(rows, in [][]byte) ([][]byte, error) {
+	return func(rows, in [][]byte) ([][]byte, error) {
+		recur(rows, in)
+		if fail {
+			return nil, errStep
+		}
+		return rows, nil
+	}
+}
+
 // TestStepHost: StepHost makes the version Step would, rows in place on
 // the host backend (no copy: rows are the blocks' bytes) and copied out
 // and back on another backend, and At rebuilds its versions by running
