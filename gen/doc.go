@@ -27,7 +27,8 @@
 //   - TSpans, the device location of rows, one []device.Span per field.
 //   - For a //state:group type G (group.go), GState with NewGState, one
 //     accessor per member (its TState), Stats and Release; Snapshot,
-//     Branch, Merge and Rollback when every member has them; NewGStateShared
+//     Branch, Merge and Rollback when every member has them; At and
+//     Plan when every member keeps a history (a checkpoint line); NewGStateShared
 //     and AdoptPrefix when a member shares a prefix. GSnapshot, with one
 //     accessor per member (its TSnapshot) and Release.
 //

@@ -31,10 +31,10 @@ import (
 // (prepare) when a kernel is writing them.
 func (x *history) committed(h *Head, w written) {
 	if w.device {
-		x.pending = &pendingDelta{w.from, w.to}
+		x.pending = &pendingDelta{w.from, w.to, commitSeqs.Add(1)}
 		return
 	}
-	h.capture(w.from, w.to, nil)
+	h.capture(w.from, w.to, nil, commitSeqs.Add(1))
 }
 
 // prepare takes the delta of a kernel's write the version before left
@@ -77,15 +77,15 @@ func (x *history) moved(*Head)   {}
 func (h *Head) flush(on []device.Stream) {
 	p := h.hist.pending
 	h.hist.pending = nil
-	h.capture(p.from, p.to, on)
+	h.capture(p.from, p.to, on, p.seq)
 }
 
 // capture appends an entry for h's version, with a copy of rows [from, to)
 // as its delta, then takes a checkpoint when the policy says so and drops
 // what is past Keep. With streams on, the copy is queued after their work
-// (deltaStream). h.mu is held.
-func (h *Head) capture(from, to int, on []device.Stream) {
-	e := entry{pos: h.pos, rows: h.r.rows}
+// (deltaStream). seq is the commit's (commitSeqs). h.mu is held.
+func (h *Head) capture(from, to int, on []device.Stream, seq uint64) {
+	e := entry{pos: h.pos, rows: h.r.rows, seq: seq}
 	if d, err := h.copyDelta(h.r, from, to, on); err == nil {
 		e.d = d
 	}
@@ -317,6 +317,11 @@ func (h *Head) At(v Version) (*Snap, error) {
 		return nil, err
 	}
 	defer h.end()
+	return h.atLocked(v)
+}
+
+// atLocked is At with h's call begun.
+func (h *Head) atLocked(v Version) (*Snap, error) {
 	p, t, err := h.planAt("At", v)
 	if err != nil {
 		return nil, err

@@ -194,7 +194,7 @@ func (h *Head) Step(in [][]byte, verify bool, f StepFunc) error {
 		return tx.abortStep(ferr)
 	}
 	tx.commit(rows)
-	h.addEntry(entry{pos: h.pos, rows: rows, d: &delta{from: 0, to: rows, bytes: inBytes, step: rec}})
+	h.addEntry(entry{pos: h.pos, rows: rows, d: &delta{from: 0, to: rows, bytes: inBytes, step: rec}, seq: commitSeqs.Add(1)})
 	return nil
 }
 

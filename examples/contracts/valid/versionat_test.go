@@ -80,3 +80,73 @@ func TestVersionAtRollsBackWithoutATable(t *testing.T) {
 		t.Errorf("VersionAt on a nil state: %v, want state.ErrReleased", err)
 	}
 }
+
+// TestSessionAtRollsBackARebuiltCut: a group whose members keep
+// histories goes back to the cut after n tokens with no snapshot kept:
+// KV().VersionAt(n) names it, At rebuilds both members (the recurrent
+// state by running its steps again) and Rollback moves both.
+func TestSessionAtRollsBackARebuiltCut(t *testing.T) {
+	p, err := state.NewPool(device.Host(), state.PoolOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	s, err := NewSessionState(p, "session")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Release()
+	step := func(rows *Recurrent, in RecInput) error {
+		for i := range rows.H {
+			rows.H[i] = rows.H[i]/2 + in.X[i]
+		}
+		return nil
+	}
+	var recAt [][]float32 // the recurrent rows after each token
+	for tok := range 10 {
+		in := RecInput{X: make([]float32, 4*HeadDim)}
+		for i := range in.X {
+			in.X[i] = float32(tok*100 + i)
+		}
+		if err := s.Rec().StepHost(in, step); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.KV().Append(tokens(tok, 1)); err != nil {
+			t.Fatal(err)
+		}
+		rec, err := s.Rec().Read(0, 4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		recAt = append(recAt, rec.H)
+	}
+	n := 4
+	v, err := s.KV().VersionAt(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := s.Plan(v)
+	if err != nil || plan.Steps == 0 {
+		t.Errorf("Plan(%d): %d steps to replay, %v; want some", v, plan.Steps, err)
+	}
+	cut, err := s.At(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cut.Release()
+	if err := s.Rollback(cut); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := s.Rec().Read(0, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.KV().Len() != n || !slices.Equal(rec.H, recAt[n-1]) {
+		t.Errorf("after Rollback to the rebuilt cut at %d tokens: %d KV rows, recurrent rows equal %v; want %d and equal",
+			n, s.KV().Len(), slices.Equal(rec.H, recAt[n-1]), n)
+	}
+	var none *SessionState
+	if _, err := none.At(v); !errors.Is(err, state.ErrReleased) {
+		t.Errorf("At on a nil group: %v, want state.ErrReleased", err)
+	}
+}
