@@ -89,7 +89,8 @@ func (g *Group) Plan(v Version) (Plan, error) {
 
 // cutAt returns every member's version of the cut at version v of member
 // 0: v, then for each other member the version of the last entry of its
-// history committed before v was. The members' calls are begun.
+// history committed before v was (or with it: NewGroup makes the members'
+// first versions at once). The members' calls are begun.
 func (g *Group) cutAt(op string, v Version) ([]Version, error) {
 	for _, h := range g.heads {
 		if h.hist == nil {
@@ -106,7 +107,7 @@ func (g *Group) cutAt(op string, v Version) ([]Version, error) {
 	for _, h := range g.heads[1:] {
 		es := h.hist.entries
 		k := len(es) - 1
-		for k >= 0 && es[k].seq >= seq {
+		for k >= 0 && es[k].seq > seq { // equal: the group's first cut, made at once
 			k--
 		}
 		if k < 0 || es[k].seq == 0 {
