@@ -230,7 +230,8 @@ func (s *EventsState) Spans(from, to int) (EventsSpans, error) {
 // HostAlloc make the copies truly asynchronous on CUDA. It needs a backend
 // with device.Streams (else an error wrapping errors.ErrUnsupported). It
 // returns state.ErrRange unless 0 <= from <= to <= Len(). A failed ReadAsync
-// leaves dst as it was.
+// leaves dst's fields as they were, though a copy it queued before the failure
+// may still land in their arrays.
 func (s *EventsState) ReadAsync(st device.Stream, dst *Events, from, to int) error {
 	h := _Events_head(s)
 	if dst == nil || from < 0 || to < from || to > h.Len() {
@@ -385,7 +386,8 @@ func (v *EventsSnapshot) Spans(from, to int) (EventsSpans, error) {
 // backend's HostAlloc make the copies truly asynchronous on CUDA. It needs a
 // backend with device.Streams (else an error wrapping errors.ErrUnsupported).
 // It returns state.ErrRange unless 0 <= from <= to <= Len(). A failed
-// ReadAsync leaves dst as it was.
+// ReadAsync leaves dst's fields as they were, though a copy it queued before
+// the failure may still land in their arrays.
 func (v *EventsSnapshot) ReadAsync(st device.Stream, dst *Events, from, to int) error {
 	snap := _Events_snap(v)
 	if dst == nil || from < 0 || to < from || to > snap.Len() {

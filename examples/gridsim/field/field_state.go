@@ -252,7 +252,8 @@ func (s *FieldState) Spans(from, to int) (FieldSpans, error) {
 // HostAlloc make the copies truly asynchronous on CUDA. It needs a backend
 // with device.Streams (else an error wrapping errors.ErrUnsupported). It
 // returns state.ErrRange unless 0 <= from <= to <= Len(). A failed ReadAsync
-// leaves dst as it was.
+// leaves dst's fields as they were, though a copy it queued before the failure
+// may still land in their arrays.
 func (s *FieldState) ReadAsync(st device.Stream, dst *Field, from, to int) error {
 	h := _Field_head(s)
 	if dst == nil || from < 0 || to < from || to > h.Len() {
@@ -402,7 +403,8 @@ func (v *FieldSnapshot) Spans(from, to int) (FieldSpans, error) {
 // backend's HostAlloc make the copies truly asynchronous on CUDA. It needs a
 // backend with device.Streams (else an error wrapping errors.ErrUnsupported).
 // It returns state.ErrRange unless 0 <= from <= to <= Len(). A failed
-// ReadAsync leaves dst as it was.
+// ReadAsync leaves dst's fields as they were, though a copy it queued before
+// the failure may still land in their arrays.
 func (v *FieldSnapshot) ReadAsync(st device.Stream, dst *Field, from, to int) error {
 	snap := _Field_snap(v)
 	if dst == nil || from < 0 || to < from || to > snap.Len() {

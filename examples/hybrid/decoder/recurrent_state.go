@@ -345,7 +345,8 @@ func (s *RecurrentState) Spans(from, to int) (RecurrentSpans, error) {
 // HostAlloc make the copies truly asynchronous on CUDA. It needs a backend
 // with device.Streams (else an error wrapping errors.ErrUnsupported). It
 // returns state.ErrRange unless 0 <= from <= to <= Len(). A failed ReadAsync
-// leaves dst as it was.
+// leaves dst's fields as they were, though a copy it queued before the failure
+// may still land in their arrays.
 func (s *RecurrentState) ReadAsync(st device.Stream, dst *Recurrent, from, to int) error {
 	h := _Recurrent_head(s)
 	if dst == nil || from < 0 || to < from || to > h.Len() {
@@ -495,7 +496,8 @@ func (v *RecurrentSnapshot) Spans(from, to int) (RecurrentSpans, error) {
 // backend's HostAlloc make the copies truly asynchronous on CUDA. It needs a
 // backend with device.Streams (else an error wrapping errors.ErrUnsupported).
 // It returns state.ErrRange unless 0 <= from <= to <= Len(). A failed
-// ReadAsync leaves dst as it was.
+// ReadAsync leaves dst's fields as they were, though a copy it queued before
+// the failure may still land in their arrays.
 func (v *RecurrentSnapshot) ReadAsync(st device.Stream, dst *Recurrent, from, to int) error {
 	snap := _Recurrent_snap(v)
 	if dst == nil || from < 0 || to < from || to > snap.Len() {

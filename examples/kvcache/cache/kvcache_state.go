@@ -354,7 +354,8 @@ func (s *KVCacheState) Spans(from, to int) (KVCacheSpans, error) {
 // HostAlloc make the copies truly asynchronous on CUDA. It needs a backend
 // with device.Streams (else an error wrapping errors.ErrUnsupported). It
 // returns state.ErrRange unless 0 <= from <= to <= Len(). A failed ReadAsync
-// leaves dst as it was.
+// leaves dst's fields as they were, though a copy it queued before the failure
+// may still land in their arrays.
 func (s *KVCacheState) ReadAsync(st device.Stream, dst *KVCache, from, to int) error {
 	h := _KVCache_head(s)
 	if dst == nil || from < 0 || to < from || to > h.Len() {
@@ -532,7 +533,8 @@ func (v *KVCacheSnapshot) Spans(from, to int) (KVCacheSpans, error) {
 // backend's HostAlloc make the copies truly asynchronous on CUDA. It needs a
 // backend with device.Streams (else an error wrapping errors.ErrUnsupported).
 // It returns state.ErrRange unless 0 <= from <= to <= Len(). A failed
-// ReadAsync leaves dst as it was.
+// ReadAsync leaves dst's fields as they were, though a copy it queued before
+// the failure may still land in their arrays.
 func (v *KVCacheSnapshot) ReadAsync(st device.Stream, dst *KVCache, from, to int) error {
 	snap := _KVCache_snap(v)
 	if dst == nil || from < 0 || to < from || to > snap.Len() {

@@ -241,7 +241,8 @@ func (s *PromptCacheState) Spans(from, to int) (PromptCacheSpans, error) {
 // HostAlloc make the copies truly asynchronous on CUDA. It needs a backend
 // with device.Streams (else an error wrapping errors.ErrUnsupported). It
 // returns state.ErrRange unless 0 <= from <= to <= Len(). A failed ReadAsync
-// leaves dst as it was.
+// leaves dst's fields as they were, though a copy it queued before the failure
+// may still land in their arrays.
 func (s *PromptCacheState) ReadAsync(st device.Stream, dst *PromptCache, from, to int) error {
 	h := _PromptCache_head(s)
 	if dst == nil || from < 0 || to < from || to > h.Len() {

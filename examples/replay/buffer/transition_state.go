@@ -279,7 +279,8 @@ func (s *TransitionState) Spans(from, to int) (TransitionSpans, error) {
 // with device.Streams (else an error wrapping errors.ErrUnsupported). It
 // returns state.ErrRange unless 0 <= from <= to <= Len(). Rows below Oldest()
 // left the window of 512 rows and answer state.ErrExpired. A failed ReadAsync
-// leaves dst as it was.
+// leaves dst's fields as they were, though a copy it queued before the failure
+// may still land in their arrays.
 func (s *TransitionState) ReadAsync(st device.Stream, dst *Transition, from, to int) error {
 	h := _Transition_head(s)
 	if dst == nil || from < 0 || to < from || to > h.Len() || from < to && from < h.Oldest() {
@@ -464,7 +465,8 @@ func (v *TransitionSnapshot) Spans(from, to int) (TransitionSpans, error) {
 // backend with device.Streams (else an error wrapping errors.ErrUnsupported).
 // It returns state.ErrRange unless 0 <= from <= to <= Len(). Rows below
 // Oldest() left the window of 512 rows and answer state.ErrExpired. A failed
-// ReadAsync leaves dst as it was.
+// ReadAsync leaves dst's fields as they were, though a copy it queued before
+// the failure may still land in their arrays.
 func (v *TransitionSnapshot) ReadAsync(st device.Stream, dst *Transition, from, to int) error {
 	snap := _Transition_snap(v)
 	if dst == nil || from < 0 || to < from || to > snap.Len() || from < to && from < snap.Oldest() {

@@ -233,7 +233,8 @@ func (s *SamplesState) Spans(from, to int) (SamplesSpans, error) {
 // HostAlloc make the copies truly asynchronous on CUDA. It needs a backend
 // with device.Streams (else an error wrapping errors.ErrUnsupported). It
 // returns state.ErrRange unless 0 <= from <= to <= Len(). A failed ReadAsync
-// leaves dst as it was.
+// leaves dst's fields as they were, though a copy it queued before the failure
+// may still land in their arrays.
 func (s *SamplesState) ReadAsync(st gpustatedevice.Stream, dst *Samples, from, to int) error {
 	h := _Samples_head(s)
 	if dst == nil || from < 0 || to < from || to > h.Len() {
@@ -388,7 +389,8 @@ func (v *SamplesSnapshot) Spans(from, to int) (SamplesSpans, error) {
 // backend's HostAlloc make the copies truly asynchronous on CUDA. It needs a
 // backend with device.Streams (else an error wrapping errors.ErrUnsupported).
 // It returns state.ErrRange unless 0 <= from <= to <= Len(). A failed
-// ReadAsync leaves dst as it was.
+// ReadAsync leaves dst's fields as they were, though a copy it queued before
+// the failure may still land in their arrays.
 func (v *SamplesSnapshot) ReadAsync(st gpustatedevice.Stream, dst *Samples, from, to int) error {
 	snap := _Samples_snap(v)
 	if dst == nil || from < 0 || to < from || to > snap.Len() {

@@ -259,7 +259,8 @@ func (s *LogState) Spans(from, to int) (LogSpans, error) {
 // HostAlloc make the copies truly asynchronous on CUDA. It needs a backend
 // with device.Streams (else an error wrapping errors.ErrUnsupported). It
 // returns state.ErrRange unless 0 <= from <= to <= Len(). A failed ReadAsync
-// leaves dst as it was.
+// leaves dst's fields as they were, though a copy it queued before the failure
+// may still land in their arrays.
 func (s *LogState) ReadAsync(st device.Stream, dst *Log, from, to int) error {
 	h := _Log_head(s)
 	if dst == nil || from < 0 || to < from || to > h.Len() {
@@ -408,7 +409,8 @@ func (v *LogSnapshot) Spans(from, to int) (LogSpans, error) {
 // backend's HostAlloc make the copies truly asynchronous on CUDA. It needs a
 // backend with device.Streams (else an error wrapping errors.ErrUnsupported).
 // It returns state.ErrRange unless 0 <= from <= to <= Len(). A failed
-// ReadAsync leaves dst as it was.
+// ReadAsync leaves dst's fields as they were, though a copy it queued before
+// the failure may still land in their arrays.
 func (v *LogSnapshot) ReadAsync(st device.Stream, dst *Log, from, to int) error {
 	snap := _Log_snap(v)
 	if dst == nil || from < 0 || to < from || to > snap.Len() {

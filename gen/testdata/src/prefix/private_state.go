@@ -231,7 +231,8 @@ func (s *PrivateState) Spans(from, to int) (PrivateSpans, error) {
 // HostAlloc make the copies truly asynchronous on CUDA. It needs a backend
 // with device.Streams (else an error wrapping errors.ErrUnsupported). It
 // returns state.ErrRange unless 0 <= from <= to <= Len(). A failed ReadAsync
-// leaves dst as it was.
+// leaves dst's fields as they were, though a copy it queued before the failure
+// may still land in their arrays.
 func (s *PrivateState) ReadAsync(st device.Stream, dst *Private, from, to int) error {
 	h := _Private_head(s)
 	if dst == nil || from < 0 || to < from || to > h.Len() {
@@ -386,7 +387,8 @@ func (v *PrivateSnapshot) Spans(from, to int) (PrivateSpans, error) {
 // backend's HostAlloc make the copies truly asynchronous on CUDA. It needs a
 // backend with device.Streams (else an error wrapping errors.ErrUnsupported).
 // It returns state.ErrRange unless 0 <= from <= to <= Len(). A failed
-// ReadAsync leaves dst as it was.
+// ReadAsync leaves dst's fields as they were, though a copy it queued before
+// the failure may still land in their arrays.
 func (v *PrivateSnapshot) ReadAsync(st device.Stream, dst *Private, from, to int) error {
 	snap := _Private_snap(v)
 	if dst == nil || from < 0 || to < from || to > snap.Len() {

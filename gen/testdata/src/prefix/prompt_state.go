@@ -324,7 +324,8 @@ func (s *PromptState) Spans(from, to int) (PromptSpans, error) {
 // HostAlloc make the copies truly asynchronous on CUDA. It needs a backend
 // with device.Streams (else an error wrapping errors.ErrUnsupported). It
 // returns state.ErrRange unless 0 <= from <= to <= Len(). A failed ReadAsync
-// leaves dst as it was.
+// leaves dst's fields as they were, though a copy it queued before the failure
+// may still land in their arrays.
 func (s *PromptState) ReadAsync(st device.Stream, dst *Prompt, from, to int) error {
 	h := _Prompt_head(s)
 	if dst == nil || from < 0 || to < from || to > h.Len() {
@@ -501,7 +502,8 @@ func (v *PromptSnapshot) Spans(from, to int) (PromptSpans, error) {
 // backend's HostAlloc make the copies truly asynchronous on CUDA. It needs a
 // backend with device.Streams (else an error wrapping errors.ErrUnsupported).
 // It returns state.ErrRange unless 0 <= from <= to <= Len(). A failed
-// ReadAsync leaves dst as it was.
+// ReadAsync leaves dst's fields as they were, though a copy it queued before
+// the failure may still land in their arrays.
 func (v *PromptSnapshot) ReadAsync(st device.Stream, dst *Prompt, from, to int) error {
 	snap := _Prompt_snap(v)
 	if dst == nil || from < 0 || to < from || to > snap.Len() {

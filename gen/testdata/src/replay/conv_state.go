@@ -309,7 +309,8 @@ func (s *ConvState) Spans(from, to int) (ConvSpans, error) {
 // HostAlloc make the copies truly asynchronous on CUDA. It needs a backend
 // with device.Streams (else an error wrapping errors.ErrUnsupported). It
 // returns state.ErrRange unless 0 <= from <= to <= Len(). A failed ReadAsync
-// leaves dst as it was.
+// leaves dst's fields as they were, though a copy it queued before the failure
+// may still land in their arrays.
 func (s *ConvState) ReadAsync(st device.Stream, dst *Conv, from, to int) error {
 	h := _Conv_head(s)
 	if dst == nil || from < 0 || to < from || to > h.Len() {
@@ -458,7 +459,8 @@ func (v *ConvSnapshot) Spans(from, to int) (ConvSpans, error) {
 // backend's HostAlloc make the copies truly asynchronous on CUDA. It needs a
 // backend with device.Streams (else an error wrapping errors.ErrUnsupported).
 // It returns state.ErrRange unless 0 <= from <= to <= Len(). A failed
-// ReadAsync leaves dst as it was.
+// ReadAsync leaves dst's fields as they were, though a copy it queued before
+// the failure may still land in their arrays.
 func (v *ConvSnapshot) ReadAsync(st device.Stream, dst *Conv, from, to int) error {
 	snap := _Conv_snap(v)
 	if dst == nil || from < 0 || to < from || to > snap.Len() {

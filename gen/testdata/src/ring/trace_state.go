@@ -226,7 +226,8 @@ func (s *TraceState) Spans(from, to int) (TraceSpans, error) {
 // with device.Streams (else an error wrapping errors.ErrUnsupported). It
 // returns state.ErrRange unless 0 <= from <= to <= Len(). Rows below Oldest()
 // left the window of 64 rows and answer state.ErrExpired. A failed ReadAsync
-// leaves dst as it was.
+// leaves dst's fields as they were, though a copy it queued before the failure
+// may still land in their arrays.
 func (s *TraceState) ReadAsync(st device.Stream, dst *Trace, from, to int) error {
 	h := _Trace_head(s)
 	if dst == nil || from < 0 || to < from || to > h.Len() || from < to && from < h.Oldest() {
