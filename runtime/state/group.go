@@ -43,6 +43,14 @@ func NewGroup(p *Pool, owner Owner, layouts ...*Layout) (*Group, error) {
 		}
 		heads = append(heads, h)
 	}
+	// The members' first versions are one cut, made at once: their
+	// history entries share one commit order (At).
+	seq := commitSeqs.Add(1)
+	for _, h := range heads {
+		if h.hist != nil {
+			h.hist.entries[0].seq = seq
+		}
+	}
 	return couple(p, owner, heads), nil
 }
 

@@ -51,7 +51,17 @@ func (s *Snap) Read(from, to int, dst [][]byte) error {
 		return err
 	}
 	defer s.end()
-	return s.read("Read", s.r, from, to, dst)
+	return s.read("Read", s.r, from, to, dst, false)
+}
+
+// ReadColumns copies rows [from, to) into the columns of dst that are not
+// nil, as Head.ReadColumns does.
+func (s *Snap) ReadColumns(from, to int, dst [][]byte) error {
+	if err := s.begin("ReadColumns"); err != nil {
+		return err
+	}
+	defer s.end()
+	return s.read("ReadColumns", s.r, from, to, dst, true)
 }
 
 // Spans locates rows [from, to) in device memory: per column, one span per
