@@ -63,39 +63,109 @@ func readRowsCode(recv Recv) func(*model) *jen.Statement {
 // batch is built in the method itself, on the concrete handle, so that it
 // stays on the stack.
 func readIntoCode(recv Recv) func(*model) *jen.Statement {
+	return func(m *model) *jen.Statement { return m.intoCode(recv, "ReadInto", "Read", false, false) }
+}
+
+// readFieldsCode is readIntoCode for ReadFields, which resizes and reads
+// only the fields of *dst that are not nil (the store's ReadColumns skips
+// the nil columns).
+func readFieldsCode(recv Recv) func(*model) *jen.Statement {
+	return func(m *model) *jen.Statement { return m.intoCode(recv, "ReadFields", "ReadColumns", true, false) }
+}
+
+// readAsyncCode is readIntoCode for ReadAsync, whose copies the store
+// queues on the stream st, its first parameter.
+func readAsyncCode(recv Recv) func(*model) *jen.Statement {
+	return func(m *model) *jen.Statement { return m.intoCode(recv, "ReadAsync", "ReadAsync", false, true) }
+}
+
+// intoCode renders ReadInto, ReadFields or ReadAsync, name, over the
+// store's method call; some resizes only the fields that are not nil, and
+// stream takes a device.Stream first and passes it on.
+func (m *model) intoCode(recv Recv, name, call string, some, stream bool) *jen.Statement {
+	r, store := m.target(recv)
+	x := jen.Id("h")
+	if recv == RecvSnapshot {
+		x = jen.Id("snap")
+	}
+	bad := jen.Id("dst").Op("==").Nil().Op("||").Id("from").Op("<").Lit(0).Op("||").Id("to").Op("<").Id("from").Op("||").Id("to").Op(">").Add(x.Clone()).Dot("Len").Call()
+	if window(m.c) {
+		bad = bad.Op("||").Id("from").Op("<").Id("to").Op("&&").Id("from").Op("<").Add(x.Clone()).Dot("Oldest").Call()
+	}
+	args := func(batch jen.Code) []jen.Code {
+		a := []jen.Code{jen.Id("from"), jen.Id("to"), batch}
+		if stream {
+			a = append([]jen.Code{jen.Id("st")}, a...)
+		}
+		return a
+	}
+	body := []jen.Code{
+		x.Clone().Op(":=").Add(store()),
+		jen.If(bad).Block(
+			jen.Return(x.Clone().Dot(call).Call(args(jen.Nil())...)),
+		),
+		jen.Id("n").Op(":=").Id("to").Op("-").Id("from"),
+		jen.Id("rows").Op(":=").Op("*").Id("dst"),
+	}
+	body = append(body, m.resizeFields(jen.Id("n"), some)...)
+	body = append(body,
+		jen.If(jen.Err().Op(":=").Add(x.Clone()).Dot(call).Call(args(m.batch("rows"))...), jen.Err().Op("!=").Nil()).Block(
+			jen.Return(jen.Err()),
+		),
+		jen.Op("*").Id("dst").Op("=").Id("rows"),
+		jen.Return(jen.Nil()),
+	)
+	params := []jen.Code{jen.Id("dst").Op("*").Id(m.typ()), fromTo()}
+	if stream {
+		params = append([]jen.Code{jen.Id("st").Qual(devicePkg, "Stream")}, params...)
+	}
+	return jen.Func().Params(r).Id(name).Params(params...).Error().Block(body...)
+}
+
+// resizeFields resizes every field of the batch rows to n rows (with some,
+// only those that are not nil).
+func (m *model) resizeFields(n *jen.Statement, some bool) []jen.Code {
+	var out []jen.Code
+	for _, f := range m.fields {
+		k := n.Clone()
+		if f.Width != 1 {
+			k = n.Clone().Op("*").Lit(f.Width)
+		}
+		resize := jen.Id("rows").Dot(f.Name).Op("=").Qual(statePkg, "Resize").Call(jen.Id("rows").Dot(f.Name), k)
+		if some {
+			resize = jen.If(jen.Id("rows").Dot(f.Name).Op("!=").Nil()).Block(resize)
+		}
+		out = append(out, resize)
+	}
+	return out
+}
+
+// readRowsIntoCode renders ReadRowsInto: the gather of ReadRows into a
+// copy of *dst whose fields are resized in place, stored in *dst only when
+// the gather succeeded.
+func readRowsIntoCode(recv Recv) func(*model) *jen.Statement {
 	return func(m *model) *jen.Statement {
 		r, store := m.target(recv)
 		x := jen.Id("h")
 		if recv == RecvSnapshot {
 			x = jen.Id("snap")
 		}
-		bad := jen.Id("dst").Op("==").Nil().Op("||").Id("from").Op("<").Lit(0).Op("||").Id("to").Op("<").Id("from").Op("||").Id("to").Op(">").Add(x.Clone()).Dot("Len").Call()
-		if window(m.c) {
-			bad = bad.Op("||").Id("from").Op("<").Id("to").Op("&&").Id("from").Op("<").Add(x.Clone()).Dot("Oldest").Call()
-		}
 		body := []jen.Code{
 			x.Clone().Op(":=").Add(store()),
-			jen.If(bad).Block(
-				jen.Return(x.Clone().Dot("Read").Call(jen.Id("from"), jen.Id("to"), jen.Nil())),
+			jen.If(jen.Id("dst").Op("==").Nil()).Block(
+				jen.Return(x.Clone().Dot("ReadRows").Call(jen.Id("idx"), jen.Nil())),
 			),
-			jen.Id("n").Op(":=").Id("to").Op("-").Id("from"),
 			jen.Id("rows").Op(":=").Op("*").Id("dst"),
 		}
-		for _, f := range m.fields {
-			n := jen.Id("n")
-			if f.Width != 1 {
-				n = jen.Id("n").Op("*").Lit(f.Width)
-			}
-			body = append(body, jen.Id("rows").Dot(f.Name).Op("=").Qual(statePkg, "Resize").Call(jen.Id("rows").Dot(f.Name), n))
-		}
+		body = append(body, m.resizeFields(jen.Len(jen.Id("idx")), false)...)
 		body = append(body,
-			jen.If(jen.Err().Op(":=").Add(x.Clone()).Dot("Read").Call(jen.Id("from"), jen.Id("to"), m.batch("rows")), jen.Err().Op("!=").Nil()).Block(
+			jen.If(jen.Err().Op(":=").Add(x.Clone()).Dot("ReadRows").Call(jen.Id("idx"), m.batch("rows")), jen.Err().Op("!=").Nil()).Block(
 				jen.Return(jen.Err()),
 			),
 			jen.Op("*").Id("dst").Op("=").Id("rows"),
 			jen.Return(jen.Nil()),
 		)
-		return jen.Func().Params(r).Id("ReadInto").Params(jen.Id("dst").Op("*").Id(m.typ()), fromTo()).Error().Block(body...)
+		return jen.Func().Params(r).Id("ReadRowsInto").Params(jen.Id("dst").Op("*").Id(m.typ()), jen.Id("idx").Index().Int()).Error().Block(body...)
 	}
 }
 

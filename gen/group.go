@@ -40,6 +40,7 @@ func (m *groupModel) snapshot() bool { return m.all(snapshot) }
 func (m *groupModel) branch() bool   { return m.all(branch) }
 func (m *groupModel) merge() bool    { return m.all(merge) }
 func (m *groupModel) rollback() bool { return m.all(rollback) }
+func (m *groupModel) history() bool  { return m.all(history) }
 
 // shared reports whether a member shares a prefix: NewGStateShared and
 // AdoptPrefix.
@@ -96,7 +97,7 @@ func groupMembers(g *contract.Group, members []*contract.Contract) map[string][]
 		snap = append(snap, mem.Name, memberField(mem.Name))
 	}
 	head = append(head, groupField())
-	for op, ok := range map[string]bool{"Snapshot": m.snapshot(), "Branch": m.branch(), "Merge": m.merge(), "Rollback": m.rollback(), "AdoptPrefix": m.shared()} {
+	for op, ok := range map[string]bool{"Snapshot": m.snapshot(), "Branch": m.branch(), "Merge": m.merge(), "Rollback": m.rollback(), "At": m.history(), "Plan": m.history(), "AdoptPrefix": m.shared()} {
 		if ok {
 			head = append(head, op)
 		}
@@ -169,6 +170,9 @@ func (m *groupModel) decls() []jen.Code {
 	}
 	if m.rollback() {
 		out = append(out, m.rollbackCode())
+	}
+	if m.history() {
+		out = append(out, m.atCode(), m.planCode())
 	}
 	if m.shared() {
 		out = append(out, m.adoptCode())
@@ -348,20 +352,55 @@ func (m *groupModel) accessors() []jen.Code {
 	return out
 }
 
-func (m *groupModel) snapshotCode() jen.Code {
-	n := m.names()
+// cutValue is the group snapshot of the store's cut named cut.
+func (m *groupModel) cutValue() jen.Code {
 	d := jen.Dict{jen.Id(cutField()): jen.Id("cut")}
 	for i, mem := range m.g.Members {
 		d[jen.Id(memberField(mem.Name))] = jen.Op("&").Id(contract.GeneratedNames(m.members[i].Type).Snapshot).Values(
 			jen.Dict{jen.Id("snap"): jen.Id("cut").Dot("Snap").Call(groupMemberIndex(i))})
 	}
+	return jen.Op("&").Id(m.names().Snapshot).Values(d)
+}
+
+func (m *groupModel) atCode() jen.Code {
+	n := m.names()
+	first := m.g.Members[0].Name
+	return doc([]string{
+		fmt.Sprintf("At returns the group as it was when %s made version v: a cut of every member, each rebuilt from its own checkpoints (a replayed member by running its steps again), which Rollback takes like a cut Snapshot took.%s A member whose history no longer holds its part of the cut answers state.ErrNotRetained, and no snapshot is left taken.", first, m.versionAtNote()),
+		releaseDuty("snapshot"),
+	}, "acquire").Func().Params(m.recv()).Id("At").Params(jen.Id("v").Qual(statePkg, "Version")).Params(jen.Op("*").Id(n.Snapshot), jen.Error()).Block(
+		jen.List(jen.Id("cut"), jen.Err()).Op(":=").Add(m.gcall("At", jen.Id("v"))),
+		jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Nil(), jen.Err())),
+		jen.Return(m.cutValue(), jen.Nil()),
+	)
+}
+
+// versionAtNote names the first member's VersionAt, where it has one.
+func (m *groupModel) versionAtNote() string {
+	if !appends(m.members[0]) {
+		return ""
+	}
+	first := m.g.Members[0].Name
+	return fmt.Sprintf(" %s().VersionAt(n) gives the version at which %s had n rows.", first, first)
+}
+
+func (m *groupModel) planCode() jen.Code {
+	return doc([]string{
+		"Plan explains how At would rebuild the cut at version v: the members' plans summed (deltas, replayed steps, bytes and the estimated cost). It rebuilds nothing.",
+	}).Func().Params(m.recv()).Id("Plan").Params(jen.Id("v").Qual(statePkg, "Version")).Params(jen.Qual(statePkg, "Plan"), jen.Error()).Block(
+		jen.Return(m.gcall("Plan", jen.Id("v"))),
+	)
+}
+
+func (m *groupModel) snapshotCode() jen.Code {
+	n := m.names()
 	return doc([]string{
 		"Snapshot returns one consistent cut of the members: a snapshot of each, taken while no member can be written, so that no member write falls inside it. It copies no rows. When one member cannot be snapshotted, the snapshots already taken are released and the error returned.",
 		releaseDuty("snapshot"),
 	}, "acquire").Func().Params(m.recv()).Id("Snapshot").Params().Params(jen.Op("*").Id(n.Snapshot), jen.Error()).Block(
 		jen.List(jen.Id("cut"), jen.Err()).Op(":=").Add(m.gcall("Snapshot")),
 		jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Nil(), jen.Err())),
-		jen.Return(jen.Op("&").Id(n.Snapshot).Values(d), jen.Nil()),
+		jen.Return(m.cutValue(), jen.Nil()),
 	)
 }
 

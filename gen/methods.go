@@ -89,6 +89,8 @@ var methodTable = []methodSpec{
 	{name: "Read", recv: RecvHead, when: "always", doc: readDoc("state"), code: (*model).headReadCode},
 	{name: "ReadRows", recv: RecvHead, when: "always", doc: readRowsDoc("state"), code: readRowsCode(RecvHead)},
 	{name: "ReadInto", recv: RecvHead, when: "always", doc: readIntoDoc("state"), code: readIntoCode(RecvHead)},
+	{name: "ReadRowsInto", recv: RecvHead, when: "always", doc: readRowsIntoDoc("state"), code: readRowsIntoCode(RecvHead)},
+	{name: "ReadFields", recv: RecvHead, when: "always", doc: readFieldsDoc("state"), code: readFieldsCode(RecvHead)},
 	{name: "Len", recv: RecvHead, when: "always", doc: lenDoc, code: headCall("Len", jen.Int())},
 	{name: "Bound", recv: RecvHead, when: "no window", ok: noWindow, doc: boundDoc, code: headCall("Bound", jen.Int())},
 	{name: "Window", recv: RecvHead, when: "window=W", ok: window, doc: windowDoc, code: headCall("Window", jen.Int())},
@@ -103,6 +105,8 @@ var methodTable = []methodSpec{
 		code: (*model).mergeCode},
 	{name: "Rollback", recv: RecvHead, directive: "mutates", when: "a rollback line", ok: rollback, doc: rollbackDoc, code: (*model).rollbackCode},
 	{name: "At", recv: RecvHead, directive: "acquire", when: "a checkpoint line", ok: history, doc: atDoc, code: (*model).atCode},
+	{name: "VersionAt", recv: RecvHead, when: "growth append, a checkpoint line", ok: func(c *contract.Contract) bool { return appends(c) && history(c) }, doc: versionAtDoc,
+		code: (*model).versionAtCode},
 	{name: "Plan", recv: RecvHead, when: "a checkpoint line", ok: history, doc: para(
 		"Plan explains how At would reconstruct version v: the checkpoint it would start from, the writes it would replay and the estimated cost. It reconstructs nothing."),
 		code: (*model).planCode},
@@ -110,9 +114,12 @@ var methodTable = []methodSpec{
 		"Stats reports the state's version, rows, logical bytes (the rows it reads as) and physical bytes (the blocks it holds, shared ones included)."),
 		code: headCall("Stats", jen.Qual(statePkg, "Stats"))},
 	{name: "AppendDevice", recv: RecvHead, directive: "appends", when: "growth append", ok: appends, doc: appendDeviceDoc, code: (*model).appendDeviceCode},
+	{name: "AppendAsync", recv: RecvHead, directive: "appends", when: "growth append", ok: appends, doc: appendAsyncDoc, code: (*model).appendAsyncCode},
 	{name: "WriteDevice", recv: RecvHead, directive: "mutates", when: "growth mutable", ok: mutable, doc: writeDeviceDoc, code: (*model).writeDeviceCode},
 	{name: "Step", recv: RecvHead, directive: "mutates", when: "a replay line", ok: replayed, doc: stepDoc, code: (*model).stepCode},
+	{name: "StepHost", recv: RecvHead, directive: "mutates", when: "a replay line", ok: replayed, doc: stepHostDoc, code: (*model).stepHostCode},
 	{name: "Spans", recv: RecvHead, directive: "view", when: "always", doc: spansDoc, code: (*model).headSpansCode},
+	{name: "ReadAsync", recv: RecvHead, when: "always", doc: readAsyncDoc("state"), code: readAsyncCode(RecvHead)},
 	{name: "RecordStream", recv: RecvHead, when: "always", doc: para(
 		"RecordStream says that work queued on st (a kernel, an async copy) uses the blocks the state holds now. When they are released, rolled back away or replaced by copy-on-write, the pool keeps them pending, neither reused nor zeroed for another owner, until an event recorded on st after that work completes; the caller never waits. It needs a backend with device.Streams."),
 		code: headStreamCall("RecordStream")},
@@ -125,9 +132,12 @@ var methodTable = []methodSpec{
 	{name: "Read", recv: RecvSnapshot, when: "snapshot immutable", ok: snapshot, doc: readDoc("snapshot"), code: (*model).snapReadCode},
 	{name: "ReadRows", recv: RecvSnapshot, when: "snapshot immutable", ok: snapshot, doc: readRowsDoc("snapshot"), code: readRowsCode(RecvSnapshot)},
 	{name: "ReadInto", recv: RecvSnapshot, when: "snapshot immutable", ok: snapshot, doc: readIntoDoc("snapshot"), code: readIntoCode(RecvSnapshot)},
+	{name: "ReadRowsInto", recv: RecvSnapshot, when: "snapshot immutable", ok: snapshot, doc: readRowsIntoDoc("snapshot"), code: readRowsIntoCode(RecvSnapshot)},
+	{name: "ReadFields", recv: RecvSnapshot, when: "snapshot immutable", ok: snapshot, doc: readFieldsDoc("snapshot"), code: readFieldsCode(RecvSnapshot)},
 	{name: "Spans", recv: RecvSnapshot, directive: "view", when: "snapshot immutable", ok: snapshot, doc: para(
 		"Spans locates rows [from, to) of the snapshot in device memory, for kernels that read them. They are read only, by contract: the blocks are shared with the state and its branches, and statevet reports a write through them."),
 		code: (*model).snapSpansCode},
+	{name: "ReadAsync", recv: RecvSnapshot, when: "snapshot immutable", ok: snapshot, doc: readAsyncDoc("snapshot"), code: readAsyncCode(RecvSnapshot)},
 	{name: "RecordStream", recv: RecvSnapshot, when: "snapshot immutable", ok: snapshot, doc: para(
 		"RecordStream says that work queued on st (a kernel, an async copy) uses the blocks the snapshot holds now. When they are released, rolled back away or replaced by copy-on-write, the pool keeps them pending, neither reused nor zeroed for another owner, until an event recorded on st after that work completes; the caller never waits. It needs a backend with device.Streams."),
 		code: snapStreamCall("RecordStream")},
@@ -216,6 +226,18 @@ func readIntoDoc(what string) func(c *contract.Contract) []string {
 	}
 }
 
+func readRowsIntoDoc(what string) func(c *contract.Contract) []string {
+	return func(c *contract.Contract) []string {
+		return []string{fmt.Sprintf("ReadRowsInto copies the rows of the %s at indices idx, in that order, into dst, as ReadRows does, reslicing each field of dst to len(idx) rows and reusing its capacity: a sampled minibatch gathered again and again allocates nothing once its fields are large enough. Indices may repeat; each must lie in [0, Len()), else state.ErrRange.%s A failed ReadRowsInto leaves dst as it was.", what, expiredNote(c))}
+	}
+}
+
+func readFieldsDoc(what string) func(c *contract.Contract) []string {
+	return func(c *contract.Contract) []string {
+		return []string{fmt.Sprintf("ReadFields copies rows [from, to) of the %s into the fields of dst that are not nil, as ReadInto does, and reads nothing of the fields dst leaves nil: a read of one field copies none of the others. A field is read when it holds a slice that is not nil, even an empty one (make([]E, 0, n)); a reslice of a nil slice is nil. It returns state.ErrRange unless 0 <= from <= to <= Len().%s A failed ReadFields leaves dst as it was.", what, expiredNote(c))}
+	}
+}
+
 func windowDoc(c *contract.Contract) []string {
 	return []string{fmt.Sprintf("Window returns the rows the state keeps readable: the last %d. A window has no bound on Len; it bounds memory instead.", c.Window)}
 }
@@ -295,6 +317,10 @@ func atDoc(c *contract.Contract) []string {
 	}
 }
 
+func versionAtDoc(c *contract.Contract) []string {
+	return []string{fmt.Sprintf("VersionAt returns the last version of the state's own history that held exactly n rows, so that a caller who knows how many rows it had (the tokens it accepted) needs no table of versions: At(v) rebuilds that version, and Rollback takes the snapshot At returns. It returns state.ErrRange unless 0 <= n <= Len(), and state.ErrNotRetained for a row count no retained version had: one inside an append's batch, or one older than the oldest checkpoint kept (%s).", checkpointShort(c.Checkpoint))}
+}
+
 func appendDeviceDoc(c *contract.Contract) []string {
 	p := "AppendDevice appends n rows for a kernel to fill and returns where they live. The rows belong to a new version at once; the spans are the caller's to write until the next call on the state."
 	if bounded(c) {
@@ -304,6 +330,25 @@ func appendDeviceDoc(c *contract.Contract) []string {
 		p += fmt.Sprintf(" It returns state.ErrBound, and appends nothing, when n is more than the window of %d rows.", c.Window)
 	}
 	return []string{p}
+}
+
+func appendAsyncDoc(c *contract.Contract) []string {
+	p := "AppendAsync appends the rows of a batch as Append does, in a new version, but queues their copies to the device on st and returns without waiting for them: the batch is staged in page-locked memory first, so the caller may reuse it at once. Work queued on st after the call sees the rows (a kernel, a ReadAsync); work on another stream must wait for an event recorded on st; every other call on the state waits for the copies to land first. It needs a backend with device.Streams (else an error wrapping errors.ErrUnsupported); a closed stream, or one of another backend, is an error."
+	if bounded(c) {
+		p += fmt.Sprintf(" It returns state.ErrBound, and appends nothing, when the rows would pass the bound of %d.", c.Bound)
+	}
+	if window(c) {
+		p += fmt.Sprintf(" It returns state.ErrBound, and appends nothing, when the batch holds more than the window of %d rows.", c.Window)
+	}
+	return []string{p, "A failed AppendAsync changes nothing, so it may be retried."}
+}
+
+func readAsyncDoc(what string) func(c *contract.Contract) []string {
+	return func(c *contract.Contract) []string {
+		return []string{
+			fmt.Sprintf("ReadAsync queues on st the copies of rows [from, to) of the %s into dst, reslicing each field of dst to the rows read and reusing its capacity as ReadInto does, and returns without waiting for them. It records the blocks it reads on st (RecordStream), so the %s may be released or written at once. dst holds the rows once the work queued on st so far has completed (st.Sync, or an event recorded on st after the call); until then its fields must be neither read nor changed. Fields in memory from the backend's HostAlloc make the copies truly asynchronous on CUDA. It needs a backend with device.Streams (else an error wrapping errors.ErrUnsupported). It returns state.ErrRange unless 0 <= from <= to <= Len().%s A failed ReadAsync leaves dst's fields as they were, though a copy it queued before the failure may still land in their arrays.", what, what, expiredNote(c)),
+		}
+	}
 }
 
 func writeDeviceDoc(c *contract.Contract) []string {

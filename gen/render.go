@@ -436,6 +436,12 @@ func (m *model) atCode() *jen.Statement {
 	)
 }
 
+func (m *model) versionAtCode() *jen.Statement {
+	return jen.Func().Params(m.recv()).Id("VersionAt").Params(jen.Id("n").Int()).Params(jen.Qual(statePkg, "Version"), jen.Error()).Block(
+		jen.Return(m.hcall("VersionAt", jen.Id("n"))),
+	)
+}
+
 func (m *model) planCode() *jen.Statement {
 	return jen.Func().Params(m.recv()).Id("Plan").Params(jen.Id("v").Qual(statePkg, "Version")).Params(jen.Qual(statePkg, "Plan"), jen.Error()).Block(
 		jen.Return(m.hcall("Plan", jen.Id("v"))),
@@ -445,6 +451,12 @@ func (m *model) planCode() *jen.Statement {
 func (m *model) appendDeviceCode() *jen.Statement {
 	return jen.Func().Params(m.recv()).Id("AppendDevice").Params(jen.Id("n").Int()).Params(jen.Id(m.spans()), jen.Error()).Block(
 		jen.Return(jen.Id(m.toSpans()).Call(m.hcall("AppendDevice", jen.Id("n")))),
+	)
+}
+
+func (m *model) appendAsyncCode() *jen.Statement {
+	return jen.Func().Params(m.recv()).Id("AppendAsync").Params(jen.Id("st").Qual(devicePkg, "Stream"), jen.Id("rows").Id(m.typ())).Error().Block(
+		jen.Return(m.hcall("AppendAsync", jen.Id("st"), m.batch("rows"))),
 	)
 }
 

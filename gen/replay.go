@@ -61,6 +61,55 @@ func (m *model) stepCode() *jen.Statement {
 	)
 }
 
+func stepHostDoc(c *contract.Contract) []string {
+	return []string{
+		fmt.Sprintf("StepHost is Step for a step function written in Go: f gets every row of the state as %s, whose fields it rewrites in place (or replaces with slices of the same lengths), and in. The runtime copies the rows out of device memory before f runs and back after it returns, and copies nothing where the backend's device memory is host memory (the host backend): there rows are the state's own bytes. f must not keep rows or in, and must not call the state. The history keeps in and f, so At and Rollback rebuild the version by running f again (%s).", article(c.Type), checkpointShort(c.Checkpoint)),
+		"When f fails, or leaves a field of another length (state.ErrShape), StepHost returns an error wrapping it and the state is as before. StepHost(in, nil) answers state.ErrShape.",
+	}
+}
+
+// stepHostCode renders StepHost: the typed rows and input over the
+// store's StepHost, the fields f leaves handed back as the next rows.
+func (m *model) stepHostCode() *jen.Statement {
+	in := m.c.Replay.Input
+	cols := make([]jen.Code, len(m.c.Replay.Fields))
+	fields := make([]jen.Code, len(m.c.Replay.Fields))
+	for i, f := range m.c.Replay.Fields {
+		cols[i] = jen.Qual(statePkg, "Bytes").Call(jen.Id("in").Dot(f.Name))
+		fields[i] = key(f.Name, jen.Qual(statePkg, "Rows").Types(m.inputElem(f.Name)).Call(jen.Id("cols").Index(jen.Lit(i))))
+	}
+	batch := jen.Index().Index().Byte().Values(cols...)
+	if len(cols) > 2 {
+		batch = jen.Index().Index().Byte().Custom(multi, cols...)
+	}
+	input := jen.Id(in).Values(fields...)
+	if len(fields) > 2 {
+		input = jen.Id(in).Custom(multi, fields...)
+	}
+	rows := make([]jen.Code, len(m.fields))
+	for i, f := range m.fields {
+		rows[i] = key(f.Name, jen.Qual(statePkg, "Rows").Types(m.typeCode(f.elem)).Call(jen.Id("rows").Index(jen.Lit(i))))
+	}
+	typed := jen.Id(m.typ()).Values(rows...)
+	if len(rows) > 2 {
+		typed = jen.Id(m.typ()).Custom(multi, rows...)
+	}
+	fn := jen.Func().Params(jen.Id("rows").Op("*").Id(m.typ()), jen.Id("in").Id(in)).Error()
+	hostFn := jen.Func().Params(jen.List(jen.Id("rows"), jen.Id("cols")).Index().Index().Byte()).Params(jen.Index().Index().Byte(), jen.Error())
+	// A nil f reaches the store as nil, which answers state.ErrShape.
+	return jen.Func().Params(m.recv()).Id("StepHost").Params(jen.Id("in").Id(in), jen.Id("f").Add(fn)).Error().Block(
+		jen.Var().Id("step").Func().Params(jen.List(jen.Id("rows"), jen.Id("in")).Index().Index().Byte()).Params(jen.Index().Index().Byte(), jen.Error()),
+		jen.If(jen.Id("f").Op("!=").Nil()).Block(
+			jen.Id("step").Op("=").Add(hostFn).Block(
+				jen.Id("r").Op(":=").Add(typed),
+				jen.Id("err").Op(":=").Id("f").Call(jen.Op("&").Id("r"), input),
+				jen.Return(m.batch("r"), jen.Err()),
+			),
+		),
+		jen.Return(m.hcall("StepHost", batch, jen.Lit(m.c.Replay.Verify), jen.Id("step"))),
+	)
+}
+
 // inputElem renders the element type of field name of the input type.
 func (m *model) inputElem(name string) jen.Code {
 	if tn, ok := m.pkg.Scope().Lookup(m.c.Replay.Input).(*types.TypeName); ok {

@@ -4,13 +4,18 @@
 # ./runtime/state, each row's benchmark run in turn, SERVEBENCH_ROUNDS times
 # (default 3), so that the rows of one round share the machine's state.
 # Prints one line a benchmark and round: its name and the metric each row
-# is judged by (a store/baseline ratio, or the cost model's counts).
+# is judged by (a store/baseline ratio, or the cost model's counts). Then,
+# each round, the serving workloads against the hand-written peer
+# (internal/peerbench): CPU time per step of each side, their ratio, and
+# allocations per step.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${SERVEBENCH_ROUNDS:-3}
 bin=$(mktemp -d)/state.test
 trap 'rm -rf "$(dirname "$bin")"' EXIT
 go test -c -o "$bin" ./runtime/state
+peer=$(dirname "$bin")/peerbench.test
+go test -c -o "$peer" ./internal/peerbench
 
 # row: benchmark pattern, benchtime
 rows=(
@@ -33,4 +38,14 @@ for r in $(seq "$rounds"); do
         print "  " line
       }'
   done
+done
+for r in $(seq "$rounds"); do
+  echo "peer round $r"
+  (cd internal/peerbench && "$peer" -test.run='^$' -test.bench='^BenchmarkPeer$' -test.benchtime=4x) |
+    awk '/^BenchmarkPeer/ {
+      line = $1
+      for (i = 3; i < NF; i += 2)
+        if ($(i+1) ~ /ratio|allocs/) line = line "  " $(i+1) "=" $i
+      print "  " line
+    }'
 done

@@ -1,14 +1,11 @@
 package main
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 
 	"github.com/gpustate/gpustate/examples/hybrid/decoder"
-	"github.com/gpustate/gpustate/runtime/device"
 	"github.com/gpustate/gpustate/runtime/state"
 )
 
@@ -16,7 +13,7 @@ import (
 // layers read the KV cache (in place, through its block tables, when the
 // kernel runs on this backend; else copied to the host), the recurrent
 // layers the recurrent state; then it steps the recurrent state with the
-// layers' inputs (Step: the history keeps the inputs), appends the token's
+// layers' inputs (StepHost: the history keeps the inputs), appends the token's
 // KV row, and returns the next token's scores.
 func feed(kn *kernel, s *decoder.DecoderState, token int32) (_ [vocab]float32, err error) {
 	kv, rec := s.KV(), s.Rec()
@@ -55,44 +52,26 @@ func feed(kn *kernel, s *decoder.DecoderState, token int32) (_ [vocab]float32, e
 	// The recurrent state first: an append that fills a KV block registers
 	// every member's state as it is then, for sessions that share the
 	// prefix (NewDecoderStateShared).
-	if err := rec.Step(in, stepOn(kn.b)); err != nil {
+	if err := rec.StepHost(in, stepRows); err != nil {
 		return [vocab]float32{}, err
 	}
 	return logits, kv.Append(row)
 }
 
-// stepOn returns the recurrent layers' step on backend b, as Step runs it:
-// dst locates the layers' rows in device memory, one per layer; the step
-// copies them to the host, applies each layer's recurrence to its input
-// row, and copies them back. The history keeps in, not the rows: a
-// rollback to a version rebuilt by At, or a failed step, runs the step
-// again on the recorded input, and recur computes the same rows from the
-// same rows and input (the contract's verify=hash checks that it does).
-func stepOn(b device.Backend) func(dst decoder.RecurrentSpans, in decoder.RecInput) error {
-	return func(dst decoder.RecurrentSpans, in decoder.RecInput) error {
-		layer := 0
-		for _, sp := range dst.H {
-			buf := make([]byte, sp.Rows*4*dim)
-			if err := b.CopyDtoH(buf, sp.Ptr); err != nil {
-				return err
-			}
-			for r := range sp.Rows {
-				var h [dim]float32
-				for i := range dim {
-					h[i] = f32(buf, r*dim+i)
-				}
-				recur(h[:], layer, in.X[layer*dim:(layer+1)*dim])
-				for i := range dim {
-					binary.LittleEndian.PutUint32(buf[4*(r*dim+i):], math.Float32bits(h[i]))
-				}
-				layer++
-			}
-			if err := b.CopyHtoD(sp.Ptr, buf); err != nil {
-				return err
-			}
-		}
-		return nil
+// stepRows is the recurrent layers' step, as StepHost runs it: rows holds
+// every layer's state, one row per layer, and each layer's recurrence
+// rewrites its row from its input row. StepHost copies the rows out of
+// device memory and back where it must (on the host backend, rows are the
+// state's own bytes: nothing is copied). The history keeps in, not the
+// rows: a rollback to a version rebuilt by At, or a failed step, runs the
+// step again on the recorded input, and recur computes the same rows from
+// the same rows and input (the contract's verify=hash checks that it
+// does).
+func stepRows(rows *decoder.Recurrent, in decoder.RecInput) error {
+	for layer := range decoder.RecLayers {
+		recur(rows.H[layer*dim:(layer+1)*dim], layer, in.X[layer*dim:(layer+1)*dim])
 	}
+	return nil
 }
 
 // prefill feeds the prompt and returns the scores after its last token.

@@ -189,7 +189,7 @@ func TestBeamsEqualPlain(t *testing.T) {
 
 // TestRecurrentReplay checks the recurrent state's replayed history: At
 // rebuilds the state after token t from a checkpoint by running the
-// recorded steps (stepOn) again, and the rows equal those of decoding
+// recorded steps (stepRows) again, and the rows equal those of decoding
 // without gpustate after t tokens, to the bit.
 func TestRecurrentReplay(t *testing.T) {
 	p, kn := testPool(t)

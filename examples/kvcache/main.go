@@ -179,6 +179,9 @@ func run(w io.Writer, cfg config) (err error) {
 	if err := paged(w, b, p, prompt); err != nil {
 		return err
 	}
+	if err := async(w, b, p, prompt); err != nil {
+		return err
+	}
 	if err := decode(w, p, s, prompt, cfg); err != nil {
 		return err
 	}

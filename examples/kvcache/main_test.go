@@ -22,6 +22,8 @@ func TestRun(t *testing.T) {
 		"prefill: 40 prompt tokens",
 		"its attention matches the host's",
 		"pending bytes back to 0 B",
+		"async: 40 prompt rows appended on a stream by 3 AppendAsync calls and read back by ReadAsync in stream order, the host waiting once: rows identical true",
+		"ReadFields: the 40 tokens alone (160 bytes copied, not 82080), equal to the prompt true",
 		"output identical to greedy decoding",
 		"beam search: 3 beams x 6 steps",
 		// Blocks of 16 rows: a session adopts the system prompt's 2 full

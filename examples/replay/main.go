@@ -175,13 +175,13 @@ func train(w io.Writer, s *buffer.TransitionState, cfg config) (*learner, *buffe
 // physical bytes s held after a step past the first window.
 func (l *learner) steps(s *buffer.TransitionState, cfg config, end int) (int64, error) {
 	var most int64
+	var mb buffer.Transition // one minibatch, gathered into again and again
 	for s.Len() < end {
 		if err := s.Append(l.act()); err != nil {
 			return 0, err
 		}
 		if s.Len() >= cfg.batch {
-			mb, err := s.ReadRows(l.indices(s.Oldest(), s.Len(), cfg.batch))
-			if err != nil {
+			if err := s.ReadRowsInto(&mb, l.indices(s.Oldest(), s.Len(), cfg.batch)); err != nil {
 				return 0, err
 			}
 			l.learn(mb)
@@ -226,6 +226,12 @@ func expiry(w io.Writer, s *buffer.TransitionState, snap *buffer.TransitionSnaps
 		return err
 	}
 	fmt.Fprintf(w, "ReadInto: the last 4 actions %v\n", last.Action)
+	// The rewards alone: ReadFields copies the fields dst holds, no others.
+	rewards := buffer.Transition{Reward: make([]float32, 0, 4)}
+	if err := s.ReadFields(&rewards, s.Len()-4, s.Len()); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "ReadFields: the last 4 rewards %.2f, and no observations (%d read)\n", rewards.Reward, len(rewards.Obs))
 	old, err := snap.ReadRows([]int{snap.Oldest(), snap.Len() - 1})
 	if err != nil {
 		return err

@@ -418,6 +418,20 @@ func (h *hostBackend) Launch(st Stream, fn Function, grid, block Dim3, sharedByt
 	}))
 }
 
+// HostBytes returns the n bytes at p where b is the host backend, whose
+// device memory is host memory, so that a step written in Go reads and
+// writes rows in place instead of copying them out and back; false for
+// any other backend, or a range outside a live allocation. The bytes stay
+// valid until the allocation holding them is freed.
+func HostBytes(b Backend, p Ptr, n int) ([]byte, bool) {
+	h, ok := b.(*hostBackend)
+	if !ok {
+		return nil, false
+	}
+	mem, err := h.lookup(p, n)
+	return mem, err == nil
+}
+
 // hostMemory is the HostMemory a kernel sees; the stream holds h.unmap
 // for reading while the kernel runs, so what Bytes returns stays mapped.
 type hostMemory struct{ h *hostBackend }

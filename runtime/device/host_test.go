@@ -155,3 +155,39 @@ func TestHostStreamQueueKeepsItsArray(t *testing.T) {
 		t.Fatalf("%d ops ran, %d queued", len(ran), next)
 	}
 }
+
+// other is a backend that is not the host backend, though it wraps one.
+type other struct{ Backend }
+
+// TestHostBytes: the host backend's device memory is host memory, and
+// HostBytes gives its bytes in place; any other backend, and a range
+// outside a live allocation, gives none.
+func TestHostBytes(t *testing.T) {
+	b := Host()
+	defer b.Close()
+	p, err := b.Alloc(64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem, ok := HostBytes(b, p+8, 16)
+	if !ok || len(mem) != 16 {
+		t.Fatalf("HostBytes of a live range: %d bytes, %v", len(mem), ok)
+	}
+	mem[0] = 7
+	got := make([]byte, 1)
+	if err := b.CopyDtoH(got, p+8); err != nil || got[0] != 7 {
+		t.Errorf("a write through HostBytes reads back as %d (%v), want 7", got[0], err)
+	}
+	if _, ok := HostBytes(b, p+60, 8); ok {
+		t.Error("HostBytes past the allocation's end answered bytes")
+	}
+	if _, ok := HostBytes(other{b}, p, 8); ok {
+		t.Error("HostBytes of another backend answered bytes")
+	}
+	if err := b.Free(p); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := HostBytes(b, p, 8); ok {
+		t.Error("HostBytes of a freed allocation answered bytes")
+	}
+}

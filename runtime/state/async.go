@@ -162,14 +162,14 @@ func (p *Pool) recordRowsLocked(sh *shape, r *root, from, to int, st device.Stre
 	p.rec.n.Add(added)
 }
 
-// appendAsync appends the rows of a batch as a new version, as Append
+// AppendAsync appends the rows of a batch as a new version, as Append
 // does, but copies them to the device on st: the batch is copied to
 // page-locked staging memory (so the caller may reuse it at once), the
 // copies are queued on st, one per run of blocks that follow one another
 // in memory, then one event, and the blocks they fill are recorded on st.
 // Work queued on st after the call sees the rows; work on another stream
 // must wait for an event recorded on st. Every later call on h other than
-// appendAsync and readAsync (Read, Spans, Snapshot, Branch, writes) first
+// AppendAsync and ReadAsync (Read, Spans, Snapshot, Branch, writes) first
 // waits for the copies to land, so it sees the rows. It needs a backend
 // with device.Streams; a stream that is closed or foreign is an error and
 // appends nothing. A call that fails changes nothing, so it may be retried:
@@ -178,7 +178,7 @@ func (p *Pool) recordRowsLocked(sh *shape, r *root, from, to int, st device.Stre
 // alone blocks) and gives back the blocks it took.
 //
 //state:appends
-func (h *Head) appendAsync(st device.Stream, cols [][]byte) error {
+func (h *Head) AppendAsync(st device.Stream, cols [][]byte) error {
 	if err := h.open(call{op: "AppendAsync", share: true}); err != nil { // not land: the stream orders earlier copies
 		return err
 	}
@@ -265,21 +265,51 @@ func (p *Pool) stagingPut(buf []byte) {
 	p.mu.Unlock()
 }
 
-// readAsync queues on st copies of rows [from, to) into dst (per column,
+// ReadAsync queues on st copies of rows [from, to) into dst (per column,
 // (to-from) rows' bytes) and records the blocks they come from on st. dst
 // must stay untouched until an event recorded on st after the call
 // completes; memory from the backend's HostAlloc makes the copies truly
 // asynchronous.
-func (h *Head) readAsync(st device.Stream, from, to int, dst [][]byte) error {
-	if err := h.open(call{op: "ReadAsync", share: true}); err != nil { // not land: the stream orders earlier copies
+//
+// Rows an earlier AppendAsync queued on another stream are read in stream
+// order too: the call makes st wait for those copies' events
+// (device.Streams.WaitEvent) before its own, and never blocks the caller.
+func (h *Head) ReadAsync(st device.Stream, from, to int, dst [][]byte) error {
+	if err := h.open(call{op: "ReadAsync", share: true}); err != nil { // not land: the streams order earlier copies
 		return err
 	}
 	defer h.end()
+	if err := h.async.order(h.pool.b, st); err != nil {
+		return h.errorf("ReadAsync", "%w", err)
+	}
 	return h.queueReads("ReadAsync", h.r, st, from, to, dst)
 }
 
-// readAsync is Head.readAsync for a snapshot.
-func (s *Snap) readAsync(st device.Stream, from, to int, dst [][]byte) error {
+// order makes work queued on st from now on wait for the copies of
+// earlier AppendAsync calls on other streams; copies on st itself are
+// ordered by the stream. It queues waits, never waits. h.mu is held.
+func (ap *asyncPart) order(b device.Backend, st device.Stream) error {
+	for _, f := range ap.inflight {
+		if f.st == st {
+			continue
+		}
+		sb, ok := b.(device.Streams)
+		if !ok || st == nil {
+			return nil // queueReads reports it
+		}
+		ev := f.ev
+		if s, ok := ev.(*sharedEvent); ok {
+			ev = s.Event // the backend's own event, which WaitEvent takes
+		}
+		if err := sb.WaitEvent(st, ev); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ReadAsync is Head.ReadAsync for a snapshot.
+func (s *Snap) ReadAsync(st device.Stream, from, to int, dst [][]byte) error {
 	if err := s.begin("ReadAsync"); err != nil {
 		return err
 	}
@@ -287,16 +317,16 @@ func (s *Snap) readAsync(st device.Stream, from, to int, dst [][]byte) error {
 	return s.queueReads("ReadAsync", s.r, st, from, to, dst)
 }
 
-// queueReads queues the copies of readAsync, of rows [from, to) of r.
+// queueReads queues the copies of ReadAsync, of rows [from, to) of r.
 func (sh *shape) queueReads(op string, r *root, st device.Stream, from, to int, dst [][]byte) error {
 	sb, err := sh.pool.streamsOf(op)
 	if err != nil {
 		return sh.errorf(op, "%w", err)
 	}
-	if err := sh.checkDst(op, to-from, dst); err != nil {
+	if err := sh.checkReadable(op, from, to, r.rows); err != nil { // first, as Read: rows out of range are ErrRange
 		return err
 	}
-	if err := sh.checkReadable(op, from, to, r.rows); err != nil {
+	if err := sh.checkDst(op, to-from, dst); err != nil {
 		return err
 	}
 	if err := checkStream(sb, st); err != nil {

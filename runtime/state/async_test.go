@@ -171,3 +171,56 @@ func TestAppendAsyncRowJoinsColumns(t *testing.T) {
 		}
 	}
 }
+
+// TestReadAsyncOtherStream: a ReadAsync on one stream of rows an
+// AppendAsync queued on another reads them in stream order, without the
+// caller waiting or recording an event: the read's stream waits for the
+// append's copies.
+func TestReadAsyncOtherStream(t *testing.T) {
+	eachStreamRig(t, func(t *testing.T, r *streamRig) {
+		p, err := NewPool(r.b, PoolOptions{BlockBytes: 256})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Close()
+		h, err := p.NewHead(kv(Append, 0, Keep), "a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer h.Release()
+		up, err := r.streams().NewStream()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer up.Close()
+		down, err := r.streams().NewStream()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer down.Close()
+		r.hold(t, up)
+		if err := h.AppendAsync(up, kvRows(20, 7)); err != nil {
+			t.Fatal(err)
+		}
+		got := [][]byte{make([]byte, 20*16), make([]byte, 20*8)}
+		if err := h.ReadAsync(down, 0, 20, got); err != nil {
+			t.Fatal(err)
+		}
+		ev, err := r.streams().Record(down)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ev.Close()
+		if done, _ := ev.Done(); done {
+			t.Error("the read on the other stream completed before the append it reads")
+		}
+		r.release()
+		if err := ev.Wait(); err != nil {
+			t.Fatal(err)
+		}
+		want := kvRows(20, 7)
+		if !bytes.Equal(got[0], want[0]) || !bytes.Equal(got[1], want[1]) {
+			t.Error("ReadAsync on another stream read other rows than AppendAsync queued before it")
+		}
+	})
+}

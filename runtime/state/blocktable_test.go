@@ -89,8 +89,16 @@ func TestBlockTable(t *testing.T) {
 	defer s.Release()
 	st := must[*BlockTable](t)(s.BlockTable())
 	before := tableEntries(t, p.Backend(), st, 0)
-	// The next append writes into the shared last block: copy-on-write
-	// replaces it in the head, not in the snapshot.
+	// A draft past the snapshot's rows, rolled back: the next append
+	// writes into the shared last block where the draft's rows lie, so
+	// copy-on-write replaces it in the head, not in the snapshot.
+	check("before the draft", bt, h.Spans, 40)
+	if err := h.Append(kvRows(1, 9)); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Rollback(s); err != nil {
+		t.Fatal(err)
+	}
 	if err := h.Append(kvRows(100, 2)); err != nil {
 		t.Fatal(err)
 	}
@@ -215,11 +223,14 @@ func TestBlockTableDecodeSteps(t *testing.T) {
 	window("after the rollback")
 }
 
-// TestTableMemoryKept: a decode loop that snapshots every step moves the
-// table of each column whose shared tail block it copies, every step; the
-// memory of the tables it moves from is kept for the next ones, so the
-// loop makes no backend allocation or free of its own after the first
-// steps, and every entry stays right. Close frees what was kept.
+// TestTableMemoryKept: a speculative decode loop that snapshots, appends
+// a draft, rolls it back and appends again every step moves the table of
+// each column whose shared tail block it copies, every step (the rows
+// after the rollback go where the rejected draft's went, which the tail
+// block's fill still counts); the memory of the tables it moves from is
+// kept for the next ones, so the loop makes no backend allocation or free
+// of its own after the first steps, and every entry stays right. Close
+// frees what was kept.
 func TestTableMemoryKept(t *testing.T) {
 	b := statetest.NewCounts(device.Host())
 	p := must[*Pool](t)(NewPool(b, PoolOptions{}))
@@ -231,8 +242,10 @@ func TestTableMemoryKept(t *testing.T) {
 	bt := must[*BlockTable](t)(h.BlockTable())
 	var prev *Snap
 	step := func() {
-		check(t, h.Append(row))
 		s := must[*Snap](t)(h.Snapshot())
+		check(t, h.Append(row)) // in place, past the snapshot's rows
+		check(t, h.Rollback(s)) // the draft rejected
+		check(t, h.Append(row)) // a copy of the tail block
 		if prev != nil {
 			check(t, prev.Release())
 		}

@@ -31,10 +31,10 @@ import (
 // (prepare) when a kernel is writing them.
 func (x *history) committed(h *Head, w written) {
 	if w.device {
-		x.pending = &pendingDelta{w.from, w.to}
+		x.pending = &pendingDelta{w.from, w.to, commitSeqs.Add(1)}
 		return
 	}
-	h.capture(w.from, w.to, nil)
+	h.capture(w.from, w.to, nil, commitSeqs.Add(1))
 }
 
 // prepare takes the delta of a kernel's write the version before left
@@ -77,15 +77,15 @@ func (x *history) moved(*Head)   {}
 func (h *Head) flush(on []device.Stream) {
 	p := h.hist.pending
 	h.hist.pending = nil
-	h.capture(p.from, p.to, on)
+	h.capture(p.from, p.to, on, p.seq)
 }
 
 // capture appends an entry for h's version, with a copy of rows [from, to)
 // as its delta, then takes a checkpoint when the policy says so and drops
 // what is past Keep. With streams on, the copy is queued after their work
-// (deltaStream). h.mu is held.
-func (h *Head) capture(from, to int, on []device.Stream) {
-	e := entry{pos: h.pos, rows: h.r.rows}
+// (deltaStream). seq is the commit's (commitSeqs). h.mu is held.
+func (h *Head) capture(from, to int, on []device.Stream, seq uint64) {
+	e := entry{pos: h.pos, rows: h.r.rows, seq: seq}
 	if d, err := h.copyDelta(h.r, from, to, on); err == nil {
 		e.d = d
 	}
@@ -317,6 +317,11 @@ func (h *Head) At(v Version) (*Snap, error) {
 		return nil, err
 	}
 	defer h.end()
+	return h.atLocked(v)
+}
+
+// atLocked is At with h's call begun.
+func (h *Head) atLocked(v Version) (*Snap, error) {
 	p, t, err := h.planAt("At", v)
 	if err != nil {
 		return nil, err
@@ -342,6 +347,34 @@ func (h *Head) At(v Version) (*Snap, error) {
 	h.lin.mu.Unlock()
 	x.last = &p
 	return s, nil
+}
+
+// VersionAt returns the last version of the head's own line that held
+// exactly n rows, from the history its checkpoint line keeps, so that a
+// caller who knows how many rows it had (tokens accepted, steps taken)
+// need not keep a table of versions: At(VersionAt(n)) rebuilds it, and
+// Rollback takes that snapshot. n outside [0, Len()] answers ErrRange; a
+// row count no retained version had (before the oldest checkpoint kept,
+// or inside one append's batch) answers ErrNotRetained, as does a layout
+// without checkpoints.
+func (h *Head) VersionAt(n int) (Version, error) {
+	if err := h.begin("VersionAt"); err != nil {
+		return 0, err
+	}
+	defer h.end()
+	if n < 0 || n > h.r.rows {
+		return 0, h.errorf("VersionAt", "%d rows, the head has %d: %w", n, h.r.rows, ErrRange)
+	}
+	if h.hist == nil {
+		return 0, h.errorf("VersionAt", "%s keeps no checkpoints: %w", h.l.Type, ErrNotRetained)
+	}
+	es := h.hist.entries
+	for i := len(es) - 1; i >= 0; i-- {
+		if es[i].rows == n {
+			return es[i].pos.v, nil
+		}
+	}
+	return 0, h.errorf("VersionAt", "no version of the retained history held %d rows: %w", n, ErrNotRetained)
 }
 
 // reconstruct returns a new root for entry t: entry q's checkpoint with

@@ -326,7 +326,7 @@ var errEvictedTable = fmt.Errorf("state: block table: the head was evicted: %w",
 // rebuild gives an evicted reconstructable head its version back from its
 // checkpoint and deltas. h.mu is held.
 func (h *Head) rebuild(op string) error {
-	if (h.l.Retention != Reconstructable && !h.lost) || h.hist == nil {
+	if h.evictedForGood() {
 		return h.errorf(op, "%w", ErrEvicted)
 	}
 	q, t, ok := h.rebuildPath()

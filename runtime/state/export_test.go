@@ -1,10 +1,6 @@
 package state
 
-import (
-	"fmt"
-
-	"github.com/gpustate/gpustate/runtime/device"
-)
+import "fmt"
 
 // CheckStreamMarks is checkStreamMarks for the interaction model (package
 // state_test).
@@ -13,22 +9,7 @@ var CheckStreamMarks = checkStreamMarks
 // The methods below are not the package's API: nothing outside the
 // package called them (TestExportsHaveCallersOutside), so they exist for
 // the tests alone, which read a handle's owner, layout or last
-// reconstruction, a pool's cost model, and queue copies on a stream (no
-// generated method wraps appendAsync and readAsync yet: the generated API
-// names none).
-
-// AppendAsync is appendAsync.
-func (h *Head) AppendAsync(st device.Stream, cols [][]byte) error { return h.appendAsync(st, cols) }
-
-// ReadAsync is readAsync.
-func (h *Head) ReadAsync(st device.Stream, from, to int, dst [][]byte) error {
-	return h.readAsync(st, from, to, dst)
-}
-
-// ReadAsync is readAsync.
-func (s *Snap) ReadAsync(st device.Stream, from, to int, dst [][]byte) error {
-	return s.readAsync(st, from, to, dst)
-}
+// reconstruction and a pool's cost model.
 
 // RowBytes is rowBytes.
 func (c Column) RowBytes() int { return c.rowBytes() }

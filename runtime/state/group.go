@@ -43,6 +43,14 @@ func NewGroup(p *Pool, owner Owner, layouts ...*Layout) (*Group, error) {
 		}
 		heads = append(heads, h)
 	}
+	// The members' first versions are one cut, made at once: their
+	// history entries share one commit order (At).
+	seq := commitSeqs.Add(1)
+	for _, h := range heads {
+		if h.hist != nil {
+			h.hist.entries[0].seq = seq
+		}
+	}
 	return couple(p, owner, heads), nil
 }
 
@@ -173,23 +181,52 @@ func cmpID(a, b uint64) int {
 	return 0
 }
 
-// lockLineages locks the lineages of heads, each once, in id order, and
-// returns the function that unlocks them.
-func lockLineages(heads []*Head) func() {
-	var lins []*lineage
-	for _, h := range heads {
-		if !slices.Contains(lins, h.lin) {
-			lins = append(lins, h.lin)
-		}
+// lineageLocks are the lineages of a group's heads, each once, locked in
+// id order and unlocked in reverse: a caller declares one, lock, then
+// unlock. The lineages of a group of up to four members need no
+// allocation (a closure over a list did, twice a rollback or merge).
+type lineageLocks struct {
+	n     int
+	small [4]*lineage
+	more  []*lineage // all of them, once there are more than small holds
+}
+
+func (ll *lineageLocks) list() []*lineage {
+	if ll.more != nil {
+		return ll.more
 	}
-	slices.SortFunc(lins, func(a, b *lineage) int { return cmpID(a.id, b.id) })
-	for _, l := range lins {
+	return ll.small[:ll.n]
+}
+
+func (ll *lineageLocks) add(l *lineage) {
+	switch {
+	case slices.Contains(ll.list(), l):
+	case ll.more == nil && ll.n < len(ll.small):
+		ll.small[ll.n] = l
+		ll.n++
+	case ll.more == nil:
+		ll.more = append(slices.Clone(ll.small[:ll.n]), l)
+	default:
+		ll.more = append(ll.more, l)
+	}
+}
+
+// lock locks the lineages of heads, each once, in id order.
+func (ll *lineageLocks) lock(heads []*Head) {
+	for _, h := range heads {
+		ll.add(h.lin)
+	}
+	list := ll.list()
+	slices.SortFunc(list, func(a, b *lineage) int { return cmpID(a.id, b.id) })
+	for _, l := range list {
 		l.mu.Lock()
 	}
-	return func() {
-		for _, l := range slices.Backward(lins) {
-			l.mu.Unlock()
-		}
+}
+
+// unlock unlocks what lock locked.
+func (ll *lineageLocks) unlock() {
+	for _, l := range slices.Backward(ll.list()) {
+		l.mu.Unlock()
 	}
 }
 

@@ -19,7 +19,12 @@ import (
 func TestGroupModel(t *testing.T) {
 	steps := groupModelSteps(t, 2000)
 	for seed := uint64(1); seed <= 4; seed++ {
-		runGroupModel(t, seed, steps)
+		runGroupModel(t, seed, steps, false)
+	}
+	// With a history on both members, cuts rebuilt by At join the
+	// snapshots: read, rolled back to and released as they are.
+	for seed := uint64(5); seed <= 6; seed++ {
+		runGroupModel(t, seed, steps, true)
 	}
 }
 
@@ -45,11 +50,25 @@ type gmCut struct {
 	last [2]int
 }
 
-func runGroupModel(t *testing.T, seed uint64, steps int) {
+func runGroupModel(t *testing.T, seed uint64, steps int, hist bool) {
 	rng := rand.New(rand.NewPCG(seed, 7))
 	p := newPool(t, PoolOptions{BlockBytes: 512})
 	versions := []gmVersion{{kv: [][]byte{{}, {}}, rec: make([]byte, 32)}} // 0: the empty state of both
-	root := must[*Group](t)(NewGroup(p, "s", kv(Append, 1<<20, Keep), rec(Keep)))
+	kvL, recL := kv(Append, 1<<20, Keep), rec(Keep)
+	if hist {
+		kvL.Checkpoint = &CheckpointPolicy{Every: 4, Keep: 3}
+		recL.Checkpoint = &CheckpointPolicy{Every: 3, Keep: 3}
+	}
+	root := must[*Group](t)(NewGroup(p, "s", kvL, recL))
+	// storeV is the store's version of each reference version of member
+	// 0, which At takes; the reference's indices are the commit order.
+	storeV := map[int]Version{0: root.Head(0).Version()}
+	rebuilt, notRetained := 0, 0
+	defer func() {
+		if hist && rebuilt == 0 {
+			t.Errorf("seed %d: At rebuilt no cut (%d not retained)", seed, notRetained)
+		}
+	}()
 	groups := []*gmGroup{{g: root, line: [2][]int{{0}, {0}}}}
 	var cuts []*gmCut
 	cur := func(x *gmGroup, m int) gmVersion { return versions[x.line[m][len(x.line[m])-1]] }
@@ -68,6 +87,33 @@ func runGroupModel(t *testing.T, seed uint64, steps int) {
 	for step := 0; step < steps; step++ {
 		x := groups[rng.IntN(len(groups))]
 		var what string
+		if hist && rng.IntN(6) == 0 {
+			// The cut when member 0 made version i: member 1 at its
+			// last version made before.
+			what = "at"
+			i := x.line[0][rng.IntN(len(x.line[0]))]
+			want := 0
+			for _, j := range x.line[1] {
+				if j <= i {
+					want = j
+				}
+			}
+			c, err := x.g.At(storeV[i])
+			switch {
+			case errors.Is(err, ErrNotRetained):
+				notRetained++
+			case err != nil:
+				t.Fatalf("seed %d step %d: At: %v", seed, step, err)
+			default:
+				rebuilt++
+				cuts = append(cuts, &gmCut{cut: c, last: [2]int{i, want}})
+			}
+			verify(step, what)
+			if st := p.Stats(); st.Live != 2*len(groups)+2*len(cuts) {
+				t.Fatalf("seed %d step %d (%s): %d live handles, want %d", seed, step, what, st.Live, 2*len(groups)+2*len(cuts))
+			}
+			continue
+		}
 		switch op := rng.IntN(10); {
 		case op < 3: // a write of one member or both
 			what = "write"
@@ -81,6 +127,7 @@ func runGroupModel(t *testing.T, seed uint64, steps int) {
 					rows := kvRows(1+rng.IntN(3), seedByte)
 					check(t, x.g.Head(0).Append(rows))
 					v = gmVersion{kv: concat(v.kv, rows)}
+					storeV[len(versions)] = x.g.Head(0).Version()
 				} else {
 					at := rng.IntN(4)
 					row := recRow(seedByte)[0][:8]

@@ -39,28 +39,30 @@ func (g *Group) Rollback(to *GroupSnap) error {
 		s.mu.RLock()
 		defer s.mu.RUnlock()
 	}
-	unlock := lockLineages(g.heads)
+	var locks lineageLocks
+	locks.lock(g.heads)
 	for i, h := range g.heads {
 		// A target any member has invalidated answers that first.
 		if to.snaps[i].invalid.Load() || h.invalid.Load() {
-			unlock()
+			locks.unlock()
 			return g.errorf("Rollback", "member %s, nothing moved: %w", h.l.Type, ErrInvalidated)
 		}
 	}
 	for i, h := range g.heads {
 		if err := h.rollbackCheck(to.snaps[i]); err != nil {
-			unlock()
+			locks.unlock()
 			return g.errorf("Rollback", "member %s, nothing moved: %w", h.l.Type, err)
 		}
 	}
-	freed := make([][]*block, len(g.heads))
+	freed := g.pool.takeFreed()
 	for i, h := range g.heads {
-		h.rollbackMove(to.snaps[i], &freed[i])
+		h.rollbackMove(to.snaps[i], freed)
 	}
-	unlock()
-	for i, h := range g.heads {
-		h.finishMove(freed[i])
+	locks.unlock()
+	for _, h := range g.heads {
+		h.moved()
 	}
+	g.pool.freeList(freed) // finishMove, for every member
 	return nil
 }
 
@@ -100,21 +102,23 @@ func (g *Group) Merge(child *Group) error {
 		return err
 	}
 	defer g.end(heads, child)
-	unlock := lockLineages(g.heads)
+	var locks lineageLocks
+	locks.lock(g.heads)
 	for i, h := range g.heads {
 		if err := h.mergeCheck(child.heads[i]); err != nil {
-			unlock()
+			locks.unlock()
 			return g.errorf("Merge", "member %s, nothing moved: %w", h.l.Type, err)
 		}
 	}
-	freed := make([][]*block, len(g.heads))
+	freed := g.pool.takeFreed()
 	for i, h := range g.heads {
-		h.mergeMove(child.heads[i], &freed[i])
+		h.mergeMove(child.heads[i], freed)
 	}
-	unlock()
-	for i, h := range g.heads {
-		h.finishMove(freed[i])
+	locks.unlock()
+	for _, h := range g.heads {
+		h.moved()
 	}
+	g.pool.freeList(freed) // finishMove, for every member
 	return nil
 }
 

@@ -78,7 +78,7 @@ func (gs *groupShare) committed(h *Head, w written) {
 		return
 	}
 	if !w.device {
-		if w.cols != nil {
+		if w.host {
 			g.appended(h)
 		}
 		return

@@ -30,17 +30,12 @@ type Head struct {
 	// WriteDevice, AppendAsync); the spans are the caller's until the
 	// next call, so a group's cut skips the head until then.
 	deviceRows bool
-	parts      partSet           // the parts the head has, in hook order (head.go)
-	logical    int64             // this head's share of the pool's LogicalBytes
-	scratch    []*block          // reused by writes for the blocks they take
-	countBuf   []int             // reused by writes for their blocks per column
-	ops        []blockOp         // reused by small writes for their plans (write.go)
-	copies     []device.HostCopy // reused by writes for their copies from the host
+	parts      partSet // the parts the head has, in hook order (head.go)
+	writeBufs          // what its writes reuse, from the pool's spares (write_bufs.go)
+	logical    int64   // this head's share of the pool's LogicalBytes
 	// writeFrom is the first row of the write committing now (writing),
 	// 0 when the change may touch any row; setLogical resets it.
 	writeFrom int
-	freed     []*block // reused by writes for the blocks they give back (freeing)
-	saved     []byte   // reused by writes in place for what they overwrite
 
 	// The head's parts: its features that keep state of their own. The
 	// head calls them through the hooks of part, in the order of the set
@@ -54,6 +49,13 @@ type Head struct {
 	gshare *groupShare // the shared member's registrations waiting for kernels (group_pending.go); nil elsewhere
 
 	group atomic.Pointer[Group] // the group that holds it as a member (group.go); nil when none
+}
+
+// evictedForGood reports whether h was evicted and no call rebuilds it:
+// its retention is optional and no failed step lost it, or it keeps no
+// history. h.mu is held.
+func (h *Head) evictedForGood() bool {
+	return h.evicted && ((h.l.Retention != Reconstructable && !h.lost) || h.hist == nil)
 }
 
 // part is a feature of a head with state of its own. Its hooks run with
@@ -102,8 +104,8 @@ const (
 type noHooks struct{}
 
 func (noHooks) prepare(*Head, call) error                { return nil }
-func (noHooks) changed(*Head)                            {}
 func (noHooks) committed(*Head, written)                 {}
+func (noHooks) changed(*Head)                            {}
 func (noHooks) moved(*Head)                              {}
 func (noHooks) branched(_, _ *Head)                      {}
 func (noHooks) release(_ *Head, freed []*block) []*block { return freed }
@@ -119,12 +121,18 @@ type call struct {
 
 // written is a version a write just committed: rows [from, to), whose
 // bytes are final (host rows, adopted blocks) unless device (a kernel
-// writes them after the call); cols holds the host batch of an Append.
+// writes them after the call). An Append from the host sets host, and
+// key to its rows of the share key's column, which sharing registers.
+// It holds no slice of the caller's columns: the hooks run through the
+// part interface, whose arguments the compiler takes to escape, and a
+// batch's slice of columns, which every generated Append and Write
+// builds, would then be allocated on every call.
 type written struct {
 	from, to int
 	device   bool
 	async    device.Stream // the device rows are an AppendAsync's, its copies queued on async already
-	cols     [][]byte
+	host     bool
+	key      []byte
 }
 
 // lruPart is the head's place in eviction: the pool's use clock at its
@@ -352,14 +360,3 @@ type Group struct {
 func (h *Head) recordedStreams() []device.Stream { return h.async.streams.get() }
 
 func (s *Snap) recordedStreams() []device.Stream { return s.streams.get() }
-
-// blockOp is what a write does to one block of one column.
-type blockOp struct {
-	col, idx int
-	old      *block // the block at idx; nil past the column's last block
-	nb       *block // the new block that replaces old; nil writes old in place
-	keep     int    // bytes of old to copy into nb first; -1: old is covered whole, replace it if the pool has room
-	off      int    // byte offset in the block where src goes
-	src      []byte // host rows to write; nil for none
-	visible  bool   // an in-place write over rows a reader may see
-}

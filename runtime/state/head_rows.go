@@ -27,7 +27,11 @@ func (h *Head) Append(cols [][]byte) error {
 			return err
 		}
 	}
-	h.committed(written{from: from, to: from + n, cols: cols}) // a shared group registers here (group_pending.go)
+	w := written{from: from, to: from + n, host: true}
+	if h.share != nil {
+		w.key = cols[h.share.key]
+	}
+	h.committed(w) // a shared group registers here (group_pending.go)
 	return nil
 }
 
@@ -144,7 +148,19 @@ func (h *Head) Read(from, to int, dst [][]byte) error {
 		return err
 	}
 	defer h.end()
-	return h.read("Read", h.r, from, to, dst)
+	return h.read("Read", h.r, from, to, dst, false)
+}
+
+// ReadColumns copies rows [from, to) into the columns of dst that are not
+// nil, as Read does, and reads nothing of the columns dst holds nil for:
+// a read of one field copies none of the others. dst has one entry per
+// column; each that is not nil holds (to-from) rows' bytes.
+func (h *Head) ReadColumns(from, to int, dst [][]byte) error {
+	if err := h.begin("ReadColumns"); err != nil {
+		return err
+	}
+	defer h.end()
+	return h.read("ReadColumns", h.r, from, to, dst, true)
 }
 
 // Spans locates rows [from, to) in device memory: per column, one span per

@@ -31,6 +31,7 @@ func (p *Pool) NewHead(l *Layout, owner Owner) (*Head, error) {
 	defer p.leave()
 	l = l.clone()
 	h := &Head{shape: newShape(p, l, owner), id: headIDs.Add(1), lin: newLineage(owner), owned: true}
+	p.spares.take(&h.writeBufs)
 	h.pos = position{seg: &segment{}}
 	if k := l.shareColumn(); k >= 0 {
 		h.share = &sharing{key: k, ks: l.Columns[k].ElemSize}
@@ -137,6 +138,7 @@ func (h *Head) branchLocked() (*Head, error) {
 		return nil, h.errorf("Branch", "%w", ErrInvalidated)
 	}
 	c := &Head{shape: h.shape, id: headIDs.Add(1), lin: h.lin, r: h.r.retain(), pos: h.pos}
+	h.pool.spares.take(&c.writeBufs)
 	c.logical = h.logicalOf(c.r)
 	for s := h.parts; s != 0; s &= s - 1 {
 		h.part(s&-s).branched(h, c)
@@ -192,6 +194,18 @@ func (h *Head) Merge(child *Head) error {
 	if h.invalid.Load() || child.invalid.Load() {
 		return h.errorf("Merge", "%w", ErrInvalidated)
 	}
+	// A merge of heads whose versions diverged answers so before an
+	// evicted one is rebuilt, which would take memory, and evict others'
+	// state, for a call that fails anyway. (A head evicted for good
+	// answers ErrEvicted from its preparation, as before.)
+	if (h.evicted || child.evicted) && !h.evictedForGood() && !child.evictedForGood() {
+		h.lin.mu.Lock()
+		err := h.mergeCheck(child)
+		h.lin.mu.Unlock()
+		if err != nil {
+			return err
+		}
+	}
 	// Both heads are prepared as every call prepares them (open): an
 	// evicted one is rebuilt, copies in flight land, pending deltas are
 	// taken, kernel-filled blocks are registered, the use clock ticks.
@@ -205,8 +219,8 @@ func (h *Head) Merge(child *Head) error {
 		h.lin.mu.Unlock()
 		return err
 	}
-	var freed []*block
-	h.mergeMove(child, &freed)
+	freed := h.pool.takeFreed()
+	h.mergeMove(child, freed)
 	h.lin.mu.Unlock()
 	h.finishMove(freed)
 	return nil
@@ -261,8 +275,8 @@ func (h *Head) Rollback(to *Snap) error {
 		h.lin.mu.Unlock()
 		return err
 	}
-	var freed []*block
-	h.rollbackMove(to, &freed)
+	freed := h.pool.takeFreed()
+	h.rollbackMove(to, freed)
 	h.lin.mu.Unlock()
 	h.finishMove(freed)
 	return nil
@@ -360,11 +374,11 @@ func (h *Head) mergeMove(child *Head, freed *[]*block) {
 }
 
 // finishMove finishes a rollback or merge once h.lin.mu is released: the
-// pool's accounting and the parts' hooks (moved), then the blocks given
-// up.
-func (h *Head) finishMove(freed []*block) {
+// parts' moved hooks, then the blocks the move freed, gathered in a list
+// of takeFreed's.
+func (h *Head) finishMove(freed *[]*block) {
 	h.moved()
-	h.pool.free(freed)
+	h.pool.freeList(freed)
 }
 
 // Release gives up h and the blocks only it holds. Releasing twice does
@@ -415,5 +429,6 @@ func (h *Head) release() error {
 	h.pool.freeList(freed)
 	h.pool.unregister(h, h.logical)
 	h.logical = 0
+	h.pool.spares.put(&h.writeBufs)
 	return nil
 }

@@ -160,9 +160,19 @@ type entry struct {
 	rows int
 	d    *delta // the write that made this version; nil: first entry, or a gap
 	cp   *root  // a checkpoint of this version, or nil
+	// seq orders the commit that made this version among every head's
+	// commits (commitSeqs): a group's At finds the other members' versions
+	// at the time a member made a version by it.
+	seq uint64
 }
 
-type pendingDelta struct{ from, to int }
+// commitSeqs numbers commits of every head, in the order they were made.
+var commitSeqs atomic.Uint64
+
+type pendingDelta struct {
+	from, to int
+	seq      uint64 // the commit's, taken when it was made
+}
 
 // history is a head's checkpoints and deltas. It is guarded by the head's
 // lock.
@@ -187,7 +197,7 @@ type history struct {
 }
 
 func newHistory(p *CheckpointPolicy, pos position, r *root, held *atomic.Int64) *history {
-	return &history{policy: *p, entries: []entry{{pos: pos, rows: r.rows, cp: r.retain()}}, held: held}
+	return &history{policy: *p, entries: []entry{{pos: pos, rows: r.rows, cp: r.retain(), seq: commitSeqs.Add(1)}}, held: held}
 }
 
 // clone returns a copy sharing every delta block and checkpoint root.

@@ -86,7 +86,9 @@ func (m *interaction) checkFailed(before state.PoolStats, fired bool) {
 	moved := after.TierOut != before.TierOut
 	evicted := after.EvictedBytes != before.EvictedBytes || moved
 	// A rebuild of an evicted reconstructable head (at the start of a
-	// call) stands even when the call then fails.
+	// call) stands even when the call then fails, and so does what it
+	// evicted to make its room: an At that rebuilt its head, evicting
+	// optional state, then found no room for the version it rebuilds.
 	rebuilt := after.RebuiltBytes != before.RebuiltBytes || after.TierIn != before.TierIn
 	if !fired && errors.Is(m.lastErr, state.ErrNoMemory) {
 		if evicted && !rebuilt {
@@ -317,6 +319,11 @@ func (m *interaction) at() {
 	if !m.expect(err, nil) {
 		return
 	}
+	// The head's own version is the last with its rows (a mutable head
+	// always has Bound): VersionAt answers it from the history.
+	if vv, err := x.head.VersionAt(x.rows()); m.expect(err, nil) && vv != x.v {
+		m.fail("VersionAt answers another version", "VersionAt(%d) = %d, the head is at %d", x.rows(), vv, x.v)
+	}
 	y := &ref{lin: x.lin, snap: s, v: v, cols: cloneCols(x.lin.vers[v]), fromAt: true}
 	if s.Version() != v {
 		m.fail("At answers another version", "At(%d) is at %d", v, s.Version())
@@ -393,10 +400,31 @@ func (m *interaction) read() {
 	for i, c := range x.lin.layout.Columns {
 		dst[i] = make([]byte, (to-from)*c.RowBytes())
 	}
-	if !m.expect(x.read(from, to, dst), want) {
+	// Every third read leaves a column out (ReadColumns), and every third
+	// reads on a model stream (ReadAsync, in stream order after the head's
+	// AppendAsync copies on any stream); the step number picks, not rng,
+	// so that the seeds' steps stay as they were.
+	var err error
+	switch {
+	case m.step%3 == 1:
+		dst[m.step%len(dst)] = nil
+		err = x.readColumns(from, to, dst)
+	case m.step%3 == 2 && m.held == nil && len(m.streams) > 0:
+		st := m.streams[m.step%len(m.streams)]
+		m.counts["read: async"]++
+		if err = x.readAsync(st, from, to, dst); err == nil {
+			err = st.Sync()
+		}
+	default:
+		err = x.read(from, to, dst)
+	}
+	if !m.expect(err, want) {
 		return
 	}
 	for i, c := range x.lin.layout.Columns {
+		if dst[i] == nil {
+			continue // left out
+		}
 		if !bytes.Equal(dst[i], x.cols[i][from*c.RowBytes():to*c.RowBytes()]) {
 			m.fail(m.contentClass(x), "rows [%d, %d) of column %d of a %s", from, to, i, x.kind())
 		}
@@ -408,6 +436,20 @@ func (x *ref) read(from, to int, dst [][]byte) error {
 		return x.head.Read(from, to, dst)
 	}
 	return x.snap.Read(from, to, dst)
+}
+
+func (x *ref) readColumns(from, to int, dst [][]byte) error {
+	if x.head != nil {
+		return x.head.ReadColumns(from, to, dst)
+	}
+	return x.snap.ReadColumns(from, to, dst)
+}
+
+func (x *ref) readAsync(st device.Stream, from, to int, dst [][]byte) error {
+	if x.head != nil {
+		return x.head.ReadAsync(st, from, to, dst)
+	}
+	return x.snap.ReadAsync(st, from, to, dst)
 }
 
 // staleDeltaClass is the defect of a device write's history delta taken

@@ -161,6 +161,9 @@ type Pool struct {
 	// list grown afresh for each was most of what a serving loop that
 	// renews its states allocated.
 	freedLists sync.Pool
+	// spares holds released heads' write buffers for new heads
+	// (write_bufs.go).
+	spares spareBufs
 
 	mu      sync.Mutex            // guards what follows
 	staging [][]byte              // free page-locked staging buffers (AppendAsync)

@@ -19,6 +19,105 @@ import (
 // hash recorded by Step compares with one computed by At.
 var replaySeed = maphash.MakeSeed()
 
+// StepHost is Step for a step function written for the host: f gets every
+// row of the head, per column, as bytes (rows, Len() rows a column) and
+// the input, and returns the next rows, per column, of the same lengths:
+// rows itself, written in place, or slices of its own, which the runtime
+// copies into rows (a column of another length fails the step with
+// ErrShape). The runtime copies the rows out of device memory before f
+// runs and back after it returns, except where the backend's device
+// memory is host memory and a column's rows lie in one run of it
+// (device.HostBytes): there f reads and writes the rows where they live,
+// with no copy. f must not keep rows or in; the rest is as Step: the
+// history keeps in and f, At and Rollback run f again, and a failed f
+// leaves the head as before.
+//
+//state:mutates
+func (h *Head) StepHost(in [][]byte, verify bool, f func(rows, in [][]byte) ([][]byte, error)) error {
+	if h == nil {
+		return errNil("Head", "StepHost")
+	}
+	var step StepFunc
+	if f != nil {
+		step = hostStep(h.pool.b, h.rowBytes, f)
+	}
+	return h.Step(in, verify, step)
+}
+
+// hostStep makes a StepFunc of a host step function f: per column, the
+// bytes of the rows in place where the backend gives them (one run of
+// host memory), else a copy out before f and back after it. The buffers
+// are the call's own: a step function recorded in a history may run on
+// several branches at once.
+func hostStep(b device.Backend, rowBytes []int, f func(rows, in [][]byte) ([][]byte, error)) StepFunc {
+	return func(spans [][]device.Span, in [][]byte) error {
+		rows := make([][]byte, len(spans))
+		copied := make([]bool, len(spans))
+		for c, ss := range spans {
+			n := 0
+			for _, sp := range ss {
+				n += sp.Rows * rowBytes[c]
+			}
+			if mem, ok := inPlace(b, ss, rowBytes[c], n); ok {
+				rows[c] = mem
+				continue
+			}
+			buf := make([]byte, n)
+			off := 0
+			for _, sp := range ss {
+				k := sp.Rows * rowBytes[c]
+				if err := b.CopyDtoH(buf[off:off+k], sp.Ptr); err != nil {
+					return err
+				}
+				off += k
+			}
+			rows[c], copied[c] = buf, true
+		}
+		next, err := f(rows, in)
+		if err != nil {
+			return err
+		}
+		if len(next) != len(rows) {
+			return fmt.Errorf("the step returned %d columns, the state has %d: %w", len(next), len(rows), ErrShape)
+		}
+		for c, ss := range spans {
+			if len(next[c]) != len(rows[c]) {
+				return fmt.Errorf("the step returned %d bytes of column %d, the state holds %d: %w", len(next[c]), c, len(rows[c]), ErrShape)
+			}
+			if len(rows[c]) > 0 && &next[c][0] != &rows[c][0] {
+				copy(rows[c], next[c])
+			}
+			if !copied[c] {
+				continue
+			}
+			off := 0
+			for _, sp := range ss {
+				k := sp.Rows * rowBytes[c]
+				if err := b.CopyHtoD(sp.Ptr, rows[c][off:off+k]); err != nil {
+					return err
+				}
+				off += k
+			}
+		}
+		return nil
+	}
+}
+
+// inPlace returns the n bytes of the spans ss as one slice of host memory
+// where the backend's memory is the host's and the spans follow one
+// another in it.
+func inPlace(b device.Backend, ss []device.Span, rowBytes, n int) ([]byte, bool) {
+	if len(ss) == 0 {
+		return nil, false
+	}
+	for i := 1; i < len(ss); i++ {
+		if ss[i].Ptr != ss[i-1].Ptr+device.Ptr(ss[i-1].Rows*rowBytes) {
+			return nil, false
+		}
+	}
+	return device.HostBytes(b, ss[0].Ptr, n)
+}
+
 // Step makes a new version of a mutable state by running f on the head's
 // rows in place: blocks a snapshot, a branch or a checkpoint still holds
 // are copied first, and no others. The version's delta is in and f, not
@@ -49,12 +148,10 @@ func (h *Head) Step(in [][]byte, verify bool, f StepFunc) error {
 	if err := h.checkInput(in); err != nil {
 		return err
 	}
-	rec := &stepRec{in: make([][]byte, len(in)), f: f, verify: verify, state: h.rowSum * int64(h.r.rows)}
-	var inBytes int64
-	for i, col := range in {
-		rec.in[i] = append([]byte(nil), col...)
-		inBytes += int64(len(col))
-	}
+	m := &stepMem{}
+	rec := &m.rec
+	*rec = stepRec{f: f, verify: verify, state: h.rowSum * int64(h.r.rows)}
+	inBytes := m.keep(in)
 	var guard *root // holds the version before when no replay can rebuild it
 	if _, _, ok := h.rebuildPath(); !ok {
 		guard = h.r.retain()
@@ -95,8 +192,39 @@ func (h *Head) Step(in [][]byte, verify bool, f StepFunc) error {
 		return tx.abortStep(ferr)
 	}
 	tx.commit(rows)
-	h.addEntry(entry{pos: h.pos, rows: rows, d: &delta{from: 0, to: rows, bytes: inBytes, step: rec}})
+	m.d = delta{from: 0, to: rows, bytes: inBytes, step: rec}
+	h.addEntry(entry{pos: h.pos, rows: rows, d: &m.d, seq: commitSeqs.Add(1)})
 	return nil
+}
+
+// stepMem is a step's delta and its record in one allocation, with room
+// for the slices of up to two input columns; the input's bytes are one
+// more (keep).
+type stepMem struct {
+	d   delta
+	rec stepRec
+	in  [2][]byte
+}
+
+// keep copies the step's input into m's record, all its columns in one
+// buffer, and returns its bytes.
+func (m *stepMem) keep(in [][]byte) int64 {
+	if len(in) <= len(m.in) {
+		m.rec.in = m.in[:len(in)]
+	} else {
+		m.rec.in = make([][]byte, len(in))
+	}
+	total := 0
+	for _, col := range in {
+		total += len(col)
+	}
+	buf := make([]byte, 0, total)
+	for i, col := range in {
+		start := len(buf)
+		buf = append(buf, col...)
+		m.rec.in[i] = buf[start:len(buf):len(buf)]
+	}
+	return int64(total)
 }
 
 // checkInput answers ErrShape for a step input that is not of the

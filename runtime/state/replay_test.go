@@ -102,7 +102,14 @@ func runReplayModel(t *testing.T, seed uint64, steps int) {
 			}
 			fail := rng.IntN(6) == 0
 			before, v := h.Stats(), h.Version()
-			err := h.Step(in, verify, stepOn(p.Backend(), rb, fail))
+			// Every other step runs through StepHost, in place on the
+			// host backend (i picks, not rng: the seeds' steps stay).
+			var err error
+			if i%2 == 0 {
+				err = h.StepHost(in, verify, hostStepFail(fail))
+			} else {
+				err = h.Step(in, verify, stepOn(p.Backend(), rb, fail))
+			}
 			if fail {
 				if !errors.Is(err, errStep) {
 					t.Fatalf("step %d: a failing Step answered %v", i, err)

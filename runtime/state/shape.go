@@ -201,10 +201,18 @@ func (sh *shape) checkRange(op string, from, to, rows int) error {
 // checkDst checks that dst has one column per field, each holding rows
 // [from, to) exactly.
 func (sh *shape) checkDst(op string, rows int, dst [][]byte) error {
+	return sh.checkSomeDst(op, rows, dst, false)
+}
+
+// checkSomeDst is checkDst where, with some, a nil column is one not read.
+func (sh *shape) checkSomeDst(op string, rows int, dst [][]byte, some bool) error {
 	if len(dst) != len(sh.rowBytes) {
 		return sh.errorf(op, "%d destination columns, the layout has %d: %w", len(dst), len(sh.rowBytes), ErrShape)
 	}
 	for i, d := range dst {
+		if some && d == nil {
+			continue
+		}
 		if want := rows * sh.rowBytes[i]; len(d) != want {
 			return sh.errorf(op, "column %s: destination has %d bytes, %d rows need %d: %w",
 				sh.l.Columns[i].Name, len(d), rows, want, ErrShape)
@@ -213,15 +221,19 @@ func (sh *shape) checkDst(op string, rows int, dst [][]byte) error {
 	return nil
 }
 
-// read copies rows [from, to) of r into dst.
-func (sh *shape) read(op string, r *root, from, to int, dst [][]byte) error {
+// read copies rows [from, to) of r into dst; with some, the columns dst
+// holds nil for are not read (ReadColumns).
+func (sh *shape) read(op string, r *root, from, to int, dst [][]byte, some bool) error {
 	if err := sh.checkReadable(op, from, to, r.rows); err != nil {
 		return err
 	}
-	if err := sh.checkDst(op, to-from, dst); err != nil {
+	if err := sh.checkSomeDst(op, to-from, dst, some); err != nil {
 		return err
 	}
 	for i, d := range dst {
+		if d == nil && some {
+			continue
+		}
 		if err := sh.copyColumn(r, i, from, to, d); err != nil {
 			return sh.errorf(op, "column %s: %w", sh.l.Columns[i].Name, err)
 		}

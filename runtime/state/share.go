@@ -577,10 +577,11 @@ func (s *sharing) prepare(h *Head, c call) error {
 	return nil
 }
 
-// committed registers the blocks an Append filled (w.cols is its batch).
+// committed registers the blocks an Append filled (w.key is its batch's
+// key column).
 func (s *sharing) committed(h *Head, w written) {
-	if w.cols != nil {
-		h.shareAppended(w.from, w.cols[s.key])
+	if w.host {
+		h.shareAppended(w.from, w.key)
 	}
 }
 

@@ -83,7 +83,17 @@ func (s *Snap) Read(from, to int, dst [][]byte) error {
 		return err
 	}
 	defer s.end()
-	return s.read("Read", s.r, from, to, dst)
+	return s.read("Read", s.r, from, to, dst, false)
+}
+
+// ReadColumns copies rows [from, to) into the columns of dst that are not
+// nil, as Head.ReadColumns does.
+func (s *Snap) ReadColumns(from, to int, dst [][]byte) error {
+	if err := s.begin("ReadColumns"); err != nil {
+		return err
+	}
+	defer s.end()
+	return s.read("ReadColumns", s.r, from, to, dst, true)
 }
 
 // Spans locates rows [from, to) in device memory: per column, one span per
@@ -148,14 +158,14 @@ func (s *Snap) Release() error {
 	releaseTables(s.tables)
 	s.tables = nil
 	s.tmu.Unlock()
-	var freed []*block
+	freed := s.pool.takeFreed()
 	if s.r != nil {
-		s.r.release(&freed)
+		s.r.release(freed)
 	}
 	s.r = nil
 	s.pool.tierRelease(s.tier)
 	s.tier = nil
-	s.pool.free(freed)
+	s.pool.freeList(freed)
 	s.pool.unregister(s, s.logical)
 	return nil
 }

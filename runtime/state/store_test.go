@@ -196,7 +196,9 @@ func TestSnapshotIsConstant(t *testing.T) {
 	}
 }
 
-// A branch that diverges by one row holds one new block per column.
+// A branch that diverges by one row holds one new block per column; of
+// two append states that go on from one version, the first appends in
+// place, past the rows they share, and the second copies.
 func TestBranchSharesBlocks(t *testing.T) {
 	for _, g := range []Growth{Append, Mutable} {
 		t.Run(g.String(), func(t *testing.T) {
@@ -211,6 +213,10 @@ func TestBranchSharesBlocks(t *testing.T) {
 			defer c.Release()
 			if g == Append {
 				check(t, c.Append(kvRows(1, 2)))
+				if got := p.Stats().PhysicalBytes - before.PhysicalBytes; got != 0 {
+					t.Fatalf("the first append past the rows a branch shares took %d physical bytes, want 0", got)
+				}
+				check(t, h.Append(kvRows(1, 3))) // the head diverges: a copy
 			} else {
 				check(t, c.Write(2500, kvRows(1, 2)))
 			}

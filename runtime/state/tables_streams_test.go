@@ -283,6 +283,8 @@ func testTableStreamOrder(t *testing.T, r *streamRig) {
 	defer ev.Close()
 	s := must[*Snap](t)(h.Snapshot())
 	defer s.Release()
+	check(t, h.Append(kvRows(1, 9)))  // a draft past the snapshot's rows, in place
+	check(t, h.Rollback(s))           // rolled back: its rows stay in the shared block
 	check(t, h.Append(kvRows(10, 2))) // copy-on-write of the shared last block
 	v2 := tableEntries(t, p.Backend(), bt, 0)
 	if v2[2] == v1[2] {

@@ -49,10 +49,23 @@ type root struct {
 	rc   atomic.Int32
 	rows int
 	cols []tree
+	// inline holds cols for up to rootInline columns, so that a root is
+	// one allocation: a write after a snapshot makes one (own).
+	inline [rootInline]tree
 }
 
+// rootInline is the columns a root holds without an allocation of its
+// own: most layouts have no more.
+const rootInline = 3
+
+// newRoot returns a root of ncols empty columns, held once.
 func newRoot(ncols int) *root {
-	r := &root{cols: make([]tree, ncols)}
+	r := &root{}
+	if ncols <= rootInline {
+		r.cols = r.inline[:ncols:ncols]
+	} else {
+		r.cols = make([]tree, ncols)
+	}
 	r.rc.Store(1)
 	return r
 }
@@ -97,6 +110,20 @@ func (t *tree) writable(i int, owner string) bool {
 	}
 	b := n.blks[i&(fan-1)]
 	return n.rc.Load() == 1 && b.Refs() == 1 && b.Owner() == owner
+}
+
+// appendsInPlace reports whether an append may write bytes [from, to) of
+// block i of t in place although other versions hold the block too (a
+// snapshot, a branch, a checkpoint of the rows before): from is where
+// the appending version's rows in the block end, and the block's fill
+// (the bytes any holder wrote) ends there too, so no version reads the
+// bytes it writes; it claims them (Block.ClaimFill). The block must be
+// owner's, as writable asks. It is the other half of the rule for writing
+// in place: writable says when a block is the writer's alone, this when
+// an append only adds to a block others share.
+func (t *tree) appendsInPlace(i int, owner string, from, to int) bool {
+	b := t.get(i)
+	return b.Owner() == owner && b.ClaimFill(from, to)
 }
 
 // capacity returns the number of blocks a tree of height h can hold.
@@ -516,8 +543,8 @@ func (r *root) own(freed *[]*block) *root {
 	if r.unique() {
 		return r
 	}
-	c := &root{rows: r.rows, cols: make([]tree, len(r.cols))}
-	c.rc.Store(1)
+	c := newRoot(len(r.cols))
+	c.rows = r.rows
 	copy(c.cols, r.cols)
 	for _, t := range c.cols {
 		if t.root != nil {

@@ -28,6 +28,7 @@ const (
 func (h *Head) plan(kind writeKind, from, to int, cols [][]byte) []blockOp {
 	ops := h.opsBuf(from, to)
 	rootUnique := h.r.unique()
+	appends := kind == hostAppend || kind == deviceAppend
 	for c := range h.rowBytes {
 		rb, per, bb := h.rowBytes[c], h.perBlock[c], h.blockBytes[c]
 		t := &h.r.cols[c]
@@ -42,6 +43,9 @@ func (h *Head) plan(kind writeKind, from, to int, cols [][]byte) []blockOp {
 				op.old = t.get(bi)
 			}
 			used := min(h.r.rows, (bi+1)*per) - start // rows of the block in the version
+			if appends {
+				op.fill = (end - start) * rb
+			}
 			switch {
 			case op.old == nil:
 				// A new block past the column's end.
@@ -50,6 +54,11 @@ func (h *Head) plan(kind writeKind, from, to int, cols [][]byte) []blockOp {
 					op.keep = -1 // covers the block: a new one, if memory allows
 				}
 				op.visible = kind == hostWrite
+				if appends {
+					op.old.SetFill(op.fill) // the block is this version's alone
+				}
+			case appends && t.appendsInPlace(bi, string(h.owner), used*rb, op.fill):
+				// Others hold the block; the rows go past all of theirs.
 			default:
 				if kind == hostWrite && row == start && end == start+used {
 					op.keep = 0
@@ -445,13 +454,29 @@ func (tx *writeTx) undo(back []*block) []*block {
 
 // spans returns, per column, where rows [from, to) lie once the write
 // commits: in the new block of each operation, else in the old one.
+//
+// The spans are the head's to reuse (a step a decode step, they were most
+// of what it allocated): valid until the next call on h, which a step
+// function, that must not call the state, never makes.
 func (tx *writeTx) spans() [][]device.Span {
 	h := tx.h
-	out := make([][]device.Span, len(h.rowBytes))
-	for i := range tx.ops {
-		o := &tx.ops[i]
-		b, rows := tx.lands(o)
-		out[o.col] = append(out[o.col], device.Span{Ptr: b.Ptr() + device.Ptr(o.off), Rows: rows})
+	ncols := len(h.rowBytes)
+	if cap(h.stepCols) < ncols {
+		h.stepCols = make([][]device.Span, ncols)
+	}
+	if cap(h.stepSpans) < len(tx.ops) {
+		h.stepSpans = make([]device.Span, len(tx.ops))
+	}
+	out, flat := h.stepCols[:ncols], h.stepSpans[:0]
+	for c := range out {
+		start := len(flat)
+		for i := range tx.ops {
+			if o := &tx.ops[i]; o.col == c {
+				b, rows := tx.lands(o)
+				flat = append(flat, device.Span{Ptr: b.Ptr() + device.Ptr(o.off), Rows: rows})
+			}
+		}
+		out[c] = flat[start:len(flat):len(flat)]
 	}
 	return out
 }
@@ -520,6 +545,9 @@ func (tx *writeTx) commit(newRows int) *root {
 			i += fan - 1
 			continue
 		}
+		if o.fill > 0 {
+			o.nb.SetFill(o.fill)
+		}
 		t.set(o.idx, o.nb, &freed)
 		// The operations after it in the same leaf set their slots
 		// there: the path from the root is the tree's alone now.
@@ -527,6 +555,9 @@ func (tx *writeTx) commit(newRows int) *root {
 			next := &tx.ops[i+1]
 			if next.nb == nil || next.col != o.col || next.idx != o.idx+1 || next.idx&(fan-1) == 0 {
 				break
+			}
+			if next.fill > 0 {
+				next.nb.SetFill(next.fill)
 			}
 			leaf.put(t, next.idx, next.nb, &freed)
 			o = next
@@ -574,6 +605,11 @@ func (tx *writeTx) wholeLeaf(i int, leaf *[fan]*block) bool {
 			return false
 		}
 		leaf[k] = n.nb
+	}
+	for k := range fan {
+		if n := &tx.ops[i+k]; n.fill > 0 {
+			n.nb.SetFill(n.fill)
+		}
 	}
 	return true
 }

@@ -79,8 +79,10 @@ func (h *Head) appendRows(op string, cols [][]byte, n int, q *rowQueue) (bool, e
 	}
 	freed := h.freeing()
 	for c, k := range counts {
+		per := h.perBlock[c]
+		tails[c].SetFill((to - from/per*per) * h.rowBytes[c]) // the head's alone (see plan)
 		if k == 1 {
-			r.cols[c].set(from/h.perBlock[c], tails[c], &freed)
+			r.cols[c].set(from/per, tails[c], &freed)
 		}
 	}
 	h.commitAppend(r, to, freed)
@@ -135,11 +137,28 @@ func (h *Head) appendBulk(op string, cols [][]byte, n int, q *rowQueue) (bool, e
 	}
 	freed := h.freeing()
 	for c, k := range counts {
+		h.setFills(c, tails[c], blks[:k], from, to)
 		r.cols[c].appendBlocks(blks[:k], &freed)
 		blks = blks[k:]
 	}
 	h.commitAppend(r, to, freed)
 	return true, nil
+}
+
+// setFills records the fill of the blocks of column c an append of rows
+// [from, to) wrote, the head's alone: its tail block (nil when the rows
+// began a block) and the new blocks after it (see plan).
+func (h *Head) setFills(c int, tail *block, blks []*block, from, to int) {
+	per, rb := h.perBlock[c], h.rowBytes[c]
+	next := from / per
+	if tail != nil {
+		tail.SetFill((min(to, (next+1)*per) - next*per) * rb)
+		next++
+	}
+	for j, b := range blks {
+		i := next + j
+		b.SetFill((min(to, (i+1)*per) - i*per) * rb)
+	}
 }
 
 // bulkCounts returns, per column, the new blocks an append of rows

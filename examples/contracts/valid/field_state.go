@@ -97,6 +97,53 @@ func (s *FieldState) ReadInto(dst *Field, from, to int) error {
 	return nil
 }
 
+// ReadRowsInto copies the rows of the state at indices idx, in that order,
+// into dst, as ReadRows does, reslicing each field of dst to len(idx) rows and
+// reusing its capacity: a sampled minibatch gathered again and again allocates
+// nothing once its fields are large enough. Indices may repeat; each must lie
+// in [0, Len()), else state.ErrRange. A failed ReadRowsInto leaves dst as it
+// was.
+func (s *FieldState) ReadRowsInto(dst *Field, idx []int) error {
+	h := _Field_head(s)
+	if dst == nil {
+		return h.ReadRows(idx, nil)
+	}
+	rows := *dst
+	rows.Pressure = state.Resize(rows.Pressure, len(idx))
+	rows.Flags = state.Resize(rows.Flags, len(idx))
+	if err := h.ReadRows(idx, [][]byte{state.Bytes(rows.Pressure), state.Bytes(rows.Flags)}); err != nil {
+		return err
+	}
+	*dst = rows
+	return nil
+}
+
+// ReadFields copies rows [from, to) of the state into the fields of dst that
+// are not nil, as ReadInto does, and reads nothing of the fields dst leaves
+// nil: a read of one field copies none of the others. A field is read when it
+// holds a slice that is not nil, even an empty one (make([]E, 0, n)); a
+// reslice of a nil slice is nil. It returns state.ErrRange unless 0 <= from <=
+// to <= Len(). A failed ReadFields leaves dst as it was.
+func (s *FieldState) ReadFields(dst *Field, from, to int) error {
+	h := _Field_head(s)
+	if dst == nil || from < 0 || to < from || to > h.Len() {
+		return h.ReadColumns(from, to, nil)
+	}
+	n := to - from
+	rows := *dst
+	if rows.Pressure != nil {
+		rows.Pressure = state.Resize(rows.Pressure, n)
+	}
+	if rows.Flags != nil {
+		rows.Flags = state.Resize(rows.Flags, n)
+	}
+	if err := h.ReadColumns(from, to, [][]byte{state.Bytes(rows.Pressure), state.Bytes(rows.Flags)}); err != nil {
+		return err
+	}
+	*dst = rows
+	return nil
+}
+
 // Len returns the number of rows the state holds: always 4096.
 func (s *FieldState) Len() int {
 	return _Field_head(s).Len()
@@ -137,6 +184,34 @@ func (s *FieldState) WriteDevice(from, to int) (FieldSpans, error) {
 //state:view
 func (s *FieldState) Spans(from, to int) (FieldSpans, error) {
 	return _Field_spans(_Field_head(s).Spans(from, to))
+}
+
+// ReadAsync queues on st the copies of rows [from, to) of the state into dst,
+// reslicing each field of dst to the rows read and reusing its capacity as
+// ReadInto does, and returns without waiting for them. It records the blocks
+// it reads on st (RecordStream), so the state may be released or written at
+// once. dst holds the rows once the work queued on st so far has completed
+// (st.Sync, or an event recorded on st after the call); until then its fields
+// must be neither read nor changed. Fields in memory from the backend's
+// HostAlloc make the copies truly asynchronous on CUDA. It needs a backend
+// with device.Streams (else an error wrapping errors.ErrUnsupported). It
+// returns state.ErrRange unless 0 <= from <= to <= Len(). A failed ReadAsync
+// leaves dst's fields as they were, though a copy it queued before the failure
+// may still land in their arrays.
+func (s *FieldState) ReadAsync(st device.Stream, dst *Field, from, to int) error {
+	h := _Field_head(s)
+	if dst == nil || from < 0 || to < from || to > h.Len() {
+		return h.ReadAsync(st, from, to, nil)
+	}
+	n := to - from
+	rows := *dst
+	rows.Pressure = state.Resize(rows.Pressure, n)
+	rows.Flags = state.Resize(rows.Flags, n)
+	if err := h.ReadAsync(st, from, to, [][]byte{state.Bytes(rows.Pressure), state.Bytes(rows.Flags)}); err != nil {
+		return err
+	}
+	*dst = rows
+	return nil
 }
 
 // RecordStream says that work queued on st (a kernel, an async copy) uses the

@@ -32,6 +32,35 @@ type KVCache struct {
 	Values []Half `state:"width=2*HeadDim"`
 }
 
+// Recurrent is a recurrent layer's state beside KVCache, one row per
+// layer, rewritten by every token's step; its history keeps the steps'
+// inputs, and a past version is rebuilt by running them again.
+//
+//state:contract purpose="recurrent layers' state of one session"
+//state:growth mutable bound=4
+//state:owner session
+//state:rollback descendants=invalidate
+//state:checkpoint every=16 keep=4
+//state:replay input=RecInput verify=hash
+type Recurrent struct {
+	H []float32 `state:"width=HeadDim"`
+}
+
+// RecInput is one step's input to Recurrent: a row per layer.
+type RecInput struct {
+	X []float32 `state:"width=HeadDim"`
+}
+
+// Session is one session's KVCache and Recurrent state, which move
+// together. Both keep a history, so the group rebuilds a past cut (At).
+//
+//state:group purpose="one session's attention and recurrent state"
+//state:owner session
+type Session struct {
+	KV  KVCache
+	Rec Recurrent
+}
+
 // Field is a simulation grid written in place each step.
 //
 //state:contract purpose="pressure field"

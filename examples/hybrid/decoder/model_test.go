@@ -235,9 +235,19 @@ func (m *dModel) feed(s *dSession) {
 	s.tokens, s.rest = append(s.tokens, tok), s.rest[1:]
 }
 
-// feedTo feeds g one token: its recurrent step, then its KV row.
+// feedTo feeds g one token: its recurrent step, then its KV row. Tokens
+// of one parity step through StepHost (on the host backend, in place),
+// the others through Step, so that histories mix both and replays run
+// both; the token picks, not rng, so that the seeds' steps stay as they
+// were.
 func (m *dModel) feedTo(g *decoder.DecoderState, tok int32) error {
-	if err := g.Rec().Step(input(tok), stepOn(m.b, "")); err != nil {
+	var err error
+	if tok%2 == 0 {
+		err = g.Rec().StepHost(input(tok), stepHost(""))
+	} else {
+		err = g.Rec().Step(input(tok), stepOn(m.b, ""))
+	}
+	if err != nil {
 		return err
 	}
 	return g.KV().Append(kvRow(tok))
@@ -309,6 +319,7 @@ func (m *dModel) misuse(g *decoder.DecoderState, v *decoder.DecoderSnapshot) {
 		func() error { _, err := g.KV().Read(0, 1); return err },
 		func() error { return g.Rec().Write(0, decoder.Recurrent{H: make([]float32, decoder.Dim)}) },
 		func() error { return g.Rec().Step(input(1), stepOn(m.b, "")) },
+		func() error { return g.Rec().StepHost(input(1), stepHost("")) },
 		func() error { _, err := g.Rec().Read(0, 1); return err },
 		func() error { _, err := v.KV().Read(0, 1); return err },
 		func() error { _, err := v.Rec().Read(0, 1); return err },
@@ -347,7 +358,23 @@ func (m *dModel) badStep(s *dSession, how string) {
 			panic(r)
 		}
 	}()
-	err := s.g.Rec().Step(in, f)
+	// Every other bad step goes through StepHost, whose function writes
+	// the rows in place on the host backend before it fails.
+	var err error
+	if host := len(s.tokens)%2 == 0; host && how == "malformed input" {
+		err = s.g.Rec().StepHost(in, func(*decoder.Recurrent, decoder.RecInput) error { ran = true; return nil })
+	} else if host && how == "nil function" {
+		err = s.g.Rec().StepHost(in, nil)
+	} else if host && how == "fail" && len(s.tokens)%4 == 0 {
+		// A field left shorter: state.ErrShape after the rows were written.
+		if err = s.g.Rec().StepHost(in, stepHost("shape")); !errors.Is(err, state.ErrShape) {
+			m.fatalf("defect class: no panic: StepHost leaving a field short: %v; want state.ErrShape", err)
+		}
+	} else if host {
+		err = s.g.Rec().StepHost(in, stepHost(how))
+	} else {
+		err = s.g.Rec().Step(in, f)
+	}
 	switch {
 	case ran:
 		m.fatalf("defect class: no panic: the step function of a malformed input ran")
@@ -432,6 +459,28 @@ func recState(tokens []int32) []float32 {
 		recur(h, input(tok).X)
 	}
 	return h
+}
+
+// stepHost is stepOn for StepHost: recur on the rows; fail ("fail",
+// "panic" or "shape") writes junk into them first and fails, panics, or
+// leaves a field of another length.
+func stepHost(fail string) func(*decoder.Recurrent, decoder.RecInput) error {
+	return func(rows *decoder.Recurrent, in decoder.RecInput) error {
+		recur(rows.H, in.X)
+		if fail != "" {
+			clear(rows.H)
+			rows.H[0] = 0xee
+		}
+		switch fail {
+		case "fail":
+			return errors.New("the step fails on purpose")
+		case "panic":
+			panic("the step panics on purpose")
+		case "shape":
+			rows.H = rows.H[:len(rows.H)-1]
+		}
+		return nil
+	}
 }
 
 // stepOn returns the recurrent step on backend b: it copies the rows to

@@ -138,8 +138,8 @@ func TestGuideSharing(t *testing.T) {
 
 // TestGuideReplay checks the guide's replayed: At rebuilds the version
 // after the first step from the recorded inputs, and its rows are those
-// the first step wrote (h = 0/2 + x of the first input); and stepRecurrent
-// leaves the head at the rows of every step.
+// the first step wrote (h = 0/2 + x of the first input); and recurrence,
+// through StepHost, leaves the head at the rows of every step.
 func TestGuideReplay(t *testing.T) {
 	b := device.Host()
 	p, err := state.NewPool(b, state.PoolOptions{})
@@ -166,7 +166,7 @@ func TestGuideReplay(t *testing.T) {
 		}
 		inputs = append(inputs, in)
 	}
-	got, err := replayed(b, rec, inputs)
+	got, err := replayed(rec, inputs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +207,7 @@ func TestGuideGroup(t *testing.T) {
 		for j := range in.X {
 			in.X[j] = float32(tok)
 		}
-		return s.Rec().Step(in, stepRecurrent(b))
+		return s.Rec().StepHost(in, recurrence)
 	}
 	for accepted := range 5 {
 		s, err := NewDecoderState(p, "session-2")
@@ -233,5 +233,53 @@ func TestGuideGroup(t *testing.T) {
 		if err := s.Release(); err != nil {
 			t.Error(err)
 		}
+	}
+}
+
+// TestGuideServing checks the guide's keysOf and upload: the keys alone,
+// in the array given when it is large enough, and a turn appended and read
+// back on a stream.
+func TestGuideServing(t *testing.T) {
+	b := device.Host()
+	p, err := state.NewPool(b, state.PoolOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := p.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
+	s, err := NewKVCacheState(p, "session-3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Release()
+	st, err := b.(device.Streams).NewStream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	turn := KVCache{Keys: make([]float32, 3*Dim), Values: make([]float32, 3*Dim)}
+	for i := range turn.Keys {
+		turn.Keys[i], turn.Values[i] = float32(i), -float32(i)
+	}
+	var back KVCache
+	if err := upload(st, s, turn, &back); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(back.Keys, turn.Keys) || !slices.Equal(back.Values, turn.Values) {
+		t.Error("upload read back other rows than it appended")
+	}
+	buf := make([]float32, 0, 3*Dim)
+	keys, err := keysOf(s, buf, 1, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(keys, turn.Keys[Dim:3*Dim]) || &keys[0] != &buf[:1][0] {
+		t.Error("keysOf read other keys, or not into the array it was given")
+	}
+	if keys, err := keysOf(s, nil, 0, 1); err != nil || !slices.Equal(keys, turn.Keys[:Dim]) {
+		t.Errorf("keysOf into nil: %d keys, %v", len(keys), err)
 	}
 }

@@ -97,6 +97,49 @@ func (s *LogState) ReadInto(dst *Log, from, to int) error {
 	return nil
 }
 
+// ReadRowsInto copies the rows of the state at indices idx, in that order,
+// into dst, as ReadRows does, reslicing each field of dst to len(idx) rows and
+// reusing its capacity: a sampled minibatch gathered again and again allocates
+// nothing once its fields are large enough. Indices may repeat; each must lie
+// in [0, Len()), else state.ErrRange. A failed ReadRowsInto leaves dst as it
+// was.
+func (s *LogState) ReadRowsInto(dst *Log, idx []int) error {
+	h := _Log_head(s)
+	if dst == nil {
+		return h.ReadRows(idx, nil)
+	}
+	rows := *dst
+	rows.Events = state.Resize(rows.Events, len(idx))
+	if err := h.ReadRows(idx, [][]byte{state.Bytes(rows.Events)}); err != nil {
+		return err
+	}
+	*dst = rows
+	return nil
+}
+
+// ReadFields copies rows [from, to) of the state into the fields of dst that
+// are not nil, as ReadInto does, and reads nothing of the fields dst leaves
+// nil: a read of one field copies none of the others. A field is read when it
+// holds a slice that is not nil, even an empty one (make([]E, 0, n)); a
+// reslice of a nil slice is nil. It returns state.ErrRange unless 0 <= from <=
+// to <= Len(). A failed ReadFields leaves dst as it was.
+func (s *LogState) ReadFields(dst *Log, from, to int) error {
+	h := _Log_head(s)
+	if dst == nil || from < 0 || to < from || to > h.Len() {
+		return h.ReadColumns(from, to, nil)
+	}
+	n := to - from
+	rows := *dst
+	if rows.Events != nil {
+		rows.Events = state.Resize(rows.Events, n)
+	}
+	if err := h.ReadColumns(from, to, [][]byte{state.Bytes(rows.Events)}); err != nil {
+		return err
+	}
+	*dst = rows
+	return nil
+}
+
 // Len returns the number of rows the state holds.
 func (s *LogState) Len() int {
 	return _Log_head(s).Len()
@@ -161,6 +204,24 @@ func (s *LogState) AppendDevice(n int) (LogSpans, error) {
 	return _Log_spans(_Log_head(s).AppendDevice(n))
 }
 
+// AppendAsync appends the rows of a batch as Append does, in a new version,
+// but queues their copies to the device on st and returns without waiting for
+// them: the batch is staged in page-locked memory first, so the caller may
+// reuse it at once. Work queued on st after the call sees the rows (a kernel,
+// a ReadAsync); work on another stream must wait for an event recorded on st;
+// every other call on the state waits for the copies to land first. It needs a
+// backend with device.Streams (else an error wrapping errors.ErrUnsupported);
+// a closed stream, or one of another backend, is an error. It returns
+// state.ErrBound, and appends nothing, when the rows would pass the bound of
+// 256.
+//
+// A failed AppendAsync changes nothing, so it may be retried.
+//
+//state:appends
+func (s *LogState) AppendAsync(st device.Stream, rows Log) error {
+	return _Log_head(s).AppendAsync(st, [][]byte{state.Bytes(rows.Events)})
+}
+
 // Spans locates rows [from, to) in device memory, for kernels that read them.
 // The blocks may be shared with snapshots and branches: write rows through
 // AppendDevice, never through these spans.
@@ -168,6 +229,33 @@ func (s *LogState) AppendDevice(n int) (LogSpans, error) {
 //state:view
 func (s *LogState) Spans(from, to int) (LogSpans, error) {
 	return _Log_spans(_Log_head(s).Spans(from, to))
+}
+
+// ReadAsync queues on st the copies of rows [from, to) of the state into dst,
+// reslicing each field of dst to the rows read and reusing its capacity as
+// ReadInto does, and returns without waiting for them. It records the blocks
+// it reads on st (RecordStream), so the state may be released or written at
+// once. dst holds the rows once the work queued on st so far has completed
+// (st.Sync, or an event recorded on st after the call); until then its fields
+// must be neither read nor changed. Fields in memory from the backend's
+// HostAlloc make the copies truly asynchronous on CUDA. It needs a backend
+// with device.Streams (else an error wrapping errors.ErrUnsupported). It
+// returns state.ErrRange unless 0 <= from <= to <= Len(). A failed ReadAsync
+// leaves dst's fields as they were, though a copy it queued before the failure
+// may still land in their arrays.
+func (s *LogState) ReadAsync(st device.Stream, dst *Log, from, to int) error {
+	h := _Log_head(s)
+	if dst == nil || from < 0 || to < from || to > h.Len() {
+		return h.ReadAsync(st, from, to, nil)
+	}
+	n := to - from
+	rows := *dst
+	rows.Events = state.Resize(rows.Events, n)
+	if err := h.ReadAsync(st, from, to, [][]byte{state.Bytes(rows.Events)}); err != nil {
+		return err
+	}
+	*dst = rows
+	return nil
 }
 
 // RecordStream says that work queued on st (a kernel, an async copy) uses the
@@ -241,6 +329,49 @@ func (v *LogSnapshot) ReadInto(dst *Log, from, to int) error {
 	return nil
 }
 
+// ReadRowsInto copies the rows of the snapshot at indices idx, in that order,
+// into dst, as ReadRows does, reslicing each field of dst to len(idx) rows and
+// reusing its capacity: a sampled minibatch gathered again and again allocates
+// nothing once its fields are large enough. Indices may repeat; each must lie
+// in [0, Len()), else state.ErrRange. A failed ReadRowsInto leaves dst as it
+// was.
+func (v *LogSnapshot) ReadRowsInto(dst *Log, idx []int) error {
+	snap := _Log_snap(v)
+	if dst == nil {
+		return snap.ReadRows(idx, nil)
+	}
+	rows := *dst
+	rows.Events = state.Resize(rows.Events, len(idx))
+	if err := snap.ReadRows(idx, [][]byte{state.Bytes(rows.Events)}); err != nil {
+		return err
+	}
+	*dst = rows
+	return nil
+}
+
+// ReadFields copies rows [from, to) of the snapshot into the fields of dst
+// that are not nil, as ReadInto does, and reads nothing of the fields dst
+// leaves nil: a read of one field copies none of the others. A field is read
+// when it holds a slice that is not nil, even an empty one (make([]E, 0, n));
+// a reslice of a nil slice is nil. It returns state.ErrRange unless 0 <= from
+// <= to <= Len(). A failed ReadFields leaves dst as it was.
+func (v *LogSnapshot) ReadFields(dst *Log, from, to int) error {
+	snap := _Log_snap(v)
+	if dst == nil || from < 0 || to < from || to > snap.Len() {
+		return snap.ReadColumns(from, to, nil)
+	}
+	n := to - from
+	rows := *dst
+	if rows.Events != nil {
+		rows.Events = state.Resize(rows.Events, n)
+	}
+	if err := snap.ReadColumns(from, to, [][]byte{state.Bytes(rows.Events)}); err != nil {
+		return err
+	}
+	*dst = rows
+	return nil
+}
+
 // Spans locates rows [from, to) of the snapshot in device memory, for kernels
 // that read them. They are read only, by contract: the blocks are shared with
 // the state and its branches, and statevet reports a write through them.
@@ -248,6 +379,33 @@ func (v *LogSnapshot) ReadInto(dst *Log, from, to int) error {
 //state:view
 func (v *LogSnapshot) Spans(from, to int) (LogSpans, error) {
 	return _Log_spans(_Log_snap(v).Spans(from, to))
+}
+
+// ReadAsync queues on st the copies of rows [from, to) of the snapshot into
+// dst, reslicing each field of dst to the rows read and reusing its capacity
+// as ReadInto does, and returns without waiting for them. It records the
+// blocks it reads on st (RecordStream), so the snapshot may be released or
+// written at once. dst holds the rows once the work queued on st so far has
+// completed (st.Sync, or an event recorded on st after the call); until then
+// its fields must be neither read nor changed. Fields in memory from the
+// backend's HostAlloc make the copies truly asynchronous on CUDA. It needs a
+// backend with device.Streams (else an error wrapping errors.ErrUnsupported).
+// It returns state.ErrRange unless 0 <= from <= to <= Len(). A failed
+// ReadAsync leaves dst's fields as they were, though a copy it queued before
+// the failure may still land in their arrays.
+func (v *LogSnapshot) ReadAsync(st device.Stream, dst *Log, from, to int) error {
+	snap := _Log_snap(v)
+	if dst == nil || from < 0 || to < from || to > snap.Len() {
+		return snap.ReadAsync(st, from, to, nil)
+	}
+	n := to - from
+	rows := *dst
+	rows.Events = state.Resize(rows.Events, n)
+	if err := snap.ReadAsync(st, from, to, [][]byte{state.Bytes(rows.Events)}); err != nil {
+		return err
+	}
+	*dst = rows
+	return nil
 }
 
 // RecordStream says that work queued on st (a kernel, an async copy) uses the

@@ -100,6 +100,49 @@ func (s *RecurrentState) ReadInto(dst *Recurrent, from, to int) error {
 	return nil
 }
 
+// ReadRowsInto copies the rows of the state at indices idx, in that order,
+// into dst, as ReadRows does, reslicing each field of dst to len(idx) rows and
+// reusing its capacity: a sampled minibatch gathered again and again allocates
+// nothing once its fields are large enough. Indices may repeat; each must lie
+// in [0, Len()), else state.ErrRange. A failed ReadRowsInto leaves dst as it
+// was.
+func (s *RecurrentState) ReadRowsInto(dst *Recurrent, idx []int) error {
+	h := _Recurrent_head(s)
+	if dst == nil {
+		return h.ReadRows(idx, nil)
+	}
+	rows := *dst
+	rows.H = state.Resize(rows.H, len(idx)*16)
+	if err := h.ReadRows(idx, [][]byte{state.Bytes(rows.H)}); err != nil {
+		return err
+	}
+	*dst = rows
+	return nil
+}
+
+// ReadFields copies rows [from, to) of the state into the fields of dst that
+// are not nil, as ReadInto does, and reads nothing of the fields dst leaves
+// nil: a read of one field copies none of the others. A field is read when it
+// holds a slice that is not nil, even an empty one (make([]E, 0, n)); a
+// reslice of a nil slice is nil. It returns state.ErrRange unless 0 <= from <=
+// to <= Len(). A failed ReadFields leaves dst as it was.
+func (s *RecurrentState) ReadFields(dst *Recurrent, from, to int) error {
+	h := _Recurrent_head(s)
+	if dst == nil || from < 0 || to < from || to > h.Len() {
+		return h.ReadColumns(from, to, nil)
+	}
+	n := to - from
+	rows := *dst
+	if rows.H != nil {
+		rows.H = state.Resize(rows.H, n*16)
+	}
+	if err := h.ReadColumns(from, to, [][]byte{state.Bytes(rows.H)}); err != nil {
+		return err
+	}
+	*dst = rows
+	return nil
+}
+
 // Len returns the number of rows the state holds: always 4.
 func (s *RecurrentState) Len() int {
 	return _Recurrent_head(s).Len()
@@ -205,6 +248,33 @@ func (s *RecurrentState) Spans(from, to int) (RecurrentSpans, error) {
 	return _Recurrent_spans(_Recurrent_head(s).Spans(from, to))
 }
 
+// ReadAsync queues on st the copies of rows [from, to) of the state into dst,
+// reslicing each field of dst to the rows read and reusing its capacity as
+// ReadInto does, and returns without waiting for them. It records the blocks
+// it reads on st (RecordStream), so the state may be released or written at
+// once. dst holds the rows once the work queued on st so far has completed
+// (st.Sync, or an event recorded on st after the call); until then its fields
+// must be neither read nor changed. Fields in memory from the backend's
+// HostAlloc make the copies truly asynchronous on CUDA. It needs a backend
+// with device.Streams (else an error wrapping errors.ErrUnsupported). It
+// returns state.ErrRange unless 0 <= from <= to <= Len(). A failed ReadAsync
+// leaves dst's fields as they were, though a copy it queued before the failure
+// may still land in their arrays.
+func (s *RecurrentState) ReadAsync(st device.Stream, dst *Recurrent, from, to int) error {
+	h := _Recurrent_head(s)
+	if dst == nil || from < 0 || to < from || to > h.Len() {
+		return h.ReadAsync(st, from, to, nil)
+	}
+	n := to - from
+	rows := *dst
+	rows.H = state.Resize(rows.H, n*16)
+	if err := h.ReadAsync(st, from, to, [][]byte{state.Bytes(rows.H)}); err != nil {
+		return err
+	}
+	*dst = rows
+	return nil
+}
+
 // RecordStream says that work queued on st (a kernel, an async copy) uses the
 // blocks the state holds now. When they are released, rolled back away or
 // replaced by copy-on-write, the pool keeps them pending, neither reused nor
@@ -276,6 +346,49 @@ func (v *RecurrentSnapshot) ReadInto(dst *Recurrent, from, to int) error {
 	return nil
 }
 
+// ReadRowsInto copies the rows of the snapshot at indices idx, in that order,
+// into dst, as ReadRows does, reslicing each field of dst to len(idx) rows and
+// reusing its capacity: a sampled minibatch gathered again and again allocates
+// nothing once its fields are large enough. Indices may repeat; each must lie
+// in [0, Len()), else state.ErrRange. A failed ReadRowsInto leaves dst as it
+// was.
+func (v *RecurrentSnapshot) ReadRowsInto(dst *Recurrent, idx []int) error {
+	snap := _Recurrent_snap(v)
+	if dst == nil {
+		return snap.ReadRows(idx, nil)
+	}
+	rows := *dst
+	rows.H = state.Resize(rows.H, len(idx)*16)
+	if err := snap.ReadRows(idx, [][]byte{state.Bytes(rows.H)}); err != nil {
+		return err
+	}
+	*dst = rows
+	return nil
+}
+
+// ReadFields copies rows [from, to) of the snapshot into the fields of dst
+// that are not nil, as ReadInto does, and reads nothing of the fields dst
+// leaves nil: a read of one field copies none of the others. A field is read
+// when it holds a slice that is not nil, even an empty one (make([]E, 0, n));
+// a reslice of a nil slice is nil. It returns state.ErrRange unless 0 <= from
+// <= to <= Len(). A failed ReadFields leaves dst as it was.
+func (v *RecurrentSnapshot) ReadFields(dst *Recurrent, from, to int) error {
+	snap := _Recurrent_snap(v)
+	if dst == nil || from < 0 || to < from || to > snap.Len() {
+		return snap.ReadColumns(from, to, nil)
+	}
+	n := to - from
+	rows := *dst
+	if rows.H != nil {
+		rows.H = state.Resize(rows.H, n*16)
+	}
+	if err := snap.ReadColumns(from, to, [][]byte{state.Bytes(rows.H)}); err != nil {
+		return err
+	}
+	*dst = rows
+	return nil
+}
+
 // Spans locates rows [from, to) of the snapshot in device memory, for kernels
 // that read them. They are read only, by contract: the blocks are shared with
 // the state and its branches, and statevet reports a write through them.
@@ -283,6 +396,33 @@ func (v *RecurrentSnapshot) ReadInto(dst *Recurrent, from, to int) error {
 //state:view
 func (v *RecurrentSnapshot) Spans(from, to int) (RecurrentSpans, error) {
 	return _Recurrent_spans(_Recurrent_snap(v).Spans(from, to))
+}
+
+// ReadAsync queues on st the copies of rows [from, to) of the snapshot into
+// dst, reslicing each field of dst to the rows read and reusing its capacity
+// as ReadInto does, and returns without waiting for them. It records the
+// blocks it reads on st (RecordStream), so the snapshot may be released or
+// written at once. dst holds the rows once the work queued on st so far has
+// completed (st.Sync, or an event recorded on st after the call); until then
+// its fields must be neither read nor changed. Fields in memory from the
+// backend's HostAlloc make the copies truly asynchronous on CUDA. It needs a
+// backend with device.Streams (else an error wrapping errors.ErrUnsupported).
+// It returns state.ErrRange unless 0 <= from <= to <= Len(). A failed
+// ReadAsync leaves dst's fields as they were, though a copy it queued before
+// the failure may still land in their arrays.
+func (v *RecurrentSnapshot) ReadAsync(st device.Stream, dst *Recurrent, from, to int) error {
+	snap := _Recurrent_snap(v)
+	if dst == nil || from < 0 || to < from || to > snap.Len() {
+		return snap.ReadAsync(st, from, to, nil)
+	}
+	n := to - from
+	rows := *dst
+	rows.H = state.Resize(rows.H, n*16)
+	if err := snap.ReadAsync(st, from, to, [][]byte{state.Bytes(rows.H)}); err != nil {
+		return err
+	}
+	*dst = rows
+	return nil
 }
 
 // RecordStream says that work queued on st (a kernel, an async copy) uses the

@@ -106,6 +106,49 @@ func (s *ConvState) ReadInto(dst *Conv, from, to int) error {
 	return nil
 }
 
+// ReadRowsInto copies the rows of the state at indices idx, in that order,
+// into dst, as ReadRows does, reslicing each field of dst to len(idx) rows and
+// reusing its capacity: a sampled minibatch gathered again and again allocates
+// nothing once its fields are large enough. Indices may repeat; each must lie
+// in [0, Len()), else state.ErrRange. A failed ReadRowsInto leaves dst as it
+// was.
+func (s *ConvState) ReadRowsInto(dst *Conv, idx []int) error {
+	h := _Conv_head(s)
+	if dst == nil {
+		return h.ReadRows(idx, nil)
+	}
+	rows := *dst
+	rows.W = state.Resize(rows.W, len(idx)*4)
+	if err := h.ReadRows(idx, [][]byte{state.Bytes(rows.W)}); err != nil {
+		return err
+	}
+	*dst = rows
+	return nil
+}
+
+// ReadFields copies rows [from, to) of the state into the fields of dst that
+// are not nil, as ReadInto does, and reads nothing of the fields dst leaves
+// nil: a read of one field copies none of the others. A field is read when it
+// holds a slice that is not nil, even an empty one (make([]E, 0, n)); a
+// reslice of a nil slice is nil. It returns state.ErrRange unless 0 <= from <=
+// to <= Len(). A failed ReadFields leaves dst as it was.
+func (s *ConvState) ReadFields(dst *Conv, from, to int) error {
+	h := _Conv_head(s)
+	if dst == nil || from < 0 || to < from || to > h.Len() {
+		return h.ReadColumns(from, to, nil)
+	}
+	n := to - from
+	rows := *dst
+	if rows.W != nil {
+		rows.W = state.Resize(rows.W, n*4)
+	}
+	if err := h.ReadColumns(from, to, [][]byte{state.Bytes(rows.W)}); err != nil {
+		return err
+	}
+	*dst = rows
+	return nil
+}
+
 // Len returns the number of rows the state holds: always 8.
 func (s *ConvState) Len() int {
 	return _Conv_head(s).Len()
@@ -213,6 +256,40 @@ func (s *ConvState) Step(in ConvIn, f func(dst ConvSpans, in ConvIn) error) erro
 	}, false, step)
 }
 
+// StepHost is Step for a step function written in Go: f gets every row of the
+// state as a Conv, whose fields it rewrites in place (or replaces with slices
+// of the same lengths), and in. The runtime copies the rows out of device
+// memory before f runs and back after it returns, and copies nothing where the
+// backend's device memory is host memory (the host backend): there rows are
+// the state's own bytes. f must not keep rows or in, and must not call the
+// state. The history keeps in and f, so At and Rollback rebuild the version by
+// running f again (a checkpoint every 8 versions, the last 2 kept).
+//
+// When f fails, or leaves a field of another length (state.ErrShape), StepHost
+// returns an error wrapping it and the state is as before. StepHost(in, nil)
+// answers state.ErrShape.
+//
+//state:mutates
+func (s *ConvState) StepHost(in ConvIn, f func(rows *Conv, in ConvIn) error) error {
+	var step func(rows, in [][]byte) ([][]byte, error)
+	if f != nil {
+		step = func(rows, cols [][]byte) ([][]byte, error) {
+			r := Conv{W: state.Rows[int16](rows[0])}
+			err := f(&r, ConvIn{
+				A: state.Rows[int16](cols[0]),
+				B: state.Rows[int8](cols[1]),
+				C: state.Rows[[2]uint8](cols[2]),
+			})
+			return [][]byte{state.Bytes(r.W)}, err
+		}
+	}
+	return _Conv_head(s).StepHost([][]byte{
+		state.Bytes(in.A),
+		state.Bytes(in.B),
+		state.Bytes(in.C),
+	}, false, step)
+}
+
 // Spans locates rows [from, to) in device memory, for kernels that read them.
 // The blocks may be shared with snapshots and branches: write rows through
 // WriteDevice, never through these spans.
@@ -220,6 +297,33 @@ func (s *ConvState) Step(in ConvIn, f func(dst ConvSpans, in ConvIn) error) erro
 //state:view
 func (s *ConvState) Spans(from, to int) (ConvSpans, error) {
 	return _Conv_spans(_Conv_head(s).Spans(from, to))
+}
+
+// ReadAsync queues on st the copies of rows [from, to) of the state into dst,
+// reslicing each field of dst to the rows read and reusing its capacity as
+// ReadInto does, and returns without waiting for them. It records the blocks
+// it reads on st (RecordStream), so the state may be released or written at
+// once. dst holds the rows once the work queued on st so far has completed
+// (st.Sync, or an event recorded on st after the call); until then its fields
+// must be neither read nor changed. Fields in memory from the backend's
+// HostAlloc make the copies truly asynchronous on CUDA. It needs a backend
+// with device.Streams (else an error wrapping errors.ErrUnsupported). It
+// returns state.ErrRange unless 0 <= from <= to <= Len(). A failed ReadAsync
+// leaves dst's fields as they were, though a copy it queued before the failure
+// may still land in their arrays.
+func (s *ConvState) ReadAsync(st device.Stream, dst *Conv, from, to int) error {
+	h := _Conv_head(s)
+	if dst == nil || from < 0 || to < from || to > h.Len() {
+		return h.ReadAsync(st, from, to, nil)
+	}
+	n := to - from
+	rows := *dst
+	rows.W = state.Resize(rows.W, n*4)
+	if err := h.ReadAsync(st, from, to, [][]byte{state.Bytes(rows.W)}); err != nil {
+		return err
+	}
+	*dst = rows
+	return nil
 }
 
 // RecordStream says that work queued on st (a kernel, an async copy) uses the
@@ -293,6 +397,49 @@ func (v *ConvSnapshot) ReadInto(dst *Conv, from, to int) error {
 	return nil
 }
 
+// ReadRowsInto copies the rows of the snapshot at indices idx, in that order,
+// into dst, as ReadRows does, reslicing each field of dst to len(idx) rows and
+// reusing its capacity: a sampled minibatch gathered again and again allocates
+// nothing once its fields are large enough. Indices may repeat; each must lie
+// in [0, Len()), else state.ErrRange. A failed ReadRowsInto leaves dst as it
+// was.
+func (v *ConvSnapshot) ReadRowsInto(dst *Conv, idx []int) error {
+	snap := _Conv_snap(v)
+	if dst == nil {
+		return snap.ReadRows(idx, nil)
+	}
+	rows := *dst
+	rows.W = state.Resize(rows.W, len(idx)*4)
+	if err := snap.ReadRows(idx, [][]byte{state.Bytes(rows.W)}); err != nil {
+		return err
+	}
+	*dst = rows
+	return nil
+}
+
+// ReadFields copies rows [from, to) of the snapshot into the fields of dst
+// that are not nil, as ReadInto does, and reads nothing of the fields dst
+// leaves nil: a read of one field copies none of the others. A field is read
+// when it holds a slice that is not nil, even an empty one (make([]E, 0, n));
+// a reslice of a nil slice is nil. It returns state.ErrRange unless 0 <= from
+// <= to <= Len(). A failed ReadFields leaves dst as it was.
+func (v *ConvSnapshot) ReadFields(dst *Conv, from, to int) error {
+	snap := _Conv_snap(v)
+	if dst == nil || from < 0 || to < from || to > snap.Len() {
+		return snap.ReadColumns(from, to, nil)
+	}
+	n := to - from
+	rows := *dst
+	if rows.W != nil {
+		rows.W = state.Resize(rows.W, n*4)
+	}
+	if err := snap.ReadColumns(from, to, [][]byte{state.Bytes(rows.W)}); err != nil {
+		return err
+	}
+	*dst = rows
+	return nil
+}
+
 // Spans locates rows [from, to) of the snapshot in device memory, for kernels
 // that read them. They are read only, by contract: the blocks are shared with
 // the state and its branches, and statevet reports a write through them.
@@ -300,6 +447,33 @@ func (v *ConvSnapshot) ReadInto(dst *Conv, from, to int) error {
 //state:view
 func (v *ConvSnapshot) Spans(from, to int) (ConvSpans, error) {
 	return _Conv_spans(_Conv_snap(v).Spans(from, to))
+}
+
+// ReadAsync queues on st the copies of rows [from, to) of the snapshot into
+// dst, reslicing each field of dst to the rows read and reusing its capacity
+// as ReadInto does, and returns without waiting for them. It records the
+// blocks it reads on st (RecordStream), so the snapshot may be released or
+// written at once. dst holds the rows once the work queued on st so far has
+// completed (st.Sync, or an event recorded on st after the call); until then
+// its fields must be neither read nor changed. Fields in memory from the
+// backend's HostAlloc make the copies truly asynchronous on CUDA. It needs a
+// backend with device.Streams (else an error wrapping errors.ErrUnsupported).
+// It returns state.ErrRange unless 0 <= from <= to <= Len(). A failed
+// ReadAsync leaves dst's fields as they were, though a copy it queued before
+// the failure may still land in their arrays.
+func (v *ConvSnapshot) ReadAsync(st device.Stream, dst *Conv, from, to int) error {
+	snap := _Conv_snap(v)
+	if dst == nil || from < 0 || to < from || to > snap.Len() {
+		return snap.ReadAsync(st, from, to, nil)
+	}
+	n := to - from
+	rows := *dst
+	rows.W = state.Resize(rows.W, n*4)
+	if err := snap.ReadAsync(st, from, to, [][]byte{state.Bytes(rows.W)}); err != nil {
+		return err
+	}
+	*dst = rows
+	return nil
 }
 
 // RecordStream says that work queued on st (a kernel, an async copy) uses the

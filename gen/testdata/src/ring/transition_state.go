@@ -118,6 +118,67 @@ func (s *TransitionState) ReadInto(dst *Transition, from, to int) error {
 	return nil
 }
 
+// ReadRowsInto copies the rows of the state at indices idx, in that order,
+// into dst, as ReadRows does, reslicing each field of dst to len(idx) rows and
+// reusing its capacity: a sampled minibatch gathered again and again allocates
+// nothing once its fields are large enough. Indices may repeat; each must lie
+// in [0, Len()), else state.ErrRange. Rows below Oldest() left the window of
+// 4096 rows and answer state.ErrExpired. A failed ReadRowsInto leaves dst as
+// it was.
+func (s *TransitionState) ReadRowsInto(dst *Transition, idx []int) error {
+	h := _Transition_head(s)
+	if dst == nil {
+		return h.ReadRows(idx, nil)
+	}
+	rows := *dst
+	rows.Obs = state.Resize(rows.Obs, len(idx)*4)
+	rows.Action = state.Resize(rows.Action, len(idx))
+	rows.Reward = state.Resize(rows.Reward, len(idx))
+	if err := h.ReadRows(idx, [][]byte{
+		state.Bytes(rows.Obs),
+		state.Bytes(rows.Action),
+		state.Bytes(rows.Reward),
+	}); err != nil {
+		return err
+	}
+	*dst = rows
+	return nil
+}
+
+// ReadFields copies rows [from, to) of the state into the fields of dst that
+// are not nil, as ReadInto does, and reads nothing of the fields dst leaves
+// nil: a read of one field copies none of the others. A field is read when it
+// holds a slice that is not nil, even an empty one (make([]E, 0, n)); a
+// reslice of a nil slice is nil. It returns state.ErrRange unless 0 <= from <=
+// to <= Len(). Rows below Oldest() left the window of 4096 rows and answer
+// state.ErrExpired. A failed ReadFields leaves dst as it was.
+func (s *TransitionState) ReadFields(dst *Transition, from, to int) error {
+	h := _Transition_head(s)
+	if dst == nil || from < 0 || to < from || to > h.Len() || from < to && from < h.Oldest() {
+		return h.ReadColumns(from, to, nil)
+	}
+	n := to - from
+	rows := *dst
+	if rows.Obs != nil {
+		rows.Obs = state.Resize(rows.Obs, n*4)
+	}
+	if rows.Action != nil {
+		rows.Action = state.Resize(rows.Action, n)
+	}
+	if rows.Reward != nil {
+		rows.Reward = state.Resize(rows.Reward, n)
+	}
+	if err := h.ReadColumns(from, to, [][]byte{
+		state.Bytes(rows.Obs),
+		state.Bytes(rows.Action),
+		state.Bytes(rows.Reward),
+	}); err != nil {
+		return err
+	}
+	*dst = rows
+	return nil
+}
+
 // Len returns the number of rows ever appended: row indices stay stable, and
 // rows [Oldest(), Len()) are readable.
 func (s *TransitionState) Len() int {
@@ -176,6 +237,28 @@ func (s *TransitionState) AppendDevice(n int) (TransitionSpans, error) {
 	return _Transition_spans(_Transition_head(s).AppendDevice(n))
 }
 
+// AppendAsync appends the rows of a batch as Append does, in a new version,
+// but queues their copies to the device on st and returns without waiting for
+// them: the batch is staged in page-locked memory first, so the caller may
+// reuse it at once. Work queued on st after the call sees the rows (a kernel,
+// a ReadAsync); work on another stream must wait for an event recorded on st;
+// every other call on the state waits for the copies to land first. It needs a
+// backend with device.Streams (else an error wrapping errors.ErrUnsupported);
+// a closed stream, or one of another backend, is an error. It returns
+// state.ErrBound, and appends nothing, when the batch holds more than the
+// window of 4096 rows.
+//
+// A failed AppendAsync changes nothing, so it may be retried.
+//
+//state:appends
+func (s *TransitionState) AppendAsync(st device.Stream, rows Transition) error {
+	return _Transition_head(s).AppendAsync(st, [][]byte{
+		state.Bytes(rows.Obs),
+		state.Bytes(rows.Action),
+		state.Bytes(rows.Reward),
+	})
+}
+
 // Spans locates rows [from, to) in device memory, for kernels that read them.
 // The blocks may be shared with snapshots and branches: write rows through
 // AppendDevice, never through these spans.
@@ -183,6 +266,40 @@ func (s *TransitionState) AppendDevice(n int) (TransitionSpans, error) {
 //state:view
 func (s *TransitionState) Spans(from, to int) (TransitionSpans, error) {
 	return _Transition_spans(_Transition_head(s).Spans(from, to))
+}
+
+// ReadAsync queues on st the copies of rows [from, to) of the state into dst,
+// reslicing each field of dst to the rows read and reusing its capacity as
+// ReadInto does, and returns without waiting for them. It records the blocks
+// it reads on st (RecordStream), so the state may be released or written at
+// once. dst holds the rows once the work queued on st so far has completed
+// (st.Sync, or an event recorded on st after the call); until then its fields
+// must be neither read nor changed. Fields in memory from the backend's
+// HostAlloc make the copies truly asynchronous on CUDA. It needs a backend
+// with device.Streams (else an error wrapping errors.ErrUnsupported). It
+// returns state.ErrRange unless 0 <= from <= to <= Len(). Rows below Oldest()
+// left the window of 4096 rows and answer state.ErrExpired. A failed ReadAsync
+// leaves dst's fields as they were, though a copy it queued before the failure
+// may still land in their arrays.
+func (s *TransitionState) ReadAsync(st device.Stream, dst *Transition, from, to int) error {
+	h := _Transition_head(s)
+	if dst == nil || from < 0 || to < from || to > h.Len() || from < to && from < h.Oldest() {
+		return h.ReadAsync(st, from, to, nil)
+	}
+	n := to - from
+	rows := *dst
+	rows.Obs = state.Resize(rows.Obs, n*4)
+	rows.Action = state.Resize(rows.Action, n)
+	rows.Reward = state.Resize(rows.Reward, n)
+	if err := h.ReadAsync(st, from, to, [][]byte{
+		state.Bytes(rows.Obs),
+		state.Bytes(rows.Action),
+		state.Bytes(rows.Reward),
+	}); err != nil {
+		return err
+	}
+	*dst = rows
+	return nil
 }
 
 // RecordStream says that work queued on st (a kernel, an async copy) uses the
@@ -276,6 +393,67 @@ func (v *TransitionSnapshot) ReadInto(dst *Transition, from, to int) error {
 	return nil
 }
 
+// ReadRowsInto copies the rows of the snapshot at indices idx, in that order,
+// into dst, as ReadRows does, reslicing each field of dst to len(idx) rows and
+// reusing its capacity: a sampled minibatch gathered again and again allocates
+// nothing once its fields are large enough. Indices may repeat; each must lie
+// in [0, Len()), else state.ErrRange. Rows below Oldest() left the window of
+// 4096 rows and answer state.ErrExpired. A failed ReadRowsInto leaves dst as
+// it was.
+func (v *TransitionSnapshot) ReadRowsInto(dst *Transition, idx []int) error {
+	snap := _Transition_snap(v)
+	if dst == nil {
+		return snap.ReadRows(idx, nil)
+	}
+	rows := *dst
+	rows.Obs = state.Resize(rows.Obs, len(idx)*4)
+	rows.Action = state.Resize(rows.Action, len(idx))
+	rows.Reward = state.Resize(rows.Reward, len(idx))
+	if err := snap.ReadRows(idx, [][]byte{
+		state.Bytes(rows.Obs),
+		state.Bytes(rows.Action),
+		state.Bytes(rows.Reward),
+	}); err != nil {
+		return err
+	}
+	*dst = rows
+	return nil
+}
+
+// ReadFields copies rows [from, to) of the snapshot into the fields of dst
+// that are not nil, as ReadInto does, and reads nothing of the fields dst
+// leaves nil: a read of one field copies none of the others. A field is read
+// when it holds a slice that is not nil, even an empty one (make([]E, 0, n));
+// a reslice of a nil slice is nil. It returns state.ErrRange unless 0 <= from
+// <= to <= Len(). Rows below Oldest() left the window of 4096 rows and answer
+// state.ErrExpired. A failed ReadFields leaves dst as it was.
+func (v *TransitionSnapshot) ReadFields(dst *Transition, from, to int) error {
+	snap := _Transition_snap(v)
+	if dst == nil || from < 0 || to < from || to > snap.Len() || from < to && from < snap.Oldest() {
+		return snap.ReadColumns(from, to, nil)
+	}
+	n := to - from
+	rows := *dst
+	if rows.Obs != nil {
+		rows.Obs = state.Resize(rows.Obs, n*4)
+	}
+	if rows.Action != nil {
+		rows.Action = state.Resize(rows.Action, n)
+	}
+	if rows.Reward != nil {
+		rows.Reward = state.Resize(rows.Reward, n)
+	}
+	if err := snap.ReadColumns(from, to, [][]byte{
+		state.Bytes(rows.Obs),
+		state.Bytes(rows.Action),
+		state.Bytes(rows.Reward),
+	}); err != nil {
+		return err
+	}
+	*dst = rows
+	return nil
+}
+
 // Spans locates rows [from, to) of the snapshot in device memory, for kernels
 // that read them. They are read only, by contract: the blocks are shared with
 // the state and its branches, and statevet reports a write through them.
@@ -283,6 +461,40 @@ func (v *TransitionSnapshot) ReadInto(dst *Transition, from, to int) error {
 //state:view
 func (v *TransitionSnapshot) Spans(from, to int) (TransitionSpans, error) {
 	return _Transition_spans(_Transition_snap(v).Spans(from, to))
+}
+
+// ReadAsync queues on st the copies of rows [from, to) of the snapshot into
+// dst, reslicing each field of dst to the rows read and reusing its capacity
+// as ReadInto does, and returns without waiting for them. It records the
+// blocks it reads on st (RecordStream), so the snapshot may be released or
+// written at once. dst holds the rows once the work queued on st so far has
+// completed (st.Sync, or an event recorded on st after the call); until then
+// its fields must be neither read nor changed. Fields in memory from the
+// backend's HostAlloc make the copies truly asynchronous on CUDA. It needs a
+// backend with device.Streams (else an error wrapping errors.ErrUnsupported).
+// It returns state.ErrRange unless 0 <= from <= to <= Len(). Rows below
+// Oldest() left the window of 4096 rows and answer state.ErrExpired. A failed
+// ReadAsync leaves dst's fields as they were, though a copy it queued before
+// the failure may still land in their arrays.
+func (v *TransitionSnapshot) ReadAsync(st device.Stream, dst *Transition, from, to int) error {
+	snap := _Transition_snap(v)
+	if dst == nil || from < 0 || to < from || to > snap.Len() || from < to && from < snap.Oldest() {
+		return snap.ReadAsync(st, from, to, nil)
+	}
+	n := to - from
+	rows := *dst
+	rows.Obs = state.Resize(rows.Obs, n*4)
+	rows.Action = state.Resize(rows.Action, n)
+	rows.Reward = state.Resize(rows.Reward, n)
+	if err := snap.ReadAsync(st, from, to, [][]byte{
+		state.Bytes(rows.Obs),
+		state.Bytes(rows.Action),
+		state.Bytes(rows.Reward),
+	}); err != nil {
+		return err
+	}
+	*dst = rows
+	return nil
 }
 
 // RecordStream says that work queued on st (a kernel, an async copy) uses the

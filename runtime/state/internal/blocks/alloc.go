@@ -125,7 +125,9 @@ func (a *Allocator) TakeHot(c *Class, owner string) *Block {
 		}
 		return nil
 	}
-	b.Touch()
+	if want := fillUnknown << fillShift; b.flags.Load() != want { // touched, fill unknown
+		b.flags.Store(want)
+	}
 	atomic.StoreInt32(&b.rc, 1)
 	return b
 }
@@ -212,17 +214,17 @@ func (a *Allocator) Alloc(buf []*Block, c *Class, owner string, n int, zero bool
 }
 
 // handOut marks the blocks an allocation took as owner's, each with one
-// reference: not zeroed; untouched when a zeroed allocation (zero) took
-// it zeroed.
+// reference: not zeroed, its fill unknown; untouched when a zeroed
+// allocation (zero) took it zeroed.
 func handOut(out []*Block, owner string, zero bool) {
 	for _, b := range out {
 		// Written only when they change: an atomic store is a locked
 		// instruction, and a string's a write barrier while the
 		// collector runs; a block mostly goes back to its last owner.
 		f := b.flags.Load()
-		var want uint32
+		want := fillUnknown << fillShift
 		if zero && f&zeroedFlag != 0 {
-			want = untouchedFlag
+			want |= untouchedFlag
 		}
 		if f != want {
 			b.flags.Store(want)

@@ -41,6 +41,53 @@ const (
 	untouchedFlag
 )
 
+// The fill is the flags' upper bits: how many bytes from the block's
+// start its holders wrote (SetFill, ClaimFill), or fillUnknown. Every row
+// of every version that holds the block lies below its fill, so that a
+// holder that claims the bytes from the fill on may append there in place
+// while others hold the block too: no version reads them.
+const (
+	fillShift   = 2
+	fillUnknown = ^uint32(0) >> fillShift
+	flagBits    = 1<<fillShift - 1
+)
+
+// SetFill says the block's first n bytes hold what its holder wrote, and
+// no byte after them anything a version reads: its holder alone holds it
+// and has just written them. A block is handed out with its fill unknown.
+func (b *Block) SetFill(n int) {
+	v := fillUnknown
+	if n >= 0 && uint64(n) < uint64(fillUnknown) {
+		v = uint32(n)
+	}
+	for {
+		f := b.flags.Load()
+		nf := f&flagBits | v<<fillShift
+		if f == nf || b.flags.CompareAndSwap(f, nf) {
+			return
+		}
+	}
+}
+
+// ClaimFill moves the fill from `from` bytes to `to` when it is `from`,
+// and reports whether it did: the caller, one of the block's holders, may
+// then write bytes [from, to) in place, which no version holds. Of two
+// holders that claim the same bytes, one wins; the other copies.
+func (b *Block) ClaimFill(from, to int) bool {
+	if from < 0 || to < from || uint64(to) >= uint64(fillUnknown) {
+		return false
+	}
+	for {
+		f := b.flags.Load()
+		if f>>fillShift != uint32(from) {
+			return false
+		}
+		if b.flags.CompareAndSwap(f, f&flagBits|uint32(to)<<fillShift) {
+			return true
+		}
+	}
+}
+
 // Uses is the streams whose queued work may use a block (RecordStream and
 // the async paths of runtime/state): the fence it is freed behind. One
 // Uses is shared by the blocks recorded on the same streams and never
