@@ -736,3 +736,27 @@ func TestTierRollbackTarget(t *testing.T) {
 	}
 	checkInv(t, p)
 }
+
+// TestTierMergeDivergedFirst: a merge with a head in the tier answers
+// ErrDiverged before it brings the head back, as for an evicted head a
+// rebuild would, so that a call that fails anyway takes no memory.
+func TestTierMergeDivergedFirst(t *testing.T) {
+	p := tierPool(t, 6, 64<<10)
+	h := headOf(t, p, wide("Cache", Optional), "a")
+	c := must[*Head](t)(h.Branch()) // of the empty head: the two share no block
+	defer c.Release()
+	fill(t, h, 2, 2) // h diverged from c's branch point
+	fill(t, c, 1, 3)
+	m := headOf(t, p, wide("Session", Mandatory), "m")
+	fill(t, m, 4, 9) // the least recently used (h) goes to the tier
+	if h.tier == nil {
+		t.Fatal("the head is not in the tier")
+	}
+	in := p.Stats().TierIn
+	if err := h.Merge(c); !errors.Is(err, ErrDiverged) {
+		t.Fatalf("merge of diverged heads: %v, want ErrDiverged", err)
+	}
+	if p.Stats().TierIn != in || h.tier == nil {
+		t.Fatal("a merge that fails anyway brought the head back")
+	}
+}
