@@ -760,3 +760,49 @@ func TestTierMergeDivergedFirst(t *testing.T) {
 		t.Fatal("a merge that fails anyway brought the head back")
 	}
 }
+
+// reverseRank ranks the most recently used first: an Evictor of its own,
+// which the tier must follow as the pool does.
+type reverseRank struct{ seen [][]Victim }
+
+func (r *reverseRank) Rank(vs []Victim) {
+	r.seen = append(r.seen, slices.Clone(vs))
+	slices.SortFunc(vs, func(a, b Victim) int { return int(b.LastUse) - int(a.LastUse) })
+}
+
+// TestTierUsesTheEvictor: when the tier is full, PoolOptions.Evictor ranks
+// its states too, and the tier drops the one it ranks first.
+func TestTierUsesTheEvictor(t *testing.T) {
+	ev := &reverseRank{}
+	p := newPool(t, PoolOptions{BlockBytes: 256, MaxBytes: 6 * 256, HostTier: 1024, Evictor: ev})
+	opt := optionalHeads(t, p, 3) // 6 blocks: the pool is full
+	m := headOf(t, p, wide("Session", Mandatory), "m")
+	fill(t, m, 2, 1) // the most recently used, opt[2], goes to the tier
+	fill(t, m, 2, 3) // then opt[1]: the tier is full
+	if opt[2].tier == nil || opt[1].tier == nil {
+		t.Fatal("the Evictor's first choices are not in the tier")
+	}
+	fill(t, m, 2, 5) // opt[0] moves; the tier drops the one the Evictor ranks first
+	var tierRound []Victim
+	for _, vs := range ev.seen {
+		if len(vs) == 2 && (vs[0].Owner == "o1" || vs[0].Owner == "o2") { // the tier's two states
+			tierRound = vs
+		}
+	}
+	if tierRound == nil {
+		t.Fatalf("the Evictor never ranked the tier's states: %v", ev.seen)
+	}
+	// opt[2] was used after opt[1] (fill order), so reverseRank puts it
+	// first: the tier drops it, where least recently used first would
+	// have dropped opt[1].
+	if opt[2].tier != nil || opt[1].tier == nil || opt[0].tier == nil {
+		t.Fatalf("the tier dropped other than the Evictor's first: o2 in tier %v, o1 %v, o0 %v", opt[2].tier != nil, opt[1].tier != nil, opt[0].tier != nil)
+	}
+	if err := opt[2].Read(0, 1, [][]byte{make([]byte, 256)}); !errors.Is(err, ErrEvicted) {
+		t.Fatalf("the state the tier dropped: %v, want ErrEvicted", err)
+	}
+	if st := p.Stats(); st.TierDropped != 512 {
+		t.Fatalf("tier dropped %d bytes, want one state's 512", st.TierDropped)
+	}
+	checkInv(t, p)
+}
