@@ -19,7 +19,8 @@
 //     branches; Merge with merge=fastforward; Rollback with a rollback line;
 //     At and Plan with checkpoints, and VersionAt with checkpoints on
 //     append growth; Step and StepHost with a replay line (replay.go);
-//     NewTStateShared and AdoptPrefix with a share line.
+//     NewTStateShared and AdoptPrefix with a share line; Prefetch with
+//     optional retention.
 //   - TSnapshot, an immutable version (generated unless snapshot none), with
 //     Read, ReadRows, ReadInto, ReadRowsInto, ReadFields, ReadAsync,
 //     Spans, RecordStream, BlockTable, Len, Version and Release; Oldest

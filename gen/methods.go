@@ -72,6 +72,7 @@ func bounded(c *contract.Contract) bool  { return !c.Unbounded && c.Bound > 0 }
 func window(c *contract.Contract) bool   { return c.Window > 0 }
 func noWindow(c *contract.Contract) bool { return c.Window <= 0 }
 func shared(c *contract.Contract) bool   { return c.ShareKey != "" }
+func optional(c *contract.Contract) bool { return c.Retention == contract.RetentionOptional }
 
 // para makes a one-paragraph doc from a fixed sentence.
 func para(p string) func(*contract.Contract) []string {
@@ -123,6 +124,9 @@ var methodTable = []methodSpec{
 		"RecordStream says that work queued on st (a kernel, an async copy) uses the blocks the state holds now. When they are released, rolled back away or replaced by copy-on-write, the pool keeps them pending, neither reused nor zeroed for another owner, until an event recorded on st after that work completes; the caller never waits. It needs a backend with device.Streams."),
 		code: headStreamCall("RecordStream")},
 	{name: "BlockTable", recv: RecvHead, directive: "acquire", when: "always", doc: blockTableDoc, code: headTableCall},
+	{name: "Prefetch", recv: RecvHead, when: "retention optional", ok: optional, doc: para(
+		"Prefetch brings the state back to device memory from the pool's host tier (state.PoolOptions.HostTier), where the pool may have moved it under memory pressure, before a call needs it. It returns nil for a state in device memory, state.ErrReleased for a released or nil one, and an error when device memory has no room for it, which leaves it in the tier; a state the pool dropped answers state.ErrEvicted."),
+		code: headCall("Prefetch", jen.Error())},
 	{name: "Release", recv: RecvHead, directive: "release", when: "always", doc: releaseDoc, code: headCall("Release", jen.Error())},
 
 	{name: "Read", recv: RecvSnapshot, when: "snapshot immutable", ok: snapshot, doc: readDoc("snapshot"), code: (*model).snapReadCode},

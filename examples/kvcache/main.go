@@ -194,6 +194,9 @@ func run(w io.Writer, cfg config) (err error) {
 	if err := pressure(w, b); err != nil {
 		return err
 	}
+	if err := hostTier(w, b); err != nil {
+		return err
+	}
 
 	if err := s.Release(); err != nil {
 		return err

@@ -37,6 +37,8 @@ func TestRun(t *testing.T) {
 		"evicted prefix-0 answers state.ErrEvicted on Read, and its Release succeeds",
 		"mandatory session's 32 rows read back intact; pool stats: 96.0 KiB evicted",
 		"every state released: Trim gives 192.5 KiB back to the device, 0 B stays reserved",
+		"host tier: 12 prompts of 16 rows, device memory for 4, each visited 3 times in turn",
+		"prompt rows recomputed: 576 without a host tier, 0 with one",
 		"the pool holds 0 live handles",
 	} {
 		if !strings.Contains(out.String(), want) {

@@ -330,6 +330,17 @@ func (h *Head) BlockTable() (*BlockTable, error) {
 		defer h.pool.closeMu.RUnlock()
 		h.mu.Lock()
 		defer h.mu.Unlock()
+		if h.evicted && !h.released {
+			// Evicted, or in the host tier: a call rebuilds it or
+			// brings it back (or answers why not), and the tables
+			// follow the blocks it comes back to.
+			if err := h.prepareLocked(call{op: "BlockTable"}); err != nil {
+				t.mu.Lock()
+				t.err = fmt.Errorf("state: block table: %w", err)
+				t.mu.Unlock()
+				return
+			}
+		}
 		if !h.released && h.r != nil {
 			t.sync(h.r, 0)
 		}
@@ -337,6 +348,17 @@ func (h *Head) BlockTable() (*BlockTable, error) {
 	h.tables.list = append(h.tables.list, t)
 	h.parts |= partTables
 	return t, nil
+}
+
+// tablesGone says to h's tables that the blocks they stand for were freed
+// (evicted, or moved to the host tier): Column answers err until a call
+// brings the head back, or its refresh does. h.mu is held.
+func (h *Head) tablesGone(err error) {
+	for _, t := range h.tables.list {
+		t.mu.Lock()
+		t.err = err
+		t.mu.Unlock()
+	}
 }
 
 // changed brings h's tables up to date with its new root, from the first

@@ -2,6 +2,7 @@ package state
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"time"
 
@@ -105,13 +106,15 @@ func (p *Pool) evictRound(r Retention, c *sizeClass, want int, deviceFull bool, 
 		if len(busy) > 0 && p.usesAny(hs[v.ID-1], busy) {
 			continue // queued work still uses its blocks (awaitVictimWork)
 		}
-		n, ok := hs[v.ID-1].evict()
+		n, moved, ok := p.evictOne(hs[v.ID-1])
 		if !ok {
 			continue
 		}
 		progress = true
-		p.evictedBytes.Add(n)
-		p.evictions.Add(1)
+		if !moved {
+			p.evictedBytes.Add(n)
+			p.evictions.Add(1)
+		}
 		short := p.shortfall(c, want, deviceFull)
 		if short > 0 && p.mem.Stats().Pending > base {
 			// The blocks eviction freed behind a fence make room only
@@ -128,6 +131,23 @@ func (p *Pool) evictRound(r Retention, c *sizeClass, want int, deviceFull bool, 
 		}
 	}
 	return false, progress
+}
+
+// evictOne takes victim e's device blocks: to the host tier where the pool
+// has one and it takes e (moved), else dropped. A move that failed drops
+// nothing: e stays as it was, and the round goes on to the next victim.
+func (p *Pool) evictOne(e evictable) (n int64, moved, ok bool) {
+	if m, isMover := e.(tierMover); isMover && p.tier != nil {
+		n, moved, err := m.moveOut()
+		if moved {
+			return n, true, true
+		}
+		if err != nil {
+			return 0, false, false
+		}
+	}
+	n, ok = e.evict()
+	return n, false, ok
 }
 
 // shortfall returns the bytes an allocation of want blocks of class c
@@ -283,6 +303,7 @@ func (h *Head) evictableLocked() bool {
 // evictableLocked said yes.
 func (h *Head) evictLocked() int64 {
 	optional := h.l.Retention == Optional
+	h.tablesGone(errEvictedTable)
 	var freed []*block
 	h.r.release(&freed)
 	h.r = nil
@@ -297,6 +318,10 @@ func (h *Head) evictLocked() int64 {
 	h.logical = 0
 	return blockBytes(freed)
 }
+
+// errEvictedTable is what a table of an evicted head holds until the head
+// is rebuilt: a kernel given its entries would read blocks eviction freed.
+var errEvictedTable = fmt.Errorf("state: block table: the head was evicted: %w", ErrEvicted)
 
 // rebuild gives an evicted reconstructable head its version back from its
 // checkpoint and deltas. h.mu is held.
@@ -364,19 +389,6 @@ func (s *Snap) evict() (int64, bool) {
 	s.pool.logical.Add(-s.logical)
 	s.logical = 0
 	return blockBytes(freed), true
-}
-
-// prepare rebuilds an evicted reconstructable head (or fails the call
-// with ErrEvicted or ErrNotRetained), then stamps the pool's use clock for
-// the Evictor.
-func (lp *lruPart) prepare(h *Head, c call) error {
-	if h.evicted {
-		if err := h.rebuild(c.op); err != nil {
-			return err
-		}
-	}
-	h.pool.touch(&lp.lastUse)
-	return nil
 }
 
 // exclusiveLister is a victim that lists the blocks evicting it would free

@@ -370,3 +370,21 @@ func TestEvictWhileReading(t *testing.T) {
 	}
 	check(t, m.Release())
 }
+
+// TestEvictedTableSaysSo: an evicted head's block table answers
+// ErrEvicted from Column rather than hand a kernel the blocks eviction
+// freed, which the next allocation may give another state.
+func TestEvictedTableSaysSo(t *testing.T) {
+	p := smallPool(t, 4, nil)
+	h := must[*Head](t)(p.NewHead(wide("Cache", Optional), "a"))
+	defer h.Release()
+	fill(t, h, 2, 1)
+	tb := must[*BlockTable](t)(h.BlockTable())
+	defer tb.Release()
+	m := must[*Head](t)(p.NewHead(wide("Session", Mandatory), "m"))
+	defer m.Release()
+	fill(t, m, 3, 9) // evicts h
+	if _, err := tb.Column(0); !errors.Is(err, ErrEvicted) {
+		t.Fatalf("Column of an evicted head's table: %v, want ErrEvicted", err)
+	}
+}

@@ -83,7 +83,11 @@ func (s *Snap) Stats() Stats {
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return s.stats(s.r, s.pos.v)
+	st := s.stats(s.r, s.pos.v)
+	if s.tier != nil {
+		st.Rows, st.LogicalBytes = s.tier.rows, s.logical
+	}
+	return st
 }
 
 // Len returns the number of members.

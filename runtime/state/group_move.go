@@ -31,6 +31,11 @@ func (g *Group) Rollback(to *GroupSnap) error {
 	}
 	defer g.end(g.order, nil)
 	for _, s := range to.snaps {
+		if err := s.back("Rollback"); err != nil {
+			return err
+		}
+	}
+	for _, s := range to.snaps {
 		s.mu.RLock()
 		defer s.mu.RUnlock()
 	}

@@ -23,6 +23,9 @@ type Head struct {
 	released bool
 	evicted  bool // its blocks were taken under memory pressure
 	lost     bool // evicted by a failed step's restore: rebuilt whatever its retention
+	// tier is the head's version in the host tier (tier.go), where the
+	// pool moved it instead of dropping it; the head is evicted meanwhile.
+	tier *tierImage
 	// deviceRows: the last call made rows a kernel writes (AppendDevice,
 	// WriteDevice, AppendAsync); the spans are the caller's until the
 	// next call, so a group's cut skips the head until then.
@@ -48,11 +51,12 @@ type Head struct {
 	group atomic.Pointer[Group] // the group that holds it as a member (group.go); nil when none
 }
 
-// evictedForGood reports whether h was evicted and no call rebuilds it:
-// its retention is optional and no failed step lost it, or it keeps no
-// history. h.mu is held.
+// evictedForGood reports whether h was evicted and no call rebuilds it or
+// brings it back: it is not in the host tier, and its retention is
+// optional and no failed step lost it, or it keeps no history. h.mu is
+// held.
 func (h *Head) evictedForGood() bool {
-	return h.evicted && ((h.l.Retention != Reconstructable && !h.lost) || h.hist == nil)
+	return h.evicted && h.tier == nil && ((h.l.Retention != Reconstructable && !h.lost) || h.hist == nil)
 }
 
 // part is a feature of a head with state of its own. Its hooks run with
@@ -215,6 +219,7 @@ type Snap struct {
 	mu       sync.RWMutex // read-held by reads, write-held by Release
 	released bool
 	evicted  bool          // its blocks were taken under memory pressure
+	tier     *tierImage    // its version in the host tier, when evicted there (tier.go)
 	lastUse  atomic.Uint64 // the pool's use clock at its last call
 
 	tmu     sync.Mutex    // guards tables
@@ -272,8 +277,11 @@ func (ss *streamSet) get() []device.Stream {
 // the streams recorded on the head are done with it. Take Ptr from Column
 // for each launch. When the device fails to bring the table up to date,
 // Column reports it until a later call on the head, or Column itself,
-// rebuilds it. Release it when done; releasing its head or snapshot
-// releases it too.
+// rebuilds it. When the head is evicted or moved to the host tier, its
+// blocks are freed: Column rebuilds it or brings it back first, and
+// answers the error (ErrEvicted for a head the pool dropped) when it
+// cannot. Release it when done; releasing its head or snapshot releases
+// it too.
 type BlockTable struct {
 	pool *Pool
 	// streams returns the streams recorded on the table's handle: frees of

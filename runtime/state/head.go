@@ -181,7 +181,8 @@ func (h *Head) releaseParts(freed []*block) []*block {
 	return freed
 }
 
-// Len returns the number of rows (0 once released, or evicted unless reconstructable): for a window state,
+// Len returns the number of rows (0 once released, or evicted unless
+// reconstructable or in the host tier): for a window state,
 // every row ever appended, of which rows [Oldest(), Len()) are readable.
 func (h *Head) Len() int {
 	if h == nil || h.pool.isClosed() {
@@ -190,6 +191,9 @@ func (h *Head) Len() int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.r == nil {
+		if h.tier != nil {
+			return h.tier.rows
+		}
 		if h.evicted && h.hist != nil {
 			if t := h.hist.find(h.pos.v); t >= 0 {
 				return h.hist.entries[t].rows

@@ -79,6 +79,9 @@ func (h *Head) Stats() Stats {
 		return Stats{Version: h.pos.v}
 	}
 	st := h.stats(h.r, h.pos.v)
+	if h.tier != nil {
+		st.Rows, st.LogicalBytes = h.tier.rows, h.logical // from the image: nothing comes back
+	}
 	if h.hist != nil {
 		st.Checkpoints = len(h.hist.roots())
 		for _, b := range h.hist.deltaBlocks() {
@@ -262,6 +265,9 @@ func (h *Head) Rollback(to *Snap) error {
 		return err
 	}
 	defer h.end()
+	if err := to.back("Rollback"); err != nil {
+		return err
+	}
 	to.mu.RLock()
 	defer to.mu.RUnlock()
 	h.lin.mu.Lock()
@@ -418,6 +424,8 @@ func (h *Head) release() error {
 		h.r.release(freed)
 	}
 	h.r = nil
+	h.pool.tierRelease(h.tier)
+	h.tier = nil
 	h.pool.freeList(freed)
 	h.pool.unregister(h, h.logical)
 	h.logical = 0

@@ -179,6 +179,14 @@ func (m *interaction) expect(err, want error) bool {
 		m.counts[m.op+": evicted"]++
 		return false
 	}
+	if faultErr(err) && want != nil && !errors.Is(want, state.ErrNoMemory) && m.pool.Stats().TierBytes > 0 {
+		// A state in the host tier whose return failed (no room, a
+		// fault): the call answers that before its own checks, as a
+		// rebuild's does.
+		m.faulted, m.lastErr = true, err
+		m.counts[m.op+": no room to return from the host tier"]++
+		return false
+	}
 	if want == nil && faultErr(err) {
 		m.faulted, m.lastErr = true, err
 		m.counts[m.op+": fault"]++
@@ -597,12 +605,14 @@ func TestInteractionModel(t *testing.T) {
 	// wanted, looked like room, and the call then failed; 381, a
 	// reconstruction that evicted for one delta's block and failed for a
 	// later one's; 455, a RecordStream on an invalidated head that failed
-	// its stream's check first.
-	seeds := []uint64{1, 2, 3, 4, 151, 381, 455}
+	// its stream's check first. Seeds from tierSeeds on run with a host
+	// tier (newInteraction): optional state moves there and back, and
+	// every check holds as without it.
+	seeds := []uint64{1, 2, 3, 4, 151, 381, 455, tierSeeds + 1, tierSeeds + 5}
 	if n, ok := statetest.Seed(); ok {
 		seeds = []uint64{n}
 	} else if testing.Short() {
-		seeds = seeds[:2]
+		seeds = []uint64{1, 2, tierSeeds + 1}
 	}
 	for _, seed := range seeds {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) { runInteraction(t, seed, steps) })
@@ -620,11 +630,20 @@ func FuzzInteractionModel(f *testing.F) {
 	})
 }
 
+// tierSeeds is the first seed whose pool has a host tier, of a size that
+// fills: the tier takes optional state, brings it back, and drops its own.
+const tierSeeds = 1000
+
 func newInteraction(t testing.TB, seed uint64) *interaction {
 	be := newInteractionBackend()
 	opt := state.PoolOptions{BlockBytes: 256, MaxBytes: 96 << 10}
 	if seed%2 == 0 {
 		opt = state.PoolOptions{MaxBytes: 1 << 20}
+	}
+	if seed >= tierSeeds {
+		// A cap that eviction meets, and a tier that fills in its turn.
+		opt.MaxBytes /= 8
+		opt.HostTier = opt.MaxBytes / 6
 	}
 	p, err := state.NewPool(be, opt)
 	if err != nil {

@@ -285,6 +285,21 @@ func (m *interaction) tableKernel() {
 		x.tables = append(x.tables, t)
 	}
 	tc, err := x.tables[0].Column(0)
+	if err != nil && faultErr(err) && m.pool.Stats().TierBytes > 0 {
+		m.counts["kernel reads a table: the head's return from the host tier failed"]++
+		return // Column brings the head back first, and that found no room
+	}
+	if errors.Is(err, state.ErrEvicted) && x.lin.layout.Retention == state.Optional {
+		// Evicted since the last verify: the table says so rather than
+		// hand out the blocks eviction freed.
+		x.evicted = true
+		m.counts["kernel reads a table: evicted"]++
+		return
+	}
+	if err != nil && (faultErr(err) || errors.Is(err, state.ErrNotRetained)) && x.lin.layout.Retention == state.Reconstructable {
+		m.counts["kernel reads a table: its rebuild failed"]++
+		return // Column rebuilds an evicted head first, and that failed
+	}
 	if err != nil {
 		m.fail("failed block-table update not reported by the write that caused it", "%v", err)
 	}

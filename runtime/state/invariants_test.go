@@ -40,10 +40,18 @@ func checkInvariants(p *Pool) error {
 	}
 	var histBlocks []*block
 	var shapes = map[*root]shape{}
+	var tierBytes int64 // the bytes of the live handles' images in the host tier
 	for h := range p.live {
 		switch x := h.(type) {
 		case *Head:
 			x.mu.Lock()
+			if x.tier != nil {
+				if x.r != nil || !x.evicted {
+					x.mu.Unlock()
+					return fmt.Errorf("%s: in the host tier and in device memory at once", x.describe())
+				}
+				tierBytes += x.tier.bytes
+			}
 			if x.r != nil {
 				rootRefs[x.r]++
 				shapes[x.r] = x.shape
@@ -69,6 +77,12 @@ func checkInvariants(p *Pool) error {
 			}
 			x.mu.Unlock()
 		case *Snap:
+			if x.tier != nil {
+				if x.r != nil || !x.evicted {
+					return fmt.Errorf("%s: in the host tier and in device memory at once", x.describe())
+				}
+				tierBytes += x.tier.bytes
+			}
 			if x.r != nil {
 				rootRefs[x.r]++
 				shapes[x.r] = x.shape
@@ -165,6 +179,16 @@ func checkInvariants(p *Pool) error {
 	}
 	if err := p.mem.Check(blockRefs); err != nil {
 		return err
+	}
+	for _, x := range p.tierPx.list() {
+		tierBytes += x.img.bytes
+	}
+	if p.tier != nil {
+		if err := p.tier.check(tierBytes); err != nil {
+			return err
+		}
+	} else if tierBytes != 0 {
+		return fmt.Errorf("handles hold %d bytes in the host tier of a pool without one", tierBytes)
 	}
 	var logical int64
 	for h := range p.live {

@@ -50,6 +50,12 @@ type PoolOptions struct {
 	// freed behind a fence. Zero means one second, a negative value never
 	// waits.
 	PendingWait time.Duration
+	// HostTier is the bytes of host memory the pool may keep optional
+	// state in when device memory is short (docs/GUIDE.md, "The host
+	// tier"): where the pool would evict an optional head, snapshot or
+	// group, it moves it there, and its next use brings it back with the
+	// same rows and version. Zero, the default, turns the tier off.
+	HostTier int64
 }
 
 // defaultPendingWait is PoolOptions.PendingWait's default.
@@ -92,12 +98,21 @@ type PoolStats struct {
 	// count as those do).
 	HistoryBytes int64
 	// EvictedBytes and RebuiltBytes are totals since the pool was made:
-	// the bytes of the blocks eviction freed, and of the blocks rebuilding
-	// reconstructable state took.
+	// the bytes of the blocks eviction dropped (from device memory, or
+	// from the host tier: state moved to the tier is not counted until
+	// the tier drops it), and of the blocks rebuilding reconstructable
+	// state took.
 	EvictedBytes, RebuiltBytes int64
 	// Evictions counts the evictions since the pool was made: heads,
-	// snapshots and cached prefix blocks the Evictor's ranking took.
+	// snapshots and cached prefix blocks the Evictor's ranking dropped
+	// (a move to the host tier is none).
 	Evictions int64
+	// TierBytes is the bytes of state blocks the host tier holds
+	// (PoolOptions.HostTier), counted as PhysicalBytes counts device
+	// blocks. TierOut and TierIn are the bytes moved to the tier and back,
+	// TierDropped the bytes the tier dropped to make room: totals since
+	// the pool was made.
+	TierBytes, TierOut, TierIn, TierDropped int64
 	// AdoptCalls counts the AdoptPrefix calls that looked a prefix up
 	// (those that failed aside), AdoptHits those that adopted rows, and
 	// AdoptedRows the rows they adopted: totals since the pool was made.
@@ -163,8 +178,10 @@ type Pool struct {
 	history atomic.Int64 // bytes of delta blocks held by histories
 	calib   calibration
 
-	cache  prefixCache // shared prefix blocks (NewSharedHead)
-	groups groupCache  // registered group states (NewSharedGroup)
+	tier   *hostTier    // the host tier (tier.go); nil without PoolOptions.HostTier
+	tierPx tierPrefixes // cached prefix blocks in the host tier (share.go)
+	cache  prefixCache  // shared prefix blocks (NewSharedHead)
+	groups groupCache   // registered group states (NewSharedGroup)
 
 	evictor      Evictor
 	pendingWait  time.Duration // PoolOptions.PendingWait, defaulted
@@ -204,6 +221,9 @@ func NewPool(b device.Backend, opt PoolOptions) (*Pool, error) {
 	if opt.BlockBytes < 0 || opt.MaxBytes < 0 {
 		return nil, fmt.Errorf("state: NewPool with block bytes %d and max bytes %d: neither may be negative", opt.BlockBytes, opt.MaxBytes)
 	}
+	if opt.HostTier < 0 {
+		return nil, fmt.Errorf("state: NewPool with host tier %d: it may not be negative", opt.HostTier)
+	}
 	bb := opt.BlockBytes
 	if bb == 0 {
 		bb = DefaultBlockBytes
@@ -236,6 +256,9 @@ func NewPool(b device.Backend, opt PoolOptions) (*Pool, error) {
 	// them by those times once there are a few (estimate.go).
 	p.mem = blocks.New(b, blocks.Options{MaxBytes: opt.MaxBytes, NoMemory: ErrNoMemory, Now: p.calibNow})
 	p.own = p.mem.Class(bb)
+	if opt.HostTier > 0 {
+		p.tier = newHostTier(b, opt.HostTier)
+	}
 	return p, nil
 }
 

@@ -34,6 +34,10 @@ func (p *Pool) Stats() PoolStats {
 	}
 	closed := p.closed
 	p.mu.Unlock()
+	if p.tier != nil {
+		st.TierBytes = p.tier.usedBytes()
+		st.TierOut, st.TierIn, st.TierDropped = p.tier.out.Load(), p.tier.in.Load(), p.tier.dropped.Load()
+	}
 	st.CachedBytes = p.cache.cachedBytes() + p.groups.cachedBytes()
 	if !closed {
 		if free, total, err := p.b.MemInfo(); err == nil {
@@ -96,6 +100,12 @@ func (p *Pool) Close() error {
 	p.mu.Unlock()
 	if err := p.mem.Close("pool close"); err != nil {
 		errs = append(errs, err)
+	}
+	if p.tier != nil {
+		p.tierPx.forget("", true)
+		if err := p.tier.close(); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	p.logical.Store(0)
 	p.history.Store(0)

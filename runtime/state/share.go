@@ -177,6 +177,9 @@ func (h *Head) AdoptPrefix(keys []byte) (int, error) {
 	}
 	h.pool.cache.pollWaiting(s.tab, h)
 	chain := h.pool.cache.adopt(s.tab, keys, per*s.ks, n)
+	if len(chain) < n && h.pool.tier != nil && h.pool.tierPx.has(s.tab.key) {
+		chain = h.adoptFromTier(s.tab, keys, per*s.ks, n, chain)
+	}
 	h.pool.adopted(len(chain) * per)
 	if len(chain) == 0 {
 		return 0, nil
@@ -195,6 +198,47 @@ func (h *Head) AdoptPrefix(keys []byte) (int, error) {
 	s.reg, s.last, s.tail, s.known = len(chain), chain[len(chain)-1], s.tail[:0], r.rows
 	h.committed(written{to: r.rows})
 	return r.rows, nil
+}
+
+// adoptFromTier goes on with chain, the entries adopt found, with the
+// blocks of the host tier that follow it: each comes back to device
+// memory, is cached again as the entries after chain's last, and is the
+// caller's as adopt's are. It stops at the first block the tier does not
+// hold or cannot bring back (the caller computes the rest). h.mu is held,
+// no cache lock.
+func (h *Head) adoptFromTier(t *prefixTable, keys []byte, blockKeys, n int, chain []*prefixEntry) []*prefixEntry {
+	p := h.pool
+	for i := len(chain); i < n; i++ {
+		x := p.tierPx.take(t.key, keys[:(i+1)*blockKeys])
+		if x == nil {
+			break
+		}
+		blks, err := p.tierBlocks(&h.shape, x)
+		if err != nil {
+			p.tierPx.add(x) // it stays in the tier
+			break
+		}
+		var parent *prefixEntry
+		if i > 0 {
+			parent = chain[i-1]
+		}
+		e := p.cache.register(t, parent, x.key, keys[i*blockKeys:(i+1)*blockKeys], blockKeys, [][]*block{blks}, x.owner)
+		if e == nil || e.gone || len(e.blks) != len(blks) || e.blks[0] != blks[0] {
+			// Cached again meanwhile, or its chain forgotten: the tier's
+			// copy goes, and so do the blocks it came back to.
+			var back []*block
+			for _, b := range blks {
+				releaseBlock(b, &back)
+			}
+			p.free(back)
+			p.tier.free(x.img)
+			break
+		}
+		p.tier.free(x.img)
+		p.tier.in.Add(x.img.bytes)
+		chain = append(chain, e)
+	}
+	return chain
 }
 
 // adopt returns the longest chain of at most n entries of t whose keys are
@@ -510,6 +554,7 @@ func (p *Pool) ForgetPrefixes(d Domain) int64 {
 		releaseBlock(b, &freed) // the cache's references, given up unlocked
 	}
 	freed = append(freed, p.groups.forget(d)...) // registered group states (group_share.go)
+	p.tierForget(d, false)                       // and the domain's blocks in the host tier
 	p.free(freed)
 	return blockBytes(freed)
 }

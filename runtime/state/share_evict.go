@@ -1,6 +1,10 @@
 package state
 
-import "github.com/gpustate/gpustate/runtime/state/internal/blocks"
+import (
+	"slices"
+
+	"github.com/gpustate/gpustate/runtime/state/internal/blocks"
+)
 
 // Eviction of cached prefix blocks, in O(1) whatever the size of the
 // cache, as a paged KV cache's free-block queue works.
@@ -120,6 +124,56 @@ func (x *cachedEntry) exclusiveBlocks(f func(*block)) {
 			f(b)
 		}
 	}
+}
+
+// moveOut moves the entry's blocks to the host tier (tierMover), when it
+// is still the free leaf it was listed as and the cache alone holds its
+// blocks: the entry leaves the cache as drop takes it, and a record of its
+// chain's keys finds its blocks in the tier for a later AdoptPrefix. The
+// copy runs under the cache's lock, so that no head adopts the entry
+// meanwhile.
+func (x *cachedEntry) moveOut() (int64, bool, error) {
+	p := x.p
+	if p.tier == nil {
+		return 0, false, nil
+	}
+	c := &p.cache
+	c.mu.Lock()
+	e := x.e
+	if e.gone || !e.listed || e.kids != 0 || e.used != x.used {
+		c.mu.Unlock()
+		return 0, false, nil // drop's choice (evict) takes it from here
+	}
+	for _, b := range e.blks {
+		if b.Refs() != 1 {
+			c.mu.Unlock()
+			return 0, false, nil
+		}
+	}
+	var keys [][]byte
+	for a := e; a != nil; a = a.parent {
+		keys = append(keys, a.keys)
+	}
+	slices.Reverse(keys)
+	img := &tierImage{owner: e.owner, rows: 0, cols: make([]tierCol, len(e.blks))}
+	for i := range img.cols {
+		img.cols[i] = tierCol{lo: 0, n: 1}
+	}
+	img, moved, err := p.tierSave(img, e.blks, nil)
+	if !moved {
+		c.mu.Unlock()
+		return 0, false, err
+	}
+	p.tierPx.add(&tierPrefix{tk: e.tab.key, chain: string(slices.Concat(keys...)), key: e.key, owner: e.owner, used: e.used, img: img})
+	c.removeLocked(e)
+	c.mu.Unlock()
+	var freed []*block
+	for _, b := range e.blks {
+		releaseBlock(b, &freed)
+	}
+	p.free(freed)
+	p.tier.out.Add(img.bytes)
+	return blockBytes(freed), true, nil
 }
 
 func (x *cachedEntry) evict() (int64, bool) {

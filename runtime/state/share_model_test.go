@@ -26,9 +26,13 @@ type shareSession struct {
 	snapTokens []int32
 }
 
+// shareTierSeeds is the first seed of the sharing model whose capped pool
+// has a host tier.
+const shareTierSeeds = 100
+
 func TestShareModel(t *testing.T) {
 	steps := modelSteps(t, 1000)
-	for _, seed := range statetest.Seeds(0, 1, 2, 3, 4, 5) {
+	for _, seed := range statetest.Seeds(0, 1, 2, 3, 4, 5, shareTierSeeds+2) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			capped := seed%3 == 2
 			adopted, evicted := runShareModel(t, seed, steps, capped)
@@ -67,6 +71,11 @@ func runShareModel(t *testing.T, seed uint64, steps int, capped bool) (adopted i
 		// A cap the live sessions fit under but not every cached block:
 		// eviction of cached blocks runs between adoptions.
 		opt.BlockBytes, opt.MaxBytes = 256, 32<<10
+		if seed >= shareTierSeeds {
+			// A host tier that holds part of what the cap pushes out:
+			// cached blocks move there, come back on adoption, and go.
+			opt.HostTier = 16 << 10
+		}
 	}
 	on := newPool(t, opt)
 	off := newPool(t, PoolOptions{BlockBytes: opt.BlockBytes}) // the same blocks, no cap
@@ -190,6 +199,9 @@ func runShareModel(t *testing.T, seed uint64, steps int, capped bool) (adopted i
 			check(t, s.snapOn.Release())
 			check(t, s.snapOff.Release())
 		}
+	}
+	if st := on.Stats(); capped && seed >= shareTierSeeds && (st.TierOut == 0 || st.TierIn == 0) {
+		t.Fatalf("seed %d: the host tier took %d bytes and gave back %d: the model tested no tier", seed, st.TierOut, st.TierIn)
 	}
 	return adopted, on.Stats().EvictedBytes
 }

@@ -23,6 +23,16 @@ func (s *Snap) begin(op string) error {
 		return s.errorf(op, "%w", err)
 	}
 	s.mu.RLock()
+	for s.tier != nil && !s.released && !s.invalid.Load() {
+		// In the host tier: bring it back under the write lock, then
+		// read as any call does.
+		s.mu.RUnlock()
+		if err := s.back(op); err != nil {
+			s.pool.leave()
+			return err
+		}
+		s.mu.RLock()
+	}
 	if s.released {
 		s.end()
 		return s.errorf(op, "snapshot: %w", ErrReleased)
@@ -36,6 +46,28 @@ func (s *Snap) begin(op string) error {
 		return s.errorf(op, "snapshot: %w", ErrEvicted)
 	}
 	s.pool.touch(&s.lastUse)
+	return nil
+}
+
+// back brings s back from the host tier, if it is there, under its write
+// lock. The caller holds the pool open and not s's lock.
+func (s *Snap) back(op string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.tier == nil || s.released || s.invalid.Load() {
+		return nil // the caller answers for a released or invalidated one
+	}
+	return s.bringBackLocked(op)
+}
+
+// bringBackLocked gives s its version back from the tier. s.mu is
+// write-held.
+func (s *Snap) bringBackLocked(op string) error {
+	r, err := s.pool.tierBack(&s.shape, s.tier)
+	if err != nil {
+		return s.errorf(op, "bringing snapshot %d back from the host tier: %w", s.pos.v, err)
+	}
+	s.r, s.evicted, s.tier = r, false, nil
 	return nil
 }
 
@@ -84,6 +116,9 @@ func (s *Snap) Len() int {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.r == nil {
+		if s.tier != nil {
+			return s.tier.rows
+		}
 		return 0
 	}
 	return s.r.rows
@@ -128,6 +163,8 @@ func (s *Snap) Release() error {
 		s.r.release(freed)
 	}
 	s.r = nil
+	s.pool.tierRelease(s.tier)
+	s.tier = nil
 	s.pool.freeList(freed)
 	s.pool.unregister(s, s.logical)
 	return nil

@@ -30,6 +30,9 @@ func (h *Head) Oldest() int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.r == nil {
+		if h.tier != nil {
+			return h.floor(h.tier.rows)
+		}
 		return 0
 	}
 	return h.floor(h.r.rows)
@@ -51,6 +54,9 @@ func (s *Snap) Oldest() int {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.r == nil {
+		if s.tier != nil {
+			return s.floor(s.tier.rows)
+		}
 		return 0
 	}
 	return s.floor(s.r.rows)

@@ -25,6 +25,10 @@
 //	gpustate_pool_prefix_lookups_total     counter  PoolStats.AdoptCalls
 //	gpustate_pool_prefix_hits_total        counter  PoolStats.AdoptHits
 //	gpustate_pool_prefix_adopted_rows_total counter PoolStats.AdoptedRows
+//	gpustate_pool_tier_bytes               gauge    PoolStats.TierBytes
+//	gpustate_pool_tier_out_bytes_total     counter  PoolStats.TierOut
+//	gpustate_pool_tier_in_bytes_total      counter  PoolStats.TierIn
+//	gpustate_pool_tier_dropped_bytes_total counter  PoolStats.TierDropped
 //
 // The prefix hit rate is rate(gpustate_pool_prefix_hits_total) /
 // rate(gpustate_pool_prefix_lookups_total); the share of the pool's
@@ -59,11 +63,11 @@ var metrics = []metric{
 		func(s *state.PoolStats) float64 { return float64(s.HistoryBytes) }},
 	{"live_handles", "Live heads and snapshots.", prometheus.GaugeValue,
 		func(s *state.PoolStats) float64 { return float64(s.Live) }},
-	{"evicted_bytes_total", "Bytes of the blocks eviction freed.", prometheus.CounterValue,
+	{"evicted_bytes_total", "Bytes of the blocks eviction dropped, from device memory or the host tier.", prometheus.CounterValue,
 		func(s *state.PoolStats) float64 { return float64(s.EvictedBytes) }},
 	{"rebuilt_bytes_total", "Bytes of the blocks rebuilding reconstructable state took.", prometheus.CounterValue,
 		func(s *state.PoolStats) float64 { return float64(s.RebuiltBytes) }},
-	{"evictions_total", "Heads, snapshots and cached prefix blocks evicted.", prometheus.CounterValue,
+	{"evictions_total", "Heads, snapshots and cached prefix blocks evicted and dropped.", prometheus.CounterValue,
 		func(s *state.PoolStats) float64 { return float64(s.Evictions) }},
 	{"prefix_lookups_total", "AdoptPrefix calls that looked a prefix up.", prometheus.CounterValue,
 		func(s *state.PoolStats) float64 { return float64(s.AdoptCalls) }},
@@ -71,6 +75,14 @@ var metrics = []metric{
 		func(s *state.PoolStats) float64 { return float64(s.AdoptHits) }},
 	{"prefix_adopted_rows_total", "Rows adopted from the prefix cache instead of computed.", prometheus.CounterValue,
 		func(s *state.PoolStats) float64 { return float64(s.AdoptedRows) }},
+	{"tier_bytes", "Bytes of state blocks the host tier holds.", prometheus.GaugeValue,
+		func(s *state.PoolStats) float64 { return float64(s.TierBytes) }},
+	{"tier_out_bytes_total", "Bytes moved from device memory to the host tier.", prometheus.CounterValue,
+		func(s *state.PoolStats) float64 { return float64(s.TierOut) }},
+	{"tier_in_bytes_total", "Bytes brought back from the host tier to device memory.", prometheus.CounterValue,
+		func(s *state.PoolStats) float64 { return float64(s.TierIn) }},
+	{"tier_dropped_bytes_total", "Bytes the host tier dropped to make room.", prometheus.CounterValue,
+		func(s *state.PoolStats) float64 { return float64(s.TierDropped) }},
 }
 
 // Collector is a prometheus.Collector of one pool's figures.

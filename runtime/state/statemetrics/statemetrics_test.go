@@ -106,14 +106,14 @@ func TestScrape(t *testing.T) {
 	counter("prefix_lookups_total", "AdoptPrefix calls that looked a prefix up.", 2)
 	counter("prefix_hits_total", "AdoptPrefix calls that adopted cached rows.", 1)
 	counter("prefix_adopted_rows_total", "Rows adopted from the prefix cache instead of computed.", 8)
-	counter("evictions_total", "Heads, snapshots and cached prefix blocks evicted.", 0)
+	counter("evictions_total", "Heads, snapshots and cached prefix blocks evicted and dropped.", 0)
 	names := []string{"gpustate_pool_live_handles", "gpustate_pool_logical_bytes", "gpustate_pool_physical_bytes", "gpustate_pool_reserved_bytes",
 		"gpustate_pool_prefix_lookups_total", "gpustate_pool_prefix_hits_total", "gpustate_pool_prefix_adopted_rows_total", "gpustate_pool_evictions_total"}
 	if err := testutil.ScrapeAndCompare(srv.URL, &want, names...); err != nil {
 		t.Error(err)
 	}
-	if n, err := testutil.GatherAndCount(reg); err != nil || n != 13 {
-		t.Errorf("%d metrics gathered (%v), want 13", n, err)
+	if n, err := testutil.GatherAndCount(reg); err != nil || n != 17 {
+		t.Errorf("%d metrics gathered (%v), want 17", n, err)
 	}
 	problems, err := testutil.GatherAndLint(reg)
 	if err != nil {
@@ -143,14 +143,59 @@ func TestEvictions(t *testing.T) {
 	check(t, err)
 	check(t, m.Append(row)) // takes the least recently used optional head's block
 	c := statemetrics.NewCollector(p, "small")
-	want := `# HELP gpustate_pool_evictions_total Heads, snapshots and cached prefix blocks evicted.
+	want := `# HELP gpustate_pool_evictions_total Heads, snapshots and cached prefix blocks evicted and dropped.
 # TYPE gpustate_pool_evictions_total counter
 gpustate_pool_evictions_total{pool="small"} 1
-# HELP gpustate_pool_evicted_bytes_total Bytes of the blocks eviction freed.
+# HELP gpustate_pool_evicted_bytes_total Bytes of the blocks eviction dropped, from device memory or the host tier.
 # TYPE gpustate_pool_evicted_bytes_total counter
 gpustate_pool_evicted_bytes_total{pool="small"} 256
 `
 	if err := testutil.CollectAndCompare(c, strings.NewReader(want), "gpustate_pool_evictions_total", "gpustate_pool_evicted_bytes_total"); err != nil {
+		t.Error(err)
+	}
+}
+
+// TestTier: with a host tier, the pool moves its victim there instead of
+// dropping it, and brings it back on use; the collector exports the tier's
+// bytes and its totals, and counts no eviction.
+func TestTier(t *testing.T) {
+	p, err := state.NewPool(device.Host(), state.PoolOptions{BlockBytes: 256, MaxBytes: 4 * 256, HostTier: 1 << 20})
+	check(t, err)
+	t.Cleanup(func() { p.Close() })
+	wide := func(ret state.Retention) *state.Layout {
+		return &state.Layout{Type: "Cache", Columns: []state.Column{{Name: "Row", ElemSize: 8, Width: 32}}, Retention: ret}
+	}
+	row := [][]byte{bytes.Repeat([]byte{7}, 256)}
+	var hs []*state.Head
+	for i := range 4 {
+		h, err := p.NewHead(wide(state.Optional), state.Owner(fmt.Sprint("o", i)))
+		check(t, err)
+		check(t, h.Append(row))
+		hs = append(hs, h)
+	}
+	m, err := p.NewHead(wide(state.Mandatory), "m")
+	check(t, err)
+	check(t, m.Append(row))                                 // the least recently used optional head moves to the tier
+	check(t, hs[0].Read(0, 1, [][]byte{make([]byte, 256)})) // back; the next one goes
+	c := statemetrics.NewCollector(p, "tier")
+	want := `# HELP gpustate_pool_evictions_total Heads, snapshots and cached prefix blocks evicted and dropped.
+# TYPE gpustate_pool_evictions_total counter
+gpustate_pool_evictions_total{pool="tier"} 0
+# HELP gpustate_pool_tier_bytes Bytes of state blocks the host tier holds.
+# TYPE gpustate_pool_tier_bytes gauge
+gpustate_pool_tier_bytes{pool="tier"} 256
+# HELP gpustate_pool_tier_dropped_bytes_total Bytes the host tier dropped to make room.
+# TYPE gpustate_pool_tier_dropped_bytes_total counter
+gpustate_pool_tier_dropped_bytes_total{pool="tier"} 0
+# HELP gpustate_pool_tier_in_bytes_total Bytes brought back from the host tier to device memory.
+# TYPE gpustate_pool_tier_in_bytes_total counter
+gpustate_pool_tier_in_bytes_total{pool="tier"} 256
+# HELP gpustate_pool_tier_out_bytes_total Bytes moved from device memory to the host tier.
+# TYPE gpustate_pool_tier_out_bytes_total counter
+gpustate_pool_tier_out_bytes_total{pool="tier"} 512
+`
+	if err := testutil.CollectAndCompare(c, strings.NewReader(want), "gpustate_pool_evictions_total", "gpustate_pool_tier_bytes",
+		"gpustate_pool_tier_dropped_bytes_total", "gpustate_pool_tier_in_bytes_total", "gpustate_pool_tier_out_bytes_total"); err != nil {
 		t.Error(err)
 	}
 }

@@ -367,6 +367,16 @@ func (s *PromptState) BlockTable() (*state.BlockTable, error) {
 	return _Prompt_head(s).BlockTable()
 }
 
+// Prefetch brings the state back to device memory from the pool's host tier
+// (state.PoolOptions.HostTier), where the pool may have moved it under memory
+// pressure, before a call needs it. It returns nil for a state in device
+// memory, state.ErrReleased for a released or nil one, and an error when
+// device memory has no room for it, which leaves it in the tier; a state the
+// pool dropped answers state.ErrEvicted.
+func (s *PromptState) Prefetch() error {
+	return _Prompt_head(s).Prefetch()
+}
+
 // Release gives the state's blocks back to the pool; snapshots taken from it
 // stay readable. Release is idempotent; every other method of a released state
 // returns state.ErrReleased.
