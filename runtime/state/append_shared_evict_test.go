@@ -8,13 +8,13 @@ import (
 	"testing"
 )
 
-// TestBreakEvictConcurrentSharedTails: optional heads and snapshots in a
+// TestEvictConcurrentSharedTails: optional heads and snapshots in a
 // pool too small for them, on goroutines of their own, branch and append
 // past the tails they share while the pool evicts others' states to make
 // room. A state answers its rows or ErrEvicted, never another's rows; an
 // append answers ErrNoMemory or ErrEvicted, or appends. Run it with
 // -race.
-func TestBreakEvictConcurrentSharedTails(t *testing.T) {
+func TestEvictConcurrentSharedTails(t *testing.T) {
 	l := &Layout{Type: "Tok", Columns: tokLayout.Columns, Growth: Append, Bound: 4096, BlockRows: 4, Descendants: Keep, Retention: Optional}
 	p := newPool(t, PoolOptions{BlockBytes: 256, MaxBytes: 14 * 256})
 	var wg sync.WaitGroup
@@ -30,7 +30,7 @@ func TestBreakEvictConcurrentSharedTails(t *testing.T) {
 					errc <- err
 					return
 				}
-				objs := []*brkObj{{h: h}}
+				objs := []*tailObj{{h: h}}
 				func() {
 					defer func() {
 						for _, o := range objs {
@@ -49,11 +49,11 @@ func TestBreakEvictConcurrentSharedTails(t *testing.T) {
 						switch k % 7 {
 						case 3:
 							if s, err := o.h.Snapshot(); err == nil {
-								objs = append(objs, &brkObj{s: s, toks: append([]uint32(nil), o.toks...)})
+								objs = append(objs, &tailObj{s: s, toks: append([]uint32(nil), o.toks...)})
 							}
 						case 5:
 							if b, err := o.h.Branch(); err == nil {
-								objs = append(objs, &brkObj{h: b, toks: append([]uint32(nil), o.toks...)})
+								objs = append(objs, &tailObj{h: b, toks: append([]uint32(nil), o.toks...)})
 							}
 						default:
 							x := uint32(1e6*g + 1000*round + k)
@@ -74,7 +74,7 @@ func TestBreakEvictConcurrentSharedTails(t *testing.T) {
 								errc <- err
 								return
 							}
-							w := brkWant(o.toks)
+							w := tailWant(o.toks)
 							if !bytes.Equal(got[0], w[0]) || !bytes.Equal(got[1], w[1]) {
 								errc <- fmt.Errorf("goroutine %d round %d: a state reads other rows than its own", g, round)
 								return

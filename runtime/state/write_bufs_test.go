@@ -7,13 +7,13 @@ import (
 	"testing"
 )
 
-// TestBreakSpareBuffersAcrossLayouts: heads of a wide layout (four
+// TestSpareBuffersAcrossLayouts: heads of a wide layout (four
 // columns, bulk appends that grow their plan and copy buffers) are
 // released on some goroutines while branches and heads of a one-column
 // layout, and of the two-column token layout past shared tails, take
 // their buffers on others. Every head reads its own rows; releasing
 // everything gives every block back. Run it with -race.
-func TestBreakSpareBuffersAcrossLayouts(t *testing.T) {
+func TestSpareBuffersAcrossLayouts(t *testing.T) {
 	p := newPool(t, PoolOptions{})
 	wide4 := &Layout{Type: "Wide", Columns: []Column{{Name: "A", ElemSize: 4, Width: 3}, {Name: "B", ElemSize: 8, Width: 1}, {Name: "C", ElemSize: 2, Width: 5}, {Name: "D", ElemSize: 1, Width: 7}}, Growth: Append, Bound: 4096, BlockRows: 8}
 	one := &Layout{Type: "One", Columns: []Column{{Name: "X", ElemSize: 4, Width: 1}}, Growth: Append, Bound: 4096, BlockRows: 4}
@@ -103,7 +103,7 @@ func TestBreakSpareBuffersAcrossLayouts(t *testing.T) {
 						errc <- err
 						return
 					}
-					w := brkWant(x.toks)
+					w := tailWant(x.toks)
 					if !bytes.Equal(got[0], w[0]) || !bytes.Equal(got[1], w[1]) {
 						errc <- fmt.Errorf("goroutine %d round %d: a token head reads other rows", g, i)
 						return

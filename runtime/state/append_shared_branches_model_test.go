@@ -8,13 +8,13 @@ import (
 	"testing"
 )
 
-// TestBreakConcurrentBranchModels: branches of one version, each on a
+// TestConcurrentBranchModels: branches of one version, each on a
 // goroutine of its own, append past the tail they share, snapshot, roll
 // back to their own snapshots (rows after a rollback go where the rolled
 // back rows went, which Keep snapshots still hold) and branch again,
 // checking after every step that they and their snapshots read their own
 // rows. Run it with -race.
-func TestBreakConcurrentBranchModels(t *testing.T) {
+func TestConcurrentBranchModels(t *testing.T) {
 	for _, d := range []Descendants{Keep, Invalidate} {
 		t.Run(fmt.Sprint(d), func(t *testing.T) {
 			l := &Layout{Type: "Tok", Columns: tokLayout.Columns, Growth: Append, Bound: 4096, BlockRows: 4, Descendants: d}
@@ -40,8 +40,8 @@ func TestBreakConcurrentBranchModels(t *testing.T) {
 				go func() {
 					defer wg.Done()
 					rng := rand.New(rand.NewPCG(uint64(g), 3))
-					heads := []*brkObj{{h: b, toks: append([]uint32(nil), base...)}}
-					var snaps []*brkObj
+					heads := []*tailObj{{h: b, toks: append([]uint32(nil), base...)}}
+					var snaps []*tailObj
 					defer func() {
 						for _, o := range heads {
 							o.h.Release()
@@ -72,7 +72,7 @@ func TestBreakConcurrentBranchModels(t *testing.T) {
 								errc <- err.Error()
 								return
 							}
-							snaps = append(snaps, &brkObj{s: s, toks: append([]uint32(nil), h.toks...)})
+							snaps = append(snaps, &tailObj{s: s, toks: append([]uint32(nil), h.toks...)})
 							logf("g%d: snapshot %d of head %p (v%d) = %p", g, len(snaps)-1, h.h, h.h.Version(), s)
 						case k < 8 && len(heads) < 4:
 							c, err := h.h.Branch()
@@ -83,7 +83,7 @@ func TestBreakConcurrentBranchModels(t *testing.T) {
 								errc <- err.Error()
 								return
 							}
-							heads = append(heads, &brkObj{h: c, toks: append([]uint32(nil), h.toks...)})
+							heads = append(heads, &tailObj{h: c, toks: append([]uint32(nil), h.toks...)})
 							logf("g%d: branch %p of head %p (v%d)", g, c, h.h, h.h.Version())
 						case k < 10 && len(snaps) > 0:
 							s := snaps[rng.IntN(len(snaps))]
@@ -92,7 +92,7 @@ func TestBreakConcurrentBranchModels(t *testing.T) {
 								logf("g%d: head %p rolled back to %p (v%d)", g, h.h, s.s, s.s.Version())
 							}
 						}
-						for _, o := range append(append([]*brkObj(nil), heads...), snaps...) {
+						for _, o := range append(append([]*tailObj(nil), heads...), snaps...) {
 							got := [][]byte{make([]byte, 4*len(o.toks)), make([]byte, 8*len(o.toks))}
 							err := o.read(0, len(o.toks), got)
 							if errors.Is(err, ErrInvalidated) {
@@ -105,7 +105,7 @@ func TestBreakConcurrentBranchModels(t *testing.T) {
 								errc <- err.Error()
 								return
 							}
-							w := brkWant(o.toks)
+							w := tailWant(o.toks)
 							if string(got[0]) != string(w[0]) || string(got[1]) != string(w[1]) {
 								errc <- fmt.Sprintf("goroutine %d step %d: a head or snapshot reads other rows than its own", g, step)
 								return
@@ -127,7 +127,7 @@ func TestBreakConcurrentBranchModels(t *testing.T) {
 					t.Fatalf("root %p, append %d: %v", root, i, err)
 				}
 				toks = append(toks, uint32(900000+i))
-				brkCheck(t, i, &brkObj{h: root, toks: toks, name: "root"})
+				tailCheck(t, i, &tailObj{h: root, toks: toks, name: "root"})
 			}
 			wg.Wait()
 			close(errc)

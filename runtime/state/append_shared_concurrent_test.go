@@ -8,13 +8,13 @@ import (
 	"github.com/gpustate/gpustate/runtime/device"
 )
 
-// TestBreakBranchesAppendConcurrently: many branches of one version, on
+// TestBranchesAppendConcurrently: many branches of one version, on
 // goroutines of their own, append past the shared tail at once (one wins
 // each block's fill, the others copy), while a snapshot of the version is
 // read; then every branch, the snapshot and the parent read their own
 // rows, and releasing everything gives every block back. Run it with
 // -race.
-func TestBreakBranchesAppendConcurrently(t *testing.T) {
+func TestBranchesAppendConcurrently(t *testing.T) {
 	l := &Layout{Type: "Tok", Columns: tokLayout.Columns, Growth: Append, Bound: 4096, BlockRows: 8, Descendants: Keep}
 	p := newPool(t, PoolOptions{})
 	for round := range 20 {
@@ -27,14 +27,14 @@ func TestBreakBranchesAppendConcurrently(t *testing.T) {
 		}
 		s := must[*Snap](t)(h.Snapshot())
 		const nb = 6
-		objs := []*brkObj{{h: h, toks: append([]uint32(nil), base...), name: "parent"}, {s: s, toks: base, name: "snapshot"}}
+		objs := []*tailObj{{h: h, toks: append([]uint32(nil), base...), name: "parent"}, {s: s, toks: base, name: "snapshot"}}
 		var st device.Stream
 		if round%2 == 1 {
 			st = must[device.Stream](t)(p.Backend().(device.Streams).NewStream())
 		}
 		for b := range nb {
 			br := must[*Head](t)(h.Branch())
-			objs = append(objs, &brkObj{h: br, toks: append([]uint32(nil), base...), name: fmt.Sprint("branch", b)})
+			objs = append(objs, &tailObj{h: br, toks: append([]uint32(nil), base...), name: fmt.Sprint("branch", b)})
 		}
 		var wg sync.WaitGroup
 		errs := make([]error, len(objs))
@@ -52,7 +52,7 @@ func TestBreakBranchesAppendConcurrently(t *testing.T) {
 					case 0:
 						err = o.h.Append(tokRow(x))
 					case 1:
-						w := brkWant([]uint32{x, x + 50})
+						w := tailWant([]uint32{x, x + 50})
 						err = o.h.Append([][]byte{w[0], w[1]})
 						if err == nil {
 							o.toks = append(o.toks, x)
@@ -84,7 +84,7 @@ func TestBreakBranchesAppendConcurrently(t *testing.T) {
 		}
 		// The snapshot's reader reads meanwhile.
 		for range 50 {
-			brkCheck(t, round, objs[1])
+			tailCheck(t, round, objs[1])
 		}
 		wg.Wait()
 		if st != nil {
@@ -96,7 +96,7 @@ func TestBreakBranchesAppendConcurrently(t *testing.T) {
 			}
 		}
 		for _, o := range objs {
-			brkCheck(t, round, o)
+			tailCheck(t, round, o)
 		}
 		if err := checkInvariants(p); err != nil {
 			t.Fatal(err)

@@ -7,10 +7,10 @@ import (
 	"github.com/gpustate/gpustate/runtime/device"
 )
 
-// TestBreakReleasedBeforeArguments: every call on a released head,
+// TestReleasedBeforeArguments: every call on a released head,
 // snapshot or group answers ErrReleased, whatever its arguments (nil,
 // out of range, of another shape), and panics on none.
-func TestBreakReleasedBeforeArguments(t *testing.T) {
+func TestReleasedBeforeArguments(t *testing.T) {
 	p := newPool(t, PoolOptions{})
 	l := &Layout{Type: "Tok", Columns: tokLayout.Columns, Growth: Append, Bound: 64, BlockRows: 4, Descendants: Keep}
 	h := must[*Head](t)(p.NewHead(l, "me"))

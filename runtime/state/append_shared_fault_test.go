@@ -8,13 +8,13 @@ import (
 	"github.com/gpustate/gpustate/runtime/state/internal/statetest"
 )
 
-// TestBreakFaultAfterClaim: an append past a shared tail that claims the
+// TestFaultAfterClaim: an append past a shared tail that claims the
 // block's fill and then fails (a copy, an allocation or a zeroing the
 // backend refuses, at every point in turn) leaves the head, its snapshot
 // and its branch reading as before; the branch and the head then append
 // their own rows (the claim left behind makes one of them copy), and
 // every one reads its own rows.
-func TestBreakFaultAfterClaim(t *testing.T) {
+func TestFaultAfterClaim(t *testing.T) {
 	l := &Layout{Type: "Tok", Columns: tokLayout.Columns, Growth: Append, Bound: 1024, BlockRows: 4, Descendants: Keep}
 	for _, kind := range []statetest.Op{statetest.OpCopy, statetest.OpAlloc, statetest.OpMemset} {
 		for n := range 10 {
@@ -33,14 +33,14 @@ func TestBreakFaultAfterClaim(t *testing.T) {
 					defer s.Release()
 					b := must[*Head](t)(h.Branch())
 					defer b.Release()
-					ho := &brkObj{h: h, toks: append([]uint32(nil), base...), name: "head"}
-					bo := &brkObj{h: b, toks: append([]uint32(nil), base...), name: "branch"}
-					so := &brkObj{s: s, toks: base, name: "snapshot"}
+					ho := &tailObj{h: h, toks: append([]uint32(nil), base...), name: "head"}
+					bo := &tailObj{h: b, toks: append([]uint32(nil), base...), name: "branch"}
+					so := &tailObj{s: s, toks: base, name: "snapshot"}
 					more := []uint32{11, 12, 13, 14, 15, 16}
 					f.Arm(kind, n)
 					var err error
 					if batch {
-						w := brkWant(more)
+						w := tailWant(more)
 						err = h.Append([][]byte{w[0], w[1]})
 						if err == nil {
 							ho.toks = append(ho.toks, more...)
@@ -54,18 +54,18 @@ func TestBreakFaultAfterClaim(t *testing.T) {
 						}
 					}
 					f.Disarm()
-					for _, o := range []*brkObj{ho, bo, so} {
-						brkCheck(t, 0, o)
+					for _, o := range []*tailObj{ho, bo, so} {
+						tailCheck(t, 0, o)
 					}
-					for i, o := range []*brkObj{bo, ho} {
+					for i, o := range []*tailObj{bo, ho} {
 						for k := range 3 {
 							x := uint32(100*(i+1) + k)
 							check(t, o.h.Append(tokRow(x)))
 							o.toks = append(o.toks, x)
 						}
 					}
-					for _, o := range []*brkObj{ho, bo, so} {
-						brkCheck(t, 0, o)
+					for _, o := range []*tailObj{ho, bo, so} {
+						tailCheck(t, 0, o)
 					}
 					if err := checkInvariants(p); err != nil {
 						t.Fatal(err)

@@ -6,13 +6,12 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
-	"os"
 	"slices"
-	"strconv"
 	"sync"
 	"testing"
 
 	"github.com/gpustate/gpustate/runtime/device"
+	"github.com/gpustate/gpustate/runtime/state/internal/statetest"
 )
 
 // The adversarial tests of the in-place append past a shared tail
@@ -20,8 +19,8 @@ import (
 // its own rows, whatever mix of branches, snapshots, rollbacks, merges,
 // writes, device appends and windows went on around the shared blocks.
 
-// brkObj is a live head or snapshot and the tokens it must read.
-type brkObj struct {
+// tailObj is a live head or snapshot and the tokens it must read.
+type tailObj struct {
 	vers map[Version][]uint32 // a head's versions and their tokens
 	h    *Head
 	s    *Snap
@@ -29,22 +28,22 @@ type brkObj struct {
 	name string
 }
 
-func (o *brkObj) read(from, to int, dst [][]byte) error {
+func (o *tailObj) read(from, to int, dst [][]byte) error {
 	if o.h != nil {
 		return o.h.Read(from, to, dst)
 	}
 	return o.s.Read(from, to, dst)
 }
 
-func (o *brkObj) oldest() int {
+func (o *tailObj) oldest() int {
 	if o.h != nil {
 		return o.h.Oldest()
 	}
 	return o.s.Oldest()
 }
 
-// brkWant returns the bytes of tokens toks[from:to] per column.
-func brkWant(toks []uint32) [2][]byte {
+// tailWant returns the bytes of tokens toks[from:to] per column.
+func tailWant(toks []uint32) [2][]byte {
 	var w [2][]byte
 	for _, tok := range toks {
 		r := tokRow(tok)
@@ -53,9 +52,9 @@ func brkWant(toks []uint32) [2][]byte {
 	return w
 }
 
-// brkCheck reads o's readable rows and compares them with its tokens. It
+// tailCheck reads o's readable rows and compares them with its tokens. It
 // reports false when o answers ErrInvalidated (a rollback's descendant).
-func brkCheck(t *testing.T, step int, o *brkObj) bool {
+func tailCheck(t *testing.T, step int, o *tailObj) bool {
 	t.Helper()
 	from, to := o.oldest(), len(o.toks)
 	got := [][]byte{make([]byte, 4*(to-from)), make([]byte, 8*(to-from))}
@@ -69,7 +68,7 @@ func brkCheck(t *testing.T, step int, o *brkObj) bool {
 	if err != nil {
 		t.Fatalf("step %d: %s: read [%d,%d): %v", step, o.name, from, to, err)
 	}
-	w := brkWant(o.toks[from:to])
+	w := tailWant(o.toks[from:to])
 	if !bytes.Equal(got[0], w[0]) || !bytes.Equal(got[1], w[1]) {
 		for i := from; i < to; i++ {
 			k := got[0][4*(i-from) : 4*(i-from+1)]
@@ -82,15 +81,15 @@ func brkCheck(t *testing.T, step int, o *brkObj) bool {
 	return true
 }
 
-// brkAppendDevice appends toks through AppendDevice, writing the rows
+// tailAppendDevice appends toks through AppendDevice, writing the rows
 // through the spans as a kernel would.
-func brkAppendDevice(t *testing.T, p *Pool, h *Head, toks []uint32) error {
+func tailAppendDevice(t *testing.T, p *Pool, h *Head, toks []uint32) error {
 	t.Helper()
 	spans, err := h.AppendDevice(len(toks))
 	if err != nil {
 		return err
 	}
-	w := brkWant(toks)
+	w := tailWant(toks)
 	for c, cs := range spans {
 		rb := []int{4, 8}[c]
 		off := 0
@@ -105,12 +104,12 @@ func brkAppendDevice(t *testing.T, p *Pool, h *Head, toks []uint32) error {
 	return nil
 }
 
-type brkVariant struct {
+type tailVariant struct {
 	name string
 	l    *Layout
 }
 
-func brkVariants() []brkVariant {
+func tailVariants() []tailVariant {
 	base := func(d Descendants) *Layout {
 		return &Layout{Type: "Tok", Columns: tokLayout.Columns, Growth: Append, Bound: 4096, BlockRows: 4, Descendants: d}
 	}
@@ -123,60 +122,62 @@ func brkVariants() []brkVariant {
 	cp.Checkpoint = &CheckpointPolicy{Every: 3, Keep: 2}
 	cpInv := base(Invalidate)
 	cpInv.Checkpoint = &CheckpointPolicy{Every: 2, Keep: 3}
-	return []brkVariant{{"keep", keep}, {"invalidate", inval}, {"window", win}, {"window-invalidate", winInv}, {"checkpoints", cp}, {"checkpoints-invalidate", cpInv}}
+	return []tailVariant{{"keep", keep}, {"invalidate", inval}, {"window", win}, {"window-invalidate", winInv}, {"checkpoints", cp}, {"checkpoints-invalidate", cpInv}}
 }
 
-// TestBreakInPlaceModel runs random appends (host, per row, device),
+// TestAppendInPlaceModel runs random appends (host, per row, device),
 // writes, branches, snapshots, rollbacks, merges and releases, and checks
 // after each that every live head and snapshot reads its own tokens, then
 // that releasing everything gives every block back.
-func TestBreakInPlaceModel(t *testing.T) {
-	for _, v := range brkVariants() {
-		for seed := uint64(1); seed <= brkSeeds(12); seed++ {
+func TestAppendInPlaceModel(t *testing.T) {
+	for _, v := range tailVariants() {
+		for _, seed := range statetest.Seeds(seedRange(12)...) {
 			t.Run(fmt.Sprintf("%s/%d", v.name, seed), func(t *testing.T) {
-				brkModel(t, v.l, PoolOptions{}, seed, 300)
+				tailModel(t, v.l, PoolOptions{}, seed, statetest.Steps(300, 1))
 			})
 		}
 	}
 }
 
-// TestBreakInPlaceEvict is the model on optional states in a pool too
+// TestAppendInPlaceEvict is the model on optional states in a pool too
 // small for them: heads and snapshots evicted while others share their
 // tails.
-func TestBreakInPlaceEvict(t *testing.T) {
-	for _, v := range brkVariants() {
+func TestAppendInPlaceEvict(t *testing.T) {
+	for _, v := range tailVariants() {
 		l := *v.l
 		l.Retention = Optional
-		for seed := uint64(1); seed <= brkSeeds(8); seed++ {
+		for _, seed := range statetest.Seeds(seedRange(8)...) {
 			t.Run(fmt.Sprintf("%s/%d", v.name, seed), func(t *testing.T) {
-				brkModel(t, &l, PoolOptions{BlockBytes: 256, MaxBytes: 40 * 256}, seed, 300)
+				tailModel(t, &l, PoolOptions{BlockBytes: 256, MaxBytes: 40 * 256}, seed, statetest.Steps(300, 1))
 			})
 		}
 	}
 }
 
-// brkSeeds returns n, or BREAK_SEEDS when set (a longer run).
-func brkSeeds(n uint64) uint64 {
-	if v, err := strconv.ParseUint(os.Getenv("BREAK_SEEDS"), 10, 64); err == nil && v > 0 {
-		return v
+// seedRange returns the seeds 1 to n: a model's default seeds, which
+// -model.seed replaces by one.
+func seedRange(n uint64) []uint64 {
+	seeds := make([]uint64, n)
+	for i := range seeds {
+		seeds[i] = uint64(i) + 1
 	}
-	return n
+	return seeds
 }
 
-// brkSoft reports whether err is one an optional state in a small pool
+// tailSoft reports whether err is one an optional state in a small pool
 // may answer: the write did nothing, or the state is gone.
-func brkSoft(err error) bool { return errors.Is(err, ErrNoMemory) || errors.Is(err, ErrEvicted) }
+func tailSoft(err error) bool { return errors.Is(err, ErrNoMemory) || errors.Is(err, ErrEvicted) }
 
-func brkModel(t *testing.T, l *Layout, opt PoolOptions, seed uint64, steps int) {
+func tailModel(t *testing.T, l *Layout, opt PoolOptions, seed uint64, steps int) {
 	rng := rand.New(rand.NewPCG(seed, 7))
 	p := newPool(t, opt)
 	soft := l.Retention == Optional
 	next := uint32(1)
 	tok := func() uint32 { next++; return next }
 	root := must[*Head](t)(p.NewHead(l, "me"))
-	objs := []*brkObj{{h: root, name: "head0"}}
-	heads := func() []*brkObj {
-		var hs []*brkObj
+	objs := []*tailObj{{h: root, name: "head0"}}
+	heads := func() []*tailObj {
+		var hs []*tailObj
 		for _, o := range objs {
 			if o.h != nil {
 				hs = append(hs, o)
@@ -184,8 +185,8 @@ func brkModel(t *testing.T, l *Layout, opt PoolOptions, seed uint64, steps int) 
 		}
 		return hs
 	}
-	snaps := func() []*brkObj {
-		var ss []*brkObj
+	snaps := func() []*tailObj {
+		var ss []*tailObj
 		for _, o := range objs {
 			if o.s != nil {
 				ss = append(ss, o)
@@ -193,7 +194,7 @@ func brkModel(t *testing.T, l *Layout, opt PoolOptions, seed uint64, steps int) 
 		}
 		return ss
 	}
-	drop := func(o *brkObj) {
+	drop := func(o *tailObj) {
 		for i, x := range objs {
 			if x == o {
 				objs = append(objs[:i], objs[i+1:]...)
@@ -215,7 +216,7 @@ func brkModel(t *testing.T, l *Layout, opt PoolOptions, seed uint64, steps int) 
 		hs := heads()
 		if len(hs) == 0 {
 			h := must[*Head](t)(p.NewHead(l, "me"))
-			objs = append(objs, &brkObj{h: h, name: fmt.Sprint("head", step)})
+			objs = append(objs, &tailObj{h: h, name: fmt.Sprint("head", step)})
 			continue
 		}
 		h := hs[rng.IntN(len(hs))]
@@ -226,14 +227,14 @@ func brkModel(t *testing.T, l *Layout, opt PoolOptions, seed uint64, steps int) 
 			for range n {
 				ts = append(ts, tok())
 			}
-			w := brkWant(ts)
+			w := tailWant(ts)
 			var err error
 			if rng.IntN(2) == 0 {
 				err = h.h.Append([][]byte{w[0], w[1]})
 			} else {
 				for i, x := range ts {
 					if err = h.h.Append(tokRow(x)); err != nil {
-						if soft && brkSoft(err) {
+						if soft && tailSoft(err) {
 							h.toks = append(h.toks, ts[:i]...)
 							n, err = 0, nil
 						}
@@ -244,7 +245,7 @@ func brkModel(t *testing.T, l *Layout, opt PoolOptions, seed uint64, steps int) 
 					continue
 				}
 			}
-			if err != nil && soft && brkSoft(err) && n == len(ts) {
+			if err != nil && soft && tailSoft(err) && n == len(ts) {
 				continue
 			}
 			check(t, err)
@@ -256,8 +257,8 @@ func brkModel(t *testing.T, l *Layout, opt PoolOptions, seed uint64, steps int) 
 			for range n {
 				ts = append(ts, tok())
 			}
-			if err := brkAppendDevice(t, p, h.h, ts); err != nil {
-				if soft && brkSoft(err) {
+			if err := tailAppendDevice(t, p, h.h, ts); err != nil {
+				if soft && tailSoft(err) {
 					continue
 				}
 				t.Fatal(err)
@@ -265,24 +266,24 @@ func brkModel(t *testing.T, l *Layout, opt PoolOptions, seed uint64, steps int) 
 			h.toks = append(h.toks, ts...)
 			ops = append(ops, fmt.Sprintf("%s appenddevice %d", h.name, n))
 		case k < 9: // an append of no rows, and a read of a snapshot meanwhile
-			if err := h.h.Append([][]byte{nil, nil}); !(soft && brkSoft(err)) {
+			if err := h.h.Append([][]byte{nil, nil}); !(soft && tailSoft(err)) {
 				check(t, err)
 			}
 		case k < 12: // snapshot
 			s, err := h.h.Snapshot()
-			if soft && brkSoft(err) {
+			if soft && tailSoft(err) {
 				continue
 			}
 			check(t, err)
-			objs = append(objs, &brkObj{s: s, toks: append([]uint32(nil), h.toks...), name: fmt.Sprintf("snap%d(%s)", step, h.name)})
+			objs = append(objs, &tailObj{s: s, toks: append([]uint32(nil), h.toks...), name: fmt.Sprintf("snap%d(%s)", step, h.name)})
 			ops = append(ops, fmt.Sprintf("snapshot %s", h.name))
 		case k < 14: // branch
 			b, err := h.h.Branch()
-			if soft && brkSoft(err) {
+			if soft && tailSoft(err) {
 				continue
 			}
 			check(t, err)
-			objs = append(objs, &brkObj{h: b, vers: maps.Clone(h.vers), toks: append([]uint32(nil), h.toks...), name: fmt.Sprintf("branch%d(%s)", step, h.name)})
+			objs = append(objs, &tailObj{h: b, vers: maps.Clone(h.vers), toks: append([]uint32(nil), h.toks...), name: fmt.Sprintf("branch%d(%s)", step, h.name)})
 			ops = append(ops, fmt.Sprintf("branch %s", h.name))
 		case k < 16: // rollback to a snapshot
 			ss := snaps()
@@ -309,7 +310,7 @@ func brkModel(t *testing.T, l *Layout, opt PoolOptions, seed uint64, steps int) 
 			if err != nil {
 				continue
 			}
-			o := &brkObj{s: s, toks: append([]uint32(nil), h.vers[v]...), name: fmt.Sprintf("at%d(%s,v%d)", step, h.name, v)}
+			o := &tailObj{s: s, toks: append([]uint32(nil), h.vers[v]...), name: fmt.Sprintf("at%d(%s,v%d)", step, h.name, v)}
 			objs = append(objs, o)
 			ops = append(ops, fmt.Sprintf("at %s v%d", h.name, v))
 		case k < 17: // merge a branch
@@ -341,8 +342,8 @@ func brkModel(t *testing.T, l *Layout, opt PoolOptions, seed uint64, steps int) 
 				}
 			}
 		}
-		for _, o := range append([]*brkObj(nil), objs...) {
-			if !brkCheck(t, step, o) {
+		for _, o := range append([]*tailObj(nil), objs...) {
+			if !tailCheck(t, step, o) {
 				if o.h != nil {
 					o.h.Release()
 				} else {

@@ -2,10 +2,10 @@ package state
 
 import "testing"
 
-// TestBreakInvalidateSparesParent: a branch that rolls back to its
+// TestInvalidateSparesParent: a branch that rolls back to its
 // snapshot of the branch point invalidates nothing of its parent, which
 // appended past the shared tail meanwhile.
-func TestBreakInvalidateSparesParent(t *testing.T) {
+func TestInvalidateSparesParent(t *testing.T) {
 	l := &Layout{Type: "Tok", Columns: tokLayout.Columns, Growth: Append, Bound: 4096, BlockRows: 4, Descendants: Invalidate}
 	p := newPool(t, PoolOptions{})
 	root := must[*Head](t)(p.NewHead(l, "me"))

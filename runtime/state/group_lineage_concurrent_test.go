@@ -8,13 +8,13 @@ import (
 	"time"
 )
 
-// TestBreakGroupLineageConcurrent: groups of one lineage (a group and
+// TestGroupLineageConcurrent: groups of one lineage (a group and
 // its branches) append past their shared tails, snapshot, roll back and
 // merge one another from goroutines of their own, crossing in both
 // directions (a.Merge(b) while b.Merge(a)). Nothing deadlocks, races or
 // panics; each group's token member reads the tokens its model says;
 // releasing everything gives every block back. Run it with -race.
-func TestBreakGroupLineageConcurrent(t *testing.T) {
+func TestGroupLineageConcurrent(t *testing.T) {
 	p := newPool(t, PoolOptions{})
 	kvl := &Layout{Type: "Tok", Columns: tokLayout.Columns, Growth: Append, Bound: 4096, BlockRows: 4, Descendants: Keep}
 	side := &Layout{Type: "Side", Columns: tokLayout.Columns, Growth: Append, Bound: 4096, BlockRows: 6, Descendants: Keep}
@@ -116,7 +116,7 @@ func TestBreakGroupLineageConcurrent(t *testing.T) {
 	}
 	for i, m := range gs {
 		for c := range 2 {
-			brkCheck(t, 0, &brkObj{h: m.g.Head(c), toks: m.toks, name: fmt.Sprintf("group %d member %d", i, c)})
+			tailCheck(t, 0, &tailObj{h: m.g.Head(c), toks: m.toks, name: fmt.Sprintf("group %d member %d", i, c)})
 		}
 	}
 	if err := checkInvariants(p); err != nil {

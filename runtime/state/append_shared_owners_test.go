@@ -6,13 +6,13 @@ import (
 	"testing"
 )
 
-// TestBreakSharedHeadOwners: heads of two owners in one sharing domain.
+// TestSharedHeadOwners: heads of two owners in one sharing domain.
 // Alice's head publishes full blocks and goes on past them; bob and a
 // second head of alice's adopt the prefix and append (host and by device
 // without writing); alice's own branch appends past her shared tail.
 // Nobody reads another's rows, bob never reads alice's in rows he did not
 // write, and releasing everything gives every block back.
-func TestBreakSharedHeadOwners(t *testing.T) {
+func TestSharedHeadOwners(t *testing.T) {
 	p := newPool(t, PoolOptions{})
 	l := &Layout{Type: "Tok", Columns: tokLayout.Columns, Growth: Append, Bound: 1024, BlockRows: 4, ShareKey: "Tok", Descendants: Keep}
 	var prompt []uint32
@@ -20,10 +20,10 @@ func TestBreakSharedHeadOwners(t *testing.T) {
 		prompt = append(prompt, uint32(7*i+3))
 	}
 	alice := must[*Head](t)(p.NewSharedHead(l, "alice", "d"))
-	w := brkWant(prompt)
+	w := tailWant(prompt)
 	check(t, alice.Append([][]byte{w[0], w[1]}))
 	ab := must[*Head](t)(alice.Branch())
-	objs := []*brkObj{{h: alice, toks: append([]uint32(nil), prompt...), name: "alice"}, {h: ab, toks: append([]uint32(nil), prompt...), name: "alice's branch"}}
+	objs := []*tailObj{{h: alice, toks: append([]uint32(nil), prompt...), name: "alice"}, {h: ab, toks: append([]uint32(nil), prompt...), name: "alice's branch"}}
 	for i := range 3 { // in place past the tail alice shares with her branch
 		check(t, alice.Append(tokRow(uint32(900+i))))
 		objs[0].toks = append(objs[0].toks, uint32(900+i))
@@ -36,7 +36,7 @@ func TestBreakSharedHeadOwners(t *testing.T) {
 		if n != 8 {
 			t.Fatalf("%s adopted %d rows, want 8", owner, n)
 		}
-		o := &brkObj{h: x, toks: append([]uint32(nil), prompt[:n]...), name: fmt.Sprint("adopter ", owner, len(objs))}
+		o := &tailObj{h: x, toks: append([]uint32(nil), prompt[:n]...), name: fmt.Sprint("adopter ", owner, len(objs))}
 		objs = append(objs, o)
 		// Rows it never wrote: zeros or its own words.
 		if _, err := x.AppendDevice(3); err != nil {
@@ -59,16 +59,16 @@ func TestBreakSharedHeadOwners(t *testing.T) {
 		}
 		got = [][]byte{make([]byte, 24), make([]byte, 48)}
 		check(t, x.Read(n+3, n+9, got))
-		if w := brkWant(mine); !bytes.Equal(got[0], w[0]) || !bytes.Equal(got[1], w[1]) {
+		if w := tailWant(mine); !bytes.Equal(got[0], w[0]) || !bytes.Equal(got[1], w[1]) {
 			t.Fatalf("%s reads other rows than its own", o.name)
 		}
 		got = [][]byte{make([]byte, 4*n), make([]byte, 8*n)}
 		check(t, x.Read(0, n, got))
-		if w := brkWant(prompt[:n]); !bytes.Equal(got[0], w[0]) || !bytes.Equal(got[1], w[1]) {
+		if w := tailWant(prompt[:n]); !bytes.Equal(got[0], w[0]) || !bytes.Equal(got[1], w[1]) {
 			t.Fatalf("%s: its adopted rows changed", o.name)
 		}
 		for _, o := range objs[:2] {
-			brkCheck(t, 0, o)
+			tailCheck(t, 0, o)
 		}
 	}
 	if err := checkInvariants(p); err != nil {

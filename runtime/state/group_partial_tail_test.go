@@ -6,14 +6,14 @@ import (
 	"testing"
 )
 
-// TestBreakGroupPartialTailOwners: a shared group whose second member
+// TestGroupPartialTailOwners: a shared group whose second member
 // has blocks of another row count than the keyed one, so that a
 // registered state holds a partial block of it. The first owner goes on
 // appending past it (in place: the cache shares the block), another owner
 // and a second group of the first owner adopt it and append their own
 // rows, and one appends by device without writing: each reads its own
 // rows, never another owner's.
-func TestBreakGroupPartialTailOwners(t *testing.T) {
+func TestGroupPartialTailOwners(t *testing.T) {
 	p := newPool(t, PoolOptions{})
 	second := &Layout{Type: "Side", Columns: tokLayout.Columns, Growth: Append, Bound: 1024, BlockRows: 24, Descendants: Keep}
 	mk := func(owner Owner) *Group {
@@ -38,8 +38,8 @@ func TestBreakGroupPartialTailOwners(t *testing.T) {
 	read := func(m *member) {
 		t.Helper()
 		for i, toks := range [][]uint32{m.kv, m.side} {
-			o := &brkObj{h: m.g.Head(i), toks: toks, name: fmt.Sprintf("%s member %d", m.name, i)}
-			brkCheck(t, 0, o)
+			o := &tailObj{h: m.g.Head(i), toks: toks, name: fmt.Sprintf("%s member %d", m.name, i)}
+			tailCheck(t, 0, o)
 		}
 	}
 	a := &member{g: mk("a"), name: "a"}
@@ -89,14 +89,14 @@ func TestBreakGroupPartialTailOwners(t *testing.T) {
 		n1 := m.g.Head(1).Len()
 		got = [][]byte{make([]byte, (n1-sideRows-3)*4), make([]byte, (n1-sideRows-3)*8)}
 		check(t, m.g.Head(1).Read(sideRows+3, n1, got))
-		w := brkWant(m.kv[len(m.kv)-30:])
+		w := tailWant(m.kv[len(m.kv)-30:])
 		if !bytes.Equal(got[0], w[0]) || !bytes.Equal(got[1], w[1]) {
 			t.Fatalf("%s reads other rows than its own past the device rows", m.name)
 		}
-		brkCheck(t, 0, &brkObj{h: m.g.Head(0), toks: m.kv, name: m.name + " kv"})
+		tailCheck(t, 0, &tailObj{h: m.g.Head(0), toks: m.kv, name: m.name + " kv"})
 		got = [][]byte{make([]byte, sideRows*4), make([]byte, sideRows*8)}
 		check(t, m.g.Head(1).Read(0, sideRows, got))
-		w = brkWant(a.side[:sideRows])
+		w = tailWant(a.side[:sideRows])
 		if !bytes.Equal(got[0], w[0]) || !bytes.Equal(got[1], w[1]) {
 			t.Fatalf("%s: the adopted side rows changed", m.name)
 		}

@@ -9,13 +9,13 @@ import (
 	"github.com/gpustate/gpustate/runtime/device"
 )
 
-// TestBreakAppendAsyncPastSharedTail: branches of one version append on
+// TestAppendAsyncPastSharedTail: branches of one version append on
 // streams of their own past the tail they share with a snapshot (one in
 // place, the others copying), while the snapshot's rows are read on a
 // third stream; after the streams sync every branch and the snapshot read
 // their own rows, and releasing everything gives every block back. Run it
 // with -race.
-func TestBreakAppendAsyncPastSharedTail(t *testing.T) {
+func TestAppendAsyncPastSharedTail(t *testing.T) {
 	p := newPool(t, PoolOptions{})
 	l := &Layout{Type: "Tok", Columns: tokLayout.Columns, Growth: Append, Bound: 4096, BlockRows: 8, Descendants: Keep}
 	streams := p.Backend().(device.Streams)
@@ -27,9 +27,9 @@ func TestBreakAppendAsyncPastSharedTail(t *testing.T) {
 			check(t, h.Append(tokRow(uint32(i+1))))
 		}
 		s := must[*Snap](t)(h.Snapshot())
-		objs := []*brkObj{{h: h, toks: append([]uint32(nil), base...), name: "head"}}
+		objs := []*tailObj{{h: h, toks: append([]uint32(nil), base...), name: "head"}}
 		for b := range 3 {
-			objs = append(objs, &brkObj{h: must[*Head](t)(h.Branch()), toks: append([]uint32(nil), base...), name: fmt.Sprint("branch", b)})
+			objs = append(objs, &tailObj{h: must[*Head](t)(h.Branch()), toks: append([]uint32(nil), base...), name: fmt.Sprint("branch", b)})
 		}
 		var wg sync.WaitGroup
 		errs := make([]error, len(objs)+1)
@@ -48,7 +48,7 @@ func TestBreakAppendAsyncPastSharedTail(t *testing.T) {
 					for j := range 1 + (k+i)%5 {
 						toks = append(toks, uint32(100*(i+1)+10*k+j))
 					}
-					w := brkWant(toks)
+					w := tailWant(toks)
 					if err := o.h.AppendAsync(st, [][]byte{w[0], w[1]}); err != nil {
 						errs[i] = err
 						return
@@ -67,7 +67,7 @@ func TestBreakAppendAsyncPastSharedTail(t *testing.T) {
 				return
 			}
 			defer st.Close()
-			w := brkWant(base)
+			w := tailWant(base)
 			for range 30 {
 				got := [][]byte{make([]byte, len(w[0])), make([]byte, len(w[1]))}
 				if err := s.ReadAsync(st, 0, len(base), got); err != nil {
@@ -91,9 +91,9 @@ func TestBreakAppendAsyncPastSharedTail(t *testing.T) {
 			}
 		}
 		for _, o := range objs {
-			brkCheck(t, round, o)
+			tailCheck(t, round, o)
 		}
-		brkCheck(t, round, &brkObj{s: s, toks: base, name: "snapshot"})
+		tailCheck(t, round, &tailObj{s: s, toks: base, name: "snapshot"})
 		if err := checkInvariants(p); err != nil {
 			t.Fatal(err)
 		}
