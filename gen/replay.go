@@ -30,23 +30,31 @@ func stepDoc(c *contract.Contract) []string {
 	}
 }
 
-// stepCode renders Step: the typed input and spans over the store's Step.
-func (m *model) stepCode() *jen.Statement {
-	in := m.c.Replay.Input
+// stepInput renders a step's input both ways: in, the typed input, as
+// the store's batch of columns, and the batch cols as the typed input
+// again, for the step function.
+func (m *model) stepInput() (batch, input *jen.Statement) {
 	cols := make([]jen.Code, len(m.c.Replay.Fields))
 	fields := make([]jen.Code, len(m.c.Replay.Fields))
 	for i, f := range m.c.Replay.Fields {
 		cols[i] = jen.Qual(statePkg, "Bytes").Call(jen.Id("in").Dot(f.Name))
 		fields[i] = key(f.Name, jen.Qual(statePkg, "Rows").Types(m.inputElem(f.Name)).Call(jen.Id("cols").Index(jen.Lit(i))))
 	}
-	batch := jen.Index().Index().Byte().Values(cols...)
+	batch = jen.Index().Index().Byte().Values(cols...)
 	if len(cols) > 2 {
 		batch = jen.Index().Index().Byte().Custom(multi, cols...)
 	}
-	input := jen.Id(in).Values(fields...)
+	input = jen.Id(m.c.Replay.Input).Values(fields...)
 	if len(fields) > 2 {
-		input = jen.Id(in).Custom(multi, fields...)
+		input = jen.Id(m.c.Replay.Input).Custom(multi, fields...)
 	}
+	return batch, input
+}
+
+// stepCode renders Step: the typed input and spans over the store's Step.
+func (m *model) stepCode() *jen.Statement {
+	in := m.c.Replay.Input
+	batch, input := m.stepInput()
 	fn := jen.Func().Params(jen.Id("dst").Id(m.spans()), jen.Id("in").Id(in)).Error()
 	// A nil f reaches the store as nil, which answers state.ErrShape.
 	return jen.Func().Params(m.recv()).Id("Step").Params(jen.Id("in").Id(in), jen.Id("f").Add(fn)).Error().Block(
@@ -72,20 +80,7 @@ func stepHostDoc(c *contract.Contract) []string {
 // store's StepHost, the fields f leaves handed back as the next rows.
 func (m *model) stepHostCode() *jen.Statement {
 	in := m.c.Replay.Input
-	cols := make([]jen.Code, len(m.c.Replay.Fields))
-	fields := make([]jen.Code, len(m.c.Replay.Fields))
-	for i, f := range m.c.Replay.Fields {
-		cols[i] = jen.Qual(statePkg, "Bytes").Call(jen.Id("in").Dot(f.Name))
-		fields[i] = key(f.Name, jen.Qual(statePkg, "Rows").Types(m.inputElem(f.Name)).Call(jen.Id("cols").Index(jen.Lit(i))))
-	}
-	batch := jen.Index().Index().Byte().Values(cols...)
-	if len(cols) > 2 {
-		batch = jen.Index().Index().Byte().Custom(multi, cols...)
-	}
-	input := jen.Id(in).Values(fields...)
-	if len(fields) > 2 {
-		input = jen.Id(in).Custom(multi, fields...)
-	}
+	batch, input := m.stepInput()
 	rows := make([]jen.Code, len(m.fields))
 	for i, f := range m.fields {
 		rows[i] = key(f.Name, jen.Qual(statePkg, "Rows").Types(m.typeCode(f.elem)).Call(jen.Id("rows").Index(jen.Lit(i))))
