@@ -15,6 +15,21 @@ import (
 type GroupSnap struct {
 	group *Group // the group it was taken from (its lineages' identity)
 	snaps []*Snap
+	// inline holds snaps for a group of up to two members, so that a cut
+	// is one allocation beside its members' snapshots.
+	inline [2]*Snap
+}
+
+// newGroupSnap returns a cut of g with room for a snapshot of each
+// member, none taken yet.
+func newGroupSnap(g *Group) *GroupSnap {
+	v := &GroupSnap{group: g}
+	if len(g.heads) <= len(v.inline) {
+		v.snaps = v.inline[:0:len(g.heads)]
+	} else {
+		v.snaps = make([]*Snap, 0, len(g.heads))
+	}
+	return v
 }
 
 var groupIDs atomic.Uint64
@@ -243,20 +258,20 @@ func (g *Group) Snapshot() (*GroupSnap, error) {
 	if err := g.begin("Snapshot", g.order, nil); err != nil {
 		return nil, err
 	}
-	snaps := make([]*Snap, 0, len(g.heads))
+	cut := newGroupSnap(g)
 	for _, h := range g.heads {
 		s, err := h.snapshotLocked()
 		if err != nil {
 			g.end(g.order, nil) // the snapshots taken are released outside the call
-			for _, s := range snaps {
+			for _, s := range cut.snaps {
 				s.Release()
 			}
 			return nil, g.errorf("Snapshot", "member %s: %w", h.l.Type, err)
 		}
-		snaps = append(snaps, s)
+		cut.snaps = append(cut.snaps, s)
 	}
 	g.end(g.order, nil)
-	return &GroupSnap{group: g, snaps: snaps}, nil
+	return cut, nil
 }
 
 // Branch returns a new group whose members are branches of g's members,

@@ -30,20 +30,20 @@ func (g *Group) At(v Version) (*GroupSnap, error) {
 		g.end(g.order, nil)
 		return nil, err
 	}
-	snaps := make([]*Snap, 0, len(g.heads))
+	cut := newGroupSnap(g)
 	for i, h := range g.heads {
 		s, err := h.atLocked(vs[i])
 		if err != nil {
 			g.end(g.order, nil) // the snapshots taken are released outside the call
-			for _, s := range snaps {
+			for _, s := range cut.snaps {
 				s.Release()
 			}
 			return nil, g.errorf("At", "member %s, version %d: %w", h.l.Type, vs[i], err)
 		}
-		snaps = append(snaps, s)
+		cut.snaps = append(cut.snaps, s)
 	}
 	g.end(g.order, nil)
-	return &GroupSnap{group: g, snaps: snaps}, nil
+	return cut, nil
 }
 
 // Plan explains how At(v) would rebuild the group's cut: the members'
