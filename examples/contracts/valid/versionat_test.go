@@ -146,7 +146,11 @@ func TestSessionAtRollsBackARebuiltCut(t *testing.T) {
 			n, s.KV().Len(), slices.Equal(rec.H, recAt[n-1]), n)
 	}
 	var none *SessionState
-	if _, err := none.At(v); !errors.Is(err, state.ErrReleased) {
+	nilCut, err := none.At(v)
+	if !errors.Is(err, state.ErrReleased) {
 		t.Errorf("At on a nil group: %v, want state.ErrReleased", err)
+	}
+	if err == nil {
+		nilCut.Release()
 	}
 }

@@ -310,8 +310,20 @@ func (m *dModel) release(s *dSession) {
 // error.
 func (m *dModel) misuse(g *decoder.DecoderState, v *decoder.DecoderSnapshot) {
 	calls := []func() error{
-		func() error { _, err := g.Snapshot(); return err },
-		func() error { _, err := g.Branch(); return err },
+		func() error {
+			s, err := g.Snapshot()
+			if err == nil {
+				s.Release()
+			}
+			return err
+		},
+		func() error {
+			b, err := g.Branch()
+			if err == nil {
+				b.Release()
+			}
+			return err
+		},
 		func() error { return g.Merge(nil) },
 		func() error { return g.Rollback(v) },
 		func() error { _, err := g.AdoptPrefix([]int32{1}); return err },
