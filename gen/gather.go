@@ -33,14 +33,14 @@ func snapName(typ string) string { return "_" + typ + "_snap" }
 func (m *model) handleFuncs() []jen.Code {
 	out := []jen.Code{
 		doc([]string{fmt.Sprintf("%s returns the store head of s, nil for a nil s (its methods answer state.ErrReleased).", headName(m.typ()))}).
-			Func().Id(headName(m.typ())).Params(jen.Id("s").Op("*").Id(m.head())).Op("*").Qual(statePkg, "Head").Block(
+			Func().Id(headName(m.typ())).Params(jen.Id("s").Op("*").Id(m.head())).Op("*").Add(st("Head")).Block(
 			jen.If(jen.Id("s").Op("==").Nil()).Block(jen.Return(jen.Nil())),
 			jen.Return(jen.Id("s").Dot("h")),
 		),
 	}
 	if m.snapshot() {
 		out = append(out, doc([]string{fmt.Sprintf("%s returns the store snapshot of v, nil for a nil v (its methods answer state.ErrReleased).", snapName(m.typ()))}).
-			Func().Id(snapName(m.typ())).Params(jen.Id("v").Op("*").Id(m.snap())).Op("*").Qual(statePkg, "Snap").Block(
+			Func().Id(snapName(m.typ())).Params(jen.Id("v").Op("*").Id(m.snap())).Op("*").Add(st("Snap")).Block(
 			jen.If(jen.Id("v").Op("==").Nil()).Block(jen.Return(jen.Nil())),
 			jen.Return(jen.Id("v").Dot("snap")),
 		))
@@ -131,7 +131,7 @@ func (m *model) resizeFields(n *jen.Statement, some bool) []jen.Code {
 		if f.Width != 1 {
 			k = n.Clone().Op("*").Lit(f.Width)
 		}
-		resize := jen.Id("rows").Dot(f.Name).Op("=").Qual(statePkg, "Resize").Call(jen.Id("rows").Dot(f.Name), k)
+		resize := jen.Id("rows").Dot(f.Name).Op("=").Add(st("Resize")).Call(jen.Id("rows").Dot(f.Name), k)
 		if some {
 			resize = jen.If(jen.Id("rows").Dot(f.Name).Op("!=").Nil()).Block(resize)
 		}

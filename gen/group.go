@@ -17,9 +17,10 @@ type groupModel struct {
 	pkg     string // import path
 	name    string // package name
 	members []*contract.Contract
-	// shadow: the package declares "state", so the runtime is imported
-	// under another name.
-	shadow bool
+	// shadow: the names of the runtime's packages ("state", "stateimpl")
+	// that the package declares itself, so that they are imported as
+	// gpustatestate and gpustatestateimpl.
+	shadow map[string]bool
 	// key is the model of the first member that shares a prefix, whose
 	// key field types AdoptPrefix's keys; nil when no member shares.
 	key *model
@@ -111,7 +112,10 @@ func groupMembers(g *contract.Group, members []*contract.Contract) map[string][]
 
 // groupModel returns the model of group g: its members' contracts.
 func (p *Package) groupModel(g *contract.Group) (*groupModel, error) {
-	m := &groupModel{g: g, pkg: p.types.Path(), name: p.types.Name(), shadow: p.types.Scope().Lookup("state") != nil}
+	m := &groupModel{g: g, pkg: p.types.Path(), name: p.types.Name(), shadow: map[string]bool{
+		"state":     p.types.Scope().Lookup("state") != nil,
+		"stateimpl": p.types.Scope().Lookup("stateimpl") != nil,
+	}}
 	for _, mem := range g.Members {
 		c := p.Contracts.Contract(mem.Type)
 		if c == nil {
@@ -134,10 +138,12 @@ func (p *Package) groupModel(g *contract.Group) (*groupModel, error) {
 func renderGroup(m *groupModel) ([]byte, error) {
 	f := jen.NewFilePathName(m.pkg, m.name)
 	f.HeaderComment(Header)
-	if m.shadow {
-		f.ImportAlias(statePkg, "gpustatestate")
-	} else {
-		f.ImportName(statePkg, "state")
+	for path, name := range map[string]string{statePkg: "state", implPkg: "stateimpl"} {
+		if m.shadow[name] {
+			f.ImportAlias(path, "gpustate"+name)
+		} else {
+			f.ImportName(path, name)
+		}
 	}
 	f.Add(m.headDecl())
 	for _, code := range m.decls() {
@@ -226,7 +232,7 @@ func (m *groupModel) headDecl() jen.Code {
 		first + ".",
 		fmt.Sprintf("Its members, %s, move together: %s act on all of them, atomically, and a failed call changes none. A member's own writes, reads, spans, snapshots and branches are its own; its Rollback, Merge and Release answer state.ErrCoupled, as they are the group's to call.", m.memberList(), m.ops()),
 	}
-	fields := []jen.Code{jen.Id(groupField()).Op("*").Qual(statePkg, "Group")}
+	fields := []jen.Code{jen.Id(groupField()).Op("*").Add(st("Group"))}
 	for i, mem := range m.g.Members {
 		fields = append(fields, jen.Id(memberField(mem.Name)).Op("*").Id(contract.GeneratedNames(m.members[i].Type).Head))
 	}
@@ -249,9 +255,9 @@ func (m *groupModel) ctorCode() jen.Code {
 		fmt.Sprintf("%s creates %s group in pool p, owned by owner (%s): a new state of each member, or none when one cannot be made.", n.Ctor, article(m.g.Type), article(m.g.Owner)),
 		releaseDuty("group"),
 	}, "acquire").Func().Id(n.Ctor).Params(
-		jen.Id("p").Op("*").Qual(statePkg, "Pool"),
-		jen.Id("owner").Qual(statePkg, "Owner"),
-	).Params(jen.Op("*").Id(n.Head), jen.Error()).Block(m.wrapped(jen.Qual(statePkg, "NewGroup").Call(args...))...)
+		jen.Id("p").Op("*").Add(st("Pool")),
+		jen.Id("owner").Add(st("Owner")),
+	).Params(jen.Op("*").Id(n.Head), jen.Error()).Block(m.wrapped(st("NewGroup").Call(args...))...)
 }
 
 func (m *groupModel) sharedCtorCode() jen.Code {
@@ -262,10 +268,10 @@ func (m *groupModel) sharedCtorCode() jen.Code {
 		fmt.Sprintf("%s creates %s group in pool p, owned by owner (%s), in the sharing domain domain: every member, or none. Whenever an Append of %s ends at a block boundary, the group registers the state of every member as it is then (copy-on-write, as a snapshot holds it), so that a later group of the domain adopts it with AdoptPrefix instead of computing it again. Write the other members for a token before appending its %s row. The registered states are optional retention: the pool evicts them under memory pressure.", n.SharedCtor, article(m.g.Type), article(m.g.Owner), mem, mem),
 		releaseDuty("group"),
 	}, "acquire").Func().Id(n.SharedCtor).Params(
-		jen.Id("p").Op("*").Qual(statePkg, "Pool"),
-		jen.Id("owner").Qual(statePkg, "Owner"),
-		jen.Id("domain").Qual(statePkg, "Domain"),
-	).Params(jen.Op("*").Id(n.Head), jen.Error()).Block(m.wrapped(jen.Qual(statePkg, "NewSharedGroup").Call(args...))...)
+		jen.Id("p").Op("*").Add(st("Pool")),
+		jen.Id("owner").Add(st("Owner")),
+		jen.Id("domain").Add(st("Domain")),
+	).Params(jen.Op("*").Id(n.Head), jen.Error()).Block(m.wrapped(st("NewSharedGroup").Call(args...))...)
 }
 
 // adoptCode renders the group's AdoptPrefix, whose keys are a slice of the
@@ -283,7 +289,7 @@ func (m *groupModel) adoptCode() jen.Code {
 		fmt.Sprintf("AdoptPrefix gives an empty group the states every member had at the longest prefix of keys (the %s values of %s) that a group of its domain registered, each member as a new version, and returns the rows of %s adopted: a multiple of %s. The caller then computes only the rest, from keys[rows:]. Every member moves, or none; a group whose %s has rows answers state.ErrRange, and one made by %s adopts nothing.",
 			c.ShareKey, mem, mem, blockRowsPhrase(c), mem, m.names().Ctor),
 	}, "appends").Func().Params(m.recv()).Id("AdoptPrefix").Params(jen.Id("keys").Index().Add(elem)).Params(jen.Int(), jen.Error()).Block(
-		jen.Return(m.gcall("AdoptPrefix", jen.Qual(statePkg, "Bytes").Call(jen.Id("keys")))),
+		jen.Return(m.gcall("AdoptPrefix", st("Bytes").Call(jen.Id("keys")))),
 	)
 }
 
@@ -305,7 +311,7 @@ func (m *groupModel) wrapCode() jen.Code {
 	}
 	return doc([]string{
 		fmt.Sprintf("%s gives the group g and its member heads their types.", wrapName(m.g.Type)),
-	}).Func().Id(wrapName(m.g.Type)).Params(jen.Id("g").Op("*").Qual(statePkg, "Group")).Op("*").Id(n.Head).Block(
+	}).Func().Id(wrapName(m.g.Type)).Params(jen.Id("g").Op("*").Add(st("Group"))).Op("*").Id(n.Head).Block(
 		jen.Return(jen.Op("&").Id(n.Head).Values(d)),
 	)
 }
@@ -316,7 +322,7 @@ func (m *groupModel) wrapCode() jen.Code {
 func (m *groupModel) groupOfCode() jen.Code {
 	return doc([]string{
 		fmt.Sprintf("%s returns the group g wraps; nil for a nil g, which the store answers with state.ErrReleased.", groupOfName(m.g.Type)),
-	}).Func().Id(groupOfName(m.g.Type)).Params(m.recv()).Op("*").Qual(statePkg, "Group").Block(
+	}).Func().Id(groupOfName(m.g.Type)).Params(m.recv()).Op("*").Add(st("Group")).Block(
 		jen.If(jen.Id("g").Op("==").Nil()).Block(jen.Return(jen.Nil())),
 		jen.Return(jen.Id("g").Dot(groupField())),
 	)
@@ -326,7 +332,7 @@ func (m *groupModel) groupOfCode() jen.Code {
 func (m *groupModel) cutOfCode() jen.Code {
 	return doc([]string{
 		fmt.Sprintf("%s returns the cut v wraps; nil for a nil v.", cutOfName(m.g.Type)),
-	}).Func().Id(cutOfName(m.g.Type)).Params(m.snapRecv()).Op("*").Qual(statePkg, "GroupSnap").Block(
+	}).Func().Id(cutOfName(m.g.Type)).Params(m.snapRecv()).Op("*").Add(st("GroupSnap")).Block(
 		jen.If(jen.Id("v").Op("==").Nil()).Block(jen.Return(jen.Nil())),
 		jen.Return(jen.Id("v").Dot(cutField())),
 	)
@@ -368,7 +374,7 @@ func (m *groupModel) atCode() jen.Code {
 	return doc([]string{
 		fmt.Sprintf("At returns the group as it was when %s made version v: a cut of every member, each rebuilt from its own checkpoints (a replayed member by running its steps again), which Rollback takes like a cut Snapshot took.%s A member whose history no longer holds its part of the cut answers state.ErrNotRetained, and no snapshot is left taken.", first, m.versionAtNote()),
 		releaseDuty("snapshot"),
-	}, "acquire").Func().Params(m.recv()).Id("At").Params(jen.Id("v").Qual(statePkg, "Version")).Params(jen.Op("*").Id(n.Snapshot), jen.Error()).Block(
+	}, "acquire").Func().Params(m.recv()).Id("At").Params(jen.Id("v").Add(st("Version"))).Params(jen.Op("*").Id(n.Snapshot), jen.Error()).Block(
 		jen.List(jen.Id("cut"), jen.Err()).Op(":=").Add(m.gcall("At", jen.Id("v"))),
 		jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Nil(), jen.Err())),
 		jen.Return(m.cutValue(), jen.Nil()),
@@ -387,7 +393,7 @@ func (m *groupModel) versionAtNote() string {
 func (m *groupModel) planCode() jen.Code {
 	return doc([]string{
 		"Plan explains how At would rebuild the cut at version v: the members' plans summed (deltas, replayed steps, bytes and the estimated cost). It rebuilds nothing.",
-	}).Func().Params(m.recv()).Id("Plan").Params(jen.Id("v").Qual(statePkg, "Version")).Params(jen.Qual(statePkg, "Plan"), jen.Error()).Block(
+	}).Func().Params(m.recv()).Id("Plan").Params(jen.Id("v").Add(st("Version"))).Params(st("Plan"), jen.Error()).Block(
 		jen.Return(m.gcall("Plan", jen.Id("v"))),
 	)
 }
@@ -438,7 +444,7 @@ func (m *groupModel) rollbackCode() jen.Code {
 func (m *groupModel) statsCode() jen.Code {
 	return doc([]string{
 		"Stats reports the members' logical and physical bytes, summed; each member's own Stats has its version and rows.",
-	}).Func().Params(m.recv()).Id("Stats").Params().Qual(statePkg, "Stats").Block(jen.Return(m.gcall("Stats")))
+	}).Func().Params(m.recv()).Id("Stats").Params().Add(st("Stats")).Block(jen.Return(m.gcall("Stats")))
 }
 
 func (m *groupModel) releaseCode() jen.Code {
@@ -452,7 +458,7 @@ func (m *groupModel) releaseCode() jen.Code {
 
 func (m *groupModel) snapDecl() jen.Code {
 	n := m.names()
-	fields := []jen.Code{jen.Id(cutField()).Op("*").Qual(statePkg, "GroupSnap")}
+	fields := []jen.Code{jen.Id(cutField()).Op("*").Add(st("GroupSnap"))}
 	for i, mem := range m.g.Members {
 		fields = append(fields, jen.Id(memberField(mem.Name)).Op("*").Id(contract.GeneratedNames(m.members[i].Type).Snapshot))
 	}

@@ -97,7 +97,7 @@ var methodTable = []methodSpec{
 	{name: "Oldest", recv: RecvHead, when: "window=W", ok: window, doc: oldestDoc("state"), code: headCall("Oldest", jen.Int())},
 	{name: "Version", recv: RecvHead, when: "always", doc: para(
 		"Version returns the state's current version. Every successful write makes a new version, larger than every version the state's lineage has seen."),
-		code: headCall("Version", jen.Qual(statePkg, "Version"))},
+		code: headCall("Version", st("Version"))},
 	{name: "Snapshot", recv: RecvHead, directive: "acquire", when: "snapshot immutable", ok: snapshot, doc: snapshotDoc, code: (*model).snapshotCode},
 	{name: "Branch", recv: RecvHead, directive: "acquire", when: "branch isolated", ok: branch, doc: branchDoc, code: (*model).branchCode},
 	{name: "Merge", recv: RecvHead, directive: "mutates", when: "merge=fastforward", ok: merge, doc: para(
@@ -112,7 +112,7 @@ var methodTable = []methodSpec{
 		code: (*model).planCode},
 	{name: "Stats", recv: RecvHead, when: "always", doc: para(
 		"Stats reports the state's version, rows, logical bytes (the rows it reads as) and physical bytes (the blocks it holds, shared ones included)."),
-		code: headCall("Stats", jen.Qual(statePkg, "Stats"))},
+		code: headCall("Stats", st("Stats"))},
 	{name: "AppendDevice", recv: RecvHead, directive: "appends", when: "growth append", ok: appends, doc: appendDeviceDoc, code: (*model).appendDeviceCode},
 	{name: "AppendAsync", recv: RecvHead, directive: "appends", when: "growth append", ok: appends, doc: appendAsyncDoc, code: (*model).appendAsyncCode},
 	{name: "WriteDevice", recv: RecvHead, directive: "mutates", when: "growth mutable", ok: mutable, doc: writeDeviceDoc, code: (*model).writeDeviceCode},
@@ -149,7 +149,7 @@ var methodTable = []methodSpec{
 	{name: "Oldest", recv: RecvSnapshot, when: "snapshot immutable, window=W", ok: func(c *contract.Contract) bool { return snapshot(c) && window(c) },
 		doc: oldestDoc("snapshot"), code: snapCall("Oldest", jen.Int())},
 	{name: "Version", recv: RecvSnapshot, when: "snapshot immutable", ok: snapshot, doc: para("Version returns the version the snapshot holds."),
-		code: snapCall("Version", jen.Qual(statePkg, "Version"))},
+		code: snapCall("Version", st("Version"))},
 	{name: "Release", recv: RecvSnapshot, directive: "release", when: "snapshot immutable", ok: snapshot, doc: para(
 		"Release gives the snapshot's hold on its blocks back to the pool. Release is idempotent; every other method of a released snapshot returns state.ErrReleased."),
 		code: snapCall("Release", jen.Error())},

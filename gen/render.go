@@ -14,6 +14,7 @@ import (
 
 const (
 	statePkg  = "github.com/gpustate/gpustate/runtime/state"
+	implPkg   = "github.com/gpustate/gpustate/runtime/state/stateimpl"
 	devicePkg = "github.com/gpustate/gpustate/runtime/device"
 )
 
@@ -63,7 +64,7 @@ func render(m *model) ([]byte, error) {
 	f.HeaderComment(Header)
 	// The runtime's packages are imported under their names, unless the
 	// package declares those names itself.
-	for path, name := range map[string]string{statePkg: "state", devicePkg: "device"} {
+	for path, name := range map[string]string{statePkg: "state", implPkg: "stateimpl", devicePkg: "device"} {
 		if m.pkg.Scope().Lookup(name) != nil {
 			f.ImportAlias(path, "gpustate"+name)
 		} else {
@@ -180,10 +181,10 @@ func (m *model) layoutDecl() jen.Code {
 	}
 	items := []jen.Code{
 		key("Type", jen.Lit(m.typ())),
-		key("Columns", jen.Index().Qual(statePkg, "Column").Custom(multi, cols...)),
-		key("Growth", jen.Qual(statePkg, growth)),
+		key("Columns", jen.Index().Add(st("Column")).Custom(multi, cols...)),
+		key("Growth", st(growth)),
 		key("Bound", bound),
-		key("Descendants", jen.Qual(statePkg, descendants)),
+		key("Descendants", st(descendants)),
 	}
 	if m.c.Window > 0 {
 		items = append(items, key("Window", jen.Lit(int(m.c.Window))))
@@ -203,21 +204,21 @@ func (m *model) layoutDecl() jen.Code {
 			policy = append(policy, key("Every", jen.Lit(cp.Every)))
 		}
 		policy = append(policy, key("Keep", jen.Lit(cp.Keep)))
-		items = append(items, key("Checkpoint", jen.Op("&").Qual(statePkg, "CheckpointPolicy").Values(policy...)))
+		items = append(items, key("Checkpoint", jen.Op("&").Add(st("CheckpointPolicy")).Values(policy...)))
 	}
 	if replayed(m.c) {
-		items = append(items, key("Input", jen.Index().Qual(statePkg, "Column").Custom(multi, columns(m.c.Replay.Fields)...)))
+		items = append(items, key("Input", jen.Index().Add(st("Column")).Custom(multi, columns(m.c.Replay.Fields)...)))
 	}
 	// Mandatory is the zero value: only the others are written.
 	switch m.c.Retention {
 	case contract.RetentionOptional:
-		items = append(items, key("Retention", jen.Qual(statePkg, "Optional")))
+		items = append(items, key("Retention", st("Optional")))
 	case contract.RetentionReconstructable:
-		items = append(items, key("Retention", jen.Qual(statePkg, "Reconstructable")))
+		items = append(items, key("Retention", st("Reconstructable")))
 	}
 	return doc([]string{
 		fmt.Sprintf("%s is how the store holds %s: one column per field, %s.", m.layout(), m.typ(), lawShort(m.c)),
-	}).Var().Id(m.layout()).Op("=").Qual(statePkg, "Layout").Custom(multi, items...)
+	}).Var().Id(m.layout()).Op("=").Add(st("Layout")).Custom(multi, items...)
 }
 
 // columns renders the store columns of fields, one per field.
@@ -246,7 +247,7 @@ func (m *model) headDecl() jen.Code {
 	paras := []string{fmt.Sprintf("%s is a live %s state%s", m.head(), m.typ(), m.purpose())}
 	paras = append(paras, m.contractProse()...)
 	return doc(paras).Type().Id(m.head()).Struct(
-		jen.Id("h").Op("*").Qual(statePkg, "Head"),
+		jen.Id("h").Op("*").Add(st("Head")),
 	)
 }
 
@@ -260,7 +261,7 @@ func (m *model) snapRecv() *jen.Statement { return jen.Id("v").Op("*").Id(m.snap
 func (m *model) batch(name string) jen.Code {
 	cols := make([]jen.Code, len(m.fields))
 	for i, f := range m.fields {
-		cols[i] = jen.Qual(statePkg, "Bytes").Call(jen.Id(name).Dot(f.Name))
+		cols[i] = st("Bytes").Call(jen.Id(name).Dot(f.Name))
 	}
 	if len(cols) > 2 {
 		return jen.Index().Index().Byte().Custom(multi, cols...)
@@ -330,12 +331,12 @@ func snapStreamCall(name string) func(*model) *jen.Statement {
 
 // headTableCall renders the head's BlockTable.
 func headTableCall(m *model) *jen.Statement {
-	return jen.Func().Params(m.recv()).Id("BlockTable").Params().Params(jen.Op("*").Qual(statePkg, "BlockTable"), jen.Error()).Block(jen.Return(m.hcall("BlockTable")))
+	return jen.Func().Params(m.recv()).Id("BlockTable").Params().Params(jen.Op("*").Add(st("BlockTable")), jen.Error()).Block(jen.Return(st("Table").Call(m.hcall("BlockTable"))))
 }
 
 // snapTableCall renders the snapshot's BlockTable.
 func snapTableCall(m *model) *jen.Statement {
-	return jen.Func().Params(m.snapRecv()).Id("BlockTable").Params().Params(jen.Op("*").Qual(statePkg, "BlockTable"), jen.Error()).Block(jen.Return(m.vcall("BlockTable")))
+	return jen.Func().Params(m.snapRecv()).Id("BlockTable").Params().Params(jen.Op("*").Add(st("BlockTable")), jen.Error()).Block(jen.Return(st("Table").Call(m.vcall("BlockTable"))))
 }
 
 // wrapped assigns call's result to field and returns it as *typ{field: field},
@@ -350,20 +351,20 @@ func wrapped(typ, field string, call jen.Code) []jen.Code {
 
 func (m *model) ctorCode() *jen.Statement {
 	return jen.Func().Id(m.ctor()).Params(
-		jen.Id("p").Op("*").Qual(statePkg, "Pool"),
-		jen.Id("owner").Qual(statePkg, "Owner"),
+		jen.Id("p").Op("*").Add(st("Pool")),
+		jen.Id("owner").Add(st("Owner")),
 	).Params(jen.Op("*").Id(m.head()), jen.Error()).Block(
-		wrapped(m.head(), "h", jen.Id("p").Dot("NewHead").Call(jen.Op("&").Id(m.layout()), jen.Id("owner")))...,
+		wrapped(m.head(), "h", st("NewHead").Call(jen.Id("p"), jen.Op("&").Id(m.layout()), jen.Id("owner")))...,
 	)
 }
 
 func (m *model) sharedCtorCode() *jen.Statement {
 	return jen.Func().Id(sharedCtorName(m.typ())).Params(
-		jen.Id("p").Op("*").Qual(statePkg, "Pool"),
-		jen.Id("owner").Qual(statePkg, "Owner"),
-		jen.Id("domain").Qual(statePkg, "Domain"),
+		jen.Id("p").Op("*").Add(st("Pool")),
+		jen.Id("owner").Add(st("Owner")),
+		jen.Id("domain").Add(st("Domain")),
 	).Params(jen.Op("*").Id(m.head()), jen.Error()).Block(
-		wrapped(m.head(), "h", jen.Id("p").Dot("NewSharedHead").Call(jen.Op("&").Id(m.layout()), jen.Id("owner"), jen.Id("domain")))...,
+		wrapped(m.head(), "h", st("NewSharedHead").Call(jen.Id("p"), jen.Op("&").Id(m.layout()), jen.Id("owner"), jen.Id("domain")))...,
 	)
 }
 
@@ -377,7 +378,7 @@ func (m *model) adoptCode() *jen.Statement {
 		}
 	}
 	return jen.Func().Params(m.recv()).Id("AdoptPrefix").Params(jen.Id("keys").Index().Add(elem)).Params(jen.Int(), jen.Error()).Block(
-		jen.Return(m.hcall("AdoptPrefix", jen.Qual(statePkg, "Bytes").Call(jen.Id("keys")))),
+		jen.Return(m.hcall("AdoptPrefix", st("Bytes").Call(jen.Id("keys")))),
 	)
 }
 
@@ -416,7 +417,7 @@ func (m *model) branchCode() *jen.Statement {
 
 func (m *model) mergeCode() *jen.Statement {
 	return jen.Func().Params(m.recv()).Id("Merge").Params(jen.Id("child").Op("*").Id(m.head())).Error().Block(
-		jen.Var().Id("c").Op("*").Qual(statePkg, "Head"),
+		jen.Var().Id("c").Op("*").Add(st("Head")),
 		jen.If(jen.Id("child").Op("!=").Nil()).Block(jen.Id("c").Op("=").Id("child").Dot("h")),
 		jen.Return(m.hcall("Merge", jen.Id("c"))),
 	)
@@ -424,26 +425,26 @@ func (m *model) mergeCode() *jen.Statement {
 
 func (m *model) rollbackCode() *jen.Statement {
 	return jen.Func().Params(m.recv()).Id("Rollback").Params(jen.Id("to").Op("*").Id(m.snap())).Error().Block(
-		jen.Var().Id("snap").Op("*").Qual(statePkg, "Snap"),
+		jen.Var().Id("snap").Op("*").Add(st("Snap")),
 		jen.If(jen.Id("to").Op("!=").Nil()).Block(jen.Id("snap").Op("=").Id("to").Dot("snap")),
 		jen.Return(m.hcall("Rollback", jen.Id("snap"))),
 	)
 }
 
 func (m *model) atCode() *jen.Statement {
-	return jen.Func().Params(m.recv()).Id("At").Params(jen.Id("v").Qual(statePkg, "Version")).Params(jen.Op("*").Id(m.snap()), jen.Error()).Block(
+	return jen.Func().Params(m.recv()).Id("At").Params(jen.Id("v").Add(st("Version"))).Params(jen.Op("*").Id(m.snap()), jen.Error()).Block(
 		wrapped(m.snap(), "snap", m.hcall("At", jen.Id("v")))...,
 	)
 }
 
 func (m *model) versionAtCode() *jen.Statement {
-	return jen.Func().Params(m.recv()).Id("VersionAt").Params(jen.Id("n").Int()).Params(jen.Qual(statePkg, "Version"), jen.Error()).Block(
+	return jen.Func().Params(m.recv()).Id("VersionAt").Params(jen.Id("n").Int()).Params(st("Version"), jen.Error()).Block(
 		jen.Return(m.hcall("VersionAt", jen.Id("n"))),
 	)
 }
 
 func (m *model) planCode() *jen.Statement {
-	return jen.Func().Params(m.recv()).Id("Plan").Params(jen.Id("v").Qual(statePkg, "Version")).Params(jen.Qual(statePkg, "Plan"), jen.Error()).Block(
+	return jen.Func().Params(m.recv()).Id("Plan").Params(jen.Id("v").Add(st("Version"))).Params(st("Plan"), jen.Error()).Block(
 		jen.Return(m.hcall("Plan", jen.Id("v"))),
 	)
 }
@@ -489,7 +490,7 @@ func (m *model) snapDecl() jen.Code {
 	return doc([]string{
 		fmt.Sprintf("%s is an immutable version of %s state: what it reads never changes, whatever happens later to the state, its branches or the pool. Its spans are read only, by contract.", m.snap(), article(m.typ())),
 	}, "snapshot").Type().Id(m.snap()).Struct(
-		jen.Id("snap").Op("*").Qual(statePkg, "Snap"),
+		jen.Id("snap").Op("*").Add(st("Snap")),
 	)
 }
 
@@ -585,4 +586,21 @@ func (m *model) objCode(obj *types.TypeName, args *types.TypeList) jen.Code {
 		s = s.Types(codes...)
 	}
 	return s
+}
+
+// implNames are the runtime names generated code takes from package
+// stateimpl; every other runtime name it takes from runtime/state.
+var implNames = map[string]bool{
+	"Head": true, "Snap": true, "Group": true, "GroupSnap": true, "Layout": true, "Column": true,
+	"CheckpointPolicy": true, "StepFunc": true, "Append": true, "Mutable": true, "Optional": true,
+	"Reconstructable": true, "Invalidate": true, "Keep": true, "Resize": true, "NewHead": true,
+	"NewSharedHead": true, "NewGroup": true, "NewSharedGroup": true, "Table": true,
+}
+
+// st qualifies a runtime name with its package, stateimpl or runtime/state.
+func st(name string) *jen.Statement {
+	if implNames[name] {
+		return jen.Qual(implPkg, name)
+	}
+	return jen.Qual(statePkg, name)
 }

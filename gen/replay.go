@@ -37,8 +37,8 @@ func (m *model) stepInput() (batch, input *jen.Statement) {
 	cols := make([]jen.Code, len(m.c.Replay.Fields))
 	fields := make([]jen.Code, len(m.c.Replay.Fields))
 	for i, f := range m.c.Replay.Fields {
-		cols[i] = jen.Qual(statePkg, "Bytes").Call(jen.Id("in").Dot(f.Name))
-		fields[i] = key(f.Name, jen.Qual(statePkg, "Rows").Types(m.inputElem(f.Name)).Call(jen.Id("cols").Index(jen.Lit(i))))
+		cols[i] = st("Bytes").Call(jen.Id("in").Dot(f.Name))
+		fields[i] = key(f.Name, st("Rows").Types(m.inputElem(f.Name)).Call(jen.Id("cols").Index(jen.Lit(i))))
 	}
 	batch = jen.Index().Index().Byte().Values(cols...)
 	if len(cols) > 2 {
@@ -58,7 +58,7 @@ func (m *model) stepCode() *jen.Statement {
 	fn := jen.Func().Params(jen.Id("dst").Id(m.spans()), jen.Id("in").Id(in)).Error()
 	// A nil f reaches the store as nil, which answers state.ErrShape.
 	return jen.Func().Params(m.recv()).Id("Step").Params(jen.Id("in").Id(in), jen.Id("f").Add(fn)).Error().Block(
-		jen.Var().Id("step").Qual(statePkg, "StepFunc"),
+		jen.Var().Id("step").Add(st("StepFunc")),
 		jen.If(jen.Id("f").Op("!=").Nil()).Block(
 			jen.Id("step").Op("=").Func().Params(jen.Id("spans").Index().Index().Qual(devicePkg, "Span"), jen.Id("cols").Index().Index().Byte()).Error().Block(
 				jen.List(jen.Id("dst"), jen.Id("_")).Op(":=").Id(m.toSpans()).Call(jen.Id("spans"), jen.Nil()),
@@ -83,7 +83,7 @@ func (m *model) stepHostCode() *jen.Statement {
 	batch, input := m.stepInput()
 	rows := make([]jen.Code, len(m.fields))
 	for i, f := range m.fields {
-		rows[i] = key(f.Name, jen.Qual(statePkg, "Rows").Types(m.typeCode(f.elem)).Call(jen.Id("rows").Index(jen.Lit(i))))
+		rows[i] = key(f.Name, st("Rows").Types(m.typeCode(f.elem)).Call(jen.Id("rows").Index(jen.Lit(i))))
 	}
 	typed := jen.Id(m.typ()).Values(rows...)
 	if len(rows) > 2 {

@@ -5,20 +5,21 @@ package peerbench
 import (
 	"github.com/gpustate/gpustate/runtime/device"
 	"github.com/gpustate/gpustate/runtime/state"
+	"github.com/gpustate/gpustate/runtime/state/stateimpl"
 )
 
 // _Ctx_layout is how the store holds Ctx: one column per field, rows appended
 // up to 2048.
-var _Ctx_layout = state.Layout{
+var _Ctx_layout = stateimpl.Layout{
 	Type: "Ctx",
-	Columns: []state.Column{
+	Columns: []stateimpl.Column{
 		{Name: "Keys", ElemSize: 4, Width: 256},
 		{Name: "Values", ElemSize: 4, Width: 256},
 		{Name: "Token", ElemSize: 4, Width: 1},
 	},
-	Growth:      state.Append,
+	Growth:      stateimpl.Append,
 	Bound:       2048,
-	Descendants: state.Invalidate,
+	Descendants: stateimpl.Invalidate,
 	ShareKey:    "Token",
 }
 
@@ -47,7 +48,7 @@ var _Ctx_layout = state.Layout{
 // versions live only as long as snapshots of them. Retention is mandatory: the
 // state is never evicted.
 type CtxState struct {
-	h *state.Head
+	h *stateimpl.Head
 }
 
 // NewCtxState creates an empty Ctx state in pool p, owned by owner (a
@@ -59,7 +60,7 @@ type CtxState struct {
 //
 //state:acquire
 func NewCtxState(p *state.Pool, owner state.Owner) (*CtxState, error) {
-	h, err := p.NewHead(&_Ctx_layout, owner)
+	h, err := stateimpl.NewHead(p, &_Ctx_layout, owner)
 	if err != nil {
 		return nil, err
 	}
@@ -80,7 +81,7 @@ func NewCtxState(p *state.Pool, owner state.Owner) (*CtxState, error) {
 //
 //state:acquire
 func NewCtxStateShared(p *state.Pool, owner state.Owner, domain state.Domain) (*CtxState, error) {
-	h, err := p.NewSharedHead(&_Ctx_layout, owner, domain)
+	h, err := stateimpl.NewSharedHead(p, &_Ctx_layout, owner, domain)
 	if err != nil {
 		return nil, err
 	}
@@ -143,9 +144,9 @@ func (s *CtxState) ReadInto(dst *Ctx, from, to int) error {
 	}
 	n := to - from
 	rows := *dst
-	rows.Keys = state.Resize(rows.Keys, n*256)
-	rows.Values = state.Resize(rows.Values, n*256)
-	rows.Token = state.Resize(rows.Token, n)
+	rows.Keys = stateimpl.Resize(rows.Keys, n*256)
+	rows.Values = stateimpl.Resize(rows.Values, n*256)
+	rows.Token = stateimpl.Resize(rows.Token, n)
 	if err := h.Read(from, to, [][]byte{
 		state.Bytes(rows.Keys),
 		state.Bytes(rows.Values),
@@ -169,9 +170,9 @@ func (s *CtxState) ReadRowsInto(dst *Ctx, idx []int) error {
 		return h.ReadRows(idx, nil)
 	}
 	rows := *dst
-	rows.Keys = state.Resize(rows.Keys, len(idx)*256)
-	rows.Values = state.Resize(rows.Values, len(idx)*256)
-	rows.Token = state.Resize(rows.Token, len(idx))
+	rows.Keys = stateimpl.Resize(rows.Keys, len(idx)*256)
+	rows.Values = stateimpl.Resize(rows.Values, len(idx)*256)
+	rows.Token = stateimpl.Resize(rows.Token, len(idx))
 	if err := h.ReadRows(idx, [][]byte{
 		state.Bytes(rows.Keys),
 		state.Bytes(rows.Values),
@@ -197,13 +198,13 @@ func (s *CtxState) ReadFields(dst *Ctx, from, to int) error {
 	n := to - from
 	rows := *dst
 	if rows.Keys != nil {
-		rows.Keys = state.Resize(rows.Keys, n*256)
+		rows.Keys = stateimpl.Resize(rows.Keys, n*256)
 	}
 	if rows.Values != nil {
-		rows.Values = state.Resize(rows.Values, n*256)
+		rows.Values = stateimpl.Resize(rows.Values, n*256)
 	}
 	if rows.Token != nil {
-		rows.Token = state.Resize(rows.Token, n)
+		rows.Token = stateimpl.Resize(rows.Token, n)
 	}
 	if err := h.ReadColumns(from, to, [][]byte{
 		state.Bytes(rows.Keys),
@@ -274,7 +275,7 @@ func (s *CtxState) Branch() (*CtxState, error) {
 //
 //state:mutates
 func (s *CtxState) Merge(child *CtxState) error {
-	var c *state.Head
+	var c *stateimpl.Head
 	if child != nil {
 		c = child.h
 	}
@@ -289,7 +290,7 @@ func (s *CtxState) Merge(child *CtxState) error {
 //
 //state:mutates
 func (s *CtxState) Rollback(to *CtxSnapshot) error {
-	var snap *state.Snap
+	var snap *stateimpl.Snap
 	if to != nil {
 		snap = to.snap
 	}
@@ -362,9 +363,9 @@ func (s *CtxState) ReadAsync(st device.Stream, dst *Ctx, from, to int) error {
 	}
 	n := to - from
 	rows := *dst
-	rows.Keys = state.Resize(rows.Keys, n*256)
-	rows.Values = state.Resize(rows.Values, n*256)
-	rows.Token = state.Resize(rows.Token, n)
+	rows.Keys = stateimpl.Resize(rows.Keys, n*256)
+	rows.Values = stateimpl.Resize(rows.Values, n*256)
+	rows.Token = stateimpl.Resize(rows.Token, n)
 	if err := h.ReadAsync(st, from, to, [][]byte{
 		state.Bytes(rows.Keys),
 		state.Bytes(rows.Values),
@@ -393,7 +394,7 @@ func (s *CtxState) RecordStream(st device.Stream) error {
 //
 //state:acquire
 func (s *CtxState) BlockTable() (*state.BlockTable, error) {
-	return _Ctx_head(s).BlockTable()
+	return stateimpl.Table(_Ctx_head(s).BlockTable())
 }
 
 // Release gives the state's blocks back to the pool; snapshots taken from it
@@ -412,7 +413,7 @@ func (s *CtxState) Release() error {
 //
 //state:snapshot
 type CtxSnapshot struct {
-	snap *state.Snap
+	snap *stateimpl.Snap
 }
 
 // Read copies rows [from, to) of the snapshot to the host, in a new Ctx. It
@@ -440,9 +441,9 @@ func (v *CtxSnapshot) ReadInto(dst *Ctx, from, to int) error {
 	}
 	n := to - from
 	rows := *dst
-	rows.Keys = state.Resize(rows.Keys, n*256)
-	rows.Values = state.Resize(rows.Values, n*256)
-	rows.Token = state.Resize(rows.Token, n)
+	rows.Keys = stateimpl.Resize(rows.Keys, n*256)
+	rows.Values = stateimpl.Resize(rows.Values, n*256)
+	rows.Token = stateimpl.Resize(rows.Token, n)
 	if err := snap.Read(from, to, [][]byte{
 		state.Bytes(rows.Keys),
 		state.Bytes(rows.Values),
@@ -466,9 +467,9 @@ func (v *CtxSnapshot) ReadRowsInto(dst *Ctx, idx []int) error {
 		return snap.ReadRows(idx, nil)
 	}
 	rows := *dst
-	rows.Keys = state.Resize(rows.Keys, len(idx)*256)
-	rows.Values = state.Resize(rows.Values, len(idx)*256)
-	rows.Token = state.Resize(rows.Token, len(idx))
+	rows.Keys = stateimpl.Resize(rows.Keys, len(idx)*256)
+	rows.Values = stateimpl.Resize(rows.Values, len(idx)*256)
+	rows.Token = stateimpl.Resize(rows.Token, len(idx))
 	if err := snap.ReadRows(idx, [][]byte{
 		state.Bytes(rows.Keys),
 		state.Bytes(rows.Values),
@@ -494,13 +495,13 @@ func (v *CtxSnapshot) ReadFields(dst *Ctx, from, to int) error {
 	n := to - from
 	rows := *dst
 	if rows.Keys != nil {
-		rows.Keys = state.Resize(rows.Keys, n*256)
+		rows.Keys = stateimpl.Resize(rows.Keys, n*256)
 	}
 	if rows.Values != nil {
-		rows.Values = state.Resize(rows.Values, n*256)
+		rows.Values = stateimpl.Resize(rows.Values, n*256)
 	}
 	if rows.Token != nil {
-		rows.Token = state.Resize(rows.Token, n)
+		rows.Token = stateimpl.Resize(rows.Token, n)
 	}
 	if err := snap.ReadColumns(from, to, [][]byte{
 		state.Bytes(rows.Keys),
@@ -541,9 +542,9 @@ func (v *CtxSnapshot) ReadAsync(st device.Stream, dst *Ctx, from, to int) error 
 	}
 	n := to - from
 	rows := *dst
-	rows.Keys = state.Resize(rows.Keys, n*256)
-	rows.Values = state.Resize(rows.Values, n*256)
-	rows.Token = state.Resize(rows.Token, n)
+	rows.Keys = stateimpl.Resize(rows.Keys, n*256)
+	rows.Values = stateimpl.Resize(rows.Values, n*256)
+	rows.Token = stateimpl.Resize(rows.Token, n)
 	if err := snap.ReadAsync(st, from, to, [][]byte{
 		state.Bytes(rows.Keys),
 		state.Bytes(rows.Values),
@@ -570,7 +571,7 @@ func (v *CtxSnapshot) RecordStream(st device.Stream) error {
 //
 //state:acquire
 func (v *CtxSnapshot) BlockTable() (*state.BlockTable, error) {
-	return _Ctx_snap(v).BlockTable()
+	return stateimpl.Table(_Ctx_snap(v).BlockTable())
 }
 
 // Len returns the number of rows in the snapshot.
@@ -656,7 +657,7 @@ func _Ctx_readRows(r interface {
 
 // _Ctx_head returns the store head of s, nil for a nil s (its methods answer
 // state.ErrReleased).
-func _Ctx_head(s *CtxState) *state.Head {
+func _Ctx_head(s *CtxState) *stateimpl.Head {
 	if s == nil {
 		return nil
 	}
@@ -665,7 +666,7 @@ func _Ctx_head(s *CtxState) *state.Head {
 
 // _Ctx_snap returns the store snapshot of v, nil for a nil v (its methods
 // answer state.ErrReleased).
-func _Ctx_snap(v *CtxSnapshot) *state.Snap {
+func _Ctx_snap(v *CtxSnapshot) *stateimpl.Snap {
 	if v == nil {
 		return nil
 	}

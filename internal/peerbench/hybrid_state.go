@@ -2,7 +2,10 @@
 
 package peerbench
 
-import "github.com/gpustate/gpustate/runtime/state"
+import (
+	"github.com/gpustate/gpustate/runtime/state"
+	"github.com/gpustate/gpustate/runtime/state/stateimpl"
+)
 
 // HybridState is a live Hybrid group of a session: hybrid serving session.
 //
@@ -12,7 +15,7 @@ import "github.com/gpustate/gpustate/runtime/state"
 // spans, snapshots and branches are its own; its Rollback, Merge and Release
 // answer state.ErrCoupled, as they are the group's to call.
 type HybridState struct {
-	_group *state.Group
+	_group *stateimpl.Group
 	_KV    *CtxState
 	_Rec   *RecState
 }
@@ -25,7 +28,7 @@ type HybridState struct {
 //
 //state:acquire
 func NewHybridState(p *state.Pool, owner state.Owner) (*HybridState, error) {
-	g, err := state.NewGroup(p, owner, &_Ctx_layout, &_Rec_layout)
+	g, err := stateimpl.NewGroup(p, owner, &_Ctx_layout, &_Rec_layout)
 	if err != nil {
 		return nil, err
 	}
@@ -46,7 +49,7 @@ func NewHybridState(p *state.Pool, owner state.Owner) (*HybridState, error) {
 //
 //state:acquire
 func NewHybridStateShared(p *state.Pool, owner state.Owner, domain state.Domain) (*HybridState, error) {
-	g, err := state.NewSharedGroup(p, owner, domain, &_Ctx_layout, &_Rec_layout)
+	g, err := stateimpl.NewSharedGroup(p, owner, domain, &_Ctx_layout, &_Rec_layout)
 	if err != nil {
 		return nil, err
 	}
@@ -54,7 +57,7 @@ func NewHybridStateShared(p *state.Pool, owner state.Owner, domain state.Domain)
 }
 
 // _Hybrid_wrap gives the group g and its member heads their types.
-func _Hybrid_wrap(g *state.Group) *HybridState {
+func _Hybrid_wrap(g *stateimpl.Group) *HybridState {
 	return &HybridState{
 		_KV:    &CtxState{h: g.Head(0)},
 		_Rec:   &RecState{h: g.Head(1)},
@@ -64,7 +67,7 @@ func _Hybrid_wrap(g *state.Group) *HybridState {
 
 // _Hybrid_group returns the group g wraps; nil for a nil g, which the store
 // answers with state.ErrReleased.
-func _Hybrid_group(g *HybridState) *state.Group {
+func _Hybrid_group(g *HybridState) *stateimpl.Group {
 	if g == nil {
 		return nil
 	}
@@ -187,13 +190,13 @@ func (g *HybridState) Release() error {
 //
 //state:snapshot
 type HybridSnapshot struct {
-	_cut *state.GroupSnap
+	_cut *stateimpl.GroupSnap
 	_KV  *CtxSnapshot
 	_Rec *RecSnapshot
 }
 
 // _Hybrid_cut returns the cut v wraps; nil for a nil v.
-func _Hybrid_cut(v *HybridSnapshot) *state.GroupSnap {
+func _Hybrid_cut(v *HybridSnapshot) *stateimpl.GroupSnap {
 	if v == nil {
 		return nil
 	}

@@ -2,7 +2,10 @@
 
 package peerbench
 
-import "github.com/gpustate/gpustate/runtime/state"
+import (
+	"github.com/gpustate/gpustate/runtime/state"
+	"github.com/gpustate/gpustate/runtime/state/stateimpl"
+)
 
 // HybridRState is a live HybridR group of a session: hybrid serving session,
 // replayed.
@@ -13,7 +16,7 @@ import "github.com/gpustate/gpustate/runtime/state"
 // spans, snapshots and branches are its own; its Rollback, Merge and Release
 // answer state.ErrCoupled, as they are the group's to call.
 type HybridRState struct {
-	_group *state.Group
+	_group *stateimpl.Group
 	_KV    *CtxState
 	_Rec   *RecRState
 }
@@ -26,7 +29,7 @@ type HybridRState struct {
 //
 //state:acquire
 func NewHybridRState(p *state.Pool, owner state.Owner) (*HybridRState, error) {
-	g, err := state.NewGroup(p, owner, &_Ctx_layout, &_RecR_layout)
+	g, err := stateimpl.NewGroup(p, owner, &_Ctx_layout, &_RecR_layout)
 	if err != nil {
 		return nil, err
 	}
@@ -47,7 +50,7 @@ func NewHybridRState(p *state.Pool, owner state.Owner) (*HybridRState, error) {
 //
 //state:acquire
 func NewHybridRStateShared(p *state.Pool, owner state.Owner, domain state.Domain) (*HybridRState, error) {
-	g, err := state.NewSharedGroup(p, owner, domain, &_Ctx_layout, &_RecR_layout)
+	g, err := stateimpl.NewSharedGroup(p, owner, domain, &_Ctx_layout, &_RecR_layout)
 	if err != nil {
 		return nil, err
 	}
@@ -55,7 +58,7 @@ func NewHybridRStateShared(p *state.Pool, owner state.Owner, domain state.Domain
 }
 
 // _HybridR_wrap gives the group g and its member heads their types.
-func _HybridR_wrap(g *state.Group) *HybridRState {
+func _HybridR_wrap(g *stateimpl.Group) *HybridRState {
 	return &HybridRState{
 		_KV:    &CtxState{h: g.Head(0)},
 		_Rec:   &RecRState{h: g.Head(1)},
@@ -65,7 +68,7 @@ func _HybridR_wrap(g *state.Group) *HybridRState {
 
 // _HybridR_group returns the group g wraps; nil for a nil g, which the store
 // answers with state.ErrReleased.
-func _HybridR_group(g *HybridRState) *state.Group {
+func _HybridR_group(g *HybridRState) *stateimpl.Group {
 	if g == nil {
 		return nil
 	}
@@ -188,13 +191,13 @@ func (g *HybridRState) Release() error {
 //
 //state:snapshot
 type HybridRSnapshot struct {
-	_cut *state.GroupSnap
+	_cut *stateimpl.GroupSnap
 	_KV  *CtxSnapshot
 	_Rec *RecRSnapshot
 }
 
 // _HybridR_cut returns the cut v wraps; nil for a nil v.
-func _HybridR_cut(v *HybridRSnapshot) *state.GroupSnap {
+func _HybridR_cut(v *HybridRSnapshot) *stateimpl.GroupSnap {
 	if v == nil {
 		return nil
 	}

@@ -5,18 +5,19 @@ package peerbench
 import (
 	"github.com/gpustate/gpustate/runtime/device"
 	"github.com/gpustate/gpustate/runtime/state"
+	"github.com/gpustate/gpustate/runtime/state/stateimpl"
 )
 
 // _Rec_layout is how the store holds Rec: one column per field, exactly 4 rows
 // written in place.
-var _Rec_layout = state.Layout{
+var _Rec_layout = stateimpl.Layout{
 	Type: "Rec",
-	Columns: []state.Column{
+	Columns: []stateimpl.Column{
 		{Name: "H", ElemSize: 4, Width: 1024},
 	},
-	Growth:      state.Mutable,
+	Growth:      stateimpl.Mutable,
 	Bound:       4,
-	Descendants: state.Invalidate,
+	Descendants: stateimpl.Invalidate,
 }
 
 // RecState is a live Rec state: recurrent state of one serving session.
@@ -38,7 +39,7 @@ var _Rec_layout = state.Layout{
 // versions live only as long as snapshots of them. Retention is mandatory: the
 // state is never evicted.
 type RecState struct {
-	h *state.Head
+	h *stateimpl.Head
 }
 
 // NewRecState creates a Rec state of 4 rows, all zero, in pool p, owned by
@@ -50,7 +51,7 @@ type RecState struct {
 //
 //state:acquire
 func NewRecState(p *state.Pool, owner state.Owner) (*RecState, error) {
-	h, err := p.NewHead(&_Rec_layout, owner)
+	h, err := stateimpl.NewHead(p, &_Rec_layout, owner)
 	if err != nil {
 		return nil, err
 	}
@@ -92,7 +93,7 @@ func (s *RecState) ReadInto(dst *Rec, from, to int) error {
 	}
 	n := to - from
 	rows := *dst
-	rows.H = state.Resize(rows.H, n*1024)
+	rows.H = stateimpl.Resize(rows.H, n*1024)
 	if err := h.Read(from, to, [][]byte{state.Bytes(rows.H)}); err != nil {
 		return err
 	}
@@ -112,7 +113,7 @@ func (s *RecState) ReadRowsInto(dst *Rec, idx []int) error {
 		return h.ReadRows(idx, nil)
 	}
 	rows := *dst
-	rows.H = state.Resize(rows.H, len(idx)*1024)
+	rows.H = stateimpl.Resize(rows.H, len(idx)*1024)
 	if err := h.ReadRows(idx, [][]byte{state.Bytes(rows.H)}); err != nil {
 		return err
 	}
@@ -134,7 +135,7 @@ func (s *RecState) ReadFields(dst *Rec, from, to int) error {
 	n := to - from
 	rows := *dst
 	if rows.H != nil {
-		rows.H = state.Resize(rows.H, n*1024)
+		rows.H = stateimpl.Resize(rows.H, n*1024)
 	}
 	if err := h.ReadColumns(from, to, [][]byte{state.Bytes(rows.H)}); err != nil {
 		return err
@@ -201,7 +202,7 @@ func (s *RecState) Branch() (*RecState, error) {
 //
 //state:mutates
 func (s *RecState) Merge(child *RecState) error {
-	var c *state.Head
+	var c *stateimpl.Head
 	if child != nil {
 		c = child.h
 	}
@@ -216,7 +217,7 @@ func (s *RecState) Merge(child *RecState) error {
 //
 //state:mutates
 func (s *RecState) Rollback(to *RecSnapshot) error {
-	var snap *state.Snap
+	var snap *stateimpl.Snap
 	if to != nil {
 		snap = to.snap
 	}
@@ -268,7 +269,7 @@ func (s *RecState) ReadAsync(st device.Stream, dst *Rec, from, to int) error {
 	}
 	n := to - from
 	rows := *dst
-	rows.H = state.Resize(rows.H, n*1024)
+	rows.H = stateimpl.Resize(rows.H, n*1024)
 	if err := h.ReadAsync(st, from, to, [][]byte{state.Bytes(rows.H)}); err != nil {
 		return err
 	}
@@ -293,7 +294,7 @@ func (s *RecState) RecordStream(st device.Stream) error {
 //
 //state:acquire
 func (s *RecState) BlockTable() (*state.BlockTable, error) {
-	return _Rec_head(s).BlockTable()
+	return stateimpl.Table(_Rec_head(s).BlockTable())
 }
 
 // Release gives the state's blocks back to the pool; snapshots taken from it
@@ -312,7 +313,7 @@ func (s *RecState) Release() error {
 //
 //state:snapshot
 type RecSnapshot struct {
-	snap *state.Snap
+	snap *stateimpl.Snap
 }
 
 // Read copies rows [from, to) of the snapshot to the host, in a new Rec. It
@@ -340,7 +341,7 @@ func (v *RecSnapshot) ReadInto(dst *Rec, from, to int) error {
 	}
 	n := to - from
 	rows := *dst
-	rows.H = state.Resize(rows.H, n*1024)
+	rows.H = stateimpl.Resize(rows.H, n*1024)
 	if err := snap.Read(from, to, [][]byte{state.Bytes(rows.H)}); err != nil {
 		return err
 	}
@@ -360,7 +361,7 @@ func (v *RecSnapshot) ReadRowsInto(dst *Rec, idx []int) error {
 		return snap.ReadRows(idx, nil)
 	}
 	rows := *dst
-	rows.H = state.Resize(rows.H, len(idx)*1024)
+	rows.H = stateimpl.Resize(rows.H, len(idx)*1024)
 	if err := snap.ReadRows(idx, [][]byte{state.Bytes(rows.H)}); err != nil {
 		return err
 	}
@@ -382,7 +383,7 @@ func (v *RecSnapshot) ReadFields(dst *Rec, from, to int) error {
 	n := to - from
 	rows := *dst
 	if rows.H != nil {
-		rows.H = state.Resize(rows.H, n*1024)
+		rows.H = stateimpl.Resize(rows.H, n*1024)
 	}
 	if err := snap.ReadColumns(from, to, [][]byte{state.Bytes(rows.H)}); err != nil {
 		return err
@@ -419,7 +420,7 @@ func (v *RecSnapshot) ReadAsync(st device.Stream, dst *Rec, from, to int) error 
 	}
 	n := to - from
 	rows := *dst
-	rows.H = state.Resize(rows.H, n*1024)
+	rows.H = stateimpl.Resize(rows.H, n*1024)
 	if err := snap.ReadAsync(st, from, to, [][]byte{state.Bytes(rows.H)}); err != nil {
 		return err
 	}
@@ -442,7 +443,7 @@ func (v *RecSnapshot) RecordStream(st device.Stream) error {
 //
 //state:acquire
 func (v *RecSnapshot) BlockTable() (*state.BlockTable, error) {
-	return _Rec_snap(v).BlockTable()
+	return stateimpl.Table(_Rec_snap(v).BlockTable())
 }
 
 // Len returns the number of rows in the snapshot.
@@ -514,7 +515,7 @@ func _Rec_readRows(r interface {
 
 // _Rec_head returns the store head of s, nil for a nil s (its methods answer
 // state.ErrReleased).
-func _Rec_head(s *RecState) *state.Head {
+func _Rec_head(s *RecState) *stateimpl.Head {
 	if s == nil {
 		return nil
 	}
@@ -523,7 +524,7 @@ func _Rec_head(s *RecState) *state.Head {
 
 // _Rec_snap returns the store snapshot of v, nil for a nil v (its methods
 // answer state.ErrReleased).
-func _Rec_snap(v *RecSnapshot) *state.Snap {
+func _Rec_snap(v *RecSnapshot) *stateimpl.Snap {
 	if v == nil {
 		return nil
 	}

@@ -5,20 +5,21 @@ package peerbench
 import (
 	"github.com/gpustate/gpustate/runtime/device"
 	"github.com/gpustate/gpustate/runtime/state"
+	"github.com/gpustate/gpustate/runtime/state/stateimpl"
 )
 
 // _RecR_layout is how the store holds RecR: one column per field, exactly 4
 // rows written in place.
-var _RecR_layout = state.Layout{
+var _RecR_layout = stateimpl.Layout{
 	Type: "RecR",
-	Columns: []state.Column{
+	Columns: []stateimpl.Column{
 		{Name: "H", ElemSize: 4, Width: 1024},
 	},
-	Growth:      state.Mutable,
+	Growth:      stateimpl.Mutable,
 	Bound:       4,
-	Descendants: state.Invalidate,
-	Checkpoint:  &state.CheckpointPolicy{Every: 16, Keep: 4},
-	Input: []state.Column{
+	Descendants: stateimpl.Invalidate,
+	Checkpoint:  &stateimpl.CheckpointPolicy{Every: 16, Keep: 4},
+	Input: []stateimpl.Column{
 		{Name: "X", ElemSize: 4, Width: 64},
 	},
 }
@@ -47,7 +48,7 @@ var _RecR_layout = state.Layout{
 // memory and do not survive the process. Retention is mandatory: the state is
 // never evicted.
 type RecRState struct {
-	h *state.Head
+	h *stateimpl.Head
 }
 
 // NewRecRState creates a RecR state of 4 rows, all zero, in pool p, owned by
@@ -59,7 +60,7 @@ type RecRState struct {
 //
 //state:acquire
 func NewRecRState(p *state.Pool, owner state.Owner) (*RecRState, error) {
-	h, err := p.NewHead(&_RecR_layout, owner)
+	h, err := stateimpl.NewHead(p, &_RecR_layout, owner)
 	if err != nil {
 		return nil, err
 	}
@@ -101,7 +102,7 @@ func (s *RecRState) ReadInto(dst *RecR, from, to int) error {
 	}
 	n := to - from
 	rows := *dst
-	rows.H = state.Resize(rows.H, n*1024)
+	rows.H = stateimpl.Resize(rows.H, n*1024)
 	if err := h.Read(from, to, [][]byte{state.Bytes(rows.H)}); err != nil {
 		return err
 	}
@@ -121,7 +122,7 @@ func (s *RecRState) ReadRowsInto(dst *RecR, idx []int) error {
 		return h.ReadRows(idx, nil)
 	}
 	rows := *dst
-	rows.H = state.Resize(rows.H, len(idx)*1024)
+	rows.H = stateimpl.Resize(rows.H, len(idx)*1024)
 	if err := h.ReadRows(idx, [][]byte{state.Bytes(rows.H)}); err != nil {
 		return err
 	}
@@ -143,7 +144,7 @@ func (s *RecRState) ReadFields(dst *RecR, from, to int) error {
 	n := to - from
 	rows := *dst
 	if rows.H != nil {
-		rows.H = state.Resize(rows.H, n*1024)
+		rows.H = stateimpl.Resize(rows.H, n*1024)
 	}
 	if err := h.ReadColumns(from, to, [][]byte{state.Bytes(rows.H)}); err != nil {
 		return err
@@ -210,7 +211,7 @@ func (s *RecRState) Branch() (*RecRState, error) {
 //
 //state:mutates
 func (s *RecRState) Merge(child *RecRState) error {
-	var c *state.Head
+	var c *stateimpl.Head
 	if child != nil {
 		c = child.h
 	}
@@ -225,7 +226,7 @@ func (s *RecRState) Merge(child *RecRState) error {
 //
 //state:mutates
 func (s *RecRState) Rollback(to *RecRSnapshot) error {
-	var snap *state.Snap
+	var snap *stateimpl.Snap
 	if to != nil {
 		snap = to.snap
 	}
@@ -288,7 +289,7 @@ func (s *RecRState) WriteDevice(from, to int) (RecRSpans, error) {
 //
 //state:mutates
 func (s *RecRState) Step(in RecIn, f func(dst RecRSpans, in RecIn) error) error {
-	var step state.StepFunc
+	var step stateimpl.StepFunc
 	if f != nil {
 		step = func(spans [][]device.Span, cols [][]byte) error {
 			dst, _ := _RecR_spans(spans, nil)
@@ -352,7 +353,7 @@ func (s *RecRState) ReadAsync(st device.Stream, dst *RecR, from, to int) error {
 	}
 	n := to - from
 	rows := *dst
-	rows.H = state.Resize(rows.H, n*1024)
+	rows.H = stateimpl.Resize(rows.H, n*1024)
 	if err := h.ReadAsync(st, from, to, [][]byte{state.Bytes(rows.H)}); err != nil {
 		return err
 	}
@@ -377,7 +378,7 @@ func (s *RecRState) RecordStream(st device.Stream) error {
 //
 //state:acquire
 func (s *RecRState) BlockTable() (*state.BlockTable, error) {
-	return _RecR_head(s).BlockTable()
+	return stateimpl.Table(_RecR_head(s).BlockTable())
 }
 
 // Release gives the state's blocks back to the pool; snapshots taken from it
@@ -396,7 +397,7 @@ func (s *RecRState) Release() error {
 //
 //state:snapshot
 type RecRSnapshot struct {
-	snap *state.Snap
+	snap *stateimpl.Snap
 }
 
 // Read copies rows [from, to) of the snapshot to the host, in a new RecR. It
@@ -424,7 +425,7 @@ func (v *RecRSnapshot) ReadInto(dst *RecR, from, to int) error {
 	}
 	n := to - from
 	rows := *dst
-	rows.H = state.Resize(rows.H, n*1024)
+	rows.H = stateimpl.Resize(rows.H, n*1024)
 	if err := snap.Read(from, to, [][]byte{state.Bytes(rows.H)}); err != nil {
 		return err
 	}
@@ -444,7 +445,7 @@ func (v *RecRSnapshot) ReadRowsInto(dst *RecR, idx []int) error {
 		return snap.ReadRows(idx, nil)
 	}
 	rows := *dst
-	rows.H = state.Resize(rows.H, len(idx)*1024)
+	rows.H = stateimpl.Resize(rows.H, len(idx)*1024)
 	if err := snap.ReadRows(idx, [][]byte{state.Bytes(rows.H)}); err != nil {
 		return err
 	}
@@ -466,7 +467,7 @@ func (v *RecRSnapshot) ReadFields(dst *RecR, from, to int) error {
 	n := to - from
 	rows := *dst
 	if rows.H != nil {
-		rows.H = state.Resize(rows.H, n*1024)
+		rows.H = stateimpl.Resize(rows.H, n*1024)
 	}
 	if err := snap.ReadColumns(from, to, [][]byte{state.Bytes(rows.H)}); err != nil {
 		return err
@@ -503,7 +504,7 @@ func (v *RecRSnapshot) ReadAsync(st device.Stream, dst *RecR, from, to int) erro
 	}
 	n := to - from
 	rows := *dst
-	rows.H = state.Resize(rows.H, n*1024)
+	rows.H = stateimpl.Resize(rows.H, n*1024)
 	if err := snap.ReadAsync(st, from, to, [][]byte{state.Bytes(rows.H)}); err != nil {
 		return err
 	}
@@ -526,7 +527,7 @@ func (v *RecRSnapshot) RecordStream(st device.Stream) error {
 //
 //state:acquire
 func (v *RecRSnapshot) BlockTable() (*state.BlockTable, error) {
-	return _RecR_snap(v).BlockTable()
+	return stateimpl.Table(_RecR_snap(v).BlockTable())
 }
 
 // Len returns the number of rows in the snapshot.
@@ -598,7 +599,7 @@ func _RecR_readRows(r interface {
 
 // _RecR_head returns the store head of s, nil for a nil s (its methods answer
 // state.ErrReleased).
-func _RecR_head(s *RecRState) *state.Head {
+func _RecR_head(s *RecRState) *stateimpl.Head {
 	if s == nil {
 		return nil
 	}
@@ -607,7 +608,7 @@ func _RecR_head(s *RecRState) *state.Head {
 
 // _RecR_snap returns the store snapshot of v, nil for a nil v (its methods
 // answer state.ErrReleased).
-func _RecR_snap(v *RecRSnapshot) *state.Snap {
+func _RecR_snap(v *RecRSnapshot) *stateimpl.Snap {
 	if v == nil {
 		return nil
 	}

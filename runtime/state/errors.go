@@ -1,9 +1,6 @@
 package state
 
-import (
-	"errors"
-	"fmt"
-)
+import "errors"
 
 // The sentinel errors. Every error the package returns wraps at most one of
 // them (plus, for ErrNoMemory, the backend's own error when there is one),
@@ -14,7 +11,7 @@ var (
 	ErrBound = errors.New("state: bound exceeded")
 	// ErrShape: a batch whose columns hold different numbers of rows, a
 	// column whose length is no multiple of its row size, the wrong number
-	// of columns, or an invalid Layout, one whose row is larger than the
+	// of columns, or an invalid layout, one whose row is larger than the
 	// pool's blocks included (that error names the field, the sizes and
 	// the remedy: a larger PoolOptions.BlockBytes).
 	ErrShape = errors.New("state: batch does not match the layout")
@@ -40,7 +37,7 @@ var (
 	// ErrEvicted: an optional head or snapshot the pool evicted under
 	// memory pressure; every call but Release answers it.
 	ErrEvicted = errors.New("state: evicted under memory pressure")
-	// ErrExpired: rows of a window state (Layout.Window) below Len()-Window,
+	// ErrExpired: rows of a window state below Len()-Window,
 	// which are no longer held; indices stay stable, so a newer row is
 	// still read at the index it was appended at.
 	ErrExpired = errors.New("state: rows expired from the window")
@@ -56,12 +53,3 @@ var (
 	// deterministic); nothing is kept.
 	ErrReplayDiverged = errors.New("state: replay diverged from the recorded step")
 )
-
-// errNilPool answers a call on a nil pool, or through a handle of none.
-var errNilPool = fmt.Errorf("state: nil pool: %w", ErrReleased)
-
-// errNil answers a call on a nil handle as on a released one (docs/INTERNALS.md:
-// no method panics on a nil receiver).
-func errNil(typ, op string) error {
-	return fmt.Errorf("state: %s on a nil *%s: %w", op, typ, ErrReleased)
-}

@@ -3,31 +3,140 @@ package state
 import (
 	"errors"
 	"fmt"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/gpustate/gpustate/placement"
 	"github.com/gpustate/gpustate/runtime/device"
 	"github.com/gpustate/gpustate/runtime/evict"
-	"github.com/gpustate/gpustate/runtime/evict/lru"
-	"github.com/gpustate/gpustate/runtime/state/internal/blocks"
+	"github.com/gpustate/gpustate/runtime/state/internal/link"
 )
 
-// Default pool geometry.
-const (
-	// DefaultBlockBytes is the pool's own block size when it is made with
-	// BlockBytes 0 (its layouts' blocks then follow their rows; the pool's
-	// own size serves its calibration).
-	DefaultBlockBytes = placement.DefaultBlockBytes
-)
+// DefaultBlockBytes is the pool's own block size when it is made with
+// BlockBytes 0 (its states' blocks then follow their rows; the pool's own
+// size serves its cost model's measurements).
+const DefaultBlockBytes = placement.DefaultBlockBytes
+
+// Pool holds the device memory of the states made on it: it takes memory
+// from a device.Backend in large slabs and hands out blocks of them, and it
+// evicts optional state under pressure. It is safe for concurrent use.
+// The generated constructors (NewTState) take a pool; Close releases it
+// and every handle still live on it.
+type Pool struct {
+	impl poolImpl
+}
+
+// poolImpl is what the store's pool answers.
+type poolImpl interface {
+	Stats() PoolStats
+	Close() error
+	Trim() (int64, error)
+	WaitPending() int64
+	ForgetPrefixes(d Domain) int64
+	Backend() device.Backend
+}
+
+// errNilPool answers a call on a nil pool.
+var errNilPool = fmt.Errorf("state: nil pool: %w", ErrReleased)
+
+// errNoStore answers NewPool in a program that links no state handles.
+var errNoStore = errors.New("state: NewPool: no store is linked: the program imports no package of generated state handles")
+
+func init() {
+	link.Pool = func(p any) any {
+		if pp, _ := p.(*Pool); pp != nil {
+			return pp.impl
+		}
+		return nil
+	}
+	link.Table = func(t any) any { return &BlockTable{impl: t.(tableImpl)} }
+}
+
+// NewPool returns a pool over b. It takes no device memory until the first
+// block is needed.
+//
+//state:acquire
+func NewPool(b device.Backend, opt PoolOptions) (*Pool, error) {
+	if link.NewPool == nil {
+		return nil, errNoStore
+	}
+	impl, err := link.NewPool(b, opt)
+	if err != nil {
+		return nil, err
+	}
+	return &Pool{impl: impl.(poolImpl)}, nil
+}
+
+// Stats returns the pool's memory figures; a nil pool's are zero.
+func (p *Pool) Stats() PoolStats {
+	if p == nil {
+		return PoolStats{}
+	}
+	return p.impl.Stats()
+}
+
+// Close waits for the work queued on the streams recorded on its blocks
+// (RecordStream), then gives every slab back to the backend (the backend
+// itself stays open: it is the caller's). Handles still live are released
+// with it: their later calls answer ErrReleased, and the error returned
+// names each of them by type and owner. Closing a closed pool does nothing.
+//
+//state:release
+func (p *Pool) Close() error {
+	if p == nil {
+		return errNilPool
+	}
+	return p.impl.Close()
+}
+
+// Trim gives the slabs whose blocks are all free back to the device and
+// returns the bytes it gave back. After every handle is released, Trim
+// leaves ReservedBytes at zero, unless shared prefix blocks are cached:
+// those are in use, kept for later states to adopt (PoolStats.CachedBytes),
+// until memory pressure evicts them or ForgetPrefixes drops them. A closed
+// pool holds nothing to trim.
+func (p *Pool) Trim() (int64, error) {
+	if p == nil {
+		return 0, errNilPool
+	}
+	return p.impl.Trim()
+}
+
+// WaitPending waits until the blocks pending now (released while a
+// recorded stream's work could still use them) are free, and returns how
+// many bytes were pending when it was called. Close waits the same way;
+// releases never do.
+func (p *Pool) WaitPending() int64 {
+	if p == nil {
+		return 0
+	}
+	return p.impl.WaitPending()
+}
+
+// ForgetPrefixes takes out of the prefix cache every block of domain d
+// (of every state type), as a tenant that leaves would: blocks no state
+// holds go back to the pool, and blocks states hold stay theirs but can no
+// longer be adopted. It returns the bytes given back to the pool.
+func (p *Pool) ForgetPrefixes(d Domain) int64 {
+	if p == nil {
+		return 0
+	}
+	return p.impl.ForgetPrefixes(d)
+}
+
+// Backend returns the pool's backend; nil for a nil pool.
+func (p *Pool) Backend() device.Backend {
+	if p == nil {
+		return nil
+	}
+	return p.impl.Backend()
+}
 
 // PoolOptions configures a Pool; zero fields take defaults.
 type PoolOptions struct {
 	// BlockBytes is the size of one block, rounded up to a multiple of 256,
-	// for every column of every layout without BlockRows; a row of every
+	// for every column of every state type without a `//state:block rows=N` directive; a row of every
 	// such column must fit a block. Zero lets each layout's blocks follow
-	// its rows (see Layout.BlockRows): about 1 KiB of rows per block, at
+	// its rows: about 1 KiB of rows per block, at
 	// least one row, per column.
 	BlockBytes int
 	// MaxBytes caps the device memory the pool takes (its reserved bytes);
@@ -57,9 +166,6 @@ type PoolOptions struct {
 	// same rows and version. Zero, the default, turns the tier off.
 	HostTier int64
 }
-
-// defaultPendingWait is PoolOptions.PendingWait's default.
-const defaultPendingWait = time.Second
 
 // DeviceMemory is one reading of a device's memory from outside the
 // store, in bytes: the device's total, used and free memory, and what this
@@ -118,7 +224,7 @@ type PoolStats struct {
 	// AdoptedRows the rows they adopted: totals since the pool was made.
 	AdoptCalls, AdoptHits, AdoptedRows int64
 	// CachedBytes is the part of PhysicalBytes that shared prefix blocks
-	// no head holds take (Pool.NewSharedHead): kept for heads to adopt,
+	// no state holds take (shared prefixes): kept for states to adopt,
 	// and evicted first-class with optional state under memory pressure.
 	CachedBytes int64
 	// Device holds the backend's own figures; nil when it cannot give them.
@@ -135,182 +241,6 @@ type DeviceStats struct {
 	Telemetry *DeviceMemory
 }
 
-// Pool hands out fixed-size blocks of device memory carved from slabs. It
-// is safe for concurrent use.
-type Pool struct {
-	b          device.Backend
-	blockBytes int
-	telemetry  func() (DeviceMemory, error)
-
-	// closeMu is read-held by every handle call and write-held by Close,
-	// so that Close never frees memory a call is using.
-	closeMu sync.RWMutex
-	closed  bool // written under closeMu and mu
-
-	// mem is the block allocator: size classes, slabs, free lists and
-	// fences. own is the class of the pool's own block size.
-	mem *blocks.Allocator
-	own *sizeClass
-	// rowSized: the pool was made with BlockBytes 0, and each layout's
-	// block size follows its rows (see blockBytesFor).
-	rowSized bool
-
-	rec recorded // the streams recorded on blocks (stream.go)
-	// freedLists holds the lists releases gather freed blocks in
-	// (takeFreed): a released state frees all its blocks at once, and a
-	// list grown afresh for each was most of what a serving loop that
-	// renews its states allocated.
-	freedLists sync.Pool
-	// spares holds released heads' write buffers for new heads
-	// (write_bufs.go).
-	spares spareBufs
-
-	mu      sync.Mutex            // guards what follows
-	staging [][]byte              // free page-locked staging buffers (AppendAsync)
-	busy    []stagingUse          // staging buffers queued copies may still read (async.go)
-	tables  map[releaser]struct{} // live block tables, each a backend allocation
-	// tableMem is the memory of tables moved or released, kept for the
-	// next ones (tableAlloc).
-	tableMem []tableMem
-	live     map[handle]struct{}
-
-	logical atomic.Int64
-	history atomic.Int64 // bytes of delta blocks held by histories
-	calib   calibration
-
-	tier   *hostTier    // the host tier (tier.go); nil without PoolOptions.HostTier
-	tierPx tierPrefixes // cached prefix blocks in the host tier (share.go)
-	cache  prefixCache  // shared prefix blocks (NewSharedHead)
-	groups groupCache   // registered group states (NewSharedGroup)
-
-	evictor      Evictor
-	pendingWait  time.Duration // PoolOptions.PendingWait, defaulted
-	clock        atomic.Uint64 // counts handle calls, for the Evictor
-	evictedBytes atomic.Int64
-	rebuiltBytes atomic.Int64
-	// evictions, adoptCalls, adoptHits and adoptedRows are the totals of
-	// PoolStats's fields of those names.
-	evictions, adoptCalls, adoptHits, adoptedRows atomic.Int64
-}
-
-// tableMem is a backend allocation a block table's column held: its
-// address and bytes (blocktable.go).
-type tableMem struct {
-	ptr   device.Ptr
-	bytes int
-}
-
-// releaser is a live block table, as the pool knows it: Close releases
-// the tables still live (blocktable.go).
-type releaser interface{ Release() error }
-
-// handle is what the pool knows of a live head or snapshot.
-type handle interface {
-	describe() string
-	logicalBytes() int64
-}
-
-// NewPool returns a pool over b. It takes no device memory until the first
-// block is needed.
-//
-//state:acquire
-func NewPool(b device.Backend, opt PoolOptions) (*Pool, error) {
-	if b == nil {
-		return nil, errors.New("state: NewPool with a nil backend")
-	}
-	if opt.BlockBytes < 0 || opt.MaxBytes < 0 {
-		return nil, fmt.Errorf("state: NewPool with block bytes %d and max bytes %d: neither may be negative", opt.BlockBytes, opt.MaxBytes)
-	}
-	if opt.HostTier < 0 {
-		return nil, fmt.Errorf("state: NewPool with host tier %d: it may not be negative", opt.HostTier)
-	}
-	bb := opt.BlockBytes
-	if bb == 0 {
-		bb = DefaultBlockBytes
-	}
-	if bb > maxBlockBytes {
-		return nil, fmt.Errorf("state: NewPool with block bytes %d: at most 1 GiB", bb)
-	}
-	bb = (bb + blockAlign - 1) &^ (blockAlign - 1)
-	if opt.MaxBytes != 0 && opt.MaxBytes < int64(bb) {
-		return nil, fmt.Errorf("state: NewPool with max bytes %d below one block of %d bytes", opt.MaxBytes, bb)
-	}
-	ev := opt.Evictor
-	if ev == nil {
-		ev = lru.New()
-	}
-	wait := opt.PendingWait
-	if wait == 0 {
-		wait = defaultPendingWait
-	}
-	p := &Pool{
-		evictor:     ev,
-		pendingWait: wait,
-		b:           b,
-		blockBytes:  bb,
-		telemetry:   opt.Telemetry,
-		rowSized:    opt.BlockBytes == 0,
-		live:        make(map[handle]struct{}),
-	}
-	// Growths are timed by calibration's clock: the cost model prices
-	// them by those times once there are a few (estimate.go).
-	p.mem = blocks.New(b, blocks.Options{MaxBytes: opt.MaxBytes, NoMemory: ErrNoMemory, Now: p.calibNow})
-	p.own = p.mem.Class(bb)
-	if opt.HostTier > 0 {
-		p.tier = newHostTier(b, opt.HostTier)
-	}
-	return p, nil
-}
-
-// Backend returns the pool's backend.
-func (p *Pool) Backend() device.Backend {
-	if p == nil {
-		return nil
-	}
-	return p.b
-}
-
-// enter starts a handle call: it read-holds closeMu until leave, and
-// fails when the pool is closed. A nil error must be followed by leave.
-func (p *Pool) enter() error {
-	if p == nil {
-		return errNilPool
-	}
-	p.closeMu.RLock()
-	if p.closed {
-		p.closeMu.RUnlock()
-		return fmt.Errorf("state: pool closed: %w", ErrReleased)
-	}
-	return nil
-}
-
-// leave ends a call enter began.
-func (p *Pool) leave() { p.closeMu.RUnlock() }
-
-// isClosed reports whether p was closed: a handle of a closed pool reports
-// no rows and no bytes, as a released one does.
-func (p *Pool) isClosed() bool {
-	p.closeMu.RLock()
-	defer p.closeMu.RUnlock()
-	return p.closed
-}
-
-// register adds h to the live handles.
-func (p *Pool) register(h handle) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.live[h] = struct{}{}
-	p.logical.Add(h.logicalBytes())
-}
-
-// unregister removes h from the live handles.
-func (p *Pool) unregister(h handle, logical int64) {
-	p.mu.Lock()
-	delete(p.live, h)
-	p.mu.Unlock()
-	p.logical.Add(-logical)
-}
-
 // Evictor ranks the optional states a pool may evict; see package
 // runtime/evict. PoolOptions.Evictor nil means least recently used first
 // (package runtime/evict/lru).
@@ -318,54 +248,3 @@ type Evictor = evict.Evictor
 
 // Victim is a state an Evictor ranks.
 type Victim = evict.Victim
-
-// WaitPending waits until the blocks pending now (released while a
-// recorded stream's work could still use them) are free, and returns how
-// many bytes were pending when it was called. Close waits the same way;
-// releases never do.
-func (p *Pool) WaitPending() int64 {
-	if p == nil {
-		return 0
-	}
-	return p.mem.WaitPending()
-}
-
-// evictable is a live handle, or a cached prefix block, the pool may
-// evict.
-type evictable interface {
-	// victim describes the handle for ranking; false when it may not be
-	// evicted now (mandatory, released, evicted already).
-	victim(r Retention) (Victim, bool)
-	// evict drops the blocks the handle may give up and returns the bytes
-	// of those that reached no reference; false when it could not be evicted now (busy
-	// with a call, or it would free nothing).
-	evict() (int64, bool)
-}
-
-// touch marks a use of a handle for the Evictor. A handle whose mark is
-// the clock's last tick is the most recently used already: a serving
-// loop's calls on one head take no locked instruction here.
-func (p *Pool) touch(at *atomic.Uint64) {
-	if now := p.clock.Load(); now != 0 && at.Load() == now {
-		return
-	}
-	at.Store(p.clock.Add(1))
-}
-
-// stagingUse is a staging buffer the copies queued on st before ev read.
-type stagingUse struct {
-	buf []byte
-	st  device.Stream
-	ev  device.Event
-}
-
-// adopted counts one AdoptPrefix call that looked a prefix up, of a head
-// or of a group, and the rows it adopted (0: a miss): PoolStats's
-// AdoptCalls, AdoptHits and AdoptedRows.
-func (p *Pool) adopted(rows int) {
-	p.adoptCalls.Add(1)
-	if rows > 0 {
-		p.adoptHits.Add(1)
-		p.adoptedRows.Add(int64(rows))
-	}
-}

@@ -5,20 +5,21 @@ package valid
 import (
 	"github.com/gpustate/gpustate/runtime/device"
 	"github.com/gpustate/gpustate/runtime/state"
+	"github.com/gpustate/gpustate/runtime/state/stateimpl"
 )
 
 // _Events_layout is how the store holds Events: one column per field, rows
 // appended without a bound.
-var _Events_layout = state.Layout{
+var _Events_layout = stateimpl.Layout{
 	Type: "Events",
-	Columns: []state.Column{
+	Columns: []stateimpl.Column{
 		{Name: "At", ElemSize: 8, Width: 1},
 		{Name: "Kind", ElemSize: 2, Width: 1},
 	},
-	Growth:      state.Append,
+	Growth:      stateimpl.Append,
 	Bound:       0,
-	Descendants: state.Invalidate,
-	Retention:   state.Optional,
+	Descendants: stateimpl.Invalidate,
+	Retention:   stateimpl.Optional,
 }
 
 // EventsState is a live Events state.
@@ -37,7 +38,7 @@ var _Events_layout = state.Layout{
 // versions live only as long as snapshots of them. Retention is optional: the
 // state may be evicted.
 type EventsState struct {
-	h *state.Head
+	h *stateimpl.Head
 }
 
 // NewEventsState creates an empty Events state in pool p, owned by owner (a
@@ -49,7 +50,7 @@ type EventsState struct {
 //
 //state:acquire
 func NewEventsState(p *state.Pool, owner state.Owner) (*EventsState, error) {
-	h, err := p.NewHead(&_Events_layout, owner)
+	h, err := stateimpl.NewHead(p, &_Events_layout, owner)
 	if err != nil {
 		return nil, err
 	}
@@ -90,8 +91,8 @@ func (s *EventsState) ReadInto(dst *Events, from, to int) error {
 	}
 	n := to - from
 	rows := *dst
-	rows.At = state.Resize(rows.At, n)
-	rows.Kind = state.Resize(rows.Kind, n)
+	rows.At = stateimpl.Resize(rows.At, n)
+	rows.Kind = stateimpl.Resize(rows.Kind, n)
 	if err := h.Read(from, to, [][]byte{state.Bytes(rows.At), state.Bytes(rows.Kind)}); err != nil {
 		return err
 	}
@@ -111,8 +112,8 @@ func (s *EventsState) ReadRowsInto(dst *Events, idx []int) error {
 		return h.ReadRows(idx, nil)
 	}
 	rows := *dst
-	rows.At = state.Resize(rows.At, len(idx))
-	rows.Kind = state.Resize(rows.Kind, len(idx))
+	rows.At = stateimpl.Resize(rows.At, len(idx))
+	rows.Kind = stateimpl.Resize(rows.Kind, len(idx))
 	if err := h.ReadRows(idx, [][]byte{state.Bytes(rows.At), state.Bytes(rows.Kind)}); err != nil {
 		return err
 	}
@@ -134,10 +135,10 @@ func (s *EventsState) ReadFields(dst *Events, from, to int) error {
 	n := to - from
 	rows := *dst
 	if rows.At != nil {
-		rows.At = state.Resize(rows.At, n)
+		rows.At = stateimpl.Resize(rows.At, n)
 	}
 	if rows.Kind != nil {
-		rows.Kind = state.Resize(rows.Kind, n)
+		rows.Kind = stateimpl.Resize(rows.Kind, n)
 	}
 	if err := h.ReadColumns(from, to, [][]byte{state.Bytes(rows.At), state.Bytes(rows.Kind)}); err != nil {
 		return err
@@ -239,8 +240,8 @@ func (s *EventsState) ReadAsync(st device.Stream, dst *Events, from, to int) err
 	}
 	n := to - from
 	rows := *dst
-	rows.At = state.Resize(rows.At, n)
-	rows.Kind = state.Resize(rows.Kind, n)
+	rows.At = stateimpl.Resize(rows.At, n)
+	rows.Kind = stateimpl.Resize(rows.Kind, n)
 	if err := h.ReadAsync(st, from, to, [][]byte{state.Bytes(rows.At), state.Bytes(rows.Kind)}); err != nil {
 		return err
 	}
@@ -265,7 +266,7 @@ func (s *EventsState) RecordStream(st device.Stream) error {
 //
 //state:acquire
 func (s *EventsState) BlockTable() (*state.BlockTable, error) {
-	return _Events_head(s).BlockTable()
+	return stateimpl.Table(_Events_head(s).BlockTable())
 }
 
 // Prefetch brings the state back to device memory from the pool's host tier
@@ -293,7 +294,7 @@ func (s *EventsState) Release() error {
 //
 //state:snapshot
 type EventsSnapshot struct {
-	snap *state.Snap
+	snap *stateimpl.Snap
 }
 
 // Read copies rows [from, to) of the snapshot to the host, in a new Events. It
@@ -321,8 +322,8 @@ func (v *EventsSnapshot) ReadInto(dst *Events, from, to int) error {
 	}
 	n := to - from
 	rows := *dst
-	rows.At = state.Resize(rows.At, n)
-	rows.Kind = state.Resize(rows.Kind, n)
+	rows.At = stateimpl.Resize(rows.At, n)
+	rows.Kind = stateimpl.Resize(rows.Kind, n)
 	if err := snap.Read(from, to, [][]byte{state.Bytes(rows.At), state.Bytes(rows.Kind)}); err != nil {
 		return err
 	}
@@ -342,8 +343,8 @@ func (v *EventsSnapshot) ReadRowsInto(dst *Events, idx []int) error {
 		return snap.ReadRows(idx, nil)
 	}
 	rows := *dst
-	rows.At = state.Resize(rows.At, len(idx))
-	rows.Kind = state.Resize(rows.Kind, len(idx))
+	rows.At = stateimpl.Resize(rows.At, len(idx))
+	rows.Kind = stateimpl.Resize(rows.Kind, len(idx))
 	if err := snap.ReadRows(idx, [][]byte{state.Bytes(rows.At), state.Bytes(rows.Kind)}); err != nil {
 		return err
 	}
@@ -365,10 +366,10 @@ func (v *EventsSnapshot) ReadFields(dst *Events, from, to int) error {
 	n := to - from
 	rows := *dst
 	if rows.At != nil {
-		rows.At = state.Resize(rows.At, n)
+		rows.At = stateimpl.Resize(rows.At, n)
 	}
 	if rows.Kind != nil {
-		rows.Kind = state.Resize(rows.Kind, n)
+		rows.Kind = stateimpl.Resize(rows.Kind, n)
 	}
 	if err := snap.ReadColumns(from, to, [][]byte{state.Bytes(rows.At), state.Bytes(rows.Kind)}); err != nil {
 		return err
@@ -405,8 +406,8 @@ func (v *EventsSnapshot) ReadAsync(st device.Stream, dst *Events, from, to int) 
 	}
 	n := to - from
 	rows := *dst
-	rows.At = state.Resize(rows.At, n)
-	rows.Kind = state.Resize(rows.Kind, n)
+	rows.At = stateimpl.Resize(rows.At, n)
+	rows.Kind = stateimpl.Resize(rows.Kind, n)
 	if err := snap.ReadAsync(st, from, to, [][]byte{state.Bytes(rows.At), state.Bytes(rows.Kind)}); err != nil {
 		return err
 	}
@@ -429,7 +430,7 @@ func (v *EventsSnapshot) RecordStream(st device.Stream) error {
 //
 //state:acquire
 func (v *EventsSnapshot) BlockTable() (*state.BlockTable, error) {
-	return _Events_snap(v).BlockTable()
+	return stateimpl.Table(_Events_snap(v).BlockTable())
 }
 
 // Len returns the number of rows in the snapshot.
@@ -504,7 +505,7 @@ func _Events_readRows(r interface {
 
 // _Events_head returns the store head of s, nil for a nil s (its methods
 // answer state.ErrReleased).
-func _Events_head(s *EventsState) *state.Head {
+func _Events_head(s *EventsState) *stateimpl.Head {
 	if s == nil {
 		return nil
 	}
@@ -513,7 +514,7 @@ func _Events_head(s *EventsState) *state.Head {
 
 // _Events_snap returns the store snapshot of v, nil for a nil v (its methods
 // answer state.ErrReleased).
-func _Events_snap(v *EventsSnapshot) *state.Snap {
+func _Events_snap(v *EventsSnapshot) *stateimpl.Snap {
 	if v == nil {
 		return nil
 	}

@@ -5,19 +5,20 @@ package valid
 import (
 	"github.com/gpustate/gpustate/runtime/device"
 	"github.com/gpustate/gpustate/runtime/state"
+	"github.com/gpustate/gpustate/runtime/state/stateimpl"
 )
 
 // _Field_layout is how the store holds Field: one column per field, exactly
 // 4096 rows written in place.
-var _Field_layout = state.Layout{
+var _Field_layout = stateimpl.Layout{
 	Type: "Field",
-	Columns: []state.Column{
+	Columns: []stateimpl.Column{
 		{Name: "Pressure", ElemSize: 4, Width: 1},
 		{Name: "Flags", ElemSize: 4, Width: 1},
 	},
-	Growth:      state.Mutable,
+	Growth:      stateimpl.Mutable,
 	Bound:       4096,
-	Descendants: state.Invalidate,
+	Descendants: stateimpl.Invalidate,
 }
 
 // FieldState is a live Field state: pressure field.
@@ -34,7 +35,7 @@ var _Field_layout = state.Layout{
 // live only as long as snapshots of them. Retention is mandatory: the state is
 // never evicted.
 type FieldState struct {
-	h *state.Head
+	h *stateimpl.Head
 }
 
 // NewFieldState creates a Field state of 4096 rows, all zero, in pool p, owned
@@ -46,7 +47,7 @@ type FieldState struct {
 //
 //state:acquire
 func NewFieldState(p *state.Pool, owner state.Owner) (*FieldState, error) {
-	h, err := p.NewHead(&_Field_layout, owner)
+	h, err := stateimpl.NewHead(p, &_Field_layout, owner)
 	if err != nil {
 		return nil, err
 	}
@@ -88,8 +89,8 @@ func (s *FieldState) ReadInto(dst *Field, from, to int) error {
 	}
 	n := to - from
 	rows := *dst
-	rows.Pressure = state.Resize(rows.Pressure, n)
-	rows.Flags = state.Resize(rows.Flags, n)
+	rows.Pressure = stateimpl.Resize(rows.Pressure, n)
+	rows.Flags = stateimpl.Resize(rows.Flags, n)
 	if err := h.Read(from, to, [][]byte{state.Bytes(rows.Pressure), state.Bytes(rows.Flags)}); err != nil {
 		return err
 	}
@@ -109,8 +110,8 @@ func (s *FieldState) ReadRowsInto(dst *Field, idx []int) error {
 		return h.ReadRows(idx, nil)
 	}
 	rows := *dst
-	rows.Pressure = state.Resize(rows.Pressure, len(idx))
-	rows.Flags = state.Resize(rows.Flags, len(idx))
+	rows.Pressure = stateimpl.Resize(rows.Pressure, len(idx))
+	rows.Flags = stateimpl.Resize(rows.Flags, len(idx))
 	if err := h.ReadRows(idx, [][]byte{state.Bytes(rows.Pressure), state.Bytes(rows.Flags)}); err != nil {
 		return err
 	}
@@ -132,10 +133,10 @@ func (s *FieldState) ReadFields(dst *Field, from, to int) error {
 	n := to - from
 	rows := *dst
 	if rows.Pressure != nil {
-		rows.Pressure = state.Resize(rows.Pressure, n)
+		rows.Pressure = stateimpl.Resize(rows.Pressure, n)
 	}
 	if rows.Flags != nil {
-		rows.Flags = state.Resize(rows.Flags, n)
+		rows.Flags = stateimpl.Resize(rows.Flags, n)
 	}
 	if err := h.ReadColumns(from, to, [][]byte{state.Bytes(rows.Pressure), state.Bytes(rows.Flags)}); err != nil {
 		return err
@@ -205,8 +206,8 @@ func (s *FieldState) ReadAsync(st device.Stream, dst *Field, from, to int) error
 	}
 	n := to - from
 	rows := *dst
-	rows.Pressure = state.Resize(rows.Pressure, n)
-	rows.Flags = state.Resize(rows.Flags, n)
+	rows.Pressure = stateimpl.Resize(rows.Pressure, n)
+	rows.Flags = stateimpl.Resize(rows.Flags, n)
 	if err := h.ReadAsync(st, from, to, [][]byte{state.Bytes(rows.Pressure), state.Bytes(rows.Flags)}); err != nil {
 		return err
 	}
@@ -231,7 +232,7 @@ func (s *FieldState) RecordStream(st device.Stream) error {
 //
 //state:acquire
 func (s *FieldState) BlockTable() (*state.BlockTable, error) {
-	return _Field_head(s).BlockTable()
+	return stateimpl.Table(_Field_head(s).BlockTable())
 }
 
 // Release gives the state's blocks back to the pool. Release is idempotent;
@@ -295,7 +296,7 @@ func _Field_readRows(r interface {
 
 // _Field_head returns the store head of s, nil for a nil s (its methods answer
 // state.ErrReleased).
-func _Field_head(s *FieldState) *state.Head {
+func _Field_head(s *FieldState) *stateimpl.Head {
 	if s == nil {
 		return nil
 	}

@@ -5,20 +5,21 @@ package valid
 import (
 	"github.com/gpustate/gpustate/runtime/device"
 	"github.com/gpustate/gpustate/runtime/state"
+	"github.com/gpustate/gpustate/runtime/state/stateimpl"
 )
 
 // _KVCache_layout is how the store holds KVCache: one column per field, rows
 // appended up to 4096.
-var _KVCache_layout = state.Layout{
+var _KVCache_layout = stateimpl.Layout{
 	Type: "KVCache",
-	Columns: []state.Column{
+	Columns: []stateimpl.Column{
 		{Name: "Keys", ElemSize: 2, Width: 128},
 		{Name: "Values", ElemSize: 2, Width: 128},
 	},
-	Growth:      state.Append,
+	Growth:      stateimpl.Append,
 	Bound:       4096,
-	Descendants: state.Invalidate,
-	Checkpoint:  &state.CheckpointPolicy{Every: 256, Keep: 4},
+	Descendants: stateimpl.Invalidate,
+	Checkpoint:  &stateimpl.CheckpointPolicy{Every: 256, Keep: 4},
 }
 
 // KVCacheState is a live KVCache state: decoder KV cache for one session.
@@ -42,7 +43,7 @@ var _KVCache_layout = state.Layout{
 // it. Checkpoints live in device memory and do not survive the process.
 // Retention is mandatory: the state is never evicted.
 type KVCacheState struct {
-	h *state.Head
+	h *stateimpl.Head
 }
 
 // NewKVCacheState creates an empty KVCache state in pool p, owned by owner (a
@@ -54,7 +55,7 @@ type KVCacheState struct {
 //
 //state:acquire
 func NewKVCacheState(p *state.Pool, owner state.Owner) (*KVCacheState, error) {
-	h, err := p.NewHead(&_KVCache_layout, owner)
+	h, err := stateimpl.NewHead(p, &_KVCache_layout, owner)
 	if err != nil {
 		return nil, err
 	}
@@ -96,8 +97,8 @@ func (s *KVCacheState) ReadInto(dst *KVCache, from, to int) error {
 	}
 	n := to - from
 	rows := *dst
-	rows.Keys = state.Resize(rows.Keys, n*128)
-	rows.Values = state.Resize(rows.Values, n*128)
+	rows.Keys = stateimpl.Resize(rows.Keys, n*128)
+	rows.Values = stateimpl.Resize(rows.Values, n*128)
 	if err := h.Read(from, to, [][]byte{state.Bytes(rows.Keys), state.Bytes(rows.Values)}); err != nil {
 		return err
 	}
@@ -117,8 +118,8 @@ func (s *KVCacheState) ReadRowsInto(dst *KVCache, idx []int) error {
 		return h.ReadRows(idx, nil)
 	}
 	rows := *dst
-	rows.Keys = state.Resize(rows.Keys, len(idx)*128)
-	rows.Values = state.Resize(rows.Values, len(idx)*128)
+	rows.Keys = stateimpl.Resize(rows.Keys, len(idx)*128)
+	rows.Values = stateimpl.Resize(rows.Values, len(idx)*128)
 	if err := h.ReadRows(idx, [][]byte{state.Bytes(rows.Keys), state.Bytes(rows.Values)}); err != nil {
 		return err
 	}
@@ -140,10 +141,10 @@ func (s *KVCacheState) ReadFields(dst *KVCache, from, to int) error {
 	n := to - from
 	rows := *dst
 	if rows.Keys != nil {
-		rows.Keys = state.Resize(rows.Keys, n*128)
+		rows.Keys = stateimpl.Resize(rows.Keys, n*128)
 	}
 	if rows.Values != nil {
-		rows.Values = state.Resize(rows.Values, n*128)
+		rows.Values = stateimpl.Resize(rows.Values, n*128)
 	}
 	if err := h.ReadColumns(from, to, [][]byte{state.Bytes(rows.Keys), state.Bytes(rows.Values)}); err != nil {
 		return err
@@ -210,7 +211,7 @@ func (s *KVCacheState) Branch() (*KVCacheState, error) {
 //
 //state:mutates
 func (s *KVCacheState) Merge(child *KVCacheState) error {
-	var c *state.Head
+	var c *stateimpl.Head
 	if child != nil {
 		c = child.h
 	}
@@ -225,7 +226,7 @@ func (s *KVCacheState) Merge(child *KVCacheState) error {
 //
 //state:mutates
 func (s *KVCacheState) Rollback(to *KVCacheSnapshot) error {
-	var snap *state.Snap
+	var snap *stateimpl.Snap
 	if to != nil {
 		snap = to.snap
 	}
@@ -329,8 +330,8 @@ func (s *KVCacheState) ReadAsync(st device.Stream, dst *KVCache, from, to int) e
 	}
 	n := to - from
 	rows := *dst
-	rows.Keys = state.Resize(rows.Keys, n*128)
-	rows.Values = state.Resize(rows.Values, n*128)
+	rows.Keys = stateimpl.Resize(rows.Keys, n*128)
+	rows.Values = stateimpl.Resize(rows.Values, n*128)
 	if err := h.ReadAsync(st, from, to, [][]byte{state.Bytes(rows.Keys), state.Bytes(rows.Values)}); err != nil {
 		return err
 	}
@@ -355,7 +356,7 @@ func (s *KVCacheState) RecordStream(st device.Stream) error {
 //
 //state:acquire
 func (s *KVCacheState) BlockTable() (*state.BlockTable, error) {
-	return _KVCache_head(s).BlockTable()
+	return stateimpl.Table(_KVCache_head(s).BlockTable())
 }
 
 // Release gives the state's blocks back to the pool; snapshots taken from it
@@ -374,7 +375,7 @@ func (s *KVCacheState) Release() error {
 //
 //state:snapshot
 type KVCacheSnapshot struct {
-	snap *state.Snap
+	snap *stateimpl.Snap
 }
 
 // Read copies rows [from, to) of the snapshot to the host, in a new KVCache.
@@ -402,8 +403,8 @@ func (v *KVCacheSnapshot) ReadInto(dst *KVCache, from, to int) error {
 	}
 	n := to - from
 	rows := *dst
-	rows.Keys = state.Resize(rows.Keys, n*128)
-	rows.Values = state.Resize(rows.Values, n*128)
+	rows.Keys = stateimpl.Resize(rows.Keys, n*128)
+	rows.Values = stateimpl.Resize(rows.Values, n*128)
 	if err := snap.Read(from, to, [][]byte{state.Bytes(rows.Keys), state.Bytes(rows.Values)}); err != nil {
 		return err
 	}
@@ -423,8 +424,8 @@ func (v *KVCacheSnapshot) ReadRowsInto(dst *KVCache, idx []int) error {
 		return snap.ReadRows(idx, nil)
 	}
 	rows := *dst
-	rows.Keys = state.Resize(rows.Keys, len(idx)*128)
-	rows.Values = state.Resize(rows.Values, len(idx)*128)
+	rows.Keys = stateimpl.Resize(rows.Keys, len(idx)*128)
+	rows.Values = stateimpl.Resize(rows.Values, len(idx)*128)
 	if err := snap.ReadRows(idx, [][]byte{state.Bytes(rows.Keys), state.Bytes(rows.Values)}); err != nil {
 		return err
 	}
@@ -446,10 +447,10 @@ func (v *KVCacheSnapshot) ReadFields(dst *KVCache, from, to int) error {
 	n := to - from
 	rows := *dst
 	if rows.Keys != nil {
-		rows.Keys = state.Resize(rows.Keys, n*128)
+		rows.Keys = stateimpl.Resize(rows.Keys, n*128)
 	}
 	if rows.Values != nil {
-		rows.Values = state.Resize(rows.Values, n*128)
+		rows.Values = stateimpl.Resize(rows.Values, n*128)
 	}
 	if err := snap.ReadColumns(from, to, [][]byte{state.Bytes(rows.Keys), state.Bytes(rows.Values)}); err != nil {
 		return err
@@ -486,8 +487,8 @@ func (v *KVCacheSnapshot) ReadAsync(st device.Stream, dst *KVCache, from, to int
 	}
 	n := to - from
 	rows := *dst
-	rows.Keys = state.Resize(rows.Keys, n*128)
-	rows.Values = state.Resize(rows.Values, n*128)
+	rows.Keys = stateimpl.Resize(rows.Keys, n*128)
+	rows.Values = stateimpl.Resize(rows.Values, n*128)
 	if err := snap.ReadAsync(st, from, to, [][]byte{state.Bytes(rows.Keys), state.Bytes(rows.Values)}); err != nil {
 		return err
 	}
@@ -510,7 +511,7 @@ func (v *KVCacheSnapshot) RecordStream(st device.Stream) error {
 //
 //state:acquire
 func (v *KVCacheSnapshot) BlockTable() (*state.BlockTable, error) {
-	return _KVCache_snap(v).BlockTable()
+	return stateimpl.Table(_KVCache_snap(v).BlockTable())
 }
 
 // Len returns the number of rows in the snapshot.
@@ -585,7 +586,7 @@ func _KVCache_readRows(r interface {
 
 // _KVCache_head returns the store head of s, nil for a nil s (its methods
 // answer state.ErrReleased).
-func _KVCache_head(s *KVCacheState) *state.Head {
+func _KVCache_head(s *KVCacheState) *stateimpl.Head {
 	if s == nil {
 		return nil
 	}
@@ -594,7 +595,7 @@ func _KVCache_head(s *KVCacheState) *state.Head {
 
 // _KVCache_snap returns the store snapshot of v, nil for a nil v (its methods
 // answer state.ErrReleased).
-func _KVCache_snap(v *KVCacheSnapshot) *state.Snap {
+func _KVCache_snap(v *KVCacheSnapshot) *stateimpl.Snap {
 	if v == nil {
 		return nil
 	}

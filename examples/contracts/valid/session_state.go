@@ -2,7 +2,10 @@
 
 package valid
 
-import "github.com/gpustate/gpustate/runtime/state"
+import (
+	"github.com/gpustate/gpustate/runtime/state"
+	"github.com/gpustate/gpustate/runtime/state/stateimpl"
+)
 
 // SessionState is a live Session group of a session: one session's attention
 // and recurrent state.
@@ -13,7 +16,7 @@ import "github.com/gpustate/gpustate/runtime/state"
 // and branches are its own; its Rollback, Merge and Release answer
 // state.ErrCoupled, as they are the group's to call.
 type SessionState struct {
-	_group *state.Group
+	_group *stateimpl.Group
 	_KV    *KVCacheState
 	_Rec   *RecurrentState
 }
@@ -26,7 +29,7 @@ type SessionState struct {
 //
 //state:acquire
 func NewSessionState(p *state.Pool, owner state.Owner) (*SessionState, error) {
-	g, err := state.NewGroup(p, owner, &_KVCache_layout, &_Recurrent_layout)
+	g, err := stateimpl.NewGroup(p, owner, &_KVCache_layout, &_Recurrent_layout)
 	if err != nil {
 		return nil, err
 	}
@@ -34,7 +37,7 @@ func NewSessionState(p *state.Pool, owner state.Owner) (*SessionState, error) {
 }
 
 // _Session_wrap gives the group g and its member heads their types.
-func _Session_wrap(g *state.Group) *SessionState {
+func _Session_wrap(g *stateimpl.Group) *SessionState {
 	return &SessionState{
 		_KV:    &KVCacheState{h: g.Head(0)},
 		_Rec:   &RecurrentState{h: g.Head(1)},
@@ -44,7 +47,7 @@ func _Session_wrap(g *state.Group) *SessionState {
 
 // _Session_group returns the group g wraps; nil for a nil g, which the store
 // answers with state.ErrReleased.
-func _Session_group(g *SessionState) *state.Group {
+func _Session_group(g *SessionState) *stateimpl.Group {
 	if g == nil {
 		return nil
 	}
@@ -158,13 +161,13 @@ func (g *SessionState) Release() error {
 //
 //state:snapshot
 type SessionSnapshot struct {
-	_cut *state.GroupSnap
+	_cut *stateimpl.GroupSnap
 	_KV  *KVCacheSnapshot
 	_Rec *RecurrentSnapshot
 }
 
 // _Session_cut returns the cut v wraps; nil for a nil v.
-func _Session_cut(v *SessionSnapshot) *state.GroupSnap {
+func _Session_cut(v *SessionSnapshot) *stateimpl.GroupSnap {
 	if v == nil {
 		return nil
 	}

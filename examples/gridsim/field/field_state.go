@@ -5,19 +5,20 @@ package field
 import (
 	"github.com/gpustate/gpustate/runtime/device"
 	"github.com/gpustate/gpustate/runtime/state"
+	"github.com/gpustate/gpustate/runtime/state/stateimpl"
 )
 
 // _Field_layout is how the store holds Field: one column per field, exactly 64
 // rows written in place.
-var _Field_layout = state.Layout{
+var _Field_layout = stateimpl.Layout{
 	Type: "Field",
-	Columns: []state.Column{
+	Columns: []stateimpl.Column{
 		{Name: "Cells", ElemSize: 4, Width: 64},
 	},
-	Growth:      state.Mutable,
+	Growth:      stateimpl.Mutable,
 	Bound:       64,
-	Descendants: state.Invalidate,
-	Checkpoint:  &state.CheckpointPolicy{Every: 8, Keep: 4},
+	Descendants: stateimpl.Invalidate,
+	Checkpoint:  &stateimpl.CheckpointPolicy{Every: 8, Keep: 4},
 }
 
 // FieldState is a live Field state: temperature field of one simulation run.
@@ -39,7 +40,7 @@ var _Field_layout = state.Layout{
 // memory and do not survive the process. Retention is mandatory: the state is
 // never evicted.
 type FieldState struct {
-	h *state.Head
+	h *stateimpl.Head
 }
 
 // NewFieldState creates a Field state of 64 rows, all zero, in pool p, owned
@@ -51,7 +52,7 @@ type FieldState struct {
 //
 //state:acquire
 func NewFieldState(p *state.Pool, owner state.Owner) (*FieldState, error) {
-	h, err := p.NewHead(&_Field_layout, owner)
+	h, err := stateimpl.NewHead(p, &_Field_layout, owner)
 	if err != nil {
 		return nil, err
 	}
@@ -93,7 +94,7 @@ func (s *FieldState) ReadInto(dst *Field, from, to int) error {
 	}
 	n := to - from
 	rows := *dst
-	rows.Cells = state.Resize(rows.Cells, n*64)
+	rows.Cells = stateimpl.Resize(rows.Cells, n*64)
 	if err := h.Read(from, to, [][]byte{state.Bytes(rows.Cells)}); err != nil {
 		return err
 	}
@@ -113,7 +114,7 @@ func (s *FieldState) ReadRowsInto(dst *Field, idx []int) error {
 		return h.ReadRows(idx, nil)
 	}
 	rows := *dst
-	rows.Cells = state.Resize(rows.Cells, len(idx)*64)
+	rows.Cells = stateimpl.Resize(rows.Cells, len(idx)*64)
 	if err := h.ReadRows(idx, [][]byte{state.Bytes(rows.Cells)}); err != nil {
 		return err
 	}
@@ -135,7 +136,7 @@ func (s *FieldState) ReadFields(dst *Field, from, to int) error {
 	n := to - from
 	rows := *dst
 	if rows.Cells != nil {
-		rows.Cells = state.Resize(rows.Cells, n*64)
+		rows.Cells = stateimpl.Resize(rows.Cells, n*64)
 	}
 	if err := h.ReadColumns(from, to, [][]byte{state.Bytes(rows.Cells)}); err != nil {
 		return err
@@ -186,7 +187,7 @@ func (s *FieldState) Snapshot() (*FieldSnapshot, error) {
 //
 //state:mutates
 func (s *FieldState) Rollback(to *FieldSnapshot) error {
-	var snap *state.Snap
+	var snap *stateimpl.Snap
 	if to != nil {
 		snap = to.snap
 	}
@@ -261,7 +262,7 @@ func (s *FieldState) ReadAsync(st device.Stream, dst *Field, from, to int) error
 	}
 	n := to - from
 	rows := *dst
-	rows.Cells = state.Resize(rows.Cells, n*64)
+	rows.Cells = stateimpl.Resize(rows.Cells, n*64)
 	if err := h.ReadAsync(st, from, to, [][]byte{state.Bytes(rows.Cells)}); err != nil {
 		return err
 	}
@@ -286,7 +287,7 @@ func (s *FieldState) RecordStream(st device.Stream) error {
 //
 //state:acquire
 func (s *FieldState) BlockTable() (*state.BlockTable, error) {
-	return _Field_head(s).BlockTable()
+	return stateimpl.Table(_Field_head(s).BlockTable())
 }
 
 // Release gives the state's blocks back to the pool; snapshots taken from it
@@ -305,7 +306,7 @@ func (s *FieldState) Release() error {
 //
 //state:snapshot
 type FieldSnapshot struct {
-	snap *state.Snap
+	snap *stateimpl.Snap
 }
 
 // Read copies rows [from, to) of the snapshot to the host, in a new Field. It
@@ -333,7 +334,7 @@ func (v *FieldSnapshot) ReadInto(dst *Field, from, to int) error {
 	}
 	n := to - from
 	rows := *dst
-	rows.Cells = state.Resize(rows.Cells, n*64)
+	rows.Cells = stateimpl.Resize(rows.Cells, n*64)
 	if err := snap.Read(from, to, [][]byte{state.Bytes(rows.Cells)}); err != nil {
 		return err
 	}
@@ -353,7 +354,7 @@ func (v *FieldSnapshot) ReadRowsInto(dst *Field, idx []int) error {
 		return snap.ReadRows(idx, nil)
 	}
 	rows := *dst
-	rows.Cells = state.Resize(rows.Cells, len(idx)*64)
+	rows.Cells = stateimpl.Resize(rows.Cells, len(idx)*64)
 	if err := snap.ReadRows(idx, [][]byte{state.Bytes(rows.Cells)}); err != nil {
 		return err
 	}
@@ -375,7 +376,7 @@ func (v *FieldSnapshot) ReadFields(dst *Field, from, to int) error {
 	n := to - from
 	rows := *dst
 	if rows.Cells != nil {
-		rows.Cells = state.Resize(rows.Cells, n*64)
+		rows.Cells = stateimpl.Resize(rows.Cells, n*64)
 	}
 	if err := snap.ReadColumns(from, to, [][]byte{state.Bytes(rows.Cells)}); err != nil {
 		return err
@@ -412,7 +413,7 @@ func (v *FieldSnapshot) ReadAsync(st device.Stream, dst *Field, from, to int) er
 	}
 	n := to - from
 	rows := *dst
-	rows.Cells = state.Resize(rows.Cells, n*64)
+	rows.Cells = stateimpl.Resize(rows.Cells, n*64)
 	if err := snap.ReadAsync(st, from, to, [][]byte{state.Bytes(rows.Cells)}); err != nil {
 		return err
 	}
@@ -435,7 +436,7 @@ func (v *FieldSnapshot) RecordStream(st device.Stream) error {
 //
 //state:acquire
 func (v *FieldSnapshot) BlockTable() (*state.BlockTable, error) {
-	return _Field_snap(v).BlockTable()
+	return stateimpl.Table(_Field_snap(v).BlockTable())
 }
 
 // Len returns the number of rows in the snapshot.
@@ -507,7 +508,7 @@ func _Field_readRows(r interface {
 
 // _Field_head returns the store head of s, nil for a nil s (its methods answer
 // state.ErrReleased).
-func _Field_head(s *FieldState) *state.Head {
+func _Field_head(s *FieldState) *stateimpl.Head {
 	if s == nil {
 		return nil
 	}
@@ -516,7 +517,7 @@ func _Field_head(s *FieldState) *state.Head {
 
 // _Field_snap returns the store snapshot of v, nil for a nil v (its methods
 // answer state.ErrReleased).
-func _Field_snap(v *FieldSnapshot) *state.Snap {
+func _Field_snap(v *FieldSnapshot) *stateimpl.Snap {
 	if v == nil {
 		return nil
 	}

@@ -5,20 +5,21 @@ package decoder
 import (
 	"github.com/gpustate/gpustate/runtime/device"
 	"github.com/gpustate/gpustate/runtime/state"
+	"github.com/gpustate/gpustate/runtime/state/stateimpl"
 )
 
 // _Recurrent_layout is how the store holds Recurrent: one column per field,
 // exactly 2 rows written in place.
-var _Recurrent_layout = state.Layout{
+var _Recurrent_layout = stateimpl.Layout{
 	Type: "Recurrent",
-	Columns: []state.Column{
+	Columns: []stateimpl.Column{
 		{Name: "H", ElemSize: 4, Width: 16},
 	},
-	Growth:      state.Mutable,
+	Growth:      stateimpl.Mutable,
 	Bound:       2,
-	Descendants: state.Invalidate,
-	Checkpoint:  &state.CheckpointPolicy{Every: 16, Keep: 4},
-	Input: []state.Column{
+	Descendants: stateimpl.Invalidate,
+	Checkpoint:  &stateimpl.CheckpointPolicy{Every: 16, Keep: 4},
+	Input: []stateimpl.Column{
 		{Name: "X", ElemSize: 4, Width: 16},
 	},
 }
@@ -47,7 +48,7 @@ var _Recurrent_layout = state.Layout{
 // memory and do not survive the process. Retention is mandatory: the state is
 // never evicted.
 type RecurrentState struct {
-	h *state.Head
+	h *stateimpl.Head
 }
 
 // NewRecurrentState creates a Recurrent state of 2 rows, all zero, in pool p,
@@ -59,7 +60,7 @@ type RecurrentState struct {
 //
 //state:acquire
 func NewRecurrentState(p *state.Pool, owner state.Owner) (*RecurrentState, error) {
-	h, err := p.NewHead(&_Recurrent_layout, owner)
+	h, err := stateimpl.NewHead(p, &_Recurrent_layout, owner)
 	if err != nil {
 		return nil, err
 	}
@@ -101,7 +102,7 @@ func (s *RecurrentState) ReadInto(dst *Recurrent, from, to int) error {
 	}
 	n := to - from
 	rows := *dst
-	rows.H = state.Resize(rows.H, n*16)
+	rows.H = stateimpl.Resize(rows.H, n*16)
 	if err := h.Read(from, to, [][]byte{state.Bytes(rows.H)}); err != nil {
 		return err
 	}
@@ -121,7 +122,7 @@ func (s *RecurrentState) ReadRowsInto(dst *Recurrent, idx []int) error {
 		return h.ReadRows(idx, nil)
 	}
 	rows := *dst
-	rows.H = state.Resize(rows.H, len(idx)*16)
+	rows.H = stateimpl.Resize(rows.H, len(idx)*16)
 	if err := h.ReadRows(idx, [][]byte{state.Bytes(rows.H)}); err != nil {
 		return err
 	}
@@ -143,7 +144,7 @@ func (s *RecurrentState) ReadFields(dst *Recurrent, from, to int) error {
 	n := to - from
 	rows := *dst
 	if rows.H != nil {
-		rows.H = state.Resize(rows.H, n*16)
+		rows.H = stateimpl.Resize(rows.H, n*16)
 	}
 	if err := h.ReadColumns(from, to, [][]byte{state.Bytes(rows.H)}); err != nil {
 		return err
@@ -210,7 +211,7 @@ func (s *RecurrentState) Branch() (*RecurrentState, error) {
 //
 //state:mutates
 func (s *RecurrentState) Merge(child *RecurrentState) error {
-	var c *state.Head
+	var c *stateimpl.Head
 	if child != nil {
 		c = child.h
 	}
@@ -225,7 +226,7 @@ func (s *RecurrentState) Merge(child *RecurrentState) error {
 //
 //state:mutates
 func (s *RecurrentState) Rollback(to *RecurrentSnapshot) error {
-	var snap *state.Snap
+	var snap *stateimpl.Snap
 	if to != nil {
 		snap = to.snap
 	}
@@ -289,7 +290,7 @@ func (s *RecurrentState) WriteDevice(from, to int) (RecurrentSpans, error) {
 //
 //state:mutates
 func (s *RecurrentState) Step(in RecInput, f func(dst RecurrentSpans, in RecInput) error) error {
-	var step state.StepFunc
+	var step stateimpl.StepFunc
 	if f != nil {
 		step = func(spans [][]device.Span, cols [][]byte) error {
 			dst, _ := _Recurrent_spans(spans, nil)
@@ -354,7 +355,7 @@ func (s *RecurrentState) ReadAsync(st device.Stream, dst *Recurrent, from, to in
 	}
 	n := to - from
 	rows := *dst
-	rows.H = state.Resize(rows.H, n*16)
+	rows.H = stateimpl.Resize(rows.H, n*16)
 	if err := h.ReadAsync(st, from, to, [][]byte{state.Bytes(rows.H)}); err != nil {
 		return err
 	}
@@ -379,7 +380,7 @@ func (s *RecurrentState) RecordStream(st device.Stream) error {
 //
 //state:acquire
 func (s *RecurrentState) BlockTable() (*state.BlockTable, error) {
-	return _Recurrent_head(s).BlockTable()
+	return stateimpl.Table(_Recurrent_head(s).BlockTable())
 }
 
 // Release gives the state's blocks back to the pool; snapshots taken from it
@@ -398,7 +399,7 @@ func (s *RecurrentState) Release() error {
 //
 //state:snapshot
 type RecurrentSnapshot struct {
-	snap *state.Snap
+	snap *stateimpl.Snap
 }
 
 // Read copies rows [from, to) of the snapshot to the host, in a new Recurrent.
@@ -426,7 +427,7 @@ func (v *RecurrentSnapshot) ReadInto(dst *Recurrent, from, to int) error {
 	}
 	n := to - from
 	rows := *dst
-	rows.H = state.Resize(rows.H, n*16)
+	rows.H = stateimpl.Resize(rows.H, n*16)
 	if err := snap.Read(from, to, [][]byte{state.Bytes(rows.H)}); err != nil {
 		return err
 	}
@@ -446,7 +447,7 @@ func (v *RecurrentSnapshot) ReadRowsInto(dst *Recurrent, idx []int) error {
 		return snap.ReadRows(idx, nil)
 	}
 	rows := *dst
-	rows.H = state.Resize(rows.H, len(idx)*16)
+	rows.H = stateimpl.Resize(rows.H, len(idx)*16)
 	if err := snap.ReadRows(idx, [][]byte{state.Bytes(rows.H)}); err != nil {
 		return err
 	}
@@ -468,7 +469,7 @@ func (v *RecurrentSnapshot) ReadFields(dst *Recurrent, from, to int) error {
 	n := to - from
 	rows := *dst
 	if rows.H != nil {
-		rows.H = state.Resize(rows.H, n*16)
+		rows.H = stateimpl.Resize(rows.H, n*16)
 	}
 	if err := snap.ReadColumns(from, to, [][]byte{state.Bytes(rows.H)}); err != nil {
 		return err
@@ -505,7 +506,7 @@ func (v *RecurrentSnapshot) ReadAsync(st device.Stream, dst *Recurrent, from, to
 	}
 	n := to - from
 	rows := *dst
-	rows.H = state.Resize(rows.H, n*16)
+	rows.H = stateimpl.Resize(rows.H, n*16)
 	if err := snap.ReadAsync(st, from, to, [][]byte{state.Bytes(rows.H)}); err != nil {
 		return err
 	}
@@ -528,7 +529,7 @@ func (v *RecurrentSnapshot) RecordStream(st device.Stream) error {
 //
 //state:acquire
 func (v *RecurrentSnapshot) BlockTable() (*state.BlockTable, error) {
-	return _Recurrent_snap(v).BlockTable()
+	return stateimpl.Table(_Recurrent_snap(v).BlockTable())
 }
 
 // Len returns the number of rows in the snapshot.
@@ -600,7 +601,7 @@ func _Recurrent_readRows(r interface {
 
 // _Recurrent_head returns the store head of s, nil for a nil s (its methods
 // answer state.ErrReleased).
-func _Recurrent_head(s *RecurrentState) *state.Head {
+func _Recurrent_head(s *RecurrentState) *stateimpl.Head {
 	if s == nil {
 		return nil
 	}
@@ -609,7 +610,7 @@ func _Recurrent_head(s *RecurrentState) *state.Head {
 
 // _Recurrent_snap returns the store snapshot of v, nil for a nil v (its
 // methods answer state.ErrReleased).
-func _Recurrent_snap(v *RecurrentSnapshot) *state.Snap {
+func _Recurrent_snap(v *RecurrentSnapshot) *stateimpl.Snap {
 	if v == nil {
 		return nil
 	}

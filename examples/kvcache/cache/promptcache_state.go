@@ -5,21 +5,22 @@ package cache
 import (
 	"github.com/gpustate/gpustate/runtime/device"
 	"github.com/gpustate/gpustate/runtime/state"
+	"github.com/gpustate/gpustate/runtime/state/stateimpl"
 )
 
 // _PromptCache_layout is how the store holds PromptCache: one column per
 // field, rows appended up to 512.
-var _PromptCache_layout = state.Layout{
+var _PromptCache_layout = stateimpl.Layout{
 	Type: "PromptCache",
-	Columns: []state.Column{
+	Columns: []stateimpl.Column{
 		{Name: "Keys", ElemSize: 4, Width: 256},
 		{Name: "Values", ElemSize: 4, Width: 256},
 		{Name: "Token", ElemSize: 4, Width: 1},
 	},
-	Growth:      state.Append,
+	Growth:      stateimpl.Append,
 	Bound:       512,
-	Descendants: state.Invalidate,
-	Retention:   state.Optional,
+	Descendants: stateimpl.Invalidate,
+	Retention:   stateimpl.Optional,
 }
 
 // PromptCacheState is a live PromptCache state: shared prompt-prefix cache,
@@ -37,7 +38,7 @@ var _PromptCache_layout = state.Layout{
 // live only as long as snapshots of them. Retention is optional: the state may
 // be evicted.
 type PromptCacheState struct {
-	h *state.Head
+	h *stateimpl.Head
 }
 
 // NewPromptCacheState creates an empty PromptCache state in pool p, owned by
@@ -49,7 +50,7 @@ type PromptCacheState struct {
 //
 //state:acquire
 func NewPromptCacheState(p *state.Pool, owner state.Owner) (*PromptCacheState, error) {
-	h, err := p.NewHead(&_PromptCache_layout, owner)
+	h, err := stateimpl.NewHead(p, &_PromptCache_layout, owner)
 	if err != nil {
 		return nil, err
 	}
@@ -95,9 +96,9 @@ func (s *PromptCacheState) ReadInto(dst *PromptCache, from, to int) error {
 	}
 	n := to - from
 	rows := *dst
-	rows.Keys = state.Resize(rows.Keys, n*256)
-	rows.Values = state.Resize(rows.Values, n*256)
-	rows.Token = state.Resize(rows.Token, n)
+	rows.Keys = stateimpl.Resize(rows.Keys, n*256)
+	rows.Values = stateimpl.Resize(rows.Values, n*256)
+	rows.Token = stateimpl.Resize(rows.Token, n)
 	if err := h.Read(from, to, [][]byte{
 		state.Bytes(rows.Keys),
 		state.Bytes(rows.Values),
@@ -121,9 +122,9 @@ func (s *PromptCacheState) ReadRowsInto(dst *PromptCache, idx []int) error {
 		return h.ReadRows(idx, nil)
 	}
 	rows := *dst
-	rows.Keys = state.Resize(rows.Keys, len(idx)*256)
-	rows.Values = state.Resize(rows.Values, len(idx)*256)
-	rows.Token = state.Resize(rows.Token, len(idx))
+	rows.Keys = stateimpl.Resize(rows.Keys, len(idx)*256)
+	rows.Values = stateimpl.Resize(rows.Values, len(idx)*256)
+	rows.Token = stateimpl.Resize(rows.Token, len(idx))
 	if err := h.ReadRows(idx, [][]byte{
 		state.Bytes(rows.Keys),
 		state.Bytes(rows.Values),
@@ -149,13 +150,13 @@ func (s *PromptCacheState) ReadFields(dst *PromptCache, from, to int) error {
 	n := to - from
 	rows := *dst
 	if rows.Keys != nil {
-		rows.Keys = state.Resize(rows.Keys, n*256)
+		rows.Keys = stateimpl.Resize(rows.Keys, n*256)
 	}
 	if rows.Values != nil {
-		rows.Values = state.Resize(rows.Values, n*256)
+		rows.Values = stateimpl.Resize(rows.Values, n*256)
 	}
 	if rows.Token != nil {
-		rows.Token = state.Resize(rows.Token, n)
+		rows.Token = stateimpl.Resize(rows.Token, n)
 	}
 	if err := h.ReadColumns(from, to, [][]byte{
 		state.Bytes(rows.Keys),
@@ -250,9 +251,9 @@ func (s *PromptCacheState) ReadAsync(st device.Stream, dst *PromptCache, from, t
 	}
 	n := to - from
 	rows := *dst
-	rows.Keys = state.Resize(rows.Keys, n*256)
-	rows.Values = state.Resize(rows.Values, n*256)
-	rows.Token = state.Resize(rows.Token, n)
+	rows.Keys = stateimpl.Resize(rows.Keys, n*256)
+	rows.Values = stateimpl.Resize(rows.Values, n*256)
+	rows.Token = stateimpl.Resize(rows.Token, n)
 	if err := h.ReadAsync(st, from, to, [][]byte{
 		state.Bytes(rows.Keys),
 		state.Bytes(rows.Values),
@@ -281,7 +282,7 @@ func (s *PromptCacheState) RecordStream(st device.Stream) error {
 //
 //state:acquire
 func (s *PromptCacheState) BlockTable() (*state.BlockTable, error) {
-	return _PromptCache_head(s).BlockTable()
+	return stateimpl.Table(_PromptCache_head(s).BlockTable())
 }
 
 // Prefetch brings the state back to device memory from the pool's host tier
@@ -367,7 +368,7 @@ func _PromptCache_readRows(r interface {
 
 // _PromptCache_head returns the store head of s, nil for a nil s (its methods
 // answer state.ErrReleased).
-func _PromptCache_head(s *PromptCacheState) *state.Head {
+func _PromptCache_head(s *PromptCacheState) *stateimpl.Head {
 	if s == nil {
 		return nil
 	}

@@ -1,0 +1,363 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sync/atomic"
+
+	"github.com/gpustate/gpustate/runtime/device"
+)
+
+// Async paths: rows go to and from the device on the caller's stream,
+// staged through page-locked memory, so a decode step never synchronizes
+// the device. The blocks such a copy touches are recorded on the stream
+// (RecordStream), so releasing the handle right after is safe.
+
+// stagingMin is the smallest page-locked staging buffer the pool takes.
+const stagingMin = 64 << 10
+
+// streamsOf returns the backend's streams, or an error for one without.
+func (p *Pool) streamsOf(op string) (device.Streams, error) {
+	sb, ok := p.b.(device.Streams)
+	if !ok {
+		return nil, fmt.Errorf("%s: the %s backend has no streams: %w", op, p.b.Name(), errors.ErrUnsupported)
+	}
+	return sb, nil
+}
+
+// stagingGet returns a page-locked buffer of at least n bytes, reused when
+// one is free: buffers whose copies have landed are free again
+// (reapStagingLocked), polled only when no free buffer fits, so a run of
+// calls polls the events of the calls before it once.
+func (p *Pool) stagingGet(sb device.Streams, n int) ([]byte, error) {
+	p.mu.Lock()
+	buf, ok := p.stagingFitLocked(n)
+	if !ok && len(p.busy) > 0 {
+		p.reapStagingLocked()
+		buf, ok = p.stagingFitLocked(n)
+	}
+	p.mu.Unlock()
+	if ok {
+		return buf, nil
+	}
+	size := stagingMin
+	for size < n {
+		size *= 2
+	}
+	buf, err := sb.HostAlloc(size)
+	if err != nil {
+		return nil, err
+	}
+	return buf[:n], nil
+}
+
+// stagingFitLocked takes a free staging buffer of at least n bytes out of
+// the pool's list, if one is there. p.mu is held.
+func (p *Pool) stagingFitLocked(n int) ([]byte, bool) {
+	for i, buf := range p.staging {
+		if cap(buf) >= n {
+			last := len(p.staging) - 1
+			p.staging[i] = p.staging[last]
+			p.staging[last] = nil
+			p.staging = p.staging[:last]
+			return buf[:n], true
+		}
+	}
+	return nil, false
+}
+
+// reapStagingLocked frees the staging buffers whose copies have landed:
+// each call polls the events of those in use, without waiting, instead
+// of a goroutine per call waiting for one. A stream runs its work in
+// order, so once one of its events is not done, its later ones are not
+// polled: a reap polls the buffers that landed and one more a stream, not
+// every buffer in use. p.mu is held.
+func (p *Pool) reapStagingLocked() {
+	var waiting [4]device.Stream // streams met with an event not done
+	nw := 0
+	keep := p.busy[:0]
+	for _, u := range p.busy {
+		if !slices.Contains(waiting[:nw], u.st) {
+			if done, _ := u.ev.Done(); done { // a failed copy is over too
+				u.ev.Close()
+				p.staging = append(p.staging, u.buf[:cap(u.buf)])
+				continue
+			}
+			if nw < len(waiting) {
+				waiting[nw] = u.st
+				nw++
+			}
+		}
+		keep = append(keep, u)
+	}
+	clear(p.busy[len(keep):])
+	p.busy = keep
+}
+
+// sharedEvent is an event with two holders, each of which closes it once:
+// the head, which waits for its rows to land, and the pool, which polls
+// it to free the staging buffer. The last Close frees it.
+type sharedEvent struct {
+	device.Event
+	refs atomic.Int32
+}
+
+func (e *sharedEvent) Close() error {
+	if e.refs.Add(-1) == 0 {
+		return e.Event.Close()
+	}
+	return nil
+}
+
+// freeStaging gives every staging buffer back to the backend; Close calls
+// it once nothing is pending.
+func (p *Pool) freeStagingLocked() error {
+	sb, ok := p.b.(device.Streams)
+	if !ok {
+		return nil
+	}
+	var errs []error
+	for _, u := range p.busy {
+		u.ev.Wait() // no handle call runs: the copies only have to land
+		u.ev.Close()
+		p.staging = append(p.staging, u.buf[:cap(u.buf)])
+	}
+	p.busy = nil
+	for _, buf := range p.staging {
+		errs = append(errs, sb.HostFree(buf))
+	}
+	p.staging = nil
+	return errors.Join(errs...)
+}
+
+// recordRows marks the blocks holding rows [from, to) of r as used by st.
+func (p *Pool) recordRows(sh *shape, r *root, from, to int, st device.Stream) {
+	p.rec.mu.Lock()
+	defer p.rec.mu.Unlock()
+	p.recordRowsLocked(sh, r, from, to, st)
+}
+
+// recordAppend is recordRows for an AppendAsync call, which also leaves
+// its staging buffer in use until ev completes.
+func (p *Pool) recordAppend(sh *shape, r *root, from, to int, st device.Stream, buf []byte, ev device.Event) {
+	p.recordRows(sh, r, from, to, st)
+	p.mu.Lock()
+	p.busy = append(p.busy, stagingUse{buf: buf, st: st, ev: ev})
+	p.mu.Unlock()
+}
+
+// recordRowsLocked is recordRows with p.rec.mu held.
+func (p *Pool) recordRowsLocked(sh *shape, r *root, from, to int, st device.Stream) {
+	var added int64
+	for ci := range r.cols {
+		per := sh.perBlock[ci]
+		t := &r.cols[ci]
+		for b := range t.heldIn(from/per, (to+per-1)/per) {
+			if p.rec.addLocked(b, st) {
+				added++
+			}
+		}
+	}
+	p.rec.n.Add(added)
+}
+
+// AppendAsync appends the rows of a batch as a new version, as Append
+// does, but copies them to the device on st: the batch is copied to
+// page-locked staging memory (so the caller may reuse it at once), the
+// copies are queued on st, one per run of blocks that follow one another
+// in memory, then one event, and the blocks they fill are recorded on st.
+// Work queued on st after the call sees the rows; work on another stream
+// must wait for an event recorded on st. Every later call on h other than
+// AppendAsync and ReadAsync (Read, Spans, Snapshot, Branch, writes) first
+// waits for the copies to land, so it sees the rows. It needs a backend
+// with device.Streams; a stream that is closed or foreign is an error and
+// appends nothing. A call that fails changes nothing, so it may be retried:
+// the copies and their event are queued before the version is committed,
+// and when one of them fails the call waits for st (the failure path
+// alone blocks) and gives back the blocks it took.
+//
+//state:appends
+func (h *Head) AppendAsync(st device.Stream, cols [][]byte) error {
+	if err := h.open(call{op: "AppendAsync", share: true}); err != nil { // not land: the stream orders earlier copies
+		return err
+	}
+	defer h.end()
+	sb, err := h.pool.streamsOf("AppendAsync")
+	if err != nil {
+		return h.errorf("AppendAsync", "%w", err)
+	}
+	n, err := h.batchRows("AppendAsync", cols)
+	if err != nil {
+		return err
+	}
+	if err := h.checkAppend("AppendAsync", n); err != nil {
+		return err
+	}
+	if n == 0 || st == nil {
+		// Rows to copy check the stream by queueing on it.
+		if err := checkStream(sb, st); err != nil {
+			return h.errorf("AppendAsync", "%w", err)
+		}
+		return nil
+	}
+	total := 0
+	for _, c := range cols {
+		total += len(c)
+	}
+	buf, err := h.pool.stagingGet(sb, total)
+	if err != nil {
+		return h.errorf("AppendAsync", "staging: %w", err)
+	}
+	off := 0
+	for _, c := range cols {
+		off += copy(buf[off:], c)
+	}
+	from := h.r.rows
+	q := rowQueue{sb: sb, st: st, buf: buf}
+	short, err := h.appendRows("AppendAsync", cols, n, &q)
+	if err == nil && !short {
+		_, err = h.applyThen("AppendAsync", deviceAppend, from, from+n, from+n, nil, q.queue(h))
+	}
+	if err != nil {
+		h.pool.stagingPut(buf)
+		return err
+	}
+	h.committed(written{from: from, to: from + n, device: true, async: st})
+	ev := &sharedEvent{Event: q.landed}
+	ev.refs.Store(2)
+	h.pool.recordAppend(&h.shape, h.r, from, from+n, st, buf, ev)
+	h.async.join(h)
+	h.async.inFlight(st, ev)
+	return nil
+}
+
+// inFlight adds ev, the event after an AppendAsync call's copies on st,
+// to those a landing waits for. Work on a stream runs in order and its
+// first failure stays with it, so ev stands for the earlier event on st,
+// which it replaces: a head that appends on one stream holds one event,
+// however many calls it makes before a read waits for them.
+func (ap *asyncPart) inFlight(st device.Stream, ev device.Event) {
+	for i := range ap.inflight {
+		if f := &ap.inflight[i]; f.st == st {
+			f.ev.Close()
+			f.ev = ev
+			return
+		}
+	}
+	ap.inflight = append(ap.inflight, streamEvent{st: st, ev: ev})
+}
+
+// queue returns applyThen's last step for the general path: q's copies to
+// the runs it gets.
+func (q *rowQueue) queue(h *Head) func([]copyRun) error {
+	return func(runs []copyRun) error {
+		var err error
+		q.landed, err = h.queueCopies(q.sb, q.st, runs, q.buf)
+		return err
+	}
+}
+
+// stagingPut gives back a buffer nothing uses.
+func (p *Pool) stagingPut(buf []byte) {
+	p.mu.Lock()
+	p.staging = append(p.staging, buf[:cap(buf)])
+	p.mu.Unlock()
+}
+
+// ReadAsync queues on st copies of rows [from, to) into dst (per column,
+// (to-from) rows' bytes) and records the blocks they come from on st. dst
+// must stay untouched until an event recorded on st after the call
+// completes; memory from the backend's HostAlloc makes the copies truly
+// asynchronous.
+//
+// Rows an earlier AppendAsync queued on another stream are read in stream
+// order too: the call makes st wait for those copies' events
+// (device.Streams.WaitEvent) before its own, and never blocks the caller.
+func (h *Head) ReadAsync(st device.Stream, from, to int, dst [][]byte) error {
+	if err := h.open(call{op: "ReadAsync", share: true}); err != nil { // not land: the streams order earlier copies
+		return err
+	}
+	defer h.end()
+	if err := h.async.order(h.pool.b, st); err != nil {
+		return h.errorf("ReadAsync", "%w", err)
+	}
+	return h.queueReads("ReadAsync", h.r, st, from, to, dst)
+}
+
+// order makes work queued on st from now on wait for the copies of
+// earlier AppendAsync calls on other streams; copies on st itself are
+// ordered by the stream. It queues waits, never waits. h.mu is held.
+func (ap *asyncPart) order(b device.Backend, st device.Stream) error {
+	for _, f := range ap.inflight {
+		if f.st == st {
+			continue
+		}
+		sb, ok := b.(device.Streams)
+		if !ok || st == nil {
+			return nil // queueReads reports it
+		}
+		ev := f.ev
+		if s, ok := ev.(*sharedEvent); ok {
+			ev = s.Event // the backend's own event, which WaitEvent takes
+		}
+		if err := sb.WaitEvent(st, ev); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ReadAsync is Head.ReadAsync for a snapshot.
+func (s *Snap) ReadAsync(st device.Stream, from, to int, dst [][]byte) error {
+	if err := s.begin("ReadAsync"); err != nil {
+		return err
+	}
+	defer s.end()
+	return s.queueReads("ReadAsync", s.r, st, from, to, dst)
+}
+
+// queueReads queues the copies of ReadAsync, of rows [from, to) of r.
+func (sh *shape) queueReads(op string, r *root, st device.Stream, from, to int, dst [][]byte) error {
+	sb, err := sh.pool.streamsOf(op)
+	if err != nil {
+		return sh.errorf(op, "%w", err)
+	}
+	if err := sh.checkReadable(op, from, to, r.rows); err != nil { // first, as Read: rows out of range are ErrRange
+		return err
+	}
+	if err := sh.checkDst(op, to-from, dst); err != nil {
+		return err
+	}
+	if err := checkStream(sb, st); err != nil {
+		return sh.errorf(op, "%w", err)
+	}
+	sh.pool.recordRows(sh, r, from, to, st)
+	br, batch := sb.(device.BatchReader)
+	var reads []device.HostRead // with batch: every run of every column, queued in one call
+	if batch && from < to {
+		n := 0 // at most a run a block
+		for _, per := range sh.perBlock {
+			n += (to-1)/per - from/per + 1
+		}
+		reads = make([]device.HostRead, 0, n)
+	}
+	for i, d := range dst {
+		err := sh.columnRuns(r, i, from, to, func(at int, src device.Ptr, n int) error {
+			if batch {
+				reads = append(reads, device.HostRead{Dst: d[at : at+n], Src: src})
+				return nil
+			}
+			return sb.CopyDtoHAsync(st, d[at:at+n], src)
+		})
+		if err != nil {
+			return sh.errorf(op, "%w", err)
+		}
+	}
+	if batch && len(reads) > 0 {
+		if err := br.CopiesDtoHAsync(st, reads); err != nil {
+			return sh.errorf(op, "%w", err)
+		}
+	}
+	return nil
+}

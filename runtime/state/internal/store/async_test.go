@@ -1,0 +1,226 @@
+package store
+
+import (
+	"bytes"
+	"errors"
+	"testing"
+
+	"github.com/gpustate/gpustate/runtime/device"
+)
+
+// TestAppendAsync: rows appended on a stream arrive in order with later
+// work on it, are seen by host reads and snapshots, and a foreign stream
+// appends nothing.
+func TestAppendAsync(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		rig  func(*testing.T) *streamRig
+	}{{"host", hostStreamRig}, {"fakecuda", fakeStreamRig}} {
+		t.Run(c.name, func(t *testing.T) {
+			r := c.rig(t)
+			p, err := NewPool(r.b, PoolOptions{BlockBytes: 256})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.Close()
+			h, err := p.NewHead(kv(Append, 0, Keep), "a")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer h.Release()
+			st, err := r.streams().NewStream()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			batch := kvRows(40, 3)
+			r.hold(t, st)
+			if err := h.AppendAsync(st, batch); err != nil {
+				t.Fatal(err)
+			}
+			clear(batch[0]) // staged: the caller may reuse the batch at once
+			if err := h.AppendAsync(st, kvRows(10, 4)); err != nil {
+				t.Fatal(err)
+			}
+			keys, _ := r.streams().HostAlloc(50 * 16)
+			vals, _ := r.streams().HostAlloc(50 * 8)
+			defer r.streams().HostFree(keys)
+			defer r.streams().HostFree(vals)
+			if err := h.ReadAsync(st, 0, 50, [][]byte{keys, vals}); err != nil {
+				t.Fatal(err)
+			}
+			ev, _ := r.streams().Record(st)
+			defer ev.Close()
+			if done, _ := ev.Done(); done {
+				t.Fatal("the held copies completed")
+			}
+			r.release()
+			if err := ev.Wait(); err != nil {
+				t.Fatal(err)
+			}
+			want := [][]byte{append(kvRows(40, 3)[0], kvRows(10, 4)[0]...), append(kvRows(40, 3)[1], kvRows(10, 4)[1]...)}
+			if !bytes.Equal(keys, want[0]) || !bytes.Equal(vals, want[1]) {
+				t.Error("ReadAsync on the stream did not see the rows AppendAsync queued before it")
+			}
+			s, err := h.Snapshot()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Release()
+			got := [][]byte{make([]byte, 50*16), make([]byte, 50*8)}
+			if err := s.Read(0, 50, got); err != nil || !bytes.Equal(got[0], want[0]) || !bytes.Equal(got[1], want[1]) {
+				t.Errorf("a snapshot after AppendAsync reads other rows (%v)", err)
+			}
+			other := device.Host()
+			defer other.Close()
+			ost, _ := other.(device.Streams).NewStream()
+			if err := h.AppendAsync(ost, kvRows(1, 5)); !errors.Is(err, device.ErrStreamClosed) || h.Len() != 50 {
+				t.Errorf("AppendAsync on a foreign stream: %v, %d rows; want ErrStreamClosed, 50", err, h.Len())
+			}
+		})
+	}
+}
+
+// TestAppendAsyncEventsPerStream: a head that appends on a stream many
+// times before anything waits holds one event a stream (the last: a
+// stream runs in order), and a call that finds every staging buffer in
+// use polls one event of a stream whose copies have not run, not each
+// buffer's; the rows all land once the stream runs.
+func TestAppendAsyncEventsPerStream(t *testing.T) {
+	eachStreamRig(t, func(t *testing.T, r *streamRig) {
+		p := must[*Pool](t)(NewPool(r.b, PoolOptions{}))
+		defer p.Close()
+		h := must[*Head](t)(p.NewHead(kv(Append, 0, Keep), "a"))
+		defer h.Release()
+		st := must[device.Stream](t)(r.streams().NewStream())
+		defer st.Close()
+		other := must[device.Stream](t)(r.streams().NewStream())
+		defer other.Close()
+		r.hold(t, st)
+		var polled int64
+		if r.polls != nil {
+			polled = r.polls()
+		}
+		const calls = 64
+		for i := range calls {
+			on := st
+			if i%8 == 7 {
+				on = other
+			}
+			check(t, h.AppendAsync(on, kvRows(1, byte(i))))
+		}
+		if n := len(h.async.inflight); n != 2 {
+			t.Errorf("%d calls on two streams left %d events in flight, want 2", calls, n)
+		}
+		if r.polls != nil {
+			if n := r.polls() - polled; n > 2*calls {
+				t.Errorf("%d calls with their copies held polled %d events, want at most %d", calls, n, 2*calls)
+			}
+		}
+		r.release()
+		got := [][]byte{make([]byte, calls*16), make([]byte, calls*8)}
+		check(t, h.Read(0, calls, got))
+		for i := range calls {
+			want := kvRows(1, byte(i))
+			if !bytes.Equal(got[0][i*16:(i+1)*16], want[0]) || !bytes.Equal(got[1][i*8:(i+1)*8], want[1]) {
+				t.Fatalf("row %d: read %x %x, want %x %x", i, got[0][i*16:(i+1)*16], got[1][i*8:(i+1)*8], want[0], want[1])
+			}
+		}
+		if n := len(h.async.inflight); n != 0 {
+			t.Errorf("%d events in flight after a read landed the rows", n)
+		}
+	})
+}
+
+// TestAppendAsyncRowJoinsColumns: a decode step's AppendAsync copies the
+// rows of columns whose blocks follow one another (keys and values, taken
+// side by side) in one copy, as the staging buffer holds the columns one
+// after another; the narrow columns, whose blocks hold 32 rows, take one
+// each. The rows land where reads find them.
+func TestAppendAsyncRowJoinsColumns(t *testing.T) {
+	c := newCallCounts(t)
+	p := must[*Pool](t)(NewPool(c, PoolOptions{}))
+	defer p.Close()
+	l := kvCacheLayout(512)
+	l.Growth = Append
+	h := must[*Head](t)(p.NewHead(l, "a"))
+	defer h.Release()
+	st := must[device.Stream](t)(c.NewStream())
+	defer st.Close()
+	rows := make([][][]byte, 8)
+	for i := range rows {
+		rows[i] = zeroRows(l, 1)
+		for k := range rows[i] {
+			for j := range rows[i][k] {
+				rows[i][k][j] = byte(i*7 + k*3 + j)
+			}
+		}
+		c.reset()
+		check(t, h.AppendAsync(st, rows[i]))
+		if c.htodA != 3 {
+			t.Errorf("row %d: %d copies queued, want 3 (keys and values in one)", i, c.htodA)
+		}
+	}
+	for i, want := range rows {
+		got := zeroRows(l, 1)
+		check(t, h.Read(i, i+1, got))
+		for k := range got {
+			if !bytes.Equal(got[k], want[k]) {
+				t.Fatalf("row %d column %d: read other bytes than appended", i, k)
+			}
+		}
+	}
+}
+
+// TestReadAsyncOtherStream: a ReadAsync on one stream of rows an
+// AppendAsync queued on another reads them in stream order, without the
+// caller waiting or recording an event: the read's stream waits for the
+// append's copies.
+func TestReadAsyncOtherStream(t *testing.T) {
+	eachStreamRig(t, func(t *testing.T, r *streamRig) {
+		p, err := NewPool(r.b, PoolOptions{BlockBytes: 256})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Close()
+		h, err := p.NewHead(kv(Append, 0, Keep), "a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer h.Release()
+		up, err := r.streams().NewStream()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer up.Close()
+		down, err := r.streams().NewStream()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer down.Close()
+		r.hold(t, up)
+		if err := h.AppendAsync(up, kvRows(20, 7)); err != nil {
+			t.Fatal(err)
+		}
+		got := [][]byte{make([]byte, 20*16), make([]byte, 20*8)}
+		if err := h.ReadAsync(down, 0, 20, got); err != nil {
+			t.Fatal(err)
+		}
+		ev, err := r.streams().Record(down)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ev.Close()
+		if done, _ := ev.Done(); done {
+			t.Error("the read on the other stream completed before the append it reads")
+		}
+		r.release()
+		if err := ev.Wait(); err != nil {
+			t.Fatal(err)
+		}
+		want := kvRows(20, 7)
+		if !bytes.Equal(got[0], want[0]) || !bytes.Equal(got[1], want[1]) {
+			t.Error("ReadAsync on another stream read other rows than AppendAsync queued before it")
+		}
+	})
+}

@@ -1,0 +1,384 @@
+package store
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/gpustate/gpustate/runtime/device"
+)
+
+// Column returns column i's table as it stands. The error is the failure
+// to bring the table up to date (after one more try), ErrReleased after
+// Release, or ErrRange for a column the layout lacks.
+func (t *BlockTable) Column(i int) (TableColumn, error) {
+	if t == nil {
+		return TableColumn{}, errNil("BlockTable", "Column")
+	}
+	t.mu.Lock()
+	stale := t.err != nil && !t.released && t.refresh != nil
+	t.mu.Unlock()
+	if stale {
+		t.refresh() // takes the head's lock, then t.mu
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.released {
+		return TableColumn{}, fmt.Errorf("state: block table: %w", ErrReleased)
+	}
+	if t.err != nil {
+		return TableColumn{}, t.err
+	}
+	if i < 0 || i >= len(t.cols) {
+		return TableColumn{}, fmt.Errorf("state: block table column %d of %d: %w", i, len(t.cols), ErrRange)
+	}
+	c := t.cols[i]
+	return TableColumn{Ptr: c.ptr, First: c.first, Blocks: c.n, RowsPerBlock: c.perBlock, RowBytes: c.rowBytes}, nil
+}
+
+// Release frees the table's device memory (once the streams recorded on
+// its handle are done with it). Releasing twice does nothing.
+//
+//state:release
+func (t *BlockTable) Release() error {
+	if t == nil {
+		return errNil("BlockTable", "Release")
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.releaseLocked()
+}
+
+func (t *BlockTable) releaseLocked() error {
+	if t.released {
+		return nil
+	}
+	t.released = true
+	t.pool.mu.Lock()
+	delete(t.pool.tables, t)
+	t.pool.mu.Unlock()
+	var mem []tableMem
+	for _, c := range t.cols {
+		if c.ptr != 0 {
+			mem = append(mem, tableMem{c.ptr, 8 * c.capacity})
+		}
+	}
+	t.cols = nil
+	return t.pool.freeLater(mem, t.streams())
+}
+
+// sync brings the table up to date with r, whose rows before from are
+// those of the version the table stood for (a write's first row; 0 when
+// any may differ). A failure leaves each column as it was (a table of the
+// version before) and is reported by Column until a later sync succeeds.
+func (t *BlockTable) sync(r *root, from int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.released {
+		return
+	}
+	if t.err != nil {
+		from = 0 // the table stands for an older version
+	}
+	if err := t.syncFrom(r, from); err != nil {
+		t.err = fmt.Errorf("state: block table: %w", err)
+		return
+	}
+	t.err = nil
+}
+
+func (t *BlockTable) syncLocked(r *root) error { return t.syncFrom(r, 0) }
+
+// syncFrom is sync with t.mu held: the entries of the blocks that hold
+// rows before from are left unexamined, so that a decode step's append
+// costs the entries of its own blocks, not every entry of the table.
+func (t *BlockTable) syncFrom(r *root, from int) error {
+	var old []tableMem // allocations columns moved from, freed together
+	var err error
+	for ci := range t.cols {
+		c := &t.cols[ci]
+		if err = t.syncColumn(c, &r.cols[ci], from/c.perBlock, &old); err != nil {
+			break
+		}
+	}
+	// Nothing to report from the free: the new allocations are in place.
+	_ = t.pool.freeLater(old, t.streams())
+	return err
+}
+
+// syncColumn brings c up to date with tr, whose entries below start are
+// those c holds already. Entries past those the allocation ever held are
+// written in place; when an entry it held changes, or the column outgrows
+// it, every entry goes to a new allocation and the old one is freed after
+// the recorded streams, so a kernel queued with the old one reads the
+// blocks of its version. A new allocation starts at the tree's first
+// block held (tr.lo): a window's expired blocks are left behind, and a
+// window that slides moves its table once in as many appends as the
+// allocation has room for past the window's blocks.
+func (t *BlockTable) syncColumn(c *tableCol, tr *tree, start int, old *[]tableMem) error {
+	n := tr.n
+	end := c.first + len(c.dev) // past the entries the allocation ever held
+	start = max(min(start, n, end), c.first)
+	moved := n-c.first > c.capacity || (tr.lo < c.first && tr.lo < n)
+	for i := start; i < min(n, end) && !moved; i++ {
+		moved = i >= tr.lo && uint64(tr.held(i).Ptr()) != c.dev[i-c.first]
+	}
+	if !moved {
+		if n > end {
+			k := len(c.dev)
+			c.dev = slices.Grow(c.dev, n-end)[:n-c.first]
+			clear(c.dev[k:])
+			fillEntries(c.dev[k:], tr, end, n)
+			t.buf = entryBytes(t.buf[:0], c.dev[k:])
+			if err := t.pool.b.CopyHtoD(c.ptr+device.Ptr(8*k), t.buf); err != nil {
+				c.dev = c.dev[:k]
+				return err
+			}
+		}
+		c.n = n
+		return nil
+	}
+	// Room for half as many entries again: appends write theirs in place
+	// until then, so a decode step moves the table once in many. No kernel
+	// reads an expired block's entry through the new allocation: those
+	// queued before read the old one.
+	first := min(tr.lo, n)
+	live := n - first
+	capacity := max(c.capacity, 8)
+	for capacity < live+live/2 {
+		capacity *= 2
+	}
+	want := make([]uint64, live, capacity)
+	fillEntries(want, tr, first, n)
+	ptr, err := t.pool.tableAlloc(8 * capacity)
+	if err != nil {
+		return err
+	}
+	if err := t.pool.b.CopyHtoD(ptr, entryBytes(nil, want)); err != nil {
+		return errors.Join(err, t.pool.b.Free(ptr))
+	}
+	if c.ptr != 0 {
+		*old = append(*old, tableMem{c.ptr, 8 * c.capacity})
+	}
+	c.ptr, c.capacity, c.first, c.n, c.dev = ptr, capacity, first, n, want
+	return nil
+}
+
+// fillEntries sets dst[i-from] to the address of tr's block i for i in
+// [from, to) past the expired ones (tr.lo), a leaf at a time; the others
+// are left as they are (0 in a new table: a block that expired before a
+// table held it).
+func fillEntries(dst []uint64, tr *tree, from, to int) {
+	for i := max(from, tr.lo); i < to; {
+		end := min(to, i&^(fan-1)+fan) // the end of i's leaf
+		if leaf := tr.leafAt(i); leaf != nil {
+			for ; i < end; i++ {
+				if b := leaf.blks[i&(fan-1)]; b != nil {
+					dst[i-from] = uint64(b.Ptr())
+				}
+			}
+		}
+		i = end
+	}
+}
+
+// entryBytes appends the entries es to buf as the device holds them.
+func entryBytes(buf []byte, es []uint64) []byte {
+	buf = slices.Grow(buf, 8*len(es))
+	for _, e := range es {
+		buf = binary.LittleEndian.AppendUint64(buf, e)
+	}
+	return buf
+}
+
+func (p *Pool) newTable(sh *shape, r *root, streams func() []device.Stream) (*BlockTable, error) {
+	t := &BlockTable{pool: p, streams: streams}
+	for i := range r.cols {
+		t.cols = append(t.cols, tableCol{perBlock: sh.perBlock[i], rowBytes: sh.rowBytes[i]})
+	}
+	if err := t.syncLocked(r); err != nil {
+		return nil, errors.Join(err, t.releaseLocked())
+	}
+	p.mu.Lock()
+	if p.tables == nil {
+		p.tables = make(map[releaser]struct{})
+	}
+	p.tables[t] = struct{}{}
+	p.mu.Unlock()
+	return t, nil
+}
+
+// releaseLiveTables frees the device memory of every table still live, for
+// Close: a table is a backend allocation of its own, not a slab's block.
+func (p *Pool) releaseLiveTables() error {
+	p.mu.Lock()
+	live := make([]releaser, 0, len(p.tables))
+	for t := range p.tables {
+		live = append(live, t)
+	}
+	p.mu.Unlock()
+	var errs []error
+	for _, t := range live {
+		errs = append(errs, t.Release())
+	}
+	return errors.Join(errs...)
+}
+
+// maxTableMem bounds the allocations the pool keeps for the next tables
+// (tableAlloc).
+const maxTableMem = 16
+
+// tableAlloc returns device memory of bytes bytes for a table's column: a
+// kept allocation of that size, else a new one. A decode loop that
+// snapshots each step moves the tables of the columns whose shared tail
+// block it copies each step; a backend Alloc and Free a step (mmap and
+// munmap on the host, cuMemAlloc and cuMemFree on a device) cost more
+// than the entries.
+func (p *Pool) tableAlloc(bytes int) (device.Ptr, error) {
+	p.mu.Lock()
+	for i, m := range p.tableMem {
+		if m.bytes == bytes {
+			p.tableMem = slices.Delete(p.tableMem, i, i+1)
+			p.mu.Unlock()
+			return m.ptr, nil
+		}
+	}
+	p.mu.Unlock()
+	return p.b.Alloc(bytes)
+}
+
+// freeLater gives back table memory once the streams' work queued so far
+// is done, without waiting (Close and WaitPending wait for it): kept for
+// the next tables while the pool keeps fewer than maxTableMem and is open,
+// else freed.
+func (p *Pool) freeLater(mem []tableMem, streams []device.Stream) error {
+	if len(mem) == 0 {
+		return nil
+	}
+	if len(streams) == 0 {
+		return p.keepTableMem(mem)
+	}
+	p.mem.Later(fence(p.b, streams), func() {
+		p.keepTableMem(mem) // nobody is left to tell of a failure
+	})
+	return nil
+}
+
+// keepTableMem keeps what of mem the pool has room for and frees the rest.
+func (p *Pool) keepTableMem(mem []tableMem) error {
+	p.mu.Lock()
+	k := 0
+	if !p.closed {
+		k = min(len(mem), maxTableMem-len(p.tableMem))
+		p.tableMem = append(p.tableMem, mem[:k]...)
+	}
+	p.mu.Unlock()
+	var errs []error
+	for _, m := range mem[k:] {
+		errs = append(errs, p.b.Free(m.ptr))
+	}
+	return errors.Join(errs...)
+}
+
+// freeTableMemLocked frees the table memory the pool kept, for Close.
+// p.mu is held.
+func (p *Pool) freeTableMemLocked() error {
+	var errs []error
+	for _, m := range p.tableMem {
+		errs = append(errs, p.b.Free(m.ptr))
+	}
+	p.tableMem = nil
+	return errors.Join(errs...)
+}
+
+// BlockTable returns a device-resident table of the head's blocks, kept
+// current by the head's writes, rollbacks and merges until it or the head
+// is released. A kernel queued with it reads the blocks of the version it
+// was queued at (see BlockTable): record its stream on the head.
+//
+//state:acquire
+func (h *Head) BlockTable() (*BlockTable, error) {
+	if err := h.begin("BlockTable"); err != nil {
+		return nil, err
+	}
+	defer h.end()
+	t, err := h.pool.newTable(&h.shape, h.r, h.recordedStreams)
+	if err != nil {
+		return nil, h.errorf("BlockTable", "%w", err)
+	}
+	t.refresh = func() {
+		if h.pool.enter() != nil {
+			return // closed: the table is released
+		}
+		defer h.pool.closeMu.RUnlock()
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if h.evicted && !h.released {
+			// Evicted, or in the host tier: a call rebuilds it or
+			// brings it back (or answers why not), and the tables
+			// follow the blocks it comes back to.
+			if err := h.prepareLocked(call{op: "BlockTable"}); err != nil {
+				t.mu.Lock()
+				t.err = fmt.Errorf("state: block table: %w", err)
+				t.mu.Unlock()
+				return
+			}
+		}
+		if !h.released && h.r != nil {
+			t.sync(h.r, 0)
+		}
+	}
+	h.tables.list = append(h.tables.list, t)
+	h.parts |= partTables
+	return t, nil
+}
+
+// tablesGone says to h's tables that the blocks they stand for were freed
+// (evicted, or moved to the host tier): Column answers err until a call
+// brings the head back, or its refresh does. h.mu is held.
+func (h *Head) tablesGone(err error) {
+	for _, t := range h.tables.list {
+		t.mu.Lock()
+		t.err = err
+		t.mu.Unlock()
+	}
+}
+
+// changed brings h's tables up to date with its new root, from the first
+// row the change touched (Head.writing).
+func (tp *tablePart) changed(h *Head) {
+	if len(tp.list) > 0 {
+		h.syncTables(h.writeFrom)
+	}
+}
+
+// release frees h's tables with h.
+func (tp *tablePart) release(_ *Head, freed []*block) []*block {
+	releaseTables(tp.list)
+	tp.list = nil
+	return freed
+}
+
+// syncTables brings the head's live tables up to date, from row from
+// (BlockTable.sync); h.mu is held.
+func (h *Head) syncTables(from int) {
+	live := h.tables.list[:0]
+	for _, t := range h.tables.list {
+		t.mu.Lock()
+		rel := t.released
+		t.mu.Unlock()
+		if !rel {
+			t.sync(h.r, from)
+			live = append(live, t)
+		}
+	}
+	clear(h.tables.list[len(live):])
+	h.tables.list = live
+}
+
+func releaseTables(ts []*BlockTable) {
+	for _, t := range ts {
+		t.Release() // frees that fail have no caller left to tell
+	}
+}

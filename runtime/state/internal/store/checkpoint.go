@@ -1,0 +1,645 @@
+package store
+
+import (
+	"cmp"
+	"errors"
+	"math/bits"
+	"slices"
+	"time"
+
+	"github.com/gpustate/gpustate/placement"
+	"github.com/gpustate/gpustate/runtime/device"
+)
+
+// Checkpoints and deltas. A head whose layout has a checkpoint policy keeps
+// a history of its own line: one entry per version, oldest first. An entry
+// holds the version's delta (its write set: the rows it wrote, copied into
+// pool blocks on the device) and, every Every versions or whenever the
+// deltas since the last checkpoint pass Budget bytes, a checkpoint (a
+// copy-on-write snapshot: one reference to the version's root). At most
+// Keep checkpoints are kept; entries older than the oldest one are dropped,
+// so history stays bounded. At(v) seeds from a checkpoint at or before v
+// and applies the deltas after it; Plan(v) says which checkpoint, what it
+// costs by the pool's calibrated cost model, and what the others cost.
+//
+// A delta that cannot be stored (the pool is full, the backend fails)
+// leaves a gap: versions that would need it are reconstructed from a later
+// checkpoint or answer ErrNotRetained; the write itself has succeeded.
+
+// committed adds the version a write just made, with rows [w.from, w.to)
+// as its delta: copied now when they are final, at the next call on h
+// (prepare) when a kernel is writing them.
+func (x *history) committed(h *Head, w written) {
+	if w.device {
+		x.pending = &pendingDelta{w.from, w.to, commitSeqs.Add(1)}
+		return
+	}
+	h.capture(w.from, w.to, nil, commitSeqs.Add(1))
+}
+
+// prepare takes the delta of a kernel's write the version before left
+// pending: in stream order, after the work queued on the streams the head
+// was recorded on and on the one a RecordStream names (the kernel's), so
+// that the copy sees the kernel's rows without the call waiting for it.
+func (x *history) prepare(h *Head, c call) error {
+	if x.pending != nil {
+		var on []device.Stream
+		if c.st != nil {
+			on = append(on, c.st) // the kernel's: the one to copy on
+		}
+		for _, st := range h.async.streams.get() {
+			if !hasStream(on, st) {
+				on = append(on, st)
+			}
+		}
+		h.flush(on)
+	}
+	return nil
+}
+
+// branched gives c a copy of the history, sharing its deltas and
+// checkpoints.
+func (x *history) branched(_, c *Head) { c.hist = x.clone() }
+
+// release drops the history with its head.
+func (x *history) release(_ *Head, freed []*block) []*block {
+	x.releaseAll(&freed)
+	return freed
+}
+
+// changed and moved: a rollback or merge sets the history itself
+// (rollbackMove, mergeMove).
+func (x *history) changed(*Head) {}
+func (x *history) moved(*Head)   {}
+
+// flush takes the delta of the pending device write, on streams on (see
+// capture). h.mu is held.
+func (h *Head) flush(on []device.Stream) {
+	p := h.hist.pending
+	h.hist.pending = nil
+	h.capture(p.from, p.to, on, p.seq)
+}
+
+// capture appends an entry for h's version, with a copy of rows [from, to)
+// as its delta, then takes a checkpoint when the policy says so and drops
+// what is past Keep. With streams on, the copy is queued after their work
+// (deltaStream). seq is the commit's (commitSeqs). h.mu is held.
+func (h *Head) capture(from, to int, on []device.Stream, seq uint64) {
+	e := entry{pos: h.pos, rows: h.r.rows, seq: seq}
+	if d, err := h.copyDelta(h.r, from, to, on); err == nil {
+		e.d = d
+	}
+	h.addEntry(e)
+}
+
+// addEntry appends e, the entry of h's version, then takes a checkpoint
+// when the policy says so and drops what is past Keep. h.mu is held.
+func (h *Head) addEntry(e entry) {
+	x := h.hist
+	if e.d != nil {
+		x.sinceBytes += e.d.bytes
+	}
+	x.since++
+	pol := x.policy
+	if (pol.Every > 0 && x.since >= pol.Every) ||
+		(pol.Every == 0 && (x.sinceBytes >= pol.Budget || x.since >= placement.MaxSpacing)) {
+		e.cp = h.r.retain()
+		x.since, x.sinceBytes = 0, 0
+	}
+	x.entries = append(x.entries, e)
+	if e.cp == nil {
+		// Only a checkpoint can put the history past Keep: trim would
+		// walk every entry and drop nothing.
+		return
+	}
+	var freed []*block
+	x.trim(&freed)
+	h.pool.free(freed)
+}
+
+// copyDelta copies rows [from, to) of r into new blocks, packed: at once,
+// or queued after the work on streams on where there are any and the
+// backend queues device copies (device.StreamCopier).
+func (h *Head) copyDelta(r *root, from, to int, on []device.Stream) (*delta, error) {
+	d, buf := newDelta(from, to, len(h.rowBytes))
+	for c, per := range h.perBlock {
+		d.bytes += int64((to - from) * h.rowBytes[c])
+		d.per[c] = per
+	}
+	if to <= from {
+		return d, nil // an empty write: its delta holds no rows
+	}
+	var blks []*block
+	var err error
+	if h.rows > 0 {
+		blks, err = h.allocDelta(d, buf)
+	} else {
+		counts := make([]int, len(h.perBlock))
+		for c, per := range h.perBlock {
+			counts[c] = (to - from + per - 1) / per
+		}
+		blks, err = h.allocCols(buf, counts, false)
+	}
+	if err != nil {
+		return nil, err
+	}
+	all := blks
+	for c, per := range d.per {
+		k := (to - from + per - 1) / per
+		d.cols[c], blks = blks[:k:k], blks[k:]
+	}
+	st, err := h.deltaStream(all, on)
+	if err != nil {
+		h.releaseDelta(d)
+		return nil, err
+	}
+	// The copies: queued on st; else gathered and made in one call where
+	// the backend takes batches (a decode step's delta is a copy a
+	// column); else made one by one.
+	batch := h.hist.copies[:0]
+	bc, batched := h.pool.b.(device.DeviceBatchCopier)
+	copyFn := h.pool.b.CopyDtoD
+	switch {
+	case st != nil:
+		sc := h.pool.b.(device.StreamCopier)
+		copyFn = func(dst, src device.Ptr, n int) error { return sc.CopyDtoDAsync(st, dst, src, n) }
+	case batched:
+		copyFn = func(dst, src device.Ptr, n int) error {
+			batch = append(batch, device.DeviceCopy{Dst: dst, Src: src, Bytes: n})
+			return nil
+		}
+	}
+	for c := range h.rowBytes {
+		if err := h.copyRows(treeLoc(&r.cols[c], h.perBlock[c], h.rowBytes[c]), deltaLoc(d, c, d.per[c], h.rowBytes[c]), from, to, h.rowBytes[c], copyFn); err != nil {
+			h.releaseDelta(d)
+			return nil, err
+		}
+	}
+	if len(batch) > 0 {
+		err := bc.CopiesDtoD(batch)
+		h.hist.copies = batch[:0]
+		if err != nil {
+			h.releaseDelta(d)
+			return nil, err
+		}
+	}
+	if st != nil {
+		ev, err := h.pool.b.(device.Streams).Record(st)
+		if err != nil {
+			h.releaseDelta(d)
+			return nil, err
+		}
+		d.ready = &deltaReady{ev: ev}
+		d.ready.refs.Store(1)
+	}
+	for _, col := range d.cols {
+		h.hist.held.Add(blockBytes(col))
+	}
+	return d, nil
+}
+
+// deltaStream returns the stream copyDelta queues the copies of a
+// delta's rows into its blocks bs on: the first open stream of on, after
+// the work queued on it and on the others, when the backend queues device
+// copies (the blocks are recorded on it, so that none is reused before
+// the copies ran); else nil, and the rows are copied at once. A closed
+// stream is passed over: its work has completed. A stream that fails
+// otherwise fails the copy, as copying at once could read rows its kernel
+// has not written.
+func (h *Head) deltaStream(bs []*block, on []device.Stream) (device.Stream, error) {
+	_, ok := h.pool.b.(device.StreamCopier)
+	sb, ok2 := h.pool.b.(device.Streams)
+	if !ok || !ok2 {
+		return nil, nil
+	}
+	var st device.Stream
+	for _, o := range on {
+		ev, err := sb.Record(o)
+		if errors.Is(err, device.ErrStreamClosed) {
+			continue
+		}
+		if err == nil && st != nil {
+			err = sb.WaitEvent(st, ev)
+		}
+		if ev != nil {
+			ev.Close()
+		}
+		if err != nil {
+			return nil, err
+		}
+		if st == nil {
+			st = o
+		}
+	}
+	if st != nil {
+		h.pool.rec.addAll(bs, st)
+	}
+	return st, nil
+}
+
+// releaseDelta gives back the blocks of a delta that was never stored.
+func (h *Head) releaseDelta(d *delta) {
+	var freed []*block
+	for _, col := range d.cols {
+		for _, b := range col {
+			releaseBlock(b, &freed)
+		}
+	}
+	h.pool.free(freed)
+}
+
+// A locator gives, for a row, where it lies and how many rows follow it in
+// the same block.
+type locator func(row int) (device.Ptr, int)
+
+func treeLoc(t *tree, per, rb int) locator {
+	return func(row int) (device.Ptr, int) {
+		bi := row / per
+		return t.get(bi).Ptr() + device.Ptr((row-bi*per)*rb), (bi+1)*per - row
+	}
+}
+
+func deltaLoc(d *delta, c, per, rb int) locator {
+	return func(row int) (device.Ptr, int) {
+		k := row - d.from
+		return d.cols[c][k/per].Ptr() + device.Ptr((k%per)*rb), per - k%per
+	}
+}
+
+// copyRows copies rows [from, to) of rb bytes from src to dst with cp, in
+// as few device copies as the block boundaries allow.
+func (h *Head) copyRows(src, dst locator, from, to, rb int, cp func(dst, src device.Ptr, n int) error) error {
+	for row := from; row < to; {
+		s, sn := src(row)
+		d, dn := dst(row)
+		n := min(sn, dn, to-row)
+		if err := cp(d, s, n*rb); err != nil {
+			return err
+		}
+		row += n
+	}
+	return nil
+}
+
+// copies counts the device copies copyRows makes for rows [from, to) of a
+// column whose blocks hold per rows, from a delta packed at from.
+func copies(from, to, per int) int {
+	n := 0
+	for row := from; row < to; {
+		k := row - from
+		row += min(per-row%per, per-k%per, to-row)
+		n++
+	}
+	return n
+}
+
+// Plan explains how At(v) would reconstruct version v of the head's own
+// line: the checkpoint it would seed from, the deltas it would apply, the
+// estimated cost, and the alternatives. It reconstructs nothing.
+func (h *Head) Plan(v Version) (Plan, error) {
+	if err := h.begin("Plan"); err != nil {
+		return Plan{}, err
+	}
+	defer h.end()
+	p, _, err := h.planAt("Plan", v)
+	return p.Plan, err
+}
+
+// At reconstructs version v of the head's own line as a snapshot, by the
+// plan Plan(v) returns, and records the cost it measured (see
+// LastReconstruction). A version before the oldest retained checkpoint, or
+// not on the head's line, answers ErrNotRetained. The snapshot is like any
+// other: Rollback accepts it.
+//
+//state:acquire
+func (h *Head) At(v Version) (*Snap, error) {
+	if err := h.begin("At"); err != nil {
+		return nil, err
+	}
+	defer h.end()
+	return h.atLocked(v)
+}
+
+// atLocked is At with h's call begun.
+func (h *Head) atLocked(v Version) (*Snap, error) {
+	p, t, err := h.planAt("At", v)
+	if err != nil {
+		return nil, err
+	}
+	x := h.hist
+	q := t
+	for x.entries[q].pos.v != p.Checkpoint || x.entries[q].cp == nil {
+		q--
+	}
+	x.replayed = 0
+	start := time.Now()
+	r, err := h.reconstruct(q, t)
+	if err != nil {
+		return nil, h.errorf("At", "version %d: %w", v, err)
+	}
+	p.Measured = time.Since(start)
+	h.observe(&p, x.replayed)
+	h.lin.mu.Lock()
+	s := &Snap{shape: h.shape, lin: h.lin, r: r, pos: x.entries[t].pos}
+	s.logical = h.logicalOf(r)
+	h.lin.snaps[s] = struct{}{}
+	h.pool.register(s)
+	h.lin.mu.Unlock()
+	x.last = &p.Plan
+	return s, nil
+}
+
+// VersionAt returns the last version of the head's own line that held
+// exactly n rows, from the history its checkpoint line keeps, so that a
+// caller who knows how many rows it had (tokens accepted, steps taken)
+// need not keep a table of versions: At(VersionAt(n)) rebuilds it, and
+// Rollback takes that snapshot. n outside [0, Len()] answers ErrRange; a
+// row count no retained version had (before the oldest checkpoint kept,
+// or inside one append's batch) answers ErrNotRetained, as does a layout
+// without checkpoints.
+func (h *Head) VersionAt(n int) (Version, error) {
+	if err := h.begin("VersionAt"); err != nil {
+		return 0, err
+	}
+	defer h.end()
+	if n < 0 || n > h.r.rows {
+		return 0, h.errorf("VersionAt", "%d rows, the head has %d: %w", n, h.r.rows, ErrRange)
+	}
+	if h.hist == nil {
+		return 0, h.errorf("VersionAt", "%s keeps no checkpoints: %w", h.l.Type, ErrNotRetained)
+	}
+	es := h.hist.entries
+	for i := len(es) - 1; i >= 0; i-- {
+		if es[i].rows == n {
+			return es[i].pos.v, nil
+		}
+	}
+	return 0, h.errorf("VersionAt", "no version of the retained history held %d rows: %w", n, ErrNotRetained)
+}
+
+// reconstruct returns a new root for entry t: entry q's checkpoint with
+// the deltas of entries q+1..t applied. Under memory pressure it takes
+// every block the deltas still need in one allocation (blockReserve), so
+// that pressure fails it, or evicts for it, once: block by block, a later
+// delta could fail after an earlier one's allocation had evicted others'
+// state. On failure it gives back every block it took.
+func (h *Head) reconstruct(q, t int) (*root, error) {
+	r, spare, err := h.reconstructInto(q, t, nil)
+	h.pool.free(spare)
+	return r, err
+}
+
+// reconstructInto is reconstruct taking its blocks from spare first (the
+// head's own blocks, which it writes without zeroing), and returns the
+// spares it did not use, with those of a failed rebuild, for the caller
+// to keep or free.
+func (h *Head) reconstructInto(q, t int, spare []*block) (*root, []*block, error) {
+	x := h.hist
+	res := &blockReserve{h: h, q: q, t: t, spare: spare}
+	res.taken = res.inline[:0]
+	defer res.giveBack(h.pool)
+	r := x.entries[q].cp.retain()
+	for j := q + 1; j <= t; j++ {
+		var err error
+		d := x.entries[j].d
+		if d.step != nil {
+			r, err = h.replayStep(r, d, x.entries[j].rows, res.take)
+		} else {
+			r, err = h.applyDeltaWith(r, d, x.entries[j].rows, res.take)
+		}
+		if err != nil {
+			r.release(&res.spare)
+			return nil, res.spare, err
+		}
+	}
+	return r, res.spare, nil
+}
+
+// rebuildNeed returns, per column, the blocks applying the deltas of
+// entries q+1..t to entry q's checkpoint takes: one for each block index
+// any of them writes, the first time only (the checkpoint's blocks are
+// shared, so the first write copies; past it the block is the rebuild's
+// own).
+func (h *Head) rebuildNeed(q, t int) []int {
+	x := h.hist
+	need := make([]int, len(h.perBlock))
+	for c, per := range h.perBlock {
+		var spans [][2]int // block indices [lo, hi) each delta writes
+		for j := q + 1; j <= t; j++ {
+			if d := x.entries[j].d; d.to > d.from {
+				spans = append(spans, [2]int{d.from / per, (d.to + per - 1) / per})
+			}
+		}
+		slices.SortFunc(spans, func(a, b [2]int) int { return cmp.Compare(a[0], b[0]) })
+		end := 0 // the union's count, up to index end
+		for _, s := range spans {
+			lo := max(s[0], end)
+			if s[1] > lo {
+				need[c] += s[1] - lo
+				end = s[1]
+			}
+		}
+	}
+	return need
+}
+
+// blockReserve hands a reconstruction its blocks: one at a time while
+// the pool has room, with no reclaim; at the first that finds none, every
+// block the deltas of entries q+1..t still need (rebuildNeed, less those
+// taken) in one allocation, all or none, which reclaims.
+type blockReserve struct {
+	h      *Head
+	q, t   int
+	taken  []classCount // the blocks taken one at a time, by class
+	inline [4]classCount
+	byCls  map[*sizeClass][]*block // the blocks taken in one allocation, left
+	spare  []*block                // the caller's blocks, handed out first
+}
+
+// classCount counts blocks of one class.
+type classCount struct {
+	cls *sizeClass
+	n   int
+}
+
+// take hands out a block of class c.
+func (res *blockReserve) take(c *sizeClass) (*block, error) {
+	h := res.h
+	for i := len(res.spare) - 1; i >= 0; i-- {
+		if b := res.spare[i]; b.Class() == c && b.Owner() == string(h.owner) {
+			res.spare = slices.Delete(res.spare, i, i+1)
+			b.SetRefs(1)
+			return b, nil
+		}
+	}
+	if res.byCls == nil {
+		b, err := h.pool.takeOne(c, h.owner)
+		if err == nil {
+			res.count(c)
+			return b, nil
+		}
+		if !errors.Is(err, ErrNoMemory) {
+			return nil, err
+		}
+		if err := res.reserve(); err != nil {
+			return nil, err
+		}
+	}
+	if l := res.byCls[c]; len(l) > 0 {
+		res.byCls[c] = l[:len(l)-1]
+		return l[len(l)-1], nil
+	}
+	return h.takeBlock(c) // past the count: one more, reclaiming
+}
+
+// count counts one block of class c taken.
+func (res *blockReserve) count(c *sizeClass) {
+	for i := range res.taken {
+		if res.taken[i].cls == c {
+			res.taken[i].n++
+			return
+		}
+	}
+	res.taken = append(res.taken, classCount{c, 1})
+}
+
+// reserve takes the blocks still needed, all or none.
+func (res *blockReserve) reserve() error {
+	h := res.h
+	counts := h.rebuildNeed(res.q, res.t)
+	left := slices.Clone(res.taken) // taken already, counted against the columns in turn
+	for c := range counts {
+		for i := range left {
+			if left[i].cls == h.cls[c] {
+				k := min(counts[c], left[i].n)
+				left[i].n -= k
+				counts[c] -= k
+			}
+		}
+	}
+	blks, err := h.allocCols(nil, counts, false)
+	if err != nil {
+		return err
+	}
+	res.byCls = make(map[*sizeClass][]*block)
+	for _, b := range blks {
+		res.byCls[b.Class()] = append(res.byCls[b.Class()], b)
+	}
+	return nil
+}
+
+// giveBack frees the reserved blocks nothing took.
+func (res *blockReserve) giveBack(p *Pool) {
+	var freed []*block
+	for _, l := range res.byCls {
+		for _, b := range l {
+			releaseBlock(b, &freed)
+		}
+	}
+	p.free(freed)
+}
+
+// takeBlock takes one block of class c for h, reclaiming under pressure.
+func (h *Head) takeBlock(c *sizeClass) (*block, error) {
+	// Into a buffer on the stack, not a slice per block: the Go heap's
+	// new pages fault inside the reconstruction as the pool's do.
+	var one [1]*block
+	nb, err := h.pool.allocIn(one[:0], c, h.owner, 1, false)
+	if err != nil {
+		return nil, err
+	}
+	return nb[0], nil
+}
+
+// applyDeltaWith writes d into r, a root the caller holds a reference to
+// and that nobody else changes, giving it rows rows, with the blocks it
+// copies on write from take. It returns the root to hold (r itself, or r's
+// copy); on failure the caller still holds a root to release.
+func (h *Head) applyDeltaWith(r *root, d *delta, rows int, take func(*sizeClass) (*block, error)) (*root, error) {
+	var freed []*block
+	r = r.own(&freed)
+	// A closure, so that the blocks the failure paths below add are
+	// freed too, not the slice as it was here.
+	defer func() { h.pool.free(freed) }()
+	for c, per := range h.perBlock {
+		if d.to <= d.from {
+			break // no rows written: nothing to copy on write
+		}
+		t := &r.cols[c]
+		rb := h.rowBytes[c]
+		for bi := d.from / per; bi*per < d.to; bi++ {
+			if bi < t.n && t.writable(bi, string(h.owner)) {
+				continue
+			}
+			nb, err := take(h.cls[c])
+			if err != nil {
+				return r, err
+			}
+			if bi < t.n {
+				if used := min(r.rows, (bi+1)*per) - bi*per; used > 0 {
+					seed := t.get(bi)
+					seed.Touch() // its pages are mapped now (estimate.go)
+					if err := h.pool.b.CopyDtoD(nb.Ptr(), seed.Ptr(), used*rb); err != nil {
+						releaseBlock(nb, &freed)
+						return r, err
+					}
+				}
+			}
+			t.setNew(bi, nb, &freed)
+		}
+		if d.step != nil {
+			continue // the step function writes the rows (replayStep)
+		}
+		if err := d.wait(); err != nil {
+			return r, err
+		}
+		if err := h.copyRows(deltaLoc(d, c, d.per[c], rb), treeLoc(t, per, rb), d.from, d.to, rb, h.pool.b.CopyDtoD); err != nil {
+			return r, err
+		}
+	}
+	r.rows = rows
+	return r, nil
+}
+
+// allocDelta takes the blocks of a delta of rows [d.from, d.to), sized to
+// the delta rather than to the columns: a delta smaller than a block takes
+// a block of its own rows (rounded up by deltaRows, then to blockAlign),
+// so that history costs about the bytes its deltas change. It sets d.per
+// and returns the blocks in column order, appended to buf[:0]; all or
+// none (allocColsOf: columns whose deltas share a class, as a decode
+// step's one row of every column of a KV cache does, are one allocation).
+func (sh *shape) allocDelta(d *delta, buf []*block) ([]*block, error) {
+	n := d.to - d.from
+	var cls, classes [8]*sizeClass
+	var counts [8]int
+	k := colClasses{cls: cls[:0], classes: classes[:0]}
+	ns := counts[:0]
+	for c, per := range sh.perBlock {
+		rb := sh.rowBytes[c]
+		cl := sh.cls[c]
+		if k := deltaRows(n); k < per {
+			bb := (k*rb + blockAlign - 1) &^ (blockAlign - 1)
+			cl = sh.pool.mem.Class(bb)
+			per = bb / rb
+		}
+		d.per[c] = per
+		k.cls = append(k.cls, cl)
+		if !slices.Contains(k.classes, cl) {
+			k.classes = append(k.classes, cl)
+		}
+		ns = append(ns, (n+per-1)/per)
+	}
+	return sh.allocColsOf(&k, buf, ns, false)
+}
+
+// deltaRows rounds a delta's rows up to one of few sizes, so that deltas
+// of every length share few size classes (each keeps free lists of its
+// own): exact up to 8 rows, then four sizes per doubling, at most 1.25
+// times n.
+func deltaRows(n int) int {
+	if n <= 8 {
+		return n
+	}
+	step := 1 << (bits.Len(uint(n)) - 3)
+	return (n + step - 1) &^ (step - 1)
+}

@@ -1,0 +1,304 @@
+package store
+
+import (
+	"cmp"
+	"errors"
+	"slices"
+	"time"
+)
+
+// Estimates: how Plan prices the ways to reconstruct a version
+// (docs/GUIDE.md, "The cost model"). Each candidate counts what its
+// reconstruction will do (copies and their bytes, blocks taken, tree nodes
+// copied on their paths, blocks the pool has no free one for, steps to run
+// again, rows read back to verify), and the size class's cost model,
+// measured on the pool's backend (calibrate.go), prices the counts; the
+// pool's measured reconstructions of the class scale the price (fit).
+
+// pricing is what candidates are priced by: the size class's cost model
+// (known false: none was measured), its fit, the free blocks of the
+// head's classes, and the expected time of one replayed step.
+type pricing struct {
+	model CostModel
+	known bool
+	f     fit
+	free  map[*sizeClass]classFree
+	step  time.Duration
+}
+
+// candidates returns every way to reconstruct entry t, cheapest first.
+func (h *Head) candidates(t int, pr *pricing) []candidate {
+	x := h.hist
+	var out []candidate
+	for q := t; q >= 0; q-- {
+		if x.entries[q].cp != nil {
+			out = append(out, h.candidate(q, t, pr))
+		}
+		if q > 0 && x.entries[q].d == nil {
+			break // a gap: nothing before it reaches t
+		}
+	}
+	cost := func(c candidate) int64 {
+		if pr.known {
+			return int64(c.Estimate)
+		}
+		return c.SeedBytes + c.DeltaBytes
+	}
+	slices.SortStableFunc(out, func(a, b candidate) int { return cmp.Compare(cost(a), cost(b)) })
+	return out
+}
+
+// bitset is a set of small non-negative integers.
+type bitset []uint64
+
+// add puts i in s and reports whether it was not there.
+func (s *bitset) add(i int) bool {
+	w := i >> 6
+	if w >= len(*s) {
+		*s = append(*s, make([]uint64, w-len(*s)+1)...)
+	}
+	m := uint64(1) << (i & 63)
+	if (*s)[w]&m != 0 {
+		return false
+	}
+	(*s)[w] |= m
+	return true
+}
+
+// candidate estimates seeding from entry q's checkpoint and applying the
+// deltas of entries q+1..t.
+func (h *Head) candidate(q, t int, pr *pricing) candidate {
+	x := h.hist
+	c := candidate{Candidate: Candidate{Checkpoint: x.entries[q].pos.v, Deltas: t - q}}
+	touched := make([]bitset, len(h.perBlock)) // per column: the blocks taken
+	nodes := make([][]bitset, len(h.perBlock)) // per column and level: the nodes copied
+	taken := make([]int64, len(h.perBlock))
+	rows := x.entries[q].rows
+	cp := x.entries[q].cp
+	var unread int64                     // seed bytes of blocks no one ever wrote
+	last := make([]int, len(h.perBlock)) // per column: the block seeded last, -2 for none
+	for col := range last {
+		last[col] = -2
+	}
+	for j := q + 1; j <= t; j++ {
+		d := x.entries[j].d
+		if d.step != nil {
+			c.Steps++
+			c.Replayed += pr.step
+		}
+		for col, per := range h.perBlock {
+			rb := h.rowBytes[col]
+			for bi := d.from / per; bi*per < d.to; bi++ {
+				if !touched[col].add(bi) {
+					continue
+				}
+				for lvl, i := 0, bi>>fanBits; ; lvl, i = lvl+1, i>>fanBits {
+					if lvl == len(nodes[col]) {
+						nodes[col] = append(nodes[col], nil)
+					}
+					if nodes[col][lvl].add(i) {
+						c.nodes++
+					}
+					if i == 0 {
+						break
+					}
+				}
+				c.Blocks++
+				taken[col]++
+				if used := min(rows, (bi+1)*per) - bi*per; used > 0 {
+					c.SeedBytes += int64(used * rb)
+					c.Copies++
+					if bi != last[col]+1 {
+						c.alone++ // its metadata and pages are cold: no copy led to it
+					}
+					last[col] = bi
+					if t := &cp.cols[col]; bi < t.n && t.get(bi).Untouched() {
+						unread += int64(used * rb) // its pages fault on this first read
+					}
+				}
+			}
+			if d.step == nil {
+				c.Copies += copies(d.from, d.to, per)
+			} else if d.step.verify {
+				c.reads += (x.entries[j].rows + per - 1) / per // one read per block (hashRows)
+			}
+		}
+		if d.step != nil && d.step.verify {
+			c.readBytes += d.step.state
+		}
+		c.DeltaBytes += d.replayBytes()
+		rows = x.entries[j].rows
+	}
+	var grow time.Duration
+	c.NewBytes, grow = h.newBytes(taken, pr)
+	c.NewBytes += unread
+	if !pr.known {
+		return c
+	}
+	c.model = pr.model.estimate(&c, len(h.rowBytes))
+	c.newCost = time.Duration(float64(c.NewBytes-unread)*pr.model.NewPerByte+float64(unread)*pr.model.NewReadPerByte) + grow
+	mid, _, _, _ := pr.f.scale()
+	c.Estimate = time.Duration(float64(c.model)*mid) + c.newCost + c.Replayed
+	return c
+}
+
+// newBytes returns the bytes of memory new to the pool that the blocks
+// taken, taken[col] of each column, touch, and the cost of the growths of
+// the pool that make them (each makes a slab's worth of blocks, of which
+// the reconstruction, taking one block at a time, may use one). A class's
+// blocks come from the free blocks that held rows first, which are not
+// new; then from its clean blocks, which are: counted by their bytes (a
+// class's new blocks follow the ones it carved last, so their first page
+// may be touched already, and whole pages would count it twice), or, when
+// the first of them follows a block a holder wrote, as the pages that
+// start at or after it (the one it starts inside is touched: a page
+// faults once, whichever block touches it first); then from growths. A
+// growth is priced at the median time of the class's last growths once it
+// grew a few times (blocks.Free.GrowTime: calibration times one, and
+// twelve calibrations' came out 0.4-1.7x their median), else at the
+// model's NewGrowth.
+func (h *Head) newBytes(taken []int64, pr *pricing) (bytes int64, grow time.Duration) {
+	free := pr.free
+	need := map[*sizeClass]int64{}
+	for col, n := range taken {
+		need[h.cls[col]] += n
+	}
+	for cls, n := range need {
+		f := free[cls]
+		k := max(0, n-f.Used)
+		if k == 0 {
+			continue
+		}
+		bb := int64(cls.Bytes())
+		clean := min(k, f.Clean)
+		if f.afterWritten { // implies HasNext
+			start := int64(f.Next)
+			first := (start + newPage - 1) &^ (newPage - 1) // the first page it starts
+			bytes += max(0, (start+clean*bb-first+newPage-1)&^(newPage-1))
+		} else {
+			bytes += clean * bb
+		}
+		bytes += (k - clean) * bb
+		if g := k - f.Clean; g > 0 && f.Grow > 0 {
+			each := f.GrowTime
+			if each == 0 {
+				each = pr.model.NewGrowth
+			}
+			grow += time.Duration((g+f.Grow-1)/f.Grow) * each
+		}
+	}
+	return bytes, grow
+}
+
+// pricing returns what h's candidates are priced by: the cost model of
+// its largest blocks' class, measured on first use. A pool that had no
+// room to measure it prices nothing (known false).
+func (h *Head) pricing(op string) (*pricing, error) {
+	cls := h.fitSizeClass()
+	pr := &pricing{f: h.pool.fitFor(cls.Bytes()), step: h.hist.stepTime(), free: map[*sizeClass]classFree{}}
+	m, err := h.pool.classModel(cls)
+	switch {
+	case err == nil:
+		pr.model, pr.known = m, true
+	case !errors.Is(err, ErrNoMemory):
+		return nil, h.errorf(op, "calibrating the cost model: %w", err)
+	}
+	for _, c := range h.cls {
+		pr.free[c] = h.pool.freeBlocks(c)
+	}
+	return pr, nil
+}
+
+// Untouched blocks: a block taken zeroed from the clean list is priced as
+// a first read (its pages fault, on the host backend) only while nothing
+// touched it (Block.Untouched, docs/INTERNALS.md). Every path that reads or
+// writes a head's blocks says so with Block.Touch: reads (Read, ReadRows,
+// the spans handed to kernels and step functions), writes in place and
+// copies on write (writeTx.touchOld), and a reconstruction's seed copies.
+// Touch loads first, so that the common case writes nothing.
+
+// stepTime returns the expected time of one replayed step: the median of
+// the times the history's steps took when they ran (so that a step that
+// paid for something besides its rows, memory new to the pool or a cold
+// start, does not price the others), scaled by the history's replays
+// measured since (stepFit).
+func (x *history) stepTime() time.Duration {
+	mid, _, _, _ := x.stepFit.scale()
+	return time.Duration(float64(x.stepMedian()) * mid)
+}
+
+// stepMedian returns the median of the times the history's steps took
+// when they ran.
+func (x *history) stepMedian() time.Duration {
+	var ts []time.Duration
+	for _, e := range x.entries {
+		if e.d != nil && e.d.step != nil {
+			ts = append(ts, e.d.step.took)
+		}
+	}
+	if len(ts) == 0 {
+		return 0
+	}
+	slices.Sort(ts)
+	return ts[len(ts)/2]
+}
+
+// observe refines the estimates by a reconstruction At performed by plan
+// pl, whose replayed steps took replayed: the history's fit of replayed
+// steps, and the pool's fit of h's size class with the rest (new memory
+// left out, which the model prices apart). A plan the pool could not price
+// refines nothing.
+func (h *Head) observe(pl *planned, replayed time.Duration) {
+	if pl.Unmeasured {
+		return
+	}
+	c := &pl.Candidate
+	if c.Steps > 0 {
+		h.hist.stepFit.observe(time.Duration(c.Steps)*h.hist.stepMedian(), replayed)
+	}
+	h.pool.observe(h.fitClass(), pl.model, pl.newCost, pl.Measured-replayed)
+}
+
+// planAt returns the plan for version v and the index of its entry. h.mu
+// is held.
+func (h *Head) planAt(op string, v Version) (planned, int, error) {
+	if h.hist == nil {
+		return planned{}, 0, h.errorf(op, "%s keeps no checkpoints: %w", h.l.Type, ErrNotRetained)
+	}
+	t := h.hist.find(v)
+	if t < 0 {
+		return planned{}, 0, h.errorf(op, "version %d is not in the retained history of the head's line: %w", v, ErrNotRetained)
+	}
+	pr, err := h.pricing(op)
+	if err != nil {
+		return planned{}, 0, err
+	}
+	cs := h.candidates(t, pr)
+	if len(cs) == 0 {
+		return planned{}, 0, h.errorf(op, "version %d: a delta before it was not retained: %w", v, ErrNotRetained)
+	}
+	alts := make([]Candidate, len(cs)-1)
+	for i := range alts {
+		alts[i] = cs[i+1].Candidate
+	}
+	pl := planned{Plan: Plan{Target: v, Candidate: cs[0].Candidate, Alternatives: alts, Observed: pr.f.n}, cost: cs[0].cost}
+	pl.Unmeasured = !pr.known || (pl.NewBytes > 0 && !pr.model.NewKnown)
+	if pl.Unmeasured {
+		pl.Estimate, pl.model, pl.newCost = 0, 0, 0
+		for i := range alts {
+			alts[i].Estimate = 0
+		}
+		return pl, t, nil
+	}
+	if _, lo, hi, known := pr.f.scale(); known {
+		// Replayed steps spread as the history's replays did, when it
+		// measured three.
+		sLo, sHi := 1.0, 1.0
+		if mid, l, u, ok := h.hist.stepFit.scale(); ok {
+			sLo, sHi = l/mid, u/mid
+		}
+		pl.Low = time.Duration(float64(pl.model)*lo+float64(pl.Replayed)*sLo) + pl.newCost
+		pl.High = time.Duration(float64(pl.model)*hi+float64(pl.Replayed)*sHi) + pl.newCost
+	}
+	return pl, t, nil
+}

@@ -1,0 +1,683 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/gpustate/gpustate/runtime/device"
+)
+
+// reclaim takes back memory for an allocation of want blocks of class c
+// that found no room, in the order docs/INTERNALS.md gives: pending
+// blocks, waited for when they would make the call succeed; optional
+// state as the Evictor ranks it; then the rebuildable part of
+// reconstructable state. It evicts nothing when all it could evict would
+// still leave the call short, and stops evicting as soon as there is room,
+// counting as room the blocks eviction freed behind a fence (a recorded
+// stream's work may still use them): it then waits for them as for any
+// pending block, rather than evict more and fail with them still
+// pending. It reports whether there is room now (the caller retries). deviceFull
+// says the device itself refused memory, so room under MaxBytes does not
+// count. The caller holds no pool lock (it may hold its own handle's,
+// which makes that handle busy and so spared).
+func (p *Pool) reclaim(c *sizeClass, want int, deviceFull bool) bool {
+	if p.shortfall(c, want, deviceFull) <= 0 {
+		return true
+	}
+	// Blocks released while a recorded stream's work may still use them
+	// come back when its events complete: wait for them, when they would
+	// make the room, rather than fail or evict.
+	if p.mem.AwaitRoom(c, want, deviceFull, p.pendingWait, p.freeable) {
+		return true
+	}
+	if p.shortfall(c, want, deviceFull) <= 0 {
+		return true
+	}
+	// The bytes eviction must free at least: what the call wants beyond
+	// every free byte. The shortfall, counted in runs of c's size, may be
+	// more, since freed blocks merge with free neighbours into runs; the
+	// runs are weighed below.
+	need := int64(want)*int64(c.Bytes()) - p.mem.Room(deviceFull)
+	if p.freeable(need) < need {
+		return false // the call fails anyway: evict nothing
+	}
+	// A victim's blocks that queued work still uses would be pending, not
+	// free, once evicted: wait for that work first, and spare the victims
+	// whose work outlasts the wait, so that a call that fails anyway has
+	// evicted nothing.
+	busy := p.awaitVictimWork()
+	if len(busy) > 0 {
+		if spared := p.busyBytes(busy); p.freeable(need+spared)-spared < need {
+			return false
+		}
+	}
+	// Bytes are not room: a block of c needs a free run of its size, and
+	// other classes' blocks make one only with free neighbours. When the
+	// victims' own blocks of c cover what c lacks, they make the room; else
+	// weigh every block eviction would free, merged into runs.
+	if own := p.mem.OwnShortfall(c, want, deviceFull); own > 0 && !p.victimsCover(c, own, busy) {
+		if p.mem.ShortfallIf(c, want, deviceFull, p.victimBlocks(busy)) > 0 {
+			return false
+		}
+	}
+	base := p.mem.Stats().Pending
+	for _, r := range []Retention{Optional, Reconstructable} {
+		for {
+			room, progress := p.evictRound(r, c, want, deviceFull, base, busy)
+			if room {
+				// There is room, or will be once the fenced blocks
+				// return: the caller retries even when a concurrent
+				// call took it meanwhile, as after any reclaim that
+				// made room.
+				p.awaitFenced(c, want, deviceFull)
+				return true
+			}
+			if !progress {
+				break
+			}
+		}
+	}
+	return p.awaitFenced(c, want, deviceFull)
+}
+
+// awaitFenced waits, up to PoolOptions.PendingWait, for the blocks
+// eviction freed behind a fence, and reports whether there is room.
+func (p *Pool) awaitFenced(c *sizeClass, want int, deviceFull bool) bool {
+	return p.mem.AwaitRoom(c, want, deviceFull, p.pendingWait, func(int64) int64 { return 0 })
+}
+
+// evictRound evicts victims of retention r in the Evictor's order until
+// there is room for want blocks of class c, or will be once the blocks
+// freed behind a fence since the pool had base bytes pending return.
+// progress says it evicted something (a next round may find more: cached
+// prefix entries are offered a bounded number at a time).
+func (p *Pool) evictRound(r Retention, c *sizeClass, want int, deviceFull bool, base int64, busy []device.Stream) (room, progress bool) {
+	hs, vs := p.victims(r)
+	if len(vs) == 0 {
+		return false, false
+	}
+	p.evictor.Rank(vs)
+	for _, v := range vs {
+		if v.ID == 0 || v.ID > uint64(len(hs)) {
+			continue // an Evictor that made up a victim
+		}
+		if len(busy) > 0 && p.usesAny(hs[v.ID-1], busy) {
+			continue // queued work still uses its blocks (awaitVictimWork)
+		}
+		n, moved, ok := p.evictOne(hs[v.ID-1])
+		if !ok {
+			continue
+		}
+		progress = true
+		if !moved {
+			p.evictedBytes.Add(n)
+			p.evictions.Add(1)
+		}
+		short := p.shortfall(c, want, deviceFull)
+		if short > 0 && p.mem.Stats().Pending > base {
+			// The blocks eviction freed behind a fence make room only
+			// where they lie in runs of c's size: wait for them and
+			// count again. Those the wait leaves fenced are counted on
+			// when they cover the bytes.
+			p.awaitFenced(c, want, deviceFull)
+			if short = p.shortfall(c, want, deviceFull); short > 0 && short <= p.mem.Stats().Pending-base {
+				return true, true
+			}
+		}
+		if short <= 0 {
+			return true, true
+		}
+	}
+	return false, progress
+}
+
+// evictOne takes victim e's device blocks: to the host tier where the pool
+// has one and it takes e (moved), else dropped. A move that failed drops
+// nothing: e stays as it was, and the round goes on to the next victim.
+func (p *Pool) evictOne(e evictable) (n int64, moved, ok bool) {
+	if m, isMover := e.(tierMover); isMover && p.tier != nil {
+		n, moved, err := m.moveOut()
+		if moved {
+			return n, true, true
+		}
+		if err != nil {
+			return 0, false, false
+		}
+	}
+	n, ok = e.evict()
+	return n, false, ok
+}
+
+// shortfall returns the bytes an allocation of want blocks of class c
+// lacks (blocks.Allocator.Shortfall).
+func (p *Pool) shortfall(c *sizeClass, want int, deviceFull bool) int64 {
+	return p.mem.Shortfall(c, want, deviceFull)
+}
+
+// freeable returns the bytes eviction could free now, counted until they
+// reach need: the cached prefix blocks no head holds, the blocks only
+// optional and rebuildable reconstructable handles hold (a walk of each
+// one's tree), and the blocks only registered group states hold, each
+// counted once whichever states hold it (groupCache.freeable). Its
+// callers ask whether eviction can make a call's room, and the answer
+// costs the victims that make it, not every victim.
+func (p *Pool) freeable(need int64) int64 {
+	n := p.cache.cachedBytes()
+	if n >= need {
+		return n
+	}
+	hs := p.handleVictims()
+	for _, r := range []Retention{Optional, Reconstructable} {
+		for _, h := range hs {
+			if f, ok := h.(interface{ freeable() int64 }); ok {
+				if _, ok := h.victim(r); ok {
+					if n += f.freeable(); n >= need {
+						return n
+					}
+				}
+			}
+		}
+	}
+	return n + p.groups.freeable(need-n)
+}
+
+// victims returns the live handles of retention r that may be evicted,
+// and their descriptions, whose IDs index the first slice from 1.
+func (p *Pool) victims(r Retention) ([]evictable, []Victim) {
+	live := p.handleVictims()
+	if r == Optional {
+		live = append(live, p.cache.victims(p)...)
+		live = append(live, p.groups.victims(p)...)
+	}
+	var hs []evictable
+	var vs []Victim
+	for _, e := range live {
+		v, ok := e.victim(r)
+		if !ok {
+			continue
+		}
+		hs = append(hs, e)
+		v.ID = uint64(len(hs))
+		vs = append(vs, v)
+	}
+	return hs, vs
+}
+
+// handleVictims returns the live handles that may be evicted, heads and
+// snapshots, of any retention (their victim method says which); the
+// caches' entries are not handles.
+func (p *Pool) handleVictims() []evictable {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	live := make([]evictable, 0, len(p.live))
+	var groups []*Group
+	for h := range p.live {
+		if hd, ok := h.(*Head); ok {
+			if g := hd.group.Load(); g != nil {
+				// A group is one victim: its members go together.
+				if !slices.Contains(groups, g) {
+					groups = append(groups, g)
+					live = append(live, groupVictims{g})
+				}
+				continue
+			}
+		}
+		if e, ok := h.(evictable); ok {
+			live = append(live, e)
+		}
+	}
+	return live
+}
+
+func (h *Head) victim(r Retention) (Victim, bool) {
+	if h.l.Retention != r || (r != Optional && r != Reconstructable) {
+		return Victim{}, false
+	}
+	if !h.mu.TryLock() {
+		return Victim{}, false
+	}
+	defer h.mu.Unlock()
+	if h.released || h.evicted || h.r == nil || (r == Reconstructable && !h.rebuildable()) {
+		return Victim{}, false
+	}
+	return Victim{Owner: string(h.owner), Type: h.l.Type, Bytes: h.physical(h.r), LastUse: h.lru.lastUse.Load()}, true
+}
+
+// rebuildable reports whether h's history can rebuild its version from a
+// checkpoint and deltas, with no write waiting to be recorded. h.mu is
+// held.
+func (h *Head) rebuildable() bool {
+	if h.hist == nil || h.hist.pending != nil {
+		return false
+	}
+	_, _, ok := h.rebuildPath()
+	return ok
+}
+
+// rebuildPath returns the entries q (a checkpoint) and t (h's version)
+// that rebuild h's version, the nearest checkpoint first.
+func (h *Head) rebuildPath() (q, t int, ok bool) {
+	x := h.hist
+	t = x.find(h.pos.v)
+	if t < 0 {
+		return 0, 0, false
+	}
+	for q = t; q >= 0; q-- {
+		if x.entries[q].cp != nil {
+			return q, t, true
+		}
+		if x.entries[q].d == nil {
+			return 0, 0, false
+		}
+	}
+	return 0, 0, false
+}
+
+func (h *Head) evict() (int64, bool) {
+	if h.group.Load() != nil {
+		return 0, false // a member goes with its group (groupVictims)
+	}
+	if !h.mu.TryLock() {
+		return 0, false
+	}
+	defer h.mu.Unlock()
+	if !h.evictableLocked() || exclusiveBytes(h.r) == 0 {
+		return 0, false // every block is shared: evicting frees nothing
+	}
+	return h.evictLocked(), true
+}
+
+// evictableLocked reports whether h may be evicted now: live, in device
+// memory, and optional or rebuildable. h.mu is held.
+func (h *Head) evictableLocked() bool {
+	if h.released || h.evicted || h.r == nil {
+		return false
+	}
+	return h.l.Retention == Optional || h.rebuildable()
+}
+
+// evictLocked drops h's version (and an optional head's history) and
+// returns the bytes that reached no reference. h.mu is held, and
+// evictableLocked said yes.
+func (h *Head) evictLocked() int64 {
+	optional := h.l.Retention == Optional
+	h.tablesGone(errEvictedTable)
+	var freed []*block
+	h.r.release(&freed)
+	h.r = nil
+	if optional && h.hist != nil {
+		h.hist.releaseAll(&freed)
+		h.hist = nil
+		h.setParts()
+	}
+	h.evicted = true
+	h.pool.free(freed)
+	h.pool.logical.Add(-h.logical)
+	h.logical = 0
+	return blockBytes(freed)
+}
+
+// errEvictedTable is what a table of an evicted head holds until the head
+// is rebuilt: a kernel given its entries would read blocks eviction freed.
+var errEvictedTable = fmt.Errorf("state: block table: the head was evicted: %w", ErrEvicted)
+
+// rebuild gives an evicted reconstructable head its version back from its
+// checkpoint and deltas. h.mu is held.
+func (h *Head) rebuild(op string) error {
+	if h.evictedForGood() {
+		return h.errorf(op, "%w", ErrEvicted)
+	}
+	q, t, ok := h.rebuildPath()
+	if !ok {
+		return h.errorf(op, "rebuilding evicted version %d: %w", h.pos.v, ErrNotRetained)
+	}
+	r, err := h.reconstruct(q, t)
+	if err != nil {
+		return h.errorf(op, "rebuilding evicted version %d: %w", h.pos.v, err)
+	}
+	h.r, h.evicted, h.lost = r, false, false
+	h.pool.rebuiltBytes.Add(exclusiveBytes(r))
+	h.moved()
+	return nil
+}
+
+func (s *Snap) victim(r Retention) (Victim, bool) {
+	if r != Optional || s.l.Retention != Optional {
+		return Victim{}, false
+	}
+	if !s.mu.TryLock() {
+		return Victim{}, false
+	}
+	defer s.mu.Unlock()
+	if s.released || s.evicted || s.r == nil {
+		return Victim{}, false
+	}
+	return Victim{Owner: string(s.owner), Type: s.l.Type, Snapshot: true, Bytes: s.physical(s.r), LastUse: s.lastUse.Load()}, true
+}
+
+// freeable returns the bytes evicting h would free now; 0 when it is busy.
+func (h *Head) freeable() int64 { return sumBytes(h) }
+
+// freeable returns the bytes evicting s would free now; 0 when it is busy.
+func (s *Snap) freeable() int64 { return sumBytes(s) }
+
+// sumBytes is the bytes of the blocks x lists (exclusiveBlocks).
+func sumBytes(x exclusiveLister) int64 {
+	var n int64
+	x.exclusiveBlocks(func(b *block) { n += int64(b.Bytes()) })
+	return n
+}
+
+func (s *Snap) evict() (int64, bool) {
+	if !s.mu.TryLock() {
+		return 0, false
+	}
+	defer s.mu.Unlock()
+	if s.released || s.evicted || s.r == nil {
+		return 0, false
+	}
+	if exclusiveBytes(s.r) == 0 {
+		return 0, false
+	}
+	var freed []*block
+	s.r.release(&freed)
+	s.r = nil
+	s.evicted = true
+	s.pool.free(freed)
+	s.pool.logical.Add(-s.logical)
+	s.logical = 0
+	return blockBytes(freed), true
+}
+
+// exclusiveLister is a victim that lists the blocks evicting it would free
+// now: those it alone holds. It lists none while it is busy.
+type exclusiveLister interface {
+	exclusiveBlocks(f func(*block))
+}
+
+// exclusiveBlocks lists the blocks only h's version holds and, when there
+// are any (eviction takes nothing else), the history's of an optional head.
+func (h *Head) exclusiveBlocks(f func(*block)) {
+	if !h.mu.TryLock() {
+		return
+	}
+	defer h.mu.Unlock()
+	if h.released || h.evicted || h.r == nil {
+		return
+	}
+	some := false
+	exclusiveBlocks(h.r, func(b *block) { some = true; f(b) })
+	if some && h.l.Retention == Optional && h.hist != nil {
+		for _, e := range h.hist.entries {
+			if e.d == nil {
+				continue
+			}
+			for _, col := range e.d.cols {
+				for _, b := range col {
+					if b.Refs() == 1 {
+						f(b)
+					}
+				}
+			}
+		}
+	}
+}
+
+func (s *Snap) exclusiveBlocks(f func(*block)) {
+	if !s.mu.TryLock() {
+		return
+	}
+	defer s.mu.Unlock()
+	if s.released || s.evicted || s.r == nil {
+		return
+	}
+	exclusiveBlocks(s.r, f)
+}
+
+// victimStreams returns the streams recorded on the blocks evicting x would
+// free, added to out.
+func (p *Pool) victimStreams(x evictable, out []device.Stream) []device.Stream {
+	l, ok := x.(exclusiveLister)
+	if !ok || p.rec.n.Load() == 0 {
+		return out
+	}
+	var blks []*block
+	l.exclusiveBlocks(func(b *block) { blks = append(blks, b) })
+	p.rec.mu.Lock()
+	defer p.rec.mu.Unlock()
+	for _, b := range blks {
+		for _, st := range streamsOn(b) {
+			if !hasStream(out, st) {
+				out = append(out, st)
+			}
+		}
+	}
+	return out
+}
+
+// usesAny reports whether a block evicting x would free is recorded on
+// one of streams.
+func (p *Pool) usesAny(x evictable, streams []device.Stream) bool {
+	return usesStream(p.victimStreams(x, nil), streams)
+}
+
+// busyBytes returns the bytes the victims that busy streams use would
+// free: eviction spares them.
+func (p *Pool) busyBytes(busy []device.Stream) int64 {
+	var n int64
+	for _, r := range []Retention{Optional, Reconstructable} {
+		hs, vs := p.victims(r)
+		for i, h := range hs {
+			if !p.usesAny(h, busy) {
+				continue
+			}
+			if f, ok := h.(interface{ freeable() int64 }); ok {
+				n += f.freeable()
+			} else {
+				n += vs[i].Bytes
+			}
+		}
+	}
+	return n
+}
+
+// awaitVictimWork waits, up to PoolOptions.PendingWait, for the work
+// queued so far on the streams recorded on the blocks eviction could free,
+// and returns the streams whose work has not completed by then: their
+// victims' blocks would only go pending (docs/INTERNALS.md, memory
+// pressure). A closed or failed stream's work is over.
+func (p *Pool) awaitVictimWork() []device.Stream {
+	if p.rec.n.Load() == 0 {
+		return nil
+	}
+	var sts []device.Stream
+	for _, r := range []Retention{Optional, Reconstructable} {
+		hs, _ := p.victims(r)
+		for _, h := range hs {
+			sts = p.victimStreams(h, sts)
+		}
+	}
+	if len(sts) == 0 {
+		return nil
+	}
+	sb := p.b.(device.Streams) // a stream was recorded: recordStream checked it
+	type mark struct {
+		st device.Stream
+		ev device.Event
+	}
+	var busy []device.Stream
+	var marks []mark
+	for _, st := range sts {
+		ev, err := sb.Record(st)
+		switch {
+		case err == nil:
+			marks = append(marks, mark{st, ev})
+		case !errors.Is(err, device.ErrStreamClosed):
+			busy = append(busy, st) // no event to wait for: spare its victims
+		}
+	}
+	defer func() {
+		for _, m := range marks {
+			m.ev.Close()
+		}
+	}()
+	deadline := time.Now().Add(max(p.pendingWait, 0))
+	for pause := time.Microsecond; ; pause = min(2*pause, time.Millisecond) {
+		left := marks[:0]
+		for _, m := range marks {
+			if done, err := m.ev.Done(); !done && err == nil {
+				left = append(left, m)
+			} else {
+				m.ev.Close()
+			}
+		}
+		marks = left
+		if len(marks) == 0 || !time.Now().Before(deadline) {
+			break
+		}
+		time.Sleep(pause)
+	}
+	for _, m := range marks {
+		busy = append(busy, m.st)
+	}
+	return busy
+}
+
+// victimsCover reports whether the blocks of class c that evicting the
+// victims would free (but those the busy streams' work uses) come to own
+// bytes: it walks the victims, in no particular order, until they do, so
+// that the common case, victims of the class the allocation wants, looks
+// at one or two.
+func (p *Pool) victimsCover(c *sizeClass, own int64, busy []device.Stream) bool {
+	var got int64
+	for _, r := range []Retention{Optional, Reconstructable} {
+		hs, _ := p.victims(r)
+		for _, h := range hs {
+			l, ok := h.(exclusiveLister)
+			if !ok || (len(busy) > 0 && p.usesAny(h, busy)) {
+				continue
+			}
+			l.exclusiveBlocks(func(b *block) {
+				if b.Class() == c {
+					got += int64(b.Bytes())
+				}
+			})
+			if got >= own {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// victimBlocks returns the blocks evicting every victim would free, but
+// those of the victims the busy streams' work uses: the blocks the
+// optional and reconstructable handles alone hold, and those of every
+// cached prefix entry no head holds.
+func (p *Pool) victimBlocks(busy []device.Stream) []*block {
+	var out []*block
+	for _, r := range []Retention{Optional, Reconstructable} {
+		hs, _ := p.victims(r)
+		for _, h := range hs {
+			switch h.(type) {
+			case *cachedEntry, groupVictim:
+				continue // every free entry and state is listed below
+			}
+			if l, ok := h.(exclusiveLister); ok && (len(busy) == 0 || !p.usesAny(h, busy)) {
+				l.exclusiveBlocks(func(b *block) { out = append(out, b) })
+			}
+		}
+	}
+	n := len(out)
+	p.cache.freeBlocks(func(b *block) { out = append(out, b) })
+	p.groups.freeBlocks(func(b *block) { out = append(out, b) })
+	if len(busy) > 0 && p.rec.n.Load() > 0 {
+		p.rec.mu.Lock()
+		keep := out[:n]
+		for _, b := range out[n:] {
+			if !usesStream(streamsOn(b), busy) {
+				keep = append(keep, b)
+			}
+		}
+		p.rec.mu.Unlock()
+		out = keep
+	}
+	return out
+}
+
+// usesStream reports whether list holds one of busy's streams.
+func usesStream(list, busy []device.Stream) bool {
+	for _, st := range list {
+		if hasStream(busy, st) {
+			return true
+		}
+	}
+	return false
+}
+
+// A coupled group under memory pressure: one victim. Its members agree on
+// retention (package contract checks it), and evicting one while keeping
+// its partner would leave the group inconsistent, so the pool lists a
+// group, not its member heads (Pool.handleVictims), the Evictor ranks it
+// by its members' bytes and most recent use, and its members are evicted
+// together or not at all.
+
+// groupVictims is a live group as an evictable.
+type groupVictims struct{ g *Group }
+
+// victim describes the group when every member may be evicted now.
+func (x groupVictims) victim(r Retention) (Victim, bool) {
+	v := Victim{Owner: string(x.g.owner), Type: x.g.victimType}
+	for _, h := range x.g.heads {
+		m, ok := h.victim(r)
+		if !ok {
+			return Victim{}, false
+		}
+		v.Bytes += m.Bytes
+		v.LastUse = max(v.LastUse, m.LastUse)
+	}
+	return v, true
+}
+
+// evict evicts every member, or none: each is locked (by try-lock, in id
+// order) and checked first. It evicts nothing when no member would free
+// a block.
+func (x groupVictims) evict() (int64, bool) {
+	var locked []*Head
+	defer func() {
+		for _, h := range locked {
+			h.mu.Unlock()
+		}
+	}()
+	frees := false
+	for _, h := range x.g.order {
+		if !h.mu.TryLock() {
+			return 0, false
+		}
+		locked = append(locked, h)
+		if !h.evictableLocked() {
+			return 0, false
+		}
+		frees = frees || exclusiveBytes(h.r) > 0
+	}
+	if !frees {
+		return 0, false
+	}
+	var n int64
+	for _, h := range x.g.heads {
+		n += h.evictLocked()
+	}
+	return n, true
+}
+
+// exclusiveBlocks lists the blocks evicting the group would free.
+func (x groupVictims) exclusiveBlocks(f func(*block)) {
+	for _, h := range x.g.heads {
+		h.exclusiveBlocks(f)
+	}
+}
+
+// freeable returns the bytes evicting the group would free now.
+func (x groupVictims) freeable() int64 { return sumBytes(x) }

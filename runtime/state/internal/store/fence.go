@@ -1,0 +1,154 @@
+package store
+
+import (
+	"errors"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/gpustate/gpustate/runtime/device"
+	"github.com/gpustate/gpustate/runtime/state/internal/blocks"
+)
+
+// Fences: the streams whose work may use each block, and the waits on
+// them a block freed while that work may run goes behind (stream.go).
+
+// recorded is the streams whose work may use each block (RecordStream,
+// the async paths): the block's fence when it is freed. Each block
+// carries its own (blocks.Uses), as a cache line it is written through
+// anyway, where a map keyed by block cost a miss per block on both
+// sides; mu guards every block's Uses.
+type recorded struct {
+	mu sync.Mutex
+	n  atomic.Int64 // the blocks with streams recorded, read without mu
+	// last is the Uses of the last stream recorded alone, which the
+	// blocks recorded on it alone share.
+	last *blocks.Uses
+}
+
+// addLocked records st on b and reports whether b had no stream recorded
+// before: the caller adds those to rec.n. rec.mu is held.
+func (rec *recorded) addLocked(b *block, st device.Stream) bool {
+	u := b.Uses()
+	switch {
+	case u == nil:
+		if rec.last == nil || rec.last.Streams[0] != st {
+			rec.last = &blocks.Uses{Streams: []device.Stream{st}}
+		}
+		b.SetUses(rec.last)
+		return true
+	case !hasStream(u.Streams, st):
+		b.SetUses(&blocks.Uses{Streams: append(slices.Clip(u.Streams), st)})
+	}
+	return false
+}
+
+// addAll records st on blocks bs: work queued on st uses them.
+func (rec *recorded) addAll(bs []*block, st device.Stream) {
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	var added int64
+	for _, b := range bs {
+		if rec.addLocked(b, st) {
+			added++
+		}
+	}
+	rec.n.Add(added)
+}
+
+// streamsOn returns the streams recorded on b. rec.mu is held.
+func streamsOn(b *block) []device.Stream {
+	if u := b.Uses(); u != nil {
+		return u.Streams
+	}
+	return nil
+}
+
+// fenceRecorded takes the blocks of list that a stream was recorded on out
+// of it and frees them behind a fence of events on those streams; it
+// returns the others, for the caller to free at once, in list's own
+// memory.
+func (rec *recorded) fenceRecorded(be device.Backend, mem *blocks.Allocator, list []*block) []*block {
+	if rec.n.Load() == 0 {
+		return list
+	}
+	var fenced []*block
+	var streams []device.Stream
+	var last *blocks.Uses
+	rec.mu.Lock()
+	rest := list[:0] // in place: it never passes the block being read
+	for i, b := range list {
+		u := b.Uses()
+		if u == nil {
+			rest = append(rest, b)
+			continue
+		}
+		b.SetUses(nil)
+		if fenced == nil {
+			// Sized once: grown by doubling, it was half of what a
+			// serving loop that renews its states allocated.
+			fenced = make([]*block, 0, len(list)-i)
+		}
+		if u != last { // blocks recorded together share one
+			last = u
+			for _, st := range u.Streams {
+				if !hasStream(streams, st) {
+					streams = append(streams, st)
+				}
+			}
+		}
+		fenced = append(fenced, b)
+	}
+	rec.n.Add(-int64(len(fenced)))
+	rec.mu.Unlock()
+	if len(fenced) > 0 {
+		mem.FreeAfter(fenced, fence(be, streams))
+	}
+	return rest
+}
+
+// forget forgets every recorded block, for Close, which frees them all.
+func (rec *recorded) forget() {
+	rec.mu.Lock()
+	rec.n.Store(0)
+	rec.last = nil
+	rec.mu.Unlock()
+}
+
+// fence records an event on each of streams and returns a function that
+// waits for them all. A stream closed since it was recorded has finished
+// its work (Close waits for it) and needs no event. When the backend fails
+// to record one, the fallback is to wait for the whole device.
+func fence(b device.Backend, streams []device.Stream) func() {
+	sb := b.(device.Streams) // recordStream checked it
+	var events []device.Event
+	var sync bool
+	for _, st := range streams {
+		ev, err := sb.Record(st)
+		switch {
+		case err == nil:
+			events = append(events, ev)
+		case errors.Is(err, device.ErrStreamClosed):
+		default:
+			sync = true
+		}
+	}
+	return func() {
+		for _, ev := range events {
+			ev.Wait() // a failed stream's work is over too: its blocks go back
+			ev.Close()
+		}
+		if sync {
+			b.Sync()
+		}
+	}
+}
+
+func hasStream(list []device.Stream, st device.Stream) bool {
+	for _, s := range list {
+		if s == st {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,351 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync/atomic"
+)
+
+// GroupSnap is a consistent cut of a group: one snapshot per member, taken
+// while no member could be written.
+//
+//state:snapshot
+type GroupSnap struct {
+	group *Group // the group it was taken from (its lineages' identity)
+	snaps []*Snap
+	// inline holds snaps for a group of up to two members, so that a cut
+	// is one allocation beside its members' snapshots.
+	inline [2]*Snap
+}
+
+// newGroupSnap returns a cut of g with room for a snapshot of each
+// member, none taken yet.
+func newGroupSnap(g *Group) *GroupSnap {
+	v := &GroupSnap{group: g}
+	if len(g.heads) <= len(v.inline) {
+		v.snaps = v.inline[:0:len(g.heads)]
+	} else {
+		v.snaps = make([]*Snap, 0, len(g.heads))
+	}
+	return v
+}
+
+var groupIDs atomic.Uint64
+
+// NewGroup returns a group of new heads of owner, one per layout, in that
+// order: every member, or none. Members share no prefix: a layout with a
+// ShareKey gets a head made by NewHead, whose AdoptPrefix adopts nothing
+// (a member that adopted its rows alone would leave the others behind).
+//
+//state:acquire
+func NewGroup(p *Pool, owner Owner, layouts ...*Layout) (*Group, error) {
+	if p == nil {
+		return nil, fmt.Errorf("state: NewGroup: nil pool: %w", ErrReleased)
+	}
+	if len(layouts) < 2 {
+		return nil, fmt.Errorf("state: NewGroup: %d layouts; a group has at least two members: %w", len(layouts), ErrShape)
+	}
+	heads := make([]*Head, 0, len(layouts))
+	for _, l := range layouts {
+		h, err := p.NewHead(l, owner)
+		if err != nil {
+			for _, x := range heads {
+				x.release()
+			}
+			return nil, fmt.Errorf("state: NewGroup: member %d: %w", len(heads), err)
+		}
+		heads = append(heads, h)
+	}
+	// The members' first versions are one cut, made at once: their
+	// history entries share one commit order (At).
+	seq := commitSeqs.Add(1)
+	for _, h := range heads {
+		if h.hist != nil {
+			h.hist.entries[0].seq = seq
+		}
+	}
+	return couple(p, owner, heads), nil
+}
+
+// couple makes a group of heads no group holds.
+func couple(p *Pool, owner Owner, heads []*Head) *Group {
+	g := &Group{id: groupIDs.Add(1), pool: p, owner: owner, heads: heads, order: byID(heads), shared: -1}
+	types := make([]string, len(heads))
+	for i, h := range heads {
+		types[i] = h.l.Type
+	}
+	g.victimType = "group of " + strings.Join(types, ", ")
+	for i, h := range heads {
+		if h.l.ShareKey != "" {
+			g.shared = i
+			break
+		}
+	}
+	for _, h := range heads {
+		h.group.Store(g)
+	}
+	return g
+}
+
+// Head returns member i, in the order the group was made with: the head
+// itself, coupled (its Rollback, Merge and Release answer ErrCoupled).
+// It returns nil for an i out of range.
+func (g *Group) Head(i int) *Head {
+	if g == nil || i < 0 || i >= len(g.heads) {
+		return nil
+	}
+	return g.heads[i]
+}
+
+// Owner returns the members' owner; "" for a nil group.
+func (g *Group) Owner() Owner {
+	if g == nil {
+		return ""
+	}
+	return g.owner
+}
+
+func (g *Group) errorf(op, format string, args ...any) error {
+	return fmt.Errorf("state: group.%s: "+format, append([]any{op}, args...)...)
+}
+
+// live answers ErrReleased for a nil or released group: a call checks it
+// before its arguments, so that a released group answers ErrReleased
+// whatever it is passed. begin checks it again, under the locks.
+func (g *Group) live(op string) error {
+	if g == nil {
+		return fmt.Errorf("state: group.%s: nil group: %w", op, ErrReleased)
+	}
+	g.mu.Lock()
+	released := g.released
+	g.mu.Unlock()
+	if released {
+		return g.errorf(op, "%w", ErrReleased)
+	}
+	return nil
+}
+
+// begin starts a group call: the mu of g and of child, if any, held (in
+// id order), the pool open, every head of heads (sorted by id, each once:
+// g.byID, or byID of several groups' heads) locked in that order and
+// prepared as a call of its own would be. A nil error is followed by end
+// with the same arguments.
+func (g *Group) begin(op string, heads []*Head, child *Group) error {
+	if g == nil {
+		return fmt.Errorf("state: group.%s: nil group: %w", op, ErrReleased)
+	}
+	first, second := g, child
+	if child != nil && child.id < g.id {
+		first, second = child, g
+	}
+	first.mu.Lock()
+	if second != nil && second != first {
+		second.mu.Lock()
+	}
+	if g.released || child != nil && child.released {
+		g.unlockGroups(child)
+		return g.errorf(op, "%w", ErrReleased)
+	}
+	if err := g.pool.enter(); err != nil {
+		g.unlockGroups(child)
+		return g.errorf(op, "%w", err)
+	}
+	for i, h := range heads {
+		h.mu.Lock()
+		if err := h.prepareLocked(call{op: op, land: true, share: true}); err != nil {
+			g.end(heads[:i+1], child)
+			return err
+		}
+	}
+	return nil
+}
+
+// end ends a call begun by begin.
+func (g *Group) end(heads []*Head, child *Group) {
+	for i := len(heads) - 1; i >= 0; i-- {
+		heads[i].mu.Unlock()
+	}
+	g.pool.closeMu.RUnlock()
+	g.unlockGroups(child)
+}
+
+func (g *Group) unlockGroups(child *Group) {
+	if child != nil && child != g {
+		child.mu.Unlock()
+	}
+	g.mu.Unlock()
+}
+
+// byID returns heads sorted by id, each once: the order their locks are
+// taken in.
+func byID(heads []*Head) []*Head {
+	out := slices.Clone(heads)
+	slices.SortFunc(out, func(a, b *Head) int { return cmpID(a.id, b.id) })
+	return slices.Compact(out)
+}
+
+func cmpID(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// lineageLocks are the lineages of a group's heads, each once, locked in
+// id order and unlocked in reverse: a caller declares one, lock, then
+// unlock. The lineages of a group of up to four members need no
+// allocation (a closure over a list did, twice a rollback or merge).
+type lineageLocks struct {
+	n     int
+	small [4]*lineage
+	more  []*lineage // all of them, once there are more than small holds
+}
+
+func (ll *lineageLocks) list() []*lineage {
+	if ll.more != nil {
+		return ll.more
+	}
+	return ll.small[:ll.n]
+}
+
+func (ll *lineageLocks) add(l *lineage) {
+	switch {
+	case slices.Contains(ll.list(), l):
+	case ll.more == nil && ll.n < len(ll.small):
+		ll.small[ll.n] = l
+		ll.n++
+	case ll.more == nil:
+		ll.more = append(slices.Clone(ll.small[:ll.n]), l)
+	default:
+		ll.more = append(ll.more, l)
+	}
+}
+
+// lock locks the lineages of heads, each once, in id order.
+func (ll *lineageLocks) lock(heads []*Head) {
+	for _, h := range heads {
+		ll.add(h.lin)
+	}
+	list := ll.list()
+	slices.SortFunc(list, func(a, b *lineage) int { return cmpID(a.id, b.id) })
+	for _, l := range list {
+		l.mu.Lock()
+	}
+}
+
+// unlock unlocks what lock locked.
+func (ll *lineageLocks) unlock() {
+	for _, l := range slices.Backward(ll.list()) {
+		l.mu.Unlock()
+	}
+}
+
+// Snapshot returns a consistent cut of the members: one snapshot each,
+// taken while every member's lock is held, so that no member write falls
+// between them. A member that cannot be snapshotted (invalidated, evicted
+// for good) fails the call, and the snapshots already taken are released.
+//
+//state:acquire
+func (g *Group) Snapshot() (*GroupSnap, error) {
+	if g == nil {
+		return nil, g.begin("Snapshot", nil, nil)
+	}
+	if err := g.begin("Snapshot", g.order, nil); err != nil {
+		return nil, err
+	}
+	cut := newGroupSnap(g)
+	for _, h := range g.heads {
+		s, err := h.snapshotLocked()
+		if err != nil {
+			g.end(g.order, nil) // the snapshots taken are released outside the call
+			for _, s := range cut.snaps {
+				s.Release()
+			}
+			return nil, g.errorf("Snapshot", "member %s: %w", h.l.Type, err)
+		}
+		cut.snaps = append(cut.snaps, s)
+	}
+	g.end(g.order, nil)
+	return cut, nil
+}
+
+// Branch returns a new group whose members are branches of g's members,
+// taken as one consistent cut; the branches are coupled in the new group.
+// A failure part-way releases the branches already taken.
+//
+//state:acquire
+func (g *Group) Branch() (*Group, error) {
+	if g == nil {
+		return nil, g.begin("Branch", nil, nil)
+	}
+	if err := g.begin("Branch", g.order, nil); err != nil {
+		return nil, err
+	}
+	heads := make([]*Head, 0, len(g.heads))
+	for _, h := range g.heads {
+		c, err := h.branchLocked()
+		if err != nil {
+			g.end(g.order, nil) // the branches taken are released outside the call
+			for _, x := range heads {
+				x.release()
+			}
+			return nil, g.errorf("Branch", "member %s: %w", h.l.Type, err)
+		}
+		heads = append(heads, c)
+	}
+	tip := g.tip
+	g.end(g.order, nil)
+	b := couple(g.pool, g.owner, heads)
+	b.domain, b.key, b.tip = g.domain, g.key, tip // a branch registers in its parent's table
+	if b.domain != "" {
+		b.heads[b.shared].gshare = &groupShare{}
+		b.heads[b.shared].setParts()
+	}
+	return b, nil
+}
+
+// Stats returns the members' logical and physical bytes, history bytes
+// and checkpoints, summed; Version and Rows, which do not add up across
+// members, are left zero (each member's Stats has its own).
+func (g *Group) Stats() Stats {
+	var st Stats
+	if g == nil {
+		return st
+	}
+	for _, h := range g.heads {
+		m := h.Stats()
+		st.LogicalBytes += m.LogicalBytes
+		st.PhysicalBytes += m.PhysicalBytes
+		st.HistoryBytes += m.HistoryBytes
+		st.Checkpoints += m.Checkpoints
+	}
+	return st
+}
+
+// Release releases every member. Releasing twice does nothing; every other
+// call on a released group returns ErrReleased. Snapshots taken from the
+// group or its members stay readable.
+//
+//state:release
+func (g *Group) Release() error {
+	if g == nil {
+		return nil
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.released {
+		return nil
+	}
+	g.released = true
+	var errs []error
+	for _, h := range g.heads {
+		h.group.Store(nil)
+		errs = append(errs, h.release())
+	}
+	return errors.Join(errs...)
+}

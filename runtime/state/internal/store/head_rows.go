@@ -1,0 +1,177 @@
+package store
+
+import "github.com/gpustate/gpustate/runtime/device"
+
+// Append appends the rows of a batch (one []byte per column, the same
+// number of rows in each) as a new version. Past the bound it returns
+// ErrBound and appends nothing; a mutable state has no room to append.
+//
+//state:appends
+func (h *Head) Append(cols [][]byte) error {
+	if err := h.begin("Append"); err != nil {
+		return err
+	}
+	defer h.end()
+	n, err := h.batchRows("Append", cols)
+	if err != nil {
+		return err
+	}
+	if err := h.checkAppend("Append", n); err != nil {
+		return err
+	}
+	from := h.r.rows
+	if short, err := h.appendRows("Append", cols, n, nil); err != nil {
+		return err
+	} else if !short {
+		if _, err := h.apply("Append", hostAppend, from, from+n, from+n, cols); err != nil {
+			return err
+		}
+	}
+	w := written{from: from, to: from + n, host: true}
+	if h.share != nil {
+		w.key = cols[h.share.key]
+	}
+	h.committed(w) // a shared group registers here (group_pending.go)
+	return nil
+}
+
+func (h *Head) checkAppend(op string, n int) error {
+	if h.l.Growth == Mutable {
+		return h.errorf(op, "a mutable state has exactly its bound of %d rows: %w", h.l.Bound, ErrBound)
+	}
+	if n < 0 {
+		return h.errorf(op, "%d rows: %w", n, ErrRange)
+	}
+	if h.l.Bound > 0 && n > h.l.Bound-h.r.rows {
+		return h.errorf(op, "%d rows after %d exceed the bound of %d: %w", n, h.r.rows, h.l.Bound, ErrBound)
+	}
+	if h.l.Window > 0 && n > h.l.Window {
+		return h.errorf(op, "%d rows are more than the window of %d: %w", n, h.l.Window, ErrBound)
+	}
+	if h.l.Bound <= 0 && n > maxInt/2-h.r.rows {
+		return h.errorf(op, "%d rows after %d: %w", n, h.r.rows, ErrBound)
+	}
+	return nil
+}
+
+// Write writes the rows of a batch over rows [at, at+n) of a mutable
+// state, as a new version. It needs 0 <= at and at+n <= Bound, else
+// ErrRange. Blocks shared with snapshots or branches are copied first;
+// blocks the write covers whole are replaced by new ones.
+//
+//state:mutates
+func (h *Head) Write(at int, cols [][]byte) error {
+	if err := h.begin("Write"); err != nil {
+		return err
+	}
+	defer h.end()
+	n, err := h.batchRows("Write", cols)
+	if err != nil {
+		return err
+	}
+	if err := h.checkWrite("Write", at, at+n); err != nil {
+		return err
+	}
+	if _, err := h.apply("Write", hostWrite, at, at+n, h.r.rows, cols); err != nil {
+		return err
+	}
+	h.committed(written{from: at, to: at + n})
+	return nil
+}
+
+func (h *Head) checkWrite(op string, from, to int) error {
+	if h.l.Growth != Mutable {
+		return h.errorf(op, "an append state's rows never change once written: %w", ErrRange)
+	}
+	if from < 0 || to < from || to > h.r.rows {
+		return h.errorf(op, "rows [%d, %d) outside [0, %d): %w", from, to, h.r.rows, ErrRange)
+	}
+	return nil
+}
+
+// AppendDevice reserves n rows past the end as a new version and returns,
+// per column, the spans where they lie, for a kernel to fill. The spans are
+// the caller's to write until the next call on h. Past the bound it returns
+// ErrBound and reserves nothing.
+//
+//state:appends
+func (h *Head) AppendDevice(n int) ([][]device.Span, error) {
+	if err := h.begin("AppendDevice"); err != nil {
+		return nil, err
+	}
+	defer h.end()
+	if err := h.checkAppend("AppendDevice", n); err != nil {
+		return nil, err
+	}
+	from := h.r.rows
+	short, err := h.appendRows("AppendDevice", nil, n, nil)
+	var spans [][]device.Span
+	switch {
+	case err != nil:
+		return nil, err
+	case short:
+		spans, _ = h.spans("AppendDevice", h.r, from, from+n) // in range by construction
+	default:
+		if spans, err = h.apply("AppendDevice", deviceAppend, from, from+n, from+n, nil); err != nil {
+			return nil, err
+		}
+	}
+	h.committed(written{from: from, to: from + n, device: true})
+	return spans, nil
+}
+
+// WriteDevice makes rows [from, to) of a mutable state writable as a new
+// version (copying the blocks it shares with snapshots and branches) and
+// returns, per column, the spans where they lie, for a kernel to write. The
+// spans are the caller's to write until the next call on h.
+//
+//state:mutates
+func (h *Head) WriteDevice(from, to int) ([][]device.Span, error) {
+	if err := h.begin("WriteDevice"); err != nil {
+		return nil, err
+	}
+	defer h.end()
+	if err := h.checkWrite("WriteDevice", from, to); err != nil {
+		return nil, err
+	}
+	spans, err := h.apply("WriteDevice", deviceWrite, from, to, h.r.rows, nil)
+	if err != nil {
+		return nil, err
+	}
+	h.committed(written{from: from, to: to, device: true})
+	return spans, nil
+}
+
+// Read copies rows [from, to) into dst: per column, (to-from) rows' bytes.
+func (h *Head) Read(from, to int, dst [][]byte) error {
+	if err := h.begin("Read"); err != nil {
+		return err
+	}
+	defer h.end()
+	return h.read("Read", h.r, from, to, dst, false)
+}
+
+// ReadColumns copies rows [from, to) into the columns of dst that are not
+// nil, as Read does, and reads nothing of the columns dst holds nil for:
+// a read of one field copies none of the others. dst has one entry per
+// column; each that is not nil holds (to-from) rows' bytes.
+func (h *Head) ReadColumns(from, to int, dst [][]byte) error {
+	if err := h.begin("ReadColumns"); err != nil {
+		return err
+	}
+	defer h.end()
+	return h.read("ReadColumns", h.r, from, to, dst, true)
+}
+
+// Spans locates rows [from, to) in device memory: per column, one span per
+// block. They are for reading: the blocks may be shared with snapshots and
+// branches, so kernels that write use WriteDevice.
+//
+//state:view
+func (h *Head) Spans(from, to int) ([][]device.Span, error) {
+	if err := h.begin("Spans"); err != nil {
+		return nil, err
+	}
+	defer h.end()
+	return h.spans("Spans", h.r, from, to)
+}

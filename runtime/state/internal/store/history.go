@@ -1,0 +1,406 @@
+package store
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gpustate/gpustate/runtime/device"
+)
+
+// candidate is a Candidate with the store's pricing of it.
+type candidate struct {
+	Candidate
+	cost
+}
+
+// cost is what the store's pricing of a candidate keeps besides Candidate.
+type cost struct {
+	model   time.Duration // the calibrated model's estimate, new memory and steps left out
+	newCost time.Duration // the cost of NewBytes
+	// reads counts the copies to the host (verified steps' hashes),
+	// readBytes their bytes (part of DeltaBytes).
+	reads     int
+	readBytes int64
+	nodes     int // tree nodes copied on the paths to the blocks taken
+	alone     int // seed copies from a block not next to the one seeded before (CostModel.CopyAlone)
+}
+
+// planned is a Plan with the pricing of its chosen candidate, which At
+// refines the cost model by once it measured the reconstruction.
+type planned struct {
+	Plan
+	cost
+}
+
+type delta struct {
+	from, to int         // rows written
+	cols     [][]*block  // per column, rows [from, to) packed from the first block
+	per      []int       // per column, rows per block of cols
+	bytes    int64       // bytes of the rows
+	step     *stepRec    // a version Step made: rows [from, to) are rebuilt by running it again, cols is nil
+	ready    *deltaReady // copied in stream order: the copies' event; nil once landed or when copied at once
+}
+
+// deltaMem is a delta with room for the usual one in the same allocation:
+// its columns, their rows per block and their blocks, for a checkpointed
+// decode step's one-row delta of up to four columns.
+type deltaMem struct {
+	d    delta
+	cols [4][]*block
+	per  [4]int
+	blks [4]*block
+}
+
+// newDelta returns a delta of rows [from, to) of ncols columns, and a
+// buffer for its blocks: the delta's own room where they fit.
+func newDelta(from, to, ncols int) (*delta, []*block) {
+	if ncols > len(deltaMem{}.cols) {
+		return &delta{from: from, to: to, cols: make([][]*block, ncols), per: make([]int, ncols)}, nil
+	}
+	m := &deltaMem{d: delta{from: from, to: to}}
+	m.d.cols, m.d.per = m.cols[:ncols:ncols], m.per[:ncols:ncols]
+	return &m.d, m.blks[:0]
+}
+
+// deltaReady is the event after the copies of a delta taken in stream
+// order (a kernel's rows, copyDelta); the histories that share the delta
+// share it, and the last to drop the delta closes it.
+type deltaReady struct {
+	mu   sync.Mutex
+	ev   device.Event // nil once waited for
+	refs atomic.Int32
+}
+
+// wait waits until d's rows have landed in its blocks; a stream's failure
+// is the delta's, for every later wait too.
+func (d *delta) wait() error {
+	r := d.ready
+	if r == nil {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.ev == nil {
+		return nil
+	}
+	if err := r.ev.Wait(); err != nil {
+		return fmt.Errorf("a kernel's rows copied into history: %w", err)
+	}
+	r.ev.Close()
+	r.ev = nil
+	return nil
+}
+
+// drop gives up one history's hold on r.
+func (r *deltaReady) drop() {
+	if r.refs.Add(-1) != 0 {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.ev != nil {
+		r.ev.Close()
+		r.ev = nil
+	}
+}
+
+type entry struct {
+	pos  position
+	rows int
+	d    *delta // the write that made this version; nil: first entry, or a gap
+	cp   *root  // a checkpoint of this version, or nil
+	// seq orders the commit that made this version among every head's
+	// commits (commitSeqs): a group's At finds the other members' versions
+	// at the time a member made a version by it.
+	seq uint64
+}
+
+// commitSeqs numbers commits of every head, in the order they were made.
+var commitSeqs atomic.Uint64
+
+type pendingDelta struct {
+	from, to int
+	seq      uint64 // the commit's, taken when it was made
+}
+
+// history is a head's checkpoints and deltas. It is guarded by the head's
+// lock.
+type history struct {
+	policy     CheckpointPolicy
+	entries    []entry
+	since      int   // versions since the last checkpoint
+	sinceBytes int64 // delta bytes since the last checkpoint
+	pending    *pendingDelta
+	last       *Plan // the last reconstruction At performed
+	// replayed sums the time step functions took in replays since At
+	// started (replayStep); stepFit is the moving fit of that time
+	// against the steps' median time when they ran (stepTime).
+	replayed time.Duration
+	stepFit  fit
+	// held is the pool's count of the bytes of delta blocks
+	// (PoolStats.HistoryBytes): added to when a delta is stored, taken from
+	// when its blocks' last reference goes.
+	held *atomic.Int64
+	// copies is copyDelta's batch of device copies, kept for the next.
+	copies []device.DeviceCopy
+}
+
+func newHistory(p *CheckpointPolicy, pos position, r *root, held *atomic.Int64) *history {
+	return &history{policy: *p, entries: []entry{{pos: pos, rows: r.rows, cp: r.retain(), seq: commitSeqs.Add(1)}}, held: held}
+}
+
+// clone returns a copy sharing every delta block and checkpoint root.
+func (x *history) clone() *history {
+	c := *x
+	c.entries = slices.Clone(x.entries)
+	c.pending, c.last, c.copies = nil, nil, nil // copies: the buffer is x's own
+	for _, e := range c.entries {
+		if e.cp != nil {
+			e.cp.retain()
+		}
+		if e.d != nil {
+			for _, col := range e.d.cols {
+				for _, b := range col {
+					b.Retain()
+				}
+			}
+			if e.d.ready != nil {
+				e.d.ready.refs.Add(1)
+			}
+		}
+	}
+	return &c
+}
+
+// drop gives up entry i's checkpoint and delta.
+func (x *history) drop(i int, freed *[]*block) {
+	e := &x.entries[i]
+	if e.cp != nil {
+		e.cp.release(freed)
+		e.cp = nil
+	}
+	x.dropDelta(i, freed)
+}
+
+// dropDelta gives up entry i's delta; the bytes of its blocks that no
+// other history shares leave the pool's count.
+func (x *history) dropDelta(i int, freed *[]*block) {
+	e := &x.entries[i]
+	if e.d == nil {
+		return
+	}
+	var gone int64
+	for _, col := range e.d.cols {
+		for _, b := range col {
+			if b.Release() {
+				*freed = append(*freed, b)
+				gone += int64(b.Bytes())
+			}
+		}
+	}
+	x.held.Add(-gone)
+	if e.d.ready != nil {
+		e.d.ready.drop()
+	}
+	e.d = nil
+}
+
+// releaseAll drops the whole history.
+func (x *history) releaseAll(freed *[]*block) {
+	for i := range x.entries {
+		x.drop(i, freed)
+	}
+	x.entries, x.pending = nil, nil
+}
+
+// roots returns the checkpoint roots the history holds.
+func (x *history) roots() []*root {
+	var out []*root
+	for _, e := range x.entries {
+		if e.cp != nil {
+			out = append(out, e.cp)
+		}
+	}
+	return out
+}
+
+// deltaBlocks returns the delta blocks the history holds.
+func (x *history) deltaBlocks() []*block {
+	var out []*block
+	for _, e := range x.entries {
+		if e.d != nil {
+			for _, col := range e.d.cols {
+				out = append(out, col...)
+			}
+		}
+	}
+	return out
+}
+
+// rollback cuts the history back to the target position: the entries
+// after it are gone. A target older than the history starts it anew, with
+// the target's root as its checkpoint.
+func (x *history) rollback(to position, r *root, freed *[]*block) {
+	x.pending = nil
+	for i := len(x.entries) - 1; i >= 0; i-- {
+		if x.entries[i].pos == to {
+			for j := i + 1; j < len(x.entries); j++ {
+				x.drop(j, freed)
+			}
+			x.entries = x.entries[:i+1]
+			x.recount()
+			return
+		}
+	}
+	x.releaseAll(freed)
+	x.entries = []entry{{pos: to, rows: r.rows, cp: r.retain()}}
+	x.since, x.sinceBytes = 0, 0
+}
+
+// recount sets since and sinceBytes from the entries.
+func (x *history) recount() {
+	x.since, x.sinceBytes = 0, 0
+	for i := len(x.entries) - 1; i >= 0 && x.entries[i].cp == nil; i-- {
+		x.since++
+		if d := x.entries[i].d; d != nil {
+			x.sinceBytes += d.bytes
+		}
+	}
+}
+
+// trim drops the oldest checkpoints past Keep, with the entries only they
+// made reconstructable, and leading entries before the first checkpoint.
+func (x *history) trim(freed *[]*block) {
+	n := 0
+	for _, e := range x.entries {
+		if e.cp != nil {
+			n++
+		}
+	}
+	cut := 0
+	for i, e := range x.entries {
+		if e.cp != nil {
+			if n <= x.policy.Keep {
+				cut = i
+				break
+			}
+			n--
+		}
+		cut = i + 1
+	}
+	if cut > 0 {
+		for i := range x.entries[:cut] {
+			x.drop(i, freed)
+		}
+		x.entries = slices.Delete(x.entries, 0, cut)
+	}
+	// The oldest entry is a checkpoint: nothing applies its delta.
+	x.dropDelta(0, freed)
+}
+
+// find returns the index of the entry of version v, or -1.
+func (x *history) find(v Version) int {
+	i, ok := slices.BinarySearchFunc(x.entries, v, func(e entry, v Version) int { return cmp.Compare(e.pos.v, v) })
+	if !ok {
+		return -1
+	}
+	return i
+}
+
+// stepRec is the delta of a version Step made.
+type stepRec struct {
+	in     [][]byte
+	f      StepFunc
+	took   time.Duration // how long f took when it ran
+	verify bool
+	hash   uint64 // with verify: the hash of the rows f produced
+	state  int64  // bytes of the rows, which verify reads back
+}
+
+// replayBytes are the bytes a reconstruction copies to apply d: the rows
+// of a write set, or the rows a verified step reads back to hash.
+func (d *delta) replayBytes() int64 {
+	switch {
+	case d.step == nil:
+		return d.bytes
+	case d.step.verify:
+		return d.step.state
+	}
+	return 0
+}
+
+// inputBytes returns the bytes of the inputs the history records.
+func (x *history) inputBytes() int64 {
+	var n int64
+	for _, e := range x.entries {
+		if e.d != nil && e.d.step != nil {
+			n += e.d.bytes
+		}
+	}
+	return n
+}
+
+// StepFunc computes a version of a state from the one before, in place:
+// spans locate every row (per column, one span per block, in row order)
+// and in is the step's input, one []byte per input column. It runs again,
+// on the same input, whenever a reconstruction passes its version, so it
+// must compute the same rows from the same rows and input, and must not
+// change in nor call the head it steps (which is locked while it runs).
+type StepFunc func(spans [][]device.Span, in [][]byte) error
+
+// A fit refines the calibrated model by the reconstructions At measured
+// of states whose largest blocks are of one size class: a moving
+// estimate of the log of measured time over the model's estimate, the
+// median of the last fitWindow measured (a median, so that one
+// reconstruction the scheduler or the collector interrupted moves it
+// little, while a change of regime, caches warm after cold, takes over
+// within three), and a moving estimate (weight fitWeight) of the variance
+// of each measurement about the estimate before it, from n measurements
+// in all. The measured time of replayed steps and the price of new memory
+// are left out of both.
+type fit struct {
+	last       [fitWindow]float64 // the latest log ratios, a ring
+	mean, vari float64
+	n          int
+}
+
+const (
+	fitWindow = 5
+	fitWeight = 0.25
+	// fitKnown is the measurements a spread needs before Plan reports it.
+	fitKnown = 3
+)
+
+// observe adds a reconstruction whose model estimate was model (the copy
+// part, steps left out) and whose copies took measured.
+func (f *fit) observe(model, measured time.Duration) {
+	if model <= 0 || measured <= 0 {
+		return
+	}
+	x := max(-10, min(10, math.Log(float64(measured)/float64(model))))
+	if f.n > 0 {
+		d := x - f.mean
+		f.vari = (1 - fitWeight) * (f.vari + fitWeight*d*d)
+	}
+	f.last[f.n%fitWindow] = x
+	f.n++
+	w := slices.Clone(f.last[:min(f.n, fitWindow)])
+	slices.Sort(w)
+	f.mean = (w[(len(w)-1)/2] + w[len(w)/2]) / 2
+}
+
+// scale returns the factors the model's estimate is multiplied by: the
+// expected one and the low and high ends of two deviations, and whether
+// enough reconstructions were measured to know the spread.
+func (f fit) scale() (mid, lo, hi float64, known bool) {
+	if f.n == 0 {
+		return 1, 0, 0, false
+	}
+	sd := math.Sqrt(f.vari)
+	return math.Exp(f.mean), math.Exp(f.mean - 2*sd), math.Exp(f.mean + 2*sd), f.n >= fitKnown
+}

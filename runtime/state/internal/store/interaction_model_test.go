@@ -1,0 +1,720 @@
+package store_test
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"runtime/debug"
+	"strings"
+	"testing"
+
+	"github.com/gpustate/gpustate/runtime/device"
+	"github.com/gpustate/gpustate/runtime/state/internal/statetest"
+	"github.com/gpustate/gpustate/runtime/state/internal/store"
+)
+
+// The interaction model of the public API: seeded random sequences that
+// mix window states, shared prefixes, device writes whose kernels run later
+// on recorded streams, block tables, eviction under MaxBytes with optional
+// and reconstructable retention, checkpoints and reconstruction (At, Plan),
+// Trim, rollback, branches, merges, snapshots and releases, run through the
+// public API against a reference that copies every row. After every step
+// every live handle, and every live block table, is compared with the
+// reference. Backend faults are injected now and then; a failed call must
+// then change nothing. Probes of the pool under pressure, of locks held
+// across blocking backend calls and of the cost of rollback run as steps
+// too (interaction_probe_test.go).
+//
+// Every check names the property it guards as "defect class: ...", so that
+// a failure points at the feature interaction that broke.
+// -model.steps sets the steps per seed and -model.seed runs one seed
+// (main_test.go); a failure prints the command that replays it.
+
+type refLin struct {
+	owner  store.Owner
+	layout *store.Layout
+	family string
+	last   store.Version
+	parent map[store.Version]store.Version
+	vers   map[store.Version][][]byte // every version's rows, for At (checkpointed layouts)
+	gated  bool                       // a kernel queued on a recorded stream wrote a version
+}
+
+func (l *refLin) isAncestor(a, b store.Version) bool {
+	for {
+		if a == b {
+			return true
+		}
+		if b == 0 {
+			return false
+		}
+		b = l.parent[b]
+	}
+}
+
+func (l *refLin) path(b store.Version) map[store.Version]bool {
+	out := map[store.Version]bool{b: true}
+	for b != 0 {
+		b = l.parent[b]
+		out[b] = true
+	}
+	return out
+}
+
+// ref is a live head or snapshot and its reference content.
+type ref struct {
+	lin      *refLin
+	head     *store.Head
+	snap     *store.Snap
+	cols     [][]byte
+	v        store.Version
+	toks     []int32 // a shared head's keys: its rows derive from them
+	released bool
+	invalid  bool
+	evicted  bool
+	fromAt   bool // a snapshot At rebuilt from the history
+	tables   []*store.BlockTable
+}
+
+func (x *ref) rows() int { return len(x.cols[0]) / x.lin.layout.Columns[0].RowBytes() }
+
+func (x *ref) floor() int {
+	if w := x.lin.layout.Window; w > 0 && x.rows() > w {
+		return x.rows() - w
+	}
+	return 0
+}
+
+func (x *ref) kind() string {
+	if x.head != nil {
+		return "head"
+	}
+	return "snapshot"
+}
+
+func (x *ref) stateErr() error {
+	switch {
+	case x.released:
+		return store.ErrReleased
+	case x.invalid:
+		return store.ErrInvalidated
+	case x.evicted:
+		return store.ErrEvicted
+	}
+	return nil
+}
+
+type interaction struct {
+	t       testing.TB
+	seed    uint64
+	step    int
+	op      string
+	rng     *rand.Rand
+	be      *interactionBackend
+	pool    *store.Pool
+	capB    int64
+	heads   []*ref
+	snaps   []*ref
+	streams []*interactionStream
+	asyncs  int           // AppendAsync calls: every other one leaves its copies queued
+	foreign device.Stream // a stream of another backend
+	shared  *store.Layout // one Layout value, reused for every shared head
+	widened int           // times shared was widened in place
+	owners  int
+	counts  map[string]int
+	faulted bool  // the step's call failed by an injected fault or ErrNoMemory
+	lastErr error // that failure
+	need    int64 // about the bytes the step's call takes (0: unknown)
+	before  store.PoolStats
+	// skipping: a failure of the step was an open defect's (openDefects):
+	// the step's later checks would only repeat it.
+	skipping bool
+	cur      *ref               // the handle the step picked last, for messages
+	held     *interactionStream // a stream held by a gate: no call waits for it
+	broken   bool               // a handle was dropped after a panic: no leak checks
+	open     map[string]int     // failures of openDefects, by class
+}
+
+// fail reports a violated property: its defect class, the seed and step,
+// and the command that replays the run up to the failing step. Classes of
+// openDefects are logged and counted instead, and the step ends.
+func (m *interaction) fail(class, format string, args ...any) {
+	m.t.Helper()
+	msg := fmt.Sprintf("seed %d step %d (%s): defect class: %s: %s\nreplay: %s",
+		m.seed, m.step, m.op, class, fmt.Sprintf(format, args...), statetest.Replay(m.t, m.seed, m.step+1, "-race"))
+	for _, w := range openDefects {
+		if strings.Contains(class, w) {
+			if m.open[class] == 0 {
+				m.t.Log("open defect, not yet fixed (docs/INTERNALS.md): " + msg)
+			}
+			m.open[class]++
+			m.skipping = true
+			panic(skipStep{})
+		}
+	}
+	m.t.Fatal(msg)
+}
+
+// openDefects are the defect classes the model finds that the runtime has
+// not fixed yet; each is logged and counted, and does not fail the run.
+// None is open: a kernel's rows are copied into history in stream order,
+// and RecordStream checks its stream before its opening takes anything.
+var openDefects []string
+
+// skipStep unwinds a step whose failure was an open defect's.
+type skipStep struct{}
+
+func faultErr(err error) bool {
+	return err != nil && (errors.Is(err, statetest.ErrInjected) || errors.Is(err, store.ErrNoMemory))
+}
+
+// expect checks err against want (nil: success). An unexpected fault
+// (injected, or the pool out of memory) is counted and returns false:
+// the reference is left as it was, and verify checks that the store is too.
+func (m *interaction) expect(err, want error) bool {
+	m.t.Helper()
+	if want == nil && errors.Is(err, store.ErrEvicted) {
+		// Taken under pressure since the last verify (by a rebuild
+		// there): verify learns which handle, and that it was optional.
+		m.counts[m.op+": evicted"]++
+		return false
+	}
+	if faultErr(err) && want != nil && !errors.Is(want, store.ErrNoMemory) && m.pool.Stats().TierBytes > 0 {
+		// A state in the host tier whose return failed (no room, a
+		// fault): the call answers that before its own checks, as a
+		// rebuild's does.
+		m.faulted, m.lastErr = true, err
+		m.counts[m.op+": no room to return from the host tier"]++
+		return false
+	}
+	if want == nil && faultErr(err) {
+		m.faulted, m.lastErr = true, err
+		m.counts[m.op+": fault"]++
+		return false
+	}
+	if want == nil {
+		if err != nil {
+			m.fail("unexpected error", "%v", err)
+		}
+		m.counts[m.op+": ok"]++
+		return true
+	}
+	if !errors.Is(err, want) {
+		m.fail("wrong error", "error %v, want %v", err, want)
+	}
+	m.counts[m.op+": "+want.Error()]++
+	return false
+}
+
+func (m *interaction) pick(list []*ref) *ref {
+	if len(list) == 0 {
+		return nil
+	}
+	m.cur = list[m.rng.IntN(len(list))]
+	return m.cur
+}
+
+// pickHead returns a live head, one of family fam when fam is not "".
+func (m *interaction) pickHead(fam string) *ref {
+	var fit []*ref
+	for _, x := range m.heads {
+		if !x.released && (fam == "" || x.lin.family == fam) {
+			fit = append(fit, x)
+		}
+	}
+	return m.pick(fit)
+}
+
+func (m *interaction) randBytes(n int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(m.rng.UintN(255)) + 1
+	}
+	return b
+}
+
+func (m *interaction) randBatch(l *store.Layout, n int) [][]byte {
+	cols := make([][]byte, len(l.Columns))
+	for i, c := range l.Columns {
+		cols[i] = m.randBytes(n * c.RowBytes())
+	}
+	return cols
+}
+
+func cloneCols(cols [][]byte) [][]byte {
+	out := make([][]byte, len(cols))
+	for i, c := range cols {
+		out[i] = append([]byte{}, c...)
+	}
+	return out
+}
+
+// commit records a new version of x with rows cols.
+func (m *interaction) commit(x *ref, cols [][]byte) {
+	x.lin.last++
+	x.lin.parent[x.lin.last] = x.v
+	x.v = x.lin.last
+	x.cols = cols
+	if x.lin.vers != nil {
+		x.lin.vers[x.v] = cloneCols(cols)
+	}
+}
+
+func (m *interaction) newOwner() store.Owner {
+	m.owners++
+	return store.Owner(fmt.Sprint("o", m.owners))
+}
+
+// randLayout returns a layout of one of the model's families.
+func (m *interaction) randLayout(fam string) *store.Layout {
+	r := m.rng
+	l := &store.Layout{Type: "Interaction" + fam, Descendants: store.Descendants(r.IntN(2))}
+	for range 1 + r.IntN(2) {
+		l.Columns = append(l.Columns, store.Column{Name: fmt.Sprint("C", len(l.Columns)), ElemSize: []int{1, 2, 4, 8}[r.IntN(4)], Width: 1 + r.IntN(6)})
+	}
+	if r.IntN(3) == 0 {
+		l.BlockRows = 1 + r.IntN(12)
+	}
+	switch fam {
+	case "append":
+		l.Growth, l.Bound = store.Append, []int{0, 120}[r.IntN(2)]
+	case "mutable":
+		l.Growth, l.Bound = store.Mutable, 1+r.IntN(64)
+	case "window":
+		l.Growth, l.Window = store.Append, []int{2, 9, 30}[r.IntN(3)]
+		l.BlockRows = 1 + r.IntN(6) // blocks expire soon
+	case "ckpt":
+		l.Growth, l.Bound = store.Mutable, 4+r.IntN(40)
+		l.Checkpoint = &store.CheckpointPolicy{Every: 1 + r.IntN(4), Keep: 1 + r.IntN(3)}
+		if r.IntN(2) == 0 {
+			l.Retention = store.Reconstructable
+		}
+	}
+	if fam != "ckpt" && r.IntN(3) == 0 {
+		l.Retention = store.Optional
+	}
+	return l
+}
+
+var families = []string{"append", "mutable", "window", "ckpt"}
+
+func (m *interaction) newHead() {
+	fam := families[m.rng.IntN(len(families))]
+	l := m.randLayout(fam)
+	m.need = m.needRows(l, max(l.Bound, 0))
+	h, err := m.pool.NewHead(l, m.newOwner())
+	if !m.expect(err, nil) {
+		return
+	}
+	lin := &refLin{owner: h.Owner(), layout: l, family: fam, parent: map[store.Version]store.Version{}}
+	x := &ref{lin: lin, head: h, cols: make([][]byte, len(l.Columns))}
+	for i, c := range l.Columns {
+		x.cols[i] = []byte{}
+		if l.Growth == store.Mutable {
+			x.cols[i] = make([]byte, l.Bound*c.RowBytes())
+		}
+	}
+	if l.Checkpoint != nil {
+		lin.vers = map[store.Version][][]byte{0: cloneCols(x.cols)}
+	}
+	m.heads = append(m.heads, x)
+}
+
+// appendRows appends host rows to an append head (window heads included).
+func (m *interaction) appendRows() {
+	x := m.pickHead([]string{"append", "window"}[m.rng.IntN(2)])
+	if x == nil {
+		return
+	}
+	l := x.lin.layout
+	n := m.rng.IntN(24)
+	if l.Window > 0 {
+		n = m.rng.IntN(l.Window + 1)
+	}
+	want := x.stateErr()
+	if want == nil && l.Bound > 0 && x.rows()+n > l.Bound {
+		want = store.ErrBound
+	}
+	cols := m.randBatch(l, n)
+	m.need = m.needRows(l, n)
+	if m.rng.IntN(3) == 0 && want == nil && n > 0 { // an empty AppendAsync makes no version
+		m.appendAsync(x, cols)
+		return
+	}
+	if m.expect(x.head.Append(cols), want) {
+		m.appended(x, cols)
+	}
+}
+
+func (m *interaction) appended(x *ref, cols [][]byte) {
+	next := cloneCols(x.cols)
+	for i := range next {
+		next[i] = append(next[i], cols[i]...)
+	}
+	m.commit(x, next)
+}
+
+// appendAsync appends through AppendAsync on a model stream: a failed call
+// must append nothing (a retry would store the rows twice). Every other
+// call leaves its copies queued, so that the head holds calls in flight on
+// several streams at once (one event a stream stands for its earlier
+// calls) when a later step lands them.
+func (m *interaction) appendAsync(x *ref, cols [][]byte) {
+	st := m.stream()
+	err := x.head.AppendAsync(st, cols)
+	if m.expect(err, nil) {
+		m.appended(x, cols)
+	} else if n, v := x.head.Len(), x.head.Version(); n != x.rows() || v != x.v {
+		rows, was := x.rows(), x.v
+		m.appended(x, cols) // as the store has it, to look past the failure
+		m.fail("AppendAsync failed after committing the rows (a retry stores them twice)",
+			"%v; the head now has %d rows at version %d, had %d at %d", err, n, v, rows, was)
+	}
+	if m.asyncs++; m.asyncs%2 == 0 {
+		return // not drawn from rng, so that the seeds' steps stay as they were
+	}
+	if err := st.Sync(); err != nil && !errors.Is(err, statetest.ErrInjected) {
+		m.fail("stream failed", "the async append's stream: %v", err)
+	}
+}
+
+func (m *interaction) writeRows() {
+	x := m.pickHead([]string{"mutable", "ckpt"}[m.rng.IntN(2)])
+	if x == nil {
+		return
+	}
+	l := x.lin.layout
+	rows := x.rows()
+	at := m.rng.IntN(rows + 1)
+	n := m.rng.IntN(rows - at + 1)
+	cols := m.randBatch(l, n)
+	m.need = m.needRows(l, n)
+	if m.expect(x.head.Write(at, cols), x.stateErr()) {
+		next := cloneCols(x.cols)
+		for i, c := range l.Columns {
+			copy(next[i][at*c.RowBytes():], cols[i])
+		}
+		m.commit(x, next)
+	}
+}
+
+// stream returns one of the model's streams.
+func (m *interaction) stream() *interactionStream {
+	if len(m.streams) < 3 {
+		st, err := m.be.NewStream()
+		if err != nil {
+			m.t.Fatal(err)
+		}
+		m.streams = append(m.streams, st.(*interactionStream))
+	}
+	for {
+		st := m.streams[m.rng.IntN(len(m.streams))]
+		if st != m.held {
+			return st
+		}
+	}
+}
+
+// kernelFill queues on st a kernel that writes rows through spans, and
+// returns per column the bytes it writes (those of base where a span is
+// left alone, with all false).
+func (m *interaction) kernelFill(st *interactionStream, l *store.Layout, spans [][]device.Span, base [][]byte, all bool) [][]byte {
+	out := cloneCols(base)
+	type w struct {
+		p device.Ptr
+		b []byte
+	}
+	var work []w
+	for i, c := range l.Columns {
+		rb, row := c.RowBytes(), 0
+		for _, s := range spans[i] {
+			if all || m.rng.IntN(2) == 0 {
+				b := m.randBytes(s.Rows * rb)
+				copy(out[i][row*rb:], b)
+				work = append(work, w{s.Ptr, b})
+			}
+			row += s.Rows
+		}
+		if row*rb != len(base[i]) {
+			m.fail("spans", "column %d: spans cover %d rows, want %d", i, row, len(base[i])/rb)
+		}
+	}
+	inner := m.be.Backend
+	st.do(func() error {
+		for _, x := range work {
+			if err := inner.CopyHtoD(x.p, x.b); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return out
+}
+
+// deviceWrite writes rows of a head through spans, with a kernel queued on
+// a recorded stream, gated so that it runs after later calls: a release or
+// a write elsewhere meanwhile must not hand its blocks on.
+func (m *interaction) deviceWrite() {
+	x := m.pickHead(families[m.rng.IntN(len(families))])
+	if x == nil {
+		return
+	}
+	l := x.lin.layout
+	var spans [][]device.Span
+	var err error
+	from, to := x.rows(), x.rows()
+	if l.Growth == store.Mutable {
+		from = m.rng.IntN(x.rows() + 1)
+		to = from + m.rng.IntN(x.rows()-from+1)
+		m.need = m.needRows(l, to-from)
+		spans, err = x.head.WriteDevice(from, to)
+	} else {
+		n := m.rng.IntN(16)
+		if l.Window > 0 {
+			n = m.rng.IntN(l.Window + 1)
+		}
+		if l.Bound > 0 && from+n > l.Bound {
+			n = l.Bound - from
+		}
+		to = from + n
+		m.need = m.needRows(l, n)
+		spans, err = x.head.AppendDevice(n)
+	}
+	if !m.expect(err, x.stateErr()) {
+		return
+	}
+	st := m.stream()
+	g := st.gate()
+	defer g.open() // a skipped failure must not leave the stream held
+	base := make([][]byte, len(l.Columns))
+	for i, c := range l.Columns {
+		base[i] = make([]byte, (to-from)*c.RowBytes())
+		if to <= x.rows() {
+			copy(base[i], x.cols[i][from*c.RowBytes():to*c.RowBytes()])
+		}
+	}
+	written := m.kernelFill(st, l, spans, base, l.Growth != store.Mutable)
+	next := cloneCols(x.cols)
+	for i, c := range l.Columns {
+		next[i] = append(next[i][:from*c.RowBytes()], written[i]...)
+		if to < x.rows() {
+			next[i] = append(next[i], x.cols[i][to*c.RowBytes():]...)
+		}
+	}
+	m.commit(x, next)
+	x.lin.gated = true
+	m.nextCall()
+	m.guard("RecordStream after a device write", func() {
+		m.expect(x.head.RecordStream(st), nil)
+	})
+	m.nextCall()
+	m.held = st
+	m.meanwhile(x)
+	m.held = nil
+	m.settle(st, g)
+}
+
+// meanwhile runs, while a kernel is queued, a call that frees or takes
+// blocks elsewhere: a release, a rollback or a host append.
+func (m *interaction) meanwhile(x *ref) {
+	switch m.rng.IntN(4) {
+	case 0:
+		m.guard("release while a kernel is queued", m.release)
+	case 1:
+		m.guard("rollback while a kernel is queued", m.rollback)
+	case 2:
+		m.guard("append while a kernel is queued", m.appendRows)
+	}
+}
+
+// settle opens g and waits for st: its work must not have failed (a block
+// freed under it).
+func (m *interaction) settle(st *interactionStream, g *gate) {
+	g.open()
+	if err := st.Sync(); err != nil && !errors.Is(err, statetest.ErrInjected) {
+		m.fail("memory freed under a queued kernel", "stream: %v", err)
+	}
+}
+
+// where names the family and kind of the handle the step picked last.
+func (m *interaction) where() string {
+	if m.cur == nil {
+		return ""
+	}
+	return fmt.Sprintf(" (a %s of family %s)", m.cur.kind(), m.cur.lin.family)
+}
+
+// panicked fails the model for a panic in what. The handle the step
+// picked may be left locked by it: to look past the failure, it leaves
+// the model unreleased, and the leak checks at the end are off.
+func (m *interaction) panicked(what string, r any) {
+	m.t.Helper()
+	where := m.where()
+	if x := m.cur; x != nil {
+		// Its lineage goes with it: the store may have taken a version
+		// number the reference did not.
+		keep := func(list []*ref) []*ref {
+			var out []*ref
+			for _, y := range list {
+				if y.lin != x.lin {
+					out = append(out, y)
+				}
+			}
+			return out
+		}
+		m.heads, m.snaps = keep(m.heads), keep(m.snaps)
+		m.broken = true
+	}
+	m.fail(fmt.Sprintf("panic (%v) in %s%s", r, what, where), "\n%s", storeFrames(debug.Stack()))
+}
+
+// storeFrames keeps the frames of a stack that lie in the store's own
+// files, where a panic is attributed.
+func storeFrames(stack []byte) string {
+	var out []string
+	lines := strings.Split(string(stack), "\n")
+	for i := 1; i < len(lines); i++ {
+		if strings.Contains(lines[i], "runtime/state/") && !strings.Contains(lines[i], "_test.go") {
+			out = append(out, strings.TrimSpace(lines[i-1])+" "+strings.TrimSpace(lines[i]))
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+// guard runs f, turning a panic into a failure of its own class.
+func (m *interaction) guard(what string, f func()) {
+	m.t.Helper()
+	defer func() {
+		if r := recover(); r != nil {
+			if _, ok := r.(skipStep); ok {
+				panic(r)
+			}
+			m.panicked(what, r)
+		}
+	}()
+	f()
+}
+
+// TestInteractionModel runs the interaction model for several seeds:
+// even seeds on a pool whose blocks follow the rows, odd ones on one of
+// 256-byte blocks, both under a MaxBytes cap.
+func TestInteractionModel(t *testing.T) {
+	steps := statetest.Steps(400, 1)
+	// Seeds past 4 replay defects the model found: 151, an eviction that
+	// stopped when blocks of other classes, which made no run of the size
+	// wanted, looked like room, and the call then failed; 381, a
+	// reconstruction that evicted for one delta's block and failed for a
+	// later one's; 455, a RecordStream on an invalidated head that failed
+	// its stream's check first. Seeds from tierSeeds on run with a host
+	// tier (newInteraction): optional state moves there and back, and
+	// every check holds as without it.
+	seeds := []uint64{1, 2, 3, 4, 151, 381, 455, tierSeeds + 1, tierSeeds + 5}
+	if n, ok := statetest.Seed(); ok {
+		seeds = []uint64{n}
+	} else if testing.Short() {
+		seeds = []uint64{1, 2, tierSeeds + 1}
+	}
+	for _, seed := range seeds {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) { runInteraction(t, seed, steps) })
+	}
+	t.Run("rollback-cost", func(t *testing.T) { rollbackCost(t, max(steps*25, 10000)) })
+}
+
+// FuzzInteractionModel runs the model from fuzzed seeds (make fuzz).
+func FuzzInteractionModel(f *testing.F) {
+	for seed := range uint64(4) {
+		f.Add(seed, uint8(40))
+	}
+	f.Fuzz(func(t *testing.T, seed uint64, steps uint8) {
+		runInteraction(t, seed, int(steps))
+	})
+}
+
+// tierSeeds is the first seed whose pool has a host tier, of a size that
+// fills: the tier takes optional state, brings it back, and drops its own.
+const tierSeeds = 1000
+
+func newInteraction(t testing.TB, seed uint64) *interaction {
+	be := newInteractionBackend()
+	opt := store.PoolOptions{BlockBytes: 256, MaxBytes: 96 << 10}
+	if seed%2 == 0 {
+		opt = store.PoolOptions{MaxBytes: 1 << 20}
+	}
+	if seed >= tierSeeds {
+		// A cap that eviction meets, and a tier that fills in its turn.
+		opt.MaxBytes /= 8
+		opt.HostTier = opt.MaxBytes / 6
+	}
+	p, err := store.NewPool(be, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := newInteractionBackend()
+	fst, err := other.NewStream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &interaction{t: t, seed: seed, rng: rand.New(rand.NewPCG(seed, seed^0x5eed)), be: be, pool: p, capB: opt.MaxBytes,
+		foreign: fst, counts: map[string]int{}, open: map[string]int{}}
+	m.shared = sharedLayout(4)
+	t.Cleanup(func() { fst.Close() })
+	return m
+}
+
+type stepEntry struct {
+	name   string
+	weight int
+	f      func()
+}
+
+func (m *interaction) ops() []stepEntry {
+	return []stepEntry{
+		{"new head", 3, m.newHead},
+		{"append", 8, m.appendRows},
+		{"write", 6, m.writeRows},
+		{"device write", 5, m.deviceWrite},
+		{"snapshot", 5, m.snapshot},
+		{"branch", 2, m.branch},
+		{"merge", 2, m.merge},
+		{"rollback", 4, m.rollback},
+		{"release", 4, m.release},
+		{"block table", 3, m.blockTable},
+		{"record stream", 2, m.recordStream},
+		{"at", 3, m.at},
+		{"plan", 2, m.plan},
+		{"trim", 1, m.trim},
+		{"read", 3, m.read},
+		{"shared session", 4, m.sharedSession},
+		{"shared device append", 2, m.sharedDeviceAppend},
+		{"widen shared layout", 1, m.widenShared},
+		{"kernel reads a table", 2, m.tableKernel},
+		{"probe", 1, m.probe},
+	}
+}
+
+func runInteraction(t testing.TB, seed uint64, steps int) {
+	m := newInteraction(t, seed)
+	ops := m.ops()
+	total := 0
+	for _, o := range ops {
+		total += o.weight
+	}
+	for m.step = 0; m.step < steps; m.step++ {
+		k := m.rng.IntN(total)
+		i := 0
+		for k >= ops[i].weight {
+			k -= ops[i].weight
+			i++
+		}
+		if len(m.heads)+len(m.snaps) > 50 {
+			i = 8 // release: keep the population bounded
+		}
+		m.runStep(ops[i].name, ops[i].f)
+		// Each probe runs once at a fixed step (every 40th, up to step 320),
+		// so that a replay of fewer steps runs the same sequence.
+		if ps := m.probes(); (m.step+1)%40 == 0 && (m.step+1)/40 <= len(ps) {
+			m.runStep("probe", func() { m.runProbe(ps[(m.step+1)/40-1]) })
+		}
+	}
+	m.protect("finish", m.finish)
+}

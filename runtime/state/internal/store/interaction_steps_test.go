@@ -1,0 +1,637 @@
+package store_test
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/gpustate/gpustate/runtime/device"
+	"github.com/gpustate/gpustate/runtime/state/internal/store"
+)
+
+// The interaction model's steps on versions (snapshot, branch, merge, rollback,
+// release), on tables, streams and history, and its checks.
+
+// runStep runs one step with faults armed now and then, and checks what
+// a failed call must leave alone, then every handle.
+func (m *interaction) runStep(name string, f func()) {
+	m.op = name
+	if name != "probe" && m.rng.IntN(4) == 0 {
+		m.be.arm(backendOp(1+m.rng.IntN(int(mAll))), m.rng.IntN(6))
+	}
+	m.mark()
+	m.need, m.skipping, m.cur, m.held = 0, false, nil, nil
+	m.protect(name, f)
+	fired := m.be.disarm()
+	if m.faulted && !m.skipping {
+		m.protect(name, func() { m.checkFailed(m.before, fired) })
+	}
+	for _, st := range m.streams {
+		st.Sync() // kernels land before the rows are compared
+	}
+	m.protect("verify", m.verify)
+}
+
+// mark takes the pool's figures that a failing call must leave as they
+// are: at the start of a step, and before the last call of a step that
+// makes several.
+func (m *interaction) mark() {
+	m.before, m.faulted, m.lastErr = m.pool.Stats(), false, nil
+}
+
+// nextCall ends a call of a step that makes several: when it failed, it
+// checks what the failure must leave alone, then marks for the next call.
+func (m *interaction) nextCall() {
+	if m.faulted && !m.skipping {
+		m.checkFailed(m.before, m.be.hasFired())
+	}
+	m.mark()
+}
+
+// protect runs f: a panic fails the model as its own defect class, and a
+// skipped failure ends the step.
+func (m *interaction) protect(what string, f func()) {
+	m.t.Helper()
+	defer func() {
+		r := recover()
+		if r == nil {
+			return
+		}
+		if _, ok := r.(skipStep); ok {
+			m.be.disarm()
+			return
+		}
+		defer func() {
+			if r := recover(); r != nil {
+				if _, ok := r.(skipStep); !ok {
+					panic(r)
+				}
+			}
+		}()
+		m.panicked(what, r)
+	}()
+	f()
+}
+
+// checkFailed checks a step whose call failed: with no eviction, the pool
+// holds what it held; a call that fails for memory evicts nothing, and
+// fails only when the pool is more than half full.
+func (m *interaction) checkFailed(before store.PoolStats, fired bool) {
+	after := m.pool.Stats()
+	// A move to the host tier is an eviction here, and a return from it
+	// a rebuild: it stands even when the call then fails.
+	moved := after.TierOut != before.TierOut
+	evicted := after.EvictedBytes != before.EvictedBytes || moved
+	// A rebuild of an evicted reconstructable head (at the start of a
+	// call) stands even when the call then fails, and so does what it
+	// evicted to make its room: an At that rebuilt its head, evicting
+	// optional state, then found no room for the version it rebuilds.
+	rebuilt := after.RebuiltBytes != before.RebuiltBytes || after.TierIn != before.TierIn
+	if !fired && errors.Is(m.lastErr, store.ErrNoMemory) {
+		if evicted && !rebuilt {
+			m.fail("eviction by a call that failed (ErrNoMemory after evicting optional state)",
+				"evicted %d bytes (moved %d to the host tier, which dropped %d), then failed: %v", after.EvictedBytes-before.EvictedBytes,
+				after.TierOut-before.TierOut, after.TierDropped-before.TierDropped, m.lastErr)
+		}
+		used := before.PhysicalBytes - before.CachedBytes
+		if m.need > 0 && used+before.PendingBytes+m.need <= m.capB/2 {
+			class := "ErrNoMemory under half the cap (size classes fragment MaxBytes)"
+			if before.PendingBytes > 0 || after.PendingBytes > 0 {
+				class = "ErrNoMemory while blocks are pending behind a kernel"
+			}
+			m.fail(class, "%d bytes in use, %d pending, about %d wanted, cap %d: %v",
+				used, before.PendingBytes, m.need, m.capB, m.lastErr)
+		}
+	}
+	if !evicted && !rebuilt && (after.PhysicalBytes != before.PhysicalBytes || after.LogicalBytes != before.LogicalBytes || after.Live != before.Live) {
+		class := "a failed call changed the pool (a block leaked or was kept)"
+		switch {
+		case m.op == "at":
+			class = "a failed reconstruction (At) leaked a block"
+		case strings.Contains(fmt.Sprint(m.lastErr), "RecordStream") && after.Live == before.Live:
+			class = "a failed RecordStream changed the blocks held (its opening took or freed them)"
+		}
+		m.fail(class,
+			"physical %d -> %d, logical %d -> %d, live %d -> %d: %v", before.PhysicalBytes, after.PhysicalBytes,
+			before.LogicalBytes, after.LogicalBytes, before.Live, after.Live, m.lastErr)
+	}
+}
+
+func (m *interaction) snapshot() {
+	x := m.pickHead("")
+	if x == nil {
+		return
+	}
+	s, err := x.head.Snapshot()
+	if m.expect(err, x.stateErr()) {
+		m.snaps = append(m.snaps, &ref{lin: x.lin, snap: s, cols: cloneCols(x.cols), v: x.v, toks: x.toks})
+	}
+}
+
+func (m *interaction) branch() {
+	x := m.pickHead("")
+	if x == nil {
+		return
+	}
+	c, err := x.head.Branch()
+	if m.expect(err, x.stateErr()) {
+		m.heads = append(m.heads, &ref{lin: x.lin, head: c, cols: cloneCols(x.cols), v: x.v, toks: x.toks})
+	}
+}
+
+func (m *interaction) merge() {
+	x := m.pickHead("")
+	if x == nil {
+		return
+	}
+	var kin []*ref
+	for _, y := range m.heads {
+		if y.lin == x.lin && y != x && !y.released {
+			kin = append(kin, y)
+		}
+	}
+	c := m.pick(kin)
+	if c == nil {
+		return
+	}
+	want := x.stateErr()
+	if want == nil {
+		want = c.stateErr()
+	}
+	if want == nil && !x.lin.isAncestor(x.v, c.v) {
+		want = store.ErrDiverged
+	}
+	if m.expect(x.head.Merge(c.head), want) {
+		x.v, x.cols, x.toks = c.v, cloneCols(c.cols), c.toks
+	}
+}
+
+func (m *interaction) rollback() {
+	x := m.pickHead("")
+	if x == nil {
+		return
+	}
+	var mine []*ref
+	for _, s := range m.snaps {
+		if s.lin == x.lin && !s.released && !s.invalid && !s.evicted && s.lin.isAncestor(s.v, x.v) {
+			mine = append(mine, s)
+		}
+	}
+	to := m.pick(mine)
+	if to == nil {
+		return
+	}
+	if !m.expect(x.head.Rollback(to.snap), x.stateErr()) {
+		return
+	}
+	if x.lin.layout.Descendants == store.Invalidate {
+		gone := x.lin.path(x.v)
+		for v := range x.lin.path(to.v) {
+			delete(gone, v)
+		}
+		for _, list := range [][]*ref{m.heads, m.snaps} {
+			for _, y := range list {
+				if y == x || y.lin != x.lin || y.released {
+					continue
+				}
+				for v := range y.lin.path(y.v) {
+					if gone[v] {
+						y.invalid = true
+						break
+					}
+				}
+			}
+		}
+	}
+	x.v, x.cols, x.toks = to.v, cloneCols(to.cols), to.toks
+}
+
+func (m *interaction) release() {
+	list := &m.heads
+	if m.rng.IntN(2) == 0 {
+		list = &m.snaps
+	}
+	x := m.pick(*list)
+	if x == nil {
+		return
+	}
+	m.releaseRef(x)
+	*list = removeRef(*list, x)
+}
+
+func (m *interaction) releaseRef(x *ref) {
+	if m.rng.IntN(2) == 0 {
+		for _, t := range x.tables {
+			m.expect(t.Release(), nil)
+		}
+	}
+	var err error
+	if x.head != nil {
+		err = x.head.Release()
+	} else {
+		err = x.snap.Release()
+	}
+	m.expect(err, nil)
+	x.released, x.tables = true, nil
+}
+
+func removeRef(list []*ref, x *ref) []*ref {
+	for i, y := range list {
+		if y == x {
+			return append(list[:i], list[i+1:]...)
+		}
+	}
+	return list
+}
+
+// blockTable takes a table of a head or snapshot, or releases one.
+func (m *interaction) blockTable() {
+	x := m.pick(append(append([]*ref{}, m.heads...), m.snaps...))
+	if x == nil || x.released {
+		return
+	}
+	if len(x.tables) >= 2 {
+		t := x.tables[0]
+		x.tables = x.tables[1:]
+		m.expect(t.Release(), nil)
+		return
+	}
+	var t *store.BlockTable
+	var err error
+	if x.head != nil {
+		t, err = x.head.BlockTable()
+	} else {
+		t, err = x.snap.BlockTable()
+	}
+	if m.expect(err, x.stateErr()) {
+		x.tables = append(x.tables, t)
+	}
+}
+
+// recordStream records a model stream on a handle, or a stream of another
+// backend, which must be refused.
+func (m *interaction) recordStream() {
+	x := m.pick(append(append([]*ref{}, m.heads...), m.snaps...))
+	if x == nil || x.released {
+		return
+	}
+	rec := func(st device.Stream) error {
+		if x.head != nil {
+			return x.head.RecordStream(st)
+		}
+		return x.snap.RecordStream(st)
+	}
+	if m.rng.IntN(3) == 0 {
+		if err := rec(m.foreign); err == nil {
+			m.fail("RecordStream accepted another backend's stream", "%s of %s", x.kind(), x.lin.layout.Type)
+		}
+		return
+	}
+	m.expect(rec(m.stream()), x.stateErr())
+}
+
+// ancestorVersion picks a version of x's own ancestry.
+func (m *interaction) ancestorVersion(x *ref) store.Version {
+	var vs []store.Version
+	for v := range x.lin.path(x.v) {
+		vs = append(vs, v)
+	}
+	sort.Slice(vs, func(i, j int) bool { return vs[i] < vs[j] })
+	return vs[m.rng.IntN(len(vs))]
+}
+
+// at reconstructs a version of a checkpointed head and checks its rows.
+func (m *interaction) at() {
+	x := m.pickHead("ckpt")
+	if x == nil || x.stateErr() != nil {
+		return
+	}
+	v := m.ancestorVersion(x)
+	m.need = m.needRows(x.lin.layout, x.lin.layout.Bound)
+	s, err := x.head.At(v)
+	if errors.Is(err, store.ErrNotRetained) {
+		m.counts["at: not retained"]++
+		return
+	}
+	if !m.expect(err, nil) {
+		return
+	}
+	// The head's own version is the last with its rows (a mutable head
+	// always has Bound): VersionAt answers it from the history.
+	if vv, err := x.head.VersionAt(x.rows()); m.expect(err, nil) && vv != x.v {
+		m.fail("VersionAt answers another version", "VersionAt(%d) = %d, the head is at %d", x.rows(), vv, x.v)
+	}
+	y := &ref{lin: x.lin, snap: s, v: v, cols: cloneCols(x.lin.vers[v]), fromAt: true}
+	if s.Version() != v {
+		m.fail("At answers another version", "At(%d) is at %d", v, s.Version())
+	}
+	dst := make([][]byte, len(y.cols))
+	for i := range dst {
+		dst[i] = make([]byte, len(y.cols[i]))
+	}
+	if err := s.Read(0, y.rows(), dst); faultErr(err) {
+		m.snaps = append(m.snaps, y) // verify reads it again, with no fault
+		return
+	} else if err != nil {
+		m.fail("At's snapshot unreadable", "%v", err)
+	}
+	for i := range dst {
+		if !bytes.Equal(dst[i], y.cols[i]) {
+			s.Release() // to look past it
+			class := "At reconstructs other rows than the version held"
+			if x.lin.gated {
+				class = staleDeltaClass
+			}
+			m.fail(class, "At(%d), column %d, %d rows", v, i, y.rows())
+		}
+	}
+	m.snaps = append(m.snaps, y)
+}
+
+// plan asks for a plan, which reconstructs nothing: it evicts nothing.
+func (m *interaction) plan() {
+	x := m.pickHead("ckpt")
+	if x == nil || x.stateErr() != nil {
+		return
+	}
+	before := m.pool.Stats()
+	_, err := x.head.Plan(m.ancestorVersion(x))
+	if !errors.Is(err, store.ErrNotRetained) {
+		m.expect(err, nil)
+	}
+	// Plan's opening rebuilds an evicted reconstructable head, as every
+	// call's does, and that allocation may evict: only Plan's own work
+	// must not.
+	if after := m.pool.Stats(); after.EvictedBytes != before.EvictedBytes && after.RebuiltBytes == before.RebuiltBytes {
+		m.fail("Plan evicted optional state", "evicted %d bytes", after.EvictedBytes-before.EvictedBytes)
+	}
+}
+
+func (m *interaction) trim() {
+	before := m.pool.Stats()
+	n, err := m.pool.Trim()
+	if !m.expect(err, nil) {
+		return
+	}
+	after := m.pool.Stats()
+	if after.ReservedBytes != before.ReservedBytes-n || after.PhysicalBytes != before.PhysicalBytes {
+		m.fail("Trim changed what is in use", "gave back %d: reserved %d -> %d, physical %d -> %d",
+			n, before.ReservedBytes, after.ReservedBytes, before.PhysicalBytes, after.PhysicalBytes)
+	}
+}
+
+// read reads a random range of a handle, expired rows included.
+func (m *interaction) read() {
+	x := m.pick(append(append([]*ref{}, m.heads...), m.snaps...))
+	if x == nil {
+		return
+	}
+	rows := x.rows()
+	from := m.rng.IntN(rows + 1)
+	to := from + m.rng.IntN(rows-from+1)
+	want := x.stateErr()
+	if want == nil && from < x.floor() && from < to {
+		want = store.ErrExpired
+	}
+	dst := make([][]byte, len(x.lin.layout.Columns))
+	for i, c := range x.lin.layout.Columns {
+		dst[i] = make([]byte, (to-from)*c.RowBytes())
+	}
+	// Every third read leaves a column out (ReadColumns), and every third
+	// reads on a model stream (ReadAsync, in stream order after the head's
+	// AppendAsync copies on any stream); the step number picks, not rng,
+	// so that the seeds' steps stay as they were.
+	var err error
+	switch {
+	case m.step%3 == 1:
+		dst[m.step%len(dst)] = nil
+		err = x.readColumns(from, to, dst)
+	case m.step%3 == 2 && m.held == nil && len(m.streams) > 0:
+		st := m.streams[m.step%len(m.streams)]
+		m.counts["read: async"]++
+		if err = x.readAsync(st, from, to, dst); err == nil {
+			err = st.Sync()
+		}
+	default:
+		err = x.read(from, to, dst)
+	}
+	if !m.expect(err, want) {
+		return
+	}
+	for i, c := range x.lin.layout.Columns {
+		if dst[i] == nil {
+			continue // left out
+		}
+		if !bytes.Equal(dst[i], x.cols[i][from*c.RowBytes():to*c.RowBytes()]) {
+			m.fail(m.contentClass(x), "rows [%d, %d) of column %d of a %s", from, to, i, x.kind())
+		}
+	}
+}
+
+func (x *ref) read(from, to int, dst [][]byte) error {
+	if x.head != nil {
+		return x.head.Read(from, to, dst)
+	}
+	return x.snap.Read(from, to, dst)
+}
+
+func (x *ref) readColumns(from, to int, dst [][]byte) error {
+	if x.head != nil {
+		return x.head.ReadColumns(from, to, dst)
+	}
+	return x.snap.ReadColumns(from, to, dst)
+}
+
+func (x *ref) readAsync(st device.Stream, from, to int, dst [][]byte) error {
+	if x.head != nil {
+		return x.head.ReadAsync(st, from, to, dst)
+	}
+	return x.snap.ReadAsync(st, from, to, dst)
+}
+
+// staleDeltaClass is the defect of a device write's history delta taken
+// before its kernel ran: At rebuilds the rows the version had before the
+// kernel.
+const staleDeltaClass = "history delta captured before the kernel recorded on its stream wrote the rows (At reads stale rows; beyond issue 21's thirteen)"
+
+func (m *interaction) contentClass(x *ref) string {
+	if x.lin.gated && (x.fromAt || x.head != nil && x.lin.layout.Retention == store.Reconstructable && m.pool.Stats().RebuiltBytes > 0) {
+		// Rows rebuilt from the history of a lineage a gated kernel
+		// wrote: a snapshot At rebuilt whose own read in at() failed by
+		// an injected fault, or a reconstructable head rebuilt after
+		// eviction (the pool has rebuilt one; which, the model does not
+		// see).
+		return staleDeltaClass
+	}
+	if x.lin.family == "shared" {
+		return "content of a shared head differs from the reference (cross-owner read or garbage prefix adopted)"
+	}
+	return "content differs from the reference"
+}
+
+// needRows estimates, generously, the bytes a call that writes rows of l
+// takes: the rows, and two blocks per column.
+func (m *interaction) needRows(l *store.Layout, rows int) int64 {
+	var n int64
+	for _, c := range l.Columns {
+		n += int64(rows*c.RowBytes()) + 2*2048
+	}
+	return n
+}
+
+// verify compares every live handle with the reference, and its tables.
+func (m *interaction) verify() {
+	if err := store.CheckStreamMarks(m.pool); err != nil {
+		m.fail("a stream mark says a block carries its stream, and it does not", "%v", err)
+	}
+	for _, list := range [][]*ref{m.heads, m.snaps} {
+		for _, x := range list {
+			if !x.released {
+				m.verifyOne(x)
+			}
+		}
+	}
+}
+
+func (m *interaction) verifyOne(x *ref) {
+	l := x.lin.layout
+	rows, floor := x.rows(), x.floor()
+	dst := make([][]byte, len(l.Columns))
+	for i, c := range l.Columns {
+		dst[i] = make([]byte, (rows-floor)*c.RowBytes())
+	}
+	err := x.read(floor, rows, dst)
+	switch {
+	case x.invalid:
+		if !errors.Is(err, store.ErrInvalidated) {
+			m.fail("rollback invalidation", "invalidated %s reads with %v", x.kind(), err)
+		}
+		return
+	case errors.Is(err, store.ErrEvicted) && l.Retention == store.Optional,
+		errors.Is(err, store.ErrNotRetained) && l.Retention == store.Reconstructable:
+		x.evicted = true
+		m.counts["evicted "+x.kind()]++
+		return
+	case x.evicted:
+		m.fail("evicted state came back", "%s reads with %v", x.kind(), err)
+	case errors.Is(err, store.ErrNoMemory) && l.Retention == store.Reconstructable:
+		return // its rebuild finds no room now
+	case errors.Is(err, store.ErrNoMemory) && l.Retention == store.Optional && m.pool.Stats().TierBytes > 0:
+		m.counts["in the host tier, no room to return"]++
+		return // in the host tier, and its return finds no room now
+	case err != nil:
+		m.fail("mandatory state lost (read fails)", "%v %s of %s: %v", l.Retention, x.kind(), l.Type, err)
+	}
+	var v store.Version
+	var n int
+	if x.head != nil {
+		v, n = x.head.Version(), x.head.Len()
+	} else {
+		v, n = x.snap.Version(), x.snap.Len()
+	}
+	if v != x.v || n != rows {
+		m.fail("version or rows differ from the reference", "%s at version %d with %d rows, want %d with %d", x.kind(), v, n, x.v, rows)
+	}
+	for i, c := range l.Columns {
+		if !bytes.Equal(dst[i], x.cols[i][floor*c.RowBytes():]) {
+			m.fail(m.contentClass(x), "column %d of a %s of %s (%s) at version %d, rows [%d, %d)", i, x.kind(), l.Type, x.lin.family, x.v, floor, rows)
+		}
+	}
+	for _, t := range x.tables {
+		m.checkTable(x, t)
+	}
+}
+
+// checkTable checks that a live table locates every readable row of x.
+func (m *interaction) checkTable(x *ref, t *store.BlockTable) {
+	inner := m.be.Backend
+	rows, floor := x.rows(), x.floor()
+	for ci := range x.lin.layout.Columns {
+		tc, err := t.Column(ci)
+		if err != nil {
+			m.fail("failed block-table update not reported by the write that caused it", "%s table column %d: %v", x.kind(), ci, err)
+		}
+		per, rb := tc.RowsPerBlock, tc.RowBytes
+		if per <= 0 || tc.Blocks < (rows+per-1)/per {
+			m.fail("block table stale", "%d entries of %d rows for %d rows", tc.Blocks, per, rows)
+		}
+		if rows == 0 {
+			continue
+		}
+		if tc.First > floor/per {
+			m.fail("block table stale", "the table starts at block %d; the window's first readable row %d is in block %d", tc.First, floor, floor/per)
+		}
+		raw := make([]byte, 8*(tc.Blocks-tc.First))
+		if err := inner.CopyDtoH(raw, tc.Ptr); err != nil {
+			m.fail("block table stale", "reading the table: %v", err)
+		}
+		for b := floor / per; b*per < rows; b++ {
+			lo, hi := max(b*per, floor), min((b+1)*per, rows)
+			got := make([]byte, (hi-lo)*rb)
+			p := device.Ptr(binary.LittleEndian.Uint64(raw[8*(b-tc.First):])) + device.Ptr((lo-b*per)*rb)
+			if err := inner.CopyDtoH(got, p); err != nil || !bytes.Equal(got, x.cols[ci][lo*rb:hi*rb]) {
+				m.fail("block table stale (an entry does not locate the handle's rows)",
+					"%s of %s, column %d, entry %d (rows [%d, %d)): %v", x.kind(), x.lin.layout.Type, ci, b, lo, hi, err)
+			}
+		}
+	}
+}
+
+// finish releases everything and checks that nothing is left: no block in
+// use or pending, nothing reserved after Trim, a clean Close.
+func (m *interaction) finish() {
+	m.op = "finish"
+	for _, st := range m.streams {
+		st.Sync()
+	}
+	for _, list := range [][]*ref{m.heads, m.snaps} {
+		for _, x := range list {
+			m.protect("release at the end", func() { m.releaseRef(x) })
+		}
+	}
+	keys := make([]string, 0, len(m.counts))
+	for k := range m.counts {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		m.t.Logf("%-44s %d", k, m.counts[k])
+	}
+	if m.broken {
+		m.t.Log("no leak checks: a handle was dropped after a panic")
+		return
+	}
+	// Forgotten prefixes that a stream used go behind a fence too: they
+	// are forgotten first, then every fence is waited for.
+	m.pool.ForgetPrefixes("d")
+	m.pool.WaitPending()
+	st := m.pool.Stats()
+	if st.PhysicalBytes == 0 && st.LogicalBytes == 0 && st.Live == 0 && st.Blocks == 0 && st.PendingBytes != 0 {
+		m.fail("pending blocks never returned after every handle was released and WaitPending", "%+v", st)
+	}
+	if st.PhysicalBytes != 0 || st.LogicalBytes != 0 || st.Live != 0 || st.PendingBytes != 0 || st.Blocks != 0 {
+		m.fail("leak: blocks in use after every handle was released (a failed reconstruction keeps a block)", "%+v", st)
+	}
+	if st.TierBytes != 0 {
+		m.fail("leak: the host tier holds bytes after every handle was released", "%+v", st)
+	}
+	if st.TierIn > st.TierOut || st.TierDropped > st.TierOut {
+		m.fail("the host tier brought back or dropped more than it took", "%+v", st)
+	}
+	m.t.Logf("host tier: out %d, in %d, dropped %d bytes", st.TierOut, st.TierIn, st.TierDropped)
+	if _, err := m.pool.Trim(); err != nil {
+		m.fail("Trim at the end", "%v", err)
+	}
+	if st := m.pool.Stats(); st.ReservedBytes != 0 {
+		m.fail("leak: memory reserved after every handle was released and Trim", "%+v", st)
+	}
+	if err := m.pool.Close(); err != nil {
+		m.fail("Close at the end", "%v", err)
+	}
+	for _, s := range m.streams {
+		s.Close()
+	}
+}

@@ -1,0 +1,119 @@
+package store
+
+import (
+	"sync/atomic"
+)
+
+var lineageIDs atomic.Uint64
+
+func newLineage(owner Owner) *lineage {
+	return &lineage{
+		id:    lineageIDs.Add(1),
+		owner: owner,
+		heads: make(map[*Head]struct{}),
+		snaps: make(map[*Snap]struct{}),
+	}
+}
+
+// newSegment returns a segment that starts after version fork of parent.
+func newSegment(parent *segment, fork Version) *segment {
+	s := &segment{parent: parent, fork: fork, depth: parent.depth + 1, jump: parent}
+	if j := parent.up(); j != parent {
+		if jj := j.up(); parent.depth-j.depth == j.depth-jj.depth {
+			s.jump = jj
+		}
+	}
+	return s
+}
+
+// up returns s's jump, s itself at the root.
+func (s *segment) up() *segment {
+	if s.jump == nil {
+		return s
+	}
+	return s.jump
+}
+
+// ancestorAt returns the ancestor of s at depth d <= s.depth, and adds the
+// segments it passed to *steps.
+func (s *segment) ancestorAt(d int, steps *int) *segment {
+	for s.depth > d {
+		if j := s.up(); j.depth >= d {
+			s = j
+		} else {
+			s = s.parent
+		}
+		*steps++
+	}
+	return s
+}
+
+// isAncestor reports whether a is b or an ancestor of b, in O(log depth).
+func isAncestor(a, b position) bool {
+	var steps int
+	return isAncestorCounted(a, b, &steps)
+}
+
+func isAncestorCounted(a, b position, steps *int) bool {
+	switch {
+	case b.seg.depth < a.seg.depth:
+		return false
+	case b.seg == a.seg:
+		return a.v <= b.v
+	case b.seg.depth == a.seg.depth:
+		return false
+	}
+	c := b.seg.ancestorAt(a.seg.depth+1, steps)
+	return c.parent == a.seg && a.v <= c.fork
+}
+
+// firstAbandoned returns the first version on from's ancestry after to,
+// which must be an ancestor of from, as a position every abandoned
+// version descends from; false when from is to. It walks the abandoned
+// segments only.
+//
+// The versions a rollback from from to to abandons form a line, so a
+// handle meets them exactly when its ancestry holds the first of them: it
+// is a descendant of that position (isAncestor). In to's own segment the
+// first is to.v+1 (a number between two of its versions is as good as the
+// next one for isAncestor); in a later segment, that segment's start.
+func firstAbandoned(from, to position) (position, bool) {
+	s, hi := from.seg, from.v
+	for s != to.seg {
+		if s.parent == to.seg && s.fork == to.v {
+			return position{seg: s, v: 0}, true
+		}
+		s, hi = s.parent, s.fork
+	}
+	if hi > to.v {
+		return position{seg: s, v: to.v + 1}, true
+	}
+	return position{}, false
+}
+
+// invalidate marks every handle of the lineage but h whose ancestry holds
+// a version after to on h's line (h's position). Its cost is the abandoned
+// segments plus O(log depth) per live handle, however many rollbacks the
+// line has seen. l.mu is held.
+func (l *lineage) invalidate(h *Head, to position) {
+	first, ok := firstAbandoned(h.pos, to)
+	if !ok {
+		return
+	}
+	for x := range l.heads {
+		if x != h && isAncestorCounted(first, x.pos, &l.steps) {
+			x.invalid.Store(true)
+		}
+	}
+	for s := range l.snaps {
+		if isAncestorCounted(first, s.pos, &l.steps) {
+			s.invalid.Store(true)
+		}
+	}
+}
+
+// next returns a new version of the lineage. l.mu is held.
+func (l *lineage) next() Version {
+	l.last++
+	return l.last
+}

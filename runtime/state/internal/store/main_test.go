@@ -1,0 +1,27 @@
+package store
+
+import (
+	"os"
+	"testing"
+
+	"github.com/gpustate/gpustate/internal/fakecuda"
+	"github.com/gpustate/gpustate/runtime/state/internal/statetest"
+)
+
+// The model tests (model_test.go and the *_model_test.go files, and the
+// interaction model of package state_test) take two flags, which
+// statetest registers: -model.steps, the steps per seed (make fuzz runs
+// them long), and -model.seed, one seed to run alone. Every model failure
+// prints the seed, the step and the command that replays it, such as
+//
+//	go test ./runtime/state -run '^TestModel$/^3$' -args -model.seed=3
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	fakecuda.Cleanup() // the fake CUDA drivers the tests built
+	os.Exit(code)
+}
+
+// modelSteps returns the steps per seed of a model test: def, or
+// -model.steps.
+func modelSteps(_ testing.TB, def int) int { return statetest.Steps(def, 1) }

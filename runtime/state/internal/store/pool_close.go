@@ -1,0 +1,113 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Stats returns the pool's memory figures.
+func (p *Pool) Stats() PoolStats {
+	if p == nil {
+		return PoolStats{}
+	}
+	ms := p.mem.Stats()
+	p.mu.Lock()
+	st := PoolStats{
+		LogicalBytes:  p.logical.Load(),
+		PhysicalBytes: ms.InUseBytes,
+		ReservedBytes: ms.Reserved,
+		Live:          len(p.live),
+		BlockBytes:    p.blockBytes,
+		Blocks:        ms.InUse,
+		FreeBlocks:    ms.Free,
+		Slabs:         ms.Slabs,
+		HistoryBytes:  p.history.Load(),
+		EvictedBytes:  p.evictedBytes.Load(),
+		RebuiltBytes:  p.rebuiltBytes.Load(),
+		Evictions:     p.evictions.Load(),
+		AdoptCalls:    p.adoptCalls.Load(),
+		AdoptHits:     p.adoptHits.Load(),
+		AdoptedRows:   p.adoptedRows.Load(),
+		PendingBytes:  ms.Pending,
+	}
+	closed := p.closed
+	p.mu.Unlock()
+	if p.tier != nil {
+		st.TierBytes = p.tier.usedBytes()
+		st.TierOut, st.TierIn, st.TierDropped = p.tier.out.Load(), p.tier.in.Load(), p.tier.dropped.Load()
+	}
+	st.CachedBytes = p.cache.cachedBytes() + p.groups.cachedBytes()
+	if !closed {
+		if free, total, err := p.b.MemInfo(); err == nil {
+			st.Device = &DeviceStats{Backend: p.b.Name(), Free: free, Total: total}
+			if p.telemetry != nil {
+				if m, err := p.telemetry(); err == nil {
+					st.Device.Telemetry = &m
+				}
+			}
+		}
+	}
+	return st
+}
+
+// Close waits for the stream events of pending blocks (RecordStream), then
+// gives every slab back to the backend (the backend itself stays open: it
+// is the caller's). Handles still live are released with it: their
+// later calls answer ErrReleased, and the error returned names each of them
+// by type and owner. Closing a closed pool does nothing.
+//
+//state:release
+func (p *Pool) Close() error {
+	if p == nil {
+		return errNilPool
+	}
+	p.closeMu.Lock()
+	defer p.closeMu.Unlock()
+	p.WaitPending() // no handle call runs, so no block turns pending now
+	var errs []error
+	if !p.closed {
+		if err := p.releaseLiveTables(); err != nil {
+			errs = append(errs, fmt.Errorf("state: pool close: %w", err))
+		}
+		p.WaitPending() // tables whose streams were recorded
+	}
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil
+	}
+	p.closed = true
+	if len(p.live) > 0 {
+		names := make([]string, 0, len(p.live))
+		for h := range p.live {
+			names = append(names, h.describe())
+		}
+		sort.Strings(names)
+		errs = append(errs, fmt.Errorf("state: pool closed with %d live handles: %s", len(names), strings.Join(names, "; ")))
+	}
+	if err := p.freeStagingLocked(); err != nil {
+		errs = append(errs, fmt.Errorf("state: pool close: %w", err))
+	}
+	if err := p.freeTableMemLocked(); err != nil {
+		errs = append(errs, fmt.Errorf("state: pool close: %w", err))
+	}
+	p.live = nil
+	p.cache.reset()
+	p.groups.reset()
+	p.rec.forget()
+	p.mu.Unlock()
+	if err := p.mem.Close("pool close"); err != nil {
+		errs = append(errs, err)
+	}
+	if p.tier != nil {
+		p.tierPx.forget("", true)
+		if err := p.tier.close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	p.logical.Store(0)
+	p.history.Store(0)
+	return errors.Join(errs...)
+}

@@ -1,0 +1,366 @@
+package store
+
+import (
+	"fmt"
+	"hash/maphash"
+	"time"
+
+	"github.com/gpustate/gpustate/runtime/device"
+)
+
+// Replay: history as inputs. A recurrent state rewrites all of its rows
+// every step from the rows before and a small input; Step keeps such a
+// version's delta as the input and the step function instead of the rows
+// it wrote, and At rebuilds a version by seeding from a checkpoint and
+// running the recorded steps again, in order (docs/INTERNALS.md). History
+// memory is then the checkpoints plus the inputs.
+
+// replaySeed seeds the row hashes of verify: fixed for the process, so a
+// hash recorded by Step compares with one computed by At.
+var replaySeed = maphash.MakeSeed()
+
+// StepHost is Step for a step function written for the host: f gets every
+// row of the head, per column, as bytes (rows, Len() rows a column) and
+// the input, and returns the next rows, per column, of the same lengths:
+// rows itself, written in place, or slices of its own, which the runtime
+// copies into rows (a column of another length fails the step with
+// ErrShape). The runtime copies the rows out of device memory before f
+// runs and back after it returns, except where the backend's device
+// memory is host memory and a column's rows lie in one run of it
+// (device.HostBytes): there f reads and writes the rows where they live,
+// with no copy. f must not keep rows or in; the rest is as Step: the
+// history keeps in and f, At and Rollback run f again, and a failed f
+// leaves the head as before.
+//
+//state:mutates
+func (h *Head) StepHost(in [][]byte, verify bool, f func(rows, in [][]byte) ([][]byte, error)) error {
+	if h == nil {
+		return errNil("Head", "StepHost")
+	}
+	var step StepFunc
+	if f != nil {
+		step = hostStep(h.pool.b, h.rowBytes, f)
+	}
+	return h.Step(in, verify, step)
+}
+
+// hostStep makes a StepFunc of a host step function f: per column, the
+// bytes of the rows in place where the backend gives them (one run of
+// host memory), else a copy out before f and back after it. The buffers
+// are the call's own: a step function recorded in a history may run on
+// several branches at once.
+func hostStep(b device.Backend, rowBytes []int, f func(rows, in [][]byte) ([][]byte, error)) StepFunc {
+	return func(spans [][]device.Span, in [][]byte) error {
+		rows := make([][]byte, len(spans))
+		copied := make([]bool, len(spans))
+		for c, ss := range spans {
+			n := 0
+			for _, sp := range ss {
+				n += sp.Rows * rowBytes[c]
+			}
+			if mem, ok := inPlace(b, ss, rowBytes[c], n); ok {
+				rows[c] = mem
+				continue
+			}
+			buf := make([]byte, n)
+			off := 0
+			for _, sp := range ss {
+				k := sp.Rows * rowBytes[c]
+				if err := b.CopyDtoH(buf[off:off+k], sp.Ptr); err != nil {
+					return err
+				}
+				off += k
+			}
+			rows[c], copied[c] = buf, true
+		}
+		next, err := f(rows, in)
+		if err != nil {
+			return err
+		}
+		if len(next) != len(rows) {
+			return fmt.Errorf("the step returned %d columns, the state has %d: %w", len(next), len(rows), ErrShape)
+		}
+		for c, ss := range spans {
+			if len(next[c]) != len(rows[c]) {
+				return fmt.Errorf("the step returned %d bytes of column %d, the state holds %d: %w", len(next[c]), c, len(rows[c]), ErrShape)
+			}
+			if len(rows[c]) > 0 && &next[c][0] != &rows[c][0] {
+				copy(rows[c], next[c])
+			}
+			if !copied[c] {
+				continue
+			}
+			off := 0
+			for _, sp := range ss {
+				k := sp.Rows * rowBytes[c]
+				if err := b.CopyHtoD(sp.Ptr, rows[c][off:off+k]); err != nil {
+					return err
+				}
+				off += k
+			}
+		}
+		return nil
+	}
+}
+
+// inPlace returns the n bytes of the spans ss as one slice of host memory
+// where the backend's memory is the host's and the spans follow one
+// another in it.
+func inPlace(b device.Backend, ss []device.Span, rowBytes, n int) ([]byte, bool) {
+	if len(ss) == 0 {
+		return nil, false
+	}
+	for i := 1; i < len(ss); i++ {
+		if ss[i].Ptr != ss[i-1].Ptr+device.Ptr(ss[i-1].Rows*rowBytes) {
+			return nil, false
+		}
+	}
+	return device.HostBytes(b, ss[0].Ptr, n)
+}
+
+// Step makes a new version of a mutable state by running f on the head's
+// rows in place: blocks a snapshot, a branch or a checkpoint still holds
+// are copied first, and no others. The version's delta is in and f, not
+// the rows f wrote; At and Rollback rebuild it by running f on in again.
+// With verify, Step records a hash of the rows f produced, and a
+// reconstruction whose rows hash otherwise answers ErrReplayDiverged.
+//
+// When f fails, or panics, Step returns an error wrapping f's (or
+// panics on with f's value) and the head is as before, even if f wrote
+// rows: the version before is rebuilt from its last checkpoint by
+// replay, into the blocks f wrote (failures pay, steps do not). Where the
+// history cannot rebuild that version, Step runs f on copies instead.
+//
+//state:mutates
+func (h *Head) Step(in [][]byte, verify bool, f StepFunc) error {
+	if err := h.begin("Step"); err != nil {
+		return err
+	}
+	defer h.end()
+	switch {
+	case h.l.Growth != Mutable:
+		return h.errorf("Step", "a step rewrites the rows of a mutable state, and this one only appends: %w", ErrRange)
+	case h.hist == nil:
+		return h.errorf("Step", "%s keeps no checkpoints to replay from: %w", h.l.Type, ErrNotRetained)
+	case f == nil:
+		return h.errorf("Step", "nil step function: %w", ErrShape)
+	}
+	if err := h.checkInput(in); err != nil {
+		return err
+	}
+	m := &stepMem{}
+	rec := &m.rec
+	*rec = stepRec{f: f, verify: verify, state: h.rowSum * int64(h.r.rows)}
+	inBytes := m.keep(in)
+	var guard *root // holds the version before when no replay can rebuild it
+	if _, _, ok := h.rebuildPath(); !ok {
+		guard = h.r.retain()
+	}
+	defer func() {
+		if guard != nil {
+			var freed []*block
+			guard.release(&freed)
+			h.pool.free(freed)
+		}
+	}()
+	rows := h.r.rows
+	tx := writeTx{h: h, op: "Step", kind: deviceWrite, from: 0, to: rows}
+	tx.ops = h.plan(deviceWrite, 0, rows, nil)
+	defer tx.doneOps()
+	if err := tx.take(); err != nil {
+		return err
+	}
+	if err := tx.fillNewBlocks(); err != nil {
+		return tx.abortStep(err)
+	}
+	spans := tx.spans()
+	start := time.Now()
+	ferr, panicked := runStep(f, spans, rec.in)
+	rec.took = time.Since(start)
+	if panicked != nil {
+		tx.abortStep(ferr)
+		panic(panicked.v) // the head is as before; the panic is the caller's
+	}
+	if ferr != nil {
+		ferr = fmt.Errorf("the step function failed: %w", ferr)
+	} else if verify {
+		if rec.hash, ferr = h.hashRows(spans); ferr != nil {
+			ferr = fmt.Errorf("hashing the rows the step produced: %w", ferr)
+		}
+	}
+	if ferr != nil {
+		return tx.abortStep(ferr)
+	}
+	tx.commit(rows)
+	m.d = delta{from: 0, to: rows, bytes: inBytes, step: rec}
+	h.addEntry(entry{pos: h.pos, rows: rows, d: &m.d, seq: commitSeqs.Add(1)})
+	return nil
+}
+
+// stepMem is a step's delta and its record in one allocation, with room
+// for the slices of up to two input columns; the input's bytes are one
+// more (keep).
+type stepMem struct {
+	d   delta
+	rec stepRec
+	in  [2][]byte
+}
+
+// keep copies the step's input into m's record, all its columns in one
+// buffer, and returns its bytes.
+func (m *stepMem) keep(in [][]byte) int64 {
+	if len(in) <= len(m.in) {
+		m.rec.in = m.in[:len(in)]
+	} else {
+		m.rec.in = make([][]byte, len(in))
+	}
+	total := 0
+	for _, col := range in {
+		total += len(col)
+	}
+	buf := make([]byte, 0, total)
+	for i, col := range in {
+		start := len(buf)
+		buf = append(buf, col...)
+		m.rec.in[i] = buf[start:len(buf):len(buf)]
+	}
+	return int64(total)
+}
+
+// checkInput answers ErrShape for a step input that is not of the
+// layout's input columns.
+func (h *Head) checkInput(in [][]byte) error {
+	cols := h.l.Input
+	if cols == nil {
+		return nil
+	}
+	if len(in) != len(cols) {
+		return h.errorf("Step", "an input of %d columns, not %d: %w", len(in), len(cols), ErrShape)
+	}
+	for i, c := range cols {
+		if rb := c.ElemSize * c.Width; len(in[i])%rb != 0 { // rb > 0: Layout.check
+			return h.errorf("Step", "input column %s has %d bytes, not a multiple of its %d-byte row: %w", c.Name, len(in[i]), rb, ErrShape)
+		}
+	}
+	return nil
+}
+
+// stepPanic carries the value a step function panicked with.
+type stepPanic struct{ v any }
+
+// runStep runs f, turning a panic into an error (and the value to panic
+// on with once the write is undone).
+func runStep(f StepFunc, spans [][]device.Span, in [][]byte) (err error, p *stepPanic) {
+	defer func() {
+		if v := recover(); v != nil {
+			p = &stepPanic{v}
+			err = fmt.Errorf("the step function panicked: %v", v)
+		}
+	}()
+	return f(spans, in), nil
+}
+
+// abortStep is writeTx.abort for a step: the write's blocks given back
+// (undo), and the version before rebuilt where the step function wrote
+// rows in place (restoreInPlace).
+func (tx *writeTx) abortStep(err error) error {
+	back, rerr := restoreInPlace(tx, tx.undo(nil))
+	if rerr != nil {
+		err = fmt.Errorf("%w; rebuilding the version before it: %w", err, rerr)
+	}
+	tx.h.pool.free(back)
+	return tx.h.errorf(tx.op, "%w", err)
+}
+
+// restoreInPlace gives h back the rows of its version after a write
+// whose caller wrote rows in place (a step function) failed: it rebuilds
+// the version from its checkpoint by replay, into the blocks the caller
+// wrote and those the write took, so that the rebuild needs no memory the
+// head did not hold (a full pool, or freed blocks waiting behind a
+// recorded kernel, cannot fail it). When nothing was written in place it
+// does nothing. When the rebuild fails all the same (a backend fault) the
+// head keeps its history and is rebuilt, whatever its retention, at the
+// start of its next call, which answers the error while it fails: the
+// version is never lost.
+func restoreInPlace(tx *writeTx, spare []*block) ([]*block, error) {
+	h := tx.h
+	inPlace := false
+	for i := range tx.ops {
+		if tx.ops[i].nb == nil {
+			inPlace = true
+			break
+		}
+	}
+	if !inPlace {
+		return spare, nil
+	}
+	h.r.release(&spare) // the blocks only h held: those the caller wrote
+	h.r = nil
+	q, t, _ := h.rebuildPath() // Step took a guard where there is none
+	r, spare, err := h.reconstructInto(q, t, spare)
+	if err != nil {
+		h.r, h.evicted, h.lost = nil, true, true
+		h.pool.logical.Add(-h.logical)
+		h.logical = 0
+		return spare, err
+	}
+	h.r = r
+	h.setLogical() // brings block tables up to date
+	return spare, nil
+}
+
+// replayStep runs the step of d again on r, a root the caller holds and
+// nobody else changes, after copying the blocks r shares (applyDeltaWith
+// with a step delta copies and writes nothing). With verify it checks the rows
+// against the hash Step recorded. On failure the caller still holds a
+// root to release.
+func (h *Head) replayStep(r *root, d *delta, rows int, take func(*sizeClass) (*block, error)) (*root, error) {
+	r, err := h.applyDeltaWith(r, d, rows, take)
+	if err != nil {
+		return r, err
+	}
+	spans, err := h.spans("At", r, 0, rows)
+	if err != nil {
+		return r, err
+	}
+	rec := d.step
+	start := time.Now()
+	err = rec.f(spans, rec.in)
+	h.hist.replayed += time.Since(start)
+	if err != nil {
+		return r, fmt.Errorf("replaying a step: the step function failed: %w", err)
+	}
+	if rec.verify {
+		sum, err := h.hashRows(spans)
+		if err != nil {
+			return r, fmt.Errorf("replaying a step: hashing its rows: %w", err)
+		}
+		if sum != rec.hash {
+			return r, fmt.Errorf("replaying a step: its rows hash to %#016x, the step recorded %#016x (a step function that is not deterministic): %w",
+				sum, rec.hash, ErrReplayDiverged)
+		}
+	}
+	return r, nil
+}
+
+// hashRows returns the 64-bit hash of the rows spans locate, column by
+// column in row order, read back from the device.
+func (h *Head) hashRows(spans [][]device.Span) (uint64, error) {
+	var m maphash.Hash
+	m.SetSeed(replaySeed)
+	var buf []byte
+	for c, col := range spans {
+		rb := h.rowBytes[c]
+		for _, sp := range col {
+			n := sp.Rows * rb
+			if cap(buf) < n {
+				buf = make([]byte, n)
+			}
+			if err := h.pool.b.CopyDtoH(buf[:n], sp.Ptr); err != nil {
+				return 0, err
+			}
+			m.Write(buf[:n])
+		}
+	}
+	return m.Sum64(), nil
+}

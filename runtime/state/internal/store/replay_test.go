@@ -1,0 +1,480 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/gpustate/gpustate/runtime/device"
+	"github.com/gpustate/gpustate/runtime/state/internal/statetest"
+)
+
+// recLayout is a mutable kv layout of 10 rows with checkpoints, for
+// replayed states.
+func recLayout(every, keep int, desc Descendants) *Layout {
+	l := kv(Mutable, 10, desc)
+	l.Checkpoint = &CheckpointPolicy{Every: every, Keep: keep}
+	return l
+}
+
+// recur is the step the tests replay, on host columns: every byte b at
+// index k of column c becomes b*3 + in[0][k%len(in[0])] + c + 1.
+func recur(cols [][]byte, in [][]byte) {
+	for c, col := range cols {
+		for k := range col {
+			col[k] = col[k]*3 + in[0][k%len(in[0])] + byte(c) + 1
+		}
+	}
+}
+
+// stepOn returns a StepFunc that runs recur on the rows spans locate,
+// through the backend; with fail, it writes the new rows of every column
+// but the last's, then fails.
+func stepOn(b device.Backend, rowBytes []int, fail bool) StepFunc {
+	return func(spans [][]device.Span, in [][]byte) error {
+		cols := make([][]byte, len(spans))
+		for c, col := range spans {
+			for _, sp := range col {
+				buf := make([]byte, sp.Rows*rowBytes[c])
+				if err := b.CopyDtoH(buf, sp.Ptr); err != nil {
+					return err
+				}
+				cols[c] = append(cols[c], buf...)
+			}
+		}
+		recur(cols, in)
+		for c, col := range spans {
+			if fail && c == len(spans)-1 {
+				return errStep
+			}
+			off := 0
+			for _, sp := range col {
+				n := sp.Rows * rowBytes[c]
+				if err := b.CopyHtoD(sp.Ptr, cols[c][off:off+n]); err != nil {
+					return err
+				}
+				off += n
+			}
+		}
+		return nil
+	}
+}
+
+var errStep = errors.New("step failed on purpose")
+
+// TestReplayModel runs random Steps (some failing after writing rows),
+// Writes, Snapshots, Rollbacks and At on a replayed state against a full
+// copy of every version: the head reads as the reference after every
+// step, and At(v) of every version it can rebuild reads as v did.
+// -model.steps sets the steps per seed (make fuzz runs it long).
+func TestReplayModel(t *testing.T) {
+	steps := modelSteps(t, 400)
+	for _, seed := range statetest.Seeds(0, 1, 2, 3, 4, 5) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) { runReplayModel(t, seed, steps) })
+	}
+}
+
+func runReplayModel(t *testing.T, seed uint64, steps int) {
+	statetest.LogReplay(t, seed)
+	rng := rand.New(rand.NewPCG(seed, 7))
+	p := newPool(t, PoolOptions{BlockBytes: 64})
+	fixedModel(p)
+	verify := seed%2 == 1
+	h := must[*Head](t)(p.NewHead(recLayout(1+rng.IntN(5), 1+rng.IntN(4), Keep), "me"))
+	defer h.Release()
+	rb := []int{16, 8}
+	ref := map[Version][][]byte{h.Version(): readAll(t, h)}
+	cur := readAll(t, h)
+	var snaps []*Snap
+	defer func() {
+		for _, s := range snaps {
+			s.Release()
+		}
+	}()
+	for i := range steps {
+		switch k := rng.IntN(20); {
+		case k < 10:
+			in := [][]byte{make([]byte, 1+rng.IntN(8))}
+			for j := range in[0] {
+				in[0][j] = byte(rng.Uint32())
+			}
+			fail := rng.IntN(6) == 0
+			before, v := h.Stats(), h.Version()
+			// Every other step runs through StepHost, in place on the
+			// host backend (i picks, not rng: the seeds' steps stay).
+			var err error
+			if i%2 == 0 {
+				err = h.StepHost(in, verify, hostStepFail(fail))
+			} else {
+				err = h.Step(in, verify, stepOn(p.Backend(), rb, fail))
+			}
+			if fail {
+				if !errors.Is(err, errStep) {
+					t.Fatalf("step %d: a failing Step answered %v", i, err)
+				}
+				if st := h.Stats(); st.Version != v || st.Rows != before.Rows || st.LogicalBytes != before.LogicalBytes {
+					t.Fatalf("step %d: a failed Step changed the head: %+v, was %+v", i, st, before)
+				}
+			} else {
+				check(t, err)
+				recur(cur, in)
+			}
+		case k < 12:
+			at, n := rng.IntN(10), 1+rng.IntN(3)
+			n = min(n, 10-at)
+			rows := kvRows(n, byte(rng.Uint32()))
+			check(t, h.Write(at, rows))
+			copy(cur[0][at*16:], rows[0])
+			copy(cur[1][at*8:], rows[1])
+		case k < 14 && len(snaps) < 4:
+			snaps = append(snaps, must[*Snap](t)(h.Snapshot()))
+		case k < 15 && len(snaps) > 0:
+			j := rng.IntN(len(snaps))
+			check(t, snaps[j].Release())
+			snaps = slices.Delete(snaps, j, j+1)
+		case k < 17 && len(snaps) > 0:
+			s := snaps[rng.IntN(len(snaps))]
+			if err := h.Rollback(s); err != nil {
+				if errors.Is(err, ErrNotAncestor) {
+					continue
+				}
+				t.Fatalf("step %d: Rollback: %v", i, err)
+			}
+			cur = cloneCols(ref[s.Version()])
+		default:
+			vs := h.hist.versions()
+			v := vs[rng.IntN(len(vs))]
+			s, err := h.At(v)
+			if err != nil {
+				t.Fatalf("step %d: At(%d) of a retained version: %v", i, v, err)
+			}
+			if got := readAll(t, s); !equalCols(got, ref[v]) {
+				t.Fatalf("step %d: At(%d) reads otherwise than version %d did", i, v, v)
+			}
+			if rng.IntN(3) == 0 && len(snaps) < 4 {
+				snaps = append(snaps, s) // rolled back to later, perhaps
+			} else {
+				check(t, s.Release())
+			}
+		}
+		ref[h.Version()] = cloneCols(cur)
+		if got := readAll(t, h); !equalCols(got, cur) {
+			t.Fatalf("step %d: the head reads otherwise than the reference", i)
+		}
+		if i%500 == 499 { // forget the versions nothing can reach again
+			keep := map[Version]bool{h.Version(): true}
+			for _, v := range h.hist.versions() {
+				keep[v] = true
+			}
+			for _, s := range snaps {
+				keep[s.Version()] = true
+			}
+			for v := range ref {
+				if !keep[v] {
+					delete(ref, v)
+				}
+			}
+		}
+	}
+}
+
+// versions returns the versions the history can rebuild. Test helper.
+func (x *history) versions() []Version {
+	var out []Version
+	ok := false
+	for _, e := range x.entries {
+		if e.cp != nil {
+			ok = true
+		} else if e.d == nil {
+			ok = false
+		}
+		if ok {
+			out = append(out, e.pos.v)
+		}
+	}
+	return out
+}
+
+// TestStepInPlace checks that steps between checkpoints copy no block when
+// nothing else holds the rows, and copy every block a snapshot holds.
+func TestStepInPlace(t *testing.T) {
+	cb := statetest.NewCounts(device.Host())
+	p, err := NewPool(cb, PoolOptions{BlockBytes: 64})
+	check(t, err)
+	defer p.Close()
+	fixedModel(p)
+	l := recLayout(100, 2, Keep)
+	l.Bound = 40 // blocks hold 16 rows of keys, 32 of values
+	h := must[*Head](t)(p.NewHead(l, "me"))
+	defer h.Release()
+	f := stepOn(p.Backend(), []int{16, 8}, false)
+	in := [][]byte{{1, 2, 3}}
+	check(t, h.Step(in, false, f)) // the first copies the checkpoint's blocks
+	cb.Reset()
+	before := p.Stats().Blocks
+	for range 5 {
+		check(t, h.Step(in, false, f))
+	}
+	if cb.Calls("CopyDtoD") != 0 || p.Stats().Blocks != before {
+		t.Fatalf("steps with nothing else holding the rows made %d device copies and took %d blocks", cb.Calls("CopyDtoD"), p.Stats().Blocks-before)
+	}
+	s := must[*Snap](t)(h.Snapshot())
+	defer s.Release()
+	check(t, h.Step(in, false, f))
+	// 40 rows: 3 blocks of keys, 2 of values, each copied once (the rows
+	// they hold, 16 and 8 bytes a row); blocks that follow one another in
+	// memory come in one copy.
+	if want := int64(40 * (16 + 8)); cb.Bytes("CopyDtoD") != want || cb.Calls("CopyDtoD") < 2 || cb.Calls("CopyDtoD") > 5 {
+		t.Fatalf("a step after a snapshot copied %d bytes in %d copies, want %d (every block it shares) in 2 to 5", cb.Bytes("CopyDtoD"), cb.Calls("CopyDtoD"), want)
+	}
+	if st := h.Stats(); st.HistoryBytes != 7*3 {
+		t.Fatalf("HistoryBytes %d, want the 7 inputs of 3 bytes", st.HistoryBytes)
+	}
+}
+
+// TestStepFailureRestores fails steps that wrote rows in place and on
+// copies, on heads whose history can and cannot rebuild the version
+// before, and checks that the head reads, and is, as before.
+func TestStepFailureRestores(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		prep func(t *testing.T, h *Head) *Snap
+	}{
+		{"in place", func(*testing.T, *Head) *Snap { return nil }},
+		{"shared with a snapshot", func(t *testing.T, h *Head) *Snap { return must[*Snap](t)(h.Snapshot()) }},
+		{"after a write", func(t *testing.T, h *Head) *Snap { check(t, h.Write(2, kvRows(3, 9))); return nil }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newPool(t, PoolOptions{BlockBytes: 64})
+			fixedModel(p)
+			h := must[*Head](t)(p.NewHead(recLayout(4, 2, Keep), "me"))
+			defer h.Release()
+			rb := []int{16, 8}
+			for i := range 6 {
+				check(t, h.Step([][]byte{{byte(i)}}, true, stepOn(p.Backend(), rb, false)))
+			}
+			if s := tc.prep(t, h); s != nil {
+				defer s.Release()
+			}
+			want, st, pst := readAll(t, h), h.Stats(), p.Stats()
+			err := h.Step([][]byte{{42}}, true, stepOn(p.Backend(), rb, true))
+			if !errors.Is(err, errStep) {
+				t.Fatalf("Step: %v, want the step function's error", err)
+			}
+			if got := readAll(t, h); !equalCols(got, want) {
+				t.Fatal("the head reads otherwise after a failed step")
+			}
+			if got := h.Stats(); got != st {
+				t.Fatalf("stats after a failed step %+v, want %+v", got, st)
+			}
+			if got := p.Stats(); got.Blocks != pst.Blocks || got.LogicalBytes != pst.LogicalBytes {
+				t.Fatalf("pool after a failed step: %d blocks, %d logical bytes; want %d, %d", got.Blocks, got.LogicalBytes, pst.Blocks, pst.LogicalBytes)
+			}
+			check(t, h.Step([][]byte{{42}}, true, stepOn(p.Backend(), rb, false)))
+		})
+	}
+}
+
+// TestReplayVerify steps with a function that is not deterministic: with
+// verify, a reconstruction through its step answers ErrReplayDiverged and
+// keeps nothing; without verify it is not checked.
+func TestReplayVerify(t *testing.T) {
+	for _, verify := range []bool{true, false} {
+		p := newPool(t, PoolOptions{BlockBytes: 64})
+		fixedModel(p)
+		h := must[*Head](t)(p.NewHead(recLayout(8, 2, Keep), "me"))
+		calls := byte(0)
+		f := func(spans [][]device.Span, in [][]byte) error {
+			calls++
+			return stepOn(p.Backend(), []int{16, 8}, false)(spans, [][]byte{{in[0][0] + calls}})
+		}
+		check(t, h.Step([][]byte{{1}}, verify, f))
+		v := h.Version()
+		check(t, h.Step([][]byte{{2}}, verify, f))
+		before := p.Stats()
+		s, err := h.At(v)
+		if verify {
+			if !errors.Is(err, ErrReplayDiverged) {
+				t.Fatalf("At through a step that is not deterministic: %v, want ErrReplayDiverged", err)
+			}
+			if got := p.Stats(); got.Blocks != before.Blocks || got.Live != before.Live {
+				t.Fatalf("a diverged At kept %d blocks, %d handles", got.Blocks-before.Blocks, got.Live-before.Live)
+			}
+		} else {
+			check(t, err)
+			check(t, s.Release())
+		}
+		check(t, h.Release())
+	}
+}
+
+// TestReplayRollbackToAt rolls a replayed head back to a version At
+// rebuilt by replay, then steps on from it.
+func TestReplayRollbackToAt(t *testing.T) {
+	p := newPool(t, PoolOptions{BlockBytes: 64})
+	fixedModel(p)
+	h := must[*Head](t)(p.NewHead(recLayout(4, 3, Invalidate), "me"))
+	defer h.Release()
+	rb := []int{16, 8}
+	cur := readAll(t, h)
+	var vs []Version
+	var contents [][][]byte
+	for i := range 7 {
+		in := [][]byte{{byte(i), 7}}
+		check(t, h.Step(in, true, stepOn(p.Backend(), rb, false)))
+		recur(cur, in)
+		vs, contents = append(vs, h.Version()), append(contents, cloneCols(cur))
+	}
+	s := must[*Snap](t)(h.At(vs[2]))
+	defer s.Release()
+	if plan, ok := h.LastReconstruction(); !ok || plan.Steps == 0 || plan.Replayed <= 0 {
+		t.Fatalf("the plan At performed: %+v; want replayed steps with their measured time", plan)
+	}
+	check(t, h.Rollback(s))
+	if got := readAll(t, h); !equalCols(got, contents[2]) {
+		t.Fatal("after Rollback to At's snapshot the head reads otherwise than that version")
+	}
+	cur = cloneCols(contents[2])
+	in := [][]byte{{99}}
+	check(t, h.Step(in, true, stepOn(p.Backend(), rb, false)))
+	recur(cur, in)
+	if got := readAll(t, h); !equalCols(got, cur) {
+		t.Fatal("a step after the rollback reads otherwise than the reference")
+	}
+}
+
+// TestStepErrors checks Step's refusals: nothing changes.
+func TestStepErrors(t *testing.T) {
+	p := newPool(t, PoolOptions{BlockBytes: 64})
+	f := stepOn(p.Backend(), []int{16, 8}, false)
+	a := must[*Head](t)(p.NewHead(kv(Append, 10, Keep), "me"))
+	defer a.Release()
+	if err := a.Step([][]byte{{1}}, false, f); !errors.Is(err, ErrRange) {
+		t.Errorf("Step on an append state: %v", err)
+	}
+	m := must[*Head](t)(p.NewHead(kv(Mutable, 10, Keep), "me"))
+	defer m.Release()
+	if err := m.Step([][]byte{{1}}, false, f); !errors.Is(err, ErrNotRetained) {
+		t.Errorf("Step on a state with no checkpoints: %v", err)
+	}
+	h := must[*Head](t)(p.NewHead(recLayout(4, 2, Keep), "me"))
+	if err := h.Step([][]byte{{1}}, false, nil); !errors.Is(err, ErrShape) {
+		t.Errorf("Step with a nil function: %v", err)
+	}
+	if h.Version() != 0 {
+		t.Errorf("a refused Step made version %d", h.Version())
+	}
+	check(t, h.Release())
+	if err := h.Step(nil, false, f); !errors.Is(err, ErrReleased) {
+		t.Errorf("Step on a released head: %v", err)
+	}
+	var nilHead *Head
+	_ = nilHead // nil receivers are issue 21's item 13, another helper's
+}
+
+// TestStepConcurrentReaders steps a head while other goroutines read
+// snapshots of it and a branch steps on its own: every snapshot keeps
+// reading as the version it holds, and the branch never sees the head's
+// steps (run under the race detector).
+func TestStepConcurrentReaders(t *testing.T) {
+	p := newPool(t, PoolOptions{BlockBytes: 64})
+	fixedModel(p)
+	h := must[*Head](t)(p.NewHead(recLayout(3, 2, Keep), "me"))
+	defer h.Release()
+	rb := []int{16, 8}
+	check(t, h.Step([][]byte{{5}}, true, stepOn(p.Backend(), rb, false)))
+	b := must[*Head](t)(h.Branch())
+	defer b.Release()
+	bref := readAll(t, b)
+	done := make(chan error, 3)
+	for g := range 2 {
+		go func() {
+			for i := range 30 {
+				s, err := h.Snapshot()
+				if err != nil {
+					done <- err
+					return
+				}
+				want, err := readCols(s)
+				for range 3 {
+					got, err2 := readCols(s)
+					if err = errors.Join(err, err2); err != nil {
+						done <- err
+						s.Release()
+						return
+					}
+					if !equalCols(got, want) {
+						done <- fmt.Errorf("reader %d, round %d: a snapshot changed under a step", g, i)
+						s.Release()
+						return
+					}
+				}
+				s.Release()
+			}
+			done <- nil
+		}()
+	}
+	go func() {
+		for i := range 40 {
+			in := [][]byte{{byte(i), 3}}
+			if err := b.Step(in, false, stepOn(p.Backend(), rb, false)); err != nil {
+				done <- err
+				return
+			}
+			recur(bref, in)
+		}
+		done <- nil
+	}()
+	for i := range 60 {
+		check(t, h.Step([][]byte{{byte(i)}}, true, stepOn(p.Backend(), rb, false)))
+	}
+	for range 3 {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := readAll(t, b); !equalCols(got, bref) {
+		t.Fatal("the branch reads otherwise than its own steps made it")
+	}
+}
+
+// readCols is readAll for goroutines: it returns the error.
+func readCols(x reader) ([][]byte, error) {
+	n := x.Len()
+	dst := [][]byte{make([]byte, n*16), make([]byte, n*8)}
+	return dst, x.Read(0, n, dst)
+}
+
+// TestStepFailureFullPool fails an in-place step in a pool with no block
+// free: the rebuild of the version before takes the blocks the failed
+// step's rows held, so the head is restored, not lost.
+func TestStepFailureFullPool(t *testing.T) {
+	p := newPool(t, PoolOptions{BlockBytes: 256, MaxBytes: 24 * 256})
+	fixedModel(p)
+	l := recLayout(4, 2, Keep)
+	l.Bound = 40 // 3 blocks of keys, 2 of values
+	h := must[*Head](t)(p.NewHead(l, "me"))
+	defer h.Release()
+	rb := []int{16, 8}
+	for i := range 6 {
+		check(t, h.Step([][]byte{{byte(i)}}, false, stepOn(p.Backend(), rb, false)))
+	}
+	m := must[*Head](t)(p.NewHead(wide("Session", Mandatory), "other"))
+	defer m.Release()
+	for m.Append(wideRow(1)) == nil {
+	}
+	want := readAll(t, h)
+	if err := h.Step([][]byte{{9}}, false, stepOn(p.Backend(), rb, true)); !errors.Is(err, errStep) {
+		t.Fatalf("Step: %v, want the step function's error", err)
+	}
+	got := make([][]byte, 2)
+	got[0], got[1] = make([]byte, 40*16), make([]byte, 40*8)
+	if err := h.Read(0, 40, got); err != nil {
+		t.Fatalf("Read after a failed step in a full pool: %v", err)
+	}
+	if !equalCols(got, want) {
+		t.Fatal("the head reads otherwise after a failed step in a full pool")
+	}
+}

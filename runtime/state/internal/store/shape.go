@@ -1,0 +1,371 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/gpustate/gpustate/runtime/device"
+)
+
+// shape is what a head and its snapshots know of their layout and pool.
+type shape struct {
+	pool   *Pool
+	l      *Layout
+	owner  Owner
+	rowSum int64 // bytes of one row over every column
+	rows   int   // rows per block; 0: the pool's one block size
+	*columns
+}
+
+// columns is the per-column part of a shape. It never changes once
+// newShape made it, so every head and snapshot of a line shares one:
+// a branch or a snapshot copies a pointer, not five slices, which keeps
+// Head and Snap small (docs/INTERNALS.md, "The store's map").
+type columns struct {
+	rowBytes []int // per column
+	perBlock []int // rows per block, per column
+	// blockBytes gives each column's block size, colClasses its class.
+	blockBytes []int
+	colClasses
+}
+
+// colClasses gives each column's block class (cls) and lists the distinct
+// classes, in the order columns first use them (classes): a shape's, or
+// a delta's, whose blocks are sized to its rows (allocDelta).
+type colClasses struct {
+	cls     []*sizeClass
+	classes []*sizeClass
+}
+
+func newShape(p *Pool, l *Layout, owner Owner) shape {
+	sh := shape{pool: p, l: l, owner: owner, rows: p.blockRows(l), columns: &columns{blockBytes: p.columnBlockBytes(l)}}
+	for i, c := range l.Columns {
+		rb := c.rowBytes()
+		bb := sh.blockBytes[i]
+		cl := p.mem.Class(bb)
+		sh.cls = append(sh.cls, cl)
+		if !slices.Contains(sh.classes, cl) {
+			sh.classes = append(sh.classes, cl)
+		}
+		sh.rowBytes = append(sh.rowBytes, rb)
+		per := bb / rb
+		if l.BlockRows > 0 || l.ShareKey != "" {
+			per = min(per, sh.rows) // the same rows in every column, even where alignment leaves room
+		}
+		sh.perBlock = append(sh.perBlock, per)
+		sh.rowSum += int64(rb)
+	}
+	return sh
+}
+
+// allocCols returns, for each column c, counts[c] new blocks of its size
+// for the owner, in column order, appended to buf[:0]; all or none
+// (allocColsOf).
+func (sh *shape) allocCols(buf []*block, counts []int, zero bool) ([]*block, error) {
+	return sh.allocColsOf(&sh.colClasses, buf, counts, zero)
+}
+
+// allocColsOf returns, for each column c, counts[c] new blocks of class
+// k.cls[c] for the owner, in column order, appended to buf[:0]; all or
+// none. With several classes it takes each class's blocks into buf's
+// first half, then puts them in column order in its second half and back:
+// a buffer reused from one call to the next (Head.scratch) makes it
+// allocate nothing. Several classes are taken with no reclaim first; only
+// when eviction could make room for every one of them are they taken
+// again with it, so that a call that fails anyway evicts nothing for the
+// classes before the one that fails.
+func (sh *shape) allocColsOf(k *colClasses, buf []*block, counts []int, zero bool) ([]*block, error) {
+	p := sh.pool
+	total := 0
+	for _, n := range counts {
+		total += n
+	}
+	if len(k.classes) == 1 {
+		return p.allocIn(buf, k.classes[0], sh.owner, total, zero)
+	}
+	var start [8]int // where each class's blocks start in out
+	first := start[:0]
+	if len(k.classes) > len(start) {
+		first = make([]int, 0, len(k.classes))
+	}
+	out, first, err := sh.takeClasses(k, buf[:0], first, counts, zero, p.allocTry)
+	if err != nil && errors.Is(err, ErrNoMemory) && sh.pool.roomForAll(k.classes, k.classCounts(counts), errors.Is(err, device.ErrOutOfMemory)) {
+		out, first, err = sh.takeClasses(k, buf[:0], first[:0], counts, zero, p.allocIn)
+	}
+	if err != nil {
+		return buf[:0], err
+	}
+	out = slices.Grow(out, total) // after the allocations, which refuse sizes beyond the pool
+	ordered := out[total:total]
+	for c, n := range counts {
+		ci := slices.Index(k.classes, k.cls[c])
+		ordered = append(ordered, out[first[ci]:first[ci]+n]...)
+		first[ci] += n
+	}
+	copy(out, ordered)
+	clear(ordered)
+	return out[:total], nil
+}
+
+// takeClasses takes each class of k's blocks for counts with alloc,
+// appended to out, and where each class's start in first; all or none.
+func (sh *shape) takeClasses(k *colClasses, out []*block, first []int, counts []int, zero bool,
+	alloc func([]*block, *sizeClass, Owner, int, bool) ([]*block, error)) ([]*block, []int, error) {
+	for _, cl := range k.classes {
+		first = append(first, len(out))
+		blks, err := alloc(out[len(out):len(out)], cl, sh.owner, k.classCount(cl, counts), zero)
+		if err != nil {
+			var back []*block
+			for _, b := range out {
+				releaseBlock(b, &back)
+			}
+			sh.pool.free(back)
+			return out[:0], first, err
+		}
+		out = append(out, blks...) // blks lies there already, unless alloc grew it
+	}
+	return out, first, nil
+}
+
+// classCounts returns, per class of k.classes, the blocks counts asks
+// for.
+func (k *colClasses) classCounts(counts []int) []int {
+	ns := make([]int, len(k.classes))
+	for i, cl := range k.classes {
+		ns[i] = k.classCount(cl, counts)
+	}
+	return ns
+}
+
+// classCount returns the blocks of class cl that counts asks for.
+func (k *colClasses) classCount(cl *sizeClass, counts []int) int {
+	n := 0
+	for c, m := range counts {
+		if k.cls[c] == cl {
+			n += m
+		}
+	}
+	return n
+}
+
+// physical returns the bytes of the blocks r references.
+func (sh *shape) physical(r *root) int64 {
+	if r == nil {
+		return 0
+	}
+	var n int64
+	for c, t := range r.cols {
+		n += int64(t.n-t.lo) * int64(sh.blockBytes[c])
+	}
+	return n
+}
+
+// errorf returns an error with the call's context: "state: T.op: ...".
+func (sh *shape) errorf(op, format string, args ...any) error {
+	return fmt.Errorf("state: %s.%s: "+format, append([]any{sh.l.Type, op}, args...)...)
+}
+
+// batchRows returns the rows in a batch: one []byte per column, each a
+// whole number of rows, the same number in every column.
+func (sh *shape) batchRows(op string, cols [][]byte) (int, error) {
+	if len(cols) != len(sh.rowBytes) {
+		return 0, sh.errorf(op, "batch has %d columns, the layout %d: %w", len(cols), len(sh.rowBytes), ErrShape)
+	}
+	n := 0
+	for i, c := range cols {
+		rb := sh.rowBytes[i]
+		if len(c)%rb != 0 {
+			return 0, sh.errorf(op, "column %s has %d bytes, not a multiple of its row size %d: %w",
+				sh.l.Columns[i].Name, len(c), rb, ErrShape)
+		}
+		k := len(c) / rb
+		if i == 0 {
+			n = k
+		} else if k != n {
+			return 0, sh.errorf(op, "column %s holds %d rows, column %s %d: %w",
+				sh.l.Columns[i].Name, k, sh.l.Columns[0].Name, n, ErrShape)
+		}
+	}
+	return n, nil
+}
+
+// checkRange checks 0 <= from <= to <= rows.
+func (sh *shape) checkRange(op string, from, to, rows int) error {
+	if from < 0 || to < from || to > rows {
+		return sh.errorf(op, "rows [%d, %d) outside [0, %d): %w", from, to, rows, ErrRange)
+	}
+	return nil
+}
+
+// checkDst checks that dst has one column per field, each holding rows
+// [from, to) exactly.
+func (sh *shape) checkDst(op string, rows int, dst [][]byte) error {
+	return sh.checkSomeDst(op, rows, dst, false)
+}
+
+// checkSomeDst is checkDst where, with some, a nil column is one not read.
+func (sh *shape) checkSomeDst(op string, rows int, dst [][]byte, some bool) error {
+	if len(dst) != len(sh.rowBytes) {
+		return sh.errorf(op, "%d destination columns, the layout has %d: %w", len(dst), len(sh.rowBytes), ErrShape)
+	}
+	for i, d := range dst {
+		if some && d == nil {
+			continue
+		}
+		if want := rows * sh.rowBytes[i]; len(d) != want {
+			return sh.errorf(op, "column %s: destination has %d bytes, %d rows need %d: %w",
+				sh.l.Columns[i].Name, len(d), rows, want, ErrShape)
+		}
+	}
+	return nil
+}
+
+// read copies rows [from, to) of r into dst; with some, the columns dst
+// holds nil for are not read (ReadColumns).
+func (sh *shape) read(op string, r *root, from, to int, dst [][]byte, some bool) error {
+	if err := sh.checkReadable(op, from, to, r.rows); err != nil {
+		return err
+	}
+	if err := sh.checkSomeDst(op, to-from, dst, some); err != nil {
+		return err
+	}
+	for i, d := range dst {
+		if d == nil && some {
+			continue
+		}
+		if err := sh.copyColumn(r, i, from, to, d); err != nil {
+			return sh.errorf(op, "column %s: %w", sh.l.Columns[i].Name, err)
+		}
+	}
+	return nil
+}
+
+// copyColumn copies rows [from, to) of column i of r, in range, into d,
+// one copy a run of neighbouring blocks.
+func (sh *shape) copyColumn(r *root, i, from, to int, d []byte) error {
+	return sh.columnRuns(r, i, from, to, func(at int, src device.Ptr, n int) error {
+		return sh.pool.b.CopyDtoH(d[at:at+n], src)
+	})
+}
+
+// columnRuns calls f for each run of rows [from, to) of column i of r that
+// lies in blocks following one another in one allocation: at is the run's
+// byte offset from row from, src where it starts, n its bytes.
+func (sh *shape) columnRuns(r *root, i, from, to int, f func(at int, src device.Ptr, n int) error) error {
+	rb, per, bb := sh.rowBytes[i], sh.perBlock[i], sh.blockBytes[i]
+	t := &r.cols[i]
+	for row := from; row < to; {
+		bi := row / per
+		end := min(to, (bi+1)*per)
+		blk := t.get(bi)
+		blk.Touch() // its pages are mapped now (estimate.go)
+		for last := blk; end < to && per*rb == bb; end = min(to, end+per) {
+			next := t.get(end / per)
+			if !next.Follows(last) {
+				break
+			}
+			next.Touch()
+			last = next
+		}
+		if err := f((row-from)*rb, blk.Ptr()+device.Ptr((row-bi*per)*rb), (end-row)*rb); err != nil {
+			return err
+		}
+		row = end
+	}
+	return nil
+}
+
+// spans locates rows [from, to) of r: per column, one span per block.
+func (sh *shape) spans(op string, r *root, from, to int) ([][]device.Span, error) {
+	if err := sh.checkReadable(op, from, to, r.rows); err != nil {
+		return nil, err
+	}
+	out := make([][]device.Span, len(sh.rowBytes))
+	var all []device.Span // every column's spans, in one allocation
+	if from < to {
+		n := 0
+		for _, per := range sh.perBlock {
+			n += (to-1)/per - from/per + 1
+		}
+		all = make([]device.Span, 0, n)
+	}
+	for i := range out {
+		rb, per := sh.rowBytes[i], sh.perBlock[i]
+		t := &r.cols[i]
+		if from < to {
+			// Capped at the column's spans, so that a caller's append to
+			// one column does not write over the next.
+			k := (to-1)/per - from/per + 1
+			out[i], all = all[:0:k], all[k:k:cap(all)]
+		}
+		for row := from; row < to; {
+			bi := row / per
+			end := min(to, (bi+1)*per)
+			b := t.get(bi)
+			b.Touch() // the caller reads or writes it (estimate.go)
+			out[i] = append(out[i], device.Span{Ptr: b.Ptr() + device.Ptr((row-bi*per)*rb), Rows: end - row})
+			row = end
+		}
+	}
+	return out, nil
+}
+
+func (sh *shape) stats(r *root, v Version) Stats {
+	if r == nil {
+		return Stats{Version: v}
+	}
+	return Stats{
+		Version:       v,
+		Rows:          r.rows,
+		LogicalBytes:  sh.logicalOf(r),
+		PhysicalBytes: sh.physical(r),
+	}
+}
+
+// floor returns the first readable row of a version of rows rows.
+func (sh *shape) floor(rows int) int {
+	if w := sh.l.Window; w > 0 && rows > w {
+		return rows - w
+	}
+	return 0
+}
+
+// logicalOf returns the bytes of the readable rows of r.
+func (sh *shape) logicalOf(r *root) int64 {
+	return int64(r.rows-sh.floor(r.rows)) * sh.rowSum
+}
+
+// checkReadable checks 0 <= from <= to <= rows, and that a non-empty range
+// starts at or above the window's floor.
+func (sh *shape) checkReadable(op string, from, to, rows int) error {
+	if err := sh.checkRange(op, from, to, rows); err != nil {
+		return err
+	}
+	if f := sh.floor(rows); from < f && from < to {
+		return sh.errorf(op, "rows [%d, %d): rows below %d left the window of %d rows: %w", from, to, f, sh.l.Window, ErrExpired)
+	}
+	return nil
+}
+
+// shareSig describes what a block of the head's layout holds: the layout's
+// fields and, per column, its row and block sizes. Heads share blocks only
+// when it is equal.
+func (sh *shape) shareSig() string {
+	l := sh.l
+	s := fmt.Sprintf("%q %d %d %d %d %q", l.Type, l.Growth, l.Bound, l.Window, l.BlockRows, l.ShareKey)
+	for i, c := range l.Columns {
+		s += fmt.Sprintf(" %q:%d*%d/%d/%d", c.Name, c.ElemSize, c.Width, sh.blockBytes[i], sh.perBlock[i])
+	}
+	return s
+}
+
+// shareKey is the key of the table that a head made from the caller's
+// layout l registers in, in domain d: l's identity, and what the layout
+// held when the head copied it (shareSig). It is the one keying of the
+// shared tables: a single head's prefix table has it, and a group's table
+// has its members' (groupKeyOf), so that a Layout value reused after a
+// change finds a table of its own in both.
+func (sh *shape) shareKey(l *Layout, d Domain) tableKey {
+	return tableKey{l: l, sig: sh.shareSig(), d: d}
+}

@@ -1,0 +1,652 @@
+package store
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"slices"
+	"sync/atomic"
+
+	"github.com/gpustate/gpustate/runtime/device"
+)
+
+// Declared prefix sharing (Layout.ShareKey, the contract's //state:share
+// prefix key=FIELD). A head made by NewSharedHead in a non-empty domain
+// registers each full block it appends in the pool's prefix cache, under a
+// hash of the key column's values in that block chained with the hash of
+// the block before it, so that the hash of block i stands for the keys of
+// rows [0, (i+1)*rows per block). A later head of the same layout and
+// domain adopts the longest chain of cached blocks whose keys match its
+// own (AdoptPrefix): its tree points at the cached blocks, read only, as a
+// branch's points at its parent's, so they count once in the pool's
+// physical bytes and a write past them never touches them (append growth:
+// a full block is never written again).
+//
+// Isolation. The cache is one table per layout and domain: a head looks
+// up only its own, so blocks never cross domains and the empty domain
+// shares with nobody. A table is found by the Layout pointer its heads
+// were made from (generated code has one per type), so two types that look
+// alike never share, and by what that layout held when each head copied
+// it: columns, sizes and rows per block. A Layout value reused after a
+// change (a wider column) therefore finds a table of its own, never blocks
+// of the old size, whose rows it would read past. A hash match is
+// not trusted: an entry keeps its parent and its keys, and adoption
+// compares both, so a collision costs a comparison, never a wrong row. A
+// block keeps the owner that wrote it; when the last reference to it goes,
+// it returns to that owner's free list and is zeroed before any other
+// owner gets it, as every block is (docs/GUIDE.md, "Owners").
+//
+// Retention. An entry holds one reference to each of its blocks, so a
+// cached prefix outlives the heads that wrote and adopted it. An entry no
+// head holds (its blocks referenced by the cache alone) and with no cached
+// block after it is a victim of optional retention: the pool's Evictor
+// ranks it with the optional heads and snapshots under memory pressure
+// (share_evict.go keeps them in a list, least recently used first, and
+// offers the front of it). Evicting leaves first keeps the head of a
+// chain, the part most prompts share, longest. An entry some head holds
+// has every entry before it held too (heads hold prefixes), so eviction
+// never breaks a held chain.
+//
+// Lock order: a head's mu, then the cache's mu, then the pool's mu.
+
+// NewSharedHead is NewHead for a layout with a ShareKey, in a sharing
+// domain: every full block the head appends is registered under a hash of
+// the key column's values in it and in every block before it, so that a
+// later head made from the same Layout in the same domain can adopt it
+// (AdoptPrefix) instead of computing and storing its rows again. A head of
+// the empty domain shares with nobody. A layout without a ShareKey is an
+// error that wraps ErrShape.
+//
+// Blocks are registered when they fill: at once for rows appended from
+// the host, and for rows a kernel writes (AppendDevice, AppendAsync) at
+// the next call on the head, when the spans are no longer the caller's.
+//
+//state:acquire
+func (p *Pool) NewSharedHead(l *Layout, owner Owner, domain Domain) (*Head, error) {
+	if l != nil && l.ShareKey == "" {
+		return nil, fmt.Errorf("state: NewSharedHead of %s: the layout has no ShareKey: %w", l.Type, ErrShape)
+	}
+	h, err := p.NewHead(l, owner)
+	if err != nil {
+		return nil, err
+	}
+	if domain != "" {
+		h.share.tab = p.cache.join(h.shareKey(l, domain), l.Type, &p.clock)
+	}
+	return h, nil
+}
+
+// join returns the table of key k, of layout type typ, making it, for a
+// new head that registers in it; the head leaves it at its release. clock
+// is the pool's use clock.
+func (c *prefixCache) join(k tableKey, typ string, clock *atomic.Uint64) *prefixTable {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.tables == nil {
+		c.tables = make(map[tableKey]*prefixTable)
+		c.seed = maphash.MakeSeed()
+	}
+	c.clock = clock
+	t := c.tables[k]
+	if t == nil {
+		t = &prefixTable{key: k, typ: typ, buckets: make(map[uint64][]*prefixEntry)}
+		c.tables[k] = t
+	}
+	t.heads++
+	return t
+}
+
+// leave is join's undoing, at a head's release: a table with neither
+// heads nor entries goes, so that the tables follow the domains in use,
+// not every domain ever seen.
+func (c *prefixCache) leave(t *prefixTable) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t.heads--
+	c.dropEmptyLocked(t)
+}
+
+// dropEmptyLocked forgets t when nothing uses it. c.mu is held.
+func (c *prefixCache) dropEmptyLocked(t *prefixTable) {
+	if t.heads == 0 && t.n == 0 && c.tables[t.key] == t {
+		delete(c.tables, t.key)
+	}
+}
+
+// chainHash is the hash of a block whose keys are keys after the chain
+// whose hash is parent.
+func (c *prefixCache) chainHash(parent uint64, keys []byte) uint64 {
+	if c.hash != nil {
+		return c.hash(parent, keys)
+	}
+	return chainHash(c.seed, parent, keys)
+}
+
+// hashOf is the chain hash of parent, 0 for the start of a chain.
+func hashOf(parent *prefixEntry) uint64 {
+	if parent == nil {
+		return 0
+	}
+	return parent.hash
+}
+
+// lookupLocked returns the entry of t after parent whose keys are keys,
+// nil when none.
+func (c *prefixCache) lookupLocked(t *prefixTable, parent *prefixEntry, keys []byte) *prefixEntry {
+	for _, e := range t.buckets[c.chainHash(hashOf(parent), keys)] {
+		if e.parent == parent && bytes.Equal(e.keys, keys) {
+			return e
+		}
+	}
+	return nil
+}
+
+// AdoptPrefix gives an empty head of a shared layout the longest chain of
+// cached blocks of its domain whose key values match keys (the key
+// column's values, as bytes), as a new version, and returns the rows it
+// adopted: a multiple of the rows of a block, at most the bound. The
+// caller computes and appends only the rest. The adopted blocks are read
+// only: they count once in the pool's physical bytes whatever the number
+// of heads that hold them. A head that is not empty answers ErrRange; a
+// head of the empty domain, or one made by NewHead, adopts nothing.
+//
+//state:appends
+func (h *Head) AdoptPrefix(keys []byte) (int, error) {
+	if err := h.begin("AdoptPrefix"); err != nil {
+		return 0, err
+	}
+	defer h.end()
+	s := h.share
+	if s == nil {
+		return 0, h.errorf("AdoptPrefix", "the layout has no ShareKey: %w", ErrShape)
+	}
+	if len(keys)%s.ks != 0 {
+		return 0, h.errorf("AdoptPrefix", "%d bytes of keys, not a multiple of the key's %d bytes: %w", len(keys), s.ks, ErrShape)
+	}
+	if h.r.rows != 0 {
+		return 0, h.errorf("AdoptPrefix", "the head has %d rows; a prefix is adopted by an empty head: %w", h.r.rows, ErrRange)
+	}
+	if s.tab == nil {
+		return 0, nil
+	}
+	per := h.perBlock[0]
+	n := len(keys) / s.ks / per
+	if b := h.l.Bound; b > 0 {
+		n = min(n, b/per)
+	}
+	h.pool.cache.pollWaiting(s.tab, h)
+	chain := h.pool.cache.adopt(s.tab, keys, per*s.ks, n)
+	if len(chain) < n && h.pool.tier != nil && h.pool.tierPx.has(s.tab.key) {
+		chain = h.adoptFromTier(s.tab, keys, per*s.ks, n, chain)
+	}
+	h.pool.adopted(len(chain) * per)
+	if len(chain) == 0 {
+		return 0, nil
+	}
+	var freed []*block
+	r := h.r.own(&freed)
+	for i, e := range chain {
+		for c, b := range e.blks {
+			r.cols[c].set(i, b, &freed) // takes over adopt's reference
+		}
+	}
+	r.rows = len(chain) * per
+	h.r = r
+	h.commitVersion()
+	h.pool.free(freed)
+	s.reg, s.last, s.tail, s.known = len(chain), chain[len(chain)-1], s.tail[:0], r.rows
+	h.committed(written{to: r.rows})
+	return r.rows, nil
+}
+
+// adoptFromTier goes on with chain, the entries adopt found, with the
+// blocks of the host tier that follow it: each comes back to device
+// memory, is cached again as the entries after chain's last, and is the
+// caller's as adopt's are. It stops at the first block the tier does not
+// hold or cannot bring back (the caller computes the rest). h.mu is held,
+// no cache lock.
+func (h *Head) adoptFromTier(t *prefixTable, keys []byte, blockKeys, n int, chain []*prefixEntry) []*prefixEntry {
+	p := h.pool
+	for i := len(chain); i < n; i++ {
+		x := p.tierPx.take(t.key, keys[:(i+1)*blockKeys])
+		if x == nil {
+			break
+		}
+		blks, err := p.tierBlocks(&h.shape, x)
+		if err != nil {
+			p.tierPx.add(x) // it stays in the tier
+			break
+		}
+		var parent *prefixEntry
+		if i > 0 {
+			parent = chain[i-1]
+		}
+		e := p.cache.register(t, parent, x.key, keys[i*blockKeys:(i+1)*blockKeys], blockKeys, [][]*block{blks}, x.owner)
+		if e == nil || e.gone || len(e.blks) != len(blks) || e.blks[0] != blks[0] {
+			// Cached again meanwhile, or its chain forgotten: the tier's
+			// copy goes, and so do the blocks it came back to.
+			var back []*block
+			for _, b := range blks {
+				releaseBlock(b, &back)
+			}
+			p.free(back)
+			p.tier.free(x.img)
+			break
+		}
+		p.tier.free(x.img)
+		p.tier.in.Add(x.img.bytes)
+		chain = append(chain, e)
+	}
+	return chain
+}
+
+// adopt returns the longest chain of at most n entries of t whose keys are
+// keys, blockKeys bytes per block, taking one reference to each of their
+// blocks for the caller: they leave the list of free entries.
+func (c *prefixCache) adopt(t *prefixTable, keys []byte, blockKeys, n int) []*prefixEntry {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var chain []*prefixEntry
+	var parent *prefixEntry
+	for i := range n {
+		e := c.lookupLocked(t, parent, keys[i*blockKeys:(i+1)*blockKeys])
+		if e == nil {
+			break
+		}
+		chain = append(chain, e)
+		parent = e
+	}
+	for _, e := range chain {
+		for _, b := range e.blks {
+			c.holdBlockLocked(e, b)
+			b.Retain()
+		}
+	}
+	return chain
+}
+
+// shareAppended registers the blocks that rows appended from the host
+// filled: keys are the key column's bytes of rows [from, h.r.rows). h.mu
+// is held.
+func (h *Head) shareAppended(from int, keys []byte) {
+	s := h.share
+	if s == nil || s.tab == nil {
+		return
+	}
+	if from == s.known {
+		s.tail = append(s.tail, keys...)
+		s.known = h.r.rows
+	}
+	h.shareFull()
+}
+
+// shareFull registers the full blocks of h's version past those matched
+// already, reading back from the device the keys it does not hold (rows a
+// kernel wrote). Registration is a cache's: when the keys cannot be read
+// back, the blocks stay unregistered and the next call tries again. h.mu
+// is held, and no copy of h's is in flight.
+func (h *Head) shareFull() { h.shareFullIf(true) }
+
+// shareFullIf is shareFull; with arm false it records no new batch of
+// events (written): the caller is not the writer, whose kernels may not
+// be queued yet (an adoption polling the table's waiting heads).
+func (h *Head) shareFullIf(arm bool) {
+	s := h.share
+	if s == nil || s.tab == nil || h.r == nil {
+		return
+	}
+	per := h.perBlock[0]
+	full := h.r.rows / per
+	if full <= s.reg || s.broken {
+		return
+	}
+	if s.known < full*per {
+		// Rows a kernel writes join the cache only once the streams
+		// recorded on the head are past that kernel.
+		if full = min(full, max(s.known, h.written(arm))/per); full <= s.reg {
+			return
+		}
+	}
+	if end := full * per; s.known < end {
+		buf := make([]byte, (end-s.known)*s.ks)
+		if err := h.copyColumn(h.r, s.key, s.known, end, buf); err != nil {
+			return
+		}
+		s.tail = append(s.tail, buf...)
+		s.known = end
+	}
+	blockKeys := per * s.ks
+	blks := make([][]*block, full-s.reg)
+	for i := range blks {
+		blks[i] = make([]*block, len(h.r.cols))
+		for c := range h.r.cols {
+			blks[i][c] = h.r.cols[c].get(s.reg + i)
+		}
+	}
+	s.last = h.pool.cache.register(s.tab, s.last, s.key, s.tail[:len(blks)*blockKeys], blockKeys, blks, h.owner)
+	s.tail = append(s.tail[:0], s.tail[len(blks)*blockKeys:]...)
+	s.reg = full
+}
+
+// written returns the rows of h's version whose keys may be read back:
+// all of them when no stream was recorded on h (the caller wrote them, as
+// AppendDevice's spans are the caller's until its next call), else the
+// rows that completed batches of events cover. Events are polled, never
+// waited for; a new batch is recorded, covering every row, when rows past
+// the last batch fill a block (its kernels were queued before this call).
+// h.mu is held.
+func (h *Head) written(arm bool) int {
+	s := h.share
+	streams := h.async.streams.get()
+	if len(streams) == 0 {
+		return h.r.rows
+	}
+	for len(s.waits) > 0 {
+		w := s.waits[0]
+		done, failed := true, false
+		for _, ev := range w.evs {
+			d, err := ev.Done()
+			done, failed = done && d, failed || err != nil
+		}
+		if !done {
+			break
+		}
+		closeEvents(w.evs)
+		s.waits = s.waits[1:]
+		if failed {
+			s.broken = true
+			return s.ready
+		}
+		s.ready = max(s.ready, w.rows)
+	}
+	if len(s.waits) == 0 {
+		h.pool.cache.waiting(s.tab, h, false)
+	}
+	if arm {
+		h.markWritten(streams)
+	}
+	return s.ready
+}
+
+// markWritten records a batch of events on streams, covering every row of
+// h's version, when rows past the last batch fill a block: the kernels
+// writing them were queued before this call. RecordStream calls it too,
+// so that a kernel queued before it is covered by an event from then on.
+// h.mu is held.
+func (h *Head) markWritten(streams []device.Stream) {
+	s := h.share
+	last := max(s.ready, s.known)
+	if n := len(s.waits); n > 0 {
+		last = max(last, s.waits[n-1].rows)
+	}
+	per := h.perBlock[0]
+	if h.r.rows/per > last/per && h.r.rows/per > s.reg {
+		if evs, ok := h.pool.recordAll(streams); ok {
+			s.waits = append(s.waits, shareWait{evs: evs, rows: h.r.rows})
+			h.pool.cache.waiting(s.tab, h, true) // adoptions poll it (pollWaiting)
+		}
+	}
+}
+
+// recordAll records an event on each of streams; a closed stream has
+// finished its work and needs none. ok is false when one fails.
+func (p *Pool) recordAll(streams []device.Stream) (evs []device.Event, ok bool) {
+	sb := p.b.(device.Streams) // streams were recorded, so it has them
+	for _, st := range streams {
+		ev, err := sb.Record(st)
+		switch {
+		case err == nil:
+			evs = append(evs, ev)
+		case !errors.Is(err, device.ErrStreamClosed):
+			closeEvents(evs)
+			return nil, false
+		}
+	}
+	return evs, true
+}
+
+func closeEvents(evs []device.Event) {
+	for _, ev := range evs {
+		ev.Close() // nothing waits for it
+	}
+}
+
+// dropWaits forgets the batches of events of a shared head: at its
+// release, and when its version changes other than by an append (the
+// rows they covered are other rows then). h.mu is held.
+func (s *sharing) dropWaits() {
+	for _, w := range s.waits {
+		closeEvents(w.evs)
+	}
+	s.waits, s.ready, s.broken = nil, 0, false
+}
+
+// register adds the blocks blks[i] (one per column), whose keys are
+// keys[i*blockKeys:(i+1)*blockKeys], as the entries after parent,
+// and returns the entry of the last. A block whose chain and keys are
+// cached already is not added twice: the chain goes on from the cached
+// entry. A block that some entry holds already is not cached twice
+// either: the chain ends there.
+func (c *prefixCache) register(t *prefixTable, parent *prefixEntry, key int, keys []byte, blockKeys int, blks [][]*block, owner Owner) *prefixEntry {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if parent != nil && parent.gone {
+		return parent // the chain was forgotten: what follows it cannot be adopted
+	}
+	for i, bs := range blks {
+		k := keys[i*blockKeys : (i+1)*blockKeys]
+		if e := c.lookupLocked(t, parent, k); e != nil {
+			parent = e
+			continue
+		}
+		for _, b := range bs {
+			if _, ok := c.refs[b]; ok {
+				return &prefixEntry{gone: true} // the chain stops: nothing follows it
+			}
+		}
+		e := &prefixEntry{
+			tab: t, hash: c.chainHash(hashOf(parent), k), parent: parent,
+			keys: bytes.Clone(k), blks: bs, key: key, owner: owner,
+		}
+		for _, b := range bs {
+			b.Retain() // the head holds it too: the entry is not free
+		}
+		c.addLocked(e)
+		parent = e
+	}
+	return parent
+}
+
+// resyncShare finds again, after h's version changed other than by an
+// append (Rollback, Merge, a rebuild), how many of its blocks are the
+// entries of one cached chain. The keys of the rows after them are read
+// back when their blocks fill. h.mu is held.
+func (h *Head) resyncShare() {
+	s := h.share
+	if s == nil || s.tab == nil {
+		return
+	}
+	s.reg, s.last, s.tail, s.known = 0, nil, s.tail[:0], 0
+	s.dropWaits()
+	if h.r == nil {
+		return
+	}
+	c := &h.pool.cache
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	full := h.r.rows / h.perBlock[0]
+	for s.reg < full {
+		e := c.refs[h.r.cols[s.key].get(s.reg)].e
+		if e == nil || e.tab != s.tab || e.parent != s.last || !e.holds(h.r, s.reg) {
+			break
+		}
+		s.reg, s.last = s.reg+1, e
+	}
+	s.known = s.reg * h.perBlock[0]
+}
+
+// holds reports whether e's blocks are the blocks at index i of r.
+func (e *prefixEntry) holds(r *root, i int) bool {
+	for c, b := range e.blks {
+		if r.cols[c].get(i) != b {
+			return false
+		}
+	}
+	return true
+}
+
+// clone returns a copy of s for a branch of a head of pool p; the
+// branch registers in the same table.
+func (s *sharing) clone(p *Pool) *sharing {
+	if s == nil {
+		return nil
+	}
+	c := *s
+	c.tail = bytes.Clone(s.tail)
+	c.waits = nil // the parent closes its events; the branch records its own
+	if c.tab != nil {
+		p.cache.mu.Lock()
+		c.tab.heads++
+		p.cache.mu.Unlock()
+	}
+	return &c
+}
+
+// ForgetPrefixes takes out of the prefix cache every block of domain d
+// (of every layout), as a tenant that leaves would: blocks no head holds
+// go back to the pool, and blocks heads hold stay theirs but can no longer
+// be adopted. It returns the bytes given back to the pool.
+func (p *Pool) ForgetPrefixes(d Domain) int64 {
+	if p == nil {
+		return 0
+	}
+	if err := p.enter(); err != nil {
+		return 0
+	}
+	defer p.leave()
+	c := &p.cache
+	var gone []*block
+	c.mu.Lock()
+	for k, t := range c.tables {
+		if k.d != d {
+			continue
+		}
+		for _, bucket := range t.buckets {
+			for _, e := range bucket {
+				for _, b := range e.blks {
+					c.forgetLocked(b)
+				}
+				gone = append(gone, e.blks...)
+				c.free.remove(e)
+				e.kids, e.gone = 0, true
+			}
+		}
+		// A table heads still register in stays: the blocks they fill
+		// after the forgotten ones start no chain in it.
+		clear(t.buckets)
+		t.n = 0
+		c.dropEmptyLocked(t)
+	}
+	c.mu.Unlock()
+	var freed []*block
+	for _, b := range gone {
+		releaseBlock(b, &freed) // the cache's references, given up unlocked
+	}
+	freed = append(freed, p.groups.forget(d)...) // registered group states (group_share.go)
+	p.tierForget(d, false)                       // and the domain's blocks in the host tier
+	p.free(freed)
+	return blockBytes(freed)
+}
+
+// reset forgets every entry; Pool.Close calls it, as it frees every slab.
+func (c *prefixCache) reset() {
+	c.mu.Lock()
+	c.tables, c.refs, c.free = nil, nil, entryList{}
+	c.unheld.Store(0)
+	c.held.Store(0)
+	c.mu.Unlock()
+}
+
+// prepare registers, with c.share and no copy in flight, the blocks that
+// rows a kernel wrote filled.
+func (s *sharing) prepare(h *Head, c call) error {
+	if c.share && len(h.async.inflight) == 0 {
+		h.shareFull()
+	}
+	return nil
+}
+
+// committed registers the blocks an Append filled (w.key is its batch's
+// key column).
+func (s *sharing) committed(h *Head, w written) {
+	if w.host {
+		h.shareAppended(w.from, w.key)
+	}
+}
+
+// changed: the blocks a new root holds are registered by committed,
+// moved and prepare.
+func (s *sharing) changed(*Head) {}
+
+// moved finds h's place in its table again.
+func (s *sharing) moved(h *Head) { h.resyncShare() }
+
+// branched gives c its own place in h's table.
+func (s *sharing) branched(h, c *Head) { c.share = s.clone(h.pool) }
+
+// release registers, if the streams recorded on h are past them already
+// (Release never waits), the blocks a kernel filled, and leaves the table.
+func (s *sharing) release(h *Head, freed []*block) []*block {
+	if s.tab == nil {
+		return freed
+	}
+	if len(h.async.inflight) == 0 {
+		h.shareFull()
+	}
+	s.dropWaits()
+	h.pool.cache.waiting(s.tab, h, false)
+	h.pool.cache.leave(s.tab)
+	return freed
+}
+
+// waiting adds h to, or takes it out of, t's heads whose kernel-filled
+// blocks wait for events.
+func (c *prefixCache) waiting(t *prefixTable, h *Head, add bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	i := slices.Index(t.waiting, poller(h))
+	switch {
+	case add && i < 0:
+		t.waiting = append(t.waiting, h)
+	case !add && i >= 0:
+		t.waiting = slices.Delete(t.waiting, i, i+1)
+	}
+}
+
+// pollWaiting registers, for an adoption by h from t, the blocks of t's
+// other waiting heads whose events have completed, so that a writer that
+// went idle after its kernel's prefill is adopted from all the same.
+func (c *prefixCache) pollWaiting(t *prefixTable, h *Head) {
+	c.mu.Lock()
+	others := slices.Clone(t.waiting)
+	c.mu.Unlock()
+	for _, o := range others {
+		if o != poller(h) {
+			o.poll()
+		}
+	}
+}
+
+// poll registers h's kernel-filled blocks whose recorded events have
+// completed, when h is free (try-lock: a busy head registers at its own
+// call), recording no new events.
+func (h *Head) poll() {
+	if !h.mu.TryLock() {
+		return
+	}
+	defer h.mu.Unlock()
+	if !h.released && h.share != nil && len(h.share.waits) > 0 && len(h.async.inflight) == 0 {
+		h.shareFullIf(false)
+	}
+}

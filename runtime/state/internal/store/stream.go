@@ -1,0 +1,198 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/gpustate/gpustate/runtime/device"
+)
+
+// Stream-ordered lifetimes. Work queued on a device stream may use a
+// state's blocks long after the call that queued it returned. RecordStream
+// marks every block a handle holds as used by a stream; when such a block's
+// last reference goes (release, rollback, copy-on-write), the pool records
+// an event on each stream that used it and keeps the block pending (not
+// free, not zeroed, not reusable) until those events complete. A goroutine
+// per batch of released blocks waits for the events and then hands the
+// blocks to the free lists; the releasing call never waits.
+
+// checkRecord fails unless st is a live stream of p's backend.
+func (p *Pool) checkRecord(st device.Stream) error {
+	if st == nil {
+		return errors.New("RecordStream of a nil stream")
+	}
+	sb, ok := p.b.(device.Streams)
+	if !ok {
+		return fmt.Errorf("RecordStream: the %s backend has no streams: %w", p.b.Name(), errors.ErrUnsupported)
+	}
+	// A stream of another backend (or a closed one) would never order
+	// this backend's frees: the event the check records fails on it.
+	if err := checkStream(sb, st); err != nil {
+		return fmt.Errorf("RecordStream: %w", err)
+	}
+	return nil
+}
+
+// recordChecked marks the blocks of r as used by st, a stream checkRecord
+// passed.
+func (p *Pool) recordChecked(r *root, st device.Stream) { p.recordFrom(r, st, nil) }
+
+// recordFrom is recordChecked for the blocks of each column c from index
+// from[c] on (those before it carry st already), and sets from[c] to the
+// column's end; from nil is every block.
+func (p *Pool) recordFrom(r *root, st device.Stream, from []int) {
+	p.rec.mu.Lock()
+	defer p.rec.mu.Unlock()
+	var added int64
+	for ci := range r.cols {
+		t := &r.cols[ci]
+		lo := t.lo
+		if from != nil {
+			lo = max(lo, from[ci])
+			from[ci] = t.n
+		}
+		for b := range t.heldIn(lo, t.n) {
+			if p.rec.addLocked(b, st) {
+				added++
+			}
+		}
+	}
+	p.rec.n.Add(added)
+}
+
+// RecordStream says that work queued on st uses the rows h holds now: the
+// blocks that hold them are not reused, zeroed for another owner or freed
+// until that work has completed, whatever happens to h meanwhile. It needs
+// a backend with device.Streams; it never waits.
+func (h *Head) RecordStream(st device.Stream) error {
+	// No registration of kernel-written blocks at the start of this call:
+	// the kernel st runs may be the one writing them (docs/INTERNALS.md).
+	// The stream is checked before the opening, which may take the
+	// history's copy of a kernel's rows: a call that fails changes nothing.
+	// A released or invalidated head says so first, as every call does.
+	if h != nil && h.pool != nil {
+		if err := h.usable("RecordStream"); err != nil {
+			return err
+		}
+		if err := h.pool.checkRecord(st); err != nil {
+			return h.errorf("RecordStream", "%w", err)
+		}
+	}
+	if err := h.open(call{op: "RecordStream", land: true, st: st}); err != nil {
+		return err
+	}
+	defer h.end()
+	// A decode step records its stream once a step: only the blocks the
+	// head took since the last time are walked (streamMark), not the
+	// whole state.
+	h.pool.recordFrom(h.r, st, h.async.mark(st, len(h.r.cols)))
+	h.async.join(h)
+	h.async.streams.add(st)
+	if h.share != nil && h.share.tab != nil && !h.share.broken {
+		h.markWritten(h.async.streams.get()) // rows a kernel queued before this call writes
+	}
+	if h.gshare != nil && len(h.gshare.pending) > 0 {
+		h.gshare.settle(h, true) // a group's, likewise
+	}
+	return nil
+}
+
+// RecordStream says that work queued on st reads the snapshot's rows: its
+// blocks are not reused, zeroed for another owner or freed until that work
+// has completed, even when the snapshot is released first. It needs a
+// backend with device.Streams; it never waits.
+func (s *Snap) RecordStream(st device.Stream) error {
+	if err := s.begin("RecordStream"); err != nil {
+		return err
+	}
+	defer s.end()
+	if err := s.pool.checkRecord(st); err != nil {
+		return s.errorf("RecordStream", "%w", err)
+	}
+	if !s.streams.has(st) { // a snapshot's blocks never change: once is enough
+		s.pool.recordChecked(s.r, st)
+		s.streams.add(st)
+	}
+	return nil
+}
+
+// checkStream fails unless st is a live stream of the backend: it records
+// an event on it and frees the event.
+func checkStream(sb device.Streams, st device.Stream) error {
+	if st == nil {
+		return errors.New("nil stream")
+	}
+	ev, err := sb.Record(st)
+	if err != nil {
+		return err
+	}
+	return ev.Close()
+}
+
+// mark returns how far h's blocks of each of cols columns carry st (a
+// new mark, from the start, the first time). h.mu is held.
+func (ap *asyncPart) mark(st device.Stream, cols int) []int {
+	for _, m := range ap.marks {
+		if m.st == st {
+			return m.upTo
+		}
+	}
+	ap.marks = append(ap.marks, streamMark{st: st, upTo: make([]int, cols)})
+	return ap.marks[len(ap.marks)-1].upTo
+}
+
+// changed takes the marks back to the blocks of the first row the change
+// touched (Head.writing): a block from there on may be new.
+func (ap *asyncPart) changed(h *Head) {
+	for _, m := range ap.marks {
+		for c, per := range h.perBlock {
+			m.upTo[c] = min(m.upTo[c], h.writeFrom/per)
+		}
+	}
+}
+
+// join adds the async part to h's parts, once it has state.
+func (ap *asyncPart) join(h *Head) { h.parts |= partAsync }
+
+// prepare waits, with c.land, until the copies of earlier AppendAsync
+// calls have landed, so that host-side reads, snapshots, branches and
+// copy-on-write see their rows.
+func (ap *asyncPart) prepare(h *Head, c call) error {
+	if c.land && len(ap.inflight) > 0 {
+		if err := ap.land(); err != nil {
+			return h.errorf(c.op, "rows appended on a stream: %w", err)
+		}
+	}
+	return nil
+}
+
+// land waits for the copies in flight. h.mu is held.
+func (ap *asyncPart) land() error {
+	var errs []error
+	for _, f := range ap.inflight {
+		errs = append(errs, f.ev.Wait(), f.ev.Close())
+	}
+	clear(ap.inflight)
+	ap.inflight = ap.inflight[:0]
+	return errors.Join(errs...)
+}
+
+// branched gives c the streams recorded on h: c holds h's blocks, so work
+// on those streams uses them (the prefix cache and c's tables wait for it
+// too).
+func (ap *asyncPart) branched(h, c *Head) {
+	if list := ap.streams.get(); len(list) > 0 {
+		c.async.streams.list = list
+		c.async.join(c)
+	}
+}
+
+// release closes the events of the copies in flight: their blocks wait as
+// pending, recorded on their stream.
+func (ap *asyncPart) release(_ *Head, freed []*block) []*block {
+	for _, f := range ap.inflight {
+		f.ev.Close()
+	}
+	ap.inflight = nil
+	return freed
+}

@@ -1,0 +1,312 @@
+package store
+
+import (
+	"errors"
+
+	"github.com/gpustate/gpustate/runtime/device"
+)
+
+// The pool's moves to and from the host tier (tier_records.go holds the
+// tier's memory and images; tier_move.go the handles' side).
+
+// tierCopy copies the blocks of r, which wholly said are its holder's
+// alone, to the tier: an image for owner, or an error (nothing is kept
+// then). moved is false, with no error, when the tier cannot hold it even
+// once its own victims are dropped, or the work queued on the streams
+// recorded on the blocks failed. That work is waited for first: it may
+// still write them.
+func (p *Pool) tierCopy(r *root, blks []*block, owner Owner, skip func(tierVictim) bool) (*tierImage, bool, error) {
+	img := &tierImage{owner: owner, rows: r.rows, cols: make([]tierCol, len(r.cols))}
+	for c, t := range r.cols {
+		img.cols[c] = tierCol{lo: t.lo, n: t.n}
+	}
+	return p.tierSave(img, blks, skip)
+}
+
+// tierSave copies blks to the tier as img's bytes, as tierCopy says.
+func (p *Pool) tierSave(img *tierImage, blks []*block, skip func(tierVictim) bool) (*tierImage, bool, error) {
+	img.bytes = blockBytes(blks)
+	if img.bytes > p.tier.max {
+		return nil, false, nil
+	}
+	if err := p.awaitRecorded(blks); err != nil {
+		// The work a stream queued on the blocks failed: what they hold
+		// is no state worth keeping, and the pool drops it as it would
+		// without a tier.
+		return nil, false, nil
+	}
+	for {
+		if spans, ok := p.tier.alloc(img.bytes, img.owner); ok {
+			img.spans = spans
+			break
+		}
+		if !p.tierDropOne(skip) {
+			return nil, false, nil
+		}
+	}
+	err := p.tierRuns(img, blks, func(dst []byte, src device.Ptr) error { return p.b.CopyDtoH(dst, src) })
+	if err != nil {
+		p.tier.free(img)
+		return nil, false, err
+	}
+	return img, true, nil
+}
+
+// tierRuns calls cp once per run of blks that follow one another in device
+// memory and lie in one span of img: a state's blocks, taken in address
+// order, copy in a few calls.
+func (p *Pool) tierRuns(img *tierImage, blks []*block, cp func(host []byte, dev device.Ptr) error) error {
+	si, off := 0, 0 // the span and offset of the next block's bytes
+	for i := 0; i < len(blks); {
+		sp := img.spans[si]
+		n := blks[i].Bytes()
+		j := i + 1
+		for j < len(blks) && blks[j].Follows(blks[j-1]) && off+n+blks[j].Bytes() <= sp.n {
+			n += blks[j].Bytes()
+			j++
+		}
+		// A block may straddle two spans: copy it piece by piece.
+		if off+n > sp.n {
+			n = blks[i].Bytes()
+			j = i + 1
+			ptr := blks[i].Ptr()
+			for left := n; left > 0; {
+				k := min(left, img.spans[si].n-off)
+				if err := cp(img.spans[si].bytes()[off:off+k], ptr); err != nil {
+					return err
+				}
+				ptr += device.Ptr(k)
+				left -= k
+				if off += k; off == img.spans[si].n {
+					si, off = si+1, 0
+				}
+			}
+			i = j
+			continue
+		}
+		if err := cp(sp.bytes()[off:off+n], blks[i].Ptr()); err != nil {
+			return err
+		}
+		if off += n; off == sp.n {
+			si, off = si+1, 0
+		}
+		i = j
+	}
+	return nil
+}
+
+// awaitRecorded waits for the work queued so far on the streams recorded
+// on blks: the tier's copy must read what that work wrote.
+func (p *Pool) awaitRecorded(blks []*block) error {
+	if p.rec.n.Load() == 0 {
+		return nil
+	}
+	var sts []device.Stream
+	p.rec.mu.Lock()
+	for _, b := range blks {
+		for _, st := range streamsOn(b) {
+			if !hasStream(sts, st) {
+				sts = append(sts, st)
+			}
+		}
+	}
+	p.rec.mu.Unlock()
+	if len(sts) == 0 {
+		return nil
+	}
+	sb := p.b.(device.Streams) // a stream was recorded: recordStream checked it
+	for _, st := range sts {
+		ev, err := sb.Record(st)
+		if errors.Is(err, device.ErrStreamClosed) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		err = ev.Wait()
+		ev.Close()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// tierBack brings img back to device memory as a new root of sh's shape,
+// with the blocks' bytes as they were: the root, or an error with img
+// still in the tier and nothing taken. The caller holds its handle's lock.
+func (p *Pool) tierBack(sh *shape, img *tierImage) (*root, error) {
+	counts := make([]int, len(img.cols))
+	for c, col := range img.cols {
+		counts[c] = col.n - col.lo
+	}
+	blks, err := sh.allocCols(nil, counts, false)
+	if err != nil {
+		return nil, err
+	}
+	giveBack := func() {
+		var back []*block
+		for _, b := range blks {
+			releaseBlock(b, &back)
+		}
+		p.free(back)
+	}
+	err = p.tierRuns(img, blks, func(src []byte, dst device.Ptr) error { return p.b.CopyHtoD(dst, src) })
+	if err != nil {
+		giveBack()
+		return nil, err
+	}
+	r := newRoot(len(img.cols))
+	r.rows = img.rows
+	var freed []*block
+	at := 0
+	for c, col := range img.cols {
+		t := &r.cols[c]
+		t.n, t.lo = col.lo, col.lo
+		for i := col.lo; i < col.n; i++ {
+			blks[at].Touch()
+			t.set(i, blks[at], &freed)
+			at++
+		}
+	}
+	p.tier.free(img)
+	p.tier.in.Add(img.bytes)
+	return r, nil
+}
+
+// tierMover is a victim the host tier may take: moveOut copies it there
+// and frees its device blocks. moved false with no error: the tier does not
+// take it (shared blocks, a history, no room), and the pool drops it as
+// without a tier; an error: the copy failed, and it stays as it was.
+type tierMover interface {
+	moveOut() (freed int64, moved bool, err error)
+}
+
+// tierVictim is a handle the tier holds, which it may drop to make room.
+type tierVictim interface {
+	inTier() (Victim, bool)
+	dropTier() (int64, bool)
+}
+
+// tierDropOne drops the tier's victim the Evictor ranks first (skip spares
+// the handles the move under way holds), and reports whether it dropped
+// one. A group is one victim, which its first member by id describes and
+// drops.
+func (p *Pool) tierDropOne(skip func(tierVictim) bool) bool {
+	p.mu.Lock()
+	live := make([]tierVictim, 0, len(p.live))
+	for h := range p.live {
+		if x, ok := h.(tierVictim); ok {
+			live = append(live, x)
+		}
+	}
+	p.mu.Unlock()
+	for _, x := range p.tierPx.list() {
+		live = append(live, tierPrefixVictim{p, x})
+	}
+	var hs []tierVictim
+	var vs []Victim
+	for _, x := range live {
+		if skip != nil && skip(x) {
+			continue
+		}
+		v, ok := x.inTier()
+		if !ok {
+			continue
+		}
+		hs = append(hs, x)
+		v.ID = uint64(len(hs))
+		vs = append(vs, v)
+	}
+	if len(vs) == 0 {
+		return false
+	}
+	p.evictor.Rank(vs)
+	for _, v := range vs {
+		if v.ID == 0 || v.ID > uint64(len(hs)) {
+			continue
+		}
+		if n, ok := hs[v.ID-1].dropTier(); ok {
+			p.tier.dropped.Add(n)
+			p.evictedBytes.Add(n)
+			p.evictions.Add(1)
+			return true
+		}
+	}
+	return false
+}
+
+// tierRelease drops what a released handle kept in the tier.
+func (p *Pool) tierRelease(img *tierImage) {
+	if img != nil {
+		p.tier.free(img)
+	}
+}
+
+// tierPrefixVictim is a cached prefix block in the tier as the tier's
+// Evictor sees it.
+type tierPrefixVictim struct {
+	p *Pool
+	x *tierPrefix
+}
+
+func (v tierPrefixVictim) inTier() (Victim, bool) {
+	return Victim{Owner: string(v.x.owner), Type: v.x.tk.l.Type, Cached: true, Bytes: v.x.img.bytes, LastUse: v.x.used}, true
+}
+
+// dropTier drops the record, unless a lookup took it since it was listed.
+func (v tierPrefixVictim) dropTier() (int64, bool) {
+	tp := &v.p.tierPx
+	tp.mu.Lock()
+	ok := tp.removeLocked(v.x)
+	tp.mu.Unlock()
+	if !ok {
+		return 0, false
+	}
+	v.p.tier.free(v.x.img)
+	return v.x.img.bytes, true
+}
+
+// tierForget drops the cached prefix blocks of domain d from the tier
+// (every domain's when all), and returns their bytes.
+func (p *Pool) tierForget(d Domain, all bool) int64 {
+	var n int64
+	for _, x := range p.tierPx.forget(d, all) {
+		if p.tier != nil {
+			p.tier.free(x.img)
+		}
+		n += x.img.bytes
+	}
+	return n
+}
+
+// tierBlocks brings a cached prefix block back from the tier: one new
+// block per column of sh's layout, of the owner that wrote them, holding
+// what they held. An error leaves x in the tier and takes nothing. The
+// caller holds no cache lock: the allocation may reclaim.
+func (p *Pool) tierBlocks(sh *shape, x *tierPrefix) ([]*block, error) {
+	blks := make([]*block, 0, len(sh.cls))
+	giveBack := func() {
+		var back []*block
+		for _, b := range blks {
+			releaseBlock(b, &back)
+		}
+		p.free(back)
+	}
+	for _, cl := range sh.cls {
+		b, err := p.allocIn(nil, cl, x.owner, 1, false)
+		if err != nil {
+			giveBack()
+			return nil, err
+		}
+		blks = append(blks, b[0])
+	}
+	if err := p.tierRuns(x.img, blks, func(src []byte, dst device.Ptr) error { return p.b.CopyHtoD(dst, src) }); err != nil {
+		giveBack()
+		return nil, err
+	}
+	for _, b := range blks {
+		b.Touch()
+	}
+	return blks, nil
+}

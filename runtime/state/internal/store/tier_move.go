@@ -1,0 +1,318 @@
+package store
+
+import "errors"
+
+// Moves between device memory and the host tier (tier.go): heads,
+// snapshots and groups. A handle in the tier is evicted (its root is nil)
+// and holds its image; its calls bring it back first, its metadata (Len,
+// Version, Bound, Stats) answers from the image.
+
+// tierableLocked reports whether the tier may take h now, and lists its
+// blocks: optional, in device memory, every block and node held by h
+// alone, no history, no prefix sharing, no copy in flight, and no rows a
+// kernel may still be writing (deviceRows: the spans are the caller's
+// until its next call, and a copy now would keep what they held before).
+// h.mu is held.
+func (h *Head) tierableLocked() ([]*block, bool) {
+	if h.pool.tier == nil || h.l.Retention != Optional || !h.evictableLocked() {
+		return nil, false
+	}
+	if h.hist != nil || h.share != nil || h.gshare != nil || len(h.async.inflight) > 0 || h.deviceRows {
+		return nil, false
+	}
+	return wholly(h.r, nil)
+}
+
+// moveOut moves h to the tier (tierMover).
+func (h *Head) moveOut() (int64, bool, error) {
+	if h.group.Load() != nil {
+		return 0, false, nil // a member moves with its group
+	}
+	if !h.mu.TryLock() {
+		return 0, false, nil
+	}
+	defer h.mu.Unlock()
+	blks, ok := h.tierableLocked()
+	if !ok || len(blks) == 0 {
+		return 0, false, nil
+	}
+	img, moved, err := h.pool.tierCopy(h.r, blks, h.owner, nil)
+	if !moved {
+		return 0, false, err
+	}
+	return h.tierCommitLocked(img), true, nil
+}
+
+// tierCommitLocked frees h's device blocks once img holds them, and
+// returns their bytes. h.mu is held.
+func (h *Head) tierCommitLocked(img *tierImage) int64 {
+	// The tables stand for blocks freed now: Column brings the head back
+	// before it answers again (BlockTable's refresh).
+	h.tablesGone(errInTier)
+	var freed []*block
+	h.r.release(&freed)
+	h.r, h.evicted, h.tier = nil, true, img
+	h.pool.free(freed)
+	h.pool.tier.out.Add(img.bytes)
+	return blockBytes(freed)
+}
+
+// errInTier is what a table of a head in the host tier holds until the
+// head comes back.
+var errInTier = errors.New("state: block table: the head is in the host tier")
+
+// bringBackLocked gives h its version back from the tier; an error leaves
+// it there. A group's other members come back with it, those whose lock
+// is free now (a member busy with a call brings itself back). h.mu is
+// held.
+func (h *Head) bringBackLocked(op string) error {
+	r, err := h.pool.tierBack(&h.shape, h.tier)
+	if err != nil {
+		return h.errorf(op, "bringing version %d back from the host tier: %w", h.pos.v, err)
+	}
+	h.r, h.evicted, h.tier = r, false, nil
+	h.moved()
+	if g := h.group.Load(); g != nil {
+		for _, m := range g.heads {
+			if m == h || !m.mu.TryLock() {
+				continue
+			}
+			if m.tier != nil && !m.released {
+				_ = m.bringBackLocked(op) // it stays in the tier: its own call answers
+			}
+			m.mu.Unlock()
+		}
+	}
+	return nil
+}
+
+// inTier describes h for the tier's Evictor (tierVictim); a group's first
+// member by id describes the group.
+func (h *Head) inTier() (Victim, bool) {
+	if g := h.group.Load(); g != nil {
+		if h != g.order[0] {
+			return Victim{}, false
+		}
+		return groupVictims{g}.inTier()
+	}
+	if !h.mu.TryLock() {
+		return Victim{}, false
+	}
+	defer h.mu.Unlock()
+	if h.tier == nil || h.released {
+		return Victim{}, false
+	}
+	return Victim{Owner: string(h.owner), Type: h.l.Type, Bytes: h.tier.bytes, LastUse: h.lru.lastUse.Load()}, true
+}
+
+// dropTier drops h's image, a group's first member by id every member's:
+// h is evicted as it would have been without a tier (tierVictim).
+func (h *Head) dropTier() (int64, bool) {
+	if g := h.group.Load(); g != nil {
+		if h != g.order[0] {
+			return 0, false
+		}
+		return groupVictims{g}.dropTier()
+	}
+	if !h.mu.TryLock() {
+		return 0, false
+	}
+	defer h.mu.Unlock()
+	return h.dropTierLocked()
+}
+
+// dropTierLocked drops h's image and returns its bytes. h.mu is held.
+func (h *Head) dropTierLocked() (int64, bool) {
+	if h.tier == nil || h.released {
+		return 0, false
+	}
+	n := h.tier.bytes
+	h.pool.tier.free(h.tier)
+	h.tier = nil
+	h.pool.logical.Add(-h.logical)
+	h.logical = 0
+	return n, true
+}
+
+// Prefetch brings the head's version back from the host tier, where the
+// pool moved it under memory pressure, before a call needs it. A head in
+// device memory answers nil at once; a released head ErrReleased; with no
+// room in device memory it answers the error and stays in the tier.
+func (h *Head) Prefetch() error {
+	if err := h.open(call{op: "Prefetch"}); err != nil {
+		return err
+	}
+	h.end()
+	return nil
+}
+
+// moveOut moves s to the tier (tierMover).
+func (s *Snap) moveOut() (int64, bool, error) {
+	if s.pool.tier == nil || s.l.Retention != Optional || !s.mu.TryLock() {
+		return 0, false, nil
+	}
+	defer s.mu.Unlock()
+	if s.released || s.evicted || s.r == nil {
+		return 0, false, nil
+	}
+	// A snapshot's tables never change: kernels may read its blocks
+	// through them at any time, so it stays where they point.
+	s.tmu.Lock()
+	tables := len(s.tables)
+	s.tmu.Unlock()
+	if tables > 0 {
+		return 0, false, nil
+	}
+	blks, ok := wholly(s.r, nil)
+	if !ok || len(blks) == 0 {
+		return 0, false, nil
+	}
+	img, moved, err := s.pool.tierCopy(s.r, blks, s.owner, nil)
+	if !moved {
+		return 0, false, err
+	}
+	var freed []*block
+	s.r.release(&freed)
+	s.r, s.evicted, s.tier = nil, true, img
+	s.pool.free(freed)
+	s.pool.tier.out.Add(img.bytes)
+	return blockBytes(freed), true, nil
+}
+
+// inTier describes s for the tier's Evictor (tierVictim).
+func (s *Snap) inTier() (Victim, bool) {
+	if !s.mu.TryLock() {
+		return Victim{}, false
+	}
+	defer s.mu.Unlock()
+	if s.tier == nil || s.released {
+		return Victim{}, false
+	}
+	return Victim{Owner: string(s.owner), Type: s.l.Type, Snapshot: true, Bytes: s.tier.bytes, LastUse: s.lastUse.Load()}, true
+}
+
+// dropTier drops s's image (tierVictim).
+func (s *Snap) dropTier() (int64, bool) {
+	if !s.mu.TryLock() {
+		return 0, false
+	}
+	defer s.mu.Unlock()
+	return s.dropTierLocked()
+}
+
+// dropTierLocked drops s's image and returns its bytes. s.mu is held.
+func (s *Snap) dropTierLocked() (int64, bool) {
+	if s.tier == nil || s.released {
+		return 0, false
+	}
+	n := s.tier.bytes
+	s.pool.tier.free(s.tier)
+	s.tier = nil
+	s.pool.logical.Add(-s.logical)
+	s.logical = 0
+	return n, true
+}
+
+// moveOut moves every member of the group to the tier, or none
+// (tierMover): each is locked by try-lock in id order and checked, every
+// copy is made, and only then are the device blocks freed.
+func (x groupVictims) moveOut() (int64, bool, error) {
+	var locked []*Head
+	defer func() {
+		for _, h := range locked {
+			h.mu.Unlock()
+		}
+	}()
+	blks := make(map[*Head][]*block, len(x.g.heads))
+	for _, h := range x.g.order {
+		if !h.mu.TryLock() {
+			return 0, false, nil
+		}
+		locked = append(locked, h)
+		b, ok := h.tierableLocked()
+		if !ok {
+			return 0, false, nil
+		}
+		blks[h] = b
+	}
+	skip := func(v tierVictim) bool { h, ok := v.(*Head); return ok && h.group.Load() == x.g }
+	imgs := make([]*tierImage, 0, len(x.g.heads))
+	for _, h := range x.g.heads {
+		img, moved, err := h.pool.tierCopy(h.r, blks[h], h.owner, skip)
+		if !moved {
+			for _, done := range imgs {
+				h.pool.tier.free(done)
+			}
+			return 0, false, err
+		}
+		imgs = append(imgs, img)
+	}
+	var n int64
+	for i, h := range x.g.heads {
+		n += h.tierCommitLocked(imgs[i])
+	}
+	return n, true, nil
+}
+
+// inTier describes the group when every member is in the tier.
+func (x groupVictims) inTier() (Victim, bool) {
+	v := Victim{Owner: string(x.g.owner), Type: x.g.victimType}
+	for _, h := range x.g.order {
+		if !h.mu.TryLock() {
+			return Victim{}, false
+		}
+		in := h.tier != nil && !h.released
+		if in {
+			v.Bytes += h.tier.bytes
+			v.LastUse = max(v.LastUse, h.lru.lastUse.Load())
+		}
+		h.mu.Unlock()
+		if !in {
+			return Victim{}, false
+		}
+	}
+	return v, true
+}
+
+// dropTier drops every member's image, or none.
+func (x groupVictims) dropTier() (int64, bool) {
+	var locked []*Head
+	defer func() {
+		for _, h := range locked {
+			h.mu.Unlock()
+		}
+	}()
+	for _, h := range x.g.order {
+		if !h.mu.TryLock() {
+			return 0, false
+		}
+		locked = append(locked, h)
+		if h.tier == nil || h.released {
+			return 0, false
+		}
+	}
+	var n int64
+	for _, h := range x.g.heads {
+		m, _ := h.dropTierLocked()
+		n += m
+	}
+	return n, true
+}
+
+// prepare brings a head back from the host tier, rebuilds an evicted
+// reconstructable head (or fails the call with ErrEvicted or
+// ErrNotRetained), then stamps the pool's use clock for
+// the Evictor.
+func (lp *lruPart) prepare(h *Head, c call) error {
+	if h.evicted {
+		rebuild := h.rebuild
+		if h.tier != nil {
+			rebuild = h.bringBackLocked
+		}
+		if err := rebuild(c.op); err != nil {
+			return err
+		}
+	}
+	h.pool.touch(&lp.lastUse)
+	return nil
+}

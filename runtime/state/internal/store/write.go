@@ -1,0 +1,626 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/gpustate/gpustate/runtime/device"
+)
+
+// The write path. Append, Write, AppendDevice and WriteDevice each check
+// their arguments and then call apply, which runs a writeTx: a plan of
+// block operations, carried out in steps ordered so that the head reads as
+// it was until the commit, which cannot fail. A step that fails undoes the
+// steps before it and gives back every block the write took.
+
+type writeKind int
+
+const (
+	hostAppend writeKind = iota
+	hostWrite
+	deviceAppend
+	deviceWrite
+)
+
+// plan returns the block operations for rows [from, to) of every column.
+// Rows of an in-place write a reader may see are marked visible.
+func (h *Head) plan(kind writeKind, from, to int, cols [][]byte) []blockOp {
+	ops := h.opsBuf(from, to)
+	rootUnique := h.r.unique()
+	appends := kind == hostAppend || kind == deviceAppend
+	for c := range h.rowBytes {
+		rb, per, bb := h.rowBytes[c], h.perBlock[c], h.blockBytes[c]
+		t := &h.r.cols[c]
+		for row := from; row < to; {
+			bi := row / per
+			start, end := bi*per, min(to, (bi+1)*per)
+			op := blockOp{col: c, idx: bi, off: (row - start) * rb}
+			if cols != nil {
+				op.src = cols[c][(row-from)*rb : (end-from)*rb]
+			}
+			if bi < t.n {
+				op.old = t.get(bi)
+			}
+			used := min(h.r.rows, (bi+1)*per) - start // rows of the block in the version
+			if appends {
+				op.fill = (end - start) * rb
+			}
+			switch {
+			case op.old == nil:
+				// A new block past the column's end.
+			case rootUnique && t.writable(bi, string(h.owner)):
+				if kind == hostWrite && row == start && end == start+used {
+					op.keep = -1 // covers the block: a new one, if memory allows
+				}
+				op.visible = kind == hostWrite
+				if appends {
+					op.old.SetFill(op.fill) // the block is this version's alone
+				}
+			case appends && t.appendsInPlace(bi, string(h.owner), used*rb, op.fill):
+				// Others hold the block; the rows go past all of theirs.
+			default:
+				if kind == hostWrite && row == start && end == start+used {
+					op.keep = 0
+				} else {
+					op.keep = used * rb
+				}
+				op.keep = min(op.keep, bb)
+				op.nb = copyMark // filled by take
+			}
+			ops = append(ops, op)
+			row = end
+		}
+	}
+	return ops
+}
+
+// copyMark stands in the plan for the new block of a copy on write until
+// take hands it a real one: a block of its own per operation was most of
+// what a copy on write of a whole state allocated.
+var copyMark = new(block)
+
+// maxKeptOps is the most block operations a head keeps a buffer for
+// between writes: a decode step's plan reuses it, a bulk write's plan
+// takes one of bulkOps.
+const maxKeptOps = 64
+
+// bulkOps holds the plan buffers of large writes between them, for any
+// head: a head keeps only a small one (Head.ops).
+var bulkOps sync.Pool
+
+// opsBuf returns an empty buffer for the operations of a write of rows
+// [from, to), large enough that planning never regrows it: the head's own
+// for a small write, else one of bulkOps.
+func (h *Head) opsBuf(from, to int) []blockOp {
+	n := 0
+	if from < to {
+		for _, per := range h.perBlock {
+			n += (to-1)/per - from/per + 1
+		}
+	}
+	if n > maxKeptOps {
+		if b, ok := bulkOps.Get().(*[]blockOp); ok && cap(*b) >= n {
+			return (*b)[:0]
+		}
+		return make([]blockOp, 0, n)
+	}
+	if cap(h.ops) < n {
+		// Grown to what the head's writes need, no more: a new branch
+		// that writes one row takes a buffer of one operation per column.
+		h.ops = make([]blockOp, 0, min(max(n, 2*cap(h.ops)), maxKeptOps))
+	}
+	return h.ops[:0]
+}
+
+// doneOps drops what a finished write's operations reference (the
+// caller's batch, blocks given back) and gives a large buffer back to
+// bulkOps.
+func (tx *writeTx) doneOps() {
+	clear(tx.ops)
+	if cap(tx.ops) > maxKeptOps {
+		ops := tx.ops[:0]
+		bulkOps.Put(&ops)
+	}
+}
+
+// writeTx is one write in progress: rows [from, to) of the batch cols (nil
+// for a device write), planned as ops, with the blocks taken for it.
+type writeTx struct {
+	h        *Head
+	op       string
+	kind     writeKind
+	from, to int
+	ops      []blockOp
+	taken    []*block // every block alloc gave the write, for undo
+}
+
+// apply plans and performs a write of rows [from, to) and commits it as a
+// new version with newRows rows. On failure it changes nothing and gives
+// back the blocks it took.
+func (h *Head) apply(op string, kind writeKind, from, to, newRows int, cols [][]byte) ([][]device.Span, error) {
+	return h.applyThen(op, kind, from, to, newRows, cols, nil)
+}
+
+// applyThen is apply with one more step before the commit: last, when not
+// nil, gets the runs of device memory where rows [from, to) lie in the new
+// version (the async path queues its copies there), and its failure
+// aborts the write; the spans are left to the caller then.
+func (h *Head) applyThen(op string, kind writeKind, from, to, newRows int, cols [][]byte, last func([]copyRun) error) ([][]device.Span, error) {
+	tx := writeTx{h: h, op: op, kind: kind, from: from, to: to}
+	if err := tx.admit(); err != nil {
+		return nil, err
+	}
+	tx.ops = h.plan(kind, from, to, cols)
+	defer tx.doneOps()
+	if err := tx.take(); err != nil {
+		return nil, err
+	}
+	// New blocks and rows past the version's end first, then rows a
+	// reader may see: each step changes nothing the steps before it could
+	// not undo.
+	if err := tx.fillNewBlocks(); err != nil {
+		return nil, tx.abort(err)
+	}
+	if err := tx.writeVisible(); err != nil {
+		return nil, tx.abort(err)
+	}
+	tx.touchOld() // for the cost model (estimate.go)
+	if last != nil {
+		if err := last(tx.runs()); err != nil {
+			return nil, tx.abort(err)
+		}
+	}
+	r := tx.commit(newRows)
+	if last == nil && (kind == deviceAppend || kind == deviceWrite) {
+		spans, _ := h.spans(op, r, from, to) // in range by construction
+		return spans, nil
+	}
+	return nil, nil
+}
+
+// admit refuses, before anything is planned, appends of more rows than
+// the pool could ever hold.
+func (tx *writeTx) admit() error {
+	if tx.kind != hostAppend && tx.kind != deviceAppend {
+		return nil
+	}
+	h := tx.h
+	rows := int64(tx.to - tx.from)
+	if rows > 0 && rows > (1<<62)/h.rowSum {
+		return h.errorf(tx.op, "%d rows: %w", rows, ErrNoMemory)
+	}
+	if err := h.pool.mem.FitsBytes(rows * h.rowSum); err != nil {
+		return h.errorf(tx.op, "%w", err)
+	}
+	return nil
+}
+
+// wantsBlock reports whether o needs a new block: past the column's end,
+// a copy on write, or a block the write covers whole.
+func (o *blockOp) wantsBlock() bool { return o.old == nil || o.nb != nil || o.keep < 0 }
+
+// take allocates the new blocks the plan needs and hands them to its
+// operations. When the pool is out of memory it writes the unshared blocks
+// the write covers whole in place, rather than replace them, and tries
+// again with fewer.
+func (tx *writeTx) take() error {
+	h := tx.h
+	counts := tx.counts()
+	need := 0
+	for _, k := range counts {
+		need += k
+	}
+	blks, err := h.allocCols(h.scratch, counts, false)
+	if err != nil && errors.Is(err, ErrNoMemory) {
+		if fewer := tx.coverInPlace(); fewer < need {
+			blks, err = h.allocCols(h.scratch, tx.counts(), false)
+		}
+	}
+	if err != nil {
+		return h.errorf(tx.op, "%w", err)
+	}
+	h.scratch = blks[:0]
+	tx.taken = blks
+	for i := range tx.ops {
+		if o := &tx.ops[i]; o.wantsBlock() {
+			if o.keep < 0 {
+				o.keep, o.visible = 0, false
+			}
+			o.nb, blks = blks[0], blks[1:]
+		}
+	}
+	return nil
+}
+
+// counts returns, per column, the new blocks the plan needs.
+func (tx *writeTx) counts() []int {
+	counts := tx.h.countBuf[:0]
+	for range tx.h.rowBytes {
+		counts = append(counts, 0)
+	}
+	for i := range tx.ops {
+		if tx.ops[i].wantsBlock() {
+			counts[tx.ops[i].col]++
+		}
+	}
+	tx.h.countBuf = counts
+	return counts
+}
+
+// coverInPlace turns the replacements of blocks the write covers whole
+// into writes in place, and returns how many blocks the plan needs then.
+func (tx *writeTx) coverInPlace() int {
+	n := 0
+	for i := range tx.ops {
+		if o := &tx.ops[i]; o.keep < 0 {
+			o.keep = 0
+		} else if o.wantsBlock() {
+			n++
+		}
+	}
+	return n
+}
+
+// fillNewBlocks writes every new block: the rows it keeps of the block it
+// replaces, then the batch's rows, each in one copy per run of blocks that
+// follow one another in memory; then it writes in place the rows past the
+// version's end. Nothing a reader sees changes. The copies from the host
+// go in one call where the backend takes a batch (device.BatchCopier).
+func (tx *writeTx) fillNewBlocks() error {
+	b := tx.h.pool.b
+	for i := 0; i < len(tx.ops); i++ {
+		if o := &tx.ops[i]; o.nb != nil && o.keep > 0 {
+			n, last := tx.keptRun(i)
+			if err := b.CopyDtoD(o.nb.Ptr(), o.old.Ptr(), n); err != nil {
+				return err
+			}
+			i = last
+		}
+	}
+	cs := tx.h.copies[:0]
+	for i := 0; i < len(tx.ops); i++ {
+		o := &tx.ops[i]
+		if o.nb == nil || o.src == nil {
+			continue
+		}
+		src, last := tx.run(i, newBlock)
+		cs = append(cs, device.HostCopy{Dst: o.nb.Ptr() + device.Ptr(o.off), Src: src})
+		i = last
+	}
+	for i := range tx.ops {
+		if o := &tx.ops[i]; o.nb == nil && !o.visible && o.src != nil {
+			cs = append(cs, device.HostCopy{Dst: o.old.Ptr() + device.Ptr(o.off), Src: o.src})
+		}
+	}
+	err := copiesHtoD(b, cs)
+	clear(cs) // the caller's batch is not kept
+	tx.h.copies = cs[:0]
+	return err
+}
+
+// copiesHtoD makes the copies cs, in one call when b takes a batch.
+func copiesHtoD(b device.Backend, cs []device.HostCopy) error {
+	if bc, ok := b.(device.BatchCopier); ok && len(cs) > 1 {
+		return bc.CopiesHtoD(cs)
+	}
+	for _, c := range cs {
+		if err := b.CopyHtoD(c.Dst, c.Src); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// keptRun returns the bytes that ops[i] keeps of its old block joined
+// with those of the operations after it that continue them in one device
+// copy (whole blocks kept, old and new blocks each following one another
+// in memory), and the index of the last operation joined.
+func (tx *writeTx) keptRun(i int) (int, int) {
+	n := tx.ops[i].keep
+	for i+1 < len(tx.ops) {
+		prev, next := &tx.ops[i], &tx.ops[i+1]
+		bb := tx.h.blockBytes[prev.col]
+		if next.nb == nil || next.keep <= 0 || next.col != prev.col || prev.keep != bb ||
+			!next.nb.Follows(prev.nb) || !next.old.Follows(prev.old) {
+			break
+		}
+		n += next.keep
+		i++
+	}
+	return n, i
+}
+
+// Which block of an operation a run writes: the new one, or the old one
+// in place.
+const (
+	newBlock = true
+	oldBlock = false
+)
+
+// target returns the block o writes: its new one, or its old one.
+func (o *blockOp) target(fresh bool) *block {
+	if fresh {
+		return o.nb
+	}
+	return o.old
+}
+
+// run returns the rows of ops[i] joined with those of the operations after
+// it that continue them in one copy (blocks, new ones or old ones as fresh
+// says, that follow one another in memory, written from their start by
+// rows that follow one another in the batch's column), and the index of
+// the last operation joined.
+func (tx *writeTx) run(i int, fresh bool) ([]byte, int) {
+	src := tx.ops[i].src
+	for i+1 < len(tx.ops) {
+		prev, next := &tx.ops[i], &tx.ops[i+1]
+		bb := tx.h.blockBytes[prev.col]
+		if (next.nb == nil) == fresh || next.visible != prev.visible || next.col != prev.col || next.off != 0 || next.src == nil ||
+			prev.off+len(prev.src) != bb ||
+			!next.target(fresh).Follows(prev.target(fresh)) ||
+			len(src)+len(next.src) > cap(src) {
+			break
+		}
+		src = src[:len(src)+len(next.src)] // next.src follows in the batch's column
+		i++
+	}
+	return src, i
+}
+
+// writeVisible writes in place over rows a reader may see, one copy per
+// run of blocks that follow one another, keeping what each write replaces
+// (but the last's) so that a failure can put it back.
+func (tx *writeTx) writeVisible() error {
+	h := tx.h
+	var buf [8]visibleRun // a decode step's runs, on the stack
+	runs := buf[:0]
+	for i := 0; i < len(tx.ops); i++ {
+		if o := &tx.ops[i]; o.visible && o.src != nil {
+			src, last := tx.run(i, oldBlock)
+			runs = append(runs, visibleRun{dst: o.old.Ptr() + device.Ptr(o.off), src: src})
+			i = last
+		}
+	}
+	n := 0 // the bytes to save
+	for _, r := range runs[:max(0, len(runs)-1)] {
+		n += len(r.src)
+	}
+	saved := h.saved
+	if cap(saved) < n {
+		saved = make([]byte, n)
+	}
+	if cap(saved) <= maxKeptSaved {
+		h.saved = saved // short: kept for the next write
+	}
+	saved = saved[:n]
+	b := h.pool.b
+	for k := range runs {
+		r := &runs[k]
+		if k < len(runs)-1 {
+			r.saved, saved = saved[:len(r.src):len(r.src)], saved[len(r.src):]
+			if err := b.CopyDtoH(r.saved, r.dst); err != nil {
+				return errors.Join(err, tx.restore(runs[:k]))
+			}
+		}
+		if err := b.CopyHtoD(r.dst, r.src); err != nil {
+			return errors.Join(err, tx.restore(runs[:k]))
+		}
+	}
+	return nil
+}
+
+// maxKeptSaved bounds the buffer a head keeps for what its next write in
+// place overwrites (writeVisible): a decode step's, not a bulk write's.
+const maxKeptSaved = 4 << 10
+
+// visibleRun is one in-place copy over rows a reader may see: src to dst,
+// and what dst held before.
+type visibleRun struct {
+	dst   device.Ptr
+	src   []byte
+	saved []byte
+}
+
+// restore puts back the rows saved before in-place writes runs.
+func (tx *writeTx) restore(runs []visibleRun) error {
+	var errs []error
+	for _, r := range runs {
+		if err := tx.h.pool.b.CopyHtoD(r.dst, r.saved); err != nil {
+			errs = append(errs, fmt.Errorf("restoring rows after a failed write: %w", err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// abort undoes a write that failed before its commit: it gives back
+// every block the write took (undo) and returns err with the call's
+// context. A write whose caller wrote rows in place (Step) aborts with
+// abortStep, which rebuilds the version before into those blocks.
+func (tx *writeTx) abort(err error) error {
+	tx.h.pool.free(tx.undo(nil))
+	return tx.h.errorf(tx.op, "%w", err)
+}
+
+// undo drops the write's references to the blocks it took and appends to
+// back those it held alone: every abort's first step.
+func (tx *writeTx) undo(back []*block) []*block {
+	for _, b := range tx.taken {
+		releaseBlock(b, &back)
+	}
+	tx.taken = nil
+	return back
+}
+
+// spans returns, per column, where rows [from, to) lie once the write
+// commits: in the new block of each operation, else in the old one.
+//
+// The spans are the head's to reuse (a step a decode step, they were most
+// of what it allocated): valid until the next call on h, which a step
+// function, that must not call the state, never makes.
+func (tx *writeTx) spans() [][]device.Span {
+	h := tx.h
+	ncols := len(h.rowBytes)
+	if cap(h.stepCols) < ncols {
+		h.stepCols = make([][]device.Span, ncols)
+	}
+	if cap(h.stepSpans) < len(tx.ops) {
+		h.stepSpans = make([]device.Span, len(tx.ops))
+	}
+	out, flat := h.stepCols[:ncols], h.stepSpans[:0]
+	for c := range out {
+		start := len(flat)
+		for i := range tx.ops {
+			if o := &tx.ops[i]; o.col == c {
+				b, rows := tx.lands(o)
+				flat = append(flat, device.Span{Ptr: b.Ptr() + device.Ptr(o.off), Rows: rows})
+			}
+		}
+		out[c] = flat[start:len(flat):len(flat)]
+	}
+	return out
+}
+
+// lands returns the block that o's rows lie in once the write commits (o's
+// new block, else its old one) and how many of rows [from, to) it holds.
+func (tx *writeTx) lands(o *blockOp) (*block, int) {
+	b := o.nb
+	if b == nil {
+		b = o.old
+	}
+	per, rb := tx.h.perBlock[o.col], tx.h.rowBytes[o.col]
+	row := o.idx*per + o.off/rb
+	return b, min(tx.to, (o.idx+1)*per) - row
+}
+
+// copyRun is a range of device memory that one copy fills: rows that
+// follow one another in blocks that follow one another in one allocation.
+type copyRun struct {
+	ptr   device.Ptr
+	bytes int
+}
+
+// runs returns where rows [from, to) lie once the write commits (in the
+// new block of each operation, else in the old one), column after column
+// in row order, neighbouring blocks joined into one run: across columns
+// too, for a source that holds the columns one after another (the async
+// path's staging buffer), when a column's last block ends where the next
+// column's first begins.
+func (tx *writeTx) runs() []copyRun {
+	h := tx.h
+	var out []copyRun
+	var prev *block
+	for i := range tx.ops {
+		o := &tx.ops[i]
+		b, rows := tx.lands(o)
+		n := rows * h.rowBytes[o.col]
+		ptr := b.Ptr() + device.Ptr(o.off)
+		if k := len(out) - 1; k >= 0 && o.off == 0 && b.Follows(prev) &&
+			out[k].ptr+device.Ptr(out[k].bytes) == ptr {
+			out[k].bytes += n
+		} else {
+			out = append(out, copyRun{ptr: ptr, bytes: n})
+		}
+		prev = b
+	}
+	return out
+}
+
+// commit puts the new blocks in the head's root (a copy of it when it is
+// shared), as a new version of newRows rows, and frees what they replace.
+// It cannot fail.
+func (tx *writeTx) commit(newRows int) *root {
+	h := tx.h
+	freed := h.freeing()
+	var leaf [fan]*block // wholeLeaf's
+	r := h.r.own(&freed)
+	for i := 0; i < len(tx.ops); i++ {
+		o := &tx.ops[i]
+		if o.nb == nil {
+			continue
+		}
+		t := &r.cols[o.col]
+		if tx.wholeLeaf(i, &leaf) {
+			t.setLeaf(o.idx, &leaf, &freed)
+			i += fan - 1
+			continue
+		}
+		if o.fill > 0 {
+			o.nb.SetFill(o.fill)
+		}
+		t.set(o.idx, o.nb, &freed)
+		// The operations after it in the same leaf set their slots
+		// there: the path from the root is the tree's alone now.
+		for leaf := t.leafAt(o.idx); i+1 < len(tx.ops); i++ {
+			next := &tx.ops[i+1]
+			if next.nb == nil || next.col != o.col || next.idx != o.idx+1 || next.idx&(fan-1) == 0 {
+				break
+			}
+			if next.fill > 0 {
+				next.nb.SetFill(next.fill)
+			}
+			leaf.put(t, next.idx, next.nb, &freed)
+			o = next
+		}
+	}
+	r.rows = newRows
+	h.expire(r, &freed)
+	h.r = r
+	h.writing(tx.from)
+	h.commitVersion()
+	h.free(freed)
+	return r
+}
+
+// maxKeptFreed is the longest list of freed blocks a head keeps for its
+// next write (freeing).
+const maxKeptFreed = 64
+
+// freeing returns an empty list for a write to gather the blocks it gives
+// back in, which free frees: the head's own, so that a decode step that
+// replaces blocks allocates no list. h.mu is held.
+func (h *Head) freeing() []*block { return h.freed[:0] }
+
+// free gives back the blocks of freed, a list from freeing, and keeps the
+// list when it is short. h.mu is held.
+func (h *Head) free(freed []*block) {
+	h.pool.free(freed)
+	if cap(freed) <= maxKeptFreed {
+		clear(freed)
+		h.freed = freed[:0]
+	}
+}
+
+// wholeLeaf reports whether ops[i] and the fan-1 operations after it
+// replace one whole leaf of a column (indices [k*fan, (k+1)*fan), each
+// with a new block), and puts their new blocks in leaf when they do.
+func (tx *writeTx) wholeLeaf(i int, leaf *[fan]*block) bool {
+	o := &tx.ops[i]
+	if o.idx&(fan-1) != 0 || i+fan > len(tx.ops) {
+		return false
+	}
+	for k := range fan {
+		n := &tx.ops[i+k]
+		if n.nb == nil || n.col != o.col || n.idx != o.idx+k {
+			return false
+		}
+		leaf[k] = n.nb
+	}
+	for k := range fan {
+		if n := &tx.ops[i+k]; n.fill > 0 {
+			n.nb.SetFill(n.fill)
+		}
+	}
+	return true
+}
+
+// touchOld says which old blocks a write read or wrote: those it copies
+// rows of onto their new blocks (copy on write) and those it writes in
+// place.
+func (tx *writeTx) touchOld() {
+	for i := range tx.ops {
+		if o := &tx.ops[i]; o.old != nil && (o.nb == nil || o.keep > 0) {
+			o.old.Touch()
+		}
+	}
+}

@@ -1,0 +1,97 @@
+package store
+
+// The records of a write: the operations its plan makes (write.go) and
+// the buffers a head's writes reuse from call to call.
+
+import (
+	"sync"
+
+	"github.com/gpustate/gpustate/runtime/device"
+)
+
+// blockOp is what a write does to one block of one column.
+type blockOp struct {
+	col, idx int
+	old      *block // the block at idx; nil past the column's last block
+	nb       *block // the new block that replaces old; nil writes old in place
+	keep     int    // bytes of old to copy into nb first; -1: old is covered whole, replace it if the pool has room
+	off      int    // byte offset in the block where src goes
+	src      []byte // host rows to write; nil for none
+	visible  bool   // an in-place write over rows a reader may see
+	fill     int    // an append's: the bytes of the block its version holds after it (Block.SetFill)
+}
+
+// writeBufs are the buffers a head's writes reuse from call to call, so
+// that a decode step allocates none. A released head gives them to its
+// pool's spares and a new head or branch takes them from there: a beam
+// search branches and releases a beam's worth of heads a step, each of
+// which grew its own buffers on its first write. They are used with h.mu
+// held, and never after the head is released.
+type writeBufs struct {
+	scratch  []*block          // the blocks a write takes
+	countBuf []int             // a write's blocks per column
+	ops      []blockOp         // small writes' plans (write.go)
+	copies   []device.HostCopy // a write's copies from the host
+	freed    []*block          // the blocks a write gives back (freeing)
+	saved    []byte            // what a write in place overwrites
+	// stepCols and stepSpans are Step's spans: the step function may use
+	// them during its call only (writeTx.spans).
+	stepCols  [][]device.Span
+	stepSpans []device.Span
+}
+
+// maxSpareBufs is how many released heads' buffers a pool keeps, and
+// maxSpareLen the longest buffer it keeps of them: a spare is held until
+// a new head takes it, and a bulk write's are large.
+const (
+	maxSpareBufs = 256
+	maxSpareLen  = 1024
+)
+
+// spareBufs are a pool's spare write buffers.
+type spareBufs struct {
+	mu   sync.Mutex
+	bufs []writeBufs
+}
+
+// put keeps b's buffers, emptied and cleared of what they referenced, and
+// leaves b empty.
+func (s *spareBufs) put(b *writeBufs) {
+	keep := writeBufs{
+		scratch:   cleared(b.scratch),
+		countBuf:  cleared(b.countBuf),
+		ops:       cleared(b.ops),
+		copies:    cleared(b.copies),
+		freed:     cleared(b.freed),
+		saved:     cleared(b.saved),
+		stepCols:  cleared(b.stepCols),
+		stepSpans: cleared(b.stepSpans),
+	}
+	*b = writeBufs{}
+	s.mu.Lock()
+	if len(s.bufs) < maxSpareBufs {
+		s.bufs = append(s.bufs, keep)
+	}
+	s.mu.Unlock()
+}
+
+// take moves the last spare buffers into b, if there are any.
+func (s *spareBufs) take(b *writeBufs) {
+	s.mu.Lock()
+	if n := len(s.bufs); n > 0 {
+		*b = s.bufs[n-1]
+		s.bufs[n-1] = writeBufs{}
+		s.bufs = s.bufs[:n-1]
+	}
+	s.mu.Unlock()
+}
+
+// cleared returns buf emptied, every element of its capacity zeroed, or
+// nil when it is longer than a spare keeps.
+func cleared[T any](buf []T) []T {
+	if cap(buf) > maxSpareLen {
+		return nil
+	}
+	clear(buf[:cap(buf)])
+	return buf[:0]
+}

@@ -1,0 +1,352 @@
+package store
+
+import (
+	"errors"
+
+	"github.com/gpustate/gpustate/runtime/device"
+)
+
+// The short path of Append, AppendAsync and AppendDevice: an append to a
+// head held alone whose rows, in every column, go on in the column's tail
+// block (held by the head alone) and then in new blocks past the column's
+// end, as a decode step's row and a prefill's batch do. It skips the plan
+// of write.go and makes the same version the general path would: the rows
+// copied in one backend batch (or queued on a stream, with their event,
+// in one; or left for a kernel), one copy per run of blocks that follow
+// one another in memory; the new blocks set a leaf at a time; the window
+// expired, the version committed (commitVersion: the lineage, the pool's
+// logical bytes and the parts' changed hooks). The calls run the parts'
+// committed hooks after either path (docs/INTERNALS.md, "The store's
+// map").
+
+// appendRows appends rows [from, from+n) of the batch cols on the short
+// path: copied from cols, or, when q is not nil, queued from q's staging
+// buffer (AppendAsync), or, with neither, left for a kernel to write
+// (AppendDevice). It reports false, having done nothing, when the
+// append does not have its shape; on failure it changes nothing and gives
+// back the blocks it took.
+func (h *Head) appendRows(op string, cols [][]byte, n int, q *rowQueue) (bool, error) {
+	r := h.r
+	if n <= 0 || len(h.rowBytes) > maxRowCols || !r.unique() {
+		return false, nil
+	}
+	from, to := r.rows, r.rows+n
+	var tails [maxRowCols]*block // per column: the tail block written in place, or nil for a new one
+	counts := h.countBuf[:0]
+	need := 0
+	for c, per := range h.perBlock {
+		bi, t, k := from/per, &r.cols[c], 0
+		switch {
+		case (to-1)/per != bi:
+			return h.appendBulk(op, cols, n, q) // more than one block
+		case from%per == 0 && bi == t.n:
+			k = 1
+		case from%per != 0 && bi < t.n && t.writable(bi, string(h.owner)):
+			tails[c] = t.get(bi)
+		default:
+			return false, nil
+		}
+		counts = append(counts, k)
+		need += k
+	}
+	h.countBuf = counts
+	tx := writeTx{h: h, op: op, kind: hostAppend, from: from, to: to}
+	blks, err := h.appendTake(&tx, counts, need)
+	if err != nil {
+		return true, err
+	}
+	for c, b := range tails[:len(counts)] {
+		if b == nil {
+			tails[c], blks = blks[0], blks[1:]
+		}
+	}
+	switch {
+	case q != nil:
+		var runs [maxRowCols]copyRun
+		q.landed, err = h.queueCopies(q.sb, q.st, h.rowRuns(runs[:0], tails[:len(counts)], from, to), q.buf)
+	case cols != nil:
+		cs := h.copies[:0]
+		for c, b := range tails[:len(counts)] {
+			rb := h.rowBytes[c]
+			cs = append(cs, device.HostCopy{Dst: b.Ptr() + device.Ptr(from%h.perBlock[c]*rb), Src: cols[c][:n*rb]})
+		}
+		err = copiesHtoD(h.pool.b, cs)
+		clear(cs) // the caller's batch is not kept
+		h.copies = cs[:0]
+	}
+	if err != nil {
+		return true, tx.abort(err)
+	}
+	freed := h.freeing()
+	for c, k := range counts {
+		per := h.perBlock[c]
+		tails[c].SetFill((to - from/per*per) * h.rowBytes[c]) // the head's alone (see plan)
+		if k == 1 {
+			r.cols[c].set(from/per, tails[c], &freed)
+		}
+	}
+	h.commitAppend(r, to, freed)
+	return true, nil
+}
+
+// appendTake admits the append tx and takes the need new blocks it
+// writes, counts[c] for column c, in column order.
+func (h *Head) appendTake(tx *writeTx, counts []int, need int) ([]*block, error) {
+	if err := tx.admit(); err != nil {
+		return nil, err
+	}
+	if need == 0 {
+		return nil, nil
+	}
+	blks, err := h.allocCols(h.scratch, counts, false)
+	if err != nil {
+		return nil, h.errorf(tx.op, "%w", err)
+	}
+	h.scratch = blks[:0]
+	tx.taken = blks
+	return blks, nil
+}
+
+// appendBulk is appendRows for rows that take more than one block in some
+// column: in every column they go on in the tail block (held by the head
+// alone), then in new blocks past the column's end, copied a run of
+// neighbouring blocks at a time, and set a leaf at a time. It reports
+// false, having done nothing, when the append does not have that shape.
+func (h *Head) appendBulk(op string, cols [][]byte, n int, q *rowQueue) (bool, error) {
+	r := h.r
+	from, to := r.rows, r.rows+n
+	var tails [maxRowCols]*block // per column: the tail block written in place, or nil
+	counts, need, ok := h.bulkCounts(r, from, to, &tails)
+	if !ok {
+		return false, nil
+	}
+	tx := writeTx{h: h, op: op, kind: hostAppend, from: from, to: to}
+	blks, err := h.appendTake(&tx, counts, need)
+	if err != nil {
+		return true, err
+	}
+	switch {
+	case q != nil:
+		var runs [2 * maxRowCols]copyRun
+		q.landed, err = h.queueCopies(q.sb, q.st, h.appendRuns(runs[:0], tails[:len(counts)], blks, counts, from, to), q.buf)
+	case cols != nil:
+		err = h.copyAppend(cols, tails[:len(counts)], blks, counts, from, to)
+	}
+	if err != nil {
+		return true, tx.abort(err)
+	}
+	freed := h.freeing()
+	for c, k := range counts {
+		h.setFills(c, tails[c], blks[:k], from, to)
+		r.cols[c].appendBlocks(blks[:k], &freed)
+		blks = blks[k:]
+	}
+	h.commitAppend(r, to, freed)
+	return true, nil
+}
+
+// setFills records the fill of the blocks of column c an append of rows
+// [from, to) wrote, the head's alone: its tail block (nil when the rows
+// began a block) and the new blocks after it (see plan).
+func (h *Head) setFills(c int, tail *block, blks []*block, from, to int) {
+	per, rb := h.perBlock[c], h.rowBytes[c]
+	next := from / per
+	if tail != nil {
+		tail.SetFill((min(to, (next+1)*per) - next*per) * rb)
+		next++
+	}
+	for j, b := range blks {
+		i := next + j
+		b.SetFill((min(to, (i+1)*per) - i*per) * rb)
+	}
+}
+
+// bulkCounts returns, per column, the new blocks an append of rows
+// [from, to) to r takes, and their sum, and sets tails[c] to the
+// column's tail block when the rows begin inside it. It reports false
+// when the append does not have the short path's shape: a tail block
+// another version shares (a copy on write: the general path), or blocks
+// past a column's end.
+func (h *Head) bulkCounts(r *root, from, to int, tails *[maxRowCols]*block) ([]int, int, bool) {
+	counts := h.countBuf[:0]
+	need := 0
+	for c, per := range h.perBlock {
+		t := &r.cols[c]
+		next := from / per // the index of the column's first new block
+		if from%per != 0 {
+			if next >= t.n || !t.writable(next, string(h.owner)) {
+				return nil, 0, false
+			}
+			tails[c] = t.get(next)
+			next++
+		}
+		k := max(0, (to+per-1)/per-next)
+		if k > 0 && next != t.n {
+			return nil, 0, false
+		}
+		counts = append(counts, k)
+		need += k
+	}
+	h.countBuf = counts
+	return counts, need, true
+}
+
+// commitAppend makes r, with rows up to to, the head's new version: the
+// window expired, the version committed, freed given back.
+func (h *Head) commitAppend(r *root, to int, freed []*block) {
+	h.writing(r.rows)
+	r.rows = to
+	h.expire(r, &freed)
+	h.commitVersion()
+	h.free(freed)
+}
+
+// copyAppend copies rows [from, to) of cols where appendRows puts them:
+// per column, the rest of its tail block (tails[c], when not nil), then
+// its counts[c] new blocks, taken in column order from blks; all in one
+// backend batch.
+func (h *Head) copyAppend(cols [][]byte, tails, blks []*block, counts []int, from, to int) error {
+	cs := h.copies[:0]
+	var buf [2]copyRun
+	for c, k := range counts {
+		runs, _ := h.appendColumnRuns(buf[:0], nil, c, tails[c], blks[:k], from, to)
+		blks = blks[k:]
+		src := cols[c]
+		for _, r := range runs {
+			cs = append(cs, device.HostCopy{Dst: r.ptr, Src: src[:r.bytes]})
+			src = src[r.bytes:]
+		}
+	}
+	err := copiesHtoD(h.pool.b, cs)
+	clear(cs) // the caller's batch is not kept
+	h.copies = cs[:0]
+	return err
+}
+
+// appendRuns appends to runs where rows [from, to) go, as copyAppend
+// writes them, column after column, a column's rows joined with the
+// column's before when they begin where those end, in the block that
+// follows in one allocation: the staging buffer holds the columns one
+// after another, so one copy fills both (a key block and its value block,
+// taken side by side).
+func (h *Head) appendRuns(runs []copyRun, tails, blks []*block, counts []int, from, to int) []copyRun {
+	var prev *block
+	for c, k := range counts {
+		runs, prev = h.appendColumnRuns(runs, prev, c, tails[c], blks[:k], from, to)
+		blks = blks[k:]
+	}
+	return runs
+}
+
+// rowRuns is appendRuns for rows that take one block in every column,
+// dst[c]: the tail block or a new one.
+func (h *Head) rowRuns(runs []copyRun, dst []*block, from, to int) []copyRun {
+	var prev *block
+	for c, b := range dst {
+		runs, prev = h.appendColumnRuns(runs, prev, c, b, nil, from, to)
+	}
+	return runs
+}
+
+// appendColumnRuns appends to runs where rows [from, to) of column c go:
+// the rest of tail, when not nil, then the new blocks nb, neighbouring
+// blocks joined into one run, the first also with the last of runs when
+// that ends where it begins, at the end of prev; it returns the runs and
+// the block the last one ends in.
+func (h *Head) appendColumnRuns(runs []copyRun, prev *block, c int, tail *block, nb []*block, from, to int) ([]copyRun, *block) {
+	rb, per := h.rowBytes[c], h.perBlock[c]
+	row := from
+	if tail != nil {
+		k := min(to, (from/per+1)*per) - from
+		runs = addRun(runs, prev, tail, tail.Ptr()+device.Ptr(from%per*rb), k*rb)
+		prev, row = tail, from+k
+	}
+	for _, b := range nb {
+		k := min(to-row, per)
+		runs = addRun(runs, prev, b, b.Ptr(), k*rb)
+		prev, row = b, row+k
+	}
+	return runs, prev
+}
+
+// addRun appends to runs the range [ptr, ptr+bytes) of block b, joined
+// with the last run when that ends where it begins and b follows prev,
+// the block the last run ends in, in one allocation.
+func addRun(runs []copyRun, prev, b *block, ptr device.Ptr, bytes int) []copyRun {
+	if k := len(runs) - 1; k >= 0 && prev != nil && runs[k].ptr+device.Ptr(runs[k].bytes) == ptr && b.Follows(prev) {
+		runs[k].bytes += bytes
+		return runs
+	}
+	return append(runs, copyRun{ptr: ptr, bytes: bytes})
+}
+
+// rowQueue is where AppendAsync queues its copies: from buf, the staging
+// buffer that holds the rows column after column, on st; landed is the
+// event after them.
+type rowQueue struct {
+	sb     device.Streams
+	st     device.Stream
+	buf    []byte
+	landed device.Event
+}
+
+// queueCopies queues on st the copies of buf's rows to runs (buf holds
+// the columns one after another, as runs lists them), as one piece of work
+// where the backend takes a batch (device.BatchCopier), then the event
+// after them, which says both that the rows are on the device and that
+// the staging buffer is free again; a backend with device.BatchRecorder
+// takes the copies and the event in one call (on the host backend, one
+// piece of work: docs/BENCHMARKS.md, "Serving paths"). On failure it
+// waits for st (so no copy it queued lands later, in blocks the failed
+// write gives back) and returns the error: the write is aborted before
+// its commit, and changes nothing.
+func (h *Head) queueCopies(sb device.Streams, st device.Stream, runs []copyRun, buf []byte) (device.Event, error) {
+	if br, ok := sb.(device.BatchRecorder); ok {
+		cs := h.copies[:0]
+		off := 0
+		for _, r := range runs {
+			cs = append(cs, device.HostCopy{Dst: r.ptr, Src: buf[off : off+r.bytes]})
+			off += r.bytes
+		}
+		ev, err := br.CopiesHtoDAsyncRecord(st, cs)
+		clear(cs)
+		h.copies = cs[:0]
+		if err != nil {
+			return nil, errors.Join(err, st.Sync())
+		}
+		return ev, nil
+	}
+	if err := h.queueRuns(sb, st, runs, buf); err != nil {
+		return nil, errors.Join(err, st.Sync())
+	}
+	ev, err := sb.Record(st)
+	if err != nil {
+		return nil, errors.Join(err, st.Sync())
+	}
+	return ev, nil
+}
+
+// queueRuns queues the copies of queueCopies.
+func (h *Head) queueRuns(sb device.Streams, st device.Stream, runs []copyRun, buf []byte) error {
+	bc, batch := sb.(device.BatchCopier)
+	if !batch || len(runs) == 1 {
+		off := 0
+		for _, r := range runs {
+			if err := sb.CopyHtoDAsync(st, r.ptr, buf[off:off+r.bytes]); err != nil {
+				return err
+			}
+			off += r.bytes
+		}
+		return nil
+	}
+	cs := h.copies[:0]
+	off := 0
+	for _, r := range runs {
+		cs = append(cs, device.HostCopy{Dst: r.ptr, Src: buf[off : off+r.bytes]})
+		off += r.bytes
+	}
+	err := bc.CopiesHtoDAsync(st, cs)
+	clear(cs)
+	h.copies = cs[:0]
+	return err
+}

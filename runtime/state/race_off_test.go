@@ -1,8 +1,0 @@
-//go:build !race
-
-package state
-
-// raceDetector says whether the tests run under the race detector, whose
-// sync.Pool drops entries at random: purego's calls of the CUDA backend
-// allocate then.
-const raceDetector = false

@@ -1,0 +1,81 @@
+// Package stateimpl is the runtime API that stategen's generated code calls:
+// the store's heads, snapshots and groups, and the layouts that describe a
+// state type. It is not for hand-written code. Its API may change between
+// versions of the module, with the generated code that calls it: run go
+// generate again after an upgrade. What users write against is package
+// runtime/state (Pool, Owner, Version, Stats, the errors) and the generated
+// handles themselves.
+package stateimpl
+
+import (
+	"github.com/gpustate/gpustate/runtime/state"
+	"github.com/gpustate/gpustate/runtime/state/internal/store"
+)
+
+// The store's types, as generated code names them.
+type (
+	Head             = store.Head
+	Snap             = store.Snap
+	Group            = store.Group
+	GroupSnap        = store.GroupSnap
+	Layout           = store.Layout
+	Column           = store.Column
+	CheckpointPolicy = store.CheckpointPolicy
+	StepFunc         = store.StepFunc
+	Growth           = store.Growth
+	Retention        = store.Retention
+	Descendants      = store.Descendants
+)
+
+// A layout's growth, retention and rollback rule.
+const (
+	Append          = store.Append
+	Mutable         = store.Mutable
+	Mandatory       = store.Mandatory
+	Optional        = store.Optional
+	Reconstructable = store.Reconstructable
+	Invalidate      = store.Invalidate
+	Keep            = store.Keep
+)
+
+// NewHead makes a state of layout l owned by owner on pool p.
+func NewHead(p *state.Pool, l *Layout, owner state.Owner) (*Head, error) {
+	return store.PoolOf(p).NewHead(l, owner)
+}
+
+// NewSharedHead makes a state of layout l that may share the blocks of a
+// common prefix with the states of domain d.
+func NewSharedHead(p *state.Pool, l *Layout, owner state.Owner, d state.Domain) (*Head, error) {
+	return store.PoolOf(p).NewSharedHead(l, owner, d)
+}
+
+// NewGroup makes a group of one state per layout, moved together.
+func NewGroup(p *state.Pool, owner state.Owner, layouts ...*Layout) (*Group, error) {
+	return store.NewGroup(store.PoolOf(p), owner, layouts...)
+}
+
+// NewSharedGroup is NewGroup whose members may share prefixes in domain d.
+func NewSharedGroup(p *state.Pool, owner state.Owner, d state.Domain, layouts ...*Layout) (*Group, error) {
+	return store.NewSharedGroup(store.PoolOf(p), owner, d, layouts...)
+}
+
+// Table returns a store block table as runtime/state's, with the error
+// that came with it.
+func Table(t *store.BlockTable, err error) (*state.BlockTable, error) {
+	return store.PublicTable(t), err
+}
+
+// Resize returns s with n elements, reusing its array when its capacity
+// holds n, else a new one: generated ReadInto methods fill a caller's
+// batch with it, so that a batch read again and again allocates nothing.
+// The elements kept are not cleared (the read overwrites them); a
+// negative n gives an empty slice.
+func Resize[T any](s []T, n int) []T {
+	if n <= 0 {
+		return s[:0]
+	}
+	if cap(s) >= n {
+		return s[:n]
+	}
+	return make([]T, n)
+}
