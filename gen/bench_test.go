@@ -6,6 +6,7 @@ import (
 	"github.com/gpustate/gpustate/gen/testdata/src/grid"
 	"github.com/gpustate/gpustate/runtime/device"
 	"github.com/gpustate/gpustate/runtime/state"
+	"github.com/gpustate/gpustate/runtime/state/stateimpl"
 )
 
 // The generated handles are meant to add nothing but names: these
@@ -24,10 +25,10 @@ func benchPool(b *testing.B) *state.Pool {
 }
 
 // fieldLayout is grid.Field's layout, as stategen declares it.
-var fieldLayout = state.Layout{
+var fieldLayout = stateimpl.Layout{
 	Type:    "Field",
-	Columns: []state.Column{{Name: "Cells", ElemSize: 8, Width: 4}},
-	Growth:  state.Mutable,
+	Columns: []stateimpl.Column{{Name: "Cells", ElemSize: 8, Width: 4}},
+	Growth:  stateimpl.Mutable,
 	Bound:   4096,
 }
 
@@ -46,7 +47,7 @@ func BenchmarkWrite(b *testing.B) {
 		}
 	})
 	b.Run("head", func(b *testing.B) {
-		h, err := benchPool(b).NewHead(&fieldLayout, "bench")
+		h, err := stateimpl.NewHead(benchPool(b), &fieldLayout, "bench")
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -73,7 +74,7 @@ func BenchmarkRead(b *testing.B) {
 		}
 	})
 	b.Run("head", func(b *testing.B) {
-		h, err := benchPool(b).NewHead(&fieldLayout, "bench")
+		h, err := stateimpl.NewHead(benchPool(b), &fieldLayout, "bench")
 		if err != nil {
 			b.Fatal(err)
 		}

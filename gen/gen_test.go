@@ -153,7 +153,7 @@ func TestAPIFollowsContract(t *testing.T) {
 		{"Log", "func (s *LogState) Merge(", false},
 		{"Log", "func (s *LogState) At(", false},
 		{"Log", "state.ErrBound", false},
-		{"Log", "Descendants: state.Keep", true},
+		{"Log", "Descendants: stateimpl.Keep", true},
 		{"Field", "func (s *FieldState) Write(at int, rows Field) error", true},
 		{"Field", "func (s *FieldState) WriteDevice(from, to int) (FieldSpans, error)", true},
 		{"Field", "func (s *FieldState) Append(", false},
@@ -163,7 +163,7 @@ func TestAPIFollowsContract(t *testing.T) {
 		{"Field", "func (s *FieldState) Branch(", false},
 		{"Field", "func (s *FieldState) Rollback(", false},
 		{"Field", "Bound:       4096,", true},
-		{"Field", "Growth:      state.Mutable,", true},
+		{"Field", "Growth:      stateimpl.Mutable,", true},
 	}
 	for _, tt := range tests {
 		if got := has(byType[tt.typ], tt.decl); got != tt.want {

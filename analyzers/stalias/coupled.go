@@ -18,7 +18,7 @@ import (
 // own Snapshot and Branch, and writes through it, are its own: silent.
 
 // groupType is the runtime's group, which a generated group handle holds.
-const groupType = "github.com/gpustate/gpustate/runtime/state.Group"
+const groupType = "github.com/gpustate/gpustate/runtime/state/internal/store.Group"
 
 // coupledCalls are the calls a member leaves to its group.
 var coupledCalls = map[string]bool{"Rollback": true, "Merge": true, "Release": true}

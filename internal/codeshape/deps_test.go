@@ -101,3 +101,16 @@ func TestBlocksImportsNothingOfState(t *testing.T) {
 		}
 	}
 }
+
+// TestStateImportsNoStore keeps the users' package a leaf under the store:
+// runtime/state reaches the store only through the interfaces and the
+// functions of internal/link, so that its documentation is its own and the
+// store can change behind it.
+func TestStateImportsNoStore(t *testing.T) {
+	const state = "github.com/gpustate/gpustate/runtime/state"
+	for _, dep := range goList(t, "-deps", "./runtime/state") {
+		if strings.HasPrefix(dep, state+"/") && dep != state+"/internal/link" {
+			t.Errorf("runtime/state depends on %s; it imports nothing of the store but internal/link", dep)
+		}
+	}
+}

@@ -1,54 +1,46 @@
-// Package state is the versioned store behind the typed handles that
-// stategen generates: rows of fixed-size columns kept in device memory in
-// fixed-size blocks, with immutable snapshots, isolated branches, fastforward
-// merge and rollback, all by copy-on-write of exactly the blocks written.
+// Package state is what a program names beside the typed handles that
+// stategen generates: the Pool their states live in, the owners and
+// sharing domains they belong to, their versions and statistics, the
+// block tables kernels index them by, and the errors every handle returns.
 //
-// A Pool takes device memory from a device.Backend in large slabs and carves
-// fixed-size blocks from them. A Head is a mutable state of one Layout and
-// one Owner; a Snap is an immutable version of it. Every column of a version
-// is a persistent radix tree of reference-counted block references, and a
-// version is a reference-counted root over those trees: a snapshot shares the
-// root (O(1) whatever the number of rows or blocks), and a later write copies
-// the path from the root to the blocks it writes, and those blocks only.
+// A Pool takes device memory from a device.Backend (device.Host() where
+// there is no GPU) in large slabs and hands out blocks of it. Each state
+// is a head of rows in those blocks; a snapshot is an immutable version of
+// it that costs one reference, and a branch an isolated copy that shares
+// every block until one side writes it: only the blocks written are
+// copied. Blocks are never shared across owners (but for the read-only
+// prompt prefixes a contract declares shared, within one Domain), and a
+// block one owner used is zeroed before another gets it.
 //
-// The store is byte-level: a batch is one []byte per column, and Bytes and
-// Rows convert typed slices without copying. Generated code adds the types
-// and names of a state's fields on top of this API and nothing else.
-//
-// # Versions and lineages
-//
-// A head made by Pool.NewHead, its branches and their snapshots form a
-// lineage: every write makes a version numbered above every version the
-// lineage has seen. Rollback moves a head back to an ancestor version;
-// with Invalidate, snapshots and branches taken from the line it leaves
-// answer ErrInvalidated. Merge fastforwards a head to a branch when the
-// head has not changed since the branch left it.
-//
-// # Checkpoints
-//
-// A layout with a CheckpointPolicy keeps, per head, the deltas of its
-// writes (copies of the rows written, in pool blocks) and every Every
-// versions (or every Budget bytes of deltas) a checkpoint: a snapshot,
-// which costs one reference. At reconstructs a past version of the head's
-// own line from a checkpoint and the deltas after it; Plan tells which
-// checkpoint and at what cost, by a cost model the pool measures on its
-// backend (Pool.CostModel). Keep bounds the checkpoints, and with them the
-// history. Package placement chooses checkpoints for a chain of versions
-// under a memory budget.
+//	p, err := state.NewPool(device.Host(), state.PoolOptions{MaxBytes: 1 << 30})
+//	if err != nil {
+//		return err
+//	}
+//	defer p.Close()
+//	kv, err := NewKVCacheState(p, "session-1") // generated from type KVCache
+//	if err != nil {
+//		return err
+//	}
+//	defer kv.Release()
 //
 // # Memory
 //
 // Pool.Stats and the handles' Stats keep logical bytes (what the live
 // versions would take unshared) and physical bytes (the blocks in use)
-// apart, each counted as the store runs. Blocks are never shared across
-// owners, and a block one owner used is zeroed before another gets it.
+// apart, each counted as the store runs. Under memory pressure the pool
+// evicts optional state (PoolOptions.Evictor ranks it), or moves it to
+// host memory when PoolOptions.HostTier is set. Package statemetrics
+// exports the figures to Prometheus.
 //
-// # Concurrency and failure
+// # Errors
 //
-// Every method is safe for concurrent use. A Head serializes its writers; a
-// Snap may be read from many goroutines while its head is written. Errors
-// wrap the package's sentinel errors (ErrBound, ErrShape, ...) so that
-// errors.Is tells them apart; no method panics on bad input. A call that
-// fails changes nothing: not the rows, not the version, not the statistics,
-// and memory taken for it is given back.
+// Every error a handle or a pool returns wraps one of the sentinel errors
+// below (ErrBound, ErrShape, ...), with context naming the state type and
+// the call, so that errors.Is tells them apart. No call panics on bad
+// input, and a call that fails changes nothing: not the rows, not the
+// version, not the statistics, and memory taken for it is given back.
+// Every handle is safe for concurrent use.
+//
+// The store behind the handles is package runtime/state/stateimpl, which
+// only generated code calls.
 package state

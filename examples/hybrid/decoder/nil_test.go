@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/gpustate/gpustate/runtime/state"
+	"github.com/gpustate/gpustate/runtime/state/stateimpl"
 )
 
 // TestNilGroupHandles: every method of a nil group handle and of a nil
@@ -43,9 +44,9 @@ func TestNilGroupHandles(t *testing.T) {
 	if st := g.Stats(); st != (state.Stats{}) {
 		t.Errorf("nil group Stats: %+v", st)
 	}
-	var sg *state.Group
+	var sg *stateimpl.Group
 	if sg.Owner() != "" {
-		t.Error("a nil state.Group has an owner")
+		t.Error("a nil stateimpl.Group has an owner")
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gpustate/gpustate/runtime/device"
 	"github.com/gpustate/gpustate/runtime/state"
+	"github.com/gpustate/gpustate/runtime/state/stateimpl"
 	"github.com/gpustate/gpustate/runtime/state/statemetrics"
 )
 
@@ -23,7 +24,7 @@ func ExampleNewCollector() {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(statemetrics.NewCollector(p, "kv"))
 
-	h, err := p.NewHead(&state.Layout{Type: "Row", Columns: []state.Column{{Name: "V", ElemSize: 4, Width: 4}}}, "session-1")
+	h, err := stateimpl.NewHead(p, &stateimpl.Layout{Type: "Row", Columns: []stateimpl.Column{{Name: "V", ElemSize: 4, Width: 4}}}, "session-1")
 	if err != nil {
 		panic(err)
 	}

@@ -15,15 +15,16 @@ import (
 
 	"github.com/gpustate/gpustate/runtime/device"
 	"github.com/gpustate/gpustate/runtime/state"
+	"github.com/gpustate/gpustate/runtime/state/stateimpl"
 	"github.com/gpustate/gpustate/runtime/state/statemetrics"
 )
 
 // prompt is a shared layout of blocks of 4 rows: a 32-byte vector and the
 // token, the key.
-var prompt = &state.Layout{
+var prompt = &stateimpl.Layout{
 	Type:      "Prompt",
-	Columns:   []state.Column{{Name: "KV", ElemSize: 4, Width: 8}, {Name: "Token", ElemSize: 4, Width: 1}},
-	Growth:    state.Append,
+	Columns:   []stateimpl.Column{{Name: "KV", ElemSize: 4, Width: 8}, {Name: "Token", ElemSize: 4, Width: 1}},
+	Growth:    stateimpl.Append,
 	Bound:     64,
 	BlockRows: 4,
 	ShareKey:  "Token",
@@ -58,15 +59,15 @@ func sharedPool(t *testing.T) *state.Pool {
 	check(t, err)
 	t.Cleanup(func() { p.Close() })
 	toks := []uint32{1, 2, 3, 4, 5, 6, 7, 8}
-	a, err := p.NewSharedHead(prompt, "a", "tenant")
+	a, err := stateimpl.NewSharedHead(p, prompt, "a", "tenant")
 	check(t, err)
 	check(t, a.Append(rows(toks)))
-	b, err := p.NewSharedHead(prompt, "b", "tenant")
+	b, err := stateimpl.NewSharedHead(p, prompt, "b", "tenant")
 	check(t, err)
 	if n, err := b.AdoptPrefix(keys(toks)); err != nil || n != 8 {
 		t.Fatalf("AdoptPrefix: %d rows, %v; want 8", n, err)
 	}
-	c, err := p.NewSharedHead(prompt, "c", "tenant")
+	c, err := stateimpl.NewSharedHead(p, prompt, "c", "tenant")
 	check(t, err)
 	if n, err := c.AdoptPrefix(keys([]uint32{9, 9, 9, 9})); err != nil || n != 0 {
 		t.Fatalf("AdoptPrefix of uncached keys: %d rows, %v; want 0", n, err)
@@ -130,16 +131,16 @@ func TestEvictions(t *testing.T) {
 	p, err := state.NewPool(device.Host(), state.PoolOptions{BlockBytes: 256, MaxBytes: 4 * 256})
 	check(t, err)
 	t.Cleanup(func() { p.Close() })
-	wide := func(ret state.Retention) *state.Layout {
-		return &state.Layout{Type: "Cache", Columns: []state.Column{{Name: "Row", ElemSize: 8, Width: 32}}, Retention: ret}
+	wide := func(ret stateimpl.Retention) *stateimpl.Layout {
+		return &stateimpl.Layout{Type: "Cache", Columns: []stateimpl.Column{{Name: "Row", ElemSize: 8, Width: 32}}, Retention: ret}
 	}
 	row := [][]byte{bytes.Repeat([]byte{7}, 256)}
 	for i := range 4 {
-		h, err := p.NewHead(wide(state.Optional), state.Owner(fmt.Sprint("o", i)))
+		h, err := stateimpl.NewHead(p, wide(stateimpl.Optional), state.Owner(fmt.Sprint("o", i)))
 		check(t, err)
 		check(t, h.Append(row))
 	}
-	m, err := p.NewHead(wide(state.Mandatory), "m")
+	m, err := stateimpl.NewHead(p, wide(stateimpl.Mandatory), "m")
 	check(t, err)
 	check(t, m.Append(row)) // takes the least recently used optional head's block
 	c := statemetrics.NewCollector(p, "small")
@@ -162,18 +163,18 @@ func TestTier(t *testing.T) {
 	p, err := state.NewPool(device.Host(), state.PoolOptions{BlockBytes: 256, MaxBytes: 4 * 256, HostTier: 1 << 20})
 	check(t, err)
 	t.Cleanup(func() { p.Close() })
-	wide := func(ret state.Retention) *state.Layout {
-		return &state.Layout{Type: "Cache", Columns: []state.Column{{Name: "Row", ElemSize: 8, Width: 32}}, Retention: ret}
+	wide := func(ret stateimpl.Retention) *stateimpl.Layout {
+		return &stateimpl.Layout{Type: "Cache", Columns: []stateimpl.Column{{Name: "Row", ElemSize: 8, Width: 32}}, Retention: ret}
 	}
 	row := [][]byte{bytes.Repeat([]byte{7}, 256)}
-	var hs []*state.Head
+	var hs []*stateimpl.Head
 	for i := range 4 {
-		h, err := p.NewHead(wide(state.Optional), state.Owner(fmt.Sprint("o", i)))
+		h, err := stateimpl.NewHead(p, wide(stateimpl.Optional), state.Owner(fmt.Sprint("o", i)))
 		check(t, err)
 		check(t, h.Append(row))
 		hs = append(hs, h)
 	}
-	m, err := p.NewHead(wide(state.Mandatory), "m")
+	m, err := stateimpl.NewHead(p, wide(stateimpl.Mandatory), "m")
 	check(t, err)
 	check(t, m.Append(row))                                 // the least recently used optional head moves to the tier
 	check(t, hs[0].Read(0, 1, [][]byte{make([]byte, 256)})) // back; the next one goes

@@ -5,19 +5,20 @@ package clash
 import (
 	gpustatedevice "github.com/gpustate/gpustate/runtime/device"
 	gpustatestate "github.com/gpustate/gpustate/runtime/state"
+	"github.com/gpustate/gpustate/runtime/state/stateimpl"
 )
 
 // _Samples_layout is how the store holds Samples: one column per field,
 // exactly 48000 rows written in place.
-var _Samples_layout = gpustatestate.Layout{
+var _Samples_layout = stateimpl.Layout{
 	Type: "Samples",
-	Columns: []gpustatestate.Column{
+	Columns: []stateimpl.Column{
 		{Name: "Left", ElemSize: 2, Width: 1},
 		{Name: "Right", ElemSize: 2, Width: 1},
 	},
-	Growth:      gpustatestate.Mutable,
+	Growth:      stateimpl.Mutable,
 	Bound:       48000,
-	Descendants: gpustatestate.Invalidate,
+	Descendants: stateimpl.Invalidate,
 }
 
 // SamplesState is a live Samples state.
@@ -37,7 +38,7 @@ var _Samples_layout = gpustatestate.Layout{
 // long as snapshots of them. Retention is mandatory: the state is never
 // evicted.
 type SamplesState struct {
-	h *gpustatestate.Head
+	h *stateimpl.Head
 }
 
 // NewSamplesState creates a Samples state of 48000 rows, all zero, in pool p,
@@ -49,7 +50,7 @@ type SamplesState struct {
 //
 //state:acquire
 func NewSamplesState(p *gpustatestate.Pool, owner gpustatestate.Owner) (*SamplesState, error) {
-	h, err := p.NewHead(&_Samples_layout, owner)
+	h, err := stateimpl.NewHead(p, &_Samples_layout, owner)
 	if err != nil {
 		return nil, err
 	}
@@ -91,8 +92,8 @@ func (s *SamplesState) ReadInto(dst *Samples, from, to int) error {
 	}
 	n := to - from
 	rows := *dst
-	rows.Left = gpustatestate.Resize(rows.Left, n)
-	rows.Right = gpustatestate.Resize(rows.Right, n)
+	rows.Left = stateimpl.Resize(rows.Left, n)
+	rows.Right = stateimpl.Resize(rows.Right, n)
 	if err := h.Read(from, to, [][]byte{gpustatestate.Bytes(rows.Left), gpustatestate.Bytes(rows.Right)}); err != nil {
 		return err
 	}
@@ -112,8 +113,8 @@ func (s *SamplesState) ReadRowsInto(dst *Samples, idx []int) error {
 		return h.ReadRows(idx, nil)
 	}
 	rows := *dst
-	rows.Left = gpustatestate.Resize(rows.Left, len(idx))
-	rows.Right = gpustatestate.Resize(rows.Right, len(idx))
+	rows.Left = stateimpl.Resize(rows.Left, len(idx))
+	rows.Right = stateimpl.Resize(rows.Right, len(idx))
 	if err := h.ReadRows(idx, [][]byte{gpustatestate.Bytes(rows.Left), gpustatestate.Bytes(rows.Right)}); err != nil {
 		return err
 	}
@@ -135,10 +136,10 @@ func (s *SamplesState) ReadFields(dst *Samples, from, to int) error {
 	n := to - from
 	rows := *dst
 	if rows.Left != nil {
-		rows.Left = gpustatestate.Resize(rows.Left, n)
+		rows.Left = stateimpl.Resize(rows.Left, n)
 	}
 	if rows.Right != nil {
-		rows.Right = gpustatestate.Resize(rows.Right, n)
+		rows.Right = stateimpl.Resize(rows.Right, n)
 	}
 	if err := h.ReadColumns(from, to, [][]byte{gpustatestate.Bytes(rows.Left), gpustatestate.Bytes(rows.Right)}); err != nil {
 		return err
@@ -242,8 +243,8 @@ func (s *SamplesState) ReadAsync(st gpustatedevice.Stream, dst *Samples, from, t
 	}
 	n := to - from
 	rows := *dst
-	rows.Left = gpustatestate.Resize(rows.Left, n)
-	rows.Right = gpustatestate.Resize(rows.Right, n)
+	rows.Left = stateimpl.Resize(rows.Left, n)
+	rows.Right = stateimpl.Resize(rows.Right, n)
 	if err := h.ReadAsync(st, from, to, [][]byte{gpustatestate.Bytes(rows.Left), gpustatestate.Bytes(rows.Right)}); err != nil {
 		return err
 	}
@@ -268,7 +269,7 @@ func (s *SamplesState) RecordStream(st gpustatedevice.Stream) error {
 //
 //state:acquire
 func (s *SamplesState) BlockTable() (*gpustatestate.BlockTable, error) {
-	return _Samples_head(s).BlockTable()
+	return stateimpl.Table(_Samples_head(s).BlockTable())
 }
 
 // Release gives the state's blocks back to the pool; snapshots taken from it
@@ -286,7 +287,7 @@ func (s *SamplesState) Release() error {
 //
 //state:snapshot
 type SamplesSnapshot struct {
-	snap *gpustatestate.Snap
+	snap *stateimpl.Snap
 }
 
 // Read copies rows [from, to) of the snapshot to the host, in a new Samples.
@@ -314,8 +315,8 @@ func (v *SamplesSnapshot) ReadInto(dst *Samples, from, to int) error {
 	}
 	n := to - from
 	rows := *dst
-	rows.Left = gpustatestate.Resize(rows.Left, n)
-	rows.Right = gpustatestate.Resize(rows.Right, n)
+	rows.Left = stateimpl.Resize(rows.Left, n)
+	rows.Right = stateimpl.Resize(rows.Right, n)
 	if err := snap.Read(from, to, [][]byte{gpustatestate.Bytes(rows.Left), gpustatestate.Bytes(rows.Right)}); err != nil {
 		return err
 	}
@@ -335,8 +336,8 @@ func (v *SamplesSnapshot) ReadRowsInto(dst *Samples, idx []int) error {
 		return snap.ReadRows(idx, nil)
 	}
 	rows := *dst
-	rows.Left = gpustatestate.Resize(rows.Left, len(idx))
-	rows.Right = gpustatestate.Resize(rows.Right, len(idx))
+	rows.Left = stateimpl.Resize(rows.Left, len(idx))
+	rows.Right = stateimpl.Resize(rows.Right, len(idx))
 	if err := snap.ReadRows(idx, [][]byte{gpustatestate.Bytes(rows.Left), gpustatestate.Bytes(rows.Right)}); err != nil {
 		return err
 	}
@@ -358,10 +359,10 @@ func (v *SamplesSnapshot) ReadFields(dst *Samples, from, to int) error {
 	n := to - from
 	rows := *dst
 	if rows.Left != nil {
-		rows.Left = gpustatestate.Resize(rows.Left, n)
+		rows.Left = stateimpl.Resize(rows.Left, n)
 	}
 	if rows.Right != nil {
-		rows.Right = gpustatestate.Resize(rows.Right, n)
+		rows.Right = stateimpl.Resize(rows.Right, n)
 	}
 	if err := snap.ReadColumns(from, to, [][]byte{gpustatestate.Bytes(rows.Left), gpustatestate.Bytes(rows.Right)}); err != nil {
 		return err
@@ -398,8 +399,8 @@ func (v *SamplesSnapshot) ReadAsync(st gpustatedevice.Stream, dst *Samples, from
 	}
 	n := to - from
 	rows := *dst
-	rows.Left = gpustatestate.Resize(rows.Left, n)
-	rows.Right = gpustatestate.Resize(rows.Right, n)
+	rows.Left = stateimpl.Resize(rows.Left, n)
+	rows.Right = stateimpl.Resize(rows.Right, n)
 	if err := snap.ReadAsync(st, from, to, [][]byte{gpustatestate.Bytes(rows.Left), gpustatestate.Bytes(rows.Right)}); err != nil {
 		return err
 	}
@@ -422,7 +423,7 @@ func (v *SamplesSnapshot) RecordStream(st gpustatedevice.Stream) error {
 //
 //state:acquire
 func (v *SamplesSnapshot) BlockTable() (*gpustatestate.BlockTable, error) {
-	return _Samples_snap(v).BlockTable()
+	return stateimpl.Table(_Samples_snap(v).BlockTable())
 }
 
 // Len returns the number of rows in the snapshot.
@@ -497,7 +498,7 @@ func _Samples_readRows(r interface {
 
 // _Samples_head returns the store head of s, nil for a nil s (its methods
 // answer state.ErrReleased).
-func _Samples_head(s *SamplesState) *gpustatestate.Head {
+func _Samples_head(s *SamplesState) *stateimpl.Head {
 	if s == nil {
 		return nil
 	}
@@ -506,7 +507,7 @@ func _Samples_head(s *SamplesState) *gpustatestate.Head {
 
 // _Samples_snap returns the store snapshot of v, nil for a nil v (its methods
 // answer state.ErrReleased).
-func _Samples_snap(v *SamplesSnapshot) *gpustatestate.Snap {
+func _Samples_snap(v *SamplesSnapshot) *stateimpl.Snap {
 	if v == nil {
 		return nil
 	}

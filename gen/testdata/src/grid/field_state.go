@@ -5,18 +5,19 @@ package grid
 import (
 	"github.com/gpustate/gpustate/runtime/device"
 	"github.com/gpustate/gpustate/runtime/state"
+	"github.com/gpustate/gpustate/runtime/state/stateimpl"
 )
 
 // _Field_layout is how the store holds Field: one column per field, exactly
 // 4096 rows written in place.
-var _Field_layout = state.Layout{
+var _Field_layout = stateimpl.Layout{
 	Type: "Field",
-	Columns: []state.Column{
+	Columns: []stateimpl.Column{
 		{Name: "Cells", ElemSize: 8, Width: 4},
 	},
-	Growth:      state.Mutable,
+	Growth:      stateimpl.Mutable,
 	Bound:       4096,
-	Descendants: state.Invalidate,
+	Descendants: stateimpl.Invalidate,
 }
 
 // FieldState is a live Field state: heat field of one simulation step.
@@ -33,7 +34,7 @@ var _Field_layout = state.Layout{
 // live only as long as snapshots of them. Retention is mandatory: the state is
 // never evicted.
 type FieldState struct {
-	h *state.Head
+	h *stateimpl.Head
 }
 
 // NewFieldState creates a Field state of 4096 rows, all zero, in pool p, owned
@@ -45,7 +46,7 @@ type FieldState struct {
 //
 //state:acquire
 func NewFieldState(p *state.Pool, owner state.Owner) (*FieldState, error) {
-	h, err := p.NewHead(&_Field_layout, owner)
+	h, err := stateimpl.NewHead(p, &_Field_layout, owner)
 	if err != nil {
 		return nil, err
 	}
@@ -87,7 +88,7 @@ func (s *FieldState) ReadInto(dst *Field, from, to int) error {
 	}
 	n := to - from
 	rows := *dst
-	rows.Cells = state.Resize(rows.Cells, n*4)
+	rows.Cells = stateimpl.Resize(rows.Cells, n*4)
 	if err := h.Read(from, to, [][]byte{state.Bytes(rows.Cells)}); err != nil {
 		return err
 	}
@@ -107,7 +108,7 @@ func (s *FieldState) ReadRowsInto(dst *Field, idx []int) error {
 		return h.ReadRows(idx, nil)
 	}
 	rows := *dst
-	rows.Cells = state.Resize(rows.Cells, len(idx)*4)
+	rows.Cells = stateimpl.Resize(rows.Cells, len(idx)*4)
 	if err := h.ReadRows(idx, [][]byte{state.Bytes(rows.Cells)}); err != nil {
 		return err
 	}
@@ -129,7 +130,7 @@ func (s *FieldState) ReadFields(dst *Field, from, to int) error {
 	n := to - from
 	rows := *dst
 	if rows.Cells != nil {
-		rows.Cells = state.Resize(rows.Cells, n*4)
+		rows.Cells = stateimpl.Resize(rows.Cells, n*4)
 	}
 	if err := h.ReadColumns(from, to, [][]byte{state.Bytes(rows.Cells)}); err != nil {
 		return err
@@ -199,7 +200,7 @@ func (s *FieldState) ReadAsync(st device.Stream, dst *Field, from, to int) error
 	}
 	n := to - from
 	rows := *dst
-	rows.Cells = state.Resize(rows.Cells, n*4)
+	rows.Cells = stateimpl.Resize(rows.Cells, n*4)
 	if err := h.ReadAsync(st, from, to, [][]byte{state.Bytes(rows.Cells)}); err != nil {
 		return err
 	}
@@ -224,7 +225,7 @@ func (s *FieldState) RecordStream(st device.Stream) error {
 //
 //state:acquire
 func (s *FieldState) BlockTable() (*state.BlockTable, error) {
-	return _Field_head(s).BlockTable()
+	return stateimpl.Table(_Field_head(s).BlockTable())
 }
 
 // Release gives the state's blocks back to the pool. Release is idempotent;
@@ -286,7 +287,7 @@ func _Field_readRows(r interface {
 
 // _Field_head returns the store head of s, nil for a nil s (its methods answer
 // state.ErrReleased).
-func _Field_head(s *FieldState) *state.Head {
+func _Field_head(s *FieldState) *stateimpl.Head {
 	if s == nil {
 		return nil
 	}

@@ -5,18 +5,19 @@ package grid
 import (
 	"github.com/gpustate/gpustate/runtime/device"
 	"github.com/gpustate/gpustate/runtime/state"
+	"github.com/gpustate/gpustate/runtime/state/stateimpl"
 )
 
 // _scratch_layout is how the store holds scratch: one column per field, rows
 // appended up to 256.
-var _scratch_layout = state.Layout{
+var _scratch_layout = stateimpl.Layout{
 	Type: "scratch",
-	Columns: []state.Column{
+	Columns: []stateimpl.Column{
 		{Name: "flags", ElemSize: 1, Width: 1},
 	},
-	Growth:      state.Append,
+	Growth:      stateimpl.Append,
 	Bound:       256,
-	Descendants: state.Invalidate,
+	Descendants: stateimpl.Invalidate,
 }
 
 // scratchState is a live scratch state.
@@ -33,7 +34,7 @@ var _scratch_layout = state.Layout{
 // live only as long as snapshots of them. Retention is mandatory: the state is
 // never evicted.
 type scratchState struct {
-	h *state.Head
+	h *stateimpl.Head
 }
 
 // newScratchState creates an empty scratch state in pool p, owned by owner (a
@@ -45,7 +46,7 @@ type scratchState struct {
 //
 //state:acquire
 func newScratchState(p *state.Pool, owner state.Owner) (*scratchState, error) {
-	h, err := p.NewHead(&_scratch_layout, owner)
+	h, err := stateimpl.NewHead(p, &_scratch_layout, owner)
 	if err != nil {
 		return nil, err
 	}
@@ -87,7 +88,7 @@ func (s *scratchState) ReadInto(dst *scratch, from, to int) error {
 	}
 	n := to - from
 	rows := *dst
-	rows.flags = state.Resize(rows.flags, n)
+	rows.flags = stateimpl.Resize(rows.flags, n)
 	if err := h.Read(from, to, [][]byte{state.Bytes(rows.flags)}); err != nil {
 		return err
 	}
@@ -107,7 +108,7 @@ func (s *scratchState) ReadRowsInto(dst *scratch, idx []int) error {
 		return h.ReadRows(idx, nil)
 	}
 	rows := *dst
-	rows.flags = state.Resize(rows.flags, len(idx))
+	rows.flags = stateimpl.Resize(rows.flags, len(idx))
 	if err := h.ReadRows(idx, [][]byte{state.Bytes(rows.flags)}); err != nil {
 		return err
 	}
@@ -129,7 +130,7 @@ func (s *scratchState) ReadFields(dst *scratch, from, to int) error {
 	n := to - from
 	rows := *dst
 	if rows.flags != nil {
-		rows.flags = state.Resize(rows.flags, n)
+		rows.flags = stateimpl.Resize(rows.flags, n)
 	}
 	if err := h.ReadColumns(from, to, [][]byte{state.Bytes(rows.flags)}); err != nil {
 		return err
@@ -216,7 +217,7 @@ func (s *scratchState) ReadAsync(st device.Stream, dst *scratch, from, to int) e
 	}
 	n := to - from
 	rows := *dst
-	rows.flags = state.Resize(rows.flags, n)
+	rows.flags = stateimpl.Resize(rows.flags, n)
 	if err := h.ReadAsync(st, from, to, [][]byte{state.Bytes(rows.flags)}); err != nil {
 		return err
 	}
@@ -241,7 +242,7 @@ func (s *scratchState) RecordStream(st device.Stream) error {
 //
 //state:acquire
 func (s *scratchState) BlockTable() (*state.BlockTable, error) {
-	return _scratch_head(s).BlockTable()
+	return stateimpl.Table(_scratch_head(s).BlockTable())
 }
 
 // Release gives the state's blocks back to the pool. Release is idempotent;
@@ -302,7 +303,7 @@ func _scratch_readRows(r interface {
 
 // _scratch_head returns the store head of s, nil for a nil s (its methods
 // answer state.ErrReleased).
-func _scratch_head(s *scratchState) *state.Head {
+func _scratch_head(s *scratchState) *stateimpl.Head {
 	if s == nil {
 		return nil
 	}

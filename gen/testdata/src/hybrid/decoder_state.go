@@ -2,7 +2,10 @@
 
 package hybrid
 
-import "github.com/gpustate/gpustate/runtime/state"
+import (
+	"github.com/gpustate/gpustate/runtime/state"
+	"github.com/gpustate/gpustate/runtime/state/stateimpl"
+)
 
 // DecoderState is a live Decoder group of a session: hybrid decoder state of
 // one session.
@@ -13,7 +16,7 @@ import "github.com/gpustate/gpustate/runtime/state"
 // spans, snapshots and branches are its own; its Rollback, Merge and Release
 // answer state.ErrCoupled, as they are the group's to call.
 type DecoderState struct {
-	_group *state.Group
+	_group *stateimpl.Group
 	_KV    *KVCacheState
 	_Rec   *RecurrentState
 }
@@ -26,7 +29,7 @@ type DecoderState struct {
 //
 //state:acquire
 func NewDecoderState(p *state.Pool, owner state.Owner) (*DecoderState, error) {
-	g, err := state.NewGroup(p, owner, &_KVCache_layout, &_Recurrent_layout)
+	g, err := stateimpl.NewGroup(p, owner, &_KVCache_layout, &_Recurrent_layout)
 	if err != nil {
 		return nil, err
 	}
@@ -47,7 +50,7 @@ func NewDecoderState(p *state.Pool, owner state.Owner) (*DecoderState, error) {
 //
 //state:acquire
 func NewDecoderStateShared(p *state.Pool, owner state.Owner, domain state.Domain) (*DecoderState, error) {
-	g, err := state.NewSharedGroup(p, owner, domain, &_KVCache_layout, &_Recurrent_layout)
+	g, err := stateimpl.NewSharedGroup(p, owner, domain, &_KVCache_layout, &_Recurrent_layout)
 	if err != nil {
 		return nil, err
 	}
@@ -55,7 +58,7 @@ func NewDecoderStateShared(p *state.Pool, owner state.Owner, domain state.Domain
 }
 
 // _Decoder_wrap gives the group g and its member heads their types.
-func _Decoder_wrap(g *state.Group) *DecoderState {
+func _Decoder_wrap(g *stateimpl.Group) *DecoderState {
 	return &DecoderState{
 		_KV:    &KVCacheState{h: g.Head(0)},
 		_Rec:   &RecurrentState{h: g.Head(1)},
@@ -65,7 +68,7 @@ func _Decoder_wrap(g *state.Group) *DecoderState {
 
 // _Decoder_group returns the group g wraps; nil for a nil g, which the store
 // answers with state.ErrReleased.
-func _Decoder_group(g *DecoderState) *state.Group {
+func _Decoder_group(g *DecoderState) *stateimpl.Group {
 	if g == nil {
 		return nil
 	}
@@ -189,13 +192,13 @@ func (g *DecoderState) Release() error {
 //
 //state:snapshot
 type DecoderSnapshot struct {
-	_cut *state.GroupSnap
+	_cut *stateimpl.GroupSnap
 	_KV  *KVCacheSnapshot
 	_Rec *RecurrentSnapshot
 }
 
 // _Decoder_cut returns the cut v wraps; nil for a nil v.
-func _Decoder_cut(v *DecoderSnapshot) *state.GroupSnap {
+func _Decoder_cut(v *DecoderSnapshot) *stateimpl.GroupSnap {
 	if v == nil {
 		return nil
 	}

@@ -5,20 +5,21 @@ package hybrid
 import (
 	"github.com/gpustate/gpustate/runtime/device"
 	"github.com/gpustate/gpustate/runtime/state"
+	"github.com/gpustate/gpustate/runtime/state/stateimpl"
 )
 
 // _KVCache_layout is how the store holds KVCache: one column per field, rows
 // appended up to 1024.
-var _KVCache_layout = state.Layout{
+var _KVCache_layout = stateimpl.Layout{
 	Type: "KVCache",
-	Columns: []state.Column{
+	Columns: []stateimpl.Column{
 		{Name: "Toks", ElemSize: 4, Width: 1},
 		{Name: "Keys", ElemSize: 4, Width: 16},
 		{Name: "Values", ElemSize: 4, Width: 16},
 	},
-	Growth:      state.Append,
+	Growth:      stateimpl.Append,
 	Bound:       1024,
-	Descendants: state.Invalidate,
+	Descendants: stateimpl.Invalidate,
 	ShareKey:    "Toks",
 }
 
@@ -48,7 +49,7 @@ var _KVCache_layout = state.Layout{
 // versions live only as long as snapshots of them. Retention is mandatory: the
 // state is never evicted.
 type KVCacheState struct {
-	h *state.Head
+	h *stateimpl.Head
 }
 
 // NewKVCacheState creates an empty KVCache state in pool p, owned by owner (a
@@ -60,7 +61,7 @@ type KVCacheState struct {
 //
 //state:acquire
 func NewKVCacheState(p *state.Pool, owner state.Owner) (*KVCacheState, error) {
-	h, err := p.NewHead(&_KVCache_layout, owner)
+	h, err := stateimpl.NewHead(p, &_KVCache_layout, owner)
 	if err != nil {
 		return nil, err
 	}
@@ -82,7 +83,7 @@ func NewKVCacheState(p *state.Pool, owner state.Owner) (*KVCacheState, error) {
 //
 //state:acquire
 func NewKVCacheStateShared(p *state.Pool, owner state.Owner, domain state.Domain) (*KVCacheState, error) {
-	h, err := p.NewSharedHead(&_KVCache_layout, owner, domain)
+	h, err := stateimpl.NewSharedHead(p, &_KVCache_layout, owner, domain)
 	if err != nil {
 		return nil, err
 	}
@@ -145,9 +146,9 @@ func (s *KVCacheState) ReadInto(dst *KVCache, from, to int) error {
 	}
 	n := to - from
 	rows := *dst
-	rows.Toks = state.Resize(rows.Toks, n)
-	rows.Keys = state.Resize(rows.Keys, n*16)
-	rows.Values = state.Resize(rows.Values, n*16)
+	rows.Toks = stateimpl.Resize(rows.Toks, n)
+	rows.Keys = stateimpl.Resize(rows.Keys, n*16)
+	rows.Values = stateimpl.Resize(rows.Values, n*16)
 	if err := h.Read(from, to, [][]byte{
 		state.Bytes(rows.Toks),
 		state.Bytes(rows.Keys),
@@ -171,9 +172,9 @@ func (s *KVCacheState) ReadRowsInto(dst *KVCache, idx []int) error {
 		return h.ReadRows(idx, nil)
 	}
 	rows := *dst
-	rows.Toks = state.Resize(rows.Toks, len(idx))
-	rows.Keys = state.Resize(rows.Keys, len(idx)*16)
-	rows.Values = state.Resize(rows.Values, len(idx)*16)
+	rows.Toks = stateimpl.Resize(rows.Toks, len(idx))
+	rows.Keys = stateimpl.Resize(rows.Keys, len(idx)*16)
+	rows.Values = stateimpl.Resize(rows.Values, len(idx)*16)
 	if err := h.ReadRows(idx, [][]byte{
 		state.Bytes(rows.Toks),
 		state.Bytes(rows.Keys),
@@ -199,13 +200,13 @@ func (s *KVCacheState) ReadFields(dst *KVCache, from, to int) error {
 	n := to - from
 	rows := *dst
 	if rows.Toks != nil {
-		rows.Toks = state.Resize(rows.Toks, n)
+		rows.Toks = stateimpl.Resize(rows.Toks, n)
 	}
 	if rows.Keys != nil {
-		rows.Keys = state.Resize(rows.Keys, n*16)
+		rows.Keys = stateimpl.Resize(rows.Keys, n*16)
 	}
 	if rows.Values != nil {
-		rows.Values = state.Resize(rows.Values, n*16)
+		rows.Values = stateimpl.Resize(rows.Values, n*16)
 	}
 	if err := h.ReadColumns(from, to, [][]byte{
 		state.Bytes(rows.Toks),
@@ -276,7 +277,7 @@ func (s *KVCacheState) Branch() (*KVCacheState, error) {
 //
 //state:mutates
 func (s *KVCacheState) Merge(child *KVCacheState) error {
-	var c *state.Head
+	var c *stateimpl.Head
 	if child != nil {
 		c = child.h
 	}
@@ -291,7 +292,7 @@ func (s *KVCacheState) Merge(child *KVCacheState) error {
 //
 //state:mutates
 func (s *KVCacheState) Rollback(to *KVCacheSnapshot) error {
-	var snap *state.Snap
+	var snap *stateimpl.Snap
 	if to != nil {
 		snap = to.snap
 	}
@@ -364,9 +365,9 @@ func (s *KVCacheState) ReadAsync(st device.Stream, dst *KVCache, from, to int) e
 	}
 	n := to - from
 	rows := *dst
-	rows.Toks = state.Resize(rows.Toks, n)
-	rows.Keys = state.Resize(rows.Keys, n*16)
-	rows.Values = state.Resize(rows.Values, n*16)
+	rows.Toks = stateimpl.Resize(rows.Toks, n)
+	rows.Keys = stateimpl.Resize(rows.Keys, n*16)
+	rows.Values = stateimpl.Resize(rows.Values, n*16)
 	if err := h.ReadAsync(st, from, to, [][]byte{
 		state.Bytes(rows.Toks),
 		state.Bytes(rows.Keys),
@@ -395,7 +396,7 @@ func (s *KVCacheState) RecordStream(st device.Stream) error {
 //
 //state:acquire
 func (s *KVCacheState) BlockTable() (*state.BlockTable, error) {
-	return _KVCache_head(s).BlockTable()
+	return stateimpl.Table(_KVCache_head(s).BlockTable())
 }
 
 // Release gives the state's blocks back to the pool; snapshots taken from it
@@ -413,7 +414,7 @@ func (s *KVCacheState) Release() error {
 //
 //state:snapshot
 type KVCacheSnapshot struct {
-	snap *state.Snap
+	snap *stateimpl.Snap
 }
 
 // Read copies rows [from, to) of the snapshot to the host, in a new KVCache.
@@ -441,9 +442,9 @@ func (v *KVCacheSnapshot) ReadInto(dst *KVCache, from, to int) error {
 	}
 	n := to - from
 	rows := *dst
-	rows.Toks = state.Resize(rows.Toks, n)
-	rows.Keys = state.Resize(rows.Keys, n*16)
-	rows.Values = state.Resize(rows.Values, n*16)
+	rows.Toks = stateimpl.Resize(rows.Toks, n)
+	rows.Keys = stateimpl.Resize(rows.Keys, n*16)
+	rows.Values = stateimpl.Resize(rows.Values, n*16)
 	if err := snap.Read(from, to, [][]byte{
 		state.Bytes(rows.Toks),
 		state.Bytes(rows.Keys),
@@ -467,9 +468,9 @@ func (v *KVCacheSnapshot) ReadRowsInto(dst *KVCache, idx []int) error {
 		return snap.ReadRows(idx, nil)
 	}
 	rows := *dst
-	rows.Toks = state.Resize(rows.Toks, len(idx))
-	rows.Keys = state.Resize(rows.Keys, len(idx)*16)
-	rows.Values = state.Resize(rows.Values, len(idx)*16)
+	rows.Toks = stateimpl.Resize(rows.Toks, len(idx))
+	rows.Keys = stateimpl.Resize(rows.Keys, len(idx)*16)
+	rows.Values = stateimpl.Resize(rows.Values, len(idx)*16)
 	if err := snap.ReadRows(idx, [][]byte{
 		state.Bytes(rows.Toks),
 		state.Bytes(rows.Keys),
@@ -495,13 +496,13 @@ func (v *KVCacheSnapshot) ReadFields(dst *KVCache, from, to int) error {
 	n := to - from
 	rows := *dst
 	if rows.Toks != nil {
-		rows.Toks = state.Resize(rows.Toks, n)
+		rows.Toks = stateimpl.Resize(rows.Toks, n)
 	}
 	if rows.Keys != nil {
-		rows.Keys = state.Resize(rows.Keys, n*16)
+		rows.Keys = stateimpl.Resize(rows.Keys, n*16)
 	}
 	if rows.Values != nil {
-		rows.Values = state.Resize(rows.Values, n*16)
+		rows.Values = stateimpl.Resize(rows.Values, n*16)
 	}
 	if err := snap.ReadColumns(from, to, [][]byte{
 		state.Bytes(rows.Toks),
@@ -542,9 +543,9 @@ func (v *KVCacheSnapshot) ReadAsync(st device.Stream, dst *KVCache, from, to int
 	}
 	n := to - from
 	rows := *dst
-	rows.Toks = state.Resize(rows.Toks, n)
-	rows.Keys = state.Resize(rows.Keys, n*16)
-	rows.Values = state.Resize(rows.Values, n*16)
+	rows.Toks = stateimpl.Resize(rows.Toks, n)
+	rows.Keys = stateimpl.Resize(rows.Keys, n*16)
+	rows.Values = stateimpl.Resize(rows.Values, n*16)
 	if err := snap.ReadAsync(st, from, to, [][]byte{
 		state.Bytes(rows.Toks),
 		state.Bytes(rows.Keys),
@@ -571,7 +572,7 @@ func (v *KVCacheSnapshot) RecordStream(st device.Stream) error {
 //
 //state:acquire
 func (v *KVCacheSnapshot) BlockTable() (*state.BlockTable, error) {
-	return _KVCache_snap(v).BlockTable()
+	return stateimpl.Table(_KVCache_snap(v).BlockTable())
 }
 
 // Len returns the number of rows in the snapshot.
@@ -657,7 +658,7 @@ func _KVCache_readRows(r interface {
 
 // _KVCache_head returns the store head of s, nil for a nil s (its methods
 // answer state.ErrReleased).
-func _KVCache_head(s *KVCacheState) *state.Head {
+func _KVCache_head(s *KVCacheState) *stateimpl.Head {
 	if s == nil {
 		return nil
 	}
@@ -666,7 +667,7 @@ func _KVCache_head(s *KVCacheState) *state.Head {
 
 // _KVCache_snap returns the store snapshot of v, nil for a nil v (its methods
 // answer state.ErrReleased).
-func _KVCache_snap(v *KVCacheSnapshot) *state.Snap {
+func _KVCache_snap(v *KVCacheSnapshot) *stateimpl.Snap {
 	if v == nil {
 		return nil
 	}

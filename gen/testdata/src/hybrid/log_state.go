@@ -5,18 +5,19 @@ package hybrid
 import (
 	"github.com/gpustate/gpustate/runtime/device"
 	"github.com/gpustate/gpustate/runtime/state"
+	"github.com/gpustate/gpustate/runtime/state/stateimpl"
 )
 
 // _Log_layout is how the store holds Log: one column per field, rows appended
 // up to 256.
-var _Log_layout = state.Layout{
+var _Log_layout = stateimpl.Layout{
 	Type: "Log",
-	Columns: []state.Column{
+	Columns: []stateimpl.Column{
 		{Name: "Events", ElemSize: 8, Width: 1},
 	},
-	Growth:      state.Append,
+	Growth:      stateimpl.Append,
 	Bound:       256,
-	Descendants: state.Keep,
+	Descendants: stateimpl.Keep,
 }
 
 // LogState is a live Log state.
@@ -35,7 +36,7 @@ var _Log_layout = state.Layout{
 // (descendants=keep). No history is kept: past versions live only as long as
 // snapshots of them. Retention is mandatory: the state is never evicted.
 type LogState struct {
-	h *state.Head
+	h *stateimpl.Head
 }
 
 // NewLogState creates an empty Log state in pool p, owned by owner (a
@@ -47,7 +48,7 @@ type LogState struct {
 //
 //state:acquire
 func NewLogState(p *state.Pool, owner state.Owner) (*LogState, error) {
-	h, err := p.NewHead(&_Log_layout, owner)
+	h, err := stateimpl.NewHead(p, &_Log_layout, owner)
 	if err != nil {
 		return nil, err
 	}
@@ -89,7 +90,7 @@ func (s *LogState) ReadInto(dst *Log, from, to int) error {
 	}
 	n := to - from
 	rows := *dst
-	rows.Events = state.Resize(rows.Events, n)
+	rows.Events = stateimpl.Resize(rows.Events, n)
 	if err := h.Read(from, to, [][]byte{state.Bytes(rows.Events)}); err != nil {
 		return err
 	}
@@ -109,7 +110,7 @@ func (s *LogState) ReadRowsInto(dst *Log, idx []int) error {
 		return h.ReadRows(idx, nil)
 	}
 	rows := *dst
-	rows.Events = state.Resize(rows.Events, len(idx))
+	rows.Events = stateimpl.Resize(rows.Events, len(idx))
 	if err := h.ReadRows(idx, [][]byte{state.Bytes(rows.Events)}); err != nil {
 		return err
 	}
@@ -131,7 +132,7 @@ func (s *LogState) ReadFields(dst *Log, from, to int) error {
 	n := to - from
 	rows := *dst
 	if rows.Events != nil {
-		rows.Events = state.Resize(rows.Events, n)
+		rows.Events = stateimpl.Resize(rows.Events, n)
 	}
 	if err := h.ReadColumns(from, to, [][]byte{state.Bytes(rows.Events)}); err != nil {
 		return err
@@ -181,7 +182,7 @@ func (s *LogState) Snapshot() (*LogSnapshot, error) {
 //
 //state:mutates
 func (s *LogState) Rollback(to *LogSnapshot) error {
-	var snap *state.Snap
+	var snap *stateimpl.Snap
 	if to != nil {
 		snap = to.snap
 	}
@@ -250,7 +251,7 @@ func (s *LogState) ReadAsync(st device.Stream, dst *Log, from, to int) error {
 	}
 	n := to - from
 	rows := *dst
-	rows.Events = state.Resize(rows.Events, n)
+	rows.Events = stateimpl.Resize(rows.Events, n)
 	if err := h.ReadAsync(st, from, to, [][]byte{state.Bytes(rows.Events)}); err != nil {
 		return err
 	}
@@ -275,7 +276,7 @@ func (s *LogState) RecordStream(st device.Stream) error {
 //
 //state:acquire
 func (s *LogState) BlockTable() (*state.BlockTable, error) {
-	return _Log_head(s).BlockTable()
+	return stateimpl.Table(_Log_head(s).BlockTable())
 }
 
 // Release gives the state's blocks back to the pool; snapshots taken from it
@@ -293,7 +294,7 @@ func (s *LogState) Release() error {
 //
 //state:snapshot
 type LogSnapshot struct {
-	snap *state.Snap
+	snap *stateimpl.Snap
 }
 
 // Read copies rows [from, to) of the snapshot to the host, in a new Log. It
@@ -321,7 +322,7 @@ func (v *LogSnapshot) ReadInto(dst *Log, from, to int) error {
 	}
 	n := to - from
 	rows := *dst
-	rows.Events = state.Resize(rows.Events, n)
+	rows.Events = stateimpl.Resize(rows.Events, n)
 	if err := snap.Read(from, to, [][]byte{state.Bytes(rows.Events)}); err != nil {
 		return err
 	}
@@ -341,7 +342,7 @@ func (v *LogSnapshot) ReadRowsInto(dst *Log, idx []int) error {
 		return snap.ReadRows(idx, nil)
 	}
 	rows := *dst
-	rows.Events = state.Resize(rows.Events, len(idx))
+	rows.Events = stateimpl.Resize(rows.Events, len(idx))
 	if err := snap.ReadRows(idx, [][]byte{state.Bytes(rows.Events)}); err != nil {
 		return err
 	}
@@ -363,7 +364,7 @@ func (v *LogSnapshot) ReadFields(dst *Log, from, to int) error {
 	n := to - from
 	rows := *dst
 	if rows.Events != nil {
-		rows.Events = state.Resize(rows.Events, n)
+		rows.Events = stateimpl.Resize(rows.Events, n)
 	}
 	if err := snap.ReadColumns(from, to, [][]byte{state.Bytes(rows.Events)}); err != nil {
 		return err
@@ -400,7 +401,7 @@ func (v *LogSnapshot) ReadAsync(st device.Stream, dst *Log, from, to int) error 
 	}
 	n := to - from
 	rows := *dst
-	rows.Events = state.Resize(rows.Events, n)
+	rows.Events = stateimpl.Resize(rows.Events, n)
 	if err := snap.ReadAsync(st, from, to, [][]byte{state.Bytes(rows.Events)}); err != nil {
 		return err
 	}
@@ -423,7 +424,7 @@ func (v *LogSnapshot) RecordStream(st device.Stream) error {
 //
 //state:acquire
 func (v *LogSnapshot) BlockTable() (*state.BlockTable, error) {
-	return _Log_snap(v).BlockTable()
+	return stateimpl.Table(_Log_snap(v).BlockTable())
 }
 
 // Len returns the number of rows in the snapshot.
@@ -495,7 +496,7 @@ func _Log_readRows(r interface {
 
 // _Log_head returns the store head of s, nil for a nil s (its methods answer
 // state.ErrReleased).
-func _Log_head(s *LogState) *state.Head {
+func _Log_head(s *LogState) *stateimpl.Head {
 	if s == nil {
 		return nil
 	}
@@ -504,7 +505,7 @@ func _Log_head(s *LogState) *state.Head {
 
 // _Log_snap returns the store snapshot of v, nil for a nil v (its methods
 // answer state.ErrReleased).
-func _Log_snap(v *LogSnapshot) *state.Snap {
+func _Log_snap(v *LogSnapshot) *stateimpl.Snap {
 	if v == nil {
 		return nil
 	}

@@ -5,18 +5,19 @@ package hybrid
 import (
 	"github.com/gpustate/gpustate/runtime/device"
 	"github.com/gpustate/gpustate/runtime/state"
+	"github.com/gpustate/gpustate/runtime/state/stateimpl"
 )
 
 // _Recurrent_layout is how the store holds Recurrent: one column per field,
 // exactly 4 rows written in place.
-var _Recurrent_layout = state.Layout{
+var _Recurrent_layout = stateimpl.Layout{
 	Type: "Recurrent",
-	Columns: []state.Column{
+	Columns: []stateimpl.Column{
 		{Name: "H", ElemSize: 4, Width: 16},
 	},
-	Growth:      state.Mutable,
+	Growth:      stateimpl.Mutable,
 	Bound:       4,
-	Descendants: state.Keep,
+	Descendants: stateimpl.Keep,
 }
 
 // RecurrentState is a live Recurrent state.
@@ -38,7 +39,7 @@ var _Recurrent_layout = state.Layout{
 // live only as long as snapshots of them. Retention is mandatory: the state is
 // never evicted.
 type RecurrentState struct {
-	h *state.Head
+	h *stateimpl.Head
 }
 
 // NewRecurrentState creates a Recurrent state of 4 rows, all zero, in pool p,
@@ -50,7 +51,7 @@ type RecurrentState struct {
 //
 //state:acquire
 func NewRecurrentState(p *state.Pool, owner state.Owner) (*RecurrentState, error) {
-	h, err := p.NewHead(&_Recurrent_layout, owner)
+	h, err := stateimpl.NewHead(p, &_Recurrent_layout, owner)
 	if err != nil {
 		return nil, err
 	}
@@ -92,7 +93,7 @@ func (s *RecurrentState) ReadInto(dst *Recurrent, from, to int) error {
 	}
 	n := to - from
 	rows := *dst
-	rows.H = state.Resize(rows.H, n*16)
+	rows.H = stateimpl.Resize(rows.H, n*16)
 	if err := h.Read(from, to, [][]byte{state.Bytes(rows.H)}); err != nil {
 		return err
 	}
@@ -112,7 +113,7 @@ func (s *RecurrentState) ReadRowsInto(dst *Recurrent, idx []int) error {
 		return h.ReadRows(idx, nil)
 	}
 	rows := *dst
-	rows.H = state.Resize(rows.H, len(idx)*16)
+	rows.H = stateimpl.Resize(rows.H, len(idx)*16)
 	if err := h.ReadRows(idx, [][]byte{state.Bytes(rows.H)}); err != nil {
 		return err
 	}
@@ -134,7 +135,7 @@ func (s *RecurrentState) ReadFields(dst *Recurrent, from, to int) error {
 	n := to - from
 	rows := *dst
 	if rows.H != nil {
-		rows.H = state.Resize(rows.H, n*16)
+		rows.H = stateimpl.Resize(rows.H, n*16)
 	}
 	if err := h.ReadColumns(from, to, [][]byte{state.Bytes(rows.H)}); err != nil {
 		return err
@@ -200,7 +201,7 @@ func (s *RecurrentState) Branch() (*RecurrentState, error) {
 //
 //state:mutates
 func (s *RecurrentState) Merge(child *RecurrentState) error {
-	var c *state.Head
+	var c *stateimpl.Head
 	if child != nil {
 		c = child.h
 	}
@@ -215,7 +216,7 @@ func (s *RecurrentState) Merge(child *RecurrentState) error {
 //
 //state:mutates
 func (s *RecurrentState) Rollback(to *RecurrentSnapshot) error {
-	var snap *state.Snap
+	var snap *stateimpl.Snap
 	if to != nil {
 		snap = to.snap
 	}
@@ -267,7 +268,7 @@ func (s *RecurrentState) ReadAsync(st device.Stream, dst *Recurrent, from, to in
 	}
 	n := to - from
 	rows := *dst
-	rows.H = state.Resize(rows.H, n*16)
+	rows.H = stateimpl.Resize(rows.H, n*16)
 	if err := h.ReadAsync(st, from, to, [][]byte{state.Bytes(rows.H)}); err != nil {
 		return err
 	}
@@ -292,7 +293,7 @@ func (s *RecurrentState) RecordStream(st device.Stream) error {
 //
 //state:acquire
 func (s *RecurrentState) BlockTable() (*state.BlockTable, error) {
-	return _Recurrent_head(s).BlockTable()
+	return stateimpl.Table(_Recurrent_head(s).BlockTable())
 }
 
 // Release gives the state's blocks back to the pool; snapshots taken from it
@@ -310,7 +311,7 @@ func (s *RecurrentState) Release() error {
 //
 //state:snapshot
 type RecurrentSnapshot struct {
-	snap *state.Snap
+	snap *stateimpl.Snap
 }
 
 // Read copies rows [from, to) of the snapshot to the host, in a new Recurrent.
@@ -338,7 +339,7 @@ func (v *RecurrentSnapshot) ReadInto(dst *Recurrent, from, to int) error {
 	}
 	n := to - from
 	rows := *dst
-	rows.H = state.Resize(rows.H, n*16)
+	rows.H = stateimpl.Resize(rows.H, n*16)
 	if err := snap.Read(from, to, [][]byte{state.Bytes(rows.H)}); err != nil {
 		return err
 	}
@@ -358,7 +359,7 @@ func (v *RecurrentSnapshot) ReadRowsInto(dst *Recurrent, idx []int) error {
 		return snap.ReadRows(idx, nil)
 	}
 	rows := *dst
-	rows.H = state.Resize(rows.H, len(idx)*16)
+	rows.H = stateimpl.Resize(rows.H, len(idx)*16)
 	if err := snap.ReadRows(idx, [][]byte{state.Bytes(rows.H)}); err != nil {
 		return err
 	}
@@ -380,7 +381,7 @@ func (v *RecurrentSnapshot) ReadFields(dst *Recurrent, from, to int) error {
 	n := to - from
 	rows := *dst
 	if rows.H != nil {
-		rows.H = state.Resize(rows.H, n*16)
+		rows.H = stateimpl.Resize(rows.H, n*16)
 	}
 	if err := snap.ReadColumns(from, to, [][]byte{state.Bytes(rows.H)}); err != nil {
 		return err
@@ -417,7 +418,7 @@ func (v *RecurrentSnapshot) ReadAsync(st device.Stream, dst *Recurrent, from, to
 	}
 	n := to - from
 	rows := *dst
-	rows.H = state.Resize(rows.H, n*16)
+	rows.H = stateimpl.Resize(rows.H, n*16)
 	if err := snap.ReadAsync(st, from, to, [][]byte{state.Bytes(rows.H)}); err != nil {
 		return err
 	}
@@ -440,7 +441,7 @@ func (v *RecurrentSnapshot) RecordStream(st device.Stream) error {
 //
 //state:acquire
 func (v *RecurrentSnapshot) BlockTable() (*state.BlockTable, error) {
-	return _Recurrent_snap(v).BlockTable()
+	return stateimpl.Table(_Recurrent_snap(v).BlockTable())
 }
 
 // Len returns the number of rows in the snapshot.
@@ -512,7 +513,7 @@ func _Recurrent_readRows(r interface {
 
 // _Recurrent_head returns the store head of s, nil for a nil s (its methods
 // answer state.ErrReleased).
-func _Recurrent_head(s *RecurrentState) *state.Head {
+func _Recurrent_head(s *RecurrentState) *stateimpl.Head {
 	if s == nil {
 		return nil
 	}
@@ -521,7 +522,7 @@ func _Recurrent_head(s *RecurrentState) *state.Head {
 
 // _Recurrent_snap returns the store snapshot of v, nil for a nil v (its
 // methods answer state.ErrReleased).
-func _Recurrent_snap(v *RecurrentSnapshot) *state.Snap {
+func _Recurrent_snap(v *RecurrentSnapshot) *stateimpl.Snap {
 	if v == nil {
 		return nil
 	}

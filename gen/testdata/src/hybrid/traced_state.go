@@ -2,7 +2,10 @@
 
 package hybrid
 
-import "github.com/gpustate/gpustate/runtime/state"
+import (
+	"github.com/gpustate/gpustate/runtime/state"
+	"github.com/gpustate/gpustate/runtime/state/stateimpl"
+)
 
 // TracedState is a live Traced group of a session.
 //
@@ -12,7 +15,7 @@ import "github.com/gpustate/gpustate/runtime/state"
 // branches are its own; its Rollback, Merge and Release answer
 // state.ErrCoupled, as they are the group's to call.
 type TracedState struct {
-	_group *state.Group
+	_group *stateimpl.Group
 	_Rec   *RecurrentState
 	_Log   *LogState
 }
@@ -25,7 +28,7 @@ type TracedState struct {
 //
 //state:acquire
 func NewTracedState(p *state.Pool, owner state.Owner) (*TracedState, error) {
-	g, err := state.NewGroup(p, owner, &_Recurrent_layout, &_Log_layout)
+	g, err := stateimpl.NewGroup(p, owner, &_Recurrent_layout, &_Log_layout)
 	if err != nil {
 		return nil, err
 	}
@@ -33,7 +36,7 @@ func NewTracedState(p *state.Pool, owner state.Owner) (*TracedState, error) {
 }
 
 // _Traced_wrap gives the group g and its member heads their types.
-func _Traced_wrap(g *state.Group) *TracedState {
+func _Traced_wrap(g *stateimpl.Group) *TracedState {
 	return &TracedState{
 		_Log:   &LogState{h: g.Head(1)},
 		_Rec:   &RecurrentState{h: g.Head(0)},
@@ -43,7 +46,7 @@ func _Traced_wrap(g *state.Group) *TracedState {
 
 // _Traced_group returns the group g wraps; nil for a nil g, which the store
 // answers with state.ErrReleased.
-func _Traced_group(g *TracedState) *state.Group {
+func _Traced_group(g *TracedState) *stateimpl.Group {
 	if g == nil {
 		return nil
 	}
@@ -127,13 +130,13 @@ func (g *TracedState) Release() error {
 //
 //state:snapshot
 type TracedSnapshot struct {
-	_cut *state.GroupSnap
+	_cut *stateimpl.GroupSnap
 	_Rec *RecurrentSnapshot
 	_Log *LogSnapshot
 }
 
 // _Traced_cut returns the cut v wraps; nil for a nil v.
-func _Traced_cut(v *TracedSnapshot) *state.GroupSnap {
+func _Traced_cut(v *TracedSnapshot) *stateimpl.GroupSnap {
 	if v == nil {
 		return nil
 	}

@@ -7,22 +7,23 @@ import (
 
 	"github.com/gpustate/gpustate/runtime/device"
 	"github.com/gpustate/gpustate/runtime/state"
+	"github.com/gpustate/gpustate/runtime/state/stateimpl"
 )
 
 // _KVCache_layout is how the store holds KVCache: one column per field, rows
 // appended up to 4096.
-var _KVCache_layout = state.Layout{
+var _KVCache_layout = stateimpl.Layout{
 	Type: "KVCache",
-	Columns: []state.Column{
+	Columns: []stateimpl.Column{
 		{Name: "Keys", ElemSize: 2, Width: 128},
 		{Name: "Values", ElemSize: 2, Width: 128},
 		{Name: "Pos", ElemSize: 8, Width: 1},
 		{Name: "At", ElemSize: 8, Width: 1},
 	},
-	Growth:      state.Append,
+	Growth:      stateimpl.Append,
 	Bound:       4096,
-	Descendants: state.Invalidate,
-	Checkpoint:  &state.CheckpointPolicy{Every: 64, Keep: 8},
+	Descendants: stateimpl.Invalidate,
+	Checkpoint:  &stateimpl.CheckpointPolicy{Every: 64, Keep: 8},
 }
 
 // KVCacheState is a live KVCache state: decoder KV cache for one session.
@@ -46,7 +47,7 @@ var _KVCache_layout = state.Layout{
 // it. Checkpoints live in device memory and do not survive the process.
 // Retention is mandatory: the state is never evicted.
 type KVCacheState struct {
-	h *state.Head
+	h *stateimpl.Head
 }
 
 // NewKVCacheState creates an empty KVCache state in pool p, owned by owner (a
@@ -58,7 +59,7 @@ type KVCacheState struct {
 //
 //state:acquire
 func NewKVCacheState(p *state.Pool, owner state.Owner) (*KVCacheState, error) {
-	h, err := p.NewHead(&_KVCache_layout, owner)
+	h, err := stateimpl.NewHead(p, &_KVCache_layout, owner)
 	if err != nil {
 		return nil, err
 	}
@@ -105,10 +106,10 @@ func (s *KVCacheState) ReadInto(dst *KVCache, from, to int) error {
 	}
 	n := to - from
 	rows := *dst
-	rows.Keys = state.Resize(rows.Keys, n*128)
-	rows.Values = state.Resize(rows.Values, n*128)
-	rows.Pos = state.Resize(rows.Pos, n)
-	rows.At = state.Resize(rows.At, n)
+	rows.Keys = stateimpl.Resize(rows.Keys, n*128)
+	rows.Values = stateimpl.Resize(rows.Values, n*128)
+	rows.Pos = stateimpl.Resize(rows.Pos, n)
+	rows.At = stateimpl.Resize(rows.At, n)
 	if err := h.Read(from, to, [][]byte{
 		state.Bytes(rows.Keys),
 		state.Bytes(rows.Values),
@@ -133,10 +134,10 @@ func (s *KVCacheState) ReadRowsInto(dst *KVCache, idx []int) error {
 		return h.ReadRows(idx, nil)
 	}
 	rows := *dst
-	rows.Keys = state.Resize(rows.Keys, len(idx)*128)
-	rows.Values = state.Resize(rows.Values, len(idx)*128)
-	rows.Pos = state.Resize(rows.Pos, len(idx))
-	rows.At = state.Resize(rows.At, len(idx))
+	rows.Keys = stateimpl.Resize(rows.Keys, len(idx)*128)
+	rows.Values = stateimpl.Resize(rows.Values, len(idx)*128)
+	rows.Pos = stateimpl.Resize(rows.Pos, len(idx))
+	rows.At = stateimpl.Resize(rows.At, len(idx))
 	if err := h.ReadRows(idx, [][]byte{
 		state.Bytes(rows.Keys),
 		state.Bytes(rows.Values),
@@ -163,16 +164,16 @@ func (s *KVCacheState) ReadFields(dst *KVCache, from, to int) error {
 	n := to - from
 	rows := *dst
 	if rows.Keys != nil {
-		rows.Keys = state.Resize(rows.Keys, n*128)
+		rows.Keys = stateimpl.Resize(rows.Keys, n*128)
 	}
 	if rows.Values != nil {
-		rows.Values = state.Resize(rows.Values, n*128)
+		rows.Values = stateimpl.Resize(rows.Values, n*128)
 	}
 	if rows.Pos != nil {
-		rows.Pos = state.Resize(rows.Pos, n)
+		rows.Pos = stateimpl.Resize(rows.Pos, n)
 	}
 	if rows.At != nil {
-		rows.At = state.Resize(rows.At, n)
+		rows.At = stateimpl.Resize(rows.At, n)
 	}
 	if err := h.ReadColumns(from, to, [][]byte{
 		state.Bytes(rows.Keys),
@@ -244,7 +245,7 @@ func (s *KVCacheState) Branch() (*KVCacheState, error) {
 //
 //state:mutates
 func (s *KVCacheState) Merge(child *KVCacheState) error {
-	var c *state.Head
+	var c *stateimpl.Head
 	if child != nil {
 		c = child.h
 	}
@@ -259,7 +260,7 @@ func (s *KVCacheState) Merge(child *KVCacheState) error {
 //
 //state:mutates
 func (s *KVCacheState) Rollback(to *KVCacheSnapshot) error {
-	var snap *state.Snap
+	var snap *stateimpl.Snap
 	if to != nil {
 		snap = to.snap
 	}
@@ -368,10 +369,10 @@ func (s *KVCacheState) ReadAsync(st device.Stream, dst *KVCache, from, to int) e
 	}
 	n := to - from
 	rows := *dst
-	rows.Keys = state.Resize(rows.Keys, n*128)
-	rows.Values = state.Resize(rows.Values, n*128)
-	rows.Pos = state.Resize(rows.Pos, n)
-	rows.At = state.Resize(rows.At, n)
+	rows.Keys = stateimpl.Resize(rows.Keys, n*128)
+	rows.Values = stateimpl.Resize(rows.Values, n*128)
+	rows.Pos = stateimpl.Resize(rows.Pos, n)
+	rows.At = stateimpl.Resize(rows.At, n)
 	if err := h.ReadAsync(st, from, to, [][]byte{
 		state.Bytes(rows.Keys),
 		state.Bytes(rows.Values),
@@ -401,7 +402,7 @@ func (s *KVCacheState) RecordStream(st device.Stream) error {
 //
 //state:acquire
 func (s *KVCacheState) BlockTable() (*state.BlockTable, error) {
-	return _KVCache_head(s).BlockTable()
+	return stateimpl.Table(_KVCache_head(s).BlockTable())
 }
 
 // Release gives the state's blocks back to the pool; snapshots taken from it
@@ -420,7 +421,7 @@ func (s *KVCacheState) Release() error {
 //
 //state:snapshot
 type KVCacheSnapshot struct {
-	snap *state.Snap
+	snap *stateimpl.Snap
 }
 
 // Read copies rows [from, to) of the snapshot to the host, in a new KVCache.
@@ -448,10 +449,10 @@ func (v *KVCacheSnapshot) ReadInto(dst *KVCache, from, to int) error {
 	}
 	n := to - from
 	rows := *dst
-	rows.Keys = state.Resize(rows.Keys, n*128)
-	rows.Values = state.Resize(rows.Values, n*128)
-	rows.Pos = state.Resize(rows.Pos, n)
-	rows.At = state.Resize(rows.At, n)
+	rows.Keys = stateimpl.Resize(rows.Keys, n*128)
+	rows.Values = stateimpl.Resize(rows.Values, n*128)
+	rows.Pos = stateimpl.Resize(rows.Pos, n)
+	rows.At = stateimpl.Resize(rows.At, n)
 	if err := snap.Read(from, to, [][]byte{
 		state.Bytes(rows.Keys),
 		state.Bytes(rows.Values),
@@ -476,10 +477,10 @@ func (v *KVCacheSnapshot) ReadRowsInto(dst *KVCache, idx []int) error {
 		return snap.ReadRows(idx, nil)
 	}
 	rows := *dst
-	rows.Keys = state.Resize(rows.Keys, len(idx)*128)
-	rows.Values = state.Resize(rows.Values, len(idx)*128)
-	rows.Pos = state.Resize(rows.Pos, len(idx))
-	rows.At = state.Resize(rows.At, len(idx))
+	rows.Keys = stateimpl.Resize(rows.Keys, len(idx)*128)
+	rows.Values = stateimpl.Resize(rows.Values, len(idx)*128)
+	rows.Pos = stateimpl.Resize(rows.Pos, len(idx))
+	rows.At = stateimpl.Resize(rows.At, len(idx))
 	if err := snap.ReadRows(idx, [][]byte{
 		state.Bytes(rows.Keys),
 		state.Bytes(rows.Values),
@@ -506,16 +507,16 @@ func (v *KVCacheSnapshot) ReadFields(dst *KVCache, from, to int) error {
 	n := to - from
 	rows := *dst
 	if rows.Keys != nil {
-		rows.Keys = state.Resize(rows.Keys, n*128)
+		rows.Keys = stateimpl.Resize(rows.Keys, n*128)
 	}
 	if rows.Values != nil {
-		rows.Values = state.Resize(rows.Values, n*128)
+		rows.Values = stateimpl.Resize(rows.Values, n*128)
 	}
 	if rows.Pos != nil {
-		rows.Pos = state.Resize(rows.Pos, n)
+		rows.Pos = stateimpl.Resize(rows.Pos, n)
 	}
 	if rows.At != nil {
-		rows.At = state.Resize(rows.At, n)
+		rows.At = stateimpl.Resize(rows.At, n)
 	}
 	if err := snap.ReadColumns(from, to, [][]byte{
 		state.Bytes(rows.Keys),
@@ -557,10 +558,10 @@ func (v *KVCacheSnapshot) ReadAsync(st device.Stream, dst *KVCache, from, to int
 	}
 	n := to - from
 	rows := *dst
-	rows.Keys = state.Resize(rows.Keys, n*128)
-	rows.Values = state.Resize(rows.Values, n*128)
-	rows.Pos = state.Resize(rows.Pos, n)
-	rows.At = state.Resize(rows.At, n)
+	rows.Keys = stateimpl.Resize(rows.Keys, n*128)
+	rows.Values = stateimpl.Resize(rows.Values, n*128)
+	rows.Pos = stateimpl.Resize(rows.Pos, n)
+	rows.At = stateimpl.Resize(rows.At, n)
 	if err := snap.ReadAsync(st, from, to, [][]byte{
 		state.Bytes(rows.Keys),
 		state.Bytes(rows.Values),
@@ -588,7 +589,7 @@ func (v *KVCacheSnapshot) RecordStream(st device.Stream) error {
 //
 //state:acquire
 func (v *KVCacheSnapshot) BlockTable() (*state.BlockTable, error) {
-	return _KVCache_snap(v).BlockTable()
+	return stateimpl.Table(_KVCache_snap(v).BlockTable())
 }
 
 // Len returns the number of rows in the snapshot.
@@ -679,7 +680,7 @@ func _KVCache_readRows(r interface {
 
 // _KVCache_head returns the store head of s, nil for a nil s (its methods
 // answer state.ErrReleased).
-func _KVCache_head(s *KVCacheState) *state.Head {
+func _KVCache_head(s *KVCacheState) *stateimpl.Head {
 	if s == nil {
 		return nil
 	}
@@ -688,7 +689,7 @@ func _KVCache_head(s *KVCacheState) *state.Head {
 
 // _KVCache_snap returns the store snapshot of v, nil for a nil v (its methods
 // answer state.ErrReleased).
-func _KVCache_snap(v *KVCacheSnapshot) *state.Snap {
+func _KVCache_snap(v *KVCacheSnapshot) *stateimpl.Snap {
 	if v == nil {
 		return nil
 	}

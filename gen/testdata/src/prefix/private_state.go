@@ -5,19 +5,20 @@ package prefix
 import (
 	"github.com/gpustate/gpustate/runtime/device"
 	"github.com/gpustate/gpustate/runtime/state"
+	"github.com/gpustate/gpustate/runtime/state/stateimpl"
 )
 
 // _Private_layout is how the store holds Private: one column per field, rows
 // appended up to 8192.
-var _Private_layout = state.Layout{
+var _Private_layout = stateimpl.Layout{
 	Type: "Private",
-	Columns: []state.Column{
+	Columns: []stateimpl.Column{
 		{Name: "Toks", ElemSize: 4, Width: 1},
 		{Name: "Keys", ElemSize: 4, Width: 64},
 	},
-	Growth:      state.Append,
+	Growth:      stateimpl.Append,
 	Bound:       8192,
-	Descendants: state.Invalidate,
+	Descendants: stateimpl.Invalidate,
 }
 
 // PrivateState is a live Private state.
@@ -35,7 +36,7 @@ var _Private_layout = state.Layout{
 // versions live only as long as snapshots of them. Retention is mandatory: the
 // state is never evicted.
 type PrivateState struct {
-	h *state.Head
+	h *stateimpl.Head
 }
 
 // NewPrivateState creates an empty Private state in pool p, owned by owner (a
@@ -47,7 +48,7 @@ type PrivateState struct {
 //
 //state:acquire
 func NewPrivateState(p *state.Pool, owner state.Owner) (*PrivateState, error) {
-	h, err := p.NewHead(&_Private_layout, owner)
+	h, err := stateimpl.NewHead(p, &_Private_layout, owner)
 	if err != nil {
 		return nil, err
 	}
@@ -89,8 +90,8 @@ func (s *PrivateState) ReadInto(dst *Private, from, to int) error {
 	}
 	n := to - from
 	rows := *dst
-	rows.Toks = state.Resize(rows.Toks, n)
-	rows.Keys = state.Resize(rows.Keys, n*64)
+	rows.Toks = stateimpl.Resize(rows.Toks, n)
+	rows.Keys = stateimpl.Resize(rows.Keys, n*64)
 	if err := h.Read(from, to, [][]byte{state.Bytes(rows.Toks), state.Bytes(rows.Keys)}); err != nil {
 		return err
 	}
@@ -110,8 +111,8 @@ func (s *PrivateState) ReadRowsInto(dst *Private, idx []int) error {
 		return h.ReadRows(idx, nil)
 	}
 	rows := *dst
-	rows.Toks = state.Resize(rows.Toks, len(idx))
-	rows.Keys = state.Resize(rows.Keys, len(idx)*64)
+	rows.Toks = stateimpl.Resize(rows.Toks, len(idx))
+	rows.Keys = stateimpl.Resize(rows.Keys, len(idx)*64)
 	if err := h.ReadRows(idx, [][]byte{state.Bytes(rows.Toks), state.Bytes(rows.Keys)}); err != nil {
 		return err
 	}
@@ -133,10 +134,10 @@ func (s *PrivateState) ReadFields(dst *Private, from, to int) error {
 	n := to - from
 	rows := *dst
 	if rows.Toks != nil {
-		rows.Toks = state.Resize(rows.Toks, n)
+		rows.Toks = stateimpl.Resize(rows.Toks, n)
 	}
 	if rows.Keys != nil {
-		rows.Keys = state.Resize(rows.Keys, n*64)
+		rows.Keys = stateimpl.Resize(rows.Keys, n*64)
 	}
 	if err := h.ReadColumns(from, to, [][]byte{state.Bytes(rows.Toks), state.Bytes(rows.Keys)}); err != nil {
 		return err
@@ -240,8 +241,8 @@ func (s *PrivateState) ReadAsync(st device.Stream, dst *Private, from, to int) e
 	}
 	n := to - from
 	rows := *dst
-	rows.Toks = state.Resize(rows.Toks, n)
-	rows.Keys = state.Resize(rows.Keys, n*64)
+	rows.Toks = stateimpl.Resize(rows.Toks, n)
+	rows.Keys = stateimpl.Resize(rows.Keys, n*64)
 	if err := h.ReadAsync(st, from, to, [][]byte{state.Bytes(rows.Toks), state.Bytes(rows.Keys)}); err != nil {
 		return err
 	}
@@ -266,7 +267,7 @@ func (s *PrivateState) RecordStream(st device.Stream) error {
 //
 //state:acquire
 func (s *PrivateState) BlockTable() (*state.BlockTable, error) {
-	return _Private_head(s).BlockTable()
+	return stateimpl.Table(_Private_head(s).BlockTable())
 }
 
 // Release gives the state's blocks back to the pool; snapshots taken from it
@@ -284,7 +285,7 @@ func (s *PrivateState) Release() error {
 //
 //state:snapshot
 type PrivateSnapshot struct {
-	snap *state.Snap
+	snap *stateimpl.Snap
 }
 
 // Read copies rows [from, to) of the snapshot to the host, in a new Private.
@@ -312,8 +313,8 @@ func (v *PrivateSnapshot) ReadInto(dst *Private, from, to int) error {
 	}
 	n := to - from
 	rows := *dst
-	rows.Toks = state.Resize(rows.Toks, n)
-	rows.Keys = state.Resize(rows.Keys, n*64)
+	rows.Toks = stateimpl.Resize(rows.Toks, n)
+	rows.Keys = stateimpl.Resize(rows.Keys, n*64)
 	if err := snap.Read(from, to, [][]byte{state.Bytes(rows.Toks), state.Bytes(rows.Keys)}); err != nil {
 		return err
 	}
@@ -333,8 +334,8 @@ func (v *PrivateSnapshot) ReadRowsInto(dst *Private, idx []int) error {
 		return snap.ReadRows(idx, nil)
 	}
 	rows := *dst
-	rows.Toks = state.Resize(rows.Toks, len(idx))
-	rows.Keys = state.Resize(rows.Keys, len(idx)*64)
+	rows.Toks = stateimpl.Resize(rows.Toks, len(idx))
+	rows.Keys = stateimpl.Resize(rows.Keys, len(idx)*64)
 	if err := snap.ReadRows(idx, [][]byte{state.Bytes(rows.Toks), state.Bytes(rows.Keys)}); err != nil {
 		return err
 	}
@@ -356,10 +357,10 @@ func (v *PrivateSnapshot) ReadFields(dst *Private, from, to int) error {
 	n := to - from
 	rows := *dst
 	if rows.Toks != nil {
-		rows.Toks = state.Resize(rows.Toks, n)
+		rows.Toks = stateimpl.Resize(rows.Toks, n)
 	}
 	if rows.Keys != nil {
-		rows.Keys = state.Resize(rows.Keys, n*64)
+		rows.Keys = stateimpl.Resize(rows.Keys, n*64)
 	}
 	if err := snap.ReadColumns(from, to, [][]byte{state.Bytes(rows.Toks), state.Bytes(rows.Keys)}); err != nil {
 		return err
@@ -396,8 +397,8 @@ func (v *PrivateSnapshot) ReadAsync(st device.Stream, dst *Private, from, to int
 	}
 	n := to - from
 	rows := *dst
-	rows.Toks = state.Resize(rows.Toks, n)
-	rows.Keys = state.Resize(rows.Keys, n*64)
+	rows.Toks = stateimpl.Resize(rows.Toks, n)
+	rows.Keys = stateimpl.Resize(rows.Keys, n*64)
 	if err := snap.ReadAsync(st, from, to, [][]byte{state.Bytes(rows.Toks), state.Bytes(rows.Keys)}); err != nil {
 		return err
 	}
@@ -420,7 +421,7 @@ func (v *PrivateSnapshot) RecordStream(st device.Stream) error {
 //
 //state:acquire
 func (v *PrivateSnapshot) BlockTable() (*state.BlockTable, error) {
-	return _Private_snap(v).BlockTable()
+	return stateimpl.Table(_Private_snap(v).BlockTable())
 }
 
 // Len returns the number of rows in the snapshot.
@@ -495,7 +496,7 @@ func _Private_readRows(r interface {
 
 // _Private_head returns the store head of s, nil for a nil s (its methods
 // answer state.ErrReleased).
-func _Private_head(s *PrivateState) *state.Head {
+func _Private_head(s *PrivateState) *stateimpl.Head {
 	if s == nil {
 		return nil
 	}
@@ -504,7 +505,7 @@ func _Private_head(s *PrivateState) *state.Head {
 
 // _Private_snap returns the store snapshot of v, nil for a nil v (its methods
 // answer state.ErrReleased).
-func _Private_snap(v *PrivateSnapshot) *state.Snap {
+func _Private_snap(v *PrivateSnapshot) *stateimpl.Snap {
 	if v == nil {
 		return nil
 	}

@@ -5,23 +5,24 @@ package prefix
 import (
 	"github.com/gpustate/gpustate/runtime/device"
 	"github.com/gpustate/gpustate/runtime/state"
+	"github.com/gpustate/gpustate/runtime/state/stateimpl"
 )
 
 // _Prompt_layout is how the store holds Prompt: one column per field, rows
 // appended up to 8192.
-var _Prompt_layout = state.Layout{
+var _Prompt_layout = stateimpl.Layout{
 	Type: "Prompt",
-	Columns: []state.Column{
+	Columns: []stateimpl.Column{
 		{Name: "Toks", ElemSize: 4, Width: 1},
 		{Name: "Keys", ElemSize: 4, Width: 64},
 		{Name: "Values", ElemSize: 4, Width: 64},
 	},
-	Growth:      state.Append,
+	Growth:      stateimpl.Append,
 	Bound:       8192,
-	Descendants: state.Invalidate,
+	Descendants: stateimpl.Invalidate,
 	BlockRows:   16,
 	ShareKey:    "Toks",
-	Retention:   state.Optional,
+	Retention:   stateimpl.Optional,
 }
 
 // PromptState is a live Prompt state: prompt keys and values, shared by
@@ -49,7 +50,7 @@ var _Prompt_layout = state.Layout{
 // state is never rolled back. No history is kept: past versions live only as
 // long as snapshots of them. Retention is optional: the state may be evicted.
 type PromptState struct {
-	h *state.Head
+	h *stateimpl.Head
 }
 
 // NewPromptState creates an empty Prompt state in pool p, owned by owner (a
@@ -61,7 +62,7 @@ type PromptState struct {
 //
 //state:acquire
 func NewPromptState(p *state.Pool, owner state.Owner) (*PromptState, error) {
-	h, err := p.NewHead(&_Prompt_layout, owner)
+	h, err := stateimpl.NewHead(p, &_Prompt_layout, owner)
 	if err != nil {
 		return nil, err
 	}
@@ -82,7 +83,7 @@ func NewPromptState(p *state.Pool, owner state.Owner) (*PromptState, error) {
 //
 //state:acquire
 func NewPromptStateShared(p *state.Pool, owner state.Owner, domain state.Domain) (*PromptState, error) {
-	h, err := p.NewSharedHead(&_Prompt_layout, owner, domain)
+	h, err := stateimpl.NewSharedHead(p, &_Prompt_layout, owner, domain)
 	if err != nil {
 		return nil, err
 	}
@@ -144,9 +145,9 @@ func (s *PromptState) ReadInto(dst *Prompt, from, to int) error {
 	}
 	n := to - from
 	rows := *dst
-	rows.Toks = state.Resize(rows.Toks, n)
-	rows.Keys = state.Resize(rows.Keys, n*64)
-	rows.Values = state.Resize(rows.Values, n*64)
+	rows.Toks = stateimpl.Resize(rows.Toks, n)
+	rows.Keys = stateimpl.Resize(rows.Keys, n*64)
+	rows.Values = stateimpl.Resize(rows.Values, n*64)
 	if err := h.Read(from, to, [][]byte{
 		state.Bytes(rows.Toks),
 		state.Bytes(rows.Keys),
@@ -170,9 +171,9 @@ func (s *PromptState) ReadRowsInto(dst *Prompt, idx []int) error {
 		return h.ReadRows(idx, nil)
 	}
 	rows := *dst
-	rows.Toks = state.Resize(rows.Toks, len(idx))
-	rows.Keys = state.Resize(rows.Keys, len(idx)*64)
-	rows.Values = state.Resize(rows.Values, len(idx)*64)
+	rows.Toks = stateimpl.Resize(rows.Toks, len(idx))
+	rows.Keys = stateimpl.Resize(rows.Keys, len(idx)*64)
+	rows.Values = stateimpl.Resize(rows.Values, len(idx)*64)
 	if err := h.ReadRows(idx, [][]byte{
 		state.Bytes(rows.Toks),
 		state.Bytes(rows.Keys),
@@ -198,13 +199,13 @@ func (s *PromptState) ReadFields(dst *Prompt, from, to int) error {
 	n := to - from
 	rows := *dst
 	if rows.Toks != nil {
-		rows.Toks = state.Resize(rows.Toks, n)
+		rows.Toks = stateimpl.Resize(rows.Toks, n)
 	}
 	if rows.Keys != nil {
-		rows.Keys = state.Resize(rows.Keys, n*64)
+		rows.Keys = stateimpl.Resize(rows.Keys, n*64)
 	}
 	if rows.Values != nil {
-		rows.Values = state.Resize(rows.Values, n*64)
+		rows.Values = stateimpl.Resize(rows.Values, n*64)
 	}
 	if err := h.ReadColumns(from, to, [][]byte{
 		state.Bytes(rows.Toks),
@@ -333,9 +334,9 @@ func (s *PromptState) ReadAsync(st device.Stream, dst *Prompt, from, to int) err
 	}
 	n := to - from
 	rows := *dst
-	rows.Toks = state.Resize(rows.Toks, n)
-	rows.Keys = state.Resize(rows.Keys, n*64)
-	rows.Values = state.Resize(rows.Values, n*64)
+	rows.Toks = stateimpl.Resize(rows.Toks, n)
+	rows.Keys = stateimpl.Resize(rows.Keys, n*64)
+	rows.Values = stateimpl.Resize(rows.Values, n*64)
 	if err := h.ReadAsync(st, from, to, [][]byte{
 		state.Bytes(rows.Toks),
 		state.Bytes(rows.Keys),
@@ -364,7 +365,7 @@ func (s *PromptState) RecordStream(st device.Stream) error {
 //
 //state:acquire
 func (s *PromptState) BlockTable() (*state.BlockTable, error) {
-	return _Prompt_head(s).BlockTable()
+	return stateimpl.Table(_Prompt_head(s).BlockTable())
 }
 
 // Prefetch brings the state back to device memory from the pool's host tier
@@ -392,7 +393,7 @@ func (s *PromptState) Release() error {
 //
 //state:snapshot
 type PromptSnapshot struct {
-	snap *state.Snap
+	snap *stateimpl.Snap
 }
 
 // Read copies rows [from, to) of the snapshot to the host, in a new Prompt. It
@@ -420,9 +421,9 @@ func (v *PromptSnapshot) ReadInto(dst *Prompt, from, to int) error {
 	}
 	n := to - from
 	rows := *dst
-	rows.Toks = state.Resize(rows.Toks, n)
-	rows.Keys = state.Resize(rows.Keys, n*64)
-	rows.Values = state.Resize(rows.Values, n*64)
+	rows.Toks = stateimpl.Resize(rows.Toks, n)
+	rows.Keys = stateimpl.Resize(rows.Keys, n*64)
+	rows.Values = stateimpl.Resize(rows.Values, n*64)
 	if err := snap.Read(from, to, [][]byte{
 		state.Bytes(rows.Toks),
 		state.Bytes(rows.Keys),
@@ -446,9 +447,9 @@ func (v *PromptSnapshot) ReadRowsInto(dst *Prompt, idx []int) error {
 		return snap.ReadRows(idx, nil)
 	}
 	rows := *dst
-	rows.Toks = state.Resize(rows.Toks, len(idx))
-	rows.Keys = state.Resize(rows.Keys, len(idx)*64)
-	rows.Values = state.Resize(rows.Values, len(idx)*64)
+	rows.Toks = stateimpl.Resize(rows.Toks, len(idx))
+	rows.Keys = stateimpl.Resize(rows.Keys, len(idx)*64)
+	rows.Values = stateimpl.Resize(rows.Values, len(idx)*64)
 	if err := snap.ReadRows(idx, [][]byte{
 		state.Bytes(rows.Toks),
 		state.Bytes(rows.Keys),
@@ -474,13 +475,13 @@ func (v *PromptSnapshot) ReadFields(dst *Prompt, from, to int) error {
 	n := to - from
 	rows := *dst
 	if rows.Toks != nil {
-		rows.Toks = state.Resize(rows.Toks, n)
+		rows.Toks = stateimpl.Resize(rows.Toks, n)
 	}
 	if rows.Keys != nil {
-		rows.Keys = state.Resize(rows.Keys, n*64)
+		rows.Keys = stateimpl.Resize(rows.Keys, n*64)
 	}
 	if rows.Values != nil {
-		rows.Values = state.Resize(rows.Values, n*64)
+		rows.Values = stateimpl.Resize(rows.Values, n*64)
 	}
 	if err := snap.ReadColumns(from, to, [][]byte{
 		state.Bytes(rows.Toks),
@@ -521,9 +522,9 @@ func (v *PromptSnapshot) ReadAsync(st device.Stream, dst *Prompt, from, to int) 
 	}
 	n := to - from
 	rows := *dst
-	rows.Toks = state.Resize(rows.Toks, n)
-	rows.Keys = state.Resize(rows.Keys, n*64)
-	rows.Values = state.Resize(rows.Values, n*64)
+	rows.Toks = stateimpl.Resize(rows.Toks, n)
+	rows.Keys = stateimpl.Resize(rows.Keys, n*64)
+	rows.Values = stateimpl.Resize(rows.Values, n*64)
 	if err := snap.ReadAsync(st, from, to, [][]byte{
 		state.Bytes(rows.Toks),
 		state.Bytes(rows.Keys),
@@ -550,7 +551,7 @@ func (v *PromptSnapshot) RecordStream(st device.Stream) error {
 //
 //state:acquire
 func (v *PromptSnapshot) BlockTable() (*state.BlockTable, error) {
-	return _Prompt_snap(v).BlockTable()
+	return stateimpl.Table(_Prompt_snap(v).BlockTable())
 }
 
 // Len returns the number of rows in the snapshot.
@@ -636,7 +637,7 @@ func _Prompt_readRows(r interface {
 
 // _Prompt_head returns the store head of s, nil for a nil s (its methods
 // answer state.ErrReleased).
-func _Prompt_head(s *PromptState) *state.Head {
+func _Prompt_head(s *PromptState) *stateimpl.Head {
 	if s == nil {
 		return nil
 	}
@@ -645,7 +646,7 @@ func _Prompt_head(s *PromptState) *state.Head {
 
 // _Prompt_snap returns the store snapshot of v, nil for a nil v (its methods
 // answer state.ErrReleased).
-func _Prompt_snap(v *PromptSnapshot) *state.Snap {
+func _Prompt_snap(v *PromptSnapshot) *stateimpl.Snap {
 	if v == nil {
 		return nil
 	}

@@ -5,20 +5,21 @@ package replay
 import (
 	"github.com/gpustate/gpustate/runtime/device"
 	"github.com/gpustate/gpustate/runtime/state"
+	"github.com/gpustate/gpustate/runtime/state/stateimpl"
 )
 
 // _Conv_layout is how the store holds Conv: one column per field, exactly 8
 // rows written in place.
-var _Conv_layout = state.Layout{
+var _Conv_layout = stateimpl.Layout{
 	Type: "Conv",
-	Columns: []state.Column{
+	Columns: []stateimpl.Column{
 		{Name: "W", ElemSize: 2, Width: 4},
 	},
-	Growth:      state.Mutable,
+	Growth:      stateimpl.Mutable,
 	Bound:       8,
-	Descendants: state.Invalidate,
-	Checkpoint:  &state.CheckpointPolicy{Every: 8, Keep: 2},
-	Input: []state.Column{
+	Descendants: stateimpl.Invalidate,
+	Checkpoint:  &stateimpl.CheckpointPolicy{Every: 8, Keep: 2},
+	Input: []stateimpl.Column{
 		{Name: "A", ElemSize: 2, Width: 4},
 		{Name: "B", ElemSize: 1, Width: 1},
 		{Name: "C", ElemSize: 2, Width: 1},
@@ -44,7 +45,7 @@ var _Conv_layout = state.Layout{
 // memory and do not survive the process. Retention is mandatory: the state is
 // never evicted.
 type ConvState struct {
-	h *state.Head
+	h *stateimpl.Head
 }
 
 // NewConvState creates a Conv state of 8 rows, all zero, in pool p, owned by
@@ -56,7 +57,7 @@ type ConvState struct {
 //
 //state:acquire
 func NewConvState(p *state.Pool, owner state.Owner) (*ConvState, error) {
-	h, err := p.NewHead(&_Conv_layout, owner)
+	h, err := stateimpl.NewHead(p, &_Conv_layout, owner)
 	if err != nil {
 		return nil, err
 	}
@@ -98,7 +99,7 @@ func (s *ConvState) ReadInto(dst *Conv, from, to int) error {
 	}
 	n := to - from
 	rows := *dst
-	rows.W = state.Resize(rows.W, n*4)
+	rows.W = stateimpl.Resize(rows.W, n*4)
 	if err := h.Read(from, to, [][]byte{state.Bytes(rows.W)}); err != nil {
 		return err
 	}
@@ -118,7 +119,7 @@ func (s *ConvState) ReadRowsInto(dst *Conv, idx []int) error {
 		return h.ReadRows(idx, nil)
 	}
 	rows := *dst
-	rows.W = state.Resize(rows.W, len(idx)*4)
+	rows.W = stateimpl.Resize(rows.W, len(idx)*4)
 	if err := h.ReadRows(idx, [][]byte{state.Bytes(rows.W)}); err != nil {
 		return err
 	}
@@ -140,7 +141,7 @@ func (s *ConvState) ReadFields(dst *Conv, from, to int) error {
 	n := to - from
 	rows := *dst
 	if rows.W != nil {
-		rows.W = state.Resize(rows.W, n*4)
+		rows.W = stateimpl.Resize(rows.W, n*4)
 	}
 	if err := h.ReadColumns(from, to, [][]byte{state.Bytes(rows.W)}); err != nil {
 		return err
@@ -238,7 +239,7 @@ func (s *ConvState) WriteDevice(from, to int) (ConvSpans, error) {
 //
 //state:mutates
 func (s *ConvState) Step(in ConvIn, f func(dst ConvSpans, in ConvIn) error) error {
-	var step state.StepFunc
+	var step stateimpl.StepFunc
 	if f != nil {
 		step = func(spans [][]device.Span, cols [][]byte) error {
 			dst, _ := _Conv_spans(spans, nil)
@@ -318,7 +319,7 @@ func (s *ConvState) ReadAsync(st device.Stream, dst *Conv, from, to int) error {
 	}
 	n := to - from
 	rows := *dst
-	rows.W = state.Resize(rows.W, n*4)
+	rows.W = stateimpl.Resize(rows.W, n*4)
 	if err := h.ReadAsync(st, from, to, [][]byte{state.Bytes(rows.W)}); err != nil {
 		return err
 	}
@@ -343,7 +344,7 @@ func (s *ConvState) RecordStream(st device.Stream) error {
 //
 //state:acquire
 func (s *ConvState) BlockTable() (*state.BlockTable, error) {
-	return _Conv_head(s).BlockTable()
+	return stateimpl.Table(_Conv_head(s).BlockTable())
 }
 
 // Release gives the state's blocks back to the pool; snapshots taken from it
@@ -361,7 +362,7 @@ func (s *ConvState) Release() error {
 //
 //state:snapshot
 type ConvSnapshot struct {
-	snap *state.Snap
+	snap *stateimpl.Snap
 }
 
 // Read copies rows [from, to) of the snapshot to the host, in a new Conv. It
@@ -389,7 +390,7 @@ func (v *ConvSnapshot) ReadInto(dst *Conv, from, to int) error {
 	}
 	n := to - from
 	rows := *dst
-	rows.W = state.Resize(rows.W, n*4)
+	rows.W = stateimpl.Resize(rows.W, n*4)
 	if err := snap.Read(from, to, [][]byte{state.Bytes(rows.W)}); err != nil {
 		return err
 	}
@@ -409,7 +410,7 @@ func (v *ConvSnapshot) ReadRowsInto(dst *Conv, idx []int) error {
 		return snap.ReadRows(idx, nil)
 	}
 	rows := *dst
-	rows.W = state.Resize(rows.W, len(idx)*4)
+	rows.W = stateimpl.Resize(rows.W, len(idx)*4)
 	if err := snap.ReadRows(idx, [][]byte{state.Bytes(rows.W)}); err != nil {
 		return err
 	}
@@ -431,7 +432,7 @@ func (v *ConvSnapshot) ReadFields(dst *Conv, from, to int) error {
 	n := to - from
 	rows := *dst
 	if rows.W != nil {
-		rows.W = state.Resize(rows.W, n*4)
+		rows.W = stateimpl.Resize(rows.W, n*4)
 	}
 	if err := snap.ReadColumns(from, to, [][]byte{state.Bytes(rows.W)}); err != nil {
 		return err
@@ -468,7 +469,7 @@ func (v *ConvSnapshot) ReadAsync(st device.Stream, dst *Conv, from, to int) erro
 	}
 	n := to - from
 	rows := *dst
-	rows.W = state.Resize(rows.W, n*4)
+	rows.W = stateimpl.Resize(rows.W, n*4)
 	if err := snap.ReadAsync(st, from, to, [][]byte{state.Bytes(rows.W)}); err != nil {
 		return err
 	}
@@ -491,7 +492,7 @@ func (v *ConvSnapshot) RecordStream(st device.Stream) error {
 //
 //state:acquire
 func (v *ConvSnapshot) BlockTable() (*state.BlockTable, error) {
-	return _Conv_snap(v).BlockTable()
+	return stateimpl.Table(_Conv_snap(v).BlockTable())
 }
 
 // Len returns the number of rows in the snapshot.
@@ -563,7 +564,7 @@ func _Conv_readRows(r interface {
 
 // _Conv_head returns the store head of s, nil for a nil s (its methods answer
 // state.ErrReleased).
-func _Conv_head(s *ConvState) *state.Head {
+func _Conv_head(s *ConvState) *stateimpl.Head {
 	if s == nil {
 		return nil
 	}
@@ -572,7 +573,7 @@ func _Conv_head(s *ConvState) *state.Head {
 
 // _Conv_snap returns the store snapshot of v, nil for a nil v (its methods
 // answer state.ErrReleased).
-func _Conv_snap(v *ConvSnapshot) *state.Snap {
+func _Conv_snap(v *ConvSnapshot) *stateimpl.Snap {
 	if v == nil {
 		return nil
 	}

@@ -5,21 +5,22 @@ package replay
 import (
 	"github.com/gpustate/gpustate/runtime/device"
 	"github.com/gpustate/gpustate/runtime/state"
+	"github.com/gpustate/gpustate/runtime/state/stateimpl"
 )
 
 // _Recurrent_layout is how the store holds Recurrent: one column per field,
 // exactly 4 rows written in place.
-var _Recurrent_layout = state.Layout{
+var _Recurrent_layout = stateimpl.Layout{
 	Type: "Recurrent",
-	Columns: []state.Column{
+	Columns: []stateimpl.Column{
 		{Name: "H", ElemSize: 4, Width: 1024},
 		{Name: "Gate", ElemSize: 4, Width: 64},
 	},
-	Growth:      state.Mutable,
+	Growth:      stateimpl.Mutable,
 	Bound:       4,
-	Descendants: state.Invalidate,
-	Checkpoint:  &state.CheckpointPolicy{Every: 16, Keep: 4},
-	Input: []state.Column{
+	Descendants: stateimpl.Invalidate,
+	Checkpoint:  &stateimpl.CheckpointPolicy{Every: 16, Keep: 4},
+	Input: []stateimpl.Column{
 		{Name: "X", ElemSize: 4, Width: 64},
 		{Name: "Tok", ElemSize: 4, Width: 1},
 	},
@@ -46,7 +47,7 @@ var _Recurrent_layout = state.Layout{
 // apply their write sets). Checkpoints live in device memory and do not
 // survive the process. Retention is mandatory: the state is never evicted.
 type RecurrentState struct {
-	h *state.Head
+	h *stateimpl.Head
 }
 
 // NewRecurrentState creates a Recurrent state of 4 rows, all zero, in pool p,
@@ -58,7 +59,7 @@ type RecurrentState struct {
 //
 //state:acquire
 func NewRecurrentState(p *state.Pool, owner state.Owner) (*RecurrentState, error) {
-	h, err := p.NewHead(&_Recurrent_layout, owner)
+	h, err := stateimpl.NewHead(p, &_Recurrent_layout, owner)
 	if err != nil {
 		return nil, err
 	}
@@ -100,8 +101,8 @@ func (s *RecurrentState) ReadInto(dst *Recurrent, from, to int) error {
 	}
 	n := to - from
 	rows := *dst
-	rows.H = state.Resize(rows.H, n*1024)
-	rows.Gate = state.Resize(rows.Gate, n*64)
+	rows.H = stateimpl.Resize(rows.H, n*1024)
+	rows.Gate = stateimpl.Resize(rows.Gate, n*64)
 	if err := h.Read(from, to, [][]byte{state.Bytes(rows.H), state.Bytes(rows.Gate)}); err != nil {
 		return err
 	}
@@ -121,8 +122,8 @@ func (s *RecurrentState) ReadRowsInto(dst *Recurrent, idx []int) error {
 		return h.ReadRows(idx, nil)
 	}
 	rows := *dst
-	rows.H = state.Resize(rows.H, len(idx)*1024)
-	rows.Gate = state.Resize(rows.Gate, len(idx)*64)
+	rows.H = stateimpl.Resize(rows.H, len(idx)*1024)
+	rows.Gate = stateimpl.Resize(rows.Gate, len(idx)*64)
 	if err := h.ReadRows(idx, [][]byte{state.Bytes(rows.H), state.Bytes(rows.Gate)}); err != nil {
 		return err
 	}
@@ -144,10 +145,10 @@ func (s *RecurrentState) ReadFields(dst *Recurrent, from, to int) error {
 	n := to - from
 	rows := *dst
 	if rows.H != nil {
-		rows.H = state.Resize(rows.H, n*1024)
+		rows.H = stateimpl.Resize(rows.H, n*1024)
 	}
 	if rows.Gate != nil {
-		rows.Gate = state.Resize(rows.Gate, n*64)
+		rows.Gate = stateimpl.Resize(rows.Gate, n*64)
 	}
 	if err := h.ReadColumns(from, to, [][]byte{state.Bytes(rows.H), state.Bytes(rows.Gate)}); err != nil {
 		return err
@@ -198,7 +199,7 @@ func (s *RecurrentState) Snapshot() (*RecurrentSnapshot, error) {
 //
 //state:mutates
 func (s *RecurrentState) Rollback(to *RecurrentSnapshot) error {
-	var snap *state.Snap
+	var snap *stateimpl.Snap
 	if to != nil {
 		snap = to.snap
 	}
@@ -262,7 +263,7 @@ func (s *RecurrentState) WriteDevice(from, to int) (RecurrentSpans, error) {
 //
 //state:mutates
 func (s *RecurrentState) Step(in RecInput, f func(dst RecurrentSpans, in RecInput) error) error {
-	var step state.StepFunc
+	var step stateimpl.StepFunc
 	if f != nil {
 		step = func(spans [][]device.Span, cols [][]byte) error {
 			dst, _ := _Recurrent_spans(spans, nil)
@@ -327,8 +328,8 @@ func (s *RecurrentState) ReadAsync(st device.Stream, dst *Recurrent, from, to in
 	}
 	n := to - from
 	rows := *dst
-	rows.H = state.Resize(rows.H, n*1024)
-	rows.Gate = state.Resize(rows.Gate, n*64)
+	rows.H = stateimpl.Resize(rows.H, n*1024)
+	rows.Gate = stateimpl.Resize(rows.Gate, n*64)
 	if err := h.ReadAsync(st, from, to, [][]byte{state.Bytes(rows.H), state.Bytes(rows.Gate)}); err != nil {
 		return err
 	}
@@ -353,7 +354,7 @@ func (s *RecurrentState) RecordStream(st device.Stream) error {
 //
 //state:acquire
 func (s *RecurrentState) BlockTable() (*state.BlockTable, error) {
-	return _Recurrent_head(s).BlockTable()
+	return stateimpl.Table(_Recurrent_head(s).BlockTable())
 }
 
 // Release gives the state's blocks back to the pool; snapshots taken from it
@@ -371,7 +372,7 @@ func (s *RecurrentState) Release() error {
 //
 //state:snapshot
 type RecurrentSnapshot struct {
-	snap *state.Snap
+	snap *stateimpl.Snap
 }
 
 // Read copies rows [from, to) of the snapshot to the host, in a new Recurrent.
@@ -399,8 +400,8 @@ func (v *RecurrentSnapshot) ReadInto(dst *Recurrent, from, to int) error {
 	}
 	n := to - from
 	rows := *dst
-	rows.H = state.Resize(rows.H, n*1024)
-	rows.Gate = state.Resize(rows.Gate, n*64)
+	rows.H = stateimpl.Resize(rows.H, n*1024)
+	rows.Gate = stateimpl.Resize(rows.Gate, n*64)
 	if err := snap.Read(from, to, [][]byte{state.Bytes(rows.H), state.Bytes(rows.Gate)}); err != nil {
 		return err
 	}
@@ -420,8 +421,8 @@ func (v *RecurrentSnapshot) ReadRowsInto(dst *Recurrent, idx []int) error {
 		return snap.ReadRows(idx, nil)
 	}
 	rows := *dst
-	rows.H = state.Resize(rows.H, len(idx)*1024)
-	rows.Gate = state.Resize(rows.Gate, len(idx)*64)
+	rows.H = stateimpl.Resize(rows.H, len(idx)*1024)
+	rows.Gate = stateimpl.Resize(rows.Gate, len(idx)*64)
 	if err := snap.ReadRows(idx, [][]byte{state.Bytes(rows.H), state.Bytes(rows.Gate)}); err != nil {
 		return err
 	}
@@ -443,10 +444,10 @@ func (v *RecurrentSnapshot) ReadFields(dst *Recurrent, from, to int) error {
 	n := to - from
 	rows := *dst
 	if rows.H != nil {
-		rows.H = state.Resize(rows.H, n*1024)
+		rows.H = stateimpl.Resize(rows.H, n*1024)
 	}
 	if rows.Gate != nil {
-		rows.Gate = state.Resize(rows.Gate, n*64)
+		rows.Gate = stateimpl.Resize(rows.Gate, n*64)
 	}
 	if err := snap.ReadColumns(from, to, [][]byte{state.Bytes(rows.H), state.Bytes(rows.Gate)}); err != nil {
 		return err
@@ -483,8 +484,8 @@ func (v *RecurrentSnapshot) ReadAsync(st device.Stream, dst *Recurrent, from, to
 	}
 	n := to - from
 	rows := *dst
-	rows.H = state.Resize(rows.H, n*1024)
-	rows.Gate = state.Resize(rows.Gate, n*64)
+	rows.H = stateimpl.Resize(rows.H, n*1024)
+	rows.Gate = stateimpl.Resize(rows.Gate, n*64)
 	if err := snap.ReadAsync(st, from, to, [][]byte{state.Bytes(rows.H), state.Bytes(rows.Gate)}); err != nil {
 		return err
 	}
@@ -507,7 +508,7 @@ func (v *RecurrentSnapshot) RecordStream(st device.Stream) error {
 //
 //state:acquire
 func (v *RecurrentSnapshot) BlockTable() (*state.BlockTable, error) {
-	return _Recurrent_snap(v).BlockTable()
+	return stateimpl.Table(_Recurrent_snap(v).BlockTable())
 }
 
 // Len returns the number of rows in the snapshot.
@@ -582,7 +583,7 @@ func _Recurrent_readRows(r interface {
 
 // _Recurrent_head returns the store head of s, nil for a nil s (its methods
 // answer state.ErrReleased).
-func _Recurrent_head(s *RecurrentState) *state.Head {
+func _Recurrent_head(s *RecurrentState) *stateimpl.Head {
 	if s == nil {
 		return nil
 	}
@@ -591,7 +592,7 @@ func _Recurrent_head(s *RecurrentState) *state.Head {
 
 // _Recurrent_snap returns the store snapshot of v, nil for a nil v (its
 // methods answer state.ErrReleased).
-func _Recurrent_snap(v *RecurrentSnapshot) *state.Snap {
+func _Recurrent_snap(v *RecurrentSnapshot) *stateimpl.Snap {
 	if v == nil {
 		return nil
 	}

@@ -5,18 +5,19 @@ package ring
 import (
 	"github.com/gpustate/gpustate/runtime/device"
 	"github.com/gpustate/gpustate/runtime/state"
+	"github.com/gpustate/gpustate/runtime/state/stateimpl"
 )
 
 // _Trace_layout is how the store holds Trace: one column per field, rows
 // appended, the last 64 kept.
-var _Trace_layout = state.Layout{
+var _Trace_layout = stateimpl.Layout{
 	Type: "Trace",
-	Columns: []state.Column{
+	Columns: []stateimpl.Column{
 		{Name: "Value", ElemSize: 8, Width: 1},
 	},
-	Growth:      state.Append,
+	Growth:      stateimpl.Append,
 	Bound:       0,
-	Descendants: state.Invalidate,
+	Descendants: stateimpl.Invalidate,
 	Window:      64,
 }
 
@@ -37,7 +38,7 @@ var _Trace_layout = state.Layout{
 // live only as long as snapshots of them. Retention is mandatory: the state is
 // never evicted.
 type TraceState struct {
-	h *state.Head
+	h *stateimpl.Head
 }
 
 // NewTraceState creates an empty Trace state in pool p, owned by owner (a
@@ -49,7 +50,7 @@ type TraceState struct {
 //
 //state:acquire
 func NewTraceState(p *state.Pool, owner state.Owner) (*TraceState, error) {
-	h, err := p.NewHead(&_Trace_layout, owner)
+	h, err := stateimpl.NewHead(p, &_Trace_layout, owner)
 	if err != nil {
 		return nil, err
 	}
@@ -95,7 +96,7 @@ func (s *TraceState) ReadInto(dst *Trace, from, to int) error {
 	}
 	n := to - from
 	rows := *dst
-	rows.Value = state.Resize(rows.Value, n)
+	rows.Value = stateimpl.Resize(rows.Value, n)
 	if err := h.Read(from, to, [][]byte{state.Bytes(rows.Value)}); err != nil {
 		return err
 	}
@@ -116,7 +117,7 @@ func (s *TraceState) ReadRowsInto(dst *Trace, idx []int) error {
 		return h.ReadRows(idx, nil)
 	}
 	rows := *dst
-	rows.Value = state.Resize(rows.Value, len(idx))
+	rows.Value = stateimpl.Resize(rows.Value, len(idx))
 	if err := h.ReadRows(idx, [][]byte{state.Bytes(rows.Value)}); err != nil {
 		return err
 	}
@@ -139,7 +140,7 @@ func (s *TraceState) ReadFields(dst *Trace, from, to int) error {
 	n := to - from
 	rows := *dst
 	if rows.Value != nil {
-		rows.Value = state.Resize(rows.Value, n)
+		rows.Value = stateimpl.Resize(rows.Value, n)
 	}
 	if err := h.ReadColumns(from, to, [][]byte{state.Bytes(rows.Value)}); err != nil {
 		return err
@@ -235,7 +236,7 @@ func (s *TraceState) ReadAsync(st device.Stream, dst *Trace, from, to int) error
 	}
 	n := to - from
 	rows := *dst
-	rows.Value = state.Resize(rows.Value, n)
+	rows.Value = stateimpl.Resize(rows.Value, n)
 	if err := h.ReadAsync(st, from, to, [][]byte{state.Bytes(rows.Value)}); err != nil {
 		return err
 	}
@@ -261,7 +262,7 @@ func (s *TraceState) RecordStream(st device.Stream) error {
 //
 //state:acquire
 func (s *TraceState) BlockTable() (*state.BlockTable, error) {
-	return _Trace_head(s).BlockTable()
+	return stateimpl.Table(_Trace_head(s).BlockTable())
 }
 
 // Release gives the state's blocks back to the pool. Release is idempotent;
@@ -322,7 +323,7 @@ func _Trace_readRows(r interface {
 
 // _Trace_head returns the store head of s, nil for a nil s (its methods answer
 // state.ErrReleased).
-func _Trace_head(s *TraceState) *state.Head {
+func _Trace_head(s *TraceState) *stateimpl.Head {
 	if s == nil {
 		return nil
 	}

@@ -5,23 +5,24 @@ package ring
 import (
 	"github.com/gpustate/gpustate/runtime/device"
 	"github.com/gpustate/gpustate/runtime/state"
+	"github.com/gpustate/gpustate/runtime/state/stateimpl"
 )
 
 // _Transition_layout is how the store holds Transition: one column per field,
 // rows appended, the last 4096 kept.
-var _Transition_layout = state.Layout{
+var _Transition_layout = stateimpl.Layout{
 	Type: "Transition",
-	Columns: []state.Column{
+	Columns: []stateimpl.Column{
 		{Name: "Obs", ElemSize: 4, Width: 4},
 		{Name: "Action", ElemSize: 4, Width: 1},
 		{Name: "Reward", ElemSize: 4, Width: 1},
 	},
-	Growth:      state.Append,
+	Growth:      stateimpl.Append,
 	Bound:       0,
-	Descendants: state.Invalidate,
+	Descendants: stateimpl.Invalidate,
 	Window:      4096,
 	BlockRows:   256,
-	Retention:   state.Optional,
+	Retention:   stateimpl.Optional,
 }
 
 // TransitionState is a live Transition state: experience replay.
@@ -42,7 +43,7 @@ var _Transition_layout = state.Layout{
 // versions live only as long as snapshots of them. Retention is optional: the
 // state may be evicted.
 type TransitionState struct {
-	h *state.Head
+	h *stateimpl.Head
 }
 
 // NewTransitionState creates an empty Transition state in pool p, owned by
@@ -54,7 +55,7 @@ type TransitionState struct {
 //
 //state:acquire
 func NewTransitionState(p *state.Pool, owner state.Owner) (*TransitionState, error) {
-	h, err := p.NewHead(&_Transition_layout, owner)
+	h, err := stateimpl.NewHead(p, &_Transition_layout, owner)
 	if err != nil {
 		return nil, err
 	}
@@ -104,9 +105,9 @@ func (s *TransitionState) ReadInto(dst *Transition, from, to int) error {
 	}
 	n := to - from
 	rows := *dst
-	rows.Obs = state.Resize(rows.Obs, n*4)
-	rows.Action = state.Resize(rows.Action, n)
-	rows.Reward = state.Resize(rows.Reward, n)
+	rows.Obs = stateimpl.Resize(rows.Obs, n*4)
+	rows.Action = stateimpl.Resize(rows.Action, n)
+	rows.Reward = stateimpl.Resize(rows.Reward, n)
 	if err := h.Read(from, to, [][]byte{
 		state.Bytes(rows.Obs),
 		state.Bytes(rows.Action),
@@ -131,9 +132,9 @@ func (s *TransitionState) ReadRowsInto(dst *Transition, idx []int) error {
 		return h.ReadRows(idx, nil)
 	}
 	rows := *dst
-	rows.Obs = state.Resize(rows.Obs, len(idx)*4)
-	rows.Action = state.Resize(rows.Action, len(idx))
-	rows.Reward = state.Resize(rows.Reward, len(idx))
+	rows.Obs = stateimpl.Resize(rows.Obs, len(idx)*4)
+	rows.Action = stateimpl.Resize(rows.Action, len(idx))
+	rows.Reward = stateimpl.Resize(rows.Reward, len(idx))
 	if err := h.ReadRows(idx, [][]byte{
 		state.Bytes(rows.Obs),
 		state.Bytes(rows.Action),
@@ -160,13 +161,13 @@ func (s *TransitionState) ReadFields(dst *Transition, from, to int) error {
 	n := to - from
 	rows := *dst
 	if rows.Obs != nil {
-		rows.Obs = state.Resize(rows.Obs, n*4)
+		rows.Obs = stateimpl.Resize(rows.Obs, n*4)
 	}
 	if rows.Action != nil {
-		rows.Action = state.Resize(rows.Action, n)
+		rows.Action = stateimpl.Resize(rows.Action, n)
 	}
 	if rows.Reward != nil {
-		rows.Reward = state.Resize(rows.Reward, n)
+		rows.Reward = stateimpl.Resize(rows.Reward, n)
 	}
 	if err := h.ReadColumns(from, to, [][]byte{
 		state.Bytes(rows.Obs),
@@ -288,9 +289,9 @@ func (s *TransitionState) ReadAsync(st device.Stream, dst *Transition, from, to 
 	}
 	n := to - from
 	rows := *dst
-	rows.Obs = state.Resize(rows.Obs, n*4)
-	rows.Action = state.Resize(rows.Action, n)
-	rows.Reward = state.Resize(rows.Reward, n)
+	rows.Obs = stateimpl.Resize(rows.Obs, n*4)
+	rows.Action = stateimpl.Resize(rows.Action, n)
+	rows.Reward = stateimpl.Resize(rows.Reward, n)
 	if err := h.ReadAsync(st, from, to, [][]byte{
 		state.Bytes(rows.Obs),
 		state.Bytes(rows.Action),
@@ -320,7 +321,7 @@ func (s *TransitionState) RecordStream(st device.Stream) error {
 //
 //state:acquire
 func (s *TransitionState) BlockTable() (*state.BlockTable, error) {
-	return _Transition_head(s).BlockTable()
+	return stateimpl.Table(_Transition_head(s).BlockTable())
 }
 
 // Prefetch brings the state back to device memory from the pool's host tier
@@ -348,7 +349,7 @@ func (s *TransitionState) Release() error {
 //
 //state:snapshot
 type TransitionSnapshot struct {
-	snap *state.Snap
+	snap *stateimpl.Snap
 }
 
 // Read copies rows [from, to) of the snapshot to the host, in a new
@@ -379,9 +380,9 @@ func (v *TransitionSnapshot) ReadInto(dst *Transition, from, to int) error {
 	}
 	n := to - from
 	rows := *dst
-	rows.Obs = state.Resize(rows.Obs, n*4)
-	rows.Action = state.Resize(rows.Action, n)
-	rows.Reward = state.Resize(rows.Reward, n)
+	rows.Obs = stateimpl.Resize(rows.Obs, n*4)
+	rows.Action = stateimpl.Resize(rows.Action, n)
+	rows.Reward = stateimpl.Resize(rows.Reward, n)
 	if err := snap.Read(from, to, [][]byte{
 		state.Bytes(rows.Obs),
 		state.Bytes(rows.Action),
@@ -406,9 +407,9 @@ func (v *TransitionSnapshot) ReadRowsInto(dst *Transition, idx []int) error {
 		return snap.ReadRows(idx, nil)
 	}
 	rows := *dst
-	rows.Obs = state.Resize(rows.Obs, len(idx)*4)
-	rows.Action = state.Resize(rows.Action, len(idx))
-	rows.Reward = state.Resize(rows.Reward, len(idx))
+	rows.Obs = stateimpl.Resize(rows.Obs, len(idx)*4)
+	rows.Action = stateimpl.Resize(rows.Action, len(idx))
+	rows.Reward = stateimpl.Resize(rows.Reward, len(idx))
 	if err := snap.ReadRows(idx, [][]byte{
 		state.Bytes(rows.Obs),
 		state.Bytes(rows.Action),
@@ -435,13 +436,13 @@ func (v *TransitionSnapshot) ReadFields(dst *Transition, from, to int) error {
 	n := to - from
 	rows := *dst
 	if rows.Obs != nil {
-		rows.Obs = state.Resize(rows.Obs, n*4)
+		rows.Obs = stateimpl.Resize(rows.Obs, n*4)
 	}
 	if rows.Action != nil {
-		rows.Action = state.Resize(rows.Action, n)
+		rows.Action = stateimpl.Resize(rows.Action, n)
 	}
 	if rows.Reward != nil {
-		rows.Reward = state.Resize(rows.Reward, n)
+		rows.Reward = stateimpl.Resize(rows.Reward, n)
 	}
 	if err := snap.ReadColumns(from, to, [][]byte{
 		state.Bytes(rows.Obs),
@@ -483,9 +484,9 @@ func (v *TransitionSnapshot) ReadAsync(st device.Stream, dst *Transition, from, 
 	}
 	n := to - from
 	rows := *dst
-	rows.Obs = state.Resize(rows.Obs, n*4)
-	rows.Action = state.Resize(rows.Action, n)
-	rows.Reward = state.Resize(rows.Reward, n)
+	rows.Obs = stateimpl.Resize(rows.Obs, n*4)
+	rows.Action = stateimpl.Resize(rows.Action, n)
+	rows.Reward = stateimpl.Resize(rows.Reward, n)
 	if err := snap.ReadAsync(st, from, to, [][]byte{
 		state.Bytes(rows.Obs),
 		state.Bytes(rows.Action),
@@ -512,7 +513,7 @@ func (v *TransitionSnapshot) RecordStream(st device.Stream) error {
 //
 //state:acquire
 func (v *TransitionSnapshot) BlockTable() (*state.BlockTable, error) {
-	return _Transition_snap(v).BlockTable()
+	return stateimpl.Table(_Transition_snap(v).BlockTable())
 }
 
 // Len returns the number of rows in the snapshot.
@@ -605,7 +606,7 @@ func _Transition_readRows(r interface {
 
 // _Transition_head returns the store head of s, nil for a nil s (its methods
 // answer state.ErrReleased).
-func _Transition_head(s *TransitionState) *state.Head {
+func _Transition_head(s *TransitionState) *stateimpl.Head {
 	if s == nil {
 		return nil
 	}
@@ -614,7 +615,7 @@ func _Transition_head(s *TransitionState) *state.Head {
 
 // _Transition_snap returns the store snapshot of v, nil for a nil v (its
 // methods answer state.ErrReleased).
-func _Transition_snap(v *TransitionSnapshot) *state.Snap {
+func _Transition_snap(v *TransitionSnapshot) *stateimpl.Snap {
 	if v == nil {
 		return nil
 	}

@@ -1,9 +1,14 @@
 package store
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/gpustate/gpustate/runtime/device"
+	"github.com/gpustate/gpustate/runtime/state"
+)
 
 // CheckStreamMarks is checkStreamMarks for the interaction model (package
-// state_test).
+// store_test).
 var CheckStreamMarks = checkStreamMarks
 
 // The methods below are not the package's API: nothing outside the
@@ -105,3 +110,12 @@ func (v *GroupSnap) Len() int {
 	}
 	return len(v.snaps)
 }
+
+// NewPool is makePool, which runtime/state's NewPool calls through the link.
+func NewPool(b device.Backend, opt PoolOptions) (*Pool, error) { return makePool(b, opt) }
+
+// Bytes is state.Bytes.
+func Bytes[T any](s []T) []byte { return state.Bytes(s) }
+
+// Rows is state.Rows.
+func Rows[T any](b []byte) []T { return state.Rows[T](b) }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/gpustate/gpustate/examples/replay/buffer"
 	"github.com/gpustate/gpustate/runtime/device"
+	"github.com/gpustate/gpustate/runtime/state"
 	"github.com/gpustate/gpustate/runtime/state/internal/store"
 )
 
@@ -359,7 +360,7 @@ func (m *interaction) probeNil() {
 // closed pool): dst must be left as it was.
 func (m *interaction) probeReadInto() {
 	be := newInteractionBackend()
-	p, err := store.NewPool(be, store.PoolOptions{})
+	p, err := state.NewPool(be, state.PoolOptions{})
 	if err != nil {
 		m.t.Fatal(err)
 	}

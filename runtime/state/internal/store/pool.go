@@ -90,11 +90,11 @@ type handle interface {
 	logicalBytes() int64
 }
 
-// NewPool returns a pool over b. It takes no device memory until the first
+// makePool returns a pool over b. It takes no device memory until the first
 // block is needed.
 //
 //state:acquire
-func NewPool(b device.Backend, opt PoolOptions) (*Pool, error) {
+func makePool(b device.Backend, opt PoolOptions) (*Pool, error) {
 	if b == nil {
 		return nil, errors.New("state: NewPool with a nil backend")
 	}

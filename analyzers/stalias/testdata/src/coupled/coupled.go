@@ -4,10 +4,10 @@
 // Snapshot or Branch, and writes through a member, are silent.
 package coupled
 
-import "github.com/gpustate/gpustate/runtime/state"
+import "github.com/gpustate/gpustate/runtime/state/stateimpl"
 
 // KVState is a member head.
-type KVState struct{ h *state.Head }
+type KVState struct{ h *stateimpl.Head }
 
 // KVSnapshot is its snapshot.
 //
@@ -54,7 +54,7 @@ type Decoder struct{ KV, Rec int }
 
 // DecoderState is a live Decoder group.
 type DecoderState struct {
-	_group *state.Group
+	_group *stateimpl.Group
 	_KV    *KVState
 	_Rec   *KVState
 }

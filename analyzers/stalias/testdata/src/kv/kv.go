@@ -5,6 +5,7 @@ package kv
 import (
 	"github.com/gpustate/gpustate/runtime/device"
 	"github.com/gpustate/gpustate/runtime/state"
+	"github.com/gpustate/gpustate/runtime/state/stateimpl"
 )
 
 // PromptSpans locates rows of a Prompt state in device memory.
@@ -12,7 +13,7 @@ type PromptSpans struct{ Token, Hidden []device.Span }
 
 // PromptState is a head whose full blocks may be shared.
 type PromptState struct {
-	h *state.Head
+	h *stateimpl.Head
 }
 
 // NewPromptStateShared creates an empty Prompt state in the sharing domain

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gpustate/gpustate/runtime/device"
 	"github.com/gpustate/gpustate/runtime/state"
+	"github.com/gpustate/gpustate/runtime/state/stateimpl"
 )
 
 // ---- spans of a shared head are read only ----
@@ -34,8 +35,8 @@ func adoptedSpans(p *state.Pool, keys []int32) error {
 	return nil
 }
 
-func headSpans(p *state.Pool, l *state.Layout, keys []byte) error {
-	h, err := p.NewSharedHead(l, "req", "tenant")
+func headSpans(p *state.Pool, l *stateimpl.Layout, keys []byte) error {
+	h, err := stateimpl.NewSharedHead(p, l, "req", "tenant")
 	if err != nil {
 		return err
 	}

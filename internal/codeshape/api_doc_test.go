@@ -1,4 +1,4 @@
-package store_test
+package codeshape
 
 import (
 	"fmt"
@@ -15,20 +15,20 @@ import (
 )
 
 // The heads of the two Go blocks of docs/INTERNALS.md that list the
-// package's API, one block per audience.
+// runtime's API, one block per audience.
 const (
-	generatedBlock = "package state // what generated code names"
+	generatedBlock = "package stateimpl // what generated code names"
 	userBlock      = "package state // what users name"
 )
 
 // TestInternalsListsTheGeneratedAPI checks docs/INTERNALS.md's lists of
-// runtime/state's API against the code, so that they cannot drift: the
-// block of what generated code names holds exactly the package-level names
-// and methods that stategen's output names (gen's golden files, the
-// examples' generated files, and every name gen's renderer qualifies with
-// the package, for the contracts no golden file has), and every field it
-// sets; the block of what users name holds the rest of the exported API;
-// and every field either block lists exists.
+// the runtime's API against the code, so that they cannot drift. The block
+// of what generated code names holds exactly what stategen's output names
+// of stateimpl and of the store it aliases (gen's golden files, the
+// examples' generated files, and every name gen's renderer qualifies, for
+// the contracts no golden file has), every field it sets, and every name
+// stateimpl exports; the block of what users name holds exactly
+// runtime/state's exported API; and every field either block lists exists.
 func TestInternalsListsTheGeneratedAPI(t *testing.T) {
 	u := loadAPIUse(t)
 	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "INTERNALS.md"))
@@ -37,45 +37,43 @@ func TestInternalsListsTheGeneratedAPI(t *testing.T) {
 	}
 	gen, genFields := docBlock(t, string(doc), generatedBlock)
 	user, userFields := docBlock(t, string(doc), userBlock)
+	store, impl, state := u.pkgs[storePath], u.pkgs[implPath], u.pkgs[statePath]
 
 	generated := map[string]bool{}
 	generatedFields := map[string]bool{}
-	for name := range u.generated {
-		if isField(u.pkg, name) {
-			generatedFields[name] = true
-		} else {
-			generated[name] = true
+	for _, api := range []string{implPath, storePath} {
+		for name := range u.generated[api] {
+			if isField(store, name) {
+				generatedFields[name] = true
+			} else {
+				generated[name] = true
+			}
 		}
 	}
 	for _, name := range rendererNames(t) {
+		if impl.Scope().Lookup(name) != nil {
+			generated[name] = true
+		}
+	}
+	for name := range exportedNames(impl) {
 		generated[name] = true
 	}
-	addTypesOf(u.pkg, generated, generatedFields)
+	addTypesOf(store, generated, generatedFields)
 	diff(t, "what generated code names", generated, fmt.Sprintf("docs/INTERNALS.md's block %q", generatedBlock), gen)
 	for name := range generatedFields {
 		if !genFields[name] {
 			t.Errorf("generated code sets %s; the block %q does not list it", name, generatedBlock)
 		}
 	}
-
-	exported := exportedNames(u.pkg)
-	for name := range gen {
-		if user[name] {
-			t.Errorf("%s is in both blocks of docs/INTERNALS.md; it belongs in %q", name, generatedBlock)
+	for name := range genFields {
+		if !isField(store, name) {
+			t.Errorf("docs/INTERNALS.md lists the field %s, which the store does not export", name)
 		}
 	}
-	rest := map[string]bool{}
-	for name := range exported {
-		if !gen[name] {
-			rest[name] = true
-		}
-	}
-	diff(t, "what runtime/state exports beside what generated code names", rest, fmt.Sprintf("docs/INTERNALS.md's block %q", userBlock), user)
-	for _, fields := range []map[string]bool{genFields, userFields} {
-		for name := range fields {
-			if !isField(u.pkg, name) {
-				t.Errorf("docs/INTERNALS.md lists the field %s, which runtime/state does not export", name)
-			}
+	diff(t, "what runtime/state exports", exportedNames(state), fmt.Sprintf("docs/INTERNALS.md's block %q", userBlock), user)
+	for name := range userFields {
+		if !isField(state, name) {
+			t.Errorf("docs/INTERNALS.md lists the field %s, which runtime/state does not export", name)
 		}
 	}
 }
@@ -252,9 +250,9 @@ func isField(pkg *types.Package, name string) bool {
 	return false
 }
 
-// rendererNames returns the names gen's renderer qualifies with
-// runtime/state as literals (jen.Qual(statePkg, "Reconstructable")): what
-// generated code names for contracts that no golden file holds.
+// rendererNames returns the names gen's renderer qualifies as literals
+// (st("Reconstructable")): what generated code names for contracts that no
+// golden file holds.
 func rendererNames(t *testing.T) []string {
 	t.Helper()
 	files, err := filepath.Glob(filepath.Join("..", "..", "gen", "*.go"))
@@ -273,17 +271,13 @@ func rendererNames(t *testing.T) []string {
 		}
 		ast.Inspect(f, func(n ast.Node) bool {
 			call, ok := n.(*ast.CallExpr)
-			if !ok || len(call.Args) != 2 {
+			if !ok || len(call.Args) != 1 {
 				return true
 			}
-			sel, ok := call.Fun.(*ast.SelectorExpr)
-			if !ok || sel.Sel.Name != "Qual" {
+			if fn, ok := call.Fun.(*ast.Ident); !ok || fn.Name != "st" {
 				return true
 			}
-			if pkg, ok := call.Args[0].(*ast.Ident); !ok || pkg.Name != "statePkg" {
-				return true
-			}
-			if lit, ok := call.Args[1].(*ast.BasicLit); ok && lit.Kind == token.STRING {
+			if lit, ok := call.Args[0].(*ast.BasicLit); ok && lit.Kind == token.STRING {
 				if name, err := strconv.Unquote(lit.Value); err == nil {
 					names = append(names, name)
 				}
@@ -292,7 +286,7 @@ func rendererNames(t *testing.T) []string {
 		})
 	}
 	if len(names) < 10 {
-		t.Fatalf("found %d names gen qualifies with runtime/state; the scan is not seeing gen's renderer", len(names))
+		t.Fatalf("found %d names gen's renderer qualifies; the scan is not seeing it", len(names))
 	}
 	return names
 }
