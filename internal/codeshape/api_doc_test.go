@@ -7,6 +7,7 @@ import (
 	"go/token"
 	"go/types"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -289,4 +290,22 @@ func rendererNames(t *testing.T) []string {
 		t.Fatalf("found %d names gen's renderer qualifies; the scan is not seeing it", len(names))
 	}
 	return names
+}
+
+// TestUserDocIsShort holds runtime/state's documentation, all a user reads
+// besides the generated handles' own, to 400 lines of go doc -all: what
+// only generated code needs lives in stateimpl.
+func TestUserDocIsShort(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("no go command on PATH")
+	}
+	cmd := exec.Command("go", "doc", "-all", "./runtime/state")
+	cmd.Dir = filepath.Join("..", "..")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go doc -all ./runtime/state: %v", err)
+	}
+	if n := strings.Count(string(out), "\n"); n > 400 {
+		t.Errorf("go doc -all ./runtime/state prints %d lines, want at most 400", n)
+	}
 }

@@ -4,13 +4,9 @@
 // block tables kernels index them by, and the errors every handle returns.
 //
 // A Pool takes device memory from a device.Backend (device.Host() where
-// there is no GPU) in large slabs and hands out blocks of it. Each state
-// is a head of rows in those blocks; a snapshot is an immutable version of
-// it that costs one reference, and a branch an isolated copy that shares
-// every block until one side writes it: only the blocks written are
-// copied. Blocks are never shared across owners (but for the read-only
-// prompt prefixes a contract declares shared, within one Domain), and a
-// block one owner used is zeroed before another gets it.
+// there is no GPU) in slabs and hands out blocks of it. A state's rows live
+// in those blocks; a snapshot costs one reference, and a branch shares every
+// block until one side writes it: only the blocks written are copied.
 //
 //	p, err := state.NewPool(device.Host(), state.PoolOptions{MaxBytes: 1 << 30})
 //	if err != nil {
@@ -34,13 +30,8 @@
 //
 // # Errors
 //
-// Every error a handle or a pool returns wraps one of the sentinel errors
-// below (ErrBound, ErrShape, ...), with context naming the state type and
-// the call, so that errors.Is tells them apart. No call panics on bad
-// input, and a call that fails changes nothing: not the rows, not the
-// version, not the statistics, and memory taken for it is given back.
-// Every handle is safe for concurrent use.
-//
-// The store behind the handles is package runtime/state/stateimpl, which
-// only generated code calls.
+// Every error wraps one of the sentinel errors below, so that errors.Is
+// tells them apart. No call panics on bad input, and a call that fails
+// changes nothing. Every handle is safe for concurrent use. (Generated code
+// calls the store through package runtime/state/stateimpl.)
 package state

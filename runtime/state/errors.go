@@ -9,11 +9,9 @@ var (
 	// ErrBound: an append past the layout's bound, or an append to a
 	// mutable state (which has exactly Bound rows). Nothing is appended.
 	ErrBound = errors.New("state: bound exceeded")
-	// ErrShape: a batch whose columns hold different numbers of rows, a
-	// column whose length is no multiple of its row size, the wrong number
-	// of columns, or an invalid layout, one whose row is larger than the
-	// pool's blocks included (that error names the field, the sizes and
-	// the remedy: a larger PoolOptions.BlockBytes).
+	// ErrShape: a batch whose columns hold different numbers of rows or a
+	// length no multiple of a row, or a state whose row is larger than the
+	// pool's blocks (the error names the remedy: a larger BlockBytes).
 	ErrShape = errors.New("state: batch does not match the layout")
 	// ErrRange: rows outside the state, or a write to an append-only state.
 	ErrRange = errors.New("state: rows out of range")

@@ -144,26 +144,20 @@ type PoolOptions struct {
 	MaxBytes int64
 	// Telemetry, when set, reads the device's memory as the driver's own
 	// tools see it, for Stats to show beside the pool's accounting: on the
-	// CUDA backend, a reading of an NVML monitor (package
-	// runtime/device/nvml, which needs cgo and so is not linked here).
+	// CUDA backend, an NVML monitor (package runtime/device/nvml).
 	Telemetry func() (DeviceMemory, error)
 	// Evictor ranks the optional states to evict under memory pressure;
 	// nil means least recently used first (package runtime/evict/lru).
 	Evictor Evictor
 	// PendingWait bounds how long an allocation that finds no room waits
-	// for pending blocks (released while a recorded stream's work may
-	// still use them, see RecordStream) when they would make it succeed,
-	// before it evicts anything; and, when it evicts, for the work queued
-	// on the streams recorded on its victims' blocks (victims whose work
-	// outlasts the wait are spared) and for the blocks eviction itself
-	// freed behind a fence. Zero means one second, a negative value never
-	// waits.
+	// for the work of recorded streams (RecordStream) that holds blocks
+	// back, before it evicts and while it does (victims whose work outlasts
+	// it are spared). Zero means one second, a negative value never waits.
 	PendingWait time.Duration
-	// HostTier is the bytes of host memory the pool may keep optional
-	// state in when device memory is short (docs/GUIDE.md, "The host
-	// tier"): where the pool would evict an optional head, snapshot or
-	// group, it moves it there, and its next use brings it back with the
-	// same rows and version. Zero, the default, turns the tier off.
+	// HostTier is the bytes of host memory the pool may move optional
+	// state to instead of evicting it (docs/GUIDE.md, "The host tier");
+	// its next use brings it back with the same rows and version. Zero,
+	// the default, turns the tier off.
 	HostTier int64
 }
 
@@ -204,28 +198,24 @@ type PoolStats struct {
 	// count as those do).
 	HistoryBytes int64
 	// EvictedBytes and RebuiltBytes are totals since the pool was made:
-	// the bytes of the blocks eviction dropped (from device memory, or
-	// from the host tier: state moved to the tier is not counted until
-	// the tier drops it), and of the blocks rebuilding reconstructable
-	// state took.
+	// the bytes eviction dropped (a move to the host tier counts once the
+	// tier drops it), and those rebuilding reconstructable state took.
 	EvictedBytes, RebuiltBytes int64
 	// Evictions counts the evictions since the pool was made: heads,
 	// snapshots and cached prefix blocks the Evictor's ranking dropped
 	// (a move to the host tier is none).
 	Evictions int64
-	// TierBytes is the bytes of state blocks the host tier holds
-	// (PoolOptions.HostTier), counted as PhysicalBytes counts device
-	// blocks. TierOut and TierIn are the bytes moved to the tier and back,
-	// TierDropped the bytes the tier dropped to make room: totals since
-	// the pool was made.
+	// TierBytes is the bytes the host tier holds; TierOut, TierIn and
+	// TierDropped the bytes moved to it, back from it, and dropped from it
+	// to make room, totals since the pool was made.
 	TierBytes, TierOut, TierIn, TierDropped int64
 	// AdoptCalls counts the AdoptPrefix calls that looked a prefix up
 	// (those that failed aside), AdoptHits those that adopted rows, and
 	// AdoptedRows the rows they adopted: totals since the pool was made.
 	AdoptCalls, AdoptHits, AdoptedRows int64
 	// CachedBytes is the part of PhysicalBytes that shared prefix blocks
-	// no state holds take (shared prefixes): kept for states to adopt,
-	// and evicted first-class with optional state under memory pressure.
+	// no state holds take: kept for states to adopt, evicted first under
+	// memory pressure.
 	CachedBytes int64
 	// Device holds the backend's own figures; nil when it cannot give them.
 	Device *DeviceStats

@@ -3,25 +3,17 @@ package state
 import "fmt"
 
 // BlockTable is a device-resident table of a state's or snapshot's blocks,
-// per column: an array of the blocks' base addresses (little-endian u64,
-// one per block, in row order), so that a kernel finds logical row r of a
-// column at table[r / RowsPerBlock] + (r % RowsPerBlock) * RowBytes with no
-// host round trip (the block tables of paged attention); for a window
-// state, at table[r / RowsPerBlock - First] (TableColumn). A snapshot's table
-// never changes. A state's follows its writes, rollbacks and merges,
-// in stream order (docs/GUIDE.md): entries are only ever added in
-// place past those any earlier version had; a change to an entry an
-// earlier version had moves the column to a new allocation, so a kernel
-// queued with the table of an earlier version (the Ptr Column gave then)
-// still reads that version's blocks, and the old allocation is freed once
-// the streams recorded on the state are done with it. Take Ptr from Column
-// for each launch. When the device fails to bring the table up to date,
-// Column reports it until a later call on the state, or Column itself,
-// rebuilds it. When the state is evicted or moved to the host tier, its
-// blocks are freed: Column rebuilds it or brings it back first, and
-// answers the error (ErrEvicted for a state the pool dropped) when it
-// cannot. Release it when done; releasing its state or snapshot releases
-// it too.
+// per column: the blocks' base addresses (little-endian u64, one per block,
+// in row order), so that a kernel finds row r of a column at
+// table[r/RowsPerBlock - First] + (r%RowsPerBlock)*RowBytes with no host
+// round trip (paged attention's block tables). A snapshot's table never
+// changes; a state's follows its writes, rollbacks and merges in stream
+// order, and a change to an entry an earlier version had moves the column
+// to a new allocation, so a kernel queued earlier still reads its version's
+// blocks: take Ptr from Column for each launch. When the state is evicted or
+// moved to the host tier, Column rebuilds the table or brings the state back
+// first, or answers why it cannot (ErrEvicted). Release it when done;
+// releasing its state releases it too.
 type BlockTable struct {
 	impl tableImpl
 }

@@ -6,13 +6,11 @@ import (
 	"github.com/gpustate/gpustate/runtime/device"
 )
 
-// Owner names the owner of a state (a session, a request, a step...). One
-// owner has the mutation and cleanup authority over its states; physical
-// blocks are never shared across owners but for the read-only prefix
-// blocks a layout declares shared, within one Domain (the NewTStateShared constructors), and
-// a block that held one owner's rows is zeroed before another owner gets
-// it. An owner is never empty:
-// a new state refuses "" with ErrOwner.
+// Owner names the owner of a state (a session, a request, a step...), which
+// has the mutation and cleanup authority over it. Blocks are never shared
+// across owners but for declared shared prefixes within one Domain, and a
+// block one owner used is zeroed before another gets it. A new state
+// refuses the empty owner with ErrOwner.
 type Owner string
 
 // Version identifies a version of a state. Every successful write makes a
@@ -58,22 +56,18 @@ type Plan struct {
 	// that Plan returned.
 	Measured time.Duration
 	// Low and High are the range the chosen candidate's time is expected
-	// in: two deviations of measured against estimated time, a moving
-	// estimate over the pool's reconstructions of the size class (and,
-	// for replayed steps, over the history's replays). Both are zero when fewer than three
-	// were measured: the spread is not known, and Estimate is the
-	// calibrated model's alone (refined by any one or two measured).
+	// in, two deviations of the pool's measured reconstructions from their
+	// estimates; zero until three were measured.
 	Low, High time.Duration
 	// Observed counts the reconstructions of the pool whose measured
 	// time refined this estimate: those of states whose largest blocks
 	// are of the same size class.
 	Observed int
-	// Unmeasured says the pool never measured a cost this plan incurs,
-	// so it gives no estimate rather than a guess: Estimate, Low and High
-	// are zero, and the candidates are ranked by the bytes they copy. The
-	// pool had no free room to calibrate in (calibration never evicts,
-	// and the next Plan or At tries again), or the plan takes memory new
-	// to the pool (NewBytes) on a pool that never measured new memory.
+	// Unmeasured says the pool never measured a cost this plan incurs (it
+	// had no free room to measure in, or the plan takes memory new to a
+	// pool that never measured any), so it gives no estimate rather than a
+	// guess: Estimate, Low and High are zero, and the candidates are
+	// ranked by the bytes they copy.
 	Unmeasured bool
 }
 
@@ -89,16 +83,11 @@ type Candidate struct {
 	// Copies counts the device copies, Blocks the blocks taken.
 	Copies, Blocks int
 	// NewBytes are the bytes of memory the reconstruction touches for the
-	// first time (on the host backend, pages that fault): the blocks it
-	// takes beyond the free blocks of the pool that held rows, and the
-	// seed rows it reads of blocks nothing ever wrote (a mutable state's
-	// rows still zero since it was made).
+	// first time (on the host backend, pages that fault).
 	NewBytes int64
 	// Steps counts the versions among Deltas made by Step, which the
-	// reconstruction runs again; Replayed is the time their
-	// step functions are expected to take: each the median of the times
-	// the history's steps took when they ran, scaled by how long the
-	// replays At measured took against it (a moving estimate).
+	// reconstruction runs again; Replayed is the time their step functions
+	// are expected to take, from the times they took when they ran.
 	Steps    int
 	Replayed time.Duration
 	// Estimate is the cost by the pool's cost model, refined by the
