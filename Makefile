@@ -93,7 +93,7 @@ gpu-check:
 
 # gpu-check's test binaries, for a GPU machine without Go: copy the repository with bin/gpu-check
 # there and run GPUCHECK_TESTBIN=bin/gpu-check bash scripts/gpu-check.sh.
-GPU_PKGS = runtime/device runtime/device/nvml examples/kvcache/kernels runtime/state
+GPU_PKGS = runtime/device runtime/device/nvml examples/kvcache/kernels runtime/state/internal/store
 gpu-bundle:
 	@mkdir -p bin/gpu-check
 	for p in $(GPU_PKGS); do $(GO) test -c -o bin/gpu-check/$$(echo $$p | tr / _).test ./$$p || exit; done

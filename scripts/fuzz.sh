@@ -17,15 +17,15 @@ done
 if [ -d runtime/state ]; then
   steps=${2:-200000}
   echo "== runtime/state model tests, long ($steps steps)"
-  go test -count=1 -timeout=30m -run '^TestModel(At)?$' ./runtime/state -args -model.steps=$steps
+  go test -count=1 -timeout=30m -run '^TestModel(At)?$' ./runtime/state/internal/store -args -model.steps=$steps
   # The sharing model's cache grows over a run, and each step checks it whole: a tenth as many.
-  go test -count=1 -timeout=30m -run '^TestShareModel$' ./runtime/state -args -model.steps=$((steps / 10))
+  go test -count=1 -timeout=30m -run '^TestShareModel$' ./runtime/state/internal/store -args -model.steps=$((steps / 10))
   # The replay model (Step, At and Rollback by replay): a tenth as many, each step runs a step function.
-  go test -count=1 -timeout=30m -run '^TestReplayModel$' ./runtime/state -args -model.steps=$((steps / 10))
-  go test -count=1 -timeout=30m -run '^TestGroup(Prefix)?Model$' ./runtime/state -args -model.steps=$steps
+  go test -count=1 -timeout=30m -run '^TestReplayModel$' ./runtime/state/internal/store -args -model.steps=$((steps / 10))
+  go test -count=1 -timeout=30m -run '^TestGroup(Prefix)?Model$' ./runtime/state/internal/store -args -model.steps=$steps
   # The interaction model compares every handle and every block table at each step and
   # runs its kernels on stream goroutines: a hundredth as many steps, under the race detector.
   race=
   if [ "$(go env CGO_ENABLED)" = 1 ] && command -v gcc >/dev/null; then race=-race; fi
-  go test $race -count=1 -timeout=30m -run '^TestInteractionModel$' ./runtime/state -args -model.steps=$((steps / 100))
+  go test $race -count=1 -timeout=30m -run '^TestInteractionModel$' ./runtime/state/internal/store -args -model.steps=$((steps / 100))
 fi

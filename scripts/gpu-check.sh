@@ -2,7 +2,7 @@
 # gpu-check: on a machine with an NVIDIA GPU, run the CUDA backend's tests and
 # benchmarks against the real driver (GPUSTATE_BACKEND=cuda) and print the
 # figures: device (HBM) copy bandwidth, host-to-device bandwidth, and, where
-# runtime/state has benchmarks, the store's append and copy-on-write
+# runtime/state/internal/store has benchmarks, the store's append and copy-on-write
 # throughput as ratios of them. Fails, saying why, on a machine without a
 # usable GPU. Bounded to about 5 minutes (GPUCHECK_TIMEOUT, seconds).
 #
@@ -119,14 +119,14 @@ grep '^Benchmark' "$out/bench.txt"
 # 4. The store's benchmarks, where it has them; with GPUSTATE_BACKEND=cuda
 # those that open their backend with device.Open run on the GPU.
 store=""
-if gotest runtime/state -test.list 'Benchmark' 2>/dev/null | grep -q '^Benchmark'; then
+if gotest runtime/state/internal/store -test.list 'Benchmark' 2>/dev/null | grep -q '^Benchmark'; then
 	echo "gpu-check: state store benchmarks"
-	run_step "$out/state.txt" "state store benchmarks" gotest runtime/state -test.count=1 -test.run '^$' \
+	run_step "$out/state.txt" "state store benchmarks" gotest runtime/state/internal/store -test.count=1 -test.run '^$' \
 		-test.bench . -test.benchtime "$benchtime"
 	grep '^Benchmark' "$out/state.txt"
 	store="$out/state.txt"
 else
-	echo "gpu-check: runtime/state has no benchmarks yet; store ratios skipped"
+	echo "gpu-check: the store has no benchmarks yet; store ratios skipped"
 fi
 
 # 5. Figures: MB/s by benchmark name (the -N GOMAXPROCS suffix dropped).

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The serving-path figures of docs/BENCHMARKS.md ("Serving paths", "Eviction",
 # "Cost model"), every row in one run of this script: one test binary of
-# ./runtime/state, each row's benchmark run in turn, SERVEBENCH_ROUNDS times
+# ./runtime/state/internal/store, each row's benchmark run in turn, SERVEBENCH_ROUNDS times
 # (default 3), so that the rows of one round share the machine's state.
 # Prints one line a benchmark and round: its name and the metric each row
 # is judged by (a store/baseline ratio, or the cost model's counts). Then,
@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.."
 rounds=${SERVEBENCH_ROUNDS:-3}
 bin=$(mktemp -d)/state.test
 trap 'rm -rf "$(dirname "$bin")"' EXIT
-go test -c -o "$bin" ./runtime/state
+go test -c -o "$bin" ./runtime/state/internal/store
 peer=$(dirname "$bin")/peerbench.test
 go test -c -o "$peer" ./internal/peerbench
 
@@ -30,7 +30,7 @@ for r in $(seq "$rounds"); do
   echo "round $r"
   for row in "${rows[@]}"; do
     set -- $row
-    (cd runtime/state && "$bin" -test.run='^$' -test.bench="$1" -test.benchtime="$2") |
+    (cd runtime/state/internal/store && "$bin" -test.run='^$' -test.bench="$1" -test.benchtime="$2") |
       awk '/^Benchmark/ {
         line = $1
         for (i = 3; i < NF; i += 2)

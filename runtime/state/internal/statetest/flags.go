@@ -13,7 +13,7 @@ import (
 // runtime/state (both its packages, state and state_test, import this one).
 // They follow -args on the go test command line:
 //
-//	go test ./runtime/state -run '^TestModel$/^3$' -args -model.seed=3 -model.steps=5000
+//	go test ./runtime/state/internal/store -run '^TestModel$/^3$' -args -model.seed=3 -model.steps=5000
 var (
 	stepsFlag = flag.Int("model.steps", 0,
 		"steps per seed of the model tests; 0 runs each test's default (make fuzz runs them long)")
@@ -84,7 +84,7 @@ func Replay(t testing.TB, seed uint64, steps int, goFlags ...string) string {
 	}
 	cmd := []string{"go test"}
 	cmd = append(cmd, goFlags...)
-	cmd = append(cmd, "./runtime/state", "-run", "'"+strings.Join(parts, "/")+"'",
+	cmd = append(cmd, "./runtime/state/internal/store", "-run", "'"+strings.Join(parts, "/")+"'",
 		"-args", fmt.Sprintf("-model.seed=%d", seed))
 	switch {
 	case steps > 0:

@@ -8,7 +8,7 @@ import (
 func TestReplay(t *testing.T) {
 	t.Run("a b", func(t *testing.T) {
 		got := Replay(t, 7, 12, "-race")
-		want := `go test -race ./runtime/state -run '^TestReplay$/^a_b$' -args -model.seed=7 -model.steps=12`
+		want := `go test -race ./runtime/state/internal/store -run '^TestReplay$/^a_b$' -args -model.seed=7 -model.steps=12`
 		if got != want {
 			t.Errorf("Replay:\n got %s\nwant %s", got, want)
 		}

@@ -164,7 +164,7 @@ var sgDomains = []Domain{"d0", "d1"}
 
 func (m *sgModel) fatalf(format string, args ...any) {
 	m.t.Helper()
-	m.t.Fatalf("seed %d step %d (%s): %s\nreplay: go test ./runtime/state -run '^TestSharedGroupModel$/^%d$' -args -model.steps=%d",
+	m.t.Fatalf("seed %d step %d (%s): %s\nreplay: go test ./runtime/state/internal/store -run '^TestSharedGroupModel$/^%d$' -args -model.steps=%d",
 		m.seed, m.step, m.op, fmt.Sprintf(format, args...), m.seed, m.step+1)
 }
 

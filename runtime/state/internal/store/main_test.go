@@ -14,7 +14,7 @@ import (
 // them long), and -model.seed, one seed to run alone. Every model failure
 // prints the seed, the step and the command that replays it, such as
 //
-//	go test ./runtime/state -run '^TestModel$/^3$' -args -model.seed=3
+//	go test ./runtime/state/internal/store -run '^TestModel$/^3$' -args -model.seed=3
 
 func TestMain(m *testing.M) {
 	code := m.Run()
