@@ -23,7 +23,7 @@ func (p *Pool) allocIn(buf []*block, c *sizeClass, owner Owner, n int, zero bool
 		return out, err // no reclaim makes room for more than the pool holds
 	}
 	for range maxAllocTries {
-		if !p.reclaim(c, n, errors.Is(err, device.ErrOutOfMemory)) {
+		if !p.room.reclaim(c, n, errors.Is(err, device.ErrOutOfMemory)) {
 			break
 		}
 		out, err = p.mem.Alloc(buf, c, string(owner), n, zero)
@@ -46,7 +46,7 @@ func (p *Pool) roomForAll(classes []*sizeClass, ns []int, deviceFull bool) bool 
 	}
 	short = max(short, want-p.mem.Room(deviceFull))
 	pending := p.mem.Stats().Pending
-	return short <= p.freeable(short-pending)+pending
+	return short <= p.room.freeable(short-pending)+pending
 }
 
 // maxAllocTries bounds the reclaims of one allocation: each one made room,
@@ -129,4 +129,10 @@ func (p *Pool) freeList(l *[]*block) {
 	clear(*l)
 	*l = (*l)[:0]
 	p.freedLists.Put(l)
+}
+
+// shortfall returns the bytes an allocation of want blocks of class c
+// lacks (blocks.Allocator.Shortfall).
+func (p *Pool) shortfall(c *sizeClass, want int, deviceFull bool) int64 {
+	return p.mem.Shortfall(c, want, deviceFull)
 }

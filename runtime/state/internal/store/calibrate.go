@@ -14,60 +14,6 @@ import (
 // The cost model: what a pool measures of its backend once, for Plan and
 // At to estimate the cost of a reconstruction (see checkpoint.go).
 
-// CostModel is what a pool measured of its backend, to estimate
-// reconstruction costs (docs/GUIDE.md, "The cost model"): a
-// device-to-device copy of n bytes costs CopyFixed + n*CopyPerByte, a block
-// taken (copied on write or added) costs Block besides its copy, applying
-// one column of one delta costs PerDelta besides its copies, and every
-// reconstruction Fixed. Those figures are of one size class, BlockBytes
-// (a pool measures each class its states' largest blocks are of, on first
-// use). Copies between the host and the device cost HtoD and DtoH, and
-// memory the pool takes new (never touched before: on the host backend the
-// first touch of its pages) NewPerByte. The figures are measured on memory
-// the CPU's caches do not hold, as a reconstruction of a past version
-// finds it.
-type CostModel struct {
-	CopyFixed   time.Duration
-	CopyPerByte float64 // nanoseconds per byte
-	Block       time.Duration
-	PerDelta    time.Duration
-	Fixed       time.Duration
-	// Node is the cost of copying one node of a state's block tree on the
-	// path to a block taken (path copying takes a reference to each of
-	// its children).
-	Node time.Duration
-	// CopyAlone is the fixed cost of a copy that no copy just before it
-	// prepared: the first after the CPU's caches were emptied, whose
-	// source, destination and the backend's records of them are all cold,
-	// as a reconstruction's seed copy from a block far from the one it
-	// copied last is. Copies in a row, each from the block after the
-	// last, cost CopyFixed.
-	CopyAlone time.Duration
-	// BlockBytes is the size class the figures above were measured on.
-	BlockBytes int
-	// HtoD and DtoH are copies from and to the host.
-	HtoD, DtoH Transfer
-	// NewPerByte is the cost of a byte of memory new to the pool, in
-	// nanoseconds (its first touch), and NewGrowth that of one growth of
-	// the pool (a backend allocation and the records of the blocks it
-	// makes); NewKnown says they were measured: only a calibration whose
-	// blocks the pool took new measures them.
-	NewPerByte float64
-	NewGrowth  time.Duration
-	NewKnown   bool
-	// NewReadPerByte is the cost of the first read of a byte of memory
-	// the pool carved but nothing wrote (a mutable state's rows still
-	// zero): on the host backend, pages the kernel maps on that read.
-	NewReadPerByte float64
-}
-
-// Transfer is the cost of one direction of copy: Fixed + n*PerByte for n
-// bytes.
-type Transfer struct {
-	Fixed   time.Duration
-	PerByte float64 // nanoseconds per byte
-}
-
 func (t Transfer) of(copies int, bytes int64) float64 {
 	return float64(copies)*float64(t.Fixed) + float64(bytes)*t.PerByte
 }
@@ -78,15 +24,6 @@ func (m CostModel) estimate(c *candidate, columns int) time.Duration {
 		float64(c.Deltas*columns)*float64(m.PerDelta) + m.DtoH.of(c.reads, c.readBytes) +
 		float64(c.nodes)*float64(m.Node) + float64(c.alone)*float64(max(0, m.CopyAlone-m.CopyFixed))
 	return time.Duration(ns)
-}
-
-type calibration struct {
-	mu      sync.Mutex
-	done    bool
-	model   CostModel          // of the pool's own size class
-	classes map[int]*CostModel // of other size classes (bytes), measured on first use
-	fits    map[int]*fit       // the model against measured reconstructions, per size class (bytes)
-	now     func() time.Time   // the clock of calibration; nil: time.Now
 }
 
 // fitClass is the size class whose fit serves h: that of its largest
@@ -462,14 +399,6 @@ func (c *calibrator) take(cls *sizeClass) (*block, error) {
 
 // now reads the calibration's clock.
 func (c *calibrator) now() time.Time { return c.p.calibNow() }
-
-// calibNow reads the calibration's clock.
-func (p *Pool) calibNow() time.Time {
-	if f := p.calib.now; f != nil {
-		return f()
-	}
-	return time.Now()
-}
 
 // timed returns the time per step of one run of steps, synced.
 func (c *calibrator) timed(steps int, run func() error) (time.Duration, error) {

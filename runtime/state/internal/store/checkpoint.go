@@ -5,7 +5,6 @@ import (
 	"errors"
 	"math/bits"
 	"slices"
-	"time"
 
 	"github.com/gpustate/gpustate/placement"
 	"github.com/gpustate/gpustate/runtime/device"
@@ -293,62 +292,6 @@ func copies(from, to, per int) int {
 	return n
 }
 
-// Plan explains how At(v) would reconstruct version v of the head's own
-// line: the checkpoint it would seed from, the deltas it would apply, the
-// estimated cost, and the alternatives. It reconstructs nothing.
-func (h *Head) Plan(v Version) (Plan, error) {
-	if err := h.begin("Plan"); err != nil {
-		return Plan{}, err
-	}
-	defer h.end()
-	p, _, err := h.planAt("Plan", v)
-	return p.Plan, err
-}
-
-// At reconstructs version v of the head's own line as a snapshot, by the
-// plan Plan(v) returns, and records the cost it measured (see
-// LastReconstruction). A version before the oldest retained checkpoint, or
-// not on the head's line, answers ErrNotRetained. The snapshot is like any
-// other: Rollback accepts it.
-//
-//state:acquire
-func (h *Head) At(v Version) (*Snap, error) {
-	if err := h.begin("At"); err != nil {
-		return nil, err
-	}
-	defer h.end()
-	return h.atLocked(v)
-}
-
-// atLocked is At with h's call begun.
-func (h *Head) atLocked(v Version) (*Snap, error) {
-	p, t, err := h.planAt("At", v)
-	if err != nil {
-		return nil, err
-	}
-	x := h.hist
-	q := t
-	for x.entries[q].pos.v != p.Checkpoint || x.entries[q].cp == nil {
-		q--
-	}
-	x.replayed = 0
-	start := time.Now()
-	r, err := h.reconstruct(q, t)
-	if err != nil {
-		return nil, h.errorf("At", "version %d: %w", v, err)
-	}
-	p.Measured = time.Since(start)
-	h.observe(&p, x.replayed)
-	h.lin.mu.Lock()
-	s := &Snap{shape: h.shape, lin: h.lin, r: r, pos: x.entries[t].pos}
-	s.logical = h.logicalOf(r)
-	h.lin.snaps[s] = struct{}{}
-	h.pool.register(s)
-	h.lin.mu.Unlock()
-	x.last = &p.Plan
-	return s, nil
-}
-
 // VersionAt returns the last version of the head's own line that held
 // exactly n rows, from the history its checkpoint line keeps, so that a
 // caller who knows how many rows it had (tokens accepted, steps taken)
@@ -375,44 +318,6 @@ func (h *Head) VersionAt(n int) (Version, error) {
 		}
 	}
 	return 0, h.errorf("VersionAt", "no version of the retained history held %d rows: %w", n, ErrNotRetained)
-}
-
-// reconstruct returns a new root for entry t: entry q's checkpoint with
-// the deltas of entries q+1..t applied. Under memory pressure it takes
-// every block the deltas still need in one allocation (blockReserve), so
-// that pressure fails it, or evicts for it, once: block by block, a later
-// delta could fail after an earlier one's allocation had evicted others'
-// state. On failure it gives back every block it took.
-func (h *Head) reconstruct(q, t int) (*root, error) {
-	r, spare, err := h.reconstructInto(q, t, nil)
-	h.pool.free(spare)
-	return r, err
-}
-
-// reconstructInto is reconstruct taking its blocks from spare first (the
-// head's own blocks, which it writes without zeroing), and returns the
-// spares it did not use, with those of a failed rebuild, for the caller
-// to keep or free.
-func (h *Head) reconstructInto(q, t int, spare []*block) (*root, []*block, error) {
-	x := h.hist
-	res := &blockReserve{h: h, q: q, t: t, spare: spare}
-	res.taken = res.inline[:0]
-	defer res.giveBack(h.pool)
-	r := x.entries[q].cp.retain()
-	for j := q + 1; j <= t; j++ {
-		var err error
-		d := x.entries[j].d
-		if d.step != nil {
-			r, err = h.replayStep(r, d, x.entries[j].rows, res.take)
-		} else {
-			r, err = h.applyDeltaWith(r, d, x.entries[j].rows, res.take)
-		}
-		if err != nil {
-			r.release(&res.spare)
-			return nil, res.spare, err
-		}
-	}
-	return r, res.spare, nil
 }
 
 // rebuildNeed returns, per column, the blocks applying the deltas of

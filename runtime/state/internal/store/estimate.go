@@ -302,3 +302,59 @@ func (h *Head) planAt(op string, v Version) (planned, int, error) {
 	}
 	return pl, t, nil
 }
+
+// Plan explains how At(v) would reconstruct version v of the head's own
+// line: the checkpoint it would seed from, the deltas it would apply, the
+// estimated cost, and the alternatives. It reconstructs nothing.
+func (h *Head) Plan(v Version) (Plan, error) {
+	if err := h.begin("Plan"); err != nil {
+		return Plan{}, err
+	}
+	defer h.end()
+	p, _, err := h.planAt("Plan", v)
+	return p.Plan, err
+}
+
+// At reconstructs version v of the head's own line as a snapshot, by the
+// plan Plan(v) returns, and records the cost it measured (see
+// LastReconstruction). A version before the oldest retained checkpoint, or
+// not on the head's line, answers ErrNotRetained. The snapshot is like any
+// other: Rollback accepts it.
+//
+//state:acquire
+func (h *Head) At(v Version) (*Snap, error) {
+	if err := h.begin("At"); err != nil {
+		return nil, err
+	}
+	defer h.end()
+	return h.atLocked(v)
+}
+
+// atLocked is At with h's call begun.
+func (h *Head) atLocked(v Version) (*Snap, error) {
+	p, t, err := h.planAt("At", v)
+	if err != nil {
+		return nil, err
+	}
+	x := h.hist
+	q := t
+	for x.entries[q].pos.v != p.Checkpoint || x.entries[q].cp == nil {
+		q--
+	}
+	x.replayed = 0
+	start := time.Now()
+	r, err := h.reconstruct(q, t)
+	if err != nil {
+		return nil, h.errorf("At", "version %d: %w", v, err)
+	}
+	p.Measured = time.Since(start)
+	h.observe(&p, x.replayed)
+	h.lin.mu.Lock()
+	s := &Snap{shape: h.shape, lin: h.lin, r: r, pos: x.entries[t].pos}
+	s.logical = h.logicalOf(r)
+	h.lin.snaps[s] = struct{}{}
+	h.pool.register(s)
+	h.lin.mu.Unlock()
+	x.last = &p.Plan
+	return s, nil
+}

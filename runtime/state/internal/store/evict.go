@@ -150,12 +150,6 @@ func (p *Pool) evictOne(e evictable) (n int64, moved, ok bool) {
 	return n, false, ok
 }
 
-// shortfall returns the bytes an allocation of want blocks of class c
-// lacks (blocks.Allocator.Shortfall).
-func (p *Pool) shortfall(c *sizeClass, want int, deviceFull bool) int64 {
-	return p.mem.Shortfall(c, want, deviceFull)
-}
-
 // freeable returns the bytes eviction could free now, counted until they
 // reach need: the cached prefix blocks no head holds, the blocks only
 // optional and rebuildable reconstructable handles hold (a walk of each
@@ -322,26 +316,6 @@ func (h *Head) evictLocked() int64 {
 // errEvictedTable is what a table of an evicted head holds until the head
 // is rebuilt: a kernel given its entries would read blocks eviction freed.
 var errEvictedTable = fmt.Errorf("state: block table: the head was evicted: %w", ErrEvicted)
-
-// rebuild gives an evicted reconstructable head its version back from its
-// checkpoint and deltas. h.mu is held.
-func (h *Head) rebuild(op string) error {
-	if h.evictedForGood() {
-		return h.errorf(op, "%w", ErrEvicted)
-	}
-	q, t, ok := h.rebuildPath()
-	if !ok {
-		return h.errorf(op, "rebuilding evicted version %d: %w", h.pos.v, ErrNotRetained)
-	}
-	r, err := h.reconstruct(q, t)
-	if err != nil {
-		return h.errorf(op, "rebuilding evicted version %d: %w", h.pos.v, err)
-	}
-	h.r, h.evicted, h.lost = r, false, false
-	h.pool.rebuiltBytes.Add(exclusiveBytes(r))
-	h.moved()
-	return nil
-}
 
 func (s *Snap) victim(r Retention) (Victim, bool) {
 	if r != Optional || s.l.Retention != Optional {

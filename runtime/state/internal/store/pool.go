@@ -1,14 +1,12 @@
 package store
 
 import (
-	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/gpustate/gpustate/runtime/device"
-	"github.com/gpustate/gpustate/runtime/evict/lru"
 	"github.com/gpustate/gpustate/runtime/state/internal/blocks"
 )
 
@@ -19,6 +17,7 @@ const defaultPendingWait = time.Second
 // is safe for concurrent use.
 type Pool struct {
 	b          device.Backend
+	room       reclaimer // eviction, for allocation to reclaim through
 	blockBytes int
 	telemetry  func() (DeviceMemory, error)
 
@@ -88,58 +87,6 @@ type releaser interface{ Release() error }
 type handle interface {
 	describe() string
 	logicalBytes() int64
-}
-
-// makePool returns a pool over b. It takes no device memory until the first
-// block is needed.
-//
-//state:acquire
-func makePool(b device.Backend, opt PoolOptions) (*Pool, error) {
-	if b == nil {
-		return nil, errors.New("state: NewPool with a nil backend")
-	}
-	if opt.BlockBytes < 0 || opt.MaxBytes < 0 {
-		return nil, fmt.Errorf("state: NewPool with block bytes %d and max bytes %d: neither may be negative", opt.BlockBytes, opt.MaxBytes)
-	}
-	if opt.HostTier < 0 {
-		return nil, fmt.Errorf("state: NewPool with host tier %d: it may not be negative", opt.HostTier)
-	}
-	bb := opt.BlockBytes
-	if bb == 0 {
-		bb = DefaultBlockBytes
-	}
-	if bb > maxBlockBytes {
-		return nil, fmt.Errorf("state: NewPool with block bytes %d: at most 1 GiB", bb)
-	}
-	bb = (bb + blockAlign - 1) &^ (blockAlign - 1)
-	if opt.MaxBytes != 0 && opt.MaxBytes < int64(bb) {
-		return nil, fmt.Errorf("state: NewPool with max bytes %d below one block of %d bytes", opt.MaxBytes, bb)
-	}
-	ev := opt.Evictor
-	if ev == nil {
-		ev = lru.New()
-	}
-	wait := opt.PendingWait
-	if wait == 0 {
-		wait = defaultPendingWait
-	}
-	p := &Pool{
-		evictor:     ev,
-		pendingWait: wait,
-		b:           b,
-		blockBytes:  bb,
-		telemetry:   opt.Telemetry,
-		rowSized:    opt.BlockBytes == 0,
-		live:        make(map[handle]struct{}),
-	}
-	// Growths are timed by calibration's clock: the cost model prices
-	// them by those times once there are a few (estimate.go).
-	p.mem = blocks.New(b, blocks.Options{MaxBytes: opt.MaxBytes, NoMemory: ErrNoMemory, Now: p.calibNow})
-	p.own = p.mem.Class(bb)
-	if opt.HostTier > 0 {
-		p.tier = newHostTier(b, opt.HostTier)
-	}
-	return p, nil
 }
 
 // Backend returns the pool's backend.
@@ -240,4 +187,88 @@ func (p *Pool) adopted(rows int) {
 		p.adoptHits.Add(1)
 		p.adoptedRows.Add(int64(rows))
 	}
+}
+
+type calibration struct {
+	mu      sync.Mutex
+	done    bool
+	model   CostModel          // of the pool's own size class
+	classes map[int]*CostModel // of other size classes (bytes), measured on first use
+	fits    map[int]*fit       // the model against measured reconstructions, per size class (bytes)
+	now     func() time.Time   // the clock of calibration; nil: time.Now
+}
+
+// calibNow reads the calibration's clock.
+func (p *Pool) calibNow() time.Time {
+	if f := p.calib.now; f != nil {
+		return f()
+	}
+	return time.Now()
+}
+
+// CostModel is what a pool measured of its backend, to estimate
+// reconstruction costs (docs/GUIDE.md, "The cost model"): a
+// device-to-device copy of n bytes costs CopyFixed + n*CopyPerByte, a block
+// taken (copied on write or added) costs Block besides its copy, applying
+// one column of one delta costs PerDelta besides its copies, and every
+// reconstruction Fixed. Those figures are of one size class, BlockBytes
+// (a pool measures each class its states' largest blocks are of, on first
+// use). Copies between the host and the device cost HtoD and DtoH, and
+// memory the pool takes new (never touched before: on the host backend the
+// first touch of its pages) NewPerByte. The figures are measured on memory
+// the CPU's caches do not hold, as a reconstruction of a past version
+// finds it.
+type CostModel struct {
+	CopyFixed   time.Duration
+	CopyPerByte float64 // nanoseconds per byte
+	Block       time.Duration
+	PerDelta    time.Duration
+	Fixed       time.Duration
+	// Node is the cost of copying one node of a state's block tree on the
+	// path to a block taken (path copying takes a reference to each of
+	// its children).
+	Node time.Duration
+	// CopyAlone is the fixed cost of a copy that no copy just before it
+	// prepared: the first after the CPU's caches were emptied, whose
+	// source, destination and the backend's records of them are all cold,
+	// as a reconstruction's seed copy from a block far from the one it
+	// copied last is. Copies in a row, each from the block after the
+	// last, cost CopyFixed.
+	CopyAlone time.Duration
+	// BlockBytes is the size class the figures above were measured on.
+	BlockBytes int
+	// HtoD and DtoH are copies from and to the host.
+	HtoD, DtoH Transfer
+	// NewPerByte is the cost of a byte of memory new to the pool, in
+	// nanoseconds (its first touch), and NewGrowth that of one growth of
+	// the pool (a backend allocation and the records of the blocks it
+	// makes); NewKnown says they were measured: only a calibration whose
+	// blocks the pool took new measures them.
+	NewPerByte float64
+	NewGrowth  time.Duration
+	NewKnown   bool
+	// NewReadPerByte is the cost of the first read of a byte of memory
+	// the pool carved but nothing wrote (a mutable state's rows still
+	// zero): on the host backend, pages the kernel maps on that read.
+	NewReadPerByte float64
+}
+
+// Transfer is the cost of one direction of copy: Fixed + n*PerByte for n
+// bytes.
+type Transfer struct {
+	Fixed   time.Duration
+	PerByte float64 // nanoseconds per byte
+}
+
+// reclaimer makes room when allocation finds none: eviction (evict.go),
+// which the pool is made with (makePool). It is the one seam between
+// allocating blocks and evicting the states that hold them, so that
+// allocation, which every feature calls, names nothing above it.
+type reclaimer interface {
+	// reclaim makes room for want blocks of class c, waiting for pending
+	// blocks or evicting, and reports whether it made any.
+	reclaim(c *sizeClass, want int, deviceFull bool) bool
+	// freeable returns the bytes eviction could free now, counted until
+	// they reach need.
+	freeable(need int64) int64
 }

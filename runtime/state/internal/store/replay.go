@@ -364,3 +364,61 @@ func (h *Head) hashRows(spans [][]device.Span) (uint64, error) {
 	}
 	return m.Sum64(), nil
 }
+
+// reconstruct returns a new root for entry t: entry q's checkpoint with
+// the deltas of entries q+1..t applied. Under memory pressure it takes
+// every block the deltas still need in one allocation (blockReserve), so
+// that pressure fails it, or evicts for it, once: block by block, a later
+// delta could fail after an earlier one's allocation had evicted others'
+// state. On failure it gives back every block it took.
+func (h *Head) reconstruct(q, t int) (*root, error) {
+	r, spare, err := h.reconstructInto(q, t, nil)
+	h.pool.free(spare)
+	return r, err
+}
+
+// reconstructInto is reconstruct taking its blocks from spare first (the
+// head's own blocks, which it writes without zeroing), and returns the
+// spares it did not use, with those of a failed rebuild, for the caller
+// to keep or free.
+func (h *Head) reconstructInto(q, t int, spare []*block) (*root, []*block, error) {
+	x := h.hist
+	res := &blockReserve{h: h, q: q, t: t, spare: spare}
+	res.taken = res.inline[:0]
+	defer res.giveBack(h.pool)
+	r := x.entries[q].cp.retain()
+	for j := q + 1; j <= t; j++ {
+		var err error
+		d := x.entries[j].d
+		if d.step != nil {
+			r, err = h.replayStep(r, d, x.entries[j].rows, res.take)
+		} else {
+			r, err = h.applyDeltaWith(r, d, x.entries[j].rows, res.take)
+		}
+		if err != nil {
+			r.release(&res.spare)
+			return nil, res.spare, err
+		}
+	}
+	return r, res.spare, nil
+}
+
+// rebuild gives an evicted reconstructable head its version back from its
+// checkpoint and deltas. h.mu is held.
+func (h *Head) rebuild(op string) error {
+	if h.evictedForGood() {
+		return h.errorf(op, "%w", ErrEvicted)
+	}
+	q, t, ok := h.rebuildPath()
+	if !ok {
+		return h.errorf(op, "rebuilding evicted version %d: %w", h.pos.v, ErrNotRetained)
+	}
+	r, err := h.reconstruct(q, t)
+	if err != nil {
+		return h.errorf(op, "rebuilding evicted version %d: %w", h.pos.v, err)
+	}
+	h.r, h.evicted, h.lost = r, false, false
+	h.pool.rebuiltBytes.Add(exclusiveBytes(r))
+	h.moved()
+	return nil
+}

@@ -257,3 +257,110 @@ type groupPending struct {
 // poller is a group with registrations waiting for kernels: poll
 // registers those whose rows are written, if its shared member is free.
 type poller interface{ poll() }
+
+// addLocked puts e, new, in its table, after its parent, and records its
+// blocks, which the registering head holds: e is not free, and nor is its
+// parent any longer. c.mu is held.
+func (c *prefixCache) addLocked(e *prefixEntry) {
+	t := e.tab
+	t.buckets[e.hash] = append(t.buckets[e.hash], e)
+	t.n++
+	if c.refs == nil {
+		c.refs = make(map[*block]cacheRef)
+	}
+	for _, b := range e.blks {
+		c.refs[b] = cacheRef{e: e}
+		b.SetHook(c.releaseHookLocked())
+	}
+	c.held.Add(int64(len(e.blks)))
+	e.busy = len(e.blks)
+	if e.parent != nil {
+		e.parent.kids++
+		c.holdLocked(e.parent)
+	}
+}
+
+// forgetLocked gives up the cache's record of b; the caller releases the
+// cache's reference once c.mu is unlocked. c.mu is held.
+func (c *prefixCache) forgetLocked(b *block) {
+	if r, ok := c.refs[b]; ok {
+		if r.counted {
+			c.unheld.Add(-int64(b.Bytes()))
+		}
+		delete(c.refs, b)
+		c.held.Add(-1)
+	}
+	b.SetHook(nil)
+}
+
+// holdBlockLocked takes b, a block of e, out of the count of the blocks
+// only the cache holds, before a head takes a reference to it. c.mu is
+// held.
+func (c *prefixCache) holdBlockLocked(e *prefixEntry, b *block) {
+	if r := c.refs[b]; r.counted {
+		c.refs[b] = cacheRef{e: e}
+		c.unheld.Add(-int64(b.Bytes()))
+		c.holdLocked(e)
+	}
+}
+
+// holdLocked adds one reason for e to stay out of the list of free
+// entries: a block of its that a head holds, or an entry after it that is
+// not free. When e was free, it leaves the list, and so do the free
+// entries before it in its chain, which it no longer lets be free. c.mu
+// is held.
+func (c *prefixCache) holdLocked(e *prefixEntry) {
+	for ; e != nil && !e.gone; e = e.parent {
+		if e.busy++; e.busy != 1 {
+			return
+		}
+		c.free.remove(e)
+	}
+}
+
+// releaseHookLocked returns the hook cached blocks carry, made once.
+// c.mu is held.
+func (c *prefixCache) releaseHookLocked() *blocks.Hook {
+	if c.hook == nil {
+		h := blocks.Hook(c.settle)
+		c.hook = &h
+	}
+	return c.hook
+}
+
+// settle is the cache's part of a block's release, its one entry point
+// there: the release hook of a cached block calls it when b's references
+// fall to one. When that
+// one is the cache's, b joins the count of the blocks only the cache
+// holds, and its entry loses a reason to stay out of the list of free
+// entries. Only the cache takes a reference to such a block (adopt, under
+// mu), so what it finds under mu stays true until it lets go. A block the
+// cache holds no reference to is no concern of its: it may be called for
+// any block, and takes no lock while the cache holds none.
+func (c *prefixCache) settle(b *block) {
+	if c.held.Load() == 0 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r, ok := c.refs[b]
+	if !ok || r.counted || b.Refs() != 1 {
+		return
+	}
+	r.counted = true
+	c.refs[b] = r
+	c.unheld.Add(int64(b.Bytes()))
+	c.freeLocked(r.e)
+}
+
+// freeLocked takes away one of e's reasons to stay out of the list; when
+// none is left, e joins its back, and so may its parent. c.mu is held.
+func (c *prefixCache) freeLocked(e *prefixEntry) {
+	for ; e != nil && !e.gone; e = e.parent {
+		if e.busy--; e.busy != 0 {
+			return
+		}
+		e.used = c.clock.Add(1)
+		c.free.pushBack(e)
+	}
+}
