@@ -37,7 +37,9 @@
 // compile error. Every method carries the function directive statevet reads
 // (acquire, release, appends, mutates, view) and a doc comment that states
 // what the contract promises. The generated code only names types and
-// converts batches (state.Bytes); every rule is kept by runtime/state.
+// converts batches (state.Bytes); every rule is kept by the store, which it
+// calls through runtime/state/stateimpl (its types and constructors) and
+// whose values users see as runtime/state's (Pool, Version, Stats, errors).
 // Its helpers are named _T_layout, _T_read, _T_spans and the like, which
 // no user writes; a user declaration of a generated name is a Clash. Every
 // method reaches the store through _T_head(s) or _T_snap(v), which answer
