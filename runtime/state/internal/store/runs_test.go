@@ -670,3 +670,35 @@ func decodeHead(t *testing.T, p *Pool, rows int) (*Head, *Layout, [][]byte) {
 	}
 	return h, l, row
 }
+
+// A draft snapshotted before each append and released after it: the
+// append makes a root of its own (the snapshot holds the old one), and the
+// snapshot's release gives one back for the next (root.keep), so a step
+// allocates the snapshot's handle and nothing else. The released snapshot
+// answers ErrReleased, whatever root the head now holds.
+func TestSnapshotDraftReusesRoots(t *testing.T) {
+	if raceDetector {
+		t.Skip("under the race detector, sync.Pool drops entries at random")
+	}
+	l := kvCacheLayout(128)
+	p := newPool(t, PoolOptions{})
+	h := must[*Head](t)(p.NewHead(l, "s"))
+	defer h.Release()
+	row := zeroRows(l, 1)
+	var last *Snap
+	step := func() {
+		s := must[*Snap](t)(h.Snapshot())
+		check(t, h.Append(row))
+		check(t, s.Release())
+		last = s
+	}
+	for range 64 {
+		step()
+	}
+	if n := testing.AllocsPerRun(256, step); n > 1 {
+		t.Errorf("%v allocations per snapshot, append and release, want 1 (the snapshot)", n)
+	}
+	if err := last.Read(0, 1, zeroRows(l, 1)); !errors.Is(err, ErrReleased) {
+		t.Errorf("a released snapshot read: %v, want ErrReleased", err)
+	}
+}

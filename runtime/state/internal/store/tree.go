@@ -58,16 +58,50 @@ type root struct {
 // own: most layouts have no more.
 const rootInline = 3
 
-// newRoot returns a root of ncols empty columns, held once.
+// newRoot returns a root of ncols empty columns, held once: one a release
+// kept (roots) where there is one, else a new one.
 func newRoot(ncols int) *root {
-	r := &root{}
-	if ncols <= rootInline {
+	var r *root
+	if calibrating.Load() == 0 {
+		r, _ = roots.Get().(*root)
+	}
+	if r == nil {
+		r = &root{}
+	}
+	switch {
+	case ncols <= rootInline:
 		r.cols = r.inline[:ncols:ncols]
-	} else {
+	case cap(r.cols) >= ncols && &r.cols[:1][0] != &r.inline[0]:
+		r.cols = r.cols[:ncols]
+	default:
 		r.cols = make([]tree, ncols)
 	}
 	r.rc.Store(1)
 	return r
+}
+
+// roots keeps the roots whose last reference went (root.release), for
+// newRoot: a write after a snapshot makes a root, and the snapshot's
+// release gives one back, so a decode loop that snapshots its drafts makes
+// none in steady state. Nothing reaches a root but through a counted
+// reference (a handle's r is nil once it released its own), the rule that
+// makes the nodes' reuse safe too.
+var roots sync.Pool
+
+// keep empties r, whose last reference went, and keeps it for newRoot,
+// with its columns' own allocation when they have one.
+func (r *root) keep() {
+	if calibrating.Load() != 0 {
+		return
+	}
+	clear(r.cols)
+	if len(r.cols) > 0 && &r.cols[0] == &r.inline[0] {
+		r.cols = nil
+	} else {
+		r.cols = r.cols[:0]
+	}
+	r.rows = 0
+	roots.Put(r)
 }
 
 // blocks counts the block references of r (shared blocks included).
@@ -479,6 +513,7 @@ func (r *root) release(freed *[]*block) {
 	if n := len(r.cols); n > 1 && n <= maxRowCols && classShared(*freed, cuts[:n+1]) && !inRuns(*freed, cuts[0]) {
 		byRow(freed, cuts[:n+1])
 	}
+	r.keep()
 }
 
 // inRuns reports whether the first column's first two freed blocks (from
