@@ -234,7 +234,7 @@ func (m *groupModel) headDecl() jen.Code {
 	}
 	fields := []jen.Code{jen.Id(groupField()).Op("*").Add(st("Group"))}
 	for i, mem := range m.g.Members {
-		fields = append(fields, jen.Id(memberField(mem.Name)).Op("*").Id(contract.GeneratedNames(m.members[i].Type).Head))
+		fields = append(fields, jen.Id(memberField(mem.Name)).Id(contract.GeneratedNames(m.members[i].Type).Head)) // by value: one allocation
 	}
 	return doc(paras).Type().Id(n.Head).Struct(fields...)
 }
@@ -306,7 +306,7 @@ func (m *groupModel) wrapCode() jen.Code {
 	n := m.names()
 	d := jen.Dict{jen.Id(groupField()): jen.Id("g")}
 	for i, mem := range m.g.Members {
-		d[jen.Id(memberField(mem.Name))] = jen.Op("&").Id(contract.GeneratedNames(m.members[i].Type).Head).Values(
+		d[jen.Id(memberField(mem.Name))] = jen.Id(contract.GeneratedNames(m.members[i].Type).Head).Values(
 			jen.Dict{jen.Id("h"): jen.Id("g").Dot("Head").Call(groupMemberIndex(i))})
 	}
 	return doc([]string{
@@ -352,7 +352,7 @@ func (m *groupModel) accessors() []jen.Code {
 			fmt.Sprintf("%s returns the group's %s state, coupled: write, read, snapshot and branch it as any %s; roll it back, merge it and release it through the group, as its own Rollback, Merge and Release answer state.ErrCoupled.", mem.Name, mem.Type, head),
 		}, "view").Func().Params(m.recv()).Id(mem.Name).Params().Op("*").Id(head).Block(
 			jen.If(jen.Id("g").Op("==").Nil()).Block(jen.Return(jen.Nil())),
-			jen.Return(jen.Id("g").Dot(memberField(mem.Name))),
+			jen.Return(jen.Op("&").Id("g").Dot(memberField(mem.Name))),
 		))
 	}
 	return out
@@ -362,7 +362,7 @@ func (m *groupModel) accessors() []jen.Code {
 func (m *groupModel) cutValue() jen.Code {
 	d := jen.Dict{jen.Id(cutField()): jen.Id("cut")}
 	for i, mem := range m.g.Members {
-		d[jen.Id(memberField(mem.Name))] = jen.Op("&").Id(contract.GeneratedNames(m.members[i].Type).Snapshot).Values(
+		d[jen.Id(memberField(mem.Name))] = jen.Id(contract.GeneratedNames(m.members[i].Type).Snapshot).Values(
 			jen.Dict{jen.Id("snap"): jen.Id("cut").Dot("Snap").Call(groupMemberIndex(i))})
 	}
 	return jen.Op("&").Id(m.names().Snapshot).Values(d)
@@ -460,7 +460,7 @@ func (m *groupModel) snapDecl() jen.Code {
 	n := m.names()
 	fields := []jen.Code{jen.Id(cutField()).Op("*").Add(st("GroupSnap"))}
 	for i, mem := range m.g.Members {
-		fields = append(fields, jen.Id(memberField(mem.Name)).Op("*").Id(contract.GeneratedNames(m.members[i].Type).Snapshot))
+		fields = append(fields, jen.Id(memberField(mem.Name)).Id(contract.GeneratedNames(m.members[i].Type).Snapshot)) // by value: one allocation
 	}
 	return doc([]string{
 		fmt.Sprintf("%s is one consistent cut of %s group: an immutable snapshot of each member, taken together.", n.Snapshot, article(m.g.Type)),
@@ -475,7 +475,7 @@ func (m *groupModel) snapAccessors() []jen.Code {
 			fmt.Sprintf("%s returns the cut's snapshot of member %s. It belongs to the cut: release the cut.", mem.Name, mem.Name),
 		}, "view").Func().Params(m.snapRecv()).Id(mem.Name).Params().Op("*").Id(snap).Block(
 			jen.If(jen.Id("v").Op("==").Nil()).Block(jen.Return(jen.Nil())),
-			jen.Return(jen.Id("v").Dot(memberField(mem.Name))),
+			jen.Return(jen.Op("&").Id("v").Dot(memberField(mem.Name))),
 		))
 	}
 	return out

@@ -16,8 +16,8 @@ import (
 // answer state.ErrCoupled, as they are the group's to call.
 type HybridState struct {
 	_group *stateimpl.Group
-	_KV    *CtxState
-	_Rec   *RecState
+	_KV    CtxState
+	_Rec   RecState
 }
 
 // NewHybridState creates a Hybrid group in pool p, owned by owner (a session):
@@ -59,8 +59,8 @@ func NewHybridStateShared(p *state.Pool, owner state.Owner, domain state.Domain)
 // _Hybrid_wrap gives the group g and its member heads their types.
 func _Hybrid_wrap(g *stateimpl.Group) *HybridState {
 	return &HybridState{
-		_KV:    &CtxState{h: g.Head(0)},
-		_Rec:   &RecState{h: g.Head(1)},
+		_KV:    CtxState{h: g.Head(0)},
+		_Rec:   RecState{h: g.Head(1)},
 		_group: g,
 	}
 }
@@ -83,7 +83,7 @@ func (g *HybridState) KV() *CtxState {
 	if g == nil {
 		return nil
 	}
-	return g._KV
+	return &g._KV
 }
 
 // Rec returns the group's Rec state, coupled: write, read, snapshot and branch
@@ -95,7 +95,7 @@ func (g *HybridState) Rec() *RecState {
 	if g == nil {
 		return nil
 	}
-	return g._Rec
+	return &g._Rec
 }
 
 // Snapshot returns one consistent cut of the members: a snapshot of each,
@@ -113,8 +113,8 @@ func (g *HybridState) Snapshot() (*HybridSnapshot, error) {
 		return nil, err
 	}
 	return &HybridSnapshot{
-		_KV:  &CtxSnapshot{snap: cut.Snap(0)},
-		_Rec: &RecSnapshot{snap: cut.Snap(1)},
+		_KV:  CtxSnapshot{snap: cut.Snap(0)},
+		_Rec: RecSnapshot{snap: cut.Snap(1)},
 		_cut: cut,
 	}, nil
 }
@@ -191,8 +191,8 @@ func (g *HybridState) Release() error {
 //state:snapshot
 type HybridSnapshot struct {
 	_cut *stateimpl.GroupSnap
-	_KV  *CtxSnapshot
-	_Rec *RecSnapshot
+	_KV  CtxSnapshot
+	_Rec RecSnapshot
 }
 
 // _Hybrid_cut returns the cut v wraps; nil for a nil v.
@@ -211,7 +211,7 @@ func (v *HybridSnapshot) KV() *CtxSnapshot {
 	if v == nil {
 		return nil
 	}
-	return v._KV
+	return &v._KV
 }
 
 // Rec returns the cut's snapshot of member Rec. It belongs to the cut: release
@@ -222,7 +222,7 @@ func (v *HybridSnapshot) Rec() *RecSnapshot {
 	if v == nil {
 		return nil
 	}
-	return v._Rec
+	return &v._Rec
 }
 
 // Release gives the cut's hold on the members' blocks back to the pool.

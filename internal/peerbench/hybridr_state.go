@@ -17,8 +17,8 @@ import (
 // answer state.ErrCoupled, as they are the group's to call.
 type HybridRState struct {
 	_group *stateimpl.Group
-	_KV    *CtxState
-	_Rec   *RecRState
+	_KV    CtxState
+	_Rec   RecRState
 }
 
 // NewHybridRState creates a HybridR group in pool p, owned by owner (a
@@ -60,8 +60,8 @@ func NewHybridRStateShared(p *state.Pool, owner state.Owner, domain state.Domain
 // _HybridR_wrap gives the group g and its member heads their types.
 func _HybridR_wrap(g *stateimpl.Group) *HybridRState {
 	return &HybridRState{
-		_KV:    &CtxState{h: g.Head(0)},
-		_Rec:   &RecRState{h: g.Head(1)},
+		_KV:    CtxState{h: g.Head(0)},
+		_Rec:   RecRState{h: g.Head(1)},
 		_group: g,
 	}
 }
@@ -84,7 +84,7 @@ func (g *HybridRState) KV() *CtxState {
 	if g == nil {
 		return nil
 	}
-	return g._KV
+	return &g._KV
 }
 
 // Rec returns the group's RecR state, coupled: write, read, snapshot and
@@ -96,7 +96,7 @@ func (g *HybridRState) Rec() *RecRState {
 	if g == nil {
 		return nil
 	}
-	return g._Rec
+	return &g._Rec
 }
 
 // Snapshot returns one consistent cut of the members: a snapshot of each,
@@ -114,8 +114,8 @@ func (g *HybridRState) Snapshot() (*HybridRSnapshot, error) {
 		return nil, err
 	}
 	return &HybridRSnapshot{
-		_KV:  &CtxSnapshot{snap: cut.Snap(0)},
-		_Rec: &RecRSnapshot{snap: cut.Snap(1)},
+		_KV:  CtxSnapshot{snap: cut.Snap(0)},
+		_Rec: RecRSnapshot{snap: cut.Snap(1)},
 		_cut: cut,
 	}, nil
 }
@@ -192,8 +192,8 @@ func (g *HybridRState) Release() error {
 //state:snapshot
 type HybridRSnapshot struct {
 	_cut *stateimpl.GroupSnap
-	_KV  *CtxSnapshot
-	_Rec *RecRSnapshot
+	_KV  CtxSnapshot
+	_Rec RecRSnapshot
 }
 
 // _HybridR_cut returns the cut v wraps; nil for a nil v.
@@ -212,7 +212,7 @@ func (v *HybridRSnapshot) KV() *CtxSnapshot {
 	if v == nil {
 		return nil
 	}
-	return v._KV
+	return &v._KV
 }
 
 // Rec returns the cut's snapshot of member Rec. It belongs to the cut: release
@@ -223,7 +223,7 @@ func (v *HybridRSnapshot) Rec() *RecRSnapshot {
 	if v == nil {
 		return nil
 	}
-	return v._Rec
+	return &v._Rec
 }
 
 // Release gives the cut's hold on the members' blocks back to the pool.

@@ -17,8 +17,8 @@ import (
 // state.ErrCoupled, as they are the group's to call.
 type SessionState struct {
 	_group *stateimpl.Group
-	_KV    *KVCacheState
-	_Rec   *RecurrentState
+	_KV    KVCacheState
+	_Rec   RecurrentState
 }
 
 // NewSessionState creates a Session group in pool p, owned by owner (a
@@ -39,8 +39,8 @@ func NewSessionState(p *state.Pool, owner state.Owner) (*SessionState, error) {
 // _Session_wrap gives the group g and its member heads their types.
 func _Session_wrap(g *stateimpl.Group) *SessionState {
 	return &SessionState{
-		_KV:    &KVCacheState{h: g.Head(0)},
-		_Rec:   &RecurrentState{h: g.Head(1)},
+		_KV:    KVCacheState{h: g.Head(0)},
+		_Rec:   RecurrentState{h: g.Head(1)},
 		_group: g,
 	}
 }
@@ -63,7 +63,7 @@ func (g *SessionState) KV() *KVCacheState {
 	if g == nil {
 		return nil
 	}
-	return g._KV
+	return &g._KV
 }
 
 // Rec returns the group's Recurrent state, coupled: write, read, snapshot and
@@ -76,7 +76,7 @@ func (g *SessionState) Rec() *RecurrentState {
 	if g == nil {
 		return nil
 	}
-	return g._Rec
+	return &g._Rec
 }
 
 // Snapshot returns one consistent cut of the members: a snapshot of each,
@@ -94,8 +94,8 @@ func (g *SessionState) Snapshot() (*SessionSnapshot, error) {
 		return nil, err
 	}
 	return &SessionSnapshot{
-		_KV:  &KVCacheSnapshot{snap: cut.Snap(0)},
-		_Rec: &RecurrentSnapshot{snap: cut.Snap(1)},
+		_KV:  KVCacheSnapshot{snap: cut.Snap(0)},
+		_Rec: RecurrentSnapshot{snap: cut.Snap(1)},
 		_cut: cut,
 	}, nil
 }
@@ -128,8 +128,8 @@ func (g *SessionState) At(v state.Version) (*SessionSnapshot, error) {
 		return nil, err
 	}
 	return &SessionSnapshot{
-		_KV:  &KVCacheSnapshot{snap: cut.Snap(0)},
-		_Rec: &RecurrentSnapshot{snap: cut.Snap(1)},
+		_KV:  KVCacheSnapshot{snap: cut.Snap(0)},
+		_Rec: RecurrentSnapshot{snap: cut.Snap(1)},
 		_cut: cut,
 	}, nil
 }
@@ -162,8 +162,8 @@ func (g *SessionState) Release() error {
 //state:snapshot
 type SessionSnapshot struct {
 	_cut *stateimpl.GroupSnap
-	_KV  *KVCacheSnapshot
-	_Rec *RecurrentSnapshot
+	_KV  KVCacheSnapshot
+	_Rec RecurrentSnapshot
 }
 
 // _Session_cut returns the cut v wraps; nil for a nil v.
@@ -182,7 +182,7 @@ func (v *SessionSnapshot) KV() *KVCacheSnapshot {
 	if v == nil {
 		return nil
 	}
-	return v._KV
+	return &v._KV
 }
 
 // Rec returns the cut's snapshot of member Rec. It belongs to the cut: release
@@ -193,7 +193,7 @@ func (v *SessionSnapshot) Rec() *RecurrentSnapshot {
 	if v == nil {
 		return nil
 	}
-	return v._Rec
+	return &v._Rec
 }
 
 // Release gives the cut's hold on the members' blocks back to the pool.

@@ -17,8 +17,8 @@ import (
 // answer state.ErrCoupled, as they are the group's to call.
 type DecoderState struct {
 	_group *stateimpl.Group
-	_KV    *KVCacheState
-	_Rec   *RecurrentState
+	_KV    KVCacheState
+	_Rec   RecurrentState
 }
 
 // NewDecoderState creates a Decoder group in pool p, owned by owner (a
@@ -60,8 +60,8 @@ func NewDecoderStateShared(p *state.Pool, owner state.Owner, domain state.Domain
 // _Decoder_wrap gives the group g and its member heads their types.
 func _Decoder_wrap(g *stateimpl.Group) *DecoderState {
 	return &DecoderState{
-		_KV:    &KVCacheState{h: g.Head(0)},
-		_Rec:   &RecurrentState{h: g.Head(1)},
+		_KV:    KVCacheState{h: g.Head(0)},
+		_Rec:   RecurrentState{h: g.Head(1)},
 		_group: g,
 	}
 }
@@ -84,7 +84,7 @@ func (g *DecoderState) KV() *KVCacheState {
 	if g == nil {
 		return nil
 	}
-	return g._KV
+	return &g._KV
 }
 
 // Rec returns the group's Recurrent state, coupled: write, read, snapshot and
@@ -97,7 +97,7 @@ func (g *DecoderState) Rec() *RecurrentState {
 	if g == nil {
 		return nil
 	}
-	return g._Rec
+	return &g._Rec
 }
 
 // Snapshot returns one consistent cut of the members: a snapshot of each,
@@ -115,8 +115,8 @@ func (g *DecoderState) Snapshot() (*DecoderSnapshot, error) {
 		return nil, err
 	}
 	return &DecoderSnapshot{
-		_KV:  &KVCacheSnapshot{snap: cut.Snap(0)},
-		_Rec: &RecurrentSnapshot{snap: cut.Snap(1)},
+		_KV:  KVCacheSnapshot{snap: cut.Snap(0)},
+		_Rec: RecurrentSnapshot{snap: cut.Snap(1)},
 		_cut: cut,
 	}, nil
 }
@@ -193,8 +193,8 @@ func (g *DecoderState) Release() error {
 //state:snapshot
 type DecoderSnapshot struct {
 	_cut *stateimpl.GroupSnap
-	_KV  *KVCacheSnapshot
-	_Rec *RecurrentSnapshot
+	_KV  KVCacheSnapshot
+	_Rec RecurrentSnapshot
 }
 
 // _Decoder_cut returns the cut v wraps; nil for a nil v.
@@ -213,7 +213,7 @@ func (v *DecoderSnapshot) KV() *KVCacheSnapshot {
 	if v == nil {
 		return nil
 	}
-	return v._KV
+	return &v._KV
 }
 
 // Rec returns the cut's snapshot of member Rec. It belongs to the cut: release
@@ -224,7 +224,7 @@ func (v *DecoderSnapshot) Rec() *RecurrentSnapshot {
 	if v == nil {
 		return nil
 	}
-	return v._Rec
+	return &v._Rec
 }
 
 // Release gives the cut's hold on the members' blocks back to the pool.

@@ -16,8 +16,8 @@ import (
 // state.ErrCoupled, as they are the group's to call.
 type TracedState struct {
 	_group *stateimpl.Group
-	_Rec   *RecurrentState
-	_Log   *LogState
+	_Rec   RecurrentState
+	_Log   LogState
 }
 
 // NewTracedState creates a Traced group in pool p, owned by owner (a session):
@@ -38,8 +38,8 @@ func NewTracedState(p *state.Pool, owner state.Owner) (*TracedState, error) {
 // _Traced_wrap gives the group g and its member heads their types.
 func _Traced_wrap(g *stateimpl.Group) *TracedState {
 	return &TracedState{
-		_Log:   &LogState{h: g.Head(1)},
-		_Rec:   &RecurrentState{h: g.Head(0)},
+		_Log:   LogState{h: g.Head(1)},
+		_Rec:   RecurrentState{h: g.Head(0)},
 		_group: g,
 	}
 }
@@ -63,7 +63,7 @@ func (g *TracedState) Rec() *RecurrentState {
 	if g == nil {
 		return nil
 	}
-	return g._Rec
+	return &g._Rec
 }
 
 // Log returns the group's Log state, coupled: write, read, snapshot and branch
@@ -75,7 +75,7 @@ func (g *TracedState) Log() *LogState {
 	if g == nil {
 		return nil
 	}
-	return g._Log
+	return &g._Log
 }
 
 // Snapshot returns one consistent cut of the members: a snapshot of each,
@@ -93,8 +93,8 @@ func (g *TracedState) Snapshot() (*TracedSnapshot, error) {
 		return nil, err
 	}
 	return &TracedSnapshot{
-		_Log: &LogSnapshot{snap: cut.Snap(1)},
-		_Rec: &RecurrentSnapshot{snap: cut.Snap(0)},
+		_Log: LogSnapshot{snap: cut.Snap(1)},
+		_Rec: RecurrentSnapshot{snap: cut.Snap(0)},
 		_cut: cut,
 	}, nil
 }
@@ -131,8 +131,8 @@ func (g *TracedState) Release() error {
 //state:snapshot
 type TracedSnapshot struct {
 	_cut *stateimpl.GroupSnap
-	_Rec *RecurrentSnapshot
-	_Log *LogSnapshot
+	_Rec RecurrentSnapshot
+	_Log LogSnapshot
 }
 
 // _Traced_cut returns the cut v wraps; nil for a nil v.
@@ -151,7 +151,7 @@ func (v *TracedSnapshot) Rec() *RecurrentSnapshot {
 	if v == nil {
 		return nil
 	}
-	return v._Rec
+	return &v._Rec
 }
 
 // Log returns the cut's snapshot of member Log. It belongs to the cut: release
@@ -162,7 +162,7 @@ func (v *TracedSnapshot) Log() *LogSnapshot {
 	if v == nil {
 		return nil
 	}
-	return v._Log
+	return &v._Log
 }
 
 // Release gives the cut's hold on the members' blocks back to the pool.
