@@ -41,12 +41,15 @@ type Head struct {
 	// head calls them through the hooks of part, in the order of the set
 	// bits of parts, and names no feature otherwise (docs/INTERNALS.md,
 	// "The store's map").
-	lru    lruPart     // eviction and the use clock (evict.go)
-	async  asyncPart   // streams recorded and copies in flight (stream.go, async.go)
-	tables tablePart   // live block tables, kept current (blocktable.go)
-	hist   *history    // checkpoints and deltas (checkpoint.go); nil without a policy
-	share  *sharing    // the head's place in its prefix table (share.go); nil without a share key
-	gshare *groupShare // the shared member's registrations waiting for kernels (group_pending.go); nil elsewhere
+	lru    lruPart   // eviction and the use clock (evict.go)
+	async  asyncPart // streams recorded and copies in flight (stream.go, async.go)
+	tables tablePart // live block tables, kept current (blocktable.go)
+	hist   *history  // checkpoints and deltas (checkpoint.go); nil without a policy
+	share  *sharing  // the head's place in its prefix table (share.go); nil without a share key
+	// shareMem is where share points when it is not nil, so that a branch
+	// of a shared head is one allocation.
+	shareMem sharing
+	gshare   *groupShare // the shared member's registrations waiting for kernels (group_pending.go); nil elsewhere
 
 	group atomic.Pointer[Group] // the group that holds it as a member (group.go); nil when none
 }

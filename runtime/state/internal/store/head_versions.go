@@ -34,7 +34,8 @@ func (p *Pool) NewHead(l *Layout, owner Owner) (*Head, error) {
 	p.spares.take(&h.writeBufs)
 	h.pos = position{seg: &segment{}}
 	if k := l.shareColumn(); k >= 0 {
-		h.share = &sharing{key: k, ks: l.Columns[k].ElemSize}
+		h.shareMem = sharing{key: k, ks: l.Columns[k].ElemSize}
+		h.share = &h.shareMem
 	}
 	r := newRoot(len(l.Columns))
 	if l.Growth == Mutable {

@@ -496,13 +496,13 @@ func (e *prefixEntry) holds(r *root, i int) bool {
 	return true
 }
 
-// clone returns a copy of s for a branch of a head of pool p; the
+// cloneInto copies s into c for a branch of a head of pool p, and returns c; the
 // branch registers in the same table.
-func (s *sharing) clone(p *Pool) *sharing {
+func (s *sharing) cloneInto(p *Pool, c *sharing) *sharing {
 	if s == nil {
 		return nil
 	}
-	c := *s
+	*c = *s
 	c.tail = bytes.Clone(s.tail)
 	c.waits = nil // the parent closes its events; the branch records its own
 	if c.tab != nil {
@@ -510,7 +510,7 @@ func (s *sharing) clone(p *Pool) *sharing {
 		c.tab.heads++
 		p.cache.mu.Unlock()
 	}
-	return &c
+	return c
 }
 
 // ForgetPrefixes takes out of the prefix cache every block of domain d
@@ -593,7 +593,7 @@ func (s *sharing) changed(*Head) {}
 func (s *sharing) moved(h *Head) { h.resyncShare() }
 
 // branched gives c its own place in h's table.
-func (s *sharing) branched(h, c *Head) { c.share = s.clone(h.pool) }
+func (s *sharing) branched(h, c *Head) { c.share = s.cloneInto(h.pool, &c.shareMem) }
 
 // release registers, if the streams recorded on h are past them already
 // (Release never waits), the blocks a kernel filled, and leaves the table.
