@@ -21,6 +21,7 @@ func layoutName(typ string) string { return "_" + typ + "_layout" }
 func readName(typ string) string   { return "_" + typ + "_read" }
 func spansName(typ string) string  { return "_" + typ + "_spans" }
 func gatherName(typ string) string { return "_" + typ + "_readRows" }
+func stepName(typ string) string   { return "_" + typ + "_step" }
 
 // Types returns the types generated for contract c: TState first, then
 // TSnapshot (with an immutable snapshot) and TSpans.
@@ -46,6 +47,9 @@ func Names(c *contract.Contract) []string {
 	out = append(out, layoutName(c.Type), readName(c.Type), spansName(c.Type), gatherName(c.Type), headName(c.Type))
 	if snapshot(c) {
 		out = append(out, snapName(c.Type))
+	}
+	if c.Replay != nil {
+		out = append(out, stepName(c.Type))
 	}
 	return out
 }

@@ -103,6 +103,10 @@ func render(m *model) ([]byte, error) {
 		f.Line()
 		f.Add(d)
 	}
+	if m.c.Replay != nil {
+		f.Line()
+		f.Add(m.stepType())
+	}
 
 	var buf bytes.Buffer
 	if err := f.Render(&buf); err != nil {
@@ -592,8 +596,8 @@ func (m *model) objCode(obj *types.TypeName, args *types.TypeList) jen.Code {
 // stateimpl; every other runtime name it takes from runtime/state.
 var implNames = map[string]bool{
 	"Head": true, "Snap": true, "Group": true, "GroupSnap": true, "Layout": true, "Column": true,
-	"CheckpointPolicy": true, "StepFunc": true, "Append": true, "Mutable": true, "Optional": true,
-	"Reconstructable": true, "Invalidate": true, "Keep": true, "Resize": true, "NewHead": true,
+	"CheckpointPolicy": true, "Append": true, "Mutable": true, "Optional": true,
+	"Reconstructable": true, "Invalidate": true, "Keep": true, "Resize": true, "NewHead": true, "Stepper": true,
 	"NewSharedHead": true, "NewGroup": true, "NewSharedGroup": true, "Table": true,
 }
 

@@ -51,21 +51,37 @@ func (m *model) stepInput() (batch, input *jen.Statement) {
 	return batch, input
 }
 
-// stepCode renders Step: the typed input and spans over the store's Step.
+// stepCode renders Step: the typed input and spans over the store's
+// StepWith, f handed over as the file's step type (stepType).
 func (m *model) stepCode() *jen.Statement {
 	in := m.c.Replay.Input
-	batch, input := m.stepInput()
+	batch, _ := m.stepInput()
 	fn := jen.Func().Params(jen.Id("dst").Id(m.spans()), jen.Id("in").Id(in)).Error()
 	// A nil f reaches the store as nil, which answers state.ErrShape.
 	return jen.Func().Params(m.recv()).Id("Step").Params(jen.Id("in").Id(in), jen.Id("f").Add(fn)).Error().Block(
-		jen.Var().Id("step").Add(st("StepFunc")),
+		jen.Var().Id("step").Add(st("Stepper")),
 		jen.If(jen.Id("f").Op("!=").Nil()).Block(
-			jen.Id("step").Op("=").Func().Params(jen.Id("spans").Index().Index().Qual(devicePkg, "Span"), jen.Id("cols").Index().Index().Byte()).Error().Block(
-				jen.List(jen.Id("dst"), jen.Id("_")).Op(":=").Id(m.toSpans()).Call(jen.Id("spans"), jen.Nil()),
-				jen.Return(jen.Id("f").Call(jen.Id("dst"), input)),
-			),
+			jen.Id("step").Op("=").Id(stepName(m.typ())).Call(jen.Id("f")),
 		),
-		jen.Return(m.hcall("Step", batch, jen.Lit(m.c.Replay.Verify), jen.Id("step"))),
+		jen.Return(m.hcall("StepWith", batch, jen.Lit(m.c.Replay.Verify), jen.Id("step"))),
+	)
+}
+
+// stepType renders the step function type of Step, whose Step method
+// gives f its typed spans and input: a func converts to the store's
+// Stepper with no allocation, where a closure over f would take one every
+// step.
+func (m *model) stepType() *jen.Statement {
+	in := m.c.Replay.Input
+	_, input := m.stepInput()
+	name := stepName(m.typ())
+	fn := jen.Func().Params(jen.Id("dst").Id(m.spans()), jen.Id("in").Id(in)).Error()
+	return jen.Comment(fmt.Sprintf("%s is the step function of %s.Step, as the store runs it.", name, m.head())).Line().
+		Type().Id(name).Add(fn).Line().Line().
+		Comment("Step runs f on the rows the spans locate and the input batch cols.").Line().
+		Func().Params(jen.Id("f").Id(name)).Id("Step").Params(jen.Id("spans").Index().Index().Qual(devicePkg, "Span"), jen.Id("cols").Index().Index().Byte()).Error().Block(
+		jen.List(jen.Id("dst"), jen.Id("_")).Op(":=").Id(m.toSpans()).Call(jen.Id("spans"), jen.Nil()),
+		jen.Return(jen.Id("f").Call(jen.Id("dst"), input)),
 	)
 }
 

@@ -289,14 +289,11 @@ func (s *RecRState) WriteDevice(from, to int) (RecRSpans, error) {
 //
 //state:mutates
 func (s *RecRState) Step(in RecIn, f func(dst RecRSpans, in RecIn) error) error {
-	var step stateimpl.StepFunc
+	var step stateimpl.Stepper
 	if f != nil {
-		step = func(spans [][]device.Span, cols [][]byte) error {
-			dst, _ := _RecR_spans(spans, nil)
-			return f(dst, RecIn{X: state.Rows[float32](cols[0])})
-		}
+		step = _RecR_step(f)
 	}
-	return _RecR_head(s).Step([][]byte{state.Bytes(in.X)}, false, step)
+	return _RecR_head(s).StepWith([][]byte{state.Bytes(in.X)}, false, step)
 }
 
 // StepHost is Step for a step function written in Go: f gets every row of the
@@ -613,4 +610,13 @@ func _RecR_snap(v *RecRSnapshot) *stateimpl.Snap {
 		return nil
 	}
 	return v.snap
+}
+
+// _RecR_step is the step function of RecRState.Step, as the store runs it.
+type _RecR_step func(dst RecRSpans, in RecIn) error
+
+// Step runs f on the rows the spans locate and the input batch cols.
+func (f _RecR_step) Step(spans [][]device.Span, cols [][]byte) error {
+	dst, _ := _RecR_spans(spans, nil)
+	return f(dst, RecIn{X: state.Rows[float32](cols[0])})
 }

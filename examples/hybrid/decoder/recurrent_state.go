@@ -290,14 +290,11 @@ func (s *RecurrentState) WriteDevice(from, to int) (RecurrentSpans, error) {
 //
 //state:mutates
 func (s *RecurrentState) Step(in RecInput, f func(dst RecurrentSpans, in RecInput) error) error {
-	var step stateimpl.StepFunc
+	var step stateimpl.Stepper
 	if f != nil {
-		step = func(spans [][]device.Span, cols [][]byte) error {
-			dst, _ := _Recurrent_spans(spans, nil)
-			return f(dst, RecInput{X: state.Rows[float32](cols[0])})
-		}
+		step = _Recurrent_step(f)
 	}
-	return _Recurrent_head(s).Step([][]byte{state.Bytes(in.X)}, true, step)
+	return _Recurrent_head(s).StepWith([][]byte{state.Bytes(in.X)}, true, step)
 }
 
 // StepHost is Step for a step function written in Go: f gets every row of the
@@ -615,4 +612,13 @@ func _Recurrent_snap(v *RecurrentSnapshot) *stateimpl.Snap {
 		return nil
 	}
 	return v.snap
+}
+
+// _Recurrent_step is the step function of RecurrentState.Step, as the store runs it.
+type _Recurrent_step func(dst RecurrentSpans, in RecInput) error
+
+// Step runs f on the rows the spans locate and the input batch cols.
+func (f _Recurrent_step) Step(spans [][]device.Span, cols [][]byte) error {
+	dst, _ := _Recurrent_spans(spans, nil)
+	return f(dst, RecInput{X: state.Rows[float32](cols[0])})
 }

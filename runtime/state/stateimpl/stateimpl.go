@@ -21,7 +21,7 @@ type (
 	Layout           = store.Layout
 	Column           = store.Column
 	CheckpointPolicy = store.CheckpointPolicy
-	StepFunc         = store.StepFunc
+	Stepper          = store.Stepper
 	Growth           = store.Growth
 	Retention        = store.Retention
 	Descendants      = store.Descendants

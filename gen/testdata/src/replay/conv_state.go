@@ -239,18 +239,11 @@ func (s *ConvState) WriteDevice(from, to int) (ConvSpans, error) {
 //
 //state:mutates
 func (s *ConvState) Step(in ConvIn, f func(dst ConvSpans, in ConvIn) error) error {
-	var step stateimpl.StepFunc
+	var step stateimpl.Stepper
 	if f != nil {
-		step = func(spans [][]device.Span, cols [][]byte) error {
-			dst, _ := _Conv_spans(spans, nil)
-			return f(dst, ConvIn{
-				A: state.Rows[int16](cols[0]),
-				B: state.Rows[int8](cols[1]),
-				C: state.Rows[[2]uint8](cols[2]),
-			})
-		}
+		step = _Conv_step(f)
 	}
-	return _Conv_head(s).Step([][]byte{
+	return _Conv_head(s).StepWith([][]byte{
 		state.Bytes(in.A),
 		state.Bytes(in.B),
 		state.Bytes(in.C),
@@ -578,4 +571,17 @@ func _Conv_snap(v *ConvSnapshot) *stateimpl.Snap {
 		return nil
 	}
 	return v.snap
+}
+
+// _Conv_step is the step function of ConvState.Step, as the store runs it.
+type _Conv_step func(dst ConvSpans, in ConvIn) error
+
+// Step runs f on the rows the spans locate and the input batch cols.
+func (f _Conv_step) Step(spans [][]device.Span, cols [][]byte) error {
+	dst, _ := _Conv_spans(spans, nil)
+	return f(dst, ConvIn{
+		A: state.Rows[int16](cols[0]),
+		B: state.Rows[int8](cols[1]),
+		C: state.Rows[[2]uint8](cols[2]),
+	})
 }

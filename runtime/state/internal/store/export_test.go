@@ -119,3 +119,23 @@ func Bytes[T any](s []T) []byte { return state.Bytes(s) }
 
 // Rows is state.Rows.
 func Rows[T any](b []byte) []T { return state.Rows[T](b) }
+
+// Step is StepWith for a step function, as the tests write it.
+func (h *Head) Step(in [][]byte, verify bool, f StepFunc) error {
+	var s Stepper
+	if f != nil {
+		s = f
+	}
+	return h.StepWith(in, verify, s)
+}
+
+// StepFunc computes a version of a state from the one before, in place:
+// spans locate every row (per column, one span per block, in row order)
+// and in is the step's input, one []byte per input column. It runs again,
+// on the same input, whenever a reconstruction passes its version, so it
+// must compute the same rows from the same rows and input, and must not
+// change in nor call the head it steps (which is locked while it runs).
+type StepFunc func(spans [][]device.Span, in [][]byte) error
+
+// Step runs f.
+func (f StepFunc) Step(spans [][]device.Span, in [][]byte) error { return f(spans, in) }

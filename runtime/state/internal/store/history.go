@@ -315,7 +315,7 @@ func (x *history) find(v Version) int {
 // stepRec is the delta of a version Step made.
 type stepRec struct {
 	in     [][]byte
-	f      StepFunc
+	f      Stepper
 	took   time.Duration // how long f took when it ran
 	verify bool
 	hash   uint64 // with verify: the hash of the rows f produced
@@ -345,13 +345,16 @@ func (x *history) inputBytes() int64 {
 	return n
 }
 
-// StepFunc computes a version of a state from the one before, in place:
-// spans locate every row (per column, one span per block, in row order)
-// and in is the step's input, one []byte per input column. It runs again,
-// on the same input, whenever a reconstruction passes its version, so it
-// must compute the same rows from the same rows and input, and must not
-// change in nor call the head it steps (which is locked while it runs).
-type StepFunc func(spans [][]device.Span, in [][]byte) error
+// Stepper is a step function as StepWith takes it.
+type Stepper interface {
+	Step(spans [][]device.Span, in [][]byte) error
+}
+
+// stepFn is a step function the store makes (StepHost's), as a Stepper.
+type stepFn func(spans [][]device.Span, in [][]byte) error
+
+// Step runs f.
+func (f stepFn) Step(spans [][]device.Span, in [][]byte) error { return f(spans, in) }
 
 // A fit refines the calibrated model by the reconstructions At measured
 // of states whose largest blocks are of one size class: a moving

@@ -37,19 +37,19 @@ func (h *Head) StepHost(in [][]byte, verify bool, f func(rows, in [][]byte) ([][
 	if h == nil {
 		return errNil("Head", "StepHost")
 	}
-	var step StepFunc
+	var step Stepper
 	if f != nil {
 		step = hostStep(h.pool.b, h.rowBytes, f)
 	}
-	return h.Step(in, verify, step)
+	return h.StepWith(in, verify, step)
 }
 
-// hostStep makes a StepFunc of a host step function f: per column, the
+// hostStep makes a stepFn of a host step function f: per column, the
 // bytes of the rows in place where the backend gives them (one run of
 // host memory), else a copy out before f and back after it. The buffers
 // are the call's own: a step function recorded in a history may run on
 // several branches at once.
-func hostStep(b device.Backend, rowBytes []int, f func(rows, in [][]byte) ([][]byte, error)) StepFunc {
+func hostStep(b device.Backend, rowBytes []int, f func(rows, in [][]byte) ([][]byte, error)) stepFn {
 	return func(spans [][]device.Span, in [][]byte) error {
 		rows := make([][]byte, len(spans))
 		copied := make([]bool, len(spans))
@@ -130,9 +130,12 @@ func inPlace(b device.Backend, ss []device.Span, rowBytes, n int) ([]byte, bool)
 // rows: the version before is rebuilt from its last checkpoint by
 // replay, into the blocks f wrote (failures pay, steps do not). Where the
 // history cannot rebuild that version, Step runs f on copies instead.
+// Generated code hands f over as a Stepper: a func type with a Step
+// method converts to one with no allocation, where a closure over the
+// user's typed function would allocate at every step.
 //
 //state:mutates
-func (h *Head) Step(in [][]byte, verify bool, f StepFunc) error {
+func (h *Head) StepWith(in [][]byte, verify bool, f Stepper) error {
 	if err := h.begin("Step"); err != nil {
 		return err
 	}
@@ -250,14 +253,14 @@ type stepPanic struct{ v any }
 
 // runStep runs f, turning a panic into an error (and the value to panic
 // on with once the write is undone).
-func runStep(f StepFunc, spans [][]device.Span, in [][]byte) (err error, p *stepPanic) {
+func runStep(f Stepper, spans [][]device.Span, in [][]byte) (err error, p *stepPanic) {
 	defer func() {
 		if v := recover(); v != nil {
 			p = &stepPanic{v}
 			err = fmt.Errorf("the step function panicked: %v", v)
 		}
 	}()
-	return f(spans, in), nil
+	return f.Step(spans, in), nil
 }
 
 // abortStep is writeTx.abort for a step: the write's blocks given back
@@ -325,7 +328,7 @@ func (h *Head) replayStep(r *root, d *delta, rows int, take func(*sizeClass) (*b
 	}
 	rec := d.step
 	start := time.Now()
-	err = rec.f(spans, rec.in)
+	err = rec.f.Step(spans, rec.in)
 	h.hist.replayed += time.Since(start)
 	if err != nil {
 		return r, fmt.Errorf("replaying a step: the step function failed: %w", err)
