@@ -409,7 +409,12 @@ func (m *model) headReadCode() *jen.Statement {
 
 func (m *model) snapshotCode() *jen.Statement {
 	return jen.Func().Params(m.recv()).Id("Snapshot").Params().Params(jen.Op("*").Id(m.snap()), jen.Error()).Block(
-		wrapped(m.snap(), "snap", m.hcall("Snapshot"))...,
+		jen.Id("v").Op(":=").Op("&").Id(m.snap()).Values(),
+		jen.If(jen.Err().Op(":=").Add(m.hcall("SnapshotInto", jen.Op("&").Id("v").Dot("mem"))), jen.Err().Op("!=").Nil()).Block(
+			jen.Return(jen.Nil(), jen.Err()),
+		),
+		jen.Id("v").Dot("snap").Op("=").Op("&").Id("v").Dot("mem"),
+		jen.Return(jen.Id("v"), jen.Nil()),
 	)
 }
 
@@ -495,6 +500,7 @@ func (m *model) snapDecl() jen.Code {
 		fmt.Sprintf("%s is an immutable version of %s state: what it reads never changes, whatever happens later to the state, its branches or the pool. Its spans are read only, by contract.", m.snap(), article(m.typ())),
 	}, "snapshot").Type().Id(m.snap()).Struct(
 		jen.Id("snap").Op("*").Add(st("Snap")),
+		jen.Id("mem").Add(st("Snap")).Comment("where snap points for a snapshot made by Snapshot: one allocation"),
 	)
 }
 

@@ -244,11 +244,12 @@ func (s *CtxState) Version() state.Version {
 //
 //state:acquire
 func (s *CtxState) Snapshot() (*CtxSnapshot, error) {
-	snap, err := _Ctx_head(s).Snapshot()
-	if err != nil {
+	v := &CtxSnapshot{}
+	if err := _Ctx_head(s).SnapshotInto(&v.mem); err != nil {
 		return nil, err
 	}
-	return &CtxSnapshot{snap: snap}, nil
+	v.snap = &v.mem
+	return v, nil
 }
 
 // Branch returns a new head at the state's version and content, for the same
@@ -414,6 +415,7 @@ func (s *CtxState) Release() error {
 //state:snapshot
 type CtxSnapshot struct {
 	snap *stateimpl.Snap
+	mem  stateimpl.Snap // where snap points for a snapshot made by Snapshot: one allocation
 }
 
 // Read copies rows [from, to) of the snapshot to the host, in a new Ctx. It

@@ -171,11 +171,12 @@ func (s *RecState) Version() state.Version {
 //
 //state:acquire
 func (s *RecState) Snapshot() (*RecSnapshot, error) {
-	snap, err := _Rec_head(s).Snapshot()
-	if err != nil {
+	v := &RecSnapshot{}
+	if err := _Rec_head(s).SnapshotInto(&v.mem); err != nil {
 		return nil, err
 	}
-	return &RecSnapshot{snap: snap}, nil
+	v.snap = &v.mem
+	return v, nil
 }
 
 // Branch returns a new head at the state's version and content, for the same
@@ -314,6 +315,7 @@ func (s *RecState) Release() error {
 //state:snapshot
 type RecSnapshot struct {
 	snap *stateimpl.Snap
+	mem  stateimpl.Snap // where snap points for a snapshot made by Snapshot: one allocation
 }
 
 // Read copies rows [from, to) of the snapshot to the host, in a new Rec. It

@@ -180,11 +180,12 @@ func (s *RecRState) Version() state.Version {
 //
 //state:acquire
 func (s *RecRState) Snapshot() (*RecRSnapshot, error) {
-	snap, err := _RecR_head(s).Snapshot()
-	if err != nil {
+	v := &RecRSnapshot{}
+	if err := _RecR_head(s).SnapshotInto(&v.mem); err != nil {
 		return nil, err
 	}
-	return &RecRSnapshot{snap: snap}, nil
+	v.snap = &v.mem
+	return v, nil
 }
 
 // Branch returns a new head at the state's version and content, for the same
@@ -395,6 +396,7 @@ func (s *RecRState) Release() error {
 //state:snapshot
 type RecRSnapshot struct {
 	snap *stateimpl.Snap
+	mem  stateimpl.Snap // where snap points for a snapshot made by Snapshot: one allocation
 }
 
 // Read copies rows [from, to) of the snapshot to the host, in a new RecR. It

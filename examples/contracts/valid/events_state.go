@@ -174,11 +174,12 @@ func (s *EventsState) Version() state.Version {
 //
 //state:acquire
 func (s *EventsState) Snapshot() (*EventsSnapshot, error) {
-	snap, err := _Events_head(s).Snapshot()
-	if err != nil {
+	v := &EventsSnapshot{}
+	if err := _Events_head(s).SnapshotInto(&v.mem); err != nil {
 		return nil, err
 	}
-	return &EventsSnapshot{snap: snap}, nil
+	v.snap = &v.mem
+	return v, nil
 }
 
 // Stats reports the state's version, rows, logical bytes (the rows it reads
@@ -295,6 +296,7 @@ func (s *EventsState) Release() error {
 //state:snapshot
 type EventsSnapshot struct {
 	snap *stateimpl.Snap
+	mem  stateimpl.Snap // where snap points for a snapshot made by Snapshot: one allocation
 }
 
 // Read copies rows [from, to) of the snapshot to the host, in a new Events. It

@@ -172,11 +172,12 @@ func (s *FieldState) Version() state.Version {
 //
 //state:acquire
 func (s *FieldState) Snapshot() (*FieldSnapshot, error) {
-	snap, err := _Field_head(s).Snapshot()
-	if err != nil {
+	v := &FieldSnapshot{}
+	if err := _Field_head(s).SnapshotInto(&v.mem); err != nil {
 		return nil, err
 	}
-	return &FieldSnapshot{snap: snap}, nil
+	v.snap = &v.mem
+	return v, nil
 }
 
 // Rollback moves the state back to the version of snapshot to, which must be
@@ -307,6 +308,7 @@ func (s *FieldState) Release() error {
 //state:snapshot
 type FieldSnapshot struct {
 	snap *stateimpl.Snap
+	mem  stateimpl.Snap // where snap points for a snapshot made by Snapshot: one allocation
 }
 
 // Read copies rows [from, to) of the snapshot to the host, in a new Field. It

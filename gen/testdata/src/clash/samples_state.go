@@ -174,11 +174,12 @@ func (s *SamplesState) Version() gpustatestate.Version {
 //
 //state:acquire
 func (s *SamplesState) Snapshot() (*SamplesSnapshot, error) {
-	snap, err := _Samples_head(s).Snapshot()
-	if err != nil {
+	v := &SamplesSnapshot{}
+	if err := _Samples_head(s).SnapshotInto(&v.mem); err != nil {
 		return nil, err
 	}
-	return &SamplesSnapshot{snap: snap}, nil
+	v.snap = &v.mem
+	return v, nil
 }
 
 // Branch returns a new head at the state's version and content, for the same
@@ -288,6 +289,7 @@ func (s *SamplesState) Release() error {
 //state:snapshot
 type SamplesSnapshot struct {
 	snap *stateimpl.Snap
+	mem  stateimpl.Snap // where snap points for a snapshot made by Snapshot: one allocation
 }
 
 // Read copies rows [from, to) of the snapshot to the host, in a new Samples.

@@ -172,11 +172,12 @@ func (s *HeatState) Version() state.Version {
 //
 //state:acquire
 func (s *HeatState) Snapshot() (*HeatSnapshot, error) {
-	snap, err := _Heat_head(s).Snapshot()
-	if err != nil {
+	v := &HeatSnapshot{}
+	if err := _Heat_head(s).SnapshotInto(&v.mem); err != nil {
 		return nil, err
 	}
-	return &HeatSnapshot{snap: snap}, nil
+	v.snap = &v.mem
+	return v, nil
 }
 
 // Rollback moves the state back to the version of snapshot to, which must be
@@ -308,6 +309,7 @@ func (s *HeatState) Release() error {
 //state:snapshot
 type HeatSnapshot struct {
 	snap *stateimpl.Snap
+	mem  stateimpl.Snap // where snap points for a snapshot made by Snapshot: one allocation
 }
 
 // Read copies rows [from, to) of the snapshot to the host, in a new Heat. It

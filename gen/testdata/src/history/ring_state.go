@@ -172,11 +172,12 @@ func (s *RingState) Version() state.Version {
 //
 //state:acquire
 func (s *RingState) Snapshot() (*RingSnapshot, error) {
-	snap, err := _Ring_head(s).Snapshot()
-	if err != nil {
+	v := &RingSnapshot{}
+	if err := _Ring_head(s).SnapshotInto(&v.mem); err != nil {
 		return nil, err
 	}
-	return &RingSnapshot{snap: snap}, nil
+	v.snap = &v.mem
+	return v, nil
 }
 
 // At reconstructs version v of the state's own history from the cheapest
@@ -320,6 +321,7 @@ func (s *RingState) Release() error {
 //state:snapshot
 type RingSnapshot struct {
 	snap *stateimpl.Snap
+	mem  stateimpl.Snap // where snap points for a snapshot made by Snapshot: one allocation
 }
 
 // Read copies rows [from, to) of the snapshot to the host, in a new Ring. It

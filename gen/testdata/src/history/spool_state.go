@@ -171,11 +171,12 @@ func (s *SpoolState) Version() state.Version {
 //
 //state:acquire
 func (s *SpoolState) Snapshot() (*SpoolSnapshot, error) {
-	snap, err := _Spool_head(s).Snapshot()
-	if err != nil {
+	v := &SpoolSnapshot{}
+	if err := _Spool_head(s).SnapshotInto(&v.mem); err != nil {
 		return nil, err
 	}
-	return &SpoolSnapshot{snap: snap}, nil
+	v.snap = &v.mem
+	return v, nil
 }
 
 // At reconstructs version v of the state's own history from the cheapest
@@ -322,6 +323,7 @@ func (s *SpoolState) Release() error {
 //state:snapshot
 type SpoolSnapshot struct {
 	snap *stateimpl.Snap
+	mem  stateimpl.Snap // where snap points for a snapshot made by Snapshot: one allocation
 }
 
 // Read copies rows [from, to) of the snapshot to the host, in a new Spool. It

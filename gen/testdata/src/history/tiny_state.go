@@ -170,11 +170,12 @@ func (s *TinyState) Version() state.Version {
 //
 //state:acquire
 func (s *TinyState) Snapshot() (*TinySnapshot, error) {
-	snap, err := _Tiny_head(s).Snapshot()
-	if err != nil {
+	v := &TinySnapshot{}
+	if err := _Tiny_head(s).SnapshotInto(&v.mem); err != nil {
 		return nil, err
 	}
-	return &TinySnapshot{snap: snap}, nil
+	v.snap = &v.mem
+	return v, nil
 }
 
 // At reconstructs version v of the state's own history from the cheapest
@@ -291,6 +292,7 @@ func (s *TinyState) Release() error {
 //state:snapshot
 type TinySnapshot struct {
 	snap *stateimpl.Snap
+	mem  stateimpl.Snap // where snap points for a snapshot made by Snapshot: one allocation
 }
 
 // Read copies rows [from, to) of the snapshot to the host, in a new Tiny. It

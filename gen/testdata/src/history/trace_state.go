@@ -176,11 +176,12 @@ func (s *TraceState) Version() state.Version {
 //
 //state:acquire
 func (s *TraceState) Snapshot() (*TraceSnapshot, error) {
-	snap, err := _Trace_head(s).Snapshot()
-	if err != nil {
+	v := &TraceSnapshot{}
+	if err := _Trace_head(s).SnapshotInto(&v.mem); err != nil {
 		return nil, err
 	}
-	return &TraceSnapshot{snap: snap}, nil
+	v.snap = &v.mem
+	return v, nil
 }
 
 // At reconstructs version v of the state's own history from the cheapest
@@ -322,6 +323,7 @@ func (s *TraceState) Release() error {
 //state:snapshot
 type TraceSnapshot struct {
 	snap *stateimpl.Snap
+	mem  stateimpl.Snap // where snap points for a snapshot made by Snapshot: one allocation
 }
 
 // Read copies rows [from, to) of the snapshot to the host, in a new Trace. It

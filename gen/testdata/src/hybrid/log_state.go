@@ -167,11 +167,12 @@ func (s *LogState) Version() state.Version {
 //
 //state:acquire
 func (s *LogState) Snapshot() (*LogSnapshot, error) {
-	snap, err := _Log_head(s).Snapshot()
-	if err != nil {
+	v := &LogSnapshot{}
+	if err := _Log_head(s).SnapshotInto(&v.mem); err != nil {
 		return nil, err
 	}
-	return &LogSnapshot{snap: snap}, nil
+	v.snap = &v.mem
+	return v, nil
 }
 
 // Rollback moves the state back to the version of snapshot to, which must be
@@ -295,6 +296,7 @@ func (s *LogState) Release() error {
 //state:snapshot
 type LogSnapshot struct {
 	snap *stateimpl.Snap
+	mem  stateimpl.Snap // where snap points for a snapshot made by Snapshot: one allocation
 }
 
 // Read copies rows [from, to) of the snapshot to the host, in a new Log. It

@@ -170,11 +170,12 @@ func (s *RecurrentState) Version() state.Version {
 //
 //state:acquire
 func (s *RecurrentState) Snapshot() (*RecurrentSnapshot, error) {
-	snap, err := _Recurrent_head(s).Snapshot()
-	if err != nil {
+	v := &RecurrentSnapshot{}
+	if err := _Recurrent_head(s).SnapshotInto(&v.mem); err != nil {
 		return nil, err
 	}
-	return &RecurrentSnapshot{snap: snap}, nil
+	v.snap = &v.mem
+	return v, nil
 }
 
 // Branch returns a new head at the state's version and content, for the same
@@ -312,6 +313,7 @@ func (s *RecurrentState) Release() error {
 //state:snapshot
 type RecurrentSnapshot struct {
 	snap *stateimpl.Snap
+	mem  stateimpl.Snap // where snap points for a snapshot made by Snapshot: one allocation
 }
 
 // Read copies rows [from, to) of the snapshot to the host, in a new Recurrent.

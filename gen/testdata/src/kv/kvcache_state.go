@@ -214,11 +214,12 @@ func (s *KVCacheState) Version() state.Version {
 //
 //state:acquire
 func (s *KVCacheState) Snapshot() (*KVCacheSnapshot, error) {
-	snap, err := _KVCache_head(s).Snapshot()
-	if err != nil {
+	v := &KVCacheSnapshot{}
+	if err := _KVCache_head(s).SnapshotInto(&v.mem); err != nil {
 		return nil, err
 	}
-	return &KVCacheSnapshot{snap: snap}, nil
+	v.snap = &v.mem
+	return v, nil
 }
 
 // Branch returns a new head at the state's version and content, for the same
@@ -422,6 +423,7 @@ func (s *KVCacheState) Release() error {
 //state:snapshot
 type KVCacheSnapshot struct {
 	snap *stateimpl.Snap
+	mem  stateimpl.Snap // where snap points for a snapshot made by Snapshot: one allocation
 }
 
 // Read copies rows [from, to) of the snapshot to the host, in a new KVCache.

@@ -172,11 +172,12 @@ func (s *PrivateState) Version() state.Version {
 //
 //state:acquire
 func (s *PrivateState) Snapshot() (*PrivateSnapshot, error) {
-	snap, err := _Private_head(s).Snapshot()
-	if err != nil {
+	v := &PrivateSnapshot{}
+	if err := _Private_head(s).SnapshotInto(&v.mem); err != nil {
 		return nil, err
 	}
-	return &PrivateSnapshot{snap: snap}, nil
+	v.snap = &v.mem
+	return v, nil
 }
 
 // Stats reports the state's version, rows, logical bytes (the rows it reads
@@ -286,6 +287,7 @@ func (s *PrivateState) Release() error {
 //state:snapshot
 type PrivateSnapshot struct {
 	snap *stateimpl.Snap
+	mem  stateimpl.Snap // where snap points for a snapshot made by Snapshot: one allocation
 }
 
 // Read copies rows [from, to) of the snapshot to the host, in a new Private.

@@ -244,11 +244,12 @@ func (s *PromptState) Version() state.Version {
 //
 //state:acquire
 func (s *PromptState) Snapshot() (*PromptSnapshot, error) {
-	snap, err := _Prompt_head(s).Snapshot()
-	if err != nil {
+	v := &PromptSnapshot{}
+	if err := _Prompt_head(s).SnapshotInto(&v.mem); err != nil {
 		return nil, err
 	}
-	return &PromptSnapshot{snap: snap}, nil
+	v.snap = &v.mem
+	return v, nil
 }
 
 // Branch returns a new head at the state's version and content, for the same
@@ -394,6 +395,7 @@ func (s *PromptState) Release() error {
 //state:snapshot
 type PromptSnapshot struct {
 	snap *stateimpl.Snap
+	mem  stateimpl.Snap // where snap points for a snapshot made by Snapshot: one allocation
 }
 
 // Read copies rows [from, to) of the snapshot to the host, in a new Prompt. It

@@ -176,11 +176,12 @@ func (s *ConvState) Version() state.Version {
 //
 //state:acquire
 func (s *ConvState) Snapshot() (*ConvSnapshot, error) {
-	snap, err := _Conv_head(s).Snapshot()
-	if err != nil {
+	v := &ConvSnapshot{}
+	if err := _Conv_head(s).SnapshotInto(&v.mem); err != nil {
 		return nil, err
 	}
-	return &ConvSnapshot{snap: snap}, nil
+	v.snap = &v.mem
+	return v, nil
 }
 
 // At reconstructs version v of the state's own history from the cheapest
@@ -356,6 +357,7 @@ func (s *ConvState) Release() error {
 //state:snapshot
 type ConvSnapshot struct {
 	snap *stateimpl.Snap
+	mem  stateimpl.Snap // where snap points for a snapshot made by Snapshot: one allocation
 }
 
 // Read copies rows [from, to) of the snapshot to the host, in a new Conv. It

@@ -215,11 +215,12 @@ func (s *TransitionState) Version() state.Version {
 //
 //state:acquire
 func (s *TransitionState) Snapshot() (*TransitionSnapshot, error) {
-	snap, err := _Transition_head(s).Snapshot()
-	if err != nil {
+	v := &TransitionSnapshot{}
+	if err := _Transition_head(s).SnapshotInto(&v.mem); err != nil {
 		return nil, err
 	}
-	return &TransitionSnapshot{snap: snap}, nil
+	v.snap = &v.mem
+	return v, nil
 }
 
 // Stats reports the state's version, rows, logical bytes (the rows it reads
@@ -350,6 +351,7 @@ func (s *TransitionState) Release() error {
 //state:snapshot
 type TransitionSnapshot struct {
 	snap *stateimpl.Snap
+	mem  stateimpl.Snap // where snap points for a snapshot made by Snapshot: one allocation
 }
 
 // Read copies rows [from, to) of the snapshot to the host, in a new

@@ -139,3 +139,12 @@ type StepFunc func(spans [][]device.Span, in [][]byte) error
 
 // Step runs f.
 func (f StepFunc) Step(spans [][]device.Span, in [][]byte) error { return f(spans, in) }
+
+// Snapshot is SnapshotInto a new Snap, as the tests take snapshots.
+func (h *Head) Snapshot() (*Snap, error) {
+	s := new(Snap)
+	if err := h.SnapshotInto(s); err != nil {
+		return nil, err
+	}
+	return s, nil
+}

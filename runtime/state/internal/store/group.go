@@ -15,9 +15,10 @@ import (
 type GroupSnap struct {
 	group *Group // the group it was taken from (its lineages' identity)
 	snaps []*Snap
-	// inline holds snaps for a group of up to two members, so that a cut
-	// is one allocation beside its members' snapshots.
+	// inline holds snaps for a group of up to two members, and mem the
+	// snapshots Snapshot takes of them, so that a cut is one allocation.
 	inline [2]*Snap
+	mem    [2]Snap
 }
 
 // newGroupSnap returns a cut of g with room for a snapshot of each
@@ -260,8 +261,13 @@ func (g *Group) Snapshot() (*GroupSnap, error) {
 	}
 	cut := newGroupSnap(g)
 	for _, h := range g.heads {
-		s, err := h.snapshotLocked()
-		if err != nil {
+		var s *Snap
+		if i := len(cut.snaps); i < len(cut.mem) {
+			s = &cut.mem[i]
+		} else {
+			s = new(Snap)
+		}
+		if err := h.snapshotLocked(s); err != nil {
 			g.end(g.order, nil) // the snapshots taken are released outside the call
 			for _, s := range cut.snaps {
 				s.Release()

@@ -93,30 +93,31 @@ func (h *Head) Stats() Stats {
 	return st
 }
 
-// Snapshot returns an immutable snapshot of the head's version, in O(1):
-// it shares the version's blocks, and later writes to the head copy the
-// blocks they write.
-//
-//state:acquire
-func (h *Head) Snapshot() (*Snap, error) {
+// SnapshotInto makes in s an immutable snapshot of the head's version, in
+// O(1): it shares the version's blocks, and later writes to the head copy
+// the blocks they write. s is memory the caller holds (a generated
+// snapshot handle holds its store snapshot, so that the two are one
+// allocation): a zero Snap that no call used before.
+func (h *Head) SnapshotInto(s *Snap) error {
 	if err := h.begin("Snapshot"); err != nil {
-		return nil, err
+		return err
 	}
 	defer h.end()
-	return h.snapshotLocked()
+	return h.snapshotLocked(s)
 }
 
-func (h *Head) snapshotLocked() (*Snap, error) {
+// snapshotLocked makes h's snapshot in s, a zero Snap. h's call is begun.
+func (h *Head) snapshotLocked(s *Snap) error {
 	h.lin.mu.Lock()
 	defer h.lin.mu.Unlock()
 	if h.invalid.Load() {
-		return nil, h.errorf("Snapshot", "%w", ErrInvalidated)
+		return h.errorf("Snapshot", "%w", ErrInvalidated)
 	}
-	s := &Snap{shape: h.shape, lin: h.lin, r: h.r.retain(), pos: h.pos}
+	s.shape, s.lin, s.r, s.pos = h.shape, h.lin, h.r.retain(), h.pos
 	s.logical = h.logicalOf(s.r)
 	h.lin.snaps[s] = struct{}{}
 	h.pool.register(s)
-	return s, nil
+	return nil
 }
 
 // Branch returns a new head at the head's version and content, sharing its
