@@ -250,9 +250,11 @@ func key(name string, value jen.Code) jen.Code {
 func (m *model) headDecl() jen.Code {
 	paras := []string{fmt.Sprintf("%s is a live %s state%s", m.head(), m.typ(), m.purpose())}
 	paras = append(paras, m.contractProse()...)
-	return doc(paras).Type().Id(m.head()).Struct(
-		jen.Id("h").Op("*").Add(st("Head")),
-	)
+	fields := []jen.Code{jen.Id("h").Op("*").Add(st("Head"))}
+	if branch(m.c) {
+		fields = append(fields, jen.Id("mem").Add(st("Head")).Comment("where h points for a head made by Branch: one allocation"))
+	}
+	return doc(paras).Type().Id(m.head()).Struct(fields...)
 }
 
 // recv is the head receiver.
@@ -420,7 +422,12 @@ func (m *model) snapshotCode() *jen.Statement {
 
 func (m *model) branchCode() *jen.Statement {
 	return jen.Func().Params(m.recv()).Id("Branch").Params().Params(jen.Op("*").Id(m.head()), jen.Error()).Block(
-		wrapped(m.head(), "h", m.hcall("Branch"))...,
+		jen.Id("c").Op(":=").Op("&").Id(m.head()).Values(),
+		jen.If(jen.Err().Op(":=").Add(m.hcall("BranchInto", jen.Op("&").Id("c").Dot("mem"))), jen.Err().Op("!=").Nil()).Block(
+			jen.Return(jen.Nil(), jen.Err()),
+		),
+		jen.Id("c").Dot("h").Op("=").Op("&").Id("c").Dot("mem"),
+		jen.Return(jen.Id("c"), jen.Nil()),
 	)
 }
 

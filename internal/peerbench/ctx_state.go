@@ -48,7 +48,8 @@ var _Ctx_layout = stateimpl.Layout{
 // versions live only as long as snapshots of them. Retention is mandatory: the
 // state is never evicted.
 type CtxState struct {
-	h *stateimpl.Head
+	h   *stateimpl.Head
+	mem stateimpl.Head // where h points for a head made by Branch: one allocation
 }
 
 // NewCtxState creates an empty Ctx state in pool p, owned by owner (a
@@ -262,11 +263,12 @@ func (s *CtxState) Snapshot() (*CtxSnapshot, error) {
 //
 //state:acquire
 func (s *CtxState) Branch() (*CtxState, error) {
-	h, err := _Ctx_head(s).Branch()
-	if err != nil {
+	c := &CtxState{}
+	if err := _Ctx_head(s).BranchInto(&c.mem); err != nil {
 		return nil, err
 	}
-	return &CtxState{h: h}, nil
+	c.h = &c.mem
+	return c, nil
 }
 
 // Merge makes the state take child's content and version, as a fast-forward:

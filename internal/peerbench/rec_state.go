@@ -39,7 +39,8 @@ var _Rec_layout = stateimpl.Layout{
 // versions live only as long as snapshots of them. Retention is mandatory: the
 // state is never evicted.
 type RecState struct {
-	h *stateimpl.Head
+	h   *stateimpl.Head
+	mem stateimpl.Head // where h points for a head made by Branch: one allocation
 }
 
 // NewRecState creates a Rec state of 4 rows, all zero, in pool p, owned by
@@ -189,11 +190,12 @@ func (s *RecState) Snapshot() (*RecSnapshot, error) {
 //
 //state:acquire
 func (s *RecState) Branch() (*RecState, error) {
-	h, err := _Rec_head(s).Branch()
-	if err != nil {
+	c := &RecState{}
+	if err := _Rec_head(s).BranchInto(&c.mem); err != nil {
 		return nil, err
 	}
-	return &RecState{h: h}, nil
+	c.h = &c.mem
+	return c, nil
 }
 
 // Merge makes the state take child's content and version, as a fast-forward:

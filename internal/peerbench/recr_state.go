@@ -48,7 +48,8 @@ var _RecR_layout = stateimpl.Layout{
 // memory and do not survive the process. Retention is mandatory: the state is
 // never evicted.
 type RecRState struct {
-	h *stateimpl.Head
+	h   *stateimpl.Head
+	mem stateimpl.Head // where h points for a head made by Branch: one allocation
 }
 
 // NewRecRState creates a RecR state of 4 rows, all zero, in pool p, owned by
@@ -198,11 +199,12 @@ func (s *RecRState) Snapshot() (*RecRSnapshot, error) {
 //
 //state:acquire
 func (s *RecRState) Branch() (*RecRState, error) {
-	h, err := _RecR_head(s).Branch()
-	if err != nil {
+	c := &RecRState{}
+	if err := _RecR_head(s).BranchInto(&c.mem); err != nil {
 		return nil, err
 	}
-	return &RecRState{h: h}, nil
+	c.h = &c.mem
+	return c, nil
 }
 
 // Merge makes the state take child's content and version, as a fast-forward:

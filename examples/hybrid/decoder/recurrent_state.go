@@ -48,7 +48,8 @@ var _Recurrent_layout = stateimpl.Layout{
 // memory and do not survive the process. Retention is mandatory: the state is
 // never evicted.
 type RecurrentState struct {
-	h *stateimpl.Head
+	h   *stateimpl.Head
+	mem stateimpl.Head // where h points for a head made by Branch: one allocation
 }
 
 // NewRecurrentState creates a Recurrent state of 2 rows, all zero, in pool p,
@@ -198,11 +199,12 @@ func (s *RecurrentState) Snapshot() (*RecurrentSnapshot, error) {
 //
 //state:acquire
 func (s *RecurrentState) Branch() (*RecurrentState, error) {
-	h, err := _Recurrent_head(s).Branch()
-	if err != nil {
+	c := &RecurrentState{}
+	if err := _Recurrent_head(s).BranchInto(&c.mem); err != nil {
 		return nil, err
 	}
-	return &RecurrentState{h: h}, nil
+	c.h = &c.mem
+	return c, nil
 }
 
 // Merge makes the state take child's content and version, as a fast-forward:

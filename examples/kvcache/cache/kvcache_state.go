@@ -48,7 +48,8 @@ var _KVCache_layout = stateimpl.Layout{
 // versions live only as long as snapshots of them. Retention is mandatory: the
 // state is never evicted.
 type KVCacheState struct {
-	h *stateimpl.Head
+	h   *stateimpl.Head
+	mem stateimpl.Head // where h points for a head made by Branch: one allocation
 }
 
 // NewKVCacheState creates an empty KVCache state in pool p, owned by owner (a
@@ -263,11 +264,12 @@ func (s *KVCacheState) Snapshot() (*KVCacheSnapshot, error) {
 //
 //state:acquire
 func (s *KVCacheState) Branch() (*KVCacheState, error) {
-	h, err := _KVCache_head(s).Branch()
-	if err != nil {
+	c := &KVCacheState{}
+	if err := _KVCache_head(s).BranchInto(&c.mem); err != nil {
 		return nil, err
 	}
-	return &KVCacheState{h: h}, nil
+	c.h = &c.mem
+	return c, nil
 }
 
 // Merge makes the state take child's content and version, as a fast-forward:

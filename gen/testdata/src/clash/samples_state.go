@@ -38,7 +38,8 @@ var _Samples_layout = stateimpl.Layout{
 // long as snapshots of them. Retention is mandatory: the state is never
 // evicted.
 type SamplesState struct {
-	h *stateimpl.Head
+	h   *stateimpl.Head
+	mem stateimpl.Head // where h points for a head made by Branch: one allocation
 }
 
 // NewSamplesState creates a Samples state of 48000 rows, all zero, in pool p,
@@ -192,11 +193,12 @@ func (s *SamplesState) Snapshot() (*SamplesSnapshot, error) {
 //
 //state:acquire
 func (s *SamplesState) Branch() (*SamplesState, error) {
-	h, err := _Samples_head(s).Branch()
-	if err != nil {
+	c := &SamplesState{}
+	if err := _Samples_head(s).BranchInto(&c.mem); err != nil {
 		return nil, err
 	}
-	return &SamplesState{h: h}, nil
+	c.h = &c.mem
+	return c, nil
 }
 
 // Stats reports the state's version, rows, logical bytes (the rows it reads

@@ -40,7 +40,8 @@ var _Log_layout = stateimpl.Layout{
 // is kept: past versions live only as long as snapshots of them. Retention is
 // optional: the state may be evicted.
 type LogState struct {
-	h *stateimpl.Head
+	h   *stateimpl.Head
+	mem stateimpl.Head // where h points for a head made by Branch: one allocation
 }
 
 // NewLogState creates an empty Log state in pool p, owned by owner (a
@@ -189,11 +190,12 @@ func (s *LogState) Snapshot() (*LogSnapshot, error) {
 //
 //state:acquire
 func (s *LogState) Branch() (*LogState, error) {
-	h, err := _Log_head(s).Branch()
-	if err != nil {
+	c := &LogState{}
+	if err := _Log_head(s).BranchInto(&c.mem); err != nil {
 		return nil, err
 	}
-	return &LogState{h: h}, nil
+	c.h = &c.mem
+	return c, nil
 }
 
 // Rollback moves the state back to the version of snapshot to, which must be

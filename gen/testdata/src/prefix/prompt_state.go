@@ -50,7 +50,8 @@ var _Prompt_layout = stateimpl.Layout{
 // state is never rolled back. No history is kept: past versions live only as
 // long as snapshots of them. Retention is optional: the state may be evicted.
 type PromptState struct {
-	h *stateimpl.Head
+	h   *stateimpl.Head
+	mem stateimpl.Head // where h points for a head made by Branch: one allocation
 }
 
 // NewPromptState creates an empty Prompt state in pool p, owned by owner (a
@@ -262,11 +263,12 @@ func (s *PromptState) Snapshot() (*PromptSnapshot, error) {
 //
 //state:acquire
 func (s *PromptState) Branch() (*PromptState, error) {
-	h, err := _Prompt_head(s).Branch()
-	if err != nil {
+	c := &PromptState{}
+	if err := _Prompt_head(s).BranchInto(&c.mem); err != nil {
 		return nil, err
 	}
-	return &PromptState{h: h}, nil
+	c.h = &c.mem
+	return c, nil
 }
 
 // Stats reports the state's version, rows, logical bytes (the rows it reads

@@ -148,3 +148,12 @@ func (h *Head) Snapshot() (*Snap, error) {
 	}
 	return s, nil
 }
+
+// Branch is BranchInto a new Head, as the tests branch.
+func (h *Head) Branch() (*Head, error) {
+	c := new(Head)
+	if err := h.BranchInto(c); err != nil {
+		return nil, err
+	}
+	return c, nil
+}

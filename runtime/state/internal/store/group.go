@@ -294,8 +294,8 @@ func (g *Group) Branch() (*Group, error) {
 	}
 	heads := make([]*Head, 0, len(g.heads))
 	for _, h := range g.heads {
-		c, err := h.branchLocked()
-		if err != nil {
+		c := new(Head)
+		if err := h.branchLocked(c); err != nil {
 			g.end(g.order, nil) // the branches taken are released outside the call
 			for _, x := range heads {
 				x.release()

@@ -120,26 +120,27 @@ func (h *Head) snapshotLocked(s *Snap) error {
 	return nil
 }
 
-// Branch returns a new head at the head's version and content, sharing its
-// blocks; writes to one are invisible to the other.
-//
-//state:acquire
-func (h *Head) Branch() (*Head, error) {
+// BranchInto makes in c a new head at the head's version and content,
+// sharing its blocks; writes to one are invisible to the other. c is
+// memory the caller holds (a generated handle holds its store head, so
+// that a branch and its handle are one allocation): a zero Head that no
+// call used before.
+func (h *Head) BranchInto(c *Head) error {
 	if err := h.begin("Branch"); err != nil {
-		return nil, err
+		return err
 	}
 	defer h.end()
-	return h.branchLocked()
+	return h.branchLocked(c)
 }
 
-// branchLocked is Branch with h's call begun.
-func (h *Head) branchLocked() (*Head, error) {
+// branchLocked makes h's branch in c, a zero Head, with h's call begun.
+func (h *Head) branchLocked(c *Head) error {
 	h.lin.mu.Lock()
 	defer h.lin.mu.Unlock()
 	if h.invalid.Load() {
-		return nil, h.errorf("Branch", "%w", ErrInvalidated)
+		return h.errorf("Branch", "%w", ErrInvalidated)
 	}
-	c := &Head{shape: h.shape, id: headIDs.Add(1), lin: h.lin, r: h.r.retain(), pos: h.pos}
+	c.shape, c.id, c.lin, c.r, c.pos = h.shape, headIDs.Add(1), h.lin, h.r.retain(), h.pos
 	h.pool.spares.take(&c.writeBufs)
 	c.logical = h.logicalOf(c.r)
 	for s := h.parts; s != 0; s &= s - 1 {
@@ -148,7 +149,7 @@ func (h *Head) branchLocked() (*Head, error) {
 	c.setParts()
 	h.lin.heads[c] = struct{}{}
 	h.pool.register(c)
-	return c, nil
+	return nil
 }
 
 // Merge fastforwards h to child, a branch of h's lineage: h takes the
