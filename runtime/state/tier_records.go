@@ -41,6 +41,18 @@ type hostTier struct {
 	// owned is the bytes handed out per owner (checkTier).
 	owned map[string]int64
 
+	// landing is the images copied back whose copies may still run, in
+	// the order they were queued (tier_stream.go); landingBytes their
+	// bytes, which used counts until they are given back.
+	landing      []tierLanding
+	landingBytes int64
+
+	// smu guards the tier's stream: st, made on first use, and the
+	// streams retired after a failure, closed with the tier.
+	smu  sync.Mutex
+	st   device.Stream
+	dead []device.Stream
+
 	// out, in and dropped are PoolStats's TierOut, TierIn and TierDropped.
 	out, in, dropped atomic.Int64
 }
@@ -96,6 +108,9 @@ func newHostTier(b device.Backend, max int64) *hostTier {
 func (t *hostTier) alloc(n int64, owner Owner) ([]tierSpan, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if len(t.landing) > 0 {
+		t.reapLocked(false)
+	}
 	var free int64
 	for _, s := range t.slabs {
 		for _, e := range s.free {
@@ -146,6 +161,129 @@ func (t *hostTier) alloc(n int64, owner Owner) ([]tierSpan, bool) {
 	return out, true
 }
 
+// tierLanding is an image copied back whose copies may still run: its
+// memory is the tier's again once ev completed.
+type tierLanding struct {
+	img *tierImage
+	st  device.Stream
+	ev  device.Event
+}
+
+// stream returns the tier's stream, made on first use; nil where the
+// backend has no streams or makes none (the copies are synchronous then).
+func (t *hostTier) stream() device.Stream {
+	if t.host == nil {
+		return nil
+	}
+	t.smu.Lock()
+	defer t.smu.Unlock()
+	if t.st == nil {
+		st, err := t.host.NewStream()
+		if err != nil {
+			return nil
+		}
+		t.st = st
+	}
+	return t.st
+}
+
+// streamFor returns the tier's stream for copies of img, nil where they
+// are synchronous: without streams, or where img lies in memory that is
+// not page-locked (an async copy must not read the Go heap).
+func (t *hostTier) streamFor(img *tierImage) device.Stream {
+	for _, sp := range img.spans {
+		if !sp.slab.pinned {
+			return nil
+		}
+	}
+	return t.stream()
+}
+
+// broken retires st after its work failed (a stream keeps its first
+// failure): later copies take a new stream, and st is closed with the
+// tier.
+func (t *hostTier) broken(st device.Stream) {
+	t.smu.Lock()
+	defer t.smu.Unlock()
+	if t.st == st {
+		t.st = nil
+		t.dead = append(t.dead, st)
+	}
+}
+
+// await waits until the work queued on st so far has completed, and
+// answers its failure; a failed stream is retired.
+func (t *hostTier) await(st device.Stream) error {
+	var err error
+	if ev, rerr := t.host.Record(st); rerr == nil {
+		err = ev.Wait()
+		ev.Close()
+	} else {
+		err = errors.Join(rerr, st.Sync())
+	}
+	if err != nil {
+		t.broken(st)
+	}
+	return err
+}
+
+// land keeps img's memory until ev completed.
+func (t *hostTier) land(img *tierImage, st device.Stream, ev device.Event) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.landing = append(t.landing, tierLanding{img: img, st: st, ev: ev})
+	t.landingBytes += img.bytes
+}
+
+// reapLocked gives back the memory of the images whose copies back have
+// completed, polling their events without waiting: one stream runs them
+// in order, so the first not done ends the poll. t.mu is held.
+func (t *hostTier) reapLocked(wait bool) {
+	n := 0
+	for _, l := range t.landing {
+		var err error
+		if wait {
+			err = l.ev.Wait()
+		} else if done, derr := l.ev.Done(); !done { // a failed copy is over too
+			break
+		} else {
+			err = derr
+		}
+		if err != nil {
+			t.broken(l.st)
+		}
+		l.ev.Close()
+		t.landingBytes -= l.img.bytes
+		t.freeLocked(l.img)
+		n++
+	}
+	t.landing = append(t.landing[:0], t.landing[n:]...)
+	clear(t.landing[len(t.landing):cap(t.landing)])
+}
+
+// drain waits for every copy back, and gives their images' memory back:
+// Pool.Close calls it before device memory goes.
+func (t *hostTier) drain() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.reapLocked(true)
+}
+
+// closeStreams closes the tier's streams.
+func (t *hostTier) closeStreams() error {
+	t.smu.Lock()
+	defer t.smu.Unlock()
+	var errs []error
+	if t.st != nil {
+		errs = append(errs, t.st.Close())
+	}
+	for _, st := range t.dead {
+		errs = append(errs, st.Close())
+	}
+	t.st, t.dead = nil, nil
+	return errors.Join(errs...)
+}
+
 // newSlab takes size bytes of host memory: page-locked where the backend
 // has it, so that copies to and from the device run at the bus's rate.
 func (t *hostTier) newSlab(size int) (*tierSlab, error) {
@@ -167,6 +305,11 @@ func (t *hostTier) newSlab(size int) (*tierSlab, error) {
 func (t *hostTier) free(img *tierImage) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.freeLocked(img)
+}
+
+// freeLocked is free with t.mu held.
+func (t *hostTier) freeLocked(img *tierImage) {
 	for _, sp := range img.spans {
 		sp.slab.put(tierExtent{off: sp.off, n: sp.n, owner: string(img.owner)})
 	}
@@ -205,9 +348,10 @@ func (s *tierSlab) put(e tierExtent) {
 
 // close gives every slab back; the tier holds nothing after.
 func (t *hostTier) close() error {
+	t.drain()
+	errs := []error{t.closeStreams()}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	var errs []error
 	for _, s := range t.slabs {
 		if s.pinned {
 			if err := t.host.HostFree(s.mem); err != nil {
@@ -227,7 +371,7 @@ func (t *hostTier) usedBytes() int64 {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.used
+	return t.used - t.landingBytes
 }
 
 // check checks the tier's accounting: its extents, free and handed out,
@@ -255,8 +399,8 @@ func (t *hostTier) check(want int64) error {
 		return fmt.Errorf("host tier: %d bytes free and %d used in slabs of %d", free, t.used, t.held)
 	case sum != t.used:
 		return fmt.Errorf("host tier: owners hold %d bytes, the tier counts %d", sum, t.used)
-	case t.used != want:
-		return fmt.Errorf("host tier: live handles' images hold %d bytes, the tier counts %d", want, t.used)
+	case t.used != want+t.landingBytes:
+		return fmt.Errorf("host tier: live handles' images hold %d bytes and %d are landing, the tier counts %d", want, t.landingBytes, t.used)
 	case t.held > t.max:
 		return fmt.Errorf("host tier: %d bytes of slabs over its %d", t.held, t.max)
 	}
