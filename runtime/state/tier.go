@@ -29,11 +29,7 @@ func (p *Pool) tierSave(img *tierImage, blks []*block, skip func(tierVictim) boo
 	if img.bytes > p.tier.max {
 		return nil, false, nil
 	}
-	for {
-		if spans, ok := p.tier.alloc(img.bytes, img.owner); ok {
-			img.spans = spans
-			break
-		}
+	for !p.tier.alloc(img, blks) {
 		if !p.tierDropOne(skip) {
 			return nil, false, nil
 		}
@@ -59,7 +55,7 @@ func (p *Pool) tierSave(img *tierImage, blks []*block, skip func(tierVictim) boo
 // after waits for the copies behind a fence. The image's memory goes back
 // to the tier once the event completed (landing).
 
-// tierOut copies blks into img's spans. On the tier's stream the copies
+// tierOut copies blks into img's host blocks. On the tier's stream the copies
 // are queued after an event on every stream recorded on the blocks, and
 // the call waits for them: the pool frees the device blocks next. dropped
 // reports that the work of a recorded stream failed: what the blocks hold
@@ -77,7 +73,7 @@ func (p *Pool) tierOut(img *tierImage, blks []*block) (dropped bool, err error) 
 	if err == nil {
 		err = p.tierRuns(img, blks, func(dst []byte, src device.Ptr) error { return sb.CopyDtoHAsync(st, dst, src) })
 	}
-	// Whatever was queued reads into img's spans: it completes before
+	// Whatever was queued writes img's blocks: it completes before
 	// they are given back or kept.
 	if werr := p.tier.await(st); err == nil {
 		err = werr
@@ -141,7 +137,7 @@ func (p *Pool) recordedOn(blks []*block) []device.Stream {
 	return sts
 }
 
-// tierIn copies img's spans into blks and, once they are copied, img's
+// tierIn copies img's host blocks into blks and, once they are copied, img's
 // memory is no longer the caller's. On the tier's stream, with wait, the
 // call waits for the copies; without, it records the stream on the
 // blocks (so that a release waits for the copies), queues the copies and
@@ -206,42 +202,18 @@ func (p *Pool) recordOn(blks []*block, st device.Stream) {
 }
 
 // tierRuns calls cp once per run of blks that follow one another in device
-// memory and lie in one span of img: a state's blocks, taken in address
-// order, copy in a few calls.
+// memory whose host blocks in img follow one another too: a state's
+// blocks, taken in address order, copy in a few calls.
 func (p *Pool) tierRuns(img *tierImage, blks []*block, cp func(host []byte, dev device.Ptr) error) error {
-	si, off := 0, 0 // the span and offset of the next block's bytes
 	for i := 0; i < len(blks); {
-		sp := img.spans[si]
 		n := blks[i].Bytes()
 		j := i + 1
-		for j < len(blks) && blks[j].Follows(blks[j-1]) && off+n+blks[j].Bytes() <= sp.n {
+		for j < len(blks) && blks[j].Follows(blks[j-1]) && img.blks[j].Follows(img.blks[j-1]) {
 			n += blks[j].Bytes()
 			j++
 		}
-		// A block may straddle two spans: copy it piece by piece.
-		if off+n > sp.n {
-			n = blks[i].Bytes()
-			j = i + 1
-			ptr := blks[i].Ptr()
-			for left := n; left > 0; {
-				k := min(left, img.spans[si].n-off)
-				if err := cp(img.spans[si].bytes()[off:off+k], ptr); err != nil {
-					return err
-				}
-				ptr += device.Ptr(k)
-				left -= k
-				if off += k; off == img.spans[si].n {
-					si, off = si+1, 0
-				}
-			}
-			i = j
-			continue
-		}
-		if err := cp(sp.bytes()[off:off+n], blks[i].Ptr()); err != nil {
+		if err := cp(p.tier.hm.bytes(img.blks[i].Ptr(), n), blks[i].Ptr()); err != nil {
 			return err
-		}
-		if off += n; off == sp.n {
-			si, off = si+1, 0
 		}
 		i = j
 	}

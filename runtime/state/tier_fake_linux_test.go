@@ -39,7 +39,7 @@ func TestTierPageLocked(t *testing.T) {
 			if h.tier == nil {
 				t.Fatal("the optional head is not in the tier")
 			}
-			if got := h.tier.spans[0].slab.pinned; got != pinned {
+			if got := p.tier.hm.pinned(h.tier.blks[0]); got != pinned {
 				t.Fatalf("the tier's slab is page-locked: %v, want %v", got, pinned)
 			}
 			checkInv(t, p)
