@@ -187,6 +187,9 @@ func (h *Head) AppendAsync(st device.Stream, cols [][]byte) error {
 	if err != nil {
 		return h.errorf("AppendAsync", "%w", err)
 	}
+	if err := h.async.orderTier(sb, st); err != nil {
+		return h.errorf("AppendAsync", "%w", err)
+	}
 	n, err := h.batchRows("AppendAsync", cols)
 	if err != nil {
 		return err

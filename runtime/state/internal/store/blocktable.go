@@ -318,7 +318,8 @@ func (h *Head) BlockTable() (*BlockTable, error) {
 			// Evicted, or in the host tier: a call rebuilds it or
 			// brings it back (or answers why not), and the tables
 			// follow the blocks it comes back to.
-			if err := h.prepareLocked(call{op: "BlockTable"}); err != nil {
+			// land: a kernel handed the entries next reads the rows.
+			if err := h.prepareLocked(call{op: "BlockTable", land: true}); err != nil {
 				t.mu.Lock()
 				t.err = fmt.Errorf("state: block table: %w", err)
 				t.mu.Unlock()

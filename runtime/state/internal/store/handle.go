@@ -165,10 +165,12 @@ type streamMark struct {
 	upTo []int
 }
 
-// streamEvent is an event recorded on a stream.
+// streamEvent is an event recorded on a stream; tier marks the copies of
+// a return from the host tier (tier_stream.go).
 type streamEvent struct {
-	st device.Stream
-	ev device.Event
+	st   device.Stream
+	ev   device.Event
+	tier bool
 }
 
 // tablePart is the head's live block tables, kept current with its root;

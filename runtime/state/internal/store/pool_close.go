@@ -73,6 +73,9 @@ func (p *Pool) Close() error {
 		}
 		p.WaitPending() // tables whose streams were recorded
 	}
+	if p.tier != nil {
+		p.tier.drain() // copies back from the tier, before device memory goes
+	}
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()

@@ -231,10 +231,8 @@ func (h *Head) adoptFromTier(t *prefixTable, keys []byte, blockKeys, n int, chai
 				releaseBlock(b, &back)
 			}
 			p.free(back)
-			p.tier.free(x.img)
 			break
 		}
-		p.tier.free(x.img)
 		p.tier.in.Add(x.img.bytes)
 		chain = append(chain, e)
 	}

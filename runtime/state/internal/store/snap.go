@@ -63,7 +63,7 @@ func (s *Snap) back(op string) error {
 // bringBackLocked gives s its version back from the tier. s.mu is
 // write-held.
 func (s *Snap) bringBackLocked(op string) error {
-	r, err := s.pool.tierBack(&s.shape, s.tier)
+	r, _, _, err := s.pool.tierBack(&s.shape, s.tier, true)
 	if err != nil {
 		return s.errorf(op, "bringing snapshot %d back from the host tier: %w", s.pos.v, err)
 	}

@@ -196,3 +196,30 @@ func (ap *asyncPart) release(_ *Head, freed []*block) []*block {
 	ap.inflight = nil
 	return freed
 }
+
+// onlyTier reports whether every copy in flight is a return from the host
+// tier: the tier's own, which a move out may wait for. h.mu is held.
+func (ap *asyncPart) onlyTier() bool {
+	for _, f := range ap.inflight {
+		if !f.tier {
+			return false
+		}
+	}
+	return true
+}
+
+// orderTier makes the work queued on st from now on wait for the copies
+// of a return from the host tier still in flight: they write whole
+// blocks, the free rows of the last one included, which an AppendAsync
+// on st fills. It queues waits, never waits. h.mu is held.
+func (ap *asyncPart) orderTier(sb device.Streams, st device.Stream) error {
+	for _, f := range ap.inflight {
+		if !f.tier || f.st == st || st == nil {
+			continue
+		}
+		if err := sb.WaitEvent(st, f.ev); err != nil {
+			return err
+		}
+	}
+	return nil
+}

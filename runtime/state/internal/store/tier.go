@@ -29,66 +29,191 @@ func (p *Pool) tierSave(img *tierImage, blks []*block, skip func(tierVictim) boo
 	if img.bytes > p.tier.max {
 		return nil, false, nil
 	}
-	if err := p.awaitRecorded(blks); err != nil {
-		// The work a stream queued on the blocks failed: what they hold
-		// is no state worth keeping, and the pool drops it as it would
-		// without a tier.
-		return nil, false, nil
-	}
-	for {
-		if spans, ok := p.tier.alloc(img.bytes, img.owner); ok {
-			img.spans = spans
-			break
-		}
+	for !p.tier.alloc(img, blks) {
 		if !p.tierDropOne(skip) {
 			return nil, false, nil
 		}
 	}
-	err := p.tierRuns(img, blks, func(dst []byte, src device.Ptr) error { return p.b.CopyDtoH(dst, src) })
-	if err != nil {
+	dropped, err := p.tierOut(img, blks)
+	if dropped || err != nil {
+		// dropped: the work a stream queued on the blocks failed, and the
+		// pool drops them as it would without a tier.
 		p.tier.free(img)
 		return nil, false, err
 	}
 	return img, true, nil
 }
 
+// The host tier's copies in stream order (docs/INTERNALS.md, "The host
+// tier"): where the backend has streams and the image's memory is
+// page-locked, a move out queues its copies on the tier's stream after the
+// work of every stream recorded on the blocks (WaitEvent, not a wait of
+// the caller), and a move in queues its copies there and returns; the
+// head keeps the copies' event as an AppendAsync's (asyncPart.inflight),
+// so its later calls wait for it, or order their stream after it, and the
+// blocks carry the tier's stream as RecordStream's do, so a release right
+// after waits for the copies behind a fence. The image's memory goes back
+// to the tier once the event completed (landing).
+
+// tierOut copies blks into img's host blocks. On the tier's stream the copies
+// are queued after an event on every stream recorded on the blocks, and
+// the call waits for them: the pool frees the device blocks next. dropped
+// reports that the work of a recorded stream failed: what the blocks hold
+// is no state worth keeping.
+func (p *Pool) tierOut(img *tierImage, blks []*block) (dropped bool, err error) {
+	st := p.tier.streamFor(img)
+	if st == nil {
+		if err := p.awaitRecorded(blks); err != nil {
+			return true, nil
+		}
+		return false, p.tierRuns(img, blks, func(dst []byte, src device.Ptr) error { return p.b.CopyDtoH(dst, src) })
+	}
+	sb := p.tier.host
+	evs, err := p.orderAfterRecorded(sb, st, blks)
+	if err == nil {
+		err = p.tierRuns(img, blks, func(dst []byte, src device.Ptr) error { return sb.CopyDtoHAsync(st, dst, src) })
+	}
+	// Whatever was queued writes img's blocks: it completes before
+	// they are given back or kept.
+	if werr := p.tier.await(st); err == nil {
+		err = werr
+	}
+	for _, ev := range evs {
+		// Done once st passed its wait: polled, not waited for.
+		done, err := ev.Done()
+		if !done {
+			err = ev.Wait()
+		}
+		if err != nil {
+			dropped = true
+		}
+		ev.Close()
+	}
+	if err != nil {
+		return false, err
+	}
+	return dropped, nil
+}
+
+// orderAfterRecorded makes the work queued on st from now on wait for the
+// work queued so far on the streams recorded on blks, and returns the
+// events it waits for (the caller closes them).
+func (p *Pool) orderAfterRecorded(sb device.Streams, st device.Stream, blks []*block) ([]device.Event, error) {
+	var evs []device.Event
+	for _, on := range p.recordedOn(blks) {
+		if on == st {
+			continue // ordered by the stream itself
+		}
+		ev, err := sb.Record(on)
+		if errors.Is(err, device.ErrStreamClosed) {
+			continue // closed: its work is done
+		}
+		if err != nil {
+			return evs, err
+		}
+		evs = append(evs, ev)
+		if err := sb.WaitEvent(st, ev); err != nil {
+			return evs, err
+		}
+	}
+	return evs, nil
+}
+
+// recordedOn returns the distinct streams recorded on blks.
+func (p *Pool) recordedOn(blks []*block) []device.Stream {
+	if p.rec.n.Load() == 0 {
+		return nil
+	}
+	var sts []device.Stream
+	p.rec.mu.Lock()
+	defer p.rec.mu.Unlock()
+	for _, b := range blks {
+		for _, st := range streamsOn(b) {
+			if !hasStream(sts, st) {
+				sts = append(sts, st)
+			}
+		}
+	}
+	return sts
+}
+
+// tierIn copies img's host blocks into blks and, once they are copied, img's
+// memory is no longer the caller's. On the tier's stream, with wait, the
+// call waits for the copies; without, it records the stream on the
+// blocks (so that a release waits for the copies), queues the copies and
+// an event, and returns the stream and the event (the caller closes it),
+// img's memory on the tier's landing list until a second event after the
+// copies completes. Synchronous copies return no event. An error leaves
+// img in the tier.
+func (p *Pool) tierIn(img *tierImage, blks []*block, wait bool) (device.Stream, device.Event, error) {
+	st := p.tier.streamFor(img)
+	if st == nil {
+		err := p.tierRuns(img, blks, func(src []byte, dst device.Ptr) error { return p.b.CopyHtoD(dst, src) })
+		if err == nil {
+			p.tier.free(img)
+		}
+		return nil, nil, err
+	}
+	sb := p.tier.host
+	if !wait {
+		p.recordOn(blks, st)
+	}
+	err := p.tierRuns(img, blks, func(src []byte, dst device.Ptr) error { return sb.CopyHtoDAsync(st, dst, src) })
+	if wait {
+		if werr := p.tier.await(st); err == nil {
+			err = werr
+		}
+		if err == nil {
+			p.tier.free(img)
+		}
+		return nil, nil, err
+	}
+	var ev, kept device.Event
+	if err == nil {
+		ev, err = sb.Record(st)
+	}
+	if err == nil {
+		// The landing list's own event: the caller closes ev when it
+		// likes, and the list polls kept.
+		if kept, err = sb.Record(st); err != nil {
+			ev.Close()
+		}
+	}
+	if err != nil {
+		// Copies queued before the failure may still read img: it stays
+		// in the tier, unchanged, and the blocks wait for them.
+		return nil, nil, err
+	}
+	p.tier.land(img, st, kept)
+	return st, ev, nil
+}
+
+// recordOn records st on blks: their release waits for its work.
+func (p *Pool) recordOn(blks []*block, st device.Stream) {
+	p.rec.mu.Lock()
+	defer p.rec.mu.Unlock()
+	var added int64
+	for _, b := range blks {
+		if p.rec.addLocked(b, st) {
+			added++
+		}
+	}
+	p.rec.n.Add(added)
+}
+
 // tierRuns calls cp once per run of blks that follow one another in device
-// memory and lie in one span of img: a state's blocks, taken in address
-// order, copy in a few calls.
+// memory whose host blocks in img follow one another too: a state's
+// blocks, taken in address order, copy in a few calls.
 func (p *Pool) tierRuns(img *tierImage, blks []*block, cp func(host []byte, dev device.Ptr) error) error {
-	si, off := 0, 0 // the span and offset of the next block's bytes
 	for i := 0; i < len(blks); {
-		sp := img.spans[si]
 		n := blks[i].Bytes()
 		j := i + 1
-		for j < len(blks) && blks[j].Follows(blks[j-1]) && off+n+blks[j].Bytes() <= sp.n {
+		for j < len(blks) && blks[j].Follows(blks[j-1]) && img.blks[j].Follows(img.blks[j-1]) {
 			n += blks[j].Bytes()
 			j++
 		}
-		// A block may straddle two spans: copy it piece by piece.
-		if off+n > sp.n {
-			n = blks[i].Bytes()
-			j = i + 1
-			ptr := blks[i].Ptr()
-			for left := n; left > 0; {
-				k := min(left, img.spans[si].n-off)
-				if err := cp(img.spans[si].bytes()[off:off+k], ptr); err != nil {
-					return err
-				}
-				ptr += device.Ptr(k)
-				left -= k
-				if off += k; off == img.spans[si].n {
-					si, off = si+1, 0
-				}
-			}
-			i = j
-			continue
-		}
-		if err := cp(sp.bytes()[off:off+n], blks[i].Ptr()); err != nil {
+		if err := cp(p.tier.hm.bytes(img.blks[i].Ptr(), n), blks[i].Ptr()); err != nil {
 			return err
-		}
-		if off += n; off == sp.n {
-			si, off = si+1, 0
 		}
 		i = j
 	}
@@ -135,28 +260,27 @@ func (p *Pool) awaitRecorded(blks []*block) error {
 // tierBack brings img back to device memory as a new root of sh's shape,
 // with the blocks' bytes as they were: the root, or an error with img
 // still in the tier and nothing taken. The caller holds its handle's lock.
-func (p *Pool) tierBack(sh *shape, img *tierImage) (*root, error) {
+// With wait the call returns once the rows are in device memory; without,
+// the copies may still run on st, the tier's stream, and landed, when
+// not nil, is the event after them, which the caller closes (tierIn).
+func (p *Pool) tierBack(sh *shape, img *tierImage, wait bool) (r *root, st device.Stream, landed device.Event, err error) {
 	counts := make([]int, len(img.cols))
 	for c, col := range img.cols {
 		counts[c] = col.n - col.lo
 	}
 	blks, err := sh.allocCols(nil, counts, false)
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
-	giveBack := func() {
+	if st, landed, err = p.tierIn(img, blks, wait); err != nil {
 		var back []*block
 		for _, b := range blks {
 			releaseBlock(b, &back)
 		}
 		p.free(back)
+		return nil, nil, nil, err
 	}
-	err = p.tierRuns(img, blks, func(src []byte, dst device.Ptr) error { return p.b.CopyHtoD(dst, src) })
-	if err != nil {
-		giveBack()
-		return nil, err
-	}
-	r := newRoot(len(img.cols))
+	r = newRoot(len(img.cols))
 	r.rows = img.rows
 	var freed []*block
 	at := 0
@@ -169,9 +293,8 @@ func (p *Pool) tierBack(sh *shape, img *tierImage) (*root, error) {
 			at++
 		}
 	}
-	p.tier.free(img)
 	p.tier.in.Add(img.bytes)
-	return r, nil
+	return r, st, landed, nil
 }
 
 // tierMover is a victim the host tier may take: moveOut copies it there
@@ -301,7 +424,7 @@ func (p *Pool) tierBlocks(sh *shape, x *tierPrefix) ([]*block, error) {
 		}
 		blks = append(blks, b[0])
 	}
-	if err := p.tierRuns(x.img, blks, func(src []byte, dst device.Ptr) error { return p.b.CopyHtoD(dst, src) }); err != nil {
+	if _, _, err := p.tierIn(x.img, blks, true); err != nil {
 		giveBack()
 		return nil, err
 	}

@@ -39,7 +39,7 @@ func TestTierPageLocked(t *testing.T) {
 			if h.tier == nil {
 				t.Fatal("the optional head is not in the tier")
 			}
-			if got := h.tier.spans[0].slab.pinned; got != pinned {
+			if got := p.tier.hm.pinned(h.tier.blks[0]); got != pinned {
 				t.Fatalf("the tier's slab is page-locked: %v, want %v", got, pinned)
 			}
 			checkInv(t, p)
@@ -56,4 +56,63 @@ func TestTierPageLocked(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestTierCopiesOnStream: on the CUDA backend the moves run on the tier's
+// stream in stream order: a move out queues a wait on the event of the
+// stream recorded on the blocks and then its async copies (no synchronous
+// copy); Prefetch queues the copies back and waits for nothing.
+func TestTierCopiesOnStream(t *testing.T) {
+	f := fakecuda.Open(t)
+	c, err := device.OpenCUDA(device.CUDAOptions{Library: f.Path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	p, err := NewPool(c, PoolOptions{BlockBytes: 256, MaxBytes: 16 * 256, HostTier: 64 << 10})
+	check(t, err)
+	t.Cleanup(func() { p.Close() })
+	h := headOf(t, p, wide("Cache", Optional), "a")
+	fill(t, h, 2, 40)
+	st, err := c.NewStream()
+	check(t, err)
+	defer st.Close()
+	check(t, h.RecordStream(st))
+	p.tier.stream() // made before the counts
+	calls := func(names ...string) []int64 {
+		var n []int64
+		for _, name := range names {
+			n = append(n, f.Get("calls:"+name))
+		}
+		return n
+	}
+	names := []string{"cuStreamWaitEvent", "cuMemcpyDtoHAsync_v2", "cuMemcpyDtoH_v2", "cuEventSynchronize", "cuMemcpyHtoDAsync_v2", "cuMemcpyHtoD_v2"}
+	before := calls(names...)
+	if _, moved, err := h.moveOut(); !moved || err != nil {
+		t.Fatalf("move out: %v, %v", moved, err)
+	}
+	after := calls(names...)
+	want := []int64{1, 1, 0, -1, 0, 0} // the two blocks follow one another: one copy
+	for i, name := range names {
+		if want[i] < 0 {
+			continue // the freed blocks' fence waits in a goroutine of its own
+		}
+		if d := after[i] - before[i]; d != want[i] {
+			t.Errorf("move out: %s called %d times, want %d", name, d, want[i])
+		}
+	}
+	p.WaitPending() // the freed blocks' fence waits, in a goroutine of its own
+	before = calls(names...)
+	check(t, h.Prefetch())
+	after = calls(names...)
+	want = []int64{0, 0, 0, 0, 1, 0}
+	for i, name := range names {
+		if d := after[i] - before[i]; d != want[i] {
+			t.Errorf("Prefetch: %s called %d times, want %d", name, d, want[i])
+		}
+	}
+	if got := readWide(t, h); !bytes.Equal(got, catWide(wideRow(40), wideRow(41))) {
+		t.Fatal("rows brought back differ")
+	}
+	checkInv(t, p)
 }

@@ -17,8 +17,11 @@ func (h *Head) tierableLocked() ([]*block, bool) {
 	if h.pool.tier == nil || h.l.Retention != Optional || !h.evictableLocked() {
 		return nil, false
 	}
-	if h.hist != nil || h.share != nil || h.gshare != nil || len(h.async.inflight) > 0 || h.deviceRows {
+	if h.hist != nil || h.share != nil || h.gshare != nil || h.deviceRows {
 		return nil, false
+	}
+	if len(h.async.inflight) > 0 && (!h.async.onlyTier() || h.async.land() != nil) {
+		return nil, false // copies in flight, other than the tier's own back
 	}
 	return wholly(h.r, nil)
 }
@@ -66,12 +69,19 @@ var errInTier = errors.New("state: block table: the head is in the host tier")
 // is free now (a member busy with a call brings itself back). h.mu is
 // held.
 func (h *Head) bringBackLocked(op string) error {
-	r, err := h.pool.tierBack(&h.shape, h.tier)
+	r, st, landed, err := h.pool.tierBack(&h.shape, h.tier, false)
 	if err != nil {
 		return h.errorf(op, "bringing version %d back from the host tier: %w", h.pos.v, err)
 	}
 	h.r, h.evicted, h.tier = r, false, nil
 	h.moved()
+	if landed != nil {
+		// Calls wait for the copies, or order their stream after them,
+		// as they do for an AppendAsync's.
+		h.async.join(h)
+		h.async.inFlight(st, landed)
+		h.async.inflight[len(h.async.inflight)-1].tier = true
+	}
 	if g := h.group.Load(); g != nil {
 		for _, m := range g.heads {
 			if m == h || !m.mu.TryLock() {
@@ -134,10 +144,13 @@ func (h *Head) dropTierLocked() (int64, bool) {
 	return n, true
 }
 
-// Prefetch brings the head's version back from the host tier, where the
-// pool moved it under memory pressure, before a call needs it. A head in
-// device memory answers nil at once; a released head ErrReleased; with no
-// room in device memory it answers the error and stays in the tier.
+// Prefetch starts bringing the head's version back from the host tier,
+// where the pool moved it under memory pressure, before a call needs it:
+// the copies are queued on the tier's stream and the call returns without
+// waiting for them (where the backend has streams); the next call that
+// needs the rows waits for them, if they have not landed by then. A head
+// in device memory answers nil at once; a released head ErrReleased; with
+// no room in device memory it answers the error and stays in the tier.
 func (h *Head) Prefetch() error {
 	if err := h.open(call{op: "Prefetch"}); err != nil {
 		return err
@@ -311,6 +324,13 @@ func (lp *lruPart) prepare(h *Head, c call) error {
 		}
 		if err := rebuild(c.op); err != nil {
 			return err
+		}
+		// The async part, joined by the return, may come after this one
+		// in the hooks' order only from the next call.
+		if c.land && len(h.async.inflight) > 0 {
+			if err := h.async.land(); err != nil {
+				return h.errorf(c.op, "rows brought back from the host tier: %w", err)
+			}
 		}
 	}
 	h.pool.touch(&lp.lastUse)

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"slices"
@@ -8,74 +9,51 @@ import (
 	"sync/atomic"
 
 	"github.com/gpustate/gpustate/runtime/device"
+	"github.com/gpustate/gpustate/runtime/state/internal/blocks"
 )
 
 // The host tier (docs/INTERNALS.md, "The host tier"): a second store, in
 // host memory, that optional state moves to where the pool would evict it,
-// and comes back from on its next use. Its memory is slabs of host memory
-// (page-locked from the backend's HostAlloc where it has one, else the Go
-// heap), carved into extents by first fit; an extent keeps the owner whose
-// bytes it last held, and is zeroed when it is handed to another owner.
-
-// tierSlabBytes is the most one slab of the tier takes: the tier grows a
-// slab at a time up to PoolOptions.HostTier.
-const tierSlabBytes = 64 << 20
-
-// tierAlign is the granule of the tier's extents.
-const tierAlign = 256
-
-// tierMixed tags a free extent whose bytes several owners left: it is
-// zeroed for whoever takes it. The empty tag is clean memory.
-const tierMixed = "\x00"
+// and comes back from on its next use. Its memory is blocks of the block
+// allocator (internal/blocks) over host memory (tierMem: page-locked from
+// the backend's HostAlloc where it has one, else the Go heap), one host
+// block per device block, of the same size: the allocator's rule, that a
+// block handed to another owner is zeroed first, holds in the tier as in
+// device memory.
 
 // hostTier is the pool's host tier. Its lock is the last of the pool's:
 // it is never held while a handle's lock is taken.
 type hostTier struct {
 	max  int64
-	host device.Streams // the backend's page-locked memory, nil: the Go heap
+	host device.Streams // the backend's streams and page-locked memory, nil: none
+	hm   *tierMem
+	mem  *blocks.Allocator // over hm, capped at max
 
-	mu    sync.Mutex
-	slabs []*tierSlab
-	held  int64 // bytes of the slabs
-	used  int64 // bytes of the extents handed out
-	// owned is the bytes handed out per owner (checkTier).
-	owned map[string]int64
+	mu sync.Mutex
+	// landing is the images copied back whose copies may still run, in
+	// the order they were queued; landingBytes their bytes, which the
+	// allocator counts in use until they are given back.
+	landing      []tierLanding
+	landingBytes int64
+
+	// smu guards the tier's stream: st, made on first use, and the
+	// streams retired after a failure, closed with the tier.
+	smu  sync.Mutex
+	st   device.Stream
+	dead []device.Stream
 
 	// out, in and dropped are PoolStats's TierOut, TierIn and TierDropped.
 	out, in, dropped atomic.Int64
 }
 
-// tierSlab is one host allocation of the tier and its free extents, by
-// offset, neighbours merged.
-type tierSlab struct {
-	mem    []byte
-	pinned bool // from host.HostAlloc: given back with HostFree
-	free   []tierExtent
-}
-
-// tierExtent is a range of a slab: free, tagged with the owner whose bytes
-// it holds ("" clean, tierMixed several), or handed out.
-type tierExtent struct {
-	off, n int
-	owner  string
-}
-
-// tierSpan is a range of a slab handed out to an image.
-type tierSpan struct {
-	slab   *tierSlab
-	off, n int
-}
-
-func (s tierSpan) bytes() []byte { return s.slab.mem[s.off : s.off+s.n] }
-
 // tierImage is a state's version in the tier: what its root was, block by
-// block, and where the blocks' bytes lie. The tree itself is not kept:
-// bringing back makes it again from the image (bringBack).
+// block, and the host blocks that hold the blocks' bytes. The tree itself
+// is not kept: bringing back makes it again from the image (tierBack).
 type tierImage struct {
 	owner Owner
 	rows  int
 	cols  []tierCol
-	spans []tierSpan // the blocks' bytes, column after column, in block order
+	blks  []*block // host blocks, one per device block, column after column, in block order
 	bytes int64
 }
 
@@ -83,141 +61,300 @@ type tierImage struct {
 type tierCol struct{ lo, n int }
 
 func newHostTier(b device.Backend, max int64) *hostTier {
-	t := &hostTier{max: max, owned: map[string]int64{}}
+	t := &hostTier{max: max}
 	if sb, ok := b.(device.Streams); ok {
 		t.host = sb
 	}
+	t.hm = &tierMem{host: t.host}
+	t.mem = blocks.New(t.hm, blocks.Options{MaxBytes: max, NoMemory: errTierFull})
 	return t
 }
 
-// alloc hands out n bytes (a multiple of tierAlign) for owner, in one or
-// more spans, growing a slab when the free extents fall short; false when
-// the tier has no room. Bytes another owner left are zeroed first.
-func (t *hostTier) alloc(n int64, owner Owner) ([]tierSpan, bool) {
+// errTierFull is what an allocation of the tier fails with when the tier
+// is full.
+var errTierFull = errors.New("state: the host tier is full")
+
+// alloc takes a host block for each of blks, of its size, for owner: in
+// img.blks, or false when the tier has no room (nothing taken then).
+// Blocks another owner left are zeroed first (blocks.Allocator.Alloc).
+func (t *hostTier) alloc(img *tierImage, blks []*block) bool {
 	t.mu.Lock()
-	defer t.mu.Unlock()
-	var free int64
-	for _, s := range t.slabs {
-		for _, e := range s.free {
-			free += int64(e.n)
-		}
+	if len(t.landing) > 0 {
+		t.reapLocked(false)
 	}
-	for free < n && t.held < t.max {
-		size := min(t.max-t.held, tierSlabBytes) &^ (tierAlign - 1)
-		if size <= 0 {
-			break
+	t.mu.Unlock()
+	out := make([]*block, 0, len(blks))
+	for i := 0; i < len(blks); {
+		j := i + 1
+		for j < len(blks) && blks[j].Bytes() == blks[i].Bytes() {
+			j++
 		}
-		s, err := t.newSlab(int(size))
+		got, err := t.mem.Alloc(nil, t.mem.Class(blks[i].Bytes()), string(img.owner), j-i, false)
 		if err != nil {
-			break
+			t.give(out)
+			return false
 		}
-		t.slabs = append(t.slabs, s)
-		t.held += size
-		free += size
+		out = append(out, got...)
+		i = j
 	}
-	if free < n {
-		return nil, false
-	}
-	var out []tierSpan
-	left := int(n)
-	for _, s := range t.slabs {
-		for left > 0 && len(s.free) > 0 {
-			e := &s.free[0]
-			k := min(e.n, left)
-			sp := tierSpan{slab: s, off: e.off, n: k}
-			if e.owner != "" && e.owner != string(owner) {
-				clear(sp.bytes()) // isolation: another owner's bytes never reach this one
-			}
-			out = append(out, sp)
-			left -= k
-			if e.n == k {
-				s.free = s.free[1:]
-			} else {
-				e.off += k
-				e.n -= k
-			}
-		}
-		if left == 0 {
-			break
-		}
-	}
-	t.used += n
-	t.owned[string(owner)] += n
-	return out, true
+	img.blks = out
+	return true
 }
 
-// newSlab takes size bytes of host memory: page-locked where the backend
-// has it, so that copies to and from the device run at the bus's rate.
-func (t *hostTier) newSlab(size int) (*tierSlab, error) {
-	s := &tierSlab{free: []tierExtent{{off: 0, n: size}}}
-	if t.host != nil {
-		if mem, err := t.host.HostAlloc(size); err == nil {
-			// Page-locked memory may hold anything: zeroed as it is
-			// handed out, as another owner's bytes are.
+// give gives host blocks back to the tier's allocator.
+func (t *hostTier) give(list []*block) {
+	var freed []*block
+	for _, b := range list {
+		releaseBlock(b, &freed)
+	}
+	t.mem.Free(freed)
+}
+
+// tierMem is host memory as the block allocator's backend: slabs of the
+// backend's page-locked memory (or the Go heap where it has none), each
+// at an address of its own in a made-up space, which bytes maps back.
+type tierMem struct {
+	host device.Streams
+
+	mu    sync.Mutex
+	slabs []tierSlab // by address
+	next  device.Ptr
+}
+
+// tierSlab is one host allocation of the tier.
+type tierSlab struct {
+	at     device.Ptr
+	mem    []byte
+	pinned bool // from host.HostAlloc: given back with HostFree
+}
+
+// tierGap keeps the tier's slabs apart in their address space.
+const tierGap = 1 << 20
+
+func (m *tierMem) Name() string { return "host tier" }
+
+// Alloc takes n bytes of host memory: page-locked where the backend has
+// it, so that copies to and from the device run at the bus's rate.
+func (m *tierMem) Alloc(n int) (device.Ptr, error) {
+	s := tierSlab{}
+	if m.host != nil {
+		if mem, err := m.host.HostAlloc(n); err == nil {
 			s.mem, s.pinned = mem, true
-			s.free[0].owner = tierMixed
-			return s, nil
 		}
 	}
-	s.mem = make([]byte, size)
-	return s, nil
+	if s.mem == nil {
+		s.mem = make([]byte, n)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.next == 0 {
+		m.next = tierGap
+	}
+	s.at = m.next
+	m.next += device.Ptr(n+tierGap-1) &^ (tierGap - 1)
+	m.next += tierGap
+	m.slabs = append(m.slabs, s)
+	return s.at, nil
 }
 
-// free gives an image's spans back, tagged with its owner.
-func (t *hostTier) free(img *tierImage) {
+// Free gives the slab at p back.
+func (m *tierMem) Free(p device.Ptr) error {
+	m.mu.Lock()
+	i, ok := slices.BinarySearchFunc(m.slabs, p, func(s tierSlab, p device.Ptr) int { return cmp.Compare(s.at, p) })
+	if !ok {
+		m.mu.Unlock()
+		return fmt.Errorf("state: host tier: no slab at %#x", p)
+	}
+	s := m.slabs[i]
+	m.slabs = slices.Delete(m.slabs, i, i+1)
+	m.mu.Unlock()
+	if s.pinned {
+		return m.host.HostFree(s.mem)
+	}
+	return nil
+}
+
+// slab returns the slab p lies in and p's offset there.
+func (m *tierMem) slab(p device.Ptr) (tierSlab, int, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	i, _ := slices.BinarySearchFunc(m.slabs, p, func(s tierSlab, p device.Ptr) int { return cmp.Compare(s.at, p) })
+	if i < len(m.slabs) && m.slabs[i].at == p {
+		return m.slabs[i], 0, true
+	}
+	if i == 0 {
+		return tierSlab{}, 0, false
+	}
+	s := m.slabs[i-1]
+	off := int(p - s.at)
+	return s, off, off < len(s.mem)
+}
+
+// bytes returns the n bytes of host memory at p.
+func (m *tierMem) bytes(p device.Ptr, n int) []byte {
+	s, off, ok := m.slab(p)
+	if !ok || off+n > len(s.mem) {
+		panic(fmt.Sprintf("state: host tier: %d bytes at %#x lie in no slab", n, p))
+	}
+	return s.mem[off : off+n : off+n]
+}
+
+// pinned reports whether b lies in page-locked memory.
+func (m *tierMem) pinned(b *block) bool {
+	s, _, ok := m.slab(b.Ptr())
+	return ok && s.pinned
+}
+
+func (m *tierMem) Memset(dst device.Ptr, v byte, n int) error {
+	b := m.bytes(dst, n)
+	for i := range b {
+		b[i] = v
+	}
+	return nil
+}
+
+var errTierMem = errors.New("state: host tier memory: not a device")
+
+func (m *tierMem) CopyHtoD(device.Ptr, []byte) error          { return errTierMem }
+func (m *tierMem) CopyDtoH([]byte, device.Ptr) error          { return errTierMem }
+func (m *tierMem) CopyDtoD(device.Ptr, device.Ptr, int) error { return errTierMem }
+func (m *tierMem) Sync() error                                { return nil }
+func (m *tierMem) MemInfo() (free, total uint64, err error)   { return 0, 0, errTierMem }
+func (m *tierMem) Close() error                               { return nil }
+
+// tierLanding is an image copied back whose copies may still run: its
+// memory is the tier's again once ev completed.
+type tierLanding struct {
+	img *tierImage
+	st  device.Stream
+	ev  device.Event
+}
+
+// stream returns the tier's stream, made on first use; nil where the
+// backend has no streams or makes none (the copies are synchronous then).
+func (t *hostTier) stream() device.Stream {
+	if t.host == nil {
+		return nil
+	}
+	t.smu.Lock()
+	defer t.smu.Unlock()
+	if t.st == nil {
+		st, err := t.host.NewStream()
+		if err != nil {
+			return nil
+		}
+		t.st = st
+	}
+	return t.st
+}
+
+// streamFor returns the tier's stream for copies of img, nil where they
+// are synchronous: without streams, or where img lies in memory that is
+// not page-locked (an async copy must not read the Go heap).
+func (t *hostTier) streamFor(img *tierImage) device.Stream {
+	for _, b := range img.blks {
+		if !t.hm.pinned(b) {
+			return nil
+		}
+	}
+	return t.stream()
+}
+
+// broken retires st after its work failed (a stream keeps its first
+// failure): later copies take a new stream, and st is closed with the
+// tier.
+func (t *hostTier) broken(st device.Stream) {
+	t.smu.Lock()
+	defer t.smu.Unlock()
+	if t.st == st {
+		t.st = nil
+		t.dead = append(t.dead, st)
+	}
+}
+
+// await waits until the work queued on st so far has completed, and
+// answers its failure; a failed stream is retired.
+func (t *hostTier) await(st device.Stream) error {
+	var err error
+	if ev, rerr := t.host.Record(st); rerr == nil {
+		err = ev.Wait()
+		ev.Close()
+	} else {
+		err = errors.Join(rerr, st.Sync())
+	}
+	if err != nil {
+		t.broken(st)
+	}
+	return err
+}
+
+// land keeps img's memory until ev completed.
+func (t *hostTier) land(img *tierImage, st device.Stream, ev device.Event) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	for _, sp := range img.spans {
-		sp.slab.put(tierExtent{off: sp.off, n: sp.n, owner: string(img.owner)})
-	}
-	img.spans = nil
-	t.used -= img.bytes
-	if t.owned[string(img.owner)] -= img.bytes; t.owned[string(img.owner)] == 0 {
-		delete(t.owned, string(img.owner))
-	}
+	t.landing = append(t.landing, tierLanding{img: img, st: st, ev: ev})
+	t.landingBytes += img.bytes
 }
 
-// put returns e to s's free extents, merged with its neighbours (the tag of
-// a merge of two owners' bytes is tierMixed).
-func (s *tierSlab) put(e tierExtent) {
-	i, _ := slices.BinarySearchFunc(s.free, e.off, func(x tierExtent, off int) int { return x.off - off })
-	s.free = slices.Insert(s.free, i, e)
-	merge := func(a, b tierExtent) tierExtent {
-		switch {
-		case a.owner == b.owner || b.owner == "":
-		case a.owner == "":
-			a.owner = b.owner
-		default:
-			a.owner = tierMixed
+// reapLocked gives back the memory of the images whose copies back have
+// completed, polling their events without waiting: one stream runs them
+// in order, so the first not done ends the poll. t.mu is held.
+func (t *hostTier) reapLocked(wait bool) {
+	n := 0
+	for _, l := range t.landing {
+		var err error
+		if wait {
+			err = l.ev.Wait()
+		} else if done, derr := l.ev.Done(); !done { // a failed copy is over too
+			break
+		} else {
+			err = derr
 		}
-		a.n += b.n
-		return a
+		if err != nil {
+			t.broken(l.st)
+		}
+		l.ev.Close()
+		t.landingBytes -= l.img.bytes
+		t.free(l.img)
+		n++
 	}
-	if i+1 < len(s.free) && s.free[i].off+s.free[i].n == s.free[i+1].off {
-		s.free[i] = merge(s.free[i], s.free[i+1])
-		s.free = slices.Delete(s.free, i+1, i+2)
+	t.landing = append(t.landing[:0], t.landing[n:]...)
+	clear(t.landing[len(t.landing):cap(t.landing)])
+}
+
+// drain waits for every copy back, and gives their images' memory back:
+// Pool.Close calls it before device memory goes.
+func (t *hostTier) drain() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.reapLocked(true)
+}
+
+// closeStreams closes the tier's streams.
+func (t *hostTier) closeStreams() error {
+	t.smu.Lock()
+	defer t.smu.Unlock()
+	var errs []error
+	if t.st != nil {
+		errs = append(errs, t.st.Close())
 	}
-	if i > 0 && s.free[i-1].off+s.free[i-1].n == s.free[i].off {
-		s.free[i-1] = merge(s.free[i-1], s.free[i])
-		s.free = slices.Delete(s.free, i, i+1)
+	for _, st := range t.dead {
+		errs = append(errs, st.Close())
 	}
+	t.st, t.dead = nil, nil
+	return errors.Join(errs...)
+}
+
+// free gives an image's host blocks back.
+func (t *hostTier) free(img *tierImage) {
+	t.give(img.blks)
+	img.blks = nil
 }
 
 // close gives every slab back; the tier holds nothing after.
 func (t *hostTier) close() error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	var errs []error
-	for _, s := range t.slabs {
-		if s.pinned {
-			if err := t.host.HostFree(s.mem); err != nil {
-				errs = append(errs, fmt.Errorf("state: pool close: host tier: %w", err))
-			}
-		}
-	}
-	t.slabs, t.held, t.used = nil, 0, 0
-	clear(t.owned)
-	return errors.Join(errs...)
+	t.drain()
+	return errors.Join(t.closeStreams(), t.mem.Close("pool close: host tier"))
 }
 
 // usedBytes returns the bytes of the images the tier holds.
@@ -227,38 +364,21 @@ func (t *hostTier) usedBytes() int64 {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.used
+	return t.mem.Stats().InUseBytes - t.landingBytes
 }
 
-// check checks the tier's accounting: its extents, free and handed out,
-// tile its slabs, and the bytes handed out are the sum of owned. want is the
-// bytes of the images the live handles hold.
+// check checks the tier's accounting: want is the bytes of the images the
+// live handles hold; the allocator's blocks in use are those and the
+// images still landing, in slabs of at most max bytes.
 func (t *hostTier) check(want int64) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	var free, sum int64
-	for _, s := range t.slabs {
-		end := 0
-		for _, e := range s.free {
-			if e.off < end || e.n <= 0 || e.off+e.n > len(s.mem) {
-				return fmt.Errorf("host tier: free extent [%d, %d) overlaps or leaves its slab of %d", e.off, e.off+e.n, len(s.mem))
-			}
-			end = e.off + e.n
-			free += int64(e.n)
-		}
-	}
-	for _, n := range t.owned {
-		sum += n
-	}
+	st := t.mem.Stats()
 	switch {
-	case free+t.used != t.held:
-		return fmt.Errorf("host tier: %d bytes free and %d used in slabs of %d", free, t.used, t.held)
-	case sum != t.used:
-		return fmt.Errorf("host tier: owners hold %d bytes, the tier counts %d", sum, t.used)
-	case t.used != want:
-		return fmt.Errorf("host tier: live handles' images hold %d bytes, the tier counts %d", want, t.used)
-	case t.held > t.max:
-		return fmt.Errorf("host tier: %d bytes of slabs over its %d", t.held, t.max)
+	case st.InUseBytes != want+t.landingBytes:
+		return fmt.Errorf("host tier: live handles' images hold %d bytes and %d are landing, the tier counts %d", want, t.landingBytes, st.InUseBytes)
+	case st.Reserved > t.max:
+		return fmt.Errorf("host tier: %d bytes of slabs over its %d", st.Reserved, t.max)
 	}
 	return nil
 }

@@ -239,17 +239,17 @@ func TestTierIsolation(t *testing.T) {
 	}
 	check(t, a.Release()) // its tier bytes are free, tagged A's
 	check(t, m.Release())
-	// Every tier byte B is handed now held A's rows: all zeros.
-	spans, ok := p.tier.alloc(4096, "B")
-	if !ok {
-		t.Fatal("the tier has no room for B")
+	// Every tier block B is handed now held A's rows: all zeros.
+	bs, err := p.tier.mem.Alloc(nil, p.tier.mem.Class(1024), "B", 4, false)
+	if err != nil {
+		t.Fatalf("the tier has no room for B: %v", err)
 	}
-	for _, sp := range spans {
-		if bytes.IndexByte(sp.bytes(), 0xAA) >= 0 {
+	for _, b := range bs {
+		if bytes.IndexByte(p.tier.hm.bytes(b.Ptr(), b.Bytes()), 0xAA) >= 0 {
 			t.Fatal("owner B was handed tier memory that holds owner A's rows")
 		}
 	}
-	p.tier.free(&tierImage{owner: "B", spans: spans, bytes: 4096})
+	p.tier.give(bs)
 	// B's own state, one row in a block, out and back: B reads its rows
 	// and its block holds nothing of A's.
 	b := must[*Head](t)(p.NewHead(l, "B"))
@@ -290,7 +290,7 @@ func TestTierEmptiesOnReleaseAndClose(t *testing.T) {
 	}
 	check(t, m.Release())
 	checkInv(t, p)
-	if st := p.Stats(); st.TierBytes != 0 || p.tier.used != 0 || len(p.tier.owned) != 0 {
+	if st := p.Stats(); st.TierBytes != 0 || p.tier.mem.Stats().InUse != 0 {
 		t.Fatalf("%d bytes in the tier after every handle was released", st.TierBytes)
 	}
 	q, err := NewPool(device.Host(), PoolOptions{BlockBytes: 256, MaxBytes: 4 * 256, HostTier: 64 << 10})
@@ -308,8 +308,8 @@ func TestTierEmptiesOnReleaseAndClose(t *testing.T) {
 	if err := q.Close(); err == nil {
 		t.Fatal("close with live handles answered nil")
 	}
-	if st := q.Stats(); st.TierBytes != 0 || len(q.tier.slabs) != 0 {
-		t.Fatalf("a closed pool's tier holds %d bytes in %d slabs", st.TierBytes, len(q.tier.slabs))
+	if st := q.Stats(); st.TierBytes != 0 || len(q.tier.hm.slabs) != 0 {
+		t.Fatalf("a closed pool's tier holds %d bytes in %d slabs", st.TierBytes, len(q.tier.hm.slabs))
 	}
 }
 
@@ -638,42 +638,41 @@ func TestTierCachedPrefix(t *testing.T) {
 	checkInv(t, p)
 }
 
-// TestTierFragmented: a state whose image lies in several extents of a
-// fragmented tier, its blocks straddling them, comes back whole.
+// TestTierFragmented: a state whose host blocks do not follow one another
+// in a fragmented tier (every other block is another owner's) comes back
+// whole.
 func TestTierFragmented(t *testing.T) {
 	p := newPool(t, PoolOptions{BlockBytes: 1024, HostTier: 8 << 10})
 	h := headOf(t, p, &Layout{Type: "Cache", Columns: []Column{{Name: "Row", ElemSize: 8, Width: 64}}, Retention: Optional}, "a")
-	want := make([]byte, 4*512)
+	want := make([]byte, 8*512)
 	for i := range want {
 		want[i] = byte(i * 13)
 	}
-	check(t, h.Append([][]byte{want})) // 4 rows of 512 bytes: 2 blocks of 1 KiB
-	// Holes of 256 bytes between extents held by another owner.
-	var held []*tierImage
-	for range 8 {
-		spans, ok := p.tier.alloc(256, "x")
-		if !ok {
-			t.Fatal("no room in the tier")
+	check(t, h.Append([][]byte{want})) // 8 rows of 512 bytes: 4 blocks of 1 KiB
+	held, err := p.tier.mem.Alloc(nil, p.tier.mem.Class(1024), "x", 8, false)
+	check(t, err)
+	var kept []*block
+	for i, b := range held {
+		if i%2 == 0 {
+			p.tier.give([]*block{b})
+		} else {
+			kept = append(kept, b)
 		}
-		held = append(held, &tierImage{owner: "x", spans: spans, bytes: 256})
-	}
-	for i := 0; i < len(held); i += 2 {
-		p.tier.free(held[i])
 	}
 	if _, moved, err := h.moveOut(); !moved || err != nil {
 		t.Fatalf("move out: %v, %v", moved, err)
 	}
-	if len(h.tier.spans) < 2 {
-		t.Fatalf("the image lies in %d span: the test made no fragments", len(h.tier.spans))
+	for i := 1; i < len(h.tier.blks); i++ {
+		if h.tier.blks[i].Follows(h.tier.blks[i-1]) {
+			t.Fatal("the image's host blocks follow one another: the test made no fragments")
+		}
 	}
 	got := make([]byte, len(want))
-	check(t, h.Read(0, 4, [][]byte{got}))
+	check(t, h.Read(0, 8, [][]byte{got}))
 	if !bytes.Equal(got, want) {
 		t.Fatal("rows brought back from a fragmented tier differ")
 	}
-	for i := 1; i < len(held); i += 2 {
-		p.tier.free(held[i])
-	}
+	p.tier.give(kept)
 	checkInv(t, p)
 }
 

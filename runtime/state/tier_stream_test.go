@@ -1,0 +1,130 @@
+package state
+
+import (
+	"bytes"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gpustate/gpustate/runtime/device"
+)
+
+// tierStreamPool is a pool of 256-byte blocks with a host tier on r's
+// backend, and an optional head of rows wide rows seeded 40 moved to the
+// tier.
+func tierStreamPool(t *testing.T, r *streamRig, blockBytes, rows int) (*Pool, *Head) {
+	t.Helper()
+	p, err := NewPool(r.b, PoolOptions{BlockBytes: blockBytes, MaxBytes: 16 * int64(blockBytes), HostTier: 64 << 10})
+	check(t, err)
+	t.Cleanup(func() { p.Close() })
+	h := headOf(t, p, wide("Cache", Optional), "a")
+	fill(t, h, rows, 40)
+	if _, moved, err := h.moveOut(); !moved || err != nil {
+		t.Fatalf("move out: %v, %v", moved, err)
+	}
+	return p, h
+}
+
+// holdTier holds the tier's stream back and returns its release, which
+// runs, once, when the test ends too (before the pool closes).
+func holdTier(t *testing.T, r *streamRig, p *Pool) func() {
+	t.Helper()
+	r.hold(t, p.tier.stream())
+	var once sync.Once
+	release := func() { once.Do(r.release) }
+	t.Cleanup(release)
+	return release
+}
+
+// notYet fails t when done is closed within a short while: the call it
+// stands for returned while the copies it needs were held back.
+func notYet(t *testing.T, done <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-done:
+		t.Fatalf("%s returned before the copies back from the tier ran", what)
+	case <-time.After(30 * time.Millisecond):
+	}
+}
+
+// TestTierPrefetchAsync: Prefetch queues the copies back on the tier's
+// stream and returns while they are held back; a read waits for them and
+// sees the rows. A head released while its copies are held back leaves
+// its blocks pending until they ran, and the tier's memory comes back.
+func TestTierPrefetchAsync(t *testing.T) {
+	eachStreamRig(t, func(t *testing.T, r *streamRig) {
+		p, h := tierStreamPool(t, r, 256, 2)
+		release := holdTier(t, r, p)
+		check(t, h.Prefetch()) // returns with the copies held back
+		if h.tier != nil || p.Stats().TierIn != 512 {
+			t.Fatal("Prefetch did not start the return")
+		}
+		done := make(chan struct{})
+		var got []byte
+		go func() {
+			defer close(done)
+			got = readWide(t, h)
+		}()
+		notYet(t, done, "a read after Prefetch")
+		release()
+		<-done
+		if !bytes.Equal(got, catWide(wideRow(40), wideRow(41))) {
+			t.Fatal("the rows read after Prefetch differ")
+		}
+		checkInv(t, p)
+
+		// Released with the copies held back: the blocks wait for them.
+		if _, moved, err := h.moveOut(); !moved || err != nil {
+			t.Fatalf("second move out: %v, %v", moved, err)
+		}
+		p.WaitPending() // the blocks it freed carry the tier's stream
+		release = holdTier(t, r, p)
+		check(t, h.Prefetch())
+		check(t, h.Release())
+		if st := p.Stats(); st.PendingBytes != 512 {
+			t.Fatalf("pending %d bytes while the copies back are held, want 512", st.PendingBytes)
+		}
+		release()
+		p.WaitPending()
+		if st := p.Stats(); st.PendingBytes != 0 || st.TierBytes != 0 {
+			t.Fatalf("after the copies: pending %d, tier %d; want 0, 0", st.PendingBytes, st.TierBytes)
+		}
+		checkInv(t, p)
+	})
+}
+
+// TestTierReturnStreamOrder: calls that take a stream order it after the
+// copies back from the tier instead of waiting: ReadAsync reads the rows
+// brought back, and an AppendAsync into the last block, which the copies
+// write whole, lands after them.
+func TestTierReturnStreamOrder(t *testing.T) {
+	eachStreamRig(t, func(t *testing.T, r *streamRig) {
+		p, h := tierStreamPool(t, r, 512, 1) // two rows a block: the last is part full
+		sb := r.streams()
+		st := must[device.Stream](t)(sb.NewStream())
+		defer st.Close()
+		release := holdTier(t, r, p)
+		check(t, h.Prefetch())
+		buf := must[[]byte](t)(sb.HostAlloc(256))
+		defer sb.HostFree(buf)
+		check(t, h.ReadAsync(st, 0, 1, [][]byte{buf}))
+		check(t, h.AppendAsync(st, wideRow(7)))
+		ev := must[device.Event](t)(sb.Record(st))
+		defer ev.Close()
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			ev.Wait()
+		}()
+		notYet(t, done, "work queued on a stream after Prefetch")
+		release()
+		<-done
+		if !bytes.Equal(buf, wideRow(40)[0]) {
+			t.Fatal("ReadAsync did not read the rows brought back")
+		}
+		if got := readWide(t, h); !bytes.Equal(got, catWide(wideRow(40), wideRow(7))) {
+			t.Fatal("the copies back overwrote the row appended on a stream after them")
+		}
+		checkInv(t, p)
+	})
+}
