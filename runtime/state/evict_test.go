@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpustate/gpustate/runtime/device"
 	"github.com/gpustate/gpustate/runtime/evict"
 )
 
@@ -427,5 +428,30 @@ func TestEvictNothingForClassesThatFailLater(t *testing.T) {
 	want := catWide(wideRow(10), wideRow(11), wideRow(12), wideRow(13))
 	if got := readWide(t, opt); !bytes.Equal(got, want) {
 		t.Fatal("the optional head's rows changed")
+	}
+}
+
+// TestRecordStreamOnEvictedSaysEvicted records a stream the pool refuses
+// (none, and a closed one) on an optional head the pool evicted: the head
+// says ErrEvicted first, as a released or invalidated one says so first
+// (seeds 1183 and 1191 of the interaction model: a RecordStream whose
+// event failed answered that failure).
+func TestRecordStreamOnEvictedSaysEvicted(t *testing.T) {
+	p := smallPool(t, 4, nil)
+	opt := must[*Head](t)(p.NewHead(wide("Cache", Optional), "o"))
+	defer opt.Release()
+	fill(t, opt, 4, 10)
+	m := must[*Head](t)(p.NewHead(wide("Session", Mandatory), "m"))
+	defer m.Release()
+	fill(t, m, 1, 20)
+	if err := opt.Read(0, 1, [][]byte{make([]byte, 256)}); !errors.Is(err, ErrEvicted) {
+		t.Fatalf("setup: the optional head reads with %v, want ErrEvicted", err)
+	}
+	st := must[device.Stream](t)(p.Backend().(device.Streams).NewStream())
+	check(t, st.Close())
+	for i, s := range []device.Stream{nil, st} {
+		if err := opt.RecordStream(s); !errors.Is(err, ErrEvicted) {
+			t.Errorf("RecordStream of %s on an evicted head: %v, want ErrEvicted", []string{"no stream", "a closed stream"}[i], err)
+		}
 	}
 }
