@@ -85,23 +85,62 @@ func (a *Allocator) ShortfallIf(c *Class, want int, deviceFull bool, extra []*Bl
 
 // shortfallLocked returns the bytes an allocation of want blocks of class
 // c lacks, with the blocks of extra free as well (those free already
-// count once), against the room regrowLocked reaches: the whole blocks of
-// c that each free run of a slab holds (its free extents merged with the
-// free blocks of every class, c's included), and, under MaxBytes with a
-// device not full, the cap's room pooled with the wholly free slabs,
-// which it gives back for a new slab (without a cap, or with the device
-// full, only the slabs too small for a block of c are given back; the
-// others count as runs). a.mu is held.
+// count once), against the room regrowLocked reaches (freeRunsLocked): the
+// whole blocks of c that each free run holds, and those of a new slab.
+// a.mu is held.
 func (a *Allocator) shortfallLocked(c *Class, want int, deviceFull bool, extra []*Block) int64 {
 	bb := int64(c.bytes)
-	var have int64
+	runs, fresh := a.freeRunsLocked(deviceFull, extra)
+	have := fresh / bb * bb
+	for _, n := range runs {
+		have += n / bb * bb
+	}
+	return int64(want)*bb - have
+}
+
+// ShortfallAllIf is ShortfallIf for an allocation of ns[i] blocks of each
+// class cs[i], the classes taken one after another in that order: each
+// takes its blocks first fit from the free runs, in address order, as
+// carveLocked carves them, then from the room of a new slab, and leaves
+// the rest of both to the classes after it. Bytes are not room for
+// several classes either: blocks of a class taken first may cut the only
+// run long enough for a block of a later one. It returns the bytes the
+// classes lack in all (0 when every block fits).
+func (a *Allocator) ShortfallAllIf(cs []*Class, ns []int, deviceFull bool, extra []*Block) int64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	runs, fresh := a.freeRunsLocked(deviceFull, extra)
+	var short int64
+	for i, c := range cs {
+		bb, n := int64(c.bytes), int64(ns[i])
+		for j := 0; j < len(runs) && n > 0; j++ {
+			k := min(runs[j]/bb, n)
+			runs[j] -= k * bb
+			n -= k
+		}
+		k := min(fresh/bb, n)
+		fresh -= k * bb
+		short += (n - k) * bb
+	}
+	return short
+}
+
+// freeRunsLocked returns the free runs regrowLocked reaches, slab by slab
+// and in address order in each: the slab's free extents merged with the
+// free blocks of every class and the blocks of extra, as takeBackLocked
+// merges them; and fresh, the room of a new slab: under MaxBytes with a
+// device not full, the cap's room pooled with the wholly free slabs,
+// which regrowLocked gives back for a new slab (without a cap, or with
+// the device full, a wholly free slab is a run, and there is no fresh
+// room). a.mu is held.
+func (a *Allocator) freeRunsLocked(deviceFull bool, extra []*Block) (runs []int64, fresh int64) {
 	type run struct{ off, n int64 }
-	runs := make(map[device.Ptr][]run)
+	bySlab := make(map[device.Ptr][]run)
 	seen := make(map[*Block]bool)
 	add := func(b *Block) {
 		if !seen[b] {
 			seen[b] = true
-			runs[b.slab] = append(runs[b.slab], run{int64(b.ptr - b.slab), int64(b.cls.bytes)})
+			bySlab[b.slab] = append(bySlab[b.slab], run{int64(b.ptr - b.slab), int64(b.cls.bytes)})
 		}
 	}
 	for _, k := range a.classes {
@@ -120,9 +159,12 @@ func (a *Allocator) shortfallLocked(c *Class, want int, deviceFull bool, extra [
 	for _, b := range extra {
 		add(b)
 	}
-	var dropped int64 // the bytes of the wholly free slabs too small for a block of c
+	capped := a.maxBytes > 0 && !deviceFull
+	if capped {
+		fresh = a.maxBytes - a.reserved
+	}
 	for _, s := range a.slabs {
-		rs := runs[s.ptr]
+		rs := bySlab[s.ptr]
 		for _, e := range s.free {
 			rs = append(rs, run{e.off, e.n})
 		}
@@ -138,17 +180,13 @@ func (a *Allocator) shortfallLocked(c *Class, want int, deviceFull bool, extra [
 				merged = append(merged, r)
 			}
 		}
-		if len(merged) == 1 && merged[0].n == s.bytes && (s.bytes < bb || a.maxBytes > 0 && !deviceFull) {
-			// regrowLocked gives the slab back to make a new one.
-			dropped += s.bytes
+		if capped && len(merged) == 1 && merged[0].n == s.bytes {
+			fresh += s.bytes // regrowLocked gives the slab back to make a new one
 			continue
 		}
 		for _, r := range merged {
-			have += r.n / bb * bb
+			runs = append(runs, r.n)
 		}
 	}
-	if a.maxBytes > 0 && !deviceFull {
-		have += (a.maxBytes - a.reserved + dropped) / bb * bb
-	}
-	return int64(want)*bb - have
+	return runs, fresh
 }

@@ -35,9 +35,16 @@ func (p *Pool) allocIn(buf []*block, c *sizeClass, owner Owner, n int, zero bool
 }
 
 // roomForAll reports whether eviction, with the blocks pending now, could
-// make room for ns[i] blocks of classes[i] for every i: the bytes short,
-// each class's alone or all of them in bytes, whichever is more, are at
-// most what eviction could free and the pending blocks give back.
+// make room for ns[i] blocks of classes[i] for every i, the classes taken
+// in that order (allocColsOf). Bytes first: the bytes short, each class's
+// alone or all of them in bytes, whichever is more, are at most what
+// eviction could free and the pending blocks give back. Then runs, as
+// reclaim weighs them for one class: the blocks every victim would free,
+// merged with the free ones into runs, must hold every class's blocks, the
+// runs the classes before it left (ShortfallAllIf). Without the runs, an
+// allocation of 256- and 512-byte blocks evicted for the 256-byte ones and
+// then found no run of 512 bytes (seeds 1102, 1135, 1191 of the
+// interaction model): a call that failed anyway, having evicted.
 func (p *Pool) roomForAll(classes []*sizeClass, ns []int, deviceFull bool) bool {
 	var short, want int64
 	for i, cl := range classes {
@@ -46,7 +53,10 @@ func (p *Pool) roomForAll(classes []*sizeClass, ns []int, deviceFull bool) bool 
 	}
 	short = max(short, want-p.mem.Room(deviceFull))
 	pending := p.mem.Stats().Pending
-	return short <= p.room.freeable(short-pending)+pending
+	if short > p.room.freeable(short-pending)+pending {
+		return false
+	}
+	return p.mem.ShortfallAllIf(classes, ns, deviceFull, p.room.victimBlocks(nil)) <= pending
 }
 
 // maxAllocTries bounds the reclaims of one allocation: each one made room,

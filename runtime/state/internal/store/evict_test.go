@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpustate/gpustate/runtime/device"
 	"github.com/gpustate/gpustate/runtime/evict"
 )
 
@@ -386,5 +387,71 @@ func TestEvictedTableSaysSo(t *testing.T) {
 	fill(t, m, 3, 9) // evicts h
 	if _, err := tb.Column(0); !errors.Is(err, ErrEvicted) {
 		t.Fatalf("Column of an evicted head's table: %v, want ErrEvicted", err)
+	}
+}
+
+// TestEvictNothingForClassesThatFailLater appends a row of two columns of
+// 256- and 512-byte blocks to a full pool whose only victim, an optional
+// head, holds four 256-byte blocks, each between two of a mandatory
+// head's: evicting it frees bytes enough for both, and a run for the
+// 256-byte block, but none for the 512-byte one. The call fails, and must
+// evict nothing (roomForAll weighs the runs every class needs, not the
+// bytes: seeds 1102, 1135 and 1191 of the interaction model evicted for
+// the first class and failed for the second).
+func TestEvictNothingForClassesThatFailLater(t *testing.T) {
+	p := smallPool(t, 8, nil)
+	slab := must[*Head](t)(p.NewHead(wide("Slab", Mandatory), "s"))
+	check(t, slab.Append([][]byte{make([]byte, 8*256)})) // one slab of eight blocks
+	check(t, slab.Release())
+	opt := must[*Head](t)(p.NewHead(wide("Cache", Optional), "o"))
+	defer opt.Release()
+	man := must[*Head](t)(p.NewHead(wide("Session", Mandatory), "m"))
+	defer man.Release()
+	for i := range 4 { // o's blocks and m's, one after another
+		check(t, opt.Append(wideRow(byte(10+i))))
+		check(t, man.Append(wideRow(byte(20+i))))
+	}
+	two := &Layout{Type: "Two", Growth: Append, BlockRows: 1, Columns: []Column{
+		{Name: "Narrow", ElemSize: 8, Width: 32}, // 256-byte blocks, taken first
+		{Name: "Wide", ElemSize: 8, Width: 64},   // 512-byte blocks
+	}}
+	h := must[*Head](t)(p.NewHead(two, "t"))
+	defer h.Release()
+	before := p.Stats()
+	if err := h.Append([][]byte{make([]byte, 256), make([]byte, 512)}); !errors.Is(err, ErrNoMemory) {
+		t.Fatalf("append of a 256- and a 512-byte block with no run of 512 bytes to make: %v, want ErrNoMemory", err)
+	}
+	if after := p.Stats(); after.EvictedBytes != before.EvictedBytes || after.PhysicalBytes != before.PhysicalBytes {
+		t.Fatalf("a call that failed for memory evicted %d bytes (physical %d -> %d)",
+			after.EvictedBytes-before.EvictedBytes, before.PhysicalBytes, after.PhysicalBytes)
+	}
+	want := catWide(wideRow(10), wideRow(11), wideRow(12), wideRow(13))
+	if got := readWide(t, opt); !bytes.Equal(got, want) {
+		t.Fatal("the optional head's rows changed")
+	}
+}
+
+// TestRecordStreamOnEvictedSaysEvicted records a stream the pool refuses
+// (none, and a closed one) on an optional head the pool evicted: the head
+// says ErrEvicted first, as a released or invalidated one says so first
+// (seeds 1183 and 1191 of the interaction model: a RecordStream whose
+// event failed answered that failure).
+func TestRecordStreamOnEvictedSaysEvicted(t *testing.T) {
+	p := smallPool(t, 4, nil)
+	opt := must[*Head](t)(p.NewHead(wide("Cache", Optional), "o"))
+	defer opt.Release()
+	fill(t, opt, 4, 10)
+	m := must[*Head](t)(p.NewHead(wide("Session", Mandatory), "m"))
+	defer m.Release()
+	fill(t, m, 1, 20)
+	if err := opt.Read(0, 1, [][]byte{make([]byte, 256)}); !errors.Is(err, ErrEvicted) {
+		t.Fatalf("setup: the optional head reads with %v, want ErrEvicted", err)
+	}
+	st := must[device.Stream](t)(p.Backend().(device.Streams).NewStream())
+	check(t, st.Close())
+	for i, s := range []device.Stream{nil, st} {
+		if err := opt.RecordStream(s); !errors.Is(err, ErrEvicted) {
+			t.Errorf("RecordStream of %s on an evicted head: %v, want ErrEvicted", []string{"no stream", "a closed stream"}[i], err)
+		}
 	}
 }

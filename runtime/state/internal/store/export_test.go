@@ -53,6 +53,17 @@ func (h *Head) LastReconstruction() (Plan, bool) {
 	return *h.hist.last, true
 }
 
+// InvalidationSteps returns the segments the rollbacks of h's lineage
+// have passed to find the handles they invalidate (lineage.steps).
+func (h *Head) InvalidationSteps() int {
+	if h == nil || h.lin == nil {
+		return 0
+	}
+	h.lin.mu.Lock()
+	defer h.lin.mu.Unlock()
+	return h.lin.steps
+}
+
 // Owner returns the head's owner.
 func (h *Head) Owner() Owner {
 	if h == nil {

@@ -65,7 +65,9 @@ func (h *Head) usableLocked(op string) error {
 }
 
 // usable is usableLocked for a call that has not opened h: it answers, as
-// open would, for the checks a call makes before its opening.
+// open would, for the checks a call makes before its opening, ErrEvicted
+// for a head the pool dropped included (open's rebuild answers it; a head
+// in the host tier or one that rebuilds is usable).
 func (h *Head) usable(op string) error {
 	if err := h.pool.enter(); err != nil {
 		return h.errorf(op, "%w", err)
@@ -73,7 +75,13 @@ func (h *Head) usable(op string) error {
 	defer h.pool.leave()
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.usableLocked(op)
+	if err := h.usableLocked(op); err != nil {
+		return err
+	}
+	if h.evictedForGood() {
+		return h.errorf(op, "%w", ErrEvicted)
+	}
+	return nil
 }
 
 // end ends a call begun by begin.

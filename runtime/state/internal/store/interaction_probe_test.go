@@ -3,6 +3,7 @@ package store_test
 import (
 	"errors"
 	"fmt"
+	"math/bits"
 	"testing"
 	"time"
 
@@ -390,10 +391,13 @@ func (m *interaction) probeReadInto() {
 }
 
 // rollbackCost runs append, snapshot, append, rollback cycles on a head
-// that invalidates descendants, and compares the time of a cycle late in
-// the history with one early: a rollback's cost must not grow with the
-// history behind it (it has no backend calls to count, so time is the
-// measure: the best of several batches, against a bound of 3x).
+// that invalidates descendants, with a branch of its lineage live and
+// growing twice as deep, and counts the segments each of the head's
+// rollbacks passes to find what it invalidates (Head.InvalidationSteps):
+// a rollback's work must not grow with the history behind it (O(log
+// depth) per live handle; a walk of every handle's chain grows with the
+// cycles). A count, not a time: timed, the check flaked under -race on a
+// loaded machine. BenchmarkRollbackInvalidate times the cycle.
 func rollbackCost(t *testing.T, cycles int) {
 	p, err := store.NewPool(device.Host(), store.PoolOptions{BlockBytes: 256})
 	if err != nil {
@@ -407,54 +411,46 @@ func rollbackCost(t *testing.T, cycles int) {
 		t.Fatal(err)
 	}
 	defer h.Release()
+	br, err := h.Branch()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer br.Release()
 	row := [][]byte{make([]byte, 4)}
-	cycle := func() {
-		if err := h.Append(row); err != nil {
+	cycle := func(x *store.Head) int {
+		if err := x.Append(row); err != nil {
 			t.Fatal(err)
 		}
-		s, err := h.Snapshot()
+		s, err := x.Snapshot()
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := h.Append(row); err != nil {
+		if err := x.Append(row); err != nil {
 			t.Fatal(err)
 		}
-		if err := h.Rollback(s); err != nil {
+		before := x.InvalidationSteps()
+		if err := x.Rollback(s); err != nil {
 			t.Fatal(err)
 		}
+		n := x.InvalidationSteps() - before
 		s.Release()
+		return n
 	}
-	batch := func() time.Duration {
-		best := time.Duration(1 << 62)
-		for range 5 {
-			start := time.Now()
-			for range 100 {
-				cycle()
-			}
-			best = min(best, time.Since(start))
+	var early, late int
+	for i := range cycles {
+		cycle(br)
+		cycle(br)
+		n := cycle(h)
+		if i < 10 {
+			early = max(early, n)
 		}
-		return best
-	}
-	for range 200 {
-		cycle()
-	}
-	early := batch()
-	for range cycles {
-		cycle()
-	}
-	// A loaded machine can stretch one batch; the defect stretches every
-	// one, so a ratio over 3 is measured twice more before it fails
-	// (TestRollbackInvalidateWork counts the work itself).
-	var ratio float64
-	for try := 0; try < 3; try++ {
-		late := batch()
-		ratio = float64(late) / float64(early)
-		t.Logf("rollback cycle after %d cycles: %.2fx the cost of an early one (%v vs %v per 100)", cycles, ratio, late, early)
-		if ratio <= 3 {
-			break
+		if i >= cycles-10 {
+			late = max(late, n)
 		}
 	}
-	if ratio > 3 {
-		t.Fatalf("defect class: rollback cost grows with history (descendants=invalidate walks every handle's segment chain): a cycle after %d cycles costs %.1fx an early one", cycles, ratio)
+	t.Logf("segments passed per rollback: %d early, %d after %d cycles", early, late, cycles)
+	if lim := early + 3*bits.Len(uint(2*cycles)) + 2; late > lim {
+		t.Fatalf("defect class: rollback cost grows with history (descendants=invalidate walks every handle's segment chain): "+
+			"a rollback after %d cycles passed %d segments, the first ones %d (limit %d)", cycles, late, early, lim)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"testing"
 
 	"github.com/gpustate/gpustate/runtime/device"
 	"github.com/gpustate/gpustate/runtime/state/internal/store"
@@ -473,13 +474,79 @@ func (m *interaction) contentClass(x *ref) string {
 }
 
 // needRows estimates, generously, the bytes a call that writes rows of l
-// takes: the rows, and two blocks per column.
+// takes: per column, the rows and two blocks more, or, where the model
+// knows the column's blocks (blockOf), the whole blocks the rows take and
+// two more. Blocks round up to 256 bytes: rows of a byte, one a block
+// (BlockRows 1), take 256 bytes a row, and an estimate of the rows' bytes
+// called the store's ErrNoMemory for them one under half the cap (seed
+// 1223, step 8: 55 such rows, 14080 bytes of a 12288-byte cap).
 func (m *interaction) needRows(l *store.Layout, rows int) int64 {
 	var n int64
 	for _, c := range l.Columns {
-		n += int64(rows*c.RowBytes()) + 2*2048
+		rb := int64(c.RowBytes())
+		need := int64(rows)*rb + 2*2048
+		if per, bb := m.blockOf(l, c); per > 0 {
+			need = max(need, int64((rows+per-1)/per+2)*bb)
+		}
+		n += need
 	}
 	return n
+}
+
+// TestInteractionNeedCoversBlocks checks the model's estimate of what a
+// call takes (needRows) against what the store takes, on both of the
+// model's pools: a new mutable head takes its bound's rows, in whole
+// blocks. An estimate under that called the store's correct ErrNoMemory a
+// defect (seed 1223: rows of one byte, one a block).
+func TestInteractionNeedCoversBlocks(t *testing.T) {
+	col := func(name string, elem, width int) store.Column {
+		return store.Column{Name: name, ElemSize: elem, Width: width}
+	}
+	layouts := []*store.Layout{
+		{Columns: []store.Column{col("C0", 1, 1)}, Bound: 55, BlockRows: 1},
+		{Columns: []store.Column{col("C0", 8, 6)}, Bound: 64},
+		{Columns: []store.Column{col("C0", 8, 6), col("C1", 1, 3)}, Bound: 40, BlockRows: 3},
+		{Columns: []store.Column{col("C0", 4, 5), col("C1", 2, 1)}, Bound: 17, BlockRows: 12},
+	}
+	for _, seed := range []uint64{1, 2} { // a pool of 256-byte blocks, one whose blocks follow the rows
+		m := newInteraction(t, seed)
+		for i, l := range layouts {
+			l.Type, l.Growth = fmt.Sprint("Need", i), store.Mutable
+			before := m.pool.Stats().PhysicalBytes
+			h, err := m.pool.NewHead(l, m.newOwner())
+			if err != nil {
+				t.Fatal(err)
+			}
+			took := m.pool.Stats().PhysicalBytes - before
+			if need := m.needRows(l, l.Bound); took == 0 || need < took {
+				t.Errorf("seed %d, layout %d: a new head of %d rows took %d bytes, the model estimates %d", seed, i, l.Bound, took, need)
+			}
+			h.Release()
+		}
+		if err := m.pool.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// blockOf returns the rows a block of column c of l holds, at least, and
+// the block's bytes: the layout's BlockRows, in blocks rounded up to 256
+// bytes; else, on a pool of fixed blocks (odd seeds, newInteraction), the
+// rows of the narrowest fit over l's columns. 0 where the pool sizes the
+// blocks by the rows (needRows' rows and two blocks hold them).
+func (m *interaction) blockOf(l *store.Layout, c store.Column) (per int, bytes int64) {
+	if l.BlockRows > 0 {
+		return l.BlockRows, (int64(l.BlockRows*c.RowBytes()) + 255) &^ 255
+	}
+	if m.seed%2 == 0 {
+		return 0, 0
+	}
+	bb := m.pool.BlockBytes()
+	per = bb
+	for _, o := range l.Columns {
+		per = min(per, max(bb/o.RowBytes(), 1))
+	}
+	return per, int64(bb)
 }
 
 // verify compares every live handle with the reference, and its tables.

@@ -271,4 +271,7 @@ type reclaimer interface {
 	// freeable returns the bytes eviction could free now, counted until
 	// they reach need.
 	freeable(need int64) int64
+	// victimBlocks returns the blocks eviction would free, sparing the
+	// states whose blocks the busy streams' work holds.
+	victimBlocks(busy []device.Stream) []*block
 }
