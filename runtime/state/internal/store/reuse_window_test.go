@@ -93,7 +93,7 @@ func learner(p *state.Pool, id, rounds int) error {
 // Learners filling their windows side by side, snapshots kept and released
 // out of order: every window reads its own learner's rows, and the pool
 // ends empty.
-func TestBreakReuseWindows(t *testing.T) {
+func TestReuseWindows(t *testing.T) {
 	p, err := state.NewPool(device.Host(), state.PoolOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -127,7 +127,7 @@ func TestBreakReuseWindows(t *testing.T) {
 // others snapshot and branch the head while a writer appends and rolls
 // back. A read answers the snapshot's rows or ErrReleased, never the rows
 // of the root its release gave back.
-func TestBreakReuseOneStateManyGoroutines(t *testing.T) {
+func TestReuseOneStateManyGoroutines(t *testing.T) {
 	p := breakPool(t)
 	defer p.Close()
 	s, err := cache.NewKVCacheState(p, "shared")
@@ -163,7 +163,7 @@ func TestBreakReuseOneStateManyGoroutines(t *testing.T) {
 	}
 }
 
-// raceRound is one round of TestBreakReuseOneStateManyGoroutines: readers
+// raceRound is one round of TestReuseOneStateManyGoroutines: readers
 // of a snapshot of s race its release, a writer appends and rolls back to
 // it, and another goroutine snapshots and branches s.
 func raceRound(s *cache.KVCacheState, round int) error {

@@ -14,7 +14,7 @@ import (
 	"github.com/gpustate/gpustate/runtime/state"
 )
 
-// The Decoder group half of break_reuse_test.go: group cuts hold their
+// The Decoder group half of reuse_test.go: group cuts hold their
 // members' snapshots inline, group handles hold their members by value,
 // and Step reaches the store as a Stepper.
 
@@ -281,7 +281,7 @@ func recAt(rec *decoder.RecurrentState, vers map[state.Version][]float32) error 
 // Decoder groups side by side: their cuts hold their members' snapshots
 // inline, their handles hold the members by value, and their steps reach
 // the store as Steppers; rows never cross groups, and the pool ends empty.
-func TestBreakReuseGroups(t *testing.T) {
+func TestReuseGroups(t *testing.T) {
 	b := device.Host()
 	p, err := state.NewPool(b, state.PoolOptions{})
 	if err != nil {
@@ -389,7 +389,7 @@ func sharedDecSession(b device.Backend, p *state.Pool, id int, prompt []int32, a
 // Decoder groups of one domain adopting one another's registered states
 // (the group cache's roots) while others register, roll back and release:
 // an adopted group reads as if it had computed the prompt itself.
-func TestBreakReuseSharedGroups(t *testing.T) {
+func TestReuseSharedGroups(t *testing.T) {
 	t.Run("roomy", func(t *testing.T) { sharedGroups(t, state.PoolOptions{BlockBytes: 1 << 10}) })
 	t.Run("pressed", func(t *testing.T) { sharedGroups(t, state.PoolOptions{BlockBytes: 1 << 10, MaxBytes: 240 << 10}) })
 }

@@ -242,7 +242,7 @@ func (k *kvSess) branch() error {
 // back, branching and merging, so that released roots go back and come out
 // again for other owners: every handle reads its own rows, and the pool is
 // empty once they are done.
-func TestBreakReuseOwnersKeepTheirRows(t *testing.T) {
+func TestReuseOwnersKeepTheirRows(t *testing.T) {
 	p := breakPool(t)
 	defer p.Close()
 	var wg sync.WaitGroup
@@ -273,7 +273,7 @@ func TestBreakReuseOwnersKeepTheirRows(t *testing.T) {
 // callable), a rollback to a released snapshot, to another owner's, and to
 // a released cut: each answers an error, moves nothing, and leaves no
 // handle live once the cut and the states go.
-func TestBreakReuseReleasedTargets(t *testing.T) {
+func TestReuseReleasedTargets(t *testing.T) {
 	b := device.Host()
 	p, err := state.NewPool(b, state.PoolOptions{})
 	if err != nil {
@@ -338,7 +338,7 @@ func TestBreakReuseReleasedTargets(t *testing.T) {
 	}
 }
 
-// releasedSingle is TestBreakReuseReleasedTargets for single states: a
+// releasedSingle is TestReuseReleasedTargets for single states: a
 // rollback to a released snapshot, then to another owner's, whose root may
 // be the one the release gave back.
 func releasedSingle(t *testing.T, p *state.Pool) {
@@ -461,7 +461,7 @@ func sharedSession(p *state.Pool, id, rounds int, prompt []int32, done *atomic.I
 // Sessions of one tenant adopting a shared prompt in a pool capped so that
 // prefix entries, heads and snapshots are evicted or moved to the host
 // tier while roots come and go: no session reads rows not its own.
-func TestBreakReuseSharedUnderPressure(t *testing.T) {
+func TestReuseSharedUnderPressure(t *testing.T) {
 	const block = 16 << 10
 	p, err := state.NewPool(device.Host(), state.PoolOptions{BlockBytes: block, MaxBytes: 48 * block, HostTier: 32 * block})
 	if err != nil {
@@ -509,7 +509,7 @@ func TestBreakReuseSharedUnderPressure(t *testing.T) {
 // Sessions still decoding when the pool closes: their calls answer
 // ErrReleased (or succeed, before the close), nothing panics, and Close
 // names the handles it released.
-func TestBreakReuseCloseWhileDecoding(t *testing.T) {
+func TestReuseCloseWhileDecoding(t *testing.T) {
 	for round := range 5 {
 		p := breakPool(t)
 		var wg sync.WaitGroup
@@ -540,7 +540,7 @@ func TestBreakReuseCloseWhileDecoding(t *testing.T) {
 // Close with a state, its snapshot and branch, and a group and its cut
 // still live: it names them, releases them (their calls answer
 // ErrReleased, the cut's members' included) and leaves the pool empty.
-func TestBreakReuseCloseNamesLive(t *testing.T) {
+func TestReuseCloseNamesLive(t *testing.T) {
 	b := device.Host()
 	p, err := state.NewPool(b, state.PoolOptions{})
 	if err != nil {
@@ -658,7 +658,7 @@ func promptVisits(p *state.Pool, from, to, rounds int) (err error) {
 // Optional prompt states moved to the host tier, dropped and brought back
 // by other goroutines' allocations while sessions snapshot and roll back in
 // the same capped pool: every prompt reads as its own rows or as evicted.
-func TestBreakReuseTierMoves(t *testing.T) {
+func TestReuseTierMoves(t *testing.T) {
 	const block = 16 << 10
 	p, err := state.NewPool(device.Host(), state.PoolOptions{BlockBytes: block, MaxBytes: 20 * block, HostTier: 40 * block})
 	if err != nil {

@@ -84,7 +84,7 @@ func wideSession(p *state.Pool, id, rounds int) error {
 // Four-column and three-column states side by side: the released roots of
 // either make the other's next roots, the wide ones with their columns'
 // allocation, and no state reads another's rows.
-func TestBreakReuseWideRoots(t *testing.T) {
+func TestReuseWideRoots(t *testing.T) {
 	p := breakPool(t)
 	defer p.Close()
 	var wg sync.WaitGroup
