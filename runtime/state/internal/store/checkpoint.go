@@ -67,7 +67,7 @@ func (x *history) release(_ *Head, freed []*block) []*block {
 }
 
 // changed and moved: a rollback or merge sets the history itself
-// (rollbackMove, mergeMove).
+// (move.moveOne).
 func (x *history) changed(*Head) {}
 func (x *history) moved(*Head)   {}
 

@@ -304,7 +304,7 @@ func (h *Head) evictLocked() int64 {
 	if optional && h.hist != nil {
 		h.hist.releaseAll(&freed)
 		h.hist = nil
-		h.setParts()
+		h.parts.set(h)
 	}
 	h.evicted = true
 	h.pool.free(freed)

@@ -310,7 +310,7 @@ func (g *Group) Branch() (*Group, error) {
 	b.domain, b.key, b.tip = g.domain, g.key, tip // a branch registers in its parent's table
 	if b.domain != "" {
 		b.heads[b.shared].gshare = &groupShare{}
-		b.heads[b.shared].setParts()
+		b.heads[b.shared].parts.set(b.heads[b.shared])
 	}
 	return b, nil
 }

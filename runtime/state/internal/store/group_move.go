@@ -21,49 +21,15 @@ func (g *Group) Rollback(to *GroupSnap) error {
 	if to == nil || len(to.snaps) != len(g.heads) {
 		return g.errorf("Rollback", "the snapshot is no cut of this group's members: %w", ErrNotAncestor)
 	}
-	for i, h := range g.heads {
-		if err := h.rollbackArg(to.snaps[i]); err != nil {
-			return err
-		}
+	m := move{heads: g.heads, to: to.snaps, group: g}
+	if err := m.args(); err != nil {
+		return err
 	}
 	if err := g.begin("Rollback", g.order, nil); err != nil {
 		return err
 	}
 	defer g.end(g.order, nil)
-	for _, s := range to.snaps {
-		if err := s.back("Rollback"); err != nil {
-			return err
-		}
-	}
-	for _, s := range to.snaps {
-		s.mu.RLock()
-		defer s.mu.RUnlock()
-	}
-	var locks lineageLocks
-	locks.lock(g.heads)
-	for i, h := range g.heads {
-		// A target any member has invalidated answers that first.
-		if to.snaps[i].invalid.Load() || h.invalid.Load() {
-			locks.unlock()
-			return g.errorf("Rollback", "member %s, nothing moved: %w", h.l.Type, ErrInvalidated)
-		}
-	}
-	for i, h := range g.heads {
-		if err := h.rollbackCheck(to.snaps[i]); err != nil {
-			locks.unlock()
-			return g.errorf("Rollback", "member %s, nothing moved: %w", h.l.Type, err)
-		}
-	}
-	freed := g.pool.takeFreed()
-	for i, h := range g.heads {
-		h.rollbackMove(to.snaps[i], freed)
-	}
-	locks.unlock()
-	for _, h := range g.heads {
-		h.moved()
-	}
-	g.pool.freeList(freed) // finishMove, for every member
-	return nil
+	return m.run()
 }
 
 // Merge fast-forwards every member to the matching member of child, a
@@ -81,14 +47,9 @@ func (g *Group) Merge(child *Group) error {
 	if child == nil || len(child.heads) != len(g.heads) {
 		return g.errorf("Merge", "the child is no branch of this group: %w", ErrDiverged)
 	}
-	for i, h := range g.heads {
-		c := child.heads[i]
-		if c.owner != h.owner {
-			return g.errorf("Merge", "member %s: child of owner %q, head of owner %q: %w", h.l.Type, c.owner, h.owner, ErrOwner)
-		}
-		if c.pool != h.pool || c.lin != h.lin {
-			return g.errorf("Merge", "member %s: the child is no branch of this head's lineage: %w", h.l.Type, ErrDiverged)
-		}
+	m := move{heads: g.heads, child: child.heads, group: g}
+	if err := m.args(); err != nil {
+		return err
 	}
 	if child == g {
 		err := g.begin("Merge", g.order, nil)
@@ -102,24 +63,7 @@ func (g *Group) Merge(child *Group) error {
 		return err
 	}
 	defer g.end(heads, child)
-	var locks lineageLocks
-	locks.lock(g.heads)
-	for i, h := range g.heads {
-		if err := h.mergeCheck(child.heads[i]); err != nil {
-			locks.unlock()
-			return g.errorf("Merge", "member %s, nothing moved: %w", h.l.Type, err)
-		}
-	}
-	freed := g.pool.takeFreed()
-	for i, h := range g.heads {
-		h.mergeMove(child.heads[i], freed)
-	}
-	locks.unlock()
-	for _, h := range g.heads {
-		h.moved()
-	}
-	g.pool.freeList(freed) // finishMove, for every member
-	return nil
+	return m.run()
 }
 
 // Snap returns member i's snapshot; nil for an i out of range. It belongs

@@ -64,7 +64,7 @@ func NewSharedGroup(p *Pool, owner Owner, domain Domain, layouts ...*Layout) (*G
 		g.domain = domain
 		g.key = groupKeyOf(g.heads, layouts, domain)
 		g.heads[g.shared].gshare = &groupShare{} // registrations of kernel-written rows
-		g.heads[g.shared].setParts()
+		g.heads[g.shared].parts.set(g.heads[g.shared])
 	}
 	return g, nil
 }

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"math/bits"
 	"sync"
 	"sync/atomic"
 
@@ -33,8 +34,12 @@ type Head struct {
 	parts      partSet // the parts the head has, in hook order (head.go)
 	writeBufs          // what its writes reuse, from the pool's spares (write_bufs.go)
 	logical    int64   // this head's share of the pool's LogicalBytes
-	// writeFrom is the first row of the write committing now (writing),
-	// 0 when the change may touch any row; setLogical resets it.
+	// writeFrom is the first row the change committing now makes (a
+	// write's first row; the rows a rollback or merge keeps): the blocks
+	// of the rows before it are the version before's, so a part that
+	// keeps work per block (block tables, streams recorded) redoes only
+	// those from there. 0 when the change may touch any row; setLogical
+	// resets it.
 	writeFrom int
 
 	// The head's parts: its features that keep state of their own. The
@@ -103,6 +108,88 @@ const (
 	partGroup                      // the shared member of a group that shares prefixes
 	partTables                     // once the head has a block table
 )
+
+// part returns the part of bit b of h's parts.
+func (s partSet) part(h *Head, b partSet) part {
+	switch b {
+	case partLRU:
+		return &h.lru
+	case partAsync:
+		return &h.async
+	case partHist:
+		return h.hist
+	case partShare:
+		return h.share
+	case partGroup:
+		return h.gshare
+	default:
+		return &h.tables
+	}
+}
+
+// set lists h's parts in hook order: eviction, then the async part once
+// it has state, history, sharing, and the block tables once h has one. It
+// runs whenever history or sharing comes or goes; the async part and the
+// tables join by setting their bit.
+func (s *partSet) set(h *Head) {
+	n := *s&(partAsync|partTables) | partLRU
+	if h.hist != nil {
+		n |= partHist
+	}
+	if h.share != nil {
+		n |= partShare
+	}
+	if h.gshare != nil {
+		n |= partGroup
+	}
+	*s = n
+}
+
+// The hooks of h's parts (see part), each run on every part of s in
+// order; release in reverse order, forgetting them.
+
+func (s partSet) prepare(h *Head, c call) error {
+	for ; s != 0; s &= s - 1 {
+		if err := s.part(h, s&-s).prepare(h, c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s partSet) changed(h *Head) {
+	for ; s != 0; s &= s - 1 {
+		s.part(h, s&-s).changed(h)
+	}
+}
+
+func (s partSet) committed(h *Head, w written) {
+	for ; s != 0; s &= s - 1 {
+		s.part(h, s&-s).committed(h, w)
+	}
+}
+
+func (s partSet) moved(h *Head) {
+	for ; s != 0; s &= s - 1 {
+		s.part(h, s&-s).moved(h)
+	}
+}
+
+func (s partSet) branched(h, c *Head) {
+	for ; s != 0; s &= s - 1 {
+		s.part(h, s&-s).branched(h, c)
+	}
+}
+
+func (s *partSet) release(h *Head, freed []*block) []*block {
+	for n := *s; n != 0; {
+		b := partSet(1) << (7 - bits.LeadingZeros8(uint8(n)))
+		n &^= b
+		freed = s.part(h, b).release(h, freed)
+	}
+	*s = 0
+	return freed
+}
 
 // noHooks is the hooks that do nothing.
 type noHooks struct{}

@@ -1,9 +1,6 @@
 package store
 
-import (
-	"fmt"
-	"math/bits"
-)
+import "fmt"
 
 func (h *Head) describe() string {
 	return fmt.Sprintf("%s head of owner %q at version %d", h.l.Type, h.owner, h.pos.v)
@@ -45,12 +42,7 @@ func (h *Head) prepareLocked(c call) error {
 		return err
 	}
 	h.deviceRows = false // the caller's kernels are queued by now
-	for s := h.parts; s != 0; s &= s - 1 {
-		if err := h.part(s&-s).prepare(h, c); err != nil {
-			return err
-		}
-	}
-	return nil
+	return h.parts.prepare(h, c)
 }
 
 // usableLocked fails when h is released or invalidated. h.mu is held.
@@ -110,25 +102,15 @@ func (h *Head) setLogical() {
 	l := h.logicalOf(h.r)
 	h.pool.logical.Add(l - h.logical)
 	h.logical = l
-	for s := h.parts; s != 0; s &= s - 1 {
-		h.part(s & -s).changed(h)
-	}
+	h.parts.changed(h)
 	h.writeFrom = 0
 }
-
-// writing tells the parts, before a write commits, the first row it
-// changes: the blocks that hold rows before it are the version before's.
-// A part that keeps work per block (block tables, streams recorded) then
-// redoes only the blocks from there. h.mu is held.
-func (h *Head) writing(from int) { h.writeFrom = from }
 
 // committed tells the parts that a write made h's new version: rows
 // [w.from, w.to). h.mu is held.
 func (h *Head) committed(w written) {
 	h.deviceRows = w.device
-	for s := h.parts; s != 0; s &= s - 1 {
-		h.part(s&-s).committed(h, w)
-	}
+	h.parts.committed(h, w)
 }
 
 // moved finishes a change of h's version other than by a write (a
@@ -136,57 +118,7 @@ func (h *Head) committed(w written) {
 // changed and moved hooks. h.mu is held.
 func (h *Head) moved() {
 	h.setLogical()
-	for s := h.parts; s != 0; s &= s - 1 {
-		h.part(s & -s).moved(h)
-	}
-}
-
-// part returns the part of bit b of h.parts.
-func (h *Head) part(b partSet) part {
-	switch b {
-	case partLRU:
-		return &h.lru
-	case partAsync:
-		return &h.async
-	case partHist:
-		return h.hist
-	case partShare:
-		return h.share
-	case partGroup:
-		return h.gshare
-	default:
-		return &h.tables
-	}
-}
-
-// setParts lists h's parts in hook order: eviction, then the async part
-// once it has state, history, sharing, and the block tables once h has
-// one. It runs whenever history or sharing comes or goes; the async part
-// and the tables join by setting their bit.
-func (h *Head) setParts() {
-	s := h.parts&(partAsync|partTables) | partLRU
-	if h.hist != nil {
-		s |= partHist
-	}
-	if h.share != nil {
-		s |= partShare
-	}
-	if h.gshare != nil {
-		s |= partGroup
-	}
-	h.parts = s
-}
-
-// releaseParts runs the parts' release hooks, the last part first, and
-// forgets them.
-func (h *Head) releaseParts(freed []*block) []*block {
-	for s := h.parts; s != 0; {
-		b := partSet(1) << (7 - bits.LeadingZeros8(uint8(s)))
-		s &^= b
-		freed = h.part(b).release(h, freed)
-	}
-	h.parts = 0
-	return freed
+	h.parts.moved(h)
 }
 
 // Len returns the number of rows (0 once released, or evicted unless

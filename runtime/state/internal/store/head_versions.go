@@ -2,7 +2,6 @@ package store
 
 import (
 	"fmt"
-	"math"
 )
 
 // NewHead returns a new head of layout l for owner, at version 0: an
@@ -61,7 +60,7 @@ func (p *Pool) NewHead(l *Layout, owner Owner) (*Head, error) {
 	if l.Checkpoint != nil {
 		h.hist = newHistory(l.Checkpoint, h.pos, r, &p.history)
 	}
-	h.setParts()
+	h.parts.set(h)
 	h.lin.heads[h] = struct{}{}
 	p.register(h)
 	return h, nil
@@ -143,10 +142,8 @@ func (h *Head) branchLocked(c *Head) error {
 	c.shape, c.id, c.lin, c.r, c.pos = h.shape, headIDs.Add(1), h.lin, h.r.retain(), h.pos
 	h.pool.spares.take(&c.writeBufs)
 	c.logical = h.logicalOf(c.r)
-	for s := h.parts; s != 0; s &= s - 1 {
-		h.part(s&-s).branched(h, c)
-	}
-	c.setParts()
+	h.parts.branched(h, c)
+	c.parts.set(c)
 	h.lin.heads[c] = struct{}{}
 	h.pool.register(c)
 	return nil
@@ -162,12 +159,14 @@ func (h *Head) Merge(child *Head) error {
 	if err := h.uncoupled("Merge"); err != nil {
 		return err
 	}
-	if h != nil {
-		if err := h.live("Merge"); err != nil {
-			return err
-		}
+	if h == nil {
+		return errNil("Head", "Merge")
 	}
-	if err := h.checkChild(child); err != nil {
+	if err := h.live("Merge"); err != nil {
+		return err
+	}
+	m := move{heads: []*Head{h}, child: []*Head{child}}
+	if err := m.args(); err != nil {
 		return err
 	}
 	if child == h {
@@ -202,10 +201,7 @@ func (h *Head) Merge(child *Head) error {
 	// state, for a call that fails anyway. (A head evicted for good
 	// answers ErrEvicted from its preparation, as before.)
 	if (h.evicted || child.evicted) && !h.evictedForGood() && !child.evictedForGood() {
-		h.lin.mu.Lock()
-		err := h.mergeCheck(child)
-		h.lin.mu.Unlock()
-		if err != nil {
+		if err := m.check(); err != nil {
 			return err
 		}
 	}
@@ -217,31 +213,7 @@ func (h *Head) Merge(child *Head) error {
 			return err
 		}
 	}
-	h.lin.mu.Lock()
-	if err := h.mergeCheck(child); err != nil {
-		h.lin.mu.Unlock()
-		return err
-	}
-	freed := h.pool.takeFreed()
-	h.mergeMove(child, freed)
-	h.lin.mu.Unlock()
-	h.finishMove(freed)
-	return nil
-}
-
-// checkChild checks Merge's arguments, before any lock is taken.
-func (h *Head) checkChild(child *Head) error {
-	switch {
-	case h == nil:
-		return errNil("Head", "Merge")
-	case child == nil:
-		return h.errorf("Merge", "nil child: %w", ErrDiverged)
-	case child.owner != h.owner:
-		return h.errorf("Merge", "child of owner %q, head of owner %q: %w", child.owner, h.owner, ErrOwner)
-	case child.pool != h.pool || child.lin != h.lin:
-		return h.errorf("Merge", "the child is no branch of this head's lineage: %w", ErrDiverged)
-	}
-	return nil
+	return m.run()
 }
 
 // Rollback moves h back to the version of to, which must be of h's owner
@@ -261,127 +233,15 @@ func (h *Head) Rollback(to *Snap) error {
 	if err := h.live("Rollback"); err != nil {
 		return err
 	}
-	if err := h.rollbackArg(to); err != nil {
+	m := move{heads: []*Head{h}, to: []*Snap{to}}
+	if err := m.args(); err != nil {
 		return err
 	}
 	if err := h.begin("Rollback"); err != nil {
 		return err
 	}
 	defer h.end()
-	if err := to.back("Rollback"); err != nil {
-		return err
-	}
-	to.mu.RLock()
-	defer to.mu.RUnlock()
-	h.lin.mu.Lock()
-	if err := h.rollbackCheck(to); err != nil {
-		h.lin.mu.Unlock()
-		return err
-	}
-	freed := h.pool.takeFreed()
-	h.rollbackMove(to, freed)
-	h.lin.mu.Unlock()
-	h.finishMove(freed)
-	return nil
-}
-
-// rollbackArg checks what Rollback can check of to without a lock.
-func (h *Head) rollbackArg(to *Snap) error {
-	if to == nil {
-		return h.errorf("Rollback", "nil snapshot: %w", ErrNotAncestor)
-	}
-	if to.owner != h.owner {
-		return h.errorf("Rollback", "snapshot of owner %q, head of owner %q: %w", to.owner, h.owner, ErrOwner)
-	}
-	return nil
-}
-
-// rollbackCheck checks that h can move back to to, changing nothing: h's
-// call is begun, to.mu read-held and h.lin.mu held.
-func (h *Head) rollbackCheck(to *Snap) error {
-	if to.released {
-		return h.errorf("Rollback", "snapshot: %w", ErrReleased)
-	}
-	if to.invalid.Load() {
-		return h.errorf("Rollback", "snapshot: %w", ErrInvalidated)
-	}
-	if to.evicted {
-		return h.errorf("Rollback", "snapshot: %w", ErrEvicted)
-	}
-	if to.lin != h.lin {
-		return h.errorf("Rollback", "snapshot of another lineage: %w", ErrNotAncestor)
-	}
-	if h.invalid.Load() {
-		return h.errorf("Rollback", "%w", ErrInvalidated)
-	}
-	if !isAncestor(to.pos, h.pos) {
-		return h.errorf("Rollback", "version %d is not an ancestor of the head's version %d: %w", to.pos.v, h.pos.v, ErrNotAncestor)
-	}
-	return nil
-}
-
-// rollbackMove moves h back to to, which rollbackCheck accepted, under the
-// same locks, adding the blocks h gives up to freed; moved finishes.
-func (h *Head) rollbackMove(to *Snap, freed *[]*block) {
-	if h.l.Descendants == Invalidate {
-		h.lin.invalidate(h, to.pos)
-	}
-	h.writeFrom = h.sameRows(to.r)
-	h.r.release(freed)
-	h.r = to.r.retain()
-	h.pos, h.owned = to.pos, false
-	if h.hist != nil {
-		h.hist.rollback(to.pos, to.r, freed)
-	}
-}
-
-// sameRows returns the rows before which h's root and r hold the same
-// blocks in every column: the parts (block tables, streams recorded) keep
-// their work for those when h moves to r (Head.writing). h.mu is held.
-func (h *Head) sameRows(r *root) int {
-	if h.r == nil || r == nil {
-		return 0
-	}
-	rows := math.MaxInt
-	for c, per := range h.perBlock {
-		rows = min(rows, firstDiff(&h.r.cols[c], &r.cols[c])*per)
-	}
-	return rows
-}
-
-// mergeCheck checks that h can fast-forward to child, changing nothing:
-// both calls are begun and h.lin.mu is held.
-func (h *Head) mergeCheck(child *Head) error {
-	if h.invalid.Load() || child.invalid.Load() {
-		return h.errorf("Merge", "%w", ErrInvalidated)
-	}
-	if !isAncestor(h.pos, child.pos) {
-		return h.errorf("Merge", "head at version %d changed since the child at version %d left it: %w",
-			h.pos.v, child.pos.v, ErrDiverged)
-	}
-	return nil
-}
-
-// mergeMove fast-forwards h to child, which mergeCheck accepted, under the
-// same locks, adding the blocks h gives up to freed; moved finishes.
-func (h *Head) mergeMove(child *Head, freed *[]*block) {
-	h.writeFrom = h.sameRows(child.r)
-	h.r.release(freed)
-	h.r = child.r.retain()
-	h.pos, h.owned = child.pos, false
-	if h.hist != nil && child.hist != nil {
-		h.hist.releaseAll(freed)
-		h.hist = child.hist.clone()
-		h.setParts()
-	}
-}
-
-// finishMove finishes a rollback or merge once h.lin.mu is released: the
-// parts' moved hooks, then the blocks the move freed, gathered in a list
-// of takeFreed's.
-func (h *Head) finishMove(freed *[]*block) {
-	h.moved()
-	h.pool.freeList(freed)
+	return m.run()
 }
 
 // Release gives up h and the blocks only it holds. Releasing twice does
@@ -422,7 +282,7 @@ func (h *Head) release() error {
 	// frees a few, an allocation of the whole state's list on every
 	// release.
 	freed := h.pool.takeFreed()
-	*freed = h.releaseParts(*freed)
+	*freed = h.parts.release(h, *freed)
 	if h.r != nil {
 		h.r.release(freed)
 	}

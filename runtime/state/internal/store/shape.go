@@ -3,6 +3,7 @@ package store
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/gpustate/gpustate/runtime/device"
@@ -368,4 +369,18 @@ func (sh *shape) shareSig() string {
 // change finds a table of its own in both.
 func (sh *shape) shareKey(l *Layout, d Domain) tableKey {
 	return tableKey{l: l, sig: sh.shareSig(), d: d}
+}
+
+// sameRows returns the rows before which roots a and b hold the same
+// blocks in every column: the parts (block tables, streams recorded) keep
+// their work for those when a head moves from a to b (Head.writeFrom).
+func (sh *shape) sameRows(a, b *root) int {
+	if a == nil || b == nil {
+		return 0
+	}
+	rows := math.MaxInt
+	for c, per := range sh.perBlock {
+		rows = min(rows, firstDiff(&a.cols[c], &b.cols[c])*per)
+	}
+	return rows
 }

@@ -566,7 +566,7 @@ func (tx *writeTx) commit(newRows int) *root {
 	r.rows = newRows
 	h.expire(r, &freed)
 	h.r = r
-	h.writing(tx.from)
+	h.writeFrom = tx.from // the rows before it keep their blocks
 	h.commitVersion()
 	h.free(freed)
 	return r

@@ -194,7 +194,7 @@ func (h *Head) bulkCounts(r *root, from, to int, tails *[maxRowCols]*block) ([]i
 // commitAppend makes r, with rows up to to, the head's new version: the
 // window expired, the version committed, freed given back.
 func (h *Head) commitAppend(r *root, to int, freed []*block) {
-	h.writing(r.rows)
+	h.writeFrom = r.rows // the rows before it keep their blocks
 	r.rows = to
 	h.expire(r, &freed)
 	h.commitVersion()

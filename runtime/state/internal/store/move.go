@@ -1,0 +1,191 @@
+package store
+
+// A move changes the versions of one or more heads as one operation:
+// Rollback sends each head back to a snapshot, Merge fast-forwards each to
+// a branch of its lineage. Head.Rollback and Head.Merge move one head; a
+// group's Rollback and Merge move its members, every one or none. This is
+// the one place a head's version moves other than by a write or a rebuild.
+//
+// The heads' calls are begun (their locks held and prepared) before run.
+// run holds the targets' snapshots, takes every lineage's lock, checks
+// every head, and moves them only when all pass; then, the lineages
+// unlocked, it runs each head's moved hooks and frees what the moves gave
+// up, in one list.
+type move struct {
+	heads []*Head // the heads that move
+	to    []*Snap // Rollback's targets: heads[i] moves back to to[i]
+	child []*Head // Merge's: heads[i] fast-forwards to child[i]
+	group *Group  // the group whose members move; nil for one head
+}
+
+// op names m's call for errors: a constant, so that an error made of it
+// keeps no reference to m, which stays on its caller's stack.
+func (m *move) op() string {
+	if m.to != nil {
+		return "Rollback"
+	}
+	return "Merge"
+}
+
+// errorf returns an error of m's call about head h: the head's own for a
+// head's call, the group's naming the member for a group's.
+func (m *move) errorf(h *Head, format string, args ...any) error {
+	if m.group == nil {
+		return h.errorf(m.op(), format, args...)
+	}
+	return m.group.errorf(m.op(), "member %s: "+format, append([]any{h.l.Type}, args...)...)
+}
+
+// args checks what can be checked of the targets without a lock: their
+// owners, and for a merge that each child is a branch of its head's
+// lineage in the same pool.
+func (m *move) args() error {
+	for i, h := range m.heads {
+		if m.to != nil {
+			to := m.to[i]
+			if to == nil {
+				return m.errorf(h, "nil snapshot: %w", ErrNotAncestor)
+			}
+			if to.owner != h.owner {
+				return m.errorf(h, "snapshot of owner %q, head of owner %q: %w", to.owner, h.owner, ErrOwner)
+			}
+			continue
+		}
+		c := m.child[i]
+		switch {
+		case c == nil:
+			return m.errorf(h, "nil child: %w", ErrDiverged)
+		case c.owner != h.owner:
+			return m.errorf(h, "child of owner %q, head of owner %q: %w", c.owner, h.owner, ErrOwner)
+		case c.pool != h.pool || c.lin != h.lin:
+			return m.errorf(h, "the child is no branch of this head's lineage: %w", ErrDiverged)
+		}
+	}
+	return nil
+}
+
+// run moves the heads, or none of them (see move).
+func (m *move) run() error {
+	for _, s := range m.to {
+		if err := s.back(m.op()); err != nil {
+			return err
+		}
+	}
+	for _, s := range m.to {
+		s.mu.RLock()
+		defer s.mu.RUnlock()
+	}
+	var locks lineageLocks
+	locks.lock(m.heads)
+	if err := m.checkLocked(); err != nil {
+		locks.unlock()
+		return err
+	}
+	p := m.heads[0].pool
+	freed := p.takeFreed()
+	for i := range m.heads {
+		m.moveOne(i, freed)
+	}
+	locks.unlock()
+	for _, h := range m.heads {
+		h.moved()
+	}
+	p.freeList(freed)
+	return nil
+}
+
+// check is checkLocked with the lineages' locks taken for it: a merge of
+// evicted heads asks it before they are rebuilt.
+func (m *move) check() error {
+	var locks lineageLocks
+	locks.lock(m.heads)
+	defer locks.unlock()
+	return m.checkLocked()
+}
+
+// checkLocked checks that every head can move, changing nothing. The
+// heads' calls are begun, the targets' snapshots read-held and every
+// lineage's lock held. In a group's rollback a target that any member
+// has invalidated answers first.
+func (m *move) checkLocked() error {
+	if m.group != nil && m.to != nil {
+		for i, h := range m.heads {
+			if m.to[i].invalid.Load() || h.invalid.Load() {
+				return m.group.errorf(m.op(), "member %s, nothing moved: %w", h.l.Type, ErrInvalidated)
+			}
+		}
+	}
+	for i, h := range m.heads {
+		err := m.checkOne(i)
+		if err != nil && m.group != nil {
+			return m.group.errorf(m.op(), "member %s, nothing moved: %w", h.l.Type, err)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkOne checks that head i can move: back to its snapshot, or
+// forward to its child.
+func (m *move) checkOne(i int) error {
+	h := m.heads[i]
+	if m.to == nil {
+		child := m.child[i]
+		if h.invalid.Load() || child.invalid.Load() {
+			return h.errorf("Merge", "%w", ErrInvalidated)
+		}
+		if !isAncestor(h.pos, child.pos) {
+			return h.errorf("Merge", "head at version %d changed since the child at version %d left it: %w",
+				h.pos.v, child.pos.v, ErrDiverged)
+		}
+		return nil
+	}
+	to := m.to[i]
+	switch {
+	case to.released:
+		return h.errorf("Rollback", "snapshot: %w", ErrReleased)
+	case to.invalid.Load():
+		return h.errorf("Rollback", "snapshot: %w", ErrInvalidated)
+	case to.evicted:
+		return h.errorf("Rollback", "snapshot: %w", ErrEvicted)
+	case to.lin != h.lin:
+		return h.errorf("Rollback", "snapshot of another lineage: %w", ErrNotAncestor)
+	case h.invalid.Load():
+		return h.errorf("Rollback", "%w", ErrInvalidated)
+	case !isAncestor(to.pos, h.pos):
+		return h.errorf("Rollback", "version %d is not an ancestor of the head's version %d: %w", to.pos.v, h.pos.v, ErrNotAncestor)
+	}
+	return nil
+}
+
+// moveOne moves head i, which checkOne accepted, adding the blocks it
+// gives up to freed: back to its snapshot (invalidating the line it
+// leaves, with the Invalidate policy), or forward to its child, whose
+// history it takes.
+func (m *move) moveOne(i int, freed *[]*block) {
+	h := m.heads[i]
+	r, pos := (*root)(nil), position{}
+	if m.to != nil {
+		r, pos = m.to[i].r, m.to[i].pos
+		if h.l.Descendants == Invalidate {
+			h.lin.invalidate(h, pos)
+		}
+	} else {
+		r, pos = m.child[i].r, m.child[i].pos
+	}
+	h.writeFrom = h.sameRows(h.r, r)
+	h.r.release(freed)
+	h.r = r.retain()
+	h.pos, h.owned = pos, false
+	switch {
+	case h.hist == nil:
+	case m.to != nil:
+		h.hist.rollback(pos, r, freed)
+	case m.child[i].hist != nil:
+		h.hist.releaseAll(freed)
+		h.hist = m.child[i].hist.clone()
+		h.parts.set(h)
+	}
+}
