@@ -194,7 +194,7 @@ func (h *Head) AppendAsync(st device.Stream, cols [][]byte) error {
 	if err != nil {
 		return err
 	}
-	if err := h.checkAppend("AppendAsync", n); err != nil {
+	if err := h.checkAppend("AppendAsync", h.r.rows, n); err != nil {
 		return err
 	}
 	if n == 0 || st == nil {

@@ -16,14 +16,14 @@ func (h *Head) Append(cols [][]byte) error {
 	if err != nil {
 		return err
 	}
-	if err := h.checkAppend("Append", n); err != nil {
+	if err := h.checkAppend("Append", h.r.rows, n); err != nil {
 		return err
 	}
 	from := h.r.rows
 	if short, err := h.appendRows("Append", cols, n, nil); err != nil {
 		return err
 	} else if !short {
-		if _, err := h.apply("Append", hostAppend, from, from+n, from+n, cols); err != nil {
+		if _, err := h.applyThen("Append", hostAppend, from, from+n, from+n, cols, nil); err != nil {
 			return err
 		}
 	}
@@ -32,25 +32,6 @@ func (h *Head) Append(cols [][]byte) error {
 		w.key = cols[h.share.key]
 	}
 	h.committed(w) // a shared group registers here (group_pending.go)
-	return nil
-}
-
-func (h *Head) checkAppend(op string, n int) error {
-	if h.l.Growth == Mutable {
-		return h.errorf(op, "a mutable state has exactly its bound of %d rows: %w", h.l.Bound, ErrBound)
-	}
-	if n < 0 {
-		return h.errorf(op, "%d rows: %w", n, ErrRange)
-	}
-	if h.l.Bound > 0 && n > h.l.Bound-h.r.rows {
-		return h.errorf(op, "%d rows after %d exceed the bound of %d: %w", n, h.r.rows, h.l.Bound, ErrBound)
-	}
-	if h.l.Window > 0 && n > h.l.Window {
-		return h.errorf(op, "%d rows are more than the window of %d: %w", n, h.l.Window, ErrBound)
-	}
-	if h.l.Bound <= 0 && n > maxInt/2-h.r.rows {
-		return h.errorf(op, "%d rows after %d: %w", n, h.r.rows, ErrBound)
-	}
 	return nil
 }
 
@@ -69,23 +50,13 @@ func (h *Head) Write(at int, cols [][]byte) error {
 	if err != nil {
 		return err
 	}
-	if err := h.checkWrite("Write", at, at+n); err != nil {
+	if err := h.checkWrite("Write", at, at+n, h.r.rows); err != nil {
 		return err
 	}
-	if _, err := h.apply("Write", hostWrite, at, at+n, h.r.rows, cols); err != nil {
+	if _, err := h.applyThen("Write", hostWrite, at, at+n, h.r.rows, cols, nil); err != nil {
 		return err
 	}
 	h.committed(written{from: at, to: at + n})
-	return nil
-}
-
-func (h *Head) checkWrite(op string, from, to int) error {
-	if h.l.Growth != Mutable {
-		return h.errorf(op, "an append state's rows never change once written: %w", ErrRange)
-	}
-	if from < 0 || to < from || to > h.r.rows {
-		return h.errorf(op, "rows [%d, %d) outside [0, %d): %w", from, to, h.r.rows, ErrRange)
-	}
 	return nil
 }
 
@@ -100,7 +71,7 @@ func (h *Head) AppendDevice(n int) ([][]device.Span, error) {
 		return nil, err
 	}
 	defer h.end()
-	if err := h.checkAppend("AppendDevice", n); err != nil {
+	if err := h.checkAppend("AppendDevice", h.r.rows, n); err != nil {
 		return nil, err
 	}
 	from := h.r.rows
@@ -112,7 +83,7 @@ func (h *Head) AppendDevice(n int) ([][]device.Span, error) {
 	case short:
 		spans, _ = h.spans("AppendDevice", h.r, from, from+n) // in range by construction
 	default:
-		if spans, err = h.apply("AppendDevice", deviceAppend, from, from+n, from+n, nil); err != nil {
+		if spans, err = h.applyThen("AppendDevice", deviceAppend, from, from+n, from+n, nil, nil); err != nil {
 			return nil, err
 		}
 	}
@@ -131,10 +102,10 @@ func (h *Head) WriteDevice(from, to int) ([][]device.Span, error) {
 		return nil, err
 	}
 	defer h.end()
-	if err := h.checkWrite("WriteDevice", from, to); err != nil {
+	if err := h.checkWrite("WriteDevice", from, to, h.r.rows); err != nil {
 		return nil, err
 	}
-	spans, err := h.apply("WriteDevice", deviceWrite, from, to, h.r.rows, nil)
+	spans, err := h.applyThen("WriteDevice", deviceWrite, from, to, h.r.rows, nil, nil)
 	if err != nil {
 		return nil, err
 	}

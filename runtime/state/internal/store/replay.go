@@ -168,7 +168,7 @@ func (h *Head) StepWith(in [][]byte, verify bool, f Stepper) error {
 	}()
 	rows := h.r.rows
 	tx := writeTx{h: h, op: "Step", kind: deviceWrite, from: 0, to: rows}
-	tx.ops = h.plan(deviceWrite, 0, rows, nil)
+	tx.ops = tx.plan(nil)
 	defer tx.doneOps()
 	if err := tx.take(); err != nil {
 		return err

@@ -191,6 +191,39 @@ func (sh *shape) batchRows(op string, cols [][]byte) (int, error) {
 	return n, nil
 }
 
+// checkAppend checks an append of n rows after rows: the growth law, the
+// bound and the window.
+func (sh *shape) checkAppend(op string, rows, n int) error {
+	if sh.l.Growth == Mutable {
+		return sh.errorf(op, "a mutable state has exactly its bound of %d rows: %w", sh.l.Bound, ErrBound)
+	}
+	if n < 0 {
+		return sh.errorf(op, "%d rows: %w", n, ErrRange)
+	}
+	if sh.l.Bound > 0 && n > sh.l.Bound-rows {
+		return sh.errorf(op, "%d rows after %d exceed the bound of %d: %w", n, rows, sh.l.Bound, ErrBound)
+	}
+	if sh.l.Window > 0 && n > sh.l.Window {
+		return sh.errorf(op, "%d rows are more than the window of %d: %w", n, sh.l.Window, ErrBound)
+	}
+	if sh.l.Bound <= 0 && n > maxInt/2-rows {
+		return sh.errorf(op, "%d rows after %d: %w", n, rows, ErrBound)
+	}
+	return nil
+}
+
+// checkWrite checks a write over rows [from, to) of a state of rows rows:
+// the growth law and the range.
+func (sh *shape) checkWrite(op string, from, to, rows int) error {
+	if sh.l.Growth != Mutable {
+		return sh.errorf(op, "an append state's rows never change once written: %w", ErrRange)
+	}
+	if from < 0 || to < from || to > rows {
+		return sh.errorf(op, "rows [%d, %d) outside [0, %d): %w", from, to, rows, ErrRange)
+	}
+	return nil
+}
+
 // checkRange checks 0 <= from <= to <= rows.
 func (sh *shape) checkRange(op string, from, to, rows int) error {
 	if from < 0 || to < from || to > rows {

@@ -23,10 +23,12 @@ const (
 	deviceWrite
 )
 
-// plan returns the block operations for rows [from, to) of every column.
-// Rows of an in-place write a reader may see are marked visible.
-func (h *Head) plan(kind writeKind, from, to int, cols [][]byte) []blockOp {
-	ops := h.opsBuf(from, to)
+// plan returns the block operations for rows [from, to) of every column,
+// from the batch cols (nil for a device write). Rows of an in-place write
+// a reader may see are marked visible.
+func (tx *writeTx) plan(cols [][]byte) []blockOp {
+	h, kind, from, to := tx.h, tx.kind, tx.from, tx.to
+	ops := h.opsBuf(h.perBlock, from, to)
 	rootUnique := h.r.unique()
 	appends := kind == hostAppend || kind == deviceAppend
 	for c := range h.rowBytes {
@@ -90,27 +92,28 @@ const maxKeptOps = 64
 var bulkOps sync.Pool
 
 // opsBuf returns an empty buffer for the operations of a write of rows
-// [from, to), large enough that planning never regrows it: the head's own
-// for a small write, else one of bulkOps.
-func (h *Head) opsBuf(from, to int) []blockOp {
+// [from, to) of columns of perBlock rows a block, large enough that
+// planning never regrows it: b's own for a small write, else one of
+// bulkOps.
+func (b *writeBufs) opsBuf(perBlock []int, from, to int) []blockOp {
 	n := 0
 	if from < to {
-		for _, per := range h.perBlock {
+		for _, per := range perBlock {
 			n += (to-1)/per - from/per + 1
 		}
 	}
 	if n > maxKeptOps {
-		if b, ok := bulkOps.Get().(*[]blockOp); ok && cap(*b) >= n {
-			return (*b)[:0]
+		if ops, ok := bulkOps.Get().(*[]blockOp); ok && cap(*ops) >= n {
+			return (*ops)[:0]
 		}
 		return make([]blockOp, 0, n)
 	}
-	if cap(h.ops) < n {
+	if cap(b.ops) < n {
 		// Grown to what the head's writes need, no more: a new branch
 		// that writes one row takes a buffer of one operation per column.
-		h.ops = make([]blockOp, 0, min(max(n, 2*cap(h.ops)), maxKeptOps))
+		b.ops = make([]blockOp, 0, min(max(n, 2*cap(b.ops)), maxKeptOps))
 	}
-	return h.ops[:0]
+	return b.ops[:0]
 }
 
 // doneOps drops what a finished write's operations reference (the
@@ -135,23 +138,18 @@ type writeTx struct {
 	taken    []*block // every block alloc gave the write, for undo
 }
 
-// apply plans and performs a write of rows [from, to) and commits it as a
-// new version with newRows rows. On failure it changes nothing and gives
-// back the blocks it took.
-func (h *Head) apply(op string, kind writeKind, from, to, newRows int, cols [][]byte) ([][]device.Span, error) {
-	return h.applyThen(op, kind, from, to, newRows, cols, nil)
-}
-
-// applyThen is apply with one more step before the commit: last, when not
-// nil, gets the runs of device memory where rows [from, to) lie in the new
-// version (the async path queues its copies there), and its failure
-// aborts the write; the spans are left to the caller then.
+// applyThen plans and performs a write of rows [from, to) and commits it
+// as a new version with newRows rows. On failure it changes nothing and
+// gives back the blocks it took. last, when not nil, is one more step
+// before the commit: it gets the runs of device memory where rows [from,
+// to) lie in the new version (the async path queues its copies there),
+// and its failure aborts the write; the spans are left to the caller then.
 func (h *Head) applyThen(op string, kind writeKind, from, to, newRows int, cols [][]byte, last func([]copyRun) error) ([][]device.Span, error) {
 	tx := writeTx{h: h, op: op, kind: kind, from: from, to: to}
 	if err := tx.admit(); err != nil {
 		return nil, err
 	}
-	tx.ops = h.plan(kind, from, to, cols)
+	tx.ops = tx.plan(cols)
 	defer tx.doneOps()
 	if err := tx.take(); err != nil {
 		return nil, err
@@ -568,7 +566,7 @@ func (tx *writeTx) commit(newRows int) *root {
 	h.r = r
 	h.writeFrom = tx.from // the rows before it keep their blocks
 	h.commitVersion()
-	h.free(freed)
+	h.free(h.pool, freed)
 	return r
 }
 
@@ -579,15 +577,15 @@ const maxKeptFreed = 64
 // freeing returns an empty list for a write to gather the blocks it gives
 // back in, which free frees: the head's own, so that a decode step that
 // replaces blocks allocates no list. h.mu is held.
-func (h *Head) freeing() []*block { return h.freed[:0] }
+func (b *writeBufs) freeing() []*block { return b.freed[:0] }
 
-// free gives back the blocks of freed, a list from freeing, and keeps the
-// list when it is short. h.mu is held.
-func (h *Head) free(freed []*block) {
-	h.pool.free(freed)
+// free gives the blocks of freed, a list from freeing, back to p, and
+// keeps the list when it is short. h.mu is held.
+func (b *writeBufs) free(p *Pool, freed []*block) {
+	p.free(freed)
 	if cap(freed) <= maxKeptFreed {
 		clear(freed)
-		h.freed = freed[:0]
+		b.freed = freed[:0]
 	}
 }
 

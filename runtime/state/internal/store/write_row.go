@@ -30,7 +30,15 @@ func (h *Head) appendRows(op string, cols [][]byte, n int, q *rowQueue) (bool, e
 	if n <= 0 || len(h.rowBytes) > maxRowCols || !r.unique() {
 		return false, nil
 	}
-	from, to := r.rows, r.rows+n
+	tx := writeTx{h: h, op: op, kind: hostAppend, from: r.rows, to: r.rows + n}
+	return tx.appendShort(cols, q)
+}
+
+// appendShort is appendRows once its transaction is made: rows [from, to)
+// of tx go after the head's last row.
+func (tx *writeTx) appendShort(cols [][]byte, q *rowQueue) (bool, error) {
+	h, r, from, to := tx.h, tx.h.r, tx.from, tx.to
+	n := to - from
 	var tails [maxRowCols]*block // per column: the tail block written in place, or nil for a new one
 	counts := h.countBuf[:0]
 	need := 0
@@ -38,7 +46,7 @@ func (h *Head) appendRows(op string, cols [][]byte, n int, q *rowQueue) (bool, e
 		bi, t, k := from/per, &r.cols[c], 0
 		switch {
 		case (to-1)/per != bi:
-			return h.appendBulk(op, cols, n, q) // more than one block
+			return tx.appendBulk(cols, q) // more than one block
 		case from%per == 0 && bi == t.n:
 			k = 1
 		case from%per != 0 && bi < t.n && t.writable(bi, string(h.owner)):
@@ -50,8 +58,7 @@ func (h *Head) appendRows(op string, cols [][]byte, n int, q *rowQueue) (bool, e
 		need += k
 	}
 	h.countBuf = counts
-	tx := writeTx{h: h, op: op, kind: hostAppend, from: from, to: to}
-	blks, err := h.appendTake(&tx, counts, need)
+	blks, err := tx.takeNew(counts, need)
 	if err != nil {
 		return true, err
 	}
@@ -63,7 +70,7 @@ func (h *Head) appendRows(op string, cols [][]byte, n int, q *rowQueue) (bool, e
 	switch {
 	case q != nil:
 		var runs [maxRowCols]copyRun
-		q.landed, err = h.queueCopies(q.sb, q.st, h.rowRuns(runs[:0], tails[:len(counts)], from, to), q.buf)
+		q.landed, err = h.queueCopies(q.sb, q.st, tx.rowRuns(runs[:0], tails[:len(counts)]), q.buf)
 	case cols != nil:
 		cs := h.copies[:0]
 		for c, b := range tails[:len(counts)] {
@@ -85,13 +92,14 @@ func (h *Head) appendRows(op string, cols [][]byte, n int, q *rowQueue) (bool, e
 			r.cols[c].set(from/per, tails[c], &freed)
 		}
 	}
-	h.commitAppend(r, to, freed)
+	tx.commitAppend(r, freed)
 	return true, nil
 }
 
-// appendTake admits the append tx and takes the need new blocks it
-// writes, counts[c] for column c, in column order.
-func (h *Head) appendTake(tx *writeTx, counts []int, need int) ([]*block, error) {
+// takeNew admits the append tx and takes the need new blocks it writes,
+// counts[c] for column c, in column order.
+func (tx *writeTx) takeNew(counts []int, need int) ([]*block, error) {
+	h := tx.h
 	if err := tx.admit(); err != nil {
 		return nil, err
 	}
@@ -107,49 +115,48 @@ func (h *Head) appendTake(tx *writeTx, counts []int, need int) ([]*block, error)
 	return blks, nil
 }
 
-// appendBulk is appendRows for rows that take more than one block in some
-// column: in every column they go on in the tail block (held by the head
-// alone), then in new blocks past the column's end, copied a run of
+// appendBulk is appendShort for rows that take more than one block in
+// some column: in every column they go on in the tail block (held by the
+// head alone), then in new blocks past the column's end, copied a run of
 // neighbouring blocks at a time, and set a leaf at a time. It reports
 // false, having done nothing, when the append does not have that shape.
-func (h *Head) appendBulk(op string, cols [][]byte, n int, q *rowQueue) (bool, error) {
-	r := h.r
-	from, to := r.rows, r.rows+n
+func (tx *writeTx) appendBulk(cols [][]byte, q *rowQueue) (bool, error) {
+	h, r := tx.h, tx.h.r
 	var tails [maxRowCols]*block // per column: the tail block written in place, or nil
-	counts, need, ok := h.bulkCounts(r, from, to, &tails)
+	counts, need, ok := tx.bulkCounts(r, &tails)
 	if !ok {
 		return false, nil
 	}
-	tx := writeTx{h: h, op: op, kind: hostAppend, from: from, to: to}
-	blks, err := h.appendTake(&tx, counts, need)
+	blks, err := tx.takeNew(counts, need)
 	if err != nil {
 		return true, err
 	}
 	switch {
 	case q != nil:
 		var runs [2 * maxRowCols]copyRun
-		q.landed, err = h.queueCopies(q.sb, q.st, h.appendRuns(runs[:0], tails[:len(counts)], blks, counts, from, to), q.buf)
+		q.landed, err = h.queueCopies(q.sb, q.st, tx.appendRuns(runs[:0], tails[:len(counts)], blks, counts), q.buf)
 	case cols != nil:
-		err = h.copyAppend(cols, tails[:len(counts)], blks, counts, from, to)
+		err = tx.copyAppend(cols, tails[:len(counts)], blks, counts)
 	}
 	if err != nil {
 		return true, tx.abort(err)
 	}
 	freed := h.freeing()
 	for c, k := range counts {
-		h.setFills(c, tails[c], blks[:k], from, to)
+		tx.setFills(c, tails[c], blks[:k])
 		r.cols[c].appendBlocks(blks[:k], &freed)
 		blks = blks[k:]
 	}
-	h.commitAppend(r, to, freed)
+	tx.commitAppend(r, freed)
 	return true, nil
 }
 
-// setFills records the fill of the blocks of column c an append of rows
-// [from, to) wrote, the head's alone: its tail block (nil when the rows
-// began a block) and the new blocks after it (see plan).
-func (h *Head) setFills(c int, tail *block, blks []*block, from, to int) {
-	per, rb := h.perBlock[c], h.rowBytes[c]
+// setFills records the fill of the blocks of column c the append tx
+// wrote, the head's alone: its tail block (nil when the rows began a
+// block) and the new blocks after it (see plan).
+func (tx *writeTx) setFills(c int, tail *block, blks []*block) {
+	from, to := tx.from, tx.to
+	per, rb := tx.h.perBlock[c], tx.h.rowBytes[c]
 	next := from / per
 	if tail != nil {
 		tail.SetFill((min(to, (next+1)*per) - next*per) * rb)
@@ -161,13 +168,13 @@ func (h *Head) setFills(c int, tail *block, blks []*block, from, to int) {
 	}
 }
 
-// bulkCounts returns, per column, the new blocks an append of rows
-// [from, to) to r takes, and their sum, and sets tails[c] to the
-// column's tail block when the rows begin inside it. It reports false
-// when the append does not have the short path's shape: a tail block
-// another version shares (a copy on write: the general path), or blocks
-// past a column's end.
-func (h *Head) bulkCounts(r *root, from, to int, tails *[maxRowCols]*block) ([]int, int, bool) {
+// bulkCounts returns, per column, the new blocks the append tx takes in
+// r, and their sum, and sets tails[c] to the column's tail block when the
+// rows begin inside it. It reports false when the append does not have
+// the short path's shape: a tail block another version shares (a copy on
+// write: the general path), or blocks past a column's end.
+func (tx *writeTx) bulkCounts(r *root, tails *[maxRowCols]*block) ([]int, int, bool) {
+	h, from, to := tx.h, tx.from, tx.to
 	counts := h.countBuf[:0]
 	need := 0
 	for c, per := range h.perBlock {
@@ -191,25 +198,27 @@ func (h *Head) bulkCounts(r *root, from, to int, tails *[maxRowCols]*block) ([]i
 	return counts, need, true
 }
 
-// commitAppend makes r, with rows up to to, the head's new version: the
-// window expired, the version committed, freed given back.
-func (h *Head) commitAppend(r *root, to int, freed []*block) {
+// commitAppend makes r, with the append's rows, the head's new version:
+// the window expired, the version committed, freed given back.
+func (tx *writeTx) commitAppend(r *root, freed []*block) {
+	h := tx.h
 	h.writeFrom = r.rows // the rows before it keep their blocks
-	r.rows = to
+	r.rows = tx.to
 	h.expire(r, &freed)
 	h.commitVersion()
-	h.free(freed)
+	h.free(h.pool, freed)
 }
 
-// copyAppend copies rows [from, to) of cols where appendRows puts them:
-// per column, the rest of its tail block (tails[c], when not nil), then
-// its counts[c] new blocks, taken in column order from blks; all in one
-// backend batch.
-func (h *Head) copyAppend(cols [][]byte, tails, blks []*block, counts []int, from, to int) error {
+// copyAppend copies the append's rows of cols where appendShort puts
+// them: per column, the rest of its tail block (tails[c], when not nil),
+// then its counts[c] new blocks, taken in column order from blks; all in
+// one backend batch.
+func (tx *writeTx) copyAppend(cols [][]byte, tails, blks []*block, counts []int) error {
+	h := tx.h
 	cs := h.copies[:0]
 	var buf [2]copyRun
 	for c, k := range counts {
-		runs, _ := h.appendColumnRuns(buf[:0], nil, c, tails[c], blks[:k], from, to)
+		runs, _ := tx.appendColumnRuns(buf[:0], nil, c, tails[c], blks[:k])
 		blks = blks[k:]
 		src := cols[c]
 		for _, r := range runs {
@@ -223,16 +232,16 @@ func (h *Head) copyAppend(cols [][]byte, tails, blks []*block, counts []int, fro
 	return err
 }
 
-// appendRuns appends to runs where rows [from, to) go, as copyAppend
+// appendRuns appends to runs where the append's rows go, as copyAppend
 // writes them, column after column, a column's rows joined with the
 // column's before when they begin where those end, in the block that
 // follows in one allocation: the staging buffer holds the columns one
 // after another, so one copy fills both (a key block and its value block,
 // taken side by side).
-func (h *Head) appendRuns(runs []copyRun, tails, blks []*block, counts []int, from, to int) []copyRun {
+func (tx *writeTx) appendRuns(runs []copyRun, tails, blks []*block, counts []int) []copyRun {
 	var prev *block
 	for c, k := range counts {
-		runs, prev = h.appendColumnRuns(runs, prev, c, tails[c], blks[:k], from, to)
+		runs, prev = tx.appendColumnRuns(runs, prev, c, tails[c], blks[:k])
 		blks = blks[k:]
 	}
 	return runs
@@ -240,21 +249,22 @@ func (h *Head) appendRuns(runs []copyRun, tails, blks []*block, counts []int, fr
 
 // rowRuns is appendRuns for rows that take one block in every column,
 // dst[c]: the tail block or a new one.
-func (h *Head) rowRuns(runs []copyRun, dst []*block, from, to int) []copyRun {
+func (tx *writeTx) rowRuns(runs []copyRun, dst []*block) []copyRun {
 	var prev *block
 	for c, b := range dst {
-		runs, prev = h.appendColumnRuns(runs, prev, c, b, nil, from, to)
+		runs, prev = tx.appendColumnRuns(runs, prev, c, b, nil)
 	}
 	return runs
 }
 
-// appendColumnRuns appends to runs where rows [from, to) of column c go:
+// appendColumnRuns appends to runs where the append's rows of column c go:
 // the rest of tail, when not nil, then the new blocks nb, neighbouring
 // blocks joined into one run, the first also with the last of runs when
 // that ends where it begins, at the end of prev; it returns the runs and
 // the block the last one ends in.
-func (h *Head) appendColumnRuns(runs []copyRun, prev *block, c int, tail *block, nb []*block, from, to int) ([]copyRun, *block) {
-	rb, per := h.rowBytes[c], h.perBlock[c]
+func (tx *writeTx) appendColumnRuns(runs []copyRun, prev *block, c int, tail *block, nb []*block) ([]copyRun, *block) {
+	from, to := tx.from, tx.to
+	rb, per := tx.h.rowBytes[c], tx.h.perBlock[c]
 	row := from
 	if tail != nil {
 		k := min(to, (from/per+1)*per) - from
@@ -300,9 +310,9 @@ type rowQueue struct {
 // waits for st (so no copy it queued lands later, in blocks the failed
 // write gives back) and returns the error: the write is aborted before
 // its commit, and changes nothing.
-func (h *Head) queueCopies(sb device.Streams, st device.Stream, runs []copyRun, buf []byte) (device.Event, error) {
+func (b *writeBufs) queueCopies(sb device.Streams, st device.Stream, runs []copyRun, buf []byte) (device.Event, error) {
 	if br, ok := sb.(device.BatchRecorder); ok {
-		cs := h.copies[:0]
+		cs := b.copies[:0]
 		off := 0
 		for _, r := range runs {
 			cs = append(cs, device.HostCopy{Dst: r.ptr, Src: buf[off : off+r.bytes]})
@@ -310,13 +320,13 @@ func (h *Head) queueCopies(sb device.Streams, st device.Stream, runs []copyRun, 
 		}
 		ev, err := br.CopiesHtoDAsyncRecord(st, cs)
 		clear(cs)
-		h.copies = cs[:0]
+		b.copies = cs[:0]
 		if err != nil {
 			return nil, errors.Join(err, st.Sync())
 		}
 		return ev, nil
 	}
-	if err := h.queueRuns(sb, st, runs, buf); err != nil {
+	if err := b.queueRuns(sb, st, runs, buf); err != nil {
 		return nil, errors.Join(err, st.Sync())
 	}
 	ev, err := sb.Record(st)
@@ -327,7 +337,7 @@ func (h *Head) queueCopies(sb device.Streams, st device.Stream, runs []copyRun, 
 }
 
 // queueRuns queues the copies of queueCopies.
-func (h *Head) queueRuns(sb device.Streams, st device.Stream, runs []copyRun, buf []byte) error {
+func (b *writeBufs) queueRuns(sb device.Streams, st device.Stream, runs []copyRun, buf []byte) error {
 	bc, batch := sb.(device.BatchCopier)
 	if !batch || len(runs) == 1 {
 		off := 0
@@ -339,7 +349,7 @@ func (h *Head) queueRuns(sb device.Streams, st device.Stream, runs []copyRun, bu
 		}
 		return nil
 	}
-	cs := h.copies[:0]
+	cs := b.copies[:0]
 	off := 0
 	for _, r := range runs {
 		cs = append(cs, device.HostCopy{Dst: r.ptr, Src: buf[off : off+r.bytes]})
@@ -347,6 +357,6 @@ func (h *Head) queueRuns(sb device.Streams, st device.Stream, runs []copyRun, bu
 	}
 	err := bc.CopiesHtoDAsync(st, cs)
 	clear(cs)
-	h.copies = cs[:0]
+	b.copies = cs[:0]
 	return err
 }
