@@ -59,14 +59,6 @@ type Head struct {
 	group atomic.Pointer[Group] // the group that holds it as a member (group.go); nil when none
 }
 
-// evictedForGood reports whether h was evicted and no call rebuilds it or
-// brings it back: it is not in the host tier, and its retention is
-// optional and no failed step lost it, or it keeps no history. h.mu is
-// held.
-func (h *Head) evictedForGood() bool {
-	return h.evicted && h.tier == nil && ((h.l.Retention != Reconstructable && !h.lost) || h.hist == nil)
-}
-
 // part is a feature of a head with state of its own. Its hooks run with
 // the head's lock held:
 //

@@ -183,3 +183,36 @@ func (h *Head) live(op string) error {
 	}
 	return nil
 }
+
+// Oldest returns the first readable row: Len()-Window for a window state
+// that has passed its window, else 0.
+func (h *Head) Oldest() int {
+	if h == nil || h.pool.isClosed() {
+		return 0
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.r == nil {
+		if h.tier != nil {
+			return h.floor(h.tier.rows)
+		}
+		return 0
+	}
+	return h.floor(h.r.rows)
+}
+
+// Window returns the layout's window (0: none).
+func (h *Head) Window() int {
+	if h == nil {
+		return 0
+	}
+	return h.l.Window
+}
+
+// evictedForGood reports whether h was evicted and no call rebuilds it or
+// brings it back: it is not in the host tier, and its retention is
+// optional and no failed step lost it, or it keeps no history. h.mu is
+// held.
+func (h *Head) evictedForGood() bool {
+	return h.evicted && h.tier == nil && ((h.l.Retention != Reconstructable && !h.lost) || h.hist == nil)
+}

@@ -146,3 +146,19 @@ func (h *Head) Spans(from, to int) ([][]device.Span, error) {
 	defer h.end()
 	return h.spans("Spans", h.r, from, to)
 }
+
+// ReadRows copies the rows at indices idx, in that order, into dst: per
+// column, len(idx) rows' bytes. Indices may repeat and come in any order
+// (a sampled minibatch); each must be a readable row, else ErrRange, or
+// ErrExpired below a window's floor, and dst is left unwritten. Runs of
+// consecutive indices in one block come in one copy.
+func (h *Head) ReadRows(idx []int, dst [][]byte) error {
+	if h == nil {
+		return errNil("Head", "ReadRows")
+	}
+	if err := h.begin("ReadRows"); err != nil {
+		return err
+	}
+	defer h.end()
+	return h.gather("ReadRows", h.r, idx, dst)
+}

@@ -417,3 +417,68 @@ func (sh *shape) sameRows(a, b *root) int {
 	}
 	return rows
 }
+
+// Window states (Layout.Window > 0). Row indices are stable: a root's rows
+// counts every row ever appended, and only rows [floor, rows) are
+// readable, floor being rows-Window (or 0). After each write the head drops
+// from its own root the blocks that hold only rows below the floor; a
+// block goes back to the pool when no snapshot, branch or other version
+// holds it any more. So a head holds at most Window rows plus one block per
+// column, beyond what its snapshots pin, and each snapshot keeps the
+// readable range of its own version.
+
+// expire drops from r, which its caller holds alone, the blocks of every
+// column that hold only rows below the window's floor.
+func (sh *shape) expire(r *root, freed *[]*block) {
+	f := sh.floor(r.rows)
+	if f == 0 {
+		return
+	}
+	for i, per := range sh.perBlock {
+		r.cols[i].drop(f/per, freed)
+	}
+}
+
+// gather copies the rows of r at indices idx into dst.
+func (sh *shape) gather(op string, r *root, idx []int, dst [][]byte) error {
+	for _, i := range idx {
+		if err := sh.checkReadable(op, i, i+1, r.rows); err != nil {
+			return err
+		}
+	}
+	if err := sh.checkDst(op, len(idx), dst); err != nil {
+		return err
+	}
+	b := sh.pool.b
+	for c, d := range dst {
+		rb, per, bb := sh.rowBytes[c], sh.perBlock[c], sh.blockBytes[c]
+		t := &r.cols[c]
+		for k := 0; k < len(idx); {
+			row := idx[k]
+			bi := row / per
+			// Extend the run while the next index is the next row, in
+			// the same block or in the next one when it follows in
+			// memory.
+			n := 1
+			first := t.get(bi)
+			first.Touch() // its pages are mapped now (estimate.go)
+			for last := first; k+n < len(idx) && idx[k+n] == row+n; n++ {
+				if nb := (row + n) / per; nb != bi {
+					next := t.get(nb)
+					if per*rb != bb || !next.Follows(last) {
+						break
+					}
+					next.Touch()
+					bi, last = nb, next
+				}
+			}
+			bi = row / per
+			src := first.Ptr() + device.Ptr((row-bi*per)*rb)
+			if err := b.CopyDtoH(d[k*rb:(k+n)*rb], src); err != nil {
+				return sh.errorf(op, "column %s: %w", sh.l.Columns[c].Name, err)
+			}
+			k += n
+		}
+	}
+	return nil
+}

@@ -188,3 +188,32 @@ func (s *Snap) BlockTable() (*BlockTable, error) {
 	s.tmu.Unlock()
 	return t, nil
 }
+
+// Oldest returns the snapshot's first readable row (see Head.Oldest).
+func (s *Snap) Oldest() int {
+	if s == nil || s.pool.isClosed() {
+		return 0
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.r == nil {
+		if s.tier != nil {
+			return s.floor(s.tier.rows)
+		}
+		return 0
+	}
+	return s.floor(s.r.rows)
+}
+
+// ReadRows copies the snapshot's rows at indices idx into dst, as
+// Head.ReadRows does.
+func (s *Snap) ReadRows(idx []int, dst [][]byte) error {
+	if s == nil {
+		return errNil("Snap", "ReadRows")
+	}
+	if err := s.begin("ReadRows"); err != nil {
+		return err
+	}
+	defer s.end()
+	return s.gather("ReadRows", s.r, idx, dst)
+}
