@@ -163,7 +163,7 @@ func (p *Pool) calibrate(cls *sizeClass, pool *CostModel) (CostModel, error) {
 	}
 	defer c.close()
 	// Nodes are made new while it runs, as a reconstruction's are
-	// (applyDeltaWith, tree.setNew). Measured on nodes reused, a node
+	// (reconstruction.apply, tree.setNew). Measured on nodes reused, a node
 	// copied cost 0.7 µs against 2.2, and the calibration's other figures
 	// fell too, while a reconstruction with few nodes took as long either
 	// way: a 16-row one's estimate fell to 0.7-0.8 of its time.
@@ -566,7 +566,7 @@ func (c *calibrator) measureDelta(m *CostModel) error {
 		r := base.retain()
 		var err error
 		for _, d := range deltas {
-			if r, err = h.applyDeltaWith(r, d, base.rows, c.take); err != nil {
+			if r, err = (&reconstruction{h: h}).apply(r, d, base.rows, c.take); err != nil {
 				break
 			}
 		}

@@ -33,7 +33,7 @@ func (x *history) committed(h *Head, w written) {
 		x.pending = &pendingDelta{w.from, w.to, commitSeqs.Add(1)}
 		return
 	}
-	h.capture(w.from, w.to, nil, commitSeqs.Add(1))
+	x.capture(h, w.from, w.to, nil, commitSeqs.Add(1))
 }
 
 // prepare takes the delta of a kernel's write the version before left
@@ -51,7 +51,7 @@ func (x *history) prepare(h *Head, c call) error {
 				on = append(on, st)
 			}
 		}
-		h.flush(on)
+		x.flush(h, on)
 	}
 	return nil
 }
@@ -71,30 +71,30 @@ func (x *history) release(_ *Head, freed []*block) []*block {
 func (x *history) changed(*Head) {}
 func (x *history) moved(*Head)   {}
 
-// flush takes the delta of the pending device write, on streams on (see
+// flush takes the delta of h's pending device write, on streams on (see
 // capture). h.mu is held.
-func (h *Head) flush(on []device.Stream) {
-	p := h.hist.pending
-	h.hist.pending = nil
-	h.capture(p.from, p.to, on, p.seq)
+func (x *history) flush(h *Head, on []device.Stream) {
+	p := x.pending
+	x.pending = nil
+	x.capture(h, p.from, p.to, on, p.seq)
 }
 
 // capture appends an entry for h's version, with a copy of rows [from, to)
 // as its delta, then takes a checkpoint when the policy says so and drops
 // what is past Keep. With streams on, the copy is queued after their work
 // (deltaStream). seq is the commit's (commitSeqs). h.mu is held.
-func (h *Head) capture(from, to int, on []device.Stream, seq uint64) {
+func (x *history) capture(h *Head, from, to int, on []device.Stream, seq uint64) {
 	e := entry{pos: h.pos, rows: h.r.rows, seq: seq}
-	if d, err := h.copyDelta(h.r, from, to, on); err == nil {
+	if d, err := x.copyDelta(h, h.r, from, to, on); err == nil {
 		e.d = d
 	}
-	h.addEntry(e)
+	x.addEntry(h, e)
 }
 
 // addEntry appends e, the entry of h's version, then takes a checkpoint
-// when the policy says so and drops what is past Keep. h.mu is held.
-func (h *Head) addEntry(e entry) {
-	x := h.hist
+// (of h's root) when the policy says so and drops what is past Keep. h.mu
+// is held.
+func (x *history) addEntry(h *Head, e entry) {
 	if e.d != nil {
 		x.sinceBytes += e.d.bytes
 	}
@@ -116,10 +116,11 @@ func (h *Head) addEntry(e entry) {
 	h.pool.free(freed)
 }
 
-// copyDelta copies rows [from, to) of r into new blocks, packed: at once,
-// or queued after the work on streams on where there are any and the
-// backend queues device copies (device.StreamCopier).
-func (h *Head) copyDelta(r *root, from, to int, on []device.Stream) (*delta, error) {
+// copyDelta copies rows [from, to) of r, a root of h's, into new blocks
+// of h's pool, packed: at once, or queued after the work on streams on
+// where there are any and the backend queues device copies
+// (device.StreamCopier).
+func (x *history) copyDelta(h *Head, r *root, from, to int, on []device.Stream) (*delta, error) {
 	d, buf := newDelta(from, to, len(h.rowBytes))
 	for c, per := range h.perBlock {
 		d.bytes += int64((to - from) * h.rowBytes[c])
@@ -147,15 +148,15 @@ func (h *Head) copyDelta(r *root, from, to int, on []device.Stream) (*delta, err
 		k := (to - from + per - 1) / per
 		d.cols[c], blks = blks[:k:k], blks[k:]
 	}
-	st, err := h.deltaStream(all, on)
+	st, err := x.deltaStream(h.pool, all, on)
 	if err != nil {
-		h.releaseDelta(d)
+		d.release(h.pool)
 		return nil, err
 	}
 	// The copies: queued on st; else gathered and made in one call where
 	// the backend takes batches (a decode step's delta is a copy a
 	// column); else made one by one.
-	batch := h.hist.copies[:0]
+	batch := x.copies[:0]
 	bc, batched := h.pool.b.(device.DeviceBatchCopier)
 	copyFn := h.pool.b.CopyDtoD
 	switch {
@@ -169,45 +170,45 @@ func (h *Head) copyDelta(r *root, from, to int, on []device.Stream) (*delta, err
 		}
 	}
 	for c := range h.rowBytes {
-		if err := h.copyRows(treeLoc(&r.cols[c], h.perBlock[c], h.rowBytes[c]), deltaLoc(d, c, d.per[c], h.rowBytes[c]), from, to, h.rowBytes[c], copyFn); err != nil {
-			h.releaseDelta(d)
+		if err := copyRows(treeLoc(&r.cols[c], h.perBlock[c], h.rowBytes[c]), deltaLoc(d, c, d.per[c], h.rowBytes[c]), from, to, h.rowBytes[c], copyFn); err != nil {
+			d.release(h.pool)
 			return nil, err
 		}
 	}
 	if len(batch) > 0 {
 		err := bc.CopiesDtoD(batch)
-		h.hist.copies = batch[:0]
+		x.copies = batch[:0]
 		if err != nil {
-			h.releaseDelta(d)
+			d.release(h.pool)
 			return nil, err
 		}
 	}
 	if st != nil {
 		ev, err := h.pool.b.(device.Streams).Record(st)
 		if err != nil {
-			h.releaseDelta(d)
+			d.release(h.pool)
 			return nil, err
 		}
 		d.ready = &deltaReady{ev: ev}
 		d.ready.refs.Store(1)
 	}
 	for _, col := range d.cols {
-		h.hist.held.Add(blockBytes(col))
+		x.held.Add(blockBytes(col))
 	}
 	return d, nil
 }
 
 // deltaStream returns the stream copyDelta queues the copies of a
-// delta's rows into its blocks bs on: the first open stream of on, after
-// the work queued on it and on the others, when the backend queues device
-// copies (the blocks are recorded on it, so that none is reused before
-// the copies ran); else nil, and the rows are copied at once. A closed
-// stream is passed over: its work has completed. A stream that fails
-// otherwise fails the copy, as copying at once could read rows its kernel
-// has not written.
-func (h *Head) deltaStream(bs []*block, on []device.Stream) (device.Stream, error) {
-	_, ok := h.pool.b.(device.StreamCopier)
-	sb, ok2 := h.pool.b.(device.Streams)
+// delta's rows into its blocks bs, of pool p, on: the first open stream of
+// on, after the work queued on it and on the others, when the backend
+// queues device copies (the blocks are recorded on it, so that none is
+// reused before the copies ran); else nil, and the rows are copied at
+// once. A closed stream is passed over: its work has completed. A stream
+// that fails otherwise fails the copy, as copying at once could read rows
+// its kernel has not written.
+func (x *history) deltaStream(p *Pool, bs []*block, on []device.Stream) (device.Stream, error) {
+	_, ok := p.b.(device.StreamCopier)
+	sb, ok2 := p.b.(device.Streams)
 	if !ok || !ok2 {
 		return nil, nil
 	}
@@ -231,20 +232,20 @@ func (h *Head) deltaStream(bs []*block, on []device.Stream) (device.Stream, erro
 		}
 	}
 	if st != nil {
-		h.pool.rec.addAll(bs, st)
+		p.rec.addAll(bs, st)
 	}
 	return st, nil
 }
 
-// releaseDelta gives back the blocks of a delta that was never stored.
-func (h *Head) releaseDelta(d *delta) {
+// release gives the blocks of a delta that was never stored back to p.
+func (d *delta) release(p *Pool) {
 	var freed []*block
 	for _, col := range d.cols {
 		for _, b := range col {
 			releaseBlock(b, &freed)
 		}
 	}
-	h.pool.free(freed)
+	p.free(freed)
 }
 
 // A locator gives, for a row, where it lies and how many rows follow it in
@@ -267,7 +268,7 @@ func deltaLoc(d *delta, c, per, rb int) locator {
 
 // copyRows copies rows [from, to) of rb bytes from src to dst with cp, in
 // as few device copies as the block boundaries allow.
-func (h *Head) copyRows(src, dst locator, from, to, rb int, cp func(dst, src device.Ptr, n int) error) error {
+func copyRows(src, dst locator, from, to, rb int, cp func(dst, src device.Ptr, n int) error) error {
 	for row := from; row < to; {
 		s, sn := src(row)
 		d, dn := dst(row)
@@ -320,17 +321,107 @@ func (h *Head) VersionAt(n int) (Version, error) {
 	return 0, h.errorf("VersionAt", "no version of the retained history held %d rows: %w", n, ErrNotRetained)
 }
 
-// rebuildNeed returns, per column, the blocks applying the deltas of
-// entries q+1..t to entry q's checkpoint takes: one for each block index
-// any of them writes, the first time only (the checkpoint's blocks are
-// shared, so the first write copies; past it the block is the rebuild's
+// A reconstruction builds a version of h's line from h's history: entry
+// q's checkpoint with the deltas of entries q+1..t applied, copied back
+// (apply) or run again (replayStep), in a root of its own
+// (history.reconstructInto). It hands itself the blocks it copies on
+// write: the caller's spares first, then one at a time while the pool has
+// room, with no reclaim; at the first that finds none, every block the
+// deltas still need (need, less those taken) in one allocation, all or
+// none, which reclaims.
+type reconstruction struct {
+	h      *Head
+	q, t   int
+	taken  []classCount // the blocks taken one at a time, by class
+	inline [4]classCount
+	byCls  map[*sizeClass][]*block // the blocks taken in one allocation, left
+	spare  []*block                // the caller's blocks, handed out first
+}
+
+// classCount counts blocks of one class.
+type classCount struct {
+	cls *sizeClass
+	n   int
+}
+
+// take hands out a block of class c.
+func (rc *reconstruction) take(c *sizeClass) (*block, error) {
+	h := rc.h
+	for i := len(rc.spare) - 1; i >= 0; i-- {
+		if b := rc.spare[i]; b.Class() == c && b.Owner() == string(h.owner) {
+			rc.spare = slices.Delete(rc.spare, i, i+1)
+			b.SetRefs(1)
+			return b, nil
+		}
+	}
+	if rc.byCls == nil {
+		b, err := h.pool.takeOne(c, h.owner)
+		if err == nil {
+			rc.count(c)
+			return b, nil
+		}
+		if !errors.Is(err, ErrNoMemory) {
+			return nil, err
+		}
+		if err := rc.reserve(); err != nil {
+			return nil, err
+		}
+	}
+	if l := rc.byCls[c]; len(l) > 0 {
+		rc.byCls[c] = l[:len(l)-1]
+		return l[len(l)-1], nil
+	}
+	return rc.takeNew(c) // past the count: one more, reclaiming
+}
+
+// count counts one block of class c taken.
+func (rc *reconstruction) count(c *sizeClass) {
+	for i := range rc.taken {
+		if rc.taken[i].cls == c {
+			rc.taken[i].n++
+			return
+		}
+	}
+	rc.taken = append(rc.taken, classCount{c, 1})
+}
+
+// reserve takes the blocks still needed, all or none.
+func (rc *reconstruction) reserve() error {
+	h := rc.h
+	counts := rc.need()
+	left := slices.Clone(rc.taken) // taken already, counted against the columns in turn
+	for c := range counts {
+		for i := range left {
+			if left[i].cls == h.cls[c] {
+				k := min(counts[c], left[i].n)
+				left[i].n -= k
+				counts[c] -= k
+			}
+		}
+	}
+	blks, err := h.allocCols(nil, counts, false)
+	if err != nil {
+		return err
+	}
+	rc.byCls = make(map[*sizeClass][]*block)
+	for _, b := range blks {
+		rc.byCls[b.Class()] = append(rc.byCls[b.Class()], b)
+	}
+	return nil
+}
+
+// need returns, per column, the blocks applying the deltas of entries
+// q+1..t to entry q's checkpoint takes: one for each block index any of
+// them writes, the first time only (the checkpoint's blocks are shared,
+// so the first write copies; past it the block is the reconstruction's
 // own).
-func (h *Head) rebuildNeed(q, t int) []int {
+func (rc *reconstruction) need() []int {
+	h := rc.h
 	x := h.hist
 	need := make([]int, len(h.perBlock))
 	for c, per := range h.perBlock {
 		var spans [][2]int // block indices [lo, hi) each delta writes
-		for j := q + 1; j <= t; j++ {
+		for j := rc.q + 1; j <= rc.t; j++ {
 			if d := x.entries[j].d; d.to > d.from {
 				spans = append(spans, [2]int{d.from / per, (d.to + per - 1) / per})
 			}
@@ -348,104 +439,20 @@ func (h *Head) rebuildNeed(q, t int) []int {
 	return need
 }
 
-// blockReserve hands a reconstruction its blocks: one at a time while
-// the pool has room, with no reclaim; at the first that finds none, every
-// block the deltas of entries q+1..t still need (rebuildNeed, less those
-// taken) in one allocation, all or none, which reclaims.
-type blockReserve struct {
-	h      *Head
-	q, t   int
-	taken  []classCount // the blocks taken one at a time, by class
-	inline [4]classCount
-	byCls  map[*sizeClass][]*block // the blocks taken in one allocation, left
-	spare  []*block                // the caller's blocks, handed out first
-}
-
-// classCount counts blocks of one class.
-type classCount struct {
-	cls *sizeClass
-	n   int
-}
-
-// take hands out a block of class c.
-func (res *blockReserve) take(c *sizeClass) (*block, error) {
-	h := res.h
-	for i := len(res.spare) - 1; i >= 0; i-- {
-		if b := res.spare[i]; b.Class() == c && b.Owner() == string(h.owner) {
-			res.spare = slices.Delete(res.spare, i, i+1)
-			b.SetRefs(1)
-			return b, nil
-		}
-	}
-	if res.byCls == nil {
-		b, err := h.pool.takeOne(c, h.owner)
-		if err == nil {
-			res.count(c)
-			return b, nil
-		}
-		if !errors.Is(err, ErrNoMemory) {
-			return nil, err
-		}
-		if err := res.reserve(); err != nil {
-			return nil, err
-		}
-	}
-	if l := res.byCls[c]; len(l) > 0 {
-		res.byCls[c] = l[:len(l)-1]
-		return l[len(l)-1], nil
-	}
-	return h.takeBlock(c) // past the count: one more, reclaiming
-}
-
-// count counts one block of class c taken.
-func (res *blockReserve) count(c *sizeClass) {
-	for i := range res.taken {
-		if res.taken[i].cls == c {
-			res.taken[i].n++
-			return
-		}
-	}
-	res.taken = append(res.taken, classCount{c, 1})
-}
-
-// reserve takes the blocks still needed, all or none.
-func (res *blockReserve) reserve() error {
-	h := res.h
-	counts := h.rebuildNeed(res.q, res.t)
-	left := slices.Clone(res.taken) // taken already, counted against the columns in turn
-	for c := range counts {
-		for i := range left {
-			if left[i].cls == h.cls[c] {
-				k := min(counts[c], left[i].n)
-				left[i].n -= k
-				counts[c] -= k
-			}
-		}
-	}
-	blks, err := h.allocCols(nil, counts, false)
-	if err != nil {
-		return err
-	}
-	res.byCls = make(map[*sizeClass][]*block)
-	for _, b := range blks {
-		res.byCls[b.Class()] = append(res.byCls[b.Class()], b)
-	}
-	return nil
-}
-
 // giveBack frees the reserved blocks nothing took.
-func (res *blockReserve) giveBack(p *Pool) {
+func (rc *reconstruction) giveBack() {
 	var freed []*block
-	for _, l := range res.byCls {
+	for _, l := range rc.byCls {
 		for _, b := range l {
 			releaseBlock(b, &freed)
 		}
 	}
-	p.free(freed)
+	rc.h.pool.free(freed)
 }
 
-// takeBlock takes one block of class c for h, reclaiming under pressure.
-func (h *Head) takeBlock(c *sizeClass) (*block, error) {
+// takeNew takes one block of class c for h, reclaiming under pressure.
+func (rc *reconstruction) takeNew(c *sizeClass) (*block, error) {
+	h := rc.h
 	// Into a buffer on the stack, not a slice per block: the Go heap's
 	// new pages fault inside the reconstruction as the pool's do.
 	var one [1]*block
@@ -456,11 +463,14 @@ func (h *Head) takeBlock(c *sizeClass) (*block, error) {
 	return nb[0], nil
 }
 
-// applyDeltaWith writes d into r, a root the caller holds a reference to
-// and that nobody else changes, giving it rows rows, with the blocks it
+// apply writes d into r, a root of h's shape the caller holds a reference
+// to and that nobody else changes, giving it rows rows, with the blocks it
 // copies on write from take. It returns the root to hold (r itself, or r's
-// copy); on failure the caller still holds a root to release.
-func (h *Head) applyDeltaWith(r *root, d *delta, rows int, take func(*sizeClass) (*block, error)) (*root, error) {
+// copy); on failure the caller still holds a root to release. It reads
+// only h's shape and pool: the cost model's calibration applies deltas
+// with a reconstruction of a head of its own.
+func (rc *reconstruction) apply(r *root, d *delta, rows int, take func(*sizeClass) (*block, error)) (*root, error) {
+	h := rc.h
 	var freed []*block
 	r = r.own(&freed)
 	// A closure, so that the blocks the failure paths below add are
@@ -498,7 +508,7 @@ func (h *Head) applyDeltaWith(r *root, d *delta, rows int, take func(*sizeClass)
 		if err := d.wait(); err != nil {
 			return r, err
 		}
-		if err := h.copyRows(deltaLoc(d, c, d.per[c], rb), treeLoc(t, per, rb), d.from, d.to, rb, h.pool.b.CopyDtoD); err != nil {
+		if err := copyRows(deltaLoc(d, c, d.per[c], rb), treeLoc(t, per, rb), d.from, d.to, rb, h.pool.b.CopyDtoD); err != nil {
 			return r, err
 		}
 	}

@@ -349,7 +349,7 @@ func TestPlanAgainstExecution(t *testing.T) {
 					q--
 				}
 				cb.Reset()
-				r, err := h.reconstruct(q, tIdx)
+				r, err := h.hist.reconstruct(h, q, tIdx)
 				check(t, err)
 				copies, bytes := cb.Calls("CopyDtoD"), cb.Bytes("CopyDtoD")
 				var freed []*block

@@ -460,7 +460,7 @@ func TestBlockTakenWithoutAllocating(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		take func(*sizeClass) (*block, error)
-	}{{"Head.takeBlock", h.takeBlock}, {"calibration", c.take}} {
+	}{{"reconstruction.takeNew", (&reconstruction{h: h}).takeNew}, {"calibration", c.take}} {
 		if n := testing.AllocsPerRun(100, func() {
 			b, err := tc.take(p.own)
 			check(t, err)

@@ -343,7 +343,7 @@ func (h *Head) atLocked(v Version) (*Snap, error) {
 	}
 	x.replayed = 0
 	start := time.Now()
-	r, err := h.reconstruct(q, t)
+	r, err := x.reconstruct(h, q, t)
 	if err != nil {
 		return nil, h.errorf("At", "version %d: %w", v, err)
 	}

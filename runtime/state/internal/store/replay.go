@@ -148,7 +148,7 @@ func (h *Head) StepWith(in [][]byte, verify bool, f Stepper) error {
 	case f == nil:
 		return h.errorf("Step", "nil step function: %w", ErrShape)
 	}
-	if err := h.checkInput(in); err != nil {
+	if err := h.hist.checkInput(h, in); err != nil {
 		return err
 	}
 	m := &stepMem{}
@@ -187,7 +187,7 @@ func (h *Head) StepWith(in [][]byte, verify bool, f Stepper) error {
 	if ferr != nil {
 		ferr = fmt.Errorf("the step function failed: %w", ferr)
 	} else if verify {
-		if rec.hash, ferr = h.hashRows(spans); ferr != nil {
+		if rec.hash, ferr = h.hist.hashRows(h, spans); ferr != nil {
 			ferr = fmt.Errorf("hashing the rows the step produced: %w", ferr)
 		}
 	}
@@ -196,7 +196,7 @@ func (h *Head) StepWith(in [][]byte, verify bool, f Stepper) error {
 	}
 	tx.commit(rows)
 	m.d = delta{from: 0, to: rows, bytes: inBytes, step: rec}
-	h.addEntry(entry{pos: h.pos, rows: rows, d: &m.d, seq: commitSeqs.Add(1)})
+	h.hist.addEntry(h, entry{pos: h.pos, rows: rows, d: &m.d, seq: commitSeqs.Add(1)})
 	return nil
 }
 
@@ -230,9 +230,9 @@ func (m *stepMem) keep(in [][]byte) int64 {
 	return int64(total)
 }
 
-// checkInput answers ErrShape for a step input that is not of the
-// layout's input columns.
-func (h *Head) checkInput(in [][]byte) error {
+// checkInput answers ErrShape for a step input that is not of the input
+// columns of h's layout.
+func (x *history) checkInput(h *Head, in [][]byte) error {
 	cols := h.l.Input
 	if cols == nil {
 		return nil
@@ -300,7 +300,7 @@ func restoreInPlace(tx *writeTx, spare []*block) ([]*block, error) {
 	h.r.release(&spare) // the blocks only h held: those the caller wrote
 	h.r = nil
 	q, t, _ := h.rebuildPath() // Step took a guard where there is none
-	r, spare, err := h.reconstructInto(q, t, spare)
+	r, spare, err := h.hist.reconstructInto(h, q, t, spare)
 	if err != nil {
 		h.r, h.evicted, h.lost = nil, true, true
 		h.pool.logical.Add(-h.logical)
@@ -313,12 +313,13 @@ func restoreInPlace(tx *writeTx, spare []*block) ([]*block, error) {
 }
 
 // replayStep runs the step of d again on r, a root the caller holds and
-// nobody else changes, after copying the blocks r shares (applyDeltaWith
-// with a step delta copies and writes nothing). With verify it checks the rows
+// nobody else changes, after copying the blocks r shares (apply with a
+// step delta copies and writes nothing). With verify it checks the rows
 // against the hash Step recorded. On failure the caller still holds a
 // root to release.
-func (h *Head) replayStep(r *root, d *delta, rows int, take func(*sizeClass) (*block, error)) (*root, error) {
-	r, err := h.applyDeltaWith(r, d, rows, take)
+func (rc *reconstruction) replayStep(r *root, d *delta, rows int) (*root, error) {
+	h := rc.h
+	r, err := rc.apply(r, d, rows, rc.take)
 	if err != nil {
 		return r, err
 	}
@@ -334,7 +335,7 @@ func (h *Head) replayStep(r *root, d *delta, rows int, take func(*sizeClass) (*b
 		return r, fmt.Errorf("replaying a step: the step function failed: %w", err)
 	}
 	if rec.verify {
-		sum, err := h.hashRows(spans)
+		sum, err := h.hist.hashRows(h, spans)
 		if err != nil {
 			return r, fmt.Errorf("replaying a step: hashing its rows: %w", err)
 		}
@@ -346,9 +347,9 @@ func (h *Head) replayStep(r *root, d *delta, rows int, take func(*sizeClass) (*b
 	return r, nil
 }
 
-// hashRows returns the 64-bit hash of the rows spans locate, column by
-// column in row order, read back from the device.
-func (h *Head) hashRows(spans [][]device.Span) (uint64, error) {
+// hashRows returns the 64-bit hash of the rows of h spans locate, column
+// by column in row order, read back from the device.
+func (x *history) hashRows(h *Head, spans [][]device.Span) (uint64, error) {
 	var m maphash.Hash
 	m.SetSeed(replaySeed)
 	var buf []byte
@@ -368,14 +369,15 @@ func (h *Head) hashRows(spans [][]device.Span) (uint64, error) {
 	return m.Sum64(), nil
 }
 
-// reconstruct returns a new root for entry t: entry q's checkpoint with
-// the deltas of entries q+1..t applied. Under memory pressure it takes
-// every block the deltas still need in one allocation (blockReserve), so
-// that pressure fails it, or evicts for it, once: block by block, a later
-// delta could fail after an earlier one's allocation had evicted others'
-// state. On failure it gives back every block it took.
-func (h *Head) reconstruct(q, t int) (*root, error) {
-	r, spare, err := h.reconstructInto(q, t, nil)
+// reconstruct returns a new root for entry t of x, h's history: entry q's
+// checkpoint with the deltas of entries q+1..t applied. Under memory
+// pressure it takes every block the deltas still need in one allocation
+// (reconstruction.reserve), so that pressure fails it, or evicts for it,
+// once: block by block, a later delta could fail after an earlier one's
+// allocation had evicted others' state. On failure it gives back every
+// block it took.
+func (x *history) reconstruct(h *Head, q, t int) (*root, error) {
+	r, spare, err := x.reconstructInto(h, q, t, nil)
 	h.pool.free(spare)
 	return r, err
 }
@@ -384,31 +386,31 @@ func (h *Head) reconstruct(q, t int) (*root, error) {
 // head's own blocks, which it writes without zeroing), and returns the
 // spares it did not use, with those of a failed rebuild, for the caller
 // to keep or free.
-func (h *Head) reconstructInto(q, t int, spare []*block) (*root, []*block, error) {
-	x := h.hist
-	res := &blockReserve{h: h, q: q, t: t, spare: spare}
-	res.taken = res.inline[:0]
-	defer res.giveBack(h.pool)
+func (x *history) reconstructInto(h *Head, q, t int, spare []*block) (*root, []*block, error) {
+	rc := &reconstruction{h: h, q: q, t: t, spare: spare}
+	rc.taken = rc.inline[:0]
+	defer rc.giveBack()
 	r := x.entries[q].cp.retain()
 	for j := q + 1; j <= t; j++ {
 		var err error
 		d := x.entries[j].d
 		if d.step != nil {
-			r, err = h.replayStep(r, d, x.entries[j].rows, res.take)
+			r, err = rc.replayStep(r, d, x.entries[j].rows)
 		} else {
-			r, err = h.applyDeltaWith(r, d, x.entries[j].rows, res.take)
+			r, err = rc.apply(r, d, x.entries[j].rows, rc.take)
 		}
 		if err != nil {
-			r.release(&res.spare)
-			return nil, res.spare, err
+			r.release(&rc.spare)
+			return nil, rc.spare, err
 		}
 	}
-	return r, res.spare, nil
+	return r, rc.spare, nil
 }
 
-// rebuild gives an evicted reconstructable head its version back from its
-// checkpoint and deltas. h.mu is held.
-func (h *Head) rebuild(op string) error {
+// rebuild gives h, an evicted reconstructable head, its version back from
+// x, its checkpoints and deltas. x is nil for a head that keeps no
+// history: it answers ErrEvicted. h.mu is held.
+func (x *history) rebuild(h *Head, op string) error {
 	if h.evictedForGood() {
 		return h.errorf(op, "%w", ErrEvicted)
 	}
@@ -416,7 +418,7 @@ func (h *Head) rebuild(op string) error {
 	if !ok {
 		return h.errorf(op, "rebuilding evicted version %d: %w", h.pos.v, ErrNotRetained)
 	}
-	r, err := h.reconstruct(q, t)
+	r, err := x.reconstruct(h, q, t)
 	if err != nil {
 		return h.errorf(op, "rebuilding evicted version %d: %w", h.pos.v, err)
 	}

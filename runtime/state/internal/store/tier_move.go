@@ -318,7 +318,7 @@ func (x groupVictims) dropTier() (int64, bool) {
 // the Evictor.
 func (lp *lruPart) prepare(h *Head, c call) error {
 	if h.evicted {
-		rebuild := h.rebuild
+		rebuild := func(op string) error { return h.hist.rebuild(h, op) }
 		if h.tier != nil {
 			rebuild = h.bringBackLocked
 		}
