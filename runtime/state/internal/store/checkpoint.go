@@ -293,34 +293,6 @@ func copies(from, to, per int) int {
 	return n
 }
 
-// VersionAt returns the last version of the head's own line that held
-// exactly n rows, from the history its checkpoint line keeps, so that a
-// caller who knows how many rows it had (tokens accepted, steps taken)
-// need not keep a table of versions: At(VersionAt(n)) rebuilds it, and
-// Rollback takes that snapshot. n outside [0, Len()] answers ErrRange; a
-// row count no retained version had (before the oldest checkpoint kept,
-// or inside one append's batch) answers ErrNotRetained, as does a layout
-// without checkpoints.
-func (h *Head) VersionAt(n int) (Version, error) {
-	if err := h.begin("VersionAt"); err != nil {
-		return 0, err
-	}
-	defer h.end()
-	if n < 0 || n > h.r.rows {
-		return 0, h.errorf("VersionAt", "%d rows, the head has %d: %w", n, h.r.rows, ErrRange)
-	}
-	if h.hist == nil {
-		return 0, h.errorf("VersionAt", "%s keeps no checkpoints: %w", h.l.Type, ErrNotRetained)
-	}
-	es := h.hist.entries
-	for i := len(es) - 1; i >= 0; i-- {
-		if es[i].rows == n {
-			return es[i].pos.v, nil
-		}
-	}
-	return 0, h.errorf("VersionAt", "no version of the retained history held %d rows: %w", n, ErrNotRetained)
-}
-
 // A reconstruction builds a version of h's line from h's history: entry
 // q's checkpoint with the deltas of entries q+1..t applied, copied back
 // (apply) or run again (replayStep), in a root of its own

@@ -515,10 +515,13 @@ func TestGroupPrefixStepCostsNoLength(t *testing.T) {
 	p := newPool(t, PoolOptions{})
 	long := *tokLayout
 	long.Bound = 16384
+	const steps = 512
 	perStep := func(ctx int) uint64 {
 		g := must[*Group](t)(NewSharedGroup(p, "s", "tenant", &long, groupRecLayout))
 		defer g.Release()
-		var seq []uint32
+		// The token list is made at its full length, so that its growth
+		// is not counted as the step's.
+		seq := make([]uint32, 0, ctx+64+steps)
 		step := func(toks []uint32) {
 			seq = append(seq, toks...)
 			check(t, g.Head(1).Write(0, [][]byte{recAfter(seq[len(seq)-1:])}))
@@ -537,9 +540,12 @@ func TestGroupPrefixStepCostsNoLength(t *testing.T) {
 			step(toks)
 		}
 		one := []uint32{0}
+		// One P while measuring, as testing.AllocsPerRun runs: another
+		// test's goroutines left running would count their allocations
+		// in the process's total.
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
-		const steps = 512
 		for i := range steps {
 			one[0] = uint32(ctx + len(seq) + i)
 			step(one)

@@ -162,3 +162,57 @@ func (h *Head) ReadRows(idx []int, dst [][]byte) error {
 	defer h.end()
 	return h.gather("ReadRows", h.r, idx, dst)
 }
+
+// applyThen plans and performs a write of rows [from, to) and commits it
+// as a new version with newRows rows. On failure it changes nothing and
+// gives back the blocks it took. last, when not nil, is one more step
+// before the commit: it gets the runs of device memory where rows [from,
+// to) lie in the new version (the async path queues its copies there),
+// and its failure aborts the write; the spans are left to the caller then.
+func (h *Head) applyThen(op string, kind writeKind, from, to, newRows int, cols [][]byte, last func([]copyRun) error) ([][]device.Span, error) {
+	tx := writeTx{h: h, op: op, kind: kind, from: from, to: to}
+	if err := tx.admit(); err != nil {
+		return nil, err
+	}
+	tx.ops = tx.plan(cols)
+	defer tx.doneOps()
+	if err := tx.take(); err != nil {
+		return nil, err
+	}
+	// New blocks and rows past the version's end first, then rows a
+	// reader may see: each step changes nothing the steps before it could
+	// not undo.
+	if err := tx.fillNewBlocks(); err != nil {
+		return nil, tx.abort(err)
+	}
+	if err := tx.writeVisible(); err != nil {
+		return nil, tx.abort(err)
+	}
+	tx.touchOld() // for the cost model (estimate.go)
+	if last != nil {
+		if err := last(tx.runs()); err != nil {
+			return nil, tx.abort(err)
+		}
+	}
+	r := tx.commit(newRows)
+	if last == nil && (kind == deviceAppend || kind == deviceWrite) {
+		spans, _ := h.spans(op, r, from, to) // in range by construction
+		return spans, nil
+	}
+	return nil, nil
+}
+
+// appendRows appends rows [from, from+n) of the batch cols on the short
+// path: copied from cols, or, when q is not nil, queued from q's staging
+// buffer (AppendAsync), or, with neither, left for a kernel to write
+// (AppendDevice). It reports false, having done nothing, when the
+// append does not have its shape; on failure it changes nothing and gives
+// back the blocks it took.
+func (h *Head) appendRows(op string, cols [][]byte, n int, q *rowQueue) (bool, error) {
+	r := h.r
+	if n <= 0 || len(h.rowBytes) > maxRowCols || !r.unique() {
+		return false, nil
+	}
+	tx := writeTx{h: h, op: op, kind: hostAppend, from: r.rows, to: r.rows + n}
+	return tx.appendShort(cols, q)
+}

@@ -295,3 +295,89 @@ func (h *Head) release() error {
 	h.pool.spares.put(&h.writeBufs)
 	return nil
 }
+
+// StepHost is Step for a step function written for the host: f gets every
+// row of the head, per column, as bytes (rows, Len() rows a column) and
+// the input, and returns the next rows, per column, of the same lengths:
+// rows itself, written in place, or slices of its own, which the runtime
+// copies into rows (a column of another length fails the step with
+// ErrShape). The runtime copies the rows out of device memory before f
+// runs and back after it returns, except where the backend's device
+// memory is host memory and a column's rows lie in one run of it
+// (device.HostBytes): there f reads and writes the rows where they live,
+// with no copy. f must not keep rows or in; the rest is as Step: the
+// history keeps in and f, At and Rollback run f again, and a failed f
+// leaves the head as before.
+//
+//state:mutates
+func (h *Head) StepHost(in [][]byte, verify bool, f func(rows, in [][]byte) ([][]byte, error)) error {
+	if h == nil {
+		return errNil("Head", "StepHost")
+	}
+	var step Stepper
+	if f != nil {
+		step = hostStep(h.pool.b, h.rowBytes, f)
+	}
+	return h.StepWith(in, verify, step)
+}
+
+// Step makes a new version of a mutable state by running f on the head's
+// rows in place: blocks a snapshot, a branch or a checkpoint still holds
+// are copied first, and no others. The version's delta is in and f, not
+// the rows f wrote; At and Rollback rebuild it by running f on in again.
+// With verify, Step records a hash of the rows f produced, and a
+// reconstruction whose rows hash otherwise answers ErrReplayDiverged.
+//
+// When f fails, or panics, Step returns an error wrapping f's (or
+// panics on with f's value) and the head is as before, even if f wrote
+// rows: the version before is rebuilt from its last checkpoint by
+// replay, into the blocks f wrote (failures pay, steps do not). Where the
+// history cannot rebuild that version, Step runs f on copies instead.
+// Generated code hands f over as a Stepper: a func type with a Step
+// method converts to one with no allocation, where a closure over the
+// user's typed function would allocate at every step.
+//
+//state:mutates
+func (h *Head) StepWith(in [][]byte, verify bool, f Stepper) error {
+	if err := h.begin("Step"); err != nil {
+		return err
+	}
+	defer h.end()
+	switch {
+	case h.l.Growth != Mutable:
+		return h.errorf("Step", "a step rewrites the rows of a mutable state, and this one only appends: %w", ErrRange)
+	case h.hist == nil:
+		return h.errorf("Step", "%s keeps no checkpoints to replay from: %w", h.l.Type, ErrNotRetained)
+	case f == nil:
+		return h.errorf("Step", "nil step function: %w", ErrShape)
+	}
+	return h.hist.step(h, in, verify, f)
+}
+
+// VersionAt returns the last version of the head's own line that held
+// exactly n rows, from the history its checkpoint line keeps, so that a
+// caller who knows how many rows it had (tokens accepted, steps taken)
+// need not keep a table of versions: At(VersionAt(n)) rebuilds it, and
+// Rollback takes that snapshot. n outside [0, Len()] answers ErrRange; a
+// row count no retained version had (before the oldest checkpoint kept,
+// or inside one append's batch) answers ErrNotRetained, as does a layout
+// without checkpoints.
+func (h *Head) VersionAt(n int) (Version, error) {
+	if err := h.begin("VersionAt"); err != nil {
+		return 0, err
+	}
+	defer h.end()
+	if n < 0 || n > h.r.rows {
+		return 0, h.errorf("VersionAt", "%d rows, the head has %d: %w", n, h.r.rows, ErrRange)
+	}
+	if h.hist == nil {
+		return 0, h.errorf("VersionAt", "%s keeps no checkpoints: %w", h.l.Type, ErrNotRetained)
+	}
+	es := h.hist.entries
+	for i := len(es) - 1; i >= 0; i-- {
+		if es[i].rows == n {
+			return es[i].pos.v, nil
+		}
+	}
+	return 0, h.errorf("VersionAt", "no version of the retained history held %d rows: %w", n, ErrNotRetained)
+}

@@ -138,45 +138,6 @@ type writeTx struct {
 	taken    []*block // every block alloc gave the write, for undo
 }
 
-// applyThen plans and performs a write of rows [from, to) and commits it
-// as a new version with newRows rows. On failure it changes nothing and
-// gives back the blocks it took. last, when not nil, is one more step
-// before the commit: it gets the runs of device memory where rows [from,
-// to) lie in the new version (the async path queues its copies there),
-// and its failure aborts the write; the spans are left to the caller then.
-func (h *Head) applyThen(op string, kind writeKind, from, to, newRows int, cols [][]byte, last func([]copyRun) error) ([][]device.Span, error) {
-	tx := writeTx{h: h, op: op, kind: kind, from: from, to: to}
-	if err := tx.admit(); err != nil {
-		return nil, err
-	}
-	tx.ops = tx.plan(cols)
-	defer tx.doneOps()
-	if err := tx.take(); err != nil {
-		return nil, err
-	}
-	// New blocks and rows past the version's end first, then rows a
-	// reader may see: each step changes nothing the steps before it could
-	// not undo.
-	if err := tx.fillNewBlocks(); err != nil {
-		return nil, tx.abort(err)
-	}
-	if err := tx.writeVisible(); err != nil {
-		return nil, tx.abort(err)
-	}
-	tx.touchOld() // for the cost model (estimate.go)
-	if last != nil {
-		if err := last(tx.runs()); err != nil {
-			return nil, tx.abort(err)
-		}
-	}
-	r := tx.commit(newRows)
-	if last == nil && (kind == deviceAppend || kind == deviceWrite) {
-		spans, _ := h.spans(op, r, from, to) // in range by construction
-		return spans, nil
-	}
-	return nil, nil
-}
-
 // admit refuses, before anything is planned, appends of more rows than
 // the pool could ever hold.
 func (tx *writeTx) admit() error {

@@ -19,21 +19,6 @@ import (
 // committed hooks after either path (docs/INTERNALS.md, "The store's
 // map").
 
-// appendRows appends rows [from, from+n) of the batch cols on the short
-// path: copied from cols, or, when q is not nil, queued from q's staging
-// buffer (AppendAsync), or, with neither, left for a kernel to write
-// (AppendDevice). It reports false, having done nothing, when the
-// append does not have its shape; on failure it changes nothing and gives
-// back the blocks it took.
-func (h *Head) appendRows(op string, cols [][]byte, n int, q *rowQueue) (bool, error) {
-	r := h.r
-	if n <= 0 || len(h.rowBytes) > maxRowCols || !r.unique() {
-		return false, nil
-	}
-	tx := writeTx{h: h, op: op, kind: hostAppend, from: r.rows, to: r.rows + n}
-	return tx.appendShort(cols, q)
-}
-
 // appendShort is appendRows once its transaction is made: rows [from, to)
 // of tx go after the head's last row.
 func (tx *writeTx) appendShort(cols [][]byte, q *rowQueue) (bool, error) {
