@@ -137,7 +137,7 @@ func (p *Pool) evictRound(r Retention, c *sizeClass, want int, deviceFull bool, 
 // has one and it takes e (moved), else dropped. A move that failed drops
 // nothing: e stays as it was, and the round goes on to the next victim.
 func (p *Pool) evictOne(e evictable) (n int64, moved, ok bool) {
-	if m, isMover := e.(tierMover); isMover && p.tier != nil {
+	if m, isMover := tierOf(e).(tierMover); isMover && p.tier != nil {
 		n, moved, err := m.moveOut()
 		if moved {
 			return n, true, true

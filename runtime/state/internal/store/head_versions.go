@@ -287,7 +287,7 @@ func (h *Head) release() error {
 		h.r.release(freed)
 	}
 	h.r = nil
-	h.pool.tierRelease(h.tier)
+	h.pool.tier.release(h.tier)
 	h.tier = nil
 	h.pool.freeList(freed)
 	h.pool.unregister(h, h.logical)

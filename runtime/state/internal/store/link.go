@@ -87,7 +87,7 @@ func makePool(b device.Backend, opt PoolOptions) (*Pool, error) {
 	p.mem = blocks.New(b, blocks.Options{MaxBytes: opt.MaxBytes, NoMemory: ErrNoMemory, Now: p.calibNow})
 	p.own = p.mem.Class(bb)
 	if opt.HostTier > 0 {
-		p.tier = newHostTier(b, opt.HostTier)
+		p.tier = newHostTier(b, &p.rec, opt.HostTier)
 	}
 	return p, nil
 }

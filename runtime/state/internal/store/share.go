@@ -213,7 +213,7 @@ func (h *Head) adoptFromTier(t *prefixTable, keys []byte, blockKeys, n int, chai
 		if x == nil {
 			break
 		}
-		blks, err := p.tierBlocks(&h.shape, x)
+		blks, err := p.tier.prefixBlocks(&h.shape, x)
 		if err != nil {
 			p.tierPx.add(x) // it stays in the tier
 			break
@@ -552,7 +552,7 @@ func (p *Pool) ForgetPrefixes(d Domain) int64 {
 		releaseBlock(b, &freed) // the cache's references, given up unlocked
 	}
 	freed = append(freed, p.groups.forget(d)...) // registered group states (group_share.go)
-	p.tierForget(d, false)                       // and the domain's blocks in the host tier
+	p.tierPx.drop(p.tier, d, false)              // and the domain's blocks in the host tier
 	p.free(freed)
 	return blockBytes(freed)
 }

@@ -109,7 +109,7 @@ func (x *cachedEntry) moveOut() (int64, bool, error) {
 	for i := range img.cols {
 		img.cols[i] = tierCol{lo: 0, n: 1}
 	}
-	img, moved, err := p.tierSave(img, e.blks, nil)
+	img, moved, err := p.tier.save(p, img, e.blks, nil)
 	if !moved {
 		c.mu.Unlock()
 		return 0, false, err

@@ -63,7 +63,7 @@ func (s *Snap) back(op string) error {
 // bringBackLocked gives s its version back from the tier. s.mu is
 // write-held.
 func (s *Snap) bringBackLocked(op string) error {
-	r, _, _, err := s.pool.tierBack(&s.shape, s.tier, true)
+	r, _, _, err := s.pool.tier.back(&s.shape, s.tier, true)
 	if err != nil {
 		return s.errorf(op, "bringing snapshot %d back from the host tier: %w", s.pos.v, err)
 	}
@@ -163,7 +163,7 @@ func (s *Snap) Release() error {
 		s.r.release(freed)
 	}
 	s.r = nil
-	s.pool.tierRelease(s.tier)
+	s.pool.tier.release(s.tier)
 	s.tier = nil
 	s.pool.freeList(freed)
 	s.pool.unregister(s, s.logical)

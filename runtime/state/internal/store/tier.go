@@ -6,39 +6,39 @@ import (
 	"github.com/gpustate/gpustate/runtime/device"
 )
 
-// The pool's moves to and from the host tier (tier_records.go holds the
-// tier's memory and images; tier_move.go the handles' side).
+// The host tier's moves to and from device memory (tier_records.go holds
+// the tier's memory and images; tier_move.go the handles' side).
 
-// tierCopy copies the blocks of r, which wholly said are its holder's
+// saveRoot copies the blocks of r, which wholly said are its holder's
 // alone, to the tier: an image for owner, or an error (nothing is kept
 // then). moved is false, with no error, when the tier cannot hold it even
-// once its own victims are dropped, or the work queued on the streams
+// once its own victims in p are dropped, or the work queued on the streams
 // recorded on the blocks failed. That work is waited for first: it may
 // still write them.
-func (p *Pool) tierCopy(r *root, blks []*block, owner Owner, skip func(tierVictim) bool) (*tierImage, bool, error) {
+func (t *hostTier) saveRoot(p *Pool, r *root, blks []*block, owner Owner, skip func(tierVictim) bool) (*tierImage, bool, error) {
 	img := &tierImage{owner: owner, rows: r.rows, cols: make([]tierCol, len(r.cols))}
-	for c, t := range r.cols {
-		img.cols[c] = tierCol{lo: t.lo, n: t.n}
+	for c, col := range r.cols {
+		img.cols[c] = tierCol{lo: col.lo, n: col.n}
 	}
-	return p.tierSave(img, blks, skip)
+	return t.save(p, img, blks, skip)
 }
 
-// tierSave copies blks to the tier as img's bytes, as tierCopy says.
-func (p *Pool) tierSave(img *tierImage, blks []*block, skip func(tierVictim) bool) (*tierImage, bool, error) {
+// save copies blks to the tier as img's bytes, as saveRoot says.
+func (t *hostTier) save(p *Pool, img *tierImage, blks []*block, skip func(tierVictim) bool) (*tierImage, bool, error) {
 	img.bytes = blockBytes(blks)
-	if img.bytes > p.tier.max {
+	if img.bytes > t.max {
 		return nil, false, nil
 	}
-	for !p.tier.alloc(img, blks) {
-		if !p.tierDropOne(skip) {
+	for !t.alloc(img, blks) {
+		if !t.dropOne(p, skip) {
 			return nil, false, nil
 		}
 	}
-	dropped, err := p.tierOut(img, blks)
+	dropped, err := t.copyOut(img, blks)
 	if dropped || err != nil {
 		// dropped: the work a stream queued on the blocks failed, and the
 		// pool drops them as it would without a tier.
-		p.tier.free(img)
+		t.free(img)
 		return nil, false, err
 	}
 	return img, true, nil
@@ -55,27 +55,27 @@ func (p *Pool) tierSave(img *tierImage, blks []*block, skip func(tierVictim) boo
 // after waits for the copies behind a fence. The image's memory goes back
 // to the tier once the event completed (landing).
 
-// tierOut copies blks into img's host blocks. On the tier's stream the copies
+// copyOut copies blks into img's host blocks. On the tier's stream the copies
 // are queued after an event on every stream recorded on the blocks, and
 // the call waits for them: the pool frees the device blocks next. dropped
 // reports that the work of a recorded stream failed: what the blocks hold
 // is no state worth keeping.
-func (p *Pool) tierOut(img *tierImage, blks []*block) (dropped bool, err error) {
-	st := p.tier.streamFor(img)
+func (t *hostTier) copyOut(img *tierImage, blks []*block) (dropped bool, err error) {
+	st := t.streamFor(img)
 	if st == nil {
-		if err := p.awaitRecorded(blks); err != nil {
+		if err := t.awaitRecorded(blks); err != nil {
 			return true, nil
 		}
-		return false, p.tierRuns(img, blks, func(dst []byte, src device.Ptr) error { return p.b.CopyDtoH(dst, src) })
+		return false, t.runs(img, blks, func(dst []byte, src device.Ptr) error { return t.b.CopyDtoH(dst, src) })
 	}
-	sb := p.tier.host
-	evs, err := p.orderAfterRecorded(sb, st, blks)
+	sb := t.host
+	evs, err := t.orderAfterRecorded(sb, st, blks)
 	if err == nil {
-		err = p.tierRuns(img, blks, func(dst []byte, src device.Ptr) error { return sb.CopyDtoHAsync(st, dst, src) })
+		err = t.runs(img, blks, func(dst []byte, src device.Ptr) error { return sb.CopyDtoHAsync(st, dst, src) })
 	}
 	// Whatever was queued writes img's blocks: it completes before
 	// they are given back or kept.
-	if werr := p.tier.await(st); err == nil {
+	if werr := t.await(st); err == nil {
 		err = werr
 	}
 	for _, ev := range evs {
@@ -98,9 +98,9 @@ func (p *Pool) tierOut(img *tierImage, blks []*block) (dropped bool, err error) 
 // orderAfterRecorded makes the work queued on st from now on wait for the
 // work queued so far on the streams recorded on blks, and returns the
 // events it waits for (the caller closes them).
-func (p *Pool) orderAfterRecorded(sb device.Streams, st device.Stream, blks []*block) ([]device.Event, error) {
+func (t *hostTier) orderAfterRecorded(sb device.Streams, st device.Stream, blks []*block) ([]device.Event, error) {
 	var evs []device.Event
-	for _, on := range p.recordedOn(blks) {
+	for _, on := range t.recordedOn(blks) {
 		if on == st {
 			continue // ordered by the stream itself
 		}
@@ -120,13 +120,13 @@ func (p *Pool) orderAfterRecorded(sb device.Streams, st device.Stream, blks []*b
 }
 
 // recordedOn returns the distinct streams recorded on blks.
-func (p *Pool) recordedOn(blks []*block) []device.Stream {
-	if p.rec.n.Load() == 0 {
+func (t *hostTier) recordedOn(blks []*block) []device.Stream {
+	if t.rec.n.Load() == 0 {
 		return nil
 	}
 	var sts []device.Stream
-	p.rec.mu.Lock()
-	defer p.rec.mu.Unlock()
+	t.rec.mu.Lock()
+	defer t.rec.mu.Unlock()
 	for _, b := range blks {
 		for _, st := range streamsOn(b) {
 			if !hasStream(sts, st) {
@@ -137,7 +137,7 @@ func (p *Pool) recordedOn(blks []*block) []device.Stream {
 	return sts
 }
 
-// tierIn copies img's host blocks into blks and, once they are copied, img's
+// copyIn copies img's host blocks into blks and, once they are copied, img's
 // memory is no longer the caller's. On the tier's stream, with wait, the
 // call waits for the copies; without, it records the stream on the
 // blocks (so that a release waits for the copies), queues the copies and
@@ -145,26 +145,26 @@ func (p *Pool) recordedOn(blks []*block) []device.Stream {
 // img's memory on the tier's landing list until a second event after the
 // copies completes. Synchronous copies return no event. An error leaves
 // img in the tier.
-func (p *Pool) tierIn(img *tierImage, blks []*block, wait bool) (device.Stream, device.Event, error) {
-	st := p.tier.streamFor(img)
+func (t *hostTier) copyIn(img *tierImage, blks []*block, wait bool) (device.Stream, device.Event, error) {
+	st := t.streamFor(img)
 	if st == nil {
-		err := p.tierRuns(img, blks, func(src []byte, dst device.Ptr) error { return p.b.CopyHtoD(dst, src) })
+		err := t.runs(img, blks, func(src []byte, dst device.Ptr) error { return t.b.CopyHtoD(dst, src) })
 		if err == nil {
-			p.tier.free(img)
+			t.free(img)
 		}
 		return nil, nil, err
 	}
-	sb := p.tier.host
+	sb := t.host
 	if !wait {
-		p.recordOn(blks, st)
+		t.rec.addAll(blks, st) // a release waits for the copies
 	}
-	err := p.tierRuns(img, blks, func(src []byte, dst device.Ptr) error { return sb.CopyHtoDAsync(st, dst, src) })
+	err := t.runs(img, blks, func(src []byte, dst device.Ptr) error { return sb.CopyHtoDAsync(st, dst, src) })
 	if wait {
-		if werr := p.tier.await(st); err == nil {
+		if werr := t.await(st); err == nil {
 			err = werr
 		}
 		if err == nil {
-			p.tier.free(img)
+			t.free(img)
 		}
 		return nil, nil, err
 	}
@@ -184,27 +184,14 @@ func (p *Pool) tierIn(img *tierImage, blks []*block, wait bool) (device.Stream, 
 		// in the tier, unchanged, and the blocks wait for them.
 		return nil, nil, err
 	}
-	p.tier.land(img, st, kept)
+	t.land(img, st, kept)
 	return st, ev, nil
 }
 
-// recordOn records st on blks: their release waits for its work.
-func (p *Pool) recordOn(blks []*block, st device.Stream) {
-	p.rec.mu.Lock()
-	defer p.rec.mu.Unlock()
-	var added int64
-	for _, b := range blks {
-		if p.rec.addLocked(b, st) {
-			added++
-		}
-	}
-	p.rec.n.Add(added)
-}
-
-// tierRuns calls cp once per run of blks that follow one another in device
+// runs calls cp once per run of blks that follow one another in device
 // memory whose host blocks in img follow one another too: a state's
 // blocks, taken in address order, copy in a few calls.
-func (p *Pool) tierRuns(img *tierImage, blks []*block, cp func(host []byte, dev device.Ptr) error) error {
+func (t *hostTier) runs(img *tierImage, blks []*block, cp func(host []byte, dev device.Ptr) error) error {
 	for i := 0; i < len(blks); {
 		n := blks[i].Bytes()
 		j := i + 1
@@ -212,7 +199,7 @@ func (p *Pool) tierRuns(img *tierImage, blks []*block, cp func(host []byte, dev 
 			n += blks[j].Bytes()
 			j++
 		}
-		if err := cp(p.tier.hm.bytes(img.blks[i].Ptr(), n), blks[i].Ptr()); err != nil {
+		if err := cp(t.hm.bytes(img.blks[i].Ptr(), n), blks[i].Ptr()); err != nil {
 			return err
 		}
 		i = j
@@ -222,24 +209,12 @@ func (p *Pool) tierRuns(img *tierImage, blks []*block, cp func(host []byte, dev 
 
 // awaitRecorded waits for the work queued so far on the streams recorded
 // on blks: the tier's copy must read what that work wrote.
-func (p *Pool) awaitRecorded(blks []*block) error {
-	if p.rec.n.Load() == 0 {
-		return nil
-	}
-	var sts []device.Stream
-	p.rec.mu.Lock()
-	for _, b := range blks {
-		for _, st := range streamsOn(b) {
-			if !hasStream(sts, st) {
-				sts = append(sts, st)
-			}
-		}
-	}
-	p.rec.mu.Unlock()
+func (t *hostTier) awaitRecorded(blks []*block) error {
+	sts := t.recordedOn(blks)
 	if len(sts) == 0 {
 		return nil
 	}
-	sb := p.b.(device.Streams) // a stream was recorded: recordStream checked it
+	sb := t.b.(device.Streams) // a stream was recorded: recordStream checked it
 	for _, st := range sts {
 		ev, err := sb.Record(st)
 		if errors.Is(err, device.ErrStreamClosed) {
@@ -257,13 +232,13 @@ func (p *Pool) awaitRecorded(blks []*block) error {
 	return nil
 }
 
-// tierBack brings img back to device memory as a new root of sh's shape,
+// back brings img back to device memory as a new root of sh's shape,
 // with the blocks' bytes as they were: the root, or an error with img
 // still in the tier and nothing taken. The caller holds its handle's lock.
 // With wait the call returns once the rows are in device memory; without,
 // the copies may still run on st, the tier's stream, and landed, when
-// not nil, is the event after them, which the caller closes (tierIn).
-func (p *Pool) tierBack(sh *shape, img *tierImage, wait bool) (r *root, st device.Stream, landed device.Event, err error) {
+// not nil, is the event after them, which the caller closes (copyIn).
+func (t *hostTier) back(sh *shape, img *tierImage, wait bool) (r *root, st device.Stream, landed device.Event, err error) {
 	counts := make([]int, len(img.cols))
 	for c, col := range img.cols {
 		counts[c] = col.n - col.lo
@@ -272,12 +247,12 @@ func (p *Pool) tierBack(sh *shape, img *tierImage, wait bool) (r *root, st devic
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	if st, landed, err = p.tierIn(img, blks, wait); err != nil {
+	if st, landed, err = t.copyIn(img, blks, wait); err != nil {
 		var back []*block
 		for _, b := range blks {
 			releaseBlock(b, &back)
 		}
-		p.free(back)
+		sh.pool.free(back)
 		return nil, nil, nil, err
 	}
 	r = newRoot(len(img.cols))
@@ -285,15 +260,15 @@ func (p *Pool) tierBack(sh *shape, img *tierImage, wait bool) (r *root, st devic
 	var freed []*block
 	at := 0
 	for c, col := range img.cols {
-		t := &r.cols[c]
-		t.n, t.lo = col.lo, col.lo
+		rc := &r.cols[c]
+		rc.n, rc.lo = col.lo, col.lo
 		for i := col.lo; i < col.n; i++ {
 			blks[at].Touch()
-			t.set(i, blks[at], &freed)
+			rc.set(i, blks[at], &freed)
 			at++
 		}
 	}
-	p.tier.in.Add(img.bytes)
+	t.in.Add(img.bytes)
 	return r, st, landed, nil
 }
 
@@ -311,15 +286,37 @@ type tierVictim interface {
 	dropTier() (int64, bool)
 }
 
-// tierDropOne drops the tier's victim the Evictor ranks first (skip spares
+// tierHead is a head as the host tier sees it (tier_move.go): a victim it
+// may take (tierMover) and, once there, one it may drop (tierVictim).
+type tierHead struct{ h *Head }
+
+// tierSnap is a snapshot as the host tier sees it (tier_move.go), as
+// tierHead is a head.
+type tierSnap struct{ s *Snap }
+
+// tierOf returns what the host tier sees of x, a live handle or an
+// eviction victim: a head's or a snapshot's tier side, x itself otherwise
+// (a group's victim, a cached prefix block), which is a tierMover or a
+// tierVictim where it has those methods.
+func tierOf(x any) any {
+	switch x := x.(type) {
+	case *Head:
+		return tierHead{x}
+	case *Snap:
+		return tierSnap{x}
+	}
+	return x
+}
+
+// dropOne drops the tier's victim p's Evictor ranks first (skip spares
 // the handles the move under way holds), and reports whether it dropped
 // one. A group is one victim, which its first member by id describes and
 // drops.
-func (p *Pool) tierDropOne(skip func(tierVictim) bool) bool {
+func (t *hostTier) dropOne(p *Pool, skip func(tierVictim) bool) bool {
 	p.mu.Lock()
 	live := make([]tierVictim, 0, len(p.live))
 	for h := range p.live {
-		if x, ok := h.(tierVictim); ok {
+		if x, ok := tierOf(h).(tierVictim); ok {
 			live = append(live, x)
 		}
 	}
@@ -350,7 +347,7 @@ func (p *Pool) tierDropOne(skip func(tierVictim) bool) bool {
 			continue
 		}
 		if n, ok := hs[v.ID-1].dropTier(); ok {
-			p.tier.dropped.Add(n)
+			t.dropped.Add(n)
 			p.evictedBytes.Add(n)
 			p.evictions.Add(1)
 			return true
@@ -359,10 +356,11 @@ func (p *Pool) tierDropOne(skip func(tierVictim) bool) bool {
 	return false
 }
 
-// tierRelease drops what a released handle kept in the tier.
-func (p *Pool) tierRelease(img *tierImage) {
+// release drops what a released handle kept in the tier, img (nil: it
+// kept nothing, and t may be nil too).
+func (t *hostTier) release(img *tierImage) {
 	if img != nil {
-		p.tier.free(img)
+		t.free(img)
 	}
 }
 
@@ -390,24 +388,26 @@ func (v tierPrefixVictim) dropTier() (int64, bool) {
 	return v.x.img.bytes, true
 }
 
-// tierForget drops the cached prefix blocks of domain d from the tier
-// (every domain's when all), and returns their bytes.
-func (p *Pool) tierForget(d Domain, all bool) int64 {
+// drop drops the cached prefix blocks of domain d from the tier t (every
+// domain's when all), and returns their bytes. t is nil where the pool has
+// no tier (and tp no records).
+func (tp *tierPrefixes) drop(t *hostTier, d Domain, all bool) int64 {
 	var n int64
-	for _, x := range p.tierPx.forget(d, all) {
-		if p.tier != nil {
-			p.tier.free(x.img)
+	for _, x := range tp.forget(d, all) {
+		if t != nil {
+			t.free(x.img)
 		}
 		n += x.img.bytes
 	}
 	return n
 }
 
-// tierBlocks brings a cached prefix block back from the tier: one new
-// block per column of sh's layout, of the owner that wrote them, holding
-// what they held. An error leaves x in the tier and takes nothing. The
-// caller holds no cache lock: the allocation may reclaim.
-func (p *Pool) tierBlocks(sh *shape, x *tierPrefix) ([]*block, error) {
+// prefixBlocks brings a cached prefix block back from the tier: one new
+// block per column of sh's layout, in sh's pool, of the owner that wrote
+// them, holding what they held. An error leaves x in the tier and takes
+// nothing. The caller holds no cache lock: the allocation may reclaim.
+func (t *hostTier) prefixBlocks(sh *shape, x *tierPrefix) ([]*block, error) {
+	p := sh.pool
 	blks := make([]*block, 0, len(sh.cls))
 	giveBack := func() {
 		var back []*block
@@ -424,7 +424,7 @@ func (p *Pool) tierBlocks(sh *shape, x *tierPrefix) ([]*block, error) {
 		}
 		blks = append(blks, b[0])
 	}
-	if _, _, err := p.tierIn(x.img, blks, true); err != nil {
+	if _, _, err := t.copyIn(x.img, blks, true); err != nil {
 		giveBack()
 		return nil, err
 	}

@@ -38,7 +38,7 @@ func BenchmarkTierBringBack1MiB(b *testing.B) {
 	}
 	defer be.Free(dst)
 	back := func() time.Duration {
-		if _, moved, err := h.moveOut(); !moved || err != nil {
+		if _, moved, err := (tierHead{h}).moveOut(); !moved || err != nil {
 			b.Fatalf("move out: %v, %v", moved, err)
 		}
 		start := time.Now()

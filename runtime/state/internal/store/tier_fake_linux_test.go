@@ -88,7 +88,7 @@ func TestTierCopiesOnStream(t *testing.T) {
 	}
 	names := []string{"cuStreamWaitEvent", "cuMemcpyDtoHAsync_v2", "cuMemcpyDtoH_v2", "cuEventSynchronize", "cuMemcpyHtoDAsync_v2", "cuMemcpyHtoD_v2"}
 	before := calls(names...)
-	if _, moved, err := h.moveOut(); !moved || err != nil {
+	if _, moved, err := (tierHead{h}).moveOut(); !moved || err != nil {
 		t.Fatalf("move out: %v, %v", moved, err)
 	}
 	after := calls(names...)

@@ -2,18 +2,19 @@ package store
 
 import "errors"
 
-// Moves between device memory and the host tier (tier.go): heads,
-// snapshots and groups. A handle in the tier is evicted (its root is nil)
-// and holds its image; its calls bring it back first, its metadata (Len,
-// Version, Bound, Stats) answers from the image.
+// Moves between device memory and the host tier (tier.go): heads
+// (tierHead), snapshots (tierSnap) and groups. A handle in the tier is
+// evicted (its root is nil) and holds its image; its calls bring it back
+// first, its metadata (Len, Version, Bound, Stats) answers from the image.
 
-// tierableLocked reports whether the tier may take h now, and lists its
-// blocks: optional, in device memory, every block and node held by h
-// alone, no history, no prefix sharing, no copy in flight, and no rows a
-// kernel may still be writing (deviceRows: the spans are the caller's
-// until its next call, and a copy now would keep what they held before).
-// h.mu is held.
-func (h *Head) tierableLocked() ([]*block, bool) {
+// tierableLocked reports whether the tier may take the head now, and
+// lists its blocks: optional, in device memory, every block and node held
+// by the head alone, no history, no prefix sharing, no copy in flight, and
+// no rows a kernel may still be writing (deviceRows: the spans are the
+// caller's until its next call, and a copy now would keep what they held
+// before). h.mu is held.
+func (x tierHead) tierableLocked() ([]*block, bool) {
+	h := x.h
 	if h.pool.tier == nil || h.l.Retention != Optional || !h.evictableLocked() {
 		return nil, false
 	}
@@ -26,8 +27,9 @@ func (h *Head) tierableLocked() ([]*block, bool) {
 	return wholly(h.r, nil)
 }
 
-// moveOut moves h to the tier (tierMover).
-func (h *Head) moveOut() (int64, bool, error) {
+// moveOut moves the head to the tier (tierMover).
+func (x tierHead) moveOut() (int64, bool, error) {
+	h := x.h
 	if h.group.Load() != nil {
 		return 0, false, nil // a member moves with its group
 	}
@@ -35,20 +37,21 @@ func (h *Head) moveOut() (int64, bool, error) {
 		return 0, false, nil
 	}
 	defer h.mu.Unlock()
-	blks, ok := h.tierableLocked()
+	blks, ok := x.tierableLocked()
 	if !ok || len(blks) == 0 {
 		return 0, false, nil
 	}
-	img, moved, err := h.pool.tierCopy(h.r, blks, h.owner, nil)
+	img, moved, err := h.pool.tier.saveRoot(h.pool, h.r, blks, h.owner, nil)
 	if !moved {
 		return 0, false, err
 	}
-	return h.tierCommitLocked(img), true, nil
+	return x.commitLocked(img), true, nil
 }
 
-// tierCommitLocked frees h's device blocks once img holds them, and
+// commitLocked frees the head's device blocks once img holds them, and
 // returns their bytes. h.mu is held.
-func (h *Head) tierCommitLocked(img *tierImage) int64 {
+func (x tierHead) commitLocked(img *tierImage) int64 {
+	h := x.h
 	// The tables stand for blocks freed now: Column brings the head back
 	// before it answers again (BlockTable's refresh).
 	h.tablesGone(errInTier)
@@ -64,12 +67,13 @@ func (h *Head) tierCommitLocked(img *tierImage) int64 {
 // head comes back.
 var errInTier = errors.New("state: block table: the head is in the host tier")
 
-// bringBackLocked gives h its version back from the tier; an error leaves
-// it there. A group's other members come back with it, those whose lock
-// is free now (a member busy with a call brings itself back). h.mu is
+// bringBackLocked gives the head its version back from the tier; an error
+// leaves it there. A group's other members come back with it, those whose
+// lock is free now (a member busy with a call brings itself back). h.mu is
 // held.
-func (h *Head) bringBackLocked(op string) error {
-	r, st, landed, err := h.pool.tierBack(&h.shape, h.tier, false)
+func (x tierHead) bringBackLocked(op string) error {
+	h := x.h
+	r, st, landed, err := h.pool.tier.back(&h.shape, h.tier, false)
 	if err != nil {
 		return h.errorf(op, "bringing version %d back from the host tier: %w", h.pos.v, err)
 	}
@@ -88,7 +92,7 @@ func (h *Head) bringBackLocked(op string) error {
 				continue
 			}
 			if m.tier != nil && !m.released {
-				_ = m.bringBackLocked(op) // it stays in the tier: its own call answers
+				_ = tierHead{m}.bringBackLocked(op) // it stays in the tier: its own call answers
 			}
 			m.mu.Unlock()
 		}
@@ -96,9 +100,10 @@ func (h *Head) bringBackLocked(op string) error {
 	return nil
 }
 
-// inTier describes h for the tier's Evictor (tierVictim); a group's first
-// member by id describes the group.
-func (h *Head) inTier() (Victim, bool) {
+// inTier describes the head for the tier's Evictor (tierVictim); a
+// group's first member by id describes the group.
+func (x tierHead) inTier() (Victim, bool) {
+	h := x.h
 	if g := h.group.Load(); g != nil {
 		if h != g.order[0] {
 			return Victim{}, false
@@ -115,9 +120,11 @@ func (h *Head) inTier() (Victim, bool) {
 	return Victim{Owner: string(h.owner), Type: h.l.Type, Bytes: h.tier.bytes, LastUse: h.lru.lastUse.Load()}, true
 }
 
-// dropTier drops h's image, a group's first member by id every member's:
-// h is evicted as it would have been without a tier (tierVictim).
-func (h *Head) dropTier() (int64, bool) {
+// dropTier drops the head's image, a group's first member by id every
+// member's: the head is evicted as it would have been without a tier
+// (tierVictim).
+func (x tierHead) dropTier() (int64, bool) {
+	h := x.h
 	if g := h.group.Load(); g != nil {
 		if h != g.order[0] {
 			return 0, false
@@ -128,11 +135,12 @@ func (h *Head) dropTier() (int64, bool) {
 		return 0, false
 	}
 	defer h.mu.Unlock()
-	return h.dropTierLocked()
+	return x.dropLocked()
 }
 
-// dropTierLocked drops h's image and returns its bytes. h.mu is held.
-func (h *Head) dropTierLocked() (int64, bool) {
+// dropLocked drops the head's image and returns its bytes. h.mu is held.
+func (x tierHead) dropLocked() (int64, bool) {
+	h := x.h
 	if h.tier == nil || h.released {
 		return 0, false
 	}
@@ -159,8 +167,9 @@ func (h *Head) Prefetch() error {
 	return nil
 }
 
-// moveOut moves s to the tier (tierMover).
-func (s *Snap) moveOut() (int64, bool, error) {
+// moveOut moves the snapshot to the tier (tierMover).
+func (x tierSnap) moveOut() (int64, bool, error) {
+	s := x.s
 	if s.pool.tier == nil || s.l.Retention != Optional || !s.mu.TryLock() {
 		return 0, false, nil
 	}
@@ -180,7 +189,7 @@ func (s *Snap) moveOut() (int64, bool, error) {
 	if !ok || len(blks) == 0 {
 		return 0, false, nil
 	}
-	img, moved, err := s.pool.tierCopy(s.r, blks, s.owner, nil)
+	img, moved, err := s.pool.tier.saveRoot(s.pool, s.r, blks, s.owner, nil)
 	if !moved {
 		return 0, false, err
 	}
@@ -192,8 +201,9 @@ func (s *Snap) moveOut() (int64, bool, error) {
 	return blockBytes(freed), true, nil
 }
 
-// inTier describes s for the tier's Evictor (tierVictim).
-func (s *Snap) inTier() (Victim, bool) {
+// inTier describes the snapshot for the tier's Evictor (tierVictim).
+func (x tierSnap) inTier() (Victim, bool) {
+	s := x.s
 	if !s.mu.TryLock() {
 		return Victim{}, false
 	}
@@ -204,17 +214,20 @@ func (s *Snap) inTier() (Victim, bool) {
 	return Victim{Owner: string(s.owner), Type: s.l.Type, Snapshot: true, Bytes: s.tier.bytes, LastUse: s.lastUse.Load()}, true
 }
 
-// dropTier drops s's image (tierVictim).
-func (s *Snap) dropTier() (int64, bool) {
+// dropTier drops the snapshot's image (tierVictim).
+func (x tierSnap) dropTier() (int64, bool) {
+	s := x.s
 	if !s.mu.TryLock() {
 		return 0, false
 	}
 	defer s.mu.Unlock()
-	return s.dropTierLocked()
+	return x.dropLocked()
 }
 
-// dropTierLocked drops s's image and returns its bytes. s.mu is held.
-func (s *Snap) dropTierLocked() (int64, bool) {
+// dropLocked drops the snapshot's image and returns its bytes. s.mu is
+// held.
+func (x tierSnap) dropLocked() (int64, bool) {
+	s := x.s
 	if s.tier == nil || s.released {
 		return 0, false
 	}
@@ -242,16 +255,16 @@ func (x groupVictims) moveOut() (int64, bool, error) {
 			return 0, false, nil
 		}
 		locked = append(locked, h)
-		b, ok := h.tierableLocked()
+		b, ok := tierHead{h}.tierableLocked()
 		if !ok {
 			return 0, false, nil
 		}
 		blks[h] = b
 	}
-	skip := func(v tierVictim) bool { h, ok := v.(*Head); return ok && h.group.Load() == x.g }
+	skip := func(v tierVictim) bool { th, ok := v.(tierHead); return ok && th.h.group.Load() == x.g }
 	imgs := make([]*tierImage, 0, len(x.g.heads))
 	for _, h := range x.g.heads {
-		img, moved, err := h.pool.tierCopy(h.r, blks[h], h.owner, skip)
+		img, moved, err := h.pool.tier.saveRoot(h.pool, h.r, blks[h], h.owner, skip)
 		if !moved {
 			for _, done := range imgs {
 				h.pool.tier.free(done)
@@ -262,7 +275,7 @@ func (x groupVictims) moveOut() (int64, bool, error) {
 	}
 	var n int64
 	for i, h := range x.g.heads {
-		n += h.tierCommitLocked(imgs[i])
+		n += tierHead{h}.commitLocked(imgs[i])
 	}
 	return n, true, nil
 }
@@ -306,7 +319,7 @@ func (x groupVictims) dropTier() (int64, bool) {
 	}
 	var n int64
 	for _, h := range x.g.heads {
-		m, _ := h.dropTierLocked()
+		m, _ := tierHead{h}.dropLocked()
 		n += m
 	}
 	return n, true
@@ -320,7 +333,7 @@ func (lp *lruPart) prepare(h *Head, c call) error {
 	if h.evicted {
 		rebuild := func(op string) error { return h.hist.rebuild(h, op) }
 		if h.tier != nil {
-			rebuild = h.bringBackLocked
+			rebuild = tierHead{h}.bringBackLocked
 		}
 		if err := rebuild(c.op); err != nil {
 			return err

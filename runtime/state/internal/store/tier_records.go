@@ -25,6 +25,8 @@ import (
 // it is never held while a handle's lock is taken.
 type hostTier struct {
 	max  int64
+	b    device.Backend // the pool's backend, which the copies go through
+	rec  *recorded      // the pool's streams recorded on blocks (fence.go)
 	host device.Streams // the backend's streams and page-locked memory, nil: none
 	// memcpy: the backend's device memory is host memory, so the tier's
 	// copies are made at once rather than queued (streamFor).
@@ -51,7 +53,7 @@ type hostTier struct {
 
 // tierImage is a state's version in the tier: what its root was, block by
 // block, and the host blocks that hold the blocks' bytes. The tree itself
-// is not kept: bringing back makes it again from the image (tierBack).
+// is not kept: bringing back makes it again from the image (hostTier.back).
 type tierImage struct {
 	owner Owner
 	rows  int
@@ -63,8 +65,10 @@ type tierImage struct {
 // tierCol is one column of an image: the tree held blocks [lo, n).
 type tierCol struct{ lo, n int }
 
-func newHostTier(b device.Backend, max int64) *hostTier {
-	t := &hostTier{max: max, memcpy: b.Name() == "host"}
+// newHostTier makes a host tier of max bytes for a pool of backend b,
+// whose streams recorded on blocks are rec.
+func newHostTier(b device.Backend, rec *recorded, max int64) *hostTier {
+	t := &hostTier{max: max, b: b, rec: rec, memcpy: b.Name() == "host"}
 	if sb, ok := b.(device.Streams); ok {
 		t.host = sb
 	}

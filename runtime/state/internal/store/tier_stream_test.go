@@ -19,7 +19,7 @@ func tierStreamPool(t *testing.T, r *streamRig, blockBytes, rows int) (*Pool, *H
 	t.Cleanup(func() { p.Close() })
 	h := headOf(t, p, wide("Cache", Optional), "a")
 	fill(t, h, rows, 40)
-	if _, moved, err := h.moveOut(); !moved || err != nil {
+	if _, moved, err := (tierHead{h}).moveOut(); !moved || err != nil {
 		t.Fatalf("move out: %v, %v", moved, err)
 	}
 	return p, h
@@ -77,7 +77,7 @@ func TestTierPrefetchAsync(t *testing.T) {
 		checkInv(t, p)
 
 		// Released with the copies held back: the blocks wait for them.
-		if _, moved, err := h.moveOut(); !moved || err != nil {
+		if _, moved, err := (tierHead{h}).moveOut(); !moved || err != nil {
 			t.Fatalf("second move out: %v, %v", moved, err)
 		}
 		p.WaitPending() // the blocks it freed carry the tier's stream

@@ -659,7 +659,7 @@ func TestTierFragmented(t *testing.T) {
 			kept = append(kept, b)
 		}
 	}
-	if _, moved, err := h.moveOut(); !moved || err != nil {
+	if _, moved, err := (tierHead{h}).moveOut(); !moved || err != nil {
 		t.Fatalf("move out: %v, %v", moved, err)
 	}
 	for i := 1; i < len(h.tier.blks); i++ {
