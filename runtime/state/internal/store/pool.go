@@ -44,14 +44,11 @@ type Pool struct {
 	// (write_bufs.go).
 	spares spareBufs
 
-	mu      sync.Mutex            // guards what follows
-	staging [][]byte              // free page-locked staging buffers (AppendAsync)
-	busy    []stagingUse          // staging buffers queued copies may still read (async.go)
-	tables  map[releaser]struct{} // live block tables, each a backend allocation
-	// tableMem is the memory of tables moved or released, kept for the
-	// next ones (tableAlloc).
-	tableMem []tableMem
-	live     map[handle]struct{}
+	staging staging    // page-locked staging buffers (AppendAsync; async.go)
+	tables  poolTables // live block tables and their kept memory (blocktable.go)
+
+	mu   sync.Mutex // guards what follows
+	live map[handle]struct{}
 
 	logical atomic.Int64
 	history atomic.Int64 // bytes of delta blocks held by histories

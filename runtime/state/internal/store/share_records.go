@@ -53,8 +53,9 @@ type prefixTable struct {
 	n       int // entries
 	heads   int // live heads that register in it
 	// waiting lists the heads with blocks a kernel filled whose events
-	// are recorded but not yet seen complete, which adoptions poll.
-	waiting []poller
+	// are recorded but not yet seen complete, which adoptions poll
+	// (sharing.poll).
+	waiting []*Head
 }
 
 // prefixEntry is one cached block of every column: block index depth of

@@ -51,7 +51,7 @@ func (h *Head) moveOut() (int64, bool, error) {
 func (h *Head) tierCommitLocked(img *tierImage) int64 {
 	// The tables stand for blocks freed now: Column brings the head back
 	// before it answers again (BlockTable's refresh).
-	h.tablesGone(errInTier)
+	h.tables.gone(errInTier)
 	var freed []*block
 	h.r.release(&freed)
 	h.r, h.evicted, h.tier = nil, true, img
