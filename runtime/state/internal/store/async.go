@@ -197,11 +197,18 @@ func (h *Head) AppendAsync(st device.Stream, cols [][]byte) error {
 		return err
 	}
 	defer h.end()
+	return h.async.appendAsync(h, st, cols)
+}
+
+// appendAsync is AppendAsync's work on h, whose mu is held: the staging,
+// the write and its copies on st, the blocks recorded on st and the event
+// the head keeps in flight.
+func (ap *asyncPart) appendAsync(h *Head, st device.Stream, cols [][]byte) error {
 	sb, err := streamsOf(h.pool.b, "AppendAsync")
 	if err != nil {
 		return h.errorf("AppendAsync", "%w", err)
 	}
-	if err := h.async.orderTier(sb, st); err != nil {
+	if err := ap.orderTier(sb, st); err != nil {
 		return h.errorf("AppendAsync", "%w", err)
 	}
 	n, err := h.batchRows("AppendAsync", cols)
@@ -245,8 +252,8 @@ func (h *Head) AppendAsync(st device.Stream, cols [][]byte) error {
 	ev.refs.Store(2)
 	h.pool.rec.addRows(&h.shape, h.r, from, from+n, st)
 	h.pool.staging.inUse(buf, st, ev)
-	h.async.join(h)
-	h.async.inFlight(st, ev)
+	ap.join(h)
+	ap.inFlight(st, ev)
 	return nil
 }
 

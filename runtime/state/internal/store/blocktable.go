@@ -326,9 +326,19 @@ func (h *Head) BlockTable() (*BlockTable, error) {
 		return nil, err
 	}
 	defer h.end()
-	t, err := h.pool.tables.newTable(h.pool, &h.shape, h.r, h.async.streams.get)
+	t, err := h.tables.add(h)
 	if err != nil {
 		return nil, h.errorf("BlockTable", "%w", err)
+	}
+	return t, nil
+}
+
+// add makes a new table of h's blocks, which h's writes keep current, and
+// joins the table part to h's parts. h.mu is held.
+func (tp *tablePart) add(h *Head) (*BlockTable, error) {
+	t, err := h.pool.tables.newTable(h.pool, &h.shape, h.r, h.async.streams.get)
+	if err != nil {
+		return nil, err
 	}
 	t.refresh = func() {
 		if h.pool.enter() != nil {
@@ -353,7 +363,7 @@ func (h *Head) BlockTable() (*BlockTable, error) {
 			t.sync(h.r, 0)
 		}
 	}
-	h.tables.list = append(h.tables.list, t)
+	tp.list = append(tp.list, t)
 	h.parts |= partTables
 	return t, nil
 }

@@ -157,10 +157,16 @@ func (h *Head) AdoptPrefix(keys []byte) (int, error) {
 		return 0, err
 	}
 	defer h.end()
-	s := h.share
-	if s == nil {
+	if h.share == nil {
 		return 0, h.errorf("AdoptPrefix", "the layout has no ShareKey: %w", ErrShape)
 	}
+	return h.share.adopt(h, keys)
+}
+
+// adopt is AdoptPrefix's work on h, whose place s is and whose mu is
+// held: the chain of cached blocks (then of the host tier's) that keys
+// match, set in h's tree as a new version.
+func (s *sharing) adopt(h *Head, keys []byte) (int, error) {
 	if len(keys)%s.ks != 0 {
 		return 0, h.errorf("AdoptPrefix", "%d bytes of keys, not a multiple of the key's %d bytes: %w", len(keys), s.ks, ErrShape)
 	}
@@ -200,12 +206,12 @@ func (h *Head) AdoptPrefix(keys []byte) (int, error) {
 	return r.rows, nil
 }
 
-// adoptFromTier goes on with chain, the entries of s's table adopt found
-// for h, with the blocks of the host tier that follow it: each comes back
-// to device memory, is cached again as the entries after chain's last,
-// and is the caller's as adopt's are. It stops at the first block the
-// tier does not hold or cannot bring back (the caller computes the rest).
-// h.mu is held, no cache lock.
+// adoptFromTier goes on with chain, the entries of s's table that
+// prefixCache.adopt found for h, with the blocks of the host tier that
+// follow it: each comes back to device memory, is cached again as the
+// entries after chain's last, and is the caller's as adopt's are. It stops
+// at the first block the tier does not hold or cannot bring back (the
+// caller computes the rest). h.mu is held, no cache lock.
 func (s *sharing) adoptFromTier(h *Head, keys []byte, blockKeys, n int, chain []*prefixEntry) []*prefixEntry {
 	p, t := h.pool, s.tab
 	for i := len(chain); i < n; i++ {
@@ -518,7 +524,20 @@ func (p *Pool) ForgetPrefixes(d Domain) int64 {
 		return 0
 	}
 	defer p.leave()
-	c := &p.cache
+	var freed []*block
+	for _, b := range p.cache.forget(d) {
+		releaseBlock(b, &freed) // the cache's references, given up unlocked
+	}
+	freed = append(freed, p.groups.forget(d)...) // registered group states (group_share.go)
+	p.tierForget(d, false)                       // and the domain's blocks in the host tier
+	p.free(freed)
+	return blockBytes(freed)
+}
+
+// forget takes every entry of domain d out of the cache, and returns
+// their blocks, whose references the cache holds still: the caller gives
+// them up, as c.mu is not held then.
+func (c *prefixCache) forget(d Domain) []*block {
 	var gone []*block
 	c.mu.Lock()
 	for k, t := range c.tables {
@@ -542,14 +561,7 @@ func (p *Pool) ForgetPrefixes(d Domain) int64 {
 		c.dropEmptyLocked(t)
 	}
 	c.mu.Unlock()
-	var freed []*block
-	for _, b := range gone {
-		releaseBlock(b, &freed) // the cache's references, given up unlocked
-	}
-	freed = append(freed, p.groups.forget(d)...) // registered group states (group_share.go)
-	p.tierForget(d, false)                       // and the domain's blocks in the host tier
-	p.free(freed)
-	return blockBytes(freed)
+	return gone
 }
 
 // reset forgets every entry; Pool.Close calls it, as it frees every slab.
