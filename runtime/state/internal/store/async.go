@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"sync/atomic"
 
 	"github.com/gpustate/gpustate/runtime/device"
@@ -25,15 +24,6 @@ func streamsOf(b device.Backend, op string) (device.Streams, error) {
 		return nil, fmt.Errorf("%s: the %s backend has no streams: %w", op, b.Name(), errors.ErrUnsupported)
 	}
 	return sb, nil
-}
-
-// staging is the pool's page-locked staging buffers (AppendAsync): those
-// free, and those the copies queued on a stream may still read. mu guards
-// both.
-type staging struct {
-	mu   sync.Mutex
-	free [][]byte
-	busy []stagingUse
 }
 
 // get returns a page-locked buffer of at least n bytes, reused when one

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 
 	"github.com/gpustate/gpustate/runtime/device"
 )
@@ -189,17 +188,6 @@ func entryBytes(buf []byte, es []uint64) []byte {
 		buf = binary.LittleEndian.AppendUint64(buf, e)
 	}
 	return buf
-}
-
-// poolTables is the pool's block tables, each a backend allocation of its
-// own, not a slab's block: those live, which Close releases, and the
-// memory of tables moved or released, kept for the next ones (alloc). mu
-// guards what follows it.
-type poolTables struct {
-	mu     sync.Mutex
-	live   map[releaser]struct{}
-	kept   []tableMem
-	closed bool // Close freed what was kept: memory given back is freed
 }
 
 // newTable returns a new table of pool p, of r's blocks, as shape sh lays

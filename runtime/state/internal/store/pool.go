@@ -69,17 +69,6 @@ type Pool struct {
 	evictions, adoptCalls, adoptHits, adoptedRows atomic.Int64
 }
 
-// tableMem is a backend allocation a block table's column held: its
-// address and bytes (blocktable.go).
-type tableMem struct {
-	ptr   device.Ptr
-	bytes int
-}
-
-// releaser is a live block table, as the pool knows it: Close releases
-// the tables still live (blocktable.go).
-type releaser interface{ Release() error }
-
 // handle is what the pool knows of a live head or snapshot.
 type handle interface {
 	describe() string
@@ -166,13 +155,6 @@ func (p *Pool) touch(at *atomic.Uint64) {
 		return
 	}
 	at.Store(p.clock.Add(1))
-}
-
-// stagingUse is a staging buffer the copies queued on st before ev read.
-type stagingUse struct {
-	buf []byte
-	st  device.Stream
-	ev  device.Event
 }
 
 // adopted counts one AdoptPrefix call that looked a prefix up, of a head

@@ -620,10 +620,10 @@ func (s *sharing) release(h *Head, freed []*block) []*block {
 func (c *prefixCache) waiting(t *prefixTable, h *Head, add bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	i := slices.Index(t.waiting, h)
+	i := slices.Index(t.waiting, poller((*sharedHead)(h)))
 	switch {
 	case add && i < 0:
-		t.waiting = append(t.waiting, h)
+		t.waiting = append(t.waiting, (*sharedHead)(h))
 	case !add && i >= 0:
 		t.waiting = slices.Delete(t.waiting, i, i+1)
 	}
@@ -637,10 +637,19 @@ func (c *prefixCache) pollWaiting(t *prefixTable, h *Head) {
 	others := slices.Clone(t.waiting)
 	c.mu.Unlock()
 	for _, o := range others {
-		if o != h {
-			o.share.poll(o) // set before o joined the list, never changed
+		if o != poller((*sharedHead)(h)) {
+			o.poll()
 		}
 	}
+}
+
+// sharedHead is a shared head as its table's list of waiting heads holds
+// it (prefixTable.waiting): a poller, whose poll is its sharing's.
+type sharedHead Head
+
+func (x *sharedHead) poll() {
+	h := (*Head)(x)
+	h.share.poll(h) // set before h joined the list, and never changed
 }
 
 // poll registers the kernel-filled blocks of h, the head whose place s
