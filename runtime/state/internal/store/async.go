@@ -134,8 +134,8 @@ func (sg *staging) close(b device.Backend) error {
 }
 
 // sharedEvent is an event with two holders, each of which closes it once:
-// the head, which waits for its rows to land, and the pool, which polls
-// it to free the staging buffer. The last Close frees it.
+// the head, which waits for its rows to land, and the pool's staging,
+// which polls it to free the staging buffer. The last Close frees it.
 type sharedEvent struct {
 	device.Event
 	refs atomic.Int32
