@@ -17,27 +17,27 @@ import (
 // stagingMin is the smallest page-locked staging buffer the pool takes.
 const stagingMin = 64 << 10
 
-// streamsOf returns the backend's streams, or an error for one without.
-func (p *Pool) streamsOf(op string) (device.Streams, error) {
-	sb, ok := p.b.(device.Streams)
+// streamsOf returns backend b's streams, or an error for one without.
+func streamsOf(b device.Backend, op string) (device.Streams, error) {
+	sb, ok := b.(device.Streams)
 	if !ok {
-		return nil, fmt.Errorf("%s: the %s backend has no streams: %w", op, p.b.Name(), errors.ErrUnsupported)
+		return nil, fmt.Errorf("%s: the %s backend has no streams: %w", op, b.Name(), errors.ErrUnsupported)
 	}
 	return sb, nil
 }
 
-// stagingGet returns a page-locked buffer of at least n bytes, reused when
-// one is free: buffers whose copies have landed are free again
-// (reapStagingLocked), polled only when no free buffer fits, so a run of
-// calls polls the events of the calls before it once.
-func (p *Pool) stagingGet(sb device.Streams, n int) ([]byte, error) {
-	p.mu.Lock()
-	buf, ok := p.stagingFitLocked(n)
-	if !ok && len(p.busy) > 0 {
-		p.reapStagingLocked()
-		buf, ok = p.stagingFitLocked(n)
+// get returns a page-locked buffer of at least n bytes, reused when one
+// is free: buffers whose copies have landed are free again (reapLocked),
+// polled only when no free buffer fits, so a run of calls polls the
+// events of the calls before it once.
+func (sg *staging) get(sb device.Streams, n int) ([]byte, error) {
+	sg.mu.Lock()
+	buf, ok := sg.fitLocked(n)
+	if !ok && len(sg.busy) > 0 {
+		sg.reapLocked()
+		buf, ok = sg.fitLocked(n)
 	}
-	p.mu.Unlock()
+	sg.mu.Unlock()
 	if ok {
 		return buf, nil
 	}
@@ -52,36 +52,36 @@ func (p *Pool) stagingGet(sb device.Streams, n int) ([]byte, error) {
 	return buf[:n], nil
 }
 
-// stagingFitLocked takes a free staging buffer of at least n bytes out of
-// the pool's list, if one is there. p.mu is held.
-func (p *Pool) stagingFitLocked(n int) ([]byte, bool) {
-	for i, buf := range p.staging {
+// fitLocked takes a free staging buffer of at least n bytes out of the
+// list, if one is there. sg.mu is held.
+func (sg *staging) fitLocked(n int) ([]byte, bool) {
+	for i, buf := range sg.free {
 		if cap(buf) >= n {
-			last := len(p.staging) - 1
-			p.staging[i] = p.staging[last]
-			p.staging[last] = nil
-			p.staging = p.staging[:last]
+			last := len(sg.free) - 1
+			sg.free[i] = sg.free[last]
+			sg.free[last] = nil
+			sg.free = sg.free[:last]
 			return buf[:n], true
 		}
 	}
 	return nil, false
 }
 
-// reapStagingLocked frees the staging buffers whose copies have landed:
-// each call polls the events of those in use, without waiting, instead
-// of a goroutine per call waiting for one. A stream runs its work in
-// order, so once one of its events is not done, its later ones are not
-// polled: a reap polls the buffers that landed and one more a stream, not
-// every buffer in use. p.mu is held.
-func (p *Pool) reapStagingLocked() {
+// reapLocked frees the staging buffers whose copies have landed: each
+// call polls the events of those in use, without waiting, instead of a
+// goroutine per call waiting for one. A stream runs its work in order, so
+// once one of its events is not done, its later ones are not polled: a
+// reap polls the buffers that landed and one more a stream, not every
+// buffer in use. sg.mu is held.
+func (sg *staging) reapLocked() {
 	var waiting [4]device.Stream // streams met with an event not done
 	nw := 0
-	keep := p.busy[:0]
-	for _, u := range p.busy {
+	keep := sg.busy[:0]
+	for _, u := range sg.busy {
 		if !slices.Contains(waiting[:nw], u.st) {
 			if done, _ := u.ev.Done(); done { // a failed copy is over too
 				u.ev.Close()
-				p.staging = append(p.staging, u.buf[:cap(u.buf)])
+				sg.free = append(sg.free, u.buf[:cap(u.buf)])
 				continue
 			}
 			if nw < len(waiting) {
@@ -91,13 +91,51 @@ func (p *Pool) reapStagingLocked() {
 		}
 		keep = append(keep, u)
 	}
-	clear(p.busy[len(keep):])
-	p.busy = keep
+	clear(sg.busy[len(keep):])
+	sg.busy = keep
+}
+
+// inUse leaves buf, the staging buffer of an AppendAsync call, in use
+// until ev, recorded on st after its copies, completes.
+func (sg *staging) inUse(buf []byte, st device.Stream, ev device.Event) {
+	sg.mu.Lock()
+	sg.busy = append(sg.busy, stagingUse{buf: buf, st: st, ev: ev})
+	sg.mu.Unlock()
+}
+
+// put gives back a buffer nothing uses.
+func (sg *staging) put(buf []byte) {
+	sg.mu.Lock()
+	sg.free = append(sg.free, buf[:cap(buf)])
+	sg.mu.Unlock()
+}
+
+// close gives every staging buffer back to backend b; Pool.Close calls it
+// once nothing is pending.
+func (sg *staging) close(b device.Backend) error {
+	sb, ok := b.(device.Streams)
+	if !ok {
+		return nil
+	}
+	sg.mu.Lock()
+	defer sg.mu.Unlock()
+	var errs []error
+	for _, u := range sg.busy {
+		u.ev.Wait() // no handle call runs: the copies only have to land
+		u.ev.Close()
+		sg.free = append(sg.free, u.buf[:cap(u.buf)])
+	}
+	sg.busy = nil
+	for _, buf := range sg.free {
+		errs = append(errs, sb.HostFree(buf))
+	}
+	sg.free = nil
+	return errors.Join(errs...)
 }
 
 // sharedEvent is an event with two holders, each of which closes it once:
-// the head, which waits for its rows to land, and the pool, which polls
-// it to free the staging buffer. The last Close frees it.
+// the head, which waits for its rows to land, and the pool's staging,
+// which polls it to free the staging buffer. The last Close frees it.
 type sharedEvent struct {
 	device.Event
 	refs atomic.Int32
@@ -110,56 +148,22 @@ func (e *sharedEvent) Close() error {
 	return nil
 }
 
-// freeStaging gives every staging buffer back to the backend; Close calls
-// it once nothing is pending.
-func (p *Pool) freeStagingLocked() error {
-	sb, ok := p.b.(device.Streams)
-	if !ok {
-		return nil
-	}
-	var errs []error
-	for _, u := range p.busy {
-		u.ev.Wait() // no handle call runs: the copies only have to land
-		u.ev.Close()
-		p.staging = append(p.staging, u.buf[:cap(u.buf)])
-	}
-	p.busy = nil
-	for _, buf := range p.staging {
-		errs = append(errs, sb.HostFree(buf))
-	}
-	p.staging = nil
-	return errors.Join(errs...)
-}
-
-// recordRows marks the blocks holding rows [from, to) of r as used by st.
-func (p *Pool) recordRows(sh *shape, r *root, from, to int, st device.Stream) {
-	p.rec.mu.Lock()
-	defer p.rec.mu.Unlock()
-	p.recordRowsLocked(sh, r, from, to, st)
-}
-
-// recordAppend is recordRows for an AppendAsync call, which also leaves
-// its staging buffer in use until ev completes.
-func (p *Pool) recordAppend(sh *shape, r *root, from, to int, st device.Stream, buf []byte, ev device.Event) {
-	p.recordRows(sh, r, from, to, st)
-	p.mu.Lock()
-	p.busy = append(p.busy, stagingUse{buf: buf, st: st, ev: ev})
-	p.mu.Unlock()
-}
-
-// recordRowsLocked is recordRows with p.rec.mu held.
-func (p *Pool) recordRowsLocked(sh *shape, r *root, from, to int, st device.Stream) {
+// addRows marks the blocks holding rows [from, to) of r, of shape sh, as
+// used by st.
+func (rec *recorded) addRows(sh *shape, r *root, from, to int, st device.Stream) {
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
 	var added int64
 	for ci := range r.cols {
 		per := sh.perBlock[ci]
 		t := &r.cols[ci]
 		for b := range t.heldIn(from/per, (to+per-1)/per) {
-			if p.rec.addLocked(b, st) {
+			if rec.addLocked(b, st) {
 				added++
 			}
 		}
 	}
-	p.rec.n.Add(added)
+	rec.n.Add(added)
 }
 
 // AppendAsync appends the rows of a batch as a new version, as Append
@@ -183,11 +187,18 @@ func (h *Head) AppendAsync(st device.Stream, cols [][]byte) error {
 		return err
 	}
 	defer h.end()
-	sb, err := h.pool.streamsOf("AppendAsync")
+	return h.async.appendAsync(h, st, cols)
+}
+
+// appendAsync is AppendAsync's work on h, whose mu is held: the staging,
+// the write and its copies on st, the blocks recorded on st and the event
+// the head keeps in flight.
+func (ap *asyncPart) appendAsync(h *Head, st device.Stream, cols [][]byte) error {
+	sb, err := streamsOf(h.pool.b, "AppendAsync")
 	if err != nil {
 		return h.errorf("AppendAsync", "%w", err)
 	}
-	if err := h.async.orderTier(sb, st); err != nil {
+	if err := ap.orderTier(sb, st); err != nil {
 		return h.errorf("AppendAsync", "%w", err)
 	}
 	n, err := h.batchRows("AppendAsync", cols)
@@ -208,7 +219,7 @@ func (h *Head) AppendAsync(st device.Stream, cols [][]byte) error {
 	for _, c := range cols {
 		total += len(c)
 	}
-	buf, err := h.pool.stagingGet(sb, total)
+	buf, err := h.pool.staging.get(sb, total)
 	if err != nil {
 		return h.errorf("AppendAsync", "staging: %w", err)
 	}
@@ -223,15 +234,16 @@ func (h *Head) AppendAsync(st device.Stream, cols [][]byte) error {
 		_, err = h.applyThen("AppendAsync", deviceAppend, from, from+n, from+n, nil, q.queue(h))
 	}
 	if err != nil {
-		h.pool.stagingPut(buf)
+		h.pool.staging.put(buf)
 		return err
 	}
 	h.committed(written{from: from, to: from + n, device: true, async: st})
 	ev := &sharedEvent{Event: q.landed}
 	ev.refs.Store(2)
-	h.pool.recordAppend(&h.shape, h.r, from, from+n, st, buf, ev)
-	h.async.join(h)
-	h.async.inFlight(st, ev)
+	h.pool.rec.addRows(&h.shape, h.r, from, from+n, st)
+	h.pool.staging.inUse(buf, st, ev)
+	ap.join(h)
+	ap.inFlight(st, ev)
 	return nil
 }
 
@@ -259,13 +271,6 @@ func (q *rowQueue) queue(h *Head) func([]copyRun) error {
 		q.landed, err = h.queueCopies(q.sb, q.st, runs, q.buf)
 		return err
 	}
-}
-
-// stagingPut gives back a buffer nothing uses.
-func (p *Pool) stagingPut(buf []byte) {
-	p.mu.Lock()
-	p.staging = append(p.staging, buf[:cap(buf)])
-	p.mu.Unlock()
 }
 
 // ReadAsync queues on st copies of rows [from, to) into dst (per column,
@@ -322,7 +327,7 @@ func (s *Snap) ReadAsync(st device.Stream, from, to int, dst [][]byte) error {
 
 // queueReads queues the copies of ReadAsync, of rows [from, to) of r.
 func (sh *shape) queueReads(op string, r *root, st device.Stream, from, to int, dst [][]byte) error {
-	sb, err := sh.pool.streamsOf(op)
+	sb, err := streamsOf(sh.pool.b, op)
 	if err != nil {
 		return sh.errorf(op, "%w", err)
 	}
@@ -335,7 +340,7 @@ func (sh *shape) queueReads(op string, r *root, st device.Stream, from, to int, 
 	if err := checkStream(sb, st); err != nil {
 		return sh.errorf(op, "%w", err)
 	}
-	sh.pool.recordRows(sh, r, from, to, st)
+	sh.pool.rec.addRows(sh, r, from, to, st)
 	br, batch := sb.(device.BatchReader)
 	var reads []device.HostRead // with batch: every run of every column, queued in one call
 	if batch && from < to {

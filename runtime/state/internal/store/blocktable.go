@@ -55,9 +55,7 @@ func (t *BlockTable) releaseLocked() error {
 		return nil
 	}
 	t.released = true
-	t.pool.mu.Lock()
-	delete(t.pool.tables, t)
-	t.pool.mu.Unlock()
+	t.pool.tables.remove(t)
 	var mem []tableMem
 	for _, c := range t.cols {
 		if c.ptr != 0 {
@@ -65,7 +63,7 @@ func (t *BlockTable) releaseLocked() error {
 		}
 	}
 	t.cols = nil
-	return t.pool.freeLater(mem, t.streams())
+	return t.pool.tables.freeLater(t.pool, mem, t.streams())
 }
 
 // sync brings the table up to date with r, whose rows before from are
@@ -103,7 +101,7 @@ func (t *BlockTable) syncFrom(r *root, from int) error {
 		}
 	}
 	// Nothing to report from the free: the new allocations are in place.
-	_ = t.pool.freeLater(old, t.streams())
+	_ = t.pool.tables.freeLater(t.pool, old, t.streams())
 	return err
 }
 
@@ -151,7 +149,7 @@ func (t *BlockTable) syncColumn(c *tableCol, tr *tree, start int, old *[]tableMe
 	}
 	want := make([]uint64, live, capacity)
 	fillEntries(want, tr, first, n)
-	ptr, err := t.pool.tableAlloc(8 * capacity)
+	ptr, err := t.pool.tables.alloc(t.pool.b, 8*capacity)
 	if err != nil {
 		return err
 	}
@@ -192,7 +190,9 @@ func entryBytes(buf []byte, es []uint64) []byte {
 	return buf
 }
 
-func (p *Pool) newTable(sh *shape, r *root, streams func() []device.Stream) (*BlockTable, error) {
+// newTable returns a new table of pool p, of r's blocks, as shape sh lays
+// them out, whose frees wait for the streams that streams returns.
+func (pt *poolTables) newTable(p *Pool, sh *shape, r *root, streams func() []device.Stream) (*BlockTable, error) {
 	t := &BlockTable{pool: p, streams: streams}
 	for i := range r.cols {
 		t.cols = append(t.cols, tableCol{perBlock: sh.perBlock[i], rowBytes: sh.rowBytes[i]})
@@ -200,24 +200,31 @@ func (p *Pool) newTable(sh *shape, r *root, streams func() []device.Stream) (*Bl
 	if err := t.syncLocked(r); err != nil {
 		return nil, errors.Join(err, t.releaseLocked())
 	}
-	p.mu.Lock()
-	if p.tables == nil {
-		p.tables = make(map[releaser]struct{})
+	pt.mu.Lock()
+	if pt.live == nil {
+		pt.live = make(map[releaser]struct{})
 	}
-	p.tables[t] = struct{}{}
-	p.mu.Unlock()
+	pt.live[t] = struct{}{}
+	pt.mu.Unlock()
 	return t, nil
 }
 
-// releaseLiveTables frees the device memory of every table still live, for
-// Close: a table is a backend allocation of its own, not a slab's block.
-func (p *Pool) releaseLiveTables() error {
-	p.mu.Lock()
-	live := make([]releaser, 0, len(p.tables))
-	for t := range p.tables {
+// remove forgets t, released.
+func (pt *poolTables) remove(t releaser) {
+	pt.mu.Lock()
+	delete(pt.live, t)
+	pt.mu.Unlock()
+}
+
+// releaseLive frees the device memory of every table still live, for
+// Close.
+func (pt *poolTables) releaseLive() error {
+	pt.mu.Lock()
+	live := make([]releaser, 0, len(pt.live))
+	for t := range pt.live {
 		live = append(live, t)
 	}
-	p.mu.Unlock()
+	pt.mu.Unlock()
 	var errs []error
 	for _, t := range live {
 		errs = append(errs, t.Release())
@@ -226,69 +233,73 @@ func (p *Pool) releaseLiveTables() error {
 }
 
 // maxTableMem bounds the allocations the pool keeps for the next tables
-// (tableAlloc).
+// (poolTables.alloc).
 const maxTableMem = 16
 
-// tableAlloc returns device memory of bytes bytes for a table's column: a
-// kept allocation of that size, else a new one. A decode loop that
-// snapshots each step moves the tables of the columns whose shared tail
-// block it copies each step; a backend Alloc and Free a step (mmap and
-// munmap on the host, cuMemAlloc and cuMemFree on a device) cost more
+// alloc returns device memory of bytes bytes of backend b for a table's
+// column: a kept allocation of that size, else a new one. A decode loop
+// that snapshots each step moves the tables of the columns whose shared
+// tail block it copies each step; a backend Alloc and Free a step (mmap
+// and munmap on the host, cuMemAlloc and cuMemFree on a device) cost more
 // than the entries.
-func (p *Pool) tableAlloc(bytes int) (device.Ptr, error) {
-	p.mu.Lock()
-	for i, m := range p.tableMem {
+func (pt *poolTables) alloc(b device.Backend, bytes int) (device.Ptr, error) {
+	pt.mu.Lock()
+	for i, m := range pt.kept {
 		if m.bytes == bytes {
-			p.tableMem = slices.Delete(p.tableMem, i, i+1)
-			p.mu.Unlock()
+			pt.kept = slices.Delete(pt.kept, i, i+1)
+			pt.mu.Unlock()
 			return m.ptr, nil
 		}
 	}
-	p.mu.Unlock()
-	return p.b.Alloc(bytes)
+	pt.mu.Unlock()
+	return b.Alloc(bytes)
 }
 
-// freeLater gives back table memory once the streams' work queued so far
-// is done, without waiting (Close and WaitPending wait for it): kept for
-// the next tables while the pool keeps fewer than maxTableMem and is open,
-// else freed.
-func (p *Pool) freeLater(mem []tableMem, streams []device.Stream) error {
+// freeLater gives back table memory of pool p once the streams' work
+// queued so far is done, without waiting (Close and WaitPending wait for
+// it): kept for the next tables while fewer than maxTableMem are kept and
+// the pool is open, else freed.
+func (pt *poolTables) freeLater(p *Pool, mem []tableMem, streams []device.Stream) error {
 	if len(mem) == 0 {
 		return nil
 	}
 	if len(streams) == 0 {
-		return p.keepTableMem(mem)
+		return pt.keep(p.b, mem)
 	}
 	p.mem.Later(fence(p.b, streams), func() {
-		p.keepTableMem(mem) // nobody is left to tell of a failure
+		pt.keep(p.b, mem) // nobody is left to tell of a failure
 	})
 	return nil
 }
 
-// keepTableMem keeps what of mem the pool has room for and frees the rest.
-func (p *Pool) keepTableMem(mem []tableMem) error {
-	p.mu.Lock()
+// keep keeps what of mem there is room for and frees the rest to backend
+// b.
+func (pt *poolTables) keep(b device.Backend, mem []tableMem) error {
+	pt.mu.Lock()
 	k := 0
-	if !p.closed {
-		k = min(len(mem), maxTableMem-len(p.tableMem))
-		p.tableMem = append(p.tableMem, mem[:k]...)
+	if !pt.closed {
+		k = min(len(mem), maxTableMem-len(pt.kept))
+		pt.kept = append(pt.kept, mem[:k]...)
 	}
-	p.mu.Unlock()
+	pt.mu.Unlock()
 	var errs []error
 	for _, m := range mem[k:] {
-		errs = append(errs, p.b.Free(m.ptr))
+		errs = append(errs, b.Free(m.ptr))
 	}
 	return errors.Join(errs...)
 }
 
-// freeTableMemLocked frees the table memory the pool kept, for Close.
-// p.mu is held.
-func (p *Pool) freeTableMemLocked() error {
+// close frees the table memory kept, to backend b, for Pool.Close: memory
+// given back later is freed at once.
+func (pt *poolTables) close(b device.Backend) error {
+	pt.mu.Lock()
+	defer pt.mu.Unlock()
+	pt.closed = true
 	var errs []error
-	for _, m := range p.tableMem {
-		errs = append(errs, p.b.Free(m.ptr))
+	for _, m := range pt.kept {
+		errs = append(errs, b.Free(m.ptr))
 	}
-	p.tableMem = nil
+	pt.kept = nil
 	return errors.Join(errs...)
 }
 
@@ -303,9 +314,19 @@ func (h *Head) BlockTable() (*BlockTable, error) {
 		return nil, err
 	}
 	defer h.end()
-	t, err := h.pool.newTable(&h.shape, h.r, h.recordedStreams)
+	t, err := h.tables.add(h)
 	if err != nil {
 		return nil, h.errorf("BlockTable", "%w", err)
+	}
+	return t, nil
+}
+
+// add makes a new table of h's blocks, which h's writes keep current, and
+// joins the table part to h's parts. h.mu is held.
+func (tp *tablePart) add(h *Head) (*BlockTable, error) {
+	t, err := h.pool.tables.newTable(h.pool, &h.shape, h.r, h.async.streams.get)
+	if err != nil {
+		return nil, err
 	}
 	t.refresh = func() {
 		if h.pool.enter() != nil {
@@ -330,16 +351,16 @@ func (h *Head) BlockTable() (*BlockTable, error) {
 			t.sync(h.r, 0)
 		}
 	}
-	h.tables.list = append(h.tables.list, t)
+	tp.list = append(tp.list, t)
 	h.parts |= partTables
 	return t, nil
 }
 
-// tablesGone says to h's tables that the blocks they stand for were freed
+// gone says to the tables that the blocks they stand for were freed
 // (evicted, or moved to the host tier): Column answers err until a call
-// brings the head back, or its refresh does. h.mu is held.
-func (h *Head) tablesGone(err error) {
-	for _, t := range h.tables.list {
+// brings the head back, or its refresh does. The head's mu is held.
+func (tp *tablePart) gone(err error) {
+	for _, t := range tp.list {
 		t.mu.Lock()
 		t.err = err
 		t.mu.Unlock()
@@ -350,7 +371,7 @@ func (h *Head) tablesGone(err error) {
 // row the change touched (Head.writing).
 func (tp *tablePart) changed(h *Head) {
 	if len(tp.list) > 0 {
-		h.syncTables(h.writeFrom)
+		tp.sync(h.r, h.writeFrom)
 	}
 }
 
@@ -361,21 +382,21 @@ func (tp *tablePart) release(_ *Head, freed []*block) []*block {
 	return freed
 }
 
-// syncTables brings the head's live tables up to date, from row from
-// (BlockTable.sync); h.mu is held.
-func (h *Head) syncTables(from int) {
-	live := h.tables.list[:0]
-	for _, t := range h.tables.list {
+// sync brings the live tables up to date with r, the head's root, from
+// row from (BlockTable.sync); the head's mu is held.
+func (tp *tablePart) sync(r *root, from int) {
+	live := tp.list[:0]
+	for _, t := range tp.list {
 		t.mu.Lock()
 		rel := t.released
 		t.mu.Unlock()
 		if !rel {
-			t.sync(h.r, from)
+			t.sync(r, from)
 			live = append(live, t)
 		}
 	}
-	clear(h.tables.list[len(live):])
-	h.tables.list = live
+	clear(tp.list[len(live):])
+	tp.list = live
 }
 
 func releaseTables(ts []*BlockTable) {

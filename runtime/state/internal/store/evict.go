@@ -297,7 +297,7 @@ func (h *Head) evictableLocked() bool {
 // evictableLocked said yes.
 func (h *Head) evictLocked() int64 {
 	optional := h.l.Retention == Optional
-	h.tablesGone(errEvictedTable)
+	h.tables.gone(errEvictedTable)
 	var freed []*block
 	h.r.release(&freed)
 	h.r = nil

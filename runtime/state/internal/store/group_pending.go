@@ -145,7 +145,7 @@ func (gs *groupShare) arm(h *Head, p *groupPending) {
 		}
 	}
 	if len(streams) > 0 {
-		evs, ok := h.pool.recordAll(streams)
+		evs, ok := recordAll(h.pool.b, streams)
 		if !ok {
 			return
 		}

@@ -442,6 +442,4 @@ type Group struct {
 	released bool
 }
 
-func (h *Head) recordedStreams() []device.Stream { return h.async.streams.get() }
-
 func (s *Snap) recordedStreams() []device.Stream { return s.streams.get() }

@@ -44,14 +44,11 @@ type Pool struct {
 	// (write_bufs.go).
 	spares spareBufs
 
-	mu      sync.Mutex            // guards what follows
-	staging [][]byte              // free page-locked staging buffers (AppendAsync)
-	busy    []stagingUse          // staging buffers queued copies may still read (async.go)
-	tables  map[releaser]struct{} // live block tables, each a backend allocation
-	// tableMem is the memory of tables moved or released, kept for the
-	// next ones (tableAlloc).
-	tableMem []tableMem
-	live     map[handle]struct{}
+	staging staging    // page-locked staging buffers (AppendAsync; async.go)
+	tables  poolTables // live block tables and their kept memory (blocktable.go)
+
+	mu   sync.Mutex // guards what follows
+	live map[handle]struct{}
 
 	logical atomic.Int64
 	history atomic.Int64 // bytes of delta blocks held by histories
@@ -71,17 +68,6 @@ type Pool struct {
 	// PoolStats's fields of those names.
 	evictions, adoptCalls, adoptHits, adoptedRows atomic.Int64
 }
-
-// tableMem is a backend allocation a block table's column held: its
-// address and bytes (blocktable.go).
-type tableMem struct {
-	ptr   device.Ptr
-	bytes int
-}
-
-// releaser is a live block table, as the pool knows it: Close releases
-// the tables still live (blocktable.go).
-type releaser interface{ Release() error }
 
 // handle is what the pool knows of a live head or snapshot.
 type handle interface {
@@ -169,13 +155,6 @@ func (p *Pool) touch(at *atomic.Uint64) {
 		return
 	}
 	at.Store(p.clock.Add(1))
-}
-
-// stagingUse is a staging buffer the copies queued on st before ev read.
-type stagingUse struct {
-	buf []byte
-	st  device.Stream
-	ev  device.Event
 }
 
 // adopted counts one AdoptPrefix call that looked a prefix up, of a head

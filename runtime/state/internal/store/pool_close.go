@@ -68,7 +68,7 @@ func (p *Pool) Close() error {
 	p.WaitPending() // no handle call runs, so no block turns pending now
 	var errs []error
 	if !p.closed {
-		if err := p.releaseLiveTables(); err != nil {
+		if err := p.tables.releaseLive(); err != nil {
 			errs = append(errs, fmt.Errorf("state: pool close: %w", err))
 		}
 		p.WaitPending() // tables whose streams were recorded
@@ -90,10 +90,10 @@ func (p *Pool) Close() error {
 		sort.Strings(names)
 		errs = append(errs, fmt.Errorf("state: pool closed with %d live handles: %s", len(names), strings.Join(names, "; ")))
 	}
-	if err := p.freeStagingLocked(); err != nil {
+	if err := p.staging.close(p.b); err != nil {
 		errs = append(errs, fmt.Errorf("state: pool close: %w", err))
 	}
-	if err := p.freeTableMemLocked(); err != nil {
+	if err := p.tables.close(p.b); err != nil {
 		errs = append(errs, fmt.Errorf("state: pool close: %w", err))
 	}
 	p.live = nil

@@ -157,10 +157,16 @@ func (h *Head) AdoptPrefix(keys []byte) (int, error) {
 		return 0, err
 	}
 	defer h.end()
-	s := h.share
-	if s == nil {
+	if h.share == nil {
 		return 0, h.errorf("AdoptPrefix", "the layout has no ShareKey: %w", ErrShape)
 	}
+	return h.share.adopt(h, keys)
+}
+
+// adopt is AdoptPrefix's work on h, whose place s is and whose mu is
+// held: the chain of cached blocks (then of the host tier's) that keys
+// match, set in h's tree as a new version.
+func (s *sharing) adopt(h *Head, keys []byte) (int, error) {
 	if len(keys)%s.ks != 0 {
 		return 0, h.errorf("AdoptPrefix", "%d bytes of keys, not a multiple of the key's %d bytes: %w", len(keys), s.ks, ErrShape)
 	}
@@ -178,7 +184,7 @@ func (h *Head) AdoptPrefix(keys []byte) (int, error) {
 	h.pool.cache.pollWaiting(s.tab, h)
 	chain := h.pool.cache.adopt(s.tab, keys, per*s.ks, n)
 	if len(chain) < n && h.pool.tier != nil && h.pool.tierPx.has(s.tab.key) {
-		chain = h.adoptFromTier(s.tab, keys, per*s.ks, n, chain)
+		chain = s.adoptFromTier(h, keys, per*s.ks, n, chain)
 	}
 	h.pool.adopted(len(chain) * per)
 	if len(chain) == 0 {
@@ -200,14 +206,14 @@ func (h *Head) AdoptPrefix(keys []byte) (int, error) {
 	return r.rows, nil
 }
 
-// adoptFromTier goes on with chain, the entries adopt found, with the
-// blocks of the host tier that follow it: each comes back to device
-// memory, is cached again as the entries after chain's last, and is the
-// caller's as adopt's are. It stops at the first block the tier does not
-// hold or cannot bring back (the caller computes the rest). h.mu is held,
-// no cache lock.
-func (h *Head) adoptFromTier(t *prefixTable, keys []byte, blockKeys, n int, chain []*prefixEntry) []*prefixEntry {
-	p := h.pool
+// adoptFromTier goes on with chain, the entries of s's table that
+// prefixCache.adopt found for h, with the blocks of the host tier that
+// follow it: each comes back to device memory, is cached again as the
+// entries after chain's last, and is the caller's as adopt's are. It stops
+// at the first block the tier does not hold or cannot bring back (the
+// caller computes the rest). h.mu is held, no cache lock.
+func (s *sharing) adoptFromTier(h *Head, keys []byte, blockKeys, n int, chain []*prefixEntry) []*prefixEntry {
+	p, t := h.pool, s.tab
 	for i := len(chain); i < n; i++ {
 		x := p.tierPx.take(t.key, keys[:(i+1)*blockKeys])
 		if x == nil {
@@ -264,34 +270,32 @@ func (c *prefixCache) adopt(t *prefixTable, keys []byte, blockKeys, n int) []*pr
 	return chain
 }
 
-// shareAppended registers the blocks that rows appended from the host
+// appended registers the blocks that rows appended from the host to h
 // filled: keys are the key column's bytes of rows [from, h.r.rows). h.mu
 // is held.
-func (h *Head) shareAppended(from int, keys []byte) {
-	s := h.share
-	if s == nil || s.tab == nil {
+func (s *sharing) appended(h *Head, from int, keys []byte) {
+	if s.tab == nil {
 		return
 	}
 	if from == s.known {
 		s.tail = append(s.tail, keys...)
 		s.known = h.r.rows
 	}
-	h.shareFull()
+	s.full(h)
 }
 
-// shareFull registers the full blocks of h's version past those matched
+// full registers the full blocks of h's version past those matched
 // already, reading back from the device the keys it does not hold (rows a
 // kernel wrote). Registration is a cache's: when the keys cannot be read
 // back, the blocks stay unregistered and the next call tries again. h.mu
 // is held, and no copy of h's is in flight.
-func (h *Head) shareFull() { h.shareFullIf(true) }
+func (s *sharing) full(h *Head) { s.fullIf(h, true) }
 
-// shareFullIf is shareFull; with arm false it records no new batch of
-// events (written): the caller is not the writer, whose kernels may not
-// be queued yet (an adoption polling the table's waiting heads).
-func (h *Head) shareFullIf(arm bool) {
-	s := h.share
-	if s == nil || s.tab == nil || h.r == nil {
+// fullIf is full; with arm false it records no new batch of events
+// (readable): the caller is not the writer, whose kernels may not be
+// queued yet (an adoption polling the table's waiting heads).
+func (s *sharing) fullIf(h *Head, arm bool) {
+	if s.tab == nil || h.r == nil {
 		return
 	}
 	per := h.perBlock[0]
@@ -302,7 +306,7 @@ func (h *Head) shareFullIf(arm bool) {
 	if s.known < full*per {
 		// Rows a kernel writes join the cache only once the streams
 		// recorded on the head are past that kernel.
-		if full = min(full, max(s.known, h.written(arm))/per); full <= s.reg {
+		if full = min(full, max(s.known, s.readable(h, arm))/per); full <= s.reg {
 			return
 		}
 	}
@@ -327,15 +331,14 @@ func (h *Head) shareFullIf(arm bool) {
 	s.reg = full
 }
 
-// written returns the rows of h's version whose keys may be read back:
+// readable returns the rows of h's version whose keys may be read back:
 // all of them when no stream was recorded on h (the caller wrote them, as
 // AppendDevice's spans are the caller's until its next call), else the
 // rows that completed batches of events cover. Events are polled, never
 // waited for; a new batch is recorded, covering every row, when rows past
 // the last batch fill a block (its kernels were queued before this call).
 // h.mu is held.
-func (h *Head) written(arm bool) int {
-	s := h.share
+func (s *sharing) readable(h *Head, arm bool) int {
 	streams := h.async.streams.get()
 	if len(streams) == 0 {
 		return h.r.rows
@@ -362,7 +365,7 @@ func (h *Head) written(arm bool) int {
 		h.pool.cache.waiting(s.tab, h, false)
 	}
 	if arm {
-		h.markWritten(streams)
+		s.markWritten(h, streams)
 	}
 	return s.ready
 }
@@ -372,25 +375,24 @@ func (h *Head) written(arm bool) int {
 // writing them were queued before this call. RecordStream calls it too,
 // so that a kernel queued before it is covered by an event from then on.
 // h.mu is held.
-func (h *Head) markWritten(streams []device.Stream) {
-	s := h.share
+func (s *sharing) markWritten(h *Head, streams []device.Stream) {
 	last := max(s.ready, s.known)
 	if n := len(s.waits); n > 0 {
 		last = max(last, s.waits[n-1].rows)
 	}
 	per := h.perBlock[0]
 	if h.r.rows/per > last/per && h.r.rows/per > s.reg {
-		if evs, ok := h.pool.recordAll(streams); ok {
+		if evs, ok := recordAll(h.pool.b, streams); ok {
 			s.waits = append(s.waits, shareWait{evs: evs, rows: h.r.rows})
 			h.pool.cache.waiting(s.tab, h, true) // adoptions poll it (pollWaiting)
 		}
 	}
 }
 
-// recordAll records an event on each of streams; a closed stream has
-// finished its work and needs none. ok is false when one fails.
-func (p *Pool) recordAll(streams []device.Stream) (evs []device.Event, ok bool) {
-	sb := p.b.(device.Streams) // streams were recorded, so it has them
+// recordAll records an event on each of streams of backend b; a closed
+// stream has finished its work and needs none. ok is false when one fails.
+func recordAll(b device.Backend, streams []device.Stream) (evs []device.Event, ok bool) {
+	sb := b.(device.Streams) // streams were recorded, so it has them
 	for _, st := range streams {
 		ev, err := sb.Record(st)
 		switch {
@@ -456,13 +458,12 @@ func (c *prefixCache) register(t *prefixTable, parent *prefixEntry, key int, key
 	return parent
 }
 
-// resyncShare finds again, after h's version changed other than by an
-// append (Rollback, Merge, a rebuild), how many of its blocks are the
-// entries of one cached chain. The keys of the rows after them are read
-// back when their blocks fill. h.mu is held.
-func (h *Head) resyncShare() {
-	s := h.share
-	if s == nil || s.tab == nil {
+// resync finds again, after h's version changed other than by an append
+// (Rollback, Merge, a rebuild), how many of its blocks are the entries of
+// one cached chain. The keys of the rows after them are read back when
+// their blocks fill. h.mu is held.
+func (s *sharing) resync(h *Head) {
+	if s.tab == nil {
 		return
 	}
 	s.reg, s.last, s.tail, s.known = 0, nil, s.tail[:0], 0
@@ -523,7 +524,20 @@ func (p *Pool) ForgetPrefixes(d Domain) int64 {
 		return 0
 	}
 	defer p.leave()
-	c := &p.cache
+	var freed []*block
+	for _, b := range p.cache.forget(d) {
+		releaseBlock(b, &freed) // the cache's references, given up unlocked
+	}
+	freed = append(freed, p.groups.forget(d)...) // registered group states (group_share.go)
+	p.tierPx.drop(p.tier, d, false)              // and the domain's blocks in the host tier
+	p.free(freed)
+	return blockBytes(freed)
+}
+
+// forget takes every entry of domain d out of the cache, and returns
+// their blocks, whose references the cache holds still: the caller gives
+// them up, as c.mu is not held then.
+func (c *prefixCache) forget(d Domain) []*block {
 	var gone []*block
 	c.mu.Lock()
 	for k, t := range c.tables {
@@ -547,14 +561,7 @@ func (p *Pool) ForgetPrefixes(d Domain) int64 {
 		c.dropEmptyLocked(t)
 	}
 	c.mu.Unlock()
-	var freed []*block
-	for _, b := range gone {
-		releaseBlock(b, &freed) // the cache's references, given up unlocked
-	}
-	freed = append(freed, p.groups.forget(d)...) // registered group states (group_share.go)
-	p.tierPx.drop(p.tier, d, false)              // and the domain's blocks in the host tier
-	p.free(freed)
-	return blockBytes(freed)
+	return gone
 }
 
 // reset forgets every entry; Pool.Close calls it, as it frees every slab.
@@ -570,7 +577,7 @@ func (c *prefixCache) reset() {
 // rows a kernel wrote filled.
 func (s *sharing) prepare(h *Head, c call) error {
 	if c.share && len(h.async.inflight) == 0 {
-		h.shareFull()
+		s.full(h)
 	}
 	return nil
 }
@@ -579,7 +586,7 @@ func (s *sharing) prepare(h *Head, c call) error {
 // key column).
 func (s *sharing) committed(h *Head, w written) {
 	if w.host {
-		h.shareAppended(w.from, w.key)
+		s.appended(h, w.from, w.key)
 	}
 }
 
@@ -588,7 +595,7 @@ func (s *sharing) committed(h *Head, w written) {
 func (s *sharing) changed(*Head) {}
 
 // moved finds h's place in its table again.
-func (s *sharing) moved(h *Head) { h.resyncShare() }
+func (s *sharing) moved(h *Head) { s.resync(h) }
 
 // branched gives c its own place in h's table.
 func (s *sharing) branched(h, c *Head) { c.share = s.cloneInto(h.pool, &c.shareMem) }
@@ -600,7 +607,7 @@ func (s *sharing) release(h *Head, freed []*block) []*block {
 		return freed
 	}
 	if len(h.async.inflight) == 0 {
-		h.shareFull()
+		s.full(h)
 	}
 	s.dropWaits()
 	h.pool.cache.waiting(s.tab, h, false)
@@ -613,10 +620,10 @@ func (s *sharing) release(h *Head, freed []*block) []*block {
 func (c *prefixCache) waiting(t *prefixTable, h *Head, add bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	i := slices.Index(t.waiting, poller(h))
+	i := slices.Index(t.waiting, poller((*sharedHead)(h)))
 	switch {
 	case add && i < 0:
-		t.waiting = append(t.waiting, h)
+		t.waiting = append(t.waiting, (*sharedHead)(h))
 	case !add && i >= 0:
 		t.waiting = slices.Delete(t.waiting, i, i+1)
 	}
@@ -630,21 +637,30 @@ func (c *prefixCache) pollWaiting(t *prefixTable, h *Head) {
 	others := slices.Clone(t.waiting)
 	c.mu.Unlock()
 	for _, o := range others {
-		if o != poller(h) {
+		if o != poller((*sharedHead)(h)) {
 			o.poll()
 		}
 	}
 }
 
-// poll registers h's kernel-filled blocks whose recorded events have
-// completed, when h is free (try-lock: a busy head registers at its own
-// call), recording no new events.
-func (h *Head) poll() {
+// sharedHead is a shared head as its table's list of waiting heads holds
+// it (prefixTable.waiting): a poller, whose poll is its sharing's.
+type sharedHead Head
+
+func (x *sharedHead) poll() {
+	h := (*Head)(x)
+	h.share.poll(h) // set before h joined the list, and never changed
+}
+
+// poll registers the kernel-filled blocks of h, the head whose place s
+// is, whose recorded events have completed, when h is free (try-lock: a
+// busy head registers at its own call), recording no new events.
+func (s *sharing) poll(h *Head) {
 	if !h.mu.TryLock() {
 		return
 	}
 	defer h.mu.Unlock()
-	if !h.released && h.share != nil && len(h.share.waits) > 0 && len(h.async.inflight) == 0 {
-		h.shareFullIf(false)
+	if !h.released && len(s.waits) > 0 && len(h.async.inflight) == 0 {
+		s.fullIf(h, false)
 	}
 }

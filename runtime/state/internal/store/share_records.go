@@ -53,7 +53,8 @@ type prefixTable struct {
 	n       int // entries
 	heads   int // live heads that register in it
 	// waiting lists the heads with blocks a kernel filled whose events
-	// are recorded but not yet seen complete, which adoptions poll.
+	// are recorded but not yet seen complete, which adoptions poll
+	// (sharedHead).
 	waiting []poller
 }
 
@@ -254,8 +255,9 @@ type groupPending struct {
 	evs     []device.Event
 }
 
-// poller is a group with registrations waiting for kernels: poll
-// registers those whose rows are written, if its shared member is free.
+// poller is a shared head (sharedHead), or a group, with registrations
+// waiting for kernels: poll registers those whose rows are written, if
+// the head, or the group's shared member, is free.
 type poller interface{ poll() }
 
 // addLocked puts e, new, in its table, after its parent, and records its

@@ -179,7 +179,7 @@ func (s *Snap) BlockTable() (*BlockTable, error) {
 		return nil, err
 	}
 	defer s.end()
-	t, err := s.pool.newTable(&s.shape, s.r, s.recordedStreams)
+	t, err := s.pool.tables.newTable(s.pool, &s.shape, s.r, s.recordedStreams)
 	if err != nil {
 		return nil, s.errorf("BlockTable", "%w", err)
 	}

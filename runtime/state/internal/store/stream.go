@@ -16,14 +16,14 @@ import (
 // per batch of released blocks waits for the events and then hands the
 // blocks to the free lists; the releasing call never waits.
 
-// checkRecord fails unless st is a live stream of p's backend.
-func (p *Pool) checkRecord(st device.Stream) error {
+// checkRecord fails unless st is a live stream of backend b.
+func checkRecord(b device.Backend, st device.Stream) error {
 	if st == nil {
 		return errors.New("RecordStream of a nil stream")
 	}
-	sb, ok := p.b.(device.Streams)
+	sb, ok := b.(device.Streams)
 	if !ok {
-		return fmt.Errorf("RecordStream: the %s backend has no streams: %w", p.b.Name(), errors.ErrUnsupported)
+		return fmt.Errorf("RecordStream: the %s backend has no streams: %w", b.Name(), errors.ErrUnsupported)
 	}
 	// A stream of another backend (or a closed one) would never order
 	// this backend's frees: the event the check records fails on it.
@@ -33,16 +33,13 @@ func (p *Pool) checkRecord(st device.Stream) error {
 	return nil
 }
 
-// recordChecked marks the blocks of r as used by st, a stream checkRecord
-// passed.
-func (p *Pool) recordChecked(r *root, st device.Stream) { p.recordFrom(r, st, nil) }
-
-// recordFrom is recordChecked for the blocks of each column c from index
-// from[c] on (those before it carry st already), and sets from[c] to the
-// column's end; from nil is every block.
-func (p *Pool) recordFrom(r *root, st device.Stream, from []int) {
-	p.rec.mu.Lock()
-	defer p.rec.mu.Unlock()
+// addFrom marks the blocks of r as used by st, a stream checkRecord
+// passed: for each column c, those from index from[c] on (those before it
+// carry st already), and sets from[c] to the column's end; from nil is
+// every block.
+func (rec *recorded) addFrom(r *root, st device.Stream, from []int) {
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
 	var added int64
 	for ci := range r.cols {
 		t := &r.cols[ci]
@@ -52,12 +49,12 @@ func (p *Pool) recordFrom(r *root, st device.Stream, from []int) {
 			from[ci] = t.n
 		}
 		for b := range t.heldIn(lo, t.n) {
-			if p.rec.addLocked(b, st) {
+			if rec.addLocked(b, st) {
 				added++
 			}
 		}
 	}
-	p.rec.n.Add(added)
+	rec.n.Add(added)
 }
 
 // RecordStream says that work queued on st uses the rows h holds now: the
@@ -74,7 +71,7 @@ func (h *Head) RecordStream(st device.Stream) error {
 		if err := h.usable("RecordStream"); err != nil {
 			return err
 		}
-		if err := h.pool.checkRecord(st); err != nil {
+		if err := checkRecord(h.pool.b, st); err != nil {
 			return h.errorf("RecordStream", "%w", err)
 		}
 	}
@@ -85,11 +82,11 @@ func (h *Head) RecordStream(st device.Stream) error {
 	// A decode step records its stream once a step: only the blocks the
 	// head took since the last time are walked (streamMark), not the
 	// whole state.
-	h.pool.recordFrom(h.r, st, h.async.mark(st, len(h.r.cols)))
+	h.pool.rec.addFrom(h.r, st, h.async.mark(st, len(h.r.cols)))
 	h.async.join(h)
 	h.async.streams.add(st)
 	if h.share != nil && h.share.tab != nil && !h.share.broken {
-		h.markWritten(h.async.streams.get()) // rows a kernel queued before this call writes
+		h.share.markWritten(h, h.async.streams.get()) // rows a kernel queued before this call writes
 	}
 	if h.gshare != nil && len(h.gshare.pending) > 0 {
 		h.gshare.settle(h, true) // a group's, likewise
@@ -106,11 +103,11 @@ func (s *Snap) RecordStream(st device.Stream) error {
 		return err
 	}
 	defer s.end()
-	if err := s.pool.checkRecord(st); err != nil {
+	if err := checkRecord(s.pool.b, st); err != nil {
 		return s.errorf("RecordStream", "%w", err)
 	}
 	if !s.streams.has(st) { // a snapshot's blocks never change: once is enough
-		s.pool.recordChecked(s.r, st)
+		s.pool.rec.addFrom(s.r, st, nil)
 		s.streams.add(st)
 	}
 	return nil

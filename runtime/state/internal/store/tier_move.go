@@ -54,7 +54,7 @@ func (x tierHead) commitLocked(img *tierImage) int64 {
 	h := x.h
 	// The tables stand for blocks freed now: Column brings the head back
 	// before it answers again (BlockTable's refresh).
-	h.tablesGone(errInTier)
+	h.tables.gone(errInTier)
 	var freed []*block
 	h.r.release(&freed)
 	h.r, h.evicted, h.tier = nil, true, img
