@@ -14,7 +14,7 @@ import "errors"
 // until its next call, and a copy now would keep what they held before).
 // h.mu is held.
 func (h *Head) tierableLocked() ([]*block, bool) {
-	if h.pool.tier == nil || h.l.Retention != Optional || !h.evictableLocked() {
+	if h.pool.tier == nil || h.l.Retention != Optional || !h.lru.evictableLocked(h) {
 		return nil, false
 	}
 	if h.hist != nil || h.share != nil || h.gshare != nil || h.deviceRows {
