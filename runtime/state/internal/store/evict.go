@@ -635,7 +635,7 @@ func usesStream(list, busy []device.Stream) bool {
 // A coupled group under memory pressure: one victim. Its members agree on
 // retention (package contract checks it), and evicting one while keeping
 // its partner would leave the group inconsistent, so the pool lists a
-// group, not its member heads (Pool.handleVictims), the Evictor ranks it
+// group, not its member heads (eviction.handleVictims), the Evictor ranks it
 // by its members' bytes and most recent use, and its members are evicted
 // together or not at all.
 
