@@ -308,37 +308,6 @@ func (a *Allocator) capString() string {
 	return fmt.Sprintf("max %d", a.maxBytes)
 }
 
-// Fits fails with Options.NoMemory, before anything is taken, when n
-// blocks of class c are more than the allocator could ever hold.
-func (a *Allocator) Fits(c *Class, n int) error {
-	bb := int64(c.bytes)
-	if int64(n) > int64(maxInt)/bb {
-		return fmt.Errorf("state: %d blocks of %d bytes: %w", n, bb, a.noMem)
-	}
-	return a.FitsBytes(int64(n) * bb)
-}
-
-// FitsBytes fails with Options.NoMemory when want bytes are more than the
-// allocator could ever hold: past MaxBytes or, with no cap and over 64
-// MiB, past the device's total memory.
-func (a *Allocator) FitsBytes(want int64) error {
-	if want < 0 {
-		return fmt.Errorf("state: more bytes than an int64 holds: %w", a.noMem)
-	}
-	if a.maxBytes > 0 {
-		if want > a.maxBytes {
-			return fmt.Errorf("state: %d bytes wanted, the pool's cap is %d: %w", want, a.maxBytes, a.noMem)
-		}
-		return nil
-	}
-	if want > 64<<20 {
-		if _, total, err := a.b.MemInfo(); err == nil && uint64(want) > total {
-			return fmt.Errorf("state: %d bytes wanted, the device has %d: %w", want, total, a.noMem)
-		}
-	}
-	return nil
-}
-
 // Free gives blocks whose reference count reached zero back to the free
 // lists of their classes; a block freed alone is kept hot for its owner's
 // next one-block allocation (TakeHot), no lock taken. Blocks that device
@@ -404,34 +373,85 @@ func (a *Allocator) Stats() Stats {
 	return st
 }
 
-// Shortfall returns the bytes an allocation of want blocks of class c
-// lacks: zero or less when c's own room holds them (its free blocks, the
-// whole blocks of c in the slabs' free extents, the room left under
-// MaxBytes unless the device itself is full), or, counted exactly, the
-// room an allocation reaches once every free block is back in its slab
-// (regrowLocked): the whole blocks of c in each free run of the slabs in
-// use, and the wholly free slabs pooled with the cap's room. When even
-// every free byte would not hold them it answers that lower bound
-// (leastShortfallLocked) without walking the free blocks.
-func (a *Allocator) Shortfall(c *Class, want int, deviceFull bool) int64 {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	own := a.ownShortfallLocked(c, want, deviceFull)
-	if own <= 0 {
-		return own // c's own room: no walk (an eviction that freed a block of c)
-	}
-	if least := a.leastShortfallLocked(c, want, deviceFull); least > 0 {
-		return least
-	}
-	return a.shortfallLocked(c, want, deviceFull, nil)
+// Free is what a class has free, for a cost estimate (FreeCounts).
+type Free struct {
+	// Used counts the free blocks that held rows (the hot one counted),
+	// which an allocation takes before memory new to the pool; Clean the
+	// ones carved from slab space no block used (on the host backend,
+	// pages not yet touched); Grow how many blocks one growth makes.
+	Used, Clean, Grow int64
+	// GrowTime is the median time of the class's last growths, zero
+	// until it grew a few times: a moving measure of what Grow blocks
+	// new to the pool cost besides their pages.
+	GrowTime time.Duration
+	// Next is the address of the clean block an allocation takes first
+	// (Alloc pops the clean list's top, which walks memory upwards), when
+	// HasNext: the cost model counts the pages the next new blocks touch
+	// first from it.
+	Next    device.Ptr
+	HasNext bool
 }
 
-// leastShortfallLocked returns the bytes an allocation of want blocks of
-// class c lacks at least: what it wants beyond every free byte (Room).
-// Free bytes make blocks only in runs of c's size, so the exact shortfall
-// may be more, never less. a.mu is held.
-func (a *Allocator) leastShortfallLocked(c *Class, want int, deviceFull bool) int64 {
-	return int64(want)*int64(c.bytes) - a.roomLocked(deviceFull)
+// FreeCounts returns what class c has free, in one hold of the lock.
+func (a *Allocator) FreeCounts(c *Class) Free {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	f := Free{Clean: int64(len(c.clean)), Grow: a.growBlocks(c, 1), GrowTime: c.growTime()}
+	f.Used = c.nfree - f.Clean
+	if c.hot.Load() != nil {
+		f.Used++
+	}
+	if len(c.clean) > 0 {
+		f.Next, f.HasNext = c.clean[len(c.clean)-1].ptr, true
+	}
+	return f
+}
+
+// Clean returns the blocks on c's clean list, for tests.
+func (a *Allocator) Clean(c *Class) []*Block {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]*Block(nil), c.clean...)
+}
+
+// DirtyLists counts the owners c keeps a free list for, for tests.
+func (a *Allocator) DirtyLists(c *Class) int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(c.dirty)
+}
+
+// Check checks the allocator's books against the blocks in use (each with
+// the references the caller counted to it): every class's free lists and
+// counts, the slabs' free extents, and the reserved bytes. The store's
+// invariant tests call it; it takes the lock, so nothing must allocate
+// meanwhile.
+func (a *Allocator) Check(refs map[*Block]int) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	used := map[*Class]int64{}
+	for b := range refs {
+		if b.Zeroed() {
+			return fmt.Errorf("block %#x in use is marked zeroed", b.ptr)
+		}
+		used[b.cls]++
+	}
+	var reserved int64
+	for _, c := range a.classes {
+		if err := c.check(refs, used[c]); err != nil {
+			return err
+		}
+		reserved += (c.nfree + c.inUse) * int64(c.bytes)
+	}
+	reserved += a.loose        // the slabs' free extents
+	reserved += a.pendingBytes // freed behind fences that have not returned
+	if err := a.checkSlabs(); err != nil {
+		return err
+	}
+	if reserved != a.reserved {
+		return fmt.Errorf("classes hold %d bytes, %d bytes reserved", reserved, a.reserved)
+	}
+	return nil
 }
 
 // Trim returns every free block to its slab's extents and gives the

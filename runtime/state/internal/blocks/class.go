@@ -1,11 +1,10 @@
 package blocks
 
 import (
+	"fmt"
 	"slices"
 	"sync/atomic"
 	"time"
-
-	"github.com/gpustate/gpustate/runtime/device"
 )
 
 // Class is the blocks of one size: its free lists and counts. An
@@ -221,36 +220,52 @@ func (c *Class) putLocked(list []*Block) {
 // Bytes returns the size of the class's blocks.
 func (c *Class) Bytes() int { return c.bytes }
 
-// Free is what a class has free, for a cost estimate (FreeCounts).
-type Free struct {
-	// Used counts the free blocks that held rows (the hot one counted),
-	// which an allocation takes before memory new to the pool; Clean the
-	// ones carved from slab space no block used (on the host backend,
-	// pages not yet touched); Grow how many blocks one growth makes.
-	Used, Clean, Grow int64
-	// GrowTime is the median time of the class's last growths, zero
-	// until it grew a few times: a moving measure of what Grow blocks
-	// new to the pool cost besides their pages.
-	GrowTime time.Duration
-	// Next is the address of the clean block an allocation takes first
-	// (Alloc pops the clean list's top, which walks memory upwards), when
-	// HasNext: the cost model counts the pages the next new blocks touch
-	// first from it.
-	Next    device.Ptr
-	HasNext bool
-}
-
-// FreeCounts returns what class c has free, in one hold of the lock.
-func (a *Allocator) FreeCounts(c *Class) Free {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	f := Free{Clean: int64(len(c.clean)), Grow: a.growBlocks(c, 1), GrowTime: c.growTime()}
-	f.Used = c.nfree - f.Clean
-	if c.hot.Load() != nil {
-		f.Used++
+// check checks one size class's free lists and counts against the blocks
+// in use, inUse of them its own. a.mu is held.
+func (c *Class) check(refs map[*Block]int, inUse int64) error {
+	if b := c.hot.Load(); b != nil {
+		if refs[b] > 0 || b.Refs() != 0 || b.cls != c {
+			return fmt.Errorf("hot block %#x is in use (%d references, count %d) or of another class", b.ptr, refs[b], b.Refs())
+		}
+		inUse++ // counted in use until drained
 	}
-	if len(c.clean) > 0 {
-		f.Next, f.HasNext = c.clean[len(c.clean)-1].ptr, true
+	if inUse != c.inUse {
+		return fmt.Errorf("%d blocks of %d bytes referenced, the class counts %d in use", inUse, c.bytes, c.inUse)
 	}
-	return f
+	free := 0
+	check := func(b *Block) error {
+		free++
+		if refs[b] > 0 {
+			return fmt.Errorf("block %#x is both free and in use", b.ptr)
+		}
+		if b.cls != c {
+			return fmt.Errorf("block %#x of %d bytes on the free list of %d", b.ptr, b.cls.bytes, c.bytes)
+		}
+		return nil
+	}
+	for _, b := range c.clean {
+		if err := check(b); err != nil {
+			return err
+		}
+		if !b.Zeroed() {
+			return fmt.Errorf("clean block %#x is not marked zeroed (owner %q)", b.ptr, b.owner)
+		}
+	}
+	for o, fl := range c.dirty {
+		for _, b := range fl.blocks {
+			if err := check(b); err != nil {
+				return err
+			}
+			if b.owner != o {
+				return fmt.Errorf("block %#x on %q's list has owner %q", b.ptr, o, b.owner)
+			}
+			if b.Zeroed() {
+				return fmt.Errorf("zeroed block %#x on %q's list, not the clean one", b.ptr, o)
+			}
+		}
+	}
+	if int64(free) != c.nfree {
+		return fmt.Errorf("%d blocks on free lists, the class counts %d", free, c.nfree)
+	}
+	return nil
 }

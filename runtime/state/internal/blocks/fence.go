@@ -19,24 +19,24 @@ type fences struct {
 }
 
 // addBatchLocked registers a batch of pending work and returns the
-// channel to close when it is done. a.mu is held.
-func (a *Allocator) addBatchLocked() chan struct{} {
+// channel to close when it is done. The allocator's mu is held.
+func (f *fences) addBatchLocked() chan struct{} {
 	done := make(chan struct{})
-	if a.batches == nil {
-		a.batches = map[chan struct{}]struct{}{}
+	if f.batches == nil {
+		f.batches = map[chan struct{}]struct{}{}
 	}
-	a.batches[done] = struct{}{}
+	f.batches[done] = struct{}{}
 	return done
 }
 
-// endBatchLocked forgets a completed batch and wakes its waiters. a.mu is
-// held.
-func (a *Allocator) endBatchLocked(done chan struct{}) {
-	delete(a.batches, done)
+// endBatchLocked forgets a completed batch and wakes its waiters. The
+// allocator's mu is held.
+func (f *fences) endBatchLocked(done chan struct{}) {
+	delete(f.batches, done)
 	close(done)
-	if a.changed != nil {
-		close(a.changed)
-		a.changed = nil
+	if f.changed != nil {
+		close(f.changed)
+		f.changed = nil
 	}
 }
 

@@ -2,6 +2,7 @@ package blocks
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 
 	"github.com/gpustate/gpustate/runtime/device"
@@ -11,7 +12,38 @@ import (
 // blocks of the other classes back to the slabs' extents (growLocked).
 // Only whole blocks of the class fit in each free run of a slab: bytes of
 // other classes' free blocks count only where they make such a run with
-// their neighbours (docs/INTERNALS.md, "Memory pressure").
+// their neighbours (docs/INTERNALS.md, "Memory pressure"). Fits and
+// FitsBytes, last, say whether an allocation could ever fit.
+
+// Shortfall returns the bytes an allocation of want blocks of class c
+// lacks: zero or less when c's own room holds them (its free blocks, the
+// whole blocks of c in the slabs' free extents, the room left under
+// MaxBytes unless the device itself is full), or, counted exactly, the
+// room an allocation reaches once every free block is back in its slab
+// (regrowLocked): the whole blocks of c in each free run of the slabs in
+// use, and the wholly free slabs pooled with the cap's room. When even
+// every free byte would not hold them it answers that lower bound
+// (leastShortfallLocked) without walking the free blocks.
+func (a *Allocator) Shortfall(c *Class, want int, deviceFull bool) int64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	own := a.ownShortfallLocked(c, want, deviceFull)
+	if own <= 0 {
+		return own // c's own room: no walk (an eviction that freed a block of c)
+	}
+	if least := a.leastShortfallLocked(c, want, deviceFull); least > 0 {
+		return least
+	}
+	return a.shortfallLocked(c, want, deviceFull, nil)
+}
+
+// leastShortfallLocked returns the bytes an allocation of want blocks of
+// class c lacks at least: what it wants beyond every free byte (Room).
+// Free bytes make blocks only in runs of c's size, so the exact shortfall
+// may be more, never less. a.mu is held.
+func (a *Allocator) leastShortfallLocked(c *Class, want int, deviceFull bool) int64 {
+	return int64(want)*int64(c.bytes) - a.roomLocked(deviceFull)
+}
 
 // OwnShortfall returns the bytes an allocation of want blocks of class c
 // lacks counting only what c itself can take without the free blocks of
@@ -189,4 +221,35 @@ func (a *Allocator) freeRunsLocked(deviceFull bool, extra []*Block) (runs []int6
 		}
 	}
 	return runs, fresh
+}
+
+// Fits fails with Options.NoMemory, before anything is taken, when n
+// blocks of class c are more than the allocator could ever hold.
+func (a *Allocator) Fits(c *Class, n int) error {
+	bb := int64(c.bytes)
+	if int64(n) > int64(maxInt)/bb {
+		return fmt.Errorf("state: %d blocks of %d bytes: %w", n, bb, a.noMem)
+	}
+	return a.FitsBytes(int64(n) * bb)
+}
+
+// FitsBytes fails with Options.NoMemory when want bytes are more than the
+// allocator could ever hold: past MaxBytes or, with no cap and over 64
+// MiB, past the device's total memory.
+func (a *Allocator) FitsBytes(want int64) error {
+	if want < 0 {
+		return fmt.Errorf("state: more bytes than an int64 holds: %w", a.noMem)
+	}
+	if a.maxBytes > 0 {
+		if want > a.maxBytes {
+			return fmt.Errorf("state: %d bytes wanted, the pool's cap is %d: %w", want, a.maxBytes, a.noMem)
+		}
+		return nil
+	}
+	if want > 64<<20 {
+		if _, total, err := a.b.MemInfo(); err == nil && uint64(want) > total {
+			return fmt.Errorf("state: %d bytes wanted, the device has %d: %w", want, total, a.noMem)
+		}
+	}
+	return nil
 }

@@ -328,3 +328,27 @@ func (a *Allocator) zeroSlab(ptr device.Ptr, bytes int64) error {
 	}
 	return nil
 }
+
+// checkSlabs checks the slabs' free extents: in order, within their slab,
+// neither overlapping nor touching (neighbours merge), and summing to
+// a.loose. a.mu is held.
+func (a *Allocator) checkSlabs() error {
+	var loose int64
+	for _, s := range a.slabs {
+		if a.slabOf[s.ptr] != s {
+			return fmt.Errorf("slab %#x is not indexed", s.ptr)
+		}
+		end := int64(-1)
+		for _, e := range s.free {
+			if e.n <= 0 || e.off <= end || e.off+e.n > s.bytes {
+				return fmt.Errorf("slab %#x of %d bytes: extent [%d, %d) after %d", s.ptr, s.bytes, e.off, e.off+e.n, end)
+			}
+			end = e.off + e.n
+			loose += e.n
+		}
+	}
+	if loose != a.loose {
+		return fmt.Errorf("free extents hold %d bytes, the pool counts %d", loose, a.loose)
+	}
+	return nil
+}

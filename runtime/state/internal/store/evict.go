@@ -9,6 +9,13 @@ import (
 	"github.com/gpustate/gpustate/runtime/device"
 )
 
+// eviction is the pool's eviction: it takes back the memory of the states
+// that may give it up (optional ones, the rebuildable part of
+// reconstructable ones, cached prefix blocks) when an allocation finds no
+// room. It is the pool's reclaimer (makePool), the seam allocation
+// reaches it through.
+type eviction struct{ p *Pool }
+
 // reclaim takes back memory for an allocation of want blocks of class c
 // that found no room, in the order docs/INTERNALS.md gives: pending
 // blocks, waited for when they would make the call succeed; optional
@@ -22,34 +29,34 @@ import (
 // says the device itself refused memory, so room under MaxBytes does not
 // count. The caller holds no pool lock (it may hold its own handle's,
 // which makes that handle busy and so spared).
-func (p *Pool) reclaim(c *sizeClass, want int, deviceFull bool) bool {
-	if p.shortfall(c, want, deviceFull) <= 0 {
+func (e eviction) reclaim(c *sizeClass, want int, deviceFull bool) bool {
+	if e.p.shortfall(c, want, deviceFull) <= 0 {
 		return true
 	}
 	// Blocks released while a recorded stream's work may still use them
 	// come back when its events complete: wait for them, when they would
 	// make the room, rather than fail or evict.
-	if p.mem.AwaitRoom(c, want, deviceFull, p.pendingWait, p.freeable) {
+	if e.p.mem.AwaitRoom(c, want, deviceFull, e.p.pendingWait, e.freeable) {
 		return true
 	}
-	if p.shortfall(c, want, deviceFull) <= 0 {
+	if e.p.shortfall(c, want, deviceFull) <= 0 {
 		return true
 	}
 	// The bytes eviction must free at least: what the call wants beyond
 	// every free byte. The shortfall, counted in runs of c's size, may be
 	// more, since freed blocks merge with free neighbours into runs; the
 	// runs are weighed below.
-	need := int64(want)*int64(c.Bytes()) - p.mem.Room(deviceFull)
-	if p.freeable(need) < need {
+	need := int64(want)*int64(c.Bytes()) - e.p.mem.Room(deviceFull)
+	if e.freeable(need) < need {
 		return false // the call fails anyway: evict nothing
 	}
 	// A victim's blocks that queued work still uses would be pending, not
 	// free, once evicted: wait for that work first, and spare the victims
 	// whose work outlasts the wait, so that a call that fails anyway has
 	// evicted nothing.
-	busy := p.awaitVictimWork()
+	busy := e.awaitVictimWork()
 	if len(busy) > 0 {
-		if spared := p.busyBytes(busy); p.freeable(need+spared)-spared < need {
+		if spared := e.busyBytes(busy); e.freeable(need+spared)-spared < need {
 			return false
 		}
 	}
@@ -57,21 +64,21 @@ func (p *Pool) reclaim(c *sizeClass, want int, deviceFull bool) bool {
 	// other classes' blocks make one only with free neighbours. When the
 	// victims' own blocks of c cover what c lacks, they make the room; else
 	// weigh every block eviction would free, merged into runs.
-	if own := p.mem.OwnShortfall(c, want, deviceFull); own > 0 && !p.victimsCover(c, own, busy) {
-		if p.mem.ShortfallIf(c, want, deviceFull, p.victimBlocks(busy)) > 0 {
+	if own := e.p.mem.OwnShortfall(c, want, deviceFull); own > 0 && !e.victimsCover(c, own, busy) {
+		if e.p.mem.ShortfallIf(c, want, deviceFull, e.victimBlocks(busy)) > 0 {
 			return false
 		}
 	}
-	base := p.mem.Stats().Pending
+	base := e.p.mem.Stats().Pending
 	for _, r := range []Retention{Optional, Reconstructable} {
 		for {
-			room, progress := p.evictRound(r, c, want, deviceFull, base, busy)
+			room, progress := e.evictRound(r, c, want, deviceFull, base, busy)
 			if room {
 				// There is room, or will be once the fenced blocks
 				// return: the caller retries even when a concurrent
 				// call took it meanwhile, as after any reclaim that
 				// made room.
-				p.awaitFenced(c, want, deviceFull)
+				e.awaitFenced(c, want, deviceFull)
 				return true
 			}
 			if !progress {
@@ -79,13 +86,13 @@ func (p *Pool) reclaim(c *sizeClass, want int, deviceFull bool) bool {
 			}
 		}
 	}
-	return p.awaitFenced(c, want, deviceFull)
+	return e.awaitFenced(c, want, deviceFull)
 }
 
 // awaitFenced waits, up to PoolOptions.PendingWait, for the blocks
 // eviction freed behind a fence, and reports whether there is room.
-func (p *Pool) awaitFenced(c *sizeClass, want int, deviceFull bool) bool {
-	return p.mem.AwaitRoom(c, want, deviceFull, p.pendingWait, func(int64) int64 { return 0 })
+func (e eviction) awaitFenced(c *sizeClass, want int, deviceFull bool) bool {
+	return e.p.mem.AwaitRoom(c, want, deviceFull, e.p.pendingWait, func(int64) int64 { return 0 })
 }
 
 // evictRound evicts victims of retention r in the Evictor's order until
@@ -93,36 +100,36 @@ func (p *Pool) awaitFenced(c *sizeClass, want int, deviceFull bool) bool {
 // freed behind a fence since the pool had base bytes pending return.
 // progress says it evicted something (a next round may find more: cached
 // prefix entries are offered a bounded number at a time).
-func (p *Pool) evictRound(r Retention, c *sizeClass, want int, deviceFull bool, base int64, busy []device.Stream) (room, progress bool) {
-	hs, vs := p.victims(r)
+func (e eviction) evictRound(r Retention, c *sizeClass, want int, deviceFull bool, base int64, busy []device.Stream) (room, progress bool) {
+	hs, vs := e.victims(r)
 	if len(vs) == 0 {
 		return false, false
 	}
-	p.evictor.Rank(vs)
+	e.p.evictor.Rank(vs)
 	for _, v := range vs {
 		if v.ID == 0 || v.ID > uint64(len(hs)) {
 			continue // an Evictor that made up a victim
 		}
-		if len(busy) > 0 && p.usesAny(hs[v.ID-1], busy) {
+		if len(busy) > 0 && e.usesAny(hs[v.ID-1], busy) {
 			continue // queued work still uses its blocks (awaitVictimWork)
 		}
-		n, moved, ok := p.evictOne(hs[v.ID-1])
+		n, moved, ok := e.evictOne(hs[v.ID-1])
 		if !ok {
 			continue
 		}
 		progress = true
 		if !moved {
-			p.evictedBytes.Add(n)
-			p.evictions.Add(1)
+			e.p.evictedBytes.Add(n)
+			e.p.evictions.Add(1)
 		}
-		short := p.shortfall(c, want, deviceFull)
-		if short > 0 && p.mem.Stats().Pending > base {
+		short := e.p.shortfall(c, want, deviceFull)
+		if short > 0 && e.p.mem.Stats().Pending > base {
 			// The blocks eviction freed behind a fence make room only
 			// where they lie in runs of c's size: wait for them and
 			// count again. Those the wait leaves fenced are counted on
 			// when they cover the bytes.
-			p.awaitFenced(c, want, deviceFull)
-			if short = p.shortfall(c, want, deviceFull); short > 0 && short <= p.mem.Stats().Pending-base {
+			e.awaitFenced(c, want, deviceFull)
+			if short = e.p.shortfall(c, want, deviceFull); short > 0 && short <= e.p.mem.Stats().Pending-base {
 				return true, true
 			}
 		}
@@ -133,11 +140,11 @@ func (p *Pool) evictRound(r Retention, c *sizeClass, want int, deviceFull bool, 
 	return false, progress
 }
 
-// evictOne takes victim e's device blocks: to the host tier where the pool
-// has one and it takes e (moved), else dropped. A move that failed drops
-// nothing: e stays as it was, and the round goes on to the next victim.
-func (p *Pool) evictOne(e evictable) (n int64, moved, ok bool) {
-	if m, isMover := tierOf(e).(tierMover); isMover && p.tier != nil {
+// evictOne takes victim x's device blocks: to the host tier where the pool
+// has one and it takes x (moved), else dropped. A move that failed drops
+// nothing: x stays as it was, and the round goes on to the next victim.
+func (e eviction) evictOne(x evictable) (n int64, moved, ok bool) {
+	if m, isMover := tierOf(handleOf(x)).(tierMover); isMover && e.p.tier != nil {
 		n, moved, err := m.moveOut()
 		if moved {
 			return n, true, true
@@ -146,7 +153,7 @@ func (p *Pool) evictOne(e evictable) (n int64, moved, ok bool) {
 			return 0, false, false
 		}
 	}
-	n, ok = e.evict()
+	n, ok = x.evict()
 	return n, false, ok
 }
 
@@ -157,12 +164,12 @@ func (p *Pool) evictOne(e evictable) (n int64, moved, ok bool) {
 // counted once whichever states hold it (groupCache.freeable). Its
 // callers ask whether eviction can make a call's room, and the answer
 // costs the victims that make it, not every victim.
-func (p *Pool) freeable(need int64) int64 {
-	n := p.cache.cachedBytes()
+func (e eviction) freeable(need int64) int64 {
+	n := e.p.cache.cachedBytes()
 	if n >= need {
 		return n
 	}
-	hs := p.handleVictims()
+	hs := e.handleVictims()
 	for _, r := range []Retention{Optional, Reconstructable} {
 		for _, h := range hs {
 			if f, ok := h.(interface{ freeable() int64 }); ok {
@@ -174,25 +181,25 @@ func (p *Pool) freeable(need int64) int64 {
 			}
 		}
 	}
-	return n + p.groups.freeable(need-n)
+	return n + e.p.groups.freeable(need-n)
 }
 
 // victims returns the live handles of retention r that may be evicted,
 // and their descriptions, whose IDs index the first slice from 1.
-func (p *Pool) victims(r Retention) ([]evictable, []Victim) {
-	live := p.handleVictims()
+func (e eviction) victims(r Retention) ([]evictable, []Victim) {
+	live := e.handleVictims()
 	if r == Optional {
-		live = append(live, p.cache.victims(p)...)
-		live = append(live, p.groups.victims(p)...)
+		live = append(live, e.p.cache.victims(e.p)...)
+		live = append(live, e.p.groups.victims(e.p)...)
 	}
 	var hs []evictable
 	var vs []Victim
-	for _, e := range live {
-		v, ok := e.victim(r)
+	for _, x := range live {
+		v, ok := x.victim(r)
 		if !ok {
 			continue
 		}
-		hs = append(hs, e)
+		hs = append(hs, x)
 		v.ID = uint64(len(hs))
 		vs = append(vs, v)
 	}
@@ -200,16 +207,17 @@ func (p *Pool) victims(r Retention) ([]evictable, []Victim) {
 }
 
 // handleVictims returns the live handles that may be evicted, heads and
-// snapshots, of any retention (their victim method says which); the
-// caches' entries are not handles.
-func (p *Pool) handleVictims() []evictable {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	live := make([]evictable, 0, len(p.live))
+// snapshots (headVictim, snapVictim), of any retention (their victim
+// method says which); the caches' entries are not handles.
+func (e eviction) handleVictims() []evictable {
+	e.p.mu.Lock()
+	defer e.p.mu.Unlock()
+	live := make([]evictable, 0, len(e.p.live))
 	var groups []*Group
-	for h := range p.live {
-		if hd, ok := h.(*Head); ok {
-			if g := hd.group.Load(); g != nil {
+	for h := range e.p.live {
+		switch h := h.(type) {
+		case *Head:
+			if g := h.group.Load(); g != nil {
 				// A group is one victim: its members go together.
 				if !slices.Contains(groups, g) {
 					groups = append(groups, g)
@@ -217,15 +225,23 @@ func (p *Pool) handleVictims() []evictable {
 				}
 				continue
 			}
-		}
-		if e, ok := h.(evictable); ok {
-			live = append(live, e)
+			live = append(live, headVictim{h})
+		case *Snap:
+			live = append(live, snapVictim{h})
 		}
 	}
 	return live
 }
 
-func (h *Head) victim(r Retention) (Victim, bool) {
+// headVictim is a live head as an evictable (handleVictims); a group's
+// members are evicted with their group (groupVictims). The tier takes the
+// head it wraps (handleOf). What the head keeps for eviction, and what
+// its rebuild and the tier ask of it, is its lruPart's.
+type headVictim struct{ *Head }
+
+// victim describes the head when it may be evicted now.
+func (x headVictim) victim(r Retention) (Victim, bool) {
+	h := x.Head
 	if h.l.Retention != r || (r != Optional && r != Reconstructable) {
 		return Victim{}, false
 	}
@@ -233,43 +249,15 @@ func (h *Head) victim(r Retention) (Victim, bool) {
 		return Victim{}, false
 	}
 	defer h.mu.Unlock()
-	if h.released || h.evicted || h.r == nil || (r == Reconstructable && !h.rebuildable()) {
+	if h.released || h.evicted || h.r == nil || (r == Reconstructable && !h.lru.rebuildable(h)) {
 		return Victim{}, false
 	}
 	return Victim{Owner: string(h.owner), Type: h.l.Type, Bytes: h.physical(h.r), LastUse: h.lru.lastUse.Load()}, true
 }
 
-// rebuildable reports whether h's history can rebuild its version from a
-// checkpoint and deltas, with no write waiting to be recorded. h.mu is
-// held.
-func (h *Head) rebuildable() bool {
-	if h.hist == nil || h.hist.pending != nil {
-		return false
-	}
-	_, _, ok := h.rebuildPath()
-	return ok
-}
-
-// rebuildPath returns the entries q (a checkpoint) and t (h's version)
-// that rebuild h's version, the nearest checkpoint first.
-func (h *Head) rebuildPath() (q, t int, ok bool) {
-	x := h.hist
-	t = x.find(h.pos.v)
-	if t < 0 {
-		return 0, 0, false
-	}
-	for q = t; q >= 0; q-- {
-		if x.entries[q].cp != nil {
-			return q, t, true
-		}
-		if x.entries[q].d == nil {
-			return 0, 0, false
-		}
-	}
-	return 0, 0, false
-}
-
-func (h *Head) evict() (int64, bool) {
+// evict evicts the head, unless it is busy or every block is shared.
+func (x headVictim) evict() (int64, bool) {
+	h := x.Head
 	if h.group.Load() != nil {
 		return 0, false // a member goes with its group (groupVictims)
 	}
@@ -277,103 +265,21 @@ func (h *Head) evict() (int64, bool) {
 		return 0, false
 	}
 	defer h.mu.Unlock()
-	if !h.evictableLocked() || exclusiveBytes(h.r) == 0 {
+	if !h.lru.evictableLocked(h) || exclusiveBytes(h.r) == 0 {
 		return 0, false // every block is shared: evicting frees nothing
 	}
-	return h.evictLocked(), true
+	return h.lru.evictLocked(h), true
 }
 
-// evictableLocked reports whether h may be evicted now: live, in device
-// memory, and optional or rebuildable. h.mu is held.
-func (h *Head) evictableLocked() bool {
-	if h.released || h.evicted || h.r == nil {
-		return false
-	}
-	return h.l.Retention == Optional || h.rebuildable()
-}
+// freeable returns the bytes evicting the head would free now; 0 when it
+// is busy.
+func (x headVictim) freeable() int64 { return sumBytes(x) }
 
-// evictLocked drops h's version (and an optional head's history) and
-// returns the bytes that reached no reference. h.mu is held, and
-// evictableLocked said yes.
-func (h *Head) evictLocked() int64 {
-	optional := h.l.Retention == Optional
-	h.tables.gone(errEvictedTable)
-	var freed []*block
-	h.r.release(&freed)
-	h.r = nil
-	if optional && h.hist != nil {
-		h.hist.releaseAll(&freed)
-		h.hist = nil
-		h.parts.set(h)
-	}
-	h.evicted = true
-	h.pool.free(freed)
-	h.pool.logical.Add(-h.logical)
-	h.logical = 0
-	return blockBytes(freed)
-}
-
-// errEvictedTable is what a table of an evicted head holds until the head
-// is rebuilt: a kernel given its entries would read blocks eviction freed.
-var errEvictedTable = fmt.Errorf("state: block table: the head was evicted: %w", ErrEvicted)
-
-func (s *Snap) victim(r Retention) (Victim, bool) {
-	if r != Optional || s.l.Retention != Optional {
-		return Victim{}, false
-	}
-	if !s.mu.TryLock() {
-		return Victim{}, false
-	}
-	defer s.mu.Unlock()
-	if s.released || s.evicted || s.r == nil {
-		return Victim{}, false
-	}
-	return Victim{Owner: string(s.owner), Type: s.l.Type, Snapshot: true, Bytes: s.physical(s.r), LastUse: s.lastUse.Load()}, true
-}
-
-// freeable returns the bytes evicting h would free now; 0 when it is busy.
-func (h *Head) freeable() int64 { return sumBytes(h) }
-
-// freeable returns the bytes evicting s would free now; 0 when it is busy.
-func (s *Snap) freeable() int64 { return sumBytes(s) }
-
-// sumBytes is the bytes of the blocks x lists (exclusiveBlocks).
-func sumBytes(x exclusiveLister) int64 {
-	var n int64
-	x.exclusiveBlocks(func(b *block) { n += int64(b.Bytes()) })
-	return n
-}
-
-func (s *Snap) evict() (int64, bool) {
-	if !s.mu.TryLock() {
-		return 0, false
-	}
-	defer s.mu.Unlock()
-	if s.released || s.evicted || s.r == nil {
-		return 0, false
-	}
-	if exclusiveBytes(s.r) == 0 {
-		return 0, false
-	}
-	var freed []*block
-	s.r.release(&freed)
-	s.r = nil
-	s.evicted = true
-	s.pool.free(freed)
-	s.pool.logical.Add(-s.logical)
-	s.logical = 0
-	return blockBytes(freed), true
-}
-
-// exclusiveLister is a victim that lists the blocks evicting it would free
-// now: those it alone holds. It lists none while it is busy.
-type exclusiveLister interface {
-	exclusiveBlocks(f func(*block))
-}
-
-// exclusiveBlocks lists the blocks only h's version holds and, when there
-// are any (eviction takes nothing else), the history's of an optional head.
-func (h *Head) exclusiveBlocks(f func(*block)) {
+// exclusiveBlocks lists the blocks only the head's version holds and,
+// when there are any (eviction takes nothing else), the history's of an
+// optional head.
+func (x headVictim) exclusiveBlocks(f func(*block)) {
+	h := x.Head
 	if !h.mu.TryLock() {
 		return
 	}
@@ -399,7 +305,122 @@ func (h *Head) exclusiveBlocks(f func(*block)) {
 	}
 }
 
-func (s *Snap) exclusiveBlocks(f func(*block)) {
+// rebuildable reports whether h's history can rebuild its version from a
+// checkpoint and deltas, with no write waiting to be recorded. h.mu is
+// held.
+func (*lruPart) rebuildable(h *Head) bool {
+	if h.hist == nil || h.hist.pending != nil {
+		return false
+	}
+	_, _, ok := h.lru.rebuildPath(h)
+	return ok
+}
+
+// rebuildPath returns the entries q (a checkpoint) and t (h's version)
+// that rebuild h's version, the nearest checkpoint first.
+func (*lruPart) rebuildPath(h *Head) (q, t int, ok bool) {
+	x := h.hist
+	t = x.find(h.pos.v)
+	if t < 0 {
+		return 0, 0, false
+	}
+	for q = t; q >= 0; q-- {
+		if x.entries[q].cp != nil {
+			return q, t, true
+		}
+		if x.entries[q].d == nil {
+			return 0, 0, false
+		}
+	}
+	return 0, 0, false
+}
+
+// evictableLocked reports whether h may be evicted now: live, in device
+// memory, and optional or rebuildable. h.mu is held.
+func (*lruPart) evictableLocked(h *Head) bool {
+	if h.released || h.evicted || h.r == nil {
+		return false
+	}
+	return h.l.Retention == Optional || h.lru.rebuildable(h)
+}
+
+// evictLocked drops h's version (and an optional head's history) and
+// returns the bytes that reached no reference. h.mu is held, and
+// evictableLocked said yes.
+func (*lruPart) evictLocked(h *Head) int64 {
+	optional := h.l.Retention == Optional
+	h.tables.gone(errEvictedTable)
+	var freed []*block
+	h.r.release(&freed)
+	h.r = nil
+	if optional && h.hist != nil {
+		h.hist.releaseAll(&freed)
+		h.hist = nil
+		h.parts.set(h)
+	}
+	h.evicted = true
+	h.pool.free(freed)
+	h.pool.logical.Add(-h.logical)
+	h.logical = 0
+	return blockBytes(freed)
+}
+
+// errEvictedTable is what a table of an evicted head holds until the head
+// is rebuilt: a kernel given its entries would read blocks eviction freed.
+var errEvictedTable = fmt.Errorf("state: block table: the head was evicted: %w", ErrEvicted)
+
+// snapVictim is a live snapshot as an evictable (handleVictims): only an
+// optional one may be evicted. It embeds the snapshot, as headVictim does
+// the head.
+type snapVictim struct{ *Snap }
+
+// victim describes the snapshot when it may be evicted now.
+func (x snapVictim) victim(r Retention) (Victim, bool) {
+	s := x.Snap
+	if r != Optional || s.l.Retention != Optional {
+		return Victim{}, false
+	}
+	if !s.mu.TryLock() {
+		return Victim{}, false
+	}
+	defer s.mu.Unlock()
+	if s.released || s.evicted || s.r == nil {
+		return Victim{}, false
+	}
+	return Victim{Owner: string(s.owner), Type: s.l.Type, Snapshot: true, Bytes: s.physical(s.r), LastUse: s.lastUse.Load()}, true
+}
+
+// evict drops the snapshot's version, unless it is busy or every block is
+// shared.
+func (x snapVictim) evict() (int64, bool) {
+	s := x.Snap
+	if !s.mu.TryLock() {
+		return 0, false
+	}
+	defer s.mu.Unlock()
+	if s.released || s.evicted || s.r == nil {
+		return 0, false
+	}
+	if exclusiveBytes(s.r) == 0 {
+		return 0, false
+	}
+	var freed []*block
+	s.r.release(&freed)
+	s.r = nil
+	s.evicted = true
+	s.pool.free(freed)
+	s.pool.logical.Add(-s.logical)
+	s.logical = 0
+	return blockBytes(freed), true
+}
+
+// freeable returns the bytes evicting the snapshot would free now; 0 when
+// it is busy.
+func (x snapVictim) freeable() int64 { return sumBytes(x) }
+
+// exclusiveBlocks lists the blocks only the snapshot holds.
+func (x snapVictim) exclusiveBlocks(f func(*block)) {
+	s := x.Snap
 	if !s.mu.TryLock() {
 		return
 	}
@@ -410,17 +431,42 @@ func (s *Snap) exclusiveBlocks(f func(*block)) {
 	exclusiveBlocks(s.r, f)
 }
 
+// handleOf returns the head or snapshot victim x wraps, which the tier
+// moves (tierOf); x itself for any other victim (a group's).
+func handleOf(x evictable) any {
+	switch v := x.(type) {
+	case headVictim:
+		return v.Head
+	case snapVictim:
+		return v.Snap
+	}
+	return x
+}
+
+// sumBytes is the bytes of the blocks x lists (exclusiveBlocks).
+func sumBytes(x exclusiveLister) int64 {
+	var n int64
+	x.exclusiveBlocks(func(b *block) { n += int64(b.Bytes()) })
+	return n
+}
+
+// exclusiveLister is a victim that lists the blocks evicting it would free
+// now: those it alone holds. It lists none while it is busy.
+type exclusiveLister interface {
+	exclusiveBlocks(f func(*block))
+}
+
 // victimStreams returns the streams recorded on the blocks evicting x would
 // free, added to out.
-func (p *Pool) victimStreams(x evictable, out []device.Stream) []device.Stream {
+func (e eviction) victimStreams(x evictable, out []device.Stream) []device.Stream {
 	l, ok := x.(exclusiveLister)
-	if !ok || p.rec.n.Load() == 0 {
+	if !ok || e.p.rec.n.Load() == 0 {
 		return out
 	}
 	var blks []*block
 	l.exclusiveBlocks(func(b *block) { blks = append(blks, b) })
-	p.rec.mu.Lock()
-	defer p.rec.mu.Unlock()
+	e.p.rec.mu.Lock()
+	defer e.p.rec.mu.Unlock()
 	for _, b := range blks {
 		for _, st := range streamsOn(b) {
 			if !hasStream(out, st) {
@@ -433,18 +479,18 @@ func (p *Pool) victimStreams(x evictable, out []device.Stream) []device.Stream {
 
 // usesAny reports whether a block evicting x would free is recorded on
 // one of streams.
-func (p *Pool) usesAny(x evictable, streams []device.Stream) bool {
-	return usesStream(p.victimStreams(x, nil), streams)
+func (e eviction) usesAny(x evictable, streams []device.Stream) bool {
+	return usesStream(e.victimStreams(x, nil), streams)
 }
 
 // busyBytes returns the bytes the victims that busy streams use would
 // free: eviction spares them.
-func (p *Pool) busyBytes(busy []device.Stream) int64 {
+func (e eviction) busyBytes(busy []device.Stream) int64 {
 	var n int64
 	for _, r := range []Retention{Optional, Reconstructable} {
-		hs, vs := p.victims(r)
+		hs, vs := e.victims(r)
 		for i, h := range hs {
-			if !p.usesAny(h, busy) {
+			if !e.usesAny(h, busy) {
 				continue
 			}
 			if f, ok := h.(interface{ freeable() int64 }); ok {
@@ -462,21 +508,21 @@ func (p *Pool) busyBytes(busy []device.Stream) int64 {
 // and returns the streams whose work has not completed by then: their
 // victims' blocks would only go pending (docs/INTERNALS.md, memory
 // pressure). A closed or failed stream's work is over.
-func (p *Pool) awaitVictimWork() []device.Stream {
-	if p.rec.n.Load() == 0 {
+func (e eviction) awaitVictimWork() []device.Stream {
+	if e.p.rec.n.Load() == 0 {
 		return nil
 	}
 	var sts []device.Stream
 	for _, r := range []Retention{Optional, Reconstructable} {
-		hs, _ := p.victims(r)
+		hs, _ := e.victims(r)
 		for _, h := range hs {
-			sts = p.victimStreams(h, sts)
+			sts = e.victimStreams(h, sts)
 		}
 	}
 	if len(sts) == 0 {
 		return nil
 	}
-	sb := p.b.(device.Streams) // a stream was recorded: recordStream checked it
+	sb := e.p.b.(device.Streams) // a stream was recorded: recordStream checked it
 	type mark struct {
 		st device.Stream
 		ev device.Event
@@ -497,7 +543,7 @@ func (p *Pool) awaitVictimWork() []device.Stream {
 			m.ev.Close()
 		}
 	}()
-	deadline := time.Now().Add(max(p.pendingWait, 0))
+	deadline := time.Now().Add(max(e.p.pendingWait, 0))
 	for pause := time.Microsecond; ; pause = min(2*pause, time.Millisecond) {
 		left := marks[:0]
 		for _, m := range marks {
@@ -524,13 +570,13 @@ func (p *Pool) awaitVictimWork() []device.Stream {
 // bytes: it walks the victims, in no particular order, until they do, so
 // that the common case, victims of the class the allocation wants, looks
 // at one or two.
-func (p *Pool) victimsCover(c *sizeClass, own int64, busy []device.Stream) bool {
+func (e eviction) victimsCover(c *sizeClass, own int64, busy []device.Stream) bool {
 	var got int64
 	for _, r := range []Retention{Optional, Reconstructable} {
-		hs, _ := p.victims(r)
+		hs, _ := e.victims(r)
 		for _, h := range hs {
 			l, ok := h.(exclusiveLister)
-			if !ok || (len(busy) > 0 && p.usesAny(h, busy)) {
+			if !ok || (len(busy) > 0 && e.usesAny(h, busy)) {
 				continue
 			}
 			l.exclusiveBlocks(func(b *block) {
@@ -550,32 +596,32 @@ func (p *Pool) victimsCover(c *sizeClass, own int64, busy []device.Stream) bool 
 // those of the victims the busy streams' work uses: the blocks the
 // optional and reconstructable handles alone hold, and those of every
 // cached prefix entry no head holds.
-func (p *Pool) victimBlocks(busy []device.Stream) []*block {
+func (e eviction) victimBlocks(busy []device.Stream) []*block {
 	var out []*block
 	for _, r := range []Retention{Optional, Reconstructable} {
-		hs, _ := p.victims(r)
+		hs, _ := e.victims(r)
 		for _, h := range hs {
 			switch h.(type) {
 			case *cachedEntry, groupVictim:
 				continue // every free entry and state is listed below
 			}
-			if l, ok := h.(exclusiveLister); ok && (len(busy) == 0 || !p.usesAny(h, busy)) {
+			if l, ok := h.(exclusiveLister); ok && (len(busy) == 0 || !e.usesAny(h, busy)) {
 				l.exclusiveBlocks(func(b *block) { out = append(out, b) })
 			}
 		}
 	}
 	n := len(out)
-	p.cache.freeBlocks(func(b *block) { out = append(out, b) })
-	p.groups.freeBlocks(func(b *block) { out = append(out, b) })
-	if len(busy) > 0 && p.rec.n.Load() > 0 {
-		p.rec.mu.Lock()
+	e.p.cache.freeBlocks(func(b *block) { out = append(out, b) })
+	e.p.groups.freeBlocks(func(b *block) { out = append(out, b) })
+	if len(busy) > 0 && e.p.rec.n.Load() > 0 {
+		e.p.rec.mu.Lock()
 		keep := out[:n]
 		for _, b := range out[n:] {
 			if !usesStream(streamsOn(b), busy) {
 				keep = append(keep, b)
 			}
 		}
-		p.rec.mu.Unlock()
+		e.p.rec.mu.Unlock()
 		out = keep
 	}
 	return out
@@ -594,7 +640,7 @@ func usesStream(list, busy []device.Stream) bool {
 // A coupled group under memory pressure: one victim. Its members agree on
 // retention (package contract checks it), and evicting one while keeping
 // its partner would leave the group inconsistent, so the pool lists a
-// group, not its member heads (Pool.handleVictims), the Evictor ranks it
+// group, not its member heads (eviction.handleVictims), the Evictor ranks it
 // by its members' bytes and most recent use, and its members are evicted
 // together or not at all.
 
@@ -605,7 +651,7 @@ type groupVictims struct{ g *Group }
 func (x groupVictims) victim(r Retention) (Victim, bool) {
 	v := Victim{Owner: string(x.g.owner), Type: x.g.victimType}
 	for _, h := range x.g.heads {
-		m, ok := h.victim(r)
+		m, ok := headVictim{h}.victim(r)
 		if !ok {
 			return Victim{}, false
 		}
@@ -631,7 +677,7 @@ func (x groupVictims) evict() (int64, bool) {
 			return 0, false
 		}
 		locked = append(locked, h)
-		if !h.evictableLocked() {
+		if !h.lru.evictableLocked(h) {
 			return 0, false
 		}
 		frees = frees || exclusiveBytes(h.r) > 0
@@ -641,7 +687,7 @@ func (x groupVictims) evict() (int64, bool) {
 	}
 	var n int64
 	for _, h := range x.g.heads {
-		n += h.evictLocked()
+		n += h.lru.evictLocked(h)
 	}
 	return n, true
 }
@@ -649,7 +695,7 @@ func (x groupVictims) evict() (int64, bool) {
 // exclusiveBlocks lists the blocks evicting the group would free.
 func (x groupVictims) exclusiveBlocks(f func(*block)) {
 	for _, h := range x.g.heads {
-		h.exclusiveBlocks(f)
+		headVictim{h}.exclusiveBlocks(f)
 	}
 }
 

@@ -81,7 +81,8 @@ func makePool(b device.Backend, opt PoolOptions) (*Pool, error) {
 		rowSized:    opt.BlockBytes == 0,
 		live:        make(map[handle]struct{}),
 	}
-	p.room = p // eviction's methods (evict.go)
+	p.room = eviction{p} // evict.go
+	p.be, p.fences = b, &p.rec
 	// Growths are timed by calibration's clock: the cost model prices
 	// them by those times once there are a few (estimate.go).
 	p.mem = blocks.New(b, blocks.Options{MaxBytes: opt.MaxBytes, NoMemory: ErrNoMemory, Now: p.calibNow})

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/gpustate/gpustate/runtime/device"
-	"github.com/gpustate/gpustate/runtime/state/internal/blocks"
 )
 
 // defaultPendingWait is PoolOptions.PendingWait's default.
@@ -17,7 +16,6 @@ const defaultPendingWait = time.Second
 // is safe for concurrent use.
 type Pool struct {
 	b          device.Backend
-	room       reclaimer // eviction, for allocation to reclaim through
 	blockBytes int
 	telemetry  func() (DeviceMemory, error)
 
@@ -26,20 +24,12 @@ type Pool struct {
 	closeMu sync.RWMutex
 	closed  bool // written under closeMu and mu
 
-	// mem is the block allocator: size classes, slabs, free lists and
-	// fences. own is the class of the pool's own block size.
-	mem *blocks.Allocator
-	own *sizeClass
+	allocator // blocks, free lists and reclaim (alloc.go)
 	// rowSized: the pool was made with BlockBytes 0, and each layout's
 	// block size follows its rows (see blockBytesFor).
 	rowSized bool
 
 	rec recorded // the streams recorded on blocks (stream.go)
-	// freedLists holds the lists releases gather freed blocks in
-	// (takeFreed): a released state frees all its blocks at once, and a
-	// list grown afresh for each was most of what a serving loop that
-	// renews its states allocated.
-	freedLists sync.Pool
 	// spares holds released heads' write buffers for new heads
 	// (write_bufs.go).
 	spares spareBufs
@@ -237,20 +227,4 @@ type CostModel struct {
 type Transfer struct {
 	Fixed   time.Duration
 	PerByte float64 // nanoseconds per byte
-}
-
-// reclaimer makes room when allocation finds none: eviction (evict.go),
-// which the pool is made with (makePool). It is the one seam between
-// allocating blocks and evicting the states that hold them, so that
-// allocation, which every feature calls, names nothing above it.
-type reclaimer interface {
-	// reclaim makes room for want blocks of class c, waiting for pending
-	// blocks or evicting, and reports whether it made any.
-	reclaim(c *sizeClass, want int, deviceFull bool) bool
-	// freeable returns the bytes eviction could free now, counted until
-	// they reach need.
-	freeable(need int64) int64
-	// victimBlocks returns the blocks eviction would free, sparing the
-	// states whose blocks the busy streams' work holds.
-	victimBlocks(busy []device.Stream) []*block
 }

@@ -104,7 +104,7 @@ func (x *history) step(h *Head, in [][]byte, verify bool, f Stepper) error {
 	*rec = stepRec{f: f, verify: verify, state: h.rowSum * int64(h.r.rows)}
 	inBytes := m.keep(in)
 	var guard *root // holds the version before when no replay can rebuild it
-	if _, _, ok := h.rebuildPath(); !ok {
+	if _, _, ok := h.lru.rebuildPath(h); !ok {
 		guard = h.r.retain()
 	}
 	defer func() {
@@ -247,7 +247,7 @@ func restoreInPlace(tx *writeTx, spare []*block) ([]*block, error) {
 	}
 	h.r.release(&spare) // the blocks only h held: those the caller wrote
 	h.r = nil
-	q, t, _ := h.rebuildPath() // Step took a guard where there is none
+	q, t, _ := h.lru.rebuildPath(h) // Step took a guard where there is none
 	r, spare, err := h.hist.reconstructInto(h, q, t, spare)
 	if err != nil {
 		h.r, h.evicted, h.lost = nil, true, true
@@ -362,7 +362,7 @@ func (x *history) rebuild(h *Head, op string) error {
 	if h.evictedForGood() {
 		return h.errorf(op, "%w", ErrEvicted)
 	}
-	q, t, ok := h.rebuildPath()
+	q, t, ok := h.lru.rebuildPath(h)
 	if !ok {
 		return h.errorf(op, "rebuilding evicted version %d: %w", h.pos.v, ErrNotRetained)
 	}

@@ -15,7 +15,7 @@ import "errors"
 // before). h.mu is held.
 func (x tierHead) tierableLocked() ([]*block, bool) {
 	h := x.h
-	if h.pool.tier == nil || h.l.Retention != Optional || !h.evictableLocked() {
+	if h.pool.tier == nil || h.l.Retention != Optional || !h.lru.evictableLocked(h) {
 		return nil, false
 	}
 	if h.hist != nil || h.share != nil || h.gshare != nil || h.deviceRows {
