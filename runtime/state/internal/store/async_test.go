@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/gpustate/gpustate/runtime/device"
+	"github.com/gpustate/gpustate/runtime/state/internal/statetest"
 )
 
 // TestAppendAsync: rows appended on a stream arrive in order with later
@@ -138,7 +139,7 @@ func TestAppendAsyncEventsPerStream(t *testing.T) {
 // after another; the narrow columns, whose blocks hold 32 rows, take one
 // each. The rows land where reads find them.
 func TestAppendAsyncRowJoinsColumns(t *testing.T) {
-	c := newCallCounts(t)
+	c := statetest.NewStreamCounts(statetest.Host(t))
 	p := must[*Pool](t)(NewPool(c, PoolOptions{}))
 	defer p.Close()
 	l := kvCacheLayout(512)
@@ -155,10 +156,10 @@ func TestAppendAsyncRowJoinsColumns(t *testing.T) {
 				rows[i][k][j] = byte(i*7 + k*3 + j)
 			}
 		}
-		c.reset()
+		c.Reset()
 		check(t, h.AppendAsync(st, rows[i]))
-		if c.htodA != 3 {
-			t.Errorf("row %d: %d copies queued, want 3 (keys and values in one)", i, c.htodA)
+		if c.Calls("CopyHtoDAsync") != 3 {
+			t.Errorf("row %d: %d copies queued, want 3 (keys and values in one)", i, c.Calls("CopyHtoDAsync"))
 		}
 	}
 	for i, want := range rows {

@@ -64,7 +64,7 @@ func runModelAt(t *testing.T, seed uint64, steps int) {
 	}
 	var base device.Backend = device.Host()
 	if seed%2 == 0 {
-		base = newArena(32 << 20)
+		base = statetest.NewArena(32 << 20)
 	}
 	p, err := NewPool(base, PoolOptions{BlockBytes: 256})
 	check(t, err)
