@@ -304,8 +304,10 @@ func testTableStreamOrder(t *testing.T, r *streamRig) {
 }
 
 // tableFaults fails the allocations of block tables (small ones) and the
-// copies into them while armed. Not statetest.Faults: it picks its calls by
-// size and by destination address, which a Faults predicate does not see.
+// copies into them while armed. It is TestTableFailureRecovers's own
+// device, so it stays here; and not statetest.Faults: it picks its calls
+// by size and by destination address, which a Faults predicate does not
+// see.
 type tableFaults struct {
 	device.Backend
 	mu     sync.Mutex
