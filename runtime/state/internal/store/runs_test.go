@@ -188,16 +188,16 @@ func seqKV(l *Layout, n int, seed byte) [][]byte {
 // its own) makes no allocation, amortized over the tree's leaves, on the
 // host backend and on the CUDA backend over the fake driver.
 func TestAppendOneRowAllocatesNothing(t *testing.T) {
-	eachStreamRig(t, testAppendOneRowAllocatesNothing)
+	statetest.EachStreamRig(t, testAppendOneRowAllocatesNothing)
 }
 
-func testAppendOneRowAllocatesNothing(t *testing.T, r *streamRig) {
-	if raceDetector && r.b.Name() == "cuda" {
+func testAppendOneRowAllocatesNothing(t *testing.T, r *statetest.StreamRig) {
+	if raceDetector && r.Backend.Name() == "cuda" {
 		t.Skip("under the race detector, sync.Pool drops entries at random and the driver's calls allocate")
 	}
 	for _, dim := range []int{128, 512} {
 		l := kvCacheLayout(dim)
-		p := must[*Pool](t)(NewPool(r.b, PoolOptions{}))
+		p := must[*Pool](t)(NewPool(r.Backend, PoolOptions{}))
 		t.Cleanup(func() { check(t, p.Close()) })
 		row := zeroRows(l, 1)
 		warm := must[*Head](t)(p.NewHead(l, "s"))
