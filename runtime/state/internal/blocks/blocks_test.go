@@ -415,7 +415,8 @@ func TestGrowthTimes(t *testing.T) {
 	}
 }
 
-// costlyAlloc is a backend whose Alloc advances a clock by cost.
+// costlyAlloc is a backend whose Alloc advances a clock by cost: the
+// device of TestGrowthTimes alone, so it stays here.
 type costlyAlloc struct {
 	device.Backend
 	clock *time.Duration

@@ -7,14 +7,8 @@ import (
 	"github.com/gpustate/gpustate/runtime/device"
 )
 
-func hostBackend(t *testing.T) device.Backend {
-	b := device.Host()
-	t.Cleanup(func() { b.Close() })
-	return b
-}
-
 func TestFaultsArm(t *testing.T) {
-	f := NewFaults(hostBackend(t))
+	f := NewFaults(Host(t))
 	p, err := f.Alloc(64)
 	if err != nil {
 		t.Fatal(err)
@@ -51,7 +45,7 @@ func TestFaultsArm(t *testing.T) {
 }
 
 func TestFaultsFailWhen(t *testing.T) {
-	f := NewFaults(hostBackend(t))
+	f := NewFaults(Host(t))
 	p, err := f.Alloc(64)
 	if err != nil {
 		t.Fatal(err)
@@ -75,7 +69,7 @@ func TestFaultsFailWhen(t *testing.T) {
 }
 
 func TestCounts(t *testing.T) {
-	c := NewCounts(hostBackend(t))
+	c := NewCounts(Host(t))
 	p, err := c.Alloc(64)
 	if err != nil {
 		t.Fatal(err)
@@ -104,7 +98,7 @@ func TestCounts(t *testing.T) {
 }
 
 func TestGatedFree(t *testing.T) {
-	g := &GatedFree{Backend: hostBackend(t)}
+	g := &GatedFree{Backend: Host(t)}
 	p, err := g.Alloc(64)
 	if err != nil {
 		t.Fatal(err)
@@ -126,7 +120,7 @@ func TestGatedFree(t *testing.T) {
 }
 
 func TestPlainHidesOptionalInterfaces(t *testing.T) {
-	b := hostBackend(t)
+	b := Host(t)
 	if _, ok := b.(device.Streams); !ok {
 		t.Skip("the host backend has no streams: nothing to hide")
 	}
@@ -137,7 +131,7 @@ func TestPlainHidesOptionalInterfaces(t *testing.T) {
 }
 
 func TestFaultsArmMethod(t *testing.T) {
-	f := NewStreamFaults(hostBackend(t))
+	f := NewStreamFaults(Host(t))
 	st, err := f.NewStream()
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gpustate/gpustate/internal/fakecuda"
 	"github.com/gpustate/gpustate/runtime/device"
+	"github.com/gpustate/gpustate/runtime/state/internal/statetest"
 )
 
 // TestCUDASlabsZeroedOnce: the CUDA backend zeroes what Alloc returns and
@@ -45,11 +46,11 @@ func TestCUDASlabsZeroedOnce(t *testing.T) {
 // in cuEventSynchronize; meanwhile another session's BlockTable (a device
 // allocation) and an unrelated session's Read go on.
 func TestPendingReleaseStallsNoRead(t *testing.T) {
-	r := fakeStreamRig(t)
-	p, err := NewPool(r.b, PoolOptions{BlockBytes: 256})
+	r := statetest.FakeStreamRig(t)
+	p, err := NewPool(r.Backend, PoolOptions{BlockBytes: 256})
 	check(t, err)
 	defer p.Close()
-	st, err := r.streams().NewStream()
+	st, err := r.Streams().NewStream()
 	check(t, err)
 	defer st.Close()
 	reader := must[*Head](t)(p.NewHead(wide("Log", Mandatory), "reader"))
@@ -58,8 +59,8 @@ func TestPendingReleaseStallsNoRead(t *testing.T) {
 	fill(t, tabled, 2, 9)
 	gone := must[*Head](t)(p.NewHead(wide("Log", Mandatory), "gone"))
 	fill(t, gone, 2, 1)
-	r.hold(t, st)
-	defer r.release()
+	r.Hold(t, st)
+	defer r.Release()
 	check(t, gone.RecordStream(st))
 	check(t, gone.Release()) // pending: a goroutine waits for the event
 	time.Sleep(20 * time.Millisecond)
@@ -78,10 +79,10 @@ func TestPendingReleaseStallsNoRead(t *testing.T) {
 	case err := <-done:
 		check(t, err)
 	case <-time.After(20 * time.Second):
-		r.release()
+		r.Release()
 		t.Fatal("BlockTable and an unrelated Read waited for another session's pending release")
 	}
-	r.release()
+	r.Release()
 	p.WaitPending()
 	check(t, errors.Join(reader.Release(), tabled.Release()))
 }

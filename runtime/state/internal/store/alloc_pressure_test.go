@@ -22,17 +22,17 @@ import (
 // until the returned function lets the stream go.
 func pendingRig(t *testing.T, n, k int, opt PoolOptions) (*Pool, func()) {
 	t.Helper()
-	r := hostStreamRig(t)
+	r := statetest.HostStreamRig(t)
 	opt.BlockBytes, opt.MaxBytes = 256, int64(n)*256
-	p, err := NewPool(r.b, opt)
+	p, err := NewPool(r.Backend, opt)
 	check(t, err)
 	t.Cleanup(func() { p.Close() })
-	st, err := r.streams().NewStream()
+	st, err := r.Streams().NewStream()
 	check(t, err)
 	t.Cleanup(func() { st.Close() })
 	gone := must[*Head](t)(p.NewHead(wide("Gone", Mandatory), "gone"))
 	fill(t, gone, k, 1)
-	r.hold(t, st)
+	r.Hold(t, st)
 	check(t, gone.RecordStream(st))
 	check(t, gone.Release())
 	if got := p.Stats().PendingBytes; got != int64(k)*256 {
@@ -42,7 +42,7 @@ func pendingRig(t *testing.T, n, k int, opt PoolOptions) (*Pool, func()) {
 	let := func() {
 		if !once {
 			once = true
-			r.release()
+			r.Release()
 		}
 	}
 	t.Cleanup(let)
@@ -319,19 +319,19 @@ func TestSizeClassesRandom(t *testing.T) {
 // than evict everything else and then fail with the state already gone
 // (docs/INTERNALS.md: a call that fails anyway changes nothing).
 func TestEvictionWaitsForTheBlocksItFenced(t *testing.T) {
-	r := hostStreamRig(t)
-	p, err := NewPool(r.b, PoolOptions{BlockBytes: 256, MaxBytes: 8 * 256, PendingWait: 30 * time.Second})
+	r := statetest.HostStreamRig(t)
+	p, err := NewPool(r.Backend, PoolOptions{BlockBytes: 256, MaxBytes: 8 * 256, PendingWait: 30 * time.Second})
 	check(t, err)
 	t.Cleanup(func() { p.Close() })
-	st, err := r.streams().NewStream()
+	st, err := r.Streams().NewStream()
 	check(t, err)
 	t.Cleanup(func() { st.Close() })
 	opt := must[*Head](t)(p.NewHead(wide("Cache", Optional), "o"))
 	fill(t, opt, 6, 10)
 	var once sync.Once
-	let := func() { once.Do(r.release) }
+	let := func() { once.Do(r.Release) }
 	t.Cleanup(let)
-	r.hold(t, st)
+	r.Hold(t, st)
 	check(t, opt.RecordStream(st)) // work on st reads opt's blocks
 	time.AfterFunc(20*time.Millisecond, let)
 	b := must[*Head](t)(p.NewHead(&Layout{Type: "Big", Columns: []Column{{Name: "Row", ElemSize: 256, Width: 1}}}, "b"))
@@ -352,19 +352,19 @@ func TestEvictionWaitsForTheBlocksItFenced(t *testing.T) {
 // only go pending, and the call would fail with the head gone
 // (docs/INTERNALS.md: a call that fails anyway changes nothing).
 func TestEvictionSparesStateQueuedWorkHolds(t *testing.T) {
-	r := hostStreamRig(t)
-	p, err := NewPool(r.b, PoolOptions{BlockBytes: 256, MaxBytes: 8 * 256, PendingWait: 30 * time.Millisecond})
+	r := statetest.HostStreamRig(t)
+	p, err := NewPool(r.Backend, PoolOptions{BlockBytes: 256, MaxBytes: 8 * 256, PendingWait: 30 * time.Millisecond})
 	check(t, err)
 	t.Cleanup(func() { p.Close() })
-	st, err := r.streams().NewStream()
+	st, err := r.Streams().NewStream()
 	check(t, err)
 	t.Cleanup(func() { st.Close() })
 	opt := must[*Head](t)(p.NewHead(wide("Cache", Optional), "o"))
 	fill(t, opt, 6, 10)
 	var once sync.Once
-	let := func() { once.Do(r.release) }
+	let := func() { once.Do(r.Release) }
 	t.Cleanup(let)
-	r.hold(t, st)
+	r.Hold(t, st)
 	check(t, opt.RecordStream(st)) // held work on st reads opt's blocks
 	b := must[*Head](t)(p.NewHead(&Layout{Type: "Big", Columns: []Column{{Name: "Row", ElemSize: 256, Width: 1}}}, "b"))
 	err = b.Append([][]byte{bytes.Repeat([]byte{7}, 4*256)})

@@ -169,6 +169,7 @@ func seedRange(n uint64) []uint64 {
 func tailSoft(err error) bool { return errors.Is(err, ErrNoMemory) || errors.Is(err, ErrEvicted) }
 
 func tailModel(t *testing.T, l *Layout, opt PoolOptions, seed uint64, steps int) {
+	statetest.LogReplay(t, seed)
 	rng := rand.New(rand.NewPCG(seed, 7))
 	p := newPool(t, opt)
 	soft := l.Retention == Optional

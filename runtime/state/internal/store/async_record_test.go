@@ -9,27 +9,12 @@ import (
 	"github.com/gpustate/gpustate/runtime/state/internal/statetest"
 )
 
-// recordCounts is batchCounts with device.BatchRecorder: a batch of copies
-// and its event in one call, counted as such, failing as failBatch arms.
-type recordCounts struct {
-	*batchCounts
-	records int
-}
-
-func (c *recordCounts) CopiesHtoDAsyncRecord(st device.Stream, cs []device.HostCopy) (device.Event, error) {
-	c.count(&c.records, 0)
-	if err := c.faults.Check(statetest.OpCopy, "CopiesHtoDAsyncRecord"); err != nil {
-		return nil, err
-	}
-	return c.Backend.(device.BatchRecorder).CopiesHtoDAsyncRecord(st, cs)
-}
-
 // TestAppendAsyncOneRecord: on a backend with device.BatchRecorder, an
 // AppendAsync queues its copies and their event in one call (no separate
 // batch, copy or event); one whose call fails changes nothing (rows,
 // version, stats, the pool's bytes), and a retry stores the rows once.
 func TestAppendAsyncOneRecord(t *testing.T) {
-	c := &recordCounts{batchCounts: &batchCounts{callCounts: newCallCounts(t)}}
+	c := statetest.NewRecordCounts(statetest.Host(t))
 	p, err := NewPool(c, PoolOptions{})
 	check(t, err)
 	defer p.Close()
@@ -41,12 +26,11 @@ func TestAppendAsyncOneRecord(t *testing.T) {
 	var want [][]byte
 	for i, n := range []int{1, 1, 40, 1} {
 		rows := seqKV(l, n, byte(i))
-		c.reset()
-		c.records, c.asyncBatches = 0, 0
+		c.Reset()
 		check(t, h.AppendAsync(st, rows))
-		if c.records != 1 || c.asyncBatches+c.htodA+c.events != 0 {
+		if c.Calls("CopiesHtoDAsyncRecord") != 1 || c.Calls("CopiesHtoDAsync")+c.Calls("CopyHtoDAsync")+c.Calls("Record") != 0 {
 			t.Fatalf("call %d: %d batch records, %d batches, %d copies, %d events; want one batch record alone",
-				i, c.records, c.asyncBatches, c.htodA, c.events)
+				i, c.Calls("CopiesHtoDAsyncRecord"), c.Calls("CopiesHtoDAsync"), c.Calls("CopyHtoDAsync"), c.Calls("Record"))
 		}
 		if want == nil {
 			want = rows
@@ -58,9 +42,7 @@ func TestAppendAsyncOneRecord(t *testing.T) {
 	}
 	rows := seqKV(l, 3, 99)
 	v, hs, ps := h.Version(), h.Stats(), p.Stats()
-	c.mu.Lock()
-	c.failBatch()
-	c.mu.Unlock()
+	c.Faults.Arm(statetest.OpCopy, 0) // the next batch, any kind, fails
 	if err := h.AppendAsync(st, rows); !errors.Is(err, statetest.ErrInjected) {
 		t.Fatalf("a failing batch record answered %v", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/gpustate/gpustate/runtime/device"
+	"github.com/gpustate/gpustate/runtime/state/internal/statetest"
 )
 
 // TestAppendAsync: rows appended on a stream arrive in order with later
@@ -14,11 +15,11 @@ import (
 func TestAppendAsync(t *testing.T) {
 	for _, c := range []struct {
 		name string
-		rig  func(*testing.T) *streamRig
-	}{{"host", hostStreamRig}, {"fakecuda", fakeStreamRig}} {
+		rig  func(*testing.T) *statetest.StreamRig
+	}{{"host", statetest.HostStreamRig}, {"fakecuda", statetest.FakeStreamRig}} {
 		t.Run(c.name, func(t *testing.T) {
 			r := c.rig(t)
-			p, err := NewPool(r.b, PoolOptions{BlockBytes: 256})
+			p, err := NewPool(r.Backend, PoolOptions{BlockBytes: 256})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -28,13 +29,13 @@ func TestAppendAsync(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer h.Release()
-			st, err := r.streams().NewStream()
+			st, err := r.Streams().NewStream()
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer st.Close()
 			batch := kvRows(40, 3)
-			r.hold(t, st)
+			r.Hold(t, st)
 			if err := h.AppendAsync(st, batch); err != nil {
 				t.Fatal(err)
 			}
@@ -42,19 +43,19 @@ func TestAppendAsync(t *testing.T) {
 			if err := h.AppendAsync(st, kvRows(10, 4)); err != nil {
 				t.Fatal(err)
 			}
-			keys, _ := r.streams().HostAlloc(50 * 16)
-			vals, _ := r.streams().HostAlloc(50 * 8)
-			defer r.streams().HostFree(keys)
-			defer r.streams().HostFree(vals)
+			keys, _ := r.Streams().HostAlloc(50 * 16)
+			vals, _ := r.Streams().HostAlloc(50 * 8)
+			defer r.Streams().HostFree(keys)
+			defer r.Streams().HostFree(vals)
 			if err := h.ReadAsync(st, 0, 50, [][]byte{keys, vals}); err != nil {
 				t.Fatal(err)
 			}
-			ev, _ := r.streams().Record(st)
+			ev, _ := r.Streams().Record(st)
 			defer ev.Close()
 			if done, _ := ev.Done(); done {
 				t.Fatal("the held copies completed")
 			}
-			r.release()
+			r.Release()
 			if err := ev.Wait(); err != nil {
 				t.Fatal(err)
 			}
@@ -87,19 +88,19 @@ func TestAppendAsync(t *testing.T) {
 // use polls one event of a stream whose copies have not run, not each
 // buffer's; the rows all land once the stream runs.
 func TestAppendAsyncEventsPerStream(t *testing.T) {
-	eachStreamRig(t, func(t *testing.T, r *streamRig) {
-		p := must[*Pool](t)(NewPool(r.b, PoolOptions{}))
+	statetest.EachStreamRig(t, func(t *testing.T, r *statetest.StreamRig) {
+		p := must[*Pool](t)(NewPool(r.Backend, PoolOptions{}))
 		defer p.Close()
 		h := must[*Head](t)(p.NewHead(kv(Append, 0, Keep), "a"))
 		defer h.Release()
-		st := must[device.Stream](t)(r.streams().NewStream())
+		st := must[device.Stream](t)(r.Streams().NewStream())
 		defer st.Close()
-		other := must[device.Stream](t)(r.streams().NewStream())
+		other := must[device.Stream](t)(r.Streams().NewStream())
 		defer other.Close()
-		r.hold(t, st)
+		r.Hold(t, st)
 		var polled int64
-		if r.polls != nil {
-			polled = r.polls()
+		if r.Polls != nil {
+			polled = r.Polls()
 		}
 		const calls = 64
 		for i := range calls {
@@ -112,12 +113,12 @@ func TestAppendAsyncEventsPerStream(t *testing.T) {
 		if n := len(h.async.inflight); n != 2 {
 			t.Errorf("%d calls on two streams left %d events in flight, want 2", calls, n)
 		}
-		if r.polls != nil {
-			if n := r.polls() - polled; n > 2*calls {
+		if r.Polls != nil {
+			if n := r.Polls() - polled; n > 2*calls {
 				t.Errorf("%d calls with their copies held polled %d events, want at most %d", calls, n, 2*calls)
 			}
 		}
-		r.release()
+		r.Release()
 		got := [][]byte{make([]byte, calls*16), make([]byte, calls*8)}
 		check(t, h.Read(0, calls, got))
 		for i := range calls {
@@ -138,7 +139,7 @@ func TestAppendAsyncEventsPerStream(t *testing.T) {
 // after another; the narrow columns, whose blocks hold 32 rows, take one
 // each. The rows land where reads find them.
 func TestAppendAsyncRowJoinsColumns(t *testing.T) {
-	c := newCallCounts(t)
+	c := statetest.NewStreamCounts(statetest.Host(t))
 	p := must[*Pool](t)(NewPool(c, PoolOptions{}))
 	defer p.Close()
 	l := kvCacheLayout(512)
@@ -155,10 +156,10 @@ func TestAppendAsyncRowJoinsColumns(t *testing.T) {
 				rows[i][k][j] = byte(i*7 + k*3 + j)
 			}
 		}
-		c.reset()
+		c.Reset()
 		check(t, h.AppendAsync(st, rows[i]))
-		if c.htodA != 3 {
-			t.Errorf("row %d: %d copies queued, want 3 (keys and values in one)", i, c.htodA)
+		if c.Calls("CopyHtoDAsync") != 3 {
+			t.Errorf("row %d: %d copies queued, want 3 (keys and values in one)", i, c.Calls("CopyHtoDAsync"))
 		}
 	}
 	for i, want := range rows {
@@ -177,8 +178,8 @@ func TestAppendAsyncRowJoinsColumns(t *testing.T) {
 // caller waiting or recording an event: the read's stream waits for the
 // append's copies.
 func TestReadAsyncOtherStream(t *testing.T) {
-	eachStreamRig(t, func(t *testing.T, r *streamRig) {
-		p, err := NewPool(r.b, PoolOptions{BlockBytes: 256})
+	statetest.EachStreamRig(t, func(t *testing.T, r *statetest.StreamRig) {
+		p, err := NewPool(r.Backend, PoolOptions{BlockBytes: 256})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -188,17 +189,17 @@ func TestReadAsyncOtherStream(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer h.Release()
-		up, err := r.streams().NewStream()
+		up, err := r.Streams().NewStream()
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer up.Close()
-		down, err := r.streams().NewStream()
+		down, err := r.Streams().NewStream()
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer down.Close()
-		r.hold(t, up)
+		r.Hold(t, up)
 		if err := h.AppendAsync(up, kvRows(20, 7)); err != nil {
 			t.Fatal(err)
 		}
@@ -206,7 +207,7 @@ func TestReadAsyncOtherStream(t *testing.T) {
 		if err := h.ReadAsync(down, 0, 20, got); err != nil {
 			t.Fatal(err)
 		}
-		ev, err := r.streams().Record(down)
+		ev, err := r.Streams().Record(down)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -214,7 +215,7 @@ func TestReadAsyncOtherStream(t *testing.T) {
 		if done, _ := ev.Done(); done {
 			t.Error("the read on the other stream completed before the append it reads")
 		}
-		r.release()
+		r.Release()
 		if err := ev.Wait(); err != nil {
 			t.Fatal(err)
 		}

@@ -15,16 +15,31 @@ import (
 
 // benchBackend returns the backend the benchmarks run on: the host
 // backend, or the one GPUSTATE_BACKEND names (make gpu-check sets cuda).
+// A benchmark that fails names the backend and the variable's value.
 func benchBackend(b *testing.B) device.Backend {
-	if os.Getenv(device.EnvBackend) == "" {
-		return device.Host()
+	env := os.Getenv(device.EnvBackend)
+	if env == "" {
+		be := device.Host()
+		logBackendOnFailure(b, be, env)
+		return be
 	}
 	be, err := device.Open()
 	if err != nil {
-		b.Fatal(err)
+		b.Fatalf("%s=%q: %v", device.EnvBackend, env, err)
 	}
 	b.Cleanup(func() { be.Close() })
+	logBackendOnFailure(b, be, env)
 	return be
+}
+
+// logBackendOnFailure has b log, when it fails, the backend it ran on and
+// what GPUSTATE_BACKEND was.
+func logBackendOnFailure(b *testing.B, be device.Backend, env string) {
+	b.Cleanup(func() {
+		if b.Failed() {
+			b.Logf("backend %s (%s=%q)", be.Name(), device.EnvBackend, env)
+		}
+	})
 }
 
 func benchPool(b *testing.B, be device.Backend, opt PoolOptions) *Pool {

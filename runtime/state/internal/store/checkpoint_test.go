@@ -64,7 +64,7 @@ func runModelAt(t *testing.T, seed uint64, steps int) {
 	}
 	var base device.Backend = device.Host()
 	if seed%2 == 0 {
-		base = newArena(32 << 20)
+		base = statetest.NewArena(32 << 20)
 	}
 	p, err := NewPool(base, PoolOptions{BlockBytes: 256})
 	check(t, err)
@@ -431,7 +431,10 @@ func TestCheckpointGap(t *testing.T) {
 }
 
 // faultBatches is statetest.Faults with device.DeviceBatchCopier: a batch
-// is one call, which an armed copy fault fails whole.
+// is one call, which an armed copy fault fails whole. It is
+// TestCheckpointGap's own device, so it stays here: it shows that one
+// batch interface alone, so that the delta's copies take the batched path
+// and no other.
 type faultBatches struct{ *statetest.Faults }
 
 func (f faultBatches) CopiesDtoD(copies []device.DeviceCopy) error {

@@ -13,7 +13,9 @@ import (
 
 // timedBackend is the host backend with a clock of its own that only its
 // calls advance, each by a cost per direction: what the calibration
-// measures is then exact.
+// measures is then exact. It is the device of this file's tests of the
+// cost model alone, and stays next to them: its costs (below) are the
+// figures those tests expect the calibration to find.
 type timedBackend struct {
 	device.Backend
 	mu      sync.Mutex

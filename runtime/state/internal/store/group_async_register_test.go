@@ -12,11 +12,11 @@ import (
 // copy, and once they land the prompt is adopted.
 func TestGroupRegistersAsyncRowsOnceLanded(t *testing.T) {
 	r, p, a, st := streamedGroup(t)
-	r.hold(t, st)
+	r.Hold(t, st)
 	released := false
 	defer func() {
 		if !released {
-			r.release()
+			r.Release()
 		}
 	}()
 	prompt := make([]uint32, 16)
@@ -43,7 +43,7 @@ func TestGroupRegistersAsyncRowsOnceLanded(t *testing.T) {
 			t.Errorf("owner c reads rows that are not the prompt's")
 		}
 	}
-	r.release()
+	r.Release()
 	released = true
 	check(t, st.Sync())
 	d := must[*Group](t)(NewSharedGroup(p, "d", "tenant", tokLayout, groupRecLayout))

@@ -29,14 +29,14 @@ func waitForMembersKernels(t *testing.T, dev bool) {
 			continue
 		}
 		// The last token: the recurrent state by a held-back kernel (fills 0x5A).
-		r.hold(t, st)
+		r.Hold(t, st)
 		spans := must[[][]device.Span](t)(a.Head(1).WriteDevice(0, 4))
-		check(t, r.kernels().Launch(st, r.fill, device.Dim3{}, device.Dim3{X: 64}, 0, spans[0][0].Ptr, uint32(0x5A), uint64(32)))
+		check(t, r.Kernels().Launch(st, r.Fill, device.Dim3{}, device.Dim3{X: 64}, 0, spans[0][0].Ptr, uint32(0x5A), uint64(32)))
 		check(t, a.Head(1).RecordStream(st))
 		if dev {
 			sp := must[[][]device.Span](t)(a.Head(0).AppendDevice(1))
 			for c, col := range tokRow(prompt[i]) {
-				check(t, r.b.CopyHtoD(sp[c][0].Ptr, col))
+				check(t, r.Backend.CopyHtoD(sp[c][0].Ptr, col))
 			}
 			check(t, a.Head(0).Read(0, 0, [][]byte{nil, nil})) // the shared member's next call
 		} else {
@@ -50,7 +50,7 @@ func waitForMembersKernels(t *testing.T, dev bool) {
 	if n == 16 {
 		got = readRec(t, c.Head(1)) // may wait for the kernel? then it would deadlock: read in a goroutine
 	}
-	r.release()
+	r.Release()
 	check(t, st.Sync())
 	want := bytes.Repeat([]byte{0x5A}, 32)
 	if n == 16 && !bytes.Equal(got, want) {

@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -18,13 +19,10 @@ import (
 // call changes nothing.
 func TestGroupModel(t *testing.T) {
 	steps := groupModelSteps(t, 2000)
-	for seed := uint64(1); seed <= 4; seed++ {
-		runGroupModel(t, seed, steps, false)
-	}
-	// With a history on both members, cuts rebuilt by At join the
-	// snapshots: read, rolled back to and released as they are.
-	for seed := uint64(5); seed <= 6; seed++ {
-		runGroupModel(t, seed, steps, true)
+	// From seed 5 on, with a history on both members: cuts rebuilt by At
+	// join the snapshots, read, rolled back to and released as they are.
+	for _, seed := range statetest.Seeds(1, 2, 3, 4, 5, 6) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) { runGroupModel(t, seed, steps, seed >= 5) })
 	}
 }
 
@@ -51,6 +49,7 @@ type gmCut struct {
 }
 
 func runGroupModel(t *testing.T, seed uint64, steps int, hist bool) {
+	statetest.LogReplay(t, seed)
 	rng := rand.New(rand.NewPCG(seed, 7))
 	p := newPool(t, PoolOptions{BlockBytes: 512})
 	versions := []gmVersion{{kv: [][]byte{{}, {}}, rec: make([]byte, 32)}} // 0: the empty state of both

@@ -2,10 +2,10 @@ package store
 
 import (
 	"bytes"
-	"sync"
 	"testing"
 
 	"github.com/gpustate/gpustate/runtime/device"
+	"github.com/gpustate/gpustate/runtime/state/internal/statetest"
 )
 
 // feedTokDevice is feedTok with the KV row appended by AppendDevice and
@@ -61,7 +61,7 @@ func TestGroupAdoptsIdleKernelWriter(t *testing.T) {
 	st := must[device.Stream](t)(b.(device.Streams).NewStream())
 	defer st.Close()
 	check(t, a.Head(0).RecordStream(st))
-	fn, open := closedGate(t, b)
+	fn, open := statetest.HostGate(t, b)
 	defer open()
 	prompt := make([]uint32, 16)
 	for i := range prompt {
@@ -99,7 +99,7 @@ func TestHeadAdoptsIdleKernelWriter(t *testing.T) {
 	st := must[device.Stream](t)(b.(device.Streams).NewStream())
 	defer st.Close()
 	check(t, a.RecordStream(st))
-	fn, open := closedGate(t, b)
+	fn, open := statetest.HostGate(t, b)
 	defer open()
 	prompt := make([]uint32, 16)
 	spans := must[[][]device.Span](t)(a.AppendDevice(16))
@@ -125,31 +125,18 @@ func TestHeadAdoptsIdleKernelWriter(t *testing.T) {
 	}
 }
 
-// closedGate closes the gate kernel's gate on the host backend b and
-// returns the kernel and the func that opens the gate (once; later calls
-// do nothing), which the test defers so that a stream it holds drains.
-func closedGate(t *testing.T, b device.Backend) (device.Function, func()) {
-	t.Helper()
-	gate.Lock()
-	gate.ch = make(chan struct{})
-	gate.Unlock()
-	var once sync.Once
-	fn := must[device.Function](t)(must[device.Module](t)(b.(device.Kernels).LoadModule(streamPTX)).Function(gateKernel))
-	return fn, func() { once.Do(func() { close(gate.ch) }) }
-}
-
 // streamedGroup returns the host backend's stream rig, a pool on it, a
 // shared group of owner a in domain tenant, and a stream, each closed or
 // released when the test ends (after its defers, which open held gates).
-func streamedGroup(t *testing.T) (*streamRig, *Pool, *Group, device.Stream) {
+func streamedGroup(t *testing.T) (*statetest.StreamRig, *Pool, *Group, device.Stream) {
 	t.Helper()
-	r := hostStreamRig(t)
-	p, err := NewPool(r.b, PoolOptions{})
+	r := statetest.HostStreamRig(t)
+	p, err := NewPool(r.Backend, PoolOptions{})
 	check(t, err)
 	t.Cleanup(func() { p.Close() })
 	a := must[*Group](t)(NewSharedGroup(p, "a", "tenant", tokLayout, groupRecLayout))
 	t.Cleanup(func() { a.Release() })
-	st := must[device.Stream](t)(r.streams().NewStream())
+	st := must[device.Stream](t)(r.Streams().NewStream())
 	t.Cleanup(func() { st.Close() })
 	return r, p, a, st
 }

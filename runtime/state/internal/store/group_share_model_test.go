@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/gpustate/gpustate/runtime/device"
+	"github.com/gpustate/gpustate/runtime/state/internal/statetest"
 )
 
 // TestSharedGroupModel drives shared groups of a KV member (the key) and a
@@ -51,7 +52,7 @@ import (
 // writer's next call.
 func TestSharedGroupModel(t *testing.T) {
 	steps := modelSteps(t, 600)
-	for seed := uint64(1); seed <= 4; seed++ {
+	for _, seed := range statetest.Seeds(1, 2, 3, 4) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) { runSharedGroupModel(t, seed, steps) })
 	}
 }
@@ -164,8 +165,8 @@ var sgDomains = []Domain{"d0", "d1"}
 
 func (m *sgModel) fatalf(format string, args ...any) {
 	m.t.Helper()
-	m.t.Fatalf("seed %d step %d (%s): %s\nreplay: go test ./runtime/state/internal/store -run '^TestSharedGroupModel$/^%d$' -args -model.steps=%d",
-		m.seed, m.step, m.op, fmt.Sprintf(format, args...), m.seed, m.step+1)
+	m.t.Fatalf("seed %d step %d (%s): %s\nreplay: %s",
+		m.seed, m.step, m.op, fmt.Sprintf(format, args...), statetest.Replay(m.t, m.seed, m.step+1))
 }
 
 // sees adds the words of rows to what owner o has held.
@@ -212,11 +213,13 @@ func runSharedGroupModel(t *testing.T, seed uint64, steps int) {
 	}
 	p.WaitPending()
 	if st := p.Stats(); st.Live != 0 || st.PhysicalBytes != 0 || st.CachedBytes != 0 {
-		t.Fatalf("seed %d: after every release and forget: %d live, %d physical, %d cached bytes", seed, st.Live, st.PhysicalBytes, st.CachedBytes)
+		t.Fatalf("seed %d: after every release and forget: %d live, %d physical, %d cached bytes\nreplay: %s",
+			seed, st.Live, st.PhysicalBytes, st.CachedBytes, statetest.Replay(t, seed, steps))
 	}
 	for _, c := range []string{"adoption checked", "isolation checked", "drain", "kernel prefill", "hand-off"} {
 		if m.counts[c] == 0 {
-			t.Errorf("seed %d: no %q in %d steps: the model no longer reaches it (%v)", seed, c, steps, m.counts)
+			t.Errorf("seed %d: no %q in %d steps: the model no longer reaches it (%v)\nreplay: %s",
+				seed, c, steps, m.counts, statetest.Replay(t, seed, steps))
 		}
 	}
 	t.Logf("seed %d: %v", seed, m.counts)

@@ -189,9 +189,12 @@ func recAfter(tokens []uint32) []byte {
 // random against a reference that knows every prefix registered: each
 // adoption takes the longest registered whole-block prefix, restores both
 // members to their state there, and the session then reads as if it had
-// computed every row; ForgetPrefixes forgets.
+// computed every row; ForgetPrefixes forgets. -model.seed runs another
+// seed than 5.
 func TestGroupPrefixModel(t *testing.T) {
-	rng := rand.New(rand.NewPCG(5, 9))
+	seed := statetest.Seeds(5)[0]
+	statetest.LogReplay(t, seed)
+	rng := rand.New(rand.NewPCG(seed, 9))
 	p := newPool(t, PoolOptions{})
 	bases := make([][]uint32, 3)
 	for i := range bases {
@@ -340,10 +343,7 @@ func TestGroupPrefixConcurrent(t *testing.T) {
 // to its state there. Prompts run past 32 blocks, where the shared
 // member's tree grows a level. -model.seed runs one seed.
 func TestGroupPrefixChainModel(t *testing.T) {
-	seeds := []uint64{7}
-	if n, ok := statetest.Seed(); ok {
-		seeds = []uint64{n}
-	}
+	seeds := statetest.Seeds(7)
 	for _, seed := range seeds {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) { runGroupPrefixChainModel(t, seed, false) })
 	}
@@ -352,6 +352,7 @@ func TestGroupPrefixChainModel(t *testing.T) {
 }
 
 func runGroupPrefixChainModel(t *testing.T, seed uint64, collide bool) {
+	statetest.LogReplay(t, seed)
 	rng := rand.New(rand.NewPCG(seed, 11))
 	p := newPool(t, PoolOptions{})
 	if collide {

@@ -17,7 +17,8 @@ import (
 // stream without holding any backend lock, so queued work really completes
 // later and at a point the model chooses.
 //
-// It stays here rather than in internal/statetest: its streams run the
+// It is the interaction model's own device (interaction_*_test.go), and
+// stays here rather than in internal/statetest: its streams run the
 // model's kernels and gates, and its faults are armed per method (backendOp)
 // by the model's random steps; rebuilt on statetest.Faults, whose kinds are
 // coarser, the seeds that replay past defects would run other sequences.

@@ -8,11 +8,13 @@ import (
 	"github.com/gpustate/gpustate/runtime/state/internal/statetest"
 )
 
-// The model tests (model_test.go and the *_model_test.go files, and the
-// interaction model of package state_test) take two flags, which
-// statetest registers: -model.steps, the steps per seed (make fuzz runs
-// them long), and -model.seed, one seed to run alone. Every model failure
-// prints the seed, the step and the command that replays it, such as
+// The model tests (model_test.go, the *_model_test.go files, TestModelAt,
+// the group prefix models of group_share_test.go, and the interaction
+// model of package state_test) take two flags, which statetest registers:
+// -model.steps, the steps per seed (make fuzz runs them long), and
+// -model.seed, one seed to run alone. Every model failure prints the seed
+// and the command that replays it, with the flags the run was given, such
+// as
 //
 //	go test ./runtime/state/internal/store -run '^TestModel$/^3$' -args -model.seed=3
 

@@ -763,7 +763,7 @@ func runModel(t *testing.T, seed uint64, steps int, maxBlocks int64) {
 	// allocations lie back to back.
 	var base device.Backend = device.Host()
 	if seed%2 == 0 {
-		base = newArena(32 << 20)
+		base = statetest.NewArena(32 << 20)
 	}
 	fb := statetest.NewFaults(base)
 	blockBytes := []int{256, 512, 1024}[seed%3]

@@ -4,83 +4,11 @@ import (
 	"bytes"
 	"errors"
 	"runtime"
-	"sync"
 	"testing"
 
 	"github.com/gpustate/gpustate/runtime/device"
 	"github.com/gpustate/gpustate/runtime/state/internal/statetest"
 )
-
-// callCounts wraps the host backend and counts its copies and events, so
-// that tests can assert that copies are issued per run of blocks. Unlike
-// statetest.Counts it shows the host's streams (and, in batchCounts and
-// recordCounts, its batches), and its faults are a statetest.Faults.
-type callCounts struct {
-	device.Backend
-	device.Streams
-	mu                                sync.Mutex
-	htod, dtoh, dtod, htodA, dtohA, n int
-	events                            int
-	bytes                             int64
-	// faults decides which CopyHtoDAsync or Record fails (armed by a
-	// test); the calls go to the host backend whatever it decides.
-	faults *statetest.Faults
-}
-
-func newCallCounts(t testing.TB) *callCounts {
-	b := device.Host()
-	t.Cleanup(func() { b.Close() })
-	return &callCounts{Backend: b, Streams: b.(device.Streams), faults: statetest.NewFaults(b)}
-}
-
-func (c *callCounts) count(k *int, n int) {
-	c.mu.Lock()
-	*k++
-	c.bytes += int64(n)
-	c.mu.Unlock()
-}
-
-func (c *callCounts) reset() {
-	c.mu.Lock()
-	c.htod, c.dtoh, c.dtod, c.htodA, c.dtohA, c.events, c.bytes = 0, 0, 0, 0, 0, 0, 0
-	c.mu.Unlock()
-}
-
-func (c *callCounts) CopyHtoD(dst device.Ptr, src []byte) error {
-	c.count(&c.htod, len(src))
-	return c.Backend.CopyHtoD(dst, src)
-}
-
-func (c *callCounts) CopyDtoH(dst []byte, src device.Ptr) error {
-	c.count(&c.dtoh, len(dst))
-	return c.Backend.CopyDtoH(dst, src)
-}
-
-func (c *callCounts) CopyDtoD(dst, src device.Ptr, n int) error {
-	c.count(&c.dtod, n)
-	return c.Backend.CopyDtoD(dst, src, n)
-}
-
-func (c *callCounts) CopyHtoDAsync(st device.Stream, dst device.Ptr, src []byte) error {
-	c.count(&c.htodA, len(src))
-	if err := c.faults.Check(statetest.OpAsync, "CopyHtoDAsync"); err != nil {
-		return err
-	}
-	return c.Streams.CopyHtoDAsync(st, dst, src)
-}
-
-func (c *callCounts) CopyDtoHAsync(st device.Stream, dst []byte, src device.Ptr) error {
-	c.count(&c.dtohA, len(dst))
-	return c.Streams.CopyDtoHAsync(st, dst, src)
-}
-
-func (c *callCounts) Record(st device.Stream) (device.Event, error) {
-	c.count(&c.events, 0)
-	if err := c.faults.Check(statetest.OpRecord, "Record"); err != nil {
-		return nil, err
-	}
-	return c.Streams.Record(st)
-}
 
 // oneColumn is a layout of one column of rows of rb bytes, one row a
 // block on a row-sized pool when rb is 1 KiB or more.
@@ -101,7 +29,7 @@ func seqRows(n, rb int, seed byte) [][]byte {
 // those rows (Read, ReadRows, ReadAsync) one copy each; copy on write of
 // the 64 blocks one device copy.
 func TestCopiesPerRun(t *testing.T) {
-	c := newCallCounts(t)
+	c := statetest.NewStreamCounts(statetest.Host(t))
 	p, err := NewPool(c, PoolOptions{})
 	check(t, err)
 	defer p.Close()
@@ -110,44 +38,44 @@ func TestCopiesPerRun(t *testing.T) {
 
 	h := must[*Head](t)(p.NewHead(oneColumn(rb), "s"))
 	defer h.Release()
-	c.reset()
+	c.Reset()
 	check(t, h.Append(rows))
-	if c.htod != 1 || c.bytes != n*rb {
-		t.Fatalf("Append of %d one-row blocks: %d copies of %d bytes, want 1 of %d", n, c.htod, c.bytes, n*rb)
+	if c.Calls("CopyHtoD") != 1 || c.Bytes("CopyHtoD") != n*rb {
+		t.Fatalf("Append of %d one-row blocks: %d copies of %d bytes, want 1 of %d", n, c.Calls("CopyHtoD"), c.Bytes("CopyHtoD"), n*rb)
 	}
 	got := [][]byte{make([]byte, n*rb)}
-	c.reset()
+	c.Reset()
 	check(t, h.Read(0, n, got))
-	if c.dtoh != 1 || !bytes.Equal(got[0], rows[0]) {
-		t.Fatalf("Read of %d blocks: %d copies (rows equal: %v), want 1", n, c.dtoh, bytes.Equal(got[0], rows[0]))
+	if c.Calls("CopyDtoH") != 1 || !bytes.Equal(got[0], rows[0]) {
+		t.Fatalf("Read of %d blocks: %d copies (rows equal: %v), want 1", n, c.Calls("CopyDtoH"), bytes.Equal(got[0], rows[0]))
 	}
 	idx := make([]int, n-2)
 	for i := range idx {
 		idx[i] = i + 1
 	}
 	sub := [][]byte{make([]byte, len(idx)*rb)}
-	c.reset()
+	c.Reset()
 	check(t, h.ReadRows(idx, sub))
-	if c.dtoh != 1 || !bytes.Equal(sub[0], rows[0][rb:(n-1)*rb]) {
-		t.Fatalf("ReadRows of %d consecutive rows over as many blocks: %d copies, want 1", len(idx), c.dtoh)
+	if c.Calls("CopyDtoH") != 1 || !bytes.Equal(sub[0], rows[0][rb:(n-1)*rb]) {
+		t.Fatalf("ReadRows of %d consecutive rows over as many blocks: %d copies, want 1", len(idx), c.Calls("CopyDtoH"))
 	}
 
 	st := must[device.Stream](t)(c.NewStream())
 	defer st.Close()
 	a := must[*Head](t)(p.NewHead(oneColumn(rb), "s"))
 	defer a.Release()
-	c.reset()
+	c.Reset()
 	check(t, a.AppendAsync(st, rows))
-	if c.htodA != 1 || c.events != 1 {
-		t.Fatalf("AppendAsync of %d one-row blocks: %d async copies and %d events, want 1 and 1", n, c.htodA, c.events)
+	if c.Calls("CopyHtoDAsync") != 1 || c.Calls("Record") != 1 {
+		t.Fatalf("AppendAsync of %d one-row blocks: %d async copies and %d events, want 1 and 1", n, c.Calls("CopyHtoDAsync"), c.Calls("Record"))
 	}
 	pin := must[[]byte](t)(c.HostAlloc(n * rb))
 	defer c.HostFree(pin)
-	c.reset()
+	c.Reset()
 	check(t, a.ReadAsync(st, 0, n, [][]byte{pin}))
 	check(t, st.Sync())
-	if c.dtohA != 1 || !bytes.Equal(pin, rows[0]) {
-		t.Fatalf("ReadAsync of %d blocks: %d async copies (rows equal: %v), want 1", n, c.dtohA, bytes.Equal(pin, rows[0]))
+	if c.Calls("CopyDtoHAsync") != 1 || !bytes.Equal(pin, rows[0]) {
+		t.Fatalf("ReadAsync of %d blocks: %d async copies (rows equal: %v), want 1", n, c.Calls("CopyDtoHAsync"), bytes.Equal(pin, rows[0]))
 	}
 
 	m := must[*Head](t)(p.NewHead(&Layout{Type: "M", Columns: oneColumn(rb).Columns, Growth: Mutable, Bound: n}, "s"))
@@ -155,16 +83,41 @@ func TestCopiesPerRun(t *testing.T) {
 	check(t, m.Write(0, rows))
 	s := must[*Snap](t)(m.Snapshot())
 	defer s.Release()
-	c.reset()
+	c.Reset()
 	if _, err := m.WriteDevice(0, n); err != nil {
 		t.Fatal(err)
 	}
-	if c.dtod != 1 || c.bytes != n*rb {
-		t.Fatalf("copy on write of %d shared blocks: %d device copies of %d bytes, want 1 of %d", n, c.dtod, c.bytes, n*rb)
+	if c.Calls("CopyDtoD") != 1 || c.Bytes("CopyDtoD") != n*rb {
+		t.Fatalf("copy on write of %d shared blocks: %d device copies of %d bytes, want 1 of %d", n, c.Calls("CopyDtoD"), c.Bytes("CopyDtoD"), n*rb)
 	}
 	check(t, m.Read(0, n, got))
 	if !bytes.Equal(got[0], rows[0]) {
 		t.Fatal("the rows copied on write differ")
+	}
+}
+
+// TestCopiesStayInSlabs: copies that span neighbouring blocks stop at the
+// end of a slab, even when the next slab's first block follows it in
+// memory (on an arena, whose allocations lie back to back).
+func TestCopiesStayInSlabs(t *testing.T) {
+	a := statetest.NewArena(8 << 20)
+	p, err := NewPool(a, PoolOptions{BlockBytes: 256})
+	check(t, err)
+	defer p.Close()
+	l := &Layout{Type: "Row", Columns: []Column{{Name: "A", ElemSize: 8, Width: 4}}}
+	h := must[*Head](t)(p.NewHead(l, "s"))
+	defer h.Release()
+	// Three slabs' worth, in uneven batches, so that copies cross slabs.
+	var want []byte
+	for i := 0; p.Stats().Slabs < 3; i++ {
+		batch := bytes.Repeat([]byte{byte(i)}, 32*(1+i%300))
+		check(t, h.Append([][]byte{batch}))
+		want = append(want, batch...)
+	}
+	got := [][]byte{make([]byte, len(want))}
+	check(t, h.Read(0, h.Len(), got))
+	if !bytes.Equal(got[0], want) {
+		t.Fatal("rows read across slabs differ")
 	}
 }
 
@@ -176,13 +129,13 @@ func TestCopiesPerRun(t *testing.T) {
 func TestAppendAsyncFailedRunChangesNothing(t *testing.T) {
 	for _, c := range []struct {
 		name   string
-		inject func(c *callCounts)
+		inject func(c *statetest.StreamCounts)
 	}{
-		{"third copy", func(c *callCounts) { c.faults.ArmMethod("CopyHtoDAsync", 2) }},
-		{"event", func(c *callCounts) { c.faults.Arm(statetest.OpRecord, 0) }},
+		{"third copy", func(c *statetest.StreamCounts) { c.Faults.ArmMethod("CopyHtoDAsync", 2) }},
+		{"event", func(c *statetest.StreamCounts) { c.Faults.Arm(statetest.OpRecord, 0) }},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			cc := newCallCounts(t)
+			cc := statetest.NewStreamCounts(statetest.Host(t))
 			p, err := NewPool(cc, PoolOptions{})
 			check(t, err)
 			defer p.Close()
@@ -235,16 +188,16 @@ func seqKV(l *Layout, n int, seed byte) [][]byte {
 // its own) makes no allocation, amortized over the tree's leaves, on the
 // host backend and on the CUDA backend over the fake driver.
 func TestAppendOneRowAllocatesNothing(t *testing.T) {
-	eachStreamRig(t, testAppendOneRowAllocatesNothing)
+	statetest.EachStreamRig(t, testAppendOneRowAllocatesNothing)
 }
 
-func testAppendOneRowAllocatesNothing(t *testing.T, r *streamRig) {
-	if raceDetector && r.b.Name() == "cuda" {
+func testAppendOneRowAllocatesNothing(t *testing.T, r *statetest.StreamRig) {
+	if raceDetector && r.Backend.Name() == "cuda" {
 		t.Skip("under the race detector, sync.Pool drops entries at random and the driver's calls allocate")
 	}
 	for _, dim := range []int{128, 512} {
 		l := kvCacheLayout(dim)
-		p := must[*Pool](t)(NewPool(r.b, PoolOptions{}))
+		p := must[*Pool](t)(NewPool(r.Backend, PoolOptions{}))
 		t.Cleanup(func() { check(t, p.Close()) })
 		row := zeroRows(l, 1)
 		warm := must[*Head](t)(p.NewHead(l, "s"))
@@ -272,48 +225,13 @@ func testAppendOneRowAllocatesNothing(t *testing.T, r *streamRig) {
 	}
 }
 
-// batchCounts is callCounts with the host backend's batches of copies
-// (device.BatchCopier), counted as calls; to callCounts' faults a batch
-// is a call of kind statetest.OpCopy.
-type batchCounts struct {
-	*callCounts
-	batches, asyncBatches, readBatches int
-}
-
-// failBatch makes the next batch, any kind, fail.
-func (c *batchCounts) failBatch() { c.faults.Arm(statetest.OpCopy, 0) }
-
-func (c *batchCounts) CopiesHtoD(cs []device.HostCopy) error {
-	c.count(&c.batches, 0)
-	if err := c.faults.Check(statetest.OpCopy, "CopiesHtoD"); err != nil {
-		return err
-	}
-	return c.Backend.(device.BatchCopier).CopiesHtoD(cs)
-}
-
-func (c *batchCounts) CopiesHtoDAsync(st device.Stream, cs []device.HostCopy) error {
-	c.count(&c.asyncBatches, 0)
-	if err := c.faults.Check(statetest.OpCopy, "CopiesHtoDAsync"); err != nil {
-		return err
-	}
-	return c.Backend.(device.BatchCopier).CopiesHtoDAsync(st, cs)
-}
-
-func (c *batchCounts) CopiesDtoHAsync(st device.Stream, cs []device.HostRead) error {
-	c.count(&c.readBatches, 0)
-	if err := c.faults.Check(statetest.OpCopy, "CopiesDtoHAsync"); err != nil {
-		return err
-	}
-	return c.Backend.(device.BatchReader).CopiesDtoHAsync(st, cs)
-}
-
 // TestReadAsyncOneBatch: an asynchronous read of rows that lie in many
 // blocks apart (rows appended one at a time, a key block and a value
 // block each) queues every copy in one batch where the backend takes
 // batches, from a head and from a snapshot; a failing batch fails the
 // read.
 func TestReadAsyncOneBatch(t *testing.T) {
-	c := &batchCounts{callCounts: newCallCounts(t)}
+	c := statetest.NewBatchCounts(statetest.Host(t))
 	p := must[*Pool](t)(NewPool(c, PoolOptions{}))
 	defer p.Close()
 	l := kvCacheLayout(128)
@@ -340,22 +258,19 @@ func TestReadAsyncOneBatch(t *testing.T) {
 		{"Head.ReadAsync", func(dst [][]byte) error { return h.ReadAsync(st, 0, 40, dst) }},
 		{"Snap.ReadAsync", func(dst [][]byte) error { return s.ReadAsync(st, 0, 40, dst) }},
 	} {
-		c.reset()
-		c.readBatches = 0
+		c.Reset()
 		got := zeroRows(l, 40)
 		check(t, read.f(got))
 		check(t, st.Sync())
-		if c.readBatches != 1 || c.dtohA != 0 {
-			t.Fatalf("%s of 40 rows in 80 blocks apart: %d batches and %d single copies, want 1 and 0", read.name, c.readBatches, c.dtohA)
+		if c.Calls("CopiesDtoHAsync") != 1 || c.Calls("CopyDtoHAsync") != 0 {
+			t.Fatalf("%s of 40 rows in 80 blocks apart: %d batches and %d single copies, want 1 and 0", read.name, c.Calls("CopiesDtoHAsync"), c.Calls("CopyDtoHAsync"))
 		}
 		for k := range want {
 			if !bytes.Equal(got[k], want[k]) {
 				t.Fatalf("%s: column %d differs", read.name, k)
 			}
 		}
-		c.mu.Lock()
-		c.failBatch()
-		c.mu.Unlock()
+		c.Faults.Arm(statetest.OpCopy, 0) // the next batch, any kind, fails
 		if err := read.f(got); !errors.Is(err, statetest.ErrInjected) {
 			t.Fatalf("%s with a failing batch: %v", read.name, err)
 		}
@@ -366,7 +281,7 @@ func TestReadAsyncOneBatch(t *testing.T) {
 // of copies fails answers the error and changes nothing (rows, version,
 // stats, the pool's bytes); a retry stores the rows once.
 func TestFailedBatchChangesNothing(t *testing.T) {
-	c := &batchCounts{callCounts: newCallCounts(t)}
+	c := statetest.NewBatchCounts(statetest.Host(t))
 	p, err := NewPool(c, PoolOptions{})
 	check(t, err)
 	defer p.Close()
@@ -380,9 +295,7 @@ func TestFailedBatchChangesNothing(t *testing.T) {
 	for i, async := range []bool{false, true} {
 		rows := seqKV(l, 3, byte(10+i))
 		v, hs, ps := h.Version(), h.Stats(), p.Stats()
-		c.mu.Lock()
-		c.failBatch()
-		c.mu.Unlock()
+		c.Faults.Arm(statetest.OpCopy, 0) // the next batch, any kind, fails
 		if async {
 			err = h.AppendAsync(st, rows)
 		} else {
@@ -420,7 +333,7 @@ func TestFailedBatchChangesNothing(t *testing.T) {
 // end) makes one backend call, and an AppendAsync of it queues one piece
 // of work and one event; the rows read back.
 func TestOneRowOneCall(t *testing.T) {
-	c := &batchCounts{callCounts: newCallCounts(t)}
+	c := statetest.NewBatchCounts(statetest.Host(t))
 	p, err := NewPool(c, PoolOptions{})
 	check(t, err)
 	defer p.Close()
@@ -432,18 +345,17 @@ func TestOneRowOneCall(t *testing.T) {
 	var want [][]byte
 	for i := range 40 {
 		row := seqKV(l, 1, byte(i))
-		c.reset()
-		c.batches, c.asyncBatches = 0, 0
+		c.Reset()
 		if i%2 == 0 {
 			check(t, h.Append(row))
-			if c.batches != 1 || c.htod != 0 {
-				t.Fatalf("row %d: Append made %d batches and %d single copies, want one batch", i, c.batches, c.htod)
+			if c.Calls("CopiesHtoD") != 1 || c.Calls("CopyHtoD") != 0 {
+				t.Fatalf("row %d: Append made %d batches and %d single copies, want one batch", i, c.Calls("CopiesHtoD"), c.Calls("CopyHtoD"))
 			}
 		} else {
 			check(t, h.AppendAsync(st, row))
-			if c.asyncBatches+c.htodA != 1 || c.events != 1 {
+			if c.Calls("CopiesHtoDAsync")+c.Calls("CopyHtoDAsync") != 1 || c.Calls("Record") != 1 {
 				t.Fatalf("row %d: AppendAsync queued %d batches, %d single copies and %d events, want one piece of work and one event",
-					i, c.asyncBatches, c.htodA, c.events)
+					i, c.Calls("CopiesHtoDAsync"), c.Calls("CopyHtoDAsync"), c.Calls("Record"))
 			}
 		}
 		if want == nil {
@@ -469,7 +381,7 @@ func TestOneRowOneCall(t *testing.T) {
 // blocks in address order, neighbours in one slab, so each column takes
 // one copy, not one per block.
 func TestRunAllocation(t *testing.T) {
-	c := newCallCounts(t)
+	c := statetest.NewStreamCounts(statetest.Host(t))
 	p, err := NewPool(c, PoolOptions{})
 	check(t, err)
 	defer p.Close()
@@ -482,10 +394,10 @@ func TestRunAllocation(t *testing.T) {
 	h = must[*Head](t)(p.NewHead(l, "s"))
 	defer h.Release()
 	rows := seqKV(l, 64, 5)
-	c.reset()
+	c.Reset()
 	check(t, h.Append(rows))
-	if c.htod != 2 {
-		t.Fatalf("64 rows of two columns into reused blocks: %d copies, want 2", c.htod)
+	if c.Calls("CopyHtoD") != 2 {
+		t.Fatalf("64 rows of two columns into reused blocks: %d copies, want 2", c.Calls("CopyHtoD"))
 	}
 	got := zeroRows(l, 64)
 	check(t, h.Read(0, 64, got))
@@ -556,7 +468,7 @@ func TestByRow(t *testing.T) {
 // back in column order, so a state made again in its place in bulk copies
 // each column in a few runs, generation after generation.
 func TestRenewedBulkStateKeepsRuns(t *testing.T) {
-	c := newCallCounts(t)
+	c := statetest.NewStreamCounts(statetest.Host(t))
 	p, err := NewPool(c, PoolOptions{})
 	check(t, err)
 	defer p.Close()
@@ -566,10 +478,10 @@ func TestRenewedBulkStateKeepsRuns(t *testing.T) {
 	for gen := range 6 {
 		h := must[*Head](t)(p.NewHead(l, "s"))
 		for range 4 {
-			c.reset()
+			c.Reset()
 			check(t, h.Append(batch))
-			if c.htod > 8 {
-				t.Fatalf("generation %d: an append of %d rows in four columns took %d copies, want a few runs", gen, rows, c.htod)
+			if c.Calls("CopyHtoD") > 8 {
+				t.Fatalf("generation %d: an append of %d rows in four columns took %d copies, want a few runs", gen, rows, c.Calls("CopyHtoD"))
 			}
 		}
 		check(t, h.Release())

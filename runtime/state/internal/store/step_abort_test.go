@@ -78,7 +78,7 @@ func TestStepFailureInAFullPoolKeepsTheHead(t *testing.T) {
 	}
 	st := must[device.Stream](t)(b.(device.Streams).NewStream())
 	defer st.Close()
-	fn, open := closedGate(t, b)
+	fn, open := statetest.HostGate(t, b)
 	defer open() // before the pool's Close, which waits for the stream
 	check(t, b.(device.Kernels).Launch(st, fn, device.Dim3{X: 1}, device.Dim3{X: 1}, 0))
 	check(t, h.RecordStream(st))

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -12,116 +11,17 @@ import (
 	"github.com/gpustate/gpustate/runtime/state/internal/statetest"
 )
 
-// The kernels the stream tests launch: fill sets n bytes at dst (Go here,
-// a built-in of the fake CUDA driver there); gate blocks its stream until
-// the test opens the gate (host backend).
-const (
-	fillKernel = "gpustate_fake_fill"
-	gateKernel = "gpustate_state_gate"
-	streamPTX  = ".version 7.0\n.target sm_80\n.address_size 64\n.visible .entry gpustate_fake_fill(.param .u64 a, .param .u32 b, .param .u64 c) { ret; }\n"
-)
-
-var gate struct {
-	sync.Mutex
-	ch chan struct{}
-}
-
-func init() {
-	err := errors.Join(
-		device.RegisterHostKernel(fillKernel, func(mem device.HostMemory, _, _ device.Dim3, args []any) error {
-			b, err := mem.Bytes(args[0].(device.Ptr), int(args[2].(uint64)))
-			if err != nil {
-				return err
-			}
-			for i := range b {
-				b[i] = byte(args[1].(uint32))
-			}
-			return nil
-		}),
-		device.RegisterHostKernel(gateKernel, func(device.HostMemory, device.Dim3, device.Dim3, []any) error {
-			gate.Lock()
-			ch := gate.ch
-			gate.Unlock()
-			<-ch
-			return nil
-		}),
-	)
-	if err != nil {
-		panic(err)
-	}
-}
-
-// streamRig is a backend with streams and kernels, and a way to hold a
-// stream's queued work back until release.
-type streamRig struct {
-	b       device.Backend
-	fill    device.Function
-	hold    func(t *testing.T, st device.Stream)
-	release func()
-	polls   func() int64 // the events polled so far (Done); nil where not counted
-}
-
-func (r *streamRig) streams() device.Streams { return r.b.(device.Streams) }
-func (r *streamRig) kernels() device.Kernels { return r.b.(device.Kernels) }
-
-func loadFill(t *testing.T, b device.Backend) device.Function {
-	t.Helper()
-	m, err := b.(device.Kernels).LoadModule(streamPTX)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := m.Function(fillKernel)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return f
-}
-
-// eachStreamRig runs test on the host backend's rig and on the fake
-// driver's, each in a subtest.
-func eachStreamRig(t *testing.T, test func(*testing.T, *streamRig)) {
-	for _, c := range []struct {
-		name string
-		rig  func(*testing.T) *streamRig
-	}{{"host", hostStreamRig}, {"fakecuda", fakeStreamRig}} {
-		t.Run(c.name, func(t *testing.T) { test(t, c.rig(t)) })
-	}
-}
-
-func hostStreamRig(t *testing.T) *streamRig {
-	b := device.Host()
-	t.Cleanup(func() { b.Close() })
-	m, _ := b.(device.Kernels).LoadModule(streamPTX)
-	gk, err := m.Function(gateKernel)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := &streamRig{b: b, fill: loadFill(t, b)}
-	var ch chan struct{}
-	r.hold = func(t *testing.T, st device.Stream) {
-		ch = make(chan struct{})
-		gate.Lock()
-		gate.ch = ch
-		gate.Unlock()
-		if err := r.kernels().Launch(st, gk, device.Dim3{}, device.Dim3{}, 0); err != nil {
-			t.Fatal(err)
-		}
-	}
-	r.release = func() { close(ch) }
-	return r
-}
-
 // TestReleaseWaitsForInFlightKernel: blocks a queued kernel uses, released
 // while it is held back, are neither reused nor zeroed for another owner
 // until the event after it completes; then they are free again.
 func TestReleaseWaitsForInFlightKernel(t *testing.T) {
-	eachStreamRig(t, testReleaseWaits)
+	statetest.EachStreamRig(t, testReleaseWaits)
 }
 
-func testReleaseWaits(t *testing.T, r *streamRig) {
+func testReleaseWaits(t *testing.T, r *statetest.StreamRig) {
 	const rowBytes, rows = 256, 4
 	l := &Layout{Type: "Rows", Columns: []Column{{Name: "B", ElemSize: 1, Width: rowBytes}}, Growth: Append}
-	p, err := NewPool(r.b, PoolOptions{BlockBytes: rowBytes, MaxBytes: rows * rowBytes})
+	p, err := NewPool(r.Backend, PoolOptions{BlockBytes: rowBytes, MaxBytes: rows * rowBytes})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,31 +41,31 @@ func testReleaseWaits(t *testing.T, r *streamRig) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := r.streams().NewStream()
+	st, err := r.Streams().NewStream()
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	out, err := r.streams().HostAlloc(rowBytes)
+	out, err := r.Streams().HostAlloc(rowBytes)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer r.streams().HostFree(out)
+	defer r.Streams().HostFree(out)
 	clear(out)
 	// Queued, held back: a read of the snapshot's first block, then a
 	// kernel that writes it.
-	r.hold(t, st)
+	r.Hold(t, st)
 	blk := spans[0][0].Ptr
-	if err := r.streams().CopyDtoHAsync(st, out, blk); err != nil {
+	if err := r.Streams().CopyDtoHAsync(st, out, blk); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.kernels().Launch(st, r.fill, device.Dim3{}, device.Dim3{X: 64}, 0, blk, uint32(0x5A), uint64(rowBytes)); err != nil {
+	if err := r.Kernels().Launch(st, r.Fill, device.Dim3{}, device.Dim3{X: 64}, 0, blk, uint32(0x5A), uint64(rowBytes)); err != nil {
 		t.Fatal(err)
 	}
 	if err := snap.RecordStream(st); err != nil {
 		t.Fatal(err)
 	}
-	ev, err := r.streams().Record(st)
+	ev, err := r.Streams().Record(st)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +92,7 @@ func testReleaseWaits(t *testing.T, r *streamRig) {
 	if err := b.Append([][]byte{bytes.Repeat([]byte{0x77}, rowBytes)}); !errors.Is(err, ErrNoMemory) {
 		t.Errorf("another owner's append while the blocks are pending: %v; want ErrNoMemory", err)
 	}
-	r.release()
+	r.Release()
 	if err := ev.Wait(); err != nil {
 		t.Fatal(err)
 	}
@@ -224,9 +124,9 @@ func testReleaseWaits(t *testing.T, r *streamRig) {
 // TestCloseWaitsForPending: Close returns only once the events of
 // pending blocks completed.
 func TestCloseWaitsForPending(t *testing.T) {
-	r := hostStreamRig(t)
+	r := statetest.HostStreamRig(t)
 	l := &Layout{Type: "Rows", Columns: []Column{{Name: "B", ElemSize: 1, Width: 256}}, Growth: Append}
-	p, err := NewPool(r.b, PoolOptions{BlockBytes: 256})
+	p, err := NewPool(r.Backend, PoolOptions{BlockBytes: 256})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -234,17 +134,17 @@ func TestCloseWaitsForPending(t *testing.T) {
 	if err := h.Append([][]byte{make([]byte, 256)}); err != nil {
 		t.Fatal(err)
 	}
-	st, _ := r.streams().NewStream()
+	st, _ := r.Streams().NewStream()
 	defer st.Close()
-	r.hold(t, st)
+	r.Hold(t, st)
 	if err := h.RecordStream(st); err != nil {
 		t.Fatal(err)
 	}
-	ev, _ := r.streams().Record(st)
+	ev, _ := r.Streams().Record(st)
 	if err := h.Release(); err != nil {
 		t.Fatal(err)
 	}
-	go r.release()
+	go r.Release()
 	if err := p.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -287,17 +187,17 @@ func TestRecordStreamErrors(t *testing.T) {
 // the second is let go. The host rig alone: the fake driver's hold holds
 // every stream, and this needs one held and one running.
 func TestStreamsRecordedPerBlock(t *testing.T) {
-	r := hostStreamRig(t)
+	r := statetest.HostStreamRig(t)
 	const rowBytes = 256
 	l := &Layout{Type: "Rows", Columns: []Column{{Name: "B", ElemSize: 1, Width: rowBytes}}, Growth: Append}
-	p, err := NewPool(r.b, PoolOptions{BlockBytes: rowBytes})
+	p, err := NewPool(r.Backend, PoolOptions{BlockBytes: rowBytes})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer p.Close()
 	var sts [2]device.Stream
 	for i := range sts {
-		if sts[i], err = r.streams().NewStream(); err != nil {
+		if sts[i], err = r.Streams().NewStream(); err != nil {
 			t.Fatal(err)
 		}
 		defer sts[i].Close()
@@ -314,7 +214,7 @@ func TestStreamsRecordedPerBlock(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	r.hold(t, sts[1])
+	r.Hold(t, sts[1])
 	if err := heads[1].RecordStream(sts[1]); err != nil {
 		t.Fatal(err)
 	}
@@ -336,7 +236,7 @@ func TestStreamsRecordedPerBlock(t *testing.T) {
 		t.Errorf("with the second stream held: %d pending bytes, %d free blocks; want %d, at least 4",
 			s.PendingBytes, s.FreeBlocks, 2*rowBytes)
 	}
-	r.release()
+	r.Release()
 	p.WaitPending()
 	if s := p.Stats(); s.PendingBytes != 0 || s.FreeBlocks < 6 {
 		t.Errorf("with both streams done: %d pending bytes, %d free blocks; want 0, at least 6", s.PendingBytes, s.FreeBlocks)

@@ -108,8 +108,8 @@ func TestClosedPoolReportsNothing(t *testing.T) {
 // TestRecordStreamForeign: a stream of another backend is an error
 // for RecordStream, on heads and snapshots, and records nothing.
 func TestRecordStreamForeign(t *testing.T) {
-	r := hostStreamRig(t)
-	p, err := NewPool(r.b, PoolOptions{BlockBytes: 256})
+	r := statetest.HostStreamRig(t)
+	p, err := NewPool(r.Backend, PoolOptions{BlockBytes: 256})
 	check(t, err)
 	defer p.Close()
 	h := must[*Head](t)(p.NewHead(kv(Append, 0, Keep), "a"))
@@ -172,11 +172,11 @@ func checkTable(t *testing.T, what string, b device.Backend, bt *BlockTable, spa
 // TestWindowTablesAndStreams: block tables and RecordStream on window
 // states whose early blocks (whole subtrees of them) expired.
 func TestWindowTablesAndStreams(t *testing.T) {
-	r := hostStreamRig(t)
-	p, err := NewPool(r.b, PoolOptions{BlockBytes: 256})
+	r := statetest.HostStreamRig(t)
+	p, err := NewPool(r.Backend, PoolOptions{BlockBytes: 256})
 	check(t, err)
 	defer p.Close()
-	st, err := r.streams().NewStream()
+	st, err := r.Streams().NewStream()
 	check(t, err)
 	defer st.Close()
 	h := must[*Head](t)(p.NewHead(windowKV(40), "a"))
@@ -254,11 +254,11 @@ func TestShareReusedLayout(t *testing.T) {
 // version reads that version's blocks, though a later copy-on-write write
 // replaces one of them before the kernel runs.
 func TestTableStreamOrder(t *testing.T) {
-	eachStreamRig(t, testTableStreamOrder)
+	statetest.EachStreamRig(t, testTableStreamOrder)
 }
 
-func testTableStreamOrder(t *testing.T, r *streamRig) {
-	p, err := NewPool(r.b, PoolOptions{BlockBytes: 256})
+func testTableStreamOrder(t *testing.T, r *statetest.StreamRig) {
+	p, err := NewPool(r.Backend, PoolOptions{BlockBytes: 256})
 	check(t, err)
 	defer p.Close()
 	h := must[*Head](t)(p.NewHead(kv(Append, 0, Keep), "a"))
@@ -268,18 +268,18 @@ func testTableStreamOrder(t *testing.T, r *streamRig) {
 	defer bt.Release()
 	v1 := tableEntries(t, p.Backend(), bt, 0)
 	c1 := must[TableColumn](t)(bt.Column(0))
-	st := must[device.Stream](t)(r.streams().NewStream())
+	st := must[device.Stream](t)(r.Streams().NewStream())
 	defer st.Close()
 	check(t, h.RecordStream(st))
-	out := must[[]byte](t)(r.streams().HostAlloc(8 * c1.Blocks))
-	defer r.streams().HostFree(out)
+	out := must[[]byte](t)(r.Streams().HostAlloc(8 * c1.Blocks))
+	defer r.Streams().HostFree(out)
 	// Queued, held back: a kernel's read of the table of version 1.
-	r.hold(t, st)
+	r.Hold(t, st)
 	var once sync.Once
-	let := func() { once.Do(r.release) }
+	let := func() { once.Do(r.Release) }
 	defer let() // a failure before the release must not leave Close waiting
-	check(t, r.streams().CopyDtoHAsync(st, out, c1.Ptr))
-	ev := must[device.Event](t)(r.streams().Record(st))
+	check(t, r.Streams().CopyDtoHAsync(st, out, c1.Ptr))
+	ev := must[device.Event](t)(r.Streams().Record(st))
 	defer ev.Close()
 	s := must[*Snap](t)(h.Snapshot())
 	defer s.Release()
@@ -304,8 +304,10 @@ func testTableStreamOrder(t *testing.T, r *streamRig) {
 }
 
 // tableFaults fails the allocations of block tables (small ones) and the
-// copies into them while armed. Not statetest.Faults: it picks its calls by
-// size and by destination address, which a Faults predicate does not see.
+// copies into them while armed. It is TestTableFailureRecovers's own
+// device, so it stays here; and not statetest.Faults: it picks its calls
+// by size and by destination address, which a Faults predicate does not
+// see.
 type tableFaults struct {
 	device.Backend
 	mu     sync.Mutex
@@ -441,8 +443,8 @@ func TestAppendAsyncFailureChangesNothing(t *testing.T) {
 func TestSharePrefixAfterKernel(t *testing.T) {
 	for _, c := range []struct {
 		name string
-		rig  func(*testing.T) *streamRig
-	}{{"host", hostStreamRig}, {"fakecuda", fakeStreamRig}} {
+		rig  func(*testing.T) *statetest.StreamRig
+	}{{"host", statetest.HostStreamRig}, {"fakecuda", statetest.FakeStreamRig}} {
 		for _, m := range []struct {
 			recordFirst, callsWhileHeld bool
 		}{{false, true}, {true, true}, {false, false}} {
@@ -453,33 +455,33 @@ func TestSharePrefixAfterKernel(t *testing.T) {
 	}
 }
 
-func testSharePrefixAfterKernel(t *testing.T, r *streamRig, recordFirst, callsWhileHeld bool) {
-	p, err := NewPool(r.b, PoolOptions{})
+func testSharePrefixAfterKernel(t *testing.T, r *statetest.StreamRig, recordFirst, callsWhileHeld bool) {
+	p, err := NewPool(r.Backend, PoolOptions{})
 	check(t, err)
 	defer p.Close()
 	l := prompt(16, 0)
 	h := must[*Head](t)(p.NewSharedHead(l, "alice", "d"))
 	defer h.Release()
-	st := must[device.Stream](t)(r.streams().NewStream())
+	st := must[device.Stream](t)(r.Streams().NewStream())
 	defer st.Close()
 	if recordFirst { // the stream is the head's before the rows are reserved
 		check(t, h.RecordStream(st))
 	}
-	r.hold(t, st)
+	r.Hold(t, st)
 	var once sync.Once
-	let := func() { once.Do(r.release) }
+	let := func() { once.Do(r.Release) }
 	defer let()
 	spans := must[[][]device.Span](t)(h.AppendDevice(32)) // two full blocks
 	for c, val := range []uint32{0x02, 0x01} {            // KV rows, then the Token keys
 		rb := []int{32, 4}[c]
 		for _, sp := range spans[c] {
-			check(t, r.kernels().Launch(st, r.fill, device.Dim3{}, device.Dim3{X: 64}, 0, sp.Ptr, val, uint64(sp.Rows*rb)))
+			check(t, r.Kernels().Launch(st, r.Fill, device.Dim3{}, device.Dim3{X: 64}, 0, sp.Ptr, val, uint64(sp.Rows*rb)))
 		}
 	}
 	if !recordFirst {
 		check(t, h.RecordStream(st))
 	}
-	ev := must[device.Event](t)(r.streams().Record(st))
+	ev := must[device.Event](t)(r.Streams().Record(st))
 	defer ev.Close()
 	if callsWhileHeld {
 		must[[][]device.Span](t)(h.Spans(0, 32)) // the next call on the head

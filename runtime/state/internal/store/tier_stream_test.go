@@ -7,14 +7,15 @@ import (
 	"time"
 
 	"github.com/gpustate/gpustate/runtime/device"
+	"github.com/gpustate/gpustate/runtime/state/internal/statetest"
 )
 
 // tierStreamPool is a pool of 256-byte blocks with a host tier on r's
 // backend, and an optional head of rows wide rows seeded 40 moved to the
 // tier.
-func tierStreamPool(t *testing.T, r *streamRig, blockBytes, rows int) (*Pool, *Head) {
+func tierStreamPool(t *testing.T, r *statetest.StreamRig, blockBytes, rows int) (*Pool, *Head) {
 	t.Helper()
-	p, err := NewPool(r.b, PoolOptions{BlockBytes: blockBytes, MaxBytes: 16 * int64(blockBytes), HostTier: 64 << 10})
+	p, err := NewPool(r.Backend, PoolOptions{BlockBytes: blockBytes, MaxBytes: 16 * int64(blockBytes), HostTier: 64 << 10})
 	check(t, err)
 	t.Cleanup(func() { p.Close() })
 	h := headOf(t, p, wide("Cache", Optional), "a")
@@ -27,11 +28,11 @@ func tierStreamPool(t *testing.T, r *streamRig, blockBytes, rows int) (*Pool, *H
 
 // holdTier holds the tier's stream back and returns its release, which
 // runs, once, when the test ends too (before the pool closes).
-func holdTier(t *testing.T, r *streamRig, p *Pool) func() {
+func holdTier(t *testing.T, r *statetest.StreamRig, p *Pool) func() {
 	t.Helper()
-	r.hold(t, p.tier.stream())
+	r.Hold(t, p.tier.stream())
 	var once sync.Once
-	release := func() { once.Do(r.release) }
+	release := func() { once.Do(r.Release) }
 	t.Cleanup(release)
 	return release
 }
@@ -52,7 +53,7 @@ func notYet(t *testing.T, done <-chan struct{}, what string) {
 // sees the rows. A head released while its copies are held back leaves
 // its blocks pending until they ran, and the tier's memory comes back.
 func TestTierPrefetchAsync(t *testing.T) {
-	eachStreamRig(t, func(t *testing.T, r *streamRig) {
+	statetest.EachStreamRig(t, func(t *testing.T, r *statetest.StreamRig) {
 		p, h := tierStreamPool(t, r, 256, 2)
 		if copiedAtOnce(t, p, h, catWide(wideRow(40), wideRow(41))) {
 			return
@@ -101,12 +102,12 @@ func TestTierPrefetchAsync(t *testing.T) {
 // brought back, and an AppendAsync into the last block, which the copies
 // write whole, lands after them.
 func TestTierReturnStreamOrder(t *testing.T) {
-	eachStreamRig(t, func(t *testing.T, r *streamRig) {
+	statetest.EachStreamRig(t, func(t *testing.T, r *statetest.StreamRig) {
 		p, h := tierStreamPool(t, r, 512, 1) // two rows a block: the last is part full
 		if copiedAtOnce(t, p, h, catWide(wideRow(40))) {
 			return
 		}
-		sb := r.streams()
+		sb := r.Streams()
 		st := must[device.Stream](t)(sb.NewStream())
 		defer st.Close()
 		release := holdTier(t, r, p)

@@ -408,22 +408,22 @@ func TestTierLeavesKernelRows(t *testing.T) {
 // writes moves to the tier only after that work: the rows brought back
 // are the kernel's.
 func TestTierAfterRecordedWork(t *testing.T) {
-	eachStreamRig(t, func(t *testing.T, r *streamRig) {
-		p, err := NewPool(r.b, PoolOptions{BlockBytes: 256, MaxBytes: 4 * 256, HostTier: 64 << 10})
+	statetest.EachStreamRig(t, func(t *testing.T, r *statetest.StreamRig) {
+		p, err := NewPool(r.Backend, PoolOptions{BlockBytes: 256, MaxBytes: 4 * 256, HostTier: 64 << 10})
 		check(t, err)
 		t.Cleanup(func() { p.Close() })
 		h := headOf(t, p, wide("Cache", Optional), "a")
 		fill(t, h, 2, 40)
-		st, err := r.streams().NewStream()
+		st, err := r.Streams().NewStream()
 		check(t, err)
 		defer st.Close()
 		spans := must[[][]device.Span](t)(h.Spans(0, 1))
-		r.hold(t, st)
-		check(t, r.kernels().Launch(st, r.fill, device.Dim3{}, device.Dim3{X: 64}, 0, spans[0][0].Ptr, uint32(0x5A), uint64(256)))
+		r.Hold(t, st)
+		check(t, r.Kernels().Launch(st, r.Fill, device.Dim3{}, device.Dim3{X: 64}, 0, spans[0][0].Ptr, uint32(0x5A), uint64(256)))
 		check(t, h.RecordStream(st))
 		go func() {
 			time.Sleep(20 * time.Millisecond)
-			r.release()
+			r.Release()
 		}()
 		m := headOf(t, p, wide("Session", Mandatory), "m")
 		fill(t, m, 3, 1) // waits for the held work, then moves h

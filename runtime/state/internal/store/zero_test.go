@@ -8,7 +8,9 @@ import (
 	"github.com/gpustate/gpustate/runtime/state/internal/statetest"
 )
 
-// zeroingCounts is statetest.Counts that claims fresh memory reads as zeros.
+// zeroingCounts is statetest.Counts that claims fresh memory reads as
+// zeros: the device of TestSlabGrowthZeroesOnlyWhatIsNotKnownZero alone,
+// so it stays here.
 type zeroingCounts struct{ *statetest.Counts }
 
 func (zeroingCounts) AllocZeroes() bool { return true }
