@@ -166,30 +166,6 @@ func (rec *recorded) addRows(sh *shape, r *root, from, to int, st device.Stream)
 	rec.n.Add(added)
 }
 
-// AppendAsync appends the rows of a batch as a new version, as Append
-// does, but copies them to the device on st: the batch is copied to
-// page-locked staging memory (so the caller may reuse it at once), the
-// copies are queued on st, one per run of blocks that follow one another
-// in memory, then one event, and the blocks they fill are recorded on st.
-// Work queued on st after the call sees the rows; work on another stream
-// must wait for an event recorded on st. Every later call on h other than
-// AppendAsync and ReadAsync (Read, Spans, Snapshot, Branch, writes) first
-// waits for the copies to land, so it sees the rows. It needs a backend
-// with device.Streams; a stream that is closed or foreign is an error and
-// appends nothing. A call that fails changes nothing, so it may be retried:
-// the copies and their event are queued before the version is committed,
-// and when one of them fails the call waits for st (the failure path
-// alone blocks) and gives back the blocks it took.
-//
-//state:appends
-func (h *Head) AppendAsync(st device.Stream, cols [][]byte) error {
-	if err := h.open(call{op: "AppendAsync", share: true}); err != nil { // not land: the stream orders earlier copies
-		return err
-	}
-	defer h.end()
-	return h.async.appendAsync(h, st, cols)
-}
-
 // appendAsync is AppendAsync's work on h, whose mu is held: the staging,
 // the write and its copies on st, the blocks recorded on st and the event
 // the head keeps in flight.
@@ -229,9 +205,10 @@ func (ap *asyncPart) appendAsync(h *Head, st device.Stream, cols [][]byte) error
 	}
 	from := h.r.rows
 	q := rowQueue{sb: sb, st: st, buf: buf}
-	short, err := h.appendRows("AppendAsync", cols, n, &q)
+	tx := writeTx{h: h, op: "AppendAsync", kind: deviceAppend, from: from, to: from + n}
+	short, err := tx.appendRows(cols, &q)
 	if err == nil && !short {
-		_, err = h.applyThen("AppendAsync", deviceAppend, from, from+n, from+n, nil, q.queue(h))
+		_, err = tx.apply(from+n, nil, q.queue(h))
 	}
 	if err != nil {
 		h.pool.staging.put(buf)
@@ -263,7 +240,7 @@ func (ap *asyncPart) inFlight(st device.Stream, ev device.Event) {
 	ap.inflight = append(ap.inflight, streamEvent{st: st, ev: ev})
 }
 
-// queue returns applyThen's last step for the general path: q's copies to
+// queue returns writeTx.apply's last step for the general path: q's copies to
 // the runs it gets.
 func (q *rowQueue) queue(h *Head) func([]copyRun) error {
 	return func(runs []copyRun) error {
@@ -271,26 +248,6 @@ func (q *rowQueue) queue(h *Head) func([]copyRun) error {
 		q.landed, err = h.queueCopies(q.sb, q.st, runs, q.buf)
 		return err
 	}
-}
-
-// ReadAsync queues on st copies of rows [from, to) into dst (per column,
-// (to-from) rows' bytes) and records the blocks they come from on st. dst
-// must stay untouched until an event recorded on st after the call
-// completes; memory from the backend's HostAlloc makes the copies truly
-// asynchronous.
-//
-// Rows an earlier AppendAsync queued on another stream are read in stream
-// order too: the call makes st wait for those copies' events
-// (device.Streams.WaitEvent) before its own, and never blocks the caller.
-func (h *Head) ReadAsync(st device.Stream, from, to int, dst [][]byte) error {
-	if err := h.open(call{op: "ReadAsync", share: true}); err != nil { // not land: the streams order earlier copies
-		return err
-	}
-	defer h.end()
-	if err := h.async.order(h.pool.b, st); err != nil {
-		return h.errorf("ReadAsync", "%w", err)
-	}
-	return h.queueReads("ReadAsync", h.r, st, from, to, dst)
 }
 
 // order makes work queued on st from now on wait for the copies of
@@ -314,15 +271,6 @@ func (ap *asyncPart) order(b device.Backend, st device.Stream) error {
 		}
 	}
 	return nil
-}
-
-// ReadAsync is Head.ReadAsync for a snapshot.
-func (s *Snap) ReadAsync(st device.Stream, from, to int, dst [][]byte) error {
-	if err := s.begin("ReadAsync"); err != nil {
-		return err
-	}
-	defer s.end()
-	return s.queueReads("ReadAsync", s.r, st, from, to, dst)
 }
 
 // queueReads queues the copies of ReadAsync, of rows [from, to) of r.

@@ -303,24 +303,6 @@ func (pt *poolTables) close(b device.Backend) error {
 	return errors.Join(errs...)
 }
 
-// BlockTable returns a device-resident table of the head's blocks, kept
-// current by the head's writes, rollbacks and merges until it or the head
-// is released. A kernel queued with it reads the blocks of the version it
-// was queued at (see BlockTable): record its stream on the head.
-//
-//state:acquire
-func (h *Head) BlockTable() (*BlockTable, error) {
-	if err := h.begin("BlockTable"); err != nil {
-		return nil, err
-	}
-	defer h.end()
-	t, err := h.tables.add(h)
-	if err != nil {
-		return nil, h.errorf("BlockTable", "%w", err)
-	}
-	return t, nil
-}
-
 // add makes a new table of h's blocks, which h's writes keep current, and
 // joins the table part to h's parts. h.mu is held.
 func (tp *tablePart) add(h *Head) (*BlockTable, error) {

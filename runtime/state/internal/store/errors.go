@@ -32,3 +32,8 @@ var errNilPool = fmt.Errorf("state: nil pool: %w", ErrReleased)
 func errNil(typ, op string) error {
 	return fmt.Errorf("state: %s on a nil *%s: %w", op, typ, ErrReleased)
 }
+
+// groupErrorf returns an error of a group's call op.
+func groupErrorf(op, format string, args ...any) error {
+	return fmt.Errorf("state: group.%s: "+format, append([]any{op}, args...)...)
+}

@@ -70,6 +70,26 @@ func NewGroup(p *Pool, owner Owner, layouts ...*Layout) (*Group, error) {
 	return couple(p, owner, heads), nil
 }
 
+// NewSharedGroup is NewGroup in a sharing domain: it registers the
+// members' states at the shared member's block boundaries and adopts
+// registered ones (Group.AdoptPrefix). A group of the empty domain, or
+// without a member whose layout has a ShareKey, shares nothing.
+//
+//state:acquire
+func NewSharedGroup(p *Pool, owner Owner, domain Domain, layouts ...*Layout) (*Group, error) {
+	g, err := NewGroup(p, owner, layouts...)
+	if err != nil {
+		return nil, err
+	}
+	if domain != "" && g.shared >= 0 {
+		g.domain = domain
+		g.key = groupKeyOf(g.heads, layouts, domain)
+		g.heads[g.shared].gshare = &groupShare{} // registrations of kernel-written rows
+		g.heads[g.shared].parts.set(g.heads[g.shared])
+	}
+	return g, nil
+}
+
 // couple makes a group of heads no group holds.
 func couple(p *Pool, owner Owner, heads []*Head) *Group {
 	g := &Group{id: groupIDs.Add(1), pool: p, owner: owner, heads: heads, order: byID(heads), shared: -1}
@@ -108,10 +128,6 @@ func (g *Group) Owner() Owner {
 	return g.owner
 }
 
-func (g *Group) errorf(op, format string, args ...any) error {
-	return fmt.Errorf("state: group.%s: "+format, append([]any{op}, args...)...)
-}
-
 // live answers ErrReleased for a nil or released group: a call checks it
 // before its arguments, so that a released group answers ErrReleased
 // whatever it is passed. begin checks it again, under the locks.
@@ -123,7 +139,7 @@ func (g *Group) live(op string) error {
 	released := g.released
 	g.mu.Unlock()
 	if released {
-		return g.errorf(op, "%w", ErrReleased)
+		return groupErrorf(op, "%w", ErrReleased)
 	}
 	return nil
 }
@@ -147,11 +163,11 @@ func (g *Group) begin(op string, heads []*Head, child *Group) error {
 	}
 	if g.released || child != nil && child.released {
 		g.unlockGroups(child)
-		return g.errorf(op, "%w", ErrReleased)
+		return groupErrorf(op, "%w", ErrReleased)
 	}
 	if err := g.pool.enter(); err != nil {
 		g.unlockGroups(child)
-		return g.errorf(op, "%w", err)
+		return groupErrorf(op, "%w", err)
 	}
 	for i, h := range heads {
 		h.mu.Lock()
@@ -187,65 +203,6 @@ func byID(heads []*Head) []*Head {
 	return slices.Compact(out)
 }
 
-func cmpID(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
-// lineageLocks are the lineages of a group's heads, each once, locked in
-// id order and unlocked in reverse: a caller declares one, lock, then
-// unlock. The lineages of a group of up to four members need no
-// allocation (a closure over a list did, twice a rollback or merge).
-type lineageLocks struct {
-	n     int
-	small [4]*lineage
-	more  []*lineage // all of them, once there are more than small holds
-}
-
-func (ll *lineageLocks) list() []*lineage {
-	if ll.more != nil {
-		return ll.more
-	}
-	return ll.small[:ll.n]
-}
-
-func (ll *lineageLocks) add(l *lineage) {
-	switch {
-	case slices.Contains(ll.list(), l):
-	case ll.more == nil && ll.n < len(ll.small):
-		ll.small[ll.n] = l
-		ll.n++
-	case ll.more == nil:
-		ll.more = append(slices.Clone(ll.small[:ll.n]), l)
-	default:
-		ll.more = append(ll.more, l)
-	}
-}
-
-// lock locks the lineages of heads, each once, in id order.
-func (ll *lineageLocks) lock(heads []*Head) {
-	for _, h := range heads {
-		ll.add(h.lin)
-	}
-	list := ll.list()
-	slices.SortFunc(list, func(a, b *lineage) int { return cmpID(a.id, b.id) })
-	for _, l := range list {
-		l.mu.Lock()
-	}
-}
-
-// unlock unlocks what lock locked.
-func (ll *lineageLocks) unlock() {
-	for _, l := range slices.Backward(ll.list()) {
-		l.mu.Unlock()
-	}
-}
-
 // Snapshot returns a consistent cut of the members: one snapshot each,
 // taken while every member's lock is held, so that no member write falls
 // between them. A member that cannot be snapshotted (invalidated, evicted
@@ -272,7 +229,7 @@ func (g *Group) Snapshot() (*GroupSnap, error) {
 			for _, s := range cut.snaps {
 				s.Release()
 			}
-			return nil, g.errorf("Snapshot", "member %s: %w", h.l.Type, err)
+			return nil, groupErrorf("Snapshot", "member %s: %w", h.l.Type, err)
 		}
 		cut.snaps = append(cut.snaps, s)
 	}
@@ -300,7 +257,7 @@ func (g *Group) Branch() (*Group, error) {
 			for _, x := range heads {
 				x.release()
 			}
-			return nil, g.errorf("Branch", "member %s: %w", h.l.Type, err)
+			return nil, groupErrorf("Branch", "member %s: %w", h.l.Type, err)
 		}
 		heads = append(heads, c)
 	}
@@ -371,9 +328,9 @@ func (g *Group) Rollback(to *GroupSnap) error {
 		return err
 	}
 	if to == nil || len(to.snaps) != len(g.heads) {
-		return g.errorf("Rollback", "the snapshot is no cut of this group's members: %w", ErrNotAncestor)
+		return groupErrorf("Rollback", "the snapshot is no cut of this group's members: %w", ErrNotAncestor)
 	}
-	m := move{heads: g.heads, to: to.snaps, group: g}
+	m := move{heads: g.heads, to: to.snaps, group: true}
 	if err := m.args(); err != nil {
 		return err
 	}
@@ -397,9 +354,9 @@ func (g *Group) Merge(child *Group) error {
 		return err
 	}
 	if child == nil || len(child.heads) != len(g.heads) {
-		return g.errorf("Merge", "the child is no branch of this group: %w", ErrDiverged)
+		return groupErrorf("Merge", "the child is no branch of this group: %w", ErrDiverged)
 	}
-	m := move{heads: g.heads, child: child.heads, group: g}
+	m := move{heads: g.heads, child: child.heads, group: true}
 	if err := m.args(); err != nil {
 		return err
 	}

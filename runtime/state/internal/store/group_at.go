@@ -38,7 +38,7 @@ func (g *Group) At(v Version) (*GroupSnap, error) {
 			for _, s := range cut.snaps {
 				s.Release()
 			}
-			return nil, g.errorf("At", "member %s, version %d: %w", h.l.Type, vs[i], err)
+			return nil, groupErrorf("At", "member %s, version %d: %w", h.l.Type, vs[i], err)
 		}
 		cut.snaps = append(cut.snaps, s)
 	}
@@ -65,7 +65,7 @@ func (g *Group) Plan(v Version) (Plan, error) {
 	for i, h := range g.heads {
 		p, _, err := h.planAt("Plan", vs[i])
 		if err != nil {
-			return Plan{}, g.errorf("Plan", "member %s, version %d: %w", h.l.Type, vs[i], err)
+			return Plan{}, groupErrorf("Plan", "member %s, version %d: %w", h.l.Type, vs[i], err)
 		}
 		if i == 0 {
 			sum.Checkpoint = p.Checkpoint
@@ -94,13 +94,13 @@ func (g *Group) Plan(v Version) (Plan, error) {
 func (g *Group) cutAt(op string, v Version) ([]Version, error) {
 	for _, h := range g.heads {
 		if h.hist == nil {
-			return nil, g.errorf(op, "member %s keeps no checkpoints: %w", h.l.Type, ErrNotRetained)
+			return nil, groupErrorf(op, "member %s keeps no checkpoints: %w", h.l.Type, ErrNotRetained)
 		}
 	}
 	first := g.heads[0]
 	t := first.hist.find(v)
 	if t < 0 || first.hist.entries[t].seq == 0 {
-		return nil, g.errorf(op, "version %d is not in the retained history of member %s: %w", v, first.l.Type, ErrNotRetained)
+		return nil, groupErrorf(op, "version %d is not in the retained history of member %s: %w", v, first.l.Type, ErrNotRetained)
 	}
 	seq := first.hist.entries[t].seq
 	vs := []Version{v}
@@ -111,7 +111,7 @@ func (g *Group) cutAt(op string, v Version) ([]Version, error) {
 			k--
 		}
 		if k < 0 || es[k].seq == 0 {
-			return nil, g.errorf(op, "member %s no longer holds its version at member %s's version %d: %w", h.l.Type, first.l.Type, v, ErrNotRetained)
+			return nil, groupErrorf(op, "member %s no longer holds its version at member %s's version %d: %w", h.l.Type, first.l.Type, v, ErrNotRetained)
 		}
 		vs = append(vs, es[k].pos.v)
 	}

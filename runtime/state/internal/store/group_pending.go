@@ -36,15 +36,15 @@ func (g *Group) AdoptPrefix(keys []byte) (int, error) {
 	}
 	defer g.end(g.order, nil)
 	if g.shared < 0 {
-		return 0, g.errorf("AdoptPrefix", "no member's layout has a ShareKey: %w", ErrShape)
+		return 0, groupErrorf("AdoptPrefix", "no member's layout has a ShareKey: %w", ErrShape)
 	}
 	h := g.heads[g.shared]
 	ks := h.l.Columns[h.l.shareColumn()].ElemSize
 	if len(keys)%ks != 0 {
-		return 0, g.errorf("AdoptPrefix", "%d bytes of keys, not a multiple of the key's %d bytes: %w", len(keys), ks, ErrShape)
+		return 0, groupErrorf("AdoptPrefix", "%d bytes of keys, not a multiple of the key's %d bytes: %w", len(keys), ks, ErrShape)
 	}
 	if h.r.rows != 0 {
-		return 0, g.errorf("AdoptPrefix", "member %s has %d rows; a prefix is adopted by an empty group: %w", h.l.Type, h.r.rows, ErrRange)
+		return 0, groupErrorf("AdoptPrefix", "member %s has %d rows; a prefix is adopted by an empty group: %w", h.l.Type, h.r.rows, ErrRange)
 	}
 	if g.domain == "" {
 		return 0, nil

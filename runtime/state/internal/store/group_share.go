@@ -49,26 +49,6 @@ import (
 // Lock order: a member's mu (the group's members by try-lock only), then
 // the group cache's mu, then the pool's mu.
 
-// NewSharedGroup is NewGroup in a sharing domain: it registers the
-// members' states at the shared member's block boundaries and adopts
-// registered ones (Group.AdoptPrefix). A group of the empty domain, or
-// without a member whose layout has a ShareKey, shares nothing.
-//
-//state:acquire
-func NewSharedGroup(p *Pool, owner Owner, domain Domain, layouts ...*Layout) (*Group, error) {
-	g, err := NewGroup(p, owner, layouts...)
-	if err != nil {
-		return nil, err
-	}
-	if domain != "" && g.shared >= 0 {
-		g.domain = domain
-		g.key = groupKeyOf(g.heads, layouts, domain)
-		g.heads[g.shared].gshare = &groupShare{} // registrations of kernel-written rows
-		g.heads[g.shared].parts.set(g.heads[g.shared])
-	}
-	return g, nil
-}
-
 // groupKeyOf is the key of the table of a group of heads made from the
 // caller's layouts, in domain d.
 func groupKeyOf(heads []*Head, layouts []*Layout, d Domain) groupKey {

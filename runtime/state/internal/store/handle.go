@@ -441,5 +441,3 @@ type Group struct {
 	mu       sync.Mutex // serializes the group's calls
 	released bool
 }
-
-func (s *Snap) recordedStreams() []device.Stream { return s.streams.get() }

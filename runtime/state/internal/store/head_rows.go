@@ -20,10 +20,11 @@ func (h *Head) Append(cols [][]byte) error {
 		return err
 	}
 	from := h.r.rows
-	if short, err := h.appendRows("Append", cols, n, nil); err != nil {
+	tx := writeTx{h: h, op: "Append", kind: hostAppend, from: from, to: from + n}
+	if short, err := tx.appendRows(cols, nil); err != nil {
 		return err
 	} else if !short {
-		if _, err := h.applyThen("Append", hostAppend, from, from+n, from+n, cols, nil); err != nil {
+		if _, err := tx.apply(from+n, cols, nil); err != nil {
 			return err
 		}
 	}
@@ -53,7 +54,8 @@ func (h *Head) Write(at int, cols [][]byte) error {
 	if err := h.checkWrite("Write", at, at+n, h.r.rows); err != nil {
 		return err
 	}
-	if _, err := h.applyThen("Write", hostWrite, at, at+n, h.r.rows, cols, nil); err != nil {
+	tx := writeTx{h: h, op: "Write", kind: hostWrite, from: at, to: at + n}
+	if _, err := tx.apply(h.r.rows, cols, nil); err != nil {
 		return err
 	}
 	h.committed(written{from: at, to: at + n})
@@ -75,7 +77,8 @@ func (h *Head) AppendDevice(n int) ([][]device.Span, error) {
 		return nil, err
 	}
 	from := h.r.rows
-	short, err := h.appendRows("AppendDevice", nil, n, nil)
+	tx := writeTx{h: h, op: "AppendDevice", kind: deviceAppend, from: from, to: from + n}
+	short, err := tx.appendRows(nil, nil)
 	var spans [][]device.Span
 	switch {
 	case err != nil:
@@ -83,7 +86,7 @@ func (h *Head) AppendDevice(n int) ([][]device.Span, error) {
 	case short:
 		spans, _ = h.spans("AppendDevice", h.r, from, from+n) // in range by construction
 	default:
-		if spans, err = h.applyThen("AppendDevice", deviceAppend, from, from+n, from+n, nil, nil); err != nil {
+		if spans, err = tx.apply(from+n, nil, nil); err != nil {
 			return nil, err
 		}
 	}
@@ -105,7 +108,8 @@ func (h *Head) WriteDevice(from, to int) ([][]device.Span, error) {
 	if err := h.checkWrite("WriteDevice", from, to, h.r.rows); err != nil {
 		return nil, err
 	}
-	spans, err := h.applyThen("WriteDevice", deviceWrite, from, to, h.r.rows, nil, nil)
+	tx := writeTx{h: h, op: "WriteDevice", kind: deviceWrite, from: from, to: to}
+	spans, err := tx.apply(h.r.rows, nil, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -163,56 +167,116 @@ func (h *Head) ReadRows(idx []int, dst [][]byte) error {
 	return h.gather("ReadRows", h.r, idx, dst)
 }
 
-// applyThen plans and performs a write of rows [from, to) and commits it
-// as a new version with newRows rows. On failure it changes nothing and
-// gives back the blocks it took. last, when not nil, is one more step
-// before the commit: it gets the runs of device memory where rows [from,
-// to) lie in the new version (the async path queues its copies there),
-// and its failure aborts the write; the spans are left to the caller then.
-func (h *Head) applyThen(op string, kind writeKind, from, to, newRows int, cols [][]byte, last func([]copyRun) error) ([][]device.Span, error) {
-	tx := writeTx{h: h, op: op, kind: kind, from: from, to: to}
-	if err := tx.admit(); err != nil {
-		return nil, err
+// AppendAsync appends the rows of a batch as a new version, as Append
+// does, but copies them to the device on st: the batch is copied to
+// page-locked staging memory (so the caller may reuse it at once), the
+// copies are queued on st, one per run of blocks that follow one another
+// in memory, then one event, and the blocks they fill are recorded on st.
+// Work queued on st after the call sees the rows; work on another stream
+// must wait for an event recorded on st. Every later call on h other than
+// AppendAsync and ReadAsync (Read, Spans, Snapshot, Branch, writes) first
+// waits for the copies to land, so it sees the rows. It needs a backend
+// with device.Streams; a stream that is closed or foreign is an error and
+// appends nothing. A call that fails changes nothing, so it may be retried:
+// the copies and their event are queued before the version is committed,
+// and when one of them fails the call waits for st (the failure path
+// alone blocks) and gives back the blocks it took.
+//
+//state:appends
+func (h *Head) AppendAsync(st device.Stream, cols [][]byte) error {
+	if err := h.open(call{op: "AppendAsync", share: true}); err != nil { // not land: the stream orders earlier copies
+		return err
 	}
-	tx.ops = tx.plan(cols)
-	defer tx.doneOps()
-	if err := tx.take(); err != nil {
-		return nil, err
-	}
-	// New blocks and rows past the version's end first, then rows a
-	// reader may see: each step changes nothing the steps before it could
-	// not undo.
-	if err := tx.fillNewBlocks(); err != nil {
-		return nil, tx.abort(err)
-	}
-	if err := tx.writeVisible(); err != nil {
-		return nil, tx.abort(err)
-	}
-	tx.touchOld() // for the cost model (estimate.go)
-	if last != nil {
-		if err := last(tx.runs()); err != nil {
-			return nil, tx.abort(err)
-		}
-	}
-	r := tx.commit(newRows)
-	if last == nil && (kind == deviceAppend || kind == deviceWrite) {
-		spans, _ := h.spans(op, r, from, to) // in range by construction
-		return spans, nil
-	}
-	return nil, nil
+	defer h.end()
+	return h.async.appendAsync(h, st, cols)
 }
 
-// appendRows appends rows [from, from+n) of the batch cols on the short
-// path: copied from cols, or, when q is not nil, queued from q's staging
-// buffer (AppendAsync), or, with neither, left for a kernel to write
-// (AppendDevice). It reports false, having done nothing, when the
-// append does not have its shape; on failure it changes nothing and gives
-// back the blocks it took.
-func (h *Head) appendRows(op string, cols [][]byte, n int, q *rowQueue) (bool, error) {
-	r := h.r
-	if n <= 0 || len(h.rowBytes) > maxRowCols || !r.unique() {
-		return false, nil
+// ReadAsync queues on st copies of rows [from, to) into dst (per column,
+// (to-from) rows' bytes) and records the blocks they come from on st. dst
+// must stay untouched until an event recorded on st after the call
+// completes; memory from the backend's HostAlloc makes the copies truly
+// asynchronous.
+//
+// Rows an earlier AppendAsync queued on another stream are read in stream
+// order too: the call makes st wait for those copies' events
+// (device.Streams.WaitEvent) before its own, and never blocks the caller.
+func (h *Head) ReadAsync(st device.Stream, from, to int, dst [][]byte) error {
+	if err := h.open(call{op: "ReadAsync", share: true}); err != nil { // not land: the streams order earlier copies
+		return err
 	}
-	tx := writeTx{h: h, op: op, kind: hostAppend, from: r.rows, to: r.rows + n}
-	return tx.appendShort(cols, q)
+	defer h.end()
+	if err := h.async.order(h.pool.b, st); err != nil {
+		return h.errorf("ReadAsync", "%w", err)
+	}
+	return h.queueReads("ReadAsync", h.r, st, from, to, dst)
+}
+
+// BlockTable returns a device-resident table of the head's blocks, kept
+// current by the head's writes, rollbacks and merges until it or the head
+// is released. A kernel queued with it reads the blocks of the version it
+// was queued at (see BlockTable): record its stream on the head.
+//
+//state:acquire
+func (h *Head) BlockTable() (*BlockTable, error) {
+	if err := h.begin("BlockTable"); err != nil {
+		return nil, err
+	}
+	defer h.end()
+	t, err := h.tables.add(h)
+	if err != nil {
+		return nil, h.errorf("BlockTable", "%w", err)
+	}
+	return t, nil
+}
+
+// RecordStream says that work queued on st uses the rows h holds now: the
+// blocks that hold them are not reused, zeroed for another owner or freed
+// until that work has completed, whatever happens to h meanwhile. It needs
+// a backend with device.Streams; it never waits.
+func (h *Head) RecordStream(st device.Stream) error {
+	// No registration of kernel-written blocks at the start of this call:
+	// the kernel st runs may be the one writing them (docs/INTERNALS.md).
+	// The stream is checked before the opening, which may take the
+	// history's copy of a kernel's rows: a call that fails changes nothing.
+	// A released or invalidated head says so first, as every call does.
+	if h != nil && h.pool != nil {
+		if err := h.usable("RecordStream"); err != nil {
+			return err
+		}
+		if err := checkRecord(h.pool.b, st); err != nil {
+			return h.errorf("RecordStream", "%w", err)
+		}
+	}
+	if err := h.open(call{op: "RecordStream", land: true, st: st}); err != nil {
+		return err
+	}
+	defer h.end()
+	// A decode step records its stream once a step: only the blocks the
+	// head took since the last time are walked (streamMark), not the
+	// whole state.
+	h.pool.rec.addFrom(h.r, st, h.async.mark(st, len(h.r.cols)))
+	h.async.join(h)
+	h.async.streams.add(st)
+	if h.share != nil && h.share.tab != nil && !h.share.broken {
+		h.share.markWritten(h, h.async.streams.get()) // rows a kernel queued before this call writes
+	}
+	if h.gshare != nil && len(h.gshare.pending) > 0 {
+		h.gshare.settle(h, true) // a group's, likewise
+	}
+	return nil
+}
+
+// Prefetch starts bringing the head's version back from the host tier,
+// where the pool moved it under memory pressure, before a call needs it:
+// the copies are queued on the tier's stream and the call returns without
+// waiting for them (where the backend has streams); the next call that
+// needs the rows waits for them, if they have not landed by then. A head
+// in device memory answers nil at once; a released head ErrReleased; with
+// no room in device memory it answers the error and stays in the tier.
+func (h *Head) Prefetch() error {
+	if err := h.open(call{op: "Prefetch"}); err != nil {
+		return err
+	}
+	h.end()
+	return nil
 }

@@ -1,71 +1,5 @@
 package store
 
-import (
-	"fmt"
-)
-
-// NewHead returns a new head of layout l for owner, at version 0: an
-// append state with no rows, or a mutable state of l.Bound rows that read
-// as zeros. l is copied; later changes to it change nothing. An empty
-// owner is an error that wraps ErrOwner.
-//
-//state:acquire
-func (p *Pool) NewHead(l *Layout, owner Owner) (*Head, error) {
-	if p == nil {
-		return nil, errNilPool
-	}
-	limit := p.blockBytes
-	if l != nil && (l.BlockRows > 0 || p.rowSized) {
-		limit = maxBlockBytes // blocks follow the rows
-	}
-	if err := l.check(limit); err != nil {
-		return nil, err
-	}
-	if owner == "" {
-		return nil, fmt.Errorf("state: NewHead of %s: the owner is empty; every state needs one, for isolation: %w", l.Type, ErrOwner)
-	}
-	if err := p.enter(); err != nil {
-		return nil, fmt.Errorf("state: NewHead of %s: %w", l.Type, err)
-	}
-	defer p.leave()
-	l = l.clone()
-	h := &Head{shape: newShape(p, l, owner), id: headIDs.Add(1), lin: newLineage(owner), owned: true}
-	p.spares.take(&h.writeBufs)
-	h.pos = position{seg: &segment{}}
-	if k := l.shareColumn(); k >= 0 {
-		h.shareMem = sharing{key: k, ks: l.Columns[k].ElemSize}
-		h.share = &h.shareMem
-	}
-	r := newRoot(len(l.Columns))
-	if l.Growth == Mutable {
-		counts := make([]int, len(h.perBlock))
-		for i, per := range h.perBlock {
-			counts[i] = (l.Bound + per - 1) / per
-		}
-		blks, err := h.allocCols(nil, counts, true)
-		if err != nil {
-			return nil, h.errorf("NewHead", "%d rows: %w", l.Bound, err)
-		}
-		var freed []*block
-		for i, per := range h.perBlock {
-			for bi := 0; bi < (l.Bound+per-1)/per; bi++ {
-				r.cols[i].set(bi, blks[0], &freed)
-				blks = blks[1:]
-			}
-		}
-		r.rows = l.Bound
-	}
-	h.r = r
-	h.logical = h.logicalOf(r)
-	if l.Checkpoint != nil {
-		h.hist = newHistory(l.Checkpoint, h.pos, r, &p.history)
-	}
-	h.parts.set(h)
-	h.lin.heads[h] = struct{}{}
-	p.register(h)
-	return h, nil
-}
-
 // Stats returns the head's version, rows, logical and physical bytes
 // (none once released, or once its pool is closed).
 func (h *Head) Stats() Stats {
@@ -105,20 +39,6 @@ func (h *Head) SnapshotInto(s *Snap) error {
 	return h.snapshotLocked(s)
 }
 
-// snapshotLocked makes h's snapshot in s, a zero Snap. h's call is begun.
-func (h *Head) snapshotLocked(s *Snap) error {
-	h.lin.mu.Lock()
-	defer h.lin.mu.Unlock()
-	if h.invalid.Load() {
-		return h.errorf("Snapshot", "%w", ErrInvalidated)
-	}
-	s.shape, s.lin, s.r, s.pos = h.shape, h.lin, h.r.retain(), h.pos
-	s.logical = h.logicalOf(s.r)
-	h.lin.snaps[s] = struct{}{}
-	h.pool.register(s)
-	return nil
-}
-
 // BranchInto makes in c a new head at the head's version and content,
 // sharing its blocks; writes to one are invisible to the other. c is
 // memory the caller holds (a generated handle holds its store head, so
@@ -130,23 +50,6 @@ func (h *Head) BranchInto(c *Head) error {
 	}
 	defer h.end()
 	return h.branchLocked(c)
-}
-
-// branchLocked makes h's branch in c, a zero Head, with h's call begun.
-func (h *Head) branchLocked(c *Head) error {
-	h.lin.mu.Lock()
-	defer h.lin.mu.Unlock()
-	if h.invalid.Load() {
-		return h.errorf("Branch", "%w", ErrInvalidated)
-	}
-	c.shape, c.id, c.lin, c.r, c.pos = h.shape, headIDs.Add(1), h.lin, h.r.retain(), h.pos
-	h.pool.spares.take(&c.writeBufs)
-	c.logical = h.logicalOf(c.r)
-	h.parts.branched(h, c)
-	c.parts.set(c)
-	h.lin.heads[c] = struct{}{}
-	h.pool.register(c)
-	return nil
 }
 
 // Merge fastforwards h to child, a branch of h's lineage: h takes the
@@ -258,44 +161,6 @@ func (h *Head) Release() error {
 	return h.release()
 }
 
-// release is Release without the coupling check: a group releases its
-// members with it.
-//
-//state:release
-func (h *Head) release() error {
-	h.pool.closeMu.RLock()
-	defer h.pool.closeMu.RUnlock()
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.released {
-		return nil
-	}
-	h.released = true
-	if h.pool.closed {
-		return nil
-	}
-	h.lin.mu.Lock()
-	delete(h.lin.heads, h)
-	h.lin.mu.Unlock()
-	// freed grows as blocks are freed, in a list the pool reuses: sized
-	// by the root's blocks, it cost a branch of a large state, which
-	// frees a few, an allocation of the whole state's list on every
-	// release.
-	freed := h.pool.takeFreed()
-	*freed = h.parts.release(h, *freed)
-	if h.r != nil {
-		h.r.release(freed)
-	}
-	h.r = nil
-	h.pool.tier.release(h.tier)
-	h.tier = nil
-	h.pool.freeList(freed)
-	h.pool.unregister(h, h.logical)
-	h.logical = 0
-	h.pool.spares.put(&h.writeBufs)
-	return nil
-}
-
 // StepHost is Step for a step function written for the host: f gets every
 // row of the head, per column, as bytes (rows, Len() rows a column) and
 // the input, and returns the next rows, per column, of the same lengths:
@@ -380,4 +245,25 @@ func (h *Head) VersionAt(n int) (Version, error) {
 		}
 	}
 	return 0, h.errorf("VersionAt", "no version of the retained history held %d rows: %w", n, ErrNotRetained)
+}
+
+// AdoptPrefix gives an empty head of a shared layout the longest chain of
+// cached blocks of its domain whose key values match keys (the key
+// column's values, as bytes), as a new version, and returns the rows it
+// adopted: a multiple of the rows of a block, at most the bound. The
+// caller computes and appends only the rest. The adopted blocks are read
+// only: they count once in the pool's physical bytes whatever the number
+// of heads that hold them. A head that is not empty answers ErrRange; a
+// head of the empty domain, or one made by NewHead, adopts nothing.
+//
+//state:appends
+func (h *Head) AdoptPrefix(keys []byte) (int, error) {
+	if err := h.begin("AdoptPrefix"); err != nil {
+		return 0, err
+	}
+	defer h.end()
+	if h.share == nil {
+		return 0, h.errorf("AdoptPrefix", "the layout has no ShareKey: %w", ErrShape)
+	}
+	return h.share.adopt(h, keys)
 }

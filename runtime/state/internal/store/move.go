@@ -1,5 +1,7 @@
 package store
 
+import "slices"
+
 // A move changes the versions of one or more heads as one operation:
 // Rollback sends each head back to a snapshot, Merge fast-forwards each to
 // a branch of its lineage. Head.Rollback and Head.Merge move one head; a
@@ -15,7 +17,7 @@ type move struct {
 	heads []*Head // the heads that move
 	to    []*Snap // Rollback's targets: heads[i] moves back to to[i]
 	child []*Head // Merge's: heads[i] fast-forwards to child[i]
-	group *Group  // the group whose members move; nil for one head
+	group bool    // the heads are a group's members; else one head
 }
 
 // op names m's call for errors: a constant, so that an error made of it
@@ -30,10 +32,10 @@ func (m *move) op() string {
 // errorf returns an error of m's call about head h: the head's own for a
 // head's call, the group's naming the member for a group's.
 func (m *move) errorf(h *Head, format string, args ...any) error {
-	if m.group == nil {
+	if !m.group {
 		return h.errorf(m.op(), format, args...)
 	}
-	return m.group.errorf(m.op(), "member %s: "+format, append([]any{h.l.Type}, args...)...)
+	return groupErrorf(m.op(), "member %s: "+format, append([]any{h.l.Type}, args...)...)
 }
 
 // args checks what can be checked of the targets without a lock: their
@@ -108,17 +110,17 @@ func (m *move) check() error {
 // lineage's lock held. In a group's rollback a target that any member
 // has invalidated answers first.
 func (m *move) checkLocked() error {
-	if m.group != nil && m.to != nil {
+	if m.group && m.to != nil {
 		for i, h := range m.heads {
 			if m.to[i].invalid.Load() || h.invalid.Load() {
-				return m.group.errorf(m.op(), "member %s, nothing moved: %w", h.l.Type, ErrInvalidated)
+				return groupErrorf(m.op(), "member %s, nothing moved: %w", h.l.Type, ErrInvalidated)
 			}
 		}
 	}
 	for i, h := range m.heads {
 		err := m.checkOne(i)
-		if err != nil && m.group != nil {
-			return m.group.errorf(m.op(), "member %s, nothing moved: %w", h.l.Type, err)
+		if err != nil && m.group {
+			return groupErrorf(m.op(), "member %s, nothing moved: %w", h.l.Type, err)
 		}
 		if err != nil {
 			return err
@@ -188,4 +190,63 @@ func (m *move) moveOne(i int, freed *[]*block) {
 		h.hist = m.child[i].hist.clone()
 		h.parts.set(h)
 	}
+}
+
+// lineageLocks are the lineages of a group's heads, each once, locked in
+// id order and unlocked in reverse: a caller declares one, lock, then
+// unlock. The lineages of a group of up to four members need no
+// allocation (a closure over a list did, twice a rollback or merge).
+type lineageLocks struct {
+	n     int
+	small [4]*lineage
+	more  []*lineage // all of them, once there are more than small holds
+}
+
+func (ll *lineageLocks) list() []*lineage {
+	if ll.more != nil {
+		return ll.more
+	}
+	return ll.small[:ll.n]
+}
+
+func (ll *lineageLocks) add(l *lineage) {
+	switch {
+	case slices.Contains(ll.list(), l):
+	case ll.more == nil && ll.n < len(ll.small):
+		ll.small[ll.n] = l
+		ll.n++
+	case ll.more == nil:
+		ll.more = append(slices.Clone(ll.small[:ll.n]), l)
+	default:
+		ll.more = append(ll.more, l)
+	}
+}
+
+// lock locks the lineages of heads, each once, in id order.
+func (ll *lineageLocks) lock(heads []*Head) {
+	for _, h := range heads {
+		ll.add(h.lin)
+	}
+	list := ll.list()
+	slices.SortFunc(list, func(a, b *lineage) int { return cmpID(a.id, b.id) })
+	for _, l := range list {
+		l.mu.Lock()
+	}
+}
+
+// unlock unlocks what lock locked.
+func (ll *lineageLocks) unlock() {
+	for _, l := range slices.Backward(ll.list()) {
+		l.mu.Unlock()
+	}
+}
+
+func cmpID(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
 }

@@ -142,27 +142,6 @@ func (c *prefixCache) lookupLocked(t *prefixTable, parent *prefixEntry, keys []b
 	return nil
 }
 
-// AdoptPrefix gives an empty head of a shared layout the longest chain of
-// cached blocks of its domain whose key values match keys (the key
-// column's values, as bytes), as a new version, and returns the rows it
-// adopted: a multiple of the rows of a block, at most the bound. The
-// caller computes and appends only the rest. The adopted blocks are read
-// only: they count once in the pool's physical bytes whatever the number
-// of heads that hold them. A head that is not empty answers ErrRange; a
-// head of the empty domain, or one made by NewHead, adopts nothing.
-//
-//state:appends
-func (h *Head) AdoptPrefix(keys []byte) (int, error) {
-	if err := h.begin("AdoptPrefix"); err != nil {
-		return 0, err
-	}
-	defer h.end()
-	if h.share == nil {
-		return 0, h.errorf("AdoptPrefix", "the layout has no ShareKey: %w", ErrShape)
-	}
-	return h.share.adopt(h, keys)
-}
-
 // adopt is AdoptPrefix's work on h, whose place s is and whose mu is
 // held: the chain of cached blocks (then of the host tier's) that keys
 // match, set in h's tree as a new version.

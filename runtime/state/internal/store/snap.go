@@ -217,3 +217,33 @@ func (s *Snap) ReadRows(idx []int, dst [][]byte) error {
 	defer s.end()
 	return s.gather("ReadRows", s.r, idx, dst)
 }
+
+// ReadAsync is Head.ReadAsync for a snapshot.
+func (s *Snap) ReadAsync(st device.Stream, from, to int, dst [][]byte) error {
+	if err := s.begin("ReadAsync"); err != nil {
+		return err
+	}
+	defer s.end()
+	return s.queueReads("ReadAsync", s.r, st, from, to, dst)
+}
+
+// RecordStream says that work queued on st reads the snapshot's rows: its
+// blocks are not reused, zeroed for another owner or freed until that work
+// has completed, even when the snapshot is released first. It needs a
+// backend with device.Streams; it never waits.
+func (s *Snap) RecordStream(st device.Stream) error {
+	if err := s.begin("RecordStream"); err != nil {
+		return err
+	}
+	defer s.end()
+	if err := checkRecord(s.pool.b, st); err != nil {
+		return s.errorf("RecordStream", "%w", err)
+	}
+	if !s.streams.has(st) { // a snapshot's blocks never change: once is enough
+		s.pool.rec.addFrom(s.r, st, nil)
+		s.streams.add(st)
+	}
+	return nil
+}
+
+func (s *Snap) recordedStreams() []device.Stream { return s.streams.get() }

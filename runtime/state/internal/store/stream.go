@@ -57,62 +57,6 @@ func (rec *recorded) addFrom(r *root, st device.Stream, from []int) {
 	rec.n.Add(added)
 }
 
-// RecordStream says that work queued on st uses the rows h holds now: the
-// blocks that hold them are not reused, zeroed for another owner or freed
-// until that work has completed, whatever happens to h meanwhile. It needs
-// a backend with device.Streams; it never waits.
-func (h *Head) RecordStream(st device.Stream) error {
-	// No registration of kernel-written blocks at the start of this call:
-	// the kernel st runs may be the one writing them (docs/INTERNALS.md).
-	// The stream is checked before the opening, which may take the
-	// history's copy of a kernel's rows: a call that fails changes nothing.
-	// A released or invalidated head says so first, as every call does.
-	if h != nil && h.pool != nil {
-		if err := h.usable("RecordStream"); err != nil {
-			return err
-		}
-		if err := checkRecord(h.pool.b, st); err != nil {
-			return h.errorf("RecordStream", "%w", err)
-		}
-	}
-	if err := h.open(call{op: "RecordStream", land: true, st: st}); err != nil {
-		return err
-	}
-	defer h.end()
-	// A decode step records its stream once a step: only the blocks the
-	// head took since the last time are walked (streamMark), not the
-	// whole state.
-	h.pool.rec.addFrom(h.r, st, h.async.mark(st, len(h.r.cols)))
-	h.async.join(h)
-	h.async.streams.add(st)
-	if h.share != nil && h.share.tab != nil && !h.share.broken {
-		h.share.markWritten(h, h.async.streams.get()) // rows a kernel queued before this call writes
-	}
-	if h.gshare != nil && len(h.gshare.pending) > 0 {
-		h.gshare.settle(h, true) // a group's, likewise
-	}
-	return nil
-}
-
-// RecordStream says that work queued on st reads the snapshot's rows: its
-// blocks are not reused, zeroed for another owner or freed until that work
-// has completed, even when the snapshot is released first. It needs a
-// backend with device.Streams; it never waits.
-func (s *Snap) RecordStream(st device.Stream) error {
-	if err := s.begin("RecordStream"); err != nil {
-		return err
-	}
-	defer s.end()
-	if err := checkRecord(s.pool.b, st); err != nil {
-		return s.errorf("RecordStream", "%w", err)
-	}
-	if !s.streams.has(st) { // a snapshot's blocks never change: once is enough
-		s.pool.rec.addFrom(s.r, st, nil)
-		s.streams.add(st)
-	}
-	return nil
-}
-
 // checkStream fails unless st is a live stream of the backend: it records
 // an event on it and frees the event.
 func checkStream(sb device.Streams, st device.Stream) error {

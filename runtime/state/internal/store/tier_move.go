@@ -152,21 +152,6 @@ func (x tierHead) dropLocked() (int64, bool) {
 	return n, true
 }
 
-// Prefetch starts bringing the head's version back from the host tier,
-// where the pool moved it under memory pressure, before a call needs it:
-// the copies are queued on the tier's stream and the call returns without
-// waiting for them (where the backend has streams); the next call that
-// needs the rows waits for them, if they have not landed by then. A head
-// in device memory answers nil at once; a released head ErrReleased; with
-// no room in device memory it answers the error and stays in the tier.
-func (h *Head) Prefetch() error {
-	if err := h.open(call{op: "Prefetch"}); err != nil {
-		return err
-	}
-	h.end()
-	return nil
-}
-
 // moveOut moves the snapshot to the tier (tierMover).
 func (x tierSnap) moveOut() (int64, bool, error) {
 	s := x.s

@@ -9,7 +9,7 @@ import (
 )
 
 // The write path. Append, Write, AppendDevice and WriteDevice each check
-// their arguments and then call apply, which runs a writeTx: a plan of
+// their arguments and then make a writeTx and apply it: a plan of
 // block operations, carried out in steps ordered so that the head reads as
 // it was until the commit, which cannot fail. A step that fails undoes the
 // steps before it and gives back every block the write took.
@@ -136,6 +136,45 @@ type writeTx struct {
 	from, to int
 	ops      []blockOp
 	taken    []*block // every block alloc gave the write, for undo
+}
+
+// apply plans and performs the write tx and commits it as a new version
+// with newRows rows. On failure it changes nothing and gives back the
+// blocks it took. last, when not nil, is one more step before the
+// commit: it gets the runs of device memory where the rows written lie in
+// the new version (the async path queues its copies there), and its
+// failure aborts the write; the spans are left to the caller then. A
+// device write without last returns the spans its rows lie in.
+func (tx *writeTx) apply(newRows int, cols [][]byte, last func([]copyRun) error) ([][]device.Span, error) {
+	if err := tx.admit(); err != nil {
+		return nil, err
+	}
+	tx.ops = tx.plan(cols)
+	defer tx.doneOps()
+	if err := tx.take(); err != nil {
+		return nil, err
+	}
+	// New blocks and rows past the version's end first, then rows a
+	// reader may see: each step changes nothing the steps before it could
+	// not undo.
+	if err := tx.fillNewBlocks(); err != nil {
+		return nil, tx.abort(err)
+	}
+	if err := tx.writeVisible(); err != nil {
+		return nil, tx.abort(err)
+	}
+	tx.touchOld() // for the cost model (estimate.go)
+	if last != nil {
+		if err := last(tx.runs()); err != nil {
+			return nil, tx.abort(err)
+		}
+	}
+	r := tx.commit(newRows)
+	if last == nil && (tx.kind == deviceAppend || tx.kind == deviceWrite) {
+		spans, _ := tx.h.spans(tx.op, r, tx.from, tx.to) // in range by construction
+		return spans, nil
+	}
+	return nil, nil
 }
 
 // admit refuses, before anything is planned, appends of more rows than

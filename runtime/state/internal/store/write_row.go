@@ -19,11 +19,18 @@ import (
 // committed hooks after either path (docs/INTERNALS.md, "The store's
 // map").
 
-// appendShort is appendRows once its transaction is made: rows [from, to)
-// of tx go after the head's last row.
-func (tx *writeTx) appendShort(cols [][]byte, q *rowQueue) (bool, error) {
+// appendRows appends the rows of tx, past the head's last, on the short
+// path: copied from cols, or, when q is not nil, queued from q's staging
+// buffer (AppendAsync), or, with neither, left for a kernel to write
+// (AppendDevice). It reports false, having done nothing (tx as it was),
+// when the append does not have its shape; on failure it changes nothing
+// and gives back the blocks it took.
+func (tx *writeTx) appendRows(cols [][]byte, q *rowQueue) (bool, error) {
 	h, r, from, to := tx.h, tx.h.r, tx.from, tx.to
 	n := to - from
+	if n <= 0 || len(h.rowBytes) > maxRowCols || !r.unique() {
+		return false, nil
+	}
 	var tails [maxRowCols]*block // per column: the tail block written in place, or nil for a new one
 	counts := h.countBuf[:0]
 	need := 0
@@ -100,7 +107,7 @@ func (tx *writeTx) takeNew(counts []int, need int) ([]*block, error) {
 	return blks, nil
 }
 
-// appendBulk is appendShort for rows that take more than one block in
+// appendBulk is appendRows for rows that take more than one block in
 // some column: in every column they go on in the tail block (held by the
 // head alone), then in new blocks past the column's end, copied a run of
 // neighbouring blocks at a time, and set a leaf at a time. It reports
@@ -194,7 +201,7 @@ func (tx *writeTx) commitAppend(r *root, freed []*block) {
 	h.free(h.pool, freed)
 }
 
-// copyAppend copies the append's rows of cols where appendShort puts
+// copyAppend copies the append's rows of cols where appendRows puts
 // them: per column, the rest of its tail block (tails[c], when not nil),
 // then its counts[c] new blocks, taken in column order from blks; all in
 // one backend batch.
