@@ -31,9 +31,17 @@ import (
 // block holds; the rule is placement's, which the report shares.
 const defaultBlockRowBytes = placement.DefaultBlockRowBytes
 
-// blockRows returns the rows per block of l on p: 0 when the pool's own
-// block size applies.
-func (p *Pool) blockRows(l *Layout) int {
+// blockSizes is how a pool sizes the blocks of a layout's columns.
+type blockSizes struct {
+	blockBytes int // the pool's own block size
+	// rowSized: the pool was made with BlockBytes 0, and each layout's
+	// block size follows its rows.
+	rowSized bool
+}
+
+// blockRows returns the rows per block of l: 0 when the pool's own block
+// size applies.
+func (p *blockSizes) blockRows(l *Layout) int {
 	if l.BlockRows > 0 {
 		return l.BlockRows
 	}
@@ -60,9 +68,9 @@ func (p *Pool) blockRows(l *Layout) int {
 	return placement.BlockRows(sum, 0)
 }
 
-// columnBlockBytes returns the block size of each column of l on p. The
+// columnBlockBytes returns the block size of each column of l. The
 // layout is checked: every row size is positive and at most 1 GiB.
-func (p *Pool) columnBlockBytes(l *Layout) []int {
+func (p *blockSizes) columnBlockBytes(l *Layout) []int {
 	rows := p.blockRows(l)
 	out := make([]int, len(l.Columns))
 	for i, c := range l.Columns {

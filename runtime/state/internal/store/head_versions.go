@@ -1,5 +1,7 @@
 package store
 
+import "fmt"
+
 // Stats returns the head's version, rows, logical and physical bytes
 // (none once released, or once its pool is closed).
 func (h *Head) Stats() Stats {
@@ -266,4 +268,31 @@ func (h *Head) AdoptPrefix(keys []byte) (int, error) {
 		return 0, h.errorf("AdoptPrefix", "the layout has no ShareKey: %w", ErrShape)
 	}
 	return h.share.adopt(h, keys)
+}
+
+// NewSharedHead is NewHead for a layout with a ShareKey, in a sharing
+// domain: every full block the head appends is registered under a hash of
+// the key column's values in it and in every block before it, so that a
+// later head made from the same Layout in the same domain can adopt it
+// (AdoptPrefix) instead of computing and storing its rows again. A head of
+// the empty domain shares with nobody. A layout without a ShareKey is an
+// error that wraps ErrShape.
+//
+// Blocks are registered when they fill: at once for rows appended from
+// the host, and for rows a kernel writes (AppendDevice, AppendAsync) at
+// the next call on the head, when the spans are no longer the caller's.
+//
+//state:acquire
+func (p *Pool) NewSharedHead(l *Layout, owner Owner, domain Domain) (*Head, error) {
+	if l != nil && l.ShareKey == "" {
+		return nil, fmt.Errorf("state: NewSharedHead of %s: the layout has no ShareKey: %w", l.Type, ErrShape)
+	}
+	h, err := p.NewHead(l, owner)
+	if err != nil {
+		return nil, err
+	}
+	if domain != "" {
+		h.share.tab = p.cache.join(h.shareKey(l, domain), l.Type, &p.clock)
+	}
+	return h, nil
 }

@@ -76,9 +76,8 @@ func makePool(b device.Backend, opt PoolOptions) (*Pool, error) {
 		evictor:     ev,
 		pendingWait: wait,
 		b:           b,
-		blockBytes:  bb,
+		blockSizes:  blockSizes{blockBytes: bb, rowSized: opt.BlockBytes == 0},
 		telemetry:   opt.Telemetry,
-		rowSized:    opt.BlockBytes == 0,
 		live:        make(map[handle]struct{}),
 	}
 	p.room = eviction{p} // evict.go

@@ -16,7 +16,7 @@ const defaultPendingWait = time.Second
 // is safe for concurrent use.
 type Pool struct {
 	b          device.Backend
-	blockBytes int
+	blockSizes // the block sizes of layouts' columns (blocksize.go)
 	telemetry  func() (DeviceMemory, error)
 
 	// closeMu is read-held by every handle call and write-held by Close,
@@ -25,9 +25,6 @@ type Pool struct {
 	closed  bool // written under closeMu and mu
 
 	allocator // blocks, free lists and reclaim (alloc.go)
-	// rowSized: the pool was made with BlockBytes 0, and each layout's
-	// block size follows its rows (see blockBytesFor).
-	rowSized bool
 
 	rec recorded // the streams recorded on blocks (stream.go)
 	// spares holds released heads' write buffers for new heads

@@ -114,3 +114,41 @@ func (p *Pool) Close() error {
 	p.history.Store(0)
 	return errors.Join(errs...)
 }
+
+// Trim gives the slabs whose blocks are all free back to the device and
+// returns the bytes it gave back. Free blocks leave their size classes for
+// their slabs' free extents first, so a slab whose blocks are free in any
+// classes is wholly free. After every handle is released, Trim
+// leaves ReservedBytes at zero, unless shared prefix blocks are cached:
+// those are in use, kept for later heads to adopt (PoolStats.CachedBytes),
+// until memory pressure evicts them or ForgetPrefixes drops them. A closed
+// pool holds nothing to trim.
+func (p *Pool) Trim() (int64, error) {
+	if err := p.enter(); err != nil {
+		return 0, fmt.Errorf("state: Pool.Trim: %w", err)
+	}
+	defer p.leave()
+	return p.mem.Trim("Pool.Trim")
+}
+
+// ForgetPrefixes takes out of the prefix cache every block of domain d
+// (of every layout), as a tenant that leaves would: blocks no head holds
+// go back to the pool, and blocks heads hold stay theirs but can no longer
+// be adopted. It returns the bytes given back to the pool.
+func (p *Pool) ForgetPrefixes(d Domain) int64 {
+	if p == nil {
+		return 0
+	}
+	if err := p.enter(); err != nil {
+		return 0
+	}
+	defer p.leave()
+	var freed []*block
+	for _, b := range p.cache.forget(d) {
+		releaseBlock(b, &freed) // the cache's references, given up unlocked
+	}
+	freed = append(freed, p.groups.forget(d)...) // registered group states (group_share.go)
+	p.tierPx.drop(p.tier, d, false)              // and the domain's blocks in the host tier
+	p.free(freed)
+	return blockBytes(freed)
+}

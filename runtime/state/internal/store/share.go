@@ -3,7 +3,6 @@ package store
 import (
 	"bytes"
 	"errors"
-	"fmt"
 	"hash/maphash"
 	"slices"
 	"sync/atomic"
@@ -49,33 +48,6 @@ import (
 // never breaks a held chain.
 //
 // Lock order: a head's mu, then the cache's mu, then the pool's mu.
-
-// NewSharedHead is NewHead for a layout with a ShareKey, in a sharing
-// domain: every full block the head appends is registered under a hash of
-// the key column's values in it and in every block before it, so that a
-// later head made from the same Layout in the same domain can adopt it
-// (AdoptPrefix) instead of computing and storing its rows again. A head of
-// the empty domain shares with nobody. A layout without a ShareKey is an
-// error that wraps ErrShape.
-//
-// Blocks are registered when they fill: at once for rows appended from
-// the host, and for rows a kernel writes (AppendDevice, AppendAsync) at
-// the next call on the head, when the spans are no longer the caller's.
-//
-//state:acquire
-func (p *Pool) NewSharedHead(l *Layout, owner Owner, domain Domain) (*Head, error) {
-	if l != nil && l.ShareKey == "" {
-		return nil, fmt.Errorf("state: NewSharedHead of %s: the layout has no ShareKey: %w", l.Type, ErrShape)
-	}
-	h, err := p.NewHead(l, owner)
-	if err != nil {
-		return nil, err
-	}
-	if domain != "" {
-		h.share.tab = p.cache.join(h.shareKey(l, domain), l.Type, &p.clock)
-	}
-	return h, nil
-}
 
 // join returns the table of key k, of layout type typ, making it, for a
 // new head that registers in it; the head leaves it at its release. clock
@@ -489,28 +461,6 @@ func (s *sharing) cloneInto(p *Pool, c *sharing) *sharing {
 		p.cache.mu.Unlock()
 	}
 	return c
-}
-
-// ForgetPrefixes takes out of the prefix cache every block of domain d
-// (of every layout), as a tenant that leaves would: blocks no head holds
-// go back to the pool, and blocks heads hold stay theirs but can no longer
-// be adopted. It returns the bytes given back to the pool.
-func (p *Pool) ForgetPrefixes(d Domain) int64 {
-	if p == nil {
-		return 0
-	}
-	if err := p.enter(); err != nil {
-		return 0
-	}
-	defer p.leave()
-	var freed []*block
-	for _, b := range p.cache.forget(d) {
-		releaseBlock(b, &freed) // the cache's references, given up unlocked
-	}
-	freed = append(freed, p.groups.forget(d)...) // registered group states (group_share.go)
-	p.tierPx.drop(p.tier, d, false)              // and the domain's blocks in the host tier
-	p.free(freed)
-	return blockBytes(freed)
 }
 
 // forget takes every entry of domain d out of the cache, and returns
