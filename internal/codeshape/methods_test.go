@@ -47,7 +47,9 @@ func TestMethodSets(t *testing.T) {
 	if len(count) == 0 {
 		t.Fatalf("no methods under %s: the walk missed the tree", methodsTreeRoot)
 	}
-	for k, n := range count {
+	keys := slices.SortedFunc(maps.Keys(count), func(a, b typeKey) int { return strings.Compare(a.pkg+"."+a.name, b.pkg+"."+b.name) })
+	for _, k := range keys {
+		n := count[k]
 		if n > maxMethods || len(files[k]) > maxMethodFiles {
 			t.Errorf("%s.%s: %d methods in %d files (%s), want at most %d in at most %d: give a feature's methods to the feature's own type",
 				k.pkg, k.name, n, len(files[k]), strings.Join(slices.Sorted(maps.Keys(files[k])), ", "), maxMethods, maxMethodFiles)
