@@ -197,10 +197,12 @@ func (g *Group) unlockGroups(child *Group) {
 
 // byID returns heads sorted by id, each once: the order their locks are
 // taken in.
-func byID(heads []*Head) []*Head {
-	out := slices.Clone(heads)
-	slices.SortFunc(out, func(a, b *Head) int { return cmpID(a.id, b.id) })
-	return slices.Compact(out)
+func byID(heads []*Head) []*Head { return sortByID(slices.Clone(heads)) }
+
+// sortByID is byID in heads' own memory.
+func sortByID(heads []*Head) []*Head {
+	slices.SortFunc(heads, func(a, b *Head) int { return cmpID(a.id, b.id) })
+	return slices.Compact(heads)
 }
 
 // Snapshot returns a consistent cut of the members: one snapshot each,
@@ -367,7 +369,8 @@ func (g *Group) Merge(child *Group) error {
 		}
 		return err
 	}
-	heads := byID(append(slices.Clone(g.heads), child.heads...))
+	var buf [8]*Head // a group of up to four members, on the stack
+	heads := sortByID(append(append(buf[:0], g.heads...), child.heads...))
 	if err := g.begin("Merge", heads, child); err != nil {
 		return err
 	}

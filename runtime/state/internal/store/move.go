@@ -75,8 +75,8 @@ func (m *move) run() error {
 	}
 	for _, s := range m.to {
 		s.mu.RLock()
-		defer s.mu.RUnlock()
 	}
+	defer m.unlockTargets() // one defer: a defer in the loop would allocate
 	var locks lineageLocks
 	locks.lock(m.heads)
 	if err := m.checkLocked(); err != nil {
@@ -94,6 +94,13 @@ func (m *move) run() error {
 	}
 	p.freeList(freed)
 	return nil
+}
+
+// unlockTargets unlocks the snapshots run read-locked.
+func (m *move) unlockTargets() {
+	for _, s := range m.to {
+		s.mu.RUnlock()
+	}
 }
 
 // check is checkLocked with the lineages' locks taken for it: a merge of
