@@ -7,8 +7,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/gpustate/gpustate/runtime/state/internal/blocks"
 )
 
 // The cost model: what a pool measures of its backend once, for Plan and
@@ -26,26 +24,11 @@ func (m CostModel) estimate(c *candidate, columns int) time.Duration {
 	return time.Duration(ns)
 }
 
-// fitClass is the size class whose fit serves h: that of its largest
-// blocks, which carry most of a reconstruction's bytes.
-func (h *Head) fitClass() int { return slices.Max(h.blockBytes) }
-
-// fitSizeClass is the size class of fitClass.
-func (h *Head) fitSizeClass() *sizeClass {
-	best := h.cls[0]
-	for _, c := range h.cls {
-		if c.Bytes() > best.Bytes() {
-			best = c
-		}
-	}
-	return best
-}
-
 // fitFor returns the pool's fit for size class cls (bytes).
-func (p *Pool) fitFor(cls int) fit {
-	p.calib.mu.Lock()
-	defer p.calib.mu.Unlock()
-	if f := p.calib.fits[cls]; f != nil {
+func (c *calibration) fitFor(cls int) fit {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if f := c.fits[cls]; f != nil {
 		return *f
 	}
 	return fit{}
@@ -54,82 +37,72 @@ func (p *Pool) fitFor(cls int) fit {
 // observe refines the fit of size class cls with a reconstruction
 // whose copies (steps left out) took measured, priced at model by the
 // calibrated model and newCost for its new memory.
-func (p *Pool) observe(cls int, model, newCost, measured time.Duration) {
-	p.calib.mu.Lock()
-	defer p.calib.mu.Unlock()
-	if p.calib.fits == nil {
-		p.calib.fits = make(map[int]*fit)
+func (c *calibration) observe(cls int, model, newCost, measured time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.fits == nil {
+		c.fits = make(map[int]*fit)
 	}
-	f := p.calib.fits[cls]
+	f := c.fits[cls]
 	if f == nil {
 		f = &fit{}
-		p.calib.fits[cls] = f
+		c.fits[cls] = f
 	}
 	f.observe(model, measured-newCost)
 }
 
-// freeBlocks returns what class c has free (blocks.Free), and whether the
-// blocks below the next clean one in memory were written (afterWritten):
-// a class carves new blocks only once its clean list is empty, so the
-// blocks below the next one were all taken, and every allocation but a
-// zeroed one writes what it takes (a zeroed one leaves its blocks
-// Untouched). Only a class no zeroed allocation took from is known to be
-// written below.
-func (p *Pool) freeBlocks(c *sizeClass) classFree {
-	f := p.mem.FreeCounts(c)
-	return classFree{Free: f, afterWritten: f.HasNext && !c.ZeroTaken()}
+// costModel returns pool p's cost model (c is p.calib), measuring it on
+// first use. A measurement that fails (the pool has no room for its
+// blocks) is tried again on the next use.
+func (c *calibration) costModel(p *Pool) (CostModel, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.ownModelLocked(p)
 }
 
-// classFree is what freeBlocks returns.
-type classFree struct {
-	blocks.Free
-	afterWritten bool
-}
-
-// costModel returns the pool's cost model, measuring it on first use. A
-// measurement that fails (the pool has no room for its blocks) is tried
-// again on the next use.
-func (p *Pool) costModel() (CostModel, error) {
-	p.calib.mu.Lock()
-	defer p.calib.mu.Unlock()
-	return p.ownModelLocked()
-}
-
-// ownModelLocked is costModel with p.calib.mu held.
-func (p *Pool) ownModelLocked() (CostModel, error) {
-	if !p.calib.done {
-		m, err := p.calibrate(p.own, nil)
+// ownModelLocked is costModel with c.mu held.
+func (c *calibration) ownModelLocked(p *Pool) (CostModel, error) {
+	if !c.done {
+		k, err := newCalibrator(p, p.own)
 		if err != nil {
 			return CostModel{}, err
 		}
-		p.calib.model, p.calib.done = m, true
+		m, err := k.calibrate(nil)
+		if err != nil {
+			return CostModel{}, err
+		}
+		c.model, c.done = m, true
 	}
-	return p.calib.model, nil
+	return c.model, nil
 }
 
-// classModel returns the cost model of size class cls, measuring it (and
-// the pool's own first) on first use.
-func (p *Pool) classModel(cls *sizeClass) (CostModel, error) {
-	p.calib.mu.Lock()
-	defer p.calib.mu.Unlock()
-	own, err := p.ownModelLocked()
+// classModel returns the cost model of pool p's size class cls, measuring
+// it (and the pool's own first) on first use.
+func (c *calibration) classModel(p *Pool, cls *sizeClass) (CostModel, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	own, err := c.ownModelLocked(p)
 	if err != nil || cls == p.own || own.BlockBytes == 0 {
 		return own, err // a model of no class (set, not measured) serves all
 	}
-	if m := p.calib.classes[cls.Bytes()]; m != nil {
+	if m := c.classes[cls.Bytes()]; m != nil {
 		return *m, nil
 	}
-	m, err := p.calibrate(cls, &own)
+	k, err := newCalibrator(p, cls)
 	if err != nil {
 		return CostModel{}, err
 	}
-	if p.calib.classes == nil {
-		p.calib.classes = make(map[int]*CostModel)
+	m, err := k.calibrate(&own)
+	if err != nil {
+		return CostModel{}, err
 	}
-	p.calib.classes[cls.Bytes()] = &m
+	if c.classes == nil {
+		c.classes = make(map[int]*CostModel)
+	}
+	c.classes[cls.Bytes()] = &m
 	if m.NewKnown && !own.NewKnown {
 		// New memory is the pool's, whichever class measured it.
-		for _, o := range append([]*CostModel{&p.calib.model}, slices.Collect(maps.Values(p.calib.classes))...) {
+		for _, o := range append([]*CostModel{&c.model}, slices.Collect(maps.Values(c.classes))...) {
 			o.NewPerByte, o.NewGrowth, o.NewKnown = m.NewPerByte, m.NewGrowth, true
 			o.NewReadPerByte = m.NewReadPerByte
 		}
@@ -148,19 +121,16 @@ const calibrationOwner Owner = "state: cost model calibration"
 const calibRowBytes = 64
 
 // calibrate measures the backend and the store as a reconstruction uses
-// them, in blocks of class cls, on memory the CPU's caches do not hold (it
+// them, in the calibrator's blocks (of its class), on memory the CPU's caches do not hold (it
 // streams through a buffer larger than them before each measurement):
 // device copies of a few bytes and of whole blocks between distinct
 // blocks, a synthetic reconstruction of one-row deltas into one block,
 // which gives the cost of a delta, and blocks taken into a tree and given
 // back. With pool nil it measures the pool-wide figures too: copies to and
 // from the host, and, when its blocks are memory new to the pool, the
-// first touch of new memory; else it takes them from pool.
-func (p *Pool) calibrate(cls *sizeClass, pool *CostModel) (CostModel, error) {
-	c, err := p.newCalibrator(cls)
-	if err != nil {
-		return CostModel{}, err
-	}
+// first touch of new memory; else it takes them from pool. It gives the
+// calibrator's blocks back.
+func (c *calibrator) calibrate(pool *CostModel) (CostModel, error) {
 	defer c.close()
 	// Nodes are made new while it runs, as a reconstruction's are
 	// (applyDeltaWith, tree.setNew). Measured on nodes reused, a node
@@ -169,7 +139,7 @@ func (p *Pool) calibrate(cls *sizeClass, pool *CostModel) (CostModel, error) {
 	// way: a 16-row one's estimate fell to 0.7-0.8 of its time.
 	calibrating.Add(1)
 	defer calibrating.Add(-1)
-	m := CostModel{BlockBytes: cls.Bytes()}
+	m := CostModel{BlockBytes: c.cls.Bytes()}
 	measures := []func(*CostModel) error{c.measureCopies, c.measureDelta, c.measureBlock, c.measureNode}
 	if pool == nil {
 		measures = append([]func(*CostModel) error{c.measureNew}, append(measures, c.measureHost)...)
@@ -212,11 +182,11 @@ const newPage = 4096
 // calibBytes bounds the bytes of the n blocks a calibration copies.
 const calibBytes = 1 << 20
 
-// newCalibrator takes 2n blocks of class cls: n is 64, or fewer in a
+// newCalibrator takes 2n blocks of pool p's class cls: n is 64, or fewer in a
 // fuller pool or of large blocks (calibBytes). It takes only blocks the pool has room for as it is:
 // calibration never reclaims, so it never evicts a handle's state nor
 // waits for one.
-func (p *Pool) newCalibrator(cls *sizeClass) (*calibrator, error) {
+func newCalibrator(p *Pool, cls *sizeClass) (*calibrator, error) {
 	var blks []*block
 	var err error
 	before := p.Stats().ReservedBytes

@@ -133,7 +133,7 @@ func TestCalibrationPerDirection(t *testing.T) {
 	}
 
 	cls := p.mem.Class(1024)
-	cm := must[CostModel](t)(p.classModel(cls))
+	cm := must[CostModel](t)(p.calib.classModel(p, cls))
 	if cm.BlockBytes != 1024 {
 		t.Fatalf("a class model of %d-byte blocks, want 1024", cm.BlockBytes)
 	}
@@ -142,7 +142,7 @@ func TestCalibrationPerDirection(t *testing.T) {
 	if cm.HtoD != m.HtoD || cm.DtoH != m.DtoH || cm.NewPerByte != m.NewPerByte || !cm.NewKnown {
 		t.Fatalf("the class model's pool-wide figures %+v differ from the pool's %+v", cm, m)
 	}
-	if again := must[CostModel](t)(p.classModel(cls)); again != cm {
+	if again := must[CostModel](t)(p.calib.classModel(p, cls)); again != cm {
 		t.Fatal("a class is measured again on its second use")
 	}
 }
@@ -162,7 +162,7 @@ func TestNewMemoryMeasuredLater(t *testing.T) {
 	if m.NewKnown {
 		t.Fatal("a calibration on free blocks measured new memory")
 	}
-	cm := must[CostModel](t)(p.classModel(p.mem.Class(1024)))
+	cm := must[CostModel](t)(p.calib.classModel(p, p.mem.Class(1024)))
 	if !cm.NewKnown || cm.NewPerByte != tFirstPer || cm.NewGrowth != tAlloc {
 		t.Fatalf("a class calibration on new memory: known %v, %v a byte, %v a growth", cm.NewKnown, cm.NewPerByte, cm.NewGrowth)
 	}
@@ -203,7 +203,7 @@ func TestEstimateRefreshedByMeasured(t *testing.T) {
 	measure := func(factor float64) {
 		pl := planOf(t, h, v)
 		pl.Measured = time.Duration(float64(base.Estimate) * factor)
-		h.observe(&pl, 0)
+		newEstimator(h).observe(&pl, 0)
 	}
 	scale := func() float64 { return float64(plan().Estimate) / float64(base.Estimate) }
 	within := func(got, want float64) bool { return math.Abs(got/want-1) < 1e-3 }
@@ -259,7 +259,7 @@ func TestReplayEstimateRefreshed(t *testing.T) {
 		t.Fatalf("%d steps priced %v, want 1ms each (the median)", pl.Steps, pl.Replayed)
 	}
 	pl.Measured = pl.Estimate
-	h.observe(&pl, time.Duration(pl.Steps)*3*time.Millisecond) // replays took 3x
+	newEstimator(h).observe(&pl, time.Duration(pl.Steps)*3*time.Millisecond) // replays took 3x
 	again := must[Plan](t)(h.Plan(v))
 	if want := time.Duration(again.Steps) * 3 * time.Millisecond; again.Replayed < want-time.Microsecond || again.Replayed > want+time.Microsecond {
 		t.Fatalf("after replays at 3ms a step: %d steps priced %v", again.Steps, again.Replayed)
@@ -443,7 +443,7 @@ func TestBlockTakenWithoutAllocating(t *testing.T) {
 	l := kv(Append, 1<<12, Keep)
 	h := must[*Head](t)(p.NewHead(l, "me"))
 	defer h.Release()
-	c, err := p.newCalibrator(p.own)
+	c, err := newCalibrator(p, p.own)
 	check(t, err)
 	defer c.close()
 	r := newRoot(1)
@@ -550,11 +550,12 @@ func TestPlanPricesGrowthsMeasured(t *testing.T) {
 	// Two growths' worth of blocks past the clean ones, in column 0.
 	growBy := func() time.Duration {
 		t.Helper()
-		pr := must[*pricing](t)(h.pricing("test"))
+		pr := newEstimator(h)
+		check(t, pr.price("test"))
 		f := pr.free[h.cls[0]]
 		taken := make([]int64, len(h.perBlock))
 		taken[0] = f.Used + f.Clean + 2*f.Grow
-		_, grow := h.newBytes(taken, pr)
+		_, grow := pr.newBytes(taken)
 		if pr.model.NewGrowth != tAlloc {
 			t.Fatalf("the calibration measured a growth at %v, want %v", pr.model.NewGrowth, time.Duration(tAlloc))
 		}
@@ -586,7 +587,7 @@ func planOf(t *testing.T, h *Head, v Version) planned {
 	t.Helper()
 	check(t, h.begin("Plan"))
 	defer h.end()
-	pl, _, err := h.planAt("Plan", v)
+	pl, _, err := newEstimator(h).plan("Plan", v)
 	check(t, err)
 	return pl
 }
