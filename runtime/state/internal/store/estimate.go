@@ -212,7 +212,7 @@ func (e *estimator) price(op string) error {
 	h, calib := e.h, &e.h.pool.calib
 	cls := e.fitSizeClass()
 	e.pricing = pricing{f: calib.fitFor(cls.Bytes()), step: h.hist.stepTime(), free: map[*sizeClass]classFree{}}
-	m, err := calib.classModel(h.pool, cls)
+	m, err := calib.classModel(h.pool, h, cls)
 	switch {
 	case err == nil:
 		e.model, e.known = m, true

@@ -26,7 +26,7 @@ func (p *Pool) CostModel() (CostModel, error) {
 		return CostModel{}, fmt.Errorf("state: CostModel: %w", err)
 	}
 	defer p.leave()
-	return p.calib.costModel(p)
+	return p.calib.costModel(), nil
 }
 
 // BlockBytes returns the pool's own block size: PoolOptions.BlockBytes,
