@@ -141,7 +141,7 @@ func TestCalibrationPerDirection(t *testing.T) {
 	}
 	near("CopyFixed", float64(m.CopyFixed), tDtoDFixed)
 	near("CopyPerByte", m.CopyPerByte, tDtoDPer)
-	near("CopyAlone", float64(m.CopyAlone), tDtoDFixed) // every copy costs the same here
+	near("CopyAlone", float64(m.CopyAlone), tDtoDFixed)                         // every copy costs the same here
 	near("Node", float64(m.Node), float64(unsafe.Sizeof(leafNode{}))*tFirstPer) // a node new, its memory too
 	near("PerDelta", float64(m.PerDelta), 0)
 	near("Block", float64(m.Block), 0)
