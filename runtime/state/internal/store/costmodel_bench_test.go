@@ -146,8 +146,9 @@ func reconstructOnce(t testing.TB, h *Head, target Version, cold bool) (Plan, fl
 
 // BenchmarkCostModel measures Plan's estimates against the times At
 // measures, cold and hot, over the five shapes. Cold: three runs of each
-// shape, each on a new pool and head (calibrated first, as Pool.CostModel
-// does), whose first reconstruction follows a flush of the CPU's caches;
+// shape, each on a new pool and head, whose first plan (which measures the
+// cost model on the history as it finds it) and reconstruction follow a
+// flush of the CPU's caches;
 // cold-within25% counts the runs (of 15) whose estimate is within 25% of
 // the measured time. Hot: the last head of each shape then reconstructs
 // the same version 12 times more, caches warm, and the estimate (refined
@@ -162,7 +163,6 @@ func BenchmarkCostModel(b *testing.B) {
 			var target Version
 			for run := range 3 {
 				p := newPool(b, PoolOptions{})
-				must[CostModel](b)(p.CostModel())
 				if h != nil {
 					check(b, h.Release())
 				}
