@@ -108,11 +108,11 @@ func (c *calibration) classModel(p *Pool, h *Head, cls *sizeClass) (CostModel, e
 	return m, nil
 }
 
-// calibrationOwner owns the blocks the calibration takes. Its rows are
-// copies of zeroed blocks and of its own earlier rows, and it gives its
-// blocks back dirty, so another owner gets them zeroed like any other
-// owner's. A user's owner of the same name would share its free list, and
-// so only ever find its own rows or zeros there.
+// calibrationOwner owns the blocks the calibration takes. It copies a
+// head's rows into some of them and zeroes those before it gives them
+// back (the rest hold zeros it wrote), so that a user's owner of the same
+// name, which would share its free list, only ever finds its own rows or
+// zeros there; another owner gets them zeroed like any other owner's.
 const calibrationOwner Owner = "state: cost model calibration"
 
 // calibRowBytes is the size of the row copies calibration times.
@@ -120,14 +120,15 @@ const calibRowBytes = 64
 
 // A calibrator measures the cost model of one size class, cls, on what a
 // head's reconstruction reads and writes, as it lies now: it allocates
-// nothing. Its sources are blocks of the head's retained checkpoints, which
-// nothing writes (the memory a reconstruction seeds from, in whatever state
-// the CPU's caches hold it: a past version not read lately finds them
-// cold), spread over the history, each with the block after it; its
-// destinations are blocks the pool has free, taken one at a time (never
-// growing the pool, never reclaiming), given back dirty when it closes. It
-// times each operation once, on its clock (Pool.calibNow), and takes
-// medians: no run repeats on memory an earlier run warmed.
+// nothing (a calibrator lives on its caller's stack). Its sources are
+// blocks of the head's retained checkpoints and deltas, which nothing
+// writes (the memory a reconstruction seeds from and applies, in whatever
+// state the CPU's caches hold it: a past version not read lately finds
+// them cold), spread over the history; its destinations are blocks the
+// pool has free, taken one at a time (never growing the pool, never
+// reclaiming), given back when it closes. It times each operation once,
+// on its clock (Pool.calibNow), and takes medians: no timing repeats on
+// memory an earlier one warmed.
 type calibrator struct {
 	p     *Pool
 	h     *Head
@@ -146,9 +147,10 @@ type calibrator struct {
 }
 
 const (
-	// probeSources is the retained blocks a calibrator reads: probeAlone
-	// copied alone (then the block after each, in a row) and probeBig
-	// copied whole.
+	// probeSources is the retained blocks a calibrator reads: up to
+	// probeAlone copied alone and the rest (probeBig or more) copied
+	// whole, each followed by the block after it where it has one; it
+	// measures on probeMin at least.
 	probeAlone   = 7
 	probeBig     = 3
 	probeSources = probeAlone + probeBig
@@ -229,12 +231,14 @@ func (c *calibrator) calibrate(pool *CostModel) (CostModel, error) {
 	return m, nil
 }
 
-// sources picks the calibrator's sources: blocks of class cls the head's
+// sources picks the rest of the calibrator's sources, after those
+// measureTree picked to copy alone: blocks of class cls the head's
 // retained deltas hold, spread over its history, each with the block that
 // follows it (the delta's next, or the next delta's first), then, where
 // those are too few, blocks of its checkpoints that something wrote
 // (none the head's reconstructions would count as new), spread over each
-// column. It reports whether it found enough, probeMin.
+// column. It reports whether it found enough, probeMin, and sets the
+// number copied alone (at least one is copied whole).
 func (c *calibrator) sources() bool {
 	h := c.h
 	if h.hist == nil {
@@ -567,9 +571,13 @@ func (c *calibrator) fill(blks []*block) error {
 	return nil
 }
 
-// close gives the blocks taken back, listed in place of blks (a list
-// appended to would move the calibrator to the heap).
+// close zeroes the destinations, which hold copies of the head's rows,
+// and gives the blocks taken back, listed in place of blks (a list
+// appended to would move the calibrator to the heap). A destination it
+// could not zero is given back still: it holds rows of the pool's own
+// heads, and another owner gets it zeroed.
 func (c *calibrator) close() {
+	_ = c.fill(c.blks[:min(c.nblk, probeCopies)])
 	n := 0
 	for _, b := range c.blks[:c.nblk] {
 		if b.Release() { // as releaseBlock: each is the calibrator's alone
