@@ -1,18 +1,21 @@
 package store
 
 import (
-	"errors"
+	"fmt"
 	"maps"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/gpustate/gpustate/runtime/state/internal/blocks"
+	"unsafe"
 )
 
-// The cost model: what a pool measures of its backend once, for Plan and
-// At to estimate the cost of a reconstruction (see checkpoint.go).
+// The cost model: what a pool measures of its backend and of its own work,
+// for Plan and At to estimate the cost of a reconstruction (see
+// checkpoint.go). Each size class's model is measured on first use on the
+// head being planned, with nothing allocated (calibrator), and refined by
+// every reconstruction At measures (fit) and every step a replay runs
+// again (history.stepFit); growths are priced by the allocator's timings
+// of the class's own (blocks.Free.GrowTime).
 
 func (t Transfer) of(copies int, bytes int64) float64 {
 	return float64(copies)*float64(t.Fixed) + float64(bytes)*t.PerByte
@@ -26,26 +29,11 @@ func (m CostModel) estimate(c *candidate, columns int) time.Duration {
 	return time.Duration(ns)
 }
 
-// fitClass is the size class whose fit serves h: that of its largest
-// blocks, which carry most of a reconstruction's bytes.
-func (h *Head) fitClass() int { return slices.Max(h.blockBytes) }
-
-// fitSizeClass is the size class of fitClass.
-func (h *Head) fitSizeClass() *sizeClass {
-	best := h.cls[0]
-	for _, c := range h.cls {
-		if c.Bytes() > best.Bytes() {
-			best = c
-		}
-	}
-	return best
-}
-
 // fitFor returns the pool's fit for size class cls (bytes).
-func (p *Pool) fitFor(cls int) fit {
-	p.calib.mu.Lock()
-	defer p.calib.mu.Unlock()
-	if f := p.calib.fits[cls]; f != nil {
+func (c *calibration) fitFor(cls int) fit {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if f := c.fits[cls]; f != nil {
 		return *f
 	}
 	return fit{}
@@ -54,82 +42,65 @@ func (p *Pool) fitFor(cls int) fit {
 // observe refines the fit of size class cls with a reconstruction
 // whose copies (steps left out) took measured, priced at model by the
 // calibrated model and newCost for its new memory.
-func (p *Pool) observe(cls int, model, newCost, measured time.Duration) {
-	p.calib.mu.Lock()
-	defer p.calib.mu.Unlock()
-	if p.calib.fits == nil {
-		p.calib.fits = make(map[int]*fit)
+func (c *calibration) observe(cls int, model, newCost, measured time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.fits == nil {
+		c.fits = make(map[int]*fit)
 	}
-	f := p.calib.fits[cls]
+	f := c.fits[cls]
 	if f == nil {
 		f = &fit{}
-		p.calib.fits[cls] = f
+		c.fits[cls] = f
 	}
 	f.observe(model, measured-newCost)
 }
 
-// freeBlocks returns what class c has free (blocks.Free), and whether the
-// blocks below the next clean one in memory were written (afterWritten):
-// a class carves new blocks only once its clean list is empty, so the
-// blocks below the next one were all taken, and every allocation but a
-// zeroed one writes what it takes (a zeroed one leaves its blocks
-// Untouched). Only a class no zeroed allocation took from is known to be
-// written below.
-func (p *Pool) freeBlocks(c *sizeClass) classFree {
-	f := p.mem.FreeCounts(c)
-	return classFree{Free: f, afterWritten: f.HasNext && !c.ZeroTaken()}
+// costModel returns the pool's cost model as measured so far: the model
+// of the first size class a head's Plan or At measured, with the
+// pool-wide figures, or one set without measuring (a model of no class).
+// A pool that measured nothing yet answers a zero model.
+func (c *calibration) costModel() CostModel {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.model
 }
 
-// classFree is what freeBlocks returns.
-type classFree struct {
-	blocks.Free
-	afterWritten bool
-}
-
-// costModel returns the pool's cost model, measuring it on first use. A
-// measurement that fails (the pool has no room for its blocks) is tried
-// again on the next use.
-func (p *Pool) costModel() (CostModel, error) {
-	p.calib.mu.Lock()
-	defer p.calib.mu.Unlock()
-	return p.ownModelLocked()
-}
-
-// ownModelLocked is costModel with p.calib.mu held.
-func (p *Pool) ownModelLocked() (CostModel, error) {
-	if !p.calib.done {
-		m, err := p.calibrate(p.own, nil)
-		if err != nil {
-			return CostModel{}, err
-		}
-		p.calib.model, p.calib.done = m, true
+// classModel returns the cost model of pool p's size class cls, measuring
+// it on head h's retained history on first use (see calibrator). The
+// first class measured measures the pool-wide figures too; a class
+// measured later takes them from it, and measures new memory when no
+// class before had the clean blocks to. A model set without measuring (of
+// no class) serves every class. A measurement that fails (nothing to
+// measure on: errNoProbe) is tried again on the next use. h.mu is held.
+func (c *calibration) classModel(p *Pool, h *Head, cls *sizeClass) (CostModel, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.done && c.model.BlockBytes == 0 {
+		return c.model, nil
 	}
-	return p.calib.model, nil
-}
-
-// classModel returns the cost model of size class cls, measuring it (and
-// the pool's own first) on first use.
-func (p *Pool) classModel(cls *sizeClass) (CostModel, error) {
-	p.calib.mu.Lock()
-	defer p.calib.mu.Unlock()
-	own, err := p.ownModelLocked()
-	if err != nil || cls == p.own || own.BlockBytes == 0 {
-		return own, err // a model of no class (set, not measured) serves all
-	}
-	if m := p.calib.classes[cls.Bytes()]; m != nil {
+	if m := c.classes[cls.Bytes()]; m != nil {
 		return *m, nil
 	}
-	m, err := p.calibrate(cls, &own)
+	var pool *CostModel
+	if c.done {
+		pool = &c.model
+	}
+	k := newCalibrator(p, h, cls)
+	m, err := k.calibrate(pool)
 	if err != nil {
 		return CostModel{}, err
 	}
-	if p.calib.classes == nil {
-		p.calib.classes = make(map[int]*CostModel)
+	if c.classes == nil {
+		c.classes = make(map[int]*CostModel)
 	}
-	p.calib.classes[cls.Bytes()] = &m
-	if m.NewKnown && !own.NewKnown {
+	c.classes[cls.Bytes()] = &m
+	switch {
+	case !c.done:
+		c.model, c.done = m, true
+	case m.NewKnown && !c.model.NewKnown:
 		// New memory is the pool's, whichever class measured it.
-		for _, o := range append([]*CostModel{&p.calib.model}, slices.Collect(maps.Values(p.calib.classes))...) {
+		for _, o := range append([]*CostModel{&c.model}, slices.Collect(maps.Values(c.classes))...) {
 			o.NewPerByte, o.NewGrowth, o.NewKnown = m.NewPerByte, m.NewGrowth, true
 			o.NewReadPerByte = m.NewReadPerByte
 		}
@@ -137,264 +108,485 @@ func (p *Pool) classModel(cls *sizeClass) (CostModel, error) {
 	return m, nil
 }
 
-// calibrationOwner owns the blocks the calibration takes. Its rows are
-// copies of zeroed blocks and of its own earlier rows, and it gives its
-// blocks back dirty, so another owner gets them zeroed like any other
-// owner's. A user's owner of the same name would share its free list, and
-// so only ever find its own rows or zeros there.
+// calibrationOwner owns the blocks the calibration takes. It copies a
+// head's rows into some of them and zeroes those before it gives them
+// back (the rest hold zeros it wrote), so that a user's owner of the same
+// name, which would share its free list, only ever finds its own rows or
+// zeros there; another owner gets them zeroed like any other owner's.
 const calibrationOwner Owner = "state: cost model calibration"
 
-// calibRowBytes is the row size of the calibration's synthetic state.
+// calibRowBytes is the size of the row copies calibration times.
 const calibRowBytes = 64
 
-// calibrate measures the backend and the store as a reconstruction uses
-// them, in blocks of class cls, on memory the CPU's caches do not hold (it
-// streams through a buffer larger than them before each measurement):
-// device copies of a few bytes and of whole blocks between distinct
-// blocks, a synthetic reconstruction of one-row deltas into one block,
-// which gives the cost of a delta, and blocks taken into a tree and given
-// back. With pool nil it measures the pool-wide figures too: copies to and
-// from the host, and, when its blocks are memory new to the pool, the
-// first touch of new memory; else it takes them from pool.
-func (p *Pool) calibrate(cls *sizeClass, pool *CostModel) (CostModel, error) {
-	c, err := p.newCalibrator(cls)
-	if err != nil {
-		return CostModel{}, err
-	}
+// A calibrator measures the cost model of one size class, cls, on what a
+// head's reconstruction reads and writes, as it lies now: it allocates
+// nothing (a calibrator lives on its caller's stack). Its sources are
+// blocks of the head's retained checkpoints and deltas, which nothing
+// writes (the memory a reconstruction seeds from and applies, in whatever
+// state the CPU's caches hold it: a past version not read lately finds
+// them cold), spread over the history; its destinations are blocks the
+// pool has free, taken one at a time (never growing the pool, never
+// reclaiming), given back when it closes. It times each operation once,
+// on its clock (Pool.calibNow), and takes medians: no timing repeats on
+// memory an earlier one warmed.
+type calibrator struct {
+	p     *Pool
+	h     *Head
+	cls   *sizeClass
+	srcs  [probeSources][2]*block // a retained block and the one after it (or nil)
+	nsrc  int
+	alone int // the sources copied alone; the rest are copied whole
+	// blks are the blocks taken: probeCopies destinations, and when
+	// fresh, all of them memory new to the pool, nNew blocks to write
+	// first (the destinations among them) and nNew to read first.
+	blks  [2 * probeNewMax]*block
+	nblk  int
+	fresh bool
+	nNew  int
+	takes [2 * probeNewMax]time.Duration
+}
+
+const (
+	// probeSources is the retained blocks a calibrator reads: up to
+	// probeAlone copied alone and the rest (probeBig or more) copied
+	// whole, each followed by the block after it where it has one; it
+	// measures on probeMin at least.
+	probeAlone   = 7
+	probeBig     = 3
+	probeSources = probeAlone + probeBig
+	probeMin     = 3
+	// probeCopies is the destinations: one a copy (a source's, then the
+	// block after it).
+	probeCopies = 2 * probeSources
+	// New memory is timed in probeParts parts of a page or more
+	// (probeNewBytes in all, where the class has that many clean blocks),
+	// probeNewMax blocks at most each way.
+	probeParts    = 8
+	probeNewBytes = probeParts * newPage
+	probeNewMax   = 64
+)
+
+// newPage is the unit new memory is touched in: a page of the host
+// backend.
+const newPage = 4096
+
+// errNoProbe is what a calibration answers that found nothing to measure
+// on: no retained block of the class, or no free block to copy into.
+var errNoProbe = fmt.Errorf("state: nothing to measure the cost model on: %w", ErrNoMemory)
+
+// newCalibrator returns a calibrator of pool p's class cls on head h's
+// history. h.mu is held.
+func newCalibrator(p *Pool, h *Head, cls *sizeClass) calibrator {
+	return calibrator{p: p, h: h, cls: cls}
+}
+
+// calibrate measures the class's model; with pool nil it measures the
+// pool-wide figures too (new memory, when the pool has enough of it
+// clean), else it takes them from pool and measures new memory only when
+// pool has not. It gives back what it took.
+func (c *calibrator) calibrate(pool *CostModel) (CostModel, error) {
 	defer c.close()
-	// Nodes are made new while it runs, as a reconstruction's are
-	// (reconstruction.apply, tree.setNew). Measured on nodes reused, a node
-	// copied cost 0.7 µs against 2.2, and the calibration's other figures
-	// fell too, while a reconstruction with few nodes took as long either
-	// way: a 16-row one's estimate fell to 0.7-0.8 of its time.
-	calibrating.Add(1)
-	defer calibrating.Add(-1)
-	m := CostModel{BlockBytes: cls.Bytes()}
-	measures := []func(*CostModel) error{c.measureCopies, c.measureDelta, c.measureBlock, c.measureNode}
-	if pool == nil {
-		measures = append([]func(*CostModel) error{c.measureNew}, append(measures, c.measureHost)...)
-	} else {
+	// Fixed is what a reconstruction pays once: its first touch of the
+	// code and the records every one uses, the excess of the first
+	// operation of each kind the calibrator times over the median of the
+	// rest, besides a block taken.
+	m := CostModel{BlockBytes: c.cls.Bytes()}
+	if pool != nil {
 		m.HtoD, m.DtoH = pool.HtoD, pool.DtoH
 		m.NewPerByte, m.NewGrowth, m.NewKnown = pool.NewPerByte, pool.NewGrowth, pool.NewKnown
 		m.NewReadPerByte = pool.NewReadPerByte
-		if !pool.NewKnown {
-			measures = append(measures, c.measureNew) // when these blocks are new
-		}
 	}
-	for _, measure := range measures {
-		if err := measure(&m); err != nil {
+	if c.h.hist == nil {
+		return CostModel{}, errNoProbe
+	}
+	// The tree first: the copies read the sources' records.
+	c.measureTree(&m)
+	c.alone = c.nsrc
+	if !c.sources() {
+		return CostModel{}, errNoProbe
+	}
+	if err := c.take(!m.NewKnown); err != nil {
+		return CostModel{}, err
+	}
+	first := c.takes[0]
+	m.Block = c.median(c.takes[:c.nblk])
+	m.Fixed += m.Block + firstExcess(first, m.Block)
+	if c.fresh {
+		if err := c.measureNew(&m); err != nil {
 			return CostModel{}, err
 		}
+	} else if err := c.fill(c.blks[:c.nblk]); err != nil { // written, as a reconstruction's destinations are
+		return CostModel{}, err
 	}
-	m.Fixed = m.Block
+	if err := c.measureCopies(&m); err != nil {
+		return CostModel{}, err
+	}
+	if pool == nil {
+		// Host copies are priced as device copies: on the host backend
+		// both are one memmove, and a device's At refines them through
+		// its fit.
+		m.HtoD = Transfer{Fixed: m.CopyFixed, PerByte: m.CopyPerByte}
+		m.DtoH = m.HtoD
+	}
 	return m, nil
 }
 
-// calibrator holds what the measurements share: n source blocks, n
-// destination blocks, and the buffer that evicts the CPU's caches.
-type calibrator struct {
-	p         *Pool
-	cls       *sizeClass
-	n         int
-	blks      []*block // src, then dst
-	src, dst  []*block
-	evict     []byte
-	fresh     bool            // the blocks are memory new to the pool
-	grow      time.Duration   // with fresh: the growth that made them
-	firsts    []time.Duration // the blocks' first writes, per block, in parts
-	firstRead time.Duration   // the sources' first read, per block
+// sources picks the rest of the calibrator's sources, after those
+// measureTree picked to copy alone: blocks of class cls the head's
+// retained deltas hold, spread over its history, each with the block that
+// follows it (the delta's next, or the next delta's first), then, where
+// those are too few, blocks of its checkpoints that something wrote
+// (none the head's reconstructions would count as new), spread over each
+// column. It reports whether it found enough, probeMin, and sets the
+// number copied alone (at least one is copied whole).
+func (c *calibrator) sources() bool {
+	h := c.h
+	if h.hist == nil {
+		return false
+	}
+	es := h.hist.entries
+	add := func(a, b *block) {
+		if c.nsrc < probeSources && a != nil && !a.Untouched() && !c.has(a) && (b == nil || !b.Untouched()) {
+			c.srcs[c.nsrc] = [2]*block{a, b}
+			c.nsrc++
+		}
+	}
+	for k := range probeSources {
+		j := k * len(es) / probeSources
+		d := es[j].d
+		if d == nil || d.cols == nil {
+			continue
+		}
+		for col, blks := range d.cols {
+			if h.cls[col] != c.cls || len(blks) == 0 {
+				continue
+			}
+			var next *block
+			if len(blks) > 1 {
+				next = blks[1]
+			} else if j+1 < len(es) && es[j+1].d != nil && col < len(es[j+1].d.cols) && len(es[j+1].d.cols[col]) > 0 {
+				next = es[j+1].d.cols[col][0]
+			}
+			add(blks[0], next)
+		}
+	}
+	c.leaves(func(t *tree, i int) {
+		if b := t.get(i); i+1 < t.n {
+			add(b, t.get(i+1))
+		}
+	})
+	if c.alone == 0 || c.alone == c.nsrc {
+		c.alone = min(max(c.alone, probeAlone), c.nsrc-1)
+	}
+	return c.nsrc >= probeMin
 }
 
-// newPage is the unit new memory is touched in: a page of the host
-// backend. Calibration spaces its blocks this far apart.
-const newPage = 4096
-
-// calibBytes bounds the bytes of the n blocks a calibration copies.
-const calibBytes = 1 << 20
-
-// newCalibrator takes 2n blocks of class cls: n is 64, or fewer in a
-// fuller pool or of large blocks (calibBytes). It takes only blocks the pool has room for as it is:
-// calibration never reclaims, so it never evicts a handle's state nor
-// waits for one.
-func (p *Pool) newCalibrator(cls *sizeClass) (*calibrator, error) {
-	var blks []*block
-	var err error
-	before := p.Stats().ReservedBytes
-	// Blocks a page apart, as a large state's blocks lie: every copy
-	// finds its block's page cold, as in a reconstruction.
-	stride := max(1, (newPage+cls.Bytes()-1)/cls.Bytes())
-	n := max(1, min(64, calibBytes/(stride*cls.Bytes())))
-	var took time.Duration
-	for {
-		// 3n: measureBlock takes n more, which it finds free again.
-		start := p.calibNow()
-		blks, err = p.allocOnce(nil, cls, calibrationOwner, 3*n*stride, false)
-		took = p.calibNow().Sub(start)
-		if err == nil || !errors.Is(err, ErrNoMemory) {
-			break
+// leaves calls f with spread indices of the trees of class cls in the
+// head's retained checkpoints, newest first (the oldest may hold rows
+// nothing wrote yet), probeSources in all at most.
+func (c *calibrator) leaves(f func(t *tree, i int)) {
+	h, n := c.h, 0
+	for k := len(h.hist.entries) - 1; k >= 0; k-- {
+		e := h.hist.entries[k]
+		if e.cp == nil {
+			continue
 		}
-		if n > 1 {
-			n /= 2
-		} else if stride > 1 {
-			stride = 1
-		} else {
-			break
+		for col := range e.cp.cols {
+			t := &e.cp.cols[col]
+			if h.cls[col] != c.cls || t.n <= t.lo {
+				continue
+			}
+			for k := range probeSources {
+				if n == probeSources {
+					return
+				}
+				f(t, t.lo+k*(t.n-t.lo)/probeSources)
+				n++
+			}
 		}
 	}
-	if err != nil {
-		return nil, err
-	}
-	grown := p.Stats().ReservedBytes - before
-	used := make([]*block, 0, 2*n)
-	var rest []*block
-	for i, b := range blks {
-		if i%stride == 0 && len(used) < 2*n {
-			used = append(used, b)
-		} else {
-			rest = append(rest, b)
-		}
-	}
-	c := &calibrator{p: p, cls: cls, n: n, blks: used, src: used[:n], dst: used[n:], fresh: grown >= int64(len(blks)*cls.Bytes())}
-	if c.fresh {
-		c.grow = took
-	}
-	if p.b.Name() == "host" {
-		c.evict = coldBuffer()
-	}
-	// Every block is written once before use, and so is every block given
-	// back: an allocation that finds them free never pays their first
-	// touch, which Plan prices for memory new to the pool only. The
-	// sources are first read, untouched, into the touched destinations.
-	c.firsts, err = c.touch(slices.DeleteFunc(slices.Clone(blks), func(b *block) bool { return slices.Contains(c.src, b) }))
-	if err == nil {
-		c.firstRead, err = c.firstReads()
-	}
-	if err == nil {
-		err = c.fill(c.src)()
-	}
-	var freed []*block
-	for _, b := range rest {
-		releaseBlock(b, &freed)
-	}
-	p.free(freed)
-	if err != nil {
-		c.close()
-		return nil, err
-	}
-	return c, nil
 }
 
-// touch writes the blocks, in up to touchParts parts, and returns the
-// time per block each part took.
-func (c *calibrator) touch(blks []*block) ([]time.Duration, error) {
-	parts := min(touchParts, len(blks))
-	out := make([]time.Duration, parts)
-	for i := range out {
-		part := blks[i*len(blks)/parts : (i+1)*len(blks)/parts]
-		c.cold()
-		var err error
-		if out[i], err = c.timed(len(part), c.fill(part)); err != nil {
-			return out, err
+// has reports whether b is one of the sources already picked.
+func (c *calibrator) has(b *block) bool {
+	for _, s := range c.srcs[:c.nsrc] {
+		if s[0] == b || s[1] == b {
+			return true
 		}
 	}
-	return out, nil
+	return false
 }
 
-// firstReads copies each source block, untouched, to its destination, in
-// up to touchParts parts, and returns the median time per block of the
-// parts: a first read happens once, and one timing of it all came out
-// twice the others now and then (NewReadPerByte of 5.7 against 2.7-3.0).
-func (c *calibrator) firstReads() (time.Duration, error) {
-	parts := min(touchParts, c.n)
-	ts := make([]time.Duration, parts)
-	for i := range ts {
-		lo, hi := i*c.n/parts, (i+1)*c.n/parts
-		c.cold()
-		var err error
-		ts[i], err = c.timed(hi-lo, func() error {
+// measureTree sets Node and PerDelta from walks down the head's
+// checkpoint trees, before anything reads them, and picks the sources the
+// leaves it reaches hold (written ones): spread over the state, each a
+// copy alone. Node is the walk to a leaf and a look at each block it
+// holds, one after the other (a node copied on a path takes a reference
+// to each of its children, each a locked instruction that waits for the
+// one before), PerDelta a walk to another leaf and a look at a delta's
+// records (what applying a delta finds besides its copies), each the
+// median over the leaves and the deltas.
+// A history with no checkpoint tree of the class leaves them zero: its
+// fit prices them.
+func (c *calibrator) measureTree(m *CostModel) {
+	var node, walk [probeSources]time.Duration
+	var refs int32
+	k := 0
+	c.leaves(func(t *tree, i int) {
+		start := c.now()
+		n := t.root
+		for h := t.height; h > 1; h-- {
+			n = n.kids[(i>>(fanBits*(h-1)))&(fan-1)]
+		}
+		for j := 0; j < fan; j++ {
+			if b := n.blks[(j+int(refs>>31))&(fan-1)]; b != nil { // each look waits for the last
+				refs += b.Refs()
+			}
+		}
+		node[k] = c.now().Sub(start)
+		j := t.lo + (i-t.lo+(t.n-t.lo)/2)%(t.n-t.lo)
+		start = c.now()
+		refs += t.get(j).Refs()
+		walk[k] = c.now().Sub(start)
+		k++
+		if b := t.get(i); !b.Untouched() && c.nsrc < probeAlone && !c.has(b) {
+			c.srcs[c.nsrc] = [2]*block{b, nil}
+			c.nsrc++
+		}
+	})
+	// A delta's own records, spread over the history: each the delta, its
+	// blocks' list, and the record of its first block.
+	var recs [probeSources]time.Duration
+	nr := 0
+	es := c.h.hist.entries
+	for q := range probeSources {
+		d := es[q*len(es)/probeSources].d
+		if d == nil || len(d.cols) == 0 || len(d.cols[0]) == 0 {
+			continue
+		}
+		start := c.now()
+		refs += int32(d.per[0]) + d.cols[0][0].Refs()
+		recs[nr] = c.now().Sub(start)
+		nr++
+	}
+	m.PerDelta = c.median(recs[:nr])
+	probeSink.Store(refs)
+	if k > 0 {
+		first, firstWalk := node[0], walk[0]
+		m.Node, m.PerDelta = c.median(node[:k]), m.PerDelta+c.median(walk[:k])
+		m.Fixed += firstExcess(first, m.Node) + firstExcess(firstWalk, walk[(k-1)/2])
+	}
+}
+
+// probeSink keeps measureTree's reads from being optimized away.
+var probeSink atomic.Int32
+
+// take takes the destinations, one at a time, timing each, and with
+// wantNew, where the class has the clean blocks (memory new to the pool)
+// for them, probeCopies more to read first. A calibrator's owner has no
+// free blocks of a class it never measured, so an allocation takes clean
+// blocks first: all it takes are new when the class has that many. It
+// takes only what the pool has free: it never grows the pool, nor
+// reclaims.
+func (c *calibrator) take(wantNew bool) error {
+	want := probeCopies
+	bb := c.cls.Bytes()
+	c.nNew = min(probeNewMax, max(probeCopies, (probeNewBytes+bb-1)/bb))
+	f := c.p.mem.FreeCounts(c.cls)
+	c.nNew = min(c.nNew, int(f.Clean/2))
+	if wantNew && c.nNew >= probeCopies {
+		want, c.fresh = 2*c.nNew, true
+	}
+	if f.Used+f.Clean < int64(want) {
+		return errNoProbe
+	}
+	for c.nblk < want {
+		var one [1]*block
+		start := c.now()
+		b, err := c.p.allocOnce(one[:0], c.cls, calibrationOwner, 1, false)
+		c.takes[c.nblk] = c.now().Sub(start)
+		if err != nil {
+			return err
+		}
+		c.blks[c.nblk] = b[0]
+		c.nblk++
+	}
+	return nil
+}
+
+// measureNew sets NewPerByte and NewReadPerByte on blocks new to the
+// pool: the median, over probeParts parts, of the first write of the
+// first half of the blocks (the destinations among them) per block
+// against a second, and of the first read of the other half (copied into
+// the first) against a second. NewGrowth
+// is the class's measured growth time (blocks.Free.GrowTime) once it grew
+// a few times, else zero: a growth is priced once the pool timed some.
+func (c *calibrator) measureNew(m *CostModel) error {
+	w, r := c.blks[:c.nNew], c.blks[c.nNew:2*c.nNew]
+	bb := c.cls.Bytes()
+	var first, again, read, reread [probeParts]time.Duration
+	parts := max(1, min(probeParts, c.nNew*bb/newPage)) // a page a part at least
+	for i := range parts {
+		lo, hi := i*c.nNew/parts, (i+1)*c.nNew/parts
+		copyPart := func() error {
 			for k := lo; k < hi; k++ {
-				if err := c.p.b.CopyDtoD(c.dst[k].Ptr(), c.src[k].Ptr(), c.cls.Bytes()); err != nil {
+				if err := c.p.b.CopyDtoD(w[k].Ptr(), r[k].Ptr(), bb); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		var err error
+		if first[i], err = c.timed(hi-lo, func() error { return c.fill(w[lo:hi]) }); err != nil {
+			return err
+		}
+		if again[i], err = c.timed(hi-lo, func() error { return c.fill(w[lo:hi]) }); err != nil {
+			return err
+		}
+		if read[i], err = c.timed(hi-lo, copyPart); err != nil {
+			return err
+		}
+		if reread[i], err = c.timed(hi-lo, copyPart); err != nil {
+			return err
+		}
+	}
+	perByte := func(a, b []time.Duration) float64 { return max(0, float64(c.median(a)-c.median(b))/float64(bb)) }
+	m.NewPerByte, m.NewReadPerByte, m.NewKnown = perByte(first[:parts], again[:parts]), perByte(read[:parts], reread[:parts]), true
+	m.NewGrowth = c.p.mem.FreeCounts(c.cls).GrowTime
+	// A reconstruction makes the nodes it copies new (tree.setNew): the
+	// Go heap memory they take is new too when the heap grows for them.
+	m.Node += time.Duration(float64(unsafe.Sizeof(leafNode{})) * m.NewPerByte)
+	return c.fill(r) // written: the blocks go back dirty
+}
+
+// measureCopies sets CopyAlone, CopyFixed and CopyPerByte from one copy
+// per source, each into a destination of its own: a row of each of the
+// first sources, one at a time (the first read of its block: CopyAlone),
+// the whole of each of the others (their first read too), and after
+// each, a row of the block after it where it has one (a copy in a row:
+// CopyFixed; CopyPerByte is the whole copies' cost beyond it).
+func (c *calibrator) measureCopies(m *CostModel) error {
+	bb := c.cls.Bytes()
+	var alone, next, whole [probeSources]time.Duration
+	var na, nn, nw int
+	copyOne := func(dst, src *block, n int) (time.Duration, error) {
+		return c.timed(1, func() error { return c.p.b.CopyDtoD(dst.Ptr(), src.Ptr(), n) })
+	}
+	var err error
+	for k, s := range c.srcs[:c.nsrc] {
+		dst := c.blks[k]
+		if k >= c.alone {
+			if whole[nw], err = copyOne(dst, s[0], bb); err != nil {
+				return err
+			}
+			nw++
+		} else {
+			if alone[na], err = copyOne(dst, s[0], calibRowBytes); err != nil {
+				return err
+			}
+			na++
+		}
+		if s[1] != nil {
+			if next[nn], err = copyOne(c.blks[probeSources+k], s[1], calibRowBytes); err != nil {
+				return err
+			}
+			nn++
+		}
+	}
+	firstAlone, firstWhole := alone[0], whole[0]
+	a, w, n := c.median(alone[:na]), c.median(whole[:nw]), c.median(next[:nn])
+	m.Fixed += firstExcess(firstAlone, a) + firstExcess(firstWhole, w)
+	if nn == 0 {
+		n = a
+	}
+	if bb > calibRowBytes && w > n {
+		m.CopyPerByte = float64(w-n) / float64(bb-calibRowBytes)
+	}
+	if run := c.run(); len(run) > 1 {
+		// A delta's blocks copied whole one after the other, as a
+		// reconstruction copies a delta's rows: its bytes stream.
+		t, err := c.timed(len(run), func() error {
+			for k, b := range run {
+				if err := c.p.b.CopyDtoD(c.blks[k%probeCopies].Ptr(), b.Ptr(), bb); err != nil {
 					return err
 				}
 			}
 			return nil
 		})
 		if err != nil {
-			return 0, err
+			return err
 		}
+		m.CopyPerByte = max(0, float64(t-n)/float64(bb-calibRowBytes))
 	}
-	slices.Sort(ts)
-	return ts[(len(ts)-1)/2], nil
+	row := time.Duration(calibRowBytes * m.CopyPerByte)
+	m.CopyFixed = max(0, n-row)
+	m.CopyAlone = max(m.CopyFixed, a-row)
+	return nil
 }
 
-// touchParts is the number of parts touch times: the median of several,
-// so that one the scheduler interrupted does not price new memory.
-const touchParts = 6
-
-// fill returns a run that zeroes the blocks.
-func (c *calibrator) fill(blks []*block) func() error {
-	return func() error {
-		for _, b := range blks {
-			if err := c.p.b.Memset(b.Ptr(), 0, c.cls.Bytes()); err != nil {
-				return err
+// run returns the blocks of class cls of one retained delta, probeRun at
+// most, from the middle of the history's deltas that have more than one:
+// none where no delta has.
+func (c *calibrator) run() []*block {
+	var best []*block
+	es := c.h.hist.entries
+	for j := len(es) / 2; j < len(es); j++ {
+		if d := es[j].d; d != nil {
+			for col, blks := range d.cols {
+				if c.h.cls[col] == c.cls && len(blks) > len(best) {
+					best = blks
+				}
 			}
 		}
-		return nil
+		if len(best) > 1 {
+			break
+		}
 	}
+	return best[:min(len(best), probeRun)]
 }
 
-// coldBytes is the size of the buffer calibration streams through to
-// empty the CPU's caches: larger than the last-level cache of the
-// machines the host backend serves.
-const coldBytes = 32 << 20
+// probeRun is the most blocks of a delta run copies.
+const probeRun = 8
 
-// coldOnce makes the buffer and writes it once, so that its pages are
-// its own (untouched pages may all map one zero page); calibrations then
-// only read it, and may share it.
-var coldOnce = sync.OnceValue(func() []byte {
-	b := make([]byte, coldBytes)
-	for i := 0; i < len(b); i += 64 {
-		b[i] = byte(i >> 6)
+// firstExcess is what the first operation of a kind took beyond the
+// median of them all: its first touch of the code and records the kind
+// uses, which a reconstruction pays once. It counts at most firstCap
+// medians: the first calibration of a process also meets pages of the
+// program itself, which no later reconstruction pays again (one came out
+// 80 µs where the others were 2-3).
+func firstExcess(first, median time.Duration) time.Duration {
+	return min(max(0, first-median), firstCap*median)
+}
+
+// firstCap bounds firstExcess, in medians.
+const firstCap = 8
+
+// fill zeroes the blocks.
+func (c *calibrator) fill(blks []*block) error {
+	for _, b := range blks {
+		if err := c.p.b.Memset(b.Ptr(), 0, c.cls.Bytes()); err != nil {
+			return err
+		}
 	}
-	return b
-})
+	return nil
+}
 
-// coldBuffer returns the process's one cache-evicting buffer, made on
-// first use: every pool's calibration shares it. Only the host backend
-// needs it; a device's memory is in none of the CPU's caches.
-func coldBuffer() []byte { return coldOnce() }
-
-// close gives the calibrator's blocks back.
+// close zeroes the destinations, which hold copies of the head's rows,
+// and gives the blocks taken back, listed in place of blks (a list
+// appended to would move the calibrator to the heap). A destination it
+// could not zero is given back still: it holds rows of the pool's own
+// heads, and another owner gets it zeroed.
 func (c *calibrator) close() {
-	var freed []*block
-	for _, b := range c.blks {
-		releaseBlock(b, &freed)
+	_ = c.fill(c.blks[:min(c.nblk, probeCopies)])
+	n := 0
+	for _, b := range c.blks[:c.nblk] {
+		if b.Release() { // as releaseBlock: each is the calibrator's alone
+			c.blks[n] = b
+			n++
+		}
 	}
-	c.p.free(freed)
-}
-
-// cold streams through the evict buffer, so that the CPU's caches hold
-// none of the blocks.
-func (c *calibrator) cold() {
-	var sum byte
-	for i := 0; i < len(c.evict); i += 64 {
-		sum += c.evict[i]
-	}
-	coldSink.Store(uint32(sum))
-}
-
-// coldSink keeps cold's reads from being optimized away.
-var coldSink atomic.Uint32
-
-// take is the block allocation of calibration: room the pool has now,
-// never reclaimed.
-func (c *calibrator) take(cls *sizeClass) (*block, error) {
-	var one [1]*block // on the stack: see measureBlock
-	b, err := c.p.allocOnce(one[:0], cls, calibrationOwner, 1, false)
-	if err != nil {
-		return nil, err
-	}
-	return b[0], nil
+	c.p.free(c.blks[:n])
+	c.nblk = 0
 }
 
 // now reads the calibration's clock.
@@ -412,241 +604,11 @@ func (c *calibrator) timed(steps int, run func() error) (time.Duration, error) {
 	return c.now().Sub(start) / time.Duration(steps), nil
 }
 
-// median returns the median time per step of five cold runs of steps.
-func (c *calibrator) median(steps int, run func() error) (time.Duration, error) {
-	var runs [5]time.Duration
-	for i := range runs {
-		c.cold()
-		t, err := c.timed(steps, run)
-		if err != nil {
-			return 0, err
-		}
-		runs[i] = t
+// median returns the median of ts, which it sorts.
+func (c *calibrator) median(ts []time.Duration) time.Duration {
+	if len(ts) == 0 {
+		return 0
 	}
-	slices.Sort(runs[:])
-	return runs[len(runs)/2], nil
-}
-
-// copyEach returns a run that copies bytes from each source block to its
-// destination block.
-func (c *calibrator) copyEach(bytes int) func() error {
-	return func() error {
-		for i := range c.n {
-			if err := c.p.b.CopyDtoD(c.dst[i].Ptr(), c.src[i].Ptr(), bytes); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-}
-
-// measureCopies sets CopyFixed and CopyPerByte from copies of a row and of
-// a block.
-func (c *calibrator) measureCopies(m *CostModel) error {
-	tSmall, err := c.median(c.n, c.copyEach(calibRowBytes))
-	if err != nil {
-		return err
-	}
-	tBig, err := c.median(c.n, c.copyEach(c.cls.Bytes()))
-	if err != nil {
-		return err
-	}
-	m.CopyFixed, m.CopyPerByte = line(tSmall, tBig, c.cls.Bytes())
-	// One copy at a time, caches emptied before each, from a different
-	// block each time.
-	var alone [copiesAlone]time.Duration
-	for i := range alone {
-		k := i * c.n / len(alone)
-		c.cold()
-		alone[i], err = c.timed(1, func() error {
-			return c.p.b.CopyDtoD(c.dst[k].Ptr(), c.src[k].Ptr(), calibRowBytes)
-		})
-		if err != nil {
-			return err
-		}
-	}
-	slices.Sort(alone[:])
-	m.CopyAlone = max(m.CopyFixed, alone[len(alone)/2]-time.Duration(calibRowBytes*m.CopyPerByte))
-	return nil
-}
-
-// copiesAlone is the number of copies measureCopies times one at a time.
-const copiesAlone = 7
-
-// line returns the fixed cost and the cost per byte of a copy that took
-// small for calibRowBytes bytes and big for bytes.
-func line(small, big time.Duration, bytes int) (time.Duration, float64) {
-	if bytes <= calibRowBytes || big <= small {
-		return small, 0
-	}
-	per := float64(big-small) / float64(bytes-calibRowBytes)
-	return max(0, small-time.Duration(per*calibRowBytes)), per
-}
-
-// measureHost sets HtoD and DtoH from copies of a row and of a block
-// between the blocks and a host buffer.
-func (c *calibrator) measureHost(m *CostModel) error {
-	buf := make([]byte, c.cls.Bytes())
-	for _, dir := range []struct {
-		t    *Transfer
-		copy func(b *block, n int) error
-	}{
-		{&m.HtoD, func(b *block, n int) error { return c.p.b.CopyHtoD(b.Ptr(), buf[:n]) }},
-		{&m.DtoH, func(b *block, n int) error { return c.p.b.CopyDtoH(buf[:n], b.Ptr()) }},
-	} {
-		var ts [2]time.Duration
-		for i, n := range []int{calibRowBytes, c.cls.Bytes()} {
-			var err error
-			ts[i], err = c.median(c.n, func() error {
-				for _, b := range c.dst {
-					if err := dir.copy(b, n); err != nil {
-						return err
-					}
-				}
-				return nil
-			})
-			if err != nil {
-				return err
-			}
-		}
-		dir.t.Fixed, dir.t.PerByte = line(ts[0], ts[1], c.cls.Bytes())
-	}
-	return nil
-}
-
-// measureNew sets NewPerByte when the calibrator's blocks are memory new
-// to the pool: the median of their first writes (newCalibrator, per part)
-// against that of writes again, all with the CPU's caches cold.
-func (c *calibrator) measureNew(m *CostModel) error {
-	if !c.fresh {
-		return nil
-	}
-	again, err := c.median(c.n, c.fill(c.dst))
-	if err != nil {
-		return err
-	}
-	read, err := c.median(c.n, c.copyEach(c.cls.Bytes()))
-	if err != nil {
-		return err
-	}
-	f := slices.Clone(c.firsts)
-	slices.Sort(f)
-	first := f[(len(f)-1)/2]
-	bb := float64(c.cls.Bytes())
-	m.NewPerByte, m.NewGrowth, m.NewKnown = max(0, float64(first-again)/bb), c.grow, true
-	m.NewReadPerByte = max(0, float64(c.firstRead-read)/bb)
-	return nil
-}
-
-// measureDelta sets PerDelta from a synthetic reconstruction: a state of
-// one column of 64-byte rows, the n source blocks as its checkpoint, and n
-// one-row deltas (the destination blocks), all into the checkpoint's first
-// block. Per delta it costs one copy of a row (and one block over all).
-func (c *calibrator) measureDelta(m *CostModel) error {
-	p := c.p
-	// Blocks of the calibrated class, those of c.src and c.dst.
-	l := &Layout{Type: "calibration", Columns: []Column{{ElemSize: 1, Width: calibRowBytes}}, BlockRows: c.cls.Bytes() / calibRowBytes}
-	h := &Head{shape: newShape(p, l, calibrationOwner)}
-	var freed []*block
-	base := newRoot(1)
-	for i, b := range c.src {
-		b.Retain()
-		base.cols[0].set(i, b, &freed)
-	}
-	base.rows = c.n * h.perBlock[0]
-	defer func() {
-		base.release(&freed)
-		p.free(freed)
-	}()
-	deltas := make([]*delta, c.n)
-	for i := range deltas {
-		deltas[i] = &delta{from: i, to: i + 1, cols: [][]*block{{c.dst[i]}}, per: []int{h.perBlock[0]}, bytes: calibRowBytes}
-	}
-	tSame, err := c.median(c.n, func() error {
-		r := base.retain()
-		var err error
-		for _, d := range deltas {
-			if r, err = (&reconstruction{h: h}).apply(r, d, base.rows, c.take); err != nil {
-				break
-			}
-		}
-		var freed []*block
-		r.release(&freed)
-		p.free(freed)
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	m.PerDelta = time.Duration(max(0, float64(tSame)-float64(m.CopyFixed)-calibRowBytes*m.CopyPerByte))
-	return nil
-}
-
-// measureNode sets Node from paths copied in a tree of calibNodes leaves,
-// one leaf each: the tree holds block records of its own, which no pool
-// allocation ever returns and nothing frees (each keeps a reference
-// besides the tree's).
-func (c *calibrator) measureNode(m *CostModel) error {
-	recs := make([]block, calibNodes*fan)
-	base := newRoot(1)
-	var freed []*block
-	for i := range recs {
-		recs[i].SetRefs(2)
-		base.cols[0].set(i, &recs[i], &freed)
-	}
-	defer base.release(&freed)
-	var err error
-	m.Node, err = c.median(calibNodes, func() error {
-		r := base.retain().own(&freed)
-		for k := range calibNodes {
-			b := &recs[k*fan+k%fan]
-			b.Retain()
-			r.cols[0].set(k*fan+k%fan, b, &freed)
-		}
-		r.release(&freed)
-		return nil
-	})
-	return err
-}
-
-// calibNodes is the number of leaves measureNode copies.
-const calibNodes = 64
-
-// measureBlock sets Block from blocks taken from the pool, each put in a
-// slot of a tree whose path is the tree's alone (as a reconstruction's is
-// once it copied it) in place of the block there, and given back when the
-// next run replaces it. The tree and the list of freed blocks are made
-// once, before the runs: the runs allocate nothing on the Go heap, whose
-// growth into new pages (faults inside a run that came or not as the
-// heap's spans ran out) is no cost of the store's, and made Block vary by
-// five times from one calibration to the next.
-func (c *calibrator) measureBlock(m *CostModel) error {
-	r := newRoot(1)
-	freed := make([]*block, 0, c.n)
-	for i, b := range c.dst {
-		b.Retain() // the tree's reference: replacing it frees nothing
-		r.cols[0].set(i, b, &freed)
-	}
-	defer func() {
-		r.release(&freed)
-		c.p.free(freed)
-	}()
-	run := func() error {
-		for i := range c.n {
-			b, err := c.take(c.cls)
-			if err != nil {
-				return err
-			}
-			r.cols[0].set(i, b, &freed)
-		}
-		c.p.free(freed)
-		freed = freed[:0]
-		return nil
-	}
-	if err := run(); err != nil { // the slots hold taken blocks now
-		return err
-	}
-	var err error
-	m.Block, err = c.median(c.n, run)
-	return err
+	slices.Sort(ts)
+	return (ts[(len(ts)-1)/2] + ts[len(ts)/2]) / 2
 }

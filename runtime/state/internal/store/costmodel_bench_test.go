@@ -3,6 +3,8 @@ package store
 import (
 	"math"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/gpustate/gpustate/runtime/device"
@@ -97,6 +99,25 @@ func stepReusing(b device.Backend, rowBytes []int) StepFunc {
 	}
 }
 
+// coldBytes is the size of the buffer the benchmarks stream through to
+// empty the CPU's caches, as other work would between a version's writes
+// and its reconstruction: larger than the last-level cache of the machines
+// the host backend serves.
+const coldBytes = 32 << 20
+
+// coldBuffer returns the benchmarks' cache-evicting buffer, made and
+// written on first use (untouched pages may all map one zero page).
+var coldBuffer = sync.OnceValue(func() []byte {
+	b := make([]byte, coldBytes)
+	for i := 0; i < len(b); i += 64 {
+		b[i] = byte(i >> 6)
+	}
+	return b
+})
+
+// coldSink keeps the flushes' reads from being optimized away.
+var coldSink atomic.Uint32
+
 // flushCaches streams through the cold buffer, so that the CPU's caches
 // hold none of the history.
 func flushCaches() {
@@ -108,14 +129,15 @@ func flushCaches() {
 	coldSink.Store(uint32(sink))
 }
 
-// reconstructOnce plans At(target) on h and performs it, after flushing
-// the CPU's caches when cold, and returns Plan's estimate over the time
-// At measured.
+// reconstructOnce plans At(target) on h and performs it, both after
+// flushing the CPU's caches when cold (Plan's first call measures the cost
+// model on the history as it finds it), and returns Plan's estimate over
+// the time At measured.
 func reconstructOnce(t testing.TB, h *Head, target Version, cold bool) (Plan, float64) {
-	pl := must[Plan](t)(h.Plan(target))
 	if cold {
 		flushCaches()
 	}
+	pl := must[Plan](t)(h.Plan(target))
 	s := must[*Snap](t)(h.At(target))
 	last, _ := h.LastReconstruction()
 	check(t, s.Release())
@@ -124,8 +146,9 @@ func reconstructOnce(t testing.TB, h *Head, target Version, cold bool) (Plan, fl
 
 // BenchmarkCostModel measures Plan's estimates against the times At
 // measures, cold and hot, over the five shapes. Cold: three runs of each
-// shape, each on a new pool and head (calibrated first, as Pool.CostModel
-// does), whose first reconstruction follows a flush of the CPU's caches;
+// shape, each on a new pool and head, whose first plan (which measures the
+// cost model on the history as it finds it) and reconstruction follow a
+// flush of the CPU's caches;
 // cold-within25% counts the runs (of 15) whose estimate is within 25% of
 // the measured time. Hot: the last head of each shape then reconstructs
 // the same version 12 times more, caches warm, and the estimate (refined
@@ -140,7 +163,6 @@ func BenchmarkCostModel(b *testing.B) {
 			var target Version
 			for run := range 3 {
 				p := newPool(b, PoolOptions{})
-				must[CostModel](b)(p.CostModel())
 				if h != nil {
 					check(b, h.Release())
 				}

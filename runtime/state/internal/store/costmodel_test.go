@@ -2,11 +2,11 @@ package store
 
 import (
 	"cmp"
-	"errors"
 	"math"
 	"sync"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/gpustate/gpustate/runtime/device"
 )
@@ -71,6 +71,9 @@ func (b *timedBackend) CopyDtoD(dst, src device.Ptr, n int) error {
 	return b.Backend.CopyDtoD(dst, src, n)
 }
 func (b *timedBackend) CopyHtoD(dst device.Ptr, src []byte) error {
+	b.mu.Lock()
+	b.touched[dst] = true // written: a later read finds it resident
+	b.mu.Unlock()
 	b.charge(tHtoDFixed + tHtoDPer*float64(len(src)))
 	return b.Backend.CopyHtoD(dst, src)
 }
@@ -104,12 +107,33 @@ func timedPool(t *testing.T, opt PoolOptions) (*Pool, *timedBackend) {
 	return p, be
 }
 
-// TestCalibrationPerDirection: the calibration recovers the cost of each
-// direction of copy, and of memory new to the pool, from a backend whose
-// every call costs a known time; a size class measured on first use
-// keeps the pool-wide figures.
+// timedHead returns a checkpointed head on p whose history holds deltas
+// of several blocks each (a column of 1024 rows of 16 and 8 bytes).
+func timedHead(t *testing.T, p *Pool) *Head {
+	l := kv(Append, 1<<14, Keep)
+	l.Checkpoint = &CheckpointPolicy{Every: 4, Keep: 4}
+	h := must[*Head](t)(p.NewHead(l, "me"))
+	t.Cleanup(func() { h.Release() })
+	for i := range 12 {
+		check(t, h.Append(kvRows(1024, byte(i))))
+	}
+	return h
+}
+
+// TestCalibrationPerDirection: the calibration a head's first Plan makes
+// recovers the cost of a device copy (fixed and per byte, alone and in a
+// row) and of memory new to the pool (its first write and first read)
+// from a backend whose every call costs a known time; host copies are
+// priced as device copies; what the backend does not charge (walks of the
+// tree, blocks taken from free lists) costs nothing. The model is the
+// class's, and the pool's.
 func TestCalibrationPerDirection(t *testing.T) {
 	p, _ := timedPool(t, PoolOptions{})
+	if m := must[CostModel](t)(p.CostModel()); m != (CostModel{}) {
+		t.Fatalf("a pool that planned nothing has a model: %+v", m)
+	}
+	h := timedHead(t, p)
+	must[Plan](t)(h.Plan(h.Version() - 1))
 	m := must[CostModel](t)(p.CostModel())
 	near := func(name string, got, want float64) {
 		t.Helper()
@@ -119,57 +143,87 @@ func TestCalibrationPerDirection(t *testing.T) {
 	}
 	near("CopyFixed", float64(m.CopyFixed), tDtoDFixed)
 	near("CopyPerByte", m.CopyPerByte, tDtoDPer)
-	near("CopyAlone", float64(m.CopyAlone), tDtoDFixed) // every copy costs the same here
-	near("HtoD.Fixed", float64(m.HtoD.Fixed), tHtoDFixed)
-	near("HtoD.PerByte", m.HtoD.PerByte, tHtoDPer)
-	near("DtoH.Fixed", float64(m.DtoH.Fixed), tDtoHFixed)
-	near("DtoH.PerByte", m.DtoH.PerByte, tDtoHPer)
+	near("CopyAlone", float64(m.CopyAlone), tDtoDFixed)                         // every copy costs the same here
+	near("Node", float64(m.Node), float64(unsafe.Sizeof(leafNode{}))*tFirstPer) // a node new, its memory too
+	near("PerDelta", float64(m.PerDelta), 0)
+	near("Block", float64(m.Block), 0)
+	if m.HtoD != (Transfer{Fixed: m.CopyFixed, PerByte: m.CopyPerByte}) || m.DtoH != m.HtoD {
+		t.Errorf("host copies priced %+v and %+v, want the device copy's", m.HtoD, m.DtoH)
+	}
 	if !m.NewKnown {
-		t.Fatal("a calibration on a new pool did not measure new memory")
+		t.Fatal("a calibration on a pool with clean blocks did not measure new memory")
 	}
 	near("NewPerByte", m.NewPerByte, tFirstPer)
-	near("NewGrowth", float64(m.NewGrowth), tAlloc)
 	near("NewReadPerByte", m.NewReadPerByte, tFirstReadPer)
-	if m.BlockBytes != p.BlockBytes() {
-		t.Fatalf("the pool's model is of blocks of %d bytes, want %d", m.BlockBytes, p.BlockBytes())
+	cls := newEstimator(h).fitSizeClass()
+	if m.BlockBytes != cls.Bytes() || *p.calib.classes[cls.Bytes()] != m {
+		t.Fatalf("the pool's model is of blocks of %d bytes, want the head's class, %d", m.BlockBytes, cls.Bytes())
 	}
-
-	cls := p.mem.Class(1024)
-	cm := must[CostModel](t)(p.classModel(cls))
-	if cm.BlockBytes != 1024 {
-		t.Fatalf("a class model of %d-byte blocks, want 1024", cm.BlockBytes)
-	}
-	near("class CopyFixed", float64(cm.CopyFixed), tDtoDFixed)
-	near("class CopyPerByte", cm.CopyPerByte, tDtoDPer)
-	if cm.HtoD != m.HtoD || cm.DtoH != m.DtoH || cm.NewPerByte != m.NewPerByte || !cm.NewKnown {
-		t.Fatalf("the class model's pool-wide figures %+v differ from the pool's %+v", cm, m)
-	}
-	if again := must[CostModel](t)(p.classModel(cls)); again != cm {
+	again := must[Plan](t)(h.Plan(h.Version() - 2))
+	if again.Unmeasured || must[CostModel](t)(p.CostModel()) != m {
 		t.Fatal("a class is measured again on its second use")
 	}
 }
 
-// TestNewMemoryMeasuredLater: a pool whose own calibration found free
-// blocks measures no new memory; the first class calibration that takes
-// new memory measures it for the pool and every class.
+// TestCalibrationAllocatesNothing: a calibration takes no memory new to
+// the pool (it takes free blocks only, and gives them back) and allocates
+// nothing on the Go heap; the pool's reserved bytes stay as they were.
+func TestCalibrationAllocatesNothing(t *testing.T) {
+	p := newPool(t, PoolOptions{})
+	h := timedHead(t, p)
+	cls := newEstimator(h).fitSizeClass()
+	before := p.Stats().ReservedBytes
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := testing.AllocsPerRun(20, func() {
+		k := newCalibrator(p, h, cls)
+		if _, err := k.calibrate(nil); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if n != 0 {
+		t.Errorf("a calibration allocated %v times", n)
+	}
+	if after := p.Stats().ReservedBytes; after != before {
+		t.Errorf("a calibration grew the pool from %d to %d bytes", before, after)
+	}
+}
+
+// TestNewMemoryMeasuredLater: a pool whose first calibration found no
+// clean blocks measures no new memory; the first calibration of another
+// class that finds them measures it for the pool and every class.
 func TestNewMemoryMeasuredLater(t *testing.T) {
 	p, _ := timedPool(t, PoolOptions{})
-	blks := must[[]*block](t)(p.alloc("before", 64, false))
+	h := timedHead(t, p)
+	cls := newEstimator(h).fitSizeClass()
+	f := p.mem.FreeCounts(cls)
 	var freed []*block
-	for _, b := range blks {
+	for _, b := range must[[]*block](t)(p.allocIn(nil, cls, "hog", int(f.Used+f.Clean), false)) {
 		releaseBlock(b, &freed)
 	}
-	p.free(freed)
-	m := must[CostModel](t)(p.CostModel())
-	if m.NewKnown {
-		t.Fatal("a calibration on free blocks measured new memory")
+	p.free(freed) // free again, but written: none is clean
+	must[Plan](t)(h.Plan(h.Version() - 1))
+	if m := must[CostModel](t)(p.CostModel()); m.NewKnown || m.BlockBytes != cls.Bytes() {
+		t.Fatalf("a calibration on written blocks: %+v", m)
 	}
-	cm := must[CostModel](t)(p.classModel(p.mem.Class(1024)))
-	if !cm.NewKnown || cm.NewPerByte != tFirstPer || cm.NewGrowth != tAlloc {
-		t.Fatalf("a class calibration on new memory: known %v, %v a byte, %v a growth", cm.NewKnown, cm.NewPerByte, cm.NewGrowth)
+	l := kv(Append, 1<<14, Keep)
+	l.Columns = []Column{{ElemSize: 4, Width: 64}}
+	l.Checkpoint = &CheckpointPolicy{Every: 4, Keep: 4}
+	g := must[*Head](t)(p.NewHead(l, "other"))
+	defer g.Release()
+	for range 12 {
+		check(t, g.Append([][]byte{make([]byte, 1000*256)})) // some of the last growth left clean
 	}
+	other := newEstimator(g).fitSizeClass()
+	if other == cls {
+		t.Fatalf("both heads' blocks are of %d bytes", cls.Bytes())
+	}
+	must[Plan](t)(g.Plan(g.Version() - 1))
 	if m := must[CostModel](t)(p.CostModel()); !m.NewKnown || m.NewPerByte != tFirstPer {
 		t.Fatalf("the pool's model after a class measured new memory: known %v, %v a byte", m.NewKnown, m.NewPerByte)
+	}
+	if cm := *p.calib.classes[cls.Bytes()]; !cm.NewKnown || cm.NewReadPerByte != tFirstReadPer {
+		t.Fatalf("the first class's model after another measured new memory: known %v, %v a byte read", cm.NewKnown, cm.NewReadPerByte)
 	}
 }
 
@@ -205,7 +259,7 @@ func TestEstimateRefreshedByMeasured(t *testing.T) {
 	measure := func(factor float64) {
 		pl := planOf(t, h, v)
 		pl.Measured = time.Duration(float64(base.Estimate) * factor)
-		h.observe(&pl, 0)
+		newEstimator(h).observe(&pl, 0)
 	}
 	scale := func() float64 { return float64(plan().Estimate) / float64(base.Estimate) }
 	within := func(got, want float64) bool { return math.Abs(got/want-1) < 1e-3 }
@@ -261,7 +315,7 @@ func TestReplayEstimateRefreshed(t *testing.T) {
 		t.Fatalf("%d steps priced %v, want 1ms each (the median)", pl.Steps, pl.Replayed)
 	}
 	pl.Measured = pl.Estimate
-	h.observe(&pl, time.Duration(pl.Steps)*3*time.Millisecond) // replays took 3x
+	newEstimator(h).observe(&pl, time.Duration(pl.Steps)*3*time.Millisecond) // replays took 3x
 	again := must[Plan](t)(h.Plan(v))
 	if want := time.Duration(again.Steps) * 3 * time.Millisecond; again.Replayed < want-time.Microsecond || again.Replayed > want+time.Microsecond {
 		t.Fatalf("after replays at 3ms a step: %d steps priced %v", again.Steps, again.Replayed)
@@ -326,8 +380,9 @@ func TestPlanUnmeasured(t *testing.T) {
 }
 
 // TestCalibrationKeepsCachedBlocks: a full pool whose room the prefix
-// cache holds keeps every cached block through a calibration, whether it
-// finds a little room (and measures in it) or none.
+// cache holds keeps every cached block through the calibration a head's
+// first Plan makes, whether it finds a few free blocks (and measures on
+// them) or none.
 func TestCalibrationKeepsCachedBlocks(t *testing.T) {
 	for _, bb := range []int{256, 0} { // 0: the pool's 64 KiB class has no room at all
 		p := newPool(t, PoolOptions{BlockBytes: bb, MaxBytes: 64 << 10})
@@ -336,6 +391,11 @@ func TestCalibrationKeepsCachedBlocks(t *testing.T) {
 			feedTok(t, a, uint32(i))
 		}
 		check(t, a.Release())
+		h := must[*Head](t)(p.NewHead(cpLayout(Mandatory), "me"))
+		defer h.Release()
+		for i := range 8 {
+			check(t, h.Write(i, kvRows(1, byte(i))))
+		}
 		opt := must[*Head](t)(p.NewHead(wide("Cache", Optional), "cache"))
 		defer opt.Release()
 		for p.Stats().ReservedBytes < 64<<10-8*256 && opt.Append([][]byte{make([]byte, 256)}) == nil {
@@ -344,9 +404,9 @@ func TestCalibrationKeepsCachedBlocks(t *testing.T) {
 		if before.CachedBytes == 0 {
 			t.Fatal("nothing cached")
 		}
-		_, err := p.CostModel()
-		if err != nil && !errors.Is(err, ErrNoMemory) {
-			t.Fatalf("block bytes %d: CostModel: %v", bb, err)
+		_, err := h.Plan(h.Version() - 1)
+		if err != nil {
+			t.Fatalf("block bytes %d: Plan: %v", bb, err)
 		}
 		after := p.Stats()
 		if after.CachedBytes != before.CachedBytes || after.Evictions != before.Evictions || after.EvictedBytes != before.EvictedBytes {
@@ -434,24 +494,19 @@ func TestPlanPricesUnwrittenSeeds(t *testing.T) {
 }
 
 // TestBlockTakenWithoutAllocating: taking a block, as a reconstruction
-// does for each block it copies on write and calibration for each it
-// measures, and putting it in a tree whose path is the tree's alone
-// allocate nothing on the Go heap. A heap growing into new pages faults
-// inside whatever allocates; the cost model prices the store's work, and
-// a measurement or a reconstruction that allocated per block paid those
-// faults now and then: calibration's Block varied by five times.
+// does for each block it copies on write, and putting it in a tree whose
+// path is the tree's alone allocate nothing on the Go heap. A heap growing
+// into new pages faults inside whatever allocates; the cost model prices
+// the store's work, and a reconstruction that allocated per block paid
+// those faults now and then.
 func TestBlockTakenWithoutAllocating(t *testing.T) {
 	p := newPool(t, PoolOptions{BlockBytes: 256})
 	l := kv(Append, 1<<12, Keep)
 	h := must[*Head](t)(p.NewHead(l, "me"))
 	defer h.Release()
-	c, err := p.newCalibrator(p.own)
-	check(t, err)
-	defer c.close()
 	r := newRoot(1)
 	var freed []*block
-	for i, b := range c.dst {
-		b.Retain()
+	for i, b := range must[[]*block](t)(p.alloc("tree", 64, false)) {
 		r.cols[0].set(i, b, &freed)
 	}
 	defer func() {
@@ -459,19 +514,14 @@ func TestBlockTakenWithoutAllocating(t *testing.T) {
 		p.free(freed)
 	}()
 	freed = make([]*block, 0, 4)
-	for _, tc := range []struct {
-		name string
-		take func(*sizeClass) (*block, error)
-	}{{"reconstruction.takeNew", (&reconstruction{h: h}).takeNew}, {"calibration", c.take}} {
-		if n := testing.AllocsPerRun(100, func() {
-			b, err := tc.take(p.own)
-			check(t, err)
-			r.cols[0].set(0, b, &freed)
-			p.free(freed)
-			freed = freed[:0]
-		}); n != 0 {
-			t.Errorf("%s: a block taken and put in a tree: %v allocations", tc.name, n)
-		}
+	if n := testing.AllocsPerRun(100, func() {
+		b, err := (&reconstruction{h: h}).takeNew(p.own)
+		check(t, err)
+		r.cols[0].set(0, b, &freed)
+		p.free(freed)
+		freed = freed[:0]
+	}); n != 0 {
+		t.Errorf("a block taken and put in a tree: %v allocations", n)
 	}
 }
 
@@ -541,29 +591,29 @@ func TestPlanCountsNewPages(t *testing.T) {
 }
 
 // TestPlanPricesGrowthsMeasured: a growth of the pool is priced at the
-// calibration's NewGrowth until the class grew a few times, then at the
-// median time of its last growths, which follows the backend when its
-// allocations grow dearer.
+// median time of the class's last growths once it grew a few times, which
+// follows the backend when its allocations grow dearer; before, at the
+// calibration's NewGrowth (that median when it ran, or nothing).
 func TestPlanPricesGrowthsMeasured(t *testing.T) {
 	p, be := timedPool(t, PoolOptions{BlockBytes: 256})
-	must[CostModel](t)(p.CostModel()) // on memory new to the pool
 	h := must[*Head](t)(p.NewHead(cpLayout(Mandatory), "me"))
 	defer h.Release()
+	for i := range 8 {
+		check(t, h.Write(i, kvRows(1, byte(i))))
+	}
 	// Two growths' worth of blocks past the clean ones, in column 0.
 	growBy := func() time.Duration {
 		t.Helper()
-		pr := must[*pricing](t)(h.pricing("test"))
+		pr := newEstimator(h)
+		check(t, pr.price("test"))
 		f := pr.free[h.cls[0]]
 		taken := make([]int64, len(h.perBlock))
 		taken[0] = f.Used + f.Clean + 2*f.Grow
-		_, grow := h.newBytes(taken, pr)
-		if pr.model.NewGrowth != tAlloc {
-			t.Fatalf("the calibration measured a growth at %v, want %v", pr.model.NewGrowth, time.Duration(tAlloc))
-		}
+		_, grow := pr.newBytes(taken)
 		return grow
 	}
-	if got := growBy(); got != 2*tAlloc {
-		t.Fatalf("two growths priced at %v before the class grew thrice, want %v", got, time.Duration(2*tAlloc))
+	if got := growBy(); got != 2*must[CostModel](t)(p.CostModel()).NewGrowth {
+		t.Fatalf("two growths priced at %v before the class grew thrice, want two of the calibration's", got)
 	}
 	be.mu.Lock()
 	be.alloc = 3 * tAlloc
@@ -588,7 +638,7 @@ func planOf(t *testing.T, h *Head, v Version) planned {
 	t.Helper()
 	check(t, h.begin("Plan"))
 	defer h.end()
-	pl, _, err := h.planAt("Plan", v)
+	pl, _, err := newEstimator(h).plan("Plan", v)
 	check(t, err)
 	return pl
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"slices"
 	"time"
+
+	"github.com/gpustate/gpustate/runtime/state/internal/blocks"
 )
 
 // Estimates: how Plan prices the ways to reconstruct a version
@@ -14,6 +16,19 @@ import (
 // again, rows read back to verify), and the size class's cost model,
 // measured on the pool's backend (calibrate.go), prices the counts; the
 // pool's measured reconstructions of the class scale the price (fit).
+
+// An estimator plans the reconstructions of one head, h: it prices the
+// ways to reconstruct a version (its pricing, set by price), performs the
+// cheapest for At, and refines the pool's calibration by what it measured.
+// Plan and At make one per call.
+type estimator struct {
+	h *Head
+	pricing
+}
+
+// newEstimator returns an estimator of h's reconstructions, priced by
+// nothing yet.
+func newEstimator(h *Head) *estimator { return &estimator{h: h} }
 
 // pricing is what candidates are priced by: the size class's cost model
 // (known false: none was measured), its fit, the free blocks of the
@@ -27,12 +42,12 @@ type pricing struct {
 }
 
 // candidates returns every way to reconstruct entry t, cheapest first.
-func (h *Head) candidates(t int, pr *pricing) []candidate {
-	x := h.hist
+func (e *estimator) candidates(t int) []candidate {
+	x, pr := e.h.hist, &e.pricing
 	var out []candidate
 	for q := t; q >= 0; q-- {
 		if x.entries[q].cp != nil {
-			out = append(out, h.candidate(q, t, pr))
+			out = append(out, e.candidate(q, t))
 		}
 		if q > 0 && x.entries[q].d == nil {
 			break // a gap: nothing before it reaches t
@@ -67,8 +82,8 @@ func (s *bitset) add(i int) bool {
 
 // candidate estimates seeding from entry q's checkpoint and applying the
 // deltas of entries q+1..t.
-func (h *Head) candidate(q, t int, pr *pricing) candidate {
-	x := h.hist
+func (e *estimator) candidate(q, t int) candidate {
+	h, x, pr := e.h, e.h.hist, &e.pricing
 	c := candidate{Candidate: Candidate{Checkpoint: x.entries[q].pos.v, Deltas: t - q}}
 	touched := make([]bitset, len(h.perBlock)) // per column: the blocks taken
 	nodes := make([][]bitset, len(h.perBlock)) // per column and level: the nodes copied
@@ -130,7 +145,7 @@ func (h *Head) candidate(q, t int, pr *pricing) candidate {
 		rows = x.entries[j].rows
 	}
 	var grow time.Duration
-	c.NewBytes, grow = h.newBytes(taken, pr)
+	c.NewBytes, grow = e.newBytes(taken)
 	c.NewBytes += unread
 	if !pr.known {
 		return c
@@ -157,8 +172,8 @@ func (h *Head) candidate(q, t int, pr *pricing) candidate {
 // grew a few times (blocks.Free.GrowTime: calibration times one, and
 // twelve calibrations' came out 0.4-1.7x their median), else at the
 // model's NewGrowth.
-func (h *Head) newBytes(taken []int64, pr *pricing) (bytes int64, grow time.Duration) {
-	free := pr.free
+func (e *estimator) newBytes(taken []int64) (bytes int64, grow time.Duration) {
+	h, pr, free := e.h, &e.pricing, e.free
 	need := map[*sizeClass]int64{}
 	for col, n := range taken {
 		need[h.cls[col]] += n
@@ -190,23 +205,57 @@ func (h *Head) newBytes(taken []int64, pr *pricing) (bytes int64, grow time.Dura
 	return bytes, grow
 }
 
-// pricing returns what h's candidates are priced by: the cost model of
-// its largest blocks' class, measured on first use. A pool that had no
-// room to measure it prices nothing (known false).
-func (h *Head) pricing(op string) (*pricing, error) {
-	cls := h.fitSizeClass()
-	pr := &pricing{f: h.pool.fitFor(cls.Bytes()), step: h.hist.stepTime(), free: map[*sizeClass]classFree{}}
-	m, err := h.pool.classModel(cls)
+// price sets what h's candidates are priced by: the cost model of its
+// largest blocks' class, measured on first use. A pool that had no room
+// to measure it prices nothing (known false).
+func (e *estimator) price(op string) error {
+	h, calib := e.h, &e.h.pool.calib
+	cls := e.fitSizeClass()
+	e.pricing = pricing{f: calib.fitFor(cls.Bytes()), step: h.hist.stepTime(), free: map[*sizeClass]classFree{}}
+	m, err := calib.classModel(h.pool, h, cls)
 	switch {
 	case err == nil:
-		pr.model, pr.known = m, true
+		e.model, e.known = m, true
 	case !errors.Is(err, ErrNoMemory):
-		return nil, h.errorf(op, "calibrating the cost model: %w", err)
+		return h.errorf(op, "calibrating the cost model: %w", err)
 	}
 	for _, c := range h.cls {
-		pr.free[c] = h.pool.freeBlocks(c)
+		e.free[c] = e.freeBlocks(c)
 	}
-	return pr, nil
+	return nil
+}
+
+// fitClass is the size class whose fit serves h: that of its largest
+// blocks, which carry most of a reconstruction's bytes.
+func (e *estimator) fitClass() int { return slices.Max(e.h.blockBytes) }
+
+// fitSizeClass is the size class of fitClass.
+func (e *estimator) fitSizeClass() *sizeClass {
+	best := e.h.cls[0]
+	for _, c := range e.h.cls {
+		if c.Bytes() > best.Bytes() {
+			best = c
+		}
+	}
+	return best
+}
+
+// freeBlocks returns what class c has free (blocks.Free), and whether the
+// blocks below the next clean one in memory were written (afterWritten):
+// a class carves new blocks only once its clean list is empty, so the
+// blocks below the next one were all taken, and every allocation but a
+// zeroed one writes what it takes (a zeroed one leaves its blocks
+// Untouched). Only a class no zeroed allocation took from is known to be
+// written below.
+func (e *estimator) freeBlocks(c *sizeClass) classFree {
+	f := e.h.pool.mem.FreeCounts(c)
+	return classFree{Free: f, afterWritten: f.HasNext && !c.ZeroTaken()}
+}
+
+// classFree is what freeBlocks returns.
+type classFree struct {
+	blocks.Free
+	afterWritten bool
 }
 
 // Untouched blocks: a block taken zeroed from the clean list is priced as
@@ -248,7 +297,8 @@ func (x *history) stepMedian() time.Duration {
 // steps, and the pool's fit of h's size class with the rest (new memory
 // left out, which the model prices apart). A plan the pool could not price
 // refines nothing.
-func (h *Head) observe(pl *planned, replayed time.Duration) {
+func (e *estimator) observe(pl *planned, replayed time.Duration) {
+	h := e.h
 	if pl.Unmeasured {
 		return
 	}
@@ -256,12 +306,13 @@ func (h *Head) observe(pl *planned, replayed time.Duration) {
 	if c.Steps > 0 {
 		h.hist.stepFit.observe(time.Duration(c.Steps)*h.hist.stepMedian(), replayed)
 	}
-	h.pool.observe(h.fitClass(), pl.model, pl.newCost, pl.Measured-replayed)
+	h.pool.calib.observe(e.fitClass(), pl.model, pl.newCost, pl.Measured-replayed)
 }
 
-// planAt returns the plan for version v and the index of its entry. h.mu
-// is held.
-func (h *Head) planAt(op string, v Version) (planned, int, error) {
+// plan returns the plan for version v and the index of its entry, and
+// sets the pricing it was priced by. h.mu is held.
+func (e *estimator) plan(op string, v Version) (planned, int, error) {
+	h := e.h
 	if h.hist == nil {
 		return planned{}, 0, h.errorf(op, "%s keeps no checkpoints: %w", h.l.Type, ErrNotRetained)
 	}
@@ -269,11 +320,11 @@ func (h *Head) planAt(op string, v Version) (planned, int, error) {
 	if t < 0 {
 		return planned{}, 0, h.errorf(op, "version %d is not in the retained history of the head's line: %w", v, ErrNotRetained)
 	}
-	pr, err := h.pricing(op)
-	if err != nil {
+	if err := e.price(op); err != nil {
 		return planned{}, 0, err
 	}
-	cs := h.candidates(t, pr)
+	pr := &e.pricing
+	cs := e.candidates(t)
 	if len(cs) == 0 {
 		return planned{}, 0, h.errorf(op, "version %d: a delta before it was not retained: %w", v, ErrNotRetained)
 	}
@@ -311,7 +362,7 @@ func (h *Head) Plan(v Version) (Plan, error) {
 		return Plan{}, err
 	}
 	defer h.end()
-	p, _, err := h.planAt("Plan", v)
+	p, _, err := newEstimator(h).plan("Plan", v)
 	return p.Plan, err
 }
 
@@ -327,12 +378,14 @@ func (h *Head) At(v Version) (*Snap, error) {
 		return nil, err
 	}
 	defer h.end()
-	return h.atLocked(v)
+	return newEstimator(h).at(v)
 }
 
-// atLocked is At with h's call begun.
-func (h *Head) atLocked(v Version) (*Snap, error) {
-	p, t, err := h.planAt("At", v)
+// at is At with h's call begun: it reconstructs version v by its plan and
+// refines the estimates by the time it took.
+func (e *estimator) at(v Version) (*Snap, error) {
+	h := e.h
+	p, t, err := e.plan("At", v)
 	if err != nil {
 		return nil, err
 	}
@@ -348,7 +401,7 @@ func (h *Head) atLocked(v Version) (*Snap, error) {
 		return nil, h.errorf("At", "version %d: %w", v, err)
 	}
 	p.Measured = time.Since(start)
-	h.observe(&p, x.replayed)
+	e.observe(&p, x.replayed)
 	h.lin.mu.Lock()
 	s := &Snap{shape: h.shape, lin: h.lin, r: r, pos: x.entries[t].pos}
 	s.logical = h.logicalOf(r)

@@ -19,14 +19,14 @@ var CheckStreamMarks = checkStreamMarks
 // RowBytes is rowBytes.
 func (c Column) RowBytes() int { return c.rowBytes() }
 
-// CostModel returns the pool's cost model, measuring the backend on first
-// use.
+// CostModel returns the pool's cost model as measured so far: the model
+// of the first size class a head's Plan or At measured (zero before).
 func (p *Pool) CostModel() (CostModel, error) {
 	if err := p.enter(); err != nil {
 		return CostModel{}, fmt.Errorf("state: CostModel: %w", err)
 	}
 	defer p.leave()
-	return p.costModel()
+	return p.calib.costModel(), nil
 }
 
 // BlockBytes returns the pool's own block size: PoolOptions.BlockBytes,

@@ -32,7 +32,7 @@ func (g *Group) At(v Version) (*GroupSnap, error) {
 	}
 	cut := newGroupSnap(g)
 	for i, h := range g.heads {
-		s, err := h.atLocked(vs[i])
+		s, err := newEstimator(h).at(vs[i])
 		if err != nil {
 			g.end(g.order, nil) // the snapshots taken are released outside the call
 			for _, s := range cut.snaps {
@@ -63,7 +63,7 @@ func (g *Group) Plan(v Version) (Plan, error) {
 	}
 	sum := Plan{Target: v}
 	for i, h := range g.heads {
-		p, _, err := h.planAt("Plan", vs[i])
+		p, _, err := newEstimator(h).plan("Plan", vs[i])
 		if err != nil {
 			return Plan{}, groupErrorf("Plan", "member %s, version %d: %w", h.l.Type, vs[i], err)
 		}

@@ -181,9 +181,10 @@ func (p *Pool) calibNow() time.Time {
 // (a pool measures each class its states' largest blocks are of, on first
 // use). Copies between the host and the device cost HtoD and DtoH, and
 // memory the pool takes new (never touched before: on the host backend the
-// first touch of its pages) NewPerByte. The figures are measured on memory
-// the CPU's caches do not hold, as a reconstruction of a past version
-// finds it.
+// first touch of its pages) NewPerByte. The figures are measured on the
+// retained history of the head first planned, as it lies then (a past
+// version not read lately finds it cold), and on free blocks of the pool
+// (calibrate.go).
 type CostModel struct {
 	CopyFixed   time.Duration
 	CopyPerByte float64 // nanoseconds per byte
@@ -208,8 +209,8 @@ type CostModel struct {
 	// NewPerByte is the cost of a byte of memory new to the pool, in
 	// nanoseconds (its first touch), and NewGrowth that of one growth of
 	// the pool (a backend allocation and the records of the blocks it
-	// makes); NewKnown says they were measured: only a calibration whose
-	// blocks the pool took new measures them.
+	// makes); NewKnown says they were measured: only a calibration that
+	// found clean blocks enough (memory new to the pool) measures them.
 	NewPerByte float64
 	NewGrowth  time.Duration
 	NewKnown   bool

@@ -13,10 +13,7 @@ import (
 // newRoot returns a root of ncols empty columns, held once: one a release
 // kept (roots) where there is one, else a new one.
 func newRoot(ncols int) *root {
-	var r *root
-	if calibrating.Load() == 0 {
-		r, _ = roots.Get().(*root)
-	}
+	r, _ := roots.Get().(*root)
 	if r == nil {
 		r = &root{}
 	}
@@ -43,9 +40,6 @@ var roots sync.Pool
 // keep empties r, whose last reference went, and keeps it for newRoot,
 // with its columns' own allocation when they have one.
 func (r *root) keep() {
-	if calibrating.Load() != 0 {
-		return
-	}
 	clear(r.cols)
 	if len(r.cols) > 0 && &r.cols[0] == &r.inline[0] {
 		r.cols = nil

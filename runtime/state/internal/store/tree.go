@@ -225,10 +225,6 @@ func (t *tree) leafSlotWith(i int, freed *[]*block, fresh bool) **node {
 // release has given its nodes back, and start no collection.
 var leaves, interiors sync.Pool
 
-// calibrating counts the calibrations under way, during which nodes are
-// made new and none are kept (Pool.calibrate says why).
-var calibrating atomic.Int32
-
 // leafNode is a leaf and its slots, made in one allocation.
 type leafNode struct {
 	node
@@ -245,7 +241,7 @@ type interiorNode struct {
 // made new when fresh, else a kept one where there is one.
 func newInteriorWith(fresh bool) *node {
 	var n *node
-	if !fresh && calibrating.Load() == 0 {
+	if !fresh {
 		n, _ = interiors.Get().(*node)
 	}
 	if n == nil {
@@ -263,7 +259,7 @@ func newLeaf() *node { return newLeafWith(false) }
 // newLeafWith is newLeaf, made new when fresh.
 func newLeafWith(fresh bool) *node {
 	var n *node
-	if !fresh && calibrating.Load() == 0 {
+	if !fresh {
 		n, _ = leaves.Get().(*node)
 	}
 	if n == nil {
@@ -279,9 +275,6 @@ func newLeafWith(fresh bool) *node {
 // newLeafWith or newInteriorWith: nothing reaches a node but through a counted
 // reference.
 func recycle(n *node) {
-	if calibrating.Load() != 0 {
-		return
-	}
 	if n.kids != nil {
 		clear(n.kids)
 		interiors.Put(n)
