@@ -404,10 +404,24 @@ func (m *groupModel) snapshotCode() jen.Code {
 		"Snapshot returns one consistent cut of the members: a snapshot of each, taken while no member can be written, so that no member write falls inside it. It copies no rows. When one member cannot be snapshotted, the snapshots already taken are released and the error returned.",
 		releaseDuty("snapshot"),
 	}, "acquire").Func().Params(m.recv()).Id("Snapshot").Params().Params(jen.Op("*").Id(n.Snapshot), jen.Error()).Block(
-		jen.List(jen.Id("cut"), jen.Err()).Op(":=").Add(m.gcall("Snapshot")),
-		jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Nil(), jen.Err())),
-		jen.Return(m.cutValue(), jen.Nil()),
+		append([]jen.Code{
+			jen.Id("v").Op(":=").Op("&").Id(n.Snapshot).Values(),
+			jen.If(jen.Err().Op(":=").Add(m.gcall("SnapshotInto", jen.Op("&").Id("v").Dot("mem"))), jen.Err().Op("!=").Nil()).Block(
+				jen.Return(jen.Nil(), jen.Err()),
+			),
+			jen.Id("v").Dot(cutField()).Op("=").Op("&").Id("v").Dot("mem"),
+		}, append(m.memberSnaps("v"), jen.Return(jen.Id("v"), jen.Nil()))...)...,
 	)
+}
+
+// memberSnaps sets the member snapshots of the cut handle v from its
+// store cut.
+func (m *groupModel) memberSnaps(v string) []jen.Code {
+	var set []jen.Code
+	for i, mem := range m.g.Members {
+		set = append(set, jen.Id(v).Dot(memberField(mem.Name)).Dot("snap").Op("=").Id(v).Dot(cutField()).Dot("Snap").Call(groupMemberIndex(i)))
+	}
+	return set
 }
 
 func (m *groupModel) branchCode() jen.Code {
@@ -461,6 +475,9 @@ func (m *groupModel) snapDecl() jen.Code {
 	fields := []jen.Code{jen.Id(cutField()).Op("*").Add(st("GroupSnap"))}
 	for i, mem := range m.g.Members {
 		fields = append(fields, jen.Id(memberField(mem.Name)).Id(contract.GeneratedNames(m.members[i].Type).Snapshot)) // by value: one allocation
+	}
+	if m.snapshot() {
+		fields = append(fields, jen.Id("mem").Add(st("GroupSnap")).Comment("where "+cutField()+" points for a cut made by Snapshot: one allocation"))
 	}
 	return doc([]string{
 		fmt.Sprintf("%s is one consistent cut of %s group: an immutable snapshot of each member, taken together.", n.Snapshot, article(m.g.Type)),

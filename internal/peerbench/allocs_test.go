@@ -37,3 +37,36 @@ func TestSteadyStateAllocs(t *testing.T) {
 		}
 	}
 }
+
+// TestCutIsOneAllocation: a group's cut, taken and released, is one
+// allocation: the generated handle holds the store's cut, which holds
+// the members' snapshots.
+func TestCutIsOneAllocation(t *testing.T) {
+	if testing.CoverMode() != "" {
+		t.Skip("coverage counters allocate")
+	}
+	p := newPool(t)
+	g, err := NewHybridState(p, "me")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Release()
+	row := newRow()
+	for tok := range int32(64) {
+		must(g.KV().Append(rowOf(row, tok)))
+	}
+	var err2 error
+	if n := testing.AllocsPerRun(200, func() {
+		v, err := g.Snapshot()
+		if err != nil {
+			err2 = err
+			return
+		}
+		err2 = v.Release()
+	}); n != 1 {
+		t.Errorf("a cut taken and released: %.2f allocations; want 1", n)
+	}
+	if err2 != nil {
+		t.Fatal(err2)
+	}
+}

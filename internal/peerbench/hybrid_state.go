@@ -108,15 +108,14 @@ func (g *HybridState) Rec() *RecState {
 //
 //state:acquire
 func (g *HybridState) Snapshot() (*HybridSnapshot, error) {
-	cut, err := _Hybrid_group(g).Snapshot()
-	if err != nil {
+	v := &HybridSnapshot{}
+	if err := _Hybrid_group(g).SnapshotInto(&v.mem); err != nil {
 		return nil, err
 	}
-	return &HybridSnapshot{
-		_KV:  CtxSnapshot{snap: cut.Snap(0)},
-		_Rec: RecSnapshot{snap: cut.Snap(1)},
-		_cut: cut,
-	}, nil
+	v._cut = &v.mem
+	v._KV.snap = v._cut.Snap(0)
+	v._Rec.snap = v._cut.Snap(1)
+	return v, nil
 }
 
 // Branch returns a new group whose members are isolated branches of these
@@ -193,6 +192,7 @@ type HybridSnapshot struct {
 	_cut *stateimpl.GroupSnap
 	_KV  CtxSnapshot
 	_Rec RecSnapshot
+	mem  stateimpl.GroupSnap // where _cut points for a cut made by Snapshot: one allocation
 }
 
 // _Hybrid_cut returns the cut v wraps; nil for a nil v.

@@ -109,15 +109,14 @@ func (g *HybridRState) Rec() *RecRState {
 //
 //state:acquire
 func (g *HybridRState) Snapshot() (*HybridRSnapshot, error) {
-	cut, err := _HybridR_group(g).Snapshot()
-	if err != nil {
+	v := &HybridRSnapshot{}
+	if err := _HybridR_group(g).SnapshotInto(&v.mem); err != nil {
 		return nil, err
 	}
-	return &HybridRSnapshot{
-		_KV:  CtxSnapshot{snap: cut.Snap(0)},
-		_Rec: RecRSnapshot{snap: cut.Snap(1)},
-		_cut: cut,
-	}, nil
+	v._cut = &v.mem
+	v._KV.snap = v._cut.Snap(0)
+	v._Rec.snap = v._cut.Snap(1)
+	return v, nil
 }
 
 // Branch returns a new group whose members are isolated branches of these
@@ -194,6 +193,7 @@ type HybridRSnapshot struct {
 	_cut *stateimpl.GroupSnap
 	_KV  CtxSnapshot
 	_Rec RecRSnapshot
+	mem  stateimpl.GroupSnap // where _cut points for a cut made by Snapshot: one allocation
 }
 
 // _HybridR_cut returns the cut v wraps; nil for a nil v.

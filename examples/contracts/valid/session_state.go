@@ -89,15 +89,14 @@ func (g *SessionState) Rec() *RecurrentState {
 //
 //state:acquire
 func (g *SessionState) Snapshot() (*SessionSnapshot, error) {
-	cut, err := _Session_group(g).Snapshot()
-	if err != nil {
+	v := &SessionSnapshot{}
+	if err := _Session_group(g).SnapshotInto(&v.mem); err != nil {
 		return nil, err
 	}
-	return &SessionSnapshot{
-		_KV:  KVCacheSnapshot{snap: cut.Snap(0)},
-		_Rec: RecurrentSnapshot{snap: cut.Snap(1)},
-		_cut: cut,
-	}, nil
+	v._cut = &v.mem
+	v._KV.snap = v._cut.Snap(0)
+	v._Rec.snap = v._cut.Snap(1)
+	return v, nil
 }
 
 // Rollback moves every member back to its part of the cut to, or none of them:
@@ -164,6 +163,7 @@ type SessionSnapshot struct {
 	_cut *stateimpl.GroupSnap
 	_KV  KVCacheSnapshot
 	_Rec RecurrentSnapshot
+	mem  stateimpl.GroupSnap // where _cut points for a cut made by Snapshot: one allocation
 }
 
 // _Session_cut returns the cut v wraps; nil for a nil v.

@@ -110,15 +110,14 @@ func (g *DecoderState) Rec() *RecurrentState {
 //
 //state:acquire
 func (g *DecoderState) Snapshot() (*DecoderSnapshot, error) {
-	cut, err := _Decoder_group(g).Snapshot()
-	if err != nil {
+	v := &DecoderSnapshot{}
+	if err := _Decoder_group(g).SnapshotInto(&v.mem); err != nil {
 		return nil, err
 	}
-	return &DecoderSnapshot{
-		_KV:  KVCacheSnapshot{snap: cut.Snap(0)},
-		_Rec: RecurrentSnapshot{snap: cut.Snap(1)},
-		_cut: cut,
-	}, nil
+	v._cut = &v.mem
+	v._KV.snap = v._cut.Snap(0)
+	v._Rec.snap = v._cut.Snap(1)
+	return v, nil
 }
 
 // Branch returns a new group whose members are isolated branches of these
@@ -195,6 +194,7 @@ type DecoderSnapshot struct {
 	_cut *stateimpl.GroupSnap
 	_KV  KVCacheSnapshot
 	_Rec RecurrentSnapshot
+	mem  stateimpl.GroupSnap // where _cut points for a cut made by Snapshot: one allocation
 }
 
 // _Decoder_cut returns the cut v wraps; nil for a nil v.

@@ -88,15 +88,14 @@ func (g *TracedState) Log() *LogState {
 //
 //state:acquire
 func (g *TracedState) Snapshot() (*TracedSnapshot, error) {
-	cut, err := _Traced_group(g).Snapshot()
-	if err != nil {
+	v := &TracedSnapshot{}
+	if err := _Traced_group(g).SnapshotInto(&v.mem); err != nil {
 		return nil, err
 	}
-	return &TracedSnapshot{
-		_Log: LogSnapshot{snap: cut.Snap(1)},
-		_Rec: RecurrentSnapshot{snap: cut.Snap(0)},
-		_cut: cut,
-	}, nil
+	v._cut = &v.mem
+	v._Rec.snap = v._cut.Snap(0)
+	v._Log.snap = v._cut.Snap(1)
+	return v, nil
 }
 
 // Rollback moves every member back to its part of the cut to, or none of them:
@@ -133,6 +132,7 @@ type TracedSnapshot struct {
 	_cut *stateimpl.GroupSnap
 	_Rec RecurrentSnapshot
 	_Log LogSnapshot
+	mem  stateimpl.GroupSnap // where _cut points for a cut made by Snapshot: one allocation
 }
 
 // _Traced_cut returns the cut v wraps; nil for a nil v.

@@ -168,3 +168,13 @@ func (h *Head) Branch() (*Head, error) {
 	}
 	return c, nil
 }
+
+// Snapshot is SnapshotInto a cut of its own, as generated code makes one
+// inside its handle.
+func (g *Group) Snapshot() (*GroupSnap, error) {
+	cut := new(GroupSnap)
+	if err := g.SnapshotInto(cut); err != nil {
+		return nil, err
+	}
+	return cut, nil
+}

@@ -24,13 +24,20 @@ type GroupSnap struct {
 // newGroupSnap returns a cut of g with room for a snapshot of each
 // member, none taken yet.
 func newGroupSnap(g *Group) *GroupSnap {
-	v := &GroupSnap{group: g}
+	v := new(GroupSnap)
+	v.init(g)
+	return v
+}
+
+// init makes v, a zero GroupSnap, a cut of g with room for a snapshot of
+// each member, none taken yet.
+func (v *GroupSnap) init(g *Group) {
+	v.group = g
 	if len(g.heads) <= len(v.inline) {
 		v.snaps = v.inline[:0:len(g.heads)]
 	} else {
 		v.snaps = make([]*Snap, 0, len(g.heads))
 	}
-	return v
 }
 
 var groupIDs atomic.Uint64
@@ -205,20 +212,21 @@ func sortByID(heads []*Head) []*Head {
 	return slices.Compact(heads)
 }
 
-// Snapshot returns a consistent cut of the members: one snapshot each,
-// taken while every member's lock is held, so that no member write falls
-// between them. A member that cannot be snapshotted (invalidated, evicted
-// for good) fails the call, and the snapshots already taken are released.
-//
-//state:acquire
-func (g *Group) Snapshot() (*GroupSnap, error) {
+// SnapshotInto makes in cut a consistent cut of the members: one snapshot
+// each, taken while every member's lock is held, so that no member write
+// falls between them. A member that cannot be snapshotted (invalidated,
+// evicted for good) fails the call, and the snapshots already taken are
+// released. cut is memory the caller holds (a generated cut handle holds
+// its store cut, so that the two are one allocation): a zero GroupSnap
+// that no call used before.
+func (g *Group) SnapshotInto(cut *GroupSnap) error {
 	if g == nil {
-		return nil, g.begin("Snapshot", nil, nil)
+		return g.begin("Snapshot", nil, nil)
 	}
 	if err := g.begin("Snapshot", g.order, nil); err != nil {
-		return nil, err
+		return err
 	}
-	cut := newGroupSnap(g)
+	cut.init(g)
 	for _, h := range g.heads {
 		var s *Snap
 		if i := len(cut.snaps); i < len(cut.mem) {
@@ -231,12 +239,13 @@ func (g *Group) Snapshot() (*GroupSnap, error) {
 			for _, s := range cut.snaps {
 				s.Release()
 			}
-			return nil, groupErrorf("Snapshot", "member %s: %w", h.l.Type, err)
+			cut.snaps = nil
+			return groupErrorf("Snapshot", "member %s: %w", h.l.Type, err)
 		}
 		cut.snaps = append(cut.snaps, s)
 	}
 	g.end(g.order, nil)
-	return cut, nil
+	return nil
 }
 
 // Branch returns a new group whose members are branches of g's members,
