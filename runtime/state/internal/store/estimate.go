@@ -354,33 +354,6 @@ func (e *estimator) plan(op string, v Version) (planned, int, error) {
 	return pl, t, nil
 }
 
-// Plan explains how At(v) would reconstruct version v of the head's own
-// line: the checkpoint it would seed from, the deltas it would apply, the
-// estimated cost, and the alternatives. It reconstructs nothing.
-func (h *Head) Plan(v Version) (Plan, error) {
-	if err := h.begin("Plan"); err != nil {
-		return Plan{}, err
-	}
-	defer h.end()
-	p, _, err := newEstimator(h).plan("Plan", v)
-	return p.Plan, err
-}
-
-// At reconstructs version v of the head's own line as a snapshot, by the
-// plan Plan(v) returns, and records the cost it measured (see
-// LastReconstruction). A version before the oldest retained checkpoint, or
-// not on the head's line, answers ErrNotRetained. The snapshot is like any
-// other: Rollback accepts it.
-//
-//state:acquire
-func (h *Head) At(v Version) (*Snap, error) {
-	if err := h.begin("At"); err != nil {
-		return nil, err
-	}
-	defer h.end()
-	return newEstimator(h).at(v)
-}
-
 // at is At with h's call begun: it reconstructs version v by its plan and
 // refines the estimates by the time it took.
 func (e *estimator) at(v Version) (*Snap, error) {
