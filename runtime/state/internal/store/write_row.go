@@ -135,7 +135,11 @@ func (tx *writeTx) appendBulk(cols [][]byte, q *rowQueue) (bool, error) {
 	}
 	freed := h.freeing()
 	for c, k := range counts {
-		tx.setFills(c, tails[c], blks[:k])
+		if q != nil || cols != nil {
+			tx.setFills(c, tails[c], nil) // the new blocks' with their runs
+		} else {
+			tx.setFills(c, tails[c], blks[:k])
+		}
 		r.cols[c].appendBlocks(blks[:k], &freed)
 		blks = blks[k:]
 	}
@@ -253,7 +257,13 @@ func (tx *writeTx) rowRuns(runs []copyRun, dst []*block) []copyRun {
 // the rest of tail, when not nil, then the new blocks nb, neighbouring
 // blocks joined into one run, the first also with the last of runs when
 // that ends where it begins, at the end of prev; it returns the runs and
-// the block the last one ends in.
+// the block the last one ends in. It sets the fills of the new blocks
+// too, while their records are in the cache: the head holds them alone,
+// in no version before the append commits, so the fill of one the
+// append gives back on failure is read by nobody (Alloc resets it), and
+// a bulk append's copy in between evicts them (docs/BENCHMARKS.md,
+// "Serving paths"). The tail's, which its version holds, waits for the
+// copy (setFills).
 func (tx *writeTx) appendColumnRuns(runs []copyRun, prev *block, c int, tail *block, nb []*block) ([]copyRun, *block) {
 	from, to := tx.from, tx.to
 	rb, per := tx.h.rowBytes[c], tx.h.perBlock[c]
@@ -266,6 +276,7 @@ func (tx *writeTx) appendColumnRuns(runs []copyRun, prev *block, c int, tail *bl
 	for _, b := range nb {
 		k := min(to-row, per)
 		runs = addRun(runs, prev, b, b.Ptr(), k*rb)
+		b.SetFill(k * rb) // the head's alone, in no version yet (see setFills)
 		prev, row = b, row+k
 	}
 	return runs, prev
