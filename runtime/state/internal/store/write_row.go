@@ -76,6 +76,9 @@ func (tx *writeTx) appendRows(cols [][]byte, q *rowQueue) (bool, error) {
 	if err != nil {
 		return true, tx.abort(err)
 	}
+	if q != nil {
+		q.record(h, tails[:len(counts)], nil)
+	}
 	freed := h.freeing()
 	for c, k := range counts {
 		per := h.perBlock[c]
@@ -132,6 +135,9 @@ func (tx *writeTx) appendBulk(cols [][]byte, q *rowQueue) (bool, error) {
 	}
 	if err != nil {
 		return true, tx.abort(err)
+	}
+	if q != nil {
+		q.record(h, tails[:len(counts)], blks)
 	}
 	freed := h.freeing()
 	for c, k := range counts {
@@ -301,6 +307,18 @@ type rowQueue struct {
 	st     device.Stream
 	buf    []byte
 	landed device.Event
+	// recorded says the short path recorded st on the blocks it queued
+	// copies to (record), which the caller then need not look up.
+	recorded bool
+}
+
+// record records q's stream on the blocks the short path queued copies to,
+// once they are queued: the tails where not nil, and the new blocks
+// news. Before the commit, while their records are in the cache; a block
+// the commit expires at once is then freed behind the stream's work.
+func (q *rowQueue) record(h *Head, tails, news []*block) {
+	h.pool.rec.addWritten(tails, news, q.st)
+	q.recorded = true
 }
 
 // queueCopies queues on st the copies of buf's rows to runs (buf holds
