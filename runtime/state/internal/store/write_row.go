@@ -92,7 +92,8 @@ func (tx *writeTx) appendRows(cols [][]byte, q *rowQueue) (bool, error) {
 }
 
 // takeNew admits the append tx and takes the need new blocks it writes,
-// counts[c] for column c, in column order.
+// counts[c] for column c, in column order, their fills kept (handFilled):
+// both paths set every new block's fill before the commit shares it.
 func (tx *writeTx) takeNew(counts []int, need int) ([]*block, error) {
 	h := tx.h
 	if err := tx.admit(); err != nil {
@@ -101,7 +102,7 @@ func (tx *writeTx) takeNew(counts []int, need int) ([]*block, error) {
 	if need == 0 {
 		return nil, nil
 	}
-	blks, err := h.allocCols(h.scratch, counts, false)
+	blks, err := h.allocCols(h.scratch, counts, handFilled)
 	if err != nil {
 		return nil, h.errorf(tx.op, "%w", err)
 	}
