@@ -145,6 +145,35 @@ func (a *Allocator) TakeHot(c *Class, owner string) *Block {
 // only then does the class grow (growLocked: the slabs' free extents, a new
 // slab, the free blocks of other classes).
 func (a *Allocator) Alloc(buf []*Block, c *Class, owner string, n int, zero bool) ([]*Block, error) {
+	hand := Dirty
+	if zero {
+		hand = Zeroed
+	}
+	return a.AllocHand(buf, c, owner, n, hand)
+}
+
+// Hand says how Alloc hands its blocks out.
+type Hand uint8
+
+const (
+	// Dirty blocks may hold rows the same owner wrote before; their fill
+	// is unknown (Alloc with zero false).
+	Dirty Hand = iota
+	// Zeroed blocks read as zeros (Alloc with zero true).
+	Zeroed
+	// Filled blocks are Dirty ones whose fill is left as their last holder
+	// set it, for a caller that sets the fill of every one (SetFill)
+	// before anything else may hold it, which then writes no block whose
+	// fill it keeps: a bulk append's blocks, mostly full ones of the same
+	// owner again, each cost two locked instructions otherwise (the fill
+	// made unknown here, then set), which wait for the stores before
+	// them (docs/BENCHMARKS.md, "Serving paths").
+	Filled
+)
+
+// AllocHand is Alloc, its blocks handed out as hand says.
+func (a *Allocator) AllocHand(buf []*Block, c *Class, owner string, n int, hand Hand) ([]*Block, error) {
+	zero := hand == Zeroed
 	out := buf[:0]
 	if n <= 0 {
 		return out, nil
@@ -209,21 +238,24 @@ func (a *Allocator) Alloc(buf []*Block, c *Class, owner string, n int, zero bool
 			return nil, fmt.Errorf("state: zeroing a reused block: %w", err)
 		}
 	}
-	handOut(out, owner, zero)
+	handOut(out, owner, hand)
 	return out, nil
 }
 
 // handOut marks the blocks an allocation took as owner's, each with one
-// reference: not zeroed, its fill unknown; untouched when a zeroed
-// allocation (zero) took it zeroed.
-func handOut(out []*Block, owner string, zero bool) {
+// reference: not zeroed, its fill unknown (kept, when hand is Filled);
+// untouched when a zeroed allocation took it zeroed.
+func handOut(out []*Block, owner string, hand Hand) {
 	for _, b := range out {
 		// Written only when they change: an atomic store is a locked
 		// instruction, and a string's a write barrier while the
 		// collector runs; a block mostly goes back to its last owner.
 		f := b.flags.Load()
 		want := fillUnknown << fillShift
-		if zero && f&zeroedFlag != 0 {
+		switch {
+		case hand == Filled:
+			want = f &^ flagBits
+		case hand == Zeroed && f&zeroedFlag != 0:
 			want |= untouchedFlag
 		}
 		if f != want {

@@ -3,6 +3,7 @@ package blocks
 import (
 	"bytes"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 	"unsafe"
@@ -469,4 +470,50 @@ func must[T any](v T, err error) T {
 		panic(err)
 	}
 	return v
+}
+
+// A Filled allocation hands blocks out with the fills their last holder
+// set, where a Dirty one makes them unknown; a clean block it takes is
+// no longer marked zeroed.
+func TestAllocFilledKeepsFills(t *testing.T) {
+	a, _ := newAlloc(t, 0)
+	c := a.Class(256)
+	blks, err := a.Alloc(nil, c, "x", 4, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, b := range blks {
+		b.SetFill(64 * i)
+		b.Release()
+	}
+	a.Free(blks)
+	got, err := a.AllocHand(nil, c, "x", 4, Filled)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range got {
+		i := slices.Index(blks, b)
+		if i < 0 {
+			t.Fatal("x did not get its own blocks back")
+		}
+		if !b.ClaimFill(64*i, 64*i) {
+			t.Errorf("block %d lost its fill of %d bytes", i, 64*i)
+		}
+		b.Release()
+	}
+	a.Free(got)
+	got, err = a.AllocHand(nil, c, "x", 4, Dirty)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range got {
+		if i := slices.Index(blks, b); b.ClaimFill(64*i, 64*i) {
+			t.Errorf("block %d kept its fill through a Dirty allocation", i)
+		}
+	}
+	clean, err := a.AllocHand(nil, c, "y", len(a.Clean(c)), Filled)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(t, a, append(got, clean...)...) // none marked zeroed
 }

@@ -50,15 +50,30 @@ type reclaimer interface {
 // reference count 1 (see blocks.Allocator.Alloc for which free blocks it
 // takes), reclaiming when the pool is full.
 func (a *allocator) alloc(owner Owner, n int, zero bool) ([]*block, error) {
-	return a.allocIn(nil, a.own, owner, n, zero)
+	hand := handDirty
+	if zero {
+		hand = handZeroed
+	}
+	return a.allocIn(nil, a.own, owner, n, hand)
 }
+
+// handing says how an allocation hands its blocks out (blocks.Hand):
+// handDirty, handZeroed (reading as zeros) or handFilled (their fills
+// kept, for a caller that sets every one before it shares the block).
+type handing = blocks.Hand
+
+const (
+	handDirty  = blocks.Dirty
+	handZeroed = blocks.Zeroed
+	handFilled = blocks.Filled
+)
 
 // allocIn is alloc of blocks of class c appending to buf[:0]. When the
 // pool or the device is full, it reclaims (see reclaim) and tries again
 // while reclaiming makes room (a few times: other calls may take it
 // first).
-func (a *allocator) allocIn(buf []*block, c *sizeClass, owner Owner, n int, zero bool) ([]*block, error) {
-	out, err := a.allocTry(buf, c, owner, n, zero)
+func (a *allocator) allocIn(buf []*block, c *sizeClass, owner Owner, n int, hand handing) ([]*block, error) {
+	out, err := a.allocTry(buf, c, owner, n, hand)
 	if err == nil || !errors.Is(err, ErrNoMemory) || a.mem.Fits(c, n) != nil {
 		return out, err // no reclaim makes room for more than the pool holds
 	}
@@ -66,7 +81,7 @@ func (a *allocator) allocIn(buf []*block, c *sizeClass, owner Owner, n int, zero
 		if !a.room.reclaim(c, n, errors.Is(err, device.ErrOutOfMemory)) {
 			break
 		}
-		out, err = a.mem.Alloc(buf, c, string(owner), n, zero)
+		out, err = a.mem.AllocHand(buf, c, string(owner), n, hand)
 		if err == nil || !errors.Is(err, ErrNoMemory) {
 			break
 		}
@@ -113,11 +128,11 @@ func (a *allocator) allocOnce(buf []*block, c *sizeClass, owner Owner, n int, ze
 
 // allocTry is allocIn with no reclaim: ErrNoMemory when the pool has no
 // room for the n blocks now.
-func (a *allocator) allocTry(buf []*block, c *sizeClass, owner Owner, n int, zero bool) ([]*block, error) {
+func (a *allocator) allocTry(buf []*block, c *sizeClass, owner Owner, n int, hand handing) ([]*block, error) {
 	if n <= 0 {
 		return buf[:0], nil
 	}
-	if n == 1 && !zero {
+	if n == 1 && hand != handZeroed {
 		// The owner's block freed last, if it is still hot: no lock.
 		if b := a.mem.TakeHot(c, string(owner)); b != nil {
 			return append(buf[:0], b), nil
@@ -126,13 +141,13 @@ func (a *allocator) allocTry(buf []*block, c *sizeClass, owner Owner, n int, zer
 	if err := a.mem.Fits(c, n); err != nil {
 		return buf[:0], err
 	}
-	return a.mem.Alloc(buf, c, string(owner), n, zero)
+	return a.mem.AllocHand(buf, c, string(owner), n, hand)
 }
 
 // takeOne is allocTry of one block.
 func (a *allocator) takeOne(c *sizeClass, owner Owner) (*block, error) {
 	var one [1]*block
-	b, err := a.allocTry(one[:0], c, owner, 1, false)
+	b, err := a.allocTry(one[:0], c, owner, 1, handDirty)
 	if err != nil {
 		return nil, err
 	}

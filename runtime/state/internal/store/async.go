@@ -217,7 +217,9 @@ func (ap *asyncPart) appendAsync(h *Head, st device.Stream, cols [][]byte) error
 	h.committed(written{from: from, to: from + n, device: true, async: st})
 	ev := &sharedEvent{Event: q.landed}
 	ev.refs.Store(2)
-	h.pool.rec.addRows(&h.shape, h.r, from, from+n, st)
+	if !q.recorded { // the short path records its blocks itself
+		h.pool.rec.addRows(&h.shape, h.r, from, from+n, st)
+	}
 	h.pool.staging.inUse(buf, st, ev)
 	ap.join(h)
 	ap.inFlight(st, ev)

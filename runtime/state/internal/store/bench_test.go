@@ -355,7 +355,7 @@ func BenchmarkBlockAlloc(b *testing.B) {
 	p.free(warm)
 	buf := make([]*block, 0, 1) // as a head reuses its own
 	pool := func() {
-		blk, err := p.allocIn(buf, p.own, "s", 1, false)
+		blk, err := p.allocIn(buf, p.own, "s", 1, handDirty)
 		if err != nil {
 			b.Fatal(err)
 		}

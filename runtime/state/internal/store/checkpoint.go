@@ -138,7 +138,7 @@ func (x *history) copyDelta(h *Head, r *root, from, to int, on []device.Stream) 
 		for c, per := range h.perBlock {
 			counts[c] = (to - from + per - 1) / per
 		}
-		blks, err = h.allocCols(buf, counts, false)
+		blks, err = h.allocCols(buf, counts, handDirty)
 	}
 	if err != nil {
 		return nil, err
@@ -371,7 +371,7 @@ func (rc *reconstruction) reserve() error {
 			}
 		}
 	}
-	blks, err := h.allocCols(nil, counts, false)
+	blks, err := h.allocCols(nil, counts, handDirty)
 	if err != nil {
 		return err
 	}
@@ -428,7 +428,7 @@ func (rc *reconstruction) takeNew(c *sizeClass) (*block, error) {
 	// Into a buffer on the stack, not a slice per block: the Go heap's
 	// new pages fault inside the reconstruction as the pool's do.
 	var one [1]*block
-	nb, err := h.pool.allocIn(one[:0], c, h.owner, 1, false)
+	nb, err := h.pool.allocIn(one[:0], c, h.owner, 1, handDirty)
 	if err != nil {
 		return nil, err
 	}
@@ -516,7 +516,7 @@ func (sh *shape) allocDelta(d *delta, buf []*block) ([]*block, error) {
 		}
 		ns = append(ns, (n+per-1)/per)
 	}
-	return sh.allocColsOf(&k, buf, ns, false)
+	return sh.allocColsOf(&k, buf, ns, handDirty)
 }
 
 // deltaRows rounds a delta's rows up to one of few sizes, so that deltas

@@ -198,7 +198,7 @@ func TestNewMemoryMeasuredLater(t *testing.T) {
 	cls := newEstimator(h).fitSizeClass()
 	f := p.mem.FreeCounts(cls)
 	var freed []*block
-	for _, b := range must[[]*block](t)(p.allocIn(nil, cls, "hog", int(f.Used+f.Clean), false)) {
+	for _, b := range must[[]*block](t)(p.allocIn(nil, cls, "hog", int(f.Used+f.Clean), handDirty)) {
 		releaseBlock(b, &freed)
 	}
 	p.free(freed) // free again, but written: none is clean
@@ -621,7 +621,7 @@ func TestPlanPricesGrowthsMeasured(t *testing.T) {
 	var held []*block
 	for range 5 { // each takes every free block and one more
 		f := p.mem.FreeCounts(h.cls[0])
-		held = append(held, must[[]*block](t)(p.allocIn(nil, h.cls[0], "grow", int(f.Used+f.Clean)+1, false))...)
+		held = append(held, must[[]*block](t)(p.allocIn(nil, h.cls[0], "grow", int(f.Used+f.Clean)+1, handDirty))...)
 	}
 	var freed []*block
 	for _, b := range held {

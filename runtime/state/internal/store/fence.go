@@ -56,6 +56,27 @@ func (rec *recorded) addAll(bs []*block, st device.Stream) {
 	rec.n.Add(added)
 }
 
+// addWritten marks the blocks an AppendAsync call's short path queued
+// copies to as used by st: the tails, where not nil, and news, the new
+// blocks. It is addRows for those rows, with the blocks at hand rather
+// than looked up in the tree, while their records are in the cache.
+func (rec *recorded) addWritten(tails, news []*block, st device.Stream) {
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	var added int64
+	for _, b := range tails {
+		if b != nil && rec.addLocked(b, st) {
+			added++
+		}
+	}
+	for _, b := range news {
+		if rec.addLocked(b, st) {
+			added++
+		}
+	}
+	rec.n.Add(added)
+}
+
 // streamsOn returns the streams recorded on b. rec.mu is held.
 func streamsOn(b *block) []device.Stream {
 	if u := b.Uses(); u != nil {

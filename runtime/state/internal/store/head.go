@@ -257,7 +257,7 @@ func (p *Pool) NewHead(l *Layout, owner Owner) (*Head, error) {
 		for i, per := range h.perBlock {
 			counts[i] = (l.Bound + per - 1) / per
 		}
-		blks, err := h.allocCols(nil, counts, true)
+		blks, err := h.allocCols(nil, counts, handZeroed)
 		if err != nil {
 			return nil, h.errorf("NewHead", "%d rows: %w", l.Bound, err)
 		}

@@ -63,8 +63,8 @@ func newShape(p *Pool, l *Layout, owner Owner) shape {
 // allocCols returns, for each column c, counts[c] new blocks of its size
 // for the owner, in column order, appended to buf[:0]; all or none
 // (allocColsOf).
-func (sh *shape) allocCols(buf []*block, counts []int, zero bool) ([]*block, error) {
-	return sh.allocColsOf(&sh.colClasses, buf, counts, zero)
+func (sh *shape) allocCols(buf []*block, counts []int, hand handing) ([]*block, error) {
+	return sh.allocColsOf(&sh.colClasses, buf, counts, hand)
 }
 
 // allocColsOf returns, for each column c, counts[c] new blocks of class
@@ -76,23 +76,23 @@ func (sh *shape) allocCols(buf []*block, counts []int, zero bool) ([]*block, err
 // when eviction could make room for every one of them are they taken
 // again with it, so that a call that fails anyway evicts nothing for the
 // classes before the one that fails.
-func (sh *shape) allocColsOf(k *colClasses, buf []*block, counts []int, zero bool) ([]*block, error) {
+func (sh *shape) allocColsOf(k *colClasses, buf []*block, counts []int, hand handing) ([]*block, error) {
 	p := sh.pool
 	total := 0
 	for _, n := range counts {
 		total += n
 	}
 	if len(k.classes) == 1 {
-		return p.allocIn(buf, k.classes[0], sh.owner, total, zero)
+		return p.allocIn(buf, k.classes[0], sh.owner, total, hand)
 	}
 	var start [8]int // where each class's blocks start in out
 	first := start[:0]
 	if len(k.classes) > len(start) {
 		first = make([]int, 0, len(k.classes))
 	}
-	out, first, err := sh.takeClasses(k, buf[:0], first, counts, zero, p.allocTry)
+	out, first, err := sh.takeClasses(k, buf[:0], first, counts, hand, p.allocTry)
 	if err != nil && errors.Is(err, ErrNoMemory) && sh.pool.roomForAll(k.classes, k.classCounts(counts), errors.Is(err, device.ErrOutOfMemory)) {
-		out, first, err = sh.takeClasses(k, buf[:0], first[:0], counts, zero, p.allocIn)
+		out, first, err = sh.takeClasses(k, buf[:0], first[:0], counts, hand, p.allocIn)
 	}
 	if err != nil {
 		return buf[:0], err
@@ -111,11 +111,11 @@ func (sh *shape) allocColsOf(k *colClasses, buf []*block, counts []int, zero boo
 
 // takeClasses takes each class of k's blocks for counts with alloc,
 // appended to out, and where each class's start in first; all or none.
-func (sh *shape) takeClasses(k *colClasses, out []*block, first []int, counts []int, zero bool,
-	alloc func([]*block, *sizeClass, Owner, int, bool) ([]*block, error)) ([]*block, []int, error) {
+func (sh *shape) takeClasses(k *colClasses, out []*block, first []int, counts []int, hand handing,
+	alloc func([]*block, *sizeClass, Owner, int, handing) ([]*block, error)) ([]*block, []int, error) {
 	for _, cl := range k.classes {
 		first = append(first, len(out))
-		blks, err := alloc(out[len(out):len(out)], cl, sh.owner, k.classCount(cl, counts), zero)
+		blks, err := alloc(out[len(out):len(out)], cl, sh.owner, k.classCount(cl, counts), hand)
 		if err != nil {
 			var back []*block
 			for _, b := range out {

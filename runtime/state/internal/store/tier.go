@@ -243,7 +243,7 @@ func (t *hostTier) back(sh *shape, img *tierImage, wait bool) (r *root, st devic
 	for c, col := range img.cols {
 		counts[c] = col.n - col.lo
 	}
-	blks, err := sh.allocCols(nil, counts, false)
+	blks, err := sh.allocCols(nil, counts, handDirty)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -417,7 +417,7 @@ func (t *hostTier) prefixBlocks(sh *shape, x *tierPrefix) ([]*block, error) {
 		p.free(back)
 	}
 	for _, cl := range sh.cls {
-		b, err := p.allocIn(nil, cl, x.owner, 1, false)
+		b, err := p.allocIn(nil, cl, x.owner, 1, handDirty)
 		if err != nil {
 			giveBack()
 			return nil, err

@@ -209,10 +209,10 @@ func (tx *writeTx) take() error {
 	for _, k := range counts {
 		need += k
 	}
-	blks, err := h.allocCols(h.scratch, counts, false)
+	blks, err := h.allocCols(h.scratch, counts, handDirty)
 	if err != nil && errors.Is(err, ErrNoMemory) {
 		if fewer := tx.coverInPlace(); fewer < need {
-			blks, err = h.allocCols(h.scratch, tx.counts(), false)
+			blks, err = h.allocCols(h.scratch, tx.counts(), handDirty)
 		}
 	}
 	if err != nil {

@@ -76,6 +76,9 @@ func (tx *writeTx) appendRows(cols [][]byte, q *rowQueue) (bool, error) {
 	if err != nil {
 		return true, tx.abort(err)
 	}
+	if q != nil {
+		q.record(h, tails[:len(counts)], nil)
+	}
 	freed := h.freeing()
 	for c, k := range counts {
 		per := h.perBlock[c]
@@ -89,7 +92,8 @@ func (tx *writeTx) appendRows(cols [][]byte, q *rowQueue) (bool, error) {
 }
 
 // takeNew admits the append tx and takes the need new blocks it writes,
-// counts[c] for column c, in column order.
+// counts[c] for column c, in column order, their fills kept (handFilled):
+// both paths set every new block's fill before the commit shares it.
 func (tx *writeTx) takeNew(counts []int, need int) ([]*block, error) {
 	h := tx.h
 	if err := tx.admit(); err != nil {
@@ -98,7 +102,7 @@ func (tx *writeTx) takeNew(counts []int, need int) ([]*block, error) {
 	if need == 0 {
 		return nil, nil
 	}
-	blks, err := h.allocCols(h.scratch, counts, false)
+	blks, err := h.allocCols(h.scratch, counts, handFilled)
 	if err != nil {
 		return nil, h.errorf(tx.op, "%w", err)
 	}
@@ -133,9 +137,16 @@ func (tx *writeTx) appendBulk(cols [][]byte, q *rowQueue) (bool, error) {
 	if err != nil {
 		return true, tx.abort(err)
 	}
+	if q != nil {
+		q.record(h, tails[:len(counts)], blks)
+	}
 	freed := h.freeing()
 	for c, k := range counts {
-		tx.setFills(c, tails[c], blks[:k])
+		if q != nil || cols != nil {
+			tx.setFills(c, tails[c], nil) // the new blocks' with their runs
+		} else {
+			tx.setFills(c, tails[c], blks[:k])
+		}
 		r.cols[c].appendBlocks(blks[:k], &freed)
 		blks = blks[k:]
 	}
@@ -253,7 +264,13 @@ func (tx *writeTx) rowRuns(runs []copyRun, dst []*block) []copyRun {
 // the rest of tail, when not nil, then the new blocks nb, neighbouring
 // blocks joined into one run, the first also with the last of runs when
 // that ends where it begins, at the end of prev; it returns the runs and
-// the block the last one ends in.
+// the block the last one ends in. It sets the fills of the new blocks
+// too, while their records are in the cache: the head holds them alone,
+// in no version before the append commits, so the fill of one the
+// append gives back on failure is read by nobody (Alloc resets it), and
+// a bulk append's copy in between evicts them (docs/BENCHMARKS.md,
+// "Serving paths"). The tail's, which its version holds, waits for the
+// copy (setFills).
 func (tx *writeTx) appendColumnRuns(runs []copyRun, prev *block, c int, tail *block, nb []*block) ([]copyRun, *block) {
 	from, to := tx.from, tx.to
 	rb, per := tx.h.rowBytes[c], tx.h.perBlock[c]
@@ -266,6 +283,7 @@ func (tx *writeTx) appendColumnRuns(runs []copyRun, prev *block, c int, tail *bl
 	for _, b := range nb {
 		k := min(to-row, per)
 		runs = addRun(runs, prev, b, b.Ptr(), k*rb)
+		b.SetFill(k * rb) // the head's alone, in no version yet (see setFills)
 		prev, row = b, row+k
 	}
 	return runs, prev
@@ -290,6 +308,18 @@ type rowQueue struct {
 	st     device.Stream
 	buf    []byte
 	landed device.Event
+	// recorded says the short path recorded st on the blocks it queued
+	// copies to (record), which the caller then need not look up.
+	recorded bool
+}
+
+// record records q's stream on the blocks the short path queued copies to,
+// once they are queued: the tails where not nil, and the new blocks
+// news. Before the commit, while their records are in the cache; a block
+// the commit expires at once is then freed behind the stream's work.
+func (q *rowQueue) record(h *Head, tails, news []*block) {
+	h.pool.rec.addWritten(tails, news, q.st)
+	q.recorded = true
 }
 
 // queueCopies queues on st the copies of buf's rows to runs (buf holds
