@@ -478,3 +478,110 @@ func TestStepFailureFullPool(t *testing.T) {
 		t.Fatal("the head reads otherwise after a failed step in a full pool")
 	}
 }
+
+// TestStepAllocatesNothing: a replayed state's steady loop, a snapshot
+// before every four steps and a rollback to it every other time (a
+// speculative round's drafts), allocates nothing once its history is
+// full: the step records and input copies that rollbacks and trims drop
+// are those the next steps take (history.newStep), verified steps'
+// hashes included. Every version stays what a reference of the same steps
+// reads, and At rebuilds the current one by replay.
+func TestStepAllocatesNothing(t *testing.T) {
+	if testing.CoverMode() != "" {
+		t.Skip("coverage counters allocate")
+	}
+	for _, verify := range []bool{false, true} {
+		t.Run(fmt.Sprint("verify=", verify), func(t *testing.T) {
+			p := newPool(t, PoolOptions{BlockBytes: 64})
+			h := must[*Head](t)(p.NewHead(recLayout(4, 3, Keep), "me"))
+			defer h.Release()
+			check(t, h.Write(0, kvRows(10, 1)))
+			rb := []int{16, 8}
+			b := p.Backend()
+			// The step of recur, on the host backend's rows in place, as a
+			// serving loop writes it: nothing allocated per call.
+			cols := make([][]byte, 2)
+			var step StepFunc = func(spans [][]device.Span, in [][]byte) error {
+				for c, col := range spans {
+					for _, sp := range col {
+						mem, ok := device.HostBytes(b, sp.Ptr, sp.Rows*rb[c])
+						if !ok {
+							return errStep
+						}
+						cols = cols[:0]
+						for range c {
+							cols = append(cols, nil)
+						}
+						cols = append(cols, mem)
+						recur(cols, in)
+					}
+				}
+				return nil
+			}
+			cur := readAll(t, h)
+			in := [][]byte{make([]byte, 3)}
+			const warm, runs = 2 * 4 * 3, 100 // warm: the history full, its first trims
+			snaps := make([]Snap, warm+runs+2)
+			made := make([][4]Version, len(snaps)) // each round's versions
+			var vs []Version                       // the versions of the last kept round
+			var want [][][]byte                    // and their rows
+			n := 0                                 // rounds run
+			var err error
+			round := func() {
+				s := &snaps[n]
+				i := n
+				n++
+				if err = h.SnapshotInto(s); err != nil {
+					return
+				}
+				for k := range 4 {
+					in[0][0], in[0][1], in[0][2] = byte(i), byte(k), byte(i*k)
+					if err = h.Step(in, verify, step); err != nil {
+						return
+					}
+					made[i][k] = h.Version()
+				}
+				if i%2 == 0 {
+					err = h.Rollback(s)
+				}
+				if rerr := s.Release(); err == nil {
+					err = rerr
+				}
+			}
+			// ref runs round i on the reference, recording the versions
+			// of a kept round.
+			ref := func(i int) {
+				if i%2 == 0 {
+					return
+				}
+				vs, want = vs[:0], want[:0]
+				for k := range 4 {
+					recur(cur, [][]byte{{byte(i), byte(k), byte(i * k)}})
+					vs, want = append(vs, made[i][k]), append(want, cloneCols(cur))
+				}
+			}
+			for range warm {
+				round()
+				check(t, err)
+			}
+			if a := testing.AllocsPerRun(runs, round); a > 0 {
+				t.Errorf("%.2f allocations a round of four steps; want none", a)
+			}
+			check(t, err)
+			for i := range n {
+				ref(i)
+			}
+			if got := readAll(t, h); !equalCols(got, cur) {
+				t.Fatal("after the rounds the head reads otherwise than the reference")
+			}
+			for k, v := range vs[:3] {
+				s := must[*Snap](t)(h.At(v))
+				got := readAll(t, s)
+				check(t, s.Release())
+				if !equalCols(got, want[k]) {
+					t.Fatalf("At(%d), a version of the last round, reads otherwise than it did", v)
+				}
+			}
+		})
+	}
+}
