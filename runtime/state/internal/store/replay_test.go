@@ -585,3 +585,128 @@ func TestStepAllocatesNothing(t *testing.T) {
 		})
 	}
 }
+
+// TestReplayBranchesModel runs random Steps, Branches, Merges, Rollbacks,
+// Releases and At on a replayed state and its branches against a full
+// copy of every version of each: branches share the step records of the
+// versions before them (history.clone), so a record one head's rollback
+// or trim drops while another still holds it must stay as it was, and a
+// record no head holds any more is what a later step reuses
+// (history.newStep). Every head reads as its reference after every
+// step, and At(v) of every version a head can rebuild reads as v did.
+func TestReplayBranchesModel(t *testing.T) {
+	steps := modelSteps(t, 600)
+	for _, seed := range statetest.Seeds(0, 1, 2, 3) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) { runReplayBranchesModel(t, seed, steps) })
+	}
+}
+
+// replayHead is a head of runReplayBranchesModel with its reference: the
+// rows of every version it made or took, its current rows, and its
+// snapshots.
+type replayHead struct {
+	h     *Head
+	ref   map[Version][][]byte
+	cur   [][]byte
+	snaps []*Snap
+}
+
+func runReplayBranchesModel(t *testing.T, seed uint64, steps int) {
+	statetest.LogReplay(t, seed)
+	rng := rand.New(rand.NewPCG(seed, 11))
+	p := newPool(t, PoolOptions{BlockBytes: 64})
+	fixedModel(p)
+	verify := seed%2 == 1
+	root := must[*Head](t)(p.NewHead(recLayout(1+rng.IntN(4), 1+rng.IntN(3), Keep), "me"))
+	cur := readAll(t, root)
+	heads := []*replayHead{{h: root, ref: map[Version][][]byte{root.Version(): cur}, cur: cloneCols(cur)}}
+	release := func(x *replayHead) {
+		for _, s := range x.snaps {
+			check(t, s.Release())
+		}
+		check(t, x.h.Release())
+	}
+	defer func() {
+		for _, x := range heads {
+			release(x)
+		}
+	}()
+	rb := []int{16, 8}
+	for i := range steps {
+		x := heads[rng.IntN(len(heads))]
+		h := x.h
+		switch k := rng.IntN(20); {
+		case k < 9:
+			in := [][]byte{make([]byte, 1+rng.IntN(8))}
+			for j := range in[0] {
+				in[0][j] = byte(rng.Uint32())
+			}
+			fail := rng.IntN(8) == 0
+			err := h.Step(in, verify, stepOn(p.Backend(), rb, fail))
+			if fail {
+				if !errors.Is(err, errStep) {
+					t.Fatalf("step %d: a failing Step answered %v", i, err)
+				}
+			} else {
+				check(t, err)
+				recur(x.cur, in)
+			}
+		case k < 11 && len(heads) < 5:
+			c := must[*Head](t)(h.Branch())
+			ref := make(map[Version][][]byte, len(x.ref))
+			for v, cols := range x.ref {
+				ref[v] = cols
+			}
+			heads = append(heads, &replayHead{h: c, ref: ref, cur: cloneCols(x.cur)})
+		case k < 12 && len(heads) > 1:
+			j := 1 + rng.IntN(len(heads)-1)
+			if heads[j] == x {
+				break
+			}
+			c := heads[j]
+			err := h.Merge(c.h)
+			if errors.Is(err, ErrDiverged) || errors.Is(err, ErrNotAncestor) {
+				break
+			}
+			check(t, err)
+			x.cur = cloneCols(c.cur)
+			for v, cols := range c.ref {
+				x.ref[v] = cols
+			}
+		case k < 13 && len(heads) > 1:
+			j := 1 + rng.IntN(len(heads)-1)
+			release(heads[j])
+			heads = slices.Delete(heads, j, j+1)
+			continue
+		case k < 15 && len(x.snaps) < 3:
+			x.snaps = append(x.snaps, must[*Snap](t)(h.Snapshot()))
+		case k < 17 && len(x.snaps) > 0:
+			s := x.snaps[rng.IntN(len(x.snaps))]
+			if err := h.Rollback(s); err != nil {
+				if errors.Is(err, ErrNotAncestor) {
+					break
+				}
+				t.Fatalf("step %d: Rollback: %v", i, err)
+			}
+			x.cur = cloneCols(x.ref[s.Version()])
+		default:
+			vs := h.hist.versions()
+			v := vs[rng.IntN(len(vs))]
+			s, err := h.At(v)
+			if err != nil {
+				t.Fatalf("step %d: At(%d) of a retained version: %v", i, v, err)
+			}
+			got := readAll(t, s)
+			check(t, s.Release())
+			if !equalCols(got, x.ref[v]) {
+				t.Fatalf("step %d: At(%d) reads otherwise than version %d did", i, v, v)
+			}
+		}
+		x.ref[h.Version()] = cloneCols(x.cur)
+		for j, y := range heads {
+			if got := readAll(t, y.h); !equalCols(got, y.cur) {
+				t.Fatalf("step %d: head %d reads otherwise than its reference", i, j)
+			}
+		}
+	}
+}
