@@ -155,13 +155,17 @@ type history struct {
 	// of the inputs the history keeps.
 	free  *delta
 	nfree int
+	// stock is the pool's step records (stepStock): a history that is
+	// dropped whole gives its free ones there, and one whose free list
+	// is empty takes some from it.
+	stock *stepStock
 	// hashBuf is the buffer hashRows reads rows back into, kept for the
 	// next verified step where it is small (hashBufMax).
 	hashBuf []byte
 }
 
-func newHistory(p *CheckpointPolicy, pos position, r *root, held *atomic.Int64) *history {
-	return &history{policy: *p, entries: []entry{{pos: pos, rows: r.rows, cp: r.retain(), seq: commitSeqs.Add(1)}}, held: held}
+func newHistory(p *CheckpointPolicy, pos position, r *root, held *atomic.Int64, stock *stepStock) *history {
+	return &history{policy: *p, entries: []entry{{pos: pos, rows: r.rows, cp: r.retain(), seq: commitSeqs.Add(1)}}, held: held, stock: stock}
 }
 
 // clone returns a copy sharing every delta block and checkpoint root.
@@ -227,13 +231,16 @@ func (x *history) dropDelta(i int, freed *[]*block) {
 	e.d = nil
 }
 
-// releaseAll drops the whole history, and the step records it kept for
-// its next steps.
+// releaseAll drops the whole history; the step records it kept for its
+// next steps go to the pool's stock.
 func (x *history) releaseAll(freed *[]*block) {
 	for i := range x.entries {
 		x.drop(i, freed)
 	}
 	x.entries, x.pending = nil, nil
+	if x.stock != nil && x.free != nil {
+		x.stock.give(x.free)
+	}
 	x.free, x.nfree = nil, 0
 }
 
@@ -370,6 +377,9 @@ type stepMem struct {
 // x's free list where it has one, else a new one. The caller sets the
 // record's function, verify and state, and the delta's rows.
 func (x *history) newStep(in [][]byte) *delta {
+	if x.free == nil && x.stock != nil {
+		x.stock.take(x)
+	}
 	d := x.free
 	if d != nil {
 		x.free, d.step.next = d.step.next, nil
@@ -387,7 +397,7 @@ func (x *history) newStep(in [][]byte) *delta {
 
 // dropStep gives up one history's reference to d, a step's delta: the
 // last one puts it on x's free list, while x keeps fewer records there
-// than entries (releaseAll empties the list). x is the history that held
+// than entries, else in the pool's stock. x is the history that held
 // the reference; no other holds d once the count is zero, so x's head's
 // lock guards it from then on.
 func (x *history) dropStep(d *delta) {
@@ -395,14 +405,70 @@ func (x *history) dropStep(d *delta) {
 	if rec.refs.Add(-1) != 0 {
 		return
 	}
-	if x.nfree >= max(len(x.entries), stepFreeMin) {
-		return
-	}
 	rec.f = nil // the caller's function, not kept past its version
 	rec.took, rec.verify, rec.hash, rec.state = 0, false, 0, 0
+	if x.nfree >= max(len(x.entries), stepFreeMin) {
+		if x.stock != nil {
+			x.stock.give(d) // rec.next is nil: d alone
+		}
+		return
+	}
 	rec.next = x.free
 	x.free = d
 	x.nfree++
+}
+
+// stepStock is a pool's step records that the histories of released
+// heads (and of merged, evicted or restarted ones, history.releaseAll)
+// left, for the steps of new histories: sessions that come and go take
+// their records from those before them rather than allocate each. A
+// history takes them a batch at a time, when its own free list is empty.
+// It keeps at most stepStockMax records and stepStockBytes of their input
+// buffers; a record past the bytes keeps no buffer.
+type stepStock struct {
+	mu    sync.Mutex
+	free  *delta
+	n     int
+	bytes int64 // the capacity of the records' input buffers
+}
+
+const (
+	stepStockMax   = 4096
+	stepStockBytes = 4 << 20
+	stepStockBatch = 16
+)
+
+// give adds the free step deltas linked from d (history.free) to s, as
+// many as it has room for.
+func (s *stepStock) give(d *delta) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for d != nil && s.n < stepStockMax {
+		rec := d.step
+		next := rec.next
+		if s.bytes+int64(cap(rec.buf)) > stepStockBytes {
+			rec.buf, rec.in, rec.inl = nil, nil, [2][]byte{}
+		}
+		s.bytes += int64(cap(rec.buf))
+		rec.next, s.free = s.free, d
+		s.n++
+		d = next
+	}
+}
+
+// take moves up to stepStockBatch records from s to x's free list.
+func (s *stepStock) take(x *history) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k := 0; k < stepStockBatch && s.free != nil; k++ {
+		d := s.free
+		rec := d.step
+		s.free = rec.next
+		s.n--
+		s.bytes -= int64(cap(rec.buf))
+		rec.next, x.free = x.free, d
+		x.nfree++
+	}
 }
 
 // stepFreeMin is the step records a history keeps for its next steps

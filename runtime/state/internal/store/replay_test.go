@@ -586,6 +586,55 @@ func TestStepAllocatesNothing(t *testing.T) {
 	}
 }
 
+// TestStepTakesReleasedRecords: the step records of a released head go
+// to its pool's stock (history.releaseAll), and a new head's steps take
+// them there instead of allocating: a session that follows another steps
+// allocation-free from its first step.
+func TestStepTakesReleasedRecords(t *testing.T) {
+	if testing.CoverMode() != "" {
+		t.Skip("coverage counters allocate")
+	}
+	p := newPool(t, PoolOptions{BlockBytes: 64})
+	b := p.Backend()
+	rb := []int{16, 8}
+	var step StepFunc = func(spans [][]device.Span, in [][]byte) error {
+		for c, col := range spans {
+			for _, sp := range col {
+				mem, ok := device.HostBytes(b, sp.Ptr, sp.Rows*rb[c])
+				if !ok {
+					return errStep
+				}
+				for k := range mem {
+					mem[k] = mem[k]*3 + in[0][k%len(in[0])]
+				}
+			}
+		}
+		return nil
+	}
+	in := [][]byte{{1, 2, 3}}
+	const steps = 48 // an Every of 4 and a Keep of 16: no trim, every record live
+	first := must[*Head](t)(p.NewHead(recLayout(4, 16, Keep), "me"))
+	for range steps {
+		check(t, first.Step(in, false, step))
+	}
+	check(t, first.Release())
+	h := must[*Head](t)(p.NewHead(recLayout(4, 16, Keep), "me"))
+	defer h.Release()
+	check(t, h.Write(0, kvRows(10, 1))) // its blocks, before the steps
+	var err error
+	// AllocsPerRun's average floors: the few growths of the history's
+	// entries, checkpoints and the first copies of blocks count less
+	// than one a step, a record a step counts one.
+	if n := testing.AllocsPerRun(steps-1, func() {
+		if err == nil {
+			err = h.Step(in, false, step)
+		}
+	}); n > 0 {
+		t.Errorf("%.2f allocations a step of a head after a released one; want none", n)
+	}
+	check(t, err)
+}
+
 // TestReplayBranchesModel runs random Steps, Branches, Merges, Rollbacks,
 // Releases and At on a replayed state and its branches against a full
 // copy of every version of each: branches share the step records of the
