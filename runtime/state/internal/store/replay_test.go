@@ -3,6 +3,7 @@ package store
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -757,5 +758,82 @@ func runReplayBranchesModel(t *testing.T, seed uint64, steps int) {
 				t.Fatalf("step %d: head %d reads otherwise than its reference", i, j)
 			}
 		}
+	}
+}
+
+// TestStepBranchesConcurrent: branches of one replayed head, each in a
+// goroutine of its own, step, roll back and rebuild their versions by At
+// while they share the step records of the versions before the branch:
+// a record is recycled only by the history that drops its last
+// reference, and only for its own steps or through the pool's stock
+// (under -race, the counts and the stock's lock are checked).
+func TestStepBranchesConcurrent(t *testing.T) {
+	p := newPool(t, PoolOptions{BlockBytes: 64})
+	fixedModel(p)
+	root := must[*Head](t)(p.NewHead(recLayout(3, 2, Keep), "me"))
+	defer root.Release()
+	rb := []int{16, 8}
+	cur := readAll(t, root)
+	rootRef := map[Version][][]byte{root.Version(): cloneCols(cur)}
+	for i := range 5 {
+		in := [][]byte{{byte(i), 1}}
+		check(t, root.Step(in, true, stepOn(p.Backend(), rb, false)))
+		recur(cur, in)
+		rootRef[root.Version()] = cloneCols(cur)
+	}
+	const n = 3
+	done := make(chan error, n)
+	for g := range n {
+		b := must[*Head](t)(root.Branch())
+		go func() {
+			done <- func() error {
+				defer b.Release()
+				cur := cloneCols(cur)
+				ref := maps.Clone(rootRef)
+				for i := range 40 {
+					s, err := b.Snapshot()
+					if err != nil {
+						return err
+					}
+					for k := range 3 {
+						in := [][]byte{{byte(g), byte(i), byte(k)}}
+						if err := b.Step(in, true, stepOn(p.Backend(), rb, false)); err != nil {
+							s.Release()
+							return err
+						}
+						recur(cur, in)
+						ref[b.Version()] = cloneCols(cur)
+					}
+					if i%2 == 0 {
+						if err := b.Rollback(s); err != nil {
+							s.Release()
+							return err
+						}
+						cur = cloneCols(ref[s.Version()])
+					}
+					if err := s.Release(); err != nil {
+						return err
+					}
+					vs := b.hist.versions() // b's lock is not held: only b's goroutine changes it
+					v := vs[i%len(vs)]
+					at, err := b.At(v)
+					if err != nil {
+						return err
+					}
+					got, err := readCols(at)
+					at.Release()
+					if err != nil {
+						return err
+					}
+					if !equalCols(got, ref[v]) {
+						return fmt.Errorf("branch %d, round %d: At(%d) reads otherwise than version %d did", g, i, v, v)
+					}
+				}
+				return nil
+			}()
+		}()
+	}
+	for range n {
+		check(t, <-done)
 	}
 }
