@@ -159,9 +159,6 @@ type history struct {
 	// dropped whole gives its free ones there, and one whose free list
 	// is empty takes some from it.
 	stock *stepStock
-	// hashBuf is the buffer hashRows reads rows back into, kept for the
-	// next verified step where it is small (hashBufMax).
-	hashBuf []byte
 }
 
 func newHistory(p *CheckpointPolicy, pos position, r *root, held *atomic.Int64, stock *stepStock) *history {
@@ -173,7 +170,7 @@ func (x *history) clone() *history {
 	c := *x
 	c.entries = slices.Clone(x.entries)
 	c.pending, c.last, c.copies = nil, nil, nil // copies: the buffer is x's own
-	c.free, c.nfree, c.hashBuf = nil, 0, nil    // so are the free step records and the buffer
+	c.free, c.nfree = nil, 0                    // so are the free step records
 	for _, e := range c.entries {
 		if e.cp != nil {
 			e.cp.retain()
@@ -430,6 +427,41 @@ type stepStock struct {
 	free  *delta
 	n     int
 	bytes int64 // the capacity of the records' input buffers
+	// hash is the buffer hashRows reads rows back into, for the next
+	// verified step or replay of any head of the pool: one call holds it
+	// at a time, the others read into buffers of their own.
+	hash []byte
+}
+
+// hashBufMax is the largest buffer the stock keeps for hashRows: the
+// rows of one block of up to 64 KiB; a state of larger blocks reads each
+// back into one of the call's own.
+const hashBufMax = 64 << 10
+
+// takeHashBuf returns the stock's hash buffer, or nil where another call
+// holds it (or s is nil).
+func (s *stepStock) takeHashBuf() []byte {
+	if s == nil {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b := s.hash
+	s.hash = nil
+	return b
+}
+
+// putHashBuf gives b back for the next takeHashBuf, where it is not
+// larger than hashBufMax.
+func (s *stepStock) putHashBuf(b []byte) {
+	if s == nil || cap(b) > hashBufMax {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if cap(b) > cap(s.hash) {
+		s.hash = b
+	}
 }
 
 const (

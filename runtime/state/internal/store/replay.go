@@ -276,7 +276,7 @@ func (rc *reconstruction) replayStep(r *root, d *delta, rows int) (*root, error)
 func (x *history) hashRows(h *Head, spans [][]device.Span) (uint64, error) {
 	var m maphash.Hash
 	m.SetSeed(replaySeed)
-	buf := x.hashBuf
+	buf := x.stock.takeHashBuf()
 	for c, col := range spans {
 		rb := h.rowBytes[c]
 		for _, sp := range col {
@@ -290,17 +290,9 @@ func (x *history) hashRows(h *Head, spans [][]device.Span) (uint64, error) {
 			m.Write(buf[:n])
 		}
 	}
-	if cap(buf) <= hashBufMax {
-		x.hashBuf = buf
-	}
+	x.stock.putHashBuf(buf)
 	return m.Sum64(), nil
 }
-
-// hashBufMax is the largest buffer a history keeps for hashRows: the
-// rows of one block of up to 64 KiB, so that a verified step's hash
-// allocates nothing, while a state of larger blocks reads each back into
-// one of the call's own, as it did.
-const hashBufMax = 64 << 10
 
 // reconstruct returns a new root for entry t of x, h's history: entry q's
 // checkpoint with the deltas of entries q+1..t applied. Under memory
