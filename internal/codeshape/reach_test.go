@@ -128,14 +128,15 @@ func storeReach(t *testing.T) map[string][]string {
 	return out
 }
 
-// handleName returns the name of the core handle t is, or points to; ""
-// for any other type.
+// handleName returns the name of the store's core handle t is, or points
+// to; "" for any other type (sync.Pool is not the store's Pool).
 func handleName(t types.Type) string {
 	if p, ok := types.Unalias(t).(*types.Pointer); ok {
 		t = p.Elem()
 	}
 	n, ok := types.Unalias(t).(*types.Named)
-	if !ok || !slices.Contains(coreHandles, n.Obj().Name()) {
+	if !ok || n.Obj().Pkg() == nil || !strings.HasSuffix(n.Obj().Pkg().Path(), "/runtime/state/internal/store") ||
+		!slices.Contains(coreHandles, n.Obj().Name()) {
 		return ""
 	}
 	return n.Obj().Name()
@@ -156,7 +157,7 @@ var featureReach = map[string][]string{
 	"cost model": {"Head.blockBytes", "Head.cls", "Head.errorf", "Head.hist", "Head.l", "Head.lin", "Head.logicalOf", "Head.perBlock", "Head.pool", "Head.rowBytes", "Head.shape", "Pool.allocOnce", "Pool.b", "Pool.calib", "Pool.calibNow", "Pool.free", "Pool.mem", "Pool.register", "Snap.logical"},
 	"eviction":   {"Head.evicted", "Head.group", "Head.hist", "Head.l", "Head.logical", "Head.lru", "Head.mu", "Head.owner", "Head.parts", "Head.physical", "Head.pool", "Head.pos", "Head.r", "Head.released", "Head.tables", "Pool.b", "Pool.cache", "Pool.evictedBytes", "Pool.evictions", "Pool.evictor", "Pool.free", "Pool.groups", "Pool.live", "Pool.logical", "Pool.mem", "Pool.mu", "Pool.pendingWait", "Pool.rec", "Pool.shortfall", "Pool.tier", "Snap.evicted", "Snap.l", "Snap.lastUse", "Snap.logical", "Snap.mu", "Snap.owner", "Snap.physical", "Snap.pool", "Snap.r", "Snap.released"},
 	"groups":     {"Head.Stats", "Head.async", "Head.branchLocked", "Head.commitVersion", "Head.committed", "Head.copyColumn", "Head.deviceRows", "Head.evicted", "Head.group", "Head.gshare", "Head.hist", "Head.id", "Head.invalid", "Head.l", "Head.mu", "Head.parts", "Head.perBlock", "Head.pool", "Head.prepareLocked", "Head.r", "Head.release", "Head.released", "Head.shareKey", "Head.snapshotLocked", "Pool.NewHead", "Pool.adopted", "Pool.b", "Pool.clock", "Pool.closeMu", "Pool.enter", "Pool.free", "Pool.groups", "Snap.Release"},
-	"history":    {"Head.allocCols", "Head.async", "Head.cls", "Head.errorf", "Head.evicted", "Head.evictedForGood", "Head.hist", "Head.l", "Head.logical", "Head.lost", "Head.lru", "Head.moved", "Head.owner", "Head.perBlock", "Head.pool", "Head.pos", "Head.r", "Head.rowBytes", "Head.rowSum", "Head.rows", "Head.setLogical", "Head.spans", "Pool.allocIn", "Pool.b", "Pool.free", "Pool.logical", "Pool.mem", "Pool.rebuiltBytes", "Pool.rec", "Pool.takeOne"},
+	"history":    {"Head.allocCols", "Head.async", "Head.cls", "Head.errorf", "Head.evicted", "Head.evictedForGood", "Head.hist", "Head.l", "Head.logical", "Head.lost", "Head.lru", "Head.moved", "Head.owner", "Head.perBlock", "Head.pool", "Head.pos", "Head.r", "Head.rowBytes", "Head.rowSum", "Head.rows", "Head.setLogical", "Head.spans", "Pool.allocIn", "Pool.b", "Pool.free", "Pool.freeList", "Pool.logical", "Pool.mem", "Pool.rebuiltBytes", "Pool.rec", "Pool.takeFreed", "Pool.takeOne"},
 	"sharing":    {"Head.async", "Head.commitVersion", "Head.committed", "Head.copyColumn", "Head.errorf", "Head.l", "Head.mu", "Head.owner", "Head.perBlock", "Head.pool", "Head.r", "Head.released", "Head.shape", "Head.share", "Head.shareMem", "Pool.adopted", "Pool.b", "Pool.cache", "Pool.free", "Pool.tier", "Pool.tierPx"},
 	"streams":    {"Head.async", "Head.batchRows", "Head.checkAppend", "Head.committed", "Head.errorf", "Head.evicted", "Head.mu", "Head.parts", "Head.perBlock", "Head.pool", "Head.prepareLocked", "Head.queueCopies", "Head.r", "Head.released", "Head.shape", "Head.writeFrom", "Pool.b", "Pool.closeMu", "Pool.enter", "Pool.mem", "Pool.rec", "Pool.staging", "Pool.tables"},
 	"tier":       {"Head.async", "Head.deviceRows", "Head.errorf", "Head.evicted", "Head.group", "Head.gshare", "Head.hist", "Head.l", "Head.logical", "Head.lru", "Head.moved", "Head.mu", "Head.owner", "Head.pool", "Head.pos", "Head.r", "Head.released", "Head.shape", "Head.share", "Head.tables", "Head.tier", "Pool.allocIn", "Pool.evictedBytes", "Pool.evictions", "Pool.evictor", "Pool.free", "Pool.live", "Pool.logical", "Pool.mu", "Pool.tier", "Pool.tierPx", "Pool.touch", "Snap.evicted", "Snap.l", "Snap.lastUse", "Snap.logical", "Snap.mu", "Snap.owner", "Snap.pool", "Snap.r", "Snap.released", "Snap.tables", "Snap.tier", "Snap.tmu"},

@@ -111,9 +111,9 @@ func (x *history) addEntry(h *Head, e entry) {
 		// walk every entry and drop nothing.
 		return
 	}
-	var freed []*block
-	x.trim(&freed)
-	h.pool.free(freed)
+	freed := h.pool.takeFreed() // a list to reuse: a step's checkpoint allocates nothing
+	x.trim(freed)
+	h.pool.freeList(freed)
 }
 
 // copyDelta copies rows [from, to) of r, a root of h's, into new blocks

@@ -273,7 +273,7 @@ func (p *Pool) NewHead(l *Layout, owner Owner) (*Head, error) {
 	h.r = r
 	h.logical = h.logicalOf(r)
 	if l.Checkpoint != nil {
-		h.hist = newHistory(l.Checkpoint, h.pos, r, &p.history)
+		h.hist = newHistory(l.Checkpoint, h.pos, r, &p.history, &p.steps)
 	}
 	h.parts.set(h)
 	h.lin.heads[h] = struct{}{}

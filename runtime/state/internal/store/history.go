@@ -148,10 +148,21 @@ type history struct {
 	held *atomic.Int64
 	// copies is copyDelta's batch of device copies, kept for the next.
 	copies []device.DeviceCopy
+	// free lists the step deltas (with their records and input
+	// buffers) no history holds any more, nfree of them, for this
+	// history's next steps (newStep); at most as many as the history had
+	// entries when it dropped them, so that they stay within the memory
+	// of the inputs the history keeps.
+	free  *delta
+	nfree int
+	// stock is the pool's step records (stepStock): a history that is
+	// dropped whole gives its free ones there, and one whose free list
+	// is empty takes some from it.
+	stock *stepStock
 }
 
-func newHistory(p *CheckpointPolicy, pos position, r *root, held *atomic.Int64) *history {
-	return &history{policy: *p, entries: []entry{{pos: pos, rows: r.rows, cp: r.retain(), seq: commitSeqs.Add(1)}}, held: held}
+func newHistory(p *CheckpointPolicy, pos position, r *root, held *atomic.Int64, stock *stepStock) *history {
+	return &history{policy: *p, entries: []entry{{pos: pos, rows: r.rows, cp: r.retain(), seq: commitSeqs.Add(1)}}, held: held, stock: stock}
 }
 
 // clone returns a copy sharing every delta block and checkpoint root.
@@ -159,11 +170,15 @@ func (x *history) clone() *history {
 	c := *x
 	c.entries = slices.Clone(x.entries)
 	c.pending, c.last, c.copies = nil, nil, nil // copies: the buffer is x's own
+	c.free, c.nfree = nil, 0                    // so are the free step records
 	for _, e := range c.entries {
 		if e.cp != nil {
 			e.cp.retain()
 		}
 		if e.d != nil {
+			if e.d.step != nil {
+				e.d.step.refs.Add(1)
+			}
 			for _, col := range e.d.cols {
 				for _, b := range col {
 					b.Retain()
@@ -207,15 +222,23 @@ func (x *history) dropDelta(i int, freed *[]*block) {
 	if e.d.ready != nil {
 		e.d.ready.drop()
 	}
+	if e.d.step != nil {
+		x.dropStep(e.d)
+	}
 	e.d = nil
 }
 
-// releaseAll drops the whole history.
+// releaseAll drops the whole history; the step records it kept for its
+// next steps go to the pool's stock.
 func (x *history) releaseAll(freed *[]*block) {
 	for i := range x.entries {
 		x.drop(i, freed)
 	}
 	x.entries, x.pending = nil, nil
+	if x.stock != nil && x.free != nil {
+		x.stock.give(x.free)
+	}
+	x.free, x.nfree = nil, 0
 }
 
 // roots returns the checkpoint roots the history holds.
@@ -312,7 +335,10 @@ func (x *history) find(v Version) int {
 	return i
 }
 
-// stepRec is the delta of a version Step made.
+// stepRec is the delta of a version Step made. It lives in a stepMem
+// with its delta, which the histories that hold the delta count (refs):
+// the history that drops the last reference keeps the record, and the
+// buffer of its input, for its next step (history.dropStep).
 type stepRec struct {
 	in     [][]byte
 	f      Stepper
@@ -320,6 +346,192 @@ type stepRec struct {
 	verify bool
 	hash   uint64 // with verify: the hash of the rows f produced
 	state  int64  // bytes of the rows, which verify reads back
+	// refs counts the histories whose entries hold the delta: clones
+	// share it (history.clone), and each history's drop gives its
+	// reference up; atomic, as branches' histories are guarded by
+	// their own heads' locks.
+	refs atomic.Int32
+	// buf is the storage of in's columns, kept with the record when it is
+	// recycled; inl holds in's slices for up to two columns.
+	buf []byte
+	inl [2][]byte
+	// next links the step deltas on a history's free list
+	// (history.free).
+	next *delta
+}
+
+// stepMem is a step's delta and its record in one allocation; the
+// record's storage (its input's buffer, room for the slices of up to two
+// input columns) comes with it, and is used again when the history
+// recycles it.
+type stepMem struct {
+	d   delta
+	rec stepRec
+}
+
+// newStep returns the delta of a step whose input is in, with a copy of
+// in in its record (keep) and one reference, the entry's: a record from
+// x's free list where it has one, else a new one. The caller sets the
+// record's function, verify and state, and the delta's rows.
+func (x *history) newStep(in [][]byte) *delta {
+	if x.free == nil && x.stock != nil {
+		x.stock.take(x)
+	}
+	d := x.free
+	if d != nil {
+		x.free, d.step.next = d.step.next, nil
+		x.nfree--
+	} else {
+		m := &stepMem{}
+		m.d.step = &m.rec
+		d = &m.d
+	}
+	d.from, d.to = 0, 0
+	d.bytes = d.step.keep(in)
+	d.step.refs.Store(1)
+	return d
+}
+
+// dropStep gives up one history's reference to d, a step's delta: the
+// last one puts it on x's free list, while x keeps fewer records there
+// than entries, else in the pool's stock. x is the history that held
+// the reference; no other holds d once the count is zero, so x's head's
+// lock guards it from then on.
+func (x *history) dropStep(d *delta) {
+	rec := d.step
+	if rec.refs.Add(-1) != 0 {
+		return
+	}
+	rec.f = nil // the caller's function, not kept past its version
+	rec.took, rec.verify, rec.hash, rec.state = 0, false, 0, 0
+	if x.nfree >= max(len(x.entries), stepFreeMin) {
+		if x.stock != nil {
+			x.stock.give(d) // rec.next is nil: d alone
+		}
+		return
+	}
+	rec.next = x.free
+	x.free = d
+	x.nfree++
+}
+
+// stepStock is a pool's step records that the histories of released
+// heads (and of merged, evicted or restarted ones, history.releaseAll)
+// left, for the steps of new histories: sessions that come and go take
+// their records from those before them rather than allocate each. A
+// history takes them a batch at a time, when its own free list is empty.
+// It keeps at most stepStockMax records and stepStockBytes of their input
+// buffers; a record past the bytes keeps no buffer.
+type stepStock struct {
+	mu    sync.Mutex
+	free  *delta
+	n     int
+	bytes int64 // the capacity of the records' input buffers
+	// hash is the buffer hashRows reads rows back into, for the next
+	// verified step or replay of any head of the pool: one call holds it
+	// at a time, the others read into buffers of their own.
+	hash []byte
+}
+
+// hashBufMax is the largest buffer the stock keeps for hashRows: the
+// rows of one block of up to 64 KiB; a state of larger blocks reads each
+// back into one of the call's own.
+const hashBufMax = 64 << 10
+
+// takeHashBuf returns the stock's hash buffer, or nil where another call
+// holds it (or s is nil).
+func (s *stepStock) takeHashBuf() []byte {
+	if s == nil {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b := s.hash
+	s.hash = nil
+	return b
+}
+
+// putHashBuf gives b back for the next takeHashBuf, where it is not
+// larger than hashBufMax.
+func (s *stepStock) putHashBuf(b []byte) {
+	if s == nil || cap(b) > hashBufMax {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if cap(b) > cap(s.hash) {
+		s.hash = b
+	}
+}
+
+const (
+	stepStockMax   = 4096
+	stepStockBytes = 4 << 20
+	stepStockBatch = 16
+)
+
+// give adds the free step deltas linked from d (history.free) to s, as
+// many as it has room for.
+func (s *stepStock) give(d *delta) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for d != nil && s.n < stepStockMax {
+		rec := d.step
+		next := rec.next
+		if s.bytes+int64(cap(rec.buf)) > stepStockBytes {
+			rec.buf, rec.in, rec.inl = nil, nil, [2][]byte{}
+		}
+		s.bytes += int64(cap(rec.buf))
+		rec.next, s.free = s.free, d
+		s.n++
+		d = next
+	}
+}
+
+// take moves up to stepStockBatch records from s to x's free list.
+func (s *stepStock) take(x *history) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k := 0; k < stepStockBatch && s.free != nil; k++ {
+		d := s.free
+		rec := d.step
+		s.free = rec.next
+		s.n--
+		s.bytes -= int64(cap(rec.buf))
+		rec.next, x.free = x.free, d
+		x.nfree++
+	}
+}
+
+// stepFreeMin is the step records a history keeps for its next steps
+// whatever its length: a short history's rollback and steps after it.
+const stepFreeMin = 4
+
+// keep copies in into r, all its columns in one buffer (the record's
+// own where it is large enough), and returns its bytes.
+func (r *stepRec) keep(in [][]byte) int64 {
+	switch {
+	case len(in) <= len(r.inl):
+		r.in = r.inl[:len(in)]
+	case cap(r.in) >= len(in): // a record's own slice, of more than two
+		r.in = r.in[:len(in)]
+	default:
+		r.in = make([][]byte, len(in))
+	}
+	total := 0
+	for _, col := range in {
+		total += len(col)
+	}
+	if cap(r.buf) < total {
+		r.buf = make([]byte, 0, total)
+	}
+	buf := r.buf[:0]
+	for i, col := range in {
+		start := len(buf)
+		buf = append(buf, col...)
+		r.in[i] = buf[start:len(buf):len(buf)]
+	}
+	return int64(total)
 }
 
 // replayBytes are the bytes a reconstruction copies to apply d: the rows

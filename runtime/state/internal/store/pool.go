@@ -39,6 +39,7 @@ type Pool struct {
 
 	logical atomic.Int64
 	history atomic.Int64 // bytes of delta blocks held by histories
+	steps   stepStock    // step records released histories left, for new ones
 	calib   calibration
 
 	tier   *hostTier    // the host tier (tier.go); nil without PoolOptions.HostTier

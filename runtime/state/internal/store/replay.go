@@ -99,10 +99,15 @@ func (x *history) step(h *Head, in [][]byte, verify bool, f Stepper) error {
 	if err := x.checkInput(h, in); err != nil {
 		return err
 	}
-	m := &stepMem{}
-	rec := &m.rec
-	*rec = stepRec{f: f, verify: verify, state: h.rowSum * int64(h.r.rows)}
-	inBytes := m.keep(in)
+	d := x.newStep(in)
+	rec := d.step
+	rec.f, rec.verify, rec.state = f, verify, h.rowSum*int64(h.r.rows)
+	kept := false
+	defer func() {
+		if !kept {
+			x.dropStep(d) // no entry holds it: the record is free again
+		}
+	}()
 	var guard *root // holds the version before when no replay can rebuild it
 	if _, _, ok := h.lru.rebuildPath(h); !ok {
 		guard = h.r.retain()
@@ -143,39 +148,10 @@ func (x *history) step(h *Head, in [][]byte, verify bool, f Stepper) error {
 		return tx.abortStep(ferr)
 	}
 	tx.commit(rows)
-	m.d = delta{from: 0, to: rows, bytes: inBytes, step: rec}
-	h.hist.addEntry(h, entry{pos: h.pos, rows: rows, d: &m.d, seq: commitSeqs.Add(1)})
+	d.to = rows
+	kept = true
+	h.hist.addEntry(h, entry{pos: h.pos, rows: rows, d: d, seq: commitSeqs.Add(1)})
 	return nil
-}
-
-// stepMem is a step's delta and its record in one allocation, with room
-// for the slices of up to two input columns; the input's bytes are one
-// more (keep).
-type stepMem struct {
-	d   delta
-	rec stepRec
-	in  [2][]byte
-}
-
-// keep copies the step's input into m's record, all its columns in one
-// buffer, and returns its bytes.
-func (m *stepMem) keep(in [][]byte) int64 {
-	if len(in) <= len(m.in) {
-		m.rec.in = m.in[:len(in)]
-	} else {
-		m.rec.in = make([][]byte, len(in))
-	}
-	total := 0
-	for _, col := range in {
-		total += len(col)
-	}
-	buf := make([]byte, 0, total)
-	for i, col := range in {
-		start := len(buf)
-		buf = append(buf, col...)
-		m.rec.in[i] = buf[start:len(buf):len(buf)]
-	}
-	return int64(total)
 }
 
 // checkInput answers ErrShape for a step input that is not of the input
@@ -300,7 +276,7 @@ func (rc *reconstruction) replayStep(r *root, d *delta, rows int) (*root, error)
 func (x *history) hashRows(h *Head, spans [][]device.Span) (uint64, error) {
 	var m maphash.Hash
 	m.SetSeed(replaySeed)
-	var buf []byte
+	buf := x.stock.takeHashBuf()
 	for c, col := range spans {
 		rb := h.rowBytes[c]
 		for _, sp := range col {
@@ -314,6 +290,7 @@ func (x *history) hashRows(h *Head, spans [][]device.Span) (uint64, error) {
 			m.Write(buf[:n])
 		}
 	}
+	x.stock.putHashBuf(buf)
 	return m.Sum64(), nil
 }
 

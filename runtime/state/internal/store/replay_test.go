@@ -3,6 +3,7 @@ package store
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -476,5 +477,369 @@ func TestStepFailureFullPool(t *testing.T) {
 	}
 	if !equalCols(got, want) {
 		t.Fatal("the head reads otherwise after a failed step in a full pool")
+	}
+}
+
+// TestStepAllocatesNothing: a replayed state's steady loop, a snapshot
+// before every four steps and a rollback to it every other time (a
+// speculative round's drafts), allocates nothing once its history is
+// full: the step records and input copies that rollbacks and trims drop
+// are those the next steps take (history.newStep), verified steps'
+// hashes included. Every version stays what a reference of the same steps
+// reads, and At rebuilds the current one by replay.
+func TestStepAllocatesNothing(t *testing.T) {
+	if testing.CoverMode() != "" {
+		t.Skip("coverage counters allocate")
+	}
+	if raceDetector {
+		t.Skip("under the race detector, sync.Pool drops entries at random (the freed lists)")
+	}
+	for _, verify := range []bool{false, true} {
+		t.Run(fmt.Sprint("verify=", verify), func(t *testing.T) {
+			p := newPool(t, PoolOptions{BlockBytes: 64})
+			h := must[*Head](t)(p.NewHead(recLayout(4, 3, Keep), "me"))
+			defer h.Release()
+			check(t, h.Write(0, kvRows(10, 1)))
+			rb := []int{16, 8}
+			b := p.Backend()
+			// The step of recur, on the host backend's rows in place, as a
+			// serving loop writes it: nothing allocated per call.
+			cols := make([][]byte, 2)
+			var step StepFunc = func(spans [][]device.Span, in [][]byte) error {
+				for c, col := range spans {
+					for _, sp := range col {
+						mem, ok := device.HostBytes(b, sp.Ptr, sp.Rows*rb[c])
+						if !ok {
+							return errStep
+						}
+						cols = cols[:0]
+						for range c {
+							cols = append(cols, nil)
+						}
+						cols = append(cols, mem)
+						recur(cols, in)
+					}
+				}
+				return nil
+			}
+			cur := readAll(t, h)
+			in := [][]byte{make([]byte, 3)}
+			const warm, runs = 2 * 4 * 3, 100 // warm: the history full, its first trims
+			snaps := make([]Snap, warm+runs+2)
+			made := make([][4]Version, len(snaps)) // each round's versions
+			var vs []Version                       // the versions of the last kept round
+			var want [][][]byte                    // and their rows
+			n := 0                                 // rounds run
+			var err error
+			round := func() {
+				s := &snaps[n]
+				i := n
+				n++
+				if err = h.SnapshotInto(s); err != nil {
+					return
+				}
+				for k := range 4 {
+					in[0][0], in[0][1], in[0][2] = byte(i), byte(k), byte(i*k)
+					if err = h.Step(in, verify, step); err != nil {
+						return
+					}
+					made[i][k] = h.Version()
+				}
+				if i%2 == 0 {
+					err = h.Rollback(s)
+				}
+				if rerr := s.Release(); err == nil {
+					err = rerr
+				}
+			}
+			// ref runs round i on the reference, recording the versions
+			// of a kept round.
+			ref := func(i int) {
+				if i%2 == 0 {
+					return
+				}
+				vs, want = vs[:0], want[:0]
+				for k := range 4 {
+					recur(cur, [][]byte{{byte(i), byte(k), byte(i * k)}})
+					vs, want = append(vs, made[i][k]), append(want, cloneCols(cur))
+				}
+			}
+			for range warm {
+				round()
+				check(t, err)
+			}
+			if a := testing.AllocsPerRun(runs, round); a > 0 {
+				t.Errorf("%.2f allocations a round of four steps; want none", a)
+			}
+			check(t, err)
+			for i := range n {
+				ref(i)
+			}
+			if got := readAll(t, h); !equalCols(got, cur) {
+				t.Fatal("after the rounds the head reads otherwise than the reference")
+			}
+			for k, v := range vs[:3] {
+				s := must[*Snap](t)(h.At(v))
+				got := readAll(t, s)
+				check(t, s.Release())
+				if !equalCols(got, want[k]) {
+					t.Fatalf("At(%d), a version of the last round, reads otherwise than it did", v)
+				}
+			}
+		})
+	}
+}
+
+// TestStepTakesReleasedRecords: the step records of a released head go
+// to its pool's stock (history.releaseAll), and a new head's steps take
+// them there instead of allocating: a session that follows another steps
+// allocation-free from its first step.
+func TestStepTakesReleasedRecords(t *testing.T) {
+	if testing.CoverMode() != "" {
+		t.Skip("coverage counters allocate")
+	}
+	if raceDetector {
+		t.Skip("under the race detector, sync.Pool drops entries at random (the freed lists)")
+	}
+	p := newPool(t, PoolOptions{BlockBytes: 64})
+	b := p.Backend()
+	rb := []int{16, 8}
+	var step StepFunc = func(spans [][]device.Span, in [][]byte) error {
+		for c, col := range spans {
+			for _, sp := range col {
+				mem, ok := device.HostBytes(b, sp.Ptr, sp.Rows*rb[c])
+				if !ok {
+					return errStep
+				}
+				for k := range mem {
+					mem[k] = mem[k]*3 + in[0][k%len(in[0])]
+				}
+			}
+		}
+		return nil
+	}
+	in := [][]byte{{1, 2, 3}}
+	const steps = 48 // an Every of 4 and a Keep of 16: no trim, every record live
+	first := must[*Head](t)(p.NewHead(recLayout(4, 16, Keep), "me"))
+	for range steps {
+		check(t, first.Step(in, false, step))
+	}
+	check(t, first.Release())
+	h := must[*Head](t)(p.NewHead(recLayout(4, 16, Keep), "me"))
+	defer h.Release()
+	check(t, h.Write(0, kvRows(10, 1))) // its blocks, before the steps
+	var err error
+	// AllocsPerRun's average floors: the few growths of the history's
+	// entries, checkpoints and the first copies of blocks count less
+	// than one a step, a record a step counts one.
+	if n := testing.AllocsPerRun(steps-1, func() {
+		if err == nil {
+			err = h.Step(in, false, step)
+		}
+	}); n > 0 {
+		t.Errorf("%.2f allocations a step of a head after a released one; want none", n)
+	}
+	check(t, err)
+}
+
+// TestReplayBranchesModel runs random Steps, Branches, Merges, Rollbacks,
+// Releases and At on a replayed state and its branches against a full
+// copy of every version of each: branches share the step records of the
+// versions before them (history.clone), so a record one head's rollback
+// or trim drops while another still holds it must stay as it was, and a
+// record no head holds any more is what a later step reuses
+// (history.newStep). Every head reads as its reference after every
+// step, and At(v) of every version a head can rebuild reads as v did.
+func TestReplayBranchesModel(t *testing.T) {
+	steps := modelSteps(t, 600)
+	for _, seed := range statetest.Seeds(0, 1, 2, 3) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) { runReplayBranchesModel(t, seed, steps) })
+	}
+}
+
+// replayHead is a head of runReplayBranchesModel with its reference: the
+// rows of every version it made or took, its current rows, and its
+// snapshots.
+type replayHead struct {
+	h     *Head
+	ref   map[Version][][]byte
+	cur   [][]byte
+	snaps []*Snap
+}
+
+func runReplayBranchesModel(t *testing.T, seed uint64, steps int) {
+	statetest.LogReplay(t, seed)
+	rng := rand.New(rand.NewPCG(seed, 11))
+	p := newPool(t, PoolOptions{BlockBytes: 64})
+	fixedModel(p)
+	verify := seed%2 == 1
+	root := must[*Head](t)(p.NewHead(recLayout(1+rng.IntN(4), 1+rng.IntN(3), Keep), "me"))
+	cur := readAll(t, root)
+	heads := []*replayHead{{h: root, ref: map[Version][][]byte{root.Version(): cur}, cur: cloneCols(cur)}}
+	release := func(x *replayHead) {
+		for _, s := range x.snaps {
+			check(t, s.Release())
+		}
+		check(t, x.h.Release())
+	}
+	defer func() {
+		for _, x := range heads {
+			release(x)
+		}
+	}()
+	rb := []int{16, 8}
+	for i := range steps {
+		x := heads[rng.IntN(len(heads))]
+		h := x.h
+		switch k := rng.IntN(20); {
+		case k < 9:
+			in := [][]byte{make([]byte, 1+rng.IntN(8))}
+			for j := range in[0] {
+				in[0][j] = byte(rng.Uint32())
+			}
+			fail := rng.IntN(8) == 0
+			err := h.Step(in, verify, stepOn(p.Backend(), rb, fail))
+			if fail {
+				if !errors.Is(err, errStep) {
+					t.Fatalf("step %d: a failing Step answered %v", i, err)
+				}
+			} else {
+				check(t, err)
+				recur(x.cur, in)
+			}
+		case k < 11 && len(heads) < 5:
+			c := must[*Head](t)(h.Branch())
+			ref := make(map[Version][][]byte, len(x.ref))
+			for v, cols := range x.ref {
+				ref[v] = cols
+			}
+			heads = append(heads, &replayHead{h: c, ref: ref, cur: cloneCols(x.cur)})
+		case k < 12 && len(heads) > 1:
+			j := 1 + rng.IntN(len(heads)-1)
+			if heads[j] == x {
+				break
+			}
+			c := heads[j]
+			err := h.Merge(c.h)
+			if errors.Is(err, ErrDiverged) || errors.Is(err, ErrNotAncestor) {
+				break
+			}
+			check(t, err)
+			x.cur = cloneCols(c.cur)
+			for v, cols := range c.ref {
+				x.ref[v] = cols
+			}
+		case k < 13 && len(heads) > 1:
+			j := 1 + rng.IntN(len(heads)-1)
+			release(heads[j])
+			heads = slices.Delete(heads, j, j+1)
+			continue
+		case k < 15 && len(x.snaps) < 3:
+			x.snaps = append(x.snaps, must[*Snap](t)(h.Snapshot()))
+		case k < 17 && len(x.snaps) > 0:
+			s := x.snaps[rng.IntN(len(x.snaps))]
+			if err := h.Rollback(s); err != nil {
+				if errors.Is(err, ErrNotAncestor) {
+					break
+				}
+				t.Fatalf("step %d: Rollback: %v", i, err)
+			}
+			x.cur = cloneCols(x.ref[s.Version()])
+		default:
+			vs := h.hist.versions()
+			v := vs[rng.IntN(len(vs))]
+			s, err := h.At(v)
+			if err != nil {
+				t.Fatalf("step %d: At(%d) of a retained version: %v", i, v, err)
+			}
+			got := readAll(t, s)
+			check(t, s.Release())
+			if !equalCols(got, x.ref[v]) {
+				t.Fatalf("step %d: At(%d) reads otherwise than version %d did", i, v, v)
+			}
+		}
+		x.ref[h.Version()] = cloneCols(x.cur)
+		for j, y := range heads {
+			if got := readAll(t, y.h); !equalCols(got, y.cur) {
+				t.Fatalf("step %d: head %d reads otherwise than its reference", i, j)
+			}
+		}
+	}
+}
+
+// TestStepBranchesConcurrent: branches of one replayed head, each in a
+// goroutine of its own, step, roll back and rebuild their versions by At
+// while they share the step records of the versions before the branch:
+// a record is recycled only by the history that drops its last
+// reference, and only for its own steps or through the pool's stock
+// (under -race, the counts and the stock's lock are checked).
+func TestStepBranchesConcurrent(t *testing.T) {
+	p := newPool(t, PoolOptions{BlockBytes: 64})
+	fixedModel(p)
+	root := must[*Head](t)(p.NewHead(recLayout(3, 2, Keep), "me"))
+	defer root.Release()
+	rb := []int{16, 8}
+	cur := readAll(t, root)
+	rootRef := map[Version][][]byte{root.Version(): cloneCols(cur)}
+	for i := range 5 {
+		in := [][]byte{{byte(i), 1}}
+		check(t, root.Step(in, true, stepOn(p.Backend(), rb, false)))
+		recur(cur, in)
+		rootRef[root.Version()] = cloneCols(cur)
+	}
+	const n = 3
+	done := make(chan error, n)
+	for g := range n {
+		b := must[*Head](t)(root.Branch())
+		go func() {
+			done <- func() error {
+				defer b.Release()
+				cur := cloneCols(cur)
+				ref := maps.Clone(rootRef)
+				for i := range 40 {
+					s, err := b.Snapshot()
+					if err != nil {
+						return err
+					}
+					for k := range 3 {
+						in := [][]byte{{byte(g), byte(i), byte(k)}}
+						if err := b.Step(in, true, stepOn(p.Backend(), rb, false)); err != nil {
+							s.Release()
+							return err
+						}
+						recur(cur, in)
+						ref[b.Version()] = cloneCols(cur)
+					}
+					if i%2 == 0 {
+						if err := b.Rollback(s); err != nil {
+							s.Release()
+							return err
+						}
+						cur = cloneCols(ref[s.Version()])
+					}
+					if err := s.Release(); err != nil {
+						return err
+					}
+					vs := b.hist.versions() // b's lock is not held: only b's goroutine changes it
+					v := vs[i%len(vs)]
+					at, err := b.At(v)
+					if err != nil {
+						return err
+					}
+					got, err := readCols(at)
+					at.Release()
+					if err != nil {
+						return err
+					}
+					if !equalCols(got, ref[v]) {
+						return fmt.Errorf("branch %d, round %d: At(%d) reads otherwise than version %d did", g, i, v, v)
+					}
+				}
+				return nil
+			}()
+		}()
+	}
+	for range n {
+		check(t, <-done)
 	}
 }
