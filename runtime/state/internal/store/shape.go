@@ -256,13 +256,21 @@ func (sh *shape) checkSomeDst(op string, rows int, dst [][]byte, some bool) erro
 }
 
 // read copies rows [from, to) of r into dst; with some, the columns dst
-// holds nil for are not read (ReadColumns).
-func (sh *shape) read(op string, r *root, from, to int, dst [][]byte, some bool) error {
+// holds nil for are not read (ReadColumns). reads, when not nil, is a
+// buffer its caller holds alone (a head's, under its lock): with it the
+// copies of every column go to the backend in one call where it takes a
+// batch (device.BatchReadCopier).
+func (sh *shape) read(op string, r *root, from, to int, dst [][]byte, some bool, reads *[]device.HostRead) error {
 	if err := sh.checkReadable(op, from, to, r.rows); err != nil {
 		return err
 	}
 	if err := sh.checkSomeDst(op, to-from, dst, some); err != nil {
 		return err
+	}
+	if reads != nil {
+		if bc, ok := sh.pool.b.(device.BatchReadCopier); ok {
+			return sh.readBatch(op, bc, r, from, to, dst, some, reads)
+		}
 	}
 	for i, d := range dst {
 		if d == nil && some {
@@ -273,6 +281,50 @@ func (sh *shape) read(op string, r *root, from, to int, dst [][]byte, some bool)
 		}
 	}
 	return nil
+}
+
+// readBatch is read's copies, every column's runs in one batch (one copy
+// alone goes as CopyDtoH). The copies go in the order read makes them one
+// by one, and the batch stops where they would: a copy that fails is
+// named by its column, the columns before it read and those after it not.
+func (sh *shape) readBatch(op string, bc device.BatchReadCopier, r *root, from, to int, dst [][]byte, some bool, reads *[]device.HostRead) error {
+	rs := (*reads)[:0]
+	for i, d := range dst {
+		if d == nil && some {
+			continue
+		}
+		for row := from; row < to; {
+			src, end := sh.run(r, i, row, to)
+			rs = append(rs, device.HostRead{Dst: d[(row-from)*sh.rowBytes[i] : (end-from)*sh.rowBytes[i]], Src: src})
+			row = end
+		}
+	}
+	var k int
+	var err error
+	switch len(rs) {
+	case 0:
+	case 1:
+		err = sh.pool.b.CopyDtoH(rs[0].Dst, rs[0].Src)
+	default:
+		k, err = bc.CopiesDtoH(rs)
+	}
+	clear(rs) // the caller's columns are not kept
+	*reads = rs[:0]
+	if err == nil {
+		return nil
+	}
+	for i, d := range dst { // the column of copy k
+		if d == nil && some {
+			continue
+		}
+		for row := from; row < to; k-- {
+			if k == 0 {
+				return sh.errorf(op, "column %s: %w", sh.l.Columns[i].Name, err)
+			}
+			_, row = sh.run(r, i, row, to)
+		}
+	}
+	return sh.errorf(op, "%w", err) // not reached: copy k is one of them
 }
 
 // copyColumn copies rows [from, to) of column i of r, in range, into d,
@@ -287,27 +339,37 @@ func (sh *shape) copyColumn(r *root, i, from, to int, d []byte) error {
 // lies in blocks following one another in one allocation: at is the run's
 // byte offset from row from, src where it starts, n its bytes.
 func (sh *shape) columnRuns(r *root, i, from, to int, f func(at int, src device.Ptr, n int) error) error {
-	rb, per, bb := sh.rowBytes[i], sh.perBlock[i], sh.blockBytes[i]
-	t := &r.cols[i]
+	rb := sh.rowBytes[i]
 	for row := from; row < to; {
-		bi := row / per
-		end := min(to, (bi+1)*per)
-		blk := t.get(bi)
-		blk.Touch() // its pages are mapped now (estimate.go)
-		for last := blk; end < to && per*rb == bb; end = min(to, end+per) {
-			next := t.get(end / per)
-			if !next.Follows(last) {
-				break
-			}
-			next.Touch()
-			last = next
-		}
-		if err := f((row-from)*rb, blk.Ptr()+device.Ptr((row-bi*per)*rb), (end-row)*rb); err != nil {
+		src, end := sh.run(r, i, row, to)
+		if err := f((row-from)*rb, src, (end-row)*rb); err != nil {
 			return err
 		}
 		row = end
 	}
 	return nil
+}
+
+// run finds the run of rows of column i of r that starts at row, row < to:
+// the rest of row's block and of the blocks after it that follow one
+// another in one allocation, up to to. It returns where the run starts and
+// the row after it, and marks its blocks touched (estimate.go).
+func (sh *shape) run(r *root, i, row, to int) (device.Ptr, int) {
+	rb, per, bb := sh.rowBytes[i], sh.perBlock[i], sh.blockBytes[i]
+	t := &r.cols[i]
+	bi := row / per
+	end := min(to, (bi+1)*per)
+	blk := t.get(bi)
+	blk.Touch() // its pages are mapped now (estimate.go)
+	for last := blk; end < to && per*rb == bb; end = min(to, end+per) {
+		next := t.get(end / per)
+		if !next.Follows(last) {
+			break
+		}
+		next.Touch()
+		last = next
+	}
+	return blk.Ptr() + device.Ptr((row-bi*per)*rb), end
 }
 
 // spans locates rows [from, to) of r: per column, one span per block.

@@ -83,7 +83,7 @@ func (s *Snap) Read(from, to int, dst [][]byte) error {
 		return err
 	}
 	defer s.end()
-	return s.read("Read", s.r, from, to, dst, false)
+	return s.read("Read", s.r, from, to, dst, false, nil)
 }
 
 // ReadColumns copies rows [from, to) into the columns of dst that are not
@@ -93,7 +93,7 @@ func (s *Snap) ReadColumns(from, to int, dst [][]byte) error {
 		return err
 	}
 	defer s.end()
-	return s.read("ReadColumns", s.r, from, to, dst, true)
+	return s.read("ReadColumns", s.r, from, to, dst, true, nil)
 }
 
 // Spans locates rows [from, to) in device memory: per column, one span per
