@@ -148,7 +148,7 @@ func (s *Snap) Release() error {
 		return nil
 	}
 	s.released = true
-	if s.pool.closed {
+	if s.pool.closed.Load() {
 		return nil
 	}
 	s.lin.mu.Lock()
