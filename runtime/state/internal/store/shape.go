@@ -289,6 +289,17 @@ func (sh *shape) read(op string, r *root, from, to int, dst [][]byte, some bool,
 // named by its column, the columns before it read and those after it not.
 func (sh *shape) readBatch(op string, bc device.BatchReadCopier, r *root, from, to int, dst [][]byte, some bool, reads *[]device.HostRead) error {
 	rs := (*reads)[:0]
+	if from < to {
+		n := 0 // at most a run a block: the buffer grows once
+		for i, d := range dst {
+			if d != nil || !some {
+				n += (to-1)/sh.perBlock[i] - from/sh.perBlock[i] + 1
+			}
+		}
+		if cap(rs) < n {
+			rs = make([]device.HostRead, 0, n)
+		}
+	}
 	for i, d := range dst {
 		if d == nil && some {
 			continue
