@@ -164,7 +164,7 @@ func (h *Head) ReadRows(idx []int, dst [][]byte) error {
 		return err
 	}
 	defer h.end()
-	return h.gather("ReadRows", h.r, idx, dst)
+	return h.gather("ReadRows", h.r, idx, dst, &h.reads)
 }
 
 // AppendAsync appends the rows of a batch as a new version, as Append

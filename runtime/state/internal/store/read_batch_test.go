@@ -48,7 +48,7 @@ func (f *failNthBatch) CopiesDtoH(cs []device.HostRead) (int, error) {
 // batch of copies to the host (device.BatchReadCopier) makes one call
 // where the copies one by one are several, reads what they read, and
 // where a copy fails answers the same error, naming the same column, with
-// the same columns written before it; a snapshot's read, a released
+// the same columns written before it, for Read and ReadRows; a snapshot's read, a released
 // head's and a closed pool's answer alike too.
 func TestReadBatchAsOneByOne(t *testing.T) {
 	l := kvCacheLayout(64)
@@ -138,6 +138,44 @@ func TestReadBatchAsOneByOne(t *testing.T) {
 		for c := range dsts[0] {
 			if !bytes.Equal(dsts[0][c], dsts[1][c]) {
 				t.Fatalf("copy %d failing: column %d written otherwise one by one and batched", k, c)
+			}
+		}
+	}
+	// ReadRows: runs of neighbouring rows and rows alone, in any order.
+	idx := []int{5, 6, 7, 8, 9, 30, 2, 2, 17, 18, 19, 20, 21, 22, 39}
+	gdst := zeroRows(l, len(idx))
+	sides[0].f.n = 0
+	check(t, sides[0].h.ReadRows(idx, gdst))
+	gcopies := sides[0].f.n
+	sides[1].f.n, sides[1].batch.batches = 0, 0
+	check(t, sides[1].h.ReadRows(idx, gdst))
+	if sides[1].batch.batches != 1 || sides[1].f.n != gcopies {
+		t.Fatalf("a batched gather made %d batches of %d copies, want 1 of %d", sides[1].batch.batches, sides[1].f.n, gcopies)
+	}
+	for c := range gdst {
+		rb := l.Columns[c].RowBytes()
+		for k, i := range idx {
+			if !bytes.Equal(gdst[c][k*rb:(k+1)*rb], want[c][i*rb:(i+1)*rb]) {
+				t.Fatalf("a batched gather: column %d, row %d differs", c, i)
+			}
+		}
+	}
+	for k := range gcopies {
+		var errs [2]error
+		var dsts [2][][]byte
+		for i := range sides {
+			s := &sides[i]
+			s.f.n, s.f.fail = 0, k
+			dsts[i] = zeroRows(l, len(idx))
+			errs[i] = s.h.ReadRows(idx, dsts[i])
+			s.f.fail = -1
+		}
+		if !errors.Is(errs[1], statetest.ErrInjected) || errs[0].Error() != errs[1].Error() {
+			t.Fatalf("gather, copy %d failing: one by one %v, batched %v", k, errs[0], errs[1])
+		}
+		for c := range dsts[0] {
+			if !bytes.Equal(dsts[0][c], dsts[1][c]) {
+				t.Fatalf("gather, copy %d failing: column %d written otherwise one by one and batched", k, c)
 			}
 		}
 	}

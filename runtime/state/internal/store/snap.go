@@ -215,7 +215,7 @@ func (s *Snap) ReadRows(idx []int, dst [][]byte) error {
 		return err
 	}
 	defer s.end()
-	return s.gather("ReadRows", s.r, idx, dst)
+	return s.gather("ReadRows", s.r, idx, dst, nil)
 }
 
 // ReadAsync is Head.ReadAsync for a snapshot.
