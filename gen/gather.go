@@ -88,10 +88,16 @@ func (m *model) intoCode(recv Recv, name, call string, some, stream bool) *jen.S
 	if recv == RecvSnapshot {
 		x = jen.Id("snap")
 	}
-	bad := jen.Id("dst").Op("==").Nil().Op("||").Id("from").Op("<").Lit(0).Op("||").Id("to").Op("<").Id("from").Op("||").Id("to").Op(">").Add(x.Clone()).Dot("Len").Call()
+	// A range past the rows is left to the store to report, never sizing
+	// the batch; a batch whose fields hold the rows already needs no
+	// resize that allocates, and the store checks the range before it
+	// copies, with the same error, so it skips the handle's Len.
+	past := jen.Id("to").Op(">").Add(x.Clone()).Dot("Len").Call()
 	if window(m.c) {
-		bad = bad.Op("||").Id("from").Op("<").Id("to").Op("&&").Id("from").Op("<").Add(x.Clone()).Dot("Oldest").Call()
+		past = jen.Parens(past.Op("||").Id("from").Op("<").Id("to").Op("&&").Id("from").Op("<").Add(x.Clone()).Dot("Oldest").Call())
 	}
+	bad := jen.Id("dst").Op("==").Nil().Op("||").Id("from").Op("<").Lit(0).Op("||").Id("to").Op("<").Id("from").Op("||").
+		Op("!").Parens(m.holds(jen.Id("to").Op("-").Id("from"), some)).Op("&&").Add(past)
 	args := func(batch jen.Code) []jen.Code {
 		a := []jen.Code{jen.Id("from"), jen.Id("to"), batch}
 		if stream {
@@ -120,6 +126,28 @@ func (m *model) intoCode(recv Recv, name, call string, some, stream bool) *jen.S
 		params = append([]jen.Code{jen.Id("st").Qual(devicePkg, "Stream")}, params...)
 	}
 	return jen.Func().Params(r).Id(name).Params(params...).Error().Block(body...)
+}
+
+// holds is true when every field of *dst (with some, every one that is
+// not nil) has the capacity of n rows.
+func (m *model) holds(n *jen.Statement, some bool) *jen.Statement {
+	var all *jen.Statement
+	for _, f := range m.fields {
+		c := jen.Cap(jen.Id("dst").Dot(f.Name))
+		if f.Width != 1 {
+			c = c.Op("/").Lit(f.Width)
+		}
+		t := n.Clone().Op("<=").Add(c)
+		if some {
+			t = jen.Parens(jen.Id("dst").Dot(f.Name).Op("==").Nil().Op("||").Add(t))
+		}
+		if all == nil {
+			all = t
+		} else {
+			all = all.Op("&&").Add(t)
+		}
+	}
+	return all
 }
 
 // resizeFields resizes every field of the batch rows to n rows (with some,

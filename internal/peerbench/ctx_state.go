@@ -140,7 +140,7 @@ func (s *CtxState) ReadRows(idx []int) (Ctx, error) {
 // as it was.
 func (s *CtxState) ReadInto(dst *Ctx, from, to int) error {
 	h := _Ctx_head(s)
-	if dst == nil || from < 0 || to < from || to > h.Len() {
+	if dst == nil || from < 0 || to < from || !(to-from <= cap(dst.Keys)/256 && to-from <= cap(dst.Values)/256 && to-from <= cap(dst.Token)) && to > h.Len() {
 		return h.Read(from, to, nil)
 	}
 	n := to - from
@@ -193,7 +193,7 @@ func (s *CtxState) ReadRowsInto(dst *Ctx, idx []int) error {
 // to <= Len(). A failed ReadFields leaves dst as it was.
 func (s *CtxState) ReadFields(dst *Ctx, from, to int) error {
 	h := _Ctx_head(s)
-	if dst == nil || from < 0 || to < from || to > h.Len() {
+	if dst == nil || from < 0 || to < from || !((dst.Keys == nil || to-from <= cap(dst.Keys)/256) && (dst.Values == nil || to-from <= cap(dst.Values)/256) && (dst.Token == nil || to-from <= cap(dst.Token))) && to > h.Len() {
 		return h.ReadColumns(from, to, nil)
 	}
 	n := to - from
@@ -361,7 +361,7 @@ func (s *CtxState) Spans(from, to int) (CtxSpans, error) {
 // may still land in their arrays.
 func (s *CtxState) ReadAsync(st device.Stream, dst *Ctx, from, to int) error {
 	h := _Ctx_head(s)
-	if dst == nil || from < 0 || to < from || to > h.Len() {
+	if dst == nil || from < 0 || to < from || !(to-from <= cap(dst.Keys)/256 && to-from <= cap(dst.Values)/256 && to-from <= cap(dst.Token)) && to > h.Len() {
 		return h.ReadAsync(st, from, to, nil)
 	}
 	n := to - from
@@ -440,7 +440,7 @@ func (v *CtxSnapshot) ReadRows(idx []int) (Ctx, error) {
 // as it was.
 func (v *CtxSnapshot) ReadInto(dst *Ctx, from, to int) error {
 	snap := _Ctx_snap(v)
-	if dst == nil || from < 0 || to < from || to > snap.Len() {
+	if dst == nil || from < 0 || to < from || !(to-from <= cap(dst.Keys)/256 && to-from <= cap(dst.Values)/256 && to-from <= cap(dst.Token)) && to > snap.Len() {
 		return snap.Read(from, to, nil)
 	}
 	n := to - from
@@ -493,7 +493,7 @@ func (v *CtxSnapshot) ReadRowsInto(dst *Ctx, idx []int) error {
 // <= to <= Len(). A failed ReadFields leaves dst as it was.
 func (v *CtxSnapshot) ReadFields(dst *Ctx, from, to int) error {
 	snap := _Ctx_snap(v)
-	if dst == nil || from < 0 || to < from || to > snap.Len() {
+	if dst == nil || from < 0 || to < from || !((dst.Keys == nil || to-from <= cap(dst.Keys)/256) && (dst.Values == nil || to-from <= cap(dst.Values)/256) && (dst.Token == nil || to-from <= cap(dst.Token))) && to > snap.Len() {
 		return snap.ReadColumns(from, to, nil)
 	}
 	n := to - from
@@ -541,7 +541,7 @@ func (v *CtxSnapshot) Spans(from, to int) (CtxSpans, error) {
 // the failure may still land in their arrays.
 func (v *CtxSnapshot) ReadAsync(st device.Stream, dst *Ctx, from, to int) error {
 	snap := _Ctx_snap(v)
-	if dst == nil || from < 0 || to < from || to > snap.Len() {
+	if dst == nil || from < 0 || to < from || !(to-from <= cap(dst.Keys)/256 && to-from <= cap(dst.Values)/256 && to-from <= cap(dst.Token)) && to > snap.Len() {
 		return snap.ReadAsync(st, from, to, nil)
 	}
 	n := to - from

@@ -89,7 +89,7 @@ func (s *RecState) ReadRows(idx []int) (Rec, error) {
 // as it was.
 func (s *RecState) ReadInto(dst *Rec, from, to int) error {
 	h := _Rec_head(s)
-	if dst == nil || from < 0 || to < from || to > h.Len() {
+	if dst == nil || from < 0 || to < from || !(to-from <= cap(dst.H)/1024) && to > h.Len() {
 		return h.Read(from, to, nil)
 	}
 	n := to - from
@@ -130,7 +130,7 @@ func (s *RecState) ReadRowsInto(dst *Rec, idx []int) error {
 // to <= Len(). A failed ReadFields leaves dst as it was.
 func (s *RecState) ReadFields(dst *Rec, from, to int) error {
 	h := _Rec_head(s)
-	if dst == nil || from < 0 || to < from || to > h.Len() {
+	if dst == nil || from < 0 || to < from || !(dst.H == nil || to-from <= cap(dst.H)/1024) && to > h.Len() {
 		return h.ReadColumns(from, to, nil)
 	}
 	n := to - from
@@ -267,7 +267,7 @@ func (s *RecState) Spans(from, to int) (RecSpans, error) {
 // may still land in their arrays.
 func (s *RecState) ReadAsync(st device.Stream, dst *Rec, from, to int) error {
 	h := _Rec_head(s)
-	if dst == nil || from < 0 || to < from || to > h.Len() {
+	if dst == nil || from < 0 || to < from || !(to-from <= cap(dst.H)/1024) && to > h.Len() {
 		return h.ReadAsync(st, from, to, nil)
 	}
 	n := to - from
@@ -340,7 +340,7 @@ func (v *RecSnapshot) ReadRows(idx []int) (Rec, error) {
 // as it was.
 func (v *RecSnapshot) ReadInto(dst *Rec, from, to int) error {
 	snap := _Rec_snap(v)
-	if dst == nil || from < 0 || to < from || to > snap.Len() {
+	if dst == nil || from < 0 || to < from || !(to-from <= cap(dst.H)/1024) && to > snap.Len() {
 		return snap.Read(from, to, nil)
 	}
 	n := to - from
@@ -381,7 +381,7 @@ func (v *RecSnapshot) ReadRowsInto(dst *Rec, idx []int) error {
 // <= to <= Len(). A failed ReadFields leaves dst as it was.
 func (v *RecSnapshot) ReadFields(dst *Rec, from, to int) error {
 	snap := _Rec_snap(v)
-	if dst == nil || from < 0 || to < from || to > snap.Len() {
+	if dst == nil || from < 0 || to < from || !(dst.H == nil || to-from <= cap(dst.H)/1024) && to > snap.Len() {
 		return snap.ReadColumns(from, to, nil)
 	}
 	n := to - from
@@ -419,7 +419,7 @@ func (v *RecSnapshot) Spans(from, to int) (RecSpans, error) {
 // the failure may still land in their arrays.
 func (v *RecSnapshot) ReadAsync(st device.Stream, dst *Rec, from, to int) error {
 	snap := _Rec_snap(v)
-	if dst == nil || from < 0 || to < from || to > snap.Len() {
+	if dst == nil || from < 0 || to < from || !(to-from <= cap(dst.H)/1024) && to > snap.Len() {
 		return snap.ReadAsync(st, from, to, nil)
 	}
 	n := to - from

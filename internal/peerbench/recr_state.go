@@ -98,7 +98,7 @@ func (s *RecRState) ReadRows(idx []int) (RecR, error) {
 // as it was.
 func (s *RecRState) ReadInto(dst *RecR, from, to int) error {
 	h := _RecR_head(s)
-	if dst == nil || from < 0 || to < from || to > h.Len() {
+	if dst == nil || from < 0 || to < from || !(to-from <= cap(dst.H)/1024) && to > h.Len() {
 		return h.Read(from, to, nil)
 	}
 	n := to - from
@@ -139,7 +139,7 @@ func (s *RecRState) ReadRowsInto(dst *RecR, idx []int) error {
 // to <= Len(). A failed ReadFields leaves dst as it was.
 func (s *RecRState) ReadFields(dst *RecR, from, to int) error {
 	h := _RecR_head(s)
-	if dst == nil || from < 0 || to < from || to > h.Len() {
+	if dst == nil || from < 0 || to < from || !(dst.H == nil || to-from <= cap(dst.H)/1024) && to > h.Len() {
 		return h.ReadColumns(from, to, nil)
 	}
 	n := to - from
@@ -348,7 +348,7 @@ func (s *RecRState) Spans(from, to int) (RecRSpans, error) {
 // may still land in their arrays.
 func (s *RecRState) ReadAsync(st device.Stream, dst *RecR, from, to int) error {
 	h := _RecR_head(s)
-	if dst == nil || from < 0 || to < from || to > h.Len() {
+	if dst == nil || from < 0 || to < from || !(to-from <= cap(dst.H)/1024) && to > h.Len() {
 		return h.ReadAsync(st, from, to, nil)
 	}
 	n := to - from
@@ -421,7 +421,7 @@ func (v *RecRSnapshot) ReadRows(idx []int) (RecR, error) {
 // as it was.
 func (v *RecRSnapshot) ReadInto(dst *RecR, from, to int) error {
 	snap := _RecR_snap(v)
-	if dst == nil || from < 0 || to < from || to > snap.Len() {
+	if dst == nil || from < 0 || to < from || !(to-from <= cap(dst.H)/1024) && to > snap.Len() {
 		return snap.Read(from, to, nil)
 	}
 	n := to - from
@@ -462,7 +462,7 @@ func (v *RecRSnapshot) ReadRowsInto(dst *RecR, idx []int) error {
 // <= to <= Len(). A failed ReadFields leaves dst as it was.
 func (v *RecRSnapshot) ReadFields(dst *RecR, from, to int) error {
 	snap := _RecR_snap(v)
-	if dst == nil || from < 0 || to < from || to > snap.Len() {
+	if dst == nil || from < 0 || to < from || !(dst.H == nil || to-from <= cap(dst.H)/1024) && to > snap.Len() {
 		return snap.ReadColumns(from, to, nil)
 	}
 	n := to - from
@@ -500,7 +500,7 @@ func (v *RecRSnapshot) Spans(from, to int) (RecRSpans, error) {
 // the failure may still land in their arrays.
 func (v *RecRSnapshot) ReadAsync(st device.Stream, dst *RecR, from, to int) error {
 	snap := _RecR_snap(v)
-	if dst == nil || from < 0 || to < from || to > snap.Len() {
+	if dst == nil || from < 0 || to < from || !(to-from <= cap(dst.H)/1024) && to > snap.Len() {
 		return snap.ReadAsync(st, from, to, nil)
 	}
 	n := to - from

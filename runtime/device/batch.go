@@ -169,6 +169,37 @@ type HostRead struct {
 	Src Ptr
 }
 
+// BatchReadCopier is an optional interface of a Backend that issues
+// several copies to the host in one call: a state's read of a row of
+// several columns, or of runs of blocks apart in memory, takes the
+// backend's lock once and finds its allocations near one another. It is
+// BatchCopier's twin. A store uses it where a Backend has it, else copies
+// one by one.
+type BatchReadCopier interface {
+	// CopiesDtoH copies each Src range to its Dst, in order, as CopyDtoH
+	// does one at a time: it stops at the first copy that fails, with
+	// the error CopyDtoH answers for it, the copies before it done and
+	// those after it not. It returns the index of that copy, or
+	// len(copies) when none failed.
+	CopiesDtoH(copies []HostRead) (int, error)
+}
+
+var _ BatchReadCopier = (*hostBackend)(nil)
+
+func (h *hostBackend) CopiesDtoH(copies []HostRead) (int, error) {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	var in nearRegions
+	for i, c := range copies {
+		s, err := h.spanNear(&in, c.Src, len(c.Dst))
+		if err != nil {
+			return i, fmt.Errorf("device: host copy to host: %w", err)
+		}
+		copy(c.Dst, s)
+	}
+	return len(copies), nil
+}
+
 // BatchReader is an optional interface of a Backend with Streams that
 // queues several copies to the host in one call: a state's asynchronous
 // read of rows that lie in many blocks checks every range and takes the

@@ -191,6 +191,47 @@ func testBatchReads(t *testing.T, b Backend) {
 	}
 }
 
+// TestHostBatchCopiesToHost: a batch of copies to the host lands as the
+// copies one by one would; a bad range stops it there, with CopyDtoH's
+// error, the copies before it done and those after it not.
+func TestHostBatchCopiesToHost(t *testing.T) {
+	b := Host()
+	defer b.Close()
+	testBatchCopiesToHost(t, b)
+}
+
+func testBatchCopiesToHost(t *testing.T, b Backend) {
+	br := b.(BatchReadCopier)
+	p, q := allocTwo(t, b)
+	if err := b.CopyHtoD(p+100, []byte("abcdefgh")); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.CopyHtoD(q+4092, []byte("wxyz")); err != nil {
+		t.Fatal(err)
+	}
+	a, c, d := make([]byte, 3), make([]byte, 5), make([]byte, 4)
+	copies := []HostRead{{Dst: a, Src: p + 100}, {Dst: d, Src: q + 4092}, {Dst: nil, Src: p + 4096}, {Dst: c, Src: p + 103}}
+	if n, err := br.CopiesDtoH(copies); err != nil || n != len(copies) {
+		t.Fatalf("CopiesDtoH: %d, %v; want %d, nil", n, err, len(copies))
+	}
+	if string(a) != "abc" || string(c) != "defgh" || string(d) != "wxyz" {
+		t.Fatalf("after CopiesDtoH: %q %q %q, want \"abc\" \"defgh\" \"wxyz\"", a, c, d)
+	}
+	if n, err := br.CopiesDtoH(nil); err != nil || n != 0 {
+		t.Fatalf("an empty batch: %d, %v", n, err)
+	}
+	done, after := []byte("....."), []byte("untouched")
+	bad := []HostRead{{Dst: done, Src: p + 100}, {Dst: make([]byte, 8), Src: q + 4090}, {Dst: after[:4], Src: p + 100}}
+	n, err := br.CopiesDtoH(bad)
+	want := b.CopyDtoH(make([]byte, 8), q+4090)
+	if n != 1 || !errors.Is(err, ErrInvalidPtr) || err.Error() != want.Error() {
+		t.Fatalf("a batch with a bad second range: %d, %v; want 1, %v", n, err, want)
+	}
+	if string(done) != "abcde" || string(after) != "untouched" {
+		t.Fatalf("a batch that stopped at its second copy: first %q, third %q; want \"abcde\", \"untouched\"", done, after)
+	}
+}
+
 // TestHostDeviceBatchCopies: a batch of copies within device memory lands
 // as the copies one by one would, overlapping ones included; a batch with
 // a range outside any allocation fails and copies nothing, the copies

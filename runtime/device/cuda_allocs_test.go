@@ -34,6 +34,7 @@ func TestCUDAFakeCallsAllocateNothing(t *testing.T) {
 	defer ev.Close()
 	copies := []HostCopy{{Dst: p, Src: buf[:528]}, {Dst: q + 64, Src: buf[528:1024]}}
 	dcopies := []DeviceCopy{{Dst: q, Src: p, Bytes: 528}, {Dst: q + 1024, Src: p + 64, Bytes: 256}}
+	reads := []HostRead{{Dst: buf[:528], Src: p}, {Dst: buf[528:1024], Src: q + 64}}
 	async := []HostCopy{{Dst: p, Src: pinned[:528]}, {Dst: q + 64, Src: pinned[528:1024]}}
 	recordAndClose := func(ev Event, err error) error {
 		if err != nil {
@@ -53,6 +54,7 @@ func TestCUDAFakeCallsAllocateNothing(t *testing.T) {
 		{"Sync", 0, c.Sync},
 		{"CopiesHtoD", 0, func() error { return c.CopiesHtoD(copies) }},
 		{"CopiesDtoD", 0, func() error { return c.CopiesDtoD(dcopies) }},
+		{"CopiesDtoH", 0, func() error { _, err := c.CopiesDtoH(reads); return err }},
 		{"CopyHtoDAsync", 0, func() error { return c.CopyHtoDAsync(st, p, pinned) }},
 		{"CopyDtoHAsync", 0, func() error { return c.CopyDtoHAsync(st, pinned, q) }},
 		{"CopyDtoDAsync", 0, func() error { return c.CopyDtoDAsync(st, q, p, 4096) }},

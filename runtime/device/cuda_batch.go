@@ -64,6 +64,40 @@ func (c *CUDA) CopiesDtoD(copies []DeviceCopy) error {
 	return nil
 }
 
+var _ BatchReadCopier = (*CUDA)(nil)
+
+// CopiesDtoH copies each Src range to its Dst, in order, each range
+// checked as CopyDtoH checks it, under one hold of the lock and with the
+// context made current once (at the first copy of any bytes).
+func (c *CUDA) CopiesDtoH(copies []HostRead) (int, error) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	entered := false
+	defer func() {
+		if entered {
+			c.exit()
+		}
+	}()
+	for i, cp := range copies {
+		if err := c.check(cp.Src, len(cp.Dst)); err != nil {
+			return i, fmt.Errorf("device: cuda copy to host: %w", err)
+		}
+		if len(cp.Dst) == 0 {
+			continue
+		}
+		if !entered {
+			if err := c.enter(); err != nil {
+				return i, err
+			}
+			entered = true
+		}
+		if r := c.d.memcpyDtoH(unsafe.Pointer(unsafe.SliceData(cp.Dst)), uint64(cp.Src), uint64(len(cp.Dst))); r != cuSuccess {
+			return i, fmt.Errorf("device: cuda copy of %d bytes from %#x: %w", len(cp.Dst), uint64(cp.Src), c.d.error("cuMemcpyDtoH_v2", r))
+		}
+	}
+	return len(copies), nil
+}
+
 // CopiesHtoDAsync queues the copies on st, every range checked first, with
 // the context made current once. A copy the driver refuses after others
 // were queued fails the call with those queued.

@@ -35,3 +35,11 @@ func TestCUDAFakeBatchReads(t *testing.T) {
 	defer c.Close()
 	testBatchReads(t, c)
 }
+
+// TestCUDAFakeBatchCopiesToHost runs the checks of a batch of copies to
+// the host on the CUDA backend over the test driver.
+func TestCUDAFakeBatchCopiesToHost(t *testing.T) {
+	c := openFake(t, fakeDriver(t))
+	defer c.Close()
+	testBatchCopiesToHost(t, c)
+}

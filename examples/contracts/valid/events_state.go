@@ -86,7 +86,7 @@ func (s *EventsState) ReadRows(idx []int) (Events, error) {
 // as it was.
 func (s *EventsState) ReadInto(dst *Events, from, to int) error {
 	h := _Events_head(s)
-	if dst == nil || from < 0 || to < from || to > h.Len() {
+	if dst == nil || from < 0 || to < from || !(to-from <= cap(dst.At) && to-from <= cap(dst.Kind)) && to > h.Len() {
 		return h.Read(from, to, nil)
 	}
 	n := to - from
@@ -129,7 +129,7 @@ func (s *EventsState) ReadRowsInto(dst *Events, idx []int) error {
 // to <= Len(). A failed ReadFields leaves dst as it was.
 func (s *EventsState) ReadFields(dst *Events, from, to int) error {
 	h := _Events_head(s)
-	if dst == nil || from < 0 || to < from || to > h.Len() {
+	if dst == nil || from < 0 || to < from || !((dst.At == nil || to-from <= cap(dst.At)) && (dst.Kind == nil || to-from <= cap(dst.Kind))) && to > h.Len() {
 		return h.ReadColumns(from, to, nil)
 	}
 	n := to - from
@@ -236,7 +236,7 @@ func (s *EventsState) Spans(from, to int) (EventsSpans, error) {
 // may still land in their arrays.
 func (s *EventsState) ReadAsync(st device.Stream, dst *Events, from, to int) error {
 	h := _Events_head(s)
-	if dst == nil || from < 0 || to < from || to > h.Len() {
+	if dst == nil || from < 0 || to < from || !(to-from <= cap(dst.At) && to-from <= cap(dst.Kind)) && to > h.Len() {
 		return h.ReadAsync(st, from, to, nil)
 	}
 	n := to - from
@@ -319,7 +319,7 @@ func (v *EventsSnapshot) ReadRows(idx []int) (Events, error) {
 // as it was.
 func (v *EventsSnapshot) ReadInto(dst *Events, from, to int) error {
 	snap := _Events_snap(v)
-	if dst == nil || from < 0 || to < from || to > snap.Len() {
+	if dst == nil || from < 0 || to < from || !(to-from <= cap(dst.At) && to-from <= cap(dst.Kind)) && to > snap.Len() {
 		return snap.Read(from, to, nil)
 	}
 	n := to - from
@@ -362,7 +362,7 @@ func (v *EventsSnapshot) ReadRowsInto(dst *Events, idx []int) error {
 // <= to <= Len(). A failed ReadFields leaves dst as it was.
 func (v *EventsSnapshot) ReadFields(dst *Events, from, to int) error {
 	snap := _Events_snap(v)
-	if dst == nil || from < 0 || to < from || to > snap.Len() {
+	if dst == nil || from < 0 || to < from || !((dst.At == nil || to-from <= cap(dst.At)) && (dst.Kind == nil || to-from <= cap(dst.Kind))) && to > snap.Len() {
 		return snap.ReadColumns(from, to, nil)
 	}
 	n := to - from
@@ -403,7 +403,7 @@ func (v *EventsSnapshot) Spans(from, to int) (EventsSpans, error) {
 // the failure may still land in their arrays.
 func (v *EventsSnapshot) ReadAsync(st device.Stream, dst *Events, from, to int) error {
 	snap := _Events_snap(v)
-	if dst == nil || from < 0 || to < from || to > snap.Len() {
+	if dst == nil || from < 0 || to < from || !(to-from <= cap(dst.At) && to-from <= cap(dst.Kind)) && to > snap.Len() {
 		return snap.ReadAsync(st, from, to, nil)
 	}
 	n := to - from

@@ -89,7 +89,7 @@ func (s *FieldState) ReadRows(idx []int) (Field, error) {
 // as it was.
 func (s *FieldState) ReadInto(dst *Field, from, to int) error {
 	h := _Field_head(s)
-	if dst == nil || from < 0 || to < from || to > h.Len() {
+	if dst == nil || from < 0 || to < from || !(to-from <= cap(dst.Cells)/64) && to > h.Len() {
 		return h.Read(from, to, nil)
 	}
 	n := to - from
@@ -130,7 +130,7 @@ func (s *FieldState) ReadRowsInto(dst *Field, idx []int) error {
 // to <= Len(). A failed ReadFields leaves dst as it was.
 func (s *FieldState) ReadFields(dst *Field, from, to int) error {
 	h := _Field_head(s)
-	if dst == nil || from < 0 || to < from || to > h.Len() {
+	if dst == nil || from < 0 || to < from || !(dst.Cells == nil || to-from <= cap(dst.Cells)/64) && to > h.Len() {
 		return h.ReadColumns(from, to, nil)
 	}
 	n := to - from
@@ -258,7 +258,7 @@ func (s *FieldState) Spans(from, to int) (FieldSpans, error) {
 // may still land in their arrays.
 func (s *FieldState) ReadAsync(st device.Stream, dst *Field, from, to int) error {
 	h := _Field_head(s)
-	if dst == nil || from < 0 || to < from || to > h.Len() {
+	if dst == nil || from < 0 || to < from || !(to-from <= cap(dst.Cells)/64) && to > h.Len() {
 		return h.ReadAsync(st, from, to, nil)
 	}
 	n := to - from
@@ -331,7 +331,7 @@ func (v *FieldSnapshot) ReadRows(idx []int) (Field, error) {
 // as it was.
 func (v *FieldSnapshot) ReadInto(dst *Field, from, to int) error {
 	snap := _Field_snap(v)
-	if dst == nil || from < 0 || to < from || to > snap.Len() {
+	if dst == nil || from < 0 || to < from || !(to-from <= cap(dst.Cells)/64) && to > snap.Len() {
 		return snap.Read(from, to, nil)
 	}
 	n := to - from
@@ -372,7 +372,7 @@ func (v *FieldSnapshot) ReadRowsInto(dst *Field, idx []int) error {
 // <= to <= Len(). A failed ReadFields leaves dst as it was.
 func (v *FieldSnapshot) ReadFields(dst *Field, from, to int) error {
 	snap := _Field_snap(v)
-	if dst == nil || from < 0 || to < from || to > snap.Len() {
+	if dst == nil || from < 0 || to < from || !(dst.Cells == nil || to-from <= cap(dst.Cells)/64) && to > snap.Len() {
 		return snap.ReadColumns(from, to, nil)
 	}
 	n := to - from
@@ -410,7 +410,7 @@ func (v *FieldSnapshot) Spans(from, to int) (FieldSpans, error) {
 // the failure may still land in their arrays.
 func (v *FieldSnapshot) ReadAsync(st device.Stream, dst *Field, from, to int) error {
 	snap := _Field_snap(v)
-	if dst == nil || from < 0 || to < from || to > snap.Len() {
+	if dst == nil || from < 0 || to < from || !(to-from <= cap(dst.Cells)/64) && to > snap.Len() {
 		return snap.ReadAsync(st, from, to, nil)
 	}
 	n := to - from

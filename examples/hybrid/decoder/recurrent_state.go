@@ -98,7 +98,7 @@ func (s *RecurrentState) ReadRows(idx []int) (Recurrent, error) {
 // as it was.
 func (s *RecurrentState) ReadInto(dst *Recurrent, from, to int) error {
 	h := _Recurrent_head(s)
-	if dst == nil || from < 0 || to < from || to > h.Len() {
+	if dst == nil || from < 0 || to < from || !(to-from <= cap(dst.H)/16) && to > h.Len() {
 		return h.Read(from, to, nil)
 	}
 	n := to - from
@@ -139,7 +139,7 @@ func (s *RecurrentState) ReadRowsInto(dst *Recurrent, idx []int) error {
 // to <= Len(). A failed ReadFields leaves dst as it was.
 func (s *RecurrentState) ReadFields(dst *Recurrent, from, to int) error {
 	h := _Recurrent_head(s)
-	if dst == nil || from < 0 || to < from || to > h.Len() {
+	if dst == nil || from < 0 || to < from || !(dst.H == nil || to-from <= cap(dst.H)/16) && to > h.Len() {
 		return h.ReadColumns(from, to, nil)
 	}
 	n := to - from
@@ -350,7 +350,7 @@ func (s *RecurrentState) Spans(from, to int) (RecurrentSpans, error) {
 // may still land in their arrays.
 func (s *RecurrentState) ReadAsync(st device.Stream, dst *Recurrent, from, to int) error {
 	h := _Recurrent_head(s)
-	if dst == nil || from < 0 || to < from || to > h.Len() {
+	if dst == nil || from < 0 || to < from || !(to-from <= cap(dst.H)/16) && to > h.Len() {
 		return h.ReadAsync(st, from, to, nil)
 	}
 	n := to - from
@@ -423,7 +423,7 @@ func (v *RecurrentSnapshot) ReadRows(idx []int) (Recurrent, error) {
 // as it was.
 func (v *RecurrentSnapshot) ReadInto(dst *Recurrent, from, to int) error {
 	snap := _Recurrent_snap(v)
-	if dst == nil || from < 0 || to < from || to > snap.Len() {
+	if dst == nil || from < 0 || to < from || !(to-from <= cap(dst.H)/16) && to > snap.Len() {
 		return snap.Read(from, to, nil)
 	}
 	n := to - from
@@ -464,7 +464,7 @@ func (v *RecurrentSnapshot) ReadRowsInto(dst *Recurrent, idx []int) error {
 // <= to <= Len(). A failed ReadFields leaves dst as it was.
 func (v *RecurrentSnapshot) ReadFields(dst *Recurrent, from, to int) error {
 	snap := _Recurrent_snap(v)
-	if dst == nil || from < 0 || to < from || to > snap.Len() {
+	if dst == nil || from < 0 || to < from || !(dst.H == nil || to-from <= cap(dst.H)/16) && to > snap.Len() {
 		return snap.ReadColumns(from, to, nil)
 	}
 	n := to - from
@@ -502,7 +502,7 @@ func (v *RecurrentSnapshot) Spans(from, to int) (RecurrentSpans, error) {
 // the failure may still land in their arrays.
 func (v *RecurrentSnapshot) ReadAsync(st device.Stream, dst *Recurrent, from, to int) error {
 	snap := _Recurrent_snap(v)
-	if dst == nil || from < 0 || to < from || to > snap.Len() {
+	if dst == nil || from < 0 || to < from || !(to-from <= cap(dst.H)/16) && to > snap.Len() {
 		return snap.ReadAsync(st, from, to, nil)
 	}
 	n := to - from

@@ -141,7 +141,7 @@ func (s *KVCacheState) ReadRows(idx []int) (KVCache, error) {
 // as it was.
 func (s *KVCacheState) ReadInto(dst *KVCache, from, to int) error {
 	h := _KVCache_head(s)
-	if dst == nil || from < 0 || to < from || to > h.Len() {
+	if dst == nil || from < 0 || to < from || !(to-from <= cap(dst.Keys)/256 && to-from <= cap(dst.Values)/256 && to-from <= cap(dst.Token)) && to > h.Len() {
 		return h.Read(from, to, nil)
 	}
 	n := to - from
@@ -194,7 +194,7 @@ func (s *KVCacheState) ReadRowsInto(dst *KVCache, idx []int) error {
 // to <= Len(). A failed ReadFields leaves dst as it was.
 func (s *KVCacheState) ReadFields(dst *KVCache, from, to int) error {
 	h := _KVCache_head(s)
-	if dst == nil || from < 0 || to < from || to > h.Len() {
+	if dst == nil || from < 0 || to < from || !((dst.Keys == nil || to-from <= cap(dst.Keys)/256) && (dst.Values == nil || to-from <= cap(dst.Values)/256) && (dst.Token == nil || to-from <= cap(dst.Token))) && to > h.Len() {
 		return h.ReadColumns(from, to, nil)
 	}
 	n := to - from
@@ -362,7 +362,7 @@ func (s *KVCacheState) Spans(from, to int) (KVCacheSpans, error) {
 // may still land in their arrays.
 func (s *KVCacheState) ReadAsync(st device.Stream, dst *KVCache, from, to int) error {
 	h := _KVCache_head(s)
-	if dst == nil || from < 0 || to < from || to > h.Len() {
+	if dst == nil || from < 0 || to < from || !(to-from <= cap(dst.Keys)/256 && to-from <= cap(dst.Values)/256 && to-from <= cap(dst.Token)) && to > h.Len() {
 		return h.ReadAsync(st, from, to, nil)
 	}
 	n := to - from
@@ -441,7 +441,7 @@ func (v *KVCacheSnapshot) ReadRows(idx []int) (KVCache, error) {
 // as it was.
 func (v *KVCacheSnapshot) ReadInto(dst *KVCache, from, to int) error {
 	snap := _KVCache_snap(v)
-	if dst == nil || from < 0 || to < from || to > snap.Len() {
+	if dst == nil || from < 0 || to < from || !(to-from <= cap(dst.Keys)/256 && to-from <= cap(dst.Values)/256 && to-from <= cap(dst.Token)) && to > snap.Len() {
 		return snap.Read(from, to, nil)
 	}
 	n := to - from
@@ -494,7 +494,7 @@ func (v *KVCacheSnapshot) ReadRowsInto(dst *KVCache, idx []int) error {
 // <= to <= Len(). A failed ReadFields leaves dst as it was.
 func (v *KVCacheSnapshot) ReadFields(dst *KVCache, from, to int) error {
 	snap := _KVCache_snap(v)
-	if dst == nil || from < 0 || to < from || to > snap.Len() {
+	if dst == nil || from < 0 || to < from || !((dst.Keys == nil || to-from <= cap(dst.Keys)/256) && (dst.Values == nil || to-from <= cap(dst.Values)/256) && (dst.Token == nil || to-from <= cap(dst.Token))) && to > snap.Len() {
 		return snap.ReadColumns(from, to, nil)
 	}
 	n := to - from
@@ -542,7 +542,7 @@ func (v *KVCacheSnapshot) Spans(from, to int) (KVCacheSpans, error) {
 // the failure may still land in their arrays.
 func (v *KVCacheSnapshot) ReadAsync(st device.Stream, dst *KVCache, from, to int) error {
 	snap := _KVCache_snap(v)
-	if dst == nil || from < 0 || to < from || to > snap.Len() {
+	if dst == nil || from < 0 || to < from || !(to-from <= cap(dst.Keys)/256 && to-from <= cap(dst.Values)/256 && to-from <= cap(dst.Token)) && to > snap.Len() {
 		return snap.ReadAsync(st, from, to, nil)
 	}
 	n := to - from

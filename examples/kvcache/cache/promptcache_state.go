@@ -91,7 +91,7 @@ func (s *PromptCacheState) ReadRows(idx []int) (PromptCache, error) {
 // as it was.
 func (s *PromptCacheState) ReadInto(dst *PromptCache, from, to int) error {
 	h := _PromptCache_head(s)
-	if dst == nil || from < 0 || to < from || to > h.Len() {
+	if dst == nil || from < 0 || to < from || !(to-from <= cap(dst.Keys)/256 && to-from <= cap(dst.Values)/256 && to-from <= cap(dst.Token)) && to > h.Len() {
 		return h.Read(from, to, nil)
 	}
 	n := to - from
@@ -144,7 +144,7 @@ func (s *PromptCacheState) ReadRowsInto(dst *PromptCache, idx []int) error {
 // to <= Len(). A failed ReadFields leaves dst as it was.
 func (s *PromptCacheState) ReadFields(dst *PromptCache, from, to int) error {
 	h := _PromptCache_head(s)
-	if dst == nil || from < 0 || to < from || to > h.Len() {
+	if dst == nil || from < 0 || to < from || !((dst.Keys == nil || to-from <= cap(dst.Keys)/256) && (dst.Values == nil || to-from <= cap(dst.Values)/256) && (dst.Token == nil || to-from <= cap(dst.Token))) && to > h.Len() {
 		return h.ReadColumns(from, to, nil)
 	}
 	n := to - from
@@ -246,7 +246,7 @@ func (s *PromptCacheState) Spans(from, to int) (PromptCacheSpans, error) {
 // may still land in their arrays.
 func (s *PromptCacheState) ReadAsync(st device.Stream, dst *PromptCache, from, to int) error {
 	h := _PromptCache_head(s)
-	if dst == nil || from < 0 || to < from || to > h.Len() {
+	if dst == nil || from < 0 || to < from || !(to-from <= cap(dst.Keys)/256 && to-from <= cap(dst.Values)/256 && to-from <= cap(dst.Token)) && to > h.Len() {
 		return h.ReadAsync(st, from, to, nil)
 	}
 	n := to - from

@@ -88,7 +88,7 @@ func (s *SamplesState) ReadRows(idx []int) (Samples, error) {
 // as it was.
 func (s *SamplesState) ReadInto(dst *Samples, from, to int) error {
 	h := _Samples_head(s)
-	if dst == nil || from < 0 || to < from || to > h.Len() {
+	if dst == nil || from < 0 || to < from || !(to-from <= cap(dst.Left) && to-from <= cap(dst.Right)) && to > h.Len() {
 		return h.Read(from, to, nil)
 	}
 	n := to - from
@@ -131,7 +131,7 @@ func (s *SamplesState) ReadRowsInto(dst *Samples, idx []int) error {
 // to <= Len(). A failed ReadFields leaves dst as it was.
 func (s *SamplesState) ReadFields(dst *Samples, from, to int) error {
 	h := _Samples_head(s)
-	if dst == nil || from < 0 || to < from || to > h.Len() {
+	if dst == nil || from < 0 || to < from || !((dst.Left == nil || to-from <= cap(dst.Left)) && (dst.Right == nil || to-from <= cap(dst.Right))) && to > h.Len() {
 		return h.ReadColumns(from, to, nil)
 	}
 	n := to - from
@@ -241,7 +241,7 @@ func (s *SamplesState) Spans(from, to int) (SamplesSpans, error) {
 // may still land in their arrays.
 func (s *SamplesState) ReadAsync(st gpustatedevice.Stream, dst *Samples, from, to int) error {
 	h := _Samples_head(s)
-	if dst == nil || from < 0 || to < from || to > h.Len() {
+	if dst == nil || from < 0 || to < from || !(to-from <= cap(dst.Left) && to-from <= cap(dst.Right)) && to > h.Len() {
 		return h.ReadAsync(st, from, to, nil)
 	}
 	n := to - from
@@ -314,7 +314,7 @@ func (v *SamplesSnapshot) ReadRows(idx []int) (Samples, error) {
 // as it was.
 func (v *SamplesSnapshot) ReadInto(dst *Samples, from, to int) error {
 	snap := _Samples_snap(v)
-	if dst == nil || from < 0 || to < from || to > snap.Len() {
+	if dst == nil || from < 0 || to < from || !(to-from <= cap(dst.Left) && to-from <= cap(dst.Right)) && to > snap.Len() {
 		return snap.Read(from, to, nil)
 	}
 	n := to - from
@@ -357,7 +357,7 @@ func (v *SamplesSnapshot) ReadRowsInto(dst *Samples, idx []int) error {
 // <= to <= Len(). A failed ReadFields leaves dst as it was.
 func (v *SamplesSnapshot) ReadFields(dst *Samples, from, to int) error {
 	snap := _Samples_snap(v)
-	if dst == nil || from < 0 || to < from || to > snap.Len() {
+	if dst == nil || from < 0 || to < from || !((dst.Left == nil || to-from <= cap(dst.Left)) && (dst.Right == nil || to-from <= cap(dst.Right))) && to > snap.Len() {
 		return snap.ReadColumns(from, to, nil)
 	}
 	n := to - from
@@ -398,7 +398,7 @@ func (v *SamplesSnapshot) Spans(from, to int) (SamplesSpans, error) {
 // the failure may still land in their arrays.
 func (v *SamplesSnapshot) ReadAsync(st gpustatedevice.Stream, dst *Samples, from, to int) error {
 	snap := _Samples_snap(v)
-	if dst == nil || from < 0 || to < from || to > snap.Len() {
+	if dst == nil || from < 0 || to < from || !(to-from <= cap(dst.Left) && to-from <= cap(dst.Right)) && to > snap.Len() {
 		return snap.ReadAsync(st, from, to, nil)
 	}
 	n := to - from

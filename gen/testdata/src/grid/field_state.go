@@ -83,7 +83,7 @@ func (s *FieldState) ReadRows(idx []int) (Field, error) {
 // as it was.
 func (s *FieldState) ReadInto(dst *Field, from, to int) error {
 	h := _Field_head(s)
-	if dst == nil || from < 0 || to < from || to > h.Len() {
+	if dst == nil || from < 0 || to < from || !(to-from <= cap(dst.Cells)/4) && to > h.Len() {
 		return h.Read(from, to, nil)
 	}
 	n := to - from
@@ -124,7 +124,7 @@ func (s *FieldState) ReadRowsInto(dst *Field, idx []int) error {
 // to <= Len(). A failed ReadFields leaves dst as it was.
 func (s *FieldState) ReadFields(dst *Field, from, to int) error {
 	h := _Field_head(s)
-	if dst == nil || from < 0 || to < from || to > h.Len() {
+	if dst == nil || from < 0 || to < from || !(dst.Cells == nil || to-from <= cap(dst.Cells)/4) && to > h.Len() {
 		return h.ReadColumns(from, to, nil)
 	}
 	n := to - from
@@ -195,7 +195,7 @@ func (s *FieldState) Spans(from, to int) (FieldSpans, error) {
 // may still land in their arrays.
 func (s *FieldState) ReadAsync(st device.Stream, dst *Field, from, to int) error {
 	h := _Field_head(s)
-	if dst == nil || from < 0 || to < from || to > h.Len() {
+	if dst == nil || from < 0 || to < from || !(to-from <= cap(dst.Cells)/4) && to > h.Len() {
 		return h.ReadAsync(st, from, to, nil)
 	}
 	n := to - from

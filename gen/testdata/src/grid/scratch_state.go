@@ -83,7 +83,7 @@ func (s *scratchState) ReadRows(idx []int) (scratch, error) {
 // as it was.
 func (s *scratchState) ReadInto(dst *scratch, from, to int) error {
 	h := _scratch_head(s)
-	if dst == nil || from < 0 || to < from || to > h.Len() {
+	if dst == nil || from < 0 || to < from || !(to-from <= cap(dst.flags)) && to > h.Len() {
 		return h.Read(from, to, nil)
 	}
 	n := to - from
@@ -124,7 +124,7 @@ func (s *scratchState) ReadRowsInto(dst *scratch, idx []int) error {
 // to <= Len(). A failed ReadFields leaves dst as it was.
 func (s *scratchState) ReadFields(dst *scratch, from, to int) error {
 	h := _scratch_head(s)
-	if dst == nil || from < 0 || to < from || to > h.Len() {
+	if dst == nil || from < 0 || to < from || !(dst.flags == nil || to-from <= cap(dst.flags)) && to > h.Len() {
 		return h.ReadColumns(from, to, nil)
 	}
 	n := to - from
@@ -212,7 +212,7 @@ func (s *scratchState) Spans(from, to int) (scratchSpans, error) {
 // may still land in their arrays.
 func (s *scratchState) ReadAsync(st device.Stream, dst *scratch, from, to int) error {
 	h := _scratch_head(s)
-	if dst == nil || from < 0 || to < from || to > h.Len() {
+	if dst == nil || from < 0 || to < from || !(to-from <= cap(dst.flags)) && to > h.Len() {
 		return h.ReadAsync(st, from, to, nil)
 	}
 	n := to - from

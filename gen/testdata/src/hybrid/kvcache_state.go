@@ -142,7 +142,7 @@ func (s *KVCacheState) ReadRows(idx []int) (KVCache, error) {
 // as it was.
 func (s *KVCacheState) ReadInto(dst *KVCache, from, to int) error {
 	h := _KVCache_head(s)
-	if dst == nil || from < 0 || to < from || to > h.Len() {
+	if dst == nil || from < 0 || to < from || !(to-from <= cap(dst.Toks) && to-from <= cap(dst.Keys)/16 && to-from <= cap(dst.Values)/16) && to > h.Len() {
 		return h.Read(from, to, nil)
 	}
 	n := to - from
@@ -195,7 +195,7 @@ func (s *KVCacheState) ReadRowsInto(dst *KVCache, idx []int) error {
 // to <= Len(). A failed ReadFields leaves dst as it was.
 func (s *KVCacheState) ReadFields(dst *KVCache, from, to int) error {
 	h := _KVCache_head(s)
-	if dst == nil || from < 0 || to < from || to > h.Len() {
+	if dst == nil || from < 0 || to < from || !((dst.Toks == nil || to-from <= cap(dst.Toks)) && (dst.Keys == nil || to-from <= cap(dst.Keys)/16) && (dst.Values == nil || to-from <= cap(dst.Values)/16)) && to > h.Len() {
 		return h.ReadColumns(from, to, nil)
 	}
 	n := to - from
@@ -363,7 +363,7 @@ func (s *KVCacheState) Spans(from, to int) (KVCacheSpans, error) {
 // may still land in their arrays.
 func (s *KVCacheState) ReadAsync(st device.Stream, dst *KVCache, from, to int) error {
 	h := _KVCache_head(s)
-	if dst == nil || from < 0 || to < from || to > h.Len() {
+	if dst == nil || from < 0 || to < from || !(to-from <= cap(dst.Toks) && to-from <= cap(dst.Keys)/16 && to-from <= cap(dst.Values)/16) && to > h.Len() {
 		return h.ReadAsync(st, from, to, nil)
 	}
 	n := to - from
@@ -441,7 +441,7 @@ func (v *KVCacheSnapshot) ReadRows(idx []int) (KVCache, error) {
 // as it was.
 func (v *KVCacheSnapshot) ReadInto(dst *KVCache, from, to int) error {
 	snap := _KVCache_snap(v)
-	if dst == nil || from < 0 || to < from || to > snap.Len() {
+	if dst == nil || from < 0 || to < from || !(to-from <= cap(dst.Toks) && to-from <= cap(dst.Keys)/16 && to-from <= cap(dst.Values)/16) && to > snap.Len() {
 		return snap.Read(from, to, nil)
 	}
 	n := to - from
@@ -494,7 +494,7 @@ func (v *KVCacheSnapshot) ReadRowsInto(dst *KVCache, idx []int) error {
 // <= to <= Len(). A failed ReadFields leaves dst as it was.
 func (v *KVCacheSnapshot) ReadFields(dst *KVCache, from, to int) error {
 	snap := _KVCache_snap(v)
-	if dst == nil || from < 0 || to < from || to > snap.Len() {
+	if dst == nil || from < 0 || to < from || !((dst.Toks == nil || to-from <= cap(dst.Toks)) && (dst.Keys == nil || to-from <= cap(dst.Keys)/16) && (dst.Values == nil || to-from <= cap(dst.Values)/16)) && to > snap.Len() {
 		return snap.ReadColumns(from, to, nil)
 	}
 	n := to - from
@@ -542,7 +542,7 @@ func (v *KVCacheSnapshot) Spans(from, to int) (KVCacheSpans, error) {
 // the failure may still land in their arrays.
 func (v *KVCacheSnapshot) ReadAsync(st device.Stream, dst *KVCache, from, to int) error {
 	snap := _KVCache_snap(v)
-	if dst == nil || from < 0 || to < from || to > snap.Len() {
+	if dst == nil || from < 0 || to < from || !(to-from <= cap(dst.Toks) && to-from <= cap(dst.Keys)/16 && to-from <= cap(dst.Values)/16) && to > snap.Len() {
 		return snap.ReadAsync(st, from, to, nil)
 	}
 	n := to - from

@@ -89,7 +89,7 @@ func (s *LogState) ReadRows(idx []int) (Log, error) {
 // as it was.
 func (s *LogState) ReadInto(dst *Log, from, to int) error {
 	h := _Log_head(s)
-	if dst == nil || from < 0 || to < from || to > h.Len() {
+	if dst == nil || from < 0 || to < from || !(to-from <= cap(dst.Events)) && to > h.Len() {
 		return h.Read(from, to, nil)
 	}
 	n := to - from
@@ -130,7 +130,7 @@ func (s *LogState) ReadRowsInto(dst *Log, idx []int) error {
 // to <= Len(). A failed ReadFields leaves dst as it was.
 func (s *LogState) ReadFields(dst *Log, from, to int) error {
 	h := _Log_head(s)
-	if dst == nil || from < 0 || to < from || to > h.Len() {
+	if dst == nil || from < 0 || to < from || !(dst.Events == nil || to-from <= cap(dst.Events)) && to > h.Len() {
 		return h.ReadColumns(from, to, nil)
 	}
 	n := to - from
@@ -267,7 +267,7 @@ func (s *LogState) Spans(from, to int) (LogSpans, error) {
 // may still land in their arrays.
 func (s *LogState) ReadAsync(st device.Stream, dst *Log, from, to int) error {
 	h := _Log_head(s)
-	if dst == nil || from < 0 || to < from || to > h.Len() {
+	if dst == nil || from < 0 || to < from || !(to-from <= cap(dst.Events)) && to > h.Len() {
 		return h.ReadAsync(st, from, to, nil)
 	}
 	n := to - from
@@ -349,7 +349,7 @@ func (v *LogSnapshot) ReadRows(idx []int) (Log, error) {
 // as it was.
 func (v *LogSnapshot) ReadInto(dst *Log, from, to int) error {
 	snap := _Log_snap(v)
-	if dst == nil || from < 0 || to < from || to > snap.Len() {
+	if dst == nil || from < 0 || to < from || !(to-from <= cap(dst.Events)) && to > snap.Len() {
 		return snap.Read(from, to, nil)
 	}
 	n := to - from
@@ -390,7 +390,7 @@ func (v *LogSnapshot) ReadRowsInto(dst *Log, idx []int) error {
 // <= to <= Len(). A failed ReadFields leaves dst as it was.
 func (v *LogSnapshot) ReadFields(dst *Log, from, to int) error {
 	snap := _Log_snap(v)
-	if dst == nil || from < 0 || to < from || to > snap.Len() {
+	if dst == nil || from < 0 || to < from || !(dst.Events == nil || to-from <= cap(dst.Events)) && to > snap.Len() {
 		return snap.ReadColumns(from, to, nil)
 	}
 	n := to - from
@@ -428,7 +428,7 @@ func (v *LogSnapshot) Spans(from, to int) (LogSpans, error) {
 // the failure may still land in their arrays.
 func (v *LogSnapshot) ReadAsync(st device.Stream, dst *Log, from, to int) error {
 	snap := _Log_snap(v)
-	if dst == nil || from < 0 || to < from || to > snap.Len() {
+	if dst == nil || from < 0 || to < from || !(to-from <= cap(dst.Events)) && to > snap.Len() {
 		return snap.ReadAsync(st, from, to, nil)
 	}
 	n := to - from

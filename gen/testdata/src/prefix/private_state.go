@@ -85,7 +85,7 @@ func (s *PrivateState) ReadRows(idx []int) (Private, error) {
 // as it was.
 func (s *PrivateState) ReadInto(dst *Private, from, to int) error {
 	h := _Private_head(s)
-	if dst == nil || from < 0 || to < from || to > h.Len() {
+	if dst == nil || from < 0 || to < from || !(to-from <= cap(dst.Toks) && to-from <= cap(dst.Keys)/64) && to > h.Len() {
 		return h.Read(from, to, nil)
 	}
 	n := to - from
@@ -128,7 +128,7 @@ func (s *PrivateState) ReadRowsInto(dst *Private, idx []int) error {
 // to <= Len(). A failed ReadFields leaves dst as it was.
 func (s *PrivateState) ReadFields(dst *Private, from, to int) error {
 	h := _Private_head(s)
-	if dst == nil || from < 0 || to < from || to > h.Len() {
+	if dst == nil || from < 0 || to < from || !((dst.Toks == nil || to-from <= cap(dst.Toks)) && (dst.Keys == nil || to-from <= cap(dst.Keys)/64)) && to > h.Len() {
 		return h.ReadColumns(from, to, nil)
 	}
 	n := to - from
@@ -237,7 +237,7 @@ func (s *PrivateState) Spans(from, to int) (PrivateSpans, error) {
 // may still land in their arrays.
 func (s *PrivateState) ReadAsync(st device.Stream, dst *Private, from, to int) error {
 	h := _Private_head(s)
-	if dst == nil || from < 0 || to < from || to > h.Len() {
+	if dst == nil || from < 0 || to < from || !(to-from <= cap(dst.Toks) && to-from <= cap(dst.Keys)/64) && to > h.Len() {
 		return h.ReadAsync(st, from, to, nil)
 	}
 	n := to - from
@@ -310,7 +310,7 @@ func (v *PrivateSnapshot) ReadRows(idx []int) (Private, error) {
 // as it was.
 func (v *PrivateSnapshot) ReadInto(dst *Private, from, to int) error {
 	snap := _Private_snap(v)
-	if dst == nil || from < 0 || to < from || to > snap.Len() {
+	if dst == nil || from < 0 || to < from || !(to-from <= cap(dst.Toks) && to-from <= cap(dst.Keys)/64) && to > snap.Len() {
 		return snap.Read(from, to, nil)
 	}
 	n := to - from
@@ -353,7 +353,7 @@ func (v *PrivateSnapshot) ReadRowsInto(dst *Private, idx []int) error {
 // <= to <= Len(). A failed ReadFields leaves dst as it was.
 func (v *PrivateSnapshot) ReadFields(dst *Private, from, to int) error {
 	snap := _Private_snap(v)
-	if dst == nil || from < 0 || to < from || to > snap.Len() {
+	if dst == nil || from < 0 || to < from || !((dst.Toks == nil || to-from <= cap(dst.Toks)) && (dst.Keys == nil || to-from <= cap(dst.Keys)/64)) && to > snap.Len() {
 		return snap.ReadColumns(from, to, nil)
 	}
 	n := to - from
@@ -394,7 +394,7 @@ func (v *PrivateSnapshot) Spans(from, to int) (PrivateSpans, error) {
 // the failure may still land in their arrays.
 func (v *PrivateSnapshot) ReadAsync(st device.Stream, dst *Private, from, to int) error {
 	snap := _Private_snap(v)
-	if dst == nil || from < 0 || to < from || to > snap.Len() {
+	if dst == nil || from < 0 || to < from || !(to-from <= cap(dst.Toks) && to-from <= cap(dst.Keys)/64) && to > snap.Len() {
 		return snap.ReadAsync(st, from, to, nil)
 	}
 	n := to - from

@@ -141,7 +141,7 @@ func (s *PromptState) ReadRows(idx []int) (Prompt, error) {
 // as it was.
 func (s *PromptState) ReadInto(dst *Prompt, from, to int) error {
 	h := _Prompt_head(s)
-	if dst == nil || from < 0 || to < from || to > h.Len() {
+	if dst == nil || from < 0 || to < from || !(to-from <= cap(dst.Toks) && to-from <= cap(dst.Keys)/64 && to-from <= cap(dst.Values)/64) && to > h.Len() {
 		return h.Read(from, to, nil)
 	}
 	n := to - from
@@ -194,7 +194,7 @@ func (s *PromptState) ReadRowsInto(dst *Prompt, idx []int) error {
 // to <= Len(). A failed ReadFields leaves dst as it was.
 func (s *PromptState) ReadFields(dst *Prompt, from, to int) error {
 	h := _Prompt_head(s)
-	if dst == nil || from < 0 || to < from || to > h.Len() {
+	if dst == nil || from < 0 || to < from || !((dst.Toks == nil || to-from <= cap(dst.Toks)) && (dst.Keys == nil || to-from <= cap(dst.Keys)/64) && (dst.Values == nil || to-from <= cap(dst.Values)/64)) && to > h.Len() {
 		return h.ReadColumns(from, to, nil)
 	}
 	n := to - from
@@ -332,7 +332,7 @@ func (s *PromptState) Spans(from, to int) (PromptSpans, error) {
 // may still land in their arrays.
 func (s *PromptState) ReadAsync(st device.Stream, dst *Prompt, from, to int) error {
 	h := _Prompt_head(s)
-	if dst == nil || from < 0 || to < from || to > h.Len() {
+	if dst == nil || from < 0 || to < from || !(to-from <= cap(dst.Toks) && to-from <= cap(dst.Keys)/64 && to-from <= cap(dst.Values)/64) && to > h.Len() {
 		return h.ReadAsync(st, from, to, nil)
 	}
 	n := to - from
@@ -420,7 +420,7 @@ func (v *PromptSnapshot) ReadRows(idx []int) (Prompt, error) {
 // as it was.
 func (v *PromptSnapshot) ReadInto(dst *Prompt, from, to int) error {
 	snap := _Prompt_snap(v)
-	if dst == nil || from < 0 || to < from || to > snap.Len() {
+	if dst == nil || from < 0 || to < from || !(to-from <= cap(dst.Toks) && to-from <= cap(dst.Keys)/64 && to-from <= cap(dst.Values)/64) && to > snap.Len() {
 		return snap.Read(from, to, nil)
 	}
 	n := to - from
@@ -473,7 +473,7 @@ func (v *PromptSnapshot) ReadRowsInto(dst *Prompt, idx []int) error {
 // <= to <= Len(). A failed ReadFields leaves dst as it was.
 func (v *PromptSnapshot) ReadFields(dst *Prompt, from, to int) error {
 	snap := _Prompt_snap(v)
-	if dst == nil || from < 0 || to < from || to > snap.Len() {
+	if dst == nil || from < 0 || to < from || !((dst.Toks == nil || to-from <= cap(dst.Toks)) && (dst.Keys == nil || to-from <= cap(dst.Keys)/64) && (dst.Values == nil || to-from <= cap(dst.Values)/64)) && to > snap.Len() {
 		return snap.ReadColumns(from, to, nil)
 	}
 	n := to - from
@@ -521,7 +521,7 @@ func (v *PromptSnapshot) Spans(from, to int) (PromptSpans, error) {
 // the failure may still land in their arrays.
 func (v *PromptSnapshot) ReadAsync(st device.Stream, dst *Prompt, from, to int) error {
 	snap := _Prompt_snap(v)
-	if dst == nil || from < 0 || to < from || to > snap.Len() {
+	if dst == nil || from < 0 || to < from || !(to-from <= cap(dst.Toks) && to-from <= cap(dst.Keys)/64 && to-from <= cap(dst.Values)/64) && to > snap.Len() {
 		return snap.ReadAsync(st, from, to, nil)
 	}
 	n := to - from

@@ -94,7 +94,7 @@ func (s *ConvState) ReadRows(idx []int) (Conv, error) {
 // as it was.
 func (s *ConvState) ReadInto(dst *Conv, from, to int) error {
 	h := _Conv_head(s)
-	if dst == nil || from < 0 || to < from || to > h.Len() {
+	if dst == nil || from < 0 || to < from || !(to-from <= cap(dst.W)/4) && to > h.Len() {
 		return h.Read(from, to, nil)
 	}
 	n := to - from
@@ -135,7 +135,7 @@ func (s *ConvState) ReadRowsInto(dst *Conv, idx []int) error {
 // to <= Len(). A failed ReadFields leaves dst as it was.
 func (s *ConvState) ReadFields(dst *Conv, from, to int) error {
 	h := _Conv_head(s)
-	if dst == nil || from < 0 || to < from || to > h.Len() {
+	if dst == nil || from < 0 || to < from || !(dst.W == nil || to-from <= cap(dst.W)/4) && to > h.Len() {
 		return h.ReadColumns(from, to, nil)
 	}
 	n := to - from
@@ -308,7 +308,7 @@ func (s *ConvState) Spans(from, to int) (ConvSpans, error) {
 // may still land in their arrays.
 func (s *ConvState) ReadAsync(st device.Stream, dst *Conv, from, to int) error {
 	h := _Conv_head(s)
-	if dst == nil || from < 0 || to < from || to > h.Len() {
+	if dst == nil || from < 0 || to < from || !(to-from <= cap(dst.W)/4) && to > h.Len() {
 		return h.ReadAsync(st, from, to, nil)
 	}
 	n := to - from
@@ -380,7 +380,7 @@ func (v *ConvSnapshot) ReadRows(idx []int) (Conv, error) {
 // as it was.
 func (v *ConvSnapshot) ReadInto(dst *Conv, from, to int) error {
 	snap := _Conv_snap(v)
-	if dst == nil || from < 0 || to < from || to > snap.Len() {
+	if dst == nil || from < 0 || to < from || !(to-from <= cap(dst.W)/4) && to > snap.Len() {
 		return snap.Read(from, to, nil)
 	}
 	n := to - from
@@ -421,7 +421,7 @@ func (v *ConvSnapshot) ReadRowsInto(dst *Conv, idx []int) error {
 // <= to <= Len(). A failed ReadFields leaves dst as it was.
 func (v *ConvSnapshot) ReadFields(dst *Conv, from, to int) error {
 	snap := _Conv_snap(v)
-	if dst == nil || from < 0 || to < from || to > snap.Len() {
+	if dst == nil || from < 0 || to < from || !(dst.W == nil || to-from <= cap(dst.W)/4) && to > snap.Len() {
 		return snap.ReadColumns(from, to, nil)
 	}
 	n := to - from
@@ -459,7 +459,7 @@ func (v *ConvSnapshot) Spans(from, to int) (ConvSpans, error) {
 // the failure may still land in their arrays.
 func (v *ConvSnapshot) ReadAsync(st device.Stream, dst *Conv, from, to int) error {
 	snap := _Conv_snap(v)
-	if dst == nil || from < 0 || to < from || to > snap.Len() {
+	if dst == nil || from < 0 || to < from || !(to-from <= cap(dst.W)/4) && to > snap.Len() {
 		return snap.ReadAsync(st, from, to, nil)
 	}
 	n := to - from

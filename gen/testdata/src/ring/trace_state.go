@@ -91,7 +91,7 @@ func (s *TraceState) ReadRows(idx []int) (Trace, error) {
 // as it was.
 func (s *TraceState) ReadInto(dst *Trace, from, to int) error {
 	h := _Trace_head(s)
-	if dst == nil || from < 0 || to < from || to > h.Len() || from < to && from < h.Oldest() {
+	if dst == nil || from < 0 || to < from || !(to-from <= cap(dst.Value)) && (to > h.Len() || from < to && from < h.Oldest()) {
 		return h.Read(from, to, nil)
 	}
 	n := to - from
@@ -134,7 +134,7 @@ func (s *TraceState) ReadRowsInto(dst *Trace, idx []int) error {
 // state.ErrExpired. A failed ReadFields leaves dst as it was.
 func (s *TraceState) ReadFields(dst *Trace, from, to int) error {
 	h := _Trace_head(s)
-	if dst == nil || from < 0 || to < from || to > h.Len() || from < to && from < h.Oldest() {
+	if dst == nil || from < 0 || to < from || !(dst.Value == nil || to-from <= cap(dst.Value)) && (to > h.Len() || from < to && from < h.Oldest()) {
 		return h.ReadColumns(from, to, nil)
 	}
 	n := to - from
@@ -231,7 +231,7 @@ func (s *TraceState) Spans(from, to int) (TraceSpans, error) {
 // may still land in their arrays.
 func (s *TraceState) ReadAsync(st device.Stream, dst *Trace, from, to int) error {
 	h := _Trace_head(s)
-	if dst == nil || from < 0 || to < from || to > h.Len() || from < to && from < h.Oldest() {
+	if dst == nil || from < 0 || to < from || !(to-from <= cap(dst.Value)) && (to > h.Len() || from < to && from < h.Oldest()) {
 		return h.ReadAsync(st, from, to, nil)
 	}
 	n := to - from

@@ -100,7 +100,7 @@ func (s *TransitionState) ReadRows(idx []int) (Transition, error) {
 // dst as it was.
 func (s *TransitionState) ReadInto(dst *Transition, from, to int) error {
 	h := _Transition_head(s)
-	if dst == nil || from < 0 || to < from || to > h.Len() || from < to && from < h.Oldest() {
+	if dst == nil || from < 0 || to < from || !(to-from <= cap(dst.Obs)/4 && to-from <= cap(dst.Action) && to-from <= cap(dst.Reward)) && (to > h.Len() || from < to && from < h.Oldest()) {
 		return h.Read(from, to, nil)
 	}
 	n := to - from
@@ -155,7 +155,7 @@ func (s *TransitionState) ReadRowsInto(dst *Transition, idx []int) error {
 // state.ErrExpired. A failed ReadFields leaves dst as it was.
 func (s *TransitionState) ReadFields(dst *Transition, from, to int) error {
 	h := _Transition_head(s)
-	if dst == nil || from < 0 || to < from || to > h.Len() || from < to && from < h.Oldest() {
+	if dst == nil || from < 0 || to < from || !((dst.Obs == nil || to-from <= cap(dst.Obs)/4) && (dst.Action == nil || to-from <= cap(dst.Action)) && (dst.Reward == nil || to-from <= cap(dst.Reward))) && (to > h.Len() || from < to && from < h.Oldest()) {
 		return h.ReadColumns(from, to, nil)
 	}
 	n := to - from
@@ -285,7 +285,7 @@ func (s *TransitionState) Spans(from, to int) (TransitionSpans, error) {
 // may still land in their arrays.
 func (s *TransitionState) ReadAsync(st device.Stream, dst *Transition, from, to int) error {
 	h := _Transition_head(s)
-	if dst == nil || from < 0 || to < from || to > h.Len() || from < to && from < h.Oldest() {
+	if dst == nil || from < 0 || to < from || !(to-from <= cap(dst.Obs)/4 && to-from <= cap(dst.Action) && to-from <= cap(dst.Reward)) && (to > h.Len() || from < to && from < h.Oldest()) {
 		return h.ReadAsync(st, from, to, nil)
 	}
 	n := to - from
@@ -377,7 +377,7 @@ func (v *TransitionSnapshot) ReadRows(idx []int) (Transition, error) {
 // dst as it was.
 func (v *TransitionSnapshot) ReadInto(dst *Transition, from, to int) error {
 	snap := _Transition_snap(v)
-	if dst == nil || from < 0 || to < from || to > snap.Len() || from < to && from < snap.Oldest() {
+	if dst == nil || from < 0 || to < from || !(to-from <= cap(dst.Obs)/4 && to-from <= cap(dst.Action) && to-from <= cap(dst.Reward)) && (to > snap.Len() || from < to && from < snap.Oldest()) {
 		return snap.Read(from, to, nil)
 	}
 	n := to - from
@@ -432,7 +432,7 @@ func (v *TransitionSnapshot) ReadRowsInto(dst *Transition, idx []int) error {
 // state.ErrExpired. A failed ReadFields leaves dst as it was.
 func (v *TransitionSnapshot) ReadFields(dst *Transition, from, to int) error {
 	snap := _Transition_snap(v)
-	if dst == nil || from < 0 || to < from || to > snap.Len() || from < to && from < snap.Oldest() {
+	if dst == nil || from < 0 || to < from || !((dst.Obs == nil || to-from <= cap(dst.Obs)/4) && (dst.Action == nil || to-from <= cap(dst.Action)) && (dst.Reward == nil || to-from <= cap(dst.Reward))) && (to > snap.Len() || from < to && from < snap.Oldest()) {
 		return snap.ReadColumns(from, to, nil)
 	}
 	n := to - from
@@ -481,7 +481,7 @@ func (v *TransitionSnapshot) Spans(from, to int) (TransitionSpans, error) {
 // the failure may still land in their arrays.
 func (v *TransitionSnapshot) ReadAsync(st device.Stream, dst *Transition, from, to int) error {
 	snap := _Transition_snap(v)
-	if dst == nil || from < 0 || to < from || to > snap.Len() || from < to && from < snap.Oldest() {
+	if dst == nil || from < 0 || to < from || !(to-from <= cap(dst.Obs)/4 && to-from <= cap(dst.Action) && to-from <= cap(dst.Reward)) && (to > snap.Len() || from < to && from < snap.Oldest()) {
 		return snap.ReadAsync(st, from, to, nil)
 	}
 	n := to - from

@@ -64,19 +64,21 @@ func (c *StreamCounts) Record(st device.Stream) (device.Event, error) {
 }
 
 // BatchCounts is StreamCounts that also shows the batches of copies of
-// device.BatchCopier and device.BatchReader, counted as one call each
-// ("CopiesHtoD", "CopiesHtoDAsync", "CopiesDtoHAsync", with the bytes of
-// all their copies). To Faults a batch is one call of kind OpCopy, which a
-// fault fails whole.
+// device.BatchCopier, device.BatchReadCopier and device.BatchReader,
+// counted as one call each ("CopiesHtoD", "CopiesHtoDAsync",
+// "CopiesDtoH", "CopiesDtoHAsync", with the bytes of all their copies).
+// To Faults a batch is one call of kind OpCopy, which a fault fails whole
+// (a batch of copies to the host fails at its first copy).
 type BatchCounts struct{ *StreamCounts }
 
 // NewBatchCounts returns b wrapped, with every count 0 and no fault
-// armed; b must implement device.Streams, device.BatchCopier and
-// device.BatchReader.
+// armed; b must implement device.Streams, device.BatchCopier,
+// device.BatchReadCopier and device.BatchReader.
 func NewBatchCounts(b device.Backend) *BatchCounts {
 	_, copier := b.(device.BatchCopier)
+	_, readCopier := b.(device.BatchReadCopier)
 	_, reader := b.(device.BatchReader)
-	if !copier || !reader {
+	if !copier || !readCopier || !reader {
 		panic(fmt.Sprintf("statetest: backend %T has no batches", b))
 	}
 	return &BatchCounts{NewStreamCounts(b)}
@@ -98,12 +100,16 @@ func (c *BatchCounts) CopiesHtoDAsync(st device.Stream, cs []device.HostCopy) er
 	return c.Backend.(device.BatchCopier).CopiesHtoDAsync(st, cs)
 }
 
-func (c *BatchCounts) CopiesDtoHAsync(st device.Stream, cs []device.HostRead) error {
-	n := 0
-	for _, r := range cs {
-		n += len(r.Dst)
+func (c *BatchCounts) CopiesDtoH(cs []device.HostRead) (int, error) {
+	c.Count("CopiesDtoH", hostReadBytes(cs))
+	if err := c.Faults.Check(OpCopy, "CopiesDtoH"); err != nil {
+		return 0, err
 	}
-	c.Count("CopiesDtoHAsync", n)
+	return c.Backend.(device.BatchReadCopier).CopiesDtoH(cs)
+}
+
+func (c *BatchCounts) CopiesDtoHAsync(st device.Stream, cs []device.HostRead) error {
+	c.Count("CopiesDtoHAsync", hostReadBytes(cs))
 	if err := c.Faults.Check(OpCopy, "CopiesDtoHAsync"); err != nil {
 		return err
 	}
@@ -137,6 +143,14 @@ func hostCopyBytes(cs []device.HostCopy) int {
 	n := 0
 	for _, c := range cs {
 		n += len(c.Src)
+	}
+	return n
+}
+
+func hostReadBytes(cs []device.HostRead) int {
+	n := 0
+	for _, r := range cs {
+		n += len(r.Dst)
 	}
 	return n
 }

@@ -325,7 +325,7 @@ func (h *Head) release() error {
 		return nil
 	}
 	h.released = true
-	if h.pool.closed {
+	if h.pool.closed.Load() {
 		return nil
 	}
 	h.lin.mu.Lock()

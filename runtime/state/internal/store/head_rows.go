@@ -123,7 +123,7 @@ func (h *Head) Read(from, to int, dst [][]byte) error {
 		return err
 	}
 	defer h.end()
-	return h.read("Read", h.r, from, to, dst, false)
+	return h.read("Read", h.r, from, to, dst, false, &h.reads)
 }
 
 // ReadColumns copies rows [from, to) into the columns of dst that are not
@@ -135,7 +135,7 @@ func (h *Head) ReadColumns(from, to int, dst [][]byte) error {
 		return err
 	}
 	defer h.end()
-	return h.read("ReadColumns", h.r, from, to, dst, true)
+	return h.read("ReadColumns", h.r, from, to, dst, true, &h.reads)
 }
 
 // Spans locates rows [from, to) in device memory: per column, one span per
@@ -164,7 +164,7 @@ func (h *Head) ReadRows(idx []int, dst [][]byte) error {
 		return err
 	}
 	defer h.end()
-	return h.gather("ReadRows", h.r, idx, dst)
+	return h.gather("ReadRows", h.r, idx, dst, &h.reads)
 }
 
 // AppendAsync appends the rows of a batch as a new version, as Append

@@ -35,7 +35,7 @@ func checkInvariants(p *Pool) error {
 	p.groups.mu.Unlock()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.closed {
+	if p.closed.Load() {
 		return nil
 	}
 	var histBlocks []*block

@@ -22,7 +22,9 @@ type Pool struct {
 	// closeMu is read-held by every handle call and write-held by Close,
 	// so that Close never frees memory a call is using.
 	closeMu sync.RWMutex
-	closed  bool // written under closeMu and mu
+	// closed is set by Close, under closeMu and mu; read under either, or
+	// alone where a call asks only whether the pool is closed (isClosed).
+	closed atomic.Bool
 
 	allocator // blocks, free lists and reclaim (alloc.go)
 
@@ -78,7 +80,7 @@ func (p *Pool) enter() error {
 		return errNilPool
 	}
 	p.closeMu.RLock()
-	if p.closed {
+	if p.closed.Load() {
 		p.closeMu.RUnlock()
 		return fmt.Errorf("state: pool closed: %w", ErrReleased)
 	}
@@ -89,11 +91,11 @@ func (p *Pool) enter() error {
 func (p *Pool) leave() { p.closeMu.RUnlock() }
 
 // isClosed reports whether p was closed: a handle of a closed pool reports
-// no rows and no bytes, as a released one does.
+// no rows and no bytes, as a released one does. It takes no lock: a call
+// that asks it while Close runs sees the pool open or closed, as it would
+// had it run before or after, and reads nothing Close frees.
 func (p *Pool) isClosed() bool {
-	p.closeMu.RLock()
-	defer p.closeMu.RUnlock()
-	return p.closed
+	return p.closed.Load()
 }
 
 // register adds h to the live handles.

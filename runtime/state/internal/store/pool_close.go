@@ -32,7 +32,7 @@ func (p *Pool) Stats() PoolStats {
 		AdoptedRows:   p.adoptedRows.Load(),
 		PendingBytes:  ms.Pending,
 	}
-	closed := p.closed
+	closed := p.closed.Load()
 	p.mu.Unlock()
 	if p.tier != nil {
 		st.TierBytes = p.tier.usedBytes()
@@ -67,7 +67,7 @@ func (p *Pool) Close() error {
 	defer p.closeMu.Unlock()
 	p.WaitPending() // no handle call runs, so no block turns pending now
 	var errs []error
-	if !p.closed {
+	if !p.closed.Load() {
 		if err := p.tables.releaseLive(); err != nil {
 			errs = append(errs, fmt.Errorf("state: pool close: %w", err))
 		}
@@ -77,11 +77,11 @@ func (p *Pool) Close() error {
 		p.tier.drain() // copies back from the tier, before device memory goes
 	}
 	p.mu.Lock()
-	if p.closed {
+	if p.closed.Load() {
 		p.mu.Unlock()
 		return nil
 	}
-	p.closed = true
+	p.closed.Store(true)
 	if len(p.live) > 0 {
 		names := make([]string, 0, len(p.live))
 		for h := range p.live {

@@ -256,13 +256,21 @@ func (sh *shape) checkSomeDst(op string, rows int, dst [][]byte, some bool) erro
 }
 
 // read copies rows [from, to) of r into dst; with some, the columns dst
-// holds nil for are not read (ReadColumns).
-func (sh *shape) read(op string, r *root, from, to int, dst [][]byte, some bool) error {
+// holds nil for are not read (ReadColumns). reads, when not nil, is a
+// buffer its caller holds alone (a head's, under its lock): with it the
+// copies of every column go to the backend in one call where it takes a
+// batch (device.BatchReadCopier).
+func (sh *shape) read(op string, r *root, from, to int, dst [][]byte, some bool, reads *[]device.HostRead) error {
 	if err := sh.checkReadable(op, from, to, r.rows); err != nil {
 		return err
 	}
 	if err := sh.checkSomeDst(op, to-from, dst, some); err != nil {
 		return err
+	}
+	if reads != nil {
+		if bc, ok := sh.pool.b.(device.BatchReadCopier); ok {
+			return sh.readBatch(op, bc, r, from, to, dst, some, reads)
+		}
 	}
 	for i, d := range dst {
 		if d == nil && some {
@@ -273,6 +281,78 @@ func (sh *shape) read(op string, r *root, from, to int, dst [][]byte, some bool)
 		}
 	}
 	return nil
+}
+
+// readBatch is read's copies, every column's runs in one batch (one copy
+// alone goes as CopyDtoH). The copies go in the order read makes them one
+// by one, and the batch stops where they would: a copy that fails is
+// named by its column, the columns before it read and those after it not.
+func (sh *shape) readBatch(op string, bc device.BatchReadCopier, r *root, from, to int, dst [][]byte, some bool, reads *[]device.HostRead) error {
+	rs := (*reads)[:0]
+	if from < to {
+		n := 0 // at most a run a block: the buffer grows once
+		for i, d := range dst {
+			if d != nil || !some {
+				n += (to-1)/sh.perBlock[i] - from/sh.perBlock[i] + 1
+			}
+		}
+		if cap(rs) < n {
+			rs = make([]device.HostRead, 0, n)
+		}
+	}
+	for i, d := range dst {
+		if d == nil && some {
+			continue
+		}
+		for row := from; row < to; {
+			src, end := sh.run(r, i, row, to)
+			rs = append(rs, device.HostRead{Dst: d[(row-from)*sh.rowBytes[i] : (end-from)*sh.rowBytes[i]], Src: src})
+			row = end
+		}
+	}
+	k, err := sh.copiesDtoH(bc, rs, reads)
+	if err == nil {
+		return nil
+	}
+	for i, d := range dst { // the column of copy k
+		if d == nil && some {
+			continue
+		}
+		for row := from; row < to; k-- {
+			if k == 0 {
+				return sh.errorf(op, "column %s: %w", sh.l.Columns[i].Name, err)
+			}
+			_, row = sh.run(r, i, row, to)
+		}
+	}
+	return sh.errorf(op, "%w", err) // not reached: copy k is one of them
+}
+
+// maxKeptReads is the longest batch of copies to the host a head keeps
+// its buffer of, as its spare buffers are kept (maxSpareLen): a gather of
+// a minibatch makes a copy a row and column, and a head keeps no large
+// buffer after a read of thousands of blocks.
+const maxKeptReads = maxSpareLen
+
+// copiesDtoH makes the copies rs, in one call where there are several
+// (one alone goes as CopyDtoH), and keeps rs's array in *reads, emptied,
+// for the next. It returns the index of the copy that failed, if any.
+func (sh *shape) copiesDtoH(bc device.BatchReadCopier, rs []device.HostRead, reads *[]device.HostRead) (int, error) {
+	var k int
+	var err error
+	switch len(rs) {
+	case 0:
+	case 1:
+		err = sh.pool.b.CopyDtoH(rs[0].Dst, rs[0].Src)
+	default:
+		k, err = bc.CopiesDtoH(rs)
+	}
+	clear(rs) // the caller's columns are not kept
+	*reads = rs[:0]
+	if cap(rs) > maxKeptReads {
+		*reads = nil
+	}
+	return k, err
 }
 
 // copyColumn copies rows [from, to) of column i of r, in range, into d,
@@ -287,27 +367,37 @@ func (sh *shape) copyColumn(r *root, i, from, to int, d []byte) error {
 // lies in blocks following one another in one allocation: at is the run's
 // byte offset from row from, src where it starts, n its bytes.
 func (sh *shape) columnRuns(r *root, i, from, to int, f func(at int, src device.Ptr, n int) error) error {
-	rb, per, bb := sh.rowBytes[i], sh.perBlock[i], sh.blockBytes[i]
-	t := &r.cols[i]
+	rb := sh.rowBytes[i]
 	for row := from; row < to; {
-		bi := row / per
-		end := min(to, (bi+1)*per)
-		blk := t.get(bi)
-		blk.Touch() // its pages are mapped now (estimate.go)
-		for last := blk; end < to && per*rb == bb; end = min(to, end+per) {
-			next := t.get(end / per)
-			if !next.Follows(last) {
-				break
-			}
-			next.Touch()
-			last = next
-		}
-		if err := f((row-from)*rb, blk.Ptr()+device.Ptr((row-bi*per)*rb), (end-row)*rb); err != nil {
+		src, end := sh.run(r, i, row, to)
+		if err := f((row-from)*rb, src, (end-row)*rb); err != nil {
 			return err
 		}
 		row = end
 	}
 	return nil
+}
+
+// run finds the run of rows of column i of r that starts at row, row < to:
+// the rest of row's block and of the blocks after it that follow one
+// another in one allocation, up to to. It returns where the run starts and
+// the row after it, and marks its blocks touched (estimate.go).
+func (sh *shape) run(r *root, i, row, to int) (device.Ptr, int) {
+	rb, per, bb := sh.rowBytes[i], sh.perBlock[i], sh.blockBytes[i]
+	t := &r.cols[i]
+	bi := row / per
+	end := min(to, (bi+1)*per)
+	blk := t.get(bi)
+	blk.Touch() // its pages are mapped now (estimate.go)
+	for last := blk; end < to && per*rb == bb; end = min(to, end+per) {
+		next := t.get(end / per)
+		if !next.Follows(last) {
+			break
+		}
+		next.Touch()
+		last = next
+	}
+	return blk.Ptr() + device.Ptr((row-bi*per)*rb), end
 }
 
 // spans locates rows [from, to) of r: per column, one span per block.
@@ -439,8 +529,9 @@ func (sh *shape) expire(r *root, freed *[]*block) {
 	}
 }
 
-// gather copies the rows of r at indices idx into dst.
-func (sh *shape) gather(op string, r *root, idx []int, dst [][]byte) error {
+// gather copies the rows of r at indices idx into dst. reads is as
+// read's: with it, every column's runs go to the backend in one batch.
+func (sh *shape) gather(op string, r *root, idx []int, dst [][]byte, reads *[]device.HostRead) error {
 	for _, i := range idx {
 		if err := sh.checkReadable(op, i, i+1, r.rows); err != nil {
 			return err
@@ -450,30 +541,15 @@ func (sh *shape) gather(op string, r *root, idx []int, dst [][]byte) error {
 		return err
 	}
 	b := sh.pool.b
+	if reads != nil {
+		if bc, ok := b.(device.BatchReadCopier); ok {
+			return sh.gatherBatch(op, bc, r, idx, dst, reads)
+		}
+	}
 	for c, d := range dst {
-		rb, per, bb := sh.rowBytes[c], sh.perBlock[c], sh.blockBytes[c]
-		t := &r.cols[c]
+		rb := sh.rowBytes[c]
 		for k := 0; k < len(idx); {
-			row := idx[k]
-			bi := row / per
-			// Extend the run while the next index is the next row, in
-			// the same block or in the next one when it follows in
-			// memory.
-			n := 1
-			first := t.get(bi)
-			first.Touch() // its pages are mapped now (estimate.go)
-			for last := first; k+n < len(idx) && idx[k+n] == row+n; n++ {
-				if nb := (row + n) / per; nb != bi {
-					next := t.get(nb)
-					if per*rb != bb || !next.Follows(last) {
-						break
-					}
-					next.Touch()
-					bi, last = nb, next
-				}
-			}
-			bi = row / per
-			src := first.Ptr() + device.Ptr((row-bi*per)*rb)
+			src, n := sh.gatherRun(r, c, idx, k)
 			if err := b.CopyDtoH(d[k*rb:(k+n)*rb], src); err != nil {
 				return sh.errorf(op, "column %s: %w", sh.l.Columns[c].Name, err)
 			}
@@ -481,4 +557,57 @@ func (sh *shape) gather(op string, r *root, idx []int, dst [][]byte) error {
 		}
 	}
 	return nil
+}
+
+// gatherBatch is gather's copies in one batch, as readBatch makes read's.
+func (sh *shape) gatherBatch(op string, bc device.BatchReadCopier, r *root, idx []int, dst [][]byte, reads *[]device.HostRead) error {
+	rs := (*reads)[:0]
+	for c, d := range dst {
+		rb := sh.rowBytes[c]
+		for k := 0; k < len(idx); {
+			src, n := sh.gatherRun(r, c, idx, k)
+			rs = append(rs, device.HostRead{Dst: d[k*rb : (k+n)*rb], Src: src})
+			k += n
+		}
+	}
+	k, err := sh.copiesDtoH(bc, rs, reads)
+	if err == nil {
+		return nil
+	}
+	for c := range dst { // the column of copy k
+		for i := 0; i < len(idx); k-- {
+			if k == 0 {
+				return sh.errorf(op, "column %s: %w", sh.l.Columns[c].Name, err)
+			}
+			_, n := sh.gatherRun(r, c, idx, i)
+			i += n
+		}
+	}
+	return sh.errorf(op, "%w", err) // not reached: copy k is one of them
+}
+
+// gatherRun finds the run of idx[k:] in column c of r: the rows at idx[k]
+// and after it while each index is the next row, in the same block or in
+// the next one where it follows in memory. It returns where the run
+// starts and its rows, and marks its blocks touched (estimate.go).
+func (sh *shape) gatherRun(r *root, c int, idx []int, k int) (device.Ptr, int) {
+	rb, per, bb := sh.rowBytes[c], sh.perBlock[c], sh.blockBytes[c]
+	t := &r.cols[c]
+	row := idx[k]
+	bi := row / per
+	n := 1
+	first := t.get(bi)
+	first.Touch() // its pages are mapped now (estimate.go)
+	for last := first; k+n < len(idx) && idx[k+n] == row+n; n++ {
+		if nb := (row + n) / per; nb != bi {
+			next := t.get(nb)
+			if per*rb != bb || !next.Follows(last) {
+				break
+			}
+			next.Touch()
+			bi, last = nb, next
+		}
+	}
+	bi = row / per
+	return first.Ptr() + device.Ptr((row-bi*per)*rb), n
 }

@@ -83,7 +83,7 @@ func (s *Snap) Read(from, to int, dst [][]byte) error {
 		return err
 	}
 	defer s.end()
-	return s.read("Read", s.r, from, to, dst, false)
+	return s.read("Read", s.r, from, to, dst, false, nil)
 }
 
 // ReadColumns copies rows [from, to) into the columns of dst that are not
@@ -93,7 +93,7 @@ func (s *Snap) ReadColumns(from, to int, dst [][]byte) error {
 		return err
 	}
 	defer s.end()
-	return s.read("ReadColumns", s.r, from, to, dst, true)
+	return s.read("ReadColumns", s.r, from, to, dst, true, nil)
 }
 
 // Spans locates rows [from, to) in device memory: per column, one span per
@@ -148,7 +148,7 @@ func (s *Snap) Release() error {
 		return nil
 	}
 	s.released = true
-	if s.pool.closed {
+	if s.pool.closed.Load() {
 		return nil
 	}
 	s.lin.mu.Lock()
@@ -215,7 +215,7 @@ func (s *Snap) ReadRows(idx []int, dst [][]byte) error {
 		return err
 	}
 	defer s.end()
-	return s.gather("ReadRows", s.r, idx, dst)
+	return s.gather("ReadRows", s.r, idx, dst, nil)
 }
 
 // ReadAsync is Head.ReadAsync for a snapshot.

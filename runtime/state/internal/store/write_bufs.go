@@ -32,6 +32,7 @@ type writeBufs struct {
 	countBuf []int             // a write's blocks per column
 	ops      []blockOp         // small writes' plans (write.go)
 	copies   []device.HostCopy // a write's copies from the host
+	reads    []device.HostRead // a read's copies to the host (shape.read)
 	freed    []*block          // the blocks a write gives back (freeing)
 	saved    []byte            // what a write in place overwrites
 	// stepCols and stepSpans are Step's spans: the step function may use
@@ -62,6 +63,7 @@ func (s *spareBufs) put(b *writeBufs) {
 		countBuf:  cleared(b.countBuf),
 		ops:       cleared(b.ops),
 		copies:    cleared(b.copies),
+		reads:     cleared(b.reads),
 		freed:     cleared(b.freed),
 		saved:     cleared(b.saved),
 		stepCols:  cleared(b.stepCols),
