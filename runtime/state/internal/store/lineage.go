@@ -29,8 +29,10 @@ func newSegment(parent *segment, fork Version) *segment {
 // capture returns p for a new holder of it (a snapshot, a branch, a
 // snapshot At makes, a head merged to it), raising its segment's held to
 // p.v: the one place a position is copied to a holder other than the
-// head that writes it. A holder's ancestry on other segments lies before
-// a fork some earlier capture raised held past. l.mu is held.
+// head that writes it. A holder's ancestry on the segments above its own
+// lies at or before their forks, and a segment forks at a version some
+// holder took (a head writes off its own segment at a captured position,
+// or before its held). The lineage's lock is held.
 func capture(p position) position {
 	if p.seg.held < p.v {
 		p.seg.held = p.v
@@ -43,7 +45,7 @@ func capture(p position) position {
 // version of it past p.v, so that the versions after p.v there, which a
 // rollback abandoned, are no one's ancestry, and the next version, larger
 // than every one, follows p.v on the line. At the tip of its own segment
-// a head always may. l.mu is held.
+// a head always may. The lineage's lock is held.
 func writable(p position, mine *segment) bool {
 	return p.seg == mine && p.seg.held <= p.v
 }
