@@ -376,7 +376,7 @@ func (e *estimator) at(v Version) (*Snap, error) {
 	p.Measured = time.Since(start)
 	e.observe(&p, x.replayed)
 	h.lin.mu.Lock()
-	s := &Snap{shape: h.shape, lin: h.lin, r: r, pos: x.entries[t].pos}
+	s := &Snap{shape: h.shape, lin: h.lin, r: r, pos: capture(x.entries[t].pos)}
 	s.logical = h.logicalOf(r)
 	h.lin.snaps[s] = struct{}{}
 	h.pool.register(s)

@@ -17,10 +17,13 @@ type Head struct {
 	lin     *lineage
 	invalid atomic.Bool // set by a rollback that abandoned this head's line
 
-	mu       sync.Mutex
-	r        *root
-	pos      position // written with lin.mu held too
-	owned    bool     // pos is the tip of a segment only this head writes
+	mu  sync.Mutex
+	r   *root
+	pos position // written with lin.mu held too
+	// mine is the segment this head started, the one segment it may write
+	// on without starting another (commitVersion); nil for a branch
+	// until its first write.
+	mine     *segment
 	released bool
 	evicted  bool // its blocks were taken under memory pressure
 	lost     bool // evicted by a failed step's restore: rebuilt whatever its retention
@@ -273,7 +276,8 @@ var headIDs atomic.Uint64
 // names a version, and the ancestry of a position is its own segment up to
 // its version, then the parent segment up to the fork version, and so on.
 // Memory therefore grows with the branches, merges and rollbacks on a line,
-// not with its writes.
+// not with its writes; and a rollback that abandons versions nothing else
+// holds starts no segment (segment.held).
 type lineage struct {
 	id    uint64 // orders the locks of lineages a group call holds at once (group.go)
 	mu    sync.Mutex

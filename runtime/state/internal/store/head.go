@@ -85,12 +85,14 @@ func (h *Head) end() {
 }
 
 // commitVersion moves h to a new version of its lineage, starting a new
-// segment when h does not write at the tip of its own.
+// segment when h may not write on its position's (writable: a branch's
+// first write, after a merge, after a rollback past a version another
+// holder took).
 func (h *Head) commitVersion() {
 	h.lin.mu.Lock()
-	if !h.owned {
+	if !writable(h.pos, h.mine) {
 		h.pos.seg = newSegment(h.pos.seg, h.pos.v)
-		h.owned = true
+		h.mine = h.pos.seg
 	}
 	h.pos.v = h.lin.next()
 	h.lin.mu.Unlock()
@@ -244,9 +246,10 @@ func (p *Pool) NewHead(l *Layout, owner Owner) (*Head, error) {
 	}
 	defer p.leave()
 	l = l.clone()
-	h := &Head{shape: newShape(p, l, owner), id: headIDs.Add(1), lin: newLineage(owner), owned: true}
+	h := &Head{shape: newShape(p, l, owner), id: headIDs.Add(1), lin: newLineage(owner)}
 	p.spares.take(&h.writeBufs)
 	h.pos = position{seg: &segment{}}
+	h.mine = h.pos.seg
 	if k := l.shareColumn(); k >= 0 {
 		h.shareMem = sharing{key: k, ks: l.Columns[k].ElemSize}
 		h.share = &h.shareMem
@@ -288,7 +291,7 @@ func (h *Head) snapshotLocked(s *Snap) error {
 	if h.invalid.Load() {
 		return h.errorf("Snapshot", "%w", ErrInvalidated)
 	}
-	s.shape, s.lin, s.r, s.pos = h.shape, h.lin, h.r.retain(), h.pos
+	s.shape, s.lin, s.r, s.pos = h.shape, h.lin, h.r.retain(), capture(h.pos)
 	s.logical = h.logicalOf(s.r)
 	h.lin.snaps[s] = struct{}{}
 	h.pool.register(s)
@@ -302,7 +305,7 @@ func (h *Head) branchLocked(c *Head) error {
 	if h.invalid.Load() {
 		return h.errorf("Branch", "%w", ErrInvalidated)
 	}
-	c.shape, c.id, c.lin, c.r, c.pos = h.shape, headIDs.Add(1), h.lin, h.r.retain(), h.pos
+	c.shape, c.id, c.lin, c.r, c.pos = h.shape, headIDs.Add(1), h.lin, h.r.retain(), capture(h.pos)
 	h.pool.spares.take(&c.writeBufs)
 	c.logical = h.logicalOf(c.r)
 	h.parts.branched(h, c)

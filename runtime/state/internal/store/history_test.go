@@ -199,11 +199,13 @@ func naiveIsAncestor(a, b position) bool {
 	return false
 }
 
-// TestRollbackInvalidateWork runs snapshot, write, rollback cycles on two
-// heads of one lineage, each line growing a segment per cycle, and counts
-// the segments each rollback's invalidation passes: it must not grow with
-// the cycles the line has seen (O(log depth) per live handle), where a
-// walk of every handle's whole chain grows linearly.
+// TestRollbackInvalidateWork runs merge, snapshot, write, rollback cycles
+// on two heads of one lineage, each line growing two segments per cycle
+// (a merged branch's, and the head's write after the merge: a rollback's
+// write goes on in the head's segment), and counts the segments each
+// rollback's invalidation passes: it must not grow with the cycles the
+// line has seen (O(log depth) per live handle), where a walk of every
+// handle's whole chain grows linearly.
 func TestRollbackInvalidateWork(t *testing.T) {
 	p := newPool(t, PoolOptions{BlockBytes: 256})
 	fixedModel(p)
@@ -213,6 +215,10 @@ func TestRollbackInvalidateWork(t *testing.T) {
 	defer b.Release()
 	row := kvRows(1, 1)
 	cycle := func(x *Head) int {
+		c := must[*Head](t)(x.Branch())
+		check(t, c.Write(0, row))
+		check(t, x.Merge(c))
+		check(t, c.Release())
 		check(t, x.Write(0, row))
 		s := must[*Snap](t)(x.Snapshot())
 		check(t, x.Write(1, row))
@@ -241,7 +247,10 @@ func TestRollbackInvalidateWork(t *testing.T) {
 			late = max(late, n)
 		}
 	}
-	if lim := early + 3*bits.Len(2*cycles) + 2; late > lim {
+	if d := b.pos.seg.depth; d < 4*cycles {
+		t.Fatalf("after %d cycles the branch's line is %d segments deep; want %d", cycles, d, 4*cycles)
+	}
+	if lim := early + 3*bits.Len(4*cycles) + 2; late > lim {
 		t.Fatalf("a rollback after %d cycles passed %d segments, the first ones %d (limit %d)", cycles, late, early, lim)
 	}
 	t.Logf("segments passed per rollback: %d early, %d after %d cycles", early, late, cycles)

@@ -323,6 +323,13 @@ type segment struct {
 	// pass the depth sought, finds any ancestor in O(log depth) steps;
 	// nil at the root.
 	jump *segment
+	// held is the highest version of the segment that a holder other
+	// than its writer took (capture: a snapshot, a branch, At, a merge),
+	// 0 when none. A writer rolled back to a version of its own segment
+	// at or past held goes on writing on it (commitVersion): the
+	// versions it abandons there are no one's ancestry. Guarded by the
+	// lineage's lock.
+	held Version
 }
 
 type position struct {

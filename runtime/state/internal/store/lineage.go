@@ -26,6 +26,30 @@ func newSegment(parent *segment, fork Version) *segment {
 	return s
 }
 
+// capture returns p for a new holder of it (a snapshot, a branch, a
+// snapshot At makes, a head merged to it), raising its segment's held to
+// p.v: the one place a position is copied to a holder other than the
+// head that writes it. A holder's ancestry on the segments above its own
+// lies at or before their forks, and a segment forks at a version some
+// holder took (a head writes off its own segment at a captured position,
+// or before its held). The lineage's lock is held.
+func capture(p position) position {
+	if p.seg.held < p.v {
+		p.seg.held = p.v
+	}
+	return p
+}
+
+// writable reports whether a head at p whose own segment is mine may
+// write its next version on p's segment: it is mine, and no holder took a
+// version of it past p.v, so that the versions after p.v there, which a
+// rollback abandoned, are no one's ancestry, and the next version, larger
+// than every one, follows p.v on the line. At the tip of its own segment
+// a head always may. The lineage's lock is held.
+func writable(p position, mine *segment) bool {
+	return p.seg == mine && p.seg.held <= p.v
+}
+
 // up returns s's jump, s itself at the root.
 func (s *segment) up() *segment {
 	if s.jump == nil {
@@ -95,7 +119,17 @@ func firstAbandoned(from, to position) (position, bool) {
 // a version after to on h's line (h's position). Its cost is the abandoned
 // segments plus O(log depth) per live handle, however many rollbacks the
 // line has seen. l.mu is held.
+//
+// When to lies on h's own segment, no handle left valid holds a version
+// of it after to (those on h's line are marked; h wrote every other
+// version there, and h's earlier rollbacks marked those it left), so the
+// segment's held comes back down to to.v and h's next write goes on in
+// it (writable): the versions it skips are ancestry of marked handles
+// alone, which no call asks about.
 func (l *lineage) invalidate(h *Head, to position) {
+	if to.seg == h.mine {
+		to.seg.held = to.v
+	}
 	first, ok := firstAbandoned(h.pos, to)
 	if !ok {
 		return

@@ -182,12 +182,12 @@ func (m *move) moveOne(i int, freed *[]*block) {
 			h.lin.invalidate(h, pos)
 		}
 	} else {
-		r, pos = m.child[i].r, m.child[i].pos
+		r, pos = m.child[i].r, capture(m.child[i].pos)
 	}
 	h.writeFrom = h.sameRows(h.r, r)
 	h.r.release(freed)
 	h.r = r.retain()
-	h.pos, h.owned = pos, false
+	h.pos = pos
 	switch {
 	case h.hist == nil:
 	case m.to != nil:
