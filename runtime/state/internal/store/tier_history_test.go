@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/gpustate/gpustate/runtime/device"
 	"github.com/gpustate/gpustate/runtime/state/internal/statetest"
@@ -393,4 +394,47 @@ func TestTierHistoryFaults(t *testing.T) {
 			checkInv(t, p)
 		})
 	}
+}
+
+// TestTierHistoryWaitsForNoHeldWork: the image of a head with a history
+// copies the blocks its checkpoints keep too, whose streams' work
+// eviction did not wait for: while that work is held back the head is not
+// moved (the move waits for it no longer than PendingWait), and once it
+// ran the head moves.
+func TestTierHistoryWaitsForNoHeldWork(t *testing.T) {
+	statetest.EachStreamRig(t, func(t *testing.T, r *statetest.StreamRig) {
+		p, err := NewPool(r.Backend, PoolOptions{BlockBytes: 256, HostTier: 64 << 10, PendingWait: 20 * time.Millisecond})
+		check(t, err)
+		t.Cleanup(func() { p.Close() })
+		h := headOf(t, p, histKV(Reconstructable), "a")
+		histVersions(t, h, 60)
+		want := readAll(t, h)
+		st := must[device.Stream](t)(r.Streams().NewStream())
+		defer st.Close()
+		check(t, h.RecordStream(st))
+		r.Hold(t, st)
+		done := make(chan bool)
+		go func() {
+			_, moved, _ := tierHead{h}.moveOut()
+			done <- moved
+		}()
+		select {
+		case moved := <-done:
+			if moved {
+				t.Fatal("the head moved while the work on its checkpoints' blocks was held back")
+			}
+		case <-time.After(5 * time.Second):
+			r.Release()
+			t.Fatal("the move out waited for held work")
+		}
+		r.Release()
+		check(t, st.Sync())
+		if _, moved, err := (tierHead{h}).moveOut(); !moved || err != nil {
+			t.Fatalf("move out once the work ran: %v, %v", moved, err)
+		}
+		if !sameRows(readAll(t, h), want) {
+			t.Fatal("rows brought back differ")
+		}
+		checkInv(t, p)
+	})
 }

@@ -38,7 +38,11 @@ func (x tierHead) tierableLocked() ([]*block, bool) {
 	if h.hist.pending != nil {
 		return nil, false // a kernel's rows not yet in the history
 	}
-	return x.historyBlocksLocked()
+	blks, ok := x.historyBlocksLocked()
+	if !ok || !h.pool.tier.idle(blks, h.pool.pendingWait) {
+		return nil, false
+	}
+	return blks, true
 }
 
 // historyBlocksLocked lists every block of the head's root, column after
