@@ -20,10 +20,7 @@ import "errors"
 // (historyBlocksLocked). h.mu is held.
 func (x tierHead) tierableLocked() ([]*block, bool) {
 	h := x.h
-	if h.pool.tier == nil || !h.lru.evictableLocked(h) {
-		return nil, false
-	}
-	if h.l.Retention != Optional && h.l.Retention != Reconstructable {
+	if h.pool.tier == nil || (h.l.Retention != Optional && h.l.Retention != Reconstructable) || !h.lru.evictableLocked(h) {
 		return nil, false
 	}
 	if h.share != nil || h.gshare != nil || h.deviceRows {
