@@ -288,6 +288,12 @@ func (m *interaction) randLayout(fam string) *store.Layout {
 		l.Checkpoint = &store.CheckpointPolicy{Every: 1 + r.IntN(4), Keep: 1 + r.IntN(3)}
 		if r.IntN(2) == 0 {
 			l.Retention = store.Reconstructable
+		} else if m.seed >= tierSeeds && r.IntN(2) == 0 {
+			// With a host tier, an optional head that keeps a history
+			// moves there (its history dropped) and comes back with a
+			// history that starts at its version. Drawn on the tier's
+			// seeds only, so that the others' steps stay as they were.
+			l.Retention = store.Optional
 		}
 	}
 	if fam != "ckpt" && r.IntN(3) == 0 {
@@ -607,8 +613,10 @@ func TestInteractionModel(t *testing.T) {
 	// later one's; 455, a RecordStream on an invalidated head that failed
 	// its stream's check first. Seeds from tierSeeds on run with a host
 	// tier (newInteraction): optional state moves there and back, and
-	// every check holds as without it.
-	seeds := []uint64{1, 2, 3, 4, 151, 381, 455, tierSeeds + 1, tierSeeds + 5}
+	// every check holds as without it; checkpointed heads, optional and
+	// reconstructable, move there with their histories and are stepped
+	// (1013 brings a reconstructable head back, 1015 optional ones).
+	seeds := []uint64{1, 2, 3, 4, 151, 381, 455, tierSeeds + 1, tierSeeds + 5, tierSeeds + 13, tierSeeds + 15}
 	if n, ok := statetest.Seed(); ok {
 		seeds = []uint64{n}
 	} else if testing.Short() {
@@ -689,7 +697,18 @@ func (m *interaction) ops() []stepEntry {
 		{"widen shared layout", 1, m.widenShared},
 		{"kernel reads a table", 2, m.tableKernel},
 		{"probe", 1, m.probe},
+		// Last, and of weight 0 but on the tier's seeds, so that the
+		// others draw the steps they drew before.
+		{"step", m.tierWeight(3), m.stepHead},
 	}
+}
+
+// tierWeight is w on the seeds whose pool has a host tier, else 0.
+func (m *interaction) tierWeight(w int) int {
+	if m.seed >= tierSeeds {
+		return w
+	}
+	return 0
 }
 
 func runInteraction(t testing.TB, seed uint64, steps int) {

@@ -352,6 +352,38 @@ func (m *interaction) at() {
 	m.snaps = append(m.snaps, y)
 }
 
+// stepHead runs a host step function on a checkpointed head (the tier's
+// seeds): it rewrites every row from the rows before and an input, which
+// the history keeps; At rebuilds the version by running it again.
+func (m *interaction) stepHead() {
+	x := m.pickHead("ckpt")
+	if x == nil {
+		return
+	}
+	in := [][]byte{m.randBytes(1 + m.rng.IntN(4))}
+	m.need = m.needRows(x.lin.layout, x.lin.layout.Bound)
+	if m.expect(x.head.StepHost(in, m.rng.IntN(2) == 0, modelStep), x.stateErr()) {
+		next := cloneCols(x.cols)
+		stepRows(next, in)
+		m.commit(x, next)
+	}
+}
+
+// modelStep is the model's step function: stepRows, in place.
+func modelStep(rows, in [][]byte) ([][]byte, error) {
+	stepRows(rows, in)
+	return rows, nil
+}
+
+// stepRows makes every byte b at index k of column c b*5 + in[0][k%len(in[0])] + c.
+func stepRows(cols, in [][]byte) {
+	for c, col := range cols {
+		for k := range col {
+			col[k] = col[k]*5 + in[0][k%len(in[0])] + byte(c)
+		}
+	}
+}
+
 // plan asks for a plan, which reconstructs nothing: it evicts nothing.
 func (m *interaction) plan() {
 	x := m.pickHead("ckpt")
@@ -363,10 +395,10 @@ func (m *interaction) plan() {
 	if !errors.Is(err, store.ErrNotRetained) {
 		m.expect(err, nil)
 	}
-	// Plan's opening rebuilds an evicted reconstructable head, as every
-	// call's does, and that allocation may evict: only Plan's own work
-	// must not.
-	if after := m.pool.Stats(); after.EvictedBytes != before.EvictedBytes && after.RebuiltBytes == before.RebuiltBytes {
+	// Plan's opening rebuilds an evicted reconstructable head, or brings
+	// a head back from the host tier, as every call's does, and that
+	// allocation may evict: only Plan's own work must not.
+	if after := m.pool.Stats(); after.EvictedBytes != before.EvictedBytes && after.RebuiltBytes == before.RebuiltBytes && after.TierIn == before.TierIn {
 		m.fail("Plan evicted optional state", "evicted %d bytes", after.EvictedBytes-before.EvictedBytes)
 	}
 }
@@ -570,7 +602,13 @@ func (m *interaction) verifyOne(x *ref) {
 	for i, c := range l.Columns {
 		dst[i] = make([]byte, (rows-floor)*c.RowBytes())
 	}
+	in := m.pool.Stats().TierIn
 	err := x.read(floor, rows, dst)
+	if l.Checkpoint != nil && err == nil && m.pool.Stats().TierIn != in {
+		// A head with a history back from the host tier: it is checked
+		// as any other, and its history goes on from there.
+		m.counts[fmt.Sprintf("%v %s with a history back from the host tier", l.Retention, x.kind())]++
+	}
 	switch {
 	case x.invalid:
 		if !errors.Is(err, store.ErrInvalidated) {

@@ -2,6 +2,7 @@ package store
 
 import (
 	"errors"
+	"time"
 
 	"github.com/gpustate/gpustate/runtime/device"
 )
@@ -205,6 +206,54 @@ func (t *hostTier) runs(img *tierImage, blks []*block, cp func(host []byte, dev 
 		i = j
 	}
 	return nil
+}
+
+// idle reports whether the work queued so far on the streams recorded on
+// blks completes (or fails, which the copy then finds) within wait
+// (PoolOptions.PendingWait): the image of a head with a history copies
+// blocks its checkpoints keep too, whose streams eviction did not wait
+// for (awaitVictimWork waits for those of the blocks it frees), and the
+// move must not wait longer for work that may be held back. Where it does
+// not complete, the head is evicted as without a tier.
+func (t *hostTier) idle(blks []*block, wait time.Duration) bool {
+	sts := t.recordedOn(blks)
+	if len(sts) == 0 {
+		return true
+	}
+	sb := t.b.(device.Streams) // a stream was recorded: recordStream checked it
+	var evs []device.Event
+	defer func() {
+		for _, ev := range evs {
+			ev.Close()
+		}
+	}()
+	for _, st := range sts {
+		ev, err := sb.Record(st)
+		if errors.Is(err, device.ErrStreamClosed) {
+			continue // closed: its work is done
+		}
+		if err != nil {
+			return false
+		}
+		evs = append(evs, ev)
+	}
+	deadline := time.Now().Add(max(wait, 0))
+	for pause := time.Microsecond; ; pause = min(2*pause, time.Millisecond) {
+		busy := false
+		for _, ev := range evs {
+			if done, err := ev.Done(); !done && err == nil {
+				busy = true
+				break
+			}
+		}
+		if !busy {
+			return true
+		}
+		if !time.Now().Before(deadline) {
+			return false
+		}
+		time.Sleep(pause)
+	}
 }
 
 // awaitRecorded waits for the work queued so far on the streams recorded

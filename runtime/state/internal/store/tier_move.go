@@ -8,23 +8,66 @@ import "errors"
 // first, its metadata (Len, Version, Bound, Stats) answers from the image.
 
 // tierableLocked reports whether the tier may take the head now, and
-// lists its blocks: optional, in device memory, every block and node held
-// by the head alone, no history, no prefix sharing, no copy in flight, and
-// no rows a kernel may still be writing (deviceRows: the spans are the
-// caller's until its next call, and a copy now would keep what they held
-// before). h.mu is held.
+// lists the blocks its image copies: an optional head, or a
+// reconstructable one its history can rebuild (evictableLocked), in
+// device memory, with no prefix sharing, no copy in flight, no delta
+// waiting to be recorded, and no rows a kernel may still be writing
+// (deviceRows: the spans are the caller's until its next call, and a copy
+// now would keep what they held before). A head without a history must
+// hold every block and node alone (wholly); one that keeps a history is
+// copied whole, the blocks its checkpoints share included, and each of
+// them must be held by the head and its history alone
+// (historyBlocksLocked). h.mu is held.
 func (x tierHead) tierableLocked() ([]*block, bool) {
 	h := x.h
-	if h.pool.tier == nil || h.l.Retention != Optional || !h.lru.evictableLocked(h) {
+	if h.pool.tier == nil || (h.l.Retention != Optional && h.l.Retention != Reconstructable) || !h.lru.evictableLocked(h) {
 		return nil, false
 	}
-	if h.hist != nil || h.share != nil || h.gshare != nil || h.deviceRows {
+	if h.share != nil || h.gshare != nil || h.deviceRows {
 		return nil, false
 	}
 	if len(h.async.inflight) > 0 && (!h.async.onlyTier() || h.async.land() != nil) {
 		return nil, false // copies in flight, other than the tier's own back
 	}
-	return wholly(h.r, nil)
+	if h.hist == nil {
+		return wholly(h.r, nil)
+	}
+	if h.hist.pending != nil {
+		return nil, false // a kernel's rows not yet in the history
+	}
+	blks, ok := x.historyBlocksLocked()
+	if !ok || !h.pool.tier.idle(blks, h.pool.pendingWait) {
+		return nil, false
+	}
+	return blks, true
+}
+
+// historyBlocksLocked lists every block of the head's root, column after
+// column, in block order, when each is held by the head and its history's
+// checkpoints alone (onlyBlocks): a block a snapshot, a branch or a cache
+// holds too stays, and so does the head. h.mu is held.
+func (x tierHead) historyBlocksLocked() ([]*block, bool) {
+	h := x.h
+	blks, ok := rootBlocks(h.r, nil)
+	if !ok {
+		return nil, false
+	}
+	theirs := make(map[*block]bool, len(blks))
+	onlyBlocks(append([]*root{h.r}, h.hist.roots()...), func(b *block) { theirs[b] = true })
+	for _, b := range blks {
+		if !theirs[b] {
+			return nil, false
+		}
+	}
+	return blks, true
+}
+
+// freesLocked reports whether the move frees device memory: an optional
+// head's blocks go with its history, a reconstructable head's only where
+// its checkpoints do not hold them too. h.mu is held.
+func (x tierHead) freesLocked() bool {
+	h := x.h
+	return h.l.Retention == Optional || exclusiveBytes(h.r) > 0
 }
 
 // moveOut moves the head to the tier (tierMover).
@@ -38,7 +81,7 @@ func (x tierHead) moveOut() (int64, bool, error) {
 	}
 	defer h.mu.Unlock()
 	blks, ok := x.tierableLocked()
-	if !ok || len(blks) == 0 {
+	if !ok || len(blks) == 0 || !x.freesLocked() {
 		return 0, false, nil
 	}
 	img, moved, err := h.pool.tier.saveRoot(h.pool, h.r, blks, h.owner, nil)
@@ -49,7 +92,10 @@ func (x tierHead) moveOut() (int64, bool, error) {
 }
 
 // commitLocked frees the head's device blocks once img holds them, and
-// returns their bytes. h.mu is held.
+// returns their bytes: those no one else holds (a reconstructable head's
+// checkpoints keep theirs). An optional head's history goes as eviction
+// drops it (lruPart.evictLocked); img keeps its version's commit order,
+// for the history it comes back with. h.mu is held.
 func (x tierHead) commitLocked(img *tierImage) int64 {
 	h := x.h
 	// The tables stand for blocks freed now: Column brings the head back
@@ -57,6 +103,16 @@ func (x tierHead) commitLocked(img *tierImage) int64 {
 	h.tables.gone(errInTier)
 	var freed []*block
 	h.r.release(&freed)
+	if h.hist != nil {
+		if t := h.hist.find(h.pos.v); t >= 0 {
+			img.seq = h.hist.entries[t].seq
+		}
+		if h.l.Retention == Optional {
+			h.hist.releaseAll(&freed)
+			h.hist = nil
+			h.parts.set(h)
+		}
+	}
 	h.r, h.evicted, h.tier = nil, true, img
 	h.pool.free(freed)
 	h.pool.tier.out.Add(img.bytes)
@@ -77,7 +133,15 @@ func (x tierHead) bringBackLocked(op string) error {
 	if err != nil {
 		return h.errorf(op, "bringing version %d back from the host tier: %w", h.pos.v, err)
 	}
+	seq := h.tier.seq
 	h.r, h.evicted, h.tier = r, false, nil
+	if h.hist == nil && h.l.Checkpoint != nil {
+		// An optional head's history went with the move: a new one
+		// starts at the version it comes back with, a checkpoint of it.
+		h.hist = newHistory(h.l.Checkpoint, h.pos, r, &h.pool.history)
+		h.hist.entries[0].seq = seq
+		h.parts.set(h)
+	}
 	h.moved()
 	if landed != nil {
 		// Calls wait for the copies, or order their stream after them,
@@ -235,6 +299,9 @@ func (x groupVictims) moveOut() (int64, bool, error) {
 		}
 	}()
 	blks := make(map[*Head][]*block, len(x.g.heads))
+	// A group of members that keep histories may free nothing (their
+	// checkpoints hold every block): it stays, as eviction leaves it.
+	frees, hist := false, false
 	for _, h := range x.g.order {
 		if !h.mu.TryLock() {
 			return 0, false, nil
@@ -245,6 +312,11 @@ func (x groupVictims) moveOut() (int64, bool, error) {
 			return 0, false, nil
 		}
 		blks[h] = b
+		hist = hist || h.hist != nil
+		frees = frees || (len(b) > 0 && tierHead{h}.freesLocked())
+	}
+	if hist && !frees {
+		return 0, false, nil
 	}
 	skip := func(v tierVictim) bool { th, ok := v.(tierHead); return ok && th.h.group.Load() == x.g }
 	imgs := make([]*tierImage, 0, len(x.g.heads))

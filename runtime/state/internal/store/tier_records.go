@@ -60,6 +60,10 @@ type tierImage struct {
 	cols  []tierCol
 	blks  []*block // host blocks, one per device block, column after column, in block order
 	bytes int64
+	// seq is the commit order (entry.seq) of the version of a head that
+	// keeps a checkpoint history, 0 where unknown: the history it comes
+	// back with starts with it, so that a group's cuts stay in order.
+	seq uint64
 }
 
 // tierCol is one column of an image: the tree held blocks [lo, n).
@@ -410,6 +414,25 @@ func wholly(r *root, out []*block) ([]*block, bool) {
 		}
 		var ok bool
 		if out, ok = whollyNode(t.root, out); !ok {
+			return out, false
+		}
+	}
+	return out, true
+}
+
+// rootBlocks lists every block r holds, column after column, in block
+// order, whoever else holds them too, and reports whether every column
+// holds each of its blocks [lo, n): the blocks of an image that copies r
+// whole (a head that keeps a history, tierHead.historyBlocksLocked).
+func rootBlocks(r *root, out []*block) ([]*block, bool) {
+	for c := range r.cols {
+		t := &r.cols[c]
+		k := 0
+		for b := range t.heldIn(t.lo, t.n) {
+			out = append(out, b)
+			k++
+		}
+		if k != t.n-t.lo {
 			return out, false
 		}
 	}
