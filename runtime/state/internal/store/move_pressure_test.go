@@ -2,6 +2,8 @@ package store
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
 	"testing"
 )
 
@@ -43,4 +45,69 @@ func TestGroupRollbackTierTargets(t *testing.T) {
 		t.Fatal("member 1 took other rows")
 	}
 	checkInv(t, p)
+}
+
+// TestStepFailuresThenRollback: failed steps between a snapshot and a
+// rollback to it leave nothing behind: the head, the snapshot, a branch
+// and every retained version read as before, and the line the head goes
+// on with after the rollback is the one it would have had.
+func TestStepFailuresThenRollback(t *testing.T) {
+	for _, desc := range []Descendants{Keep, Invalidate} {
+		t.Run(fmt.Sprint(desc), func(t *testing.T) {
+			p := newPool(t, PoolOptions{BlockBytes: 64})
+			h, rows := stepHead(t, p)
+			defer h.Release()
+			v := h.Version()
+			past := map[Version][][]byte{}
+			for w := Version(1); w <= v; w++ {
+				if s, err := h.At(w); err == nil {
+					past[w] = readAll(t, s)
+					check(t, s.Release())
+				}
+			}
+			s := must[*Snap](t)(h.Snapshot())
+			defer s.Release()
+			b := must[*Head](t)(h.Branch())
+			defer b.Release()
+			step := stepOn(p.Backend(), []int{16, 8}, false)
+			if err := h.Step([][]byte{{9}}, true, junkStep(p.Backend(), nil)); !errors.Is(err, errStep) {
+				t.Fatalf("failing step: %v", err)
+			}
+			sameHead(t, "after a failed step", h, v, rows)
+			check(t, h.Step([][]byte{{9}}, true, step))
+			next := readAll(t, h)
+			if err := h.Step([][]byte{{10}}, true, stepOn(p.Backend(), []int{16, 8}, true)); !errors.Is(err, errStep) {
+				t.Fatalf("failing step: %v", err)
+			}
+			check(t, h.Rollback(s))
+			sameHead(t, "after the rollback", h, v, rows)
+			sameHead(t, "the branch", b, v, rows)
+			if got := readAll(t, s); !equalCols(got, rows) {
+				t.Fatal("the snapshot's rows changed")
+			}
+			for w, want := range past {
+				x, err := h.At(w)
+				if errors.Is(err, ErrNotRetained) && w < v-3 {
+					continue // the step after the snapshot dropped the oldest checkpoint
+				}
+				if err != nil {
+					t.Fatalf("At(%d) after the rollback: %v", w, err)
+				}
+				if got := readAll(t, x); !equalCols(got, want) {
+					t.Fatalf("At(%d) after the rollback: other rows", w)
+				}
+				check(t, x.Release())
+			}
+			check(t, h.Step([][]byte{{9}}, true, step))
+			if got := readAll(t, h); !equalCols(got, next) {
+				t.Fatal("the step after the rollback made other rows")
+			}
+			if x, err := h.At(h.Version()); err != nil || !equalCols(readAll(t, x), next) {
+				t.Fatalf("At of the step after the rollback: %v", err)
+			} else {
+				check(t, x.Release())
+			}
+			checkInv(t, p)
+		})
+	}
 }
