@@ -111,3 +111,33 @@ func TestStepFailuresThenRollback(t *testing.T) {
 		})
 	}
 }
+
+// TestGroupMergeTierHeads: a group's merge of a child group whose
+// members, and its own, are in the host tier brings all four back and
+// moves the members to the child's rows.
+func TestGroupMergeTierHeads(t *testing.T) {
+	p := tierPool(t, 6, 64<<10)
+	g := must[*Group](t)(NewGroup(p, "a", optRow("A"), optRow("B")))
+	defer g.Release()
+	check(t, g.Head(0).Write(0, wideRow(1)))
+	check(t, g.Head(1).Write(0, wideRow(2)))
+	b := must[*Group](t)(g.Branch())
+	defer b.Release()
+	check(t, b.Head(0).Write(0, wideRow(3)))
+	check(t, b.Head(1).Write(0, wideRow(4)))
+	m := headOf(t, p, wide("Session", Mandatory), "m")
+	fill(t, m, 4, 50)
+	if g.Head(0).tier == nil && b.Head(0).tier == nil {
+		t.Fatal("no member in the tier")
+	}
+	check(t, m.Release())
+	v := b.Head(0).Version()
+	check(t, g.Merge(b))
+	if got := readWide(t, g.Head(0)); !bytes.Equal(got, wideRow(3)[0]) || g.Head(0).Version() != v {
+		t.Fatal("member 0 took other rows")
+	}
+	if got := readWide(t, g.Head(1)); !bytes.Equal(got, wideRow(4)[0]) {
+		t.Fatal("member 1 took other rows")
+	}
+	checkInv(t, p)
+}
