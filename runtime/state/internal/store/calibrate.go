@@ -258,7 +258,9 @@ func (c *calibrator) sources() bool {
 			continue
 		}
 		for col, blks := range d.cols {
-			if h.cls[col] != c.cls || len(blks) == 0 {
+			// A delta's blocks are sized to its rows (allocDelta): of
+			// the column's class or a smaller one.
+			if len(blks) == 0 || blks[0].Class() != c.cls {
 				continue
 			}
 			var next *block
@@ -532,8 +534,8 @@ func (c *calibrator) run() []*block {
 	es := c.h.hist.entries
 	for j := len(es) / 2; j < len(es); j++ {
 		if d := es[j].d; d != nil {
-			for col, blks := range d.cols {
-				if c.h.cls[col] == c.cls && len(blks) > len(best) {
+			for _, blks := range d.cols {
+				if len(blks) > len(best) && blks[0].Class() == c.cls {
 					best = blks
 				}
 			}

@@ -9,7 +9,7 @@ import "slices"
 // the one place a head's version moves other than by a write or a rebuild.
 //
 // The heads' calls are begun (their locks held and prepared) before run.
-// run holds the targets' snapshots, takes every lineage's lock, checks
+// run locks the targets' snapshots (back from the host tier), takes every lineage's lock, checks
 // every head, and moves them only when all pass; then, the lineages
 // unlocked, it runs each head's moved hooks and frees what the moves gave
 // up, in one list.
@@ -68,13 +68,18 @@ func (m *move) args() error {
 
 // run moves the heads, or none of them (see move).
 func (m *move) run() error {
-	for _, s := range m.to {
-		if err := s.back(m.op()); err != nil {
-			return err
+	// Each target is brought back from the host tier and stays locked:
+	// bringing back the next one must not send it out again.
+	for i, s := range m.to {
+		s.mu.Lock()
+		if s.tier != nil && !s.released && !s.invalid.Load() {
+			if err := s.bringBackLocked(m.op()); err != nil {
+				for _, s := range m.to[:i+1] {
+					s.mu.Unlock()
+				}
+				return err
+			}
 		}
-	}
-	for _, s := range m.to {
-		s.mu.RLock()
 	}
 	defer m.unlockTargets() // one defer: a defer in the loop would allocate
 	var locks lineageLocks
@@ -96,10 +101,10 @@ func (m *move) run() error {
 	return nil
 }
 
-// unlockTargets unlocks the snapshots run read-locked.
+// unlockTargets unlocks the snapshots run locked.
 func (m *move) unlockTargets() {
 	for _, s := range m.to {
-		s.mu.RUnlock()
+		s.mu.Unlock()
 	}
 }
 
@@ -113,7 +118,7 @@ func (m *move) check() error {
 }
 
 // checkLocked checks that every head can move, changing nothing. The
-// heads' calls are begun, the targets' snapshots read-held and every
+// heads' calls are begun, the targets' snapshots locked and every
 // lineage's lock held. In a group's rollback a target that any member
 // has invalidated answers first.
 func (m *move) checkLocked() error {

@@ -172,7 +172,7 @@ func (s *sharing) adoptFromTier(h *Head, keys []byte, blockKeys, n int, chain []
 		}
 		blks, err := p.tier.prefixBlocks(&h.shape, x)
 		if err != nil {
-			p.tierPx.add(x) // it stays in the tier
+			p.tierPx.add(p.tier, x) // it stays in the tier
 			break
 		}
 		var parent *prefixEntry

@@ -114,7 +114,7 @@ func (x *cachedEntry) moveOut() (int64, bool, error) {
 		c.mu.Unlock()
 		return 0, false, err
 	}
-	p.tierPx.add(&tierPrefix{tk: e.tab.key, chain: string(slices.Concat(keys...)), key: e.key, owner: e.owner, used: e.used, img: img})
+	p.tierPx.add(p.tier, &tierPrefix{tk: e.tab.key, chain: string(slices.Concat(keys...)), key: e.key, owner: e.owner, used: e.used, img: img})
 	c.removeLocked(e)
 	c.mu.Unlock()
 	var freed []*block

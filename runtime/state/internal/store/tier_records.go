@@ -483,10 +483,10 @@ type tierPrefix struct {
 	img   *tierImage
 }
 
-// add records x.
-func (tp *tierPrefixes) add(x *tierPrefix) {
+// add records x, in place of a record of the same chain, whose image
+// it gives back to t.
+func (tp *tierPrefixes) add(t *hostTier, x *tierPrefix) {
 	tp.mu.Lock()
-	defer tp.mu.Unlock()
 	if tp.m == nil {
 		tp.m = map[tableKey]map[string]*tierPrefix{}
 	}
@@ -495,7 +495,14 @@ func (tp *tierPrefixes) add(x *tierPrefix) {
 		byChain = map[string]*tierPrefix{}
 		tp.m[x.tk] = byChain
 	}
+	old := byChain[x.chain]
 	byChain[x.chain] = x
+	tp.mu.Unlock()
+	if old != nil {
+		// The chain was cached again (a head appended the same rows)
+		// and moved here again: one image of it is enough.
+		t.free(old.img)
+	}
 }
 
 // take removes and returns the record of chain in tk's table, if any.
