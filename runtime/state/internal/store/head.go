@@ -134,18 +134,24 @@ func (h *Head) Len() int {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.r == nil {
-		if h.tier != nil {
-			return h.tier.rows
+	return h.rowsLocked()
+}
+
+// rowsLocked returns h's rows from what it keeps even while its blocks
+// are away: its root, its image in the host tier, or the history entry
+// of its version when it was evicted; 0 when released. h.mu is held.
+func (h *Head) rowsLocked() int {
+	switch {
+	case h.r != nil:
+		return h.r.rows
+	case h.tier != nil:
+		return h.tier.rows
+	case h.evicted && h.hist != nil:
+		if t := h.hist.find(h.pos.v); t >= 0 {
+			return h.hist.entries[t].rows
 		}
-		if h.evicted && h.hist != nil {
-			if t := h.hist.find(h.pos.v); t >= 0 {
-				return h.hist.entries[t].rows
-			}
-		}
-		return 0
 	}
-	return h.r.rows
+	return 0
 }
 
 // Bound returns the layout's bound (<= 0: unbounded).
@@ -196,13 +202,7 @@ func (h *Head) Oldest() int {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.r == nil {
-		if h.tier != nil {
-			return h.floor(h.tier.rows)
-		}
-		return 0
-	}
-	return h.floor(h.r.rows)
+	return h.floor(h.rowsLocked())
 }
 
 // Window returns the layout's window (0: none).

@@ -115,13 +115,19 @@ func (s *Snap) Len() int {
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	if s.r == nil {
-		if s.tier != nil {
-			return s.tier.rows
-		}
-		return 0
+	return s.rowsLocked()
+}
+
+// rowsLocked returns the snapshot's rows from its root or its image in
+// the host tier; 0 once released or evicted. s.mu is held.
+func (s *Snap) rowsLocked() int {
+	switch {
+	case s.r != nil:
+		return s.r.rows
+	case s.tier != nil:
+		return s.tier.rows
 	}
-	return s.r.rows
+	return 0
 }
 
 // Version returns the snapshot's version.
@@ -196,13 +202,7 @@ func (s *Snap) Oldest() int {
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	if s.r == nil {
-		if s.tier != nil {
-			return s.floor(s.tier.rows)
-		}
-		return 0
-	}
-	return s.floor(s.r.rows)
+	return s.floor(s.rowsLocked())
 }
 
 // ReadRows copies the snapshot's rows at indices idx into dst, as
