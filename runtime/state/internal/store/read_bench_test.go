@@ -13,26 +13,7 @@ import (
 // a time, so that their key and value blocks lie apart (docs/BENCHMARKS.md,
 // "Reads").
 func BenchmarkServingRead(b *testing.B) {
-	be := device.Host()
-	defer be.Close()
-	p, err := NewPool(be, PoolOptions{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer p.Close()
-	l := kvCacheLayout(128)
-	l.Growth = Append
-	h, err := p.NewHead(l, "s")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer h.Release()
-	row := zeroRows(l, 1)
-	for range 1024 {
-		if err := h.Append(row); err != nil {
-			b.Fatal(err)
-		}
-	}
+	_, l, h := readBenchHead(b, 1024)
 	for _, n := range []int{1, 8} {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
 			dst := zeroRows(l, n)
@@ -46,4 +27,24 @@ func BenchmarkServingRead(b *testing.B) {
 			}
 		})
 	}
+}
+
+// readBenchHead returns a head of the 528 B layout on the host backend
+// with rows appended one at a time, so that their key and value blocks lie
+// apart, its layout and its backend: the read benchmarks' state.
+func readBenchHead(b *testing.B, rows int) (device.Backend, *Layout, *Head) {
+	be := device.Host()
+	b.Cleanup(func() { be.Close() })
+	p := benchPool(b, be, PoolOptions{})
+	l := kvCacheLayout(128)
+	l.Growth = Append
+	h := must[*Head](b)(p.NewHead(l, "s"))
+	b.Cleanup(func() { h.Release() })
+	row := zeroRows(l, 1)
+	for range rows {
+		if err := h.Append(row); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return be, l, h
 }

@@ -398,26 +398,7 @@ func BenchmarkServingAppendDevice(b *testing.B) {
 // that their key and value blocks lie apart (16 of them, and the narrow
 // columns' block). -benchmem shows the calls' allocations.
 func BenchmarkServingReadAsync(b *testing.B) {
-	be := device.Host()
-	defer be.Close()
-	p, err := NewPool(be, PoolOptions{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer p.Close()
-	l := kvCacheLayout(128)
-	l.Growth = Append
-	h, err := p.NewHead(l, "s")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer h.Release()
-	row := zeroRows(l, 1)
-	for range 256 {
-		if err := h.Append(row); err != nil {
-			b.Fatal(err)
-		}
-	}
+	be, l, h := readBenchHead(b, 256)
 	st, err := be.(device.Streams).NewStream()
 	if err != nil {
 		b.Fatal(err)
