@@ -304,11 +304,10 @@ func (sh *shape) readBatch(op string, bc device.BatchReadCopier, r *root, from, 
 		if d == nil && some {
 			continue
 		}
-		for row := from; row < to; {
-			src, end := sh.run(r, i, row, to)
-			rs = append(rs, device.HostRead{Dst: d[(row-from)*sh.rowBytes[i] : (end-from)*sh.rowBytes[i]], Src: src})
-			row = end
-		}
+		sh.columnRuns(r, i, from, to, func(at int, src device.Ptr, n int) error {
+			rs = append(rs, device.HostRead{Dst: d[at : at+n], Src: src})
+			return nil
+		})
 	}
 	k, err := sh.copiesDtoH(bc, rs, reads)
 	if err == nil {
