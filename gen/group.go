@@ -146,6 +146,8 @@ func renderGroup(m *groupModel) ([]byte, error) {
 		}
 	}
 	f.Add(m.headDecl())
+	f.Line()
+	f.Add(m.slabDecl())
 	for _, code := range m.decls() {
 		f.Line()
 		f.Add(code)
@@ -155,6 +157,17 @@ func renderGroup(m *groupModel) ([]byte, error) {
 		return nil, err
 	}
 	return buf.Bytes(), nil
+}
+
+// slabDecl declares the slabs the group's handles come from
+// (stateimpl.Slab).
+func (m *groupModel) slabDecl() jen.Code {
+	n := m.names()
+	defs := []jen.Code{jen.Id(slabName(m.g.Type, "states")).Add(st("Slab")).Types(jen.Id(n.Head))}
+	if m.snapshot() {
+		defs = append(defs, jen.Id(slabName(m.g.Type, "snapshots")).Add(st("Slab")).Types(jen.Id(n.Snapshot)))
+	}
+	return jen.Comment("The handles of " + m.g.Type + " groups and cuts, carved from larger allocations.").Line().Var().Defs(defs...)
 }
 
 // decls are the group's functions and methods, in file order.
@@ -304,15 +317,17 @@ func (m *groupModel) wrapped(call jen.Code) []jen.Code {
 
 func (m *groupModel) wrapCode() jen.Code {
 	n := m.names()
-	d := jen.Dict{jen.Id(groupField()): jen.Id("g")}
+	body := []jen.Code{
+		jen.Id("s").Op(":=").Id(slabName(m.g.Type, "states")).Dot("New").Call(),
+		jen.Id("s").Dot(groupField()).Op("=").Id("g"),
+	}
 	for i, mem := range m.g.Members {
-		d[jen.Id(memberField(mem.Name))] = jen.Id(contract.GeneratedNames(m.members[i].Type).Head).Values(
-			jen.Dict{jen.Id("h"): jen.Id("g").Dot("Head").Call(groupMemberIndex(i))})
+		body = append(body, jen.Id("s").Dot(memberField(mem.Name)).Dot("h").Op("=").Id("g").Dot("Head").Call(groupMemberIndex(i)))
 	}
 	return doc([]string{
 		fmt.Sprintf("%s gives the group g and its member heads their types.", wrapName(m.g.Type)),
 	}).Func().Id(wrapName(m.g.Type)).Params(jen.Id("g").Op("*").Add(st("Group"))).Op("*").Id(n.Head).Block(
-		jen.Return(jen.Op("&").Id(n.Head).Values(d)),
+		append(body, jen.Return(jen.Id("s")))...,
 	)
 }
 
@@ -405,7 +420,7 @@ func (m *groupModel) snapshotCode() jen.Code {
 		releaseDuty("snapshot"),
 	}, "acquire").Func().Params(m.recv()).Id("Snapshot").Params().Params(jen.Op("*").Id(n.Snapshot), jen.Error()).Block(
 		append([]jen.Code{
-			jen.Id("v").Op(":=").Op("&").Id(n.Snapshot).Values(),
+			jen.Id("v").Op(":=").Id(slabName(m.g.Type, "snapshots")).Dot("New").Call(),
 			jen.If(jen.Err().Op(":=").Add(m.gcall("SnapshotInto", jen.Op("&").Id("v").Dot("mem"))), jen.Err().Op("!=").Nil()).Block(
 				jen.Return(jen.Nil(), jen.Err()),
 			),
@@ -477,7 +492,7 @@ func (m *groupModel) snapDecl() jen.Code {
 		fields = append(fields, jen.Id(memberField(mem.Name)).Id(contract.GeneratedNames(m.members[i].Type).Snapshot)) // by value: one allocation
 	}
 	if m.snapshot() {
-		fields = append(fields, jen.Id("mem").Add(st("GroupSnap")).Comment("where "+cutField()+" points for a cut made by Snapshot: one allocation"))
+		fields = append(fields, jen.Id("mem").Add(st("GroupSnap")).Comment("where "+cutField()+" points for a cut made by Snapshot"))
 	}
 	return doc([]string{
 		fmt.Sprintf("%s is one consistent cut of %s group: an immutable snapshot of each member, taken together.", n.Snapshot, article(m.g.Type)),

@@ -18,6 +18,7 @@ import (
 // code.
 
 func layoutName(typ string) string { return "_" + typ + "_layout" }
+
 func readName(typ string) string   { return "_" + typ + "_read" }
 func spansName(typ string) string  { return "_" + typ + "_spans" }
 func gatherName(typ string) string { return "_" + typ + "_readRows" }
@@ -210,3 +211,7 @@ func isGeneratedFile(f *ast.File) bool {
 	first := f.Comments[0].List[0]
 	return first.Text == Header && first.Pos() < f.Package
 }
+
+// slabName names the slab typ's handles of a kind come from (_T_states,
+// _T_snapshots).
+func slabName(typ, kind string) string { return "_" + typ + "_" + kind }

@@ -74,6 +74,8 @@ func render(m *model) ([]byte, error) {
 
 	f.Add(m.layoutDecl())
 	f.Line()
+	f.Add(m.slabDecl())
+	f.Line()
 	f.Add(m.headDecl())
 	for _, d := range m.methodDecls(RecvFunc) {
 		f.Line()
@@ -250,11 +252,34 @@ func key(name string, value jen.Code) jen.Code {
 func (m *model) headDecl() jen.Code {
 	paras := []string{fmt.Sprintf("%s is a live %s state%s", m.head(), m.typ(), m.purpose())}
 	paras = append(paras, m.contractProse()...)
-	fields := []jen.Code{jen.Id("h").Op("*").Add(st("Head"))}
-	if branch(m.c) {
-		fields = append(fields, jen.Id("mem").Add(st("Head")).Comment("where h points for a head made by Branch: one allocation"))
+	return doc(paras).Type().Id(m.head()).Struct(
+		jen.Id("h").Op("*").Add(st("Head")),
+		jen.Id("mem").Add(st("Head")).Comment("where h points, but in a group's member"),
+	)
+}
+
+// slabDecl declares the slabs the type's handles come from: one allocation
+// serves many of them (stateimpl.Slab).
+func (m *model) slabDecl() jen.Code {
+	defs := []jen.Code{jen.Id(slabName(m.c.Type, "states")).Add(st("Slab")).Types(jen.Id(m.head()))}
+	if m.snapshot() {
+		defs = append(defs, jen.Id(slabName(m.c.Type, "snapshots")).Add(st("Slab")).Types(jen.Id(m.snap())))
 	}
-	return doc(paras).Type().Id(m.head()).Struct(fields...)
+	return jen.Comment("The handles of " + m.typ() + " states and snapshots, carved from larger allocations.").Line().Var().Defs(defs...)
+}
+
+// fromSlab renders the body of a call that makes a handle v from slab and
+// fills its mem field with fill, a call that returns an error: v's field
+// points at mem, and v is returned.
+func fromSlab(v, slab, field string, fill jen.Code) []jen.Code {
+	return []jen.Code{
+		jen.Id(v).Op(":=").Id(slab).Dot("New").Call(),
+		jen.If(jen.Err().Op(":=").Add(fill), jen.Err().Op("!=").Nil()).Block(
+			jen.Return(jen.Nil(), jen.Err()),
+		),
+		jen.Id(v).Dot(field).Op("=").Op("&").Id(v).Dot("mem"),
+		jen.Return(jen.Id(v), jen.Nil()),
+	}
 }
 
 // recv is the head receiver.
@@ -360,7 +385,7 @@ func (m *model) ctorCode() *jen.Statement {
 		jen.Id("p").Op("*").Add(st("Pool")),
 		jen.Id("owner").Add(st("Owner")),
 	).Params(jen.Op("*").Id(m.head()), jen.Error()).Block(
-		wrapped(m.head(), "h", st("NewHead").Call(jen.Id("p"), jen.Op("&").Id(m.layout()), jen.Id("owner")))...,
+		fromSlab("s", slabName(m.c.Type, "states"), "h", st("NewHeadInto").Call(jen.Id("p"), jen.Op("&").Id("s").Dot("mem"), jen.Op("&").Id(m.layout()), jen.Id("owner")))...,
 	)
 }
 
@@ -370,7 +395,7 @@ func (m *model) sharedCtorCode() *jen.Statement {
 		jen.Id("owner").Add(st("Owner")),
 		jen.Id("domain").Add(st("Domain")),
 	).Params(jen.Op("*").Id(m.head()), jen.Error()).Block(
-		wrapped(m.head(), "h", st("NewSharedHead").Call(jen.Id("p"), jen.Op("&").Id(m.layout()), jen.Id("owner"), jen.Id("domain")))...,
+		fromSlab("s", slabName(m.c.Type, "states"), "h", st("NewSharedHeadInto").Call(jen.Id("p"), jen.Op("&").Id("s").Dot("mem"), jen.Op("&").Id(m.layout()), jen.Id("owner"), jen.Id("domain")))...,
 	)
 }
 
@@ -411,23 +436,13 @@ func (m *model) headReadCode() *jen.Statement {
 
 func (m *model) snapshotCode() *jen.Statement {
 	return jen.Func().Params(m.recv()).Id("Snapshot").Params().Params(jen.Op("*").Id(m.snap()), jen.Error()).Block(
-		jen.Id("v").Op(":=").Op("&").Id(m.snap()).Values(),
-		jen.If(jen.Err().Op(":=").Add(m.hcall("SnapshotInto", jen.Op("&").Id("v").Dot("mem"))), jen.Err().Op("!=").Nil()).Block(
-			jen.Return(jen.Nil(), jen.Err()),
-		),
-		jen.Id("v").Dot("snap").Op("=").Op("&").Id("v").Dot("mem"),
-		jen.Return(jen.Id("v"), jen.Nil()),
+		fromSlab("v", slabName(m.c.Type, "snapshots"), "snap", m.hcall("SnapshotInto", jen.Op("&").Id("v").Dot("mem")))...,
 	)
 }
 
 func (m *model) branchCode() *jen.Statement {
 	return jen.Func().Params(m.recv()).Id("Branch").Params().Params(jen.Op("*").Id(m.head()), jen.Error()).Block(
-		jen.Id("c").Op(":=").Op("&").Id(m.head()).Values(),
-		jen.If(jen.Err().Op(":=").Add(m.hcall("BranchInto", jen.Op("&").Id("c").Dot("mem"))), jen.Err().Op("!=").Nil()).Block(
-			jen.Return(jen.Nil(), jen.Err()),
-		),
-		jen.Id("c").Dot("h").Op("=").Op("&").Id("c").Dot("mem"),
-		jen.Return(jen.Id("c"), jen.Nil()),
+		fromSlab("c", slabName(m.c.Type, "states"), "h", m.hcall("BranchInto", jen.Op("&").Id("c").Dot("mem")))...,
 	)
 }
 
@@ -507,7 +522,7 @@ func (m *model) snapDecl() jen.Code {
 		fmt.Sprintf("%s is an immutable version of %s state: what it reads never changes, whatever happens later to the state, its branches or the pool. Its spans are read only, by contract.", m.snap(), article(m.typ())),
 	}, "snapshot").Type().Id(m.snap()).Struct(
 		jen.Id("snap").Op("*").Add(st("Snap")),
-		jen.Id("mem").Add(st("Snap")).Comment("where snap points for a snapshot made by Snapshot: one allocation"),
+		jen.Id("mem").Add(st("Snap")).Comment("where snap points for a snapshot made by Snapshot"),
 	)
 }
 
@@ -611,7 +626,7 @@ var implNames = map[string]bool{
 	"Head": true, "Snap": true, "Group": true, "GroupSnap": true, "Layout": true, "Column": true,
 	"CheckpointPolicy": true, "Append": true, "Mutable": true, "Optional": true,
 	"Reconstructable": true, "Invalidate": true, "Keep": true, "Resize": true, "NewHead": true, "Stepper": true,
-	"NewSharedHead": true, "NewGroup": true, "NewSharedGroup": true, "Table": true,
+	"NewSharedHead": true, "NewHeadInto": true, "NewSharedHeadInto": true, "Slab": true, "NewGroup": true, "NewSharedGroup": true, "Table": true,
 }
 
 // st qualifies a runtime name with its package, stateimpl or runtime/state.

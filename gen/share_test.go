@@ -24,9 +24,9 @@ func TestShareAPI(t *testing.T) {
 		want      bool
 	}{
 		{"Prompt", "\tShareKey:    \"Toks\",\n", true},
-		{"Prompt", "//state:acquire\nfunc NewPromptStateShared(p *state.Pool, owner state.Owner, domain state.Domain) (*PromptState, error) {\n\th, err := stateimpl.NewSharedHead(p, &_Prompt_layout, owner, domain)\n", true},
+		{"Prompt", "//state:acquire\nfunc NewPromptStateShared(p *state.Pool, owner state.Owner, domain state.Domain) (*PromptState, error) {\n\ts := _Prompt_states.New()\n\tif err := stateimpl.NewSharedHeadInto(p, &s.mem, &_Prompt_layout, owner, domain); err != nil {\n", true},
 		{"Prompt", "//state:appends\nfunc (s *PromptState) AdoptPrefix(keys []Token) (int, error) {\n\treturn _Prompt_head(s).AdoptPrefix(state.Bytes(keys))\n}", true},
-		{"Prompt", "func NewPromptState(p *state.Pool, owner state.Owner) (*PromptState, error) {\n\th, err := stateimpl.NewHead(p, &_Prompt_layout, owner)", true},
+		{"Prompt", "func NewPromptState(p *state.Pool, owner state.Owner) (*PromptState, error) {\n\ts := _Prompt_states.New()\n\tif err := stateimpl.NewHeadInto(p, &s.mem, &_Prompt_layout, owner); err != nil {", true},
 		{"Private", "ShareKey", false},
 		{"Private", "Shared", false},
 		{"Private", "AdoptPrefix", false},

@@ -205,10 +205,16 @@ func docBlock(t *testing.T, doc, head string) (names, fields map[string]bool) {
 	return names, fields
 }
 
-// recvName returns the type name of a receiver expression: T, *T.
+// recvName returns the type name of a receiver expression: T, *T, *T[P].
 func recvName(e ast.Expr) string {
 	if s, ok := e.(*ast.StarExpr); ok {
 		e = s.X
+	}
+	switch x := e.(type) {
+	case *ast.IndexExpr:
+		e = x.X
+	case *ast.IndexListExpr:
+		e = x.X
 	}
 	if id, ok := e.(*ast.Ident); ok {
 		return id.Name

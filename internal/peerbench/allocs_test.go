@@ -1,6 +1,9 @@
 package peerbench
 
-import "testing"
+import (
+	"runtime"
+	"testing"
+)
 
 // TestSteadyStateAllocs: the one-row calls of a decode loop, through the
 // generated handles, allocate nothing once the state has its blocks: an
@@ -38,14 +41,35 @@ func TestSteadyStateAllocs(t *testing.T) {
 	}
 }
 
-// TestCutIsOneAllocation: a group's cut, taken and released, is one
-// allocation: the generated handle holds the store's cut, which holds
-// the members' snapshots.
-func TestCutIsOneAllocation(t *testing.T) {
+// allocsPer returns the allocations of one call of f, averaged over n
+// calls: unlike testing.AllocsPerRun, it keeps the fraction, for calls
+// whose handles come many to an allocation.
+func allocsPer(n int, f func()) float64 {
+	f() // warm
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range n {
+		f()
+	}
+	runtime.ReadMemStats(&after)
+	return float64(after.Mallocs-before.Mallocs) / float64(n)
+}
+
+// TestHandleAllocs: the handles a serving loop makes at every step (a
+// snapshot, a group's cut, a branch and its first write) come many to an
+// allocation, so that each costs a small fraction of one once the pool
+// has the blocks; a new session costs about one.
+func TestHandleAllocs(t *testing.T) {
 	if testing.CoverMode() != "" {
 		t.Skip("coverage counters allocate")
 	}
 	p := newPool(t)
+	s, err := NewCtxState(p, "me")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Release()
 	g, err := NewHybridState(p, "me")
 	if err != nil {
 		t.Fatal(err)
@@ -53,20 +77,53 @@ func TestCutIsOneAllocation(t *testing.T) {
 	defer g.Release()
 	row := newRow()
 	for tok := range int32(64) {
+		must(s.Append(rowOf(row, tok)))
 		must(g.KV().Append(rowOf(row, tok)))
 	}
-	var err2 error
-	if n := testing.AllocsPerRun(200, func() {
-		v, err := g.Snapshot()
-		if err != nil {
-			err2 = err
-			return
-		}
-		err2 = v.Release()
-	}); n != 1 {
-		t.Errorf("a cut taken and released: %.2f allocations; want 1", n)
+	prompt := &Ctx{}
+	for tok := range int32(32) {
+		r := rowOf(row, tok)
+		prompt.Keys, prompt.Values, prompt.Token = append(prompt.Keys, r.Keys...), append(prompt.Values, r.Values...), append(prompt.Token, r.Token...)
 	}
-	if err2 != nil {
-		t.Fatal(err2)
+	for _, tt := range []struct {
+		name string
+		most float64 // allocations a call
+		f    func()
+	}{
+		{"Snapshot and Release", 0.1, func() {
+			v, err := s.Snapshot()
+			must(err)
+			must(v.Release())
+		}},
+		{"a draft: Snapshot, Append, Rollback, Release", 0.1, func() {
+			v, err := s.Snapshot()
+			must(err)
+			must(s.Append(rowOf(row, 7)))
+			must(s.Rollback(v))
+			must(v.Release())
+		}},
+		{"a group's cut and its Release", 0.2, func() {
+			v, err := g.Snapshot()
+			must(err)
+			must(v.Release())
+		}},
+		{"Branch, its first Append, Release", 0.3, func() {
+			c, err := s.Branch()
+			must(err)
+			must(c.Append(rowOf(row, 9)))
+			must(c.Release())
+		}},
+		// A session's line is one allocation of its own: a lineage
+		// outlives the head that made it, so it shares no chunk.
+		{"a new session of 32 rows, released", 1.2, func() {
+			c, err := NewCtxState(p, "you")
+			must(err)
+			must(c.Append(*prompt))
+			must(c.Release())
+		}},
+	} {
+		if n := allocsPer(2000, tt.f); n > tt.most {
+			t.Errorf("%s: %.3f allocations a call; want at most %.2f", tt.name, n, tt.most)
+		}
 	}
 }

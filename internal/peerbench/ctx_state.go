@@ -23,6 +23,12 @@ var _Ctx_layout = stateimpl.Layout{
 	ShareKey:    "Token",
 }
 
+// The handles of Ctx states and snapshots, carved from larger allocations.
+var (
+	_Ctx_states    stateimpl.Slab[CtxState]
+	_Ctx_snapshots stateimpl.Slab[CtxSnapshot]
+)
+
 // CtxState is a live Ctx state: KV cache of one serving session.
 //
 // Rows are only appended, up to 2048 rows; a written row never changes. One
@@ -49,7 +55,7 @@ var _Ctx_layout = stateimpl.Layout{
 // state is never evicted.
 type CtxState struct {
 	h   *stateimpl.Head
-	mem stateimpl.Head // where h points for a head made by Branch: one allocation
+	mem stateimpl.Head // where h points, but in a group's member
 }
 
 // NewCtxState creates an empty Ctx state in pool p, owned by owner (a
@@ -61,11 +67,12 @@ type CtxState struct {
 //
 //state:acquire
 func NewCtxState(p *state.Pool, owner state.Owner) (*CtxState, error) {
-	h, err := stateimpl.NewHead(p, &_Ctx_layout, owner)
-	if err != nil {
+	s := _Ctx_states.New()
+	if err := stateimpl.NewHeadInto(p, &s.mem, &_Ctx_layout, owner); err != nil {
 		return nil, err
 	}
-	return &CtxState{h: h}, nil
+	s.h = &s.mem
+	return s, nil
 }
 
 // NewCtxStateShared creates an empty Ctx state in pool p, owned by owner (a
@@ -82,11 +89,12 @@ func NewCtxState(p *state.Pool, owner state.Owner) (*CtxState, error) {
 //
 //state:acquire
 func NewCtxStateShared(p *state.Pool, owner state.Owner, domain state.Domain) (*CtxState, error) {
-	h, err := stateimpl.NewSharedHead(p, &_Ctx_layout, owner, domain)
-	if err != nil {
+	s := _Ctx_states.New()
+	if err := stateimpl.NewSharedHeadInto(p, &s.mem, &_Ctx_layout, owner, domain); err != nil {
 		return nil, err
 	}
-	return &CtxState{h: h}, nil
+	s.h = &s.mem
+	return s, nil
 }
 
 // Append appends the rows of a batch: len(rows.Keys)/256 rows, and every field
@@ -245,7 +253,7 @@ func (s *CtxState) Version() state.Version {
 //
 //state:acquire
 func (s *CtxState) Snapshot() (*CtxSnapshot, error) {
-	v := &CtxSnapshot{}
+	v := _Ctx_snapshots.New()
 	if err := _Ctx_head(s).SnapshotInto(&v.mem); err != nil {
 		return nil, err
 	}
@@ -263,7 +271,7 @@ func (s *CtxState) Snapshot() (*CtxSnapshot, error) {
 //
 //state:acquire
 func (s *CtxState) Branch() (*CtxState, error) {
-	c := &CtxState{}
+	c := _Ctx_states.New()
 	if err := _Ctx_head(s).BranchInto(&c.mem); err != nil {
 		return nil, err
 	}
@@ -417,7 +425,7 @@ func (s *CtxState) Release() error {
 //state:snapshot
 type CtxSnapshot struct {
 	snap *stateimpl.Snap
-	mem  stateimpl.Snap // where snap points for a snapshot made by Snapshot: one allocation
+	mem  stateimpl.Snap // where snap points for a snapshot made by Snapshot
 }
 
 // Read copies rows [from, to) of the snapshot to the host, in a new Ctx. It

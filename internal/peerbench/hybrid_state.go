@@ -20,6 +20,12 @@ type HybridState struct {
 	_Rec   RecState
 }
 
+// The handles of Hybrid groups and cuts, carved from larger allocations.
+var (
+	_Hybrid_states    stateimpl.Slab[HybridState]
+	_Hybrid_snapshots stateimpl.Slab[HybridSnapshot]
+)
+
 // NewHybridState creates a Hybrid group in pool p, owned by owner (a session):
 // a new state of each member, or none when one cannot be made.
 //
@@ -58,11 +64,11 @@ func NewHybridStateShared(p *state.Pool, owner state.Owner, domain state.Domain)
 
 // _Hybrid_wrap gives the group g and its member heads their types.
 func _Hybrid_wrap(g *stateimpl.Group) *HybridState {
-	return &HybridState{
-		_KV:    CtxState{h: g.Head(0)},
-		_Rec:   RecState{h: g.Head(1)},
-		_group: g,
-	}
+	s := _Hybrid_states.New()
+	s._group = g
+	s._KV.h = g.Head(0)
+	s._Rec.h = g.Head(1)
+	return s
 }
 
 // _Hybrid_group returns the group g wraps; nil for a nil g, which the store
@@ -108,7 +114,7 @@ func (g *HybridState) Rec() *RecState {
 //
 //state:acquire
 func (g *HybridState) Snapshot() (*HybridSnapshot, error) {
-	v := &HybridSnapshot{}
+	v := _Hybrid_snapshots.New()
 	if err := _Hybrid_group(g).SnapshotInto(&v.mem); err != nil {
 		return nil, err
 	}
@@ -192,7 +198,7 @@ type HybridSnapshot struct {
 	_cut *stateimpl.GroupSnap
 	_KV  CtxSnapshot
 	_Rec RecSnapshot
-	mem  stateimpl.GroupSnap // where _cut points for a cut made by Snapshot: one allocation
+	mem  stateimpl.GroupSnap // where _cut points for a cut made by Snapshot
 }
 
 // _Hybrid_cut returns the cut v wraps; nil for a nil v.

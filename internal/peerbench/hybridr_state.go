@@ -21,6 +21,12 @@ type HybridRState struct {
 	_Rec   RecRState
 }
 
+// The handles of HybridR groups and cuts, carved from larger allocations.
+var (
+	_HybridR_states    stateimpl.Slab[HybridRState]
+	_HybridR_snapshots stateimpl.Slab[HybridRSnapshot]
+)
+
 // NewHybridRState creates a HybridR group in pool p, owned by owner (a
 // session): a new state of each member, or none when one cannot be made.
 //
@@ -59,11 +65,11 @@ func NewHybridRStateShared(p *state.Pool, owner state.Owner, domain state.Domain
 
 // _HybridR_wrap gives the group g and its member heads their types.
 func _HybridR_wrap(g *stateimpl.Group) *HybridRState {
-	return &HybridRState{
-		_KV:    CtxState{h: g.Head(0)},
-		_Rec:   RecRState{h: g.Head(1)},
-		_group: g,
-	}
+	s := _HybridR_states.New()
+	s._group = g
+	s._KV.h = g.Head(0)
+	s._Rec.h = g.Head(1)
+	return s
 }
 
 // _HybridR_group returns the group g wraps; nil for a nil g, which the store
@@ -109,7 +115,7 @@ func (g *HybridRState) Rec() *RecRState {
 //
 //state:acquire
 func (g *HybridRState) Snapshot() (*HybridRSnapshot, error) {
-	v := &HybridRSnapshot{}
+	v := _HybridR_snapshots.New()
 	if err := _HybridR_group(g).SnapshotInto(&v.mem); err != nil {
 		return nil, err
 	}
@@ -193,7 +199,7 @@ type HybridRSnapshot struct {
 	_cut *stateimpl.GroupSnap
 	_KV  CtxSnapshot
 	_Rec RecRSnapshot
-	mem  stateimpl.GroupSnap // where _cut points for a cut made by Snapshot: one allocation
+	mem  stateimpl.GroupSnap // where _cut points for a cut made by Snapshot
 }
 
 // _HybridR_cut returns the cut v wraps; nil for a nil v.

@@ -20,6 +20,12 @@ var _Rec_layout = stateimpl.Layout{
 	Descendants: stateimpl.Invalidate,
 }
 
+// The handles of Rec states and snapshots, carved from larger allocations.
+var (
+	_Rec_states    stateimpl.Slab[RecState]
+	_Rec_snapshots stateimpl.Slab[RecSnapshot]
+)
+
 // RecState is a live Rec state: recurrent state of one serving session.
 //
 // It holds exactly 4 rows, zero at creation and written in place. One owner's
@@ -40,7 +46,7 @@ var _Rec_layout = stateimpl.Layout{
 // state is never evicted.
 type RecState struct {
 	h   *stateimpl.Head
-	mem stateimpl.Head // where h points for a head made by Branch: one allocation
+	mem stateimpl.Head // where h points, but in a group's member
 }
 
 // NewRecState creates a Rec state of 4 rows, all zero, in pool p, owned by
@@ -52,11 +58,12 @@ type RecState struct {
 //
 //state:acquire
 func NewRecState(p *state.Pool, owner state.Owner) (*RecState, error) {
-	h, err := stateimpl.NewHead(p, &_Rec_layout, owner)
-	if err != nil {
+	s := _Rec_states.New()
+	if err := stateimpl.NewHeadInto(p, &s.mem, &_Rec_layout, owner); err != nil {
 		return nil, err
 	}
-	return &RecState{h: h}, nil
+	s.h = &s.mem
+	return s, nil
 }
 
 // Write replaces rows [at, at+n) with the n rows of a batch: len(rows.H)/1024,
@@ -172,7 +179,7 @@ func (s *RecState) Version() state.Version {
 //
 //state:acquire
 func (s *RecState) Snapshot() (*RecSnapshot, error) {
-	v := &RecSnapshot{}
+	v := _Rec_snapshots.New()
 	if err := _Rec_head(s).SnapshotInto(&v.mem); err != nil {
 		return nil, err
 	}
@@ -190,7 +197,7 @@ func (s *RecState) Snapshot() (*RecSnapshot, error) {
 //
 //state:acquire
 func (s *RecState) Branch() (*RecState, error) {
-	c := &RecState{}
+	c := _Rec_states.New()
 	if err := _Rec_head(s).BranchInto(&c.mem); err != nil {
 		return nil, err
 	}
@@ -317,7 +324,7 @@ func (s *RecState) Release() error {
 //state:snapshot
 type RecSnapshot struct {
 	snap *stateimpl.Snap
-	mem  stateimpl.Snap // where snap points for a snapshot made by Snapshot: one allocation
+	mem  stateimpl.Snap // where snap points for a snapshot made by Snapshot
 }
 
 // Read copies rows [from, to) of the snapshot to the host, in a new Rec. It

@@ -24,6 +24,12 @@ var _RecR_layout = stateimpl.Layout{
 	},
 }
 
+// The handles of RecR states and snapshots, carved from larger allocations.
+var (
+	_RecR_states    stateimpl.Slab[RecRState]
+	_RecR_snapshots stateimpl.Slab[RecRSnapshot]
+)
+
 // RecRState is a live RecR state: replayed recurrent state of one serving
 // session.
 //
@@ -49,7 +55,7 @@ var _RecR_layout = stateimpl.Layout{
 // never evicted.
 type RecRState struct {
 	h   *stateimpl.Head
-	mem stateimpl.Head // where h points for a head made by Branch: one allocation
+	mem stateimpl.Head // where h points, but in a group's member
 }
 
 // NewRecRState creates a RecR state of 4 rows, all zero, in pool p, owned by
@@ -61,11 +67,12 @@ type RecRState struct {
 //
 //state:acquire
 func NewRecRState(p *state.Pool, owner state.Owner) (*RecRState, error) {
-	h, err := stateimpl.NewHead(p, &_RecR_layout, owner)
-	if err != nil {
+	s := _RecR_states.New()
+	if err := stateimpl.NewHeadInto(p, &s.mem, &_RecR_layout, owner); err != nil {
 		return nil, err
 	}
-	return &RecRState{h: h}, nil
+	s.h = &s.mem
+	return s, nil
 }
 
 // Write replaces rows [at, at+n) with the n rows of a batch: len(rows.H)/1024,
@@ -181,7 +188,7 @@ func (s *RecRState) Version() state.Version {
 //
 //state:acquire
 func (s *RecRState) Snapshot() (*RecRSnapshot, error) {
-	v := &RecRSnapshot{}
+	v := _RecR_snapshots.New()
 	if err := _RecR_head(s).SnapshotInto(&v.mem); err != nil {
 		return nil, err
 	}
@@ -199,7 +206,7 @@ func (s *RecRState) Snapshot() (*RecRSnapshot, error) {
 //
 //state:acquire
 func (s *RecRState) Branch() (*RecRState, error) {
-	c := &RecRState{}
+	c := _RecR_states.New()
 	if err := _RecR_head(s).BranchInto(&c.mem); err != nil {
 		return nil, err
 	}
@@ -398,7 +405,7 @@ func (s *RecRState) Release() error {
 //state:snapshot
 type RecRSnapshot struct {
 	snap *stateimpl.Snap
-	mem  stateimpl.Snap // where snap points for a snapshot made by Snapshot: one allocation
+	mem  stateimpl.Snap // where snap points for a snapshot made by Snapshot
 }
 
 // Read copies rows [from, to) of the snapshot to the host, in a new RecR. It

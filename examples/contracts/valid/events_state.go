@@ -22,6 +22,12 @@ var _Events_layout = stateimpl.Layout{
 	Retention:   stateimpl.Optional,
 }
 
+// The handles of Events states and snapshots, carved from larger allocations.
+var (
+	_Events_states    stateimpl.Slab[EventsState]
+	_Events_snapshots stateimpl.Slab[EventsSnapshot]
+)
+
 // EventsState is a live Events state.
 //
 // Rows are only appended, without a bound (drained by the exporter every
@@ -38,7 +44,8 @@ var _Events_layout = stateimpl.Layout{
 // versions live only as long as snapshots of them. Retention is optional: the
 // state may be evicted.
 type EventsState struct {
-	h *stateimpl.Head
+	h   *stateimpl.Head
+	mem stateimpl.Head // where h points, but in a group's member
 }
 
 // NewEventsState creates an empty Events state in pool p, owned by owner (a
@@ -50,11 +57,12 @@ type EventsState struct {
 //
 //state:acquire
 func NewEventsState(p *state.Pool, owner state.Owner) (*EventsState, error) {
-	h, err := stateimpl.NewHead(p, &_Events_layout, owner)
-	if err != nil {
+	s := _Events_states.New()
+	if err := stateimpl.NewHeadInto(p, &s.mem, &_Events_layout, owner); err != nil {
 		return nil, err
 	}
-	return &EventsState{h: h}, nil
+	s.h = &s.mem
+	return s, nil
 }
 
 // Append appends the rows of a batch: len(rows.At) rows, and every field must
@@ -174,7 +182,7 @@ func (s *EventsState) Version() state.Version {
 //
 //state:acquire
 func (s *EventsState) Snapshot() (*EventsSnapshot, error) {
-	v := &EventsSnapshot{}
+	v := _Events_snapshots.New()
 	if err := _Events_head(s).SnapshotInto(&v.mem); err != nil {
 		return nil, err
 	}
@@ -296,7 +304,7 @@ func (s *EventsState) Release() error {
 //state:snapshot
 type EventsSnapshot struct {
 	snap *stateimpl.Snap
-	mem  stateimpl.Snap // where snap points for a snapshot made by Snapshot: one allocation
+	mem  stateimpl.Snap // where snap points for a snapshot made by Snapshot
 }
 
 // Read copies rows [from, to) of the snapshot to the host, in a new Events. It

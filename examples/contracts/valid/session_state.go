@@ -21,6 +21,12 @@ type SessionState struct {
 	_Rec   RecurrentState
 }
 
+// The handles of Session groups and cuts, carved from larger allocations.
+var (
+	_Session_states    stateimpl.Slab[SessionState]
+	_Session_snapshots stateimpl.Slab[SessionSnapshot]
+)
+
 // NewSessionState creates a Session group in pool p, owned by owner (a
 // session): a new state of each member, or none when one cannot be made.
 //
@@ -38,11 +44,11 @@ func NewSessionState(p *state.Pool, owner state.Owner) (*SessionState, error) {
 
 // _Session_wrap gives the group g and its member heads their types.
 func _Session_wrap(g *stateimpl.Group) *SessionState {
-	return &SessionState{
-		_KV:    KVCacheState{h: g.Head(0)},
-		_Rec:   RecurrentState{h: g.Head(1)},
-		_group: g,
-	}
+	s := _Session_states.New()
+	s._group = g
+	s._KV.h = g.Head(0)
+	s._Rec.h = g.Head(1)
+	return s
 }
 
 // _Session_group returns the group g wraps; nil for a nil g, which the store
@@ -89,7 +95,7 @@ func (g *SessionState) Rec() *RecurrentState {
 //
 //state:acquire
 func (g *SessionState) Snapshot() (*SessionSnapshot, error) {
-	v := &SessionSnapshot{}
+	v := _Session_snapshots.New()
 	if err := _Session_group(g).SnapshotInto(&v.mem); err != nil {
 		return nil, err
 	}
@@ -163,7 +169,7 @@ type SessionSnapshot struct {
 	_cut *stateimpl.GroupSnap
 	_KV  KVCacheSnapshot
 	_Rec RecurrentSnapshot
-	mem  stateimpl.GroupSnap // where _cut points for a cut made by Snapshot: one allocation
+	mem  stateimpl.GroupSnap // where _cut points for a cut made by Snapshot
 }
 
 // _Session_cut returns the cut v wraps; nil for a nil v.

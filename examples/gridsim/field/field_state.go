@@ -21,6 +21,12 @@ var _Field_layout = stateimpl.Layout{
 	Checkpoint:  &stateimpl.CheckpointPolicy{Every: 8, Keep: 4},
 }
 
+// The handles of Field states and snapshots, carved from larger allocations.
+var (
+	_Field_states    stateimpl.Slab[FieldState]
+	_Field_snapshots stateimpl.Slab[FieldSnapshot]
+)
+
 // FieldState is a live Field state: temperature field of one simulation run.
 //
 // It holds exactly 64 rows, zero at creation and written in place. One owner's
@@ -40,7 +46,8 @@ var _Field_layout = stateimpl.Layout{
 // memory and do not survive the process. Retention is mandatory: the state is
 // never evicted.
 type FieldState struct {
-	h *stateimpl.Head
+	h   *stateimpl.Head
+	mem stateimpl.Head // where h points, but in a group's member
 }
 
 // NewFieldState creates a Field state of 64 rows, all zero, in pool p, owned
@@ -52,11 +59,12 @@ type FieldState struct {
 //
 //state:acquire
 func NewFieldState(p *state.Pool, owner state.Owner) (*FieldState, error) {
-	h, err := stateimpl.NewHead(p, &_Field_layout, owner)
-	if err != nil {
+	s := _Field_states.New()
+	if err := stateimpl.NewHeadInto(p, &s.mem, &_Field_layout, owner); err != nil {
 		return nil, err
 	}
-	return &FieldState{h: h}, nil
+	s.h = &s.mem
+	return s, nil
 }
 
 // Write replaces rows [at, at+n) with the n rows of a batch:
@@ -172,7 +180,7 @@ func (s *FieldState) Version() state.Version {
 //
 //state:acquire
 func (s *FieldState) Snapshot() (*FieldSnapshot, error) {
-	v := &FieldSnapshot{}
+	v := _Field_snapshots.New()
 	if err := _Field_head(s).SnapshotInto(&v.mem); err != nil {
 		return nil, err
 	}
@@ -308,7 +316,7 @@ func (s *FieldState) Release() error {
 //state:snapshot
 type FieldSnapshot struct {
 	snap *stateimpl.Snap
-	mem  stateimpl.Snap // where snap points for a snapshot made by Snapshot: one allocation
+	mem  stateimpl.Snap // where snap points for a snapshot made by Snapshot
 }
 
 // Read copies rows [from, to) of the snapshot to the host, in a new Field. It

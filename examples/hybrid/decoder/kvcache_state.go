@@ -23,6 +23,12 @@ var _KVCache_layout = stateimpl.Layout{
 	ShareKey:    "Token",
 }
 
+// The handles of KVCache states and snapshots, carved from larger allocations.
+var (
+	_KVCache_states    stateimpl.Slab[KVCacheState]
+	_KVCache_snapshots stateimpl.Slab[KVCacheSnapshot]
+)
+
 // KVCacheState is a live KVCache state: attention KV cache of one session.
 //
 // Rows are only appended, up to 256 rows; a written row never changes. One
@@ -49,7 +55,7 @@ var _KVCache_layout = stateimpl.Layout{
 // state is never evicted.
 type KVCacheState struct {
 	h   *stateimpl.Head
-	mem stateimpl.Head // where h points for a head made by Branch: one allocation
+	mem stateimpl.Head // where h points, but in a group's member
 }
 
 // NewKVCacheState creates an empty KVCache state in pool p, owned by owner (a
@@ -61,11 +67,12 @@ type KVCacheState struct {
 //
 //state:acquire
 func NewKVCacheState(p *state.Pool, owner state.Owner) (*KVCacheState, error) {
-	h, err := stateimpl.NewHead(p, &_KVCache_layout, owner)
-	if err != nil {
+	s := _KVCache_states.New()
+	if err := stateimpl.NewHeadInto(p, &s.mem, &_KVCache_layout, owner); err != nil {
 		return nil, err
 	}
-	return &KVCacheState{h: h}, nil
+	s.h = &s.mem
+	return s, nil
 }
 
 // NewKVCacheStateShared creates an empty KVCache state in pool p, owned by
@@ -83,11 +90,12 @@ func NewKVCacheState(p *state.Pool, owner state.Owner) (*KVCacheState, error) {
 //
 //state:acquire
 func NewKVCacheStateShared(p *state.Pool, owner state.Owner, domain state.Domain) (*KVCacheState, error) {
-	h, err := stateimpl.NewSharedHead(p, &_KVCache_layout, owner, domain)
-	if err != nil {
+	s := _KVCache_states.New()
+	if err := stateimpl.NewSharedHeadInto(p, &s.mem, &_KVCache_layout, owner, domain); err != nil {
 		return nil, err
 	}
-	return &KVCacheState{h: h}, nil
+	s.h = &s.mem
+	return s, nil
 }
 
 // Append appends the rows of a batch: len(rows.Keys)/32 rows, and every field
@@ -246,7 +254,7 @@ func (s *KVCacheState) Version() state.Version {
 //
 //state:acquire
 func (s *KVCacheState) Snapshot() (*KVCacheSnapshot, error) {
-	v := &KVCacheSnapshot{}
+	v := _KVCache_snapshots.New()
 	if err := _KVCache_head(s).SnapshotInto(&v.mem); err != nil {
 		return nil, err
 	}
@@ -264,7 +272,7 @@ func (s *KVCacheState) Snapshot() (*KVCacheSnapshot, error) {
 //
 //state:acquire
 func (s *KVCacheState) Branch() (*KVCacheState, error) {
-	c := &KVCacheState{}
+	c := _KVCache_states.New()
 	if err := _KVCache_head(s).BranchInto(&c.mem); err != nil {
 		return nil, err
 	}
@@ -418,7 +426,7 @@ func (s *KVCacheState) Release() error {
 //state:snapshot
 type KVCacheSnapshot struct {
 	snap *stateimpl.Snap
-	mem  stateimpl.Snap // where snap points for a snapshot made by Snapshot: one allocation
+	mem  stateimpl.Snap // where snap points for a snapshot made by Snapshot
 }
 
 // Read copies rows [from, to) of the snapshot to the host, in a new KVCache.

@@ -23,6 +23,11 @@ var _PromptCache_layout = stateimpl.Layout{
 	Retention:   stateimpl.Optional,
 }
 
+// The handles of PromptCache states and snapshots, carved from larger allocations.
+var (
+	_PromptCache_states stateimpl.Slab[PromptCacheState]
+)
+
 // PromptCacheState is a live PromptCache state: shared prompt-prefix cache,
 // recomputable by prefill.
 //
@@ -38,7 +43,8 @@ var _PromptCache_layout = stateimpl.Layout{
 // live only as long as snapshots of them. Retention is optional: the state may
 // be evicted.
 type PromptCacheState struct {
-	h *stateimpl.Head
+	h   *stateimpl.Head
+	mem stateimpl.Head // where h points, but in a group's member
 }
 
 // NewPromptCacheState creates an empty PromptCache state in pool p, owned by
@@ -50,11 +56,12 @@ type PromptCacheState struct {
 //
 //state:acquire
 func NewPromptCacheState(p *state.Pool, owner state.Owner) (*PromptCacheState, error) {
-	h, err := stateimpl.NewHead(p, &_PromptCache_layout, owner)
-	if err != nil {
+	s := _PromptCache_states.New()
+	if err := stateimpl.NewHeadInto(p, &s.mem, &_PromptCache_layout, owner); err != nil {
 		return nil, err
 	}
-	return &PromptCacheState{h: h}, nil
+	s.h = &s.mem
+	return s, nil
 }
 
 // Append appends the rows of a batch: len(rows.Keys)/256 rows, and every field

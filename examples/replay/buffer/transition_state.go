@@ -24,6 +24,12 @@ var _Transition_layout = stateimpl.Layout{
 	BlockRows:   64,
 }
 
+// The handles of Transition states and snapshots, carved from larger allocations.
+var (
+	_Transition_states    stateimpl.Slab[TransitionState]
+	_Transition_snapshots stateimpl.Slab[TransitionSnapshot]
+)
+
 // TransitionState is a live Transition state: experience replay of one
 // learner.
 //
@@ -43,7 +49,8 @@ var _Transition_layout = stateimpl.Layout{
 // versions live only as long as snapshots of them. Retention is mandatory: the
 // state is never evicted.
 type TransitionState struct {
-	h *stateimpl.Head
+	h   *stateimpl.Head
+	mem stateimpl.Head // where h points, but in a group's member
 }
 
 // NewTransitionState creates an empty Transition state in pool p, owned by
@@ -55,11 +62,12 @@ type TransitionState struct {
 //
 //state:acquire
 func NewTransitionState(p *state.Pool, owner state.Owner) (*TransitionState, error) {
-	h, err := stateimpl.NewHead(p, &_Transition_layout, owner)
-	if err != nil {
+	s := _Transition_states.New()
+	if err := stateimpl.NewHeadInto(p, &s.mem, &_Transition_layout, owner); err != nil {
 		return nil, err
 	}
-	return &TransitionState{h: h}, nil
+	s.h = &s.mem
+	return s, nil
 }
 
 // Append appends the rows of a batch: len(rows.Obs)/4 rows, and every field
@@ -215,7 +223,7 @@ func (s *TransitionState) Version() state.Version {
 //
 //state:acquire
 func (s *TransitionState) Snapshot() (*TransitionSnapshot, error) {
-	v := &TransitionSnapshot{}
+	v := _Transition_snapshots.New()
 	if err := _Transition_head(s).SnapshotInto(&v.mem); err != nil {
 		return nil, err
 	}
@@ -342,7 +350,7 @@ func (s *TransitionState) Release() error {
 //state:snapshot
 type TransitionSnapshot struct {
 	snap *stateimpl.Snap
-	mem  stateimpl.Snap // where snap points for a snapshot made by Snapshot: one allocation
+	mem  stateimpl.Snap // where snap points for a snapshot made by Snapshot
 }
 
 // Read copies rows [from, to) of the snapshot to the host, in a new

@@ -9,6 +9,7 @@ package stateimpl
 
 import (
 	"github.com/gpustate/gpustate/runtime/state"
+	"github.com/gpustate/gpustate/runtime/state/internal/slab"
 	"github.com/gpustate/gpustate/runtime/state/internal/store"
 )
 
@@ -41,6 +42,18 @@ const (
 // NewHead makes a state of layout l owned by owner on pool p.
 func NewHead(p *state.Pool, l *Layout, owner state.Owner) (*Head, error) {
 	return store.PoolOf(p).NewHead(l, owner)
+}
+
+// NewHeadInto is NewHead making the head in h, a zero Head no call used
+// before: the generated handle's own field, so that a new state and its
+// handle are one allocation.
+func NewHeadInto(p *state.Pool, h *Head, l *Layout, owner state.Owner) error {
+	return store.PoolOf(p).NewHeadInto(h, l, owner)
+}
+
+// NewSharedHeadInto is NewSharedHead making the head in h (NewHeadInto).
+func NewSharedHeadInto(p *state.Pool, h *Head, l *Layout, owner state.Owner, d state.Domain) error {
+	return store.PoolOf(p).NewSharedHeadInto(h, l, owner, d)
 }
 
 // NewSharedHead makes a state of layout l that may share the blocks of a
@@ -79,3 +92,14 @@ func Resize[T any](s []T, n int) []T {
 	}
 	return make([]T, n)
 }
+
+// Slab hands out new handles of type T carved from larger allocations: a
+// generated type keeps one per handle type, so that a serving loop's
+// snapshots and branches allocate once every few dozen calls. No handle is
+// handed out twice, so that a handle used after its Release still answers
+// that it was released. A live handle keeps its chunk (about 8 KiB of host
+// memory) from the garbage collector. The zero Slab is ready to use.
+type Slab[T any] struct{ s slab.Slab[T] }
+
+// New returns a zero T that no earlier call returned.
+func (s *Slab[T]) New() *T { return s.s.New() }

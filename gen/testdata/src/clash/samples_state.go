@@ -21,6 +21,12 @@ var _Samples_layout = stateimpl.Layout{
 	Descendants: stateimpl.Invalidate,
 }
 
+// The handles of Samples states and snapshots, carved from larger allocations.
+var (
+	_Samples_states    stateimpl.Slab[SamplesState]
+	_Samples_snapshots stateimpl.Slab[SamplesSnapshot]
+)
+
 // SamplesState is a live Samples state.
 //
 // It holds exactly 48000 rows, zero at creation and written in place. One
@@ -39,7 +45,7 @@ var _Samples_layout = stateimpl.Layout{
 // evicted.
 type SamplesState struct {
 	h   *stateimpl.Head
-	mem stateimpl.Head // where h points for a head made by Branch: one allocation
+	mem stateimpl.Head // where h points, but in a group's member
 }
 
 // NewSamplesState creates a Samples state of 48000 rows, all zero, in pool p,
@@ -51,11 +57,12 @@ type SamplesState struct {
 //
 //state:acquire
 func NewSamplesState(p *gpustatestate.Pool, owner gpustatestate.Owner) (*SamplesState, error) {
-	h, err := stateimpl.NewHead(p, &_Samples_layout, owner)
-	if err != nil {
+	s := _Samples_states.New()
+	if err := stateimpl.NewHeadInto(p, &s.mem, &_Samples_layout, owner); err != nil {
 		return nil, err
 	}
-	return &SamplesState{h: h}, nil
+	s.h = &s.mem
+	return s, nil
 }
 
 // Write replaces rows [at, at+n) with the n rows of a batch: len(rows.Left),
@@ -175,7 +182,7 @@ func (s *SamplesState) Version() gpustatestate.Version {
 //
 //state:acquire
 func (s *SamplesState) Snapshot() (*SamplesSnapshot, error) {
-	v := &SamplesSnapshot{}
+	v := _Samples_snapshots.New()
 	if err := _Samples_head(s).SnapshotInto(&v.mem); err != nil {
 		return nil, err
 	}
@@ -193,7 +200,7 @@ func (s *SamplesState) Snapshot() (*SamplesSnapshot, error) {
 //
 //state:acquire
 func (s *SamplesState) Branch() (*SamplesState, error) {
-	c := &SamplesState{}
+	c := _Samples_states.New()
 	if err := _Samples_head(s).BranchInto(&c.mem); err != nil {
 		return nil, err
 	}
@@ -291,7 +298,7 @@ func (s *SamplesState) Release() error {
 //state:snapshot
 type SamplesSnapshot struct {
 	snap *stateimpl.Snap
-	mem  stateimpl.Snap // where snap points for a snapshot made by Snapshot: one allocation
+	mem  stateimpl.Snap // where snap points for a snapshot made by Snapshot
 }
 
 // Read copies rows [from, to) of the snapshot to the host, in a new Samples.

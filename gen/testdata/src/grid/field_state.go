@@ -20,6 +20,11 @@ var _Field_layout = stateimpl.Layout{
 	Descendants: stateimpl.Invalidate,
 }
 
+// The handles of Field states and snapshots, carved from larger allocations.
+var (
+	_Field_states stateimpl.Slab[FieldState]
+)
+
 // FieldState is a live Field state: heat field of one simulation step.
 //
 // It holds exactly 4096 rows, zero at creation and written in place. One
@@ -34,7 +39,8 @@ var _Field_layout = stateimpl.Layout{
 // live only as long as snapshots of them. Retention is mandatory: the state is
 // never evicted.
 type FieldState struct {
-	h *stateimpl.Head
+	h   *stateimpl.Head
+	mem stateimpl.Head // where h points, but in a group's member
 }
 
 // NewFieldState creates a Field state of 4096 rows, all zero, in pool p, owned
@@ -46,11 +52,12 @@ type FieldState struct {
 //
 //state:acquire
 func NewFieldState(p *state.Pool, owner state.Owner) (*FieldState, error) {
-	h, err := stateimpl.NewHead(p, &_Field_layout, owner)
-	if err != nil {
+	s := _Field_states.New()
+	if err := stateimpl.NewHeadInto(p, &s.mem, &_Field_layout, owner); err != nil {
 		return nil, err
 	}
-	return &FieldState{h: h}, nil
+	s.h = &s.mem
+	return s, nil
 }
 
 // Write replaces rows [at, at+n) with the n rows of a batch:

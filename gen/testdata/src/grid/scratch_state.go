@@ -20,6 +20,11 @@ var _scratch_layout = stateimpl.Layout{
 	Descendants: stateimpl.Invalidate,
 }
 
+// The handles of scratch states and snapshots, carved from larger allocations.
+var (
+	_scratch_states stateimpl.Slab[scratchState]
+)
+
 // scratchState is a live scratch state.
 //
 // Rows are only appended, up to 256 rows; a written row never changes. One
@@ -34,7 +39,8 @@ var _scratch_layout = stateimpl.Layout{
 // live only as long as snapshots of them. Retention is mandatory: the state is
 // never evicted.
 type scratchState struct {
-	h *stateimpl.Head
+	h   *stateimpl.Head
+	mem stateimpl.Head // where h points, but in a group's member
 }
 
 // newScratchState creates an empty scratch state in pool p, owned by owner (a
@@ -46,11 +52,12 @@ type scratchState struct {
 //
 //state:acquire
 func newScratchState(p *state.Pool, owner state.Owner) (*scratchState, error) {
-	h, err := stateimpl.NewHead(p, &_scratch_layout, owner)
-	if err != nil {
+	s := _scratch_states.New()
+	if err := stateimpl.NewHeadInto(p, &s.mem, &_scratch_layout, owner); err != nil {
 		return nil, err
 	}
-	return &scratchState{h: h}, nil
+	s.h = &s.mem
+	return s, nil
 }
 
 // Append appends the rows of a batch: len(rows.flags) rows, and every field

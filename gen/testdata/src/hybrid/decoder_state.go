@@ -21,6 +21,12 @@ type DecoderState struct {
 	_Rec   RecurrentState
 }
 
+// The handles of Decoder groups and cuts, carved from larger allocations.
+var (
+	_Decoder_states    stateimpl.Slab[DecoderState]
+	_Decoder_snapshots stateimpl.Slab[DecoderSnapshot]
+)
+
 // NewDecoderState creates a Decoder group in pool p, owned by owner (a
 // session): a new state of each member, or none when one cannot be made.
 //
@@ -59,11 +65,11 @@ func NewDecoderStateShared(p *state.Pool, owner state.Owner, domain state.Domain
 
 // _Decoder_wrap gives the group g and its member heads their types.
 func _Decoder_wrap(g *stateimpl.Group) *DecoderState {
-	return &DecoderState{
-		_KV:    KVCacheState{h: g.Head(0)},
-		_Rec:   RecurrentState{h: g.Head(1)},
-		_group: g,
-	}
+	s := _Decoder_states.New()
+	s._group = g
+	s._KV.h = g.Head(0)
+	s._Rec.h = g.Head(1)
+	return s
 }
 
 // _Decoder_group returns the group g wraps; nil for a nil g, which the store
@@ -110,7 +116,7 @@ func (g *DecoderState) Rec() *RecurrentState {
 //
 //state:acquire
 func (g *DecoderState) Snapshot() (*DecoderSnapshot, error) {
-	v := &DecoderSnapshot{}
+	v := _Decoder_snapshots.New()
 	if err := _Decoder_group(g).SnapshotInto(&v.mem); err != nil {
 		return nil, err
 	}
@@ -194,7 +200,7 @@ type DecoderSnapshot struct {
 	_cut *stateimpl.GroupSnap
 	_KV  KVCacheSnapshot
 	_Rec RecurrentSnapshot
-	mem  stateimpl.GroupSnap // where _cut points for a cut made by Snapshot: one allocation
+	mem  stateimpl.GroupSnap // where _cut points for a cut made by Snapshot
 }
 
 // _Decoder_cut returns the cut v wraps; nil for a nil v.

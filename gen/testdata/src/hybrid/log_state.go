@@ -20,6 +20,12 @@ var _Log_layout = stateimpl.Layout{
 	Descendants: stateimpl.Keep,
 }
 
+// The handles of Log states and snapshots, carved from larger allocations.
+var (
+	_Log_states    stateimpl.Slab[LogState]
+	_Log_snapshots stateimpl.Slab[LogSnapshot]
+)
+
 // LogState is a live Log state.
 //
 // Rows are only appended, up to 256 rows; a written row never changes. One
@@ -36,7 +42,8 @@ var _Log_layout = stateimpl.Layout{
 // (descendants=keep). No history is kept: past versions live only as long as
 // snapshots of them. Retention is mandatory: the state is never evicted.
 type LogState struct {
-	h *stateimpl.Head
+	h   *stateimpl.Head
+	mem stateimpl.Head // where h points, but in a group's member
 }
 
 // NewLogState creates an empty Log state in pool p, owned by owner (a
@@ -48,11 +55,12 @@ type LogState struct {
 //
 //state:acquire
 func NewLogState(p *state.Pool, owner state.Owner) (*LogState, error) {
-	h, err := stateimpl.NewHead(p, &_Log_layout, owner)
-	if err != nil {
+	s := _Log_states.New()
+	if err := stateimpl.NewHeadInto(p, &s.mem, &_Log_layout, owner); err != nil {
 		return nil, err
 	}
-	return &LogState{h: h}, nil
+	s.h = &s.mem
+	return s, nil
 }
 
 // Append appends the rows of a batch: len(rows.Events) rows, and every field
@@ -167,7 +175,7 @@ func (s *LogState) Version() state.Version {
 //
 //state:acquire
 func (s *LogState) Snapshot() (*LogSnapshot, error) {
-	v := &LogSnapshot{}
+	v := _Log_snapshots.New()
 	if err := _Log_head(s).SnapshotInto(&v.mem); err != nil {
 		return nil, err
 	}
@@ -296,7 +304,7 @@ func (s *LogState) Release() error {
 //state:snapshot
 type LogSnapshot struct {
 	snap *stateimpl.Snap
-	mem  stateimpl.Snap // where snap points for a snapshot made by Snapshot: one allocation
+	mem  stateimpl.Snap // where snap points for a snapshot made by Snapshot
 }
 
 // Read copies rows [from, to) of the snapshot to the host, in a new Log. It

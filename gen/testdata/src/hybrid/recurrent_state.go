@@ -20,6 +20,12 @@ var _Recurrent_layout = stateimpl.Layout{
 	Descendants: stateimpl.Keep,
 }
 
+// The handles of Recurrent states and snapshots, carved from larger allocations.
+var (
+	_Recurrent_states    stateimpl.Slab[RecurrentState]
+	_Recurrent_snapshots stateimpl.Slab[RecurrentSnapshot]
+)
+
 // RecurrentState is a live Recurrent state.
 //
 // It holds exactly 4 rows, zero at creation and written in place. One owner's
@@ -40,7 +46,7 @@ var _Recurrent_layout = stateimpl.Layout{
 // never evicted.
 type RecurrentState struct {
 	h   *stateimpl.Head
-	mem stateimpl.Head // where h points for a head made by Branch: one allocation
+	mem stateimpl.Head // where h points, but in a group's member
 }
 
 // NewRecurrentState creates a Recurrent state of 4 rows, all zero, in pool p,
@@ -52,11 +58,12 @@ type RecurrentState struct {
 //
 //state:acquire
 func NewRecurrentState(p *state.Pool, owner state.Owner) (*RecurrentState, error) {
-	h, err := stateimpl.NewHead(p, &_Recurrent_layout, owner)
-	if err != nil {
+	s := _Recurrent_states.New()
+	if err := stateimpl.NewHeadInto(p, &s.mem, &_Recurrent_layout, owner); err != nil {
 		return nil, err
 	}
-	return &RecurrentState{h: h}, nil
+	s.h = &s.mem
+	return s, nil
 }
 
 // Write replaces rows [at, at+n) with the n rows of a batch: len(rows.H)/16,
@@ -171,7 +178,7 @@ func (s *RecurrentState) Version() state.Version {
 //
 //state:acquire
 func (s *RecurrentState) Snapshot() (*RecurrentSnapshot, error) {
-	v := &RecurrentSnapshot{}
+	v := _Recurrent_snapshots.New()
 	if err := _Recurrent_head(s).SnapshotInto(&v.mem); err != nil {
 		return nil, err
 	}
@@ -189,7 +196,7 @@ func (s *RecurrentState) Snapshot() (*RecurrentSnapshot, error) {
 //
 //state:acquire
 func (s *RecurrentState) Branch() (*RecurrentState, error) {
-	c := &RecurrentState{}
+	c := _Recurrent_states.New()
 	if err := _Recurrent_head(s).BranchInto(&c.mem); err != nil {
 		return nil, err
 	}
@@ -315,7 +322,7 @@ func (s *RecurrentState) Release() error {
 //state:snapshot
 type RecurrentSnapshot struct {
 	snap *stateimpl.Snap
-	mem  stateimpl.Snap // where snap points for a snapshot made by Snapshot: one allocation
+	mem  stateimpl.Snap // where snap points for a snapshot made by Snapshot
 }
 
 // Read copies rows [from, to) of the snapshot to the host, in a new Recurrent.

@@ -20,6 +20,12 @@ type TracedState struct {
 	_Log   LogState
 }
 
+// The handles of Traced groups and cuts, carved from larger allocations.
+var (
+	_Traced_states    stateimpl.Slab[TracedState]
+	_Traced_snapshots stateimpl.Slab[TracedSnapshot]
+)
+
 // NewTracedState creates a Traced group in pool p, owned by owner (a session):
 // a new state of each member, or none when one cannot be made.
 //
@@ -37,11 +43,11 @@ func NewTracedState(p *state.Pool, owner state.Owner) (*TracedState, error) {
 
 // _Traced_wrap gives the group g and its member heads their types.
 func _Traced_wrap(g *stateimpl.Group) *TracedState {
-	return &TracedState{
-		_Log:   LogState{h: g.Head(1)},
-		_Rec:   RecurrentState{h: g.Head(0)},
-		_group: g,
-	}
+	s := _Traced_states.New()
+	s._group = g
+	s._Rec.h = g.Head(0)
+	s._Log.h = g.Head(1)
+	return s
 }
 
 // _Traced_group returns the group g wraps; nil for a nil g, which the store
@@ -88,7 +94,7 @@ func (g *TracedState) Log() *LogState {
 //
 //state:acquire
 func (g *TracedState) Snapshot() (*TracedSnapshot, error) {
-	v := &TracedSnapshot{}
+	v := _Traced_snapshots.New()
 	if err := _Traced_group(g).SnapshotInto(&v.mem); err != nil {
 		return nil, err
 	}
@@ -132,7 +138,7 @@ type TracedSnapshot struct {
 	_cut *stateimpl.GroupSnap
 	_Rec RecurrentSnapshot
 	_Log LogSnapshot
-	mem  stateimpl.GroupSnap // where _cut points for a cut made by Snapshot: one allocation
+	mem  stateimpl.GroupSnap // where _cut points for a cut made by Snapshot
 }
 
 // _Traced_cut returns the cut v wraps; nil for a nil v.

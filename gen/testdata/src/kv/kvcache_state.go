@@ -26,6 +26,12 @@ var _KVCache_layout = stateimpl.Layout{
 	Checkpoint:  &stateimpl.CheckpointPolicy{Every: 64, Keep: 8},
 }
 
+// The handles of KVCache states and snapshots, carved from larger allocations.
+var (
+	_KVCache_states    stateimpl.Slab[KVCacheState]
+	_KVCache_snapshots stateimpl.Slab[KVCacheSnapshot]
+)
+
 // KVCacheState is a live KVCache state: decoder KV cache for one session.
 //
 // Rows are only appended, up to 4096 rows; a written row never changes. One
@@ -48,7 +54,7 @@ var _KVCache_layout = stateimpl.Layout{
 // Retention is mandatory: the state is never evicted.
 type KVCacheState struct {
 	h   *stateimpl.Head
-	mem stateimpl.Head // where h points for a head made by Branch: one allocation
+	mem stateimpl.Head // where h points, but in a group's member
 }
 
 // NewKVCacheState creates an empty KVCache state in pool p, owned by owner (a
@@ -60,11 +66,12 @@ type KVCacheState struct {
 //
 //state:acquire
 func NewKVCacheState(p *state.Pool, owner state.Owner) (*KVCacheState, error) {
-	h, err := stateimpl.NewHead(p, &_KVCache_layout, owner)
-	if err != nil {
+	s := _KVCache_states.New()
+	if err := stateimpl.NewHeadInto(p, &s.mem, &_KVCache_layout, owner); err != nil {
 		return nil, err
 	}
-	return &KVCacheState{h: h}, nil
+	s.h = &s.mem
+	return s, nil
 }
 
 // Append appends the rows of a batch: len(rows.Keys)/128 rows, and every field
@@ -215,7 +222,7 @@ func (s *KVCacheState) Version() state.Version {
 //
 //state:acquire
 func (s *KVCacheState) Snapshot() (*KVCacheSnapshot, error) {
-	v := &KVCacheSnapshot{}
+	v := _KVCache_snapshots.New()
 	if err := _KVCache_head(s).SnapshotInto(&v.mem); err != nil {
 		return nil, err
 	}
@@ -233,7 +240,7 @@ func (s *KVCacheState) Snapshot() (*KVCacheSnapshot, error) {
 //
 //state:acquire
 func (s *KVCacheState) Branch() (*KVCacheState, error) {
-	c := &KVCacheState{}
+	c := _KVCache_states.New()
 	if err := _KVCache_head(s).BranchInto(&c.mem); err != nil {
 		return nil, err
 	}
@@ -425,7 +432,7 @@ func (s *KVCacheState) Release() error {
 //state:snapshot
 type KVCacheSnapshot struct {
 	snap *stateimpl.Snap
-	mem  stateimpl.Snap // where snap points for a snapshot made by Snapshot: one allocation
+	mem  stateimpl.Snap // where snap points for a snapshot made by Snapshot
 }
 
 // Read copies rows [from, to) of the snapshot to the host, in a new KVCache.

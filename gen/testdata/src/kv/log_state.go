@@ -21,6 +21,12 @@ var _Log_layout = stateimpl.Layout{
 	Retention:   stateimpl.Optional,
 }
 
+// The handles of Log states and snapshots, carved from larger allocations.
+var (
+	_Log_states    stateimpl.Slab[LogState]
+	_Log_snapshots stateimpl.Slab[LogSnapshot]
+)
+
 // LogState is a live Log state.
 //
 // Rows are only appended, without a bound (drained by the exporter every
@@ -41,7 +47,7 @@ var _Log_layout = stateimpl.Layout{
 // optional: the state may be evicted.
 type LogState struct {
 	h   *stateimpl.Head
-	mem stateimpl.Head // where h points for a head made by Branch: one allocation
+	mem stateimpl.Head // where h points, but in a group's member
 }
 
 // NewLogState creates an empty Log state in pool p, owned by owner (a
@@ -53,11 +59,12 @@ type LogState struct {
 //
 //state:acquire
 func NewLogState(p *state.Pool, owner state.Owner) (*LogState, error) {
-	h, err := stateimpl.NewHead(p, &_Log_layout, owner)
-	if err != nil {
+	s := _Log_states.New()
+	if err := stateimpl.NewHeadInto(p, &s.mem, &_Log_layout, owner); err != nil {
 		return nil, err
 	}
-	return &LogState{h: h}, nil
+	s.h = &s.mem
+	return s, nil
 }
 
 // Append appends the rows of a batch: len(rows.Events) rows, and every field
@@ -172,7 +179,7 @@ func (s *LogState) Version() state.Version {
 //
 //state:acquire
 func (s *LogState) Snapshot() (*LogSnapshot, error) {
-	v := &LogSnapshot{}
+	v := _Log_snapshots.New()
 	if err := _Log_head(s).SnapshotInto(&v.mem); err != nil {
 		return nil, err
 	}
@@ -190,7 +197,7 @@ func (s *LogState) Snapshot() (*LogSnapshot, error) {
 //
 //state:acquire
 func (s *LogState) Branch() (*LogState, error) {
-	c := &LogState{}
+	c := _Log_states.New()
 	if err := _Log_head(s).BranchInto(&c.mem); err != nil {
 		return nil, err
 	}
@@ -326,7 +333,7 @@ func (s *LogState) Release() error {
 //state:snapshot
 type LogSnapshot struct {
 	snap *stateimpl.Snap
-	mem  stateimpl.Snap // where snap points for a snapshot made by Snapshot: one allocation
+	mem  stateimpl.Snap // where snap points for a snapshot made by Snapshot
 }
 
 // Read copies rows [from, to) of the snapshot to the host, in a new Log. It

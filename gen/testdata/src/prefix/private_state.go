@@ -21,6 +21,12 @@ var _Private_layout = stateimpl.Layout{
 	Descendants: stateimpl.Invalidate,
 }
 
+// The handles of Private states and snapshots, carved from larger allocations.
+var (
+	_Private_states    stateimpl.Slab[PrivateState]
+	_Private_snapshots stateimpl.Slab[PrivateSnapshot]
+)
+
 // PrivateState is a live Private state.
 //
 // Rows are only appended, up to 8192 rows; a written row never changes. One
@@ -36,7 +42,8 @@ var _Private_layout = stateimpl.Layout{
 // versions live only as long as snapshots of them. Retention is mandatory: the
 // state is never evicted.
 type PrivateState struct {
-	h *stateimpl.Head
+	h   *stateimpl.Head
+	mem stateimpl.Head // where h points, but in a group's member
 }
 
 // NewPrivateState creates an empty Private state in pool p, owned by owner (a
@@ -48,11 +55,12 @@ type PrivateState struct {
 //
 //state:acquire
 func NewPrivateState(p *state.Pool, owner state.Owner) (*PrivateState, error) {
-	h, err := stateimpl.NewHead(p, &_Private_layout, owner)
-	if err != nil {
+	s := _Private_states.New()
+	if err := stateimpl.NewHeadInto(p, &s.mem, &_Private_layout, owner); err != nil {
 		return nil, err
 	}
-	return &PrivateState{h: h}, nil
+	s.h = &s.mem
+	return s, nil
 }
 
 // Append appends the rows of a batch: len(rows.Toks) rows, and every field
@@ -172,7 +180,7 @@ func (s *PrivateState) Version() state.Version {
 //
 //state:acquire
 func (s *PrivateState) Snapshot() (*PrivateSnapshot, error) {
-	v := &PrivateSnapshot{}
+	v := _Private_snapshots.New()
 	if err := _Private_head(s).SnapshotInto(&v.mem); err != nil {
 		return nil, err
 	}
@@ -287,7 +295,7 @@ func (s *PrivateState) Release() error {
 //state:snapshot
 type PrivateSnapshot struct {
 	snap *stateimpl.Snap
-	mem  stateimpl.Snap // where snap points for a snapshot made by Snapshot: one allocation
+	mem  stateimpl.Snap // where snap points for a snapshot made by Snapshot
 }
 
 // Read copies rows [from, to) of the snapshot to the host, in a new Private.

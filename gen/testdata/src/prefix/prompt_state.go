@@ -25,6 +25,12 @@ var _Prompt_layout = stateimpl.Layout{
 	Retention:   stateimpl.Optional,
 }
 
+// The handles of Prompt states and snapshots, carved from larger allocations.
+var (
+	_Prompt_states    stateimpl.Slab[PromptState]
+	_Prompt_snapshots stateimpl.Slab[PromptSnapshot]
+)
+
 // PromptState is a live Prompt state: prompt keys and values, shared by
 // prefix.
 //
@@ -51,7 +57,7 @@ var _Prompt_layout = stateimpl.Layout{
 // long as snapshots of them. Retention is optional: the state may be evicted.
 type PromptState struct {
 	h   *stateimpl.Head
-	mem stateimpl.Head // where h points for a head made by Branch: one allocation
+	mem stateimpl.Head // where h points, but in a group's member
 }
 
 // NewPromptState creates an empty Prompt state in pool p, owned by owner (a
@@ -63,11 +69,12 @@ type PromptState struct {
 //
 //state:acquire
 func NewPromptState(p *state.Pool, owner state.Owner) (*PromptState, error) {
-	h, err := stateimpl.NewHead(p, &_Prompt_layout, owner)
-	if err != nil {
+	s := _Prompt_states.New()
+	if err := stateimpl.NewHeadInto(p, &s.mem, &_Prompt_layout, owner); err != nil {
 		return nil, err
 	}
-	return &PromptState{h: h}, nil
+	s.h = &s.mem
+	return s, nil
 }
 
 // NewPromptStateShared creates an empty Prompt state in pool p, owned by owner
@@ -84,11 +91,12 @@ func NewPromptState(p *state.Pool, owner state.Owner) (*PromptState, error) {
 //
 //state:acquire
 func NewPromptStateShared(p *state.Pool, owner state.Owner, domain state.Domain) (*PromptState, error) {
-	h, err := stateimpl.NewSharedHead(p, &_Prompt_layout, owner, domain)
-	if err != nil {
+	s := _Prompt_states.New()
+	if err := stateimpl.NewSharedHeadInto(p, &s.mem, &_Prompt_layout, owner, domain); err != nil {
 		return nil, err
 	}
-	return &PromptState{h: h}, nil
+	s.h = &s.mem
+	return s, nil
 }
 
 // Append appends the rows of a batch: len(rows.Toks) rows, and every field
@@ -245,7 +253,7 @@ func (s *PromptState) Version() state.Version {
 //
 //state:acquire
 func (s *PromptState) Snapshot() (*PromptSnapshot, error) {
-	v := &PromptSnapshot{}
+	v := _Prompt_snapshots.New()
 	if err := _Prompt_head(s).SnapshotInto(&v.mem); err != nil {
 		return nil, err
 	}
@@ -263,7 +271,7 @@ func (s *PromptState) Snapshot() (*PromptSnapshot, error) {
 //
 //state:acquire
 func (s *PromptState) Branch() (*PromptState, error) {
-	c := &PromptState{}
+	c := _Prompt_states.New()
 	if err := _Prompt_head(s).BranchInto(&c.mem); err != nil {
 		return nil, err
 	}
@@ -397,7 +405,7 @@ func (s *PromptState) Release() error {
 //state:snapshot
 type PromptSnapshot struct {
 	snap *stateimpl.Snap
-	mem  stateimpl.Snap // where snap points for a snapshot made by Snapshot: one allocation
+	mem  stateimpl.Snap // where snap points for a snapshot made by Snapshot
 }
 
 // Read copies rows [from, to) of the snapshot to the host, in a new Prompt. It

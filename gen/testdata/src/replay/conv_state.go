@@ -26,6 +26,12 @@ var _Conv_layout = stateimpl.Layout{
 	},
 }
 
+// The handles of Conv states and snapshots, carved from larger allocations.
+var (
+	_Conv_states    stateimpl.Slab[ConvState]
+	_Conv_snapshots stateimpl.Slab[ConvSnapshot]
+)
+
 // ConvState is a live Conv state.
 //
 // It holds exactly 8 rows, zero at creation and written in place. One owner's
@@ -45,7 +51,8 @@ var _Conv_layout = stateimpl.Layout{
 // memory and do not survive the process. Retention is mandatory: the state is
 // never evicted.
 type ConvState struct {
-	h *stateimpl.Head
+	h   *stateimpl.Head
+	mem stateimpl.Head // where h points, but in a group's member
 }
 
 // NewConvState creates a Conv state of 8 rows, all zero, in pool p, owned by
@@ -57,11 +64,12 @@ type ConvState struct {
 //
 //state:acquire
 func NewConvState(p *state.Pool, owner state.Owner) (*ConvState, error) {
-	h, err := stateimpl.NewHead(p, &_Conv_layout, owner)
-	if err != nil {
+	s := _Conv_states.New()
+	if err := stateimpl.NewHeadInto(p, &s.mem, &_Conv_layout, owner); err != nil {
 		return nil, err
 	}
-	return &ConvState{h: h}, nil
+	s.h = &s.mem
+	return s, nil
 }
 
 // Write replaces rows [at, at+n) with the n rows of a batch: len(rows.W)/4,
@@ -176,7 +184,7 @@ func (s *ConvState) Version() state.Version {
 //
 //state:acquire
 func (s *ConvState) Snapshot() (*ConvSnapshot, error) {
-	v := &ConvSnapshot{}
+	v := _Conv_snapshots.New()
 	if err := _Conv_head(s).SnapshotInto(&v.mem); err != nil {
 		return nil, err
 	}
@@ -357,7 +365,7 @@ func (s *ConvState) Release() error {
 //state:snapshot
 type ConvSnapshot struct {
 	snap *stateimpl.Snap
-	mem  stateimpl.Snap // where snap points for a snapshot made by Snapshot: one allocation
+	mem  stateimpl.Snap // where snap points for a snapshot made by Snapshot
 }
 
 // Read copies rows [from, to) of the snapshot to the host, in a new Conv. It

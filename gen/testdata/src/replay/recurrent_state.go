@@ -26,6 +26,12 @@ var _Recurrent_layout = stateimpl.Layout{
 	},
 }
 
+// The handles of Recurrent states and snapshots, carved from larger allocations.
+var (
+	_Recurrent_states    stateimpl.Slab[RecurrentState]
+	_Recurrent_snapshots stateimpl.Slab[RecurrentSnapshot]
+)
+
 // RecurrentState is a live Recurrent state: recurrent layers' state of one
 // session.
 //
@@ -47,7 +53,8 @@ var _Recurrent_layout = stateimpl.Layout{
 // apply their write sets). Checkpoints live in device memory and do not
 // survive the process. Retention is mandatory: the state is never evicted.
 type RecurrentState struct {
-	h *stateimpl.Head
+	h   *stateimpl.Head
+	mem stateimpl.Head // where h points, but in a group's member
 }
 
 // NewRecurrentState creates a Recurrent state of 4 rows, all zero, in pool p,
@@ -59,11 +66,12 @@ type RecurrentState struct {
 //
 //state:acquire
 func NewRecurrentState(p *state.Pool, owner state.Owner) (*RecurrentState, error) {
-	h, err := stateimpl.NewHead(p, &_Recurrent_layout, owner)
-	if err != nil {
+	s := _Recurrent_states.New()
+	if err := stateimpl.NewHeadInto(p, &s.mem, &_Recurrent_layout, owner); err != nil {
 		return nil, err
 	}
-	return &RecurrentState{h: h}, nil
+	s.h = &s.mem
+	return s, nil
 }
 
 // Write replaces rows [at, at+n) with the n rows of a batch: len(rows.H)/1024,
@@ -184,7 +192,7 @@ func (s *RecurrentState) Version() state.Version {
 //
 //state:acquire
 func (s *RecurrentState) Snapshot() (*RecurrentSnapshot, error) {
-	v := &RecurrentSnapshot{}
+	v := _Recurrent_snapshots.New()
 	if err := _Recurrent_head(s).SnapshotInto(&v.mem); err != nil {
 		return nil, err
 	}
@@ -371,7 +379,7 @@ func (s *RecurrentState) Release() error {
 //state:snapshot
 type RecurrentSnapshot struct {
 	snap *stateimpl.Snap
-	mem  stateimpl.Snap // where snap points for a snapshot made by Snapshot: one allocation
+	mem  stateimpl.Snap // where snap points for a snapshot made by Snapshot
 }
 
 // Read copies rows [from, to) of the snapshot to the host, in a new Recurrent.

@@ -21,6 +21,11 @@ var _Trace_layout = stateimpl.Layout{
 	Window:      64,
 }
 
+// The handles of Trace states and snapshots, carved from larger allocations.
+var (
+	_Trace_states stateimpl.Slab[TraceState]
+)
+
 // TraceState is a live Trace state.
 //
 // Rows are only appended, without a limit on their count, and only the last 64
@@ -38,7 +43,8 @@ var _Trace_layout = stateimpl.Layout{
 // live only as long as snapshots of them. Retention is mandatory: the state is
 // never evicted.
 type TraceState struct {
-	h *stateimpl.Head
+	h   *stateimpl.Head
+	mem stateimpl.Head // where h points, but in a group's member
 }
 
 // NewTraceState creates an empty Trace state in pool p, owned by owner (a
@@ -50,11 +56,12 @@ type TraceState struct {
 //
 //state:acquire
 func NewTraceState(p *state.Pool, owner state.Owner) (*TraceState, error) {
-	h, err := stateimpl.NewHead(p, &_Trace_layout, owner)
-	if err != nil {
+	s := _Trace_states.New()
+	if err := stateimpl.NewHeadInto(p, &s.mem, &_Trace_layout, owner); err != nil {
 		return nil, err
 	}
-	return &TraceState{h: h}, nil
+	s.h = &s.mem
+	return s, nil
 }
 
 // Append appends the rows of a batch: len(rows.Value) rows, and every field

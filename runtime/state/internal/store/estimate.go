@@ -378,7 +378,7 @@ func (e *estimator) at(v Version) (*Snap, error) {
 	h.lin.mu.Lock()
 	s := &Snap{shape: h.shape, lin: h.lin, r: r, pos: capture(x.entries[t].pos)}
 	s.logical = h.logicalOf(r)
-	h.lin.snaps[s] = struct{}{}
+	h.lin.snaps.add(s)
 	h.pool.register(s)
 	h.lin.mu.Unlock()
 	x.last = &p.Plan

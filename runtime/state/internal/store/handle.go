@@ -60,6 +60,8 @@ type Head struct {
 	gshare   *groupShare // the shared member's registrations waiting for kernels (group_pending.go); nil elsewhere
 
 	group atomic.Pointer[Group] // the group that holds it as a member (group.go); nil when none
+
+	inLine member[Head] // its place in lin.heads
 }
 
 // part is a feature of a head with state of its own. Its hooks run with
@@ -283,8 +285,14 @@ type lineage struct {
 	mu    sync.Mutex
 	owner Owner
 	last  Version
-	heads map[*Head]struct{}
-	snaps map[*Snap]struct{}
+	heads members[Head] // its live heads
+	snaps members[Snap] // its live snapshots
+	// root is the segment its first head starts on; spare, the rest of
+	// the chunk its next segments come from, chunk segments long
+	// (newSegment).
+	root  segment
+	spare []segment
+	chunk int
 	// steps counts the segments invalidate passed, for tests that count
 	// work.
 	steps int
@@ -313,7 +321,53 @@ type Snap struct {
 	tmu     sync.Mutex    // guards tables
 	tables  []*BlockTable // freed with the snapshot
 	streams streamSet     // streams recorded by RecordStream
+
+	inLine member[Snap] // its place in lin.snaps
 }
+
+// members lists a lineage's live heads or snapshots through links in the
+// handles themselves (member), so that a handle joins and leaves its
+// lineage with no allocation and in O(1). The lineage's lock guards it.
+type members[T any] struct {
+	first *T
+	link  func(*T) *member[T]
+}
+
+// member is a handle's place in its lineage's members.
+type member[T any] struct {
+	prev, next *T
+	in         bool
+}
+
+// add lists x, which is not listed.
+func (m *members[T]) add(x *T) {
+	lx := m.link(x)
+	lx.prev, lx.next, lx.in = nil, m.first, true
+	if m.first != nil {
+		m.link(m.first).prev = x
+	}
+	m.first = x
+}
+
+// remove unlists x; it does nothing when x is not listed.
+func (m *members[T]) remove(x *T) {
+	lx := m.link(x)
+	if !lx.in {
+		return
+	}
+	if lx.prev != nil {
+		m.link(lx.prev).next = lx.next
+	} else {
+		m.first = lx.next
+	}
+	if lx.next != nil {
+		m.link(lx.next).prev = lx.prev
+	}
+	*lx = member[T]{}
+}
+
+func headLink(h *Head) *member[Head] { return &h.inLine }
+func snapLink(s *Snap) *member[Snap] { return &s.inLine }
 
 // streamSet is the streams recorded on one handle, for the frees of its
 // block tables.

@@ -91,7 +91,7 @@ func (h *Head) end() {
 func (h *Head) commitVersion() {
 	h.lin.mu.Lock()
 	if !writable(h.pos, h.mine) {
-		h.pos.seg = newSegment(h.pos.seg, h.pos.v)
+		h.pos.seg = h.lin.newSegment(h.pos.seg, h.pos.v)
 		h.mine = h.pos.seg
 	}
 	h.pos.v = h.lin.next()
@@ -228,27 +228,46 @@ func (h *Head) evictedForGood() bool {
 //
 //state:acquire
 func (p *Pool) NewHead(l *Layout, owner Owner) (*Head, error) {
-	if p == nil {
-		return nil, errNilPool
-	}
-	limit := p.blockBytes
-	if l != nil && (l.BlockRows > 0 || p.rowSized) {
-		limit = maxBlockBytes // blocks follow the rows
-	}
-	if err := l.check(limit); err != nil {
+	h := new(Head)
+	if err := p.NewHeadInto(h, l, owner); err != nil {
 		return nil, err
 	}
+	return h, nil
+}
+
+// NewHeadInto is NewHead making the head in h, memory the caller holds (a
+// generated handle holds its store head, so that a new state and its
+// handle are one allocation): a zero Head that no call used before. On
+// error h stays unused.
+func (p *Pool) NewHeadInto(h *Head, l *Layout, owner Owner) error {
+	if p == nil {
+		return errNilPool
+	}
+	sh, ok := cachedShape(p, l)
+	if !ok {
+		limit := p.blockBytes
+		if l != nil && (l.BlockRows > 0 || p.rowSized) {
+			limit = maxBlockBytes // blocks follow the rows
+		}
+		if err := l.check(limit); err != nil {
+			return err
+		}
+	}
 	if owner == "" {
-		return nil, fmt.Errorf("state: NewHead of %s: the owner is empty; every state needs one, for isolation: %w", l.Type, ErrOwner)
+		return fmt.Errorf("state: NewHead of %s: the owner is empty; every state needs one, for isolation: %w", l.Type, ErrOwner)
 	}
 	if err := p.enter(); err != nil {
-		return nil, fmt.Errorf("state: NewHead of %s: %w", l.Type, err)
+		return fmt.Errorf("state: NewHead of %s: %w", l.Type, err)
 	}
 	defer p.leave()
-	l = l.clone()
-	h := &Head{shape: newShape(p, l, owner), id: headIDs.Add(1), lin: newLineage(owner)}
+	if !ok {
+		sh = cacheShape(p, l)
+	}
+	l = sh.l
+	sh.owner = owner
+	h.shape, h.id, h.lin = sh, headIDs.Add(1), newLineage(owner)
 	p.spares.take(&h.writeBufs)
-	h.pos = position{seg: &segment{}}
+	h.pos = position{seg: &h.lin.root}
 	h.mine = h.pos.seg
 	if k := l.shareColumn(); k >= 0 {
 		h.shareMem = sharing{key: k, ks: l.Columns[k].ElemSize}
@@ -262,7 +281,7 @@ func (p *Pool) NewHead(l *Layout, owner Owner) (*Head, error) {
 		}
 		blks, err := h.allocCols(nil, counts, handZeroed)
 		if err != nil {
-			return nil, h.errorf("NewHead", "%d rows: %w", l.Bound, err)
+			return h.errorf("NewHead", "%d rows: %w", l.Bound, err)
 		}
 		var freed []*block
 		for i, per := range h.perBlock {
@@ -279,9 +298,9 @@ func (p *Pool) NewHead(l *Layout, owner Owner) (*Head, error) {
 		h.hist = newHistory(l.Checkpoint, h.pos, r, &p.history, &p.steps)
 	}
 	h.parts.set(h)
-	h.lin.heads[h] = struct{}{}
+	h.lin.heads.add(h)
 	p.register(h)
-	return h, nil
+	return nil
 }
 
 // snapshotLocked makes h's snapshot in s, a zero Snap. h's call is begun.
@@ -293,7 +312,7 @@ func (h *Head) snapshotLocked(s *Snap) error {
 	}
 	s.shape, s.lin, s.r, s.pos = h.shape, h.lin, h.r.retain(), capture(h.pos)
 	s.logical = h.logicalOf(s.r)
-	h.lin.snaps[s] = struct{}{}
+	h.lin.snaps.add(s)
 	h.pool.register(s)
 	return nil
 }
@@ -310,7 +329,7 @@ func (h *Head) branchLocked(c *Head) error {
 	c.logical = h.logicalOf(c.r)
 	h.parts.branched(h, c)
 	c.parts.set(c)
-	h.lin.heads[c] = struct{}{}
+	h.lin.heads.add(c)
 	h.pool.register(c)
 	return nil
 }
@@ -332,7 +351,7 @@ func (h *Head) release() error {
 		return nil
 	}
 	h.lin.mu.Lock()
-	delete(h.lin.heads, h)
+	h.lin.heads.remove(h)
 	h.lin.mu.Unlock()
 	// freed grows as blocks are freed, in a list the pool reuses: sized
 	// by the root's blocks, it cost a branch of a large state, which

@@ -284,17 +284,26 @@ func (h *Head) AdoptPrefix(keys []byte) (int, error) {
 //
 //state:acquire
 func (p *Pool) NewSharedHead(l *Layout, owner Owner, domain Domain) (*Head, error) {
-	if l != nil && l.ShareKey == "" {
-		return nil, fmt.Errorf("state: NewSharedHead of %s: the layout has no ShareKey: %w", l.Type, ErrShape)
-	}
-	h, err := p.NewHead(l, owner)
-	if err != nil {
+	h := new(Head)
+	if err := p.NewSharedHeadInto(h, l, owner, domain); err != nil {
 		return nil, err
+	}
+	return h, nil
+}
+
+// NewSharedHeadInto is NewSharedHead making the head in h, a zero Head that
+// no call used before (NewHeadInto).
+func (p *Pool) NewSharedHeadInto(h *Head, l *Layout, owner Owner, domain Domain) error {
+	if l != nil && l.ShareKey == "" {
+		return fmt.Errorf("state: NewSharedHead of %s: the layout has no ShareKey: %w", l.Type, ErrShape)
+	}
+	if err := p.NewHeadInto(h, l, owner); err != nil {
+		return err
 	}
 	if domain != "" {
 		h.share.tab = p.cache.join(h.shareKey(l, domain), l.Type, &p.clock)
 	}
-	return h, nil
+	return nil
 }
 
 // Plan explains how At(v) would reconstruct version v of the head's own

@@ -158,12 +158,13 @@ func TestPlanCalibrationEvictsNothing(t *testing.T) {
 func TestSegmentJumps(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	segs := []*segment{{}}
+	var l lineage
 	for range 3000 {
 		p := segs[len(segs)-1]
 		if rng.IntN(4) == 0 {
 			p = segs[rng.IntN(len(segs))]
 		}
-		segs = append(segs, newSegment(p, Version(rng.IntN(50))))
+		segs = append(segs, l.newSegment(p, Version(rng.IntN(50))))
 	}
 	for range 20000 {
 		b := segs[rng.IntN(len(segs))]

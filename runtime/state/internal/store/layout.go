@@ -2,6 +2,7 @@ package store
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 )
 
@@ -189,6 +190,20 @@ func (l *Layout) clone() *Layout {
 		c.Checkpoint = &cp
 	}
 	return &c
+}
+
+// equal reports whether l and o describe the same layout.
+func (l *Layout) equal(o *Layout) bool {
+	if l == o {
+		return true
+	}
+	if (l.Checkpoint == nil) != (o.Checkpoint == nil) || l.Checkpoint != nil && *l.Checkpoint != *o.Checkpoint {
+		return false
+	}
+	return l.Type == o.Type && slices.Equal(l.Columns, o.Columns) && l.Growth == o.Growth &&
+		l.Bound == o.Bound && l.Descendants == o.Descendants && l.Retention == o.Retention &&
+		l.Window == o.Window && l.BlockRows == o.BlockRows && l.ShareKey == o.ShareKey &&
+		slices.Equal(l.Input, o.Input)
 }
 
 // maxBlockBytes is the largest block a pool takes.

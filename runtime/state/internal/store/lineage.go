@@ -6,18 +6,34 @@ import (
 
 var lineageIDs atomic.Uint64
 
+// newLineage returns a lineage for owner, whose first segment is its own
+// root.
 func newLineage(owner Owner) *lineage {
-	return &lineage{
-		id:    lineageIDs.Add(1),
-		owner: owner,
-		heads: make(map[*Head]struct{}),
-		snaps: make(map[*Snap]struct{}),
-	}
+	l := &lineage{id: lineageIDs.Add(1), owner: owner}
+	l.heads.link, l.snaps.link = headLink, snapLink
+	return l
 }
 
-// newSegment returns a segment that starts after version fork of parent.
-func newSegment(parent *segment, fork Version) *segment {
-	s := &segment{parent: parent, fork: fork, depth: parent.depth + 1, jump: parent}
+// Segment chunks: a lineage carves its segments from chunks of its own,
+// each twice the last, from minSegments to maxSegments, so that a beam
+// search's branches allocate once every few dozen first writes. A chunk
+// holds one lineage's segments alone: a dead segment in it keeps only its
+// own lineage's ancestry from the garbage collector, never another's.
+const (
+	minSegments = 4
+	maxSegments = 64
+)
+
+// newSegment returns a segment of l that starts after version fork of
+// parent. l.mu is held.
+func (l *lineage) newSegment(parent *segment, fork Version) *segment {
+	if len(l.spare) == 0 {
+		l.chunk = min(max(2*l.chunk, minSegments), maxSegments)
+		l.spare = make([]segment, l.chunk)
+	}
+	s := &l.spare[0]
+	l.spare = l.spare[1:]
+	*s = segment{parent: parent, fork: fork, depth: parent.depth + 1, jump: parent}
 	if j := parent.up(); j != parent {
 		if jj := j.up(); parent.depth-j.depth == j.depth-jj.depth {
 			s.jump = jj
@@ -134,12 +150,12 @@ func (l *lineage) invalidate(h *Head, to position) {
 	if !ok {
 		return
 	}
-	for x := range l.heads {
+	for x := l.heads.first; x != nil; x = x.inLine.next {
 		if x != h && isAncestorCounted(first, x.pos, &l.steps) {
 			x.invalid.Store(true)
 		}
 	}
-	for s := range l.snaps {
+	for s := l.snaps.first; s != nil; s = s.inLine.next {
 		if isAncestorCounted(first, s.pos, &l.steps) {
 			s.invalid.Store(true)
 		}

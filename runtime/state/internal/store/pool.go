@@ -17,7 +17,13 @@ const defaultPendingWait = time.Second
 type Pool struct {
 	b          device.Backend
 	blockSizes // the block sizes of layouts' columns (blocksize.go)
-	telemetry  func() (DeviceMemory, error)
+	// shapes keeps the shapes of the layouts the pool has seen, by the
+	// caller's layout (cachedShape, shape.go): a *shape each.
+	shapes struct {
+		sync.Mutex
+		m map[*Layout]any
+	}
+	telemetry func() (DeviceMemory, error)
 
 	// closeMu is read-held by every handle call and write-held by Close,
 	// so that Close never frees memory a call is using.

@@ -39,6 +39,43 @@ type colClasses struct {
 	classes []*sizeClass
 }
 
+// shapeCacheMax bounds the layouts a pool remembers; past it, new layouts
+// get a shape of their own.
+const shapeCacheMax = 64
+
+// cachedShape returns p's shape of l, with no owner, when p made one of a
+// layout equal to l passed at the same address: generated code passes one
+// package-level layout per state type, so that a new head of a type the
+// pool has seen computes no shape and allocates none. The cached shape
+// holds its own copy of the layout.
+func cachedShape(p *Pool, l *Layout) (shape, bool) {
+	if l == nil {
+		return shape{}, false
+	}
+	p.shapes.Lock()
+	sh, ok := p.shapes.m[l].(*shape)
+	p.shapes.Unlock()
+	if !ok || !sh.l.equal(l) {
+		return shape{}, false
+	}
+	return *sh, true
+}
+
+// cacheShape makes the shape of a copy of l, a checked layout, and caches
+// it while there is room.
+func cacheShape(p *Pool, l *Layout) shape {
+	sh := newShape(p, l.clone(), "")
+	p.shapes.Lock()
+	if p.shapes.m == nil {
+		p.shapes.m = make(map[*Layout]any)
+	}
+	if _, ok := p.shapes.m[l]; ok || len(p.shapes.m) < shapeCacheMax {
+		p.shapes.m[l] = &sh
+	}
+	p.shapes.Unlock()
+	return sh
+}
+
 func newShape(p *Pool, l *Layout, owner Owner) shape {
 	sh := shape{pool: p, l: l, owner: owner, rows: p.blockRows(l), columns: &columns{blockBytes: p.columnBlockBytes(l)}}
 	for i, c := range l.Columns {

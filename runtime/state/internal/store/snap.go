@@ -158,7 +158,7 @@ func (s *Snap) Release() error {
 		return nil
 	}
 	s.lin.mu.Lock()
-	delete(s.lin.snaps, s)
+	s.lin.snaps.remove(s)
 	s.lin.mu.Unlock()
 	s.tmu.Lock()
 	releaseTables(s.tables)
