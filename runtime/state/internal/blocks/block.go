@@ -88,6 +88,27 @@ func (b *Block) ClaimFill(from, to int) bool {
 	}
 }
 
+// ReturnFill moves the fill from `from` bytes back down to `to` when it
+// is `from`, and reports whether it did. The caller, the holder whose
+// rows end at `from` (so that every byte below the fill is its), has
+// abandoned the versions that wrote the bytes past `to`, and no one else
+// took one of them: no holder reads those bytes, and the next append from
+// `to` may claim them (ClaimFill) instead of copying the block.
+func (b *Block) ReturnFill(from, to int) bool {
+	if to < 0 || from <= to || uint64(from) >= uint64(fillUnknown) {
+		return false
+	}
+	for {
+		f := b.flags.Load()
+		if f>>fillShift != uint32(from) {
+			return false
+		}
+		if b.flags.CompareAndSwap(f, f&flagBits|uint32(to)<<fillShift) {
+			return true
+		}
+	}
+}
+
 // Uses is the streams whose queued work may use a block (RecordStream and
 // the async paths of runtime/state): the fence it is freed behind. One
 // Uses is shared by the blocks recorded on the same streams and never
@@ -175,6 +196,10 @@ func (b *Block) SetHook(h *Hook) { b.hook.Store(h) }
 
 // HasHook reports whether h is b's hook.
 func (b *Block) HasHook(h *Hook) bool { return b.hook.Load() == h }
+
+// Hooked reports whether b has a hook: a holder other than the versions
+// (the prefix cache) keeps it.
+func (b *Block) Hooked() bool { return b.hook.Load() != nil }
 
 // Follows reports whether b lies right after a in the same allocation, so
 // that one copy may span both: neighbouring addresses in two allocations

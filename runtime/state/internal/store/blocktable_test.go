@@ -89,13 +89,16 @@ func TestBlockTable(t *testing.T) {
 	defer s.Release()
 	st := must[*BlockTable](t)(s.BlockTable())
 	before := tableEntries(t, p.Backend(), st, 0)
-	// A draft past the snapshot's rows, rolled back: the next append
-	// writes into the shared last block where the draft's rows lie, so
-	// copy-on-write replaces it in the head, not in the snapshot.
+	// A draft past the snapshot's rows, snapshotted and rolled back: the
+	// next append writes into the shared last block where the draft's
+	// rows lie, which the draft's snapshot still reads, so copy-on-write
+	// replaces it in the head, not in the snapshots.
 	check("before the draft", bt, h.Spans, 40)
 	if err := h.Append(kvRows(1, 9)); err != nil {
 		t.Fatal(err)
 	}
+	draft := must[*Snap](t)(h.Snapshot())
+	defer draft.Release()
 	if err := h.Rollback(s); err != nil {
 		t.Fatal(err)
 	}

@@ -181,8 +181,11 @@ func (m *move) checkOne(i int) error {
 func (m *move) moveOne(i int, freed *[]*block) {
 	h := m.heads[i]
 	r, pos := (*root)(nil), position{}
+	lower := false
 	if m.to != nil {
 		r, pos = m.to[i].r, m.to[i].pos
+		// Asked before invalidate brings the segment's held down.
+		lower = h.l.Growth == Append && h.hist == nil && pos.seg == h.mine && h.mine.held <= pos.v
 		if h.l.Descendants == Invalidate {
 			h.lin.invalidate(h, pos)
 		}
@@ -190,6 +193,9 @@ func (m *move) moveOne(i int, freed *[]*block) {
 		r, pos = m.child[i].r, capture(m.child[i].pos)
 	}
 	h.writeFrom = h.sameRows(h.r, r)
+	if lower {
+		lowerTails(h, h.r, r)
+	}
 	h.r.release(freed)
 	h.r = r.retain()
 	h.pos = pos
@@ -201,6 +207,29 @@ func (m *move) moveOne(i int, freed *[]*block) {
 		h.hist.releaseAll(freed)
 		h.hist = m.child[i].hist.clone()
 		h.parts.set(h)
+	}
+}
+
+// lowerTails lets a head rolled back from old to r append on in each
+// column's tail block, where it would otherwise copy it. When old holds
+// r's tail block too and its rows there end at the block's fill, every
+// byte below the fill is old's: the bytes past r's rows were written by
+// the versions the rollback abandoned, and when no holder took one of
+// those (the caller checked that no one took a version of the head's own
+// segment past r's), nothing reads them. The block's fill then comes back
+// down to r's rows (Block.ReturnFill), and the next append claims them
+// (tree.appendsInPlace). A block queued work may use, or that the prefix
+// cache keeps, keeps its fill. The lineage's lock is held.
+func lowerTails(h *Head, old, r *root) {
+	for c, per := range h.perBlock {
+		bi, t, o := r.rows/per, &r.cols[c], &old.cols[c]
+		if r.rows%per == 0 || bi < t.lo || bi >= t.n || bi < o.lo || bi >= o.n {
+			continue
+		}
+		b, rb := t.get(bi), h.rowBytes[c]
+		if o.get(bi) == b && b.Owner() == string(h.owner) && b.Uses() == nil && !b.Hooked() {
+			b.ReturnFill((min(old.rows, (bi+1)*per)-bi*per)*rb, (r.rows-bi*per)*rb)
+		}
 	}
 }
 
