@@ -52,6 +52,9 @@ import (
 //     (TestAppendInPlaceModel, TestConcurrentBranchModels): heads that
 //     append in place past a tail they share; they add the versions each
 //     head was at, which At picks from.
+//   - replay_test.go (TestReplayModel): a replayed state is a reference
+//     head that keeps every version; a step is a commit of the rows before,
+//     stepped with an input.
 //   - interaction_*_test.go (TestInteractionModel, package store_test):
 //     every feature in one sequence; its handles wrap a RefHandle, its
 //     lineages a RefLineage, and add a family, block tables, tokens and
