@@ -49,9 +49,10 @@ import (
 //     steps; it adds the prefixes registered per table, the words each
 //     owner has held (isolation), and eviction of a group as a whole.
 //   - append_shared_model_test.go and append_shared_branches_model_test.go
-//     (TestAppendInPlaceModel, TestConcurrentBranchModels): heads that
-//     append in place past a tail they share; they add the versions each
-//     head was at, which At picks from.
+//     (TestAppendInPlaceModel, TestAppendInPlaceEvict,
+//     TestConcurrentBranchModels): heads that append in place past a tail
+//     they share; they add the versions each head was at, which At picks
+//     from. The concurrent one keeps a lineage per goroutine.
 //   - replay_test.go (TestReplayModel): a replayed state is a reference
 //     head that keeps every version; a step is a commit of the rows before,
 //     stepped with an input.
@@ -59,6 +60,11 @@ import (
 //     every feature in one sequence; its handles wrap a RefHandle, its
 //     lineages a RefLineage, and add a family, block tables, tokens and
 //     the kernels queued on recorded streams.
+//
+// TestModelAt (checkpoint_test.go) is not built on it: the rows it checks
+// At against are those the head read at each version (rows a device
+// append leaves unwritten are the store's to choose), and what it models
+// is which versions each line retains.
 //
 // An extension holds *RefHandle values (or wraps them), calls the store,
 // and then the matching RefHandle method when the call succeeded; it keeps
