@@ -13,16 +13,21 @@ import (
 // back to their own snapshots (rows after a rollback go where the rolled
 // back rows went, which Keep snapshots still hold) and branch again,
 // checking after every step that they and their snapshots read their own
-// rows. Run it with -race.
+// rows. Run it with -race. Each goroutine keeps a reference lineage of its
+// own (ref_model_test.go), rooted at the version its branch was made at:
+// its versions are the reference's own, never compared with the store's,
+// as the goroutines' writes interleave in the lineage the store keeps.
 func TestConcurrentBranchModels(t *testing.T) {
 	for _, d := range []Descendants{Keep, Invalidate} {
 		t.Run(fmt.Sprint(d), func(t *testing.T) {
 			l := &Layout{Type: "Tok", Columns: tokLayout.Columns, Growth: Append, Bound: 4096, BlockRows: 4, Descendants: d}
 			p := newPool(t, PoolOptions{})
 			root := must[*Head](t)(p.NewHead(l, "me"))
+			rootRef := NewRefLineage("me", l).NewHead(root)
 			base := []uint32{1, 2, 3, 4, 5, 6}
 			for _, x := range base {
 				check(t, root.Append(tokRow(x)))
+				rootRef.Append(tokRow(x))
 			}
 			const n = 5
 			var logMu sync.Mutex
@@ -40,14 +45,16 @@ func TestConcurrentBranchModels(t *testing.T) {
 				go func() {
 					defer wg.Done()
 					rng := rand.New(rand.NewPCG(uint64(g), 3))
-					heads := []*tailObj{{h: b, toks: append([]uint32(nil), base...)}}
-					var snaps []*tailObj
+					ref := NewRefLineage("me", l).NewHead(b)
+					ref.Cols = tailWant(base)
+					heads := []*tailRef{{RefHandle: ref}}
+					var snaps []*tailRef
 					defer func() {
 						for _, o := range heads {
-							o.h.Release()
+							o.Head.Release()
 						}
 						for _, o := range snaps {
-							o.s.Release()
+							o.Snap.Release()
 						}
 					}()
 					next := uint32(10000 * (g + 1))
@@ -56,15 +63,15 @@ func TestConcurrentBranchModels(t *testing.T) {
 						switch k := rng.IntN(10); {
 						case k < 5:
 							next++
-							if err := h.h.Append(tokRow(next)); errors.Is(err, ErrInvalidated) {
+							if err := h.Head.Append(tokRow(next)); errors.Is(err, ErrInvalidated) {
 								continue
 							} else if err != nil {
 								errc <- err.Error()
 								return
 							}
-							h.toks = append(h.toks, next)
+							h.Append(tokRow(next))
 						case k < 7:
-							s, err := h.h.Snapshot()
+							s, err := h.Head.Snapshot()
 							if errors.Is(err, ErrInvalidated) {
 								continue
 							}
@@ -72,10 +79,10 @@ func TestConcurrentBranchModels(t *testing.T) {
 								errc <- err.Error()
 								return
 							}
-							snaps = append(snaps, &tailObj{s: s, toks: append([]uint32(nil), h.toks...)})
-							logf("g%d: snapshot %d of head %p (v%d) = %p", g, len(snaps)-1, h.h, h.h.Version(), s)
+							snaps = append(snaps, &tailRef{RefHandle: h.Snapshot(s)})
+							logf("g%d: snapshot %d of head %p (v%d) = %p", g, len(snaps)-1, h.Head, h.Head.Version(), s)
 						case k < 8 && len(heads) < 4:
-							c, err := h.h.Branch()
+							c, err := h.Head.Branch()
 							if errors.Is(err, ErrInvalidated) {
 								continue
 							}
@@ -83,31 +90,23 @@ func TestConcurrentBranchModels(t *testing.T) {
 								errc <- err.Error()
 								return
 							}
-							heads = append(heads, &tailObj{h: c, toks: append([]uint32(nil), h.toks...)})
-							logf("g%d: branch %p of head %p (v%d)", g, c, h.h, h.h.Version())
+							heads = append(heads, &tailRef{RefHandle: h.Branch(c)})
+							logf("g%d: branch %p of head %p (v%d)", g, c, h.Head, h.Head.Version())
 						case k < 10 && len(snaps) > 0:
 							s := snaps[rng.IntN(len(snaps))]
-							if err := h.h.Rollback(s.s); err == nil {
-								h.toks = append([]uint32(nil), s.toks...)
-								logf("g%d: head %p rolled back to %p (v%d)", g, h.h, s.s, s.s.Version())
-							}
-						}
-						for _, o := range append(append([]*tailObj(nil), heads...), snaps...) {
-							got := [][]byte{make([]byte, 4*len(o.toks)), make([]byte, 8*len(o.toks))}
-							err := o.read(0, len(o.toks), got)
-							if errors.Is(err, ErrInvalidated) {
-								continue
-							}
-							if errors.Is(err, ErrInvalidated) {
-								continue
-							}
-							if err != nil {
-								errc <- err.Error()
+							err := h.Head.Rollback(s.Snap)
+							if ok := h.CanRollback(s.RefHandle); ok != (err == nil) && !(ok && errors.Is(err, ErrInvalidated)) {
+								errc <- fmt.Sprintf("goroutine %d step %d: rollback: %v, the reference says possible %v", g, step, err, ok)
 								return
 							}
-							w := tailWant(o.toks)
-							if string(got[0]) != string(w[0]) || string(got[1]) != string(w[1]) {
-								errc <- fmt.Sprintf("goroutine %d step %d: a head or snapshot reads other rows than its own", g, step)
+							if err == nil {
+								h.Rollback(s.RefHandle)
+								logf("g%d: head %p rolled back to %p (v%d)", g, h.Head, s.Snap, s.Snap.Version())
+							}
+						}
+						for _, o := range append(append([]*tailRef(nil), heads...), snaps...) {
+							if msg := tailRefCheckMsg(o); msg != "" {
+								errc <- fmt.Sprintf("goroutine %d step %d: a head or snapshot: %s", g, step, msg)
 								return
 							}
 						}
@@ -115,7 +114,6 @@ func TestConcurrentBranchModels(t *testing.T) {
 				}()
 			}
 			// The root reads its rows meanwhile, and appends its own.
-			toks := append([]uint32(nil), base...)
 			for i := range 100 {
 				if err := root.Append(tokRow(uint32(900000 + i))); err != nil {
 					wg.Wait()
@@ -126,8 +124,8 @@ func TestConcurrentBranchModels(t *testing.T) {
 					logMu.Unlock()
 					t.Fatalf("root %p, append %d: %v", root, i, err)
 				}
-				toks = append(toks, uint32(900000+i))
-				tailCheck(t, i, &tailObj{h: root, toks: toks, name: "root"})
+				rootRef.Append(tokRow(uint32(900000 + i)))
+				tailRefCheck(t, i, &tailRef{RefHandle: rootRef, name: "root"})
 			}
 			wg.Wait()
 			close(errc)

@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"maps"
@@ -19,32 +20,41 @@ import (
 // its own rows, whatever mix of branches, snapshots, rollbacks, merges,
 // writes, device appends and windows went on around the shared blocks.
 
-// tailObj is a live head or snapshot and the tokens it must read.
-type tailObj struct {
-	vers map[Version][]uint32 // a head's versions and their tokens
-	h    *Head
-	s    *Snap
-	toks []uint32
+// tailRef is a live head or snapshot: its reference (ref_model_test.go),
+// whose rows are those of tokens (tokRow), and what the model adds: the
+// versions a head was at, which At picks from, and a name for messages.
+type tailRef struct {
+	*RefHandle
+	seen map[Version]bool // a head's versions at the end of each step
 	name string
 }
 
-func (o *tailObj) read(from, to int, dst [][]byte) error {
-	if o.h != nil {
-		return o.h.Read(from, to, dst)
+func (o *tailRef) read(from, to int, dst [][]byte) error {
+	if o.Head != nil {
+		return o.Head.Read(from, to, dst)
 	}
-	return o.s.Read(from, to, dst)
+	return o.Snap.Read(from, to, dst)
 }
 
-func (o *tailObj) oldest() int {
-	if o.h != nil {
-		return o.h.Oldest()
+func (o *tailRef) oldest() int {
+	if o.Head != nil {
+		return o.Head.Oldest()
 	}
-	return o.s.Oldest()
+	return o.Snap.Oldest()
 }
 
-// tailWant returns the bytes of tokens toks[from:to] per column.
-func tailWant(toks []uint32) [2][]byte {
-	var w [2][]byte
+// release releases o in the store and the reference.
+func (o *tailRef) release() error {
+	o.Release()
+	if o.Head != nil {
+		return o.Head.Release()
+	}
+	return o.Snap.Release()
+}
+
+// tailWant returns the bytes of tokens toks per column.
+func tailWant(toks []uint32) [][]byte {
+	w := [][]byte{{}, {}}
 	for _, tok := range toks {
 		r := tokRow(tok)
 		w[0], w[1] = append(w[0], r[0]...), append(w[1], r[1]...)
@@ -52,33 +62,46 @@ func tailWant(toks []uint32) [2][]byte {
 	return w
 }
 
-// tailCheck reads o's readable rows and compares them with its tokens. It
-// reports false when o answers ErrInvalidated (a rollback's descendant).
-func tailCheck(t *testing.T, step int, o *tailObj) bool {
+// tailRefCheck reads o's readable rows and compares them with its reference.
+// It reports false when o answers ErrInvalidated (a rollback's
+// descendant, which the reference must say too) or ErrEvicted.
+func tailRefCheck(t *testing.T, step int, o *tailRef) bool {
 	t.Helper()
-	from, to := o.oldest(), len(o.toks)
+	if msg := tailRefCheckMsg(o); msg != "" {
+		t.Fatalf("step %d: %s", step, msg)
+	}
+	return !o.Invalid && !o.Evicted
+}
+
+// tailRefCheckMsg is tailRefCheck's check, which it describes when it fails; it
+// marks o evicted when o answers ErrEvicted.
+func tailRefCheckMsg(o *tailRef) string {
+	from, to := o.oldest(), o.Rows()
 	got := [][]byte{make([]byte, 4*(to-from)), make([]byte, 8*(to-from))}
 	err := o.read(from, to, got)
-	if errors.Is(err, ErrInvalidated) && o.s != nil {
-		return false
+	if inv := errors.Is(err, ErrInvalidated); inv != o.Invalid {
+		return fmt.Sprintf("%s: read [%d,%d): %v; invalidated by a rollback in the reference: %v", o.name, from, to, err, o.Invalid)
 	}
-	if errors.Is(err, ErrInvalidated) && o.h != nil || errors.Is(err, ErrEvicted) {
-		return false
+	if o.Invalid {
+		return ""
+	}
+	if errors.Is(err, ErrEvicted) {
+		o.Evicted = true
+		return ""
 	}
 	if err != nil {
-		t.Fatalf("step %d: %s: read [%d,%d): %v", step, o.name, from, to, err)
+		return fmt.Sprintf("%s: read [%d,%d): %v", o.name, from, to, err)
 	}
-	w := tailWant(o.toks[from:to])
-	if !bytes.Equal(got[0], w[0]) || !bytes.Equal(got[1], w[1]) {
+	if !o.Same(from, to, got) {
 		for i := from; i < to; i++ {
-			k := got[0][4*(i-from) : 4*(i-from+1)]
-			if !bytes.Equal(k, w[0][4*(i-from):4*(i-from+1)]) {
-				t.Fatalf("step %d: %s reads other rows than its own: row %d of [%d,%d) reads key %x, want token %d", step, o.name, i, from, to, k, o.toks[i])
+			k, w := got[0][4*(i-from):4*(i-from+1)], o.Cols[0][4*i:4*(i+1)]
+			if !bytes.Equal(k, w) {
+				return fmt.Sprintf("%s reads other rows than its own: row %d of [%d,%d) reads key %x, want token %d", o.name, i, from, to, k, binary.LittleEndian.Uint32(w))
 			}
 		}
-		t.Fatalf("step %d: %s reads other values than its own", step, o.name)
+		return fmt.Sprintf("%s reads other values than its own", o.name)
 	}
-	return true
+	return ""
 }
 
 // tailAppendDevice appends toks through AppendDevice, writing the rows
@@ -175,27 +198,31 @@ func tailModel(t *testing.T, l *Layout, opt PoolOptions, seed uint64, steps int)
 	soft := l.Retention == Optional
 	next := uint32(1)
 	tok := func() uint32 { next++; return next }
-	root := must[*Head](t)(p.NewHead(l, "me"))
-	objs := []*tailObj{{h: root, name: "head0"}}
-	heads := func() []*tailObj {
-		var hs []*tailObj
+	newHead := func(name string) *tailRef {
+		lin := NewRefLineage("me", l)
+		lin.KeepVersions()
+		return &tailRef{RefHandle: lin.NewHead(must[*Head](t)(p.NewHead(l, "me"))), name: name}
+	}
+	objs := []*tailRef{newHead("head0")}
+	heads := func() []*tailRef {
+		var hs []*tailRef
 		for _, o := range objs {
-			if o.h != nil {
+			if o.Head != nil {
 				hs = append(hs, o)
 			}
 		}
 		return hs
 	}
-	snaps := func() []*tailObj {
-		var ss []*tailObj
+	snaps := func() []*tailRef {
+		var ss []*tailRef
 		for _, o := range objs {
-			if o.s != nil {
+			if o.Snap != nil {
 				ss = append(ss, o)
 			}
 		}
 		return ss
 	}
-	drop := func(o *tailObj) {
+	drop := func(o *tailRef) {
 		for i, x := range objs {
 			if x == o {
 				objs = append(objs[:i], objs[i+1:]...)
@@ -206,18 +233,13 @@ func tailModel(t *testing.T, l *Layout, opt PoolOptions, seed uint64, steps int)
 	var ops []string
 	t.Cleanup(func() {
 		for _, o := range objs {
-			if o.h != nil {
-				o.h.Release()
-			} else {
-				o.s.Release()
-			}
+			o.release()
 		}
 	})
 	for step := 0; step < steps; step++ {
 		hs := heads()
 		if len(hs) == 0 {
-			h := must[*Head](t)(p.NewHead(l, "me"))
-			objs = append(objs, &tailObj{h: h, name: fmt.Sprint("head", step)})
+			objs = append(objs, newHead(fmt.Sprint("head", step)))
 			continue
 		}
 		h := hs[rng.IntN(len(hs))]
@@ -228,19 +250,21 @@ func tailModel(t *testing.T, l *Layout, opt PoolOptions, seed uint64, steps int)
 			for range n {
 				ts = append(ts, tok())
 			}
-			w := tailWant(ts)
 			var err error
 			if rng.IntN(2) == 0 {
-				err = h.h.Append([][]byte{w[0], w[1]})
+				w := tailWant(ts)
+				if err = h.Head.Append(w); err == nil {
+					h.Append(w)
+				}
 			} else {
-				for i, x := range ts {
-					if err = h.h.Append(tokRow(x)); err != nil {
+				for _, x := range ts {
+					if err = h.Head.Append(tokRow(x)); err != nil {
 						if soft && tailSoft(err) {
-							h.toks = append(h.toks, ts[:i]...)
-							n, err = 0, nil
+							n, err = 0, nil // the rows before stay
 						}
 						break
 					}
+					h.Append(tokRow(x))
 				}
 				if n == 0 {
 					continue
@@ -250,7 +274,6 @@ func tailModel(t *testing.T, l *Layout, opt PoolOptions, seed uint64, steps int)
 				continue
 			}
 			check(t, err)
-			h.toks = append(h.toks, ts...)
 			ops = append(ops, fmt.Sprintf("%s append %d", h.name, n))
 		case k < 8: // device append
 			n := 1 + rng.IntN(6)
@@ -258,33 +281,35 @@ func tailModel(t *testing.T, l *Layout, opt PoolOptions, seed uint64, steps int)
 			for range n {
 				ts = append(ts, tok())
 			}
-			if err := tailAppendDevice(t, p, h.h, ts); err != nil {
+			if err := tailAppendDevice(t, p, h.Head, ts); err != nil {
 				if soft && tailSoft(err) {
 					continue
 				}
 				t.Fatal(err)
 			}
-			h.toks = append(h.toks, ts...)
+			h.Append(tailWant(ts))
 			ops = append(ops, fmt.Sprintf("%s appenddevice %d", h.name, n))
 		case k < 9: // an append of no rows, and a read of a snapshot meanwhile
-			if err := h.h.Append([][]byte{nil, nil}); !(soft && tailSoft(err)) {
+			if err := h.Head.Append([][]byte{nil, nil}); err == nil {
+				h.Append([][]byte{nil, nil})
+			} else if !(soft && tailSoft(err)) {
 				check(t, err)
 			}
 		case k < 12: // snapshot
-			s, err := h.h.Snapshot()
+			s, err := h.Head.Snapshot()
 			if soft && tailSoft(err) {
 				continue
 			}
 			check(t, err)
-			objs = append(objs, &tailObj{s: s, toks: append([]uint32(nil), h.toks...), name: fmt.Sprintf("snap%d(%s)", step, h.name)})
+			objs = append(objs, &tailRef{RefHandle: h.Snapshot(s), name: fmt.Sprintf("snap%d(%s)", step, h.name)})
 			ops = append(ops, fmt.Sprintf("snapshot %s", h.name))
 		case k < 14: // branch
-			b, err := h.h.Branch()
+			b, err := h.Head.Branch()
 			if soft && tailSoft(err) {
 				continue
 			}
 			check(t, err)
-			objs = append(objs, &tailObj{h: b, vers: maps.Clone(h.vers), toks: append([]uint32(nil), h.toks...), name: fmt.Sprintf("branch%d(%s)", step, h.name)})
+			objs = append(objs, &tailRef{RefHandle: h.Branch(b), seen: maps.Clone(h.seen), name: fmt.Sprintf("branch%d(%s)", step, h.name)})
 			ops = append(ops, fmt.Sprintf("branch %s", h.name))
 		case k < 16: // rollback to a snapshot
 			ss := snaps()
@@ -292,14 +317,19 @@ func tailModel(t *testing.T, l *Layout, opt PoolOptions, seed uint64, steps int)
 				continue
 			}
 			s := ss[rng.IntN(len(ss))]
-			err := h.h.Rollback(s.s)
+			err := h.Head.Rollback(s.Snap)
+			if ok := h.CanRollback(s.RefHandle); ok && err != nil && !errors.Is(err, ErrNotAncestor) {
+				continue // an invalidated or evicted one: tailRefCheck tells
+			} else if ok != (err == nil) {
+				t.Fatalf("step %d: %s rollback %s: %v, the reference says possible %v (ops %v)", step, h.name, s.name, err, ok, ops)
+			}
 			if err == nil {
-				h.toks = append([]uint32(nil), s.toks...)
+				h.Rollback(s.RefHandle)
 				ops = append(ops, fmt.Sprintf("%s rollback %s", h.name, s.name))
 			}
 		case k < 17 && rng.IntN(2) == 0: // a past version (At)
 			var vs []Version
-			for v := range h.vers {
+			for v := range h.seen {
 				vs = append(vs, v)
 			}
 			if len(vs) == 0 {
@@ -307,50 +337,47 @@ func tailModel(t *testing.T, l *Layout, opt PoolOptions, seed uint64, steps int)
 			}
 			slices.Sort(vs)
 			v := vs[rng.IntN(len(vs))]
-			s, err := h.h.At(v)
+			s, err := h.Head.At(v)
 			if err != nil {
 				continue
 			}
-			o := &tailObj{s: s, toks: append([]uint32(nil), h.vers[v]...), name: fmt.Sprintf("at%d(%s,v%d)", step, h.name, v)}
-			objs = append(objs, o)
+			objs = append(objs, &tailRef{RefHandle: h.At(s, v), name: fmt.Sprintf("at%d(%s,v%d)", step, h.name, v)})
 			ops = append(ops, fmt.Sprintf("at %s v%d", h.name, v))
 		case k < 17: // merge a branch
 			c := hs[rng.IntN(len(hs))]
 			if c == h {
 				continue
 			}
-			if err := h.h.Merge(c.h); err == nil {
-				h.toks = append([]uint32(nil), c.toks...)
+			err := h.Head.Merge(c.Head)
+			if err == nil && !h.CanMerge(c.RefHandle) {
+				t.Fatalf("step %d: %s merged %s, which the reference says it may not (ops %v)", step, h.name, c.name, ops)
+			}
+			if err == nil {
+				h.Merge(c.RefHandle)
 				ops = append(ops, fmt.Sprintf("%s merge %s", h.name, c.name))
 			}
 		default: // release
 			o := objs[rng.IntN(len(objs))]
-			if o.h != nil {
-				check(t, o.h.Release())
-			} else {
-				check(t, o.s.Release())
-			}
+			check(t, o.release())
 			drop(o)
 			ops = append(ops, fmt.Sprintf("release %s", o.name))
 		}
 		for _, o := range objs {
-			if o.h != nil {
-				if o.vers == nil {
-					o.vers = map[Version][]uint32{}
+			if o.Head != nil {
+				if o.seen == nil {
+					o.seen = map[Version]bool{}
 				}
-				if _, ok := o.vers[o.h.Version()]; !ok {
-					o.vers[o.h.Version()] = append([]uint32(nil), o.toks...)
-				}
+				o.seen[o.V] = true
 			}
 		}
-		for _, o := range append([]*tailObj(nil), objs...) {
-			if !tailCheck(t, step, o) {
-				if o.h != nil {
-					o.h.Release()
-				} else {
-					o.s.Release()
-				}
+		for _, o := range append([]*tailRef(nil), objs...) {
+			if !tailRefCheck(t, step, o) {
+				o.release()
 				drop(o)
+				continue
+			}
+			if v := o.version(); v != o.V {
+				t.Fatalf("step %d: %s at version %d, the reference at %d (ops %v)", step, o.name, v, o.V, ops)
 			}
 		}
 		if t.Failed() {
@@ -362,11 +389,7 @@ func tailModel(t *testing.T, l *Layout, opt PoolOptions, seed uint64, steps int)
 		t.Fatalf("%v (ops %v)", err, ops)
 	}
 	for _, o := range objs {
-		if o.h != nil {
-			check(t, o.h.Release())
-		} else {
-			check(t, o.s.Release())
-		}
+		check(t, o.release())
 	}
 	objs = nil
 	if soft {
@@ -375,6 +398,13 @@ func tailModel(t *testing.T, l *Layout, opt PoolOptions, seed uint64, steps int)
 	if st := p.Stats(); st.Live != 0 || st.PhysicalBytes != 0 {
 		t.Fatalf("after releasing everything: %d live, %d physical bytes", st.Live, st.PhysicalBytes)
 	}
+}
+
+func (o *tailRef) version() Version {
+	if o.Head != nil {
+		return o.Head.Version()
+	}
+	return o.Snap.Version()
 }
 
 var _ = sync.Mutex{}

@@ -2,8 +2,62 @@ package store
 
 import (
 	"bytes"
+	"errors"
 	"testing"
 )
+
+// tailObj is a live head or snapshot and the tokens it must read, for the
+// adversarial tests of the in-place append that are not models (the model,
+// TestAppendInPlaceModel, keeps a reference: tailRef).
+type tailObj struct {
+	h    *Head
+	s    *Snap
+	toks []uint32
+	name string
+}
+
+func (o *tailObj) read(from, to int, dst [][]byte) error {
+	if o.h != nil {
+		return o.h.Read(from, to, dst)
+	}
+	return o.s.Read(from, to, dst)
+}
+
+func (o *tailObj) oldest() int {
+	if o.h != nil {
+		return o.h.Oldest()
+	}
+	return o.s.Oldest()
+}
+
+// tailCheck reads o's readable rows and compares them with its tokens. It
+// reports false when o answers ErrInvalidated (a rollback's descendant).
+func tailCheck(t *testing.T, step int, o *tailObj) bool {
+	t.Helper()
+	from, to := o.oldest(), len(o.toks)
+	got := [][]byte{make([]byte, 4*(to-from)), make([]byte, 8*(to-from))}
+	err := o.read(from, to, got)
+	if errors.Is(err, ErrInvalidated) && o.s != nil {
+		return false
+	}
+	if errors.Is(err, ErrInvalidated) && o.h != nil || errors.Is(err, ErrEvicted) {
+		return false
+	}
+	if err != nil {
+		t.Fatalf("step %d: %s: read [%d,%d): %v", step, o.name, from, to, err)
+	}
+	w := tailWant(o.toks[from:to])
+	if !bytes.Equal(got[0], w[0]) || !bytes.Equal(got[1], w[1]) {
+		for i := from; i < to; i++ {
+			k := got[0][4*(i-from) : 4*(i-from+1)]
+			if !bytes.Equal(k, w[0][4*(i-from):4*(i-from+1)]) {
+				t.Fatalf("step %d: %s reads other rows than its own: row %d of [%d,%d) reads key %x, want token %d", step, o.name, i, from, to, k, o.toks[i])
+			}
+		}
+		t.Fatalf("step %d: %s reads other values than its own", step, o.name)
+	}
+	return true
+}
 
 // TestAppendPastSharedTail: an append to a block that other versions hold
 // too writes in place when the rows go past every holder's (the block's

@@ -12,9 +12,8 @@ import (
 )
 
 // TestGroupModel runs random group calls (member writes, cuts, branches,
-// merges, rollbacks, releases) against a reference that keeps every
-// version of every member as a full copy, and its ancestry as a list of
-// versions. After each call every live group reads as the reference says,
+// merges, rollbacks, releases) against the reference (ref_model_test.go):
+// a head per member, each of its own lineage that keeps every version. After each call every live group reads as the reference says,
 // a call succeeds exactly when the reference says it can, and a failed
 // call changes nothing.
 func TestGroupModel(t *testing.T) {
@@ -30,55 +29,62 @@ func TestGroupModel(t *testing.T) {
 // runs the models long; a step here reads every live group and cut).
 func groupModelSteps(_ *testing.T, n int) int { return statetest.Steps(n, 10) }
 
-// gmVersion is one version of one member in the reference: its rows.
-type gmVersion struct {
-	kv  [][]byte
-	rec []byte
-}
-
-// gmGroup is a live group and, per member, its ancestry in the reference
-// (the versions it went through, last is current).
+// gmGroup is a live group and its members' reference heads, one
+// lineage per member.
 type gmGroup struct {
-	g    *Group
-	line [2][]int
+	g   *Group
+	mem [2]*RefHandle
 }
 
+// gmCut is a cut and its members' reference snapshots, taken together.
 type gmCut struct {
-	cut  *GroupSnap
-	last [2]int
+	cut *GroupSnap
+	mem [2]*RefHandle
 }
 
 func runGroupModel(t *testing.T, seed uint64, steps int, hist bool) {
 	statetest.LogReplay(t, seed)
 	rng := rand.New(rand.NewPCG(seed, 7))
 	p := newPool(t, PoolOptions{BlockBytes: 512})
-	versions := []gmVersion{{kv: [][]byte{{}, {}}, rec: make([]byte, 32)}} // 0: the empty state of both
 	kvL, recL := kv(Append, 1<<20, Keep), rec(Keep)
 	if hist {
 		kvL.Checkpoint = &CheckpointPolicy{Every: 4, Keep: 3}
 		recL.Checkpoint = &CheckpointPolicy{Every: 3, Keep: 3}
 	}
 	root := must[*Group](t)(NewGroup(p, "s", kvL, recL))
-	// storeV is the store's version of each reference version of member
-	// 0, which At takes; the reference's indices are the commit order.
-	storeV := map[int]Version{0: root.Head(0).Version()}
+	rootRef := &gmGroup{g: root}
+	// made is the group's order of commits: per member, the commit that
+	// made each version (0: the empty state of both), which places a
+	// version of one member among the other's for At.
+	var made [2]map[Version]int
+	clock := 0
+	for m, l := range []*Layout{kvL, recL} {
+		lin := NewRefLineage("s", l)
+		lin.KeepVersions()
+		rootRef.mem[m] = lin.NewHead(root.Head(m))
+		made[m] = map[Version]int{0: 0}
+	}
 	rebuilt, notRetained := 0, 0
 	defer func() {
 		if hist && rebuilt == 0 {
 			t.Errorf("seed %d: At rebuilt no cut (%d not retained)", seed, notRetained)
 		}
 	}()
-	groups := []*gmGroup{{g: root, line: [2][]int{{0}, {0}}}}
+	groups := []*gmGroup{rootRef}
 	var cuts []*gmCut
-	cur := func(x *gmGroup, m int) gmVersion { return versions[x.line[m][len(x.line[m])-1]] }
 	verify := func(step int, what string) {
 		for gi, x := range groups {
-			if !equalCols(readAll(t, x.g.Head(0)), cur(x, 0).kv) || !bytes.Equal(readRec(t, x.g.Head(1)), cur(x, 1).rec) {
+			if !equalCols(readAll(t, x.g.Head(0)), x.mem[0].Cols) || !bytes.Equal(readRec(t, x.g.Head(1)), x.mem[1].Cols[0]) {
 				t.Fatalf("seed %d step %d (%s): group %d reads otherwise than the reference", seed, step, what, gi)
+			}
+			for m := range 2 {
+				if v := x.g.Head(m).Version(); v != x.mem[m].V {
+					t.Fatalf("seed %d step %d (%s): member %d of group %d at version %d, the reference at %d", seed, step, what, m, gi, v, x.mem[m].V)
+				}
 			}
 		}
 		for ci, c := range cuts {
-			if !equalCols(readAll(t, c.cut.Snap(0)), versions[c.last[0]].kv) || !bytes.Equal(readRec(t, c.cut.Snap(1)), versions[c.last[1]].rec) {
+			if !equalCols(readAll(t, c.cut.Snap(0)), c.mem[0].Cols) || !bytes.Equal(readRec(t, c.cut.Snap(1)), c.mem[1].Cols[0]) {
 				t.Fatalf("seed %d step %d (%s): cut %d changed", seed, step, what, ci)
 			}
 		}
@@ -87,17 +93,18 @@ func runGroupModel(t *testing.T, seed uint64, steps int, hist bool) {
 		x := groups[rng.IntN(len(groups))]
 		var what string
 		if hist && rng.IntN(6) == 0 {
-			// The cut when member 0 made version i: member 1 at its
+			// The cut when member 0 made version v: member 1 at its
 			// last version made before.
 			what = "at"
-			i := x.line[0][rng.IntN(len(x.line[0]))]
-			want := 0
-			for _, j := range x.line[1] {
-				if j <= i {
-					want = j
+			line := x.mem[0].Lin.Ancestry(x.mem[0].V)
+			v := line[rng.IntN(len(line))]
+			want := Version(0)
+			for _, w := range x.mem[1].Lin.Ancestry(x.mem[1].V) {
+				if made[1][w] <= made[0][v] {
+					want = w
 				}
 			}
-			c, err := x.g.At(storeV[i])
+			c, err := x.g.At(v)
 			switch {
 			case errors.Is(err, ErrNotRetained):
 				notRetained++
@@ -105,7 +112,7 @@ func runGroupModel(t *testing.T, seed uint64, steps int, hist bool) {
 				t.Fatalf("seed %d step %d: At: %v", seed, step, err)
 			default:
 				rebuilt++
-				cuts = append(cuts, &gmCut{cut: c, last: [2]int{i, want}})
+				cuts = append(cuts, &gmCut{cut: c, mem: [2]*RefHandle{x.mem[0].At(c.Snap(0), v), x.mem[1].At(c.Snap(1), want)}})
 			}
 			verify(step, what)
 			if st := p.Stats(); st.Live != 2*len(groups)+2*len(cuts) {
@@ -120,72 +127,68 @@ func runGroupModel(t *testing.T, seed uint64, steps int, hist bool) {
 				if op == m {
 					continue
 				}
-				v := cur(x, m)
 				seedByte := byte(rng.Uint32())
 				if m == 0 {
 					rows := kvRows(1+rng.IntN(3), seedByte)
 					check(t, x.g.Head(0).Append(rows))
-					v = gmVersion{kv: concat(v.kv, rows)}
-					storeV[len(versions)] = x.g.Head(0).Version()
+					x.mem[0].Append(rows)
 				} else {
 					at := rng.IntN(4)
 					row := recRow(seedByte)[0][:8]
 					check(t, x.g.Head(1).Write(at, [][]byte{row}))
-					r := slices.Clone(v.rec)
-					copy(r[at*8:], row)
-					v = gmVersion{rec: r}
+					x.mem[1].Write(at, [][]byte{row})
 				}
-				versions = append(versions, v)
-				x.line[m] = append(x.line[m], len(versions)-1)
+				clock++
+				made[m][x.mem[m].V] = clock
 			}
 		case op < 5:
 			what = "snapshot"
 			c := must[*GroupSnap](t)(x.g.Snapshot())
-			cuts = append(cuts, &gmCut{cut: c, last: [2]int{x.line[0][len(x.line[0])-1], x.line[1][len(x.line[1])-1]}})
+			cuts = append(cuts, &gmCut{cut: c, mem: [2]*RefHandle{x.mem[0].Snapshot(c.Snap(0)), x.mem[1].Snapshot(c.Snap(1))}})
 		case op < 6 && len(groups) < 6:
 			what = "branch"
 			b := must[*Group](t)(x.g.Branch())
-			groups = append(groups, &gmGroup{g: b, line: [2][]int{slices.Clone(x.line[0]), slices.Clone(x.line[1])}})
+			groups = append(groups, &gmGroup{g: b, mem: [2]*RefHandle{x.mem[0].Branch(b.Head(0)), x.mem[1].Branch(b.Head(1))}})
 		case op < 7 && len(cuts) > 0:
 			what = "rollback"
 			c := cuts[rng.IntN(len(cuts))]
-			var at [2]int
-			ok := true
-			for m := range 2 {
-				at[m] = slices.Index(x.line[m], c.last[m])
-				ok = ok && at[m] >= 0
-			}
+			ok := x.mem[0].CanRollback(c.mem[0]) && x.mem[1].CanRollback(c.mem[1])
 			err := x.g.Rollback(c.cut)
 			if ok != (err == nil) || !ok && !errors.Is(err, ErrNotAncestor) {
 				t.Fatalf("seed %d step %d: rollback: %v, the reference says possible %v", seed, step, err, ok)
 			}
 			if ok {
 				for m := range 2 {
-					x.line[m] = x.line[m][:at[m]+1]
+					x.mem[m].Rollback(c.mem[m])
 				}
 			}
 		case op < 8 && len(groups) > 1:
 			what = "merge"
 			y := groups[rng.IntN(len(groups))]
-			ok := true
-			for m := range 2 {
-				ok = ok && slices.Contains(y.line[m], x.line[m][len(x.line[m])-1])
-			}
+			ok := x.mem[0].CanMerge(y.mem[0]) && x.mem[1].CanMerge(y.mem[1])
 			err := x.g.Merge(y.g)
 			if ok != (err == nil) || !ok && !errors.Is(err, ErrDiverged) {
 				t.Fatalf("seed %d step %d: merge: %v, the reference says possible %v", seed, step, err, ok)
 			}
 			if ok {
-				x.line = [2][]int{slices.Clone(y.line[0]), slices.Clone(y.line[1])}
+				for m := range 2 {
+					x.mem[m].Merge(y.mem[m])
+				}
 			}
 		case op < 9 && len(cuts) > 3 || len(cuts) > 8:
 			what = "release cut"
 			i := rng.IntN(len(cuts))
 			check(t, cuts[i].cut.Release())
+			for _, r := range cuts[i].mem {
+				r.Release()
+			}
 			cuts = slices.Delete(cuts, i, i+1)
 		case len(groups) > 1 && x != groups[0]:
 			what = "release group"
 			check(t, x.g.Release())
+			for _, r := range x.mem {
+				r.Release()
+			}
 			groups = slices.DeleteFunc(groups, func(y *gmGroup) bool { return y == x })
 		}
 		verify(step, what)

@@ -71,8 +71,13 @@ func newSGLayouts(r Retention) sgLayouts {
 	return sgLayouts{&kv, recL}
 }
 
+// sgSession is a live shared group: its members' reference heads
+// (ref_model_test.go: the KV rows of its tokens, the recurrent state after
+// them) and what the sharing adds: its owner, table and tokens, which
+// key the prefixes it registers and adopts.
 type sgSession struct {
 	g        *Group
+	mem      [2]*RefHandle
 	owner    int
 	lay      int // index of its layouts: 0 mandatory, 1 optional
 	width    int // its recurrent rows' width, in words
@@ -87,6 +92,22 @@ type sgSession struct {
 }
 
 func (s *sgSession) optional() bool { return s.lay == 1 }
+
+// refLayout returns a copy of l: the layout a reference lineage keeps, as
+// the store keeps the layout a head was made with when the caller's Layout
+// value is widened in place.
+func refLayout(l *Layout) *Layout {
+	c := *l
+	c.Columns = slices.Clone(l.Columns)
+	return &c
+}
+
+// fed records in s's reference heads that the members took tokens: the
+// KV member's rows, the recurrent member's state after them.
+func (s *sgSession) fed(toks []uint32) {
+	s.mem[1].Commit([][]byte{recState(append(slices.Clone(s.tokens), toks...), s.width)})
+	s.mem[0].Append(tailWant(toks))
+}
 
 // recState is the recurrent state after tokens, from zero, of rows of
 // width words: the state sgStep leaves.
@@ -290,6 +311,8 @@ func (m *sgModel) forget(d Domain) {
 
 func (m *sgModel) release(s *sgSession) {
 	check(m.t, s.g.Release())
+	s.mem[0].Release()
+	s.mem[1].Release()
 	m.live = slices.DeleteFunc(m.live, func(x *sgSession) bool { return x == s })
 }
 
@@ -372,6 +395,13 @@ func (m *sgModel) adoptInto(s *sgSession, prompt []uint32) {
 			m.fatalf("defect class: adoption: adopted %d rows of a %d-token prompt whose first %d were registered in its table", n, len(prompt), want)
 		}
 	}
+	owner := Owner(fmt.Sprint("o", s.owner))
+	for i, ml := range []*Layout{l.kv, l.rec} {
+		s.mem[i] = NewRefLineage(owner, refLayout(ml)).NewHead(g.Head(i))
+	}
+	if n > 0 {
+		s.fed(prompt[:n]) // adopted
+	}
 	s.tokens, s.rest = prompt[:n], prompt[n:]
 	for i := range n + 1 {
 		m.sees(s.owner, recState(prompt[:i], s.width))
@@ -411,6 +441,7 @@ func (m *sgModel) feed(s *sgSession, byKernel bool) bool {
 		m.release(s)
 		return false
 	}
+	s.fed([]uint32{tok})
 	s.tokens, s.rest = append(s.tokens, tok), s.rest[1:]
 	if len(s.tokens)%16 == 0 {
 		if s.unwritten = byKernel; !byKernel {
@@ -580,7 +611,7 @@ func (m *sgModel) drain() {
 func (m *sgModel) verify() {
 	keep := m.live[:0]
 	for _, s := range m.live {
-		n := len(s.tokens)
+		n := s.mem[0].Rows()
 		kv := [][]byte{make([]byte, 4*n), make([]byte, 8*n)}
 		kvErr := s.g.Head(0).Read(0, n, kv)
 		recGot := [][]byte{make([]byte, 32*s.width)}
@@ -591,20 +622,17 @@ func (m *sgModel) verify() {
 					kvErr, recErr, s.optional())
 			}
 			check(m.t, s.g.Release())
+			s.mem[0].Release()
+			s.mem[1].Release()
 			continue
 		}
 		if kvErr != nil || recErr != nil {
 			m.fatalf("reads: %v, %v", kvErr, recErr)
 		}
-		want := [][]byte{{}, {}}
-		for _, tok := range s.tokens {
-			r := tokRow(tok)
-			want[0], want[1] = append(want[0], r[0]...), append(want[1], r[1]...)
-		}
-		if !bytes.Equal(kv[0], want[0]) || !bytes.Equal(kv[1], want[1]) {
+		if !s.mem[0].Same(0, n, kv) {
 			m.fatalf("defect class: rows: a session's KV rows are not its tokens' (%d tokens)", n)
 		}
-		if !bytes.Equal(recGot[0], recState(s.tokens, s.width)) {
+		if !bytes.Equal(recGot[0], s.mem[1].Cols[0]) {
 			m.fatalf("defect class: rows: a session's recurrent state is not the state after its %d tokens", n)
 		}
 		if s.unwritten {

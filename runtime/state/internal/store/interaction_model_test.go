@@ -30,78 +30,35 @@ import (
 // -model.steps sets the steps per seed and -model.seed runs one seed
 // (main_test.go); a failure prints the command that replays it.
 
+// refLin is a lineage of the reference (ref_model_test.go, package
+// store) and what the interaction model adds: the family of its layout,
+// and whether a kernel queued on a recorded stream wrote a version. Its
+// versions' rows are kept (KeepVersions) for checkpointed layouts, which
+// At rebuilds.
 type refLin struct {
-	owner  store.Owner
-	layout *store.Layout
+	*store.RefLineage
 	family string
-	last   store.Version
-	parent map[store.Version]store.Version
-	vers   map[store.Version][][]byte // every version's rows, for At (checkpointed layouts)
-	gated  bool                       // a kernel queued on a recorded stream wrote a version
+	gated  bool
 }
 
-func (l *refLin) isAncestor(a, b store.Version) bool {
-	for {
-		if a == b {
-			return true
-		}
-		if b == 0 {
-			return false
-		}
-		b = l.parent[b]
-	}
-}
-
-func (l *refLin) path(b store.Version) map[store.Version]bool {
-	out := map[store.Version]bool{b: true}
-	for b != 0 {
-		b = l.parent[b]
-		out[b] = true
-	}
-	return out
-}
-
-// ref is a live head or snapshot and its reference content.
+// ref is a live head or snapshot: its reference, and what the
+// interaction model adds.
 type ref struct {
-	lin      *refLin
-	head     *store.Head
-	snap     *store.Snap
-	cols     [][]byte
-	v        store.Version
-	toks     []int32 // a shared head's keys: its rows derive from them
-	released bool
-	invalid  bool
-	evicted  bool
-	fromAt   bool // a snapshot At rebuilt from the history
-	tables   []*store.BlockTable
+	*store.RefHandle
+	lin    *refLin // RefHandle.Lin's
+	toks   []int32 // a shared head's keys: its rows derive from them
+	fromAt bool    // a snapshot At rebuilt from the history
+	tables []*store.BlockTable
 }
 
-func (x *ref) rows() int { return len(x.cols[0]) / x.lin.layout.Columns[0].RowBytes() }
-
-func (x *ref) floor() int {
-	if w := x.lin.layout.Window; w > 0 && x.rows() > w {
-		return x.rows() - w
+// newRef returns the reference of h, a new head of layout l in family
+// fam.
+func newRef(h *store.Head, l *store.Layout, fam string) *ref {
+	lin := &refLin{RefLineage: store.NewRefLineage(h.Owner(), l), family: fam}
+	if l.Checkpoint != nil {
+		lin.KeepVersions()
 	}
-	return 0
-}
-
-func (x *ref) kind() string {
-	if x.head != nil {
-		return "head"
-	}
-	return "snapshot"
-}
-
-func (x *ref) stateErr() error {
-	switch {
-	case x.released:
-		return store.ErrReleased
-	case x.invalid:
-		return store.ErrInvalidated
-	case x.evicted:
-		return store.ErrEvicted
-	}
-	return nil
+	return &ref{RefHandle: lin.NewHead(h), lin: lin}
 }
 
 type interaction struct {
@@ -218,7 +175,7 @@ func (m *interaction) pick(list []*ref) *ref {
 func (m *interaction) pickHead(fam string) *ref {
 	var fit []*ref
 	for _, x := range m.heads {
-		if !x.released && (fam == "" || x.lin.family == fam) {
+		if !x.Released && (fam == "" || x.lin.family == fam) {
 			fit = append(fit, x)
 		}
 	}
@@ -247,17 +204,6 @@ func cloneCols(cols [][]byte) [][]byte {
 		out[i] = append([]byte{}, c...)
 	}
 	return out
-}
-
-// commit records a new version of x with rows cols.
-func (m *interaction) commit(x *ref, cols [][]byte) {
-	x.lin.last++
-	x.lin.parent[x.lin.last] = x.v
-	x.v = x.lin.last
-	x.cols = cols
-	if x.lin.vers != nil {
-		x.lin.vers[x.v] = cloneCols(cols)
-	}
 }
 
 func (m *interaction) newOwner() store.Owner {
@@ -312,18 +258,7 @@ func (m *interaction) newHead() {
 	if !m.expect(err, nil) {
 		return
 	}
-	lin := &refLin{owner: h.Owner(), layout: l, family: fam, parent: map[store.Version]store.Version{}}
-	x := &ref{lin: lin, head: h, cols: make([][]byte, len(l.Columns))}
-	for i, c := range l.Columns {
-		x.cols[i] = []byte{}
-		if l.Growth == store.Mutable {
-			x.cols[i] = make([]byte, l.Bound*c.RowBytes())
-		}
-	}
-	if l.Checkpoint != nil {
-		lin.vers = map[store.Version][][]byte{0: cloneCols(x.cols)}
-	}
-	m.heads = append(m.heads, x)
+	m.heads = append(m.heads, newRef(h, l, fam))
 }
 
 // appendRows appends host rows to an append head (window heads included).
@@ -332,13 +267,13 @@ func (m *interaction) appendRows() {
 	if x == nil {
 		return
 	}
-	l := x.lin.layout
+	l := x.lin.Layout
 	n := m.rng.IntN(24)
 	if l.Window > 0 {
 		n = m.rng.IntN(l.Window + 1)
 	}
-	want := x.stateErr()
-	if want == nil && l.Bound > 0 && x.rows()+n > l.Bound {
+	want := x.StateErr()
+	if want == nil && l.Bound > 0 && x.Rows()+n > l.Bound {
 		want = store.ErrBound
 	}
 	cols := m.randBatch(l, n)
@@ -347,17 +282,9 @@ func (m *interaction) appendRows() {
 		m.appendAsync(x, cols)
 		return
 	}
-	if m.expect(x.head.Append(cols), want) {
-		m.appended(x, cols)
+	if m.expect(x.Head.Append(cols), want) {
+		x.Append(cols)
 	}
-}
-
-func (m *interaction) appended(x *ref, cols [][]byte) {
-	next := cloneCols(x.cols)
-	for i := range next {
-		next[i] = append(next[i], cols[i]...)
-	}
-	m.commit(x, next)
 }
 
 // appendAsync appends through AppendAsync on a model stream: a failed call
@@ -367,12 +294,12 @@ func (m *interaction) appended(x *ref, cols [][]byte) {
 // calls) when a later step lands them.
 func (m *interaction) appendAsync(x *ref, cols [][]byte) {
 	st := m.stream()
-	err := x.head.AppendAsync(st, cols)
+	err := x.Head.AppendAsync(st, cols)
 	if m.expect(err, nil) {
-		m.appended(x, cols)
-	} else if n, v := x.head.Len(), x.head.Version(); n != x.rows() || v != x.v {
-		rows, was := x.rows(), x.v
-		m.appended(x, cols) // as the store has it, to look past the failure
+		x.Append(cols)
+	} else if n, v := x.Head.Len(), x.Head.Version(); n != x.Rows() || v != x.V {
+		rows, was := x.Rows(), x.V
+		x.Append(cols) // as the store has it, to look past the failure
 		m.fail("AppendAsync failed after committing the rows (a retry stores them twice)",
 			"%v; the head now has %d rows at version %d, had %d at %d", err, n, v, rows, was)
 	}
@@ -389,18 +316,14 @@ func (m *interaction) writeRows() {
 	if x == nil {
 		return
 	}
-	l := x.lin.layout
-	rows := x.rows()
+	l := x.lin.Layout
+	rows := x.Rows()
 	at := m.rng.IntN(rows + 1)
 	n := m.rng.IntN(rows - at + 1)
 	cols := m.randBatch(l, n)
 	m.need = m.needRows(l, n)
-	if m.expect(x.head.Write(at, cols), x.stateErr()) {
-		next := cloneCols(x.cols)
-		for i, c := range l.Columns {
-			copy(next[i][at*c.RowBytes():], cols[i])
-		}
-		m.commit(x, next)
+	if m.expect(x.Head.Write(at, cols), x.StateErr()) {
+		x.Write(at, cols)
 	}
 }
 
@@ -465,15 +388,15 @@ func (m *interaction) deviceWrite() {
 	if x == nil {
 		return
 	}
-	l := x.lin.layout
+	l := x.lin.Layout
 	var spans [][]device.Span
 	var err error
-	from, to := x.rows(), x.rows()
+	from, to := x.Rows(), x.Rows()
 	if l.Growth == store.Mutable {
-		from = m.rng.IntN(x.rows() + 1)
-		to = from + m.rng.IntN(x.rows()-from+1)
+		from = m.rng.IntN(x.Rows() + 1)
+		to = from + m.rng.IntN(x.Rows()-from+1)
 		m.need = m.needRows(l, to-from)
-		spans, err = x.head.WriteDevice(from, to)
+		spans, err = x.Head.WriteDevice(from, to)
 	} else {
 		n := m.rng.IntN(16)
 		if l.Window > 0 {
@@ -484,9 +407,9 @@ func (m *interaction) deviceWrite() {
 		}
 		to = from + n
 		m.need = m.needRows(l, n)
-		spans, err = x.head.AppendDevice(n)
+		spans, err = x.Head.AppendDevice(n)
 	}
-	if !m.expect(err, x.stateErr()) {
+	if !m.expect(err, x.StateErr()) {
 		return
 	}
 	st := m.stream()
@@ -495,23 +418,23 @@ func (m *interaction) deviceWrite() {
 	base := make([][]byte, len(l.Columns))
 	for i, c := range l.Columns {
 		base[i] = make([]byte, (to-from)*c.RowBytes())
-		if to <= x.rows() {
-			copy(base[i], x.cols[i][from*c.RowBytes():to*c.RowBytes()])
+		if to <= x.Rows() {
+			copy(base[i], x.Cols[i][from*c.RowBytes():to*c.RowBytes()])
 		}
 	}
 	written := m.kernelFill(st, l, spans, base, l.Growth != store.Mutable)
-	next := cloneCols(x.cols)
+	next := cloneCols(x.Cols)
 	for i, c := range l.Columns {
 		next[i] = append(next[i][:from*c.RowBytes()], written[i]...)
-		if to < x.rows() {
-			next[i] = append(next[i], x.cols[i][to*c.RowBytes():]...)
+		if to < x.Rows() {
+			next[i] = append(next[i], x.Cols[i][to*c.RowBytes():]...)
 		}
 	}
-	m.commit(x, next)
+	x.Commit(next)
 	x.lin.gated = true
 	m.nextCall()
 	m.guard("RecordStream after a device write", func() {
-		m.expect(x.head.RecordStream(st), nil)
+		m.expect(x.Head.RecordStream(st), nil)
 	})
 	m.nextCall()
 	m.held = st
@@ -547,7 +470,7 @@ func (m *interaction) where() string {
 	if m.cur == nil {
 		return ""
 	}
-	return fmt.Sprintf(" (a %s of family %s)", m.cur.kind(), m.cur.lin.family)
+	return fmt.Sprintf(" (a %s of family %s)", m.cur.Kind(), m.cur.lin.family)
 }
 
 // panicked fails the model for a panic in what. The handle the step

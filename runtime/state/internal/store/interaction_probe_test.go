@@ -344,8 +344,8 @@ func (m *interaction) probeNil() {
 		{"(*Pool).Stats", func() { p.Stats() }}, {"(*Pool).Trim", func() { p.Trim() }},
 		{"(*Pool).NewHead", func() { p.NewHead(&store.Layout{}, "x") }}, {"(*Pool).Close", func() { p.Close() }},
 		{"(*Head).Merge(nil)", func() {
-			if x := m.pickHead(""); x != nil && x.stateErr() == nil {
-				x.head.Merge(nil)
+			if x := m.pickHead(""); x != nil && x.StateErr() == nil {
+				x.Head.Merge(nil)
 			}
 		}},
 		{"generated (*TransitionState).Len", func() { g.Len() }},

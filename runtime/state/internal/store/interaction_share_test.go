@@ -84,15 +84,15 @@ func (m *interaction) newTokens(n int) []int32 {
 func (m *interaction) sharedSession() {
 	if x := m.pickHead("shared"); x != nil && m.rng.IntN(2) == 0 {
 		more := m.newTokens(1 + m.rng.IntN(20))
-		if x.stateErr() != nil || len(x.toks)+len(more) > 256 {
+		if x.StateErr() != nil || len(x.toks)+len(more) > 256 {
 			return
 		}
 		toks := append(append([]int32{}, x.toks...), more...)
-		cols := derived(toks, len(x.toks), len(toks), x.lin.layout.Columns[0].Width)
-		m.need = m.needRows(x.lin.layout, len(more))
-		if m.expect(x.head.Append(cols), nil) {
+		cols := derived(toks, len(x.toks), len(toks), x.lin.Layout.Columns[0].Width)
+		m.need = m.needRows(x.lin.Layout, len(more))
+		if m.expect(x.Head.Append(cols), nil) {
 			x.toks = toks
-			m.appended(x, cols)
+			x.Append(cols)
 		}
 		return
 	}
@@ -102,8 +102,7 @@ func (m *interaction) sharedSession() {
 	if !m.expect(err, nil) {
 		return
 	}
-	lin := &refLin{owner: h.Owner(), layout: l, family: "shared", parent: map[store.Version]store.Version{}}
-	x := &ref{lin: lin, head: h, cols: [][]byte{{}, {}}}
+	x := newRef(h, l, "shared")
 	m.heads = append(m.heads, x)
 	m.nextCall()
 	n, err := h.AdoptPrefix(keyBytes(toks))
@@ -113,7 +112,7 @@ func (m *interaction) sharedSession() {
 	w := l.Columns[0].Width
 	if n > 0 {
 		x.toks = toks[:n]
-		m.commit(x, derived(toks, 0, n, w))
+		x.Commit(derived(toks, 0, n, w))
 		m.checkAdopted(x, n)
 	}
 	cols := derived(toks, n, len(toks), w)
@@ -121,31 +120,31 @@ func (m *interaction) sharedSession() {
 	m.nextCall()
 	if m.expect(h.Append(cols), nil) {
 		x.toks = toks
-		m.appended(x, cols)
+		x.Append(cols)
 	}
 }
 
 // checkAdopted reads the rows a head just adopted.
 func (m *interaction) checkAdopted(x *ref, n int) {
-	dst := [][]byte{make([]byte, n*x.lin.layout.Columns[0].RowBytes()), make([]byte, 4*n)}
-	err := x.head.Read(0, n, dst)
+	dst := [][]byte{make([]byte, n*x.lin.Layout.Columns[0].RowBytes()), make([]byte, 4*n)}
+	err := x.Head.Read(0, n, dst)
 	if faultErr(err) {
 		return // verify reads it again, with no fault
 	}
-	if err != nil || !bytes.Equal(dst[0], x.cols[0]) || !bytes.Equal(dst[1], x.cols[1]) {
-		x.head.Release() // to look past it: the head leaves the model
-		x.released = true
+	if err != nil || !bytes.Equal(dst[0], x.Cols[0]) || !bytes.Equal(dst[1], x.Cols[1]) {
+		x.Head.Release() // to look past it: the head leaves the model
+		x.Release()
 		m.heads = removeRef(m.heads, x)
 	}
 	if err != nil {
 		m.fail("cross-owner read: a prefix adopted across layouts reads past its blocks", "%v", err)
 	}
 	switch {
-	case !bytes.Equal(dst[1], x.cols[1]):
+	case !bytes.Equal(dst[1], x.Cols[1]):
 		m.fail("garbage prefix adopted (keys a kernel had not written)", "adopted %d rows whose keys differ from the prompt's", n)
-	case !bytes.Equal(dst[0], x.cols[0]):
+	case !bytes.Equal(dst[0], x.Cols[0]):
 		m.fail("cross-owner read: a prefix adopted across layouts (one Layout value reused and widened)",
-			"adopted %d rows at KV width %d whose values differ, the shared layout was widened %d times", n, x.lin.layout.Columns[0].Width, m.widened)
+			"adopted %d rows at KV width %d whose values differ, the shared layout was widened %d times", n, x.lin.Layout.Columns[0].Width, m.widened)
 	}
 }
 
@@ -167,7 +166,7 @@ func (m *interaction) widenShared() {
 // prompt adopts every full block the head holds.
 func (m *interaction) sharedDeviceAppend() {
 	x := m.pickHead("shared")
-	if x == nil || x.stateErr() != nil {
+	if x == nil || x.StateErr() != nil {
 		return
 	}
 	from := len(x.toks)
@@ -175,21 +174,21 @@ func (m *interaction) sharedDeviceAppend() {
 	if from+k > 256 {
 		return
 	}
-	m.need = m.needRows(x.lin.layout, k)
-	spans, err := x.head.AppendDevice(k)
+	m.need = m.needRows(x.lin.Layout, k)
+	spans, err := x.Head.AppendDevice(k)
 	if !m.expect(err, nil) {
 		return
 	}
 	toks := append(append([]int32{}, x.toks...), m.newTokens(k)...)
-	cols := derived(toks, from, from+k, x.lin.layout.Columns[0].Width)
+	cols := derived(toks, from, from+k, x.lin.Layout.Columns[0].Width)
 	st := m.stream()
 	g := st.gate()
 	defer g.open() // a skipped failure must not leave the stream held
-	m.queueCopy(st, x.lin.layout, spans, cols)
+	m.queueCopy(st, x.lin.Layout, spans, cols)
 	x.toks = toks
-	m.appended(x, cols)
+	x.Append(cols)
 	m.nextCall()
-	m.guard("RecordStream of a shared head", func() { m.expect(x.head.RecordStream(st), nil) })
+	m.guard("RecordStream of a shared head", func() { m.expect(x.Head.RecordStream(st), nil) })
 	m.nextCall()
 	probe, err := m.pool.NewSharedHead(m.shared, m.newOwner(), "d")
 	if m.expect(err, nil) {
@@ -197,7 +196,7 @@ func (m *interaction) sharedDeviceAppend() {
 		// before from, zeros (fresh blocks) after.
 		keys := append(keyBytes(toks[:from]), make([]byte, 4*k)...)
 		n, err := probe.AdoptPrefix(keys)
-		if err == nil && n > from/sharedBlockRows*sharedBlockRows && sameWidth(m.shared, x.lin.layout) {
+		if err == nil && n > from/sharedBlockRows*sharedBlockRows && sameWidth(m.shared, x.lin.Layout) {
 			probe.Release()
 			m.pool.ForgetPrefixes("d") // to look past it: no later prompt adopts the garbage
 			m.fail("prefix registered before the kernel that writes it ran (garbage keys adopted)",
@@ -214,7 +213,7 @@ func sameWidth(a, b *store.Layout) bool { return a.Columns[0].Width == b.Columns
 // checkRegistered checks that a head's own prompt adopts every full block
 // the head holds, once the kernels that wrote them are done.
 func (m *interaction) checkRegistered(x *ref) {
-	if !sameWidth(m.shared, x.lin.layout) {
+	if !sameWidth(m.shared, x.lin.Layout) {
 		return
 	}
 	want := len(x.toks) / sharedBlockRows * sharedBlockRows
@@ -223,7 +222,7 @@ func (m *interaction) checkRegistered(x *ref) {
 		if try > 0 {
 			time.Sleep(time.Millisecond)
 		}
-		if err := x.head.Read(0, 0, [][]byte{{}, {}}); err != nil {
+		if err := x.Head.Read(0, 0, [][]byte{{}, {}}); err != nil {
 			return // a fault or eviction: nothing to conclude
 		}
 		probe, err := m.pool.NewSharedHead(m.shared, m.newOwner(), "d")
@@ -274,11 +273,11 @@ func (m *interaction) queueCopy(st *interactionStream, l *store.Layout, spans []
 // was queued at.
 func (m *interaction) tableKernel() {
 	x := m.pickHead([]string{"mutable", "ckpt"}[m.rng.IntN(2)])
-	if x == nil || x.stateErr() != nil || x.rows() == 0 {
+	if x == nil || x.StateErr() != nil || x.Rows() == 0 {
 		return
 	}
 	if len(x.tables) == 0 {
-		t, err := x.head.BlockTable()
+		t, err := x.Head.BlockTable()
 		if !m.expect(err, nil) {
 			return
 		}
@@ -289,14 +288,14 @@ func (m *interaction) tableKernel() {
 		m.counts["kernel reads a table: the head's return from the host tier failed"]++
 		return // Column brings the head back first, and that found no room
 	}
-	if errors.Is(err, store.ErrEvicted) && x.lin.layout.Retention == store.Optional {
+	if errors.Is(err, store.ErrEvicted) && x.lin.Layout.Retention == store.Optional {
 		// Evicted since the last verify: the table says so rather than
 		// hand out the blocks eviction freed.
-		x.evicted = true
+		x.Evicted = true
 		m.counts["kernel reads a table: evicted"]++
 		return
 	}
-	if err != nil && (faultErr(err) || errors.Is(err, store.ErrNotRetained)) && x.lin.layout.Retention == store.Reconstructable {
+	if err != nil && (faultErr(err) || errors.Is(err, store.ErrNotRetained)) && x.lin.Layout.Retention == store.Reconstructable {
 		m.counts["kernel reads a table: its rebuild failed"]++
 		return // Column rebuilds an evicted head first, and that failed
 	}
@@ -305,17 +304,17 @@ func (m *interaction) tableKernel() {
 	}
 	st := m.stream()
 	m.nextCall()
-	if !m.expect(x.head.RecordStream(st), nil) {
+	if !m.expect(x.Head.RecordStream(st), nil) {
 		return
 	}
 	m.nextCall()
-	s, err := x.head.Snapshot()
+	s, err := x.Head.Snapshot()
 	if !m.expect(err, nil) {
 		return
 	}
-	m.snaps = append(m.snaps, &ref{lin: x.lin, snap: s, cols: cloneCols(x.cols), v: x.v})
-	want := append([]byte{}, x.cols[0]...)
-	rows := x.rows()
+	m.snaps = append(m.snaps, &ref{RefHandle: x.Snapshot(s), lin: x.lin})
+	want := append([]byte{}, x.Cols[0]...)
+	rows := x.Rows()
 	out := make([]byte, len(want))
 	g := st.gate()
 	defer g.open()
@@ -326,7 +325,7 @@ func (m *interaction) tableKernel() {
 	m.settle(st, g)
 	if !bytes.Equal(out, want) {
 		m.fail("block table stale under a queued kernel (an entry rewritten before the kernel ran)",
-			"the kernel queued at version %d read other rows", m.snaps[len(m.snaps)-1].v)
+			"the kernel queued at version %d read other rows", m.snaps[len(m.snaps)-1].V)
 	}
 }
 
@@ -353,16 +352,12 @@ func readThroughTable(b device.Backend, tc store.TableColumn, rows int, out []by
 
 // writeRowsOf writes at least one row of x (a mutable head).
 func (m *interaction) writeRowsOf(x *ref) {
-	l := x.lin.layout
-	at := m.rng.IntN(x.rows())
-	n := 1 + m.rng.IntN(x.rows()-at)
+	l := x.lin.Layout
+	at := m.rng.IntN(x.Rows())
+	n := 1 + m.rng.IntN(x.Rows()-at)
 	cols := m.randBatch(l, n)
 	m.need = m.needRows(l, n)
-	if m.expect(x.head.Write(at, cols), nil) {
-		next := cloneCols(x.cols)
-		for i, c := range l.Columns {
-			copy(next[i][at*c.RowBytes():], cols[i])
-		}
-		m.commit(x, next)
+	if m.expect(x.Head.Write(at, cols), nil) {
+		x.Write(at, cols)
 	}
 }

@@ -126,9 +126,9 @@ func (m *interaction) snapshot() {
 	if x == nil {
 		return
 	}
-	s, err := x.head.Snapshot()
-	if m.expect(err, x.stateErr()) {
-		m.snaps = append(m.snaps, &ref{lin: x.lin, snap: s, cols: cloneCols(x.cols), v: x.v, toks: x.toks})
+	s, err := x.Head.Snapshot()
+	if m.expect(err, x.StateErr()) {
+		m.snaps = append(m.snaps, &ref{RefHandle: x.Snapshot(s), lin: x.lin, toks: x.toks})
 	}
 }
 
@@ -137,9 +137,9 @@ func (m *interaction) branch() {
 	if x == nil {
 		return
 	}
-	c, err := x.head.Branch()
-	if m.expect(err, x.stateErr()) {
-		m.heads = append(m.heads, &ref{lin: x.lin, head: c, cols: cloneCols(x.cols), v: x.v, toks: x.toks})
+	c, err := x.Head.Branch()
+	if m.expect(err, x.StateErr()) {
+		m.heads = append(m.heads, &ref{RefHandle: x.Branch(c), lin: x.lin, toks: x.toks})
 	}
 }
 
@@ -150,7 +150,7 @@ func (m *interaction) merge() {
 	}
 	var kin []*ref
 	for _, y := range m.heads {
-		if y.lin == x.lin && y != x && !y.released {
+		if y.lin == x.lin && y != x && !y.Released {
 			kin = append(kin, y)
 		}
 	}
@@ -158,15 +158,16 @@ func (m *interaction) merge() {
 	if c == nil {
 		return
 	}
-	want := x.stateErr()
+	want := x.StateErr()
 	if want == nil {
-		want = c.stateErr()
+		want = c.StateErr()
 	}
-	if want == nil && !x.lin.isAncestor(x.v, c.v) {
+	if want == nil && !x.CanMerge(c.RefHandle) {
 		want = store.ErrDiverged
 	}
-	if m.expect(x.head.Merge(c.head), want) {
-		x.v, x.cols, x.toks = c.v, cloneCols(c.cols), c.toks
+	if m.expect(x.Head.Merge(c.Head), want) {
+		x.Merge(c.RefHandle)
+		x.toks = c.toks
 	}
 }
 
@@ -177,7 +178,7 @@ func (m *interaction) rollback() {
 	}
 	var mine []*ref
 	for _, s := range m.snaps {
-		if s.lin == x.lin && !s.released && !s.invalid && !s.evicted && s.lin.isAncestor(s.v, x.v) {
+		if !s.Released && !s.Invalid && !s.Evicted && x.CanRollback(s.RefHandle) {
 			mine = append(mine, s)
 		}
 	}
@@ -185,29 +186,11 @@ func (m *interaction) rollback() {
 	if to == nil {
 		return
 	}
-	if !m.expect(x.head.Rollback(to.snap), x.stateErr()) {
+	if !m.expect(x.Head.Rollback(to.Snap), x.StateErr()) {
 		return
 	}
-	if x.lin.layout.Descendants == store.Invalidate {
-		gone := x.lin.path(x.v)
-		for v := range x.lin.path(to.v) {
-			delete(gone, v)
-		}
-		for _, list := range [][]*ref{m.heads, m.snaps} {
-			for _, y := range list {
-				if y == x || y.lin != x.lin || y.released {
-					continue
-				}
-				for v := range y.lin.path(y.v) {
-					if gone[v] {
-						y.invalid = true
-						break
-					}
-				}
-			}
-		}
-	}
-	x.v, x.cols, x.toks = to.v, cloneCols(to.cols), to.toks
+	x.Rollback(to.RefHandle) // invalidates what the rollback drops
+	x.toks = to.toks
 }
 
 func (m *interaction) release() {
@@ -230,13 +213,14 @@ func (m *interaction) releaseRef(x *ref) {
 		}
 	}
 	var err error
-	if x.head != nil {
-		err = x.head.Release()
+	if x.Head != nil {
+		err = x.Head.Release()
 	} else {
-		err = x.snap.Release()
+		err = x.Snap.Release()
 	}
 	m.expect(err, nil)
-	x.released, x.tables = true, nil
+	x.Release()
+	x.tables = nil
 }
 
 func removeRef(list []*ref, x *ref) []*ref {
@@ -251,7 +235,7 @@ func removeRef(list []*ref, x *ref) []*ref {
 // blockTable takes a table of a head or snapshot, or releases one.
 func (m *interaction) blockTable() {
 	x := m.pick(append(append([]*ref{}, m.heads...), m.snaps...))
-	if x == nil || x.released {
+	if x == nil || x.Released {
 		return
 	}
 	if len(x.tables) >= 2 {
@@ -262,12 +246,12 @@ func (m *interaction) blockTable() {
 	}
 	var t *store.BlockTable
 	var err error
-	if x.head != nil {
-		t, err = x.head.BlockTable()
+	if x.Head != nil {
+		t, err = x.Head.BlockTable()
 	} else {
-		t, err = x.snap.BlockTable()
+		t, err = x.Snap.BlockTable()
 	}
-	if m.expect(err, x.stateErr()) {
+	if m.expect(err, x.StateErr()) {
 		x.tables = append(x.tables, t)
 	}
 }
@@ -276,28 +260,28 @@ func (m *interaction) blockTable() {
 // backend, which must be refused.
 func (m *interaction) recordStream() {
 	x := m.pick(append(append([]*ref{}, m.heads...), m.snaps...))
-	if x == nil || x.released {
+	if x == nil || x.Released {
 		return
 	}
 	rec := func(st device.Stream) error {
-		if x.head != nil {
-			return x.head.RecordStream(st)
+		if x.Head != nil {
+			return x.Head.RecordStream(st)
 		}
-		return x.snap.RecordStream(st)
+		return x.Snap.RecordStream(st)
 	}
 	if m.rng.IntN(3) == 0 {
 		if err := rec(m.foreign); err == nil {
-			m.fail("RecordStream accepted another backend's stream", "%s of %s", x.kind(), x.lin.layout.Type)
+			m.fail("RecordStream accepted another backend's stream", "%s of %s", x.Kind(), x.lin.Layout.Type)
 		}
 		return
 	}
-	m.expect(rec(m.stream()), x.stateErr())
+	m.expect(rec(m.stream()), x.StateErr())
 }
 
 // ancestorVersion picks a version of x's own ancestry.
 func (m *interaction) ancestorVersion(x *ref) store.Version {
 	var vs []store.Version
-	for v := range x.lin.path(x.v) {
+	for v := range x.lin.Path(x.V) {
 		vs = append(vs, v)
 	}
 	sort.Slice(vs, func(i, j int) bool { return vs[i] < vs[j] })
@@ -307,12 +291,12 @@ func (m *interaction) ancestorVersion(x *ref) store.Version {
 // at reconstructs a version of a checkpointed head and checks its rows.
 func (m *interaction) at() {
 	x := m.pickHead("ckpt")
-	if x == nil || x.stateErr() != nil {
+	if x == nil || x.StateErr() != nil {
 		return
 	}
 	v := m.ancestorVersion(x)
-	m.need = m.needRows(x.lin.layout, x.lin.layout.Bound)
-	s, err := x.head.At(v)
+	m.need = m.needRows(x.lin.Layout, x.lin.Layout.Bound)
+	s, err := x.Head.At(v)
 	if errors.Is(err, store.ErrNotRetained) {
 		m.counts["at: not retained"]++
 		return
@@ -322,31 +306,31 @@ func (m *interaction) at() {
 	}
 	// The head's own version is the last with its rows (a mutable head
 	// always has Bound): VersionAt answers it from the history.
-	if vv, err := x.head.VersionAt(x.rows()); m.expect(err, nil) && vv != x.v {
-		m.fail("VersionAt answers another version", "VersionAt(%d) = %d, the head is at %d", x.rows(), vv, x.v)
+	if vv, err := x.Head.VersionAt(x.Rows()); m.expect(err, nil) && vv != x.V {
+		m.fail("VersionAt answers another version", "VersionAt(%d) = %d, the head is at %d", x.Rows(), vv, x.V)
 	}
-	y := &ref{lin: x.lin, snap: s, v: v, cols: cloneCols(x.lin.vers[v]), fromAt: true}
+	y := &ref{RefHandle: x.At(s, v), lin: x.lin, fromAt: true}
 	if s.Version() != v {
 		m.fail("At answers another version", "At(%d) is at %d", v, s.Version())
 	}
-	dst := make([][]byte, len(y.cols))
+	dst := make([][]byte, len(y.Cols))
 	for i := range dst {
-		dst[i] = make([]byte, len(y.cols[i]))
+		dst[i] = make([]byte, len(y.Cols[i]))
 	}
-	if err := s.Read(0, y.rows(), dst); faultErr(err) {
+	if err := s.Read(0, y.Rows(), dst); faultErr(err) {
 		m.snaps = append(m.snaps, y) // verify reads it again, with no fault
 		return
 	} else if err != nil {
 		m.fail("At's snapshot unreadable", "%v", err)
 	}
 	for i := range dst {
-		if !bytes.Equal(dst[i], y.cols[i]) {
+		if !bytes.Equal(dst[i], y.Cols[i]) {
 			s.Release() // to look past it
 			class := "At reconstructs other rows than the version held"
 			if x.lin.gated {
 				class = staleDeltaClass
 			}
-			m.fail(class, "At(%d), column %d, %d rows", v, i, y.rows())
+			m.fail(class, "At(%d), column %d, %d rows", v, i, y.Rows())
 		}
 	}
 	m.snaps = append(m.snaps, y)
@@ -361,11 +345,11 @@ func (m *interaction) stepHead() {
 		return
 	}
 	in := [][]byte{m.randBytes(1 + m.rng.IntN(4))}
-	m.need = m.needRows(x.lin.layout, x.lin.layout.Bound)
-	if m.expect(x.head.StepHost(in, m.rng.IntN(2) == 0, modelStep), x.stateErr()) {
-		next := cloneCols(x.cols)
+	m.need = m.needRows(x.lin.Layout, x.lin.Layout.Bound)
+	if m.expect(x.Head.StepHost(in, m.rng.IntN(2) == 0, modelStep), x.StateErr()) {
+		next := cloneCols(x.Cols)
 		stepRows(next, in)
-		m.commit(x, next)
+		x.Commit(next)
 	}
 }
 
@@ -387,11 +371,11 @@ func stepRows(cols, in [][]byte) {
 // plan asks for a plan, which reconstructs nothing: it evicts nothing.
 func (m *interaction) plan() {
 	x := m.pickHead("ckpt")
-	if x == nil || x.stateErr() != nil {
+	if x == nil || x.StateErr() != nil {
 		return
 	}
 	before := m.pool.Stats()
-	_, err := x.head.Plan(m.ancestorVersion(x))
+	_, err := x.Head.Plan(m.ancestorVersion(x))
 	if !errors.Is(err, store.ErrNotRetained) {
 		m.expect(err, nil)
 	}
@@ -422,15 +406,15 @@ func (m *interaction) read() {
 	if x == nil {
 		return
 	}
-	rows := x.rows()
+	rows := x.Rows()
 	from := m.rng.IntN(rows + 1)
 	to := from + m.rng.IntN(rows-from+1)
-	want := x.stateErr()
-	if want == nil && from < x.floor() && from < to {
+	want := x.StateErr()
+	if want == nil && from < x.Floor() && from < to {
 		want = store.ErrExpired
 	}
-	dst := make([][]byte, len(x.lin.layout.Columns))
-	for i, c := range x.lin.layout.Columns {
+	dst := make([][]byte, len(x.lin.Layout.Columns))
+	for i, c := range x.lin.Layout.Columns {
 		dst[i] = make([]byte, (to-from)*c.RowBytes())
 	}
 	// Every third read leaves a column out (ReadColumns), and every third
@@ -454,35 +438,35 @@ func (m *interaction) read() {
 	if !m.expect(err, want) {
 		return
 	}
-	for i, c := range x.lin.layout.Columns {
+	for i, c := range x.lin.Layout.Columns {
 		if dst[i] == nil {
 			continue // left out
 		}
-		if !bytes.Equal(dst[i], x.cols[i][from*c.RowBytes():to*c.RowBytes()]) {
-			m.fail(m.contentClass(x), "rows [%d, %d) of column %d of a %s", from, to, i, x.kind())
+		if !bytes.Equal(dst[i], x.Cols[i][from*c.RowBytes():to*c.RowBytes()]) {
+			m.fail(m.contentClass(x), "rows [%d, %d) of column %d of a %s", from, to, i, x.Kind())
 		}
 	}
 }
 
 func (x *ref) read(from, to int, dst [][]byte) error {
-	if x.head != nil {
-		return x.head.Read(from, to, dst)
+	if x.Head != nil {
+		return x.Head.Read(from, to, dst)
 	}
-	return x.snap.Read(from, to, dst)
+	return x.Snap.Read(from, to, dst)
 }
 
 func (x *ref) readColumns(from, to int, dst [][]byte) error {
-	if x.head != nil {
-		return x.head.ReadColumns(from, to, dst)
+	if x.Head != nil {
+		return x.Head.ReadColumns(from, to, dst)
 	}
-	return x.snap.ReadColumns(from, to, dst)
+	return x.Snap.ReadColumns(from, to, dst)
 }
 
 func (x *ref) readAsync(st device.Stream, from, to int, dst [][]byte) error {
-	if x.head != nil {
-		return x.head.ReadAsync(st, from, to, dst)
+	if x.Head != nil {
+		return x.Head.ReadAsync(st, from, to, dst)
 	}
-	return x.snap.ReadAsync(st, from, to, dst)
+	return x.Snap.ReadAsync(st, from, to, dst)
 }
 
 // staleDeltaClass is the defect of a device write's history delta taken
@@ -491,7 +475,7 @@ func (x *ref) readAsync(st device.Stream, from, to int, dst [][]byte) error {
 const staleDeltaClass = "history delta captured before the kernel recorded on its stream wrote the rows (At reads stale rows; beyond issue 21's thirteen)"
 
 func (m *interaction) contentClass(x *ref) string {
-	if x.lin.gated && (x.fromAt || x.head != nil && x.lin.layout.Retention == store.Reconstructable && m.pool.Stats().RebuiltBytes > 0) {
+	if x.lin.gated && (x.fromAt || x.Head != nil && x.lin.Layout.Retention == store.Reconstructable && m.pool.Stats().RebuiltBytes > 0) {
 		// Rows rebuilt from the history of a lineage a gated kernel
 		// wrote: a snapshot At rebuilt whose own read in at() failed by
 		// an injected fault, or a reconstructable head rebuilt after
@@ -588,7 +572,7 @@ func (m *interaction) verify() {
 	}
 	for _, list := range [][]*ref{m.heads, m.snaps} {
 		for _, x := range list {
-			if !x.released {
+			if !x.Released {
 				m.verifyOne(x)
 			}
 		}
@@ -596,8 +580,8 @@ func (m *interaction) verify() {
 }
 
 func (m *interaction) verifyOne(x *ref) {
-	l := x.lin.layout
-	rows, floor := x.rows(), x.floor()
+	l := x.lin.Layout
+	rows, floor := x.Rows(), x.Floor()
 	dst := make([][]byte, len(l.Columns))
 	for i, c := range l.Columns {
 		dst[i] = make([]byte, (rows-floor)*c.RowBytes())
@@ -607,42 +591,42 @@ func (m *interaction) verifyOne(x *ref) {
 	if l.Checkpoint != nil && err == nil && m.pool.Stats().TierIn != in {
 		// A head with a history back from the host tier: it is checked
 		// as any other, and its history goes on from there.
-		m.counts[fmt.Sprintf("%v %s with a history back from the host tier", l.Retention, x.kind())]++
+		m.counts[fmt.Sprintf("%v %s with a history back from the host tier", l.Retention, x.Kind())]++
 	}
 	switch {
-	case x.invalid:
+	case x.Invalid:
 		if !errors.Is(err, store.ErrInvalidated) {
-			m.fail("rollback invalidation", "invalidated %s reads with %v", x.kind(), err)
+			m.fail("rollback invalidation", "invalidated %s reads with %v", x.Kind(), err)
 		}
 		return
 	case errors.Is(err, store.ErrEvicted) && l.Retention == store.Optional,
 		errors.Is(err, store.ErrNotRetained) && l.Retention == store.Reconstructable:
-		x.evicted = true
-		m.counts["evicted "+x.kind()]++
+		x.Evicted = true
+		m.counts["evicted "+x.Kind()]++
 		return
-	case x.evicted:
-		m.fail("evicted state came back", "%s reads with %v", x.kind(), err)
+	case x.Evicted:
+		m.fail("evicted state came back", "%s reads with %v", x.Kind(), err)
 	case errors.Is(err, store.ErrNoMemory) && l.Retention == store.Reconstructable:
 		return // its rebuild finds no room now
 	case errors.Is(err, store.ErrNoMemory) && l.Retention == store.Optional && m.pool.Stats().TierBytes > 0:
 		m.counts["in the host tier, no room to return"]++
 		return // in the host tier, and its return finds no room now
 	case err != nil:
-		m.fail("mandatory state lost (read fails)", "%v %s of %s: %v", l.Retention, x.kind(), l.Type, err)
+		m.fail("mandatory state lost (read fails)", "%v %s of %s: %v", l.Retention, x.Kind(), l.Type, err)
 	}
 	var v store.Version
 	var n int
-	if x.head != nil {
-		v, n = x.head.Version(), x.head.Len()
+	if x.Head != nil {
+		v, n = x.Head.Version(), x.Head.Len()
 	} else {
-		v, n = x.snap.Version(), x.snap.Len()
+		v, n = x.Snap.Version(), x.Snap.Len()
 	}
-	if v != x.v || n != rows {
-		m.fail("version or rows differ from the reference", "%s at version %d with %d rows, want %d with %d", x.kind(), v, n, x.v, rows)
+	if v != x.V || n != rows {
+		m.fail("version or rows differ from the reference", "%s at version %d with %d rows, want %d with %d", x.Kind(), v, n, x.V, rows)
 	}
 	for i, c := range l.Columns {
-		if !bytes.Equal(dst[i], x.cols[i][floor*c.RowBytes():]) {
-			m.fail(m.contentClass(x), "column %d of a %s of %s (%s) at version %d, rows [%d, %d)", i, x.kind(), l.Type, x.lin.family, x.v, floor, rows)
+		if !bytes.Equal(dst[i], x.Cols[i][floor*c.RowBytes():]) {
+			m.fail(m.contentClass(x), "column %d of a %s of %s (%s) at version %d, rows [%d, %d)", i, x.Kind(), l.Type, x.lin.family, x.V, floor, rows)
 		}
 	}
 	for _, t := range x.tables {
@@ -653,11 +637,11 @@ func (m *interaction) verifyOne(x *ref) {
 // checkTable checks that a live table locates every readable row of x.
 func (m *interaction) checkTable(x *ref, t *store.BlockTable) {
 	inner := m.be.Backend
-	rows, floor := x.rows(), x.floor()
-	for ci := range x.lin.layout.Columns {
+	rows, floor := x.Rows(), x.Floor()
+	for ci := range x.lin.Layout.Columns {
 		tc, err := t.Column(ci)
 		if err != nil {
-			m.fail("failed block-table update not reported by the write that caused it", "%s table column %d: %v", x.kind(), ci, err)
+			m.fail("failed block-table update not reported by the write that caused it", "%s table column %d: %v", x.Kind(), ci, err)
 		}
 		per, rb := tc.RowsPerBlock, tc.RowBytes
 		if per <= 0 || tc.Blocks < (rows+per-1)/per {
@@ -677,9 +661,9 @@ func (m *interaction) checkTable(x *ref, t *store.BlockTable) {
 			lo, hi := max(b*per, floor), min((b+1)*per, rows)
 			got := make([]byte, (hi-lo)*rb)
 			p := device.Ptr(binary.LittleEndian.Uint64(raw[8*(b-tc.First):])) + device.Ptr((lo-b*per)*rb)
-			if err := inner.CopyDtoH(got, p); err != nil || !bytes.Equal(got, x.cols[ci][lo*rb:hi*rb]) {
+			if err := inner.CopyDtoH(got, p); err != nil || !bytes.Equal(got, x.Cols[ci][lo*rb:hi*rb]) {
 				m.fail("block table stale (an entry does not locate the handle's rows)",
-					"%s of %s, column %d, entry %d (rows [%d, %d)): %v", x.kind(), x.lin.layout.Type, ci, b, lo, hi, err)
+					"%s of %s, column %d, entry %d (rows [%d, %d)): %v", x.Kind(), x.lin.Layout.Type, ci, b, lo, hi, err)
 			}
 		}
 	}

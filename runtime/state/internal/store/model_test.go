@@ -14,66 +14,9 @@ import (
 )
 
 // The model-based test runs long seeded sequences of operations on the
-// store and on a plain reference model that copies everything, and
-// compares after every step the content, version, rows and errors of every
-// handle. -model.steps sets the steps per seed, -model.seed runs one seed
+// store and on the reference (ref_model_test.go), and compares after every
+// step the content, version, rows and errors of every handle. -model.steps sets the steps per seed, -model.seed runs one seed
 // (main_test.go); a failure prints the command that replays it.
-
-type mLineage struct {
-	owner  Owner
-	layout *Layout
-	last   Version
-	parent map[Version]Version // every version but 0
-}
-
-func (l *mLineage) isAncestor(a, b Version) bool {
-	for {
-		if a == b {
-			return true
-		}
-		if b == 0 {
-			return false
-		}
-		b = l.parent[b]
-	}
-}
-
-// path returns b and its ancestors.
-func (l *mLineage) path(b Version) map[Version]bool {
-	out := map[Version]bool{b: true}
-	for b != 0 {
-		b = l.parent[b]
-		out[b] = true
-	}
-	return out
-}
-
-type mHandle struct {
-	lin      *mLineage
-	head     *Head // one of head, snap
-	snap     *Snap
-	cols     [][]byte
-	v        Version
-	released bool
-	invalid  bool
-	evicted  bool // seen answering ErrEvicted: optional state the pool took
-}
-
-func (m *mHandle) rows() int {
-	rb := m.lin.layout.Columns[0].RowBytes()
-	return len(m.cols[0]) / rb
-}
-
-func cloneCols(cols [][]byte) [][]byte {
-	out := make([][]byte, len(cols))
-	for i, c := range cols {
-		out[i] = bytes.Clone(c)
-		if out[i] == nil {
-			out[i] = []byte{}
-		}
-	}
-	return out
-}
 
 type model struct {
 	t       *testing.T
@@ -83,9 +26,9 @@ type model struct {
 	fb      *statetest.Faults
 	pool    *Pool
 	other   *Pool // a second pool, for foreign handles
-	heads   []*mHandle
-	snaps   []*mHandle
-	foreign []*mHandle // handles of other
+	heads   []*RefHandle
+	snaps   []*RefHandle
+	foreign []*RefHandle // handles of other
 	owners  []Owner
 	lastOp  string
 	counts  map[string]int // outcomes, for the log
@@ -178,7 +121,7 @@ func faulted(err error) bool {
 	return err != nil && (errors.Is(err, statetest.ErrInjected) || errors.Is(err, ErrNoMemory))
 }
 
-func (m *model) pick(list []*mHandle) *mHandle {
+func (m *model) pick(list []*RefHandle) *RefHandle {
 	if len(list) == 0 {
 		return nil
 	}
@@ -186,11 +129,11 @@ func (m *model) pick(list []*mHandle) *mHandle {
 }
 
 // pickHead returns a head, mostly one of growth g.
-func (m *model) pickHead(g Growth) *mHandle {
+func (m *model) pickHead(g Growth) *RefHandle {
 	if m.rng.IntN(5) > 0 {
-		var fit []*mHandle
+		var fit []*RefHandle
 		for _, x := range m.heads {
-			if x.lin.layout.Growth == g {
+			if x.Lin.Layout.Growth == g {
 				fit = append(fit, x)
 			}
 		}
@@ -199,20 +142,6 @@ func (m *model) pickHead(g Growth) *mHandle {
 		}
 	}
 	return m.pick(m.heads)
-}
-
-// state returns the error a call on x answers before anything else.
-func stateErr(x *mHandle) error {
-	if x.released {
-		return ErrReleased
-	}
-	if x.invalid {
-		return ErrInvalidated
-	}
-	if x.evicted {
-		return ErrEvicted
-	}
-	return nil
 }
 
 func (m *model) newHead() {
@@ -230,24 +159,7 @@ func (m *model) newHead() {
 		return
 	}
 	m.expect(err, nil)
-	lin := &mLineage{owner: owner, layout: l, parent: map[Version]Version{}}
-	x := &mHandle{lin: lin, head: h, cols: make([][]byte, len(l.Columns))}
-	for i, c := range l.Columns {
-		if l.Growth == Mutable {
-			x.cols[i] = make([]byte, l.Bound*c.RowBytes())
-		} else {
-			x.cols[i] = []byte{}
-		}
-	}
-	m.heads = append(m.heads, x)
-}
-
-// commit records a new version of x with content cols.
-func (m *model) commit(x *mHandle, cols [][]byte) {
-	x.lin.last++
-	x.lin.parent[x.lin.last] = x.v
-	x.v = x.lin.last
-	x.cols = cols
+	m.heads = append(m.heads, NewRefLineage(owner, l).NewHead(h))
 }
 
 func (m *model) appendRows() {
@@ -255,10 +167,10 @@ func (m *model) appendRows() {
 	if x == nil {
 		return
 	}
-	l := x.lin.layout
+	l := x.Lin.Layout
 	n := m.rng.IntN(40)
 	cols := m.randBatch(l, n)
-	want := stateErr(x)
+	want := x.StateErr()
 	switch k := m.rng.IntN(20); {
 	case k == 0 && len(cols) > 1:
 		cols[1] = cols[1][:len(cols[1])-len(cols[1])/max(n, 1)] // one row short
@@ -276,22 +188,18 @@ func (m *model) appendRows() {
 		want = cmpErr(want, ErrShape)
 	}
 	if want == nil {
-		if l.Growth == Mutable || (l.Bound > 0 && x.rows()+n > l.Bound) || (l.Window > 0 && n > l.Window) {
+		if l.Growth == Mutable || (l.Bound > 0 && x.Rows()+n > l.Bound) || (l.Window > 0 && n > l.Window) {
 			want = ErrBound
 		}
 	}
-	err := x.head.Append(cols)
+	err := x.Head.Append(cols)
 	if want == nil && faulted(err) {
 		m.count(err)
 		return
 	}
 	m.expect(err, want)
 	if err == nil {
-		next := cloneCols(x.cols)
-		for i := range next {
-			next[i] = append(next[i], cols[i]...)
-		}
-		m.commit(x, next)
+		x.Append(cols)
 	}
 }
 
@@ -307,12 +215,12 @@ func (m *model) writeRows() {
 	if x == nil {
 		return
 	}
-	l := x.lin.layout
-	rows := x.rows()
+	l := x.Lin.Layout
+	rows := x.Rows()
 	n := m.rng.IntN(max(rows/2, 1) + 2)
 	at := m.rng.IntN(rows+2) - 1
 	cols := m.randBatch(l, n)
-	want := stateErr(x)
+	want := x.StateErr()
 	if m.rng.IntN(20) == 0 && len(cols) > 1 && n > 0 {
 		cols[0] = cols[0][:len(cols[0])-l.Columns[0].RowBytes()]
 		want = cmpErr(want, ErrShape)
@@ -320,18 +228,14 @@ func (m *model) writeRows() {
 	if want == nil && (l.Growth != Mutable || at < 0 || at+n > rows) {
 		want = ErrRange
 	}
-	err := x.head.Write(at, cols)
+	err := x.Head.Write(at, cols)
 	if want == nil && faulted(err) {
 		m.count(err)
 		return
 	}
 	m.expect(err, want)
 	if err == nil {
-		next := cloneCols(x.cols)
-		for i, c := range l.Columns {
-			copy(next[i][at*c.RowBytes():], cols[i])
-		}
-		m.commit(x, next)
+		x.Write(at, cols)
 	}
 }
 
@@ -370,33 +274,28 @@ func (m *model) appendDevice() {
 	if x == nil {
 		return
 	}
-	l := x.lin.layout
+	l := x.Lin.Layout
 	n := m.rng.IntN(40) - 1
-	want := stateErr(x)
+	want := x.StateErr()
 	if want == nil {
 		switch {
 		case l.Growth == Mutable:
 			want = ErrBound
 		case n < 0:
 			want = ErrRange
-		case l.Bound > 0 && x.rows()+n > l.Bound, l.Window > 0 && n > l.Window:
+		case l.Bound > 0 && x.Rows()+n > l.Bound, l.Window > 0 && n > l.Window:
 			want = ErrBound
 		}
 	}
-	spans, err := x.head.AppendDevice(n)
+	spans, err := x.Head.AppendDevice(n)
 	if want == nil && faulted(err) {
 		m.count(err)
 		return
 	}
 	m.expect(err, want)
 	if err == nil {
-		from := x.rows()
-		added := m.fill(l, spans, from, from+n, m.randBatch(l, n), true)
-		next := cloneCols(x.cols)
-		for i := range next {
-			next[i] = append(next[i], added[i]...)
-		}
-		m.commit(x, next)
+		from := x.Rows()
+		x.Append(m.fill(l, spans, from, from+n, m.randBatch(l, n), true))
 	}
 }
 
@@ -405,15 +304,15 @@ func (m *model) writeDevice() {
 	if x == nil {
 		return
 	}
-	l := x.lin.layout
-	rows := x.rows()
+	l := x.Lin.Layout
+	rows := x.Rows()
 	from := m.rng.IntN(rows+2) - 1
 	to := from + m.rng.IntN(max(rows/2, 1)+2) - 1
-	want := stateErr(x)
+	want := x.StateErr()
 	if want == nil && (l.Growth != Mutable || from < 0 || to < from || to > rows) {
 		want = ErrRange
 	}
-	spans, err := x.head.WriteDevice(from, to)
+	spans, err := x.Head.WriteDevice(from, to)
 	if want == nil && faulted(err) {
 		m.count(err)
 		return
@@ -422,14 +321,9 @@ func (m *model) writeDevice() {
 	if err == nil {
 		base := make([][]byte, len(l.Columns))
 		for i, c := range l.Columns {
-			base[i] = x.cols[i][from*c.RowBytes() : to*c.RowBytes()]
+			base[i] = x.Cols[i][from*c.RowBytes() : to*c.RowBytes()]
 		}
-		written := m.fill(l, spans, from, to, base, false)
-		next := cloneCols(x.cols)
-		for i, c := range l.Columns {
-			copy(next[i][from*c.RowBytes():], written[i])
-		}
-		m.commit(x, next)
+		x.Write(from, m.fill(l, spans, from, to, base, false))
 	}
 }
 
@@ -438,10 +332,10 @@ func (m *model) snapshot() {
 	if x == nil {
 		return
 	}
-	s, err := x.head.Snapshot()
-	m.expect(err, stateErr(x))
+	s, err := x.Head.Snapshot()
+	m.expect(err, x.StateErr())
 	if err == nil {
-		m.snaps = append(m.snaps, &mHandle{lin: x.lin, snap: s, cols: cloneCols(x.cols), v: x.v})
+		m.snaps = append(m.snaps, x.Snapshot(s))
 	}
 }
 
@@ -450,10 +344,10 @@ func (m *model) branch() {
 	if x == nil {
 		return
 	}
-	c, err := x.head.Branch()
-	m.expect(err, stateErr(x))
+	c, err := x.Head.Branch()
+	m.expect(err, x.StateErr())
 	if err == nil {
-		m.heads = append(m.heads, &mHandle{lin: x.lin, head: c, cols: cloneCols(x.cols), v: x.v})
+		m.heads = append(m.heads, x.Branch(c))
 	}
 }
 
@@ -463,9 +357,9 @@ func (m *model) merge() {
 		return
 	}
 	if m.rng.IntN(4) > 0 {
-		var kin []*mHandle
+		var kin []*RefHandle
 		for _, y := range m.heads {
-			if y.lin == x.lin && y != x {
+			if y.Lin == x.Lin && y != x {
 				kin = append(kin, y)
 			}
 		}
@@ -475,27 +369,27 @@ func (m *model) merge() {
 	}
 	var want error
 	switch {
-	case x.released: // before the argument is looked at
+	case x.Released: // before the argument is looked at
 		want = ErrReleased
-	case c.lin.owner != x.lin.owner:
+	case c.Lin.Owner != x.Lin.Owner:
 		want = ErrOwner
-	case c.lin != x.lin:
+	case c.Lin != x.Lin:
 		want = ErrDiverged
 	case c == x:
-		want = stateErr(x)
-	case x.released || c.released:
+		want = x.StateErr()
+	case x.Released || c.Released:
 		want = ErrReleased
-	case x.invalid || c.invalid:
+	case x.Invalid || c.Invalid:
 		want = ErrInvalidated
-	case x.evicted || c.evicted:
+	case x.Evicted || c.Evicted:
 		want = ErrEvicted
-	case !x.lin.isAncestor(x.v, c.v):
+	case !x.CanMerge(c):
 		want = ErrDiverged
 	}
-	err := x.head.Merge(c.head)
+	err := x.Head.Merge(c.Head)
 	m.expect(err, want)
 	if err == nil {
-		x.v, x.cols = c.v, cloneCols(c.cols)
+		x.Merge(c)
 	}
 }
 
@@ -504,11 +398,11 @@ func (m *model) rollback() {
 	if x == nil {
 		return
 	}
-	var to *mHandle
+	var to *RefHandle
 	// Mostly an ancestor snapshot of x's own lineage.
-	var mine []*mHandle
+	var mine []*RefHandle
 	for _, s := range m.snaps {
-		if s.lin == x.lin && !s.released && !s.invalid && s.lin.isAncestor(s.v, x.v) {
+		if !s.Released && !s.Invalid && x.CanRollback(s) {
 			mine = append(mine, s)
 		}
 	}
@@ -525,48 +419,28 @@ func (m *model) rollback() {
 	}
 	var want error
 	switch {
-	case x.released: // before the argument is looked at
+	case x.Released: // before the argument is looked at
 		want = ErrReleased
-	case to.lin.owner != x.lin.owner:
+	case to.Lin.Owner != x.Lin.Owner:
 		want = ErrOwner
-	case x.invalid:
+	case x.Invalid:
 		want = ErrInvalidated
-	case x.evicted:
+	case x.Evicted:
 		want = ErrEvicted
-	case to.released:
+	case to.Released:
 		want = ErrReleased
-	case to.invalid:
+	case to.Invalid:
 		want = ErrInvalidated
-	case to.evicted:
+	case to.Evicted:
 		want = ErrEvicted
-	case to.lin != x.lin || !x.lin.isAncestor(to.v, x.v):
+	case !x.CanRollback(to):
 		want = ErrNotAncestor
 	}
-	err := x.head.Rollback(to.snap)
+	err := x.Head.Rollback(to.Snap)
 	m.expect(err, want)
-	if err != nil {
-		return
+	if err == nil {
+		x.Rollback(to)
 	}
-	if x.lin.layout.Descendants == Invalidate {
-		gone := x.lin.path(x.v)
-		for v := range x.lin.path(to.v) {
-			delete(gone, v)
-		}
-		for _, list := range [][]*mHandle{m.heads, m.snaps} {
-			for _, y := range list {
-				if y == x || y.lin != x.lin || y.released {
-					continue
-				}
-				for v := range y.lin.path(y.v) {
-					if gone[v] {
-						y.invalid = true
-						break
-					}
-				}
-			}
-		}
-	}
-	x.v, x.cols = to.v, cloneCols(to.cols)
 }
 
 func (m *model) release() {
@@ -579,13 +453,13 @@ func (m *model) release() {
 		return
 	}
 	var err error
-	if x.head != nil {
-		err = x.head.Release()
+	if x.Head != nil {
+		err = x.Head.Release()
 	} else {
-		err = x.snap.Release()
+		err = x.Snap.Release()
 	}
 	m.expect(err, nil)
-	x.released = true
+	x.Release()
 	// Keep some released handles around to call them; drop the rest.
 	if m.rng.IntN(3) > 0 {
 		for i, y := range *list {
@@ -613,16 +487,16 @@ func (m *model) trim() {
 }
 
 // read checks a random range of a random handle, and bad ranges.
-func (m *model) read(x *mHandle) {
-	l := x.lin.layout
-	rows := x.rows()
+func (m *model) read(x *RefHandle) {
+	l := x.Lin.Layout
+	rows := x.Rows()
 	from := m.rng.IntN(rows+2) - 1
 	to := from + m.rng.IntN(rows+2) - 1
-	want := stateErr(x)
+	want := x.StateErr()
 	if want == nil && (from < 0 || to < from || to > rows) {
 		want = ErrRange
 	}
-	if want == nil && from < x.floor() && from < to {
+	if want == nil && from < x.Floor() && from < to {
 		want = ErrExpired
 	}
 	dst := make([][]byte, len(l.Columns))
@@ -630,10 +504,10 @@ func (m *model) read(x *mHandle) {
 		dst[i] = make([]byte, max(to-from, 0)*c.RowBytes())
 	}
 	var err error
-	if x.head != nil {
-		err = x.head.Read(from, to, dst)
+	if x.Head != nil {
+		err = x.Head.Read(from, to, dst)
 	} else {
-		err = x.snap.Read(from, to, dst)
+		err = x.Snap.Read(from, to, dst)
 	}
 	if want == nil && faulted(err) {
 		m.count(err)
@@ -644,7 +518,7 @@ func (m *model) read(x *mHandle) {
 		return
 	}
 	for i, c := range l.Columns {
-		if want := x.cols[i][from*c.RowBytes() : to*c.RowBytes()]; !bytes.Equal(dst[i], want) {
+		if want := x.Cols[i][from*c.RowBytes() : to*c.RowBytes()]; !bytes.Equal(dst[i], want) {
 			m.fatalf("rows [%d, %d) of column %d differ", from, to, i)
 		}
 	}
@@ -654,44 +528,44 @@ func (m *model) read(x *mHandle) {
 // version, stats, and the structure's invariants.
 func (m *model) verify() {
 	m.t.Helper()
-	for _, list := range [][]*mHandle{m.heads, m.snaps} {
+	for _, list := range [][]*RefHandle{m.heads, m.snaps} {
 		for _, x := range list {
-			if x.released {
+			if x.Released {
 				continue
 			}
 			var st Stats
 			var err error
-			l := x.lin.layout
-			rows, floor := x.rows(), x.floor()
+			l := x.Lin.Layout
+			rows, floor := x.Rows(), x.Floor()
 			dst := make([][]byte, len(l.Columns))
 			for i, c := range l.Columns {
 				dst[i] = make([]byte, (rows-floor)*c.RowBytes())
 			}
 			var v Version
 			var n, oldest int
-			if x.head != nil {
-				st, v, n, oldest = x.head.Stats(), x.head.Version(), x.head.Len(), x.head.Oldest()
-				err = x.head.Read(floor, rows, dst)
+			if x.Head != nil {
+				st, v, n, oldest = x.Head.Stats(), x.Head.Version(), x.Head.Len(), x.Head.Oldest()
+				err = x.Head.Read(floor, rows, dst)
 			} else {
-				st, v, n, oldest = x.snap.Stats(), x.snap.Version(), x.snap.Len(), x.snap.Oldest()
-				err = x.snap.Read(floor, rows, dst)
+				st, v, n, oldest = x.Snap.Stats(), x.Snap.Version(), x.Snap.Len(), x.Snap.Oldest()
+				err = x.Snap.Read(floor, rows, dst)
 			}
-			if x.invalid {
+			if x.Invalid {
 				if !errors.Is(err, ErrInvalidated) {
 					m.fatalf("invalidated handle reads with %v", err)
 				}
 				continue
 			}
-			if errors.Is(err, ErrEvicted) && !x.evicted {
+			if errors.Is(err, ErrEvicted) && !x.Evicted {
 				// The pool took it under pressure: only optional state
 				// may go, and from now on every call answers ErrEvicted.
 				if l.Retention != Optional {
-					m.fatalf("%s %v state evicted", l.Retention, kind(x))
+					m.fatalf("%s %v state evicted", l.Retention, x.Kind())
 				}
-				x.evicted = true
-				m.counts["evicted "+kind(x)]++
+				x.Evicted = true
+				m.counts["evicted "+x.Kind()]++
 			}
-			if x.evicted {
+			if x.Evicted {
 				if !errors.Is(err, ErrEvicted) {
 					m.fatalf("evicted handle reads with %v", err)
 				}
@@ -700,8 +574,8 @@ func (m *model) verify() {
 			if err != nil {
 				m.fatalf("read: %v", err)
 			}
-			if v != x.v || st.Version != x.v || n != rows || st.Rows != rows {
-				m.fatalf("version %d (stats %d), rows %d (stats %d); model: version %d, rows %d", v, st.Version, n, st.Rows, x.v, rows)
+			if v != x.V || st.Version != x.V || n != rows || st.Rows != rows {
+				m.fatalf("version %d (stats %d), rows %d (stats %d); model: version %d, rows %d", v, st.Version, n, st.Rows, x.V, rows)
 			}
 			if oldest != floor {
 				m.fatalf("oldest row %d, model %d", oldest, floor)
@@ -710,8 +584,8 @@ func (m *model) verify() {
 			var logical int64
 			for i, c := range l.Columns {
 				logical += int64((rows - floor) * c.RowBytes())
-				if !bytes.Equal(dst[i], x.cols[i][floor*c.RowBytes():]) {
-					m.fatalf("column %d of %v at version %d differs from the model", i, kind(x), x.v)
+				if !bytes.Equal(dst[i], x.Cols[i][floor*c.RowBytes():]) {
+					m.fatalf("column %d of %v at version %d differs from the model", i, x.Kind(), x.V)
 				}
 			}
 			if st.LogicalBytes != logical {
@@ -724,8 +598,8 @@ func (m *model) verify() {
 	}
 }
 
-func kind(x *mHandle) string {
-	if x.head != nil {
+func kind(x *RefHandle) string {
+	if x.Head != nil {
 		return "head"
 	}
 	return "snapshot"
@@ -795,7 +669,7 @@ func runModel(t *testing.T, seed uint64, steps int, maxBlocks int64) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		m.foreign = append(m.foreign, &mHandle{lin: &mLineage{owner: o, layout: l}, snap: s, cols: [][]byte{{}}})
+		m.foreign = append(m.foreign, NewRefLineage(o, l).Snap(s, 0, [][]byte{{}}))
 		h.Release()
 	}
 	ops := []struct {
@@ -881,12 +755,12 @@ func runModel(t *testing.T, seed uint64, steps int, maxBlocks int64) {
 	for _, k := range keys {
 		t.Logf("%-40s %d", k, m.counts[k])
 	}
-	for _, list := range [][]*mHandle{m.heads, m.snaps} {
+	for _, list := range [][]*RefHandle{m.heads, m.snaps} {
 		for _, x := range list {
-			if x.head != nil {
-				x.head.Release()
+			if x.Head != nil {
+				x.Head.Release()
 			} else {
-				x.snap.Release()
+				x.Snap.Release()
 			}
 		}
 	}
@@ -904,7 +778,7 @@ func runModel(t *testing.T, seed uint64, steps int, maxBlocks int64) {
 		t.Fatal(err)
 	}
 	for _, x := range m.foreign {
-		x.snap.Release()
+		x.Snap.Release()
 	}
 	if err := other.Close(); err != nil {
 		t.Fatal(err)

@@ -66,9 +66,12 @@ func stepOn(b device.Backend, rowBytes []int, fail bool) StepFunc {
 var errStep = errors.New("step failed on purpose")
 
 // TestReplayModel runs random Steps (some failing after writing rows),
-// Writes, Snapshots, Rollbacks and At on a replayed state against a full
-// copy of every version: the head reads as the reference after every
-// step, and At(v) of every version it can rebuild reads as v did.
+// Writes, Snapshots, Rollbacks and At on a replayed state against the
+// reference (ref_model_test.go), which keeps every version's rows: the
+// head reads as the reference, at its version, after every step, a
+// rollback succeeds exactly when the reference says it may, and At(v) of
+// every version it can rebuild reads as v did. What replay adds is the
+// step: a version whose rows are the rows before, stepped with an input.
 // -model.steps sets the steps per seed (make fuzz runs it long).
 func TestReplayModel(t *testing.T) {
 	steps := modelSteps(t, 400)
@@ -83,15 +86,17 @@ func runReplayModel(t *testing.T, seed uint64, steps int) {
 	p := newPool(t, PoolOptions{BlockBytes: 64})
 	fixedModel(p)
 	verify := seed%2 == 1
-	h := must[*Head](t)(p.NewHead(recLayout(1+rng.IntN(5), 1+rng.IntN(4), Keep), "me"))
+	l := recLayout(1+rng.IntN(5), 1+rng.IntN(4), Keep)
+	h := must[*Head](t)(p.NewHead(l, "me"))
 	defer h.Release()
 	rb := []int{16, 8}
-	ref := map[Version][][]byte{h.Version(): readAll(t, h)}
-	cur := readAll(t, h)
-	var snaps []*Snap
+	lin := NewRefLineage("me", l)
+	lin.KeepVersions()
+	ref := lin.NewHead(h)
+	var snaps []*RefHandle
 	defer func() {
 		for _, s := range snaps {
-			s.Release()
+			s.Snap.Release()
 		}
 	}()
 	for i := range steps {
@@ -120,30 +125,33 @@ func runReplayModel(t *testing.T, seed uint64, steps int) {
 				}
 			} else {
 				check(t, err)
-				recur(cur, in)
+				next := cloneCols(ref.Cols)
+				recur(next, in)
+				ref.Commit(next)
 			}
 		case k < 12:
 			at, n := rng.IntN(10), 1+rng.IntN(3)
 			n = min(n, 10-at)
 			rows := kvRows(n, byte(rng.Uint32()))
 			check(t, h.Write(at, rows))
-			copy(cur[0][at*16:], rows[0])
-			copy(cur[1][at*8:], rows[1])
+			ref.Write(at, rows)
 		case k < 14 && len(snaps) < 4:
-			snaps = append(snaps, must[*Snap](t)(h.Snapshot()))
+			snaps = append(snaps, ref.Snapshot(must[*Snap](t)(h.Snapshot())))
 		case k < 15 && len(snaps) > 0:
 			j := rng.IntN(len(snaps))
-			check(t, snaps[j].Release())
+			check(t, snaps[j].Snap.Release())
+			snaps[j].Release()
 			snaps = slices.Delete(snaps, j, j+1)
 		case k < 17 && len(snaps) > 0:
 			s := snaps[rng.IntN(len(snaps))]
-			if err := h.Rollback(s); err != nil {
-				if errors.Is(err, ErrNotAncestor) {
-					continue
-				}
-				t.Fatalf("step %d: Rollback: %v", i, err)
+			err := h.Rollback(s.Snap)
+			if ok := ref.CanRollback(s); ok != (err == nil) || !ok && !errors.Is(err, ErrNotAncestor) {
+				t.Fatalf("step %d: Rollback: %v, the reference says possible %v", i, err, ok)
 			}
-			cur = cloneCols(ref[s.Version()])
+			if err != nil {
+				continue
+			}
+			ref.Rollback(s)
 		default:
 			vs := h.hist.versions()
 			v := vs[rng.IntN(len(vs))]
@@ -151,30 +159,34 @@ func runReplayModel(t *testing.T, seed uint64, steps int) {
 			if err != nil {
 				t.Fatalf("step %d: At(%d) of a retained version: %v", i, v, err)
 			}
-			if got := readAll(t, s); !equalCols(got, ref[v]) {
+			y := ref.At(s, v)
+			if got := readAll(t, s); !equalCols(got, y.Cols) {
 				t.Fatalf("step %d: At(%d) reads otherwise than version %d did", i, v, v)
 			}
 			if rng.IntN(3) == 0 && len(snaps) < 4 {
-				snaps = append(snaps, s) // rolled back to later, perhaps
+				snaps = append(snaps, y) // rolled back to later, perhaps
 			} else {
 				check(t, s.Release())
+				y.Release()
 			}
 		}
-		ref[h.Version()] = cloneCols(cur)
-		if got := readAll(t, h); !equalCols(got, cur) {
+		if got := readAll(t, h); !equalCols(got, ref.Cols) {
 			t.Fatalf("step %d: the head reads otherwise than the reference", i)
 		}
+		if v := h.Version(); v != ref.V {
+			t.Fatalf("step %d: the head is at version %d, the reference at %d", i, v, ref.V)
+		}
 		if i%500 == 499 { // forget the versions nothing can reach again
-			keep := map[Version]bool{h.Version(): true}
+			keep := map[Version]bool{ref.V: true}
 			for _, v := range h.hist.versions() {
 				keep[v] = true
 			}
 			for _, s := range snaps {
-				keep[s.Version()] = true
+				keep[s.V] = true
 			}
-			for v := range ref {
+			for v := range lin.Vers {
 				if !keep[v] {
-					delete(ref, v)
+					delete(lin.Vers, v)
 				}
 			}
 		}

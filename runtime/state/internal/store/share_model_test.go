@@ -17,11 +17,17 @@ import (
 // it must. Sessions start from a few prompt templates, so most adopt
 // something; they append from the host and through device spans, take
 // snapshots, roll back, branch and end.
-
+//
+// A session is a reference head (ref_model_test.go) of the sharing pool's
+// head, whose rows are those of its tokens: a new one adopts the rows of
+// the longest prefix registered, then appends. The extension adds the
+// tokens, which key the prefixes, and the same session's head in the pool
+// that shares nothing, which reads as the reference too.
 type shareSession struct {
+	ref        *RefHandle // Head: the head of the sharing pool
 	toks       []int32
-	on, off    *Head
-	snapOn     *Snap
+	off        *Head
+	snap       *RefHandle // Snap: a snapshot in the sharing pool, or nil
 	snapOff    *Snap
 	snapTokens []int32
 }
@@ -97,16 +103,17 @@ func runShareModel(t *testing.T, seed uint64, steps int, capped bool) (adopted i
 		var err error
 		if rng.IntN(3) == 0 {
 			var spans [][]device.Span
-			if spans, err = s.on.AppendDevice(len(s.toks) - from); err == nil {
+			if spans, err = s.ref.Head.AppendDevice(len(s.toks) - from); err == nil {
 				kernelFill(t, on.Backend(), spans, promptRows(s.toks, from, len(s.toks)), []int{32, 4})
 			}
 		} else {
-			err = s.on.Append(promptRows(s.toks, from, len(s.toks)))
+			err = s.ref.Head.Append(promptRows(s.toks, from, len(s.toks)))
 		}
 		if capped && errors.Is(err, ErrNoMemory) {
 			return false
 		}
 		check(t, err)
+		s.ref.Append(promptRows(s.toks, from, len(s.toks)))
 		return true
 	}
 	for step := range steps {
@@ -118,10 +125,13 @@ func runShareModel(t *testing.T, seed uint64, steps int, capped bool) (adopted i
 			owners++
 			owner := Owner(fmt.Sprint("s", owners))
 			s := &shareSession{toks: toks}
-			s.on = must[*Head](t)(on.NewSharedHead(l, owner, "d"))
-			n := must[int](t)(s.on.AdoptPrefix(keyBytes(toks)))
+			s.ref = NewRefLineage(owner, l).NewHead(must[*Head](t)(on.NewSharedHead(l, owner, "d")))
+			n := must[int](t)(s.ref.Head.AdoptPrefix(keyBytes(toks)))
+			if n > 0 {
+				s.ref.Append(promptRows(toks, 0, n)) // adopted
+			}
 			if !appendOn(s, n) {
-				check(t, s.on.Release())
+				check(t, s.ref.Head.Release())
 				continue
 			}
 			adopted += n
@@ -143,44 +153,50 @@ func runShareModel(t *testing.T, seed uint64, steps int, capped bool) (adopted i
 			check(t, s.off.Append(promptRows(s.toks, from, len(s.toks))))
 		case op < 6:
 			s := live[rng.IntN(len(live))]
-			if s.snapOn != nil {
-				check(t, s.snapOn.Release())
+			if s.snap != nil {
+				check(t, s.snap.Snap.Release())
+				s.snap.Release()
 				check(t, s.snapOff.Release())
 			}
-			s.snapOn = must[*Snap](t)(s.on.Snapshot())
+			s.snap = s.ref.Snapshot(must[*Snap](t)(s.ref.Head.Snapshot()))
 			s.snapOff = must[*Snap](t)(s.off.Snapshot())
 			s.snapTokens = s.toks
 		case op < 7:
 			s := live[rng.IntN(len(live))]
-			if s.snapOn == nil {
+			if s.snap == nil {
 				continue
 			}
-			check(t, s.on.Rollback(s.snapOn))
+			check(t, s.ref.Head.Rollback(s.snap.Snap))
 			check(t, s.off.Rollback(s.snapOff))
+			s.ref.Rollback(s.snap)
 			s.toks = s.snapTokens
 		case op < 8 && len(live) < 8:
 			s := live[rng.IntN(len(live))]
 			c := &shareSession{toks: s.toks}
-			c.on = must[*Head](t)(s.on.Branch())
+			c.ref = s.ref.Branch(must[*Head](t)(s.ref.Head.Branch()))
 			c.off = must[*Head](t)(s.off.Branch())
 			live = append(live, c)
 		default:
 			i := rng.IntN(len(live))
 			s := live[i]
-			for _, r := range []interface{ Release() error }{s.on, s.off} {
+			for _, r := range []interface{ Release() error }{s.ref.Head, s.off} {
 				check(t, r.Release())
 			}
-			if s.snapOn != nil {
-				check(t, s.snapOn.Release())
+			s.ref.Release()
+			if s.snap != nil {
+				check(t, s.snap.Snap.Release())
+				s.snap.Release()
 				check(t, s.snapOff.Release())
 			}
 			live = append(live[:i], live[i+1:]...)
 		}
 		for i, s := range live {
-			want := promptRows(s.toks, 0, len(s.toks))
 			what := fmt.Sprintf("seed %d step %d session %d", seed, step, i)
-			samePrompt(t, what+" with sharing", readPrompt(t, s.on), want)
-			samePrompt(t, what+" without sharing", readPrompt(t, s.off), want)
+			samePrompt(t, what+" with sharing", readPrompt(t, s.ref.Head), s.ref.Cols)
+			samePrompt(t, what+" without sharing", readPrompt(t, s.off), s.ref.Cols)
+			if v := s.ref.Head.Version(); v != s.ref.V {
+				t.Fatalf("%s: at version %d, the reference at %d", what, v, s.ref.V)
+			}
 		}
 		if got, want := on.Stats().CachedBytes, scanCachedBytes(on); got != want {
 			t.Fatalf("seed %d step %d: CachedBytes %d, a scan of the cache finds %d", seed, step, got, want)
@@ -193,10 +209,10 @@ func runShareModel(t *testing.T, seed uint64, steps int, capped bool) (adopted i
 		}
 	}
 	for _, s := range live {
-		check(t, s.on.Release())
+		check(t, s.ref.Head.Release())
 		check(t, s.off.Release())
-		if s.snapOn != nil {
-			check(t, s.snapOn.Release())
+		if s.snap != nil {
+			check(t, s.snap.Snap.Release())
 			check(t, s.snapOff.Release())
 		}
 	}
