@@ -44,6 +44,10 @@ type delta struct {
 	bytes    int64       // bytes of the rows
 	step     *stepRec    // a version Step made: rows [from, to) are rebuilt by running it again, cols is nil
 	ready    *deltaReady // copied in stream order: the copies' event; nil once landed or when copied at once
+	// mem is the allocation newDelta made d in (a write's delta of up to
+	// four columns), kept for the next one once d's last holder drops it
+	// (history.dropDelta); nil for a step's delta and a wider one.
+	mem *deltaMem
 }
 
 // deltaMem is a delta with room for the usual one in the same allocation:
@@ -56,15 +60,35 @@ type deltaMem struct {
 	blks [4]*block
 }
 
+// deltaMems keeps the deltas whose last holder dropped them (deltaMem.keep),
+// for newDelta: a checkpointed state written every step makes a delta a
+// step, and each checkpoint past Keep drops as many, so that its writes
+// allocate none in steady state. A delta is held by the histories whose
+// entries name it, and each holds a reference to every block of it
+// (history.clone): the one whose drop frees all of them is the last.
+var deltaMems sync.Pool
+
 // newDelta returns a delta of rows [from, to) of ncols columns, and a
-// buffer for its blocks: the delta's own room where they fit.
+// buffer for its blocks: the delta's own room where they fit, a kept one
+// where there is one.
 func newDelta(from, to, ncols int) (*delta, []*block) {
 	if ncols > len(deltaMem{}.cols) {
 		return &delta{from: from, to: to, cols: make([][]*block, ncols), per: make([]int, ncols)}, nil
 	}
-	m := &deltaMem{d: delta{from: from, to: to}}
+	m, _ := deltaMems.Get().(*deltaMem)
+	if m == nil {
+		m = &deltaMem{}
+	}
+	m.d = delta{from: from, to: to, mem: m}
 	m.d.cols, m.d.per = m.cols[:ncols:ncols], m.per[:ncols:ncols]
 	return &m.d, m.blks[:0]
+}
+
+// keep empties m, whose delta's last holder dropped it, and keeps it for
+// newDelta.
+func (m *deltaMem) keep() {
+	*m = deltaMem{}
+	deltaMems.Put(m)
 }
 
 // deltaReady is the event after the copies of a delta taken in stream
@@ -210,11 +234,15 @@ func (x *history) dropDelta(i int, freed *[]*block) {
 		return
 	}
 	var gone int64
+	held, last := false, true // d held blocks; this drop freed every one
 	for _, col := range e.d.cols {
 		for _, b := range col {
+			held = true
 			if b.Release() {
 				*freed = append(*freed, b)
 				gone += int64(b.Bytes())
+			} else {
+				last = false
 			}
 		}
 	}
@@ -222,8 +250,11 @@ func (x *history) dropDelta(i int, freed *[]*block) {
 	if e.d.ready != nil {
 		e.d.ready.drop()
 	}
-	if e.d.step != nil {
+	switch {
+	case e.d.step != nil:
 		x.dropStep(e.d)
+	case e.d.mem != nil && held && last:
+		e.d.mem.keep() // no other history holds d: it held the blocks too
 	}
 	e.d = nil
 }
