@@ -172,6 +172,11 @@ type history struct {
 	held *atomic.Int64
 	// copies is copyDelta's batch of device copies, kept for the next.
 	copies []device.DeviceCopy
+	// replayCols and replaySpans are a replayed step's spans (replayStep),
+	// and took the steps' times stepMedian sorts, kept for the next.
+	replayCols  [][]device.Span
+	replaySpans []device.Span
+	took        []time.Duration
 	// free lists the step deltas (with their records and input
 	// buffers) no history holds any more, nfree of them, for this
 	// history's next steps (newStep); at most as many as the history had
@@ -193,8 +198,9 @@ func newHistory(p *CheckpointPolicy, pos position, r *root, held *atomic.Int64, 
 func (x *history) clone() *history {
 	c := *x
 	c.entries = slices.Clone(x.entries)
-	c.pending, c.last, c.copies = nil, nil, nil // copies: the buffer is x's own
-	c.free, c.nfree = nil, 0                    // so are the free step records
+	c.pending, c.last, c.copies = nil, nil, nil         // copies: the buffer is x's own
+	c.free, c.nfree = nil, 0                            // so are the free step records
+	c.replayCols, c.replaySpans, c.took = nil, nil, nil // and the buffers of At
 	for _, e := range c.entries {
 		if e.cp != nil {
 			e.cp.retain()
