@@ -30,6 +30,14 @@ type estimator struct {
 	nodes   [][]bitset // per level: the nodes copied
 	taken   []int64
 	last    []int // the block seeded last, -2 for none
+	// in holds them for up to four columns, in the estimator's own
+	// allocation.
+	in struct {
+		touched [4]bitset
+		nodes   [4][]bitset
+		taken   [4]int64
+		last    [4]int
+	}
 }
 
 // newEstimator returns an estimator of h's reconstructions, priced by
@@ -162,7 +170,11 @@ func (e *estimator) candidate(q, t int) candidate {
 // seeded last (-2: none).
 func (e *estimator) scratch() ([]bitset, [][]bitset, []int64, []int) {
 	n := len(e.h.perBlock)
-	if len(e.touched) != n {
+	switch {
+	case len(e.touched) == n:
+	case n <= len(e.in.touched):
+		e.touched, e.nodes, e.taken, e.last = e.in.touched[:n], e.in.nodes[:n], e.in.taken[:n], e.in.last[:n]
+	default:
 		e.touched, e.nodes, e.taken, e.last = make([]bitset, n), make([][]bitset, n), make([]int64, n), make([]int, n)
 	}
 	for col := range n {

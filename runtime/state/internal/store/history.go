@@ -641,7 +641,9 @@ func (f *fit) observe(model, measured time.Duration) {
 	}
 	f.last[f.n%fitWindow] = x
 	f.n++
-	w := slices.Clone(f.last[:min(f.n, fitWindow)])
+	var sorted [fitWindow]float64
+	w := sorted[:min(f.n, fitWindow)]
+	copy(w, f.last[:])
 	slices.Sort(w)
 	f.mean = (w[(len(w)-1)/2] + w[len(w)/2]) / 2
 }

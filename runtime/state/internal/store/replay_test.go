@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/gpustate/gpustate/runtime/device"
 	"github.com/gpustate/gpustate/runtime/state/internal/statetest"
@@ -644,8 +645,9 @@ func TestStepTakesReleasedRecords(t *testing.T) {
 
 // TestAtReplaysWithoutAllocating: At's replay of a step locates the rows
 // in its history's buffers (replayStep, spansInto), the step times its
-// pricing sorts are in one too (stepMedian), and the pricing counts each
-// candidate in the counts of the one before (estimator.scratch):
+// pricing sorts are in one too (stepMedian), the pricing counts each
+// candidate in the counts of the one before (estimator.scratch), and the
+// fit it refines sorts its window on the stack (fit.observe):
 // rebuilding a version fifteen steps past its checkpoint allocates what
 // one a step past it does, where each step replayed made its spans, and a
 // plan of four candidates one more than a plan of one (the list of its
@@ -695,6 +697,16 @@ func TestAtReplaysWithoutAllocating(t *testing.T) {
 	}
 	if n15 != n1 {
 		t.Errorf("At replaying 15 steps: %v allocations; replaying one: %v; want as many", n15, n1)
+	}
+	// 28 before the buffers: the snapshot, the plan it keeps, the
+	// pricing's records, the reconstruction and the nodes of its tree are
+	// what is left.
+	if n1 > 18 {
+		t.Errorf("At replaying a step: %v allocations; want at most 18", n1)
+	}
+	var f fit
+	if n := testing.AllocsPerRun(20, func() { f.observe(time.Millisecond, 2*time.Millisecond) }); n != 0 {
+		t.Errorf("a fit's observation: %v allocations; want none", n)
 	}
 	if n := testing.AllocsPerRun(20, func() { h.hist.stepMedian() }); n != 0 {
 		t.Errorf("the median of 64 steps' times: %v allocations; want none", n)
