@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/gpustate/gpustate/runtime/device"
@@ -605,6 +606,59 @@ func TestCheckpointWriteKeepsItsDeltas(t *testing.T) {
 	}
 	if read < 32 {
 		t.Errorf("the branch rebuilt %d of the last 48 versions; want at least 32", read)
+	}
+	check(t, checkInvariants(p))
+}
+
+// TestCheckpointDeltasDroppedConcurrently: a head and its branch share
+// their histories' deltas, and both write past Keep at once, each under
+// its own lock, so that either may drop a shared delta last: the one that
+// does keeps it for its next write (deltaMems), and neither reads it after
+// (the race detector watches). Each reads its own rows throughout, and its
+// last versions rebuilt.
+func TestCheckpointDeltasDroppedConcurrently(t *testing.T) {
+	p := newPool(t, PoolOptions{})
+	l := rec(Invalidate)
+	l.Checkpoint = &CheckpointPolicy{Every: 4, Keep: 2}
+	for round := range 40 {
+		h := must[*Head](t)(p.NewHead(l, "s"))
+		for k := range 16 {
+			check(t, h.Write(0, recRow(byte(k))))
+		}
+		b := must[*Head](t)(h.Branch())
+		var wg sync.WaitGroup
+		errs := make([]error, 2)
+		for i, x := range []*Head{h, b} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for k := range 24 {
+					row := recRow(byte(100*i + k + round))
+					if err := x.Write(0, row); err != nil {
+						errs[i] = err
+						return
+					}
+					v := x.Version()
+					s, err := x.At(v)
+					if err != nil {
+						errs[i] = err
+						return
+					}
+					got := make([]byte, 32)
+					err = errors.Join(s.Read(0, 4, [][]byte{got}), s.Release())
+					if err == nil && !bytes.Equal(got, row[0]) {
+						err = fmt.Errorf("version %d rebuilt reads %v; want %v", v, got, row[0])
+					}
+					if err != nil {
+						errs[i] = err
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		check(t, errors.Join(errs...))
+		check(t, errors.Join(h.Release(), b.Release()))
 	}
 	check(t, checkInvariants(p))
 }

@@ -236,12 +236,18 @@ func (x *history) drop(i int, freed *[]*block) {
 // other history shares leave the pool's count.
 func (x *history) dropDelta(i int, freed *[]*block) {
 	e := &x.entries[i]
-	if e.d == nil {
+	d := e.d
+	if d == nil {
 		return
 	}
+	e.d = nil
+	// Read before the blocks go: a clone that shares d, dropping it at
+	// the same time under its own head's lock, may free the last of
+	// them and keep d for the next delta.
+	ready, step, mem := d.ready, d.step, d.mem
 	var gone int64
 	held, last := false, true // d held blocks; this drop freed every one
-	for _, col := range e.d.cols {
+	for _, col := range d.cols {
 		for _, b := range col {
 			held = true
 			if b.Release() {
@@ -253,16 +259,15 @@ func (x *history) dropDelta(i int, freed *[]*block) {
 		}
 	}
 	x.held.Add(-gone)
-	if e.d.ready != nil {
-		e.d.ready.drop()
+	if ready != nil {
+		ready.drop()
 	}
 	switch {
-	case e.d.step != nil:
-		x.dropStep(e.d)
-	case e.d.mem != nil && held && last:
-		e.d.mem.keep() // no other history holds d: it held the blocks too
+	case step != nil:
+		x.dropStep(d)
+	case mem != nil && held && last:
+		mem.keep() // no other history holds d: each held its blocks too
 	}
-	e.d = nil
 }
 
 // releaseAll drops the whole history; the step records it kept for its
