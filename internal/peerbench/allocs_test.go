@@ -127,3 +127,57 @@ func TestHandleAllocs(t *testing.T) {
 		}
 	}
 }
+
+// TestWindowedTokenAllocs: a token of (e) and of (er) once the window is
+// full and the history trims as it goes (the recurrent step, the KV row
+// appended past the window, whose oldest row expires, and the two row
+// reads) allocates nothing: the recurrent state's deltas and step records
+// are the ones its history dropped past Keep, and the window's expired
+// blocks and tree nodes are the next rows'.
+func TestWindowedTokenAllocs(t *testing.T) {
+	if testing.CoverMode() != "" {
+		t.Skip("coverage counters allocate")
+	}
+	if raceDetector {
+		t.Skip("under the race detector, sync.Pool drops what the store keeps for reuse at random")
+	}
+	for _, replay := range []bool{false, true} {
+		p := newPool(t)
+		s := newStoreE(p, sizes{sessions: 1}, replay).(*storeE)
+		if replay {
+			g, err := NewWindowedRState(p, "me")
+			must(err)
+			s.gr = append(s.gr, g)
+		} else {
+			g, err := NewWindowedState(p, "me")
+			must(err)
+			s.gs = append(s.gs, g)
+		}
+		n := 0
+		token := func() {
+			n++
+			s.token(0, n, int32(n%1000))
+			c := s.kv(0)
+			for _, r := range [2]int{c.Oldest() + n%(c.Len()-c.Oldest()), c.Len() - 1} {
+				must(c.ReadInto(&s.dst, r, r+1))
+			}
+		}
+		for range 2 * Window { // past the window and past Keep
+			token()
+		}
+		// Counted over 64 tokens: AllocsPerRun rounds down.
+		if a := testing.AllocsPerRun(8, func() {
+			for range 64 {
+				token()
+			}
+		}); a != 0 {
+			t.Errorf("replay %v: %v allocations per 64 tokens; want none", replay, a)
+		}
+		for _, g := range s.gs {
+			must(g.Release())
+		}
+		for _, g := range s.gr {
+			must(g.Release())
+		}
+	}
+}

@@ -16,8 +16,12 @@ func TestPeersAgree(t *testing.T) {
 	for _, w := range workloads {
 		t.Run(w.name, func(t *testing.T) {
 			sz := sizes{sessions: 3, prompt: 64, steps: 12}
-			if w.name == "b" {
+			switch w.name {
+			case "b":
 				sz = sizes{sessions: 5, prompt: 16, steps: 12}
+			case "e", "er":
+				// Past the window, with rewinds before and after it.
+				sz = sizes{sessions: 2, steps: Window + 3*rewindEvery + 5}
 			}
 			p := newPool(t)
 			store, peer := w.store(p, sz), w.peer(sz)

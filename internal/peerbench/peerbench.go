@@ -21,6 +21,9 @@ const (
 	RecDim  = 1024
 	// InDim is the width of a recurrent step's input, per row.
 	InDim = 64
+	// Window is the KV rows a windowed session keeps readable: older rows
+	// expire.
+	Window = 512
 )
 
 // Ctx is one session's KV cache, one row per token. Sessions of one
@@ -71,6 +74,33 @@ type RecIn struct {
 	X []float32 `state:"width=64"` // InDim
 }
 
+// CtxW is Ctx with a window: a session's last Window rows stay readable,
+// and the blocks of older ones go back to the pool.
+//
+//state:contract purpose="windowed KV cache of one serving session"
+//state:growth append window=Window
+//state:owner session
+//state:cleanup on=session-end
+type CtxW struct {
+	Keys   []float32 `state:"width=256"` // Dim
+	Values []float32 `state:"width=256"`
+	Token  []int32
+}
+
+// RecC is Rec with a history: At rebuilds a past version from a
+// checkpoint and the write sets after it.
+//
+//state:contract purpose="checkpointed recurrent state of one serving session"
+//state:growth mutable bound=RecRows
+//state:owner session
+//state:branch isolated merge=fastforward
+//state:rollback descendants=invalidate
+//state:checkpoint every=16 keep=4
+//state:cleanup on=session-end
+type RecC struct {
+	H []float32 `state:"width=1024"` // RecDim
+}
+
 // Hybrid is a session's KV cache and recurrent state, which move together.
 //
 //state:group purpose="hybrid serving session"
@@ -86,5 +116,24 @@ type Hybrid struct {
 //state:owner session
 type HybridR struct {
 	KV  Ctx
+	Rec RecR
+}
+
+// Windowed is a session's windowed KV cache and checkpointed recurrent
+// state, which move together.
+//
+//state:group purpose="windowed hybrid serving session"
+//state:owner session
+type Windowed struct {
+	KV  CtxW
+	Rec RecC
+}
+
+// WindowedR is Windowed with the replayed recurrent state.
+//
+//state:group purpose="windowed hybrid serving session, replayed"
+//state:owner session
+type WindowedR struct {
+	KV  CtxW
 	Rec RecR
 }

@@ -54,6 +54,10 @@ var workloads = []workload{
 		sizes{sessions: 16, prompt: 256, steps: 64}, func(p *state.Pool, sz sizes) side { return newStoreD(p, sz, false) }, newPeerD},
 	{"dr", "(d) with the recurrent state replayed through Step",
 		sizes{sessions: 16, prompt: 256, steps: 64}, func(p *state.Pool, sz sizes) side { return newStoreD(p, sz, true) }, newPeerD},
+	{"e", "windowed KV caches beside checkpointed recurrent states, read at past versions",
+		sizes{sessions: 8, steps: Tokens}, func(p *state.Pool, sz sizes) side { return newStoreE(p, sz, false) }, newPeerE},
+	{"er", "(e) with the recurrent state replayed through Step",
+		sizes{sessions: 8, steps: Tokens}, func(p *state.Pool, sz sizes) side { return newStoreE(p, sz, true) }, newPeerE},
 }
 
 // ---- rows, shared by both sides ----

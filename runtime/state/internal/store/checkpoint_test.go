@@ -1,10 +1,12 @@
 package store
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/gpustate/gpustate/runtime/device"
@@ -505,10 +507,11 @@ func testCheckpointGap(t *testing.T, be device.Backend, fb *statetest.Faults) {
 }
 
 // TestCheckpointStepAllocations: a checkpointed decode step stores its
-// one-row delta in one allocation (the delta with its columns' blocks),
-// its blocks taken in one call, and walks the history only when it takes
-// a checkpoint. It made 11-12 allocations a step before; the history's
-// shape is checkInvariants'.
+// one-row delta in a delta the history dropped past Keep (the delta with
+// its columns' blocks, one allocation when none was kept), its blocks
+// taken in one call, and walks the history only when it takes a
+// checkpoint. It made 11-12 allocations a step before, then one; the
+// history's shape is checkInvariants'.
 func TestCheckpointStepAllocations(t *testing.T) {
 	if raceDetector {
 		t.Skip("sync.Pool drops the nodes kept for reuse at random under the race detector")
@@ -531,11 +534,131 @@ func TestCheckpointStepAllocations(t *testing.T) {
 			check(t, h.Append(row))
 		}
 	})
-	if n > 2*128 {
-		t.Errorf("%v allocations per 128 checkpointed steps, want at most %d", n, 2*128)
+	if n > 128/4 {
+		t.Errorf("%v allocations per 128 checkpointed steps, want at most %d", n, 128/4)
 	}
 	check(t, checkInvariants(p))
 	if got, want := len(h.hist.roots()), l.Checkpoint.Keep; got != want {
 		t.Errorf("history holds %d checkpoints, want %d", got, want)
 	}
+}
+
+// TestCheckpointWriteKeepsItsDeltas: a checkpointed state rewritten whole
+// every step (a recurrent state with history) takes its deltas from the
+// ones its checkpoints past Keep dropped (deltaMems), where it made one a
+// step. A delta a branch still holds is not kept: the branch reads it.
+func TestCheckpointWriteKeepsItsDeltas(t *testing.T) {
+	if raceDetector {
+		t.Skip("sync.Pool drops the deltas kept for reuse at random under the race detector")
+	}
+	if testing.CoverMode() != "" {
+		t.Skip("coverage counters allocate")
+	}
+	p := newPool(t, PoolOptions{})
+	l := rec(Invalidate)
+	l.Checkpoint = &CheckpointPolicy{Every: 16, Keep: 4}
+	h := must[*Head](t)(p.NewHead(l, "s"))
+	defer h.Release()
+	seed := byte(0)
+	write := func() {
+		seed++
+		check(t, h.Write(0, recRow(seed)))
+	}
+	for range 256 { // past Keep: the history trims as it goes
+		write()
+	}
+	row := recRow(0)
+	n := testing.AllocsPerRun(4, func() {
+		for range 128 {
+			seed++
+			row[0][0] = seed
+			check(t, h.Write(0, row))
+		}
+	})
+	if n != 0 {
+		t.Errorf("%v allocations per 128 checkpointed writes; want none", n)
+	}
+	// A branch shares the head's history: the deltas the head drops
+	// past Keep are still the branch's, and the head's next writes take
+	// none of them.
+	var vs []Version
+	var want [][]byte
+	for range 48 {
+		write()
+		vs, want = append(vs, h.Version()), append(want, slices.Clone(recRow(seed)[0]))
+	}
+	c := must[*Head](t)(h.Branch())
+	defer c.Release()
+	for range 128 { // the head drops every delta c holds
+		write()
+	}
+	read := 0
+	for i, v := range vs {
+		s, err := c.At(v)
+		if err != nil {
+			continue // before c's oldest checkpoint
+		}
+		read++
+		if got := readRec(t, s); !bytes.Equal(got, want[i]) {
+			t.Errorf("the branch's version %d after the head's writes reads %v; want %v", v, got, want[i])
+		}
+		check(t, s.Release())
+	}
+	if read < 32 {
+		t.Errorf("the branch rebuilt %d of the last 48 versions; want at least 32", read)
+	}
+	check(t, checkInvariants(p))
+}
+
+// TestCheckpointDeltasDroppedConcurrently: a head and its branch share
+// their histories' deltas, and both write past Keep at once, each under
+// its own lock, so that either may drop a shared delta last: the one that
+// does keeps it for its next write (deltaMems), and neither reads it after
+// (the race detector watches). Each reads its own rows throughout, and its
+// last versions rebuilt.
+func TestCheckpointDeltasDroppedConcurrently(t *testing.T) {
+	p := newPool(t, PoolOptions{})
+	l := rec(Invalidate)
+	l.Checkpoint = &CheckpointPolicy{Every: 4, Keep: 2}
+	for round := range 40 {
+		h := must[*Head](t)(p.NewHead(l, "s"))
+		for k := range 16 {
+			check(t, h.Write(0, recRow(byte(k))))
+		}
+		b := must[*Head](t)(h.Branch())
+		var wg sync.WaitGroup
+		errs := make([]error, 2)
+		for i, x := range []*Head{h, b} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for k := range 24 {
+					row := recRow(byte(100*i + k + round))
+					if err := x.Write(0, row); err != nil {
+						errs[i] = err
+						return
+					}
+					v := x.Version()
+					s, err := x.At(v)
+					if err != nil {
+						errs[i] = err
+						return
+					}
+					got := make([]byte, 32)
+					err = errors.Join(s.Read(0, 4, [][]byte{got}), s.Release())
+					if err == nil && !bytes.Equal(got, row[0]) {
+						err = fmt.Errorf("version %d rebuilt reads %v; want %v", v, got, row[0])
+					}
+					if err != nil {
+						errs[i] = err
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		check(t, errors.Join(errs...))
+		check(t, errors.Join(h.Release(), b.Release()))
+	}
+	check(t, checkInvariants(p))
 }

@@ -24,6 +24,20 @@ import (
 type estimator struct {
 	h *Head
 	pricing
+	// touched, nodes, taken and last are what candidate counts in, per
+	// column, kept from one candidate to the next.
+	touched []bitset   // the blocks taken
+	nodes   [][]bitset // per level: the nodes copied
+	taken   []int64
+	last    []int // the block seeded last, -2 for none
+	// in holds them for up to four columns, in the estimator's own
+	// allocation.
+	in struct {
+		touched [4]bitset
+		nodes   [4][]bitset
+		taken   [4]int64
+		last    [4]int
+	}
 }
 
 // newEstimator returns an estimator of h's reconstructions, priced by
@@ -44,7 +58,7 @@ type pricing struct {
 // candidates returns every way to reconstruct entry t, cheapest first.
 func (e *estimator) candidates(t int) []candidate {
 	x, pr := e.h.hist, &e.pricing
-	var out []candidate
+	out := make([]candidate, 0, x.policy.Keep+1) // a candidate a checkpoint
 	for q := t; q >= 0; q-- {
 		if x.entries[q].cp != nil {
 			out = append(out, e.candidate(q, t))
@@ -85,16 +99,10 @@ func (s *bitset) add(i int) bool {
 func (e *estimator) candidate(q, t int) candidate {
 	h, x, pr := e.h, e.h.hist, &e.pricing
 	c := candidate{Candidate: Candidate{Checkpoint: x.entries[q].pos.v, Deltas: t - q}}
-	touched := make([]bitset, len(h.perBlock)) // per column: the blocks taken
-	nodes := make([][]bitset, len(h.perBlock)) // per column and level: the nodes copied
-	taken := make([]int64, len(h.perBlock))
+	touched, nodes, taken, last := e.scratch()
 	rows := x.entries[q].rows
 	cp := x.entries[q].cp
-	var unread int64                     // seed bytes of blocks no one ever wrote
-	last := make([]int, len(h.perBlock)) // per column: the block seeded last, -2 for none
-	for col := range last {
-		last[col] = -2
-	}
+	var unread int64 // seed bytes of blocks no one ever wrote
 	for j := q + 1; j <= t; j++ {
 		d := x.entries[j].d
 		if d.step != nil {
@@ -155,6 +163,28 @@ func (e *estimator) candidate(q, t int) candidate {
 	mid, _, _, _ := pr.f.scale()
 	c.Estimate = time.Duration(float64(c.model)*mid) + c.newCost + c.Replayed
 	return c
+}
+
+// scratch returns candidate's counts, per column, emptied: the blocks
+// taken, per level the nodes copied, the blocks taken, and the block
+// seeded last (-2: none).
+func (e *estimator) scratch() ([]bitset, [][]bitset, []int64, []int) {
+	n := len(e.h.perBlock)
+	switch {
+	case len(e.touched) == n:
+	case n <= len(e.in.touched):
+		e.touched, e.nodes, e.taken, e.last = e.in.touched[:n], e.in.nodes[:n], e.in.taken[:n], e.in.last[:n]
+	default:
+		e.touched, e.nodes, e.taken, e.last = make([]bitset, n), make([][]bitset, n), make([]int64, n), make([]int, n)
+	}
+	for col := range n {
+		clear(e.touched[col])
+		for _, lvl := range e.nodes[col] {
+			clear(lvl)
+		}
+		e.taken[col], e.last[col] = 0, -2
+	}
+	return e.touched, e.nodes, e.taken, e.last
 }
 
 // newBytes returns the bytes of memory new to the pool that the blocks
@@ -279,12 +309,13 @@ func (x *history) stepTime() time.Duration {
 // stepMedian returns the median of the times the history's steps took
 // when they ran.
 func (x *history) stepMedian() time.Duration {
-	var ts []time.Duration
+	ts := x.took[:0]
 	for _, e := range x.entries {
 		if e.d != nil && e.d.step != nil {
 			ts = append(ts, e.d.step.took)
 		}
 	}
+	x.took = ts
 	if len(ts) == 0 {
 		return 0
 	}

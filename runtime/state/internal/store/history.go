@@ -44,6 +44,10 @@ type delta struct {
 	bytes    int64       // bytes of the rows
 	step     *stepRec    // a version Step made: rows [from, to) are rebuilt by running it again, cols is nil
 	ready    *deltaReady // copied in stream order: the copies' event; nil once landed or when copied at once
+	// mem is the allocation newDelta made d in (a write's delta of up to
+	// four columns), kept for the next one once d's last holder drops it
+	// (history.dropDelta); nil for a step's delta and a wider one.
+	mem *deltaMem
 }
 
 // deltaMem is a delta with room for the usual one in the same allocation:
@@ -56,15 +60,35 @@ type deltaMem struct {
 	blks [4]*block
 }
 
+// deltaMems keeps the deltas whose last holder dropped them (deltaMem.keep),
+// for newDelta: a checkpointed state written every step makes a delta a
+// step, and each checkpoint past Keep drops as many, so that its writes
+// allocate none in steady state. A delta is held by the histories whose
+// entries name it, and each holds a reference to every block of it
+// (history.clone): the one whose drop frees all of them is the last.
+var deltaMems sync.Pool
+
 // newDelta returns a delta of rows [from, to) of ncols columns, and a
-// buffer for its blocks: the delta's own room where they fit.
+// buffer for its blocks: the delta's own room where they fit, a kept one
+// where there is one.
 func newDelta(from, to, ncols int) (*delta, []*block) {
 	if ncols > len(deltaMem{}.cols) {
 		return &delta{from: from, to: to, cols: make([][]*block, ncols), per: make([]int, ncols)}, nil
 	}
-	m := &deltaMem{d: delta{from: from, to: to}}
+	m, _ := deltaMems.Get().(*deltaMem)
+	if m == nil {
+		m = &deltaMem{}
+	}
+	m.d = delta{from: from, to: to, mem: m}
 	m.d.cols, m.d.per = m.cols[:ncols:ncols], m.per[:ncols:ncols]
 	return &m.d, m.blks[:0]
+}
+
+// keep empties m, whose delta's last holder dropped it, and keeps it for
+// newDelta.
+func (m *deltaMem) keep() {
+	*m = deltaMem{}
+	deltaMems.Put(m)
 }
 
 // deltaReady is the event after the copies of a delta taken in stream
@@ -148,6 +172,11 @@ type history struct {
 	held *atomic.Int64
 	// copies is copyDelta's batch of device copies, kept for the next.
 	copies []device.DeviceCopy
+	// replayCols and replaySpans are a replayed step's spans (replayStep),
+	// and took the steps' times stepMedian sorts, kept for the next.
+	replayCols  [][]device.Span
+	replaySpans []device.Span
+	took        []time.Duration
 	// free lists the step deltas (with their records and input
 	// buffers) no history holds any more, nfree of them, for this
 	// history's next steps (newStep); at most as many as the history had
@@ -169,8 +198,9 @@ func newHistory(p *CheckpointPolicy, pos position, r *root, held *atomic.Int64, 
 func (x *history) clone() *history {
 	c := *x
 	c.entries = slices.Clone(x.entries)
-	c.pending, c.last, c.copies = nil, nil, nil // copies: the buffer is x's own
-	c.free, c.nfree = nil, 0                    // so are the free step records
+	c.pending, c.last, c.copies = nil, nil, nil         // copies: the buffer is x's own
+	c.free, c.nfree = nil, 0                            // so are the free step records
+	c.replayCols, c.replaySpans, c.took = nil, nil, nil // and the buffers of At
 	for _, e := range c.entries {
 		if e.cp != nil {
 			e.cp.retain()
@@ -206,26 +236,38 @@ func (x *history) drop(i int, freed *[]*block) {
 // other history shares leave the pool's count.
 func (x *history) dropDelta(i int, freed *[]*block) {
 	e := &x.entries[i]
-	if e.d == nil {
+	d := e.d
+	if d == nil {
 		return
 	}
+	e.d = nil
+	// Read before the blocks go: a clone that shares d, dropping it at
+	// the same time under its own head's lock, may free the last of
+	// them and keep d for the next delta.
+	ready, step, mem := d.ready, d.step, d.mem
 	var gone int64
-	for _, col := range e.d.cols {
+	held, last := false, true // d held blocks; this drop freed every one
+	for _, col := range d.cols {
 		for _, b := range col {
+			held = true
 			if b.Release() {
 				*freed = append(*freed, b)
 				gone += int64(b.Bytes())
+			} else {
+				last = false
 			}
 		}
 	}
 	x.held.Add(-gone)
-	if e.d.ready != nil {
-		e.d.ready.drop()
+	if ready != nil {
+		ready.drop()
 	}
-	if e.d.step != nil {
-		x.dropStep(e.d)
+	switch {
+	case step != nil:
+		x.dropStep(d)
+	case mem != nil && held && last:
+		mem.keep() // no other history holds d: each held its blocks too
 	}
-	e.d = nil
 }
 
 // releaseAll drops the whole history; the step records it kept for its
@@ -604,7 +646,9 @@ func (f *fit) observe(model, measured time.Duration) {
 	}
 	f.last[f.n%fitWindow] = x
 	f.n++
-	w := slices.Clone(f.last[:min(f.n, fitWindow)])
+	var sorted [fitWindow]float64
+	w := sorted[:min(f.n, fitWindow)]
+	copy(w, f.last[:])
 	slices.Sort(w)
 	f.mean = (w[(len(w)-1)/2] + w[len(w)/2]) / 2
 }

@@ -247,7 +247,9 @@ func (rc *reconstruction) replayStep(r *root, d *delta, rows int) (*root, error)
 	if err != nil {
 		return r, err
 	}
-	spans, err := h.spans("At", r, 0, rows)
+	x := h.hist
+	spans, all, err := h.spansInto("At", r, 0, rows, x.replayCols, x.replaySpans)
+	x.replayCols, x.replaySpans = spans, all
 	if err != nil {
 		return r, err
 	}

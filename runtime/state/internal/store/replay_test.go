@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/gpustate/gpustate/runtime/device"
 	"github.com/gpustate/gpustate/runtime/state/internal/statetest"
@@ -652,6 +653,91 @@ func TestStepTakesReleasedRecords(t *testing.T) {
 		t.Errorf("%.2f allocations a step of a head after a released one; want none", n)
 	}
 	check(t, err)
+}
+
+// TestAtReplaysWithoutAllocating: At's replay of a step locates the rows
+// in its history's buffers (replayStep, spansInto), the step times its
+// pricing sorts are in one too (stepMedian), the pricing counts each
+// candidate in the counts of the one before (estimator.scratch), and the
+// fit it refines sorts its window on the stack (fit.observe):
+// rebuilding a version fifteen steps past its checkpoint allocates what
+// one a step past it does, where each step replayed made its spans, and a
+// plan of four candidates one more than a plan of one (the list of its
+// alternatives), where each made its counts.
+func TestAtReplaysWithoutAllocating(t *testing.T) {
+	if testing.CoverMode() != "" {
+		t.Skip("coverage counters allocate")
+	}
+	if raceDetector {
+		t.Skip("under the race detector, sync.Pool drops the tree nodes kept for reuse at random")
+	}
+	p := newPool(t, PoolOptions{BlockBytes: 64})
+	b := p.Backend()
+	rb := []int{16, 8}
+	var step StepFunc = func(spans [][]device.Span, in [][]byte) error {
+		for c, col := range spans {
+			for _, sp := range col {
+				mem, ok := device.HostBytes(b, sp.Ptr, sp.Rows*rb[c])
+				if !ok {
+					return errStep
+				}
+				for k := range mem {
+					mem[k] = mem[k]*3 + in[0][k%len(in[0])]
+				}
+			}
+		}
+		return nil
+	}
+	h := must[*Head](t)(p.NewHead(recLayout(16, 4, Keep), "me"))
+	defer h.Release()
+	in := [][]byte{{1, 2, 3}}
+	var vs []Version
+	for range 64 {
+		check(t, h.Step(in, false, step))
+		vs = append(vs, h.Version())
+	}
+	// The checkpoints are after steps 16, 32, 48 and 64 (the 16th, ...).
+	at := func(v Version) func() {
+		return func() {
+			s := must[*Snap](t)(h.At(v))
+			check(t, s.Release())
+		}
+	}
+	one, fifteen := at(vs[32]), at(vs[46])
+	one()
+	fifteen()
+	n1, n15 := testing.AllocsPerRun(20, one), testing.AllocsPerRun(20, fifteen)
+	if pl := must[Plan](t)(h.Plan(vs[46])); pl.Steps != 15 {
+		t.Fatalf("At(%d) replays %d steps; the test wants 15", vs[46], pl.Steps)
+	}
+	if n15 != n1 {
+		t.Errorf("At replaying 15 steps: %v allocations; replaying one: %v; want as many", n15, n1)
+	}
+	// 28 before the buffers: the snapshot, the plan it keeps, the
+	// pricing's records, the reconstruction and the nodes of its tree are
+	// what is left.
+	if n1 > 18 {
+		t.Errorf("At replaying a step: %v allocations; want at most 18", n1)
+	}
+	var f fit
+	if n := testing.AllocsPerRun(20, func() { f.observe(time.Millisecond, 2*time.Millisecond) }); n != 0 {
+		t.Errorf("a fit's observation: %v allocations; want none", n)
+	}
+	if n := testing.AllocsPerRun(20, func() { h.hist.stepMedian() }); n != 0 {
+		t.Errorf("the median of 64 steps' times: %v allocations; want none", n)
+	}
+	// The pricing counts every candidate in the same scratch: a plan of
+	// four candidates allocates what a plan of one does.
+	plan := func(v Version, want int) func() {
+		if pl := must[Plan](t)(h.Plan(v)); len(pl.Alternatives)+1 != want {
+			t.Fatalf("Plan(%d) has %d candidates; the test wants %d", v, len(pl.Alternatives)+1, want)
+		}
+		return func() { must[Plan](t)(h.Plan(v)) }
+	}
+	p1, p4 := testing.AllocsPerRun(20, plan(vs[16], 1)), testing.AllocsPerRun(20, plan(vs[63], 4))
+	if p4 != p1+1 {
+		t.Errorf("a plan of four candidates: %v allocations; of one: %v; want one more (its alternatives)", p4, p1)
+	}
 }
 
 // TestReplayBranchesModel runs random Steps, Branches, Merges, Rollbacks,

@@ -438,18 +438,32 @@ func (sh *shape) run(r *root, i, row, to int) (device.Ptr, int) {
 
 // spans locates rows [from, to) of r: per column, one span per block.
 func (sh *shape) spans(op string, r *root, from, to int) ([][]device.Span, error) {
+	out, _, err := sh.spansInto(op, r, from, to, nil, nil)
+	return out, err
+}
+
+// spansInto is spans in the caller's buffers, cols for the columns and
+// all for every column's spans, each made anew where it is too small; it
+// returns them, for the caller's next call.
+func (sh *shape) spansInto(op string, r *root, from, to int, cols [][]device.Span, all []device.Span) ([][]device.Span, []device.Span, error) {
 	if err := sh.checkReadable(op, from, to, r.rows); err != nil {
-		return nil, err
+		return nil, all, err
 	}
-	out := make([][]device.Span, len(sh.rowBytes))
-	var all []device.Span // every column's spans, in one allocation
+	if cap(cols) < len(sh.rowBytes) {
+		cols = make([][]device.Span, len(sh.rowBytes))
+	}
+	out := cols[:len(sh.rowBytes)]
+	clear(out)
 	if from < to {
 		n := 0
 		for _, per := range sh.perBlock {
 			n += (to-1)/per - from/per + 1
 		}
-		all = make([]device.Span, 0, n)
+		if cap(all) < n {
+			all = make([]device.Span, 0, n) // every column's spans, in one allocation
+		}
 	}
+	kept := all[:0]
 	for i := range out {
 		rb, per := sh.rowBytes[i], sh.perBlock[i]
 		t := &r.cols[i]
@@ -468,7 +482,7 @@ func (sh *shape) spans(op string, r *root, from, to int) ([][]device.Span, error
 			row = end
 		}
 	}
-	return out, nil
+	return out, kept, nil
 }
 
 func (sh *shape) stats(r *root, v Version) Stats {
