@@ -23,6 +23,12 @@ var _CtxW_layout = stateimpl.Layout{
 	Window:      512,
 }
 
+// The handles of CtxW states and snapshots, carved from larger allocations.
+var (
+	_CtxW_states    stateimpl.Slab[CtxWState]
+	_CtxW_snapshots stateimpl.Slab[CtxWSnapshot]
+)
+
 // CtxWState is a live CtxW state: windowed KV cache of one serving session.
 //
 // Rows are only appended, without a limit on their count, and only the last
@@ -41,7 +47,8 @@ var _CtxW_layout = stateimpl.Layout{
 // versions live only as long as snapshots of them. Retention is mandatory: the
 // state is never evicted.
 type CtxWState struct {
-	h *stateimpl.Head
+	h   *stateimpl.Head
+	mem stateimpl.Head // where h points, but in a group's member
 }
 
 // NewCtxWState creates an empty CtxW state in pool p, owned by owner (a
@@ -53,11 +60,12 @@ type CtxWState struct {
 //
 //state:acquire
 func NewCtxWState(p *state.Pool, owner state.Owner) (*CtxWState, error) {
-	h, err := stateimpl.NewHead(p, &_CtxW_layout, owner)
-	if err != nil {
+	s := _CtxW_states.New()
+	if err := stateimpl.NewHeadInto(p, &s.mem, &_CtxW_layout, owner); err != nil {
 		return nil, err
 	}
-	return &CtxWState{h: h}, nil
+	s.h = &s.mem
+	return s, nil
 }
 
 // Append appends the rows of a batch: len(rows.Keys)/256 rows, and every field
@@ -213,7 +221,7 @@ func (s *CtxWState) Version() state.Version {
 //
 //state:acquire
 func (s *CtxWState) Snapshot() (*CtxWSnapshot, error) {
-	v := &CtxWSnapshot{}
+	v := _CtxW_snapshots.New()
 	if err := _CtxW_head(s).SnapshotInto(&v.mem); err != nil {
 		return nil, err
 	}
@@ -340,7 +348,7 @@ func (s *CtxWState) Release() error {
 //state:snapshot
 type CtxWSnapshot struct {
 	snap *stateimpl.Snap
-	mem  stateimpl.Snap // where snap points for a snapshot made by Snapshot: one allocation
+	mem  stateimpl.Snap // where snap points for a snapshot made by Snapshot
 }
 
 // Read copies rows [from, to) of the snapshot to the host, in a new CtxW. It

@@ -21,6 +21,12 @@ var _RecC_layout = stateimpl.Layout{
 	Checkpoint:  &stateimpl.CheckpointPolicy{Every: 16, Keep: 4},
 }
 
+// The handles of RecC states and snapshots, carved from larger allocations.
+var (
+	_RecC_states    stateimpl.Slab[RecCState]
+	_RecC_snapshots stateimpl.Slab[RecCSnapshot]
+)
+
 // RecCState is a live RecC state: checkpointed recurrent state of one serving
 // session.
 //
@@ -44,7 +50,7 @@ var _RecC_layout = stateimpl.Layout{
 // Retention is mandatory: the state is never evicted.
 type RecCState struct {
 	h   *stateimpl.Head
-	mem stateimpl.Head // where h points for a head made by Branch: one allocation
+	mem stateimpl.Head // where h points, but in a group's member
 }
 
 // NewRecCState creates a RecC state of 4 rows, all zero, in pool p, owned by
@@ -56,11 +62,12 @@ type RecCState struct {
 //
 //state:acquire
 func NewRecCState(p *state.Pool, owner state.Owner) (*RecCState, error) {
-	h, err := stateimpl.NewHead(p, &_RecC_layout, owner)
-	if err != nil {
+	s := _RecC_states.New()
+	if err := stateimpl.NewHeadInto(p, &s.mem, &_RecC_layout, owner); err != nil {
 		return nil, err
 	}
-	return &RecCState{h: h}, nil
+	s.h = &s.mem
+	return s, nil
 }
 
 // Write replaces rows [at, at+n) with the n rows of a batch: len(rows.H)/1024,
@@ -176,7 +183,7 @@ func (s *RecCState) Version() state.Version {
 //
 //state:acquire
 func (s *RecCState) Snapshot() (*RecCSnapshot, error) {
-	v := &RecCSnapshot{}
+	v := _RecC_snapshots.New()
 	if err := _RecC_head(s).SnapshotInto(&v.mem); err != nil {
 		return nil, err
 	}
@@ -194,7 +201,7 @@ func (s *RecCState) Snapshot() (*RecCSnapshot, error) {
 //
 //state:acquire
 func (s *RecCState) Branch() (*RecCState, error) {
-	c := &RecCState{}
+	c := _RecC_states.New()
 	if err := _RecC_head(s).BranchInto(&c.mem); err != nil {
 		return nil, err
 	}
@@ -345,7 +352,7 @@ func (s *RecCState) Release() error {
 //state:snapshot
 type RecCSnapshot struct {
 	snap *stateimpl.Snap
-	mem  stateimpl.Snap // where snap points for a snapshot made by Snapshot: one allocation
+	mem  stateimpl.Snap // where snap points for a snapshot made by Snapshot
 }
 
 // Read copies rows [from, to) of the snapshot to the host, in a new RecC. It

@@ -21,6 +21,12 @@ type WindowedState struct {
 	_Rec   RecCState
 }
 
+// The handles of Windowed groups and cuts, carved from larger allocations.
+var (
+	_Windowed_states    stateimpl.Slab[WindowedState]
+	_Windowed_snapshots stateimpl.Slab[WindowedSnapshot]
+)
+
 // NewWindowedState creates a Windowed group in pool p, owned by owner (a
 // session): a new state of each member, or none when one cannot be made.
 //
@@ -38,11 +44,11 @@ func NewWindowedState(p *state.Pool, owner state.Owner) (*WindowedState, error) 
 
 // _Windowed_wrap gives the group g and its member heads their types.
 func _Windowed_wrap(g *stateimpl.Group) *WindowedState {
-	return &WindowedState{
-		_KV:    CtxWState{h: g.Head(0)},
-		_Rec:   RecCState{h: g.Head(1)},
-		_group: g,
-	}
+	s := _Windowed_states.New()
+	s._group = g
+	s._KV.h = g.Head(0)
+	s._Rec.h = g.Head(1)
+	return s
 }
 
 // _Windowed_group returns the group g wraps; nil for a nil g, which the store
@@ -88,7 +94,7 @@ func (g *WindowedState) Rec() *RecCState {
 //
 //state:acquire
 func (g *WindowedState) Snapshot() (*WindowedSnapshot, error) {
-	v := &WindowedSnapshot{}
+	v := _Windowed_snapshots.New()
 	if err := _Windowed_group(g).SnapshotInto(&v.mem); err != nil {
 		return nil, err
 	}
@@ -121,7 +127,7 @@ type WindowedSnapshot struct {
 	_cut *stateimpl.GroupSnap
 	_KV  CtxWSnapshot
 	_Rec RecCSnapshot
-	mem  stateimpl.GroupSnap // where _cut points for a cut made by Snapshot: one allocation
+	mem  stateimpl.GroupSnap // where _cut points for a cut made by Snapshot
 }
 
 // _Windowed_cut returns the cut v wraps; nil for a nil v.

@@ -21,6 +21,12 @@ type WindowedRState struct {
 	_Rec   RecRState
 }
 
+// The handles of WindowedR groups and cuts, carved from larger allocations.
+var (
+	_WindowedR_states    stateimpl.Slab[WindowedRState]
+	_WindowedR_snapshots stateimpl.Slab[WindowedRSnapshot]
+)
+
 // NewWindowedRState creates a WindowedR group in pool p, owned by owner (a
 // session): a new state of each member, or none when one cannot be made.
 //
@@ -38,11 +44,11 @@ func NewWindowedRState(p *state.Pool, owner state.Owner) (*WindowedRState, error
 
 // _WindowedR_wrap gives the group g and its member heads their types.
 func _WindowedR_wrap(g *stateimpl.Group) *WindowedRState {
-	return &WindowedRState{
-		_KV:    CtxWState{h: g.Head(0)},
-		_Rec:   RecRState{h: g.Head(1)},
-		_group: g,
-	}
+	s := _WindowedR_states.New()
+	s._group = g
+	s._KV.h = g.Head(0)
+	s._Rec.h = g.Head(1)
+	return s
 }
 
 // _WindowedR_group returns the group g wraps; nil for a nil g, which the store
@@ -88,7 +94,7 @@ func (g *WindowedRState) Rec() *RecRState {
 //
 //state:acquire
 func (g *WindowedRState) Snapshot() (*WindowedRSnapshot, error) {
-	v := &WindowedRSnapshot{}
+	v := _WindowedR_snapshots.New()
 	if err := _WindowedR_group(g).SnapshotInto(&v.mem); err != nil {
 		return nil, err
 	}
@@ -121,7 +127,7 @@ type WindowedRSnapshot struct {
 	_cut *stateimpl.GroupSnap
 	_KV  CtxWSnapshot
 	_Rec RecRSnapshot
-	mem  stateimpl.GroupSnap // where _cut points for a cut made by Snapshot: one allocation
+	mem  stateimpl.GroupSnap // where _cut points for a cut made by Snapshot
 }
 
 // _WindowedR_cut returns the cut v wraps; nil for a nil v.

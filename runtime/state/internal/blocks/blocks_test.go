@@ -517,3 +517,32 @@ func TestAllocFilledKeepsFills(t *testing.T) {
 	}
 	check(t, a, append(got, clean...)...) // none marked zeroed
 }
+
+// ReturnFill moves a fill back down only from the exact fill its caller
+// names, never up, never from an unknown fill; an append from the
+// returned fill may then claim the bytes again.
+func TestReturnFill(t *testing.T) {
+	a, _ := newAlloc(t, 0)
+	blks, err := a.Alloc(nil, a.Class(256), "x", 1, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := blks[0]
+	if b.ReturnFill(128, 64) {
+		t.Error("an unknown fill came down")
+	}
+	b.SetFill(128)
+	for _, tt := range []struct{ from, to int }{{64, 32}, {128, 128}, {128, 200}, {128, -1}} {
+		if b.ReturnFill(tt.from, tt.to) {
+			t.Errorf("ReturnFill(%d, %d) of a fill of 128 moved it", tt.from, tt.to)
+		}
+	}
+	if !b.ReturnFill(128, 64) {
+		t.Fatal("ReturnFill(128, 64) of a fill of 128 did nothing")
+	}
+	if b.ClaimFill(128, 160) || !b.ClaimFill(64, 96) {
+		t.Error("after ReturnFill(128, 64) the fill is not 64")
+	}
+	b.Release()
+	a.Free(blks)
+}

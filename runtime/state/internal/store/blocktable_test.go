@@ -227,10 +227,10 @@ func TestBlockTableDecodeSteps(t *testing.T) {
 }
 
 // TestTableMemoryKept: a speculative decode loop that snapshots, appends
-// a draft, rolls it back and appends again every step moves the table of
-// each column whose shared tail block it copies, every step (the rows
-// after the rollback go where the rejected draft's went, which the tail
-// block's fill still counts); the memory of the tables it moves from is
+// a draft, snapshots it, rolls it back and appends again every step moves
+// the table of each column whose shared tail block it copies, every step
+// (the rows after the rollback go where the rejected draft's went, which
+// a snapshot took); the memory of the tables it moves from is
 // kept for the next ones, so the loop makes no backend allocation or free
 // of its own after the first steps, and every entry stays right. Close
 // frees what was kept.
@@ -247,6 +247,9 @@ func TestTableMemoryKept(t *testing.T) {
 	step := func() {
 		s := must[*Snap](t)(h.Snapshot())
 		check(t, h.Append(row)) // in place, past the snapshot's rows
+		// A snapshot of the draft, at once released: the version was
+		// taken, so the next append copies the tail block.
+		check(t, must[*Snap](t)(h.Snapshot()).Release())
 		check(t, h.Rollback(s)) // the draft rejected
 		check(t, h.Append(row)) // a copy of the tail block
 		if prev != nil {

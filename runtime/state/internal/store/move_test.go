@@ -1,6 +1,11 @@
 package store
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/gpustate/gpustate/runtime/device"
+	"github.com/gpustate/gpustate/runtime/state/internal/statetest"
+)
 
 // TestMoveAllocatesNothing: a rollback or a merge, of one head or of a
 // group's members, allocates nothing once the heads have their blocks (a
@@ -38,5 +43,51 @@ func TestMoveAllocatesNothing(t *testing.T) {
 			t.Errorf("%s: %.2f allocations a call; want none", name, n)
 		}
 		check(t, err)
+	}
+}
+
+// TestRollbackWritesOnInTheTail: a speculative decoder's step (snapshot,
+// drafts, rollback, the accepted token) writes the token on in the tail
+// block when no one took a draft, copying nothing; when a snapshot took
+// one, the tail block is copied, and that snapshot still reads the draft.
+func TestRollbackWritesOnInTheTail(t *testing.T) {
+	for _, took := range []bool{false, true} {
+		c := statetest.NewCounts(device.Host())
+		p := must[*Pool](t)(NewPool(c, PoolOptions{BlockBytes: 256}))
+		h := must[*Head](t)(p.NewHead(kv(Append, 0, Keep), "me")) // 16 rows a key block
+		check(t, h.Append(kvRows(5, 1)))
+		want := kvRows(5, 1)
+		var draft *Snap
+		var wantDraft [][]byte
+		for step := range 3 {
+			s := must[*Snap](t)(h.Snapshot())
+			check(t, h.Append(kvRows(2, byte(10+step)))) // in place, past the snapshot's rows
+			if took {
+				if draft != nil {
+					check(t, draft.Release())
+				}
+				draft = must[*Snap](t)(h.Snapshot())
+				wantDraft = concat(want, kvRows(2, byte(10+step)))
+			}
+			check(t, h.Rollback(s))
+			c.Reset()
+			check(t, h.Append(kvRows(1, byte(20+step))))
+			want = concat(want, kvRows(1, byte(20+step)))
+			if copies := c.Calls("CopyDtoD") + c.Calls("CopiesDtoD"); (copies > 0) != took {
+				t.Errorf("took=%v step %d: %d device copies for the accepted row", took, step, copies)
+			}
+			check(t, s.Release())
+			if !equalCols(readAll(t, h), want) {
+				t.Fatalf("took=%v step %d: the head reads other rows", took, step)
+			}
+			if draft != nil && !equalCols(readAll(t, draft), wantDraft) {
+				t.Fatalf("step %d: the draft's snapshot reads other rows after the accepted row", step)
+			}
+		}
+		if draft != nil {
+			check(t, draft.Release())
+		}
+		check(t, h.Release())
+		check(t, p.Close())
 	}
 }

@@ -204,8 +204,15 @@ func runShareModel(t *testing.T, seed uint64, steps int, capped bool) (adopted i
 		if err := checkFreeList(on); err != nil {
 			t.Fatalf("seed %d step %d: %v", seed, step, err)
 		}
-		if a, b := on.Stats().PhysicalBytes-on.Stats().CachedBytes, off.Stats().PhysicalBytes; a > b {
-			t.Fatalf("seed %d step %d: the heads hold %d physical bytes with sharing, %d without", seed, step, a, b)
+		// A rollback past rows the cache registered copies the tail
+		// block the cache keeps, where the pool without sharing writes
+		// on in it (lowerTails): a tail block per column and session.
+		var tails int64
+		for _, bb := range on.columnBlockBytes(l) {
+			tails += int64(bb) * int64(len(live))
+		}
+		if a, b := on.Stats().PhysicalBytes-on.Stats().CachedBytes, off.Stats().PhysicalBytes; a > b+tails {
+			t.Fatalf("seed %d step %d: the heads hold %d physical bytes with sharing, %d without and %d of tails", seed, step, a, b, tails)
 		}
 	}
 	for _, s := range live {
