@@ -77,6 +77,12 @@ func (b *Block) ClaimFill(from, to int) bool {
 	if from < 0 || to < from || uint64(to) >= uint64(fillUnknown) {
 		return false
 	}
+	return b.moveFill(from, to)
+}
+
+// moveFill moves the fill from `from` bytes to `to` when it is `from`,
+// both known fills, and reports whether it did.
+func (b *Block) moveFill(from, to int) bool {
 	for {
 		f := b.flags.Load()
 		if f>>fillShift != uint32(from) {
@@ -98,15 +104,7 @@ func (b *Block) ReturnFill(from, to int) bool {
 	if to < 0 || from <= to || uint64(from) >= uint64(fillUnknown) {
 		return false
 	}
-	for {
-		f := b.flags.Load()
-		if f>>fillShift != uint32(from) {
-			return false
-		}
-		if b.flags.CompareAndSwap(f, f&flagBits|uint32(to)<<fillShift) {
-			return true
-		}
-	}
+	return b.moveFill(from, to)
 }
 
 // Uses is the streams whose queued work may use a block (RecordStream and
