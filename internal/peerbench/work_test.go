@@ -646,13 +646,19 @@ func (s *storeD) round(seed uint64) (int, uint64) {
 				}
 				s.token(i, int32(5000+t))
 			}
+			// Each cut released where it is not nil, as statevet follows
+			// a null test (it does not correlate the two tests of replay).
+			if snapR != nil {
+				must(snapR.Release())
+			}
+			if snapD != nil {
+				must(snapD.Release())
+			}
 			var kv *CtxState
 			if s.replay {
-				must(snapR.Release())
 				kv = s.gr[i].KV()
 				must(s.gr[i].Rec().ReadInto((*RecR)(&s.rec), 0, 1))
 			} else {
-				must(snapD.Release())
 				kv = s.gs[i].KV()
 				must(s.gs[i].Rec().ReadInto(&s.rec, 0, 1))
 			}
