@@ -185,7 +185,8 @@ func (m *move) moveOne(i int, freed *[]*block) {
 	if m.to != nil {
 		r, pos = m.to[i].r, m.to[i].pos
 		// Asked before invalidate brings the segment's held down.
-		lower = h.l.Growth == Append && h.hist == nil && pos.seg == h.mine && h.mine.held <= pos.v
+		lower = h.l.Growth == Append && h.hist == nil && h.share == nil && h.gshare == nil &&
+			pos.seg == h.mine && h.mine.held <= pos.v
 		if h.l.Descendants == Invalidate {
 			h.lin.invalidate(h, pos)
 		}
@@ -219,7 +220,10 @@ func (m *move) moveOne(i int, freed *[]*block) {
 // segment past r's), nothing reads them. The block's fill then comes back
 // down to r's rows (Block.ReturnFill), and the next append claims them
 // (tree.appendsInPlace). A block queued work may use, or that the prefix
-// cache keeps, keeps its fill. The lineage's lock is held.
+// cache keeps, keeps its fill; so does every block of a head that shares
+// its prefix (the caller checks), whose registrations of kernel-written
+// rows hold versions, until its next call, without taking them. The
+// lineage's lock is held.
 func lowerTails(h *Head, old, r *root) {
 	for c, per := range h.perBlock {
 		bi, t, o := r.rows/per, &r.cols[c], &old.cols[c]
