@@ -91,3 +91,38 @@ func TestRollbackWritesOnInTheTail(t *testing.T) {
 		check(t, p.Close())
 	}
 }
+
+// TestRollbackKeepsASharedTail: a shared group whose drafts end a block
+// registers the group's state there; a rollback past the drafts must not
+// let the accepted rows overwrite the block the registration holds, or a
+// session adopting the drafts' tokens reads other rows.
+func TestRollbackKeepsASharedTail(t *testing.T) {
+	p := newPool(t, PoolOptions{})
+	prompt := make([]uint32, 16)
+	for i := range prompt {
+		prompt[i] = uint32(i*7 + 1)
+	}
+	a := must[*Group](t)(NewSharedGroup(p, "a", "tenant", tokLayout, groupRecLayout))
+	defer a.Release()
+	for _, tok := range prompt[:10] {
+		feedTok(t, a, tok)
+	}
+	cut := must[*GroupSnap](t)(a.Snapshot())
+	defer cut.Release()
+	for _, tok := range prompt[10:] { // the drafts end the block: registered
+		feedTok(t, a, tok)
+	}
+	want := readGroupCols(t, a.Head(0), 2)
+	check(t, a.Rollback(cut))
+	for _, tok := range []uint32{900, 901, 902} {
+		feedTok(t, a, tok)
+	}
+	b := must[*Group](t)(NewSharedGroup(p, "b", "tenant", tokLayout, groupRecLayout))
+	defer b.Release()
+	if n := must[int](t)(b.AdoptPrefix(keysOf(prompt))); n != 16 {
+		t.Fatalf("AdoptPrefix = %d, want 16", n)
+	}
+	if got := readGroupCols(t, b.Head(0), 2); !equalCols(got, want) {
+		t.Error("the adopted rows are not the drafts' the group registered")
+	}
+}
