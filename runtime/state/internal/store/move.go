@@ -184,8 +184,10 @@ func (m *move) moveOne(i int, freed *[]*block) {
 	lower := false
 	if m.to != nil {
 		r, pos = m.to[i].r, m.to[i].pos
-		// Asked before invalidate brings the segment's held down.
-		lower = h.l.Growth == Append && h.hist == nil && pos.seg == h.mine && h.mine.held <= pos.v
+		// Asked before invalidate brings the segment's held down. The head
+		// must stand on its own segment too: after a merge it stands on
+		// the child's, whose rows in the tail block the child still reads.
+		lower = h.l.Growth == Append && h.hist == nil && pos.seg == h.mine && h.pos.seg == h.mine && h.mine.held <= pos.v
 		if h.l.Descendants == Invalidate {
 			h.lin.invalidate(h, pos)
 		}
@@ -215,8 +217,9 @@ func (m *move) moveOne(i int, freed *[]*block) {
 // r's tail block too and its rows there end at the block's fill, every
 // byte below the fill is old's: the bytes past r's rows were written by
 // the versions the rollback abandoned, and when no holder took one of
-// those (the caller checked that no one took a version of the head's own
-// segment past r's), nothing reads them. The block's fill then comes back
+// those (the caller checked that the head stands on its own segment, not
+// on a merged child's, and that no one took a version of it past r's),
+// nothing reads them. The block's fill then comes back
 // down to r's rows (Block.ReturnFill), and the next append claims them
 // (tree.appendsInPlace). A block queued work may use, or that the prefix
 // cache keeps, keeps its fill. The lineage's lock is held.
