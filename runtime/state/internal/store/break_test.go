@@ -32,3 +32,86 @@ func TestRollbackAfterMergeKeepsTheChildsTail(t *testing.T) {
 		t.Errorf("the branch reads other rows after the head's rollback and append")
 	}
 }
+
+// TestGroupRollbackAfterMergeKeepsTheChildsTail: as
+// TestRollbackAfterMergeKeepsTheChildsTail, for a group's members.
+func TestGroupRollbackAfterMergeKeepsTheChildsTail(t *testing.T) {
+	p := newPool(t, PoolOptions{BlockBytes: 256})
+	g := newTestGroup(t, p, Keep)
+	defer g.Release()
+	check(t, g.Head(0).Append(kvRows(3, 1)))
+	cut := must[*GroupSnap](t)(g.Snapshot())
+	defer cut.Release()
+	b := must[*Group](t)(g.Branch())
+	defer b.Release()
+	check(t, b.Head(0).Append(kvRows(2, 2)))
+	check(t, g.Merge(b))
+	check(t, g.Rollback(cut))
+	check(t, g.Head(0).Append(kvRows(2, 3)))
+	if !equalCols(readAll(t, g.Head(0)), concat(kvRows(3, 1), kvRows(2, 3))) {
+		t.Errorf("the member reads other rows")
+	}
+	if !equalCols(readAll(t, b.Head(0)), concat(kvRows(3, 1), kvRows(2, 2))) {
+		t.Errorf("the branch's member reads other rows after the group's rollback and append")
+	}
+}
+
+// TestRollbackTailKeepsEveryHolder: after drafts in place in the tail
+// block, a rollback and the next append leave every other holder reading
+// its own rows: a branch of the draft (appending after, or not), a
+// snapshot of the draft released before the rollback, a branch taken at
+// the target before the draft, with either Descendants policy.
+func TestRollbackTailKeepsEveryHolder(t *testing.T) {
+	for _, desc := range []Descendants{Keep, Invalidate} {
+		for _, holder := range []string{"draft branch", "draft branch appends", "released draft snapshot", "target branch", "target branch appends", "merged then released child"} {
+			p := newPool(t, PoolOptions{BlockBytes: 256})
+			h := must[*Head](t)(p.NewHead(kv(Append, 0, desc), "me"))
+			check(t, h.Append(kvRows(3, 1)))
+			s := must[*Snap](t)(h.Snapshot())
+			var other *Head
+			var want [][]byte
+			switch holder {
+			case "target branch", "target branch appends":
+				other = must[*Head](t)(h.Branch())
+				want = kvRows(3, 1)
+			}
+			if holder == "merged then released child" {
+				c := must[*Head](t)(h.Branch())
+				check(t, c.Append(kvRows(2, 2)))
+				check(t, h.Merge(c))
+				check(t, c.Release())
+			} else {
+				check(t, h.Append(kvRows(2, 2)))
+			}
+			switch holder {
+			case "draft branch", "draft branch appends":
+				other = must[*Head](t)(h.Branch())
+				want = concat(kvRows(3, 1), kvRows(2, 2))
+			case "released draft snapshot":
+				d := must[*Snap](t)(h.Snapshot())
+				check(t, d.Release())
+			}
+			check(t, h.Rollback(s))
+			if holder == "target branch appends" || holder == "draft branch appends" && desc == Keep {
+				check(t, other.Append(kvRows(1, 4)))
+				want = concat(want, kvRows(1, 4))
+			}
+			check(t, h.Append(kvRows(2, 3)))
+			if !equalCols(readAll(t, h), concat(kvRows(3, 1), kvRows(2, 3))) {
+				t.Errorf("%v %s: the head reads other rows", desc, holder)
+			}
+			if other != nil {
+				if desc == Invalidate && holder[:5] == "draft" {
+					if err := other.Read(0, 1, make([][]byte, 2)); err == nil {
+						t.Errorf("%v %s: the draft's branch is still valid", desc, holder)
+					}
+				} else if !equalCols(readAll(t, other), want) {
+					t.Errorf("%v %s: the other holder reads other rows", desc, holder)
+				}
+				check(t, other.Release())
+			}
+			check(t, s.Release())
+			check(t, h.Release())
+		}
+	}
+}
