@@ -115,3 +115,31 @@ func TestRollbackTailKeepsEveryHolder(t *testing.T) {
 		}
 	}
 }
+
+// TestRollbackTailRacesATargetBranch: a branch taken at the rollback's
+// target appends while the head drafts, rolls back and appends on: each
+// reads its own rows, whichever claimed the tail block first.
+func TestRollbackTailRacesATargetBranch(t *testing.T) {
+	p := newPool(t, PoolOptions{BlockBytes: 256})
+	for round := range 20 {
+		h := must[*Head](t)(p.NewHead(kv(Append, 0, Keep), "me"))
+		check(t, h.Append(kvRows(3, 1)))
+		s := must[*Snap](t)(h.Snapshot())
+		b := must[*Head](t)(h.Branch())
+		done := make(chan error, 1)
+		go func() { done <- b.Append(kvRows(2, 4)) }()
+		check(t, h.Append(kvRows(2, 2)))
+		check(t, h.Rollback(s))
+		check(t, h.Append(kvRows(2, 3)))
+		check(t, <-done)
+		if !equalCols(readAll(t, h), concat(kvRows(3, 1), kvRows(2, 3))) {
+			t.Errorf("round %d: the head reads other rows", round)
+		}
+		if !equalCols(readAll(t, b), concat(kvRows(3, 1), kvRows(2, 4))) {
+			t.Errorf("round %d: the branch reads other rows", round)
+		}
+		check(t, b.Release())
+		check(t, s.Release())
+		check(t, h.Release())
+	}
+}
