@@ -143,3 +143,41 @@ func TestRollbackTailRacesATargetBranch(t *testing.T) {
 		check(t, h.Release())
 	}
 }
+
+// TestGroupRollbackTailKeepsARegisteredState: a shared group registers
+// its members' roots when the key member fills a block; another member's
+// partial tail block, written past the rollback target by the draft that
+// registered, is read by whoever adopts that state, so the group's
+// rollback must not let that member write on in it.
+func TestGroupRollbackTailKeepsARegisteredState(t *testing.T) {
+	p := newPool(t, PoolOptions{BlockBytes: 256})
+	other := kv(Append, 0, Keep)
+	g := must[*Group](t)(NewSharedGroup(p, "a", "tenant", tokLayout, other))
+	toks := make([]uint32, 16)
+	for i := range toks {
+		toks[i] = uint32(i*3 + 5)
+	}
+	for _, tok := range toks[:15] {
+		check(t, g.Head(0).Append(tokRow(tok)))
+	}
+	check(t, g.Head(1).Append(kvRows(3, 1)))
+	cut := must[*GroupSnap](t)(g.Snapshot())
+	check(t, g.Head(1).Append(kvRows(2, 2)))     // the draft, in place
+	check(t, g.Head(0).Append(tokRow(toks[15]))) // fills the key block: registers
+	registered := concat(kvRows(3, 1), kvRows(2, 2))
+	check(t, g.Rollback(cut))
+	check(t, g.Head(1).Append(kvRows(2, 3)))
+	if !equalCols(readAll(t, g.Head(1)), concat(kvRows(3, 1), kvRows(2, 3))) {
+		t.Errorf("the member reads other rows")
+	}
+	check(t, cut.Release())
+	check(t, g.Release())
+	b := must[*Group](t)(NewSharedGroup(p, "b", "tenant", tokLayout, other))
+	defer b.Release()
+	if n, err := b.AdoptPrefix(keysOf(toks)); err != nil || n != 16 {
+		t.Fatalf("AdoptPrefix = %d, %v; want 16", n, err)
+	}
+	if !equalCols(readAll(t, b.Head(1)), registered) {
+		t.Errorf("the adopted member reads %d rows other than those registered", b.Head(1).Len())
+	}
+}
