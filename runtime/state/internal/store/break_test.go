@@ -1,6 +1,8 @@
 package store
 
 import (
+	"errors"
+	"slices"
 	"testing"
 
 	"github.com/gpustate/gpustate/runtime/device"
@@ -179,5 +181,67 @@ func TestGroupRollbackTailKeepsARegisteredState(t *testing.T) {
 	}
 	if !equalCols(readAll(t, b.Head(1)), registered) {
 		t.Errorf("the adopted member reads %d rows other than those registered", b.Head(1).Len())
+	}
+}
+
+// TestShapeCacheFollowsEveryLayoutField: one *Layout mutated between
+// heads, field by field, gives each head the shape a fresh copy of it
+// would; a layout made bad after a good head answers ErrShape; two pools
+// of different block sizes sharing a layout give each its own shape.
+func TestShapeCacheFollowsEveryLayoutField(t *testing.T) {
+	p := newPool(t, PoolOptions{BlockBytes: 256})
+	q := newPool(t, PoolOptions{BlockBytes: 512})
+	l := kv(Append, 64, Keep)
+	same := func(step string) {
+		t.Helper()
+		for _, pool := range []*Pool{p, q} {
+			h := must[*Head](t)(pool.NewHead(l, "me"))
+			f := must[*Head](t)(pool.NewHead(l.clone(), "me"))
+			if !h.l.equal(l) || !slices.Equal(h.perBlock, f.perBlock) || !slices.Equal(h.rowBytes, f.rowBytes) ||
+				!slices.Equal(h.blockBytes, f.blockBytes) || h.rows != f.rows || h.rowSum != f.rowSum {
+				t.Errorf("%s: the head's shape is not its layout's", step)
+			}
+			check(t, h.Release())
+			check(t, f.Release())
+		}
+	}
+	same("first")
+	l.Columns[0].ElemSize *= 2
+	same("ElemSize")
+	l.Columns[1].Width++
+	same("Width")
+	l.Columns[0].Name = "K2"
+	same("Name")
+	l.Type = "KV2"
+	same("Type")
+	l.Bound = 128
+	same("Bound")
+	l.Growth = Mutable
+	same("Growth")
+	l.Growth = Append
+	l.Descendants = Invalidate
+	same("Descendants")
+	l.BlockRows = 4
+	same("BlockRows")
+	l.Bound, l.Window = 0, 8
+	same("Window")
+	l.Bound, l.Window = 64, 0
+	l.Checkpoint = &CheckpointPolicy{Every: 4, Keep: 2}
+	same("Checkpoint")
+	l.Checkpoint.Every = 8
+	same("Checkpoint.Every")
+	l.Checkpoint = nil
+	l.Columns = append(l.Columns, Column{Name: "X", ElemSize: 4, Width: 1})
+	same("a column more")
+	l.Columns[2].ElemSize = 0
+	if _, err := p.NewHead(l, "me"); !errors.Is(err, ErrShape) {
+		t.Errorf("a layout made bad after a good head: %v, want ErrShape", err)
+	}
+	l.Columns[2].ElemSize = 4
+	l.BlockRows = 0
+	same("BlockRows back")
+	l.Columns[2].ElemSize = 1024 // past the pool's block, without BlockRows
+	if _, err := p.NewHead(l, "me"); !errors.Is(err, ErrShape) {
+		t.Errorf("a row larger than the block after a good head: %v, want ErrShape", err)
 	}
 }
