@@ -2,6 +2,7 @@ package store
 
 import (
 	"errors"
+	"math/rand/v2"
 	"slices"
 	"testing"
 
@@ -243,5 +244,82 @@ func TestShapeCacheFollowsEveryLayoutField(t *testing.T) {
 	l.Columns[2].ElemSize = 1024 // past the pool's block, without BlockRows
 	if _, err := p.NewHead(l, "me"); !errors.Is(err, ErrShape) {
 		t.Errorf("a row larger than the block after a good head: %v, want ErrShape", err)
+	}
+}
+
+// TestRollbackTailRandomHolders: random appends, snapshots, branches,
+// merges, rollbacks and releases on one lineage (Keep), every live handle
+// checked against the rows it should read after each step, with pool
+// blocks and with BlockRows.
+func TestRollbackTailRandomHolders(t *testing.T) {
+	type held struct {
+		s    *Snap
+		h    *Head
+		want [][]byte
+	}
+	for seed := uint64(200); seed < 260; seed++ { // 241 merged, then rolled back over the child's tail
+		rng := rand.New(rand.NewPCG(seed, 7))
+		l := kv(Append, 0, Keep)
+		if seed%2 == 1 {
+			l.BlockRows = 4
+		}
+		p := newPool(t, PoolOptions{BlockBytes: 256})
+		heads := []*held{{h: must[*Head](t)(p.NewHead(l, "me")), want: concat()}}
+		var snaps []*held
+		tag := byte(1)
+		for step := range 120 {
+			x := heads[rng.IntN(len(heads))]
+			switch op := rng.IntN(10); {
+			case op < 4:
+				n := 1 + rng.IntN(3)
+				check(t, x.h.Append(kvRows(n, tag)))
+				x.want = concat(x.want, kvRows(n, tag))
+				tag++
+			case op < 6:
+				snaps = append(snaps, &held{s: must[*Snap](t)(x.h.Snapshot()), want: x.want})
+			case op < 7 && len(heads) < 5:
+				heads = append(heads, &held{h: must[*Head](t)(x.h.Branch()), want: x.want})
+			case op < 9 && len(snaps) > 0:
+				s := snaps[rng.IntN(len(snaps))]
+				if err := x.h.Rollback(s.s); err == nil {
+					x.want = s.want
+				} else if !errors.Is(err, ErrNotAncestor) {
+					t.Fatal(err)
+				}
+			case op < 10 && len(heads) > 1:
+				c := heads[rng.IntN(len(heads))]
+				if err := x.h.Merge(c.h); err == nil {
+					x.want = c.want
+				} else if !errors.Is(err, ErrDiverged) {
+					t.Fatal(err)
+				}
+			}
+			if rng.IntN(8) == 0 && len(snaps) > 0 {
+				i := rng.IntN(len(snaps))
+				check(t, snaps[i].s.Release())
+				snaps = slices.Delete(snaps, i, i+1)
+			}
+			if rng.IntN(12) == 0 && len(heads) > 1 {
+				i := 1 + rng.IntN(len(heads)-1)
+				check(t, heads[i].h.Release())
+				heads = slices.Delete(heads, i, i+1)
+			}
+			for i, y := range heads {
+				if !equalCols(readAll(t, y.h), y.want) {
+					t.Fatalf("seed %d step %d: head %d reads other rows", seed, step, i)
+				}
+			}
+			for i, y := range snaps {
+				if !equalCols(readAll(t, y.s), y.want) {
+					t.Fatalf("seed %d step %d: snapshot %d reads other rows", seed, step, i)
+				}
+			}
+		}
+		for _, y := range snaps {
+			check(t, y.s.Release())
+		}
+		for _, y := range heads {
+			check(t, y.h.Release())
+		}
 	}
 }
