@@ -323,3 +323,43 @@ func TestRollbackTailRandomHolders(t *testing.T) {
 		}
 	}
 }
+
+// TestRollbackTailKeepsAnAdoptedBlock: a shared head's draft fills a
+// block, which the cache registers and another head adopts; once the
+// cache forgets the block, the adopter alone holds it besides the head,
+// and the head's rollback into that block must not let it write on there.
+func TestRollbackTailKeepsAnAdoptedBlock(t *testing.T) {
+	for _, forget := range []bool{false, true} {
+		p := newPool(t, PoolOptions{})
+		a := must[*Head](t)(p.NewSharedHead(tokLayout, "me", "d"))
+		toks := make([]uint32, 16)
+		rows := [][]byte{{}, {}}
+		for i := range toks {
+			toks[i] = uint32(i*5 + 2)
+			r := tokRow(toks[i])
+			rows[0], rows[1] = append(rows[0], r[0]...), append(rows[1], r[1]...)
+		}
+		for _, tok := range toks[:3] {
+			check(t, a.Append(tokRow(tok)))
+		}
+		s := must[*Snap](t)(a.Snapshot())
+		for _, tok := range toks[3:] {
+			check(t, a.Append(tokRow(tok))) // fills the block: registered
+		}
+		b := must[*Head](t)(p.NewSharedHead(tokLayout, "you", "d"))
+		if n, err := b.AdoptPrefix(keysOf(toks)); err != nil || n != 16 {
+			t.Fatalf("AdoptPrefix = %d, %v; want 16", n, err)
+		}
+		if forget {
+			p.ForgetPrefixes("d")
+		}
+		check(t, a.Rollback(s))
+		check(t, a.Append(tokRow(999)))
+		if got := readGroupCols(t, b, 2); !equalCols(got, rows) {
+			t.Errorf("forget=%v: the adopter reads other rows after the head's rollback and append", forget)
+		}
+		check(t, s.Release())
+		check(t, a.Release())
+		check(t, b.Release())
+	}
+}

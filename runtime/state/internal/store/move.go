@@ -222,16 +222,23 @@ func (m *move) moveOne(i int, freed *[]*block) {
 // nothing reads them. The block's fill then comes back
 // down to r's rows (Block.ReturnFill), and the next append claims them
 // (tree.appendsInPlace). A block queued work may use, or that the prefix
-// cache keeps, keeps its fill. The lineage's lock is held.
+// cache keeps, keeps its fill, and so does a full block of a shared
+// layout, which a head may have adopted before the cache let it go. The lineage's lock is held.
 func lowerTails(h *Head, old, r *root) {
 	for c, per := range h.perBlock {
 		bi, t, o := r.rows/per, &r.cols[c], &old.cols[c]
 		if r.rows%per == 0 || bi < t.lo || bi >= t.n || bi < o.lo || bi >= o.n {
 			continue
 		}
+		end := min(old.rows, (bi+1)*per)
+		if h.share != nil && end == (bi+1)*per {
+			// A full block of a shared layout was registered, and a head
+			// that adopted it reads it still when the cache forgot it.
+			continue
+		}
 		b, rb := t.get(bi), h.rowBytes[c]
 		if o.get(bi) == b && b.Owner() == string(h.owner) && b.Uses() == nil && !b.Hooked() {
-			b.ReturnFill((min(old.rows, (bi+1)*per)-bi*per)*rb, (r.rows-bi*per)*rb)
+			b.ReturnFill((end-bi*per)*rb, (r.rows-bi*per)*rb)
 		}
 	}
 }
