@@ -175,8 +175,15 @@ func (g *Group) cut(h *Head) ([]*root, []device.Stream) {
 			}
 		}
 	}
-	for _, r := range roots {
+	for i, r := range roots {
 		r.retain()
+		// The registered state holds each member's version as a
+		// snapshot would: a rollback past it must not write on in the
+		// tail block whose rows it reads (lowerTails).
+		m := g.heads[i]
+		m.lin.mu.Lock()
+		capture(m.pos)
+		m.lin.mu.Unlock()
 	}
 	return roots, streams
 }

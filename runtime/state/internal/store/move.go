@@ -184,9 +184,12 @@ func (m *move) moveOne(i int, freed *[]*block) {
 	lower := false
 	if m.to != nil {
 		r, pos = m.to[i].r, m.to[i].pos
-		// Asked before invalidate brings the segment's held down.
+		// Asked before invalidate brings the segment's held down. The head
+		// must stand on its own segment too: after a merge it stands on
+		// the child's, whose rows in the tail block the child still reads.
+		// A head that shares its prefix keeps its fill (lowerTails).
 		lower = h.l.Growth == Append && h.hist == nil && h.share == nil && h.gshare == nil &&
-			pos.seg == h.mine && h.mine.held <= pos.v
+			pos.seg == h.mine && h.pos.seg == h.mine && h.mine.held <= pos.v
 		if h.l.Descendants == Invalidate {
 			h.lin.invalidate(h, pos)
 		}
@@ -216,23 +219,31 @@ func (m *move) moveOne(i int, freed *[]*block) {
 // r's tail block too and its rows there end at the block's fill, every
 // byte below the fill is old's: the bytes past r's rows were written by
 // the versions the rollback abandoned, and when no holder took one of
-// those (the caller checked that no one took a version of the head's own
-// segment past r's), nothing reads them. The block's fill then comes back
+// those (the caller checked that the head stands on its own segment, not
+// on a merged child's, and that no one took a version of it past r's),
+// nothing reads them. The block's fill then comes back
 // down to r's rows (Block.ReturnFill), and the next append claims them
 // (tree.appendsInPlace). A block queued work may use, or that the prefix
-// cache keeps, keeps its fill; so does every block of a head that shares
-// its prefix (the caller checks), whose registrations of kernel-written
-// rows hold versions, until its next call, without taking them. The
-// lineage's lock is held.
+// cache keeps, keeps its fill, and so does a full block of a shared
+// layout, which a head may have adopted before the cache let it go. A head
+// that shares its prefix keeps every fill (the caller checks): its
+// registrations of kernel-written rows hold versions, until its next call,
+// without taking them. The lineage's lock is held.
 func lowerTails(h *Head, old, r *root) {
 	for c, per := range h.perBlock {
 		bi, t, o := r.rows/per, &r.cols[c], &old.cols[c]
 		if r.rows%per == 0 || bi < t.lo || bi >= t.n || bi < o.lo || bi >= o.n {
 			continue
 		}
+		end := min(old.rows, (bi+1)*per)
+		if h.share != nil && end == (bi+1)*per {
+			// A full block of a shared layout was registered, and a head
+			// that adopted it reads it still when the cache forgot it.
+			continue
+		}
 		b, rb := t.get(bi), h.rowBytes[c]
 		if o.get(bi) == b && b.Owner() == string(h.owner) && b.Uses() == nil && !b.Hooked() {
-			b.ReturnFill((min(old.rows, (bi+1)*per)-bi*per)*rb, (r.rows-bi*per)*rb)
+			b.ReturnFill((end-bi*per)*rb, (r.rows-bi*per)*rb)
 		}
 	}
 }
