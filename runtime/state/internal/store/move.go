@@ -187,8 +187,10 @@ func (m *move) moveOne(i int, freed *[]*block) {
 		// Asked before invalidate brings the segment's held down. The head
 		// must stand on its own segment too: after a merge it stands on
 		// the child's, whose rows in the tail block the child still reads.
-		// A head that shares its prefix keeps its fill (lowerTails).
-		lower = h.l.Growth == Append && h.hist == nil && h.share == nil && h.gshare == nil &&
+		// A head that shares its prefix in a domain keeps its fill
+		// (lowerTails); one of a shared layout made in no domain
+		// registers nothing.
+		lower = h.l.Growth == Append && h.hist == nil && (h.share == nil || h.share.tab == nil) && h.gshare == nil &&
 			pos.seg == h.mine && h.pos.seg == h.mine && h.mine.held <= pos.v
 		if h.l.Descendants == Invalidate {
 			h.lin.invalidate(h, pos)
@@ -226,7 +228,7 @@ func (m *move) moveOne(i int, freed *[]*block) {
 // (tree.appendsInPlace). A block queued work may use, or that the prefix
 // cache keeps, keeps its fill, and so does a full block of a shared
 // layout, which a head may have adopted before the cache let it go. A head
-// that shares its prefix keeps every fill (the caller checks): its
+// that shares its prefix in a domain keeps every fill (the caller checks): its
 // registrations of kernel-written rows hold versions, until its next call,
 // without taking them. The lineage's lock is held.
 func lowerTails(h *Head, old, r *root) {
