@@ -281,6 +281,7 @@ func (p *Pool) NewHeadInto(h *Head, l *Layout, owner Owner) error {
 		}
 		blks, err := h.allocCols(nil, counts, handZeroed)
 		if err != nil {
+			p.spares.put(&h.writeBufs)
 			return h.errorf("NewHead", "%d rows: %w", l.Bound, err)
 		}
 		var freed []*block

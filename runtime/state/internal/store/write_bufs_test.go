@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -124,5 +125,31 @@ func TestSpareBuffersAcrossLayouts(t *testing.T) {
 	}
 	if st := p.Stats(); st.Live != 0 || st.PhysicalBytes != 0 {
 		t.Fatalf("after releasing everything: %d live, %d physical bytes", st.Live, st.PhysicalBytes)
+	}
+}
+
+// TestFailedNewHeadGivesBuffersBack: a new mutable head that finds no
+// room for its rows gives the write buffers it took back to the pool's
+// spares, where the next head finds them.
+func TestFailedNewHeadGivesBuffersBack(t *testing.T) {
+	p := newPool(t, PoolOptions{BlockBytes: 256, MaxBytes: 4 << 10})
+	h := must[*Head](t)(p.NewHead(rec(Keep), "a"))
+	check(t, h.Write(0, recRow(1))) // buffers of some size
+	check(t, h.Release())
+	spares := func() int {
+		p.spares.mu.Lock()
+		defer p.spares.mu.Unlock()
+		return len(p.spares.bufs)
+	}
+	before := spares()
+	if before == 0 {
+		t.Fatal("a released head left no spare buffers")
+	}
+	big := &Layout{Type: "Big", Columns: []Column{{Name: "A", ElemSize: 256, Width: 1}}, Growth: Mutable, Bound: 64}
+	if _, err := p.NewHead(big, "b"); !errors.Is(err, ErrNoMemory) {
+		t.Fatalf("a head larger than the cap: %v, want ErrNoMemory", err)
+	}
+	if got := spares(); got != before {
+		t.Errorf("%d spare buffers after a failed NewHead, %d before", got, before)
 	}
 }
