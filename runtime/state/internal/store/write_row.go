@@ -6,18 +6,20 @@ import (
 	"github.com/gpustate/gpustate/runtime/device"
 )
 
-// The short path of Append, AppendAsync and AppendDevice: an append to a
-// head held alone whose rows, in every column, go on in the column's tail
-// block (held by the head alone) and then in new blocks past the column's
-// end, as a decode step's row and a prefill's batch do. It skips the plan
-// of write.go and makes the same version the general path would: the rows
-// copied in one backend batch (or queued on a stream, with their event,
-// in one; or left for a kernel), one copy per run of blocks that follow
-// one another in memory; the new blocks set a leaf at a time; the window
-// expired, the version committed (commitVersion: the lineage, the pool's
-// logical bytes and the parts' changed hooks). The calls run the parts'
-// committed hooks after either path (docs/INTERNALS.md, "The store's
-// map").
+// The short path of Append, AppendAsync and AppendDevice: an append whose
+// rows, in every column, go on in the column's tail block and then in new
+// blocks past the column's end, as a decode step's row and a prefill's
+// batch do. The tail block takes them in place by the rule plan asks
+// (tailInPlace): the head's alone, or shared with versions whose rows all
+// end where the append begins, as a draft's snapshot's do. It skips the
+// plan of write.go and makes the same version the general path would: the
+// rows copied in one backend batch (or queued on a stream, with their
+// event, in one; or left for a kernel), one copy per run of blocks that
+// follow one another in memory; the new blocks set a leaf at a time; the
+// window expired, the version committed (commitVersion: the lineage, the
+// pool's logical bytes and the parts' changed hooks). The calls run the
+// parts' committed hooks after either path (docs/INTERNALS.md, "The
+// store's map").
 
 // appendRows appends the rows of tx, past the head's last, on the short
 // path: copied from cols, or, when q is not nil, queued from q's staging
@@ -28,10 +30,11 @@ import (
 func (tx *writeTx) appendRows(cols [][]byte, q *rowQueue) (bool, error) {
 	h, r, from, to := tx.h, tx.h.r, tx.from, tx.to
 	n := to - from
-	if n <= 0 || len(h.rowBytes) > maxRowCols || !r.unique() {
+	if n <= 0 || len(h.rowBytes) > maxRowCols {
 		return false, nil
 	}
 	var tails [maxRowCols]*block // per column: the tail block written in place, or nil for a new one
+	at := noTails
 	counts := h.countBuf[:0]
 	need := 0
 	for c, per := range h.perBlock {
@@ -41,8 +44,8 @@ func (tx *writeTx) appendRows(cols [][]byte, q *rowQueue) (bool, error) {
 			return tx.appendBulk(cols, q) // more than one block
 		case from%per == 0 && bi == t.n:
 			k = 1
-		case from%per != 0 && bi < t.n && t.writable(bi, string(h.owner)):
-			tails[c] = t.get(bi)
+		case from%per != 0 && bi < t.n:
+			at[c] = bi
 		default:
 			return false, nil
 		}
@@ -50,6 +53,9 @@ func (tx *writeTx) appendRows(cols [][]byte, q *rowQueue) (bool, error) {
 		need += k
 	}
 	h.countBuf = counts
+	if !tx.takeTails(r, &at, &tails) {
+		return false, nil
+	}
 	blks, err := tx.takeNew(counts, need)
 	if err != nil {
 		return true, err
@@ -80,15 +86,85 @@ func (tx *writeTx) appendRows(cols [][]byte, q *rowQueue) (bool, error) {
 		q.record(h, tails[:len(counts)], nil)
 	}
 	freed := h.freeing()
+	r = tx.ownRoot(&freed)
 	for c, k := range counts {
 		per := h.perBlock[c]
-		tails[c].SetFill((to - from/per*per) * h.rowBytes[c]) // the head's alone (see plan)
+		tails[c].SetFill((to - from/per*per) * h.rowBytes[c]) // the head's, or claimed by it (see plan)
 		if k == 1 {
 			r.cols[c].set(from/per, tails[c], &freed)
 		}
 	}
 	tx.commitAppend(r, freed)
 	return true, nil
+}
+
+// noTails is a list of tail block indices with none: takeTails's input
+// before the columns whose rows begin inside their tail block say which.
+var noTails = [maxRowCols]int{-1, -1, -1, -1, -1, -1, -1, -1}
+
+// takeTails sets tails[c] to block at[c] of column c of r, for every
+// column with at[c] >= 0, when the append tx may write its rows there in
+// place (tailInPlace), and reports whether every such column's may. When
+// one's may not, it gives back the claims it made and sets no tail: the
+// append takes the general path, which copies that block on write.
+func (tx *writeTx) takeTails(r *root, at *[maxRowCols]int, tails *[maxRowCols]*block) bool {
+	h := tx.h
+	alone := r.unique()
+	var claimed [maxRowCols]bool
+	for c := range h.perBlock {
+		if at[c] < 0 {
+			continue
+		}
+		ok, cl := tx.tailInPlace(r, c, at[c], alone)
+		if !ok {
+			for k, b := range tails[:c] {
+				if claimed[k] {
+					from, to := tx.tailBytes(k)
+					b.ReturnFill(to, from)
+				}
+				tails[k] = nil
+			}
+			return false
+		}
+		tails[c], claimed[c] = r.cols[c].get(at[c]), cl
+	}
+	return true
+}
+
+// tailBytes returns the bytes of column c's tail block, the block where
+// the append tx's rows begin, that the append writes.
+func (tx *writeTx) tailBytes(c int) (from, to int) {
+	per, rb := tx.h.perBlock[c], tx.h.rowBytes[c]
+	start := tx.from / per * per
+	return (tx.from - start) * rb, (min(tx.to, start+per) - start) * rb
+}
+
+// tailInPlace reports whether the append tx may write its rows of column
+// c in block i of r, where they begin, in place: the rule plan asks of
+// every block an append writes. The block may be the head's alone (held
+// once, under a root the head alone holds: tree.writable), or held by
+// other versions whose rows all end where the append's begin
+// (tree.appendsInPlace, which claims the bytes: claimed reports it).
+func (tx *writeTx) tailInPlace(r *root, c, i int, alone bool) (ok, claimed bool) {
+	t, owner := &r.cols[c], string(tx.h.owner)
+	if alone && t.writable(i, owner) {
+		return true, false
+	}
+	from, to := tx.tailBytes(c)
+	if t.appendsInPlace(i, owner, from, to) {
+		return true, true
+	}
+	return false, false
+}
+
+// ownRoot makes the head's root its own to change (root.own), for an
+// append on the short path that found it shared with a snapshot or a
+// branch, and returns it: its nodes stay shared until the append sets a
+// block under them, which copies them (tree.set).
+func (tx *writeTx) ownRoot(freed *[]*block) *root {
+	h := tx.h
+	h.r = h.r.own(freed)
+	return h.r
 }
 
 // takeNew admits the append tx and takes the need new blocks it writes,
@@ -141,6 +217,7 @@ func (tx *writeTx) appendBulk(cols [][]byte, q *rowQueue) (bool, error) {
 		q.record(h, tails[:len(counts)], blks)
 	}
 	freed := h.freeing()
+	r = tx.ownRoot(&freed)
 	for c, k := range counts {
 		if q != nil || cols != nil {
 			tx.setFills(c, tails[c], nil) // the new blocks' with their runs
@@ -174,20 +251,21 @@ func (tx *writeTx) setFills(c int, tail *block, blks []*block) {
 // bulkCounts returns, per column, the new blocks the append tx takes in
 // r, and their sum, and sets tails[c] to the column's tail block when the
 // rows begin inside it. It reports false when the append does not have
-// the short path's shape: a tail block another version shares (a copy on
-// write: the general path), or blocks past a column's end.
+// the short path's shape: a tail block the append may not write in place
+// (a copy on write: the general path), or blocks past a column's end.
 func (tx *writeTx) bulkCounts(r *root, tails *[maxRowCols]*block) ([]int, int, bool) {
 	h, from, to := tx.h, tx.from, tx.to
 	counts := h.countBuf[:0]
 	need := 0
+	at := noTails
 	for c, per := range h.perBlock {
 		t := &r.cols[c]
 		next := from / per // the index of the column's first new block
 		if from%per != 0 {
-			if next >= t.n || !t.writable(next, string(h.owner)) {
+			if next >= t.n {
 				return nil, 0, false
 			}
-			tails[c] = t.get(next)
+			at[c] = next
 			next++
 		}
 		k := max(0, (to+per-1)/per-next)
@@ -198,6 +276,9 @@ func (tx *writeTx) bulkCounts(r *root, tails *[maxRowCols]*block) ([]int, int, b
 		need += k
 	}
 	h.countBuf = counts
+	if !tx.takeTails(r, &at, tails) {
+		return nil, 0, false
+	}
 	return counts, need, true
 }
 
