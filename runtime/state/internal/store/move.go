@@ -226,11 +226,13 @@ func (m *move) moveOne(i int, freed *[]*block) {
 // nothing reads them. The block's fill then comes back
 // down to r's rows (Block.ReturnFill), and the next append claims them
 // (tree.appendsInPlace). A block queued work may use, or that the prefix
-// cache keeps, keeps its fill, and so does a full block of a shared
-// layout, which a head may have adopted before the cache let it go. A head
-// that shares its prefix in a domain keeps every fill (the caller checks): its
+// cache keeps, keeps its fill. A head that shares its prefix in a domain
+// keeps every fill (the caller checks): another head may have adopted a
+// full block of its before the cache let the block go, and its
 // registrations of kernel-written rows hold versions, until its next call,
-// without taking them. The lineage's lock is held.
+// without taking them. A head of a shared layout made in no domain
+// registers nothing, so no other head reads its blocks. The lineage's lock
+// is held.
 func lowerTails(h *Head, old, r *root) {
 	for c, per := range h.perBlock {
 		bi, t, o := r.rows/per, &r.cols[c], &old.cols[c]
@@ -238,11 +240,6 @@ func lowerTails(h *Head, old, r *root) {
 			continue
 		}
 		end := min(old.rows, (bi+1)*per)
-		if h.share != nil && end == (bi+1)*per {
-			// A full block of a shared layout was registered, and a head
-			// that adopted it reads it still when the cache forgot it.
-			continue
-		}
 		b, rb := t.get(bi), h.rowBytes[c]
 		if o.get(bi) == b && b.Owner() == string(h.owner) && b.Uses() == nil && !b.Hooked() {
 			b.ReturnFill((end-bi*per)*rb, (r.rows-bi*per)*rb)

@@ -126,3 +126,45 @@ func TestRollbackKeepsASharedTail(t *testing.T) {
 		t.Error("the adopted rows are not the drafts' the group registered")
 	}
 }
+
+// TestRollbackWritesOnInAFullTail: a head of a shared layout made in no
+// domain, whose drafts filled its tail block, writes the accepted row on
+// in that block after the rollback, copying nothing: it registered
+// nothing, so no other head can read the block. A head in a domain
+// copies it, since a session may have adopted the full block.
+func TestRollbackWritesOnInAFullTail(t *testing.T) {
+	for _, domain := range []Domain{"", "d"} {
+		c := statetest.NewCounts(device.Host())
+		p := must[*Pool](t)(NewPool(c, PoolOptions{}))
+		var h *Head
+		if domain == "" {
+			h = must[*Head](t)(p.NewHead(tokLayout, "me"))
+		} else {
+			h = must[*Head](t)(p.NewSharedHead(tokLayout, "me", domain))
+		}
+		want := [][]byte{{}, {}}
+		for i := range 3 {
+			check(t, h.Append(tokRow(uint32(i+1))))
+			want = concat(want, tokRow(uint32(i+1)))
+		}
+		for step := range 3 {
+			s := must[*Snap](t)(h.Snapshot())
+			for i := h.Len(); i < 16; i++ { // the drafts fill the block
+				check(t, h.Append(tokRow(uint32(100+i))))
+			}
+			check(t, h.Rollback(s))
+			c.Reset()
+			check(t, h.Append(tokRow(uint32(200+step))))
+			want = concat(want, tokRow(uint32(200+step)))
+			if copies := c.Calls("CopyDtoD") + c.Calls("CopiesDtoD"); (copies > 0) != (domain != "") {
+				t.Errorf("domain %q, step %d: %d device copies for the accepted row", domain, step, copies)
+			}
+			check(t, s.Release())
+			if !equalCols(readGroupCols(t, h, 2), want) {
+				t.Fatalf("domain %q, step %d: the head reads other rows", domain, step)
+			}
+		}
+		check(t, h.Release())
+		check(t, p.Close())
+	}
+}
