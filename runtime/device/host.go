@@ -248,6 +248,9 @@ func (h *hostBackend) Close() error {
 	h.closed = true
 	var errs []error
 	for _, r := range h.allocs.clear() {
+		if r.mapped {
+			continue // a caller may still copy there (HostBytes)
+		}
 		if err := syscall.Munmap(r.mem); err != nil {
 			errs = append(errs, fmt.Errorf("device: host close: munmap %#x: %w", uint64(r.base), err))
 		}

@@ -420,16 +420,29 @@ func (h *hostBackend) Launch(st Stream, fn Function, grid, block Dim3, sharedByt
 
 // HostBytes returns the n bytes at p where b is the host backend, whose
 // device memory is host memory, so that a step written in Go reads and
-// writes rows in place instead of copying them out and back; false for
+// writes rows in place instead of copying them out and back, and a store
+// copies rows with the built-in copy instead of a backend call; false for
 // any other backend, or a range outside a live allocation. The bytes stay
-// valid until the allocation holding them is freed.
+// valid until the allocation holding them is freed: Close leaves an
+// allocation whose bytes HostBytes gave out mapped, so that a caller that
+// closes the backend under a store still using it gets no fault.
 func HostBytes(b Backend, p Ptr, n int) ([]byte, bool) {
 	h, ok := b.(*hostBackend)
 	if !ok {
 		return nil, false
 	}
-	mem, err := h.lookup(p, n)
-	return mem, err == nil
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return nil, false
+	}
+	i, off, err := h.allocs.at(p, n)
+	if err != nil {
+		return nil, false
+	}
+	r := &h.allocs.regions[i]
+	r.mapped = true
+	return r.mem[off : off+uint64(n) : off+uint64(n)], true
 }
 
 // hostMemory is the HostMemory a kernel sees; the stream holds h.unmap

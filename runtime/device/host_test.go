@@ -191,3 +191,32 @@ func TestHostBytes(t *testing.T) {
 		t.Error("HostBytes of a freed allocation answered bytes")
 	}
 }
+
+// TestHostBytesOutlivesClose: Close leaves an allocation whose bytes
+// HostBytes gave out mapped, so that a store still copying there after
+// its backend closed writes to memory, not to an unmapped page; the
+// allocations it never gave out are unmapped as before.
+func TestHostBytesOutlivesClose(t *testing.T) {
+	b := Host()
+	p, err := b.Alloc(4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Alloc(4096); err != nil { // never given out
+		t.Fatal(err)
+	}
+	mem, ok := HostBytes(b, p, 4096)
+	if !ok {
+		t.Fatal("HostBytes of a live allocation answered none")
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	mem[4095] = 9 // faults if Close unmapped it
+	if mem[4095] != 9 {
+		t.Error("the bytes HostBytes gave out do not hold a write after Close")
+	}
+	if _, ok := HostBytes(b, p, 8); ok {
+		t.Error("HostBytes of a closed backend answered bytes")
+	}
+}

@@ -13,6 +13,9 @@ type region struct {
 	base Ptr
 	size uint64
 	mem  []byte
+	// mapped says HostBytes gave the allocation's memory out: Close
+	// leaves it mapped.
+	mapped bool
 }
 
 // table tracks a backend's live allocations, sorted by base address, so that

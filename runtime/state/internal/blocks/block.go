@@ -21,8 +21,8 @@ import (
 // is 64 bytes, one cache line: the flags share a word with the count.
 type Block struct {
 	ptr   device.Ptr
-	slab  device.Ptr // the allocation the block was carved from
-	rc    int32      // the reference count, changed by sync/atomic's functions but as Alloc hands the block out and Release drops a sole one
+	slab  *slab // the allocation the block was carved from
+	rc    int32 // the reference count, changed by sync/atomic's functions but as Alloc hands the block out and Release drops a sole one
 	flags atomic.Uint32
 	owner string
 	cls   *Class
@@ -133,6 +133,21 @@ func (b *Block) Touch() {
 	if b.flags.Load()&untouchedFlag != 0 { // a locked instruction: only when it changes
 		b.flags.And(^untouchedFlag)
 	}
+}
+
+// Host returns n bytes of the block's memory from off on as host memory,
+// where device memory is the process's (device.HostBytes: the host
+// backend), else nil. The range may go on past the block into
+// the blocks that follow it (Follows). The caller, a holder of the block,
+// copies there with the built-in copy instead of a backend call; the
+// memory is the block's while a holder keeps it.
+func (b *Block) Host(off, n int) []byte {
+	s := b.slab
+	if s == nil || s.host == nil {
+		return nil
+	}
+	at := int(b.ptr-s.ptr) + off
+	return s.host[at : at+n : at+n]
 }
 
 // Ptr returns the block's device address.

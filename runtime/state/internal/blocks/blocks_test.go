@@ -546,3 +546,42 @@ func TestReturnFill(t *testing.T) {
 	b.Release()
 	a.Free(blks)
 }
+
+// TestBlockHost: the blocks of a slab the host backend gave are host
+// memory, the block's own bytes from the offset asked; a backend that is
+// not the host backend's gives none, and its blocks take its copies.
+func TestBlockHost(t *testing.T) {
+	a, b := newAlloc(t, 0)
+	c := a.Class(256)
+	blks, err := a.Alloc(nil, c, "me", 2, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, blk := range blks {
+		mem := blk.Host(16, 32)
+		if len(mem) != 32 || cap(mem) != 32 {
+			t.Fatalf("block %d: Host(16, 32) has %d bytes, capacity %d", i, len(mem), cap(mem))
+		}
+		mem[0] = byte(i + 1)
+		got := make([]byte, 1)
+		if err := b.CopyDtoH(got, blk.Ptr()+16); err != nil || got[0] != byte(i+1) {
+			t.Errorf("block %d: a write through Host reads back as %d (%v)", i, got[0], err)
+		}
+	}
+	a.Free(blks)
+
+	hb := device.Host()
+	defer hb.Close()
+	o := New(wrapped{hb}, Options{NoMemory: errNoMem})
+	defer o.Close("test")
+	oblks, err := o.Alloc(nil, o.Class(256), "me", 1, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if oblks[0].Host(0, 8) != nil {
+		t.Error("a block of a backend that is not the host backend's answered host bytes")
+	}
+	o.Free(oblks)
+}
+
+type wrapped struct{ device.Backend }

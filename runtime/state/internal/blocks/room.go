@@ -172,7 +172,7 @@ func (a *Allocator) freeRunsLocked(deviceFull bool, extra []*Block) (runs []int6
 	add := func(b *Block) {
 		if !seen[b] {
 			seen[b] = true
-			bySlab[b.slab] = append(bySlab[b.slab], run{int64(b.ptr - b.slab), int64(b.cls.bytes)})
+			bySlab[b.slab.ptr] = append(bySlab[b.slab.ptr], run{int64(b.ptr - b.slab.ptr), int64(b.cls.bytes)})
 		}
 	}
 	for _, k := range a.classes {

@@ -23,7 +23,10 @@ import (
 type slab struct {
 	ptr   device.Ptr
 	bytes int64
-	free  []extent // not carved into blocks; by offset, neighbours merged
+	// host is the slab's memory, where device memory is the process's
+	// (device.HostBytes), else nil: Block.Host.
+	host []byte
+	free []extent // not carved into blocks; by offset, neighbours merged
 }
 
 // extent is a free range of a slab, carved into no block.
@@ -190,7 +193,7 @@ func (a *Allocator) addBlocksLocked(c *Class, s *slab, off, k int64, dirty bool)
 		}
 		b := &chunk[len(chunk)-1]
 		chunk = chunk[:len(chunk)-1]
-		b.ptr, b.slab, b.cls = s.ptr+device.Ptr(off+i*bb), s.ptr, c
+		b.ptr, b.slab, b.cls = s.ptr+device.Ptr(off+i*bb), s, c
 		if dirty {
 			c.putDirtyLocked(b)
 		} else {
@@ -213,13 +216,13 @@ func (a *Allocator) takeBackLocked(skip *Class) {
 		}
 		bb := int64(c.bytes)
 		for _, b := range c.clean {
-			a.slabOf[b.slab].give(int64(b.ptr-b.slab), bb, false)
+			b.slab.give(int64(b.ptr-b.slab.ptr), bb, false)
 		}
 		clear(c.clean)
 		c.clean = c.clean[:0]
 		for _, fl := range c.dirty {
 			for _, b := range fl.blocks {
-				a.slabOf[b.slab].give(int64(b.ptr-b.slab), bb, true)
+				b.slab.give(int64(b.ptr-b.slab.ptr), bb, true)
 			}
 			clear(fl.blocks)
 			fl.blocks = fl.blocks[:0]
@@ -297,6 +300,10 @@ func (a *Allocator) newSlabLocked(c *Class, want int, nb int64) error {
 	if err == nil {
 		err = a.zeroSlab(ptr, nb*bb)
 	}
+	var host []byte
+	if err == nil {
+		host, _ = device.HostBytes(a.b, ptr, int(nb*bb)) // nil: the backend's copies (Block.Host)
+	}
 	a.mu.Lock()
 	if err != nil {
 		a.reserved -= nb * bb
@@ -305,7 +312,7 @@ func (a *Allocator) newSlabLocked(c *Class, want int, nb int64) error {
 		}
 		return fmt.Errorf("state: taking a slab of %d bytes: %w", nb*bb, err)
 	}
-	s := &slab{ptr: ptr, bytes: nb * bb}
+	s := &slab{ptr: ptr, bytes: nb * bb, host: host}
 	a.slabs = append(a.slabs, s)
 	a.slabOf[ptr] = s
 	a.loose += s.bytes

@@ -301,7 +301,8 @@ func (sh *shape) queueReads(op string, r *root, st device.Stream, from, to int, 
 		reads = make([]device.HostRead, 0, n)
 	}
 	for i, d := range dst {
-		err := sh.columnRuns(r, i, from, to, func(at int, src device.Ptr, n int) error {
+		err := sh.columnRuns(r, i, from, to, func(at int, blk *block, off, n int) error {
+			src := blk.Ptr() + device.Ptr(off)
 			if batch {
 				reads = append(reads, device.HostRead{Dst: d[at : at+n], Src: src})
 				return nil

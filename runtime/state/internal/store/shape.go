@@ -341,8 +341,8 @@ func (sh *shape) readBatch(op string, bc device.BatchReadCopier, r *root, from, 
 		if d == nil && some {
 			continue
 		}
-		sh.columnRuns(r, i, from, to, func(at int, src device.Ptr, n int) error {
-			rs = append(rs, device.HostRead{Dst: d[at : at+n], Src: src})
+		sh.columnRuns(r, i, from, to, func(at int, blk *block, off, n int) error {
+			rs = fromBlock(rs, d[at:at+n], blk, off)
 			return nil
 		})
 	}
@@ -358,7 +358,7 @@ func (sh *shape) readBatch(op string, bc device.BatchReadCopier, r *root, from, 
 			if k == 0 {
 				return sh.errorf(op, "column %s: %w", sh.l.Columns[i].Name, err)
 			}
-			_, row = sh.run(r, i, row, to)
+			_, _, row = sh.run(r, i, row, to)
 		}
 	}
 	return sh.errorf(op, "%w", err) // not reached: copy k is one of them
@@ -394,19 +394,23 @@ func (sh *shape) copiesDtoH(bc device.BatchReadCopier, rs []device.HostRead, rea
 // copyColumn copies rows [from, to) of column i of r, in range, into d,
 // one copy a run of neighbouring blocks.
 func (sh *shape) copyColumn(r *root, i, from, to int, d []byte) error {
-	return sh.columnRuns(r, i, from, to, func(at int, src device.Ptr, n int) error {
-		return sh.pool.b.CopyDtoH(d[at:at+n], src)
+	return sh.columnRuns(r, i, from, to, func(at int, blk *block, off, n int) error {
+		if s := blk.Host(off, n); s != nil {
+			copy(d[at:at+n], s)
+			return nil
+		}
+		return sh.pool.b.CopyDtoH(d[at:at+n], blk.Ptr()+device.Ptr(off))
 	})
 }
 
 // columnRuns calls f for each run of rows [from, to) of column i of r that
 // lies in blocks following one another in one allocation: at is the run's
 // byte offset from row from, src where it starts, n its bytes.
-func (sh *shape) columnRuns(r *root, i, from, to int, f func(at int, src device.Ptr, n int) error) error {
+func (sh *shape) columnRuns(r *root, i, from, to int, f func(at int, blk *block, off, n int) error) error {
 	rb := sh.rowBytes[i]
 	for row := from; row < to; {
-		src, end := sh.run(r, i, row, to)
-		if err := f((row-from)*rb, src, (end-row)*rb); err != nil {
+		blk, off, end := sh.run(r, i, row, to)
+		if err := f((row-from)*rb, blk, off, (end-row)*rb); err != nil {
 			return err
 		}
 		row = end
@@ -416,9 +420,10 @@ func (sh *shape) columnRuns(r *root, i, from, to int, f func(at int, src device.
 
 // run finds the run of rows of column i of r that starts at row, row < to:
 // the rest of row's block and of the blocks after it that follow one
-// another in one allocation, up to to. It returns where the run starts and
-// the row after it, and marks its blocks touched (estimate.go).
-func (sh *shape) run(r *root, i, row, to int) (device.Ptr, int) {
+// another in one allocation, up to to. It returns where the run starts (a
+// block and the offset in it) and the row after it, and marks its blocks
+// touched (estimate.go).
+func (sh *shape) run(r *root, i, row, to int) (*block, int, int) {
 	rb, per, bb := sh.rowBytes[i], sh.perBlock[i], sh.blockBytes[i]
 	t := &r.cols[i]
 	bi := row / per
@@ -433,7 +438,7 @@ func (sh *shape) run(r *root, i, row, to int) (device.Ptr, int) {
 		next.Touch()
 		last = next
 	}
-	return blk.Ptr() + device.Ptr((row-bi*per)*rb), end
+	return blk, (row - bi*per) * rb, end
 }
 
 // spans locates rows [from, to) of r: per column, one span per block.
@@ -599,8 +604,10 @@ func (sh *shape) gather(op string, r *root, idx []int, dst [][]byte, reads *[]de
 	for c, d := range dst {
 		rb := sh.rowBytes[c]
 		for k := 0; k < len(idx); {
-			src, n := sh.gatherRun(r, c, idx, k)
-			if err := b.CopyDtoH(d[k*rb:(k+n)*rb], src); err != nil {
+			blk, off, n := sh.gatherRun(r, c, idx, k)
+			if s := blk.Host(off, n*rb); s != nil {
+				copy(d[k*rb:(k+n)*rb], s)
+			} else if err := b.CopyDtoH(d[k*rb:(k+n)*rb], blk.Ptr()+device.Ptr(off)); err != nil {
 				return sh.errorf(op, "column %s: %w", sh.l.Columns[c].Name, err)
 			}
 			k += n
@@ -615,8 +622,8 @@ func (sh *shape) gatherBatch(op string, bc device.BatchReadCopier, r *root, idx 
 	for c, d := range dst {
 		rb := sh.rowBytes[c]
 		for k := 0; k < len(idx); {
-			src, n := sh.gatherRun(r, c, idx, k)
-			rs = append(rs, device.HostRead{Dst: d[k*rb : (k+n)*rb], Src: src})
+			blk, off, n := sh.gatherRun(r, c, idx, k)
+			rs = fromBlock(rs, d[k*rb:(k+n)*rb], blk, off)
 			k += n
 		}
 	}
@@ -629,7 +636,7 @@ func (sh *shape) gatherBatch(op string, bc device.BatchReadCopier, r *root, idx 
 			if k == 0 {
 				return sh.errorf(op, "column %s: %w", sh.l.Columns[c].Name, err)
 			}
-			_, n := sh.gatherRun(r, c, idx, i)
+			_, _, n := sh.gatherRun(r, c, idx, i)
 			i += n
 		}
 	}
@@ -639,8 +646,9 @@ func (sh *shape) gatherBatch(op string, bc device.BatchReadCopier, r *root, idx 
 // gatherRun finds the run of idx[k:] in column c of r: the rows at idx[k]
 // and after it while each index is the next row, in the same block or in
 // the next one where it follows in memory. It returns where the run
-// starts and its rows, and marks its blocks touched (estimate.go).
-func (sh *shape) gatherRun(r *root, c int, idx []int, k int) (device.Ptr, int) {
+// starts (a block and the offset in it) and its rows, and marks its
+// blocks touched (estimate.go).
+func (sh *shape) gatherRun(r *root, c int, idx []int, k int) (*block, int, int) {
 	rb, per, bb := sh.rowBytes[c], sh.perBlock[c], sh.blockBytes[c]
 	t := &r.cols[c]
 	row := idx[k]
@@ -659,5 +667,5 @@ func (sh *shape) gatherRun(r *root, c int, idx []int, k int) (device.Ptr, int) {
 		}
 	}
 	bi = row / per
-	return first.Ptr() + device.Ptr((row-bi*per)*rb), n
+	return first, (row - bi*per) * rb, n
 }

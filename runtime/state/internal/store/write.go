@@ -270,7 +270,7 @@ func (tx *writeTx) fillNewBlocks() error {
 	for i := 0; i < len(tx.ops); i++ {
 		if o := &tx.ops[i]; o.nb != nil && o.keep > 0 {
 			n, last := tx.keptRun(i)
-			if err := b.CopyDtoD(o.nb.Ptr(), o.old.Ptr(), n); err != nil {
+			if err := blockToBlock(b, o.nb, o.old, n); err != nil {
 				return err
 			}
 			i = last
@@ -283,12 +283,12 @@ func (tx *writeTx) fillNewBlocks() error {
 			continue
 		}
 		src, last := tx.run(i, newBlock)
-		cs = append(cs, device.HostCopy{Dst: o.nb.Ptr() + device.Ptr(o.off), Src: src})
+		cs = toBlock(cs, o.nb, o.off, src)
 		i = last
 	}
 	for i := range tx.ops {
 		if o := &tx.ops[i]; o.nb == nil && !o.visible && o.src != nil {
-			cs = append(cs, device.HostCopy{Dst: o.old.Ptr() + device.Ptr(o.off), Src: o.src})
+			cs = toBlock(cs, o.old, o.off, o.src)
 		}
 	}
 	err := copiesHtoD(b, cs)
@@ -496,6 +496,7 @@ func (tx *writeTx) lands(o *blockOp) (*block, int) {
 type copyRun struct {
 	ptr   device.Ptr
 	bytes int
+	blk   *block // the block the run begins in
 }
 
 // runs returns where rows [from, to) lie once the write commits (in the
@@ -517,7 +518,7 @@ func (tx *writeTx) runs() []copyRun {
 			out[k].ptr+device.Ptr(out[k].bytes) == ptr {
 			out[k].bytes += n
 		} else {
-			out = append(out, copyRun{ptr: ptr, bytes: n})
+			out = append(out, copyRun{ptr: ptr, bytes: n, blk: b})
 		}
 		prev = b
 	}

@@ -73,7 +73,7 @@ func (tx *writeTx) appendRows(cols [][]byte, q *rowQueue) (bool, error) {
 		cs := h.copies[:0]
 		for c, b := range tails[:len(counts)] {
 			rb := h.rowBytes[c]
-			cs = append(cs, device.HostCopy{Dst: b.Ptr() + device.Ptr(from%h.perBlock[c]*rb), Src: cols[c][:n*rb]})
+			cs = toBlock(cs, b, from%h.perBlock[c]*rb, cols[c][:n*rb])
 		}
 		err = copiesHtoD(h.pool.b, cs)
 		clear(cs) // the caller's batch is not kept
@@ -306,7 +306,7 @@ func (tx *writeTx) copyAppend(cols [][]byte, tails, blks []*block, counts []int)
 		blks = blks[k:]
 		src := cols[c]
 		for _, r := range runs {
-			cs = append(cs, device.HostCopy{Dst: r.ptr, Src: src[:r.bytes]})
+			cs = toBlock(cs, r.blk, int(r.ptr-r.blk.Ptr()), src[:r.bytes])
 			src = src[r.bytes:]
 		}
 	}
@@ -378,7 +378,7 @@ func addRun(runs []copyRun, prev, b *block, ptr device.Ptr, bytes int) []copyRun
 		runs[k].bytes += bytes
 		return runs
 	}
-	return append(runs, copyRun{ptr: ptr, bytes: bytes})
+	return append(runs, copyRun{ptr: ptr, bytes: bytes, blk: b})
 }
 
 // rowQueue is where AppendAsync queues its copies: from buf, the staging

@@ -1,0 +1,75 @@
+package store
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/gpustate/gpustate/runtime/device"
+	"github.com/gpustate/gpustate/runtime/state/internal/statetest"
+)
+
+// TestHostCopiesMatchTheBackend: a pool over the host backend copies rows
+// with the built-in copy (Block.Host); one over a wrapper of it, which is
+// not the host backend, makes the backend's calls. The same appends,
+// writes, snapshots, rollbacks, reads and gathers read the same rows on
+// both.
+func TestHostCopiesMatchTheBackend(t *testing.T) {
+	c := statetest.NewCounts(device.Host())
+	direct := must[*Pool](t)(NewPool(device.Host(), PoolOptions{BlockBytes: 256}))
+	called := must[*Pool](t)(NewPool(c, PoolOptions{BlockBytes: 256}))
+	for _, l := range []*Layout{kv(Append, 0, Keep), kv(Mutable, 64, Keep)} {
+		rng := rand.New(rand.NewPCG(1, 2))
+		hs := [2]*Head{must[*Head](t)(direct.NewHead(l, "me")), must[*Head](t)(called.NewHead(l, "me"))}
+		var snaps [2]*Snap
+		for step := range 300 {
+			op, n, seed := rng.IntN(5), 1+rng.IntN(40), byte(step)
+			for i, h := range hs {
+				switch {
+				case op == 0 && snaps[i] == nil:
+					snaps[i] = must[*Snap](t)(h.Snapshot())
+				case op == 1 && snaps[i] != nil:
+					check(t, h.Rollback(snaps[i]))
+					check(t, snaps[i].Release())
+					snaps[i] = nil
+				case l.Growth == Append && h.Len()+n <= 1000:
+					check(t, h.Append(kvRows(n, seed)))
+				}
+			}
+			if l.Growth == Mutable && op > 1 {
+				k := min(n, 64)
+				at := rng.IntN(64 - k + 1)
+				for _, h := range hs {
+					check(t, h.Write(at, kvRows(k, seed)))
+				}
+			}
+			if hs[0].Len() != hs[1].Len() {
+				t.Fatalf("%s step %d: lengths %d and %d", l.Growth, step, hs[0].Len(), hs[1].Len())
+			}
+			if !equalCols(readAll(t, hs[0]), readAll(t, hs[1])) {
+				t.Fatalf("%s step %d: the pools read other rows", l.Growth, step)
+			}
+			if n := hs[0].Len(); n > 0 {
+				idx := []int{rng.IntN(n), rng.IntN(n), n - 1}
+				var got [2][][]byte
+				for i, h := range hs {
+					got[i] = [][]byte{make([]byte, 3*16), make([]byte, 3*8)}
+					check(t, h.ReadRows(idx, got[i]))
+				}
+				if !equalCols(got[0], got[1]) {
+					t.Fatalf("%s step %d: the pools gather other rows", l.Growth, step)
+				}
+			}
+		}
+		for i, h := range hs {
+			if snaps[i] != nil {
+				check(t, snaps[i].Release())
+			}
+			check(t, h.Release())
+		}
+	}
+	if c.Calls("CopiesHtoD")+c.Calls("CopyHtoD") == 0 || c.Calls("CopiesDtoH")+c.Calls("CopyDtoH") == 0 {
+		t.Error("the wrapped backend saw no copies")
+	}
+	check(t, direct.Close())
+	check(t, called.Close())
+}
