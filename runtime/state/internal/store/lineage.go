@@ -142,24 +142,31 @@ func firstAbandoned(from, to position) (position, bool) {
 // segment's held comes back down to to.v and h's next write goes on in
 // it (writable): the versions it skips are ancestry of marked handles
 // alone, which no call asks about.
-func (l *lineage) invalidate(h *Head, to position) {
+//
+// It adds the snapshots it marks to w and returns how many other heads it
+// marked: a rollback that writes over their rows next (lowerTails) waits
+// out the snapshots' readers first (snapWaits), and writes over no head's.
+func (l *lineage) invalidate(h *Head, to position, w *snapWaits) (heads int) {
 	if to.seg == h.mine {
 		to.seg.held = to.v
 	}
 	first, ok := firstAbandoned(h.pos, to)
 	if !ok {
-		return
+		return 0
 	}
 	for x := l.heads.first; x != nil; x = x.inLine.next {
 		if x != h && isAncestorCounted(first, x.pos, &l.steps) {
 			x.invalid.Store(true)
+			heads++
 		}
 	}
 	for s := l.snaps.first; s != nil; s = s.inLine.next {
 		if isAncestorCounted(first, s.pos, &l.steps) {
 			s.invalid.Store(true)
+			w.add(s)
 		}
 	}
+	return heads
 }
 
 // next returns a new version of the lineage. l.mu is held.

@@ -20,6 +20,58 @@ type move struct {
 	group bool    // the heads are a group's members; else one head
 }
 
+// snapWaits are snapshots a rollback invalidated whose rows in a tail
+// block a head writes over next, in place (lowerTails). A read of one
+// that began before the rollback marked it holds the snapshot's read lock
+// (Snap.begin), and the heads' locks keep them from writing until the
+// rollback returns: so run takes each snapshot's lock once, after the
+// lineages' locks (the order Snap.Release takes them in), before it
+// returns. They are few (a decoder's drafts): a rollback that would
+// wait for more than maxSnapWaits lowers nothing, and the head copies its
+// tail block on its next append as before.
+type snapWaits struct {
+	n    int
+	over bool
+	s    [maxSnapWaits]*Snap
+}
+
+const maxSnapWaits = 8
+
+// add adds s, or marks w over when it is full.
+func (w *snapWaits) add(s *Snap) {
+	if w.n == len(w.s) {
+		w.over = true
+		return
+	}
+	w.s[w.n] = s
+	w.n++
+}
+
+// join adds o's snapshots to w and reports whether all fit, adding none
+// when they do not.
+func (w *snapWaits) join(o *snapWaits) bool {
+	if o.over || w.n+o.n > len(w.s) {
+		return false
+	}
+	w.n += copy(w.s[w.n:], o.s[:o.n])
+	return true
+}
+
+// wait waits out the reads of w's snapshots that began before they were
+// marked invalid: a read that begins after sees the mark and reads
+// nothing. The targets, which run holds locked, are no heads' abandoned
+// versions, but are skipped all the same. (A method of w, not of the
+// move: the locks' receivers escape, and the move's slices would with
+// them.)
+func (w *snapWaits) wait(targets []*Snap) {
+	for _, s := range w.s[:w.n] {
+		if !slices.Contains(targets, s) {
+			s.mu.Lock()
+			s.mu.Unlock() //nolint:staticcheck // an empty critical section: it waits for the readers
+		}
+	}
+}
+
 // op names m's call for errors: a constant, so that an error made of it
 // keeps no reference to m, which stays on its caller's stack.
 func (m *move) op() string {
@@ -90,10 +142,12 @@ func (m *move) run() error {
 	}
 	p := m.heads[0].pool
 	freed := p.takeFreed()
+	var waits snapWaits
 	for i := range m.heads {
-		m.moveOne(i, freed)
+		m.moveOne(i, freed, &waits)
 	}
 	locks.unlock()
+	waits.wait(m.to)
 	for _, h := range m.heads {
 		h.moved()
 	}
@@ -174,27 +228,39 @@ func (m *move) checkOne(i int) error {
 	return nil
 }
 
-// moveOne moves head i, which checkOne accepted, adding the blocks it
+// moveOne moves head i, which checkOne accepted, adding to waits the
+// snapshots whose readers run waits out (snapWaits) and the blocks it
 // gives up to freed: back to its snapshot (invalidating the line it
 // leaves, with the Invalidate policy), or forward to its child, whose
 // history it takes.
-func (m *move) moveOne(i int, freed *[]*block) {
+func (m *move) moveOne(i int, freed *[]*block, waits *snapWaits) {
 	h := m.heads[i]
 	r, pos := (*root)(nil), position{}
 	lower := false
 	if m.to != nil {
 		r, pos = m.to[i].r, m.to[i].pos
-		// Asked before invalidate brings the segment's held down. The head
-		// must stand on its own segment too: after a merge it stands on
-		// the child's, whose rows in the tail block the child still reads.
-		// A head that shares its prefix in a domain keeps its fill
+		// The head must stand on its own segment: after a merge it stands
+		// on the child's, whose rows in the tail block the child still
+		// reads. A head that shares its prefix in a domain keeps its fill
 		// (lowerTails); one of a shared layout made in no domain
 		// registers nothing.
 		lower = h.l.Growth == Append && h.hist == nil && (h.share == nil || h.share.tab == nil) && h.gshare == nil &&
-			pos.seg == h.mine && h.pos.seg == h.mine && h.mine.held <= pos.v
+			pos.seg == h.mine && h.pos.seg == h.mine
+		// Held is asked before invalidate brings it down: a holder of a
+		// version past pos may read the rows the head would write over.
+		held := lower && h.mine.held > pos.v
 		if h.l.Descendants == Invalidate {
-			h.lin.invalidate(h, pos)
+			var w snapWaits
+			heads := h.lin.invalidate(h, pos, &w)
+			// Every holder past pos is invalid now. No head's reads are
+			// waited for (another head's lock is not taken under a
+			// lineage's), so none may be among them; a snapshot's that
+			// began before are waited out by run.
+			if held && heads == 0 && waits.join(&w) {
+				held = false
+			}
 		}
+		lower = lower && !held
 	} else {
 		r, pos = m.child[i].r, capture(m.child[i].pos)
 	}
@@ -223,7 +289,9 @@ func (m *move) moveOne(i int, freed *[]*block) {
 // the versions the rollback abandoned, and when no holder took one of
 // those (the caller checked that the head stands on its own segment, not
 // on a merged child's, and that no one took a version of it past r's),
-// nothing reads them. The block's fill then comes back
+// nothing reads them; or when every holder that took one is a snapshot
+// the rollback invalidated, whose readers run waits out (snapWaits).
+// The block's fill then comes back
 // down to r's rows (Block.ReturnFill), and the next append claims them
 // (tree.appendsInPlace). A block queued work may use, or that the prefix
 // cache keeps, keeps its fill. A head that shares its prefix in a domain
