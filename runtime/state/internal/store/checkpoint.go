@@ -158,14 +158,16 @@ func (x *history) copyDelta(h *Head, r *root, from, to int, on []device.Stream) 
 	// column); else made one by one.
 	batch := x.copies[:0]
 	bc, batched := h.pool.b.(device.DeviceBatchCopier)
-	copyFn := h.pool.b.CopyDtoD
+	copyFn := blockCopy(h.pool.copyBlocks) // the built-in copy on host memory
 	switch {
 	case st != nil:
 		sc := h.pool.b.(device.StreamCopier)
-		copyFn = func(dst, src device.Ptr, n int) error { return sc.CopyDtoDAsync(st, dst, src, n) }
-	case batched:
-		copyFn = func(dst, src device.Ptr, n int) error {
-			batch = append(batch, device.DeviceCopy{Dst: dst, Src: src, Bytes: n})
+		copyFn = func(dst *block, doff int, src *block, soff, n int) error {
+			return sc.CopyDtoDAsync(st, dst.Ptr()+device.Ptr(doff), src.Ptr()+device.Ptr(soff), n)
+		}
+	case batched && all[0].Host(0, 0) == nil:
+		copyFn = func(dst *block, doff int, src *block, soff, n int) error {
+			batch = append(batch, device.DeviceCopy{Dst: dst.Ptr() + device.Ptr(doff), Src: src.Ptr() + device.Ptr(soff), Bytes: n})
 			return nil
 		}
 	}
@@ -248,32 +250,35 @@ func (d *delta) release(p *Pool) {
 	p.free(freed)
 }
 
-// A locator gives, for a row, where it lies and how many rows follow it in
-// the same block.
-type locator func(row int) (device.Ptr, int)
+// A locator gives, for a row, the block it lies in, its byte offset
+// there, and how many rows follow it in the same block.
+type locator func(row int) (*block, int, int)
 
 func treeLoc(t *tree, per, rb int) locator {
-	return func(row int) (device.Ptr, int) {
+	return func(row int) (*block, int, int) {
 		bi := row / per
-		return t.get(bi).Ptr() + device.Ptr((row-bi*per)*rb), (bi+1)*per - row
+		return t.get(bi), (row - bi*per) * rb, (bi+1)*per - row
 	}
 }
 
 func deltaLoc(d *delta, c, per, rb int) locator {
-	return func(row int) (device.Ptr, int) {
+	return func(row int) (*block, int, int) {
 		k := row - d.from
-		return d.cols[c][k/per].Ptr() + device.Ptr((k%per)*rb), per - k%per
+		return d.cols[c][k/per], (k % per) * rb, per - k%per
 	}
 }
 
+// blockCopy copies n bytes of src from byte soff on into dst from doff on.
+type blockCopy func(dst *block, doff int, src *block, soff, n int) error
+
 // copyRows copies rows [from, to) of rb bytes from src to dst with cp, in
-// as few device copies as the block boundaries allow.
-func copyRows(src, dst locator, from, to, rb int, cp func(dst, src device.Ptr, n int) error) error {
+// as few copies as the block boundaries allow.
+func copyRows(src, dst locator, from, to, rb int, cp blockCopy) error {
 	for row := from; row < to; {
-		s, sn := src(row)
-		d, dn := dst(row)
+		sb, so, sn := src(row)
+		db, do, dn := dst(row)
 		n := min(sn, dn, to-row)
-		if err := cp(d, s, n*rb); err != nil {
+		if err := cp(db, do, sb, so, n*rb); err != nil {
 			return err
 		}
 		row += n
@@ -466,7 +471,7 @@ func (rc *reconstruction) apply(r *root, d *delta, rows int, take func(*sizeClas
 				if used := min(r.rows, (bi+1)*per) - bi*per; used > 0 {
 					seed := t.get(bi)
 					seed.Touch() // its pages are mapped now (estimate.go)
-					if err := h.pool.b.CopyDtoD(nb.Ptr(), seed.Ptr(), used*rb); err != nil {
+					if err := blockToBlock(h.pool.b, nb, 0, seed, 0, used*rb); err != nil {
 						releaseBlock(nb, &freed)
 						return r, err
 					}
@@ -480,7 +485,7 @@ func (rc *reconstruction) apply(r *root, d *delta, rows int, take func(*sizeClas
 		if err := d.wait(); err != nil {
 			return r, err
 		}
-		if err := copyRows(deltaLoc(d, c, d.per[c], rb), treeLoc(t, per, rb), d.from, d.to, rb, h.pool.b.CopyDtoD); err != nil {
+		if err := copyRows(deltaLoc(d, c, d.per[c], rb), treeLoc(t, per, rb), d.from, d.to, rb, h.pool.copyBlocks); err != nil {
 			return r, err
 		}
 	}

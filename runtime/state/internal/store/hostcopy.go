@@ -31,11 +31,17 @@ func fromBlock(rs []device.HostRead, dst []byte, blk *block, off int) []device.H
 	return append(rs, device.HostRead{Dst: dst, Src: blk.Ptr() + device.Ptr(off)})
 }
 
-// blockToBlock copies n bytes from the start of src to the start of dst.
-func blockToBlock(b device.Backend, dst, src *block, n int) error {
-	if d, s := dst.Host(0, n), src.Host(0, n); d != nil && s != nil {
+// blockToBlock copies n bytes of src from byte soff on into dst from byte
+// doff on.
+func blockToBlock(b device.Backend, dst *block, doff int, src *block, soff, n int) error {
+	if d, s := dst.Host(doff, n), src.Host(soff, n); d != nil && s != nil {
 		copy(d, s)
 		return nil
 	}
-	return b.CopyDtoD(dst.Ptr(), src.Ptr(), n)
+	return b.CopyDtoD(dst.Ptr()+device.Ptr(doff), src.Ptr()+device.Ptr(soff), n)
+}
+
+// copyBlocks is blockToBlock on p's backend, a blockCopy.
+func (p *Pool) copyBlocks(dst *block, doff int, src *block, soff, n int) error {
+	return blockToBlock(p.b, dst, doff, src, soff, n)
 }

@@ -17,10 +17,13 @@ func TestHostCopiesMatchTheBackend(t *testing.T) {
 	c := statetest.NewCounts(device.Host())
 	direct := must[*Pool](t)(NewPool(device.Host(), PoolOptions{BlockBytes: 256}))
 	called := must[*Pool](t)(NewPool(c, PoolOptions{BlockBytes: 256}))
-	for _, l := range []*Layout{kv(Append, 0, Keep), kv(Mutable, 64, Keep)} {
+	cp := kv(Mutable, 64, Keep)
+	cp.Checkpoint = &CheckpointPolicy{Every: 5, Keep: 3} // deltas, and At rebuilding from them
+	for _, l := range []*Layout{kv(Append, 0, Keep), kv(Mutable, 64, Keep), cp} {
 		rng := rand.New(rand.NewPCG(1, 2))
 		hs := [2]*Head{must[*Head](t)(direct.NewHead(l, "me")), must[*Head](t)(called.NewHead(l, "me"))}
 		var snaps [2]*Snap
+		var vers [2][]Version
 		for step := range 300 {
 			op, n, seed := rng.IntN(5), 1+rng.IntN(40), byte(step)
 			for i, h := range hs {
@@ -31,6 +34,7 @@ func TestHostCopiesMatchTheBackend(t *testing.T) {
 					check(t, h.Rollback(snaps[i]))
 					check(t, snaps[i].Release())
 					snaps[i] = nil
+					vers[i] = vers[i][:0] // versions of the line left
 				case l.Growth == Append && h.Len()+n <= 1000:
 					check(t, h.Append(kvRows(n, seed)))
 				}
@@ -38,8 +42,21 @@ func TestHostCopiesMatchTheBackend(t *testing.T) {
 			if l.Growth == Mutable && op > 1 {
 				k := min(n, 64)
 				at := rng.IntN(64 - k + 1)
-				for _, h := range hs {
+				for i, h := range hs {
 					check(t, h.Write(at, kvRows(k, seed)))
+					vers[i] = append(vers[i], h.Version())
+				}
+			}
+			if l.Checkpoint != nil && len(vers[0]) > 0 && op == 4 {
+				j := len(vers[0]) - 1 - rng.IntN(min(len(vers[0]), 8))
+				var got [2][][]byte
+				for i, h := range hs {
+					at := must[*Snap](t)(h.At(vers[i][j]))
+					got[i] = readAll(t, at)
+					check(t, at.Release())
+				}
+				if !equalCols(got[0], got[1]) {
+					t.Fatalf("step %d: the pools rebuild other rows", step)
 				}
 			}
 			if hs[0].Len() != hs[1].Len() {

@@ -270,7 +270,7 @@ func (tx *writeTx) fillNewBlocks() error {
 	for i := 0; i < len(tx.ops); i++ {
 		if o := &tx.ops[i]; o.nb != nil && o.keep > 0 {
 			n, last := tx.keptRun(i)
-			if err := blockToBlock(b, o.nb, o.old, n); err != nil {
+			if err := blockToBlock(b, o.nb, 0, o.old, 0, n); err != nil {
 				return err
 			}
 			i = last
