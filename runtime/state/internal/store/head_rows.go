@@ -39,7 +39,8 @@ func (h *Head) Append(cols [][]byte) error {
 // Write writes the rows of a batch over rows [at, at+n) of a mutable
 // state, as a new version. It needs 0 <= at and at+n <= Bound, else
 // ErrRange. Blocks shared with snapshots or branches are copied first;
-// blocks the write covers whole are replaced by new ones.
+// blocks the write covers whole are replaced by new ones, but on host
+// memory, where the head's own are written in place.
 //
 //state:mutates
 func (h *Head) Write(at int, cols [][]byte) error {

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"math/rand/v2"
 	"testing"
 
@@ -89,4 +90,58 @@ func TestHostCopiesMatchTheBackend(t *testing.T) {
 	}
 	check(t, direct.Close())
 	check(t, called.Close())
+}
+
+// TestHostWriteCoversInPlace: on host memory a write that covers a block
+// the head holds alone writes it in place, where elsewhere it takes a new
+// block; a snapshot's block is copied on write as before, and one that
+// queued stream work may read keeps its rows and gets a new block too.
+func TestHostWriteCoversInPlace(t *testing.T) {
+	b := device.Host()
+	defer b.Close()
+	c := statetest.NewCounts(device.Host())
+	for _, host := range []bool{true, false} {
+		var p *Pool
+		if host {
+			p = must[*Pool](t)(NewPool(b, PoolOptions{}))
+		} else {
+			p = must[*Pool](t)(NewPool(c, PoolOptions{}))
+		}
+		h := must[*Head](t)(p.NewHead(rec(Invalidate), "me"))
+		ptr := func() device.Ptr {
+			sp := must[[][]device.Span](t)(h.Spans(0, h.Len()))
+			return sp[0][0].Ptr
+		}
+		check(t, h.Write(0, recRow(1)))
+		before := ptr()
+		check(t, h.Write(0, recRow(2)))
+		if moved := ptr() != before; moved == host {
+			t.Errorf("host %v: the covering write moved the block: %v", host, moved)
+		}
+		s := must[*Snap](t)(h.Snapshot())
+		before = ptr()
+		check(t, h.Write(0, recRow(3)))
+		if ptr() == before {
+			t.Errorf("host %v: a write over a snapshot's block wrote it in place", host)
+		}
+		if got := readRec(t, s); !bytes.Equal(got, recRow(2)[0]) {
+			t.Errorf("host %v: the snapshot reads other rows", host)
+		}
+		check(t, s.Release())
+		if host {
+			st := must[device.Stream](t)(b.(device.Streams).NewStream())
+			check(t, h.RecordStream(st))
+			before = ptr()
+			check(t, h.Write(0, recRow(4)))
+			if ptr() == before {
+				t.Error("a write over a block queued work reads wrote it in place")
+			}
+			check(t, st.Close())
+		}
+		if got := readRec(t, h); !bytes.Equal(got, recRow(map[bool]byte{true: 4, false: 3}[host])[0]) {
+			t.Errorf("host %v: the head reads other rows", host)
+		}
+		check(t, h.Release())
+		check(t, p.Close())
+	}
 }

@@ -52,7 +52,7 @@ func (tx *writeTx) plan(cols [][]byte) []blockOp {
 			case op.old == nil:
 				// A new block past the column's end.
 			case rootUnique && t.writable(bi, string(h.owner)):
-				if kind == hostWrite && row == start && end == start+used {
+				if kind == hostWrite && row == start && end == start+used && !hostInPlace(op.old) {
 					op.keep = -1 // covers the block: a new one, if memory allows
 				}
 				op.visible = kind == hostWrite
@@ -366,11 +366,24 @@ func (tx *writeTx) run(i int, fresh bool) ([]byte, int) {
 	return src, i
 }
 
+// hostInPlace reports whether a write that covers b, a block the writer
+// holds alone, writes it in place rather than into a new block: where b is
+// memory of the process (Block.Host), so that the copy cannot fail and
+// needs nothing saved to undo (writeVisible), and no queued stream work
+// reads it (Block.Uses), which a new block would leave the old rows to.
+// In place it costs the copy alone; a new block costs the copy, an
+// allocation, a free and the tree's change.
+func hostInPlace(b *block) bool { return b.Host(0, 0) != nil && b.Uses() == nil }
+
 // writeVisible writes in place over rows a reader may see, one copy per
 // run of blocks that follow one another, keeping what each write replaces
-// (but the last's) so that a failure can put it back.
+// (but the last's) so that a failure can put it back. Where the blocks
+// are memory of the process a copy cannot fail: it copies, keeping nothing.
 func (tx *writeTx) writeVisible() error {
 	h := tx.h
+	if tx.visibleOnHost() {
+		return nil
+	}
 	var buf [8]visibleRun // a decode step's runs, on the stack
 	runs := buf[:0]
 	for i := 0; i < len(tx.ops); i++ {
@@ -406,6 +419,24 @@ func (tx *writeTx) writeVisible() error {
 		}
 	}
 	return nil
+}
+
+// visibleOnHost makes writeVisible's copies where the blocks are memory
+// of the process (a pool's are all so or none), and reports whether they
+// were.
+func (tx *writeTx) visibleOnHost() bool {
+	for i := range tx.ops {
+		o := &tx.ops[i]
+		if !o.visible || o.src == nil {
+			continue
+		}
+		d := o.old.Host(o.off, len(o.src))
+		if d == nil {
+			return false
+		}
+		copy(d, o.src)
+	}
+	return true
 }
 
 // maxKeptSaved bounds the buffer a head keeps for what its next write in

@@ -14,7 +14,7 @@ type blockOp struct {
 	col, idx int
 	old      *block // the block at idx; nil past the column's last block
 	nb       *block // the new block that replaces old; nil writes old in place
-	keep     int    // bytes of old to copy into nb first; -1: old is covered whole, replace it if the pool has room
+	keep     int    // bytes of old to copy into nb first; -1: old is covered whole, replace it if the pool has room (not on host memory: hostInPlace)
 	off      int    // byte offset in the block where src goes
 	src      []byte // host rows to write; nil for none
 	visible  bool   // an in-place write over rows a reader may see
