@@ -8,7 +8,9 @@ import "github.com/gpustate/gpustate/runtime/device"
 // no backend call, lock or address lookup, which cost a one-row append or
 // read as much as the bytes themselves. Elsewhere the copies go to the
 // backend, those of one call in one batch. A pool's blocks are all mapped
-// or none, so that a batch's copies are all the backend's or none.
+// or none, so that a batch's copies are all the backend's or none. A read
+// on host memory skips the batch altogether (readHost): building it, and
+// joining runs of blocks for it, cost a one-row read more than its copies.
 
 // toBlock copies src into blk from byte off on: at once where blk's
 // memory is the process's, else as a copy added to cs, the backend's
@@ -44,4 +46,34 @@ func blockToBlock(b device.Backend, dst *block, doff int, src *block, soff, n in
 // copyBlocks is blockToBlock on p's backend, a blockCopy.
 func (p *Pool) copyBlocks(dst *block, doff int, src *block, soff, n int) error {
 	return blockToBlock(p.b, dst, doff, src, soff, n)
+}
+
+// readHost is read's copies where the pool's blocks are memory of the
+// process (Block.Host; all are or none), and reports whether they are:
+// a built-in copy a block, in order, which cannot fail, so that there is
+// no batch to build, no runs to join (a copy a block costs what one a run
+// does) and no failed copy to name. The range and dst are checked.
+func (sh *shape) readHost(r *root, from, to int, dst [][]byte, some bool) bool {
+	if from >= to {
+		return false
+	}
+	if r.cols[0].get(from/sh.perBlock[0]).Host(0, 0) == nil {
+		return false
+	}
+	for i, d := range dst {
+		if d == nil && some {
+			continue
+		}
+		rb, per, t := sh.rowBytes[i], sh.perBlock[i], &r.cols[i]
+		for row, at := from, 0; row < to; {
+			bi := row / per
+			end := min(to, (bi+1)*per)
+			blk := t.get(bi)
+			blk.Touch() // its pages are mapped now (estimate.go)
+			n := (end - row) * rb
+			copy(d[at:at+n], blk.Host((row-bi*per)*rb, n))
+			row, at = end, at+n
+		}
+	}
+	return true
 }

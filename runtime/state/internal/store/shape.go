@@ -304,6 +304,9 @@ func (sh *shape) read(op string, r *root, from, to int, dst [][]byte, some bool,
 	if err := sh.checkSomeDst(op, to-from, dst, some); err != nil {
 		return err
 	}
+	if sh.readHost(r, from, to, dst, some) {
+		return nil
+	}
 	if reads != nil {
 		if bc, ok := sh.pool.b.(device.BatchReadCopier); ok {
 			return sh.readBatch(op, bc, r, from, to, dst, some, reads)
