@@ -182,7 +182,7 @@ func (g *Group) cut(h *Head) ([]*root, []device.Stream) {
 		// tail block whose rows it reads (lowerTails).
 		m := g.heads[i]
 		m.lin.mu.Lock()
-		capture(m.pos)
+		pin(m.pos)
 		m.lin.mu.Unlock()
 	}
 	return roots, streams

@@ -57,7 +57,7 @@ func (sh *shape) readHost(r *root, from, to int, dst [][]byte, some bool) bool {
 	if from >= to {
 		return false
 	}
-	if r.cols[0].get(from/sh.perBlock[0]).Host(0, 0) == nil {
+	if !sh.onHost(r, from) {
 		return false
 	}
 	for i, d := range dst {
@@ -76,4 +76,10 @@ func (sh *shape) readHost(r *root, from, to int, dst [][]byte, some bool) bool {
 		}
 	}
 	return true
+}
+
+// onHost reports whether r's blocks are memory of the process: row, of r
+// and readable, has its blocks.
+func (sh *shape) onHost(r *root, row int) bool {
+	return r.cols[0].get(row/sh.perBlock[0]).Host(0, 0) != nil
 }

@@ -345,6 +345,11 @@ type segment struct {
 	// versions it abandons there are no one's ancestry. Guarded by the
 	// lineage's lock.
 	held Version
+	// pinned is the highest version of the segment that a holder no
+	// rollback invalidates took (pin: a shared group's registered state),
+	// 0 when none: a rollback below it writes on in no tail block
+	// (lowerTails). It never comes down. Guarded by the lineage's lock.
+	pinned Version
 }
 
 type position struct {

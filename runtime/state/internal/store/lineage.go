@@ -56,6 +56,16 @@ func capture(p position) position {
 	return p
 }
 
+// pin is capture for a holder that no rollback invalidates (a shared
+// group's registered state): it raises p's segment's pinned as well.
+// The lineage's lock is held.
+func pin(p position) position {
+	if p.seg.pinned < p.v {
+		p.seg.pinned = p.v
+	}
+	return capture(p)
+}
+
 // writable reports whether a head at p whose own segment is mine may
 // write its next version on p's segment: it is mine, and no holder took a
 // version of it past p.v, so that the versions after p.v there, which a

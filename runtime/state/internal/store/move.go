@@ -21,18 +21,32 @@ type move struct {
 }
 
 // snapWaits are snapshots a rollback invalidated whose rows in a tail
-// block a head writes over next, in place (lowerTails). A read of one
-// that began before the rollback marked it holds the snapshot's read lock
-// (Snap.begin), and the heads' locks keep them from writing until the
-// rollback returns: so run takes each snapshot's lock once, after the
-// lineages' locks (the order Snap.Release takes them in), before it
-// returns. They are few (a decoder's drafts): a rollback that would
-// wait for more than maxSnapWaits lowers nothing, and the head copies its
-// tail block on its next append as before.
+// block a head writes over next, in place (lowerTails), and the heads
+// whose tails wait for them. A read of one that began before the rollback
+// marked it holds the snapshot's read lock (Snap.begin), and may record
+// its stream on the blocks (ReadAsync, RecordStream) for work that runs
+// later: so run takes each snapshot's lock once, after the lineages'
+// locks (the order Snap.Release takes them in), and only then lowers those
+// heads' tails, where no stream was recorded meanwhile; the heads' locks
+// keep them from writing until the rollback returns. They are few (a
+// decoder's drafts): a rollback that would wait for more than
+// maxSnapWaits snapshots lowers nothing, and the head copies its tail
+// block on its next append as before.
 type snapWaits struct {
 	n    int
 	over bool
 	s    [maxSnapWaits]*Snap
+	// heads are the heads whose tails wait, each with its root before the
+	// move (one reference, which run gives up); nh counts them.
+	nh    int
+	heads [maxSnapWaits]lateTail
+}
+
+// lateTail is a head whose tail run lowers after the waits, and its root
+// before the move.
+type lateTail struct {
+	h   *Head
+	old *root
 }
 
 const maxSnapWaits = 8
@@ -48,12 +62,17 @@ func (w *snapWaits) add(s *Snap) {
 }
 
 // join adds o's snapshots to w and reports whether all fit, adding none
-// when they do not.
-func (w *snapWaits) join(o *snapWaits) bool {
-	if o.over || w.n+o.n > len(w.s) {
+// when they do not. When o has any, h's tail waits for them: w takes a
+// reference to old, h's root before the move.
+func (w *snapWaits) join(o *snapWaits, h *Head, old *root) bool {
+	if o.over || w.n+o.n > len(w.s) || (o.n > 0 && w.nh == len(w.heads)) {
 		return false
 	}
 	w.n += copy(w.s[w.n:], o.s[:o.n])
+	if o.n > 0 {
+		w.heads[w.nh] = lateTail{h, old.retain()}
+		w.nh++
+	}
 	return true
 }
 
@@ -69,6 +88,15 @@ func (w *snapWaits) wait(targets []*Snap) {
 			s.mu.Lock()
 			s.mu.Unlock() //nolint:staticcheck // an empty critical section: it waits for the readers
 		}
+	}
+}
+
+// lower lowers the tails of w's heads (lowerTails), after wait, and gives
+// up their old roots to freed.
+func (w *snapWaits) lower(freed *[]*block) {
+	for _, t := range w.heads[:w.nh] {
+		lowerTails(t.h, t.old, t.h.r)
+		t.old.release(freed)
 	}
 }
 
@@ -148,6 +176,7 @@ func (m *move) run() error {
 	}
 	locks.unlock()
 	waits.wait(m.to)
+	waits.lower(freed)
 	for _, h := range m.heads {
 		h.moved()
 	}
@@ -249,18 +278,21 @@ func (m *move) moveOne(i int, freed *[]*block, waits *snapWaits) {
 		// Held is asked before invalidate brings it down: a holder of a
 		// version past pos may read the rows the head would write over.
 		held := lower && h.mine.held > pos.v
+		late := false
 		if h.l.Descendants == Invalidate {
 			var w snapWaits
 			heads := h.lin.invalidate(h, pos, &w)
-			// Every holder past pos is invalid now. No head's reads are
-			// waited for (another head's lock is not taken under a
-			// lineage's), so none may be among them; a snapshot's that
-			// began before are waited out by run.
-			if held && heads == 0 && waits.join(&w) {
-				held = false
+			// Every holder past pos that a rollback invalidates is invalid
+			// now; one it does not (pinned) keeps the fill. No head's
+			// reads are waited for (another head's lock is not taken
+			// under a lineage's), so none may be among them. The
+			// snapshots' reads that began before are waited out by run,
+			// which lowers the tail after them (late).
+			if held && heads == 0 && h.mine.pinned <= pos.v && waits.join(&w, h, h.r) {
+				held, late = false, w.n > 0
 			}
 		}
-		lower = lower && !held
+		lower = lower && !held && !late
 	} else {
 		r, pos = m.child[i].r, capture(m.child[i].pos)
 	}
@@ -290,8 +322,9 @@ func (m *move) moveOne(i int, freed *[]*block, waits *snapWaits) {
 // those (the caller checked that the head stands on its own segment, not
 // on a merged child's, and that no one took a version of it past r's),
 // nothing reads them; or when every holder that took one is a snapshot
-// the rollback invalidated, whose readers run waits out (snapWaits).
-// The block's fill then comes back
+// the rollback invalidated, whose readers run waits out (snapWaits)
+// before it lowers the fill, the lineages unlocked. The block's fill then
+// comes back
 // down to r's rows (Block.ReturnFill), and the next append claims them
 // (tree.appendsInPlace). A block queued work may use, or that the prefix
 // cache keeps, keeps its fill. A head that shares its prefix in a domain
@@ -300,8 +333,16 @@ func (m *move) moveOne(i int, freed *[]*block, waits *snapWaits) {
 // registrations of kernel-written rows hold versions, until its next call,
 // without taking them. A head of a shared layout made in no domain
 // registers nothing, so no other head reads its blocks. The lineage's lock
-// is held.
+// is held, or, after the waits, the head's alone: no holder can take a
+// version of it then, and another's claim on the bytes (a branch at r's
+// rows) races ours as any two claims do (Block.ClaimFill).
 func lowerTails(h *Head, old, r *root) {
+	// Streams are recorded on blocks under rec.mu, by the head's calls
+	// and by its snapshots' (ReadAsync, RecordStream): a fill is lowered
+	// only where none is, and none can be while it is.
+	rec := &h.pool.rec
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
 	for c, per := range h.perBlock {
 		bi, t, o := r.rows/per, &r.cols[c], &old.cols[c]
 		if r.rows%per == 0 || bi < t.lo || bi >= t.n || bi < o.lo || bi >= o.n {

@@ -599,7 +599,7 @@ func (sh *shape) gather(op string, r *root, idx []int, dst [][]byte, reads *[]de
 		return err
 	}
 	b := sh.pool.b
-	if reads != nil {
+	if reads != nil && len(idx) > 0 && !sh.onHost(r, idx[0]) {
 		if bc, ok := b.(device.BatchReadCopier); ok {
 			return sh.gatherBatch(op, bc, r, idx, dst, reads)
 		}
