@@ -9,12 +9,12 @@ import (
 	"time"
 )
 
-// TestDraftsGroupDraftRollbackReaders: a group of two append members
+// TestDraftsGroupRollbackReaders: a group of two append members
 // (descendants=invalidate) snapshots after every draft (a cut per draft),
 // and rolls back to an earlier cut, while readers read the members' draft
 // snapshots and other goroutines release cuts: any read that succeeds
 // returns the member's rows, nothing stalls, nothing leaks.
-func TestDraftsGroupDraftRollbackReaders(t *testing.T) {
+func TestDraftsGroupRollbackReaders(t *testing.T) {
 	p := newPool(t, PoolOptions{BlockBytes: 256})
 	tok := *tokLayout
 	tok.ShareKey = ""
@@ -136,10 +136,10 @@ func TestDraftsGroupDraftRollbackReaders(t *testing.T) {
 	}
 }
 
-// TestDraftsDraftSnapshotsReleasedDuringRollback: the drafts' snapshots
+// TestDraftsReleasedDuringRollback: the drafts' snapshots
 // are released by other goroutines while the head rolls back past them:
 // no stall, no error, no leak, and the head reads its rows.
-func TestDraftsDraftSnapshotsReleasedDuringRollback(t *testing.T) {
+func TestDraftsReleasedDuringRollback(t *testing.T) {
 	p := newPool(t, PoolOptions{})
 	h := must[*Head](t)(p.NewHead(tokLayout, "me"))
 	want := [][]byte{{}, {}}

@@ -85,24 +85,35 @@ func draftHead(t *testing.T, p *Pool) (h *Head, s0, s1, s2 *Snap) {
 	return h, s0, s1, s2
 }
 
-// TestDraftsReadAsyncOfDraftDuringRollback: a ReadAsync of a draft's
-// snapshot that began before the rollback invalidated it succeeds and
-// queues its copy; the rollback waits for the call (the snapshot's read
-// lock), but the copy it queued runs later, on the stream, after the
-// head's next append wrote its row in place over the draft's. A read that
-// succeeded must deliver the snapshot's rows.
-func TestDraftsReadAsyncOfDraftDuringRollback(t *testing.T) {
-	g := newGateRecord()
-	defer g.Backend.Close()
+// draftRig returns a pool over a gateRecord backend, a head with its
+// drafts' snapshots (draftHead: s2 is released at the test's end with the
+// rest) and a stream of the backend.
+func draftRig(t *testing.T) (g *gateRecord, h *Head, s0, s1 *Snap, st device.Stream) {
+	t.Helper()
+	g = newGateRecord()
+	t.Cleanup(func() { g.Backend.Close() })
 	p := must[*Pool](t)(NewPool(g, PoolOptions{}))
-	defer func() { check(t, p.Close()) }()
+	t.Cleanup(func() { check(t, p.Close()) })
 	h, s0, s1, s2 := draftHead(t, p)
-	defer h.Release()
-	defer s0.Release()
-	defer s1.Release()
-	defer s2.Release()
-	st := must[device.Stream](t)(g.NewStream())
-	defer st.Close()
+	st = must[device.Stream](t)(g.NewStream())
+	t.Cleanup(func() {
+		check(t, st.Close())
+		for _, s := range []*Snap{s2, s1, s0} {
+			check(t, s.Release())
+		}
+		check(t, h.Release())
+	})
+	return g, h, s0, s1, st
+}
+
+// TestDraftsReadAsyncOfDraftDuringRollback: a ReadAsync of a draft's
+// snapshot that began before the rollback invalidated it, and queued its
+// copy to run later on the stream, delivers the snapshot's rows: the
+// rollback waits for the call (the snapshot's read lock) and then sees the
+// stream recorded on the tail block, so the head's next append copies the
+// block rather than write its row over the draft's.
+func TestDraftsReadAsyncOfDraftDuringRollback(t *testing.T) {
+	g, h, s0, s1, st := draftRig(t)
 	draftGate = make(chan struct{})
 	check(t, g.Backend.(device.Kernels).Launch(st, draftKernel(t, g.Backend), device.Dim3{X: 1}, device.Dim3{X: 1}, 0))
 
@@ -141,23 +152,12 @@ func TestDraftsReadAsyncOfDraftDuringRollback(t *testing.T) {
 
 // TestDraftsRecordStreamOfDraftDuringRollback: a kernel reads a draft's
 // snapshot through its spans on a stream, and the stream is recorded on
-// the snapshot (RecordStream), which succeeds: the guide says a stream
-// recorded on the snapshot keeps its blocks. When the RecordStream call
-// began before the rollback invalidated the snapshot, the rollback lowers
-// the tail's fill all the same, and the next append writes over the rows
-// the kernel reads.
+// the snapshot (RecordStream) by a call that began before the rollback
+// invalidated the snapshot: the stream keeps the snapshot's blocks (the
+// guide's promise), so the head's next append does not write over the
+// rows the kernel reads.
 func TestDraftsRecordStreamOfDraftDuringRollback(t *testing.T) {
-	g := newGateRecord()
-	defer g.Backend.Close()
-	p := must[*Pool](t)(NewPool(g, PoolOptions{}))
-	defer func() { check(t, p.Close()) }()
-	h, s0, s1, s2 := draftHead(t, p)
-	defer h.Release()
-	defer s0.Release()
-	defer s1.Release()
-	defer s2.Release()
-	st := must[device.Stream](t)(g.NewStream())
-	defer st.Close()
+	g, h, s0, s1, st := draftRig(t)
 	spans := must[[][]device.Span](t)(s1.Spans(3, 4))
 	draftGate = make(chan struct{})
 	draftSeen = nil
@@ -185,14 +185,14 @@ func TestDraftsRecordStreamOfDraftDuringRollback(t *testing.T) {
 	}
 }
 
-// TestDraftsGroupRegisteredStateOverwritten: a shared group registers
+// TestDraftsGroupRegisteredStateKept: a shared group registers
 // every member's state when its shared member's append ends at a block
 // boundary; the registration holds each member's version past a cut
 // (capture). A rollback of the group to that cut must not let another
 // member write on in place in the tail block whose rows the registered
 // state reads: a group adopting the prefix would read the accepted row
 // instead of the registered one.
-func TestDraftsGroupRegisteredStateOverwritten(t *testing.T) {
+func TestDraftsGroupRegisteredStateKept(t *testing.T) {
 	for _, extraSnap := range []bool{false, true} {
 		c := statetest.NewCounts(device.Host())
 		p := must[*Pool](t)(NewPool(c, PoolOptions{}))
@@ -243,11 +243,11 @@ func TestDraftsGroupRegisteredStateOverwritten(t *testing.T) {
 
 var _ = errors.Is
 
-// TestDraftsGroupAdoptedRowsOverwritten: another owner's group adopts the
+// TestDraftsGroupAdoptedRowsKept: another owner's group adopts the
 // registered state (sharing the blocks) before the first group rolls back
 // past the registration and appends: the adopter's rows, which it reads
 // as its own, must not change under it.
-func TestDraftsGroupAdoptedRowsOverwritten(t *testing.T) {
+func TestDraftsGroupAdoptedRowsKept(t *testing.T) {
 	p := newPool(t, PoolOptions{})
 	other := kv(Append, 0, Invalidate)
 	a := must[*Group](t)(NewSharedGroup(p, "a", "tenant", tokLayout, other))
