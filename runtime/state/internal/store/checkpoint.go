@@ -158,7 +158,7 @@ func (x *history) copyDelta(h *Head, r *root, from, to int, on []device.Stream) 
 	// column); else made one by one.
 	batch := x.copies[:0]
 	bc, batched := h.pool.b.(device.DeviceBatchCopier)
-	copyFn := blockCopy(h.pool.copyBlocks) // the built-in copy on host memory
+	var copyFn blockCopy // nil: blockToBlock, the built-in copy on host memory
 	switch {
 	case st != nil:
 		sc := h.pool.b.(device.StreamCopier)
@@ -172,7 +172,7 @@ func (x *history) copyDelta(h *Head, r *root, from, to int, on []device.Stream) 
 		}
 	}
 	for c := range h.rowBytes {
-		if err := copyRows(treeLoc(&r.cols[c], h.perBlock[c], h.rowBytes[c]), deltaLoc(d, c, d.per[c], h.rowBytes[c]), from, to, h.rowBytes[c], copyFn); err != nil {
+		if err := copyRows(treeLoc(&r.cols[c], h.perBlock[c], h.rowBytes[c]), deltaLoc(d, c, d.per[c], h.rowBytes[c]), from, to, h.rowBytes[c], h.pool.b, copyFn); err != nil {
 			d.release(h.pool)
 			return nil, err
 		}
@@ -271,14 +271,21 @@ func deltaLoc(d *delta, c, per, rb int) locator {
 // blockCopy copies n bytes of src from byte soff on into dst from doff on.
 type blockCopy func(dst *block, doff int, src *block, soff, n int) error
 
-// copyRows copies rows [from, to) of rb bytes from src to dst with cp, in
-// as few copies as the block boundaries allow.
-func copyRows(src, dst locator, from, to, rb int, cp blockCopy) error {
+// copyRows copies rows [from, to) of rb bytes from src to dst with cp, or
+// where cp is nil on b (blockToBlock: the built-in copy on host memory),
+// in as few copies as the block boundaries allow.
+func copyRows(src, dst locator, from, to, rb int, b device.Backend, cp blockCopy) error {
 	for row := from; row < to; {
 		sb, so, sn := src(row)
 		db, do, dn := dst(row)
 		n := min(sn, dn, to-row)
-		if err := cp(db, do, sb, so, n*rb); err != nil {
+		var err error
+		if cp != nil {
+			err = cp(db, do, sb, so, n*rb)
+		} else {
+			err = blockToBlock(b, db, do, sb, so, n*rb)
+		}
+		if err != nil {
 			return err
 		}
 		row += n
@@ -485,7 +492,7 @@ func (rc *reconstruction) apply(r *root, d *delta, rows int, take func(*sizeClas
 		if err := d.wait(); err != nil {
 			return r, err
 		}
-		if err := copyRows(deltaLoc(d, c, d.per[c], rb), treeLoc(t, per, rb), d.from, d.to, rb, h.pool.copyBlocks); err != nil {
+		if err := copyRows(deltaLoc(d, c, d.per[c], rb), treeLoc(t, per, rb), d.from, d.to, rb, h.pool.b, nil); err != nil {
 			return r, err
 		}
 	}

@@ -20,47 +20,6 @@ type move struct {
 	group bool    // the heads are a group's members; else one head
 }
 
-// snapWaits are snapshots a rollback invalidated whose rows in a tail
-// block a head writes over next, in place (lowerTails), and the heads
-// whose tails wait for them. A read of one that began before the rollback
-// marked it holds the snapshot's read lock (Snap.begin), and may record
-// its stream on the blocks (ReadAsync, RecordStream) for work that runs
-// later: so run takes each snapshot's lock once, after the lineages'
-// locks (the order Snap.Release takes them in), and only then lowers those
-// heads' tails, where no stream was recorded meanwhile; the heads' locks
-// keep them from writing until the rollback returns. They are few (a
-// decoder's drafts): a rollback that would wait for more than
-// maxSnapWaits snapshots lowers nothing, and the head copies its tail
-// block on its next append as before.
-type snapWaits struct {
-	n    int
-	over bool
-	s    [maxSnapWaits]*Snap
-	// heads are the heads whose tails wait, each with its root before the
-	// move (one reference, which run gives up); nh counts them.
-	nh    int
-	heads [maxSnapWaits]lateTail
-}
-
-// lateTail is a head whose tail run lowers after the waits, and its root
-// before the move.
-type lateTail struct {
-	h   *Head
-	old *root
-}
-
-const maxSnapWaits = 8
-
-// add adds s, or marks w over when it is full.
-func (w *snapWaits) add(s *Snap) {
-	if w.n == len(w.s) {
-		w.over = true
-		return
-	}
-	w.s[w.n] = s
-	w.n++
-}
-
 // join adds o's snapshots to w and reports whether all fit, adding none
 // when they do not. When o has any, h's tail waits for them: w takes a
 // reference to old, h's root before the move.

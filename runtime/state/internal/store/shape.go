@@ -323,6 +323,42 @@ func (sh *shape) read(op string, r *root, from, to int, dst [][]byte, some bool,
 	return nil
 }
 
+// readHost is read's copies where the pool's blocks are memory of the
+// process (Block.Host; all are or none), and reports whether they are:
+// a built-in copy a block, in order, which cannot fail, so that there is
+// no batch to build, no runs to join (a copy a block costs what one a run
+// does) and no failed copy to name. The range and dst are checked.
+func (sh *shape) readHost(r *root, from, to int, dst [][]byte, some bool) bool {
+	if from >= to {
+		return false
+	}
+	if !sh.onHost(r, from) {
+		return false
+	}
+	for i, d := range dst {
+		if d == nil && some {
+			continue
+		}
+		rb, per, t := sh.rowBytes[i], sh.perBlock[i], &r.cols[i]
+		for row, at := from, 0; row < to; {
+			bi := row / per
+			end := min(to, (bi+1)*per)
+			blk := t.get(bi)
+			blk.Touch() // its pages are mapped now (estimate.go)
+			n := (end - row) * rb
+			copy(d[at:at+n], blk.Host((row-bi*per)*rb, n))
+			row, at = end, at+n
+		}
+	}
+	return true
+}
+
+// onHost reports whether r's blocks are memory of the process: row, of r
+// and readable, has its blocks.
+func (sh *shape) onHost(r *root, row int) bool {
+	return r.cols[0].get(row/sh.perBlock[0]).Host(0, 0) != nil
+}
+
 // readBatch is read's copies, every column's runs in one batch (one copy
 // alone goes as CopyDtoH). The copies go in the order read makes them one
 // by one, and the batch stops where they would: a copy that fails is
