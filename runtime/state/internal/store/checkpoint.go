@@ -148,7 +148,7 @@ func (x *history) copyDelta(h *Head, r *root, from, to int, on []device.Stream) 
 		k := (to - from + per - 1) / per
 		d.cols[c], blks = blks[:k:k], blks[k:]
 	}
-	st, err := x.deltaStream(h.pool, all, on)
+	st, err := x.deltaStream(h, all, r, from, to, on)
 	if err != nil {
 		d.release(h.pool)
 		return nil, err
@@ -200,15 +200,17 @@ func (x *history) copyDelta(h *Head, r *root, from, to int, on []device.Stream) 
 	return d, nil
 }
 
-// deltaStream returns the stream copyDelta queues the copies of a
-// delta's rows into its blocks bs, of pool p, on: the first open stream of
-// on, after the work queued on it and on the others, when the backend
-// queues device copies (the blocks are recorded on it, so that none is
-// reused before the copies ran); else nil, and the rows are copied at
+// deltaStream returns the stream copyDelta queues the copies of rows
+// [from, to) of r, h's version, into the delta's blocks bs on: the first
+// open stream of on, after the work queued on it and on the others, when
+// the backend queues device copies (the blocks are recorded on it, the
+// delta's and r's of those rows, so that none is reused or written over
+// before the copies ran: recordRows); else nil, and the rows are copied at
 // once. A closed stream is passed over: its work has completed. A stream
 // that fails otherwise fails the copy, as copying at once could read rows
 // its kernel has not written.
-func (x *history) deltaStream(p *Pool, bs []*block, on []device.Stream) (device.Stream, error) {
+func (x *history) deltaStream(h *Head, bs []*block, r *root, from, to int, on []device.Stream) (device.Stream, error) {
+	p := h.pool
 	_, ok := p.b.(device.StreamCopier)
 	sb, ok2 := p.b.(device.Streams)
 	if !ok || !ok2 {
@@ -235,8 +237,28 @@ func (x *history) deltaStream(p *Pool, bs []*block, on []device.Stream) (device.
 	}
 	if st != nil {
 		p.rec.addAll(bs, st)
+		recordRows(&p.rec, r, h.perBlock, from, to, st)
 	}
 	return st, nil
+}
+
+// recordRows records st on the blocks of rows [from, to) of r, columns of
+// perBlock rows a block: the delta's copies queued on st read them there
+// once the work before them is done, so a later write copies those blocks
+// rather than write over them in place, and their release waits for the
+// copies (Block.Uses).
+func recordRows(rec *recorded, r *root, perBlock []int, from, to int, st device.Stream) {
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	var added int64
+	for c, per := range perBlock {
+		for bi := from / per; bi*per < to; bi++ {
+			if rec.addLocked(r.cols[c].get(bi), st) {
+				added++
+			}
+		}
+	}
+	rec.n.Add(added)
 }
 
 // release gives the blocks of a delta that was never stored back to p.

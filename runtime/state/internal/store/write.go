@@ -51,7 +51,13 @@ func (tx *writeTx) plan(cols [][]byte) []blockOp {
 			switch {
 			case op.old == nil:
 				// A new block past the column's end.
-			case rootUnique && t.writable(bi, string(h.owner)):
+			case rootUnique && t.writable(bi, string(h.owner)) && (kind != hostWrite || op.old.Uses() == nil):
+				// A host write over rows queued stream work may read
+				// (Block.Uses) copies the block: the work reads the rows of
+				// its call, and the host's copy is not in stream order, as
+				// a kernel's write is. An append writes past them. The
+				// head's alone: no other holder records a stream on the
+				// block meanwhile.
 				if kind == hostWrite && row == start && end == start+used && !hostInPlace(op.old) {
 					op.keep = -1 // covers the block: a new one, if memory allows
 				}
