@@ -283,9 +283,8 @@ func (m *move) moveOne(i int, freed *[]*block, waits *snapWaits) {
 // nothing reads them; or when every holder that took one is a snapshot
 // the rollback invalidated, whose readers run waits out (snapWaits)
 // before it lowers the fill, the lineages unlocked. The block's fill then
-// comes back
-// down to r's rows (Block.ReturnFill), and the next append claims them
-// (tree.appendsInPlace). A block queued work may use, or that the prefix
+// comes back down to r's rows (Block.ReturnFill), and the next append
+// claims them (tree.appendsInPlace). A block queued work may use, or that the prefix
 // cache keeps, keeps its fill. A head that shares its prefix in a domain
 // keeps every fill (the caller checks): another head may have adopted a
 // full block of its before the cache let the block go, and its

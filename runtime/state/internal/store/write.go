@@ -373,13 +373,12 @@ func (tx *writeTx) run(i int, fresh bool) ([]byte, int) {
 }
 
 // hostInPlace reports whether a write that covers b, a block the writer
-// holds alone, writes it in place rather than into a new block: where b is
-// memory of the process (Block.Host), so that the copy cannot fail and
-// needs nothing saved to undo (writeVisible), and no queued stream work
-// reads it (Block.Uses), which a new block would leave the old rows to.
-// In place it costs the copy alone; a new block costs the copy, an
-// allocation, a free and the tree's change.
-func hostInPlace(b *block) bool { return b.Host(0, 0) != nil && b.Uses() == nil }
+// holds alone and no queued stream work reads (plan), writes it in place
+// rather than into a new block: where b is memory of the process
+// (Block.Host), so that the copy cannot fail and needs nothing saved to
+// undo (writeVisible). In place it costs the copy alone; a new block
+// costs the copy, an allocation, a free and the tree's change.
+func hostInPlace(b *block) bool { return b.Host(0, 0) != nil }
 
 // writeVisible writes in place over rows a reader may see, one copy per
 // run of blocks that follow one another, keeping what each write replaces
