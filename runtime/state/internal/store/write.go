@@ -48,16 +48,14 @@ func (tx *writeTx) plan(cols [][]byte) []blockOp {
 			if appends {
 				op.fill = (end - start) * rb
 			}
+			inPlace, claimed := false, false
+			if op.old != nil {
+				inPlace, claimed = tx.inPlace(t, bi, rootUnique, used*rb, op.fill)
+			}
 			switch {
 			case op.old == nil:
 				// A new block past the column's end.
-			case rootUnique && t.writable(bi, string(h.owner)) && (kind != hostWrite || op.old.Uses() == nil):
-				// A host write over rows queued stream work may read
-				// (Block.Uses) copies the block: the work reads the rows of
-				// its call, and the host's copy is not in stream order, as
-				// a kernel's write is. An append writes past them. The
-				// head's alone: no other holder records a stream on the
-				// block meanwhile.
+			case inPlace && !claimed:
 				if kind == hostWrite && row == start && end == start+used && !hostInPlace(op.old) {
 					op.keep = -1 // covers the block: a new one, if memory allows
 				}
@@ -65,7 +63,7 @@ func (tx *writeTx) plan(cols [][]byte) []blockOp {
 				if appends {
 					op.old.SetFill(op.fill) // the block is this version's alone
 				}
-			case appends && t.appendsInPlace(bi, string(h.owner), used*rb, op.fill):
+			case inPlace:
 				// Others hold the block; the rows go past all of theirs.
 			default:
 				if kind == hostWrite && row == start && end == start+used {
@@ -81,6 +79,28 @@ func (tx *writeTx) plan(cols [][]byte) []blockOp {
 		}
 	}
 	return ops
+}
+
+// inPlace is the rule for writing block i of t, a column of the head's
+// root, in place, which plan asks of every block a write touches and the
+// short append path of its tail blocks (tailInPlace); alone says whether
+// the head holds its root alone. The block may be the head's alone (held
+// once, under a root the head alone holds: tree.writable), where a host
+// write leaves a block that queued stream work reads (Block.Uses) to that
+// work and copies it, as the host's copy is not in stream order and a
+// kernel's write is; no other holder records a stream on the block
+// meanwhile. Or, for an append, others may hold the block whose rows all
+// end at byte from, where the append's begin: it claims bytes [from, to)
+// (tree.appendsInPlace), and claimed reports it.
+func (tx *writeTx) inPlace(t *tree, i int, alone bool, from, to int) (ok, claimed bool) {
+	owner := string(tx.h.owner)
+	if alone && t.writable(i, owner) && (tx.kind != hostWrite || t.get(i).Uses() == nil) {
+		return true, false
+	}
+	if (tx.kind == hostAppend || tx.kind == deviceAppend) && t.appendsInPlace(i, owner, from, to) {
+		return true, true
+	}
+	return false, false
 }
 
 // copyMark stands in the plan for the new block of a copy on write until

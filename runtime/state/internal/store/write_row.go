@@ -140,21 +140,11 @@ func (tx *writeTx) tailBytes(c int) (from, to int) {
 }
 
 // tailInPlace reports whether the append tx may write its rows of column
-// c in block i of r, where they begin, in place: the rule plan asks of
-// every block an append writes. The block may be the head's alone (held
-// once, under a root the head alone holds: tree.writable), or held by
-// other versions whose rows all end where the append's begin
-// (tree.appendsInPlace, which claims the bytes: claimed reports it).
+// c in block i of r, where they begin, in place (inPlace, plan's rule),
+// and whether it claimed the bytes.
 func (tx *writeTx) tailInPlace(r *root, c, i int, alone bool) (ok, claimed bool) {
-	t, owner := &r.cols[c], string(tx.h.owner)
-	if alone && t.writable(i, owner) {
-		return true, false
-	}
 	from, to := tx.tailBytes(c)
-	if t.appendsInPlace(i, owner, from, to) {
-		return true, true
-	}
-	return false, false
+	return tx.inPlace(&r.cols[c], i, alone, from, to)
 }
 
 // ownRoot makes the head's root its own to change (root.own), for an
