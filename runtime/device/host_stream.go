@@ -425,8 +425,12 @@ func (h *hostBackend) Launch(st Stream, fn Function, grid, block Dim3, sharedByt
 // any other backend, or a range outside a live allocation. The bytes stay
 // valid until the allocation holding them is freed: Close leaves an
 // allocation whose bytes HostBytes gave out mapped, so that a caller that
-// closes the backend under a store still using it gets no fault.
+// closes the backend under a store still using it gets no fault. A
+// backend that wraps the host backend answers for itself (HostMapper).
 func HostBytes(b Backend, p Ptr, n int) ([]byte, bool) {
+	if m, ok := b.(HostMapper); ok {
+		return m.HostBytes(p, n)
+	}
 	h, ok := b.(*hostBackend)
 	if !ok {
 		return nil, false
@@ -443,6 +447,16 @@ func HostBytes(b Backend, p Ptr, n int) ([]byte, bool) {
 	r := &h.allocs.regions[i]
 	r.mapped = true
 	return r.mem[off : off+uint64(n) : off+uint64(n)], true
+}
+
+// HostMapper is a backend that wraps another whose memory is the
+// process's (a wrapper of the host backend that counts or injects faults)
+// and gives its bytes out itself: HostBytes, as the package's function
+// answers for the host backend (device.HostBytes(inner, p, n) passes it
+// on), or false to have its own calls made instead. A store over it then
+// copies rows with the built-in copy, not through the wrapper's copies.
+type HostMapper interface {
+	HostBytes(p Ptr, n int) ([]byte, bool)
 }
 
 // hostMemory is the HostMemory a kernel sees; the stream holds h.unmap

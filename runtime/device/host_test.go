@@ -220,3 +220,42 @@ func TestHostBytesOutlivesClose(t *testing.T) {
 		t.Error("HostBytes of a closed backend answered bytes")
 	}
 }
+
+// mapper wraps the host backend and answers HostBytes for itself when on.
+type mapper struct {
+	Backend
+	on bool
+}
+
+func (m mapper) HostBytes(p Ptr, n int) ([]byte, bool) {
+	if !m.on {
+		return nil, false
+	}
+	return HostBytes(m.Backend, p, n)
+}
+
+// TestHostBytesThroughAMapper: a wrapper of the host backend gives out
+// the same bytes as the host backend through HostMapper, or none when it
+// says so; a wrapper that is no HostMapper gives none.
+func TestHostBytesThroughAMapper(t *testing.T) {
+	b := Host()
+	defer b.Close()
+	p, err := b.Alloc(64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	direct, ok := HostBytes(b, p, 64)
+	if !ok {
+		t.Fatal("HostBytes of the host backend answered none")
+	}
+	got, ok := HostBytes(mapper{b, true}, p, 64)
+	if !ok || &got[0] != &direct[0] {
+		t.Error("a mapping wrapper did not give out the host backend's bytes")
+	}
+	if _, ok := HostBytes(mapper{b, false}, p, 64); ok {
+		t.Error("a wrapper that maps nothing gave bytes out")
+	}
+	if _, ok := HostBytes(struct{ Backend }{b}, p, 64); ok {
+		t.Error("a wrapper that is no HostMapper gave bytes out")
+	}
+}

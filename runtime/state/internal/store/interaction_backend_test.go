@@ -45,6 +45,12 @@ type interactionBackend struct {
 	after int       // calls of an armed kind to let through first
 	fired bool
 
+	// mapped: the wrapper gives out the host backend's bytes
+	// (device.HostMapper), so a pool over it copies rows with the
+	// built-in copy and its copy faults never fire: the seeds from
+	// mappedSeeds on, which run the host memory paths.
+	mapped bool
+
 	calls atomic.Int64 // every call to the wrapped backend
 	frees atomic.Int64
 
@@ -58,6 +64,14 @@ type interactionBackend struct {
 }
 
 func newInteractionBackend() *interactionBackend { return &interactionBackend{Backend: device.Host()} }
+
+// HostBytes gives out the host backend's bytes when b is mapped.
+func (b *interactionBackend) HostBytes(p device.Ptr, n int) ([]byte, bool) {
+	if !b.mapped {
+		return nil, false
+	}
+	return device.HostBytes(b.Backend, p, n)
+}
 
 // arm makes the call after the next n calls of the kinds in k fail.
 func (b *interactionBackend) arm(k backendOp, n int) {

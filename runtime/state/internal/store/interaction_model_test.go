@@ -539,11 +539,12 @@ func TestInteractionModel(t *testing.T) {
 	// every check holds as without it; checkpointed heads, optional and
 	// reconstructable, move there with their histories and are stepped
 	// (1013 brings a reconstructable head back, 1015 optional ones).
-	seeds := []uint64{1, 2, 3, 4, 151, 381, 455, tierSeeds + 1, tierSeeds + 5, tierSeeds + 13, tierSeeds + 15}
+	seeds := []uint64{1, 2, 3, 4, 151, 381, 455, tierSeeds + 1, tierSeeds + 5, tierSeeds + 13, tierSeeds + 15,
+		mappedSeeds + 1, mappedSeeds + 2, mappedSeeds + 5}
 	if n, ok := statetest.Seed(); ok {
 		seeds = []uint64{n}
 	} else if testing.Short() {
-		seeds = []uint64{1, 2, tierSeeds + 1}
+		seeds = []uint64{1, 2, tierSeeds + 1, mappedSeeds + 1}
 	}
 	for _, seed := range seeds {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) { runInteraction(t, seed, steps) })
@@ -565,8 +566,15 @@ func FuzzInteractionModel(f *testing.F) {
 // fills: the tier takes optional state, brings it back, and drops its own.
 const tierSeeds = 1000
 
+// mappedSeeds is the first seed whose pool's memory is the process's
+// (interactionBackend.mapped, with a tier too): every row copy is the
+// built-in one (docs/INTERNALS.md, "The store's map"), writes that cover
+// a head's own block go in place, and reads skip the backend's batch.
+const mappedSeeds = 3000
+
 func newInteraction(t testing.TB, seed uint64) *interaction {
 	be := newInteractionBackend()
+	be.mapped = seed >= mappedSeeds
 	opt := store.PoolOptions{BlockBytes: 256, MaxBytes: 96 << 10}
 	if seed%2 == 0 {
 		opt = store.PoolOptions{MaxBytes: 1 << 20}
