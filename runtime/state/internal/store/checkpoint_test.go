@@ -174,7 +174,19 @@ func runModelAt(t *testing.T, seed uint64, steps int) {
 			}
 		case k < 3:
 			n := rng.IntN(50)
-			if err := x.h.Write(rng.IntN(400-n), kvRows(n, byte(step))); err == nil {
+			at := rng.IntN(400 - n)
+			if rng.IntN(3) == 0 {
+				// Whole blocks of both columns (32 rows a value block,
+				// 16 a key block), at times to the end, whose last value
+				// block is half full: the delta shares the version's
+				// blocks (history.shareDelta).
+				at = 32 * rng.IntN(12)
+				n = min(32*(1+rng.IntN(3)), 400-at)
+				if rng.IntN(4) == 0 {
+					n = 400 - at
+				}
+			}
+			if err := x.h.Write(at, kvRows(n, byte(step))); err == nil {
 				commit(x)
 			} else if !errors.Is(err, ErrInvalidated) {
 				fail(step, "write: %v", err)
