@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"sync/atomic"
 
 	"github.com/gpustate/gpustate/runtime/device"
@@ -135,17 +136,37 @@ func (sg *staging) close(b device.Backend) error {
 
 // sharedEvent is an event with two holders, each of which closes it once:
 // the head, which waits for its rows to land, and the pool's staging,
-// which polls it to free the staging buffer. The last Close frees it.
+// which polls it to free the staging buffer. The last Close frees it, and
+// keeps the wrapper for the next AppendAsync (sharedEvents): nothing holds
+// it then.
 type sharedEvent struct {
 	device.Event
 	refs atomic.Int32
 }
 
-func (e *sharedEvent) Close() error {
-	if e.refs.Add(-1) == 0 {
-		return e.Event.Close()
+// sharedEvents keeps the wrappers whose last holder closed them: an
+// AppendAsync makes one a call.
+var sharedEvents sync.Pool
+
+// newSharedEvent returns ev wrapped for its two holders.
+func newSharedEvent(ev device.Event) *sharedEvent {
+	e, _ := sharedEvents.Get().(*sharedEvent)
+	if e == nil {
+		e = new(sharedEvent)
 	}
-	return nil
+	e.Event = ev
+	e.refs.Store(2)
+	return e
+}
+
+func (e *sharedEvent) Close() error {
+	if e.refs.Add(-1) != 0 {
+		return nil
+	}
+	err := e.Event.Close()
+	e.Event = nil
+	sharedEvents.Put(e)
+	return err
 }
 
 // addRows marks the blocks holding rows [from, to) of r, of shape sh, as
@@ -215,8 +236,7 @@ func (ap *asyncPart) appendAsync(h *Head, st device.Stream, cols [][]byte) error
 		return err
 	}
 	h.committed(written{from: from, to: from + n, device: true, async: st})
-	ev := &sharedEvent{Event: q.landed}
-	ev.refs.Store(2)
+	ev := newSharedEvent(q.landed)
 	if !q.recorded { // the short path records its blocks itself
 		h.pool.rec.addRows(&h.shape, h.r, from, from+n, st)
 	}

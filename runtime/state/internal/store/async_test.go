@@ -225,3 +225,34 @@ func TestReadAsyncOtherStream(t *testing.T) {
 		}
 	})
 }
+
+// TestAppendAsyncAllocs: a one-row AppendAsync in steady state allocates
+// only what the host backend's batch of copies and event take (one
+// object a call); the store's own records of the call (its staging, its
+// event's wrapper for the head and the staging) are kept and reused.
+func TestAppendAsyncAllocs(t *testing.T) {
+	if raceDetector {
+		t.Skip("under the race detector, sync.Pool drops entries at random")
+	}
+	p := newPool(t, PoolOptions{})
+	sb := p.Backend().(device.Streams)
+	st, err := sb.NewStream()
+	check(t, err)
+	defer st.Close()
+	l := kvCacheLayout(512)
+	l.Growth = Append
+	h := must[*Head](t)(p.NewHead(l, "a"))
+	defer h.Release()
+	row := zeroRows(l, 1)
+	step := func() {
+		for range 8 {
+			check(t, h.AppendAsync(st, row))
+		}
+		check(t, st.Sync())
+	}
+	step()
+	// AllocsPerRun rounds down: count eight calls at once.
+	if n := testing.AllocsPerRun(50, step); n > 8 {
+		t.Fatalf("%v allocations for 8 AppendAsync calls and a Sync, want at most the backend's 8", n)
+	}
+}
