@@ -195,7 +195,7 @@ type PoolStats struct {
 	PendingBytes int64
 	// HistoryBytes is the part of PhysicalBytes that holds the deltas of
 	// checkpointed heads (checkpoints share their blocks with versions and
-	// count as those do; a delta holding a version's blocks counts them).
+	// count as those do).
 	HistoryBytes int64
 	// EvictedBytes and RebuiltBytes are totals since the pool was made:
 	// the bytes eviction dropped (a move to the host tier counts once the

@@ -33,55 +33,7 @@ func (x *history) committed(h *Head, w written) {
 		x.pending = &pendingDelta{w.from, w.to, commitSeqs.Add(1)}
 		return
 	}
-	seq := commitSeqs.Add(1)
-	if w.over {
-		if d := x.shareDelta(h, w.from, w.to); d != nil {
-			x.addEntry(h, entry{pos: h.pos, rows: h.r.rows, seq: seq, d: d})
-			return
-		}
-	}
-	x.capture(h, w.from, w.to, nil, seq)
-}
-
-// shareDelta returns the delta of a host Write over rows [from, to) that
-// covers whole blocks of every column: the version's own blocks of those
-// rows, a reference taken to each, in place of copies; nil where the
-// write covers part of a block. The head's later writes copy the blocks
-// rather than write them in place (tree.writable), as they would blocks a
-// snapshot holds, and a write over the same rows replaces them whole
-// without copying (writeTx.plan), so that a state rewritten every step
-// costs no copy a step for its history. The rows are the host's, written
-// before the call returned: no stream work is left to order the delta
-// after. A partial block stays a copy: sharing it would make the next
-// write of a few rows copy the block. h.mu is held.
-func (x *history) shareDelta(h *Head, from, to int) *delta {
-	r := h.r
-	if to <= from {
-		return nil
-	}
-	n := 0
-	for _, per := range h.perBlock {
-		if from%per != 0 || (to%per != 0 && to != r.rows) {
-			return nil
-		}
-		n += (to - from + per - 1) / per
-	}
-	d, blks := newDelta(from, to, len(h.rowBytes))
-	blks = slices.Grow(blks, n)
-	for c, per := range h.perBlock {
-		d.per[c] = per
-		d.bytes += int64((to - from) * h.rowBytes[c])
-		t := &r.cols[c]
-		start := len(blks)
-		for i := from / per; i < (to+per-1)/per; i++ {
-			b := t.get(i)
-			b.Retain()
-			blks = append(blks, b)
-		}
-		d.cols[c] = blks[start:len(blks):len(blks)]
-		x.held.Add(blockBytes(d.cols[c]))
-	}
-	return d
+	x.capture(h, w.from, w.to, nil, commitSeqs.Add(1))
 }
 
 // prepare takes the delta of a kernel's write the version before left

@@ -178,8 +178,8 @@ func runModelAt(t *testing.T, seed uint64, steps int) {
 			if rng.IntN(3) == 0 {
 				// Whole blocks of both columns (32 rows a value block,
 				// 16 a key block), at times to the end, whose last value
-				// block is half full: the delta shares the version's
-				// blocks (history.shareDelta).
+				// block is half full: written in place on host memory,
+				// new blocks on the arena (writeTx.plan).
 				at = 32 * rng.IntN(12)
 				n = min(32*(1+rng.IntN(3)), 400-at)
 				if rng.IntN(4) == 0 {

@@ -265,7 +265,7 @@ func (x headVictim) evict() (int64, bool) {
 		return 0, false
 	}
 	defer h.mu.Unlock()
-	if !h.lru.evictableLocked(h) || !h.lru.frees(h) {
+	if !h.lru.evictableLocked(h) || exclusiveBytes(h.r) == 0 {
 		return 0, false // every block is shared: evicting frees nothing
 	}
 	return h.lru.evictLocked(h), true
@@ -275,8 +275,9 @@ func (x headVictim) evict() (int64, bool) {
 // is busy.
 func (x headVictim) freeable() int64 { return sumBytes(x) }
 
-// exclusiveBlocks lists the blocks evicting the head would free
-// (lruPart.freedBlocks).
+// exclusiveBlocks lists the blocks only the head's version holds and,
+// when there are any (eviction takes nothing else), the history's of an
+// optional head.
 func (x headVictim) exclusiveBlocks(f func(*block)) {
 	h := x.Head
 	if !h.mu.TryLock() {
@@ -286,28 +287,22 @@ func (x headVictim) exclusiveBlocks(f func(*block)) {
 	if h.released || h.evicted || h.r == nil {
 		return
 	}
-	h.lru.freedBlocks(h, f)
-}
-
-// freedBlocks calls f with each block evicting h frees: those only its
-// version holds, and, for an optional head, whose history goes with it,
-// those only its version and its history's deltas hold (a delta holds the
-// blocks a Write covered whole, which the version holds too until it
-// writes them again: history.shareDelta). h.mu is held.
-func (*lruPart) freedBlocks(h *Head, f func(*block)) {
-	if h.l.Retention == Optional && h.hist != nil {
-		onlyBlocks([]*root{h.r}, h.hist.deltaBlocks(), f)
-		return
-	}
-	exclusiveBlocks(h.r, f)
-}
-
-// frees reports whether evicting h frees a block (freedBlocks). h.mu is
-// held.
-func (l *lruPart) frees(h *Head) bool {
 	some := false
-	l.freedBlocks(h, func(*block) { some = true })
-	return some
+	exclusiveBlocks(h.r, func(b *block) { some = true; f(b) })
+	if some && h.l.Retention == Optional && h.hist != nil {
+		for _, e := range h.hist.entries {
+			if e.d == nil {
+				continue
+			}
+			for _, col := range e.d.cols {
+				for _, b := range col {
+					if b.Refs() == 1 {
+						f(b)
+					}
+				}
+			}
+		}
+	}
 }
 
 // rebuildable reports whether h's history can rebuild its version from a
@@ -685,7 +680,7 @@ func (x groupVictims) evict() (int64, bool) {
 		if !h.lru.evictableLocked(h) {
 			return 0, false
 		}
-		frees = frees || h.lru.frees(h)
+		frees = frees || exclusiveBytes(h.r) > 0
 	}
 	if !frees {
 		return 0, false

@@ -341,7 +341,7 @@ func (c *groupCache) freeBlocks(f func(*block)) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	refs, _ := c.frontRootsLocked(-1)
-	onlyBlocks(refs, nil, f)
+	onlyBlocks(refs, f)
 }
 
 // freeable returns the bytes evicting the least recently used registered
@@ -364,7 +364,7 @@ func (c *groupCache) freeable(need int64) int64 {
 	for k := maxGroupVictims; ; k *= 2 {
 		refs, all := c.frontRootsLocked(k)
 		var n int64
-		onlyBlocks(refs, nil, func(b *block) { n += int64(b.Bytes()) })
+		onlyBlocks(refs, func(b *block) { n += int64(b.Bytes()) })
 		if n >= need || all {
 			return n
 		}

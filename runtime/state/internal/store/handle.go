@@ -220,10 +220,7 @@ type written struct {
 	device   bool
 	async    device.Stream // the device rows are an AppendAsync's, its copies queued on async already
 	host     bool
-	// over says the rows are a host Write's over rows of the version
-	// before, whose blocks the head held (not an append's or an adoption's).
-	over bool
-	key  []byte
+	key      []byte
 }
 
 // lruPart is the head's place in eviction: the pool's use clock at its

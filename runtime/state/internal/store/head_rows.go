@@ -59,7 +59,7 @@ func (h *Head) Write(at int, cols [][]byte) error {
 	if _, err := tx.apply(h.r.rows, cols, nil); err != nil {
 		return err
 	}
-	h.committed(written{from: at, to: at + n, over: true})
+	h.committed(written{from: at, to: at + n})
 	return nil
 }
 

@@ -44,12 +44,6 @@ type delta struct {
 	bytes    int64       // bytes of the rows
 	step     *stepRec    // a version Step made: rows [from, to) are rebuilt by running it again, cols is nil
 	ready    *deltaReady // copied in stream order: the copies' event; nil once landed or when copied at once
-	// holders counts the histories whose entries name d (a write's
-	// delta; a step's counts its record's references instead): the last
-	// to drop it takes its bytes off the pool's count and keeps mem. Its
-	// blocks' own counts cannot say so, as a delta may share its blocks
-	// with the head's version (history.shareDelta).
-	holders atomic.Int32
 	// mem is the allocation newDelta made d in (a write's delta of up to
 	// four columns), kept for the next one once d's last holder drops it
 	// (history.dropDelta); nil for a step's delta and a wider one.
@@ -79,17 +73,14 @@ var deltaMems sync.Pool
 // where there is one.
 func newDelta(from, to, ncols int) (*delta, []*block) {
 	if ncols > len(deltaMem{}.cols) {
-		d := &delta{from: from, to: to, cols: make([][]*block, ncols), per: make([]int, ncols)}
-		d.holders.Store(1)
-		return d, nil
+		return &delta{from: from, to: to, cols: make([][]*block, ncols), per: make([]int, ncols)}, nil
 	}
 	m, _ := deltaMems.Get().(*deltaMem)
 	if m == nil {
 		m = &deltaMem{}
 	}
-	m.d.from, m.d.to, m.d.mem = from, to, m
+	m.d = delta{from: from, to: to, mem: m}
 	m.d.cols, m.d.per = m.cols[:ncols:ncols], m.per[:ncols:ncols]
-	m.d.holders.Store(1)
 	return &m.d, m.blks[:0]
 }
 
@@ -217,8 +208,6 @@ func (x *history) clone() *history {
 		if e.d != nil {
 			if e.d.step != nil {
 				e.d.step.refs.Add(1)
-			} else {
-				e.d.holders.Add(1)
 			}
 			for _, col := range e.d.cols {
 				for _, b := range col {
@@ -243,10 +232,8 @@ func (x *history) drop(i int, freed *[]*block) {
 	x.dropDelta(i, freed)
 }
 
-// dropDelta gives up entry i's delta: a reference to each of its blocks,
-// and the history's hold on it. The last holder takes its bytes off the
-// pool's count, which every holder's blocks counted once, and keeps its
-// memory for the next delta.
+// dropDelta gives up entry i's delta; the bytes of its blocks that no
+// other history shares leave the pool's count.
 func (x *history) dropDelta(i int, freed *[]*block) {
 	e := &x.entries[i]
 	d := e.d
@@ -254,29 +241,32 @@ func (x *history) dropDelta(i int, freed *[]*block) {
 		return
 	}
 	e.d = nil
-	var bytes int64
+	// Read before the blocks go: a clone that shares d, dropping it at
+	// the same time under its own head's lock, may free the last of
+	// them and keep d for the next delta.
+	ready, step, mem := d.ready, d.step, d.mem
+	var gone int64
+	held, last := false, true // d held blocks; this drop freed every one
 	for _, col := range d.cols {
-		bytes += blockBytes(col)
 		for _, b := range col {
-			releaseBlock(b, freed)
+			held = true
+			if b.Release() {
+				*freed = append(*freed, b)
+				gone += int64(b.Bytes())
+			} else {
+				last = false
+			}
 		}
 	}
-	if d.ready != nil {
-		d.ready.drop()
+	x.held.Add(-gone)
+	if ready != nil {
+		ready.drop()
 	}
-	if d.step != nil {
+	switch {
+	case step != nil:
 		x.dropStep(d)
-		return
-	}
-	// Another holder, dropping d under its own head's lock, may keep it
-	// for the next delta once this one's hold is gone: d is not read past
-	// it but by the last.
-	if d.holders.Add(-1) != 0 {
-		return
-	}
-	x.held.Add(-bytes)
-	if d.mem != nil {
-		d.mem.keep()
+	case mem != nil && held && last:
+		mem.keep() // no other history holds d: each held its blocks too
 	}
 }
 

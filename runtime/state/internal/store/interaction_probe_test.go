@@ -84,11 +84,7 @@ func (m *interaction) probeReconstruct() {
 	if _, err := p.CostModel(); err != nil { // calibrated first: not under test here
 		m.t.Fatalf("probe setup: %v", err)
 	}
-	// Two rows a block, so that each one-row write copies its block and
-	// leaves its version blocks of its own to evict: a write that covers
-	// whole blocks shares them with its delta, which eviction frees no
-	// more than the version's.
-	cl := &store.Layout{Type: "ProbeCkpt", Columns: l.Columns, Growth: store.Mutable, Bound: 4, BlockRows: 2,
+	cl := &store.Layout{Type: "ProbeCkpt", Columns: l.Columns, Growth: store.Mutable, Bound: 4, BlockRows: 1,
 		Checkpoint: &store.CheckpointPolicy{Every: 3, Keep: 2}, Retention: store.Reconstructable}
 	c, err := p.NewHead(cl, "c")
 	if err != nil {

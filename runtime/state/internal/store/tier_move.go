@@ -44,8 +44,8 @@ func (x tierHead) tierableLocked() ([]*block, bool) {
 
 // historyBlocksLocked lists every block of the head's root, column after
 // column, in block order, when each is held by the head and its history's
-// checkpoints and deltas alone (onlyBlocks): a block a snapshot, a branch
-// or a cache holds too stays, and so does the head. h.mu is held.
+// checkpoints alone (onlyBlocks): a block a snapshot, a branch or a cache
+// holds too stays, and so does the head. h.mu is held.
 func (x tierHead) historyBlocksLocked() ([]*block, bool) {
 	h := x.h
 	blks, ok := rootBlocks(h.r, nil)
@@ -53,7 +53,7 @@ func (x tierHead) historyBlocksLocked() ([]*block, bool) {
 		return nil, false
 	}
 	theirs := make(map[*block]bool, len(blks))
-	onlyBlocks(append([]*root{h.r}, h.hist.roots()...), h.hist.deltaBlocks(), func(b *block) { theirs[b] = true })
+	onlyBlocks(append([]*root{h.r}, h.hist.roots()...), func(b *block) { theirs[b] = true })
 	for _, b := range blks {
 		if !theirs[b] {
 			return nil, false

@@ -463,12 +463,9 @@ func exclusiveBytes(r *root) int64 {
 // each holder's exclusiveBlocks would count the shared ones nowhere.
 // A node's height (1 for a leaf) never changes, and a node is reached
 // only from roots' trees of its height or from nodes one higher, so the
-// references to every node are counted before it is judged. also lists
-// one reference to a block per holder in the set that holds blocks
-// outside any tree (a history's deltas: history.shareDelta); the blocks
-// only they hold are theirs too.
-func onlyBlocks(refs []*root, also []*block, f func(*block)) {
-	if len(refs) == 1 && len(also) == 0 {
+// references to every node are counted before it is judged.
+func onlyBlocks(refs []*root, f func(*block)) {
+	if len(refs) == 1 {
 		exclusiveBlocks(refs[0], f)
 		return
 	}
@@ -497,10 +494,7 @@ func onlyBlocks(refs []*root, also []*block, f func(*block)) {
 			}
 		}
 	}
-	blks := make(map[*block]int32, len(also))
-	for _, b := range also {
-		blks[b]++
-	}
+	blks := map[*block]int32{}
 	for h := len(byHeight) - 1; h >= 1; h-- {
 		for _, n := range byHeight[h] {
 			if n.rc.Load() != nodes[n] {
