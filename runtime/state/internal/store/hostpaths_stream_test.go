@@ -204,3 +204,46 @@ func TestHostWriteKeepsKernelRows(t *testing.T) {
 		}
 	})
 }
+
+// TestHostAppendKeepsKernelRows: a kernel queued on a held stream fills
+// the rows AppendDevice handed out, RecordStream names the stream, a
+// branch appends first into the shared tail block, then the head appends:
+// its append copies the tail block, and the rows it keeps are copied
+// after the kernel, in stream order, so that both the head and the branch
+// hold the kernel's rows.
+func TestHostAppendKeepsKernelRows(t *testing.T) {
+	statetest.EachStreamRig(t, func(t *testing.T, r *statetest.StreamRig) {
+		const rowBytes = 256 // four rows a block
+		l := &Layout{Type: "Rows", Columns: []Column{{Name: "B", ElemSize: 1, Width: rowBytes}}, Growth: Append, Descendants: Keep}
+		p := must[*Pool](t)(NewPool(r.Backend, PoolOptions{}))
+		h := must[*Head](t)(p.NewHead(l, "s"))
+		check(t, h.Append([][]byte{bytes.Repeat([]byte{0x11}, rowBytes)}))
+		st := must[device.Stream](t)(r.Streams().NewStream())
+		spans := must[[][]device.Span](t)(h.AppendDevice(2))
+		r.Hold(t, st)
+		for _, sp := range spans[0] {
+			check(t, r.Kernels().Launch(st, r.Fill, device.Dim3{}, device.Dim3{X: 64}, 0, sp.Ptr, uint32(0x5A), uint64(sp.Rows*rowBytes)))
+		}
+		check(t, h.RecordStream(st))
+		b := must[*Head](t)(h.Branch())
+		check(t, b.Append([][]byte{bytes.Repeat([]byte{0x33}, rowBytes)})) // claims the tail's next row
+		check(t, h.Append([][]byte{bytes.Repeat([]byte{0x22}, rowBytes)})) // copies the tail block
+		r.Release()
+		got := make([]byte, 4*rowBytes)
+		for _, c := range []struct {
+			name string
+			x    *Head
+			last byte
+		}{{"head", h, 0x22}, {"branch", b, 0x33}} {
+			check(t, c.x.Read(0, 4, [][]byte{got}))
+			if got[0] != 0x11 || got[rowBytes] != 0x5A || got[2*rowBytes] != 0x5A || got[3*rowBytes] != c.last {
+				t.Fatalf("%s: rows read %x %x %x %x; want 11 5a 5a (the kernel) %x", c.name, got[0], got[rowBytes], got[2*rowBytes], got[3*rowBytes], c.last)
+			}
+		}
+		check(t, b.Release())
+		check(t, h.Release())
+		check(t, st.Sync())
+		check(t, st.Close())
+		check(t, p.Close())
+	})
+}

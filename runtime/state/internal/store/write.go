@@ -327,24 +327,25 @@ func (tx *writeTx) fillNewBlocks() error {
 	return err
 }
 
-// queueKept queues, for a host write, the copies of the rows a copy on
-// write keeps from old blocks that a stream was recorded on (RecordStream,
-// the async paths), and reports whether it did. A kernel given spans of
-// those rows by the call before may still be writing them, and a copy made
-// now would keep them as they were before it: the copies go on the first
-// open recorded stream, after the work of every recorded one (orderAfter).
-// They leave out the bytes the write itself writes, which it copies at
-// once as ever, so that the two never overlap, whichever lands first. The
-// head's later calls wait for them as for AppendAsync's copies (asyncPart):
-// the version's rows are all there once they have landed. The stream is
-// recorded on the old and the new blocks first, so that neither is freed,
-// on success or on failure, before the copies ran. A device write keeps
-// its copies at once: the kernel the caller queues next, on a stream of
-// its own, reads the kept rows.
+// queueKept queues, for a host write or append, the copies of the rows a
+// copy on write keeps from old blocks that a stream was recorded on
+// (RecordStream, the async paths), and reports whether it did. A kernel
+// given spans of those rows by the call before may still be writing them,
+// and a copy made now would keep them as they were before it: the copies
+// go on the first open recorded stream, after the work of every recorded
+// one (orderAfter). They leave out the bytes the write itself writes,
+// which it copies at once as ever, so that the two never overlap,
+// whichever lands first. The head's later calls wait for them as for
+// AppendAsync's copies (asyncPart): the version's rows are all there once
+// they have landed. The stream is recorded on the old and the new blocks
+// first, so that neither is freed, on success or on failure, before the
+// copies ran. A device write or append keeps its copies at once: the
+// kernel the caller queues next, on a stream of its own, may read the
+// kept rows.
 func (tx *writeTx) queueKept() (bool, error) {
 	h := tx.h
 	rec := &h.pool.rec
-	if tx.kind != hostWrite || rec.n.Load() == 0 {
+	if (tx.kind != hostWrite && tx.kind != hostAppend) || rec.n.Load() == 0 {
 		return false, nil
 	}
 	var olds, news []*block
