@@ -109,6 +109,22 @@ func runPressureModel(t *testing.T, seed uint64, steps int) {
 		x.rows = rows
 		content[pressKey{x.lin, x.h.Version()}] = clone(rows)
 	}
+	// write writes b over rows from at on and records the version; it
+	// answers the errors the model does not allow.
+	write := func(x *pressHead, at int, b [][]byte) error {
+		err := x.h.Write(at, b)
+		if err != nil {
+			if okErr(err) {
+				return nil
+			}
+			return err
+		}
+		rows := clone(x.rows)
+		copy(rows[0][at*16:], b[0])
+		copy(rows[1][at*8:], b[1])
+		commit(x, rows)
+		return nil
+	}
 	for range 2 {
 		newLin()
 	}
@@ -144,28 +160,14 @@ func runPressureModel(t *testing.T, seed uint64, steps int) {
 				at, m = 0, n
 			}
 			op = fmt.Sprintf("write whole [%d,%d)", at, at+m)
-			b := kvRows(m, byte(step))
-			err := x.h.Write(at, b)
-			if err == nil {
-				rows := clone(x.rows)
-				copy(rows[0][at*16:], b[0])
-				copy(rows[1][at*8:], b[1])
-				commit(x, rows)
-			} else if !okErr(err) {
+			if err := write(x, at, kvRows(m, byte(step))); err != nil {
 				fail(step, op, "%v", err)
 			}
 		case k < 7: // partial
 			m := 1 + rng.IntN(20)
 			at := rng.IntN(n - m + 1)
 			op = fmt.Sprintf("write part [%d,%d)", at, at+m)
-			b := kvRows(m, byte(step))
-			err := x.h.Write(at, b)
-			if err == nil {
-				rows := clone(x.rows)
-				copy(rows[0][at*16:], b[0])
-				copy(rows[1][at*8:], b[1])
-				commit(x, rows)
-			} else if !okErr(err) {
+			if err := write(x, at, kvRows(m, byte(step))); err != nil {
 				fail(step, op, "%v", err)
 			}
 		case k < 8: // device write

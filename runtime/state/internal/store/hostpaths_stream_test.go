@@ -171,11 +171,7 @@ func TestHostWriteKeepsKernelRows(t *testing.T) {
 			st := must[device.Stream](t)(r.Streams().NewStream())
 			spans := must[[][]device.Span](t)(h.WriteDevice(2, 4))
 			kernel := h.Version()
-			r.Hold(t, st)
-			for _, sp := range spans[0] {
-				check(t, r.Kernels().Launch(st, r.Fill, device.Dim3{}, device.Dim3{X: 64}, 0, sp.Ptr, uint32(0x5A), uint64(sp.Rows*rowBytes)))
-			}
-			check(t, h.RecordStream(st))
+			heldFill(t, r, h, st, spans, rowBytes)
 			check(t, h.Write(0, [][]byte{bytes.Repeat([]byte{0x22}, rowBytes)})) // returns with the kernel held
 			r.Release()
 			got := make([]byte, rows*rowBytes)
@@ -220,11 +216,7 @@ func TestHostAppendKeepsKernelRows(t *testing.T) {
 		check(t, h.Append([][]byte{bytes.Repeat([]byte{0x11}, rowBytes)}))
 		st := must[device.Stream](t)(r.Streams().NewStream())
 		spans := must[[][]device.Span](t)(h.AppendDevice(2))
-		r.Hold(t, st)
-		for _, sp := range spans[0] {
-			check(t, r.Kernels().Launch(st, r.Fill, device.Dim3{}, device.Dim3{X: 64}, 0, sp.Ptr, uint32(0x5A), uint64(sp.Rows*rowBytes)))
-		}
-		check(t, h.RecordStream(st))
+		heldFill(t, r, h, st, spans, rowBytes)
 		b := must[*Head](t)(h.Branch())
 		check(t, b.Append([][]byte{bytes.Repeat([]byte{0x33}, rowBytes)})) // claims the tail's next row
 		check(t, h.Append([][]byte{bytes.Repeat([]byte{0x22}, rowBytes)})) // copies the tail block
@@ -246,4 +238,16 @@ func TestHostAppendKeepsKernelRows(t *testing.T) {
 		check(t, st.Close())
 		check(t, p.Close())
 	})
+}
+
+// heldFill queues r's fill kernel, held back (StreamRig.Hold), writing
+// 0x5A over the rows of spans' first column on st, then records st on h:
+// it returns with the kernel not yet run.
+func heldFill(t *testing.T, r *statetest.StreamRig, h *Head, st device.Stream, spans [][]device.Span, rowBytes int) {
+	t.Helper()
+	r.Hold(t, st)
+	for _, sp := range spans[0] {
+		check(t, r.Kernels().Launch(st, r.Fill, device.Dim3{}, device.Dim3{X: 64}, 0, sp.Ptr, uint32(0x5A), uint64(sp.Rows*rowBytes)))
+	}
+	check(t, h.RecordStream(st))
 }
