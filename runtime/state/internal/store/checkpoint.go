@@ -216,9 +216,24 @@ func (x *history) deltaStream(h *Head, bs []*block, r *root, from, to int, on []
 	if !ok || !ok2 {
 		return nil, nil
 	}
-	st, err := orderAfter(sb, on)
-	if err != nil {
-		return nil, err
+	var st device.Stream
+	for _, o := range on {
+		ev, err := sb.Record(o)
+		if errors.Is(err, device.ErrStreamClosed) {
+			continue
+		}
+		if err == nil && st != nil {
+			err = sb.WaitEvent(st, ev)
+		}
+		if ev != nil {
+			ev.Close()
+		}
+		if err != nil {
+			return nil, err
+		}
+		if st == nil {
+			st = o
+		}
 	}
 	if st != nil {
 		p.rec.addAll(bs, st)

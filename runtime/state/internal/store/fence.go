@@ -77,51 +77,6 @@ func (rec *recorded) addWritten(tails, news []*block, st device.Stream) {
 	rec.n.Add(added)
 }
 
-// on returns the distinct streams recorded on blks.
-func (rec *recorded) on(blks []*block) []device.Stream {
-	if rec.n.Load() == 0 {
-		return nil
-	}
-	var sts []device.Stream
-	rec.mu.Lock()
-	defer rec.mu.Unlock()
-	for _, b := range blks {
-		for _, st := range streamsOn(b) {
-			if !hasStream(sts, st) {
-				sts = append(sts, st)
-			}
-		}
-	}
-	return sts
-}
-
-// orderAfter returns the first open stream of on, made to wait for the
-// work queued so far on the others, so that copies queued on it next run
-// after the work of every stream of on; nil when every one is closed
-// (their work has completed). A stream that fails otherwise fails it.
-func orderAfter(sb device.Streams, on []device.Stream) (device.Stream, error) {
-	var st device.Stream
-	for _, o := range on {
-		ev, err := sb.Record(o)
-		if errors.Is(err, device.ErrStreamClosed) {
-			continue
-		}
-		if err == nil && st != nil {
-			err = sb.WaitEvent(st, ev)
-		}
-		if ev != nil {
-			ev.Close()
-		}
-		if err != nil {
-			return nil, err
-		}
-		if st == nil {
-			st = o
-		}
-	}
-	return st, nil
-}
-
 // streamsOn returns the streams recorded on b. rec.mu is held.
 func streamsOn(b *block) []device.Stream {
 	if u := b.Uses(); u != nil {

@@ -1,7 +1,6 @@
 package store
 
 import (
-	"bytes"
 	"testing"
 
 	"github.com/gpustate/gpustate/runtime/device"
@@ -147,107 +146,4 @@ func kernelDeltaOverLaterWrite(t *testing.T, rig *statetest.StreamRig, from, n i
 	check(t, st.Close())
 	check(t, h.Release())
 	check(t, p.Close())
-}
-
-// TestHostWriteKeepsKernelRows: a kernel queued on a held stream writes
-// the rows WriteDevice handed out, RecordStream names the stream, then a
-// host Write of other rows of the same block: the write copies the block
-// (queued work uses it), and the rows it keeps are copied after the
-// kernel, in stream order, so that the head's version holds the write's
-// row and the kernel's, with or without a history, while the write
-// returns with the kernel still held.
-func TestHostWriteKeepsKernelRows(t *testing.T) {
-	statetest.EachStreamRig(t, func(t *testing.T, r *statetest.StreamRig) {
-		for _, ckpt := range []bool{false, true} {
-			const rowBytes, rows = 256, 8 // four rows a block
-			l := &Layout{Type: "Rows", Columns: []Column{{Name: "B", ElemSize: 1, Width: rowBytes}}, Growth: Mutable, Bound: rows}
-			if ckpt {
-				l.Checkpoint = &CheckpointPolicy{Every: 100, Keep: 1}
-			}
-			p := must[*Pool](t)(NewPool(r.Backend, PoolOptions{}))
-			h := must[*Head](t)(p.NewHead(l, "s"))
-			check(t, h.Write(0, [][]byte{bytes.Repeat([]byte{0x11}, rows*rowBytes)}))
-			v := h.Version()
-			st := must[device.Stream](t)(r.Streams().NewStream())
-			spans := must[[][]device.Span](t)(h.WriteDevice(2, 4))
-			kernel := h.Version()
-			heldFill(t, r, h, st, spans, rowBytes)
-			check(t, h.Write(0, [][]byte{bytes.Repeat([]byte{0x22}, rowBytes)})) // returns with the kernel held
-			r.Release()
-			got := make([]byte, rows*rowBytes)
-			check(t, h.Read(0, rows, [][]byte{got}))
-			if got[0] != 0x22 || got[rowBytes] != 0x11 || got[2*rowBytes] != 0x5A || got[3*rowBytes] != 0x5A || got[5*rowBytes] != 0x11 {
-				t.Fatalf("checkpoint %v: rows 0, 1, 2, 3, 5 read %x %x %x %x %x; want 22 (the write), 11, 5a 5a (the kernel), 11",
-					ckpt, got[0], got[rowBytes], got[2*rowBytes], got[3*rowBytes], got[5*rowBytes])
-			}
-			if ckpt {
-				for _, c := range []struct {
-					v    Version
-					row2 byte
-				}{{v, 0x11}, {kernel, 0x5A}} {
-					s := must[*Snap](t)(h.At(c.v))
-					check(t, s.Read(0, rows, [][]byte{got}))
-					if got[0] != 0x11 || got[2*rowBytes] != c.row2 {
-						t.Fatalf("At(%d): rows 0, 2 read %x %x; want 11 %x", c.v, got[0], got[2*rowBytes], c.row2)
-					}
-					check(t, s.Release())
-				}
-			}
-			check(t, h.Release())
-			check(t, st.Sync())
-			check(t, st.Close())
-			check(t, p.Close())
-		}
-	})
-}
-
-// TestHostAppendKeepsKernelRows: a kernel queued on a held stream fills
-// the rows AppendDevice handed out, RecordStream names the stream, a
-// branch appends first into the shared tail block, then the head appends:
-// its append copies the tail block, and the rows it keeps are copied
-// after the kernel, in stream order, so that both the head and the branch
-// hold the kernel's rows.
-func TestHostAppendKeepsKernelRows(t *testing.T) {
-	statetest.EachStreamRig(t, func(t *testing.T, r *statetest.StreamRig) {
-		const rowBytes = 256 // four rows a block
-		l := &Layout{Type: "Rows", Columns: []Column{{Name: "B", ElemSize: 1, Width: rowBytes}}, Growth: Append, Descendants: Keep}
-		p := must[*Pool](t)(NewPool(r.Backend, PoolOptions{}))
-		h := must[*Head](t)(p.NewHead(l, "s"))
-		check(t, h.Append([][]byte{bytes.Repeat([]byte{0x11}, rowBytes)}))
-		st := must[device.Stream](t)(r.Streams().NewStream())
-		spans := must[[][]device.Span](t)(h.AppendDevice(2))
-		heldFill(t, r, h, st, spans, rowBytes)
-		b := must[*Head](t)(h.Branch())
-		check(t, b.Append([][]byte{bytes.Repeat([]byte{0x33}, rowBytes)})) // claims the tail's next row
-		check(t, h.Append([][]byte{bytes.Repeat([]byte{0x22}, rowBytes)})) // copies the tail block
-		r.Release()
-		got := make([]byte, 4*rowBytes)
-		for _, c := range []struct {
-			name string
-			x    *Head
-			last byte
-		}{{"head", h, 0x22}, {"branch", b, 0x33}} {
-			check(t, c.x.Read(0, 4, [][]byte{got}))
-			if got[0] != 0x11 || got[rowBytes] != 0x5A || got[2*rowBytes] != 0x5A || got[3*rowBytes] != c.last {
-				t.Fatalf("%s: rows read %x %x %x %x; want 11 5a 5a (the kernel) %x", c.name, got[0], got[rowBytes], got[2*rowBytes], got[3*rowBytes], c.last)
-			}
-		}
-		check(t, b.Release())
-		check(t, h.Release())
-		check(t, st.Sync())
-		check(t, st.Close())
-		check(t, p.Close())
-	})
-}
-
-// heldFill queues r's fill kernel, held back (StreamRig.Hold), writing
-// 0x5A over the rows of spans' first column on st, then records st on h:
-// it returns with the kernel not yet run.
-func heldFill(t *testing.T, r *statetest.StreamRig, h *Head, st device.Stream, spans [][]device.Span, rowBytes int) {
-	t.Helper()
-	r.Hold(t, st)
-	for _, sp := range spans[0] {
-		check(t, r.Kernels().Launch(st, r.Fill, device.Dim3{}, device.Dim3{X: 64}, 0, sp.Ptr, uint32(0x5A), uint64(sp.Rows*rowBytes)))
-	}
-	check(t, h.RecordStream(st))
 }

@@ -107,23 +107,6 @@ func (ap *asyncPart) prepare(h *Head, c call) error {
 	return nil
 }
 
-// inFlight adds ev, the event after copies queued on st (an AppendAsync
-// call's, a host write's kept rows: writeTx.queueKept), to those a
-// landing waits for. Work on a stream runs in order and its first failure
-// stays with it, so ev stands for the earlier event on st, which it
-// replaces: a head that appends on one stream holds one event, however
-// many calls it makes before a read waits for them.
-func (ap *asyncPart) inFlight(st device.Stream, ev device.Event) {
-	for i := range ap.inflight {
-		if f := &ap.inflight[i]; f.st == st {
-			f.ev.Close()
-			f.ev = ev
-			return
-		}
-	}
-	ap.inflight = append(ap.inflight, streamEvent{st: st, ev: ev})
-}
-
 // land waits for the copies in flight. h.mu is held.
 func (ap *asyncPart) land() error {
 	var errs []error

@@ -101,7 +101,7 @@ func (t *hostTier) copyOut(img *tierImage, blks []*block) (dropped bool, err err
 // events it waits for (the caller closes them).
 func (t *hostTier) orderAfterRecorded(sb device.Streams, st device.Stream, blks []*block) ([]device.Event, error) {
 	var evs []device.Event
-	for _, on := range t.rec.on(blks) {
+	for _, on := range t.recordedOn(blks) {
 		if on == st {
 			continue // ordered by the stream itself
 		}
@@ -118,6 +118,24 @@ func (t *hostTier) orderAfterRecorded(sb device.Streams, st device.Stream, blks 
 		}
 	}
 	return evs, nil
+}
+
+// recordedOn returns the distinct streams recorded on blks.
+func (t *hostTier) recordedOn(blks []*block) []device.Stream {
+	if t.rec.n.Load() == 0 {
+		return nil
+	}
+	var sts []device.Stream
+	t.rec.mu.Lock()
+	defer t.rec.mu.Unlock()
+	for _, b := range blks {
+		for _, st := range streamsOn(b) {
+			if !hasStream(sts, st) {
+				sts = append(sts, st)
+			}
+		}
+	}
+	return sts
 }
 
 // copyIn copies img's host blocks into blks and, once they are copied, img's
@@ -198,7 +216,7 @@ func (t *hostTier) runs(img *tierImage, blks []*block, cp func(host []byte, dev 
 // move must not wait longer for work that may be held back. Where it does
 // not complete, the head is evicted as without a tier.
 func (t *hostTier) idle(blks []*block, wait time.Duration) bool {
-	sts := t.rec.on(blks)
+	sts := t.recordedOn(blks)
 	if len(sts) == 0 {
 		return true
 	}
@@ -241,7 +259,7 @@ func (t *hostTier) idle(blks []*block, wait time.Duration) bool {
 // awaitRecorded waits for the work queued so far on the streams recorded
 // on blks: the tier's copy must read what that work wrote.
 func (t *hostTier) awaitRecorded(blks []*block) error {
-	sts := t.rec.on(blks)
+	sts := t.recordedOn(blks)
 	if len(sts) == 0 {
 		return nil
 	}

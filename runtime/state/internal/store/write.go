@@ -293,11 +293,7 @@ func (tx *writeTx) coverInPlace() int {
 // go in one call where the backend takes a batch (device.BatchCopier).
 func (tx *writeTx) fillNewBlocks() error {
 	b := tx.h.pool.b
-	queued, err := tx.queueKept()
-	if err != nil {
-		return err
-	}
-	for i := 0; i < len(tx.ops) && !queued; i++ {
+	for i := 0; i < len(tx.ops); i++ {
 		if o := &tx.ops[i]; o.nb != nil && o.keep > 0 {
 			n, last := tx.keptRun(i)
 			if err := blockToBlock(b, o.nb, 0, o.old, 0, n); err != nil {
@@ -321,74 +317,10 @@ func (tx *writeTx) fillNewBlocks() error {
 			cs = toBlock(cs, o.old, o.off, o.src)
 		}
 	}
-	err = copiesHtoD(b, cs)
+	err := copiesHtoD(b, cs)
 	clear(cs) // the caller's batch is not kept
 	tx.h.copies = cs[:0]
 	return err
-}
-
-// queueKept queues, for a host write or append, the copies of the rows a
-// copy on write keeps from old blocks that a stream was recorded on
-// (RecordStream, the async paths), and reports whether it did. A kernel
-// given spans of those rows by the call before may still be writing them,
-// and a copy made now would keep them as they were before it: the copies
-// go on the first open recorded stream, after the work of every recorded
-// one (orderAfter). They leave out the bytes the write itself writes,
-// which it copies at once as ever, so that the two never overlap,
-// whichever lands first. The head's later calls wait for them as for
-// AppendAsync's copies (asyncPart): the version's rows are all there once
-// they have landed. The stream is recorded on the old and the new blocks
-// first, so that neither is freed, on success or on failure, before the
-// copies ran. A device write or append keeps its copies at once: the
-// kernel the caller queues next, on a stream of its own, may read the
-// kept rows.
-func (tx *writeTx) queueKept() (bool, error) {
-	h := tx.h
-	rec := &h.pool.rec
-	if (tx.kind != hostWrite && tx.kind != hostAppend) || rec.n.Load() == 0 {
-		return false, nil
-	}
-	var olds, news []*block
-	for i := range tx.ops {
-		if o := &tx.ops[i]; o.nb != nil && o.keep > 0 {
-			olds, news = append(olds, o.old), append(news, o.nb)
-		}
-	}
-	sc, ok := h.pool.b.(device.StreamCopier)
-	sb, ok2 := h.pool.b.(device.Streams)
-	if len(olds) == 0 || !ok || !ok2 {
-		return false, nil
-	}
-	st, err := orderAfter(sb, rec.on(olds))
-	if st == nil || err != nil {
-		return false, err // none recorded, or their work is done: copied at once
-	}
-	rec.addAll(olds, st)
-	rec.addAll(news, st)
-	for i := range tx.ops {
-		o := &tx.ops[i]
-		if o.nb == nil || o.keep <= 0 {
-			continue
-		}
-		per, rb := h.perBlock[o.col], h.rowBytes[o.col]
-		start := o.idx * per
-		lo, hi := (max(tx.from, start)-start)*rb, (min(tx.to, start+per)-start)*rb // what the write writes
-		for _, kept := range [2][2]int{{0, min(lo, o.keep)}, {hi, o.keep}} {
-			if n := kept[1] - kept[0]; n > 0 {
-				at := device.Ptr(kept[0])
-				if err := sc.CopyDtoDAsync(st, o.nb.Ptr()+at, o.old.Ptr()+at, n); err != nil {
-					return true, err
-				}
-			}
-		}
-	}
-	ev, err := sb.Record(st)
-	if err != nil {
-		return true, err
-	}
-	h.async.join(h)
-	h.async.inFlight(st, ev)
-	return true, nil
 }
 
 // copiesHtoD makes the copies cs, in one call when b takes a batch.
