@@ -532,35 +532,27 @@ func draftLayouts() map[string]*Layout {
 	return map[string]*Layout{"tok": &tok, "kv": kvl}
 }
 
+// TestDraftsDraftModel runs the drafts model on both draft layouts: alone,
+// with reader goroutines reading the heads and snapshots while it runs,
+// and with readers that read on streams (ReadAsync).
 func TestDraftsDraftModel(t *testing.T) {
 	steps := statetest.Steps(300, 1)
-	for name, l := range draftLayouts() {
-		for _, seed := range statetest.Seeds(1, 2, 3, 4, 5, 6) {
-			t.Run(fmt.Sprintf("%s/%d", name, seed), func(t *testing.T) {
-				runDraftModel(t, seed, steps, l, PoolOptions{BlockBytes: 256}, 0, false)
-			})
-		}
-	}
-}
-
-func TestDraftsDraftModelReaders(t *testing.T) {
-	steps := statetest.Steps(300, 1)
-	for name, l := range draftLayouts() {
-		for _, seed := range statetest.Seeds(11, 12, 13) {
-			t.Run(fmt.Sprintf("%s/%d", name, seed), func(t *testing.T) {
-				runDraftModel(t, seed, steps, l, PoolOptions{BlockBytes: 256}, 3, false)
-			})
-		}
-	}
-}
-
-func TestDraftsDraftModelAsyncReaders(t *testing.T) {
-	steps := statetest.Steps(300, 1)
-	for name, l := range draftLayouts() {
-		for _, seed := range statetest.Seeds(21, 22, 23) {
-			t.Run(fmt.Sprintf("%s/%d", name, seed), func(t *testing.T) {
-				runDraftModel(t, seed, steps, l, PoolOptions{BlockBytes: 256}, 3, true)
-			})
+	for _, c := range []struct {
+		name    string
+		readers int
+		async   bool
+		seeds   []uint64
+	}{
+		{"alone", 0, false, []uint64{1, 2, 3, 4, 5, 6}},
+		{"readers", 3, false, []uint64{11, 12, 13}},
+		{"async", 3, true, []uint64{21, 22, 23}},
+	} {
+		for name, l := range draftLayouts() {
+			for _, seed := range statetest.Seeds(c.seeds...) {
+				t.Run(fmt.Sprintf("%s/%s/%d", c.name, name, seed), func(t *testing.T) {
+					runDraftModel(t, seed, steps, l, PoolOptions{BlockBytes: 256}, c.readers, c.async)
+				})
+			}
 		}
 	}
 }

@@ -20,28 +20,6 @@ func wideLayout(rows, blockRows int) *Layout {
 	return l
 }
 
-// wideBatch returns n rows of l whose bytes derive from seed.
-func wideBatch(l *Layout, n int, seed byte) [][]byte {
-	out := make([][]byte, len(l.Columns))
-	for c, col := range l.Columns {
-		out[c] = make([]byte, n*col.ElemSize*col.Width)
-		for i := range out[c] {
-			out[c][i] = seed + byte(i*7+c)
-		}
-	}
-	return out
-}
-
-// readWideRows reads every row of x, of layout l.
-func readWideRows(x reader, l *Layout) ([][]byte, error) {
-	n := x.Len()
-	dst := make([][]byte, len(l.Columns))
-	for c, col := range l.Columns {
-		dst[c] = make([]byte, n*col.ElemSize*col.Width)
-	}
-	return dst, x.Read(0, n, dst)
-}
-
 // sameCols reports whether a and b hold the same bytes, column by column.
 func sameCols(a, b [][]byte) bool {
 	return slices.EqualFunc(a, b, func(x, y []byte) bool { return string(x) == string(y) })
@@ -63,7 +41,7 @@ func TestWideHistoryBranchesConcurrent(t *testing.T) {
 				l := wideLayout(37, br)
 				l.Checkpoint = &pol
 				h := must[*Head](t)(p.NewHead(l, "a"))
-				check(t, h.Write(0, wideBatch(l, 37, 200))) // a delta the branches share
+				check(t, h.Write(0, layoutRows(l, 37, 200))) // a delta the branches share
 				heads := []*Head{h}
 				for range 3 {
 					heads = append(heads, must[*Head](t)(h.Branch()))
@@ -83,7 +61,7 @@ func TestWideHistoryBranchesConcurrent(t *testing.T) {
 					go func() {
 						defer wg.Done()
 						rng := rand.New(rand.NewPCG(uint64(i), 9))
-						cur, _ := readWideRows(x, l)
+						cur, _ := readLayoutRows(x, l)
 						vers := map[Version][][]byte{}
 						for k := range 200 {
 							at, n := 0, 37
@@ -95,7 +73,7 @@ func TestWideHistoryBranchesConcurrent(t *testing.T) {
 								at = rng.IntN(30)
 								n = 1 + rng.IntN(37-at)
 							}
-							b := wideBatch(l, n, byte(k+40*i))
+							b := layoutRows(l, n, byte(k+40*i))
 							if err := x.Write(at, b); err != nil {
 								errs[i] = err
 								return
@@ -120,7 +98,7 @@ func TestWideHistoryBranchesConcurrent(t *testing.T) {
 									errs[i] = err
 									return
 								}
-								got, err := readWideRows(s, l)
+								got, err := readLayoutRows(s, l)
 								s.Release()
 								if err == nil && !sameCols(got, want) {
 									err = errors.New("other rows than the version had")

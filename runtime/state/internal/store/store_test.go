@@ -37,6 +37,28 @@ func kvRows(n int, seed byte) [][]byte {
 	return [][]byte{k, v}
 }
 
+// layoutRows returns n rows of any layout l whose bytes derive from seed.
+func layoutRows(l *Layout, n int, seed byte) [][]byte {
+	out := make([][]byte, len(l.Columns))
+	for c, col := range l.Columns {
+		out[c] = make([]byte, n*col.ElemSize*col.Width)
+		for i := range out[c] {
+			out[c][i] = seed + byte(i*7+c)
+		}
+	}
+	return out
+}
+
+// readLayoutRows reads every row of x, of any layout l.
+func readLayoutRows(x reader, l *Layout) ([][]byte, error) {
+	n := x.Len()
+	dst := make([][]byte, len(l.Columns))
+	for c, col := range l.Columns {
+		dst[c] = make([]byte, n*col.ElemSize*col.Width)
+	}
+	return dst, x.Read(0, n, dst)
+}
+
 func newPool(t testing.TB, opt PoolOptions) *Pool {
 	t.Helper()
 	p, err := NewPool(device.Host(), opt)

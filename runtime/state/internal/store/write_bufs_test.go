@@ -19,22 +19,9 @@ func TestSpareBuffersAcrossLayouts(t *testing.T) {
 	wide4 := &Layout{Type: "Wide", Columns: []Column{{Name: "A", ElemSize: 4, Width: 3}, {Name: "B", ElemSize: 8, Width: 1}, {Name: "C", ElemSize: 2, Width: 5}, {Name: "D", ElemSize: 1, Width: 7}}, Growth: Append, Bound: 4096, BlockRows: 8}
 	one := &Layout{Type: "One", Columns: []Column{{Name: "X", ElemSize: 4, Width: 1}}, Growth: Append, Bound: 4096, BlockRows: 4}
 	tok := &Layout{Type: "Tok", Columns: tokLayout.Columns, Growth: Append, Bound: 4096, BlockRows: 4, Descendants: Keep}
-	rowsOf := func(l *Layout, n int, seed byte) [][]byte {
-		cols := make([][]byte, len(l.Columns))
-		for c, col := range l.Columns {
-			cols[c] = make([]byte, n*col.ElemSize*col.Width)
-			for i := range cols[c] {
-				cols[c][i] = seed + byte(i*13+c)
-			}
-		}
-		return cols
-	}
 	readAllOf := func(h *Head, l *Layout) [][]byte {
-		cols := make([][]byte, len(l.Columns))
-		for c, col := range l.Columns {
-			cols[c] = make([]byte, h.Len()*col.ElemSize*col.Width)
-		}
-		check(t, h.Read(0, h.Len(), cols))
+		cols, err := readLayoutRows(h, l)
+		check(t, err)
 		return cols
 	}
 	var wg sync.WaitGroup
@@ -53,7 +40,7 @@ func TestSpareBuffersAcrossLayouts(t *testing.T) {
 				var want [][]byte
 				for k := range 3 {
 					n := 1 + (i*7+k*11)%40
-					r := rowsOf(l, n, byte(g*50+i+k))
+					r := layoutRows(l, n, byte(g*50+i+k))
 					if err := h.Append(r); err != nil {
 						errc <- err
 						return
@@ -71,7 +58,7 @@ func TestSpareBuffersAcrossLayouts(t *testing.T) {
 					return
 				}
 				h.Release()
-				r := rowsOf(l, 3, byte(g+i))
+				r := layoutRows(l, 3, byte(g+i))
 				if err := b.Append(r); err != nil {
 					errc <- err
 					return
