@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
-	"sync/atomic"
 
 	"github.com/gpustate/gpustate/runtime/device"
 )
@@ -134,41 +132,6 @@ func (sg *staging) close(b device.Backend) error {
 	return errors.Join(errs...)
 }
 
-// sharedEvent is an event with two holders, each of which closes it once:
-// the head, which waits for its rows to land, and the pool's staging,
-// which polls it to free the staging buffer. The last Close frees it, and
-// keeps the wrapper for the next AppendAsync (sharedEvents): nothing holds
-// it then.
-type sharedEvent struct {
-	device.Event
-	refs atomic.Int32
-}
-
-// sharedEvents keeps the wrappers whose last holder closed them: an
-// AppendAsync makes one a call.
-var sharedEvents sync.Pool
-
-// newSharedEvent returns ev wrapped for its two holders.
-func newSharedEvent(ev device.Event) *sharedEvent {
-	e, _ := sharedEvents.Get().(*sharedEvent)
-	if e == nil {
-		e = new(sharedEvent)
-	}
-	e.Event = ev
-	e.refs.Store(2)
-	return e
-}
-
-func (e *sharedEvent) Close() error {
-	if e.refs.Add(-1) != 0 {
-		return nil
-	}
-	err := e.Event.Close()
-	e.Event = nil
-	sharedEvents.Put(e)
-	return err
-}
-
 // addRows marks the blocks holding rows [from, to) of r, of shape sh, as
 // used by st.
 func (rec *recorded) addRows(sh *shape, r *root, from, to int, st device.Stream) {
@@ -236,7 +199,7 @@ func (ap *asyncPart) appendAsync(h *Head, st device.Stream, cols [][]byte) error
 		return err
 	}
 	h.committed(written{from: from, to: from + n, device: true, async: st})
-	ev := newSharedEvent(q.landed)
+	ev := newSharedEvent(q.landed, 2)
 	if !q.recorded { // the short path records its blocks itself
 		h.pool.rec.addRows(&h.shape, h.r, from, from+n, st)
 	}

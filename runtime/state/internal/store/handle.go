@@ -205,6 +205,7 @@ type call struct {
 	op          string
 	land, share bool
 	st          device.Stream // RecordStream's stream
+	ev          *sharedEvent  // with st: an event on st recorded as the call began
 }
 
 // written is a version a write just committed: rows [from, to), whose
@@ -239,7 +240,33 @@ type asyncPart struct {
 	streams  streamSet
 	inflight []streamEvent
 	marks    []streamMark // per stream RecordStream recorded on the head
+	// kernel is the rows whose spans the head handed to kernels
+	// (AppendDevice, WriteDevice) that a kernel may still be writing
+	// (awaitKernel). Their kernels are queued by the call after the one
+	// that handed the spans out (fresh until then), which records
+	// kernelEvs: per stream the kernels may be on, an event after them.
+	kernel    rowRange
+	fresh     bool
+	kernelEvs []streamEvent // ev a *sharedEvent, which branches share
+	syncAll   bool          // an event could not be recorded: wait for the device
 }
+
+// rowRange is rows [from, to); empty when from == to.
+type rowRange struct{ from, to int }
+
+// add widens r to cover rows [from, to) too.
+func (r *rowRange) add(from, to int) {
+	switch {
+	case from >= to:
+	case r.from == r.to:
+		r.from, r.to = from, to
+	default:
+		r.from, r.to = min(r.from, from), max(r.to, to)
+	}
+}
+
+// overlaps reports whether r and rows [from, to) share a row.
+func (r rowRange) overlaps(from, to int) bool { return r.from < to && from < r.to }
 
 // streamMark says how far the head's blocks carry a stream: per column,
 // the blocks below upTo[c] (from the column's first live one) were

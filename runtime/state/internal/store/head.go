@@ -114,6 +114,9 @@ func (h *Head) setLogical() {
 // [w.from, w.to). h.mu is held.
 func (h *Head) committed(w written) {
 	h.deviceRows = w.device
+	if w.device && w.async == nil {
+		h.async.join(h) // it keeps the rows kernels may still write
+	}
 	h.parts.committed(h, w)
 }
 

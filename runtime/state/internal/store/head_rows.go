@@ -240,15 +240,21 @@ func (h *Head) RecordStream(st device.Stream) error {
 	// The stream is checked before the opening, which may take the
 	// history's copy of a kernel's rows: a call that fails changes nothing.
 	// A released or invalidated head says so first, as every call does.
+	// The check's event, after the work queued on st so far, marks where
+	// the kernels of a device write just before end (queuedKernels).
+	var ev *sharedEvent
 	if h != nil && h.pool != nil {
 		if err := h.usable("RecordStream"); err != nil {
 			return err
 		}
-		if err := checkRecord(h.pool.b, st); err != nil {
+		e, err := recordOn(h.pool.b, st)
+		if err != nil {
 			return h.errorf("RecordStream", "%w", err)
 		}
+		ev = newSharedEvent(e, 1)
+		defer ev.Close()
 	}
-	if err := h.open(call{op: "RecordStream", land: true, st: st}); err != nil {
+	if err := h.open(call{op: "RecordStream", land: true, st: st, ev: ev}); err != nil {
 		return err
 	}
 	defer h.end()

@@ -254,6 +254,7 @@ func (m *move) moveOne(i int, freed *[]*block, waits *snapWaits) {
 		lower = lower && !held && !late
 	} else {
 		r, pos = m.child[i].r, capture(m.child[i].pos)
+		h.async.merged(h, m.child[i])
 	}
 	h.writeFrom = h.sameRows(h.r, r)
 	if lower {

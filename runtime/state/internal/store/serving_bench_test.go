@@ -649,3 +649,35 @@ func decodeLayoutSideBySide(b *testing.B, be device.Backend, l, plain *Layout, u
 		})
 	}
 }
+
+// BenchmarkServingKernelStep is a decode step whose kernel writes its own
+// row: AppendDevice of one row of the 528 B layout, then RecordStream on
+// the kernel's stream (no kernel is queued: the store's part alone), a
+// head renewed every 4096 rows. -benchmem shows the calls' allocations.
+func BenchmarkServingKernelStep(b *testing.B) {
+	be, st := benchStream(b)
+	p := benchPool(b, be, PoolOptions{})
+	l := kvCacheLayout(128)
+	l.Growth = Append
+	var h *Head
+	k := 0
+	for b.Loop() {
+		if k%4096 == 0 {
+			if h != nil {
+				h.Release()
+			}
+			var err error
+			if h, err = p.NewHead(l, "s"); err != nil {
+				b.Fatal(err)
+			}
+		}
+		k++
+		if _, err := h.AppendDevice(1); err != nil {
+			b.Fatal(err)
+		}
+		if err := h.RecordStream(st); err != nil {
+			b.Fatal(err)
+		}
+	}
+	h.Release()
+}

@@ -3,6 +3,8 @@ package store
 import (
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 
 	"github.com/gpustate/gpustate/runtime/device"
 )
@@ -18,19 +20,30 @@ import (
 
 // checkRecord fails unless st is a live stream of backend b.
 func checkRecord(b device.Backend, st device.Stream) error {
+	ev, err := recordOn(b, st)
+	if err != nil {
+		return err
+	}
+	return ev.Close()
+}
+
+// recordOn is checkRecord that returns the event the check recorded on
+// st, after the work queued on it so far, for the caller to close.
+func recordOn(b device.Backend, st device.Stream) (device.Event, error) {
 	if st == nil {
-		return errors.New("RecordStream of a nil stream")
+		return nil, errors.New("RecordStream of a nil stream")
 	}
 	sb, ok := b.(device.Streams)
 	if !ok {
-		return fmt.Errorf("RecordStream: the %s backend has no streams: %w", b.Name(), errors.ErrUnsupported)
+		return nil, fmt.Errorf("RecordStream: the %s backend has no streams: %w", b.Name(), errors.ErrUnsupported)
 	}
 	// A stream of another backend (or a closed one) would never order
 	// this backend's frees: the event the check records fails on it.
-	if err := checkStream(sb, st); err != nil {
-		return fmt.Errorf("RecordStream: %w", err)
+	ev, err := recordLive(sb, st)
+	if err != nil {
+		return nil, fmt.Errorf("RecordStream: %w", err)
 	}
-	return nil
+	return ev, nil
 }
 
 // addFrom marks the blocks of r as used by st, a stream checkRecord
@@ -60,14 +73,20 @@ func (rec *recorded) addFrom(r *root, st device.Stream, from []int) {
 // checkStream fails unless st is a live stream of the backend: it records
 // an event on it and frees the event.
 func checkStream(sb device.Streams, st device.Stream) error {
-	if st == nil {
-		return errors.New("nil stream")
-	}
-	ev, err := sb.Record(st)
+	ev, err := recordLive(sb, st)
 	if err != nil {
 		return err
 	}
 	return ev.Close()
+}
+
+// recordLive records an event on st, which fails unless st is a live
+// stream of the backend.
+func recordLive(sb device.Streams, st device.Stream) (device.Event, error) {
+	if st == nil {
+		return nil, errors.New("nil stream")
+	}
+	return sb.Record(st)
 }
 
 // mark returns how far h's blocks of each of cols columns carry st (a
@@ -95,10 +114,18 @@ func (ap *asyncPart) changed(h *Head) {
 // join adds the async part to h's parts, once it has state.
 func (ap *asyncPart) join(h *Head) { h.parts |= partAsync }
 
-// prepare waits, with c.land, until the copies of earlier AppendAsync
-// calls have landed, so that host-side reads, snapshots, branches and
-// copy-on-write see their rows.
+// prepare marks where the kernels of the last call's device write end,
+// as they are queued by now (queuedKernels), or forgets those that
+// completed; and it waits, with c.land, until the copies of earlier
+// AppendAsync calls have landed, so that host-side reads, snapshots,
+// branches and copy-on-write see their rows.
 func (ap *asyncPart) prepare(h *Head, c call) error {
+	switch {
+	case ap.fresh:
+		ap.queuedKernels(h, c)
+	case len(ap.kernelEvs) > 0:
+		ap.kernelsDone()
+	}
 	if c.land && len(ap.inflight) > 0 {
 		if err := ap.land(); err != nil {
 			return h.errorf(c.op, "rows appended on a stream: %w", err)
@@ -118,14 +145,198 @@ func (ap *asyncPart) land() error {
 	return errors.Join(errs...)
 }
 
-// branched gives c the streams recorded on h: c holds h's blocks, so work
-// on those streams uses them (the prefix cache and c's tables wait for it
-// too).
+// committed keeps the rows of a write whose spans go to a kernel. An
+// AppendAsync's are not kept: its copies land at the next call (prepare).
+func (ap *asyncPart) committed(_ *Head, w written) {
+	if w.device && w.async == nil {
+		ap.kernel.add(w.from, w.to)
+		ap.fresh = true
+	}
+}
+
+// queuedKernels records, at the call c after a device write, an event on
+// each stream its kernels may be on: the one a RecordStream names (c.st,
+// whose event c.ev the call recorded as it began) and those recorded on h
+// before. Work queued on them later is not
+// the kernels': a write that keeps their rows waits for the events, not
+// for the streams (awaitKernel). An event replaces the one before it on
+// its stream, which it follows. h.mu is held.
+func (ap *asyncPart) queuedKernels(h *Head, c call) {
+	ap.fresh = false
+	sb, ok := h.pool.b.(device.Streams)
+	if !ok {
+		ap.kernel = rowRange{} // no stream: the kernels ran in their call
+		return
+	}
+	if c.ev != nil {
+		c.ev.hold() // RecordStream's check, recorded as the call began
+		ap.kernelDone(c.st, c.ev)
+	}
+	ap.streams.mu.Lock() // not get: a decode step would copy the list
+	for _, s := range ap.streams.list {
+		if s != c.st {
+			ap.kernelQueued(sb, s)
+		}
+	}
+	ap.streams.mu.Unlock()
+	if len(ap.kernelEvs) == 0 && !ap.syncAll {
+		ap.kernel = rowRange{} // no stream recorded: no kernel may write them
+	}
+}
+
+// kernelQueued records the event after the kernels queued on st so far.
+func (ap *asyncPart) kernelQueued(sb device.Streams, st device.Stream) {
+	ev, err := sb.Record(st)
+	switch {
+	case errors.Is(err, device.ErrStreamClosed):
+		return // Close waited for its work
+	case err != nil:
+		ap.syncAll = true
+		return
+	}
+	ap.kernelDone(st, newSharedEvent(ev, 1))
+}
+
+// kernelDone keeps e, after the kernels queued on st, in place of the
+// event before it on st.
+func (ap *asyncPart) kernelDone(st device.Stream, e *sharedEvent) {
+	for i := range ap.kernelEvs {
+		if k := &ap.kernelEvs[i]; k.st == st {
+			k.ev.Close()
+			k.ev = e
+			return
+		}
+	}
+	ap.kernelEvs = append(ap.kernelEvs, streamEvent{st: st, ev: e})
+}
+
+// kernelsDone forgets the kernels' events that completed, and their rows
+// once all have. h.mu is held.
+func (ap *asyncPart) kernelsDone() {
+	evs := ap.kernelEvs[:0]
+	for _, k := range ap.kernelEvs {
+		if done, err := k.ev.Done(); done || err != nil { // a failed stream's kernel is over too
+			k.ev.Close()
+			continue
+		}
+		evs = append(evs, k)
+	}
+	clear(ap.kernelEvs[len(evs):])
+	ap.kernelEvs = evs
+	if len(evs) == 0 && !ap.syncAll {
+		ap.kernel = rowRange{}
+	}
+}
+
+// shareKernels gives c the rows kernels may still write in blocks it now
+// holds of h (a branch of h, or h fast-forwarded to it), and the events
+// that mark their end, which both then hold.
+func (ap *asyncPart) shareKernels(c *Head) {
+	if ap.kernel == (rowRange{}) {
+		return
+	}
+	to := &c.async
+	to.kernel.add(ap.kernel.from, ap.kernel.to)
+	to.syncAll = to.syncAll || ap.syncAll
+	for _, k := range ap.kernelEvs {
+		k.ev.(*sharedEvent).hold()
+		to.kernelEvs = append(to.kernelEvs, k) // both its and h's: waited for whole
+	}
+	to.join(c)
+}
+
+// branched gives c the streams recorded on h and the rows kernels may
+// still write: c holds h's blocks, so work on those streams uses them
+// (the prefix cache and c's tables wait for it too).
 func (ap *asyncPart) branched(h, c *Head) {
 	if list := ap.streams.get(); len(list) > 0 {
 		c.async.streams.list = list
 		c.async.join(c)
 	}
+	ap.shareKernels(c)
+}
+
+// merged gives h, fast-forwarded to child, the rows kernels may still
+// write in child's blocks, which h now holds.
+func (ap *asyncPart) merged(h, child *Head) { child.async.shareKernels(h) }
+
+// awaitKernel waits, before a write copies the rows its operations ops
+// keep of their old blocks (writeTx.fillNewBlocks), for the kernels that
+// may still be writing those rows. A kernel writes in stream order and
+// the copy does not: the copy would keep what the rows held before the
+// kernel, and the new version would lose the kernel's rows. It waits for
+// the events after the kernels (queuedKernels), not for work queued on
+// their streams since; a write that keeps none of the rows h handed to
+// kernels (ap.kernel) never waits. h.mu is held.
+func (ap *asyncPart) awaitKernel(h *Head, ops []blockOp) {
+	k := ap.kernel
+	if k == (rowRange{}) {
+		return
+	}
+	for i := range ops {
+		o := &ops[i]
+		if o.nb == nil || o.keep <= 0 {
+			continue
+		}
+		if lo := o.idx * h.perBlock[o.col]; k.overlaps(lo, lo+o.keep/h.rowBytes[o.col]) {
+			ap.waitKernels(h.pool.b)
+			return
+		}
+	}
+}
+
+// waitKernels waits until no kernel writes h's rows. h.mu is held.
+func (ap *asyncPart) waitKernels(b device.Backend) {
+	for _, k := range ap.kernelEvs {
+		k.ev.Wait() // a failed stream's kernel is over too
+		k.ev.Close()
+	}
+	clear(ap.kernelEvs)
+	ap.kernelEvs = ap.kernelEvs[:0]
+	if ap.syncAll {
+		b.Sync()
+		ap.syncAll = false
+	}
+	ap.kernel = rowRange{}
+}
+
+// sharedEvent is an event with more than one holder, each of which closes
+// it once: an AppendAsync's is the head's, which waits for its rows to
+// land, and the pool's staging's, which polls it to free the staging
+// buffer; a kernel's (queuedKernels) that of a head and its branches. The
+// last Close frees it, and keeps the wrapper for the next (sharedEvents):
+// nothing holds it then.
+type sharedEvent struct {
+	device.Event
+	refs atomic.Int32
+}
+
+// sharedEvents keeps the wrappers whose last holder closed them: an
+// AppendAsync makes one a call.
+var sharedEvents sync.Pool
+
+// newSharedEvent returns ev wrapped for its holders.
+func newSharedEvent(ev device.Event, holders int32) *sharedEvent {
+	e, _ := sharedEvents.Get().(*sharedEvent)
+	if e == nil {
+		e = new(sharedEvent)
+	}
+	e.Event = ev
+	e.refs.Store(holders)
+	return e
+}
+
+// hold adds a holder, which closes it once too.
+func (e *sharedEvent) hold() { e.refs.Add(1) }
+
+func (e *sharedEvent) Close() error {
+	if e.refs.Add(-1) != 0 {
+		return nil
+	}
+	err := e.Event.Close()
+	e.Event = nil
+	sharedEvents.Put(e)
+	return err
 }
 
 // release closes the events of the copies in flight: their blocks wait as
@@ -135,6 +346,10 @@ func (ap *asyncPart) release(_ *Head, freed []*block) []*block {
 		f.ev.Close()
 	}
 	ap.inflight = nil
+	for _, k := range ap.kernelEvs {
+		k.ev.Close()
+	}
+	ap.kernelEvs, ap.kernel, ap.fresh = nil, rowRange{}, false
 	return freed
 }
 
