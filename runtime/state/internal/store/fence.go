@@ -173,3 +173,42 @@ func hasStream(list []device.Stream, st device.Stream) bool {
 	}
 	return false
 }
+
+// sharedEvent is an event with more than one holder, each of which closes
+// it once: an AppendAsync's is the head's, which waits for its rows to
+// land, and the pool's staging's, which polls it to free the staging
+// buffer; a kernel's (queuedKernels) that of a head and its branches. The
+// last Close frees it, and keeps the wrapper for the next (sharedEvents):
+// nothing holds it then.
+type sharedEvent struct {
+	device.Event
+	refs atomic.Int32
+}
+
+// sharedEvents keeps the wrappers whose last holder closed them: an
+// AppendAsync makes one a call.
+var sharedEvents sync.Pool
+
+// newSharedEvent returns ev wrapped for its holders.
+func newSharedEvent(ev device.Event, holders int32) *sharedEvent {
+	e, _ := sharedEvents.Get().(*sharedEvent)
+	if e == nil {
+		e = new(sharedEvent)
+	}
+	e.Event = ev
+	e.refs.Store(holders)
+	return e
+}
+
+// hold adds a holder, which closes it once too.
+func (e *sharedEvent) hold() { e.refs.Add(1) }
+
+func (e *sharedEvent) Close() error {
+	if e.refs.Add(-1) != 0 {
+		return nil
+	}
+	err := e.Event.Close()
+	e.Event = nil
+	sharedEvents.Put(e)
+	return err
+}

@@ -3,8 +3,6 @@ package store
 import (
 	"errors"
 	"fmt"
-	"sync"
-	"sync/atomic"
 
 	"github.com/gpustate/gpustate/runtime/device"
 )
@@ -278,7 +276,7 @@ func (ap *asyncPart) awaitKernel(h *Head, ops []blockOp) {
 		if o.nb == nil || o.keep <= 0 {
 			continue
 		}
-		if lo := o.idx * h.perBlock[o.col]; k.overlaps(lo, lo+o.keep/h.rowBytes[o.col]) {
+		if per := h.perBlock[o.col]; k.overlaps(o.idx*per, (o.idx+1)*per) { // the rows it keeps are in its block
 			ap.waitKernels(h.pool.b)
 			return
 		}
@@ -298,45 +296,6 @@ func (ap *asyncPart) waitKernels(b device.Backend) {
 		ap.syncAll = false
 	}
 	ap.kernel = rowRange{}
-}
-
-// sharedEvent is an event with more than one holder, each of which closes
-// it once: an AppendAsync's is the head's, which waits for its rows to
-// land, and the pool's staging's, which polls it to free the staging
-// buffer; a kernel's (queuedKernels) that of a head and its branches. The
-// last Close frees it, and keeps the wrapper for the next (sharedEvents):
-// nothing holds it then.
-type sharedEvent struct {
-	device.Event
-	refs atomic.Int32
-}
-
-// sharedEvents keeps the wrappers whose last holder closed them: an
-// AppendAsync makes one a call.
-var sharedEvents sync.Pool
-
-// newSharedEvent returns ev wrapped for its holders.
-func newSharedEvent(ev device.Event, holders int32) *sharedEvent {
-	e, _ := sharedEvents.Get().(*sharedEvent)
-	if e == nil {
-		e = new(sharedEvent)
-	}
-	e.Event = ev
-	e.refs.Store(holders)
-	return e
-}
-
-// hold adds a holder, which closes it once too.
-func (e *sharedEvent) hold() { e.refs.Add(1) }
-
-func (e *sharedEvent) Close() error {
-	if e.refs.Add(-1) != 0 {
-		return nil
-	}
-	err := e.Event.Close()
-	e.Event = nil
-	sharedEvents.Put(e)
-	return err
 }
 
 // release closes the events of the copies in flight: their blocks wait as
