@@ -210,19 +210,11 @@ func (ap *asyncPart) appendAsync(h *Head, st device.Stream, cols [][]byte) error
 }
 
 // inFlight adds ev, the event after an AppendAsync call's copies on st,
-// to those a landing waits for. Work on a stream runs in order and its
-// first failure stays with it, so ev stands for the earlier event on st,
-// which it replaces: a head that appends on one stream holds one event,
-// however many calls it makes before a read waits for them.
+// to those a landing waits for, in place of the earlier one on st
+// (latestOn): a head that appends on one stream holds one event, however
+// many calls it makes before a read waits for them.
 func (ap *asyncPart) inFlight(st device.Stream, ev device.Event) {
-	for i := range ap.inflight {
-		if f := &ap.inflight[i]; f.st == st {
-			f.ev.Close()
-			f.ev = ev
-			return
-		}
-	}
-	ap.inflight = append(ap.inflight, streamEvent{st: st, ev: ev})
+	ap.inflight = latestOn(ap.inflight, st, ev)
 }
 
 // queue returns writeTx.apply's last step for the general path: q's copies to

@@ -27,6 +27,23 @@ func keepLayout(ckpt bool, growth Growth) *Layout {
 	return l
 }
 
+// keepHead returns a head of p, its rows 0x11 (keepRows of them, or one
+// for an append state), and a new stream; both go when t ends.
+func keepHead(t *testing.T, r *statetest.StreamRig, p *Pool, ckpt bool, growth Growth) (*Head, device.Stream) {
+	h := must[*Head](t)(p.NewHead(keepLayout(ckpt, growth), "s"))
+	if growth == Append {
+		check(t, h.Append([][]byte{bytes.Repeat([]byte{0x11}, keepRowBytes)}))
+	} else {
+		check(t, h.Write(0, [][]byte{bytes.Repeat([]byte{0x11}, keepRows*keepRowBytes)}))
+	}
+	st := must[device.Stream](t)(r.Streams().NewStream())
+	t.Cleanup(func() {
+		st.Close()
+		h.Release()
+	})
+	return h, st
+}
+
 // fillRows queues the fill kernel over spans on st, behind a held gate
 // the test opens after a while.
 func fillRows(t *testing.T, r *statetest.StreamRig, st device.Stream, spans [][]device.Span, v byte) {
@@ -61,11 +78,7 @@ func TestKernelRowsKeptOverCopy(t *testing.T) {
 		run  func(t *testing.T, r *statetest.StreamRig, p *Pool, ckpt bool)
 	}{
 		{"host write of other rows", func(t *testing.T, r *statetest.StreamRig, p *Pool, ckpt bool) {
-			h := must[*Head](t)(p.NewHead(keepLayout(ckpt, Mutable), "s"))
-			defer h.Release()
-			check(t, h.Write(0, [][]byte{bytes.Repeat([]byte{0x11}, keepRows*keepRowBytes)}))
-			st := must[device.Stream](t)(r.Streams().NewStream())
-			defer st.Close()
+			h, st := keepHead(t, r, p, ckpt, Mutable)
 			fillRows(t, r, st, must[[][]device.Span](t)(h.WriteDevice(2, 4)), 0x5a)
 			check(t, h.RecordStream(st))
 			check(t, h.Write(0, [][]byte{bytes.Repeat([]byte{0x22}, keepRowBytes)}))
@@ -75,11 +88,7 @@ func TestKernelRowsKeptOverCopy(t *testing.T) {
 		{"stream recorded before, no call between", func(t *testing.T, r *statetest.StreamRig, p *Pool, ckpt bool) {
 			// The kernel is on a stream recorded on the head before the
 			// device write; the write is the next call.
-			h := must[*Head](t)(p.NewHead(keepLayout(ckpt, Mutable), "s"))
-			defer h.Release()
-			check(t, h.Write(0, [][]byte{bytes.Repeat([]byte{0x11}, keepRows*keepRowBytes)}))
-			st := must[device.Stream](t)(r.Streams().NewStream())
-			defer st.Close()
+			h, st := keepHead(t, r, p, ckpt, Mutable)
 			check(t, h.RecordStream(st))
 			fillRows(t, r, st, must[[][]device.Span](t)(h.WriteDevice(2, 4)), 0x5a)
 			check(t, h.Write(7, [][]byte{bytes.Repeat([]byte{0x22}, keepRowBytes)}))
@@ -87,11 +96,7 @@ func TestKernelRowsKeptOverCopy(t *testing.T) {
 			keptRows(t, h, 0x11, 0x11, 0x5a, 0x5a, 0x11, 0x11, 0x11, 0x22)
 		}},
 		{"device write after a snapshot", func(t *testing.T, r *statetest.StreamRig, p *Pool, ckpt bool) {
-			h := must[*Head](t)(p.NewHead(keepLayout(ckpt, Mutable), "s"))
-			defer h.Release()
-			check(t, h.Write(0, [][]byte{bytes.Repeat([]byte{0x11}, keepRows*keepRowBytes)}))
-			st := must[device.Stream](t)(r.Streams().NewStream())
-			defer st.Close()
+			h, st := keepHead(t, r, p, ckpt, Mutable)
 			fillRows(t, r, st, must[[][]device.Span](t)(h.WriteDevice(2, 4)), 0x5a)
 			check(t, h.RecordStream(st))
 			s := must[*Snap](t)(h.Snapshot())
@@ -105,11 +110,7 @@ func TestKernelRowsKeptOverCopy(t *testing.T) {
 			keptRows(t, s, 0x11, 0x11, 0x5a, 0x5a, 0x11, 0x11, 0x11, 0x11)
 		}},
 		{"branches append on a shared tail", func(t *testing.T, r *statetest.StreamRig, p *Pool, ckpt bool) {
-			h := must[*Head](t)(p.NewHead(keepLayout(ckpt, Append), "s"))
-			defer h.Release()
-			check(t, h.Append([][]byte{bytes.Repeat([]byte{0x11}, keepRowBytes)}))
-			st := must[device.Stream](t)(r.Streams().NewStream())
-			defer st.Close()
+			h, st := keepHead(t, r, p, ckpt, Append)
 			fillRows(t, r, st, must[[][]device.Span](t)(h.AppendDevice(2)), 0x5a)
 			check(t, h.RecordStream(st))
 			a := must[*Head](t)(h.Branch())
@@ -125,13 +126,9 @@ func TestKernelRowsKeptOverCopy(t *testing.T) {
 			keptRows(t, h, 0x11, 0x5a, 0x5a)
 		}},
 		{"merged child's kernel rows", func(t *testing.T, r *statetest.StreamRig, p *Pool, ckpt bool) {
-			h := must[*Head](t)(p.NewHead(keepLayout(ckpt, Mutable), "s"))
-			defer h.Release()
-			check(t, h.Write(0, [][]byte{bytes.Repeat([]byte{0x11}, keepRows*keepRowBytes)}))
+			h, st := keepHead(t, r, p, ckpt, Mutable)
 			c := must[*Head](t)(h.Branch())
 			defer c.Release()
-			st := must[device.Stream](t)(r.Streams().NewStream())
-			defer st.Close()
 			fillRows(t, r, st, must[[][]device.Span](t)(c.WriteDevice(2, 4)), 0x5a)
 			check(t, c.RecordStream(st))
 			check(t, h.Merge(c))
@@ -146,7 +143,7 @@ func TestKernelRowsKeptOverCopy(t *testing.T) {
 			for _, ckpt := range []bool{false, true} {
 				t.Run(fmt.Sprintf("%s/checkpoint=%v", c.name, ckpt), func(t *testing.T) {
 					p := must[*Pool](t)(NewPool(r.Backend, PoolOptions{BlockBytes: keepRows * keepRowBytes}))
-					defer p.Close()
+					t.Cleanup(func() { check(t, p.Close()) }) // after keepHead's
 					c.run(t, r, p, ckpt)
 				})
 			}
@@ -161,33 +158,27 @@ func TestKernelRowsKeptOverCopy(t *testing.T) {
 // a kernel queued behind the fill; the fake driver's hold would keep the
 // fill from starting too.
 func TestKernelRowsWaitNotLater(t *testing.T) {
-	{
-		r := statetest.HostStreamRig(t)
-		p := must[*Pool](t)(NewPool(r.Backend, PoolOptions{BlockBytes: keepRows * keepRowBytes}))
-		defer p.Close()
-		h := must[*Head](t)(p.NewHead(keepLayout(false, Mutable), "s"))
-		defer h.Release()
-		check(t, h.Write(0, [][]byte{bytes.Repeat([]byte{0x11}, keepRows*keepRowBytes)}))
-		st := must[device.Stream](t)(r.Streams().NewStream())
-		defer st.Close()
-		spans := must[[][]device.Span](t)(h.WriteDevice(2, 4))
-		for _, sp := range spans[0] {
-			check(t, r.Kernels().Launch(st, r.Fill, device.Dim3{}, device.Dim3{X: 64}, 0, sp.Ptr, uint32(0x5a), uint64(sp.Rows*keepRowBytes)))
-		}
-		check(t, h.RecordStream(st))
-		r.Hold(t, st) // later work: it reads the state
-		done := make(chan error, 1)
-		go func() { done <- h.Write(0, [][]byte{bytes.Repeat([]byte{0x22}, keepRowBytes)}) }()
-		select {
-		case err := <-done:
-			check(t, err)
-		case <-time.After(10 * time.Second):
-			r.Release()
-			<-done
-			t.Fatal("the write waited for work queued after the kernel")
-		}
-		r.Release()
-		check(t, st.Sync())
-		keptRows(t, h, 0x22, 0x11, 0x5a, 0x5a, 0x11, 0x11, 0x11, 0x11)
+	r := statetest.HostStreamRig(t)
+	p := must[*Pool](t)(NewPool(r.Backend, PoolOptions{BlockBytes: keepRows * keepRowBytes}))
+	t.Cleanup(func() { check(t, p.Close()) })
+	h, st := keepHead(t, r, p, false, Mutable)
+	spans := must[[][]device.Span](t)(h.WriteDevice(2, 4))
+	for _, sp := range spans[0] {
+		check(t, r.Kernels().Launch(st, r.Fill, device.Dim3{}, device.Dim3{X: 64}, 0, sp.Ptr, uint32(0x5a), uint64(sp.Rows*keepRowBytes)))
 	}
+	check(t, h.RecordStream(st))
+	r.Hold(t, st) // later work: it reads the state
+	done := make(chan error, 1)
+	go func() { done <- h.Write(0, [][]byte{bytes.Repeat([]byte{0x22}, keepRowBytes)}) }()
+	select {
+	case err := <-done:
+		check(t, err)
+	case <-time.After(10 * time.Second):
+		r.Release()
+		<-done
+		t.Fatal("the write waited for work queued after the kernel")
+	}
+	r.Release()
+	check(t, st.Sync())
+	keptRows(t, h, 0x22, 0x11, 0x5a, 0x5a, 0x11, 0x11, 0x11, 0x11)
 }

@@ -198,14 +198,21 @@ func (ap *asyncPart) kernelQueued(sb device.Streams, st device.Stream) {
 // kernelDone keeps e, after the kernels queued on st, in place of the
 // event before it on st.
 func (ap *asyncPart) kernelDone(st device.Stream, e *sharedEvent) {
-	for i := range ap.kernelEvs {
-		if k := &ap.kernelEvs[i]; k.st == st {
-			k.ev.Close()
-			k.ev = e
-			return
+	ap.kernelEvs = latestOn(ap.kernelEvs, st, e)
+}
+
+// latestOn adds ev, an event on st, to list in place of the one before it
+// on st, which it closes: work on a stream runs in order and its first
+// failure stays with it, so the later event stands for the earlier.
+func latestOn(list []streamEvent, st device.Stream, ev device.Event) []streamEvent {
+	for i := range list {
+		if f := &list[i]; f.st == st {
+			f.ev.Close()
+			f.ev = ev
+			return list
 		}
 	}
-	ap.kernelEvs = append(ap.kernelEvs, streamEvent{st: st, ev: e})
+	return append(list, streamEvent{st: st, ev: ev})
 }
 
 // kernelsDone forgets the kernels' events that completed, and their rows
