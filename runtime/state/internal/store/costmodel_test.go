@@ -9,6 +9,7 @@ import (
 	"unsafe"
 
 	"github.com/gpustate/gpustate/runtime/device"
+	"github.com/gpustate/gpustate/runtime/state/internal/statetest"
 )
 
 // timedBackend is the host backend with a clock of its own that only its
@@ -641,4 +642,32 @@ func planOf(t *testing.T, h *Head, v Version) planned {
 	pl, _, err := newEstimator(h).plan("Plan", v)
 	check(t, err)
 	return pl
+}
+
+// TestCalibrationWaitsForNoStream: on the host backend, whose copies are
+// done when they return, the first Plan's calibration times its copies
+// without waiting for the device: work queued on a stream of the
+// program's, held back here, does not stall it.
+func TestCalibrationWaitsForNoStream(t *testing.T) {
+	r := statetest.HostStreamRig(t)
+	p := must[*Pool](t)(NewPool(r.Backend, PoolOptions{}))
+	t.Cleanup(func() { check(t, p.Close()) })
+	h := timedHead(t, p)
+	st := must[device.Stream](t)(r.Streams().NewStream())
+	t.Cleanup(func() { check(t, st.Close()) })
+	r.Hold(t, st)
+	done := make(chan error, 1)
+	go func() {
+		_, err := h.Plan(h.Version())
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		check(t, err)
+		r.Release()
+	case <-time.After(10 * time.Second):
+		r.Release()
+		<-done
+		t.Fatal("the calibration waited for a stream's work")
+	}
 }
