@@ -241,8 +241,8 @@ type asyncPart struct {
 	inflight []streamEvent
 	marks    []streamMark // per stream RecordStream recorded on the head
 	// kernel is the rows whose spans the head handed to kernels
-	// (AppendDevice, WriteDevice) that a kernel may still be writing
-	// (awaitKernel). Their kernels are queued by the call after the one
+	// (AppendDevice, WriteDevice) since it last waited for them: a kernel
+	// may still be writing them (awaitKernel). Their kernels are queued by the call after the one
 	// that handed the spans out (fresh until then), which records
 	// kernelEvs: per stream the kernels may be on, an event after them.
 	kernel    rowRange

@@ -113,16 +113,15 @@ func (ap *asyncPart) changed(h *Head) {
 func (ap *asyncPart) join(h *Head) { h.parts |= partAsync }
 
 // prepare marks where the kernels of the last call's device write end,
-// as they are queued by now (queuedKernels), or forgets those that
-// completed; and it waits, with c.land, until the copies of earlier
-// AppendAsync calls have landed, so that host-side reads, snapshots,
-// branches and copy-on-write see their rows.
+// as they are queued by now (queuedKernels), and waits, with c.land,
+// until the copies of earlier AppendAsync calls have landed, so that
+// host-side reads, snapshots, branches and copy-on-write see their rows.
+// It does not ask whether the kernels' events completed: on CUDA that is
+// a driver call a decode step would make; a copy that needs them waits,
+// and an event that completed answers at once.
 func (ap *asyncPart) prepare(h *Head, c call) error {
-	switch {
-	case ap.fresh:
+	if ap.fresh {
 		ap.queuedKernels(h, c)
-	case len(ap.kernelEvs) > 0:
-		ap.kernelsDone()
 	}
 	if c.land && len(ap.inflight) > 0 {
 		if err := ap.land(); err != nil {
@@ -213,24 +212,6 @@ func latestOn(list []streamEvent, st device.Stream, ev device.Event) []streamEve
 		}
 	}
 	return append(list, streamEvent{st: st, ev: ev})
-}
-
-// kernelsDone forgets the kernels' events that completed, and their rows
-// once all have. h.mu is held.
-func (ap *asyncPart) kernelsDone() {
-	evs := ap.kernelEvs[:0]
-	for _, k := range ap.kernelEvs {
-		if done, err := k.ev.Done(); done || err != nil { // a failed stream's kernel is over too
-			k.ev.Close()
-			continue
-		}
-		evs = append(evs, k)
-	}
-	clear(ap.kernelEvs[len(evs):])
-	ap.kernelEvs = evs
-	if len(evs) == 0 && !ap.syncAll {
-		ap.kernel = rowRange{}
-	}
 }
 
 // shareKernels gives c the rows kernels may still write in blocks it now
