@@ -132,24 +132,6 @@ func (sg *staging) close(b device.Backend) error {
 	return errors.Join(errs...)
 }
 
-// addRows marks the blocks holding rows [from, to) of r, of shape sh, as
-// used by st.
-func (rec *recorded) addRows(sh *shape, r *root, from, to int, st device.Stream) {
-	rec.mu.Lock()
-	defer rec.mu.Unlock()
-	var added int64
-	for ci := range r.cols {
-		per := sh.perBlock[ci]
-		t := &r.cols[ci]
-		for b := range t.heldIn(from/per, (to+per-1)/per) {
-			if rec.addLocked(b, st) {
-				added++
-			}
-		}
-	}
-	rec.n.Add(added)
-}
-
 // appendAsync is AppendAsync's work on h, whose mu is held: the staging,
 // the write and its copies on st, the blocks recorded on st and the event
 // the head keeps in flight.

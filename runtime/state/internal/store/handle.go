@@ -242,11 +242,12 @@ type asyncPart struct {
 	marks    []streamMark // per stream RecordStream recorded on the head
 	// kernel is the rows whose spans the head handed to kernels
 	// (AppendDevice, WriteDevice) since it last waited for them: a kernel
-	// may still be writing them (awaitKernel). Their kernels are queued by the call after the one
-	// that handed the spans out (fresh until then), which records
-	// kernelEvs: per stream the kernels may be on, an event after them.
+	// may still be writing them (awaitKernel). The kernels of the last
+	// device write, of rows fresh, are queued by the next call, which
+	// records kernelEvs (per stream the kernels may be on, an event after
+	// them) and the streams on fresh's blocks.
 	kernel    rowRange
-	fresh     bool
+	fresh     rowRange
 	kernelEvs []streamEvent // ev a *sharedEvent, which branches share
 	syncAll   bool          // an event could not be recorded: wait for the device
 }

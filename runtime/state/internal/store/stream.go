@@ -68,6 +68,24 @@ func (rec *recorded) addFrom(r *root, st device.Stream, from []int) {
 	rec.n.Add(added)
 }
 
+// addRows marks the blocks holding rows [from, to) of r, of shape sh, as
+// used by st.
+func (rec *recorded) addRows(sh *shape, r *root, from, to int, st device.Stream) {
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	var added int64
+	for ci := range r.cols {
+		per := sh.perBlock[ci]
+		t := &r.cols[ci]
+		for b := range t.heldIn(from/per, (to+per-1)/per) {
+			if rec.addLocked(b, st) {
+				added++
+			}
+		}
+	}
+	rec.n.Add(added)
+}
+
 // checkStream fails unless st is a live stream of the backend: it records
 // an event on it and frees the event.
 func checkStream(sb device.Streams, st device.Stream) error {
@@ -120,7 +138,7 @@ func (ap *asyncPart) join(h *Head) { h.parts |= partAsync }
 // a driver call a decode step would make; a copy that needs them waits,
 // and an event that completed answers at once.
 func (ap *asyncPart) prepare(h *Head, c call) error {
-	if ap.fresh {
+	if ap.fresh != (rowRange{}) {
 		ap.queuedKernels(h, c)
 	}
 	if c.land && len(ap.inflight) > 0 {
@@ -147,7 +165,7 @@ func (ap *asyncPart) land() error {
 func (ap *asyncPart) committed(_ *Head, w written) {
 	if w.device && w.async == nil {
 		ap.kernel.add(w.from, w.to)
-		ap.fresh = true
+		ap.fresh = rowRange{w.from, w.to}
 	}
 }
 
@@ -159,7 +177,8 @@ func (ap *asyncPart) committed(_ *Head, w written) {
 // for the streams (awaitKernel). An event replaces the one before it on
 // its stream, which it follows. h.mu is held.
 func (ap *asyncPart) queuedKernels(h *Head, c call) {
-	ap.fresh = false
+	rows := ap.fresh
+	ap.fresh = rowRange{}
 	sb, ok := h.pool.b.(device.Streams)
 	if !ok {
 		ap.kernel = rowRange{} // no stream: the kernels ran in their call
@@ -171,8 +190,16 @@ func (ap *asyncPart) queuedKernels(h *Head, c call) {
 	}
 	ap.streams.mu.Lock() // not get: a decode step would copy the list
 	for _, s := range ap.streams.list {
-		if s != c.st {
-			ap.kernelQueued(sb, s)
+		if s == c.st {
+			continue // RecordStream records it on the rows
+		}
+		ap.kernelQueued(sb, s)
+		// The blocks the kernels write may be new since s was recorded:
+		// they are s's too, as RecordStream(s) would make them, so that
+		// no write in place, lowered fill, free or move to the host tier
+		// goes before the kernels.
+		if h.r != nil {
+			h.pool.rec.addRows(&h.shape, h.r, rows.from, rows.to, s)
 		}
 	}
 	ap.streams.mu.Unlock()
@@ -296,7 +323,7 @@ func (ap *asyncPart) release(_ *Head, freed []*block) []*block {
 	for _, k := range ap.kernelEvs {
 		k.ev.Close()
 	}
-	ap.kernelEvs, ap.kernel, ap.fresh = nil, rowRange{}, false
+	ap.kernelEvs, ap.kernel, ap.fresh = nil, rowRange{}, rowRange{}
 	return freed
 }
 
