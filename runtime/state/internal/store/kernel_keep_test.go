@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -44,15 +45,23 @@ func keepHead(t *testing.T, r *statetest.StreamRig, p *Pool, ckpt bool, growth G
 	return h, st
 }
 
+// holdFor holds st back and returns the func that lets it go on, which
+// runs after d too, and when t ends, whichever is first.
+func holdFor(t *testing.T, r *statetest.StreamRig, st device.Stream, d time.Duration) func() {
+	r.Hold(t, st)
+	var once sync.Once
+	release := func() { once.Do(r.Release) }
+	t.Cleanup(release)
+	time.AfterFunc(d, release)
+	return release
+}
+
 // fillRows queues the fill kernel over spans on st, behind a held gate
 // the test opens after a while.
 func fillRows(t *testing.T, r *statetest.StreamRig, st device.Stream, spans [][]device.Span, v byte) {
 	t.Helper()
-	r.Hold(t, st)
-	time.AfterFunc(20*time.Millisecond, r.Release)
-	for _, sp := range spans[0] {
-		check(t, r.Kernels().Launch(st, r.Fill, device.Dim3{}, device.Dim3{X: 64}, 0, sp.Ptr, uint32(v), uint64(sp.Rows*keepRowBytes)))
-	}
+	holdFor(t, r, st, 20*time.Millisecond)
+	fillOn(t, r, st, spans, v)
 }
 
 // keptRows fails unless x's rows read want, a byte a row.
@@ -162,10 +171,7 @@ func TestKernelRowsWaitNotLater(t *testing.T) {
 	p := must[*Pool](t)(NewPool(r.Backend, PoolOptions{BlockBytes: keepRows * keepRowBytes}))
 	t.Cleanup(func() { check(t, p.Close()) })
 	h, st := keepHead(t, r, p, false, Mutable)
-	spans := must[[][]device.Span](t)(h.WriteDevice(2, 4))
-	for _, sp := range spans[0] {
-		check(t, r.Kernels().Launch(st, r.Fill, device.Dim3{}, device.Dim3{X: 64}, 0, sp.Ptr, uint32(0x5a), uint64(sp.Rows*keepRowBytes)))
-	}
+	fillOn(t, r, st, must[[][]device.Span](t)(h.WriteDevice(2, 4)), 0x5a)
 	check(t, h.RecordStream(st))
 	r.Hold(t, st) // later work: it reads the state
 	done := make(chan error, 1)
