@@ -240,16 +240,23 @@ type asyncPart struct {
 	streams  streamSet
 	inflight []streamEvent
 	marks    []streamMark // per stream RecordStream recorded on the head
-	// kernel is the rows whose spans the head handed to kernels
-	// (AppendDevice, WriteDevice) since it last waited for them: a kernel
-	// may still be writing them (awaitKernel). The kernels of the last
-	// device write, of rows fresh, are queued by the next call, which
-	// records kernelEvs (per stream the kernels may be on, an event after
-	// them) and the streams on fresh's blocks.
-	kernel    rowRange
-	fresh     rowRange
-	kernelEvs []streamEvent // ev a *sharedEvent, which branches share
-	syncAll   bool          // an event could not be recorded: wait for the device
+	// kern is the rows the head handed to kernels and the events after
+	// them, from its first device write on (behind a pointer: most heads
+	// make none, and the head's record stays in its size class).
+	kern *kernelRows
+}
+
+// kernelRows are the rows whose spans a head handed to kernels
+// (AppendDevice, WriteDevice) since it last waited for them: a kernel may
+// still be writing them (awaitKernel). The kernels of the last device
+// write, of rows fresh, are queued by the next call, which records evs
+// (per stream the kernels may be on, an event after them) and the
+// streams on fresh's blocks.
+type kernelRows struct {
+	rows    rowRange
+	fresh   rowRange
+	evs     []streamEvent // ev a *sharedEvent, which branches share
+	syncAll bool          // an event could not be recorded: wait for the device
 }
 
 // rowRange is rows [from, to); empty when from == to.

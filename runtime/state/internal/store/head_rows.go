@@ -241,7 +241,7 @@ func (h *Head) RecordStream(st device.Stream) error {
 	// history's copy of a kernel's rows: a call that fails changes nothing.
 	// A released or invalidated head says so first, as every call does.
 	// The check's event, after the work queued on st so far, marks where
-	// the kernels of a device write just before end (queuedKernels).
+	// the kernels of a device write just before end (kernelRows.queued).
 	var ev *sharedEvent
 	if h != nil && h.pool != nil {
 		if err := h.usable("RecordStream"); err != nil {

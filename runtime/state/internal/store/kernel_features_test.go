@@ -124,7 +124,7 @@ func TestKernelRowsRebuildSeedsFromCheckpointBeforeKernel(t *testing.T) {
 // TestKernelRowsHostWriteInPlaceUnderKernel: the kernel's stream was
 // recorded on the head before WriteDevice copied the block a snapshot
 // shared, into a new block. The call after the device write records the
-// stream on that block too (queuedKernels), so a host write of one of the
+// stream on that block too (kernelRows.queued), so a host write of one of the
 // kernel's rows, a later version, is not made in place, where the queued
 // kernel would write over it: it copies the block after the kernel, and
 // the head reads the host write's row.
@@ -217,8 +217,8 @@ func TestKernelRowsTierMoveOut(t *testing.T) {
 	release := holdFor(t, r, st, 100*time.Millisecond) // the move out waits for the kernel
 	fillOn(t, r, st, must[[][]device.Span](t)(h.AppendDevice(3)), 0x5a)
 	check(t, h.Prefetch()) // the call after: the kernel is queued
-	if !h.async.kernel.overlaps(0, 3) {
-		t.Fatalf("the head keeps kernel rows %+v, want [0, 3)", h.async.kernel)
+	if k := h.async.kern; k == nil || !k.rows.overlaps(0, 3) {
+		t.Fatalf("the head keeps kernel rows %+v, want [0, 3)", k)
 	}
 	// Memory pressure: another state takes the pool's every block.
 	ol := keepLayout(false, Append)

@@ -314,10 +314,10 @@ func (x *history) reconstruct(h *Head, q, t int) (*root, error) {
 // spares it did not use, with those of a failed rebuild, for the caller
 // to keep or free.
 func (x *history) reconstructInto(h *Head, q, t int, spare []*block) (*root, []*block, error) {
-	if h.async.kernel != (rowRange{}) {
+	if k := h.async.kern; k != nil && k.rows != (rowRange{}) {
 		// A checkpoint may share the blocks of rows a kernel is still
 		// writing, which the copies below would read before it.
-		h.async.waitKernels(h.pool.b)
+		k.wait(h.pool.b)
 	}
 	rc := &reconstruction{h: h, q: q, t: t, spare: spare}
 	rc.taken = rc.inline[:0]

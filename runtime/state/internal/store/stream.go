@@ -131,15 +131,15 @@ func (ap *asyncPart) changed(h *Head) {
 func (ap *asyncPart) join(h *Head) { h.parts |= partAsync }
 
 // prepare marks where the kernels of the last call's device write end,
-// as they are queued by now (queuedKernels), and waits, with c.land,
+// as they are queued by now (kernelRows.queued), and waits, with c.land,
 // until the copies of earlier AppendAsync calls have landed, so that
 // host-side reads, snapshots, branches and copy-on-write see their rows.
 // It does not ask whether the kernels' events completed: on CUDA that is
 // a driver call a decode step would make; a copy that needs them waits,
 // and an event that completed answers at once.
 func (ap *asyncPart) prepare(h *Head, c call) error {
-	if ap.fresh != (rowRange{}) {
-		ap.queuedKernels(h, c)
+	if k := ap.kern; k != nil && k.fresh != (rowRange{}) {
+		k.queued(h, c)
 	}
 	if c.land && len(ap.inflight) > 0 {
 		if err := ap.land(); err != nil {
@@ -163,37 +163,47 @@ func (ap *asyncPart) land() error {
 // committed keeps the rows of a write whose spans go to a kernel. An
 // AppendAsync's are not kept: its copies land at the next call (prepare).
 func (ap *asyncPart) committed(_ *Head, w written) {
-	if w.device && w.async == nil {
-		ap.kernel.add(w.from, w.to)
-		ap.fresh = rowRange{w.from, w.to}
+	if w.device && w.async == nil && w.from < w.to {
+		k := ap.kernels()
+		k.rows.add(w.from, w.to)
+		k.fresh = rowRange{w.from, w.to}
 	}
 }
 
-// queuedKernels records, at the call c after a device write, an event on
+// kernels returns ap.kern, made on first use.
+func (ap *asyncPart) kernels() *kernelRows {
+	if ap.kern == nil {
+		ap.kern = new(kernelRows)
+	}
+	return ap.kern
+}
+
+// queued records, at the call c after a device write of h, an event on
 // each stream its kernels may be on: the one a RecordStream names (c.st,
 // whose event c.ev the call recorded as it began) and those recorded on h
-// before. Work queued on them later is not
-// the kernels': a write that keeps their rows waits for the events, not
-// for the streams (awaitKernel). An event replaces the one before it on
-// its stream, which it follows. h.mu is held.
-func (ap *asyncPart) queuedKernels(h *Head, c call) {
-	rows := ap.fresh
-	ap.fresh = rowRange{}
+// before. Work queued on them later is not the kernels': a write that
+// keeps their rows waits for the events, not for the streams
+// (awaitKernel). An event replaces the one before it on its stream, which
+// it follows. h.mu is held.
+func (k *kernelRows) queued(h *Head, c call) {
+	rows := k.fresh
+	k.fresh = rowRange{}
 	sb, ok := h.pool.b.(device.Streams)
 	if !ok {
-		ap.kernel = rowRange{} // no stream: the kernels ran in their call
+		k.rows = rowRange{} // no stream: the kernels ran in their call
 		return
 	}
 	if c.ev != nil {
 		c.ev.hold() // RecordStream's check, recorded as the call began
-		ap.kernelDone(c.st, c.ev)
+		k.evs = latestOn(k.evs, c.st, c.ev)
 	}
-	ap.streams.mu.Lock() // not get: a decode step would copy the list
-	for _, s := range ap.streams.list {
+	ss := &h.async.streams
+	ss.mu.Lock() // not get: a decode step would copy the list
+	for _, s := range ss.list {
 		if s == c.st {
 			continue // RecordStream records it on the rows
 		}
-		ap.kernelQueued(sb, s)
+		k.record(sb, s)
 		// The blocks the kernels write may be new since s was recorded:
 		// they are s's too, as RecordStream(s) would make them, so that
 		// no write in place, lowered fill, free or move to the host tier
@@ -202,29 +212,23 @@ func (ap *asyncPart) queuedKernels(h *Head, c call) {
 			h.pool.rec.addRows(&h.shape, h.r, rows.from, rows.to, s)
 		}
 	}
-	ap.streams.mu.Unlock()
-	if len(ap.kernelEvs) == 0 && !ap.syncAll {
-		ap.kernel = rowRange{} // no stream recorded: no kernel may write them
+	ss.mu.Unlock()
+	if len(k.evs) == 0 && !k.syncAll {
+		k.rows = rowRange{} // no stream recorded: no kernel may write them
 	}
 }
 
-// kernelQueued records the event after the kernels queued on st so far.
-func (ap *asyncPart) kernelQueued(sb device.Streams, st device.Stream) {
+// record records the event after the kernels queued on st so far.
+func (k *kernelRows) record(sb device.Streams, st device.Stream) {
 	ev, err := sb.Record(st)
 	switch {
 	case errors.Is(err, device.ErrStreamClosed):
 		return // Close waited for its work
 	case err != nil:
-		ap.syncAll = true
+		k.syncAll = true
 		return
 	}
-	ap.kernelDone(st, newSharedEvent(ev, 1))
-}
-
-// kernelDone keeps e, after the kernels queued on st, in place of the
-// event before it on st.
-func (ap *asyncPart) kernelDone(st device.Stream, e *sharedEvent) {
-	ap.kernelEvs = latestOn(ap.kernelEvs, st, e)
+	k.evs = latestOn(k.evs, st, newSharedEvent(ev, 1))
 }
 
 // latestOn adds ev, an event on st, to list in place of the one before it
@@ -245,17 +249,18 @@ func latestOn(list []streamEvent, st device.Stream, ev device.Event) []streamEve
 // holds of h (a branch of h, or h fast-forwarded to it), and the events
 // that mark their end, which both then hold.
 func (ap *asyncPart) shareKernels(c *Head) {
-	if ap.kernel == (rowRange{}) {
+	k := ap.kern
+	if k == nil || k.rows == (rowRange{}) {
 		return
 	}
-	to := &c.async
-	to.kernel.add(ap.kernel.from, ap.kernel.to)
-	to.syncAll = to.syncAll || ap.syncAll
-	for _, k := range ap.kernelEvs {
-		k.ev.(*sharedEvent).hold()
-		to.kernelEvs = append(to.kernelEvs, k) // both its and h's: waited for whole
+	to := c.async.kernels()
+	to.rows.add(k.rows.from, k.rows.to)
+	to.syncAll = to.syncAll || k.syncAll
+	for _, e := range k.evs {
+		e.ev.(*sharedEvent).hold()
+		to.evs = append(to.evs, e) // both its and h's: waited for whole
 	}
-	to.join(c)
+	c.async.join(c)
 }
 
 // branched gives c the streams recorded on h and the rows kernels may
@@ -278,12 +283,12 @@ func (ap *asyncPart) merged(h, child *Head) { child.async.shareKernels(h) }
 // may still be writing those rows. A kernel writes in stream order and
 // the copy does not: the copy would keep what the rows held before the
 // kernel, and the new version would lose the kernel's rows. It waits for
-// the events after the kernels (queuedKernels), not for work queued on
-// their streams since; a write that keeps none of the rows h handed to
-// kernels (ap.kernel) never waits. h.mu is held.
+// the events after the kernels (kernelRows.queued), not for work queued
+// on their streams since; a write that keeps none of the rows h handed to
+// kernels never waits. h.mu is held.
 func (ap *asyncPart) awaitKernel(h *Head, ops []blockOp) {
-	k := ap.kernel
-	if k == (rowRange{}) {
+	k := ap.kern
+	if k == nil || k.rows == (rowRange{}) {
 		return
 	}
 	for i := range ops {
@@ -291,26 +296,26 @@ func (ap *asyncPart) awaitKernel(h *Head, ops []blockOp) {
 		if o.nb == nil || o.keep <= 0 {
 			continue
 		}
-		if per := h.perBlock[o.col]; k.overlaps(o.idx*per, (o.idx+1)*per) { // the rows it keeps are in its block
-			ap.waitKernels(h.pool.b)
+		if per := h.perBlock[o.col]; k.rows.overlaps(o.idx*per, (o.idx+1)*per) { // the rows it keeps are in its block
+			k.wait(h.pool.b)
 			return
 		}
 	}
 }
 
-// waitKernels waits until no kernel writes h's rows. h.mu is held.
-func (ap *asyncPart) waitKernels(b device.Backend) {
-	for _, k := range ap.kernelEvs {
-		k.ev.Wait() // a failed stream's kernel is over too
-		k.ev.Close()
+// wait waits until no kernel writes the rows. h.mu is held.
+func (k *kernelRows) wait(b device.Backend) {
+	for _, e := range k.evs {
+		e.ev.Wait() // a failed stream's kernel is over too
+		e.ev.Close()
 	}
-	clear(ap.kernelEvs)
-	ap.kernelEvs = ap.kernelEvs[:0]
-	if ap.syncAll {
+	clear(k.evs)
+	k.evs = k.evs[:0]
+	if k.syncAll {
 		b.Sync()
-		ap.syncAll = false
+		k.syncAll = false
 	}
-	ap.kernel = rowRange{}
+	k.rows = rowRange{}
 }
 
 // release closes the events of the copies in flight: their blocks wait as
@@ -320,10 +325,12 @@ func (ap *asyncPart) release(_ *Head, freed []*block) []*block {
 		f.ev.Close()
 	}
 	ap.inflight = nil
-	for _, k := range ap.kernelEvs {
-		k.ev.Close()
+	if k := ap.kern; k != nil {
+		for _, e := range k.evs {
+			e.ev.Close()
+		}
+		ap.kern = nil
 	}
-	ap.kernelEvs, ap.kernel, ap.fresh = nil, rowRange{}, rowRange{}
 	return freed
 }
 
