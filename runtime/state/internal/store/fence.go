@@ -177,9 +177,9 @@ func hasStream(list []device.Stream, st device.Stream) bool {
 // sharedEvent is an event with more than one holder, each of which closes
 // it once: an AppendAsync's is the head's, which waits for its rows to
 // land, and the pool's staging's, which polls it to free the staging
-// buffer; a kernel's (kernelRows.queued) that of a head and its branches. The
-// last Close frees it, and keeps the wrapper for the next (sharedEvents):
-// nothing holds it then.
+// buffer; the event after a kernel (kernelRows) is a head's and its
+// branches'. The last Close frees it, and keeps the wrapper for the next
+// (sharedEvents): nothing holds it then.
 type sharedEvent struct {
 	device.Event
 	refs atomic.Int32

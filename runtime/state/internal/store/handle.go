@@ -205,7 +205,6 @@ type call struct {
 	op          string
 	land, share bool
 	st          device.Stream // RecordStream's stream
-	ev          *sharedEvent  // with st: an event on st recorded as the call began
 }
 
 // written is a version a write just committed: rows [from, to), whose
@@ -255,7 +254,7 @@ type asyncPart struct {
 type kernelRows struct {
 	rows    rowRange
 	fresh   rowRange
-	evs     []streamEvent // ev a *sharedEvent, which branches share
+	evs     []streamEvent // a *sharedEvent where a branch shares it
 	syncAll bool          // an event could not be recorded: wait for the device
 }
 

@@ -242,22 +242,28 @@ func (h *Head) RecordStream(st device.Stream) error {
 	// A released or invalidated head says so first, as every call does.
 	// The check's event, after the work queued on st so far, marks where
 	// the kernels of a device write just before end (kernelRows.queued).
-	var ev *sharedEvent
+	var ev device.Event
 	if h != nil && h.pool != nil {
 		if err := h.usable("RecordStream"); err != nil {
 			return err
 		}
-		e, err := recordOn(h.pool.b, st)
-		if err != nil {
+		var err error
+		if ev, err = recordOn(h.pool.b, st); err != nil {
 			return h.errorf("RecordStream", "%w", err)
 		}
-		ev = newSharedEvent(e, 1)
-		defer ev.Close()
 	}
-	if err := h.open(call{op: "RecordStream", land: true, st: st, ev: ev}); err != nil {
+	if err := h.open(call{op: "RecordStream", land: true, st: st}); err != nil {
+		if ev != nil {
+			ev.Close()
+		}
 		return err
 	}
 	defer h.end()
+	if k := h.async.kern; k != nil && k.fresh != (rowRange{}) {
+		k.queued(h, st, ev) // keeps ev
+	} else {
+		ev.Close()
+	}
 	// A decode step records its stream once a step: only the blocks the
 	// head took since the last time are walked (streamMark), not the
 	// whole state.

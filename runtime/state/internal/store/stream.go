@@ -138,8 +138,8 @@ func (ap *asyncPart) join(h *Head) { h.parts |= partAsync }
 // a driver call a decode step would make; a copy that needs them waits,
 // and an event that completed answers at once.
 func (ap *asyncPart) prepare(h *Head, c call) error {
-	if k := ap.kern; k != nil && k.fresh != (rowRange{}) {
-		k.queued(h, c)
+	if k := ap.kern; k != nil && k.fresh != (rowRange{}) && c.st == nil {
+		k.queued(h, nil, nil) // RecordStream's own, once it has begun
 	}
 	if c.land && len(ap.inflight) > 0 {
 		if err := ap.land(); err != nil {
@@ -178,14 +178,14 @@ func (ap *asyncPart) kernels() *kernelRows {
 	return ap.kern
 }
 
-// queued records, at the call c after a device write of h, an event on
-// each stream its kernels may be on: the one a RecordStream names (c.st,
-// whose event c.ev the call recorded as it began) and those recorded on h
-// before. Work queued on them later is not the kernels': a write that
-// keeps their rows waits for the events, not for the streams
-// (awaitKernel). An event replaces the one before it on its stream, which
-// it follows. h.mu is held.
-func (k *kernelRows) queued(h *Head, c call) {
+// queued records, at the call after a device write of h, an event on
+// each stream its kernels may be on: the one a RecordStream names (st,
+// with ev, the event its check recorded as it began, which queued keeps)
+// and those recorded on h before. Work queued on them later is not the
+// kernels': a write that keeps their rows waits for the events, not for
+// the streams (awaitKernel). An event replaces the one before it on its
+// stream, which it follows. h.mu is held.
+func (k *kernelRows) queued(h *Head, st device.Stream, ev device.Event) {
 	rows := k.fresh
 	k.fresh = rowRange{}
 	sb, ok := h.pool.b.(device.Streams)
@@ -193,14 +193,13 @@ func (k *kernelRows) queued(h *Head, c call) {
 		k.rows = rowRange{} // no stream: the kernels ran in their call
 		return
 	}
-	if c.ev != nil {
-		c.ev.hold() // RecordStream's check, recorded as the call began
-		k.evs = latestOn(k.evs, c.st, c.ev)
+	if ev != nil {
+		k.evs = latestOn(k.evs, st, ev)
 	}
 	ss := &h.async.streams
 	ss.mu.Lock() // not get: a decode step would copy the list
 	for _, s := range ss.list {
-		if s == c.st {
+		if s == st {
 			continue // RecordStream records it on the rows
 		}
 		k.record(sb, s)
@@ -228,7 +227,7 @@ func (k *kernelRows) record(sb device.Streams, st device.Stream) {
 		k.syncAll = true
 		return
 	}
-	k.evs = latestOn(k.evs, st, newSharedEvent(ev, 1))
+	k.evs = latestOn(k.evs, st, ev)
 }
 
 // latestOn adds ev, an event on st, to list in place of the one before it
@@ -256,9 +255,14 @@ func (ap *asyncPart) shareKernels(c *Head) {
 	to := c.async.kernels()
 	to.rows.add(k.rows.from, k.rows.to)
 	to.syncAll = to.syncAll || k.syncAll
-	for _, e := range k.evs {
-		e.ev.(*sharedEvent).hold()
-		to.evs = append(to.evs, e) // both its and h's: waited for whole
+	for i := range k.evs {
+		e := &k.evs[i]
+		if s, ok := e.ev.(*sharedEvent); ok {
+			s.hold()
+		} else {
+			e.ev = newSharedEvent(e.ev, 2) // shared from now on
+		}
+		to.evs = append(to.evs, *e) // both its and h's: waited for whole
 	}
 	c.async.join(c)
 }
