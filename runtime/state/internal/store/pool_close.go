@@ -89,6 +89,11 @@ func (p *Pool) Close() error {
 		}
 		sort.Strings(names)
 		errs = append(errs, fmt.Errorf("state: pool closed with %d live handles: %s", len(names), strings.Join(names, "; ")))
+		for x := range p.live {
+			if h, ok := x.(*Head); ok {
+				h.async.closeEvents() // its Release, after Close, no longer reaches them
+			}
+		}
 	}
 	if err := p.staging.close(p.b); err != nil {
 		errs = append(errs, fmt.Errorf("state: pool close: %w", err))

@@ -162,11 +162,21 @@ func (ap *asyncPart) land() error {
 
 // committed keeps the rows of a write whose spans go to a kernel. An
 // AppendAsync's are not kept: its copies land at the next call (prepare).
-func (ap *asyncPart) committed(_ *Head, w written) {
+// The blocks the kernel writes may be new since a stream was recorded on
+// h: they are that stream's too from now on, as RecordStream would make
+// them, so that no write in place, lowered fill, free, eviction or move
+// to the host tier goes before a kernel queued on it, whatever the next
+// call is (a release, or none on an invalidated branch).
+func (ap *asyncPart) committed(h *Head, w written) {
 	if w.device && w.async == nil && w.from < w.to {
 		k := ap.kernels()
 		k.rows.add(w.from, w.to)
 		k.fresh = rowRange{w.from, w.to}
+		ap.streams.mu.Lock() // not get: a decode step would copy the list
+		for _, s := range ap.streams.list {
+			h.pool.rec.addRows(&h.shape, h.r, w.from, w.to, s)
+		}
+		ap.streams.mu.Unlock()
 	}
 }
 
@@ -186,7 +196,6 @@ func (ap *asyncPart) kernels() *kernelRows {
 // the streams (awaitKernel). An event replaces the one before it on its
 // stream, which it follows. h.mu is held.
 func (k *kernelRows) queued(h *Head, st device.Stream, ev device.Event) {
-	rows := k.fresh
 	k.fresh = rowRange{}
 	sb, ok := h.pool.b.(device.Streams)
 	if !ok {
@@ -203,13 +212,6 @@ func (k *kernelRows) queued(h *Head, st device.Stream, ev device.Event) {
 			continue // RecordStream records it on the rows
 		}
 		k.record(sb, s)
-		// The blocks the kernels write may be new since s was recorded:
-		// they are s's too, as RecordStream(s) would make them, so that
-		// no write in place, lowered fill, free or move to the host tier
-		// goes before the kernels.
-		if h.r != nil {
-			h.pool.rec.addRows(&h.shape, h.r, rows.from, rows.to, s)
-		}
 	}
 	ss.mu.Unlock()
 	if len(k.evs) == 0 && !k.syncAll {
@@ -325,6 +327,13 @@ func (k *kernelRows) wait(b device.Backend) {
 // release closes the events of the copies in flight: their blocks wait as
 // pending, recorded on their stream.
 func (ap *asyncPart) release(_ *Head, freed []*block) []*block {
+	ap.closeEvents()
+	return freed
+}
+
+// closeEvents closes the events ap holds: of the copies in flight and
+// after the kernels. h.mu is held, or no call on h runs (Pool.Close).
+func (ap *asyncPart) closeEvents() {
 	for _, f := range ap.inflight {
 		f.ev.Close()
 	}
@@ -335,7 +344,6 @@ func (ap *asyncPart) release(_ *Head, freed []*block) []*block {
 		}
 		ap.kern = nil
 	}
-	return freed
 }
 
 // onlyTier reports whether every copy in flight is a return from the host
