@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"fmt"
 	"testing"
 	"time"
 
@@ -48,8 +49,7 @@ func oneRow(v byte) [][]byte { return [][]byte{bytes.Repeat([]byte{v}, keepRowBy
 // host backend waits for no stream.)
 func TestKernelRowsAtSeedsFromCheckpointBeforeKernel(t *testing.T) {
 	r := statetest.HostStreamRig(t)
-	p := must[*Pool](t)(NewPool(r.Backend, PoolOptions{BlockBytes: keepRows * keepRowBytes}))
-	defer p.Close()
+	p := keepPool(t, r)
 	l := keepLayout(false, Append)
 	l.Checkpoint = &CheckpointPolicy{Every: 3, Keep: 1}
 	h := must[*Head](t)(p.NewHead(l, "s"))
@@ -121,33 +121,36 @@ func TestKernelRowsRebuildSeedsFromCheckpointBeforeKernel(t *testing.T) {
 	keptRows(t, h, 0x11, 0x12, 0x5a, 0x5a, 0x33, 0x33, 0x33, 0x33, 0x33)
 }
 
-// TestKernelRowsHostWriteInPlaceUnderKernel: the kernel's stream was
-// recorded on the head before WriteDevice copied the block a snapshot
-// shared, into a new block. The call after the device write records the
-// stream on that block too (kernelRows.queued), so a host write of one of the
-// kernel's rows, a later version, is not made in place, where the queued
-// kernel would write over it: it copies the block after the kernel, and
-// the head reads the host write's row.
+// TestKernelRowsHostWriteInPlaceUnderKernel: the kernel's stream (of one
+// or two) was recorded on the head before WriteDevice copied the block a
+// snapshot shared, into a new block. The device write records the head's
+// streams on that block too, so a host write of one of the kernel's rows,
+// a later version, is not made in place, where the queued kernel would
+// write over it: it copies the block after the kernel, and the head reads
+// the host write's row.
 func TestKernelRowsHostWriteInPlaceUnderKernel(t *testing.T) {
 	statetest.EachStreamRig(t, func(t *testing.T, r *statetest.StreamRig) {
-		p := must[*Pool](t)(NewPool(r.Backend, PoolOptions{BlockBytes: keepRows * keepRowBytes}))
-		defer p.Close()
-		h := must[*Head](t)(p.NewHead(keepLayout(false, Mutable), "s"))
-		defer h.Release()
-		st := must[device.Stream](t)(r.Streams().NewStream())
-		defer st.Close()
-		check(t, h.Write(0, [][]byte{bytes.Repeat([]byte{0x11}, keepRows*keepRowBytes)}))
-		check(t, h.RecordStream(st))
-		// WriteDevice copies the block a snapshot shares: its new block
-		// carries no stream; then the snapshot goes.
-		s := must[*Snap](t)(h.Snapshot())
-		release := holdFor(t, r, st, 100*time.Millisecond)
-		fillOn(t, r, st, must[[][]device.Span](t)(h.WriteDevice(0, 3)), 0x5a)
-		check(t, s.Release())
-		check(t, h.Write(1, oneRow(0x22)))
-		release()
-		check(t, st.Sync())
-		keptRows(t, h, 0x5a, 0x22, 0x5a, 0x11, 0x11, 0x11, 0x11, 0x11)
+		for _, n := range []int{1, 2} { // with two, the kernel is on the second
+			t.Run(fmt.Sprint("streams=", n), func(t *testing.T) {
+				h, _ := keepHead(t, r, keepPool(t, r), false, Mutable)
+				var st device.Stream
+				for range n {
+					st = must[device.Stream](t)(r.Streams().NewStream())
+					t.Cleanup(func() { st.Close() })
+					check(t, h.RecordStream(st))
+				}
+				// WriteDevice copies the block a snapshot shares into a
+				// new one; then the snapshot goes.
+				s := must[*Snap](t)(h.Snapshot())
+				release := holdFor(t, r, st, 100*time.Millisecond)
+				fillOn(t, r, st, must[[][]device.Span](t)(h.WriteDevice(0, 3)), 0x5a)
+				check(t, s.Release())
+				check(t, h.Write(1, oneRow(0x22)))
+				release()
+				check(t, st.Sync())
+				keptRows(t, h, 0x5a, 0x22, 0x5a, 0x11, 0x11, 0x11, 0x11, 0x11)
+			})
+		}
 	})
 }
 
@@ -158,19 +161,13 @@ func TestKernelRowsHostWriteInPlaceUnderKernel(t *testing.T) {
 // ran, else the kernel would write that head's rows.
 func TestKernelRowsReleaseFreesBlockUnderKernel(t *testing.T) {
 	statetest.EachStreamRig(t, func(t *testing.T, r *statetest.StreamRig) {
-		p := must[*Pool](t)(NewPool(r.Backend, PoolOptions{BlockBytes: keepRows * keepRowBytes}))
-		t.Cleanup(func() { check(t, p.Close()) })
+		p := keepPool(t, r)
 		h, st := recordedHead(t, r, p, keepLayout(false, Append))
 		release := holdFor(t, r, st, 5*time.Second)
 		fillOn(t, r, st, must[[][]device.Span](t)(h.AppendDevice(3)), 0x5a)
 		check(t, h.Read(0, 1, [][]byte{make([]byte, keepRowBytes)})) // the next call
 		check(t, h.Release())
-		o := must[*Head](t)(p.NewHead(keepLayout(false, Append), "s"))
-		defer o.Release()
-		check(t, o.Append([][]byte{bytes.Repeat([]byte{0x77}, keepRows*keepRowBytes)}))
-		release()
-		check(t, st.Sync())
-		keptRows(t, o, 0x77, 0x77, 0x77, 0x77, 0x77, 0x77, 0x77, 0x77)
+		reusedIntact(t, p, release, st)
 	})
 }
 
@@ -183,8 +180,7 @@ func TestKernelRowsReleaseFreesBlockUnderKernel(t *testing.T) {
 // row.
 func TestKernelRowsRollbackLowersTailUnderKernel(t *testing.T) {
 	statetest.EachStreamRig(t, func(t *testing.T, r *statetest.StreamRig) {
-		p := must[*Pool](t)(NewPool(r.Backend, PoolOptions{BlockBytes: keepRows * keepRowBytes}))
-		t.Cleanup(func() { check(t, p.Close()) })
+		p := keepPool(t, r)
 		h, st := recordedHead(t, r, p, keepLayout(false, Append))
 		check(t, h.Append(oneRow(0x11)))
 		s := must[*Snap](t)(h.Snapshot())
@@ -200,9 +196,9 @@ func TestKernelRowsRollbackLowersTailUnderKernel(t *testing.T) {
 	})
 }
 
-// TestKernelRowsTierMoveOut: the kernel's stream was recorded
-// on the head before AppendDevice (before it held any block); the call
-// after (Prefetch here) records it on the kernel's block. A move to the
+// TestKernelRowsTierMoveOut: the kernel's stream was recorded on the
+// head before AppendDevice (before it held any block); the device write
+// records it on the kernel's block. A move to the
 // host tier under memory pressure then copies the head's blocks after the
 // kernel and frees them only after it, so another owner's rows never meet
 // the kernel's writes, and the head, brought back, reads the kernel's
@@ -247,4 +243,372 @@ func TestKernelRowsTierMoveOut(t *testing.T) {
 	}
 	check(t, o.Release())
 	keptRows(t, h, 0x5a, 0x5a, 0x5a)
+}
+
+// TestKernelReleaseRightAfterAppendDevice: the stream is recorded on the
+// head before it holds a block; AppendDevice takes a new block for the
+// kernel, and Release is the next call on the head (the spans are the
+// caller's "until the next call"). The kernel is queued by then, so the
+// block must not go to another head until it ran.
+func TestKernelReleaseRightAfterAppendDevice(t *testing.T) {
+	statetest.EachStreamRig(t, func(t *testing.T, r *statetest.StreamRig) {
+		p := keepPool(t, r)
+		h, st := recordedHead(t, r, p, keepLayout(false, Append))
+		release := holdFor(t, r, st, 5*time.Second)
+		fillOn(t, r, st, must[[][]device.Span](t)(h.AppendDevice(3)), 0x5a)
+		check(t, h.Release()) // the next call
+		reusedIntact(t, p, release, st)
+	})
+}
+
+// TestKernelReleaseRightAfterWriteDeviceCopy: as above for WriteDevice that
+// copies a block a snapshot shares; the snapshot and then the head are
+// released, the head's release being the call after the device write.
+func TestKernelReleaseRightAfterWriteDeviceCopy(t *testing.T) {
+	statetest.EachStreamRig(t, func(t *testing.T, r *statetest.StreamRig) {
+		p := keepPool(t, r)
+		h, st := keepHead(t, r, p, false, Mutable)
+		check(t, h.RecordStream(st))
+		s := must[*Snap](t)(h.Snapshot())
+		release := holdFor(t, r, st, 5*time.Second)
+		fillOn(t, r, st, must[[][]device.Span](t)(h.WriteDevice(0, 3)), 0x5a)
+		check(t, h.Release())
+		check(t, s.Release())
+		o := must[*Head](t)(p.NewHead(keepLayout(false, Mutable), "s"))
+		defer o.Release()
+		check(t, o.Write(0, [][]byte{bytes.Repeat([]byte{0x77}, keepRows*keepRowBytes)}))
+		o2 := must[*Head](t)(p.NewHead(keepLayout(false, Mutable), "s"))
+		defer o2.Release()
+		check(t, o2.Write(0, [][]byte{bytes.Repeat([]byte{0x78}, keepRows*keepRowBytes)}))
+		release()
+		check(t, st.Sync())
+		keptRows(t, o, 0x77, 0x77, 0x77, 0x77, 0x77, 0x77, 0x77, 0x77)
+		keptRows(t, o2, 0x78, 0x78, 0x78, 0x78, 0x78, 0x78, 0x78, 0x78)
+	})
+}
+
+// TestKernelGroupReleaseRightAfterAppendDevice: as above for a group whose
+// member appends on a device: Group.Release is the member's next call.
+func TestKernelGroupReleaseRightAfterAppendDevice(t *testing.T) {
+	statetest.EachStreamRig(t, func(t *testing.T, r *statetest.StreamRig) {
+		p := keepPool(t, r)
+		g := must[*Group](t)(NewGroup(p, "s", keepLayout(false, Append), keepLayout(false, Append)))
+		st := must[device.Stream](t)(r.Streams().NewStream())
+		defer st.Close()
+		check(t, g.Head(0).RecordStream(st))
+		release := holdFor(t, r, st, 5*time.Second)
+		fillOn(t, r, st, must[[][]device.Span](t)(g.Head(0).AppendDevice(3)), 0x5a)
+		check(t, g.Release())
+		reusedIntact(t, p, release, st)
+	})
+}
+
+// TestKernelInvalidatedBranchReleaseUnderKernel: a branch, its stream
+// recorded (inherited from its head), appends on a device; the head's
+// rollback invalidates it before any next call, so every later call on
+// it fails before it is prepared. Its release must still keep the
+// kernel's block from another head until the kernel ran.
+func TestKernelInvalidatedBranchReleaseUnderKernel(t *testing.T) {
+	statetest.EachStreamRig(t, func(t *testing.T, r *statetest.StreamRig) {
+		p := keepPool(t, r)
+		l := keepLayout(false, Append)
+		l.Bound = 2 * keepRows
+		h, st := recordedHead(t, r, p, l)
+		s0 := must[*Snap](t)(h.Snapshot())
+		defer s0.Release()
+		check(t, h.Append(oneRow(0x11)))
+		c := must[*Head](t)(h.Branch())
+		defer c.Release()
+		release := holdFor(t, r, st, 5*time.Second)
+		fillOn(t, r, st, must[[][]device.Span](t)(c.AppendDevice(keepRows)), 0x5a) // a block of its own
+		check(t, h.Rollback(s0))
+		if err := c.Read(0, 1, [][]byte{make([]byte, keepRowBytes)}); err == nil {
+			t.Fatal("the branch is not invalidated")
+		}
+		check(t, c.Release())
+		o := must[*Head](t)(p.NewHead(keepLayout(false, Append), "s"))
+		defer o.Release()
+		check(t, o.Append([][]byte{bytes.Repeat([]byte{0x77}, keepRows*keepRowBytes)}))
+		o2 := must[*Head](t)(p.NewHead(keepLayout(false, Append), "s"))
+		defer o2.Release()
+		check(t, o2.Append([][]byte{bytes.Repeat([]byte{0x78}, keepRows*keepRowBytes)}))
+		release()
+		check(t, st.Sync())
+		keptRows(t, o, 0x77, 0x77, 0x77, 0x77, 0x77, 0x77, 0x77, 0x77)
+		keptRows(t, o2, 0x78, 0x78, 0x78, 0x78, 0x78, 0x78, 0x78, 0x78)
+	})
+}
+
+// TestKernelEvictOptionalUnderKernel: an optional head, its stream recorded
+// before it held a block, hands AppendDevice's spans to a kernel held on
+// the stream. Before any next call on the head, another owner's appends
+// press memory: eviction must not give the kernel's block to that owner
+// while the kernel has not run.
+func TestKernelEvictOptionalUnderKernel(t *testing.T) {
+	statetest.EachStreamRig(t, func(t *testing.T, r *statetest.StreamRig) {
+		const bb = keepRows * keepRowBytes
+		p := must[*Pool](t)(NewPool(r.Backend, PoolOptions{BlockBytes: bb, MaxBytes: 2 * bb}))
+		t.Cleanup(func() { check(t, p.Close()) })
+		l := keepLayout(false, Append)
+		l.Retention = Optional
+		h, st := recordedHead(t, r, p, l)
+		release := holdFor(t, r, st, 5*time.Second)
+		fillOn(t, r, st, must[[][]device.Span](t)(h.AppendDevice(3)), 0x5a)
+		ol := keepLayout(false, Append)
+		ol.Bound = 2 * keepRows
+		o := must[*Head](t)(p.NewHead(ol, "o"))
+		defer o.Release()
+		done := make(chan error, 1)
+		go func() {
+			var err error
+			for i := 0; i < 2*keepRows && err == nil; i++ {
+				err = o.Append(oneRow(0x77))
+			}
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Logf("the other owner's appends: %v", err)
+			}
+		case <-time.After(10 * time.Second):
+			release()
+			<-done
+			t.Fatal("the other owner's appends blocked")
+		}
+		t.Logf("evicted %v, stats %+v", h.evicted, p.Stats())
+		release()
+		check(t, st.Sync())
+		got := make([]byte, o.Len()*keepRowBytes)
+		check(t, o.Read(0, o.Len(), [][]byte{got}))
+		for i := 0; i < o.Len(); i++ {
+			if got[i*keepRowBytes] != 0x77 {
+				t.Fatalf("the other owner's row %d reads %x: the kernel wrote a block eviction gave it", i, got[i*keepRowBytes])
+			}
+		}
+	})
+}
+
+// TestKernelWindowDeviceAppendPastWindow: an AppendDevice of more rows
+// than the window holds, on a stream recorded before: the spans it
+// hands out must lie in blocks no other head gets while the kernel has
+// not run (or the call refuses).
+func TestKernelWindowDeviceAppendPastWindow(t *testing.T) {
+	statetest.EachStreamRig(t, func(t *testing.T, r *statetest.StreamRig) {
+		p := keepPool(t, r)
+		l := keepLayout(false, Append)
+		l.Bound = 0
+		l.Window = keepRows
+		h, st := recordedHead(t, r, p, l)
+		for i := 0; i < 3; i++ {
+			check(t, h.Append(oneRow(0x11)))
+		}
+		release := holdFor(t, r, st, 5*time.Second)
+		spans, err := h.AppendDevice(2 * keepRows)
+		if err != nil {
+			t.Logf("AppendDevice past the window: %v", err)
+			return
+		}
+		n := 0
+		for _, sp := range spans[0] {
+			n += sp.Rows
+		}
+		t.Logf("spans cover %d rows, Len %d Oldest %d", n, h.Len(), h.Oldest())
+		fillOn(t, r, st, spans, 0x5a)
+		check(t, h.Read(h.Len()-1, h.Len(), [][]byte{make([]byte, keepRowBytes)}))
+		o := must[*Head](t)(p.NewHead(keepLayout(false, Append), "s"))
+		defer o.Release()
+		for i := 0; i < keepRows; i++ {
+			check(t, o.Append(oneRow(0x77)))
+		}
+		release()
+		check(t, st.Sync())
+		keptRows(t, o, 0x77, 0x77, 0x77, 0x77, 0x77, 0x77, 0x77, 0x77)
+	})
+}
+
+// TestKernelTwoColumnsKernelRowsKept: columns of different row sizes hold
+// different rows a block; a kernel writes both columns' spans of a
+// WriteDevice, a snapshot shares the blocks, a host write of another row
+// copies them: both columns keep the kernel's rows.
+func TestKernelTwoColumnsKernelRowsKept(t *testing.T) {
+	statetest.EachStreamRig(t, func(t *testing.T, r *statetest.StreamRig) {
+		const bb = 2048
+		p := must[*Pool](t)(NewPool(r.Backend, PoolOptions{BlockBytes: bb}))
+		t.Cleanup(func() { check(t, p.Close()) })
+		const rows = 64
+		widths := []int{256, 16}
+		l := &Layout{Type: "Two", Columns: []Column{{Name: "A", ElemSize: 1, Width: widths[0]}, {Name: "B", ElemSize: 1, Width: widths[1]}}, Growth: Mutable, Bound: rows}
+		h := must[*Head](t)(p.NewHead(l, "s"))
+		defer h.Release()
+		check(t, h.Write(0, [][]byte{bytes.Repeat([]byte{0x11}, rows*widths[0]), bytes.Repeat([]byte{0x11}, rows*widths[1])}))
+		st := must[device.Stream](t)(r.Streams().NewStream())
+		defer st.Close()
+		s := must[*Snap](t)(h.Snapshot())
+		defer s.Release()
+		release := holdFor(t, r, st, 100*time.Millisecond)
+		spans := must[[][]device.Span](t)(h.WriteDevice(40, 44))
+		for c, col := range spans {
+			for _, sp := range col {
+				check(t, r.Kernels().Launch(st, r.Fill, device.Dim3{}, device.Dim3{X: 64}, 0, sp.Ptr, uint32(0x5a), uint64(sp.Rows*widths[c])))
+			}
+		}
+		check(t, h.RecordStream(st))
+		s2 := must[*Snap](t)(h.Snapshot())
+		defer s2.Release()
+		check(t, h.Write(41, [][]byte{bytes.Repeat([]byte{0x22}, widths[0]), bytes.Repeat([]byte{0x22}, widths[1])}))
+		check(t, h.Write(43, [][]byte{bytes.Repeat([]byte{0x33}, widths[0]), bytes.Repeat([]byte{0x33}, widths[1])}))
+		release()
+		check(t, st.Sync())
+		for _, x := range []reader{h, s2} {
+			a := make([]byte, 4*widths[0])
+			b := make([]byte, 4*widths[1])
+			check(t, x.Read(40, 44, [][]byte{a, b}))
+			for c, buf := range [][]byte{a, b} {
+				var got []byte
+				for i := 0; i < 4; i++ {
+					got = append(got, buf[i*widths[c]])
+				}
+				want := []byte{0x5a, 0x22, 0x5a, 0x33}
+				if x == reader(s2) {
+					want = []byte{0x5a, 0x5a, 0x5a, 0x5a}
+				}
+				if !bytes.Equal(got, want) {
+					t.Errorf("column %d rows 40..43 read %x, want %x", c, got, want)
+				}
+			}
+		}
+	})
+}
+
+// TestKernelEventsGroupBranchMergeRelease: a group's member writes on a
+// device; the group branches, the branch's member writes on a device too,
+// the group merges the branch; the two are released in either order.
+// Every event is closed once.
+func TestKernelEventsGroupBranchMergeRelease(t *testing.T) {
+	statetest.EachStreamRig(t, func(t *testing.T, r *statetest.StreamRig) {
+		st := must[device.Stream](t)(r.Streams().NewStream())
+		defer st.Close()
+		for _, merge := range []bool{false, true} {
+			for _, gFirst := range []bool{false, true} {
+				t.Run(fmt.Sprintf("merge=%v/groupFirst=%v", merge, gFirst), func(t *testing.T) {
+					b, p := countedPool(t, r, PoolOptions{})
+					g := must[*Group](t)(NewGroup(p, "s", keepLayout(false, Mutable), keepLayout(false, Append)))
+					m := g.Head(0)
+					check(t, m.Write(0, [][]byte{bytes.Repeat([]byte{0x11}, keepRows*keepRowBytes)}))
+					check(t, g.Head(1).Append(oneRow(0x01)))
+					fillOn(t, r, st, must[[][]device.Span](t)(m.WriteDevice(2, 4)), 0x5a)
+					check(t, m.RecordStream(st))
+					fillOn(t, r, st, must[[][]device.Span](t)(g.Head(1).AppendDevice(2)), 0x5b)
+					bg := must[*Group](t)(g.Branch()) // the next call on member 1
+					check(t, bg.Head(0).Write(0, oneRow(0x22)))
+					fillOn(t, r, st, must[[][]device.Span](t)(bg.Head(0).WriteDevice(5, 6)), 0x6b)
+					check(t, bg.Head(0).RecordStream(st))
+					if merge {
+						check(t, g.Merge(bg))
+					}
+					check(t, st.Sync())
+					if gFirst {
+						check(t, g.Release())
+						check(t, bg.Release())
+					} else {
+						check(t, bg.Release())
+						check(t, g.Release())
+					}
+					eventsBalanced(t, b, p, "after every release")
+					if ps := p.Stats(); ps.PhysicalBytes != 0 || ps.PendingBytes != 0 {
+						t.Errorf("after every release: physical %d pending %d", ps.PhysicalBytes, ps.PendingBytes)
+					}
+					check(t, p.Close())
+				})
+			}
+		}
+	})
+}
+
+// TestKernelWindowKernelRowsKeptOverCopy: an append state with a window
+// has dropped its first blocks; a kernel fills the rows of an
+// AppendDevice in the tail block, a snapshot shares the block, and a host
+// append copies it: the copy waits for the kernel.
+func TestKernelWindowKernelRowsKeptOverCopy(t *testing.T) {
+	statetest.EachStreamRig(t, func(t *testing.T, r *statetest.StreamRig) {
+		p := keepPool(t, r)
+		l := keepLayout(false, Append)
+		l.Bound = 0
+		l.Window = 2 * keepRows
+		h := must[*Head](t)(p.NewHead(l, "s"))
+		defer h.Release()
+		for i := 0; i < 3*keepRows+2; i++ {
+			check(t, h.Append(oneRow(0x11)))
+		}
+		st := must[device.Stream](t)(r.Streams().NewStream())
+		defer st.Close()
+		release := holdFor(t, r, st, 50*time.Millisecond)
+		fillOn(t, r, st, must[[][]device.Span](t)(h.AppendDevice(3)), 0x5a)
+		check(t, h.RecordStream(st))
+		s := must[*Snap](t)(h.Snapshot())
+		defer s.Release()
+		check(t, h.Append(oneRow(0x33)))
+		release()
+		check(t, st.Sync())
+		n := h.Len()
+		got := make([]byte, 5*keepRowBytes)
+		check(t, h.Read(n-6, n-1, [][]byte{got}))
+		var rows []byte
+		for i := 0; i < 5; i++ {
+			rows = append(rows, got[i*keepRowBytes])
+		}
+		if want := []byte{0x11, 0x11, 0x5a, 0x5a, 0x5a}; !bytes.Equal(rows, want) {
+			t.Fatalf("rows before the last read %x, want %x", rows, want)
+		}
+	})
+}
+
+// TestKernelClosedRecordedStreamDrains: a stream recorded on the head is
+// closed; a device write on another stream, its RecordStream, the
+// release: nothing stays pending after the streams synced.
+func TestKernelClosedRecordedStreamDrains(t *testing.T) {
+	statetest.EachStreamRig(t, func(t *testing.T, r *statetest.StreamRig) {
+		p := keepPool(t, r)
+		h := must[*Head](t)(p.NewHead(keepLayout(false, Append), "s"))
+		st2 := must[device.Stream](t)(r.Streams().NewStream())
+		check(t, h.RecordStream(st2))
+		check(t, st2.Close())
+		st := must[device.Stream](t)(r.Streams().NewStream())
+		defer st.Close()
+		fillOn(t, r, st, must[[][]device.Span](t)(h.AppendDevice(3)), 0x5a)
+		check(t, h.RecordStream(st))
+		check(t, h.Append(oneRow(0x11)))
+		check(t, h.Release())
+		check(t, st.Sync())
+		done := make(chan struct{})
+		go func() { p.WaitPending(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Fatal("WaitPending did not return")
+		}
+		if ps := p.Stats(); ps.PendingBytes != 0 || ps.PhysicalBytes != 0 {
+			t.Errorf("after the release: pending %d physical %d", ps.PendingBytes, ps.PhysicalBytes)
+		}
+	})
+}
+
+// TestKernelTwoStreamsBothMarked: streams a and b were recorded on the head
+// before it held a block; AppendDevice; the kernel runs on a; the next
+// call is RecordStream(b). The release must keep the block from another
+// head until a's kernel ran.
+func TestKernelTwoStreamsBothMarked(t *testing.T) {
+	statetest.EachStreamRig(t, func(t *testing.T, r *statetest.StreamRig) {
+		p := keepPool(t, r)
+		h, a := recordedHead(t, r, p, keepLayout(false, Append))
+		b := must[device.Stream](t)(r.Streams().NewStream())
+		defer b.Close()
+		check(t, h.RecordStream(b))
+		release := holdFor(t, r, a, 5*time.Second)
+		fillOn(t, r, a, must[[][]device.Span](t)(h.AppendDevice(3)), 0x5a)
+		check(t, h.RecordStream(b))
+		check(t, h.Release())
+		reusedIntact(t, p, release, a)
+	})
 }

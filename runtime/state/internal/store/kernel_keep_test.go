@@ -28,6 +28,28 @@ func keepLayout(ckpt bool, growth Growth) *Layout {
 	return l
 }
 
+// keepPool returns a pool on r's backend of blocks of keepRows rows,
+// closed when t ends, after the handles keepHead and recordedHead made.
+func keepPool(t *testing.T, r *statetest.StreamRig) *Pool {
+	p := must[*Pool](t)(NewPool(r.Backend, PoolOptions{BlockBytes: keepRows * keepRowBytes}))
+	t.Cleanup(func() { check(t, p.Close()) })
+	return p
+}
+
+// reusedIntact has a new head of p's owner "s" append a block of 0x77
+// rows, then lets the held kernel run (release, then st's Sync), and
+// fails unless the head reads its own rows: the kernel wrote no block
+// the pool handed it.
+func reusedIntact(t *testing.T, p *Pool, release func(), st device.Stream) {
+	t.Helper()
+	o := must[*Head](t)(p.NewHead(keepLayout(false, Append), "s"))
+	defer o.Release()
+	check(t, o.Append([][]byte{bytes.Repeat([]byte{0x77}, keepRows*keepRowBytes)}))
+	release()
+	check(t, st.Sync())
+	keptRows(t, o, 0x77, 0x77, 0x77, 0x77, 0x77, 0x77, 0x77, 0x77)
+}
+
 // keepHead returns a head of p, its rows 0x11 (keepRows of them, or one
 // for an append state), and a new stream; both go when t ends.
 func keepHead(t *testing.T, r *statetest.StreamRig, p *Pool, ckpt bool, growth Growth) (*Head, device.Stream) {
@@ -151,8 +173,7 @@ func TestKernelRowsKeptOverCopy(t *testing.T) {
 		for _, c := range cases {
 			for _, ckpt := range []bool{false, true} {
 				t.Run(fmt.Sprintf("%s/checkpoint=%v", c.name, ckpt), func(t *testing.T) {
-					p := must[*Pool](t)(NewPool(r.Backend, PoolOptions{BlockBytes: keepRows * keepRowBytes}))
-					t.Cleanup(func() { check(t, p.Close()) }) // after keepHead's
+					p := keepPool(t, r)
 					c.run(t, r, p, ckpt)
 				})
 			}
@@ -168,8 +189,7 @@ func TestKernelRowsKeptOverCopy(t *testing.T) {
 // fill from starting too.
 func TestKernelRowsWaitNotLater(t *testing.T) {
 	r := statetest.HostStreamRig(t)
-	p := must[*Pool](t)(NewPool(r.Backend, PoolOptions{BlockBytes: keepRows * keepRowBytes}))
-	t.Cleanup(func() { check(t, p.Close()) })
+	p := keepPool(t, r)
 	h, st := keepHead(t, r, p, false, Mutable)
 	fillOn(t, r, st, must[[][]device.Span](t)(h.WriteDevice(2, 4)), 0x5a)
 	check(t, h.RecordStream(st))
