@@ -270,3 +270,86 @@ func TestKernelEventsRecordStreamAfterDeviceWrite(t *testing.T) {
 		})
 	})
 }
+
+// TestKernelEventsHistoryPaths: device writes on a checkpointed head under
+// At, Step, VersionAt, Rollback, a branch and a shared adoption; after
+// every handle goes, no event is live, closed twice or used after close,
+// and nothing is pending.
+func TestKernelEventsHistoryPaths(t *testing.T) {
+	inc := func(rows, in [][]byte) ([][]byte, error) {
+		for i := range rows[0] {
+			rows[0][i]++
+		}
+		return rows, nil
+	}
+	cases := map[string]func(t *testing.T, r *statetest.StreamRig, p *Pool, st device.Stream){
+		"at-step-rollback": func(t *testing.T, r *statetest.StreamRig, p *Pool, st device.Stream) {
+			l := keepLayout(false, Mutable)
+			l.Checkpoint = &CheckpointPolicy{Every: 2, Keep: 2}
+			h := must[*Head](t)(p.NewHead(l, "s"))
+			check(t, h.Write(0, [][]byte{bytes.Repeat([]byte{0x11}, keepRows*keepRowBytes)}))
+			s := must[*Snap](t)(h.Snapshot())
+			release := holdFor(t, r, st, 50*time.Millisecond)
+			fillOn(t, r, st, must[[][]device.Span](t)(h.WriteDevice(2, 4)), 0x5a)
+			check(t, h.RecordStream(st))
+			v := h.Version()
+			check(t, h.StepHost(nil, true, inc))
+			a := must[*Snap](t)(h.At(v))
+			release()
+			check(t, st.Sync())
+			keptRows(t, a, 0x11, 0x11, 0x5a, 0x5a, 0x11, 0x11, 0x11, 0x11)
+			fillOn(t, r, st, must[[][]device.Span](t)(h.WriteDevice(5, 6)), 0x6b)
+			b := must[*Head](t)(h.Branch())
+			fillOn(t, r, st, must[[][]device.Span](t)(b.WriteDevice(0, 1)), 0x7c)
+			check(t, b.RecordStream(st))
+			_, _ = b.VersionAt(8)
+			check(t, h.Rollback(s))
+			check(t, st.Sync())
+			check(t, a.Release())
+			check(t, b.Release())
+			check(t, s.Release())
+			check(t, h.Release())
+		},
+		"shared": func(t *testing.T, r *statetest.StreamRig, p *Pool, st device.Stream) {
+			sl := sharedKernelLayout()
+			a := must[*Head](t)(p.NewSharedHead(sl, "a", "d"))
+			check(t, a.RecordStream(st))
+			release := holdFor(t, r, st, 50*time.Millisecond)
+			tokFill(t, r, st, must[[][]device.Span](t)(a.AppendDevice(tokPer)), 0x5a)
+			check(t, a.Append([][]byte{bytes.Repeat([]byte{1}, tokBytes)}))
+			keys := bytes.Repeat([]byte{0x5a}, (tokPer+1)*tokBytes)
+			c := must[*Head](t)(p.NewSharedHead(sl, "c", "d"))
+			_, _ = c.AdoptPrefix(keys)
+			release()
+			check(t, st.Sync())
+			d := must[*Head](t)(p.NewSharedHead(sl, "c", "d"))
+			n := must[int](t)(d.AdoptPrefix(keys))
+			if n != tokPer {
+				t.Errorf("adopted %d", n)
+			}
+			check(t, a.Release())
+			check(t, c.Release())
+			check(t, d.Release())
+		},
+	}
+	statetest.EachStreamRig(t, func(t *testing.T, r *statetest.StreamRig) {
+		for name, c := range cases {
+			t.Run(name, func(t *testing.T) {
+				opts := PoolOptions{}
+				if name == "shared" {
+					opts.BlockBytes = tokPer * tokBytes
+				}
+				b, p := countedPool(t, r, opts)
+				st := must[device.Stream](t)(r.Streams().NewStream())
+				defer st.Close()
+				c(t, r, p, st)
+				p.ForgetPrefixes("d")
+				eventsBalanced(t, b, p, "after every release")
+				if ps := p.Stats(); ps.PendingBytes != 0 || ps.PhysicalBytes != 0 {
+					t.Errorf("after every release: %+v", ps)
+				}
+				check(t, p.Close())
+			})
+		}
+	})
+}

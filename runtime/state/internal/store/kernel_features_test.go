@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"testing"
 	"time"
@@ -610,5 +611,306 @@ func TestKernelTwoStreamsBothMarked(t *testing.T) {
 		check(t, h.RecordStream(b))
 		check(t, h.Release())
 		reusedIntact(t, p, release, a)
+	})
+}
+
+// TestKernelTierRightAfterRecordStream: an optional head's device write,
+// kernel held, on a stream recorded by RecordStream, the next call (not
+// before); memory pressure moves the head to the host tier right after;
+// Prefetch brings it back. The head reads the kernel's rows, another
+// owner's rows are intact, nothing stays pending.
+func TestKernelTierRightAfterRecordStream(t *testing.T) {
+	for _, ckpt := range []bool{false, true} {
+		for _, dev := range []string{"append", "write"} {
+			t.Run(fmt.Sprintf("ckpt=%v/%s", ckpt, dev), func(t *testing.T) {
+				r := statetest.HostStreamRig(t)
+				const bb = keepRows * keepRowBytes
+				p := must[*Pool](t)(NewPool(r.Backend, PoolOptions{BlockBytes: bb, MaxBytes: 3 * bb, HostTier: 64 << 10}))
+				t.Cleanup(func() { check(t, p.Close()) })
+				growth := Append
+				if dev == "write" {
+					growth = Mutable
+				}
+				l := keepLayout(ckpt, growth)
+				l.Retention = Optional
+				h := must[*Head](t)(p.NewHead(l, "s"))
+				defer h.Release()
+				st := must[device.Stream](t)(r.Streams().NewStream())
+				defer st.Close()
+				want := []byte{0x5a, 0x5a, 0x5a}
+				release := holdFor(t, r, st, 200*time.Millisecond)
+				if dev == "write" {
+					check(t, h.Write(0, [][]byte{bytes.Repeat([]byte{0x11}, bb)}))
+					fillOn(t, r, st, must[[][]device.Span](t)(h.WriteDevice(2, 4)), 0x5a)
+					want = []byte{0x11, 0x11, 0x5a, 0x5a, 0x11, 0x11, 0x11, 0x11}
+				} else {
+					fillOn(t, r, st, must[[][]device.Span](t)(h.AppendDevice(3)), 0x5a)
+				}
+				check(t, h.RecordStream(st))
+				ol := keepLayout(false, Append)
+				ol.Bound = 3 * keepRows
+				o := must[*Head](t)(p.NewHead(ol, "o"))
+				defer o.Release()
+				for i := 0; i < 3*keepRows; i++ {
+					if err := o.Append(oneRow(0x77)); err != nil {
+						t.Logf("append %d: %v", i, err)
+						break
+					}
+				}
+				t.Logf("tier out %d", p.Stats().TierOut)
+				release()
+				check(t, st.Sync())
+				got := make([]byte, o.Len()*keepRowBytes)
+				check(t, o.Read(0, o.Len(), [][]byte{got}))
+				if !bytes.Equal(got, bytes.Repeat([]byte{0x77}, len(got))) {
+					t.Errorf("another owner's rows overwritten")
+				}
+				check(t, o.Release())
+				check(t, h.Prefetch())
+				keptRows(t, h, want...)
+				p.WaitPending()
+				if ps := p.Stats(); ps.PendingBytes != 0 {
+					t.Errorf("pending %d", ps.PendingBytes)
+				}
+			})
+		}
+	}
+}
+
+// TestKernelGroupTierKernelRows: a group of optional members; member 0's
+// device write (kernel held) on a stream RecordStream names next; memory
+// pressure moves the group to the host tier; another owner's rows stay
+// intact, and the member brought back reads the kernel's rows.
+func TestKernelGroupTierKernelRows(t *testing.T) {
+	r := statetest.HostStreamRig(t)
+	const bb = keepRows * keepRowBytes
+	p := must[*Pool](t)(NewPool(r.Backend, PoolOptions{BlockBytes: bb, MaxBytes: 3 * bb, HostTier: 64 << 10}))
+	t.Cleanup(func() { check(t, p.Close()) })
+	l0 := keepLayout(false, Append)
+	l0.Retention = Optional
+	l1 := keepLayout(false, Append)
+	l1.Retention = Optional
+	g := must[*Group](t)(NewGroup(p, "s", l0, l1))
+	defer g.Release()
+	check(t, g.Head(1).Append(oneRow(0x01)))
+	st := must[device.Stream](t)(r.Streams().NewStream())
+	defer st.Close()
+	release := holdFor(t, r, st, 200*time.Millisecond)
+	fillOn(t, r, st, must[[][]device.Span](t)(g.Head(0).AppendDevice(3)), 0x5a)
+	check(t, g.Head(0).RecordStream(st))
+	ol := keepLayout(false, Append)
+	ol.Bound = 3 * keepRows
+	o := must[*Head](t)(p.NewHead(ol, "o"))
+	defer o.Release()
+	for i := 0; i < 3*keepRows; i++ {
+		if err := o.Append(oneRow(0x77)); err != nil {
+			t.Logf("append %d: %v", i, err)
+			break
+		}
+	}
+	t.Logf("tier out %d", p.Stats().TierOut)
+	release()
+	check(t, st.Sync())
+	got := make([]byte, o.Len()*keepRowBytes)
+	check(t, o.Read(0, o.Len(), [][]byte{got}))
+	if !bytes.Equal(got, bytes.Repeat([]byte{0x77}, len(got))) {
+		t.Errorf("another owner's rows overwritten")
+	}
+	check(t, o.Release())
+	keptRows(t, g.Head(0), 0x5a, 0x5a, 0x5a)
+	keptRows(t, g.Head(1), 0x01)
+}
+
+// TestKernelTableAfterKernelCopy: a head's block table; a device write's
+// kernel (held) on a recorded stream, RecordStream next, a snapshot, and
+// a host write that copies the block after the kernel. The table, read
+// as a kernel on another stream would (Column, then its entries), points
+// at a block that holds the write's row and the kernel's rows; a table
+// of the snapshot points at the kernel's rows too.
+func TestKernelTableAfterKernelCopy(t *testing.T) {
+	statetest.EachStreamRig(t, func(t *testing.T, r *statetest.StreamRig) {
+		p := keepPool(t, r)
+		h, st := keepHead(t, r, p, false, Mutable)
+		tab := must[*BlockTable](t)(h.BlockTable())
+		defer tab.Release()
+		check(t, h.RecordStream(st))
+		release := holdFor(t, r, st, 100*time.Millisecond)
+		fillOn(t, r, st, must[[][]device.Span](t)(h.WriteDevice(2, 4)), 0x5a)
+		check(t, h.RecordStream(st))
+		s := must[*Snap](t)(h.Snapshot())
+		defer s.Release()
+		check(t, h.Write(0, oneRow(0x22)))
+		st2 := must[device.Stream](t)(r.Streams().NewStream())
+		defer st2.Close()
+		check(t, h.RecordStream(st2))
+		release()
+		check(t, st.Sync())
+		readVia := func(tb *BlockTable) []byte {
+			col := must[TableColumn](t)(tb.Column(0))
+			ent := make([]byte, 8*col.Blocks)
+			check(t, r.Backend.CopyDtoH(ent, col.Ptr))
+			blk := device.Ptr(binary.LittleEndian.Uint64(ent[8*(0-col.First):]))
+			got := make([]byte, keepRows*keepRowBytes)
+			check(t, r.Backend.CopyDtoH(got, blk))
+			var rows []byte
+			for i := 0; i < len(got); i += keepRowBytes {
+				rows = append(rows, got[i])
+			}
+			return rows
+		}
+		if got, want := readVia(tab), []byte{0x22, 0x11, 0x5a, 0x5a, 0x11, 0x11, 0x11, 0x11}; !bytes.Equal(got, want) {
+			t.Errorf("head's table block reads %x, want %x", got, want)
+		}
+		st2tab := must[*BlockTable](t)(s.BlockTable())
+		defer st2tab.Release()
+		if got, want := readVia(st2tab), []byte{0x11, 0x11, 0x5a, 0x5a, 0x11, 0x11, 0x11, 0x11}; !bytes.Equal(got, want) {
+			t.Errorf("snapshot's table block reads %x, want %x", got, want)
+		}
+		keptRows(t, h, 0x22, 0x11, 0x5a, 0x5a, 0x11, 0x11, 0x11, 0x11)
+	})
+}
+
+// TestKernelSnapRecordStreamAfterKernel: a snapshot taken as the call after
+// a device write (stream recorded before, kernel held) records a second
+// stream whose held ReadAsync reads the snapshot; the head copies on
+// write; head and snapshot go. The block goes to no other head until
+// both streams ran: the read sees the kernel's rows, the new head its own.
+func TestKernelSnapRecordStreamAfterKernel(t *testing.T) {
+	r := statetest.HostStreamRig(t)
+	p := keepPool(t, r)
+	h, st := keepHead(t, r, p, false, Mutable)
+	check(t, h.RecordStream(st))
+	release := holdFor(t, r, st, 5*time.Second)
+	fillOn(t, r, st, must[[][]device.Span](t)(h.WriteDevice(2, 4)), 0x5a)
+	s := must[*Snap](t)(h.Snapshot())
+	st2 := must[device.Stream](t)(r.Streams().NewStream())
+	defer st2.Close()
+	check(t, s.RecordStream(st2))
+	ev := must[device.Event](t)(r.Streams().Record(st))
+	check(t, r.Streams().WaitEvent(st2, ev))
+	defer ev.Close()
+	buf := must[[]byte](t)(r.Streams().HostAlloc(keepRows * keepRowBytes))
+	defer r.Streams().HostFree(buf)
+	check(t, s.ReadAsync(st2, 0, keepRows, [][]byte{buf}))
+	wrote := make(chan error, 1)
+	go func() { wrote <- h.Write(0, oneRow(0x22)) }() // waits for the kernel
+	time.Sleep(20 * time.Millisecond)
+	check(t, s.Release())
+	o := must[*Head](t)(p.NewHead(keepLayout(false, Append), "s"))
+	defer o.Release()
+	check(t, o.Append([][]byte{bytes.Repeat([]byte{0x77}, keepRows*keepRowBytes)}))
+	release()
+	check(t, st.Sync())
+	check(t, st2.Sync())
+	check(t, <-wrote)
+	var rows []byte
+	for i := 0; i < len(buf); i += keepRowBytes {
+		rows = append(rows, buf[i])
+	}
+	if want := []byte{0x11, 0x11, 0x5a, 0x5a, 0x11, 0x11, 0x11, 0x11}; !bytes.Equal(rows, want) {
+		t.Errorf("the snapshot's ReadAsync read %x, want %x", rows, want)
+	}
+	keptRows(t, o, 0x77, 0x77, 0x77, 0x77, 0x77, 0x77, 0x77, 0x77)
+	keptRows(t, h, 0x22, 0x11, 0x5a, 0x5a, 0x11, 0x11, 0x11, 0x11)
+}
+
+func sharedKernelLayout() *Layout {
+	return &Layout{Type: "Tok", Columns: []Column{{Name: "B", ElemSize: 8, Width: 1}}, Growth: Append, Bound: 4 * tokPer, BlockRows: tokPer, ShareKey: "B", Descendants: Keep}
+}
+
+const tokBytes, tokPer = 8, 32
+
+func tokFill(t *testing.T, r *statetest.StreamRig, st device.Stream, spans [][]device.Span, v byte) {
+	t.Helper()
+	for _, sp := range spans[0] {
+		check(t, r.Kernels().Launch(st, r.Fill, device.Dim3{}, device.Dim3{X: 64}, 0, sp.Ptr, uint32(v), uint64(sp.Rows*tokBytes)))
+	}
+}
+
+func tokRows(t *testing.T, x reader, v byte, n int) {
+	t.Helper()
+	got := make([]byte, x.Len()*tokBytes)
+	check(t, x.Read(0, x.Len(), [][]byte{got}))
+	if want := bytes.Repeat([]byte{v}, n*tokBytes); !bytes.Equal(got[:min(len(got), len(want))], want) || x.Len() < n {
+		t.Fatalf("rows read %x, want %d rows of %x", got, n, v)
+	}
+}
+
+// TestKernelAdoptKernelRows: a shared head's AppendDevice fills a block by a
+// held kernel; the call after it is each of several. Another owner's
+// adoption while the kernel is held must not adopt the block (its keys
+// are not written), nor read anything but the kernel's rows; after the
+// kernel, one adopts it and reads the kernel's rows, also after the
+// writer goes.
+func TestKernelAdoptKernelRows(t *testing.T) {
+	nexts := map[string]func(t *testing.T, h *Head, st device.Stream){
+		"RecordStream": func(t *testing.T, h *Head, st device.Stream) { check(t, h.RecordStream(st)) },
+		"Append": func(t *testing.T, h *Head, st device.Stream) {
+			check(t, h.Append([][]byte{bytes.Repeat([]byte{0x33}, tokBytes)}))
+		},
+		"Snapshot": func(t *testing.T, h *Head, st device.Stream) {
+			s := must[*Snap](t)(h.Snapshot())
+			t.Cleanup(func() { s.Release() })
+		},
+		"Branch": func(t *testing.T, h *Head, st device.Stream) {
+			b := must[*Head](t)(h.Branch())
+			t.Cleanup(func() { b.Release() })
+		},
+	}
+	statetest.EachStreamRig(t, func(t *testing.T, r *statetest.StreamRig) {
+		for name, next := range nexts {
+			for _, before := range []bool{false, true} {
+				if !before && name != "RecordStream" {
+					continue
+				}
+				t.Run(name, func(t *testing.T) {
+					p := must[*Pool](t)(NewPool(r.Backend, PoolOptions{BlockBytes: tokPer * tokBytes}))
+					t.Cleanup(func() { check(t, p.Close()) })
+					sl := sharedKernelLayout()
+					a := must[*Head](t)(p.NewSharedHead(sl, "a", "d"))
+					defer a.Release()
+					st := must[device.Stream](t)(r.Streams().NewStream())
+					defer st.Close()
+					if before {
+						check(t, a.RecordStream(st))
+					}
+					release := holdFor(t, r, st, 5*time.Second)
+					tokFill(t, r, st, must[[][]device.Span](t)(a.AppendDevice(tokPer)), 0x5a)
+					next(t, a, st)
+					keys := bytes.Repeat([]byte{0x5a}, tokPer*tokBytes)
+					b := must[*Head](t)(p.NewSharedHead(sl, "b", "d"))
+					defer b.Release()
+					var n int
+					within(t, "AdoptPrefix", 10*time.Second, func() (err error) { n, err = b.AdoptPrefix(keys); return })
+					if n != 0 {
+						t.Errorf("adopted %d rows whose kernel has not run", n)
+					}
+					zero := make([]byte, tokPer*tokBytes)
+					b0 := must[*Head](t)(p.NewSharedHead(sl, "b", "d"))
+					defer b0.Release()
+					within(t, "AdoptPrefix", 10*time.Second, func() (err error) { n, err = b0.AdoptPrefix(zero); return })
+					if n != 0 {
+						t.Errorf("adopted %d rows of zero keys: the keys read before the kernel", n)
+					}
+					release()
+					check(t, st.Sync())
+					c := must[*Head](t)(p.NewSharedHead(sl, "c", "d"))
+					defer c.Release()
+					n = must[int](t)(c.AdoptPrefix(keys))
+					if n != tokPer {
+						t.Errorf("adopted %d rows after the kernel, want %d", n, tokPer)
+					}
+					check(t, a.Release())
+					if n > 0 {
+						tokRows(t, c, 0x5a, tokPer)
+					}
+					check(t, c.Append([][]byte{bytes.Repeat([]byte{0x66}, tokBytes)}))
+					p.WaitPending()
+					if ps := p.Stats(); ps.PendingBytes != 0 {
+						t.Errorf("pending bytes %d after WaitPending", ps.PendingBytes)
+					}
+				})
+			}
+		}
 	})
 }

@@ -120,7 +120,7 @@ func (x *history) step(h *Head, in [][]byte, verify bool, f Stepper) error {
 		}
 	}()
 	rows := h.r.rows
-	tx := writeTx{h: h, op: "Step", kind: deviceWrite, from: 0, to: rows}
+	tx := writeTx{h: h, op: "Step", kind: stepWrite, from: 0, to: rows}
 	tx.ops = tx.plan(nil)
 	defer tx.doneOps()
 	if err := tx.take(); err != nil {

@@ -59,10 +59,12 @@ func sameHead(t *testing.T, what string, h *Head, v Version, rows [][]byte) {
 }
 
 // TestStepFailureInAFullPoolKeepsTheHead: a step that fails after writing
-// in place, in a pool with no block to spare and the head's blocks
-// recorded on a stream whose work has not run (so that blocks freed now
-// would wait for it), leaves the head as before: the rebuild goes into
-// the head's own blocks, not into memory it would have to find.
+// in place, in a pool with no block to spare, leaves the head as before:
+// the rebuild goes into the head's own blocks, not into memory it would
+// have to find. With the head's blocks recorded on a stream whose work has
+// not run, the step may not write them in place (that work reads the rows
+// as they were): in the full pool it answers ErrNoMemory, and the head
+// reads as before.
 func TestStepFailureInAFullPoolKeepsTheHead(t *testing.T) {
 	b := device.Host()
 	p, err := NewPool(b, PoolOptions{BlockBytes: 64, MaxBytes: 64 << 10, PendingWait: time.Millisecond})
@@ -76,18 +78,23 @@ func TestStepFailureInAFullPoolKeepsTheHead(t *testing.T) {
 	defer other.Release()
 	for other.Append([][]byte{make([]byte, 64)}) == nil {
 	}
+	v := h.Version()
+	err = h.Step([][]byte{{9}}, true, junkStep(b, nil))
+	if !errors.Is(err, errStep) || errors.Is(err, ErrNoMemory) || errors.Is(err, ErrEvicted) {
+		t.Fatalf("a failing step in a full pool answered %v; want the step's error alone", err)
+	}
+	sameHead(t, "after a failed step in a full pool", h, v, rows)
+
 	st := must[device.Stream](t)(b.(device.Streams).NewStream())
 	defer st.Close()
 	fn, open := statetest.HostGate(t, b)
 	defer open() // before the pool's Close, which waits for the stream
 	check(t, b.(device.Kernels).Launch(st, fn, device.Dim3{X: 1}, device.Dim3{X: 1}, 0))
 	check(t, h.RecordStream(st))
-	v := h.Version()
-	err = h.Step([][]byte{{9}}, true, junkStep(b, nil))
-	if !errors.Is(err, errStep) || errors.Is(err, ErrNoMemory) || errors.Is(err, ErrEvicted) {
-		t.Fatalf("a failing step in a full pool answered %v; want the step's error alone", err)
+	if err := h.Step([][]byte{{9}}, true, junkStep(b, nil)); !errors.Is(err, ErrNoMemory) {
+		t.Fatalf("a step over blocks queued work reads, in a full pool, answered %v; want ErrNoMemory", err)
 	}
-	sameHead(t, "after a failed step in a full pool, the stream's work not run", h, v, rows)
+	sameHead(t, "after a step that found no memory, the stream's work not run", h, v, rows)
 }
 
 // TestStepFailureWhoseRebuildFaultsKeepsTheHead: when the rebuild after a

@@ -21,7 +21,16 @@ const (
 	hostWrite
 	deviceAppend
 	deviceWrite
+	// stepWrite is a replayed step's (history.step): a device write whose
+	// function writes the rows during the call, as a host write does, not
+	// in stream order after it.
+	stepWrite
 )
+
+// duringCall reports whether the rows are written before the call
+// returns, out of stream order: over a block that queued stream work uses
+// they would change what that work sees (inPlace).
+func (k writeKind) duringCall() bool { return k == hostWrite || k == stepWrite }
 
 // plan returns the block operations for rows [from, to) of every column,
 // from the batch cols (nil for a device write). Rows of an in-place write
@@ -86,15 +95,15 @@ func (tx *writeTx) plan(cols [][]byte) []blockOp {
 // short append path of its tail blocks (tailInPlace); alone says whether
 // the head holds its root alone. The block may be the head's alone (held
 // once, under a root the head alone holds: tree.writable), where a host
-// write leaves a block that queued stream work reads (Block.Uses) to that
-// work and copies it, as the host's copy is not in stream order and a
-// kernel's write is; no other holder records a stream on the block
+// write or a replayed step leaves a block that queued stream work reads
+// (Block.Uses) to that work and copies it, as the host's copy is not in
+// stream order and a kernel's write is; no other holder records a stream on the block
 // meanwhile. Or, for an append, others may hold the block whose rows all
 // end at byte from, where the append's begin: it claims bytes [from, to)
 // (tree.appendsInPlace), and claimed reports it.
 func (tx *writeTx) inPlace(t *tree, i int, alone bool, from, to int) (ok, claimed bool) {
 	owner := string(tx.h.owner)
-	if alone && t.writable(i, owner) && (tx.kind != hostWrite || t.get(i).Uses() == nil) {
+	if alone && t.writable(i, owner) && (!tx.kind.duringCall() || t.get(i).Uses() == nil) {
 		return true, false
 	}
 	if (tx.kind == hostAppend || tx.kind == deviceAppend) && t.appendsInPlace(i, owner, from, to) {
