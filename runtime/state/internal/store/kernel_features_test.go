@@ -17,6 +17,33 @@ import (
 // host tier follows. Each holds the kernel's stream back until the call
 // under test has begun.
 
+// pressedIntact has another owner append up to three blocks of 0x77
+// rows into p, pressing its memory (moves to the host tier, evictions),
+// then lets the held kernel run (release, then st's Sync), and fails
+// unless that owner reads its own rows: the kernel wrote no block the
+// pool handed it.
+func pressedIntact(t *testing.T, p *Pool, release func(), st device.Stream) {
+	t.Helper()
+	ol := keepLayout(false, Append)
+	ol.Bound = 3 * keepRows
+	o := must[*Head](t)(p.NewHead(ol, "o"))
+	defer o.Release()
+	for i := 0; i < 3*keepRows; i++ {
+		if err := o.Append(oneRow(0x77)); err != nil {
+			t.Logf("append %d: %v", i, err)
+			break
+		}
+	}
+	t.Logf("tier out %d", p.Stats().TierOut)
+	release()
+	check(t, st.Sync())
+	got := make([]byte, o.Len()*keepRowBytes)
+	check(t, o.Read(0, o.Len(), [][]byte{got}))
+	if !bytes.Equal(got, bytes.Repeat([]byte{0x77}, len(got))) {
+		t.Errorf("another owner's rows overwritten")
+	}
+}
+
 // recordedHead returns a head of p of layout l and a new stream recorded
 // on it while it holds no row; both go when t ends.
 func recordedHead(t *testing.T, r *statetest.StreamRig, p *Pool, l *Layout) (*Head, device.Stream) {
@@ -647,25 +674,7 @@ func TestKernelTierRightAfterRecordStream(t *testing.T) {
 					fillOn(t, r, st, must[[][]device.Span](t)(h.AppendDevice(3)), 0x5a)
 				}
 				check(t, h.RecordStream(st))
-				ol := keepLayout(false, Append)
-				ol.Bound = 3 * keepRows
-				o := must[*Head](t)(p.NewHead(ol, "o"))
-				defer o.Release()
-				for i := 0; i < 3*keepRows; i++ {
-					if err := o.Append(oneRow(0x77)); err != nil {
-						t.Logf("append %d: %v", i, err)
-						break
-					}
-				}
-				t.Logf("tier out %d", p.Stats().TierOut)
-				release()
-				check(t, st.Sync())
-				got := make([]byte, o.Len()*keepRowBytes)
-				check(t, o.Read(0, o.Len(), [][]byte{got}))
-				if !bytes.Equal(got, bytes.Repeat([]byte{0x77}, len(got))) {
-					t.Errorf("another owner's rows overwritten")
-				}
-				check(t, o.Release())
+				pressedIntact(t, p, release, st)
 				check(t, h.Prefetch())
 				keptRows(t, h, want...)
 				p.WaitPending()
@@ -698,25 +707,7 @@ func TestKernelGroupTierKernelRows(t *testing.T) {
 	release := holdFor(t, r, st, 200*time.Millisecond)
 	fillOn(t, r, st, must[[][]device.Span](t)(g.Head(0).AppendDevice(3)), 0x5a)
 	check(t, g.Head(0).RecordStream(st))
-	ol := keepLayout(false, Append)
-	ol.Bound = 3 * keepRows
-	o := must[*Head](t)(p.NewHead(ol, "o"))
-	defer o.Release()
-	for i := 0; i < 3*keepRows; i++ {
-		if err := o.Append(oneRow(0x77)); err != nil {
-			t.Logf("append %d: %v", i, err)
-			break
-		}
-	}
-	t.Logf("tier out %d", p.Stats().TierOut)
-	release()
-	check(t, st.Sync())
-	got := make([]byte, o.Len()*keepRowBytes)
-	check(t, o.Read(0, o.Len(), [][]byte{got}))
-	if !bytes.Equal(got, bytes.Repeat([]byte{0x77}, len(got))) {
-		t.Errorf("another owner's rows overwritten")
-	}
-	check(t, o.Release())
+	pressedIntact(t, p, release, st)
 	keptRows(t, g.Head(0), 0x5a, 0x5a, 0x5a)
 	keptRows(t, g.Head(1), 0x01)
 }

@@ -12,6 +12,19 @@ import (
 
 // A replayed step, At, VersionAt and rollbacks meet rows a kernel writes.
 
+// kernelWritten returns a checkpointed mutable head of rows 0x11 whose
+// rows 2 and 3 a kernel fills with 0x5a on st, a stream recorded on the
+// head before and after the device write, held back until release (or
+// 100ms); all go when t ends.
+func kernelWritten(t *testing.T, r *statetest.StreamRig) (*Head, device.Stream, func()) {
+	h, st := keepHead(t, r, keepPool(t, r), true, Mutable)
+	check(t, h.RecordStream(st))
+	release := holdFor(t, r, st, 100*time.Millisecond)
+	fillOn(t, r, st, must[[][]device.Span](t)(h.WriteDevice(2, 4)), 0x5a)
+	check(t, h.RecordStream(st))
+	return h, st, release
+}
+
 // TestKernelStepHostInPlaceUnderKernel: the kernel of a device write is on
 // a stream recorded on the head before; RecordStream is the next call.
 // No checkpoint shares the block, yet a StepHost (a host function adding
@@ -21,18 +34,7 @@ import (
 // own.
 func TestKernelStepHostInPlaceUnderKernel(t *testing.T) {
 	statetest.EachStreamRig(t, func(t *testing.T, r *statetest.StreamRig) {
-		p := keepPool(t, r)
-		l := keepLayout(false, Mutable)
-		l.Checkpoint = &CheckpointPolicy{Every: 100, Keep: 1}
-		h := must[*Head](t)(p.NewHead(l, "s"))
-		defer h.Release()
-		check(t, h.Write(0, [][]byte{bytes.Repeat([]byte{0x11}, keepRows*keepRowBytes)}))
-		st := must[device.Stream](t)(r.Streams().NewStream())
-		defer st.Close()
-		check(t, h.RecordStream(st))
-		release := holdFor(t, r, st, 100*time.Millisecond)
-		fillOn(t, r, st, must[[][]device.Span](t)(h.WriteDevice(2, 4)), 0x5a)
-		check(t, h.RecordStream(st))
+		h, st, release := kernelWritten(t, r)
 		inc := func(rows, in [][]byte) ([][]byte, error) {
 			for i := range rows[0] {
 				rows[0][i]++
@@ -55,18 +57,7 @@ func TestKernelStepHostInPlaceUnderKernel(t *testing.T) {
 // of a kernel row instead of a step (the documented protection).
 func TestKernelHostWriteInPlaceAfterRecordStream(t *testing.T) {
 	statetest.EachStreamRig(t, func(t *testing.T, r *statetest.StreamRig) {
-		p := keepPool(t, r)
-		l := keepLayout(false, Mutable)
-		l.Checkpoint = &CheckpointPolicy{Every: 100, Keep: 1}
-		h := must[*Head](t)(p.NewHead(l, "s"))
-		defer h.Release()
-		check(t, h.Write(0, [][]byte{bytes.Repeat([]byte{0x11}, keepRows*keepRowBytes)}))
-		st := must[device.Stream](t)(r.Streams().NewStream())
-		defer st.Close()
-		check(t, h.RecordStream(st))
-		release := holdFor(t, r, st, 100*time.Millisecond)
-		fillOn(t, r, st, must[[][]device.Span](t)(h.WriteDevice(2, 4)), 0x5a)
-		check(t, h.RecordStream(st))
+		h, st, release := kernelWritten(t, r)
 		check(t, h.Write(2, oneRow(0x22)))
 		release()
 		check(t, st.Sync())
@@ -130,18 +121,7 @@ func TestKernelStepVerifyAfterDeviceWrite(t *testing.T) {
 		return rows, nil
 	}
 	statetest.EachStreamRig(t, func(t *testing.T, r *statetest.StreamRig) {
-		p := keepPool(t, r)
-		l := keepLayout(false, Mutable)
-		l.Checkpoint = &CheckpointPolicy{Every: 100, Keep: 1}
-		h := must[*Head](t)(p.NewHead(l, "s"))
-		defer h.Release()
-		check(t, h.Write(0, [][]byte{bytes.Repeat([]byte{0x11}, keepRows*keepRowBytes)}))
-		st := must[device.Stream](t)(r.Streams().NewStream())
-		defer st.Close()
-		check(t, h.RecordStream(st))
-		release := holdFor(t, r, st, 100*time.Millisecond)
-		fillOn(t, r, st, must[[][]device.Span](t)(h.WriteDevice(2, 4)), 0x5a)
-		check(t, h.RecordStream(st))
+		h, st, release := kernelWritten(t, r)
 		within(t, "StepHost", 10*time.Second, func() error { return h.StepHost(nil, true, inc) })
 		vs := h.Version()
 		release()
@@ -161,18 +141,7 @@ func TestKernelStepVerifyAfterDeviceWrite(t *testing.T) {
 // the head is as before the step: the kernel's rows.
 func TestKernelStepFailsAfterDeviceWrite(t *testing.T) {
 	statetest.EachStreamRig(t, func(t *testing.T, r *statetest.StreamRig) {
-		p := keepPool(t, r)
-		l := keepLayout(false, Mutable)
-		l.Checkpoint = &CheckpointPolicy{Every: 100, Keep: 1}
-		h := must[*Head](t)(p.NewHead(l, "s"))
-		defer h.Release()
-		check(t, h.Write(0, [][]byte{bytes.Repeat([]byte{0x11}, keepRows*keepRowBytes)}))
-		st := must[device.Stream](t)(r.Streams().NewStream())
-		defer st.Close()
-		check(t, h.RecordStream(st))
-		release := holdFor(t, r, st, 100*time.Millisecond)
-		fillOn(t, r, st, must[[][]device.Span](t)(h.WriteDevice(2, 4)), 0x5a)
-		check(t, h.RecordStream(st))
+		h, st, release := kernelWritten(t, r)
 		v := h.Version()
 		within(t, "StepHost", 10*time.Second, func() error {
 			err := h.StepHost(nil, false, func(rows, in [][]byte) ([][]byte, error) {
