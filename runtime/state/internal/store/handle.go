@@ -252,10 +252,9 @@ type asyncPart struct {
 // (per stream the kernels may be on, an event after them) and the
 // streams on fresh's blocks.
 type kernelRows struct {
-	rows    rowRange
-	fresh   rowRange
-	evs     []streamEvent // a *sharedEvent where a branch shares it
-	syncAll bool          // an event could not be recorded: wait for the device
+	rows  rowRange
+	fresh rowRange
+	evs   []streamEvent // a *sharedEvent where a branch shares it
 }
 
 // rowRange is rows [from, to); empty when from == to.

@@ -7,6 +7,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gpustate/gpustate/runtime/device"
 	"github.com/gpustate/gpustate/runtime/state/internal/statetest"
@@ -312,10 +313,14 @@ func (m *interaction) appendAsync(x *ref, cols [][]byte) {
 }
 
 func (m *interaction) writeRows() {
-	x := m.pickHead([]string{"mutable", "ckpt"}[m.rng.IntN(2)])
-	if x == nil {
-		return
+	if x := m.pickHead([]string{"mutable", "ckpt"}[m.rng.IntN(2)]); x != nil {
+		m.writeSome(x)
 	}
+}
+
+// writeSome writes rows of x, a mutable head, none or some, and checks the
+// answer against x's model.
+func (m *interaction) writeSome(x *ref) {
 	l := x.lin.Layout
 	rows := x.Rows()
 	at := m.rng.IntN(rows + 1)
@@ -415,6 +420,9 @@ func (m *interaction) deviceWrite() {
 	st := m.stream()
 	g := st.gate()
 	defer g.open() // a skipped failure must not leave the stream held
+	// A call meanwhile that copies the kernel's rows waits for it: the
+	// gate opens by itself a while later, as a kernel finishes.
+	time.AfterFunc(50*time.Millisecond, g.open)
 	base := make([][]byte, len(l.Columns))
 	for i, c := range l.Columns {
 		base[i] = make([]byte, (to-from)*c.RowBytes())
@@ -444,15 +452,21 @@ func (m *interaction) deviceWrite() {
 }
 
 // meanwhile runs, while a kernel is queued, a call that frees or takes
-// blocks elsewhere: a release, a rollback or a host append.
+// blocks elsewhere: a release, a rollback or a host append; or a host
+// write over the rows of x, the head the kernel writes, which keeps the
+// kernel's rows where it copies their block (they are in x's model).
 func (m *interaction) meanwhile(x *ref) {
-	switch m.rng.IntN(4) {
+	switch m.rng.IntN(5) {
 	case 0:
 		m.guard("release while a kernel is queued", m.release)
 	case 1:
 		m.guard("rollback while a kernel is queued", m.rollback)
 	case 2:
 		m.guard("append while a kernel is queued", m.appendRows)
+	case 3:
+		if x.lin.Layout.Growth == store.Mutable {
+			m.guard("write over a queued kernel's head", func() { m.writeSome(x) })
+		}
 	}
 }
 

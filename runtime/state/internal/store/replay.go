@@ -317,7 +317,7 @@ func (x *history) reconstructInto(h *Head, q, t int, spare []*block) (*root, []*
 	if k := h.async.kern; k != nil && k.rows != (rowRange{}) {
 		// A checkpoint may share the blocks of rows a kernel is still
 		// writing, which the copies below would read before it.
-		k.wait(h.pool.b)
+		k.wait()
 	}
 	rc := &reconstruction{h: h, q: q, t: t, spare: spare}
 	rc.taken = rc.inline[:0]

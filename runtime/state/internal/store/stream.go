@@ -214,22 +214,25 @@ func (k *kernelRows) queued(h *Head, st device.Stream, ev device.Event) {
 		k.record(sb, s)
 	}
 	ss.mu.Unlock()
-	if len(k.evs) == 0 && !k.syncAll {
-		k.rows = rowRange{} // no stream recorded: no kernel may write them
+	if len(k.evs) == 0 {
+		k.rows = rowRange{} // no kernel may still write them
 	}
 }
 
-// record records the event after the kernels queued on st so far.
+// record records the event after the kernels queued on st so far. Where
+// none can be recorded it waits for st now, for the work queued on it so
+// far and none later: a wait for the whole device at the copy would also
+// wait for work queued since, which may wait for that copy's caller.
 func (k *kernelRows) record(sb device.Streams, st device.Stream) {
 	ev, err := sb.Record(st)
 	switch {
+	case err == nil:
+		k.evs = latestOn(k.evs, st, ev)
 	case errors.Is(err, device.ErrStreamClosed):
-		return // Close waited for its work
-	case err != nil:
-		k.syncAll = true
-		return
+		// Close waited for its work.
+	default:
+		st.Sync() // a failed stream's kernels are over too
 	}
-	k.evs = latestOn(k.evs, st, ev)
 }
 
 // latestOn adds ev, an event on st, to list in place of the one before it
@@ -256,7 +259,6 @@ func (ap *asyncPart) shareKernels(c *Head) {
 	}
 	to := c.async.kernels()
 	to.rows.add(k.rows.from, k.rows.to)
-	to.syncAll = to.syncAll || k.syncAll
 	for i := range k.evs {
 		e := &k.evs[i]
 		if s, ok := e.ev.(*sharedEvent); ok {
@@ -303,24 +305,20 @@ func (ap *asyncPart) awaitKernel(h *Head, ops []blockOp) {
 			continue
 		}
 		if per := h.perBlock[o.col]; k.rows.overlaps(o.idx*per, (o.idx+1)*per) { // the rows it keeps are in its block
-			k.wait(h.pool.b)
+			k.wait()
 			return
 		}
 	}
 }
 
 // wait waits until no kernel writes the rows. h.mu is held.
-func (k *kernelRows) wait(b device.Backend) {
+func (k *kernelRows) wait() {
 	for _, e := range k.evs {
 		e.ev.Wait() // a failed stream's kernel is over too
 		e.ev.Close()
 	}
 	clear(k.evs)
 	k.evs = k.evs[:0]
-	if k.syncAll {
-		b.Sync()
-		k.syncAll = false
-	}
 	k.rows = rowRange{}
 }
 
