@@ -223,6 +223,11 @@ type written struct {
 	key      []byte
 }
 
+// kernel reports whether a kernel writes the rows after the call: a
+// device write's, not an AppendAsync's, whose copies land at the next
+// call (asyncPart.prepare).
+func (w written) kernel() bool { return w.device && w.async == nil }
+
 // lruPart is the head's place in eviction: the pool's use clock at its
 // last call, and the rebuild of an evicted reconstructable head.
 type lruPart struct {

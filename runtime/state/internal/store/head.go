@@ -114,7 +114,7 @@ func (h *Head) setLogical() {
 // [w.from, w.to). h.mu is held.
 func (h *Head) committed(w written) {
 	h.deviceRows = w.device
-	if w.device && w.async == nil {
+	if w.kernel() {
 		h.async.join(h) // it keeps the rows kernels may still write
 	}
 	h.parts.committed(h, w)

@@ -160,15 +160,15 @@ func (ap *asyncPart) land() error {
 	return errors.Join(errs...)
 }
 
-// committed keeps the rows of a write whose spans go to a kernel. An
-// AppendAsync's are not kept: its copies land at the next call (prepare).
+// committed keeps the rows of a write whose spans go to a kernel
+// (written.kernel).
 // The blocks the kernel writes may be new since a stream was recorded on
 // h: they are that stream's too from now on, as RecordStream would make
 // them, so that no write in place, lowered fill, free, eviction or move
 // to the host tier goes before a kernel queued on it, whatever the next
 // call is (a release, or none on an invalidated branch).
 func (ap *asyncPart) committed(h *Head, w written) {
-	if w.device && w.async == nil && w.from < w.to {
+	if w.kernel() && w.from < w.to {
 		k := ap.kernels()
 		k.rows.add(w.from, w.to)
 		k.fresh = rowRange{w.from, w.to}
