@@ -24,6 +24,9 @@ func spansName(typ string) string  { return "_" + typ + "_spans" }
 func gatherName(typ string) string { return "_" + typ + "_readRows" }
 func stepName(typ string) string   { return "_" + typ + "_step" }
 
+func stepHostName(typ string) string { return "_" + typ + "_stepHost" }
+func scratchName(typ string) string  { return "_" + typ + "_rows" }
+
 // Types returns the types generated for contract c: TState first, then
 // TSnapshot (with an immutable snapshot) and TSpans.
 func Types(c *contract.Contract) []string {
@@ -51,6 +54,9 @@ func Names(c *contract.Contract) []string {
 	}
 	if c.Replay != nil {
 		out = append(out, stepName(c.Type))
+		if replayed(c) {
+			out = append(out, stepHostName(c.Type), scratchName(c.Type))
+		}
 	}
 	return out
 }

@@ -108,6 +108,10 @@ func render(m *model) ([]byte, error) {
 	if m.c.Replay != nil {
 		f.Line()
 		f.Add(m.stepType())
+		if replayed(m.c) {
+			f.Line()
+			f.Add(m.stepHostType())
+		}
 	}
 
 	var buf bytes.Buffer
@@ -625,7 +629,7 @@ func (m *model) objCode(obj *types.TypeName, args *types.TypeList) jen.Code {
 var implNames = map[string]bool{
 	"Head": true, "Snap": true, "Group": true, "GroupSnap": true, "Layout": true, "Column": true,
 	"CheckpointPolicy": true, "Append": true, "Mutable": true, "Optional": true,
-	"Reconstructable": true, "Invalidate": true, "Keep": true, "Resize": true, "NewHead": true, "Stepper": true,
+	"Reconstructable": true, "Invalidate": true, "Keep": true, "Resize": true, "NewHead": true, "Stepper": true, "HostStepper": true, "Scratch": true,
 	"NewSharedHead": true, "NewHeadInto": true, "NewSharedHeadInto": true, "Slab": true, "NewGroup": true, "NewSharedGroup": true, "Table": true,
 }
 

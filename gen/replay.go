@@ -92,33 +92,57 @@ func stepHostDoc(c *contract.Contract) []string {
 	}
 }
 
-// stepHostCode renders StepHost: the typed rows and input over the
-// store's StepHost, the fields f leaves handed back as the next rows.
+// stepHostCode renders StepHost: the typed input over the store's
+// StepHostWith, f handed over as the file's host step type
+// (stepHostType).
 func (m *model) stepHostCode() *jen.Statement {
 	in := m.c.Replay.Input
-	batch, input := m.stepInput()
+	batch, _ := m.stepInput()
+	fn := jen.Func().Params(jen.Id("rows").Op("*").Id(m.typ()), jen.Id("in").Id(in)).Error()
+	// A nil f reaches the store as nil, which answers state.ErrShape.
+	return jen.Func().Params(m.recv()).Id("StepHost").Params(jen.Id("in").Id(in), jen.Id("f").Add(fn)).Error().Block(
+		jen.Var().Id("step").Add(st("HostStepper")),
+		jen.If(jen.Id("f").Op("!=").Nil()).Block(
+			jen.Id("step").Op("=").Id(stepHostName(m.typ())).Call(jen.Id("f")),
+		),
+		jen.Return(m.hcall("StepHostWith", batch, jen.Lit(m.c.Replay.Verify), jen.Id("step"))),
+	)
+}
+
+// stepHostType renders the step function type of StepHost, whose
+// StepHost method gives f the rows as the state's type and the typed
+// input, and hands the fields f leaves back as the next rows; and the
+// scratch its *T comes from. A func converts to the store's HostStepper
+// with no allocation, and the *T is kept for the next step, so that a
+// step on the host backend allocates nothing.
+func (m *model) stepHostType() *jen.Statement {
+	in := m.c.Replay.Input
+	_, input := m.stepInput()
+	name, scratch := stepHostName(m.typ()), scratchName(m.typ())
 	rows := make([]jen.Code, len(m.fields))
+	back := make([]jen.Code, len(m.fields))
 	for i, f := range m.fields {
 		rows[i] = key(f.Name, st("Rows").Types(m.typeCode(f.elem)).Call(jen.Id("rows").Index(jen.Lit(i))))
+		back[i] = jen.Id("rows").Index(jen.Lit(i)).Op("=").Add(st("Bytes").Call(jen.Id("r").Dot(f.Name)))
 	}
 	typed := jen.Id(m.typ()).Values(rows...)
 	if len(rows) > 2 {
 		typed = jen.Id(m.typ()).Custom(multi, rows...)
 	}
 	fn := jen.Func().Params(jen.Id("rows").Op("*").Id(m.typ()), jen.Id("in").Id(in)).Error()
-	hostFn := jen.Func().Params(jen.List(jen.Id("rows"), jen.Id("cols")).Index().Index().Byte()).Params(jen.Index().Index().Byte(), jen.Error())
-	// A nil f reaches the store as nil, which answers state.ErrShape.
-	return jen.Func().Params(m.recv()).Id("StepHost").Params(jen.Id("in").Id(in), jen.Id("f").Add(fn)).Error().Block(
-		jen.Var().Id("step").Func().Params(jen.List(jen.Id("rows"), jen.Id("in")).Index().Index().Byte()).Params(jen.Index().Index().Byte(), jen.Error()),
-		jen.If(jen.Id("f").Op("!=").Nil()).Block(
-			jen.Id("step").Op("=").Add(hostFn).Block(
-				jen.Id("r").Op(":=").Add(typed),
-				jen.Id("err").Op(":=").Id("f").Call(jen.Op("&").Id("r"), input),
-				jen.Return(m.batch("r"), jen.Err()),
-			),
-		),
-		jen.Return(m.hcall("StepHost", batch, jen.Lit(m.c.Replay.Verify), jen.Id("step"))),
-	)
+	body := []jen.Code{
+		jen.Id("r").Op(":=").Id(scratch).Dot("Get").Call(),
+		jen.Op("*").Id("r").Op("=").Add(typed),
+		jen.Id("err").Op(":=").Id("f").Call(jen.Id("r"), input),
+	}
+	body = append(body, back...)
+	body = append(body, jen.Id(scratch).Dot("Put").Call(jen.Id("r")), jen.Return(jen.Err()))
+	return jen.Comment(fmt.Sprintf("%s is the step function of %s.StepHost, as the store runs it.", name, m.head())).Line().
+		Type().Id(name).Add(fn).Line().Line().
+		Comment(fmt.Sprintf("%s keeps the %s values %s hands its step function.", scratch, m.typ(), name)).Line().
+		Var().Id(scratch).Add(st("Scratch")).Types(jen.Id(m.typ())).Line().Line().
+		Comment("StepHost runs f on the rows and the input batch cols; the fields f leaves are the next rows.").Line().
+		Func().Params(jen.Id("f").Id(name)).Id("StepHost").Params(jen.List(jen.Id("rows"), jen.Id("cols")).Index().Index().Byte()).Error().Block(body...)
 }
 
 // inputElem renders the element type of field name of the input type.

@@ -321,15 +321,11 @@ func (s *RecRState) Step(in RecIn, f func(dst RecRSpans, in RecIn) error) error 
 //
 //state:mutates
 func (s *RecRState) StepHost(in RecIn, f func(rows *RecR, in RecIn) error) error {
-	var step func(rows, in [][]byte) ([][]byte, error)
+	var step stateimpl.HostStepper
 	if f != nil {
-		step = func(rows, cols [][]byte) ([][]byte, error) {
-			r := RecR{H: state.Rows[float32](rows[0])}
-			err := f(&r, RecIn{X: state.Rows[float32](cols[0])})
-			return [][]byte{state.Bytes(r.H)}, err
-		}
+		step = _RecR_stepHost(f)
 	}
-	return _RecR_head(s).StepHost([][]byte{state.Bytes(in.X)}, false, step)
+	return _RecR_head(s).StepHostWith([][]byte{state.Bytes(in.X)}, false, step)
 }
 
 // Spans locates rows [from, to) in device memory, for kernels that read them.
@@ -630,4 +626,20 @@ type _RecR_step func(dst RecRSpans, in RecIn) error
 func (f _RecR_step) Step(spans [][]device.Span, cols [][]byte) error {
 	dst, _ := _RecR_spans(spans, nil)
 	return f(dst, RecIn{X: state.Rows[float32](cols[0])})
+}
+
+// _RecR_stepHost is the step function of RecRState.StepHost, as the store runs it.
+type _RecR_stepHost func(rows *RecR, in RecIn) error
+
+// _RecR_rows keeps the RecR values _RecR_stepHost hands its step function.
+var _RecR_rows stateimpl.Scratch[RecR]
+
+// StepHost runs f on the rows and the input batch cols; the fields f leaves are the next rows.
+func (f _RecR_stepHost) StepHost(rows, cols [][]byte) error {
+	r := _RecR_rows.Get()
+	*r = RecR{H: state.Rows[float32](rows[0])}
+	err := f(r, RecIn{X: state.Rows[float32](cols[0])})
+	rows[0] = state.Bytes(r.H)
+	_RecR_rows.Put(r)
+	return err
 }

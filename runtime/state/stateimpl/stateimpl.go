@@ -8,6 +8,8 @@
 package stateimpl
 
 import (
+	"sync"
+
 	"github.com/gpustate/gpustate/runtime/state"
 	"github.com/gpustate/gpustate/runtime/state/internal/slab"
 	"github.com/gpustate/gpustate/runtime/state/internal/store"
@@ -23,6 +25,7 @@ type (
 	Column           = store.Column
 	CheckpointPolicy = store.CheckpointPolicy
 	Stepper          = store.Stepper
+	HostStepper      = store.HostStepper
 	Growth           = store.Growth
 	Retention        = store.Retention
 	Descendants      = store.Descendants
@@ -103,3 +106,25 @@ type Slab[T any] struct{ s slab.Slab[T] }
 
 // New returns a zero T that no earlier call returned.
 func (s *Slab[T]) New() *T { return s.s.New() }
+
+// Scratch keeps values of type T for reuse: a generated StepHost hands
+// the user's step function its rows as a *T, which the call would
+// otherwise allocate each step (a pointer handed to a function value
+// escapes). A value must not be used after Put. The zero Scratch is ready
+// to use.
+type Scratch[T any] struct{ p sync.Pool }
+
+// Get returns a zero T, kept or new.
+func (s *Scratch[T]) Get() *T {
+	if v, ok := s.p.Get().(*T); ok {
+		return v
+	}
+	return new(T)
+}
+
+// Put zeroes v, so that it keeps nothing alive, and keeps it for Get.
+func (s *Scratch[T]) Put(v *T) {
+	var zero T
+	*v = zero
+	s.p.Put(v)
+}

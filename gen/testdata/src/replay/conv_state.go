@@ -274,19 +274,11 @@ func (s *ConvState) Step(in ConvIn, f func(dst ConvSpans, in ConvIn) error) erro
 //
 //state:mutates
 func (s *ConvState) StepHost(in ConvIn, f func(rows *Conv, in ConvIn) error) error {
-	var step func(rows, in [][]byte) ([][]byte, error)
+	var step stateimpl.HostStepper
 	if f != nil {
-		step = func(rows, cols [][]byte) ([][]byte, error) {
-			r := Conv{W: state.Rows[int16](rows[0])}
-			err := f(&r, ConvIn{
-				A: state.Rows[int16](cols[0]),
-				B: state.Rows[int8](cols[1]),
-				C: state.Rows[[2]uint8](cols[2]),
-			})
-			return [][]byte{state.Bytes(r.W)}, err
-		}
+		step = _Conv_stepHost(f)
 	}
-	return _Conv_head(s).StepHost([][]byte{
+	return _Conv_head(s).StepHostWith([][]byte{
 		state.Bytes(in.A),
 		state.Bytes(in.B),
 		state.Bytes(in.C),
@@ -594,4 +586,24 @@ func (f _Conv_step) Step(spans [][]device.Span, cols [][]byte) error {
 		B: state.Rows[int8](cols[1]),
 		C: state.Rows[[2]uint8](cols[2]),
 	})
+}
+
+// _Conv_stepHost is the step function of ConvState.StepHost, as the store runs it.
+type _Conv_stepHost func(rows *Conv, in ConvIn) error
+
+// _Conv_rows keeps the Conv values _Conv_stepHost hands its step function.
+var _Conv_rows stateimpl.Scratch[Conv]
+
+// StepHost runs f on the rows and the input batch cols; the fields f leaves are the next rows.
+func (f _Conv_stepHost) StepHost(rows, cols [][]byte) error {
+	r := _Conv_rows.Get()
+	*r = Conv{W: state.Rows[int16](rows[0])}
+	err := f(r, ConvIn{
+		A: state.Rows[int16](cols[0]),
+		B: state.Rows[int8](cols[1]),
+		C: state.Rows[[2]uint8](cols[2]),
+	})
+	rows[0] = state.Bytes(r.W)
+	_Conv_rows.Put(r)
+	return err
 }

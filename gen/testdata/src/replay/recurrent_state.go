@@ -295,15 +295,11 @@ func (s *RecurrentState) Step(in RecInput, f func(dst RecurrentSpans, in RecInpu
 //
 //state:mutates
 func (s *RecurrentState) StepHost(in RecInput, f func(rows *Recurrent, in RecInput) error) error {
-	var step func(rows, in [][]byte) ([][]byte, error)
+	var step stateimpl.HostStepper
 	if f != nil {
-		step = func(rows, cols [][]byte) ([][]byte, error) {
-			r := Recurrent{H: state.Rows[float32](rows[0]), Gate: state.Rows[float32](rows[1])}
-			err := f(&r, RecInput{X: state.Rows[float32](cols[0]), Tok: state.Rows[Token](cols[1])})
-			return [][]byte{state.Bytes(r.H), state.Bytes(r.Gate)}, err
-		}
+		step = _Recurrent_stepHost(f)
 	}
-	return _Recurrent_head(s).StepHost([][]byte{state.Bytes(in.X), state.Bytes(in.Tok)}, true, step)
+	return _Recurrent_head(s).StepHostWith([][]byte{state.Bytes(in.X), state.Bytes(in.Tok)}, true, step)
 }
 
 // Spans locates rows [from, to) in device memory, for kernels that read them.
@@ -613,4 +609,21 @@ type _Recurrent_step func(dst RecurrentSpans, in RecInput) error
 func (f _Recurrent_step) Step(spans [][]device.Span, cols [][]byte) error {
 	dst, _ := _Recurrent_spans(spans, nil)
 	return f(dst, RecInput{X: state.Rows[float32](cols[0]), Tok: state.Rows[Token](cols[1])})
+}
+
+// _Recurrent_stepHost is the step function of RecurrentState.StepHost, as the store runs it.
+type _Recurrent_stepHost func(rows *Recurrent, in RecInput) error
+
+// _Recurrent_rows keeps the Recurrent values _Recurrent_stepHost hands its step function.
+var _Recurrent_rows stateimpl.Scratch[Recurrent]
+
+// StepHost runs f on the rows and the input batch cols; the fields f leaves are the next rows.
+func (f _Recurrent_stepHost) StepHost(rows, cols [][]byte) error {
+	r := _Recurrent_rows.Get()
+	*r = Recurrent{H: state.Rows[float32](rows[0]), Gate: state.Rows[float32](rows[1])}
+	err := f(r, RecInput{X: state.Rows[float32](cols[0]), Tok: state.Rows[Token](cols[1])})
+	rows[0] = state.Bytes(r.H)
+	rows[1] = state.Bytes(r.Gate)
+	_Recurrent_rows.Put(r)
+	return err
 }

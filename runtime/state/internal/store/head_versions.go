@@ -163,29 +163,24 @@ func (h *Head) Release() error {
 	return h.release()
 }
 
-// StepHost is Step for a step function written for the host: f gets every
-// row of the head, per column, as bytes (rows, Len() rows a column) and
-// the input, and returns the next rows, per column, of the same lengths:
-// rows itself, written in place, or slices of its own, which the runtime
-// copies into rows (a column of another length fails the step with
-// ErrShape). The runtime copies the rows out of device memory before f
-// runs and back after it returns, except where the backend's device
-// memory is host memory and a column's rows lie in one run of it
-// (device.HostBytes): there f reads and writes the rows where they live,
-// with no copy. f must not keep rows or in; the rest is as Step: the
-// history keeps in and f, At and Rollback run f again, and a failed f
-// leaves the head as before.
+// StepHostWith is Step for a step function written for the host: f gets
+// every row of the head, per column, as bytes (rows, Len() rows a column)
+// and the input, and rewrites rows in place, or sets a column's slice to
+// one of its own of the same length, which the runtime copies into the
+// rows (a column of another length fails the step with ErrShape). The
+// runtime copies the rows out of device memory before f runs and back
+// after it returns, except where the backend's device memory is host
+// memory and a column's rows lie in one run of it (device.HostBytes):
+// there f reads and writes the rows where they live, with no copy. f must
+// not keep rows or in; the rest is as Step: the history keeps in and f,
+// At and Rollback run f again, and a failed f leaves the head as before.
+// Generated code hands f over as its _T_stepHost func type, which
+// converts to a HostStepper with no allocation: on the host backend a
+// step then allocates nothing.
 //
 //state:mutates
-func (h *Head) StepHost(in [][]byte, verify bool, f func(rows, in [][]byte) ([][]byte, error)) error {
-	if h == nil {
-		return errNil("Head", "StepHost")
-	}
-	var step Stepper
-	if f != nil {
-		step = hostStep(h.pool.b, h.rowBytes, f)
-	}
-	return h.StepWith(in, verify, step)
+func (h *Head) StepHostWith(in [][]byte, verify bool, f HostStepper) error {
+	return h.step(in, verify, stepFunc{host: f})
 }
 
 // Step makes a new version of a mutable state by running f on the head's
@@ -206,6 +201,11 @@ func (h *Head) StepHost(in [][]byte, verify bool, f func(rows, in [][]byte) ([][
 //
 //state:mutates
 func (h *Head) StepWith(in [][]byte, verify bool, f Stepper) error {
+	return h.step(in, verify, stepFunc{dev: f})
+}
+
+// step is StepWith and StepHostWith.
+func (h *Head) step(in [][]byte, verify bool, f stepFunc) error {
 	if err := h.begin("Step"); err != nil {
 		return err
 	}
@@ -215,7 +215,7 @@ func (h *Head) StepWith(in [][]byte, verify bool, f Stepper) error {
 		return h.errorf("Step", "a step rewrites the rows of a mutable state, and this one only appends: %w", ErrRange)
 	case h.hist == nil:
 		return h.errorf("Step", "%s keeps no checkpoints to replay from: %w", h.l.Type, ErrNotRetained)
-	case f == nil:
+	case f.dev == nil && f.host == nil:
 		return h.errorf("Step", "nil step function: %w", ErrShape)
 	}
 	return h.hist.step(h, in, verify, f)

@@ -177,6 +177,11 @@ type history struct {
 	replayCols  [][]device.Span
 	replaySpans []device.Span
 	took        []time.Duration
+	// hostCols are a host step's rows, per column, and the slices it
+	// is handed, and hostCopied says which columns are copies (runHost),
+	// kept for the next.
+	hostCols   [][]byte
+	hostCopied []bool
 	// free lists the step deltas (with their records and input
 	// buffers) no history holds any more, nfree of them, for this
 	// history's next steps (newStep); at most as many as the history had
@@ -201,6 +206,7 @@ func (x *history) clone() *history {
 	c.pending, c.last, c.copies = nil, nil, nil         // copies: the buffer is x's own
 	c.free, c.nfree = nil, 0                            // so are the free step records
 	c.replayCols, c.replaySpans, c.took = nil, nil, nil // and the buffers of At
+	c.hostCols, c.hostCopied = nil, nil
 	for _, e := range c.entries {
 		if e.cp != nil {
 			e.cp.retain()
@@ -383,7 +389,7 @@ func (x *history) find(v Version) int {
 // buffer of its input, for its next step (history.dropStep).
 type stepRec struct {
 	in     [][]byte
-	f      Stepper
+	f      stepFunc
 	took   time.Duration // how long f took when it ran
 	verify bool
 	hash   uint64 // with verify: the hash of the rows f produced
@@ -444,7 +450,7 @@ func (x *history) dropStep(d *delta) {
 	if rec.refs.Add(-1) != 0 {
 		return
 	}
-	rec.f = nil // the caller's function, not kept past its version
+	rec.f = stepFunc{} // the caller's function, not kept past its version
 	rec.took, rec.verify, rec.hash, rec.state = 0, false, 0, 0
 	if x.nfree >= max(len(x.entries), stepFreeMin) {
 		if x.stock != nil {
@@ -604,11 +610,21 @@ type Stepper interface {
 	Step(spans [][]device.Span, in [][]byte) error
 }
 
-// stepFn is a step function the store makes (StepHost's), as a Stepper.
-type stepFn func(spans [][]device.Span, in [][]byte) error
+// HostStepper is a step function written for the host, as StepHostWith
+// takes it: rows holds, per column, every row of the head as bytes, which
+// it rewrites in place, or it sets a column's slice to one of its own of
+// the same length, whose bytes the runtime copies into the rows. It must
+// not keep rows or in.
+type HostStepper interface {
+	StepHost(rows, in [][]byte) error
+}
 
-// Step runs f.
-func (f stepFn) Step(spans [][]device.Span, in [][]byte) error { return f(spans, in) }
+// stepFunc is a step function as a history keeps it: one that writes
+// device spans (Step) or one that rewrites host rows (StepHost).
+type stepFunc struct {
+	dev  Stepper
+	host HostStepper
+}
 
 // A fit refines the calibrated model by the reconstructions At measured
 // of states whose largest blocks are of one size class: a moving

@@ -3,6 +3,7 @@ package store
 import (
 	"fmt"
 	"hash/maphash"
+	"slices"
 	"time"
 
 	"github.com/gpustate/gpustate/runtime/device"
@@ -19,63 +20,76 @@ import (
 // hash recorded by Step compares with one computed by At.
 var replaySeed = maphash.MakeSeed()
 
-// hostStep makes a stepFn of a host step function f: per column, the
-// bytes of the rows in place where the backend gives them (one run of
-// host memory), else a copy out before f and back after it. The buffers
-// are the call's own: a step function recorded in a history may run on
-// several branches at once.
-func hostStep(b device.Backend, rowBytes []int, f func(rows, in [][]byte) ([][]byte, error)) stepFn {
-	return func(spans [][]device.Span, in [][]byte) error {
-		rows := make([][]byte, len(spans))
-		copied := make([]bool, len(spans))
-		for c, ss := range spans {
-			n := 0
-			for _, sp := range ss {
-				n += sp.Rows * rowBytes[c]
-			}
-			if mem, ok := inPlace(b, ss, rowBytes[c], n); ok {
-				rows[c] = mem
-				continue
-			}
-			buf := make([]byte, n)
-			off := 0
-			for _, sp := range ss {
-				k := sp.Rows * rowBytes[c]
-				if err := b.CopyDtoH(buf[off:off+k], sp.Ptr); err != nil {
-					return err
-				}
-				off += k
-			}
-			rows[c], copied[c] = buf, true
+// run runs f on h's rows the spans locate, with input in.
+func (f stepFunc) run(h *Head, spans [][]device.Span, in [][]byte) error {
+	if f.host != nil {
+		return h.hist.runHost(h, f.host, spans, in)
+	}
+	return f.dev.Step(spans, in)
+}
+
+// runHost runs f, a host step, on the rows the spans locate: per column,
+// the bytes in place where the backend gives them (one run of host
+// memory), else a copy out before f and back after it. The slices handed
+// to f are x's, kept for the next step (so that a step allocates
+// nothing on the host backend); the copies are the call's own. x's head's
+// lock guards them, as it does the rest of x.
+func (x *history) runHost(h *Head, f HostStepper, spans [][]device.Span, in [][]byte) error {
+	b, rowBytes, n := h.pool.b, h.rowBytes, len(spans)
+	cols := slices.Grow(x.hostCols[:0], 2*n)[:2*n]
+	x.hostCols = cols
+	defer clear(cols) // neither the rows nor the step's own slices are kept
+	dst, rows := cols[:n:n], cols[n:]
+	copied := slices.Grow(x.hostCopied[:0], n)[:n] // column c's rows are a copy
+	x.hostCopied = copied
+	clear(copied)
+	for c, ss := range spans {
+		k := 0
+		for _, sp := range ss {
+			k += sp.Rows * rowBytes[c]
 		}
-		next, err := f(rows, in)
-		if err != nil {
+		if mem, ok := inPlace(b, ss, rowBytes[c], k); ok {
+			dst[c], rows[c] = mem, mem
+			continue
+		}
+		buf := make([]byte, k)
+		if err := eachSpan(ss, rowBytes[c], buf, func(p device.Ptr, part []byte) error { return b.CopyDtoH(part, p) }); err != nil {
 			return err
 		}
-		if len(next) != len(rows) {
-			return fmt.Errorf("the step returned %d columns, the state has %d: %w", len(next), len(rows), ErrShape)
-		}
-		for c, ss := range spans {
-			if len(next[c]) != len(rows[c]) {
-				return fmt.Errorf("the step returned %d bytes of column %d, the state holds %d: %w", len(next[c]), c, len(rows[c]), ErrShape)
-			}
-			if len(rows[c]) > 0 && &next[c][0] != &rows[c][0] {
-				copy(rows[c], next[c])
-			}
-			if !copied[c] {
-				continue
-			}
-			off := 0
-			for _, sp := range ss {
-				k := sp.Rows * rowBytes[c]
-				if err := b.CopyHtoD(sp.Ptr, rows[c][off:off+k]); err != nil {
-					return err
-				}
-				off += k
-			}
-		}
-		return nil
+		dst[c], rows[c], copied[c] = buf, buf, true
 	}
+	if err := f.StepHost(rows, in); err != nil {
+		return err
+	}
+	for c, ss := range spans {
+		if len(rows[c]) != len(dst[c]) {
+			return fmt.Errorf("the step left %d bytes of column %d, the state holds %d: %w", len(rows[c]), c, len(dst[c]), ErrShape)
+		}
+		if len(dst[c]) > 0 && &rows[c][0] != &dst[c][0] {
+			copy(dst[c], rows[c])
+		}
+		if !copied[c] {
+			continue
+		}
+		if err := eachSpan(ss, rowBytes[c], dst[c], func(p device.Ptr, part []byte) error { return b.CopyHtoD(p, part) }); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// eachSpan calls do with each span of ss and its part of buf, which
+// holds the spans' rows one after another.
+func eachSpan(ss []device.Span, rowBytes int, buf []byte, do func(device.Ptr, []byte) error) error {
+	off := 0
+	for _, sp := range ss {
+		k := sp.Rows * rowBytes
+		if err := do(sp.Ptr, buf[off:off+k]); err != nil {
+			return err
+		}
+		off += k
+	}
+	return nil
 }
 
 // inPlace returns the n bytes of the spans ss as one slice of host memory
@@ -95,7 +109,7 @@ func inPlace(b device.Backend, ss []device.Span, rowBytes, n int) ([]byte, bool)
 
 // step is StepWith once its call is begun and the head checked: h
 // keeps this history, and f is not nil.
-func (x *history) step(h *Head, in [][]byte, verify bool, f Stepper) error {
+func (x *history) step(h *Head, in [][]byte, verify bool, f stepFunc) error {
 	if err := x.checkInput(h, in); err != nil {
 		return err
 	}
@@ -131,7 +145,7 @@ func (x *history) step(h *Head, in [][]byte, verify bool, f Stepper) error {
 	}
 	spans := tx.spans()
 	start := time.Now()
-	ferr, panicked := runStep(f, spans, rec.in)
+	ferr, panicked := runStep(h, f, spans, rec.in)
 	rec.took = time.Since(start)
 	if panicked != nil {
 		tx.abortStep(ferr)
@@ -175,16 +189,16 @@ func (x *history) checkInput(h *Head, in [][]byte) error {
 // stepPanic carries the value a step function panicked with.
 type stepPanic struct{ v any }
 
-// runStep runs f, turning a panic into an error (and the value to panic
-// on with once the write is undone).
-func runStep(f Stepper, spans [][]device.Span, in [][]byte) (err error, p *stepPanic) {
+// runStep runs f on h's rows, turning a panic into an error (and the
+// value to panic on with once the write is undone).
+func runStep(h *Head, f stepFunc, spans [][]device.Span, in [][]byte) (err error, p *stepPanic) {
 	defer func() {
 		if v := recover(); v != nil {
 			p = &stepPanic{v}
 			err = fmt.Errorf("the step function panicked: %v", v)
 		}
 	}()
-	return f.Step(spans, in), nil
+	return f.run(h, spans, in), nil
 }
 
 // abortStep is writeTx.abort for a step: the write's blocks given back
@@ -255,7 +269,7 @@ func (rc *reconstruction) replayStep(r *root, d *delta, rows int) (*root, error)
 	}
 	rec := d.step
 	start := time.Now()
-	err = rec.f.Step(spans, rec.in)
+	err = rec.f.run(h, spans, rec.in)
 	h.hist.replayed += time.Since(start)
 	if err != nil {
 		return r, fmt.Errorf("replaying a step: the step function failed: %w", err)

@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/gpustate/gpustate/runtime/device"
@@ -124,4 +125,83 @@ func TestStepHost(t *testing.T) {
 	if err := none.StepHost(in, true, hostRecur); !errors.Is(err, ErrReleased) {
 		t.Errorf("StepHost on a nil head: %v, want ErrReleased", err)
 	}
+}
+
+// recurHost is hostRecur as a HostStepper, as generated code hands a step
+// function over.
+type recurHost struct{}
+
+func (recurHost) StepHost(rows, in [][]byte) error {
+	recur(rows, in)
+	return nil
+}
+
+// TestStepHostAllocs: on the host backend, a step handed over as a
+// HostStepper allocates nothing once the history recycles its records:
+// the rows are the blocks' own bytes, and the slices that hand them to the
+// step are the history's.
+func TestStepHostAllocs(t *testing.T) {
+	if testing.CoverMode() != "" {
+		t.Skip("coverage counters allocate")
+	}
+	if raceDetector {
+		t.Skip("sync.Pool drops the records kept for reuse at random under the race detector")
+	}
+	p := newPool(t, PoolOptions{BlockBytes: 4096})
+	h := must[*Head](t)(p.NewHead(recLayout(100, 2, Keep), "me"))
+	defer h.Release()
+	in := [][]byte{{1, 2, 3}}
+	for range 256 { // past Keep: the history trims as it goes
+		check(t, h.StepHostWith(in, false, recurHost{}))
+	}
+	// Counted over 64 steps: AllocsPerRun rounds down.
+	if n := testing.AllocsPerRun(4, func() {
+		for range 64 {
+			check(t, h.StepHostWith(in, false, recurHost{}))
+		}
+	}); n != 0 {
+		t.Errorf("%v allocations per 64 host steps; want none", n)
+	}
+	// The versions replay as they ran.
+	v := must[*Snap](t)(h.At(h.Version() - 3))
+	defer v.Release()
+	ref := must[*Head](t)(p.NewHead(recLayout(100, 2, Keep), "ref"))
+	defer ref.Release()
+	for range 256 + 64*5 - 3 {
+		check(t, ref.StepHost(in, false, hostRecur))
+	}
+	got, want := [][]byte{make([]byte, 10*16), make([]byte, 10*8)}, [][]byte{make([]byte, 10*16), make([]byte, 10*8)}
+	check(t, v.Read(0, 10, got))
+	check(t, ref.Read(0, 10, want))
+	for c := range got {
+		if !bytes.Equal(got[c], want[c]) {
+			t.Fatalf("column %d of the version 3 steps back differs from the reference's", c)
+		}
+	}
+}
+
+// hostFunc is a host step function as a HostStepper: the next rows it
+// returns, per column, set in rows.
+type hostFunc func(rows, in [][]byte) ([][]byte, error)
+
+// StepHost runs f.
+func (f hostFunc) StepHost(rows, in [][]byte) error {
+	next, err := f(rows, in)
+	if err != nil {
+		return err
+	}
+	if len(next) != len(rows) {
+		return fmt.Errorf("the step returned %d columns, the state has %d: %w", len(next), len(rows), ErrShape)
+	}
+	copy(rows, next)
+	return nil
+}
+
+// StepHost is StepHostWith of a func, as the tests write their steps.
+func (h *Head) StepHost(in [][]byte, verify bool, f func(rows, in [][]byte) ([][]byte, error)) error {
+	var step HostStepper
+	if f != nil {
+		step = hostFunc(f)
+	}
+	return h.StepHostWith(in, verify, step)
 }
