@@ -4,7 +4,6 @@ import (
 	"math"
 	"math/rand/v2"
 
-	"github.com/gpustate/gpustate/runtime/device"
 	"github.com/gpustate/gpustate/runtime/state"
 )
 
@@ -38,46 +37,25 @@ const (
 // storeE runs (e) on WindowedState groups, or (er) on WindowedRState
 // groups whose recurrent state steps through Step.
 type storeE struct {
-	p       *state.Pool
-	sz      sizes
-	replay  bool
-	owners  []state.Owner
-	row     *Ctx
-	dst     CtxW
-	rec     Rec // the state a token computes (e), or a read of one
-	in      RecIn
-	scratch []byte
-	gs      []*WindowedState
-	gr      []*WindowedRState
+	p      *state.Pool
+	sz     sizes
+	replay bool
+	owners []state.Owner
+	row    *Ctx
+	dst    CtxW
+	rec    Rec // the state a token computes (e), or a read of one
+	in     RecIn
+	gs     []*WindowedState
+	gr     []*WindowedRState
 	// vers holds, per session, the recurrent state's version after each of
 	// its last rewindEvery tokens (vers[i][n%rewindEvery]: after n tokens).
 	vers [][rewindEvery]state.Version
-	b    device.Backend
-	step func(RecRSpans, RecIn) error
 }
 
 func newStoreE(p *state.Pool, sz sizes, replay bool) side {
 	s := &storeE{p: p, sz: sz, replay: replay, owners: owners(sz.sessions), row: newRow(), dst: CtxW(*newRow()),
 		rec: Rec{H: make([]float32, RecRows*RecDim)}, in: RecIn{X: make([]float32, RecRows*InDim)},
-		scratch: make([]byte, 4*RecRows*RecDim), vers: make([][rewindEvery]state.Version, sz.sessions), b: p.Backend()}
-	s.step = func(dst RecRSpans, in RecIn) error {
-		r := 0
-		for _, sp := range dst.H {
-			buf := s.scratch[:sp.Rows*4*RecDim]
-			if err := s.b.CopyDtoH(buf, sp.Ptr); err != nil {
-				return err
-			}
-			h := state.Rows[float32](buf)
-			for k := range sp.Rows {
-				recur(h[k*RecDim:(k+1)*RecDim], in.X[(r+k)*InDim:(r+k+1)*InDim])
-			}
-			if err := s.b.CopyHtoD(sp.Ptr, buf); err != nil {
-				return err
-			}
-			r += sp.Rows
-		}
-		return nil
-	}
+		vers: make([][rewindEvery]state.Version, sz.sessions)}
 	return s
 }
 
@@ -95,7 +73,7 @@ func (s *storeE) token(i, n int, tok int32) {
 	inputOf(s.in.X, tok)
 	if s.replay {
 		rec := s.gr[i].Rec()
-		must(rec.Step(s.in, s.step))
+		must(rec.StepHost(s.in, recurStep))
 		s.vers[i][n%rewindEvery] = rec.Version()
 	} else {
 		rec := s.gs[i].Rec()

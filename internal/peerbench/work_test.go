@@ -5,7 +5,6 @@ import (
 	"math"
 	"math/rand/v2"
 
-	"github.com/gpustate/gpustate/runtime/device"
 	"github.com/gpustate/gpustate/runtime/state"
 )
 
@@ -98,6 +97,17 @@ func recur(h, x []float32) {
 	for i := range h {
 		h[i] = h[i]/2 + x[i%InDim]
 	}
+}
+
+// recurStep is the recurrent state's step as the replayed workloads (dr,
+// er) run it: Go code, so StepHost, which hands it the state's rows in
+// place on the host backend, as docs/GUIDE.md has a step written in Go
+// do.
+func recurStep(rows *RecR, in RecIn) error {
+	for k := range RecRows {
+		recur(rows.H[k*RecDim:(k+1)*RecDim], in.X[k*InDim:(k+1)*InDim])
+	}
+	return nil
 }
 
 // inputOf fills x, one step's input (RecRows rows of InDim), for token tok.
@@ -550,37 +560,15 @@ type storeD struct {
 	dst     Ctx
 	rec     Rec
 	in      RecIn
-	scratch []byte
 	gs      []*HybridState
 	gr      []*HybridRState
 	prompts []Ctx
-	b       device.Backend
-	step    func(RecRSpans, RecIn) error
 }
 
 func newStoreD(p *state.Pool, sz sizes, replay bool) side {
 	s := &storeD{p: p, sz: sz, replay: replay, owners: owners(sz.sessions), row: newRow(), dst: *newRow(),
-		rec: Rec{H: make([]float32, RecRows*RecDim)}, in: RecIn{X: make([]float32, RecRows*InDim)},
-		scratch: make([]byte, 4*RecRows*RecDim), b: p.Backend()}
+		rec: Rec{H: make([]float32, RecRows*RecDim)}, in: RecIn{X: make([]float32, RecRows*InDim)}}
 	s.prompts = newStoreC(p, sz, false).(*storeC).prompts
-	s.step = func(dst RecRSpans, in RecIn) error {
-		r := 0
-		for _, sp := range dst.H {
-			buf := s.scratch[:sp.Rows*4*RecDim]
-			if err := s.b.CopyDtoH(buf, sp.Ptr); err != nil {
-				return err
-			}
-			h := state.Rows[float32](buf)
-			for k := range sp.Rows {
-				recur(h[k*RecDim:(k+1)*RecDim], in.X[(r+k)*InDim:(r+k+1)*InDim])
-			}
-			if err := s.b.CopyHtoD(sp.Ptr, buf); err != nil {
-				return err
-			}
-			r += sp.Rows
-		}
-		return nil
-	}
 	return s
 }
 
@@ -589,7 +577,7 @@ func (s *storeD) token(i int, tok int32) {
 	inputOf(s.in.X, tok)
 	if s.replay {
 		g := s.gr[i]
-		must(g.Rec().Step(s.in, s.step))
+		must(g.Rec().StepHost(s.in, recurStep))
 		must(g.KV().Append(rowOf(s.row, tok)))
 		return
 	}
