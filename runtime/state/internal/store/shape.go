@@ -119,8 +119,11 @@ func (sh *shape) allocColsOf(k *colClasses, buf []*block, counts []int, hand han
 	for _, n := range counts {
 		total += n
 	}
-	if len(k.classes) == 1 {
-		return p.allocIn(buf, k.classes[0], sh.owner, total, hand)
+	if cl := k.soleClass(counts); cl != nil {
+		// Every block asked for is of one class (a one-row append of
+		// keys and values of one size): taken in address order, as the
+		// columns come.
+		return p.allocIn(buf, cl, sh.owner, total, hand)
 	}
 	var start [8]int // where each class's blocks start in out
 	first := start[:0]
@@ -164,6 +167,25 @@ func (sh *shape) takeClasses(k *colClasses, out []*block, first []int, counts []
 		out = append(out, blks...) // blks lies there already, unless alloc grew it
 	}
 	return out, first, nil
+}
+
+// soleClass returns the one class of the blocks counts asks for, or nil
+// when it asks for blocks of two classes or for none.
+func (k *colClasses) soleClass(counts []int) *sizeClass {
+	if len(k.classes) == 1 {
+		return k.classes[0]
+	}
+	var cl *sizeClass
+	for c, n := range counts {
+		switch {
+		case n == 0:
+		case cl == nil:
+			cl = k.cls[c]
+		case k.cls[c] != cl:
+			return nil
+		}
+	}
+	return cl
 }
 
 // classCounts returns, per class of k.classes, the blocks counts asks
