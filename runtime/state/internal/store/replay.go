@@ -269,9 +269,16 @@ func (rc *reconstruction) replayStep(r *root, d *delta, rows int) (*root, error)
 	}
 	rec := d.step
 	start := time.Now()
-	err = rec.f.run(h, spans, rec.in)
+	// A panic of the step function is the error of the call that
+	// replays it (At, a rollback's or a rebuild's replay, a failed
+	// step's restore): unwound, it would leave that call's locks held
+	// and what the replay took unreturned.
+	err, panicked := runStep(h, rec.f, spans, rec.in)
 	h.hist.replayed += time.Since(start)
-	if err != nil {
+	switch {
+	case panicked != nil:
+		return r, fmt.Errorf("replaying a step: %w", err)
+	case err != nil:
 		return r, fmt.Errorf("replaying a step: the step function failed: %w", err)
 	}
 	if rec.verify {

@@ -127,15 +127,6 @@ func TestStepHost(t *testing.T) {
 	}
 }
 
-// recurHost is hostRecur as a HostStepper, as generated code hands a step
-// function over.
-type recurHost struct{}
-
-func (recurHost) StepHost(rows, in [][]byte) error {
-	recur(rows, in)
-	return nil
-}
-
 // TestStepHostAllocs: on the host backend, a step handed over as a
 // HostStepper allocates nothing once the history recycles its records:
 // the rows are the blocks' own bytes, and the slices that hand them to the
@@ -152,12 +143,12 @@ func TestStepHostAllocs(t *testing.T) {
 	defer h.Release()
 	in := [][]byte{{1, 2, 3}}
 	for range 256 { // past Keep: the history trims as it goes
-		check(t, h.StepHostWith(in, false, recurHost{}))
+		check(t, h.StepHostWith(in, false, hsRecur{}))
 	}
 	// Counted over 64 steps: AllocsPerRun rounds down.
 	if n := testing.AllocsPerRun(4, func() {
 		for range 64 {
-			check(t, h.StepHostWith(in, false, recurHost{}))
+			check(t, h.StepHostWith(in, false, hsRecur{}))
 		}
 	}); n != 0 {
 		t.Errorf("%v allocations per 64 host steps; want none", n)

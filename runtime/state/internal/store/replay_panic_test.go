@@ -1,0 +1,246 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpustate/gpustate/runtime/device"
+)
+
+// hsFlaky is recur as a HostStepper that fails (or panics) on every
+// run after its first n: a replay meets the failure.
+type hsFlaky struct {
+	runs  *int
+	n     int
+	panic bool
+}
+
+func (f hsFlaky) StepHost(rows, in [][]byte) error {
+	*f.runs++
+	if *f.runs > f.n {
+		if f.panic {
+			panic("host step: replay panicked")
+		}
+		return errHostStep
+	}
+	recur(rows, in)
+	return nil
+}
+
+// TestReplayFailureLeavesNothing: a host step that runs fine when
+// stepped but fails or panics when At replays it: At answers the error
+// (or the panic reaches the caller), the head is as it was and usable,
+// and once every handle is released the pool holds no block: the failed
+// reconstruction gave back what it took.
+func TestReplayFailureLeavesNothing(t *testing.T) {
+	for _, be := range hsBackends() {
+		for _, panics := range []bool{false, true} {
+			t.Run(fmt.Sprint(be.name, panics), func(t *testing.T) {
+				p := hsPool(t, be.b(), PoolOptions{BlockBytes: 256})
+				h := must[*Head](t)(p.NewHead(hsRecL(Mandatory, 8, 2), "a"))
+				runs := 0
+				f := hsFlaky{runs: &runs, n: 4, panic: panics}
+				cur := readAll(t, h)
+				for i := range 4 {
+					in := [][]byte{{byte(i), 1}}
+					check(t, h.StepHostWith(in, false, f))
+					recur(cur, in)
+				}
+				v := h.Version()
+				live := p.Stats()
+				var err error
+				func() {
+					defer func() {
+						if r := recover(); r != nil {
+							err = fmt.Errorf("panicked: %v", r)
+						}
+					}()
+					var s *Snap
+					s, err = h.At(v)
+					if err == nil {
+						s.Release()
+					}
+				}()
+				if err == nil {
+					t.Fatal("At replaying a failing step succeeded")
+				}
+				if !panics && !errors.Is(err, errHostStep) {
+					t.Fatalf("At: %v, want the step's error", err)
+				}
+				if got := readAll(t, h); !equalCols(got, cur) || h.Version() != v {
+					t.Fatal("the failed At changed the head")
+				}
+				if st := p.Stats(); st.Blocks != live.Blocks || st.Live != live.Live {
+					t.Errorf("after the failed At the pool holds %d blocks, %d handles; had %d, %d", st.Blocks, st.Live, live.Blocks, live.Live)
+				}
+				check(t, h.Release())
+				if st := p.Stats(); st.Blocks != 0 {
+					t.Errorf("%d blocks in use after every handle is released", st.Blocks)
+				}
+			})
+		}
+	}
+}
+
+// TestRestoreReplayPanicKeepsTheHead: a host step that fails after
+// writing its rows in place has the head rebuilt by replaying the steps
+// since its checkpoint (restoreInPlace); when one of those panics on its
+// replay, the panic reaches the caller, and the head must still be a
+// head: its calls answer (an error, or its rows), none crashes.
+func TestRestoreReplayPanicKeepsTheHead(t *testing.T) {
+	for _, be := range hsBackends() {
+		t.Run(be.name, func(t *testing.T) {
+			p := hsPool(t, be.b(), PoolOptions{BlockBytes: 256})
+			h := must[*Head](t)(p.NewHead(hsRecL(Mandatory, 8, 2), "a"))
+			runs := 0
+			f := hsFlaky{runs: &runs, n: 3, panic: true}
+			for i := range 3 {
+				check(t, h.StepHostWith([][]byte{{byte(i), 1}}, false, f))
+			}
+			v := h.Version()
+			func() {
+				defer func() { recover() }()
+				h.StepHostWith([][]byte{{9}}, false, hsBad{"fail"})
+			}()
+			var err error
+			func() {
+				defer func() {
+					if r := recover(); r != nil {
+						err = fmt.Errorf("a call on the head after the failed restore panicked: %v", r)
+					}
+				}()
+				dst := [][]byte{make([]byte, 40*16), make([]byte, 40*8)}
+				if rerr := h.Read(0, 40, dst); rerr != nil {
+					t.Logf("Read after the failed restore: %v", rerr)
+				}
+				if h.Version() != v {
+					err = fmt.Errorf("the head is at version %d, was %d", h.Version(), v)
+				}
+				h.Stats()
+				_ = h.Len()
+			}()
+			if err != nil {
+				t.Fatal(err)
+			}
+			func() {
+				defer func() {
+					if r := recover(); r != nil {
+						t.Errorf("Release after the failed restore panicked: %v", r)
+					}
+				}()
+				h.Release()
+			}()
+		})
+	}
+}
+
+// hsWithin runs f in a goroutine and reports whether it returned
+// within d (a call that blocks on a lock a panic left held does not).
+func hsWithin(d time.Duration, f func()) bool {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer func() { recover() }()
+		f()
+	}()
+	select {
+	case <-done:
+		return true
+	case <-time.After(d):
+		return false
+	}
+}
+
+// TestGroupAtReplayPanicUnlocks: a group's At replays its replayed
+// member's host steps; when one panics on its replay, the panic reaches
+// the caller, and the group and its members must stay usable: their
+// next calls return (no lock left held).
+func TestGroupAtReplayPanicUnlocks(t *testing.T) {
+	// The pool is not closed: a lock left held would hang Close.
+	p, err := NewPool(device.Host(), PoolOptions{BlockBytes: 256})
+	check(t, err)
+	fixedModel(p)
+	kvL := kv(Append, 64, Invalidate)
+	kvL.Checkpoint = &CheckpointPolicy{Every: 8, Keep: 4}
+	g := must[*Group](t)(NewGroup(p, "a", kvL, recLayout(8, 2, Invalidate)))
+	kvH, recH := g.Head(0), g.Head(1)
+	runs := 0
+	f := hsFlaky{runs: &runs, n: 3, panic: true}
+	for i := range 3 {
+		check(t, recH.StepHostWith([][]byte{{byte(i), 1}}, false, f))
+		check(t, kvH.Append(kvRows(1, byte(i))))
+	}
+	v := kvH.Version()
+	var atErr error
+	panicked := false
+	func() {
+		defer func() { panicked = recover() != nil }()
+		var s *GroupSnap
+		if s, atErr = g.At(v); atErr == nil {
+			s.Release()
+		}
+	}()
+	if panicked || atErr == nil || !strings.Contains(atErr.Error(), "panicked") {
+		t.Fatalf("At replaying a panicking step: panicked %v, error %v; want an error naming the panic", panicked, atErr)
+	}
+	if !hsWithin(2*time.Second, func() { kvH.Len(); kvH.Append(kvRows(1, 9)) }) {
+		t.Fatal("after Group.At's replay panicked, a call on the group's first member blocks: its lock is still held")
+	}
+	if !hsWithin(2*time.Second, func() {
+		if s, err := g.Snapshot(); err == nil {
+			s.Release()
+		}
+	}) {
+		t.Fatal("after Group.At's replay panicked, a call on the group blocks: its lock is still held")
+	}
+	g.Release()
+	check(t, p.Close())
+}
+
+// TestRebuildReplayPanicUnlocks: an evicted reconstructable head is
+// rebuilt, at its next call, by replaying its host steps; when one
+// panics on that replay, the panic reaches the caller, and the head must
+// stay usable: its next call returns (no lock left held) and the pool
+// closes.
+func TestRebuildReplayPanicUnlocks(t *testing.T) {
+	p, err := NewPool(device.Host(), PoolOptions{BlockBytes: 256, MaxBytes: 40 * 256})
+	check(t, err)
+	fixedModel(p)
+	h := must[*Head](t)(p.NewHead(hsRecL(Reconstructable, 8, 2), "r"))
+	runs := 0
+	f := hsFlaky{runs: &runs, n: 3, panic: true}
+	for i := range 3 {
+		check(t, h.StepHostWith([][]byte{{byte(i), 1}}, false, f))
+	}
+	var ms []*Head
+	for i := 0; !h.evicted; i++ {
+		m := must[*Head](t)(p.NewHead(wide("Session", Mandatory), Owner(fmt.Sprint("m", i))))
+		ms = append(ms, m)
+		if err := m.Append(wideRow(byte(i))); err != nil {
+			t.Fatalf("filling the pool: %v", err)
+		}
+	}
+	for _, m := range ms {
+		check(t, m.Release())
+	}
+	var readErr error
+	panicked := false
+	func() {
+		defer func() { panicked = recover() != nil }()
+		h.Stats() // no rebuild
+		dst := [][]byte{make([]byte, 16), make([]byte, 8)}
+		readErr = h.Read(0, 1, dst) // the rebuild replays the steps
+	}()
+	if panicked || readErr == nil || !strings.Contains(readErr.Error(), "panicked") {
+		t.Fatalf("a rebuild replaying a panicking step: panicked %v, error %v; want an error naming the panic", panicked, readErr)
+	}
+	if !hsWithin(2*time.Second, func() { h.Release() }) {
+		t.Fatal("after the rebuild's replay panicked, a call on the head blocks: its lock is still held")
+	}
+	if !hsWithin(2*time.Second, func() { p.Close() }) {
+		t.Fatal("after the rebuild's replay panicked, Pool.Close blocks")
+	}
+}
