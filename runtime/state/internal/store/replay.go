@@ -1,10 +1,12 @@
 package store
 
 import (
+	"bytes"
 	"fmt"
 	"hash/maphash"
 	"slices"
 	"time"
+	"unsafe"
 
 	"github.com/gpustate/gpustate/runtime/device"
 )
@@ -61,10 +63,23 @@ func (x *history) runHost(h *Head, f HostStepper, spans [][]device.Span, in [][]
 	if err := f.StepHost(rows, in); err != nil {
 		return err
 	}
-	for c, ss := range spans {
+	for c := range spans {
 		if len(rows[c]) != len(dst[c]) {
 			return fmt.Errorf("the step left %d bytes of column %d, the state holds %d: %w", len(rows[c]), c, len(dst[c]), ErrShape)
 		}
+		if len(dst[c]) == 0 || &rows[c][0] == &dst[c][0] {
+			continue
+		}
+		for j := range dst {
+			if j != c && overlap(rows[c], dst[j]) {
+				// Another column's rows (two columns swapped): copied
+				// aside first, as the column before may overwrite them.
+				rows[c] = bytes.Clone(rows[c])
+				break
+			}
+		}
+	}
+	for c, ss := range spans {
 		if len(dst[c]) > 0 && &rows[c][0] != &dst[c][0] {
 			copy(dst[c], rows[c])
 		}
@@ -76,6 +91,15 @@ func (x *history) runHost(h *Head, f HostStepper, spans [][]device.Span, in [][]
 		}
 	}
 	return nil
+}
+
+// overlap reports whether a and b share a byte.
+func overlap(a, b []byte) bool {
+	if len(a) == 0 || len(b) == 0 {
+		return false
+	}
+	a0, b0 := uintptr(unsafe.Pointer(&a[0])), uintptr(unsafe.Pointer(&b[0]))
+	return a0 < b0+uintptr(len(b)) && b0 < a0+uintptr(len(a))
 }
 
 // eachSpan calls do with each span of ss and its part of buf, which

@@ -196,3 +196,53 @@ func (h *Head) StepHost(in [][]byte, verify bool, f func(rows, in [][]byte) ([][
 	}
 	return h.StepHostWith(in, verify, step)
 }
+
+// swapCols is recur as a HostStepper that then swaps its first two
+// columns' slices: each column's next rows are the other's.
+type swapCols struct{}
+
+func (swapCols) StepHost(rows, in [][]byte) error {
+	recur(rows, in)
+	rows[0], rows[1] = rows[1], rows[0]
+	return nil
+}
+
+// TestStepHostSwappedColumns: a step that hands back two columns of one
+// length swapped gets each column the other's rows, on the host backend
+// (rows in place, the swapped slices the blocks' own bytes) and on one
+// that copies them out and back.
+func TestStepHostSwappedColumns(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		b    device.Backend
+	}{{"host", device.Host()}, {"other", statetest.NewCounts(device.Host())}} {
+		t.Run(c.name, func(t *testing.T) {
+			defer c.b.Close()
+			p, err := NewPool(c.b, PoolOptions{BlockBytes: 4096})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.Close()
+			l := recLayout(100, 2, Keep)
+			l.Columns[1] = l.Columns[0] // two columns of one length
+			l.Columns[1].Name = "B"
+			h := must[*Head](t)(p.NewHead(l, "me"))
+			defer h.Release()
+			in := [][]byte{{1, 2, 3}}
+			check(t, h.StepHost(in, false, hostRecur))
+			before := [][]byte{make([]byte, 10*16), make([]byte, 10*16)}
+			check(t, h.Read(0, 10, before))
+			want := [][]byte{bytes.Clone(before[0]), bytes.Clone(before[1])}
+			recur(want, in)
+			want[0], want[1] = want[1], want[0]
+			check(t, h.StepHostWith(in, false, swapCols{}))
+			got := [][]byte{make([]byte, 10*16), make([]byte, 10*16)}
+			check(t, h.Read(0, 10, got))
+			for k := range got {
+				if !bytes.Equal(got[k], want[k]) {
+					t.Fatalf("column %d after the swap is not the other column's next rows", k)
+				}
+			}
+		})
+	}
+}
