@@ -88,11 +88,13 @@ func BenchmarkReplayHistory(b *testing.B) {
 }
 
 // BenchmarkStep times one version of a 16 KiB recurrent state made by Step
-// (in place, the input recorded) against the same made by Write (the rows
-// computed on the host and written as a write set, copied into history).
+// (the input recorded; the step function copies the rows out through the
+// backend and back, as a stand-in for a kernel), by StepHostWith (the
+// rows in place on the host backend) and by Write (the rows computed on
+// the host and written as a write set, copied into history).
 func BenchmarkStep(b *testing.B) {
-	for _, replay := range []bool{true, false} {
-		b.Run(map[bool]string{true: "Step", false: "Write"}[replay], func(b *testing.B) {
+	for _, how := range []string{"Step", "StepHost", "Write"} {
+		b.Run(how, func(b *testing.B) {
 			p := newPool(b, PoolOptions{})
 			fixedModel(p)
 			h := must[*Head](b)(p.NewHead(recurrent16K(16, 4), "s"))
@@ -101,9 +103,12 @@ func BenchmarkStep(b *testing.B) {
 			in := [][]byte{make([]byte, 256)}
 			rows := [][]byte{make([]byte, 4*4096)}
 			for b.Loop() {
-				if replay {
+				switch how {
+				case "Step":
 					check(b, h.Step(in, false, f))
-				} else {
+				case "StepHost":
+					check(b, h.StepHostWith(in, false, hsRecur{}))
+				default:
 					check(b, h.Read(0, 4, rows))
 					recur(rows, in)
 					check(b, h.Write(0, rows))
