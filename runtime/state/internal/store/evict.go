@@ -212,9 +212,9 @@ func (e eviction) victims(r Retention) ([]evictable, []Victim) {
 func (e eviction) handleVictims() []evictable {
 	e.p.mu.Lock()
 	defer e.p.mu.Unlock()
-	live := make([]evictable, 0, e.p.live.n)
+	live := make([]evictable, 0, len(e.p.live))
 	var groups []*Group
-	e.p.live.each(func(h handle) {
+	for h := range e.p.live {
 		switch h := h.(type) {
 		case *Head:
 			if g := h.group.Load(); g != nil {
@@ -223,13 +223,13 @@ func (e eviction) handleVictims() []evictable {
 					groups = append(groups, g)
 					live = append(live, groupVictims{g})
 				}
-				return
+				continue
 			}
 			live = append(live, headVictim{h})
 		case *Snap:
 			live = append(live, snapVictim{h})
 		}
-	})
+	}
 	return live
 }
 

@@ -61,8 +61,7 @@ type Head struct {
 
 	group atomic.Pointer[Group] // the group that holds it as a member (group.go); nil when none
 
-	inLine     member[Head] // its place in lin.heads
-	poolMember              // its place in the pool's live handles (pool.go)
+	inLine member[Head] // its place in lin.heads
 }
 
 // part is a feature of a head with state of its own. Its hooks run with
@@ -361,8 +360,7 @@ type Snap struct {
 	tables  []*BlockTable // freed with the snapshot
 	streams streamSet     // streams recorded by RecordStream
 
-	inLine     member[Snap] // its place in lin.snaps
-	poolMember              // its place in the pool's live handles (pool.go)
+	inLine member[Snap] // its place in lin.snaps
 }
 
 // members lists a lineage's live heads or snapshots through links in the

@@ -41,11 +41,7 @@ func checkInvariants(p *Pool) error {
 	var histBlocks []*block
 	var shapes = map[*root]shape{}
 	var tierBytes int64 // the bytes of the live handles' images in the host tier
-	live, err := p.liveHandles()
-	if err != nil {
-		return err
-	}
-	for _, h := range live {
+	for h := range p.live {
 		switch x := h.(type) {
 		case *Head:
 			x.mu.Lock()
@@ -195,7 +191,7 @@ func checkInvariants(p *Pool) error {
 		return fmt.Errorf("handles hold %d bytes in the host tier of a pool without one", tierBytes)
 	}
 	var logical int64
-	for _, h := range live {
+	for h := range p.live {
 		logical += h.logicalBytes()
 	}
 	if logical != p.logical.Load() {
@@ -229,11 +225,11 @@ func checkStreamMarks(p *Pool) error {
 	defer p.leave()
 	p.mu.Lock()
 	var heads []*Head
-	p.live.each(func(x handle) {
+	for x := range p.live {
 		if h, ok := x.(*Head); ok {
 			heads = append(heads, h)
 		}
-	})
+	}
 	p.mu.Unlock()
 	for _, h := range heads {
 		if err := h.checkMarks(); err != nil {
@@ -278,21 +274,4 @@ func checkHistoryShape(x *history) error {
 		return fmt.Errorf("a history holds %d checkpoints, Keep is %d", n, x.policy.Keep)
 	}
 	return nil
-}
-
-// liveHandles returns the pool's live heads and snapshots, and an error
-// unless its list links them both ways and counts them. p.mu is held.
-func (p *Pool) liveHandles() ([]handle, error) {
-	var live []handle
-	var prev handle
-	for h := p.live.first; h != nil; prev, h = h, h.member().next {
-		if m := h.member(); !m.listed || m.prev != prev {
-			return nil, fmt.Errorf("the pool's list of live handles is broken at %s", h.describe())
-		}
-		live = append(live, h)
-	}
-	if len(live) != p.live.n {
-		return nil, fmt.Errorf("the pool lists %d live handles and counts %d", len(live), p.live.n)
-	}
-	return live, nil
 }

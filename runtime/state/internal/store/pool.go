@@ -43,7 +43,7 @@ type Pool struct {
 	tables  poolTables // live block tables and their kept memory (blocktable.go)
 
 	mu   sync.Mutex // guards what follows
-	live liveList   // the live heads and snapshots
+	live map[handle]struct{}
 
 	logical atomic.Int64
 	history atomic.Int64 // bytes of delta blocks held by histories
@@ -69,74 +69,6 @@ type Pool struct {
 type handle interface {
 	describe() string
 	logicalBytes() int64
-	member() *poolMember // its place in the pool's live handles
-}
-
-// poolMember is a handle's place in its pool's live handles, embedded in
-// the handle (Head, Snap).
-type poolMember struct {
-	prev, next handle
-	listed     bool
-}
-
-func (m *poolMember) member() *poolMember { return m }
-
-// liveList lists a pool's live handles through links in the handles
-// themselves (poolMember), n of them: a snapshot or a branch joins and
-// leaves in O(1), with no hashing and no allocation. The pool's lock
-// guards it.
-type liveList struct {
-	first handle
-	n     int
-}
-
-// add lists h, unless it is listed.
-func (l *liveList) add(h handle) {
-	m := h.member()
-	if m.listed {
-		return
-	}
-	m.prev, m.next, m.listed = nil, l.first, true
-	if l.first != nil {
-		l.first.member().prev = h
-	}
-	l.first = h
-	l.n++
-}
-
-// remove unlists h; it does nothing when h is not listed.
-func (l *liveList) remove(h handle) {
-	m := h.member()
-	if !m.listed {
-		return
-	}
-	if m.prev != nil {
-		m.prev.member().next = m.next
-	} else {
-		l.first = m.next
-	}
-	if m.next != nil {
-		m.next.member().prev = m.prev
-	}
-	*m = poolMember{}
-	l.n--
-}
-
-// each calls f with every listed handle.
-func (l *liveList) each(f func(handle)) {
-	for h := l.first; h != nil; h = h.member().next {
-		f(h)
-	}
-}
-
-// clear unlists every handle.
-func (l *liveList) clear() {
-	for h := l.first; h != nil; {
-		m := h.member()
-		h = m.next
-		*m = poolMember{}
-	}
-	*l = liveList{}
 }
 
 // Backend returns the pool's backend.
@@ -175,15 +107,15 @@ func (p *Pool) isClosed() bool {
 // register adds h to the live handles.
 func (p *Pool) register(h handle) {
 	p.mu.Lock()
-	p.live.add(h)
-	p.mu.Unlock()
+	defer p.mu.Unlock()
+	p.live[h] = struct{}{}
 	p.logical.Add(h.logicalBytes())
 }
 
 // unregister removes h from the live handles.
 func (p *Pool) unregister(h handle, logical int64) {
 	p.mu.Lock()
-	p.live.remove(h)
+	delete(p.live, h)
 	p.mu.Unlock()
 	p.logical.Add(-logical)
 }

@@ -18,7 +18,7 @@ func (p *Pool) Stats() PoolStats {
 		LogicalBytes:  p.logical.Load(),
 		PhysicalBytes: ms.InUseBytes,
 		ReservedBytes: ms.Reserved,
-		Live:          p.live.n,
+		Live:          len(p.live),
 		BlockBytes:    p.blockBytes,
 		Blocks:        ms.InUse,
 		FreeBlocks:    ms.Free,
@@ -82,16 +82,18 @@ func (p *Pool) Close() error {
 		return nil
 	}
 	p.closed.Store(true)
-	if p.live.n > 0 {
-		names := make([]string, 0, p.live.n)
-		p.live.each(func(x handle) {
-			names = append(names, x.describe())
+	if len(p.live) > 0 {
+		names := make([]string, 0, len(p.live))
+		for h := range p.live {
+			names = append(names, h.describe())
+		}
+		sort.Strings(names)
+		errs = append(errs, fmt.Errorf("state: pool closed with %d live handles: %s", len(names), strings.Join(names, "; ")))
+		for x := range p.live {
 			if h, ok := x.(*Head); ok {
 				h.async.closeEvents() // its Release, after Close, no longer reaches them
 			}
-		})
-		sort.Strings(names)
-		errs = append(errs, fmt.Errorf("state: pool closed with %d live handles: %s", len(names), strings.Join(names, "; ")))
+		}
 	}
 	if err := p.staging.close(p.b); err != nil {
 		errs = append(errs, fmt.Errorf("state: pool close: %w", err))
@@ -99,7 +101,7 @@ func (p *Pool) Close() error {
 	if err := p.tables.close(p.b); err != nil {
 		errs = append(errs, fmt.Errorf("state: pool close: %w", err))
 	}
-	p.live.clear()
+	p.live = nil
 	p.cache.reset()
 	p.groups.reset()
 	p.rec.forget()

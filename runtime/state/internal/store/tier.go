@@ -363,12 +363,12 @@ func tierOf(x any) any {
 // drops.
 func (t *hostTier) dropOne(p *Pool, skip func(tierVictim) bool) bool {
 	p.mu.Lock()
-	live := make([]tierVictim, 0, p.live.n)
-	p.live.each(func(h handle) {
+	live := make([]tierVictim, 0, len(p.live))
+	for h := range p.live {
 		if x, ok := tierOf(h).(tierVictim); ok {
 			live = append(live, x)
 		}
-	})
+	}
 	p.mu.Unlock()
 	for _, x := range p.tierPx.list() {
 		live = append(live, tierPrefixVictim{p, x})
