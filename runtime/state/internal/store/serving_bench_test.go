@@ -681,3 +681,31 @@ func BenchmarkServingKernelStep(b *testing.B) {
 	}
 	h.Release()
 }
+
+// BenchmarkServingDraftSnapshot is a decode step that snapshots its draft
+// (cc of internal/peerbench): a snapshot, one 2 KiB row appended, the
+// snapshot released, on a head of 64 rows and more, renewed every 2048
+// steps. Beside BenchmarkServingAppendOneRow's append alone it prices the
+// snapshot and the path copy it makes the append pay (docs/BENCHMARKS.md,
+// "What a draft's snapshot costs").
+func BenchmarkServingDraftSnapshot(b *testing.B) {
+	p := benchPool(b, benchBackend(b), PoolOptions{})
+	l := kvCacheLayout(512)
+	row := zeroRows(l, 1)
+	var h *Head
+	for i := 0; b.Loop(); i++ {
+		if i%2048 == 0 {
+			if h != nil {
+				check(b, h.Release())
+			}
+			h = must[*Head](b)(p.NewHead(l, "s"))
+			for range 64 {
+				check(b, h.Append(row))
+			}
+		}
+		s := must[*Snap](b)(h.Snapshot())
+		check(b, h.Append(row))
+		check(b, s.Release())
+	}
+	check(b, h.Release())
+}
