@@ -751,7 +751,26 @@ func TestAtReplaysWithoutAllocating(t *testing.T) {
 func TestReplayBranchesModel(t *testing.T) {
 	steps := modelSteps(t, 600)
 	for _, seed := range statetest.Seeds(0, 1, 2, 3) {
-		t.Run(fmt.Sprint(seed), func(t *testing.T) { runReplayBranchesModel(t, seed, steps) })
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			runReplayBranchesModel(t, seed, steps, newPool(t, PoolOptions{BlockBytes: 64}), false)
+		})
+	}
+}
+
+// TestHostStepModel is TestReplayBranchesModel with host steps (rows in
+// place, slices of the step's own, and steps that fail, panic or leave a
+// column of another length, which change nothing) on the host backend
+// and on one whose rows the store copies out and back, in blocks of
+// several sizes.
+func TestHostStepModel(t *testing.T) {
+	steps := modelSteps(t, 400)
+	for _, be := range hsBackends() {
+		for _, seed := range statetest.Seeds(0, 1, 2, 3, 4, 5) {
+			t.Run(fmt.Sprint(be.name, seed), func(t *testing.T) {
+				p := hsPool(t, be.b(), PoolOptions{BlockBytes: []int{64, 128, 4096}[seed%3]})
+				runReplayBranchesModel(t, seed, steps, p, true)
+			})
+		}
 	}
 }
 
@@ -765,10 +784,11 @@ type replayHead struct {
 	snaps []*Snap
 }
 
-func runReplayBranchesModel(t *testing.T, seed uint64, steps int) {
+// runReplayBranchesModel runs the model on p, stepping through StepHost
+// with host.
+func runReplayBranchesModel(t *testing.T, seed uint64, steps int, p *Pool, host bool) {
 	statetest.LogReplay(t, seed)
 	rng := rand.New(rand.NewPCG(seed, 11))
-	p := newPool(t, PoolOptions{BlockBytes: 64})
 	fixedModel(p)
 	verify := seed%2 == 1
 	root := must[*Head](t)(p.NewHead(recLayout(1+rng.IntN(4), 1+rng.IntN(3), Keep), "me"))
@@ -795,6 +815,10 @@ func runReplayBranchesModel(t *testing.T, seed uint64, steps int) {
 			for j := range in[0] {
 				in[0][j] = byte(rng.Uint32())
 			}
+			if host {
+				hostStepModel(t, i, rng, h, x, in, verify)
+				break
+			}
 			fail := rng.IntN(8) == 0
 			err := h.Step(in, verify, stepOn(p.Backend(), rb, fail))
 			if fail {
@@ -804,6 +828,13 @@ func runReplayBranchesModel(t *testing.T, seed uint64, steps int) {
 			} else {
 				check(t, err)
 				recur(x.cur, in)
+			}
+		case k < 10 && host:
+			at := rng.IntN(10)
+			rows := kvRows(1, byte(rng.Uint32()))
+			check(t, h.Write(at, rows))
+			for c, rb := range rb {
+				copy(x.cur[c][at*rb:(at+1)*rb], rows[c])
 			}
 		case k < 11 && len(heads) < 5:
 			c := must[*Head](t)(h.Branch())
@@ -863,6 +894,35 @@ func runReplayBranchesModel(t *testing.T, seed uint64, steps int) {
 			}
 		}
 	}
+	checkInv(t, p)
+}
+
+// hostStepModel is a step of runReplayBranchesModel through StepHost:
+// rows rewritten in place or handed back in slices of the step's own,
+// or, one time in five, a step that fails in one of hsBad's ways and
+// leaves x as it was.
+func hostStepModel(t *testing.T, i int, rng *rand.Rand, h *Head, x *replayHead, in [][]byte, verify bool) {
+	if rng.IntN(5) == 0 {
+		bads := []string{"fail", "panic", "long", "short", "nil", "long0", "ownshort"}
+		before := h.Version()
+		how := bads[rng.IntN(len(bads))]
+		func() {
+			defer func() { recover() }()
+			if err := h.StepHostWith(in, verify, hsBad{how}); err == nil {
+				t.Fatalf("step %d: a bad step (%s) succeeded", i, how)
+			}
+		}()
+		if h.Version() != before {
+			t.Fatalf("step %d: a bad step (%s) moved the version", i, how)
+		}
+		return
+	}
+	var f HostStepper = hsRecur{}
+	if rng.IntN(2) == 0 {
+		f = hsOwn{}
+	}
+	check(t, h.StepHostWith(in, verify, f))
+	recur(x.cur, in)
 }
 
 // TestStepBranchesConcurrent: branches of one replayed head, each in a
@@ -874,19 +934,45 @@ func runReplayBranchesModel(t *testing.T, seed uint64, steps int) {
 func TestStepBranchesConcurrent(t *testing.T) {
 	p := newPool(t, PoolOptions{BlockBytes: 64})
 	fixedModel(p)
+	rb := []int{16, 8}
+	runStepBranchesConcurrent(t, p, func(h *Head, in [][]byte, _ int) error {
+		return h.Step(in, true, stepOn(p.Backend(), rb, false))
+	})
+}
+
+// atReads reports an error unless At(v) of h reads want.
+func atReads(h *Head, v Version, want [][]byte) error {
+	at, err := h.At(v)
+	if err != nil {
+		return err
+	}
+	got, err := readCols(at)
+	at.Release()
+	if err != nil {
+		return err
+	}
+	if !equalCols(got, want) {
+		return fmt.Errorf("At(%d) reads otherwise than version %d did", v, v)
+	}
+	return nil
+}
+
+// runStepBranchesConcurrent runs TestStepBranchesConcurrent on p, each
+// step made by step (k counts a round's steps); the root rebuilds its own
+// versions by At meanwhile.
+func runStepBranchesConcurrent(t *testing.T, p *Pool, step func(h *Head, in [][]byte, k int) error) {
 	root := must[*Head](t)(p.NewHead(recLayout(3, 2, Keep), "me"))
 	defer root.Release()
-	rb := []int{16, 8}
 	cur := readAll(t, root)
 	rootRef := map[Version][][]byte{root.Version(): cloneCols(cur)}
 	for i := range 5 {
 		in := [][]byte{{byte(i), 1}}
-		check(t, root.Step(in, true, stepOn(p.Backend(), rb, false)))
+		check(t, step(root, in, i))
 		recur(cur, in)
 		rootRef[root.Version()] = cloneCols(cur)
 	}
 	const n = 3
-	done := make(chan error, n)
+	done := make(chan error, n+1)
 	for g := range n {
 		b := must[*Head](t)(root.Branch())
 		go func() {
@@ -894,14 +980,14 @@ func TestStepBranchesConcurrent(t *testing.T) {
 				defer b.Release()
 				cur := cloneCols(cur)
 				ref := maps.Clone(rootRef)
-				for i := range 40 {
+				for i := range 30 {
 					s, err := b.Snapshot()
 					if err != nil {
 						return err
 					}
 					for k := range 3 {
 						in := [][]byte{{byte(g), byte(i), byte(k)}}
-						if err := b.Step(in, true, stepOn(p.Backend(), rb, false)); err != nil {
+						if err := step(b, in, k); err != nil {
 							s.Release()
 							return err
 						}
@@ -918,26 +1004,33 @@ func TestStepBranchesConcurrent(t *testing.T) {
 					if err := s.Release(); err != nil {
 						return err
 					}
+					if got, err := readCols(b); err != nil || !equalCols(got, cur) {
+						return fmt.Errorf("branch %d, round %d: the head reads otherwise (%v)", g, i, err)
+					}
 					vs := b.hist.versions() // b's lock is not held: only b's goroutine changes it
-					v := vs[i%len(vs)]
-					at, err := b.At(v)
-					if err != nil {
-						return err
-					}
-					got, err := readCols(at)
-					at.Release()
-					if err != nil {
-						return err
-					}
-					if !equalCols(got, ref[v]) {
-						return fmt.Errorf("branch %d, round %d: At(%d) reads otherwise than version %d did", g, i, v, v)
+					for _, v := range []Version{vs[0], vs[i%len(vs)]} {
+						if err := atReads(b, v, ref[v]); err != nil {
+							return fmt.Errorf("branch %d, round %d: %w", g, i, err)
+						}
 					}
 				}
 				return nil
 			}()
 		}()
 	}
-	for range n {
+	go func() { // the root rebuilds its own versions meanwhile
+		done <- func() error {
+			for range 20 {
+				for _, v := range root.hist.versions() {
+					if err := atReads(root, v, rootRef[v]); err != nil {
+						return fmt.Errorf("root: %w", err)
+					}
+				}
+			}
+			return nil
+		}()
+	}()
+	for range n + 1 {
 		check(t, <-done)
 	}
 }

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"maps"
-	"math/rand/v2"
 	"testing"
 
 	"github.com/gpustate/gpustate/runtime/device"
@@ -75,105 +73,12 @@ func TestHostBranchesConcurrent(t *testing.T) {
 			for _, bb := range []int{64, 4096} { // several blocks a column, or one
 				t.Run(fmt.Sprint(be.name, verify, bb), func(t *testing.T) {
 					p := hsPool(t, be.b(), PoolOptions{BlockBytes: bb})
-					root := must[*Head](t)(p.NewHead(recLayout(3, 2, Keep), "me"))
-					defer root.Release()
-					cur := readAll(t, root)
-					rootRef := map[Version][][]byte{root.Version(): cloneCols(cur)}
-					for i := range 5 {
-						in := [][]byte{{byte(i), 1}}
-						var f HostStepper = hsRecur{}
-						if i%2 == 1 {
-							f = hsOwn{}
+					runStepBranchesConcurrent(t, p, func(h *Head, in [][]byte, k int) error {
+						if k%2 == 1 {
+							return h.StepHostWith(in, verify, hsOwn{})
 						}
-						check(t, root.StepHostWith(in, verify, f))
-						recur(cur, in)
-						rootRef[root.Version()] = cloneCols(cur)
-					}
-					const n = 4
-					done := make(chan error, n+1)
-					for g := range n {
-						b := must[*Head](t)(root.Branch())
-						go func() {
-							done <- func() error {
-								defer b.Release()
-								cur := cloneCols(cur)
-								ref := maps.Clone(rootRef)
-								for i := range 25 {
-									s, err := b.Snapshot()
-									if err != nil {
-										return err
-									}
-									for k := range 3 {
-										in := [][]byte{{byte(g), byte(i), byte(k)}}
-										var f HostStepper = hsRecur{}
-										if k == 1 {
-											f = hsOwn{}
-										}
-										if err := b.StepHostWith(in, verify, f); err != nil {
-											s.Release()
-											return err
-										}
-										recur(cur, in)
-										ref[b.Version()] = cloneCols(cur)
-									}
-									if i%2 == 0 {
-										if err := b.Rollback(s); err != nil {
-											s.Release()
-											return err
-										}
-										cur = cloneCols(ref[s.Version()])
-									}
-									if err := s.Release(); err != nil {
-										return err
-									}
-									if got, err := readCols(b); err != nil || !equalCols(got, cur) {
-										return fmt.Errorf("branch %d, round %d: the head reads otherwise (%v)", g, i, err)
-									}
-									vs := b.hist.versions()
-									for _, v := range []Version{vs[0], vs[i%len(vs)]} {
-										at, err := b.At(v)
-										if err != nil {
-											return err
-										}
-										got, err := readCols(at)
-										at.Release()
-										if err != nil {
-											return err
-										}
-										if !equalCols(got, ref[v]) {
-											return fmt.Errorf("branch %d, round %d: At(%d) reads otherwise than version %d did", g, i, v, v)
-										}
-									}
-								}
-								return nil
-							}()
-						}()
-					}
-					// The root rebuilds its own versions meanwhile.
-					go func() {
-						done <- func() error {
-							for range 40 {
-								for _, v := range root.hist.versions() {
-									at, err := root.At(v)
-									if err != nil {
-										return err
-									}
-									got, err := readCols(at)
-									at.Release()
-									if err != nil {
-										return err
-									}
-									if !equalCols(got, rootRef[v]) {
-										return fmt.Errorf("root: At(%d) reads otherwise", v)
-									}
-								}
-							}
-							return nil
-						}()
-					}()
-					for range n + 1 {
-						check(t, <-done)
-					}
+						return h.StepHostWith(in, verify, hsRecur{})
+					})
 				})
 			}
 		}
@@ -335,125 +240,6 @@ func TestHostStepKeepsItsOwnSlice(t *testing.T) {
 						t.Fatalf("At(%d) reads otherwise", v)
 					}
 				}
-			})
-		}
-	}
-}
-
-// TestHostStepModel: random host steps (in place, own slices,
-// failing ways), writes, snapshots, rollbacks, At, branches and merges
-// of a replayed state on both backends, against a reference of every
-// version's rows.
-func TestHostStepModel(t *testing.T) {
-	for _, be := range hsBackends() {
-		for seed := range uint64(6) {
-			t.Run(fmt.Sprint(be.name, seed), func(t *testing.T) {
-				rng := rand.New(rand.NewPCG(seed, 77))
-				p := hsPool(t, be.b(), PoolOptions{BlockBytes: []int{64, 128, 4096}[seed%3]})
-				verify := seed%2 == 1
-				root := must[*Head](t)(p.NewHead(recLayout(1+rng.IntN(4), 1+rng.IntN(3), Keep), "me"))
-				cur := readAll(t, root)
-				heads := []*replayHead{{h: root, ref: map[Version][][]byte{root.Version(): cur}, cur: cloneCols(cur)}}
-				release := func(x *replayHead) {
-					for _, s := range x.snaps {
-						check(t, s.Release())
-					}
-					check(t, x.h.Release())
-				}
-				defer func() {
-					for _, x := range heads {
-						release(x)
-					}
-				}()
-				bads := []string{"fail", "panic", "long", "short", "nil", "long0", "ownshort"}
-				for i := range 400 {
-					x := heads[rng.IntN(len(heads))]
-					h := x.h
-					switch k := rng.IntN(20); {
-					case k < 9:
-						in := [][]byte{make([]byte, 1+rng.IntN(8))}
-						for j := range in[0] {
-							in[0][j] = byte(rng.Uint32())
-						}
-						if rng.IntN(5) == 0 {
-							before := h.Version()
-							how := bads[rng.IntN(len(bads))]
-							func() {
-								defer func() { recover() }()
-								if err := h.StepHostWith(in, verify, hsBad{how}); err == nil {
-									t.Fatalf("step %d: a bad step (%s) succeeded", i, how)
-								}
-							}()
-							if h.Version() != before {
-								t.Fatalf("step %d: a bad step (%s) moved the version", i, how)
-							}
-							break
-						}
-						var f HostStepper = hsRecur{}
-						if rng.IntN(2) == 0 {
-							f = hsOwn{}
-						}
-						check(t, h.StepHostWith(in, verify, f))
-						recur(x.cur, in)
-					case k < 10:
-						at := rng.IntN(10)
-						rows := kvRows(1, byte(rng.Uint32()))
-						check(t, h.Write(at, rows))
-						x.cur[0] = append(append(x.cur[0][:0:0], x.cur[0][:at*16]...), append(rows[0], x.cur[0][(at+1)*16:]...)...)
-						x.cur[1] = append(append(x.cur[1][:0:0], x.cur[1][:at*8]...), append(rows[1], x.cur[1][(at+1)*8:]...)...)
-					case k < 11 && len(heads) < 5:
-						c := must[*Head](t)(h.Branch())
-						heads = append(heads, &replayHead{h: c, ref: maps.Clone(x.ref), cur: cloneCols(x.cur)})
-					case k < 12 && len(heads) > 1:
-						j := 1 + rng.IntN(len(heads)-1)
-						if heads[j] == x {
-							break
-						}
-						c := heads[j]
-						err := h.Merge(c.h)
-						if errors.Is(err, ErrDiverged) || errors.Is(err, ErrNotAncestor) {
-							break
-						}
-						check(t, err)
-						x.cur = cloneCols(c.cur)
-						maps.Copy(x.ref, c.ref)
-					case k < 13 && len(heads) > 1:
-						j := 1 + rng.IntN(len(heads)-1)
-						release(heads[j])
-						heads = append(heads[:j:j], heads[j+1:]...)
-						continue
-					case k < 15 && len(x.snaps) < 3:
-						x.snaps = append(x.snaps, must[*Snap](t)(h.Snapshot()))
-					case k < 17 && len(x.snaps) > 0:
-						s := x.snaps[rng.IntN(len(x.snaps))]
-						if err := h.Rollback(s); err != nil {
-							if errors.Is(err, ErrNotAncestor) {
-								break
-							}
-							t.Fatalf("step %d: Rollback: %v", i, err)
-						}
-						x.cur = cloneCols(x.ref[s.Version()])
-					default:
-						vs := h.hist.versions()
-						v := vs[rng.IntN(len(vs))]
-						s, err := h.At(v)
-						if err != nil {
-							t.Fatalf("step %d: At(%d) of a retained version: %v", i, v, err)
-						}
-						got := readAll(t, s)
-						check(t, s.Release())
-						if !equalCols(got, x.ref[v]) {
-							t.Fatalf("step %d: At(%d) reads otherwise than version %d did", i, v, v)
-						}
-					}
-					x.ref[h.Version()] = cloneCols(x.cur)
-					for j, y := range heads {
-						if got := readAll(t, y.h); !equalCols(got, y.cur) {
-							t.Fatalf("step %d: head %d reads otherwise than its reference", i, j)
-						}
-					}
-				}
-				checkInv(t, p)
 			})
 		}
 	}

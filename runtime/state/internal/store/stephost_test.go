@@ -212,17 +212,9 @@ func (swapCols) StepHost(rows, in [][]byte) error {
 // (rows in place, the swapped slices the blocks' own bytes) and on one
 // that copies them out and back.
 func TestStepHostSwappedColumns(t *testing.T) {
-	for _, c := range []struct {
-		name string
-		b    device.Backend
-	}{{"host", device.Host()}, {"other", statetest.NewCounts(device.Host())}} {
-		t.Run(c.name, func(t *testing.T) {
-			defer c.b.Close()
-			p, err := NewPool(c.b, PoolOptions{BlockBytes: 4096})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer p.Close()
+	for _, be := range hsBackends() {
+		t.Run(be.name, func(t *testing.T) {
+			p := hsPool(t, be.b(), PoolOptions{BlockBytes: 4096})
 			l := recLayout(100, 2, Keep)
 			l.Columns[1] = l.Columns[0] // two columns of one length
 			l.Columns[1].Name = "B"
