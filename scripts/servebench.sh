@@ -45,7 +45,7 @@ for r in $(seq "$rounds"); do
     awk '/^BenchmarkPeer/ {
       line = $1
       for (i = 3; i < NF; i += 2)
-        if ($(i+1) ~ /ratio|allocs/) line = line "  " $(i+1) "=" $i
+        if ($(i+1) ~ /ratio|allocs|excess/) line = line "  " $(i+1) "=" $i
       print "  " line
     }'
 done
