@@ -176,13 +176,23 @@ func (g *Group) begin(op string, heads []*Head, child *Group) error {
 		g.unlockGroups(child)
 		return groupErrorf(op, "%w", err)
 	}
-	for i, h := range heads {
+	locked := 0
+	defer func() {
+		// Unless every member is prepared, the call ends here: a
+		// preparation failed, or a step function that a member's
+		// rebuild replayed ended the goroutine (runtime.Goexit).
+		if locked >= 0 {
+			g.end(heads[:locked], child)
+		}
+	}()
+	for _, h := range heads {
 		h.mu.Lock()
+		locked++
 		if err := h.prepareLocked(call{op: op, land: true, share: true}); err != nil {
-			g.end(heads[:i+1], child)
 			return err
 		}
 	}
+	locked = -1 // the call's: end releases it all
 	return nil
 }
 

@@ -25,24 +25,32 @@ func (g *Group) At(v Version) (*GroupSnap, error) {
 	if err := g.begin("At", g.order, nil); err != nil {
 		return nil, err
 	}
-	vs, err := g.cutAt("At", v)
-	if err != nil {
-		g.end(g.order, nil)
-		return nil, err
-	}
 	cut := newGroupSnap(g)
-	for i, h := range g.heads {
-		s, err := newEstimator(h).at(vs[i])
-		if err != nil {
-			g.end(g.order, nil) // the snapshots taken are released outside the call
+	ok := false
+	defer func() {
+		// Deferred, as a step function that a member's replay runs may
+		// end the goroutine (runtime.Goexit): the call ends, and a cut
+		// not returned gives up the snapshots it took, once the call's
+		// locks are released.
+		g.end(g.order, nil)
+		if !ok {
 			for _, s := range cut.snaps {
 				s.Release()
 			}
+		}
+	}()
+	vs, err := g.cutAt("At", v)
+	if err != nil {
+		return nil, err
+	}
+	for i, h := range g.heads {
+		s, err := newEstimator(h).at(vs[i])
+		if err != nil {
 			return nil, groupErrorf("At", "member %s, version %d: %w", h.l.Type, vs[i], err)
 		}
 		cut.snaps = append(cut.snaps, s)
 	}
-	g.end(g.order, nil)
+	ok = true
 	return cut, nil
 }
 

@@ -24,10 +24,31 @@ func (h *Head) open(c call) error {
 		return h.errorf(c.op, "%w", err)
 	}
 	h.mu.Lock()
+	if h.evicted {
+		return prepareEvicted(h, c)
+	}
 	if err := h.prepareLocked(c); err != nil {
 		h.end()
 		return err
 	}
+	return nil
+}
+
+// prepareEvicted is open's preparation of an evicted head, whose rebuild
+// may replay step functions: one that ends the goroutine (runtime.Goexit)
+// must still end the call. Apart from open's common path, which runs no
+// caller's code and pays for no defer.
+func prepareEvicted(h *Head, c call) error {
+	prepared := false
+	defer func() {
+		if !prepared {
+			h.end()
+		}
+	}()
+	if err := h.prepareLocked(c); err != nil {
+		return err
+	}
+	prepared = true
 	return nil
 }
 

@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"hash/maphash"
 	"slices"
@@ -169,7 +170,17 @@ func (x *history) step(h *Head, in [][]byte, verify bool, f stepFunc) error {
 	}
 	spans := tx.spans()
 	start := time.Now()
+	ran := false
+	defer func() {
+		if !ran {
+			// The step function ended the goroutine (runtime.Goexit, as
+			// t.FailNow does): neither a return nor a panic, and what
+			// it wrote in place must not stay.
+			tx.abortStep(errStepExited)
+		}
+	}()
 	ferr, panicked := runStep(h, f, spans, rec.in)
+	ran = true
 	rec.took = time.Since(start)
 	if panicked != nil {
 		tx.abortStep(ferr)
@@ -209,6 +220,11 @@ func (x *history) checkInput(h *Head, in [][]byte) error {
 	}
 	return nil
 }
+
+// errStepExited is what a step call is undone for when its step function
+// ends the goroutine (runtime.Goexit) instead of returning; no caller
+// sees it.
+var errStepExited = errors.New("the step function ended its goroutine")
 
 // stepPanic carries the value a step function panicked with.
 type stepPanic struct{ v any }
@@ -261,12 +277,22 @@ func restoreInPlace(tx *writeTx, spare []*block) ([]*block, error) {
 	}
 	h.r.release(&spare) // the blocks only h held: those the caller wrote
 	h.r = nil
-	q, t, _ := h.lru.rebuildPath(h) // Step took a guard where there is none
-	r, spare, err := h.hist.reconstructInto(h, q, t, spare)
-	if err != nil {
+	lost := func() {
 		h.r, h.evicted, h.lost = nil, true, true
 		h.pool.logical.Add(-h.logical)
 		h.logical = 0
+	}
+	rebuilt := false
+	defer func() {
+		if !rebuilt {
+			lost() // a replayed step function ended the goroutine (runtime.Goexit)
+		}
+	}()
+	q, t, _ := h.lru.rebuildPath(h) // Step took a guard where there is none
+	r, spare, err := h.hist.reconstructInto(h, q, t, spare)
+	rebuilt = true
+	if err != nil {
+		lost()
 		return spare, err
 	}
 	h.r = r
@@ -279,17 +305,18 @@ func restoreInPlace(tx *writeTx, spare []*block) ([]*block, error) {
 // step delta copies and writes nothing). With verify it checks the rows
 // against the hash Step recorded. On failure the caller still holds a
 // root to release.
-func (rc *reconstruction) replayStep(r *root, d *delta, rows int) (*root, error) {
+func (rc *reconstruction) replayStep(rp **root, d *delta, rows int) error {
 	h := rc.h
-	r, err := rc.apply(r, d, rows, rc.take)
+	r, err := rc.apply(*rp, d, rows, rc.take)
+	*rp = r // the root to give back, whatever happens next
 	if err != nil {
-		return r, err
+		return err
 	}
 	x := h.hist
 	spans, all, err := h.spansInto("At", r, 0, rows, x.replayCols, x.replaySpans)
 	x.replayCols, x.replaySpans = spans, all
 	if err != nil {
-		return r, err
+		return err
 	}
 	rec := d.step
 	start := time.Now()
@@ -301,21 +328,21 @@ func (rc *reconstruction) replayStep(r *root, d *delta, rows int) (*root, error)
 	h.hist.replayed += time.Since(start)
 	switch {
 	case panicked != nil:
-		return r, fmt.Errorf("replaying a step: %w", err)
+		return fmt.Errorf("replaying a step: %w", err)
 	case err != nil:
-		return r, fmt.Errorf("replaying a step: the step function failed: %w", err)
+		return fmt.Errorf("replaying a step: the step function failed: %w", err)
 	}
 	if rec.verify {
 		sum, err := h.hist.hashRows(h, spans)
 		if err != nil {
-			return r, fmt.Errorf("replaying a step: hashing its rows: %w", err)
+			return fmt.Errorf("replaying a step: hashing its rows: %w", err)
 		}
 		if sum != rec.hash {
-			return r, fmt.Errorf("replaying a step: its rows hash to %#016x, the step recorded %#016x (a step function that is not deterministic): %w",
+			return fmt.Errorf("replaying a step: its rows hash to %#016x, the step recorded %#016x (a step function that is not deterministic): %w",
 				sum, rec.hash, ErrReplayDiverged)
 		}
 	}
-	return r, nil
+	return nil
 }
 
 // hashRows returns the 64-bit hash of the rows of h spans locate, column
@@ -368,19 +395,30 @@ func (x *history) reconstructInto(h *Head, q, t int, spare []*block) (*root, []*
 	rc.taken = rc.inline[:0]
 	defer rc.giveBack()
 	r := x.entries[q].cp.retain()
+	done := false
+	defer func() {
+		if !done {
+			// A replayed step function ended the goroutine
+			// (runtime.Goexit): no caller takes the root or the spares.
+			r.release(&rc.spare)
+			h.pool.free(rc.spare)
+		}
+	}()
 	for j := q + 1; j <= t; j++ {
 		var err error
 		d := x.entries[j].d
 		if d.step != nil {
-			r, err = rc.replayStep(r, d, x.entries[j].rows)
+			err = rc.replayStep(&r, d, x.entries[j].rows)
 		} else {
 			r, err = rc.apply(r, d, x.entries[j].rows, rc.take)
 		}
 		if err != nil {
 			r.release(&rc.spare)
+			done = true
 			return nil, rc.spare, err
 		}
 	}
+	done = true
 	return r, rc.spare, nil
 }
 

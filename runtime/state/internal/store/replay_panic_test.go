@@ -3,6 +3,7 @@ package store
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -16,12 +17,16 @@ type hsFlaky struct {
 	runs  *int
 	n     int
 	panic bool
+	exit  bool // ends its goroutine instead (runtime.Goexit, as t.FailNow does)
 }
 
 func (f hsFlaky) StepHost(rows, in [][]byte) error {
 	*f.runs++
 	if *f.runs > f.n {
-		if f.panic {
+		switch {
+		case f.exit:
+			runtime.Goexit()
+		case f.panic:
 			panic("host step: replay panicked")
 		}
 		return errHostStep
@@ -243,4 +248,94 @@ func TestRebuildReplayPanicUnlocks(t *testing.T) {
 	if !hsWithin(2*time.Second, func() { p.Close() }) {
 		t.Fatal("after the rebuild's replay panicked, Pool.Close blocks")
 	}
+}
+
+// inExitingGoroutine runs f in a goroutine of its own, which a step
+// function may end (runtime.Goexit), and waits for it.
+func inExitingGoroutine(f func()) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f()
+	}()
+	<-done
+}
+
+// TestReplayGoexitUnlocks: a step function that ends its goroutine
+// (runtime.Goexit) while a group's At or an evicted head's rebuild
+// replays it leaves no lock held and nothing the replay took: the
+// group's and the head's next calls return, and once every handle is
+// released the pool holds no block.
+func TestReplayGoexitUnlocks(t *testing.T) {
+	// The pools are closed only once the calls return: a lock left held
+	// would hang Close.
+	t.Run("GroupAt", func(t *testing.T) {
+		p, err := NewPool(device.Host(), PoolOptions{BlockBytes: 256})
+		check(t, err)
+		fixedModel(p)
+		kvL := kv(Append, 64, Invalidate)
+		kvL.Checkpoint = &CheckpointPolicy{Every: 8, Keep: 4}
+		g := must[*Group](t)(NewGroup(p, "a", kvL, recLayout(8, 2, Invalidate)))
+		kvH, recH := g.Head(0), g.Head(1)
+		runs := 0
+		f := hsFlaky{runs: &runs, n: 3, exit: true}
+		for i := range 3 {
+			check(t, recH.StepHostWith([][]byte{{byte(i), 1}}, false, f))
+			check(t, kvH.Append(kvRows(1, byte(i))))
+		}
+		v := kvH.Version()
+		inExitingGoroutine(func() {
+			if s, err := g.At(v); err == nil {
+				s.Release()
+			}
+		})
+		if !hsWithin(2*time.Second, func() { kvH.Len(); kvH.Append(kvRows(1, 9)) }) {
+			t.Fatal("after a Goexit in Group.At's replay, a call on the group's first member blocks: its lock is still held")
+		}
+		if !hsWithin(2*time.Second, func() {
+			if s, err := g.Snapshot(); err == nil {
+				s.Release()
+			}
+		}) {
+			t.Fatal("after a Goexit in Group.At's replay, a call on the group blocks: its lock is still held")
+		}
+		check(t, g.Release())
+		if st := p.Stats(); st.Blocks != 0 || st.Live != 0 {
+			t.Errorf("after every handle's release the pool holds %d blocks and %d handles", st.Blocks, st.Live)
+		}
+		check(t, p.Close())
+	})
+	t.Run("Rebuild", func(t *testing.T) {
+		p, err := NewPool(device.Host(), PoolOptions{BlockBytes: 256, MaxBytes: 40 * 256})
+		check(t, err)
+		fixedModel(p)
+		h := must[*Head](t)(p.NewHead(hsRecL(Reconstructable, 8, 2), "r"))
+		runs := 0
+		f := hsFlaky{runs: &runs, n: 3, exit: true}
+		for i := range 3 {
+			check(t, h.StepHostWith([][]byte{{byte(i), 1}}, false, f))
+		}
+		var ms []*Head
+		for i := 0; !h.evicted; i++ {
+			m := must[*Head](t)(p.NewHead(wide("Session", Mandatory), Owner(fmt.Sprint("m", i))))
+			ms = append(ms, m)
+			if err := m.Append(wideRow(byte(i))); err != nil {
+				t.Fatalf("filling the pool: %v", err)
+			}
+		}
+		for _, m := range ms {
+			check(t, m.Release())
+		}
+		inExitingGoroutine(func() {
+			dst := [][]byte{make([]byte, 16), make([]byte, 8)}
+			h.Read(0, 1, dst) // the rebuild replays the steps
+		})
+		if !hsWithin(2*time.Second, func() { h.Release() }) {
+			t.Fatal("after a Goexit in the rebuild's replay, a call on the head blocks: its lock is still held")
+		}
+		if st := p.Stats(); st.Blocks != 0 || st.Live != 0 {
+			t.Errorf("after every handle's release the pool holds %d blocks and %d handles", st.Blocks, st.Live)
+		}
+		check(t, p.Close())
+	})
 }
