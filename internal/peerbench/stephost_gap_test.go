@@ -18,15 +18,7 @@ func TestFailAfterGap(t *testing.T) {
 	for _, bk := range []string{"host", "counts"} {
 		for _, how := range []string{"adopt", "writedevice", "write"} {
 			t.Run(bk+"/"+how, func(t *testing.T) {
-				var b device.Backend = device.Host()
-				if bk == "counts" {
-					b = hsWrap{device.Host()}
-				}
-				defer b.Close()
-				p, err := state.NewPool(b, state.PoolOptions{})
-				if err != nil {
-					t.Fatal(err)
-				}
+				p := rpPool(t, bk, state.PoolOptions{})
 				if err := rpSafe(func() error { return rpGap(p, how) }); err != nil {
 					t.Error(err)
 				}

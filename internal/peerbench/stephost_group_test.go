@@ -7,7 +7,6 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/gpustate/gpustate/runtime/device"
 	"github.com/gpustate/gpustate/runtime/state"
 )
 
@@ -69,16 +68,8 @@ func TestGroupModel(t *testing.T) {
 		for _, maxBytes := range []int64{0, 2 << 20} {
 			for seed := range uint64(1) {
 				t.Run(fmt.Sprintf("%s/max%d/seed%d", bk, maxBytes, seed), func(t *testing.T) {
-					var b device.Backend = device.Host()
-					if bk == "counts" {
-						b = hsWrap{device.Host()}
-					}
-					defer b.Close()
-					p, err := state.NewPool(b, state.PoolOptions{MaxBytes: maxBytes})
-					if err != nil {
-						t.Fatal(err)
-					}
-					err = rpSafe(func() error { return rpGroupRun(p, seed) })
+					p := rpPool(t, bk, state.PoolOptions{MaxBytes: maxBytes})
+					err := rpSafe(func() error { return rpGroupRun(p, seed) })
 					if err != nil {
 						t.Error(err)
 					}
@@ -226,15 +217,7 @@ func rpGroupRun(p *state.Pool, seed uint64) error {
 func TestGroupAdoptReplay(t *testing.T) {
 	for _, bk := range []string{"host", "counts"} {
 		t.Run(bk, func(t *testing.T) {
-			var b device.Backend = device.Host()
-			if bk == "counts" {
-				b = hsWrap{device.Host()}
-			}
-			defer b.Close()
-			p, err := state.NewPool(b, state.PoolOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			p := rpPool(t, bk, state.PoolOptions{})
 			if err := rpSafe(func() error { return rpAdopt(p) }); err != nil {
 				t.Error(err)
 			}

@@ -6,7 +6,6 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/gpustate/gpustate/runtime/device"
 	"github.com/gpustate/gpustate/runtime/state"
 )
 
@@ -41,15 +40,7 @@ func TestLostState(t *testing.T) {
 	for _, panics := range []bool{true, false} {
 		for _, bk := range []string{"host", "counts"} {
 			t.Run(fmt.Sprintf("%s/panics=%v", bk, panics), func(t *testing.T) {
-				var b device.Backend = device.Host()
-				if bk == "counts" {
-					b = hsWrap{device.Host()}
-				}
-				defer b.Close()
-				p, err := state.NewPool(b, state.PoolOptions{})
-				if err != nil {
-					t.Fatal(err)
-				}
+				p := rpPool(t, bk, state.PoolOptions{})
 				s, err := NewRecRState(p, "me")
 				if err != nil {
 					t.Fatal(err)
@@ -122,15 +113,7 @@ func TestLostState(t *testing.T) {
 func TestLostGroupMember(t *testing.T) {
 	for _, bk := range []string{"host", "counts"} {
 		t.Run(bk, func(t *testing.T) {
-			var b device.Backend = device.Host()
-			if bk == "counts" {
-				b = hsWrap{device.Host()}
-			}
-			defer b.Close()
-			p, err := state.NewPool(b, state.PoolOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			p := rpPool(t, bk, state.PoolOptions{})
 			g, err := NewHybridRState(p, "me")
 			if err != nil {
 				t.Fatal(err)

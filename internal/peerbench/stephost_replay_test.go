@@ -12,6 +12,24 @@ import (
 	"github.com/gpustate/gpustate/runtime/state"
 )
 
+// rpPool returns a pool made with opt on the host backend, or (bk
+// "counts") on a wrapper of it that the store does not take for host
+// memory, so that it copies rows out and back; the backend is closed when
+// the test ends.
+func rpPool(t *testing.T, bk string, opt state.PoolOptions) *state.Pool {
+	t.Helper()
+	var b device.Backend = device.Host()
+	if bk == "counts" {
+		b = hsWrap{device.Host()}
+	}
+	t.Cleanup(func() { b.Close() })
+	p, err := state.NewPool(b, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 // rpSafe runs f, turning a panic into an error.
 func rpSafe(f func() error) (err error) {
 	defer func() {
@@ -36,15 +54,7 @@ func rpStep(cur []float32, in RecIn) {
 func TestConcurrentStepHost(t *testing.T) {
 	for _, name := range []string{"host", "counts"} {
 		t.Run(name, func(t *testing.T) {
-			var b device.Backend = device.Host()
-			if name == "counts" {
-				b = hsWrap{device.Host()}
-			}
-			p, err := state.NewPool(b, state.PoolOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer b.Close()
+			p := rpPool(t, name, state.PoolOptions{})
 			f := recurStep // one value, shared
 			var kept atomic.Pointer[RecR]
 			keeper := func(rows *RecR, in RecIn) error { // keeps rows past the call
@@ -181,15 +191,7 @@ func TestReplayPanics(t *testing.T) {
 		{"fail/counts", "counts", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var b device.Backend = device.Host()
-			if tc.backend == "counts" {
-				b = hsWrap{device.Host()}
-			}
-			defer b.Close()
-			p, err := state.NewPool(b, state.PoolOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			p := rpPool(t, tc.backend, state.PoolOptions{})
 			s, err := NewRecRState(p, "me")
 			if err != nil {
 				t.Fatal(err)

@@ -159,95 +159,110 @@ func hsWithin(d time.Duration, f func()) bool {
 	}
 }
 
-// TestGroupAtReplayPanicUnlocks: a group's At replays its replayed
-// member's host steps; when one panics on its replay, the panic reaches
-// the caller, and the group and its members must stay usable: their
-// next calls return (no lock left held).
-func TestGroupAtReplayPanicUnlocks(t *testing.T) {
-	// The pool is not closed: a lock left held would hang Close.
-	p, err := NewPool(device.Host(), PoolOptions{BlockBytes: 256})
-	check(t, err)
-	fixedModel(p)
-	kvL := kv(Append, 64, Invalidate)
-	kvL.Checkpoint = &CheckpointPolicy{Every: 8, Keep: 4}
-	g := must[*Group](t)(NewGroup(p, "a", kvL, recLayout(8, 2, Invalidate)))
-	kvH, recH := g.Head(0), g.Head(1)
-	runs := 0
-	f := hsFlaky{runs: &runs, n: 3, panic: true}
-	for i := range 3 {
-		check(t, recH.StepHostWith([][]byte{{byte(i), 1}}, false, f))
-		check(t, kvH.Append(kvRows(1, byte(i))))
+// TestReplayPanicUnlocks: a step function that panics, or ends its
+// goroutine (runtime.Goexit, as t.FailNow does), while a group's At or
+// an evicted reconstructable head's rebuild replays it: a panic is the
+// call's error, and either way no lock is left held and nothing the
+// replay took is kept. The calls that follow return, and once every
+// handle is released the pool holds no block. The pools are closed only
+// once those calls return: a lock left held would hang Close.
+func TestReplayPanicUnlocks(t *testing.T) {
+	for _, exit := range []bool{false, true} {
+		t.Run(fmt.Sprint("GroupAt/exit=", exit), func(t *testing.T) {
+			p, err := NewPool(device.Host(), PoolOptions{BlockBytes: 256})
+			check(t, err)
+			fixedModel(p)
+			kvL := kv(Append, 64, Invalidate)
+			kvL.Checkpoint = &CheckpointPolicy{Every: 8, Keep: 4}
+			g := must[*Group](t)(NewGroup(p, "a", kvL, recLayout(8, 2, Invalidate)))
+			kvH, recH := g.Head(0), g.Head(1)
+			runs := 0
+			f := hsFlaky{runs: &runs, n: 3, panic: true, exit: exit}
+			for i := range 3 {
+				check(t, recH.StepHostWith([][]byte{{byte(i), 1}}, false, f))
+				check(t, kvH.Append(kvRows(1, byte(i))))
+			}
+			v := kvH.Version()
+			err, panicked := replayCall(exit, func() error {
+				s, err := g.At(v)
+				if err == nil {
+					s.Release()
+				}
+				return err
+			})
+			if !exit && (panicked || err == nil || !strings.Contains(err.Error(), "panicked")) {
+				t.Fatalf("At replaying a panicking step: panicked %v, error %v; want an error naming the panic", panicked, err)
+			}
+			if !hsWithin(2*time.Second, func() { kvH.Len(); kvH.Append(kvRows(1, 9)) }) {
+				t.Fatal("after Group.At's replay, a call on the group's first member blocks: its lock is still held")
+			}
+			if !hsWithin(2*time.Second, func() {
+				if s, err := g.Snapshot(); err == nil {
+					s.Release()
+				}
+			}) {
+				t.Fatal("after Group.At's replay, a call on the group blocks: its lock is still held")
+			}
+			check(t, g.Release())
+			if st := p.Stats(); st.Blocks != 0 || st.Live != 0 {
+				t.Errorf("after every handle's release the pool holds %d blocks and %d handles", st.Blocks, st.Live)
+			}
+			check(t, p.Close())
+		})
+		t.Run(fmt.Sprint("Rebuild/exit=", exit), func(t *testing.T) {
+			p, err := NewPool(device.Host(), PoolOptions{BlockBytes: 256, MaxBytes: 40 * 256})
+			check(t, err)
+			fixedModel(p)
+			h := must[*Head](t)(p.NewHead(hsRecL(Reconstructable, 8, 2), "r"))
+			runs := 0
+			f := hsFlaky{runs: &runs, n: 3, panic: true, exit: exit}
+			for i := range 3 {
+				check(t, h.StepHostWith([][]byte{{byte(i), 1}}, false, f))
+			}
+			var ms []*Head
+			for i := 0; !h.evicted; i++ {
+				m := must[*Head](t)(p.NewHead(wide("Session", Mandatory), Owner(fmt.Sprint("m", i))))
+				ms = append(ms, m)
+				if err := m.Append(wideRow(byte(i))); err != nil {
+					t.Fatalf("filling the pool: %v", err)
+				}
+			}
+			for _, m := range ms {
+				check(t, m.Release())
+			}
+			h.Stats() // no rebuild
+			err, panicked := replayCall(exit, func() error {
+				dst := [][]byte{make([]byte, 16), make([]byte, 8)}
+				return h.Read(0, 1, dst) // the rebuild replays the steps
+			})
+			if !exit && (panicked || err == nil || !strings.Contains(err.Error(), "panicked")) {
+				t.Fatalf("a rebuild replaying a panicking step: panicked %v, error %v; want an error naming the panic", panicked, err)
+			}
+			if !hsWithin(2*time.Second, func() { h.Release() }) {
+				t.Fatal("after the rebuild's replay, a call on the head blocks: its lock is still held")
+			}
+			if st := p.Stats(); st.Blocks != 0 || st.Live != 0 {
+				t.Errorf("after every handle's release the pool holds %d blocks and %d handles", st.Blocks, st.Live)
+			}
+			check(t, p.Close())
+		})
 	}
-	v := kvH.Version()
-	var atErr error
-	panicked := false
-	func() {
-		defer func() { panicked = recover() != nil }()
-		var s *GroupSnap
-		if s, atErr = g.At(v); atErr == nil {
-			s.Release()
-		}
-	}()
-	if panicked || atErr == nil || !strings.Contains(atErr.Error(), "panicked") {
-		t.Fatalf("At replaying a panicking step: panicked %v, error %v; want an error naming the panic", panicked, atErr)
-	}
-	if !hsWithin(2*time.Second, func() { kvH.Len(); kvH.Append(kvRows(1, 9)) }) {
-		t.Fatal("after Group.At's replay panicked, a call on the group's first member blocks: its lock is still held")
-	}
-	if !hsWithin(2*time.Second, func() {
-		if s, err := g.Snapshot(); err == nil {
-			s.Release()
-		}
-	}) {
-		t.Fatal("after Group.At's replay panicked, a call on the group blocks: its lock is still held")
-	}
-	g.Release()
-	check(t, p.Close())
 }
 
-// TestRebuildReplayPanicUnlocks: an evicted reconstructable head is
-// rebuilt, at its next call, by replaying its host steps; when one
-// panics on that replay, the panic reaches the caller, and the head must
-// stay usable: its next call returns (no lock left held) and the pool
-// closes.
-func TestRebuildReplayPanicUnlocks(t *testing.T) {
-	p, err := NewPool(device.Host(), PoolOptions{BlockBytes: 256, MaxBytes: 40 * 256})
-	check(t, err)
-	fixedModel(p)
-	h := must[*Head](t)(p.NewHead(hsRecL(Reconstructable, 8, 2), "r"))
-	runs := 0
-	f := hsFlaky{runs: &runs, n: 3, panic: true}
-	for i := range 3 {
-		check(t, h.StepHostWith([][]byte{{byte(i), 1}}, false, f))
+// replayCall runs call, whose replay meets a step function that panics
+// or, with exit, ends its goroutine: in a goroutine of its own then, which
+// it waits for. It reports whether a panic reached it.
+func replayCall(exit bool, call func() error) (err error, panicked bool) {
+	if exit {
+		inExitingGoroutine(func() { call() })
+		return nil, false
 	}
-	var ms []*Head
-	for i := 0; !h.evicted; i++ {
-		m := must[*Head](t)(p.NewHead(wide("Session", Mandatory), Owner(fmt.Sprint("m", i))))
-		ms = append(ms, m)
-		if err := m.Append(wideRow(byte(i))); err != nil {
-			t.Fatalf("filling the pool: %v", err)
+	defer func() {
+		if v := recover(); v != nil {
+			panicked = true
 		}
-	}
-	for _, m := range ms {
-		check(t, m.Release())
-	}
-	var readErr error
-	panicked := false
-	func() {
-		defer func() { panicked = recover() != nil }()
-		h.Stats() // no rebuild
-		dst := [][]byte{make([]byte, 16), make([]byte, 8)}
-		readErr = h.Read(0, 1, dst) // the rebuild replays the steps
 	}()
-	if panicked || readErr == nil || !strings.Contains(readErr.Error(), "panicked") {
-		t.Fatalf("a rebuild replaying a panicking step: panicked %v, error %v; want an error naming the panic", panicked, readErr)
-	}
-	if !hsWithin(2*time.Second, func() { h.Release() }) {
-		t.Fatal("after the rebuild's replay panicked, a call on the head blocks: its lock is still held")
-	}
-	if !hsWithin(2*time.Second, func() { p.Close() }) {
-		t.Fatal("after the rebuild's replay panicked, Pool.Close blocks")
-	}
+	return call(), false
 }
 
 // inExitingGoroutine runs f in a goroutine of its own, which a step
@@ -259,83 +274,4 @@ func inExitingGoroutine(f func()) {
 		f()
 	}()
 	<-done
-}
-
-// TestReplayGoexitUnlocks: a step function that ends its goroutine
-// (runtime.Goexit) while a group's At or an evicted head's rebuild
-// replays it leaves no lock held and nothing the replay took: the
-// group's and the head's next calls return, and once every handle is
-// released the pool holds no block.
-func TestReplayGoexitUnlocks(t *testing.T) {
-	// The pools are closed only once the calls return: a lock left held
-	// would hang Close.
-	t.Run("GroupAt", func(t *testing.T) {
-		p, err := NewPool(device.Host(), PoolOptions{BlockBytes: 256})
-		check(t, err)
-		fixedModel(p)
-		kvL := kv(Append, 64, Invalidate)
-		kvL.Checkpoint = &CheckpointPolicy{Every: 8, Keep: 4}
-		g := must[*Group](t)(NewGroup(p, "a", kvL, recLayout(8, 2, Invalidate)))
-		kvH, recH := g.Head(0), g.Head(1)
-		runs := 0
-		f := hsFlaky{runs: &runs, n: 3, exit: true}
-		for i := range 3 {
-			check(t, recH.StepHostWith([][]byte{{byte(i), 1}}, false, f))
-			check(t, kvH.Append(kvRows(1, byte(i))))
-		}
-		v := kvH.Version()
-		inExitingGoroutine(func() {
-			if s, err := g.At(v); err == nil {
-				s.Release()
-			}
-		})
-		if !hsWithin(2*time.Second, func() { kvH.Len(); kvH.Append(kvRows(1, 9)) }) {
-			t.Fatal("after a Goexit in Group.At's replay, a call on the group's first member blocks: its lock is still held")
-		}
-		if !hsWithin(2*time.Second, func() {
-			if s, err := g.Snapshot(); err == nil {
-				s.Release()
-			}
-		}) {
-			t.Fatal("after a Goexit in Group.At's replay, a call on the group blocks: its lock is still held")
-		}
-		check(t, g.Release())
-		if st := p.Stats(); st.Blocks != 0 || st.Live != 0 {
-			t.Errorf("after every handle's release the pool holds %d blocks and %d handles", st.Blocks, st.Live)
-		}
-		check(t, p.Close())
-	})
-	t.Run("Rebuild", func(t *testing.T) {
-		p, err := NewPool(device.Host(), PoolOptions{BlockBytes: 256, MaxBytes: 40 * 256})
-		check(t, err)
-		fixedModel(p)
-		h := must[*Head](t)(p.NewHead(hsRecL(Reconstructable, 8, 2), "r"))
-		runs := 0
-		f := hsFlaky{runs: &runs, n: 3, exit: true}
-		for i := range 3 {
-			check(t, h.StepHostWith([][]byte{{byte(i), 1}}, false, f))
-		}
-		var ms []*Head
-		for i := 0; !h.evicted; i++ {
-			m := must[*Head](t)(p.NewHead(wide("Session", Mandatory), Owner(fmt.Sprint("m", i))))
-			ms = append(ms, m)
-			if err := m.Append(wideRow(byte(i))); err != nil {
-				t.Fatalf("filling the pool: %v", err)
-			}
-		}
-		for _, m := range ms {
-			check(t, m.Release())
-		}
-		inExitingGoroutine(func() {
-			dst := [][]byte{make([]byte, 16), make([]byte, 8)}
-			h.Read(0, 1, dst) // the rebuild replays the steps
-		})
-		if !hsWithin(2*time.Second, func() { h.Release() }) {
-			t.Fatal("after a Goexit in the rebuild's replay, a call on the head blocks: its lock is still held")
-		}
-		if st := p.Stats(); st.Blocks != 0 || st.Live != 0 {
-			t.Errorf("after every handle's release the pool holds %d blocks and %d handles", st.Blocks, st.Live)
-		}
-		check(t, p.Close())
-	})
 }
