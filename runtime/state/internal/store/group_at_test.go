@@ -6,6 +6,15 @@ import (
 	"testing"
 )
 
+// checkpointedKV is the KV cache a group keeps beside a replayed
+// recurrent state: 64 rows, a checkpoint every 8 versions, the last 4
+// kept, so that every cut of the group is one its members can rebuild.
+func checkpointedKV() *Layout {
+	l := kv(Append, 64, Invalidate)
+	l.Checkpoint = &CheckpointPolicy{Every: 8, Keep: 4}
+	return l
+}
+
 // TestGroupAt: a group whose members keep histories rebuilds its cut at a
 // version of its first member, the replayed member by running its steps
 // again, as one group snapshot that Rollback takes; Plan prices it; a
@@ -13,10 +22,8 @@ import (
 // ErrNotRetained and leaves nothing taken.
 func TestGroupAt(t *testing.T) {
 	p := newPool(t, PoolOptions{BlockBytes: 256})
-	kvL := kv(Append, 64, Invalidate)
-	kvL.Checkpoint = &CheckpointPolicy{Every: 8, Keep: 4}
 	recL := recLayout(4, 4, Invalidate)
-	g := must[*Group](t)(NewGroup(p, "a", kvL, recL))
+	g := must[*Group](t)(NewGroup(p, "a", checkpointedKV(), recL))
 	defer g.Release()
 	kvH, recH := g.Head(0), g.Head(1)
 	// A token: the recurrent step, then the KV row, as a decoder feeds one.

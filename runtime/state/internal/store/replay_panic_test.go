@@ -172,9 +172,7 @@ func TestReplayPanicUnlocks(t *testing.T) {
 			p, err := NewPool(device.Host(), PoolOptions{BlockBytes: 256})
 			check(t, err)
 			fixedModel(p)
-			kvL := kv(Append, 64, Invalidate)
-			kvL.Checkpoint = &CheckpointPolicy{Every: 8, Keep: 4}
-			g := must[*Group](t)(NewGroup(p, "a", kvL, recLayout(8, 2, Invalidate)))
+			g := must[*Group](t)(NewGroup(p, "a", checkpointedKV(), recLayout(8, 2, Invalidate)))
 			kvH, recH := g.Head(0), g.Head(1)
 			runs := 0
 			f := hsFlaky{runs: &runs, n: 3, panic: true, exit: exit}

@@ -175,10 +175,8 @@ func TestGroupHostStepFailure(t *testing.T) {
 	for _, be := range hsBackends() {
 		t.Run(be.name, func(t *testing.T) {
 			p := hsPool(t, be.b(), PoolOptions{BlockBytes: 256})
-			kvL := kv(Append, 64, Invalidate)
-			kvL.Checkpoint = &CheckpointPolicy{Every: 8, Keep: 4}
 			recL := recLayout(3, 4, Invalidate)
-			g := must[*Group](t)(NewGroup(p, "a", kvL, recL))
+			g := must[*Group](t)(NewGroup(p, "a", checkpointedKV(), recL))
 			defer g.Release()
 			kvH, recH := g.Head(0), g.Head(1)
 			type cut struct {

@@ -268,8 +268,7 @@ func TestTierHistorySharedStays(t *testing.T) {
 // at is At's to rebuild, and a cut before answers ErrNotRetained.
 func TestTierHistoryGroup(t *testing.T) {
 	p := newPool(t, PoolOptions{BlockBytes: 256, HostTier: 1 << 20})
-	kvL := kv(Append, 64, Invalidate)
-	kvL.Checkpoint = &CheckpointPolicy{Every: 8, Keep: 4}
+	kvL := checkpointedKV()
 	kvL.Retention = Optional
 	recL := recLayout(4, 4, Invalidate)
 	recL.Retention = Optional
