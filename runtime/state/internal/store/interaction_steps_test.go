@@ -346,7 +346,16 @@ func (m *interaction) stepHead() {
 	}
 	in := [][]byte{m.randBytes(1 + m.rng.IntN(4))}
 	m.need = m.needRows(x.lin.Layout, x.lin.Layout.Bound)
-	if m.expect(x.Head.StepHost(in, m.rng.IntN(2) == 0, modelStep), x.StateErr()) {
+	verify := m.rng.IntN(2) == 0
+	switch k := m.rng.IntN(8); {
+	case k == 0:
+		// A step that writes its rows in place, then fails: the head
+		// stays as it was (the version before rebuilt by replay).
+		err := x.Head.StepHost(in, verify, modelStepFails)
+		if want := x.StateErr(); want != nil || !errors.Is(err, errModelStep) {
+			m.expect(err, want)
+		}
+	case m.expect(x.Head.StepHost(in, verify, []func(rows, in [][]byte) ([][]byte, error){modelStep, modelStepOwn}[k%2]), x.StateErr()):
 		next := cloneCols(x.Cols)
 		stepRows(next, in)
 		x.Commit(next)
@@ -357,6 +366,26 @@ func (m *interaction) stepHead() {
 func modelStep(rows, in [][]byte) ([][]byte, error) {
 	stepRows(rows, in)
 	return rows, nil
+}
+
+// modelStepOwn is modelStep handing back rows of its own, which the
+// runtime copies into the state's.
+func modelStepOwn(rows, in [][]byte) ([][]byte, error) {
+	next := make([][]byte, len(rows))
+	for c, col := range rows {
+		next[c] = bytes.Clone(col)
+	}
+	stepRows(next, in)
+	return next, nil
+}
+
+// errModelStep is modelStepFails's error.
+var errModelStep = errors.New("the model's step failed on purpose")
+
+// modelStepFails is modelStep, then a failure.
+func modelStepFails(rows, in [][]byte) ([][]byte, error) {
+	stepRows(rows, in)
+	return nil, errModelStep
 }
 
 // stepRows makes every byte b at index k of column c b*5 + in[0][k%len(in[0])] + c.

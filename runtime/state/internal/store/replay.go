@@ -275,9 +275,22 @@ func restoreInPlace(tx *writeTx, spare []*block) ([]*block, error) {
 	if !inPlace {
 		return spare, nil
 	}
+	// The blocks the write copied instead of writing in place hold the
+	// version's rows still: the rebuilt version takes them back rather
+	// than its own copies of them, which would cost the blocks it
+	// shared with the holders that made the write copy them.
+	intact := func(keep func(o *blockOp)) {
+		for i := range tx.ops {
+			if o := &tx.ops[i]; o.nb != nil && o.old != nil {
+				keep(o)
+			}
+		}
+	}
+	intact(func(o *blockOp) { o.old.Retain() })
 	h.r.release(&spare) // the blocks only h held: those the caller wrote
 	h.r = nil
-	lost := func() {
+	lost := func(freed *[]*block) {
+		intact(func(o *blockOp) { releaseBlock(o.old, freed) })
 		h.r, h.evicted, h.lost = nil, true, true
 		h.pool.logical.Add(-h.logical)
 		h.logical = 0
@@ -285,16 +298,28 @@ func restoreInPlace(tx *writeTx, spare []*block) ([]*block, error) {
 	rebuilt := false
 	defer func() {
 		if !rebuilt {
-			lost() // a replayed step function ended the goroutine (runtime.Goexit)
+			// A replayed step function ended the goroutine
+			// (runtime.Goexit); the reconstruction gave back the
+			// spares.
+			var freed []*block
+			lost(&freed)
+			h.pool.free(freed)
 		}
 	}()
 	q, t, _ := h.lru.rebuildPath(h) // Step took a guard where there is none
 	r, spare, err := h.hist.reconstructInto(h, q, t, spare)
 	rebuilt = true
 	if err != nil {
-		lost()
+		lost(&spare)
 		return spare, err
 	}
+	intact(func(o *blockOp) {
+		if r.cols[o.col].get(o.idx) == o.old {
+			releaseBlock(o.old, &spare)
+		} else {
+			r.cols[o.col].set(o.idx, o.old, &spare) // takes the reference taken above
+		}
+	})
 	h.r = r
 	h.setLogical() // brings block tables up to date
 	return spare, nil
