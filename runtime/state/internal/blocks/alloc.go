@@ -184,7 +184,11 @@ func (a *Allocator) AllocHand(buf []*Block, c *Class, owner string, n int, hand 
 	if zero && !c.zeroTaken.Load() {
 		c.zeroTaken.Store(true)
 	}
-	var wipe []*Block // taken from a dirty list: to zero before use
+	// wipe lists the blocks taken from a dirty list, to zero before use:
+	// in a buffer of the call's own for the usual few, so that taking
+	// another owner's block allocates nothing.
+	var wipeBuf [8]*Block
+	wipe := wipeBuf[:0]
 	a.mu.Lock()
 	c.drainHotLocked()
 	if !zero {

@@ -80,6 +80,61 @@ func TestOwnersAndZeroing(t *testing.T) {
 	check(t, a, append(fill, y...)...)
 }
 
+// Owners that take turns at the same blocks (every clean one taken, the
+// pool growing no more) get each other's zeroed, and taking them
+// allocates nothing: sessions that outnumber the free blocks' owners
+// swap blocks this way on every step.
+func TestOwnersSwapBlocksWithoutAllocating(t *testing.T) {
+	a, be := newAlloc(t, 0)
+	c := a.Class(256)
+	const n = 4
+	blks, err := a.Alloc(nil, c, "x", n, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fill, err := a.Alloc(nil, c, "fill", len(a.Clean(c)), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	give := func(list []*Block) {
+		for _, b := range list {
+			if !b.Release() {
+				t.Fatal("a block held once was not freed by its release")
+			}
+		}
+		a.Free(list)
+	}
+	give(blks)
+	owners := [2]string{"y", "x"}
+	mark := bytes.Repeat([]byte{0xAB}, 256)
+	got := make([]byte, 256)
+	turn := 0
+	allocs := testing.AllocsPerRun(50, func() {
+		owner := owners[turn%2]
+		turn++
+		blks, err = a.Alloc(blks, c, owner, n, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, b := range blks {
+			if err := be.CopyDtoH(got, b.Ptr()); err != nil {
+				t.Fatal(err)
+			}
+			if got[0] != 0 || got[255] != 0 {
+				t.Fatalf("%s got the other owner's block unzeroed: %#x", owner, got[0])
+			}
+			if err := be.CopyHtoD(b.Ptr(), mark); err != nil {
+				t.Fatal(err)
+			}
+		}
+		give(blks)
+	})
+	if allocs != 0 {
+		t.Fatalf("%v allocations a turn, want none", allocs)
+	}
+	check(t, a, fill...)
+}
+
 // A block freed alone is kept hot for its owner, and only for it.
 func TestHotBlock(t *testing.T) {
 	a, _ := newAlloc(t, 0)
