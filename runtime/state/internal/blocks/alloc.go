@@ -230,20 +230,38 @@ func (a *Allocator) AllocHand(buf []*Block, c *Class, owner string, n int, hand 
 	c.inUse += int64(n)
 	a.mu.Unlock()
 	byAddress(out)
-	for i, b := range wipe {
-		if err := a.b.Memset(b.ptr, 0, c.bytes); err != nil {
-			for _, w := range wipe[:i] {
-				w.flags.Or(zeroedFlag) // nobody's rows: back to the clean list
-			}
-			a.mu.Lock()
-			c.inUse -= int64(n)
-			c.putLocked(out)
-			a.mu.Unlock()
-			return nil, fmt.Errorf("state: zeroing a reused block: %w", err)
-		}
+	if err := a.zero(wipe); err != nil {
+		a.mu.Lock()
+		c.inUse -= int64(n)
+		c.putLocked(out)
+		a.mu.Unlock()
+		return nil, fmt.Errorf("state: zeroing a reused block: %w", err)
 	}
 	handOut(out, owner, hand)
 	return out, nil
+}
+
+// zero zeroes the blocks of wipe, of one class, which held another
+// owner's rows: one backend call for each run of neighbours, as a free
+// list pops them (in address order), so that taking another owner's
+// blocks costs a call a run, not a block. On failure the blocks zeroed
+// before it are marked so (they go back to the clean list).
+func (a *Allocator) zero(wipe []*Block) error {
+	byAddress(wipe)
+	for i := 0; i < len(wipe); {
+		j := i + 1
+		for j < len(wipe) && wipe[j].Follows(wipe[j-1]) {
+			j++
+		}
+		if err := a.b.Memset(wipe[i].ptr, 0, (j-i)*wipe[i].cls.bytes); err != nil {
+			for _, w := range wipe[:i] {
+				w.flags.Or(zeroedFlag) // nobody's rows: back to the clean list
+			}
+			return err
+		}
+		i = j
+	}
+	return nil
 }
 
 // handOut marks the blocks an allocation took as owner's, each with one

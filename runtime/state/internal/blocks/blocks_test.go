@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 	"unsafe"
@@ -81,11 +82,17 @@ func TestOwnersAndZeroing(t *testing.T) {
 }
 
 // Owners that take turns at the same blocks (every clean one taken, the
-// pool growing no more) get each other's zeroed, and taking them
-// allocates nothing: sessions that outnumber the free blocks' owners
-// swap blocks this way on every step.
+// pool growing no more) get each other's zeroed, one zeroing a run of
+// neighbours, and taking them allocates nothing: sessions that outnumber
+// the free blocks' owners swap blocks this way on every step.
 func TestOwnersSwapBlocksWithoutAllocating(t *testing.T) {
-	a, be := newAlloc(t, 0)
+	be := &memsets{Backend: device.Host()}
+	a := New(be, Options{NoMemory: errNoMem})
+	t.Cleanup(func() {
+		if err := a.Close("test"); err != nil {
+			t.Error(err)
+		}
+	})
 	c := a.Class(256)
 	const n = 4
 	blks, err := a.Alloc(nil, c, "x", n, false)
@@ -109,6 +116,7 @@ func TestOwnersSwapBlocksWithoutAllocating(t *testing.T) {
 	mark := bytes.Repeat([]byte{0xAB}, 256)
 	got := make([]byte, 256)
 	turn := 0
+	calls0, bytes0 := be.calls.Load(), be.bytes.Load() // the slab's zeroing
 	allocs := testing.AllocsPerRun(50, func() {
 		owner := owners[turn%2]
 		turn++
@@ -132,7 +140,24 @@ func TestOwnersSwapBlocksWithoutAllocating(t *testing.T) {
 	if allocs != 0 {
 		t.Fatalf("%v allocations a turn, want none", allocs)
 	}
+	calls, zeroed := be.calls.Load()-calls0, be.bytes.Load()-bytes0
+	if turns := int64(turn); calls != turns || zeroed != turns*n*256 {
+		t.Fatalf("%d zeroing calls of %d bytes in %d turns, want one of %d bytes a turn (the blocks neighbour)",
+			calls, zeroed, turns, n*256)
+	}
 	check(t, a, fill...)
+}
+
+// memsets is a backend that counts its Memset calls and their bytes.
+type memsets struct {
+	device.Backend
+	calls, bytes atomic.Int64
+}
+
+func (m *memsets) Memset(dst device.Ptr, value byte, n int) error {
+	m.calls.Add(1)
+	m.bytes.Add(int64(n))
+	return m.Backend.Memset(dst, value, n)
 }
 
 // A block freed alone is kept hot for its owner, and only for it.

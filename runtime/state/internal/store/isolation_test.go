@@ -25,11 +25,12 @@ func TestEmptyOwner(t *testing.T) {
 	}
 }
 
-// TestIsolationAfterFailedAlloc: owner x's rows sit in free blocks; an
-// allocation for another owner takes them to zero them and fails (a memset
-// fails at each block in turn, or the pool cannot grow); then a new mutable
-// state of owner y reads as zeros, a device append of y finds no row of x,
-// and every block on the clean list reads as zeros.
+// TestIsolationAfterFailedAlloc: owner x's rows sit in free blocks that do
+// not neighbour (owner w's lie between them, so that zeroing them takes a
+// call each); an allocation for another owner takes them to zero them and
+// fails (a memset fails at each block in turn, or the pool cannot grow);
+// then a new mutable state of owner y reads as zeros, a device append of y
+// finds no row of x, and every block on the clean list reads as zeros.
 func TestIsolationAfterFailedAlloc(t *testing.T) {
 	const xBlocks = 6
 	grid := func(rows int) *Layout {
@@ -52,10 +53,15 @@ func TestIsolationAfterFailedAlloc(t *testing.T) {
 			p, err := NewPool(fb, PoolOptions{BlockBytes: 256, MaxBytes: f.max})
 			check(t, err)
 			defer p.Close()
-			// Owner x writes 0xAB over xBlocks blocks and gives them back.
-			x := must[*Head](t)(p.NewHead(grid(xBlocks), "x"))
-			check(t, x.Write(0, [][]byte{bytes.Repeat([]byte{0xAB}, xBlocks*256)}))
-			check(t, x.Release())
+			// Owner x writes 0xAB over xBlocks blocks, each beside one of
+			// owner w's, and gives them back.
+			var ws []*Head
+			for range xBlocks {
+				x := must[*Head](t)(p.NewHead(grid(1), "x"))
+				check(t, x.Write(0, [][]byte{bytes.Repeat([]byte{0xAB}, 256)}))
+				check(t, x.Release())
+				ws = append(ws, must[*Head](t)(p.NewHead(grid(1), "w")))
+			}
 			// A filler takes every clean block, so that the next
 			// allocations must reuse x's.
 			filler := must[*Head](t)(p.NewHead(&Layout{Type: "Filler", Columns: []Column{{Name: "A", ElemSize: 256, Width: 1}}}, "filler"))
@@ -102,6 +108,9 @@ func TestIsolationAfterFailedAlloc(t *testing.T) {
 			}
 			check(t, ya.Release())
 			check(t, filler.Release())
+			for _, w := range ws {
+				check(t, w.Release())
+			}
 		})
 	}
 }
