@@ -247,6 +247,9 @@ func (a *Allocator) AllocHand(buf []*Block, c *Class, owner string, n int, hand 
 // blocks costs a call a run, not a block. On failure the blocks zeroed
 // before it are marked so (they go back to the clean list).
 func (a *Allocator) zero(wipe []*Block) error {
+	if len(wipe) == 0 {
+		return nil
+	}
 	byAddress(wipe)
 	for i := 0; i < len(wipe); {
 		j := i + 1
