@@ -244,8 +244,9 @@ func (a *Allocator) AllocHand(buf []*Block, c *Class, owner string, n int, hand 
 // zero zeroes the blocks of wipe, of one class, which held another
 // owner's rows: one backend call for each run of neighbours, as a free
 // list pops them (in address order), so that taking another owner's
-// blocks costs a call a run, not a block. On failure the blocks zeroed
-// before it are marked so (they go back to the clean list).
+// blocks costs a call a run, not a block. On failure every block goes
+// back to its owner's free list, those zeroed before it too: the clean
+// list holds memory no block used (Untouched), which these did.
 func (a *Allocator) zero(wipe []*Block) error {
 	if len(wipe) == 0 {
 		return nil
@@ -257,9 +258,6 @@ func (a *Allocator) zero(wipe []*Block) error {
 			j++
 		}
 		if err := a.b.Memset(wipe[i].ptr, 0, (j-i)*wipe[i].cls.bytes); err != nil {
-			for _, w := range wipe[:i] {
-				w.flags.Or(zeroedFlag) // nobody's rows: back to the clean list
-			}
 			return err
 		}
 		i = j

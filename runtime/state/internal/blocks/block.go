@@ -162,6 +162,12 @@ func (b *Block) Class() *Class { return b.cls }
 // Owner returns the owner whose rows the block holds.
 func (b *Block) Owner() string { return b.owner }
 
+// GiveTo makes owner the block's owner: its holder, which holds it alone
+// and gives it back next, copied owner's rows into it and could not zero
+// them, so that the block goes back to owner's free list, where only
+// owner takes it unzeroed.
+func (b *Block) GiveTo(owner string) { b.owner = owner }
+
 // Zeroed reports whether the block is marked as reading zeros.
 func (b *Block) Zeroed() bool { return b.flags.Load()&zeroedFlag != 0 }
 

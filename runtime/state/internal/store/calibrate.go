@@ -113,6 +113,8 @@ func (c *calibration) classModel(p *Pool, h *Head, cls *sizeClass) (CostModel, e
 // back (the rest hold zeros it wrote), so that a user's owner of the same
 // name, which would share its free list, only ever finds its own rows or
 // zeros there; another owner gets them zeroed like any other owner's.
+// When that zeroing fails, they go back as the head's owner's
+// (calibrator.close).
 const calibrationOwner Owner = "state: cost model calibration"
 
 // calibRowBytes is the size of the row copies calibration times.
@@ -575,11 +577,18 @@ func (c *calibrator) fill(blks []*block) error {
 
 // close zeroes the destinations, which hold copies of the head's rows,
 // and gives the blocks taken back, listed in place of blks (a list
-// appended to would move the calibrator to the heap). A destination it
-// could not zero is given back still: it holds rows of the pool's own
-// heads, and another owner gets it zeroed.
+// appended to would move the calibrator to the heap). When it cannot
+// zero them, the destinations go back as the head's owner's blocks: they
+// hold that head's rows (or rows of a prefix it adopted), which only its
+// owner may take unzeroed; on calibrationOwner's free list a user's owner
+// of that name would have read them.
 func (c *calibrator) close() {
-	_ = c.fill(c.blks[:min(c.nblk, probeCopies)])
+	dst := c.blks[:min(c.nblk, probeCopies)]
+	if err := c.fill(dst); err != nil {
+		for _, b := range dst {
+			b.GiveTo(string(c.h.owner))
+		}
+	}
 	n := 0
 	for _, b := range c.blks[:c.nblk] {
 		if b.Release() { // as releaseBlock: each is the calibrator's alone
