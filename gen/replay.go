@@ -25,7 +25,7 @@ func stepDoc(c *contract.Contract) []string {
 		verify = "Each step records a 64-bit hash of the rows it produced (verify=hash), and a reconstruction whose rows hash otherwise answers state.ErrReplayDiverged and keeps nothing."
 	}
 	return []string{
-		fmt.Sprintf("Step makes a new version by running f on the state's rows in place: dst locates every row, and f computes the next rows from them and in. Blocks a snapshot, a branch or a checkpoint still holds are copied first, and no others. The history keeps in and f, not the rows f wrote, so At and Rollback rebuild the version by running f on in again (%s); f must compute the same rows from the same rows and input, must not keep or change in, and must not call the state.", checkpointShort(c.Checkpoint)),
+		fmt.Sprintf("Step makes a new version by running f on the state's rows in place: dst locates every row, and f computes the next rows from them and in. Blocks a snapshot, a branch or a checkpoint still holds are copied first, and no others. The history keeps in and f, not the rows f wrote, so At and Rollback rebuild the version by running f on in again (%s); f must compute the same rows from the same rows and input, must not keep or change in, and must not call any state: a replay may run while a call holds every state of its group.", checkpointShort(c.Checkpoint)),
 		fmt.Sprintf("When f fails, Step returns an error wrapping f's and the state is as before, even if f wrote rows: the version before is rebuilt from its last checkpoint by replay. %s", verify),
 	}
 }
@@ -87,7 +87,7 @@ func (m *model) stepType() *jen.Statement {
 
 func stepHostDoc(c *contract.Contract) []string {
 	return []string{
-		fmt.Sprintf("StepHost is Step for a step function written in Go: f gets every row of the state as %s, whose fields it rewrites in place (or replaces with slices of the same lengths), and in. The runtime copies the rows out of device memory before f runs and back after it returns, and copies nothing where the backend's device memory is host memory (the host backend): there rows are the state's own bytes. f must not keep rows or in, and must not call the state. The history keeps in and f, so At and Rollback rebuild the version by running f again (%s).", article(c.Type), checkpointShort(c.Checkpoint)),
+		fmt.Sprintf("StepHost is Step for a step function written in Go: f gets every row of the state as %s, whose fields it rewrites in place (or replaces with slices of the same lengths), and in. The runtime copies the rows out of device memory before f runs and back after it returns, and copies nothing where the backend's device memory is host memory (the host backend): there rows are the state's own bytes. f must not keep rows or in, and must not call any state: a replay may run while a call holds every state of its group. The history keeps in and f, so At and Rollback rebuild the version by running f again (%s).", article(c.Type), checkpointShort(c.Checkpoint)),
 		"When f fails, or leaves a field of another length (state.ErrShape), StepHost returns an error wrapping it and the state is as before. StepHost(in, nil) answers state.ErrShape.",
 	}
 }

@@ -262,7 +262,8 @@ func (s *RecurrentState) WriteDevice(from, to int) (RecurrentSpans, error) {
 // others. The history keeps in and f, not the rows f wrote, so At and Rollback
 // rebuild the version by running f on in again (a checkpoint every 16
 // versions, the last 4 kept); f must compute the same rows from the same rows
-// and input, must not keep or change in, and must not call the state.
+// and input, must not keep or change in, and must not call any state: a replay
+// may run while a call holds every state of its group.
 //
 // When f fails, Step returns an error wrapping f's and the state is as before,
 // even if f wrote rows: the version before is rebuilt from its last checkpoint
@@ -285,9 +286,9 @@ func (s *RecurrentState) Step(in RecInput, f func(dst RecurrentSpans, in RecInpu
 // device memory before f runs and back after it returns, and copies nothing
 // where the backend's device memory is host memory (the host backend): there
 // rows are the state's own bytes. f must not keep rows or in, and must not
-// call the state. The history keeps in and f, so At and Rollback rebuild the
-// version by running f again (a checkpoint every 16 versions, the last 4
-// kept).
+// call any state: a replay may run while a call holds every state of its
+// group. The history keeps in and f, so At and Rollback rebuild the version by
+// running f again (a checkpoint every 16 versions, the last 4 kept).
 //
 // When f fails, or leaves a field of another length (state.ErrShape), StepHost
 // returns an error wrapping it and the state is as before. StepHost(in, nil)

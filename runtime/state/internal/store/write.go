@@ -521,7 +521,7 @@ func (tx *writeTx) undo(back []*block) []*block {
 //
 // The spans are the head's to reuse (a step a decode step, they were most
 // of what it allocated): valid until the next call on h, which a step
-// function, that must not call the state, never makes.
+// function, that must not call any state, never makes.
 func (tx *writeTx) spans() [][]device.Span {
 	h := tx.h
 	ncols := len(h.rowBytes)
