@@ -33,7 +33,7 @@ func TestConcurrentWindowReaders(t *testing.T) {
 			defer h.Release()
 			const readers = 3
 			ch := make(chan *bcSnap, 64)
-			errs := make(chan error, readers+1)
+			errs := make(chan error, 1024) // a send never blocks a release
 			var wg sync.WaitGroup
 			for r := range readers {
 				wg.Add(1)
@@ -67,6 +67,7 @@ func TestConcurrentWindowReaders(t *testing.T) {
 			var rows []uint32
 			next := uint32(1)
 			var held []*bcSnap
+			var releasing sync.WaitGroup // the releases after the readers
 			for step := 0; step < 400; step++ {
 				switch op := rng.IntN(10); {
 				case op < 5:
@@ -108,12 +109,12 @@ func TestConcurrentWindowReaders(t *testing.T) {
 					i := rng.IntN(len(held))
 					s := held[i]
 					held = slices.Delete(held, i, i+1)
-					go func() { // released once its readers are done
+					releasing.Go(func() { // released once its readers are done
 						s.refs.Wait()
 						if err := s.s.Release(); err != nil {
 							errs <- err
 						}
-					}()
+					})
 				}
 				n := len(rows)
 				old := max(0, n-w)
@@ -130,6 +131,7 @@ func TestConcurrentWindowReaders(t *testing.T) {
 			}
 			close(ch)
 			wg.Wait()
+			releasing.Wait()
 			for _, s := range held {
 				s.refs.Wait()
 				check(t, s.s.Release())
@@ -188,8 +190,13 @@ func TestConcurrentAtWhileStepping(t *testing.T) {
 				got, err := bgRead(s, 10)
 				if err != nil || !bytes.Equal(got[0], want[0]) || !bytes.Equal(got[1], want[1]) || s.Version() != v {
 					errs <- fmt.Errorf("At(%d) reads other rows (%v)", v, err)
+					s.Release()
+					return
 				}
-				check(t, s.Release())
+				if err := s.Release(); err != nil { // not check: this is not the test's goroutine
+					errs <- err
+					return
+				}
 			}
 		}()
 	}
