@@ -36,19 +36,29 @@ func (x *history) committed(h *Head, w written) {
 	x.capture(h, w.from, w.to, nil, commitSeqs.Add(1))
 }
 
-// prepare takes the delta of a kernel's write the version before left
-// pending: in stream order, after the work queued on the streams the head
-// was recorded on and on the one a RecordStream names (the kernel's), so
-// that the copy sees the kernel's rows without the call waiting for it.
+// prepare takes the delta of a device write (a kernel's, or an
+// AppendAsync's) the version before left pending: in stream order, after
+// the work queued on the streams the head was recorded on, on the one a
+// RecordStream names (the kernel's) and on those of its copies in flight,
+// so that the copy sees the rows without the call waiting for them.
 func (x *history) prepare(h *Head, c call) error {
 	if x.pending != nil {
-		var on []device.Stream
+		var buf [4]device.Stream
+		on := buf[:0]
 		if c.st != nil {
 			on = append(on, c.st) // the kernel's: the one to copy on
 		}
 		for _, st := range h.async.streams.get() {
 			if !hasStream(on, st) {
 				on = append(on, st)
+			}
+		}
+		// And the streams of the copies in flight (AppendAsync, a move
+		// back from the host tier): the delta's rows may be theirs, not
+		// landed yet.
+		for _, f := range h.async.inflight {
+			if !hasStream(on, f.st) {
+				on = append(on, f.st)
 			}
 		}
 		x.flush(h, on)

@@ -94,16 +94,22 @@ func (tx *writeTx) plan(cols [][]byte) []blockOp {
 // root, in place, which plan asks of every block a write touches and the
 // short append path of its tail blocks (tailInPlace); alone says whether
 // the head holds its root alone. The block may be the head's alone (held
-// once, under a root the head alone holds: tree.writable), where a host
-// write or a replayed step leaves a block that queued stream work reads
-// (Block.Uses) to that work and copies it, as the host's copy is not in
-// stream order and a kernel's write is; no other holder records a stream on the block
-// meanwhile. Or, for an append, others may hold the block whose rows all
-// end at byte from, where the append's begin: it claims bytes [from, to)
-// (tree.appendsInPlace), and claimed reports it.
+// once, under a root the head alone holds: tree.writable) and used by no
+// queued stream work (Block.Uses): a kernel's write (WriteDevice) is in
+// stream order and goes in place all the same; any other write leaves a
+// block such work uses to it, and no other holder records a stream on
+// the block meanwhile. A host write or a replayed step then copies it,
+// as the host's copy is not in stream order; an append goes in place only
+// as below, since the work may be that of a version since released or
+// rolled back, writing or reading the bytes past the head's rows (a
+// branch's AppendAsync, a kernel on its spans). Or, for an append, others
+// may hold the block, or work use it, whose rows all end at byte from,
+// where the append's begin: it claims bytes [from, to) (tree.appendsInPlace),
+// and claimed reports it; bytes a holder wrote past from keep the block's
+// fill past it, and the append copies the block instead.
 func (tx *writeTx) inPlace(t *tree, i int, alone bool, from, to int) (ok, claimed bool) {
 	owner := string(tx.h.owner)
-	if alone && t.writable(i, owner) && (!tx.kind.duringCall() || t.get(i).Uses() == nil) {
+	if alone && t.writable(i, owner) && (tx.kind == deviceWrite || t.get(i).Uses() == nil) {
 		return true, false
 	}
 	if (tx.kind == hostAppend || tx.kind == deviceAppend) && t.appendsInPlace(i, owner, from, to) {
