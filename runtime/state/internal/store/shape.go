@@ -357,6 +357,9 @@ func (sh *shape) readHost(r *root, from, to int, dst [][]byte, some bool) bool {
 	if !sh.onHost(r, from) {
 		return false
 	}
+	if sh.readInBlocks(r, from, to, dst, some) {
+		return true
+	}
 	for i, d := range dst {
 		if d == nil && some {
 			continue
@@ -371,6 +374,36 @@ func (sh *shape) readHost(r *root, from, to int, dst [][]byte, some bool) bool {
 			copy(d[at:at+n], blk.Host((row-bi*per)*rb, n))
 			row, at = end, at+n
 		}
+	}
+	return true
+}
+
+// readInBlocks is readHost for rows that lie in one block of every
+// column, as a decode step's reads of a row or two do, and reports false,
+// having copied nothing, for others. It finds every column's source
+// before it copies any, so that the columns' walks (the tree, the block,
+// the rows), each a chain of loads that miss the cache, overlap instead
+// of each waiting for the copy before it.
+func (sh *shape) readInBlocks(r *root, from, to int, dst [][]byte, some bool) bool {
+	if len(dst) > maxRowCols {
+		return false
+	}
+	var src [maxRowCols][]byte
+	for i, d := range dst {
+		if d == nil && some {
+			continue
+		}
+		per := sh.perBlock[i]
+		bi := from / per
+		if (to-1)/per != bi {
+			return false
+		}
+		blk := r.cols[i].get(bi)
+		blk.Touch() // its pages are mapped now (estimate.go)
+		src[i] = blk.Host((from-bi*per)*sh.rowBytes[i], (to-from)*sh.rowBytes[i])
+	}
+	for i, d := range dst {
+		copy(d, src[i])
 	}
 	return true
 }
