@@ -31,8 +31,9 @@ type Head struct {
 	// pool moved it instead of dropping it; the head is evicted meanwhile.
 	tier *tierImage
 	// deviceRows: the last call made rows a kernel writes (AppendDevice,
-	// WriteDevice, AppendAsync); the spans are the caller's until the
-	// next call, so a group's cut skips the head until then.
+	// WriteDevice); the spans are the caller's until the next call, so a
+	// group's cut and the host tier skip the head until then. An
+	// AppendAsync's rows are its copies in flight (asyncPart.inflight).
 	deviceRows bool
 	parts      partSet // the parts the head has, in hook order (head.go)
 	writeBufs          // what its writes reuse, from the pool's spares (write_bufs.go)

@@ -134,7 +134,7 @@ func (h *Head) setLogical() {
 // committed tells the parts that a write made h's new version: rows
 // [w.from, w.to). h.mu is held.
 func (h *Head) committed(w written) {
-	h.deviceRows = w.device
+	h.deviceRows = w.kernel()
 	if w.kernel() {
 		h.async.join(h) // it keeps the rows kernels may still write
 	}

@@ -160,6 +160,24 @@ func (ap *asyncPart) land() error {
 	return errors.Join(errs...)
 }
 
+// landDone forgets the copies in flight whose events report they
+// completed, without waiting for the others: a head whose last
+// AppendAsync landed while nobody called it holds nothing in flight, and
+// may move to the host tier. A copy that failed stays, for the next call
+// to answer its error (land). h.mu is held.
+func (ap *asyncPart) landDone() {
+	kept := ap.inflight[:0]
+	for _, f := range ap.inflight {
+		if done, err := f.ev.Done(); done && err == nil {
+			f.ev.Close()
+			continue
+		}
+		kept = append(kept, f)
+	}
+	clear(ap.inflight[len(kept):])
+	ap.inflight = kept
+}
+
 // committed keeps the rows of a write whose spans go to a kernel
 // (written.kernel).
 // The blocks the kernel writes may be new since a stream was recorded on

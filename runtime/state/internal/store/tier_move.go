@@ -26,6 +26,9 @@ func (x tierHead) tierableLocked() ([]*block, bool) {
 	if h.share != nil || h.gshare != nil || h.deviceRows {
 		return nil, false
 	}
+	if len(h.async.inflight) > 0 {
+		h.async.landDone()
+	}
 	if len(h.async.inflight) > 0 && (!h.async.onlyTier() || h.async.land() != nil) {
 		return nil, false // copies in flight, other than the tier's own back
 	}

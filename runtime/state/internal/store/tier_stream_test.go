@@ -155,3 +155,66 @@ func copiedAtOnce(t *testing.T, p *Pool, h *Head, want []byte) bool {
 	checkInv(t, p)
 	return true
 }
+
+// TestTierAfterAppendAsyncLanded: an optional head whose AppendAsync
+// copies completed while nobody called it moves to the host tier when
+// the pool needs its room, and comes back with the rows (it was dropped,
+// as if the copies were still in flight). One whose copies are held back
+// on their stream moves only after them: the rows brought back are the
+// appended ones.
+func TestTierAfterAppendAsyncLanded(t *testing.T) {
+	statetest.EachStreamRig(t, func(t *testing.T, r *statetest.StreamRig) {
+		p, err := NewPool(r.Backend, PoolOptions{BlockBytes: 256, MaxBytes: 4 * 256, HostTier: 64 << 10})
+		check(t, err)
+		t.Cleanup(func() { p.Close() })
+		st, err := r.Streams().NewStream()
+		check(t, err)
+		defer st.Close()
+
+		landed := headOf(t, p, wide("Cache", Optional), "a")
+		check(t, landed.AppendAsync(st, catCols(wideRow(40), wideRow(41))))
+		check(t, st.Sync()) // the copies completed; the head was not called since
+		m := headOf(t, p, wide("Session", Mandatory), "m")
+		fill(t, m, 3, 1)
+		if s := p.Stats(); landed.tier == nil || s.TierOut != 512 || s.EvictedBytes != 0 {
+			t.Fatalf("a head whose appends landed: in the tier %v, tier out %d, evicted %d; want true, 512, 0",
+				landed.tier != nil, s.TierOut, s.EvictedBytes)
+		}
+		check(t, m.Release())
+		if got := readWide(t, landed); !bytes.Equal(got, catWide(wideRow(40), wideRow(41))) {
+			t.Fatal("the rows brought back from the tier differ")
+		}
+		check(t, landed.Release())
+		checkInv(t, p)
+
+		held := headOf(t, p, wide("Cache", Optional), "b")
+		r.Hold(t, st)
+		check(t, held.AppendAsync(st, catCols(wideRow(50), wideRow(51))))
+		go func() {
+			time.Sleep(30 * time.Millisecond)
+			r.Release()
+		}()
+		m = headOf(t, p, wide("Session", Mandatory), "m2")
+		fill(t, m, 3, 1) // waits for the held copies, then moves the head
+		if s := p.Stats(); held.tier == nil || s.TierOut != 1024 || s.EvictedBytes != 0 {
+			t.Fatalf("a head whose appends were held back: in the tier %v, tier out %d, evicted %d; want true, 1024, 0",
+				held.tier != nil, s.TierOut, s.EvictedBytes)
+		}
+		check(t, m.Release())
+		if got := readWide(t, held); !bytes.Equal(got, catWide(wideRow(50), wideRow(51))) {
+			t.Fatal("the rows brought back are not the appended ones")
+		}
+		checkInv(t, p)
+	})
+}
+
+// catCols joins rows of one layout, column by column, into one batch.
+func catCols(rows ...[][]byte) [][]byte {
+	out := make([][]byte, len(rows[0]))
+	for _, r := range rows {
+		for c, col := range r {
+			out[c] = append(out[c], col...)
+		}
+	}
+	return out
+}
