@@ -23,10 +23,33 @@ import (
 // ratio. A round is 64 batches, a head's whole life: its release, every
 // 64 batches, counts in every round (with rounds of fewer, the median
 // left it out).
-func BenchmarkServingBulkAppend(b *testing.B) {
+func BenchmarkServingBulkAppend(b *testing.B) { benchBulkAppend(b, 0, false) }
+
+// BenchmarkServingBulkAppendBlockRows is BenchmarkServingBulkAppend with
+// the rows a block holds set (Layout.BlockRows, the contract's `block
+// rows=N`): the store's bookkeeping is per block, so that its cost over
+// memmove's falls as the blocks grow (docs/BENCHMARKS.md, "Bulk appends
+// and the rows of a block"). rows/block reports the rows of a block of
+// the first column; default is the pool's choice for the layout.
+func BenchmarkServingBulkAppendBlockRows(b *testing.B) {
+	for _, rows := range []int{0, 64, 256, 1024} {
+		name := "default"
+		if rows > 0 {
+			name = fmt.Sprint(rows)
+		}
+		b.Run(name, func(b *testing.B) { benchBulkAppend(b, rows, true) })
+	}
+}
+
+// benchBulkAppend is BenchmarkServingBulkAppend's side by side, with
+// blockRows rows a block (0: the pool's choice), reporting them when
+// perBlock is set.
+func benchBulkAppend(b *testing.B, blockRows int, perBlock bool) {
 	const batch = 1 << 16
 	rows := kvRows(batch, 3)
 	p := benchPool(b, benchBackend(b), PoolOptions{})
+	l := kv(Append, 0, Keep)
+	l.BlockRows = blockRows
 	var h *Head
 	n := 0
 	store := func() {
@@ -35,7 +58,7 @@ func BenchmarkServingBulkAppend(b *testing.B) {
 				h.Release()
 			}
 			var err error
-			if h, err = p.NewHead(kv(Append, 0, Keep), "s"); err != nil {
+			if h, err = p.NewHead(l, "s"); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -62,6 +85,9 @@ func BenchmarkServingBulkAppend(b *testing.B) {
 	}
 	ta := sideBySide(b, 64, store, "ns/append", memmove, "ns/memmove")
 	b.ReportMetric(float64(len(rows[0])+len(rows[1]))/float64(ta.Nanoseconds())*1e3, "MB/s")
+	if perBlock {
+		b.ReportMetric(float64(h.perBlock[0]), "rows/block")
+	}
 	h.Release()
 }
 
