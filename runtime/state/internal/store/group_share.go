@@ -136,7 +136,8 @@ func tipLocked(e *groupEntry, shared, key int, cur *tree, per int) *groupEntry {
 // cut returns every member's root, one reference each, when h is the
 // group's shared member and its rows end at a block boundary, and every
 // member can be registered now, with the streams recorded on the members
-// (their queued work may still write the rows); nil otherwise. A member
+// and those of h's copies in flight (their queued work may still write
+// the rows); nil otherwise. A member
 // whose last call made rows a kernel writes, or with copies in flight,
 // cannot be registered until its next call. h.mu is held; the other
 // members are taken by try-lock, so that no lock is awaited out of order.
@@ -173,6 +174,14 @@ func (g *Group) cut(h *Head) ([]*root, []device.Stream) {
 			if !slices.Contains(streams, st) {
 				streams = append(streams, st)
 			}
+		}
+	}
+	// h's own copies in flight (an earlier AppendAsync on another stream,
+	// a return from the host tier) may still write the rows: the cut's
+	// registration waits for them too, not only for the call that took it.
+	for _, f := range h.async.inflight {
+		if !slices.Contains(streams, f.st) {
+			streams = append(streams, f.st)
 		}
 	}
 	for i, r := range roots {
