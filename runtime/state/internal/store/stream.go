@@ -160,6 +160,19 @@ func (ap *asyncPart) land() error {
 	return errors.Join(errs...)
 }
 
+// landClean waits for the copies in flight and forgets them when every
+// one succeeded. A failed one keeps them all, for the next call to answer
+// its error (land): a wait that lands them and fails must not drop the
+// error with them. h.mu is held.
+func (ap *asyncPart) landClean() bool {
+	for _, f := range ap.inflight {
+		if f.ev.Wait() != nil {
+			return false
+		}
+	}
+	return ap.land() == nil
+}
+
 // landDone forgets the copies in flight whose events report they
 // completed, without waiting for the others: a head whose last
 // AppendAsync landed while nobody called it holds nothing in flight, and

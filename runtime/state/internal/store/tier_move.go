@@ -29,8 +29,8 @@ func (x tierHead) tierableLocked() ([]*block, bool) {
 	if len(h.async.inflight) > 0 {
 		h.async.landDone()
 	}
-	if len(h.async.inflight) > 0 && (!h.async.onlyTier() || h.async.land() != nil) {
-		return nil, false // copies in flight, other than the tier's own back
+	if len(h.async.inflight) > 0 && (!h.async.onlyTier() || !h.async.landClean()) {
+		return nil, false // copies in flight, other than the tier's own back, or failed
 	}
 	if h.hist == nil {
 		return wholly(h.r, nil)
