@@ -137,10 +137,10 @@ func tipLocked(e *groupEntry, shared, key int, cur *tree, per int) *groupEntry {
 // group's shared member and its rows end at a block boundary, and every
 // member can be registered now, with the streams recorded on the members
 // and those of h's copies in flight (their queued work may still write
-// the rows); nil otherwise. A member
-// whose last call made rows a kernel writes, or with copies in flight,
-// cannot be registered until its next call. h.mu is held; the other
-// members are taken by try-lock, so that no lock is awaited out of order.
+// the rows); nil otherwise. A member whose last call made rows a kernel
+// writes, or with copies in flight, cannot be registered until its next
+// call. h.mu is held; the other members are taken by try-lock, so that
+// no lock is awaited out of order.
 func (g *Group) cut(h *Head) ([]*root, []device.Stream) {
 	if g.domain == "" || g.shared < 0 || g.heads[g.shared] != h || h.r == nil {
 		return nil, nil

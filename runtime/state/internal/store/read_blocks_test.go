@@ -6,10 +6,10 @@ import (
 	"testing"
 )
 
-// brk1Cols is a three-column layout whose columns hold 16, 8 and 4 rows
+// rbCols is a three-column layout whose columns hold 16, 8 and 4 rows
 // a 256-byte block: a read lies in one block of one column and in two of
 // another.
-func brk1Cols(window int, ret Retention) *Layout {
+func rbCols(window int, ret Retention) *Layout {
 	return &Layout{
 		Type: "Three",
 		Columns: []Column{
@@ -23,7 +23,7 @@ func brk1Cols(window int, ret Retention) *Layout {
 	}
 }
 
-func brk1ColRows(n, seed int) [][]byte {
+func rbColRows(n, seed int) [][]byte {
 	out := [][]byte{make([]byte, n*16), make([]byte, n*32), make([]byte, n*64)}
 	for c, col := range out {
 		for i := range col {
@@ -33,12 +33,12 @@ func brk1ColRows(n, seed int) [][]byte {
 	return out
 }
 
-var brk1RowBytes = []int{16, 32, 64}
+var rbRowBytes = []int{16, 32, 64}
 
-// brk1CheckReads reads every range [from, to) of x within [lo, n) with
+// rbCheckReads reads every range [from, to) of x within [lo, n) with
 // Read and with ReadColumns under every mask of nil columns, and compares
 // with model.
-func brk1CheckReads(t *testing.T, x interface {
+func rbCheckReads(t *testing.T, x interface {
 	Read(from, to int, dst [][]byte) error
 	ReadColumns(from, to int, dst [][]byte) error
 }, model [][]byte, lo, n int) {
@@ -49,7 +49,7 @@ func brk1CheckReads(t *testing.T, x interface {
 				dst := make([][]byte, 3)
 				for c := range dst {
 					if mask&(1<<c) == 0 {
-						dst[c] = bytes.Repeat([]byte{0xEE}, (to-from)*brk1RowBytes[c])
+						dst[c] = bytes.Repeat([]byte{0xEE}, (to-from)*rbRowBytes[c])
 					}
 				}
 				var err error
@@ -65,7 +65,7 @@ func brk1CheckReads(t *testing.T, x interface {
 					if d == nil {
 						continue
 					}
-					rb := brk1RowBytes[c]
+					rb := rbRowBytes[c]
 					if !bytes.Equal(d, model[c][from*rb:to*rb]) {
 						t.Fatalf("[%d,%d) mask %b: column %d differs", from, to, mask, c)
 					}
@@ -75,15 +75,15 @@ func brk1CheckReads(t *testing.T, x interface {
 	}
 }
 
-// TestBrk1ReadInBlocks: reads of a row or a few, within one block of
+// TestReadInBlocks: reads of a row or a few, within one block of
 // every column or not, of heads, snapshots and a head back from the
 // tier, with and without nil columns, read the rows; expired rows and
 // wrong destinations are errors, never a panic.
-func TestBrk1ReadInBlocks(t *testing.T) {
+func TestReadInBlocks(t *testing.T) {
 	p := tierPool(t, 64, 64<<10)
-	h := headOf(t, p, brk1Cols(0, Optional), "a")
-	model := brk1ColRows(37, 1)
-	check(t, h.Append(brk1ColRows(5, 1)))
+	h := headOf(t, p, rbCols(0, Optional), "a")
+	model := rbColRows(37, 1)
+	check(t, h.Append(rbColRows(5, 1)))
 	// The rows in batches, so that some blocks are written in place.
 	cols := func(from, to int) [][]byte {
 		return [][]byte{model[0][from*16 : to*16], model[1][from*32 : to*32], model[2][from*64 : to*64]}
@@ -91,11 +91,11 @@ func TestBrk1ReadInBlocks(t *testing.T) {
 	check(t, h.Append(cols(5, 6)))
 	check(t, h.Append(cols(6, 20)))
 	check(t, h.Append(cols(20, 37)))
-	// the first five rows were brk1ColRows(5, 1), which equal model's.
-	brk1CheckReads(t, h, model, 0, 37)
+	// the first five rows were rbColRows(5, 1), which equal model's.
+	rbCheckReads(t, h, model, 0, 37)
 	s := must[*Snap](t)(h.Snapshot())
 	defer s.Release()
-	brk1CheckReads(t, s, model, 0, 37)
+	rbCheckReads(t, s, model, 0, 37)
 
 	// In the tier: a read of one row brings it back.
 	if _, moved, err := (tierHead{h}).moveOut(); !moved && err == nil {
@@ -113,7 +113,7 @@ func TestBrk1ReadInBlocks(t *testing.T) {
 	if !bytes.Equal(one[1], model[1][17*32:18*32]) {
 		t.Fatal("a row read from the tier differs")
 	}
-	brk1CheckReads(t, h, model, 0, 37)
+	rbCheckReads(t, h, model, 0, 37)
 
 	// Wrong destinations: errors, never a panic.
 	for _, dst := range [][][]byte{
@@ -158,13 +158,13 @@ func lens(dst [][]byte) []int {
 	return n
 }
 
-// TestBrk1ReadInBlocksWindow: a window state's reads of rows within one
+// TestReadInBlocksWindow: a window state's reads of rows within one
 // block read them, expired rows answer ErrExpired, whatever the nil
 // columns.
-func TestBrk1ReadInBlocksWindow(t *testing.T) {
+func TestReadInBlocksWindow(t *testing.T) {
 	p := tierPool(t, 64, 64<<10)
-	h := headOf(t, p, brk1Cols(9, Mandatory), "w")
-	model := brk1ColRows(40, 7)
+	h := headOf(t, p, rbCols(9, Mandatory), "w")
+	model := rbColRows(40, 7)
 	for at := 0; at < 40; at += 3 {
 		end := min(at+3, 40)
 		check(t, h.Append([][]byte{model[0][at*16 : end*16], model[1][at*32 : end*32], model[2][at*64 : end*64]}))
@@ -173,7 +173,7 @@ func TestBrk1ReadInBlocksWindow(t *testing.T) {
 	if lo != 31 {
 		t.Fatalf("oldest %d, want 31", lo)
 	}
-	brk1CheckReads(t, h, model, lo, 40)
+	rbCheckReads(t, h, model, lo, 40)
 	for _, r := range [][2]int{{30, 31}, {29, 32}, {0, 1}} {
 		n := r[1] - r[0]
 		if err := h.ReadColumns(r[0], r[1], [][]byte{nil, make([]byte, n*32), nil}); !errors.Is(err, ErrExpired) {

@@ -8,8 +8,8 @@ import (
 	"github.com/gpustate/gpustate/runtime/state/internal/statetest"
 )
 
-// brk1Pool is a pool of n 256-byte blocks with a host tier on r's backend.
-func brk1Pool(t *testing.T, b device.Backend, n int) *Pool {
+// asyncTierPool is a pool of n 256-byte blocks with a host tier on r's backend.
+func asyncTierPool(t *testing.T, b device.Backend, n int) *Pool {
 	t.Helper()
 	p, err := NewPool(b, PoolOptions{BlockBytes: 256, MaxBytes: int64(n) * 256, HostTier: 64 << 10})
 	check(t, err)
@@ -17,22 +17,22 @@ func brk1Pool(t *testing.T, b device.Backend, n int) *Pool {
 	return p
 }
 
-func brk1Stream(t *testing.T, b device.Backend) device.Stream {
+func asyncStream(t *testing.T, b device.Backend) device.Stream {
 	t.Helper()
 	st := must[device.Stream](t)(b.(device.Streams).NewStream())
 	t.Cleanup(func() { st.Close() })
 	return st
 }
 
-// TestBrk1TierAfterAsyncOnStreams: an optional head that appended on the
+// TestTierAfterAsyncOnStreams: an optional head that appended on the
 // host and on two streams, whose copies completed, moves to the tier and
 // comes back with every row at the same version; snapshots, branches,
 // rollbacks and more AppendAsync calls of the head brought back keep the
 // rows.
-func TestBrk1TierAfterAsyncOnStreams(t *testing.T) {
+func TestTierAfterAsyncOnStreams(t *testing.T) {
 	statetest.EachStreamRig(t, func(t *testing.T, r *statetest.StreamRig) {
-		p := brk1Pool(t, r.Backend, 8)
-		st1, st2 := brk1Stream(t, r.Backend), brk1Stream(t, r.Backend)
+		p := asyncTierPool(t, r.Backend, 8)
+		st1, st2 := asyncStream(t, r.Backend), asyncStream(t, r.Backend)
 		a := headOf(t, p, wide("Cache", Optional), "a")
 		fill(t, a, 1, 40)
 		check(t, a.AppendAsync(st1, wideRow(41)))
@@ -86,25 +86,25 @@ func TestBrk1TierAfterAsyncOnStreams(t *testing.T) {
 	})
 }
 
-// brk1FailStream makes st fail: a kernel queued on it meets memory
+// failStream makes st fail: a kernel queued on it meets memory
 // outside any allocation. Work queued after it still runs on the host
 // backend, and its events complete with the stream's error.
-func brk1FailStream(t *testing.T, r *statetest.StreamRig, st device.Stream) {
+func failStream(t *testing.T, r *statetest.StreamRig, st device.Stream) {
 	t.Helper()
 	check(t, r.Kernels().Launch(st, r.Fill, device.Dim3{}, device.Dim3{X: 1}, 0, device.Ptr(8), uint32(1), uint64(8)))
 }
 
-// TestBrk1TierAsyncFailedStream: an optional head whose AppendAsync was
+// TestTierAsyncFailedStream: an optional head whose AppendAsync was
 // queued on a stream that failed is not moved to the tier (its copies
 // failed): the next call answers the stream's error, or ErrEvicted when
 // the pool dropped it, never nil with the rows of a failed copy.
-func TestBrk1TierAsyncFailedStream(t *testing.T) {
+func TestTierAsyncFailedStream(t *testing.T) {
 	statetest.EachStreamRig(t, func(t *testing.T, r *statetest.StreamRig) {
-		p := brk1Pool(t, r.Backend, 8)
-		bad, good := brk1Stream(t, r.Backend), brk1Stream(t, r.Backend)
+		p := asyncTierPool(t, r.Backend, 8)
+		bad, good := asyncStream(t, r.Backend), asyncStream(t, r.Backend)
 		a := headOf(t, p, wide("Cache", Optional), "a")
 		fill(t, a, 1, 40)
-		brk1FailStream(t, r, bad)
+		failStream(t, r, bad)
 		if err := bad.Sync(); err == nil {
 			t.Skip("the rig's stream did not fail")
 		}
@@ -124,14 +124,14 @@ func TestBrk1TierAsyncFailedStream(t *testing.T) {
 	})
 }
 
-// TestBrk1TierAsyncFailedStreamPressure: as above, under pressure.
-func TestBrk1TierAsyncFailedStreamPressure(t *testing.T) {
+// TestTierAsyncFailedStreamPressure: as above, under pressure.
+func TestTierAsyncFailedStreamPressure(t *testing.T) {
 	statetest.EachStreamRig(t, func(t *testing.T, r *statetest.StreamRig) {
-		p := brk1Pool(t, r.Backend, 4)
-		bad := brk1Stream(t, r.Backend)
+		p := asyncTierPool(t, r.Backend, 4)
+		bad := asyncStream(t, r.Backend)
 		a := headOf(t, p, wide("Cache", Optional), "a")
 		fill(t, a, 1, 40)
-		brk1FailStream(t, r, bad)
+		failStream(t, r, bad)
 		if err := bad.Sync(); err == nil {
 			t.Skip("the rig's stream did not fail")
 		}
@@ -153,13 +153,13 @@ func TestBrk1TierAsyncFailedStreamPressure(t *testing.T) {
 	})
 }
 
-// TestBrk1GroupTierAfterAsync: a group (no domain) whose members appended
+// TestGroupTierAfterAsync: a group (no domain) whose members appended
 // on streams moves to the tier whole once the copies completed, and
 // comes back with the rows and versions.
-func TestBrk1GroupTierAfterAsync(t *testing.T) {
+func TestGroupTierAfterAsync(t *testing.T) {
 	statetest.EachStreamRig(t, func(t *testing.T, r *statetest.StreamRig) {
-		p := brk1Pool(t, r.Backend, 6)
-		st1, st2 := brk1Stream(t, r.Backend), brk1Stream(t, r.Backend)
+		p := asyncTierPool(t, r.Backend, 6)
+		st1, st2 := asyncStream(t, r.Backend), asyncStream(t, r.Backend)
 		g := must[*Group](t)(NewGroup(p, "g", wide("A", Optional), wide("B", Optional)))
 		defer g.Release()
 		a, b := g.Head(0), g.Head(1)
@@ -185,14 +185,14 @@ func TestBrk1GroupTierAfterAsync(t *testing.T) {
 	})
 }
 
-// TestBrk1TierAsyncHistory: an optional checkpointed head whose last
+// TestTierAsyncHistory: an optional checkpointed head whose last
 // call was an AppendAsync keeps its delta pending (not tierable until the
 // next call); once a call took it, the head moves and At of every
 // version reads its rows.
-func TestBrk1TierAsyncHistory(t *testing.T) {
+func TestTierAsyncHistory(t *testing.T) {
 	statetest.EachStreamRig(t, func(t *testing.T, r *statetest.StreamRig) {
-		p := brk1Pool(t, r.Backend, 8)
-		st := brk1Stream(t, r.Backend)
+		p := asyncTierPool(t, r.Backend, 8)
+		st := asyncStream(t, r.Backend)
 		l := wide("Cache", Optional)
 		l.Checkpoint = &CheckpointPolicy{Every: 2, Keep: 4}
 		a := headOf(t, p, l, "a")
@@ -238,17 +238,17 @@ func TestBrk1TierAsyncHistory(t *testing.T) {
 	})
 }
 
-// TestBrk1TierReturnThenAsync: a head brought back with its copies held
+// TestTierReturnThenAsync: a head brought back with its copies held
 // on the tier's stream appends on a stream of its own (ordered after
 // them); neither landed, it stays; once both landed it moves to the tier
 // again and comes back with every row.
-func TestBrk1TierReturnThenAsync(t *testing.T) {
+func TestTierReturnThenAsync(t *testing.T) {
 	statetest.EachStreamRig(t, func(t *testing.T, r *statetest.StreamRig) {
 		p, h := tierStreamPool(t, r, 256, 2)
 		if p.tier.memcpy {
 			t.Skip("the host tier copies at once")
 		}
-		st := brk1Stream(t, r.Backend)
+		st := asyncStream(t, r.Backend)
 		release := holdTier(t, r, p)
 		check(t, h.Prefetch())
 		check(t, h.AppendAsync(st, wideRow(7)))
@@ -269,14 +269,14 @@ func TestBrk1TierReturnThenAsync(t *testing.T) {
 	})
 }
 
-// TestBrk1ReleaseAsyncInFlightUnderPressure: heads released with their
+// TestReleaseAsyncInFlightUnderPressure: heads released with their
 // AppendAsync copies held back leave their blocks pending; pressure then
 // neither moves nor reuses them before the copies ran, and everything
 // comes back.
-func TestBrk1ReleaseAsyncInFlightUnderPressure(t *testing.T) {
+func TestReleaseAsyncInFlightUnderPressure(t *testing.T) {
 	statetest.EachStreamRig(t, func(t *testing.T, r *statetest.StreamRig) {
-		p := brk1Pool(t, r.Backend, 6)
-		st := brk1Stream(t, r.Backend)
+		p := asyncTierPool(t, r.Backend, 6)
+		st := asyncStream(t, r.Backend)
 		a := headOf(t, p, wide("Cache", Optional), "a")
 		b := headOf(t, p, wide("Cache", Optional), "b")
 		fill(t, b, 2, 20)

@@ -9,11 +9,11 @@ import (
 	"github.com/gpustate/gpustate/runtime/device"
 )
 
-// TestBrk1TierReturnFailureSurfaces: a head brought back from the tier
+// TestTierReturnFailureSurfaces: a head brought back from the tier
 // whose copies back fail is not moved out again by a tier that waits for
 // them (tierableLocked's land): the failure must reach the head's next
 // call, not be dropped with the events the wait closed.
-func TestBrk1TierReturnFailureSurfaces(t *testing.T) {
+func TestTierReturnFailureSurfaces(t *testing.T) {
 	f := fakecuda.Open(t)
 	c, err := device.OpenCUDA(device.CUDAOptions{Library: f.Path})
 	if err != nil {

@@ -11,13 +11,13 @@ import (
 	"github.com/gpustate/gpustate/runtime/state/internal/statetest"
 )
 
-// TestBrk1TierAsyncConcurrent: workers append on their own streams with
+// TestTierAsyncConcurrent: workers append on their own streams with
 // AppendAsync (some waiting for the stream, some not), read their rows
 // back, snapshot and release heads while copies are in flight, while
 // others press the pool with mandatory heads: a head read back holds its
 // rows, whether it stayed, moved to the tier and came back, or answers
 // ErrEvicted; nothing leaks.
-func TestBrk1TierAsyncConcurrent(t *testing.T) {
+func TestTierAsyncConcurrent(t *testing.T) {
 	r := statetest.HostStreamRig(t)
 	p, err := NewPool(r.Backend, PoolOptions{BlockBytes: 256, MaxBytes: 20 * 256, HostTier: 12 * 256})
 	check(t, err)

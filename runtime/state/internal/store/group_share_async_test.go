@@ -19,7 +19,7 @@ func tokBatch(tokens []uint32) [][]byte {
 	return batch
 }
 
-// TestBrk1GroupShareAsyncTwoStreams: a shared group member fills a
+// TestGroupShareAsyncTwoStreams: a shared group member fills a
 // block with two AppendAsync calls on two streams, the first held back.
 // The second call ends at the block boundary and takes the group's cut;
 // its registration waits for an event on the second stream only
@@ -27,7 +27,7 @@ func tokBatch(tokens []uint32) [][]byte {
 // copies are still held: the keys it indexes read zeros for the first 8
 // rows. A group whose prompt is those zeros then the real tokens adopts
 // the 16 rows of another prompt, and the real prompt adopts nothing.
-func TestBrk1GroupShareAsyncTwoStreams(t *testing.T) {
+func TestGroupShareAsyncTwoStreams(t *testing.T) {
 	r := statetest.HostStreamRig(t)
 	p, err := NewPool(r.Backend, PoolOptions{})
 	check(t, err)
