@@ -138,12 +138,16 @@ func (rec *recorded) forget() {
 
 // fence records an event on each of streams and returns a function that
 // waits for them all. A stream closed since it was recorded has finished
-// its work (Close waits for it) and needs no event. When the backend fails
-// to record one, the fallback is to wait for the whole device.
+// its work (Close waits for it) and needs no event. Where the backend
+// fails to record one, the fence waits for that stream's work (its Sync),
+// and only when that fails too for the whole device: a device-wide wait
+// also waits for every other stream, and one held by a long kernel kept
+// the blocks pending for as long, so that the allocation that evicted
+// them failed anyway.
 func fence(b device.Backend, streams []device.Stream) func() {
 	sb := b.(device.Streams) // recordStream checked it
 	var events []device.Event
-	var sync bool
+	var unmarked []device.Stream
 	for _, st := range streams {
 		ev, err := sb.Record(st)
 		switch {
@@ -151,7 +155,7 @@ func fence(b device.Backend, streams []device.Stream) func() {
 			events = append(events, ev)
 		case errors.Is(err, device.ErrStreamClosed):
 		default:
-			sync = true
+			unmarked = append(unmarked, st)
 		}
 	}
 	return func() {
@@ -159,8 +163,11 @@ func fence(b device.Backend, streams []device.Stream) func() {
 			ev.Wait() // a failed stream's work is over too: its blocks go back
 			ev.Close()
 		}
-		if sync {
-			b.Sync()
+		for _, st := range unmarked {
+			if err := st.Sync(); err != nil && !errors.Is(err, device.ErrStreamClosed) {
+				b.Sync()
+				return
+			}
 		}
 	}
 }
