@@ -63,17 +63,7 @@ func TestTierPageLocked(t *testing.T) {
 // stream recorded on the blocks and then its async copies (no synchronous
 // copy); Prefetch queues the copies back and waits for nothing.
 func TestTierCopiesOnStream(t *testing.T) {
-	f := fakecuda.Open(t)
-	c, err := device.OpenCUDA(device.CUDAOptions{Library: f.Path})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	p, err := NewPool(c, PoolOptions{BlockBytes: 256, MaxBytes: 16 * 256, HostTier: 64 << 10})
-	check(t, err)
-	t.Cleanup(func() { p.Close() })
-	h := headOf(t, p, wide("Cache", Optional), "a")
-	fill(t, h, 2, 40)
+	f, c, p, h := fakeTierHead(t)
 	st, err := c.NewStream()
 	check(t, err)
 	defer st.Close()
@@ -115,4 +105,23 @@ func TestTierCopiesOnStream(t *testing.T) {
 		t.Fatal("rows brought back differ")
 	}
 	checkInv(t, p)
+}
+
+// fakeTierHead returns the fake CUDA driver, a backend on it, a pool of
+// 256-byte blocks with a host tier, and an optional head of two rows
+// seeded 40, all closed when t ends.
+func fakeTierHead(t *testing.T) (*fakecuda.Driver, *device.CUDA, *Pool, *Head) {
+	t.Helper()
+	f := fakecuda.Open(t)
+	c, err := device.OpenCUDA(device.CUDAOptions{Library: f.Path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	p, err := NewPool(c, PoolOptions{BlockBytes: 256, MaxBytes: 16 * 256, HostTier: 64 << 10})
+	check(t, err)
+	t.Cleanup(func() { p.Close() })
+	h := headOf(t, p, wide("Cache", Optional), "a")
+	fill(t, h, 2, 40)
+	return f, c, p, h
 }

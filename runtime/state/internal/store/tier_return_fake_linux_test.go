@@ -2,29 +2,14 @@
 
 package store
 
-import (
-	"testing"
-
-	"github.com/gpustate/gpustate/internal/fakecuda"
-	"github.com/gpustate/gpustate/runtime/device"
-)
+import "testing"
 
 // TestTierReturnFailureSurfaces: a head brought back from the tier
 // whose copies back fail is not moved out again by a tier that waits for
 // them (tierableLocked's land): the failure must reach the head's next
 // call, not be dropped with the events the wait closed.
 func TestTierReturnFailureSurfaces(t *testing.T) {
-	f := fakecuda.Open(t)
-	c, err := device.OpenCUDA(device.CUDAOptions{Library: f.Path})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	p, err := NewPool(c, PoolOptions{BlockBytes: 256, MaxBytes: 16 * 256, HostTier: 64 << 10})
-	check(t, err)
-	t.Cleanup(func() { p.Close() })
-	h := headOf(t, p, wide("Cache", Optional), "a")
-	fill(t, h, 2, 40)
+	f, _, _, h := fakeTierHead(t)
 	if _, moved, err := (tierHead{h}).moveOut(); !moved || err != nil {
 		t.Fatalf("move out: %v, %v", moved, err)
 	}
@@ -40,7 +25,7 @@ func TestTierReturnFailureSurfaces(t *testing.T) {
 	if moved {
 		t.Fatal("moved out with its copies back failed")
 	}
-	err = h.Read(0, 2, [][]byte{make([]byte, 512)})
+	err := h.Read(0, 2, [][]byte{make([]byte, 512)})
 	f.Must(t, "fail:cuEventQuery", 0)
 	f.Must(t, "fail:cuEventSynchronize", 0)
 	if err == nil {
