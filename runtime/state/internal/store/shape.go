@@ -695,19 +695,50 @@ func (sh *shape) gather(op string, r *root, idx []int, dst [][]byte, reads *[]de
 			return sh.gatherBatch(op, bc, r, idx, dst, reads)
 		}
 	}
+	if len(idx) > 0 && sh.onHost(r, idx[0]) {
+		sh.gatherHost(r, idx, dst)
+		return nil
+	}
 	for c, d := range dst {
 		rb := sh.rowBytes[c]
 		for k := 0; k < len(idx); {
 			blk, off, n := sh.gatherRun(r, c, idx, k)
-			if s := blk.Host(off, n*rb); s != nil {
-				copy(d[k*rb:(k+n)*rb], s)
-			} else if err := b.CopyDtoH(d[k*rb:(k+n)*rb], blk.Ptr()+device.Ptr(off)); err != nil {
+			if err := b.CopyDtoH(d[k*rb:(k+n)*rb], blk.Ptr()+device.Ptr(off)); err != nil {
 				return sh.errorf(op, "column %s: %w", sh.l.Columns[c].Name, err)
 			}
 			k += n
 		}
 	}
 	return nil
+}
+
+// gatherHost is gather's copies where the blocks are memory of the
+// process: runs found a batch at a time, then copied, so that the walks
+// to a batch's rows (the tree, the block, the rows), chains of loads that
+// miss the cache in a sampled minibatch, overlap instead of each waiting
+// for the copy before it, as readInBlocks does for a read. The indices
+// and dst are checked.
+func (sh *shape) gatherHost(r *root, idx []int, dst [][]byte) {
+	const batch = 32
+	type run struct {
+		src []byte
+		at  int // the run's first row in dst
+	}
+	var runs [batch]run
+	for c, d := range dst {
+		rb := sh.rowBytes[c]
+		for k := 0; k < len(idx); {
+			n := 0
+			for ; n < batch && k < len(idx); n++ {
+				blk, off, rows := sh.gatherRun(r, c, idx, k)
+				runs[n] = run{blk.Host(off, rows*rb), k * rb}
+				k += rows
+			}
+			for _, x := range runs[:n] {
+				copy(d[x.at:x.at+len(x.src)], x.src)
+			}
+		}
+	}
 }
 
 // gatherBatch is gather's copies in one batch, as readBatch makes read's.
