@@ -113,7 +113,7 @@ func (e eviction) evictRound(r Retention, c *sizeClass, want int, deviceFull boo
 		if len(busy) > 0 && e.usesAny(hs[v.ID-1], busy) {
 			continue // queued work still uses its blocks (awaitVictimWork)
 		}
-		n, moved, ok := e.evictOne(hs[v.ID-1])
+		n, moved, ok := e.evictOne(hs[v.ID-1], len(busy) > 0)
 		if !ok {
 			continue
 		}
@@ -143,7 +143,9 @@ func (e eviction) evictRound(r Retention, c *sizeClass, want int, deviceFull boo
 // evictOne takes victim x's device blocks: to the host tier where the pool
 // has one and it takes x (moved), else dropped. A move that failed drops
 // nothing: x stays as it was, and the round goes on to the next victim.
-func (e eviction) evictOne(x evictable) (n int64, moved, ok bool) {
+// asListed takes x as it was listed or not at all (listedEvicter), while
+// queued work still uses some victims' blocks.
+func (e eviction) evictOne(x evictable, asListed bool) (n int64, moved, ok bool) {
 	if m, isMover := tierOf(handleOf(x)).(tierMover); isMover && e.p.tier != nil {
 		n, moved, err := m.moveOut()
 		if moved {
@@ -153,8 +155,21 @@ func (e eviction) evictOne(x evictable) (n int64, moved, ok bool) {
 			return 0, false, false
 		}
 	}
+	if l, isListed := x.(listedEvicter); isListed && asListed {
+		n, ok = l.evictListed()
+		return n, false, ok
+	}
 	n, ok = x.evict()
 	return n, false, ok
+}
+
+// listedEvicter is a victim that may evict another in its place (a cached
+// prefix entry: prefixCache.drop). While queued work still uses some
+// victims' blocks, eviction takes it only as it was listed, as
+// awaitVictimWork weighed it: a substitute may be one whose blocks that
+// work uses, which would then stay pending behind it.
+type listedEvicter interface {
+	evictListed() (int64, bool)
 }
 
 // freeable returns the bytes eviction could free now, counted until they

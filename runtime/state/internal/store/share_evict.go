@@ -126,8 +126,16 @@ func (x *cachedEntry) moveOut() (int64, bool, error) {
 	return blockBytes(freed), true, nil
 }
 
-func (x *cachedEntry) evict() (int64, bool) {
-	freed, ok := x.p.cache.drop(x.e, x.used)
+func (x *cachedEntry) evict() (int64, bool) { return x.evictAs(true) }
+
+// evictListed is evict of the entry as it was listed, or of nothing:
+// eviction asks it while queued work still uses some victims' blocks,
+// which it weighed by the entries it listed (awaitVictimWork), so that
+// another entry in this one's place might be one it spared.
+func (x *cachedEntry) evictListed() (int64, bool) { return x.evictAs(false) }
+
+func (x *cachedEntry) evictAs(substitute bool) (int64, bool) {
+	freed, ok := x.p.cache.drop(x.e, x.used, substitute)
 	if !ok {
 		return 0, false
 	}
@@ -140,13 +148,18 @@ func (x *cachedEntry) evict() (int64, bool) {
 // taken since it was listed (a concurrent reclaim evicted it, a head
 // adopted it) or is no leaf yet (an Evictor ranked it before its
 // children), the slot goes to the front of the list, the least recently
-// used free leaf now: reclaims that run at once list the same victims,
-// and the later ones would otherwise find nothing left to evict while the
-// cache holds free entries. The cache's references are given up after
-// its lock is, as every release of a block is.
-func (c *prefixCache) drop(e *prefixEntry, used uint64) ([]*block, bool) {
+// used free leaf now, where substitute says so: reclaims that run at once
+// list the same victims, and the later ones would otherwise find nothing
+// left to evict while the cache holds free entries. The cache's
+// references are given up after its lock is, as every release of a block
+// is.
+func (c *prefixCache) drop(e *prefixEntry, used uint64, substitute bool) ([]*block, bool) {
 	c.mu.Lock()
 	if !e.listed || e.kids != 0 || e.used != used {
+		if !substitute {
+			c.mu.Unlock()
+			return nil, false
+		}
 		e = c.free.front
 	}
 	if e == nil || e.kids != 0 {
