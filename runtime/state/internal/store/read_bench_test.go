@@ -56,13 +56,7 @@ func readBenchHead(b *testing.B, rows int) (device.Backend, *Layout, *Head) {
 // columns. ratio is the store's time over the slices'.
 func BenchmarkServingReadRows(b *testing.B) {
 	const rows, batch = 1 << 16, 256
-	be := device.Host()
-	b.Cleanup(func() { be.Close() })
-	p := benchPool(b, be, PoolOptions{})
-	l := kvCacheLayout(128)
-	l.Growth = Append
-	h := must[*Head](b)(p.NewHead(l, "s"))
-	b.Cleanup(func() { h.Release() })
+	_, l, h := readBenchHead(b, 0)
 	all := zeroRows(l, rows)
 	for c := range all {
 		for i := range all[c] {
