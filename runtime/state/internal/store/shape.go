@@ -388,19 +388,20 @@ func (sh *shape) readInBlocks(r *root, from, to int, dst [][]byte, some bool) bo
 	if len(dst) > maxRowCols {
 		return false
 	}
+	for i, d := range dst {
+		if per := sh.perBlock[i]; (d != nil || !some) && (to-1)/per != from/per {
+			return false // before any walk: none is wasted
+		}
+	}
 	var src [maxRowCols][]byte
 	for i, d := range dst {
 		if d == nil && some {
 			continue
 		}
-		per := sh.perBlock[i]
-		bi := from / per
-		if (to-1)/per != bi {
-			return false
-		}
+		bi := from / sh.perBlock[i]
 		blk := r.cols[i].get(bi)
 		blk.Touch() // its pages are mapped now (estimate.go)
-		src[i] = blk.Host((from-bi*per)*sh.rowBytes[i], (to-from)*sh.rowBytes[i])
+		src[i] = blk.Host((from-bi*sh.perBlock[i])*sh.rowBytes[i], (to-from)*sh.rowBytes[i])
 	}
 	for i, d := range dst {
 		copy(d, src[i])
@@ -689,15 +690,16 @@ func (sh *shape) gather(op string, r *root, idx []int, dst [][]byte, reads *[]de
 	if err := sh.checkDst(op, len(idx), dst); err != nil {
 		return err
 	}
-	b := sh.pool.b
-	if reads != nil && len(idx) > 0 && !sh.onHost(r, idx[0]) {
-		if bc, ok := b.(device.BatchReadCopier); ok {
-			return sh.gatherBatch(op, bc, r, idx, dst, reads)
-		}
+	if len(idx) == 0 {
+		return nil
 	}
-	if len(idx) > 0 && sh.onHost(r, idx[0]) {
+	if sh.onHost(r, idx[0]) {
 		sh.gatherHost(r, idx, dst)
 		return nil
+	}
+	b := sh.pool.b
+	if bc, ok := b.(device.BatchReadCopier); ok && reads != nil {
+		return sh.gatherBatch(op, bc, r, idx, dst, reads)
 	}
 	for c, d := range dst {
 		rb := sh.rowBytes[c]
