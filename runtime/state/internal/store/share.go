@@ -179,7 +179,7 @@ func (s *sharing) adoptFromTier(h *Head, keys []byte, blockKeys, n int, chain []
 		if i > 0 {
 			parent = chain[i-1]
 		}
-		e := p.cache.register(t, parent, x.key, keys[i*blockKeys:(i+1)*blockKeys], blockKeys, [][]*block{blks}, x.owner)
+		e, _ := p.cache.register(t, parent, x.key, keys[i*blockKeys:(i+1)*blockKeys], blockKeys, [][]*block{blks}, x.owner)
 		if e == nil || e.gone || len(e.blks) != len(blks) || e.blks[0] != blks[0] {
 			// Cached again meanwhile, or its chain forgotten: the tier's
 			// copy goes, and so do the blocks it came back to.
@@ -246,25 +246,39 @@ func (s *sharing) full(h *Head) { s.fullIf(h, true) }
 // (readable): the caller is not the writer, whose kernels may not be
 // queued yet (an adoption polling the table's waiting heads).
 func (s *sharing) fullIf(h *Head, arm bool) {
+	if s.registerFull(h, arm) {
+		// The chain went on from another head's entry of the same keys,
+		// which was evicted since: the head finds its place in the cache
+		// again, by its own blocks, and registers from there, reading
+		// back the keys it no longer holds. Its own entries are not
+		// evicted while it holds their blocks, so once is enough.
+		s.resync(h)
+		s.registerFull(h, arm)
+	}
+}
+
+// registerFull is fullIf's work; it reports that the chain's last entry
+// was evicted, and registers nothing then.
+func (s *sharing) registerFull(h *Head, arm bool) bool {
 	if s.tab == nil || h.r == nil {
-		return
+		return false
 	}
 	per := h.perBlock[0]
 	full := h.r.rows / per
 	if full <= s.reg || s.broken {
-		return
+		return false
 	}
 	if s.known < full*per {
 		// Rows a kernel writes join the cache only once the streams
 		// recorded on the head are past that kernel.
 		if full = min(full, max(s.known, s.readable(h, arm))/per); full <= s.reg {
-			return
+			return false
 		}
 	}
 	if end := full * per; s.known < end {
 		buf := make([]byte, (end-s.known)*s.ks)
 		if err := h.copyColumn(h.r, s.key, s.known, end, buf); err != nil {
-			return
+			return false
 		}
 		s.tail = append(s.tail, buf...)
 		s.known = end
@@ -277,9 +291,14 @@ func (s *sharing) fullIf(h *Head, arm bool) {
 			blks[i][c] = h.r.cols[c].get(s.reg + i)
 		}
 	}
-	s.last = h.pool.cache.register(s.tab, s.last, s.key, s.tail[:len(blks)*blockKeys], blockKeys, blks, h.owner)
+	last, lost := h.pool.cache.register(s.tab, s.last, s.key, s.tail[:len(blks)*blockKeys], blockKeys, blks, h.owner)
+	if lost {
+		return true
+	}
+	s.last = last
 	s.tail = append(s.tail[:0], s.tail[len(blks)*blockKeys:]...)
 	s.reg = full
+	return false
 }
 
 // readable returns the rows of h's version whose keys may be read back:
@@ -378,12 +397,16 @@ func (s *sharing) dropWaits() {
 // and returns the entry of the last. A block whose chain and keys are
 // cached already is not added twice: the chain goes on from the cached
 // entry. A block that some entry holds already is not cached twice
-// either: the chain ends there.
-func (c *prefixCache) register(t *prefixTable, parent *prefixEntry, key int, keys []byte, blockKeys int, blks [][]*block, owner Owner) *prefixEntry {
+// either: the chain ends there. lost reports that parent was evicted
+// meanwhile (it held another head's blocks of the same keys): nothing is
+// added, and the caller finds its chain again (sharing.resync).
+func (c *prefixCache) register(t *prefixTable, parent *prefixEntry, key int, keys []byte, blockKeys int, blks [][]*block, owner Owner) (last *prefixEntry, lost bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if parent != nil && parent.gone {
-		return parent // the chain was forgotten: what follows it cannot be adopted
+		// Forgotten, what follows it cannot be adopted; evicted, it can,
+		// from another chain.
+		return parent, !parent.forgotten
 	}
 	for i, bs := range blks {
 		k := keys[i*blockKeys : (i+1)*blockKeys]
@@ -393,7 +416,7 @@ func (c *prefixCache) register(t *prefixTable, parent *prefixEntry, key int, key
 		}
 		for _, b := range bs {
 			if _, ok := c.refs[b]; ok {
-				return &prefixEntry{gone: true} // the chain stops: nothing follows it
+				return &prefixEntry{gone: true, forgotten: true}, false // the chain stops: nothing follows it
 			}
 		}
 		e := &prefixEntry{
@@ -406,7 +429,7 @@ func (c *prefixCache) register(t *prefixTable, parent *prefixEntry, key int, key
 		c.addLocked(e)
 		parent = e
 	}
-	return parent
+	return parent, false
 }
 
 // resync finds again, after h's version changed other than by an append
@@ -480,7 +503,7 @@ func (c *prefixCache) forget(d Domain) []*block {
 				}
 				gone = append(gone, e.blks...)
 				c.free.remove(e)
-				e.kids, e.gone = 0, true
+				e.kids, e.gone, e.forgotten = 0, true, true
 			}
 		}
 		// A table heads still register in stays: the blocks they fill

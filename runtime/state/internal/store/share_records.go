@@ -71,6 +71,11 @@ type prefixEntry struct {
 	owner  Owner    // the owner that registered it
 	used   uint64   // the pool's use clock when it last joined the free list
 	gone   bool     // taken out of the cache (evicted or forgotten)
+	// forgotten says nothing registers after the entry: ForgetPrefixes
+	// took it, or it stands for a block another chain holds. An entry
+	// evicted for room is gone but not forgotten: a head whose chain
+	// ran through it finds its place again (sharing.fullIf).
+	forgotten bool
 	// busy counts e's reasons to stay out of the cache's list of free
 	// entries: its blocks a head holds, and the entries after it that are
 	// not free. listed says it is in the list, between prev and next.

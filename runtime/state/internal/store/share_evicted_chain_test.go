@@ -1,0 +1,63 @@
+package store
+
+import "testing"
+
+// TestShareRegistersAfterItsChainWasEvicted: a head whose blocks were
+// registered as another head's entries (the same keys, cached first)
+// goes on registering the blocks it fills once those entries are evicted:
+// its chain starts again from what the cache still holds, and a prompt of
+// its keys adopts every full block it holds. The chain used to end at the
+// evicted entry, so that a live head's later blocks were never cached.
+func TestShareRegistersAfterItsChainWasEvicted(t *testing.T) {
+	l := prompt(4, 64)
+	p := newPool(t, PoolOptions{BlockBytes: 256})
+	toks := tokens(1, 16)
+	w, _ := session(t, p, l, "w", "d", toks[:8]) // caches blocks 0 and 1 first
+	x := must[*Head](t)(p.NewSharedHead(l, "x", "d"))
+	defer x.Release()
+	check(t, x.Append(promptRows(toks, 0, 8))) // the same keys: its chain goes on w's entries
+	check(t, w.Release())
+	evictCached(t, p)
+
+	check(t, x.Append(promptRows(toks, 8, 16)))
+	probe := must[*Head](t)(p.NewSharedHead(l, "probe", "d"))
+	defer probe.Release()
+	if n := must[int](t)(probe.AdoptPrefix(keyBytes(toks))); n != 16 {
+		t.Fatalf("a prompt of the live head's keys adopted %d rows, want 16", n)
+	}
+	samePrompt(t, "the adopted rows", readPrompt(t, probe), readPrompt(t, x))
+}
+
+// TestShareForgottenChainStaysForgotten: after ForgetPrefixes, the blocks
+// a head fills after its forgotten ones start no chain (a forgotten
+// prefix is not to be adopted again), as an evicted one does.
+func TestShareForgottenChainStaysForgotten(t *testing.T) {
+	l := prompt(4, 64)
+	p := newPool(t, PoolOptions{BlockBytes: 256})
+	toks := tokens(1, 16)
+	x, _ := session(t, p, l, "x", "d", toks[:8])
+	defer x.Release()
+	p.ForgetPrefixes("d")
+	check(t, x.Append(promptRows(toks, 8, 16)))
+	probe := must[*Head](t)(p.NewSharedHead(l, "probe", "d"))
+	defer probe.Release()
+	if n := must[int](t)(probe.AdoptPrefix(keyBytes(toks))); n != 0 {
+		t.Fatalf("a prompt of a forgotten head's keys adopted %d rows, want 0", n)
+	}
+}
+
+// evictCached evicts every cached entry no head holds.
+func evictCached(t *testing.T, p *Pool) {
+	t.Helper()
+	for {
+		xs := p.cache.victims(p)
+		if len(xs) == 0 {
+			return
+		}
+		for _, x := range xs {
+			if _, ok := x.evict(); !ok {
+				t.Fatal("a listed free entry was not evicted")
+			}
+		}
+	}
+}
