@@ -441,10 +441,18 @@ func (m *interaction) deviceWrite() {
 	x.Commit(next)
 	x.lin.gated = true
 	m.nextCall()
+	recorded := false
 	m.guard("RecordStream after a device write", func() {
-		m.expect(x.Head.RecordStream(st), nil)
+		recorded = m.expect(x.Head.RecordStream(st), nil)
 	})
 	m.nextCall()
+	if !recorded {
+		// The head does not know the kernel's stream: as a caller whose
+		// RecordStream failed must, the model waits for the kernel before
+		// the next call, since the spans' rows are the caller's until then.
+		m.settle(st, g)
+		return
+	}
 	m.held = st
 	m.meanwhile(x)
 	m.held = nil
