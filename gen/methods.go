@@ -121,7 +121,7 @@ var methodTable = []methodSpec{
 	{name: "Spans", recv: RecvHead, directive: "view", when: "always", doc: spansDoc, code: (*model).headSpansCode},
 	{name: "ReadAsync", recv: RecvHead, when: "always", doc: readAsyncDoc("state"), code: readAsyncCode(RecvHead)},
 	{name: "RecordStream", recv: RecvHead, when: "always", doc: para(
-		"RecordStream says that work queued on st (a kernel, an async copy) uses the blocks the state holds now. When they are released, rolled back away or replaced by copy-on-write, the pool keeps them pending, neither reused nor zeroed for another owner, until an event recorded on st after that work completes; the caller never waits. It needs a backend with device.Streams."),
+		"RecordStream says that work queued on st (a kernel, an async copy) uses the blocks the state holds now. When they are released, rolled back away or replaced by copy-on-write, the pool keeps them pending, neither reused nor zeroed for another owner, until an event recorded on st after that work completes; the caller never waits. It needs a backend with device.Streams. One that fails records nothing: wait for the work on st before the next call on the state, which could otherwise free or copy the blocks under it."),
 		code: headStreamCall("RecordStream")},
 	{name: "BlockTable", recv: RecvHead, directive: "acquire", when: "always", doc: blockTableDoc, code: headTableCall},
 	{name: "Prefetch", recv: RecvHead, when: "retention optional", ok: optional, doc: para(
@@ -139,7 +139,7 @@ var methodTable = []methodSpec{
 		code: (*model).snapSpansCode},
 	{name: "ReadAsync", recv: RecvSnapshot, when: "snapshot immutable", ok: snapshot, doc: readAsyncDoc("snapshot"), code: readAsyncCode(RecvSnapshot)},
 	{name: "RecordStream", recv: RecvSnapshot, when: "snapshot immutable", ok: snapshot, doc: para(
-		"RecordStream says that work queued on st (a kernel, an async copy) uses the blocks the snapshot holds now. When they are released, rolled back away or replaced by copy-on-write, the pool keeps them pending, neither reused nor zeroed for another owner, until an event recorded on st after that work completes; the caller never waits. It needs a backend with device.Streams."),
+		"RecordStream says that work queued on st (a kernel, an async copy) uses the blocks the snapshot holds now. When they are released, rolled back away or replaced by copy-on-write, the pool keeps them pending, neither reused nor zeroed for another owner, until an event recorded on st after that work completes; the caller never waits. It needs a backend with device.Streams. One that fails records nothing: wait for the work on st before the next call on the snapshot, which could otherwise free the blocks under it."),
 		code: snapStreamCall("RecordStream")},
 	{name: "BlockTable", recv: RecvSnapshot, directive: "acquire", when: "snapshot immutable", ok: snapshot, doc: para(
 		"BlockTable returns a device-resident table of the snapshot's blocks, per field (in field order), for kernels that read its rows in place. It never changes. Release it when done; releasing the snapshot releases it too."),

@@ -393,6 +393,8 @@ func (s *CtxState) ReadAsync(st device.Stream, dst *Ctx, from, to int) error {
 // replaced by copy-on-write, the pool keeps them pending, neither reused nor
 // zeroed for another owner, until an event recorded on st after that work
 // completes; the caller never waits. It needs a backend with device.Streams.
+// One that fails records nothing: wait for the work on st before the next call
+// on the state, which could otherwise free or copy the blocks under it.
 func (s *CtxState) RecordStream(st device.Stream) error {
 	return _Ctx_head(s).RecordStream(st)
 }
@@ -573,6 +575,8 @@ func (v *CtxSnapshot) ReadAsync(st device.Stream, dst *Ctx, from, to int) error 
 // replaced by copy-on-write, the pool keeps them pending, neither reused nor
 // zeroed for another owner, until an event recorded on st after that work
 // completes; the caller never waits. It needs a backend with device.Streams.
+// One that fails records nothing: wait for the work on st before the next call
+// on the snapshot, which could otherwise free the blocks under it.
 func (v *CtxSnapshot) RecordStream(st device.Stream) error {
 	return _Ctx_snap(v).RecordStream(st)
 }

@@ -315,6 +315,8 @@ func (s *CtxWState) ReadAsync(st device.Stream, dst *CtxW, from, to int) error {
 // replaced by copy-on-write, the pool keeps them pending, neither reused nor
 // zeroed for another owner, until an event recorded on st after that work
 // completes; the caller never waits. It needs a backend with device.Streams.
+// One that fails records nothing: wait for the work on st before the next call
+// on the state, which could otherwise free or copy the blocks under it.
 func (s *CtxWState) RecordStream(st device.Stream) error {
 	return _CtxW_head(s).RecordStream(st)
 }
@@ -502,6 +504,8 @@ func (v *CtxWSnapshot) ReadAsync(st device.Stream, dst *CtxW, from, to int) erro
 // replaced by copy-on-write, the pool keeps them pending, neither reused nor
 // zeroed for another owner, until an event recorded on st after that work
 // completes; the caller never waits. It needs a backend with device.Streams.
+// One that fails records nothing: wait for the work on st before the next call
+// on the snapshot, which could otherwise free the blocks under it.
 func (v *CtxWSnapshot) RecordStream(st device.Stream) error {
 	return _CtxW_snap(v).RecordStream(st)
 }

@@ -320,6 +320,8 @@ func (s *RecCState) ReadAsync(st device.Stream, dst *RecC, from, to int) error {
 // replaced by copy-on-write, the pool keeps them pending, neither reused nor
 // zeroed for another owner, until an event recorded on st after that work
 // completes; the caller never waits. It needs a backend with device.Streams.
+// One that fails records nothing: wait for the work on st before the next call
+// on the state, which could otherwise free or copy the blocks under it.
 func (s *RecCState) RecordStream(st device.Stream) error {
 	return _RecC_head(s).RecordStream(st)
 }
@@ -472,6 +474,8 @@ func (v *RecCSnapshot) ReadAsync(st device.Stream, dst *RecC, from, to int) erro
 // replaced by copy-on-write, the pool keeps them pending, neither reused nor
 // zeroed for another owner, until an event recorded on st after that work
 // completes; the caller never waits. It needs a backend with device.Streams.
+// One that fails records nothing: wait for the work on st before the next call
+// on the snapshot, which could otherwise free the blocks under it.
 func (v *RecCSnapshot) RecordStream(st device.Stream) error {
 	return _RecC_snap(v).RecordStream(st)
 }

@@ -371,6 +371,8 @@ func (s *RecRState) ReadAsync(st device.Stream, dst *RecR, from, to int) error {
 // replaced by copy-on-write, the pool keeps them pending, neither reused nor
 // zeroed for another owner, until an event recorded on st after that work
 // completes; the caller never waits. It needs a backend with device.Streams.
+// One that fails records nothing: wait for the work on st before the next call
+// on the state, which could otherwise free or copy the blocks under it.
 func (s *RecRState) RecordStream(st device.Stream) error {
 	return _RecR_head(s).RecordStream(st)
 }
@@ -523,6 +525,8 @@ func (v *RecRSnapshot) ReadAsync(st device.Stream, dst *RecR, from, to int) erro
 // replaced by copy-on-write, the pool keeps them pending, neither reused nor
 // zeroed for another owner, until an event recorded on st after that work
 // completes; the caller never waits. It needs a backend with device.Streams.
+// One that fails records nothing: wait for the work on st before the next call
+// on the snapshot, which could otherwise free the blocks under it.
 func (v *RecRSnapshot) RecordStream(st device.Stream) error {
 	return _RecR_snap(v).RecordStream(st)
 }

@@ -263,6 +263,8 @@ func (s *EventsState) ReadAsync(st device.Stream, dst *Events, from, to int) err
 // replaced by copy-on-write, the pool keeps them pending, neither reused nor
 // zeroed for another owner, until an event recorded on st after that work
 // completes; the caller never waits. It needs a backend with device.Streams.
+// One that fails records nothing: wait for the work on st before the next call
+// on the state, which could otherwise free or copy the blocks under it.
 func (s *EventsState) RecordStream(st device.Stream) error {
 	return _Events_head(s).RecordStream(st)
 }
@@ -430,6 +432,8 @@ func (v *EventsSnapshot) ReadAsync(st device.Stream, dst *Events, from, to int) 
 // replaced by copy-on-write, the pool keeps them pending, neither reused nor
 // zeroed for another owner, until an event recorded on st after that work
 // completes; the caller never waits. It needs a backend with device.Streams.
+// One that fails records nothing: wait for the work on st before the next call
+// on the snapshot, which could otherwise free the blocks under it.
 func (v *EventsSnapshot) RecordStream(st device.Stream) error {
 	return _Events_snap(v).RecordStream(st)
 }

@@ -277,6 +277,8 @@ func (s *PromptCacheState) ReadAsync(st device.Stream, dst *PromptCache, from, t
 // replaced by copy-on-write, the pool keeps them pending, neither reused nor
 // zeroed for another owner, until an event recorded on st after that work
 // completes; the caller never waits. It needs a backend with device.Streams.
+// One that fails records nothing: wait for the work on st before the next call
+// on the state, which could otherwise free or copy the blocks under it.
 func (s *PromptCacheState) RecordStream(st device.Stream) error {
 	return _PromptCache_head(s).RecordStream(st)
 }

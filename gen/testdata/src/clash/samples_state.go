@@ -267,6 +267,8 @@ func (s *SamplesState) ReadAsync(st gpustatedevice.Stream, dst *Samples, from, t
 // replaced by copy-on-write, the pool keeps them pending, neither reused nor
 // zeroed for another owner, until an event recorded on st after that work
 // completes; the caller never waits. It needs a backend with device.Streams.
+// One that fails records nothing: wait for the work on st before the next call
+// on the state, which could otherwise free or copy the blocks under it.
 func (s *SamplesState) RecordStream(st gpustatedevice.Stream) error {
 	return _Samples_head(s).RecordStream(st)
 }
@@ -424,6 +426,8 @@ func (v *SamplesSnapshot) ReadAsync(st gpustatedevice.Stream, dst *Samples, from
 // replaced by copy-on-write, the pool keeps them pending, neither reused nor
 // zeroed for another owner, until an event recorded on st after that work
 // completes; the caller never waits. It needs a backend with device.Streams.
+// One that fails records nothing: wait for the work on st before the next call
+// on the snapshot, which could otherwise free the blocks under it.
 func (v *SamplesSnapshot) RecordStream(st gpustatedevice.Stream) error {
 	return _Samples_snap(v).RecordStream(st)
 }

@@ -400,6 +400,8 @@ func (s *KVCacheState) ReadAsync(st device.Stream, dst *KVCache, from, to int) e
 // replaced by copy-on-write, the pool keeps them pending, neither reused nor
 // zeroed for another owner, until an event recorded on st after that work
 // completes; the caller never waits. It needs a backend with device.Streams.
+// One that fails records nothing: wait for the work on st before the next call
+// on the state, which could otherwise free or copy the blocks under it.
 func (s *KVCacheState) RecordStream(st device.Stream) error {
 	return _KVCache_head(s).RecordStream(st)
 }
@@ -590,6 +592,8 @@ func (v *KVCacheSnapshot) ReadAsync(st device.Stream, dst *KVCache, from, to int
 // replaced by copy-on-write, the pool keeps them pending, neither reused nor
 // zeroed for another owner, until an event recorded on st after that work
 // completes; the caller never waits. It needs a backend with device.Streams.
+// One that fails records nothing: wait for the work on st before the next call
+// on the snapshot, which could otherwise free the blocks under it.
 func (v *KVCacheSnapshot) RecordStream(st device.Stream) error {
 	return _KVCache_snap(v).RecordStream(st)
 }

@@ -292,6 +292,8 @@ func (s *LogState) ReadAsync(st device.Stream, dst *Log, from, to int) error {
 // replaced by copy-on-write, the pool keeps them pending, neither reused nor
 // zeroed for another owner, until an event recorded on st after that work
 // completes; the caller never waits. It needs a backend with device.Streams.
+// One that fails records nothing: wait for the work on st before the next call
+// on the state, which could otherwise free or copy the blocks under it.
 func (s *LogState) RecordStream(st device.Stream) error {
 	return _Log_head(s).RecordStream(st)
 }
@@ -453,6 +455,8 @@ func (v *LogSnapshot) ReadAsync(st device.Stream, dst *Log, from, to int) error 
 // replaced by copy-on-write, the pool keeps them pending, neither reused nor
 // zeroed for another owner, until an event recorded on st after that work
 // completes; the caller never waits. It needs a backend with device.Streams.
+// One that fails records nothing: wait for the work on st before the next call
+// on the snapshot, which could otherwise free the blocks under it.
 func (v *LogSnapshot) RecordStream(st device.Stream) error {
 	return _Log_snap(v).RecordStream(st)
 }

@@ -264,6 +264,8 @@ func (s *PrivateState) ReadAsync(st device.Stream, dst *Private, from, to int) e
 // replaced by copy-on-write, the pool keeps them pending, neither reused nor
 // zeroed for another owner, until an event recorded on st after that work
 // completes; the caller never waits. It needs a backend with device.Streams.
+// One that fails records nothing: wait for the work on st before the next call
+// on the state, which could otherwise free or copy the blocks under it.
 func (s *PrivateState) RecordStream(st device.Stream) error {
 	return _Private_head(s).RecordStream(st)
 }
@@ -421,6 +423,8 @@ func (v *PrivateSnapshot) ReadAsync(st device.Stream, dst *Private, from, to int
 // replaced by copy-on-write, the pool keeps them pending, neither reused nor
 // zeroed for another owner, until an event recorded on st after that work
 // completes; the caller never waits. It needs a backend with device.Streams.
+// One that fails records nothing: wait for the work on st before the next call
+// on the snapshot, which could otherwise free the blocks under it.
 func (v *PrivateSnapshot) RecordStream(st device.Stream) error {
 	return _Private_snap(v).RecordStream(st)
 }

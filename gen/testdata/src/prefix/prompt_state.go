@@ -364,6 +364,8 @@ func (s *PromptState) ReadAsync(st device.Stream, dst *Prompt, from, to int) err
 // replaced by copy-on-write, the pool keeps them pending, neither reused nor
 // zeroed for another owner, until an event recorded on st after that work
 // completes; the caller never waits. It needs a backend with device.Streams.
+// One that fails records nothing: wait for the work on st before the next call
+// on the state, which could otherwise free or copy the blocks under it.
 func (s *PromptState) RecordStream(st device.Stream) error {
 	return _Prompt_head(s).RecordStream(st)
 }
@@ -553,6 +555,8 @@ func (v *PromptSnapshot) ReadAsync(st device.Stream, dst *Prompt, from, to int) 
 // replaced by copy-on-write, the pool keeps them pending, neither reused nor
 // zeroed for another owner, until an event recorded on st after that work
 // completes; the caller never waits. It needs a backend with device.Streams.
+// One that fails records nothing: wait for the work on st before the next call
+// on the snapshot, which could otherwise free the blocks under it.
 func (v *PromptSnapshot) RecordStream(st device.Stream) error {
 	return _Prompt_snap(v).RecordStream(st)
 }

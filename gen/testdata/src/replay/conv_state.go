@@ -328,6 +328,8 @@ func (s *ConvState) ReadAsync(st device.Stream, dst *Conv, from, to int) error {
 // replaced by copy-on-write, the pool keeps them pending, neither reused nor
 // zeroed for another owner, until an event recorded on st after that work
 // completes; the caller never waits. It needs a backend with device.Streams.
+// One that fails records nothing: wait for the work on st before the next call
+// on the state, which could otherwise free or copy the blocks under it.
 func (s *ConvState) RecordStream(st device.Stream) error {
 	return _Conv_head(s).RecordStream(st)
 }
@@ -479,6 +481,8 @@ func (v *ConvSnapshot) ReadAsync(st device.Stream, dst *Conv, from, to int) erro
 // replaced by copy-on-write, the pool keeps them pending, neither reused nor
 // zeroed for another owner, until an event recorded on st after that work
 // completes; the caller never waits. It needs a backend with device.Streams.
+// One that fails records nothing: wait for the work on st before the next call
+// on the snapshot, which could otherwise free the blocks under it.
 func (v *ConvSnapshot) RecordStream(st device.Stream) error {
 	return _Conv_snap(v).RecordStream(st)
 }

@@ -345,6 +345,8 @@ func (s *RecurrentState) ReadAsync(st device.Stream, dst *Recurrent, from, to in
 // replaced by copy-on-write, the pool keeps them pending, neither reused nor
 // zeroed for another owner, until an event recorded on st after that work
 // completes; the caller never waits. It needs a backend with device.Streams.
+// One that fails records nothing: wait for the work on st before the next call
+// on the state, which could otherwise free or copy the blocks under it.
 func (s *RecurrentState) RecordStream(st device.Stream) error {
 	return _Recurrent_head(s).RecordStream(st)
 }
@@ -502,6 +504,8 @@ func (v *RecurrentSnapshot) ReadAsync(st device.Stream, dst *Recurrent, from, to
 // replaced by copy-on-write, the pool keeps them pending, neither reused nor
 // zeroed for another owner, until an event recorded on st after that work
 // completes; the caller never waits. It needs a backend with device.Streams.
+// One that fails records nothing: wait for the work on st before the next call
+// on the snapshot, which could otherwise free the blocks under it.
 func (v *RecurrentSnapshot) RecordStream(st device.Stream) error {
 	return _Recurrent_snap(v).RecordStream(st)
 }

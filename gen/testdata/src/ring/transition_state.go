@@ -317,6 +317,8 @@ func (s *TransitionState) ReadAsync(st device.Stream, dst *Transition, from, to 
 // replaced by copy-on-write, the pool keeps them pending, neither reused nor
 // zeroed for another owner, until an event recorded on st after that work
 // completes; the caller never waits. It needs a backend with device.Streams.
+// One that fails records nothing: wait for the work on st before the next call
+// on the state, which could otherwise free or copy the blocks under it.
 func (s *TransitionState) RecordStream(st device.Stream) error {
 	return _Transition_head(s).RecordStream(st)
 }
@@ -513,6 +515,8 @@ func (v *TransitionSnapshot) ReadAsync(st device.Stream, dst *Transition, from, 
 // replaced by copy-on-write, the pool keeps them pending, neither reused nor
 // zeroed for another owner, until an event recorded on st after that work
 // completes; the caller never waits. It needs a backend with device.Streams.
+// One that fails records nothing: wait for the work on st before the next call
+// on the snapshot, which could otherwise free the blocks under it.
 func (v *TransitionSnapshot) RecordStream(st device.Stream) error {
 	return _Transition_snap(v).RecordStream(st)
 }

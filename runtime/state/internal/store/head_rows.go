@@ -233,7 +233,9 @@ func (h *Head) BlockTable() (*BlockTable, error) {
 // RecordStream says that work queued on st uses the rows h holds now: the
 // blocks that hold them are not reused, zeroed for another owner or freed
 // until that work has completed, whatever happens to h meanwhile. It needs
-// a backend with device.Streams; it never waits.
+// a backend with device.Streams; it never waits. One that fails records
+// nothing, as a failed call changes nothing: its caller waits for the work
+// on st before the next call on h.
 func (h *Head) RecordStream(st device.Stream) error {
 	// No registration of kernel-written blocks at the start of this call:
 	// the kernel st runs may be the one writing them (docs/INTERNALS.md).
