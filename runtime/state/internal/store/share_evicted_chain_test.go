@@ -1,6 +1,10 @@
 package store
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/gpustate/gpustate/runtime/device"
+)
 
 // TestShareRegistersAfterItsChainWasEvicted: a head whose blocks were
 // registered as another head's entries (the same keys, cached first)
@@ -20,6 +24,34 @@ func TestShareRegistersAfterItsChainWasEvicted(t *testing.T) {
 	evictCached(t, p)
 
 	check(t, x.Append(promptRows(toks, 8, 16)))
+	probe := must[*Head](t)(p.NewSharedHead(l, "probe", "d"))
+	defer probe.Release()
+	if n := must[int](t)(probe.AdoptPrefix(keyBytes(toks))); n != 16 {
+		t.Fatalf("a prompt of the live head's keys adopted %d rows, want 16", n)
+	}
+	samePrompt(t, "the adopted rows", readPrompt(t, probe), readPrompt(t, x))
+}
+
+// TestShareRegistersDeviceRowsAfterItsChainWasEvicted is
+// TestShareRegistersAfterItsChainWasEvicted with the later rows written
+// through AppendDevice's spans: the next call registers them, reading
+// back the keys of every block from where the head's own entries end.
+func TestShareRegistersDeviceRowsAfterItsChainWasEvicted(t *testing.T) {
+	l := prompt(4, 64)
+	p := newPool(t, PoolOptions{BlockBytes: 256})
+	toks := tokens(1, 16)
+	w, _ := session(t, p, l, "w", "d", toks[:8])
+	x := must[*Head](t)(p.NewSharedHead(l, "x", "d"))
+	defer x.Release()
+	check(t, x.Append(promptRows(toks, 0, 8)))
+	check(t, w.Release())
+	evictCached(t, p)
+
+	spans := must[[][]device.Span](t)(x.AppendDevice(8))
+	kernelFill(t, p.Backend(), spans, promptRows(toks, 8, 16), []int{32, 4})
+	if _, err := x.Spans(0, 1); err != nil { // the next call on x
+		t.Fatal(err)
+	}
 	probe := must[*Head](t)(p.NewSharedHead(l, "probe", "d"))
 	defer probe.Release()
 	if n := must[int](t)(probe.AdoptPrefix(keyBytes(toks))); n != 16 {
