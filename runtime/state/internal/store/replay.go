@@ -57,16 +57,24 @@ func (x *history) runHost(h *Head, f HostStepper, spans [][]device.Span, in [][]
 		}
 		buf := make([]byte, k)
 		if err := eachSpan(ss, rowBytes[c], buf, func(p device.Ptr, part []byte) error { return b.CopyDtoH(part, p) }); err != nil {
-			return err
+			return rowsUntouched{err} // the step has not run
 		}
 		dst[c], rows[c], copied[c] = buf, buf, true
 	}
+	// Until the copies back, the state's rows are as they were, unless
+	// the step was handed some in place.
+	untouched := func(err error) error {
+		if slices.Contains(copied, false) {
+			return err
+		}
+		return rowsUntouched{err}
+	}
 	if err := f.StepHost(rows, in); err != nil {
-		return err
+		return untouched(err)
 	}
 	for c := range spans {
 		if len(rows[c]) != len(dst[c]) {
-			return fmt.Errorf("the step left %d bytes of column %d, the state holds %d: %w", len(rows[c]), c, len(dst[c]), ErrShape)
+			return untouched(fmt.Errorf("the step left %d bytes of column %d, the state holds %d: %w", len(rows[c]), c, len(dst[c]), ErrShape))
 		}
 		if len(dst[c]) == 0 || &rows[c][0] == &dst[c][0] {
 			continue
@@ -93,6 +101,15 @@ func (x *history) runHost(h *Head, f HostStepper, spans [][]device.Span, in [][]
 	}
 	return nil
 }
+
+// rowsUntouched is the error of a host step that failed before anything
+// wrote the state's rows: a copy of them to the host failed, or the step
+// failed on copies of them. Step then gives the write's blocks back and
+// rebuilds nothing.
+type rowsUntouched struct{ err error }
+
+func (e rowsUntouched) Error() string { return e.err.Error() }
+func (e rowsUntouched) Unwrap() error { return e.err }
 
 // overlap reports whether a and b share a byte.
 func overlap(a, b []byte) bool {
@@ -187,6 +204,10 @@ func (x *history) step(h *Head, in [][]byte, verify bool, f stepFunc) error {
 		panic(panicked.v) // the head is as before; the panic is the caller's
 	}
 	if ferr != nil {
+		if errors.As(ferr, new(rowsUntouched)) {
+			tx.h.pool.free(tx.undo(nil))
+			return tx.h.errorf(tx.op, "the step function failed: %w", ferr)
+		}
 		ferr = fmt.Errorf("the step function failed: %w", ferr)
 	} else if verify {
 		if rec.hash, ferr = h.hist.hashRows(h, spans); ferr != nil {

@@ -1,0 +1,79 @@
+package store
+
+import (
+	"bytes"
+	"errors"
+	"testing"
+
+	"github.com/gpustate/gpustate/runtime/device"
+	"github.com/gpustate/gpustate/runtime/state/internal/statetest"
+)
+
+// TestStepHostFailedBeforeWritingRebuildsNothing: on a backend whose
+// memory is not the host's, a StepHost that fails before its rows are
+// copied back (the copy of the rows to the host failed, or the step failed
+// on that copy) leaves the state's rows as they were, so the call gives
+// back what it took and rebuilds nothing: no recorded step runs again,
+// and the pool holds what it held. It used to rebuild the version from its
+// checkpoint by replaying every step since.
+func TestStepHostFailedBeforeWritingRebuildsNothing(t *testing.T) {
+	f := statetest.NewFaults(device.Host())
+	p, err := NewPool(f, PoolOptions{BlockBytes: 4096})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	h := must[*Head](t)(p.NewHead(recLayout(100, 2, Keep), "me"))
+	defer h.Release()
+	in := [][]byte{{1, 2, 3}}
+	replayed := 0
+	counted := func(rows, in [][]byte) ([][]byte, error) {
+		replayed++
+		return hostRecur(rows, in)
+	}
+	for range 3 {
+		check(t, h.StepHost(in, true, counted))
+	}
+	v, want := h.Version(), [][]byte{make([]byte, 10*16), make([]byte, 10*8)}
+	check(t, h.Read(0, 10, want))
+	before := p.Stats()
+
+	for name, c := range map[string]struct {
+		arm  func()
+		step func(rows, in [][]byte) ([][]byte, error)
+		want error
+	}{
+		"copy to the host": {func() { f.ArmMethod("CopyDtoH", 0) }, hostRecur, statetest.ErrInjected},
+		"the step":         {func() {}, func(rows, in [][]byte) ([][]byte, error) { clear(rows[0]); return nil, errStep }, errStep},
+		"a short column":   {func() {}, func(rows, in [][]byte) ([][]byte, error) { return [][]byte{rows[0][1:], rows[1]}, nil }, ErrShape},
+	} {
+		replayed = 0
+		c.arm()
+		err := h.StepHost(in, true, c.step)
+		f.Disarm()
+		if !errors.Is(err, c.want) {
+			t.Fatalf("%s: StepHost answered %v, want %v", name, err, c.want)
+		}
+		if replayed != 0 {
+			t.Errorf("%s: the failed StepHost replayed %d recorded steps, want none", name, replayed)
+		}
+		if after := p.Stats(); after.PhysicalBytes != before.PhysicalBytes || after.Blocks != before.Blocks {
+			t.Errorf("%s: the failed StepHost changed the pool: %d bytes in %d blocks, was %d in %d", name,
+				after.PhysicalBytes, after.Blocks, before.PhysicalBytes, before.Blocks)
+		}
+		got := [][]byte{make([]byte, 10*16), make([]byte, 10*8)}
+		check(t, h.Read(0, 10, got))
+		if h.Version() != v || !bytes.Equal(got[0], want[0]) || !bytes.Equal(got[1], want[1]) {
+			t.Errorf("%s: the failed StepHost changed the head", name)
+		}
+	}
+	// A step after them runs on the rows as they were.
+	check(t, h.StepHost(in, true, hostRecur))
+	next := [][]byte{bytes.Clone(want[0]), bytes.Clone(want[1])}
+	recur(next, in)
+	got := [][]byte{make([]byte, 10*16), make([]byte, 10*8)}
+	check(t, h.Read(0, 10, got))
+	if !bytes.Equal(got[0], next[0]) || !bytes.Equal(got[1], next[1]) {
+		t.Error("a step after the failed ones made other rows than one step from the rows before")
+	}
+}
