@@ -12,52 +12,43 @@ import (
 // its chain starts again from what the cache still holds, and a prompt of
 // its keys adopts every full block it holds. The chain used to end at the
 // evicted entry, so that a live head's later blocks were never cached.
+// The later rows come from the host (Append) or from a kernel through
+// AppendDevice's spans, registered at the next call, which reads back the
+// keys of every block from where the head's own entries end.
 func TestShareRegistersAfterItsChainWasEvicted(t *testing.T) {
-	l := prompt(4, 64)
-	p := newPool(t, PoolOptions{BlockBytes: 256})
-	toks := tokens(1, 16)
-	w, _ := session(t, p, l, "w", "d", toks[:8]) // caches blocks 0 and 1 first
-	x := must[*Head](t)(p.NewSharedHead(l, "x", "d"))
-	defer x.Release()
-	check(t, x.Append(promptRows(toks, 0, 8))) // the same keys: its chain goes on w's entries
-	check(t, w.Release())
-	evictCached(t, p)
+	for _, tc := range []struct {
+		name   string
+		append func(t *testing.T, p *Pool, x *Head, rows [][]byte)
+	}{
+		{"host", func(t *testing.T, _ *Pool, x *Head, rows [][]byte) { check(t, x.Append(rows)) }},
+		{"device", func(t *testing.T, p *Pool, x *Head, rows [][]byte) {
+			spans := must[[][]device.Span](t)(x.AppendDevice(8))
+			kernelFill(t, p.Backend(), spans, rows, []int{32, 4})
+			if _, err := x.Spans(0, 1); err != nil { // the next call on x
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := prompt(4, 64)
+			p := newPool(t, PoolOptions{BlockBytes: 256})
+			toks := tokens(1, 16)
+			w, _ := session(t, p, l, "w", "d", toks[:8]) // caches blocks 0 and 1 first
+			x := must[*Head](t)(p.NewSharedHead(l, "x", "d"))
+			defer x.Release()
+			check(t, x.Append(promptRows(toks, 0, 8))) // the same keys: its chain goes on w's entries
+			check(t, w.Release())
+			evictCached(t, p)
 
-	check(t, x.Append(promptRows(toks, 8, 16)))
-	probe := must[*Head](t)(p.NewSharedHead(l, "probe", "d"))
-	defer probe.Release()
-	if n := must[int](t)(probe.AdoptPrefix(keyBytes(toks))); n != 16 {
-		t.Fatalf("a prompt of the live head's keys adopted %d rows, want 16", n)
+			tc.append(t, p, x, promptRows(toks, 8, 16))
+			probe := must[*Head](t)(p.NewSharedHead(l, "probe", "d"))
+			defer probe.Release()
+			if n := must[int](t)(probe.AdoptPrefix(keyBytes(toks))); n != 16 {
+				t.Fatalf("a prompt of the live head's keys adopted %d rows, want 16", n)
+			}
+			samePrompt(t, "the adopted rows", readPrompt(t, probe), readPrompt(t, x))
+		})
 	}
-	samePrompt(t, "the adopted rows", readPrompt(t, probe), readPrompt(t, x))
-}
-
-// TestShareRegistersDeviceRowsAfterItsChainWasEvicted is
-// TestShareRegistersAfterItsChainWasEvicted with the later rows written
-// through AppendDevice's spans: the next call registers them, reading
-// back the keys of every block from where the head's own entries end.
-func TestShareRegistersDeviceRowsAfterItsChainWasEvicted(t *testing.T) {
-	l := prompt(4, 64)
-	p := newPool(t, PoolOptions{BlockBytes: 256})
-	toks := tokens(1, 16)
-	w, _ := session(t, p, l, "w", "d", toks[:8])
-	x := must[*Head](t)(p.NewSharedHead(l, "x", "d"))
-	defer x.Release()
-	check(t, x.Append(promptRows(toks, 0, 8)))
-	check(t, w.Release())
-	evictCached(t, p)
-
-	spans := must[[][]device.Span](t)(x.AppendDevice(8))
-	kernelFill(t, p.Backend(), spans, promptRows(toks, 8, 16), []int{32, 4})
-	if _, err := x.Spans(0, 1); err != nil { // the next call on x
-		t.Fatal(err)
-	}
-	probe := must[*Head](t)(p.NewSharedHead(l, "probe", "d"))
-	defer probe.Release()
-	if n := must[int](t)(probe.AdoptPrefix(keyBytes(toks))); n != 16 {
-		t.Fatalf("a prompt of the live head's keys adopted %d rows, want 16", n)
-	}
-	samePrompt(t, "the adopted rows", readPrompt(t, probe), readPrompt(t, x))
 }
 
 // TestShareForgottenChainStaysForgotten: after ForgetPrefixes, the blocks
