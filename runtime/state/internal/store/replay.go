@@ -204,10 +204,6 @@ func (x *history) step(h *Head, in [][]byte, verify bool, f stepFunc) error {
 		panic(panicked.v) // the head is as before; the panic is the caller's
 	}
 	if ferr != nil {
-		if errors.As(ferr, new(rowsUntouched)) {
-			tx.h.pool.free(tx.undo(nil))
-			return tx.h.errorf(tx.op, "the step function failed: %w", ferr)
-		}
 		ferr = fmt.Errorf("the step function failed: %w", ferr)
 	} else if verify {
 		if rec.hash, ferr = h.hist.hashRows(h, spans); ferr != nil {
@@ -264,11 +260,15 @@ func runStep(h *Head, f stepFunc, spans [][]device.Span, in [][]byte) (err error
 
 // abortStep is writeTx.abort for a step: the write's blocks given back
 // (undo), and the version before rebuilt where the step function wrote
-// rows in place (restoreInPlace).
+// rows in place (restoreInPlace), unless err says it wrote none
+// (rowsUntouched).
 func (tx *writeTx) abortStep(err error) error {
-	back, rerr := restoreInPlace(tx, tx.undo(nil))
-	if rerr != nil {
-		err = fmt.Errorf("%w; rebuilding the version before it: %w", err, rerr)
+	back := tx.undo(nil)
+	if !errors.As(err, new(rowsUntouched)) {
+		var rerr error
+		if back, rerr = restoreInPlace(tx, back); rerr != nil {
+			err = fmt.Errorf("%w; rebuilding the version before it: %w", err, rerr)
+		}
 	}
 	tx.h.pool.free(back)
 	return tx.h.errorf(tx.op, "%w", err)
