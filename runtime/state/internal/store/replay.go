@@ -111,6 +111,15 @@ type rowsUntouched struct{ err error }
 func (e rowsUntouched) Error() string { return e.err.Error() }
 func (e rowsUntouched) Unwrap() error { return e.err }
 
+// failedStep says err is the step function's, keeping a rowsUntouched
+// that runHost answered at the top.
+func failedStep(err error) error {
+	if u, ok := err.(rowsUntouched); ok {
+		return rowsUntouched{failedStep(u.err)}
+	}
+	return fmt.Errorf("the step function failed: %w", err)
+}
+
 // overlap reports whether a and b share a byte.
 func overlap(a, b []byte) bool {
 	if len(a) == 0 || len(b) == 0 {
@@ -204,7 +213,7 @@ func (x *history) step(h *Head, in [][]byte, verify bool, f stepFunc) error {
 		panic(panicked.v) // the head is as before; the panic is the caller's
 	}
 	if ferr != nil {
-		ferr = fmt.Errorf("the step function failed: %w", ferr)
+		ferr = failedStep(ferr)
 	} else if verify {
 		if rec.hash, ferr = h.hist.hashRows(h, spans); ferr != nil {
 			ferr = fmt.Errorf("hashing the rows the step produced: %w", ferr)
@@ -261,10 +270,11 @@ func runStep(h *Head, f stepFunc, spans [][]device.Span, in [][]byte) (err error
 // abortStep is writeTx.abort for a step: the write's blocks given back
 // (undo), and the version before rebuilt where the step function wrote
 // rows in place (restoreInPlace), unless err says it wrote none
-// (rowsUntouched).
+// (rowsUntouched, err itself: runHost's own, not one that a step function
+// returned, which may wrap another step's).
 func (tx *writeTx) abortStep(err error) error {
 	back := tx.undo(nil)
-	if !errors.As(err, new(rowsUntouched)) {
+	if _, untouched := err.(rowsUntouched); !untouched {
 		var rerr error
 		if back, rerr = restoreInPlace(tx, back); rerr != nil {
 			err = fmt.Errorf("%w; rebuilding the version before it: %w", err, rerr)

@@ -251,8 +251,10 @@ func (s *sharing) fullIf(h *Head, arm bool) {
 		// which was evicted since: the head finds its place in the cache
 		// again, by its own blocks, and registers from there, reading
 		// back the keys it no longer holds. Its own entries are not
-		// evicted while it holds their blocks, so once is enough.
-		s.resync(h)
+		// evicted while it holds their blocks, so once is enough. Its
+		// version is the same: the events that say which rows the
+		// kernels wrote still hold (rematch, not resync).
+		s.rematch(h)
 		s.registerFull(h, arm)
 	}
 }
@@ -406,7 +408,7 @@ func (c *prefixCache) register(t *prefixTable, parent *prefixEntry, key int, key
 	if parent != nil && parent.gone {
 		// Forgotten, what follows it cannot be adopted; evicted, it can,
 		// from another chain.
-		return parent, !parent.forgotten
+		return parent, parent.epoch == t.forgets
 	}
 	for i, bs := range blks {
 		k := keys[i*blockKeys : (i+1)*blockKeys]
@@ -416,12 +418,12 @@ func (c *prefixCache) register(t *prefixTable, parent *prefixEntry, key int, key
 		}
 		for _, b := range bs {
 			if _, ok := c.refs[b]; ok {
-				return &prefixEntry{gone: true, forgotten: true}, false // the chain stops: nothing follows it
+				return &prefixEntry{gone: true, epoch: -1}, false // the chain stops: nothing follows it
 			}
 		}
 		e := &prefixEntry{
 			tab: t, hash: c.chainHash(hashOf(parent), k), parent: parent,
-			keys: bytes.Clone(k), blks: bs, key: key, owner: owner,
+			keys: bytes.Clone(k), blks: bs, key: key, owner: owner, epoch: t.forgets,
 		}
 		for _, b := range bs {
 			b.Retain() // the head holds it too: the entry is not free
@@ -440,8 +442,15 @@ func (s *sharing) resync(h *Head) {
 	if s.tab == nil {
 		return
 	}
-	s.reg, s.last, s.tail, s.known = 0, nil, s.tail[:0], 0
 	s.dropWaits()
+	s.rematch(h)
+}
+
+// rematch is resync for a version that has not changed (its chain's last
+// entry was evicted): the batches of events recorded on its streams, and
+// the rows they cover, still hold. h.mu is held.
+func (s *sharing) rematch(h *Head) {
+	s.reg, s.last, s.tail, s.known = 0, nil, s.tail[:0], 0
 	if h.r == nil {
 		return
 	}
@@ -503,13 +512,14 @@ func (c *prefixCache) forget(d Domain) []*block {
 				}
 				gone = append(gone, e.blks...)
 				c.free.remove(e)
-				e.kids, e.gone, e.forgotten = 0, true, true
+				e.kids, e.gone = 0, true
 			}
 		}
 		// A table heads still register in stays: the blocks they fill
 		// after the forgotten ones start no chain in it.
 		clear(t.buckets)
 		t.n = 0
+		t.forgets++ // and entries evicted before, which heads' chains may end at
 		c.dropEmptyLocked(t)
 	}
 	c.mu.Unlock()

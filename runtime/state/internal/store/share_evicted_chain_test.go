@@ -84,3 +84,69 @@ func evictCached(t *testing.T, p *Pool) {
 		}
 	}
 }
+
+// TestSharePollRegistersAfterItsChainWasEvicted: a shared head with a
+// stream recorded on it, whose chain went on from another head's entries
+// of the same keys, appends a kernel's rows after those were evicted and
+// goes idle; an adoption that polls it (pollWaiting) registers its blocks.
+// The poll found its place again with resync, which dropped the events
+// that said the kernel was done, so the rows were never cached, not even
+// at the writer's Release.
+func TestSharePollRegistersAfterItsChainWasEvicted(t *testing.T) {
+	l := prompt(4, 64)
+	p := newPool(t, PoolOptions{BlockBytes: 256})
+	st := must[device.Stream](t)(p.Backend().(device.Streams).NewStream())
+	defer st.Close()
+	toks := tokens(1, 16)
+	w, _ := session(t, p, l, "w", "d", toks[:8])
+	x := must[*Head](t)(p.NewSharedHead(l, "x", "d"))
+	check(t, x.RecordStream(st))
+	spans := must[[][]device.Span](t)(x.AppendDevice(8))
+	kernelFill(t, p.Backend(), spans, promptRows(toks, 0, 8), []int{32, 4})
+	_ = must[[][]device.Span](t)(x.Spans(0, 1)) // records a batch
+	check(t, st.Sync())
+	_ = must[[][]device.Span](t)(x.Spans(0, 1)) // its chain goes on w's entries
+	check(t, w.Release())
+	evictCached(t, p)
+
+	spans = must[[][]device.Span](t)(x.AppendDevice(8))
+	kernelFill(t, p.Backend(), spans, promptRows(toks, 8, 16), []int{32, 4})
+	_ = must[[][]device.Span](t)(x.Spans(0, 1)) // records a batch
+	check(t, st.Sync())
+	// x is idle from here on; adoptions poll it.
+	for i := range 2 {
+		probe := must[*Head](t)(p.NewSharedHead(l, "probe", "d"))
+		if n := must[int](t)(probe.AdoptPrefix(keyBytes(toks))); n != 16 {
+			t.Errorf("adoption %d of the idle writer's keys adopted %d rows, want 16", i, n)
+		}
+		check(t, probe.Release())
+	}
+	check(t, x.Release())
+	probe := must[*Head](t)(p.NewSharedHead(l, "probe", "d"))
+	defer probe.Release()
+	if n := must[int](t)(probe.AdoptPrefix(keyBytes(toks))); n != 16 {
+		t.Errorf("after the writer's release a prompt of its keys adopted %d rows, want 16", n)
+	}
+}
+
+// TestShareForgetAfterEvictionStaysForgotten is
+// TestShareForgottenChainStaysForgotten where the chain's last entry was
+// evicted before ForgetPrefixes: an evicted entry is forgotten too.
+func TestShareForgetAfterEvictionStaysForgotten(t *testing.T) {
+	l := prompt(4, 64)
+	p := newPool(t, PoolOptions{BlockBytes: 256})
+	toks := tokens(1, 16)
+	w, _ := session(t, p, l, "w", "d", toks[:8])
+	x := must[*Head](t)(p.NewSharedHead(l, "x", "d"))
+	defer x.Release()
+	check(t, x.Append(promptRows(toks, 0, 8)))
+	check(t, w.Release())
+	evictCached(t, p)
+	p.ForgetPrefixes("d")
+	check(t, x.Append(promptRows(toks, 8, 16)))
+	probe := must[*Head](t)(p.NewSharedHead(l, "probe", "d"))
+	defer probe.Release()
+	if n := must[int](t)(probe.AdoptPrefix(keyBytes(toks))); n != 0 {
+		t.Fatalf("a prompt of keys forgotten by ForgetPrefixes adopted %d rows, want 0", n)
+	}
+}

@@ -52,6 +52,9 @@ type prefixTable struct {
 	buckets map[uint64][]*prefixEntry
 	n       int // entries
 	heads   int // live heads that register in it
+	// forgets counts the ForgetPrefixes calls that emptied it: an entry
+	// added before the last one was forgotten (prefixEntry.epoch).
+	forgets int
 	// waiting lists the heads with blocks a kernel filled whose events
 	// are recorded but not yet seen complete, which adoptions poll
 	// (sharedHead).
@@ -71,11 +74,13 @@ type prefixEntry struct {
 	owner  Owner    // the owner that registered it
 	used   uint64   // the pool's use clock when it last joined the free list
 	gone   bool     // taken out of the cache (evicted or forgotten)
-	// forgotten says nothing registers after the entry: ForgetPrefixes
-	// took it, or it stands for a block another chain holds. An entry
-	// evicted for room is gone but not forgotten: a head whose chain
-	// ran through it finds its place again (sharing.fullIf).
-	forgotten bool
+	// epoch is its table's forgets when it was added: one below the
+	// table's now was forgotten, and nothing registers after it (-1 for
+	// the entry that stands for a block another chain holds). An entry
+	// evicted for room since the last forget is gone but not forgotten:
+	// a head whose chain ran through it finds its place again
+	// (sharing.fullIf).
+	epoch int
 	// busy counts e's reasons to stay out of the cache's list of free
 	// entries: its blocks a head holds, and the entries after it that are
 	// not free. listed says it is in the list, between prev and next.

@@ -77,3 +77,68 @@ func TestStepHostFailedBeforeWritingRebuildsNothing(t *testing.T) {
 		t.Error("a step after the failed ones made other rows than one step from the rows before")
 	}
 }
+
+// TestStepRestoresWhenItsErrorWrapsAnUntouchedOne: a step function that
+// wrote rows and then failed with an error wrapping one that another
+// StepHost answered for rows it did not write (rowsUntouched) is undone
+// all the same: only runHost's own answer says the rows are as they were.
+func TestStepRestoresWhenItsErrorWrapsAnUntouchedOne(t *testing.T) {
+	for _, kind := range []string{"host-inplace", "device-stepper"} {
+		t.Run(kind, func(t *testing.T) {
+			f := statetest.NewFaults(device.Host())
+			pb, err := NewPool(f, PoolOptions{BlockBytes: 4096})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer pb.Close()
+			hb := must[*Head](t)(pb.NewHead(recLayout(100, 2, Keep), "b"))
+			defer hb.Release()
+			in := [][]byte{{1, 2, 3}}
+			check(t, hb.StepHost(in, true, hostRecur))
+
+			var pa *Pool
+			if kind == "host-inplace" {
+				pa = newPool(t, PoolOptions{BlockBytes: 4096})
+			} else {
+				pa = pb
+			}
+			ha := must[*Head](t)(pa.NewHead(recLayout(100, 2, Keep), "a"))
+			defer ha.Release()
+			for range 3 {
+				check(t, ha.StepHost(in, true, hostRecur))
+			}
+			want := [][]byte{make([]byte, 10*16), make([]byte, 10*8)}
+			check(t, ha.Read(0, 10, want))
+			inner := func() error {
+				f.ArmMethod("CopyDtoH", 0)
+				defer f.Disarm()
+				return hb.StepHost(in, true, hostRecur)
+			}
+			if kind == "host-inplace" {
+				err = ha.StepHost(in, true, func(rows, in [][]byte) ([][]byte, error) {
+					for _, r := range rows {
+						clear(r)
+					}
+					return nil, inner()
+				})
+			} else {
+				err = ha.Step(in, true, func(spans [][]device.Span, in [][]byte) error {
+					for c, col := range spans {
+						for _, sp := range col {
+							check(t, pa.Backend().CopyHtoD(sp.Ptr, make([]byte, sp.Rows*[]int{16, 8}[c])))
+						}
+					}
+					return inner()
+				})
+			}
+			if err == nil || !errors.Is(err, statetest.ErrInjected) {
+				t.Fatalf("err %v", err)
+			}
+			got := [][]byte{make([]byte, 10*16), make([]byte, 10*8)}
+			check(t, ha.Read(0, 10, got))
+			if !bytes.Equal(got[0], want[0]) || !bytes.Equal(got[1], want[1]) {
+				t.Errorf("the failed step left the rows it wrote in place: %v", got[1][:8])
+			}
+		})
+	}
+}
