@@ -399,12 +399,12 @@ func (e *estimator) at(v Version) (*Snap, error) {
 		q--
 	}
 	x.replayed = 0
-	start := time.Now()
+	start := monotonic()
 	r, err := x.reconstruct(h, q, t)
 	if err != nil {
 		return nil, h.errorf("At", "version %d: %w", v, err)
 	}
-	p.Measured = time.Since(start)
+	p.Measured = monotonic() - start
 	e.observe(&p, x.replayed)
 	h.lin.mu.Lock()
 	s := &Snap{shape: h.shape, lin: h.lin, r: r, pos: capture(x.entries[t].pos)}

@@ -376,6 +376,9 @@ func (x *history) trim(freed *[]*block) {
 
 // find returns the index of the entry of version v, or -1.
 func (x *history) find(v Version) int {
+	if n := len(x.entries); n > 0 && x.entries[n-1].pos.v == v {
+		return n - 1 // the head's own version, as a step asks every call
+	}
 	i, ok := slices.BinarySearchFunc(x.entries, v, func(e entry, v Version) int { return cmp.Compare(e.pos.v, v) })
 	if !ok {
 		return -1
