@@ -90,10 +90,12 @@ func BenchmarkReplayHistory(b *testing.B) {
 // BenchmarkStep times one version of a 16 KiB recurrent state made by Step
 // (the input recorded; the step function copies the rows out through the
 // backend and back, as a stand-in for a kernel), by StepHostWith (the
-// rows in place on the host backend) and by Write (the rows computed on
-// the host and written as a write set, copied into history).
+// rows in place on the host backend), by StepHostWith with a step
+// function that does nothing (StepHostCall: the call's own cost) and by
+// Write (the rows computed on the host and written as a write set, copied
+// into history).
 func BenchmarkStep(b *testing.B) {
-	for _, how := range []string{"Step", "StepHost", "Write"} {
+	for _, how := range []string{"Step", "StepHost", "StepHostCall", "Write"} {
 		b.Run(how, func(b *testing.B) {
 			p := newPool(b, PoolOptions{})
 			fixedModel(p)
@@ -108,6 +110,8 @@ func BenchmarkStep(b *testing.B) {
 					check(b, h.Step(in, false, f))
 				case "StepHost":
 					check(b, h.StepHostWith(in, false, hsRecur{}))
+				case "StepHostCall":
+					check(b, h.StepHostWith(in, false, hsNop{}))
 				default:
 					check(b, h.Read(0, 4, rows))
 					recur(rows, in)
@@ -117,3 +121,8 @@ func BenchmarkStep(b *testing.B) {
 		})
 	}
 }
+
+// hsNop is a HostStepper that leaves the rows as they are.
+type hsNop struct{}
+
+func (hsNop) StepHost(rows, in [][]byte) error { return nil }
