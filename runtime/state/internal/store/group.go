@@ -66,15 +66,22 @@ func NewGroup(p *Pool, owner Owner, layouts ...*Layout) (*Group, error) {
 		}
 		heads = append(heads, h)
 	}
-	// The members' first versions are one cut, made at once: their
-	// history entries share one commit order (At).
+	oneCut(heads) // the members' first versions
+	return couple(p, owner, heads), nil
+}
+
+// oneCut gives the members' last history entries, versions a group call
+// made of every member at once (their first, an adoption), one commit
+// order: At takes each other member's last entry that is no later than
+// the first member's, and entries numbered one by one, as the members
+// committed in turn, would put the first member's before the others'.
+func oneCut(heads []*Head) {
 	seq := commitSeqs.Add(1)
 	for _, h := range heads {
-		if h.hist != nil {
-			h.hist.entries[0].seq = seq
+		if h.hist != nil && len(h.hist.entries) > 0 {
+			h.hist.entries[len(h.hist.entries)-1].seq = seq
 		}
 	}
-	return couple(p, owner, heads), nil
 }
 
 // NewSharedGroup is NewGroup in a sharing domain: it registers the

@@ -64,6 +64,7 @@ func (g *Group) AdoptPrefix(keys []byte) (int, error) {
 		m.pool.free(freed)
 		m.committed(written{to: m.r.rows})
 	}
+	oneCut(g.heads)
 	g.tip = e
 	return e.rows, nil
 }
