@@ -375,8 +375,7 @@ func (*lruPart) evictLocked(h *Head) int64 {
 	}
 	h.evicted = true
 	h.pool.free(freed)
-	h.pool.logical.Add(-h.logical)
-	h.logical = 0
+	h.awayLogical()
 	return blockBytes(freed)
 }
 

@@ -162,6 +162,10 @@ func TestEvictOptionalSnapshot(t *testing.T) {
 	check(t, m.Release())
 }
 
+// TestEvictRebuildsReconstructable: an evicted reconstructable head keeps
+// its rows: Len, Stats and the pool's LogicalBytes go on counting them
+// (Stats used to report no rows, and the pool to drop their bytes, until
+// a call rebuilt them), and its next read rebuilds them.
 func TestEvictRebuildsReconstructable(t *testing.T) {
 	p := smallPool(t, 16, nil)
 	l := wide("Agent", Reconstructable)
@@ -170,16 +174,21 @@ func TestEvictRebuildsReconstructable(t *testing.T) {
 	fill(t, r, 5, 30)
 	want := readWide(t, r)
 	v := r.Version()
+	before, logical := r.Stats(), p.Stats().LogicalBytes
 	var ms []*Head
 	for i := 0; p.Stats().EvictedBytes == 0; i++ {
 		m := must[*Head](t)(p.NewHead(wide("Session", Mandatory), Owner(fmt.Sprint("m", i))))
 		ms = append(ms, m)
+		logical += 256
 		if err := m.Append(wideRow(byte(i))); err != nil {
 			t.Fatalf("filling the pool: %v (stats %+v)", err, p.Stats())
 		}
 	}
-	if st := r.Stats(); st.PhysicalBytes != 0 || r.Len() != 5 {
-		t.Fatalf("evicted reconstructable head: %+v, %d rows; want no blocks, 5 rows", st, r.Len())
+	if st := r.Stats(); st.PhysicalBytes != 0 || r.Len() != 5 || st.Rows != 5 || st.LogicalBytes != before.LogicalBytes || st.Version != v {
+		t.Fatalf("evicted reconstructable head: %+v, %d rows; want no blocks, 5 rows of %d bytes at version %d", st, r.Len(), before.LogicalBytes, v)
+	}
+	if got := p.Stats().LogicalBytes; got != logical {
+		t.Fatalf("pool LogicalBytes %d with the head evicted, want %d: its rows still count", got, logical)
 	}
 	for _, m := range ms {
 		check(t, m.Release())
@@ -194,8 +203,14 @@ func TestEvictRebuildsReconstructable(t *testing.T) {
 	if st.RebuiltBytes == 0 || st.RebuiltBytes > st.EvictedBytes {
 		t.Fatalf("stats %+v: want 0 < rebuilt <= evicted bytes", st)
 	}
+	if got := p.Stats().LogicalBytes; got != before.LogicalBytes {
+		t.Fatalf("pool LogicalBytes %d after the rebuild, want the head's %d", got, before.LogicalBytes)
+	}
 	fill(t, r, 1, 99) // writable after the rebuild
 	check(t, r.Release())
+	if got := p.Stats().LogicalBytes; got != 0 {
+		t.Fatalf("pool LogicalBytes %d with every head released", got)
+	}
 }
 
 func TestEvictReconstructableWithoutHistoryStays(t *testing.T) {

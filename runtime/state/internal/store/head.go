@@ -149,6 +149,19 @@ func (h *Head) moved() {
 	h.parts.moved(h)
 }
 
+// awayLogical keeps the logical bytes of a head whose root went (evicted,
+// lost to a failed step's restore, its image dropped from the host tier)
+// as long as its rows can come back, from its history or the tier: Len
+// and Stats answer them, and its rebuild finds them counted
+// (setLogical). A head evicted for good reads as no rows, and drops
+// them from the pool's count. h.mu is held.
+func (h *Head) awayLogical() {
+	if h.evictedForGood() {
+		h.pool.logical.Add(-h.logical)
+		h.logical = 0
+	}
+}
+
 // Len returns the number of rows (0 once released, or evicted unless
 // reconstructable or in the host tier): for a window state,
 // every row ever appended, of which rows [Oldest(), Len()) are readable.

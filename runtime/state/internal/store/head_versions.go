@@ -15,8 +15,10 @@ func (h *Head) Stats() Stats {
 		return Stats{Version: h.pos.v}
 	}
 	st := h.stats(h.r, h.pos.v)
-	if h.tier != nil {
-		st.Rows, st.LogicalBytes = h.tier.rows, h.logical // from the image: nothing comes back
+	if h.r == nil {
+		// Away (in the host tier, or evicted with a history that rebuilds
+		// it): its rows as Len answers them, nothing brought back.
+		st.Rows, st.LogicalBytes = h.rowsLocked(), h.logical
 	}
 	if h.hist != nil {
 		st.Checkpoints = len(h.hist.roots())

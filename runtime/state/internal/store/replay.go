@@ -323,8 +323,7 @@ func restoreInPlace(tx *writeTx, spare []*block) ([]*block, error) {
 	lost := func(freed *[]*block) {
 		intact(func(o *blockOp) { releaseBlock(o.old, freed) })
 		h.r, h.evicted, h.lost = nil, true, true
-		h.pool.logical.Add(-h.logical)
-		h.logical = 0
+		h.awayLogical()
 	}
 	rebuilt := false
 	defer func() {

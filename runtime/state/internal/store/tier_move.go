@@ -214,8 +214,7 @@ func (x tierHead) dropLocked() (int64, bool) {
 	n := h.tier.bytes
 	h.pool.tier.free(h.tier)
 	h.tier = nil
-	h.pool.logical.Add(-h.logical)
-	h.logical = 0
+	h.awayLogical()
 	return n, true
 }
 
