@@ -375,7 +375,7 @@ func (*lruPart) evictLocked(h *Head) int64 {
 	}
 	h.evicted = true
 	h.pool.free(freed)
-	h.awayLogical()
+	awayLogical(h)
 	return blockBytes(freed)
 }
 

@@ -155,7 +155,7 @@ func (h *Head) moved() {
 // and Stats answer them, and its rebuild finds them counted
 // (setLogical). A head evicted for good reads as no rows, and drops
 // them from the pool's count. h.mu is held.
-func (h *Head) awayLogical() {
+func awayLogical(h *Head) {
 	if h.evictedForGood() {
 		h.pool.logical.Add(-h.logical)
 		h.logical = 0

@@ -323,7 +323,7 @@ func restoreInPlace(tx *writeTx, spare []*block) ([]*block, error) {
 	lost := func(freed *[]*block) {
 		intact(func(o *blockOp) { releaseBlock(o.old, freed) })
 		h.r, h.evicted, h.lost = nil, true, true
-		h.awayLogical()
+		awayLogical(h)
 	}
 	rebuilt := false
 	defer func() {

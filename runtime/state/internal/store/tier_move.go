@@ -214,7 +214,7 @@ func (x tierHead) dropLocked() (int64, bool) {
 	n := h.tier.bytes
 	h.pool.tier.free(h.tier)
 	h.tier = nil
-	h.awayLogical()
+	awayLogical(h)
 	return n, true
 }
 
