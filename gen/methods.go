@@ -322,7 +322,7 @@ func versionAtDoc(c *contract.Contract) []string {
 }
 
 func appendDeviceDoc(c *contract.Contract) []string {
-	p := "AppendDevice appends n rows for a kernel to fill and returns where they live. The rows belong to a new version at once; the spans are the caller's to write until the next call on the state."
+	p := "AppendDevice appends n rows for a kernel to fill and returns where they live. The rows belong to a new version at once; the spans are the caller's to write until the next call on the state, in the order of the stream it is recorded on, if any (RecordStream): its own work on the rows is queued there."
 	if bounded(c) {
 		p += fmt.Sprintf(" It returns state.ErrBound, and appends nothing, when n rows would pass the bound of %d.", c.Bound)
 	}
@@ -352,7 +352,7 @@ func readAsyncDoc(what string) func(c *contract.Contract) []string {
 }
 
 func writeDeviceDoc(c *contract.Contract) []string {
-	return []string{fmt.Sprintf("WriteDevice hands out rows [from, to) for a kernel to write in place, in a new version. Blocks shared with snapshots or branches are copied first, so they never see the writes; the spans are the caller's to write until the next call on the state. It returns state.ErrRange unless 0 <= from <= to <= %d.", c.Bound)}
+	return []string{fmt.Sprintf("WriteDevice hands out rows [from, to) for a kernel to write in place, in a new version. Blocks shared with snapshots or branches are copied first, so they never see the writes; the spans are the caller's to write until the next call on the state, in the order of the stream it is recorded on, if any (RecordStream): its own work on the rows is queued there. It returns state.ErrRange unless 0 <= from <= to <= %d.", c.Bound)}
 }
 
 func spansDoc(c *contract.Contract) []string {

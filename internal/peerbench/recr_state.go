@@ -276,8 +276,9 @@ func (s *RecRState) Stats() state.Stats {
 // WriteDevice hands out rows [from, to) for a kernel to write in place, in a
 // new version. Blocks shared with snapshots or branches are copied first, so
 // they never see the writes; the spans are the caller's to write until the
-// next call on the state. It returns state.ErrRange unless 0 <= from <= to <=
-// 4.
+// next call on the state, in the order of the stream it is recorded on, if any
+// (RecordStream): its own work on the rows is queued there. It returns
+// state.ErrRange unless 0 <= from <= to <= 4.
 //
 //state:mutates
 func (s *RecRState) WriteDevice(from, to int) (RecRSpans, error) {

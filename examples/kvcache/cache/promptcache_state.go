@@ -200,8 +200,10 @@ func (s *PromptCacheState) Stats() state.Stats {
 
 // AppendDevice appends n rows for a kernel to fill and returns where they
 // live. The rows belong to a new version at once; the spans are the caller's
-// to write until the next call on the state. It returns state.ErrBound, and
-// appends nothing, when n rows would pass the bound of 512.
+// to write until the next call on the state, in the order of the stream it is
+// recorded on, if any (RecordStream): its own work on the rows is queued
+// there. It returns state.ErrBound, and appends nothing, when n rows would
+// pass the bound of 512.
 //
 //state:appends
 func (s *PromptCacheState) AppendDevice(n int) (PromptCacheSpans, error) {

@@ -171,8 +171,9 @@ func (s *FieldState) Stats() state.Stats {
 // WriteDevice hands out rows [from, to) for a kernel to write in place, in a
 // new version. Blocks shared with snapshots or branches are copied first, so
 // they never see the writes; the spans are the caller's to write until the
-// next call on the state. It returns state.ErrRange unless 0 <= from <= to <=
-// 4096.
+// next call on the state, in the order of the stream it is recorded on, if any
+// (RecordStream): its own work on the rows is queued there. It returns
+// state.ErrRange unless 0 <= from <= to <= 4096.
 //
 //state:mutates
 func (s *FieldState) WriteDevice(from, to int) (FieldSpans, error) {

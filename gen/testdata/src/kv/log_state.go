@@ -228,7 +228,9 @@ func (s *LogState) Stats() state.Stats {
 
 // AppendDevice appends n rows for a kernel to fill and returns where they
 // live. The rows belong to a new version at once; the spans are the caller's
-// to write until the next call on the state.
+// to write until the next call on the state, in the order of the stream it is
+// recorded on, if any (RecordStream): its own work on the rows is queued
+// there.
 //
 //state:appends
 func (s *LogState) AppendDevice(n int) (LogSpans, error) {
