@@ -75,6 +75,10 @@ func checkInvariants(p *Pool) error {
 				}
 				histBlocks = append(histBlocks, x.hist.deltaBlocks()...)
 			}
+			if err := x.checkLogicalLocked(); err != nil {
+				x.mu.Unlock()
+				return err
+			}
 			x.mu.Unlock()
 		case *Snap:
 			if x.tier != nil {
@@ -272,6 +276,24 @@ func checkHistoryShape(x *history) error {
 	}
 	if n := len(x.roots()); x.policy.Keep > 0 && n > x.policy.Keep {
 		return fmt.Errorf("a history holds %d checkpoints, Keep is %d", n, x.policy.Keep)
+	}
+	return nil
+}
+
+// checkLogicalLocked checks the head's share of the pool's logical bytes
+// against its rows: its root's readable rows, or, while its root is away
+// (evicted, lost, in the host tier), some bytes while Len answers rows
+// and none once it is evicted for good. h.mu is held.
+func (h *Head) checkLogicalLocked() error {
+	switch rows := h.rowsLocked(); {
+	case h.r != nil:
+		if want := h.logicalOf(h.r); h.logical != want {
+			return fmt.Errorf("%s: counts %d logical bytes, its rows read as %d", h.describe(), h.logical, want)
+		}
+	case h.evictedForGood() && h.logical != 0:
+		return fmt.Errorf("%s: evicted for good, yet counts %d logical bytes", h.describe(), h.logical)
+	case !h.evictedForGood() && (rows > 0) != (h.logical > 0):
+		return fmt.Errorf("%s: away with %d rows and %d logical bytes", h.describe(), rows, h.logical)
 	}
 	return nil
 }
