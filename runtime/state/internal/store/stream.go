@@ -324,11 +324,23 @@ func (ap *asyncPart) merged(h, child *Head) { child.async.shareKernels(h) }
 // kernel, and the new version would lose the kernel's rows. It waits for
 // the events after the kernels (kernelRows.queued), not for work queued
 // on their streams since; a write that keeps none of the rows h handed to
-// kernels never waits. h.mu is held.
-func (ap *asyncPart) awaitKernel(h *Head, ops []blockOp) {
+// kernels never waits. Before such a copy it also lands the copies in
+// flight; its error is one of theirs. h.mu is held.
+func (ap *asyncPart) awaitKernel(h *Head, ops []blockOp) error {
+	if len(ap.inflight) > 0 && keepsRows(ops) {
+		// Only an AppendAsync runs with copies in flight, and it copies
+		// a block on write only where its fill is past the head's rows:
+		// an AppendAsync before it failed after claiming the bytes. The
+		// copy must not read the block before the earlier copies land.
+		// (A block back from the host tier has its fill set for an
+		// append in place, ordered after the tier's copies: orderTier.)
+		if err := ap.land(); err != nil {
+			return fmt.Errorf("rows appended on a stream: %w", err)
+		}
+	}
 	k := ap.kern
 	if k == nil || k.rows == (rowRange{}) {
-		return
+		return nil
 	}
 	for i := range ops {
 		o := &ops[i]
@@ -337,9 +349,20 @@ func (ap *asyncPart) awaitKernel(h *Head, ops []blockOp) {
 		}
 		if per := h.perBlock[o.col]; k.rows.overlaps(o.idx*per, (o.idx+1)*per) { // the rows it keeps are in its block
 			k.wait()
-			return
+			return nil
 		}
 	}
+	return nil
+}
+
+// keepsRows reports whether one of ops copies rows of its old block.
+func keepsRows(ops []blockOp) bool {
+	for i := range ops {
+		if ops[i].nb != nil && ops[i].keep > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // wait waits until no kernel writes the rows. h.mu is held.

@@ -311,8 +311,14 @@ func (t *hostTier) back(sh *shape, img *tierImage, wait bool) (r *root, st devic
 	for c, col := range img.cols {
 		rc := &r.cols[c]
 		rc.n, rc.lo = col.lo, col.lo
+		rb, per := sh.rowBytes[c], sh.perBlock[c]
 		for i := col.lo; i < col.n; i++ {
 			blks[at].Touch()
+			// The version's rows are all the block holds: an append goes
+			// on in place (tree.appendsInPlace), in stream order after
+			// the copies (asyncPart.orderTier), rather than copy the
+			// block before they land.
+			blks[at].SetFill((min(img.rows, (i+1)*per) - i*per) * rb)
 			rc.set(i, blks[at], &freed)
 			at++
 		}

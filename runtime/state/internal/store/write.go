@@ -308,7 +308,9 @@ func (tx *writeTx) coverInPlace() int {
 // go in one call where the backend takes a batch (device.BatchCopier).
 func (tx *writeTx) fillNewBlocks() error {
 	b := tx.h.pool.b
-	tx.h.async.awaitKernel(tx.h, tx.ops)
+	if err := tx.h.async.awaitKernel(tx.h, tx.ops); err != nil {
+		return err
+	}
 	for i := 0; i < len(tx.ops); i++ {
 		if o := &tx.ops[i]; o.nb != nil && o.keep > 0 {
 			n, last := tx.keptRun(i)
