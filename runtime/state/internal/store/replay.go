@@ -23,11 +23,16 @@ import (
 // hash recorded by Step compares with one computed by At.
 var replaySeed = maphash.MakeSeed()
 
-// run runs f on h's rows the spans locate, with input in.
-func (f stepFunc) run(h *Head, spans [][]device.Span, in [][]byte) error {
+// run runs f on h's rows the spans locate, with input in. It sets
+// *touched before anything may write the rows: a device step writes
+// them, a host step where they are handed to it in place or copied back.
+// Until then, however the call ends (an error, a panic, the goroutine's
+// end), the rows are as they were.
+func (f stepFunc) run(h *Head, spans [][]device.Span, in [][]byte, touched *bool) error {
 	if f.host != nil {
-		return h.hist.runHost(h, f.host, spans, in)
+		return h.hist.runHost(h, f.host, spans, in, touched)
 	}
+	*touched = true
 	return f.dev.Step(spans, in)
 }
 
@@ -36,8 +41,9 @@ func (f stepFunc) run(h *Head, spans [][]device.Span, in [][]byte) error {
 // memory), else a copy out before f and back after it. The slices handed
 // to f are x's, kept for the next step (so that a step allocates
 // nothing on the host backend); the copies are the call's own. x's head's
-// lock guards them, as it does the rest of x.
-func (x *history) runHost(h *Head, f HostStepper, spans [][]device.Span, in [][]byte) error {
+// lock guards them, as it does the rest of x. It sets *touched as
+// stepFunc.run says.
+func (x *history) runHost(h *Head, f HostStepper, spans [][]device.Span, in [][]byte, touched *bool) error {
 	b, rowBytes, n := h.pool.b, h.rowBytes, len(spans)
 	cols := slices.Grow(x.hostCols[:0], 2*n)[:2*n]
 	x.hostCols = cols
@@ -57,24 +63,19 @@ func (x *history) runHost(h *Head, f HostStepper, spans [][]device.Span, in [][]
 		}
 		buf := make([]byte, k)
 		if err := eachSpan(ss, rowBytes[c], buf, func(p device.Ptr, part []byte) error { return b.CopyDtoH(part, p) }); err != nil {
-			return rowsUntouched{err} // the step has not run
+			return err // the step has not run
 		}
 		dst[c], rows[c], copied[c] = buf, buf, true
 	}
 	// Until the copies back, the state's rows are as they were, unless
-	// the step was handed some in place.
-	untouched := func(err error) error {
-		if slices.Contains(copied, false) {
-			return err
-		}
-		return rowsUntouched{err}
-	}
+	// the step is handed some in place.
+	*touched = slices.Contains(copied, false)
 	if err := f.StepHost(rows, in); err != nil {
-		return untouched(err)
+		return err
 	}
 	for c := range spans {
 		if len(rows[c]) != len(dst[c]) {
-			return untouched(fmt.Errorf("the step left %d bytes of column %d, the state holds %d: %w", len(rows[c]), c, len(dst[c]), ErrShape))
+			return fmt.Errorf("the step left %d bytes of column %d, the state holds %d: %w", len(rows[c]), c, len(dst[c]), ErrShape)
 		}
 		if len(dst[c]) == 0 || &rows[c][0] == &dst[c][0] {
 			continue
@@ -88,6 +89,7 @@ func (x *history) runHost(h *Head, f HostStepper, spans [][]device.Span, in [][]
 			}
 		}
 	}
+	*touched = true
 	for c, ss := range spans {
 		if len(dst[c]) > 0 && &rows[c][0] != &dst[c][0] {
 			copy(dst[c], rows[c])
@@ -100,24 +102,6 @@ func (x *history) runHost(h *Head, f HostStepper, spans [][]device.Span, in [][]
 		}
 	}
 	return nil
-}
-
-// rowsUntouched is the error of a host step that failed before anything
-// wrote the state's rows: a copy of them to the host failed, or the step
-// failed on copies of them. Step then gives the write's blocks back and
-// rebuilds nothing.
-type rowsUntouched struct{ err error }
-
-func (e rowsUntouched) Error() string { return e.err.Error() }
-func (e rowsUntouched) Unwrap() error { return e.err }
-
-// failedStep says err is the step function's, keeping a rowsUntouched
-// that runHost answered at the top.
-func failedStep(err error) error {
-	if u, ok := err.(rowsUntouched); ok {
-		return rowsUntouched{failedStep(u.err)}
-	}
-	return fmt.Errorf("the step function failed: %w", err)
 }
 
 // overlap reports whether a and b share a byte.
@@ -192,35 +176,35 @@ func (x *history) step(h *Head, in [][]byte, verify bool, f stepFunc) error {
 		return err
 	}
 	if err := tx.fillNewBlocks(); err != nil {
-		return tx.abortStep(err)
+		return tx.abortStep(err, false) // the step has not run
 	}
 	spans := tx.spans()
 	start := monotonic()
-	ran := false
+	ran, touched := false, false
 	defer func() {
 		if !ran {
 			// The step function ended the goroutine (runtime.Goexit, as
 			// t.FailNow does): neither a return nor a panic, and what
 			// it wrote in place must not stay.
-			tx.abortStep(errStepExited)
+			tx.abortStep(errStepExited, touched)
 		}
 	}()
-	ferr, panicked := runStep(h, f, spans, rec.in)
+	ferr, panicked := runStep(h, f, spans, rec.in, &touched)
 	ran = true
 	rec.took = monotonic() - start
 	if panicked != nil {
-		tx.abortStep(ferr)
+		tx.abortStep(ferr, touched)
 		panic(panicked.v) // the head is as before; the panic is the caller's
 	}
 	if ferr != nil {
-		ferr = failedStep(ferr)
+		ferr = fmt.Errorf("the step function failed: %w", ferr)
 	} else if verify {
 		if rec.hash, ferr = h.hist.hashRows(h, spans); ferr != nil {
 			ferr = fmt.Errorf("hashing the rows the step produced: %w", ferr)
 		}
 	}
 	if ferr != nil {
-		return tx.abortStep(ferr)
+		return tx.abortStep(ferr, touched)
 	}
 	tx.commit(rows)
 	d.to = rows
@@ -257,24 +241,22 @@ type stepPanic struct{ v any }
 
 // runStep runs f on h's rows, turning a panic into an error (and the
 // value to panic on with once the write is undone).
-func runStep(h *Head, f stepFunc, spans [][]device.Span, in [][]byte) (err error, p *stepPanic) {
+func runStep(h *Head, f stepFunc, spans [][]device.Span, in [][]byte, touched *bool) (err error, p *stepPanic) {
 	defer func() {
 		if v := recover(); v != nil {
 			p = &stepPanic{v}
 			err = fmt.Errorf("the step function panicked: %v", v)
 		}
 	}()
-	return f.run(h, spans, in), nil
+	return f.run(h, spans, in, touched), nil
 }
 
 // abortStep is writeTx.abort for a step: the write's blocks given back
-// (undo), and the version before rebuilt where the step function wrote
-// rows in place (restoreInPlace), unless err says it wrote none
-// (rowsUntouched, err itself: runHost's own, not one that a step function
-// returned, which may wrap another step's).
-func (tx *writeTx) abortStep(err error) error {
+// (undo), and the version before rebuilt where the step function may
+// have written rows in place (touched: stepFunc.run; restoreInPlace).
+func (tx *writeTx) abortStep(err error, touched bool) error {
 	back := tx.undo(nil)
-	if _, untouched := err.(rowsUntouched); !untouched {
+	if touched {
 		var rerr error
 		if back, rerr = restoreInPlace(tx, back); rerr != nil {
 			err = fmt.Errorf("%w; rebuilding the version before it: %w", err, rerr)
@@ -379,7 +361,8 @@ func (rc *reconstruction) replayStep(rp **root, d *delta, rows int) error {
 	// replays it (At, a rollback's or a rebuild's replay, a failed
 	// step's restore): unwound, it would leave that call's locks held
 	// and what the replay took unreturned.
-	err, panicked := runStep(h, rec.f, spans, rec.in)
+	var touched bool // a failed replay gives its root back whole
+	err, panicked := runStep(h, rec.f, spans, rec.in, &touched)
 	h.hist.replayed += monotonic() - start
 	switch {
 	case panicked != nil:

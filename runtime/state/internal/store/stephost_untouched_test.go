@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"errors"
+	"runtime"
 	"testing"
 
 	"github.com/gpustate/gpustate/runtime/device"
@@ -11,8 +12,9 @@ import (
 
 // TestStepHostFailedBeforeWritingRebuildsNothing: on a backend whose
 // memory is not the host's, a StepHost that fails before its rows are
-// copied back (the copy of the rows to the host failed, or the step failed
-// on that copy) leaves the state's rows as they were, so the call gives
+// copied back (the copy of the rows to the host failed, or the step failed,
+// panicked or ended its goroutine on that copy) leaves the state's rows as
+// they were, so the call gives
 // back what it took and rebuilds nothing: no recorded step runs again,
 // and the pool holds what it held. It used to rebuild the version from its
 // checkpoint by replaying every step since.
@@ -46,10 +48,28 @@ func TestStepHostFailedBeforeWritingRebuildsNothing(t *testing.T) {
 		"copy to the host": {func() { f.ArmMethod("CopyDtoH", 0) }, hostRecur, statetest.ErrInjected},
 		"the step":         {func() {}, func(rows, in [][]byte) ([][]byte, error) { clear(rows[0]); return nil, errStep }, errStep},
 		"a short column":   {func() {}, func(rows, in [][]byte) ([][]byte, error) { return [][]byte{rows[0][1:], rows[1]}, nil }, ErrShape},
+		"a panic":          {func() {}, func(rows, in [][]byte) ([][]byte, error) { clear(rows[0]); panic(errStep) }, errStep},
+		"the goroutine's end": {func() {}, func(rows, in [][]byte) ([][]byte, error) {
+			clear(rows[0])
+			runtime.Goexit()
+			return nil, nil
+		}, errStepExited},
 	} {
 		replayed = 0
 		c.arm()
-		err := h.StepHost(in, true, c.step)
+		var err error
+		done := make(chan struct{})
+		go func() { // the step may panic or end the goroutine
+			defer close(done)
+			err = errStepExited
+			defer func() {
+				if v := recover(); v != nil {
+					err, _ = v.(error)
+				}
+			}()
+			err = h.StepHost(in, true, c.step)
+		}()
+		<-done
 		f.Disarm()
 		if !errors.Is(err, c.want) {
 			t.Fatalf("%s: StepHost answered %v, want %v", name, err, c.want)
@@ -80,8 +100,9 @@ func TestStepHostFailedBeforeWritingRebuildsNothing(t *testing.T) {
 
 // TestStepRestoresWhenItsErrorWrapsAnUntouchedOne: a step function that
 // wrote rows and then failed with an error wrapping one that another
-// StepHost answered for rows it did not write (rowsUntouched) is undone
-// all the same: only runHost's own answer says the rows are as they were.
+// StepHost answered for rows it did not write is undone all the same:
+// what the step function was handed, not its error, says whether the rows
+// are as they were.
 func TestStepRestoresWhenItsErrorWrapsAnUntouchedOne(t *testing.T) {
 	for _, kind := range []string{"host-inplace", "device-stepper"} {
 		t.Run(kind, func(t *testing.T) {
