@@ -22,11 +22,13 @@ import (
 // owner filled, adopted by another who writes it in place once its domain
 // is forgotten), a Layout value widened in place between sessions,
 // mandatory and optional groups under a pool cap that makes the Evictor
-// take groups, and owners that come back for fresh state. Against its
-// reference it checks, after every step:
+// take groups, owners that come back for fresh state, and the group's At
+// of a past version (an adoption's among them), then a Rollback to it.
+// Against its reference it checks, after every step:
 //
 //   - rows: each live session reads as its reference (its KV rows are its
-//     own tokens, its recurrent state the state after them);
+//     own tokens, its recurrent state the state after them), and so does
+//     each cut At rebuilds;
 //   - together: an optional group's members are evicted together, and
 //     only optional groups are;
 //   - adoption: a new session adopts at least the longest prefix of its
@@ -43,8 +45,9 @@ import (
 //   - the pool's invariants, and at the end that every byte goes back.
 //
 // Which check catches which defect, found by reverting each fix: rows a
-// failed step that lost the head's rows, and a widened layout that found
-// the narrower table; together an optional group's member evicted alone;
+// failed step that lost the head's rows, a widened layout that found the
+// narrower table, and an adoption whose members' versions had two places
+// in the commit order (At's cut took the recurrent member before it); together an optional group's member evicted alone;
 // the invariants a panicking step's leaked blocks; isolation a step
 // written in place into another owner's adopted blocks; accounting the
 // joint count of shared registered states (freeable and cached bytes);
@@ -64,6 +67,7 @@ type sgLayouts struct{ kv, rec *Layout }
 func newSGLayouts(r Retention) sgLayouts {
 	kv := *tokLayout
 	kv.Retention = r
+	kv.Checkpoint = &CheckpointPolicy{Every: 8, Keep: 4} // for the group's At
 	recL := rec(Invalidate)
 	recL.Retention = r
 	recL.Checkpoint = &CheckpointPolicy{Every: 4, Keep: 2}
@@ -89,6 +93,25 @@ type sgSession struct {
 	// appended by AppendDevice: its state registers once they are written
 	// (at the writer's next call).
 	unwritten bool
+	cuts      []sgCut // the group's versions, oldest first, for At
+}
+
+// sgCut is a session's group as it was at version v of its KV member:
+// its tokens and its members' reference versions and rows.
+type sgCut struct {
+	v      Version
+	tokens int
+	refV   [2]Version
+	cols   [2][][]byte
+}
+
+// cut records s's group as it is now, a version of its KV member's.
+func (s *sgSession) cut() {
+	c := sgCut{v: s.g.Head(0).Version(), tokens: len(s.tokens)}
+	for i, x := range s.mem {
+		c.refV[i], c.cols[i] = x.V, cloneCols(x.Cols)
+	}
+	s.cuts = append(s.cuts, c)
 }
 
 func (s *sgSession) optional() bool { return s.lay == 1 }
@@ -237,7 +260,7 @@ func runSharedGroupModel(t *testing.T, seed uint64, steps int) {
 		t.Fatalf("seed %d: after every release and forget: %d live, %d physical, %d cached bytes\nreplay: %s",
 			seed, st.Live, st.PhysicalBytes, st.CachedBytes, statetest.Replay(t, seed, steps))
 	}
-	for _, c := range []string{"adoption checked", "isolation checked", "drain", "kernel prefill", "hand-off"} {
+	for _, c := range []string{"adoption checked", "isolation checked", "drain", "kernel prefill", "hand-off", "at checked", "rollback to a cut"} {
 		if m.counts[c] == 0 {
 			t.Errorf("seed %d: no %q in %d steps: the model no longer reaches it (%v)\nreplay: %s",
 				seed, c, steps, m.counts, statetest.Replay(t, seed, steps))
@@ -290,6 +313,9 @@ func (m *sgModel) do() {
 	case op < 37 && len(m.live) < 8:
 		m.op = "adopt, forget, write"
 		m.adoptForgetWrite()
+	case op < 39 && len(m.live) > 0:
+		m.op = "at"
+		m.at(m.live[m.rng.IntN(len(m.live))], m.rng.IntN(2) == 0)
 	default: // pressure: a mandatory state of another owner comes and goes
 		m.op = "pressure"
 		l := &Layout{Type: "Big", Columns: []Column{{Name: "A", ElemSize: 1024, Width: 1}}, Growth: Mutable, Bound: 16 + m.rng.IntN(32)}
@@ -403,6 +429,7 @@ func (m *sgModel) adoptInto(s *sgSession, prompt []uint32) {
 		s.fed(prompt[:n]) // adopted
 	}
 	s.tokens, s.rest = prompt[:n], prompt[n:]
+	s.cut() // with an adoption, one version of both members at once
 	for i := range n + 1 {
 		m.sees(s.owner, recState(prompt[:i], s.width))
 	}
@@ -443,6 +470,7 @@ func (m *sgModel) feed(s *sgSession, byKernel bool) bool {
 	}
 	s.fed([]uint32{tok})
 	s.tokens, s.rest = append(s.tokens, tok), s.rest[1:]
+	s.cut()
 	if len(s.tokens)%16 == 0 {
 		if s.unwritten = byKernel; !byKernel {
 			m.register(s) // at once; a device append's once written
@@ -462,6 +490,63 @@ func (m *sgModel) failStep(s *sgSession) {
 	if err := s.g.Head(1).Step([][]byte{keysOf([]uint32{7})}, false, sgStep(m.b, s.width, mode)); err == nil {
 		m.fatalf("a failing step succeeded")
 	}
+}
+
+// at rebuilds a past cut of s's group by At and checks both members'
+// rows against the reference; with rollback the group then rolls back to
+// it, and s goes on from the cut's tokens.
+func (m *sgModel) at(s *sgSession, rollback bool) {
+	if len(s.cuts) == 0 {
+		return
+	}
+	i := m.rng.IntN(len(s.cuts))
+	c := s.cuts[i]
+	cut, err := s.g.At(c.v)
+	switch {
+	case errors.Is(err, ErrNotRetained) || errors.Is(err, ErrNoMemory) || errors.Is(err, ErrEvicted):
+		m.counts["at refused"]++
+		return
+	case err != nil:
+		m.fatalf("At(%d): %v", c.v, err)
+	}
+	defer func() { check(m.t, cut.Release()) }()
+	kv := [][]byte{make([]byte, 4*c.tokens), make([]byte, 8*c.tokens)}
+	rc := [][]byte{make([]byte, 32*s.width)}
+	kvErr, rcErr := cut.Snap(0).Read(0, c.tokens, kv), cut.Snap(1).Read(0, 4, rc)
+	if s.optional() && (errors.Is(kvErr, ErrEvicted) || errors.Is(rcErr, ErrEvicted)) {
+		// An optional state's snapshots are the Evictor's, each its own
+		// victim: a member's rebuild may take the one At made before it.
+		m.counts["at evicted"]++
+		return
+	}
+	if kvErr != nil || rcErr != nil {
+		m.fatalf("reading At(%d): %v, %v", c.v, kvErr, rcErr)
+	}
+	if !bytes.Equal(kv[0], c.cols[0][0]) || !bytes.Equal(kv[1], c.cols[0][1]) {
+		m.fatalf("defect class: rows: At(%d): the KV member's %d rows are not those of the cut", c.v, c.tokens)
+	}
+	if !bytes.Equal(rc[0], c.cols[1][0]) {
+		m.fatalf("defect class: rows: At(%d): the recurrent member is not the state after the cut's %d tokens", c.v, c.tokens)
+	}
+	m.counts["at checked"]++
+	if !rollback || s.unwritten || i == len(s.cuts)-1 {
+		return
+	}
+	if err := s.g.Rollback(cut); err != nil {
+		if errors.Is(err, ErrNoMemory) || errors.Is(err, ErrEvicted) {
+			return
+		}
+		m.fatalf("Rollback to At(%d): %v", c.v, err)
+	}
+	m.counts["rollback to a cut"]++
+	for k, x := range s.mem {
+		to := x.Lin.Snap(nil, c.refV[k], cloneCols(c.cols[k]))
+		x.Rollback(to)
+		to.Release()
+	}
+	s.rest = append(slices.Clone(s.tokens[c.tokens:]), s.rest...)
+	s.tokens = s.tokens[:c.tokens:c.tokens]
+	s.cuts = s.cuts[:i+1] // the versions past it are off the group's line
 }
 
 // kernelPrefill feeds s up to its next block boundary by AppendDevice on
