@@ -386,8 +386,9 @@ func (e *estimator) plan(op string, v Version) (planned, int, error) {
 }
 
 // at is At with h's call begun: it reconstructs version v by its plan and
-// refines the estimates by the time it took.
-func (e *estimator) at(v Version) (*Snap, error) {
+// refines the estimates by the time it took. The snapshot is a member of
+// cut, when not nil (Group.At).
+func (e *estimator) at(v Version, cut *snapCut) (*Snap, error) {
 	h := e.h
 	p, t, err := e.plan("At", v)
 	if err != nil {
@@ -407,7 +408,7 @@ func (e *estimator) at(v Version) (*Snap, error) {
 	p.Measured = monotonic() - start
 	e.observe(&p, x.replayed)
 	h.lin.mu.Lock()
-	s := &Snap{shape: h.shape, lin: h.lin, r: r, pos: capture(x.entries[t].pos)}
+	s := &Snap{shape: h.shape, lin: h.lin, r: r, pos: capture(x.entries[t].pos), cut: cut}
 	s.logical = h.logicalOf(r)
 	h.lin.snaps.add(s)
 	h.pool.register(s)

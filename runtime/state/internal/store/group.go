@@ -14,7 +14,7 @@ import (
 //state:snapshot
 type GroupSnap struct {
 	group *Group // the group it was taken from (its lineages' identity)
-	snaps []*Snap
+	snapCut
 	// inline holds snaps for a group of up to two members, and mem the
 	// snapshots Snapshot takes of them, so that a cut is one allocation.
 	inline [2]*Snap
@@ -32,7 +32,7 @@ func newGroupSnap(g *Group) *GroupSnap {
 // init makes v, a zero GroupSnap, a cut of g with room for a snapshot of
 // each member, none taken yet.
 func (v *GroupSnap) init(g *Group) {
-	v.group = g
+	v.group, v.owner, v.typ = g, g.owner, g.victimType
 	if len(g.heads) <= len(v.inline) {
 		v.snaps = v.inline[:0:len(g.heads)]
 	} else {
@@ -251,6 +251,7 @@ func (g *Group) SnapshotInto(cut *GroupSnap) error {
 		} else {
 			s = new(Snap)
 		}
+		s.cut = &cut.snapCut
 		if err := h.snapshotLocked(s); err != nil {
 			g.end(g.order, nil) // the snapshots taken are released outside the call
 			for _, s := range cut.snaps {
@@ -261,6 +262,7 @@ func (g *Group) SnapshotInto(cut *GroupSnap) error {
 		}
 		cut.snaps = append(cut.snaps, s)
 	}
+	cut.whole.Store(true)
 	g.end(g.order, nil)
 	return nil
 }

@@ -44,13 +44,14 @@ func (g *Group) At(v Version) (*GroupSnap, error) {
 		return nil, err
 	}
 	for i, h := range g.heads {
-		s, err := newEstimator(h).at(vs[i])
+		s, err := newEstimator(h).at(vs[i], &cut.snapCut)
 		if err != nil {
 			return nil, groupErrorf("At", "member %s, version %d: %w", h.l.Type, vs[i], err)
 		}
 		cut.snaps = append(cut.snaps, s)
 	}
 	ok = true
+	cut.whole.Store(true)
 	return cut, nil
 }
 

@@ -514,8 +514,7 @@ func (m *sgModel) at(s *sgSession, rollback bool) {
 	rc := [][]byte{make([]byte, 32*s.width)}
 	kvErr, rcErr := cut.Snap(0).Read(0, c.tokens, kv), cut.Snap(1).Read(0, 4, rc)
 	if s.optional() && (errors.Is(kvErr, ErrEvicted) || errors.Is(rcErr, ErrEvicted)) {
-		// An optional state's snapshots are the Evictor's, each its own
-		// victim: a member's rebuild may take the one At made before it.
+		// An optional group's cut is the Evictor's, as one victim.
 		m.counts["at evicted"]++
 		return
 	}

@@ -362,6 +362,21 @@ type Snap struct {
 	streams streamSet     // streams recorded by RecordStream
 
 	inLine member[Snap] // its place in lin.snaps
+	// cut is the cut the snapshot is a member of (a group's:
+	// Group.SnapshotInto, Group.At), set before the pool lists it.
+	cut *snapCut
+}
+
+// snapCut is snapshots taken as one cut (a group's, GroupSnap): the
+// eviction and the host tier take them together (cutVictims), and one
+// that comes back from the tier brings the others (Snap.back).
+type snapCut struct {
+	snaps []*Snap
+	// whole is set once every snapshot is taken: until then the eviction
+	// and the tier leave the cut alone, and snaps is its builder's.
+	whole atomic.Bool
+	owner Owner
+	typ   string // what the Evictor sees as its type
 }
 
 // members lists a lineage's live heads or snapshots through links in the

@@ -332,5 +332,5 @@ func (h *Head) At(v Version) (*Snap, error) {
 		return nil, err
 	}
 	defer h.end()
-	return newEstimator(h).at(v)
+	return newEstimator(h).at(v, nil)
 }

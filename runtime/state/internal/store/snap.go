@@ -50,14 +50,30 @@ func (s *Snap) begin(op string) error {
 }
 
 // back brings s back from the host tier, if it is there, under its write
-// lock. The caller holds the pool open and not s's lock.
+// lock; a cut's other members come back with it, those whose lock is free
+// (a member busy with a call brings itself back), as a group's do. The
+// caller holds the pool open and not s's lock.
 func (s *Snap) back(op string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.tier == nil || s.released || s.invalid.Load() {
 		return nil // the caller answers for a released or invalidated one
 	}
-	return s.bringBackLocked(op)
+	if err := s.bringBackLocked(op); err != nil {
+		return err
+	}
+	if c := s.cut; c != nil && c.whole.Load() {
+		for _, m := range c.snaps {
+			if m == s || !m.mu.TryLock() {
+				continue
+			}
+			if m.tier != nil && !m.released && !m.invalid.Load() {
+				_ = m.bringBackLocked(op) // it stays in the tier: its own call answers
+			}
+			m.mu.Unlock()
+		}
+	}
+	return nil
 }
 
 // bringBackLocked gives s its version back from the tier. s.mu is

@@ -221,12 +221,28 @@ func (x tierHead) dropLocked() (int64, bool) {
 // moveOut moves the snapshot to the tier (tierMover).
 func (x tierSnap) moveOut() (int64, bool, error) {
 	s := x.s
-	if s.pool.tier == nil || s.l.Retention != Optional || !s.mu.TryLock() {
+	if !s.mu.TryLock() {
 		return 0, false, nil
 	}
 	defer s.mu.Unlock()
-	if s.released || s.evicted || s.r == nil {
+	blks, ok := x.tierableLocked()
+	if !ok {
 		return 0, false, nil
+	}
+	img, moved, err := s.pool.tier.saveRoot(s.pool, s.r, blks, s.owner, nil)
+	if !moved {
+		return 0, false, err
+	}
+	return x.commitLocked(img), true, nil
+}
+
+// tierableLocked returns the blocks the tier would copy of the snapshot,
+// every one of them its alone; false when the tier does not take it. s.mu
+// is held.
+func (x tierSnap) tierableLocked() ([]*block, bool) {
+	s := x.s
+	if s.pool.tier == nil || s.l.Retention != Optional || s.released || s.evicted || s.r == nil {
+		return nil, false
 	}
 	// A snapshot's tables never change: kernels may read its blocks
 	// through them at any time, so it stays where they point.
@@ -234,27 +250,32 @@ func (x tierSnap) moveOut() (int64, bool, error) {
 	tables := len(s.tables)
 	s.tmu.Unlock()
 	if tables > 0 {
-		return 0, false, nil
+		return nil, false
 	}
 	blks, ok := wholly(s.r, nil)
-	if !ok || len(blks) == 0 {
-		return 0, false, nil
-	}
-	img, moved, err := s.pool.tier.saveRoot(s.pool, s.r, blks, s.owner, nil)
-	if !moved {
-		return 0, false, err
-	}
+	return blks, ok && len(blks) > 0
+}
+
+// commitLocked makes img, the copy of the snapshot's version, its version
+// in the tier, frees its device blocks and returns their bytes. s.mu is
+// held.
+func (x tierSnap) commitLocked(img *tierImage) int64 {
+	s := x.s
 	var freed []*block
 	s.r.release(&freed)
 	s.r, s.evicted, s.tier = nil, true, img
 	s.pool.free(freed)
 	s.pool.tier.out.Add(img.bytes)
-	return blockBytes(freed), true, nil
+	return blockBytes(freed)
 }
 
-// inTier describes the snapshot for the tier's Evictor (tierVictim).
+// inTier describes the snapshot for the tier's Evictor (tierVictim); a
+// cut's first member describes the cut.
 func (x tierSnap) inTier() (Victim, bool) {
 	s := x.s
+	if c := s.cut; c != nil {
+		return cutVictims{c}.inTier(s)
+	}
 	if !s.mu.TryLock() {
 		return Victim{}, false
 	}
@@ -265,9 +286,13 @@ func (x tierSnap) inTier() (Victim, bool) {
 	return Victim{Owner: string(s.owner), Type: s.l.Type, Snapshot: true, Bytes: s.tier.bytes, LastUse: s.lastUse.Load()}, true
 }
 
-// dropTier drops the snapshot's image (tierVictim).
+// dropTier drops the snapshot's image (tierVictim); a cut's member drops
+// the cut's.
 func (x tierSnap) dropTier() (int64, bool) {
 	s := x.s
+	if c := s.cut; c != nil {
+		return cutVictims{c}.dropTier()
+	}
 	if !s.mu.TryLock() {
 		return 0, false
 	}
@@ -407,4 +432,79 @@ func (lp *lruPart) prepare(h *Head, c call) error {
 	}
 	h.pool.touch(&lp.lastUse)
 	return nil
+}
+
+// moveOut moves every member of the cut to the tier, or none (tierMover),
+// as groupVictims.moveOut moves a group's.
+func (x cutVictims) moveOut() (int64, bool, error) {
+	live, ok := x.lockLive()
+	if !ok {
+		return 0, false, nil
+	}
+	defer unlockAll(live)
+	blks := make([][]*block, len(live))
+	for i, s := range live {
+		if blks[i], ok = (tierSnap{s}).tierableLocked(); !ok {
+			return 0, false, nil
+		}
+	}
+	skip := func(v tierVictim) bool { ts, ok := v.(tierSnap); return ok && ts.s.cut == x.c }
+	imgs := make([]*tierImage, 0, len(live))
+	for i, s := range live {
+		img, moved, err := s.pool.tier.saveRoot(s.pool, s.r, blks[i], s.owner, skip)
+		if !moved {
+			for _, done := range imgs {
+				s.pool.tier.free(done)
+			}
+			return 0, false, err
+		}
+		imgs = append(imgs, img)
+	}
+	var n int64
+	for i, s := range live {
+		n += tierSnap{s}.commitLocked(imgs[i])
+	}
+	return n, true, nil
+}
+
+// inTier describes the cut when every member is in the tier, for its
+// first member not released, as: the tier lists the cut once.
+func (x cutVictims) inTier(as *Snap) (Victim, bool) {
+	live, ok := x.lockLive()
+	if !ok {
+		return Victim{}, false
+	}
+	defer unlockAll(live)
+	if live[0] != as {
+		return Victim{}, false
+	}
+	v := Victim{Owner: string(x.c.owner), Type: x.c.typ, Snapshot: true}
+	for _, s := range live {
+		if s.tier == nil {
+			return Victim{}, false
+		}
+		v.Bytes += s.tier.bytes
+		v.LastUse = max(v.LastUse, s.lastUse.Load())
+	}
+	return v, true
+}
+
+// dropTier drops every member's image, or none.
+func (x cutVictims) dropTier() (int64, bool) {
+	live, ok := x.lockLive()
+	if !ok {
+		return 0, false
+	}
+	defer unlockAll(live)
+	for _, s := range live {
+		if s.tier == nil {
+			return 0, false
+		}
+	}
+	var n int64
+	for _, s := range live {
+		m, _ := tierSnap{s}.dropLocked()
+		n += m
+	}
+	return n, true
 }

@@ -1,0 +1,166 @@
+package store
+
+// Victims of more than one handle, evicted together or not at all: a
+// coupled group's heads, and a group's cut's snapshots.
+
+// A coupled group under memory pressure: one victim. Its members agree on
+// retention (package contract checks it), and evicting one while keeping
+// its partner would leave the group inconsistent, so the pool lists a
+// group, not its member heads (eviction.handleVictims), the Evictor ranks it
+// by its members' bytes and most recent use, and its members are evicted
+// together or not at all.
+
+// groupVictims is a live group as an evictable.
+type groupVictims struct{ g *Group }
+
+// victim describes the group when every member may be evicted now.
+func (x groupVictims) victim(r Retention) (Victim, bool) {
+	v := Victim{Owner: string(x.g.owner), Type: x.g.victimType}
+	for _, h := range x.g.heads {
+		m, ok := headVictim{h}.victim(r)
+		if !ok {
+			return Victim{}, false
+		}
+		v.Bytes += m.Bytes
+		v.LastUse = max(v.LastUse, m.LastUse)
+	}
+	return v, true
+}
+
+// evict evicts every member, or none: each is locked (by try-lock, in id
+// order) and checked first. It evicts nothing when no member would free
+// a block.
+func (x groupVictims) evict() (int64, bool) {
+	var locked []*Head
+	defer func() {
+		for _, h := range locked {
+			h.mu.Unlock()
+		}
+	}()
+	frees := false
+	for _, h := range x.g.order {
+		if !h.mu.TryLock() {
+			return 0, false
+		}
+		locked = append(locked, h)
+		if !h.lru.evictableLocked(h) {
+			return 0, false
+		}
+		frees = frees || exclusiveBytes(h.r) > 0
+	}
+	if !frees {
+		return 0, false
+	}
+	var n int64
+	for _, h := range x.g.heads {
+		n += h.lru.evictLocked(h)
+	}
+	return n, true
+}
+
+// exclusiveBlocks lists the blocks evicting the group would free.
+func (x groupVictims) exclusiveBlocks(f func(*block)) {
+	for _, h := range x.g.heads {
+		headVictim{h}.exclusiveBlocks(f)
+	}
+}
+
+// freeable returns the bytes evicting the group would free now.
+func (x groupVictims) freeable() int64 { return sumBytes(x) }
+
+// A group's cut (GroupSnap: Group.SnapshotInto, Group.At) under memory
+// pressure: one victim, for the reason a group is. A cut with one member
+// evicted can never be rolled back to, yet the others would hold their
+// blocks until it is released; and a group's At, whose rebuild of one
+// member allocates, would evict the member it rebuilt before. A member
+// the caller released on its own is no longer the cut's.
+
+// cutVictims is a cut of optional snapshots as an evictable.
+type cutVictims struct{ c *snapCut }
+
+// lockLive try-locks the cut's snapshots that are not released, in the
+// cut's order, and returns them locked; ok is false, with none locked,
+// when one is busy, none is left, or the cut is still being taken.
+func (x cutVictims) lockLive() (live []*Snap, ok bool) {
+	if !x.c.whole.Load() {
+		return nil, false
+	}
+	for _, s := range x.c.snaps {
+		if !s.mu.TryLock() {
+			unlockAll(live)
+			return nil, false
+		}
+		if s.released {
+			s.mu.Unlock()
+			continue
+		}
+		live = append(live, s)
+	}
+	if len(live) == 0 {
+		return nil, false
+	}
+	return live, true
+}
+
+// unlockAll unlocks the snapshots lockLive locked.
+func unlockAll(snaps []*Snap) {
+	for _, s := range snaps {
+		s.mu.Unlock()
+	}
+}
+
+// victim describes the cut when every member may be evicted now.
+func (x cutVictims) victim(r Retention) (Victim, bool) {
+	live, ok := x.lockLive()
+	if !ok {
+		return Victim{}, false
+	}
+	defer unlockAll(live)
+	v := Victim{Owner: string(x.c.owner), Type: x.c.typ, Snapshot: true}
+	for _, s := range live {
+		if r != Optional || s.l.Retention != Optional || s.evicted || s.r == nil {
+			return Victim{}, false
+		}
+		v.Bytes += s.physical(s.r)
+		v.LastUse = max(v.LastUse, s.lastUse.Load())
+	}
+	return v, true
+}
+
+// evict evicts every member, or none; none when no member would free a
+// block.
+func (x cutVictims) evict() (int64, bool) {
+	live, ok := x.lockLive()
+	if !ok {
+		return 0, false
+	}
+	defer unlockAll(live)
+	frees := false
+	for _, s := range live {
+		if s.evicted || s.r == nil {
+			return 0, false
+		}
+		frees = frees || exclusiveBytes(s.r) > 0
+	}
+	if !frees {
+		return 0, false
+	}
+	var n int64
+	for _, s := range live {
+		n += snapVictim{s}.evictLocked()
+	}
+	return n, true
+}
+
+// exclusiveBlocks lists the blocks evicting the cut would free.
+func (x cutVictims) exclusiveBlocks(f func(*block)) {
+	if !x.c.whole.Load() {
+		return
+	}
+	for _, s := range x.c.snaps {
+		snapVictim{s}.exclusiveBlocks(f)
+	}
+}
+
+// freeable returns the bytes evicting the cut would free now.
+func (x cutVictims) freeable() int64 { return sumBytes(x) }

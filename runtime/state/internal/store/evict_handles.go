@@ -1,0 +1,235 @@
+package store
+
+import "fmt"
+
+// A live head or snapshot as a victim of the eviction, each alone; and
+// what a head keeps for eviction and its rebuild (lruPart).
+
+// headVictim is a live head as an evictable (handleVictims); a group's
+// members are evicted with their group (groupVictims). The tier takes the
+// head it wraps (handleOf). What the head keeps for eviction, and what
+// its rebuild and the tier ask of it, is its lruPart's.
+type headVictim struct{ *Head }
+
+// victim describes the head when it may be evicted now.
+func (x headVictim) victim(r Retention) (Victim, bool) {
+	h := x.Head
+	if h.l.Retention != r || (r != Optional && r != Reconstructable) {
+		return Victim{}, false
+	}
+	if !h.mu.TryLock() {
+		return Victim{}, false
+	}
+	defer h.mu.Unlock()
+	if h.released || h.evicted || h.r == nil || (r == Reconstructable && !h.lru.rebuildable(h)) {
+		return Victim{}, false
+	}
+	return Victim{Owner: string(h.owner), Type: h.l.Type, Bytes: h.physical(h.r), LastUse: h.lru.lastUse.Load()}, true
+}
+
+// evict evicts the head, unless it is busy or every block is shared.
+func (x headVictim) evict() (int64, bool) {
+	h := x.Head
+	if h.group.Load() != nil {
+		return 0, false // a member goes with its group (groupVictims)
+	}
+	if !h.mu.TryLock() {
+		return 0, false
+	}
+	defer h.mu.Unlock()
+	if !h.lru.evictableLocked(h) || exclusiveBytes(h.r) == 0 {
+		return 0, false // every block is shared: evicting frees nothing
+	}
+	return h.lru.evictLocked(h), true
+}
+
+// freeable returns the bytes evicting the head would free now; 0 when it
+// is busy.
+func (x headVictim) freeable() int64 { return sumBytes(x) }
+
+// exclusiveBlocks lists the blocks only the head's version holds and,
+// when there are any (eviction takes nothing else), the history's of an
+// optional head.
+func (x headVictim) exclusiveBlocks(f func(*block)) {
+	h := x.Head
+	if !h.mu.TryLock() {
+		return
+	}
+	defer h.mu.Unlock()
+	if h.released || h.evicted || h.r == nil {
+		return
+	}
+	some := false
+	exclusiveBlocks(h.r, func(b *block) { some = true; f(b) })
+	if some && h.l.Retention == Optional && h.hist != nil {
+		for _, e := range h.hist.entries {
+			if e.d == nil {
+				continue
+			}
+			for _, col := range e.d.cols {
+				for _, b := range col {
+					if b.Refs() == 1 {
+						f(b)
+					}
+				}
+			}
+		}
+	}
+}
+
+// rebuildable reports whether h's history can rebuild its version from a
+// checkpoint and deltas, with no write waiting to be recorded. h.mu is
+// held.
+func (*lruPart) rebuildable(h *Head) bool {
+	if h.hist == nil || h.hist.pending != nil {
+		return false
+	}
+	_, _, ok := h.lru.rebuildPath(h)
+	return ok
+}
+
+// rebuildPath returns the entries q (a checkpoint) and t (h's version)
+// that rebuild h's version, the nearest checkpoint first.
+func (*lruPart) rebuildPath(h *Head) (q, t int, ok bool) {
+	x := h.hist
+	t = x.find(h.pos.v)
+	if t < 0 {
+		return 0, 0, false
+	}
+	for q = t; q >= 0; q-- {
+		if x.entries[q].cp != nil {
+			return q, t, true
+		}
+		if x.entries[q].d == nil {
+			return 0, 0, false
+		}
+	}
+	return 0, 0, false
+}
+
+// evictableLocked reports whether h may be evicted now: live, in device
+// memory, and optional or rebuildable. h.mu is held.
+func (*lruPart) evictableLocked(h *Head) bool {
+	if h.released || h.evicted || h.r == nil {
+		return false
+	}
+	return h.l.Retention == Optional || h.lru.rebuildable(h)
+}
+
+// evictLocked drops h's version (and an optional head's history) and
+// returns the bytes that reached no reference. h.mu is held, and
+// evictableLocked said yes.
+func (*lruPart) evictLocked(h *Head) int64 {
+	optional := h.l.Retention == Optional
+	h.tables.gone(errEvictedTable)
+	var freed []*block
+	h.r.release(&freed)
+	h.r = nil
+	if optional && h.hist != nil {
+		h.hist.releaseAll(&freed)
+		h.hist = nil
+		h.parts.set(h)
+	}
+	h.evicted = true
+	h.pool.free(freed)
+	awayLogical(h)
+	return blockBytes(freed)
+}
+
+// errEvictedTable is what a table of an evicted head holds until the head
+// is rebuilt: a kernel given its entries would read blocks eviction freed.
+var errEvictedTable = fmt.Errorf("state: block table: the head was evicted: %w", ErrEvicted)
+
+// snapVictim is a live snapshot as an evictable (handleVictims): only an
+// optional one may be evicted. It embeds the snapshot, as headVictim does
+// the head.
+type snapVictim struct{ *Snap }
+
+// victim describes the snapshot when it may be evicted now.
+func (x snapVictim) victim(r Retention) (Victim, bool) {
+	s := x.Snap
+	if r != Optional || s.l.Retention != Optional {
+		return Victim{}, false
+	}
+	if !s.mu.TryLock() {
+		return Victim{}, false
+	}
+	defer s.mu.Unlock()
+	if s.released || s.evicted || s.r == nil {
+		return Victim{}, false
+	}
+	return Victim{Owner: string(s.owner), Type: s.l.Type, Snapshot: true, Bytes: s.physical(s.r), LastUse: s.lastUse.Load()}, true
+}
+
+// evict drops the snapshot's version, unless it is busy or every block is
+// shared.
+func (x snapVictim) evict() (int64, bool) {
+	s := x.Snap
+	if !s.mu.TryLock() {
+		return 0, false
+	}
+	defer s.mu.Unlock()
+	if s.released || s.evicted || s.r == nil {
+		return 0, false
+	}
+	if exclusiveBytes(s.r) == 0 {
+		return 0, false
+	}
+	return x.evictLocked(), true
+}
+
+// evictLocked drops the snapshot's version and returns the bytes of the
+// blocks that reached no reference. s.mu is held.
+func (x snapVictim) evictLocked() int64 {
+	s := x.Snap
+	var freed []*block
+	s.r.release(&freed)
+	s.r = nil
+	s.evicted = true
+	s.pool.free(freed)
+	s.pool.logical.Add(-s.logical)
+	s.logical = 0
+	return blockBytes(freed)
+}
+
+// freeable returns the bytes evicting the snapshot would free now; 0 when
+// it is busy.
+func (x snapVictim) freeable() int64 { return sumBytes(x) }
+
+// exclusiveBlocks lists the blocks only the snapshot holds.
+func (x snapVictim) exclusiveBlocks(f func(*block)) {
+	s := x.Snap
+	if !s.mu.TryLock() {
+		return
+	}
+	defer s.mu.Unlock()
+	if s.released || s.evicted || s.r == nil {
+		return
+	}
+	exclusiveBlocks(s.r, f)
+}
+
+// handleOf returns the head or snapshot victim x wraps, which the tier
+// moves (tierOf); x itself for any other victim (a group's).
+func handleOf(x evictable) any {
+	switch v := x.(type) {
+	case headVictim:
+		return v.Head
+	case snapVictim:
+		return v.Snap
+	}
+	return x
+}
+
+// sumBytes is the bytes of the blocks x lists (exclusiveBlocks).
+func sumBytes(x exclusiveLister) int64 {
+	var n int64
+	x.exclusiveBlocks(func(b *block) { n += int64(b.Bytes()) })
+	return n
+}
+
+// exclusiveLister is a victim that lists the blocks evicting it would free
+// now: those it alone holds. It lists none while it is busy.
+type exclusiveLister interface {
+	exclusiveBlocks(f func(*block))
+}

@@ -1,0 +1,133 @@
+package store
+
+import (
+	"bytes"
+	"errors"
+	"testing"
+)
+
+// cutGroup returns an optional group of a KV state of 512 rows and a
+// recurrent state, and a cut of it that alone holds its rows, with the
+// rows it read.
+func cutGroup(t *testing.T, p *Pool) (*Group, *GroupSnap, [][]byte, []byte) {
+	t.Helper()
+	kvL := kv(Mutable, 512, Invalidate)
+	kvL.Retention = Optional
+	recL := rec(Invalidate)
+	recL.Retention = Optional
+	g := must[*Group](t)(NewGroup(p, "a", kvL, recL))
+	check(t, g.Head(0).Write(0, kvRows(512, 1)))
+	check(t, g.Head(1).Write(0, recRow(3)))
+	cut := new(GroupSnap)
+	check(t, g.SnapshotInto(cut))
+	// The heads go on, so that the cut alone holds its version's blocks.
+	check(t, g.Head(0).Write(0, kvRows(512, 2)))
+	check(t, g.Head(1).Write(0, recRow(4)))
+	kvRowsWant := [][]byte{make([]byte, 512*16), make([]byte, 512*8)}
+	check(t, cut.Snap(0).Read(0, 512, kvRowsWant))
+	recWant := make([]byte, 32)
+	check(t, cut.Snap(1).Read(0, 4, [][]byte{recWant}))
+	return g, cut, kvRowsWant, recWant
+}
+
+// TestCutEvictedWhole: the Evictor sees a group's cut as one victim, of
+// its members' bytes, and the pool evicts every member's snapshot or
+// none. A cut with one member evicted could not be rolled back to, and
+// the other would hold its blocks for nothing.
+func TestCutEvictedWhole(t *testing.T) {
+	rk := &recorder{}
+	p := newPool(t, PoolOptions{MaxBytes: 96 << 10, Evictor: rk})
+	g, cut, _, _ := cutGroup(t, p)
+	defer g.Release()
+	defer cut.Release()
+	want := cut.Snap(0).physical(cut.Snap(0).r) + cut.Snap(1).physical(cut.Snap(1).r)
+	big := &Layout{Type: "Big", Columns: []Column{{Name: "A", ElemSize: 1024, Width: 1}}, Growth: Mutable, Bound: 8}
+	for i := 0; cut.Snap(0).evicted == cut.Snap(1).evicted && !cut.Snap(0).evicted; i++ {
+		if i == 64 {
+			t.Fatal("the pool never evicted the cut")
+		}
+		h, err := p.NewHead(big, "z")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer h.Release()
+	}
+	if !cut.Snap(0).evicted || !cut.Snap(1).evicted {
+		t.Fatalf("one member of the cut was evicted alone: KV %v, recurrent %v", cut.Snap(0).evicted, cut.Snap(1).evicted)
+	}
+	var seen []Victim
+	for _, v := range rk.seen {
+		if v.Snapshot {
+			seen = append(seen, v)
+		}
+	}
+	if len(seen) == 0 || seen[0].Bytes != want || seen[0].Owner != "a" {
+		t.Fatalf("the Evictor saw the cut as %+v, want one victim of %d bytes of owner a", seen, want)
+	}
+	for i := range 2 {
+		if err := cut.Snap(i).Read(0, 1, [][]byte{make([]byte, 16), make([]byte, 8)}[:2-i]); !errors.Is(err, ErrEvicted) {
+			t.Fatalf("member %d of the evicted cut answered %v", i, err)
+		}
+	}
+	if err := g.Rollback(cut); !errors.Is(err, ErrEvicted) {
+		t.Fatalf("a rollback to the evicted cut answered %v", err)
+	}
+	checkInv(t, p)
+}
+
+// TestCutMovesToTheTierWhole: with a host tier the cut moves there whole,
+// and a read of one member brings both back, with their rows; a cut whose
+// member the caller released goes on as the other alone.
+func TestCutMovesToTheTierWhole(t *testing.T) {
+	p := newPool(t, PoolOptions{MaxBytes: 96 << 10, HostTier: 1 << 20})
+	g, cut, kvWant, recWant := cutGroup(t, p)
+	defer g.Release()
+	defer cut.Release()
+	big := &Layout{Type: "Big", Columns: []Column{{Name: "A", ElemSize: 1024, Width: 1}}, Growth: Mutable, Bound: 8}
+	var fills []*Head
+	for i := 0; cut.Snap(0).tier == nil && cut.Snap(1).tier == nil; i++ {
+		if i == 64 {
+			t.Fatal("the pool never moved the cut")
+		}
+		fills = append(fills, must[*Head](t)(p.NewHead(big, "z")))
+	}
+	if cut.Snap(0).tier == nil || cut.Snap(1).tier == nil {
+		t.Fatal("one member of the cut moved to the tier alone")
+	}
+	checkInv(t, p)
+	for _, h := range fills {
+		check(t, h.Release())
+	}
+	got := make([]byte, 32)
+	check(t, cut.Snap(1).Read(0, 4, [][]byte{got}))
+	if cut.Snap(0).tier != nil {
+		t.Fatal("a read of one member left the other in the tier")
+	}
+	gotKV := [][]byte{make([]byte, 512*16), make([]byte, 512*8)}
+	check(t, cut.Snap(0).Read(0, 512, gotKV))
+	if !bytes.Equal(got, recWant) || !bytes.Equal(gotKV[0], kvWant[0]) || !bytes.Equal(gotKV[1], kvWant[1]) {
+		t.Fatal("the cut's rows changed in the tier")
+	}
+	check(t, g.Rollback(cut))
+	checkInv(t, p)
+	check(t, g.Head(0).Write(0, kvRows(512, 3))) // the cut holds its blocks alone again
+	check(t, g.Head(1).Write(0, recRow(5)))
+	fills = fills[:0]
+
+	// The KV member released alone: the recurrent one is the cut now.
+	check(t, cut.Snap(0).Release())
+	for i := 0; cut.Snap(1).tier == nil; i++ {
+		if i == 64 {
+			t.Fatal("the pool never moved the cut's member left")
+		}
+		fills = append(fills, must[*Head](t)(p.NewHead(big, "z")))
+	}
+	for _, h := range fills {
+		h.Release()
+	}
+	check(t, cut.Snap(1).Read(0, 4, [][]byte{got}))
+	if !bytes.Equal(got, recWant) {
+		t.Fatal("the member left read other rows")
+	}
+	checkInv(t, p)
+}
