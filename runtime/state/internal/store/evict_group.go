@@ -109,44 +109,58 @@ func unlockAll(snaps []*Snap) {
 	}
 }
 
-// victim describes the cut when every member may be evicted now.
+// onDevice returns the members of live, locked, whose version is in
+// device memory: those that are not are the cut's already (in the tier,
+// or evicted: one that stayed there when another came back, for want of
+// room), and the cut goes after them.
+func onDevice(live []*Snap) []*Snap {
+	var on []*Snap
+	for _, s := range live {
+		if !s.evicted && s.r != nil {
+			on = append(on, s)
+		}
+	}
+	return on
+}
+
+// victim describes the cut when every member in device memory may be
+// evicted now.
 func (x cutVictims) victim(r Retention) (Victim, bool) {
 	live, ok := x.lockLive()
 	if !ok {
 		return Victim{}, false
 	}
 	defer unlockAll(live)
+	on := onDevice(live)
+	if r != Optional || live[0].l.Retention != Optional || len(on) == 0 {
+		return Victim{}, false // a group's members agree on retention
+	}
 	v := Victim{Owner: string(x.c.owner), Type: x.c.typ, Snapshot: true}
-	for _, s := range live {
-		if r != Optional || s.l.Retention != Optional || s.evicted || s.r == nil {
-			return Victim{}, false
-		}
+	for _, s := range on {
 		v.Bytes += s.physical(s.r)
 		v.LastUse = max(v.LastUse, s.lastUse.Load())
 	}
 	return v, true
 }
 
-// evict evicts every member, or none; none when no member would free a
-// block.
+// evict evicts every member in device memory, or none; none when no
+// member would free a block.
 func (x cutVictims) evict() (int64, bool) {
 	live, ok := x.lockLive()
 	if !ok {
 		return 0, false
 	}
 	defer unlockAll(live)
+	on := onDevice(live)
 	frees := false
-	for _, s := range live {
-		if s.evicted || s.r == nil {
-			return 0, false
-		}
+	for _, s := range on {
 		frees = frees || exclusiveBytes(s.r) > 0
 	}
 	if !frees {
 		return 0, false
 	}
 	var n int64
-	for _, s := range live {
+	for _, s := range on {
 		n += snapVictim{s}.evictLocked()
 	}
 	return n, true

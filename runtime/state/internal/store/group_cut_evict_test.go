@@ -131,3 +131,66 @@ func TestCutMovesToTheTierWhole(t *testing.T) {
 	}
 	checkInv(t, p)
 }
+
+// TestCutMemberLeftInTheTier: a member that stays in the tier when
+// another comes back (no room for it) leaves the cut partly in device
+// memory; the pool still takes the cut as one victim, the member in
+// device memory, rather than keep it there for good.
+func TestCutMemberLeftInTheTier(t *testing.T) {
+	p := newPool(t, PoolOptions{MaxBytes: 96 << 10, HostTier: 1 << 20})
+	g, cut, kvWant, recWant := cutGroup(t, p)
+	defer g.Release()
+	defer cut.Release()
+	one := &Layout{Type: "Big", Columns: []Column{{Name: "A", ElemSize: 1024, Width: 1}}, Growth: Mutable, Bound: 1}
+	var fills []*Head
+	defer func() {
+		for _, h := range fills {
+			h.Release()
+		}
+	}()
+	for i := 0; cut.Snap(0).tier == nil; i++ {
+		if i == 256 {
+			t.Fatal("the pool never moved the cut")
+		}
+		fills = append(fills, must[*Head](t)(p.NewHead(one, "z")))
+	}
+	// Room for the recurrent member's one block alone: the pool full,
+	// then one block given back.
+	for {
+		h, err := p.NewHead(one, "z")
+		if err != nil {
+			break
+		}
+		fills = append(fills, h)
+	}
+	check(t, fills[len(fills)-1].Release())
+	fills = fills[:len(fills)-1]
+	got := make([]byte, 32)
+	check(t, cut.Snap(1).Read(0, 4, [][]byte{got}))
+	if cut.Snap(0).tier == nil {
+		t.Skip("the KV member came back too: the pool had room")
+	}
+	// Pressure again: the member in device memory goes back to the
+	// tier, where the other is.
+	for _, h := range fills {
+		check(t, h.Release())
+	}
+	fills = fills[:0]
+	for i := 0; cut.Snap(1).tier == nil; i++ {
+		if i == 256 {
+			t.Fatal("the member in device memory stayed there: the cut was no victim")
+		}
+		fills = append(fills, must[*Head](t)(p.NewHead(one, "z")))
+	}
+	for _, h := range fills {
+		check(t, h.Release())
+	}
+	fills = fills[:0]
+	gotKV := [][]byte{make([]byte, 512*16), make([]byte, 512*8)}
+	check(t, cut.Snap(0).Read(0, 512, gotKV))
+	check(t, cut.Snap(1).Read(0, 4, [][]byte{got}))
+	if !bytes.Equal(got, recWant) || !bytes.Equal(gotKV[0], kvWant[0]) || !bytes.Equal(gotKV[1], kvWant[1]) {
+		t.Fatal("the cut's rows changed")
+	}
+	checkInv(t, p)
+}

@@ -434,14 +434,18 @@ func (lp *lruPart) prepare(h *Head, c call) error {
 	return nil
 }
 
-// moveOut moves every member of the cut to the tier, or none (tierMover),
-// as groupVictims.moveOut moves a group's.
+// moveOut moves every member of the cut in device memory to the tier, or
+// none (tierMover), as groupVictims.moveOut moves a group's.
 func (x cutVictims) moveOut() (int64, bool, error) {
-	live, ok := x.lockLive()
+	all, ok := x.lockLive()
 	if !ok {
 		return 0, false, nil
 	}
-	defer unlockAll(live)
+	defer unlockAll(all)
+	live := onDevice(all)
+	if len(live) == 0 {
+		return 0, false, nil
+	}
 	blks := make([][]*block, len(live))
 	for i, s := range live {
 		if blks[i], ok = (tierSnap{s}).tierableLocked(); !ok {
@@ -467,22 +471,37 @@ func (x cutVictims) moveOut() (int64, bool, error) {
 	return n, true, nil
 }
 
-// inTier describes the cut when every member is in the tier, for its
-// first member not released, as: the tier lists the cut once.
+// inTierLocked returns the members of live, locked, in the tier; none
+// while a member is in device memory. Members evicted for good are the
+// cut's no longer.
+func inTierLocked(live []*Snap) []*Snap {
+	var in []*Snap
+	for _, s := range live {
+		if s.r != nil {
+			return nil
+		}
+		if s.tier != nil {
+			in = append(in, s)
+		}
+	}
+	return in
+}
+
+// inTier describes the cut when no member is in device memory and some
+// are in the tier, for its first member not released, as: the tier lists
+// the cut once.
 func (x cutVictims) inTier(as *Snap) (Victim, bool) {
 	live, ok := x.lockLive()
 	if !ok {
 		return Victim{}, false
 	}
 	defer unlockAll(live)
-	if live[0] != as {
+	in := inTierLocked(live)
+	if live[0] != as || len(in) == 0 {
 		return Victim{}, false
 	}
 	v := Victim{Owner: string(x.c.owner), Type: x.c.typ, Snapshot: true}
-	for _, s := range live {
-		if s.tier == nil {
-			return Victim{}, false
-		}
+	for _, s := range in {
 		v.Bytes += s.tier.bytes
 		v.LastUse = max(v.LastUse, s.lastUse.Load())
 	}
@@ -496,13 +515,12 @@ func (x cutVictims) dropTier() (int64, bool) {
 		return 0, false
 	}
 	defer unlockAll(live)
-	for _, s := range live {
-		if s.tier == nil {
-			return 0, false
-		}
+	in := inTierLocked(live)
+	if len(in) == 0 {
+		return 0, false
 	}
 	var n int64
-	for _, s := range live {
+	for _, s := range in {
 		m, _ := tierSnap{s}.dropLocked()
 		n += m
 	}
