@@ -16,54 +16,35 @@ import (
 // stream, which it does not wait for, and then copies the partly filled
 // tail block on write. On a device whose memory is not the process's,
 // that copy used to read the block before the tier's copy landed, and the
-// rows it kept read as zeros. The tier's stream is held here until well
-// after the append began.
+// rows it kept read as zeros. It now appends in place, in stream order:
+// the tier's stream is held here until the append has returned.
 func TestAppendAsyncKeepsRowsTheTierBringsBack(t *testing.T) {
 	be := newInteractionBackend() // not mapped: every copy is a device copy
-	p, err := store.NewPool(deviceNamed{be}, store.PoolOptions{BlockBytes: 256, MaxBytes: 16 * 256, HostTier: 64 * 256})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	st, err := be.NewStream()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	layout := func(typ string, r store.Retention) *store.Layout {
-		return &store.Layout{Type: typ, Columns: []store.Column{{Name: "X", ElemSize: 8, Width: 8}}, Growth: store.Append, Bound: 64, Retention: r}
-	}
-	rows := func(from, n int) [][]byte { // 64-byte rows: 4 to a block
-		b := make([]byte, 64*n)
-		for i := range b {
-			b[i] = byte(from*64 + i + 1)
-		}
-		return [][]byte{b}
-	}
-	h, err := p.NewHead(layout("Opt", store.Optional), "o")
+	p, st := devicePool(t, deviceNamed{be}, store.PoolOptions{BlockBytes: 256, MaxBytes: 16 * 256, HostTier: 64 * 256})
+	h, err := p.NewHead(layout64("Opt", store.Optional), "o")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer h.Release()
-	if err := h.Append(rows(0, 5)); err != nil { // the second block holds one row
+	if err := h.Append(rows64(0, 5)); err != nil { // the second block holds one row
 		t.Fatal(err)
 	}
 	pushOut := func() { // mandatory heads until h moves to the tier, then released
 		var fills []*store.Head
 		for out := p.Stats().TierOut; p.Stats().TierOut == out; {
-			f, err := p.NewHead(layout("Fill", store.Mandatory), "f")
+			f, err := p.NewHead(layout64("Fill", store.Mandatory), "f")
 			if err != nil {
 				t.Fatal(err)
 			}
 			fills = append(fills, f)
-			if err := f.Append(rows(0, 4)); err != nil {
+			if err := f.Append(rows64(0, 4)); err != nil {
 				t.Fatalf("filling the pool (%d heads): %v", len(fills), err)
 			}
 		}
 		// Then the rest of the pool, the blocks h gave up included, with
 		// rows of another owner: h comes back in blocks that held them.
 		for {
-			f, err := p.NewHead(layout("Fill", store.Mandatory), "f")
+			f, err := p.NewHead(layout64("Fill", store.Mandatory), "f")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -96,15 +77,28 @@ func TestAppendAsyncKeepsRowsTheTierBringsBack(t *testing.T) {
 	if len(held) == 0 {
 		t.Fatal("no stream of the tier's to hold")
 	}
-	opened := time.AfterFunc(50*time.Millisecond, func() {
+	openAll := func() {
 		for _, g := range held {
 			g.open()
 		}
-	})
-	defer opened.Stop()
-	if err := h.AppendAsync(st, rows(5, 4)); err != nil {
-		t.Fatal(err)
 	}
+	defer openAll()
+	// The append goes on in the tail in place, in stream order after the
+	// tier's copies: it returns while they are held. (A copy on write of
+	// the tail would wait for them.)
+	done := make(chan error, 1)
+	go func() { done <- h.AppendAsync(st, rows64(5, 4)) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(2 * time.Second):
+		openAll()
+		<-done
+		t.Fatal("AppendAsync waited for the tier's copies: it copied the tail")
+	}
+	openAll()
 	if err := st.Sync(); err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +106,7 @@ func TestAppendAsyncKeepsRowsTheTierBringsBack(t *testing.T) {
 	if err := h.Read(0, 9, got); err != nil {
 		t.Fatal(err)
 	}
-	want := append(rows(0, 5)[0], rows(5, 4)[0]...)
+	want := append(rows64(0, 5)[0], rows64(5, 4)[0]...)
 	if !bytes.Equal(got[0], want) {
 		for r := range 9 {
 			if !bytes.Equal(got[0][r*64:(r+1)*64], want[r*64:(r+1)*64]) {
@@ -129,34 +123,18 @@ func TestAppendAsyncKeepsRowsTheTierBringsBack(t *testing.T) {
 // for them, where it used to read the block before they landed.
 func TestAppendAsyncAfterAFailedOneKeepsRowsInFlight(t *testing.T) {
 	be := newInteractionBackend() // not mapped: every copy is a device copy
-	p, err := store.NewPool(be, store.PoolOptions{BlockBytes: 256, MaxBytes: 64 * 256})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	st, err := be.NewStream()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	p, st := devicePool(t, be, store.PoolOptions{BlockBytes: 256, MaxBytes: 64 * 256})
 	slow, err := be.NewStream()
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer slow.Close()
-	h, err := p.NewHead(&store.Layout{Type: "S", Columns: []store.Column{{Name: "X", ElemSize: 8, Width: 8}}, Growth: store.Append, Bound: 64}, "o")
+	h, err := p.NewHead(layout64("S", store.Mandatory), "o")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer h.Release()
-	rows := func(from, n int) [][]byte { // 64-byte rows: 4 to a block
-		b := make([]byte, 64*n)
-		for i := range b {
-			b[i] = byte(from*64 + i + 1)
-		}
-		return [][]byte{b}
-	}
-	if err := h.Append(rows(0, 5)); err != nil { // the second block holds one row
+	if err := h.Append(rows64(0, 5)); err != nil { // the second block holds one row
 		t.Fatal(err)
 	}
 	be.smu.Lock()
@@ -169,15 +147,15 @@ func TestAppendAsyncAfterAFailedOneKeepsRowsInFlight(t *testing.T) {
 	be.smu.Unlock()
 	opened := time.AfterFunc(50*time.Millisecond, held.open)
 	defer opened.Stop()
-	if err := h.AppendAsync(slow, rows(5, 1)); err != nil { // held on slow
+	if err := h.AppendAsync(slow, rows64(5, 1)); err != nil { // held on slow
 		t.Fatal(err)
 	}
 	be.arm(mAsync, 0)
-	if err := h.AppendAsync(st, rows(6, 1)); !errors.Is(err, statetest.ErrInjected) {
+	if err := h.AppendAsync(st, rows64(6, 1)); !errors.Is(err, statetest.ErrInjected) {
 		t.Fatalf("the failing AppendAsync answered %v", err)
 	}
 	be.disarm()
-	if err := h.AppendAsync(st, rows(6, 1)); err != nil {
+	if err := h.AppendAsync(st, rows64(6, 1)); err != nil {
 		t.Fatal(err)
 	}
 	if err := st.Sync(); err != nil {
@@ -187,12 +165,44 @@ func TestAppendAsyncAfterAFailedOneKeepsRowsInFlight(t *testing.T) {
 	if err := h.Read(0, 7, got); err != nil {
 		t.Fatal(err)
 	}
-	want := rows(0, 7)[0]
+	want := rows64(0, 7)[0]
 	for r := range 7 {
 		if !bytes.Equal(got[0][r*64:(r+1)*64], want[r*64:(r+1)*64]) {
 			t.Errorf("row %d reads %v, want %v", r, got[0][r*64:r*64+4], want[r*64:r*64+4])
 		}
 	}
+}
+
+// devicePool returns a pool over b with opt and a stream of b's, both
+// closed when the test ends.
+func devicePool(t *testing.T, b device.Backend, opt store.PoolOptions) (*store.Pool, device.Stream) {
+	t.Helper()
+	p, err := store.NewPool(b, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	st, err := b.(device.Streams).NewStream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return p, st
+}
+
+// layout64 is an append layout of 64-byte rows, 4 to a 256-byte block.
+func layout64(typ string, r store.Retention) *store.Layout {
+	return &store.Layout{Type: typ, Columns: []store.Column{{Name: "X", ElemSize: 8, Width: 8}}, Growth: store.Append, Bound: 64, Retention: r}
+}
+
+// rows64 returns n rows of layout64 from row from on, each byte
+// numbered.
+func rows64(from, n int) [][]byte {
+	b := make([]byte, 64*n)
+	for i := range b {
+		b[i] = byte(from*64 + i + 1)
+	}
+	return [][]byte{b}
 }
 
 // deviceNamed is the interaction backend under another name than the host

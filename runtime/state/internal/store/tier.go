@@ -24,6 +24,24 @@ func (t *hostTier) saveRoot(p *Pool, r *root, blks []*block, owner Owner, skip f
 	return t.save(p, img, blks, skip)
 }
 
+// saveAll saves roots, each with its blocks blks[i], as saveRoot saves
+// one: every image, or none (those saved go back to the tier's free
+// memory). A group's members, or a cut's snapshots, move so.
+func (t *hostTier) saveAll(p *Pool, roots []*root, blks [][]*block, owner Owner, skip func(tierVictim) bool) ([]*tierImage, bool, error) {
+	imgs := make([]*tierImage, 0, len(roots))
+	for i, r := range roots {
+		img, moved, err := t.saveRoot(p, r, blks[i], owner, skip)
+		if !moved {
+			for _, done := range imgs {
+				t.free(done)
+			}
+			return nil, false, err
+		}
+		imgs = append(imgs, img)
+	}
+	return imgs, true, nil
+}
+
 // save copies blks to the tier as img's bytes, as saveRoot says.
 func (t *hostTier) save(p *Pool, img *tierImage, blks []*block, skip func(tierVictim) bool) (*tierImage, bool, error) {
 	img.bytes = blockBytes(blks)

@@ -346,16 +346,14 @@ func (x groupVictims) moveOut() (int64, bool, error) {
 		return 0, false, nil
 	}
 	skip := func(v tierVictim) bool { th, ok := v.(tierHead); return ok && th.h.group.Load() == x.g }
-	imgs := make([]*tierImage, 0, len(x.g.heads))
-	for _, h := range x.g.heads {
-		img, moved, err := h.pool.tier.saveRoot(h.pool, h.r, blks[h], h.owner, skip)
-		if !moved {
-			for _, done := range imgs {
-				h.pool.tier.free(done)
-			}
-			return 0, false, err
-		}
-		imgs = append(imgs, img)
+	roots, lists := make([]*root, len(x.g.heads)), make([][]*block, len(x.g.heads))
+	for i, h := range x.g.heads {
+		roots[i], lists[i] = h.r, blks[h]
+	}
+	p := x.g.heads[0].pool
+	imgs, moved, err := p.tier.saveAll(p, roots, lists, x.g.owner, skip)
+	if !moved {
+		return 0, false, err
 	}
 	var n int64
 	for i, h := range x.g.heads {
@@ -446,23 +444,18 @@ func (x cutVictims) moveOut() (int64, bool, error) {
 	if len(live) == 0 {
 		return 0, false, nil
 	}
-	blks := make([][]*block, len(live))
+	roots, blks := make([]*root, len(live)), make([][]*block, len(live))
 	for i, s := range live {
 		if blks[i], ok = (tierSnap{s}).tierableLocked(); !ok {
 			return 0, false, nil
 		}
+		roots[i] = s.r
 	}
 	skip := func(v tierVictim) bool { ts, ok := v.(tierSnap); return ok && ts.s.cut == x.c }
-	imgs := make([]*tierImage, 0, len(live))
-	for i, s := range live {
-		img, moved, err := s.pool.tier.saveRoot(s.pool, s.r, blks[i], s.owner, skip)
-		if !moved {
-			for _, done := range imgs {
-				s.pool.tier.free(done)
-			}
-			return 0, false, err
-		}
-		imgs = append(imgs, img)
+	p := live[0].pool
+	imgs, moved, err := p.tier.saveAll(p, roots, blks, x.c.owner, skip)
+	if !moved {
+		return 0, false, err
 	}
 	var n int64
 	for i, s := range live {
