@@ -58,6 +58,37 @@ func (x groupVictims) evict() (int64, bool) {
 	return n, true
 }
 
+// lockHeld locks every member for evictJointly, or none.
+func (x groupVictims) lockHeld() (heldVictim, bool) {
+	var locked []*Head
+	unlock := func() {
+		for _, h := range locked {
+			h.mu.Unlock()
+		}
+	}
+	var roots []*root
+	for _, h := range x.g.order {
+		if h.l.Retention != Optional || !h.mu.TryLock() {
+			unlock()
+			return heldVictim{}, false
+		}
+		locked = append(locked, h)
+		if !h.lru.evictableLocked(h) {
+			unlock()
+			return heldVictim{}, false
+		}
+		roots = append(roots, h.r)
+	}
+	evict := func() int64 {
+		var n int64
+		for _, h := range x.g.heads {
+			n += h.lru.evictLocked(h)
+		}
+		return n
+	}
+	return heldVictim{roots: roots, evict: evict, unlock: unlock}, true
+}
+
 // exclusiveBlocks lists the blocks evicting the group would free.
 func (x groupVictims) exclusiveBlocks(f func(*block)) {
 	for _, h := range x.g.heads {
@@ -80,7 +111,9 @@ type cutVictims struct{ c *snapCut }
 
 // lockLive try-locks the cut's snapshots that are not released, in the
 // cut's order, and returns them locked; ok is false, with none locked,
-// when one is busy, none is left, or the cut is still being taken.
+// when one is busy, none is left, or the cut is still being taken. A cut
+// with a member that has a block table is taken by nobody: that member
+// stays where its table points (tabled), and the others stay with it.
 func (x cutVictims) lockLive() (live []*Snap, ok bool) {
 	if !x.c.whole.Load() {
 		return nil, false
@@ -95,6 +128,10 @@ func (x cutVictims) lockLive() (live []*Snap, ok bool) {
 			continue
 		}
 		live = append(live, s)
+		if tabled(s) {
+			unlockAll(live)
+			return nil, false
+		}
 	}
 	if len(live) == 0 {
 		return nil, false
@@ -143,36 +180,83 @@ func (x cutVictims) victim(r Retention) (Victim, bool) {
 	return v, true
 }
 
-// evict evicts every member in device memory, or none; none when no
-// member would free a block.
+// evict evicts the cut, or nothing when no member in device memory would
+// free a block: every member's version goes (dropLocked).
 func (x cutVictims) evict() (int64, bool) {
 	live, ok := x.lockLive()
 	if !ok {
 		return 0, false
 	}
 	defer unlockAll(live)
-	on := onDevice(live)
 	frees := false
-	for _, s := range on {
+	for _, s := range onDevice(live) {
 		frees = frees || exclusiveBytes(s.r) > 0
 	}
 	if !frees {
 		return 0, false
 	}
-	var n int64
-	for _, s := range on {
-		n += snapVictim{s}.evictLocked()
+	return x.dropHeld(live), true
+}
+
+// dropLocked drops every member's version of live, locked, wherever it
+// is, so that every member answers ErrEvicted: in device memory (as
+// snapVictim.evictLocked) and in the host tier (tierSnap.dropLocked). It
+// returns the bytes freed in device memory and those dropped from the
+// tier; the caller counts one of them as its eviction's, and dropLocked
+// counts the other as evicted (and dropped, from the tier) itself.
+func dropLocked(live []*Snap) (device, tier int64) {
+	for _, s := range live {
+		switch {
+		case s.tier != nil:
+			m, _ := s.pool.tier.dropSnap(s)
+			tier += m
+		case s.r != nil:
+			device += snapVictim{s}.evictLocked()
+		}
 	}
-	return n, true
+	return device, tier
+}
+
+// lockHeld locks the cut's members for evictJointly.
+func (x cutVictims) lockHeld() (heldVictim, bool) {
+	live, ok := x.lockLive()
+	if !ok {
+		return heldVictim{}, false
+	}
+	on := onDevice(live)
+	if len(on) == 0 || live[0].l.Retention != Optional {
+		unlockAll(live)
+		return heldVictim{}, false
+	}
+	roots := make([]*root, len(on))
+	for i, s := range on {
+		roots[i] = s.r
+	}
+	return heldVictim{roots: roots, evict: func() int64 { return x.dropHeld(live) }, unlock: func() { unlockAll(live) }}, true
+}
+
+// dropHeld drops the cut's members of live, locked (dropLocked), counts
+// what it dropped from the tier, and returns the bytes freed in device
+// memory.
+func (x cutVictims) dropHeld(live []*Snap) int64 {
+	device, tier := dropLocked(live)
+	if tier > 0 {
+		p := live[0].pool
+		p.tier.dropped.Add(tier)
+		p.evictedBytes.Add(tier)
+	}
+	return device
 }
 
 // exclusiveBlocks lists the blocks evicting the cut would free.
 func (x cutVictims) exclusiveBlocks(f func(*block)) {
-	if !x.c.whole.Load() {
+	live, ok := x.lockLive()
+	if !ok {
 		return
 	}
-	for _, s := range x.c.snaps {
-		snapVictim{s}.exclusiveBlocks(f)
+	defer unlockAll(live)
+	for _, s := range onDevice(live) {
+		exclusiveBlocks(s.r, f)
 	}
 }
 

@@ -47,6 +47,20 @@ func (x headVictim) evict() (int64, bool) {
 // is busy.
 func (x headVictim) freeable() int64 { return sumBytes(x) }
 
+// lockHeld locks the head for evictJointly; a group's member goes with its
+// group.
+func (x headVictim) lockHeld() (heldVictim, bool) {
+	h := x.Head
+	if h.group.Load() != nil || h.l.Retention != Optional || !h.mu.TryLock() {
+		return heldVictim{}, false
+	}
+	if !h.lru.evictableLocked(h) {
+		h.mu.Unlock()
+		return heldVictim{}, false
+	}
+	return heldVictim{roots: []*root{h.r}, evict: func() int64 { return h.lru.evictLocked(h) }, unlock: h.mu.Unlock}, true
+}
+
 // exclusiveBlocks lists the blocks only the head's version holds and,
 // when there are any (eviction takes nothing else), the history's of an
 // optional head.
@@ -141,9 +155,25 @@ func (*lruPart) evictLocked(h *Head) int64 {
 var errEvictedTable = fmt.Errorf("state: block table: the head was evicted: %w", ErrEvicted)
 
 // snapVictim is a live snapshot as an evictable (handleVictims): only an
-// optional one may be evicted. It embeds the snapshot, as headVictim does
-// the head.
+// optional one may be evicted, and not one with a block table. It embeds
+// the snapshot, as headVictim does the head.
 type snapVictim struct{ *Snap }
+
+// tabled reports whether s has a block table: its blocks stay where the
+// table points, which never changes, as kernels may read through it at
+// any time; neither the eviction nor the host tier takes them.
+func tabled(s *Snap) bool {
+	s.tmu.Lock()
+	defer s.tmu.Unlock()
+	return len(s.tables) > 0
+}
+
+// evictableLocked reports whether the snapshot holds a version in device
+// memory that eviction may take. s.mu is held.
+func (x snapVictim) evictableLocked() bool {
+	s := x.Snap
+	return !s.released && !s.evicted && s.r != nil && !tabled(s)
+}
 
 // victim describes the snapshot when it may be evicted now.
 func (x snapVictim) victim(r Retention) (Victim, bool) {
@@ -155,7 +185,7 @@ func (x snapVictim) victim(r Retention) (Victim, bool) {
 		return Victim{}, false
 	}
 	defer s.mu.Unlock()
-	if s.released || s.evicted || s.r == nil {
+	if !x.evictableLocked() {
 		return Victim{}, false
 	}
 	return Victim{Owner: string(s.owner), Type: s.l.Type, Snapshot: true, Bytes: s.physical(s.r), LastUse: s.lastUse.Load()}, true
@@ -169,10 +199,7 @@ func (x snapVictim) evict() (int64, bool) {
 		return 0, false
 	}
 	defer s.mu.Unlock()
-	if s.released || s.evicted || s.r == nil {
-		return 0, false
-	}
-	if exclusiveBytes(s.r) == 0 {
+	if !x.evictableLocked() || exclusiveBytes(s.r) == 0 {
 		return 0, false
 	}
 	return x.evictLocked(), true
@@ -196,6 +223,19 @@ func (x snapVictim) evictLocked() int64 {
 // it is busy.
 func (x snapVictim) freeable() int64 { return sumBytes(x) }
 
+// lockHeld locks the snapshot for evictJointly.
+func (x snapVictim) lockHeld() (heldVictim, bool) {
+	s := x.Snap
+	if s.l.Retention != Optional || !s.mu.TryLock() {
+		return heldVictim{}, false
+	}
+	if !x.evictableLocked() {
+		s.mu.Unlock()
+		return heldVictim{}, false
+	}
+	return heldVictim{roots: []*root{s.r}, evict: x.evictLocked, unlock: s.mu.Unlock}, true
+}
+
 // exclusiveBlocks lists the blocks only the snapshot holds.
 func (x snapVictim) exclusiveBlocks(f func(*block)) {
 	s := x.Snap
@@ -203,7 +243,7 @@ func (x snapVictim) exclusiveBlocks(f func(*block)) {
 		return
 	}
 	defer s.mu.Unlock()
-	if s.released || s.evicted || s.r == nil {
+	if !x.evictableLocked() {
 		return
 	}
 	exclusiveBlocks(s.r, f)
@@ -232,4 +272,20 @@ func sumBytes(x exclusiveLister) int64 {
 // now: those it alone holds. It lists none while it is busy.
 type exclusiveLister interface {
 	exclusiveBlocks(f func(*block))
+}
+
+// jointEvicter is an optional victim the pool may evict together with
+// others (evictJointly).
+type jointEvicter interface {
+	// lockHeld locks the victim, by try-lock, and returns the roots of
+	// its versions in device memory, with how to evict it and unlock it;
+	// false, with nothing locked, when it is busy or may not go now.
+	lockHeld() (heldVictim, bool)
+}
+
+// heldVictim is a victim lockHeld locked.
+type heldVictim struct {
+	roots  []*root
+	evict  func() int64 // drops its versions, returning the bytes freed
+	unlock func()
 }

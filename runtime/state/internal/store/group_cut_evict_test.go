@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"testing"
+
+	"github.com/gpustate/gpustate/runtime/device"
 )
 
 // cutGroup returns an optional group of a KV state of 512 rows and a
@@ -192,5 +194,121 @@ func TestCutMemberLeftInTheTier(t *testing.T) {
 	if !bytes.Equal(got, recWant) || !bytes.Equal(gotKV[0], kvWant[0]) || !bytes.Equal(gotKV[1], kvWant[1]) {
 		t.Fatal("the cut's rows changed")
 	}
+	checkInv(t, p)
+}
+
+// TestTabledSnapshotStays: a snapshot's block table never changes, and a
+// kernel may read through it at any time, so the pool neither evicts nor
+// moves a snapshot that has one, alone or in a cut: the blocks it lists
+// never go to another owner while the table lives. (An evicted one kept a
+// table that answered, listing blocks another owner's heads then took.)
+func TestTabledSnapshotStays(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cut  bool
+	}{{"alone", false}, {"cut", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newPool(t, PoolOptions{BlockBytes: 256, MaxBytes: 32 * 256, HostTier: 1 << 20})
+			kvL := kv(Mutable, 32, Invalidate)
+			kvL.Retention = Optional
+			recL := rec(Invalidate)
+			recL.Retention = Optional
+			var s *Snap
+			var rec *Snap
+			write := func() {}
+			if tc.cut {
+				g := must[*Group](t)(NewGroup(p, "a", kvL, recL))
+				defer g.Release()
+				check(t, g.Head(0).Write(0, kvRows(32, 1)))
+				check(t, g.Head(1).Write(0, recRow(3)))
+				cut := new(GroupSnap)
+				check(t, g.SnapshotInto(cut))
+				defer cut.Release()
+				s, rec = cut.Snap(0), cut.Snap(1)
+				write = func() {
+					check(t, g.Head(0).Write(0, kvRows(32, 2)))
+					check(t, g.Head(1).Write(0, recRow(4)))
+				}
+			} else {
+				h := must[*Head](t)(p.NewHead(kvL, "a"))
+				defer h.Release()
+				check(t, h.Write(0, kvRows(32, 1)))
+				s = must[*Snap](t)(h.Snapshot())
+				defer s.Release()
+				write = func() { check(t, h.Write(0, kvRows(32, 2))) }
+			}
+			tb := must[*BlockTable](t)(s.BlockTable())
+			defer tb.Release()
+			write() // the snapshots hold their blocks alone
+			listed := map[uint64]bool{}
+			for _, e := range tb.cols[0].dev[:tb.cols[0].n] {
+				listed[e] = true
+			}
+			small := &Layout{Type: "Small", Columns: []Column{{Name: "A", ElemSize: 256, Width: 1}}, Growth: Mutable, Bound: 1}
+			var fills []*Head
+			defer func() {
+				for _, f := range fills {
+					f.Release()
+				}
+			}()
+			for {
+				f, err := p.NewHead(small, "z")
+				if err != nil {
+					break
+				}
+				fills = append(fills, f)
+				sp := must[[][]device.Span](t)(f.Spans(0, 1))
+				if listed[uint64(sp[0][0].Ptr)] {
+					t.Fatal("another owner's head took a block the snapshot's table lists")
+				}
+			}
+			if s.evicted || (rec != nil && rec.evicted) {
+				t.Fatalf("the pool took a snapshot with a table, or its cut: %v, %v", s.evicted, rec != nil && rec.evicted)
+			}
+			if _, err := tb.Column(0); err != nil {
+				t.Fatalf("the table answers %v", err)
+			}
+			checkInv(t, p)
+		})
+	}
+}
+
+// TestCutWithAnEmptyMemberMoves: a member of no rows holds no block, and
+// stays where it is while the rest of its cut moves to the tier, which
+// has room: the cut is not dropped for it.
+func TestCutWithAnEmptyMemberMoves(t *testing.T) {
+	p := newPool(t, PoolOptions{BlockBytes: 256, MaxBytes: 32 << 10, HostTier: 1 << 20})
+	kvL := kv(Append, 512, Invalidate)
+	kvL.Retention = Optional
+	recL := rec(Invalidate)
+	recL.Retention = Optional
+	g := must[*Group](t)(NewGroup(p, "a", kvL, recL))
+	defer g.Release()
+	check(t, g.Head(1).Write(0, recRow(3)))
+	cut := new(GroupSnap)
+	check(t, g.SnapshotInto(cut))
+	defer cut.Release()
+	check(t, g.Head(1).Write(0, recRow(4)))  // the recurrent snapshot holds its block alone
+	check(t, g.Head(0).Append(kvRows(8, 1))) // and the KV one, of no rows, its root
+	small := &Layout{Type: "Small", Columns: []Column{{Name: "A", ElemSize: 256, Width: 1}}, Growth: Mutable, Bound: 1}
+	var fills []*Head
+	for i := 0; cut.Snap(1).tier == nil; i++ {
+		if i == 1024 {
+			t.Fatalf("the cut never moved to the tier (recurrent member evicted %v)", cut.Snap(1).evicted)
+		}
+		fills = append(fills, must[*Head](t)(p.NewHead(small, "z")))
+	}
+	for _, h := range fills {
+		check(t, h.Release())
+	}
+	got := [][]byte{make([]byte, 32)}
+	check(t, cut.Snap(1).Read(0, 4, got))
+	if !bytes.Equal(got[0], recRow(3)[0]) {
+		t.Fatal("the recurrent member read other rows after the tier")
+	}
+	if n := cut.Snap(0).Len(); n != 0 {
+		t.Fatalf("the empty member has %d rows", n)
+	}
+	check(t, g.Rollback(cut))
 	checkInv(t, p)
 }

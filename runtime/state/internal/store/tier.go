@@ -506,3 +506,17 @@ func (t *hostTier) prefixBlocks(sh *shape, x *tierPrefix) ([]*block, error) {
 	}
 	return blks, nil
 }
+
+// dropSnap drops the image of snapshot s, which s.mu holds, and returns
+// its bytes; false when s keeps none.
+func (t *hostTier) dropSnap(s *Snap) (int64, bool) {
+	if s.tier == nil || s.released {
+		return 0, false
+	}
+	n := s.tier.bytes
+	t.free(s.tier)
+	s.tier = nil
+	s.pool.logical.Add(-s.logical)
+	s.logical = 0
+	return n, true
+}

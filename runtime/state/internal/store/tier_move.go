@@ -226,8 +226,8 @@ func (x tierSnap) moveOut() (int64, bool, error) {
 	}
 	defer s.mu.Unlock()
 	blks, ok := x.tierableLocked()
-	if !ok {
-		return 0, false, nil
+	if !ok || len(blks) == 0 {
+		return 0, false, nil // nothing to move
 	}
 	img, moved, err := s.pool.tier.saveRoot(s.pool, s.r, blks, s.owner, nil)
 	if !moved {
@@ -237,23 +237,17 @@ func (x tierSnap) moveOut() (int64, bool, error) {
 }
 
 // tierableLocked returns the blocks the tier would copy of the snapshot,
-// every one of them its alone; false when the tier does not take it. s.mu
-// is held.
+// every one of them its alone (none for a snapshot of no rows); false when
+// the tier does not take it. s.mu is held.
 func (x tierSnap) tierableLocked() ([]*block, bool) {
 	s := x.s
 	if s.pool.tier == nil || s.l.Retention != Optional || s.released || s.evicted || s.r == nil {
 		return nil, false
 	}
-	// A snapshot's tables never change: kernels may read its blocks
-	// through them at any time, so it stays where they point.
-	s.tmu.Lock()
-	tables := len(s.tables)
-	s.tmu.Unlock()
-	if tables > 0 {
+	if tabled(s) {
 		return nil, false
 	}
-	blks, ok := wholly(s.r, nil)
-	return blks, ok && len(blks) > 0
+	return wholly(s.r, nil)
 }
 
 // commitLocked makes img, the copy of the snapshot's version, its version
@@ -297,22 +291,7 @@ func (x tierSnap) dropTier() (int64, bool) {
 		return 0, false
 	}
 	defer s.mu.Unlock()
-	return x.dropLocked()
-}
-
-// dropLocked drops the snapshot's image and returns its bytes. s.mu is
-// held.
-func (x tierSnap) dropLocked() (int64, bool) {
-	s := x.s
-	if s.tier == nil || s.released {
-		return 0, false
-	}
-	n := s.tier.bytes
-	s.pool.tier.free(s.tier)
-	s.tier = nil
-	s.pool.logical.Add(-s.logical)
-	s.logical = 0
-	return n, true
+	return s.pool.tier.dropSnap(s)
 }
 
 // moveOut moves every member of the group to the tier, or none
@@ -432,24 +411,33 @@ func (lp *lruPart) prepare(h *Head, c call) error {
 	return nil
 }
 
-// moveOut moves every member of the cut in device memory to the tier, or
-// none (tierMover), as groupVictims.moveOut moves a group's.
+// moveOut moves the members of the cut in device memory to the tier, or
+// none (tierMover), as groupVictims.moveOut moves a group's: a member that
+// shares a block, with its head or another snapshot, makes the cut stay,
+// for the eviction to drop whole, as the tier takes no state that shares.
+// (Leaving such a member where it is would pin the blocks it shares: two
+// cuts whose members share them would each free nothing alone, and
+// neither would ever go.) A member of no rows holds no block, and stays.
 func (x cutVictims) moveOut() (int64, bool, error) {
 	all, ok := x.lockLive()
 	if !ok {
 		return 0, false, nil
 	}
 	defer unlockAll(all)
-	live := onDevice(all)
+	var live []*Snap
+	var roots []*root
+	var blks [][]*block
+	for _, s := range onDevice(all) {
+		b, ok := (tierSnap{s}).tierableLocked()
+		switch {
+		case !ok:
+			return 0, false, nil
+		case len(b) > 0:
+			live, roots, blks = append(live, s), append(roots, s.r), append(blks, b)
+		}
+	}
 	if len(live) == 0 {
 		return 0, false, nil
-	}
-	roots, blks := make([]*root, len(live)), make([][]*block, len(live))
-	for i, s := range live {
-		if blks[i], ok = (tierSnap{s}).tierableLocked(); !ok {
-			return 0, false, nil
-		}
-		roots[i] = s.r
 	}
 	skip := func(v tierVictim) bool { ts, ok := v.(tierSnap); return ok && ts.s.cut == x.c }
 	p := live[0].pool
@@ -464,15 +452,10 @@ func (x cutVictims) moveOut() (int64, bool, error) {
 	return n, true, nil
 }
 
-// inTierLocked returns the members of live, locked, in the tier; none
-// while a member is in device memory. Members evicted for good are the
-// cut's no longer.
+// inTierLocked returns the members of live, locked, in the tier.
 func inTierLocked(live []*Snap) []*Snap {
 	var in []*Snap
 	for _, s := range live {
-		if s.r != nil {
-			return nil
-		}
 		if s.tier != nil {
 			in = append(in, s)
 		}
@@ -480,9 +463,9 @@ func inTierLocked(live []*Snap) []*Snap {
 	return in
 }
 
-// inTier describes the cut when no member is in device memory and some
-// are in the tier, for its first member not released, as: the tier lists
-// the cut once.
+// inTier describes the cut when some of its members are in the tier, by
+// their bytes there, for its first member not released, as: the tier
+// lists the cut once.
 func (x cutVictims) inTier(as *Snap) (Victim, bool) {
 	live, ok := x.lockLive()
 	if !ok {
@@ -501,21 +484,19 @@ func (x cutVictims) inTier(as *Snap) (Victim, bool) {
 	return v, true
 }
 
-// dropTier drops every member's image, or none.
+// dropTier drops the cut (dropLocked): the members' images, and the
+// version of those that stayed in device memory (moveOut) or came back
+// alone. It returns the bytes dropped from the tier.
 func (x cutVictims) dropTier() (int64, bool) {
 	live, ok := x.lockLive()
 	if !ok {
 		return 0, false
 	}
 	defer unlockAll(live)
-	in := inTierLocked(live)
-	if len(in) == 0 {
+	if len(inTierLocked(live)) == 0 {
 		return 0, false
 	}
-	var n int64
-	for _, s := range in {
-		m, _ := tierSnap{s}.dropLocked()
-		n += m
-	}
-	return n, true
+	device, tier := dropLocked(live)
+	live[0].pool.evictedBytes.Add(device)
+	return tier, true
 }
