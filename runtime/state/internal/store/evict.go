@@ -47,9 +47,7 @@ func (e eviction) reclaim(c *sizeClass, want int, deviceFull bool) bool {
 	// runs are weighed below.
 	need := int64(want)*int64(c.Bytes()) - e.p.mem.Room(deviceFull)
 	if e.freeable(need) < need {
-		// One by one the victims free too little; together they may
-		// free more, where they share blocks among themselves.
-		return e.evictJointly(c, want, deviceFull, need)
+		return false // the call fails anyway: evict nothing
 	}
 	// A victim's blocks that queued work still uses would be pending, not
 	// free, once evicted: wait for that work first, and spare the victims
@@ -85,61 +83,6 @@ func (e eviction) reclaim(c *sizeClass, want int, deviceFull bool) bool {
 			if !progress {
 				break
 			}
-		}
-	}
-	if e.awaitFenced(c, want, deviceFull) {
-		return true
-	}
-	return e.evictJointly(c, want, deviceFull, int64(want)*int64(c.Bytes())-e.p.mem.Room(deviceFull))
-}
-
-// evictJointly evicts optional victims that free too little one by one
-// because they share blocks among themselves (two snapshots of one
-// version, a head and its snapshot, two cuts at one version): each alone
-// frees nothing, so the rounds pass them by, and their memory would stay
-// taken by optional state while calls fail for want of it. It locks every
-// optional victim it may (lockHeld), counts what evicting all of them
-// frees, each block once (onlyBlocks), and, when that covers need bytes,
-// evicts them in the Evictor's order until the call has room; else it
-// evicts nothing. It reports whether there is room.
-func (e eviction) evictJointly(c *sizeClass, want int, deviceFull bool, need int64) bool {
-	hs, vs := e.victims(Optional)
-	if len(vs) < 2 {
-		return false
-	}
-	e.p.evictor.Rank(vs)
-	var held []heldVictim
-	defer func() {
-		for _, x := range held {
-			x.unlock()
-		}
-	}()
-	var roots []*root
-	for _, v := range vs {
-		if v.ID == 0 || v.ID > uint64(len(hs)) {
-			continue
-		}
-		j, ok := hs[v.ID-1].(jointEvicter)
-		if !ok {
-			continue
-		}
-		if x, ok := j.lockHeld(); ok {
-			held = append(held, x)
-			roots = append(roots, x.roots...)
-		}
-	}
-	var frees int64
-	onlyBlocks(roots, func(b *block) { frees += int64(b.Bytes()) })
-	if frees < need {
-		return false
-	}
-	for i, x := range held {
-		e.p.evictedBytes.Add(x.evict())
-		e.p.evictions.Add(1)
-		held[i].unlock = func() {}
-		x.unlock()
-		if e.p.shortfall(c, want, deviceFull) <= 0 {
-			return true
 		}
 	}
 	return e.awaitFenced(c, want, deviceFull)

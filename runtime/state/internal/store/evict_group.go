@@ -58,37 +58,6 @@ func (x groupVictims) evict() (int64, bool) {
 	return n, true
 }
 
-// lockHeld locks every member for evictJointly, or none.
-func (x groupVictims) lockHeld() (heldVictim, bool) {
-	var locked []*Head
-	unlock := func() {
-		for _, h := range locked {
-			h.mu.Unlock()
-		}
-	}
-	var roots []*root
-	for _, h := range x.g.order {
-		if h.l.Retention != Optional || !h.mu.TryLock() {
-			unlock()
-			return heldVictim{}, false
-		}
-		locked = append(locked, h)
-		if !h.lru.evictableLocked(h) {
-			unlock()
-			return heldVictim{}, false
-		}
-		roots = append(roots, h.r)
-	}
-	evict := func() int64 {
-		var n int64
-		for _, h := range x.g.heads {
-			n += h.lru.evictLocked(h)
-		}
-		return n
-	}
-	return heldVictim{roots: roots, evict: evict, unlock: unlock}, true
-}
-
 // exclusiveBlocks lists the blocks evicting the group would free.
 func (x groupVictims) exclusiveBlocks(f func(*block)) {
 	for _, h := range x.g.heads {
@@ -215,24 +184,6 @@ func dropLocked(live []*Snap) (device, tier int64) {
 		}
 	}
 	return device, tier
-}
-
-// lockHeld locks the cut's members for evictJointly.
-func (x cutVictims) lockHeld() (heldVictim, bool) {
-	live, ok := x.lockLive()
-	if !ok {
-		return heldVictim{}, false
-	}
-	on := onDevice(live)
-	if len(on) == 0 || live[0].l.Retention != Optional {
-		unlockAll(live)
-		return heldVictim{}, false
-	}
-	roots := make([]*root, len(on))
-	for i, s := range on {
-		roots[i] = s.r
-	}
-	return heldVictim{roots: roots, evict: func() int64 { return x.dropHeld(live) }, unlock: func() { unlockAll(live) }}, true
 }
 
 // dropHeld drops the cut's members of live, locked (dropLocked), counts

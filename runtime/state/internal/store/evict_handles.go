@@ -47,20 +47,6 @@ func (x headVictim) evict() (int64, bool) {
 // is busy.
 func (x headVictim) freeable() int64 { return sumBytes(x) }
 
-// lockHeld locks the head for evictJointly; a group's member goes with its
-// group.
-func (x headVictim) lockHeld() (heldVictim, bool) {
-	h := x.Head
-	if h.group.Load() != nil || h.l.Retention != Optional || !h.mu.TryLock() {
-		return heldVictim{}, false
-	}
-	if !h.lru.evictableLocked(h) {
-		h.mu.Unlock()
-		return heldVictim{}, false
-	}
-	return heldVictim{roots: []*root{h.r}, evict: func() int64 { return h.lru.evictLocked(h) }, unlock: h.mu.Unlock}, true
-}
-
 // exclusiveBlocks lists the blocks only the head's version holds and,
 // when there are any (eviction takes nothing else), the history's of an
 // optional head.
@@ -223,19 +209,6 @@ func (x snapVictim) evictLocked() int64 {
 // it is busy.
 func (x snapVictim) freeable() int64 { return sumBytes(x) }
 
-// lockHeld locks the snapshot for evictJointly.
-func (x snapVictim) lockHeld() (heldVictim, bool) {
-	s := x.Snap
-	if s.l.Retention != Optional || !s.mu.TryLock() {
-		return heldVictim{}, false
-	}
-	if !x.evictableLocked() {
-		s.mu.Unlock()
-		return heldVictim{}, false
-	}
-	return heldVictim{roots: []*root{s.r}, evict: x.evictLocked, unlock: s.mu.Unlock}, true
-}
-
 // exclusiveBlocks lists the blocks only the snapshot holds.
 func (x snapVictim) exclusiveBlocks(f func(*block)) {
 	s := x.Snap
@@ -272,20 +245,4 @@ func sumBytes(x exclusiveLister) int64 {
 // now: those it alone holds. It lists none while it is busy.
 type exclusiveLister interface {
 	exclusiveBlocks(f func(*block))
-}
-
-// jointEvicter is an optional victim the pool may evict together with
-// others (evictJointly).
-type jointEvicter interface {
-	// lockHeld locks the victim, by try-lock, and returns the roots of
-	// its versions in device memory, with how to evict it and unlock it;
-	// false, with nothing locked, when it is busy or may not go now.
-	lockHeld() (heldVictim, bool)
-}
-
-// heldVictim is a victim lockHeld locked.
-type heldVictim struct {
-	roots  []*root
-	evict  func() int64 // drops its versions, returning the bytes freed
-	unlock func()
 }
