@@ -19,7 +19,7 @@ import (
 // its core.
 var storeFeatures = map[string][]string{
 	"cost model": {"calibrate.go", "estimate.go"},
-	"eviction":   {"evict.go", "evict_group.go", "evict_handles.go"},
+	"eviction":   {"evict.go", "evict_group.go", "evict_handles.go", "evict_joint.go"},
 	"groups":     {"group.go", "group_at.go", "group_pending.go", "group_share.go"},
 	"history":    {"checkpoint.go", "history.go", "replay.go"},
 	"sharing":    {"share.go", "share_evict.go", "share_records.go"},

@@ -222,8 +222,17 @@ func (e eviction) victims(r Retention) ([]evictable, []Victim) {
 
 // handleVictims returns the live handles that may be evicted, heads and
 // snapshots (headVictim, snapVictim), of any retention (their victim
-// method says which); the caches' entries are not handles.
+// method says which), groups and cuts as one each, and the optional ones
+// that share their blocks among themselves as one each too
+// (jointVictims); the caches' entries are not handles.
 func (e eviction) handleVictims() []evictable {
+	live := e.listedVictims()
+	return append(live, jointSets(live)...)
+}
+
+// listedVictims is handleVictims without the joint sets: the handles
+// the pool lists, a group's and a cut's once.
+func (e eviction) listedVictims() []evictable {
 	e.p.mu.Lock()
 	defer e.p.mu.Unlock()
 	live := make([]evictable, 0, len(e.p.live))

@@ -109,7 +109,13 @@ func TestEvictOptionalAdmitsMandatory(t *testing.T) {
 	check(t, m.Release())
 }
 
-func TestEvictSparesMandatoryPinnedAndShared(t *testing.T) {
+// TestEvictSharedOptionalTogether: optional handles that share their
+// blocks (a head, its snapshot and its branch) free nothing one by one.
+// A call that evicting them all makes room for evicts them together
+// (jointVictims), where the pool used to answer ErrNoMemory with its
+// memory held by optional state; a call they cannot make room for evicts
+// nothing; the mandatory head is never touched.
+func TestEvictSharedOptionalTogether(t *testing.T) {
 	p := smallPool(t, 8, nil)
 	h := must[*Head](t)(p.NewHead(wide("Cache", Optional), "a"))
 	fill(t, h, 2, 1)
@@ -117,31 +123,42 @@ func TestEvictSparesMandatoryPinnedAndShared(t *testing.T) {
 	b := must[*Head](t)(h.Branch())
 	m := must[*Head](t)(p.NewHead(wide("Session", Mandatory), "m"))
 	fill(t, m, 6, 50)
-	// Every optional block is held twice over: nothing may be taken.
-	if err := m.Append(wideRow(9)); !errors.Is(err, ErrNoMemory) {
-		t.Fatalf("append with only shared optional blocks to take: %v, want ErrNoMemory", err)
+	// Three blocks: the optional state's two would leave it short.
+	if err := m.Append([][]byte{catWide(wideRow(9), wideRow(9), wideRow(9))}); !errors.Is(err, ErrNoMemory) {
+		t.Fatalf("append of more than the optional state holds: %v, want ErrNoMemory", err)
 	}
 	want := catWide(wideRow(1), wideRow(2))
 	for name, x := range map[string]reader{"head": h, "snapshot": s, "branch": b} {
 		if got := readWide(t, x); !bytes.Equal(got, want) {
-			t.Fatalf("%s changed under pressure", name)
+			t.Fatalf("%s changed by a call that failed", name)
 		}
 	}
 	if st := p.Stats(); st.EvictedBytes != 0 {
-		t.Fatalf("evicted %d bytes of shared blocks", st.EvictedBytes)
+		t.Fatalf("a call that failed evicted %d bytes", st.EvictedBytes)
 	}
-	// Once the head writes past its snapshot, its own block may go; the
-	// snapshot's stay.
+	// Two blocks: the three go together.
+	check(t, m.Append([][]byte{catWide(wideRow(9), wideRow(10))}))
+	for name, x := range map[string]reader{"head": h, "snapshot": s, "branch": b} {
+		if err := x.Read(0, 1, [][]byte{make([]byte, 256)}); !errors.Is(err, ErrEvicted) {
+			t.Fatalf("%s: %v, want ErrEvicted", name, err)
+		}
+	}
+	if st := p.Stats(); st.EvictedBytes != 2*256 {
+		t.Fatalf("evicted %d bytes, want the 512 the three shared", st.EvictedBytes)
+	}
+	want = nil
+	for i := range 6 {
+		want = append(want, wideRow(byte(50 + i))[0]...)
+	}
+	want = append(want, catWide(wideRow(9), wideRow(10))...)
+	if got := readWide(t, m); !bytes.Equal(got, want) {
+		t.Fatal("mandatory head changed under pressure")
+	}
+	checkInv(t, p)
 	check(t, s.Release())
 	check(t, b.Release())
-	m2 := must[*Head](t)(p.NewHead(wide("Session", Mandatory), "m2"))
-	fill(t, m2, 2, 90)
-	if err := h.Read(0, 1, [][]byte{make([]byte, 256)}); !errors.Is(err, ErrEvicted) {
-		t.Fatalf("optional head once unshared: %v, want ErrEvicted", err)
-	}
 	check(t, h.Release())
 	check(t, m.Release())
-	check(t, m2.Release())
 }
 
 func TestEvictOptionalSnapshot(t *testing.T) {

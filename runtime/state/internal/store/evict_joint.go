@@ -1,0 +1,293 @@
+package store
+
+// Optional handles that share their blocks among themselves (two snapshots
+// of one version, a head with its snapshot and branch, two cuts at one
+// version) each free nothing alone: every one of their blocks is held by
+// another of them. Evicted one by one they never go, and the pool would
+// answer ErrNoMemory with its memory held by optional state. So the
+// eviction lists each such set, those that share a block with one another,
+// as one more victim (jointVictims), and takes it by its one path (the
+// Evictor's rank, the bytes and runs it frees, busy streams, fences), as
+// it takes a group.
+
+// jointMember is an optional victim that may be evicted with others that
+// share its blocks.
+type jointMember interface {
+	evictable
+	// lockHeld locks the victim, by try-lock, and returns the roots of
+	// its versions in device memory, with how to evict and unlock it;
+	// false, with nothing locked, when it is busy or may not go now.
+	lockHeld() (heldVictim, bool)
+}
+
+// heldVictim is a victim lockHeld locked.
+type heldVictim struct {
+	v      Victim  // how the Evictor sees it alone
+	roots  []*root // its versions in device memory
+	evict  func() int64
+	unlock func()
+}
+
+// jointVictims is a set of optional victims that share blocks with one
+// another, each freeing nothing alone, as one victim.
+type jointVictims struct{ members []jointMember }
+
+// jointSets returns the sets of the optional victims of live that free
+// nothing alone and share a block, each set one victim; none when no two
+// do. A victim's blocks are read under its lock, each victim locked in
+// turn.
+func jointSets(live []evictable) []evictable {
+	var cands []jointMember
+	first := map[*block]int{} // the first candidate that holds each block
+	var parent []int          // union-find over the candidates
+	find := func(i int) int {
+		for parent[i] != i {
+			parent[i] = parent[parent[i]]
+			i = parent[i]
+		}
+		return i
+	}
+	for _, x := range live {
+		j, ok := x.(jointMember)
+		if !ok {
+			continue
+		}
+		h, ok := j.lockHeld()
+		if !ok {
+			continue
+		}
+		alone := false
+		for _, r := range h.roots {
+			alone = alone || holdsAlone(r)
+		}
+		if !alone {
+			k := len(cands)
+			cands, parent = append(cands, j), append(parent, k)
+			for _, r := range h.roots {
+				for ci := range r.cols {
+					t := &r.cols[ci]
+					for b := range t.heldIn(t.lo, t.n) {
+						if o, seen := first[b]; !seen {
+							first[b] = k
+						} else if a, c := find(o), find(k); a != c {
+							parent[c] = a
+						}
+					}
+				}
+			}
+		}
+		h.unlock()
+	}
+	sets := map[int][]jointMember{}
+	for k := range cands {
+		sets[find(k)] = append(sets[find(k)], cands[k])
+	}
+	var out []evictable
+	for k := range cands { // in the candidates' order, each set once
+		if m := sets[k]; len(m) > 1 {
+			out = append(out, jointVictims{m})
+		}
+	}
+	return out
+}
+
+// lockAll locks every member, or none.
+func (x jointVictims) lockAll() ([]heldVictim, bool) {
+	held := make([]heldVictim, 0, len(x.members))
+	for _, m := range x.members {
+		h, ok := m.lockHeld()
+		if !ok {
+			for _, h := range held {
+				h.unlock()
+			}
+			return nil, false
+		}
+		held = append(held, h)
+	}
+	return held, true
+}
+
+// freedLocked lists, each once, the blocks evicting every member held
+// would free.
+func freedLocked(held []heldVictim, f func(*block)) {
+	var roots []*root
+	for _, h := range held {
+		roots = append(roots, h.roots...)
+	}
+	onlyBlocks(roots, f)
+}
+
+// victim describes the set when evicting it frees a block: the bytes it
+// frees, its members' latest use.
+func (x jointVictims) victim(r Retention) (Victim, bool) {
+	if r != Optional {
+		return Victim{}, false
+	}
+	held, ok := x.lockAll()
+	if !ok {
+		return Victim{}, false
+	}
+	defer unlockHeld(held)
+	v := Victim{Owner: held[0].v.Owner, Type: held[0].v.Type, Snapshot: held[0].v.Snapshot}
+	freedLocked(held, func(b *block) { v.Bytes += int64(b.Bytes()) })
+	if v.Bytes == 0 {
+		return Victim{}, false
+	}
+	for _, h := range held {
+		v.LastUse = max(v.LastUse, h.v.LastUse)
+	}
+	return v, true
+}
+
+// evict evicts every member, or none; none when that frees no block.
+func (x jointVictims) evict() (int64, bool) {
+	held, ok := x.lockAll()
+	if !ok {
+		return 0, false
+	}
+	defer unlockHeld(held)
+	frees := false
+	freedLocked(held, func(*block) { frees = true })
+	if !frees {
+		return 0, false
+	}
+	var n int64
+	for _, h := range held {
+		n += h.evict()
+	}
+	return n, true
+}
+
+// exclusiveBlocks lists the blocks evicting the set would free.
+func (x jointVictims) exclusiveBlocks(f func(*block)) {
+	held, ok := x.lockAll()
+	if !ok {
+		return
+	}
+	defer unlockHeld(held)
+	freedLocked(held, f)
+}
+
+// freeable returns the bytes evicting the set would free now.
+func (x jointVictims) freeable() int64 { return sumBytes(x) }
+
+// unlockHeld unlocks the victims lockAll locked.
+func unlockHeld(held []heldVictim) {
+	for _, h := range held {
+		h.unlock()
+	}
+}
+
+// lockHeld locks the head: an optional one, not a group's member (its
+// group is the victim).
+func (x headVictim) lockHeld() (heldVictim, bool) {
+	h := x.Head
+	if h.group.Load() != nil || h.l.Retention != Optional || !h.mu.TryLock() {
+		return heldVictim{}, false
+	}
+	if !h.lru.evictableLocked(h) {
+		h.mu.Unlock()
+		return heldVictim{}, false
+	}
+	v := Victim{Owner: string(h.owner), Type: h.l.Type, LastUse: h.lru.lastUse.Load()}
+	return heldVictim{v: v, roots: []*root{h.r}, evict: func() int64 { return h.lru.evictLocked(h) }, unlock: h.mu.Unlock}, true
+}
+
+// lockHeld locks the snapshot: an optional one with no block table.
+func (x snapVictim) lockHeld() (heldVictim, bool) {
+	s := x.Snap
+	if s.l.Retention != Optional || !s.mu.TryLock() {
+		return heldVictim{}, false
+	}
+	if !x.evictableLocked() {
+		s.mu.Unlock()
+		return heldVictim{}, false
+	}
+	v := Victim{Owner: string(s.owner), Type: s.l.Type, Snapshot: true, LastUse: s.lastUse.Load()}
+	return heldVictim{v: v, roots: []*root{s.r}, evict: x.evictLocked, unlock: s.mu.Unlock}, true
+}
+
+// lockHeld locks every member of an optional group, or none.
+func (x groupVictims) lockHeld() (heldVictim, bool) {
+	var locked []*Head
+	unlock := func() {
+		for _, h := range locked {
+			h.mu.Unlock()
+		}
+	}
+	v := Victim{Owner: string(x.g.owner), Type: x.g.victimType}
+	var roots []*root
+	for _, h := range x.g.order {
+		if h.l.Retention != Optional || !h.mu.TryLock() {
+			unlock()
+			return heldVictim{}, false
+		}
+		locked = append(locked, h)
+		if !h.lru.evictableLocked(h) {
+			unlock()
+			return heldVictim{}, false
+		}
+		roots = append(roots, h.r)
+		v.LastUse = max(v.LastUse, h.lru.lastUse.Load())
+	}
+	evict := func() int64 {
+		var n int64
+		for _, h := range x.g.heads {
+			n += h.lru.evictLocked(h)
+		}
+		return n
+	}
+	return heldVictim{v: v, roots: roots, evict: evict, unlock: unlock}, true
+}
+
+// lockHeld locks the members of an optional cut; its versions are those
+// of its members in device memory.
+func (x cutVictims) lockHeld() (heldVictim, bool) {
+	live, ok := x.lockLive()
+	if !ok {
+		return heldVictim{}, false
+	}
+	on := onDevice(live)
+	if len(on) == 0 || live[0].l.Retention != Optional {
+		unlockAll(live)
+		return heldVictim{}, false
+	}
+	v := Victim{Owner: string(x.c.owner), Type: x.c.typ, Snapshot: true}
+	roots := make([]*root, len(on))
+	for i, s := range on {
+		roots[i] = s.r
+		v.LastUse = max(v.LastUse, s.lastUse.Load())
+	}
+	return heldVictim{v: v, roots: roots, evict: func() int64 { return x.dropHeld(live) }, unlock: func() { unlockAll(live) }}, true
+}
+
+// holdsAlone reports whether r holds a block alone, one exclusiveBlocks
+// would list; it stops at the first.
+func holdsAlone(r *root) bool {
+	if r == nil || r.rc.Load() != 1 {
+		return false
+	}
+	for _, t := range r.cols {
+		if t.root != nil && nodeHoldsAlone(t.root) {
+			return true
+		}
+	}
+	return false
+}
+
+func nodeHoldsAlone(n *node) bool {
+	if n.rc.Load() != 1 {
+		return false
+	}
+	for _, b := range n.blks {
+		if b != nil && b.Refs() == 1 {
+			return true
+		}
+	}
+	for _, k := range n.kids {
+		if k != nil && nodeHoldsAlone(k) {
+			return true
+		}
+	}
+	return false
+}
