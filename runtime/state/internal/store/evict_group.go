@@ -46,7 +46,7 @@ func (x groupVictims) evict() (int64, bool) {
 		if !h.lru.evictableLocked(h) {
 			return 0, false
 		}
-		frees = frees || exclusiveBytes(h.r) > 0
+		frees = frees || headVictim{h}.freesLocked()
 	}
 	if !frees {
 		return 0, false

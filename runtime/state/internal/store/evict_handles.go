@@ -37,44 +37,72 @@ func (x headVictim) evict() (int64, bool) {
 		return 0, false
 	}
 	defer h.mu.Unlock()
-	if !h.lru.evictableLocked(h) || exclusiveBytes(h.r) == 0 {
+	if !h.lru.evictableLocked(h) || !x.freesLocked() {
 		return 0, false // every block is shared: evicting frees nothing
 	}
 	return h.lru.evictLocked(h), true
+}
+
+// freesLocked reports whether evicting the head would free a block.
+// h.mu is held.
+func (x headVictim) freesLocked() bool {
+	frees := false
+	x.exclusiveLocked(func(*block) { frees = true })
+	return frees
 }
 
 // freeable returns the bytes evicting the head would free now; 0 when it
 // is busy.
 func (x headVictim) freeable() int64 { return sumBytes(x) }
 
-// exclusiveBlocks lists the blocks only the head's version holds and,
-// when there are any (eviction takes nothing else), the history's of an
-// optional head.
+// exclusiveBlocks lists the blocks evicting the head would free
+// (exclusiveLocked); none while it is busy.
 func (x headVictim) exclusiveBlocks(f func(*block)) {
 	h := x.Head
 	if !h.mu.TryLock() {
 		return
 	}
 	defer h.mu.Unlock()
+	x.exclusiveLocked(f)
+}
+
+// exclusiveLocked lists the blocks evicting the head would free: those
+// only its version holds; for an optional head, whose history goes with
+// it, those only its version and its checkpoints hold, each once
+// (onlyBlocks: a checkpoint of the version holds its root, so that the
+// version alone holds nothing), and its deltas' own. h.mu is held.
+func (x headVictim) exclusiveLocked(f func(*block)) {
+	h := x.Head
 	if h.released || h.evicted || h.r == nil {
 		return
 	}
-	some := false
-	exclusiveBlocks(h.r, func(b *block) { some = true; f(b) })
-	if some && h.l.Retention == Optional && h.hist != nil {
-		for _, e := range h.hist.entries {
-			if e.d == nil {
-				continue
-			}
-			for _, col := range e.d.cols {
-				for _, b := range col {
-					if b.Refs() == 1 {
-						f(b)
-					}
+	roots := x.rootsLocked()
+	onlyBlocks(roots, f)
+	if len(roots) == 1 {
+		return
+	}
+	for _, e := range h.hist.entries {
+		if e.d == nil {
+			continue
+		}
+		for _, col := range e.d.cols {
+			for _, b := range col {
+				if b.Refs() == 1 {
+					f(b)
 				}
 			}
 		}
 	}
+}
+
+// rootsLocked returns the roots evicting the head drops: its version's,
+// and an optional head's checkpoints. h.mu is held.
+func (x headVictim) rootsLocked() []*root {
+	h := x.Head
+	if h.l.Retention != Optional || h.hist == nil {
+		return []*root{h.r}
+	}
+	return append([]*root{h.r}, h.hist.roots()...)
 }
 
 // rebuildable reports whether h's history can rebuild its version from a

@@ -190,7 +190,7 @@ func (x headVictim) lockHeld() (heldVictim, bool) {
 		return heldVictim{}, false
 	}
 	v := Victim{Owner: string(h.owner), Type: h.l.Type, LastUse: h.lru.lastUse.Load()}
-	return heldVictim{v: v, roots: []*root{h.r}, evict: func() int64 { return h.lru.evictLocked(h) }, unlock: h.mu.Unlock}, true
+	return heldVictim{v: v, roots: x.rootsLocked(), evict: func() int64 { return h.lru.evictLocked(h) }, unlock: h.mu.Unlock}, true
 }
 
 // lockHeld locks the snapshot: an optional one with no block table.
@@ -227,7 +227,7 @@ func (x groupVictims) lockHeld() (heldVictim, bool) {
 			unlock()
 			return heldVictim{}, false
 		}
-		roots = append(roots, h.r)
+		roots = append(roots, headVictim{h}.rootsLocked()...)
 		v.LastUse = max(v.LastUse, h.lru.lastUse.Load())
 	}
 	evict := func() int64 {

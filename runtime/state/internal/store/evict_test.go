@@ -487,3 +487,32 @@ func TestRecordStreamOnEvictedSaysEvicted(t *testing.T) {
 		}
 	}
 }
+
+// TestEvictCheckpointedOptionalHead: an optional head that keeps a
+// checkpoint history holds nothing alone, as its checkpoints hold its
+// version's root or its deltas the newest rows; but evicting it drops
+// its history too, and frees every block. A mandatory head that needs the
+// memory gets it: it used to get ErrNoMemory, the optional head never
+// evicted.
+func TestEvictCheckpointedOptionalHead(t *testing.T) {
+	for _, every := range []int{1, 2, 3} {
+		t.Run(fmt.Sprint("every", every), func(t *testing.T) {
+			p := smallPool(t, 8, nil)
+			l := wide("Cache", Optional)
+			l.Checkpoint = &CheckpointPolicy{Every: every, Keep: 2}
+			h := must[*Head](t)(p.NewHead(l, "a"))
+			fill(t, h, 3, 1)
+			m := must[*Head](t)(p.NewHead(wide("Session", Mandatory), "m"))
+			fill(t, m, 8, 50) // the whole pool
+			if err := h.Read(0, 1, [][]byte{make([]byte, 256)}); !errors.Is(err, ErrEvicted) {
+				t.Fatalf("optional head: %v, want ErrEvicted", err)
+			}
+			if st := p.Stats(); st.HistoryBytes != 0 || st.Blocks != 8 {
+				t.Fatalf("stats %+v: want no history and the mandatory head's 8 blocks", st)
+			}
+			checkInv(t, p)
+			check(t, h.Release())
+			check(t, m.Release())
+		})
+	}
+}
