@@ -150,7 +150,7 @@ func (x cutVictims) victim(r Retention) (Victim, bool) {
 }
 
 // evict evicts the cut, or nothing when no member in device memory would
-// free a block: every member's version goes (dropLocked).
+// free a block: every member's version goes (dropCutLocked).
 func (x cutVictims) evict() (int64, bool) {
 	live, ok := x.lockLive()
 	if !ok {
@@ -159,7 +159,7 @@ func (x cutVictims) evict() (int64, bool) {
 	defer unlockAll(live)
 	frees := false
 	for _, s := range onDevice(live) {
-		frees = frees || exclusiveBytes(s.r) > 0
+		frees = frees || holdsAlone(s.r)
 	}
 	if !frees {
 		return 0, false
@@ -167,13 +167,13 @@ func (x cutVictims) evict() (int64, bool) {
 	return x.dropHeld(live), true
 }
 
-// dropLocked drops every member's version of live, locked, wherever it
+// dropCutLocked drops every member's version of live, locked, wherever it
 // is, so that every member answers ErrEvicted: in device memory (as
-// snapVictim.evictLocked) and in the host tier (tierSnap.dropLocked). It
+// snapVictim.evictLocked) and in the host tier (hostTier.dropSnap). It
 // returns the bytes freed in device memory and those dropped from the
-// tier; the caller counts one of them as its eviction's, and dropLocked
+// tier; the caller counts one of them as its eviction's, and dropCutLocked
 // counts the other as evicted (and dropped, from the tier) itself.
-func dropLocked(live []*Snap) (device, tier int64) {
+func dropCutLocked(live []*Snap) (device, tier int64) {
 	for _, s := range live {
 		switch {
 		case s.tier != nil:
@@ -186,11 +186,11 @@ func dropLocked(live []*Snap) (device, tier int64) {
 	return device, tier
 }
 
-// dropHeld drops the cut's members of live, locked (dropLocked), counts
+// dropHeld drops the cut's members of live, locked (dropCutLocked), counts
 // what it dropped from the tier, and returns the bytes freed in device
 // memory.
 func (x cutVictims) dropHeld(live []*Snap) int64 {
-	device, tier := dropLocked(live)
+	device, tier := dropCutLocked(live)
 	if tier > 0 {
 		p := live[0].pool
 		p.tier.dropped.Add(tier)

@@ -64,14 +64,12 @@ func jointSets(live []evictable) []evictable {
 			k := len(cands)
 			cands, parent = append(cands, j), append(parent, k)
 			for _, r := range h.roots {
-				for ci := range r.cols {
-					t := &r.cols[ci]
-					for b := range t.heldIn(t.lo, t.n) {
-						if o, seen := first[b]; !seen {
-							first[b] = k
-						} else if a, c := find(o), find(k); a != c {
-							parent[c] = a
-						}
+				blks, _ := rootBlocks(r, nil)
+				for _, b := range blks {
+					if o, seen := first[b]; !seen {
+						first[b] = k
+					} else if a, c := find(o), find(k); a != c {
+						parent[c] = a
 					}
 				}
 			}
@@ -259,35 +257,4 @@ func (x cutVictims) lockHeld() (heldVictim, bool) {
 		v.LastUse = max(v.LastUse, s.lastUse.Load())
 	}
 	return heldVictim{v: v, roots: roots, evict: func() int64 { return x.dropHeld(live) }, unlock: func() { unlockAll(live) }}, true
-}
-
-// holdsAlone reports whether r holds a block alone, one exclusiveBlocks
-// would list; it stops at the first.
-func holdsAlone(r *root) bool {
-	if r == nil || r.rc.Load() != 1 {
-		return false
-	}
-	for _, t := range r.cols {
-		if t.root != nil && nodeHoldsAlone(t.root) {
-			return true
-		}
-	}
-	return false
-}
-
-func nodeHoldsAlone(n *node) bool {
-	if n.rc.Load() != 1 {
-		return false
-	}
-	for _, b := range n.blks {
-		if b != nil && b.Refs() == 1 {
-			return true
-		}
-	}
-	for _, k := range n.kids {
-		if k != nil && nodeHoldsAlone(k) {
-			return true
-		}
-	}
-	return false
 }

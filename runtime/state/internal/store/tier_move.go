@@ -484,7 +484,7 @@ func (x cutVictims) inTier(as *Snap) (Victim, bool) {
 	return v, true
 }
 
-// dropTier drops the cut (dropLocked): the members' images, and the
+// dropTier drops the cut (dropCutLocked): the members' images, and the
 // version of those that stayed in device memory (moveOut) or came back
 // alone. It returns the bytes dropped from the tier.
 func (x cutVictims) dropTier() (int64, bool) {
@@ -496,7 +496,7 @@ func (x cutVictims) dropTier() (int64, bool) {
 	if len(inTierLocked(live)) == 0 {
 		return 0, false
 	}
-	device, tier := dropLocked(live)
+	device, tier := dropCutLocked(live)
 	live[0].pool.evictedBytes.Add(device)
 	return tier, true
 }

@@ -521,30 +521,46 @@ func onlyBlocks(refs []*root, f func(*block)) {
 
 // exclusiveBlocks calls f with each block of r that only r holds.
 func exclusiveBlocks(r *root, f func(*block)) {
-	if r == nil || r.rc.Load() != 1 {
-		return
-	}
-	for _, t := range r.cols {
-		if t.root != nil {
-			exclusiveNodeBlocks(t.root, f)
-		}
-	}
+	exclusiveWalk(r, func(b *block) bool { f(b); return true })
 }
 
-func exclusiveNodeBlocks(n *node, f func(*block)) {
+// holdsAlone reports whether r holds a block alone, one exclusiveBlocks
+// would list; it stops at the first.
+func holdsAlone(r *root) bool {
+	found := false
+	exclusiveWalk(r, func(*block) bool { found = true; return false })
+	return found
+}
+
+// exclusiveWalk calls f with each block of r that only r holds, until f
+// returns false; it reports whether f never did.
+func exclusiveWalk(r *root, f func(*block) bool) bool {
+	if r == nil || r.rc.Load() != 1 {
+		return true
+	}
+	for _, t := range r.cols {
+		if t.root != nil && !exclusiveNodeWalk(t.root, f) {
+			return false
+		}
+	}
+	return true
+}
+
+func exclusiveNodeWalk(n *node, f func(*block) bool) bool {
 	if n.rc.Load() != 1 {
-		return
+		return true
 	}
 	for _, k := range n.kids {
-		if k != nil {
-			exclusiveNodeBlocks(k, f)
+		if k != nil && !exclusiveNodeWalk(k, f) {
+			return false
 		}
 	}
 	for _, b := range n.blks {
-		if b != nil && b.Refs() == 1 {
-			f(b)
+		if b != nil && b.Refs() == 1 && !f(b) {
+			return false
 		}
 	}
+	return true
 }
 
 // held returns block i of t, or nil when t holds none there: below lo
