@@ -38,15 +38,7 @@ type jointVictims struct{ members []jointMember }
 // turn.
 func jointSets(live []evictable) []evictable {
 	var cands []jointMember
-	first := map[*block]int{} // the first candidate that holds each block
-	var parent []int          // union-find over the candidates
-	find := func(i int) int {
-		for parent[i] != i {
-			parent[i] = parent[parent[i]]
-			i = parent[i]
-		}
-		return i
-	}
+	u := newBlockUnion()
 	for _, x := range live {
 		j, ok := x.(jointMember)
 		if !ok {
@@ -61,24 +53,17 @@ func jointSets(live []evictable) []evictable {
 			alone = alone || holdsAlone(r)
 		}
 		if !alone {
-			k := len(cands)
-			cands, parent = append(cands, j), append(parent, k)
+			k := u.add()
+			cands = append(cands, j)
 			for _, r := range h.roots {
-				blks, _ := rootBlocks(r, nil)
-				for _, b := range blks {
-					if o, seen := first[b]; !seen {
-						first[b] = k
-					} else if a, c := find(o), find(k); a != c {
-						parent[c] = a
-					}
-				}
+				u.root(r, k)
 			}
 		}
 		h.unlock()
 	}
 	sets := map[int][]jointMember{}
 	for k := range cands {
-		sets[find(k)] = append(sets[find(k)], cands[k])
+		sets[u.find(k)] = append(sets[u.find(k)], cands[k])
 	}
 	var out []evictable
 	for k := range cands { // in the candidates' order, each set once
@@ -87,6 +72,107 @@ func jointSets(live []evictable) []evictable {
 		}
 	}
 	return out
+}
+
+// blockUnion joins holders that share a block: a union-find over them,
+// fed each holder's versions in turn (root).
+//
+// A version shares most of its tree with the versions before it (a
+// snapshot of each version of a head shares all but a path), so a walk of
+// every block of every version grows with the square of the versions. The
+// walk stops instead at a root or node an earlier holder covered whole: a
+// node holds the same blocks wherever it is found, so the holder shares
+// every block under it with the earlier one. Every block under a covered
+// node has its first holder recorded, by the walk that covered it, so a
+// holder that reaches one by another path (a copied leaf) joins too.
+type blockUnion struct {
+	parent []int
+	blocks map[*block]int // the first holder of each block
+	nodes  map[*node]int  // the first holder that held a node's every index, with a block under it
+	roots  map[*root]int  // the first holder of each root with a block
+}
+
+func newBlockUnion() *blockUnion {
+	return &blockUnion{blocks: map[*block]int{}, nodes: map[*node]int{}, roots: map[*root]int{}}
+}
+
+// add returns a new holder.
+func (u *blockUnion) add() int {
+	u.parent = append(u.parent, len(u.parent))
+	return len(u.parent) - 1
+}
+
+// find returns the holder that stands for k's set.
+func (u *blockUnion) find(k int) int {
+	for u.parent[k] != k {
+		u.parent[k] = u.parent[u.parent[k]]
+		k = u.parent[k]
+	}
+	return k
+}
+
+func (u *blockUnion) join(a, b int) {
+	if a, b = u.find(a), u.find(b); a != b {
+		u.parent[b] = a
+	}
+}
+
+// root joins holder k with every holder before it that holds one of r's
+// blocks.
+func (u *blockUnion) root(r *root, k int) {
+	if o, ok := u.roots[r]; ok {
+		u.join(o, k)
+		return
+	}
+	found := false
+	for c := range r.cols {
+		t := &r.cols[c]
+		if t.root != nil && t.n > t.lo && u.node(t.root, t.height, 0, t, k) {
+			found = true
+		}
+	}
+	if found {
+		u.roots[r] = k
+	}
+}
+
+// node is root's walk of n, of height h, whose first index is base, in
+// tree t: only the indices t holds count. It reports whether a block of
+// t's is under n.
+func (u *blockUnion) node(n *node, h, base int, t *tree, k int) bool {
+	span := 1 << (fanBits * h)
+	whole := base >= t.lo && base+span <= t.n
+	if whole {
+		if o, ok := u.nodes[n]; ok {
+			u.join(o, k)
+			return true
+		}
+	}
+	found := false
+	if h == 1 {
+		for j, b := range n.blks {
+			if i := base + j; b == nil || i < t.lo || i >= t.n {
+				continue
+			}
+			found = true
+			if o, ok := u.blocks[b]; ok {
+				u.join(o, k)
+			} else {
+				u.blocks[b] = k
+			}
+		}
+	} else {
+		sub := span >> fanBits
+		for j, kid := range n.kids {
+			if b := base + j*sub; kid != nil && b+sub > t.lo && b < t.n && u.node(kid, h-1, b, t, k) {
+				found = true
+			}
+		}
+	}
+	if whole && found {
+		u.nodes[n] = k
+	}
+	return found
 }
 
 // lockAll locks every member, or none.
