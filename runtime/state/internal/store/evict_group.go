@@ -11,38 +11,58 @@ package store
 // together or not at all.
 
 // groupVictims is a live group as an evictable.
+//
+// A member may be in the host tier while the others are in device memory:
+// one that stayed there when another came back (Head.bringBackLocked
+// brings them back together, but a member may find no room). It is still
+// the group's: the group is a victim of its members in device memory,
+// which the tier takes to join it (moveOut) or the eviction drops with
+// its image (evict, dropTier), as a cut split so is (cutVictims). Left
+// out, the members in device memory would hold their blocks until the
+// other's own call brought it back, which the same pressure refuses.
 type groupVictims struct{ g *Group }
 
-// victim describes the group when every member may be evicted now.
+// tierHeld reports whether h, locked, is in the host tier.
+func tierHeld(h *Head) bool { return h.tier != nil && !h.released }
+
+// victim describes the group when every member in device memory may be
+// evicted now, and one is.
 func (x groupVictims) victim(r Retention) (Victim, bool) {
 	v := Victim{Owner: string(x.g.owner), Type: x.g.victimType}
+	on := false
 	for _, h := range x.g.heads {
+		if h.l.Retention == r && h.mu.TryLock() {
+			in := tierHeld(h)
+			h.mu.Unlock()
+			if in {
+				continue
+			}
+		}
 		m, ok := headVictim{h}.victim(r)
 		if !ok {
 			return Victim{}, false
 		}
 		v.Bytes += m.Bytes
 		v.LastUse = max(v.LastUse, m.LastUse)
+		on = true
 	}
-	return v, true
+	return v, on
 }
 
 // evict evicts every member, or none: each is locked (by try-lock, in id
-// order) and checked first. It evicts nothing when no member would free
-// a block.
+// order) and checked first; a member in the tier has its image dropped
+// (dropLocked). It evicts nothing when no member would free a block.
 func (x groupVictims) evict() (int64, bool) {
-	var locked []*Head
-	defer func() {
-		for _, h := range locked {
-			h.mu.Unlock()
-		}
-	}()
+	locked, ok := x.lockAll()
+	defer unlockHeads(locked)
+	if !ok {
+		return 0, false
+	}
 	frees := false
-	for _, h := range x.g.order {
-		if !h.mu.TryLock() {
-			return 0, false
+	for _, h := range locked {
+		if tierHeld(h) {
+			continue
 		}
-		locked = append(locked, h)
 		if !h.lru.evictableLocked(h) {
 			return 0, false
 		}
@@ -51,11 +71,51 @@ func (x groupVictims) evict() (int64, bool) {
 	if !frees {
 		return 0, false
 	}
-	var n int64
-	for _, h := range x.g.heads {
-		n += h.lru.evictLocked(h)
+	device, tier := x.dropLocked()
+	if tier > 0 {
+		p := x.g.heads[0].pool
+		p.tier.dropped.Add(tier)
+		p.evictedBytes.Add(tier)
 	}
-	return n, true
+	return device, true
+}
+
+// lockAll try-locks every member in id order and returns those it
+// locked; false when one is busy.
+func (x groupVictims) lockAll() ([]*Head, bool) {
+	locked := make([]*Head, 0, len(x.g.order))
+	for _, h := range x.g.order {
+		if !h.mu.TryLock() {
+			return locked, false
+		}
+		locked = append(locked, h)
+	}
+	return locked, true
+}
+
+// unlockHeads unlocks the heads lockAll locked.
+func unlockHeads(locked []*Head) {
+	for _, h := range locked {
+		h.mu.Unlock()
+	}
+}
+
+// dropLocked evicts every member, locked, wherever it is: the version of
+// those in device memory (lruPart.evictLocked) and the image of those in
+// the tier (hostTier.dropHead); one evicted for good stays so. It returns the bytes freed in device
+// memory and those dropped from the tier.
+func (x groupVictims) dropLocked() (device, tier int64) {
+	for _, h := range x.g.heads {
+		switch {
+		case tierHeld(h):
+			m, _ := h.pool.tier.dropHead(h)
+			awayLogical(h)
+			tier += m
+		case h.lru.evictableLocked(h):
+			device += h.lru.evictLocked(h)
+		}
+	}
+	return device, tier
 }
 
 // exclusiveBlocks lists the blocks evicting the group would free.

@@ -507,6 +507,20 @@ func (t *hostTier) prefixBlocks(sh *shape, x *tierPrefix) ([]*block, error) {
 	return blks, nil
 }
 
+// dropHead drops the image of head h, which h.mu holds, and returns its
+// bytes: the head is evicted as it would have been without a tier, and
+// the caller drops its logical bytes (awayLogical). False when h keeps
+// none.
+func (t *hostTier) dropHead(h *Head) (int64, bool) {
+	if h.tier == nil || h.released {
+		return 0, false
+	}
+	n := h.tier.bytes
+	t.free(h.tier)
+	h.tier = nil
+	return n, true
+}
+
 // dropSnap drops the image of snapshot s, which s.mu holds, and returns
 // its bytes; false when s keeps none.
 func (t *hostTier) dropSnap(s *Snap) (int64, bool) {

@@ -207,15 +207,11 @@ func (x tierHead) dropTier() (int64, bool) {
 
 // dropLocked drops the head's image and returns its bytes. h.mu is held.
 func (x tierHead) dropLocked() (int64, bool) {
-	h := x.h
-	if h.tier == nil || h.released {
-		return 0, false
+	n, ok := x.h.pool.tier.dropHead(x.h)
+	if ok {
+		awayLogical(x.h)
 	}
-	n := h.tier.bytes
-	h.pool.tier.free(h.tier)
-	h.tier = nil
-	awayLogical(h)
-	return n, true
+	return n, ok
 }
 
 // moveOut moves the snapshot to the tier (tierMover).
@@ -298,92 +294,88 @@ func (x tierSnap) dropTier() (int64, bool) {
 // (tierMover): each is locked by try-lock in id order and checked, every
 // copy is made, and only then are the device blocks freed.
 func (x groupVictims) moveOut() (int64, bool, error) {
-	var locked []*Head
-	defer func() {
-		for _, h := range locked {
-			h.mu.Unlock()
-		}
-	}()
-	blks := make(map[*Head][]*block, len(x.g.heads))
+	locked, ok := x.lockAll()
+	defer unlockHeads(locked)
+	if !ok {
+		return 0, false, nil
+	}
+	var heads []*Head // those in device memory: the others are in the tier already
+	var roots []*root
+	var lists [][]*block
 	// A group of members that keep histories may free nothing (their
 	// checkpoints hold every block): it stays, as eviction leaves it.
 	frees, hist := false, false
-	for _, h := range x.g.order {
-		if !h.mu.TryLock() {
-			return 0, false, nil
+	for _, h := range x.g.heads {
+		if tierHeld(h) {
+			continue
 		}
-		locked = append(locked, h)
 		b, ok := tierHead{h}.tierableLocked()
 		if !ok {
 			return 0, false, nil
 		}
-		blks[h] = b
+		heads, roots, lists = append(heads, h), append(roots, h.r), append(lists, b)
 		hist = hist || h.hist != nil
 		frees = frees || (len(b) > 0 && tierHead{h}.freesLocked())
 	}
-	if hist && !frees {
+	if len(heads) == 0 || (hist && !frees) {
 		return 0, false, nil
 	}
 	skip := func(v tierVictim) bool { th, ok := v.(tierHead); return ok && th.h.group.Load() == x.g }
-	roots, lists := make([]*root, len(x.g.heads)), make([][]*block, len(x.g.heads))
-	for i, h := range x.g.heads {
-		roots[i], lists[i] = h.r, blks[h]
-	}
 	p := x.g.heads[0].pool
 	imgs, moved, err := p.tier.saveAll(p, roots, lists, x.g.owner, skip)
 	if !moved {
 		return 0, false, err
 	}
 	var n int64
-	for i, h := range x.g.heads {
+	for i, h := range heads {
 		n += tierHead{h}.commitLocked(imgs[i])
 	}
 	return n, true, nil
 }
 
-// inTier describes the group when every member is in the tier.
+// inTier describes the group when a member is in the tier, by their
+// bytes there.
 func (x groupVictims) inTier() (Victim, bool) {
+	locked, ok := x.lockAll()
+	defer unlockHeads(locked)
+	if !ok {
+		return Victim{}, false
+	}
 	v := Victim{Owner: string(x.g.owner), Type: x.g.victimType}
-	for _, h := range x.g.order {
-		if !h.mu.TryLock() {
-			return Victim{}, false
-		}
-		in := h.tier != nil && !h.released
-		if in {
+	in := false
+	for _, h := range locked {
+		if tierHeld(h) {
 			v.Bytes += h.tier.bytes
 			v.LastUse = max(v.LastUse, h.lru.lastUse.Load())
-		}
-		h.mu.Unlock()
-		if !in {
-			return Victim{}, false
+			in = true
 		}
 	}
-	return v, true
+	return v, in
 }
 
-// dropTier drops every member's image, or none.
+// dropTier drops the group (dropLocked): every member's image, and the
+// version of those in device memory, counted as evicted here. It returns
+// the bytes dropped from the tier.
 func (x groupVictims) dropTier() (int64, bool) {
-	var locked []*Head
-	defer func() {
-		for _, h := range locked {
-			h.mu.Unlock()
-		}
-	}()
-	for _, h := range x.g.order {
-		if !h.mu.TryLock() {
-			return 0, false
-		}
-		locked = append(locked, h)
-		if h.tier == nil || h.released {
+	locked, ok := x.lockAll()
+	defer unlockHeads(locked)
+	if !ok {
+		return 0, false
+	}
+	in := false
+	for _, h := range locked {
+		if tierHeld(h) {
+			in = true
+		} else if !h.released && !h.evicted && !h.lru.evictableLocked(h) {
 			return 0, false
 		}
 	}
-	var n int64
-	for _, h := range x.g.heads {
-		m, _ := tierHead{h}.dropLocked()
-		n += m
+	if !in {
+		return 0, false
 	}
-	return n, true
+	device, tier := x.dropLocked()
+	x.g.heads[0].pool.evictedBytes.Add(device)
+	return tier, true
 }
 
 // prepare brings a head back from the host tier, rebuilds an evicted
