@@ -178,24 +178,41 @@ type listedEvicter interface {
 // counted once whichever states hold it (groupCache.freeable). Its
 // callers ask whether eviction can make a call's room, and the answer
 // costs the victims that make it, not every victim.
+//
+// What each optional handle frees alone misses the blocks they share
+// among themselves without making a joint set (one of them holds a block
+// alone too: a head that wrote past its snapshot shares the rest with
+// it, which its eviction leaves to the snapshot alone, whose eviction
+// frees them next round). When the sum falls short it counts the optional
+// handles' blocks together instead (heldTogether), before it refuses the
+// call.
 func (e eviction) freeable(need int64) int64 {
-	n := e.p.cache.cachedBytes()
-	if n >= need {
-		return n
+	cached := e.p.cache.cachedBytes()
+	if cached >= need {
+		return cached
 	}
 	hs := e.handleVictims()
-	for _, r := range []Retention{Optional, Reconstructable} {
+	var each [2]int64 // by retention
+	n := cached
+	for i, r := range []Retention{Optional, Reconstructable} {
 		for _, h := range hs {
 			if f, ok := h.(interface{ freeable() int64 }); ok {
 				if _, ok := h.victim(r); ok {
-					if n += f.freeable(); n >= need {
+					m := f.freeable()
+					each[i] += m
+					if n += m; n >= need {
 						return n
 					}
 				}
 			}
 		}
 	}
-	return n + e.p.groups.freeable(need-n)
+	if n += e.p.groups.freeable(need - n); n >= need {
+		return n
+	}
+	var together int64
+	heldTogether(hs, nil, func(b *block) { together += int64(b.Bytes()) })
+	return max(n, n-each[0]+together)
 }
 
 // victims returns the live handles of retention r that may be evicted,
@@ -404,18 +421,27 @@ func (e eviction) victimsCover(c *sizeClass, own int64, busy []device.Stream) bo
 
 // victimBlocks returns the blocks evicting every victim would free, but
 // those of the victims the busy streams' work uses: the blocks the
-// optional and reconstructable handles alone hold, and those of every
-// cached prefix entry no head holds.
+// optional handles hold among themselves alone (heldTogether), those the
+// reconstructable handles each hold alone, and those of every cached
+// prefix entry no head holds.
 func (e eviction) victimBlocks(busy []device.Stream) []*block {
 	var out []*block
 	for _, r := range []Retention{Optional, Reconstructable} {
 		hs, _ := e.victims(r)
+		uses := func(h evictable) bool { return len(busy) > 0 && e.usesAny(h, busy) }
+		if r == Optional {
+			// The optional handles' blocks together: a set's are theirs.
+			heldTogether(hs, uses, func(b *block) { out = append(out, b) })
+		}
 		for _, h := range hs {
 			switch h.(type) {
-			case *cachedEntry, groupVictim:
+			case *cachedEntry, groupVictim, jointVictims:
 				continue // every free entry and state is listed below
 			}
-			if l, ok := h.(exclusiveLister); ok && (len(busy) == 0 || !e.usesAny(h, busy)) {
+			if _, ok := h.(jointMember); ok && r == Optional {
+				continue // listed together above
+			}
+			if l, ok := h.(exclusiveLister); ok && !uses(h) {
 				l.exclusiveBlocks(func(b *block) { out = append(out, b) })
 			}
 		}

@@ -71,13 +71,20 @@ func (x groupVictims) evict() (int64, bool) {
 	if !frees {
 		return 0, false
 	}
+	return x.evictLocked(), true
+}
+
+// evictLocked evicts every member, locked, wherever it is (dropLocked),
+// counts what it dropped from the tier, and returns the bytes freed in
+// device memory.
+func (x groupVictims) evictLocked() int64 {
 	device, tier := x.dropLocked()
 	if tier > 0 {
 		p := x.g.heads[0].pool
 		p.tier.dropped.Add(tier)
 		p.evictedBytes.Add(tier)
 	}
-	return device, true
+	return device
 }
 
 // lockAll try-locks every member in id order and returns those it

@@ -78,10 +78,16 @@ func (x headVictim) exclusiveLocked(f func(*block)) {
 	}
 	roots := x.rootsLocked()
 	onlyBlocks(roots, f)
-	if len(roots) == 1 {
-		return
+	if len(roots) > 1 {
+		x.deltaBlocksLocked(f)
 	}
-	for _, e := range h.hist.entries {
+}
+
+// deltaBlocksLocked lists the blocks only the deltas of the head's history
+// hold, which an optional head's eviction frees with its checkpoints.
+// h.mu is held.
+func (x headVictim) deltaBlocksLocked(f func(*block)) {
+	for _, e := range x.hist.entries {
 		if e.d == nil {
 			continue
 		}
@@ -93,6 +99,16 @@ func (x headVictim) exclusiveLocked(f func(*block)) {
 			}
 		}
 	}
+}
+
+// freesAloneLocked reports whether evicting the head alone would free a
+// block, stopping at the first where it can: a head with no history to
+// drop holds one alone. h.mu is held.
+func (x headVictim) freesAloneLocked() bool {
+	if roots := x.rootsLocked(); len(roots) == 1 {
+		return holdsAlone(roots[0])
+	}
+	return x.freesLocked()
 }
 
 // rootsLocked returns the roots evicting the head drops: its version's,

@@ -22,8 +22,15 @@ type jointMember interface {
 
 // heldVictim is a victim lockHeld locked.
 type heldVictim struct {
-	v      Victim  // how the Evictor sees it alone
-	roots  []*root // its versions in device memory
+	v     Victim  // how the Evictor sees it alone
+	roots []*root // its versions in device memory
+	// alone says evicting it alone would free a block: it is then a
+	// victim alone, and no joint set's member (its blocks would be
+	// counted twice, alone and in the set).
+	alone bool
+	// own lists the blocks it holds outside its roots that its eviction
+	// frees (an optional head's deltas); nil: none.
+	own    func(func(*block))
 	evict  func() int64
 	unlock func()
 }
@@ -48,11 +55,7 @@ func jointSets(live []evictable) []evictable {
 		if !ok {
 			continue
 		}
-		alone := false
-		for _, r := range h.roots {
-			alone = alone || holdsAlone(r)
-		}
-		if !alone {
+		if !h.alone {
 			k := u.add()
 			cands = append(cands, j)
 			for _, r := range h.roots {
@@ -175,6 +178,29 @@ func (u *blockUnion) node(n *node, h, base int, t *tree, k int) bool {
 	return found
 }
 
+// heldTogether lists, each once, the blocks evicting every optional
+// victim of hs that may go with others (a jointMember: heads, snapshots,
+// groups, cuts) would free: those they hold among themselves alone. A
+// victim frees alone only what it holds alone, so the sum of what each
+// frees misses what they share where no joint set covers it (one of them
+// holds a block alone too). Each is read under its try-lock, all held
+// until the blocks are listed; a busy one is left out, and what it holds
+// with the others with it. skip leaves out others (nil: none).
+func heldTogether(hs []evictable, skip func(evictable) bool, f func(*block)) {
+	var held []heldVictim
+	defer func() { unlockHeld(held) }()
+	for _, x := range hs {
+		j, ok := x.(jointMember)
+		if !ok || (skip != nil && skip(x)) {
+			continue
+		}
+		if h, ok := j.lockHeld(); ok {
+			held = append(held, h)
+		}
+	}
+	freedLocked(held, f)
+}
+
 // lockAll locks every member, or none.
 func (x jointVictims) lockAll() ([]heldVictim, bool) {
 	held := make([]heldVictim, 0, len(x.members))
@@ -199,6 +225,11 @@ func freedLocked(held []heldVictim, f func(*block)) {
 		roots = append(roots, h.roots...)
 	}
 	onlyBlocks(roots, f)
+	for _, h := range held {
+		if h.own != nil {
+			h.own(f)
+		}
+	}
 }
 
 // victim describes the set when evicting it frees a block: the bytes it
@@ -274,7 +305,11 @@ func (x headVictim) lockHeld() (heldVictim, bool) {
 		return heldVictim{}, false
 	}
 	v := Victim{Owner: string(h.owner), Type: h.l.Type, LastUse: h.lru.lastUse.Load()}
-	return heldVictim{v: v, roots: x.rootsLocked(), evict: func() int64 { return h.lru.evictLocked(h) }, unlock: h.mu.Unlock}, true
+	held := heldVictim{v: v, roots: x.rootsLocked(), alone: x.freesAloneLocked(), evict: func() int64 { return h.lru.evictLocked(h) }, unlock: h.mu.Unlock}
+	if len(held.roots) > 1 {
+		held.own = x.deltaBlocksLocked
+	}
+	return held, true
 }
 
 // lockHeld locks the snapshot: an optional one with no block table.
@@ -288,10 +323,11 @@ func (x snapVictim) lockHeld() (heldVictim, bool) {
 		return heldVictim{}, false
 	}
 	v := Victim{Owner: string(s.owner), Type: s.l.Type, Snapshot: true, LastUse: s.lastUse.Load()}
-	return heldVictim{v: v, roots: []*root{s.r}, evict: x.evictLocked, unlock: s.mu.Unlock}, true
+	return heldVictim{v: v, roots: []*root{s.r}, alone: holdsAlone(s.r), evict: x.evictLocked, unlock: s.mu.Unlock}, true
 }
 
-// lockHeld locks every member of an optional group, or none.
+// lockHeld locks every member of an optional group, or none; a member in
+// the host tier holds no version in device memory.
 func (x groupVictims) lockHeld() (heldVictim, bool) {
 	var locked []*Head
 	unlock := func() {
@@ -301,27 +337,38 @@ func (x groupVictims) lockHeld() (heldVictim, bool) {
 	}
 	v := Victim{Owner: string(x.g.owner), Type: x.g.victimType}
 	var roots []*root
+	var members []headVictim // in device memory
+	alone := false
 	for _, h := range x.g.order {
 		if h.l.Retention != Optional || !h.mu.TryLock() {
 			unlock()
 			return heldVictim{}, false
 		}
 		locked = append(locked, h)
+		if tierHeld(h) {
+			continue // the group's, dropped with it (groupVictims)
+		}
 		if !h.lru.evictableLocked(h) {
 			unlock()
 			return heldVictim{}, false
 		}
-		roots = append(roots, headVictim{h}.rootsLocked()...)
+		m := headVictim{h}
+		roots, members = append(roots, m.rootsLocked()...), append(members, m)
+		alone = alone || m.freesAloneLocked()
 		v.LastUse = max(v.LastUse, h.lru.lastUse.Load())
 	}
-	evict := func() int64 {
-		var n int64
-		for _, h := range x.g.heads {
-			n += h.lru.evictLocked(h)
-		}
-		return n
+	if len(roots) == 0 {
+		unlock()
+		return heldVictim{}, false
 	}
-	return heldVictim{v: v, roots: roots, evict: evict, unlock: unlock}, true
+	own := func(f func(*block)) {
+		for _, m := range members {
+			if m.hist != nil && m.l.Retention == Optional {
+				m.deltaBlocksLocked(f)
+			}
+		}
+	}
+	return heldVictim{v: v, roots: roots, alone: alone, own: own, evict: x.evictLocked, unlock: unlock}, true
 }
 
 // lockHeld locks the members of an optional cut; its versions are those
@@ -342,5 +389,9 @@ func (x cutVictims) lockHeld() (heldVictim, bool) {
 		roots[i] = s.r
 		v.LastUse = max(v.LastUse, s.lastUse.Load())
 	}
-	return heldVictim{v: v, roots: roots, evict: func() int64 { return x.dropHeld(live) }, unlock: func() { unlockAll(live) }}, true
+	alone := false
+	for _, r := range roots {
+		alone = alone || holdsAlone(r)
+	}
+	return heldVictim{v: v, roots: roots, alone: alone, evict: func() int64 { return x.dropHeld(live) }, unlock: func() { unlockAll(live) }}, true
 }

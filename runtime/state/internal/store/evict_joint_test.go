@@ -118,11 +118,7 @@ func jointSetsByBlocks(live []evictable) []evictable {
 		if !ok {
 			continue
 		}
-		alone := false
-		for _, r := range h.roots {
-			alone = alone || holdsAlone(r)
-		}
-		if !alone {
+		if !h.alone {
 			k := len(cands)
 			cands, parent = append(cands, j), append(parent, k)
 			for _, r := range h.roots {
