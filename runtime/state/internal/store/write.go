@@ -74,6 +74,7 @@ func (tx *writeTx) plan(cols [][]byte) []blockOp {
 				}
 			case inPlace:
 				// Others hold the block; the rows go past all of theirs.
+				op.claimed = used*rb + 1
 			default:
 				if kind == hostWrite && row == start && end == start+used {
 					op.keep = 0
@@ -177,6 +178,9 @@ type writeTx struct {
 	from, to int
 	ops      []blockOp
 	taken    []*block // every block alloc gave the write, for undo
+	// tailClaims has bit c set when the short append path claimed the
+	// fill of column c's tail block (takeTails).
+	tailClaims uint8
 }
 
 // apply plans and performs the write tx and commits it as a new version
@@ -257,6 +261,7 @@ func (tx *writeTx) take() error {
 		}
 	}
 	if err != nil {
+		tx.returnClaims()
 		return h.errorf(tx.op, "%w", err)
 	}
 	h.scratch = blks[:0]
@@ -270,6 +275,19 @@ func (tx *writeTx) take() error {
 		}
 	}
 	return nil
+}
+
+// returnClaims gives back the bytes the plan claimed of blocks others
+// share (inPlace), for a write that fails before it writes them: their
+// fills come back to where the versions' rows end, and the next append
+// goes on in place there, as it would have without the call.
+func (tx *writeTx) returnClaims() {
+	for i := range tx.ops {
+		if o := &tx.ops[i]; o.claimed > 0 {
+			o.old.ReturnFill(o.fill, o.claimed-1)
+			o.claimed = 0
+		}
+	}
 }
 
 // counts returns, per column, the new blocks the plan needs.

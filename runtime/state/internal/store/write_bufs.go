@@ -19,6 +19,7 @@ type blockOp struct {
 	src      []byte // host rows to write; nil for none
 	visible  bool   // an in-place write over rows a reader may see
 	fill     int    // an append's: the bytes of the block its version holds after it (Block.SetFill)
+	claimed  int    // an append that claimed old's bytes from here to fill (inPlace), plus one; 0: none
 }
 
 // writeBufs are the buffers a head's writes reuse from call to call, so

@@ -62,6 +62,7 @@ func (tx *writeTx) appendRows(cols [][]byte, q *rowQueue) (bool, error) {
 	}
 	blks, err := tx.takeNew(counts, need)
 	if err != nil {
+		tx.returnTails(&tails)
 		return true, err
 	}
 	for c, b := range tails[:len(counts)] {
@@ -113,25 +114,37 @@ var noTails = [maxRowCols]int{-1, -1, -1, -1, -1, -1, -1, -1}
 func (tx *writeTx) takeTails(r *root, at *[maxRowCols]int, tails *[maxRowCols]*block) bool {
 	h := tx.h
 	alone := r.unique()
-	var claimed [maxRowCols]bool
+	tx.tailClaims = 0
 	for c := range h.perBlock {
 		if at[c] < 0 {
 			continue
 		}
 		ok, cl := tx.tailInPlace(r, c, at[c], alone)
 		if !ok {
-			for k, b := range tails[:c] {
-				if claimed[k] {
-					from, to := tx.tailBytes(k)
-					b.ReturnFill(to, from)
-				}
-				tails[k] = nil
-			}
+			tx.returnTails(tails)
 			return false
 		}
-		tails[c], claimed[c] = r.cols[c].get(at[c]), cl
+		tails[c] = r.cols[c].get(at[c])
+		if cl {
+			tx.tailClaims |= 1 << c
+		}
 	}
 	return true
+}
+
+// returnTails gives back the claims takeTails made on the fills of
+// tails, and forgets the tails, for an append that fails before it
+// writes: every fill comes back to where the versions' rows end
+// (writeTx.returnClaims).
+func (tx *writeTx) returnTails(tails *[maxRowCols]*block) {
+	for c, b := range tails {
+		if b != nil && tx.tailClaims&(1<<c) != 0 {
+			from, to := tx.tailBytes(c)
+			b.ReturnFill(to, from)
+		}
+		tails[c] = nil
+	}
+	tx.tailClaims = 0
 }
 
 // tailBytes returns the bytes of column c's tail block, the block where
@@ -194,6 +207,7 @@ func (tx *writeTx) appendBulk(cols [][]byte, q *rowQueue) (bool, error) {
 	}
 	blks, err := tx.takeNew(counts, need)
 	if err != nil {
+		tx.returnTails(&tails)
 		return true, err
 	}
 	switch {
