@@ -211,14 +211,18 @@ func (x *history) copyDelta(h *Head, r *root, from, to int, on []device.Stream) 
 }
 
 // deltaStream returns the stream copyDelta queues the copies of rows
-// [from, to) of r, h's version, into the delta's blocks bs on: the first
-// open stream of on, after the work queued on it and on the others, when
-// the backend queues device copies (the blocks are recorded on it, the
-// delta's and r's of those rows, so that none is reused or written over
-// before the copies ran: recordRows); else nil, and the rows are copied at
-// once. A closed stream is passed over: its work has completed. A stream
-// that fails otherwise fails the copy, as copying at once could read rows
-// its kernel has not written.
+// [from, to) of r, h's version, into the delta's blocks bs on, after the
+// work queued on every open stream of on, when the backend queues device
+// copies (the blocks are recorded on it, the delta's and r's of those
+// rows, so that none is reused or written over before the copies ran:
+// recordRows); else nil, and the rows are copied at once. With one open
+// stream the copies go on it, in its order. With several, they go on the
+// pool's own stream (Pool.deltaSt), made to wait for each: a wait queued
+// on one of the caller's streams would hold every later piece of work on
+// it, another head's too, behind the others' work. A closed stream is
+// passed over: its work has completed. A stream that fails otherwise
+// fails the copy, as copying at once could read rows its kernel has not
+// written.
 func (x *history) deltaStream(h *Head, bs []*block, r *root, from, to int, on []device.Stream) (device.Stream, error) {
 	p := h.pool
 	_, ok := p.b.(device.StreamCopier)
@@ -226,23 +230,31 @@ func (x *history) deltaStream(h *Head, bs []*block, r *root, from, to int, on []
 	if !ok || !ok2 {
 		return nil, nil
 	}
+	var buf [4]device.Event
+	evs := buf[:0]
+	defer func() {
+		for _, ev := range evs {
+			ev.Close()
+		}
+	}()
 	var st device.Stream
 	for _, o := range on {
 		ev, err := sb.Record(o)
 		if errors.Is(err, device.ErrStreamClosed) {
 			continue
 		}
-		if err == nil && st != nil {
-			err = sb.WaitEvent(st, ev)
-		}
-		if ev != nil {
-			ev.Close()
-		}
 		if err != nil {
 			return nil, err
 		}
+		evs = append(evs, ev)
 		if st == nil {
 			st = o
+		}
+	}
+	if len(evs) > 1 {
+		var err error
+		if st, err = p.deltaSt.after(sb, evs); err != nil {
+			return nil, err
 		}
 	}
 	if st != nil {

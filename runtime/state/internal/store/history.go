@@ -682,3 +682,60 @@ func (f fit) scale() (mid, lo, hi float64, known bool) {
 	sd := math.Sqrt(f.vari)
 	return math.Exp(f.mean), math.Exp(f.mean - 2*sd), math.Exp(f.mean + 2*sd), f.n >= fitKnown
 }
+
+// deltaStream is a pool's own stream for the delta copies that follow
+// work on several streams (history.deltaStream), made on first use, and
+// made anew after one that failed.
+type deltaStream struct {
+	mu sync.Mutex
+	st device.Stream
+}
+
+// after returns the stream with a wait for each event of evs queued on
+// it. A stream whose work failed fails all work after: the next delta's
+// copies go on a new one.
+func (d *deltaStream) after(sb device.Streams, evs []device.Event) (device.Stream, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.st != nil && streamFailed(sb, d.st) {
+		go d.st.Close() // Close waits for the work queued before, which may wait for other streams
+		d.st = nil
+	}
+	if d.st == nil {
+		st, err := sb.NewStream()
+		if err != nil {
+			return nil, err
+		}
+		d.st = st
+	}
+	for _, ev := range evs {
+		if err := sb.WaitEvent(d.st, ev); err != nil {
+			return nil, err
+		}
+	}
+	return d.st, nil
+}
+
+// streamFailed reports whether work queued on st is known to have failed,
+// without waiting.
+func streamFailed(sb device.Streams, st device.Stream) bool {
+	ev, err := sb.Record(st)
+	if err != nil {
+		return true
+	}
+	defer ev.Close()
+	_, err = ev.Done()
+	return err != nil
+}
+
+// close closes the stream, once its work is done.
+func (d *deltaStream) close() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.st == nil {
+		return nil
+	}
+	err := d.st.Close()
+	d.st = nil
+	return err
+}

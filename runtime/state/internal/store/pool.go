@@ -48,6 +48,7 @@ type Pool struct {
 	logical atomic.Int64
 	history atomic.Int64 // bytes of delta blocks held by histories
 	steps   stepStock    // step records released histories left, for new ones
+	deltaSt deltaStream  // the stream of delta copies after work on several streams (checkpoint.go)
 	calib   calibration
 
 	tier   *hostTier    // the host tier (tier.go); nil without PoolOptions.HostTier

@@ -115,6 +115,9 @@ func (p *Pool) Close() error {
 			errs = append(errs, err)
 		}
 	}
+	if err := p.deltaSt.close(); err != nil {
+		errs = append(errs, fmt.Errorf("state: pool close: %w", err))
+	}
 	p.logical.Store(0)
 	p.history.Store(0)
 	return errors.Join(errs...)
