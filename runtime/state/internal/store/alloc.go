@@ -42,8 +42,9 @@ type reclaimer interface {
 	// they reach need.
 	freeable(need int64) int64
 	// victimBlocks returns the blocks eviction would free, sparing the
-	// states whose blocks the busy streams' work holds.
-	victimBlocks(busy []device.Stream) []*block
+	// states whose blocks the busy streams' work holds: each victim's own,
+	// or, together, those the optional ones hold among themselves.
+	victimBlocks(busy []device.Stream, together bool) []*block
 }
 
 // alloc returns n blocks of the pool's own size for owner, each with
@@ -111,7 +112,10 @@ func (a *allocator) roomForAll(classes []*sizeClass, ns []int, deviceFull bool) 
 	if short > a.room.freeable(short-pending)+pending {
 		return false
 	}
-	return a.mem.ShortfallAllIf(classes, ns, deviceFull, a.room.victimBlocks(nil)) <= pending
+	if a.mem.ShortfallAllIf(classes, ns, deviceFull, a.room.victimBlocks(nil, false)) <= pending {
+		return true
+	}
+	return a.mem.ShortfallAllIf(classes, ns, deviceFull, a.room.victimBlocks(nil, true)) <= pending
 }
 
 // maxAllocTries bounds the reclaims of one allocation: each one made room,

@@ -64,7 +64,8 @@ func (e eviction) reclaim(c *sizeClass, want int, deviceFull bool) bool {
 	// victims' own blocks of c cover what c lacks, they make the room; else
 	// weigh every block eviction would free, merged into runs.
 	if own := e.p.mem.OwnShortfall(c, want, deviceFull); own > 0 && !e.victimsCover(c, own, busy) {
-		if e.p.mem.ShortfallIf(c, want, deviceFull, e.victimBlocks(busy)) > 0 {
+		if e.p.mem.ShortfallIf(c, want, deviceFull, e.victimBlocks(busy, false)) > 0 &&
+			e.p.mem.ShortfallIf(c, want, deviceFull, e.victimBlocks(busy, true)) > 0 {
 			return false
 		}
 	}
@@ -420,26 +421,31 @@ func (e eviction) victimsCover(c *sizeClass, own int64, busy []device.Stream) bo
 }
 
 // victimBlocks returns the blocks evicting every victim would free, but
-// those of the victims the busy streams' work uses: the blocks the
-// optional handles hold among themselves alone (heldTogether), those the
-// reconstructable handles each hold alone, and those of every cached
-// prefix entry no head holds.
-func (e eviction) victimBlocks(busy []device.Stream) []*block {
+// those of the victims the busy streams' work uses: the blocks each
+// optional and reconstructable handle holds alone, and those of every
+// cached prefix entry no head holds. Together, it lists the blocks the
+// optional handles hold among themselves alone instead (heldTogether):
+// more where they share without making a joint set, at the cost of a
+// walk of every block of theirs, which a caller pays only when the first
+// list leaves it short.
+func (e eviction) victimBlocks(busy []device.Stream, together bool) []*block {
 	var out []*block
 	for _, r := range []Retention{Optional, Reconstructable} {
 		hs, _ := e.victims(r)
 		uses := func(h evictable) bool { return len(busy) > 0 && e.usesAny(h, busy) }
-		if r == Optional {
+		joint := together && r == Optional
+		if joint {
 			// The optional handles' blocks together: a set's are theirs.
 			heldTogether(hs, uses, func(b *block) { out = append(out, b) })
 		}
 		for _, h := range hs {
 			switch h.(type) {
-			case *cachedEntry, groupVictim, jointVictims:
+			case *cachedEntry, groupVictim:
 				continue // every free entry and state is listed below
-			}
-			if _, ok := h.(jointMember); ok && r == Optional {
-				continue // listed together above
+			case jointVictims, jointMember:
+				if joint {
+					continue // listed together above
+				}
 			}
 			if l, ok := h.(exclusiveLister); ok && !uses(h) {
 				l.exclusiveBlocks(func(b *block) { out = append(out, b) })
