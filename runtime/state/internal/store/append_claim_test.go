@@ -13,13 +13,20 @@ import (
 // nothing: a smaller append that fits in the tail goes on in place after
 // it, as it does without it, needing no block. By Append and AppendAsync
 // on the short path, and by Append of a layout of more columns than the
-// short path takes, on the general path (writeTx.take).
+// short path takes, on the general path (writeTx.take); and where the
+// head held its tail alone when it failed, whose fill the general path
+// set before it took its blocks, with the snapshot after the failure.
 func TestFailedAppendReturnsItsClaim(t *testing.T) {
 	for _, c := range []struct {
 		async      bool
 		cols, fail int
-	}{{false, 1, 0}, {false, 1, 1}, {true, 1, 0}, {true, 1, 1}, {false, maxRowCols + 1, 0}, {false, maxRowCols + 1, 1}} {
-		t.Run(fmt.Sprintf("async=%v/cols=%d/failed=%d", c.async, c.cols, c.fail), func(t *testing.T) {
+		late       bool // the snapshot after the failed call: the head held its tail alone
+	}{
+		{false, 1, 0, false}, {false, 1, 1, false}, {true, 1, 0, false}, {true, 1, 1, false},
+		{false, maxRowCols + 1, 0, false}, {false, maxRowCols + 1, 1, false},
+		{false, 1, 1, true}, {true, 1, 1, true}, {false, maxRowCols + 1, 1, true},
+	} {
+		t.Run(fmt.Sprintf("async=%v/cols=%d/failed=%d/late=%v", c.async, c.cols, c.fail, c.late), func(t *testing.T) {
 			rig := newQueuedRig(t)
 			p := must[*Pool](t)(NewPool(rig.b, PoolOptions{BlockBytes: 256, MaxBytes: int64(2*c.cols) * 256}))
 			st := rig.stream(t)
@@ -40,8 +47,13 @@ func TestFailedAppendReturnsItsClaim(t *testing.T) {
 			h := must[*Head](t)(p.NewHead(l, "me"))
 			defer h.Release()
 			check(t, h.Append(rows(3, 1)))
-			s := must[*Snap](t)(h.Snapshot())
-			defer s.Release()
+			snap := func() {
+				s := must[*Snap](t)(h.Snapshot())
+				t.Cleanup(func() { s.Release() })
+			}
+			if !c.late {
+				snap()
+			}
 			o := must[*Head](t)(p.NewHead(l, "other"))
 			defer o.Release()
 			check(t, o.Append(rows(1, 9))) // the pool is full
@@ -59,6 +71,9 @@ func TestFailedAppendReturnsItsClaim(t *testing.T) {
 				if err := app(rows(14, 2)); !errors.Is(err, ErrNoMemory) {
 					t.Fatalf("the append past the pool: %v, want ErrNoMemory", err)
 				}
+			}
+			if c.late {
+				snap()
 			}
 			check(t, app(rows(2, 3)))
 			got := make([][]byte, c.cols)

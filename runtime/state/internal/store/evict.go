@@ -212,8 +212,28 @@ func (e eviction) freeable(need int64) int64 {
 		return n
 	}
 	var together int64
-	heldTogether(hs, nil, func(b *block) { together += int64(b.Bytes()) })
+	heldTogether(hs, nil, e.unrecorded(func(b *block) { together += int64(b.Bytes()) }))
 	return max(n, n-each[0]+together)
+}
+
+// unrecorded passes to f the blocks no stream was recorded on. Counting
+// the optional handles' blocks together takes only those: one a stream
+// was recorded on, whose holder's partner a round before evicts, may go
+// pending behind work the holder's victims were not awaited for
+// (awaitVictimWork lists the streams of what each frees alone), and a
+// call admitted on it would then fail, having evicted.
+func (e eviction) unrecorded(f func(*block)) func(*block) {
+	if e.p.rec.n.Load() == 0 {
+		return f
+	}
+	return func(b *block) {
+		e.p.rec.mu.Lock()
+		recorded := len(streamsOn(b)) > 0
+		e.p.rec.mu.Unlock()
+		if !recorded {
+			f(b)
+		}
+	}
 }
 
 // victims returns the live handles of retention r that may be evicted,
@@ -305,6 +325,37 @@ func (e eviction) victimStreams(x evictable, out []device.Stream) []device.Strea
 	return out
 }
 
+// heldStreams appends to out the streams recorded on any block x, an
+// optional victim that may go with others (jointMember), holds in device
+// memory, not only those it frees alone: a block it shares is its own
+// alone once the others go, in an earlier round of the same reclaim, and
+// its eviction then takes it (the tier's copy would wait for the work).
+func (e eviction) heldStreams(x evictable, out []device.Stream) []device.Stream {
+	j, ok := x.(jointMember)
+	if !ok || e.p.rec.n.Load() == 0 {
+		return out
+	}
+	h, ok := j.lockHeld()
+	if !ok {
+		return out
+	}
+	var blks []*block
+	for _, r := range h.roots {
+		blks, _ = rootBlocks(r, blks)
+	}
+	h.unlock()
+	e.p.rec.mu.Lock()
+	defer e.p.rec.mu.Unlock()
+	for _, b := range blks {
+		for _, st := range streamsOn(b) {
+			if !hasStream(out, st) {
+				out = append(out, st)
+			}
+		}
+	}
+	return out
+}
+
 // usesAny reports whether a block evicting x would free is recorded on
 // one of streams.
 func (e eviction) usesAny(x evictable, streams []device.Stream) bool {
@@ -345,6 +396,9 @@ func (e eviction) awaitVictimWork() []device.Stream {
 		hs, _ := e.victims(r)
 		for _, h := range hs {
 			sts = e.victimStreams(h, sts)
+			if r == Optional {
+				sts = e.heldStreams(h, sts)
+			}
 		}
 	}
 	if len(sts) == 0 {
@@ -436,7 +490,7 @@ func (e eviction) victimBlocks(busy []device.Stream, together bool) []*block {
 		joint := together && r == Optional
 		if joint {
 			// The optional handles' blocks together: a set's are theirs.
-			heldTogether(hs, uses, func(b *block) { out = append(out, b) })
+			heldTogether(hs, uses, e.unrecorded(func(b *block) { out = append(out, b) }))
 		}
 		for _, h := range hs {
 			switch h.(type) {

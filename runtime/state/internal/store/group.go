@@ -66,7 +66,15 @@ func NewGroup(p *Pool, owner Owner, layouts ...*Layout) (*Group, error) {
 		}
 		heads = append(heads, h)
 	}
-	oneCut(heads) // the members' first versions
+	// The members' first versions, under their locks: the pool lists
+	// them, and eviction reads their histories.
+	for _, h := range heads {
+		h.mu.Lock()
+	}
+	oneCut(heads)
+	for _, h := range heads {
+		h.mu.Unlock()
+	}
 	return couple(p, owner, heads), nil
 }
 
@@ -75,6 +83,7 @@ func NewGroup(p *Pool, owner Owner, layouts ...*Layout) (*Group, error) {
 // order: At takes each other member's last entry that is no later than
 // the first member's, and entries numbered one by one, as the members
 // committed in turn, would put the first member's before the others'.
+// The members' locks are held.
 func oneCut(heads []*Head) {
 	seq := commitSeqs.Add(1)
 	for _, h := range heads {

@@ -71,6 +71,7 @@ func (tx *writeTx) plan(cols [][]byte) []blockOp {
 				op.visible = kind == hostWrite
 				if appends {
 					op.old.SetFill(op.fill) // the block is this version's alone
+					op.claimed, op.alone = used*rb+1, true
 				}
 			case inPlace:
 				// Others hold the block; the rows go past all of theirs.
@@ -278,15 +279,19 @@ func (tx *writeTx) take() error {
 }
 
 // returnClaims gives back the bytes the plan claimed of blocks others
-// share (inPlace), for a write that fails before it writes them: their
-// fills come back to where the versions' rows end, and the next append
-// goes on in place there, as it would have without the call.
+// share (inPlace), or set as written on the head's own, for a write that
+// fails before it writes them: their fills come back to where the
+// versions' rows end, and the next append goes on in place there, as it
+// would have without the call, after a snapshot too.
 func (tx *writeTx) returnClaims() {
 	for i := range tx.ops {
-		if o := &tx.ops[i]; o.claimed > 0 {
+		switch o := &tx.ops[i]; {
+		case o.claimed > 0 && o.alone:
+			o.old.SetFill(o.claimed - 1) // still the head's alone: no one claimed past it
+		case o.claimed > 0:
 			o.old.ReturnFill(o.fill, o.claimed-1)
-			o.claimed = 0
 		}
+		tx.ops[i].claimed = 0
 	}
 }
 
