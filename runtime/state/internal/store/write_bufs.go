@@ -18,9 +18,9 @@ type blockOp struct {
 	off      int    // byte offset in the block where src goes
 	src      []byte // host rows to write; nil for none
 	visible  bool   // an in-place write over rows a reader may see
+	alone    bool   // the claim was old's fill set on the head's own block (SetFill), not a claim of one others share
 	fill     int    // an append's: the bytes of the block its version holds after it (Block.SetFill)
 	claimed  int    // an append that claimed old's bytes from here to fill (inPlace), plus one; 0: none
-	alone    bool   // the claim was old's fill set on the head's own block (SetFill), not a claim of one others share
 }
 
 // writeBufs are the buffers a head's writes reuse from call to call, so
