@@ -483,8 +483,8 @@ func TestAsyncRollbackModel(t *testing.T) {
 		for _, br := range []int{0, 4} {
 			for _, win := range []int{0, 10} {
 				t.Run(fmt.Sprintf("%v/rows%d/win%d", desc, br, win), func(t *testing.T) {
-					for seed := uint64(1); seed <= 20; seed++ {
-						runAsyncModel(t, seed, desc, br, win, 500)
+					for seed := range raceScaled(20) {
+						runAsyncModel(t, seed+1, desc, br, win, 500)
 						if t.Failed() {
 							return
 						}
@@ -501,8 +501,8 @@ func TestAsyncRollbackCheckpointModel(t *testing.T) {
 	for _, desc := range []Descendants{Keep, Invalidate} {
 		for _, br := range []int{0, 4} {
 			t.Run(fmt.Sprintf("%v/rows%d", desc, br), func(t *testing.T) {
-				for seed := uint64(1); seed <= 15; seed++ {
-					runAsyncModelCk(t, seed, desc, br, 0, 400, &CheckpointPolicy{Every: 3, Keep: 4})
+				for seed := range raceScaled(15) {
+					runAsyncModelCk(t, seed+1, desc, br, 0, 400, &CheckpointPolicy{Every: 3, Keep: 4})
 					if t.Failed() {
 						return
 					}

@@ -459,7 +459,7 @@ func pressureLayouts() []*Layout {
 // and that every block comes back.
 func TestPressureModel(t *testing.T) {
 	for _, tier := range []bool{false, true} {
-		for seed := range uint64(30) {
+		for seed := range raceScaled(30) {
 			t.Run(fmt.Sprintf("tier=%v/%d", tier, seed), func(t *testing.T) {
 				runEvictModel(t, seed, tier, 400, pressureLayouts())
 			})
@@ -500,6 +500,15 @@ func (m *evictModel) dump() string {
 	return out
 }
 
+// raceScaled is n seeds, or two under the race detector, which runs the
+// models many times slower.
+func raceScaled(n uint64) uint64 {
+	if raceDetector {
+		return min(n, 2)
+	}
+	return n
+}
+
 // TestPressureModelCheckpointed is the model with checkpointed optional
 // layouts besides, longer.
 func TestPressureModelCheckpointed(t *testing.T) {
@@ -510,7 +519,7 @@ func TestPressureModelCheckpointed(t *testing.T) {
 	cpm.Descendants, cpm.Growth, cpm.Bound, cpm.Checkpoint = Keep, Mutable, 4, &CheckpointPolicy{Every: 1, Keep: 2}
 	ls = append(ls, cp, cpm)
 	for _, tier := range []bool{false, true} {
-		for seed := range uint64(60) {
+		for seed := range raceScaled(60) {
 			t.Run(fmt.Sprintf("tier=%v/%d", tier, seed), func(t *testing.T) {
 				runEvictModel(t, 1000+seed, tier, 1500, ls)
 			})
@@ -530,7 +539,7 @@ func TestPressureModelWideTrees(t *testing.T) {
 	mut.Descendants, mut.Growth, mut.Bound = Keep, Mutable, 40
 	ls := []*Layout{app, win, mut}
 	for _, tier := range []bool{false, true} {
-		for seed := range uint64(20) {
+		for seed := range raceScaled(20) {
 			t.Run(fmt.Sprintf("tier=%v/%d", tier, seed), func(t *testing.T) {
 				runEvictModelN(t, 5000+seed, tier, 2000, ls, 160)
 			})
