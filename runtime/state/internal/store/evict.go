@@ -313,16 +313,7 @@ func (e eviction) victimStreams(x evictable, out []device.Stream) []device.Strea
 	}
 	var blks []*block
 	l.exclusiveBlocks(func(b *block) { blks = append(blks, b) })
-	e.p.rec.mu.Lock()
-	defer e.p.rec.mu.Unlock()
-	for _, b := range blks {
-		for _, st := range streamsOn(b) {
-			if !hasStream(out, st) {
-				out = append(out, st)
-			}
-		}
-	}
-	return out
+	return e.p.rec.streamsOf(blks, out)
 }
 
 // heldStreams appends to out the streams recorded on any block x, an
@@ -344,16 +335,7 @@ func (e eviction) heldStreams(x evictable, out []device.Stream) []device.Stream 
 		blks, _ = rootBlocks(r, blks)
 	}
 	h.unlock()
-	e.p.rec.mu.Lock()
-	defer e.p.rec.mu.Unlock()
-	for _, b := range blks {
-		for _, st := range streamsOn(b) {
-			if !hasStream(out, st) {
-				out = append(out, st)
-			}
-		}
-	}
-	return out
+	return e.p.rec.streamsOf(blks, out)
 }
 
 // usesAny reports whether a block evicting x would free is recorded on

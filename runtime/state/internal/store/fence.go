@@ -172,6 +172,20 @@ func fence(b device.Backend, streams []device.Stream) func() {
 	}
 }
 
+// streamsOf appends to out, each once, the streams recorded on blks.
+func (rec *recorded) streamsOf(blks []*block, out []device.Stream) []device.Stream {
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	for _, b := range blks {
+		for _, st := range streamsOn(b) {
+			if !hasStream(out, st) {
+				out = append(out, st)
+			}
+		}
+	}
+	return out
+}
+
 func hasStream(list []device.Stream, st device.Stream) bool {
 	for _, s := range list {
 		if s == st {
