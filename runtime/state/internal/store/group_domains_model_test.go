@@ -6,11 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"runtime/debug"
 	"testing"
 	"time"
-
-	"github.com/gpustate/gpustate/runtime/device"
 )
 
 // A model of shared groups: a KV member keyed by tokens and a
@@ -63,29 +60,9 @@ func TestSharedGroupDomainsModel(t *testing.T) {
 }
 
 func runGroupDomainsModel(t *testing.T, c domConf, seed uint64, steps int) {
-	debug.SetTraceback("all")
-	dog := time.AfterFunc(stallAfter, func() { panic(fmt.Sprintf("group %s seed %d: stalled", c.name, seed)) })
-	defer dog.Stop()
+	r, p, streams, stop := domRig(t, c, seed, 12, 4)
+	defer stop()
 	rng := rand.New(rand.NewPCG(seed, seed*131+3))
-	r := newQueuedRig(t)
-	opt := PoolOptions{BlockBytes: 256}
-	if c.capped {
-		opt.MaxBytes = int64(12+4*(seed%3)) << 10
-		opt.PendingWait = 50 * time.Millisecond
-	}
-	if c.tier {
-		opt.HostTier = 16 << 10
-	}
-	p, err := NewPool(r.b, opt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := p.Close(); err != nil {
-			t.Errorf("close: %v", err)
-		}
-	})
-	streams := []device.Stream{r.stream(t), r.stream(t)}
 	desc := Keep
 	if c.invalid {
 		desc = Invalidate

@@ -87,15 +87,18 @@ func TestShareDomainsModel(t *testing.T) {
 	}
 }
 
-func runDomainsModel(t *testing.T, c domConf, seed uint64, steps int) {
+// domRig is a model run's rig: a queued rig's pool, capped (a cap of
+// capKiB KiB and stepKiB more for each of the seed's remainder by 3) and
+// with a host tier as c says, two
+// of its streams, and a watchdog that reports a stall with every
+// goroutine's stack, which stop ends.
+func domRig(t *testing.T, c domConf, seed uint64, capKiB, stepKiB int64) (r *queuedRig, p *Pool, streams []device.Stream, stop func() bool) {
 	debug.SetTraceback("all")
 	dog := time.AfterFunc(stallAfter, func() { panic(fmt.Sprintf("%s seed %d: stalled", c.name, seed)) })
-	defer dog.Stop()
-	rng := rand.New(rand.NewPCG(seed, seed*31+7))
-	r := newQueuedRig(t)
+	r = newQueuedRig(t)
 	opt := PoolOptions{BlockBytes: 256}
 	if c.capped {
-		opt.MaxBytes = int64(32+8*(seed%3)) << 10
+		opt.MaxBytes = (capKiB + stepKiB*int64(seed%3)) << 10
 		opt.PendingWait = 50 * time.Millisecond
 	}
 	if c.tier {
@@ -110,7 +113,13 @@ func runDomainsModel(t *testing.T, c domConf, seed uint64, steps int) {
 			t.Errorf("close: %v", err)
 		}
 	})
-	streams := []device.Stream{r.stream(t), r.stream(t)}
+	return r, p, []device.Stream{r.stream(t), r.stream(t)}, dog.Stop
+}
+
+func runDomainsModel(t *testing.T, c domConf, seed uint64, steps int) {
+	r, p, streams, stop := domRig(t, c, seed, 32, 8)
+	defer stop()
+	rng := rand.New(rand.NewPCG(seed, seed*31+7))
 	l := prompt(c.blockRow, 160)
 	l.Descendants = Keep
 	if c.invalid {
