@@ -392,16 +392,6 @@ func runGroupDomainsModel(t *testing.T, c domConf, seed uint64, steps int) {
 	for len(gs) > 0 {
 		release(gs[len(gs)-1])
 	}
-	p.ForgetPrefixes("t1")
-	p.ForgetPrefixes("t2")
-	p.WaitPending()
-	if err := checkInvariants(p); err != nil {
-		fail("invariants at the end: %v", err)
-	}
-	s := p.Stats()
-	if s.Blocks != 0 || s.CachedBytes != 0 || s.Live != 0 || s.LogicalBytes != 0 || s.TierBytes != 0 || s.PendingBytes != 0 {
-		fail("after releasing everything and forgetting: blocks %d cached %d live %d logical %d tier %d pending %d",
-			s.Blocks, s.CachedBytes, s.Live, s.LogicalBytes, s.TierBytes, s.PendingBytes)
-	}
+	s := domFinish(p, fail, "t1", "t2")
 	t.Logf("nomem %d adopted %d; evictions %d tier out %d in %d dropped %d", noMems, adopted, s.Evictions, s.TierOut, s.TierIn, s.TierDropped)
 }

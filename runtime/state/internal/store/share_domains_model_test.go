@@ -116,6 +116,25 @@ func domRig(t *testing.T, c domConf, seed uint64, capKiB, stepKiB int64) (r *que
 	return r, p, []device.Stream{r.stream(t), r.stream(t)}, dog.Stop
 }
 
+// domFinish forgets the domains' prefixes once every handle is released,
+// and checks that the pool holds nothing and its invariants hold; it
+// returns the pool's stats.
+func domFinish(p *Pool, fail func(string, ...any), domains ...Domain) PoolStats {
+	for _, d := range domains {
+		p.ForgetPrefixes(d)
+	}
+	p.WaitPending()
+	if err := checkInvariants(p); err != nil {
+		fail("invariants at the end: %v", err)
+	}
+	s := p.Stats()
+	if s.Blocks != 0 || s.CachedBytes != 0 || s.Live != 0 || s.LogicalBytes != 0 || s.TierBytes != 0 || s.PendingBytes != 0 {
+		fail("after releasing everything and forgetting: blocks %d cached %d live %d logical %d tier %d pending %d",
+			s.Blocks, s.CachedBytes, s.Live, s.LogicalBytes, s.TierBytes, s.PendingBytes)
+	}
+	return s
+}
+
 func runDomainsModel(t *testing.T, c domConf, seed uint64, steps int) {
 	r, p, streams, stop := domRig(t, c, seed, 32, 8)
 	defer stop()
@@ -455,16 +474,6 @@ func runDomainsModel(t *testing.T, c domConf, seed uint64, steps int) {
 	for len(hs) > 0 {
 		release(hs[len(hs)-1])
 	}
-	p.ForgetPrefixes("d1")
-	p.ForgetPrefixes("d2")
-	p.WaitPending()
-	if err := checkInvariants(p); err != nil {
-		fail("invariants at the end: %v", err)
-	}
-	s := p.Stats()
-	if s.Blocks != 0 || s.CachedBytes != 0 || s.Live != 0 || s.LogicalBytes != 0 || s.TierBytes != 0 || s.PendingBytes != 0 {
-		fail("after releasing everything and forgetting: blocks %d cached %d live %d logical %d tier %d pending %d",
-			s.Blocks, s.CachedBytes, s.Live, s.LogicalBytes, s.TierBytes, s.PendingBytes)
-	}
+	s := domFinish(p, fail, "d1", "d2")
 	t.Logf("nomem %d adopted %d rows; evictions %d, tier out %d in %d dropped %d", noMems, adoptedRows, s.Evictions, s.TierOut, s.TierIn, s.TierDropped)
 }
