@@ -318,17 +318,21 @@ func (e eviction) victimStreams(x evictable, out []device.Stream) []device.Strea
 
 // heldStreams appends to out the streams recorded on any block x, an
 // optional victim that may go with others (jointMember), holds in device
-// memory, not only those it frees alone: a block it shares is its own
-// alone once the others go, in an earlier round of the same reclaim, and
-// its eviction then takes it (the tier's copy would wait for the work).
+// memory, not only those it frees alone (victimStreams, which it is for
+// any other victim): a block it shares is its own alone once the others
+// go, in an earlier round of the same reclaim, and its eviction then
+// takes it (the tier's copy would wait for the work).
 func (e eviction) heldStreams(x evictable, out []device.Stream) []device.Stream {
 	j, ok := x.(jointMember)
-	if !ok || e.p.rec.n.Load() == 0 {
+	if !ok {
+		return e.victimStreams(x, out)
+	}
+	if e.p.rec.n.Load() == 0 {
 		return out
 	}
 	h, ok := j.lockHeld()
 	if !ok {
-		return out
+		return out // busy: as victimStreams finds it
 	}
 	var blks []*block
 	for _, r := range h.roots {
@@ -377,9 +381,10 @@ func (e eviction) awaitVictimWork() []device.Stream {
 	for _, r := range []Retention{Optional, Reconstructable} {
 		hs, _ := e.victims(r)
 		for _, h := range hs {
-			sts = e.victimStreams(h, sts)
 			if r == Optional {
 				sts = e.heldStreams(h, sts)
+			} else {
+				sts = e.victimStreams(h, sts)
 			}
 		}
 	}

@@ -329,27 +329,21 @@ func (x snapVictim) lockHeld() (heldVictim, bool) {
 // lockHeld locks every member of an optional group, or none; a member in
 // the host tier holds no version in device memory.
 func (x groupVictims) lockHeld() (heldVictim, bool) {
-	var locked []*Head
-	unlock := func() {
-		for _, h := range locked {
-			h.mu.Unlock()
-		}
+	locked, ok := x.lockAll()
+	if !ok || locked[0].l.Retention != Optional { // members agree on retention
+		unlockHeads(locked)
+		return heldVictim{}, false
 	}
 	v := Victim{Owner: string(x.g.owner), Type: x.g.victimType}
 	var roots []*root
 	var members []headVictim // in device memory
 	alone := false
-	for _, h := range x.g.order {
-		if h.l.Retention != Optional || !h.mu.TryLock() {
-			unlock()
-			return heldVictim{}, false
-		}
-		locked = append(locked, h)
+	for _, h := range locked {
 		if tierHeld(h) {
 			continue // the group's, dropped with it (groupVictims)
 		}
 		if !h.lru.evictableLocked(h) {
-			unlock()
+			unlockHeads(locked)
 			return heldVictim{}, false
 		}
 		m := headVictim{h}
@@ -358,17 +352,17 @@ func (x groupVictims) lockHeld() (heldVictim, bool) {
 		v.LastUse = max(v.LastUse, h.lru.lastUse.Load())
 	}
 	if len(roots) == 0 {
-		unlock()
+		unlockHeads(locked)
 		return heldVictim{}, false
 	}
 	own := func(f func(*block)) {
 		for _, m := range members {
-			if m.hist != nil && m.l.Retention == Optional {
-				m.deltaBlocksLocked(f)
+			if m.hist != nil {
+				m.deltaBlocksLocked(f) // an optional head's history goes with it
 			}
 		}
 	}
-	return heldVictim{v: v, roots: roots, alone: alone, own: own, evict: x.evictLocked, unlock: unlock}, true
+	return heldVictim{v: v, roots: roots, alone: alone, own: own, evict: x.evictLocked, unlock: func() { unlockHeads(locked) }}, true
 }
 
 // lockHeld locks the members of an optional cut; its versions are those
