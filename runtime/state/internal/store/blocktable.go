@@ -311,10 +311,10 @@ func (tp *tablePart) add(h *Head) (*BlockTable, error) {
 		return nil, err
 	}
 	t.refresh = func() {
-		if h.pool.enter() != nil {
+		if h.pool.enterAt(h.gate) != nil {
 			return // closed: the table is released
 		}
-		defer h.pool.closeMu.RUnlock()
+		defer h.pool.leaveAt(h.gate)
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		if h.evicted && !h.released {

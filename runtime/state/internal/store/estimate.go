@@ -408,7 +408,7 @@ func (e *estimator) at(v Version, cut *snapCut) (*Snap, error) {
 	p.Measured = monotonic() - start
 	e.observe(&p, x.replayed)
 	h.lin.mu.Lock()
-	s := &Snap{shape: h.shape, lin: h.lin, r: r, pos: capture(x.entries[t].pos), cut: cut}
+	s := &Snap{shape: h.shape, gate: h.gate, lin: h.lin, r: r, pos: capture(x.entries[t].pos), cut: cut}
 	s.logical = h.logicalOf(r)
 	h.lin.snaps.add(s)
 	h.pool.register(s)

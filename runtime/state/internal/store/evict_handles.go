@@ -244,7 +244,7 @@ func (x snapVictim) evictLocked() int64 {
 	s.r = nil
 	s.evicted = true
 	s.pool.free(freed)
-	s.pool.logical.Add(-s.logical)
+	s.pool.addLogical(s.gate, -s.logical)
 	s.logical = 0
 	return blockBytes(freed)
 }

@@ -116,6 +116,7 @@ func NewSharedGroup(p *Pool, owner Owner, domain Domain, layouts ...*Layout) (*G
 // couple makes a group of heads no group holds.
 func couple(p *Pool, owner Owner, heads []*Head) *Group {
 	g := &Group{id: groupIDs.Add(1), pool: p, owner: owner, heads: heads, order: byID(heads), shared: -1}
+	g.gate = gateOf(g.id)
 	types := make([]string, len(heads))
 	for i, h := range heads {
 		types[i] = h.l.Type
@@ -188,7 +189,7 @@ func (g *Group) begin(op string, heads []*Head, child *Group) error {
 		g.unlockGroups(child)
 		return groupErrorf(op, "%w", ErrReleased)
 	}
-	if err := g.pool.enter(); err != nil {
+	if err := g.pool.enterAt(g.gate); err != nil {
 		g.unlockGroups(child)
 		return groupErrorf(op, "%w", err)
 	}
@@ -217,7 +218,7 @@ func (g *Group) end(heads []*Head, child *Group) {
 	for i := len(heads) - 1; i >= 0; i-- {
 		heads[i].mu.Unlock()
 	}
-	g.pool.closeMu.RUnlock()
+	g.pool.leaveAt(g.gate)
 	g.unlockGroups(child)
 }
 

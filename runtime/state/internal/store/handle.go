@@ -14,6 +14,7 @@ import (
 type Head struct {
 	shape
 	id      uint64 // orders the locks of two heads
+	gate    uint8  // the head's shard of the pool's gate (gate.go)
 	lin     *lineage
 	invalid atomic.Bool // set by a rollback that abandoned this head's line
 
@@ -345,6 +346,7 @@ type lineage struct {
 //state:snapshot
 type Snap struct {
 	shape
+	gate    uint8 // its head's shard of the pool's gate (gate.go)
 	lin     *lineage
 	r       *root
 	pos     position
@@ -527,12 +529,13 @@ type tableCol struct {
 // Merge and Release on a member answer an error wrapping ErrCoupled and
 // change nothing: they are the group's.
 //
-// Lock order: the group's mu (two groups: by id), the pool's closeMu, the
+// Lock order: the group's mu (two groups: by id), the pool's gate, the
 // members' mu (by head id), the rollback targets' mu, the lineages' mu (by
 // lineage id). Nothing else holds two lineage locks at once.
 type Group struct {
 	id    uint64
 	pool  *Pool
+	gate  uint8 // the group's shard of the pool's gate (gate.go)
 	owner Owner
 	heads []*Head // the members, in declaration order
 	order []*Head // the members by id: the order of their locks

@@ -20,7 +20,7 @@ func (h *Head) open(c call) error {
 	if h == nil {
 		return errNil("Head", c.op)
 	}
-	if err := h.pool.enter(); err != nil {
+	if err := h.pool.enterAt(h.gate); err != nil {
 		return h.errorf(c.op, "%w", err)
 	}
 	h.mu.Lock()
@@ -84,10 +84,10 @@ func (h *Head) usableLocked(op string) error {
 // for a head the pool dropped included (open's rebuild answers it; a head
 // in the host tier or one that rebuilds is usable).
 func (h *Head) usable(op string) error {
-	if err := h.pool.enter(); err != nil {
+	if err := h.pool.enterAt(h.gate); err != nil {
 		return h.errorf(op, "%w", err)
 	}
-	defer h.pool.leave()
+	defer h.pool.leaveAt(h.gate)
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if err := h.usableLocked(op); err != nil {
@@ -102,7 +102,7 @@ func (h *Head) usable(op string) error {
 // end ends a call begun by begin.
 func (h *Head) end() {
 	h.mu.Unlock()
-	h.pool.closeMu.RUnlock()
+	h.pool.leaveAt(h.gate)
 }
 
 // commitVersion moves h to a new version of its lineage, starting a new
@@ -125,7 +125,7 @@ func (h *Head) commitVersion() {
 // write set it (writing), else anywhere.
 func (h *Head) setLogical() {
 	l := h.logicalOf(h.r)
-	h.pool.logical.Add(l - h.logical)
+	h.pool.addLogical(h.gate, l-h.logical)
 	h.logical = l
 	h.parts.changed(h)
 	h.writeFrom = 0
@@ -157,7 +157,7 @@ func (h *Head) moved() {
 // them from the pool's count. h.mu is held.
 func awayLogical(h *Head) {
 	if h.evictedForGood() {
-		h.pool.logical.Add(-h.logical)
+		h.pool.addLogical(h.gate, -h.logical)
 		h.logical = 0
 	}
 }
@@ -303,6 +303,7 @@ func (p *Pool) NewHeadInto(h *Head, l *Layout, owner Owner) error {
 	l = sh.l
 	sh.owner = owner
 	h.shape, h.id, h.lin = sh, headIDs.Add(1), newLineage(owner)
+	h.gate = gateOf(h.id)
 	p.spares.take(&h.writeBufs)
 	h.pos = position{seg: &h.lin.root}
 	h.mine = h.pos.seg
@@ -348,7 +349,7 @@ func (h *Head) snapshotLocked(s *Snap) error {
 	if h.invalid.Load() {
 		return h.errorf("Snapshot", "%w", ErrInvalidated)
 	}
-	s.shape, s.lin, s.r, s.pos = h.shape, h.lin, h.r.retain(), capture(h.pos)
+	s.shape, s.gate, s.lin, s.r, s.pos = h.shape, h.gate, h.lin, h.r.retain(), capture(h.pos)
 	s.logical = h.logicalOf(s.r)
 	h.lin.snaps.add(s)
 	h.pool.register(s)
@@ -363,6 +364,7 @@ func (h *Head) branchLocked(c *Head) error {
 		return h.errorf("Branch", "%w", ErrInvalidated)
 	}
 	c.shape, c.id, c.lin, c.r, c.pos = h.shape, headIDs.Add(1), h.lin, h.r.retain(), capture(h.pos)
+	c.gate = gateOf(c.id)
 	h.pool.spares.take(&c.writeBufs)
 	c.logical = h.logicalOf(c.r)
 	h.parts.branched(h, c)
@@ -377,8 +379,8 @@ func (h *Head) branchLocked(c *Head) error {
 //
 //state:release
 func (h *Head) release() error {
-	h.pool.closeMu.RLock()
-	defer h.pool.closeMu.RUnlock()
+	h.pool.gate.rlock(h.gate)
+	defer h.pool.leaveAt(h.gate)
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.released {

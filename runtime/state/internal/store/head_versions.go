@@ -83,10 +83,10 @@ func (h *Head) Merge(child *Head) error {
 		h.end()
 		return nil
 	}
-	if err := h.pool.enter(); err != nil {
+	if err := h.pool.enterAt(h.gate); err != nil {
 		return h.errorf("Merge", "%w", err)
 	}
-	defer h.pool.leave()
+	defer h.pool.leaveAt(h.gate)
 	first, second := h, child
 	if child.id < h.id {
 		first, second = child, h

@@ -15,8 +15,8 @@ const slabBlocks = blocks.SlabBlocks
 // count, and no block is both free and in use. It returns the first
 // violation.
 func checkInvariants(p *Pool) error {
-	p.closeMu.Lock()
-	defer p.closeMu.Unlock()
+	p.gate.shut()
+	defer p.gate.open()
 	// The caches' references, taken before the pool's lock (their locks
 	// come first): the prefix cache's blocks, the group cache's roots.
 	rootRefs := map[*root]int{}
@@ -198,8 +198,8 @@ func checkInvariants(p *Pool) error {
 	for h := range p.live {
 		logical += h.logicalBytes()
 	}
-	if logical != p.logical.Load() {
-		return fmt.Errorf("live handles hold %d logical bytes, the pool counts %d", logical, p.logical.Load())
+	if logical != p.gate.logical() {
+		return fmt.Errorf("live handles hold %d logical bytes, the pool counts %d", logical, p.gate.logical())
 	}
 	return nil
 }

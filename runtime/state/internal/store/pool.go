@@ -25,12 +25,14 @@ type Pool struct {
 	}
 	telemetry func() (DeviceMemory, error)
 
-	// closeMu is read-held by every handle call and write-held by Close,
-	// so that Close never frees memory a call is using.
-	closeMu sync.RWMutex
-	// closed is set by Close, under closeMu and mu; read under either, or
-	// alone where a call asks only whether the pool is closed (isClosed).
+	// closed is set by Close, under the gate and mu; read under either,
+	// or alone where a call asks only whether the pool is closed
+	// (isClosed). Every call reads it: it lies among fields no call
+	// writes.
 	closed atomic.Bool
+	// gate is held by every handle call, in shards, and shut by Close,
+	// so that Close never frees memory a call is using (gate.go).
+	gate gate
 
 	allocator // blocks, free lists and reclaim (alloc.go)
 
@@ -45,7 +47,6 @@ type Pool struct {
 	mu   sync.Mutex // guards what follows
 	live map[handle]struct{}
 
-	logical atomic.Int64
 	history atomic.Int64 // bytes of delta blocks held by histories
 	steps   stepStock    // step records released histories left, for new ones
 	deltaSt deltaStream  // the stream of delta copies after work on several streams (checkpoint.go)
@@ -56,9 +57,14 @@ type Pool struct {
 	cache  prefixCache  // shared prefix blocks (NewSharedHead)
 	groups groupCache   // registered group states (NewSharedGroup)
 
-	evictor      Evictor
-	pendingWait  time.Duration // PoolOptions.PendingWait, defaulted
-	clock        atomic.Uint64 // counts handle calls, for the Evictor
+	evictor     Evictor
+	pendingWait time.Duration // PoolOptions.PendingWait, defaulted
+	// clock counts handle calls, for the Evictor: a call on another
+	// handle than the last one writes it, from any goroutine, so that it
+	// has a cache line of its own.
+	_            [64]byte
+	clock        atomic.Uint64
+	_            [56]byte
 	evictedBytes atomic.Int64
 	rebuiltBytes atomic.Int64
 	// evictions, adoptCalls, adoptHits and adoptedRows are the totals of
@@ -80,22 +86,33 @@ func (p *Pool) Backend() device.Backend {
 	return p.b
 }
 
-// enter starts a handle call: it read-holds closeMu until leave, and
-// fails when the pool is closed. A nil error must be followed by leave.
-func (p *Pool) enter() error {
+// enter starts a pool call that belongs to no handle (NewHead, Trim): it
+// read-holds the gate's shard 0 until leave, and fails when the pool is
+// closed. A nil error must be followed by leave.
+func (p *Pool) enter() error { return p.enterAt(0) }
+
+// leave ends a call enter began.
+func (p *Pool) leave() { p.gate.runlock(0) }
+
+// enterAt starts a call of a handle of the gate's shard k: it read-holds
+// the shard until leaveAt(k), and fails when the pool is closed.
+func (p *Pool) enterAt(k uint8) error {
 	if p == nil {
 		return errNilPool
 	}
-	p.closeMu.RLock()
+	p.gate.rlock(k)
 	if p.closed.Load() {
-		p.closeMu.RUnlock()
+		p.gate.runlock(k)
 		return fmt.Errorf("state: pool closed: %w", ErrReleased)
 	}
 	return nil
 }
 
-// leave ends a call enter began.
-func (p *Pool) leave() { p.closeMu.RUnlock() }
+// leaveAt ends a call enterAt(k) began.
+func (p *Pool) leaveAt(k uint8) { p.gate.runlock(k) }
+
+// addLogical adds d to the pool's logical bytes, in the gate's shard k.
+func (p *Pool) addLogical(k uint8, d int64) { p.gate.add(k, d) }
 
 // isClosed reports whether p was closed: a handle of a closed pool reports
 // no rows and no bytes, as a released one does. It takes no lock: a call
@@ -110,7 +127,7 @@ func (p *Pool) register(h handle) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.live[h] = struct{}{}
-	p.logical.Add(h.logicalBytes())
+	p.addLogical(0, h.logicalBytes())
 }
 
 // unregister removes h from the live handles.
@@ -118,7 +135,7 @@ func (p *Pool) unregister(h handle, logical int64) {
 	p.mu.Lock()
 	delete(p.live, h)
 	p.mu.Unlock()
-	p.logical.Add(-logical)
+	p.addLogical(0, -logical)
 }
 
 // WaitPending waits until the blocks pending now (released while a

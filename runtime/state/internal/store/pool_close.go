@@ -15,7 +15,7 @@ func (p *Pool) Stats() PoolStats {
 	ms := p.mem.Stats()
 	p.mu.Lock()
 	st := PoolStats{
-		LogicalBytes:  p.logical.Load(),
+		LogicalBytes:  p.gate.logical(),
 		PhysicalBytes: ms.InUseBytes,
 		ReservedBytes: ms.Reserved,
 		Live:          len(p.live),
@@ -63,8 +63,8 @@ func (p *Pool) Close() error {
 	if p == nil {
 		return errNilPool
 	}
-	p.closeMu.Lock()
-	defer p.closeMu.Unlock()
+	p.gate.shut()
+	defer p.gate.open()
 	p.WaitPending() // no handle call runs, so no block turns pending now
 	var errs []error
 	if !p.closed.Load() {
@@ -118,7 +118,7 @@ func (p *Pool) Close() error {
 	if err := p.deltaSt.close(); err != nil {
 		errs = append(errs, fmt.Errorf("state: pool close: %w", err))
 	}
-	p.logical.Store(0)
+	p.gate.zero()
 	p.history.Store(0)
 	return errors.Join(errs...)
 }

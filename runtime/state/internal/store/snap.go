@@ -19,7 +19,7 @@ func (s *Snap) begin(op string) error {
 	if s == nil {
 		return errNil("Snap", op)
 	}
-	if err := s.pool.enter(); err != nil {
+	if err := s.pool.enterAt(s.gate); err != nil {
 		return s.errorf(op, "%w", err)
 	}
 	s.mu.RLock()
@@ -28,7 +28,7 @@ func (s *Snap) begin(op string) error {
 		// read as any call does.
 		s.mu.RUnlock()
 		if err := s.back(op); err != nil {
-			s.pool.leave()
+			s.pool.leaveAt(s.gate)
 			return err
 		}
 		s.mu.RLock()
@@ -90,7 +90,7 @@ func (s *Snap) bringBackLocked(op string) error {
 // end ends a read begun by begin.
 func (s *Snap) end() {
 	s.mu.RUnlock()
-	s.pool.closeMu.RUnlock()
+	s.pool.leaveAt(s.gate)
 }
 
 // Read copies rows [from, to) into dst: per column, (to-from) rows' bytes.
@@ -162,8 +162,8 @@ func (s *Snap) Release() error {
 	if s == nil {
 		return errNil("Snap", "Release")
 	}
-	s.pool.closeMu.RLock()
-	defer s.pool.closeMu.RUnlock()
+	s.pool.gate.rlock(s.gate)
+	defer s.pool.leaveAt(s.gate)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.released {

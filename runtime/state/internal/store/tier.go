@@ -530,7 +530,7 @@ func (t *hostTier) dropSnap(s *Snap) (int64, bool) {
 	n := s.tier.bytes
 	t.free(s.tier)
 	s.tier = nil
-	s.pool.logical.Add(-s.logical)
+	s.pool.addLogical(s.gate, -s.logical)
 	s.logical = 0
 	return n, true
 }
