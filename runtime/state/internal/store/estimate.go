@@ -411,7 +411,7 @@ func (e *estimator) at(v Version, cut *snapCut) (*Snap, error) {
 	s := &Snap{shape: h.shape, gate: h.gate, lin: h.lin, r: r, pos: capture(x.entries[t].pos), cut: cut}
 	s.logical = h.logicalOf(r)
 	h.lin.snaps.add(s)
-	h.pool.register(s)
+	h.pool.register(s, s.gate, &s.inPool)
 	h.lin.mu.Unlock()
 	x.last = &p.Plan
 	return s, nil

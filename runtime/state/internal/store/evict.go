@@ -271,12 +271,11 @@ func (e eviction) handleVictims() []evictable {
 // listedVictims is handleVictims without the joint sets: the handles
 // the pool lists, a group's and a cut's once.
 func (e eviction) listedVictims() []evictable {
-	e.p.mu.Lock()
-	defer e.p.mu.Unlock()
-	live := make([]evictable, 0, len(e.p.live))
+	hs := e.p.liveHandles()
+	live := make([]evictable, 0, len(hs))
 	var groups []*Group
 	var cuts []*snapCut
-	for h := range e.p.live {
+	for _, h := range hs {
 		switch h := h.(type) {
 		case *Head:
 			if g := h.group.Load(); g != nil {

@@ -64,6 +64,7 @@ type Head struct {
 	group atomic.Pointer[Group] // the group that holds it as a member (group.go); nil when none
 
 	inLine member[Head] // its place in lin.heads
+	inPool liveLink     // its place in the pool's live handles (Pool.register)
 }
 
 // part is a feature of a head with state of its own. Its hooks run with
@@ -364,6 +365,7 @@ type Snap struct {
 	streams streamSet     // streams recorded by RecordStream
 
 	inLine member[Snap] // its place in lin.snaps
+	inPool liveLink     // its place in the pool's live handles (Pool.register)
 	// cut is the cut the snapshot is a member of (a group's:
 	// Group.SnapshotInto, Group.At), set before the pool lists it.
 	cut *snapCut

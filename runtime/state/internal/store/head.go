@@ -338,7 +338,7 @@ func (p *Pool) NewHeadInto(h *Head, l *Layout, owner Owner) error {
 	}
 	h.parts.set(h)
 	h.lin.heads.add(h)
-	p.register(h)
+	p.register(h, h.gate, &h.inPool)
 	return nil
 }
 
@@ -352,7 +352,7 @@ func (h *Head) snapshotLocked(s *Snap) error {
 	s.shape, s.gate, s.lin, s.r, s.pos = h.shape, h.gate, h.lin, h.r.retain(), capture(h.pos)
 	s.logical = h.logicalOf(s.r)
 	h.lin.snaps.add(s)
-	h.pool.register(s)
+	h.pool.register(s, s.gate, &s.inPool)
 	return nil
 }
 
@@ -370,7 +370,7 @@ func (h *Head) branchLocked(c *Head) error {
 	h.parts.branched(h, c)
 	c.parts.set(c)
 	h.lin.heads.add(c)
-	h.pool.register(c)
+	h.pool.register(c, c.gate, &c.inPool)
 	return nil
 }
 
@@ -406,7 +406,7 @@ func (h *Head) release() error {
 	h.pool.tier.release(h.tier)
 	h.tier = nil
 	h.pool.freeList(freed)
-	h.pool.unregister(h, h.logical)
+	h.pool.unregister(h.gate, &h.inPool, h.logical)
 	h.logical = 0
 	h.pool.spares.put(&h.writeBufs)
 	return nil

@@ -41,7 +41,7 @@ func checkInvariants(p *Pool) error {
 	var histBlocks []*block
 	var shapes = map[*root]shape{}
 	var tierBytes int64 // the bytes of the live handles' images in the host tier
-	for h := range p.live {
+	for _, h := range p.liveHandles() {
 		switch x := h.(type) {
 		case *Head:
 			x.mu.Lock()
@@ -195,7 +195,7 @@ func checkInvariants(p *Pool) error {
 		return fmt.Errorf("handles hold %d bytes in the host tier of a pool without one", tierBytes)
 	}
 	var logical int64
-	for h := range p.live {
+	for _, h := range p.liveHandles() {
 		logical += h.logicalBytes()
 	}
 	if logical != p.gate.logical() {
@@ -229,7 +229,7 @@ func checkStreamMarks(p *Pool) error {
 	defer p.leave()
 	p.mu.Lock()
 	var heads []*Head
-	for x := range p.live {
+	for _, x := range p.liveHandles() {
 		if h, ok := x.(*Head); ok {
 			heads = append(heads, h)
 		}

@@ -78,7 +78,6 @@ func makePool(b device.Backend, opt PoolOptions) (*Pool, error) {
 		b:           b,
 		blockSizes:  blockSizes{blockBytes: bb, rowSized: opt.BlockBytes == 0},
 		telemetry:   opt.Telemetry,
-		live:        make(map[handle]struct{}),
 	}
 	p.room = eviction{p} // evict.go
 	p.be, p.fences = b, &p.rec

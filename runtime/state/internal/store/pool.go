@@ -2,6 +2,7 @@ package store
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -44,8 +45,12 @@ type Pool struct {
 	staging staging    // page-locked staging buffers (AppendAsync; async.go)
 	tables  poolTables // live block tables and their kept memory (blocktable.go)
 
-	mu   sync.Mutex // guards what follows
-	live map[handle]struct{}
+	mu sync.Mutex // guards Close's work
+	// live lists the live heads and snapshots, in the gate's shards: a
+	// snapshot a draft takes and releases joins and leaves its head's
+	// shard's list, which no other goroutine's sessions write but by
+	// chance, with no allocation.
+	live [gateShards]liveShard
 
 	history atomic.Int64 // bytes of delta blocks held by histories
 	steps   stepStock    // step records released histories left, for new ones
@@ -122,20 +127,101 @@ func (p *Pool) isClosed() bool {
 	return p.closed.Load()
 }
 
-// register adds h to the live handles.
-func (p *Pool) register(h handle) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.live[h] = struct{}{}
-	p.addLogical(0, h.logicalBytes())
+// liveShard lists the live heads and snapshots of one shard of the gate,
+// on cache lines of its own (gateShard), through links in the handles
+// themselves.
+type liveShard struct {
+	_     [64]byte
+	mu    sync.Mutex
+	first *liveLink
+	n     int
 }
 
-// unregister removes h from the live handles.
-func (p *Pool) unregister(h handle, logical int64) {
-	p.mu.Lock()
-	delete(p.live, h)
-	p.mu.Unlock()
-	p.addLogical(0, -logical)
+// liveLink is a live handle's place in its shard's list.
+type liveLink struct {
+	prev, next *liveLink
+	h          handle // the handle whose link it is, while listed
+}
+
+// register adds h to the live handles, through l, its place in the
+// list of k, its shard of the gate, and its logical bytes to the pool's.
+func (p *Pool) register(h handle, k uint8, l *liveLink) {
+	s := &p.live[k]
+	s.mu.Lock()
+	l.h, l.prev, l.next = h, nil, s.first
+	if s.first != nil {
+		s.first.prev = l
+	}
+	s.first = l
+	s.n++
+	s.mu.Unlock()
+	p.addLogical(k, h.logicalBytes())
+}
+
+// unregister removes the handle listed at l, of shard k, from the live
+// handles, and logical bytes from the pool's.
+func (p *Pool) unregister(k uint8, l *liveLink, logical int64) {
+	s := &p.live[k]
+	s.mu.Lock()
+	if l.h != nil {
+		s.unlink(l)
+	}
+	s.mu.Unlock()
+	p.addLogical(k, -logical)
+}
+
+// unlink takes l, which is listed, out of s. s.mu is held.
+func (s *liveShard) unlink(l *liveLink) {
+	if l.prev != nil {
+		l.prev.next = l.next
+	} else {
+		s.first = l.next
+	}
+	if l.next != nil {
+		l.next.prev = l.prev
+	}
+	*l = liveLink{}
+	s.n--
+}
+
+// liveHandles returns the live heads and snapshots, shard by shard.
+func (p *Pool) liveHandles() []handle {
+	var hs []handle
+	for i := range p.live {
+		s := &p.live[i]
+		s.mu.Lock()
+		hs = slices.Grow(hs, s.n)
+		for l := s.first; l != nil; l = l.next {
+			hs = append(hs, l.h)
+		}
+		s.mu.Unlock()
+	}
+	return hs
+}
+
+// liveCount returns how many heads and snapshots are live.
+func (p *Pool) liveCount() int {
+	n := 0
+	for i := range p.live {
+		s := &p.live[i]
+		s.mu.Lock()
+		n += s.n
+		s.mu.Unlock()
+	}
+	return n
+}
+
+// forgetLive empties the lists of live handles, for Close: the handles
+// stay live to their holders, whose calls answer ErrReleased.
+func (p *Pool) forgetLive() {
+	for i := range p.live {
+		s := &p.live[i]
+		s.mu.Lock()
+		for s.first != nil {
+			s.unlink(s.first)
+		}
+		s.mu.Unlock()
+	}
 }
 
 // WaitPending waits until the blocks pending now (released while a

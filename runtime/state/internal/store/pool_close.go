@@ -18,7 +18,7 @@ func (p *Pool) Stats() PoolStats {
 		LogicalBytes:  p.gate.logical(),
 		PhysicalBytes: ms.InUseBytes,
 		ReservedBytes: ms.Reserved,
-		Live:          len(p.live),
+		Live:          p.liveCount(),
 		BlockBytes:    p.blockBytes,
 		Blocks:        ms.InUse,
 		FreeBlocks:    ms.Free,
@@ -82,14 +82,14 @@ func (p *Pool) Close() error {
 		return nil
 	}
 	p.closed.Store(true)
-	if len(p.live) > 0 {
-		names := make([]string, 0, len(p.live))
-		for h := range p.live {
+	if live := p.liveHandles(); len(live) > 0 {
+		names := make([]string, 0, len(live))
+		for _, h := range live {
 			names = append(names, h.describe())
 		}
 		sort.Strings(names)
 		errs = append(errs, fmt.Errorf("state: pool closed with %d live handles: %s", len(names), strings.Join(names, "; ")))
-		for x := range p.live {
+		for _, x := range live {
 			if h, ok := x.(*Head); ok {
 				h.async.closeEvents() // its Release, after Close, no longer reaches them
 			}
@@ -101,7 +101,7 @@ func (p *Pool) Close() error {
 	if err := p.tables.close(p.b); err != nil {
 		errs = append(errs, fmt.Errorf("state: pool close: %w", err))
 	}
-	p.live = nil
+	p.forgetLive()
 	p.cache.reset()
 	p.groups.reset()
 	p.rec.forget()

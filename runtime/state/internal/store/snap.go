@@ -188,7 +188,7 @@ func (s *Snap) Release() error {
 	s.pool.tier.release(s.tier)
 	s.tier = nil
 	s.pool.freeList(freed)
-	s.pool.unregister(s, s.logical)
+	s.pool.unregister(s.gate, &s.inPool, s.logical)
 	return nil
 }
 

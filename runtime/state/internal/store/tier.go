@@ -386,14 +386,13 @@ func tierOf(x any) any {
 // one. A group is one victim, which its first member by id describes and
 // drops.
 func (t *hostTier) dropOne(p *Pool, skip func(tierVictim) bool) bool {
-	p.mu.Lock()
-	live := make([]tierVictim, 0, len(p.live))
-	for h := range p.live {
+	handles := p.liveHandles()
+	live := make([]tierVictim, 0, len(handles))
+	for _, h := range handles {
 		if x, ok := tierOf(h).(tierVictim); ok {
 			live = append(live, x)
 		}
 	}
-	p.mu.Unlock()
 	for _, x := range p.tierPx.list() {
 		live = append(live, tierPrefixVictim{p, x})
 	}
