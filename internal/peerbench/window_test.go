@@ -53,7 +53,7 @@ type storeE struct {
 }
 
 func newStoreE(p *state.Pool, sz sizes, replay bool) side {
-	s := &storeE{p: p, sz: sz, replay: replay, owners: owners(sz.sessions), row: newRow(), dst: CtxW(*newRow()),
+	s := &storeE{p: p, sz: sz, replay: replay, owners: owners(sz), row: newRow(), dst: CtxW(*newRow()),
 		rec: Rec{H: make([]float32, RecRows*RecDim)}, in: RecIn{X: make([]float32, RecRows*InDim)},
 		vers: make([][rewindEvery]state.Version, sz.sessions)}
 	return s

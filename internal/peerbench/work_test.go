@@ -18,9 +18,11 @@ import (
 // agree (TestPeersAgree).
 
 // sizes shape a workload: the benchmarks' full sizes, or a test's small
-// ones.
+// ones. tag tells apart the owners (and prefix domains) of sides that
+// share a pool from goroutines of their own (BenchmarkPeerParallel).
 type sizes struct {
 	sessions, prompt, steps int
+	tag                     string
 }
 
 // side runs rounds of one workload on one side: round does one round,
@@ -129,10 +131,11 @@ func draws(rng *rand.Rand) (drafts [4]int32, accepted int) {
 	return drafts, rng.IntN(4)
 }
 
-func owners(n int) []state.Owner {
-	o := make([]state.Owner, n)
+// owners names the sessions of a side of sz.
+func owners(sz sizes) []state.Owner {
+	o := make([]state.Owner, sz.sessions)
 	for i := range o {
-		o[i] = state.Owner(fmt.Sprint("s", i))
+		o[i] = state.Owner(fmt.Sprint(sz.tag, "s", i))
 	}
 	return o
 }
@@ -150,7 +153,7 @@ type storeA struct {
 }
 
 func newStoreA(p *state.Pool, sz sizes) side {
-	s := &storeA{p: p, sz: sz, owners: owners(sz.sessions), row: newRow(), ss: make([]*CtxState, sz.sessions)}
+	s := &storeA{p: p, sz: sz, owners: owners(sz), row: newRow(), ss: make([]*CtxState, sz.sessions)}
 	for i := range sz.prompt {
 		tok := tokenAt(i)
 		r := rowOf(s.row, tok)
@@ -162,11 +165,11 @@ func newStoreA(p *state.Pool, sz sizes) side {
 
 func (s *storeA) round(seed uint64) (int, uint64) {
 	rng := rand.New(rand.NewPCG(seed, 1))
-	pre, err := NewCtxStateShared(s.p, "prefill", "tenant")
+	pre, err := NewCtxStateShared(s.p, state.Owner(s.sz.tag+"prefill"), state.Domain(s.sz.tag+"tenant"))
 	must(err)
 	must(pre.Append(s.prompt))
 	for i := range s.ss {
-		s.ss[i], err = NewCtxStateShared(s.p, s.owners[i], "tenant")
+		s.ss[i], err = NewCtxStateShared(s.p, s.owners[i], state.Domain(s.sz.tag+"tenant"))
 		must(err)
 		n, err := s.ss[i].AdoptPrefix(s.prompt.Token)
 		must(err)
@@ -188,7 +191,7 @@ func (s *storeA) round(seed uint64) (int, uint64) {
 	for _, c := range s.ss {
 		must(c.Release())
 	}
-	s.p.ForgetPrefixes("tenant")
+	s.p.ForgetPrefixes(state.Domain(s.sz.tag + "tenant"))
 	return s.sz.sessions * s.sz.steps, sum
 }
 
@@ -306,7 +309,7 @@ func survivors(rng *rand.Rand, parentOf []int, n int) {
 
 func (s *storeB) round(seed uint64) (int, uint64) {
 	rng := rand.New(rand.NewPCG(seed, 2))
-	root, err := NewCtxState(s.p, "beam")
+	root, err := NewCtxState(s.p, state.Owner(s.sz.tag+"beam"))
 	must(err)
 	must(root.Append(s.prompt))
 	s.beams = append(s.beams[:0], root)
@@ -434,7 +437,7 @@ type storeC struct {
 }
 
 func newStoreC(p *state.Pool, sz sizes, each bool) side {
-	s := &storeC{p: p, sz: sz, each: each, owners: owners(sz.sessions), row: newRow(), dst: *newRow(), ss: make([]*CtxState, sz.sessions)}
+	s := &storeC{p: p, sz: sz, each: each, owners: owners(sz), row: newRow(), dst: *newRow(), ss: make([]*CtxState, sz.sessions)}
 	for i := range sz.sessions {
 		var c Ctx
 		for j := range sz.prompt {
@@ -566,7 +569,7 @@ type storeD struct {
 }
 
 func newStoreD(p *state.Pool, sz sizes, replay bool) side {
-	s := &storeD{p: p, sz: sz, replay: replay, owners: owners(sz.sessions), row: newRow(), dst: *newRow(),
+	s := &storeD{p: p, sz: sz, replay: replay, owners: owners(sz), row: newRow(), dst: *newRow(),
 		rec: Rec{H: make([]float32, RecRows*RecDim)}, in: RecIn{X: make([]float32, RecRows*InDim)}}
 	s.prompts = newStoreC(p, sz, false).(*storeC).prompts
 	return s
