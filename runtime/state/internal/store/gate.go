@@ -18,7 +18,10 @@ import (
 
 // gateShards is how many shards the gate has: far more than the cores
 // that call at once, so that two goroutines' heads seldom share one.
-const gateShards = 32
+const (
+	gateBits   = 5
+	gateShards = 1 << gateBits
+)
 
 // gate is the pool's gate.
 type gate struct {
@@ -38,9 +41,28 @@ type gateShard struct {
 	logical atomic.Int64
 }
 
-// gateOf returns the shard of the head of id id: heads made one after
-// another take the shards in turn.
+// gateOf returns the shard of the head or group of id id.
 func gateOf(id uint64) uint8 { return uint8(id % gateShards) }
+
+// Heads take their ids shard by shard: a new head takes the next shard in
+// turn (nextShard), a branch its parent's, and each its id from its
+// shard's counter (newHeadID), so that a beam search's branches, which one
+// goroutine makes and uses, stay in their root's shard and take their ids
+// with no write to a line every goroutine's branches write. An id is
+// unique in the process and orders nothing but locks (cmpID).
+var (
+	headShards atomic.Uint64
+	headIDs    [gateShards]struct {
+		_ [64]byte
+		n atomic.Uint64
+	}
+)
+
+// nextShard returns the shard of the next new head.
+func nextShard() uint8 { return gateOf(headShards.Add(1)) }
+
+// newHeadID returns a new id of a head of shard k: gateOf gives k back.
+func newHeadID(k uint8) uint64 { return headIDs[k].n.Add(1)<<gateBits | uint64(k) }
 
 // rlock read-holds shard k.
 func (g *gate) rlock(k uint8) { g.shards[k].mu.RLock() }

@@ -122,3 +122,50 @@ func TestGateLogicalBytesOverShards(t *testing.T) {
 		}
 	}
 }
+
+// TestHeadShards: new heads take the gate's shards in turn, a branch and
+// a snapshot take their head's shard, and every head's id, unique, names
+// its shard (gateOf), so that a beam search's branches stay in their
+// root's shard.
+func TestHeadShards(t *testing.T) {
+	be := device.Host()
+	defer be.Close()
+	p, err := NewPool(be, PoolOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	l := kv(Append, 0, Invalidate)
+	ids := map[uint64]bool{}
+	var seen [gateShards]bool
+	for range gateShards {
+		h, err := p.NewHead(l, "o")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if seen[h.gate] {
+			t.Fatalf("two of %d new heads in shard %d", gateShards, h.gate)
+		}
+		seen[h.gate] = true
+		c, err := h.Branch()
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := c.Snapshot()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, x := range []*Head{h, c} {
+			if x.gate != h.gate || gateOf(x.id) != x.gate || ids[x.id] {
+				t.Fatalf("head %d in shard %d (its id's %d), its root's %d; ids so far %v", x.id, x.gate, gateOf(x.id), h.gate, ids)
+			}
+			ids[x.id] = true
+		}
+		if s.gate != h.gate {
+			t.Fatalf("a snapshot of a branch in shard %d, its root's %d", s.gate, h.gate)
+		}
+		check(t, s.Release())
+		check(t, c.Release())
+		check(t, h.Release())
+	}
+}

@@ -305,8 +305,6 @@ type tablePart struct {
 	list []*BlockTable
 }
 
-var headIDs atomic.Uint64
-
 // A lineage is a head created by Pool.NewHead together with every branch,
 // snapshot and merge that descends from it. Its versions form a tree; the
 // lineage numbers them, so that every new version is larger than every

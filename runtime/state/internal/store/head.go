@@ -302,9 +302,9 @@ func (p *Pool) NewHeadInto(h *Head, l *Layout, owner Owner) error {
 	}
 	l = sh.l
 	sh.owner = owner
-	h.shape, h.id, h.lin = sh, headIDs.Add(1), newLineage(owner)
-	h.gate = gateOf(h.id)
-	p.spares.take(&h.writeBufs)
+	h.gate = nextShard()
+	h.shape, h.id, h.lin = sh, newHeadID(h.gate), newLineage(owner)
+	p.spares[h.gate].take(&h.writeBufs)
 	h.pos = position{seg: &h.lin.root}
 	h.mine = h.pos.seg
 	if k := l.shareColumn(); k >= 0 {
@@ -319,7 +319,7 @@ func (p *Pool) NewHeadInto(h *Head, l *Layout, owner Owner) error {
 		}
 		blks, err := h.allocCols(nil, counts, handZeroed)
 		if err != nil {
-			p.spares.put(&h.writeBufs)
+			p.spares[h.gate].put(&h.writeBufs)
 			return h.errorf("NewHead", "%d rows: %w", l.Bound, err)
 		}
 		var freed []*block
@@ -363,9 +363,9 @@ func (h *Head) branchLocked(c *Head) error {
 	if h.invalid.Load() {
 		return h.errorf("Branch", "%w", ErrInvalidated)
 	}
-	c.shape, c.id, c.lin, c.r, c.pos = h.shape, headIDs.Add(1), h.lin, h.r.retain(), capture(h.pos)
-	c.gate = gateOf(c.id)
-	h.pool.spares.take(&c.writeBufs)
+	c.gate = h.gate // its parent's goroutine's, most likely
+	c.shape, c.id, c.lin, c.r, c.pos = h.shape, newHeadID(c.gate), h.lin, h.r.retain(), capture(h.pos)
+	h.pool.spares[c.gate].take(&c.writeBufs)
 	c.logical = h.logicalOf(c.r)
 	h.parts.branched(h, c)
 	c.parts.set(c)
@@ -408,6 +408,6 @@ func (h *Head) release() error {
 	h.pool.freeList(freed)
 	h.pool.unregister(h.gate, &h.inPool, h.logical)
 	h.logical = 0
-	h.pool.spares.put(&h.writeBufs)
+	h.pool.spares[h.gate].put(&h.writeBufs)
 	return nil
 }

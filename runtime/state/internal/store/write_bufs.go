@@ -43,16 +43,21 @@ type writeBufs struct {
 	stepSpans []device.Span
 }
 
-// maxSpareBufs is how many released heads' buffers a pool keeps, and
-// maxSpareLen the longest buffer it keeps of them: a spare is held until
-// a new head takes it, and a bulk write's are large.
+// maxSpareBufs is how many released heads' buffers a shard's stock keeps
+// (a pool: gateShards times as many), and maxSpareLen the longest buffer
+// it keeps of them: a spare is held until a new head takes it, and a bulk
+// write's are large.
 const (
-	maxSpareBufs = 256
+	maxSpareBufs = 32
 	maxSpareLen  = 1024
 )
 
-// spareBufs are a pool's spare write buffers.
+// spareBufs are spare write buffers of a shard of a pool's gate: a
+// branch takes its parent's shard's, and a head gives its own back to
+// its shard's, so that two goroutines' branches seldom share a stock.
+// The padding keeps each stock's lock on cache lines of its own.
 type spareBufs struct {
+	_    [64]byte
 	mu   sync.Mutex
 	bufs []writeBufs
 }
@@ -72,11 +77,20 @@ func (s *spareBufs) put(b *writeBufs) {
 		stepSpans: cleared(b.stepSpans),
 	}
 	*b = writeBufs{}
+	if keep.empty() {
+		return // nothing to keep: a head that never wrote, or took none
+	}
 	s.mu.Lock()
 	if len(s.bufs) < maxSpareBufs {
 		s.bufs = append(s.bufs, keep)
 	}
 	s.mu.Unlock()
+}
+
+// empty reports whether b holds no buffer.
+func (b *writeBufs) empty() bool {
+	return b.scratch == nil && b.countBuf == nil && b.ops == nil && b.copies == nil && b.reads == nil &&
+		b.freed == nil && b.saved == nil && b.stepCols == nil && b.stepSpans == nil
 }
 
 // take moves the last spare buffers into b, if there are any.

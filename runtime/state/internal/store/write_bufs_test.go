@@ -116,17 +116,24 @@ func TestSpareBuffersAcrossLayouts(t *testing.T) {
 }
 
 // TestFailedNewHeadGivesBuffersBack: a new mutable head that finds no
-// room for its rows gives the write buffers it took back to the pool's
+// room for its rows gives the write buffers it took back to its shard's
 // spares, where the next head finds them.
 func TestFailedNewHeadGivesBuffersBack(t *testing.T) {
 	p := newPool(t, PoolOptions{BlockBytes: 256, MaxBytes: 4 << 10})
-	h := must[*Head](t)(p.NewHead(rec(Keep), "a"))
-	check(t, h.Write(0, recRow(1))) // buffers of some size
-	check(t, h.Release())
+	for range gateShards { // a spare in every shard's stock, the next head's included
+		h := must[*Head](t)(p.NewHead(rec(Keep), "a"))
+		check(t, h.Write(0, recRow(1))) // buffers of some size
+		check(t, h.Release())
+	}
 	spares := func() int {
-		p.spares.mu.Lock()
-		defer p.spares.mu.Unlock()
-		return len(p.spares.bufs)
+		n := 0
+		for i := range p.spares {
+			s := &p.spares[i]
+			s.mu.Lock()
+			n += len(s.bufs)
+			s.mu.Unlock()
+		}
+		return n
 	}
 	before := spares()
 	if before == 0 {
