@@ -665,3 +665,22 @@ func TestBlockHost(t *testing.T) {
 }
 
 type wrapped struct{ device.Backend }
+
+// TestBlocksOwnTheirLines: every Block a slab's growth makes starts on a
+// cache line (blockArray's layout), so that no two Blocks share one.
+func TestBlocksOwnTheirLines(t *testing.T) {
+	a := New(device.Host(), Options{})
+	defer a.Close("test")
+	for _, bb := range []int{256, 4096, 1 << 16} {
+		bs, err := a.Alloc(nil, a.Class(bb), "o", 300, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, b := range bs {
+			if off := uintptr(unsafe.Pointer(b)) % 64; off != 0 {
+				t.Fatalf("a block of %d bytes at %p, %d bytes into a cache line", bb, b, off)
+			}
+		}
+		a.Free(bs)
+	}
+}

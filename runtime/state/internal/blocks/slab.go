@@ -168,8 +168,21 @@ func (a *Allocator) carveLocked(c *Class, most int64) int64 {
 	return got
 }
 
-// blockChunk is how many Blocks one array holds: 4 KiB of them, a page.
-const blockChunk = 64
+// blockChunk is how many Blocks one array holds (blockArray).
+const blockChunk = 63
+
+// blockArray is blockChunk Blocks in one allocation of 4 KiB, a page,
+// laid out so that each Block is a cache line of its own: the runtime
+// puts an 8-byte header before an object of this size that holds
+// pointers, and the pad fills the rest of the first line. A Block that
+// straddled two lines shared one with its neighbour, which another
+// goroutine's head may hold: a reference one took on its block waited for
+// the line the other wrote (docs/BENCHMARKS.md, "Calls from several
+// goroutines"; TestBlocksOwnTheirLines).
+type blockArray struct {
+	_      [56]byte
+	blocks [blockChunk]Block
+}
 
 // addBlocksLocked makes k blocks of class c from the bytes at off in s and
 // puts them on c's free lists, so that they pop in address order: on the
@@ -189,7 +202,7 @@ func (a *Allocator) addBlocksLocked(c *Class, s *slab, off, k int64, dirty bool)
 	var chunk []Block
 	for i := k - 1; i >= 0; i-- {
 		if len(chunk) == 0 {
-			chunk = make([]Block, i%blockChunk+1) // chunk[j] is block i-i%blockChunk+j
+			chunk = new(blockArray).blocks[:i%blockChunk+1] // chunk[j] is block i-i%blockChunk+j
 		}
 		b := &chunk[len(chunk)-1]
 		chunk = chunk[:len(chunk)-1]
