@@ -39,6 +39,9 @@ type gateShard struct {
 	// logical is the shard's part of PoolStats.LogicalBytes: the logical
 	// bytes its handles' changes added, less those they dropped.
 	logical atomic.Int64
+	// history is the shard's part of PoolStats.HistoryBytes: the bytes
+	// of delta blocks its heads' histories hold (history.held).
+	history atomic.Int64
 }
 
 // gateOf returns the shard of the head or group of id id.
@@ -102,9 +105,20 @@ func (g *gate) logical() int64 {
 	return n
 }
 
-// zero sets every shard's part to zero, for Close.
+// history returns the bytes of delta blocks the pool's histories hold:
+// the sum of the shards' parts.
+func (g *gate) history() int64 {
+	var n int64
+	for i := range g.shards {
+		n += g.shards[i].history.Load()
+	}
+	return n
+}
+
+// zero sets every shard's parts to zero, for Close.
 func (g *gate) zero() {
 	for i := range g.shards {
 		g.shards[i].logical.Store(0)
+		g.shards[i].history.Store(0)
 	}
 }

@@ -334,7 +334,7 @@ func (p *Pool) NewHeadInto(h *Head, l *Layout, owner Owner) error {
 	h.r = r
 	h.logical = h.logicalOf(r)
 	if l.Checkpoint != nil {
-		h.hist = newHistory(l.Checkpoint, h.pos, r, &p.history, &p.steps)
+		h.hist = newHistory(l.Checkpoint, h.pos, r, &p.gate.shards[h.gate].history, &p.steps[h.gate])
 	}
 	h.parts.set(h)
 	h.lin.heads.add(h)

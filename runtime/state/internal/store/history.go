@@ -466,14 +466,17 @@ func (x *history) dropStep(d *delta) {
 	x.nfree++
 }
 
-// stepStock is a pool's step records that the histories of released
-// heads (and of merged, evicted or restarted ones, history.releaseAll)
-// left, for the steps of new histories: sessions that come and go take
-// their records from those before them rather than allocate each. A
-// history takes them a batch at a time, when its own free list is empty.
-// It keeps at most stepStockMax records and stepStockBytes of their input
-// buffers; a record past the bytes keeps no buffer.
+// stepStock is the step records that the histories of released heads
+// (and of merged, evicted or restarted ones, history.releaseAll) of a
+// shard of a pool's gate left, for the steps of new histories of the
+// shard: sessions that come and go take their records from those before
+// them rather than allocate each, and two goroutines' sessions seldom
+// take them from one stock. A history takes them a batch at a time, when
+// its own free list is empty. A stock keeps at most stepStockMax records
+// and stepStockBytes of their input buffers (a pool: gateShards times
+// as many); a record past the bytes keeps no buffer.
 type stepStock struct {
+	_     [64]byte // apart from the other shards' stocks
 	mu    sync.Mutex
 	free  *delta
 	n     int
@@ -516,8 +519,8 @@ func (s *stepStock) putHashBuf(b []byte) {
 }
 
 const (
-	stepStockMax   = 4096
-	stepStockBytes = 4 << 20
+	stepStockMax   = 4096 / gateShards
+	stepStockBytes = (4 << 20) / gateShards
 	stepStockBatch = 16
 )
 

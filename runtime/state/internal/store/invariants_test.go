@@ -168,8 +168,8 @@ func checkInvariants(p *Pool) error {
 	for b := range deltaBlocks {
 		got += int64(b.Bytes())
 	}
-	if got != p.history.Load() {
-		return fmt.Errorf("histories hold %d delta bytes, the pool counts %d", got, p.history.Load())
+	if got != p.gate.history() {
+		return fmt.Errorf("histories hold %d delta bytes, the pool counts %d", got, p.gate.history())
 	}
 	for n, refs := range nodeRefs {
 		if got := int(n.rc.Load()); got != refs {

@@ -52,9 +52,10 @@ type Pool struct {
 	// chance, with no allocation.
 	live [gateShards]liveShard
 
-	history atomic.Int64 // bytes of delta blocks held by histories
-	steps   stepStock    // step records released histories left, for new ones
-	deltaSt deltaStream  // the stream of delta copies after work on several streams (checkpoint.go)
+	// steps keeps step records released histories left, for new ones, a
+	// stock for each shard of the gate.
+	steps   [gateShards]stepStock
+	deltaSt deltaStream // the stream of delta copies after work on several streams (checkpoint.go)
 	calib   calibration
 
 	tier   *hostTier    // the host tier (tier.go); nil without PoolOptions.HostTier

@@ -23,7 +23,7 @@ func (p *Pool) Stats() PoolStats {
 		Blocks:        ms.InUse,
 		FreeBlocks:    ms.Free,
 		Slabs:         ms.Slabs,
-		HistoryBytes:  p.history.Load(),
+		HistoryBytes:  p.gate.history(),
 		EvictedBytes:  p.evictedBytes.Load(),
 		RebuiltBytes:  p.rebuiltBytes.Load(),
 		Evictions:     p.evictions.Load(),
@@ -119,7 +119,6 @@ func (p *Pool) Close() error {
 		errs = append(errs, fmt.Errorf("state: pool close: %w", err))
 	}
 	p.gate.zero()
-	p.history.Store(0)
 	return errors.Join(errs...)
 }
 

@@ -638,7 +638,13 @@ func TestStepTakesReleasedRecords(t *testing.T) {
 		check(t, first.Step(in, false, step))
 	}
 	check(t, first.Release())
+	// The next head of the first's shard of the gate, whose stock took
+	// the records (new heads take the shards in turn).
 	h := must[*Head](t)(p.NewHead(recLayout(4, 16, Keep), "me"))
+	for h.gate != first.gate {
+		check(t, h.Release())
+		h = must[*Head](t)(p.NewHead(recLayout(4, 16, Keep), "me"))
+	}
 	defer h.Release()
 	check(t, h.Write(0, kvRows(10, 1))) // its blocks, before the steps
 	var err error

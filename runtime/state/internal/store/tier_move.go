@@ -141,7 +141,7 @@ func (x tierHead) bringBackLocked(op string) error {
 	if h.hist == nil && h.l.Checkpoint != nil {
 		// An optional head's history went with the move: a new one
 		// starts at the version it comes back with, a checkpoint of it.
-		h.hist = newHistory(h.l.Checkpoint, h.pos, r, &h.pool.history, &h.pool.steps)
+		h.hist = newHistory(h.l.Checkpoint, h.pos, r, &h.pool.gate.shards[h.gate].history, &h.pool.steps[h.gate])
 		h.hist.entries[0].seq = seq
 		h.parts.set(h)
 	}
