@@ -146,7 +146,11 @@ type liveLink struct {
 
 // register adds h to the live handles, through l, its place in the
 // list of k, its shard of the gate, and its logical bytes to the pool's.
+//
+// The bytes count before the handle is listed: an eviction that lists it
+// may evict it at once, dropping its bytes from the pool's.
 func (p *Pool) register(h handle, k uint8, l *liveLink) {
+	p.addLogical(k, h.logicalBytes())
 	s := &p.live[k]
 	s.mu.Lock()
 	l.h, l.prev, l.next = h, nil, s.first
@@ -156,7 +160,6 @@ func (p *Pool) register(h handle, k uint8, l *liveLink) {
 	s.first = l
 	s.n++
 	s.mu.Unlock()
-	p.addLogical(k, h.logicalBytes())
 }
 
 // unregister removes the handle listed at l, of shard k, from the live
