@@ -55,27 +55,33 @@ func NewGroup(p *Pool, owner Owner, layouts ...*Layout) (*Group, error) {
 	if len(layouts) < 2 {
 		return nil, fmt.Errorf("state: NewGroup: %d layouts; a group has at least two members: %w", len(layouts), ErrShape)
 	}
+	// Each member made is locked until the group holds them all: the
+	// pool lists it as a head of its own until then, and an eviction for
+	// a later member's blocks, which tries its lock, would otherwise take
+	// it alone. Under the locks the members' first versions are one cut
+	// too (oneCut), as eviction reads their histories.
 	heads := make([]*Head, 0, len(layouts))
+	unlock := func() {
+		for _, h := range heads {
+			h.mu.Unlock()
+		}
+	}
 	for _, l := range layouts {
 		h, err := p.NewHead(l, owner)
 		if err != nil {
+			unlock()
 			for _, x := range heads {
 				x.release()
 			}
 			return nil, fmt.Errorf("state: NewGroup: member %d: %w", len(heads), err)
 		}
+		h.mu.Lock()
 		heads = append(heads, h)
 	}
-	// The members' first versions, under their locks: the pool lists
-	// them, and eviction reads their histories.
-	for _, h := range heads {
-		h.mu.Lock()
-	}
 	oneCut(heads)
-	for _, h := range heads {
-		h.mu.Unlock()
-	}
-	return couple(p, owner, heads), nil
+	g := couple(p, owner, heads)
+	unlock()
+	return g, nil
 }
 
 // oneCut gives the members' last history entries, versions a group call
