@@ -90,13 +90,7 @@ func runRounds(sides []side, seed uint64, atOnce bool) (wall, cpu time.Duration,
 func TestPeersAgreeAtOnce(t *testing.T) {
 	for _, w := range workloads {
 		t.Run(w.name, func(t *testing.T) {
-			sz := sizes{sessions: 3, prompt: 64, steps: 12}
-			switch w.name {
-			case "b":
-				sz = sizes{sessions: 5, prompt: 16, steps: 12}
-			case "e", "er":
-				sz = sizes{sessions: 2, steps: Window + 2*rewindEvery + 5}
-			}
+			sz := testSizes(w.name)
 			want, wantSum := w.store(newPool(t), sz).round(7)
 			p := newPool(t)
 			const g = 3

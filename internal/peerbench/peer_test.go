@@ -15,14 +15,7 @@ import (
 func TestPeersAgree(t *testing.T) {
 	for _, w := range workloads {
 		t.Run(w.name, func(t *testing.T) {
-			sz := sizes{sessions: 3, prompt: 64, steps: 12}
-			switch w.name {
-			case "b":
-				sz = sizes{sessions: 5, prompt: 16, steps: 12}
-			case "e", "er":
-				// Past the window, with rewinds before and after it.
-				sz = sizes{sessions: 2, steps: Window + 3*rewindEvery + 5}
-			}
+			sz := testSizes(w.name)
 			p := newPool(t)
 			store, peer := w.store(p, sz), w.peer(sz)
 			for seed := range uint64(3) {
@@ -37,6 +30,18 @@ func TestPeersAgree(t *testing.T) {
 			}
 		})
 	}
+}
+
+// testSizes are workload name's sizes for a test: small, but past the
+// window, with rewinds before and after it, for (e) and (er).
+func testSizes(name string) sizes {
+	switch name {
+	case "b":
+		return sizes{sessions: 5, prompt: 16, steps: 12}
+	case "e", "er":
+		return sizes{sessions: 2, steps: Window + 3*rewindEvery + 5}
+	}
+	return sizes{sessions: 3, prompt: 64, steps: 12}
 }
 
 func newPool(tb testing.TB) *state.Pool {

@@ -89,13 +89,7 @@ func gateShutsShard(t *testing.T, k uint8) {
 // TestGateLogicalBytesOverShards: the pool's LogicalBytes is the sum of
 // what heads of every shard hold, and drops to zero as they go.
 func TestGateLogicalBytesOverShards(t *testing.T) {
-	be := device.Host()
-	defer be.Close()
-	p, err := NewPool(be, PoolOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	p := newPool(t, PoolOptions{})
 	l := kv(Append, 0, Invalidate)
 	var heads []*Head
 	var want int64
@@ -129,13 +123,7 @@ func TestGateLogicalBytesOverShards(t *testing.T) {
 // its shard (gateOf), so that a beam search's branches stay in their
 // root's shard.
 func TestHeadShards(t *testing.T) {
-	be := device.Host()
-	defer be.Close()
-	p, err := NewPool(be, PoolOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	p := newPool(t, PoolOptions{})
 	l := kv(Append, 0, Invalidate)
 	ids := map[uint64]bool{}
 	var seen [gateShards]bool
