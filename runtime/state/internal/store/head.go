@@ -304,7 +304,7 @@ func (p *Pool) NewHeadInto(h *Head, l *Layout, owner Owner) error {
 	sh.owner = owner
 	h.gate = nextShard()
 	h.shape, h.id, h.lin = sh, newHeadID(h.gate), newLineage(owner)
-	p.spares[h.gate].take(&h.writeBufs)
+	p.spares.take(h.gate, &h.writeBufs)
 	h.pos = position{seg: &h.lin.root}
 	h.mine = h.pos.seg
 	if k := l.shareColumn(); k >= 0 {
@@ -365,7 +365,7 @@ func (h *Head) branchLocked(c *Head) error {
 	}
 	c.gate = h.gate // its parent's goroutine's, most likely
 	c.shape, c.id, c.lin, c.r, c.pos = h.shape, newHeadID(c.gate), h.lin, h.r.retain(), capture(h.pos)
-	h.pool.spares[c.gate].take(&c.writeBufs)
+	h.pool.spares.take(c.gate, &c.writeBufs)
 	c.logical = h.logicalOf(c.r)
 	h.parts.branched(h, c)
 	c.parts.set(c)

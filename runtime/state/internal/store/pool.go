@@ -40,7 +40,7 @@ type Pool struct {
 	rec recorded // the streams recorded on blocks (stream.go)
 	// spares holds released heads' write buffers for new heads
 	// (write_bufs.go), a stock for each shard of the gate.
-	spares [gateShards]spareBufs
+	spares spareStocks
 
 	staging staging    // page-locked staging buffers (AppendAsync; async.go)
 	tables  poolTables // live block tables and their kept memory (blocktable.go)

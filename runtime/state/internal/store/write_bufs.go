@@ -5,6 +5,7 @@ package store
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"github.com/gpustate/gpustate/runtime/device"
 )
@@ -60,6 +61,7 @@ type spareBufs struct {
 	_    [64]byte
 	mu   sync.Mutex
 	bufs []writeBufs
+	n    atomic.Int32 // len(bufs), read without mu by another shard's take
 }
 
 // put keeps b's buffers, emptied and cleared of what they referenced, and
@@ -83,6 +85,7 @@ func (s *spareBufs) put(b *writeBufs) {
 	s.mu.Lock()
 	if len(s.bufs) < maxSpareBufs {
 		s.bufs = append(s.bufs, keep)
+		s.n.Store(int32(len(s.bufs)))
 	}
 	s.mu.Unlock()
 }
@@ -93,15 +96,41 @@ func (b *writeBufs) empty() bool {
 		b.freed == nil && b.saved == nil && b.stepCols == nil && b.stepSpans == nil
 }
 
-// take moves the last spare buffers into b, if there are any.
-func (s *spareBufs) take(b *writeBufs) {
-	s.mu.Lock()
-	if n := len(s.bufs); n > 0 {
-		*b = s.bufs[n-1]
-		s.bufs[n-1] = writeBufs{}
-		s.bufs = s.bufs[:n-1]
+// spareStocks are a pool's stocks of spare write buffers, one a shard of
+// its gate.
+type spareStocks [gateShards]spareBufs
+
+// take moves spare buffers into b: shard k's, or, where it has none, those
+// of one of the spareLookBack shards before it. New heads take the shards
+// in turn, so that a beam search's root, made anew for each query, finds
+// the last query's beams' buffers in the shard before its own.
+func (st *spareStocks) take(k uint8, b *writeBufs) {
+	for i := range spareLookBack + 1 {
+		s := &st[(int(k)-i+gateShards)%gateShards]
+		if (i == 0 || s.n.Load() > 0) && s.take(b) {
+			return
+		}
 	}
-	s.mu.Unlock()
+}
+
+// spareLookBack is how many shards before its own a head looks in for
+// spare buffers when its own has none.
+const spareLookBack = 3
+
+// take moves the last spare buffers into b, if there are any, and
+// reports whether there were.
+func (s *spareBufs) take(b *writeBufs) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := len(s.bufs)
+	if n == 0 {
+		return false
+	}
+	*b = s.bufs[n-1]
+	s.bufs[n-1] = writeBufs{}
+	s.bufs = s.bufs[:n-1]
+	s.n.Store(int32(n - 1))
+	return true
 }
 
 // cleared returns buf emptied, every element of its capacity zeroed, or

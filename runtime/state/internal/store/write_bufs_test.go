@@ -147,3 +147,26 @@ func TestFailedNewHeadGivesBuffersBack(t *testing.T) {
 		t.Errorf("%d spare buffers after a failed NewHead, %d before", got, before)
 	}
 }
+
+// TestSparesFromTheShardBefore: a head whose shard's stock is empty takes
+// the spare buffers the heads of the shard before it left, as a beam
+// search's new root does those of the last query's beams.
+func TestSparesFromTheShardBefore(t *testing.T) {
+	p := newPool(t, PoolOptions{})
+	l := kv(Append, 0, Invalidate)
+	h := must[*Head](t)(p.NewHead(l, "a"))
+	check(t, h.Append(kvRows(3, 1))) // buffers of some size
+	k := h.gate
+	check(t, h.Release())
+	if p.spares[k].n.Load() == 0 {
+		t.Fatal("a released head left no spare buffers in its shard")
+	}
+	next := must[*Head](t)(p.NewHead(l, "b"))
+	defer next.Release()
+	if next.gate == k {
+		t.Fatalf("two heads made in turn in shard %d", k)
+	}
+	if next.writeBufs.empty() || p.spares[k].n.Load() != 0 {
+		t.Errorf("the next head (shard %d) took no buffers; shard %d keeps %d", next.gate, k, p.spares[k].n.Load())
+	}
+}
