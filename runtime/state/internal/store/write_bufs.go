@@ -101,9 +101,11 @@ func (b *writeBufs) empty() bool {
 type spareStocks [gateShards]spareBufs
 
 // take moves spare buffers into b: shard k's, or, where it has none, those
-// of one of the spareLookBack shards before it. New heads take the shards
-// in turn, so that a beam search's root, made anew for each query, finds
-// the last query's beams' buffers in the shard before its own.
+// of the nearest shard before it that has some (skipped by their counts,
+// read unlocked). New heads take the shards in turn, so that a beam
+// search's root, made anew for each query, finds the last query's beams'
+// buffers in the shard before its own, and a round of new sessions those
+// the last round's released.
 func (st *spareStocks) take(k uint8, b *writeBufs) {
 	for i := range spareLookBack + 1 {
 		s := &st[(int(k)-i+gateShards)%gateShards]
@@ -114,8 +116,8 @@ func (st *spareStocks) take(k uint8, b *writeBufs) {
 }
 
 // spareLookBack is how many shards before its own a head looks in for
-// spare buffers when its own has none.
-const spareLookBack = 3
+// spare buffers when its own has none: all.
+const spareLookBack = gateShards - 1
 
 // take moves the last spare buffers into b, if there are any, and
 // reports whether there were.
