@@ -7,7 +7,9 @@
 # is judged by (a store/baseline ratio, or the cost model's counts). Then,
 # each round, the serving workloads against the hand-written peer
 # (internal/peerbench): CPU time per step of each side, their ratio, and
-# allocations per step.
+# allocations per step; then the same workloads on GOMAXPROCS goroutines at
+# once, each with sessions of its own (BenchmarkPeerParallel): the CPU ratio
+# at once and each side's speedup from running its goroutines at once.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${SERVEBENCH_ROUNDS:-3}
@@ -46,6 +48,16 @@ for r in $(seq "$rounds"); do
       line = $1
       for (i = 3; i < NF; i += 2)
         if ($(i+1) ~ /ratio|allocs|excess/) line = line "  " $(i+1) "=" $i
+      print "  " line
+    }'
+done
+for r in $(seq "$rounds"); do
+  echo "peer at once, round $r"
+  (cd internal/peerbench && "$peer" -test.run='^$' -test.bench='^BenchmarkPeerParallel$' -test.benchtime=3x) |
+    awk '/^BenchmarkPeerParallel/ {
+      line = $1
+      for (i = 3; i < NF; i += 2)
+        if ($(i+1) ~ /ratio|scale/) line = line "  " $(i+1) "=" $i
       print "  " line
     }'
 done
