@@ -62,8 +62,19 @@ var workloads = []workload{
 }
 
 // ---- rows, shared by both sides ----
+//
+// The workload's own arithmetic (a row's values, a step's input, the
+// recurrent step) is kept out of line (go:noinline), so that both sides
+// run the same machine code for it: inlined, each side had its own copy
+// at an address of its own, and the two copies' speeds differed by a
+// fifth from build to build (profiles of (e) in two binaries whose code
+// is the same gave the store's and the peer's copies 23% and 28% of the
+// time in one, 27% and 23% in the other), which moved the ratios with
+// them (docs/BENCHMARKS.md, "Calls from several goroutines").
 
 // fillKV fills keys and values with token tok's.
+//
+//go:noinline
 func fillKV(keys, values []float32, tok int32) {
 	for j := range keys {
 		keys[j] = float32(tok) + float32(j)/256
@@ -95,6 +106,8 @@ func tokenAt(i int) int32 { return int32(i%97 + 1) }
 
 // recur is the recurrent step on one row of h, with input row x: one
 // function for both sides, so that both round alike.
+//
+//go:noinline
 func recur(h, x []float32) {
 	for i := range h {
 		h[i] = h[i]/2 + x[i%InDim]
@@ -113,6 +126,8 @@ func recurStep(rows *RecR, in RecIn) error {
 }
 
 // inputOf fills x, one step's input (RecRows rows of InDim), for token tok.
+//
+//go:noinline
 func inputOf(x []float32, tok int32) {
 	for i := range x {
 		x[i] = float32(tok%13)/8 + float32(i%InDim)/64
