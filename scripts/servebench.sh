@@ -41,23 +41,19 @@ for r in $(seq "$rounds"); do
       }'
   done
 done
-for r in $(seq "$rounds"); do
-  echo "peer round $r"
-  (cd internal/peerbench && "$peer" -test.run='^$' -test.bench='^BenchmarkPeer$' -test.benchtime=4x) |
-    awk '/^BenchmarkPeer/ {
-      line = $1
-      for (i = 3; i < NF; i += 2)
-        if ($(i+1) ~ /ratio|allocs|excess/) line = line "  " $(i+1) "=" $i
-      print "  " line
-    }'
-done
-for r in $(seq "$rounds"); do
-  echo "peer at once, round $r"
-  (cd internal/peerbench && "$peer" -test.run='^$' -test.bench='^BenchmarkPeerParallel$' -test.benchtime=3x) |
-    awk '/^BenchmarkPeerParallel/ {
-      line = $1
-      for (i = 3; i < NF; i += 2)
-        if ($(i+1) ~ /ratio|scale/) line = line "  " $(i+1) "=" $i
-      print "  " line
-    }'
-done
+# peers TITLE BENCH BENCHTIME METRICS: SERVEBENCH_ROUNDS rounds of the
+# peer benchmark BENCH, printing the metrics whose names match METRICS.
+peers() {
+  for r in $(seq "$rounds"); do
+    echo "$1 $r"
+    (cd internal/peerbench && "$peer" -test.run='^$' -test.bench="^$2\$" -test.benchtime="$3") |
+      awk -v want="$4" '/^Benchmark/ {
+        line = $1
+        for (i = 3; i < NF; i += 2)
+          if ($(i+1) ~ want) line = line "  " $(i+1) "=" $i
+        print "  " line
+      }'
+  done
+}
+peers "peer round" BenchmarkPeer 4x 'ratio|allocs|excess'
+peers "peer at once, round" BenchmarkPeerParallel 3x 'ratio|scale'
