@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 )
@@ -170,14 +171,7 @@ func runGroupDomainsModel(t *testing.T, c domConf, seed uint64, steps int) {
 		}
 		return out
 	}
-	remove := func(x *domGroup) {
-		for i, y := range gs {
-			if y == x {
-				gs = append(gs[:i], gs[i+1:]...)
-				return
-			}
-		}
-	}
+	remove := func(x *domGroup) { gs = slices.DeleteFunc(gs, func(y *domGroup) bool { return y == x }) }
 	release := func(x *domGroup) {
 		var err error
 		if x.g != nil {

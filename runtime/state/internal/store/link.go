@@ -79,6 +79,7 @@ func makePool(b device.Backend, opt PoolOptions) (*Pool, error) {
 		blockSizes:  blockSizes{blockBytes: bb, rowSized: opt.BlockBytes == 0},
 		telemetry:   opt.Telemetry,
 	}
+	p.initLive()
 	p.room = eviction{p} // evict.go
 	p.be, p.fences = b, &p.rec
 	// Growths are timed by calibration's clock: the cost model prices

@@ -132,16 +132,25 @@ func (p *Pool) isClosed() bool {
 // on cache lines of its own (gateShard), through links in the handles
 // themselves.
 type liveShard struct {
-	_     [64]byte
-	mu    sync.Mutex
-	first *liveLink
-	n     int
+	_    [64]byte
+	mu   sync.Mutex
+	list members[liveLink]
+	n    int
 }
 
 // liveLink is a live handle's place in its shard's list.
 type liveLink struct {
-	prev, next *liveLink
-	h          handle // the handle whose link it is, while listed
+	member[liveLink]
+	h handle // the handle whose link it is
+}
+
+func liveOf(l *liveLink) *member[liveLink] { return &l.member }
+
+// initLive readies the shards' lists of live handles, for makePool.
+func (p *Pool) initLive() {
+	for i := range p.live {
+		p.live[i].list.link = liveOf
+	}
 }
 
 // register adds h to the live handles, through l, its place in the
@@ -153,11 +162,8 @@ func (p *Pool) register(h handle, k uint8, l *liveLink) {
 	p.addLogical(k, h.logicalBytes())
 	s := &p.live[k]
 	s.mu.Lock()
-	l.h, l.prev, l.next = h, nil, s.first
-	if s.first != nil {
-		s.first.prev = l
-	}
-	s.first = l
+	l.h = h
+	s.list.add(l)
 	s.n++
 	s.mu.Unlock()
 }
@@ -167,25 +173,18 @@ func (p *Pool) register(h handle, k uint8, l *liveLink) {
 func (p *Pool) unregister(k uint8, l *liveLink, logical int64) {
 	s := &p.live[k]
 	s.mu.Lock()
-	if l.h != nil {
-		s.unlink(l)
-	}
+	s.unlist(l)
 	s.mu.Unlock()
 	p.addLogical(k, -logical)
 }
 
-// unlink takes l, which is listed, out of s. s.mu is held.
-func (s *liveShard) unlink(l *liveLink) {
-	if l.prev != nil {
-		l.prev.next = l.next
-	} else {
-		s.first = l.next
+// unlist takes l out of s, if it is listed. s.mu is held.
+func (s *liveShard) unlist(l *liveLink) {
+	if l.in {
+		s.list.remove(l)
+		l.h = nil
+		s.n--
 	}
-	if l.next != nil {
-		l.next.prev = l.prev
-	}
-	*l = liveLink{}
-	s.n--
 }
 
 // liveHandles returns the live heads and snapshots, shard by shard.
@@ -195,7 +194,7 @@ func (p *Pool) liveHandles() []handle {
 		s := &p.live[i]
 		s.mu.Lock()
 		hs = slices.Grow(hs, s.n)
-		for l := s.first; l != nil; l = l.next {
+		for l := s.list.first; l != nil; l = l.next {
 			hs = append(hs, l.h)
 		}
 		s.mu.Unlock()
@@ -221,8 +220,8 @@ func (p *Pool) forgetLive() {
 	for i := range p.live {
 		s := &p.live[i]
 		s.mu.Lock()
-		for s.first != nil {
-			s.unlink(s.first)
+		for s.list.first != nil {
+			s.unlist(s.list.first)
 		}
 		s.mu.Unlock()
 	}

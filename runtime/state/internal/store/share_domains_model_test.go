@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"runtime/debug"
+	"slices"
 	"testing"
 	"time"
 
@@ -234,14 +235,7 @@ func runDomainsModel(t *testing.T, c domConf, seed uint64, steps int) {
 		}
 		return out
 	}
-	remove := func(x *domHandle) {
-		for i, y := range hs {
-			if y == x {
-				hs = append(hs[:i], hs[i+1:]...)
-				return
-			}
-		}
-	}
+	remove := func(x *domHandle) { hs = slices.DeleteFunc(hs, func(y *domHandle) bool { return y == x }) }
 	release := func(x *domHandle) {
 		var err error
 		if x.ref.Head != nil {
