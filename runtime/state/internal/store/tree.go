@@ -619,28 +619,40 @@ func (t *tree) drop(hi int, freed *[]*block) {
 
 // dropRange drops blocks [lo, hi) under n, a node of height h that its
 // parent holds alone and whose first block is base, and reports whether n
-// is left empty.
+// is left empty. It visits only the slots that reach [lo, hi): a window
+// drops a block a column every few appends, and a walk of every slot of
+// the path cost an append more than its copy. The slots before them hold
+// nothing, as every block below a tree's lo was dropped when lo passed
+// it, so n is empty when the slots after them hold nothing either.
 func dropRange(n *node, h, base, lo, hi int, freed *[]*block) bool {
-	empty := true
+	span := 1
+	if h > 1 {
+		span = capacity(h - 1)
+	}
+	first, end := max(lo-base, 0)/span, min((hi-base+span-1)/span, fan)
 	if h == 1 {
-		for k, b := range n.blks {
-			if i := base + k; b != nil && i >= lo && i < hi {
+		for k := first; k < end; k++ {
+			if b := n.blks[k]; b != nil {
 				releaseBlock(b, freed)
 				n.blks[k] = nil
 			}
-			empty = empty && n.blks[k] == nil
 		}
-		return empty
+		for _, b := range n.blks[end:] {
+			if b != nil {
+				return false
+			}
+		}
+		return true
 	}
-	span := capacity(h - 1)
-	for k, c := range n.kids {
-		kb := base + k*span
+	empty := true
+	for k := first; k < end; k++ {
+		c, kb := n.kids[k], base+k*span
 		switch {
 		case c == nil:
 		case kb >= lo && kb+span <= hi:
 			releaseNode(c, freed)
 			n.kids[k] = nil
-		case kb+span > lo && kb < hi:
+		default:
 			c = own(c, freed)
 			n.kids[k] = c
 			if dropRange(c, h-1, kb, lo, hi, freed) {
@@ -649,6 +661,11 @@ func dropRange(n *node, h, base, lo, hi int, freed *[]*block) bool {
 			}
 		}
 		empty = empty && n.kids[k] == nil
+	}
+	for _, c := range n.kids[end:] {
+		if c != nil {
+			return false
+		}
 	}
 	return empty
 }

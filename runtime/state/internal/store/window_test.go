@@ -62,6 +62,40 @@ func TestWindowExpiry(t *testing.T) {
 	}
 }
 
+// TestWindowExpiryDeepTree: a window that moves through a tree of three
+// levels (a row a block, 40,000 rows), by appends of one to five rows,
+// each dropping the blocks below its floor from the leaf and interior
+// nodes on their path alone (dropRange), the emptied ones with them,
+// under a snapshot now and then that shares the path. The head holds
+// the window's blocks and reads its rows after every batch.
+func TestWindowExpiryDeepTree(t *testing.T) {
+	p := newPool(t, PoolOptions{BlockBytes: 256})
+	h := must[*Head](t)(p.NewHead(ringLayout(50, 1), "o"))
+	defer h.Release()
+	dst := [][]byte{make([]byte, 4*50)}
+	var s *Snap
+	for n, k := 0, 1; n < 40_000; n, k = n+k, k%5+1 {
+		check(t, h.Append([][]byte{seq(n, n+k)}))
+		if n%997 < 5 {
+			if s != nil {
+				check(t, s.Release())
+			}
+			s = must[*Snap](t)(h.Snapshot())
+		}
+		if st := h.Stats(); st.PhysicalBytes > 50*256 {
+			t.Fatalf("after %d rows the head holds %d bytes, more than the window's 50 blocks", n+k, st.PhysicalBytes)
+		}
+		if err := h.Read(n+k-50, n+k, dst); n+k >= 50 && (err != nil || string(dst[0]) != string(seq(n+k-50, n+k))) {
+			t.Fatalf("after %d rows, Read of the window: %v", n+k, err)
+		}
+	}
+	check(t, s.Release())
+	if ps := p.Stats(); ps.PhysicalBytes > 50*256 {
+		t.Fatalf("pool stats %+v: expired blocks were not given back", ps)
+	}
+	checkInv(t, p)
+}
+
 // TestWindowSnapshotPins checks that a snapshot keeps its own readable
 // range and the blocks under it, which go back to the pool at its release.
 func TestWindowSnapshotPins(t *testing.T) {
