@@ -113,12 +113,16 @@ func (t *BlockTable) syncFrom(r *root, from int) error {
 // blocks of its version. A new allocation starts at the tree's first
 // block held (tr.lo): a window's expired blocks are left behind, and a
 // window that slides moves its table once in as many appends as the
-// allocation has room for past the window's blocks.
+// allocation has room for past the window's blocks. A column rolled back
+// below that block moves its table back.
 func (t *BlockTable) syncColumn(c *tableCol, tr *tree, start int, old *[]tableMem) error {
 	n := tr.n
 	end := c.first + len(c.dev) // past the entries the allocation ever held
 	start = max(min(start, n, end), c.first)
-	moved := n-c.first > c.capacity || (tr.lo < c.first && tr.lo < n)
+	// A column that fell below the allocation's first entry (a rollback
+	// to before the window moved the table) moves too: its table must not
+	// say blocks [First, Blocks) with Blocks below First.
+	moved := n < c.first || n-c.first > c.capacity || (tr.lo < c.first && tr.lo < n)
 	for i := start; i < min(n, end) && !moved; i++ {
 		moved = i >= tr.lo && uint64(tr.held(i).Ptr()) != c.dev[i-c.first]
 	}

@@ -309,3 +309,39 @@ func TestCloseFreesLiveTables(t *testing.T) {
 		t.Fatalf("%d backend allocations left after Close: %v", len(live), live)
 	}
 }
+
+// TestTableAfterRollbackBelowItsFirst: a window's table moves past the
+// blocks that expire, so that its first entry is a late block; a
+// rollback to a version before it, here the empty one, must leave the
+// table's range [First, Blocks) whole (it said First 96 and Blocks 0,
+// a count below zero to a kernel that subtracts them), and the next
+// appends must find their blocks in it.
+func TestTableAfterRollbackBelowItsFirst(t *testing.T) {
+	p := newPool(t, PoolOptions{BlockBytes: 256})
+	h := must[*Head](t)(p.NewHead(bwLayout(4, 1, Keep, Mandatory), "o"))
+	defer h.Release()
+	empty := must[*Snap](t)(h.Snapshot())
+	defer empty.Release()
+	bt := must[*BlockTable](t)(h.BlockTable())
+	defer bt.Release()
+	for i := 0; i < 100; i += 4 {
+		check(t, h.Append(bwVals([]uint32{1, 2, 3, 4})))
+	}
+	if c := must[TableColumn](t)(bt.Column(0)); c.First == 0 {
+		t.Fatalf("setup: the window's table did not move (First %d)", c.First)
+	}
+	check(t, h.Rollback(empty))
+	if c := must[TableColumn](t)(bt.Column(0)); c.First > c.Blocks {
+		t.Fatalf("the empty head's table: First %d, Blocks %d", c.First, c.Blocks)
+	}
+	check(t, h.Append(bwVals([]uint32{5, 6, 7})))
+	c := must[TableColumn](t)(bt.Column(0))
+	if c.First > 0 || c.Blocks != 3 {
+		t.Fatalf("after three rows: First %d, Blocks %d, want 0 and 3", c.First, c.Blocks)
+	}
+	spans := must[[][]device.Span](t)(h.Spans(0, 3))
+	if got, want := tableEntries(t, p.Backend(), bt, 0), spanBases(t, spans, 0, 4, 1); !equalPtrs(got, want) {
+		t.Fatalf("the table's entries %v, the blocks' %v", got, want)
+	}
+	checkInv(t, p)
+}
