@@ -805,3 +805,69 @@ func TestTierUsesTheEvictor(t *testing.T) {
 	}
 	checkInv(t, p)
 }
+
+// emptyNodes counts the nodes of t under which no block of [t.lo, t.n)
+// lies: nodes a tree keeps for nothing.
+func emptyNodes(t *tree) int {
+	var walk func(n *node, h, base int) (empty int, holds bool)
+	walk = func(n *node, h, base int) (int, bool) {
+		if h == 1 {
+			for k, b := range n.blks {
+				if i := base + k; b != nil && i >= t.lo && i < t.n {
+					return 0, true
+				}
+			}
+			return 1, false
+		}
+		empty, holds := 0, false
+		for k, c := range n.kids {
+			if c != nil {
+				e, hb := walk(c, h-1, base+k*capacity(h-1))
+				empty, holds = empty+e, holds || hb
+			}
+		}
+		if !holds {
+			empty++
+		}
+		return empty, holds
+	}
+	if t.root == nil {
+		return 0
+	}
+	e, _ := walk(t.root, t.height, 0)
+	return e
+}
+
+// TestTierBackBuildsNoEmptyNodes: a window whose floor is past block
+// 1024 comes back from the host tier as a tree built from its floor up;
+// it kept an empty node for each level it grew below its first block
+// (found by a breaker helper), which no drop ever reached again.
+func TestTierBackBuildsNoEmptyNodes(t *testing.T) {
+	p := newPool(t, PoolOptions{BlockBytes: 256, MaxBytes: 64 * 256, HostTier: 1 << 20})
+	h := must[*Head](t)(p.NewHead(bwLayout(8, 1, Keep, Optional), "win"))
+	defer h.Release()
+	for i := 0; i < 1100; i += 8 {
+		check(t, h.Append(bwVals(make([]uint32, 8))))
+	}
+	hog := must[*Head](t)(p.NewHead(&Layout{Type: "Hog", Columns: []Column{{Name: "X", ElemSize: 4, Width: 64}}, Growth: Append, Retention: Mandatory}, "hog"))
+	for range 60 {
+		check(t, hog.Append([][]byte{make([]byte, 256)}))
+	}
+	h.mu.Lock()
+	out := h.tier != nil
+	h.mu.Unlock()
+	if !out {
+		t.Fatal("setup: the window did not go to the host tier")
+	}
+	check(t, hog.Release())
+	check(t, h.Read(h.Len()-1, h.Len(), [][]byte{make([]byte, 4)}))
+	for range 200 { // on through the tree it came back as
+		check(t, h.Append(bwVals(make([]uint32, 8))))
+	}
+	checkInv(t, p)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if tr := &h.r.cols[0]; emptyNodes(tr) > 0 {
+		t.Fatalf("the tree (lo %d, n %d, height %d) keeps %d empty nodes", tr.lo, tr.n, tr.height, emptyNodes(tr))
+	}
+}

@@ -196,7 +196,14 @@ func (t *tree) leafSlot(i int, freed *[]*block) **node { return t.leafSlotWith(i
 // fresh.
 func (t *tree) leafSlotWith(i int, freed *[]*block, fresh bool) **node {
 	if t.root == nil {
+		// An empty tree takes i's height at once: grown a level at a
+		// time, each empty root would stay under the next as its first
+		// child, below every block the tree holds (a window's tree rebuilt
+		// from its floor up, tier.go).
 		t.height = 1
+		for i >= capacity(t.height) {
+			t.height++
+		}
 	}
 	for i >= capacity(t.height) {
 		up := newInteriorWith(fresh)
